@@ -1,0 +1,5 @@
+"""`python -m opscan`."""
+
+from opscan.cli import main
+
+raise SystemExit(main())

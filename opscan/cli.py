@@ -1,0 +1,110 @@
+"""Command line: argv -> the command's run(); an OpscanError is printed as one line and exits 2.
+
+Exit codes: 0 clean, 1 something at or above the failing threshold was found, 2 usage, config or
+input error. `opscan PATH` (no sub-command) runs the `check` command: the whole answer for PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from opscan import __version__
+from opscan.errors import ConfigError, OpscanError
+
+# Each command module defines HELP (one line), add_arguments(parser) and run(args) -> int.
+# They are imported only when needed, and none imports torch at module level.
+COMMANDS: dict[str, str] = {
+    "check": "opscan.commands.check",
+    "scan": "opscan.commands.scan",
+    "trace": "opscan.commands.trace",
+    "db": "opscan.commands.db",
+    "rules": "opscan.commands.rules",
+    "baseline": "opscan.commands.baseline",
+    "parity": "opscan.commands.parity",
+    "preflight": "opscan.commands.preflight",
+    "payback": "opscan.commands.payback",
+    "zoo": "opscan.commands.zoo",
+}
+DEFAULT_COMMAND = "check"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so usage errors share the one-line format."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _ArgError(f"{self.prog}: {message}")
+
+
+class _ArgError(Exception):
+    pass
+
+
+def _load(name: str):
+    try:
+        return importlib.import_module(COMMANDS[name])
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("opscan.commands"):
+            return None
+        raise
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; with `only`, just that sub-command is loaded (start-up stays fast)."""
+    parser = _Parser(
+        prog="opscan",
+        description="Find what will not just run when a PyTorch project moves to AWS Trainium "
+        "(TorchNeuron). `opscan PATH` gives the whole answer; the sub-commands give its parts.",
+    )
+    parser.add_argument("--version", action="version", version=f"opscan {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        if only is not None and name != only:
+            continue
+        module = _load(name)
+        if module is None:
+            continue
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(command)
+        command.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run opscan with `argv` (default: sys.argv[1:]) and return the exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] not in COMMANDS and not args_list[0].startswith("-"):
+        args_list.insert(0, DEFAULT_COMMAND)
+    only = args_list[0] if args_list and args_list[0] in COMMANDS else None
+    try:
+        parser = build_parser(only)
+        if not args_list:
+            parser.print_help()
+            return 2
+        args = parser.parse_args(args_list)
+        if getattr(args, "_run", None) is None:
+            parser.print_help()
+            return 2
+        return int(args._run(args))
+    except _ArgError as exc:
+        print(f"opscan: error: {exc}", file=sys.stderr)
+        return 2
+    except ConfigError as exc:
+        print(f"opscan: error: {exc}", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 2
+    except OpscanError as exc:
+        print(f"opscan: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("opscan: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

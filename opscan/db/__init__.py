@@ -1,0 +1,1 @@
+"""Coverage database: strict loading, lookup, diff and probe."""

@@ -1,0 +1,62 @@
+"""The exceptions opscan raises on purpose; the CLI prints each as one line and exits 2.
+
+    OpscanError                 any error a user can act on; carries the path (and line) it is about
+    ├── UsageError              bad flags or arguments
+    ├── ConfigError             [tool.opscan] / opscan.toml problems (may carry several at once)
+    ├── RuleError               a rule file that does not load
+    ├── DatabaseError           a coverage_db file that does not load, or an unknown release
+    ├── InputError              a file given on the command line that cannot be read or understood
+    ├── TargetError             a trace target that cannot be imported or built
+    └── TraceError              a trace that could not run at all (partial traces are results, not errors)
+"""
+
+from __future__ import annotations
+
+
+class OpscanError(Exception):
+    """An error the user can act on. `str()` gives the one line the CLI prints."""
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.line = line
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}:{self.line}: " if self.line is not None else f"{self.path}: "
+        return f"{where}{self.message}"
+
+
+class UsageError(OpscanError):
+    """Bad command-line flags or arguments."""
+
+
+class ConfigError(OpscanError):
+    """A problem in the project configuration; `problems` lists every one found."""
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None,
+                 problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message, path, line)
+        self.problems = problems
+
+
+class RuleError(OpscanError):
+    """A rule file that does not load."""
+
+
+class DatabaseError(OpscanError):
+    """A coverage database file that does not load, or a release that does not exist."""
+
+
+class InputError(OpscanError):
+    """An input file given by the user that cannot be read or understood."""
+
+
+class TargetError(OpscanError):
+    """A trace target that cannot be imported or built."""
+
+
+class TraceError(OpscanError):
+    """A trace that could not run at all."""

@@ -1,0 +1,1 @@
+"""Port tasks: grouping, sizing and ordering of the work."""

@@ -1,0 +1,174 @@
+"""JSON report: the stable, documented machine contract (schema_version 1; see docs/json.md)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict
+from typing import TextIO
+
+from opscan.model import (
+    CATEGORIES,
+    SEVERITIES,
+    STATUSES,
+    Coverage,
+    Evidence,
+    Finding,
+    ModelTrace,
+    OpSource,
+    OpUsage,
+    Report,
+    Task,
+)
+
+SCHEMA_VERSION = 1
+
+
+def _finding(finding: Finding) -> dict:
+    loc = finding.location
+    out = {
+        "rule": finding.rule,
+        "name": finding.name,
+        "category": finding.category,
+        "severity": finding.severity,
+        "message": finding.message,
+        "path": loc.path,
+        "line": loc.line,
+        "column": loc.column,
+        "end_line": loc.end_line or loc.line,
+        "end_column": loc.end_column or loc.column,
+        "fix": finding.fix,
+        "guarded": finding.guarded,
+    }
+    if loc.cell is not None:
+        out["cell"] = loc.cell
+    return out
+
+
+def _source(source: OpSource) -> dict:
+    return {"path": source.path, "line": source.line, "module": source.module}
+
+
+def _evidence(evidence: Evidence) -> dict:
+    return {k: v for k, v in asdict(evidence).items() if v is not None}
+
+
+def merge_ops(traces: tuple[ModelTrace, ...]) -> list[tuple[OpUsage, tuple[str, ...]]]:
+    """Merge the ops of several traces: one OpUsage per op name, with the targets that use it."""
+    merged: dict[str, OpUsage] = {}
+    models: dict[str, set[str]] = {}
+    for trace in traces:
+        for usage in trace.ops:
+            models.setdefault(usage.op, set()).add(trace.target)
+            prev = merged.get(usage.op)
+            if prev is None:
+                merged[usage.op] = usage
+                continue
+            merged[usage.op] = OpUsage(
+                op=usage.op,
+                count=prev.count + usage.count,
+                phases=tuple(p for p in ("forward", "loss", "backward", "optimizer")
+                             if p in prev.phases or p in usage.phases),
+                dtypes=tuple(sorted(set(prev.dtypes) | set(usage.dtypes))),
+                sources=tuple(sorted(set(prev.sources) | set(usage.sources))),
+                modes=tuple(sorted(set(prev.modes) | set(usage.modes))),
+                custom=prev.custom or usage.custom,
+            )
+    return [(merged[name], tuple(sorted(models[name]))) for name in sorted(merged)]
+
+
+def _op(usage: OpUsage, models: tuple[str, ...], coverage: Coverage | None) -> dict:
+    out = {
+        "op": usage.op,
+        "count": usage.count,
+        "phases": list(usage.phases),
+        "dtypes": list(usage.dtypes),
+        "modes": list(usage.modes),
+        "custom": usage.custom,
+        "models": list(models),
+        "sources": [_source(s) for s in usage.sources],
+    }
+    if coverage is not None:
+        out["status"] = coverage.status
+        out["confidence"] = coverage.confidence
+        out["via"] = coverage.via
+        out["parts"] = list(coverage.parts)
+        out["evidence"] = [_evidence(e) for e in coverage.evidence]
+    return out
+
+
+def _trace(trace: ModelTrace) -> dict:
+    return {
+        "target": trace.target,
+        "mode": trace.mode,
+        "device": trace.device,
+        "complete": trace.complete,
+        "stopped_at": trace.stopped_at,
+        "distinct_ops": len(trace.ops),
+        "stand_ins": [
+            {"op": s.op, "kind": s.kind, "value": s.value, "count": s.count,
+             "source": _source(s.source) if s.source else None}
+            for s in trace.stand_ins
+        ],
+    }
+
+
+def _task(task: Task) -> dict:
+    return {
+        "id": task.id,
+        "title": task.title,
+        "action": task.action,
+        "why": task.why,
+        "sources": list(task.sources),
+        "priority": task.priority,
+        "effort_hours": task.effort_hours,
+        "effort_basis": task.effort_basis,
+        "depends_on": list(task.depends_on),
+        "ops": list(task.ops),
+        "sites": [
+            {"path": s.path, "line": s.line, "column": s.column, **({"cell": s.cell} if s.cell else {})}
+            for s in task.sites
+        ],
+    }
+
+
+def summary(report: Report) -> dict:
+    """Counts shown by every reporter: findings by category and severity, ops by status, effort."""
+    by_category = Counter(f.category for f in report.findings)
+    by_severity = Counter(f.severity for f in report.findings)
+    by_status = Counter(c.status for c in report.coverage)
+    ops = merge_ops(report.traces)
+    out = {
+        "files_scanned": report.files_scanned,
+        "findings": len(report.findings),
+        "by_category": {k: by_category.get(k, 0) for k in CATEGORIES},
+        "by_severity": {k: by_severity.get(k, 0) for k in SEVERITIES},
+        "ops": len(ops),
+        "by_status": {k: by_status.get(k, 0) for k in STATUSES},
+        "custom_ops": sum(1 for usage, _ in ops if usage.custom),
+        "tasks": len(report.tasks),
+        "effort_hours": round(sum(t.effort_hours for t in report.tasks), 2),
+    }
+    return out
+
+
+def to_dict(report: Report) -> dict:
+    """The report as the JSON document's dict (key order is part of the contract)."""
+    coverage = {c.op: c for c in report.coverage}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "opscan", "version": report.tool_version},
+        "backend": report.backend,
+        "findings": [_finding(f) for f in sorted(report.findings, key=Finding.sort_key)],
+        "ops": [_op(usage, models, coverage.get(usage.op)) for usage, models in merge_ops(report.traces)],
+        "traces": [_trace(t) for t in report.traces],
+        "tasks": [_task(t) for t in report.tasks],
+        "notes": list(report.notes),
+        "summary": summary(report),
+    }
+
+
+def render(report: Report, out: TextIO) -> None:
+    """Write the report as JSON (sorted, indented, newline-terminated: byte-stable)."""
+    json.dump(to_dict(report), out, indent=2, ensure_ascii=False)
+    out.write("\n")

@@ -1,0 +1,1 @@
+"""Model tracing: the only package that imports torch."""

@@ -1,0 +1,1 @@
+"""The migration workflow around the scan: loss parity, pre-flight checklist, payback."""

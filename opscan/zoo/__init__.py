@@ -1,0 +1,1 @@
+"""Zoo: a readiness matrix over whole model families."""
