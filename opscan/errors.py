@@ -7,7 +7,8 @@
     ├── DatabaseError           a coverage_db file that does not load, or an unknown release
     ├── InputError              a file given on the command line that cannot be read or understood
     ├── TargetError             a trace target that cannot be imported or built
-    └── TraceError              a trace that could not run at all (partial traces are results, not errors)
+    ├── TraceError              a trace that could not run at all (partial traces are results, not errors)
+    └── RunError                a command opscan runs for the user (`parity run`) that failed
 """
 
 from __future__ import annotations
@@ -60,3 +61,7 @@ class TargetError(OpscanError):
 
 class TraceError(OpscanError):
     """A trace that could not run at all."""
+
+
+class RunError(OpscanError):
+    """A command opscan ran on the user's behalf (e.g. a training script under `parity run`) failed."""

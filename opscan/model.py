@@ -167,6 +167,10 @@ class Coverage:
     via: str = ""                        # how the answer was found, e.g. "overload packet aten::add"
     parts: tuple[str, ...] = ()          # for composite: the ops it expands into
 
+    def label(self) -> str:
+        """The status with its first evidence, as reports show it: "native (probed on torch-neuronx 2.14.3.0)"."""
+        return f"{self.status} ({self.evidence[0].text})" if self.evidence else self.status
+
 
 @dataclass(frozen=True)
 class DeviceProfile:
@@ -210,6 +214,29 @@ class Task:
 
 
 @dataclass(frozen=True)
+class RuleInfo:
+    """What reporters may say about a rule that fired (SARIF rule list, help text)."""
+
+    id: str                              # e.g. "OPS101"
+    name: str                            # e.g. "hardcoded-cuda-device"
+    severity: str                        # default level, one of SEVERITIES
+    category: str = ""
+    what: str = ""                       # one paragraph: what it flags
+    why: str = ""                        # why it matters on TorchNeuron
+    fix: str = ""                        # how to fix it
+    help_uri: str = ""
+
+
+@dataclass(frozen=True)
+class BaselineStatus:
+    """How a run's findings compared with a baseline file (only new findings stay in the Report)."""
+
+    path: str
+    known: int = 0                       # findings the baseline hides
+    stale: tuple[str, ...] = ()          # entries that match nothing any more: "path:line: RULE message"
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything one opscan run found. Reporters read this and nothing else."""
 
@@ -222,3 +249,6 @@ class Report:
     backend: str = ""                    # e.g. "torchneuron==2.33.0"
     files_scanned: int = 0
     notes: tuple[str, ...] = field(default=())  # run-level notes, e.g. a torch version mismatch
+    baseline: BaselineStatus | None = None  # set when a baseline was applied
+    hours_per_day: float = 8.0           # engineer-day length of the cost model (effort in days)
+    rules: tuple[RuleInfo, ...] = ()     # the rules that fired, sorted by id

@@ -148,6 +148,7 @@ def summary(report: Report) -> dict:
         "custom_ops": sum(1 for usage, _ in ops if usage.custom),
         "tasks": len(report.tasks),
         "effort_hours": round(sum(t.effort_hours for t in report.tasks), 2),
+        "effort_days": round(sum(t.effort_hours for t in report.tasks) / (report.hours_per_day or 8.0), 2),
     }
     return out
 
@@ -164,6 +165,9 @@ def to_dict(report: Report) -> dict:
         "traces": [_trace(t) for t in report.traces],
         "tasks": [_task(t) for t in report.tasks],
         "notes": list(report.notes),
+        "baseline": None if report.baseline is None else {
+            "path": report.baseline.path, "known": report.baseline.known,
+            "stale": list(report.baseline.stale)},
         "summary": summary(report),
     }
 

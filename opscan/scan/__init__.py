@@ -1,1 +1,26 @@
-"""Source scan: libcst rules over the files of a tree; never imports the scanned code."""
+"""Source scan: rules over the files of a tree; never imports or runs the scanned code.
+
+Public API (pinned by tests/scan/test_scan_api.py):
+    load_rules(extra_dirs=(), select=(), ignore=()) -> RuleSet
+    scan_paths(root, paths=None, rules=None, exclude=(), jobs=1, check_fixes=True, cache=None) -> ScanResult
+    scan_source(relpath, data, rules, project=EMPTY) -> FileResult      (pure, per file)
+    scan_memory(files, rules=None) -> ScanResult                        (in-memory files)
+"""
+
+from opscan.scan.engine import (
+    FileResult,
+    ScanResult,
+    Suppression,
+    decode_result,
+    encode_result,
+    scan_memory,
+    scan_paths,
+    scan_source,
+)
+from opscan.scan.project import EMPTY, Project
+from opscan.scan.rules import Rule, RuleSet, load_rule_file, load_rules
+
+__all__ = [
+    "EMPTY", "FileResult", "Project", "Rule", "RuleSet", "ScanResult", "Suppression", "decode_result",
+    "encode_result", "load_rule_file", "load_rules", "scan_memory", "scan_paths", "scan_source",
+]

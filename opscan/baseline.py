@@ -1,0 +1,150 @@
+"""Baselines: record today's findings, then report only new ones; fingerprints survive moved lines.
+
+# NOTE [fingerprints]
+A finding's fingerprint is sha256 over: rule code, path, the source line with all whitespace
+removed, and its occurrence index among findings with the same (rule, path, line text) in file
+order. Line numbers are left out, so inserting or deleting other lines does not change it; editing
+the flagged line itself does (that is a new finding). Findings without a source line use their
+message instead. The file is JSON with a `opscan_baseline` version; a newer version is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from opscan.errors import InputError
+from opscan.model import Finding
+
+BASELINE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One recorded finding."""
+
+    fingerprint: str
+    rule: str
+    path: str
+    line: int
+    message: str
+
+
+@dataclass(frozen=True)
+class Applied:
+    """The result of matching findings against a baseline."""
+
+    new: tuple[Finding, ...]         # findings not in the baseline
+    known: int                       # findings the baseline hides
+    stale: tuple[Entry, ...]         # entries that no longer match anything
+
+
+def _normalise(text: str) -> str:
+    return "".join(text.split())
+
+
+def fingerprints(findings: tuple[Finding, ...] | list[Finding]) -> list[tuple[Finding, str]]:
+    """Each finding with its fingerprint (see NOTE [fingerprints]), in file order."""
+    seen: Counter = Counter()
+    out = []
+    for finding in sorted(findings, key=Finding.sort_key):
+        text = _normalise(finding.snippet) if finding.snippet.strip() else "message:" + finding.message
+        key = (finding.rule, finding.location.path, text)
+        index = seen[key]
+        seen[key] += 1
+        digest = hashlib.sha256("\0".join((*key, str(index))).encode("utf-8")).hexdigest()[:32]
+        out.append((finding, digest))
+    return out
+
+
+def entries(findings: tuple[Finding, ...] | list[Finding]) -> tuple[Entry, ...]:
+    """The baseline entries for `findings`."""
+    return tuple(Entry(fp, f.rule, f.location.path, f.location.line, f.message)
+                 for f, fp in fingerprints(findings))
+
+
+def write(path: Path, findings: tuple[Finding, ...] | list[Finding], tool_version: str) -> int:
+    """Write a baseline of `findings` to `path` atomically; returns the number of entries."""
+    rows = entries(findings)
+    document = {
+        "opscan_baseline": BASELINE_VERSION,
+        "tool_version": tool_version,
+        "fingerprint": "sha256(rule, path, source line without whitespace, occurrence index)",
+        "entries": [
+            {"fingerprint": e.fingerprint, "rule": e.rule, "path": e.path, "line": e.line,
+             "message": e.message}
+            for e in sorted(rows, key=lambda e: (e.path, e.line, e.rule, e.fingerprint))
+        ],
+    }
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return len(rows)
+
+
+def load(path: Path) -> tuple[Entry, ...]:
+    """Read a baseline file. Raises InputError (naming the file) when it is missing or invalid."""
+    path = Path(path)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("baseline file not found (create it with `opscan baseline PATH --output FILE`)",
+                         path=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read baseline: {exc.strerror}", path=str(path)) from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(f"baseline is not valid JSON ({exc.msg})", path=str(path), line=exc.lineno) from exc
+    if not isinstance(document, dict) or "opscan_baseline" not in document:
+        raise InputError("not an opscan baseline (no `opscan_baseline` version field)", path=str(path))
+    version = document["opscan_baseline"]
+    if not isinstance(version, int) or version < 1:
+        raise InputError(f"invalid baseline version {version!r}", path=str(path))
+    if version > BASELINE_VERSION:
+        raise InputError(f"baseline format {version} was written by a newer opscan "
+                         f"({document.get('tool_version', '?')}); this opscan reads format "
+                         f"{BASELINE_VERSION}: upgrade opscan or re-create the baseline", path=str(path))
+    rows = document.get("entries")
+    if not isinstance(rows, list):
+        raise InputError("baseline has no `entries` list", path=str(path))
+    out = []
+    for index, row in enumerate(rows):
+        try:
+            out.append(Entry(str(row["fingerprint"]), str(row["rule"]), str(row["path"]),
+                             int(row.get("line", 0)), str(row.get("message", ""))))
+        except (KeyError, TypeError, ValueError):
+            raise InputError(f"baseline entry {index} lacks fingerprint/rule/path", path=str(path)) from None
+    return tuple(out)
+
+
+def apply(findings: tuple[Finding, ...], baseline: tuple[Entry, ...]) -> Applied:
+    """Split `findings` into new ones and ones the baseline knows; list the stale entries."""
+    remaining = Counter(e.fingerprint for e in baseline)
+    new = []
+    known = 0
+    for finding, fp in fingerprints(findings):
+        if remaining[fp] > 0:
+            remaining[fp] -= 1
+            known += 1
+        else:
+            new.append(finding)
+    stale = []
+    for entry in baseline:
+        if remaining[entry.fingerprint] > 0:
+            remaining[entry.fingerprint] -= 1
+            stale.append(entry)
+    return Applied(tuple(new), known, tuple(sorted(stale, key=lambda e: (e.path, e.line, e.rule))))

@@ -1,0 +1,144 @@
+"""`opscan PATH`: scan, trace, check coverage and plan the port; print one report; gate CI on it."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+HELP = "the whole answer for PATH: source scan, model trace, op coverage, port tasks (the default command)"
+FORMATS = ("terminal", "json", "sarif", "github", "markdown", "dot")
+
+
+def _comma_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags of `opscan PATH`; each one overrides the matching [tool.opscan] key."""
+    parser.add_argument("path", nargs="?", default=".", help="project folder or file (default: .)")
+    parser.add_argument("--model", action="append", metavar="TARGET", default=None,
+                        help="trace this model instead of the configured ones (file.py:NAME, "
+                             "module:NAME, hf:PATH, timm:NAME); repeatable")
+    parser.add_argument("--mode", choices=("train", "inference", "both"), default=None,
+                        help="trace mode for every model (default: as configured, else train)")
+    parser.add_argument("--backend", metavar="RELEASE", default=None,
+                        help="release in the coverage database, e.g. 2.33.0 or torchneuron==2.33.0 (default: the newest TorchNeuron release)")
+    parser.add_argument("--db", metavar="DIR", default=None, help="coverage database folder to use")
+    parser.add_argument("--fail-on", action="append", metavar="WHAT", default=None,
+                        help="exit 1 on: error, warning, fallback, unknown, custom-kernel "
+                             "(comma list or repeated; default: error)")
+    parser.add_argument("--baseline", metavar="FILE", default=None,
+                        help="report only findings not recorded in FILE (see `opscan baseline`)")
+    parser.add_argument("--exit-zero", action="store_true", help="always exit 0 (report-only runs)")
+    parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format")
+    parser.add_argument("--output", "-o", metavar="FILE", default=None, help="write the report to FILE")
+    parser.add_argument("--no-trace", action="store_true", help="skip tracing (no torch needed)")
+    parser.add_argument("--select", type=_comma_list, default=None, metavar="CODES",
+                        help="only these rule codes / prefixes (comma list)")
+    parser.add_argument("--ignore", type=_comma_list, default=None, metavar="CODES",
+                        help="drop these rule codes / prefixes (comma list)")
+
+
+def load_effective_config(args: argparse.Namespace):
+    """[tool.opscan] for args.path with the command-line flags applied on top."""
+    from opscan.app import with_models
+    from opscan.config import load_config, parse_fail_on
+    from opscan.errors import InputError
+
+    target = Path(args.path)
+    if not target.exists():
+        raise InputError("no such file or folder", path=str(target))
+    config = load_config(target)
+    config = config.override(
+        backend=args.backend,
+        db=Path(args.db).resolve() if getattr(args, "db", None) else None,
+        fail_on=parse_fail_on(args.fail_on) if getattr(args, "fail_on", None) else None,
+        select=tuple(args.select) if getattr(args, "select", None) else None,
+        ignore=tuple(args.ignore) if getattr(args, "ignore", None) else None,
+    )
+    return with_models(config, getattr(args, "model", None), getattr(args, "mode", None))
+
+
+@contextlib.contextmanager
+def _progress():
+    """A transient progress display on stderr (only when stderr is a terminal)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                        console=Console(stderr=True), transient=True)
+    with progress:
+        task = progress.add_task("starting", total=None)
+
+        def update(event: str, detail: str) -> None:
+            if event == "traced":
+                progress.console.print(f"[dim]traced {detail}[/dim]")
+                return
+            progress.update(task, description=detail)
+
+        yield update
+
+
+def write_output(text: str, output: str | None) -> None:
+    """Print `text`, or write it to `output` atomically."""
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(output)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def render_report(report, fmt: str, output: str | None) -> None:
+    """Render in `fmt` to stdout (terminal colour when it is a tty) or to `output`."""
+    from opscan.reporters import render
+
+    if fmt == "terminal" and output is None:
+        from opscan.reporters.terminal import render as terminal
+
+        terminal(report, sys.stdout)
+        return
+    buffer = io.StringIO()
+    render(fmt, report, buffer)
+    write_output(buffer.getvalue(), output)
+
+
+def gate(report, fail_on: tuple[str, ...], exit_zero: bool) -> int:
+    """Exit code for `report`: 1 when a --fail-on condition is met (reasons on stderr), else 0."""
+    from opscan.gate import failures
+
+    reasons = failures(report, fail_on)
+    for reason in reasons:
+        print(f"opscan: fail-on {reason}", file=sys.stderr)
+    if reasons and exit_zero:
+        print("opscan: --exit-zero: exiting 0 anyway", file=sys.stderr)
+    return 1 if reasons and not exit_zero else 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the whole analysis of args.path and print it."""
+    from opscan.app import analyse
+
+    config = load_effective_config(args)
+    baseline = Path(args.baseline) if args.baseline else config.baseline
+    with _progress() as progress:
+        report = analyse(Path(args.path), config, trace=not args.no_trace, baseline=baseline,
+                         progress=progress)
+    render_report(report, args.format, args.output)
+    return gate(report, config.fail_on, args.exit_zero)

@@ -1,0 +1,254 @@
+"""`opscan db list|show|diff|validate|probe`: read, compare, check and regenerate the coverage database."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from opscan.errors import OpscanError, UsageError
+
+HELP = "the TorchNeuron coverage database: list releases, show an op, diff releases, validate, probe"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="db_command", metavar="ACTION", parser_class=type(parser))
+    sub.required = True
+
+    def release_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--backend", metavar="SPEC", default=None,
+                       help="release to use, e.g. torchneuron==2.33.0, torch-neuronx-xla==2.32.0 or "
+                       "torch-neuronx==2.14.3.0 (default: the newest TorchNeuron release)")
+        p.add_argument("--db", metavar="FILE", default=None,
+                       help="use this release file (e.g. a probed one), or a folder of release files")
+        p.add_argument("--format", choices=("terminal", "json"), default="terminal", help="output format")
+
+    p = sub.add_parser("list", help="the releases in the database, newest last")
+    p.add_argument("--db", metavar="DIR", default=None, help="a folder of release files instead of the shipped one")
+    p.add_argument("--format", choices=("terminal", "json"), default="terminal", help="output format")
+
+    p = sub.add_parser("show", help="status, evidence and lookup path of ops in one release")
+    p.add_argument("ops", nargs="+", metavar="OP", help="operator, e.g. aten::add.Tensor or aten::relu")
+    release_options(p)
+
+    p = sub.add_parser("diff", help="changelog between two releases: ops added, removed, changed status")
+    p.add_argument("old", metavar="OLD", help="release spec or release file")
+    p.add_argument("new", metavar="NEW", help="release spec or release file")
+    p.add_argument("--format", choices=("terminal", "json"), default="terminal", help="output format")
+
+    p = sub.add_parser("validate", help="load release files strictly; report every problem with file:line")
+    p.add_argument("files", nargs="*", metavar="FILE", help="release files (default: every shipped one)")
+    p.add_argument("--strict", action="store_true",
+                   help="also fail on warnings (ops the installed torch does not have)")
+
+    p = sub.add_parser("probe", help="write a release file from the PrivateUse1 backend installed here")
+    p.add_argument("--out", metavar="FILE", required=True, help="release file to write (atomically)")
+    p.add_argument("--import", dest="import_module", metavar="MODULE", default=None,
+                   help="import this module first (it registers the backend; TorchNeuron autoloads)")
+    p.add_argument("--samples", action="store_true",
+                   help="also run small sample inputs per dtype to catch run-time CPU fallbacks")
+    p.add_argument("--dtypes", default=None, metavar="LIST",
+                   help="comma-separated dtypes for --samples (default float32,bfloat16,float64,int64)")
+    p.add_argument("--name", default=None, help="backend id to write (default: from the backend's package)")
+    p.add_argument("--release", default=None, help="release to write (default: the backend's version)")
+
+
+def run(args: argparse.Namespace) -> int:
+    return {"list": _list, "show": _show, "diff": _diff, "validate": _validate,
+            "probe": _probe}[args.db_command](args)
+
+
+def _print_json(data) -> None:
+    json.dump(data, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def _load(spec: str | None, db: str | None):
+    from opscan.db import load_release
+
+    return load_release(spec, Path(db) if db else None)
+
+
+def _pairing_notes(release) -> list[str]:
+    from opscan.db.registry import torch_version
+
+    version = torch_version()
+    notes: list[str] = []
+    if version is None:
+        notes.append("torch is not importable: composite ops are not expanded (their answer is unknown)")
+    else:
+        warning = release.pairing_warning(version)
+        if warning:
+            notes.append(f"warning: {warning}")
+    return notes
+
+
+def _list(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from opscan.db import shipped_releases
+
+    releases = shipped_releases(Path(args.db) if args.db else None)
+    rows = []
+    for r in releases:
+        counts = Counter(e.status for e in r.entries.values())
+        rows.append({"spec": r.spec, "title": r.title, "released": r.released, "device": r.device,
+                     "entries": len(r.entries), "by_status": dict(sorted(counts.items())),
+                     "kernel_list": r.kernel_list, "unlisted": r.unlisted.status,
+                     "packages": [f"{p.name} {p.version} (torch {p.torch})" for p in r.packages],
+                     "path": r.path.name})
+    if args.format == "json":
+        _print_json({"releases": rows})
+        return 0
+    for row in rows:
+        status = ", ".join(f"{n} {s}" for s, n in row["by_status"].items())
+        print(f"{row['spec']:<28} {row['released']:<11} {row['entries']:>4} ops listed ({status}); "
+              f"unlisted: {row['unlisted']}")
+        print(f"  {row['title']}")
+        if row["packages"]:
+            print(f"  packages: {'; '.join(row['packages'])}")
+    return 0
+
+
+def _evidence_line(e) -> str:
+    where = e.url or ""
+    if e.repo:
+        where = f"{e.repo}@{e.commit[:12]}" if e.commit else e.repo
+    if e.install:
+        where = e.install
+    bits = [b for b in (where, e.date) if b]
+    return f"{e.kind}: {e.text}" + (f" [{', '.join(bits)}]" if bits else "")
+
+
+def _show(args: argparse.Namespace) -> int:
+    from opscan.db import check
+    from opscan.model import OpName
+
+    release = _load(args.backend, args.db)
+    for op in args.ops:
+        try:
+            OpName.parse(op)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    answers = check(release, args.ops)
+    notes = _pairing_notes(release)
+    if args.format == "json":
+        from opscan.reporters.json import _evidence
+
+        _print_json({"backend": release.spec, "notes": notes, "ops": [
+            {"op": c.op, "status": c.status, "confidence": c.confidence, "via": c.via,
+             "parts": list(c.parts), "evidence": [_evidence(e) for e in c.evidence]} for c in answers]})
+        return 0
+    print(f"{release.spec}  ({release.path.name})")
+    for note in notes:
+        print(note)
+    for c in answers:
+        print(f"\n{c.op}: {c.label()}  [confidence {c.confidence}]")
+        print(f"  via: {c.via}")
+        if c.parts:
+            print(f"  parts: {', '.join(c.parts)}")
+        for e in c.evidence:
+            print(f"  - {_evidence_line(e)}")
+    return 0
+
+
+def _release_arg(text: str):
+    from opscan.db import load_file
+
+    path = Path(text)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.is_file():
+            raise UsageError(f"no such release file: {text}")
+        return load_file(path)
+    return _load(text, None)
+
+
+def _entry_dict(release, entry) -> dict:
+    return {"status": entry.status, "confidence": entry.confidence, "note": entry.note,
+            "evidence": [e.text for e in release.evidence(entry.sources)]}
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from opscan.db import diff
+
+    old, new = _release_arg(args.old), _release_arg(args.new)
+    log = diff(old, new)
+    unchanged = len(set(old.entries) & set(new.entries)) - len(log.of_kind("status")) - len(log.of_kind("evidence"))
+    if args.format == "json":
+        _print_json({
+            "old": old.spec, "new": new.spec,
+            "metadata": [{"field": f, "old": a, "new": b} for f, a, b in log.header],
+            "added": [dict(op=c.op, **_entry_dict(new, c.new)) for c in log.of_kind("added")],
+            "removed": [dict(op=c.op, **_entry_dict(old, c.old)) for c in log.of_kind("removed")],
+            "status_changed": [{"op": c.op, "old": _entry_dict(old, c.old), "new": _entry_dict(new, c.new)}
+                               for c in log.of_kind("status")],
+            "evidence_changed": [{"op": c.op, "old": _entry_dict(old, c.old), "new": _entry_dict(new, c.new)}
+                                 for c in log.of_kind("evidence")],
+            "unchanged": unchanged,
+        })
+        return 0
+    print(f"Changelog {old.spec} -> {new.spec}")
+    for field, a, b in log.header:
+        print(f"  {field}: {a or '-'} -> {b or '-'}")
+    sections = (("Ops added", "added", new), ("Ops removed", "removed", old),
+                ("Status changed", "status", new), ("Evidence or confidence changed", "evidence", new))
+    for title, kind, side in sections:
+        changes = log.of_kind(kind)
+        print(f"\n{title} ({len(changes)})")
+        for c in changes:
+            entry = c.new if kind != "removed" else c.old
+            first = side.evidence(entry.sources)[0].text
+            if kind == "status":
+                line = f"  {c.op}: {c.old.status} -> {c.new.status} ({first})"
+            elif kind == "evidence":
+                line = f"  {c.op}: {c.new.status}, confidence {c.old.confidence} -> {c.new.confidence} ({first})"
+            else:
+                line = f"  {c.op}: {entry.status} ({first})"
+            print(line + (f" - {entry.note}" if entry.note else ""))
+    print(f"\nUnchanged: {unchanged} ops")
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from opscan.db import load_file
+    from opscan.db.catalog import release_files
+
+    files = [Path(f) for f in args.files] or release_files()
+    failed = False
+    for path in files:
+        try:
+            release = load_file(path)
+        except OpscanError as exc:
+            print(f"opscan: error: {exc}", file=sys.stderr)
+            failed = True
+            continue
+        for warning in release.warnings:
+            print(f"{path}: warning: {warning}", file=sys.stderr)
+        failed = failed or (args.strict and bool(release.warnings))
+        print(f"ok {path}: {release.spec}, {len(release.entries)} ops, {len(release.warnings)} warnings")
+    return 1 if failed else 0
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from opscan.db.probe import SAMPLE_DTYPES, probe, write_probe
+
+    dtypes = SAMPLE_DTYPES
+    if args.dtypes:
+        dtypes = tuple(d.strip() for d in args.dtypes.split(",") if d.strip())
+        try:
+            import torch
+        except ImportError as exc:
+            raise UsageError(f"probe needs torch ({exc})") from None
+        bad = [d for d in dtypes if not isinstance(getattr(torch, d, None), torch.dtype)]
+        if bad:
+            raise UsageError(f"--dtypes: not a torch dtype: {', '.join(bad)}")
+    doc = probe(args.import_module, samples=args.samples, name=args.name, release=args.release, dtypes=dtypes)
+    write_probe(doc, Path(args.out))
+    statuses = {}
+    for entry in doc["ops"]:
+        statuses[entry["status"]] = statuses.get(entry["status"], 0) + 1
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
+    print(f"wrote {args.out}: {doc['backend']}=={doc['release']} on device '{doc['device']}', "
+          f"{len(doc['ops'])} ops with a kernel ({counts}); unlisted ops: {doc['unlisted']['status']}")
+    return 0

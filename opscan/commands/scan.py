@@ -1,0 +1,103 @@
+"""`opscan scan`: find where the source pins itself to CUDA (reads source only, never runs it)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from pathlib import Path
+
+from opscan import __version__
+from opscan.errors import InputError, UsageError
+from opscan.model import SEVERITIES, Finding, Report, RuleInfo
+
+HELP = "find where the source pins itself to CUDA (static; never imports or runs the code)"
+
+FORMATS = ("terminal", "json")
+FAIL_ON = ("error", "warning", "note", "never")
+_RANK = {name: i for i, name in enumerate(SEVERITIES)}   # error 0, warning 1, note 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="files or folders to scan (default: the current folder)")
+    parser.add_argument("--root", metavar="DIR",
+                        help="folder that reported paths are relative to (default: PATH when it is "
+                             "the only one and a folder, else the current folder)")
+    parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format (default: terminal)")
+    parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument("--fail-on", choices=FAIL_ON, default="error",
+                        help="exit 1 when a finding of this severity or worse is found (default: error)")
+    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="skip files or folders matching GLOB (repeatable), on top of the defaults")
+    parser.add_argument("--select", action="append", default=[], metavar="CODE",
+                        help="only these rules: codes, code prefixes (OPS2), names or categories (repeatable)")
+    parser.add_argument("--ignore", action="append", default=[], metavar="CODE",
+                        help="drop these rules (same forms as --select; repeatable)")
+    parser.add_argument("--rules", action="append", default=[], metavar="DIR",
+                        help="also load the rule files (*.yaml) in DIR (repeatable)")
+    parser.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+                        help="worker processes (default: 1)")
+    parser.add_argument("--no-fix-check", action="store_true",
+                        help="do not check suggested replacements against the installed torch")
+
+
+def fails(findings, fail_on: str) -> bool:
+    """Whether any finding is at or above the `fail_on` severity ("never": never)."""
+    if fail_on == "never":
+        return False
+    limit = _RANK[fail_on]
+    return any(_RANK.get(f.severity, 0) <= limit for f in findings)
+
+
+def rule_infos(findings: tuple[Finding, ...], rules) -> tuple[RuleInfo, ...]:
+    """RuleInfo for each rule that fired, sorted by id (for SARIF and help text)."""
+    fired = {f.rule for f in findings}
+    return tuple(
+        RuleInfo(id=r.id, name=r.name, severity=r.severity, category=r.category, what=r.what,
+                 why=r.why, fix=r.fix_doc, help_uri=f"docs/rules.md#{r.id.lower()}-{r.name}")
+        for r in rules if r.id in fired)
+
+
+def build_report(args: argparse.Namespace) -> tuple[Report, object]:
+    """Run the scan for parsed arguments and return the Report (and the ScanResult)."""
+    from opscan.scan import load_rules, scan_paths
+
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    given = [Path(p) for p in args.paths] or [Path.cwd()]
+    for path in given:
+        if not path.exists():
+            raise InputError("no such file or directory", path=str(path))
+    if args.root:
+        root = Path(args.root)
+        if not root.is_dir():
+            raise InputError("--root is not a folder", path=args.root)
+    elif len(given) == 1 and given[0].is_dir():
+        root = given[0]
+    else:
+        root = Path.cwd()
+    paths = None if (len(given) == 1 and given[0].resolve() == root.resolve()) else given
+    rules = load_rules(extra_dirs=args.rules, select=args.select, ignore=args.ignore)
+    result = scan_paths(root, paths=paths, rules=rules, exclude=args.exclude, jobs=args.jobs,
+                        check_fixes=not args.no_fix_check)
+    report = Report(root=str(root.resolve()), tool_version=__version__, findings=result.findings,
+                    files_scanned=result.files_scanned, notes=result.notes,
+                    rules=rule_infos(result.findings, rules))
+    return report, result
+
+
+def run(args: argparse.Namespace) -> int:
+    from opscan.reporters import render
+
+    report, _ = build_report(args)
+    if args.output:
+        buffer = io.StringIO()
+        render(args.format, report, buffer)
+        try:
+            Path(args.output).write_text(buffer.getvalue(), encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot write the report: {exc.strerror}", path=args.output) from None
+    else:
+        render(args.format, report, sys.stdout)
+    return 1 if fails(report.findings, args.fail_on) else 0

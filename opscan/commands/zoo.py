@@ -1,0 +1,125 @@
+"""`opscan zoo SELECTION`: a Trainium-readiness matrix over whole model families (and `zoo diff`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from opscan.errors import UsageError
+
+HELP = "readiness matrix over model families (hf:causal-lm, hf:*, lists); `zoo diff OLD.json NEW.json`"
+FORMATS = ("terminal", "json", "markdown", "html")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("selection", nargs="+", metavar="SELECTION",
+                        help="hf:causal-lm, hf:* (every base architecture), hf:FAMILY, hf:MODEL_TYPE, "
+                             "hf:PATH, timm:*, file.py:NAME, pkg.mod:NAME, @targets.txt; several allowed. "
+                             "`diff OLD.json NEW.json` compares two runs")
+    parser.add_argument("--mode", choices=("train", "inference", "both"), default="train")
+    parser.add_argument("--backend", metavar="RELEASE", default=None,
+                        help="coverage release, e.g. torchneuron==2.33.0 (default: newest)")
+    parser.add_argument("--db-file", default=None, help="a release YAML file to judge against")
+    parser.add_argument("--device", default="neuron", help="device the trace imitates (default neuron)")
+    parser.add_argument("--profile-from-db", action="store_true",
+                        help="trace with the release's device profile (a new release then re-traces)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="models traced at once (default: CPU count)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per model (default 300)")
+    parser.add_argument("--memory", type=float, default=8.0, metavar="GIB",
+                        help="address-space cap per model process in GiB, 0 for none (default 8)")
+    parser.add_argument("--layers", type=int, default=None, metavar="N",
+                        help="shrink hf default configs to N layers (op set kept; see docs/zoo.md)")
+    parser.add_argument("--batch", type=int, default=None)
+    parser.add_argument("--seq-len", type=int, default=None)
+    parser.add_argument("--cluster", metavar="ADDRESS", default=None,
+                        help="Dask scheduler (tcp://host:8786), or 'local' for a loopback LocalCluster; "
+                             "default $DASK_SCHEDULER_ADDRESS if set, else a local process pool")
+    parser.add_argument("--cache-dir", type=Path, default=None, help="default ~/.cache/opscan/zoo")
+    parser.add_argument("--no-cache", action="store_true", help="trace everything again, write nothing")
+    parser.add_argument("--format", choices=FORMATS, default="terminal", help="what goes to stdout/--output")
+    parser.add_argument("--output", "-o", type=Path, default=None)
+    parser.add_argument("--json", type=Path, default=None, help="also write JSON here")
+    parser.add_argument("--markdown", type=Path, default=None, help="also write markdown here")
+    parser.add_argument("--html", type=Path, default=None, help="also write the HTML page here")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--tracer", default=None, help=argparse.SUPPRESS)        # module:function
+    parser.add_argument("--start-method", default="forkserver", choices=("forkserver", "fork", "spawn"),
+                        help=argparse.SUPPRESS)
+
+
+def _write(fmt: str, run, path: Path | None) -> None:
+    import importlib
+
+    from opscan.zoo.render import FORMATS as MODULES
+
+    module = importlib.import_module(MODULES[fmt])
+    if path is None:
+        module.render(run, sys.stdout)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="\n") as handle:
+        module.render(run, handle)
+
+
+def _diff(args) -> int:
+    from opscan.zoo import diff
+
+    if len(args.selection) != 3:
+        raise UsageError("usage: opscan zoo diff OLD.json NEW.json")
+    old, new = diff.load(Path(args.selection[1])), diff.load(Path(args.selection[2]))
+    changes = diff.diff(old, new)
+    if args.format == "json":
+        import json
+
+        text = json.dumps(diff.to_dict(changes), indent=2, sort_keys=True) + "\n"
+    else:
+        text = diff.render_text(changes, old, new)
+    if args.output:
+        args.output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 1 if any(c.kind in ("broke", "regressed") for c in changes) else 0
+
+
+def run(args) -> int:
+    if args.selection[0] == "diff":
+        return _diff(args)
+    from opscan.zoo.cache import Cache
+    from opscan.zoo.cluster import address_from_env
+    from opscan.zoo.coverage import load_coverage
+    from opscan.zoo.isolate import DEFAULT_TRACER
+    from opscan.zoo.runner import Limits, run_zoo
+    from opscan.zoo.selection import resolve
+
+    if args.workers < 1 or args.timeout <= 0 or args.memory < 0 or (args.layers is not None and args.layers < 1):
+        raise UsageError("--workers and --layers must be >= 1, --timeout > 0, --memory >= 0")
+    cache = Cache(args.cache_dir, enabled=not args.no_cache)
+    coverage = load_coverage(args.backend, args.db_file)
+    targets = resolve(args.selection, cache.root / "configs", args.layers)
+    options = {"mode": args.mode, "device": args.device}
+    if args.batch:
+        options["batch"] = args.batch
+    if args.seq_len:
+        options["seq_len"] = args.seq_len
+    if args.profile_from_db:
+        options["profile"] = coverage.release.profile()
+
+    def progress(done: int, total: int, row) -> None:
+        if not args.quiet:
+            extra = f" ({row.error[:100]})" if row.error else ""
+            print(f"[{done}/{total}] {row.name}: {row.verdict}{' (cached)' if row.cached else ''}{extra}",
+                  file=sys.stderr, flush=True)
+
+    result = run_zoo(targets, coverage, options=options, tracer=args.tracer or DEFAULT_TRACER,
+                     workers=args.workers, limits=Limits(args.timeout, args.memory, args.start_method),
+                     cache=cache, cluster=args.cluster or address_from_env(), progress=progress)
+    result.meta["selection"] = list(args.selection)
+    result.meta["layers"] = args.layers
+    _write(args.format, result, args.output)
+    for fmt, path in (("json", args.json), ("markdown", args.markdown), ("html", args.html)):
+        if path is not None:
+            _write(fmt, result, path)
+    return 0

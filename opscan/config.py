@@ -1,0 +1,311 @@
+"""Project configuration: `[tool.opscan]` in pyproject.toml or opscan.toml, strictly checked.
+
+`load_config(start)` walks up from `start` to the first folder holding an `opscan.toml` (its
+top-level keys are the table) or a `pyproject.toml` with a `[tool.opscan]` table; with neither,
+the defaults apply and the project root is `start`. Unknown keys, wrong types and bad values are
+all collected and raised together as one ConfigError naming the file and each key. Paths in the
+file are relative to the file's folder. Command-line flags override the file through
+`Config.override(...)`. Every key is documented in docs/config.md.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from opscan.errors import ConfigError
+
+FAIL_ON: dict[str, str] = {
+    "error": "any finding of severity error, or any op the backend does not support",
+    "warning": "any finding of severity warning or error (and unsupported ops)",
+    "fallback": "any traced op that runs on the CPU (cpu-fallback)",
+    "unknown": "any traced op whose status on the backend is unknown",
+    "custom-kernel": "any custom kernel (source finding of category custom-kernel, or custom op)",
+}
+MODES = ("train", "inference", "both")
+DEFAULT_BACKEND = ""   # "" = the newest TorchNeuron release in the coverage database
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """One model to trace; the fields are the options of `opscan trace` (see docs/trace.md)."""
+
+    target: str                      # file.py:NAME, package.module:NAME, hf:PATH or timm:NAME
+    inputs: tuple[str, ...] = ()     # example inputs, `NAME:DTYPE[SHAPE]` (e.g. "idx:int64[2,64]")
+    mode: str = "train"              # train | inference | both
+    batch: int | None = None         # batch size for generated inputs
+    seq_len: int | None = None       # sequence length for generated inputs
+    optimizer: str = "adamw"         # optimizer stepped in train mode
+    optimizer_impl: str = ""         # "" = as on the real device; foreach | fused | for-loop
+    amp: str = ""                    # "" = no autocast; e.g. "bfloat16"
+
+
+@dataclass(frozen=True)
+class ParityConfig:
+    """Settings of `opscan parity` (read by the workflow commands)."""
+
+    tolerance: float = 1e-3        # absolute tolerance on outputs / losses
+    rel_tolerance: float = 1e-2    # relative tolerance
+    steps: int = 3                 # training steps compared
+    target_device: str = "neuron"
+    fallback_command: str = ""     # command run when the target device is not present
+
+
+@dataclass(frozen=True)
+class CostConfig:
+    """The transparent cost model of the port-task list (see docs/config.md, "Cost model")."""
+
+    site_minutes: float = 15.0             # one mechanical edit at one site
+    file_minutes: float = 10.0             # per file touched: review and test overhead
+    task_hours: float = 2.0                # per task: review, test run, merge
+    kernel_days: float = 3.0               # base cost of porting one custom kernel
+    kernel_days_per_100_lines: float = 1.0  # plus this per 100 lines of kernel source
+    kernel_default_lines: int = 200        # size assumed when the kernel source is not found
+    library_hours: float = 4.0             # replace one CUDA-only library (flash_attn -> SDPA)
+    fallback_op_hours: float = 4.0         # work around one op that runs on the CPU
+    unsupported_op_days: float = 2.0       # provide one op the backend rejects
+    unknown_op_minutes: float = 20.0       # probe one op of unknown status
+    hours_per_day: float = 8.0             # one engineer-day
+
+
+@dataclass(frozen=True)
+class Config:
+    """The effective configuration of one run."""
+
+    root: Path                              # the project root (folder of the config file, or start)
+    path: Path | None = None                # the file it came from; None = defaults
+    include: tuple[str, ...] = ()           # glob patterns; () = every .py / .ipynb file
+    exclude: tuple[str, ...] = ()           # glob patterns added to the built-in excludes
+    select: tuple[str, ...] = ()            # rule codes or prefixes; () = all rules
+    ignore: tuple[str, ...] = ()            # rule codes or prefixes to drop
+    backend: str = DEFAULT_BACKEND          # release spec in the coverage db ("2.33.0", "torchneuron==2.33.0")
+    db: Path | None = None                  # a coverage_db folder replacing the shipped one
+    models: tuple[ModelConfig, ...] = ()
+    fail_on: tuple[str, ...] = ("error",)
+    baseline: Path | None = None
+    extra_rules: tuple[Path, ...] = ()      # folders of additional rule files
+    parity: ParityConfig = field(default_factory=ParityConfig)
+    cost: CostConfig = field(default_factory=CostConfig)
+
+    def override(self, **changes: Any) -> "Config":
+        """A copy with the given fields replaced; `None` values leave a field as it is."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def parse_fail_on(values: list[str] | tuple[str, ...] | str, where: str = "--fail-on") -> tuple[str, ...]:
+    """Split comma lists, check each value; raises ConfigError on an unknown one."""
+    items = [values] if isinstance(values, str) else list(values)
+    out: list[str] = []
+    for item in items:
+        for part in str(item).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if part not in FAIL_ON:
+                raise ConfigError(f"{where}: unknown value {part!r} (choose from {', '.join(FAIL_ON)})")
+            if part not in out:
+                out.append(part)
+    return tuple(out)
+
+
+# --- loading -----------------------------------------------------------------------------------
+
+def find_config(start: Path) -> tuple[Path | None, dict]:
+    """The first config file at or above `start`, and its opscan table ({} when none)."""
+    start = start.resolve()
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        own = candidate / "opscan.toml"
+        if own.is_file():
+            return own, _read_toml(own)
+        pyproject = candidate / "pyproject.toml"
+        if pyproject.is_file():
+            data = _read_toml(pyproject)
+            table = data.get("tool", {}).get("opscan")
+            if table is not None:
+                if not isinstance(table, dict):
+                    raise ConfigError("[tool.opscan] must be a table", path=str(pyproject))
+                return pyproject, table
+    return None, {}
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from exc
+
+
+def load_config(start: Path) -> Config:
+    """The configuration that applies to `start` (a file or folder). Raises ConfigError."""
+    start = Path(start)
+    path, table = find_config(start)
+    if path is None:
+        root = start.resolve()
+        return Config(root=root if root.is_dir() else root.parent)
+    return parse_table(table, path)
+
+
+def parse_table(table: dict, path: Path) -> Config:
+    """Check and convert one opscan table read from `path`; every problem is reported at once."""
+    checker = _Checker(path)
+    prefix = "tool.opscan." if path.name == "pyproject.toml" else ""
+    base = path.parent.resolve()
+    known = {
+        "include", "exclude", "select", "ignore", "backend", "db", "models", "fail-on",
+        "baseline", "extra-rules", "parity", "cost",
+    }
+    checker.unknown(table, known, prefix)
+    values: dict[str, Any] = {}
+    for key in ("include", "exclude", "select", "ignore"):
+        if key in table:
+            values[key] = checker.strings(table[key], prefix + key)
+    if "backend" in table:
+        values["backend"] = checker.string(table["backend"], prefix + "backend")
+    for key, attr in (("db", "db"), ("baseline", "baseline")):
+        if key in table:
+            text = checker.string(table[key], prefix + key)
+            if text:
+                values[attr] = (base / text).resolve()
+    if "extra-rules" in table:
+        folders = checker.strings(table["extra-rules"], prefix + "extra-rules")
+        resolved = []
+        for folder in folders:
+            full = (base / folder).resolve()
+            if not full.is_dir():
+                checker.add(prefix + "extra-rules", f"folder {folder!r} does not exist")
+            resolved.append(full)
+        values["extra_rules"] = tuple(resolved)
+    if "fail-on" in table:
+        items = checker.strings(table["fail-on"], prefix + "fail-on")
+        bad = [i for i in items if i not in FAIL_ON]
+        if bad:
+            checker.add(prefix + "fail-on", f"unknown value(s) {', '.join(map(repr, bad))} "
+                        f"(choose from {', '.join(FAIL_ON)})")
+        else:
+            values["fail_on"] = items
+    if "models" in table:
+        values["models"] = _models(table["models"], prefix + "models", checker)
+    if "parity" in table:
+        values["parity"] = _section(table["parity"], prefix + "parity", ParityConfig, checker)
+    if "cost" in table:
+        values["cost"] = _section(table["cost"], prefix + "cost", CostConfig, checker)
+    checker.raise_if_any()
+    return Config(root=base, path=path.resolve(), **values)
+
+
+def _models(raw: Any, where: str, checker: "_Checker") -> tuple[ModelConfig, ...]:
+    if isinstance(raw, dict):   # [tool.opscan.models] with one model: accept as a list of one
+        raw = [raw]
+    if not isinstance(raw, list):
+        checker.add(where, "must be an array of tables ([[tool.opscan.models]])")
+        return ()
+    known = {"target", "inputs", "mode", "batch", "seq-len", "optimizer", "optimizer-impl", "amp"}
+    models = []
+    for index, item in enumerate(raw):
+        here = f"{where}[{index}]"
+        if not isinstance(item, dict):
+            checker.add(here, "must be a table with at least `target`")
+            continue
+        checker.unknown(item, known, here + ".")
+        if "target" not in item:
+            checker.add(here, "missing required key `target` (e.g. \"model.py:build\")")
+            continue
+        target = checker.string(item["target"], here + ".target")
+        if target and ":" not in target:
+            checker.add(here + ".target", f"{target!r} is not file.py:NAME, module:NAME, hf:PATH or timm:NAME")
+        mode = checker.string(item.get("mode", "train"), here + ".mode")
+        if mode not in MODES:
+            checker.add(here + ".mode", f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
+        models.append(ModelConfig(
+            target=target,
+            inputs=checker.strings(item.get("inputs", []), here + ".inputs"),
+            mode=mode,
+            batch=checker.positive_int(item.get("batch"), here + ".batch"),
+            seq_len=checker.positive_int(item.get("seq-len"), here + ".seq-len"),
+            optimizer=checker.string(item.get("optimizer", "adamw"), here + ".optimizer"),
+            optimizer_impl=checker.string(item.get("optimizer-impl", ""), here + ".optimizer-impl"),
+            amp=checker.string(item.get("amp", ""), here + ".amp"),
+        ))
+    return tuple(models)
+
+
+def _section(raw: Any, where: str, cls: type, checker: "_Checker"):
+    if not isinstance(raw, dict):
+        checker.add(where, "must be a table")
+        return cls()
+    spec = {f.name.replace("_", "-"): f for f in fields(cls)}
+    checker.unknown(raw, set(spec), where + ".")
+    values = {}
+    for key, value in raw.items():
+        if key not in spec:
+            continue
+        default = getattr(cls(), spec[key].name)
+        here = f"{where}.{key}"
+        if isinstance(default, str):
+            values[spec[key].name] = checker.string(value, here)
+        elif isinstance(default, int) and not isinstance(default, bool) and not isinstance(default, float):
+            number = checker.positive_int(value, here)
+            if number is not None:
+                values[spec[key].name] = number
+        else:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                checker.add(here, f"must be a number, not {type(value).__name__}")
+            elif value < 0:
+                checker.add(here, "must not be negative")
+            else:
+                values[spec[key].name] = float(value)
+    return cls(**values)
+
+
+class _Checker:
+    """Collects every problem in one file, so the user sees them all at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.problems: list[str] = []
+
+    def add(self, key: str, message: str) -> None:
+        self.problems.append(f"{self.path}: {key}: {message}")
+
+    def unknown(self, table: dict, known: set[str], prefix: str) -> None:
+        for key in sorted(table):
+            if key not in known:
+                hint = ""
+                underscored = key.replace("_", "-")
+                if underscored in known:
+                    hint = f" (did you mean {underscored!r}?)"
+                self.add(prefix + key, f"unknown key{hint}; known keys: {', '.join(sorted(known))}")
+
+    def string(self, value: Any, key: str) -> str:
+        if not isinstance(value, str):
+            self.add(key, f"must be a string, not {type(value).__name__}")
+            return ""
+        return value
+
+    def strings(self, value: Any, key: str) -> tuple[str, ...]:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.add(key, "must be a list of strings")
+            return ()
+        return tuple(value)
+
+    def positive_int(self, value: Any, key: str) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            self.add(key, f"must be a positive integer, not {value!r}")
+            return None
+        return value
+
+    def raise_if_any(self) -> None:
+        if self.problems:
+            count = len(self.problems)
+            raise ConfigError(f"{count} problem{'s' if count > 1 else ''} in the opscan configuration",
+                              path=str(self.path), problems=tuple(self.problems))

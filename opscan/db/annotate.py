@@ -1,0 +1,37 @@
+"""Check a traced op inventory against a release: coverage per op plus the run notes (pairing, counts)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from opscan.db import registry
+from opscan.db.lookup import check
+from opscan.db.release import Release
+from opscan.model import STATUSES, Coverage
+
+
+def status_counts(coverage: Iterable[Coverage]) -> dict[str, int]:
+    """Ops per status, every status of the vocabulary present (in vocabulary order)."""
+    counts = Counter(c.status for c in coverage)
+    return {status: counts.get(status, 0) for status in STATUSES}
+
+
+def annotate(release: Release, op_names: Iterable[str]) -> tuple[tuple[Coverage, ...], tuple[str, ...]]:
+    """(coverage sorted by op, notes): a torch pairing warning, the counts line, what unknown means."""
+    coverage = check(release, op_names)
+    notes = []
+    version = registry.torch_version()
+    if version is None:
+        notes.append("torch is not importable: composite ops were not expanded, so they are unknown")
+    else:
+        warning = release.pairing_warning(version)
+        if warning:
+            notes.append(warning)
+    counts = status_counts(coverage)
+    shown = ", ".join(f"{n} {s}" for s, n in counts.items() if n or s in ("native", "cpu-fallback", "unknown"))
+    notes.append(f"coverage against {release.spec}: {len(coverage)} ops: {shown}")
+    if counts["unknown"] and release.kernel_list == "partial":
+        notes.append(f"{release.spec} lists only some ops ({release.unlisted.note}); run `opscan db probe` on "
+                     "an install to turn unknown into native or cpu-fallback")
+    return coverage, tuple(notes)

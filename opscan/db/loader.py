@@ -1,0 +1,307 @@
+"""Strict loading of one release file: safe YAML, no duplicate keys, closed vocabularies, file:line errors."""
+
+from __future__ import annotations
+
+import datetime
+import re
+from pathlib import Path
+
+import yaml
+
+from opscan.db.release import CONFIDENCES, Entry, Package, Release
+from opscan.errors import DatabaseError
+from opscan.model import EVIDENCE_KINDS, STATUSES, Evidence, OpName
+
+SCHEMA_VERSION = 1
+SDPA_POLICIES = ("math", "overrideable")
+DISPATCH_KEYS = ("PrivateUse1", "XLA")
+
+_TOP = {
+    "schema_version": True, "backend": True, "release": True, "title": True, "released": False,
+    "device": True, "dispatch_key": True, "packages": False, "op_names": True, "kernel_list": True,
+    "statuses": True, "evidence_kinds": True, "sources": True, "unlisted": True, "profile": False,
+    "notes": False, "ops": True,
+}
+_SOURCE = {"id": True, "kind": True, "text": True, "url": False, "date": False, "repo": False,
+           "commit": False, "install": False}
+_SOURCE_NEEDS = {"documented": ("url", "date"), "probed": ("install", "date"),
+                 "source-snapshot": ("repo", "commit"), "inferred": ()}
+_ENTRY = {"op": True, "status": True, "evidence": True, "confidence": True, "note": False,
+          "parts": False}
+_UNLISTED = {"status": True, "evidence": True, "confidence": True, "note": False}
+_PACKAGE = {"name": True, "version": True, "torch": True}
+_PROFILE = {"sdpa_policy": True, "evidence": False, "note": False}
+_BACKEND_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+class _Problem(Exception):
+    """Raised while reading; turned into a DatabaseError with the file path."""
+
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+class _Map(dict):
+    """A YAML mapping that remembers its own line and each key's line."""
+
+    line: int = 0
+    key_lines: dict
+
+
+class _List(list):
+    line: int = 0
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """SafeLoader that rejects duplicate mapping keys and records line numbers."""
+
+
+def _construct_map(loader: _Loader, node: yaml.MappingNode) -> _Map:
+    loader.flatten_mapping(node)
+    out = _Map()
+    out.line = node.start_mark.line + 1
+    out.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        line = key_node.start_mark.line + 1
+        if not isinstance(key, (str, int, float, bool)) and key is not None:
+            raise _Problem(f"mapping key must be a plain value, got {type(key).__name__}", line)
+        if key in out:
+            raise _Problem(f"duplicate key {key!r} (first at line {out.key_lines[key]})", line)
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.key_lines[key] = line
+    return out
+
+
+def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> _List:
+    out = _List(loader.construct_object(child, deep=True) for child in node.value)
+    out.line = node.start_mark.line + 1
+    return out
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+
+
+def parse_yaml(text: str):
+    """Parse YAML safely (no tags beyond the safe set), rejecting duplicate keys; raises _Problem."""
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise _Problem(f"not valid YAML: {exc.problem or exc}", mark.line + 1 if mark else None) from None
+    except yaml.YAMLError as exc:
+        raise _Problem(f"not valid YAML: {exc}", None) from None
+
+
+def load_file(path: Path, check_registry: bool = True) -> Release:
+    """Load and check one release file. Raises DatabaseError naming the file and line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatabaseError(f"cannot read release file: {exc}", str(path)) from None
+    try:
+        release = _build(path, parse_yaml(text))
+    except _Problem as exc:
+        raise DatabaseError(str(exc), str(path), exc.line) from None
+    if check_registry:
+        from opscan.db.registry import registry_warnings
+
+        release = _with_warnings(release, registry_warnings(release))
+    return release
+
+
+def _with_warnings(release: Release, warnings: tuple[str, ...]) -> Release:
+    from dataclasses import replace
+
+    return replace(release, warnings=warnings) if warnings else release
+
+
+def _line(mapping, key=None) -> int | None:
+    if key is not None and isinstance(mapping, _Map):
+        return mapping.key_lines.get(key, mapping.line)
+    return getattr(mapping, "line", None)
+
+
+def _keys(mapping, spec: dict[str, bool], what: str, line: int | None) -> None:
+    if not isinstance(mapping, dict):
+        raise _Problem(f"{what} must be a mapping", line)
+    for key in mapping:
+        if key not in spec:
+            raise _Problem(f"unknown key {key!r} in {what} (allowed: {', '.join(spec)})", _line(mapping, key))
+    for key, required in spec.items():
+        if required and key not in mapping:
+            raise _Problem(f"missing key {key!r} in {what}", _line(mapping))
+
+
+def _text(mapping, key: str, what: str) -> str:
+    value = mapping.get(key)
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return value.isoformat()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise _Problem(f"{what}: {key!r} must be a non-empty string", _line(mapping, key))
+    return value
+
+
+def _choice(mapping, key: str, allowed, what: str) -> str:
+    value = mapping.get(key)
+    if value not in allowed:
+        raise _Problem(f"{what}: {key} {value!r} is not one of: {', '.join(allowed)}", _line(mapping, key))
+    return value
+
+
+def _vocabulary(doc, key: str, closed: dict[str, str]) -> None:
+    vocab = doc[key]
+    if not isinstance(vocab, dict):
+        raise _Problem(f"{key} must map each value to its description", _line(doc, key))
+    for name in vocab:
+        if name not in closed:
+            raise _Problem(f"{key}: {name!r} is not in opscan's closed vocabulary ({', '.join(closed)})",
+                           _line(vocab, name))
+        if not isinstance(vocab[name], str) or not vocab[name].strip():
+            raise _Problem(f"{key}: {name!r} needs a one-line description", _line(vocab, name))
+    missing = [name for name in closed if name not in vocab]
+    if missing:
+        raise _Problem(f"{key}: missing a description for {', '.join(missing)}", _line(doc, key))
+
+
+def _sources(doc) -> dict[str, Evidence]:
+    items = doc["sources"]
+    if not isinstance(items, list) or not items:
+        raise _Problem("sources must be a non-empty list", _line(doc, "sources"))
+    out: dict[str, Evidence] = {}
+    for item in items:
+        _keys(item, _SOURCE, "source", _line(items))
+        sid = _text(item, "id", "source")
+        if sid in out:
+            raise _Problem(f"duplicate source id {sid!r}", _line(item, "id"))
+        kind = _choice(item, "kind", EVIDENCE_KINDS, f"source {sid}")
+        for needed in _SOURCE_NEEDS[kind]:
+            if needed not in item:
+                raise _Problem(f"source {sid}: {kind} evidence needs {needed!r}", _line(item))
+        fields = {k: _text(item, k, f"source {sid}") for k in ("url", "date", "repo", "commit", "install")
+                  if k in item}
+        out[sid] = Evidence(kind=kind, text=_text(item, "text", f"source {sid}"), **fields)
+    return out
+
+
+def _evidence_ids(item, sources: dict[str, Evidence], what: str) -> tuple[str, ...]:
+    ids = item.get("evidence")
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+        raise _Problem(f"{what}: evidence must be a non-empty list of source ids", _line(item, "evidence"))
+    for sid in ids:
+        if sid not in sources:
+            raise _Problem(f"{what}: unknown source id {sid!r} (define it under sources)", _line(item, "evidence"))
+    if len(set(ids)) != len(ids):
+        raise _Problem(f"{what}: a source id is repeated in evidence", _line(item, "evidence"))
+    return tuple(ids)
+
+
+def _canonical(text, op_names: str, line: int | None) -> str:
+    if not isinstance(text, str):
+        raise _Problem(f"op must be a string, got {text!r}", line)
+    try:
+        name = OpName.parse(text)
+    except ValueError as exc:
+        raise _Problem(str(exc), line) from None
+    if str(name) != text:
+        raise _Problem(f"op {text!r} is not canonical: write {str(name)!r} (as OpOverload.name() prints it)", line)
+    if op_names == "packet" and name.overload:
+        raise _Problem(f"op {text!r} names an overload, but this file lists overload packets "
+                       f"(op_names: packet): write {name.packet!r}", line)
+    return text
+
+
+def _entry(item, sources, op_names: str, parent_line) -> Entry:
+    _keys(item, _ENTRY, "op entry", parent_line)
+    op = _canonical(item["op"], op_names, _line(item, "op"))
+    status = _choice(item, "status", STATUSES, op)
+    ids = _evidence_ids(item, sources, op)
+    confidence = _choice(item, "confidence", CONFIDENCES, op)
+    if status in ("native", "limited") and all(sources[i].kind == "inferred" for i in ids):
+        raise _Problem(f"{op}: {status} needs a documented, probed or source-snapshot source, "
+                       "not only an inference", _line(item, "evidence"))
+    if status == "limited" and not item.get("note"):
+        raise _Problem(f"{op}: limited needs a note stating the conditions", _line(item))
+    parts: tuple[str, ...] = ()
+    if "parts" in item or status == "composite":
+        raw = item.get("parts")
+        if status != "composite":
+            raise _Problem(f"{op}: parts are only for status composite", _line(item, "parts"))
+        if not isinstance(raw, list) or not raw:
+            raise _Problem(f"{op}: composite needs parts (the ops it expands into)", _line(item))
+        parts = tuple(_canonical(p, "overload", _line(item, "parts")) for p in raw)
+    note = _text(item, "note", op) if "note" in item else ""
+    return Entry(op=op, status=status, sources=ids, confidence=confidence, note=note, parts=parts,
+                 line=_line(item) or 0)
+
+
+def _build(path: Path, doc) -> Release:
+    if not isinstance(doc, dict):
+        raise _Problem("a release file must be a YAML mapping", 1)
+    _keys(doc, _TOP, "release file", 1)
+    if doc["schema_version"] != SCHEMA_VERSION:
+        raise _Problem(f"schema_version {doc['schema_version']!r} is not supported (expected {SCHEMA_VERSION})",
+                       _line(doc, "schema_version"))
+    backend = _text(doc, "backend", "release file")
+    if not _BACKEND_ID.match(backend):
+        raise _Problem(f"backend {backend!r} must be lower-case letters, digits and '-'", _line(doc, "backend"))
+    _vocabulary(doc, "statuses", STATUSES)
+    _vocabulary(doc, "evidence_kinds", EVIDENCE_KINDS)
+    op_names = _choice(doc, "op_names", ("overload", "packet"), "release file")
+    kernel_list = _choice(doc, "kernel_list", ("complete", "partial"), "release file")
+    sources = _sources(doc)
+
+    unl = doc["unlisted"]
+    _keys(unl, _UNLISTED, "unlisted", _line(doc, "unlisted"))
+    status = _choice(unl, "status", STATUSES, "unlisted")
+    if status in ("native", "limited", "composite"):
+        raise _Problem(f"unlisted: {status} cannot be a default for ops nobody listed", _line(unl, "status"))
+    if kernel_list == "partial" and status != "unknown":
+        raise _Problem("unlisted: with kernel_list: partial nobody knows whether an unlisted op has a "
+                       "kernel, so its status must be unknown", _line(unl, "status"))
+    unlisted = Entry(op="", status=status, sources=_evidence_ids(unl, sources, "unlisted"),
+                     confidence=_choice(unl, "confidence", CONFIDENCES, "unlisted"),
+                     note=_text(unl, "note", "unlisted") if "note" in unl else "", line=_line(unl) or 0)
+
+    packages = []
+    for item in doc.get("packages") or []:
+        _keys(item, _PACKAGE, "package", _line(doc, "packages"))
+        packages.append(Package(*(_text(item, k, "package") for k in ("name", "version", "torch"))))
+
+    sdpa, sdpa_sources = "math", ()
+    if "profile" in doc:
+        prof = doc["profile"]
+        _keys(prof, _PROFILE, "profile", _line(doc, "profile"))
+        sdpa = _choice(prof, "sdpa_policy", SDPA_POLICIES, "profile")
+        if "evidence" in prof:
+            sdpa_sources = _evidence_ids(prof, sources, "profile")
+
+    ops = doc["ops"]
+    if not isinstance(ops, list):
+        raise _Problem("ops must be a list", _line(doc, "ops"))
+    entries: dict[str, Entry] = {}
+    previous = ""
+    for item in ops:
+        entry = _entry(item, sources, op_names, _line(ops))
+        if entry.op in entries:
+            raise _Problem(f"duplicate entry for {entry.op} (first at line {entries[entry.op].line})", entry.line)
+        if previous and entry.op < previous:
+            raise _Problem(f"ops must be sorted by name: {entry.op} comes after {previous}", entry.line)
+        entries[entry.op] = entry
+        previous = entry.op
+    notes = doc.get("notes") or []
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        raise _Problem("notes must be a list of strings", _line(doc, "notes"))
+    return Release(
+        path=path, backend=backend, release=_text(doc, "release", "release file"),
+        title=_text(doc, "title", "release file"), device=_text(doc, "device", "release file"),
+        dispatch_key=_choice(doc, "dispatch_key", DISPATCH_KEYS, "release file"), op_names=op_names,
+        kernel_list=kernel_list, sources=sources, entries=entries, unlisted=unlisted,
+        packages=tuple(packages), released=_text(doc, "released", "release file") if "released" in doc else "",
+        sdpa_policy=sdpa, sdpa_sources=sdpa_sources, notes=tuple(notes),
+    )

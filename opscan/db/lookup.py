@@ -1,0 +1,128 @@
+"""The answer for one op in one release: exact entry, overload packet, composite parts, unlisted default."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from opscan.db import registry
+from opscan.db.release import CONFIDENCES, Release
+from opscan.model import Coverage, Evidence, OpName
+
+# NOTE [lookup order]
+# 1. An entry for the exact overload (aten::add.Tensor) — in files with op_names: overload.
+# 2. An entry for its overload packet (aten::add) — in files with op_names: packet (the XLA line's
+#    published list names base ops only); the packet entry answers for every overload.
+# 3. A composite kernel the backend gets for free (CompositeExplicitAutogradNonFunctional,
+#    CompositeExplicitAutograd, CompositeImplicitAutograd, in dispatcher precedence, as the
+#    installed torch registers them): the op never reaches the backend itself, its parts do, so it is
+#    judged by its parts (traced on meta tensors, see NOTE [tracing composite kernels]): the worst part
+#    decides (unsupported > cpu-fallback > unknown > limited); when every part has a kernel the
+#    status is `composite`. The confidence is the lowest of the parts'.
+# 4. The file's `unlisted` default. It can only say more than `unknown` when the file's kernel list
+#    is complete (a probe read every kernel the backend registers): then "no kernel" is known and
+#    the documented/probed default applies (cpu-fallback for TorchNeuron's catch-all fallback).
+#    Without torch, step 3 cannot run, so a complete file's default is not applied either: an
+#    unlisted op might be composite, so the answer is `unknown` and says why.
+_BADNESS = ("native", "composite", "limited", "unknown", "cpu-fallback", "unsupported")
+_MAX_DEPTH = 6
+
+
+def lookup(release: Release, op: str) -> Coverage:
+    """Status, evidence and confidence of `op` in `release` (see NOTE [lookup order])."""
+    return _lookup(release, op, ())
+
+
+def check(release: Release, op_names: Iterable[str]) -> tuple[Coverage, ...]:
+    """Look up every op (each once), sorted by op name."""
+    return tuple(lookup(release, op) for op in sorted(set(op_names)))
+
+
+def expand_packets(names: Iterable[str]) -> list[str]:
+    """Overload packets -> every overload the installed torch has (packets kept as-is without torch)."""
+    out: set[str] = set()
+    for name in names:
+        out.update(registry.packet_overloads(name) or (name,))
+    return sorted(out)
+
+
+def _inferred(text: str) -> Evidence:
+    return Evidence(kind="inferred", text=text)
+
+
+def _lookup(release: Release, op: str, stack: tuple[str, ...]) -> Coverage:
+    try:
+        canonical = str(OpName.parse(op))
+    except ValueError:
+        return Coverage(op=op, status="unknown", confidence="low", via="not an operator name",
+                        evidence=(_inferred(f"{op!r} is not an operator name"),))
+    cached = release._cache.get(canonical)
+    if cached is not None:
+        return cached
+    answer = _answer(release, canonical, stack)
+    release._cache[canonical] = answer
+    return answer
+
+
+def _answer(release: Release, op: str, stack: tuple[str, ...]) -> Coverage:
+    entry, how = release.entry_for(op)
+    if entry is not None and entry.status != "composite":
+        via = f"{how}: {entry.note}" if entry.note else how
+        return Coverage(op=op, status=entry.status, evidence=release.evidence(entry.sources),
+                        confidence=entry.confidence, via=via)
+    if entry is not None:
+        return _judge(release, op, entry.parts, stack, f"{how} as composite",
+                      release.evidence(entry.sources), entry.confidence)
+    version = registry.torch_version()
+    if version is None:
+        return _unlisted(release, op, torch_missing=True)
+    if not registry.op_exists(op):
+        return Coverage(op=op, status="unknown", confidence="low", via=f"not an operator of torch {version}",
+                        evidence=(_inferred(f"torch {version} has no operator {op}"),))
+    key = registry.composite_key(op, release.dispatch_key)
+    if key is not None:
+        if len(stack) >= _MAX_DEPTH or op in stack:
+            return Coverage(op=op, status="unknown", confidence="low", via=f"{key} expansion too deep",
+                            evidence=(_inferred(f"{key} expansion of {op} nests too deep to judge"),))
+        parts = registry.composite_parts(op, release.dispatch_key)
+        if parts is None:
+            return Coverage(op=op, status="unknown", confidence="low", via=f"{key} kernel, parts not traced",
+                            evidence=(_inferred(f"{key} kernel in torch {version}; its parts could not be "
+                                                "traced on meta tensors"),))
+        return _judge(release, op, parts, stack, f"{key} kernel in torch {version}", (), "high")
+    return _unlisted(release, op, torch_missing=False)
+
+
+def _unlisted(release: Release, op: str, torch_missing: bool) -> Coverage:
+    default = release.unlisted
+    evidence = release.evidence(default.sources)
+    if torch_missing and default.status != "unknown":
+        return Coverage(op=op, status="unknown", confidence="low",
+                        via="not listed; torch not importable, composite kernels not checked",
+                        evidence=(_inferred(f"not listed; {default.status} unless it decomposes into "
+                                            "other ops (torch is needed to tell)"),) + evidence)
+    via = f"not listed: {default.note}" if default.note else "not listed"
+    return Coverage(op=op, status=default.status, evidence=evidence, confidence=default.confidence, via=via)
+
+
+def _judge(release: Release, op: str, parts: tuple[str, ...], stack: tuple[str, ...], how: str,
+           own: tuple[Evidence, ...], confidence: str) -> Coverage:
+    subs = [_lookup(release, part, stack + (op,)) for part in parts]
+    arrow = ", ".join(parts) if parts else "no other op"
+    if not subs:
+        return Coverage(op=op, status="composite", confidence="medium", via=f"{how} -> {arrow}",
+                        evidence=own + (_inferred(f"decomposes ({how}) into no backend op"),))
+    worst = max(subs, key=lambda c: _BADNESS.index(c.status))
+    status = worst.status if worst.status not in ("native", "composite") else "composite"
+    lowest = max([confidence] + [c.confidence for c in subs], key=CONFIDENCES.index)
+    if status == "composite":
+        weakest = max(subs, key=lambda c: CONFIDENCES.index(c.confidence))
+        basis = next((e.text for e in weakest.evidence if e.kind != "inferred"), "")
+        text = f"decomposes into {arrow}, all with kernels" + (f" ({basis})" if basis else "")
+    else:
+        why = worst.evidence[0].text if worst.evidence else worst.via
+        text = f"decomposes; {worst.op} is {worst.status}: {why}"
+    evidence = [_inferred(text), *own]
+    for sub in subs:  # the parts' own sources; their derivations are summed up in `text`
+        evidence.extend(e for e in sub.evidence if e.kind != "inferred" and e not in evidence)
+    return Coverage(op=op, status=status, evidence=tuple(evidence), confidence=lowest,
+                    via=f"{how} -> {arrow}", parts=parts)

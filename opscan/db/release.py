@@ -1,0 +1,115 @@
+"""One loaded release file: its entries, its sources, and the answers it gives (lookup, profile, pairing)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from opscan.model import Coverage, DeviceProfile, Evidence, OpName
+
+CONFIDENCES = ("high", "medium", "low")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One op's line in a release file (or the file's `unlisted` default, with op "")."""
+
+    op: str
+    status: str
+    sources: tuple[str, ...]
+    confidence: str
+    note: str = ""
+    parts: tuple[str, ...] = ()      # for status composite: the ops it expands into
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Package:
+    """A pip package of the release and the torch minor version it pairs with."""
+
+    name: str
+    version: str
+    torch: str                        # "2.13": the torch minor this package is built for
+
+
+@dataclass(frozen=True)
+class Release:
+    """A backend release as the database knows it. Build with `opscan.db.load_release`."""
+
+    path: Path
+    backend: str                      # backend line id, e.g. "torchneuron", "torch-neuronx-xla"
+    release: str                      # e.g. "2.33.0"
+    title: str
+    device: str                       # device string the backend uses, e.g. "neuron"
+    dispatch_key: str                 # "PrivateUse1" | "XLA"
+    op_names: str                     # "overload" | "packet": how the entries name ops
+    kernel_list: str                  # "complete" | "partial": is every op with a kernel listed?
+    sources: dict[str, Evidence]
+    entries: dict[str, Entry]
+    unlisted: Entry
+    packages: tuple[Package, ...] = ()
+    released: str = ""
+    sdpa_policy: str = "math"
+    sdpa_sources: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def spec(self) -> str:
+        """The name users type: `torchneuron==2.33.0`."""
+        return f"{self.backend}=={self.release}"
+
+    def evidence(self, ids: tuple[str, ...]) -> tuple[Evidence, ...]:
+        """The Evidence records for source ids (ids were checked at load time)."""
+        return tuple(self.sources[i] for i in ids)
+
+    def entry_for(self, op: str) -> tuple[Entry | None, str]:
+        """The entry that answers for `op` directly, and how it was found ("" if none)."""
+        name = OpName.parse(op)
+        if self.op_names == "overload":
+            hit = self.entries.get(str(name))
+            return (hit, f"listed as {hit.op}") if hit else (None, "")
+        hit = self.entries.get(name.packet)
+        return (hit, f"overload packet {name.packet} listed") if hit else (None, "")
+
+    def lookup(self, op: str) -> Coverage:
+        """Status, evidence and confidence for one op; see NOTE [lookup order] in lookup.py."""
+        from opscan.db.lookup import lookup
+
+        return lookup(self, op)
+
+    def profile(self) -> DeviceProfile:
+        """The device profile for the trace: the ops this backend registers itself, its SDPA choice.
+
+        Ops the installed torch does not have are left out (they cannot be registered or dispatched).
+        """
+        from opscan.db import registry
+        from opscan.db.lookup import expand_packets
+
+        native = sorted(e.op for e in self.entries.values() if e.status in ("native", "limited"))
+        if self.op_names == "packet":
+            native = expand_packets(native)
+        if registry.torch_version() is not None:  # only ops this torch has can shape a trace here
+            native = [op for op in native if registry.op_exists(op)]
+        return DeviceProfile(name=self.spec, device=self.device, native_ops=tuple(native),
+                             sdpa_policy=self.sdpa_policy)
+
+    def pairs_with_torch(self, version: str) -> bool:
+        """True when some package of this release is built for torch `version` (major.minor)."""
+        minor = _minor(version)
+        return any(_minor(p.torch) == minor for p in self.packages)
+
+    def pairing_warning(self, version: str) -> str | None:
+        """A one-line warning when the installed torch `version` does not pair with this release."""
+        if not self.packages or self.pairs_with_torch(version):
+            return None
+        pairs = ", ".join(f"{p.name} {p.version} with torch {p.torch}" for p in self.packages)
+        return (f"installed torch {version} does not pair with {self.spec} ({pairs}); "
+                "composite expansions and op names are judged with the installed torch")
+
+
+def _minor(version: str) -> str:
+    """'2.13.0+cpu' -> '2.13'."""
+    parts = version.split("+")[0].split(".")
+    return ".".join(parts[:2])

@@ -1,0 +1,139 @@
+"""The default phase functions of a run, adapting the scan, db and trace packages for opscan.app.
+
+Each adapter imports its package lazily: `opscan PATH` without torch still scans and checks the
+source, and says that tracing was skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from opscan import suppressions
+from opscan.config import Config, ModelConfig
+from opscan.errors import TraceError
+from opscan.model import Coverage, DeviceProfile, Finding, ModelTrace, RuleInfo
+
+
+@dataclass(frozen=True)
+class ScanOutcome:
+    """What the source-scan phase hands on."""
+
+    findings: tuple[Finding, ...] = ()
+    files_scanned: int = 0
+    rules: tuple[RuleInfo, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Database:
+    """What the coverage phase needs from the database: the release, a lookup, a device profile."""
+
+    backend: str
+    lookup: Callable[[str], Coverage]
+    profile: DeviceProfile | None = None
+    notes: tuple[str, ...] = ()
+    pairing: Callable[[], str | None] = lambda: None   # torch-version warning, asked after tracing
+
+
+def rule_info(rule) -> RuleInfo:
+    """A scan Rule as reporters see it."""
+    return RuleInfo(id=rule.id, name=rule.name, severity=rule.severity, category=rule.category,
+                    what=rule.what, why=rule.why, fix=rule.fix_doc or rule.fix)
+
+
+def scan(target: Path, config: Config) -> ScanOutcome:
+    """The source scan of `target` under `config` (rules, include/exclude, unused suppressions)."""
+    from opscan.scan.engine import scan_paths
+    from opscan.scan.files import discover
+    from opscan.scan.rules import load_rules
+    from opscan.scan.workers import default_jobs
+
+    target = Path(target).resolve()
+    root = target if target.is_dir() else target.parent
+    rules = load_rules(extra_dirs=config.extra_rules, select=config.select, ignore=config.ignore)
+    paths = None
+    if config.include:
+        relpaths = discover(root, [target], config.exclude)
+        paths = [root / rel for rel in relpaths if _included(rel, config.include, root, config.root)]
+        if not paths:
+            return ScanOutcome(rules=tuple(rule_info(r) for r in rules),
+                               notes=(f"no file under {root} matches include = {list(config.include)}",))
+    elif target.is_file():
+        paths = [target]
+    result = scan_paths(root, paths, rules=rules, exclude=config.exclude, jobs=default_jobs())
+    known = {r.id for r in load_rules(extra_dirs=config.extra_rules)}
+    extra = unused_suppressions(root, result, {r.id for r in rules}, known)
+    findings = tuple(sorted(result.findings + tuple(extra), key=Finding.sort_key))
+    infos = tuple(rule_info(r) for r in rules) + ((suppressions.RULE,) if extra else ())
+    return ScanOutcome(findings=findings, files_scanned=result.files_scanned, rules=infos, notes=result.notes)
+
+
+def _included(rel: str, patterns: tuple[str, ...], root: Path, config_root: Path) -> bool:
+    """`include` globs match the path relative to the scanned root or to the config file's folder."""
+    candidates = {rel}
+    try:
+        candidates.add((root / rel).resolve().relative_to(config_root).as_posix())
+    except ValueError:
+        pass
+    for pattern in patterns:
+        for path in candidates:
+            if fnmatchcase(path, pattern) or (pattern.startswith("**/") and fnmatchcase(path, pattern[3:])):
+                return True
+    return False
+
+
+def unused_suppressions(root: Path, result, active: set[str], known: set[str]) -> list[Finding]:
+    """OPS003 findings from the scan's per-file suppression usage."""
+    by_path: dict[str, list] = {}
+    for supp in result.suppressions:
+        by_path.setdefault(supp.path, []).append(supp)
+    out: list[Finding] = []
+    for path, items in sorted(by_path.items()):
+        if path.endswith(".ipynb"):   # suppression lines there are not cell lines: not judged
+            continue
+        try:
+            lines = (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            lines = None
+        declared = {s.line: frozenset(s.codes) for s in items}
+        used = [(s.line, code) for s in items for code in s.used]
+        out.extend(suppressions.unused(path, declared, used, active, known, lines))
+    return out
+
+
+def database(config: Config) -> Database | None:
+    """The chosen release of the coverage database (`config.db` replaces the shipped folder)."""
+    from opscan.db import load_release
+
+    release = load_release(config.backend or None, config.db)
+
+    def pairing() -> str | None:
+        from opscan.db.registry import torch_version
+
+        version = torch_version()
+        return release.pairing_warning(version) if version else None
+
+    notes = ()
+    if release.warnings:   # one line here; the list itself belongs to the db commands
+        notes = (f"coverage database {release.spec}: {len(release.warnings)} warning(s) (`opscan db validate`), e.g. "
+                 f"{release.warnings[0]}",)
+    return Database(backend=release.spec, lookup=release.lookup, profile=release.profile(),
+                    notes=notes, pairing=pairing)
+
+
+def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None) -> ModelTrace:
+    """Trace one configured model on the imitated `neuron` device."""
+    try:
+        from opscan.trace import trace_target
+    except TraceError:
+        raise
+    except ImportError as exc:  # torch missing or broken
+        raise TraceError(f"tracing needs PyTorch, which is not installed ({exc})") from exc
+    return trace_target(
+        model.target, mode=model.mode, device="neuron", profile=profile, optimizer=model.optimizer,
+        optimizer_impl=model.optimizer_impl or None, amp=model.amp or None, inputs=model.inputs,
+        batch=model.batch, seq_len=model.seq_len, project_root=str(root),
+    )

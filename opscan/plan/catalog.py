@@ -1,0 +1,178 @@
+"""The kinds of port task, each with its fix, the TorchNeuron fact behind it and that fact's source.
+
+Facts and URLs come from the TorchNeuron 2.33 docs as recorded in the project's neuron-facts
+(see docs/tasks.md); a kind whose fact the docs do not state says so instead of guessing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from opscan.model import Finding
+
+# NOTE [task stages]: the dependency order of the port. Every task of a stage depends on the tasks of
+# the nearest earlier stage that has any: device-agnostic code first (nothing runs on `neuron`
+# before it), then distributed set-up, then kernels and op gaps, then performance settings.
+STAGES: dict[str, str] = {
+    "device-agnostic": "code that picks or assumes the CUDA device",
+    "distributed": "process groups and collectives",
+    "kernels": "custom kernels, CUDA-only libraries and ops the backend lacks",
+    "performance": "settings and ops that cost speed, not correctness",
+}
+
+_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
+URL_RELEASE_NOTES = f"{_DOCS}/release-notes/components/torchneuron.html"
+URL_ABOUT = f"{_DOCS}/torch/about-pytorch-neuron.html"
+URL_TORCH_INDEX = f"{_DOCS}/torch/index.html"
+URL_DISTRIBUTED = f"{_DOCS}/torch/guides/torch-distributed.html"
+URL_COMPILE = f"{_DOCS}/torch/compile/reference-torch-compile.html"
+URL_NKI = f"{_DOCS}/torch/guides/how-to-work-with-nki.html"
+URL_BEST_PRACTICES = f"{_DOCS}/torch/reference/best-practices-pytorch-neuron.html"
+URL_API_REF = f"{_DOCS}/torch/reference/api/index.html"
+URL_OP_TABLE = "https://github.com/aws-neuron/torch-neuronx/blob/main/docs/torch_api_compatibility.md"
+URL_MEMORY = f"{_DOCS}/torch/guides/memory-profiling-guide.html"
+URL_PROFILER = f"{_DOCS}/tools/neuron-explorer/how-to-profile-pytorch.html"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of task: how findings are matched to it and what the task says."""
+
+    id: str
+    title: str            # "{sites}" / "{files}" are filled in
+    action: str
+    why: str
+    sources: tuple[str, ...]
+    stage: str            # one of STAGES
+    every_step: bool      # the code it fixes runs in every training step
+    keywords: tuple[str, ...] = ()   # matched against the rule name (kebab-case)
+    categories: tuple[str, ...] = ()  # matched when no keyword kind matched
+
+
+SOURCE_KINDS: tuple[Kind, ...] = (
+    Kind("distributed-backend", "move the process group from NCCL to `neuron` ({sites})",
+         "call `init_process_group(backend=\"neuron\")` (or omit the backend / use "
+         "`torch.distributed.get_default_backend_for_device(dev)`) and replace `== \"nccl\"` checks",
+         "TorchNeuron's process-group backend is `neuron`; DDP, FSDP2 and DTensor run on it",
+         (URL_DISTRIBUTED,), "distributed", False, ("nccl", "process-group", "distributed", "dist-")),
+    Kind("mixed-precision", "make autocast and GradScaler device-agnostic ({sites})",
+         "use `torch.autocast(device_type=dev.type)` and `torch.amp.GradScaler(device=dev.type)`",
+         "TorchNeuron autocast takes `device_type=\"neuron\"`",
+         (URL_TORCH_INDEX,), "device-agnostic", True, ("autocast", "amp", "grad-scaler", "gradscaler")),
+    Kind("torch-compile", "adapt torch.compile calls ({sites})",
+         "use `torch.compile(backend=\"neuron\")`, drop `mode=` and `dynamic=True`",
+         "TorchNeuron compiles through its `neuron` backend; non-default modes are ignored with a "
+         "warning and `dynamic=True` is rejected",
+         (URL_COMPILE,), "performance", True, ("compile",)),
+    Kind("cuda-graphs", "remove CUDA graph capture ({sites})",
+         "drop `torch.cuda.graph` / `CUDAGraph` capture, or use `torch.compile(backend=\"neuron\")`",
+         "the TorchNeuron 2.33 docs that could be read describe no CUDA-graph equivalent",
+         (URL_TORCH_INDEX,), "performance", True, ("cuda-graph", "cudagraph", "graph-capture")),
+    Kind("backend-flags", "guard cuDNN / TF32 flags by device ({sites})",
+         "guard `torch.backends.cudnn.*` and TF32 flags with `if dev.type == \"cuda\"`; use "
+         "`torch.set_float32_matmul_precision(...)`",
+         "the TorchNeuron 2.33 docs that could be read document no equivalent of these flags",
+         (URL_TORCH_INDEX,), "performance", False, ("cudnn", "tf32", "backend-flag")),
+    Kind("profiler", "profile the neuron device ({sites})",
+         "use `ProfilerActivity.PrivateUse1` (with a NeuronConfig) instead of `ProfilerActivity.CUDA`",
+         "TorchNeuron profiling uses torch.profiler with ProfilerActivity.CPU and PrivateUse1",
+         (URL_PROFILER,), "performance", False, ("profiler",)),
+    Kind("device-agnostic", "make device selection device-agnostic ({sites})",
+         "pick the device once with `torch.accelerator.current_accelerator(check_available=True)` "
+         "and pass it on; replace `torch.cuda.*` calls by their `torch.accelerator` equivalents",
+         "TorchNeuron runs on device `neuron` (PrivateUse1); code written against torch.accelerator "
+         "needs no change",
+         (URL_RELEASE_NOTES, URL_ABOUT), "device-agnostic", True, (),
+         ("device-string", "cuda-api")),
+)
+
+LIBRARY_KIND = Kind(
+    "library", "replace CUDA-only library `{name}` ({sites})",
+    "use the PyTorch equivalent (e.g. `F.scaled_dot_product_attention` for flash_attn / xformers, "
+    "`torch.optim` fused or foreach optimizers for apex) or an NKI kernel",
+    "TorchNeuron runs PyTorch's ATen ops on `neuron`; libraries that ship their own CUDA kernels "
+    "have no Neuron build",
+    (URL_ABOUT,), "kernels", True, (), ("cuda-only-lib",))
+
+KERNEL_KIND = Kind(
+    "kernel", "port custom kernel `{name}` to NKI (`@nki_op`) or provide a PyTorch path",
+    "write the kernel in NKI (`@nki.jit`) and register it with `@nki_op` (declare mutated args, add "
+    "the backward with `register_autograd`), or fall back to a PyTorch implementation",
+    "CUDA and Triton kernels do not run on Trainium; TorchNeuron registers NKI kernels as PyTorch "
+    "custom ops with `@nki_op`",
+    (URL_NKI,), "kernels", True, (), ("custom-kernel",))
+
+UNSUPPORTED_KIND = Kind(
+    "unsupported-ops", "provide {count} op(s) the backend rejects",
+    "rewrite the code that dispatches them with supported ops, or implement them in NKI (`@nki_op`)",
+    "the coverage database records these ops as raising an error on TorchNeuron",
+    (URL_NKI,), "kernels", True)
+
+FALLBACK_KIND = Kind(
+    "cpu-fallback", "ops that would run on CPU every training step: {ops}",
+    "replace them with ops that have a Neuron kernel, or write an NKI kernel (`@nki_op`)",
+    "TorchNeuron runs ops without a Neuron implementation on the CPU by default (convenient for "
+    "bring-up, slow): tensors are copied to the host and back",
+    (URL_BEST_PRACTICES,), "performance", True)
+
+UNKNOWN_KIND = Kind(
+    "unknown-ops", "ops of unknown status: probe them on a Trn2 instance (`opscan db probe`) ({count})",
+    "run `opscan db probe` on a Trn2/Trn3 instance with the matching torch-neuronx and add the "
+    "results to the coverage database",
+    "the per-op compatibility table of TorchNeuron is linked from its API reference but no "
+    "readable copy records these ops for this release",
+    (URL_API_REF, URL_OP_TABLE), "device-agnostic", True)
+
+# Op-specific advice for ops on CPU fallback (matched on the overload packet).
+OP_ADVICE: dict[str, str] = {
+    "aten::_fused_adamw_": "switch to the foreach AdamW (`torch.optim.AdamW(..., foreach=True, fused=False)`)",
+    "aten::_fused_adam_": "switch to the foreach Adam (`torch.optim.Adam(..., foreach=True, fused=False)`)",
+    "aten::_fused_sgd_": "switch to the foreach SGD (`torch.optim.SGD(..., foreach=True, fused=False)`)",
+}
+
+
+def source_kind(finding: Finding) -> Kind | None:
+    """The kind of task that fixes `finding`; None when it is not port work (e.g. parse errors)."""
+    if finding.category == "custom-kernel":
+        return KERNEL_KIND
+    if finding.category == "cuda-only-lib":
+        return LIBRARY_KIND
+    for kind in SOURCE_KINDS:
+        if any(word in finding.name for word in kind.keywords):
+            return kind
+    for kind in SOURCE_KINDS:
+        if finding.category in kind.categories:
+            return kind
+    return None
+
+
+_IMPORT = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)")
+_NAMED = re.compile(r"""(?:name\s*=\s*|Extension\(\s*|load(?:_inline)?\(\s*)["']([\w.\-]+)["']""")
+_QUOTED = re.compile(r"`([^`]+)`")
+_NAME_FROM_MESSAGE = ("triton-kernel", "torch-library-custom-op", "compiled-extension-import",
+                      "custom-op-namespace-call", "numba-cuda-kernel", "cupy-raw-kernel")
+
+
+def library_name(finding: Finding) -> str:
+    """The top-level package an import finding is about (from its source line)."""
+    match = _IMPORT.match(finding.snippet)
+    return match[1] if match else finding.location.path.rsplit("/", 1)[-1].removesuffix(".py")
+
+
+def kernel_name(finding: Finding) -> str:
+    """The kernel's own name when the finding states it (extension name, Triton function, custom
+    op), else "" (the caller falls back to the file)."""
+    match = _NAMED.search(finding.snippet)
+    if match:
+        return match[1].rsplit(".", 1)[-1]
+    if finding.name in _NAME_FROM_MESSAGE:
+        quoted = _QUOTED.search(finding.message)
+        if quoted:
+            return re.split(r"::|\.", quoted[1])[-1].split("(")[0] or quoted[1]
+    return ""
+
+
+def file_stem(path: str) -> str:
+    """`ops/scan.cu` -> `scan`."""
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]

@@ -1,0 +1,136 @@
+"""Groups findings and op gaps by the fix they need (not by file) into task drafts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from opscan.model import Coverage, Finding, Location, ModelTrace, OpUsage
+from opscan.plan import catalog
+from opscan.plan.catalog import Kind
+
+
+@dataclass
+class Draft:
+    """A task before sizing and ordering."""
+
+    kind: Kind
+    id: str
+    name: str = ""                                  # library / kernel name for per-item kinds
+    findings: list[Finding] = field(default_factory=list)
+    ops: list[OpUsage] = field(default_factory=list)
+    kernel_sources: dict[str, int] = field(default_factory=dict)   # source id -> lines
+    names: list[str] = field(default_factory=list)  # every kernel name in a kernel task
+
+    @property
+    def kernel_lines(self) -> int | None:
+        """Measured size of the kernel sources (None when none was found)."""
+        return sum(self.kernel_sources.values()) if self.kernel_sources else None
+
+    @property
+    def sites(self) -> tuple[Location, ...]:
+        locations = {f.location for f in self.findings}
+        locations |= {Location(s.path, s.line) for op in self.ops for s in op.sources}
+        return tuple(sorted(locations))
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return tuple(sorted({site.path for site in self.sites}))
+
+    @property
+    def blocking(self) -> bool:
+        """An unguarded error finding, or an op the backend rejects."""
+        return any(f.severity == "error" and not f.guarded for f in self.findings) or \
+            self.kind is catalog.UNSUPPORTED_KIND
+
+
+class _Union:
+    """Union-find over string keys (kernel findings that share a file, name or source)."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, key: str) -> str:
+        self.parent.setdefault(key, key)
+        while self.parent[key] != key:
+            self.parent[key] = self.parent[self.parent[key]]
+            key = self.parent[key]
+        return key
+
+    def join(self, *keys: str) -> None:
+        roots = sorted({self.find(k) for k in keys})
+        for other in roots[1:]:
+            self.parent[other] = roots[0]
+
+
+def _kernels(findings: list[Finding], ops: list[OpUsage], sources: Mapping[Location, tuple]) -> list[Draft]:
+    """One kernel task per connected group: findings in one file, of one kernel name, or sharing a
+    kernel source file are the same kernel work; custom ops join the kernel of the same name."""
+    union = _Union()
+    keys: list[tuple[object, list[str]]] = []
+    for finding in findings:
+        name = catalog.kernel_name(finding)
+        nodes = [f"file:{finding.location.path}"] + ([f"name:{name}"] if name else [])
+        nodes += [f"file:{src}" for src, _ in sources.get(finding.location, ()) if ":" not in src]
+        union.join(*nodes)
+        keys.append((finding, nodes))
+    for usage in ops:
+        nodes = [f"name:{usage.op.split('::', 1)[-1].split('.', 1)[0]}"]
+        union.join(*nodes)
+        keys.append((usage, nodes))
+    groups: dict[str, Draft] = {}
+    for item, nodes in keys:
+        root = union.find(nodes[0])
+        draft = groups.setdefault(root, Draft(catalog.KERNEL_KIND, ""))
+        for node in nodes:
+            if node.startswith("name:") and node[5:] not in draft.names:
+                draft.names.append(node[5:])
+        if isinstance(item, Finding):
+            draft.findings.append(item)
+            for src, lines in sources.get(item.location, ()):
+                draft.kernel_sources[src] = lines
+        else:
+            draft.ops.append(item)
+    out = []
+    for draft in groups.values():
+        first = draft.findings[0].location.path if draft.findings else ""
+        draft.name = draft.names[0] if draft.names else catalog.file_stem(first)
+        draft.id = f"kernel:{draft.name}"
+        if len(draft.names) > 1:
+            draft.name = ", ".join(f"{n}" for n in draft.names)
+        out.append(draft)
+    return out
+
+
+def group(findings: tuple[Finding, ...], ops: list[OpUsage], coverage: Mapping[str, Coverage],
+          kernel_sources: Mapping[Location, tuple] | None = None) -> list[Draft]:
+    """Drafts for every port task the findings and traced ops call for."""
+    drafts: dict[str, Draft] = {}
+    kernel_findings: list[Finding] = []
+    custom_ops: list[OpUsage] = []
+    for finding in sorted(findings, key=Finding.sort_key):
+        kind = catalog.source_kind(finding)
+        if kind is None:
+            continue
+        if kind is catalog.KERNEL_KIND:
+            kernel_findings.append(finding)
+            continue
+        name, task_id = "", kind.id
+        if kind is catalog.LIBRARY_KIND:
+            name = catalog.library_name(finding)
+            task_id = f"library:{name}"
+        drafts.setdefault(task_id, Draft(kind, task_id, name)).findings.append(finding)
+    for usage in ops:
+        status = coverage[usage.op].status if usage.op in coverage else "unknown"
+        if usage.custom:
+            custom_ops.append(usage)
+            continue
+        kind = {"unsupported": catalog.UNSUPPORTED_KIND, "cpu-fallback": catalog.FALLBACK_KIND,
+                "unknown": catalog.UNKNOWN_KIND}.get(status)
+        if kind is not None:
+            drafts.setdefault(kind.id, Draft(kind, kind.id)).ops.append(usage)
+    for draft in _kernels(kernel_findings, custom_ops, kernel_sources or {}):
+        if draft.id in drafts:   # two groups with one name: keep them apart, deterministically
+            draft.id = f"{draft.id}@{draft.findings[0].location.path if draft.findings else 'trace'}"
+        drafts[draft.id] = draft
+    return [drafts[key] for key in sorted(drafts)]

@@ -1,0 +1,73 @@
+"""The one-line answer of a report: ready, runs with ops on CPU fallback, or blocked (and by what)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from opscan.model import Report
+
+
+_UNREADABLE = ("parse-error", "unreadable-file", "internal-error")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """`kind` is one of: blocked, fallback, unknown, ready; `headline` is the line users read first."""
+
+    kind: str
+    headline: str
+    details: tuple[str, ...] = ()   # caveats shown under the headline
+
+
+def _plural(count: int, word: str, plural: str | None = None) -> str:
+    return f"{count} {word if count == 1 else (plural or word + 's')}"
+
+
+def verdict(report: Report) -> Verdict:
+    """Judge `report`: blockers first, then CPU fallback, then unknowns."""
+    pinned = [f for f in report.findings if f.severity == "error" and not f.guarded
+              and f.category in ("device-string", "cuda-api")]
+    kernels = {t.id for t in report.tasks if t.id.startswith("kernel:")}
+    libraries = {t.id for t in report.tasks if t.id.startswith("library:")}
+    other = [f for f in report.findings if f.severity == "error" and not f.guarded
+             and f.category not in ("device-string", "cuda-api", "custom-kernel", "cuda-only-lib", "input")]
+    ops = {u.op for t in report.traces for u in t.ops}
+    status = {c.op: c.status for c in report.coverage}
+    unsupported = sorted(op for op in ops if status.get(op) == "unsupported")
+    fallback = sorted(op for op in ops if status.get(op) == "cpu-fallback")
+    unknown = sorted(op for op in ops if status.get(op, "unknown") == "unknown")
+
+    details: list[str] = []
+    if not report.traces:
+        details.append("no model traced: source only (configure [tool.opscan.models] or pass --model)")
+    for trace in report.traces:
+        if not trace.complete:
+            details.append(f"trace of {trace.target} stopped early: {trace.stopped_at}")
+    if unknown:
+        details.append(f"{len(unknown)} of {_plural(len(ops), 'traced op')} "
+                       f"{'has' if len(unknown) == 1 else 'have'} unknown status on {report.backend or 'the backend'}")
+    unreadable = [f for f in report.findings if f.name in _UNREADABLE]
+    if unreadable:
+        details.append(f"{_plural(len({f.location.path for f in unreadable}), 'file')} could not be read")
+
+    blockers = []
+    if pinned:
+        files = len({f.location.path for f in pinned})
+        blockers.append(f"{_plural(len(pinned), 'CUDA-pinned site')} in {_plural(files, 'file')}")
+    if kernels:
+        blockers.append(_plural(len(kernels), "custom kernel"))
+    if libraries:
+        blockers.append(_plural(len(libraries), "CUDA-only library", "CUDA-only libraries"))
+    if unsupported:
+        blockers.append(_plural(len(unsupported), "unsupported op"))
+    if other:
+        blockers.append(_plural(len(other), "other CUDA-only setting"))
+    if blockers:
+        return Verdict("blocked", "blocked by " + ", ".join(blockers), tuple(details))
+    if fallback:
+        return Verdict("fallback", f"runs with {_plural(len(fallback), 'op')} on CPU fallback",
+                       tuple(details))
+    if unknown:
+        return Verdict("unknown", "no blockers found, but not proven: "
+                       f"{_plural(len(unknown), 'op')} of unknown status", tuple(details))
+    return Verdict("ready", "ready", tuple(details))

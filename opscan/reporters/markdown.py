@@ -1,0 +1,115 @@
+"""Markdown: the port plan as a document to attach to a review (verdict, tasks, graph, details)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TextIO
+
+from opscan.model import Report
+from opscan.plan.verdict import verdict
+from opscan.reporters.tasklist import PRIORITY, effort, sites_by_file, total
+
+MAX_SITE_FILES = 50   # beyond this many files a task lists the count only
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _mermaid_label(text: str) -> str:
+    return text.replace('"', "#quot;").replace("`", "")
+
+
+def _mermaid(report: Report) -> list[str]:
+    ids = {task.id: f"t{i}" for i, task in enumerate(report.tasks, 1)}
+    lines = ["```mermaid", "graph TD"]
+    for task in report.tasks:
+        label = f"{task.title}<br/>{PRIORITY.get(task.priority, '?')} · {effort(task.effort_hours, report.hours_per_day)}"
+        lines.append(f'  {ids[task.id]}["{_mermaid_label(label)}"]')
+    for task in report.tasks:
+        for dep in task.depends_on:
+            if dep in ids:
+                lines.append(f"  {ids[dep]} --> {ids[task.id]}")
+    for priority, colour in ((1, "#f4cccc"), (2, "#fff2cc"), (3, "#d9ead3")):
+        members = [ids[t.id] for t in report.tasks if t.priority == priority]
+        if members:
+            lines.append(f"  classDef p{priority} fill:{colour}")
+            lines.append(f"  class {','.join(members)} p{priority}")
+    lines.append("```")
+    return lines
+
+
+def _task_section(index: int, report: Report) -> list[str]:
+    task = report.tasks[index]
+    lines = [f"### {index + 1}. {task.title}", "",
+             f"- **Priority:** {PRIORITY.get(task.priority, '?')} ({task.priority})",
+             f"- **Effort:** {effort(task.effort_hours, report.hours_per_day)} — {task.effort_basis}",
+             f"- **What:** {task.action}",
+             f"- **Why:** {task.why}" + "".join(f" ([source]({url}))" for url in task.sources)]
+    if task.depends_on:
+        lines.append("- **After:** " + ", ".join(f"`{d}`" for d in task.depends_on))
+    if task.ops:
+        lines.append("- **Ops:** " + ", ".join(f"`{op}`" for op in task.ops))
+    files = sites_by_file(task)
+    if files:
+        lines.append(f"- **Where:** {len(task.sites)} site(s) in {len(files)} file(s)")
+        for path, numbers in files[:MAX_SITE_FILES]:
+            lines.append(f"  - `{path}`: line{'s' * (len(numbers) > 1)} {', '.join(map(str, numbers))}")
+        if len(files) > MAX_SITE_FILES:
+            lines.append(f"  - … and {len(files) - MAX_SITE_FILES} more files (see the JSON report)")
+    lines.append("")
+    return lines
+
+
+def render(report: Report, out: TextIO) -> None:
+    """Write the markdown document."""
+    judged = verdict(report)
+    lines = ["# opscan port report", "",
+             f"**Verdict: {judged.headline}**", ""]
+    lines += [f"- {detail}" for detail in judged.details]
+    if judged.details:
+        lines.append("")
+    status = Counter(c.status for c in report.coverage)
+    ops = {u.op for t in report.traces for u in t.ops}
+    lines += [
+        f"Backend: `{report.backend or 'unknown'}` · opscan {report.tool_version} · "
+        f"{report.files_scanned} file(s) scanned · {len(report.findings)} finding(s) · "
+        f"{len(ops)} op(s) traced"
+        + (" (" + ", ".join(f"{n} {s}" for s, n in sorted(status.items())) + ")" if status else ""),
+        "",
+    ]
+    if report.baseline is not None:
+        lines += [f"Baseline `{report.baseline.path}`: {report.baseline.known} known finding(s) hidden, "
+                  f"{len(report.baseline.stale)} stale entr{'y' if len(report.baseline.stale) == 1 else 'ies'}.", ""]
+    lines += ["## Port tasks", ""]
+    if not report.tasks:
+        lines += ["No port work found.", ""]
+    else:
+        lines += [f"Total: **{total(report.tasks, report.hours_per_day)}** "
+                  f"({sum(t.effort_hours for t in report.tasks):g} h at {report.hours_per_day:g} h per day).", "",
+                  "| # | task | priority | effort | sites |", "|---|---|---|---|---|"]
+        for i, task in enumerate(report.tasks, 1):
+            lines.append(f"| {i} | {_cell(task.title)} | {PRIORITY.get(task.priority, '?')} | "
+                         f"{effort(task.effort_hours, report.hours_per_day)} | {len(task.sites)} |")
+        lines += ["", "Order of work (an arrow means \"before\"):", ""] + _mermaid(report) + [""]
+        for i in range(len(report.tasks)):
+            lines += _task_section(i, report)
+    if report.findings:
+        lines += ["## Findings", "", "| location | rule | severity | message |", "|---|---|---|---|"]
+        for f in sorted(report.findings, key=lambda f: f.sort_key()):
+            loc = f.location
+            where = f"{loc.path}:{loc.line}" if loc.cell is None else f"{loc.path}:cell {loc.cell}:{loc.line}"
+            guard = " (guarded)" if f.guarded else ""
+            lines.append(f"| `{where}` | {f.rule} {f.name} | {f.severity}{guard} | {_cell(f.message)} |")
+        lines.append("")
+    gaps = [c for c in sorted(report.coverage, key=lambda c: c.op)
+            if c.op in ops and c.status not in ("native", "composite")]
+    if gaps:
+        lines += ["## Ops that need attention", "", "| op | status | evidence |", "|---|---|---|"]
+        for c in gaps:
+            evidence = "; ".join(e.text + (f" ([link]({e.url}))" if e.url else "") for e in c.evidence) or "none"
+            lines.append(f"| `{c.op}` | {c.status} | {_cell(evidence)} |")
+        lines.append("")
+    if report.notes:
+        lines += ["## Notes", ""] + [f"- {note}" for note in report.notes] + [""]
+    out.write("\n".join(lines).rstrip("\n") + "\n")

@@ -1,0 +1,143 @@
+"""SARIF 2.1.0 for GitHub code scanning: the rules that fired, results with relative locations.
+
+Paths are made relative to the directory opscan ran in (the checkout) by prefixing the report root
+when it is relative, with uriBaseId %SRCROOT%. Each result carries a `partialFingerprints` entry
+computed as baselines do (see NOTE [fingerprints] in opscan/baseline.py), so alerts survive moved
+lines. Ops the backend rejects or runs on the CPU are results too (rule ids `op/unsupported`,
+`op/cpu-fallback`), located at the user-code line that dispatched them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+from opscan.baseline import fingerprints
+from opscan.model import Report, RuleInfo
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVEL = {"error": "error", "warning": "warning", "note": "note"}
+
+OP_RULES = {
+    "unsupported": RuleInfo(
+        "op/unsupported", "op-unsupported", "error", "op",
+        what="The model dispatches an aten op that the coverage database records as unsupported.",
+        why="The op raises an error on TorchNeuron, so the step cannot run.",
+        fix="Rewrite the code with supported ops or implement the op in NKI (`@nki_op`)."),
+    "cpu-fallback": RuleInfo(
+        "op/cpu-fallback", "op-cpu-fallback", "warning", "op",
+        what="The model dispatches an aten op that TorchNeuron runs on the CPU.",
+        why="CPU fallback copies tensors to the host and back in every step: slow.",
+        fix="Use ops with a Neuron kernel, or write an NKI kernel (`@nki_op`)."),
+}
+
+
+def uri(root: str, path: str) -> str:
+    """`path` (relative to the scanned root) relative to the run's working directory."""
+    if not root or root == "." or root.startswith("/") or (len(root) > 1 and root[1] == ":"):
+        return path
+    return f"{root.rstrip('/')}/{path}"
+
+
+def _rule(info: RuleInfo) -> dict:
+    short = info.what.split(". ")[0].rstrip(".") if info.what else info.name
+    text = "\n\n".join(part for part in (info.what, info.why, info.fix and "Fix: " + info.fix) if part)
+    markdown = "\n\n".join(part for part in (
+        info.what, info.why and f"**Why:** {info.why}", info.fix and f"**Fix:** {info.fix}") if part)
+    out = {
+        "id": info.id,
+        "name": info.name,
+        "shortDescription": {"text": short or info.id},
+        "fullDescription": {"text": text or info.name},
+        "help": {"text": text or info.name, "markdown": markdown or info.name},
+        "defaultConfiguration": {"level": _LEVEL.get(info.severity, "warning")},
+        "properties": {"tags": [t for t in ("torchneuron", info.category) if t], "precision": "high"},
+    }
+    if info.help_uri:
+        out["helpUri"] = info.help_uri
+    return out
+
+
+def _location(root: str, path: str, line: int, column: int = 1, end_line: int = 0,
+              end_column: int = 0) -> dict:
+    region = {"startLine": max(line, 1), "startColumn": max(column, 1)}
+    if end_line and end_line >= line:
+        region["endLine"] = end_line
+        if end_column and (end_line > line or end_column > column):
+            region["endColumn"] = end_column
+    return {"physicalLocation": {
+        "artifactLocation": {"uri": uri(root, path), "uriBaseId": "%SRCROOT%"},
+        "region": region,
+    }}
+
+
+def to_dict(report: Report) -> dict:
+    """The SARIF log as a dict."""
+    infos = {r.id: r for r in report.rules}
+    results: list[tuple[str, dict]] = []
+    for finding, fp in fingerprints(report.findings):
+        if finding.rule not in infos:
+            infos[finding.rule] = RuleInfo(finding.rule, finding.name, finding.severity, finding.category,
+                                           fix=finding.fix)
+        loc = finding.location
+        message = finding.message + (f" Fix: {finding.fix}" if finding.fix else "")
+        results.append((finding.rule, {
+            "ruleId": finding.rule,
+            "level": _LEVEL.get(finding.severity, "warning"),
+            "message": {"text": message},
+            "locations": [_location(report.root, loc.path, loc.line, loc.column, loc.end_line,
+                                    loc.end_column)],
+            "partialFingerprints": {"opscanFingerprint/v1": fp},
+        }))
+    status = {c.op: c.status for c in report.coverage}
+    seen: set[tuple[str, str, int]] = set()
+    for trace in report.traces:
+        for usage in trace.ops:
+            info = OP_RULES.get(status.get(usage.op, ""))
+            if info is None:
+                continue
+            for source in usage.sources:
+                if (usage.op, source.path, source.line) in seen:
+                    continue
+                seen.add((usage.op, source.path, source.line))
+                infos[info.id] = info
+                where = f" (in {source.module})" if source.module else ""
+                results.append((info.id, {
+                    "ruleId": info.id,
+                    "level": _LEVEL[info.severity],
+                    "message": {"text": f"`{usage.op}` {'is unsupported' if info.id == 'op/unsupported' else 'runs on the CPU'} "
+                                        f"on {report.backend or 'the backend'}{where}."},
+                    "locations": [_location(report.root, source.path, source.line)],
+                    "partialFingerprints": {"opscanFingerprint/v1": f"{info.id}:{usage.op}:{source.path}"},
+                }))
+    rule_ids = sorted(infos)
+    index = {rule_id: i for i, rule_id in enumerate(rule_ids)}
+    ordered = []
+    for rule_id, result in results:
+        result = {"ruleId": result["ruleId"], "ruleIndex": index[rule_id],
+                  **{k: v for k, v in result.items() if k != "ruleId"}}
+        ordered.append(result)
+    ordered.sort(key=lambda r: (r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                                r["locations"][0]["physicalLocation"]["region"]["startLine"],
+                                r["ruleId"], r["message"]["text"]))
+    return {
+        "$schema": SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "opscan",
+                "version": report.tool_version,
+                "semanticVersion": report.tool_version,
+                "rules": [_rule(infos[r]) for r in rule_ids],
+            }},
+            "automationDetails": {"id": "opscan/"},
+            "columnKind": "unicodeCodePoints",
+            "results": ordered,
+        }],
+    }
+
+
+def render(report: Report, out: TextIO) -> None:
+    """Write the SARIF log (indented, newline-terminated, byte-stable)."""
+    json.dump(to_dict(report), out, indent=2, ensure_ascii=False)
+    out.write("\n")

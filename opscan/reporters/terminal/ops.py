@@ -1,0 +1,90 @@
+"""Terminal section: the traced ops (count, phases, dtypes, first source) and their coverage."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from opscan.model import Coverage, OpUsage, Report
+from opscan.reporters.json import merge_ops
+
+_PHASE_SHORT = {"forward": "fwd", "loss": "loss", "backward": "bwd", "optimizer": "opt"}
+_STATUS_STYLE = {"native": "green", "composite": "green", "limited": "yellow",
+                 "cpu-fallback": "yellow", "unsupported": "red", "unknown": "dim"}
+
+
+def section(report: Report, console: Console) -> None:
+    """Print each trace's header (completeness, stand-ins) and one table of every op."""
+    if not report.traces:
+        return
+    console.print(Text("Ops", style="bold"))
+    for trace in report.traces:
+        dispatches = sum(u.count for u in trace.ops)
+        head = Text(f"  {trace.target}  ", style="bold")
+        head.append(f"{trace.mode} on {trace.device}: {len(trace.ops)} ops, {dispatches} dispatches",
+                    style="")
+        if trace.seconds:
+            head.append(f", {trace.seconds:.1f} s", style="dim")
+        console.print(head)
+        if not trace.complete:
+            console.print(Text(f"  ! trace stopped early (ops below are those seen until then): "
+                               f"{trace.stopped_at}", style="bold yellow"))
+        for stand_in in trace.stand_ins:
+            where = f"{stand_in.source.path}:{stand_in.source.line}" if stand_in.source else "?"
+            console.print(Text(f"  ~ stand-in: {stand_in.op} ({stand_in.kind}) = {stand_in.value}, "
+                               f"{stand_in.count}x at {where}; the branch taken may differ from a real run",
+                               style="yellow"))
+    coverage = {c.op: c for c in report.coverage}
+    merged = merge_ops(report.traces)
+    show_modes = any(t.mode == "both" for t in report.traces)
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    table.add_column("op", no_wrap=True)
+    table.add_column("count", justify="right", no_wrap=True)
+    table.add_column("phases", no_wrap=True)
+    table.add_column("dtypes", max_width=18)
+    table.add_column("first source", no_wrap=True, overflow="ellipsis", min_width=24)
+    if coverage:
+        table.add_column("status")
+    for usage, _models in merged:
+        table.add_row(*_row(usage, coverage.get(usage.op), show_modes, bool(coverage)))
+    console.print(table)
+    if coverage:
+        _evidence(merged, coverage, console)
+    console.print()
+
+
+def _row(usage: OpUsage, cov: Coverage | None, show_modes: bool, with_status: bool) -> list:
+    name = Text(usage.op, style="bold magenta" if usage.custom else "")
+    if usage.custom:
+        name.append(" [custom]", style="magenta")
+    if show_modes and len(usage.modes) == 1:
+        name.append(f" [{usage.modes[0]} only]", style="yellow")
+    phases = ",".join(_PHASE_SHORT.get(p, p) for p in usage.phases)
+    dtypes = ",".join(d.replace("torch.", "") for d in usage.dtypes)
+    source = ""
+    if usage.sources:
+        first = usage.sources[0]
+        source = f"{first.path}:{first.line}" + (f" ({first.module})" if first.module else "")
+        if len(usage.sources) > 1:
+            source += f" +{len(usage.sources) - 1}"
+    row = [name, str(usage.count), phases, dtypes, source]
+    if with_status:
+        status = cov.status if cov is not None else "unknown"
+        row.append(Text(status, style=_STATUS_STYLE.get(status, "")))
+    return row
+
+
+def _evidence(merged, coverage: dict[str, Coverage], console: Console) -> None:
+    """One line of evidence per op whose status is not simply native."""
+    lines = []
+    for usage, _ in merged:
+        cov = coverage.get(usage.op)
+        if cov is None or cov.status == "native" or not cov.evidence:
+            continue
+        lines.append(Text(f"  {usage.op}: {cov.status} — {cov.evidence[0].text}"
+                          + (f" (via {cov.via})" if cov.via else ""), style="dim"))
+    if lines:
+        console.print(Text("  evidence:", style="bold"))
+        for line in lines:
+            console.print(line)

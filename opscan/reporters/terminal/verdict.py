@@ -1,0 +1,34 @@
+"""Terminal section: the verdict line, first thing on screen, with its caveats."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from opscan.model import Report
+from opscan.plan.verdict import verdict
+
+_STYLE = {"blocked": ("bold red", "✗"), "fallback": ("bold yellow", "!"),
+          "unknown": ("bold yellow", "?"), "ready": ("bold green", "✓")}
+
+
+def section(report: Report, console: Console) -> None:
+    """Print the verdict and the caveats under it."""
+    judged = verdict(report)
+    style, mark = _STYLE[judged.kind]
+    line = Text()
+    line.append(f"{mark} ", style=style)
+    line.append(judged.headline, style=style)
+    console.print(line)
+    console.print(Text(f"  · checked against {report.backend or 'an unknown backend release'}", style="dim"))
+    for detail in judged.details:
+        console.print(Text(f"  · {detail}", style="dim"))
+    if report.baseline is not None:
+        stale = len(report.baseline.stale)
+        console.print(Text(f"  · baseline {report.baseline.path}: {report.baseline.known} known finding(s) "
+                           f"hidden, {stale} stale entr{'y' if stale == 1 else 'ies'}", style="dim"))
+        for entry in report.baseline.stale[:10]:
+            console.print(Text(f"      stale: {entry}", style="dim"))
+        if stale > 10:
+            console.print(Text(f"      … and {stale - 10} more (run `opscan baseline` to refresh)", style="dim"))
+    console.print()

@@ -1,0 +1,261 @@
+"""Content-addressed cache of per-file scan results, plus a stat index that lets warm runs skip reading.
+
+# NOTE [scan cache]
+Where: `--cache-dir DIR`, else `$OPSCAN_CACHE_DIR`, else `.opscan_cache/` in the scanned folder
+(like `.ruff_cache/`: per project, easy to keep between CI runs, removed with the checkout),
+else, when that folder cannot be written (a read-only checkout, site-packages),
+`$XDG_CACHE_HOME/opscan` (default `~/.cache/opscan`). The folder holds a `CACHEDIR.TAG` and a
+`.gitignore` of `*`, so backups skip it and git never sees it. Deleting it is always safe.
+
+What: one small file per scanned file content, `v1/<salt>/<aa>/<key>.json` with
+key = sha256(relative path, sha256 of the file's bytes) — the path is part of the key because a
+result names its file (two identical files at two paths have two entries) — and
+`salt` = sha256(opscan version, rules fingerprint, scanner code fingerprint): change any of them
+and the old entries are never looked up again (the 4 most recently used salts are kept, older
+ones pruned). An entry is one header line `opscan-cache 1 <key> <sha256 of body>`
+and a JSON body. Entries are written to a temporary file and renamed into place (atomic); a
+reader that finds a torn, truncated, edited or foreign entry ignores it and the file is scanned
+again; an entry is never trusted without its checksum.
+
+Warm runs: `v1/<salt>/index-<root hash>.json` maps each relative path to (size, mtime_ns, inode,
+content sha) as seen the last time. A file whose stat matches is not even read: its result comes
+straight from its entry. A file whose mtime lies within RACY_NS of the moment the index was
+written is not trusted (it may have changed again within the clock's granularity, the "racy
+git" problem) and is re-read and re-hashed — still without re-scanning when the bytes are the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+CACHE_DIR_ENV = "OPSCAN_CACHE_DIR"
+DEFAULT_DIR_NAME = ".opscan_cache"
+FORMAT = "v1"
+KEEP_SALTS = 4
+RACY_NS = 2_000_000_000
+_HEADER = b"opscan-cache 1 "
+_TAG = b"Signature: 8a477f597d28d172789f06886806bc55\n# opscan scan cache; see docs/benchmarks.md\n"
+
+
+def fingerprint(*parts: str | bytes) -> str:
+    """sha256 over `parts`, each length-prefixed so that ("ab", "c") != ("a", "bc")."""
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def files_fingerprint(paths: Iterable[Path]) -> str:
+    """Fingerprint of some files' names and bytes (rule files, scanner sources), order-independent."""
+    parts: list[str | bytes] = []
+    for path in sorted(Path(p) for p in paths):
+        parts.append(path.name)
+        parts.append(path.read_bytes())
+    return fingerprint(*parts)
+
+
+def default_cache_dir(root: Path, override: str | os.PathLike | None = None) -> Path:
+    """Where the cache for a scan of `root` lives (see NOTE [scan cache])."""
+    if override:
+        return Path(override)
+    env = os.environ.get(CACHE_DIR_ENV)
+    if env:
+        return Path(env)
+    folder = root if root.is_dir() else root.parent
+    local = folder / DEFAULT_DIR_NAME
+    if (local.is_dir() and os.access(local, os.W_OK)) or (
+        not local.exists() and os.access(folder, os.W_OK)
+    ):
+        return local
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "opscan"
+
+
+def content_hash(data: bytes) -> str:
+    """The hash of a file's content."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def entry_key(relpath: str, sha: str) -> str:
+    """The cache key of the file at `relpath` whose content hashes to `sha`."""
+    return fingerprint(relpath, sha)
+
+
+def stat_key(st: os.stat_result) -> tuple[int, int, int]:
+    """The part of a stat the index compares: (size, mtime_ns, inode)."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+class ResultCache:
+    """Per-file results by content hash under one salt; never raises on I/O, only stops writing."""
+
+    def __init__(self, directory: str | os.PathLike, salt: str) -> None:
+        self.directory = Path(directory)
+        self.salt = salt
+        self.base = self.directory / FORMAT / salt[:32]
+        self.writable = True
+        self.write_errors = 0
+        self.corrupt = 0
+
+    # -- setup ---------------------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Create the folder (with CACHEDIR.TAG and .gitignore) and prune old salts; idempotent."""
+        try:
+            self.base.mkdir(parents=True, exist_ok=True)
+            tag = self.directory / "CACHEDIR.TAG"
+            if not tag.exists():
+                _atomic_write(tag, _TAG)
+            ignore = self.directory / ".gitignore"
+            if not ignore.exists():
+                _atomic_write(ignore, b"# created by opscan\n*\n")
+            os.utime(self.base)
+            self._prune()
+        except OSError:
+            self.writable = False
+            self.write_errors += 1
+
+    def _prune(self) -> None:
+        salts = [p for p in (self.directory / FORMAT).iterdir() if p.is_dir()]
+        salts.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        for old in salts[KEEP_SALTS:]:
+            if old != self.base:
+                shutil.rmtree(old, ignore_errors=True)
+
+    # -- entries -------------------------------------------------------------------------------
+    def entry_path(self, key: str) -> Path:
+        return self.base / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Any | None:
+        """The stored payload under `key` (see entry_key), or None when absent or not intact."""
+        try:
+            with open(self.entry_path(key), "rb") as handle:
+                raw = handle.read()
+        except OSError:
+            return None
+        header, sep, body = raw.partition(b"\n")
+        expected = _HEADER + key.encode() + b" " + hashlib.sha256(body).hexdigest().encode()
+        if not sep or header != expected:
+            self.corrupt += 1
+            return None
+        try:
+            return json.loads(body)
+        except ValueError:
+            self.corrupt += 1
+            return None
+
+    def put(self, key: str, payload: Any) -> None:
+        """Store `payload` (JSON-able) under `key`; errors only disable further writes."""
+        if not self.writable:
+            return
+        body = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+        header = _HEADER + key.encode() + b" " + hashlib.sha256(body).hexdigest().encode()
+        path = self.entry_path(key)
+        try:
+            path.parent.mkdir(exist_ok=True)
+            _atomic_write(path, header + b"\n" + body)
+        except OSError:
+            self.write_errors += 1
+            if self.write_errors >= 3:
+                self.writable = False
+
+    # -- stat index ----------------------------------------------------------------------------
+    def index_path(self, root: Path) -> Path:
+        return self.base / f"index-{fingerprint(str(root.resolve()))[:24]}.json"
+
+    def load_index(self, root: Path) -> "StatIndex":
+        """The stat index of `root` from the last run (empty when absent or not intact)."""
+        return StatIndex.load(self.index_path(root))
+
+    def save_index(self, root: Path, index: "StatIndex", prune: bool = True) -> None:
+        """Write `index` if it changed; `prune` drops paths this run did not see (full walks only)."""
+        if self.writable and (index.changed or (prune and set(index.entries) - index.seen)):
+            try:
+                index.save(self.index_path(root), prune)
+            except OSError:
+                self.write_errors += 1
+
+
+class StatIndex:
+    """relpath -> (size, mtime_ns, inode, content sha) as last seen; see NOTE [scan cache]."""
+
+    def __init__(self, entries: dict[str, list] | None = None, written_ns: int = 0) -> None:
+        self.entries: dict[str, list] = entries or {}
+        self.written_ns = written_ns
+        self.seen: set[str] = set()
+        self.changed = False
+
+    @classmethod
+    def load(cls, path: Path) -> "StatIndex":
+        try:
+            raw = path.read_bytes()
+            header, sep, body = raw.partition(b"\n")
+            if not sep or header != _HEADER + b"index " + hashlib.sha256(body).hexdigest().encode():
+                return cls()
+            data = json.loads(body)
+            entries = data["files"]
+            written = int(data["written_ns"])
+            if not isinstance(entries, dict):
+                return cls()
+        except (OSError, ValueError, KeyError, TypeError):
+            return cls()
+        return cls(entries, written)
+
+    def lookup(self, relpath: str, st: tuple[int, int, int]) -> str | None:
+        """The content sha of `relpath` if its stat_key is unchanged and not racy, else None."""
+        self.seen.add(relpath)
+        entry = self.entries.get(relpath)
+        if (
+            isinstance(entry, list) and len(entry) == 4
+            and entry[0] == st[0] and entry[1] == st[1] and entry[2] == st[2]
+            and st[1] + RACY_NS < self.written_ns
+            and isinstance(entry[3], str)
+        ):
+            return entry[3]
+        return None
+
+    def record(self, relpath: str, st: tuple[int, int, int], sha: str) -> None:
+        """Remember that `relpath`, whose stat_key was `st` before it was read, had content `sha`."""
+        self.seen.add(relpath)
+        entry = [st[0], st[1], st[2], sha]
+        if self.entries.get(relpath) != entry or st[1] + RACY_NS >= self.written_ns:
+            # a racy entry is rewritten so that a later index, written later, can trust it
+            self.entries[relpath] = entry
+            self.changed = True
+
+    def forget(self, relpath: str) -> None:
+        if self.entries.pop(relpath, None) is not None:
+            self.changed = True
+
+    def save(self, path: Path, prune: bool = True) -> None:
+        """Write the index; with `prune` (a full walk), paths not seen in this run are dropped."""
+        files = self.entries
+        if prune:
+            files = {k: v for k, v in self.entries.items() if k in self.seen}
+        body = json.dumps({"written_ns": time.time_ns(), "files": files},
+                          sort_keys=True, separators=(",", ":")).encode()
+        header = _HEADER + b"index " + hashlib.sha256(body).hexdigest().encode()
+        _atomic_write(path, header + b"\n" + body)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,311 @@
+"""The scan's phases: discover files -> read project facts -> scan each file (pure) -> suppress -> check fixes.
+
+`scan_source` is a pure function of (relative path, bytes, rules, project): the unit a process pool
+or a content-addressed cache works on (see workers.py, cache.py). `scan_paths` runs it over a tree.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from opscan.errors import InputError
+from opscan.model import Finding, Location
+from opscan.scan import native
+from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, discover
+from opscan.scan.fixes import check_fixes as _check_fixes
+from opscan.scan.project import EMPTY, Project, project_from_files
+from opscan.scan.rules import Rule, RuleSet, load_rules
+from opscan.scan.sources import ALL, DecodeError, char_column, comment_suppressions, decode, suppressions
+from opscan.scan.visitor import Visitor
+
+
+@dataclass(frozen=True)
+class Suppression:
+    """One `# opscan: ignore[...]` comment and which of its codes hid a finding in this run."""
+
+    path: str
+    line: int
+    codes: tuple[str, ...]           # ("*",) for a bare `# opscan: ignore`
+    used: tuple[str, ...] = ()       # the codes that matched a finding (sorted)
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """What scanning one file gave."""
+
+    path: str
+    findings: tuple[Finding, ...] = ()
+    requires: tuple[tuple[str, ...], ...] = ()   # per finding: torch attributes its fix relies on
+    suppressions: tuple[Suppression, ...] = ()
+    scanned: bool = True                         # False for build files read only for project facts
+    lines: int = 0
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    """What scanning a tree gave: findings sorted by Finding.sort_key."""
+
+    findings: tuple[Finding, ...]
+    files_scanned: int
+    suppressions: tuple[Suppression, ...] = ()
+    notes: tuple[str, ...] = ()
+    lines: int = 0
+
+    def unused_suppressions(self) -> tuple[Suppression, ...]:
+        """Suppression comments that hid nothing (for an unused-suppression check, OPS003)."""
+        return tuple(s for s in self.suppressions if not s.used or (ALL not in s.codes and set(s.used) != set(s.codes)))
+
+
+class _Builder:
+    """Turns rule hits into Findings for one file: positions, messages, fixes, suppression."""
+
+    def __init__(self, relpath: str, lines: list[str], supp: dict[int, frozenset[str]],
+                 where: list[tuple[int, int]] | None = None) -> None:
+        self.relpath = relpath
+        self.lines = lines
+        self.supp = supp
+        self.where = where
+        self.used: dict[int, set[str]] = {}
+        self.findings: list[tuple[Finding, tuple[str, ...]]] = []
+
+    def add(self, rule: Rule, line: int, col: int = 1, end_line: int = 0, end_col: int = 0,
+            value: str = "", name: str = "", guarded: bool = False) -> None:
+        codes = self.supp.get(line)
+        if codes and (rule.id in codes or ALL in codes):
+            self.used.setdefault(line, set()).add(rule.id if rule.id in codes else ALL)
+            return
+        snippet = self.lines[line - 1].rstrip("\r\n") if 0 < line <= len(self.lines) else ""
+        cell = None
+        if self.where is not None and 0 < line <= len(self.where):
+            cell, local = self.where[line - 1]
+            if end_line:
+                end_line = end_line - line + local
+            line = local
+        fix, requires = rule.fix_for(name)
+        finding = Finding(
+            rule=rule.id, name=rule.name, category=rule.category, severity=rule.severity,
+            message=rule.format(rule.message, value=value, name=name),
+            location=Location(self.relpath, line, col, end_line or line, end_col or col, cell),
+            fix=rule.format(fix, value=value, name=name), guarded=guarded, snippet=snippet,
+        )
+        self.findings.append((finding, requires))
+
+    def add_node(self, hit) -> None:
+        node = hit.node
+        line = node.lineno
+        text = self.lines[line - 1] if line <= len(self.lines) else ""
+        end_line = node.end_lineno or line
+        end_text = self.lines[end_line - 1] if end_line <= len(self.lines) else ""
+        self.add(hit.rule, line, char_column(text, node.col_offset), end_line,
+                 char_column(end_text, node.end_col_offset or 0), hit.value, hit.name, hit.guarded)
+
+    def result(self, scanned: bool = True) -> FileResult:
+        pairs = sorted(self.findings, key=lambda p: p[0].sort_key())
+        supps = tuple(
+            Suppression(self.relpath, line, tuple(sorted(codes)), tuple(sorted(self.used.get(line, ()))))
+            for line, codes in sorted(self.supp.items()))
+        return FileResult(self.relpath, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), supps,
+                          scanned, len(self.lines))
+
+
+def _input(builder: _Builder, rules: RuleSet, kind: str, line: int = 1, col: int = 1, value: str = "") -> None:
+    rule = rules.compiled.inputs.get(kind)
+    if rule is not None:
+        builder.add(rule, line, col, value=value)
+
+
+def _token_regex(rules: RuleSet, project: Project):
+    compiled = rules.compiled
+    extra = frozenset(e.rsplit(".", 1)[-1] for e in project.extensions)
+    if extra not in compiled.regexes:
+        compiled.regexes[extra] = compiled.token_regex(extra)
+    return compiled.regexes[extra]
+
+
+def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY) -> FileResult:
+    """Scan one file's bytes. Pure: the same inputs always give the same FileResult.
+
+    Args:
+        relpath: the file's path relative to the scanned root, with `/` separators.
+        data: the file's content.
+        rules: the rules to apply.
+        project: facts about the whole tree (compiled extension names).
+    """
+    base = relpath.rsplit("/", 1)[-1]
+    if base in BUILD_FILES and not base.endswith(".py"):
+        return FileResult(relpath, scanned=False)
+    if relpath.endswith(NATIVE_SUFFIXES):
+        return _scan_native(relpath, data, rules)
+    where = None
+    if relpath.endswith(".ipynb"):
+        try:
+            text, where = native.notebook_source(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            builder = _Builder(relpath, [], {})
+            _input(builder, rules, "unreadable", value=f"not a readable notebook: {exc}")
+            return builder.result()
+    else:
+        try:
+            text = decode(data)
+        except DecodeError as exc:
+            builder = _Builder(relpath, [], {})
+            _input(builder, rules, "unreadable", line=exc.line, value=str(exc))
+            return builder.result()
+    lines = text.splitlines(keepends=True) if where is None else text.split("\n")
+    builder = _Builder(relpath, lines, suppressions(text), where)
+    if not text.strip():
+        if base != "__init__.py" and where is None:
+            _input(builder, rules, "empty-file", value="empty file")
+        return builder.result()
+    regex = _token_regex(rules, project)
+    compiled = rules.compiled
+    relevant = compiled.always or (regex is not None and regex.search(text) is not None)
+    if not relevant and "parse-error" not in compiled.inputs:
+        return builder.result()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, filename=relpath)
+    except SyntaxError as exc:
+        line = exc.lineno or 1
+        _input(builder, rules, "parse-error", line=line, col=max(1, exc.offset or 1), value=exc.msg)
+        return builder.result()
+    except (ValueError, MemoryError, RecursionError) as exc:
+        _input(builder, rules, "unreadable", value=f"cannot parse: {exc}")
+        return builder.result()
+    if not relevant:
+        return builder.result()
+    try:
+        hits = Visitor(relpath, text, tree, compiled, project.extensions).run()
+    except RecursionError:
+        _input(builder, rules, "internal-error", value="expression nested too deeply to analyse")
+        return builder.result()
+    for hit in hits:
+        builder.add_node(hit)
+    return builder.result()
+
+
+def _scan_native(relpath: str, data: bytes, rules: RuleSet) -> FileResult:
+    text = data.decode("utf-8", errors="replace")
+    lines = text.splitlines(keepends=True)
+    builder = _Builder(relpath, lines, comment_suppressions(lines))
+    for rule, line, value in native.native_hits(relpath, text, rules.compiled.files):
+        builder.add(rule, line, 1, value=value)
+    return builder.result()
+
+
+def internal_error(relpath: str, exc: Exception, rules: RuleSet) -> FileResult:
+    """The result for a file that could not be read (OPS001) or whose scan raised (OPS002)."""
+    builder = _Builder(relpath, [], {})
+    if isinstance(exc, OSError):
+        _input(builder, rules, "unreadable", value=f"cannot read: {exc.strerror or exc}")
+    else:
+        _input(builder, rules, "internal-error", value=f"{type(exc).__name__}: {exc}")
+    return builder.result()
+
+
+def _collect(results, check_fixes: bool) -> ScanResult:
+    findings: list[Finding] = []
+    requires: list[tuple[str, ...]] = []
+    supps: list[Suppression] = []
+    scanned = lines = 0
+    for result in results:
+        scanned += result.scanned
+        lines += result.lines
+        findings.extend(result.findings)
+        requires.extend(result.requires or [()] * len(result.findings))
+        supps.extend(result.suppressions)
+    order = sorted(range(len(findings)), key=lambda i: findings[i].sort_key())
+    findings = [findings[i] for i in order]
+    requires = [requires[i] for i in order]
+    notes: list[str] = []
+    if check_fixes:
+        findings, notes = _check_fixes(findings, requires)
+    return ScanResult(tuple(findings), scanned, tuple(sorted(supps, key=lambda s: (s.path, s.line))),
+                      tuple(notes), lines)
+
+
+def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, check_fixes: bool = False) -> ScanResult:
+    """Scan files held in memory (relative path -> content); used by rule examples and tests."""
+    rules = rules if rules is not None else load_rules()
+    data = {k: v.encode("utf-8") if isinstance(v, str) else v for k, v in sorted(files.items())}
+    project = project_from_files(data)
+    return _collect([scan_source(rel, blob, rules, project) for rel, blob in data.items()], check_fixes)
+
+
+def read_project(root: Path, relpaths: list[str]) -> Project:
+    """Project facts from the build files among `relpaths` and at the root."""
+    build: dict[str, bytes] = {}
+    candidates = [r for r in relpaths if r.rsplit("/", 1)[-1] in BUILD_FILES] + list(BUILD_FILES)
+    for rel in candidates:
+        try:
+            build[rel] = (root / rel).read_bytes()
+        except OSError:
+            continue
+    return project_from_files(build)
+
+
+def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclude=(), jobs: int = 1,
+               check_fixes: bool = True, cache=None) -> ScanResult:
+    """Scan the files under `root` (or just `paths`, files or folders) with `rules`.
+
+    Args:
+        root: findings' paths are relative to it.
+        paths: what to scan (default: the whole root).
+        rules: default: the built-in rules.
+        exclude: extra glob patterns to skip.
+        jobs: worker processes (1: in-process).
+        check_fixes: check suggested replacements against the installed torch (see fixes.py).
+        cache: an opscan.scan.cache.ResultCache, or None.
+    Raises:
+        InputError: the root or a path does not exist.
+    """
+    from opscan.scan.workers import Codec, scan_files
+
+    root = Path(root)
+    if not root.exists():
+        raise InputError("no such file or directory", path=str(root))
+    root = root.resolve()
+    if root.is_file():
+        paths, root = [root], root.parent
+    rules = rules if rules is not None else load_rules()
+    relpaths = discover(root, paths, exclude)
+    project = read_project(root, relpaths)
+    scan = functools.partial(scan_source, project=project)
+    on_error = functools.partial(_on_error, rules=rules)
+    codec = Codec(encode_result, decode_result) if cache is not None else None
+    results = (result for _, result in scan_files(root, relpaths, scan, rules, jobs=jobs, cache=cache,
+                                                  codec=codec, on_error=on_error))
+    return _collect(results, check_fixes)
+
+
+def _on_error(relpath: str, exc: Exception, rules: RuleSet) -> FileResult:
+    return internal_error(relpath, exc, rules)
+
+
+def encode_result(result: FileResult) -> dict:
+    """A FileResult as JSON-able data (for the cache)."""
+    return {
+        "path": result.path, "scanned": result.scanned, "lines": result.lines,
+        "findings": [[f.rule, f.name, f.category, f.severity, f.message, f.location.path, f.location.line,
+                      f.location.column, f.location.end_line, f.location.end_column, f.location.cell, f.fix,
+                      f.guarded, f.snippet] for f in result.findings],
+        "requires": [list(r) for r in result.requires],
+        "suppressions": [[s.line, list(s.codes), list(s.used)] for s in result.suppressions],
+    }
+
+
+def decode_result(data: dict) -> FileResult:
+    """The inverse of encode_result."""
+    findings = tuple(
+        Finding(rule=f[0], name=f[1], category=f[2], severity=f[3], message=f[4],
+                location=Location(f[5], f[6], f[7], f[8], f[9], f[10]), fix=f[11], guarded=f[12], snippet=f[13])
+        for f in data["findings"])
+    return FileResult(
+        data["path"], findings, tuple(tuple(r) for r in data["requires"]),
+        tuple(Suppression(data["path"], s[0], tuple(s[1]), tuple(s[2])) for s in data["suppressions"]),
+        data["scanned"], data["lines"])

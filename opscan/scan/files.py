@@ -1,0 +1,111 @@
+"""Finds the files to scan under a root: skips VCS, virtualenv, dependency and build folders; no loops."""
+
+from __future__ import annotations
+
+import os
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from opscan.errors import InputError
+
+PYTHON_SUFFIXES = (".py", ".ipynb")
+NATIVE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c++", ".h", ".hpp", ".hh", ".hxx")
+BUILD_FILES = ("setup.py", "pyproject.toml")
+SCANNED_SUFFIXES = PYTHON_SUFFIXES + NATIVE_SUFFIXES
+
+# Folders never entered unless given explicitly (see docs/scan.md).
+SKIP_DIRS = frozenset({
+    ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", ".env", "site-packages", "dist-packages",
+    "node_modules", "build", "dist", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+    ".eggs", ".ipynb_checkpoints", ".opscan_cache", ".hypothesis", ".idea", ".vscode",
+})
+
+
+def _skip_dir(entry: os.DirEntry) -> bool:
+    name = entry.name
+    if name in SKIP_DIRS or name.endswith(".egg-info"):
+        return True
+    return os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))  # any virtual environment
+
+
+def _excluded(relpath: str, exclude: tuple[str, ...]) -> bool:
+    """`--exclude` globs match the relative path, any suffix of it, or any one path component."""
+    parts = relpath.split("/")
+    for pattern in exclude:
+        pattern = pattern.rstrip("/")
+        if fnmatchcase(relpath, pattern) or any(fnmatchcase(p, pattern) for p in parts):
+            return True
+        if any(fnmatchcase("/".join(parts[i:]), pattern) for i in range(1, len(parts))):
+            return True
+    return False
+
+
+def relative(path: Path, root: Path) -> str:
+    """`path` relative to `root` with `/` separators (the absolute path if outside the root)."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        try:
+            return Path(os.path.relpath(path, root)).as_posix()
+        except ValueError:  # pragma: no cover - another drive on Windows
+            return path.as_posix()
+
+
+def discover(root: Path, paths=None, exclude=()) -> list[str]:
+    """Relative paths (sorted, unique) of the files to scan.
+
+    Args:
+        root: the folder findings are relative to.
+        paths: files or folders to scan (default: the root); a missing one raises InputError.
+            Files given explicitly are scanned whatever their suffix or folder, unless excluded.
+        exclude: extra glob patterns (see _excluded).
+    """
+    exclude = tuple(exclude)
+    root = root.resolve() if root.exists() else root
+    found: set[str] = set()
+    for raw in (paths or [root]):
+        start = Path(raw)
+        if not start.is_absolute():
+            start = Path.cwd() / start
+        if not start.exists() and not start.is_symlink():
+            raise InputError("no such file or directory", path=str(raw))
+        if start.is_file():
+            rel = relative(start.absolute(), root)
+            if not _excluded(rel, exclude):
+                found.add(rel)
+            continue
+        _walk(start, root, exclude, found)
+    return sorted(found)
+
+
+def _walk(start: Path, root: Path, exclude: tuple[str, ...], found: set[str]) -> None:
+    visited: set[tuple[int, int]] = set()
+    stack = [start.absolute()]
+    while stack:
+        folder = stack.pop()
+        try:
+            st = folder.stat()
+        except OSError:
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in visited:          # a symlink loop or a folder reached twice
+            continue
+        visited.add(key)
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            path = Path(entry.path)
+            rel = relative(path, root)
+            try:
+                is_dir = entry.is_dir()
+                is_file = entry.is_file()
+            except OSError:
+                continue
+            if is_dir:
+                if not _skip_dir(entry) and not _excluded(rel, exclude):
+                    stack.append(path)
+            elif is_file and (entry.name.endswith(SCANNED_SUFFIXES) or entry.name in BUILD_FILES):
+                if not _excluded(rel, exclude):
+                    found.add(rel)

@@ -1,0 +1,203 @@
+"""Compiles rules into lookup tables for the visitor, and derives the text tokens of the pre-filter.
+
+# NOTE [pre-filter tokens]
+Every matcher needs some literal text to be present in a file before it can fire: a string matcher
+needs a literal of its regular expression ("cuda", "nccl"), a name matcher the last literal
+component of its pattern ("cuda" for `torch.cuda.*`, even when reached through an alias, because
+the alias' own import line spells it), an import matcher the module's last component, and so on.
+A file containing none of the tokens is never parsed; inside a parsed file only statements whose
+lines contain a token (or an alias, constant or kernel name bound to one) are visited. A matcher
+whose regular expression has no literal of 3+ characters disables the pre-filter (always active).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+
+try:  # Python >= 3.11
+    import re._parser as sre_parse  # type: ignore[import-not-found]
+    from re._constants import BRANCH, IN, LITERAL, MAX_REPEAT, MIN_REPEAT, SUBPATTERN  # type: ignore
+except ImportError:  # pragma: no cover
+    import sre_parse  # type: ignore[no-redef]
+    from sre_constants import BRANCH, IN, LITERAL, MAX_REPEAT, MIN_REPEAT, SUBPATTERN  # type: ignore
+
+from opscan.scan.rules import Matcher, Rule
+
+MIN_TOKEN = 3
+
+
+def regex_tokens(pattern: str) -> frozenset[str] | None:
+    """Literal strings one of which must occur in any text the pattern matches; None if unknown."""
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error:
+        return None
+    if parsed.state.flags & re.IGNORECASE:
+        return None
+    return _seq_tokens(list(parsed))
+
+
+def _seq_tokens(items: list) -> frozenset[str] | None:
+    best: frozenset[str] | None = None
+    run = ""
+
+    def consider(tokens: frozenset[str] | None) -> None:
+        nonlocal best
+        if tokens and all(len(t) >= MIN_TOKEN for t in tokens):
+            if best is None or min(map(len, tokens)) > min(map(len, best)):
+                best = tokens
+
+    for op, arg in items:
+        if op is LITERAL:
+            run += chr(arg)
+            continue
+        consider(frozenset([run]) if run else None)
+        run = ""
+        if op is SUBPATTERN:
+            consider(_seq_tokens(list(arg[-1])))
+        elif op is BRANCH:
+            branches = [_seq_tokens(list(b)) for b in arg[1]]
+            if all(branches):
+                consider(frozenset().union(*branches))  # type: ignore[arg-type]
+        elif op in (MAX_REPEAT, MIN_REPEAT) and arg[0] >= 1:
+            consider(_seq_tokens(list(arg[2])))
+        elif op is IN and len(arg) == 1 and arg[0][0] is LITERAL:
+            run += chr(arg[0][1])
+    consider(frozenset([run]) if run else None)
+    return best
+
+
+def pattern_token(pattern: str) -> str | None:
+    """The token of a dotted fnmatch pattern: its last literal chunk if 5+ characters, else the longest.
+
+    Every literal component of a dotted name appears in a file that uses it (in the import that
+    binds an alias, or in the use itself), so any one will do; the leaf is usually the rarest,
+    unless it is short enough to be part of common words ("amp", "jit"). `torch` is never chosen.
+    """
+    chunks = [c for part in pattern.lstrip(".").split(".") for c in re.split(r"[*?\[\]]", part)
+              if len(c) >= MIN_TOKEN]
+    preferred = [c for c in chunks if c != "torch"] or chunks
+    if not preferred:
+        return None
+    if len(preferred[-1]) >= 5:
+        return preferred[-1]
+    return max(preferred, key=len)
+
+
+@dataclass(frozen=True)
+class NamePatterns:
+    """fnmatch patterns over dotted names, with exceptions; `X.*` matches X and everything under it."""
+
+    patterns: tuple[str, ...]
+    unless: tuple[str, ...] = ()
+
+    def matches(self, name: str) -> bool:
+        return _any(name, self.patterns) and not _any(name, self.unless)
+
+
+def _any(name: str, patterns: tuple[str, ...]) -> bool:
+    for p in patterns:
+        if fnmatchcase(name, p) or (p.endswith(".*") and name == p[:-2]):
+            return True
+    return False
+
+
+@dataclass
+class Compiled:
+    """The rules of a run indexed by matcher kind, plus the pre-filter tokens."""
+
+    strings: dict[str, list[tuple[re.Pattern, Rule]]] = field(default_factory=dict)   # context -> ...
+    names: list[tuple[NamePatterns, Rule, tuple[str, ...]]] = field(default_factory=list)
+    imports: list[tuple[NamePatterns, Rule]] = field(default_factory=list)
+    methods: dict[str, list[Rule]] = field(default_factory=dict)
+    keywords: list[tuple[tuple[str, ...], str, re.Pattern, Rule]] = field(default_factory=list)
+    decorators: list[tuple[NamePatterns, bool, Rule]] = field(default_factory=list)
+    extensions: list[tuple[re.Pattern | None, Rule]] = field(default_factory=list)
+    files: list[tuple[tuple[str, ...], re.Pattern | None, Rule]] = field(default_factory=list)
+    inputs: dict[str, Rule] = field(default_factory=dict)
+    tokens: frozenset[str] = frozenset()
+    always: bool = False            # some matcher has no token: every file is parsed
+    roots: frozenset[str] = frozenset()   # first components of name/decorator patterns
+    regexes: dict = field(default_factory=dict)   # extra names -> token_regex (engine's cache)
+
+    def token_regex(self, extra: frozenset[str] = frozenset()) -> re.Pattern | None:
+        """One regex finding any token (substring) or any `extra` identifier (whole word)."""
+        parts = [re.escape(t) for t in sorted(self.tokens, key=lambda t: (-len(t), t))]
+        parts += [rf"\b{re.escape(t)}\b" for t in sorted(extra)]
+        return re.compile("|".join(parts)) if parts else None
+
+
+def compile_rules(rules: tuple[Rule, ...]) -> Compiled:
+    """Index `rules` for the visitor (see NOTE [pre-filter tokens])."""
+    out = Compiled()
+    tokens: set[str] = set()
+    roots: set[str] = set()
+
+    def need(token: str | None) -> None:
+        if token:
+            tokens.add(token)
+        else:
+            out.always = True
+
+    for rule in rules:
+        for m in rule.match:
+            _compile_one(out, rule, m, need, roots)
+    out.tokens = frozenset(tokens)
+    out.roots = frozenset(roots)
+    return out
+
+
+def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str]) -> None:
+    kind = m.kind
+    if kind == "string":
+        regex = re.compile(m.get("string"))
+        found = regex_tokens(m.get("string"))
+        if found is None:
+            need(None)
+        else:
+            for t in found:
+                need(t)
+        for ctx in m.get("in"):
+            out.strings.setdefault(ctx, []).append((regex, rule))
+    elif kind == "name":
+        pats = NamePatterns(m.get("name"), m.get("unless", ()))
+        out.names.append((pats, rule, m.get("instance-methods", ())))
+        for p in pats.patterns:
+            need(pattern_token(p))
+            roots.add(p.split(".")[0])
+    elif kind == "import":
+        out.imports.append((NamePatterns(m.get("import"), m.get("unless", ())), rule))
+        for p in m.get("import"):
+            need(pattern_token(p))
+    elif kind == "method":
+        for name in m.get("method"):
+            out.methods.setdefault(name, []).append(rule)
+            need(name if len(name) >= MIN_TOKEN else None)
+    elif kind == "call":
+        regex = re.compile(m.get("value"))
+        out.keywords.append((m.get("call"), m.get("keyword"), regex, rule))
+        for p in m.get("call"):
+            need(pattern_token(p))
+            roots.add(p.split(".")[0])
+    elif kind == "decorator":
+        pats = NamePatterns(m.get("decorator"))
+        out.decorators.append((pats, bool(m.get("launch", False)), rule))
+        for p in pats.patterns:
+            need(pattern_token(p))
+            roots.add(p.split(".")[0])
+    elif kind == "extension-import":
+        module = m.get("module")
+        out.extensions.append((re.compile(module) if module else None, rule))
+        if module:
+            found = regex_tokens(module)
+            for t in found or ():
+                need(t)
+            if found is None:
+                need(None)
+    elif kind == "file":
+        contains = m.get("contains")
+        out.files.append((m.get("file"), re.compile(contains, re.M) if contains else None, rule))
+    elif kind == "input":
+        out.inputs[m.get("input")] = rule

@@ -1,0 +1,160 @@
+"""Where a string is a device, a backend or an environment variable, and what counts as a guard.
+
+These tables define the contexts of the `string` matcher (see rules.CONTEXTS). A string is only
+ever reported in one of these positions, which is why docstrings, comments, log messages and
+other strings that merely mention CUDA never are.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+# Callables whose positional argument N is a device (dotted names after import resolution).
+DEVICE_ARG_CALLS: dict[str, int] = {
+    "torch.device": 0,
+    "torch.set_default_device": 0,
+    "torch.autocast": 0,
+    "torch.amp.autocast": 0,
+    "torch.amp.autocast_mode.autocast": 0,
+    "torch.amp.GradScaler": 0,
+    "torch.GradScaler": 0,
+    "torch.get_device_module": 0,
+    "torch.Generator": 0,
+    "torch.load": 1,
+    "torch.get_autocast_dtype": 0,
+    "torch.set_autocast_dtype": 0,
+    "torch.is_autocast_enabled": 0,
+    "torch.set_autocast_enabled": 0,
+    "torch.amp.is_autocast_available": 0,
+}
+# Methods (on any object opscan cannot resolve to a module) whose argument N is a device.
+DEVICE_ARG_METHODS: dict[str, int] = {"to": 0, "to_empty": -1}
+
+DEVICE_NAME = re.compile(
+    r"^(?:device|devices|device_type|device_map|map_location|dev|\w+_device|\w+_devices|\w+_device_type)$",
+    re.IGNORECASE)
+BACKEND_NAME = re.compile(r"^(?:backend|\w+_backend|backend_name|dist_backend)$", re.IGNORECASE)
+
+BACKEND_ARG_CALLS: dict[str, int] = {
+    "torch.distributed.init_process_group": 0,
+    "torch.distributed.distributed_c10d.init_process_group": 0,
+    "torch.distributed.is_backend_available": 0,
+    "torch.distributed.Backend": 0,
+}
+BACKEND_CALL_NAMES = ("get_backend", "get_default_backend_for_device")
+
+# Environment access: callables whose argument 0 is a variable name.
+ENV_ARG_CALLS = {"os.getenv", "os.putenv", "os.unsetenv", "os.environ.get", "os.environ.setdefault",
+                 "os.environ.pop", "os.environ.__getitem__", "os.environ.__setitem__", "os.getenvb"}
+ENV_ARG_METHODS = {"setenv", "delenv"}        # pytest monkeypatch
+ENV_MAPPING = "os.environ"
+ENV_DICT_CALLS = {"os.environ.update"}
+
+FIELD_CALLS = {"dataclasses.field", "field", "pydantic.Field", "Field"}
+
+# Guards: `if` tests that make the body device-specific (the finding is still reported, guarded).
+_GUARD_SUFFIXES = (".is_available", ".device_count", ".is_built", ".is_initialized")
+_GUARD_NAME = re.compile(r"^is_\w*(available|cuda|gpu)\w*$|^has_cuda$|^use_cuda$|^cuda_available$", re.I)
+_DEVICE_STRINGS = re.compile(r"^(cuda|mps|xpu|npu|hpu|xla|gpu|cpu|meta|neuron)(:\d+)?$")
+
+
+def is_guard(test: ast.AST, resolve) -> bool:
+    """Whether an `if`/`while` test checks the device or an accelerator library's availability."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Call):
+            name = resolve(node.func) or ""
+            if name.startswith("torch.") and name.endswith(_GUARD_SUFFIXES):
+                return True
+            leaf = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if _GUARD_NAME.match(leaf or ""):
+                return True
+        elif isinstance(node, ast.Attribute):
+            if node.attr in ("is_cuda", "is_mps", "is_xpu") or (resolve(node) or "") == "torch.version.cuda":
+                return True
+        elif isinstance(node, ast.Name) and _GUARD_NAME.match(node.id):
+            return True
+        elif isinstance(node, ast.Compare):
+            for part in [node.left, *node.comparators]:
+                if isinstance(part, ast.Constant) and isinstance(part.value, str) and _DEVICE_STRINGS.match(part.value):
+                    return True
+    return False
+
+
+def is_availability_test(test: ast.AST, resolve) -> bool:
+    """Whether a conditional's test asks if an accelerator is there (the `"cuda" if ... else` idiom)."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Call):
+            name = resolve(node.func) or ""
+            if name.startswith("torch.") and name.endswith((".is_available", ".device_count", ".is_built")):
+                return True
+    return False
+
+
+def catches_import_error(node: ast.Try) -> bool:
+    """Whether a try statement has a handler for ImportError (an optional import)."""
+    for handler in node.handlers:
+        kinds = handler.type
+        names = []
+        if kinds is None:
+            return True
+        for k in (kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]):
+            names.append(k.id if isinstance(k, ast.Name) else getattr(k, "attr", ""))
+        if {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"} & set(names):
+            return True
+    return False
+
+
+def string_values(expr: ast.AST, skip_ifexp=lambda node: False) -> list[tuple[ast.AST, str]]:
+    """The strings an expression may evaluate to, each with the node to report.
+
+    f-strings, `%` and `.format` templates and `"cuda:" + x` render their holes as "0", so that
+    f"cuda:{rank}" matches `^cuda(:\\d+)?$`. Conditional expressions give both branches (unless
+    `skip_ifexp` says the conditional is reported on its own); lists and tuples give their items.
+    """
+    out: list[tuple[ast.AST, str]] = []
+    _collect(expr, out, skip_ifexp, expr)
+    return out
+
+
+def _collect(expr, out, skip_ifexp, report) -> None:
+    if isinstance(expr, ast.Constant):
+        if isinstance(expr.value, str):
+            out.append((report, expr.value))
+    elif isinstance(expr, ast.JoinedStr):
+        text = "".join(v.value if isinstance(v, ast.Constant) else "0" for v in expr.values)
+        out.append((report, text))
+    elif isinstance(expr, ast.BinOp) and isinstance(expr.left, ast.Constant) and isinstance(expr.left.value, str):
+        if isinstance(expr.op, ast.Add):
+            out.append((report, expr.left.value + "0"))
+        elif isinstance(expr.op, ast.Mod):
+            out.append((report, re.sub(r"%[-#0 +]*\d*(?:\.\d+)?[a-zA-Z]", "0", expr.left.value)))
+    elif (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "format"
+          and isinstance(expr.func.value, ast.Constant) and isinstance(expr.func.value.value, str)):
+        out.append((report, re.sub(r"\{[^{}]*\}", "0", expr.func.value.value)))
+    elif isinstance(expr, ast.IfExp):
+        if not skip_ifexp(expr):
+            _collect(expr.body, out, skip_ifexp, expr.body)
+            _collect(expr.orelse, out, skip_ifexp, expr.orelse)
+    elif isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+        for item in expr.elts:
+            _collect(item, out, skip_ifexp, item)
+
+
+def keyword_value(call: ast.Call, name: str) -> ast.AST | None:
+    """The value passed as keyword `name`, or None."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def target_name(target: ast.AST) -> str | None:
+    """The last identifier of an assignment target (`device`, `self.device`, `cfg["device"]`)."""
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
+        return target.slice.value
+    return None

@@ -1,0 +1,67 @@
+"""Project facts the per-file scan needs: compiled extension modules declared in setup.py / pyproject.
+
+setup.py is parsed, never run: the names come from the first argument (or `name=`) of calls to
+`Extension`, `CppExtension`, `CUDAExtension`, `SyclExtension`, `Pybind11Extension`. Names built at
+run time (f-strings, variables) are not known statically and are skipped.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from dataclasses import dataclass
+
+EXTENSION_CALLS = ("Extension", "CppExtension", "CUDAExtension", "SyclExtension", "Pybind11Extension",
+                   "CUDAExtensionWithArch")
+
+
+@dataclass(frozen=True)
+class Project:
+    """What the scan knows about the scanned tree as a whole."""
+
+    extensions: frozenset[str] = frozenset()   # dotted module names of compiled extensions
+
+
+EMPTY = Project()
+
+
+def setup_py_extensions(data: bytes) -> set[str]:
+    """Extension module names declared in a setup.py (statically; unparsable files give none)."""
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        leaf = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if leaf not in EXTENSION_CALLS:
+            continue
+        value = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
+        if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value:
+            names.add(value.value)
+    return names
+
+
+def pyproject_extensions(data: bytes) -> set[str]:
+    """`[tool.setuptools] ext-modules = [{name = ...}]` entries of a pyproject.toml."""
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return set()
+    modules = doc.get("tool", {}).get("setuptools", {}).get("ext-modules", [])
+    return {m["name"] for m in modules if isinstance(m, dict) and isinstance(m.get("name"), str)}
+
+
+def project_from_files(files: dict[str, bytes]) -> Project:
+    """Build the Project from the build files among `files` (relative path -> bytes)."""
+    names: set[str] = set()
+    for relpath, data in files.items():
+        base = relpath.rsplit("/", 1)[-1]
+        if base == "setup.py":
+            names |= setup_py_extensions(data)
+        elif base == "pyproject.toml":
+            names |= pyproject_extensions(data)
+    return Project(frozenset(names))

@@ -1,0 +1,372 @@
+"""Rule files: strict loading of rules/*.yaml into frozen Rule objects, and selection into a RuleSet."""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from opscan.errors import RuleError
+from opscan.model import CATEGORIES, SEVERITIES
+from opscan.resources import rules_dir
+
+STATUSES = ("preview", "stable", "deprecated", "removed")
+TOP_KEYS = {"id", "name", "status", "since", "category", "severity", "message", "match", "docs",
+            "fix", "requires", "fixes", "examples"}
+REQUIRED = ("id", "name", "status", "since", "category", "severity", "message", "match", "docs",
+            "fix", "examples")
+DOC_KEYS = ("what", "why", "fix")
+PLACEHOLDERS = {"value", "name", "leaf"}
+
+# The closed matcher vocabulary: kind -> the option keys it accepts (see docs/scan.md).
+CONTEXTS = {
+    "device-arg": "positional device argument: torch.device(...), .to(...), torch.autocast(...), torch.set_default_device(...), ...",
+    "device-keyword": "a device-named keyword (device=, device_type=, map_location=, device_map=, *_device=), parameter default, dict entry or argparse default",
+    "device-variable": "assignment to a device-named variable or attribute inside a function or class (self.device = ...)",
+    "device-constant": "a module-level constant holding the string and used as a device (reported once, at the definition)",
+    "availability-idiom": "`\"cuda\" if torch.cuda.is_available() else \"cpu\"` and its variants (reported at the conditional)",
+    "backend-arg": "the process-group backend: init_process_group(...), backend= keywords, backend-named variables and defaults",
+    "backend-compare": "a comparison with a backend value: `backend == \"nccl\"`, `dist.get_backend() == \"nccl\"`",
+    "env-var": "an environment-variable name read or written: os.environ[...], os.getenv(...), os.environ.get/setdefault/pop(...), env= dicts",
+}
+MATCHERS: dict[str, dict[str, type | tuple]] = {
+    "string": {"string": str, "in": list},
+    "name": {"name": list, "unless": list, "instance-methods": list},
+    "import": {"import": list, "unless": list},
+    "method": {"method": list},
+    "call": {"call": list, "keyword": str, "value": str},
+    "decorator": {"decorator": list, "launch": bool},
+    "extension-import": {"extension-import": bool, "module": str},
+    "file": {"file": list, "contains": str},
+    "input": {"input": str},
+}
+INPUT_KINDS = ("parse-error", "unreadable", "internal-error", "empty-file")
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """One entry of a rule's `match`: its kind and its options (validated)."""
+
+    kind: str
+    options: tuple[tuple[str, Any], ...]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        for k, v in self.options:
+            if k == key:
+                return v
+        return default
+
+
+@dataclass(frozen=True)
+class FixEntry:
+    """A fix for some of a rule's matches: `names` are fnmatch patterns over the matched name."""
+
+    names: tuple[str, ...]
+    text: str
+    requires: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Example:
+    """A rule example: files (relative path -> source text) and whether it must fire."""
+
+    files: tuple[tuple[str, str], ...]
+    invalid: bool
+    expect: tuple[str, ...] = ()   # extra expectations "path:line CODE" (for files that cannot hold a marker)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule, as loaded from its YAML file."""
+
+    id: str
+    name: str
+    status: str
+    since: str
+    category: str
+    severity: str
+    message: str
+    match: tuple[Matcher, ...]
+    what: str
+    why: str
+    fix_doc: str
+    fix: str
+    requires: tuple[str, ...] = ()
+    fixes: tuple[FixEntry, ...] = ()
+    examples: tuple[Example, ...] = ()
+    path: str = ""
+
+    def fix_for(self, name: str) -> tuple[str, tuple[str, ...]]:
+        """The fix text and the torch attributes it relies on, for a match named `name`."""
+        leaf = name.rsplit(".", 1)[-1]
+        for entry in self.fixes:
+            if name and any(fnmatchcase(name, pattern) for pattern in entry.names):
+                return entry.text, tuple(r.replace("{leaf}", leaf) for r in entry.requires)
+        return self.fix, tuple(r.replace("{leaf}", leaf) for r in self.requires)
+
+    def format(self, template: str, value: str = "", name: str = "") -> str:
+        return template.format(value=value, name=name, leaf=name.rsplit(".", 1)[-1])
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """The rules of one run, sorted by id; `compiled` is built on first use (see matchers.py)."""
+
+    rules: tuple[Rule, ...]
+    _compiled: list = field(default_factory=list, compare=False, repr=False)
+
+    def __iter__(self):
+        return iter(self.rules)
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def by_id(self, rule_id: str) -> Rule | None:
+        for rule in self.rules:
+            if rule.id == rule_id:
+                return rule
+        return None
+
+    @property
+    def compiled(self):
+        if not self._compiled:
+            from opscan.scan.matchers import compile_rules
+
+            self._compiled.append(compile_rules(self.rules))
+        return self._compiled[0]
+
+    def fingerprint(self) -> str:
+        """A stable text that changes whenever any rule changes (for caches)."""
+        return repr(tuple((r.id, r.path, r.message, r.match, r.fix, r.fixes, r.severity) for r in self.rules))
+
+
+def _fail(path: Path | str, message: str) -> RuleError:
+    return RuleError(message, path=str(path))
+
+
+def _check_type(path, where: str, value: Any, expected) -> None:
+    if expected is list:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value) or not value:
+            raise _fail(path, f"{where}: expected a non-empty list of strings")
+    elif expected is bool:
+        if not isinstance(value, bool):
+            raise _fail(path, f"{where}: expected true or false")
+    elif not isinstance(value, expected) or (isinstance(value, str) and not value):
+        raise _fail(path, f"{where}: expected a non-empty string")
+
+
+def _check_regex(path, where: str, pattern: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise _fail(path, f"{where}: bad regular expression {pattern!r}: {exc}") from None
+
+
+def _matcher(path, raw: Any, index: int) -> Matcher:
+    where = f"match[{index}]"
+    if not isinstance(raw, dict) or not raw:
+        raise _fail(path, f"{where}: expected a mapping")
+    kinds = [k for k in raw if k in MATCHERS]
+    if len(kinds) != 1:
+        raise _fail(path, f"{where}: needs exactly one of {', '.join(MATCHERS)} (got {', '.join(map(str, raw))})")
+    kind = kinds[0]
+    allowed = MATCHERS[kind]
+    for key, value in raw.items():
+        if key not in allowed:
+            raise _fail(path, f"{where}: unknown key {key!r} for a {kind} matcher (allowed: {', '.join(allowed)})")
+        _check_type(path, f"{where}.{key}", value, allowed[key])
+    if kind == "string":
+        _check_regex(path, f"{where}.string", raw["string"])
+        if "in" not in raw:
+            raise _fail(path, f"{where}: a string matcher needs `in` (one or more of {', '.join(CONTEXTS)})")
+        for ctx in raw["in"]:
+            if ctx not in CONTEXTS:
+                raise _fail(path, f"{where}.in: unknown context {ctx!r} (known: {', '.join(CONTEXTS)})")
+    if kind == "call":
+        if "keyword" not in raw or "value" not in raw:
+            raise _fail(path, f"{where}: a call matcher needs `keyword` and `value`")
+        _check_regex(path, f"{where}.value", raw["value"])
+    if kind == "extension-import":
+        if raw["extension-import"] is not True:
+            raise _fail(path, f"{where}: extension-import must be true")
+        if "module" in raw:
+            _check_regex(path, f"{where}.module", raw["module"])
+    if kind == "file" and "contains" in raw:
+        _check_regex(path, f"{where}.contains", raw["contains"])
+    if kind == "input" and raw["input"] not in INPUT_KINDS:
+        raise _fail(path, f"{where}.input: unknown kind {raw['input']!r} (known: {', '.join(INPUT_KINDS)})")
+    options = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(raw.items()))
+    return Matcher(kind, options)
+
+
+def _template(path, where: str, text: Any) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise _fail(path, f"{where}: expected a non-empty string")
+    try:
+        fields = {f for _, f, _, _ in string.Formatter().parse(text) if f is not None}
+    except ValueError as exc:
+        raise _fail(path, f"{where}: bad template: {exc}") from None
+    unknown = fields - PLACEHOLDERS
+    if unknown:
+        raise _fail(path, f"{where}: unknown placeholder(s) {sorted(unknown)}; use {{value}}, {{name}} or {{leaf}} (write {{{{ }}}} for braces)")
+    return text.strip()
+
+
+def _examples(path, raw: Any) -> tuple[Example, ...]:
+    if not isinstance(raw, dict):
+        raise _fail(path, "examples: expected a mapping with `invalid` and `valid`")
+    out: list[Example] = []
+    for key in raw:
+        if key not in ("invalid", "valid"):
+            raise _fail(path, f"examples: unknown key {key!r} (allowed: invalid, valid)")
+    for kind in ("invalid", "valid"):
+        items = raw.get(kind) or []
+        if not isinstance(items, list):
+            raise _fail(path, f"examples.{kind}: expected a list")
+        for i, item in enumerate(items):
+            where = f"examples.{kind}[{i}]"
+            expect: tuple[str, ...] = ()
+            if isinstance(item, str):
+                files = (("example.py", item),)
+            elif (isinstance(item, dict) and "files" in item and set(item) <= {"files", "expect"}
+                  and isinstance(item["files"], dict) and item["files"]):
+                files = tuple(sorted((str(k), str(v)) for k, v in item["files"].items()))
+                raw_expect = item.get("expect", [])
+                if not isinstance(raw_expect, list) or not all(
+                        isinstance(e, str) and re.fullmatch(r"\S+:\d+ [A-Z][A-Z0-9]*\d{3}", e) for e in raw_expect):
+                    raise _fail(path, f"{where}.expect: expected a list of 'path:line CODE' strings")
+                expect = tuple(raw_expect)
+            else:
+                raise _fail(path, f"{where}: expected source text or a mapping {{files: {{path: text}}, expect: [...]}}")
+            out.append(Example(files, kind == "invalid", expect))
+    return tuple(out)
+
+
+def _fixes(path, raw: Any) -> tuple[FixEntry, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise _fail(path, "fixes: expected a list of {names, fix, requires}")
+    out = []
+    for i, item in enumerate(raw):
+        where = f"fixes[{i}]"
+        if not isinstance(item, dict):
+            raise _fail(path, f"{where}: expected a mapping")
+        for key in item:
+            if key not in ("names", "fix", "requires"):
+                raise _fail(path, f"{where}: unknown key {key!r} (allowed: names, fix, requires)")
+        _check_type(path, f"{where}.names", item.get("names"), list)
+        requires = item.get("requires", [])
+        if requires:
+            _check_type(path, f"{where}.requires", requires, list)
+        out.append(FixEntry(tuple(item["names"]), _template(path, f"{where}.fix", item.get("fix")), tuple(requires)))
+    return tuple(out)
+
+
+def load_rule_file(path: Path) -> Rule:
+    """Load and validate one rule file; raises RuleError naming the file and the problem."""
+    try:
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _fail(path, f"cannot read rule file: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise RuleError(f"invalid YAML: {getattr(exc, 'problem', exc)}", path=str(path),
+                        line=mark.line + 1 if mark else None) from None
+    if not isinstance(raw, dict):
+        raise _fail(path, "expected a mapping at the top level")
+    for key in raw:
+        if key not in TOP_KEYS:
+            raise _fail(path, f"unknown key {key!r} (allowed: {', '.join(sorted(TOP_KEYS))})")
+    missing = [k for k in REQUIRED if k not in raw]
+    if missing:
+        raise _fail(path, f"missing key(s): {', '.join(missing)}")
+    rule_id = str(raw["id"])
+    if not re.fullmatch(r"[A-Z][A-Z0-9]*\d{3}", rule_id):
+        raise _fail(path, f"id {rule_id!r}: expected letters then three digits, e.g. OPS101")
+    name = str(raw["name"])
+    if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", name):
+        raise _fail(path, f"name {name!r}: expected kebab-case")
+    if path.stem != name:
+        raise _fail(path, f"file name must be the rule name: {name}.yaml")
+    if raw["status"] not in STATUSES:
+        raise _fail(path, f"status {raw['status']!r}: expected one of {', '.join(STATUSES)}")
+    if raw["category"] not in CATEGORIES:
+        raise _fail(path, f"category {raw['category']!r}: expected one of {', '.join(CATEGORIES)}")
+    if raw["severity"] not in SEVERITIES:
+        raise _fail(path, f"severity {raw['severity']!r}: expected one of {', '.join(SEVERITIES)}")
+    match = raw["match"]
+    if isinstance(match, dict):
+        match = [match]
+    if not isinstance(match, list) or not match:
+        raise _fail(path, "match: expected a matcher mapping or a list of them")
+    matchers = tuple(_matcher(path, m, i) for i, m in enumerate(match))
+    docs = raw["docs"]
+    if not isinstance(docs, dict):
+        raise _fail(path, "docs: expected a mapping with what, why, fix")
+    for key in docs:
+        if key not in DOC_KEYS:
+            raise _fail(path, f"docs: unknown key {key!r} (allowed: {', '.join(DOC_KEYS)})")
+    for key in DOC_KEYS:
+        if not isinstance(docs.get(key), str) or not docs[key].strip():
+            raise _fail(path, f"docs.{key}: missing or empty")
+    requires = raw.get("requires", []) or []
+    if requires:
+        _check_type(path, "requires", requires, list)
+    return Rule(
+        id=rule_id, name=name, status=raw["status"], since=str(raw["since"]),
+        category=raw["category"], severity=raw["severity"],
+        message=_template(path, "message", raw["message"]),
+        match=matchers, what=docs["what"].strip(), why=docs["why"].strip(), fix_doc=docs["fix"].strip(),
+        fix=_template(path, "fix", raw["fix"]), requires=tuple(requires), fixes=_fixes(path, raw.get("fixes")),
+        examples=_examples(path, raw["examples"]), path=str(path),
+    )
+
+
+def load_rule_dir(directory: Path) -> list[Rule]:
+    """Every *.yaml / *.yml rule file in `directory` (not recursive), sorted by file name."""
+    if not directory.is_dir():
+        raise RuleError("rule directory not found", path=str(directory))
+    files = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
+    return [load_rule_file(p) for p in files]
+
+
+def _selected(rule: Rule, patterns: tuple[str, ...]) -> bool:
+    return any(rule.id.startswith(p) or rule.name == p or rule.category == p for p in patterns)
+
+
+def load_rules(extra_dirs=(), select=(), ignore=(), builtin: bool = True) -> RuleSet:
+    """Load the built-in rules plus `extra_dirs`, keep `select`ed ones, drop `ignore`d ones.
+
+    Args:
+        extra_dirs: folders (or single files) of the user's own rule files.
+        select: codes, code prefixes ("OPS2"), rule names or categories to keep (empty: all).
+        ignore: the same, to drop; applied after `select`.
+        builtin: load the shipped rules too.
+    Raises:
+        RuleError: a file that does not load, or an id or name used twice.
+    """
+    rules: list[Rule] = load_rule_dir(rules_dir()) if builtin else []
+    for extra in extra_dirs:
+        extra = Path(extra)
+        rules.extend([load_rule_file(extra)] if extra.is_file() else load_rule_dir(extra))
+    seen_id: dict[str, str] = {}
+    seen_name: dict[str, str] = {}
+    for rule in rules:
+        if rule.id in seen_id:
+            raise RuleError(f"rule id {rule.id} is also used by {seen_id[rule.id]}", path=rule.path)
+        if rule.name in seen_name:
+            raise RuleError(f"rule name {rule.name} is also used by {seen_name[rule.name]}", path=rule.path)
+        seen_id[rule.id] = rule.path
+        seen_name[rule.name] = rule.path
+    chosen = [r for r in rules if r.status != "removed"]
+    if select:
+        chosen = [r for r in chosen if _selected(r, tuple(select)) or r.category == "input"]
+    if ignore:
+        chosen = [r for r in chosen if not _selected(r, tuple(ignore))]
+    return RuleSet(tuple(sorted(chosen, key=lambda r: r.id)))

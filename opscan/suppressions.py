@@ -1,0 +1,68 @@
+"""Unused suppressions (OPS003, like ruff's RUF100): `# opscan: ignore[...]` that suppresses nothing.
+
+The scanner reports, per file, which lines carry suppression comments (line -> codes, "*" for a
+bare `# opscan: ignore`) and which (line, code) pairs a suppression actually silenced. A code is
+unused when nothing on its line was silenced for it; a bare ignore is unused when nothing on its
+line was silenced at all. Codes of rules that are not active in this run (deselected with
+`select`/`ignore`) are not judged; codes that name no rule at all are reported as unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from opscan.model import Finding, Location, RuleInfo
+
+CODE = "OPS003"
+NAME = "unused-suppression"
+ALL = "*"
+
+RULE = RuleInfo(
+    CODE, NAME, "warning", "input",
+    what="Flags `# opscan: ignore[...]` comments that no longer suppress any finding.",
+    why="A stale suppression hides the next real finding on that line and misleads readers.",
+    fix="Delete the comment, or the codes in it that are listed as unused.",
+)
+
+
+def unused(path: str, declared: Mapping[int, frozenset[str]], used: Iterable[tuple[int, str]],
+           active: Iterable[str], known: Iterable[str], lines: list[str] | None = None) -> list[Finding]:
+    """OPS003 findings for the suppressions in one file.
+
+    Args:
+        path: the file, relative to the scanned root.
+        declared: line -> codes in the suppression comment on it ("*" for a bare ignore).
+        used: (line, code) pairs a suppression silenced in this run.
+        active: the rule codes that ran.
+        known: every rule code opscan knows (built-in and extra rules, active or not).
+        lines: the file's lines, for the finding's snippet (optional).
+    """
+    used_by_line: dict[int, set[str]] = {}
+    for line, code in used:
+        used_by_line.setdefault(line, set()).add(code.upper())
+    active_set = {c.upper() for c in active} | {CODE}
+    known_set = {c.upper() for c in known} | {CODE}
+    out: list[Finding] = []
+    for line in sorted(declared):
+        codes = declared[line]
+        silenced = used_by_line.get(line, set())
+        snippet = lines[line - 1].rstrip("\n") if lines and 0 < line <= len(lines) else ""
+        if ALL in codes:
+            if not silenced:
+                out.append(_finding(path, line, "`# opscan: ignore` suppresses nothing on this line", snippet))
+            continue
+        stale = sorted(c for c in codes if c in active_set and c not in silenced and c != CODE)
+        unknown = sorted(c for c in codes if c not in known_set)
+        if stale:
+            out.append(_finding(path, line, f"unused suppression of {', '.join(stale)}: no such finding "
+                                            "on this line", snippet))
+        if unknown:
+            out.append(_finding(path, line, f"suppression names unknown rule code(s) {', '.join(unknown)}",
+                                snippet))
+    return out
+
+
+def _finding(path: str, line: int, message: str, snippet: str) -> Finding:
+    column = snippet.find("#") + 1 if "#" in snippet else 1
+    return Finding(rule=CODE, name=NAME, category="input", severity="warning", message=message,
+                   location=Location(path, line, column), fix=RULE.fix, snippet=snippet)

@@ -1,0 +1,133 @@
+"""Imitating a device for the trace: the `neuron` PrivateUse1 backend and a device profile."""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from opscan.errors import TraceError
+from opscan.model import DeviceProfile
+
+DEVICES = ("neuron", "cpu", "cuda", "meta")
+SDPA_POLICIES = {
+    "math": "the math decomposition (matmul, softmax, ...); what any PrivateUse1 backend gets "
+            "unless it registers an SDPA kernel choice in C++",
+    "overrideable": "aten::_scaled_dot_product_fused_attention_overrideable and its backward, "
+                    "the hook PyTorch offers PrivateUse1 backends for a fused attention kernel",
+}
+
+# NOTE [default device profile]
+# Without a profile from the coverage database, the trace imitates a PrivateUse1 backend that
+# registers no kernels of its own beyond what every backend must have: every op reaches the
+# backend in the form PyTorch's dispatcher gives a new backend, and SDPA takes the math path
+# (TorchNeuron's real choice is made in C++ and cannot be seen from Python).
+DEFAULT_PROFILE = DeviceProfile(name="generic-privateuse1", device="neuron", native_ops=(),
+                                sdpa_policy="math")
+
+_NEURON_READY = False
+_REGISTERED: dict[str, object] = {"ops": (), "lib": None}
+
+
+class _BackendModule(torch.utils.backend_registration._DummyBackendModule):
+    """`torch.neuron`: what PyTorch asks of a backend module (plus the AMP dtypes)."""
+
+    def get_amp_supported_dtype(self) -> list:
+        return [torch.bfloat16, torch.float16, torch.float32]
+
+    def is_bf16_supported(self) -> bool:
+        return True
+
+    def synchronize(self, device=None) -> None:
+        return None
+
+
+def ensure_neuron() -> None:
+    """Make `neuron` a device type of this process (PrivateUse1, Python hooks), once."""
+    global _NEURON_READY
+    if _NEURON_READY:
+        return
+    current = torch._C._get_privateuse1_backend_name()
+    if current == "neuron" and hasattr(torch, "neuron"):
+        _NEURON_READY = True  # a real torch-neuronx install, or an earlier setup
+        return
+    if current != "privateuseone":
+        raise TraceError(f"cannot imitate 'neuron': PrivateUse1 is already named {current!r} "
+                         "in this process; use --device cpu")
+    torch.utils.backend_registration._setup_privateuseone_for_python_backend(
+        "neuron", backend_module=_BackendModule())
+    _NEURON_READY = True
+
+
+def _refuse(*args, **kwargs):
+    raise TraceError("a device-profile placeholder kernel ran outside a fake-tensor trace")
+
+
+def apply_profile(profile: DeviceProfile) -> None:
+    """Register do-nothing PrivateUse1 kernels for the profile's native ops, so the trace stops there.
+
+    Fake tensors never run these kernels: registering them only changes which level of an op
+    the dispatcher hands to the backend (the op itself instead of its decomposition).
+    """
+    ops = tuple(sorted(set(profile.native_ops)))
+    if ops == _REGISTERED["ops"]:
+        return
+    old = _REGISTERED["lib"]
+    if old is not None:
+        old._destroy()
+    _REGISTERED["lib"] = None
+    _REGISTERED["ops"] = ()
+    if not ops:
+        return
+    lib = torch.library.Library("aten", "IMPL")  # noqa: TOR901 - process-local, removed on change
+    for name in ops:
+        ns, _, rest = name.partition("::")
+        if ns != "aten":
+            continue
+        try:
+            packet_name, _, ov = rest.partition(".")
+            packet = getattr(torch.ops.aten, packet_name)
+            op = getattr(packet, ov or "default")
+        except AttributeError:
+            continue  # an op this torch does not have: nothing to register
+        if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1"):
+            continue
+        lib.impl(op.name().partition("::")[2], _refuse, "PrivateUse1")
+    _REGISTERED["lib"] = lib
+    _REGISTERED["ops"] = ops
+
+
+class SdpaRouter(TorchFunctionMode):
+    """Sends F.scaled_dot_product_attention where the profile's SDPA policy says."""
+
+    def __init__(self, policy: str) -> None:
+        super().__init__()
+        self.policy = policy
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.nn.functional.scaled_dot_product_attention and self.policy == "overrideable":
+            return _sdpa_overrideable(*args, **kwargs)
+        return func(*args, **kwargs)
+
+
+def _sdpa_overrideable(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                       scale=None, enable_gqa=False):
+    if enable_gqa and key.shape[-3] != query.shape[-3]:
+        repeat = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(repeat, dim=-3)
+        value = value.repeat_interleave(repeat, dim=-3)
+    out = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(
+        query, key, value, attn_mask, dropout_p, is_causal, False, scale=scale)
+    return out[0]
+
+
+def sdpa_context(device: str, profile: DeviceProfile):
+    """The context that applies the SDPA policy (only for the imitated PrivateUse1 device)."""
+    if device != "neuron" or profile.sdpa_policy == "math":
+        return contextlib.nullcontext()
+    if profile.sdpa_policy not in SDPA_POLICIES:
+        raise TraceError(f"unknown SDPA policy {profile.sdpa_policy!r} in profile {profile.name!r} "
+                         f"(known: {', '.join(SDPA_POLICIES)})")
+    return SdpaRouter(profile.sdpa_policy)

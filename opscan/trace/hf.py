@@ -1,0 +1,151 @@
+"""`hf:PATH` targets: a transformers model built from a local config.json, with task inputs."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+import torch
+
+from opscan.errors import TargetError
+from opscan.trace.targets import Built, empty_weights, read_json
+
+DEFAULT_BATCH = 2
+DEFAULT_SEQ_LEN = 128
+
+# Architecture-name endings -> the auto class used when the architecture is not importable.
+_AUTO = (
+    ("ForCausalLM", "AutoModelForCausalLM"),
+    ("LMHeadModel", "AutoModelForCausalLM"),
+    ("ForMaskedLM", "AutoModelForMaskedLM"),
+    ("ForConditionalGeneration", "AutoModelForSeq2SeqLM"),
+    ("ForSequenceClassification", "AutoModelForSequenceClassification"),
+    ("ForTokenClassification", "AutoModelForTokenClassification"),
+    ("ForImageClassification", "AutoModelForImageClassification"),
+)
+
+
+def _transformers():
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        import transformers
+    except ImportError:
+        raise TargetError("hf: targets need transformers: pip install 'opscan[hf]'") from None
+    return transformers
+
+
+def load_config(path_text: str):
+    """The transformers config for `config.json` (or a folder holding one), read offline."""
+    path = Path(path_text)
+    if path.is_dir():
+        path = path / "config.json"
+    if not path.is_file():
+        raise TargetError("no config.json here (hf: takes a local config.json or its folder; "
+                          "nothing is downloaded)", path=str(path))
+    data = read_json(path)
+    model_type = data.get("model_type")
+    if not model_type:
+        raise TargetError("config has no 'model_type'", path=str(path))
+    transformers = _transformers()
+    data = {k: v for k, v in data.items() if k != "model_type"}
+    try:
+        config = transformers.AutoConfig.for_model(model_type, **data)
+    except (ValueError, KeyError) as exc:
+        raise TargetError(f"transformers {transformers.__version__} cannot read this config: {exc}"
+                          .splitlines()[0], path=str(path)) from None
+    return config, path
+
+
+def _model_class(config, path: Path):
+    transformers = _transformers()
+    archs = getattr(config, "architectures", None) or []
+    if archs:
+        arch = archs[0]
+        cls = getattr(transformers, arch, None)
+        if cls is not None:
+            return cls
+        for ending, auto in _AUTO:
+            if arch.endswith(ending):
+                return getattr(transformers, auto)
+        raise TargetError(f"transformers {transformers.__version__} has no architecture {arch!r}",
+                          path=str(path))
+    return transformers.AutoModel
+
+
+def build_hf(path_text: str, *, batch: int | None, seq_len: int | None) -> Built:
+    """Build the config's architecture with empty weights and generate inputs for its task."""
+    config, path = load_config(path_text)
+    cls = _model_class(config, path)
+    with empty_weights(), default_dtype(config_dtype(config)):
+        try:
+            if hasattr(cls, "from_config"):
+                model = cls.from_config(config)
+            else:
+                model = cls(config)
+        except Exception as exc:  # noqa: BLE001 - report any construction failure as one line
+            raise TargetError(f"building {cls.__name__} failed: {type(exc).__name__}: {exc}"
+                              .splitlines()[0], path=str(path)) from None
+    kwargs = task_inputs(model, config, batch or DEFAULT_BATCH, seq_len)
+    return Built(model, kwargs=kwargs, description=f"hf:{path_text}")
+
+
+def config_dtype(config):
+    """The floating dtype the config asks for (`dtype` / `torch_dtype`), or None for float32."""
+    value = config.dtype if hasattr(config, "dtype") else getattr(config, "torch_dtype", None)
+    if isinstance(value, str):
+        value = getattr(torch, value, None)
+    return value if isinstance(value, torch.dtype) and value.is_floating_point else None
+
+
+@contextlib.contextmanager
+def default_dtype(dtype):
+    """Build parameters in `dtype`, as transformers' from_pretrained(dtype=...) does."""
+    if dtype is None:
+        yield
+        return
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def task_inputs(model, config, batch: int, seq_len: int | None) -> dict:
+    """Example inputs for the model's task, with labels when its head computes a loss."""
+    arch = type(model).__name__
+    main = getattr(model, "main_input_name", "input_ids")
+    vocab = getattr(config, "vocab_size", None) or 2
+    gen = torch.Generator().manual_seed(0)
+    if main == "input_ids":
+        limit = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+        seq = seq_len or min(DEFAULT_SEQ_LEN, limit or DEFAULT_SEQ_LEN)
+        ids = torch.randint(0, vocab, (batch, seq), generator=gen)
+        out = {"input_ids": ids}
+        if arch.endswith(("ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForConditionalGeneration")):
+            out["labels"] = ids.clone()
+        elif arch.endswith("ForSequenceClassification"):
+            out["labels"] = torch.randint(0, max(config.num_labels, 1), (batch,), generator=gen)
+        elif arch.endswith("ForTokenClassification"):
+            out["labels"] = torch.randint(0, max(config.num_labels, 1), (batch, seq), generator=gen)
+        return out
+    if main == "pixel_values":
+        size = getattr(config, "image_size", 224)
+        size = size if isinstance(size, (tuple, list)) else (size, size)
+        channels = getattr(config, "num_channels", 3)
+        out = {"pixel_values": torch.randn(batch, channels, *size[-2:], generator=gen)}
+        if arch.endswith("ForImageClassification"):
+            out["labels"] = torch.randint(0, max(config.num_labels, 1), (batch,), generator=gen)
+        return out
+    if main == "input_features":
+        frames = 2 * getattr(config, "max_source_positions", 1500)
+        out = {"input_features": torch.randn(batch, config.num_mel_bins, frames, generator=gen)}
+        if arch.endswith("ForConditionalGeneration"):
+            out["labels"] = torch.randint(0, vocab, (batch, seq_len or 16), generator=gen)
+        return out
+    if main == "input_values":
+        return {"input_values": torch.randn(batch, seq_len or 16000, generator=gen)}
+    raise TargetError(f"opscan does not know which inputs {arch} takes (main input {main!r}); "
+                      "give them with --input NAME:DTYPE[SHAPE]")

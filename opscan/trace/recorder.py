@@ -1,0 +1,144 @@
+"""The TorchDispatchMode that records every op the backend receives, with phase, dtypes and source."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import torch
+from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from opscan.model import PHASES, OpSource, OpUsage, StandIn
+from opscan.trace.sources import SourceFinder
+from opscan.trace.standins import STAND_IN_OPS, stand_in
+
+# Namespaces PyTorch itself defines; anything else was registered by user or third-party code.
+TORCH_NAMESPACES = frozenset({
+    "aten", "prim", "prims", "_prims", "quantized", "_quantized", "sparse", "c10d",
+    "_c10d_functional", "_c10d_functional_autograd", "_dtensor", "rngprims", "mkldnn", "mkl",
+    "onednn", "xnnpack", "higher_order", "inductor", "profiler", "debugprims", "fbgemm",
+})
+# Dispatcher bookkeeping, not work for a backend (see docs/trace.md, "Artifacts").
+ARTIFACT_PREFIXES = ("prim::device", "profiler::")
+MAX_SOURCES = 5
+
+
+class Recorder(TorchDispatchMode):
+    """Counts ops per name; knows the current phase and module; invents data-dependent values."""
+
+    def __init__(self, finder: SourceFinder, device: str, module_names: dict[int, str]) -> None:
+        super().__init__()
+        self.finder = finder
+        self.device_type = device
+        self.module_names = module_names
+        self.module_stack: list[str] = []
+        self.phase = "forward"
+        self.counts: Counter[str] = Counter()
+        self.phases: dict[str, set[str]] = defaultdict(set)
+        self.dtypes: dict[str, set[str]] = defaultdict(set)
+        self.sources: dict[str, Counter] = defaultdict(Counter)
+        self.stand_ins: Counter = Counter()
+        self.last: tuple[str, OpSource | None] | None = None
+        self.pending: tuple[str, OpSource | None] | None = None
+        self._fwd_sources: dict[int, OpSource] = {}
+
+    # -- module tracking (global forward hooks installed by the runner) --
+    def enter_module(self, module, args) -> None:
+        self.module_stack.append(self.module_names.get(id(module), self.module_stack[-1]
+                                                       if self.module_stack else ""))
+
+    def exit_module(self, module, args, output) -> None:
+        if self.module_stack:
+            self.module_stack.pop()
+
+    # -- the mode --
+    def source(self) -> OpSource | None:
+        """Where the op being dispatched now comes from (in backward: its forward op)."""
+        if self.phase == "backward":
+            node = torch._C._current_autograd_node()
+            if node is not None:
+                known = self._fwd_sources.get(node._sequence_nr())
+                if known is not None:
+                    return known
+        frame = self.finder.user_frame(3)
+        module = self.module_stack[-1] if self.module_stack else ""
+        if frame is None:
+            return OpSource("", 0, module)
+        return OpSource(self.finder.name(frame[0]), frame[1], module)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = func.name()
+        if name.startswith(ARTIFACT_PREFIXES):
+            return func(*args, **kwargs)
+        source = self.source()
+        self.pending = (name, source)
+        try:
+            out = self._run(func, name, source, args, kwargs)
+        except Exception:
+            self._record(name, source, args, kwargs, None)  # the op that stopped the trace was dispatched
+            raise
+        self.pending = None
+        self.last = (name, source)
+        self._record(name, source, args, kwargs, out)
+        return out
+
+    def _run(self, func, name, source, args, kwargs):
+        try:
+            out = func(*args, **kwargs)
+        except (DataDependentOutputException, DynamicOutputShapeException):
+            out, kind, value = stand_in(func, args, kwargs)
+            self.stand_ins[(name, kind, value, source)] += 1
+        except (RuntimeError, NotImplementedError):
+            if not (self.device_type == "meta" and func.overloadpacket in STAND_IN_OPS):
+                raise
+            out, kind, value = stand_in(func, args, kwargs)
+            self.stand_ins[(name, kind, value, source)] += 1
+        return out
+
+    def _record(self, name, source, args, kwargs, out) -> None:
+        tensors = [t for t in tree_leaves((args, kwargs, out)) if isinstance(t, torch.Tensor)]
+        if tensors and not any(t.device.type == self.device_type for t in tensors):
+            return  # runs on another device (e.g. AdamW's CPU step counters): not the backend's op
+        phase = self.phase
+        if phase == "forward" and source is not None and "/transformers/loss/" in "/" + source.path:
+            phase = "loss"
+        if phase in ("forward", "loss") and source is not None:
+            self._fwd_sources.setdefault(torch._C._autograd._get_sequence_nr() - 1, source)
+        self.counts[name] += 1
+        self.phases[name].add(phase)
+        self.dtypes[name].update(str(t.dtype) for t in tensors)
+        if source is not None and source.path:
+            self.sources[name][source] += 1
+
+    # -- results --
+    def usages(self, mode: str) -> tuple[OpUsage, ...]:
+        """The recorded ops as OpUsage, sorted by name (sources: the most frequent, then by place)."""
+        out = []
+        for name in sorted(self.counts):
+            ranked = sorted(self.sources[name].items(), key=lambda kv: (-kv[1], kv[0]))
+            top = tuple(sorted(src for src, _ in ranked[:MAX_SOURCES]))
+            out.append(OpUsage(
+                op=_canonical(name),
+                count=self.counts[name],
+                phases=tuple(p for p in PHASES if p in self.phases[name]),
+                dtypes=tuple(sorted(self.dtypes[name])),
+                sources=top,
+                modes=(mode,),
+                custom=name.partition("::")[0] not in TORCH_NAMESPACES,
+            ))
+        return tuple(sorted(out, key=lambda u: u.op))
+
+    def stand_in_list(self) -> tuple[StandIn, ...]:
+        merged: dict[tuple, int] = Counter()
+        for (name, kind, value, source), count in self.stand_ins.items():
+            merged[(_canonical(name), kind, value, source)] += count
+        return tuple(sorted(
+            (StandIn(op=n, kind=k, value=v, count=c, source=s) for (n, k, v, s), c in merged.items()),
+            key=lambda s: (s.op, s.source or OpSource("", 0), s.kind, s.value),
+        ))
+
+
+def _canonical(name: str) -> str:
+    return name[: -len(".default")] if name.endswith(".default") else name

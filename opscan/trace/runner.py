@@ -1,0 +1,269 @@
+"""trace_target: build the model with empty weights, make it fake, and record one step's ops."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import traceback
+
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from opscan.errors import TraceError, UsageError
+from opscan.model import DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES, StandIn
+from opscan.trace import device as devices
+from opscan.trace import step as steps
+from opscan.trace.recorder import Recorder
+from opscan.trace.sources import SourceFinder
+from opscan.trace.spec import InputSpec, parse_input
+from opscan.trace.targets import Built, build, placeholder_spec
+
+MODES = ("train", "inference", "both")
+
+
+def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
+                 profile: DeviceProfile | None = None, optimizer: str = "adamw",
+                 optimizer_impl: str | None = None, amp: str | None = None, inputs=(),
+                 batch: int | None = None, seq_len: int | None = None,
+                 project_root: str | None = None) -> ModelTrace:
+    """Trace `target` on fake tensors and return the ops it dispatches (see docs/trace.md)."""
+    if mode not in MODES:
+        raise UsageError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
+    if device not in devices.DEVICES:
+        raise UsageError(f"unknown device {device!r} (known: {', '.join(devices.DEVICES)})")
+    if amp is not None and device == "meta":
+        raise UsageError("--amp needs --device neuron, cpu or cuda (autocast has no meta device)")
+    specs = tuple(s if isinstance(s, InputSpec) else parse_input(s) for s in inputs)
+    if device == "cuda" and not torch.backends.cuda.is_built():
+        raise TraceError(f"--device cuda needs a CUDA build of PyTorch; this one ({torch.__version__}) "
+                         "is CPU-only (no GPU is needed, only the build); use --device cpu or neuron")
+    profile = profile or devices.DEFAULT_PROFILE
+    if device == "neuron":
+        devices.ensure_neuron()
+        devices.apply_profile(profile)
+    started = time.perf_counter()
+    built = build(target, batch=batch, seq_len=seq_len, inputs=specs, project_root=project_root)
+    tracer = _Tracer(built, device, profile, project_root)
+    if mode == "both":
+        inference = tracer.run("inference", optimizer, optimizer_impl, amp)
+        train = tracer.run("train", optimizer, optimizer_impl, amp)
+        result = _merge(target, device, inference, train)
+    else:
+        result = tracer.run(mode, optimizer, optimizer_impl, amp)
+    return ModelTrace(target=target, mode=mode, device=device, ops=result.ops,
+                      stand_ins=result.stand_ins, complete=result.complete,
+                      stopped_at=result.stopped_at, seconds=round(time.perf_counter() - started, 3))
+
+
+class _Tracer:
+    """Holds the fake model and inputs; runs one mode's step under the recorder."""
+
+    def __init__(self, built: Built, device: str, profile: DeviceProfile, project_root) -> None:
+        self.built = built
+        self.device = device
+        self.profile = profile
+        self.finder = SourceFinder(project_root)
+        self.finder.stop_code = _Tracer._step.__code__
+        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True) if device != "meta" else None
+        self.model = built.model
+        self._materialize()
+        self.names = {}
+        for name, module in self.model.named_modules(remove_duplicate=False):
+            self.names.setdefault(id(module), name)
+
+    # -- fake parameters, buffers and inputs --
+    def _fake(self, shape, dtype, requires_grad=False):
+        with self._mode():
+            t = torch.empty(shape, dtype=dtype, device=self.device)
+        return t.requires_grad_(requires_grad) if requires_grad else t
+
+    def _convert(self, value):
+        if isinstance(value, torch.Tensor):
+            if self.fake_mode is None:
+                return value.to("meta")
+            if value.device.type == self.device:
+                return self.fake_mode.from_tensor(value, static_shapes=True)
+            # values do not matter to a fake tensor; make it directly on the device it imitates
+            return self._fake(value.shape, value.dtype, value.requires_grad)
+        spec = placeholder_spec(value)
+        if spec is not None:
+            return self._fake(spec.shape, getattr(torch, spec.dtype))
+        return value
+
+    def _materialize(self) -> None:
+        done: dict[int, nn.Parameter] = {}
+        for module in self.model.modules():
+            for name, param in list(module._parameters.items()):
+                if param is None:
+                    continue
+                new = done.get(id(param))
+                if new is None:
+                    new = nn.Parameter(self._fake(param.shape, param.dtype),
+                                       requires_grad=param.requires_grad)
+                    done[id(param)] = new
+                module._parameters[name] = new
+            for name, buf in list(module._buffers.items()):
+                if buf is not None:
+                    module._buffers[name] = self._convert(buf)
+        self.args = tuple(self._convert(a) for a in self.built.args)
+        self.kwargs = {k: self._convert(v) for k, v in self.built.kwargs.items()}
+        self.labels = self._convert(self.built.labels) if self.built.labels is not None else None
+
+    def _mode(self):
+        return self.fake_mode if self.fake_mode is not None else contextlib.nullcontext()
+
+    # -- one step --
+    def run(self, mode: str, optimizer: str, optimizer_impl: str | None, amp: str | None):
+        recorder = Recorder(self.finder, self.device, self.names)
+        opt = None
+        if mode == "train":
+            self.model.train()
+            params = [p for p in self.model.parameters() if p.requires_grad]
+            opt = steps.make_optimizer(optimizer, optimizer_impl, params) if params else None
+        else:
+            self.model.eval()
+        hooks = (
+            nn.modules.module.register_module_forward_pre_hook(recorder.enter_module),
+            nn.modules.module.register_module_forward_hook(recorder.exit_module, always_call=True),
+        )
+        stopped = ""
+        try:
+            with self._mode(), _tensor_shim(self.device), \
+                    devices.sdpa_context(self.device, self.profile), recorder:
+                stopped = self._step(mode, recorder, opt, amp)
+        finally:
+            for hook in hooks:
+                hook.remove()
+        return _Result(recorder.usages(mode), recorder.stand_in_list(), not stopped, stopped)
+
+    def _step(self, mode, recorder, opt, amp) -> str:
+        try:
+            if mode == "inference":
+                with torch.no_grad(), steps.autocast(self.device, amp):
+                    self.model(*self.args, **self.kwargs)
+                return ""
+            with steps.autocast(self.device, amp):
+                output = self.model(*self.args, **self.kwargs)
+                recorder.phase = "loss"
+                loss = steps.pick_loss(output, self.labels)
+            if loss is None:
+                return "loss: the model's output has no floating-point tensor that requires grad; " \
+                       "try: return a scalar loss (or an output with .loss) from the model or factory"
+            recorder.phase = "backward"
+            loss.backward()
+            recorder.phase = "optimizer"
+            if opt is not None:
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            return ""
+        except (UsageError, TraceError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure of model code ends the trace, kept partial
+            return _stopped(exc, recorder, self.finder)
+
+
+class _Result:
+    def __init__(self, ops, stand_ins, complete, stopped_at):
+        self.ops, self.stand_ins, self.complete, self.stopped_at = ops, stand_ins, complete, stopped_at
+
+
+@contextlib.contextmanager
+def _tensor_shim(device: str):
+    """`torch.tensor(data, device=X)` in model code would bypass fake mode: build on CPU, then move."""
+    if device in ("cpu",):
+        yield
+        return
+    originals = {"tensor": torch.tensor, "as_tensor": torch.as_tensor}
+
+    def wrap(original):
+        def shimmed(data, *args, device=None, **kwargs):
+            if device is None or torch.device(device).type == "cpu":
+                return original(data, *args, device=device, **kwargs)
+            made = original(data, *args, **kwargs)
+            if getattr(made, "constant", None) is not None:
+                made.constant = None  # else fake mode would really run the copy to the device
+            return made.to(device)
+        return shimmed
+
+    torch.tensor = wrap(originals["tensor"])
+    torch.as_tensor = wrap(originals["as_tensor"])
+    try:
+        yield
+    finally:
+        torch.tensor = originals["tensor"]
+        torch.as_tensor = originals["as_tensor"]
+
+
+_HINTS = (
+    ("device_ready_queues_", "this process ran a backward pass before opscan registered the `neuron` "
+     "device; trace in a fresh process, or call opscan.trace.prepare() first"),
+    ("Expected inputs of BF16", "this op's fake kernel needs bf16/fp16 inputs: build the model in bf16 "
+     "(for hf: targets, \"dtype\": \"bfloat16\" in config.json)"),
+    ("UnsupportedOperatorException", "register a fake kernel for this op (torch.library.register_fake) "
+     "or run the op outside the traced model"),
+    ("no fake impl", "register a fake kernel for this op with torch.library.register_fake"),
+    ("GuardOnDataDependentSymNode", "avoid Python control flow on tensor values in the model"),
+    ("data-dependent", "make the size static (e.g. torch.nonzero_static) or compute it outside the model"),
+    ("Dynamic", "make the size static (e.g. torch.nonzero_static) or compute it outside the model"),
+)
+
+
+def _stopped(exc: BaseException, recorder: Recorder, finder: SourceFinder) -> str:
+    """`<op> at <file>:<line>: <why>; try: <hint>` for an exception that ended the trace."""
+    where = None
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        filename = frame.f_code.co_filename
+        if finder.is_user(filename):
+            where = f"{finder.name(filename)}:{line}"
+    pending = recorder.pending
+    op = pending[0] if pending else (recorder.last[0] if recorder.last else "(before any op)")
+    if where is None and pending and pending[1] is not None and pending[1].path:
+        where = f"{pending[1].path}:{pending[1].line}"
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    first = first.split(". ")[0].rstrip(".")
+    why = f"{type(exc).__name__}: {first}"
+    if len(why) > 200:
+        why = why[:197] + "..."
+    text = f"{type(exc).__name__} {exc}"
+    hint = next((h for key, h in _HINTS if key in text),
+                "try --device cpu or --mode inference to see whether the problem is device- or "
+                "backward-specific; set OPSCAN_TRACE_DEBUG=1 for the full traceback")
+    if os.environ.get("OPSCAN_TRACE_DEBUG"):
+        traceback.print_exception(exc)
+    op = op[: -len(".default")] if op.endswith(".default") else op
+    return f"{op} at {where or 'an unknown place'}: {why}; try: {hint}"
+
+
+def _merge(target: str, device: str, inference: _Result, train: _Result) -> _Result:
+    """Join the two modes: each op's modes say where it was seen."""
+    by_name: dict[str, OpUsage] = {}
+    for part in (inference, train):
+        for usage in part.ops:
+            prev = by_name.get(usage.op)
+            if prev is None:
+                by_name[usage.op] = usage
+                continue
+            sources = tuple(sorted(set(prev.sources) | set(usage.sources)))[:steps_max_sources()]
+            by_name[usage.op] = OpUsage(
+                op=usage.op, count=prev.count + usage.count,
+                phases=tuple(p for p in PHASES if p in prev.phases or p in usage.phases),
+                dtypes=tuple(sorted(set(prev.dtypes) | set(usage.dtypes))),
+                sources=sources, modes=tuple(sorted(set(prev.modes) | set(usage.modes))),
+                custom=prev.custom or usage.custom)
+    stand_ins: dict[tuple, StandIn] = {}
+    for s in inference.stand_ins + train.stand_ins:
+        key = (s.op, s.kind, s.value, s.source)
+        old = stand_ins.get(key)
+        stand_ins[key] = s if old is None else StandIn(s.op, s.kind, s.value, old.count + s.count, s.source)
+    stopped = "; ".join(f"{m}: {r.stopped_at}" for m, r in (("inference", inference), ("train", train))
+                        if r.stopped_at)
+    ordered = tuple(sorted(stand_ins.values(),
+                           key=lambda s: (s.op, s.source or OpSource("", 0), s.kind, s.value)))
+    return _Result(tuple(by_name[k] for k in sorted(by_name)), ordered, not stopped, stopped)
+
+
+def steps_max_sources() -> int:
+    from opscan.trace.recorder import MAX_SOURCES
+    return MAX_SOURCES

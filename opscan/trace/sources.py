@@ -1,0 +1,84 @@
+"""Where an op came from: the first frame in the user's code, as a path relative to the project."""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from pathlib import Path
+
+import torch
+
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+_OPSCAN_TRACE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# Frames never shown as a source: opscan's own and PyTorch's dispatch machinery.
+_INTERNAL = (_OPSCAN_TRACE_DIR, "<") + tuple(
+    os.path.join(_TORCH_DIR, part)
+    for part in ("_ops.py", "_tensor.py", "_compile.py", "_dynamo", "_subclasses", "utils",
+                 "_decomp", "_refs", "_prims", "_meta_registrations.py", "autograd", "overrides.py",
+                 "amp", "_library", "library.py")
+)
+_STDLIB_DIRS = tuple(
+    os.path.abspath(p) + os.sep
+    for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}
+)
+
+
+class SourceFinder:
+    """Finds the first user frame on the stack and names it relative to the project (cached)."""
+
+    def __init__(self, project_root: str | os.PathLike | None) -> None:
+        root = Path(project_root) if project_root is not None else Path.cwd()
+        self.root = str(root.resolve()) + os.sep
+        self._site = sorted(
+            (os.path.abspath(p) + os.sep for p in sys.path if p and os.path.isdir(p)),
+            key=len, reverse=True,
+        )
+        self._is_user: dict[str, bool] = {}
+        self.stop_code = None  # the code object of the frame that runs the step: callers are not the model
+        self._names: dict[str, str] = {}
+
+    def is_user(self, filename: str) -> bool:
+        """True for a frame in the user's (or the model library's) code."""
+        known = self._is_user.get(filename)
+        if known is None:
+            path = os.path.abspath(filename)
+            known = not (
+                filename.startswith("<")
+                or path.startswith(_TORCH_DIR)
+                or path.startswith(_OPSCAN_TRACE_DIR)
+                or (path.startswith(_STDLIB_DIRS) and "site-packages" not in path)
+            )
+            self._is_user[filename] = known
+        return known
+
+    def name(self, filename: str) -> str:
+        """The path shown for `filename`: relative to the project, else to its sys.path entry."""
+        known = self._names.get(filename)
+        if known is None:
+            path = os.path.abspath(filename)
+            if path.startswith(self.root):
+                known = path[len(self.root):]
+            else:
+                known = path
+                for prefix in self._site:
+                    if path.startswith(prefix) and not self.root.startswith(prefix):
+                        known = path[len(prefix):]
+                        break
+            known = known.replace(os.sep, "/")
+            self._names[filename] = known
+        return known
+
+    def user_frame(self, depth: int = 2):
+        """(filename, line) of the innermost user frame, else of the innermost non-opscan frame."""
+        frame = sys._getframe(depth)
+        fallback = None
+        stop = self.stop_code
+        while frame is not None and frame.f_code is not stop:
+            filename = frame.f_code.co_filename
+            if self.is_user(filename):
+                return filename, frame.f_lineno
+            if fallback is None and not filename.startswith(_INTERNAL):
+                fallback = (filename, frame.f_lineno)
+            frame = frame.f_back
+        return fallback

@@ -1,0 +1,257 @@
+"""Trace targets: `file.py:NAME`, `package.module:NAME`, `hf:PATH`, `timm:NAME` -> a built model.
+
+Models are built with empty weights: every Parameter is moved to `meta` as it is registered, while
+buffers and init-time helpers stay real (see ../shared/notes/tracing.md). Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from opscan.errors import TargetError
+from opscan.trace.spec import InputSpec
+
+
+@dataclass
+class Built:
+    """A model with empty weights, its example inputs, and how to get a loss from its output."""
+
+    model: nn.Module
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    labels: object = None          # for a cross-entropy loss on the output (timm targets)
+    description: str = ""
+
+
+@contextlib.contextmanager
+def empty_weights():
+    """Register every new Parameter on `meta` (no memory, no init cost); buffers stay real."""
+    original = nn.Module.register_parameter
+
+    def register(module, name, param):
+        original(module, name, param)
+        if param is not None and param.device.type != "meta":
+            extra = dict(param.__dict__)
+            extra["requires_grad"] = param.requires_grad
+            module._parameters[name] = type(param)(param.to("meta"), **extra)
+
+    nn.Module.register_parameter = register
+    try:
+        yield
+    finally:
+        nn.Module.register_parameter = original
+
+
+def build(target: str, *, batch: int | None, seq_len: int | None, inputs: tuple[InputSpec, ...],
+          project_root: str | None) -> Built:
+    """Import/construct the target with empty weights and gather its example inputs."""
+    if target.startswith("hf:"):
+        from opscan.trace.hf import build_hf
+        built = build_hf(target[3:], batch=batch, seq_len=seq_len)
+    elif target.startswith("timm:"):
+        built = _build_timm(target[5:], batch=batch)
+    else:
+        built = _build_object(target, batch=batch, seq_len=seq_len, project_root=project_root)
+    return _override(built, inputs, target)
+
+
+def _split(target: str) -> tuple[str, str]:
+    where, sep, name = target.rpartition(":")
+    if not sep or not where or not name:
+        raise TargetError(f"bad target {target!r}: expected path/to/file.py:NAME, package.module:NAME, "
+                          "hf:PATH or timm:NAME")
+    return where, name
+
+
+def _import_file(path: Path, project_root: str | None):
+    if not path.is_file():
+        raise TargetError("no such file", path=str(path))
+    name = "opscan_target_" + path.stem.replace("-", "_")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    added = [str(path.parent.resolve())]
+    if project_root:
+        added.append(str(Path(project_root).resolve()))
+    for entry in added:
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise TargetError(f"syntax error: {exc.msg}", path=str(path), line=exc.lineno) from None
+    except Exception as exc:  # noqa: BLE001 - any failure of user code is reported as one line
+        raise TargetError(f"importing it failed: {type(exc).__name__}: {exc}".splitlines()[0],
+                          path=str(path), line=_user_line(exc, str(path))) from None
+    return module
+
+
+def _user_line(exc: BaseException, filename: str) -> int | None:
+    line = None
+    tb = exc.__traceback__
+    wanted = os.path.abspath(filename)
+    while tb is not None:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename) == wanted:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _resolve(target: str, project_root: str | None):
+    where, name = _split(target)
+    if where.endswith(".py") or "/" in where or os.sep in where:
+        path = Path(where)
+        if not path.is_absolute() and project_root and not path.exists():
+            path = Path(project_root) / path
+        module = _import_file(path, project_root)
+        label = str(path)
+    else:
+        if project_root and project_root not in sys.path:
+            sys.path.insert(0, str(Path(project_root).resolve()))
+        try:
+            module = importlib.import_module(where)
+        except ImportError as exc:
+            raise TargetError(f"cannot import module {where!r}: {exc}".splitlines()[0]) from None
+        except Exception as exc:  # noqa: BLE001
+            raise TargetError(f"importing module {where!r} failed: {type(exc).__name__}: {exc}"
+                              .splitlines()[0]) from None
+        label = where
+    obj = module
+    for part in name.split("."):
+        if not hasattr(obj, part):
+            public = sorted(n for n, v in vars(module).items()
+                            if not n.startswith("_") and (callable(v)))
+            hint = f" (it defines: {', '.join(public[:12])})" if public else ""
+            raise TargetError(f"{label} has no {name!r}{hint}")
+        obj = getattr(obj, part)
+    return obj, label
+
+
+def _build_object(target: str, *, batch, seq_len, project_root) -> Built:
+    obj, label = _resolve(target, project_root)
+    if isinstance(obj, nn.Module):
+        raise TargetError(f"{target}: is a module instance, built at import time with real weights; "
+                          "point opscan at its class or at a factory function instead")
+    if not callable(obj):
+        raise TargetError(f"{target}: is not an nn.Module class or a factory function")
+    kwargs = {}
+    if not (inspect.isclass(obj) and issubclass(obj, nn.Module)):
+        params = _parameters(obj)
+        if "batch" in params and batch is not None:
+            kwargs["batch"] = batch
+        if "seq_len" in params and seq_len is not None:
+            kwargs["seq_len"] = seq_len
+    with empty_weights():
+        try:
+            result = obj(**kwargs)
+        except TypeError as exc:
+            raise TargetError(f"{target}: calling it failed: {exc}".splitlines()[0]) from None
+        except Exception as exc:  # noqa: BLE001
+            raise TargetError(f"{target}: building the model failed: {type(exc).__name__}: {exc}"
+                              .splitlines()[0]) from None
+    if isinstance(result, nn.Module):
+        return Built(result, description=label)
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module):
+        model, example = result
+        if isinstance(example, dict):
+            return Built(model, kwargs=dict(example), description=label)
+        if isinstance(example, (tuple, list)):
+            return Built(model, args=tuple(example), description=label)
+        if isinstance(example, torch.Tensor):
+            return Built(model, args=(example,), description=label)
+        raise TargetError(f"{target}: example inputs must be a dict of keyword arguments or a tuple "
+                          f"of positional ones, not {type(example).__name__}")
+    raise TargetError(f"{target}: returned {type(result).__name__}; expected an nn.Module or "
+                      "(module, example_inputs)")
+
+
+def _parameters(fn) -> set[str]:
+    try:
+        return set(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def _build_timm(name: str, *, batch) -> Built:
+    try:
+        import timm
+    except Exception as exc:  # noqa: BLE001 - timm raises various errors when torchvision is absent
+        raise TargetError(f"timm:{name} needs timm and torchvision matching this torch "
+                          f"({type(exc).__name__}: {exc})".splitlines()[0]
+                          + "; install them, e.g. pip install timm torchvision==<the matching version>"
+                          ) from None
+    if name not in timm.list_models() and name.split(".")[0] not in timm.list_models():
+        raise TargetError(f"timm has no model {name!r}")
+    with empty_weights():
+        try:
+            model = timm.create_model(name, pretrained=False)
+        except Exception as exc:  # noqa: BLE001
+            raise TargetError(f"timm:{name}: building the model failed: {exc}".splitlines()[0]) from None
+    cfg = getattr(model, "pretrained_cfg", None) or getattr(model, "default_cfg", {}) or {}
+    channels, height, width = cfg.get("input_size", (3, 224, 224))
+    b = batch or 2
+    pixels = torch.randn(b, channels, height, width)
+    labels = torch.zeros(b, dtype=torch.long)
+    return Built(model, args=(pixels,), labels=labels, description=f"timm:{name}")
+
+
+def _override(built: Built, specs: tuple[InputSpec, ...], target: str) -> Built:
+    """Apply --input specs: by keyword name, or by position for a numeric NAME."""
+    if not specs:
+        if not built.args and not built.kwargs:
+            raise TargetError(f"{target}: no example inputs; give --input NAME:DTYPE[SHAPE] "
+                              "(e.g. --input x:float32[2,16]) or make NAME a factory returning "
+                              "(module, example_inputs)")
+        return built
+    args = list(built.args)
+    kwargs = dict(built.kwargs)
+    for spec in specs:
+        value = _InputPlaceholder(spec)
+        if spec.position is not None:
+            if spec.position > len(args):
+                raise TargetError(f"{target}: --input {spec.name}: only {len(args)} positional "
+                                  "inputs before it")
+            if spec.position == len(args):
+                args.append(value)
+            else:
+                args[spec.position] = value
+        else:
+            kwargs[spec.name] = value
+    built.args, built.kwargs = tuple(args), kwargs
+    return built
+
+
+@dataclass(frozen=True)
+class _InputPlaceholder:
+    """An input given by --input: created directly as a fake tensor by the runner."""
+
+    spec: InputSpec
+
+
+def placeholder_spec(value) -> InputSpec | None:
+    """The InputSpec behind an --input placeholder, else None."""
+    return value.spec if isinstance(value, _InputPlaceholder) else None
+
+
+def read_json(path: Path) -> dict:
+    """Read a JSON file as a dict, with one-line errors."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise TargetError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    except json.JSONDecodeError as exc:
+        raise TargetError(f"not valid JSON: {exc.msg}", path=str(path), line=exc.lineno) from None
+    if not isinstance(data, dict):
+        raise TargetError("not a JSON object", path=str(path))
+    return data

@@ -1,0 +1,253 @@
+"""The pre-flight checklist: environment, device, op coverage, blockers and the rollback path.
+
+`probe()` reads this machine (package versions via importlib.metadata, TORCH_DEVICE, the visible
+accelerator via torch.accelerator); `checklist()` turns a probe plus a scan report (the dict of
+`opscan PATH --format json`) into checks. Nothing here prints. Every lookup can be injected,
+so each branch is testable on a machine without torch or Trainium.
+
+Statuses: ok | warn | fail | stop | info | skip. The checklist is "ready" when no check is
+fail or stop. Ops "without a Neuron kernel" are those with status cpu-fallback or unsupported;
+ops of status unknown are listed as a warning and only count as missing when asked
+(`unknown_missing`), because an unchecked op is not known to lack a kernel.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from opscan.workflow.neuronx_lines import classify, torch_release
+
+DEVICE_VAR = "TORCH_DEVICE"
+FALLBACK_VAR = "CPU_FALLBACK_COMMAND"
+MISSING_STATUSES = ("cpu-fallback", "unsupported")
+NO_FALLBACK = "no fallback documented -> stop here"
+SRC_ACCELERATOR = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html"
+SRC_FALLBACK_DEFAULT = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/"
+                        "best-practices-pytorch-neuron.html")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What this machine looks like."""
+
+    torch_version: str | None            # None: not installed
+    neuronx_version: str | None          # installed torch-neuronx, None: not installed
+    requested_device: str | None         # TORCH_DEVICE, None: not set
+    accelerator: str | None              # torch.accelerator.current_accelerator(check_available=True)
+    accelerator_note: str = ""           # why the accelerator could not be read, if so
+    fallback_env: str | None = None      # CPU_FALLBACK_COMMAND
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the checklist."""
+
+    id: str
+    title: str
+    status: str                          # ok | warn | fail | stop | info | skip
+    value: str
+    detail: str = ""
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Checklist:
+    """The finished checklist."""
+
+    checks: tuple[Check, ...]
+    missing_ops: tuple[str, ...]         # ops without a Neuron kernel (per the rule above)
+    unknown_ops: tuple[str, ...]
+    ops_by_status: tuple[tuple[str, int], ...]
+    blockers: int | None                 # findings of severity error; None without a report
+    unknown_missing: bool
+    report_source: str                   # e.g. "report.json", "scan of ./model", ""
+
+    @property
+    def ready(self) -> bool:
+        return not any(c.status in ("fail", "stop") for c in self.checks)
+
+
+def _version(name: str, lookup: Callable[[str], str]) -> str | None:
+    try:
+        return lookup(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def visible_accelerator() -> tuple[str | None, str]:
+    """The accelerator torch sees (type string) or None, and a note when torch cannot tell."""
+    try:
+        import torch
+    except Exception as exc:  # noqa: BLE001 - any import failure means "cannot tell"
+        return None, f"torch does not import: {type(exc).__name__}: {exc}"
+    accel = getattr(torch, "accelerator", None)
+    if accel is None or not hasattr(accel, "current_accelerator"):
+        return None, f"torch {torch.__version__} has no torch.accelerator.current_accelerator"
+    try:
+        device = accel.current_accelerator(check_available=True)
+    except Exception as exc:  # noqa: BLE001
+        return None, f"torch.accelerator failed: {type(exc).__name__}: {exc}"
+    return (device.type if device is not None else None), ""
+
+
+def probe(environ: Mapping[str, str] | None = None,
+          version: Callable[[str], str] = importlib.metadata.version,
+          accelerator: Callable[[], tuple[str | None, str]] | None = None) -> Probe:
+    """Read this machine; every lookup can be replaced (tests, or a remote host's facts)."""
+    env = os.environ if environ is None else environ
+    torch_version = _version("torch", version)
+    if accelerator is not None:
+        accel, note = accelerator()
+    elif torch_version is None:
+        accel, note = None, "torch is not installed"
+    else:
+        accel, note = visible_accelerator()
+    return Probe(
+        torch_version=torch_version,
+        neuronx_version=_version("torch-neuronx", version),
+        requested_device=(env.get(DEVICE_VAR) or None),
+        accelerator=accel,
+        accelerator_note=note,
+        fallback_env=(env.get(FALLBACK_VAR) or None),
+    )
+
+
+def _torch_checks(p: Probe) -> list[Check]:
+    checks = []
+    if p.torch_version is None:
+        checks.append(Check("torch", "torch version", "warn", "not installed",
+                            "this machine cannot run the job; the rest of the checklist still applies"))
+    else:
+        checks.append(Check("torch", "torch version", "info", p.torch_version))
+    if p.neuronx_version is None:
+        checks.append(Check("torch-neuronx", "torch-neuronx version", "warn", "not installed",
+                            "needed on the Trainium host: torch-neuronx 2.13.x with torch 2.13 or "
+                            "2.14.x with torch 2.14 (Neuron SDK 2.33.0)",
+                            (classify("2.14.3.0").sources[0],)))
+        return checks
+    line = classify(p.neuronx_version)
+    status = {"native": "ok", "xla": "fail", "unknown": "warn"}[line.line]
+    checks.append(Check("torch-neuronx", "torch-neuronx version and line", status,
+                        f"{p.neuronx_version} ({line.line})", line.detail, line.sources))
+    have = torch_release(p.torch_version) if p.torch_version else None
+    if line.torch is None or have is None:
+        checks.append(Check("pairing", "torch-neuronx pairs with this torch", "warn", "cannot tell",
+                            "torch not installed" if have is None else line.detail, line.sources))
+    elif line.torch == have:
+        checks.append(Check("pairing", "torch-neuronx pairs with this torch", "ok",
+                            f"torch {have[0]}.{have[1]} <-> torch-neuronx {p.neuronx_version}",
+                            "", line.sources))
+    else:
+        want = f"{line.torch[0]}.{line.torch[1]}"
+        checks.append(Check("pairing", "torch-neuronx pairs with this torch", "fail",
+                            f"torch {p.torch_version} with torch-neuronx {p.neuronx_version}",
+                            f"torch-neuronx {p.neuronx_version} pairs with torch {want}: install the "
+                            f"torch-neuronx family matching torch {have[0]}.{have[1]}, or torch {want}",
+                            line.sources))
+    return checks
+
+
+def _device_checks(p: Probe) -> list[Check]:
+    requested = p.requested_device
+    visible = p.accelerator
+    shown = visible or "none"
+    checks = []
+    if requested is None:
+        checks.append(Check("device", "device requested (TORCH_DEVICE)", "warn", "not set",
+                            "the job chooses its own device; set TORCH_DEVICE=neuron for the port"))
+    else:
+        checks.append(Check("device", "device requested (TORCH_DEVICE)", "info", requested))
+    note = f" ({p.accelerator_note})" if p.accelerator_note else ""
+    want = (requested or "").split(":")[0]
+    if visible == "neuron":
+        detail, status = "Trainium visible to torch", "ok"
+    else:
+        detail, status = f"no Trainium visible on this machine{note}", "info"
+    if want and want != "cpu":
+        if want == visible:
+            status, detail = "ok", f"the requested device {want!r} is the visible accelerator"
+        else:
+            status = "fail"
+            detail = f"TORCH_DEVICE={requested} but the visible accelerator is {shown}{note}"
+    checks.append(Check("accelerator", "accelerator visible (torch.accelerator)", status, shown,
+                        detail, (SRC_ACCELERATOR,)))
+    return checks
+
+
+def _coverage_checks(report: dict | None, source: str, unknown_missing: bool,
+                     exit_on_missing: bool) -> tuple[list[Check], tuple, tuple, tuple, int | None]:
+    if report is None:
+        check = Check("coverage", "op coverage of the configured models", "skip", "not checked",
+                      "give --report REPORT.json (from `opscan PATH --format json`) or a PATH to scan")
+        blockers = Check("blockers", "scan blockers", "skip", "not checked", check.detail)
+        return [check, blockers], (), (), (), None
+    ops = report.get("ops") or []
+    statuses: dict[str, int] = {}
+    missing, unknown = [], []
+    for op in ops:
+        status = op.get("status", "unknown") if isinstance(op, dict) else "unknown"
+        name = op.get("op", "?") if isinstance(op, dict) else str(op)
+        statuses[status] = statuses.get(status, 0) + 1
+        if status in MISSING_STATUSES or (unknown_missing and status == "unknown"):
+            missing.append(name)
+        if status == "unknown":
+            unknown.append(name)
+    models = sorted({t.get("target", "?") for t in report.get("traces") or [] if isinstance(t, dict)})
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
+    where = f"models: {', '.join(models)}" if models else "no model traced"
+    checks = []
+    if not ops:
+        checks.append(Check("coverage", "op coverage of the configured models", "skip", "no ops",
+                            f"{where} in {source}; configure [[tool.opscan.models]] to check ops"))
+    else:
+        rule = "cpu-fallback, unsupported" + (", unknown" if unknown_missing else "")
+        if missing:
+            status = "fail" if exit_on_missing else "warn"
+            detail = (f"{len(missing)} op(s) without a Neuron kernel ({rule}): "
+                      + ", ".join(sorted(missing)[:10]) + (" ..." if len(missing) > 10 else ""))
+        elif unknown:
+            status, detail = "warn", f"{len(unknown)} op(s) of unknown status (not counted as missing)"
+        else:
+            status, detail = "ok", "every traced op has a Neuron kernel"
+        checks.append(Check("coverage", "op coverage of the configured models", status,
+                            f"{len(ops)} ops: {counts}", f"{detail}; {where} ({source})",
+                            (SRC_FALLBACK_DEFAULT,)))
+    summary = report.get("summary") or {}
+    severity = summary.get("by_severity") or {}
+    blockers = severity.get("error")
+    if not isinstance(blockers, int):
+        blockers = sum(1 for f in report.get("findings") or [] if isinstance(f, dict)
+                       and f.get("severity") == "error")
+    tasks = [t for t in report.get("tasks") or [] if isinstance(t, dict) and t.get("priority") == 1]
+    checks.append(Check("blockers", "scan blockers (findings of severity error)",
+                        "ok" if blockers == 0 else "warn", str(blockers),
+                        f"{len(tasks)} priority-1 port task(s); {source}"))
+    return checks, tuple(sorted(missing)), tuple(sorted(unknown)), tuple(sorted(statuses.items())), blockers
+
+
+def _rollback_check(p: Probe, configured: str | None, config_source: str) -> Check:
+    if configured:
+        detail = f"from {config_source}"
+        if p.fallback_env and p.fallback_env != configured:
+            detail += f" ({FALLBACK_VAR} differs: {p.fallback_env})"
+        return Check("rollback", "rollback path", "ok", configured, detail)
+    if p.fallback_env:
+        return Check("rollback", "rollback path", "ok", p.fallback_env, f"from ${FALLBACK_VAR}")
+    return Check("rollback", "rollback path", "stop", NO_FALLBACK,
+                 "document the command that sends the job back to the old device: "
+                 f"[tool.opscan.parity] fallback-command, or ${FALLBACK_VAR}")
+
+
+def checklist(p: Probe, report: dict | None = None, report_source: str = "", *,
+              fallback_command: str | None = None, config_source: str = "",
+              unknown_missing: bool = False, exit_on_missing: bool = False) -> Checklist:
+    """Build the checklist from a probe, an optional scan report dict and the configured rollback."""
+    checks = _torch_checks(p) + _device_checks(p)
+    coverage, missing, unknown, by_status, blockers = _coverage_checks(
+        report, report_source, unknown_missing, exit_on_missing)
+    checks += coverage
+    checks.append(_rollback_check(p, fallback_command, config_source))
+    return Checklist(tuple(checks), missing, unknown, by_status, blockers, unknown_missing, report_source)

@@ -1,0 +1,88 @@
+"""On-disk cache: raw traces keyed by model and toolchain; coverage rows keyed by trace and db release."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+from opscan.model import ModelTrace, OpSource, OpUsage, StandIn
+from opscan.zoo.isolate import Outcome
+
+CACHE_FORMAT = 1
+# Outcomes that depend on the limits or the machine's load are traced again on the next run.
+UNCACHED = frozenset({"timeout", "out-of-memory", "crash"})
+
+
+def default_dir() -> Path:
+    """$OPSCAN_CACHE_DIR/zoo, else $XDG_CACHE_HOME/opscan/zoo, else ~/.cache/opscan/zoo."""
+    if os.environ.get("OPSCAN_CACHE_DIR"):
+        return Path(os.environ["OPSCAN_CACHE_DIR"]) / "zoo"
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "opscan" / "zoo"
+
+
+def trace_to_dict(trace: ModelTrace) -> dict:
+    """A JSON-able dict of a ModelTrace (round-trips through trace_from_dict)."""
+    return asdict(trace)
+
+
+def _source(data: dict | None) -> OpSource | None:
+    return OpSource(**data) if data else None
+
+
+def trace_from_dict(data: dict) -> ModelTrace:
+    """Rebuild a ModelTrace from trace_to_dict's output."""
+    ops = tuple(OpUsage(**{**u, "phases": tuple(u["phases"]), "dtypes": tuple(u["dtypes"]),
+                           "modes": tuple(u["modes"]),
+                           "sources": tuple(_source(s) for s in u["sources"])}) for u in data["ops"])
+    stand_ins = tuple(StandIn(**{**s, "source": _source(s.get("source"))}) for s in data["stand_ins"])
+    return ModelTrace(**{**data, "ops": ops, "stand_ins": stand_ins})
+
+
+class Cache:
+    """Two layers under one folder: traces/ (expensive, db-independent) and rows/ (per db release)."""
+
+    def __init__(self, root: Path | None, enabled: bool = True) -> None:
+        self.root = Path(root) if root else default_dir()
+        self.enabled = enabled
+
+    def _read(self, path: Path) -> dict | None:
+        if not self.enabled or not path.is_file():
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None  # a torn or foreign file is a miss, never an error
+        return data if data.get("cache_format") == CACHE_FORMAT else None
+
+    def _write(self, path: Path, data: dict) -> None:
+        if not self.enabled:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"cache_format": CACHE_FORMAT, **data}, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+
+    def get_outcome(self, key: str) -> Outcome | None:
+        data = self._read(self.root / "traces" / f"{key}.json")
+        if data is None:
+            return None
+        trace = trace_from_dict(data["trace"]) if data.get("trace") else None
+        return Outcome(data["name"], data["status"], trace, data["error"], data["seconds"])
+
+    def put_outcome(self, key: str, outcome: Outcome) -> None:
+        if outcome.status in UNCACHED:
+            return
+        self._write(self.root / "traces" / f"{key}.json", {
+            "name": outcome.name, "status": outcome.status, "error": outcome.error,
+            "seconds": outcome.seconds,
+            "trace": trace_to_dict(outcome.trace) if outcome.trace else None})
+
+    def get_row(self, key: str, release_key: str) -> dict | None:
+        data = self._read(self.root / "rows" / f"{key}-{release_key}.json")
+        return data.get("row") if data else None
+
+    def put_row(self, key: str, release_key: str, row: dict) -> None:
+        self._write(self.root / "rows" / f"{key}-{release_key}.json", {"row": row})

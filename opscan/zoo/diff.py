@@ -1,0 +1,108 @@
+"""`opscan zoo diff OLD.json NEW.json`: which models became ready, broke, improved or regressed."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from opscan.errors import InputError
+from opscan.zoo.render.jsonout import SCHEMA
+
+# Lower is better; "incomplete" and "unknown" sit between fallback and blocked.
+RANK = {"ready": 0, "fallback": 1, "unknown": 2, "incomplete": 3, "blocked": 4, "failed": 5}
+KINDS: dict[str, str] = {
+    "became-ready": "not ready before, ready now",
+    "broke": "ready before, not ready now",
+    "improved": "a better verdict, still not ready",
+    "regressed": "a worse verdict, still not ready",
+    "ops-changed": "same verdict, different ops keep it from being ready",
+    "added": "only in the new run",
+    "removed": "only in the old run",
+}
+
+
+@dataclass(frozen=True)
+class Change:
+    """One model whose verdict or blocking ops changed between two zoo runs."""
+
+    model: str
+    kind: str                      # one of KINDS
+    old: str = ""                  # old verdict
+    new: str = ""                  # new verdict
+    fixed: tuple[str, ...] = ()    # ops that blocked before and do not now
+    new_blockers: tuple[str, ...] = ()
+    error: str = ""                # the new row's error, if any
+
+
+def load(path: Path) -> dict:
+    """Read a zoo JSON file; a wrong or unreadable file is an InputError naming it."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read zoo results: {exc}", path=str(path)) from exc
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise InputError(f"not an opscan zoo JSON file (expected schema {SCHEMA!r})", path=str(path))
+    return data
+
+
+def diff(old: dict, new: dict) -> list[Change]:
+    """Changes between two zoo JSON documents, sorted by kind then model."""
+    before = {m["name"]: m for m in old["models"]}
+    after = {m["name"]: m for m in new["models"]}
+    changes = []
+    for name in sorted(set(before) | set(after)):
+        a, b = before.get(name), after.get(name)
+        if a is None:
+            changes.append(Change(name, "added", new=b["verdict"], error=b.get("error", "")))
+            continue
+        if b is None:
+            changes.append(Change(name, "removed", old=a["verdict"]))
+            continue
+        fixed = tuple(sorted(set(a.get("blockers", ())) - set(b.get("blockers", ()))))
+        broke = tuple(sorted(set(b.get("blockers", ())) - set(a.get("blockers", ()))))
+        va, vb = a["verdict"], b["verdict"]
+        if va != "ready" and vb == "ready":
+            kind = "became-ready"
+        elif va == "ready" and vb != "ready":
+            kind = "broke"
+        elif RANK.get(vb, 9) < RANK.get(va, 9):
+            kind = "improved"
+        elif RANK.get(vb, 9) > RANK.get(va, 9):
+            kind = "regressed"
+        elif fixed or broke:
+            kind = "ops-changed"
+        else:
+            continue
+        changes.append(Change(name, kind, va, vb, fixed, broke, b.get("error", "")))
+    order = list(KINDS)
+    return sorted(changes, key=lambda c: (order.index(c.kind), c.model))
+
+
+def render_text(changes: list[Change], old: dict, new: dict) -> str:
+    """Plain-text diff report, grouped by kind."""
+    lines = [f"zoo diff: {old['meta'].get('backend', '?')} (torch {old['meta'].get('tools', {}).get('torch', '?')}) "
+             f"-> {new['meta'].get('backend', '?')} (torch {new['meta'].get('tools', {}).get('torch', '?')})"]
+    if not changes:
+        lines.append("no model changed")
+    for kind in KINDS:
+        group = [c for c in changes if c.kind == kind]
+        if not group:
+            continue
+        lines.append(f"{kind} ({len(group)}): {KINDS[kind]}")
+        for c in group:
+            detail = f"{c.old or '-'} -> {c.new or '-'}"
+            if c.fixed:
+                detail += f"; fixed: {', '.join(c.fixed)}"
+            if c.new_blockers:
+                detail += f"; now blocked by: {', '.join(c.new_blockers)}"
+            if c.error and c.new in ("failed", "incomplete"):
+                detail += f"; error: {c.error}"
+            lines.append(f"  {c.model}: {detail}")
+    return "\n".join(lines) + "\n"
+
+
+def to_dict(changes: list[Change]) -> dict:
+    return {"schema": "opscan-zoo-diff/1",
+            "changes": [{"model": c.model, "kind": c.kind, "old": c.old, "new": c.new, "fixed": list(c.fixed),
+                         "new_blockers": list(c.new_blockers), "error": c.error} for c in changes]}

@@ -1,0 +1,74 @@
+"""Writes a transformers architecture's default config as config.json (optionally with fewer layers)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from opscan.zoo.selection import ZooTarget, hash_bytes
+
+# NOTE [shrinking layers]
+# The op set of a model does not depend on how many identical layers it stacks, and tracing cost
+# grows with depth, so `--layers N` cuts the layer counts below. Some configs make layers differ:
+# per-layer lists (layer_types, ...) and "the first k layers are dense" keys. Lists are trimmed so
+# that every distinct value they held is kept, and the count stays above any first-k key, so the
+# shrunken model still contains every kind of layer. The row notes the change ("layers 32 -> 2").
+LAYER_KEYS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers",
+              "decoder_layers", "num_decoder_layers", "num_encoder_layers")
+FIRST_K_KEYS = ("first_k_dense_replace", "num_dense_layers", "first_k_dense")
+
+
+def _shrink(data: dict, layers: int) -> str:
+    """Cut layer counts in `data` in place; returns a note describing the change, or ""."""
+    notes = []
+    for key in LAYER_KEYS:
+        old = data.get(key)
+        if not isinstance(old, int) or isinstance(old, bool) or old <= layers:
+            continue
+        new = layers
+        for first_k in FIRST_K_KEYS:
+            value = data.get(first_k)
+            if isinstance(value, int) and not isinstance(value, bool):
+                new = max(new, value + layers)
+        per_layer = [k for k, v in data.items() if isinstance(v, list) and len(v) == old and k != "architectures"]
+        for list_key in per_layer:
+            new = max(new, len({json.dumps(v, sort_keys=True) for v in data[list_key]}))
+        if new >= old:
+            continue
+        for list_key in per_layer:
+            values = data[list_key]
+            keys = [json.dumps(v, sort_keys=True) for v in values]
+            keep = {keys.index(k) for k in keys}          # first layer of each kind
+            for index in range(old):                       # then the earliest others
+                if len(keep) >= new:
+                    break
+                keep.add(index)
+            data[list_key] = [values[i] for i in sorted(keep)]
+        data[key] = new
+        notes.append(f"{key} {old} -> {new}")
+    return "; ".join(notes)
+
+
+def write_default_config(model_type: str, class_name: str, family: str, config_dir: Path,
+                         layers: int | None) -> ZooTarget:
+    """Write `model_type`'s default config (architectures = [class_name]) to a folder; return its target."""
+    folder = config_dir / family / model_type
+    try:
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+        config = CONFIG_MAPPING[model_type]()
+        data = config.to_dict()
+    except Exception as exc:  # noqa: BLE001 - any failure is this model's row, not the run's end
+        text = " ".join(str(exc).split())
+        return ZooTarget(name=model_type, target=f"hf:{folder}", family=family,
+                         error=f"default config cannot be built: {type(exc).__name__}: {text}"[:300])
+    if class_name:
+        data["architectures"] = [class_name]
+    note = _shrink(data, layers) if layers else ""
+    text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "config.json"
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+    return ZooTarget(name=model_type, target=f"hf:{folder}", family=family,
+                     config_hash=hash_bytes(text.encode()), note=note)

@@ -1,0 +1,53 @@
+"""Zoo markdown: summary, the ops to prioritise, one row per model, and an op x model excerpt."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from opscan.zoo.render.common import blocking_ops, cell, explain, fallback, headline, matrix_ops
+from opscan.zoo.runner import ZooRun
+
+MATRIX_OPS = 12
+
+
+def _esc(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render(run: ZooRun, out: TextIO) -> None:
+    meta = run.meta
+    tools = meta.get("tools", {})
+    out.write("# opscan zoo\n\n")
+    out.write(f"{headline(run)}.\n\n")
+    out.write(f"torch {tools.get('torch', '?')}, transformers {tools.get('transformers', '?')}, "
+              f"opscan {tools.get('opscan', '?')}; options {meta.get('options', {})}.\n\n")
+    ops = blocking_ops(run)
+    out.write("## Ops to prioritise\n\nOps that do not run natively, by how many models they keep "
+              "from being ready; *step* counts the models that dispatch the op on every training step.\n\n")
+    if ops:
+        out.write("| op | status | models | step | example models |\n|---|---|---:|---:|---|\n")
+        for stat in ops:
+            sample = ", ".join(stat.models[:5]) + (" ..." if len(stat.models) > 5 else "")
+            out.write(f"| `{stat.op}` | {stat.status} | {len(stat.models)} | {stat.step_models} | {_esc(sample)} |\n")
+    else:
+        out.write("None: every op met runs natively.\n")
+    out.write("\n## Models\n\n| model | verdict | status | ops | native | fallback | unsupported "
+              "| unknown | custom ops | stand-ins | s | why |\n|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---|\n")
+    for row in run.rows:
+        note = f" ({row.note})" if row.note else ""
+        out.write(f"| {_esc(row.name)}{_esc(note)} | {row.verdict} | {row.status} | {row.ops} | {row.native} "
+                  f"| {fallback(row)} | {row.counts.get('unsupported', 0)} | {row.counts.get('unknown', 0)} "
+                  f"| {_esc(', '.join(row.custom_ops))} | {_esc('; '.join(row.stand_ins))} "
+                  f"| {row.seconds:.1f} | {_esc(explain(row))} |\n")
+    columns = matrix_ops(run, MATRIX_OPS)
+    if columns:
+        status = {s.op: s.status for s in run.ops}
+        out.write(f"\n## Op x model matrix (first {len(columns)} of {len(run.ops)} ops)\n\n"
+                  "Cell: status letter (N native, L limited, C composite, F cpu-fallback, X unsupported, "
+                  "? unknown) and the phases that dispatch it (F forward, L loss, B backward, O optimizer, "
+                  "I inference only).\n\n")
+        out.write("| model | " + " | ".join(f"`{op}`" for op in columns) + " |\n")
+        out.write("|---|" + "---|" * len(columns) + "\n")
+        for row in run.rows:
+            if row.op_cells:
+                out.write(f"| {_esc(row.name)} | " + " | ".join(cell(row, op, status[op]) for op in columns) + " |\n")

@@ -1,0 +1,147 @@
+"""Rows and the op x model matrix: a traced model judged against one coverage release."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from opscan.model import PHASES, ModelTrace
+from opscan.zoo.isolate import Outcome
+from opscan.zoo.selection import ZooTarget
+
+RUNS = ("native", "limited", "composite")           # statuses that run on the device
+VERDICTS: dict[str, str] = {
+    "ready": "traced completely; every op runs on the device",
+    "fallback": "runs, but some ops fall back to the CPU every time they are called",
+    "unknown": "nobody has checked some of its ops (none is known to fail)",
+    "blocked": "at least one op raises on the backend",
+    "incomplete": "the trace stopped early; the ops seen are judged, the rest are not known",
+    "failed": "the model could not be built or traced (see error)",
+}
+VERDICT_ORDER = tuple(VERDICTS)
+INFERENCE_ONLY = "I"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One model of a zoo run."""
+
+    name: str
+    target: str
+    family: str
+    status: str                                # isolate.OUTCOMES
+    verdict: str                               # VERDICTS
+    error: str = ""
+    note: str = ""
+    ops: int = 0                               # distinct ops
+    counts: dict[str, int] = field(default_factory=dict)   # status -> number of ops
+    blockers: tuple[str, ...] = ()             # ops that do not run natively, sorted
+    custom_ops: tuple[str, ...] = ()
+    stand_ins: tuple[str, ...] = ()            # "aten::nonzero dynamic-shape=upper bound 16 x2"
+    op_cells: dict[str, str] = field(default_factory=dict) # op -> "F", "FB", "FBO", ... phases seen
+    seconds: float = 0.0
+    cached: bool = False
+
+    @property
+    def native(self) -> int:
+        return sum(self.counts.get(s, 0) for s in RUNS)
+
+
+@dataclass(frozen=True)
+class OpStat:
+    """One op across the zoo: how many models need it, on every training step or not, and its status."""
+
+    op: str
+    status: str
+    models: tuple[str, ...]
+    step_models: int          # models that dispatch it on every training step (not inference only)
+    blocks: int               # models it keeps from being ready (it does not run natively there)
+
+
+class StaticCoverage:
+    """A coverage source from a plain dict (tests, and anything that is not a db release)."""
+
+    def __init__(self, name: str, statuses: dict[str, str], default: str = "unknown") -> None:
+        self.name = name
+        self.key = name
+        self._statuses = statuses
+        self._default = default
+
+    def status(self, op: str) -> str:
+        return self._statuses.get(op, self._default)
+
+
+def _letters(phases: tuple[str, ...]) -> str:
+    return "".join(p[0].upper() for p in PHASES if p in phases) or "-"
+
+
+def _cell(usage, trace: ModelTrace) -> str:
+    """Matrix cell: the phase letters (F, L, B, O) of a training step, or "I" for inference only."""
+    train = "train" in usage.modes or (not usage.modes and trace.mode in ("train", "both"))
+    return _letters(usage.phases) if train else INFERENCE_ONLY
+
+
+def build_row(target: ZooTarget, outcome: Outcome | None, coverage, cached: bool = False) -> Row:
+    """Judge one outcome against `coverage` (an object with `.status(op) -> str`)."""
+    base = dict(name=target.name, target=target.target, family=target.family, note=target.note)
+    if outcome is None:  # could not even be prepared
+        return Row(**base, status="build-error", verdict="failed", error=target.error)
+    if outcome.trace is None:
+        return Row(**base, status=outcome.status, verdict="failed", error=outcome.error,
+                   seconds=outcome.seconds, cached=cached)
+    trace = outcome.trace
+    counts: dict[str, int] = {}
+    blockers, cells = [], {}
+    for usage in trace.ops:
+        status = coverage.status(usage.op)
+        counts[status] = counts.get(status, 0) + 1
+        if status not in RUNS:
+            blockers.append(usage.op)
+        cells[usage.op] = _cell(usage, trace)
+    if outcome.status == "partial":
+        verdict = "incomplete"
+    elif counts.get("unsupported"):
+        verdict = "blocked"
+    elif counts.get("unknown"):
+        verdict = "unknown"
+    elif counts.get("cpu-fallback"):
+        verdict = "fallback"
+    else:
+        verdict = "ready"
+    stand_ins = tuple(sorted(f"{s.op} {s.kind}={s.value} x{s.count}" for s in trace.stand_ins))
+    return Row(**base, status=outcome.status, verdict=verdict, error=outcome.error,
+               ops=len(trace.ops), counts=dict(sorted(counts.items())), blockers=tuple(sorted(blockers)),
+               custom_ops=tuple(sorted(u.op for u in trace.ops if u.custom)), stand_ins=stand_ins,
+               op_cells=dict(sorted(cells.items())), seconds=outcome.seconds, cached=cached)
+
+
+def op_stats(rows: list[Row], coverage) -> list[OpStat]:
+    """Every op met, ranked: ops that keep the most models from being ready first, then by use."""
+    users: dict[str, list[str]] = {}
+    steps: dict[str, int] = {}
+    for row in rows:
+        for op, cell in row.op_cells.items():
+            users.setdefault(op, []).append(row.name)
+            steps[op] = steps.get(op, 0) + (cell != INFERENCE_ONLY)
+    stats = []
+    for op, models in users.items():
+        status = coverage.status(op)
+        step_count = steps[op]
+        blocks = 0 if status in RUNS else len(models)
+        stats.append(OpStat(op, status, tuple(sorted(models)), step_count, blocks))
+    severity = {"unsupported": 0, "unknown": 1, "cpu-fallback": 2}
+    return sorted(stats, key=lambda s: (-s.blocks, -s.step_models, severity.get(s.status, 3),
+                                        -len(s.models), s.op))
+
+
+def row_to_dict(row: Row) -> dict:
+    """JSON-able row (also the row cache format)."""
+    data = asdict(row)
+    data["native"] = row.native
+    return data
+
+
+def row_from_dict(data: dict) -> Row:
+    fields = {k: v for k, v in data.items() if k in Row.__dataclass_fields__}
+    for key in ("blockers", "custom_ops", "stand_ins"):
+        fields[key] = tuple(fields.get(key, ()))
+    return Row(**fields)

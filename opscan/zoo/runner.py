@@ -1,0 +1,132 @@
+"""The zoo run: cache look-ups, isolated traces on a local pool or a cluster, then rows and op ranking."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Callable, Iterator
+
+from opscan import __version__
+from opscan.zoo.cache import Cache
+from opscan.zoo.isolate import DEFAULT_TRACER, Job, Outcome, run_isolated, tracer_spec
+from opscan.zoo.results import OpStat, Row, build_row, op_stats, row_from_dict, row_to_dict
+from opscan.zoo.selection import ZooTarget
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How each isolated trace is run."""
+
+    timeout: float = 300.0
+    mem_gib: float = 8.0
+    start_method: str = "forkserver"
+
+
+@dataclass(frozen=True)
+class ZooRun:
+    """A finished zoo run: one row per model, the ranked ops, and what it ran with."""
+
+    rows: tuple[Row, ...]
+    ops: tuple[OpStat, ...]
+    meta: dict = field(default_factory=dict)
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+def toolchain() -> dict[str, str]:
+    """The versions a trace depends on (read without importing torch)."""
+    return {"opscan": __version__, "torch": _version("torch"), "transformers": _version("transformers")}
+
+
+def trace_key(target: ZooTarget, options: dict, tracer: str, tools: dict[str, str]) -> str:
+    """Cache key of a raw trace: model config, tracer options and toolchain; not the db release."""
+    material = json.dumps({"config": target.config_hash or target.target, "target": target.target,
+                           "options": options, "tracer": tracer, "tools": tools},
+                          sort_keys=True, default=str)
+    return hashlib.sha256(material.encode()).hexdigest()[:24]
+
+
+def _local(jobs: list[Job], tracer: str, workers: int, limits: Limits) -> Iterator[Outcome]:
+    """A process pool: `workers` threads, each supervising one isolated child process at a time."""
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = [pool.submit(run_isolated, job, tracer, limits.timeout, limits.mem_gib,
+                               limits.start_method) for job in jobs]
+        for future in as_completed(futures):
+            yield future.result()
+
+
+def run_zoo(targets: list[ZooTarget], coverage, *, options: dict | None = None,
+            tracer: str | Callable = DEFAULT_TRACER, workers: int = 2, limits: Limits = Limits(),
+            cache: Cache | None = None, cluster: str | None = None,
+            progress: Callable[[int, int, Row], None] | None = None) -> ZooRun:
+    """Trace every target in isolation (or take it from the cache) and judge it against `coverage`.
+
+    `coverage` has `.name`, `.key` (changes when the release's content changes) and `.status(op)`.
+    `cluster` is a Dask scheduler address (or "local" for a LocalCluster); None runs locally.
+    """
+    options = dict(options or {})
+    spec = tracer_spec(tracer)
+    tools = toolchain()
+    cache = cache or Cache(None, enabled=False)
+    start = time.perf_counter()
+    rows: dict[str, Row] = {}
+    pending: dict[str, tuple[ZooTarget, str]] = {}
+    stats = {"traced": 0, "trace_cache": 0, "row_cache": 0}
+    total = len(targets)
+
+    def done(row: Row) -> None:
+        rows[row.name] = row
+        if progress:
+            progress(len(rows), total, row)
+
+    for target in targets:
+        if target.error:
+            done(build_row(target, None, coverage))
+            continue
+        key = trace_key(target, options, spec, tools)
+        cached_row = cache.get_row(key, coverage.key)
+        if cached_row is not None:
+            stats["row_cache"] += 1
+            done(row_from_dict({**cached_row, "cached": True}))
+            continue
+        outcome = cache.get_outcome(key)
+        if outcome is not None:
+            stats["trace_cache"] += 1
+            row = build_row(target, outcome, coverage, cached=True)
+            cache.put_row(key, coverage.key, row_to_dict(row))
+            done(row)
+            continue
+        pending[target.name] = (target, key)
+
+    jobs = [Job(t.name, t.target, tuple(sorted(options.items()))) for t, _ in pending.values()]
+    engine = "local"
+    if jobs:
+        if cluster:
+            from opscan.zoo.cluster import run_on_dask
+
+            outcomes, engine = run_on_dask(jobs, spec, cluster, workers, limits), f"dask ({cluster})"
+        else:
+            outcomes = _local(jobs, spec, workers, limits)
+        for outcome in outcomes:
+            target, key = pending[outcome.name]
+            stats["traced"] += 1
+            cache.put_outcome(key, outcome)
+            row = build_row(target, outcome, coverage)
+            if outcome.status not in ("timeout", "out-of-memory", "crash"):
+                cache.put_row(key, coverage.key, row_to_dict(row))
+            done(row)
+
+    ordered = tuple(rows[t.name] for t in sorted(targets, key=lambda t: t.name) if t.name in rows)
+    meta = {"backend": coverage.name, "tools": tools, "options": options, "workers": workers,
+            "engine": engine, "timeout": limits.timeout, "mem_gib": limits.mem_gib,
+            "wall_seconds": round(time.perf_counter() - start, 1), **stats}
+    return ZooRun(ordered, tuple(op_stats(list(ordered), coverage)), meta)

@@ -1,0 +1,146 @@
+"""The CI gate end to end: `opscan PATH` exit codes, --fail-on, baselines, formats, --output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from opscan import phases
+from opscan.model import Coverage, ModelTrace, OpSource, OpUsage
+
+TRAIN = '''import torch
+
+
+def train(model, data):
+    model = model.to("cuda")
+    for batch in data:
+        loss = model(batch)
+        loss.backward()
+    return model
+'''
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    return tmp_path
+
+
+def _fake_trace(model, root, profile):
+    ops = (OpUsage("aten::mm", 3, ("forward",), ("torch.float32",), (OpSource("train.py", 7),), ("train",)),
+           OpUsage("aten::_fused_adamw_", 1, ("optimizer",), (), (OpSource("train.py", 8),), ("train",)),
+           OpUsage("aten::gelu", 1, ("forward",), (), (OpSource("train.py", 7),), ("train",)))
+    return ModelTrace(model.target, model.mode, "neuron", ops)
+
+
+def _fake_database(config):
+    statuses = {"aten::mm": "native", "aten::_fused_adamw_": "cpu-fallback"}
+    return phases.Database("torchneuron==2.33.0",
+                           lambda op: Coverage(op, statuses.get(op, "unknown"), (), "high"))
+
+
+@pytest.fixture
+def fake_backend(monkeypatch):
+    monkeypatch.setattr(phases, "trace", _fake_trace)
+    monkeypatch.setattr(phases, "database", _fake_database)
+
+
+def test_findings_fail_with_exit_1_and_exit_zero_passes(project, run_cli):
+    code, out, err = run_cli(str(project), "--no-trace")
+    assert code == 1
+    assert out.splitlines()[0].startswith("✗ blocked by 1 CUDA-pinned site")
+    assert "fail-on error" in err
+    code, _, err = run_cli(str(project), "--no-trace", "--exit-zero")
+    assert code == 0 and "--exit-zero" in err
+
+
+def test_clean_project_passes(tmp_path, run_cli):
+    (tmp_path / "ok.py").write_text("import torch\ndev = torch.accelerator.current_accelerator()\n")
+    code, out, _ = run_cli(str(tmp_path), "--no-trace")
+    assert code == 0 and out.splitlines()[0].startswith("✓ ready")
+
+
+def test_usage_and_input_errors_exit_2(tmp_path, run_cli):
+    assert run_cli(str(tmp_path / "missing"))[0] == 2
+    assert run_cli(str(tmp_path), "--fail-on", "sometimes")[0] == 2
+    assert run_cli(str(tmp_path), "--format", "pdf")[0] == 2
+    code, _, err = run_cli(str(tmp_path), "--baseline", str(tmp_path / "none.json"))
+    assert code == 2 and "none.json" in err
+
+
+def test_fail_on_fallback_unknown_custom_kernel(project, run_cli, fake_backend):
+    (project / "train.py").write_text(TRAIN.replace('"cuda"', "torch.accelerator.current_accelerator()"))
+    args = (str(project), "--model", "train.py:build")
+    assert run_cli(*args)[0] == 0                                  # default: error only
+    code, _, err = run_cli(*args, "--fail-on", "fallback")
+    assert code == 1 and "aten::_fused_adamw_" in err
+    code, _, err = run_cli(*args, "--fail-on", "unknown")
+    assert code == 1 and "aten::gelu" in err
+    assert run_cli(*args, "--fail-on", "custom-kernel")[0] == 0
+    code, out, _ = run_cli(*args, "--fail-on", "error,fallback", "--exit-zero")
+    assert code == 0 and "runs with 1 op on CPU fallback" in out.splitlines()[0]
+
+
+def test_config_fail_on_is_used_and_flag_overrides(project, run_cli, fake_backend):
+    (project / "train.py").write_text("x = 1\n")
+    (project / "pyproject.toml").write_text(
+        "[tool.opscan]\nfail-on = ['fallback']\n[[tool.opscan.models]]\ntarget = 'train.py:build'\n")
+    assert run_cli(str(project))[0] == 1
+    assert run_cli(str(project), "--fail-on", "error")[0] == 0
+    assert run_cli(str(project), "--no-trace")[0] == 0
+
+
+def test_baseline_gate_only_new_cuda_call_fails(project, run_cli):
+    base = project / "ci" / "baseline.json"
+    code, _, err = run_cli("baseline", str(project), "--output", str(base))
+    assert code == 0 and base.exists() and "1 finding" in err
+    # unchanged code passes
+    assert run_cli(str(project), "--no-trace", "--baseline", str(base))[0] == 0
+    # new lines above move the old finding; a new `.cuda()` is the only new finding
+    source = TRAIN.replace("import torch\n", "import torch\nimport os\n\nSEED = 1\n")
+    source = source.replace("        loss.backward()\n", "        batch = batch.cuda()\n        loss.backward()\n")
+    (project / "train.py").write_text(source)
+    code, out, err = run_cli(str(project), "--no-trace", "--baseline", str(base), "--format", "json")
+    assert code == 1
+    doc = json.loads(out)
+    assert [(f["rule"], f["line"]) for f in doc["findings"]] == [(doc["findings"][0]["rule"], 11)]
+    assert ".cuda()" in (project / "train.py").read_text().splitlines()[10]
+    assert doc["baseline"]["known"] == 1 and doc["baseline"]["stale"] == []
+
+
+def test_stale_baseline_entries_are_reported(project, run_cli):
+    base = project / "baseline.json"
+    run_cli("baseline", str(project), "--output", str(base))
+    (project / "train.py").write_text(TRAIN.replace('model.to("cuda")', "model"))
+    code, out, _ = run_cli(str(project), "--no-trace", "--baseline", str(base))
+    assert code == 0
+    assert "1 stale entry" in out and "train.py:5" in out
+
+
+def test_configured_baseline_is_used(project, run_cli):
+    run_cli("baseline", str(project), "--output", str(project / "b.json"))
+    (project / "pyproject.toml").write_text("[tool.opscan]\nbaseline = 'b.json'\n")
+    assert run_cli(str(project), "--no-trace")[0] == 0
+
+
+def test_output_file_and_formats(project, run_cli):
+    for fmt in ("json", "sarif", "github", "markdown", "dot"):
+        target = project / "out" / f"report.{fmt}"
+        code, out, _ = run_cli(str(project), "--no-trace", "--format", fmt, "--output", str(target), "--exit-zero")
+        assert code == 0 and out == "" and target.read_text()
+    assert json.loads((project / "out" / "report.sarif").read_text())["version"] == "2.1.0"
+
+
+def test_unused_suppression_is_reported_as_ops003(tmp_path, run_cli):
+    (tmp_path / "a.py").write_text(
+        "import torch\n"
+        "x = torch.zeros(2).to('cuda')  # opscan: ignore\n"
+        "y = torch.ones(2)  # opscan: ignore\n"
+        "z = torch.ones(2)  # opscan: ignore[OPS999]\n")
+    code, out, _ = run_cli(str(tmp_path), "--no-trace", "--format", "json", "--exit-zero")
+    found = [(f["rule"], f["line"]) for f in json.loads(out)["findings"]]
+    assert ("OPS003", 3) in found and ("OPS003", 4) in found
+    assert all(line != 2 for _, line in found)

@@ -1,0 +1,174 @@
+"""Configuration: discovery, every key, strictness (all problems at once), CLI overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from opscan.config import Config, CostConfig, ParityConfig, load_config, parse_fail_on
+from opscan.errors import ConfigError
+
+FULL = """
+[tool.opscan]
+include = ["src/**/*.py"]
+exclude = ["tests/**"]
+select = ["OPS1"]
+ignore = ["OPS105"]
+backend = "2.33.0"
+db = "mydb"
+fail-on = ["error", "fallback"]
+baseline = "ci/baseline.json"
+extra-rules = ["myrules"]
+
+[[tool.opscan.models]]
+target = "model.py:build"
+inputs = ["idx:int64[2,16]"]
+mode = "both"
+batch = 2
+seq-len = 16
+optimizer = "sgd"
+optimizer-impl = "foreach"
+amp = "bfloat16"
+
+[tool.opscan.parity]
+tolerance = 0.01
+rel-tolerance = 0.05
+steps = 5
+target-device = "neuron"
+fallback-command = "echo skip"
+
+[tool.opscan.cost]
+site-minutes = 30
+kernel-days = 5
+hours-per-day = 6
+kernel-default-lines = 300
+"""
+
+
+def _project(tmp_path: Path, text: str, name: str = "pyproject.toml") -> Path:
+    (tmp_path / name).write_text(text)
+    (tmp_path / "myrules").mkdir(exist_ok=True)
+    return tmp_path
+
+
+def test_every_key_is_read(tmp_path):
+    root = _project(tmp_path, FULL)
+    config = load_config(root / "sub" if False else root)
+    assert config.root == root.resolve()
+    assert config.include == ("src/**/*.py",) and config.exclude == ("tests/**",)
+    assert config.select == ("OPS1",) and config.ignore == ("OPS105",)
+    assert config.db == (root / "mydb").resolve()
+    assert config.fail_on == ("error", "fallback")
+    assert config.baseline == (root / "ci/baseline.json").resolve()
+    assert config.extra_rules == ((root / "myrules").resolve(),)
+    (model,) = config.models
+    assert (model.target, model.inputs, model.mode, model.batch, model.seq_len) == \
+        ("model.py:build", ("idx:int64[2,16]",), "both", 2, 16)
+    assert (model.optimizer, model.optimizer_impl, model.amp) == ("sgd", "foreach", "bfloat16")
+    assert config.parity == ParityConfig(0.01, 0.05, 5, "neuron", "echo skip")
+    assert config.cost.site_minutes == 30 and config.cost.kernel_days == 5
+    assert config.cost.hours_per_day == 6 and config.cost.kernel_default_lines == 300
+    assert config.cost.file_minutes == CostConfig().file_minutes
+
+
+def test_found_from_a_subfolder_and_a_file(tmp_path):
+    root = _project(tmp_path, FULL)
+    (root / "pkg").mkdir()
+    (root / "pkg" / "x.py").write_text("")
+    assert load_config(root / "pkg").path == (root / "pyproject.toml").resolve()
+    assert load_config(root / "pkg" / "x.py").root == root.resolve()
+
+
+def test_pyproject_without_table_is_skipped_and_opscan_toml_wins(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.opscan]\nbackend = '9.9.9'\n")
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    (inner / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    assert load_config(inner).backend == "9.9.9"
+    (inner / "opscan.toml").write_text("backend = '1.0.0'\nfail-on = 'warning'\n")
+    config = load_config(inner)
+    assert config.backend == "1.0.0" and config.fail_on == ("warning",) and config.root == inner.resolve()
+
+
+def test_no_config_gives_defaults(tmp_path):
+    config = load_config(tmp_path)
+    assert config == Config(root=tmp_path.resolve())
+    assert config.fail_on == ("error",) and config.models == ()
+
+
+def test_all_problems_reported_at_once_with_file_and_key(tmp_path):
+    root = _project(tmp_path, """
+[tool.opscan]
+colour = true
+fail_on = ["error"]
+select = "OPS1"
+backend = 233
+extra-rules = ["missing"]
+[[tool.opscan.models]]
+mode = "train"
+[[tool.opscan.models]]
+target = "m.py:build"
+mode = "fast"
+batch = -1
+shape = 3
+[tool.opscan.cost]
+site-minutes = "ten"
+kernel-weeks = 1
+[tool.opscan.parity]
+steps = 0
+""")
+    with pytest.raises(ConfigError) as caught:
+        load_config(root)
+    problems = caught.value.problems
+    keys = [p.split(": ")[1] for p in problems]
+    assert all(p.startswith(str(root / "pyproject.toml")) for p in problems)
+    for key in ("tool.opscan.colour", "tool.opscan.fail_on", "tool.opscan.backend", "tool.opscan.extra-rules",
+                "tool.opscan.models[0]", "tool.opscan.models[1].mode", "tool.opscan.models[1].batch",
+                "tool.opscan.models[1].shape", "tool.opscan.cost.site-minutes", "tool.opscan.cost.kernel-weeks",
+                "tool.opscan.parity.steps"):
+        assert key in keys, key
+    assert "did you mean 'fail-on'" in " ".join(problems)
+    assert str(caught.value).startswith(str(root / "pyproject.toml"))
+
+
+def test_invalid_toml_is_a_config_error_naming_the_file(tmp_path):
+    (tmp_path / "opscan.toml").write_text("backend = \n")
+    with pytest.raises(ConfigError, match="opscan.toml"):
+        load_config(tmp_path)
+
+
+def test_fail_on_values(tmp_path):
+    assert parse_fail_on(["error,fallback", "unknown", "error"]) == ("error", "fallback", "unknown")
+    with pytest.raises(ConfigError, match="bogus"):
+        parse_fail_on(["bogus"])
+    root = _project(tmp_path, "[tool.opscan]\nfail-on = ['error', 'sometimes']\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(root)
+    assert "sometimes" in caught.value.problems[0]
+
+
+def test_cli_flags_override_the_file(tmp_path, run_cli):
+    root = _project(tmp_path, "[tool.opscan]\nbackend = '0.0.1'\nfail-on = ['warning']\n")
+    (root / "x.py").write_text("import os\n")
+    import argparse
+    from opscan.commands.check import add_arguments, load_effective_config
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args([str(root), "--backend", "2.33.0", "--fail-on", "fallback,unknown",
+                              "--model", "m.py:build", "--mode", "inference", "--select", "OPS1,OPS2"])
+    config = load_effective_config(args)
+    assert config.backend == "2.33.0"
+    assert config.fail_on == ("fallback", "unknown")
+    assert [(m.target, m.mode) for m in config.models] == [("m.py:build", "inference")]
+    assert config.select == ("OPS1", "OPS2")
+    plain = load_effective_config(parser.parse_args([str(root)]))
+    assert plain.backend == "0.0.1" and plain.fail_on == ("warning",)
+
+
+def test_bad_config_exits_2_listing_every_problem(tmp_path, run_cli):
+    _project(tmp_path, "[tool.opscan]\nfoo = 1\nbar = 2\n")
+    code, out, err = run_cli(str(tmp_path), "--no-trace")
+    assert code == 2
+    assert "tool.opscan.foo" in err and "tool.opscan.bar" in err and "pyproject.toml" in err

@@ -1,0 +1,127 @@
+"""Port tasks: grouping by fix, sizing by the cost model, priority, dependency order, verdict."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import networkx as nx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reporters"))
+import reporters_sample as sample  # noqa: E402
+
+from opscan.config import CostConfig
+from opscan.model import Coverage, Finding, Location, ModelTrace, OpSource, OpUsage
+from opscan.plan import build_tasks, total_days
+from opscan.plan.measure import kernel_lines
+from opscan.plan.ordering import graph
+from opscan.plan.verdict import verdict
+
+
+def _pin(path: str, line: int, text: str = 'x.to("cuda")') -> Finding:
+    return Finding("OPS101", "hardcoded-cuda-device", "device-string", "error", "pinned",
+                   Location(path, line), snippet=text)
+
+
+def test_grouped_by_fix_not_by_file():
+    findings = tuple(_pin(f"f{i % 6}.py", i + 1) for i in range(14))
+    (task,) = build_tasks(findings, (), ())
+    assert task.id == "device-agnostic"
+    assert task.title == "make device selection device-agnostic (14 sites in 6 files)"
+    assert len(task.sites) == 14 and task.priority == 1
+    assert task.sources and all(url.startswith("https://") for url in task.sources)
+
+
+def test_every_kind_of_task_and_its_priority():
+    report = sample.report()
+    tasks = {t.id: t for t in report.tasks}
+    assert set(tasks) == {"device-agnostic", "distributed-backend", "kernel:selective_scan", "library:flash_attn",
+                          "unsupported-ops", "cpu-fallback", "unknown-ops", "backend-flags"}
+    assert tasks["cpu-fallback"].ops == ("aten::_fused_adamw_",)
+    assert "foreach" in tasks["cpu-fallback"].action
+    assert tasks["cpu-fallback"].priority == 2          # runs every step
+    assert tasks["unsupported-ops"].priority == 1       # blocker
+    assert tasks["backend-flags"].priority == 3         # one-off, not an error
+    assert tasks["unknown-ops"].ops == ("aten::gelu",)
+    assert "opscan db probe" in tasks["unknown-ops"].title
+
+
+def test_dependency_order_device_distributed_kernels_performance():
+    report = sample.report()
+    order = [t.id for t in report.tasks]
+    g = graph(report.tasks)
+    assert nx.is_directed_acyclic_graph(g)
+    for a, b in g.edges:
+        assert order.index(a) < order.index(b)
+    assert order.index("device-agnostic") < order.index("distributed-backend") < order.index("kernel:selective_scan")
+    assert order.index("kernel:selective_scan") < order.index("cpu-fallback")
+    assert report.tasks[order.index("distributed-backend")].depends_on == ("device-agnostic", "unknown-ops")
+
+
+def test_cost_model_is_transparent_and_configurable():
+    findings = tuple(_pin("a.py", i) for i in range(1, 5)) + (_pin("b.py", 1),)
+    (task,) = build_tasks(findings, (), ())
+    # 5 sites x 15 min + 2 files x 10 min + 2 h = 3.58 h
+    assert task.effort_hours == round(5 * 15 / 60 + 2 * 10 / 60 + 2, 2)
+    assert "5 site(s) x 15 min" in task.effort_basis and task.effort_basis.endswith("= 3.58 h")
+    (cheap,) = build_tasks(findings, (), (), CostConfig(site_minutes=6, file_minutes=0, task_hours=0))
+    assert cheap.effort_hours == 0.5
+
+
+def test_kernel_effort_scales_with_kernel_size(tmp_path):
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "scan.cu").write_text("\n".join(f"int x{i};" for i in range(300)) + "\n\n")
+    (tmp_path / "ops" / "small.cu").write_text("int x;\n" * 50)
+    (tmp_path / "ops" / "ext.py").write_text(
+        "from torch.utils.cpp_extension import load\n"
+        "big = load(\n    name='selective_scan',\n    sources=['scan.cu'],\n)\n")
+    (tmp_path / "ops" / "tiny.py").write_text("small = load(name='tiny', sources=['ops/small.cu'])\n")
+    (tmp_path / "tri.py").write_text("import triton\n\n@triton.jit\ndef add_kernel(x):\n    a = 1\n    b = 2\n    return a\n")
+    findings = (
+        Finding("OPS301", "cuda-extension-load", "custom-kernel", "error", "m", Location("ops/ext.py", 2),
+                snippet="big = load("),
+        Finding("OPS301", "cuda-extension-load", "custom-kernel", "error", "m", Location("ops/tiny.py", 1),
+                snippet="small = load(name='tiny', sources=['ops/small.cu'])"),
+        Finding("OPS302", "triton-kernel", "custom-kernel", "error", "m", Location("tri.py", 3),
+                snippet="@triton.jit"),
+    )
+    sizes = kernel_lines(tmp_path, findings)
+    assert sizes == {findings[0].location: 300, findings[1].location: 50, findings[2].location: 5}
+    tasks = {t.id: t for t in build_tasks(findings, (), (), CostConfig(), sizes)}
+    assert set(tasks) == {"kernel:ext", "kernel:tiny", "kernel:tri"}
+    assert tasks["kernel:ext"].effort_hours == (3 + 3.0) * 8        # 3 d + 1 d per 100 lines x 300
+    assert tasks["kernel:tiny"].effort_hours == (3 + 0.5) * 8
+    assert tasks["kernel:ext"].effort_hours > tasks["kernel:tiny"].effort_hours > tasks["kernel:tri"].effort_hours
+    assert "300 lines of kernel source" in tasks["kernel:ext"].effort_basis
+    unmeasured = build_tasks(findings[:1], (), (), CostConfig(), {})
+    assert "not found, 200 lines assumed" in unmeasured[0].effort_basis
+
+
+def test_total_effort_in_engineer_days():
+    report = sample.report()
+    assert total_days(report.tasks) == round(sum(t.effort_hours for t in report.tasks) / 8, 1)
+
+
+def test_custom_op_in_trace_becomes_a_kernel_task():
+    trace = ModelTrace("m.py:build", "train", "neuron",
+                       (OpUsage("mamba::selective_scan_fwd", 4, ("forward",), (), (OpSource("m.py", 9),), custom=True),))
+    (task,) = build_tasks((), (trace,), ())
+    assert task.id == "kernel:selective_scan_fwd" and task.ops == ("mamba::selective_scan_fwd",)
+
+
+def test_verdicts():
+    assert verdict(sample.report()).headline.startswith("blocked by 4 CUDA-pinned sites in 2 files, 1 custom kernel")
+    trace = sample.traces()[0]
+    only_fallback = (Coverage("aten::_fused_adamw_", "cpu-fallback"), Coverage("aten::mm", "native"),
+                     Coverage("aten::gelu", "native"), Coverage("aten::embedding_dense_backward", "native"))
+    clean = sample.report(findings=(), coverage=only_fallback, tasks=build_tasks((), (trace,), only_fallback))
+    assert verdict(clean).kind == "fallback"
+    assert verdict(clean).headline == "runs with 1 op on CPU fallback"
+    native = tuple(replace(c, status="native") for c in only_fallback)
+    assert verdict(sample.report(findings=(), coverage=native, tasks=())).headline == "ready"
+    unknown = tuple(replace(c, status="unknown") for c in only_fallback)
+    judged = verdict(sample.report(findings=(), coverage=unknown, tasks=()))
+    assert judged.kind == "unknown" and "4 ops of unknown status" in judged.headline
+    source_only = verdict(sample.report(findings=(), traces=(), coverage=(), tasks=()))
+    assert source_only.headline == "ready" and "no model traced" in source_only.details[0]

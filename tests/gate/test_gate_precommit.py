@@ -1,0 +1,82 @@
+"""The pre-commit hook, run by pre-commit itself on a temporary git repository (staged files only)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+PRE_COMMIT = shutil.which("pre-commit", path=str(BIN)) or shutil.which("pre-commit")
+OPSCAN = shutil.which("opscan", path=str(BIN))
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(PRE_COMMIT is None or shutil.which("git") is None or OPSCAN is None,
+                                 reason="needs git, pre-commit and an installed opscan")]
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+
+
+@pytest.fixture(scope="module")
+def hook() -> dict:
+    (spec,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    return spec
+
+
+def test_hook_definition(hook):
+    assert hook["id"] == "opscan"
+    assert hook["entry"].split()[:2] == ["opscan", "scan"]      # the source scan: no torch, no trace
+    assert hook["language"] == "python"
+    assert set(hook["types_or"]) == {"python", "jupyter"}
+
+
+def _repo(tmp_path: Path, hook: dict) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    # The shipped hook, run as a local hook with the installed opscan (pre-commit would otherwise
+    # clone the hook repository and pip-install it into its own environment).
+    local = {**hook, "language": "system", "entry": hook["entry"].replace("opscan", OPSCAN, 1)}
+    (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump({"repos": [{"repo": "local", "hooks": [local]}]}))
+    (repo / "clean.py").write_text("import torch\ndev = torch.accelerator.current_accelerator()\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "init")
+    return repo
+
+
+def _run(repo: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pc-home"), "PATH": f"{BIN}:{os.environ['PATH']}"}
+    env.pop("VIRTUAL_ENV", None)
+    return subprocess.run([PRE_COMMIT, "run"], cwd=repo, capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_hook_fails_on_staged_cuda_code_only(tmp_path, hook):
+    repo = _repo(tmp_path, hook)
+    (repo / "bad.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
+    (repo / "unstaged.py").write_text("import torch\ny = torch.ones(2).to('cuda')\n")
+    _git(repo, "add", "bad.py")
+    result = _run(repo, tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "bad.py:2" in result.stdout
+    assert "unstaged.py" not in result.stdout          # only staged files are scanned
+    assert "clean.py" not in result.stdout
+
+
+def test_hook_passes_on_clean_staged_files(tmp_path, hook):
+    repo = _repo(tmp_path, hook)
+    (repo / "good.py").write_text("import torch\nx = torch.zeros(2)\n")
+    (repo / "unstaged.py").write_text("y = 'cuda'\nimport torch\nz = torch.ones(2).cuda()\n")
+    _git(repo, "add", "good.py")
+    result = _run(repo, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Passed" in result.stdout

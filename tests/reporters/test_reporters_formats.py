@@ -1,0 +1,127 @@
+"""Reporters on a hand-built Report: golden files, SARIF schema, GitHub limits, determinism."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import jsonschema
+import pytest
+from rich.console import Console
+
+import reporters_sample as sample
+from reporters_golden import check
+from opscan.model import Finding, Location
+from opscan.reporters import REPORTERS, render
+
+SCHEMA = Path("/work/shared/schemas/sarif-schema-2.1.0.json")
+SHIPPED_SCHEMA = Path(__file__).resolve().parent / "sarif-schema-2.1.0.json"
+
+
+def _render(fmt: str, report=None) -> str:
+    out = io.StringIO()
+    render(fmt, report or sample.report(), out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("fmt,name", [("markdown", "sample.md"), ("sarif", "sample.sarif"),
+                                      ("json", "sample.json"), ("github", "sample.github.txt"),
+                                      ("dot", "sample.dot")])
+def test_golden(fmt, name):
+    check(name, _render(fmt))
+
+
+def test_terminal_golden_in_fixed_width_console():
+    from opscan.reporters.terminal import tasks, verdict
+
+    out = io.StringIO()
+    console = Console(file=out, width=100, color_system=None, highlight=False, soft_wrap=False)
+    for section in (verdict, tasks):       # the sections this area owns
+        section.section(sample.report(), console)
+    text = out.getvalue()
+    check("sample.terminal.txt", text)
+    assert text.splitlines()[0].startswith("✗ blocked by")        # the verdict comes first
+    assert text.index("Port tasks") < text.index("guard cuDNN")
+
+
+@pytest.mark.parametrize("fmt", sorted(REPORTERS))
+def test_same_input_same_bytes(fmt):
+    if fmt == "terminal":
+        return
+    assert _render(fmt) == _render(fmt, sample.report())
+
+
+def test_sarif_validates_against_the_schema():
+    schema = json.loads((SCHEMA if SCHEMA.exists() else SHIPPED_SCHEMA).read_text())
+    log = json.loads(_render("sarif"))
+    jsonschema.validate(log, schema)
+    run = log["runs"][0]
+    rule_ids = [r["id"] for r in run["tool"]["driver"]["rules"]]
+    fired = {r["ruleId"] for r in run["results"]}
+    assert set(rule_ids) == fired                      # only the rules that fired
+    assert rule_ids == sorted(rule_ids)
+    for result in run["results"]:
+        assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
+        loc = result["locations"][0]["physicalLocation"]["artifactLocation"]
+        assert loc["uri"].startswith("proj/") and loc["uriBaseId"] == "%SRCROOT%"
+        assert result["partialFingerprints"]["opscanFingerprint/v1"]
+    ops101 = next(r for r in run["tool"]["driver"]["rules"] if r["id"] == "OPS101")
+    assert "TorchNeuron runs on device 'neuron'" in ops101["help"]["text"]
+    assert {"op/cpu-fallback", "op/unsupported"} <= fired
+
+
+def test_sarif_empty_report_is_valid():
+    schema = json.loads((SCHEMA if SCHEMA.exists() else SHIPPED_SCHEMA).read_text())
+    empty = replace(sample.report(), findings=(), traces=(), coverage=(), tasks=(), rules=())
+    log = json.loads(_render("sarif", empty))
+    jsonschema.validate(log, schema)
+    assert log["runs"][0]["results"] == [] and log["runs"][0]["tool"]["driver"]["rules"] == []
+
+
+def test_sarif_fingerprint_survives_moved_lines():
+    report = sample.report()
+    moved = replace(report, findings=tuple(
+        replace(f, location=replace(f.location, line=f.location.line + 7)) for f in report.findings))
+    prints = lambda r: sorted(x["partialFingerprints"]["opscanFingerprint/v1"]  # noqa: E731
+                              for x in json.loads(_render("sarif", r))["runs"][0]["results"])
+    assert prints(report) == prints(moved)
+
+
+def test_github_at_most_10_per_level_most_important_first():
+    many = tuple(Finding("OPS101", "hardcoded-cuda-device", "device-string", "error", f"pin {i}",
+                         Location(f"f{i:02}.py", i + 1), guarded=(i < 5), snippet=f"x{i}.cuda()")
+                 for i in range(25))
+    report = replace(sample.report(), findings=many, traces=(), coverage=())
+    lines = _render("github", report).splitlines()
+    errors = [line for line in lines if line.startswith("::error")]
+    assert len(errors) == 10
+    assert "guarded" not in errors[0]
+    assert "f05.py" in errors[0]                       # unguarded before guarded
+    assert "16 more error annotation(s)" in errors[-1]
+    plain = [line for line in lines if line.startswith("  error file=")]
+    assert len(plain) == 16                            # the rest are still in the log
+    assert lines[0].startswith("::notice title=opscan verdict::blocked by 20 CUDA-pinned sites")
+
+
+def test_github_escapes_properties_and_messages():
+    odd = Finding("OPS101", "hardcoded-cuda-device", "device-string", "error", "50% sure,\nsecond line",
+                  Location("dir,x/a:b.py", 3, 2), snippet="x")
+    text = _render("github", replace(sample.report(), findings=(odd,), traces=(), coverage=()))
+    line = next(l for l in text.splitlines() if l.startswith("::error"))
+    assert "file=proj/dir%2Cx/a%3Ab.py" in line and line.endswith("::50%25 sure,%0Asecond line")
+
+
+def test_markdown_has_mermaid_graph_and_every_site():
+    text = _render("markdown")
+    assert "```mermaid" in text and "t1 --> t3" in text
+    assert "`train.py`: lines 10, 12, 30" in text
+    assert text.index("**Verdict:") < text.index("## Port tasks") < text.index("## Findings")
+
+
+def test_json_keeps_the_effort_keys_payback_reads():
+    doc = json.loads(_render("json"))
+    assert doc["summary"]["effort_hours"] == round(sum(t["effort_hours"] for t in doc["tasks"]), 2)
+    assert doc["summary"]["effort_days"] == round(doc["summary"]["effort_hours"] / 8, 2)
+    assert doc["baseline"]["known"] == 2 and doc["baseline"]["stale"]

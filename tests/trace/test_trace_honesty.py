@@ -1,0 +1,120 @@
+"""Honesty: opscan's fake trace vs a real one-step CPU training run recorded under a dispatch mode.
+
+Every model here is a tiny inline config from examples/models/hf/, built with random weights. With
+--device cpu the fake trace must report exactly the real op set. With --device neuron (the
+default) the differences must be exactly the listed, explained, device-dependent ones.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+from opscan.trace import trace_target  # noqa: E402
+from opscan.trace.hf import _model_class, config_dtype, default_dtype, load_config, task_inputs  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+HF = Path(__file__).resolve().parents[2] / "examples" / "models" / "hf"
+MODELS = ("llama-tiny", "mixtral-tiny", "gpt2-tiny", "bert-tiny", "t5-tiny", "vit-tiny",
+          "resnet-tiny", "mamba-tiny")
+
+# Why a neuron trace differs from a real CPU step. Each reason names a device-dependent choice.
+STEP_COUNTER = "AdamW's step counters live on the CPU even on an accelerator: not the backend's ops"
+SDPA = ("SDPA: CPU picks its flash kernel in C++; a PrivateUse1 backend gets the math path "
+        "(profile sdpa_policy)")
+SILU = ("silu_backward has a CompositeImplicitAutograd fallback: without a backend kernel "
+        "(profile native_ops) it decomposes")
+DROPOUT = "dropout: PrivateUse1 passes the fused-kernel check (native_dropout); CPU uses bernoulli_"
+SHIM = "torch.tensor(data, device=) is built on CPU and copied in (_to_copy) by opscan's shim"
+SETITEM = "t[...] = python_scalar: CPU fills from a 0-dim CPU tensor (fill_.Tensor)"
+
+_COMMON_REAL = {"aten::_foreach_add_.Tensor": STEP_COUNTER, "aten::_local_scalar_dense": STEP_COUNTER,
+                "aten::lift_fresh": STEP_COUNTER}
+_SDPA_FAKE = {"aten::_safe_softmax": SDPA, "aten::_softmax_backward_data": SDPA, "aten::bmm": SDPA}
+_SDPA_MASK_FAKE = {"aten::ones": SDPA, "aten::scalar_tensor": SDPA, "aten::tril": SDPA,
+                   "aten::where.self": SDPA}
+_SDPA_REAL = {"aten::_scaled_dot_product_flash_attention_for_cpu": SDPA,
+              "aten::_scaled_dot_product_flash_attention_for_cpu_backward": SDPA}
+_SILU_FAKE = {"aten::add.Scalar": SILU, "aten::empty_like": SILU, "aten::fill_.Scalar": SILU,
+              "aten::sigmoid": SILU, "aten::sub_.Tensor": SILU}
+_DROPOUT_FAKE = {"aten::native_dropout": DROPOUT, "aten::native_dropout_backward": DROPOUT}
+_DROPOUT_REAL = {"aten::bernoulli_.float": DROPOUT, "aten::div_.Scalar": DROPOUT,
+                 "aten::empty_like": DROPOUT}
+
+# model -> (only in the fake neuron trace, only in the real CPU run), each op with its reason.
+NEURON_DIFFERENCES = {
+    "llama-tiny": ({**_SDPA_FAKE, **_SDPA_MASK_FAKE, "aten::squeeze.dim": SDPA, **_SILU_FAKE},
+                   {**_COMMON_REAL, **_SDPA_REAL, "aten::silu_backward": SILU}),
+    "mixtral-tiny": ({"aten::_safe_softmax": SDPA, "aten::bmm": SDPA, **_SDPA_MASK_FAKE,
+                      **{k: v for k, v in _SILU_FAKE.items() if k != "aten::empty_like"}},
+                     {**_COMMON_REAL, **_SDPA_REAL, "aten::silu_backward": SILU}),
+    "gpt2-tiny": ({**_DROPOUT_FAKE, "aten::_to_copy": SHIM}, {**_COMMON_REAL, **_DROPOUT_REAL}),
+    "bert-tiny": (dict(_DROPOUT_FAKE), {**_COMMON_REAL, **_DROPOUT_REAL, "aten::mul.Tensor": DROPOUT}),
+    "t5-tiny": (dict(_DROPOUT_FAKE), {**_COMMON_REAL, **_DROPOUT_REAL, "aten::fill_.Tensor": SETITEM}),
+    "vit-tiny": ({**_SDPA_FAKE, "aten::_unsafe_view": SDPA, "aten::clone": SDPA, "aten::mul.Scalar": SDPA},
+                 {**_COMMON_REAL, **_SDPA_REAL}),
+    "resnet-tiny": ({}, dict(_COMMON_REAL)),
+    "mamba-tiny": (dict(_SILU_FAKE), {**_COMMON_REAL, "aten::silu_backward": SILU}),
+}
+
+
+class _Recorder(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: set[str] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func.name()
+        if not name.startswith(("prim::device", "profiler::")):
+            self.ops.add(name)
+        return func(*args, **(kwargs or {}))
+
+
+def real_step_ops(name: str) -> set[str]:
+    """Really run one AdamW (foreach) training step on CPU and record every op dispatched."""
+    torch.manual_seed(0)
+    config, path = load_config(str(HF / name))
+    cls = _model_class(config, path)
+    with default_dtype(config_dtype(config)):
+        model = cls.from_config(config) if hasattr(cls, "from_config") else cls(config)
+    model.train()
+    inputs = task_inputs(model, config, 2, None)
+    optimizer = torch.optim.AdamW(model.parameters(), foreach=True)
+    recorder = _Recorder()
+    with recorder:
+        model(**inputs).loss.backward()
+        optimizer.step()
+    return recorder.ops
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def model_runs(request):
+    name = request.param
+    return name, real_step_ops(name)
+
+
+def fake_ops(name: str, device: str) -> tuple[set[str], object]:
+    trace = trace_target(f"hf:{HF / name}", mode="train", device=device)
+    return {u.op for u in trace.ops}, trace
+
+
+def test_fake_trace_on_cpu_matches_a_real_cpu_step(model_runs):
+    name, real = model_runs
+    fake, trace = fake_ops(name, "cpu")
+    assert trace.complete, trace.stopped_at
+    assert fake == real, (sorted(fake - real), sorted(real - fake))
+
+
+def test_neuron_trace_differs_only_by_explained_device_choices(model_runs):
+    name, real = model_runs
+    fake, trace = fake_ops(name, "neuron")
+    assert trace.complete, trace.stopped_at
+    only_fake, only_real = NEURON_DIFFERENCES[name]
+    assert (fake - real, real - fake) == (set(only_fake), set(only_real))

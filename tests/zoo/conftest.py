@@ -1,0 +1,36 @@
+"""Fixtures for the zoo tests: fake tracers on sys.path, a static coverage release, a trace log."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+FAKE_TRACER = "zoo_fakes:fake_tracer"
+STATUSES = {"aten::mm": "native", "aten::add.Tensor": "native", "aten::_foreach_add_.Scalar": "composite",
+            "aten::nonzero": "cpu-fallback", "mylib::fused_rope": "unsupported"}
+
+
+@pytest.fixture
+def coverage():
+    from opscan.zoo.results import StaticCoverage
+
+    return StaticCoverage("fakeneuron==1.0", dict(STATUSES))
+
+
+@pytest.fixture
+def trace_log(tmp_path, monkeypatch) -> Path:
+    """File the fake tracer appends each traced target to (children inherit the variable)."""
+    path = tmp_path / "traced.log"
+    path.write_text("")
+    monkeypatch.setenv("ZOO_FAKE_LOG", str(path))
+    return path
+
+
+def traced(log: Path) -> list[str]:
+    return sorted(line for line in log.read_text().splitlines() if line)

@@ -1,0 +1,64 @@
+"""The cluster path: a Dask LocalCluster on loopback, with per-model isolation inside the worker."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import FAKE_TRACER, STATUSES
+from opscan.zoo.results import StaticCoverage
+from opscan.zoo.runner import Limits, run_zoo
+from opscan.zoo.selection import ZooTarget
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp",
+                                       host="127.0.0.1", dashboard_address=None)
+    try:
+        yield cluster.scheduler_address
+    finally:
+        cluster.close()
+
+
+def _targets(*names: str) -> list[ZooTarget]:
+    return [ZooTarget(name=n, target=n, family="test", config_hash=n) for n in names]
+
+
+def test_cluster_rows_match_local_and_a_segfault_does_not_kill_the_worker(scheduler):
+    cov = StaticCoverage("fakeneuron==1.0", STATUSES)
+    limits = Limits(timeout=2, mem_gib=0, start_method="forkserver")
+    names = ("fake:alpha", "fake:beta", "fake:segfault", "fake:hang")
+    remote = run_zoo(_targets(*names), cov, tracer=FAKE_TRACER, workers=2, limits=limits, cluster=scheduler)
+    local = run_zoo(_targets(*names), cov, tracer=FAKE_TRACER, workers=2, limits=limits)
+    assert remote.meta["engine"].startswith("dask")
+    assert [(r.name, r.status, r.verdict, r.ops) for r in remote.rows] == \
+           [(r.name, r.status, r.verdict, r.ops) for r in local.rows]
+    assert {r.name: r.status for r in remote.rows}["fake:segfault"] == "crash"
+    # the worker (a thread of this very process) survived: it still runs work
+    again = run_zoo(_targets("fake:gamma"), cov, tracer=FAKE_TRACER, limits=limits, cluster=scheduler)
+    assert again.rows[0].verdict == "incomplete"
+
+
+def test_cluster_address_from_environment(scheduler, monkeypatch, run_cli, tmp_path):
+    import opscan.zoo.coverage as cov
+
+    monkeypatch.setattr(cov, "load_coverage", lambda spec=None, db_file=None: StaticCoverage("x==1", STATUSES))
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", scheduler)
+    code, out, err = run_cli("zoo", "fake:alpha", "--tracer", FAKE_TRACER, "--no-cache", "--quiet")
+    assert code == 0
+    assert f"engine dask ({scheduler})" in " ".join(out.split())
+
+
+def test_unreachable_scheduler_is_a_usage_error(run_cli, monkeypatch):
+    import opscan.zoo.coverage as cov
+
+    monkeypatch.setattr(cov, "load_coverage", lambda spec=None, db_file=None: StaticCoverage("x==1", STATUSES))
+    import dask
+
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        code, out, err = run_cli("zoo", "fake:alpha", "--tracer", FAKE_TRACER, "--no-cache", "--quiet",
+                                 "--cluster", "tcp://127.0.0.1:9")
+    assert code == 2
+    assert "Dask scheduler" in err

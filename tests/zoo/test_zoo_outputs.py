@@ -1,0 +1,89 @@
+"""Outputs: JSON, markdown, HTML and terminal from one hand-built ZooRun; deterministic bytes."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+
+from opscan.zoo.render import html, jsonout, markdown, terminal
+from opscan.zoo.results import OpStat, Row
+from opscan.zoo.runner import ZooRun
+
+
+@pytest.fixture
+def run() -> ZooRun:
+    rows = (
+        Row("gpt2", "hf:/c/gpt2", "causal-lm", "ok", "ready", ops=2, counts={"native": 2},
+            op_cells={"aten::addmm": "FB", "aten::mm": "FBO"}, seconds=4.2),
+        Row("llama", "hf:/c/llama", "causal-lm", "ok", "fallback", ops=3, note="num_hidden_layers 32 -> 2",
+            counts={"cpu-fallback": 1, "native": 2}, blockers=("aten::_cdist<x>",),
+            op_cells={"aten::_cdist<x>": "F", "aten::addmm": "FB", "aten::mm": "FBO"}, seconds=6.0),
+        Row("mixtral", "hf:/c/mixtral", "causal-lm", "ok", "blocked", ops=2,
+            counts={"unsupported": 1, "native": 1}, blockers=("mylib::moe|route",),
+            custom_ops=("mylib::moe|route",), stand_ins=("aten::nonzero dynamic-shape=upper bound 16 x2",),
+            op_cells={"aten::mm": "FBO", "mylib::moe|route": "I"}, seconds=9.5),
+        Row("broken", "hf:/c/broken", "causal-lm", "crash", "failed", error="process killed by SIGSEGV"),
+    )
+    ops = (
+        OpStat("aten::_cdist<x>", "cpu-fallback", ("llama",), 1, 1),
+        OpStat("mylib::moe|route", "unsupported", ("mixtral",), 0, 1),
+        OpStat("aten::mm", "native", ("gpt2", "llama", "mixtral"), 3, 0),
+        OpStat("aten::addmm", "native", ("gpt2", "llama"), 2, 0),
+    )
+    meta = {"backend": "torchneuron==2.33.0", "tools": {"torch": "2.13.0", "transformers": "5.24.0",
+                                                        "opscan": "0.1.0"}, "options": {"mode": "train"}}
+    return ZooRun(rows, ops, meta)
+
+
+def _render(module, run) -> str:
+    out = io.StringIO()
+    module.render(run, out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("module", [jsonout, markdown, html, terminal])
+def test_same_run_same_bytes(module, run):
+    assert _render(module, run) == _render(module, run)
+
+
+def test_json_has_rows_matrix_and_ranked_ops(run):
+    data = json.loads(_render(jsonout, run))
+    assert data["schema"] == "opscan-zoo/1"
+    assert data["summary"] == {"models": 4, "verdicts": {"ready": 1, "fallback": 1, "unknown": 0, "blocked": 1,
+                                                         "incomplete": 0, "failed": 1}}
+    llama = next(m for m in data["models"] if m["name"] == "llama")
+    assert llama["native"] == 2 and llama["counts"]["cpu-fallback"] == 1
+    assert llama["op_cells"]["aten::mm"] == "FBO"
+    assert [o["op"] for o in data["ops"]][:2] == ["aten::_cdist<x>", "mylib::moe|route"]
+
+
+def test_markdown_escapes_pipes_and_lists_failures(run):
+    text = _render(markdown, run)
+    assert "| broken | failed | crash |" in text and "process killed by SIGSEGV" in text
+    assert "mylib::moe\\|route" in text           # a pipe in a name does not break the table
+    assert "llama (num_hidden_layers 32 -> 2)" in text
+    priorities = text.split("## Ops to prioritise")[1].split("## Models")[0]
+    assert priorities.index("aten::_cdist") < priorities.index("mylib::moe")
+    assert "aten::mm" not in priorities            # native ops are not on the priority list
+
+
+def test_html_is_self_contained_escaped_and_sortable(run):
+    page = _render(html, run)
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)  # no external assets
+    assert "<link" not in page and "<script src" not in page
+    assert "aten::_cdist&lt;x&gt;" in page and "<x>" not in page
+    assert 'class="sortable"' in page and "addEventListener('click'" in page
+    blocking = page.split("Ops that block the most models")[1].split("<h2>")[0]
+    assert blocking.index("_cdist") < blocking.index("moe|route")
+    assert 'class="v-failed"' in page
+
+
+def test_terminal_summary_names_failures_and_priorities(run):
+    text = _render(terminal, run)
+    assert "4 models against torchneuron==2.33.0: 1 ready, 1 fallback, 1 blocked, 1 failed" in text
+    assert "SIGSEGV" in text
+    assert "ops to prioritise" in text
