@@ -58,6 +58,7 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
     target = Path(target).resolve()
     root = target if target.is_dir() else target.parent
     notes: list[str] = []
+    entries = baselines.load(baseline) if baseline is not None else None   # fail before tracing
 
     say("phase", "loading rules and coverage database")
     database = phases.database(config)
@@ -99,18 +100,18 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
         coverage = [Coverage(op, "unknown", (), "low", "no coverage database loaded") for op in ops]
 
     status = None
-    if baseline is not None:
-        applied = baselines.apply(findings, baselines.load(baseline))
+    if entries is not None:
+        applied = baselines.apply(findings, entries)
         findings = applied.new
         status = BaselineStatus(
-            path=_relative_root(baseline.resolve()), known=applied.known,
+            path=_relative_root(Path(baseline).resolve()), known=applied.known,
             stale=tuple(f"{e.path}:{e.line}: {e.rule} {e.message}" for e in applied.stale))
 
     say("phase", "planning port tasks")
     tasks = build_tasks(findings, tuple(traces), tuple(coverage), config.cost,
                         kernel_sources(root, findings))
     fired = {f.rule for f in findings}
-    return Report(
+    report = Report(
         root=_relative_root(root),
         tool_version=__version__,
         findings=tuple(sorted(findings, key=Finding.sort_key)),
@@ -124,6 +125,7 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
         hours_per_day=config.cost.hours_per_day,
         rules=tuple(sorted((r for r in scanned.rules if r.id in fired), key=lambda r: r.id)),
     )
+    return report
 
 
 def with_models(config: Config, targets: list[str] | None, mode: str | None) -> Config:

@@ -148,3 +148,17 @@ def apply(findings: tuple[Finding, ...], baseline: tuple[Entry, ...]) -> Applied
             remaining[entry.fingerprint] -= 1
             stale.append(entry)
     return Applied(tuple(new), known, tuple(sorted(stale, key=lambda e: (e.path, e.line, e.rule))))
+
+
+def filter_report(report, path: Path, shown_path: str | None = None):
+    """`report` with only the findings not in the baseline at `path`, and its BaselineStatus set."""
+    from dataclasses import replace
+
+    from opscan.model import BaselineStatus
+
+    applied = apply(report.findings, load(path))
+    status = BaselineStatus(path=shown_path or str(path), known=applied.known,
+                            stale=tuple(f"{e.path}:{e.line}: {e.rule} {e.message}" for e in applied.stale))
+    fired = {f.rule for f in applied.new}
+    return replace(report, findings=applied.new, baseline=status,
+                   rules=tuple(r for r in report.rules if r.id in fired))

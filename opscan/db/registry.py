@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import warnings
 
 # Alias keys whose kernels a backend with no kernel of its own receives, in dispatcher precedence
 # order (a backend kernel beats all of them; CompositeImplicitAutograd comes last).
@@ -22,6 +23,8 @@ COMPOSITE_KEYS = ("CompositeExplicitAutogradNonFunctional", "CompositeExplicitAu
 # exactly what a fresh PrivateUse1 backend gets, unaffected by kernels that a real backend or the
 # trace's device profile registered on PrivateUse1 in this process.
 _TRACE_KEY = {"PrivateUse1": "PrivateUse3", "XLA": "XLA"}
+# Kernels that crash the process (not an exception) on invented inputs; never traced.
+_UNSAFE_TO_TRACE = ("aten::_thnn_differentiable_",)
 
 
 @functools.cache
@@ -110,7 +113,7 @@ def composite_parts(op: str, dispatch_key: str) -> tuple[str, ...] | None:
     from opscan.db.samples import candidates, resolve
 
     overload = resolve(op)
-    if overload is None:
+    if overload is None or op.startswith(_UNSAFE_TO_TRACE):
         return None
     keyset = torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, _TRACE_KEY[dispatch_key]))
 
@@ -126,12 +129,14 @@ def composite_parts(op: str, dispatch_key: str) -> tuple[str, ...] | None:
     def meta(shape):
         return torch.empty(shape, device="meta")
 
-    for args, kwargs in candidates(overload, meta):
-        recorder = _Recorder()
-        try:
-            with recorder:
-                overload.redispatch(keyset, *args, **kwargs)
-        except Exception:  # wrong sample shape or a data-dependent kernel: try the next shape
-            continue
-        return tuple(sorted(set(recorder.ops) - {op}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecations and resize notes about invented inputs
+        for args, kwargs in candidates(overload, meta):
+            recorder = _Recorder()
+            try:
+                with recorder:
+                    overload.redispatch(keyset, *args, **kwargs)
+            except Exception:  # wrong sample shape or a data-dependent kernel: try the next shape
+                continue
+            return tuple(sorted(set(recorder.ops) - {op}))
     return None

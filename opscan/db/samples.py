@@ -72,7 +72,7 @@ def candidates(op, tensor: Callable[[tuple[int, ...]], object]) -> Iterator[tupl
                 if arg.has_default_value() and not is_out:
                     skipped = True
                     continue
-                value = _value(arg, shape, tensor)
+                value = _value(arg, (0,) if is_out else shape, tensor)  # empty out=: resized silently
                 if arg.kwarg_only or skipped:
                     kwargs[arg.name] = value
                 else:

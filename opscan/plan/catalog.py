@@ -96,7 +96,7 @@ LIBRARY_KIND = Kind(
     (URL_ABOUT,), "kernels", True, (), ("cuda-only-lib",))
 
 KERNEL_KIND = Kind(
-    "kernel", "port custom kernel `{name}` to NKI (`@nki_op`) or provide a PyTorch path",
+    "kernel", "port custom kernel {name} to NKI (`@nki_op`) or provide a PyTorch path",
     "write the kernel in NKI (`@nki.jit`) and register it with `@nki_op` (declare mutated args, add "
     "the backward with `register_autograd`), or fall back to a PyTorch implementation",
     "CUDA and Triton kernels do not run on Trainium; TorchNeuron registers NKI kernels as PyTorch "

@@ -96,8 +96,7 @@ def _kernels(findings: list[Finding], ops: list[OpUsage], sources: Mapping[Locat
         first = draft.findings[0].location.path if draft.findings else ""
         draft.name = draft.names[0] if draft.names else catalog.file_stem(first)
         draft.id = f"kernel:{draft.name}"
-        if len(draft.names) > 1:
-            draft.name = ", ".join(f"{n}" for n in draft.names)
+        draft.name = ", ".join(f"`{n}`" for n in (draft.names or [draft.name]))
         out.append(draft)
     return out
 

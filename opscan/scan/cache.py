@@ -64,6 +64,20 @@ def files_fingerprint(paths: Iterable[Path]) -> str:
     return fingerprint(*parts)
 
 
+def code_fingerprint() -> str:
+    """Fingerprint of the scanner's own sources (this package), so an edited checkout never reuses
+    results of older code even when the version number did not change."""
+    return files_fingerprint(Path(__file__).resolve().parent.glob("*.py"))
+
+
+def scan_salt(rules_fingerprint: str, *extra: str) -> str:
+    """The salt of a scan: opscan version, scanner code, rules, and any `extra` inputs of the scan
+    (e.g. project facts that results depend on)."""
+    from opscan import __version__
+
+    return fingerprint(__version__, code_fingerprint(), rules_fingerprint, *extra)
+
+
 def default_cache_dir(root: Path, override: str | os.PathLike | None = None) -> Path:
     """Where the cache for a scan of `root` lives (see NOTE [scan cache])."""
     if override:
@@ -106,6 +120,10 @@ class ResultCache:
         self.writable = True
         self.write_errors = 0
         self.corrupt = 0
+
+    def salted(self, *extra: str) -> "ResultCache":
+        """The same cache folder under a salt that also covers `extra` (e.g. project facts)."""
+        return ResultCache(self.directory, fingerprint(self.salt, *extra))
 
     # -- setup ---------------------------------------------------------------------------------
     def prepare(self) -> None:

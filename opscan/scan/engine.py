@@ -119,11 +119,7 @@ def _input(builder: _Builder, rules: RuleSet, kind: str, line: int = 1, col: int
 
 
 def _token_regex(rules: RuleSet, project: Project):
-    compiled = rules.compiled
-    extra = frozenset(e.rsplit(".", 1)[-1] for e in project.extensions)
-    if extra not in compiled.regexes:
-        compiled.regexes[extra] = compiled.token_regex(extra)
-    return compiled.regexes[extra]
+    return rules.compiled.token_regex(frozenset(e.rsplit(".", 1)[-1] for e in project.extensions))
 
 
 def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY) -> FileResult:

@@ -12,9 +12,9 @@ whose regular expression has no literal of 3+ characters disables the pre-filter
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 
 try:  # Python >= 3.11
     import re._parser as sre_parse  # type: ignore[import-not-found]
@@ -92,16 +92,49 @@ class NamePatterns:
 
     patterns: tuple[str, ...]
     unless: tuple[str, ...] = ()
+    _yes: re.Pattern | None = field(default=None, compare=False, repr=False)
+    _no: re.Pattern | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_yes", _translate(self.patterns))
+        object.__setattr__(self, "_no", _translate(self.unless))
 
     def matches(self, name: str) -> bool:
-        return _any(name, self.patterns) and not _any(name, self.unless)
+        return self._yes.match(name) is not None and (self._no is None or self._no.match(name) is None)
 
 
-def _any(name: str, patterns: tuple[str, ...]) -> bool:
+def _translate(patterns: tuple[str, ...]) -> re.Pattern | None:
+    """One regex for fnmatch-style dotted patterns (`*` may cross dots; `X.*` also matches X)."""
+    if not patterns:
+        return None
+    parts = []
     for p in patterns:
-        if fnmatchcase(name, p) or (p.endswith(".*") and name == p[:-2]):
-            return True
-    return False
+        parts.append(fnmatch.translate(p))
+        if p.endswith(".*"):
+            parts.append(fnmatch.translate(p[:-2]))
+    return re.compile("|".join(f"(?:{part})" for part in parts))
+
+
+def literal_regex(words) -> re.Pattern | None:
+    """A regex finding any of `words` as a substring, as a trie (much faster than a flat alternation)."""
+    words = sorted(set(words))
+    words = [w for w in words if not any(o != w and o in w for o in words)]   # "cuda" covers "_cuda"
+    if not words:
+        return None
+    trie: dict = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict) -> str:
+        if "" in node:
+            return ""   # a shorter word already matches: no need to go on
+        alts = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items())]
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+    return re.compile(build(trie))
 
 
 @dataclass
@@ -123,10 +156,10 @@ class Compiled:
     regexes: dict = field(default_factory=dict)   # extra names -> token_regex (engine's cache)
 
     def token_regex(self, extra: frozenset[str] = frozenset()) -> re.Pattern | None:
-        """One regex finding any token (substring) or any `extra` identifier (whole word)."""
-        parts = [re.escape(t) for t in sorted(self.tokens, key=lambda t: (-len(t), t))]
-        parts += [rf"\b{re.escape(t)}\b" for t in sorted(extra)]
-        return re.compile("|".join(parts)) if parts else None
+        """One regex finding any token (substring) or any `extra` word; cached per `extra`."""
+        if extra not in self.regexes:
+            self.regexes[extra] = literal_regex(set(self.tokens) | set(extra))
+        return self.regexes[extra]
 
 
 def compile_rules(rules: tuple[Rule, ...]) -> Compiled:

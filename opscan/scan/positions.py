@@ -32,7 +32,7 @@ DEVICE_ARG_CALLS: dict[str, int] = {
 DEVICE_ARG_METHODS: dict[str, int] = {"to": 0, "to_empty": -1}
 
 DEVICE_NAME = re.compile(
-    r"^(?:device|devices|device_type|device_map|map_location|dev|\w+_device|\w+_devices|\w+_device_type)$",
+    r"^(?:device|devices|device_type|device_map|map_location|dev|\w+_device|\w+_device_type)$",
     re.IGNORECASE)
 BACKEND_NAME = re.compile(r"^(?:backend|\w+_backend|backend_name|dist_backend)$", re.IGNORECASE)
 
@@ -136,9 +136,10 @@ def _collect(expr, out, skip_ifexp, report) -> None:
         if not skip_ifexp(expr):
             _collect(expr.body, out, skip_ifexp, expr.body)
             _collect(expr.orelse, out, skip_ifexp, expr.orelse)
-    elif isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
-        for item in expr.elts:
-            _collect(item, out, skip_ifexp, item)
+    elif isinstance(expr, (ast.List, ast.Tuple, ast.Set)) and report is expr:
+        for item in expr.elts:   # one level only: ["cuda:0", "cuda:1"], not tables of tuples
+            if not isinstance(item, (ast.List, ast.Tuple, ast.Set)):
+                _collect(item, out, skip_ifexp, item)
 
 
 def keyword_value(call: ast.Call, name: str) -> ast.AST | None:

@@ -65,7 +65,8 @@ class Visitor:
     # -- driver ------------------------------------------------------------------------------
     def run(self) -> list[Hit]:
         self._prepass(self.tree.body, False)
-        extra = {local for local, full in self.imports.alias.items() if any(t in full for t in self.c.tokens)}
+        regex = self.c.token_regex()
+        extra = {local for local, full in self.imports.alias.items() if regex is not None and regex.search(full)}
         extra |= set(self.constants) | set(self.kernels) | set(self.instances)
         self._hot_lines(frozenset(extra))
         self._body(self.tree, False)
@@ -77,13 +78,21 @@ class Visitor:
         return self.hits
 
     def _hot_lines(self, extra: frozenset[str]) -> None:
-        regex = self.c.token_regex(extra)
-        if regex is None:
-            return
-        newlines = [m.start() for m in _NEWLINE.finditer(self.text)]
-        lines = {bisect.bisect_left(newlines, m.start()) + 1 for m in regex.finditer(self.text)}
-        lines |= {bisect.bisect_left(newlines, m.start()) + 1 for m in _IMPORT_LINE.finditer(self.text)}
-        self.hot = sorted(lines)
+        """The lines holding a token, an import, or one of the file's `extra` names (whole words)."""
+        text = self.text
+        newlines = [m.start() for m in _NEWLINE.finditer(text)]
+        starts = [m.start() for m in _IMPORT_LINE.finditer(text)]
+        regex = self.c.token_regex()
+        if regex is not None:
+            starts += [m.start() for m in regex.finditer(text)]
+        for word in extra:
+            i = text.find(word)
+            while i != -1:
+                end = i + len(word)
+                if (i == 0 or not _WORD(text[i - 1])) and (end >= len(text) or not _WORD(text[end])):
+                    starts.append(i)
+                i = text.find(word, end)
+        self.hot = sorted({bisect.bisect_left(newlines, pos) + 1 for pos in starts})
 
     def _is_hot(self, node: ast.stmt) -> bool:
         if self.c.always:
@@ -341,7 +350,7 @@ class Visitor:
             for pats, launch, rule in self.c.decorators:
                 if name and rule.id not in seen_rules and pats.matches(name):
                     seen_rules.add(rule.id)
-                    self._hit(rule, decorator, g, name=name)
+                    self._hit(rule, decorator, g, value=name, name=node.name)
                     if launch and self.depth:
                         self.kernels[node.name] = rule
         if not isinstance(node, ast.ClassDef):
@@ -428,6 +437,10 @@ import re as _re  # noqa: E402
 
 _IMPORT_LINE = _re.compile(r"^[ \t]*(?:import|from)[ \t]", _re.M)
 _NEWLINE = _re.compile("\n")
+
+
+def _WORD(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
 
 _HANDLERS = {
     ast.Import: Visitor.v_import,

@@ -131,3 +131,69 @@ def sdpa_context(device: str, profile: DeviceProfile):
         raise TraceError(f"unknown SDPA policy {profile.sdpa_policy!r} in profile {profile.name!r} "
                          f"(known: {', '.join(SDPA_POLICIES)})")
     return SdpaRouter(profile.sdpa_policy)
+
+
+# NOTE [autocast on the imitated device]
+# A PrivateUse1 backend registers its own autocast kernels (AutocastPrivateUse1); PyTorch has none
+# for it. opscan registers CUDA's published autocast policy: these ops run in the autocast dtype,
+# the FP32 ones in float32, every other op falls through unchanged. TorchNeuron's own policy is not
+# known from its documentation: treat dtypes under --amp as CUDA-like, not as TorchNeuron's.
+AUTOCAST_LOWER = (
+    "_convolution.deprecated", "_convolution", "conv1d", "conv2d", "conv3d", "conv_tbc",
+    "conv_transpose1d", "conv_transpose2d.input", "conv_transpose3d.input", "convolution", "prelu",
+    "addmm", "addmv", "addr", "matmul", "einsum", "mm", "mv", "linalg_vecdot", "linear", "addbmm",
+    "baddbmm", "bmm", "chain_matmul", "linalg_multi_dot", "lstm_cell", "gru_cell", "rnn_tanh_cell",
+    "rnn_relu_cell", "scaled_dot_product_attention",
+)
+AUTOCAST_FP32 = (
+    "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal",
+    "rsqrt", "sinh", "tan", "pow.Tensor_Scalar", "pow.Tensor_Tensor", "pow.Scalar", "softplus",
+    "layer_norm", "native_layer_norm", "group_norm", "frobenius_norm.dim", "nuclear_norm",
+    "cosine_similarity", "poisson_nll_loss", "cosine_embedding_loss", "nll_loss", "nll_loss2d",
+    "hinge_embedding_loss", "kl_div", "l1_loss", "smooth_l1_loss", "huber_loss", "mse_loss",
+    "margin_ranking_loss", "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss",
+    "multi_margin_loss", "binary_cross_entropy_with_logits", "dist", "pdist", "cdist", "renorm",
+    "logsumexp", "softmax.int", "log_softmax.int", "cross_entropy_loss", "cumprod", "cumsum",
+    "prod", "sum", "norm.Scalar",
+)
+_AUTOCAST: dict[str, object] = {}
+
+
+def ensure_autocast() -> None:
+    """Register fall-through + CUDA-like autocast kernels for the imitated device, once."""
+    if _AUTOCAST:
+        return
+    key = torch._C.DispatchKey.AutocastPrivateUse1
+    fallback = torch.library.Library("_", "IMPL")  # noqa: TOR901
+    fallback.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
+    lib = torch.library.Library("aten", "IMPL")  # noqa: TOR901
+    for names, lower in ((AUTOCAST_LOWER, True), (AUTOCAST_FP32, False)):
+        for name in names:
+            packet_name, _, overload = name.partition(".")
+            packet = getattr(torch.ops.aten, packet_name, None)
+            op = getattr(packet, overload or "default", None) if packet is not None else None
+            if op is None:
+                continue
+            lib.impl(op.name().partition("::")[2], _autocast_kernel(op, lower, key), "AutocastPrivateUse1")
+    _AUTOCAST.update(fallback=fallback, lib=lib)
+
+
+def _autocast_kernel(op, lower: bool, key):
+    excluded = torch._C.DispatchKeySet(key)
+
+    def cast(value, dtype):
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != dtype \
+                and value.device.type != "cpu":
+            return value.to(dtype)
+        if isinstance(value, (list, tuple)):
+            return type(value)(cast(v, dtype) for v in value)
+        return value
+
+    def kernel(*args, **kwargs):
+        dtype = torch.get_autocast_dtype("neuron") if lower else torch.float32
+        with torch._C._ExcludeDispatchKeyGuard(excluded):
+            args = tuple(cast(a, dtype) for a in args)
+            kwargs = {k: cast(v, dtype) for k, v in kwargs.items()}
+            return op(*args, **kwargs)
+
+    return kernel

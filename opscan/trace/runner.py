@@ -43,6 +43,8 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
     if device == "neuron":
         devices.ensure_neuron()
         devices.apply_profile(profile)
+        if amp is not None:
+            devices.ensure_autocast()
     started = time.perf_counter()
     built = build(target, batch=batch, seq_len=seq_len, inputs=specs, project_root=project_root)
     tracer = _Tracer(built, device, profile, project_root)
@@ -206,7 +208,7 @@ _HINTS = (
     ("no fake impl", "register a fake kernel for this op with torch.library.register_fake"),
     ("GuardOnDataDependentSymNode", "avoid Python control flow on tensor values in the model"),
     ("data-dependent", "make the size static (e.g. torch.nonzero_static) or compute it outside the model"),
-    ("Dynamic", "make the size static (e.g. torch.nonzero_static) or compute it outside the model"),
+    ("DynamicOutputShape", "make the size static (e.g. torch.nonzero_static) or compute it outside the model"),
 )
 
 

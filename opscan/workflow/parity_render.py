@@ -193,7 +193,9 @@ def chart(result: ParityResult) -> list[Text]:
                 line.append("✗" if level == 0 else " ", style="bold red")
                 continue
             filled = gap / top * _CHART_HEIGHT
-            if filled >= level + 1 or (level == 0 and gap > 0 and filled < 1):
+            if level == tol_row and filled < level + 1:
+                line.append("─", style="red" if failed else "yellow")
+            elif filled >= level + 1 or (level == 0 and gap > 0 and filled < 1):
                 char = "█" if filled >= level + 1 else _BLOCKS[max(0, int(filled * 8) - 1)]
                 line.append(char, style="red" if failed else "green")
             elif level == tol_row:

@@ -35,7 +35,7 @@ class RunOutcome:
     seconds: float
 
 
-def _tail(path: Path, lines: int = 3) -> str:
+def _tail(path: Path, lines: int = 1) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -70,8 +70,10 @@ def run_once(command: Sequence[str], label: str, device: str, out_dir: Path,
     seconds = time.perf_counter() - started
     if proc.returncode != 0:
         tail = _tail(output_path)
+        hint = ("; is the target device present? `opscan preflight` checks"
+                if label == "candidate" else "")
         raise RunError(f"{label} run ({DEVICE_VAR}={device}) exited with code {proc.returncode}"
-                       + (f": {tail}" if tail else "") + f" (full output: {output_path})")
+                       + (f": {tail}" if tail else "") + f" (full output: {output_path}{hint})")
     if not loss_path.is_file():
         raise RunError(f"{label} run ({DEVICE_VAR}={device}) exited 0 but wrote no loss log to "
                        f"${DUMP_VAR} ({loss_path}); see the contract in docs/workflow.md "

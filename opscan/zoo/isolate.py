@@ -49,7 +49,7 @@ class Outcome:
     status: str                    # one of OUTCOMES
     trace: ModelTrace | None = None
     error: str = ""
-    seconds: float = 0.0
+    seconds: float = 0.0           # build + trace time inside the child (wall time to the kill if it died)
 
 
 def tracer_spec(tracer: str | Callable) -> str:
@@ -170,8 +170,8 @@ def run_isolated(job: Job, tracer: str | Callable = DEFAULT_TRACER, timeout: flo
         elapsed = time.perf_counter() - start
         if message is not None:
             process.join(10)
-            _, status, trace, error, _child_seconds = message
-            return Outcome(job.name, status, trace, error, round(elapsed, 3))
+            _, status, trace, error, child_seconds = message
+            return Outcome(job.name, status, trace, error, round(child_seconds, 3))
         if process.is_alive() and elapsed >= timeout:
             return Outcome(job.name, "timeout", None, f"no result after {timeout:g} s; killed", round(elapsed, 3))
         process.join(10)

@@ -14,7 +14,7 @@ import reporters_sample as sample  # noqa: E402
 from opscan.config import CostConfig
 from opscan.model import Coverage, Finding, Location, ModelTrace, OpSource, OpUsage
 from opscan.plan import build_tasks, total_days
-from opscan.plan.measure import kernel_lines
+from opscan.plan.measure import kernel_sources
 from opscan.plan.ordering import graph
 from opscan.plan.verdict import verdict
 
@@ -86,8 +86,9 @@ def test_kernel_effort_scales_with_kernel_size(tmp_path):
         Finding("OPS302", "triton-kernel", "custom-kernel", "error", "m", Location("tri.py", 3),
                 snippet="@triton.jit"),
     )
-    sizes = kernel_lines(tmp_path, findings)
-    assert sizes == {findings[0].location: 300, findings[1].location: 50, findings[2].location: 5}
+    sizes = kernel_sources(tmp_path, findings)
+    assert sizes == {findings[0].location: (("ops/scan.cu", 300),), findings[1].location: (("ops/small.cu", 50),),
+                     findings[2].location: (("tri.py:3", 5),)}
     tasks = {t.id: t for t in build_tasks(findings, (), (), CostConfig(), sizes)}
     assert set(tasks) == {"kernel:ext", "kernel:tiny", "kernel:tri"}
     assert tasks["kernel:ext"].effort_hours == (3 + 3.0) * 8        # 3 d + 1 d per 100 lines x 300
@@ -108,6 +109,27 @@ def test_custom_op_in_trace_becomes_a_kernel_task():
                        (OpUsage("mamba::selective_scan_fwd", 4, ("forward",), (), (OpSource("m.py", 9),), custom=True),))
     (task,) = build_tasks((), (trace,), ())
     assert task.id == "kernel:selective_scan_fwd" and task.ops == ("mamba::selective_scan_fwd",)
+
+
+def test_kernel_findings_sharing_a_source_or_name_are_one_task(tmp_path):
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "csrc" / "scan.cu").write_text("__global__ void k() {}\n" * 120)
+    (tmp_path / "ext.py").write_text("ext = load(name='selective_scan', sources=['csrc/scan.cu'])\n")
+    findings = (
+        Finding("OPS301", "cpp-extension-build", "custom-kernel", "error", "`load` builds", Location("ext.py", 1),
+                snippet="ext = load(name='selective_scan', sources=['csrc/scan.cu'])"),
+        Finding("OPS308", "cuda-source-file", "custom-kernel", "error", "CUDA source", Location("csrc/scan.cu", 1),
+                snippet="__global__ void k() {}"),
+        Finding("OPS303", "torch-library-custom-op", "custom-kernel", "error", "custom operator: `mylib::selective_scan`",
+                Location("ops.py", 4), snippet="@torch.library.custom_op('mylib::selective_scan')"),
+    )
+    trace = ModelTrace("m.py:build", "train", "neuron",
+                       (OpUsage("mylib::selective_scan", 2, ("forward",), (), (OpSource("m.py", 9),), custom=True),))
+    tasks = build_tasks(findings, (trace,), (), CostConfig(), kernel_sources(tmp_path, findings))
+    (task,) = tasks
+    assert task.id == "kernel:selective_scan" and task.ops == ("mylib::selective_scan",)
+    assert len(task.sites) == 4
+    assert "120 lines of kernel source" in task.effort_basis            # counted once
 
 
 def test_verdicts():

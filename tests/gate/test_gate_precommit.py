@@ -67,8 +67,9 @@ def test_hook_fails_on_staged_cuda_code_only(tmp_path, hook):
     _git(repo, "add", "bad.py")
     result = _run(repo, tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "bad.py:2" in result.stdout
-    assert "unstaged.py" not in result.stdout          # only staged files are scanned
+    assert "1 CUDA-pinned site in 1 file" in result.stdout   # only the staged file was scanned
+    assert "bad.py" in result.stdout
+    assert "unstaged.py" not in result.stdout
     assert "clean.py" not in result.stdout
 
 
@@ -80,3 +81,26 @@ def test_hook_passes_on_clean_staged_files(tmp_path, hook):
     result = _run(repo, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Passed" in result.stdout
+
+
+@pytest.mark.skipif(os.environ.get("OPSCAN_TEST_TRY_REPO") != "1",
+                    reason="pip-installs opscan into a fresh environment (needs the package index, ~40 s); "
+                           "set OPSCAN_TEST_TRY_REPO=1")
+def test_try_repo_installs_the_hook_without_torch(tmp_path):
+    """`pre-commit try-repo` exactly as users get it: clone, pip-install the hook repo, run."""
+    hook_repo = tmp_path / "hook-repo"
+    ignore = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.pyc", ".opscan_cache", ".pytest_cache")
+    shutil.copytree(ROOT, hook_repo, ignore=ignore)
+    _git(hook_repo, "init", "-q")
+    _git(hook_repo, "add", "-A")
+    _git(hook_repo, "commit", "-qm", "snapshot")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "bad.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")
+    _git(repo, "add", "bad.py")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pc-home")}
+    result = subprocess.run([PRE_COMMIT, "try-repo", str(hook_repo), "opscan", "--verbose"], cwd=repo,
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 CUDA-pinned site in 1 file" in result.stdout

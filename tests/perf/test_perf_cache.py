@@ -186,3 +186,20 @@ def test_corrupt_index_is_ignored(tmp_path: Path, cache: ResultCache) -> None:
     assert cache.load_index(tmp_path).lookup("f.py", st) is None
     path.write_bytes(b"{not json")
     assert cache.load_index(tmp_path).entries == {}
+
+
+def test_salt_covers_version_code_rules_and_extras(tmp_path: Path, monkeypatch) -> None:
+    import opscan
+
+    base = cache_mod.scan_salt("rules-a")
+    assert cache_mod.scan_salt("rules-a") == base
+    assert cache_mod.scan_salt("rules-b") != base
+    assert cache_mod.scan_salt("rules-a", "ext:foo") != base
+    monkeypatch.setattr(opscan, "__version__", "99.0")
+    assert cache_mod.scan_salt("rules-a") != base
+    monkeypatch.undo()
+    monkeypatch.setattr(cache_mod, "code_fingerprint", lambda: "edited")
+    assert cache_mod.scan_salt("rules-a") != base
+    first = ResultCache(tmp_path, base)
+    assert first.salted("p1").salt != first.salted("p2").salt
+    assert first.salted("p1").directory == first.directory

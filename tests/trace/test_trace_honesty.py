@@ -20,6 +20,7 @@ from opscan.trace import trace_target  # noqa: E402
 from opscan.trace.hf import _model_class, config_dtype, default_dtype, load_config, task_inputs  # noqa: E402
 
 pytestmark = pytest.mark.slow
+SEQ_LEN = 16
 
 HF = Path(__file__).resolve().parents[2] / "examples" / "models" / "hf"
 MODELS = ("llama-tiny", "mixtral-tiny", "gpt2-tiny", "bert-tiny", "t5-tiny", "vit-tiny",
@@ -85,7 +86,7 @@ def real_step_ops(name: str) -> set[str]:
     with default_dtype(config_dtype(config)):
         model = cls.from_config(config) if hasattr(cls, "from_config") else cls(config)
     model.train()
-    inputs = task_inputs(model, config, 2, None)
+    inputs = task_inputs(model, config, 2, SEQ_LEN)
     optimizer = torch.optim.AdamW(model.parameters(), foreach=True)
     recorder = _Recorder()
     with recorder:
@@ -101,7 +102,7 @@ def model_runs(request):
 
 
 def fake_ops(name: str, device: str) -> tuple[set[str], object]:
-    trace = trace_target(f"hf:{HF / name}", mode="train", device=device)
+    trace = trace_target(f"hf:{HF / name}", mode="train", device=device, batch=2, seq_len=SEQ_LEN)
     return {u.op for u in trace.ops}, trace
 
 

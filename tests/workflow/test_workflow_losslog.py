@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from opscan.errors import InputError
 from opscan.workflow.losslog import parse_loss_log, read_loss_log
@@ -93,3 +96,20 @@ def test_missing_file_and_directory(tmp_path):
         read_loss_log(tmp_path / "nope.json")
     with pytest.raises(InputError, match="directory"):
         read_loss_log(tmp_path)
+
+LOSSES = st.dictionaries(st.integers(min_value=0, max_value=10**9),
+                         st.floats(allow_nan=False, allow_infinity=False, width=64),
+                         min_size=1, max_size=30)
+
+
+@settings(max_examples=60, deadline=None)
+@given(LOSSES, st.sampled_from(["json-object", "json-lines", "csv"]))
+def test_round_trip_every_format(losses, fmt):
+    if fmt == "json-object":
+        text = json.dumps({str(k): v for k, v in losses.items()})
+    elif fmt == "json-lines":
+        text = "".join(json.dumps({"step": k, "loss": v}) + "\n" for k, v in losses.items())
+    else:
+        text = "step,loss\n" + "".join(f"{k},{v!r}\n" for k, v in losses.items())
+    log = parse_loss_log(text, "x")
+    assert log.format == fmt and log.losses == tuple(sorted(losses.items()))

@@ -174,3 +174,27 @@ def test_plot_bad_suffix(logs, run_cli):
     base = logs("base.json", BASE)
     code, _, err = run_cli("parity", base, base, "--tolerance", "1e-3", "--plot", "out.pdf")
     assert code == 2 and ".png or .svg" in err
+
+
+def test_chart_marks_nan_and_failures():
+    import io
+
+    from rich.console import Console
+
+    from opscan.workflow.losslog import LossLog
+    from opscan.workflow.parity import Tolerance, compare
+    from opscan.workflow.parity_render import chart, render_terminal
+
+    base = {s: 1 - 0.004 * s for s in range(100)}
+    cand = {s: v + (1e-5 * math.exp(s / 10) if s < 80 else math.nan) for s, v in base.items()}
+    result = compare(LossLog("b", "json-object", tuple(base.items())),
+                     LossLog("c", "json-object", tuple(cand.items())), Tolerance(1e-3))
+    lines = [line.plain for line in chart(result)]
+    assert lines[0].startswith("baseline") and "✗" not in lines[0]
+    assert lines[1].startswith("candidate") and lines[1].count("✗") == 12     # 20 NaN steps, 60 columns
+    assert lines[-2].endswith("tolerance 0.001") and "─" in lines[-2]
+    out = io.StringIO()
+    render_terminal(result, Console(file=out, width=100, color_system=None))
+    text = out.getvalue()
+    assert "first divergence: step 47" in text and "NaN in candidate only" in text
+    assert "20 step(s) with a non-finite loss are left out" in text

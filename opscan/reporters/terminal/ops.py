@@ -45,7 +45,7 @@ def section(report: Report, console: Console) -> None:
     table.add_column("dtypes", max_width=18)
     table.add_column("first source", no_wrap=True, overflow="ellipsis", min_width=24)
     if coverage:
-        table.add_column("status")
+        table.add_column("status", no_wrap=True, min_width=12)
     for usage, _models in merged:
         table.add_row(*_row(usage, coverage.get(usage.op), show_modes, bool(coverage)))
     console.print(table)

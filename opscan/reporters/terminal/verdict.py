@@ -20,9 +20,10 @@ def section(report: Report, console: Console) -> None:
     line.append(f"{mark} ", style=style)
     line.append(judged.headline, style=style)
     console.print(line)
-    console.print(Text(f"  · checked against {report.backend or 'an unknown backend release'}", style="dim"))
-    for detail in judged.details:
-        console.print(Text(f"  · {detail}", style="dim"))
+    if report.backend or report.traces:   # a source-only scan (`opscan scan`) has no caveats to add
+        console.print(Text(f"  · checked against {report.backend or 'an unknown backend release'}", style="dim"))
+        for detail in judged.details:
+            console.print(Text(f"  · {detail}", style="dim"))
     if report.baseline is not None:
         stale = len(report.baseline.stale)
         console.print(Text(f"  · baseline {report.baseline.path}: {report.baseline.known} known finding(s) "

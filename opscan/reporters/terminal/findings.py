@@ -1,0 +1,61 @@
+"""Terminal section: findings grouped by file, each with its source line and its TorchNeuron fix."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from opscan.model import Finding, Report
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
+SNIPPET_MAX = 88
+
+
+def _where(finding: Finding) -> str:
+    loc = finding.location
+    if loc.cell is not None:
+        return f"cell {loc.cell}:{loc.line}:{loc.column}"
+    return f"{loc.line}:{loc.column}"
+
+
+def _body(finding: Finding, show_fix: bool) -> Text:
+    body = Text(finding.message)
+    if finding.guarded:
+        body.append("  [guarded]", style="dim")
+    snippet = finding.snippet.strip()
+    if snippet:
+        if len(snippet) > SNIPPET_MAX:
+            snippet = snippet[:SNIPPET_MAX - 1] + "…"
+        body.append(f"\n│ {snippet}", style="dim")
+    if show_fix and finding.fix:
+        body.append("\nfix: ", style="green")
+        body.append(finding.fix)
+    return body
+
+
+def section(report: Report, console: Console) -> None:
+    """Print every finding under its file; a fix is shown once per run of identical fixes in a file."""
+    if not report.findings:
+        return
+    findings = sorted(report.findings, key=Finding.sort_key)
+    files = len({f.location.path for f in findings})
+    console.print(Text(f"Findings — {len(findings)} in {files} file{'s' if files != 1 else ''}", style="bold"))
+    for path, group in groupby(findings, key=lambda f: f.location.path):
+        console.print()
+        console.print(Text(path, style="bold underline"))
+        grid = Table.grid(padding=(0, 1), expand=False)
+        grid.add_column(style="dim", no_wrap=True, justify="right")
+        grid.add_column(no_wrap=True)
+        grid.add_column(ratio=1)
+        last_fix = None
+        for finding in group:
+            style = SEVERITY_STYLE.get(finding.severity, "")
+            code = Text(finding.rule, style=style)
+            code.append(f" {finding.severity}", style=style)
+            grid.add_row(" " + _where(finding), code, _body(finding, finding.fix != last_fix))
+            last_fix = finding.fix
+        console.print(grid)
+    console.print()

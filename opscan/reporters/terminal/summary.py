@@ -1,0 +1,38 @@
+"""Terminal section: counts of findings by category and severity, files scanned, and the run's notes."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from opscan.model import CATEGORIES, SEVERITIES, Report
+
+
+def section(report: Report, console: Console) -> None:
+    """Print the summary table (always: a clean run says so) and the notes."""
+    counts = Counter((f.category, f.severity) for f in report.findings)
+    guarded = sum(1 for f in report.findings if f.guarded)
+    head = Text("Summary", style="bold")
+    head.append(f" — {report.files_scanned} file{'s' if report.files_scanned != 1 else ''} scanned, "
+                f"{len(report.findings)} finding{'s' if len(report.findings) != 1 else ''}", style="")
+    if guarded:
+        head.append(f" ({guarded} guarded)", style="dim")
+    console.print(head)
+    if report.findings:
+        table = Table(show_edge=False, pad_edge=False, expand=False, box=None)
+        table.add_column("category")
+        for severity in SEVERITIES:
+            table.add_column(severity, justify="right")
+        table.add_column("total", justify="right")
+        for category in CATEGORIES:
+            row = [counts.get((category, s), 0) for s in SEVERITIES]
+            if sum(row):
+                table.add_row(category, *[str(n) if n else "·" for n in row], str(sum(row)))
+        console.print(table)
+    else:
+        console.print(Text("No CUDA pins found.", style="green"))
+    for note in report.notes:
+        console.print(Text(f"note: {note}", style="dim"))

@@ -1,0 +1,158 @@
+"""Targets and their errors: one-line messages, exit code 2; and the API stays as documented."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("torch")
+
+from opscan.errors import TargetError, UsageError  # noqa: E402
+from opscan.trace import trace_target  # noqa: E402
+from opscan.trace.spec import parse_input  # noqa: E402
+
+
+def one_line_error(run_cli, *args) -> str:
+    code, out, err = run_cli("trace", *args)
+    assert code == 2, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("opscan: error: "), err
+    return lines[0]
+
+
+def test_missing_file(run_cli, tmp_path):
+    line = one_line_error(run_cli, f"{tmp_path}/nope.py:Model")
+    assert "nope.py" in line and "no such file" in line
+
+
+def test_import_error_in_target_names_file_and_line(run_cli, tmp_path):
+    (tmp_path / "broken.py").write_text("import torch\n\nimport not_a_module_anywhere\n")
+    line = one_line_error(run_cli, f"{tmp_path}/broken.py:Model")
+    assert "broken.py:3:" in line and "ModuleNotFoundError" in line
+
+
+def test_syntax_error_in_target(run_cli, tmp_path):
+    (tmp_path / "bad.py").write_text("def f(:\n")
+    assert "syntax error" in one_line_error(run_cli, f"{tmp_path}/bad.py:f")
+
+
+def test_wrong_name_lists_what_exists(run_cli):
+    line = one_line_error(run_cli, "examples/models/mlp.py:Nope")
+    assert "'Nope'" in line and "make_mlp" in line
+
+
+def test_unknown_module(run_cli):
+    assert "cannot import module" in one_line_error(run_cli, "no_such_pkg_xyz.models:Net")
+
+
+def test_target_without_name(run_cli):
+    assert "expected path/to/file.py:NAME" in one_line_error(run_cli, "examples/models/mlp.py")
+
+
+@pytest.mark.parametrize("spec", ["x", "x:float32", "x:flot[2]", "x:float32[0]", "x:int64[a]"])
+def test_bad_input_specs(run_cli, spec):
+    line = one_line_error(run_cli, "examples/models/mlp.py:TinyMLP", "--input", spec)
+    assert "--input" in line
+
+
+def test_class_without_inputs_asks_for_them(run_cli):
+    assert "--input" in one_line_error(run_cli, "examples/models/mlp.py:TinyMLP")
+
+
+def test_factory_that_raises(run_cli, tmp_path):
+    (tmp_path / "f.py").write_text("def build():\n    raise ValueError('no config')\n")
+    assert "no config" in one_line_error(run_cli, f"{tmp_path}/f.py:build")
+
+
+def test_factory_returning_something_else(run_cli, tmp_path):
+    (tmp_path / "f.py").write_text("def build():\n    return 42\n")
+    assert "expected an nn.Module" in one_line_error(run_cli, f"{tmp_path}/f.py:build")
+
+
+def test_hf_without_config(run_cli, tmp_path):
+    assert "no config.json" in one_line_error(run_cli, f"hf:{tmp_path}")
+
+
+def test_hf_bad_json(run_cli, tmp_path):
+    (tmp_path / "config.json").write_text("{not json")
+    assert "not valid JSON" in one_line_error(run_cli, f"hf:{tmp_path}")
+
+
+def test_hf_unknown_model_type(run_cli, tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "no-such-arch"}')
+    assert "cannot read this config" in one_line_error(run_cli, f"hf:{tmp_path}")
+
+
+def _timm_importable() -> bool:
+    try:
+        import timm  # noqa: F401
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+@pytest.mark.skipif(_timm_importable(), reason="timm imports here: the error path cannot be shown")
+def test_timm_missing_gives_install_hint(run_cli):
+    line = one_line_error(run_cli, "timm:resnet18")
+    assert "timm" in line and "torchvision" in line and "install" in line
+
+
+@pytest.mark.timm
+@pytest.mark.skipif(not _timm_importable(), reason="timm (with torchvision) is not importable")
+def test_timm_model_traces():
+    trace = trace_target("timm:resnet18", batch=1)
+    names = {u.op for u in trace.ops}
+    assert trace.complete and "aten::convolution_backward" in names and "aten::nll_loss_forward" in names
+
+
+def test_input_override_by_name_and_position(tmp_path):
+    trace = trace_target("examples/models/mlp.py:TinyMLP", inputs=("x:float32[3,16]",))
+    assert "aten::addmm" in {u.op for u in trace.ops}
+    trace = trace_target("examples/models/encoder.py:make_encoder", inputs=("0:float64[2,4,32]",),
+                         mode="inference", device="cpu")
+    assert not trace.complete and "Double" in trace.stopped_at    # float64 input, float32 weights
+    assert "try: " in trace.stopped_at
+
+
+def test_parse_input():
+    spec = parse_input("input_ids:int64[2,128]")
+    assert (spec.name, spec.dtype, spec.shape) == ("input_ids", "int64", (2, 128))
+    assert parse_input("1:bf16[]").position == 1
+    with pytest.raises(UsageError):
+        parse_input("ids:int64[2,-1]")
+
+
+def test_bad_api_arguments():
+    with pytest.raises(UsageError):
+        trace_target("examples/models/mlp.py:make_mlp", mode="training")
+    with pytest.raises(UsageError):
+        trace_target("examples/models/mlp.py:make_mlp", optimizer="nosuch")
+    with pytest.raises(TargetError):
+        trace_target("examples/models/mlp.py:missing")
+
+
+def test_api_signature_is_stable():
+    from opscan.trace.runner import trace_target as impl
+
+    params = inspect.signature(impl).parameters
+    assert list(params) == ["target", "mode", "device", "profile", "optimizer", "optimizer_impl",
+                            "amp", "inputs", "batch", "seq_len", "project_root"]
+    assert params["mode"].default == "train" and params["device"].default == "neuron"
+    assert params["optimizer"].default == "adamw" and params["profile"].default is None
+
+
+def test_import_without_torch_gives_install_hint():
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["torch"] = None
+        try:
+            import opscan.trace
+        except Exception as exc:
+            print(type(exc).__name__, exc)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("TraceError") and "pip install 'opscan[trace]'" in out
