@@ -41,6 +41,13 @@ class Phases:
         return value
 
 
+def _backend_label(spec: str) -> str:
+    """The release a source-only run names (the database is not loaded to resolve it)."""
+    if not spec:
+        return "torchneuron (newest release)"
+    return f"torchneuron=={spec}" if spec[:1].isdigit() else spec
+
+
 def _relative_root(root: Path) -> str:
     """The root as reporters show it: relative to the working directory when inside it."""
     try:
@@ -60,10 +67,13 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
     notes: list[str] = []
     entries = baselines.load(baseline) if baseline is not None else None   # fail before tracing
 
-    say("phase", "loading rules and coverage database")
-    database = phases.database(config)
-    if database is not None:
-        notes.extend(database.notes)
+    # The database is only needed to judge traced ops; a source-only run skips loading it.
+    database = None
+    if trace and config.models:
+        say("phase", "loading the coverage database")
+        database = phases.database(config)
+        if database is not None:
+            notes.extend(database.notes)
 
     say("phase", "scanning source")
     scanned = phases.scan(target, config)
@@ -118,7 +128,7 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
         traces=tuple(traces),
         coverage=tuple(sorted(coverage, key=lambda c: c.op)),
         tasks=tasks,
-        backend=database.backend if database is not None else (config.backend or ""),
+        backend=database.backend if database is not None else _backend_label(config.backend),
         files_scanned=scanned.files_scanned,
         notes=tuple(notes),
         baseline=status,

@@ -65,10 +65,16 @@ def scan(target: Path, config: Config) -> ScanOutcome:
         paths = [target]
     result = scan_paths(root, paths, rules=rules, exclude=config.exclude, jobs=default_jobs())
     known = {r.id for r in load_rules(extra_dirs=config.extra_rules)}
-    extra = unused_suppressions(root, result, {r.id for r in rules}, known)
+    extra = [] if _ignored(suppressions.RULE, config.ignore) else \
+        unused_suppressions(root, result, {r.id for r in rules}, known)
     findings = tuple(sorted(result.findings + tuple(extra), key=Finding.sort_key))
     infos = tuple(rule_info(r) for r in rules) + ((suppressions.RULE,) if extra else ())
     return ScanOutcome(findings=findings, files_scanned=result.files_scanned, rules=infos, notes=result.notes)
+
+
+def _ignored(rule, patterns: tuple[str, ...]) -> bool:
+    """`ignore` drops OPS003 as it drops rules: by code prefix, name or category."""
+    return any(rule.id.startswith(p) or rule.name == p or rule.category == p for p in patterns)
 
 
 def _included(rel: str, patterns: tuple[str, ...], root: Path, config_root: Path) -> bool:

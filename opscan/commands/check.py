@@ -110,9 +110,14 @@ def render_report(report, fmt: str, output: str | None) -> None:
     from opscan.reporters import render
 
     if fmt == "terminal" and output is None:
+        from opscan.reporters.terminal import make_console
         from opscan.reporters.terminal import render as terminal
+        from opscan.reporters.terminal.verdict import recap
 
-        terminal(report, sys.stdout)
+        console = make_console(sys.stdout)
+        terminal(report, sys.stdout, console)
+        if sys.stdout.isatty():   # the details may have scrolled the verdict away
+            recap(report, console)
         return
     buffer = io.StringIO()
     render(fmt, report, buffer)

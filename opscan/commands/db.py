@@ -71,17 +71,9 @@ def _load(spec: str | None, db: str | None):
 
 
 def _pairing_notes(release) -> list[str]:
-    from opscan.db.registry import torch_version
+    from opscan.db.annotate import release_notes
 
-    version = torch_version()
-    notes: list[str] = []
-    if version is None:
-        notes.append("torch is not importable: composite ops are not expanded (their answer is unknown)")
-    else:
-        warning = release.pairing_warning(version)
-        if warning:
-            notes.append(f"warning: {warning}")
-    return notes
+    return [f"warning: {note}" for note in release_notes(release)]
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -17,17 +17,19 @@ def status_counts(coverage: Iterable[Coverage]) -> dict[str, int]:
     return {status: counts.get(status, 0) for status in STATUSES}
 
 
+def release_notes(release: Release) -> tuple[str, ...]:
+    """Run notes about using `release` here: no torch, or a torch that does not pair with it."""
+    version = registry.torch_version()
+    if version is None:
+        return ("torch is not importable: composite ops were not expanded, so they are unknown",)
+    warning = release.pairing_warning(version)
+    return (warning,) if warning else ()
+
+
 def annotate(release: Release, op_names: Iterable[str]) -> tuple[tuple[Coverage, ...], tuple[str, ...]]:
     """(coverage sorted by op, notes): a torch pairing warning, the counts line, what unknown means."""
     coverage = check(release, op_names)
-    notes = []
-    version = registry.torch_version()
-    if version is None:
-        notes.append("torch is not importable: composite ops were not expanded, so they are unknown")
-    else:
-        warning = release.pairing_warning(version)
-        if warning:
-            notes.append(warning)
+    notes = list(release_notes(release))
     counts = status_counts(coverage)
     shown = ", ".join(f"{n} {s}" for s, n in counts.items() if n or s in ("native", "cpu-fallback", "unknown"))
     notes.append(f"coverage against {release.spec}: {len(coverage)} ops: {shown}")

@@ -43,9 +43,11 @@ def _value(arg, shape: tuple[int, ...], tensor: Callable):
     if kind == "List[int]":
         if "dim" in name:
             return [0]
-        if name in ("size", "shape", "stride"):
+        if name in ("size", "shape"):
             return list(shape)
-        return [1]
+        if "padding" in name:
+            return [0] * (arg.N or 1)
+        return [1] * (arg.N or 1)   # int[2] kernel_size / stride / dilation: one per spatial dim
     if kind == "float":
         return 0.5
     if kind == "List[float]":

@@ -73,7 +73,7 @@ SOURCE_KINDS: tuple[Kind, ...] = (
          "guard `torch.backends.cudnn.*` and TF32 flags with `if dev.type == \"cuda\"`; use "
          "`torch.set_float32_matmul_precision(...)`",
          "the TorchNeuron 2.33 docs that could be read document no equivalent of these flags",
-         (URL_TORCH_INDEX,), "performance", False, ("cudnn", "tf32", "backend-flag")),
+         (URL_TORCH_INDEX,), "performance", False, ("cudnn", "tf32", "backend-flag", "backend-setting")),
     Kind("profiler", "profile the neuron device ({sites})",
          "use `ProfilerActivity.PrivateUse1` (with a NeuronConfig) instead of `ProfilerActivity.CUDA`",
          "TorchNeuron profiling uses torch.profiler with ProfilerActivity.CPU and PrivateUse1",
@@ -150,6 +150,7 @@ def source_kind(finding: Finding) -> Kind | None:
 _IMPORT = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)")
 _NAMED = re.compile(r"""(?:name\s*=\s*|Extension\(\s*|load(?:_inline)?\(\s*)["']([\w.\-]+)["']""")
 _QUOTED = re.compile(r"`([^`]+)`")
+_OP_STRING = re.compile(r"""["'][A-Za-z_]\w*::([A-Za-z_]\w*)(?:\.\w+)?["']""")   # "ns::op" in a registration
 _NAME_FROM_MESSAGE = ("triton-kernel", "torch-library-custom-op", "compiled-extension-import",
                       "custom-op-namespace-call", "numba-cuda-kernel", "cupy-raw-kernel")
 
@@ -163,6 +164,9 @@ def library_name(finding: Finding) -> str:
 def kernel_name(finding: Finding) -> str:
     """The kernel's own name when the finding states it (extension name, Triton function, custom
     op), else "" (the caller falls back to the file)."""
+    op = _OP_STRING.search(finding.snippet)
+    if op:
+        return op[1]
     match = _NAMED.search(finding.snippet)
     if match:
         return match[1].rsplit(".", 1)[-1]

@@ -71,7 +71,11 @@ def _kernels(findings: list[Finding], ops: list[OpUsage], sources: Mapping[Locat
     for finding in findings:
         name = catalog.kernel_name(finding)
         nodes = [f"file:{finding.location.path}"] + ([f"name:{name}"] if name else [])
-        nodes += [f"file:{src}" for src, _ in sources.get(finding.location, ()) if ":" not in src]
+        for src, _ in sources.get(finding.location, ()):
+            if src.startswith("name:"):
+                nodes.append(src)
+            elif ":" not in src:     # a source file (not a `path:line` function)
+                nodes.append(f"file:{src}")
         union.join(*nodes)
         keys.append((finding, nodes))
     for usage in ops:
@@ -88,7 +92,8 @@ def _kernels(findings: list[Finding], ops: list[OpUsage], sources: Mapping[Locat
         if isinstance(item, Finding):
             draft.findings.append(item)
             for src, lines in sources.get(item.location, ()):
-                draft.kernel_sources[src] = lines
+                if not src.startswith("name:"):
+                    draft.kernel_sources[src] = lines
         else:
             draft.ops.append(item)
     out = []
@@ -107,10 +112,13 @@ def group(findings: tuple[Finding, ...], ops: list[OpUsage], coverage: Mapping[s
     drafts: dict[str, Draft] = {}
     kernel_findings: list[Finding] = []
     custom_ops: list[OpUsage] = []
+    kernel_files = {f.location.path for f in findings if catalog.source_kind(f) is catalog.KERNEL_KIND}
     for finding in sorted(findings, key=Finding.sort_key):
         kind = catalog.source_kind(finding)
         if kind is None:
             continue
+        if kind is catalog.LIBRARY_KIND and finding.location.path in kernel_files:
+            kind = catalog.KERNEL_KIND   # e.g. `import triton` next to a Triton kernel: goes with its port
         if kind is catalog.KERNEL_KIND:
             kernel_findings.append(finding)
             continue

@@ -4,7 +4,9 @@ This reads the user's files (never runs them). For each custom-kernel finding it
 kernel sources behind it as (source id, non-blank lines): a flagged .cu / C++ file itself; the
 source files named in a flagged build call (`sources=["scan.cu"]`, resolved next to the file, then
 from the root; the id is the path relative to the root); or the decorated function of a flagged
-decorator (`@triton.jit`; the id is `path:line`). Grouping joins findings that share a source.
+decorator (`@triton.jit`; the id is `path:line`). An extension name stated anywhere in a flagged
+multi-line call (`name="fused_gelu_cuda"`) is returned as (`name:<name>`, 0). Grouping joins
+findings that share a source or a name.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from opscan.model import Finding, Location
 NATIVE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c++", ".h", ".hpp", ".hh", ".hxx")
 _SOURCE = re.compile(r"""["']([^"'\s]+\.(?:cu|cuh|cpp|cc|cxx|c|h|hpp))["']""")
 _MAX_STATEMENT_LINES = 40
+_NAMED = re.compile(r"""(?:\bname\s*=\s*|Extension\(\s*)["']([\w.\-]+)["']""")
 
 Sources = dict[Location, tuple[tuple[str, int], ...]]
 
@@ -97,6 +100,10 @@ def kernel_sources(root: Path, findings: tuple[Finding, ...]) -> Sources:
                 hit = _decorated(tree, line)
                 if hit:
                     found.append((f"{rel}:{hit[0]}", hit[1]))
+            statement = _statement(lines, line)
+            named = _NAMED.search(statement)
+            if named:   # the extension / op name stated in a multi-line call joins its users
+                found.append((f"name:{named[1].rsplit('.', 1)[-1]}", 0))
             if found:
                 out[finding.location] = tuple(found)
     return out

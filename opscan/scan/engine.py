@@ -17,7 +17,7 @@ from opscan.model import Finding, Location
 from opscan.scan import native
 from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, discover
 from opscan.scan.fixes import check_fixes as _check_fixes
-from opscan.scan.project import EMPTY, Project, project_from_files
+from opscan.scan.project import EMPTY, Project, local_packages, project_from_files
 from opscan.scan.rules import Rule, RuleSet, load_rules
 from opscan.scan.sources import ALL, DecodeError, char_column, comment_suppressions, decode, suppressions
 from opscan.scan.visitor import Visitor
@@ -157,6 +157,10 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
         if base != "__init__.py" and where is None:
             _input(builder, rules, "empty-file", value="empty file")
         return builder.result()
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        _input(builder, rules, "unreadable", line=line, value="contains NUL bytes (a binary file?)")
+        return builder.result()
     regex = _token_regex(rules, project)
     compiled = rules.compiled
     relevant = compiled.always or (regex is not None and regex.search(text) is not None)
@@ -176,7 +180,7 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
     if not relevant:
         return builder.result()
     try:
-        hits = Visitor(relpath, text, tree, compiled, project.extensions).run()
+        hits = Visitor(relpath, text, tree, compiled, project.extensions, project.packages).run()
     except RecursionError:
         _input(builder, rules, "internal-error", value="expression nested too deeply to analyse")
         return builder.result()
@@ -229,12 +233,12 @@ def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, che
     """Scan files held in memory (relative path -> content); used by rule examples and tests."""
     rules = rules if rules is not None else load_rules()
     data = {k: v.encode("utf-8") if isinstance(v, str) else v for k, v in sorted(files.items())}
-    project = project_from_files(data)
+    project = project_from_files(data, local_packages("", False, data))
     return _collect([scan_source(rel, blob, rules, project) for rel, blob in data.items()], check_fixes)
 
 
 def read_project(root: Path, relpaths: list[str]) -> Project:
-    """Project facts from the build files among `relpaths` and at the root."""
+    """Project facts from the build files among `relpaths` and at the root, and its own packages."""
     build: dict[str, bytes] = {}
     candidates = [r for r in relpaths if r.rsplit("/", 1)[-1] in BUILD_FILES] + list(BUILD_FILES)
     for rel in candidates:
@@ -242,7 +246,8 @@ def read_project(root: Path, relpaths: list[str]) -> Project:
             build[rel] = (root / rel).read_bytes()
         except OSError:
             continue
-    return project_from_files(build)
+    packages = local_packages(root.name, (root / "__init__.py").is_file(), relpaths)
+    return project_from_files(build, packages)
 
 
 def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclude=(), jobs: int = 1,

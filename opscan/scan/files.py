@@ -69,7 +69,7 @@ def discover(root: Path, paths=None, exclude=()) -> list[str]:
             start = Path.cwd() / start
         if not start.exists() and not start.is_symlink():
             raise InputError("no such file or directory", path=str(raw))
-        if start.is_file():
+        if start.is_file() or (start.is_symlink() and not start.is_dir()):
             rel = relative(start.absolute(), root)
             if not _excluded(rel, exclude):
                 found.add(rel)

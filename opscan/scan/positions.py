@@ -137,9 +137,14 @@ def _collect(expr, out, skip_ifexp, report) -> None:
             _collect(expr.body, out, skip_ifexp, expr.body)
             _collect(expr.orelse, out, skip_ifexp, expr.orelse)
     elif isinstance(expr, (ast.List, ast.Tuple, ast.Set)) and report is expr:
-        for item in expr.elts:   # one level only: ["cuda:0", "cuda:1"], not tables of tuples
+        # One level only (["cuda:0", "cuda:1"], not tables of tuples), and not an enumeration of
+        # device types such as ("cuda", "xpu", "npu"), which lists what is supported, not a pin.
+        items: list[tuple[ast.AST, str]] = []
+        for item in expr.elts:
             if not isinstance(item, (ast.List, ast.Tuple, ast.Set)):
-                _collect(item, out, skip_ifexp, item)
+                _collect(item, items, skip_ifexp, item)
+        if len({value.split(":", 1)[0] for _, value in items}) <= 1:
+            out.extend(items)
 
 
 def keyword_value(call: ast.Call, name: str) -> ast.AST | None:

@@ -20,6 +20,7 @@ class Project:
     """What the scan knows about the scanned tree as a whole."""
 
     extensions: frozenset[str] = frozenset()   # dotted module names of compiled extensions
+    packages: frozenset[str] = frozenset()     # top-level modules of the scanned tree itself
 
 
 EMPTY = Project()
@@ -55,7 +56,25 @@ def pyproject_extensions(data: bytes) -> set[str]:
     return {m["name"] for m in modules if isinstance(m, dict) and isinstance(m.get("name"), str)}
 
 
-def project_from_files(files: dict[str, bytes]) -> Project:
+def local_packages(root_name: str, root_is_package: bool, relpaths) -> frozenset[str]:
+    """Top-level modules the scanned tree defines: its own packages are not third-party imports.
+
+    The root itself when it is a package, its top-level packages and modules, and those under
+    `src/` (the src layout).
+    """
+    names = {root_name} if root_is_package and root_name else set()
+    for rel in relpaths:
+        parts = rel.split("/")
+        if parts[0] == "src" and len(parts) > 1:
+            parts = parts[1:]
+        if len(parts) >= 2 and parts[-1] == "__init__.py" and len(parts) == 2:
+            names.add(parts[0])
+        elif len(parts) == 1 and parts[0].endswith(".py"):
+            names.add(parts[0][:-3])
+    return frozenset(n for n in names if n.isidentifier())
+
+
+def project_from_files(files: dict[str, bytes], packages: frozenset[str] = frozenset()) -> Project:
     """Build the Project from the build files among `files` (relative path -> bytes)."""
     names: set[str] = set()
     for relpath, data in files.items():
@@ -64,4 +83,4 @@ def project_from_files(files: dict[str, bytes]) -> Project:
             names |= setup_py_extensions(data)
         elif base == "pyproject.toml":
             names |= pyproject_extensions(data)
-    return Project(frozenset(names))
+    return Project(frozenset(names), packages)

@@ -45,11 +45,12 @@ class Visitor:
     """Walks one parsed file and collects Hits."""
 
     def __init__(self, relpath: str, text: str, tree: ast.Module, compiled: Compiled,
-                 extensions: frozenset[str] = frozenset()) -> None:
+                 extensions: frozenset[str] = frozenset(), packages: frozenset[str] = frozenset()) -> None:
         self.text = text
         self.tree = tree
         self.c = compiled
         self.extensions = extensions
+        self.packages = packages
         self.imports = Imports(relpath)
         self.resolve = self.imports.resolve
         self.hits: list[Hit] = []
@@ -218,8 +219,11 @@ class Visitor:
             module = self.imports.absolute(node)
             modules = [module] if module else []
             members = [f"{module}.{a.name}" if module else a.name for a in node.names]
+        local = isinstance(node, ast.ImportFrom) and node.level > 0
         for pats, rule in self.c.imports:
             for candidate in modules + members:
+                if local or candidate.split(".", 1)[0] in self.packages:
+                    break   # the scanned project's own code, not the third-party library
                 if pats.matches(candidate):
                     self._hit(rule, node, g, name=candidate if candidate in modules else candidate)
                     break

@@ -15,12 +15,18 @@ from opscan.errors import TraceError, UsageError
 from opscan.model import DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES, StandIn
 from opscan.trace import device as devices
 from opscan.trace import step as steps
-from opscan.trace.recorder import Recorder
+from opscan.trace.recorder import MAX_SOURCES, Recorder
 from opscan.trace.sources import SourceFinder
 from opscan.trace.spec import InputSpec, parse_input
 from opscan.trace.targets import Built, build, placeholder_spec
 
 MODES = ("train", "inference", "both")
+
+# Register `neuron` before anything runs a backward in this process (see opscan.trace.prepare).
+try:
+    devices.ensure_neuron()
+except TraceError:
+    pass  # PrivateUse1 is taken by another backend: only --device neuron needs it, and says so
 
 
 def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
@@ -247,7 +253,7 @@ def _merge(target: str, device: str, inference: _Result, train: _Result) -> _Res
             if prev is None:
                 by_name[usage.op] = usage
                 continue
-            sources = tuple(sorted(set(prev.sources) | set(usage.sources)))[:steps_max_sources()]
+            sources = tuple(sorted(set(prev.sources) | set(usage.sources)))[:MAX_SOURCES]
             by_name[usage.op] = OpUsage(
                 op=usage.op, count=prev.count + usage.count,
                 phases=tuple(p for p in PHASES if p in prev.phases or p in usage.phases),
@@ -265,7 +271,3 @@ def _merge(target: str, device: str, inference: _Result, train: _Result) -> _Res
                            key=lambda s: (s.op, s.source or OpSource("", 0), s.kind, s.value)))
     return _Result(tuple(by_name[k] for k in sorted(by_name)), ordered, not stopped, stopped)
 
-
-def steps_max_sources() -> int:
-    from opscan.trace.recorder import MAX_SOURCES
-    return MAX_SOURCES

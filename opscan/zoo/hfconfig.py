@@ -13,9 +13,14 @@ from opscan.zoo.selection import ZooTarget, hash_bytes
 # per-layer lists (layer_types, ...) and "the first k layers are dense" keys. Lists are trimmed so
 # that every distinct value they held is kept, and the count stays above any first-k key, so the
 # shrunken model still contains every kind of layer. The row notes the change ("layers 32 -> 2").
+# Shrinking also caps position counts at MAX_POSITIONS (see POSITION_KEYS).
 LAYER_KEYS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers",
               "decoder_layers", "num_decoder_layers", "num_encoder_layers")
 FIRST_K_KEYS = ("first_k_dense_replace", "num_dense_layers", "first_k_dense")
+# Some models allocate position-sized buffers (causal masks) when built: 163840 positions make a
+# 25 GiB mask. The trace uses short sequences, so shrinking also caps the position count.
+POSITION_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len")
+MAX_POSITIONS = 4096
 
 
 def _shrink(data: dict, layers: int) -> str:
@@ -46,6 +51,11 @@ def _shrink(data: dict, layers: int) -> str:
             data[list_key] = [values[i] for i in sorted(keep)]
         data[key] = new
         notes.append(f"{key} {old} -> {new}")
+    for key in POSITION_KEYS:
+        old = data.get(key)
+        if isinstance(old, int) and not isinstance(old, bool) and old > MAX_POSITIONS:
+            data[key] = MAX_POSITIONS
+            notes.append(f"{key} {old} -> {MAX_POSITIONS}")
     return "; ".join(notes)
 
 

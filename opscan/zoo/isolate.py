@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
+import re
 import signal
 import tempfile
 import time
@@ -95,11 +96,19 @@ def _child(job: Job, spec: str, mem_bytes: int, log_path: str, conn) -> None:
             kind = "out-of-memory"
         where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
         at = f" (at {os.path.basename(where[0].filename)}:{where[0].lineno})" if where else ""
-        cap = f" [memory cap {mem_bytes / 2**30:g} GiB]" if kind == "out-of-memory" else ""
-        conn.send(("done", kind, None, f"{type(exc).__name__}: {_first_line(exc)}{at}{cap}"[:500],
+        cap = _oom_note(str(exc), mem_bytes) if kind == "out-of-memory" else ""
+        conn.send(("done", kind, None, f"{type(exc).__name__}: {_first_line(exc)}"[:400] + at + cap,
                    time.perf_counter() - start))
     finally:
         conn.close()
+
+
+def _oom_note(message: str, mem_bytes: int) -> str:
+    """" [asked for 28.0 GiB at once; cap 8 GiB]": how big the failed allocation was, and the cap."""
+    match = re.search(r"tried to allocate (\d+) bytes", message)
+    asked = f"asked for {int(match[1]) / 2**30:.1f} GiB at once; " if match else ""
+    cap = f"cap {mem_bytes / 2**30:g} GiB" if mem_bytes else "no cap"
+    return f" [{asked}{cap}]"
 
 
 def _is_build_error(exc: BaseException, target_error: type) -> bool:

@@ -144,3 +144,9 @@ def test_unused_suppression_is_reported_as_ops003(tmp_path, run_cli):
     found = [(f["rule"], f["line"]) for f in json.loads(out)["findings"]]
     assert ("OPS003", 3) in found and ("OPS003", 4) in found
     assert all(line != 2 for _, line in found)
+
+
+def test_unused_suppression_check_can_be_ignored(tmp_path, run_cli):
+    (tmp_path / "a.py").write_text("y = 1  # opscan: ignore\n")
+    code, out, _ = run_cli(str(tmp_path), "--no-trace", "--format", "json", "--ignore", "OPS003")
+    assert json.loads(out)["findings"] == [] and code == 0

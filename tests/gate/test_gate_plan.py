@@ -87,14 +87,16 @@ def test_kernel_effort_scales_with_kernel_size(tmp_path):
                 snippet="@triton.jit"),
     )
     sizes = kernel_sources(tmp_path, findings)
-    assert sizes == {findings[0].location: (("ops/scan.cu", 300),), findings[1].location: (("ops/small.cu", 50),),
+    assert sizes == {findings[0].location: (("ops/scan.cu", 300), ("name:selective_scan", 0)),
+                     findings[1].location: (("ops/small.cu", 50), ("name:tiny", 0)),
                      findings[2].location: (("tri.py:3", 5),)}
     tasks = {t.id: t for t in build_tasks(findings, (), (), CostConfig(), sizes)}
-    assert set(tasks) == {"kernel:ext", "kernel:tiny", "kernel:tri"}
-    assert tasks["kernel:ext"].effort_hours == (3 + 3.0) * 8        # 3 d + 1 d per 100 lines x 300
+    assert set(tasks) == {"kernel:selective_scan", "kernel:tiny", "kernel:tri"}
+    big = tasks["kernel:selective_scan"]
+    assert big.effort_hours == (3 + 3.0) * 8        # 3 d + 1 d per 100 lines x 300
     assert tasks["kernel:tiny"].effort_hours == (3 + 0.5) * 8
-    assert tasks["kernel:ext"].effort_hours > tasks["kernel:tiny"].effort_hours > tasks["kernel:tri"].effort_hours
-    assert "300 lines of kernel source" in tasks["kernel:ext"].effort_basis
+    assert big.effort_hours > tasks["kernel:tiny"].effort_hours > tasks["kernel:tri"].effort_hours
+    assert "300 lines of kernel source" in big.effort_basis
     unmeasured = build_tasks(findings[:1], (), (), CostConfig(), {})
     assert "not found, 200 lines assumed" in unmeasured[0].effort_basis
 

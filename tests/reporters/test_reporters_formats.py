@@ -125,3 +125,12 @@ def test_json_keeps_the_effort_keys_payback_reads():
     assert doc["summary"]["effort_hours"] == round(sum(t["effort_hours"] for t in doc["tasks"]), 2)
     assert doc["summary"]["effort_days"] == round(doc["summary"]["effort_hours"] / 8, 2)
     assert doc["baseline"]["known"] == 2 and doc["baseline"]["stale"]
+
+
+def test_terminal_recap_repeats_the_verdict_with_the_total():
+    from opscan.reporters.terminal.verdict import recap
+
+    out = io.StringIO()
+    recap(sample.report(), Console(file=out, width=100, color_system=None))
+    last = out.getvalue().splitlines()[-1]
+    assert last.startswith("✗ blocked by 4 CUDA-pinned sites") and "8 port task(s), 9.6 engineer-days" in last

@@ -21,7 +21,9 @@ def section(report: Report, console: Console) -> None:
     line.append(judged.headline, style=style)
     console.print(line)
     if report.backend or report.traces:   # a source-only scan (`opscan scan`) has no caveats to add
-        console.print(Text(f"  · checked against {report.backend or 'an unknown backend release'}", style="dim"))
+        if report.traces:
+            console.print(Text(f"  · ops checked against {report.backend or 'an unknown backend release'}",
+                               style="dim"))
         for detail in judged.details:
             console.print(Text(f"  · {detail}", style="dim"))
     if report.baseline is not None:
@@ -33,3 +35,16 @@ def section(report: Report, console: Console) -> None:
         if stale > 10:
             console.print(Text(f"      … and {stale - 10} more (run `opscan baseline` to refresh)", style="dim"))
     console.print()
+
+
+def recap(report: Report, console: Console) -> None:
+    """The verdict again as the last line (for terminals, where the details scroll it away)."""
+    judged = verdict(report)
+    style, mark = _STYLE[judged.kind]
+    line = Text()
+    line.append(f"{mark} {judged.headline}", style=style)
+    if report.tasks:
+        days = sum(t.effort_hours for t in report.tasks) / (report.hours_per_day or 8.0)
+        line.append(f" — {len(report.tasks)} port task(s), {days:.1f} engineer-days (listed above)", style="dim")
+    console.rule(style="dim")
+    console.print(line)

@@ -1,0 +1,88 @@
+"""Generates the rule reference (docs/rules.md and the README block) from the rule files."""
+
+from __future__ import annotations
+
+import re
+
+from opscan.model import CATEGORIES
+from opscan.scan.rules import CONTEXTS, Rule
+
+START = "<!-- rules:start -->"
+END = "<!-- rules:end -->"
+RESERVED = {"OPS003": "unused-suppression: a `# opscan: ignore[...]` comment that hides nothing (reserved)"}
+
+
+def anchor(rule: Rule) -> str:
+    """The markdown anchor of a rule's section in docs/rules.md."""
+    return f"{rule.id.lower()}-{rule.name}"
+
+
+def _first_sentence(text: str) -> str:
+    text = " ".join(text.split())
+    match = re.match(r"(.+?[.:])(\s|$)", text)
+    sentence = match.group(1) if match else text
+    sentence = sentence.rstrip(":") if sentence.endswith(":") else sentence
+    if len(sentence) > 100:
+        sentence = sentence[:100].rsplit(" ", 1)[0] + " …"
+    return sentence
+
+
+def _example_block(example) -> str:
+    parts = []
+    for path, text in example.files:
+        lang = "python" if path.endswith((".py", ".ipynb")) else ("cpp" if path.endswith((".cpp", ".cu", ".cuh", ".h", ".cc")) else "")
+        label = "" if path == "example.py" else f"`{path}`:\n\n"
+        parts.append(f"{label}```{lang}\n{text.rstrip()}\n```")
+    return "\n\n".join(parts)
+
+
+def reference(rules: list[Rule]) -> str:
+    """docs/rules.md: a table of every rule, then one section per rule with its docs and examples."""
+    rules = sorted(rules, key=lambda r: r.id)
+    out = ["# Rule reference", "",
+           "Generated from `rules/*.yaml` by `opscan rules docs`; do not edit by hand (a test checks it).",
+           "Suppress a finding with `# opscan: ignore[CODE]` on its line. Severities: error blocks the "
+           "port, warning runs differently or slower, note is worth knowing.", "",
+           "| code | name | category | severity | status |", "|---|---|---|---|---|"]
+    for rule in rules:
+        out.append(f"| [{rule.id}](#{anchor(rule)}) | `{rule.name}` | {rule.category} | {rule.severity} | {rule.status} |")
+    for code, text in RESERVED.items():
+        out.append(f"| {code} | {text} | input | | reserved |")
+    out += ["", "Categories: " + "; ".join(f"**{k}** — {v}" for k, v in CATEGORIES.items()) + ".", ""]
+    out += ["String contexts used by `string` matchers:", ""]
+    out += [f"- `{k}`: {v}" for k, v in CONTEXTS.items()]
+    for rule in rules:
+        out += ["", f"## {rule.id} {rule.name}", "",
+                f"*{rule.category} · {rule.severity} · {rule.status} · since {rule.since}*", "",
+                "### What it does", "", rule.what, "", "### Why", "", rule.why, "", "### Fix", "", rule.fix_doc]
+        invalid = [e for e in rule.examples if e.invalid]
+        valid = [e for e in rule.examples if not e.invalid]
+        if invalid:
+            out += ["", "### Flagged", ""] + ["\n\n".join(_example_block(e) for e in invalid)]
+        if valid:
+            out += ["", "### Not flagged", ""] + ["\n\n".join(_example_block(e) for e in valid)]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def readme_block(rules: list[Rule]) -> str:
+    """The README's rule table, between the START and END markers."""
+    rules = sorted(rules, key=lambda r: r.id)
+    lines = [START, "## Rules", "",
+             "Generated from `rules/*.yaml` by `opscan rules docs`; details and examples in "
+             "[docs/rules.md](docs/rules.md).", "",
+             "| code | name | category | severity | what it flags |", "|---|---|---|---|---|"]
+    for rule in rules:
+        what = _first_sentence(rule.what).replace("|", "\\|")
+        lines.append(f"| [{rule.id}](docs/rules.md#{anchor(rule)}) | `{rule.name}` | {rule.category} | "
+                     f"{rule.severity} | {what} |")
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def with_readme_block(readme: str, block: str) -> str:
+    """`readme` with its rule block replaced by `block` (appended at the end when absent)."""
+    if START in readme and END in readme:
+        head, rest = readme.split(START, 1)
+        _, tail = rest.split(END, 1)
+        return head + block.rstrip("\n") + tail
+    return readme.rstrip("\n") + "\n\n" + block
