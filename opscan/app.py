@@ -15,7 +15,7 @@ from pathlib import Path
 from opscan import __version__
 from opscan import baseline as baselines
 from opscan.config import Config, ModelConfig
-from opscan.errors import OpscanError, TraceError
+from opscan.errors import OpscanError, TargetError, TraceError
 from opscan.model import BaselineStatus, Coverage, DeviceProfile, Finding, ModelTrace, Report
 from opscan.plan import build_tasks
 from opscan.plan.measure import kernel_sources
@@ -58,8 +58,13 @@ def _relative_root(root: Path) -> str:
 
 
 def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path | None = None,
-            phases: Phases | None = None, progress: Progress | None = None) -> Report:
-    """Run every phase for `target` (a folder or file) under `config` and return the Report."""
+            phases: Phases | None = None, progress: Progress | None = None,
+            on_error: Callable[[OpscanError], None] | None = None) -> Report:
+    """Run every phase for `target` (a folder or file) under `config` and return the Report.
+
+    A model that cannot be built (TargetError) raises, unless `on_error` is given: then it is
+    passed there, noted in the report, and the other models are still traced.
+    """
     phases = phases or Phases()
     say = progress or (lambda event, detail: None)
     target = Path(target).resolve()
@@ -91,6 +96,11 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
                 notes.append(f"trace of {model.target} skipped: {exc}")
                 if "not installed" in str(exc):
                     break
+            except TargetError as exc:
+                if on_error is None:
+                    raise
+                on_error(exc)
+                notes.append(f"trace of {model.target} failed: {exc}")
             say("traced", model.target)
     elif not trace and config.models:
         notes.append("tracing skipped (--no-trace): the verdict covers the source only")

@@ -150,13 +150,17 @@ def apply(findings: tuple[Finding, ...], baseline: tuple[Entry, ...]) -> Applied
     return Applied(tuple(new), known, tuple(sorted(stale, key=lambda e: (e.path, e.line, e.rule))))
 
 
-def filter_report(report, path: Path, shown_path: str | None = None):
-    """`report` with only the findings not in the baseline at `path`, and its BaselineStatus set."""
+def filter_report(report, path: Path, shown_path: str | None = None, unchecked: tuple[str, ...] = ("OPS003",)):
+    """`report` with only the findings not in the baseline at `path`, and its BaselineStatus set.
+
+    For `opscan scan`, which does not run the `unchecked` checks (unused suppressions, OPS003):
+    baseline entries of those rules are left out, so they are never reported as stale.
+    """
     from dataclasses import replace
 
     from opscan.model import BaselineStatus
 
-    applied = apply(report.findings, load(path))
+    applied = apply(report.findings, tuple(e for e in load(path) if e.rule not in unchecked))
     status = BaselineStatus(path=shown_path or str(path), known=applied.known,
                             stale=tuple(f"{e.path}:{e.line}: {e.rule} {e.message}" for e in applied.stale))
     fired = {f.rule for f in applied.new}

@@ -24,3 +24,21 @@ class Router(nn.Module):
 
 def make_router(batch: int = 8):
     return Router(), (torch.randn(batch, 16),)
+
+
+class Halving(nn.Module):
+    """A loop whose exit depends on tensor values: stand-ins never end it, the trace says so."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(16, 16)
+
+    def forward(self, x):
+        y = self.proj(x)
+        while y.abs().max().item() > 0.5:
+            y = y * 0.5
+        return y
+
+
+def make_halving():
+    return Halving(), (torch.randn(4, 16),)

@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="DIR", default=None, help="coverage database folder to use")
     parser.add_argument("--fail-on", action="append", metavar="WHAT", default=None,
                         help="exit 1 on: error, warning, fallback, unknown, custom-kernel "
-                             "(comma list or repeated; default: error)")
+                             "(comma list or repeated; default: [tool.opscan] fail-on, else error)")
     parser.add_argument("--baseline", metavar="FILE", default=None,
                         help="report only findings not recorded in FILE (see `opscan baseline`)")
     parser.add_argument("--exit-zero", action="store_true", help="always exit 0 (report-only runs)")
@@ -142,8 +142,12 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_effective_config(args)
     baseline = Path(args.baseline) if args.baseline else config.baseline
+    errors = []
     with _progress() as progress:
         report = analyse(Path(args.path), config, trace=not args.no_trace, baseline=baseline,
-                         progress=progress)
+                         progress=progress, on_error=errors.append)
     render_report(report, args.format, args.output)
-    return gate(report, config.fail_on, args.exit_zero)
+    code = gate(report, config.fail_on, args.exit_zero)
+    for error in errors:   # a model that could not be built: the rest was reported, exit 2
+        print(f"opscan: error: {error}", file=sys.stderr)
+    return 2 if errors else code

@@ -40,6 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="worker processes (default: 1)")
     parser.add_argument("--no-fix-check", action="store_true",
                         help="do not check suggested replacements against the installed torch")
+    parser.add_argument("--baseline", metavar="FILE",
+                        help="report only findings not recorded in FILE (see `opscan baseline`)")
 
 
 def fails(findings, fail_on: str) -> bool:
@@ -91,6 +93,10 @@ def run(args: argparse.Namespace) -> int:
     from opscan.reporters import render
 
     report, _ = build_report(args)
+    if getattr(args, "baseline", None):   # only findings not in the baseline count (docs/ci.md)
+        from opscan.baseline import filter_report
+
+        report = filter_report(report, Path(args.baseline))
     if args.output:
         buffer = io.StringIO()
         render(args.format, report, buffer)

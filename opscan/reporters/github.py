@@ -102,6 +102,11 @@ def render(report: Report, out: TextIO) -> None:
     if overflow:
         lines.append("opscan: annotations beyond the limit:")
         lines.extend("  " + line for line in overflow)
+    if report.baseline is not None and report.baseline.stale:
+        lines.append(f"opscan: {len(report.baseline.stale)} stale baseline entr"
+                     f"{'y' if len(report.baseline.stale) == 1 else 'ies'} in {report.baseline.path} "
+                     "(fixed since; re-run `opscan baseline` to drop them):")
+        lines.extend(f"  {entry}" for entry in report.baseline.stale)
     total = sum(t.effort_hours for t in report.tasks)
     lines.append(f"opscan: {len(report.findings)} finding(s), {len(report.tasks)} port task(s), "
                  f"{total / (report.hours_per_day or 8.0):.1f} engineer-days")

@@ -10,6 +10,7 @@ lines. Ops the backend rejects or runs on the CPU are results too (rule ids `op/
 from __future__ import annotations
 
 import json
+import re
 from typing import TextIO
 
 from opscan.baseline import fingerprints
@@ -39,8 +40,18 @@ def uri(root: str, path: str) -> str:
     return f"{root.rstrip('/')}/{path}"
 
 
+_SENTENCE_END = re.compile(r"(?<![.\s])\.\s+(?=[A-Z])")
+
+
+def _first_sentence(text: str, limit: int = 200) -> str:
+    """The first sentence of `text` (not fooled by `...` or `e.g.`), at most `limit` characters."""
+    match = _SENTENCE_END.search(text)
+    first = text[:match.start()] if match else text.rstrip(".")
+    return first if len(first) <= limit else first[:limit - 1].rstrip() + "…"
+
+
 def _rule(info: RuleInfo) -> dict:
-    short = info.what.split(". ")[0].rstrip(".") if info.what else info.name
+    short = _first_sentence(info.what) if info.what else info.name
     text = "\n\n".join(part for part in (info.what, info.why, info.fix and "Fix: " + info.fix) if part)
     markdown = "\n\n".join(part for part in (
         info.what, info.why and f"**Why:** {info.why}", info.fix and f"**Fix:** {info.fix}") if part)

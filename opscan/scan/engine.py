@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,10 +18,13 @@ from opscan.model import Finding, Location
 from opscan.scan import native
 from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, discover
 from opscan.scan.fixes import check_fixes as _check_fixes
-from opscan.scan.project import EMPTY, Project, local_packages, project_from_files
+from opscan.scan.project import EMPTY, Project, local_packages, packages_on_disk, project_from_files
 from opscan.scan.rules import Rule, RuleSet, load_rules
 from opscan.scan.sources import ALL, DecodeError, char_column, comment_suppressions, decode, suppressions
 from opscan.scan.visitor import Visitor
+
+
+_WALK_DEPTH = 20_000
 
 
 @dataclass(frozen=True)
@@ -174,16 +178,25 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
         line = exc.lineno or 1
         _input(builder, rules, "parse-error", line=line, col=max(1, exc.offset or 1), value=exc.msg)
         return builder.result()
-    except (ValueError, MemoryError, RecursionError) as exc:
+    except (MemoryError, RecursionError):
+        _input(builder, rules, "parse-error", value="too deeply nested for the Python parser")
+        return builder.result()
+    except ValueError as exc:
         _input(builder, rules, "unreadable", value=f"cannot parse: {exc}")
         return builder.result()
     if not relevant:
         return builder.result()
+    limit = sys.getrecursionlimit()
     try:
+        # Deeply nested expressions (long `a + b + ...` chains) recurse once per level; Python
+        # frames do not use the C stack on 3.11+, so a higher limit is safe for the walk.
+        sys.setrecursionlimit(max(limit, _WALK_DEPTH))
         hits = Visitor(relpath, text, tree, compiled, project.extensions, project.packages).run()
     except RecursionError:
         _input(builder, rules, "internal-error", value="expression nested too deeply to analyse")
         return builder.result()
+    finally:
+        sys.setrecursionlimit(limit)
     for hit in hits:
         builder.add_node(hit)
     return builder.result()
@@ -240,14 +253,22 @@ def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, che
 def read_project(root: Path, relpaths: list[str]) -> Project:
     """Project facts from the build files among `relpaths` and at the root, and its own packages."""
     build: dict[str, bytes] = {}
-    candidates = [r for r in relpaths if r.rsplit("/", 1)[-1] in BUILD_FILES] + list(BUILD_FILES)
-    for rel in candidates:
+    folders = {""}
+    for rel in relpaths:            # the folders of the scanned files and their parents (pre-commit)
+        parts = rel.split("/")[:-1]
+        if parts and parts[0] == "..":
+            continue
+        folders.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    candidates = [r for r in relpaths if r.rsplit("/", 1)[-1] in BUILD_FILES]
+    candidates += [f"{folder}/{name}" if folder else name for folder in sorted(folders) for name in BUILD_FILES]
+    for rel in dict.fromkeys(candidates):
+        if rel in build:
+            continue
         try:
             build[rel] = (root / rel).read_bytes()
         except OSError:
             continue
-    packages = local_packages(root.name, (root / "__init__.py").is_file(), relpaths)
-    return project_from_files(build, packages)
+    return project_from_files(build, packages_on_disk(root))
 
 
 def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclude=(), jobs: int = 1,

@@ -33,7 +33,7 @@ def native_hits(relpath: str, text: str, files_rules) -> list[tuple[object, int,
 def notebook_source(data: bytes) -> tuple[str, list[tuple[int, int]]]:
     """The code cells of a notebook joined into one source, and a map line -> (cell, line in cell).
 
-    IPython magics and shell escapes (`%`, `!`) become blank lines so that the rest still parses.
+    IPython magics and shell escapes (`%`, `!`, whole `%%` cells) become blank lines so that the rest still parses.
     Cells are numbered from 1 among code cells. Raises ValueError for a file that is not a notebook.
     """
     doc = json.loads(data.decode("utf-8"))
@@ -48,7 +48,8 @@ def notebook_source(data: bytes) -> tuple[str, list[tuple[int, int]]]:
         cell_no += 1
         source = cell.get("source", "")
         text = "".join(source) if isinstance(source, list) else str(source)
+        cell_magic = text.lstrip().startswith("%%")   # %%bash, %%writefile...: not Python at all
         for n, line in enumerate(text.split("\n"), 1):
-            lines.append("" if MAGIC.match(line) else line)
+            lines.append("" if cell_magic or MAGIC.match(line) else line)
             where.append((cell_no, n))
     return "\n".join(lines) + "\n", where

@@ -32,7 +32,7 @@ DEVICE_ARG_CALLS: dict[str, int] = {
 DEVICE_ARG_METHODS: dict[str, int] = {"to": 0, "to_empty": -1}
 
 DEVICE_NAME = re.compile(
-    r"^(?:device|devices|device_type|device_map|map_location|dev|\w+_device|\w+_device_type)$",
+    r"^(?:device|devices|device_type|device_types|device_map|map_location|dev|\w+_device|\w+_device_type)$",
     re.IGNORECASE)
 BACKEND_NAME = re.compile(r"^(?:backend|\w+_backend|backend_name|dist_backend)$", re.IGNORECASE)
 

@@ -74,6 +74,25 @@ def local_packages(root_name: str, root_is_package: bool, relpaths) -> frozenset
     return frozenset(n for n in names if n.isidentifier())
 
 
+def packages_on_disk(root) -> frozenset[str]:
+    """local_packages() for a folder on disk: its own top level (and `src/`), whatever is scanned."""
+    from pathlib import Path
+
+    root = Path(root)
+    rels: list[str] = []
+    for base, prefix in ((root, ""), (root / "src", "src/")):
+        try:
+            entries = list(base.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir() and (entry / "__init__.py").is_file():
+                rels.append(f"{prefix}{entry.name}/__init__.py")
+            elif entry.suffix == ".py" and not prefix:
+                rels.append(entry.name)
+    return local_packages(root.name, (root / "__init__.py").is_file(), rels)
+
+
 def project_from_files(files: dict[str, bytes], packages: frozenset[str] = frozenset()) -> Project:
     """Build the Project from the build files among `files` (relative path -> bytes)."""
     names: set[str] = set()

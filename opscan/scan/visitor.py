@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -189,7 +190,12 @@ class Visitor:
         if expr is None:
             return
         self._use(expr)
-        self._strings(context, P.string_values(expr, self._is_idiom), guarded)
+        values = P.string_values(expr, self._is_idiom)
+        if isinstance(expr, ast.IfExp) and not guarded and P.is_guard(expr.test, self.resolve):
+            # `"cuda" if is_cuda_available() else "cpu"`-like choices: the strings are guarded
+            self._strings(context, values, True)
+        else:
+            self._strings(context, values, guarded)
 
     # -- walk --------------------------------------------------------------------------------
     def visit(self, node: ast.AST, g: bool) -> None:
@@ -437,10 +443,8 @@ class Visitor:
         return bool(leaf and P.BACKEND_NAME.match(leaf))
 
 
-import re as _re  # noqa: E402
-
-_IMPORT_LINE = _re.compile(r"^[ \t]*(?:import|from)[ \t]", _re.M)
-_NEWLINE = _re.compile("\n")
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from)[ \t]", re.M)
+_NEWLINE = re.compile("\n")
 
 
 def _WORD(ch: str) -> bool:

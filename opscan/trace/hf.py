@@ -88,7 +88,10 @@ def build_hf(path_text: str, *, batch: int | None, seq_len: int | None) -> Built
             raise TargetError(f"building {cls.__name__} failed: {type(exc).__name__}: {exc}"
                               .splitlines()[0], path=str(path)) from None
     kwargs = task_inputs(model, config, batch or DEFAULT_BATCH, seq_len)
-    return Built(model, kwargs=kwargs, description=f"hf:{path_text}")
+    # serving computes no loss; seq2seq heads still need labels to make their decoder inputs
+    seq2seq = getattr(config, "is_encoder_decoder", False)
+    train_only = () if seq2seq else ("labels",)
+    return Built(model, kwargs=kwargs, description=f"hf:{path_text}", train_only=train_only)
 
 
 def config_dtype(config):

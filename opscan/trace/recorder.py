@@ -22,6 +22,11 @@ TORCH_NAMESPACES = frozenset({
 # Dispatcher bookkeeping, not work for a backend (see docs/trace.md, "Artifacts").
 ARTIFACT_PREFIXES = ("prim::device", "profiler::")
 MAX_SOURCES = 5
+MAX_STAND_INS_PER_SITE = 1000
+
+
+class StandInLoop(RuntimeError):
+    """A loop whose exit depends on tensor values keeps asking for stand-ins."""
 
 
 class Recorder(TorchDispatchMode):
@@ -89,13 +94,20 @@ class Recorder(TorchDispatchMode):
             out = func(*args, **kwargs)
         except (DataDependentOutputException, DynamicOutputShapeException):
             out, kind, value = stand_in(func, args, kwargs)
-            self.stand_ins[(name, kind, value, source)] += 1
+            self._count_stand_in(name, kind, value, source)
         except (RuntimeError, NotImplementedError):
             if not (self.device_type == "meta" and func.overloadpacket in STAND_IN_OPS):
                 raise
             out, kind, value = stand_in(func, args, kwargs)
-            self.stand_ins[(name, kind, value, source)] += 1
+            self._count_stand_in(name, kind, value, source)
         return out
+
+    def _count_stand_in(self, name, kind, value, source) -> None:
+        key = (name, kind, value, source)
+        self.stand_ins[key] += 1
+        if self.stand_ins[key] > MAX_STAND_INS_PER_SITE:
+            raise StandInLoop(f"{MAX_STAND_INS_PER_SITE} stand-ins for {_canonical(name)} at one source "
+                              "line: a data-dependent loop that stand-in values never end")
 
     def _record(self, name, source, args, kwargs, out) -> None:
         tensors = [t for t in tree_leaves((args, kwargs, out)) if isinstance(t, torch.Tensor)]

@@ -149,8 +149,9 @@ class _Tracer:
     def _step(self, mode, recorder, opt, amp) -> str:
         try:
             if mode == "inference":
+                kwargs = {k: v for k, v in self.kwargs.items() if k not in self.built.train_only}
                 with torch.no_grad(), steps.autocast(self.device, amp):
-                    self.model(*self.args, **self.kwargs)
+                    self.model(*self.args, **kwargs)
                 return ""
             with steps.autocast(self.device, amp):
                 output = self.model(*self.args, **self.kwargs)
@@ -205,6 +206,8 @@ def _tensor_shim(device: str):
 
 
 _HINTS = (
+    ("StandInLoop", "bound the loop by a Python count, or trace with the loop's data-dependent "
+     "exit moved outside the model"),
     ("device_ready_queues_", "this process ran a backward pass before opscan registered the `neuron` "
      "device; trace in a fresh process, or call opscan.trace.prepare() first"),
     ("Expected inputs of BF16", "this op's fake kernel needs bf16/fp16 inputs: build the model in bf16 "

@@ -32,6 +32,7 @@ class Built:
     kwargs: dict = field(default_factory=dict)
     labels: object = None          # for a cross-entropy loss on the output (timm targets)
     description: str = ""
+    train_only: tuple[str, ...] = ()  # keyword inputs not passed in inference (generated labels)
 
 
 @contextlib.contextmanager
@@ -227,7 +228,13 @@ def _override(built: Built, specs: tuple[InputSpec, ...], target: str) -> Built:
             else:
                 args[spec.position] = value
         else:
+            old = kwargs.get(spec.name)
             kwargs[spec.name] = value
+            labels = kwargs.get("labels")
+            if spec.name == "input_ids" and isinstance(old, torch.Tensor) \
+                    and isinstance(labels, torch.Tensor) and labels.shape == old.shape:
+                # generated LM labels follow the ids they were made from
+                kwargs["labels"] = _InputPlaceholder(InputSpec("labels", "int64", spec.shape))
     built.args, built.kwargs = tuple(args), kwargs
     return built
 

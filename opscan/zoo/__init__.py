@@ -1,1 +1,21 @@
-"""Zoo: a readiness matrix over whole model families."""
+"""Zoo: a readiness matrix over whole model families, traced in isolated processes, locally or on Dask.
+
+Public API (docs/zoo.md):
+
+    resolve(selection, config_dir, layers=None) -> list[ZooTarget]      # selection.py
+    run_zoo(targets, coverage, *, options, tracer, workers, limits, cache, cluster, progress) -> ZooRun
+    load_coverage(spec=None, db_file=None) -> ReleaseCoverage            # coverage.py
+    Limits(timeout, mem_gib, start_method); Cache(root, enabled)
+    render: opscan.zoo.render.{terminal,jsonout,markdown,html}.render(run, out)
+    diff: opscan.zoo.diff.{load,diff,render_text}
+
+Module map: selection/hfconfig (what to trace) -> isolate (one child process per model) ->
+runner/cluster (local pool or Dask) -> cache (traces, then rows per db release) -> results (rows,
+op ranking) -> render/* (outputs) ; diff (two JSON runs).
+"""
+
+from opscan.zoo.cache import Cache
+from opscan.zoo.runner import Limits, ZooRun, run_zoo
+from opscan.zoo.selection import ZooTarget, resolve
+
+__all__ = ["Cache", "Limits", "ZooRun", "ZooTarget", "resolve", "run_zoo"]

@@ -30,7 +30,7 @@ OUTCOMES: dict[str, str] = {
 DEFAULT_TRACER = "opscan.zoo.tracing:trace_model"
 # Messages of allocation failures that torch reports as RuntimeError (under the RLIMIT_AS cap).
 OOM_MARKERS = ("can't allocate memory", "DefaultCPUAllocator", "std::bad_alloc", "alloc_cpu.cpp")
-PRELOAD = ["opscan.zoo.tracing", "torch", "transformers"]
+PRELOAD = ["opscan.zoo.tracing", "torch", "transformers", "transformers.modeling_utils", "opscan.trace.runner"]
 
 
 @dataclass(frozen=True)

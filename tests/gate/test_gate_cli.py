@@ -150,3 +150,56 @@ def test_unused_suppression_check_can_be_ignored(tmp_path, run_cli):
     (tmp_path / "a.py").write_text("y = 1  # opscan: ignore\n")
     code, out, _ = run_cli(str(tmp_path), "--no-trace", "--format", "json", "--ignore", "OPS003")
     assert json.loads(out)["findings"] == [] and code == 0
+
+
+def test_a_model_that_cannot_be_built_still_reports_the_rest_and_exits_2(project, run_cli, monkeypatch):
+    from opscan.errors import TargetError
+
+    def trace(model, root, profile):
+        if model.target == "broken.py:build":
+            raise TargetError("has no 'build'", path="broken.py")
+        return _fake_trace(model, root, profile)
+
+    monkeypatch.setattr(phases, "trace", trace)
+    monkeypatch.setattr(phases, "database", _fake_database)
+    code, out, err = run_cli(str(project), "--model", "broken.py:build", "--model", "train.py:build",
+                             "--format", "json")
+    assert code == 2 and "broken.py: has no 'build'" in err
+    doc = json.loads(out)
+    assert [t["target"] for t in doc["traces"]] == ["train.py:build"]
+    assert any("broken.py:build failed" in note for note in doc["notes"])
+
+
+def test_include_and_exclude_from_the_config(tmp_path, run_cli):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "src" / "a.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    (tmp_path / "src" / "gen.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    (tmp_path / "scripts" / "b.py").write_text("import torch\ny = torch.zeros(1).cuda()\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.opscan]\ninclude = ['src/**']\nexclude = ['gen.py']\n")
+    code, out, _ = run_cli(str(tmp_path), "--no-trace", "--format", "json")
+    assert {f["path"] for f in json.loads(out)["findings"]} == {"src/a.py"} and code == 1
+
+
+def test_scan_command_takes_the_baseline_too(project, run_cli):
+    (project / "train.py").write_text(TRAIN + "y = 1  # opscan: ignore\n")      # + an OPS003 finding
+    base = project / "baseline.json"
+    run_cli("baseline", str(project), "--output", str(base))
+    assert {e["rule"] for e in json.loads(base.read_text())["entries"]} >= {"OPS003"}
+    code, out, _ = run_cli("scan", str(project), "--baseline", str(base), "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["findings"] == [] and doc["baseline"]["stale"] == []
+    (project / "train.py").write_text("import torch\nz = torch.ones(1).cuda()\n" + TRAIN)
+    code, out, _ = run_cli("scan", str(project), "--baseline", str(base), "--format", "json")
+    assert code == 1 and [(f["line"], f["rule"]) for f in json.loads(out)["findings"]] == [(2, "OPS105")]
+
+
+def test_without_torch_the_trace_is_skipped_with_a_note(project, run_cli, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "opscan.trace", None)       # `import opscan.trace` fails
+    monkeypatch.setattr(phases, "database", _fake_database)
+    code, out, _ = run_cli(str(project), "--model", "train.py:build", "--format", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["traces"] == [] and doc["findings"]
+    assert any("skipped" in note and "PyTorch" in note for note in doc["notes"])

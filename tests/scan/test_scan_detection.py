@@ -170,10 +170,11 @@ def test_notebook_cells_are_scanned_with_cell_numbers():
     nb = {"cells": [
         {"cell_type": "markdown", "source": ["x.to('cuda')"]},
         {"cell_type": "code", "source": ["%pip install torch\n", "import torch\n"]},
+        {"cell_type": "code", "source": ["%%bash\n", "if [ -x y ]; then echo cuda; fi\n"]},
         {"cell_type": "code", "source": ["x = torch.zeros(1)\n", "x = x.to('cuda')\n"]},
     ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (finding,) = scan_memory({"nb.ipynb": json.dumps(nb)}, RULES).findings
-    assert (finding.rule, finding.location.cell, finding.location.line) == ("OPS101", 2, 2)
+    assert (finding.rule, finding.location.cell, finding.location.line) == ("OPS101", 3, 2)
 
 
 @pytest.mark.parametrize("data,rule,line", [
@@ -193,3 +194,42 @@ def test_pep263_latin1_and_empty_init_are_fine():
     latin = "# -*- coding: latin-1 -*-\nname = 'é'\nimport torch\nx = torch.zeros(1).to('cuda')\n".encode("latin-1")
     result = scan_memory({"a.py": latin, "pkg/__init__.py": b""}, RULES)
     assert [(f.rule, f.location.line) for f in result.findings] == [("OPS101", 4)]
+
+
+def test_tables_of_supported_devices_are_not_pins():
+    """From accelerate and transformers: enumerations of device types are not hard-coded devices."""
+    source = '''
+    supported_device = ("xpu", "cuda", "npu", "xla", "mlu", "hpu", "mps")
+    cfg = {"supported_devices": ((is_cuda, "cuda"), (is_npu, "npu"))}
+    devices = ["cuda:0", "cuda:1"]
+    '''
+    assert found(source) == [("OPS102", 4), ("OPS102", 4)]   # module level: a constant
+
+
+def test_deeply_nested_code_is_analysed_or_reported():
+    chain = "import torch\nx = " + " + ".join(["torch.cuda.a"] * 2000) + "\ny = torch.zeros(1).to('cuda')\n"
+    result = found(chain)
+    assert ("OPS101", 3) in result and len(result) == 2001
+    too_deep = "x = " + "(" * 300 + "1" + ")" * 300 + "\nimport torch\ny = torch.zeros(1).to('cuda')\n"
+    assert found(too_deep) == [("OPS000", 1)]
+
+
+def test_a_guarded_conditional_value_is_guarded():
+    source = '''
+    def f(state):
+        device_type = "cuda" if is_torch_xla_available(check_is_gpu=True) else state.device.type
+        device = "cuda" if flag else "cpu"
+    '''
+    assert {(f.rule, f.location.line): f.guarded for f in findings(source)} == {("OPS101", 3): True, ("OPS101", 4): False}
+
+
+def test_custom_op_device_types_keyword_is_a_device_position():
+    """From torchtitan: a custom op registered for CUDA only."""
+    source = '''
+    import torch
+
+    @torch.library.custom_op("hybridep::combine", mutates_args=(), device_types="cuda")
+    def combine(x):
+        return x
+    '''
+    assert found(source) == [("OPS303", 4), ("OPS101", 4)]

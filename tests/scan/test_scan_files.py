@@ -80,3 +80,16 @@ def test_broken_explicit_file_and_scanner_crash_become_findings(tmp_path, monkey
     monkeypatch.setattr(visitor.Visitor, "run", boom)
     (crash,) = scan_paths(tmp_path, paths=[tmp_path / "b.py"], check_fixes=False).findings
     assert crash.rule == "OPS002" and "KeyError" in crash.message
+
+
+def test_the_projects_own_packages_are_not_cuda_only_libraries(tmp_path):
+    """Scanning liger_kernel's own source must not flag `import liger_kernel...` (a real false alarm)."""
+    pkg = tmp_path / "liger_kernel"
+    make(pkg, "__init__.py", "")
+    make(pkg, "ops/__init__.py", "")
+    make(pkg, "ops/rms.py", "import triton\nfrom liger_kernel.ops.utils import ensure_contiguous\nfrom .utils import x\n")
+    for root in (pkg, tmp_path):                       # the package itself, or the repo holding it
+        result = scan_paths(root, check_fixes=False)
+        assert [(f.rule, f.location.line) for f in result.findings] == [("OPS401", 1)]
+    result = scan_paths(tmp_path, paths=[pkg / "ops" / "rms.py"], check_fixes=False)   # one changed file
+    assert [(f.rule, f.location.line) for f in result.findings] == [("OPS401", 1)]

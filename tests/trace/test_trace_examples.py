@@ -140,3 +140,18 @@ def test_same_input_same_trace(repo_root_path):
     a = trace_target("examples/models/encoder.py:make_encoder", project_root=str(repo_root_path))
     b = trace_target("examples/models/encoder.py:make_encoder", project_root=str(repo_root_path))
     assert a.ops == b.ops and a.stand_ins == b.stand_ins
+
+
+def test_value_dependent_loop_stops_with_a_clear_message(repo_root_path):
+    trace = trace_target("examples/models/data_dependent.py:make_halving", project_root=str(repo_root_path))
+    assert not trace.complete
+    assert trace.stopped_at.startswith("aten::_local_scalar_dense at examples/models/data_dependent.py:38: ")
+    assert "data-dependent loop" in trace.stopped_at and "try: " in trace.stopped_at
+    assert "aten::addmm" in ops(trace)            # the forward before the loop is kept
+
+
+def test_input_ids_override_resizes_generated_labels(repo_root_path):
+    target = "hf:" + str(repo_root_path / "examples/models/hf/gpt2-tiny")
+    trace = trace_target(target, inputs=("input_ids:int64[1,24]",), device="cpu")
+    assert trace.complete, trace.stopped_at
+    assert "aten::nll_loss_forward" in ops(trace)

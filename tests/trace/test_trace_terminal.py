@@ -10,9 +10,9 @@ from opscan.model import Coverage, Evidence, ModelTrace, OpSource, OpUsage, Repo
 from opscan.reporters.terminal.ops import section
 
 
-def render(report: Report) -> str:
+def render(report: Report, width: int = 100) -> str:
     out = StringIO()
-    section(report, Console(file=out, width=120, color_system=None, highlight=False))
+    section(report, Console(file=out, width=width, color_system=None, highlight=False))
     return out.getvalue()
 
 
@@ -33,10 +33,16 @@ TRACE = ModelTrace(
 def test_lists_ops_with_count_phases_dtypes_and_first_source():
     text = render(Report(root=".", tool_version="0", traces=(TRACE,)))
     assert "model.py:build  both on neuron: 3 ops, 10 dispatches" in text
-    row = next(line for line in text.splitlines() if line.startswith("aten::mm"))
-    assert "7" in row and "fwd,bwd" in row and "bfloat16,float32" in row and "model.py:20 (head) +1" in row
-    assert "aten::_transformer_encoder_layer_fwd [inference only]" in text
-    assert "mylib::fused_rope [custom] [train only]" in text
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("aten::mm"))
+    row = lines[at]
+    assert "7" in row and "fwd,bwd" in row and "both" in row
+    assert "bfloat16,float32" in row
+    assert lines[at + 1].strip().startswith("model.py:20 (head)  +1 more")
+    fast = next(line for line in lines if line.startswith("aten::_transformer_encoder_layer_fwd"))
+    assert "inf only" in fast
+    custom = next(line for line in lines if line.startswith("mylib::fused_rope [custom]"))
+    assert "train only" in custom
     assert "trace stopped early" in text and "mylib::other at model.py:40" in text
     assert "stand-in: aten::nonzero (dynamic-shape) = upper bound 8 rows, 4x at model.py:30" in text
     assert "status" not in text
@@ -50,6 +56,9 @@ def test_shows_status_and_evidence_when_coverage_is_known():
     assert "status" in text
     row = next(line for line in text.splitlines() if line.startswith("aten::_transformer"))
     assert row.rstrip().endswith("cpu-fallback")
+    wide = render(Report(root=".", tool_version="0", traces=(TRACE,), coverage=coverage), width=160)
+    row = next(line for line in wide.splitlines() if line.startswith("aten::_transformer"))
+    assert "cpu-fallback" in row and row.rstrip().endswith("model.py:12 (encoder.layers.0)")
     assert "aten::_transformer_encoder_layer_fwd: cpu-fallback — no PrivateUse1 kernel in torch-neuronx 2.14.3" in text
     assert "mylib::fused_rope" in text and "unknown" in text
     assert "aten::mm: native" not in text

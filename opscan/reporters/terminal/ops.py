@@ -10,6 +10,8 @@ from opscan.model import Coverage, OpUsage, Report
 from opscan.reporters.json import merge_ops
 
 _PHASE_SHORT = {"forward": "fwd", "loss": "loss", "backward": "bwd", "optimizer": "opt"}
+WIDE = 150   # from this console width on, the first source gets its own column
+_MODE_SHORT = {"inference": "inf", "train": "train"}
 _STATUS_STYLE = {"native": "green", "composite": "green", "limited": "yellow",
                  "cpu-fallback": "yellow", "unsupported": "red", "unknown": "dim"}
 
@@ -38,28 +40,31 @@ def section(report: Report, console: Console) -> None:
     coverage = {c.op: c for c in report.coverage}
     merged = merge_ops(report.traces)
     show_modes = any(t.mode == "both" for t in report.traces)
+    wide = console.width >= WIDE
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-    table.add_column("op", no_wrap=True)
+    table.add_column("op" if wide else "op / first source", overflow="fold",
+                     max_width=None if wide else 48)
     table.add_column("count", justify="right", no_wrap=True)
     table.add_column("phases", no_wrap=True)
-    table.add_column("dtypes", max_width=18)
-    table.add_column("first source", no_wrap=True, overflow="ellipsis", min_width=24)
+    if show_modes:
+        table.add_column("modes", no_wrap=True)
+    table.add_column("dtypes", overflow="fold", max_width=16)
     if coverage:
-        table.add_column("status", no_wrap=True, min_width=12)
+        table.add_column("status", no_wrap=True)
+    if wide:
+        table.add_column("first source", overflow="fold")
     for usage, _models in merged:
-        table.add_row(*_row(usage, coverage.get(usage.op), show_modes, bool(coverage)))
+        table.add_row(*_row(usage, coverage.get(usage.op), show_modes, bool(coverage), wide))
     console.print(table)
     if coverage:
         _evidence(merged, coverage, console)
     console.print()
 
 
-def _row(usage: OpUsage, cov: Coverage | None, show_modes: bool, with_status: bool) -> list:
+def _row(usage: OpUsage, cov: Coverage | None, show_modes: bool, with_status: bool, wide: bool) -> list:
     name = Text(usage.op, style="bold magenta" if usage.custom else "")
     if usage.custom:
         name.append(" [custom]", style="magenta")
-    if show_modes and len(usage.modes) == 1:
-        name.append(f" [{usage.modes[0]} only]", style="yellow")
     phases = ",".join(_PHASE_SHORT.get(p, p) for p in usage.phases)
     dtypes = ",".join(d.replace("torch.", "") for d in usage.dtypes)
     source = ""
@@ -67,11 +72,20 @@ def _row(usage: OpUsage, cov: Coverage | None, show_modes: bool, with_status: bo
         first = usage.sources[0]
         source = f"{first.path}:{first.line}" + (f" ({first.module})" if first.module else "")
         if len(usage.sources) > 1:
-            source += f" +{len(usage.sources) - 1}"
-    row = [name, str(usage.count), phases, dtypes, source]
+            source += f"  +{len(usage.sources) - 1} more"
+    row = [name, str(usage.count), phases]
+    if show_modes:
+        only = len(usage.modes) == 1
+        row.append(Text(_MODE_SHORT.get(usage.modes[0], usage.modes[0]) + " only" if only else "both",
+                        style="yellow" if only else ""))
+    row.append(dtypes)
     if with_status:
         status = cov.status if cov is not None else "unknown"
         row.append(Text(status, style=_STATUS_STYLE.get(status, "")))
+    if wide:
+        row.append(source)
+    elif source:
+        name.append("\n  " + source, style="dim")
     return row
 
 

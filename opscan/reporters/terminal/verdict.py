@@ -19,7 +19,7 @@ def section(report: Report, console: Console) -> None:
     line = Text()
     line.append(f"{mark} ", style=style)
     line.append(judged.headline, style=style)
-    console.print(line)
+    console.print(line, soft_wrap=True)
     if report.backend or report.traces:   # a source-only scan (`opscan scan`) has no caveats to add
         if report.traces:
             console.print(Text(f"  · ops checked against {report.backend or 'an unknown backend release'}",
@@ -45,6 +45,6 @@ def recap(report: Report, console: Console) -> None:
     line.append(f"{mark} {judged.headline}", style=style)
     if report.tasks:
         days = sum(t.effort_hours for t in report.tasks) / (report.hours_per_day or 8.0)
-        line.append(f" — {len(report.tasks)} port task(s), {days:.1f} engineer-days (listed above)", style="dim")
+        line.append(f" — {len(report.tasks)} port task(s), {days:.1f} engineer-days", style="dim")
     console.rule(style="dim")
-    console.print(line)
+    console.print(line, soft_wrap=True)
