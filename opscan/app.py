@@ -100,7 +100,8 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
                 if on_error is None:
                     raise
                 on_error(exc)
-                notes.append(f"trace of {model.target} failed: {exc}")
+                traces.append(ModelTrace(model.target, model.mode, "neuron", complete=False,
+                                         stopped_at=f"the model could not be built: {exc}"))
             say("traced", model.target)
     elif not trace and config.models:
         notes.append("tracing skipped (--no-trace): the verdict covers the source only")

@@ -155,6 +155,9 @@ def parse_table(table: dict, path: Path) -> Config:
     """Check and convert one opscan table read from `path`; every problem is reported at once."""
     checker = _Checker(path)
     prefix = "tool.opscan." if path.name == "pyproject.toml" else ""
+    if not prefix and isinstance(table.get("tool"), dict) and "opscan" in table["tool"]:
+        raise ConfigError("opscan.toml takes the keys at the top level, without a [tool.opscan] header",
+                          path=str(path))
     base = path.parent.resolve()
     known = {
         "include", "exclude", "select", "ignore", "backend", "db", "models", "fail-on",

@@ -15,10 +15,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", metavar="FILE", default=None,
                         help="baseline file to write (default: the configured `baseline`, "
                              "else opscan-baseline.json in the project root)")
-    parser.add_argument("--select", type=lambda t: [p for p in t.split(",") if p], default=None,
-                        metavar="CODES", help="only these rule codes / prefixes (comma list)")
-    parser.add_argument("--ignore", type=lambda t: [p for p in t.split(",") if p], default=None,
-                        metavar="CODES", help="drop these rule codes / prefixes (comma list)")
+    parser.add_argument("--select", action="append", default=None, metavar="CODES",
+                        help="only these rule codes / prefixes / names (comma list or repeated)")
+    parser.add_argument("--ignore", action="append", default=None, metavar="CODES",
+                        help="drop these rule codes / prefixes / names (comma list or repeated)")
 
 
 def run(args: argparse.Namespace) -> int:

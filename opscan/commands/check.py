@@ -14,8 +14,11 @@ HELP = "the whole answer for PATH: source scan, model trace, op coverage, port t
 FORMATS = ("terminal", "json", "sarif", "github", "markdown", "dot")
 
 
-def _comma_list(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
+def _codes(values: list[str] | None) -> tuple[str, ...] | None:
+    """Repeated and comma-separated flag values as one tuple (None when the flag was not given)."""
+    if not values:
+        return None
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("train", "inference", "both"), default=None,
                         help="trace mode for every model (default: as configured, else train)")
     parser.add_argument("--backend", metavar="RELEASE", default=None,
-                        help="release in the coverage database, e.g. 2.33.0 or torchneuron==2.33.0 (default: the newest TorchNeuron release)")
+                        help="release in the coverage database, e.g. 2.33.0 or torchneuron==2.33.0 "
+                             "(default: [tool.opscan] backend, else the newest TorchNeuron release)")
     parser.add_argument("--db", metavar="DIR", default=None, help="coverage database folder to use")
     parser.add_argument("--fail-on", action="append", metavar="WHAT", default=None,
                         help="exit 1 on: error, warning, fallback, unknown, custom-kernel "
@@ -38,10 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format")
     parser.add_argument("--output", "-o", metavar="FILE", default=None, help="write the report to FILE")
     parser.add_argument("--no-trace", action="store_true", help="skip tracing (no torch needed)")
-    parser.add_argument("--select", type=_comma_list, default=None, metavar="CODES",
-                        help="only these rule codes / prefixes (comma list)")
-    parser.add_argument("--ignore", type=_comma_list, default=None, metavar="CODES",
-                        help="drop these rule codes / prefixes (comma list)")
+    parser.add_argument("--select", action="append", default=None, metavar="CODES",
+                        help="only these rule codes / prefixes / names (comma list or repeated)")
+    parser.add_argument("--ignore", action="append", default=None, metavar="CODES",
+                        help="drop these rule codes / prefixes / names (comma list or repeated)")
 
 
 def load_effective_config(args: argparse.Namespace):
@@ -58,8 +62,8 @@ def load_effective_config(args: argparse.Namespace):
         backend=args.backend,
         db=Path(args.db).resolve() if getattr(args, "db", None) else None,
         fail_on=parse_fail_on(args.fail_on) if getattr(args, "fail_on", None) else None,
-        select=tuple(args.select) if getattr(args, "select", None) else None,
-        ignore=tuple(args.ignore) if getattr(args, "ignore", None) else None,
+        select=_codes(getattr(args, "select", None)),
+        ignore=_codes(getattr(args, "ignore", None)),
     )
     return with_models(config, getattr(args, "model", None), getattr(args, "mode", None))
 

@@ -36,7 +36,8 @@ def _title(draft: grouping.Draft) -> str:
     where = f"{sites} site{'s' * (sites != 1)} in {files} file{'s' * (files != 1)}"
     ops = [u.op for u in draft.ops]
     shown = ", ".join(f"`{op}`" for op in ops[:3]) + (f" and {len(ops) - 3} more" if len(ops) > 3 else "")
-    text = draft.kind.title.format(sites=where, name=draft.name, count=len(ops), ops=shown)
+    n_ops = f"{len(ops)} op{'s' * (len(ops) != 1)}"
+    text = draft.kind.title.format(sites=where, name=draft.name, count=len(ops), n_ops=n_ops, ops=shown)
     return text
 
 

@@ -104,7 +104,7 @@ KERNEL_KIND = Kind(
     (URL_NKI,), "kernels", True, (), ("custom-kernel",))
 
 UNSUPPORTED_KIND = Kind(
-    "unsupported-ops", "provide {count} op(s) the backend rejects",
+    "unsupported-ops", "provide {n_ops} the backend rejects: {ops}",
     "rewrite the code that dispatches them with supported ops, or implement them in NKI (`@nki_op`)",
     "the coverage database records these ops as raising an error on TorchNeuron",
     (URL_NKI,), "kernels", True)
@@ -117,7 +117,7 @@ FALLBACK_KIND = Kind(
     (URL_BEST_PRACTICES,), "performance", True)
 
 UNKNOWN_KIND = Kind(
-    "unknown-ops", "ops of unknown status: probe them on a Trn2 instance (`opscan db probe`) ({count})",
+    "unknown-ops", "{n_ops} of unknown status: probe them on a Trn2 instance (`opscan db probe`)",
     "run `opscan db probe` on a Trn2/Trn3 instance with the matching torch-neuronx and add the "
     "results to the coverage database",
     "the per-op compatibility table of TorchNeuron is linked from its API reference but no "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from opscan.model import Coverage, Finding, Location, ModelTrace, OpUsage
+from opscan.model import Coverage, Finding, Location, OpUsage
 from opscan.plan import catalog
 from opscan.plan.catalog import Kind
 

@@ -27,8 +27,8 @@ def verdict(report: Report) -> Verdict:
     """Judge `report`: blockers first, then CPU fallback, then unknowns."""
     pinned = [f for f in report.findings if f.severity == "error" and not f.guarded
               and f.category in ("device-string", "cuda-api")]
-    kernels = {t.id for t in report.tasks if t.id.startswith("kernel:")}
-    libraries = {t.id for t in report.tasks if t.id.startswith("library:")}
+    kernels = {t.id for t in report.tasks if t.id.startswith("kernel:") and t.priority == 1}
+    libraries = {t.id for t in report.tasks if t.id.startswith("library:") and t.priority == 1}
     other = [f for f in report.findings if f.severity == "error" and not f.guarded
              and f.category not in ("device-string", "cuda-api", "custom-kernel", "cuda-only-lib", "input")]
     ops = {u.op for t in report.traces for u in t.ops}
@@ -67,7 +67,13 @@ def verdict(report: Report) -> Verdict:
     if fallback:
         return Verdict("fallback", f"runs with {_plural(len(fallback), 'op')} on CPU fallback",
                        tuple(details))
-    if unknown:
-        return Verdict("unknown", "no blockers found, but not proven: "
-                       f"{_plural(len(unknown), 'op')} of unknown status", tuple(details))
+    to_check = [t for t in report.tasks if t.id.startswith(("kernel:", "library:")) and t.priority != 1]
+    incomplete = [t for t in report.traces if not t.complete]
+    if unknown or to_check or incomplete:
+        open_points = ([f"{_plural(len(unknown), 'op')} of unknown status"] if unknown else []) + \
+            ([f"{_plural(len(to_check), 'custom kernel or library', 'custom kernels or libraries')} to check"]
+             if to_check else []) + \
+            ([f"{_plural(len(incomplete), 'incomplete trace')}"] if incomplete else [])
+        return Verdict("unknown", "no blockers found, but not proven: " + ", ".join(open_points),
+                       tuple(details))
     return Verdict("ready", "ready", tuple(details))

@@ -24,7 +24,8 @@ def _mermaid(report: Report) -> list[str]:
     ids = {task.id: f"t{i}" for i, task in enumerate(report.tasks, 1)}
     lines = ["```mermaid", "graph TD"]
     for task in report.tasks:
-        label = f"{task.title}<br/>{PRIORITY.get(task.priority, '?')} · {effort(task.effort_hours, report.hours_per_day)}"
+        size = effort(task.effort_hours, report.hours_per_day)
+        label = f"{task.title}<br/>{PRIORITY.get(task.priority, '?')} · {size}"
         lines.append(f'  {ids[task.id]}["{_mermaid_label(label)}"]')
     for task in report.tasks:
         for dep in task.depends_on:

@@ -40,6 +40,7 @@ def uri(root: str, path: str) -> str:
     return f"{root.rstrip('/')}/{path}"
 
 
+_OP_VERB = {"op/unsupported": "is unsupported", "op/cpu-fallback": "runs on the CPU"}
 _SENTENCE_END = re.compile(r"(?<![.\s])\.\s+(?=[A-Z])")
 
 
@@ -116,8 +117,7 @@ def to_dict(report: Report) -> dict:
                 results.append((info.id, {
                     "ruleId": info.id,
                     "level": _LEVEL[info.severity],
-                    "message": {"text": f"`{usage.op}` {'is unsupported' if info.id == 'op/unsupported' else 'runs on the CPU'} "
-                                        f"on {report.backend or 'the backend'}{where}."},
+                    "message": {"text": f"`{usage.op}` {_OP_VERB[info.id]} on {report.backend or 'the backend'}{where}."},
                     "locations": [_location(report.root, source.path, source.line)],
                     "partialFingerprints": {"opscanFingerprint/v1": f"{info.id}:{usage.op}:{source.path}"},
                 }))

@@ -166,8 +166,10 @@ def test_a_model_that_cannot_be_built_still_reports_the_rest_and_exits_2(project
                              "--format", "json")
     assert code == 2 and "broken.py: has no 'build'" in err
     doc = json.loads(out)
-    assert [t["target"] for t in doc["traces"]] == ["train.py:build"]
-    assert any("broken.py:build failed" in note for note in doc["notes"])
+    assert [(t["target"], t["complete"]) for t in doc["traces"]] == [("broken.py:build", False),
+                                                                    ("train.py:build", True)]
+    assert "could not be built" in doc["traces"][0]["stopped_at"]
+    assert {o["op"] for o in doc["ops"]} == {"aten::mm", "aten::_fused_adamw_", "aten::gelu"}
 
 
 def test_include_and_exclude_from_the_config(tmp_path, run_cli):

@@ -172,3 +172,19 @@ def test_bad_config_exits_2_listing_every_problem(tmp_path, run_cli):
     code, out, err = run_cli(str(tmp_path), "--no-trace")
     assert code == 2
     assert "tool.opscan.foo" in err and "tool.opscan.bar" in err and "pyproject.toml" in err
+
+
+def test_opscan_toml_with_a_tool_header_gets_a_hint(tmp_path):
+    (tmp_path / "opscan.toml").write_text("[tool.opscan]\nbackend = '2.33.0'\n")
+    with pytest.raises(ConfigError, match="top level"):
+        load_config(tmp_path)
+
+
+def test_select_and_ignore_flags_take_comma_lists_and_repeats(tmp_path):
+    import argparse
+    from opscan.commands.check import add_arguments, load_effective_config
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    config = load_effective_config(parser.parse_args([str(tmp_path), "--ignore", "OPS1,OPS2", "--ignore", "OPS003"]))
+    assert config.ignore == ("OPS1", "OPS2", "OPS003")

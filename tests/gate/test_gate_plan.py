@@ -44,7 +44,8 @@ def test_every_kind_of_task_and_its_priority():
     assert tasks["unsupported-ops"].priority == 1       # blocker
     assert tasks["backend-flags"].priority == 3         # one-off, not an error
     assert tasks["unknown-ops"].ops == ("aten::gelu",)
-    assert "opscan db probe" in tasks["unknown-ops"].title
+    assert tasks["unknown-ops"].title.startswith("1 op of unknown status") and "opscan db probe" in tasks["unknown-ops"].title
+    assert tasks["unsupported-ops"].title == "provide 1 op the backend rejects: `aten::embedding_dense_backward`"
 
 
 def test_dependency_order_device_distributed_kernels_performance():
@@ -149,3 +150,20 @@ def test_verdicts():
     assert judged.kind == "unknown" and "4 ops of unknown status" in judged.headline
     source_only = verdict(sample.report(findings=(), traces=(), coverage=(), tasks=()))
     assert source_only.headline == "ready" and "no model traced" in source_only.details[0]
+
+
+def test_a_guarded_or_warning_only_kernel_does_not_block():
+    call = Finding("OPS304", "custom-op-namespace-call", "custom-kernel", "warning",
+                   "call into a non-PyTorch operator namespace: `torch.ops.mylib.scan`", Location("m.py", 3),
+                   snippet="y = torch.ops.mylib.scan(x)")
+    tasks = build_tasks((call,), (), ())
+    assert [(t.id, t.priority) for t in tasks] == [("kernel:scan", 2)]
+    report = sample.report(findings=(call,), traces=(), coverage=(), tasks=tasks)
+    assert verdict(report).headline == "no blockers found, but not proven: 1 custom kernel or library to check"
+
+
+def test_an_incomplete_trace_is_never_ready():
+    trace = replace(sample.traces()[0], ops=(), complete=False, stopped_at="the model could not be built: boom")
+    judged = verdict(sample.report(findings=(), traces=(trace,), coverage=(), tasks=()))
+    assert judged.kind == "unknown" and "1 incomplete trace" in judged.headline
+    assert any("boom" in d for d in judged.details)

@@ -54,7 +54,7 @@ CORPUS: dict[str, tuple[bytes, dict]] = {
                           {"input": True, "line": 2}),
     "unknown_codec.py": (b"# -*- coding: klingon -*-\n" + CUDA_LINE.encode(), {"input": True, "line": 1}),
     "utf16_no_decl.py": ("x = 1\n".encode("utf-16"), {"input": True}),
-    "bom.py": (b"\xef\xbb\xbf" + CUDA_LINE.encode() + CUDA_LINE.encode(), {"findings": [1, 2], "column": 5}),
+    "bom.py": (b"\xef\xbb\xbf" + CUDA_LINE.encode() + CUDA_LINE.encode(), {"findings": [1, 2], "column": 10}),
     "bom_conflict.py": (b"\xef\xbb\xbf# coding: latin-1\n" + CUDA_LINE.encode(), {"input": True, "line": 1}),
     # line endings
     "crlf.py": (b"import torch\r\n\r\n" + CUDA_LINE.encode().replace(b"\n", b"\r\n"), {"findings": [3]}),
@@ -79,7 +79,7 @@ CORPUS: dict[str, tuple[bytes, dict]] = {
                        {"findings": [2]}),
     "deep_calls.py": (("x = a" + ".b()" * 3_000 + "\n").encode() + CUDA_LINE.encode(), {"input": True}),
     "long_line.py": (('s = "' + "a" * 1_000_000 + '"; x = x.to("cuda")\n').encode(),
-                     {"findings": [1], "column": 1_000_012}),
+                     {"findings": [1], "column": 1_000_018}),
     # a directory that looks like a file
     "dir_named.py/inner.py": (CUDA_LINE.encode(), {"findings": [1]}),
 }

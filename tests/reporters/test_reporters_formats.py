@@ -109,7 +109,7 @@ def test_github_escapes_properties_and_messages():
     odd = Finding("OPS101", "hardcoded-cuda-device", "device-string", "error", "50% sure,\nsecond line",
                   Location("dir,x/a:b.py", 3, 2), snippet="x")
     text = _render("github", replace(sample.report(), findings=(odd,), traces=(), coverage=()))
-    line = next(l for l in text.splitlines() if l.startswith("::error"))
+    line = next(x for x in text.splitlines() if x.startswith("::error"))
     assert "file=proj/dir%2Cx/a%3Ab.py" in line and line.endswith("::50%25 sure,%0Asecond line")
 
 

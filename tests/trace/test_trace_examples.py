@@ -155,3 +155,10 @@ def test_input_ids_override_resizes_generated_labels(repo_root_path):
     trace = trace_target(target, inputs=("input_ids:int64[1,24]",), device="cpu")
     assert trace.complete, trace.stopped_at
     assert "aten::nll_loss_forward" in ops(trace)
+
+
+def test_inference_of_an_hf_model_computes_no_loss(repo_root_path):
+    target = "hf:" + str(repo_root_path / "examples/models/hf/gpt2-tiny")
+    seen = ops(trace_target(target, mode="both", seq_len=8, device="cpu"))
+    assert seen["aten::nll_loss_forward"].modes == ("train",)
+    assert seen["aten::embedding"].modes == ("inference", "train")

@@ -1,0 +1,82 @@
+"""Jupyter notebooks: code cells are scanned; findings say `notebook.ipynb:cell N:line M`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import GOOD, by_path, write_tree
+
+
+def notebook(cells: list[tuple[str, str | list[str]]], **meta) -> bytes:
+    out = []
+    for kind, src in cells:
+        cell = {"cell_type": kind, "metadata": {}, "source": src}
+        if kind == "code":
+            cell.update(outputs=[], execution_count=None)
+        out.append(cell)
+    return json.dumps({"cells": out, "metadata": meta or {"kernelspec": {"language": "python"}},
+                       "nbformat": 4, "nbformat_minor": 5}).encode()
+
+
+TRAIN = notebook([
+    ("markdown", "# Training\nuse `.cuda()` here"),          # a markdown mention: never a finding
+    ("code", ["import torch\n", "from torch import cuda\n"]),  # cell 1 (list-of-lines source)
+    ("code", "%matplotlib inline\n!pip install flash-attn\nx = 1\n"),   # cell 2: magics blanked
+    ("code", "model = build()\ncuda.synchronize()\nmodel.cuda()"),      # cell 3: line 2 and 3
+    ("code", "%%bash\nnvidia-smi\ncuda.synchronize()\n"),           # cell 4: a bash cell, not Python
+    ("code", ""),                                                    # cell 5: empty
+    ("code", "y = torch.zeros(2, device='cuda')\n"),                # cell 6
+])
+
+
+@pytest.fixture(scope="module")
+def notebook_run(tmp_path_factory, scan_json):
+    root = write_tree(tmp_path_factory.mktemp("nb"), {
+        "train.ipynb": TRAIN,
+        "broken_cell.ipynb": notebook([("code", "import torch\n"), ("code", "def f(:\n"),
+                                       ("code", "x = 1\ntorch.cuda.synchronize()\n")]),
+        "not_json.ipynb": b'{"cells": [',
+        "not_a_notebook.ipynb": b"[1, 2, 3]",
+        "bad_cells.ipynb": json.dumps({"cells": "code", "nbformat": 4}).encode(),
+        "bad_utf8.ipynb": b'{"cells": [], "x": "\xff"}',
+        "deep.ipynb": b"[" * 100_000 + b"]" * 100_000,
+        **GOOD,
+    })
+    code, doc, err = scan_json(root)
+    return code, by_path(doc), err
+
+
+def test_notebook_cells_and_lines(notebook_run):
+    found = notebook_run[1]["train.ipynb"]
+    assert [(f["cell"], f["line"], f["rule"]) for f in found] == [
+        (3, 2, "OPS201"), (3, 3, "OPS105"), (6, 1, "OPS101")]
+    assert found[0]["column"] == 1
+
+
+def test_notebook_location_text(tmp_path, run_cli):
+    (tmp_path / "train.ipynb").write_bytes(TRAIN)
+    code, out, err = run_cli("scan", str(tmp_path), "--no-fix-check")
+    assert "cell 3:line 2" in out, out
+
+
+def test_a_cell_that_does_not_parse_spares_the_others(notebook_run):
+    """A syntax error in one cell is reported on that cell; the other cells are still scanned."""
+    found = notebook_run[1]["broken_cell.ipynb"]
+    inputs = [f for f in found if f["category"] == "input"]
+    assert [(f["cell"], f["line"]) for f in inputs] == [(2, 1)], found
+    assert [(f["cell"], f["line"], f["rule"]) for f in found if f["category"] != "input"] == [(3, 2, "OPS201")]
+
+
+@pytest.mark.parametrize("name", ["not_json.ipynb", "not_a_notebook.ipynb", "bad_cells.ipynb",
+                                  "bad_utf8.ipynb", "deep.ipynb"])
+def test_malformed_notebooks(notebook_run, name):
+    found = notebook_run[1][name]
+    assert [f["rule"] for f in found] == ["OPS001"], found
+    assert "\n" not in found[0]["message"]
+
+
+def test_rest_of_run_intact(notebook_run):
+    code, found, err = notebook_run
+    assert found["good_a.py"] and found["good_b.py"] and code == 1 and err == ""
