@@ -78,11 +78,12 @@ def _fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
-class UnreadableFile(Exception):
-    """A scanned file that cannot be read as a regular file; `reason` is one line for a finding."""
+class UnreadableFile(OSError):
+    """A scanned file that is not read; `strerror` (and `reason`) is one line for a finding."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
+        self.strerror = reason
         self.reason = reason
 
 
@@ -96,14 +97,8 @@ def read_source_bytes(path: Path, root: Path | None = None, limit: int = MAX_SOU
     vanished, lost its permissions, is a dangling link). Opened with O_NONBLOCK so that a file
     swapped for a FIFO between listing and reading cannot hang the run.
     """
-    if root is not None:
-        try:
-            real = path.resolve(strict=True)
-        except (OSError, RuntimeError) as exc:  # RuntimeError: symlink loop on older Pythons
-            raise UnreadableFile(_os_reason(exc)) from None
-        real_root = root.resolve()
-        if real != real_root and real_root not in real.parents:
-            raise UnreadableFile("symlink to a file outside the scanned tree; not read")
+    if root is not None and not inside(path, root):
+        raise UnreadableFile("it is a symlink to a file outside the scanned tree (not followed)")
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
@@ -111,11 +106,11 @@ def read_source_bytes(path: Path, root: Path | None = None, limit: int = MAX_SOU
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-            raise UnreadableFile(f"{kind} (e.g. a FIFO or device); not read")
+            raise UnreadableFile("it is a directory" if stat.S_ISDIR(info.st_mode)
+                                 else "not a regular file (a FIFO, socket or device)")
         if info.st_size > limit:
-            raise UnreadableFile(f"file is {info.st_size / 1e6:.1f} MB, over the {limit / 1e6:.0f} MB limit "
-                                 "for source files; not scanned")
+            raise UnreadableFile(f"{info.st_size / 1e6:.1f} MB, over the {limit / 1e6:.0f} MB limit for "
+                                 "source files (generated data?); exclude it with --exclude")
         chunks = []
         total = 0
         while True:
@@ -124,21 +119,33 @@ def read_source_bytes(path: Path, root: Path | None = None, limit: int = MAX_SOU
                 break
             total += len(chunk)
             if total > limit:
-                raise UnreadableFile(f"file grew past the {limit / 1e6:.0f} MB limit while being read; not scanned")
+                raise UnreadableFile(f"it grew past the {limit / 1e6:.0f} MB limit while being read")
             chunks.append(chunk)
         return b"".join(chunks)
+    except UnreadableFile:
+        raise
     except OSError as exc:
         raise UnreadableFile(_os_reason(exc)) from None
     finally:
         os.close(fd)
 
 
+def inside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> bool:
+    """Whether `path`, symlinks resolved, is `root` or lies under it (False if it cannot be resolved)."""
+    try:
+        real = os.path.realpath(path, strict=True)
+    except (OSError, RuntimeError):
+        return True  # vanished or a loop: the read that follows reports it as such
+    real_root = os.path.realpath(root)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
 def _os_reason(exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError):
-        return "file vanished or is a dangling symlink; not read"
+        return "it vanished during the scan, or is a dangling symlink"
     if isinstance(exc, PermissionError):
-        return "permission denied; not read"
+        return "permission denied"
     if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == 40:  # ELOOP
-        return "symlink loop; not read"
+        return "symlink loop"
     text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-    return f"cannot read: {text}"
+    return text

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from opscan.errors import InputError
+from opscan.fsutil import UnreadableFile, read_source_bytes
 from opscan.model import Finding, Location
 from opscan.scan import native
 from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, discover
@@ -148,6 +149,10 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
             builder = _Builder(relpath, [], {})
             _input(builder, rules, "unreadable", value=f"not a readable notebook: {exc}")
             return builder.result()
+        except RecursionError:
+            builder = _Builder(relpath, [], {})
+            _input(builder, rules, "unreadable", value="not a readable notebook: JSON nested too deeply")
+            return builder.result()
     else:
         try:
             text = decode(data)
@@ -155,7 +160,8 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
             builder = _Builder(relpath, [], {})
             _input(builder, rules, "unreadable", line=exc.line, value=str(exc))
             return builder.result()
-    lines = text.splitlines(keepends=True) if where is None else text.split("\n")
+    text = _universal_newlines(text)
+    lines = _split_lines(text) if where is None else text.split("\n")
     builder = _Builder(relpath, lines, suppressions(text), where)
     if not text.strip():
         if base != "__init__.py" and where is None:
@@ -173,7 +179,7 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = ast.parse(text, filename=relpath)
+            tree, text = _parse(text, relpath, where, builder, rules)
     except SyntaxError as exc:
         line = exc.lineno or 1
         _input(builder, rules, "parse-error", line=line, col=max(1, exc.offset or 1), value=exc.msg)
@@ -191,15 +197,55 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
         # Deeply nested expressions (long `a + b + ...` chains) recurse once per level; Python
         # frames do not use the C stack on 3.11+, so a higher limit is safe for the walk.
         sys.setrecursionlimit(max(limit, _WALK_DEPTH))
-        hits = Visitor(relpath, text, tree, compiled, project.extensions, project.packages).run()
+        visitor = Visitor(relpath, text, tree, compiled, project.extensions, project.packages)
+        hits = visitor.run()
     except RecursionError:
         _input(builder, rules, "internal-error", value="expression nested too deeply to analyse")
         return builder.result()
     finally:
         sys.setrecursionlimit(limit)
     for hit in hits:
-        builder.add_node(hit)
+        try:
+            builder.add_node(hit)
+        except Exception as exc:  # noqa: BLE001 - NOTE [one rule, one file]
+            _input(builder, rules, "internal-error", line=getattr(hit.node, "lineno", 1),
+                   value=f"rule {hit.rule.id} ({hit.rule.name}) failed here: {type(exc).__name__}: {exc}")
+    for line, rule, exc in visitor.failures:
+        what = f"rule {rule.id} ({rule.name}) failed here" if rule is not None else "the analysis of this statement failed"
+        detail = "nested too deeply to walk" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}"
+        _input(builder, rules, "internal-error", line=line, value=f"{what}: {detail}")
     return builder.result()
+
+
+def _universal_newlines(text: str) -> str:
+    """`\r\n` and a lone `\r` end lines for Python (and ast's line numbers): make them `\n`."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines as Python counts them: only `\n` ends a line (not form feed, U+2028, ...)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line + "\n" for line in lines]
+
+
+def _parse(text: str, relpath: str, where, builder: "_Builder", rules: RuleSet):
+    """ast.parse `text`; in a notebook, a code cell that does not parse is reported (OPS000 at its
+    own cell and line) and blanked, so the other cells are still scanned. Returns (tree, text)."""
+    reported: set[int] = set()
+    while True:
+        try:
+            return ast.parse(text, filename=relpath), text
+        except SyntaxError as exc:
+            line = exc.lineno or 0
+            if where is None or not 0 < line <= len(where) or where[line - 1][0] in reported:
+                raise
+            cell = where[line - 1][0]
+            reported.add(cell)
+            _input(builder, rules, "parse-error", line=line, col=max(1, exc.offset or 1), value=exc.msg)
+            text = "\n".join("" if where[i][0] == cell else part
+                             for i, part in enumerate(text.split("\n")) if i < len(where)) + "\n"
 
 
 def _scan_native(relpath: str, data: bytes, rules: RuleSet) -> FileResult:
@@ -214,7 +260,9 @@ def _scan_native(relpath: str, data: bytes, rules: RuleSet) -> FileResult:
 def internal_error(relpath: str, exc: Exception, rules: RuleSet) -> FileResult:
     """The result for a file that could not be read (OPS001) or whose scan raised (OPS002)."""
     builder = _Builder(relpath, [], {})
-    if isinstance(exc, OSError):
+    if isinstance(exc, UnreadableFile):
+        _input(builder, rules, "unreadable", value=exc.reason)
+    elif isinstance(exc, OSError):
         _input(builder, rules, "unreadable", value=f"cannot read: {exc.strerror or exc}")
     else:
         _input(builder, rules, "internal-error", value=f"{type(exc).__name__}: {exc}")
@@ -265,7 +313,7 @@ def read_project(root: Path, relpaths: list[str]) -> Project:
         if rel in build:
             continue
         try:
-            build[rel] = (root / rel).read_bytes()
+            build[rel] = read_source_bytes(root / rel, root)
         except OSError:
             continue
     return project_from_files(build, packages_on_disk(root))

@@ -7,6 +7,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from opscan.errors import InputError
+from opscan.fsutil import inside
 
 PYTHON_SUFFIXES = (".py", ".ipynb")
 NATIVE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c++", ".h", ".hpp", ".hh", ".hxx")
@@ -104,6 +105,8 @@ def _walk(start: Path, root: Path, exclude: tuple[str, ...], found: set[str]) ->
             except OSError:
                 continue
             if is_dir:
+                if entry.is_symlink() and not inside(path, root):
+                    continue        # a link out of the tree: never followed (docs/reliability.md)
                 if not _skip_dir(entry) and not _excluded(rel, exclude):
                     stack.append(path)
             elif is_file and (entry.name.endswith(SCANNED_SUFFIXES) or entry.name in BUILD_FILES):

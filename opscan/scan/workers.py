@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from opscan.fsutil import read_source_bytes
 from opscan.scan.cache import ResultCache, content_hash, entry_key, stat_key
 
 ScanFn = Callable[[str, bytes, Any], Any]
@@ -77,8 +78,8 @@ def _init(ctx: tuple) -> None:
 def _one(ctx: tuple, relpath: str, abspath: str) -> tuple[str, Any, str | None, str]:
     scan, rules, cache, codec, on_error = ctx
     try:
-        with open(abspath, "rb") as handle:
-            data = handle.read()
+        # Regular files only, never blocking (a FIFO), never through a link out of the tree.
+        data = read_source_bytes(Path(abspath), _tree_root(abspath, relpath))
     except OSError as exc:
         if on_error is None:
             raise
@@ -101,6 +102,13 @@ def _one(ctx: tuple, relpath: str, abspath: str) -> tuple[str, Any, str | None, 
     if cache is not None:
         cache.put(key, codec.encode(result))
     return relpath, result, sha, "scanned"
+
+
+def _tree_root(abspath: str, relpath: str) -> str | None:
+    """The scanned root `abspath` is under, or None for a file given outside it (user's choice)."""
+    if relpath.startswith("../") or os.path.isabs(relpath):
+        return None
+    return abspath[: len(abspath) - len(relpath)].rstrip("/" + os.sep) or os.sep
 
 
 def _batch(items: list[tuple[str, str]]) -> list[tuple[str, Any, str | None, str]]:

@@ -11,7 +11,7 @@ from importlib import metadata
 from typing import Callable, Iterator
 
 from opscan import __version__
-from opscan.zoo.cache import Cache
+from opscan.zoo.cache import UNCACHED, Cache
 from opscan.zoo.isolate import DEFAULT_TRACER, Job, Outcome, run_isolated, tracer_spec
 from opscan.zoo.results import OpStat, Row, build_row, op_stats, row_from_dict, row_to_dict
 from opscan.zoo.selection import ZooTarget
@@ -121,7 +121,7 @@ def run_zoo(targets: list[ZooTarget], coverage, *, options: dict | None = None,
             stats["traced"] += 1
             cache.put_outcome(key, outcome)
             row = build_row(target, outcome, coverage)
-            if outcome.status not in ("timeout", "out-of-memory", "crash"):
+            if outcome.status not in UNCACHED:
                 cache.put_row(key, coverage.key, row_to_dict(row))
             done(row)
 

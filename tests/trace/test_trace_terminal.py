@@ -55,13 +55,15 @@ def test_shows_status_and_evidence_when_coverage_is_known():
     text = render(Report(root=".", tool_version="0", traces=(TRACE,), coverage=coverage))
     assert "status" in text
     row = next(line for line in text.splitlines() if line.startswith("aten::_transformer"))
-    assert row.rstrip().endswith("cpu-fallback")
+    assert row.rstrip().endswith("cpu-fallback [1]")
+    mm = next(line for line in text.splitlines() if line.startswith("aten::mm"))
+    assert mm.rstrip().endswith("native [2]")
     wide = render(Report(root=".", tool_version="0", traces=(TRACE,), coverage=coverage), width=160)
     row = next(line for line in wide.splitlines() if line.startswith("aten::_transformer"))
     assert "cpu-fallback" in row and row.rstrip().endswith("model.py:12 (encoder.layers.0)")
-    assert "aten::_transformer_encoder_layer_fwd: cpu-fallback — no PrivateUse1 kernel in torch-neuronx 2.14.3" in text
+    # each distinct evidence is printed once, numbered, under the table
+    assert "[2] op table" in text and "[1] no PrivateUse1 kernel in torch-neuronx 2.14.3" in text
     assert "mylib::fused_rope" in text and "unknown" in text
-    assert "aten::mm: native" not in text
 
 
 def test_prints_nothing_without_traces():

@@ -53,15 +53,28 @@ def section(report: Report, console: Console) -> None:
         table.add_column("status", no_wrap=True)
     if wide:
         table.add_column("first source", overflow="fold")
+    notes = _evidence_notes(merged, coverage)
     for usage, _models in merged:
-        table.add_row(*_row(usage, coverage.get(usage.op), show_modes, bool(coverage), wide))
+        table.add_row(*_row(usage, coverage.get(usage.op), show_modes, bool(coverage), wide, notes))
     console.print(table)
     if coverage:
-        _evidence(merged, coverage, console)
+        for text, number in notes.items():
+            console.print(Text(f"  [{number}] {text}", style="dim"))
     console.print()
 
 
-def _row(usage: OpUsage, cov: Coverage | None, show_modes: bool, with_status: bool, wide: bool) -> list:
+def _evidence_notes(merged, coverage: dict[str, Coverage]) -> dict[str, int]:
+    """Number each distinct evidence text once, in table order, so a status reads "native [1]"."""
+    notes: dict[str, int] = {}
+    for usage, _ in merged:
+        cov = coverage.get(usage.op)
+        if cov is not None and cov.evidence and cov.evidence[0].text not in notes:
+            notes[cov.evidence[0].text] = len(notes) + 1
+    return notes
+
+
+def _row(usage: OpUsage, cov: Coverage | None, show_modes: bool, with_status: bool, wide: bool,
+         notes: dict[str, int]) -> list:
     name = Text(usage.op, style="bold magenta" if usage.custom else "")
     if usage.custom:
         name.append(" [custom]", style="magenta")
@@ -81,24 +94,12 @@ def _row(usage: OpUsage, cov: Coverage | None, show_modes: bool, with_status: bo
     row.append(dtypes)
     if with_status:
         status = cov.status if cov is not None else "unknown"
-        row.append(Text(status, style=_STATUS_STYLE.get(status, "")))
+        cell = Text(status, style=_STATUS_STYLE.get(status, ""))
+        if cov is not None and cov.evidence:
+            cell.append(f" [{notes[cov.evidence[0].text]}]", style="dim")
+        row.append(cell)
     if wide:
         row.append(source)
     elif source:
         name.append("\n  " + source, style="dim")
     return row
-
-
-def _evidence(merged, coverage: dict[str, Coverage], console: Console) -> None:
-    """One line of evidence per op whose status is not simply native."""
-    lines = []
-    for usage, _ in merged:
-        cov = coverage.get(usage.op)
-        if cov is None or cov.status == "native" or not cov.evidence:
-            continue
-        lines.append(Text(f"  {usage.op}: {cov.status} — {cov.evidence[0].text}"
-                          + (f" (via {cov.via})" if cov.via else ""), style="dim"))
-    if lines:
-        console.print(Text("  evidence:", style="bold"))
-        for line in lines:
-            console.print(line)

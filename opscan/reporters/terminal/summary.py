@@ -12,7 +12,12 @@ from opscan.model import CATEGORIES, SEVERITIES, Report
 
 
 def section(report: Report, console: Console) -> None:
-    """Print the summary table (always: a clean run says so) and the notes."""
+    """Print the summary table (a clean scan says so) and the notes; a run that scanned no
+    files (a trace alone) prints only its notes."""
+    if not report.files_scanned and not report.findings:
+        for note in report.notes:
+            console.print(Text(f"note: {note}", style="dim"))
+        return
     counts = Counter((f.category, f.severity) for f in report.findings)
     guarded = sum(1 for f in report.findings if f.guarded)
     head = Text("Summary", style="bold")

@@ -29,7 +29,8 @@ def headline(run: ZooRun) -> str:
 def explain(row: Row) -> str:
     """The row's one-line explanation: its error, else the ops that keep it from being ready."""
     if row.error:
-        return row.error
+        path = row.target[3:] if row.target.startswith("hf:") else ""
+        return row.error.replace(f"{path}/config.json: ", "").replace(f"{path}/", "") if path else row.error
     if row.blockers:
         head = ", ".join(row.blockers[:4])
         return head + (f" (+{len(row.blockers) - 4} more)" if len(row.blockers) > 4 else "")
