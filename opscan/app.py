@@ -145,6 +145,8 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
         baseline=status,
         hours_per_day=config.cost.hours_per_day,
         rules=tuple(sorted((r for r in scanned.rules if r.id in fired), key=lambda r: r.id)),
+        project_sources=tuple(sorted({s.path for t in traces for u in t.ops for s in u.sources
+                                      if (root / s.path).is_file()})) if traces else None,
     )
     return report
 

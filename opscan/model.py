@@ -252,3 +252,5 @@ class Report:
     baseline: BaselineStatus | None = None  # set when a baseline was applied
     hours_per_day: float = 8.0           # engineer-day length of the cost model (effort in days)
     rules: tuple[RuleInfo, ...] = ()     # the rules that fired, sorted by id
+    project_sources: tuple[str, ...] | None = None  # op-source paths that are files of the project
+                                                    # (None: not known; library paths are left out)

@@ -6,6 +6,7 @@ source, and says that tracing was skipped.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -63,7 +64,17 @@ def scan(target: Path, config: Config) -> ScanOutcome:
                                notes=(f"no file under {root} matches include = {list(config.include)}",))
     elif target.is_file():
         paths = [target]
-    result = scan_paths(root, paths, rules=rules, exclude=config.exclude, jobs=default_jobs())
+    cache = probe = None
+    if not os.environ.get("OPSCAN_NO_CACHE"):   # the scan cache (docs/benchmarks.md, "Cache")
+        from opscan.scan.cache import ResultCache, default_cache_dir, scan_salt
+        from opscan.scan.probe_cache import CachedProbe
+
+        folder = default_cache_dir()
+        cache, probe = ResultCache(folder, scan_salt(rules.fingerprint())), CachedProbe(folder)
+    result = scan_paths(root, paths, rules=rules, exclude=config.exclude, jobs=default_jobs(),
+                        cache=cache, probe=probe)
+    if probe is not None:
+        probe.save()
     known = {r.id for r in load_rules(extra_dirs=config.extra_rules)}
     extra = [] if _ignored(suppressions.RULE, config.ignore) else \
         unused_suppressions(root, result, {r.id for r in rules}, known)

@@ -83,6 +83,37 @@ def format_size(size: int | None) -> str:
     return str(size)
 
 
+TRACE_FUNCTION = "opscan.trace:trace_target"
+
+
+def add_limit_arguments(parser) -> None:
+    """The --timeout / --max-memory / --in-process flags of every command that runs model code."""
+    parser.add_argument("--timeout", metavar="SECONDS", default=str(int(DEFAULT_TIMEOUT)),
+                        help=f"stop a trace that runs longer (default {int(DEFAULT_TIMEOUT)}; 0: no limit). "
+                        "Tracing runs the model's code in a child process")
+    parser.add_argument("--max-memory", metavar="SIZE", default=None,
+                        help="address-space limit of the trace's child process, e.g. 8G "
+                        "(default: 3/4 of physical memory; 0: no limit)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="trace in this process, without the child process and its limits (debugging)")
+
+
+def limits_from(args) -> Limits:
+    """Limits from parsed --timeout / --max-memory (UsageError for bad values)."""
+    timeout = parse_timeout(str(getattr(args, "timeout", DEFAULT_TIMEOUT)))
+    raw = getattr(args, "max_memory", None)
+    return Limits(timeout=timeout, max_memory=parse_size(raw) if raw is not None else default_max_memory())
+
+
+def trace_isolated(options: dict[str, Any], limits: Limits, in_process: bool = False):
+    """`opscan.trace.trace_target(**options)` in a child process under `limits` (see module doc)."""
+    if in_process:
+        from opscan.trace import trace_target
+
+        return trace_target(**options)
+    return run_isolated(TRACE_FUNCTION, options, limits, what=f"trace of {options.get('target', '?')}")
+
+
 def run_isolated(func: str, kwargs: dict[str, Any], limits: Limits, what: str = "the trace") -> Any:
     """Call `func` ("module:name") with `kwargs` in a child process and return its result.
 
@@ -183,12 +214,33 @@ def _death_message(what: str, exitcode: int | None, limits: Limits) -> str:
             "sys.exit() or os._exit()")
 
 
+# Allocation failures that torch reports as RuntimeError under RLIMIT_AS.
+_OOM_TEXT = ("MemoryError", "can't allocate memory", "DefaultCPUAllocator", "std::bad_alloc", "alloc_cpu.cpp")
+
+
+def _classify(exc: BaseException) -> tuple:
+    """The message the child sends for an exception: memory, an OpscanError, or anything else."""
+    chain, seen = exc, 0
+    while chain is not None and seen < 20:
+        if isinstance(chain, MemoryError) or any(t in f"{type(chain).__name__}: {chain}" for t in _OOM_TEXT):
+            text = str(chain)
+            return ("memory", f"{type(chain).__name__}{': ' + text[:200] if text else ''}")
+        chain, seen = chain.__cause__ or chain.__context__, seen + 1
+    if isinstance(exc, errors.OpscanError):
+        return ("opscan-error", type(exc).__name__, exc.message, exc.path, exc.line)
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+    return ("exception", f"{type(exc).__name__}: {exc}", where)
+
+
 def _child_main(sender, func: str, kwargs: dict[str, Any], max_memory: int | None) -> None:
     """Entry point of the child: limit, redirect stdout, call, send one message."""
     os.dup2(2, 1)  # model prints go to stderr; stdout stays the parent's report
     sys.stdout = sys.stderr
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crashing model leaves no core file behind
     if max_memory is not None:
-        import resource
 
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         soft = max_memory if hard == resource.RLIM_INFINITY else min(max_memory, hard)
@@ -199,14 +251,8 @@ def _child_main(sender, func: str, kwargs: dict[str, Any], max_memory: int | Non
         for part in name.split("."):
             target = getattr(target, part)
         message: tuple = ("ok", target(**kwargs))
-    except errors.OpscanError as exc:
-        message = ("opscan-error", type(exc).__name__, exc.message, exc.path, exc.line)
-    except MemoryError as exc:
-        message = ("memory", f"MemoryError{': ' + str(exc) if str(exc) else ''}")
     except BaseException as exc:  # noqa: BLE001 - everything the model raises is reported, not raised
-        frames = traceback.extract_tb(exc.__traceback__)
-        where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
-        message = ("exception", f"{type(exc).__name__}: {exc}", where)
+        message = _classify(exc)
     try:
         sender.send(message)
     except MemoryError:

@@ -29,5 +29,11 @@ def run_cli(capsys):
     return run
 
 
+@pytest.fixture(autouse=True)
+def _own_scan_cache(tmp_path_factory, monkeypatch):
+    """Each test gets its own scan cache folder: no results carried between tests, none in ~/.cache."""
+    monkeypatch.setenv("OPSCAN_CACHE_DIR", str(tmp_path_factory.mktemp("opscan-cache")))
+
+
 def pytest_report_header(config):
     return f"python {sys.version.split()[0]}"

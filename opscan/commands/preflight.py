@@ -79,7 +79,9 @@ def run(args: argparse.Namespace) -> int:
             else render.render_markdown(checklist))
     if args.output:
         try:
-            Path(args.output).write_text(text, encoding="utf-8")
+            from opscan.fsutil import atomic_write
+
+            atomic_write(args.output, text)   # old file or new file, never half of one
         except OSError as exc:
             raise InputError(f"cannot write: {exc.strerror or exc}", args.output) from None
         print(f"opscan preflight: checklist written to {args.output}", file=sys.stderr)

@@ -98,11 +98,13 @@ def _docs(args: argparse.Namespace) -> int:
         for path in stale:
             print(f"out of date: {path} (run `opscan rules docs`)")
         return 1 if stale else 0
+    from opscan.fsutil import atomic_write
+
     docs_path.parent.mkdir(parents=True, exist_ok=True)
     if current_docs != wanted_docs:
-        docs_path.write_text(wanted_docs, encoding="utf-8")
+        atomic_write(docs_path, wanted_docs)
     if readme != wanted_readme:
-        readme_path.write_text(wanted_readme, encoding="utf-8")
+        atomic_write(readme_path, wanted_readme)   # README.md is never left half-written
     for path in stale:
         print(f"updated {path}")
     return 0

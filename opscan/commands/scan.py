@@ -36,8 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="drop these rules (same forms as --select; repeatable)")
     parser.add_argument("--rules", action="append", default=[], metavar="DIR",
                         help="also load the rule files (*.yaml) in DIR (repeatable)")
-    parser.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
-                        help="worker processes (default: 1)")
+    parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                        help="worker processes (default: the number of CPUs; results are the same for any N)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write the scan cache (see docs/benchmarks.md, 'Cache')")
+    parser.add_argument("--cache-dir", metavar="DIR",
+                        help="where to keep the scan cache (default: $OPSCAN_CACHE_DIR, else "
+                             "~/.cache/opscan; never a folder an untrusted change can write)")
     parser.add_argument("--no-fix-check", action="store_true",
                         help="do not check suggested replacements against the installed torch")
     parser.add_argument("--baseline", metavar="FILE",
@@ -65,7 +70,10 @@ def build_report(args: argparse.Namespace) -> tuple[Report, object]:
     """Run the scan for parsed arguments and return the Report (and the ScanResult)."""
     from opscan.scan import load_rules, scan_paths
 
-    if args.jobs < 1:
+    from opscan.scan.workers import default_jobs
+
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    if jobs < 1:
         raise UsageError("--jobs must be at least 1")
     given = [Path(p) for p in args.paths] or [Path.cwd()]
     for path in given:
@@ -81,8 +89,18 @@ def build_report(args: argparse.Namespace) -> tuple[Report, object]:
         root = Path.cwd()
     paths = None if (len(given) == 1 and given[0].resolve() == root.resolve()) else given
     rules = load_rules(extra_dirs=args.rules, select=args.select, ignore=args.ignore)
-    result = scan_paths(root, paths=paths, rules=rules, exclude=args.exclude, jobs=args.jobs,
-                        check_fixes=not args.no_fix_check)
+    cache = probe = None
+    if not getattr(args, "no_cache", False):
+        from opscan.scan.cache import ResultCache, default_cache_dir, scan_salt
+        from opscan.scan.probe_cache import CachedProbe
+
+        folder = default_cache_dir(getattr(args, "cache_dir", None))
+        cache = ResultCache(folder, scan_salt(rules.fingerprint()))
+        probe = CachedProbe(folder) if not args.no_fix_check else None
+    result = scan_paths(root, paths=paths, rules=rules, exclude=args.exclude, jobs=jobs,
+                        check_fixes=not args.no_fix_check, cache=cache, probe=probe)
+    if probe is not None:
+        probe.save()
     report = Report(root=str(root.resolve()), tool_version=__version__, findings=result.findings,
                     files_scanned=result.files_scanned, notes=result.notes,
                     rules=rule_infos(result.findings, rules))
@@ -98,12 +116,14 @@ def run(args: argparse.Namespace) -> int:
 
         report = filter_report(report, Path(args.baseline))
     if args.output:
+        from opscan.fsutil import atomic_write
+
         buffer = io.StringIO()
         render(args.format, report, buffer)
         try:
-            Path(args.output).write_text(buffer.getvalue(), encoding="utf-8")
+            atomic_write(args.output, buffer.getvalue())   # old file or new file, never half of one
         except OSError as exc:
-            raise InputError(f"cannot write the report: {exc.strerror}", path=args.output) from None
+            raise InputError(f"cannot write the report: {exc.strerror or exc}", path=args.output) from None
     else:
         render(args.format, report, sys.stdout)
     return 1 if fails(report.findings, args.fail_on) else 0

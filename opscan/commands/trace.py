@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "its device profile shapes the trace (see docs/coverage-db.md)")
     parser.add_argument("--db", metavar="FILE", default=None,
                         help="check against this release file (e.g. one from `opscan db probe`)")
+    from opscan.sandbox import add_limit_arguments
+
+    add_limit_arguments(parser)   # the model's code runs in a child process (docs/reliability.md)
 
 
 def _positive(text: str) -> int:
@@ -125,11 +128,13 @@ def _configured_models():
 
 def run(args: argparse.Namespace) -> int:
     """Trace, render, and exit 0 (complete) or 1 (a trace stopped early; its partial list is shown)."""
-    requests = _requests(args)
-    from opscan.trace import trace_target
+    from opscan.sandbox import limits_from, trace_isolated
 
+    limits = limits_from(args)
+    requests = _requests(args)
     profile = device_profile(args)
-    traces = tuple(trace_target(**request, profile=profile) for request in requests)
+    traces = tuple(trace_isolated(dict(request, profile=profile), limits, getattr(args, "in_process", False))
+                   for request in requests)
     coverage, backend, notes = annotate(args, traces)
     report = build_report(traces, root=str(Path.cwd()), coverage=coverage, backend=backend,
                           notes=tuple(notes))
@@ -143,8 +148,10 @@ def _write(report: Report, fmt: str, output: str | None) -> None:
     if output is None:
         render(fmt, report, sys.stdout)
         return
+    from opscan.fsutil import atomic_open
+
     try:
-        with open(output, "w", encoding="utf-8") as out:
+        with atomic_open(output) as out:   # the old file or the new one, never half of one
             render(fmt, report, out)
     except OSError as exc:
-        raise UsageError(f"cannot write: {exc.strerror}", path=output) from None
+        raise UsageError(f"cannot write: {exc.strerror or exc}", path=output) from None

@@ -73,7 +73,8 @@ def annotations(report: Report) -> dict[str, list[tuple[tuple, str]]]:
             level = "error" if st == "unsupported" else "warning"
             text = "is unsupported" if st == "unsupported" else "runs on the CPU (fallback)"
             message = f"{usage.op} {text} on {report.backend or 'the backend'}; dispatched {usage.count}x"
-            source = usage.sources[0] if usage.sources else None
+            inside = [s for s in usage.sources if report.project_sources is None or s.path in report.project_sources]
+            source = inside[0] if inside else None   # library frames: an annotation without a file
             key = (False, -1, source.path if source else "", source.line if source else 0, 0, usage.op)
             out[level].append((key, _command(level, message, uri(report.root, source.path) if source else "",
                                              source.line if source else 0, 0, 0, 0, f"op {usage.op}")))

@@ -51,6 +51,11 @@ def _first_sentence(text: str, limit: int = 200) -> str:
     return first if len(first) <= limit else first[:limit - 1].rstrip() + "…"
 
 
+def _in_project(report: Report, path: str) -> bool:
+    """Whether an op source is a file of the project (library frames get no SARIF location)."""
+    return report.project_sources is None or path in report.project_sources
+
+
 def _rule(info: RuleInfo) -> dict:
     short = _first_sentence(info.what) if info.what else info.name
     text = "\n\n".join(part for part in (info.what, info.why, info.fix and "Fix: " + info.fix) if part)
@@ -109,7 +114,7 @@ def to_dict(report: Report) -> dict:
             if info is None:
                 continue
             for source in usage.sources:
-                if (usage.op, source.path, source.line) in seen:
+                if (usage.op, source.path, source.line) in seen or not _in_project(report, source.path):
                     continue
                 seen.add((usage.op, source.path, source.line))
                 infos[info.id] = info

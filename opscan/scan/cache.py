@@ -1,17 +1,20 @@
 """Content-addressed cache of per-file scan results, plus a stat index that lets warm runs skip reading.
 
 # NOTE [scan cache]
-Where: `--cache-dir DIR`, else `$OPSCAN_CACHE_DIR`, else `.opscan_cache/` in the scanned folder
-(like `.ruff_cache/`: per project, easy to keep between CI runs, removed with the checkout),
-else, when that folder cannot be written (a read-only checkout, site-packages),
-`$XDG_CACHE_HOME/opscan` (default `~/.cache/opscan`). The folder holds a `CACHEDIR.TAG` and a
-`.gitignore` of `*`, so backups skip it and git never sees it. Deleting it is always safe.
+Where: `--cache-dir DIR`, else `$OPSCAN_CACHE_DIR`, else `$XDG_CACHE_HOME/opscan` (default
+`~/.cache/opscan`): one folder per user, shared by all projects, and never inside the scanned
+tree, because what is inside the tree is under the control of whoever wrote the change being
+scanned: a pull request could commit a cache folder whose entries (checksums are not secrets) say
+"no findings" for its CUDA code. For CI, point `--cache-dir` at a folder the CI system keeps
+between runs of trusted builds (e.g. a cache step keyed on the branch), never at one restored from
+an untrusted change. The folder holds a `CACHEDIR.TAG` and a `.gitignore` of `*`, so backups skip
+it and git never sees it. Deleting it is always safe.
 
 What: one small file per scanned file content, `v1/<salt>/<aa>/<key>.json` with
 key = sha256(relative path, sha256 of the file's bytes) — the path is part of the key because a
 result names its file (two identical files at two paths have two entries) — and
 `salt` = sha256(opscan version, rules fingerprint, scanner code fingerprint): change any of them
-and the old entries are never looked up again (the 4 most recently used salts are kept, older
+and the old entries are never looked up again (the 8 most recently used salts are kept, older
 ones pruned). An entry is one header line `opscan-cache 1 <key> <sha256 of body>`
 and a JSON body. Entries are written to a temporary file and renamed into place (atomic); a
 reader that finds a torn, truncated, edited or foreign entry ignores it and the file is scanned
@@ -26,6 +29,7 @@ git" problem) and is re-read and re-hashed — still without re-scanning when th
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -37,9 +41,8 @@ from pathlib import Path
 from typing import Any
 
 CACHE_DIR_ENV = "OPSCAN_CACHE_DIR"
-DEFAULT_DIR_NAME = ".opscan_cache"
 FORMAT = "v1"
-KEEP_SALTS = 4
+KEEP_SALTS = 8
 RACY_NS = 2_000_000_000
 _HEADER = b"opscan-cache 1 "
 _TAG = b"Signature: 8a477f597d28d172789f06886806bc55\n# opscan scan cache; see docs/benchmarks.md\n"
@@ -49,7 +52,7 @@ def fingerprint(*parts: str | bytes) -> str:
     """sha256 over `parts`, each length-prefixed so that ("ab", "c") != ("a", "bc")."""
     digest = hashlib.sha256()
     for part in parts:
-        data = part.encode() if isinstance(part, str) else part
+        data = part.encode("utf-8", "surrogateescape") if isinstance(part, str) else part  # odd file names
         digest.update(len(data).to_bytes(8, "little"))
         digest.update(data)
     return digest.hexdigest()
@@ -61,6 +64,18 @@ def files_fingerprint(paths: Iterable[Path]) -> str:
     for path in sorted(Path(p) for p in paths):
         parts.append(path.name)
         parts.append(path.read_bytes())
+    return fingerprint(*parts)
+
+
+def facts_fingerprint(facts: object) -> str:
+    """Fingerprint of a dataclass of scan-wide facts (e.g. scan.project.Project); sets are sorted,
+    so the value does not depend on hash randomisation."""
+    parts: list[str] = []
+    for f in dataclasses.fields(facts):  # type: ignore[arg-type]
+        value = getattr(facts, f.name)
+        if isinstance(value, (set, frozenset)):
+            value = sorted(value)
+        parts += [f.name, repr(value)]
     return fingerprint(*parts)
 
 
@@ -78,19 +93,13 @@ def scan_salt(rules_fingerprint: str, *extra: str) -> str:
     return fingerprint(__version__, code_fingerprint(), rules_fingerprint, *extra)
 
 
-def default_cache_dir(root: Path, override: str | os.PathLike | None = None) -> Path:
-    """Where the cache for a scan of `root` lives (see NOTE [scan cache])."""
+def default_cache_dir(override: str | os.PathLike | None = None) -> Path:
+    """Where the scan cache lives (see NOTE [scan cache]); never inside the scanned tree by default."""
     if override:
         return Path(override)
     env = os.environ.get(CACHE_DIR_ENV)
     if env:
         return Path(env)
-    folder = root if root.is_dir() else root.parent
-    local = folder / DEFAULT_DIR_NAME
-    if (local.is_dir() and os.access(local, os.W_OK)) or (
-        not local.exists() and os.access(folder, os.W_OK)
-    ):
-        return local
     xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(xdg) / "opscan"
 

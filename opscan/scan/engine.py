@@ -27,6 +27,13 @@ from opscan.scan.visitor import Visitor
 
 _WALK_DEPTH = 20_000
 
+# NOTE [one rule, one file]
+# A rule that raises on one statement of one file costs only that statement: the visitor records
+# (line, rule, exception) and walks on (visitor.py `_statement`), and a hit whose finding cannot
+# be built is dropped alone. Each becomes an OPS002 finding at that line naming the rule, so the
+# gap is visible while the file's other findings, and every other file, are kept. Only a failure
+# outside any statement (or in reading the file) costs the whole file (workers.py `on_error`).
+
 
 @dataclass(frozen=True)
 class Suppression:
@@ -70,7 +77,7 @@ class _Builder:
 
     def __init__(self, relpath: str, lines: list[str], supp: dict[int, frozenset[str]],
                  where: list[tuple[int, int]] | None = None) -> None:
-        self.relpath = relpath
+        self.relpath = printable_path(relpath)
         self.lines = lines
         self.supp = supp
         self.where = where
@@ -115,6 +122,16 @@ class _Builder:
             for line, codes in sorted(self.supp.items()))
         return FileResult(self.relpath, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), supps,
                           scanned, len(self.lines))
+
+
+def printable_path(relpath: str) -> str:
+    """A file name that is not valid UTF-8 (os gives it with surrogate escapes) as printable text:
+    `bad\\xff.py`. Reports must stay valid UTF-8, whatever a repository's file names are."""
+    try:
+        relpath.encode("utf-8")
+        return relpath
+    except UnicodeEncodeError:
+        return relpath.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _input(builder: _Builder, rules: RuleSet, kind: str, line: int = 1, col: int = 1, value: str = "") -> None:
@@ -269,7 +286,7 @@ def internal_error(relpath: str, exc: Exception, rules: RuleSet) -> FileResult:
     return builder.result()
 
 
-def _collect(results, check_fixes: bool) -> ScanResult:
+def _collect(results, check_fixes: bool, probe=None) -> ScanResult:
     findings: list[Finding] = []
     requires: list[tuple[str, ...]] = []
     supps: list[Suppression] = []
@@ -285,7 +302,7 @@ def _collect(results, check_fixes: bool) -> ScanResult:
     requires = [requires[i] for i in order]
     notes: list[str] = []
     if check_fixes:
-        findings, notes = _check_fixes(findings, requires)
+        findings, notes = _check_fixes(findings, requires, probe)
     return ScanResult(tuple(findings), scanned, tuple(sorted(supps, key=lambda s: (s.path, s.line))),
                       tuple(notes), lines)
 
@@ -320,7 +337,7 @@ def read_project(root: Path, relpaths: list[str]) -> Project:
 
 
 def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclude=(), jobs: int = 1,
-               check_fixes: bool = True, cache=None) -> ScanResult:
+               check_fixes: bool = True, cache=None, probe=None) -> ScanResult:
     """Scan the files under `root` (or just `paths`, files or folders) with `rules`.
 
     Args:
@@ -330,7 +347,10 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
         exclude: extra glob patterns to skip.
         jobs: worker processes (1: in-process).
         check_fixes: check suggested replacements against the installed torch (see fixes.py).
-        cache: an opscan.scan.cache.ResultCache, or None.
+        cache: an opscan.scan.cache.ResultCache, or None; its salt is extended with the project
+            facts here, since results depend on them.
+        probe: the torch lookup of the fix check (default: a fresh TorchProbe), e.g. a
+            probe_cache.CachedProbe that remembers answers between runs.
     Raises:
         InputError: the root or a path does not exist.
     """
@@ -348,9 +368,14 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
     scan = functools.partial(scan_source, project=project)
     on_error = functools.partial(_on_error, rules=rules)
     codec = Codec(encode_result, decode_result) if cache is not None else None
+    if cache is not None:
+        from opscan.scan.cache import facts_fingerprint
+
+        cache = cache.salted(facts_fingerprint(project))
     results = (result for _, result in scan_files(root, relpaths, scan, rules, jobs=jobs, cache=cache,
-                                                  codec=codec, on_error=on_error))
-    return _collect(results, check_fixes)
+                                                  codec=codec, on_error=on_error,
+                                                  full_walk=paths is None and not exclude))
+    return _collect(results, check_fixes, probe)
 
 
 def _on_error(relpath: str, exc: Exception, rules: RuleSet) -> FileResult:

@@ -31,6 +31,10 @@ class TorchProbe:
         return self._known[path]
 
     def _lookup(self, path: str) -> bool:
+        if path.split(".", 1)[0] != "torch":
+            # Importing is running code: only torch's own modules are ever imported here, whatever a
+            # (possibly untrusted, repository-provided) rule file names in `requires`.
+            return False
         if self._torch is None:
             try:
                 self._torch = importlib.import_module("torch")

@@ -23,7 +23,12 @@ def decode(data: bytes) -> str:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise DecodeError(f"bad encoding declaration: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+        message = exc.msg if hasattr(exc, "msg") else str(exc)
+        if "invalid or missing" in message:   # no cookie: the first two lines are not UTF-8
+            _not_utf8(data)
+        if data.startswith(b"\xef\xbb\xbf") and "encoding problem" in message:
+            message = "the file starts with a UTF-8 byte-order mark but declares another encoding"
+        raise DecodeError(f"bad encoding declaration: {message}", _cookie_line(data)) from None
     try:
         text = data.decode(encoding)
     except LookupError:
@@ -34,6 +39,27 @@ def decode(data: bytes) -> str:
     if text.startswith("\ufeff"):
         text = text[1:]
     return text
+
+
+def _not_utf8(data: bytes) -> None:
+    """Raise the DecodeError for bytes that are not UTF-8 (binary when they hold a NUL byte)."""
+    nul = data.find(b"\x00")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = nul if 0 <= nul < exc.start else exc.start
+        line = data.count(b"\n", 0, where) + 1
+        if where == nul:
+            raise DecodeError(f"a binary file, not Python source (NUL byte at line {line})", line) from None
+        raise DecodeError(f"not valid utf-8: byte 0x{data[where]:02x} at line {line}", line) from None
+
+
+def _cookie_line(data: bytes) -> int:
+    """The line of the PEP 263 declaration (1 or 2), else 1."""
+    for number, line in enumerate(data.split(b"\n", 2)[:2], 1):
+        if line.lstrip().startswith(b"#") and b"coding" in line:
+            return number
+    return 1
 
 
 def suppressions(text: str) -> dict[int, frozenset[str]]:

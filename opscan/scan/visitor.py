@@ -63,6 +63,7 @@ class Visitor:
         self.depth = 0
         self._idiom: dict[int, bool] = {}
         self.hot: list[int] = []
+        self.failures: list[tuple[int, Rule | None, BaseException]] = []  # NOTE [one rule, one file]
 
     # -- driver ------------------------------------------------------------------------------
     def run(self) -> list[Hit]:
@@ -207,14 +208,23 @@ class Visitor:
 
     def _body(self, node: ast.AST, g: bool) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt) and not self._is_hot(child):
+            if isinstance(child, ast.stmt):
+                if self._is_hot(child):
+                    self._statement(child, g)
                 continue
             self.visit(child, g)
 
     def _stmts(self, stmts: list[ast.stmt], g: bool) -> None:
         for child in stmts:
             if self._is_hot(child):
-                self.visit(child, g)
+                self._statement(child, g)
+
+    def _statement(self, node: ast.stmt, g: bool) -> None:
+        """Visit one statement; if a rule fails on it, record that and go on with the next one."""
+        try:
+            self.visit(node, g)
+        except (Exception, RecursionError) as exc:  # noqa: BLE001 - NOTE [one rule, one file]
+            self.failures.append((node.lineno, _failing_rule(exc), exc))
 
     def v_import(self, node, g: bool) -> None:
         self.imports.add(node)
@@ -445,6 +455,17 @@ class Visitor:
 
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from)[ \t]", re.M)
 _NEWLINE = re.compile("\n")
+
+
+def _failing_rule(exc: BaseException) -> Rule | None:
+    """The rule being applied where `exc` was raised: the innermost frame with a Rule in `rule`."""
+    tb, found = exc.__traceback__, None
+    while tb is not None:
+        candidate = tb.tb_frame.f_locals.get("rule")
+        if isinstance(candidate, Rule):
+            found = candidate
+        tb = tb.tb_next
+    return found
 
 
 def _WORD(ch: str) -> bool:

@@ -89,7 +89,7 @@ def apply_profile(profile: DeviceProfile) -> None:
             packet_name, _, ov = rest.partition(".")
             packet = getattr(torch.ops.aten, packet_name)
             op = getattr(packet, ov or "default")
-        except AttributeError:
+        except (AttributeError, RuntimeError):
             continue  # an op this torch does not have: nothing to register
         if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1"):
             continue

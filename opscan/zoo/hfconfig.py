@@ -72,9 +72,17 @@ def write_default_config(model_type: str, class_name: str, family: str, config_d
         text = " ".join(str(exc).split())
         return ZooTarget(name=model_type, target=f"hf:{folder}", family=family,
                          error=f"default config cannot be built: {type(exc).__name__}: {text}"[:300])
+    note = ""
+    text = getattr(config, "text_config", None)
+    if class_name.endswith("ForCausalLM") and text is not None and hasattr(text, "to_dict"):
+        # NOTE [text configs]: a multimodal type (qwen3_5, llama4, emu3) lists its text-only
+        # ...ForCausalLM in the causal-LM mapping; that class is built from the text sub-config.
+        data = text.to_dict()
+        note = f"text config {data.get('model_type', '?')}"
     if class_name:
         data["architectures"] = [class_name]
-    note = _shrink(data, layers) if layers else ""
+    if layers:
+        note = "; ".join(n for n in (note, _shrink(data, layers)) if n)
     text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "config.json"

@@ -106,17 +106,15 @@ def test_unwritable_cache_never_raises(tmp_path: Path) -> None:
 def test_default_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(cache_mod.CACHE_DIR_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    project = tmp_path / "project"
-    project.mkdir()
-    assert default_cache_dir(project) == project / ".opscan_cache"
-    assert default_cache_dir(project / "one.py") == project / ".opscan_cache"
-    assert default_cache_dir(project, tmp_path / "explicit") == tmp_path / "explicit"
+    assert default_cache_dir() == tmp_path / "xdg" / "opscan"
+    assert default_cache_dir(tmp_path / "explicit") == tmp_path / "explicit"
     monkeypatch.setenv(cache_mod.CACHE_DIR_ENV, str(tmp_path / "env"))
-    assert default_cache_dir(project) == tmp_path / "env"
-    assert default_cache_dir(project, tmp_path / "explicit") == tmp_path / "explicit"
+    assert default_cache_dir() == tmp_path / "env"
+    assert default_cache_dir(tmp_path / "explicit") == tmp_path / "explicit"
     monkeypatch.delenv(cache_mod.CACHE_DIR_ENV)
-    monkeypatch.setattr(cache_mod.os, "access", lambda path, mode: False)
-    assert default_cache_dir(project) == tmp_path / "xdg" / "opscan"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_cache_dir() == tmp_path / "home" / ".cache" / "opscan"
 
 
 def test_files_fingerprint_changes_with_any_byte(tmp_path: Path) -> None:

@@ -98,6 +98,19 @@ def write_tree(root: Path, files: dict[str, bytes]) -> Path:
     return root
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_scan_cache(tmp_path_factory):
+    """Scans in these tests cache into a folder of their own, never the user's ~/.cache/opscan.
+    Tests that change the scanner's behaviour (monkeypatches) also pass --no-cache."""
+    old = os.environ.get("OPSCAN_CACHE_DIR")
+    os.environ["OPSCAN_CACHE_DIR"] = str(tmp_path_factory.mktemp("opscan-cache"))
+    yield
+    if old is None:
+        os.environ.pop("OPSCAN_CACHE_DIR", None)
+    else:
+        os.environ["OPSCAN_CACHE_DIR"] = old
+
+
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory) -> Path:
     """The whole hostile corpus plus the good files (without the 10 MB file)."""

@@ -100,7 +100,7 @@ def test_file_vanishes_between_listing_and_reading(tmp_path, scan_json, monkeypa
         return found
 
     monkeypatch.setattr(engine, "discover", discover_then_delete)
-    code, doc, err = scan_json(tmp_path)
+    code, doc, err = scan_json(tmp_path, "--no-cache")
     found = by_path(doc)
     assert [f["category"] for f in found["gone.py"]] == ["input"]
     assert found["good_a.py"] and found["good_b.py"] and code == 1
@@ -123,10 +123,10 @@ def test_file_loses_read_permission(tmp_path, scan_json, monkeypatch, error):
     real_os_open = os.open
     monkeypatch.setattr(os, "open", lambda p, *a, **k: (_ for _ in ()).throw(error)
                         if os.fspath(p) == str(secret) else real_os_open(p, *a, **k))
-    code, doc, err = scan_json(tmp_path)
+    code, doc, err = scan_json(tmp_path, "--no-cache")
     found = by_path(doc)
     assert [(f["category"], f["rule"]) for f in found["locked.py"]] == [("input", "OPS001")]
-    assert error.strerror in found["locked.py"][0]["message"]
+    assert error.strerror.lower() in found["locked.py"][0]["message"].lower()
     assert found["good_a.py"] and found["good_b.py"]
 
 
@@ -165,7 +165,7 @@ def test_file_swapped_for_fifo_mid_scan_does_not_hang(tmp_path):
         "    return found\n"
         "engine.discover = swap\n"
         "from opscan.cli import main\n"
-        f"sys.exit(main(['scan', {str(tmp_path)!r}, '--format', 'json', '--no-fix-check']))\n")
+        f"sys.exit(main(['scan', {str(tmp_path)!r}, '--format', 'json', '--no-fix-check', '--no-cache']))\n")
     proc = subprocess.run([sys.executable, str(driver)], capture_output=True, text=True, timeout=30)
     import json
 
@@ -206,3 +206,18 @@ def test_symlinks_loops_and_links_out_of_the_tree(outside_secret, fmt):
             if path.startswith(("leak.py", "linked_dir")):
                 assert all(f["category"] == "input" for f in findings), findings
             assert not path.startswith("..")
+
+
+def test_file_over_the_size_limit_is_reported_not_read(tmp_path, scan_json, monkeypatch):
+    """A huge generated file is reported (OPS001, naming the limit) and never parsed."""
+    import opscan.fsutil as fsutil
+
+    monkeypatch.setattr(fsutil, "MAX_SOURCE_BYTES", 1_000_000)
+    monkeypatch.setattr(fsutil.read_source_bytes, "__defaults__", (None, 1_000_000))
+    write_tree(tmp_path, GOOD)
+    (tmp_path / "weights_table.py").write_bytes(b"W = [\n" + b"    1.0,\n" * 200_000 + b"]\n")
+    code, doc, err = scan_json(tmp_path, "--no-cache")
+    found = by_path(doc)
+    assert [f["rule"] for f in found["weights_table.py"]] == ["OPS001"]
+    assert "limit" in found["weights_table.py"][0]["message"]
+    assert found["good_a.py"] and code == 1

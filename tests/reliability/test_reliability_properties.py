@@ -163,7 +163,7 @@ def test_rule_crash_is_that_rules_internal_error_and_keeps_other_findings(tmp_pa
 
     monkeypatch.setattr(visitor.Visitor, "_hit", crashing_hit)
     write_tree(tmp_path, {**GOOD, "crash.py": CRASH_FILE})
-    code, out = _cli("scan", str(tmp_path), "--format", "json", "--no-fix-check")
+    code, out = _cli("scan", str(tmp_path), "--format", "json", "--no-fix-check", "--no-cache")
     found = by_path(json.loads(out))
     crash = found["crash.py"]
     internal = [f for f in crash if f["rule"] == "OPS002"]
@@ -187,7 +187,7 @@ def test_whole_file_crash_is_reported_and_the_run_goes_on(tmp_path, monkeypatch)
 
     monkeypatch.setattr(visitor.Visitor, "run", crashing_run)
     write_tree(tmp_path, {**GOOD, "crash.py": CRASH_FILE})
-    code, out = _cli("scan", str(tmp_path), "--format", "json", "--no-fix-check")
+    code, out = _cli("scan", str(tmp_path), "--format", "json", "--no-fix-check", "--no-cache")
     found = by_path(json.loads(out))
     assert [f["rule"] for f in found["crash.py"]] == ["OPS002"]
     assert "RuntimeError" in found["crash.py"][0]["message"]

@@ -182,3 +182,57 @@ def test_yaml_loaders_reject_python_tags(tmp_path):
     with pytest.raises(OpscanError):
         load_file(path)
     assert not marker.exists()
+
+
+# -- a cache committed to the repository -----------------------------------------------------------
+def _forge_cache(cache_dir: Path) -> int:
+    """Rewrite every cache entry to claim "no findings", re-computing its checksum the way the
+    documented format says (anyone can): what a pull request could commit as `.opscan_cache/`."""
+    import hashlib
+
+    forged = 0
+    for entry in cache_dir.rglob("*.json"):
+        raw = entry.read_bytes()
+        header, sep, body = raw.partition(b"\n")
+        if not header.startswith(b"opscan-cache ") or not sep:
+            continue
+        payload = json.loads(body)
+        if isinstance(payload, dict) and "findings" in payload:
+            payload["findings"], payload["requires"] = [], []
+            new_body = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+            key = header.split(b" ")[2]
+            entry.write_bytes(b"opscan-cache 1 " + key + b" " + hashlib.sha256(new_body).hexdigest().encode()
+                              + b"\n" + new_body)
+            forged += 1
+    return forged
+
+
+def test_a_cache_committed_by_a_pull_request_cannot_hide_findings(tmp_path):
+    """A pull request can commit a `.opscan_cache/` whose entries it forged (valid checksums, empty
+    results). By default the cache lives outside the scanned tree, so such a folder is never read,
+    and a scan never writes a cache into the tree it scans."""
+    import shutil
+
+    first = tmp_path / "first"
+    write_tree(first, GOOD)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OPSCAN_CACHE_DIR")}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    env["HOME"] = str(tmp_path / "home")
+    opscan = str(Path(sys.executable).with_name("opscan"))
+    base = [opscan, "scan", ".", "--format", "json", "--no-fix-check"]
+    # the attacker builds a cache inside the tree and forges it
+    proc = subprocess.run([*base, "--cache-dir", str(first / ".opscan_cache")], cwd=first, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert _forge_cache(first / ".opscan_cache") > 0
+    checkout = tmp_path / "checkout"          # a fresh clone of the PR, cache folder included
+    shutil.copytree(first, checkout)
+    for attempt in range(2):                  # cold, then warm (the user's own cache)
+        proc = subprocess.run(base, cwd=checkout, env=env, capture_output=True, text=True, timeout=120)
+        found = json.loads(proc.stdout)["findings"]
+        assert sorted({f["path"] for f in found}) == ["good_a.py", "good_b.py"], (attempt, found)
+    assert sorted(p.name for p in checkout.iterdir()) == sorted(p.name for p in first.iterdir())
+    # the forgery is effective when that folder is chosen explicitly: the default must never be it
+    proc = subprocess.run([*base, "--cache-dir", str(checkout / ".opscan_cache")], cwd=checkout, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert json.loads(proc.stdout)["findings"] == []

@@ -134,3 +134,12 @@ def test_terminal_recap_repeats_the_verdict_with_the_total():
     recap(sample.report(), Console(file=out, width=100, color_system=None))
     last = out.getvalue().splitlines()[-1]
     assert last.startswith("✗ blocked by 4 CUDA-pinned sites") and "8 port task(s), 9.6 engineer-days" in last
+
+
+def test_op_results_only_at_project_files():
+    report = replace(sample.report(), project_sources=("model.py",))   # train.py:44 is library code here
+    results = json.loads(_render("sarif", report))["runs"][0]["results"]
+    assert not any(r["ruleId"] == "op/cpu-fallback" for r in results)
+    assert any(r["ruleId"] == "op/unsupported" for r in results)
+    line = next(x for x in _render("github", report).splitlines() if "aten::_fused_adamw_" in x)
+    assert line.startswith("::warning title=op ") and "file=" not in line
