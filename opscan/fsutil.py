@@ -106,7 +106,7 @@ def read_source_bytes(path: Path, root: Path | None = None, limit: int = MAX_SOU
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise UnreadableFile("it is a directory" if stat.S_ISDIR(info.st_mode)
+            raise UnreadableFile("a folder opscan could not list (permission denied?)" if stat.S_ISDIR(info.st_mode)
                                  else "not a regular file (a FIFO, socket or device)")
         if info.st_size > limit:
             raise UnreadableFile(f"{info.st_size / 1e6:.1f} MB, over the {limit / 1e6:.0f} MB limit for "

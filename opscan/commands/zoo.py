@@ -32,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="address-space cap per model process in GiB, 0 for none (default 8)")
     parser.add_argument("--layers", type=int, default=None, metavar="N",
                         help="shrink hf default configs to N layers (op set kept; see docs/zoo.md)")
+    parser.add_argument("--dtype", choices=("bfloat16", "float16", "float32"), default=None,
+                        help="write this dtype into hf default configs (MoE grouped-mm kernels need bf16)")
     parser.add_argument("--batch", type=int, default=None)
     parser.add_argument("--seq-len", type=int, default=None)
     parser.add_argument("--cluster", metavar="ADDRESS", default=None,
@@ -98,7 +100,7 @@ def run(args) -> int:
         raise UsageError("--workers and --layers must be >= 1, --timeout > 0, --memory >= 0")
     cache = Cache(args.cache_dir, enabled=not args.no_cache)
     coverage = load_coverage(args.backend, args.db_file)
-    targets = resolve(args.selection, cache.root / "configs", args.layers)
+    targets = resolve(args.selection, cache.root / "configs", args.layers, args.dtype)
     options = {"mode": args.mode, "device": args.device}
     if args.batch:
         options["batch"] = args.batch
@@ -118,6 +120,7 @@ def run(args) -> int:
                      cache=cache, cluster=args.cluster or address_from_env(), progress=progress)
     result.meta["selection"] = list(args.selection)
     result.meta["layers"] = args.layers
+    result.meta["dtype"] = args.dtype
     _write(args.format, result, args.output)
     for fmt, path in (("json", args.json), ("markdown", args.markdown), ("html", args.html)):
         if path is not None:

@@ -129,6 +129,7 @@ class ResultCache:
         self.writable = True
         self.write_errors = 0
         self.corrupt = 0
+        self._made: set[Path] = set()
 
     def salted(self, *extra: str) -> "ResultCache":
         """The same cache folder under a salt that also covers `extra` (e.g. project facts)."""
@@ -188,8 +189,10 @@ class ResultCache:
         header = _HEADER + key.encode() + b" " + hashlib.sha256(body).hexdigest().encode()
         path = self.entry_path(key)
         try:
-            path.parent.mkdir(exist_ok=True)
-            _atomic_write(path, header + b"\n" + body)
+            if path.parent not in self._made:
+                path.parent.mkdir(exist_ok=True)
+                self._made.add(path.parent)
+            _fast_atomic_write(path, header + b"\n" + body)
         except OSError:
             self.write_errors += 1
             if self.write_errors >= 3:
@@ -272,6 +275,27 @@ class StatIndex:
                           sort_keys=True, separators=(",", ":")).encode()
         header = _HEADER + b"index " + hashlib.sha256(body).hexdigest().encode()
         _atomic_write(path, header + b"\n" + body)
+
+
+def _fast_atomic_write(path: Path, data: bytes) -> None:
+    """_atomic_write for the many small entries: a temporary name unique to this process (one
+    writer per process at a time) instead of mkstemp's random probing; about half the cost."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

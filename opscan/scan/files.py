@@ -95,6 +95,8 @@ def _walk(start: Path, root: Path, exclude: tuple[str, ...], found: set[str]) ->
         try:
             entries = list(os.scandir(folder))
         except OSError:
+            if folder != start.absolute():  # reported as an unreadable "file" (OPS001), not skipped
+                found.add(relative(folder, root))
             continue
         for entry in entries:
             path = Path(entry.path)

@@ -60,9 +60,10 @@ def _shrink(data: dict, layers: int) -> str:
 
 
 def write_default_config(model_type: str, class_name: str, family: str, config_dir: Path,
-                         layers: int | None) -> ZooTarget:
+                         layers: int | None, dtype: str | None = None) -> ZooTarget:
     """Write `model_type`'s default config (architectures = [class_name]) to a folder; return its target."""
-    folder = config_dir / family / model_type
+    variant = "".join(f"-{part}" for part in (f"L{layers}" if layers else "", dtype or "") if part)
+    folder = config_dir / f"{family}{variant}" / model_type
     try:
         from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
@@ -83,6 +84,9 @@ def write_default_config(model_type: str, class_name: str, family: str, config_d
         data["architectures"] = [class_name]
     if layers:
         note = "; ".join(n for n in (note, _shrink(data, layers)) if n)
+    if dtype:
+        data["dtype"] = dtype
+        note = "; ".join(n for n in (note, f"dtype {dtype}") if n)
     text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "config.json"

@@ -55,7 +55,7 @@ def _mapping(family: str) -> dict[str, str]:
     return {k: (v[0] if isinstance(v, (tuple, list)) else v) for k, v in mapping.items()}
 
 
-def _hf_spec(spec: str, config_dir: Path, layers: int | None) -> list[ZooTarget]:
+def _hf_spec(spec: str, config_dir: Path, layers: int | None, dtype: str | None) -> list[ZooTarget]:
     from opscan.zoo.hfconfig import write_default_config
 
     try:
@@ -68,11 +68,11 @@ def _hf_spec(spec: str, config_dir: Path, layers: int | None) -> list[ZooTarget]
     if rest in family_names():
         family = "base" if rest == "*" else rest
         with _quiet_transformers():
-            return [write_default_config(model_type, cls, family, config_dir, layers)
+            return [write_default_config(model_type, cls, family, config_dir, layers, dtype)
                     for model_type, cls in family_models(family).items()]
     if rest in CONFIG_MAPPING_NAMES:  # one model type, built with its base class
         cls = _mapping("base").get(rest, "")
-        return [write_default_config(rest, cls, "base", config_dir, layers)]
+        return [write_default_config(rest, cls, "base", config_dir, layers, dtype)]
     path = Path(rest)
     if path.exists():  # an explicit config.json or folder: passed through as is
         config = path / "config.json" if path.is_dir() else path
@@ -119,19 +119,23 @@ def read_target_file(path: Path) -> list[str]:
     return specs
 
 
-def resolve(selection: list[str], config_dir: Path, layers: int | None = None) -> list[ZooTarget]:
-    """Expand every selection item into targets, in order, without duplicates (by target)."""
+def resolve(selection: list[str], config_dir: Path, layers: int | None = None,
+            dtype: str | None = None) -> list[ZooTarget]:
+    """Expand every selection item into targets, in order, without duplicates (by target).
+
+    `layers` and `dtype` change the hf default configs written (see docs/zoo.md).
+    """
     out: dict[str, ZooTarget] = {}
     for item in selection:
         for spec in (s.strip() for s in item.split(",")):
             if not spec:
                 continue
             if spec.startswith("@") or spec.endswith((".txt", ".targets")):
-                targets = resolve(read_target_file(Path(spec.lstrip("@"))), config_dir, layers)
+                targets = resolve(read_target_file(Path(spec.lstrip("@"))), config_dir, layers, dtype)
             elif spec.startswith("timm:"):
                 targets = _timm(spec)
             elif spec.startswith("hf:"):
-                targets = _hf_spec(spec, config_dir, layers)
+                targets = _hf_spec(spec, config_dir, layers, dtype)
             elif ":" in spec:
                 targets = [_plain(spec)]
             else:

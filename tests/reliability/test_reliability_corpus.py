@@ -221,3 +221,22 @@ def test_file_over_the_size_limit_is_reported_not_read(tmp_path, scan_json, monk
     assert [f["rule"] for f in found["weights_table.py"]] == ["OPS001"]
     assert "limit" in found["weights_table.py"][0]["message"]
     assert found["good_a.py"] and code == 1
+
+
+def test_folder_that_cannot_be_listed_is_reported(tmp_path, scan_json, monkeypatch):
+    """A sub-folder whose listing fails (permission lost mid-scan) is a located diagnostic, not a
+    silent hole in the results."""
+    write_tree(tmp_path, {**GOOD, "private/model.py": CUDA_LINE.encode()})
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path).endswith("private"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    code, doc, err = scan_json(tmp_path, "--no-cache")
+    found = by_path(doc)
+    assert [(f["rule"], f["category"]) for f in found["private"]] == [("OPS001", "input")]
+    assert "could not list" in found["private"][0]["message"]
+    assert found["good_a.py"] and found["good_b.py"] and code == 1

@@ -51,7 +51,10 @@ def test_layers_shrink_keeps_every_kind_of_layer(tmp_path):
     assert data["layer_types"] == ["a", "b", "c", "d"]
     targets = resolve(["hf:gpt2"], tmp_path, layers=2)
     assert targets[0].note == "n_layer 12 -> 2"
-    assert json.loads((tmp_path / "base" / "gpt2" / "config.json").read_text())["n_layer"] == 2
+    assert json.loads((tmp_path / "base-L2" / "gpt2" / "config.json").read_text())["n_layer"] == 2
+    bf16 = resolve(["hf:gpt2"], tmp_path, layers=2, dtype="bfloat16")[0]
+    assert bf16.note == "n_layer 12 -> 2; dtype bfloat16"
+    assert json.loads((tmp_path / "base-L2-bfloat16" / "gpt2" / "config.json").read_text())["dtype"] == "bfloat16"
 
 
 def test_explicit_lists_and_target_files(tmp_path):
