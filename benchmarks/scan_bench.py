@@ -6,11 +6,14 @@ the largest single process (wait4's ru_maxrss), CPU seconds (user + sys of the p
 children, which machine load inflates far less than wall time) and peak RSS summed over the process tree
 (sampled from /proc every 20 ms, so worker pools count in full). Tools:
 
-  opscan-cold     cache folder emptied before each run
+  opscan-cold     no cached results: the cache's results folder is emptied before each run; the
+                  fix check's remembered torch answers (probe-*.json) stay, as on any machine
+                  where opscan ran once with this torch (so torch is not imported)
   opscan-warm     unchanged tree, cache filled by an untimed run first
   opscan-touch    one file (the largest, or --touch) gets a new comment line before each run
-  opscan-nocache  --no-cache (the scan itself, no cache writes)
-  opscan-jobs1    cold, --jobs 1 (no workers)
+  opscan-nocache  --no-cache: nothing read or written, torch imported for the fix check (a first
+                  run ever on the machine)
+  opscan-jobs1    everything cold (cache folder removed), --jobs 1 (no workers)
   ruff-all        ruff check --select ALL --no-cache, default (full) output
   ruff-all-concise      the same with --output-format concise (less output to format)
   ruff-default    ruff check (default rules) --no-cache
@@ -165,7 +168,7 @@ def run_tool(args, tool: str, name: str, tree: Path, files: list[Path], lines: i
             extra = {"opscan-nocache": ["--no-cache"], "opscan-jobs1": ["--jobs", "1"]}.get(tool, [])
             extra = extra + args.opscan_arg
             cmd = opscan_cmd(args, tree, cache, extra)
-            if tool in ("opscan-warm", "opscan-touch"):
+            if tool in ("opscan-cold", "opscan-warm", "opscan-touch"):
                 before = measure(cmd)  # fills the cache; not part of the timing
             if tool == "opscan-touch":
                 touched = Path(args.touch) if args.touch else max(files, key=lambda p: p.stat().st_size)
@@ -173,7 +176,9 @@ def run_tool(args, tool: str, name: str, tree: Path, files: list[Path], lines: i
                 n_lines = original.count(b"\n")
                 note = f"touched {touched.relative_to(tree)} ({n_lines} lines)"
             for n in range(runs):
-                if tool in ("opscan-cold", "opscan-jobs1"):
+                if tool == "opscan-cold":  # no results; the torch answers of the fix check stay
+                    shutil.rmtree(cache / "v1", ignore_errors=True)
+                elif tool == "opscan-jobs1":
                     shutil.rmtree(cache, ignore_errors=True)
                 if touched is not None:
                     touched.write_bytes(original + f"# scan-bench touch {n}\n".encode())
@@ -233,7 +238,8 @@ def memory_scaling(args, name: str, tree: Path) -> list[dict]:
             cmd = [args.python, "-m", "opscan", "scan", str(root), "--format", "json",
                    "--no-cache", *args.opscan_arg]
             res = [measure(cmd) for _ in range(args.scale_runs)]
-            out.append({"tree": f"{name} x{copies}", "tool": "opscan-nocache", "files": len(files),
+            tool = " ".join(["opscan-nocache", *args.opscan_arg])
+            out.append({"tree": f"{name} x{copies}", "tool": tool, "files": len(files),
                         "lines": count_lines(files), "runs": len(res),
                         "median": statistics.median(r["seconds"] for r in res),
                         "min": min(r["seconds"] for r in res), "max": max(r["seconds"] for r in res),

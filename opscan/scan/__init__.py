@@ -2,7 +2,8 @@
 
 Public API (pinned by tests/scan/test_scan_api.py):
     load_rules(extra_dirs=(), select=(), ignore=()) -> RuleSet
-    scan_paths(root, paths=None, rules=None, exclude=(), jobs=1, check_fixes=True, cache=None) -> ScanResult
+    scan_paths(root, paths=None, rules=None, exclude=(), jobs=1, check_fixes=True, cache=None,
+               probe=None) -> ScanResult
     scan_source(relpath, data, rules, project=EMPTY) -> FileResult      (pure, per file)
     scan_memory(files, rules=None) -> ScanResult                        (in-memory files)
 """

@@ -13,18 +13,42 @@ from opscan.zoo.selection import ZooTarget, hash_bytes
 # per-layer lists (layer_types, ...) and "the first k layers are dense" keys. Lists are trimmed so
 # that every distinct value they held is kept, and the count stays above any first-k key, so the
 # shrunken model still contains every kind of layer. The row notes the change ("layers 32 -> 2").
+# A config that places layers some other way (per_layer_config {5: ...}, attn_layer_period,
+# mlp_only_layers [...], max_window_layers, ...) is not shrunk at all; its row says so.
 # Shrinking also caps position counts at MAX_POSITIONS (see POSITION_KEYS).
 LAYER_KEYS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers",
               "decoder_layers", "num_decoder_layers", "num_encoder_layers")
 FIRST_K_KEYS = ("first_k_dense_replace", "num_dense_layers", "first_k_dense")
+# Keys naming layers that do not place them (multi-token-prediction heads sit outside the stack).
+HARMLESS_LAYER_KEYS = ("num_nextn_predict_layers",)
 # Some models allocate position-sized buffers (causal masks) when built: 163840 positions make a
 # 25 GiB mask. The trace uses short sequences, so shrinking also caps the position count.
 POSITION_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len")
 MAX_POSITIONS = 4096
 
 
+def _structure_key(data: dict) -> str:
+    """A key that places layers by index or period (then cutting the stack could change the ops)."""
+    counts = {data[k] for k in LAYER_KEYS if isinstance(data.get(k), int)}
+    for key in sorted(data):
+        value = data[key]
+        if key in LAYER_KEYS or key in FIRST_K_KEYS or key in HARMLESS_LAYER_KEYS:
+            continue
+        if isinstance(value, dict) and value and all(str(k).isdigit() for k in value) and key != "id2label":
+            return key
+        if "layer" not in key.lower() or isinstance(value, (bool, float, str)) or value in (None, 0, [], {}):
+            continue
+        if isinstance(value, list) and len(value) in counts:
+            continue  # a per-layer list: trimmed below
+        return key
+    return ""
+
+
 def _shrink(data: dict, layers: int) -> str:
     """Cut layer counts in `data` in place; returns a note describing the change, or ""."""
+    structure = _structure_key(data)
+    if structure:
+        return f"not shrunk: layer placement in {structure}"
     notes = []
     for key in LAYER_KEYS:
         old = data.get(key)

@@ -67,3 +67,15 @@ def test_edit_between_runs_is_seen(run_cli, tree: Path, tmp_path: Path) -> None:
 def test_bad_jobs(run_cli, tree: Path) -> None:
     code, _, err = run_cli("scan", str(tree), "--jobs", "0")
     assert code == 2 and "--jobs" in err
+
+
+def test_check_uses_the_same_cache(run_cli, tree: Path, monkeypatch) -> None:
+    default = Path(os.environ["OPSCAN_CACHE_DIR"])
+    monkeypatch.setenv("OPSCAN_NO_CACHE", "1")
+    code, off, err = run_cli("check", str(tree), "--no-trace", "--format", "json")
+    assert code in (0, 1), err
+    assert _files(default) == []
+    monkeypatch.delenv("OPSCAN_NO_CACHE")
+    outs = [run_cli("check", str(tree), "--no-trace", "--format", "json")[1] for _ in range(2)]
+    assert len(_files(default)) > len(FILES)
+    assert outs[0] == outs[1] == off

@@ -49,6 +49,13 @@ def test_layers_shrink_keeps_every_kind_of_layer(tmp_path):
     data = {"num_hidden_layers": 4, "layer_types": ["a", "b", "c", "d"]}
     assert _shrink(data, 2) == "num_hidden_layers 4 -> 4" or data["num_hidden_layers"] == 4
     assert data["layer_types"] == ["a", "b", "c", "d"]
+    placed = {"num_hidden_layers": 30, "per_layer_config": {"5": {"sliding": False}}}
+    assert _shrink(placed, 2) == "not shrunk: layer placement in per_layer_config"
+    assert placed["num_hidden_layers"] == 30
+    periodic = {"num_hidden_layers": 32, "attn_layer_period": 8, "max_position_embeddings": 262144}
+    assert _shrink(periodic, 2).startswith("not shrunk") and periodic["max_position_embeddings"] == 262144
+    capped = {"num_hidden_layers": 61, "max_position_embeddings": 163840, "layer_norm_eps": 1e-6}
+    assert _shrink(capped, 2) == "num_hidden_layers 61 -> 2; max_position_embeddings 163840 -> 4096"
     targets = resolve(["hf:gpt2"], tmp_path, layers=2)
     assert targets[0].note == "n_layer 12 -> 2"
     assert json.loads((tmp_path / "base-L2" / "gpt2" / "config.json").read_text())["n_layer"] == 2
