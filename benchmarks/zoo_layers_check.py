@@ -12,8 +12,10 @@ import sys
 
 
 def main(full_path: str, shrunk_path: str) -> None:
-    full = {m["name"]: m for m in json.load(open(full_path, encoding="utf-8"))["models"]}
-    shrunk_doc = json.load(open(shrunk_path, encoding="utf-8"))
+    with open(full_path, encoding="utf-8") as handle:
+        full = {m["name"]: m for m in json.load(handle)["models"]}
+    with open(shrunk_path, encoding="utf-8") as handle:
+        shrunk_doc = json.load(handle)
     shrunk = {m["name"]: m for m in shrunk_doc["models"]}
     both = sorted(n for n in full if n in shrunk and full[n]["status"] == "ok" and shrunk[n]["status"] == "ok")
     same, differ = [], []

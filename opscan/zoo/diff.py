@@ -81,15 +81,18 @@ def diff(old: dict, new: dict) -> list[Change]:
 
 def render_text(changes: list[Change], old: dict, new: dict) -> str:
     """Plain-text diff report, grouped by kind."""
-    lines = [f"zoo diff: {old['meta'].get('backend', '?')} (torch {old['meta'].get('tools', {}).get('torch', '?')}) "
-             f"-> {new['meta'].get('backend', '?')} (torch {new['meta'].get('tools', {}).get('torch', '?')})"]
+    def side(doc: dict) -> str:
+        meta = doc.get("meta", {})
+        return f"{meta.get('backend', '?')} (torch {meta.get('tools', {}).get('torch', '?')})"
+
+    lines = [f"zoo diff: {side(old)} -> {side(new)}"]
     if not changes:
         lines.append("no model changed")
-    for kind in KINDS:
+    for kind, meaning in KINDS.items():
         group = [c for c in changes if c.kind == kind]
         if not group:
             continue
-        lines.append(f"{kind} ({len(group)}): {KINDS[kind]}")
+        lines.append(f"{kind} ({len(group)}): {meaning}")
         for c in group:
             detail = f"{c.old or '-'} -> {c.new or '-'}"
             if c.fixed:

@@ -10,9 +10,10 @@ import signal
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from opscan.model import ModelTrace
 

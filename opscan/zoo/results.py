@@ -82,7 +82,7 @@ def _cell(usage, trace: ModelTrace) -> str:
 
 def build_row(target: ZooTarget, outcome: Outcome | None, coverage, cached: bool = False) -> Row:
     """Judge one outcome against `coverage` (an object with `.status(op) -> str`)."""
-    base = dict(name=target.name, target=target.target, family=target.family, note=target.note)
+    base = {"name": target.name, "target": target.target, "family": target.family, "note": target.note}
     if outcome is None:  # could not even be prepared
         return Row(**base, status="build-error", verdict="failed", error=target.error)
     if outcome.trace is None:

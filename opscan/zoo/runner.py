@@ -5,15 +5,22 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Callable, Iterator
 
 from opscan import __version__
 from opscan.zoo.cache import UNCACHED, Cache
 from opscan.zoo.isolate import DEFAULT_TRACER, Job, Outcome, run_isolated, tracer_spec
-from opscan.zoo.results import OpStat, Row, build_row, op_stats, row_from_dict, row_to_dict
+from opscan.zoo.results import (
+    OpStat,
+    Row,
+    build_row,
+    op_stats,
+    row_from_dict,
+    row_to_dict,
+)
 from opscan.zoo.selection import ZooTarget
 
 

@@ -11,13 +11,12 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-FAKE_TRACER = "zoo_fakes:fake_tracer"
-STATUSES = {"aten::mm": "native", "aten::add.Tensor": "native", "aten::_foreach_add_.Scalar": "composite",
-            "aten::nonzero": "cpu-fallback", "mylib::fused_rope": "unsupported"}
 
 
 @pytest.fixture
 def coverage():
+    from zoo_fakes import STATUSES
+
     from opscan.zoo.results import StaticCoverage
 
     return StaticCoverage("fakeneuron==1.0", dict(STATUSES))
@@ -30,7 +29,3 @@ def trace_log(tmp_path, monkeypatch) -> Path:
     path.write_text("")
     monkeypatch.setenv("ZOO_FAKE_LOG", str(path))
     return path
-
-
-def traced(log: Path) -> list[str]:
-    return sorted(line for line in log.read_text().splitlines() if line)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from conftest import FAKE_TRACER, STATUSES, traced
+from zoo_fakes import FAKE_TRACER, STATUSES, traced
+
 from opscan.zoo.cache import Cache, trace_from_dict, trace_to_dict
 from opscan.zoo.results import StaticCoverage
-from opscan.zoo.runner import Limits, run_zoo, trace_key, toolchain
+from opscan.zoo.runner import Limits, run_zoo, toolchain, trace_key
 from opscan.zoo.selection import ZooTarget
 
 LIMITS = Limits(timeout=3, mem_gib=0, start_method="fork")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from zoo_fakes import FAKE_TRACER, STATUSES
 
-from conftest import FAKE_TRACER, STATUSES
 from opscan.zoo.results import StaticCoverage
 from opscan.zoo.runner import Limits, run_zoo
 from opscan.zoo.selection import ZooTarget
@@ -46,7 +46,7 @@ def test_cluster_address_from_environment(scheduler, monkeypatch, run_cli, tmp_p
 
     monkeypatch.setattr(cov, "load_coverage", lambda spec=None, db_file=None: StaticCoverage("x==1", STATUSES))
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", scheduler)
-    code, out, err = run_cli("zoo", "fake:alpha", "--tracer", FAKE_TRACER, "--no-cache", "--quiet")
+    code, out, _err = run_cli("zoo", "fake:alpha", "--tracer", FAKE_TRACER, "--no-cache", "--quiet")
     assert code == 0
     assert f"engine dask ({scheduler})" in " ".join(out.split())
 
@@ -58,7 +58,25 @@ def test_unreachable_scheduler_is_a_usage_error(run_cli, monkeypatch):
     import dask
 
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
-        code, out, err = run_cli("zoo", "fake:alpha", "--tracer", FAKE_TRACER, "--no-cache", "--quiet",
+        code, _out, err = run_cli("zoo", "fake:alpha", "--tracer", FAKE_TRACER, "--no-cache", "--quiet",
                                  "--cluster", "tcp://127.0.0.1:9")
     assert code == 2
     assert "Dask scheduler" in err
+
+
+@pytest.mark.slow
+def test_local_process_cluster_isolates_inside_daemonic_workers(run_cli, monkeypatch, tmp_path):
+    """`--cluster local`: real (daemonic) worker processes; a segfault is a row, the run goes on."""
+    import json
+
+    import opscan.zoo.coverage as cov
+
+    monkeypatch.setattr(cov, "load_coverage", lambda spec=None, db_file=None: StaticCoverage("x==1", STATUSES))
+    out = tmp_path / "zoo.json"
+    code, _, err = run_cli("zoo", "fake:alpha,fake:segfault,fake:beta", "--tracer", FAKE_TRACER, "--no-cache",
+                           "--quiet", "--cluster", "local", "--workers", "1", "--json", str(out))
+    assert code == 0, err
+    data = json.loads(out.read_text())
+    assert {m["name"]: m["status"] for m in data["models"]} == {
+        "fake:alpha": "ok", "fake:beta": "ok", "fake:segfault": "crash"}
+    assert data["meta"]["engine"] == "dask (local)"

@@ -36,7 +36,7 @@ def test_diff_command_text_json_and_exit_codes(run_cli, tmp_path):
     old, new = tmp_path / "old.json", tmp_path / "new.json"
     old.write_text(json.dumps(OLD))
     new.write_text(json.dumps(NEW))
-    code, out, err = run_cli("zoo", "diff", str(old), str(new))
+    code, out, _err = run_cli("zoo", "diff", str(old), str(new))
     assert code == 1  # something broke
     assert "became-ready (1)" in out and "gpt2: fallback -> ready; fixed: aten::sort" in out
     assert "broke (1)" in out and "llama: ready -> failed; error: boom" in out
@@ -49,7 +49,7 @@ def test_diff_command_text_json_and_exit_codes(run_cli, tmp_path):
 def test_diff_rejects_a_file_that_is_not_zoo_json(run_cli, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema": "something-else"}')
-    code, out, err = run_cli("zoo", "diff", str(bad), str(bad))
+    code, _out, err = run_cli("zoo", "diff", str(bad), str(bad))
     assert code == 2 and "bad.json" in err
-    code, out, err = run_cli("zoo", "diff", str(bad))
+    code, _out, err = run_cli("zoo", "diff", str(bad))
     assert code == 2 and "OLD.json NEW.json" in err

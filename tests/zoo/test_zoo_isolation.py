@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from zoo_fakes import FAKE_TRACER
 
-from conftest import FAKE_TRACER
 from opscan.zoo.isolate import Job, run_isolated
 from opscan.zoo.runner import Limits, run_zoo
 from opscan.zoo.selection import ZooTarget
@@ -16,8 +16,9 @@ def _targets(*names: str) -> list[ZooTarget]:
 
 @pytest.fixture(scope="module")
 def mixed_run():
+    from zoo_fakes import STATUSES
+
     from opscan.zoo.results import StaticCoverage
-    from conftest import STATUSES
 
     names = ("fake:alpha", "fake:beta", "fake:segfault", "fake:abort", "fake:hang", "fake:nobuild",
              "fake:raises", "fake:gamma")
@@ -65,7 +66,7 @@ def test_ops_ranked_by_models_blocked_and_training_step(mixed_run):
 def test_memory_cap_turns_a_hog_into_an_out_of_memory_row():
     import resource
 
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    _soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     with open("/proc/self/status") as handle:
         vm_kib = next(int(line.split()[1]) for line in handle if line.startswith("VmSize:"))
     cap = vm_kib / 2**20 + 1.0  # what the test process maps now, plus 1 GiB; the hog wants 4 GiB more

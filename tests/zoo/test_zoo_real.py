@@ -15,7 +15,7 @@ def test_zoo_traces_a_real_model_and_reuses_the_cache(run_cli, tmp_path):
     out = tmp_path / "zoo.json"
     args = ("zoo", "hf:gpt2", "--layers", "1", "--workers", "1", "--cache-dir", str(cache), "--quiet",
             "--timeout", "240")
-    code, text, err = run_cli(*args, "--json", str(out), "--html", str(tmp_path / "zoo.html"))
+    code, _text, err = run_cli(*args, "--json", str(out), "--html", str(tmp_path / "zoo.html"))
     assert code == 0, err
     data = json.loads(out.read_text())
     (row,) = data["models"]
@@ -25,7 +25,7 @@ def test_zoo_traces_a_real_model_and_reuses_the_cache(run_cli, tmp_path):
     assert data["meta"]["backend"].startswith("torchneuron==")
     assert data["meta"]["traced"] == 1
     assert 'class="op">aten::mm</th>' in (tmp_path / "zoo.html").read_text()  # a matrix column
-    code, text, err = run_cli(*args, "--json", str(out))
+    code, _text, err = run_cli(*args, "--json", str(out))
     assert code == 0
     again = json.loads(out.read_text())
     assert again["meta"]["traced"] == 0 and again["meta"]["row_cache"] == 1

@@ -12,7 +12,10 @@ from opscan.zoo.selection import resolve
 
 
 def test_causal_lm_is_every_entry_of_the_transformers_mapping():
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_MAPPING_NAMES
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_MAPPING_NAMES,
+    )
 
     from opscan.zoo.selection import family_models
 
@@ -22,7 +25,7 @@ def test_causal_lm_is_every_entry_of_the_transformers_mapping():
 
 
 def test_default_configs_are_written_once_per_family(tmp_path, monkeypatch):
-    import opscan.zoo.selection as selection
+    from opscan.zoo import selection
 
     small = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "gemma4_assistant": "Gemma4AssistantForCausalLM"}
     real = selection.family_models
@@ -92,5 +95,5 @@ def test_timm_error_from_the_command(run_cli, monkeypatch):
     from opscan.zoo.results import StaticCoverage
 
     monkeypatch.setattr(cov, "load_coverage", lambda spec=None, db_file=None: StaticCoverage("x==1", {}))
-    code, out, err = run_cli("zoo", "timm:*", "--no-cache")
+    code, _out, err = run_cli("zoo", "timm:*", "--no-cache")
     assert code == 2 and "timm" in err and "torchvision" in err

@@ -12,6 +12,9 @@ import time
 from opscan.errors import TargetError
 from opscan.model import ModelTrace, OpUsage, StandIn
 
+FAKE_TRACER = "zoo_fakes:fake_tracer"
+STATUSES = {"aten::mm": "native", "aten::add.Tensor": "native", "aten::_foreach_add_.Scalar": "composite",
+            "aten::nonzero": "cpu-fallback", "mylib::fused_rope": "unsupported"}
 TRAIN = ("forward", "backward", "optimizer")
 OPS = {
     "fake:alpha": [("aten::mm", TRAIN), ("aten::add.Tensor", TRAIN), ("aten::_foreach_add_.Scalar", ("optimizer",))],
@@ -48,3 +51,9 @@ def fake_tracer(target: str, **options) -> ModelTrace:
     return ModelTrace(target=target, mode=options.get("mode", "train"), device="neuron", ops=usages,
                       stand_ins=stand_ins, complete=not partial,
                       stopped_at="aten::sort: data-dependent sort (try --batch 1)" if partial else "")
+
+
+def traced(log) -> list[str]:
+    """The targets the fake tracer was called with (from $ZOO_FAKE_LOG), sorted."""
+    with open(log, encoding="utf-8") as handle:
+        return sorted(line for line in handle.read().splitlines() if line)

@@ -5,7 +5,15 @@ from __future__ import annotations
 from html import escape
 from typing import TextIO
 
-from opscan.zoo.render.common import SHORT, blocking_ops, explain, fallback, headline, matrix_ops, verdict_counts
+from opscan.zoo.render.common import (
+    SHORT,
+    blocking_ops,
+    explain,
+    fallback,
+    headline,
+    matrix_ops,
+    verdict_counts,
+)
 from opscan.zoo.runner import ZooRun
 
 _CSS = """

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from opscan.zoo.render.common import blocking_ops, cell, explain, fallback, headline, matrix_ops
+from opscan.zoo.render.common import (
+    blocking_ops,
+    cell,
+    explain,
+    fallback,
+    headline,
+    matrix_ops,
+)
 from opscan.zoo.runner import ZooRun
 
 MATRIX_OPS = 12
