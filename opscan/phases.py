@@ -66,11 +66,11 @@ def scan(target: Path, config: Config) -> ScanOutcome:
         paths = [target]
     cache = probe = None
     if not os.environ.get("OPSCAN_NO_CACHE"):   # the scan cache (docs/benchmarks.md, "Cache")
-        from opscan.scan.cache import ResultCache, default_cache_dir, scan_salt
+        from opscan.scan.cache import ResultCache, default_cache_dir, rules_salt, scan_salt
         from opscan.scan.probe_cache import CachedProbe
 
         folder = default_cache_dir()
-        cache, probe = ResultCache(folder, scan_salt(rules.fingerprint())), CachedProbe(folder)
+        cache, probe = ResultCache(folder, scan_salt(rules_salt(rules))), CachedProbe(folder)
     result = scan_paths(root, paths, rules=rules, exclude=config.exclude, jobs=default_jobs(),
                         cache=cache, probe=probe)
     if probe is not None:

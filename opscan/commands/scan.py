@@ -91,11 +91,11 @@ def build_report(args: argparse.Namespace) -> tuple[Report, object]:
     rules = load_rules(extra_dirs=args.rules, select=args.select, ignore=args.ignore)
     cache = probe = None
     if not getattr(args, "no_cache", False):
-        from opscan.scan.cache import ResultCache, default_cache_dir, scan_salt
+        from opscan.scan.cache import ResultCache, default_cache_dir, rules_salt, scan_salt
         from opscan.scan.probe_cache import CachedProbe
 
         folder = default_cache_dir(getattr(args, "cache_dir", None))
-        cache = ResultCache(folder, scan_salt(rules.fingerprint()))
+        cache = ResultCache(folder, scan_salt(rules_salt(rules)))
         probe = CachedProbe(folder) if not args.no_fix_check else None
     result = scan_paths(root, paths=paths, rules=rules, exclude=args.exclude, jobs=jobs,
                         check_fixes=not args.no_fix_check, cache=cache, probe=probe)

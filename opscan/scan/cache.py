@@ -13,7 +13,7 @@ it and git never sees it. Deleting it is always safe.
 What: one small file per scanned file content, `v1/<salt>/<aa>/<key>.json` with
 key = sha256(relative path, sha256 of the file's bytes) — the path is part of the key because a
 result names its file (two identical files at two paths have two entries) — and
-`salt` = sha256(opscan version, rules fingerprint, scanner code fingerprint): change any of them
+`salt` = sha256(opscan version, scanner code, rules_salt, project facts): change any of them
 and the old entries are never looked up again (the 8 most recently used salts are kept, older
 ones pruned). An entry is one header line `opscan-cache 1 <key> <sha256 of body>`
 and a JSON body. Entries are written to a temporary file and renamed into place (atomic); a
@@ -82,7 +82,22 @@ def facts_fingerprint(facts: object) -> str:
 def code_fingerprint() -> str:
     """Fingerprint of the scanner's own sources (this package), so an edited checkout never reuses
     results of older code even when the version number did not change."""
-    return files_fingerprint(Path(__file__).resolve().parent.glob("*.py"))
+    here = Path(__file__).resolve().parent
+    package = here.parent
+    extra = [package / name for name in ("model.py", "fsutil.py") if (package / name).is_file()]
+    return files_fingerprint([*here.glob("*.py"), *extra])   # the scan and what it imports
+
+
+def rules_salt(rules) -> str:
+    """All a cached result depends on in a RuleSet: its fingerprint() plus the bytes of every rule
+    file (so a change of a rule's name, category or `requires` also invalidates old results)."""
+    parts: list[str | bytes] = [rules.fingerprint()]
+    for path in sorted({str(r.path) for r in rules if getattr(r, "path", None)}):
+        try:
+            parts += [path, Path(path).read_bytes()]
+        except OSError:
+            parts += [path, "-"]
+    return fingerprint(*parts)
 
 
 def scan_salt(rules_fingerprint: str, *extra: str) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_leaves
 
 from opscan.errors import TraceError
 from opscan.model import DeviceProfile
@@ -58,6 +60,38 @@ def ensure_neuron() -> None:
     torch.utils.backend_registration._setup_privateuseone_for_python_backend(
         "neuron", backend_module=_BackendModule())
     _NEURON_READY = True
+
+
+# NOTE [constants on the imitated device]
+# FakeTensorMode keeps the real value of small tensors made from Python data (`torch.tensor(3)`,
+# the index tensor behind `x[..., [-2]]`) and really runs ops whose inputs are all such constants.
+# A real run of `const.to("neuron")` then fails (`aten::empty_strided` has no neuron kernel): this
+# stopped 20 causal LMs (transformers' sliding-window cache, falcon's list indexing). PyTorch skips
+# that constant propagation when the target device is not available (`avoid_device_init`, also
+# making `torch.tensor(data, device=X)` build on the CPU and move); the imitated devices are never
+# available, so FakeMode says so, and clears constants for the other device-changing ops
+# (`zeros_like(const, device=X)`). A moved value is then unknown: `.item()` on it is a stand-in.
+class FakeMode(FakeTensorMode):
+    """FakeTensorMode for a device that exists only in the trace (never runs a real kernel there)."""
+
+    @property
+    def avoid_device_init(self) -> bool:
+        return True
+
+    def dispatch(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        target = kwargs.get("device")
+        if target is None or torch.device(target).type == "cpu":
+            return super().dispatch(func, types, args, kwargs)
+        held = [(t, t.constant) for t in tree_leaves(args)
+                if isinstance(t, FakeTensor) and t.constant is not None]
+        for t, _ in held:
+            t.constant = None
+        try:
+            return super().dispatch(func, types, args, kwargs)
+        finally:
+            for t, constant in held:
+                t.constant = constant
 
 
 def _refuse(*args, **kwargs):

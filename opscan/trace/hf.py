@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from opscan.errors import TargetError
-from opscan.trace.targets import Built, empty_weights, read_json
+from opscan.trace.targets import Built, build_empty, read_json
 
 DEFAULT_BATCH = 2
 DEFAULT_SEQ_LEN = 128
@@ -78,12 +78,10 @@ def build_hf(path_text: str, *, batch: int | None, seq_len: int | None) -> Built
     """Build the config's architecture with empty weights and generate inputs for its task."""
     config, path = load_config(path_text)
     cls = _model_class(config, path)
-    with empty_weights(), default_dtype(config_dtype(config)):
+    make = cls.from_config if hasattr(cls, "from_config") else cls
+    with default_dtype(config_dtype(config)):
         try:
-            if hasattr(cls, "from_config"):
-                model = cls.from_config(config)
-            else:
-                model = cls(config)
+            model = build_empty(lambda: make(config))
         except Exception as exc:  # noqa: BLE001 - report any construction failure as one line
             raise TargetError(f"building {cls.__name__} failed: {type(exc).__name__}: {exc}"
                               .splitlines()[0], path=str(path)) from None

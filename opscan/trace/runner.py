@@ -9,7 +9,6 @@ import traceback
 
 import torch
 from torch import nn
-from torch._subclasses.fake_tensor import FakeTensorMode
 
 from opscan.errors import TraceError, UsageError
 from opscan.model import DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES, StandIn
@@ -74,7 +73,7 @@ class _Tracer:
         self.profile = profile
         self.finder = SourceFinder(project_root)
         self.finder.stop_code = _Tracer._step.__code__
-        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True) if device != "meta" else None
+        self.fake_mode = devices.FakeMode(allow_non_fake_inputs=True) if device != "meta" else None
         self.model = built.model
         self._materialize()
         self.names = {}
@@ -210,8 +209,9 @@ _HINTS = (
      "exit moved outside the model"),
     ("device_ready_queues_", "this process ran a backward pass before opscan registered the `neuron` "
      "device; trace in a fresh process, or call opscan.trace.prepare() first"),
-    ("Expected inputs of BF16", "this op's fake kernel needs bf16/fp16 inputs: build the model in bf16 "
-     "(for hf: targets, \"dtype\": \"bfloat16\" in config.json)"),
+    ("Expected inputs of BF16", "this op's fake kernel accepts only bf16/fp16 inputs, though real CPU "
+     "kernels run it in fp32 too (a limit of fake tracing, not of the model): trace the model in bf16 "
+     "(hf: targets: \"dtype\": \"bfloat16\" in config.json; opscan zoo: --dtype bfloat16)"),
     ("UnsupportedOperatorException", "register a fake kernel for this op (torch.library.register_fake) "
      "or run the op outside the traced model"),
     ("no fake impl", "register a fake kernel for this op with torch.library.register_fake"),

@@ -1,7 +1,8 @@
 """Trace targets: `file.py:NAME`, `package.module:NAME`, `hf:PATH`, `timm:NAME` -> a built model.
 
 Models are built with empty weights: every Parameter is moved to `meta` as it is registered, while
-buffers and init-time helpers stay real (see ../shared/notes/tracing.md). Nothing is downloaded.
+buffers and init-time helpers stay real (see ../shared/notes/tracing.md); tensor factories of
+LARGE_BYTES or more are made on `meta` outright. Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from opscan.errors import TargetError
 from opscan.trace.spec import InputSpec
@@ -33,6 +36,68 @@ class Built:
     labels: object = None          # for a cross-entropy loss on the output (timm targets)
     description: str = ""
     train_only: tuple[str, ...] = ()  # keyword inputs not passed in inference (generated labels)
+
+
+# NOTE [large tensors at build time]
+# Moving a Parameter to `meta` when it is registered comes after its constructor allocated it for
+# real: `nn.Embedding(256000, 8192)` asks 7.8 GiB, DeepSeek-V3's stacked experts 28 GiB, before
+# the module ever sees them. So while a model is built, factory calls (torch.empty, zeros, ...)
+# for LARGE_BYTES or more on the CPU are made on `meta`; smaller tensors (init-time helpers such as
+# drop-path schedules that call `.item()`) stay real. Should init code then mix a big meta tensor
+# with real ones (an error), the model is built once more without this (build_empty).
+LARGE_BYTES = 64 * 2**20
+
+
+class LargeOnMeta(TorchFunctionMode):
+    """Makes tensor factory calls of LARGE_BYTES or more on the CPU allocate on `meta` instead."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.redirected = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _factories() and "out" not in kwargs and _on_cpu(kwargs.get("device")) \
+                and _nbytes(func, args, kwargs) >= LARGE_BYTES:
+            kwargs = {**kwargs, "device": torch.device("meta")}
+            self.redirected += 1
+        return func(*args, **kwargs)
+
+
+def _factories() -> dict:
+    """Factory -> True when its size is the first argument (else sizes are *ints or a sequence)."""
+    return {torch.empty: False, torch.zeros: False, torch.ones: False, torch.rand: False,
+            torch.randn: False, torch.full: True, torch.empty_strided: True}
+
+
+def _on_cpu(device) -> bool:
+    return device is None or torch.device(device).type == "cpu"
+
+
+def _nbytes(func, args, kwargs) -> int:
+    size = kwargs.get("size")
+    if size is None and args:
+        first = _factories()[func] or (len(args) == 1 and isinstance(args[0], (tuple, list)))
+        size = args[0] if first else args
+    try:
+        numel = math.prod(int(s) for s in size or ())
+    except (TypeError, ValueError):
+        return 0
+    dtype = kwargs.get("dtype") or torch.get_default_dtype()
+    return numel * dtype.itemsize if isinstance(dtype, torch.dtype) else 0
+
+
+def build_empty(make):
+    """`make()` under empty_weights(), big factory tensors on `meta`; retried without if that broke it."""
+    mode = LargeOnMeta()
+    try:
+        with empty_weights(), mode:
+            return make()
+    except Exception as exc:  # noqa: BLE001 - init code that cannot take meta tensors: build as before
+        if not mode.redirected or "meta" not in str(exc).lower():
+            raise  # an error of its own (a bad config, ...): a real build would only add an OOM
+    with empty_weights():
+        return make()
 
 
 @contextlib.contextmanager
@@ -153,14 +218,13 @@ def _build_object(target: str, *, batch, seq_len, project_root) -> Built:
             kwargs["batch"] = batch
         if "seq_len" in params and seq_len is not None:
             kwargs["seq_len"] = seq_len
-    with empty_weights():
-        try:
-            result = obj(**kwargs)
-        except TypeError as exc:
-            raise TargetError(f"{target}: calling it failed: {exc}".splitlines()[0]) from None
-        except Exception as exc:  # noqa: BLE001
-            raise TargetError(f"{target}: building the model failed: {type(exc).__name__}: {exc}"
-                              .splitlines()[0]) from None
+    try:
+        result = build_empty(lambda: obj(**kwargs))
+    except TypeError as exc:
+        raise TargetError(f"{target}: calling it failed: {exc}".splitlines()[0]) from None
+    except Exception as exc:  # noqa: BLE001
+        raise TargetError(f"{target}: building the model failed: {type(exc).__name__}: {exc}"
+                          .splitlines()[0]) from None
     if isinstance(result, nn.Module):
         return Built(result, description=label)
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module):
@@ -194,11 +258,10 @@ def _build_timm(name: str, *, batch) -> Built:
                           ) from None
     if name not in timm.list_models() and name.split(".")[0] not in timm.list_models():
         raise TargetError(f"timm has no model {name!r}")
-    with empty_weights():
-        try:
-            model = timm.create_model(name, pretrained=False)
-        except Exception as exc:  # noqa: BLE001
-            raise TargetError(f"timm:{name}: building the model failed: {exc}".splitlines()[0]) from None
+    try:
+        model = build_empty(lambda: timm.create_model(name, pretrained=False))
+    except Exception as exc:  # noqa: BLE001
+        raise TargetError(f"timm:{name}: building the model failed: {exc}".splitlines()[0]) from None
     cfg = getattr(model, "pretrained_cfg", None) or getattr(model, "default_cfg", {}) or {}
     channels, height, width = cfg.get("input_size", (3, 224, 224))
     b = batch or 2

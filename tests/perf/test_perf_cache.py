@@ -201,3 +201,19 @@ def test_salt_covers_version_code_rules_and_extras(tmp_path: Path, monkeypatch) 
     first = ResultCache(tmp_path, base)
     assert first.salted("p1").salt != first.salted("p2").salt
     assert first.salted("p1").directory == first.directory
+
+
+def test_rules_salt_sees_any_change_of_a_rule_file(tmp_path: Path) -> None:
+    import shutil
+
+    from opscan.resources import rules_dir
+    from opscan.scan.rules import load_rules
+
+    local = tmp_path / "rules"
+    shutil.copytree(rules_dir(), local)
+    before = cache_mod.rules_salt(load_rules(extra_dirs=[local], builtin=False))
+    assert cache_mod.rules_salt(load_rules(extra_dirs=[local], builtin=False)) == before
+    target = sorted(local.glob("*.yaml"))[0]
+    text = target.read_text()
+    target.write_text(text.replace("category: ", "category:  ", 1))  # same data, other bytes
+    assert cache_mod.rules_salt(load_rules(extra_dirs=[local], builtin=False)) != before
