@@ -83,16 +83,20 @@ def write(path: Path, findings: tuple[Finding, ...] | list[Finding], tool_versio
     }
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise InputError(f"cannot write the baseline: {exc.strerror or exc}", path=str(path)) from None
         raise
     return len(rows)
 
@@ -107,6 +111,8 @@ def load(path: Path) -> tuple[Entry, ...]:
                          path=str(path)) from None
     except OSError as exc:
         raise InputError(f"cannot read baseline: {exc.strerror}", path=str(path)) from exc
+    except UnicodeDecodeError:
+        raise InputError("baseline is not UTF-8 text (not an opscan baseline)", path=str(path)) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"baseline is not valid JSON ({exc.msg})", path=str(path), line=exc.lineno) from exc
     if not isinstance(document, dict) or "opscan_baseline" not in document:

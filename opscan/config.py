@@ -139,6 +139,8 @@ def _read_toml(path: Path) -> dict:
         raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text (byte {exc.start})", path=str(path)) from None
 
 
 def load_config(start: Path) -> Config:

@@ -12,6 +12,8 @@ prints cannot corrupt `--format json` on stdout.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
 import multiprocessing
 import os
@@ -103,6 +105,25 @@ def limits_from(args) -> Limits:
     timeout = parse_timeout(str(getattr(args, "timeout", DEFAULT_TIMEOUT)))
     raw = getattr(args, "max_memory", None)
     return Limits(timeout=timeout, max_memory=parse_size(raw) if raw is not None else default_max_memory())
+
+
+_CURRENT: contextvars.ContextVar[tuple[Limits, bool] | None] = contextvars.ContextVar("opscan_trace_limits",
+                                                                                     default=None)
+
+
+@contextlib.contextmanager
+def trace_limits(limits: Limits, in_process: bool = False):
+    """Within the block, `current_limits()` (used by the traces of `opscan PATH`) is these limits."""
+    token = _CURRENT.set((limits, in_process))
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def current_limits() -> tuple[Limits, bool]:
+    """(limits, in_process) set by `trace_limits`, else the defaults (isolated)."""
+    return _CURRENT.get() or (Limits(max_memory=default_max_memory()), False)
 
 
 def trace_isolated(options: dict[str, Any], limits: Limits, in_process: bool = False):

@@ -60,8 +60,13 @@ def annotations(report: Report) -> dict[str, list[tuple[tuple, str]]]:
         level = _LEVEL.get(f.severity, "warning")
         key = (f.guarded, _CATEGORY_RANK.get(f.category, 5), loc.path, loc.line, loc.column, f.rule)
         message = f.message + (f" — fix: {f.fix}" if f.fix else "")
-        out[level].append((key, _command(level, message, uri(report.root, loc.path), loc.line, loc.column,
-                                         loc.end_line, loc.end_column, f"{f.rule} {f.name}")))
+        if loc.cell is not None:   # a cell's line is not a line of the .ipynb JSON: name it, point at line 1
+            message = f"cell {loc.cell}, line {loc.line}: {message}"
+            command = _command(level, message, uri(report.root, loc.path), 1, 1, 0, 0, f"{f.rule} {f.name}")
+        else:
+            command = _command(level, message, uri(report.root, loc.path), loc.line, loc.column,
+                               loc.end_line, loc.end_column, f"{f.rule} {f.name}")
+        out[level].append((key, command))
     status = {c.op: c.status for c in report.coverage}
     seen: set[str] = set()
     for trace in report.traces:

@@ -98,12 +98,16 @@ def to_dict(report: Report) -> dict:
                                            fix=finding.fix)
         loc = finding.location
         message = finding.message + (f" Fix: {finding.fix}" if finding.fix else "")
+        if loc.cell is not None:   # a cell's line is not a line of the .ipynb JSON: name it, point at the file
+            message = f"cell {loc.cell}, line {loc.line}: {message}"
+            where = _location(report.root, loc.path, 1)
+        else:
+            where = _location(report.root, loc.path, loc.line, loc.column, loc.end_line, loc.end_column)
         results.append((finding.rule, {
             "ruleId": finding.rule,
             "level": _LEVEL.get(finding.severity, "warning"),
             "message": {"text": message},
-            "locations": [_location(report.root, loc.path, loc.line, loc.column, loc.end_line,
-                                    loc.end_column)],
+            "locations": [where],
             "partialFingerprints": {"opscanFingerprint/v1": fp},
         }))
     status = {c.op: c.status for c in report.coverage}

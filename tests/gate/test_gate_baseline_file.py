@@ -71,7 +71,7 @@ def test_file_is_deterministic_and_written_atomically(tmp_path, monkeypatch):
     def boom(a, b):
         raise OSError("disk full")
     monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(OSError):
+    with pytest.raises(InputError, match="cannot write the baseline"):
         baseline.write(path, BEFORE, "0.1.0")
     assert len(json.loads(path.read_text())["entries"]) == 1        # old file intact
     assert [p.name for p in tmp_path.iterdir()] == ["base.json"]

@@ -80,3 +80,26 @@ def test_malformed_notebooks(notebook_run, name):
 def test_rest_of_run_intact(notebook_run):
     code, found, err = notebook_run
     assert found["good_a.py"] and found["good_b.py"] and code == 1 and err == ""
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "github"])
+def test_notebook_findings_in_sarif_and_github(tmp_path, fmt):
+    """A cell's line is not a line of the .ipynb JSON: the message names the cell and line and the
+    location is the file itself, never a wrong line of the JSON."""
+    import contextlib
+    import io
+
+    from opscan.cli import main
+
+    (tmp_path / "train.ipynb").write_bytes(TRAIN)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        main(["check", str(tmp_path), "--no-trace", "--format", fmt])
+    text = out.getvalue()
+    assert "cell 3, line 2:" in text and "cell 6, line 1:" in text
+    if fmt == "sarif":
+        results = json.loads(text)["runs"][0]["results"]
+        regions = [r["locations"][0]["physicalLocation"]["region"] for r in results]
+        assert regions and all(region["startLine"] == 1 for region in regions)
+    else:
+        assert all(",line=1," in line for line in text.splitlines() if line.startswith("::error"))
