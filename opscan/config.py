@@ -46,9 +46,10 @@ class ModelConfig:
 class ParityConfig:
     """Settings of `opscan parity` (read by the workflow commands)."""
 
-    tolerance: float = 1e-3        # absolute tolerance on outputs / losses
-    rel_tolerance: float = 1e-2    # relative tolerance
-    steps: int = 3                 # training steps compared
+    # No default tolerance on purpose: it must be decided before looking at the numbers.
+    tolerance: float | None = None       # absolute tolerance on |baseline - candidate| loss
+    rel_tolerance: float | None = None   # relative tolerance (times |baseline|)
+    steps: tuple[int, ...] = ()          # steps to compare; () = every step in both logs
     target_device: str = "neuron"
     fallback_command: str = ""     # command run when the target device is not present
 
@@ -139,6 +140,9 @@ def _read_toml(path: Path) -> dict:
         raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from exc
+    except UnicodeDecodeError as exc:   # TOML is UTF-8 (tomllib decodes strictly)
+        raise ConfigError(f"not valid TOML: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset "
+                          f"{exc.start})", path=str(path)) from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text (byte {exc.start})", path=str(path)) from None
 
@@ -197,7 +201,7 @@ def parse_table(table: dict, path: Path) -> Config:
     if "models" in table:
         values["models"] = _models(table["models"], prefix + "models", checker)
     if "parity" in table:
-        values["parity"] = _section(table["parity"], prefix + "parity", ParityConfig, checker)
+        values["parity"] = _parity(table["parity"], prefix + "parity", checker)
     if "cost" in table:
         values["cost"] = _section(table["cost"], prefix + "cost", CostConfig, checker)
     checker.raise_if_any()
@@ -238,6 +242,39 @@ def _models(raw: Any, where: str, checker: "_Checker") -> tuple[ModelConfig, ...
             amp=checker.string(item.get("amp", ""), here + ".amp"),
         ))
     return tuple(models)
+
+
+def _parity(raw: Any, where: str, checker: "_Checker") -> ParityConfig:
+    """The parity table: optional tolerances (no defaults), a list of steps, two strings."""
+    if not isinstance(raw, dict):
+        checker.add(where, "must be a table")
+        return ParityConfig()
+    checker.unknown(raw, {"tolerance", "rel-tolerance", "steps", "target-device", "fallback-command"},
+                    where + ".")
+    values: dict[str, Any] = {}
+    for key in ("tolerance", "rel-tolerance"):
+        if key not in raw:
+            continue
+        value = raw[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            checker.add(f"{where}.{key}", f"must be a number, not {type(value).__name__}")
+        elif value < 0:
+            checker.add(f"{where}.{key}", "must not be negative")
+        else:
+            values[key.replace("-", "_")] = float(value)
+    if "steps" in raw:
+        steps = raw["steps"]
+        if (not isinstance(steps, list) or not steps
+                or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in steps)):
+            checker.add(f"{where}.steps", "must be a non-empty list of step numbers (integers >= 0)")
+        else:
+            values["steps"] = tuple(sorted(set(steps)))
+    for key in ("target-device", "fallback-command"):
+        if key in raw:
+            text = checker.string(raw[key], f"{where}.{key}")
+            if text is not None:
+                values[key.replace("-", "_")] = text
+    return ParityConfig(**values)
 
 
 def _section(raw: Any, where: str, cls: type, checker: "_Checker"):

@@ -149,8 +149,11 @@ def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None) -> Mode
         raise
     except ImportError as exc:  # torch missing or broken
         raise TraceError(f"tracing needs PyTorch, which is not installed ({exc})") from exc
-    return trace_target(
-        model.target, mode=model.mode, device="neuron", profile=profile, optimizer=model.optimizer,
+    from opscan.sandbox import current_limits, trace_isolated
+
+    limits, in_process = current_limits()   # the model's code runs in a child (docs/reliability.md)
+    return trace_isolated(dict(
+        target=model.target, mode=model.mode, device="neuron", profile=profile, optimizer=model.optimizer,
         optimizer_impl=model.optimizer_impl or None, amp=model.amp or None, inputs=model.inputs,
         batch=model.batch, seq_len=model.seq_len, project_root=str(root),
-    )
+    ), limits, in_process)

@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format")
     parser.add_argument("--output", "-o", metavar="FILE", default=None, help="write the report to FILE")
     parser.add_argument("--no-trace", action="store_true", help="skip tracing (no torch needed)")
+    from opscan.sandbox import add_limit_arguments
+
+    add_limit_arguments(parser)   # --timeout, --max-memory, --in-process for the traces
     parser.add_argument("--select", action="append", default=None, metavar="CODES",
                         help="only these rule codes / prefixes / names (comma list or repeated)")
     parser.add_argument("--ignore", action="append", default=None, metavar="CODES",
@@ -99,20 +102,14 @@ def write_output(text: str, output: str | None) -> None:
         return
     from opscan.errors import InputError
 
+    from opscan.fsutil import atomic_write
+
     path = Path(output)
-    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise InputError(f"cannot write the report: {exc.strerror or exc}", path=str(path)) from None
-        raise
+        atomic_write(path, text)   # temp file + fsync + os.replace (docs/reliability.md)
+    except OSError as exc:
+        raise InputError(f"cannot write the report: {exc.strerror or exc}", path=str(path)) from None
 
 
 def render_report(report, fmt: str, output: str | None) -> None:
@@ -150,10 +147,13 @@ def run(args: argparse.Namespace) -> int:
     """Run the whole analysis of args.path and print it."""
     from opscan.app import analyse
 
+    from opscan.sandbox import limits_from, trace_limits
+
     config = load_effective_config(args)
     baseline = Path(args.baseline) if args.baseline else config.baseline
+    limits = limits_from(args)   # each model's code runs in a child process (docs/reliability.md)
     errors = []
-    with _progress() as progress:
+    with _progress() as progress, trace_limits(limits, getattr(args, "in_process", False)):
         report = analyse(Path(args.path), config, trace=not args.no_trace, baseline=baseline,
                          progress=progress, on_error=errors.append)
     render_report(report, args.format, args.output)

@@ -46,6 +46,15 @@ def verdict(report: Report) -> Verdict:
     if unknown:
         details.append(f"{len(unknown)} of {_plural(len(ops), 'traced op')} "
                        f"{'has' if len(unknown) == 1 else 'have'} unknown status on {report.backend or 'the backend'}")
+    # NOTE [low-confidence coverage]: an op judged native only on low-confidence evidence (the
+    # pre-release source snapshot for TorchNeuron 2.33) is not proof; say so next to any verdict.
+    coverage = {c.op: c for c in report.coverage}
+    unverified = sorted(op for op in ops if op in coverage and coverage[op].confidence == "low"
+                        and coverage[op].status in ("native", "composite", "limited"))
+    if unverified:
+        details.append(f"{_plural(len(unverified), 'op')} judged supported only on low-confidence evidence "
+                       f"({coverage[unverified[0]].evidence[0].text if coverage[unverified[0]].evidence else 'no source'}): "
+                       "confirm with `opscan db probe` on a Trainium instance")
     unreadable = [f for f in report.findings if f.name in _UNREADABLE]
     if unreadable:
         details.append(f"{_plural(len({f.location.path for f in unreadable}), 'file')} could not be read")
@@ -76,4 +85,6 @@ def verdict(report: Report) -> Verdict:
             ([f"{_plural(len(incomplete), 'incomplete trace')}"] if incomplete else [])
         return Verdict("unknown", "no blockers found, but not proven: " + ", ".join(open_points),
                        tuple(details))
-    return Verdict("ready", "ready", tuple(details))
+    headline = f"ready, if the low-confidence coverage of {_plural(len(unverified), 'op')} holds" \
+        if unverified else "ready"
+    return Verdict("ready", headline, tuple(details))

@@ -98,6 +98,9 @@ def to_dict(report: Report) -> dict:
                                            fix=finding.fix)
         loc = finding.location
         message = finding.message + (f" Fix: {finding.fix}" if finding.fix else "")
+        if loc.cell is not None:   # lines of a notebook cell are not lines of the .ipynb file
+            message = f"cell {loc.cell}, line {loc.line}: {message}"
+            loc = type(loc)(loc.path)
         if loc.cell is not None:   # a cell's line is not a line of the .ipynb JSON: name it, point at the file
             message = f"cell {loc.cell}, line {loc.line}: {message}"
             where = _location(report.root, loc.path, 1)

@@ -83,7 +83,7 @@ class FakeMode(FakeTensorMode):
         target = kwargs.get("device")
         if target is None or torch.device(target).type == "cpu":
             return super().dispatch(func, types, args, kwargs)
-        held = [(t, t.constant) for t in tree_leaves(args)
+        held = [(t, t.constant) for t in tree_leaves((args, kwargs))
                 if isinstance(t, FakeTensor) and t.constant is not None]
         for t, _ in held:
             t.constant = None

@@ -37,13 +37,10 @@ def parity_settings(start: Path | None = None) -> ParitySettings:
     parity = config.parity
     label = ("pyproject.toml [tool.opscan.parity]" if path.name == "pyproject.toml"
              else f"{path.name} [parity]")
-    steps = table.get("steps")
     return ParitySettings(
-        tolerance=parity.tolerance if "tolerance" in table else None,
-        rel_tolerance=parity.rel_tolerance if "rel-tolerance" in table else None,
-        # NOTE: opscan.config types `steps` as one positive integer; a list of steps to compare
-        # is only honoured if the config ever allows it.
-        steps=tuple(sorted(set(steps))) if isinstance(steps, list) else None,
+        tolerance=parity.tolerance,
+        rel_tolerance=parity.rel_tolerance,
+        steps=parity.steps or None,
         target_device=parity.target_device if "target-device" in table else None,
         fallback_command=parity.fallback_command if "fallback-command" in table else None,
         source=label,

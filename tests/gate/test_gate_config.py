@@ -34,7 +34,7 @@ amp = "bfloat16"
 [tool.opscan.parity]
 tolerance = 0.01
 rel-tolerance = 0.05
-steps = 5
+steps = [10, 50]
 target-device = "neuron"
 fallback-command = "echo skip"
 
@@ -66,7 +66,7 @@ def test_every_key_is_read(tmp_path):
     assert (model.target, model.inputs, model.mode, model.batch, model.seq_len) == \
         ("model.py:build", ("idx:int64[2,16]",), "both", 2, 16)
     assert (model.optimizer, model.optimizer_impl, model.amp) == ("sgd", "foreach", "bfloat16")
-    assert config.parity == ParityConfig(0.01, 0.05, 5, "neuron", "echo skip")
+    assert config.parity == ParityConfig(0.01, 0.05, (10, 50), "neuron", "echo skip")
     assert config.cost.site_minutes == 30 and config.cost.kernel_days == 5
     assert config.cost.hours_per_day == 6 and config.cost.kernel_default_lines == 300
     assert config.cost.file_minutes == CostConfig().file_minutes

@@ -143,8 +143,12 @@ def test_verdicts():
     clean = sample.report(findings=(), coverage=only_fallback, tasks=build_tasks((), (trace,), only_fallback))
     assert verdict(clean).kind == "fallback"
     assert verdict(clean).headline == "runs with 1 op on CPU fallback"
-    native = tuple(replace(c, status="native") for c in only_fallback)
+    native = tuple(replace(c, status="native", confidence="high") for c in only_fallback)
     assert verdict(sample.report(findings=(), coverage=native, tasks=())).headline == "ready"
+    weak = tuple(replace(c, confidence="low") for c in native)
+    judged = verdict(sample.report(findings=(), coverage=weak, tasks=()))
+    assert judged.kind == "ready" and judged.headline == "ready, if the low-confidence coverage of 4 ops holds"
+    assert any("opscan db probe" in d for d in judged.details)
     unknown = tuple(replace(c, status="unknown") for c in only_fallback)
     judged = verdict(sample.report(findings=(), coverage=unknown, tasks=()))
     assert judged.kind == "unknown" and "4 ops of unknown status" in judged.headline

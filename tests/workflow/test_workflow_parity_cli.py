@@ -198,3 +198,11 @@ def test_chart_marks_nan_and_failures():
     text = out.getvalue()
     assert "first divergence: step 47" in text and "NaN in candidate only" in text
     assert "20 step(s) with a non-finite loss are left out" in text
+
+
+def test_steps_from_pyproject(logs, run_cli, tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.opscan.parity]\ntolerance = 1e-3\nsteps = [10, 5]\n")
+    base = logs("base.json", BASE)
+    code, out, _ = run_cli("parity", base, base, "--format", "json")
+    assert code == 0
+    assert [row["step"] for row in json.loads(out)["rows"]] == [5, 10]

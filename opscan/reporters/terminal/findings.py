@@ -17,7 +17,7 @@ SNIPPET_MAX = 88
 def _where(finding: Finding) -> str:
     loc = finding.location
     if loc.cell is not None:
-        return f"cell {loc.cell}:{loc.line}:{loc.column}"
+        return f"cell {loc.cell}:line {loc.line}"
     return f"{loc.line}:{loc.column}"
 
 
