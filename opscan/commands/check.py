@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 HELP = "the whole answer for PATH: source scan, model trace, op coverage, port tasks (the default command)"

@@ -156,3 +156,20 @@ def test_trace_still_works_isolated(models):
 def test_trace_limit_flags_validated(models, flag, value):
     line = _one_line(_trace(models, "ok_model.py:build", flag, value, timeout=60))
     assert flag in line
+
+
+def test_whole_answer_isolates_configured_models(tmp_path):
+    """`opscan PATH` traces the models of [tool.opscan] the same way: a hanging model is one line,
+    exit 2, and the rest of the report (the source scan) is still printed."""
+    (tmp_path / "hang_model.py").write_text(MODELS["hang_model.py"])
+    (tmp_path / "train.py").write_text('import torch\nx = x.to("cuda")\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.opscan]\n\n[[tool.opscan.models]]\ntarget = "hang_model.py:build"\nmode = "inference"\n')
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-m", "opscan", str(tmp_path), "--timeout", "6", "--format", "json"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    line = _one_line(proc)
+    assert "timed out" in line and "--timeout 6" in line and "hang_model.py:build" in line
+    import json
+
+    assert [f["path"] for f in json.loads(proc.stdout)["findings"]] == ["train.py"]
