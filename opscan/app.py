@@ -15,7 +15,7 @@ from pathlib import Path
 from opscan import __version__
 from opscan import baseline as baselines
 from opscan.config import Config, ModelConfig
-from opscan.errors import OpscanError, TargetError, TraceError
+from opscan.errors import ModelProcessError, OpscanError, TargetError, TraceError
 from opscan.model import BaselineStatus, Coverage, DeviceProfile, Finding, ModelTrace, Report
 from opscan.plan import build_tasks
 from opscan.plan.measure import kernel_sources
@@ -92,6 +92,12 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
             say("trace", f"tracing {model.target} ({model.mode}) [{index}/{len(config.models)}]")
             try:
                 traces.append(phases.trace(model, root, profile))
+            except ModelProcessError as exc:   # hung, crashed or out of memory: exit 2, keep the rest
+                if on_error is None:
+                    raise
+                on_error(exc)
+                traces.append(ModelTrace(model.target, model.mode, "neuron", complete=False,
+                                         stopped_at=str(exc)))
             except TraceError as exc:
                 notes.append(f"trace of {model.target} skipped: {exc}")
                 if "not installed" in str(exc):

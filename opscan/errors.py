@@ -8,6 +8,7 @@
     ├── InputError              a file given on the command line that cannot be read or understood
     ├── TargetError             a trace target that cannot be imported or built
     ├── TraceError              a trace that could not run at all (partial traces are results, not errors)
+    │   └── ModelProcessError   the model's child process hung, crashed or ran out of memory (sandbox.py)
     └── RunError                a command opscan runs for the user (`parity run`) that failed
 """
 
@@ -61,6 +62,10 @@ class TargetError(OpscanError):
 
 class TraceError(OpscanError):
     """A trace that could not run at all."""
+
+
+class ModelProcessError(TraceError):
+    """The child process running a model's code timed out, crashed or ran out of memory."""
 
 
 class RunError(OpscanError):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from opscan import errors
-from opscan.errors import TraceError, UsageError
+from opscan.errors import ModelProcessError, TraceError, UsageError
 
 DEFAULT_TIMEOUT = 900.0  # seconds; a 70B-shape fake trace takes ~25 s here
 
@@ -162,12 +162,12 @@ def run_isolated(func: str, kwargs: dict[str, Any], limits: Limits, what: str = 
     if message is None:
         if timed_out:
             _stop(child)
-            raise TraceError(
+            raise ModelProcessError(
                 f"{what} timed out after {elapsed:.0f} s (limit --timeout {limits.timeout:g}); the model may "
                 "hang (a blocking call, an endless loop, a collective waiting for other ranks): "
                 "raise --timeout, or trace a smaller shape (--batch, --seq-len)")
         child.join(5)
-        raise TraceError(_death_message(what, child.exitcode, limits))
+        raise ModelProcessError(_death_message(what, child.exitcode, limits))
     child.join(5)
     kind = message[0]
     if kind == "ok":
@@ -177,7 +177,7 @@ def run_isolated(func: str, kwargs: dict[str, Any], limits: Limits, what: str = 
         cls = getattr(errors, cls_name, TraceError)
         raise cls(text, path, line)
     if kind == "memory":
-        raise TraceError(f"{what} ran out of memory (limit --max-memory {format_size(limits.max_memory)}): "
+        raise ModelProcessError(f"{what} ran out of memory (limit --max-memory {format_size(limits.max_memory)}): "
                          f"{message[1]}; raise --max-memory, or trace a smaller shape (--batch, --seq-len); "
                          "a fake-tensor trace needs little memory, so real tensors made while building "
                          "the model (weights loaded, torch.randn in __init__) are the usual cause")
