@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+from trace_recorder import Recorder  # noqa: E402
 
 from opscan.trace import trace_target  # noqa: E402
 from opscan.trace.hf import _model_class, config_dtype, default_dtype, load_config, task_inputs  # noqa: E402
@@ -66,18 +66,6 @@ NEURON_DIFFERENCES = {
 }
 
 
-class _Recorder(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops: set[str] = set()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = func.name()
-        if not name.startswith(("prim::device", "profiler::")):
-            self.ops.add(name)
-        return func(*args, **(kwargs or {}))
-
-
 def real_step_ops(name: str) -> set[str]:
     """Really run one AdamW (foreach) training step on CPU and record every op dispatched."""
     torch.manual_seed(0)
@@ -88,7 +76,7 @@ def real_step_ops(name: str) -> set[str]:
     model.train()
     inputs = task_inputs(model, config, 2, SEQ_LEN)
     optimizer = torch.optim.AdamW(model.parameters(), foreach=True)
-    recorder = _Recorder()
+    recorder = Recorder()
     with recorder:
         model(**inputs).loss.backward()
         optimizer.step()

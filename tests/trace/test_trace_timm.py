@@ -11,24 +11,12 @@ import pytest
 torch = pytest.importorskip("torch")
 timm = pytest.importorskip("timm", exc_type=ImportError)
 
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+from trace_recorder import Recorder  # noqa: E402
 
 from opscan.trace import trace_target  # noqa: E402
 
 pytestmark = pytest.mark.timm
 MODELS = ("resnet18", "vit_tiny_patch16_224")
-
-
-class _Recorder(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops: set[str] = set()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = func.name()
-        if not name.startswith(("prim::device", "profiler::")):
-            self.ops.add(name)
-        return func(*args, **(kwargs or {}))
 
 
 def _real_step_ops(name: str) -> set[str]:
@@ -39,7 +27,7 @@ def _real_step_ops(name: str) -> set[str]:
     pixels = torch.randn(2, channels, height, width)
     labels = torch.zeros(2, dtype=torch.long)
     optimizer = torch.optim.AdamW(model.parameters(), foreach=True)
-    recorder = _Recorder()
+    recorder = Recorder()
     with recorder:
         torch.nn.functional.cross_entropy(model(pixels), labels).backward()
         optimizer.step()
