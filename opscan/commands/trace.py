@@ -35,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "numeric NAME is a positional argument)")
     parser.add_argument("--batch", type=_positive, default=None, help="batch size of generated inputs")
     parser.add_argument("--seq-len", type=_positive, default=None, help="sequence length of generated inputs")
+    parser.add_argument("--fsdp", type=_world_size, default=None, metavar="N",
+                        help="trace rank 0 of an N-way FSDP2 (fully_shard) job on a fake process group: "
+                        "adds its collectives and copy ops (N >= 2; see docs/trace.md, \"FSDP\")")
     parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format")
     parser.add_argument("--output", metavar="FILE", default=None, help="write the report here")
     parser.add_argument("--backend", metavar="NAME==VERSION", default=None,
@@ -54,6 +57,13 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+def _world_size(text: str) -> int:
+    value = _positive(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"an FSDP world size is at least 2: {text}")
     return value
 
 
@@ -96,6 +106,8 @@ def _requests(args: argparse.Namespace) -> list[dict]:
 
     inputs = tuple(parse_input(text) for text in args.input)
     common = {"device": args.device}
+    if getattr(args, "fsdp", None) is not None:
+        common["fsdp"] = args.fsdp
     if args.target:
         return [dict(common, target=args.target, mode=args.mode or "train",
                      optimizer=args.optimizer or "adamw", optimizer_impl=args.optimizer_impl,

@@ -61,9 +61,14 @@ def _write(fmt: str, run, path: Path | None) -> None:
     if path is None:
         module.render(run, sys.stdout)
         return
+    from opscan.fsutil import atomic_open
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="\n") as handle:
-        module.render(run, handle)
+    try:
+        with atomic_open(path) as handle:   # the old file or the new one, never half of one
+            module.render(run, handle)
+    except OSError as exc:
+        raise UsageError(f"cannot write: {exc.strerror or exc}", path=str(path)) from None
 
 
 def _diff(args) -> int:
@@ -80,7 +85,12 @@ def _diff(args) -> int:
     else:
         text = diff.render_text(changes, old, new)
     if args.output:
-        args.output.write_text(text, encoding="utf-8")
+        from opscan.fsutil import atomic_write
+
+        try:
+            atomic_write(args.output, text)
+        except OSError as exc:
+            raise UsageError(f"cannot write: {exc.strerror or exc}", path=str(args.output)) from None
     else:
         sys.stdout.write(text)
     return 1 if any(c.kind in ("broke", "regressed") for c in changes) else 0

@@ -18,6 +18,7 @@ TORCH_NAMESPACES = frozenset({
     "aten", "prim", "prims", "_prims", "quantized", "_quantized", "sparse", "c10d",
     "_c10d_functional", "_c10d_functional_autograd", "_dtensor", "rngprims", "mkldnn", "mkl",
     "onednn", "xnnpack", "higher_order", "inductor", "profiler", "debugprims", "fbgemm",
+    "fsdp",   # torch.distributed.fsdp's own ops (all_gather_copy_in, chunk_cat, ...)
 })
 # Dispatcher bookkeeping, not work for a backend (see docs/trace.md, "Artifacts").
 ARTIFACT_PREFIXES = ("prim::device", "profiler::")

@@ -13,6 +13,7 @@ from torch import nn
 from opscan.errors import TraceError, UsageError
 from opscan.model import DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES, StandIn
 from opscan.trace import device as devices
+from opscan.trace import fsdp as fsdps
 from opscan.trace import step as steps
 from opscan.trace.recorder import MAX_SOURCES, Recorder
 from opscan.trace.sources import SourceFinder
@@ -32,7 +33,7 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
                  profile: DeviceProfile | None = None, optimizer: str = "adamw",
                  optimizer_impl: str | None = None, amp: str | None = None, inputs=(),
                  batch: int | None = None, seq_len: int | None = None,
-                 project_root: str | None = None) -> ModelTrace:
+                 project_root: str | None = None, fsdp: int | None = None) -> ModelTrace:
     """Trace `target` on fake tensors and return the ops it dispatches (see docs/trace.md)."""
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
@@ -40,6 +41,9 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
         raise UsageError(f"unknown device {device!r} (known: {', '.join(devices.DEVICES)})")
     if amp is not None and device == "meta":
         raise UsageError("--amp needs --device neuron, cpu or cuda (autocast has no meta device)")
+    fsdp = fsdps.check_world_size(fsdp)
+    if fsdp is not None and device not in ("neuron", "cpu"):
+        raise UsageError("--fsdp needs --device neuron or cpu (FSDP2 shards onto a real device type)")
     specs = tuple(s if isinstance(s, InputSpec) else parse_input(s) for s in inputs)
     if device == "cuda" and not torch.backends.cuda.is_built():
         raise TraceError(f"--device cuda needs a CUDA build of PyTorch; this one ({torch.__version__}) "
@@ -52,22 +56,28 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
             devices.ensure_autocast()
     started = time.perf_counter()
     built = build(target, batch=batch, seq_len=seq_len, inputs=specs, project_root=project_root)
-    tracer = _Tracer(built, device, profile, project_root)
-    if mode == "both":
-        inference = tracer.run("inference", optimizer, optimizer_impl, amp)
-        train = tracer.run("train", optimizer, optimizer_impl, amp)
-        result = _merge(target, device, inference, train)
-    else:
-        result = tracer.run(mode, optimizer, optimizer_impl, amp)
+    with _fsdp_group(fsdp, device) as mesh:
+        tracer = _Tracer(built, device, profile, project_root, mesh)
+        if mode == "both":
+            inference = tracer.run("inference", optimizer, optimizer_impl, amp)
+            train = tracer.run("train", optimizer, optimizer_impl, amp)
+            result = _merge(target, device, inference, train)
+        else:
+            result = tracer.run(mode, optimizer, optimizer_impl, amp)
     return ModelTrace(target=target, mode=mode, device=device, ops=result.ops,
                       stand_ins=result.stand_ins, complete=result.complete,
                       stopped_at=result.stopped_at, seconds=round(time.perf_counter() - started, 3))
 
 
+def _fsdp_group(fsdp: int | None, device: str):
+    """The fake process group an --fsdp trace runs in (nothing without --fsdp)."""
+    return contextlib.nullcontext() if fsdp is None else fsdps.fake_process_group(fsdp, device)
+
+
 class _Tracer:
     """Holds the fake model and inputs; runs one mode's step under the recorder."""
 
-    def __init__(self, built: Built, device: str, profile: DeviceProfile, project_root) -> None:
+    def __init__(self, built: Built, device: str, profile: DeviceProfile, project_root, mesh=None) -> None:
         self.built = built
         self.device = device
         self.profile = profile
@@ -76,6 +86,9 @@ class _Tracer:
         self.fake_mode = devices.FakeMode(allow_non_fake_inputs=True) if device != "meta" else None
         self.model = built.model
         self._materialize()
+        if mesh is not None:
+            with self._mode():
+                fsdps.shard(self.model, mesh)   # parameters become DTensors of fake shards
         self.names = {}
         for name, module in self.model.named_modules(remove_duplicate=False):
             self.names.setdefault(id(module), name)

@@ -60,10 +60,10 @@ class Cache:
     def _write(self, path: Path, data: dict) -> None:
         if not self.enabled:
             return
+        from opscan.fsutil import atomic_write
+
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"cache_format": CACHE_FORMAT, **data}, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps({"cache_format": CACHE_FORMAT, **data}, sort_keys=True))
 
     def get_outcome(self, key: str) -> Outcome | None:
         data = self._read(self.root / "traces" / f"{key}.json")

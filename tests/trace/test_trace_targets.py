@@ -140,7 +140,8 @@ def test_api_signature_is_stable():
 
     params = inspect.signature(impl).parameters
     assert list(params) == ["target", "mode", "device", "profile", "optimizer", "optimizer_impl",
-                            "amp", "inputs", "batch", "seq_len", "project_root"]
+                            "amp", "inputs", "batch", "seq_len", "project_root", "fsdp"]
+    assert params["fsdp"].default is None   # added later: optional, last, keyword-only
     assert params["mode"].default == "train" and params["device"].default == "neuron"
     assert params["optimizer"].default == "adamw" and params["profile"].default is None
 
