@@ -57,7 +57,13 @@ class SourceFinder:
         known = self._names.get(filename)
         if known is None:
             path = os.path.abspath(filename)
-            if path.startswith(self.root):
+            # An installed package is named from its site dir (`transformers/...`), even when the
+            # environment lives inside the project (a `.venv` in the checkout, as in CI).
+            site = next((p for p in self._site if path.startswith(p)
+                         and p.rstrip(os.sep).endswith(("site-packages", "dist-packages"))), None)
+            if site is not None and len(site) > len(self.root):
+                known = path[len(site):]
+            elif path.startswith(self.root):
                 known = path[len(self.root):]
             else:
                 known = path
