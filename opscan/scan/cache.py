@@ -34,11 +34,12 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from opscan.fsutil import atomic_write
 
 CACHE_DIR_ENV = "OPSCAN_CACHE_DIR"
 FORMAT = "v1"
@@ -157,10 +158,10 @@ class ResultCache:
             self.base.mkdir(parents=True, exist_ok=True)
             tag = self.directory / "CACHEDIR.TAG"
             if not tag.exists():
-                _atomic_write(tag, _TAG)
+                atomic_write(tag, _TAG)
             ignore = self.directory / ".gitignore"
             if not ignore.exists():
-                _atomic_write(ignore, b"# created by opscan\n*\n")
+                atomic_write(ignore, b"# created by opscan\n*\n")
             os.utime(self.base)
             self._prune()
         except OSError:
@@ -289,11 +290,11 @@ class StatIndex:
         body = json.dumps({"written_ns": time.time_ns(), "files": files},
                           sort_keys=True, separators=(",", ":")).encode()
         header = _HEADER + b"index " + hashlib.sha256(body).hexdigest().encode()
-        _atomic_write(path, header + b"\n" + body)
+        atomic_write(path, header + b"\n" + body)
 
 
 def _fast_atomic_write(path: Path, data: bytes) -> None:
-    """_atomic_write for the many small entries: a temporary name unique to this process (one
+    """fsutil.atomic_write for the many small entries: a temporary name unique to this process (one
     writer per process at a time) instead of mkstemp's random probing; about half the cost."""
     tmp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
@@ -312,16 +313,3 @@ def _fast_atomic_write(path: Path, data: bytes) -> None:
             pass
         raise
 
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -15,7 +15,8 @@ import json
 import os
 from pathlib import Path
 
-from opscan.scan.cache import _atomic_write, fingerprint
+from opscan.fsutil import atomic_write
+from opscan.scan.cache import fingerprint
 from opscan.scan.fixes import TorchProbe
 
 _HEADER = b"opscan-probe 1 "
@@ -82,6 +83,6 @@ class CachedProbe(TorchProbe):
                           sort_keys=True, separators=(",", ":")).encode()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(self.path, _HEADER + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+            atomic_write(self.path, _HEADER + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
         except OSError:
             pass
