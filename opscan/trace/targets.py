@@ -124,7 +124,11 @@ def build(target: str, *, batch: int | None, seq_len: int | None, inputs: tuple[
     """Import/construct the target with empty weights and gather its example inputs."""
     if target.startswith("hf:"):
         from opscan.trace.hf import build_hf
-        built = build_hf(target[3:], batch=batch, seq_len=seq_len)
+        where = target[3:]
+        # A relative path is looked up like a file target: here first, then in the project.
+        if not Path(where).is_absolute() and project_root and not Path(where).exists():
+            where = str(Path(project_root) / where)
+        built = build_hf(where, batch=batch, seq_len=seq_len)
     elif target.startswith("timm:"):
         built = _build_timm(target[5:], batch=batch)
     else:

@@ -6,6 +6,7 @@ import inspect
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -157,3 +158,13 @@ def test_import_without_torch_gives_install_hint():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith("TraceError") and "pip install 'opscan[trace]'" in out
+
+
+def test_relative_hf_target_is_found_in_the_project(tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    (project / "configs").mkdir(parents=True)
+    llama = Path(__file__).resolve().parents[2] / "examples" / "models" / "hf" / "llama-tiny" / "config.json"
+    (project / "configs" / "config.json").write_text(llama.read_text())
+    monkeypatch.chdir(tmp_path)           # not the project: the path resolves through project_root
+    trace = trace_target("hf:configs", mode="inference", project_root=str(project))
+    assert trace.complete and "aten::embedding" in {u.op for u in trace.ops}
