@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from opscan.errors import InputError
+from opscan.workflow.reportfile import load_report
 
 HELP = ("pre-flight checklist: torch / torch-neuronx pairing, device, op coverage, blockers, "
         "rollback path (markdown or JSON)")
@@ -31,14 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_report(path: str) -> dict:
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("report not found", path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read report: {exc}", path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", path, exc.lineno) from None
+    doc = load_report(path)
     if not isinstance(doc, dict) or "summary" not in doc or "ops" not in doc:
         raise InputError("not an opscan JSON report (no `ops` / `summary`): "
                          "make it with `opscan PATH --format json`", path)

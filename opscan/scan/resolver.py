@@ -60,17 +60,14 @@ class Imports:
 
     def resolve(self, expr: ast.AST) -> str | None:
         """The dotted name of a Name/Attribute chain rooted in an imported name, else None."""
-        parts: list[str] = []
-        while isinstance(expr, ast.Attribute):
-            parts.append(expr.attr)
-            expr = expr.value
-        if not isinstance(expr, ast.Name):
+        text = dotted(expr)
+        if text is None:
             return None
-        base = self.alias.get(expr.id)
+        head, dot, rest = text.partition(".")
+        base = self.alias.get(head)
         if base is None:
             return None
-        parts.append(base)
-        return ".".join(reversed(parts))
+        return base + dot + rest
 
 
 def dotted(expr: ast.AST) -> str | None:

@@ -7,12 +7,12 @@ The verdict compares the exact break-even (not the rounded one) with the horizon
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
 
 from opscan.errors import InputError, UsageError
+from opscan.workflow.reportfile import load_report
 
 HOURS_PER_DAY = Decimal(8)       # one engineer-day, for showing effort from a report
 CENT = Decimal("0.01")
@@ -87,14 +87,7 @@ def effort_from_weeks(weeks: Decimal, hours_per_week: Decimal) -> Effort:
 def effort_from_report(path: str | Path) -> Effort:
     """Effort from an `opscan --format json` report: summary.effort_hours (the port-task list)."""
     name = str(path)
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("report not found", name) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read report: {exc}", name) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", name, exc.lineno) from None
+    doc = load_report(path)
     summary = doc.get("summary") if isinstance(doc, dict) else None
     hours = summary.get("effort_hours") if isinstance(summary, dict) else None
     if isinstance(hours, bool) or not isinstance(hours, (int, float)):
