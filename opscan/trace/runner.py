@@ -150,8 +150,7 @@ class _Tracer:
         )
         stopped = ""
         try:
-            with self._mode(), _tensor_shim(self.device), \
-                    devices.sdpa_context(self.device, self.profile), recorder:
+            with self._mode(), devices.sdpa_context(self.device, self.profile), recorder:
                 stopped = self._step(mode, recorder, opt, amp)
         finally:
             for hook in hooks:
@@ -188,33 +187,6 @@ class _Tracer:
 class _Result:
     def __init__(self, ops, stand_ins, complete, stopped_at):
         self.ops, self.stand_ins, self.complete, self.stopped_at = ops, stand_ins, complete, stopped_at
-
-
-@contextlib.contextmanager
-def _tensor_shim(device: str):
-    """`torch.tensor(data, device=X)` in model code would bypass fake mode: build on CPU, then move."""
-    if device in ("cpu",):
-        yield
-        return
-    originals = {"tensor": torch.tensor, "as_tensor": torch.as_tensor}
-
-    def wrap(original):
-        def shimmed(data, *args, device=None, **kwargs):
-            if device is None or torch.device(device).type == "cpu":
-                return original(data, *args, device=device, **kwargs)
-            made = original(data, *args, **kwargs)
-            if getattr(made, "constant", None) is not None:
-                made.constant = None  # else fake mode would really run the copy to the device
-            return made.to(device)
-        return shimmed
-
-    torch.tensor = wrap(originals["tensor"])
-    torch.as_tensor = wrap(originals["as_tensor"])
-    try:
-        yield
-    finally:
-        torch.tensor = originals["tensor"]
-        torch.as_tensor = originals["as_tensor"]
 
 
 _HINTS = (

@@ -33,7 +33,8 @@ SDPA = ("SDPA: CPU picks its flash kernel in C++; a PrivateUse1 backend gets the
 SILU = ("silu_backward has a CompositeImplicitAutograd fallback: without a backend kernel "
         "(profile native_ops) it decomposes")
 DROPOUT = "dropout: PrivateUse1 passes the fused-kernel check (native_dropout); CPU uses bernoulli_"
-SHIM = "torch.tensor(data, device=) is built on CPU and copied in (_to_copy) by opscan's shim"
+SHIM = ("torch.tensor(data, device=X) is built on the CPU and copied to X (_to_copy); "
+        "on the CPU itself no copy is made")
 SETITEM = "t[...] = python_scalar: CPU fills from a 0-dim CPU tensor (fill_.Tensor)"
 
 _COMMON_REAL = {"aten::_foreach_add_.Tensor": STEP_COUNTER, "aten::_local_scalar_dense": STEP_COUNTER,
