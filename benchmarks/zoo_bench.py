@@ -15,7 +15,8 @@ from pathlib import Path
 
 from opscan.zoo.cache import Cache
 from opscan.zoo.coverage import load_coverage
-from opscan.zoo.runner import Limits, run_zoo
+from opscan.sandbox import Limits
+from opscan.zoo.runner import run_zoo
 from opscan.zoo.selection import family_models, resolve
 
 
@@ -43,7 +44,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         targets = [t for t in resolve(["hf:causal-lm"], Path(tmp), args.layers) if t.name in names]
         coverage = load_coverage()
-        limits = Limits(timeout=args.timeout, mem_gib=8.0)
+        limits = Limits(timeout=args.timeout, max_memory=8 << 30, start_method="forkserver")
         # warm the forkserver (torch + transformers preloaded) so no configuration pays for it alone
         _one("warm-up", targets[:1], coverage, 1, limits, None)
         results = [_one("local, 1 worker", targets, coverage, 1, limits, None),

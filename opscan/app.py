@@ -15,12 +15,13 @@ from pathlib import Path
 from opscan import __version__
 from opscan import baseline as baselines
 from opscan.config import Config, ModelConfig
-from opscan.errors import ModelProcessError, OpscanError, TargetError, TraceError
+from opscan.errors import MissingDependencyError, ModelProcessError, OpscanError, TargetError, TraceError, UsageError
 from opscan.model import BaselineStatus, Coverage, DeviceProfile, Finding, ModelTrace, Report
 from opscan.plan import build_tasks
 from opscan.plan.measure import kernel_sources
 from opscan import phases as default_phases
-from opscan.phases import Database, ScanOutcome
+from opscan.phases import Database, ScanOptions, ScanOutcome
+from opscan.verdict import NO_MODEL, judge
 
 Progress = Callable[[str, str], None]
 
@@ -30,7 +31,7 @@ class Phases:
     """Replacement phase functions; None means the default in opscan/phases.py (looked up per run,
     so tests may also monkeypatch `opscan.phases`)."""
 
-    scan: Callable[[Path, Config], ScanOutcome] | None = None
+    scan: Callable[..., ScanOutcome] | None = None     # (target, config[, ScanOptions])
     database: Callable[[Config], Database | None] | None = None
     trace: Callable[[ModelConfig, Path, DeviceProfile | None], ModelTrace] | None = None
 
@@ -59,11 +60,16 @@ def _relative_root(root: Path) -> str:
 
 def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path | None = None,
             phases: Phases | None = None, progress: Progress | None = None,
-            on_error: Callable[[OpscanError], None] | None = None) -> Report:
+            on_error: Callable[[OpscanError], None] | None = None,
+            scan_options: ScanOptions | None = None, untraced: str = "tracing skipped (--no-trace)",
+            trust_remote_code: bool = False) -> Report:
     """Run every phase for `target` (a folder or file) under `config` and return the Report.
 
     A model that cannot be built (TargetError) raises, unless `on_error` is given: then it is
-    passed there, noted in the report, and the other models are still traced.
+    passed there, noted in the report, and the other models are still traced. `scan_options`
+    narrows the scan (`opscan scan PATH...`: files, jobs, cache); `untraced` is what the verdict
+    says when `trace` is False. The verdict is judged here, once (opscan/verdict.py). A folder
+    with nothing to check (no source file, no model) is a UsageError.
     """
     phases = phases or Phases()
     say = progress or (lambda event, detail: None)
@@ -71,6 +77,9 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
     root = target if target.is_dir() else target.parent
     notes: list[str] = []
     entries = baselines.load(baseline) if baseline is not None else None   # fail before tracing
+    discovery = None
+    if not config.models:   # nothing configured: PATH may be the model itself (opscan/discover.py)
+        discovery, config = _discover(target, config, trust_remote_code)
 
     # The database is only needed to judge traced ops; a source-only run skips loading it.
     database = None
@@ -81,11 +90,12 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
             notes.extend(database.notes)
 
     say("phase", "scanning source")
-    scanned = phases.scan(target, config)
+    scanned = phases.scan(target, config, scan_options) if scan_options is not None else phases.scan(target, config)
     notes.extend(scanned.notes)
     findings = scanned.findings
 
     traces: list[ModelTrace] = []
+    not_traced = "" if trace else untraced   # why the ops were not checked (for the verdict)
     if trace and config.models:
         profile = database.profile if database is not None else None
         for index, model in enumerate(config.models, 1):
@@ -100,7 +110,8 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
                                          stopped_at=str(exc)))
             except TraceError as exc:
                 notes.append(f"trace of {model.target} skipped: {exc}")
-                if "not installed" in str(exc):
+                not_traced = str(exc)
+                if isinstance(exc, MissingDependencyError):   # no model can be traced: stop trying
                     break
             except TargetError as exc:
                 if on_error is None:
@@ -110,7 +121,13 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
                                          stopped_at=f"the model could not be built: {exc}"))
             say("traced", model.target)
     elif not trace and config.models:
-        notes.append("tracing skipped (--no-trace): the verdict covers the source only")
+        notes.append(f"{untraced}: the verdict covers the source only")
+    if not config.models and not not_traced:
+        not_traced = _no_model(discovery) or NO_MODEL
+    narrowed = scan_options is not None and scan_options.paths   # files given (pre-commit): 0 is fine
+    if not scanned.files_scanned and not traces and not config.models and target.is_dir() and not narrowed:
+        raise UsageError("nothing to check: no Python, notebook or C++/CUDA source file (after include/"
+                         "exclude) and no model ([[tool.opscan.models]], --model)", path=str(target))
 
     say("phase", "checking op coverage")
     coverage: list[Coverage] = []
@@ -128,6 +145,8 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
 
     status = None
     if entries is not None:
+        if scan_options is not None and scan_options.paths:   # entries of files not scanned are not stale
+            entries = tuple(e for e in entries if _within(root / e.path, scan_options.paths))
         applied = baselines.apply(findings, entries)
         findings = applied.new
         status = BaselineStatus(
@@ -153,8 +172,43 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
         rules=tuple(sorted((r for r in scanned.rules if r.id in fired), key=lambda r: r.id)),
         project_sources=tuple(sorted({s.path for t in traces for u in t.ops for s in u.sources
                                       if (root / s.path).is_file()})) if traces else None,
+        discovery=discovery,
     )
-    return report
+    return replace(report, verdict=judge(report, ops_not_checked=not_traced))
+
+
+def _discover(target: Path, config: Config, trust_remote_code: bool):
+    """(Discovery, config): a model folder or exported program at PATH is traced as configured;
+    otherwise the project's model candidates are read (never run) for the report and `opscan init`."""
+    from opscan.discover import candidates, direct
+
+    found = direct(target, _relative_root(target), trust_remote_code=trust_remote_code)
+    if found is None:
+        root = target if target.is_dir() else target.parent
+        return candidates(root, trust_remote_code=trust_remote_code), config
+    models = tuple(ModelConfig(target=t, mode="inference" if t.startswith("pt2:") else "train",
+                               trust_remote_code=trust_remote_code) for t in found.traced)
+    return found, replace(config, models=models)
+
+
+def _no_model(discovery) -> str:
+    """Why no model was traced, from what discovery found (for the verdict)."""
+    if discovery is None:
+        return ""
+    if discovery.refused:
+        return f"{discovery.refused[0].target} not traced: {discovery.refused[0].note}"
+    ready = [c.target for c in discovery.candidates if c.ready]
+    if ready:
+        more = f" and {len(ready) - 3} more" if len(ready) > 3 else ""
+        return (f"no model configured; found {', '.join(ready[:3])}{more} (`opscan init` adds "
+                "them to [[tool.opscan.models]])")
+    return ""
+
+
+def _within(path: Path, paths: tuple[Path, ...]) -> bool:
+    """Whether `path` is one of `paths` or inside one of them."""
+    path = path.resolve()
+    return any(path == p or p in path.parents for p in (Path(x).resolve() for x in paths))
 
 
 def with_models(config: Config, targets: list[str] | None, mode: str | None) -> Config:

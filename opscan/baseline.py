@@ -1,19 +1,30 @@
 """Baselines: record today's findings, then report only new ones; fingerprints survive moved lines.
 
 # NOTE [fingerprints]
-A finding's fingerprint is sha256 over: rule code, path, the source line with all whitespace
-removed, and its occurrence index among findings with the same (rule, path, line text) in file
-order. Line numbers are left out, so inserting or deleting other lines does not change it; editing
-the flagged line itself does (that is a new finding). Findings without a source line use their
-message instead. The file is JSON with a `opscan_baseline` version; a newer version is refused.
+A finding's fingerprint is sha256 over: rule code, path, the code of its source line, and its
+occurrence index among findings with the same (rule, path, code) in file order. Line numbers are
+left out, so inserting or deleting other lines does not change it. The code of a Python line is
+its tokens (Python's own tokenizer) without comments, joined by single spaces: reindenting the
+line, changing the spacing around tokens or adding a trailing comment (`# TODO: port`) keeps the
+fingerprint, while any change to the code, including inside a string, makes it a new finding. A
+`#` inside a string is part of the string, not a comment. Lines of other files (C++/CUDA sources)
+and lines the tokenizer cannot read on their own are compared with all whitespace removed.
+Findings without a source line use their message instead.
+
+The file is JSON with an `opscan_baseline` format version. Format 1 (opscan before the
+tokenizer-based fingerprints) compared whole lines with whitespace removed; it is still read and
+matched with its own fingerprints, and `opscan baseline` rewrites it as format 2. A newer format
+is refused with a clear error.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import tempfile
+import tokenize
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +32,11 @@ from pathlib import Path
 from opscan.errors import InputError
 from opscan.model import Finding
 
-BASELINE_VERSION = 1
+BASELINE_VERSION = 2
+FINGERPRINT_TEXT = {
+    1: "sha256(rule, path, source line without whitespace, occurrence index)",
+    2: "sha256(rule, path, source line's code tokens without comments, occurrence index)",
+}
 
 
 @dataclass(frozen=True)
@@ -33,6 +48,7 @@ class Entry:
     path: str
     line: int
     message: str
+    version: int = BASELINE_VERSION   # the format whose fingerprint this is
 
 
 @dataclass(frozen=True)
@@ -44,16 +60,52 @@ class Applied:
     stale: tuple[Entry, ...]         # entries that no longer match anything
 
 
-def _normalise(text: str) -> str:
+_SKIPPED = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+_PYTHON = (".py", ".pyi", ".ipynb")
+
+
+def _squeeze(text: str) -> str:
     return "".join(text.split())
 
 
-def fingerprints(findings: tuple[Finding, ...] | list[Finding]) -> list[tuple[Finding, str]]:
-    """Each finding with its fingerprint (see NOTE [fingerprints]), in file order."""
+def code_of(line: str) -> str:
+    """The code of one Python source line: its tokens without comments, joined by single spaces.
+
+    A line that opens a bracket or a string it does not close (the first line of a multi-line
+    call or docstring) keeps the tokens before the unclosed part and that part with whitespace
+    removed; a line the tokenizer rejects falls back to the whole line with whitespace removed.
+    """
+    tokens: list[str] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline):
+            if token.type in _SKIPPED or (token.type == tokenize.ERRORTOKEN and not token.string.strip()):
+                continue
+            tokens.append(token.string)
+    except tokenize.TokenError as exc:   # EOF inside a bracket (tokens so far are whole) or a string
+        where = exc.args[1] if len(exc.args) > 1 else None
+        if isinstance(where, tuple) and where[0] == 1:   # an unclosed string starting on this line:
+            # the tokens before it are complete
+            tokens.append(_squeeze(line.strip()[where[1]:]))
+    except (SyntaxError, ValueError):   # e.g. a dedent the tokenizer cannot place
+        return _squeeze(line)
+    return " ".join(tokens)
+
+
+def _line_key(finding: Finding, version: int) -> str:
+    if not finding.snippet.strip():
+        return "message:" + finding.message
+    if version >= 2 and finding.location.path.endswith(_PYTHON):
+        return code_of(finding.snippet)
+    return _squeeze(finding.snippet)
+
+
+def fingerprints(findings: tuple[Finding, ...] | list[Finding],
+                 version: int = BASELINE_VERSION) -> list[tuple[Finding, str]]:
+    """Each finding with its fingerprint (see NOTE [fingerprints]) of format `version`, in file order."""
     seen: Counter = Counter()
     out = []
     for finding in sorted(findings, key=Finding.sort_key):
-        text = _normalise(finding.snippet) if finding.snippet.strip() else "message:" + finding.message
+        text = _line_key(finding, version)
         key = (finding.rule, finding.location.path, text)
         index = seen[key]
         seen[key] += 1
@@ -74,7 +126,7 @@ def write(path: Path, findings: tuple[Finding, ...] | list[Finding], tool_versio
     document = {
         "opscan_baseline": BASELINE_VERSION,
         "tool_version": tool_version,
-        "fingerprint": "sha256(rule, path, source line without whitespace, occurrence index)",
+        "fingerprint": FINGERPRINT_TEXT[BASELINE_VERSION],
         "entries": [
             {"fingerprint": e.fingerprint, "rule": e.rule, "path": e.path, "line": e.line,
              "message": e.message}
@@ -134,7 +186,7 @@ def load(path: Path) -> tuple[Entry, ...]:
     for index, row in enumerate(rows):
         try:
             out.append(Entry(str(row["fingerprint"]), str(row["rule"]), str(row["path"]),
-                             int(row.get("line", 0)), str(row.get("message", ""))))
+                             int(row.get("line", 0)), str(row.get("message", "")), version))
         except (KeyError, TypeError, ValueError):
             raise InputError(f"baseline entry {index} lacks fingerprint/rule/path", path=str(path)) from None
     return tuple(out)
@@ -145,7 +197,8 @@ def apply(findings: tuple[Finding, ...], baseline: tuple[Entry, ...]) -> Applied
     remaining = Counter(e.fingerprint for e in baseline)
     new = []
     known = 0
-    for finding, fp in fingerprints(findings):
+    version = baseline[0].version if baseline else BASELINE_VERSION   # one file, one format
+    for finding, fp in fingerprints(findings, version):
         if remaining[fp] > 0:
             remaining[fp] -= 1
             known += 1

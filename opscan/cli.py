@@ -7,7 +7,9 @@ input error. `opscan PATH` (no sub-command) runs the `check` command: the whole 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -27,19 +29,69 @@ COMMANDS: dict[str, str] = {
     "preflight": "opscan.commands.preflight",
     "payback": "opscan.commands.payback",
     "zoo": "opscan.commands.zoo",
+    "init": "opscan.commands.init",
+    "fix": "opscan.commands.fix",
 }
 DEFAULT_COMMAND = "check"
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so usage errors share the one-line format."""
+    """argparse that raises instead of exiting, so usage errors share the one-line format
+    `opscan: error: ...` (main prints the prefix once), with the closest flag or choice suggested."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise _ArgError(f"{self.prog}: {message}")
+        raise _ArgError(message)
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            raise _ArgError(_unrecognized(_command_parser(self, namespace), extras))
+        return namespace
+
+    def _check_value(self, action, value):  # an invalid choice names the closest one
+        if action.choices is not None and value not in action.choices:
+            choices = [str(choice) for choice in action.choices]
+            close = difflib.get_close_matches(str(value), choices, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise argparse.ArgumentError(
+                action, f"invalid choice: {value!r} (choose from {', '.join(map(repr, choices))}){hint}")
+        return super()._check_value(action, value)
 
 
 class _ArgError(Exception):
     pass
+
+
+def _command_parser(parser: argparse.ArgumentParser, namespace) -> argparse.ArgumentParser:
+    """The innermost sub-command's parser (`opscan db show`): its flags are the ones to suggest."""
+    while True:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        chosen = getattr(namespace, sub.dest, None) if sub is not None else None
+        if chosen not in (sub.choices if sub is not None else {}):
+            return parser
+        parser = sub.choices[chosen]
+
+
+def _unrecognized(parser: argparse.ArgumentParser, extras: list[str]) -> str:
+    """`unrecognized argument: --tiemout; did you mean --timeout?` for what argparse left over."""
+    flags = sorted({flag for action in parser._actions for flag in action.option_strings
+                    if action.help is not argparse.SUPPRESS})
+    guesses, several = [], sum(extra.startswith("-") for extra in extras) > 1
+    for extra in extras:
+        flag = extra.split("=", 1)[0]
+        close = difflib.get_close_matches(flag, flags, n=1, cutoff=0.6) if flag.startswith("-") else []
+        guesses.extend(f"{close[0]} (for {flag})" if several else close[0] for _ in close[:1])
+    noun = "argument" if len(extras) == 1 else "arguments"
+    hint = f"; did you mean {', '.join(guesses)}?" if guesses else ""
+    return f"unrecognized {noun}: {' '.join(extras)}{hint}"
+
+
+def _command_typo(word: str) -> str | None:
+    """`tarce` -> `trace`: a first word that is neither a command nor an existing path."""
+    if os.path.exists(word):
+        return None
+    close = difflib.get_close_matches(word, list(COMMANDS), n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 def _load(name: str):
@@ -76,6 +128,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run opscan with `argv` (default: sys.argv[1:]) and return the exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] not in COMMANDS and not args_list[0].startswith("-"):
+        typo = _command_typo(args_list[0])
+        if typo is not None:
+            print(f"opscan: error: no such command, file or folder: {args_list[0]!r}; did you mean "
+                  f"`opscan {typo}`?", file=sys.stderr)
+            return 2
         args_list.insert(0, DEFAULT_COMMAND)
     only = args_list[0] if args_list and args_list[0] in COMMANDS else None
     try:

@@ -32,7 +32,7 @@ DEFAULT_BACKEND = ""   # "" = the newest TorchNeuron release in the coverage dat
 class ModelConfig:
     """One model to trace; the fields are the options of `opscan trace` (see docs/trace.md)."""
 
-    target: str                      # file.py:NAME, package.module:NAME, hf:PATH or timm:NAME
+    target: str                      # file.py:NAME, package.module:NAME, hf:PATH, timm:NAME or pt2:FILE
     inputs: tuple[str, ...] = ()     # example inputs, `NAME:DTYPE[SHAPE]` (e.g. "idx:int64[2,64]")
     mode: str = "train"              # train | inference | both
     batch: int | None = None         # batch size for generated inputs
@@ -40,6 +40,7 @@ class ModelConfig:
     optimizer: str = "adamw"         # optimizer stepped in train mode
     optimizer_impl: str = ""         # "" = as on the real device; foreach | fused | for-loop
     amp: str = ""                    # "" = no autocast; e.g. "bfloat16"
+    trust_remote_code: bool = False  # let an hf: folder with auto_map run its own code (in the trace child)
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,8 @@ def parse_table(table: dict, path: Path) -> Config:
         values["parity"] = _parity(table["parity"], prefix + "parity", checker)
     if "cost" in table:
         values["cost"] = _section(table["cost"], prefix + "cost", CostConfig, checker)
+    if (values.get("select") or values.get("ignore")) and not checker.problems:
+        _check_selectors(values, prefix, checker)
     checker.raise_if_any()
     return Config(root=base, path=path.resolve(), **values)
 
@@ -214,7 +217,8 @@ def _models(raw: Any, where: str, checker: "_Checker") -> tuple[ModelConfig, ...
     if not isinstance(raw, list):
         checker.add(where, "must be an array of tables ([[tool.opscan.models]])")
         return ()
-    known = {"target", "inputs", "mode", "batch", "seq-len", "optimizer", "optimizer-impl", "amp"}
+    known = {"target", "inputs", "mode", "batch", "seq-len", "optimizer", "optimizer-impl", "amp",
+             "trust-remote-code"}
     models = []
     for index, item in enumerate(raw):
         here = f"{where}[{index}]"
@@ -227,7 +231,8 @@ def _models(raw: Any, where: str, checker: "_Checker") -> tuple[ModelConfig, ...
             continue
         target = checker.string(item["target"], here + ".target")
         if target and ":" not in target:
-            checker.add(here + ".target", f"{target!r} is not file.py:NAME, module:NAME, hf:PATH or timm:NAME")
+            checker.add(here + ".target", f"{target!r} is not file.py:NAME, module:NAME, hf:PATH, timm:NAME "
+                        "or pt2:FILE")
         mode = checker.string(item.get("mode", "train"), here + ".mode")
         if mode not in MODES:
             checker.add(here + ".mode", f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
@@ -240,6 +245,7 @@ def _models(raw: Any, where: str, checker: "_Checker") -> tuple[ModelConfig, ...
             optimizer=checker.string(item.get("optimizer", "adamw"), here + ".optimizer"),
             optimizer_impl=checker.string(item.get("optimizer-impl", ""), here + ".optimizer-impl"),
             amp=checker.string(item.get("amp", ""), here + ".amp"),
+            trust_remote_code=checker.boolean(item.get("trust-remote-code", False), here + ".trust-remote-code"),
         ))
     return tuple(models)
 
@@ -305,6 +311,16 @@ def _section(raw: Any, where: str, cls: type, checker: "_Checker"):
     return cls(**values)
 
 
+def _check_selectors(values: dict, prefix: str, checker: "_Checker") -> None:
+    """`select`/`ignore` entries must name rules (built-in or from extra-rules): docs/config.md."""
+    from opscan.scan.rules import load_rules, unknown_selectors
+
+    rules = load_rules(extra_dirs=values.get("extra_rules", ()))
+    for key in ("select", "ignore"):
+        for problem in unknown_selectors(rules, values.get(key, ())):
+            checker.add(prefix + key, problem)
+
+
 class _Checker:
     """Collects every problem in one file, so the user sees them all at once."""
 
@@ -328,6 +344,12 @@ class _Checker:
         if not isinstance(value, str):
             self.add(key, f"must be a string, not {type(value).__name__}")
             return ""
+        return value
+
+    def boolean(self, value: Any, key: str) -> bool:
+        if not isinstance(value, bool):
+            self.add(key, f"must be true or false, not {value!r}")
+            return False
         return value
 
     def strings(self, value: Any, key: str) -> tuple[str, ...]:

@@ -8,7 +8,8 @@
     ├── InputError              a file given on the command line that cannot be read or understood
     ├── TargetError             a trace target that cannot be imported or built
     ├── TraceError              a trace that could not run at all (partial traces are results, not errors)
-    │   └── ModelProcessError   the model's child process hung, crashed or ran out of memory (sandbox.py)
+    │   ├── ModelProcessError   the model's child process hung, crashed or ran out of memory (sandbox.py)
+    │   └── MissingDependencyError  a package tracing needs (torch) is not installed: no model can be traced
     └── RunError                a command opscan runs for the user (`parity run`) that failed
 """
 
@@ -66,6 +67,16 @@ class TraceError(OpscanError):
 
 class ModelProcessError(TraceError):
     """The child process running a model's code timed out, crashed or ran out of memory."""
+
+
+class MissingDependencyError(TraceError):
+    """A package every trace needs is not installed (torch): the run stops tracing, the scan goes on.
+    `package` names it. (A package only some targets need, like transformers for `hf:` targets, is
+    a TargetError of those targets.)"""
+
+    def __init__(self, message: str, package: str, path: str | None = None, line: int | None = None) -> None:
+        super().__init__(message, path, line)
+        self.package = package
 
 
 class RunError(OpscanError):

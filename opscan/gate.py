@@ -1,34 +1,42 @@
-"""The CI gate: which `--fail-on` conditions a finished report meets (exit 1 when any does)."""
+"""The CI gate: which `--fail-on` conditions a finished report meets (exit 1 when any does).
+
+The default condition, `error`, fails on exactly what makes the verdict "blocked" (unguarded
+error findings, unsupported ops; opscan/verdict.py), so the verdict and the exit code never
+contradict each other: blocked exits 1, every other verdict exits 0 under the default gate.
+The other conditions are stricter opt-ins.
+"""
 
 from __future__ import annotations
 
 from opscan.model import Report
+from opscan.verdict import blocking_findings, op_status, unsupported_ops
 
 _SEVERITY_RANK = {"error": 0, "warning": 1, "note": 2}
 
 
 def failures(report: Report, fail_on: tuple[str, ...]) -> list[str]:
-    """One line per met condition, e.g. "error: 3 findings of severity error"; [] = pass."""
-    status = {c.op: c.status for c in report.coverage}
-    ops = sorted({u.op for t in report.traces for u in t.ops})
+    """One line per met condition, e.g. "error: 3 unguarded finding(s) of severity error"; [] = pass."""
+    status = op_status(report)
     custom_ops = sorted({u.op for t in report.traces for u in t.ops if u.custom})
+    unsupported = unsupported_ops(report)
     out: list[str] = []
     for condition in fail_on:
-        if condition in ("error", "warning"):
-            worst = _SEVERITY_RANK[condition]
-            hits = [f for f in report.findings if _SEVERITY_RANK.get(f.severity, 2) <= worst]
-            unsupported = [op for op in ops if status.get(op) == "unsupported"]
+        if condition == "error":
+            hits = blocking_findings(report)
             if hits:
-                out.append(f"{condition}: {len(hits)} finding(s) of severity {condition}"
-                           + (" or error" if condition == "warning" else ""))
-            if unsupported:
-                out.append(f"{condition}: {len(unsupported)} unsupported op(s): {', '.join(unsupported[:5])}")
+                out.append(f"error: {len(hits)} unguarded finding(s) of severity error")
+        elif condition == "warning":
+            hits = [f for f in report.findings if _SEVERITY_RANK.get(f.severity, 2) <= 1]
+            if hits:
+                out.append(f"warning: {len(hits)} finding(s) of severity warning or error (guarded ones included)")
+        if condition in ("error", "warning") and unsupported:
+            out.append(f"{condition}: {len(unsupported)} unsupported op(s): {', '.join(unsupported[:5])}")
         elif condition == "fallback":
-            hits = [op for op in ops if status.get(op) == "cpu-fallback"]
+            hits = [op for op, st in status.items() if st == "cpu-fallback"]
             if hits:
                 out.append(f"fallback: {len(hits)} op(s) on CPU fallback: {', '.join(hits[:5])}")
         elif condition == "unknown":
-            hits = [op for op in ops if status.get(op, "unknown") == "unknown"]
+            hits = [op for op, st in status.items() if st == "unknown"]
             if hits:
                 out.append(f"unknown: {len(hits)} op(s) of unknown status: {', '.join(hits[:5])}")
         elif condition == "custom-kernel":

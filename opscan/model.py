@@ -23,6 +23,21 @@ CATEGORIES: dict[str, str] = {
     "input": "a file opscan could not read or parse, or a problem in opscan's own run",
 }
 
+# Closed vocabulary of port-task kinds: every rule declares one in its YAML (`task:`); the planner
+# (opscan/plan/catalog.py) has one task kind per entry. See docs/scan.md, "Task kinds".
+TASKS: dict[str, str] = {
+    "device-agnostic": "pick the device once (torch.accelerator) instead of hard-coding CUDA devices or torch.cuda calls",
+    "mixed-precision": "make autocast and GradScaler device-agnostic (torch.amp)",
+    "distributed-backend": "move the process group from NCCL to the device's backend",
+    "torch-compile": "adapt torch.compile calls to the neuron backend",
+    "cuda-graphs": "remove CUDA graph capture",
+    "backend-flags": "guard cuDNN / TF32 flags by device",
+    "profiler": "profile the neuron device instead of CUDA",
+    "library": "replace a CUDA-only library (one task per library)",
+    "kernel": "port a custom kernel (one task per kernel)",
+    "none": "not port work: a file opscan could not read, or a problem in opscan's own run",
+}
+
 # Closed vocabulary of op support statuses (see coverage_db/README.md).
 STATUSES: dict[str, str] = {
     "native": "the backend has its own kernel for this op",
@@ -38,6 +53,31 @@ EVIDENCE_KINDS: dict[str, str] = {
     "probed": "read from the dispatcher of a real install (which install, when)",
     "source-snapshot": "found in a snapshot of the backend's source (repository and commit)",
     "inferred": "derived by opscan from other facts (the derivation is stated)",
+}
+
+# Closed vocabulary of verdict kinds, worst first (docs/check.md, "Verdict"). Computed once by
+# opscan/verdict.py in the analysis and carried in Report.verdict; reporters only read it.
+VERDICT_KINDS: dict[str, str] = {
+    "blocked": "something will not run: an unguarded error finding (CUDA pin, custom kernel, CUDA-only "
+               "library, a file opscan could not read) or an op the backend rejects",
+    "unknown": "no blocker found, but not proven: ops of unknown status, an incomplete trace, kernels or "
+               "libraries to check, or known findings hidden by a baseline",
+    "fallback": "runs, with traced ops on CPU fallback",
+    "unchecked": "nothing found in what was checked, but half of the answer was not checked (no model "
+                 "traced, or the source not scanned)",
+    "likely": "every traced op is supported, but some only on unverified evidence (pre-release source, "
+              "opscan's inference): confirm with `opscan db probe`",
+    "ready": "source scanned without blockers, every model traced completely, every op supported on "
+             "documented or probed evidence",
+}
+
+# Closed vocabulary of op caveats: release facts that apply to how a trace uses its ops (which
+# dtypes), computed by opscan/db/caveats.py and carried in Report.caveats (docs/coverage-db.md).
+CAVEAT_KINDS: dict[str, str] = {
+    "known-failure": "the backend's own test lists record failing tests for this op with a dtype the trace uses",
+    "float64-narrowed": "the backend computes float64 as float32 by default; the trace computes in float64",
+    "int64-narrowed": "the backend computes int64 as int32 by default; the trace does int64 arithmetic "
+                      "beyond indexing",
 }
 
 PHASES = ("forward", "loss", "backward", "optimizer")
@@ -104,6 +144,9 @@ class Finding:
     fix: str = ""        # the concrete TorchNeuron fix
     guarded: bool = False  # inside `if torch.cuda.is_available():` or similar
     snippet: str = ""    # the source line, stripped of its newline
+    task: str = ""       # the rule's task kind, one of TASKS ("" when not known, e.g. hand-built findings)
+    subject: str = ""    # what matched: symbol (torch.cuda.synchronize), device or backend string,
+                         # library (flash_attn), kernel name (docs/scan.md, "Subjects")
 
     def sort_key(self) -> tuple:
         loc = self.location
@@ -179,7 +222,8 @@ class DeviceProfile:
     name: str                            # e.g. "torchneuron==2.33.0"
     device: str = "neuron"
     native_ops: tuple[str, ...] = ()     # the trace stops at these instead of their decompositions
-    sdpa_policy: str = "math"            # which SDPA kernel the backend picks
+    sdpa_policy: str = "math"            # which SDPA kernel the backend picks: math, overrideable,
+                                         # overrideable-4d (overrideable for 4-D q/k/v, else math)
 
 
 @dataclass(frozen=True)
@@ -194,6 +238,9 @@ class ModelTrace:
     complete: bool = True
     stopped_at: str = ""                 # when incomplete: which op / source line stopped it, and what to try
     seconds: float = 0.0
+    # ops whose fake kernel opscan supplied, PyTorch's being stricter than the real kernels or
+    # missing ("fake kernel supplied by opscan for OP"; see opscan/trace/fakes.py), sorted
+    supplied_fakes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -236,6 +283,63 @@ class BaselineStatus:
     stale: tuple[str, ...] = ()          # entries that match nothing any more: "path:line: RULE message"
 
 
+# Closed vocabulary of model candidates found without running anything (opscan/discover.py).
+CANDIDATE_KINDS: dict[str, str] = {
+    "hf-folder": "a folder holding a transformers config.json (model_type / architectures)",
+    "timm-folder": "a folder holding a timm config.json (architecture)",
+    "export": "a .pt2 file saved with torch.export.save",
+    "factory": "a function named like a model factory (build, make, create_model, get_model, ...)",
+    "module-class": "an nn.Module subclass no other code of its file builds (needs inputs)",
+    "from-pretrained": "a from_pretrained / from_config call on a local model folder",
+    "inline": "a model built inline in a script or notebook: no name to trace; write a factory",
+}
+
+
+@dataclass(frozen=True)
+class ModelCandidate:
+    """A model opscan found in a project by reading it (never by running it)."""
+
+    target: str                          # trace target: "model.py:build", "hf:models/llama", "pt2:m.pt2"
+    kind: str                            # one of CANDIDATE_KINDS
+    path: str                            # file or folder, relative to the project root
+    line: int = 0                        # for Python candidates
+    ready: bool = True                   # traceable as it is (False: needs inputs or a factory)
+    note: str = ""                       # what to do first, e.g. "needs remote code (auto_map): ..."
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What opscan found to trace when no model was configured (docs/check.md, "Three kinds of input")."""
+
+    traced: tuple[str, ...] = ()                 # targets traced with no configuration (PATH is the model)
+    refused: tuple[ModelCandidate, ...] = ()     # model inputs not built, each with its note
+    candidates: tuple[ModelCandidate, ...] = ()  # proposals for [[tool.opscan.models]] (`opscan init`)
+
+
+@dataclass(frozen=True)
+class OpCaveat:
+    """A release fact that applies to how the trace uses some ops (opscan/db/caveats.py)."""
+
+    kind: str                            # one of CAVEAT_KINDS
+    message: str                         # one line: what happens and to which ops
+    ops: tuple[str, ...]                 # the traced ops it applies to, sorted
+    dtypes: tuple[str, ...] = ()         # the traced dtypes involved, e.g. ("torch.float64",)
+    sources: tuple[OpSource, ...] = ()   # where the trace dispatched those ops (model source lines)
+    evidence: tuple[Evidence, ...] = ()  # the release facts behind it
+    tests: tuple[str, ...] = ()          # known-failure: the failing upstream test methods
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The one-line answer of a run, computed once by the analysis (opscan/verdict.py)."""
+
+    kind: str                            # one of VERDICT_KINDS
+    headline: str                        # the line users read first
+    details: tuple[str, ...] = ()        # caveats shown under the headline
+    source_checked: bool = False         # the source scan ran
+    ops_checked: bool = False            # at least one model was traced and its ops looked up
+
+
 @dataclass(frozen=True)
 class Report:
     """Everything one opscan run found. Reporters read this and nothing else."""
@@ -254,3 +358,6 @@ class Report:
     rules: tuple[RuleInfo, ...] = ()     # the rules that fired, sorted by id
     project_sources: tuple[str, ...] | None = None  # op-source paths that are files of the project
                                                     # (None: not known; library paths are left out)
+    verdict: Verdict | None = None       # set by the analysis; None only in hand-built reports
+    discovery: Discovery | None = None   # set when no model was configured: what was found instead
+    caveats: tuple[OpCaveat, ...] = ()  # release facts hitting the traced ops' dtypes (opscan/db/caveats.py)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from opscan import suppressions
 from opscan.config import Config, ModelConfig
-from opscan.errors import TraceError
+from opscan.errors import MissingDependencyError, TraceError
 from opscan.model import Coverage, DeviceProfile, Finding, ModelTrace, RuleInfo
 
 
@@ -26,6 +26,17 @@ class ScanOutcome:
     files_scanned: int = 0
     rules: tuple[RuleInfo, ...] = ()
     notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    """How `opscan scan` narrows and runs the same scan (defaults: what `opscan PATH` does)."""
+
+    paths: tuple[Path, ...] = ()         # files or folders under the target; () = the whole target
+    jobs: int | None = None              # worker processes; None = the number of CPUs
+    cache: bool = True                   # read and write the scan cache (OPSCAN_NO_CACHE also turns it off)
+    cache_dir: str | None = None         # None = $OPSCAN_CACHE_DIR, else ~/.cache/opscan
+    check_fixes: bool = True             # check suggested replacements against the installed torch
 
 
 @dataclass(frozen=True)
@@ -45,34 +56,38 @@ def rule_info(rule) -> RuleInfo:
                     what=rule.what, why=rule.why, fix=rule.fix_doc or rule.fix)
 
 
-def scan(target: Path, config: Config) -> ScanOutcome:
-    """The source scan of `target` under `config` (rules, include/exclude, unused suppressions)."""
+def scan(target: Path, config: Config, options: ScanOptions | None = None) -> ScanOutcome:
+    """The source scan of `target` under `config` (rules, include/exclude, unused suppressions);
+    `options.paths` narrows it to some files or folders under the target (paths stay relative to it)."""
     from opscan.scan.engine import scan_paths
     from opscan.scan.files import discover
     from opscan.scan.rules import load_rules
     from opscan.scan.workers import default_jobs
 
+    options = options or ScanOptions()
     target = Path(target).resolve()
     root = target if target.is_dir() else target.parent
     rules = load_rules(extra_dirs=config.extra_rules, select=config.select, ignore=config.ignore)
-    paths = None
+    paths = [Path(p).resolve() for p in options.paths] or None
     if config.include:
-        relpaths = discover(root, [target], config.exclude)
+        relpaths = discover(root, paths or [target], config.exclude)
         paths = [root / rel for rel in relpaths if _included(rel, config.include, root, config.root)]
         if not paths:
             return ScanOutcome(rules=tuple(rule_info(r) for r in rules),
                                notes=(f"no file under {root} matches include = {list(config.include)}",))
-    elif target.is_file():
+    elif target.is_file() and paths is None:
         paths = [target]
     cache = probe = None
-    if not os.environ.get("OPSCAN_NO_CACHE"):   # the scan cache (docs/benchmarks.md, "Cache")
+    if options.cache and not os.environ.get("OPSCAN_NO_CACHE"):   # the scan cache (docs/benchmarks.md, "Cache")
         from opscan.scan.cache import ResultCache, default_cache_dir, rules_salt, scan_salt
         from opscan.scan.probe_cache import CachedProbe
 
-        folder = default_cache_dir()
-        cache, probe = ResultCache(folder, scan_salt(rules_salt(rules))), CachedProbe(folder)
-    result = scan_paths(root, paths, rules=rules, exclude=config.exclude, jobs=default_jobs(),
-                        cache=cache, probe=probe)
+        folder = default_cache_dir(options.cache_dir)
+        cache = ResultCache(folder, scan_salt(rules_salt(rules)))
+        probe = CachedProbe(folder) if options.check_fixes else None
+    result = scan_paths(root, paths, rules=rules, exclude=config.exclude,
+                        jobs=default_jobs() if options.jobs is None else options.jobs,
+                        check_fixes=options.check_fixes, cache=cache, probe=probe)
     if probe is not None:
         probe.save()
     known = {r.id for r in load_rules(extra_dirs=config.extra_rules)}
@@ -150,7 +165,7 @@ def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None) -> Mode
     except TraceError:
         raise
     except ImportError as exc:  # torch missing or broken
-        raise TraceError(f"tracing needs PyTorch, which is not installed ({exc})") from exc
+        raise MissingDependencyError(f"tracing needs PyTorch, which is not installed ({exc})", "torch") from exc
     from opscan.sandbox import current_limits, trace_isolated
 
     limits, in_process = current_limits()   # the model's code runs in a child (docs/reliability.md)
@@ -158,4 +173,5 @@ def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None) -> Mode
         target=model.target, mode=model.mode, device="neuron", profile=profile, optimizer=model.optimizer,
         optimizer_impl=model.optimizer_impl or None, amp=model.amp or None, inputs=model.inputs,
         batch=model.batch, seq_len=model.seq_len, project_root=str(root),
+        **({"trust_remote_code": True} if model.trust_remote_code else {}),
     ), limits, in_process)

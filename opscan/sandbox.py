@@ -1,13 +1,25 @@
-"""Running code that executes a user's model (the trace) in a child process with a time and memory limit.
+"""Running code that executes a user's model in a child process with a time and memory limit.
 
-`run_isolated("pkg.module:function", kwargs, limits)` calls the function in a fresh `spawn`ed
-interpreter with RLIMIT_AS set to `limits.max_memory` and waits at most `limits.timeout`
-seconds. What the model does cannot take opscan down with it: a hang is killed at the timeout, a
+The one isolation mechanism of opscan: `opscan trace`, `opscan PATH` and `opscan zoo` all run
+model code through `run(func, kwargs, limits)`. It calls `func` ("pkg.module:name") in a child
+process started with `limits.start_method` (spawn: a fresh interpreter; forkserver: forks of a
+server that preloaded heavy imports, used by the zoo; fork) and returns an `Ended`: how the child
+ended (returned, raised, out of memory, timed out, killed by a signal, exited) with what it
+returned or why it failed. It never raises for what the child did, and the parent never imports
+torch. What the model does cannot take opscan down with it: a hang is killed at the timeout, a
 segfault or an abort in native code ends only the child, an allocation past the limit becomes a
-MemoryError (or a kill) in the child. Each comes back as one TraceError line saying what happened,
-the limit, and what to try; an OpscanError raised in the child (a bad target, say) is re-raised
-as the same class with the same message. The child's stdout goes to stderr, so a model that
-prints cannot corrupt `--format json` on stdout.
+MemoryError (or a kill) in the child.
+
+Limits: `--timeout SECONDS` and `--max-memory SIZE` (RLIMIT_AS of the child) on every command
+that runs model code. The memory limit is clamped to an address-space limit the process already
+has (a container's or `ulimit -v`): the child's limit is never set above it, and the hard limit is
+never changed, so a lower existing limit stays in force and is named in messages.
+
+`result_of(ended, what, limits)` turns an `Ended` into the trace commands' answer: the value, or
+one TraceError line saying what happened, the limit, and what to try; an OpscanError raised in the
+child (a bad target, say) is re-raised as the same class with the same message. By default the
+child's stdout goes to stderr, so a model that prints cannot corrupt `--format json` on stdout;
+`capture_output=True` (the zoo) keeps it in a log whose last lines come back in `Ended.output`.
 """
 
 from __future__ import annotations
@@ -20,8 +32,10 @@ import os
 import re
 import signal
 import sys
+import tempfile
 import time
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,14 +43,46 @@ from opscan import errors
 from opscan.errors import ModelProcessError, TraceError, UsageError
 
 DEFAULT_TIMEOUT = 900.0  # seconds; a 70B-shape fake trace takes ~25 s here
+START_METHODS = ("spawn", "forkserver", "fork")
+
+# How a child ended (a closed vocabulary; Ended.how is one of these).
+HOW: dict[str, str] = {
+    "returned": "the function returned; Ended.value is its result",
+    "raised": "the function raised an exception (Ended.error, Ended.error_types, Ended.where)",
+    "out-of-memory": "an allocation failed under the memory limit",
+    "timeout": "no result within the time limit; the child was killed",
+    "signal": "the child died of a signal (segfault, abort, the OOM killer's SIGKILL)",
+    "exited": "the child exited without a result (sys.exit, os._exit)",
+    "not-started": "the child process could not be started",
+}
 
 
 @dataclass(frozen=True)
 class Limits:
-    """What the child may use: wall seconds (None = no limit) and bytes of address space (None = no limit)."""
+    """What the child may use: wall seconds (None = no limit), bytes of address space (None = no
+    limit of opscan's own), and how the child process is started."""
 
     timeout: float | None = DEFAULT_TIMEOUT
     max_memory: int | None = None
+    start_method: str = "spawn"
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How one isolated call ended (see HOW)."""
+
+    how: str
+    value: Any = None                     # "returned": what the function returned
+    error: str = ""                       # "raised" / "out-of-memory": "Type: first line of the message"
+    error_types: tuple[str, ...] = ()     # "raised": the exception's class names, its own first, then bases
+    opscan_error: tuple | None = None     # "raised" an OpscanError: (class name, message, path, line)
+    where: str = ""                       # "raised": file:line of the innermost frame
+    signal: str = ""                      # "signal": e.g. "SIGSEGV"
+    exitcode: int | None = None
+    seconds: float = 0.0                  # inside the child when it answered, else wall time to its end
+    output: str = ""                      # capture_output: the last lines the child printed
+    max_memory: int | None = None         # the address-space limit in force in the child (bytes)
+    clamped: bool = False                 # max_memory is an existing limit below the one asked for
 
 
 def default_max_memory() -> int | None:
@@ -45,6 +91,25 @@ def default_max_memory() -> int | None:
         return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 3 // 4)
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def effective_memory(requested: int | None) -> tuple[int | None, bool]:
+    """(the address-space limit the child will have, whether an existing limit lowered `requested`).
+
+    An existing RLIMIT_AS of this process (a container's, `ulimit -v`) is inherited by the child
+    and cannot be raised; the child's limit is the lower of the two.
+    """
+    try:
+        import resource
+    except ImportError:  # not a POSIX system: no limits at all
+        return None, False
+    existing = [v for v in resource.getrlimit(resource.RLIMIT_AS) if v != resource.RLIM_INFINITY]
+    current = min(existing) if existing else None
+    if current is None:
+        return requested, False
+    if requested is None or requested <= current:
+        return (requested if requested is not None else current), False
+    return current, True
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
@@ -85,26 +150,38 @@ def format_size(size: int | None) -> str:
     return str(size)
 
 
+def describe_memory(ended: Ended, limits: Limits) -> str:
+    """'--max-memory 8G', or '--max-memory 8G, clamped to the existing limit 2G' (for messages)."""
+    asked = f"--max-memory {format_size(limits.max_memory)}"
+    if ended.clamped:
+        return f"{asked}, clamped to the existing address-space limit {format_size(ended.max_memory)}"
+    if limits.max_memory is None and ended.max_memory is not None:
+        return f"the existing address-space limit {format_size(ended.max_memory)}"
+    return asked
+
+
 TRACE_FUNCTION = "opscan.trace:trace_target"
 
 
-def add_limit_arguments(parser) -> None:
-    """The --timeout / --max-memory / --in-process flags of every command that runs model code."""
-    parser.add_argument("--timeout", metavar="SECONDS", default=str(int(DEFAULT_TIMEOUT)),
-                        help=f"stop a trace that runs longer (default {int(DEFAULT_TIMEOUT)}; 0: no limit). "
+def add_limit_arguments(parser, *, default_timeout: float = DEFAULT_TIMEOUT, in_process: bool = True) -> None:
+    """--timeout / --max-memory (and --in-process) of every command that runs model code."""
+    parser.add_argument("--timeout", metavar="SECONDS", default=f"{default_timeout:g}",
+                        help=f"stop a trace that runs longer (default {default_timeout:g}; 0: no limit). "
                         "Tracing runs the model's code in a child process")
     parser.add_argument("--max-memory", metavar="SIZE", default=None,
                         help="address-space limit of the trace's child process, e.g. 8G "
-                        "(default: 3/4 of physical memory; 0: no limit)")
-    parser.add_argument("--in-process", action="store_true",
-                        help="trace in this process, without the child process and its limits (debugging)")
+                        "(default: 3/4 of physical memory, never above an existing ulimit; 0: no limit)")
+    if in_process:
+        parser.add_argument("--in-process", action="store_true",
+                            help="trace in this process, without the child process and its limits (debugging)")
 
 
-def limits_from(args) -> Limits:
+def limits_from(args, start_method: str = "spawn") -> Limits:
     """Limits from parsed --timeout / --max-memory (UsageError for bad values)."""
     timeout = parse_timeout(str(getattr(args, "timeout", DEFAULT_TIMEOUT)))
     raw = getattr(args, "max_memory", None)
-    return Limits(timeout=timeout, max_memory=parse_size(raw) if raw is not None else default_max_memory())
+    return Limits(timeout=timeout, max_memory=parse_size(raw) if raw is not None else default_max_memory(),
+                  start_method=start_method)
 
 
 _CURRENT: contextvars.ContextVar[tuple[Limits, bool] | None] = contextvars.ContextVar("opscan_trace_limits",
@@ -127,61 +204,113 @@ def current_limits() -> tuple[Limits, bool]:
 
 
 def trace_isolated(options: dict[str, Any], limits: Limits, in_process: bool = False):
-    """`opscan.trace.trace_target(**options)` in a child process under `limits` (see module doc)."""
+    """`opscan.trace.trace_target(**options)` in a child process under `limits`; raises as `result_of`."""
     if in_process:
         from opscan.trace import trace_target
 
         return trace_target(**options)
-    return run_isolated(TRACE_FUNCTION, options, limits, what=f"trace of {options.get('target', '?')}")
+    what = f"trace of {options.get('target', '?')}"
+    return result_of(run(TRACE_FUNCTION, options, limits), what, limits)
 
 
-def run_isolated(func: str, kwargs: dict[str, Any], limits: Limits, what: str = "the trace") -> Any:
-    """Call `func` ("module:name") with `kwargs` in a child process and return its result.
+def run(func: str, kwargs: dict[str, Any], limits: Limits, *, capture_output: bool = False,
+        preload: Sequence[str] = ()) -> Ended:
+    """Call `func` ("module:name") with `kwargs` in a child process and say how it ended.
 
-    Raises TraceError (timeout, crash, out of memory, unexpected exception in the child) or the
-    OpscanError the child raised. `what` names the work in messages, e.g. "trace of hf:gpt2".
+    `preload`: modules a forkserver imports once for all its children (ignored by other start
+    methods). A KeyboardInterrupt in the parent stops the child and propagates.
     """
-    ctx = multiprocessing.get_context("spawn")
+    if limits.start_method not in START_METHODS:
+        raise UsageError(f"start method {limits.start_method!r}: expected one of {', '.join(START_METHODS)}")
+    ctx = multiprocessing.get_context(limits.start_method)
+    if limits.start_method == "forkserver" and preload:
+        ctx.set_forkserver_preload(list(preload))
+    max_memory, clamped = effective_memory(limits.max_memory)
+    log_path = None
+    if capture_output:
+        fd, log_path = tempfile.mkstemp(prefix="opscan-child-", suffix=".log")
+        os.close(fd)
     receiver, sender = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child_main, args=(sender, func, kwargs, limits.max_memory),
-                        name=f"opscan: {what}", daemon=True)
     start = time.monotonic()
+    child = None
     try:
-        child.start()
-    except OSError as exc:
-        raise TraceError(f"{what}: could not start the child process: {exc}") from None
-    sender.close()
-    try:
-        message, timed_out = _wait(child, receiver, limits.timeout)
-    except KeyboardInterrupt:
-        _stop(child)
-        raise
-    finally:
-        receiver.close()
-    elapsed = time.monotonic() - start
-    if message is None:
-        if timed_out:
+        child = ctx.Process(target=_child_main, args=(sender, func, kwargs, max_memory, log_path),
+                            name=f"opscan: {func}", daemon=True)
+        try:
+            with _allow_children():
+                child.start()
+        except OSError as exc:
+            return Ended("not-started", error=f"could not start the child process: {exc}",
+                         max_memory=max_memory, clamped=clamped)
+        sender.close()
+        try:
+            message, timed_out = _wait(child, receiver, limits.timeout)
+        except KeyboardInterrupt:
             _stop(child)
-            raise ModelProcessError(
-                f"{what} timed out after {elapsed:.0f} s (limit --timeout {limits.timeout:g}); the model may "
-                "hang (a blocking call, an endless loop, a collective waiting for other ranks): "
-                "raise --timeout, or trace a smaller shape (--batch, --seq-len)")
+            raise
+        elapsed = time.monotonic() - start
+        common = {"max_memory": max_memory, "clamped": clamped}
+        if message is None:
+            if timed_out:
+                _stop(child)
+                return Ended("timeout", seconds=round(elapsed, 3), output=_log_tail(log_path), **common)
+            child.join(5)
+            return _death(child.exitcode, elapsed, _log_tail(log_path), common)
         child.join(5)
-        raise ModelProcessError(_death_message(what, child.exitcode, limits))
-    child.join(5)
-    kind = message[0]
-    if kind == "ok":
-        return message[1]
-    if kind == "opscan-error":
-        _, cls_name, text, path, line = message
+        fields, seconds = message
+        output = _log_tail(log_path) if fields["how"] != "returned" else ""
+        return Ended(seconds=round(seconds, 3), output=output, **fields, **common)
+    finally:
+        if child is not None and child.is_alive():
+            _stop(child)
+        receiver.close()
+        if log_path:
+            with contextlib.suppress(OSError):
+                os.unlink(log_path)
+
+
+def result_of(ended: Ended, what: str, limits: Limits) -> Any:
+    """The returned value, or the one-line error for how the child ended (`what`: e.g. "trace of hf:gpt2").
+
+    Raises the OpscanError the child raised (same class and message), ModelProcessError for a
+    timeout, crash or memory exhaustion, and TraceError for other exceptions in the model's code.
+    """
+    if ended.how == "returned":
+        return ended.value
+    if ended.how == "raised" and ended.opscan_error is not None:
+        cls_name, text, path, line = ended.opscan_error
         cls = getattr(errors, cls_name, TraceError)
         raise cls(text, path, line)
-    if kind == "memory":
-        raise ModelProcessError(f"{what} ran out of memory (limit --max-memory {format_size(limits.max_memory)}): "
-                         f"{message[1]}; raise --max-memory, or trace a smaller shape (--batch, --seq-len); "
-                         "a fake-tensor trace needs little memory, so real tensors made while building "
-                         "the model (weights loaded, torch.randn in __init__) are the usual cause")
-    raise TraceError(f"{what} failed inside the model code: {message[1]} (at {message[2]})")
+    if ended.how == "raised":
+        raise TraceError(f"{what} failed inside the model code: {ended.error} (at {ended.where})")
+    if ended.how == "timeout":
+        raise ModelProcessError(
+            f"{what} timed out after {ended.seconds:.0f} s (limit --timeout {limits.timeout:g}); the model may "
+            "hang (a blocking call, an endless loop, a collective waiting for other ranks): "
+            "raise --timeout, or trace a smaller shape (--batch, --seq-len)")
+    if ended.how == "out-of-memory":
+        raise ModelProcessError(
+            f"{what} ran out of memory (limit {describe_memory(ended, limits)}): {ended.error}; raise "
+            "--max-memory, or trace a smaller shape (--batch, --seq-len); a fake-tensor trace needs little "
+            "memory, so real tensors made while building the model (weights loaded, torch.randn in "
+            "__init__) are the usual cause")
+    if ended.how == "signal":
+        if ended.signal == "SIGSEGV":
+            raise ModelProcessError(
+                f"{what} crashed: the model's process died of a segmentation fault (SIGSEGV) in native "
+                "code (a C/C++ extension, ctypes, or a torch bug); opscan itself is unharmed: "
+                "check the model's compiled extensions, or run the model once on CPU to reproduce")
+        if ended.signal == "SIGKILL":
+            raise ModelProcessError(
+                f"{what} was killed (SIGKILL), most likely by the system's out-of-memory killer "
+                f"(limit {describe_memory(ended, limits)}): lower --max-memory so the "
+                "limit is hit first, or trace a smaller shape (--batch, --seq-len)")
+        raise ModelProcessError(f"{what} crashed: the model's process died of {ended.signal}; "
+                                "run the model once on CPU to reproduce")
+    if ended.how == "not-started":
+        raise TraceError(f"{what}: {ended.error}")
+    raise ModelProcessError(f"{what} ended without a result (exit code {ended.exitcode}); the model code "
+                            "may call sys.exit() or os._exit()")
 
 
 def _wait(child, receiver, timeout: float | None) -> tuple[Any, bool]:
@@ -214,71 +343,108 @@ def _stop(child) -> None:
         child.join(3)
 
 
-def _death_message(what: str, exitcode: int | None, limits: Limits) -> str:
+def _death(exitcode: int | None, elapsed: float, output: str, common: dict) -> Ended:
+    """The Ended of a child that ended without sending a result."""
     if exitcode is not None and exitcode < 0:
-        number = -exitcode
         try:
-            name = signal.Signals(number).name
+            name = signal.Signals(-exitcode).name
         except ValueError:
-            name = f"signal {number}"
-        if number == signal.SIGSEGV:
-            return (f"{what} crashed: the model's process died of a segmentation fault ({name}) in native "
-                    "code (a C/C++ extension, ctypes, or a torch bug); opscan itself is unharmed: "
-                    "check the model's compiled extensions, or run the model once on CPU to reproduce")
-        if number == signal.SIGKILL:
-            return (f"{what} was killed ({name}), most likely by the system's out-of-memory killer "
-                    f"(limit --max-memory {format_size(limits.max_memory)}): lower --max-memory so the "
-                    "limit is hit first, or trace a smaller shape (--batch, --seq-len)")
-        return (f"{what} crashed: the model's process died of {name}; "
-                "run the model once on CPU to reproduce")
-    return (f"{what} ended without a result (exit code {exitcode}); the model code may call "
-            "sys.exit() or os._exit()")
+            name = f"signal {-exitcode}"
+        return Ended("signal", signal=name, exitcode=exitcode, seconds=round(elapsed, 3), output=output, **common)
+    return Ended("exited", exitcode=exitcode, seconds=round(elapsed, 3), output=output, **common)
 
 
-# Allocation failures that torch reports as RuntimeError under RLIMIT_AS.
+def _log_tail(path: str | None, lines: int = 2) -> str:
+    """The last non-empty lines the child printed (capture_output), joined with ' | '."""
+    if not path:
+        return ""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            tail = [line.strip() for line in handle.read().splitlines() if line.strip()][-lines:]
+    except OSError:
+        return ""
+    return " | ".join(tail)[:300]
+
+
+@contextlib.contextmanager
+def _allow_children():
+    """Let a daemonic process (a Dask worker) start children; see NOTE [daemonic workers]."""
+    # NOTE [daemonic workers]
+    # Dask (and multiprocessing pools) run workers as daemonic processes, which multiprocessing
+    # refuses to let start children because it could not clean them up at exit. Our children are
+    # always joined or killed before `run` returns, so lifting the flag for the start is safe.
+    process = multiprocessing.current_process()
+    daemon = process._config.get("daemon")
+    if daemon:
+        process._config["daemon"] = False
+    try:
+        yield
+    finally:
+        if daemon:
+            process._config["daemon"] = daemon
+
+
+# Allocation failures that torch reports as RuntimeError under RLIMIT_AS (it has no exception
+# class for a failed CPU allocation, so its message is all there is to go by).
 _OOM_TEXT = ("MemoryError", "can't allocate memory", "DefaultCPUAllocator", "std::bad_alloc", "alloc_cpu.cpp")
 
 
-def _classify(exc: BaseException) -> tuple:
-    """The message the child sends for an exception: memory, an OpscanError, or anything else."""
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _describe(exc: BaseException) -> dict[str, Any]:
+    """The Ended fields the child sends for an exception: out of memory, or raised."""
     chain, seen = exc, 0
     while chain is not None and seen < 20:
         if isinstance(chain, MemoryError) or any(t in f"{type(chain).__name__}: {chain}" for t in _OOM_TEXT):
-            text = str(chain)
-            return ("memory", f"{type(chain).__name__}{': ' + text[:200] if text else ''}")
+            text = _first_line(chain)
+            return {"how": "out-of-memory", "error": f"{type(chain).__name__}{': ' + text[:300] if text else ''}"}
         chain, seen = chain.__cause__ or chain.__context__, seen + 1
-    if isinstance(exc, errors.OpscanError):
-        return ("opscan-error", type(exc).__name__, exc.message, exc.path, exc.line)
     frames = traceback.extract_tb(exc.__traceback__)
-    where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
-    return ("exception", f"{type(exc).__name__}: {exc}", where)
+    fields: dict[str, Any] = {
+        "how": "raised", "error": f"{type(exc).__name__}: {_first_line(exc)}"[:400],
+        "error_types": tuple(cls.__name__ for cls in type(exc).__mro__ if cls is not object),
+        "where": f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?",
+    }
+    if isinstance(exc, errors.OpscanError):
+        fields["opscan_error"] = (type(exc).__name__, exc.message, exc.path, exc.line)
+    return fields
 
 
-def _child_main(sender, func: str, kwargs: dict[str, Any], max_memory: int | None) -> None:
-    """Entry point of the child: limit, redirect stdout, call, send one message."""
-    os.dup2(2, 1)  # model prints go to stderr; stdout stays the parent's report
-    sys.stdout = sys.stderr
+def _child_main(sender, func: str, kwargs: dict[str, Any], max_memory: int | None, log_path: str | None) -> None:
+    """Entry point of the child: limit, redirect output, call, send one message."""
+    if log_path:
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+    else:
+        os.dup2(2, 1)  # model prints go to stderr; stdout stays the parent's report
+        sys.stdout = sys.stderr
     import resource
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crashing model leaves no core file behind
     if max_memory is not None:
-
-        _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        soft = max_memory if hard == resource.RLIM_INFINITY else min(max_memory, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if soft == resource.RLIM_INFINITY or max_memory < soft:
+            resource.setrlimit(resource.RLIMIT_AS, (max_memory, hard))   # the hard limit stays as it was
+    start = time.perf_counter()
     try:
         module_name, _, name = func.partition(":")
         target = importlib.import_module(module_name)
         for part in name.split("."):
             target = getattr(target, part)
-        message: tuple = ("ok", target(**kwargs))
+        fields: dict[str, Any] = {"how": "returned", "value": target(**kwargs)}
     except BaseException as exc:  # noqa: BLE001 - everything the model raises is reported, not raised
-        message = _classify(exc)
+        fields = _describe(exc)
     try:
-        sender.send(message)
+        sender.send((fields, time.perf_counter() - start))
     except MemoryError:
-        sender.send(("memory", "MemoryError while sending the result"))
+        sender.send(({"how": "out-of-memory", "error": "MemoryError while sending the result"}, 0.0))
     except Exception as exc:  # noqa: BLE001 - an unpicklable result
-        sender.send(("exception", f"could not send the result back: {type(exc).__name__}: {exc}", func))
+        sender.send(({"how": "raised", "error": f"could not send the result back: {type(exc).__name__}: {exc}",
+                      "error_types": (type(exc).__name__,), "where": func}, 0.0))
     finally:
         sender.close()

@@ -36,7 +36,10 @@ def test_model_imports_nothing_of_opscan():
     ("scan", ("opscan.trace", "opscan.db", "opscan.plan", "opscan.reporters", "opscan.app", "opscan.cli")),
     ("trace", ("opscan.scan", "opscan.db", "opscan.plan", "opscan.reporters", "opscan.app", "opscan.cli")),
     ("db", ("opscan.scan", "opscan.trace", "opscan.plan", "opscan.reporters", "opscan.app", "opscan.cli")),
-    ("reporters", ("opscan.scan", "opscan.trace", "opscan.db", "opscan.app", "opscan.cli")),
+    # Reporters read the finished report (its verdict included); they never plan or judge.
+    ("reporters", ("opscan.scan", "opscan.trace", "opscan.db", "opscan.app", "opscan.cli", "opscan.plan",
+                   "opscan.verdict", "opscan.gate")),
+    ("zoo/render", ("opscan.plan", "opscan.verdict", "opscan.gate", "opscan.scan", "opscan.db")),
 ])
 def test_stages_do_not_import_each_other(stage, forbidden):
     for path in _stage_files(stage):

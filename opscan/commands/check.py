@@ -30,7 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", metavar="RELEASE", default=None,
                         help="release in the coverage database, e.g. 2.33.0 or torchneuron==2.33.0 "
                              "(default: [tool.opscan] backend, else the newest TorchNeuron release)")
-    parser.add_argument("--db", metavar="DIR", default=None, help="coverage database folder to use")
+    from opscan.commands.flags import add_db_argument
+
+    add_db_argument(parser)   # one --db FILE meaning in every command
     parser.add_argument("--fail-on", action="append", metavar="WHAT", default=None,
                         help="exit 1 on: error, warning, fallback, unknown, custom-kernel "
                              "(comma list or repeated; default: [tool.opscan] fail-on, else error)")
@@ -40,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format")
     parser.add_argument("--output", "-o", metavar="FILE", default=None, help="write the report to FILE")
     parser.add_argument("--no-trace", action="store_true", help="skip tracing (no torch needed)")
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="let a model folder whose config.json has auto_map run its own code "
+                             "(in the trace's child process); refused without it")
     from opscan.sandbox import add_limit_arguments
 
     add_limit_arguments(parser)   # --timeout, --max-memory, --in-process for the traces
@@ -66,7 +71,12 @@ def load_effective_config(args: argparse.Namespace):
         select=_codes(getattr(args, "select", None)),
         ignore=_codes(getattr(args, "ignore", None)),
     )
-    return with_models(config, getattr(args, "model", None), getattr(args, "mode", None))
+    config = with_models(config, getattr(args, "model", None), getattr(args, "mode", None))
+    if getattr(args, "trust_remote_code", False):
+        from dataclasses import replace
+
+        config = replace(config, models=tuple(replace(m, trust_remote_code=True) for m in config.models))
+    return config
 
 
 @contextlib.contextmanager
@@ -153,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
     errors = []
     with _progress() as progress, trace_limits(limits, getattr(args, "in_process", False)):
         report = analyse(Path(args.path), config, trace=not args.no_trace, baseline=baseline,
-                         progress=progress, on_error=errors.append)
+                         progress=progress, on_error=errors.append,
+                         trust_remote_code=getattr(args, "trust_remote_code", False))
     render_report(report, args.format, args.output)
     code = gate(report, config.fail_on, args.exit_zero)
     for error in errors:   # a model that could not be built: the rest was reported, exit 2

@@ -13,6 +13,8 @@ HELP = "the TorchNeuron coverage database: list releases, show an op, diff relea
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from opscan.commands.flags import add_db_argument
+
     sub = parser.add_subparsers(dest="db_command", metavar="ACTION", parser_class=type(parser))
     sub.required = True
 
@@ -20,12 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.add_argument("--backend", metavar="SPEC", default=None,
                        help="release to use, e.g. torchneuron==2.33.0, torch-neuronx-xla==2.32.0 or "
                        "torch-neuronx==2.14.3.0 (default: the newest TorchNeuron release)")
-        p.add_argument("--db", metavar="FILE", default=None,
-                       help="use this release file (e.g. a probed one), or a folder of release files")
+        add_db_argument(p)
         p.add_argument("--format", choices=("terminal", "json"), default="terminal", help="output format")
 
     p = sub.add_parser("list", help="the releases in the database, newest last")
-    p.add_argument("--db", metavar="DIR", default=None, help="a folder of release files instead of the shipped one")
+    add_db_argument(p)
     p.add_argument("--format", choices=("terminal", "json"), default="terminal", help="output format")
 
     p = sub.add_parser("show", help="status, evidence and lookup path of ops in one release")
@@ -81,7 +82,12 @@ def _list(args: argparse.Namespace) -> int:
 
     from opscan.db import shipped_releases
 
-    releases = shipped_releases(Path(args.db) if args.db else None)
+    if args.db and Path(args.db).is_file():   # --db FILE: that one release
+        from opscan.db import load_file
+
+        releases = [load_file(Path(args.db))]
+    else:
+        releases = shipped_releases(Path(args.db) if args.db else None)
     rows = []
     for r in releases:
         counts = Counter(e.status for e in r.entries.values())

@@ -1,41 +1,45 @@
-"""`opscan scan`: find where the source pins itself to CUDA (reads source only, never runs it)."""
+"""`opscan scan`: the source-only view of `opscan PATH` (reads source only, never runs it).
+
+It runs the same analysis as `opscan PATH --no-trace` (opscan/app.py `analyse`): the same
+`[tool.opscan]` config, file selection, rules (OPS003 included), baseline, verdict, `--fail-on`
+words and exit codes. What it adds are conveniences for scanning part of a tree: several PATHs
+(the pre-commit hook passes the staged files), `--root`, `--jobs`, the scan cache flags and
+`--rules`. docs/check.md ("Commands") lists what each command adds or leaves out.
+"""
 
 from __future__ import annotations
 
 import argparse
-import io
-import sys
 from pathlib import Path
 
-from opscan import __version__
-from opscan.errors import InputError, UsageError
-from opscan.model import SEVERITIES, Finding, Report, RuleInfo
+from opscan.commands.check import FORMATS, _codes
 
-HELP = "find where the source pins itself to CUDA (static; never imports or runs the code)"
-
-FORMATS = ("terminal", "json")
-FAIL_ON = ("error", "warning", "note", "never")
-_RANK = {name: i for i, name in enumerate(SEVERITIES)}   # error 0, warning 1, note 2
+HELP = "the source-only view of `opscan PATH`: where the source pins itself to CUDA (never imports or runs it)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", metavar="PATH",
                         help="files or folders to scan (default: the current folder)")
     parser.add_argument("--root", metavar="DIR",
-                        help="folder that reported paths are relative to (default: PATH when it is "
-                             "the only one and a folder, else the current folder)")
+                        help="folder that reported paths are relative to and whose [tool.opscan] applies "
+                             "(default: PATH when it is the only one and a folder, else the current folder)")
     parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format (default: terminal)")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
-    parser.add_argument("--fail-on", choices=FAIL_ON, default="error",
-                        help="exit 1 when a finding of this severity or worse is found (default: error)")
+    parser.add_argument("--fail-on", action="append", metavar="WHAT", default=None,
+                        help="exit 1 on: error, warning, fallback, unknown, custom-kernel "
+                             "(comma list or repeated; default: [tool.opscan] fail-on, else error)")
+    parser.add_argument("--exit-zero", action="store_true", help="always exit 0 (report-only runs)")
+    parser.add_argument("--baseline", metavar="FILE", default=None,
+                        help="report only findings not recorded in FILE (default: [tool.opscan] baseline)")
     parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
-                        help="skip files or folders matching GLOB (repeatable), on top of the defaults")
-    parser.add_argument("--select", action="append", default=[], metavar="CODE",
-                        help="only these rules: codes, code prefixes (OPS2), names or categories (repeatable)")
-    parser.add_argument("--ignore", action="append", default=[], metavar="CODE",
-                        help="drop these rules (same forms as --select; repeatable)")
+                        help="skip files or folders matching GLOB (repeatable), on top of the config's")
+    parser.add_argument("--select", action="append", default=None, metavar="CODES",
+                        help="only these rules: codes, code prefixes (OPS2), names or categories "
+                             "(comma list or repeated; replaces [tool.opscan] select)")
+    parser.add_argument("--ignore", action="append", default=None, metavar="CODES",
+                        help="drop these rules (same forms as --select; replaces [tool.opscan] ignore)")
     parser.add_argument("--rules", action="append", default=[], metavar="DIR",
-                        help="also load the rule files (*.yaml) in DIR (repeatable)")
+                        help="also load the rule files (*.yaml) in DIR, on top of extra-rules (repeatable)")
     parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                         help="worker processes (default: the number of CPUs; results are the same for any N)")
     parser.add_argument("--no-cache", action="store_true",
@@ -45,36 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "~/.cache/opscan; never a folder an untrusted change can write)")
     parser.add_argument("--no-fix-check", action="store_true",
                         help="do not check suggested replacements against the installed torch")
-    parser.add_argument("--baseline", metavar="FILE",
-                        help="report only findings not recorded in FILE (see `opscan baseline`)")
 
 
-def fails(findings, fail_on: str) -> bool:
-    """Whether any finding is at or above the `fail_on` severity ("never": never)."""
-    if fail_on == "never":
-        return False
-    limit = _RANK[fail_on]
-    return any(_RANK.get(f.severity, 0) <= limit for f in findings)
+def _root_and_paths(args: argparse.Namespace) -> tuple[Path, tuple[Path, ...]]:
+    """The root (paths are reported relative to it) and the PATHs to narrow the scan to (() = all)."""
+    from opscan.errors import InputError
 
-
-def rule_infos(findings: tuple[Finding, ...], rules) -> tuple[RuleInfo, ...]:
-    """RuleInfo for each rule that fired, sorted by id (for SARIF and help text)."""
-    fired = {f.rule for f in findings}
-    return tuple(
-        RuleInfo(id=r.id, name=r.name, severity=r.severity, category=r.category, what=r.what,
-                 why=r.why, fix=r.fix_doc, help_uri=f"docs/rules.md#{r.id.lower()}-{r.name}")
-        for r in rules if r.id in fired)
-
-
-def build_report(args: argparse.Namespace) -> tuple[Report, object]:
-    """Run the scan for parsed arguments and return the Report (and the ScanResult)."""
-    from opscan.scan import load_rules, scan_paths
-
-    from opscan.scan.workers import default_jobs
-
-    jobs = default_jobs() if args.jobs is None else args.jobs
-    if jobs < 1:
-        raise UsageError("--jobs must be at least 1")
     given = [Path(p) for p in args.paths] or [Path.cwd()]
     for path in given:
         if not path.exists():
@@ -87,43 +67,47 @@ def build_report(args: argparse.Namespace) -> tuple[Report, object]:
         root = given[0]
     else:
         root = Path.cwd()
-    paths = None if (len(given) == 1 and given[0].resolve() == root.resolve()) else given
-    rules = load_rules(extra_dirs=args.rules, select=args.select, ignore=args.ignore)
-    cache = probe = None
-    if not getattr(args, "no_cache", False):
-        from opscan.scan.cache import ResultCache, default_cache_dir, rules_salt, scan_salt
-        from opscan.scan.probe_cache import CachedProbe
+    root = root.resolve()
+    if len(given) == 1 and given[0].resolve() == root:
+        return root, ()
+    return root, tuple(p.resolve() for p in given)
 
-        folder = default_cache_dir(getattr(args, "cache_dir", None))
-        cache = ResultCache(folder, scan_salt(rules_salt(rules)))
-        probe = CachedProbe(folder) if not args.no_fix_check else None
-    result = scan_paths(root, paths=paths, rules=rules, exclude=args.exclude, jobs=jobs,
-                        check_fixes=not args.no_fix_check, cache=cache, probe=probe)
-    if probe is not None:
-        probe.save()
-    report = Report(root=str(root.resolve()), tool_version=__version__, findings=result.findings,
-                    files_scanned=result.files_scanned, notes=result.notes,
-                    rules=rule_infos(result.findings, rules))
-    return report, result
+
+def build_config(args: argparse.Namespace, root: Path):
+    """[tool.opscan] that applies to `root`, with this command's flags on top (as `opscan PATH` does)."""
+    from opscan.config import load_config, parse_fail_on
+
+    config = load_config(root)
+    return config.override(
+        fail_on=parse_fail_on(args.fail_on) if args.fail_on else None,
+        select=_codes(args.select),
+        ignore=_codes(args.ignore),
+        exclude=config.exclude + tuple(args.exclude) if args.exclude else None,
+        extra_rules=config.extra_rules + tuple(Path(d).resolve() for d in args.rules) if args.rules else None,
+    )
+
+
+def build_report(args: argparse.Namespace):
+    """The source-only Report for parsed arguments, and the effective config."""
+    from opscan.app import analyse
+    from opscan.errors import UsageError
+    from opscan.phases import ScanOptions
+    from opscan.verdict import SOURCE_ONLY
+
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    root, paths = _root_and_paths(args)
+    config = build_config(args, root)
+    baseline = Path(args.baseline) if args.baseline else config.baseline
+    options = ScanOptions(paths=paths, jobs=args.jobs, cache=not args.no_cache, cache_dir=args.cache_dir,
+                          check_fixes=not args.no_fix_check)
+    report = analyse(root, config, trace=False, baseline=baseline, scan_options=options, untraced=SOURCE_ONLY)
+    return report, config
 
 
 def run(args: argparse.Namespace) -> int:
-    from opscan.reporters import render
+    from opscan.commands.check import gate, render_report
 
-    report, _ = build_report(args)
-    if getattr(args, "baseline", None):   # only findings not in the baseline count (docs/ci.md)
-        from opscan.baseline import filter_report
-
-        report = filter_report(report, Path(args.baseline))
-    if args.output:
-        from opscan.fsutil import atomic_write
-
-        buffer = io.StringIO()
-        render(args.format, report, buffer)
-        try:
-            atomic_write(args.output, buffer.getvalue())   # old file or new file, never half of one
-        except OSError as exc:
-            raise InputError(f"cannot write the report: {exc.strerror or exc}", path=args.output) from None
-    else:
-        render(args.format, report, sys.stdout)
-    return 1 if fails(report.findings, args.fail_on) else 0
+    report, config = build_report(args)
+    render_report(report, args.format, args.output)
+    return gate(report, config.fail_on, args.exit_zero)

@@ -40,12 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "adds its collectives and copy ops (N >= 2; see docs/trace.md, \"FSDP\")")
     parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format")
     parser.add_argument("--output", metavar="FILE", default=None, help="write the report here")
-    parser.add_argument("--backend", metavar="NAME==VERSION", default=None,
-                        help="check every op against this coverage-db release, e.g. torchneuron==2.33.0; "
-                        "its device profile shapes the trace (see docs/coverage-db.md)")
-    parser.add_argument("--db", metavar="FILE", default=None,
-                        help="check against this release file (e.g. one from `opscan db probe`)")
+    from opscan.commands.flags import add_backend_argument, add_db_argument
     from opscan.sandbox import add_limit_arguments
+
+    add_backend_argument(parser)   # the same release and device profile as `opscan PATH` by default
+    add_db_argument(parser)
 
     add_limit_arguments(parser)   # the model's code runs in a child process (docs/reliability.md)
 
@@ -68,29 +67,53 @@ def _world_size(text: str) -> int:
 
 
 def build_report(traces: tuple[ModelTrace, ...], root: str, coverage: tuple[Coverage, ...] = (),
-                 backend: str = "", notes: tuple[str, ...] = ()) -> Report:
+                 backend: str = "", notes: tuple[str, ...] = (), caveats: tuple = ()) -> Report:
     """The Report a trace run renders; coverage (from the coverage db) is optional."""
-    return Report(root=root, tool_version=__version__, traces=traces,
-                  coverage=tuple(sorted(coverage, key=lambda c: c.op)), backend=backend, notes=notes)
+    from dataclasses import replace
+
+    from opscan.verdict import judge
+
+    report = Report(root=root, tool_version=__version__, traces=traces,
+                    coverage=tuple(sorted(coverage, key=lambda c: c.op)), backend=backend, notes=notes,
+                    caveats=tuple(caveats))
+    return replace(report, verdict=judge(report, source_not_checked="`opscan trace` lists ops only "
+                                                                    "(`opscan PATH` also scans the source)"))
+
+
+def configured_release(backend: str | None, db: str | None) -> tuple[str | None, str | None]:
+    """(release spec, db path) from the flags, else from [tool.opscan] of the working directory.
+
+    `opscan trace`, `opscan zoo` and `opscan PATH` so pick the same release: the flag, else the
+    project's `backend` / `db`, else the newest TorchNeuron release of the shipped database.
+    """
+    if backend is not None and db is not None:
+        return backend, db
+    from opscan.config import load_config
+
+    config = load_config(Path.cwd())
+    if backend is None:
+        backend = config.backend or None
+    if db is None and config.db is not None:
+        db = str(config.db)
+    return backend, db
 
 
 def device_profile(args: argparse.Namespace) -> DeviceProfile | None:
-    """Hook: the device profile for the trace (None = opscan.trace's built-in default)."""
+    """Hook: the device profile for the trace: the chosen release's, as in `opscan PATH`."""
     release = _release(args)
     return release.profile() if release is not None else None
 
 
 def _release(args: argparse.Namespace):
-    """The coverage-db release --backend / --db chose, or None when neither was given."""
-    if getattr(args, "backend", None) is None and getattr(args, "db", None) is None:
-        return None
+    """The coverage-db release --backend / --db / [tool.opscan] chose (default: the newest TorchNeuron one)."""
     from opscan.db import load_release
 
-    return load_release(args.backend, Path(args.db) if args.db else None)
+    backend, db = configured_release(getattr(args, "backend", None), getattr(args, "db", None))
+    return load_release(backend, Path(db) if db else None)
 
 
 def annotate(args: argparse.Namespace, traces: tuple[ModelTrace, ...]):
-    """Hook: (coverage, backend, notes) for the traced ops; nothing without a coverage database."""
+    """Hook: (coverage, backend, notes) for the traced ops, checked against the chosen release."""
     release = _release(args)
     if release is None:
         return (), "", ()
@@ -98,6 +121,16 @@ def annotate(args: argparse.Namespace, traces: tuple[ModelTrace, ...]):
 
     coverage, notes = check_ops(release, {usage.op for trace in traces for usage in trace.ops})
     return coverage, release.spec, notes
+
+
+def caveats(args: argparse.Namespace, traces: tuple[ModelTrace, ...]) -> tuple:
+    """Hook: the release caveats the traced ops hit (known dtype failures, 64-bit narrowing)."""
+    release = _release(args)
+    if release is None:
+        return ()
+    from opscan.db.caveats import op_caveats
+
+    return op_caveats(release, traces)
 
 
 def _requests(args: argparse.Namespace) -> list[dict]:
@@ -149,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
                    for request in requests)
     coverage, backend, notes = annotate(args, traces)
     report = build_report(traces, root=str(Path.cwd()), coverage=coverage, backend=backend,
-                          notes=tuple(notes))
+                          notes=tuple(notes), caveats=caveats(args, traces))
     _write(report, args.format, args.output)
     return 0 if all(t.complete for t in traces) else 1
 

@@ -19,17 +19,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "hf:PATH, timm:*, file.py:NAME, pkg.mod:NAME, @targets.txt; several allowed. "
                              "`diff OLD.json NEW.json` compares two runs")
     parser.add_argument("--mode", choices=("train", "inference", "both"), default="train")
-    parser.add_argument("--backend", metavar="RELEASE", default=None,
-                        help="coverage release, e.g. torchneuron==2.33.0 (default: newest)")
-    parser.add_argument("--db-file", default=None, help="a release YAML file to judge against")
+    from opscan.commands.flags import add_backend_argument, add_db_argument, retire_flag
+    from opscan.sandbox import add_limit_arguments
+    from opscan.zoo.runner import ZOO_TIMEOUT
+
+    add_backend_argument(parser)
+    add_db_argument(parser)
+    retire_flag(parser, "--db-file", "use --db FILE")
     parser.add_argument("--device", default="neuron", help="device the trace imitates (default neuron)")
-    parser.add_argument("--profile-from-db", action="store_true",
-                        help="trace with the release's device profile (a new release then re-traces)")
+    retire_flag(parser, "--profile-from-db",
+                "the release's device profile is now always used (as by `opscan trace` and `opscan PATH`); drop it")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="models traced at once (default: CPU count)")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per model (default 300)")
-    parser.add_argument("--memory", type=float, default=8.0, metavar="GIB",
-                        help="address-space cap per model process in GiB, 0 for none (default 8)")
+    add_limit_arguments(parser, default_timeout=ZOO_TIMEOUT, in_process=False)   # per model
+    retire_flag(parser, "--memory", "use --max-memory SIZE, e.g. --max-memory 8G")
     parser.add_argument("--layers", type=int, default=None, metavar="N",
                         help="shrink hf default configs to N layers (op set kept; see docs/zoo.md)")
     parser.add_argument("--dtype", choices=("bfloat16", "float16", "float32"), default=None,
@@ -96,28 +99,38 @@ def _diff(args) -> int:
     return 1 if any(c.kind in ("broke", "regressed") for c in changes) else 0
 
 
+def _release_choice(args) -> tuple[str | None, str | None]:
+    """(--backend, --db), each falling back to [tool.opscan] of the working directory, as `opscan trace` does."""
+    from opscan.commands.trace import configured_release
+
+    return configured_release(args.backend, args.db)
+
+
 def run(args) -> int:
     if args.selection[0] == "diff":
         return _diff(args)
     from opscan.zoo.cache import Cache
     from opscan.zoo.cluster import address_from_env
     from opscan.zoo.coverage import load_coverage
-    from opscan.zoo.isolate import DEFAULT_TRACER
-    from opscan.zoo.runner import Limits, run_zoo
+    from opscan.sandbox import limits_from
+    from opscan.zoo.jobs import DEFAULT_TRACER
+    from opscan.zoo.runner import run_zoo
     from opscan.zoo.selection import resolve
 
-    if args.workers < 1 or args.timeout <= 0 or args.memory < 0 or (args.layers is not None and args.layers < 1):
-        raise UsageError("--workers and --layers must be >= 1, --timeout > 0, --memory >= 0")
+    if args.workers < 1 or (args.layers is not None and args.layers < 1):
+        raise UsageError("--workers and --layers must be >= 1")
+    limits = limits_from(args, start_method=args.start_method)
     cache = Cache(args.cache_dir, enabled=not args.no_cache)
-    coverage = load_coverage(args.backend, args.db_file)
+    coverage = load_coverage(*_release_choice(args))
     targets = resolve(args.selection, cache.root / "configs", args.layers, args.dtype)
     options = {"mode": args.mode, "device": args.device}
     if args.batch:
         options["batch"] = args.batch
     if args.seq_len:
         options["seq_len"] = args.seq_len
-    if args.profile_from_db:
-        options["profile"] = coverage.release.profile()
+    release = getattr(coverage, "release", None)
+    if release is not None:   # trace with the release's device profile, as `opscan PATH` does
+        options["profile"] = release.profile()
 
     def progress(done: int, total: int, row) -> None:
         if not args.quiet:
@@ -126,7 +139,7 @@ def run(args) -> int:
                   file=sys.stderr, flush=True)
 
     result = run_zoo(targets, coverage, options=options, tracer=args.tracer or DEFAULT_TRACER,
-                     workers=args.workers, limits=Limits(args.timeout, args.memory, args.start_method),
+                     workers=args.workers, limits=limits,
                      cache=cache, cluster=args.cluster or address_from_env(), progress=progress)
     result.meta["selection"] = list(args.selection)
     result.meta["layers"] = args.layers

@@ -6,93 +6,43 @@ import datetime
 import re
 from pathlib import Path
 
-import yaml
-
-from opscan.db.release import CONFIDENCES, Entry, Package, Release
+from opscan.db.release import CONFIDENCES, Entry, KnownFailure, Narrowing, Package, Release
 from opscan.errors import DatabaseError
 from opscan.model import EVIDENCE_KINDS, STATUSES, Evidence, OpName
+from opscan.strict_yaml import LineList, LineMap, YamlProblem, parse_yaml
 
 SCHEMA_VERSION = 1
-SDPA_POLICIES = ("math", "overrideable")
+SDPA_POLICIES = ("math", "overrideable", "overrideable-4d")
+# torch dtype names a release file may name (known failures, narrowing), without "torch."
+DTYPES = ("bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64", "float16",
+          "bfloat16", "float32", "float64", "complex32", "complex64", "complex128")
 DISPATCH_KEYS = ("PrivateUse1", "XLA")
+NARROWED = ("float64", "int64")    # dtypes a dtype_narrowing entry can name (CAVEAT_KINDS has one kind each)
 
 _TOP = {
     "schema_version": True, "backend": True, "release": True, "title": True, "released": False,
     "device": True, "dispatch_key": True, "packages": False, "op_names": True, "kernel_list": True,
     "statuses": True, "evidence_kinds": True, "sources": True, "unlisted": True, "profile": False,
-    "notes": False, "ops": True,
+    "notes": False, "ops": True, "known_failures": False, "dtype_narrowing": False,
 }
 _SOURCE = {"id": True, "kind": True, "text": True, "url": False, "date": False, "repo": False,
            "commit": False, "install": False}
 _SOURCE_NEEDS = {"documented": ("url", "date"), "probed": ("install", "date"),
                  "source-snapshot": ("repo", "commit"), "inferred": ()}
 _ENTRY = {"op": True, "status": True, "evidence": True, "confidence": True, "note": False,
-          "parts": False}
+          "parts": False, "since": False}
+_FAILURE = {"packet": True, "dtype": True, "tests": True, "evidence": True}
+_NARROWING = {"dtype": True, "computed_as": True, "evidence": True, "note": False}
 _UNLISTED = {"status": True, "evidence": True, "confidence": True, "note": False}
 _PACKAGE = {"name": True, "version": True, "torch": True}
 _PROFILE = {"sdpa_policy": True, "evidence": False, "note": False}
 _BACKEND_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
-class _Problem(Exception):
-    """Raised while reading; turned into a DatabaseError with the file path."""
-
-    def __init__(self, message: str, line: int | None) -> None:
-        super().__init__(message)
-        self.line = line
-
-
-class _Map(dict):
-    """A YAML mapping that remembers its own line and each key's line."""
-
-    line: int = 0
-    key_lines: dict
-
-
-class _List(list):
-    line: int = 0
-
-
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """SafeLoader that rejects duplicate mapping keys and records line numbers."""
-
-
-def _construct_map(loader: _Loader, node: yaml.MappingNode) -> _Map:
-    loader.flatten_mapping(node)
-    out = _Map()
-    out.line = node.start_mark.line + 1
-    out.key_lines = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        line = key_node.start_mark.line + 1
-        if not isinstance(key, (str, int, float, bool)) and key is not None:
-            raise _Problem(f"mapping key must be a plain value, got {type(key).__name__}", line)
-        if key in out:
-            raise _Problem(f"duplicate key {key!r} (first at line {out.key_lines[key]})", line)
-        out[key] = loader.construct_object(value_node, deep=True)
-        out.key_lines[key] = line
-    return out
-
-
-def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> _List:
-    out = _List(loader.construct_object(child, deep=True) for child in node.value)
-    out.line = node.start_mark.line + 1
-    return out
-
-
-_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
-_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
-
-
-def parse_yaml(text: str):
-    """Parse YAML safely (no tags beyond the safe set), rejecting duplicate keys; raises _Problem."""
-    try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader subclass
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise _Problem(f"not valid YAML: {exc.problem or exc}", mark.line + 1 if mark else None) from None
-    except yaml.YAMLError as exc:
-        raise _Problem(f"not valid YAML: {exc}", None) from None
+# One strict YAML implementation for db and rule files (opscan/strict_yaml.py).
+_Problem = YamlProblem
+_Map = LineMap
+_List = LineList
 
 
 def load_file(path: Path, check_registry: bool = True) -> Release:
@@ -236,8 +186,65 @@ def _entry(item, sources, op_names: str, parent_line) -> Entry:
             raise _Problem(f"{op}: composite needs parts (the ops it expands into)", _line(item))
         parts = tuple(_canonical(p, "overload", _line(item, "parts")) for p in raw)
     note = _text(item, "note", op) if "note" in item else ""
+    since = _date(item, "since", op) if "since" in item else ""
     return Entry(op=op, status=status, sources=ids, confidence=confidence, note=note, parts=parts,
-                 line=_line(item) or 0)
+                 line=_line(item) or 0, since=since)
+
+
+def _date(mapping, key: str, what: str) -> str:
+    value = _text(mapping, key, what)
+    try:
+        datetime.date.fromisoformat(value)
+    except ValueError:
+        raise _Problem(f"{what}: {key} {value!r} is not a date (YYYY-MM-DD)", _line(mapping, key)) from None
+    return value
+
+
+def _known_failures(doc, sources) -> tuple[KnownFailure, ...]:
+    items = doc.get("known_failures") or []
+    if not isinstance(items, list):
+        raise _Problem("known_failures must be a list", _line(doc, "known_failures"))
+    out: list[KnownFailure] = []
+    for item in items:
+        _keys(item, _FAILURE, "known failure", _line(items))
+        packet = _canonical(item["packet"], "packet", _line(item, "packet"))
+        dtype = _choice(item, "dtype", DTYPES, f"known failure {packet}")
+        tests = item["tests"]
+        if not isinstance(tests, list) or not tests or not all(isinstance(t, str) and t for t in tests):
+            raise _Problem(f"known failure {packet} {dtype}: tests must be a non-empty list of test names",
+                           _line(item, "tests"))
+        failure = KnownFailure(packet=packet, dtype=dtype, tests=tuple(tests),
+                               sources=_evidence_ids(item, sources, f"known failure {packet}"))
+        if out and (failure.packet, failure.dtype) <= (out[-1].packet, out[-1].dtype):
+            raise _Problem(f"known_failures must be sorted by packet and dtype, without repeats: "
+                           f"{packet} {dtype} comes after {out[-1].packet} {out[-1].dtype}", _line(item))
+        out.append(failure)
+    return tuple(out)
+
+
+def _narrowing(doc, sources) -> tuple[Narrowing, ...]:
+    items = doc.get("dtype_narrowing") or []
+    if not isinstance(items, list):
+        raise _Problem("dtype_narrowing must be a list", _line(doc, "dtype_narrowing"))
+    out: list[Narrowing] = []
+    for item in items:
+        _keys(item, _NARROWING, "dtype narrowing", _line(items))
+        dtype = _choice(item, "dtype", NARROWED, "dtype narrowing")
+        if any(n.dtype == dtype for n in out):
+            raise _Problem(f"dtype_narrowing: {dtype} is listed twice", _line(item))
+        out.append(Narrowing(dtype=dtype, computed_as=_choice(item, "computed_as", DTYPES, f"narrowing of {dtype}"),
+                             sources=_evidence_ids(item, sources, f"narrowing of {dtype}"),
+                             note=_text(item, "note", dtype) if "note" in item else ""))
+    return tuple(out)
+
+
+def _check_failures(entries: dict[str, Entry], failures: tuple[KnownFailure, ...]) -> None:
+    """An entry whose packet has known failures cannot claim plain `native`: it is `limited` (or worse)."""
+    failing = {f.packet for f in failures}
+    for entry in entries.values():
+        if entry.status == "native" and OpName.parse(entry.op).packet in failing:
+            raise _Problem(f"{entry.op}: known_failures record failing tests for {OpName.parse(entry.op).packet}; "
+                           "the entry must be limited (its note naming the dtypes), not native", entry.line)
 
 
 def _build(path: Path, doc) -> Release:
@@ -294,6 +301,9 @@ def _build(path: Path, doc) -> Release:
             raise _Problem(f"ops must be sorted by name: {entry.op} comes after {previous}", entry.line)
         entries[entry.op] = entry
         previous = entry.op
+    known_failures = _known_failures(doc, sources)
+    _check_failures(entries, known_failures)
+    narrowing = _narrowing(doc, sources)
     notes = doc.get("notes") or []
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         raise _Problem("notes must be a list of strings", _line(doc, "notes"))
@@ -303,5 +313,6 @@ def _build(path: Path, doc) -> Release:
         dispatch_key=_choice(doc, "dispatch_key", DISPATCH_KEYS, "release file"), op_names=op_names,
         kernel_list=kernel_list, sources=sources, entries=entries, unlisted=unlisted,
         packages=tuple(packages), released=_text(doc, "released", "release file") if "released" in doc else "",
-        sdpa_policy=sdpa, sdpa_sources=sdpa_sources, notes=tuple(notes),
+        sdpa_policy=sdpa, sdpa_sources=sdpa_sources, notes=tuple(notes), known_failures=known_failures,
+        narrowing=narrowing,
     )

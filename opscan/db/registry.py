@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import warnings
+from dataclasses import dataclass
 
 # Alias keys whose kernels a backend with no kernel of its own receives, in dispatcher precedence
 # order (a backend kernel beats all of them; CompositeImplicitAutograd comes last).
@@ -90,6 +91,19 @@ def registry_warnings(release) -> tuple[str, ...]:
     return tuple(out)
 
 
+@functools.cache
+def has_index_argument(op: str) -> bool:
+    """Whether `op` takes an index tensor (`index`, `indices`): then int64 among its dtypes is the index."""
+    if torch_version() is None:
+        return False
+    from opscan.db.samples import resolve
+
+    overload = resolve(op)
+    if overload is None:
+        return False
+    return any(a.name in ("index", "indices") for a in overload._schema.arguments)
+
+
 def composite_key(op: str, dispatch_key: str) -> str | None:
     """The composite alias key whose kernel a backend without its own kernel for `op` runs, if any."""
     import torch
@@ -104,13 +118,49 @@ def composite_key(op: str, dispatch_key: str) -> str | None:
     return None
 
 
-@functools.cache
+@dataclass(frozen=True)
+class Expansion:
+    """What tracing a composite kernel over the sample variants showed (NOTE [sample variants])."""
+
+    parts: tuple[str, ...]             # union of the first-level ops over every sample that traced
+    variants: tuple[str, ...]          # the variants the op's schema has
+    traced: tuple[str, ...]            # the variants that traced with at least one shape
+
+    @property
+    def confidence(self) -> str:
+        """high when every variant traced, medium when some could not (their branches are unseen)."""
+        return "high" if set(self.traced) == set(self.variants) else "medium"
+
+
 def composite_parts(op: str, dispatch_key: str) -> tuple[str, ...] | None:
     """The ops `op`'s composite kernel calls (first level, sorted), or None if it could not be traced."""
+    expansion = composite_expansion(op, dispatch_key)
+    return expansion.parts if expansion is not None else None
+
+
+def _coerce(func, args, kwargs):
+    """Python numbers back into 0-dim tensors where the schema wants a Tensor.
+
+    A composite kernel may pass a wrapped number (`bitwise_and.Scalar` calls `bitwise_and.Tensor`
+    with one); a TorchDispatchMode sees it as a Python number, and re-calling the op with it fails.
+    """
+    import torch
+
+    schema = func._schema.arguments
+    out = list(args)
+    for i, value in enumerate(out):
+        if i < len(schema) and str(schema[i].type) == "Tensor" and isinstance(value, (int, float, bool)):
+            out[i] = torch.tensor(value)
+    return out, kwargs
+
+
+@functools.cache
+def composite_expansion(op: str, dispatch_key: str) -> Expansion | None:
+    """Trace `op`'s composite kernel over every sample variant; None if no sample traced."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from opscan.db.samples import candidates, resolve
+    from opscan.db.samples import candidates, resolve, variants
 
     overload = resolve(op)
     if overload is None or op.startswith(_UNSAFE_TO_TRACE):
@@ -124,19 +174,31 @@ def composite_parts(op: str, dispatch_key: str) -> tuple[str, ...] | None:
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             self.ops.append(func.name())
-            return func(*args, **(kwargs or {}))
+            try:
+                return func(*args, **(kwargs or {}))
+            except (TypeError, RuntimeError):
+                args, kwargs = _coerce(func, args, kwargs or {})
+                return func(*args, **kwargs)
 
-    def meta(shape):
+    def meta(shape, role="data"):
+        if role == "index":
+            return torch.zeros(shape, dtype=torch.int64, device="meta")
         return torch.empty(shape, device="meta")
 
+    parts: set[str] = set()
+    traced: set[str] = set()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # deprecations and resize notes about invented inputs
-        for args, kwargs in candidates(overload, meta):
+        for sample, args, kwargs in candidates(overload, meta):
             recorder = _Recorder()
             try:
                 with recorder:
                     overload.redispatch(keyset, *args, **kwargs)
-            except Exception:  # wrong sample shape or a data-dependent kernel: try the next shape
+            except Exception:  # wrong sample shape or a data-dependent kernel: try the next sample
                 continue
-            return tuple(sorted(set(recorder.ops) - {op}))
-    return None
+            parts.update(recorder.ops)
+            traced.add(sample.variant)
+    if not traced:
+        return None
+    return Expansion(parts=tuple(sorted(parts - {op})), variants=variants(overload),
+                     traced=tuple(v for v in variants(overload) if v in traced))

@@ -21,6 +21,27 @@ class Entry:
     note: str = ""
     parts: tuple[str, ...] = ()      # for status composite: the ops it expands into
     line: int = 0
+    since: str = ""                  # date the evidence says this status began (release notes: "added in")
+
+
+@dataclass(frozen=True)
+class KnownFailure:
+    """Upstream tests recorded as failing on the backend for one op packet with one dtype."""
+
+    packet: str                       # e.g. "aten::scatter_add_" (the test names a packet, not an overload)
+    dtype: str                        # torch dtype name without "torch.", e.g. "complex64"
+    tests: tuple[str, ...]            # "TestScatterGather.test_scatter_add__neuron_complex64"
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Narrowing:
+    """A dtype the backend computes in a narrower dtype by default (float64 as float32)."""
+
+    dtype: str                        # "float64"
+    computed_as: str                  # "float32"
+    sources: tuple[str, ...]
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -52,6 +73,8 @@ class Release:
     sdpa_policy: str = "math"
     sdpa_sources: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    known_failures: tuple[KnownFailure, ...] = ()
+    narrowing: tuple[Narrowing, ...] = ()
     warnings: tuple[str, ...] = field(default=(), compare=False)
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -94,6 +117,11 @@ class Release:
             native = [op for op in native if registry.op_exists(op)]
         return DeviceProfile(name=self.spec, device=self.device, native_ops=tuple(native),
                              sdpa_policy=self.sdpa_policy)
+
+    def failures_for(self, op: str) -> tuple[KnownFailure, ...]:
+        """The known failures recorded for `op`'s overload packet."""
+        packet = OpName.parse(op).packet
+        return tuple(f for f in self.known_failures if f.packet == packet)
 
     def pairs_with_torch(self, version: str) -> bool:
         """True when some package of this release is built for torch `version` (major.minor)."""

@@ -6,7 +6,6 @@ Facts and URLs come from the TorchNeuron 2.33 docs as recorded in the project's 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from opscan.model import Finding
@@ -46,8 +45,6 @@ class Kind:
     sources: tuple[str, ...]
     stage: str            # one of STAGES
     every_step: bool      # the code it fixes runs in every training step
-    keywords: tuple[str, ...] = ()   # matched against the rule name (kebab-case)
-    categories: tuple[str, ...] = ()  # matched when no keyword kind matched
 
 
 SOURCE_KINDS: tuple[Kind, ...] = (
@@ -55,36 +52,35 @@ SOURCE_KINDS: tuple[Kind, ...] = (
          "call `init_process_group(backend=\"neuron\")` (or omit the backend / use "
          "`torch.distributed.get_default_backend_for_device(dev)`) and replace `== \"nccl\"` checks",
          "TorchNeuron's process-group backend is `neuron`; DDP, FSDP2 and DTensor run on it",
-         (URL_DISTRIBUTED,), "distributed", False, ("nccl", "process-group", "distributed", "dist-")),
+         (URL_DISTRIBUTED,), "distributed", False),
     Kind("mixed-precision", "make autocast and GradScaler device-agnostic ({sites})",
          "use `torch.autocast(device_type=dev.type)` and `torch.amp.GradScaler(device=dev.type)`",
          "TorchNeuron autocast takes `device_type=\"neuron\"`",
-         (URL_TORCH_INDEX,), "device-agnostic", True, ("autocast", "amp", "grad-scaler", "gradscaler")),
+         (URL_TORCH_INDEX,), "device-agnostic", True),
     Kind("torch-compile", "adapt torch.compile calls ({sites})",
          "use `torch.compile(backend=\"neuron\")`, drop `mode=` and `dynamic=True`",
          "TorchNeuron compiles through its `neuron` backend; non-default modes are ignored with a "
          "warning and `dynamic=True` is rejected",
-         (URL_COMPILE,), "performance", True, ("compile",)),
+         (URL_COMPILE,), "performance", True),
     Kind("cuda-graphs", "remove CUDA graph capture ({sites})",
          "drop `torch.cuda.graph` / `CUDAGraph` capture, or use `torch.compile(backend=\"neuron\")`",
          "the TorchNeuron 2.33 docs that could be read describe no CUDA-graph equivalent",
-         (URL_TORCH_INDEX,), "performance", True, ("cuda-graph", "cudagraph", "graph-capture")),
+         (URL_TORCH_INDEX,), "performance", True),
     Kind("backend-flags", "guard cuDNN / TF32 flags by device ({sites})",
          "guard `torch.backends.cudnn.*` and TF32 flags with `if dev.type == \"cuda\"`; use "
          "`torch.set_float32_matmul_precision(...)`",
          "the TorchNeuron 2.33 docs that could be read document no equivalent of these flags",
-         (URL_TORCH_INDEX,), "performance", False, ("cudnn", "tf32", "backend-flag", "backend-setting")),
+         (URL_TORCH_INDEX,), "performance", False),
     Kind("profiler", "profile the neuron device ({sites})",
          "use `ProfilerActivity.PrivateUse1` (with a NeuronConfig) instead of `ProfilerActivity.CUDA`",
          "TorchNeuron profiling uses torch.profiler with ProfilerActivity.CPU and PrivateUse1",
-         (URL_PROFILER,), "performance", False, ("profiler",)),
+         (URL_PROFILER,), "performance", False),
     Kind("device-agnostic", "make device selection device-agnostic ({sites})",
          "pick the device once with `torch.accelerator.current_accelerator(check_available=True)` "
          "and pass it on; replace `torch.cuda.*` calls by their `torch.accelerator` equivalents",
          "TorchNeuron runs on device `neuron` (PrivateUse1); code written against torch.accelerator "
          "needs no change",
-         (URL_RELEASE_NOTES, URL_ABOUT), "device-agnostic", True, (),
-         ("device-string", "cuda-api")),
+         (URL_RELEASE_NOTES, URL_ABOUT), "device-agnostic", True),
 )
 
 LIBRARY_KIND = Kind(
@@ -93,7 +89,7 @@ LIBRARY_KIND = Kind(
     "`torch.optim` fused or foreach optimizers for apex) or an NKI kernel",
     "TorchNeuron runs PyTorch's ATen ops on `neuron`; libraries that ship their own CUDA kernels "
     "have no Neuron build",
-    (URL_ABOUT,), "kernels", True, (), ("cuda-only-lib",))
+    (URL_ABOUT,), "kernels", True)
 
 KERNEL_KIND = Kind(
     "kernel", "port custom kernel {name} to NKI (`@nki_op`) or provide a PyTorch path",
@@ -101,7 +97,7 @@ KERNEL_KIND = Kind(
     "the backward with `register_autograd`), or fall back to a PyTorch implementation",
     "CUDA and Triton kernels do not run on Trainium; TorchNeuron registers NKI kernels as PyTorch "
     "custom ops with `@nki_op`",
-    (URL_NKI,), "kernels", True, (), ("custom-kernel",))
+    (URL_NKI,), "kernels", True)
 
 UNSUPPORTED_KIND = Kind(
     "unsupported-ops", "provide {n_ops} the backend rejects: {ops}",
@@ -132,49 +128,25 @@ OP_ADVICE: dict[str, str] = {
 }
 
 
+# Every task kind a rule can declare (model.TASKS), by id; "none" is not port work.
+BY_TASK: dict[str, Kind] = {kind.id: kind for kind in (*SOURCE_KINDS, LIBRARY_KIND, KERNEL_KIND)}
+
+
 def source_kind(finding: Finding) -> Kind | None:
-    """The kind of task that fixes `finding`; None when it is not port work (e.g. parse errors)."""
-    if finding.category == "custom-kernel":
-        return KERNEL_KIND
-    if finding.category == "cuda-only-lib":
-        return LIBRARY_KIND
-    for kind in SOURCE_KINDS:
-        if any(word in finding.name for word in kind.keywords):
-            return kind
-    for kind in SOURCE_KINDS:
-        if finding.category in kind.categories:
-            return kind
-    return None
-
-
-_IMPORT = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)")
-_NAMED = re.compile(r"""(?:name\s*=\s*|Extension\(\s*|load(?:_inline)?\(\s*)["']([\w.\-]+)["']""")
-_QUOTED = re.compile(r"`([^`]+)`")
-_OP_STRING = re.compile(r"""["'][A-Za-z_]\w*::([A-Za-z_]\w*)(?:\.\w+)?["']""")   # "ns::op" in a registration
-_NAME_FROM_MESSAGE = ("triton-kernel", "torch-library-custom-op", "compiled-extension-import",
-                      "custom-op-namespace-call", "numba-cuda-kernel", "cupy-raw-kernel")
+    """The kind of task that fixes `finding`, from the task kind its rule declares (Finding.task);
+    None when it is not port work (task `none`, e.g. parse errors, or no task at all)."""
+    return BY_TASK.get(finding.task)
 
 
 def library_name(finding: Finding) -> str:
-    """The top-level package an import finding is about (from its source line)."""
-    match = _IMPORT.match(finding.snippet)
-    return match[1] if match else finding.location.path.rsplit("/", 1)[-1].removesuffix(".py")
+    """The top-level package an import finding is about (its subject), else its file's stem."""
+    return finding.subject or file_stem(finding.location.path)
 
 
 def kernel_name(finding: Finding) -> str:
-    """The kernel's own name when the finding states it (extension name, Triton function, custom
-    op), else "" (the caller falls back to the file)."""
-    op = _OP_STRING.search(finding.snippet)
-    if op:
-        return op[1]
-    match = _NAMED.search(finding.snippet)
-    if match:
-        return match[1].rsplit(".", 1)[-1]
-    if finding.name in _NAME_FROM_MESSAGE:
-        quoted = _QUOTED.search(finding.message)
-        if quoted:
-            return re.split(r"::|\.", quoted[1])[-1].split("(")[0] or quoted[1]
-    return ""
+    """The kernel's own name when the code states it (the finding's subject), else "" (the caller
+    falls back to the file)."""
+    return finding.subject
 
 
 def file_stem(path: str) -> str:

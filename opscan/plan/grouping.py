@@ -112,13 +112,10 @@ def group(findings: tuple[Finding, ...], ops: list[OpUsage], coverage: Mapping[s
     drafts: dict[str, Draft] = {}
     kernel_findings: list[Finding] = []
     custom_ops: list[OpUsage] = []
-    kernel_files = {f.location.path for f in findings if catalog.source_kind(f) is catalog.KERNEL_KIND}
     for finding in sorted(findings, key=Finding.sort_key):
-        kind = catalog.source_kind(finding)
-        if kind is None:
+        kind = catalog.source_kind(finding)   # the rule's task kind: `import triton` next to a Triton
+        if kind is None:                      # kernel already has task `kernel` (NOTE [subjects])
             continue
-        if kind is catalog.LIBRARY_KIND and finding.location.path in kernel_files:
-            kind = catalog.KERNEL_KIND   # e.g. `import triton` next to a Triton kernel: goes with its port
         if kind is catalog.KERNEL_KIND:
             kernel_findings.append(finding)
             continue

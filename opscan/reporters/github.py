@@ -3,7 +3,8 @@
 GitHub shows at most 10 annotations per level per step, so each level is sorted most important
 first (unguarded before guarded, kernels and libraries before device pins, then by file and line);
 past 9 the 10th annotation summarises the rest, and every annotation that did not fit is still
-printed as a plain log line. The verdict opens the output as a notice.
+printed as a plain log line. The verdict (read from the report) opens the output: a notice when
+ready, an error when blocked, a warning (a caution) for every other kind.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 from typing import TextIO
 
 from opscan.model import Report
-from opscan.plan.verdict import verdict
 from opscan.reporters.sarif import uri
 
 LIMIT = 10
@@ -93,12 +93,16 @@ def annotations(report: Report) -> dict[str, list[tuple[tuple, str]]]:
 
 def render(report: Report, out: TextIO) -> None:
     """Write the annotations, most important first, with a summary past the per-level limit."""
-    judged = verdict(report)
-    lines = [_command("notice", judged.headline + "".join(f"; {d}" for d in judged.details),
-                      title="opscan verdict")]
+    judged = report.verdict
+    lines = []
+    verdict_level = ""
+    if judged is not None:   # a caution (warning) unless ready; an error when blocked
+        verdict_level = {"ready": "notice", "blocked": "error"}.get(judged.kind, "warning")
+        lines.append(_command(verdict_level, judged.headline + "".join(f"; {d}" for d in judged.details),
+                              title=f"opscan verdict: {judged.kind}"))
     overflow: list[str] = []
     for level, items in annotations(report).items():
-        room = LIMIT - 1 if level == "notice" else LIMIT   # the verdict notice takes one slot
+        room = LIMIT - 1 if level == verdict_level else LIMIT   # the verdict takes one slot of its level
         if len(items) <= room:
             lines.extend(line for _, line in items)
             continue
@@ -117,6 +121,8 @@ def render(report: Report, out: TextIO) -> None:
                      "(fixed since; re-run `opscan baseline` to drop them):")
         lines.extend(f"  {entry}" for entry in report.baseline.stale)
     total = sum(t.effort_hours for t in report.tasks)
-    lines.append(f"opscan: {len(report.findings)} finding(s), {len(report.tasks)} port task(s), "
+    known = f", {report.baseline.known} known (baseline)" if report.baseline is not None else ""
+    lines.append(f"opscan: {len(report.findings)} {'new ' if known else ''}finding(s){known}, "
+                 f"{sum(len(t.sites) for t in report.tasks)} site(s) in {len(report.tasks)} port task(s), "
                  f"{total / (report.hours_per_day or 8.0):.1f} engineer-days")
     out.write("\n".join(lines) + "\n")

@@ -1,4 +1,4 @@
-"""JSON report: the stable, documented machine contract (schema_version 1; see docs/json.md)."""
+"""JSON report: the stable, documented machine contract (schema_version 2; see docs/json.md)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from opscan.model import (
     Task,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2   # 2: `verdict` (kind, headline, details, checked), `summary.sites`, `baseline.new`
 
 
 def _finding(finding: Finding) -> dict:
@@ -110,6 +110,7 @@ def _trace(trace: ModelTrace) -> dict:
              "source": _source(s.source) if s.source else None}
             for s in trace.stand_ins
         ],
+        "supplied_fakes": list(trace.supplied_fakes),
     }
 
 
@@ -147,6 +148,7 @@ def summary(report: Report) -> dict:
         "by_status": {k: by_status.get(k, 0) for k in STATUSES},
         "custom_ops": sum(1 for usage, _ in ops if usage.custom),
         "tasks": len(report.tasks),
+        "sites": sum(len(t.sites) for t in report.tasks),   # NOTE [sites] in opscan/verdict.py
         "effort_hours": round(sum(t.effort_hours for t in report.tasks), 2),
         "effort_days": round(sum(t.effort_hours for t in report.tasks) / (report.hours_per_day or 8.0), 2),
     }
@@ -160,13 +162,17 @@ def to_dict(report: Report) -> dict:
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "opscan", "version": report.tool_version},
         "backend": report.backend,
+        "verdict": None if report.verdict is None else {
+            "kind": report.verdict.kind, "headline": report.verdict.headline,
+            "details": list(report.verdict.details),
+            "checked": {"source": report.verdict.source_checked, "ops": report.verdict.ops_checked}},
         "findings": [_finding(f) for f in sorted(report.findings, key=Finding.sort_key)],
         "ops": [_op(usage, models, coverage.get(usage.op)) for usage, models in merge_ops(report.traces)],
         "traces": [_trace(t) for t in report.traces],
         "tasks": [_task(t) for t in report.tasks],
         "notes": list(report.notes),
         "baseline": None if report.baseline is None else {
-            "path": report.baseline.path, "known": report.baseline.known,
+            "path": report.baseline.path, "known": report.baseline.known, "new": len(report.findings),
             "stale": list(report.baseline.stale)},
         "summary": summary(report),
     }

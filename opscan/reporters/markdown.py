@@ -6,10 +6,12 @@ from collections import Counter
 from typing import TextIO
 
 from opscan.model import Report
-from opscan.plan.verdict import verdict
 from opscan.reporters.tasklist import PRIORITY, effort, sites_by_file, total
 
 MAX_SITE_FILES = 50   # beyond this many files a task lists the count only
+# GitHub alert per verdict kind: only "ready" is shown without a caution.
+ALERT = {"blocked": "CAUTION", "unknown": "WARNING", "fallback": "WARNING", "unchecked": "WARNING",
+         "likely": "WARNING"}
 
 
 def _cell(text: str) -> str:
@@ -64,23 +66,29 @@ def _task_section(index: int, report: Report) -> list[str]:
 
 def render(report: Report, out: TextIO) -> None:
     """Write the markdown document."""
-    judged = verdict(report)
-    lines = ["# opscan port report", "",
-             f"**Verdict: {judged.headline}**", ""]
-    lines += [f"- {detail}" for detail in judged.details]
-    if judged.details:
-        lines.append("")
+    judged = report.verdict
+    lines = ["# opscan port report", ""]
+    if judged is not None:
+        alert = ALERT.get(judged.kind)
+        verdict_line = f"**Verdict ({judged.kind}): {judged.headline}**"
+        lines += ([f"> [!{alert}]", f"> {verdict_line}"] if alert else [verdict_line]) + [""]
+        lines += [f"- {detail}" for detail in judged.details]
+        if judged.details:
+            lines.append("")
     status = Counter(c.status for c in report.coverage)
     ops = {u.op for t in report.traces for u in t.ops}
     lines += [
         f"Backend: `{report.backend or 'unknown'}` · opscan {report.tool_version} · "
-        f"{report.files_scanned} file(s) scanned · {len(report.findings)} finding(s) · "
+        f"{report.files_scanned} file(s) scanned · {len(report.findings)} "
+        f"{'new ' if report.baseline is not None else ''}finding(s) · "
+        f"{sum(len(t.sites) for t in report.tasks)} site(s) in {len(report.tasks)} task(s) · "
         f"{len(ops)} op(s) traced"
         + (" (" + ", ".join(f"{n} {s}" for s, n in sorted(status.items())) + ")" if status else ""),
         "",
     ]
     if report.baseline is not None:
-        lines += [f"Baseline `{report.baseline.path}`: {report.baseline.known} known finding(s) hidden, "
+        lines += [f"Baseline `{report.baseline.path}`: {report.baseline.known} known (hidden), "
+                  f"{len(report.findings)} new, "
                   f"{len(report.baseline.stale)} stale entr{'y' if len(report.baseline.stale) == 1 else 'ies'}.", ""]
     lines += ["## Port tasks", ""]
     if not report.tasks:

@@ -88,6 +88,23 @@ def _location(root: str, path: str, line: int, column: int = 1, end_line: int = 
     }}
 
 
+def _verdict(report: Report) -> dict:
+    """The report's verdict as a tool notification (a warning unless ready, an error when blocked)
+    and as a run property; nothing for a hand-built report without one."""
+    judged = report.verdict
+    if judged is None:
+        return {}
+    level = {"ready": "note", "blocked": "error"}.get(judged.kind, "warning")
+    text = f"opscan verdict ({judged.kind}): {judged.headline}" + "".join(f"; {d}" for d in judged.details)
+    return {
+        "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": [
+            {"level": level, "message": {"text": text}, "descriptor": {"id": f"verdict/{judged.kind}"}}]}],
+        "properties": {"verdict": {"kind": judged.kind, "headline": judged.headline,
+                                   "details": list(judged.details),
+                                   "checked": {"source": judged.source_checked, "ops": judged.ops_checked}}},
+    }
+
+
 def to_dict(report: Report) -> dict:
     """The SARIF log as a dict."""
     infos = {r.id: r for r in report.rules}
@@ -155,6 +172,7 @@ def to_dict(report: Report) -> dict:
             }},
             "automationDetails": {"id": "opscan/"},
             "columnKind": "unicodeCodePoints",
+            **_verdict(report),
             "results": ordered,
         }],
     }

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import re
 
-from opscan.model import CATEGORIES
+from opscan.model import CATEGORIES, TASKS
 from opscan.scan.rules import CONTEXTS, Rule
 
 START = "<!-- rules:start -->"
 END = "<!-- rules:end -->"
-RESERVED = {"OPS003": "unused-suppression: a `# opscan: ignore[...]` comment that hides nothing (reserved)"}
 
 
 def anchor(rule: Rule) -> str:
@@ -46,15 +45,18 @@ def reference(rules: list[Rule]) -> str:
            "| code | name | category | severity | status |", "|---|---|---|---|---|"]
     for rule in rules:
         out.append(f"| [{rule.id}](#{anchor(rule)}) | `{rule.name}` | {rule.category} | {rule.severity} | {rule.status} |")
-    for code, text in RESERVED.items():
-        out.append(f"| {code} | {text} | input | | reserved |")
     out += ["", "Categories: " + "; ".join(f"**{k}** — {v}" for k, v in CATEGORIES.items()) + ".", ""]
+    out += ["Task kinds (`task:`, the port task a rule's findings go to; docs/tasks.md): "
+            + "; ".join(f"**{k}** — {v}" for k, v in TASKS.items()) + ".", ""]
     out += ["String contexts used by `string` matchers:", ""]
     out += [f"- `{k}`: {v}" for k, v in CONTEXTS.items()]
     for rule in rules:
         out += ["", f"## {rule.id} {rule.name}", "",
-                f"*{rule.category} · {rule.severity} · {rule.status} · since {rule.since}*", "",
+                f"*{rule.category} · {rule.severity} · {rule.status} · since {rule.since} · task {rule.task}*", "",
                 "### What it does", "", rule.what, "", "### Why", "", rule.why, "", "### Fix", "", rule.fix_doc]
+        if rule.sources:
+            out += ["", "### Sources", ""] + [f"- <{s}>" if s.startswith("https://") else f"- `{s}` (shipped with opscan)"
+                                               for s in rule.sources]
         invalid = [e for e in rule.examples if e.invalid]
         valid = [e for e in rule.examples if not e.invalid]
         if invalid:

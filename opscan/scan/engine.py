@@ -85,7 +85,7 @@ class _Builder:
         self.findings: list[tuple[Finding, tuple[str, ...]]] = []
 
     def add(self, rule: Rule, line: int, col: int = 1, end_line: int = 0, end_col: int = 0,
-            value: str = "", name: str = "", guarded: bool = False) -> None:
+            value: str = "", name: str = "", guarded: bool = False, subject: str = "", task: str = "") -> None:
         codes = self.supp.get(line)
         if codes and (rule.id in codes or ALL in codes):
             self.used.setdefault(line, set()).add(rule.id if rule.id in codes else ALL)
@@ -103,6 +103,7 @@ class _Builder:
             message=rule.format(rule.message, value=value, name=name),
             location=Location(self.relpath, line, col, end_line or line, end_col or col, cell),
             fix=rule.format(fix, value=value, name=name), guarded=guarded, snippet=snippet,
+            task=task or rule.task, subject=subject,
         )
         self.findings.append((finding, requires))
 
@@ -113,7 +114,8 @@ class _Builder:
         end_line = node.end_lineno or line
         end_text = self.lines[end_line - 1] if end_line <= len(self.lines) else ""
         self.add(hit.rule, line, char_column(text, node.col_offset), end_line,
-                 char_column(end_text, node.end_col_offset or 0), hit.value, hit.name, hit.guarded)
+                 char_column(end_text, node.end_col_offset or 0), hit.value, hit.name, hit.guarded, hit.subject,
+                 hit.task)
 
     def result(self, scanned: bool = True) -> FileResult:
         pairs = sorted(self.findings, key=lambda p: p[0].sort_key())
@@ -307,6 +309,39 @@ def _collect(results, check_fixes: bool, probe=None) -> ScanResult:
                       tuple(notes), lines)
 
 
+def unused_suppression_findings(result: ScanResult, rules: RuleSet, known, read_lines) -> list[Finding]:
+    """OPS003 findings (rules/unused-suppression.yaml) from the scan's per-file suppression usage.
+
+    Args:
+        result: the scan, with its suppressions and which codes they silenced.
+        rules: the rules that ran; nothing is reported when the unused-suppression rule is not among them.
+        known: every rule code opscan knows (built-in and extra rules, selected or not).
+        read_lines: path -> the file's lines (for the snippet), or None when unreadable.
+    """
+    from dataclasses import replace
+
+    from opscan import suppressions as supp
+
+    rule = rules.compiled.inputs.get("unused-suppression")
+    if rule is None:
+        return []
+    by_path: dict[str, list[Suppression]] = {}
+    for item in result.suppressions:
+        by_path.setdefault(item.path, []).append(item)
+    active = {r.id for r in rules}
+    out: list[Finding] = []
+    for path, items in sorted(by_path.items()):
+        if path.endswith(".ipynb"):   # suppression lines there are not cell lines: not judged
+            continue
+        declared = {s.line: frozenset(s.codes) for s in items}
+        used = [(s.line, code) for s in items for code in s.used]
+        for finding in supp.unused(path, declared, used, active, set(known) | active, read_lines(path)):
+            out.append(replace(finding, rule=rule.id, name=rule.name, category=rule.category, severity=rule.severity,
+                               message=rule.format(rule.message, value=finding.message),
+                               fix=rule.format(rule.fix), task=rule.task))
+    return out
+
+
 def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, check_fixes: bool = False) -> ScanResult:
     """Scan files held in memory (relative path -> content); used by rule examples and tests."""
     rules = rules if rules is not None else load_rules()
@@ -388,7 +423,7 @@ def encode_result(result: FileResult) -> dict:
         "path": result.path, "scanned": result.scanned, "lines": result.lines,
         "findings": [[f.rule, f.name, f.category, f.severity, f.message, f.location.path, f.location.line,
                       f.location.column, f.location.end_line, f.location.end_column, f.location.cell, f.fix,
-                      f.guarded, f.snippet] for f in result.findings],
+                      f.guarded, f.snippet, f.task, f.subject] for f in result.findings],
         "requires": [list(r) for r in result.requires],
         "suppressions": [[s.line, list(s.codes), list(s.used)] for s in result.suppressions],
     }
@@ -398,7 +433,8 @@ def decode_result(data: dict) -> FileResult:
     """The inverse of encode_result."""
     findings = tuple(
         Finding(rule=f[0], name=f[1], category=f[2], severity=f[3], message=f[4],
-                location=Location(f[5], f[6], f[7], f[8], f[9], f[10]), fix=f[11], guarded=f[12], snippet=f[13])
+                location=Location(f[5], f[6], f[7], f[8], f[9], f[10]), fix=f[11], guarded=f[12], snippet=f[13],
+                task=f[14], subject=f[15])
         for f in data["findings"])
     return FileResult(
         data["path"], findings, tuple(tuple(r) for r in data["requires"]),

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from opscan.scan.engine import scan_memory
-from opscan.scan.rules import Example, Rule, RuleSet
+from opscan.scan.engine import scan_memory, unused_suppression_findings
+from opscan.scan.rules import Example, Rule, RuleSet, load_rules
 
 EXPECT = re.compile(r"(?:#|//)\s*expect:\s*(?P<codes>[A-Z][A-Z0-9]*\d{3}(?:\s*,\s*[A-Z][A-Z0-9]*\d{3})*)")
 
@@ -46,7 +46,12 @@ def expectations(example: Example) -> set[str]:
 def run_example(example: Example, rules: RuleSet, only: str | None = None) -> tuple[set[str], set[str]]:
     """(expected, found) "path:line CODE" sets; with `only`, both are limited to that rule id."""
     result = scan_memory(dict(example.files), rules)
-    found = {f"{f.location.path}:{f.location.line} {f.rule}" for f in result.findings}
+    unused: list = []
+    if "unused-suppression" in rules.compiled.inputs:   # OPS003 judges the suppressions of the scan
+        texts = dict(example.files)
+        known = {r.id for r in load_rules()}
+        unused = unused_suppression_findings(result, rules, known, lambda path: texts[path].splitlines())
+    found = {f"{f.location.path}:{f.location.line} {f.rule}" for f in (*result.findings, *unused)}
     expected = expectations(example) if example.invalid else set()
     if only is not None:
         found = {e for e in found if e.endswith(" " + only)}

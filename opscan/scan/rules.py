@@ -9,16 +9,18 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from opscan.errors import RuleError
-from opscan.model import CATEGORIES, SEVERITIES
-from opscan.resources import rules_dir
+from opscan.errors import RuleError, UsageError
+from opscan.model import CATEGORIES, SEVERITIES, TASKS
+from opscan.resources import coverage_db_dir, rules_dir
+from opscan.strict_yaml import YamlProblem, line_of, parse_yaml
 
 STATUSES = ("preview", "stable", "deprecated", "removed")
-TOP_KEYS = {"id", "name", "status", "since", "category", "severity", "message", "match", "docs",
-            "fix", "requires", "fixes", "examples"}
-REQUIRED = ("id", "name", "status", "since", "category", "severity", "message", "match", "docs",
+# `autofix` declares the automatic rewrite `opscan fix` applies to a rule's findings (AutoFix
+# below, docs/fix.md); `fix` stays the fix text shown with each finding.
+# `fix` stays the fix text shown with each finding.
+TOP_KEYS = {"id", "name", "status", "since", "category", "severity", "task", "message", "match", "docs",
+            "fix", "requires", "fixes", "examples", "autofix", "sources"}
+REQUIRED = ("id", "name", "status", "since", "category", "severity", "task", "message", "match", "docs",
             "fix", "examples")
 DOC_KEYS = ("what", "why", "fix")
 PLACEHOLDERS = {"value", "name", "leaf"}
@@ -45,7 +47,7 @@ MATCHERS: dict[str, dict[str, type | tuple]] = {
     "file": {"file": list, "contains": str},
     "input": {"input": str},
 }
-INPUT_KINDS = ("parse-error", "unreadable", "internal-error", "empty-file")
+INPUT_KINDS = ("parse-error", "unreadable", "internal-error", "empty-file", "unused-suppression")
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,9 @@ class Rule:
     fixes: tuple[FixEntry, ...] = ()
     examples: tuple[Example, ...] = ()
     path: str = ""
+    task: str = "none"   # the kind of port task its findings need, one of model.TASKS
+    sources: tuple[str, ...] = ()   # what its docs and fixes rely on: public URLs or shipped files
+    autofix: "AutoFix | None" = None   # the rewrite `opscan fix` applies (docs/fix.md)
 
     def fix_for(self, name: str) -> tuple[str, tuple[str, ...]]:
         """The fix text and the torch attributes it relies on, for a match named `name`."""
@@ -142,11 +147,11 @@ class RuleSet:
 
     def fingerprint(self) -> str:
         """A stable text that changes whenever any rule changes (for caches)."""
-        return repr(tuple((r.id, r.path, r.message, r.match, r.fix, r.fixes, r.severity) for r in self.rules))
+        return repr(tuple((r.id, r.path, r.message, r.match, r.fix, r.fixes, r.severity, r.task) for r in self.rules))
 
 
-def _fail(path: Path | str, message: str) -> RuleError:
-    return RuleError(message, path=str(path))
+def _fail(path: Path | str, message: str, line: int | None = None) -> RuleError:
+    return RuleError(message, path=str(path), line=line)
 
 
 def _check_type(path, where: str, value: Any, expected) -> None:
@@ -173,12 +178,14 @@ def _matcher(path, raw: Any, index: int) -> Matcher:
         raise _fail(path, f"{where}: expected a mapping")
     kinds = [k for k in raw if k in MATCHERS]
     if len(kinds) != 1:
-        raise _fail(path, f"{where}: needs exactly one of {', '.join(MATCHERS)} (got {', '.join(map(str, raw))})")
+        raise _fail(path, f"{where}: needs exactly one of {', '.join(MATCHERS)} (got {', '.join(map(str, raw))})",
+                    line_of(raw))
     kind = kinds[0]
     allowed = MATCHERS[kind]
     for key, value in raw.items():
         if key not in allowed:
-            raise _fail(path, f"{where}: unknown key {key!r} for a {kind} matcher (allowed: {', '.join(allowed)})")
+            raise _fail(path, f"{where}: unknown key {key!r} for a {kind} matcher (allowed: {', '.join(allowed)})",
+                        line_of(raw, key))
         _check_type(path, f"{where}.{key}", value, allowed[key])
     if kind == "string":
         _check_regex(path, f"{where}.string", raw["string"])
@@ -204,6 +211,33 @@ def _matcher(path, raw: Any, index: int) -> Matcher:
     return Matcher(kind, options)
 
 
+_SHIPPED = {"rules": rules_dir, "coverage_db": coverage_db_dir}
+
+
+def shipped_file(entry: str) -> Path | None:
+    """The file a `rules/...` or `coverage_db/...` citation names, if opscan ships it; else None."""
+    folder, _, rest = entry.partition("/")
+    if folder not in _SHIPPED or not rest or ".." in rest.split("/"):
+        return None
+    candidate = _SHIPPED[folder]() / rest
+    return candidate if candidate.is_file() else None
+
+
+def _sources(path, raw: Any, line: int | None) -> tuple[str, ...]:
+    """`sources`: every entry a public https URL or a file opscan ships (rules/..., coverage_db/...)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(v, str) and v for v in raw):
+        raise _fail(path, "sources: expected a list of URLs or shipped files", line)
+    for entry in raw:
+        if re.fullmatch(r"https://[^\s/]+\.[^\s/]+/\S*", entry):
+            continue
+        if shipped_file(entry) is None:
+            raise _fail(path, f"sources: {entry!r} is neither a public https URL nor a file opscan ships "
+                              "(rules/..., coverage_db/...)", line)
+    return tuple(raw)
+
+
 def _template(path, where: str, text: Any) -> str:
     if not isinstance(text, str) or not text.strip():
         raise _fail(path, f"{where}: expected a non-empty string")
@@ -223,7 +257,7 @@ def _examples(path, raw: Any) -> tuple[Example, ...]:
     out: list[Example] = []
     for key in raw:
         if key not in ("invalid", "valid"):
-            raise _fail(path, f"examples: unknown key {key!r} (allowed: invalid, valid)")
+            raise _fail(path, f"examples: unknown key {key!r} (allowed: invalid, valid)", line_of(raw, key))
     for kind in ("invalid", "valid"):
         items = raw.get(kind) or []
         if not isinstance(items, list):
@@ -247,6 +281,74 @@ def _examples(path, raw: Any) -> tuple[Example, ...]:
     return tuple(out)
 
 
+# The closed vocabulary of codemods a rule's `autofix` may name; opscan/fix/codemods.py implements
+# each one (a test pins that the two agree). See docs/fix.md.
+CODEMODS = {
+    "device-string": "a CUDA device string (\"cuda\", \"cuda:0\", f-string, %, .format) -> the module's device",
+    "cuda-method": "`.cuda()` / `.cuda(i)` -> `.to(device)`",
+    "availability-idiom": "`\"cuda\" if torch.cuda.is_available() else \"cpu\"` -> torch.accelerator.current_accelerator(...)",
+    "torch-amp": "`torch.cuda.amp.autocast/GradScaler(...)` -> `torch.amp.*(device.type, ...)`",
+    "accelerator-api": "a `torch.cuda.*` call -> its `torch.accelerator` equivalent (`replace`)",
+    "backend-for-device": "an `\"nccl\"` process-group backend -> torch.distributed.get_default_backend_for_device(device)",
+}
+FIX_SAFETY = ("safe", "unsafe")
+
+
+@dataclass(frozen=True)
+class FixExample:
+    """A before/after pair of an autofix; `unsafe` examples need `--unsafe-fixes`."""
+
+    before: str
+    after: str
+    unsafe: bool = False
+
+
+@dataclass(frozen=True)
+class AutoFix:
+    """A rule's automatic rewrite: which codemod, how safe, and for which matched names."""
+
+    codemod: str
+    safety: str                                  # "safe" | "unsafe": the rewrite's default safety
+    replace: tuple[tuple[str, str], ...] = ()    # matched name -> replacement (only these names are fixed)
+    examples: tuple[FixExample, ...] = ()
+
+    def covers(self, name: str) -> bool:
+        """Whether a finding whose matched name is `name` has this rewrite."""
+        return not self.replace or name in dict(self.replace)
+
+
+def _autofix(path, raw: Any) -> AutoFix | None:
+    if raw is None:
+        return None
+    allowed = ("codemod", "safety", "replace", "examples")
+    if not isinstance(raw, dict):
+        raise _fail(path, "autofix: expected a mapping with codemod, safety, examples")
+    for key in raw:
+        if key not in allowed:
+            raise _fail(path, f"autofix: unknown key {key!r} (allowed: {', '.join(allowed)})", line_of(raw, key))
+    if raw.get("codemod") not in CODEMODS:
+        raise _fail(path, f"autofix.codemod {raw.get('codemod')!r}: expected one of {', '.join(CODEMODS)}",
+                    line_of(raw, "codemod"))
+    if raw.get("safety") not in FIX_SAFETY:
+        raise _fail(path, f"autofix.safety {raw.get('safety')!r}: expected safe or unsafe", line_of(raw, "safety"))
+    replace = raw.get("replace") or {}
+    if not isinstance(replace, dict) or not all(isinstance(k, str) and isinstance(v, str) and k and v
+                                                for k, v in replace.items()):
+        raise _fail(path, "autofix.replace: expected a mapping of dotted names", line_of(raw, "replace"))
+    examples = raw.get("examples")
+    if not isinstance(examples, list) or not examples:
+        raise _fail(path, "autofix.examples: expected a non-empty list of {before, after}", line_of(raw, "examples"))
+    out = []
+    for i, item in enumerate(examples):
+        if (not isinstance(item, dict) or not {"before", "after"} <= set(item) <= {"before", "after", "unsafe"}
+                or not all(isinstance(item[k], str) for k in ("before", "after"))
+                or not isinstance(item.get("unsafe", False), bool)):
+            raise _fail(path, f"autofix.examples[{i}]: expected {{before: text, after: text, unsafe: bool}}",
+                        line_of(item) if isinstance(item, dict) else None)
+        out.append(FixExample(item["before"], item["after"], item.get("unsafe", False)))
+    return AutoFix(raw["codemod"], raw["safety"], tuple(sorted(replace.items())), tuple(out))
+
+
 def _fixes(path, raw: Any) -> tuple[FixEntry, ...]:
     if raw is None:
         return ()
@@ -259,7 +361,7 @@ def _fixes(path, raw: Any) -> tuple[FixEntry, ...]:
             raise _fail(path, f"{where}: expected a mapping")
         for key in item:
             if key not in ("names", "fix", "requires"):
-                raise _fail(path, f"{where}: unknown key {key!r} (allowed: names, fix, requires)")
+                raise _fail(path, f"{where}: unknown key {key!r} (allowed: names, fix, requires)", line_of(item, key))
         _check_type(path, f"{where}.names", item.get("names"), list)
         requires = item.get("requires", [])
         if requires:
@@ -271,18 +373,16 @@ def _fixes(path, raw: Any) -> tuple[FixEntry, ...]:
 def load_rule_file(path: Path) -> Rule:
     """Load and validate one rule file; raises RuleError naming the file and the problem."""
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        raw = parse_yaml(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise _fail(path, f"cannot read rule file: {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise RuleError(f"invalid YAML: {getattr(exc, 'problem', exc)}", path=str(path),
-                        line=mark.line + 1 if mark else None) from None
+    except YamlProblem as exc:   # invalid YAML, or a key given twice in one mapping
+        raise _fail(path, str(exc), exc.line) from None
     if not isinstance(raw, dict):
-        raise _fail(path, "expected a mapping at the top level")
+        raise _fail(path, "expected a mapping at the top level", 1)
     for key in raw:
         if key not in TOP_KEYS:
-            raise _fail(path, f"unknown key {key!r} (allowed: {', '.join(sorted(TOP_KEYS))})")
+            raise _fail(path, f"unknown key {key!r} (allowed: {', '.join(sorted(TOP_KEYS))})", line_of(raw, key))
     missing = [k for k in REQUIRED if k not in raw]
     if missing:
         raise _fail(path, f"missing key(s): {', '.join(missing)}")
@@ -300,6 +400,9 @@ def load_rule_file(path: Path) -> Rule:
         raise _fail(path, f"category {raw['category']!r}: expected one of {', '.join(CATEGORIES)}")
     if raw["severity"] not in SEVERITIES:
         raise _fail(path, f"severity {raw['severity']!r}: expected one of {', '.join(SEVERITIES)}")
+    if raw["task"] not in TASKS:
+        raise _fail(path, f"task {raw['task']!r}: expected one of {', '.join(TASKS)} (docs/scan.md, \"Task kinds\")",
+                    line_of(raw, "task"))
     match = raw["match"]
     if isinstance(match, dict):
         match = [match]
@@ -311,7 +414,7 @@ def load_rule_file(path: Path) -> Rule:
         raise _fail(path, "docs: expected a mapping with what, why, fix")
     for key in docs:
         if key not in DOC_KEYS:
-            raise _fail(path, f"docs: unknown key {key!r} (allowed: {', '.join(DOC_KEYS)})")
+            raise _fail(path, f"docs: unknown key {key!r} (allowed: {', '.join(DOC_KEYS)})", line_of(docs, key))
     for key in DOC_KEYS:
         if not isinstance(docs.get(key), str) or not docs[key].strip():
             raise _fail(path, f"docs.{key}: missing or empty")
@@ -324,7 +427,8 @@ def load_rule_file(path: Path) -> Rule:
         message=_template(path, "message", raw["message"]),
         match=matchers, what=docs["what"].strip(), why=docs["why"].strip(), fix_doc=docs["fix"].strip(),
         fix=_template(path, "fix", raw["fix"]), requires=tuple(requires), fixes=_fixes(path, raw.get("fixes")),
-        examples=_examples(path, raw["examples"]), path=str(path),
+        examples=_examples(path, raw["examples"]), path=str(path), task=raw["task"],
+        sources=_sources(path, raw.get("sources"), line_of(raw, "sources")), autofix=_autofix(path, raw.get("autofix")),
     )
 
 
@@ -334,6 +438,27 @@ def load_rule_dir(directory: Path) -> list[Rule]:
         raise RuleError("rule directory not found", path=str(directory))
     files = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
     return [load_rule_file(p) for p in files]
+
+
+def unknown_selectors(rules, patterns) -> list[str]:
+    """One problem line per entry of `patterns` that selects no rule, with the closest valid one.
+
+    A selector is a rule code, a prefix of at least one code ("OPS2"), a rule name or a category
+    (as in ruff, an unknown one is an error: a typo must not silently turn a check off).
+    """
+    import difflib
+
+    rules = list(rules)
+    words = sorted({r.id for r in rules} | {r.name for r in rules} | {r.category for r in rules})
+    out = []
+    for pattern in dict.fromkeys(patterns):
+        if pattern and any(_selected(r, (pattern,)) for r in rules):
+            continue
+        close = difflib.get_close_matches(pattern, words, n=1, cutoff=0.0) if pattern else []
+        hint = f": did you mean {close[0]!r}?" if close else ""
+        out.append(f"unknown rule selector {pattern!r}{hint} (use a rule code, code prefix, rule name "
+                   "or category; `opscan rules` lists them)")
+    return out
 
 
 def _selected(rule: Rule, patterns: tuple[str, ...]) -> bool:
@@ -350,6 +475,7 @@ def load_rules(extra_dirs=(), select=(), ignore=(), builtin: bool = True) -> Rul
         builtin: load the shipped rules too.
     Raises:
         RuleError: a file that does not load, or an id or name used twice.
+        UsageError: a `select` or `ignore` entry that selects no rule (see unknown_selectors).
     """
     rules: list[Rule] = load_rule_dir(rules_dir()) if builtin else []
     for extra in extra_dirs:
@@ -364,6 +490,9 @@ def load_rules(extra_dirs=(), select=(), ignore=(), builtin: bool = True) -> Rul
             raise RuleError(f"rule name {rule.name} is also used by {seen_name[rule.name]}", path=rule.path)
         seen_id[rule.id] = rule.path
         seen_name[rule.name] = rule.path
+    problems = unknown_selectors(rules, [*select, *ignore])
+    if problems:
+        raise UsageError(problems[0] if len(problems) == 1 else "; ".join(problems))
     chosen = [r for r in rules if r.status != "removed"]
     if select:
         chosen = [r for r in chosen if _selected(r, tuple(select)) or r.category == "input"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
 from opscan.scan import positions as P
@@ -32,6 +32,8 @@ class Hit:
     value: str = ""
     name: str = ""
     guarded: bool = False
+    subject: str = ""   # Finding.subject (see NOTE [subjects])
+    task: str = ""      # overrides the rule's task kind (an import of a kernel's own language)
 
 
 @dataclass
@@ -62,6 +64,7 @@ class Visitor:
         self.instances: dict[str, tuple[Rule, tuple[str, ...]]] = {}
         self.depth = 0
         self._idiom: dict[int, bool] = {}
+        self._calls: dict[int, ast.Call] = {}   # id(func node) -> its call, for kernel names
         self.hot: list[int] = []
         self.failures: list[tuple[int, Rule | None, BaseException]] = []  # NOTE [one rule, one file]
 
@@ -78,7 +81,22 @@ class Visitor:
                 if const.used or P.DEVICE_NAME.match(const.name):
                     for node, value in const.values:
                         self._strings("device-constant", [(node, value)], const.guarded)
+        self._kernel_languages()
         return self.hits
+
+    def _kernel_languages(self) -> None:
+        """An import of the package a kernel in this file is written with (`import triton` next to
+        `@triton.jit`) is part of that kernel's port: its hit gets task `kernel` and the kernel's
+        name. Other libraries (flash_attn next to a Triton kernel) stay library tasks."""
+        languages: dict[str, str] = {}
+        for hit in self.hits:
+            if hit.rule.task == "kernel":
+                for symbol in (hit.value, hit.name):
+                    if "." in symbol:
+                        languages.setdefault(symbol.split(".", 1)[0], hit.subject)
+        if languages:
+            self.hits = [replace(h, task="kernel", subject=languages[h.subject])
+                         if h.rule.task == "library" and h.subject in languages else h for h in self.hits]
 
     def _hot_lines(self, extra: frozenset[str]) -> None:
         """The lines holding a token, an import, or one of the file's `extra` names (whole words)."""
@@ -151,12 +169,16 @@ class Visitor:
                     self.instances[local] = (rule, methods)
 
     # -- reporting ---------------------------------------------------------------------------
-    def _hit(self, rule: Rule, node: ast.AST, guarded: bool, value: str = "", name: str = "") -> None:
+    def _hit(self, rule: Rule, node: ast.AST, guarded: bool, value: str = "", name: str = "",
+             subject: str | None = None) -> None:
+        """Record a hit; `subject` defaults to the matched string value, else the matched name."""
         key = (rule.id, id(node))
         if key in self._seen:
             return
         self._seen.add(key)
-        self.hits.append(Hit(rule, node, value, name, guarded))
+        if subject is None:
+            subject = value or name
+        self.hits.append(Hit(rule, node, value, name, guarded, subject))
 
     def _strings(self, context: str, values, guarded: bool) -> None:
         for regex, rule in self.c.strings.get(context, ()):
@@ -239,15 +261,15 @@ class Visitor:
         for pats, rule in self.c.imports:
             for candidate in modules + members:
                 if local or candidate.split(".", 1)[0] in self.packages:
-                    break   # the scanned project's own code, not the third-party library
+                    continue   # the scanned project's own code (`import mypkg, cupy` still checks cupy)
                 if pats.matches(candidate):
-                    self._hit(rule, node, g, name=candidate if candidate in modules else candidate)
+                    self._hit(rule, node, g, name=candidate, subject=candidate.split(".", 1)[0])
                     break
         for regex, rule in self.c.extensions:
             for candidate in modules + members:
                 declared = any(candidate == d or candidate.endswith("." + d) for d in self.extensions)
                 if declared or (regex is not None and candidate in modules and regex.search(candidate)):
-                    self._hit(rule, node, g, name=candidate)
+                    self._hit(rule, node, g, name=candidate, subject=candidate.rsplit(".", 1)[-1])
                     break
 
     def v_name(self, node, g: bool) -> None:
@@ -260,7 +282,8 @@ class Visitor:
             return
         for pats, rule, _ in self.c.names:
             if pats.matches(name):
-                self._hit(rule, node, g, name=name)
+                subject = _kernel_name(self._calls.get(id(node)), name) if rule.task == "kernel" else name
+                self._hit(rule, node, g, name=name, subject=subject)
 
     def v_call(self, node: ast.Call, g: bool) -> None:
         func = node.func
@@ -306,7 +329,8 @@ class Visitor:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in self.instances:
             rule, methods = self.instances[func.value.id]
             if func.attr in methods:
-                self._hit(rule, node, g, name=f"{func.value.id}.{func.attr}")
+                self._hit(rule, node, g, name=f"{func.value.id}.{func.attr}", subject=_kernel_name(node, ""))
+        self._calls[id(func)] = node
         self._body(node, g)
 
     @staticmethod
@@ -370,7 +394,7 @@ class Visitor:
             for pats, launch, rule in self.c.decorators:
                 if name and rule.id not in seen_rules and pats.matches(name):
                     seen_rules.add(rule.id)
-                    self._hit(rule, decorator, g, value=name, name=node.name)
+                    self._hit(rule, decorator, g, value=name, name=node.name, subject=node.name)
                     if launch and self.depth:
                         self.kernels[node.name] = rule
         if not isinstance(node, ast.ClassDef):
@@ -451,6 +475,38 @@ class Visitor:
             return leaf in P.BACKEND_CALL_NAMES
         leaf = P.target_name(expr)
         return bool(leaf and P.BACKEND_NAME.match(leaf))
+
+
+# NOTE [subjects]
+# A hit's subject is what matched, as structured data for the planner and the reports: the string
+# for string and keyword-value matchers ("cuda:0", "nccl", "CUDA_VISIBLE_DEVICES"), the resolved
+# symbol for name matchers (torch.cuda.synchronize), the method for method matchers (cuda), the top-level
+# package for import matchers (flash_attn). For rules of task `kernel` it is the kernel's own name
+# where the code states it (decorated function, `name=` or the first identifier string argument
+# of the build/registration call, the op of an "ns::op" string, the op of `torch.ops.ns.op`, the
+# extension module), else "" (the planner then groups the kernel by file).
+_OP_STRING = re.compile(r"^[A-Za-z_]\w*::([A-Za-z_]\w*)(?:\.\w+)?$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][\w.]*$")
+
+
+def _kernel_name(call: ast.Call | None, symbol: str) -> str:
+    """The kernel name a call states (see NOTE [subjects]); "" when it states none."""
+    if call is not None:
+        strings = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        for text in strings:
+            match = _OP_STRING.match(text)
+            if match:
+                return match[1]
+        named = P.keyword_value(call, "name")
+        if isinstance(named, ast.Constant) and isinstance(named.value, str) and _IDENTIFIER.match(named.value):
+            return named.value.rsplit(".", 1)[-1]
+        for text in strings:
+            if _IDENTIFIER.match(text):
+                return text.rsplit(".", 1)[-1]
+    parts = symbol.split(".")
+    if len(parts) == 4 and parts[:2] == ["torch", "ops"]:
+        return parts[3]
+    return ""
 
 
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from)[ \t]", re.M)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import importlib.util
 
-from opscan.errors import TraceError
+from opscan.errors import MissingDependencyError
 
 INSTALL_HINT = "pip install 'opscan[trace]' (and pin torch to the version you train with)"
 
 if importlib.util.find_spec("torch") is None:
-    raise TraceError(f"tracing needs PyTorch, which is not installed: {INSTALL_HINT}")
+    raise MissingDependencyError(f"tracing needs PyTorch, which is not installed: {INSTALL_HINT}", "torch")
 
 MODES = ("train", "inference", "both")
 DEVICES = ("neuron", "cpu", "cuda", "meta")

@@ -18,6 +18,8 @@ SDPA_POLICIES = {
             "unless it registers an SDPA kernel choice in C++",
     "overrideable": "aten::_scaled_dot_product_fused_attention_overrideable and its backward, "
                     "the hook PyTorch offers PrivateUse1 backends for a fused attention kernel",
+    "overrideable-4d": "the overrideable kernel when query, key and value are all 4-D, the math "
+                       "decomposition otherwise (TorchNeuron's pre-release _fused_sdp_choice)",
 }
 
 # NOTE [default device profile]
@@ -141,9 +143,19 @@ class SdpaRouter(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func is torch.nn.functional.scaled_dot_product_attention and self.policy == "overrideable":
+        if func is torch.nn.functional.scaled_dot_product_attention and _overrideable(self.policy, args, kwargs):
             return _sdpa_overrideable(*args, **kwargs)
         return func(*args, **kwargs)
+
+
+def _overrideable(policy: str, args, kwargs) -> bool:
+    """Whether the SDPA policy sends this call to the overrideable kernel."""
+    if policy == "overrideable":
+        return True
+    if policy != "overrideable-4d":
+        return False
+    qkv = list(args[:3]) + [kwargs[k] for k in ("query", "key", "value") if k in kwargs]
+    return len(qkv) == 3 and all(isinstance(t, torch.Tensor) and t.dim() == 4 for t in qkv)
 
 
 def _sdpa_overrideable(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from pathlib import Path
 
@@ -36,8 +37,12 @@ def _transformers():
     return transformers
 
 
-def load_config(path_text: str):
-    """The transformers config for `config.json` (or a folder holding one), read offline."""
+def load_config(path_text: str, trust_remote_code: bool = False):
+    """The transformers config for `config.json` (or a folder holding one), read offline.
+
+    A config with `auto_map` (the folder's own configuration/modeling code) is refused unless
+    `trust_remote_code`; with it, transformers imports that code (in the trace's child process).
+    """
     path = Path(path_text)
     if path.is_dir():
         path = path / "config.json"
@@ -49,6 +54,20 @@ def load_config(path_text: str):
     if not model_type:
         raise TargetError("config has no 'model_type'", path=str(path))
     transformers = _transformers()
+    if data.get("auto_map"):
+        if not trust_remote_code:
+            from opscan.discover import NO_TRUST_NOTE
+
+            where = ", ".join(sorted({str(v if isinstance(v, str) else v[0]).split(".")[0] + ".py"
+                                      for v in data["auto_map"].values() if v}))
+            raise TargetError(NO_TRUST_NOTE.format(where=where), path=str(path))
+        try:
+            config = transformers.AutoConfig.from_pretrained(str(path.parent), trust_remote_code=True,
+                                                             local_files_only=True)
+        except Exception as exc:  # noqa: BLE001 - the folder's own code failed
+            raise TargetError(f"the folder's configuration code failed: {type(exc).__name__}: {exc}"
+                              .splitlines()[0], path=str(path)) from None
+        return config, path
     data = {k: v for k, v in data.items() if k != "model_type"}
     try:
         config = transformers.AutoConfig.for_model(model_type, **data)
@@ -61,6 +80,13 @@ def load_config(path_text: str):
 def _model_class(config, path: Path):
     transformers = _transformers()
     archs = getattr(config, "architectures", None) or []
+    auto_map = getattr(config, "auto_map", None) or {}
+    if auto_map:   # remote code (trusted by the caller): the auto class that maps to it
+        wanted = next((auto for ending, auto in _AUTO if archs and archs[0].endswith(ending)), "AutoModel")
+        name = wanted if wanted in auto_map else next((k for k in sorted(auto_map) if k.startswith("AutoModel")), "")
+        if not name:
+            raise TargetError("auto_map names no AutoModel class", path=str(path))
+        return getattr(transformers, name)
     if archs:
         arch = archs[0]
         cls = getattr(transformers, arch, None)
@@ -74,11 +100,14 @@ def _model_class(config, path: Path):
     return transformers.AutoModel
 
 
-def build_hf(path_text: str, *, batch: int | None, seq_len: int | None) -> Built:
+def build_hf(path_text: str, *, batch: int | None, seq_len: int | None,
+             trust_remote_code: bool = False) -> Built:
     """Build the config's architecture with empty weights and generate inputs for its task."""
-    config, path = load_config(path_text)
+    config, path = load_config(path_text, trust_remote_code)
     cls = _model_class(config, path)
     make = cls.from_config if hasattr(cls, "from_config") else cls
+    if getattr(config, "auto_map", None):
+        make = functools.partial(cls.from_config, trust_remote_code=True)
     with default_dtype(config_dtype(config)):
         try:
             model = build_empty(lambda: make(config))

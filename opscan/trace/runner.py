@@ -14,6 +14,7 @@ from opscan.errors import TraceError, UsageError
 from opscan.model import DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES, StandIn
 from opscan.trace import device as devices
 from opscan.trace import fsdp as fsdps
+from opscan.trace import logs
 from opscan.trace import step as steps
 from opscan.trace.recorder import MAX_SOURCES, Recorder
 from opscan.trace.sources import SourceFinder
@@ -33,8 +34,13 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
                  profile: DeviceProfile | None = None, optimizer: str = "adamw",
                  optimizer_impl: str | None = None, amp: str | None = None, inputs=(),
                  batch: int | None = None, seq_len: int | None = None,
-                 project_root: str | None = None, fsdp: int | None = None) -> ModelTrace:
+                 project_root: str | None = None, fsdp: int | None = None,
+                 trust_remote_code: bool = False) -> ModelTrace:
     """Trace `target` on fake tensors and return the ops it dispatches (see docs/trace.md)."""
+    if target.startswith("pt2:"):   # an exported program: read, never run (opscan/trace/export.py)
+        from opscan.trace.export import trace_export
+
+        return trace_export(target, profile=profile, project_root=project_root, device=device)
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
     if device not in devices.DEVICES:
@@ -55,7 +61,19 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
         if amp is not None:
             devices.ensure_autocast()
     started = time.perf_counter()
-    built = build(target, batch=batch, seq_len=seq_len, inputs=specs, project_root=project_root)
+    with logs.captured():   # torch's log records stay off the terminal (see opscan/trace/logs.py)
+        result = _build_and_run(target, mode, device, profile, optimizer, optimizer_impl, amp,
+                                batch, seq_len, specs, project_root, fsdp, trust_remote_code)
+    return ModelTrace(target=target, mode=mode, device=device, ops=result.ops,
+                      stand_ins=result.stand_ins, complete=result.complete,
+                      stopped_at=result.stopped_at, seconds=round(time.perf_counter() - started, 3),
+                      supplied_fakes=result.supplied)
+
+
+def _build_and_run(target, mode, device, profile, optimizer, optimizer_impl, amp, batch, seq_len,
+                   specs, project_root, fsdp, trust_remote_code=False) -> _Result:
+    built = build(target, batch=batch, seq_len=seq_len, inputs=specs, project_root=project_root,
+                  trust_remote_code=trust_remote_code)
     with _fsdp_group(fsdp, device) as mesh:
         tracer = _Tracer(built, device, profile, project_root, mesh)
         if mode == "both":
@@ -64,9 +82,7 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
             result = _merge(target, device, inference, train)
         else:
             result = tracer.run(mode, optimizer, optimizer_impl, amp)
-    return ModelTrace(target=target, mode=mode, device=device, ops=result.ops,
-                      stand_ins=result.stand_ins, complete=result.complete,
-                      stopped_at=result.stopped_at, seconds=round(time.perf_counter() - started, 3))
+    return result
 
 
 def _fsdp_group(fsdp: int | None, device: str):
@@ -155,7 +171,8 @@ class _Tracer:
         finally:
             for hook in hooks:
                 hook.remove()
-        return _Result(recorder.usages(mode), recorder.stand_in_list(), not stopped, stopped)
+        return _Result(recorder.usages(mode), recorder.stand_in_list(), not stopped, stopped,
+                       tuple(sorted(recorder.supplied)))
 
     def _step(self, mode, recorder, opt, amp) -> str:
         try:
@@ -185,8 +202,9 @@ class _Tracer:
 
 
 class _Result:
-    def __init__(self, ops, stand_ins, complete, stopped_at):
+    def __init__(self, ops, stand_ins, complete, stopped_at, supplied=()):
         self.ops, self.stand_ins, self.complete, self.stopped_at = ops, stand_ins, complete, stopped_at
+        self.supplied = supplied
 
 
 _HINTS = (
@@ -206,6 +224,11 @@ _HINTS = (
 )
 
 
+# Every hint follows "try: " in the message, so none starts with "try" itself.
+DEFAULT_HINT = ("--device cpu or --mode inference, to see whether the problem is device- or "
+                "backward-specific; set OPSCAN_TRACE_DEBUG=1 for the full traceback")
+
+
 def _stopped(exc: BaseException, recorder: Recorder, finder: SourceFinder) -> str:
     """`<op> at <file>:<line>: <why>; try: <hint>` for an exception that ended the trace."""
     where = None
@@ -223,9 +246,7 @@ def _stopped(exc: BaseException, recorder: Recorder, finder: SourceFinder) -> st
     if len(why) > 200:
         why = why[:197] + "..."
     text = f"{type(exc).__name__} {exc}"
-    hint = next((h for key, h in _HINTS if key in text),
-                "try --device cpu or --mode inference to see whether the problem is device- or "
-                "backward-specific; set OPSCAN_TRACE_DEBUG=1 for the full traceback")
+    hint = next((h for key, h in _HINTS if key in text), DEFAULT_HINT)
     if os.environ.get("OPSCAN_TRACE_DEBUG"):
         traceback.print_exception(exc)
     op = op[: -len(".default")] if op.endswith(".default") else op
@@ -257,5 +278,6 @@ def _merge(target: str, device: str, inference: _Result, train: _Result) -> _Res
                         if r.stopped_at)
     ordered = tuple(sorted(stand_ins.values(),
                            key=lambda s: (s.op, s.source or OpSource("", 0), s.kind, s.value)))
-    return _Result(tuple(by_name[k] for k in sorted(by_name)), ordered, not stopped, stopped)
+    supplied = tuple(sorted(set(inference.supplied) | set(train.supplied)))
+    return _Result(tuple(by_name[k] for k in sorted(by_name)), ordered, not stopped, stopped, supplied)
 

@@ -120,17 +120,21 @@ def empty_weights():
 
 
 def build(target: str, *, batch: int | None, seq_len: int | None, inputs: tuple[InputSpec, ...],
-          project_root: str | None) -> Built:
-    """Import/construct the target with empty weights and gather its example inputs."""
+          project_root: str | None, trust_remote_code: bool = False) -> Built:
+    """Import/construct the target with empty weights and gather its example inputs.
+
+    `trust_remote_code` lets an hf: folder whose config.json has `auto_map` run its own modeling
+    code (only ever inside the trace's child process); without it such a folder is refused.
+    """
     if target.startswith("hf:"):
         from opscan.trace.hf import build_hf
         where = target[3:]
         # A relative path is looked up like a file target: here first, then in the project.
         if not Path(where).is_absolute() and project_root and not Path(where).exists():
             where = str(Path(project_root) / where)
-        built = build_hf(where, batch=batch, seq_len=seq_len)
+        built = build_hf(where, batch=batch, seq_len=seq_len, trust_remote_code=trust_remote_code)
     elif target.startswith("timm:"):
-        built = _build_timm(target[5:], batch=batch)
+        built = _build_timm(target[5:], batch=batch, project_root=project_root)
     else:
         built = _build_object(target, batch=batch, seq_len=seq_len, project_root=project_root)
     return _override(built, inputs, target)
@@ -140,7 +144,7 @@ def _split(target: str) -> tuple[str, str]:
     where, sep, name = target.rpartition(":")
     if not sep or not where or not name:
         raise TargetError(f"bad target {target!r}: expected path/to/file.py:NAME, package.module:NAME, "
-                          "hf:PATH or timm:NAME")
+                          "hf:PATH, timm:NAME or pt2:FILE")
     return where, name
 
 
@@ -252,7 +256,33 @@ def _parameters(fn) -> set[str]:
         return set()
 
 
-def _build_timm(name: str, *, batch) -> Built:
+def _timm_folder(name: str, project_root: str | None) -> tuple[str, dict, dict] | None:
+    """(architecture, create_model kwargs, pretrained_cfg) of a timm model folder's config.json."""
+    if not any(sep in name for sep in ("/", os.sep)) and not name.endswith(".json") and name != ".":
+        return None   # a timm model name, not a folder
+    path = Path(name)
+    if not path.is_absolute() and project_root and not path.exists():
+        path = Path(project_root) / path
+    if path.is_dir():
+        path = path / "config.json"
+    if not path.is_file():
+        raise TargetError("no config.json here (timm: takes a model name or a folder holding a timm "
+                          "config.json)", path=str(path))
+    data = read_json(path)
+    arch = data.get("architecture")
+    if not isinstance(arch, str) or not arch:
+        raise TargetError("config has no 'architecture' (a timm config.json names its model there)",
+                          path=str(path))
+    kwargs = dict(data["model_args"]) if isinstance(data.get("model_args"), dict) else {}
+    if isinstance(data.get("num_classes"), int) and not isinstance(data.get("num_classes"), bool):
+        kwargs.setdefault("num_classes", data["num_classes"])
+    cfg = data.get("pretrained_cfg") if isinstance(data.get("pretrained_cfg"), dict) else {}
+    return arch, kwargs, cfg
+
+
+def _build_timm(name: str, *, batch, project_root: str | None = None) -> Built:
+    folder = _timm_folder(name, project_root)
+    arch, extra, folder_cfg = folder if folder is not None else (name, {}, {})
     try:
         import timm
     except Exception as exc:  # noqa: BLE001 - timm raises various errors when torchvision is absent
@@ -260,13 +290,14 @@ def _build_timm(name: str, *, batch) -> Built:
                           f"({type(exc).__name__}: {exc})".splitlines()[0]
                           + "; install them, e.g. pip install timm torchvision==<the matching version>"
                           ) from None
-    if name not in timm.list_models() and name.split(".")[0] not in timm.list_models():
-        raise TargetError(f"timm has no model {name!r}")
+    if arch not in timm.list_models() and arch.split(".")[0] not in timm.list_models():
+        raise TargetError(f"timm has no model {arch!r}")
     try:
-        model = build_empty(lambda: timm.create_model(name, pretrained=False))
+        model = build_empty(lambda: timm.create_model(arch, pretrained=False, **extra))
     except Exception as exc:  # noqa: BLE001
         raise TargetError(f"timm:{name}: building the model failed: {exc}".splitlines()[0]) from None
-    cfg = getattr(model, "pretrained_cfg", None) or getattr(model, "default_cfg", {}) or {}
+    cfg = folder_cfg if "input_size" in folder_cfg else \
+        getattr(model, "pretrained_cfg", None) or getattr(model, "default_cfg", {}) or {}
     channels, height, width = cfg.get("input_size", (3, 224, 224))
     b = batch or 2
     pixels = torch.randn(b, channels, height, width)

@@ -8,9 +8,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from opscan.model import ModelTrace, OpSource, OpUsage, StandIn
-from opscan.zoo.isolate import Outcome
+from opscan.zoo.jobs import Outcome
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2   # 2: traces carry supplied_fakes; older traces stopped where opscan now supplies a kernel
 # Outcomes that depend on the limits or the machine's load are traced again on the next run.
 UNCACHED = frozenset({"timeout", "out-of-memory", "crash"})
 
@@ -38,7 +38,8 @@ def trace_from_dict(data: dict) -> ModelTrace:
                            "modes": tuple(u["modes"]),
                            "sources": tuple(_source(s) for s in u["sources"])}) for u in data["ops"])
     stand_ins = tuple(StandIn(**{**s, "source": _source(s.get("source"))}) for s in data["stand_ins"])
-    return ModelTrace(**{**data, "ops": ops, "stand_ins": stand_ins})
+    return ModelTrace(**{**data, "ops": ops, "stand_ins": stand_ins,
+                         "supplied_fakes": tuple(data.get("supplied_fakes", ()))})
 
 
 class Cache:

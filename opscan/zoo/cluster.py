@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 
 from opscan.errors import UsageError
-from opscan.zoo.isolate import Job, Outcome, run_isolated
+from opscan.zoo.jobs import Job, Outcome, trace_job
 
 ENV_VAR = "DASK_SCHEDULER_ADDRESS"
 
@@ -39,9 +39,7 @@ def run_on_dask(jobs: list[Job], tracer: str, address: str, workers: int, limits
         except (OSError, TimeoutError) as exc:
             raise UsageError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
     try:
-        futures = client.map(run_isolated, jobs, tracer=tracer, timeout=limits.timeout,
-                             mem_gib=limits.mem_gib, start_method=limits.start_method,
-                             pure=False, key=[f"opscan-zoo-{i}-{job.name}" for i, job in enumerate(jobs)])
+        futures = client.map(trace_job, jobs, tracer=tracer, limits=limits, pure=False, key=[f"opscan-zoo-{i}-{job.name}" for i, job in enumerate(jobs)])
         names = {future.key: job.name for future, job in zip(futures, jobs)}
         for future in as_completed(futures):
             try:

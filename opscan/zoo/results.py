@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from opscan.model import PHASES, ModelTrace
-from opscan.zoo.isolate import Outcome
+from opscan.zoo.jobs import Outcome
 from opscan.zoo.selection import ZooTarget
 
 RUNS = ("native", "limited", "composite")           # statuses that run on the device

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from importlib import metadata
 
 from opscan import __version__
+from opscan.model import DeviceProfile
 from opscan.zoo.cache import UNCACHED, Cache
-from opscan.zoo.isolate import DEFAULT_TRACER, Job, Outcome, run_isolated, tracer_spec
+from opscan.sandbox import Limits, default_max_memory
+from opscan.zoo.jobs import DEFAULT_TRACER, Job, Outcome, trace_job, tracer_spec
 from opscan.zoo.results import (
     OpStat,
     Row,
@@ -24,13 +26,14 @@ from opscan.zoo.results import (
 from opscan.zoo.selection import ZooTarget
 
 
-@dataclass(frozen=True)
-class Limits:
-    """How each isolated trace is run."""
+# Each model is traced in a forkserver child (torch and transformers preloaded once) under these
+# limits unless the caller gives others: opscan zoo's --timeout default, and opscan's one
+# --max-memory default (3/4 of physical memory, never above an existing limit).
+ZOO_TIMEOUT = 300.0
 
-    timeout: float = 300.0
-    mem_gib: float = 8.0
-    start_method: str = "forkserver"
+
+def default_limits() -> Limits:
+    return Limits(timeout=ZOO_TIMEOUT, max_memory=default_max_memory(), start_method="forkserver")
 
 
 @dataclass(frozen=True)
@@ -65,14 +68,13 @@ def trace_key(target: ZooTarget, options: dict, tracer: str, tools: dict[str, st
 def _local(jobs: list[Job], tracer: str, workers: int, limits: Limits) -> Iterator[Outcome]:
     """A process pool: `workers` threads, each supervising one isolated child process at a time."""
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = [pool.submit(run_isolated, job, tracer, limits.timeout, limits.mem_gib,
-                               limits.start_method) for job in jobs]
+        futures = [pool.submit(trace_job, job, tracer, limits) for job in jobs]
         for future in as_completed(futures):
             yield future.result()
 
 
 def run_zoo(targets: list[ZooTarget], coverage, *, options: dict | None = None,
-            tracer: str | Callable = DEFAULT_TRACER, workers: int = 2, limits: Limits = Limits(),
+            tracer: str | Callable = DEFAULT_TRACER, workers: int = 2, limits: Limits | None = None,
             cache: Cache | None = None, cluster: str | None = None,
             progress: Callable[[int, int, Row], None] | None = None) -> ZooRun:
     """Trace every target in isolation (or take it from the cache) and judge it against `coverage`.
@@ -81,6 +83,7 @@ def run_zoo(targets: list[ZooTarget], coverage, *, options: dict | None = None,
     `cluster` is a Dask scheduler address (or "local" for a LocalCluster); None runs locally.
     """
     options = dict(options or {})
+    limits = limits or default_limits()
     spec = tracer_spec(tracer)
     tools = toolchain()
     cache = cache or Cache(None, enabled=False)
@@ -133,7 +136,8 @@ def run_zoo(targets: list[ZooTarget], coverage, *, options: dict | None = None,
             done(row)
 
     ordered = tuple(rows[t.name] for t in sorted(targets, key=lambda t: t.name) if t.name in rows)
-    meta = {"backend": coverage.name, "tools": tools, "options": options, "workers": workers,
-            "engine": engine, "timeout": limits.timeout, "mem_gib": limits.mem_gib,
+    shown = {k: (v.name if isinstance(v, DeviceProfile) else v) for k, v in options.items()}   # JSON-able
+    meta = {"backend": coverage.name, "tools": tools, "options": shown, "workers": workers,
+            "engine": engine, "timeout": limits.timeout, "max_memory": limits.max_memory,
             "wall_seconds": round(time.perf_counter() - start, 1), **stats}
     return ZooRun(ordered, tuple(op_stats(list(ordered), coverage)), meta)

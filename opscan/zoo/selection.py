@@ -70,6 +70,15 @@ def _hf_spec(spec: str, config_dir: Path, layers: int | None, dtype: str | None)
         with _quiet_transformers():
             return [write_default_config(model_type, cls, family, config_dir, layers, dtype)
                     for model_type, cls in family_models(family).items()]
+    family, _, model_type = rest.partition("/")
+    if model_type and family in family_names() and not Path(rest).exists():
+        family = "base" if family == "*" else family
+        classes = family_models(family)
+        if model_type not in classes:
+            raise UsageError(f"hf:{family} has no model type '{model_type}' (hf:{family} lists "
+                             f"{len(classes)}; e.g. {', '.join(list(classes)[:3])})")
+        with _quiet_transformers():
+            return [write_default_config(model_type, classes[model_type], family, config_dir, layers, dtype)]
     if rest in CONFIG_MAPPING_NAMES:  # one model type, built with its base class
         cls = _mapping("base").get(rest, "")
         return [write_default_config(rest, cls, "base", config_dir, layers, dtype)]

@@ -90,3 +90,76 @@ def test_newer_format_and_bad_files_are_clear_errors(tmp_path):
         baseline.load(path)
     with pytest.raises(InputError, match="not found"):
         baseline.load(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize("snippet", [
+    'x = x.to("cuda")  # TODO: port',             # a trailing comment
+    '        x = x.to("cuda")',                     # reindented
+    'x = x.to( "cuda" )',                           # spacing between tokens
+    'x = x.to("cuda")  # opscan: see "x.to(cpu)"',
+])
+def test_comments_and_whitespace_do_not_make_a_finding_new(tmp_path, snippet):
+    path = tmp_path / "base.json"
+    baseline.write(path, BEFORE, "0.1.0")
+    changed = (replace(BEFORE[0], snippet=snippet),) + BEFORE[1:]
+    applied = baseline.apply(changed, baseline.load(path))
+    assert applied.new == () and applied.known == 3 and applied.stale == ()
+
+
+@pytest.mark.parametrize("snippet", [
+    'x = x.to("cuda:1")',                            # the code changed
+    'x = x.to("cu da")',                             # inside a string, whitespace is code
+    'x = x.to("cuda # not a comment")',              # a `#` inside a string is not a comment
+    'x = y.to("cuda")',
+])
+def test_changing_the_code_makes_it_new(tmp_path, snippet):
+    path = tmp_path / "base.json"
+    baseline.write(path, BEFORE, "0.1.0")
+    changed = (replace(BEFORE[0], snippet=snippet),) + BEFORE[1:]
+    applied = baseline.apply(changed, baseline.load(path))
+    assert [f.snippet for f in applied.new] == [snippet] and len(applied.stale) == 1
+
+
+def test_code_of_uses_the_tokenizer():
+    assert baseline.code_of('    y = f("a # b", c)  # TODO') == 'y = f ( "a # b" , c )'
+    assert baseline.code_of('model.to("cuda",  # first line of a call') == 'model . to ( "cuda" ,'
+    assert baseline.code_of('x = """cuda  # docs') == 'x = """cuda#docs'
+
+
+def test_non_python_lines_compare_without_whitespace(tmp_path):
+    cu = _f("k.cu", 1, "#include <cuda.h>", rule="OPS308")
+    path = tmp_path / "base.json"
+    baseline.write(path, (cu,), "0.1.0")
+    assert baseline.apply((replace(cu, snippet="#include  <cuda.h>"),), baseline.load(path)).known == 1
+    assert len(baseline.apply((replace(cu, snippet="#include <cuda_runtime.h>"),), baseline.load(path)).new) == 1
+
+
+def test_a_format_1_baseline_is_still_read_and_matched(tmp_path):
+    path = tmp_path / "old.json"
+    entries = [{"fingerprint": fp, "rule": f.rule, "path": f.location.path, "line": f.location.line,
+                "message": f.message} for f, fp in baseline.fingerprints(BEFORE, version=1)]
+    path.write_text(json.dumps({"opscan_baseline": 1, "tool_version": "0.1.0", "entries": entries}))
+    loaded = baseline.load(path)
+    assert {e.version for e in loaded} == {1}
+    applied = baseline.apply(BEFORE, loaded)
+    assert applied.new == () and applied.known == 3
+    baseline.write(path, BEFORE, "0.2.0")            # `opscan baseline` rewrites it in the new format
+    assert json.loads(path.read_text())["opscan_baseline"] == baseline.BASELINE_VERSION == 2
+
+
+def test_the_fingerprints_differ_between_formats():
+    v1 = [fp for _, fp in baseline.fingerprints(BEFORE, version=1)]
+    v2 = [fp for _, fp in baseline.fingerprints(BEFORE)]
+    assert set(v1).isdisjoint(v2)
+
+
+def test_a_todo_comment_on_a_baselined_line_passes_the_gate(tmp_path, run_cli):
+    source = 'import torch\n\n\ndef train(model):\n    model = model.to("cuda")\n    return model\n'
+    (tmp_path / "train.py").write_text(source)
+    base = tmp_path / "baseline.json"
+    assert run_cli("baseline", str(tmp_path), "--output", str(base))[0] == 0
+    (tmp_path / "train.py").write_text('import torch\n\n\ndef train(model):\n  # reindented by two\n'
+                                       '  model = model.to( "cuda" )  # TODO: port\n  return model\n')
+    assert run_cli(str(tmp_path), "--no-trace", "--baseline", str(base))[0] == 0
+    (tmp_path / "train.py").write_text(source.replace('to("cuda")', 'to("cuda:1")'))
+    assert run_cli(str(tmp_path), "--no-trace", "--baseline", str(base))[0] == 1

@@ -12,16 +12,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reporters"))
 import reporters_sample as sample  # noqa: E402
 
 from opscan.config import CostConfig
-from opscan.model import Coverage, Finding, Location, ModelTrace, OpSource, OpUsage
+from opscan.model import Coverage, Evidence, Finding, Location, ModelTrace, OpSource, OpUsage
 from opscan.plan import build_tasks, total_days
 from opscan.plan.measure import kernel_sources
 from opscan.plan.ordering import graph
-from opscan.plan.verdict import verdict
+from opscan.verdict import judge
+
+
+def verdict(report):
+    """The verdict as the analysis judges it (baseline left out: these tests are about the plan)."""
+    return judge(replace(report, baseline=None))
 
 
 def _pin(path: str, line: int, text: str = 'x.to("cuda")') -> Finding:
     return Finding("OPS101", "hardcoded-cuda-device", "device-string", "error", "pinned",
-                   Location(path, line), snippet=text)
+                   Location(path, line), snippet=text, task="device-agnostic", subject="cuda")
 
 
 def test_grouped_by_fix_not_by_file():
@@ -81,11 +86,11 @@ def test_kernel_effort_scales_with_kernel_size(tmp_path):
     (tmp_path / "tri.py").write_text("import triton\n\n@triton.jit\ndef add_kernel(x):\n    a = 1\n    b = 2\n    return a\n")
     findings = (
         Finding("OPS301", "cuda-extension-load", "custom-kernel", "error", "m", Location("ops/ext.py", 2),
-                snippet="big = load("),
+                snippet="big = load(", task="kernel"),
         Finding("OPS301", "cuda-extension-load", "custom-kernel", "error", "m", Location("ops/tiny.py", 1),
-                snippet="small = load(name='tiny', sources=['ops/small.cu'])"),
+                snippet="small = load(name='tiny', sources=['ops/small.cu'])", task="kernel", subject="tiny"),
         Finding("OPS302", "triton-kernel", "custom-kernel", "error", "m", Location("tri.py", 3),
-                snippet="@triton.jit"),
+                snippet="@triton.jit", task="kernel"),
     )
     sizes = kernel_sources(tmp_path, findings)
     assert sizes == {findings[0].location: (("ops/scan.cu", 300), ("name:selective_scan", 0)),
@@ -120,11 +125,13 @@ def test_kernel_findings_sharing_a_source_or_name_are_one_task(tmp_path):
     (tmp_path / "ext.py").write_text("ext = load(name='selective_scan', sources=['csrc/scan.cu'])\n")
     findings = (
         Finding("OPS301", "cpp-extension-build", "custom-kernel", "error", "`load` builds", Location("ext.py", 1),
-                snippet="ext = load(name='selective_scan', sources=['csrc/scan.cu'])"),
+                snippet="ext = load(name='selective_scan', sources=['csrc/scan.cu'])", task="kernel",
+                subject="selective_scan"),
         Finding("OPS308", "cuda-source-file", "custom-kernel", "error", "CUDA source", Location("csrc/scan.cu", 1),
-                snippet="__global__ void k() {}"),
+                snippet="__global__ void k() {}", task="kernel"),
         Finding("OPS303", "torch-library-custom-op", "custom-kernel", "error", "custom operator: `mylib::selective_scan`",
-                Location("ops.py", 4), snippet="@torch.library.custom_op('mylib::selective_scan')"),
+                Location("ops.py", 4), snippet="@torch.library.custom_op('mylib::selective_scan')", task="kernel",
+                subject="selective_scan"),
     )
     trace = ModelTrace("m.py:build", "train", "neuron",
                        (OpUsage("mylib::selective_scan", 2, ("forward",), (), (OpSource("m.py", 9),), custom=True),))
@@ -136,30 +143,33 @@ def test_kernel_findings_sharing_a_source_or_name_are_one_task(tmp_path):
 
 
 def test_verdicts():
-    assert verdict(sample.report()).headline.startswith("blocked by 4 CUDA-pinned sites in 2 files, 1 custom kernel")
+    assert verdict(sample.report()).headline.startswith("blocked by 5 CUDA-pinned sites in 2 files, 1 custom kernel")
     trace = sample.traces()[0]
-    only_fallback = (Coverage("aten::_fused_adamw_", "cpu-fallback"), Coverage("aten::mm", "native"),
-                     Coverage("aten::gelu", "native"), Coverage("aten::embedding_dense_backward", "native"))
+    probed = (Evidence("probed", "registered on torch-neuronx 2.14.3.0"),)
+    only_fallback = (Coverage("aten::_fused_adamw_", "cpu-fallback", probed), Coverage("aten::mm", "native", probed),
+                     Coverage("aten::gelu", "native", probed),
+                     Coverage("aten::embedding_dense_backward", "native", probed))
     clean = sample.report(findings=(), coverage=only_fallback, tasks=build_tasks((), (trace,), only_fallback))
     assert verdict(clean).kind == "fallback"
     assert verdict(clean).headline == "runs with 1 op on CPU fallback"
     native = tuple(replace(c, status="native", confidence="high") for c in only_fallback)
     assert verdict(sample.report(findings=(), coverage=native, tasks=())).headline == "ready"
-    weak = tuple(replace(c, confidence="low") for c in native)
+    snapshot = (Evidence("source-snapshot", "pre-release source, unverified for 2.33"),)
+    weak = tuple(replace(c, confidence="low", evidence=snapshot) for c in native)
     judged = verdict(sample.report(findings=(), coverage=weak, tasks=()))
-    assert judged.kind == "ready" and judged.headline == "ready, if the low-confidence coverage of 4 ops holds"
-    assert any("opscan db probe" in d for d in judged.details)
+    assert judged.kind == "likely"
+    assert judged.headline == "likely — unverified: 4 ops rest on pre-release source; confirm with `opscan db probe`"
     unknown = tuple(replace(c, status="unknown") for c in only_fallback)
     judged = verdict(sample.report(findings=(), coverage=unknown, tasks=()))
     assert judged.kind == "unknown" and "4 ops of unknown status" in judged.headline
     source_only = verdict(sample.report(findings=(), traces=(), coverage=(), tasks=()))
-    assert source_only.headline == "ready" and "no model traced" in source_only.details[0]
+    assert source_only.kind == "unchecked" and "ops: not checked — no model found" in source_only.headline
 
 
 def test_a_guarded_or_warning_only_kernel_does_not_block():
     call = Finding("OPS304", "custom-op-namespace-call", "custom-kernel", "warning",
                    "call into a non-PyTorch operator namespace: `torch.ops.mylib.scan`", Location("m.py", 3),
-                   snippet="y = torch.ops.mylib.scan(x)")
+                   snippet="y = torch.ops.mylib.scan(x)", task="kernel", subject="scan")
     tasks = build_tasks((call,), (), ())
     assert [(t.id, t.priority) for t in tasks] == [("kernel:scan", 2)]
     report = sample.report(findings=(call,), traces=(), coverage=(), tasks=tasks)

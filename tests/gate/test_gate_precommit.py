@@ -104,3 +104,27 @@ def test_try_repo_installs_the_hook_without_torch(tmp_path):
                             capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "1 CUDA-pinned site in 1 file" in result.stdout
+
+
+def test_hook_honours_the_project_config(tmp_path, hook):
+    """ignore, exclude and the baseline in [tool.opscan] apply to the hook as to `opscan PATH`."""
+    repo = _repo(tmp_path, hook)
+    (repo / "pyproject.toml").write_text('[tool.opscan]\nignore = ["OPS201"]\nexclude = ["bench.py"]\n'
+                                         'baseline = "opscan-baseline.json"\n')
+    (repo / "train.py").write_text('import torch\nmodel = torch.nn.Linear(2, 2).to("cuda")\n')
+    subprocess.run([OPSCAN, "baseline", str(repo)], check=True, capture_output=True)
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "config and baseline")
+    (repo / "train.py").write_text('import torch\nmodel = torch.nn.Linear(2, 2).to("cuda")\nsteps = 10\n')
+    (repo / "sync.py").write_text("import torch\ntorch.cuda.synchronize()\n")          # OPS201: ignored
+    (repo / "bench.py").write_text("import torch\nx = torch.zeros(2).cuda()\n")      # excluded
+    _git(repo, "add", "train.py", "sync.py", "bench.py")
+    result = _run(repo, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Passed" in result.stdout
+    # the same staged files with a new pin: the hook blocks, naming only the new one
+    (repo / "sync.py").write_text("import torch\ntorch.cuda.synchronize()\ny = torch.ones(2).to('cuda')\n")
+    _git(repo, "add", "sync.py")
+    result = _run(repo, tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "blocked by 1 CUDA-pinned site in 1 file (new; 1 known hidden by the baseline)" in result.stdout

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from opscan.errors import TargetError, TraceError, UsageError
-from opscan.sandbox import Limits, parse_size, parse_timeout, run_isolated
+from opscan.sandbox import Limits, parse_size, parse_timeout, result_of, run
 
 HERE = Path(__file__).resolve().parent
 
@@ -23,6 +23,11 @@ HERE = Path(__file__).resolve().parent
 @pytest.fixture(autouse=True)
 def _targets_importable(monkeypatch):
     monkeypatch.syspath_prepend(str(HERE))  # the spawned child gets the parent's sys.path
+
+
+def run_isolated(func: str, kwargs: dict, limits: Limits, what: str = "the trace"):
+    """What `opscan trace` does with a child's end: its value, or one raised line."""
+    return result_of(run(func, kwargs, limits), what, limits)
 
 
 def test_result_comes_back_and_model_prints_stay_off_stdout(capfd):

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from opscan.config import CostConfig
 from opscan.model import (
     BaselineStatus, Coverage, Evidence, Finding, Location, ModelTrace, OpSource, OpUsage, Report, RuleInfo,
 )
 from opscan.plan import build_tasks
+from opscan.verdict import judge
 
 URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/best-practices-pytorch-neuron.html"
 
 
-def _finding(rule, name, category, severity, path, line, snippet, message, guarded=False, fix=""):
+def _finding(rule, name, category, severity, path, line, snippet, message, guarded=False, fix="",
+             task="device-agnostic", subject=""):
     col = max(1, len(snippet) - len(snippet.lstrip()) + 1)
     return Finding(rule, name, category, severity, message,
                    Location(path, line, col, line, col + len(snippet.strip())),
-                   fix=fix, guarded=guarded, snippet=snippet)
+                   fix=fix, guarded=guarded, snippet=snippet, task=task, subject=subject)
 
 
 def findings() -> tuple[Finding, ...]:
@@ -28,16 +32,20 @@ def findings() -> tuple[Finding, ...]:
         _finding("OPS102", "cuda-method-call", "device-string", "error", "data/loader.py", 7,
                  "    batch = batch.cuda()", "`.cuda()` pins the tensor to CUDA"),
         _finding("OPS201", "nccl-process-group", "cuda-api", "error", "train.py", 5,
-                 'dist.init_process_group("nccl")', "process group backend 'nccl' does not exist on Trainium"),
+                 'dist.init_process_group("nccl")', "process group backend 'nccl' does not exist on Trainium",
+                 task="distributed-backend", subject="nccl"),
         _finding("OPS210", "cuda-availability-check", "cuda-api", "warning", "train.py", 10,
                  "if torch.cuda.is_available():", "torch.cuda.is_available() is False on Trainium",
                  guarded=True),
         _finding("OPS301", "cuda-extension-load", "custom-kernel", "error", "kernels/scan.py", 4,
-                 'ext = load(name="selective_scan", sources=["scan.cu"])', "builds a CUDA extension"),
+                 'ext = load(name="selective_scan", sources=["scan.cu"])', "builds a CUDA extension",
+                 task="kernel", subject="selective_scan"),
         _finding("OPS401", "cuda-only-import", "cuda-only-lib", "error", "model.py", 3,
-                 "from flash_attn import flash_attn_func", "flash_attn only runs on CUDA"),
+                 "from flash_attn import flash_attn_func", "flash_attn only runs on CUDA",
+                 task="library", subject="flash_attn"),
         _finding("OPS230", "cudnn-flag", "cuda-api", "note", "train.py", 2,
-                 "torch.backends.cudnn.benchmark = True", "cuDNN flags have no effect on Trainium"),
+                 "torch.backends.cudnn.benchmark = True", "cuDNN flags have no effect on Trainium",
+                 task="backend-flags", subject="torch.backends.cudnn.benchmark"),
     )
 
 
@@ -66,8 +74,12 @@ def coverage() -> tuple[Coverage, ...]:
 
 
 def report(**changes) -> Report:
-    f, t, c = findings(), traces(), coverage()
-    tasks = build_tasks(f, t, c, CostConfig(), {f[5].location: (("kernels/scan.cu", 150),)})
+    """The sample report with `changes`; tasks (unless given) and the verdict (unless given) are
+    computed from the changed findings, traces and coverage, as the analysis computes them."""
+    f, t, c = (changes.get("findings", findings()), changes.get("traces", traces()),
+               changes.get("coverage", coverage()))
+    sources = {f[5].location: (("kernels/scan.cu", 150),)} if "findings" not in changes else {}
+    tasks = build_tasks(f, t, c, CostConfig(), sources)
     values = dict(
         root="proj", tool_version="0.1.0", findings=f, traces=t, coverage=c, tasks=tasks,
         backend="torchneuron==2.33.0", files_scanned=5, notes=("torch 2.13.0 traced; backend pairs with 2.13/2.14",),
@@ -78,4 +90,7 @@ def report(**changes) -> Report:
                         fix="Use torch.accelerator.current_accelerator()."),),
     )
     values.update(changes)
-    return Report(**values)
+    report = Report(**values)
+    if "verdict" in changes:
+        return report
+    return replace(report, verdict=judge(report))   # as the analysis does (opscan/app.py)

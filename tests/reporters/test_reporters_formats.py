@@ -74,7 +74,7 @@ def test_sarif_validates_against_the_schema():
 
 def test_sarif_empty_report_is_valid():
     schema = json.loads((SCHEMA if SCHEMA.exists() else SHIPPED_SCHEMA).read_text())
-    empty = replace(sample.report(), findings=(), traces=(), coverage=(), tasks=(), rules=())
+    empty = sample.report(findings=(), traces=(), coverage=(), tasks=(), rules=())
     log = json.loads(_render("sarif", empty))
     jsonschema.validate(log, schema)
     assert log["runs"][0]["results"] == [] and log["runs"][0]["tool"]["driver"]["rules"] == []
@@ -91,25 +91,26 @@ def test_sarif_fingerprint_survives_moved_lines():
 
 def test_github_at_most_10_per_level_most_important_first():
     many = tuple(Finding("OPS101", "hardcoded-cuda-device", "device-string", "error", f"pin {i}",
-                         Location(f"f{i:02}.py", i + 1), guarded=(i < 5), snippet=f"x{i}.cuda()")
+                         Location(f"f{i:02}.py", i + 1), guarded=(i < 5), snippet=f"x{i}.cuda()",
+                         task="device-agnostic")
                  for i in range(25))
-    report = replace(sample.report(), findings=many, traces=(), coverage=())
+    report = sample.report(findings=many, traces=(), coverage=())
     lines = _render("github", report).splitlines()
     errors = [line for line in lines if line.startswith("::error")]
-    assert len(errors) == 10
-    assert "guarded" not in errors[0]
-    assert "f05.py" in errors[0]                       # unguarded before guarded
-    assert "16 more error annotation(s)" in errors[-1]
+    assert len(errors) == 10                           # the blocked verdict takes one error slot
+    assert errors[0].startswith("::error title=opscan verdict%3A blocked::blocked by 25 CUDA-pinned sites in 25 files")
+    assert "guarded" not in errors[1]
+    assert "f05.py" in errors[1]                       # unguarded before guarded
+    assert "17 more error annotation(s)" in errors[-1]
     plain = [line for line in lines if line.startswith("  error file=")]
-    assert len(plain) == 16                            # the rest are still in the log
-    assert lines[0].startswith("::notice title=opscan verdict::blocked by 20 CUDA-pinned sites")
+    assert len(plain) == 17                            # the rest are still in the log
 
 
 def test_github_escapes_properties_and_messages():
     odd = Finding("OPS101", "hardcoded-cuda-device", "device-string", "error", "50% sure,\nsecond line",
                   Location("dir,x/a:b.py", 3, 2), snippet="x")
-    text = _render("github", replace(sample.report(), findings=(odd,), traces=(), coverage=()))
-    line = next(x for x in text.splitlines() if x.startswith("::error"))
+    text = _render("github", sample.report(findings=(odd,), traces=(), coverage=()))
+    line = next(x for x in text.splitlines() if x.startswith("::error file="))
     assert "file=proj/dir%2Cx/a%3Ab.py" in line and line.endswith("::50%25 sure,%0Asecond line")
 
 
@@ -117,7 +118,7 @@ def test_markdown_has_mermaid_graph_and_every_site():
     text = _render("markdown")
     assert "```mermaid" in text and "t1 --> t3" in text
     assert "`train.py`: lines 10, 12, 30" in text
-    assert text.index("**Verdict:") < text.index("## Port tasks") < text.index("## Findings")
+    assert text.index("> **Verdict (blocked):") < text.index("## Port tasks") < text.index("## Findings")
 
 
 def test_json_keeps_the_effort_keys_payback_reads():
@@ -133,7 +134,7 @@ def test_terminal_recap_repeats_the_verdict_with_the_total():
     out = io.StringIO()
     recap(sample.report(), Console(file=out, width=100, color_system=None))
     last = out.getvalue().splitlines()[-1]
-    assert last.startswith("✗ blocked by 4 CUDA-pinned sites") and "8 port task(s), 9.6 engineer-days" in last
+    assert last.startswith("✗ blocked by 5 CUDA-pinned sites") and "8 port task(s), 9.6 engineer-days" in last
 
 
 def test_op_results_only_at_project_files():
@@ -141,5 +142,6 @@ def test_op_results_only_at_project_files():
     results = json.loads(_render("sarif", report))["runs"][0]["results"]
     assert not any(r["ruleId"] == "op/cpu-fallback" for r in results)
     assert any(r["ruleId"] == "op/unsupported" for r in results)
-    line = next(x for x in _render("github", report).splitlines() if "aten::_fused_adamw_" in x)
+    line = next(x for x in _render("github", report).splitlines() if "title=op aten::_fused_adamw_" in x
+                or "title=op aten%3A%3A_fused_adamw_" in x)
     assert line.startswith("::warning title=op ") and "file=" not in line

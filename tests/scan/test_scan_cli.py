@@ -29,7 +29,7 @@ def test_exit_codes_and_fail_on(run_cli, project):
     warn = str(project / "warn_only.py")
     assert run_cli("scan", warn, "--root", str(project))[0] == 0                     # default: error
     assert run_cli("scan", warn, "--root", str(project), "--fail-on", "warning")[0] == 1
-    assert run_cli("scan", str(project), "--fail-on", "never")[0] == 0
+    assert run_cli("scan", str(project), "--exit-zero")[0] == 0      # the `opscan PATH` vocabulary
 
 
 def test_usage_and_input_errors_exit_2(run_cli, project, tmp_path):
@@ -47,7 +47,7 @@ def test_usage_and_input_errors_exit_2(run_cli, project, tmp_path):
 def test_json_contract_paths_relative_sorted(run_cli, project):
     code, out, _ = run_cli("scan", str(project), "--format", "json", "--no-fix-check")
     doc = json.loads(out)
-    assert doc["schema_version"] == 1 and doc["tool"]["name"] == "opscan"
+    assert doc["schema_version"] == 2 and doc["tool"]["name"] == "opscan"
     keys = {"rule", "name", "category", "severity", "message", "path", "line", "column", "end_line", "end_column", "fix"}
     assert all(keys <= set(f) for f in doc["findings"])
     assert [(f["path"], f["line"], f["rule"]) for f in doc["findings"]] == [

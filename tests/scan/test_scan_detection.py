@@ -233,3 +233,35 @@ def test_custom_op_device_types_keyword_is_a_device_position():
         return x
     '''
     assert found(source) == [("OPS303", 4), ("OPS101", 4)]
+
+
+def test_an_import_of_the_own_package_does_not_hide_the_next_module():
+    # `import mypkg, cupy` inside mypkg: mypkg is the project's own code, cupy is still a CUDA-only library
+    files = {"mypkg/__init__.py": "", "mypkg/core.py": "import mypkg, cupy\nfrom mypkg import flash_attn\n"}
+    result = scan_memory(files, RULES)
+    assert [(f.rule, f.location.path, f.location.line, f.subject) for f in result.findings] == [
+        ("OPS401", "mypkg/core.py", 1, "cupy")]
+
+
+@pytest.mark.parametrize("source,rule,task,subject", [
+    ("import torch\ntorch.cuda.synchronize()\n", "OPS201", "device-agnostic", "torch.cuda.synchronize"),
+    ("import torch\nx = torch.zeros(1, device='cuda:1')\n", "OPS101", "device-agnostic", "cuda:1"),
+    ("import torch.distributed as dist\ndist.init_process_group('nccl')\n", "OPS206", "distributed-backend", "nccl"),
+    ("from flash_attn.flash_attn_interface import flash_attn_func\n", "OPS401", "library", "flash_attn"),
+    ("import torch\nlib = torch.library.custom_op('mylib::scan_fwd', mutates_args=())\n", "OPS303", "kernel", "scan_fwd"),
+    ("import torch\ny = torch.ops.mylib.scan(x)\n", "OPS304", "kernel", "scan"),
+    ("from torch.utils.cpp_extension import load\next = load(name='selective_scan', sources=['a.cu'])\n",
+     "OPS301", "kernel", "selective_scan"),
+    ("import cupy\nk = cupy.RawKernel(CODE, 'my_kernel')\n", "OPS307", "kernel", "my_kernel"),
+])
+def test_findings_carry_task_and_subject_from_the_match(source, rule, task, subject):
+    (hit,) = [f for f in findings(source) if f.rule == rule]
+    assert (hit.task, hit.subject) == (task, subject)
+
+
+def test_a_kernel_language_import_joins_its_kernel_but_other_libraries_do_not():
+    source = ("import triton\nimport flash_attn\n\n@triton.jit\ndef add_kernel(x):\n    pass\n")
+    got = sorted((f.rule, f.location.line, f.task, f.subject) for f in findings(source))
+    assert got == [("OPS302", 4, "kernel", "add_kernel"),
+                   ("OPS401", 1, "kernel", "add_kernel"),       # triton: the kernel's own language
+                   ("OPS401", 2, "library", "flash_attn")]

@@ -39,10 +39,14 @@ def test_every_rule_file_loads_and_ids_and_names_are_unique():
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", rule.name)
 
 
-def test_codes_sit_in_their_category_range_and_003_stays_reserved():
+def test_codes_sit_in_their_category_range_and_003_is_the_unused_suppression_rule():
     for rule in ALL:
         assert rule.id.startswith(RANGES[rule.category]), rule.id
-    assert ALL.by_id("OPS003") is None
+    from opscan import suppressions
+
+    ops003 = ALL.by_id("OPS003")
+    assert (ops003.id, ops003.name) == (suppressions.CODE, suppressions.NAME)
+    assert [m.kind for m in ops003.match] == ["input"] and ops003.task == "none"
 
 
 def test_both_example_kinds_present():
@@ -57,7 +61,58 @@ def test_docs_and_fix_present_and_sources_cited():
     for rule in ALL:
         assert rule.what and rule.why and rule.fix_doc and rule.fix
         if rule.category != "input":
-            assert re.search(r"neuron-facts|porting-map|source id|https://", rule.why + rule.fix_doc), rule.id
+            assert rule.sources, f"{rule.id} cites no source"
+
+
+# A file-like citation (`porting-map.md`, `notes/users.md`, `neuron-facts/x.yaml`) outside a URL.
+_FILE_REF = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w-]+\.(?:md|ya?ml|json|txt|rst|csv))\b")
+_URL = re.compile(r"https?://\S+")
+# Names of material only the developers have (the project's ../shared folder), never shipped.
+_PRIVATE = re.compile(r"porting-map|neuron-facts|source ids?\b|notes/", re.I)
+
+
+def _texts(rule):
+    yield "message", rule.message
+    yield "docs.what", rule.what
+    yield "docs.why", rule.why
+    yield "docs.fix", rule.fix_doc
+    yield "fix", rule.fix
+    for i, entry in enumerate(rule.fixes):
+        yield f"fixes[{i}].fix", entry.text
+
+
+@pytest.mark.parametrize("rule", list(ALL), ids=lambda r: f"{r.id}-{r.name}")
+def test_rules_cite_only_public_urls_or_shipped_files(rule):
+    from opscan.scan.rules import shipped_file
+
+    for entry in rule.sources:
+        assert entry.startswith("https://") or shipped_file(entry) is not None, (rule.id, entry)
+    for where, text in _texts(rule):
+        assert not _PRIVATE.search(text), (rule.id, where, _PRIVATE.search(text)[0])
+        for ref in _FILE_REF.findall(_URL.sub(" ", text)):
+            assert shipped_file(ref) is not None, f"{rule.id} {where} cites {ref!r}, which opscan does not ship"
+
+
+def test_the_citation_check_catches_unshipped_files_and_private_notes():
+    assert _FILE_REF.findall("use torch.amp (porting-map.md)") == ["porting-map.md"]
+    text = _URL.sub(" ", "see https://example.org/a/b.md and coverage_db/torchneuron-2.33.0.yaml")
+    assert _FILE_REF.findall(text) == ["coverage_db/torchneuron-2.33.0.yaml"]     # the URL's file is not a citation
+    assert _PRIVATE.search("(neuron-facts torchneuron-2.33.0, source id about)")
+    from opscan.scan.rules import shipped_file
+
+    assert shipped_file("coverage_db/torchneuron-2.33.0.yaml") is not None
+    assert shipped_file("porting-map.md") is None and shipped_file("rules/../README.md") is None
+
+
+def test_plan_task_sources_are_public_urls():
+    from opscan.plan import catalog
+
+    kinds = [*catalog.SOURCE_KINDS, catalog.LIBRARY_KIND, catalog.KERNEL_KIND, catalog.UNSUPPORTED_KIND,
+             catalog.FALLBACK_KIND, catalog.UNKNOWN_KIND]
+    for kind in kinds:
+        assert kind.sources and all(re.fullmatch(r"https://\S+", s) for s in kind.sources), kind.id
+        for text in (kind.title, kind.action, kind.why):
+            assert not _PRIVATE.search(text) and not _FILE_REF.findall(_URL.sub(" ", text)), kind.id
 
 
 def test_generated_reference_has_the_headings_for_every_rule():

@@ -6,10 +6,11 @@ from zoo_fakes import FAKE_TRACER, STATUSES, traced
 
 from opscan.zoo.cache import Cache, trace_from_dict, trace_to_dict
 from opscan.zoo.results import StaticCoverage
-from opscan.zoo.runner import Limits, run_zoo, toolchain, trace_key
+from opscan.sandbox import Limits
+from opscan.zoo.runner import run_zoo, toolchain, trace_key
 from opscan.zoo.selection import ZooTarget
 
-LIMITS = Limits(timeout=3, mem_gib=0, start_method="fork")
+LIMITS = Limits(timeout=3, max_memory=None, start_method="fork")
 
 
 def _targets(*names: str) -> list[ZooTarget]:

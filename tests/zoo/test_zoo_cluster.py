@@ -6,7 +6,8 @@ import pytest
 from zoo_fakes import FAKE_TRACER, STATUSES
 
 from opscan.zoo.results import StaticCoverage
-from opscan.zoo.runner import Limits, run_zoo
+from opscan.sandbox import Limits
+from opscan.zoo.runner import run_zoo
 from opscan.zoo.selection import ZooTarget
 
 distributed = pytest.importorskip("distributed")
@@ -28,7 +29,7 @@ def _targets(*names: str) -> list[ZooTarget]:
 
 def test_cluster_rows_match_local_and_a_segfault_does_not_kill_the_worker(scheduler):
     cov = StaticCoverage("fakeneuron==1.0", STATUSES)
-    limits = Limits(timeout=2, mem_gib=0, start_method="forkserver")
+    limits = Limits(timeout=2, max_memory=None, start_method="forkserver")
     names = ("fake:alpha", "fake:beta", "fake:segfault", "fake:hang")
     remote = run_zoo(_targets(*names), cov, tracer=FAKE_TRACER, workers=2, limits=limits, cluster=scheduler)
     local = run_zoo(_targets(*names), cov, tracer=FAKE_TRACER, workers=2, limits=limits)

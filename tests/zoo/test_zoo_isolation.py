@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from zoo_fakes import FAKE_TRACER
 
-from opscan.zoo.isolate import Job, run_isolated
-from opscan.zoo.runner import Limits, run_zoo
+from opscan.zoo.jobs import Job, trace_job
+from opscan.sandbox import Limits
+from opscan.zoo.runner import run_zoo
 from opscan.zoo.selection import ZooTarget
 
 
@@ -23,7 +24,7 @@ def mixed_run():
     names = ("fake:alpha", "fake:beta", "fake:segfault", "fake:abort", "fake:hang", "fake:nobuild",
              "fake:raises", "fake:gamma")
     return run_zoo(_targets(*names), StaticCoverage("fakeneuron==1.0", STATUSES), tracer=FAKE_TRACER,
-                   workers=2, limits=Limits(timeout=3, mem_gib=0, start_method="forkserver"))
+                   workers=2, limits=Limits(timeout=3, max_memory=None, start_method="forkserver"))
 
 
 def test_every_model_is_a_row_and_failures_say_why(mixed_run):
@@ -70,7 +71,8 @@ def test_memory_cap_turns_a_hog_into_an_out_of_memory_row():
     with open("/proc/self/status") as handle:
         vm_kib = next(int(line.split()[1]) for line in handle if line.startswith("VmSize:"))
     cap = vm_kib / 2**20 + 1.0  # what the test process maps now, plus 1 GiB; the hog wants 4 GiB more
-    outcome = run_isolated(Job("fake:hog", "fake:hog"), FAKE_TRACER, timeout=60, mem_gib=cap, start_method="fork")
+    outcome = trace_job(Job("fake:hog", "fake:hog"), FAKE_TRACER,
+                        Limits(timeout=60, max_memory=int(cap * 2**30), start_method="fork"))
     assert outcome.status == "out-of-memory", outcome
     assert "memory cap" in outcome.error
 

@@ -32,6 +32,9 @@ def section(report: Report, console: Console) -> None:
         if not trace.complete:
             console.print(Text(f"  ! trace stopped early (ops below are those seen until then): "
                                f"{trace.stopped_at}", style="bold yellow"))
+        for op in trace.supplied_fakes:
+            console.print(Text(f"  ~ fake kernel supplied by opscan for {op} (PyTorch's is stricter than "
+                               "the real kernels; shapes only)", style="dim"))
         for stand_in in trace.stand_ins:
             where = f"{stand_in.source.path}:{stand_in.source.line}" if stand_in.source else "?"
             console.print(Text(f"  ~ stand-in: {stand_in.op} ({stand_in.kind}) = {stand_in.value}, "

@@ -20,11 +20,19 @@ def section(report: Report, console: Console) -> None:
         return
     counts = Counter((f.category, f.severity) for f in report.findings)
     guarded = sum(1 for f in report.findings if f.guarded)
+    known = report.baseline.known if report.baseline is not None else None
+    new = "new " if known is not None else ""
     head = Text("Summary", style="bold")
     head.append(f" — {report.files_scanned} file{'s' if report.files_scanned != 1 else ''} scanned, "
-                f"{len(report.findings)} finding{'s' if len(report.findings) != 1 else ''}", style="")
+                f"{len(report.findings)} {new}finding{'s' if len(report.findings) != 1 else ''}", style="")
+    if known is not None:
+        head.append(f", {known} known (hidden by the baseline)", style="")
     if guarded:
         head.append(f" ({guarded} guarded)", style="dim")
+    if report.tasks:   # the same count as the task list and the verdict (NOTE [sites] in opscan/verdict.py)
+        sites = sum(len(t.sites) for t in report.tasks)
+        head.append(f"; {sites} site{'s' * (sites != 1)} in {len(report.tasks)} port "
+                    f"task{'s' * (len(report.tasks) != 1)}", style="")
     console.print(head)
     if report.findings:
         table = Table(show_edge=False, pad_edge=False, expand=False, box=None)
@@ -37,6 +45,8 @@ def section(report: Report, console: Console) -> None:
             if sum(row):
                 table.add_row(category, *[str(n) if n else "·" for n in row], str(sum(row)))
         console.print(table)
+    elif known:
+        console.print(Text(f"No new findings: {known} known, hidden by the baseline {report.baseline.path}."))
     else:
         console.print(Text("No CUDA pins found.", style="green"))
     for note in report.notes:

@@ -1,4 +1,4 @@
-"""Terminal section: the verdict line, first thing on screen, with its caveats."""
+"""Terminal section: the verdict line, first thing on screen, with its caveats (read from the report)."""
 
 from __future__ import annotations
 
@@ -6,41 +6,45 @@ from rich.console import Console
 from rich.text import Text
 
 from opscan.model import Report
-from opscan.plan.verdict import verdict
 
-_STYLE = {"blocked": ("bold red", "✗"), "fallback": ("bold yellow", "!"),
-          "unknown": ("bold yellow", "?"), "ready": ("bold green", "✓")}
+# Only "ready" is green: "likely" (unverified evidence) and "unchecked" (half not checked) are cautions.
+STYLE = {"blocked": ("bold red", "✗"), "unknown": ("bold yellow", "?"), "fallback": ("bold yellow", "!"),
+         "unchecked": ("bold yellow", "–"), "likely": ("bold yellow", "~"), "ready": ("bold green", "✓")}
 
 
 def section(report: Report, console: Console) -> None:
     """Print the verdict and the caveats under it."""
-    judged = verdict(report)
-    style, mark = _STYLE[judged.kind]
+    judged = report.verdict
+    if judged is None:   # a hand-built report without a verdict
+        return
+    style, mark = STYLE[judged.kind]
     line = Text()
     line.append(f"{mark} ", style=style)
     line.append(judged.headline, style=style)
     console.print(line, soft_wrap=True)
-    if report.backend or report.traces:   # a source-only scan (`opscan scan`) has no caveats to add
-        if report.traces:
-            console.print(Text(f"  · ops checked against {report.backend or 'an unknown backend release'}",
-                               style="dim"))
-        for detail in judged.details:
-            console.print(Text(f"  · {detail}", style="dim"))
+    if report.traces:
+        console.print(Text(f"  · ops checked against {report.backend or 'an unknown backend release'}",
+                           style="dim"), soft_wrap=True)
+    for detail in judged.details:
+        console.print(Text(f"  · {detail}", style="dim"), soft_wrap=True)
     if report.baseline is not None:
         stale = len(report.baseline.stale)
-        console.print(Text(f"  · baseline {report.baseline.path}: {report.baseline.known} known finding(s) "
-                           f"hidden, {stale} stale entr{'y' if stale == 1 else 'ies'}", style="dim"))
+        if stale:
+            console.print(Text(f"  · baseline {report.baseline.path}: {stale} stale entr{'y' if stale == 1 else 'ies'}",
+                               style="dim"), soft_wrap=True)
         for entry in report.baseline.stale[:10]:
-            console.print(Text(f"      stale: {entry}", style="dim"))
+            console.print(Text(f"      stale: {entry}", style="dim"), soft_wrap=True)
         if stale > 10:
-            console.print(Text(f"      … and {stale - 10} more (run `opscan baseline` to refresh)", style="dim"))
+            console.print(Text(f"      … and {stale - 10} more (run `opscan baseline` to refresh)", style="dim"), soft_wrap=True)
     console.print()
 
 
 def recap(report: Report, console: Console) -> None:
     """The verdict again as the last line (for terminals, where the details scroll it away)."""
-    judged = verdict(report)
-    style, mark = _STYLE[judged.kind]
+    judged = report.verdict
+    if judged is None:
+        return
+    style, mark = STYLE[judged.kind]
     line = Text()
     line.append(f"{mark} {judged.headline}", style=style)
     if report.tasks:

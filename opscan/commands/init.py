@@ -1,0 +1,163 @@
+"""`opscan init PATH`: find the project's models by reading it, and add them to its configuration.
+
+Candidates come from opscan/discover.py (nothing is imported or run). The `[[tool.opscan.models]]`
+blocks are appended to the file that holds the project's opscan configuration (pyproject.toml, or
+opscan.toml; a new opscan.toml when the project has neither): existing text is kept byte for byte,
+targets already configured are not added again, and the new text is parsed before it is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from pathlib import Path
+
+HELP = "find the models of PATH without running it and add them to [[tool.opscan.models]]"
+MARK = "# Models found by `opscan init` (read, not run; docs/check.md). Remove the ones you do not want traced."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags of `opscan init`."""
+    parser.add_argument("path", nargs="?", default=".", help="project folder (default: .)")
+    parser.add_argument("--dry-run", action="store_true", help="print the lines; write nothing")
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="propose model folders whose config.json needs remote code (auto_map) too")
+
+
+def config_file(root: Path) -> Path:
+    """Where the models go: the file holding [tool.opscan] (or opscan.toml) at or above root;
+    else root's pyproject.toml; else a new root/opscan.toml."""
+    from opscan.config import find_config
+
+    found, _ = find_config(root)
+    if found is not None:
+        return found
+    pyproject = root / "pyproject.toml"
+    return pyproject if pyproject.is_file() else root / "opscan.toml"
+
+
+def configured_targets(path: Path) -> set[str]:
+    """Targets already in the file's models (nothing when the file does not exist)."""
+    if not path.is_file():
+        return set()
+    data = _parse(path.read_text(encoding="utf-8"), path)
+    table = data.get("tool", {}).get("opscan", {}) if path.name == "pyproject.toml" else data
+    models = table.get("models", []) if isinstance(table, dict) else []
+    models = [models] if isinstance(models, dict) else models
+    return {m.get("target") for m in models if isinstance(m, dict)} if isinstance(models, list) else set()
+
+
+def insert(text: str, blocks: list[str], path: Path) -> str:
+    """`text` with the blocks appended (same line endings); raises ConfigError if the result is not
+    valid TOML or changes anything but the models (e.g. `models = [...]` written inline)."""
+    from opscan.errors import ConfigError
+
+    newline = "\r\n" if "\r\n" in text else "\n"
+    body = "\n".join([MARK, *blocks]).replace("\n", newline)
+    if not text or text.endswith(newline * 2):
+        sep = ""
+    else:
+        sep = ("" if text.endswith(("\n", "\r")) else newline) + newline
+    new = text + sep + body + ("" if body.endswith(newline) else newline)
+    before = _parse(text, path) if text else {}
+    after = _parse(new, path, written=True)
+    if _without_models(before, path) != _without_models(after, path):
+        raise ConfigError("adding the models would change other keys; add them by hand", path=str(path))
+    return new
+
+
+def _parse(text: str, path: Path, written: bool = False) -> dict:
+    from opscan.errors import ConfigError
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        if written:
+            raise ConfigError(f"cannot append [[models]] tables here ({exc}); `models` is probably "
+                              "written inline: add the lines below by hand", path=str(path)) from None
+        raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from None
+
+
+def _without_models(data: dict, path: Path) -> dict:
+    data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
+    if path.name == "pyproject.toml":
+        tool = data.get("tool")
+        if isinstance(tool, dict) and isinstance(tool.get("opscan"), dict):
+            tool = dict(tool)
+            tool["opscan"] = {k: v for k, v in tool["opscan"].items() if k != "models"}
+            if not tool["opscan"]:
+                del tool["opscan"]
+            data["tool"] = tool
+            if not tool:
+                del data["tool"]
+        return data
+    return {k: v for k, v in data.items() if k != "models"}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the candidates; append the traceable ones to the configuration (unless --dry-run)."""
+    from opscan.app import _relative_root
+    from opscan.discover import FACTORY_HINT, candidates, direct, toml_lines
+    from opscan.errors import InputError
+    from opscan.fsutil import atomic_write
+    from opscan.model import ModelCandidate
+
+    target = Path(args.path)
+    if not target.is_dir():
+        raise InputError("not a folder (opscan init takes the project folder)", path=str(target))
+    root = target.resolve()
+    own = direct(root, ".", trust_remote_code=args.trust_remote_code)
+    if own is not None:   # the folder is a model itself: name it relative to the config file's folder
+        found = [ModelCandidate(target=t, kind="export" if t.startswith("pt2:") else "hf-folder", path=".")
+                 for t in own.traced] + list(own.refused)
+    else:
+        found = list(candidates(root, trust_remote_code=args.trust_remote_code).candidates)
+    path = config_file(root)
+    shown = _relative_root(path)
+    base = path.parent.resolve()
+    ready = [_rebase(c, root, base) for c in found if c.ready]
+    other = [c for c in found if not c.ready]
+    if not found:
+        print(f"opscan: no model found in {_relative_root(root)}: no factory function (build, make, "
+              "create_model, get_model, ...), nn.Module class, from_pretrained call on a local folder, "
+              "model folder (config.json) or .pt2 file. To trace a model, " + FACTORY_HINT)
+        return 1
+    have = configured_targets(path)
+    new = [c for c in ready if c.target not in have]
+    blocks = [toml_lines(c, path.name) for c in new]
+    for cand in other:
+        where = f"{cand.path}:{cand.line}" if cand.line else cand.path
+        print(f"opscan: not added: {where}: {cand.note.splitlines()[0]}", file=sys.stderr)
+    if other:
+        print("opscan: to trace those, " + FACTORY_HINT, file=sys.stderr)
+    if not ready:
+        print("opscan: no model that can be traced as it is (see above)")
+        return 1
+    if not new:
+        print(f"opscan: {shown} already configures every model found ({', '.join(c.target for c in ready)})")
+        return 0
+    if args.dry_run:
+        print(f"# add to {shown}:")
+        print("\n".join(blocks), end="")
+        return 0
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    atomic_write(path, insert(text, blocks, path))
+    print(f"opscan: added {len(new)} model(s) to {shown}:")
+    print("\n".join(blocks), end="")
+    return 0
+
+
+def _rebase(cand, root: Path, base: Path):
+    """Targets are relative to the config file's folder (docs/config.md), which may be above root."""
+    from dataclasses import replace
+
+    if base == root:
+        return cand
+    kind, sep, rest = cand.target.partition(":")
+    rel = root.relative_to(base).as_posix() if root.is_relative_to(base) else None
+    if rel is None:
+        return cand
+    if kind in ("hf", "timm", "pt2"):
+        return replace(cand, target=f"{kind}:{rel}/{rest}".replace("/./", "/").rstrip("/."))
+    return replace(cand, target=f"{rel}/{cand.target}")

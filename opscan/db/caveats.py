@@ -1,0 +1,108 @@
+"""Release caveats the trace can check: known (op, dtype) failures and 64-bit narrowing, per traced op.
+
+Coverage answers "does this op have a kernel"; a caveat answers "does a release fact hit the way
+this model uses the op" — which needs the dtypes the trace saw (OpUsage.dtypes: every tensor an
+op call took or returned). Computed once here and carried in Report.caveats; reporters only read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from opscan.db import registry
+from opscan.db.release import Release
+from opscan.model import ModelTrace, OpCaveat, OpName, OpSource, OpUsage
+
+MAX_SOURCES = 10
+
+# NOTE [int64 arithmetic beyond indexing]
+# int64 is everywhere in a trace as indices (embedding, gather, index_select), positions and
+# shapes; narrowing those to int32 only matters past 2**31 elements. What narrowing changes is
+# arithmetic on int64 values: sums, products, cumulative sums, shifts and matmuls overflow at
+# 2**31 instead of 2**63 (position ids from cumsum are fine; hashing or large-vocab offset tricks
+# are not). So only these packets are flagged when the trace gives them int64 tensors.
+INT64_ARITHMETIC = frozenset({
+    "add", "add_", "sub", "sub_", "rsub", "mul", "mul_", "div", "div_", "floor_divide", "floor_divide_",
+    "remainder", "remainder_", "fmod", "fmod_", "pow", "pow_", "neg", "neg_", "abs", "abs_", "square",
+    "cumsum", "cumsum_", "cumprod", "cumprod_", "sum", "prod", "mm", "bmm", "matmul", "addmm", "dot",
+    "bitwise_left_shift", "bitwise_left_shift_", "__lshift__", "__ilshift__", "bitwise_right_shift",
+    "__rshift__", "__irshift__", "lcm", "gcd",
+})
+
+
+def _merge(traces: Iterable[ModelTrace]) -> dict[str, tuple[set[str], set[OpSource]]]:
+    """op -> (dtypes, sources) over every trace."""
+    out: dict[str, tuple[set[str], set[OpSource]]] = {}
+    for trace in traces:
+        for usage in trace.ops:
+            dtypes, sources = out.setdefault(usage.op, (set(), set()))
+            dtypes.update(usage.dtypes)
+            sources.update(usage.sources)
+    return out
+
+
+def _sources(merged, ops: Iterable[str]) -> tuple[OpSource, ...]:
+    found: set[OpSource] = set()
+    for op in ops:
+        found.update(merged[op][1])
+    return tuple(sorted(found, key=lambda s: (s.path, s.line, s.module))[:MAX_SOURCES])
+
+
+def _packet(op: str) -> str:
+    try:
+        return OpName.parse(op).packet
+    except ValueError:
+        return ""
+
+
+def op_caveats(release: Release, traces: Iterable[ModelTrace]) -> tuple[OpCaveat, ...]:
+    """The caveats of `release` that the traced ops hit, sorted by kind then ops."""
+    merged = _merge(traces)
+    out = _known_failures(release, merged) + _narrowing(release, merged)
+    return tuple(sorted(out, key=lambda c: (c.kind, c.ops, c.dtypes)))
+
+
+def usages_caveats(release: Release, usages: Iterable[OpUsage]) -> tuple[OpCaveat, ...]:
+    """op_caveats for loose OpUsage records (one pseudo-trace)."""
+    return op_caveats(release, (ModelTrace(target="", mode="", device="", ops=tuple(usages)),))
+
+
+def _known_failures(release: Release, merged) -> list[OpCaveat]:
+    out = []
+    for failure in release.known_failures:
+        dtype = f"torch.{failure.dtype}"
+        ops = sorted(op for op, (dtypes, _) in merged.items()
+                     if _packet(op) == failure.packet and dtype in dtypes
+                     and not (failure.dtype == "int64" and registry.has_index_argument(op)))
+        if not ops:
+            continue
+        tests = ", ".join(failure.tests[:3]) + (f" and {len(failure.tests) - 3} more" if len(failure.tests) > 3 else "")
+        basis = release.evidence(failure.sources)[0].text
+        out.append(OpCaveat(
+            kind="known-failure",
+            message=(f"{', '.join(ops)} with {dtype}: {len(failure.tests)} upstream test"
+                     f"{'s' * (len(failure.tests) != 1)} fail{'s' * (len(failure.tests) == 1)} on "
+                     f"{release.device} for this dtype ({tests}; {basis})"),
+            ops=tuple(ops), dtypes=(dtype,), sources=_sources(merged, ops),
+            evidence=release.evidence(failure.sources), tests=failure.tests))
+    return out
+
+
+def _narrowing(release: Release, merged) -> list[OpCaveat]:
+    out = []
+    for rule in release.narrowing:
+        dtype = f"torch.{rule.dtype}"
+        ops = sorted(op for op, (dtypes, _) in merged.items() if dtype in dtypes
+                     and (rule.dtype != "int64" or OpName.parse(op).name in INT64_ARITHMETIC))
+        if not ops:
+            continue
+        what = "computes in" if rule.dtype != "int64" else "does arithmetic in"
+        out.append(OpCaveat(
+            kind=f"{rule.dtype}-narrowed",       # the loader allows float64 and int64 only
+            message=(f"the model {what} {rule.dtype} ({len(ops)} op{'s' * (len(ops) != 1)}: "
+                     f"{', '.join(ops[:8])}{', ...' if len(ops) > 8 else ''}); {release.spec} computes "
+                     f"{rule.dtype} as {rule.computed_as} by default"
+                     + (f" ({rule.note})" if rule.note else "")),
+            ops=tuple(ops), dtypes=(dtype,), sources=_sources(merged, ops),
+            evidence=release.evidence(rule.sources)))
+    return out

@@ -1,0 +1,378 @@
+"""Finding models to trace without running anything: model folders, exported programs, factories.
+
+`direct(path)` answers "is PATH itself a model?": a folder (or its `config.json`) holding a
+transformers config (`model_type` / `architectures`) or a timm config (`architecture`), a `.pt2`
+file, or a folder of `.pt2` files. Those are traced with no configuration (`opscan PATH`), since
+building a transformers or timm architecture from a config, or reading an exported program, runs
+none of the project's own code. A config that asks for remote code (`auto_map`) is refused unless
+`trust_remote_code` is given.
+
+`candidates(root)` reads a project (stdlib ast, JSON; no import, no torch) for models it could
+trace: factory functions (`build`, `make`, `create_model`, `get_model`, `build_*model*`, ...),
+`nn.Module` subclasses that nothing else in their file builds, `from_pretrained` /
+`from_config` calls on a local folder, model folders and `.pt2` files in the tree, and models
+built inline in scripts and notebooks (for which a factory must be written: FACTORY_HINT).
+`opscan PATH` carries the result in `Report.discovery`; `opscan init` writes it into
+pyproject.toml (opscan/commands/init.py). Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+from opscan.model import Discovery, ModelCandidate
+
+# Folders never searched: environments, caches, build output, version control.
+SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "env", ".env", "node_modules", "__pycache__",
+             ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "build", "dist",
+             "site-packages", ".ipynb_checkpoints", ".eggs"}
+MAX_FILES = 5000          # a search stops after this many files (a huge tree is not walked whole)
+MAX_CONFIG_BYTES = 1 << 20
+
+FACTORY_NAMES = {"build", "make", "create_model", "get_model", "build_model", "make_model", "model_fn",
+                 "load_model", "new_model", "model_factory"}
+_FACTORY = re.compile(r"^((build|make|create|new)_\w+|(get|load)_\w*(model|net|network|gpt|llm|transformer)\w*)$",
+                      re.IGNORECASE)
+# Names of the parameters opscan can pass to a factory (docs/trace.md, "Targets").
+FACTORY_PARAMETERS = {"batch", "seq_len"}
+MODULE_BASES = {"nn.Module", "torch.nn.Module", "Module", "PreTrainedModel", "nn.modules.module.Module"}
+
+FACTORY_HINT = (
+    "write a factory opscan can call, e.g. in opscan_model.py:\n"
+    "    import torch\n"
+    "    from mypackage.model import Net            # your model class, imported without side effects\n"
+    "    def build():\n"
+    "        model = Net(hidden=64, layers=2)        # a small config is enough: ops do not depend on size\n"
+    "        return model, {\"x\": torch.zeros(2, 64)}  # the keyword inputs of one forward call\n"
+    "then add target = \"opscan_model.py:build\" to [[tool.opscan.models]] (or run `opscan init`)"
+)
+NO_TRUST_NOTE = ("config.json asks for remote code (auto_map: {where}); opscan does not run a "
+                 "model folder's own Python unless given --trust-remote-code (it then runs in the "
+                 "trace's child process)")
+
+
+# --- PATH itself ----------------------------------------------------------------------------------
+
+def config_kind(path: Path) -> tuple[str, dict]:
+    """("hf-folder" | "timm-folder" | "", the JSON) for a config.json; "" for anything else."""
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            return "", {}
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return "", {}
+    if not isinstance(data, dict):
+        return "", {}
+    if isinstance(data.get("model_type"), str) or isinstance(data.get("architectures"), list):
+        return "hf-folder", data
+    if isinstance(data.get("architecture"), str):
+        return "timm-folder", data
+    return "", {}
+
+
+def folder_candidate(folder: Path, label: str, trust_remote_code: bool = False) -> ModelCandidate | None:
+    """The candidate for a model folder (`label` is its path as the user sees it), else None."""
+    kind, data = config_kind(folder / "config.json")
+    if not kind:
+        return None
+    if kind == "timm-folder":
+        return ModelCandidate(target=f"timm:{label}", kind=kind, path=label)
+    note = ""
+    if not isinstance(data.get("model_type"), str):
+        note = "config.json has architectures but no model_type: transformers cannot tell which config class to use"
+    elif isinstance(data.get("auto_map"), dict) and data["auto_map"] and not trust_remote_code:
+        where = ", ".join(sorted({str(v if isinstance(v, str) else v[0]).split(".")[0] + ".py"
+                                  for v in data["auto_map"].values() if v}))
+        note = NO_TRUST_NOTE.format(where=where or "its modules")
+    return ModelCandidate(target=f"hf:{label}", kind=kind, path=label, ready=not note, note=note)
+
+
+def direct(path: Path, label: str | None = None, *, trust_remote_code: bool = False) -> Discovery | None:
+    """The models PATH itself is (a model folder, a config.json, a .pt2, a folder of .pt2), else None.
+
+    `label` is PATH as the targets should name it (default: as given).
+    """
+    path = Path(path)
+    label = (label if label is not None else path.as_posix()).rstrip("/") or "."
+    if path.is_file() and path.suffix == ".pt2":
+        return Discovery(traced=(f"pt2:{label}",))
+    if path.is_file() and path.name == "config.json":
+        found = folder_candidate(path.parent, label.rpartition("/")[0] or ".", trust_remote_code)
+        return None if found is None else _split((found,))
+    if not path.is_dir():
+        return None
+    found = folder_candidate(path, label, trust_remote_code)
+    if found is not None:
+        return _split((found,))
+    exports = sorted(p.name for p in path.iterdir() if p.suffix == ".pt2" and p.is_file())
+    if exports and not any(p.suffix in (".py", ".ipynb") for p in path.iterdir()):
+        return Discovery(traced=tuple(f"pt2:{label}/{name}" for name in exports))
+    return None
+
+
+def _split(found: tuple[ModelCandidate, ...]) -> Discovery:
+    return Discovery(traced=tuple(c.target for c in found if c.ready),
+                     refused=tuple(c for c in found if not c.ready))
+
+
+# --- a project --------------------------------------------------------------------------------------
+
+def candidates(root: Path, *, trust_remote_code: bool = False) -> Discovery:
+    """Every model candidate in the project at `root`, read statically, in a stable order."""
+    root = Path(root).resolve()
+    found: list[ModelCandidate] = []
+    for path in _walk(root):
+        rel = path.relative_to(root).as_posix()
+        if path.name == "config.json":
+            folder = path.parent.relative_to(root).as_posix()
+            one = folder_candidate(path.parent, folder, trust_remote_code)
+            if one is not None:
+                found.append(one)
+        elif path.suffix == ".pt2":
+            found.append(ModelCandidate(target=f"pt2:{rel}", kind="export", path=rel))
+        elif path.suffix == ".py":
+            found.extend(python_candidates(path, rel, root, trust_remote_code))
+        elif path.suffix == ".ipynb":
+            found.extend(notebook_candidates(path, rel))
+    unique: dict[str, ModelCandidate] = {}
+    for cand in found:
+        unique.setdefault(cand.target, cand)
+    ordered = sorted(unique.values(), key=lambda c: (_RANK[c.kind], not c.ready, c.path, c.line, c.target))
+    return Discovery(candidates=tuple(ordered))
+
+
+_RANK = {"factory": 0, "hf-folder": 1, "timm-folder": 1, "export": 2, "from-pretrained": 3,
+         "module-class": 4, "inline": 5}
+
+
+def _walk(root: Path):
+    count = 0
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = sorted(folder.iterdir(), key=lambda p: p.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_symlink():
+                continue
+            if entry.is_dir():
+                if entry.name not in SKIP_DIRS and not entry.name.startswith(".") \
+                        and not (entry / "pyvenv.cfg").exists():
+                    stack.append(entry)
+                continue
+            if entry.suffix in (".py", ".ipynb", ".pt2") or entry.name == "config.json":
+                count += 1
+                if count > MAX_FILES:
+                    return
+                yield entry
+
+
+def _read_python(path: Path) -> ast.Module | None:
+    try:
+        return ast.parse(path.read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def python_candidates(path: Path, rel: str, root: Path, trust_remote_code: bool = False) -> list[ModelCandidate]:
+    """Factories, root nn.Module classes, local from_pretrained folders and inline builds in one file."""
+    tree = _read_python(path)
+    if tree is None:
+        return []
+    return _module_candidates(tree, rel, root, path.parent, trust_remote_code, notebook=False)
+
+
+def notebook_candidates(path: Path, rel: str) -> list[ModelCandidate]:
+    """A notebook cannot be imported by name: a model built in it asks for a factory (FACTORY_HINT)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        cells = [c for c in data.get("cells", []) if c.get("cell_type") == "code"]
+    except (OSError, ValueError, UnicodeDecodeError, AttributeError):
+        return []
+    for index, cell in enumerate(cells, 1):
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        source = "\n".join("pass" if line.lstrip().startswith(("%", "!")) else line
+                           for line in source.splitlines())
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        found = _module_candidates(tree, rel, None, path.parent, False, notebook=True)
+        if found:
+            return [ModelCandidate(target=f"{rel}:cell {index}", kind="inline", path=rel, line=index,
+                                   ready=False, note="a model is built in a notebook, which cannot be "
+                                   "traced by name: write a factory (5 lines)")]
+    return []
+
+
+def _dotted(node: ast.AST) -> str:
+    try:
+        return ast.unparse(node)
+    except Exception:  # noqa: BLE001 - odd nodes are simply not matched
+        return ""
+
+
+def _module_candidates(tree: ast.Module, rel: str, root: Path | None, folder: Path,
+                       trust_remote_code: bool, notebook: bool) -> list[ModelCandidate]:
+    out: list[ModelCandidate] = []
+    classes = _module_classes(tree)
+    built_inside: set[str] = set()     # classes some other class or factory of this file builds
+    factories: list[ast.FunctionDef] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            for call in ast.walk(node):
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) \
+                        and call.func.id in classes and call.func.id != node.name:
+                    built_inside.add(call.func.id)
+        if isinstance(node, ast.FunctionDef) and _is_factory(node):
+            factories.append(node)
+    runs_on_import = _runs_code_on_import(tree)
+    import_note = (f"importing {rel} runs its top-level code (a script?): move the factory into a "
+                   "module without side effects") if runs_on_import else ""
+    if not notebook:
+        for fn in factories:
+            required = _required_parameters(fn) - FACTORY_PARAMETERS
+            if required:
+                note = f"{fn.name}() needs arguments ({', '.join(sorted(required))}): " + \
+                       "write a factory without them (5 lines)"
+            else:
+                note = import_note
+            out.append(ModelCandidate(target=f"{rel}:{fn.name}", kind="factory", path=rel, line=fn.lineno,
+                                      ready=not note, note=note))
+        for name, node in classes.items():
+            if name in built_inside or node.name.startswith("_"):
+                continue
+            init_args = _init_required(node)
+            why = f"{name}({', '.join(init_args)}) needs constructor arguments" if init_args else \
+                  f"{name} needs example inputs: add inputs = [\"NAME:DTYPE[SHAPE]\"]"
+            out.append(ModelCandidate(target=f"{rel}:{name}", kind="module-class", path=rel, line=node.lineno,
+                                      ready=False, note=f"{why}; or write a factory (5 lines)"))
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+            continue
+        if call.func.attr not in ("from_pretrained", "from_config") or not call.args:
+            continue
+        first = call.args[0]
+        if not (isinstance(first, ast.Constant) and isinstance(first.value, str)) or root is None:
+            continue
+        local = _local_folder(first.value, folder, root)
+        if local is not None:
+            one = folder_candidate(root / local, local, trust_remote_code)
+            if one is not None:
+                out.append(ModelCandidate(target=one.target, kind="from-pretrained", path=rel, line=call.lineno,
+                                          ready=one.ready, note=one.note))
+    if not factories and runs_on_import or notebook:
+        inline = _inline_build(tree, classes)
+        if inline is not None:
+            out.append(ModelCandidate(target=f"{rel}:{inline}", kind="inline", path=rel, line=inline,
+                                      ready=False, note="a model is built inline here, with no name opscan "
+                                      "could trace: write a factory (5 lines)"))
+    return out
+
+
+def _module_classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
+    """Top-level classes deriving (directly or through another class of the file) from nn.Module."""
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    modules: dict[str, ast.ClassDef] = {}
+    changed = True
+    while changed:
+        changed = False
+        for name, node in classes.items():
+            if name in modules:
+                continue
+            bases = {_dotted(b) for b in node.bases}
+            if bases & MODULE_BASES or bases & set(modules) or any(b.endswith("PreTrainedModel") for b in bases):
+                modules[name] = node
+                changed = True
+    return dict(sorted(modules.items(), key=lambda item: item[1].lineno))
+
+
+def _is_factory(fn: ast.FunctionDef) -> bool:
+    return fn.name in FACTORY_NAMES or bool(_FACTORY.match(fn.name))
+
+
+def _required_parameters(fn: ast.FunctionDef) -> set[str]:
+    args = fn.args
+    positional = args.posonlyargs + args.args
+    without_default = positional[: len(positional) - len(args.defaults)]
+    required = {a.arg for a in without_default}
+    required |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None}
+    return required
+
+
+def _init_required(node: ast.ClassDef) -> list[str]:
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+            required = _required_parameters(item) - {"self"}
+            return sorted(required)
+    return []
+
+
+def _runs_code_on_import(tree: ast.Module) -> bool:
+    """True when the module does more at import than define things (outside `if __name__ == ...`)."""
+    for node in tree.body:
+        if isinstance(node, ast.If) and "__name__" in _dotted(node.test):
+            continue
+        if isinstance(node, (ast.For, ast.While, ast.With, ast.AsyncFor, ast.AsyncWith, ast.Try)):
+            return True
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            callee = _dotted(node.value.func)
+            if not ("register" in callee or callee.startswith(("torch.library.", "logging.", "warnings."))
+                    or callee.endswith((".define", ".impl", ".fallthrough"))):
+                return True
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for call in ast.walk(node.value):
+                if isinstance(call, ast.Call) and _dotted(call.func).split(".")[-1] in (
+                        "train", "fit", "load", "from_pretrained", "compile", "to", "cuda"):
+                    return True
+    return False
+
+
+def _inline_build(tree: ast.Module, classes: dict[str, ast.ClassDef]) -> int | None:
+    """The line of a top-level assignment that builds a model (a class of the file, nn.*, from_pretrained)."""
+    for node in tree.body:
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        names = " ".join(_dotted(t) for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))
+        if isinstance(node.value, ast.Call) and re.search(r"model|net\b", names, re.IGNORECASE) \
+                and _dotted(node.value.func).split(".")[-1][:1].isupper():
+            return node.lineno
+        for call in ast.walk(node.value):
+            if not isinstance(call, ast.Call):
+                continue
+            name = _dotted(call.func)
+            last = name.split(".")[-1]
+            if last in classes or last in ("from_pretrained", "from_config", "create_model") \
+                    or name.startswith(("nn.", "torch.nn.")) and last[:1].isupper():
+                return node.lineno
+    return None
+
+
+def _local_folder(text: str, folder: Path, root: Path) -> str | None:
+    """`text` as a folder of the project holding config.json (relative to root), else None."""
+    if not text or "\n" in text or len(text) > 400:
+        return None
+    for base in (folder, root):
+        try:
+            candidate = (base / text).resolve()
+            rel = candidate.relative_to(root)
+        except (ValueError, OSError):
+            continue
+        if (candidate / "config.json").is_file():
+            return rel.as_posix() or "."
+    return None
+
+
+def toml_lines(candidate: ModelCandidate, config_name: str = "pyproject.toml") -> str:
+    """The `[[tool.opscan.models]]` block (or `[[models]]` for opscan.toml) for one candidate."""
+    header = "[[models]]" if config_name == "opscan.toml" else "[[tool.opscan.models]]"
+    lines = [header, f"target = {json.dumps(candidate.target)}"]
+    if candidate.kind == "export":
+        lines.append('mode = "inference"     # an exported program holds the forward only')
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,401 @@
+"""The codemods a rule's `autofix` can name: each plans the rewrite of the node a finding points at.
+
+A codemod gets the libcst node at the finding's exact position and returns a `Plan` (which node to
+replace, how to build its replacement from the already-rewritten node, and whether that is safe)
+or a `Leave` with the reason it is not rewritten. Safety follows ruff: a *safe* fix keeps what the
+code does on the CUDA machine it was written for; an *unsafe* one may change it (applied only
+with `--unsafe-fixes`). See docs/fix.md for each codemod's cases.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import libcst as cst
+
+from opscan.fix.context import DEVICE_CALLS, DEVICE_KEYWORDS, Context
+
+CUDA_TEXT = re.compile(r"^cuda(:\d+)?$")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Replace `target` (a node of the original tree) by `build(target as already rewritten)`."""
+
+    target: cst.CSTNode
+    build: Callable[[cst.CSTNode], cst.CSTNode]
+    safety: str          # "safe" | "unsafe"
+    note: str = ""       # what the rewrite does / why it is unsafe
+
+
+@dataclass(frozen=True)
+class Leave:
+    """Not rewritten, and why (shown by `opscan fix`)."""
+
+    reason: str
+
+
+NO_DEVICE = Leave("the module's device cannot be defined before this line (it runs before the imports end)")
+
+
+def _string_value(node: cst.CSTNode) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        try:
+            value = node.evaluated_value
+        except Exception:  # noqa: BLE001
+            return None
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _call_name(ctx: Context, call: cst.Call) -> tuple[str, set[str]]:
+    """(attribute or function name, qualified names) of a call's function."""
+    func = call.func
+    leaf = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return leaf, ctx.qualified(func)
+
+
+def _takes_device_object(ctx: Context, node: cst.CSTNode) -> bool:
+    """True when `node` is an argument where a torch.device works as well as a string."""
+    arg = ctx.parent(node)
+    if not isinstance(arg, cst.Arg):
+        return False
+    call = ctx.parent(arg)
+    if not isinstance(call, cst.Call):
+        return False
+    if arg.keyword is not None:
+        return arg.keyword.value in DEVICE_KEYWORDS
+    leaf, qualified = _call_name(ctx, call)
+    positional = [a for a in call.args if a.keyword is None]
+    return bool(positional) and positional[0] is arg and (leaf in DEVICE_CALLS or "torch.device" in qualified)
+
+
+def _replace_with(new: cst.BaseExpression) -> Callable[[cst.CSTNode], cst.CSTNode]:
+    def build(old: cst.CSTNode) -> cst.CSTNode:
+        return new.with_changes(lpar=getattr(old, "lpar", ()), rpar=getattr(old, "rpar", ())) \
+            if getattr(old, "lpar", ()) and hasattr(new, "lpar") else new
+    return build
+
+
+def _fstring_escape(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+# -- device-string --------------------------------------------------------------------------------
+
+def device_string(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
+    """A CUDA device string -> the module's device (NOTE [one device per module] in context.py)."""
+    if isinstance(node, cst.SimpleString):
+        value = _string_value(node)
+        if value is None or not CUDA_TEXT.match(value):
+            return None
+        parent = ctx.parent(node)
+        if isinstance(parent, cst.IfExp) and parent.body is node:
+            plan = _device_type_conditional(parent, ctx)
+            if plan is not None:
+                return plan
+        if value == "cuda":
+            call = _sole_argument_of_torch_device(node, ctx)
+            if call is not None:
+                device = ctx.device(call)
+                return Plan(call, _replace_with(device), "safe", "`torch.device(\"cuda\")` -> the module's device") \
+                    if device is not None else NO_DEVICE
+            if _takes_device_object(ctx, node):
+                device = ctx.device(node)
+                return Plan(node, _replace_with(device), "safe", "\"cuda\" -> the module's device") \
+                    if device is not None else NO_DEVICE
+            device_type = ctx.device_type(node)
+            return Plan(node, _replace_with(device_type), "safe", "\"cuda\" -> the module's device type (a str)") \
+                if device_type is not None else NO_DEVICE
+        return _indexed(node, ctx, value)
+    if isinstance(node, cst.FormattedString):
+        return _fstring(node, ctx)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+        value = _string_value(node.left)
+        if value is None or not value.startswith("cuda:"):
+            return None
+        new_left = _type_fstring(ctx, node, value[4:], quote=node.left.quote if isinstance(node.left, cst.SimpleString) else '"')
+        if new_left is None:
+            return NO_DEVICE
+        return Plan(node, lambda old: old.with_changes(left=new_left), "safe", "\"cuda:%d\" % i -> the device type, same index")
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
+        value = _string_value(node.func.value)
+        if value is None or not value.startswith("cuda:") or re.search(r"\{[^}]", value):
+            return Leave("a `.format` template with numbered or named fields: rewrite by hand") if value else None
+        if any(a.keyword is not None or a.star for a in node.args):
+            return Leave("`.format` with keyword or star arguments: rewrite by hand")
+        device_type = ctx.device_type(node)
+        if device_type is None:
+            return NO_DEVICE
+        quote = node.func.value.quote if isinstance(node.func.value, cst.SimpleString) else '"'
+
+        def build(old: cst.CSTNode) -> cst.CSTNode:
+            template = cst.SimpleString(f"{quote}{{}}{value[4:]}{quote}")
+            args = [cst.Arg(device_type, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), *old.args]
+            return old.with_changes(func=old.func.with_changes(value=template), args=args)
+        return Plan(node, build, "safe", "\"cuda:{}\".format(i) -> the device type, same index")
+    return None
+
+
+def _sole_argument_of_torch_device(node: cst.CSTNode, ctx: Context) -> cst.Call | None:
+    arg = ctx.parent(node)
+    call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+    if isinstance(call, cst.Call) and len(call.args) == 1 and arg.keyword is None and not arg.star \
+            and "torch.device" in ctx.qualified(call.func):
+        return call
+    return None
+
+
+def _type_fstring(ctx: Context, node: cst.CSTNode, rest: str, quote: str) -> cst.BaseExpression | None:
+    """f"{DEVICE.type}<rest>" (rest is literal text, escaped)."""
+    device_type = ctx.device_type(node)
+    if device_type is None:
+        return None
+    code = cst.Module([]).code_for_node(device_type)
+    return cst.parse_expression(f"f{quote}{{{code}}}{_fstring_escape(rest)}{quote}")
+
+
+def _indexed(node: cst.SimpleString, ctx: Context, value: str) -> Plan | Leave:
+    """"cuda:1" -> f"{DEVICE.type}:1" (a str with the same index)."""
+    prefix = node.prefix.lower()
+    if "b" in prefix:
+        return Leave("a bytes literal")
+    new = _type_fstring(ctx, node, value[4:], node.quote if len(node.quote) == 1 else '"')
+    if new is None:
+        return NO_DEVICE
+    return Plan(node, _replace_with(new), "safe", "\"cuda:N\" -> the device type with the same index")
+
+
+def _fstring(node: cst.FormattedString, ctx: Context) -> Plan | Leave | None:
+    first = node.parts[0] if node.parts else None
+    if not isinstance(first, cst.FormattedStringText) or not first.value.startswith("cuda:"):
+        return Leave("an f-string that does not start with \"cuda:\": rewrite by hand") if node.parts else None
+    device_type = ctx.device_type(node)
+    if device_type is None:
+        return NO_DEVICE
+
+    def build(old: cst.CSTNode) -> cst.CSTNode:
+        head = old.parts[0]
+        parts = [cst.FormattedStringExpression(device_type), head.with_changes(value=head.value[4:]), *old.parts[1:]]
+        return old.with_changes(parts=[p for p in parts if not (isinstance(p, cst.FormattedStringText) and not p.value)])
+    return Plan(node, build, "safe", "f\"cuda:{i}\" -> the device type with the same index")
+
+
+def _device_type_conditional(ifexp: cst.IfExp, ctx: Context) -> Plan | None:
+    """`"cuda" if "cuda" in d else "cpu"` -> `torch.device(d).type` (the device type of d)."""
+    test = ifexp.test
+    if _string_value(ifexp.orelse) != "cpu" or not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    if _string_value(test.left) != "cuda" or not isinstance(test.comparisons[0].operator, cst.In):
+        return None
+    subject = test.comparisons[0].comparator
+    torch_device = ctx.dotted("torch.device")
+
+    def build(old: cst.CSTNode) -> cst.CSTNode:
+        call = cst.Call(torch_device, [cst.Arg(subject)])
+        return cst.Attribute(call, cst.Name("type"))
+    return Plan(ifexp, build, "safe", "`\"cuda\" if \"cuda\" in d else \"cpu\"` -> `torch.device(d).type`")
+
+
+# -- cuda-method ----------------------------------------------------------------------------------
+
+def cuda_method(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
+    """`x.cuda()` -> `x.to(DEVICE)`; `x.cuda(i)` likewise, but unsafe (the index is dropped)."""
+    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute) or node.func.attr.value != "cuda":
+        return None
+    if any(a.star for a in node.args):
+        return Leave("`.cuda(*args)`: rewrite by hand")
+    device = ctx.device(node)
+    if device is None:
+        return NO_DEVICE
+    index = [a for a in node.args if a.keyword is None or a.keyword.value == "device"]
+    rest = [a for a in node.args if a not in index]
+    unsafe = bool(index) and not (len(index) == 1 and isinstance(index[0].value, cst.Name) and index[0].value.value == "None")
+
+    def build(old: cst.CSTNode) -> cst.CSTNode:
+        kept = [a for a in old.args if a.keyword is not None and a.keyword.value != "device"]
+        args = [cst.Arg(device, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if kept else cst.MaybeSentinel.DEFAULT)]
+        args += kept
+        if args and kept:
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return old.with_changes(func=old.func.with_changes(attr=cst.Name("to")), args=args)
+    del rest
+    if unsafe:
+        return Plan(node, build, "unsafe", "`.cuda(i)` -> `.to(device)` drops the index i: right once the process "
+                    "has selected its device (torch.accelerator.set_device_index(i))")
+    return Plan(node, build, "safe", "`.cuda()` -> `.to(device)`")
+
+
+# -- availability-idiom ---------------------------------------------------------------------------
+
+def availability_idiom(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
+    """`"cuda" if torch.cuda.is_available() else "cpu"` -> the accelerator or the CPU."""
+    if not isinstance(node, cst.IfExp):
+        return None
+    cuda_branch = node.body if _string_value(node.body) is not None else node.orelse
+    text = _string_value(cuda_branch) or ""
+    other = node.orelse if cuda_branch is node.body else node.body
+    if not CUDA_TEXT.match(text) or _string_value(other) != "cpu":
+        return Leave("a conditional whose other branch is not \"cpu\": rewrite by hand")
+    torch = ctx.torch
+    if ctx.torch_alias is None:
+        ctx.dotted("torch")          # marks `import torch` as needed
+    canonical = cst.parse_expression(f'{torch}.accelerator.current_accelerator(check_available=True) or {torch}.device("cpu")')
+    indexed = text != "cuda"
+    note = "the accelerator (CUDA, neuron, ...) or the CPU"
+    call = _sole_argument_of_torch_device(node, ctx)
+    if call is not None:
+        return Plan(call, _replace_with(canonical), "unsafe" if indexed else "safe",
+                    "torch.device(idiom) -> " + note + (" (drops the index)" if indexed else ""))
+    if _takes_device_object(ctx, node) or _assigned_and_used_as_device(node, ctx):
+        return Plan(node, _replace_with(canonical), "unsafe" if indexed else "safe",
+                    note + (" (drops the index)" if indexed else ""))
+    typed = cst.Attribute(canonical.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]), cst.Name("type"))
+    return Plan(node, _replace_with(typed), "unsafe" if indexed else "safe",
+                "(the accelerator or the CPU).type: stays a str, since the value is used as one")
+
+
+def _assigned_and_used_as_device(node: cst.CSTNode, ctx: Context) -> bool:
+    """`name = <idiom>` where every other use of `name` in the module is a device argument."""
+    assign = ctx.parent(node)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        return False
+    name = assign.targets[0].target.value
+    uses = 0
+    for other in _names(ctx.module, name):
+        parent = ctx.parent(other)
+        if isinstance(parent, cst.AssignTarget):
+            if parent is not assign.targets[0]:
+                return False
+            continue
+        uses += 1
+        if not _takes_device_object(ctx, other):
+            return False
+    return uses > 0
+
+
+def _names(module: cst.Module, name: str):
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and node.value == name:
+            yield node
+        stack.extend(node.children)
+
+
+# -- torch-amp ------------------------------------------------------------------------------------
+
+AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
+
+
+def torch_amp(node: cst.CSTNode, ctx: Context, replacement: str) -> Plan | Leave | None:
+    """`torch.cuda.amp.autocast(...)` / `GradScaler(...)` -> `torch.amp.*(DEVICE.type, ...)`."""
+    call = ctx.parent(node)
+    if not isinstance(call, cst.Call) or call.func is not node:
+        return Leave("not called here (a reference to the class): rewrite by hand")
+    if any(a.star for a in call.args):
+        return Leave("called with *args/**kwargs: rewrite by hand")
+    if any(a.keyword is not None and a.keyword.value in ("device", "device_type") for a in call.args):
+        return Leave("already names a device")
+    device_type = ctx.device_type(call)
+    if device_type is None:
+        return NO_DEVICE
+    func = ctx.dotted(replacement)
+    autocast = replacement.endswith("autocast")
+
+    def build(old: cst.CSTNode) -> cst.CSTNode:
+        args = list(old.args)
+        if autocast:   # torch.amp.autocast(device_type, dtype, enabled, ...): positions differ
+            args = [a.with_changes(keyword=cst.Name(AUTOCAST_POSITIONAL[i]), equal=cst.AssignEqual(
+                        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+                    if a.keyword is None and i < len(AUTOCAST_POSITIONAL) else a for i, a in enumerate(args)]
+        first = cst.Arg(device_type, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if args else cst.MaybeSentinel.DEFAULT)
+        return old.with_changes(func=func, args=[first, *args])
+    return Plan(call, build, "safe", f"-> `{replacement}` with the device type")
+
+
+# -- accelerator-api ------------------------------------------------------------------------------
+
+GUARD_NAMES = frozenset({"torch.cuda.is_available"})
+
+
+# NOTE [accelerator calls on a CPU-only host]
+# These torch.accelerator functions raise "Cannot access accelerator device when none is
+# available" on a host without an accelerator (checked in torch 2.13), where the fixed code must
+# still run. A call that is a statement of its own becomes `if torch.accelerator.is_available(): ...`;
+# a memory statistic read as a value becomes `(... if torch.accelerator.is_available() else 0)`.
+# On a CUDA (or neuron) host the test is true, so the behaviour there is unchanged.
+NEEDS_ACCELERATOR = frozenset({
+    "torch.accelerator.synchronize", "torch.accelerator.current_device_index", "torch.accelerator.set_device_index",
+    "torch.accelerator.empty_cache", "torch.accelerator.memory_allocated", "torch.accelerator.max_memory_allocated",
+    "torch.accelerator.memory_reserved", "torch.accelerator.max_memory_reserved", "torch.accelerator.memory_stats",
+    "torch.accelerator.reset_peak_memory_stats", "torch.accelerator.get_memory_info",
+})
+CPU_VALUES = {"torch.accelerator.memory_allocated": "0", "torch.accelerator.max_memory_allocated": "0",
+              "torch.accelerator.memory_reserved": "0", "torch.accelerator.max_memory_reserved": "0",
+              "torch.accelerator.memory_stats": "{}"}
+
+
+def accelerator_api(node: cst.CSTNode, ctx: Context, replacement: str) -> Plan | Leave | None:
+    """`torch.cuda.synchronize` -> `torch.accelerator.synchronize` (a name in `replace`)."""
+    found = ctx.has(replacement)
+    if found is False:
+        version = getattr(ctx.probe, "version", "?")
+        return Leave(f"`{replacement}` does not exist in the installed torch {version}")
+    new = ctx.dotted(replacement)
+    if replacement not in NEEDS_ACCELERATOR:
+        return Plan(node, _replace_with(new), "safe", f"-> `{replacement}`")
+    call = ctx.parent(node)
+    if not isinstance(call, cst.Call) or call.func is not node:
+        return Plan(node, _replace_with(new), "safe", f"-> `{replacement}`")
+    available = cst.Call(ctx.dotted("torch.accelerator.is_available"), [])
+    expr = ctx.parent(call)
+    line = ctx.parent(expr) if isinstance(expr, cst.Expr) else None
+    if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+        def build(old: cst.CSTNode) -> cst.CSTNode:
+            inner = old.body[0].value
+            suite = cst.SimpleStatementSuite([old.body[0].with_changes(value=inner.with_changes(func=new), semicolon=cst.MaybeSentinel.DEFAULT)],
+                                             trailing_whitespace=old.trailing_whitespace)
+            return cst.If(test=available, body=suite, leading_lines=old.leading_lines)
+        return Plan(line, build, "safe", f"-> `{replacement}`, run only when an accelerator is present")
+    if replacement in CPU_VALUES:
+        def build_value(old: cst.CSTNode) -> cst.CSTNode:
+            return cst.IfExp(test=available, body=old.with_changes(func=new), orelse=cst.parse_expression(CPU_VALUES[replacement]),
+                             lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return Plan(call, build_value, "safe", f"-> `{replacement}` ({CPU_VALUES[replacement]} without an accelerator)")
+    return Plan(node, _replace_with(new), "safe", f"-> `{replacement}` (raises on a host without an accelerator, as before)")
+
+
+# -- backend-for-device ---------------------------------------------------------------------------
+
+def backend_for_device(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
+    """`"nccl"` as a process-group backend -> `torch.distributed.get_default_backend_for_device(DEVICE)`."""
+    if _string_value(node) != "nccl":
+        return Leave("not a plain \"nccl\" string (e.g. `dist.Backend.NCCL`): rewrite by hand") \
+            if not isinstance(node, cst.SimpleString) else None
+    parent = ctx.parent(node)
+    if isinstance(parent, cst.ComparisonTarget) or isinstance(parent, cst.Comparison):
+        return Leave("a comparison with \"nccl\": decide by hand what the code does on other backends")
+    device = ctx.device(node)
+    if device is None:
+        return NO_DEVICE
+    if ctx.has("torch.distributed.get_default_backend_for_device") is False:
+        return Leave("`torch.distributed.get_default_backend_for_device` is not in the installed torch")
+    func = ctx.dotted("torch.distributed.get_default_backend_for_device")
+    new = cst.Call(func, [cst.Arg(device)])
+    return Plan(node, _replace_with(new), "safe", "-> the backend for the module's device (nccl on CUDA)")
+
+
+SIMPLE: dict[str, Callable] = {
+    "device-string": device_string,
+    "cuda-method": cuda_method,
+    "availability-idiom": availability_idiom,
+    "backend-for-device": backend_for_device,
+}
+NAMED: dict[str, Callable] = {          # take the replacement of the matched name (`replace`)
+    "torch-amp": torch_amp,
+    "accelerator-api": accelerator_api,
+}
+CODEMODS = frozenset(SIMPLE) | frozenset(NAMED)

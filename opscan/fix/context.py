@@ -1,0 +1,252 @@
+"""What a codemod may ask about the module it rewrites: names, parents, the module's device.
+
+# NOTE [one device per module]
+# A rewrite that needs a device asks `device()` / `device_type()`. The first ask decides, once per
+# module, where the device comes from: a module-level variable already holding the accelerator
+# (`dev = torch.accelerator.current_accelerator(...) or torch.device("cpu")`, assigned once) is
+# reused; otherwise one `DEVICE = ...` (a fresh name) is added after the module's imports, with
+# `import torch` when the module has none. Sites never get their own device expression, so a
+# module has one place that says which device it runs on. Where a device *string* stood, the
+# rewrite uses `DEVICE.type` (still a str: `== "cpu"`, `in`, f-strings keep working); where a
+# torch API takes a device, `DEVICE` itself.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+
+CANONICAL = 'current_accelerator(check_available=True) or {torch}.device("cpu")'
+NAME_CHOICES = ("DEVICE", "ACCELERATOR_DEVICE", "_OPSCAN_DEVICE")
+# Keywords and calls that take a device (a torch.device or a string): the value may be `DEVICE`.
+DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_map", "output_device"})
+DEVICE_CALLS = frozenset({"to", "device", "set_default_device"})
+
+
+class Context:
+    """The module being fixed, as codemods see it (built once per module, before any rewrite)."""
+
+    def __init__(self, wrapper: cst.MetadataWrapper, probe=None, prior: dict | None = None) -> None:
+        self.module = wrapper.module
+        self.parents = wrapper.resolve(ParentNodeProvider)
+        self.positions = wrapper.resolve(PositionProvider)
+        self._qualified = wrapper.resolve(QualifiedNameProvider)
+        self.probe = probe
+        self.torch_alias, self.torch_index = _torch_import(self.module)
+        self.identifiers = {n.value for n in _walk(self.module) if isinstance(n, cst.Name)}
+        self.insert_at = _insertion_index(self.module, self.torch_index)
+        self.reused = _reusable_device(self.module, self.torch_alias, self.insert_at, self.positions)
+        prior = prior or {}
+        if self.torch_alias is None and prior.get("torch"):      # an earlier notebook cell imported it
+            self.torch_alias, self.torch_index = prior["torch"], -1
+        if not self.reused and prior.get("device"):             # ... or defined the device
+            self.reused = (prior["device"], -1)
+        self.device_name = ""            # chosen on the first ask
+        self.new_device = False          # True: the device is a new module-level variable
+        self.device_asks = 0             # how many times a plan asked for the device / for torch:
+        self.torch_asks = 0              # the planner keeps only what applied plans asked for
+
+    # -- names --------------------------------------------------------------------------------
+    def qualified(self, node: cst.CSTNode) -> set[str]:
+        """Dotted names `node` refers to, through imports (`from torch import cuda; cuda.x`)."""
+        try:
+            value = self._qualified.get(node, ())
+            return {q.name for q in (value() if callable(value) else value)}
+        except Exception:  # noqa: BLE001 - a lazily computed value that fails: treat as unknown
+            return set()
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.parents.get(node)
+
+    def line(self, node: cst.CSTNode) -> int:
+        return self.positions[node].start.line
+
+    @property
+    def torch(self) -> str:
+        return self.torch_alias or "torch"
+
+    def dotted(self, name: str) -> cst.BaseExpression:
+        """`torch.accelerator.synchronize` as an expression, using the module's alias for torch."""
+        parts = name.split(".")
+        if parts[0] == "torch":
+            parts[0] = self.torch
+            if self.torch_alias is None:
+                self.torch_asks += 1
+        expr: cst.BaseExpression = cst.Name(parts[0])
+        for part in parts[1:]:
+            expr = cst.Attribute(expr, cst.Name(part))
+        return expr
+
+    def has(self, dotted: str) -> bool | None:
+        """Whether the installed torch has `dotted` (None: no torch here to ask)."""
+        if self.probe is None or not self.probe.installed:
+            return None
+        found = self.probe.has(dotted)
+        return found if self.probe.installed else None
+
+    # -- the module's device (NOTE [one device per module]) -----------------------------------
+    def device(self, node: cst.CSTNode) -> cst.BaseExpression | None:
+        """The module's device as an expression, or None when it cannot be defined before `node`."""
+        if not self.device_name:
+            if self.reused:
+                self.device_name = self.reused[0]
+            else:
+                used = self.identifiers
+                self.device_name = next((n for n in NAME_CHOICES if n not in used), "")
+                if not self.device_name or (self.torch_alias is None and "torch" in used):
+                    self.device_name = ""
+                    return None
+                self.new_device = True
+        if not self._defined_before(node):
+            return None
+        self.device_asks += 1
+        if self.new_device and self.torch_alias is None:
+            self.torch_asks += 1
+        return cst.Name(self.device_name)
+
+    def device_type(self, node: cst.CSTNode) -> cst.BaseExpression | None:
+        device = self.device(node)
+        return cst.Attribute(device, cst.Name("type")) if device is not None else None
+
+    def _defined_before(self, node: cst.CSTNode) -> bool:
+        top = self.top_statement(node)
+        if top is None:
+            return False
+        index = self.module.body.index(top)
+        if self.reused:
+            return index > self.reused[1] or not _is_module_level(self, node, top)
+        return index >= self.insert_at or not _is_module_level(self, node, top)
+
+    def top_statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        current = node
+        while current is not None and self.parents.get(current) is not self.module:
+            current = self.parents.get(current)
+        return current
+
+    def defined(self, device: bool, torch: bool) -> dict:
+        """What this module binds for later notebook cells: the device name and torch's alias."""
+        out = {}
+        if self.torch_alias or torch:
+            out["torch"] = self.torch
+        if self.reused or (device and self.new_device):
+            out["device"] = self.device_name or (self.reused[0] if self.reused else "")
+        return {k: v for k, v in out.items() if v}
+
+    def definition(self, device: bool, torch: bool) -> list[cst.BaseStatement]:
+        """The statements to add after the imports: `import torch` and `DEVICE = ...`, as the
+        applied rewrites need them."""
+        out: list[cst.BaseStatement] = []
+        if torch and self.torch_alias is None:
+            out.append(cst.parse_statement("import torch\n"))
+        if device and self.new_device:
+            text = f"{self.device_name} = {self.torch}.accelerator.{CANONICAL.format(torch=self.torch)}\n"
+            statement = cst.parse_statement(text)
+            out.append(statement.with_changes(leading_lines=[cst.EmptyLine()]) if out or self.insert_at else statement)
+        return out
+
+
+def _is_module_level(ctx: Context, node: cst.CSTNode, top: cst.CSTNode) -> bool:
+    """True when `node` runs at import time (not inside a def or lambda body)."""
+    current = ctx.parents.get(node)
+    while current is not None and current is not top:
+        if isinstance(current, (cst.FunctionDef, cst.Lambda)):
+            return False
+        current = ctx.parents.get(current)
+    return not isinstance(top, cst.FunctionDef)
+
+
+def _walk(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
+def _torch_import(module: cst.Module) -> tuple[str | None, int]:
+    """The name `import torch [as X]` binds at module level, and that statement's index."""
+    for index, statement in enumerate(module.body):
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    if _dotted_name(alias.name) == "torch":
+                        asname = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else "torch"
+                        return asname, index
+                    if _dotted_name(alias.name).startswith("torch.") and alias.asname is None:
+                        return "torch", index      # `import torch.distributed` binds `torch` too
+    return None, -1
+
+
+def _dotted_name(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted_name(node.value)}.{node.attr.value}"
+    return ""
+
+
+def _is_import_line(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body)
+
+
+def _insertion_index(module: cst.Module, torch_index: int) -> int:
+    """Where the device goes: after the docstring, `__future__` imports and the first import block
+    (and never before `import torch`)."""
+    body = module.body
+    index = 0
+    if body and isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) == 1 and \
+            isinstance(body[0].body[0], cst.Expr) and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        index = 1
+    while index < len(body) and _is_import_line(body[index]):
+        index += 1
+    return max(index, torch_index + 1)
+
+
+def _reusable_device(module: cst.Module, torch: str | None, insert_at: int, positions) -> tuple[str, int] | None:
+    """A module-level `NAME = <torch>.accelerator.current_accelerator(...) or ...` bound once."""
+    if torch is None:
+        return None
+    bound: dict[str, int] = {}
+    for node in _walk(module):
+        for target in _targets(node):
+            bound[target] = bound.get(target, 0) + 1
+    for index, statement in enumerate(module.body):
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            continue
+        small = statement.body[0]
+        if not isinstance(small, cst.Assign) or len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+            continue
+        code = module.code_for_node(small.value)
+        if f"{torch}.accelerator.current_accelerator(" in code and ".type" not in code.rsplit(")", 1)[-1]:
+            name = small.targets[0].target.value
+            if bound.get(name) == 1:
+                return name, index
+    return None
+
+
+def _targets(node: cst.CSTNode) -> list[str]:
+    """Names a node binds (assignment targets, loop and with targets, defs, params, imports)."""
+    def names(target) -> list[str]:
+        if isinstance(target, cst.Name):
+            return [target.value]
+        if isinstance(target, (cst.Tuple, cst.List)):
+            return [n for e in target.elements for n in names(e.value)]
+        if isinstance(target, cst.StarredElement):
+            return names(target.value)
+        return []
+    if isinstance(node, cst.AssignTarget):
+        return names(node.target)
+    if isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+        return names(node.target)
+    if isinstance(node, (cst.For, cst.CompFor)):
+        return names(node.target)
+    if isinstance(node, cst.AsName):
+        return names(node.name)
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Param)):
+        return [node.name.value]
+    if isinstance(node, cst.NamedExpr):
+        return names(node.target)
+    return []

@@ -1,0 +1,153 @@
+"""Runs `opscan fix` over files: the scan picks the files, each is re-read, fixed and written safely.
+
+# NOTE [fix writes]
+# 1. The scan (`opscan.phases.scan`, the same config, file selection and rule selection as
+#    `opscan PATH`) finds the files that have a fixable finding; nothing else is read again.
+# 2. Each such file is read once (bytes B) and scanned again from B (`scan_source`, pure), so the
+#    positions the codemods use are those of exactly the bytes being rewritten.
+# 3. Files with a parse error or that cannot be read (OPS000/OPS001), and symlinks, are skipped.
+# 4. Before writing, the file is read again: if it is no longer B (an editor saved it meanwhile),
+#    it is not overwritten. The write itself is atomic (fsutil.atomic_write): old or new, never half.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from opscan.fix.module import SiteOutcome, fix_module
+from opscan.fix.notebook import fix_notebook
+from opscan.fsutil import UnreadableFile, atomic_write, read_source_bytes
+from opscan.model import Finding
+
+INPUT_RULES = ("parse-error", "unreadable-file")   # a file with these is never touched
+
+
+@dataclass(frozen=True)
+class FileFix:
+    """One file `opscan fix` looked at."""
+
+    path: str                               # relative to its root, `/` separators
+    root: str
+    before: bytes = b""
+    after: bytes = b""
+    outcomes: tuple[SiteOutcome, ...] = ()
+    skipped: str = ""                       # why the file was not touched ("" when it was fixed)
+    written: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return self.after != self.before and not self.skipped
+
+
+@dataclass
+class FixRun:
+    """Every file of one `opscan fix` run and the scan's findings left elsewhere."""
+
+    files: list[FileFix] = field(default_factory=list)
+    findings: int = 0                        # findings of the scan (all files)
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def outcomes(self) -> list[SiteOutcome]:
+        return [o for f in self.files for o in f.outcomes]
+
+    def count(self, status: str) -> int:
+        return sum(o.status == status for o in self.outcomes())
+
+
+def fixable(finding: Finding, rules: dict) -> bool:
+    """Whether the finding's rule declares a rewrite and the finding is not guarded."""
+    rule = rules.get(finding.rule)
+    return rule is not None and rule.autofix is not None and not finding.guarded
+
+
+def fix_paths(targets, config_for, unsafe: bool = False, write: bool = True, probe=None) -> FixRun:
+    """Fix the files under each target (a file or folder).
+
+    Args:
+        targets: paths given on the command line.
+        config_for: target -> Config (the project config with command-line overrides applied).
+        unsafe: also apply unsafe fixes.
+        write: False for `--diff` (compute, never write).
+        probe: torch lookup for replacements (default: the installed torch).
+    """
+    from opscan.phases import scan
+    from opscan.scan.fixes import TorchProbe
+    from opscan.scan.rules import load_rules
+
+    started = time.perf_counter()
+    probe = probe or TorchProbe()
+    run = FixRun()
+    seen: set[Path] = set()
+    for target in targets:
+        target = Path(target).resolve()
+        config = config_for(target)
+        root = target if target.is_dir() else target.parent
+        outcome = scan(target, config)
+        run.findings += len(outcome.findings)
+        run.notes.extend(outcome.notes)
+        rules = load_rules(extra_dirs=config.extra_rules, select=config.select, ignore=config.ignore)
+        by_id = {r.id: r for r in rules}
+        by_path: dict[str, list[Finding]] = {}
+        for finding in outcome.findings:
+            by_path.setdefault(finding.location.path, []).append(finding)
+        for rel, findings in sorted(by_path.items()):
+            path = (root / rel).resolve()
+            if path in seen:
+                continue
+            seen.add(path)
+            if not any(fixable(f, by_id) for f in findings):
+                run.files.append(FileFix(rel, str(root), outcomes=tuple(_manual(f, by_id) for f in findings),
+                                         skipped="no fixable finding"))
+                continue
+            run.files.append(_fix_file(root, rel, rules, by_id, unsafe, write, probe))
+    run.seconds = time.perf_counter() - started
+    return run
+
+
+def _manual(finding: Finding, rules: dict) -> SiteOutcome:
+    if finding.guarded and rules.get(finding.rule) is not None and rules[finding.rule].autofix is not None:
+        from opscan.fix.module import GUARDED
+
+        return SiteOutcome(finding, "left", GUARDED)
+    return SiteOutcome(finding, "manual", "no automatic fix for this rule")
+
+
+def _fix_file(root: Path, rel: str, rules, by_id: dict, unsafe: bool, write: bool, probe) -> FileFix:
+    from opscan.scan.engine import scan_source
+
+    path = root / rel
+    if path.is_symlink():
+        return FileFix(rel, str(root), skipped="a symlink: not written through")
+    try:
+        before = read_source_bytes(path, root)
+    except (UnreadableFile, OSError) as exc:
+        return FileFix(rel, str(root), skipped=f"cannot read: {getattr(exc, 'reason', exc)}")
+    findings = list(scan_source(rel, before, rules).findings)
+    broken = [f for f in findings if by_id.get(f.rule) is not None and by_id[f.rule].name in INPUT_RULES]
+    if broken:
+        return FileFix(rel, str(root), before, before, tuple(SiteOutcome(f, "left", "file not touched: "
+                       f"{f.message}") for f in findings if fixable(f, by_id)), skipped=f"{broken[0].message}")
+    if rel.endswith(".ipynb"):
+        result = fix_notebook(before, findings, by_id, unsafe, probe)
+    else:
+        result = fix_module(before, findings, by_id, unsafe, probe)
+    after = result.text if isinstance(result.text, bytes) else result.text.encode("utf-8")
+    fixed = FileFix(rel, str(root), before, after, result.outcomes)
+    if not write or after == before:
+        return fixed
+    try:
+        current = read_source_bytes(path, root)
+    except (UnreadableFile, OSError):
+        current = None
+    if current != before:
+        return FileFix(rel, str(root), before, before, tuple(
+            SiteOutcome(o.finding, "left", "the file changed on disk while it was being fixed: not overwritten")
+            if o.status == "fixed" else o for o in result.outcomes), skipped="changed on disk during the fix")
+    try:
+        atomic_write(path, after)
+    except OSError as exc:
+        return FileFix(rel, str(root), before, before, result.outcomes, skipped=f"cannot write: {exc.strerror or exc}")
+    return FileFix(rel, str(root), before, after, result.outcomes, written=True)

@@ -1,0 +1,76 @@
+"""Strict YAML for opscan's own data files (coverage_db releases, rule files): the safe loader,
+no duplicate keys, and the line of every mapping and key, so errors can name file and line."""
+
+from __future__ import annotations
+
+import yaml
+
+
+class YamlProblem(Exception):
+    """A problem found while reading; callers turn it into their own error with the file path."""
+
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+class LineMap(dict):
+    """A YAML mapping that remembers its own line and each key's line."""
+
+    line: int = 0
+    key_lines: dict
+
+
+class LineList(list):
+    """A YAML sequence that remembers its line."""
+
+    line: int = 0
+
+
+class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """SafeLoader that rejects duplicate mapping keys and records line numbers."""
+
+
+def _construct_map(loader: StrictLoader, node: yaml.MappingNode) -> LineMap:
+    loader.flatten_mapping(node)
+    out = LineMap()
+    out.line = node.start_mark.line + 1
+    out.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        line = key_node.start_mark.line + 1
+        if not isinstance(key, (str, int, float, bool)) and key is not None:
+            raise YamlProblem(f"mapping key must be a plain value, got {type(key).__name__}", line)
+        if key in out:
+            raise YamlProblem(f"duplicate key {key!r} (first at line {out.key_lines[key]})", line)
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.key_lines[key] = line
+    return out
+
+
+def _construct_seq(loader: StrictLoader, node: yaml.SequenceNode) -> LineList:
+    out = LineList(loader.construct_object(child, deep=True) for child in node.value)
+    out.line = node.start_mark.line + 1
+    return out
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+StrictLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+
+
+def parse_yaml(text: str):
+    """Parse YAML safely (no tags beyond the safe set), rejecting duplicate keys; raises YamlProblem."""
+    try:
+        return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - StrictLoader is a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise YamlProblem(f"not valid YAML: {exc.problem or exc}", mark.line + 1 if mark else None) from None
+    except yaml.YAMLError as exc:
+        raise YamlProblem(f"not valid YAML: {exc}", None) from None
+
+
+def line_of(mapping, key=None) -> int | None:
+    """The line of `key` in `mapping` (or of the mapping itself); None when unknown."""
+    if key is not None and isinstance(mapping, LineMap):
+        return mapping.key_lines.get(key, mapping.line)
+    return getattr(mapping, "line", None)

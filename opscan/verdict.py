@@ -1,0 +1,219 @@
+"""The verdict of a run, computed once in the analysis and carried in `Report.verdict`.
+
+`judge(report, ...)` reads a finished report (findings, traces, coverage, tasks, baseline) and
+says, in one line, whether the project will run on the backend. Kinds are the closed vocabulary
+`model.VERDICT_KINDS`, worst first: blocked, unknown, fallback, unchecked, likely, ready.
+
+The same facts decide the CI gate (opscan/gate.py): `blocking_findings` and `unsupported_ops` are
+what the default `--fail-on error` fails on, so a "blocked" verdict always exits 1 and any other
+verdict never does under the default gate.
+
+NOTE [sites]: a *site* is one location of port work inside one task: a finding's location or the
+source line an op was dispatched from, counted once per task (`Task.sites` holds them). Every
+count of sites a report shows (verdict, task list, summary, markdown, JSON) is `len(task.sites)`
+or a sum of it over tasks (`site_count`), so the numbers on one screen agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from opscan.model import Coverage, Finding, Report, Task, Verdict
+
+VERIFIED_EVIDENCE = ("documented", "probed")
+OP_TASKS = ("unsupported-ops", "cpu-fallback", "unknown-ops")   # task ids of op gaps (plan/catalog.py)
+RUNS = ("native", "composite", "limited")
+
+NO_MODEL = "no model found (configure [[tool.opscan.models]] or pass --model)"
+SOURCE_ONLY = "`opscan scan` reads the source only (`opscan PATH` also traces the model)"
+
+
+def _plural(count: int, word: str, plural: str | None = None) -> str:
+    return f"{count} {word if count == 1 else (plural or word + 's')}"
+
+
+# --- the facts the gate shares ------------------------------------------------------------------
+
+def blocking_findings(report: Report) -> list[Finding]:
+    """Unguarded findings of severity error: each one blocks (and fails the default gate)."""
+    return [f for f in report.findings if f.severity == "error" and not f.guarded]
+
+
+def traced_ops(report: Report) -> list[str]:
+    """Every op any trace dispatched, sorted."""
+    return sorted({u.op for t in report.traces for u in t.ops})
+
+
+def op_status(report: Report) -> dict[str, str]:
+    """op -> coverage status; a traced op without an entry is "unknown"."""
+    status = {c.op: c.status for c in report.coverage}
+    return {op: status.get(op, "unknown") for op in traced_ops(report)}
+
+
+def unsupported_ops(report: Report) -> list[str]:
+    """Traced ops the backend rejects: each one blocks (and fails the default gate)."""
+    return [op for op, status in op_status(report).items() if status == "unsupported"]
+
+
+def unverified(coverage: Coverage) -> str:
+    """Why a supported op is not proven: "source-snapshot" (pre-release source), "inferred"
+    (opscan's derivation or no evidence at all); "" when documented or probed evidence backs it."""
+    kinds = {e.kind for e in coverage.evidence}
+    if "source-snapshot" in kinds:
+        return "source-snapshot"
+    if kinds & set(VERIFIED_EVIDENCE):
+        return ""
+    return "inferred"
+
+
+# --- sites --------------------------------------------------------------------------------------
+
+def task_group(task: Task) -> str:
+    """"kernel", "library", "op" (an op-gap task) or "source" (code to change), from the task id."""
+    if task.id.startswith("kernel:"):
+        return "kernel"
+    if task.id.startswith("library:"):
+        return "library"
+    if task.id in OP_TASKS:
+        return "op"
+    return "source"
+
+
+def site_count(tasks: Iterable[Task]) -> int:
+    """Sites of `tasks`, see NOTE [sites]."""
+    return sum(len(t.sites) for t in tasks)
+
+
+def file_count(tasks: Iterable[Task]) -> int:
+    """Distinct files the sites of `tasks` are in."""
+    return len({s.path for t in tasks for s in t.sites})
+
+
+# --- the verdict ---------------------------------------------------------------------------------
+
+def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str | None = "") -> Verdict:
+    """The verdict of `report`.
+
+    Args:
+        ops_not_checked: why no model was traced (shown when `report.traces` is empty);
+            "" = the default reason, no model found.
+        source_not_checked: why the source was not scanned; "" = it was scanned; None = there is
+            no project source to scan (the zoo judges models alone).
+    """
+    blocking = blocking_findings(report)
+    unsupported = unsupported_ops(report)
+    status = op_status(report)
+    by_op = {c.op: c for c in report.coverage}
+    fallback = [op for op, st in status.items() if st == "cpu-fallback"]
+    unknown = [op for op, st in status.items() if st == "unknown"]
+    weak: dict[str, list[str]] = {}
+    for op, st in status.items():
+        if st in RUNS and op in by_op:
+            why = unverified(by_op[op])
+            if why:
+                weak.setdefault(why, []).append(op)
+    ops_checked = bool(report.traces)
+    source_checked = source_not_checked == ""
+    incomplete = [t for t in report.traces if not t.complete]
+    known = report.baseline.known if report.baseline is not None else 0
+
+    details: list[str] = []
+    if not ops_checked:
+        details.append(f"ops: not checked — {ops_not_checked or NO_MODEL}")
+    if source_not_checked:
+        details.append(f"source: not checked — {source_not_checked}")
+    if report.baseline is not None:
+        details.append(f"baseline {report.baseline.path}: {known} known, {len(report.findings)} new "
+                       f"finding{'s' * (len(report.findings) != 1)}")
+    for trace in incomplete:
+        details.append(f"trace of {trace.target} stopped early: {trace.stopped_at}")
+    if unknown:
+        details.append(f"{len(unknown)} of {_plural(len(status), 'traced op')} "
+                       f"{'has' if len(unknown) == 1 else 'have'} unknown status on {report.backend or 'the backend'}")
+    if fallback:
+        details.append(f"{_plural(len(fallback), 'op')} on CPU fallback: {', '.join(fallback[:5])}"
+                       + (" …" if len(fallback) > 5 else ""))
+    if weak:
+        details.append(_unverified_text(weak))
+    unreadable = [f for f in report.findings if f.category == "input" and f.severity == "error"]
+
+    tasks = report.tasks
+    blocker_tasks = [t for t in tasks if t.priority == 1]
+    if blocking or unsupported:
+        parts = []
+        pins = [t for t in blocker_tasks if task_group(t) == "source"]
+        if pins:
+            parts.append(f"{_plural(site_count(pins), 'CUDA-pinned site')} in {_plural(file_count(pins), 'file')}")
+        kernels = [t for t in blocker_tasks if task_group(t) == "kernel"]
+        if kernels:
+            parts.append(_plural(len(kernels), "custom kernel"))
+        libraries = [t for t in blocker_tasks if task_group(t) == "library"]
+        if libraries:
+            parts.append(_plural(len(libraries), "CUDA-only library", "CUDA-only libraries"))
+        if unsupported:
+            parts.append(_plural(len(unsupported), "unsupported op"))
+        if unreadable:
+            parts.append(_plural(len({f.location.path for f in unreadable}), "file opscan could not read",
+                                 "files opscan could not read"))
+        in_tasks = {s for t in tasks for s in t.sites}
+        other = [f for f in blocking if f.location not in in_tasks and f not in unreadable]
+        if other or not parts:
+            parts.append(_plural(len(other or blocking), "other error finding"))
+        headline = "blocked by " + ", ".join(parts)
+        if known:
+            headline += f" (new; {known} known hidden by the baseline)"
+        return _verdict("blocked", headline, details, source_checked, ops_checked)
+
+    to_check = [t for t in tasks if task_group(t) in ("kernel", "library")]
+    open_points = []
+    if unknown:
+        open_points.append(f"{_plural(len(unknown), 'op')} of unknown status")
+    if to_check:
+        open_points.append(_plural(len(to_check), "custom kernel or library", "custom kernels or libraries")
+                           + " to check")
+    if incomplete:
+        open_points.append(_plural(len(incomplete), "incomplete trace"))
+    if known:
+        open_points.append(f"{known} known finding{'s' * (known != 1)} hidden by the baseline, "
+                           f"{len(report.findings)} new")
+    if open_points:
+        return _verdict("unknown", "no blockers found, but not proven: " + ", ".join(open_points),
+                        details, source_checked, ops_checked)
+    if fallback:
+        return _verdict("fallback", f"runs with {_plural(len(fallback), 'op')} on CPU fallback",
+                        details, source_checked, ops_checked)
+    if not ops_checked or source_not_checked:
+        findings = [f for f in report.findings if f.category != "input"]
+        source = ("source: no CUDA pins" if not findings else
+                  f"source: no blockers ({_plural(len(findings), 'finding')} that do not block)")
+        if source_not_checked:
+            source = f"source: not checked — {source_not_checked}"
+        ops = (f"ops: not checked — {ops_not_checked or NO_MODEL}" if not ops_checked else
+               f"ops: {_plural(len(status), 'traced op')}, none known to fail")
+        return _verdict("unchecked", f"{source}; {ops}", [d for d in details if not d.startswith(("ops:", "source:"))],
+                        source_checked, ops_checked)
+    if weak:
+        return _verdict("likely", f"likely — unverified: {_unverified_counts(weak)}; confirm with `opscan db probe`",
+                        [d for d in details if d != _unverified_text(weak)], source_checked, ops_checked)
+    return _verdict("ready", "ready", details, source_checked, ops_checked)
+
+
+def _unverified_counts(weak: dict[str, list[str]]) -> str:
+    parts = []
+    if weak.get("source-snapshot"):
+        n = len(weak["source-snapshot"])
+        parts.append(f"{_plural(n, 'op')} rest{'s' * (n == 1)} on pre-release source")
+    if weak.get("inferred"):
+        n = len(weak["inferred"])
+        parts.append(f"{_plural(n, 'op')} on opscan's inference only")
+    return ", ".join(parts)
+
+
+def _unverified_text(weak: dict[str, list[str]]) -> str:
+    count = sum(len(v) for v in weak.values())
+    return (f"{_plural(count, 'op')} supported only on unverified evidence ({_unverified_counts(weak)}): "
+            "confirm with `opscan db probe` on a Trainium instance")
+
+
+def _verdict(kind: str, headline: str, details: list[str], source: bool, ops: bool) -> Verdict:
+    return Verdict(kind, headline, tuple(details), source_checked=source, ops_checked=ops)

@@ -1,0 +1,140 @@
+"""The one verdict: its kinds (by evidence and by what was checked), and its agreement with the gate."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reporters"))
+
+import reporters_sample as sample  # noqa: E402
+from opscan.gate import failures  # noqa: E402
+from opscan.model import (  # noqa: E402
+    VERDICT_KINDS, BaselineStatus, Coverage, Evidence, Finding, Location, ModelTrace, OpSource, OpUsage,
+)
+from opscan.verdict import judge  # noqa: E402
+
+SNAPSHOT = Evidence("source-snapshot", "pre-release source snapshot", repo="aws-neuron/torch-neuronx", commit="abc")
+DOCUMENTED = Evidence("documented", "listed in the docs", url="https://example.invalid/doc", date="2026-01-01")
+PROBED = Evidence("probed", "registered on a real install", install="torch-neuronx 2.14.3.0")
+
+
+def _trace(*ops: str, complete: bool = True) -> ModelTrace:
+    return ModelTrace("model.py:build", "train", "neuron",
+                      tuple(OpUsage(op, 1, ("forward",), (), (OpSource("model.py", 3),)) for op in ops),
+                      complete=complete, stopped_at="" if complete else "aten::nonzero at model.py:9")
+
+
+def _report(findings=(), traces=None, coverage=(), baseline=None):
+    traces = (_trace("aten::mm", "aten::relu"),) if traces is None else traces
+    return sample.report(findings=tuple(findings), traces=traces, coverage=tuple(coverage), baseline=baseline)
+
+
+def _cov(status: str, *evidence: Evidence, op: str = "aten::mm") -> Coverage:
+    return Coverage(op, status, evidence, "high" if evidence and evidence[0].kind != "source-snapshot" else "low")
+
+
+def test_kinds_are_a_closed_documented_vocabulary():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "check.md").read_text(encoding="utf-8")
+    assert list(VERDICT_KINDS) == ["blocked", "unknown", "fallback", "unchecked", "likely", "ready"]
+    for kind in VERDICT_KINDS:
+        assert f"| `{kind}` |" in doc, kind
+
+
+def test_ready_only_on_documented_or_probed_evidence():
+    ready = _report(coverage=(_cov("native", DOCUMENTED), _cov("native", PROBED, op="aten::relu")),
+                    baseline=None).verdict
+    assert (ready.kind, ready.headline) == ("ready", "ready")
+    assert ready.source_checked and ready.ops_checked
+
+
+def test_pre_release_source_is_likely_never_ready():
+    judged = _report(coverage=(_cov("native", SNAPSHOT), _cov("native", DOCUMENTED, op="aten::relu")),
+                     baseline=None).verdict
+    assert judged.kind == "likely"
+    assert judged.headline == ("likely — unverified: 1 op rests on pre-release source; "
+                               "confirm with `opscan db probe`")
+    inferred = _report(coverage=(_cov("composite", Evidence("inferred", "decomposes")),
+                                 _cov("native", DOCUMENTED, op="aten::relu")), baseline=None).verdict
+    assert inferred.kind == "likely" and "1 op on opscan's inference only" in inferred.headline
+
+
+def test_no_model_traced_says_what_was_checked_and_is_never_ready():
+    judged = _report(traces=(), baseline=None).verdict
+    assert judged.kind == "unchecked"
+    assert judged.headline.startswith("source: no CUDA pins; ops: not checked — no model found")
+    assert judged.source_checked and not judged.ops_checked
+    given = judge(_report(traces=(), baseline=None), ops_not_checked="tracing skipped (--no-trace)")
+    assert given.headline == "source: no CUDA pins; ops: not checked — tracing skipped (--no-trace)"
+
+
+def test_a_trace_without_a_source_scan_is_unchecked():
+    report = _report(coverage=(_cov("native", DOCUMENTED), _cov("native", PROBED, op="aten::relu")), baseline=None)
+    judged = judge(report, source_not_checked="`opscan trace` lists ops only")
+    assert judged.kind == "unchecked" and not judged.source_checked and judged.ops_checked
+    assert judged.headline == "source: not checked — `opscan trace` lists ops only; ops: 2 traced ops, none known to fail"
+    assert judge(report, source_not_checked=None).kind == "ready"   # the zoo: no project source exists
+
+
+def test_an_incomplete_trace_or_unknown_ops_are_not_proven():
+    incomplete = _report(traces=(_trace("aten::mm", complete=False),), coverage=(_cov("native", DOCUMENTED),),
+                         baseline=None).verdict
+    assert incomplete.kind == "unknown" and "1 incomplete trace" in incomplete.headline
+    unknown = _report(coverage=(_cov("native", DOCUMENTED),), baseline=None).verdict   # aten::relu has no entry
+    assert unknown.kind == "unknown" and "1 op of unknown status" in unknown.headline
+
+
+def test_unknown_ranks_above_fallback():
+    judged = _report(coverage=(_cov("cpu-fallback", DOCUMENTED),), baseline=None).verdict
+    assert judged.kind == "unknown"
+    assert any("1 op on CPU fallback: aten::mm" == d for d in judged.details)
+    fallback = _report(coverage=(_cov("cpu-fallback", DOCUMENTED), _cov("native", PROBED, op="aten::relu")),
+                       baseline=None).verdict
+    assert (fallback.kind, fallback.headline) == ("fallback", "runs with 1 op on CPU fallback")
+
+
+def test_scan_only_verdict_counts_custom_kernels_and_libraries():
+    kernel = Finding("OPS302", "triton-kernel", "custom-kernel", "error", "Triton kernel", Location("k.py", 3),
+                     snippet="@triton.jit", task="kernel", subject="add_kernel")
+    library = Finding("OPS401", "cuda-only-library-import", "cuda-only-lib", "error", "flash_attn",
+                      Location("m.py", 1), snippet="import flash_attn", task="library", subject="flash_attn")
+    judged = _report(findings=(kernel, library), traces=(), baseline=None).verdict
+    assert judged.kind == "blocked"
+    assert judged.headline == "blocked by 1 custom kernel, 1 CUDA-only library"
+    assert "ops: not checked — no model found (configure [[tool.opscan.models]] or pass --model)" in judged.details
+
+
+def test_baseline_says_known_and_new_never_no_pins():
+    judged = _report(traces=(), baseline=BaselineStatus("base.json", known=27)).verdict
+    assert judged.kind == "unknown"
+    assert "27 known findings hidden by the baseline, 0 new" in judged.headline
+    assert "baseline base.json: 27 known, 0 new findings" in judged.details
+    assert "no CUDA pins" not in judged.headline
+
+
+def _variants():
+    """Reports over every combination of the facts the verdict and the gate read."""
+    pin = sample.findings()[0]
+    guarded = replace(pin, guarded=True, location=replace(pin.location, line=99))
+    warning = sample.findings()[4]
+    statuses = ("native", "cpu-fallback", "unsupported", "unknown")
+    for findings, status, complete, traced, known in itertools.product(
+            ((), (pin,), (guarded,), (warning,), (guarded, warning)), statuses, (True, False),
+            (True, False), (0, 3)):
+        traces = (_trace("aten::mm", complete=complete),) if traced else ()
+        coverage = () if status == "unknown" else (_cov(status, PROBED),)
+        baseline = BaselineStatus("b.json", known=known) if known else None
+        yield _report(findings=findings, traces=traces, coverage=coverage, baseline=baseline)
+
+
+@pytest.mark.parametrize("report", list(_variants()))
+def test_verdict_and_default_gate_never_contradict(report):
+    blocked = report.verdict.kind == "blocked"
+    assert bool(failures(report, ("error",))) == blocked, report.verdict
+    assert report.verdict.kind in VERDICT_KINDS
+    if report.verdict.kind in ("ready", "likely"):
+        assert report.verdict.ops_checked and report.verdict.source_checked and report.baseline is None

@@ -1,0 +1,88 @@
+"""Fake kernels opscan supplies (opscan/trace/fakes.py): each against the real CPU kernel, and in a trace."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+
+from opscan.trace import fakes, trace_target  # noqa: E402
+
+aten = torch.ops.aten
+
+
+def _offs(*ends):
+    return torch.tensor(ends, dtype=torch.int32)
+
+
+# (mat_a shape, mat_b shape, offs) for each layout the CPU kernel accepts; sizes keep strides 16-byte aligned
+GROUPED_MM_CASES = {
+    "2d x 3d (MoE experts)": ((16, 8), (3, 8, 8), (3, 7, 16)),
+    "3d x 3d (batched)": ((3, 8, 16), (3, 16, 8), None),
+    "2d x 2d (weight gradient)": ((8, 16), (16, 8), (8, 16, 16)),
+    "3d x 2d": ((3, 8, 16), (16, 8), (8, 16, 16)),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("case", sorted(GROUPED_MM_CASES))
+def test_grouped_mm_fake_matches_the_cpu_kernel(case, dtype):
+    a_shape, b_shape, ends = GROUPED_MM_CASES[case]
+    a, b = torch.randn(a_shape, dtype=dtype), torch.randn(b_shape, dtype=dtype)
+    offs = _offs(*ends) if ends else None
+    real = torch._grouped_mm(a, b, offs)
+    with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        fa, fb = mode.from_tensor(a), mode.from_tensor(b)
+        fo = mode.from_tensor(offs) if offs is not None else None
+        fake = fakes.supply(aten._grouped_mm.default, (fa, fb, fo), {})
+    assert (tuple(fake.shape), fake.dtype) == (tuple(real.shape), real.dtype)
+
+
+def test_pytorch_fake_grouped_mm_still_refuses_fp32():
+    # the reason fakes.py exists; when PyTorch relaxes its check this fails and the kernel can go
+    a, b = torch.randn(10, 8), torch.randn(3, 8, 4)
+    assert torch._grouped_mm(a, b, _offs(3, 7, 10)).shape == (10, 4)  # the CPU kernel runs fp32
+    with FakeTensorMode(allow_non_fake_inputs=True) as mode, pytest.raises(RuntimeError, match="BF16"):
+        torch._grouped_mm(mode.from_tensor(a), mode.from_tensor(b), mode.from_tensor(_offs(3, 7, 10)))
+
+
+def test_supplied_kernel_refuses_what_the_cpu_kernel_refuses():
+    a, b = torch.empty(10, 8, device="meta"), torch.empty(3, 6, 4, device="meta")  # 8 vs 6
+    assert fakes.supply(aten._grouped_mm.default, (a, b, torch.empty(3, device="meta")), {}) is None
+    assert fakes.supply(aten.mm.default, (a, a), {}) is None  # opscan supplies nothing for mm
+
+
+def test_fp32_moe_traces_completely_and_says_the_kernel_was_supplied(tmp_path, repo_root):
+    config = json.loads((repo_root / "examples/models/hf/mixtral-tiny/config.json").read_text())
+    config["dtype"] = "float32"
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    trace = trace_target(f"hf:{tmp_path}", mode="train", batch=2, seq_len=16)
+    assert trace.complete, trace.stopped_at
+    assert trace.supplied_fakes == ("aten::_grouped_mm",)
+    grouped = next(u for u in trace.ops if u.op == "aten::_grouped_mm")
+    assert grouped.phases == ("forward", "backward") and grouped.dtypes == ("torch.float32", "torch.int32")
+    # in bf16 PyTorch's own fake kernel serves: nothing supplied
+    config["dtype"] = "bfloat16"
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert trace_target(f"hf:{tmp_path}", mode="inference", batch=2, seq_len=16).supplied_fakes == ()
+
+
+def test_torch_error_logs_stay_off_the_terminal(tmp_path, repo_root):
+    # PyTorch logs "failed while attempting to run meta for aten._grouped_mm" with a traceback
+    # each time its fake kernel refuses fp32; `opscan trace` prints none of it
+    config = json.loads((repo_root / "examples/models/hf/mixtral-tiny/config.json").read_text())
+    config["dtype"] = "float32"
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    proc = subprocess.run([sys.executable, "-m", "opscan", "trace", f"hf:{tmp_path}", "--mode",
+                           "inference", "--seq-len", "16", "--format", "json"],
+                          capture_output=True, text=True, timeout=600, cwd=repo_root)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "failed while attempting" not in proc.stderr, proc.stderr
+    trace = json.loads(proc.stdout)["traces"][0]
+    assert trace["complete"] and trace["supplied_fakes"] == ["aten::_grouped_mm"]
