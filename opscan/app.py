@@ -62,7 +62,7 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
             phases: Phases | None = None, progress: Progress | None = None,
             on_error: Callable[[OpscanError], None] | None = None,
             scan_options: ScanOptions | None = None, untraced: str = "tracing skipped (--no-trace)",
-            trust_remote_code: bool = False) -> Report:
+            trust_remote_code: bool = False, mode: str | None = None) -> Report:
     """Run every phase for `target` (a folder or file) under `config` and return the Report.
 
     A model that cannot be built (TargetError) raises, unless `on_error` is given: then it is
@@ -78,8 +78,9 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
     notes: list[str] = []
     entries = baselines.load(baseline) if baseline is not None else None   # fail before tracing
     discovery = None
-    if not config.models:   # nothing configured: PATH may be the model itself (opscan/discover.py)
-        discovery, config = _discover(target, config, trust_remote_code)
+    narrowed = scan_options is not None and scan_options.paths   # files given (pre-commit): no discovery
+    if not config.models and not narrowed:   # nothing configured: PATH may be the model itself (opscan/discover.py)
+        discovery, config = _discover(target, config, trust_remote_code, mode)
 
     # The database is only needed to judge traced ops; a source-only run skips loading it.
     database = None
@@ -90,7 +91,11 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
             notes.extend(database.notes)
 
     say("phase", "scanning source")
-    scanned = phases.scan(target, config, scan_options) if scan_options is not None else phases.scan(target, config)
+    no_source = discovery is not None and discovery.traced and target.is_file()
+    if no_source:
+        scanned = ScanOutcome()   # PATH is a model file (.pt2, config.json): no source to scan
+    else:
+        scanned = phases.scan(target, config, scan_options) if scan_options is not None else phases.scan(target, config)
     notes.extend(scanned.notes)
     findings = scanned.findings
 
@@ -124,7 +129,6 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
         notes.append(f"{untraced}: the verdict covers the source only")
     if not config.models and not not_traced:
         not_traced = _no_model(discovery) or NO_MODEL
-    narrowed = scan_options is not None and scan_options.paths   # files given (pre-commit): 0 is fine
     if not scanned.files_scanned and not traces and not config.models and target.is_dir() and not narrowed:
         raise UsageError("nothing to check: no Python, notebook or C++/CUDA source file (after include/"
                          "exclude) and no model ([[tool.opscan.models]], --model)", path=str(target))
@@ -173,11 +177,13 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
         project_sources=tuple(sorted({s.path for t in traces for u in t.ops for s in u.sources
                                       if (root / s.path).is_file()})) if traces else None,
         discovery=discovery,
+        caveats=tuple(database.caveats(tuple(traces))) if database is not None and traces else (),
     )
-    return replace(report, verdict=judge(report, ops_not_checked=not_traced))
+    return replace(report, verdict=judge(report, ops_not_checked=not_traced,
+                                         source_not_checked=None if no_source else ""))
 
 
-def _discover(target: Path, config: Config, trust_remote_code: bool):
+def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str | None = None):
     """(Discovery, config): a model folder or exported program at PATH is traced as configured;
     otherwise the project's model candidates are read (never run) for the report and `opscan init`."""
     from opscan.discover import candidates, direct
@@ -186,7 +192,7 @@ def _discover(target: Path, config: Config, trust_remote_code: bool):
     if found is None:
         root = target if target.is_dir() else target.parent
         return candidates(root, trust_remote_code=trust_remote_code), config
-    models = tuple(ModelConfig(target=t, mode="inference" if t.startswith("pt2:") else "train",
+    models = tuple(ModelConfig(target=t, mode="inference" if t.startswith("pt2:") else (mode or "train"),
                                trust_remote_code=trust_remote_code) for t in found.traced)
     return found, replace(config, models=models)
 

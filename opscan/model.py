@@ -147,6 +147,7 @@ class Finding:
     task: str = ""       # the rule's task kind, one of TASKS ("" when not known, e.g. hand-built findings)
     subject: str = ""    # what matched: symbol (torch.cuda.synchronize), device or backend string,
                          # library (flash_attn), kernel name (docs/scan.md, "Subjects")
+    fixable: bool = False  # `opscan fix` rewrites it with a safe fix (its rule's `autofix`; docs/fix.md)
 
     def sort_key(self) -> tuple:
         loc = self.location

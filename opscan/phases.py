@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from opscan import suppressions
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, TraceError
 from opscan.model import Coverage, DeviceProfile, Finding, ModelTrace, RuleInfo
@@ -48,6 +47,7 @@ class Database:
     profile: DeviceProfile | None = None
     notes: tuple[str, ...] = ()
     pairing: Callable[[], str | None] = lambda: None   # torch-version warning, asked after tracing
+    caveats: Callable[[tuple[ModelTrace, ...]], tuple] = lambda traces: ()   # opscan/db/caveats.py
 
 
 def rule_info(rule) -> RuleInfo:
@@ -91,16 +91,10 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None) -> Sc
     if probe is not None:
         probe.save()
     known = {r.id for r in load_rules(extra_dirs=config.extra_rules)}
-    extra = [] if _ignored(suppressions.RULE, config.ignore) else \
-        unused_suppressions(root, result, {r.id for r in rules}, known)
+    extra = unused_suppressions(root, result, rules, known)   # OPS003, when selected (rules/unused-suppression.yaml)
     findings = tuple(sorted(result.findings + tuple(extra), key=Finding.sort_key))
-    infos = tuple(rule_info(r) for r in rules) + ((suppressions.RULE,) if extra else ())
+    infos = tuple(rule_info(r) for r in rules)
     return ScanOutcome(findings=findings, files_scanned=result.files_scanned, rules=infos, notes=result.notes)
-
-
-def _ignored(rule, patterns: tuple[str, ...]) -> bool:
-    """`ignore` drops OPS003 as it drops rules: by code prefix, name or category."""
-    return any(rule.id.startswith(p) or rule.name == p or rule.category == p for p in patterns)
 
 
 def _included(rel: str, patterns: tuple[str, ...], root: Path, config_root: Path) -> bool:
@@ -117,23 +111,17 @@ def _included(rel: str, patterns: tuple[str, ...], root: Path, config_root: Path
     return False
 
 
-def unused_suppressions(root: Path, result, active: set[str], known: set[str]) -> list[Finding]:
-    """OPS003 findings from the scan's per-file suppression usage."""
-    by_path: dict[str, list] = {}
-    for supp in result.suppressions:
-        by_path.setdefault(supp.path, []).append(supp)
-    out: list[Finding] = []
-    for path, items in sorted(by_path.items()):
-        if path.endswith(".ipynb"):   # suppression lines there are not cell lines: not judged
-            continue
+def unused_suppressions(root: Path, result, rules, known: set[str]) -> list[Finding]:
+    """OPS003 findings from the scan's per-file suppression usage (opscan.scan.engine)."""
+    from opscan.scan.engine import unused_suppression_findings
+
+    def read_lines(path: str) -> list[str] | None:
         try:
-            lines = (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
+            return (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
-            lines = None
-        declared = {s.line: frozenset(s.codes) for s in items}
-        used = [(s.line, code) for s in items for code in s.used]
-        out.extend(suppressions.unused(path, declared, used, active, known, lines))
-    return out
+            return None
+
+    return unused_suppression_findings(result, rules, known, read_lines)
 
 
 def database(config: Config) -> Database | None:
@@ -154,8 +142,13 @@ def database(config: Config) -> Database | None:
     if release.warnings and config.db is not None:
         notes = (f"coverage database {release.spec}: {len(release.warnings)} warning(s) (`opscan db validate`), e.g. "
                  f"{release.warnings[0]}",)
+    def caveats(traces: tuple[ModelTrace, ...]) -> tuple:
+        from opscan.db.caveats import op_caveats
+
+        return op_caveats(release, traces)
+
     return Database(backend=release.spec, lookup=release.lookup, profile=release.profile(),
-                    notes=notes, pairing=pairing)
+                    notes=notes, pairing=pairing, caveats=caveats)
 
 
 def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None) -> ModelTrace:

@@ -11,18 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from opscan.model import Finding, Location, RuleInfo
+from opscan.model import Finding, Location
 
 CODE = "OPS003"
 NAME = "unused-suppression"
 ALL = "*"
 
-RULE = RuleInfo(
-    CODE, NAME, "warning", "input",
-    what="Flags `# opscan: ignore[...]` comments that no longer suppress any finding.",
-    why="A stale suppression hides the next real finding on that line and misleads readers.",
-    fix="Delete the comment, or the codes in it that are listed as unused.",
-)
+# The rule itself (severity, docs, fix, examples) is data: rules/unused-suppression.yaml; the scan
+# engine (opscan.scan.engine.unused_suppression_findings) runs this check when that rule is selected.
 
 
 def unused(path: str, declared: Mapping[int, frozenset[str]], used: Iterable[tuple[int, str]],
@@ -65,4 +61,4 @@ def unused(path: str, declared: Mapping[int, frozenset[str]], used: Iterable[tup
 def _finding(path: str, line: int, message: str, snippet: str) -> Finding:
     column = snippet.find("#") + 1 if "#" in snippet else 1
     return Finding(rule=CODE, name=NAME, category="input", severity="warning", message=message,
-                   location=Location(path, line, column), fix=RULE.fix, snippet=snippet)
+                   location=Location(path, line, column), snippet=snippet)

@@ -135,6 +135,8 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
                        + (" …" if len(fallback) > 5 else ""))
     if weak:
         details.append(_unverified_text(weak))
+    caveats = getattr(report, "caveats", ())   # release facts the traced dtypes hit (opscan/db/caveats.py)
+    details.extend(c.message for c in caveats)
     unreadable = [f for f in report.findings if f.category == "input" and f.severity == "error"]
 
     tasks = report.tasks
@@ -173,6 +175,8 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
                            + " to check")
     if incomplete:
         open_points.append(_plural(len(incomplete), "incomplete trace"))
+    if caveats:
+        open_points.append(_plural(len(caveats), "release caveat") + " on the traced dtypes")
     if known:
         open_points.append(f"{known} known finding{'s' * (known != 1)} hidden by the baseline, "
                            f"{len(report.findings)} new")
@@ -185,7 +189,8 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
     if not ops_checked or source_not_checked:
         findings = [f for f in report.findings if f.category != "input"]
         source = ("source: no CUDA pins" if not findings else
-                  f"source: no blockers ({_plural(len(findings), 'finding')} that do not block)")
+                  f"source: no blockers ({_plural(len(findings), 'finding')} that "
+                  f"{'does' if len(findings) == 1 else 'do'} not block)")
         if source_not_checked:
             source = f"source: not checked — {source_not_checked}"
         ops = (f"ops: not checked — {ops_not_checked or NO_MODEL}" if not ops_checked else

@@ -164,7 +164,8 @@ def run(args: argparse.Namespace) -> int:
     with _progress() as progress, trace_limits(limits, getattr(args, "in_process", False)):
         report = analyse(Path(args.path), config, trace=not args.no_trace, baseline=baseline,
                          progress=progress, on_error=errors.append,
-                         trust_remote_code=getattr(args, "trust_remote_code", False))
+                         trust_remote_code=getattr(args, "trust_remote_code", False),
+                         mode=getattr(args, "mode", None))
     render_report(report, args.format, args.output)
     code = gate(report, config.fail_on, args.exit_zero)
     for error in errors:   # a model that could not be built: the rest was reported, exit 2

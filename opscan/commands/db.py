@@ -95,7 +95,9 @@ def _list(args: argparse.Namespace) -> int:
                      "entries": len(r.entries), "by_status": dict(sorted(counts.items())),
                      "kernel_list": r.kernel_list, "unlisted": r.unlisted.status,
                      "packages": [f"{p.name} {p.version} (torch {p.torch})" for p in r.packages],
-                     "path": r.path.name})
+                     "path": r.path.name,
+                     "dtype_narrowing": ", ".join(f"{n.dtype} as {n.computed_as}" for n in r.narrowing),
+                     "known_failures": len(r.known_failures), "environment": r.environment})
     if args.format == "json":
         _print_json({"releases": rows})
         return 0
@@ -106,6 +108,14 @@ def _list(args: argparse.Namespace) -> int:
         print(f"  {row['title']}")
         if row["packages"]:
             print(f"  packages: {'; '.join(row['packages'])}")
+        if row["dtype_narrowing"]:
+            print(f"  computes {row['dtype_narrowing']} by default")
+        if row["known_failures"]:
+            print(f"  known failures: {row['known_failures']} (op, dtype) rows from failing upstream tests")
+        if row["environment"]:
+            env = row["environment"]
+            print(f"  probed on: {env.get('backend', '?')}, torch {env.get('torch', '?')}, "
+                  f"instance {env.get('instance_type', '?')}")
     return 0
 
 
@@ -136,7 +146,9 @@ def _show(args: argparse.Namespace) -> int:
 
         _print_json({"backend": release.spec, "notes": notes, "ops": [
             {"op": c.op, "status": c.status, "confidence": c.confidence, "via": c.via,
-             "parts": list(c.parts), "evidence": [_evidence(e) for e in c.evidence]} for c in answers]})
+             "parts": list(c.parts), "evidence": [_evidence(e) for e in c.evidence],
+             "known_failures": [{"dtype": f.dtype, "tests": list(f.tests)} for f in release.failures_for(c.op)]}
+            for c in answers]})
         return 0
     print(f"{release.spec}  ({release.path.name})")
     for note in notes:
@@ -148,6 +160,8 @@ def _show(args: argparse.Namespace) -> int:
             print(f"  parts: {', '.join(c.parts)}")
         for e in c.evidence:
             print(f"  - {_evidence_line(e)}")
+        for failure in release.failures_for(c.op):
+            print(f"  known failure with {failure.dtype}: {', '.join(failure.tests)}")
     return 0
 
 
@@ -173,37 +187,56 @@ def _diff(args: argparse.Namespace) -> int:
     old, new = _release_arg(args.old), _release_arg(args.new)
     log = diff(old, new)
     unchanged = len(set(old.entries) & set(new.entries)) - len(log.of_kind("status")) - len(log.of_kind("evidence"))
+
+    def rows(kind: str, cause: str) -> list:
+        out = []
+        for c in log.of_kind(kind, cause):
+            if kind == "added":
+                out.append(dict(op=c.op, **_entry_dict(new, c.new)))
+            elif kind == "removed":
+                out.append(dict(op=c.op, **_entry_dict(old, c.old)))
+            else:
+                out.append({"op": c.op, "old": _entry_dict(old, c.old), "new": _entry_dict(new, c.new)})
+        return out
+
     if args.format == "json":
         _print_json({
             "old": old.spec, "new": new.spec,
             "metadata": [{"field": f, "old": a, "new": b} for f, a, b in log.header],
-            "added": [dict(op=c.op, **_entry_dict(new, c.new)) for c in log.of_kind("added")],
-            "removed": [dict(op=c.op, **_entry_dict(old, c.old)) for c in log.of_kind("removed")],
-            "status_changed": [{"op": c.op, "old": _entry_dict(old, c.old), "new": _entry_dict(new, c.new)}
-                               for c in log.of_kind("status")],
-            "evidence_changed": [{"op": c.op, "old": _entry_dict(old, c.old), "new": _entry_dict(new, c.new)}
-                                 for c in log.of_kind("evidence")],
+            "release_changed": {"added": rows("added", "release"), "removed": rows("removed", "release"),
+                                "status_changed": rows("status", "release")},
+            "evidence_changed": {"added": rows("added", "evidence"), "removed": rows("removed", "evidence"),
+                                 "status_changed": rows("status", "evidence"),
+                                 "details_changed": rows("evidence", "evidence")},
             "unchanged": unchanged,
         })
         return 0
     print(f"Changelog {old.spec} -> {new.spec}")
     for field, a, b in log.header:
         print(f"  {field}: {a or '-'} -> {b or '-'}")
-    sections = (("Ops added", "added", new), ("Ops removed", "removed", old),
-                ("Status changed", "status", new), ("Evidence or confidence changed", "evidence", new))
-    for title, kind, side in sections:
-        changes = log.of_kind(kind)
-        print(f"\n{title} ({len(changes)})")
-        for c in changes:
-            entry = c.new if kind != "removed" else c.old
-            first = side.evidence(entry.sources)[0].text
-            if kind == "status":
-                line = f"  {c.op}: {c.old.status} -> {c.new.status} ({first})"
-            elif kind == "evidence":
-                line = f"  {c.op}: {c.new.status}, confidence {c.old.confidence} -> {c.new.confidence} ({first})"
-            else:
-                line = f"  {c.op}: {entry.status} ({first})"
-            print(line + (f" - {entry.note}" if entry.note else ""))
+    groups = (
+        ("The release changed", "release", (("Ops added", "added", new), ("Ops removed", "removed", old),
+                                            ("Status changed", "status", new))),
+        ("The evidence changed (what we know, not the release)", "evidence",
+         (("Ops added", "added", new), ("Ops removed", "removed", old), ("Status changed", "status", new),
+          ("Confidence, note or kind of evidence changed", "evidence", new))),
+    )
+    for heading, cause, sections in groups:
+        print(f"\n{heading} ({len(log.of_cause(cause))})")
+        for title, kind, side in sections:
+            changes = log.of_kind(kind, cause)
+            print(f"  {title} ({len(changes)})")
+            for c in changes:
+                entry = c.new if kind != "removed" else c.old
+                first = side.evidence(entry.sources)[0].text
+                if kind == "status":
+                    line = f"    {c.op}: {c.old.status} -> {c.new.status} ({first})"
+                elif kind == "evidence":
+                    line = f"    {c.op}: {c.new.status}, confidence {c.old.confidence} -> {c.new.confidence} ({first})"
+                else:
+                    line = f"    {c.op}: {entry.status} ({first})"
+                since = f" [since {entry.since}]" if entry.since and cause == "release" else ""
+                print(line + since + (f" - {entry.note}" if entry.note else ""))
     print(f"\nUnchanged: {unchanged} ops")
     return 0
 

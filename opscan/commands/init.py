@@ -41,7 +41,7 @@ def configured_targets(path: Path) -> set[str]:
     """Targets already in the file's models (nothing when the file does not exist)."""
     if not path.is_file():
         return set()
-    data = _parse(path.read_text(encoding="utf-8"), path)
+    data = _parse(path.read_bytes().decode("utf-8", errors="replace"), path)
     table = data.get("tool", {}).get("opscan", {}) if path.name == "pyproject.toml" else data
     models = table.get("models", []) if isinstance(table, dict) else []
     models = [models] if isinstance(models, dict) else models
@@ -141,8 +141,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"# add to {shown}:")
         print("\n".join(blocks), end="")
         return 0
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    atomic_write(path, insert(text, blocks, path))
+    try:   # bytes, not read_text: line endings are kept as they are (CRLF stays CRLF)
+        text = path.read_bytes().decode("utf-8") if path.is_file() else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read it: {exc}", path=str(path)) from None
+    atomic_write(path, insert(text, blocks, path).encode("utf-8"))
     print(f"opscan: added {len(new)} model(s) to {shown}:")
     print("\n".join(blocks), end="")
     return 0

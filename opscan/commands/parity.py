@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fail (exit 1) when the two logs do not have the same steps")
     parser.add_argument("--format", choices=("terminal", "json"), default="terminal")
     parser.add_argument("--plot", metavar="FILE", help="also draw the curves to FILE.png or FILE.svg "
-                        "(needs matplotlib: opscan[plot])")
+                        "(needs matplotlib: opscan-neuron[plot])")
     parser.add_argument("--no-chart", action="store_true", help="leave the terminal chart out")
     run = parser.add_argument_group("parity run")
     run.add_argument("--target-device", metavar="DEVICE",

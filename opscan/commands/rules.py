@@ -65,9 +65,11 @@ def _test(args: argparse.Namespace) -> int:
     if not rules:
         raise InputError("no rule files (*.yaml) found", path=" ".join(args.paths))
     failed = 0
+    from opscan.fix.examples import check_autofix   # `autofix` before/after examples (docs/fix.md)
+
     for rule in rules:
-        failures = check_rule(rule)
-        count = len(rule.examples)
+        failures = [*check_rule(rule), *check_autofix(rule)]
+        count = len(rule.examples) + (len(rule.autofix.examples) if rule.autofix else 0)
         if failures:
             failed += 1
             print(f"FAIL {rule.id} {rule.name} ({rule.path})")

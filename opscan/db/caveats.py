@@ -42,10 +42,16 @@ def _merge(traces: Iterable[ModelTrace]) -> dict[str, tuple[set[str], set[OpSour
 
 
 def _sources(merged, ops: Iterable[str]) -> tuple[OpSource, ...]:
-    found: set[OpSource] = set()
+    """The model source lines that dispatched `ops`, one per (path, line).
+
+    OpUsage keeps the sources of an op over all its calls, not per dtype: for an op the model
+    calls with several dtypes these are the lines of the op, some of them with other dtypes.
+    """
+    found: dict[tuple[str, int], OpSource] = {}
     for op in ops:
-        found.update(merged[op][1])
-    return tuple(sorted(found, key=lambda s: (s.path, s.line, s.module))[:MAX_SOURCES])
+        for source in sorted(merged[op][1], key=lambda s: (s.path, s.line, s.module)):
+            found.setdefault((source.path, source.line), source)
+    return tuple(found[key] for key in sorted(found))[:MAX_SOURCES]
 
 
 def _packet(op: str) -> str:

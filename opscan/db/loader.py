@@ -23,7 +23,7 @@ _TOP = {
     "schema_version": True, "backend": True, "release": True, "title": True, "released": False,
     "device": True, "dispatch_key": True, "packages": False, "op_names": True, "kernel_list": True,
     "statuses": True, "evidence_kinds": True, "sources": True, "unlisted": True, "profile": False,
-    "notes": False, "ops": True, "known_failures": False, "dtype_narrowing": False,
+    "notes": False, "ops": True, "known_failures": False, "dtype_narrowing": False, "environment": False,
 }
 _SOURCE = {"id": True, "kind": True, "text": True, "url": False, "date": False, "repo": False,
            "commit": False, "install": False}
@@ -304,6 +304,7 @@ def _build(path: Path, doc) -> Release:
     known_failures = _known_failures(doc, sources)
     _check_failures(entries, known_failures)
     narrowing = _narrowing(doc, sources)
+    environment = _environment(doc)
     notes = doc.get("notes") or []
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         raise _Problem("notes must be a list of strings", _line(doc, "notes"))
@@ -314,5 +315,23 @@ def _build(path: Path, doc) -> Release:
         kernel_list=kernel_list, sources=sources, entries=entries, unlisted=unlisted,
         packages=tuple(packages), released=_text(doc, "released", "release file") if "released" in doc else "",
         sdpa_policy=sdpa, sdpa_sources=sdpa_sources, notes=tuple(notes), known_failures=known_failures,
-        narrowing=narrowing,
+        narrowing=narrowing, environment=environment,
     )
+
+
+def _environment(doc) -> dict:
+    """`environment:` of a probed file: strings, and one level of string mappings (env: {NAME: value})."""
+    env = doc.get("environment")
+    if env is None:
+        return {}
+    if not isinstance(env, dict):
+        raise _Problem("environment must be a mapping", _line(doc, "environment"))
+    out: dict = {}
+    for key, value in env.items():
+        if isinstance(value, dict):
+            if not all(isinstance(v, str) for v in value.values()):
+                raise _Problem(f"environment: {key}: values must be strings", _line(env, key))
+            out[str(key)] = {str(k): v for k, v in value.items()}
+        else:
+            out[str(key)] = _text(env, key, "environment")
+    return out

@@ -15,9 +15,16 @@ from opscan.model import Coverage, Evidence, OpName
 # 3. A composite kernel the backend gets for free (CompositeExplicitAutogradNonFunctional,
 #    CompositeExplicitAutograd, CompositeImplicitAutograd, in dispatcher precedence, as the
 #    installed torch registers them): the op never reaches the backend itself, its parts do, so it is
-#    judged by its parts (traced on meta tensors, see NOTE [tracing composite kernels]): the worst part
-#    decides (unsupported > cpu-fallback > unknown > limited); when every part has a kernel the
-#    status is `composite`. The confidence is the lowest of the parts'.
+#    judged by its parts (traced on meta tensors over several sample variants, see NOTE [tracing
+#    composite kernels] and NOTE [sample variants]; the parts are the union over the variants): the
+#    worst part decides (unsupported > cpu-fallback > unknown > limited); when every part has a
+#    kernel the status is `composite`. NOTE [composite confidence]: a composite answer ranks one
+#    level below its weakest part (it adds a derivation to the parts' evidence), and no higher than
+#    the expansion itself (high when every sample variant traced, medium when some could not); an
+#    op that reaches no backend op at all has just the expansion's confidence. The expansion is
+#    the installed torch's: when that torch does not pair with the release, the answer drops one
+#    more level. Scaled dot-product attention follows the release's SDPA policy instead (the
+#    overrideable kernel, plus the math parts when the policy keeps math for non-4-D inputs).
 # 4. The file's `unlisted` default. It can only say more than `unknown` when the file's kernel list
 #    is complete (a probe read every kernel the backend registers): then "no kernel" is known and
 #    the documented/probed default applies (cpu-fallback for TorchNeuron's catch-all fallback).
@@ -25,6 +32,23 @@ from opscan.model import Coverage, Evidence, OpName
 #    unlisted op might be composite, so the answer is `unknown` and says why.
 _BADNESS = ("native", "composite", "limited", "unknown", "cpu-fallback", "unsupported")
 _MAX_DEPTH = 6
+_SDPA = "aten::scaled_dot_product_attention"
+_SDPA_KERNEL = "aten::_scaled_dot_product_fused_attention_overrideable"
+
+
+def lower(confidence: str, steps: int = 1) -> str:
+    """One (or `steps`) confidence level(s) lower; low stays low."""
+    return CONFIDENCES[min(CONFIDENCES.index(confidence) + steps, len(CONFIDENCES) - 1)]
+
+
+def _weakest(*levels: str) -> str:
+    return max(levels, key=CONFIDENCES.index)
+
+
+def _pairs(release: Release) -> bool:
+    """Whether the installed torch is the one the release is built for (True when not known)."""
+    version = registry.torch_version()
+    return version is None or not release.packages or release.pairs_with_torch(version)
 
 
 def lookup(release: Release, op: str) -> Coverage:
@@ -71,7 +95,7 @@ def _answer(release: Release, op: str, stack: tuple[str, ...]) -> Coverage:
                         confidence=entry.confidence, via=via)
     if entry is not None:
         return _judge(release, op, entry.parts, stack, f"{how} as composite",
-                      release.evidence(entry.sources), entry.confidence)
+                      release.evidence(entry.sources), entry.confidence, derived=False)
     version = registry.torch_version()
     if version is None:
         return _unlisted(release, op, torch_missing=True)
@@ -83,12 +107,20 @@ def _answer(release: Release, op: str, stack: tuple[str, ...]) -> Coverage:
         if len(stack) >= _MAX_DEPTH or op in stack:
             return Coverage(op=op, status="unknown", confidence="low", via=f"{key} expansion too deep",
                             evidence=(_inferred(f"{key} expansion of {op} nests too deep to judge"),))
-        parts = registry.composite_parts(op, release.dispatch_key)
-        if parts is None:
+        expansion = registry.composite_expansion(op, release.dispatch_key)
+        if expansion is None:
             return Coverage(op=op, status="unknown", confidence="low", via=f"{key} kernel, parts not traced",
                             evidence=(_inferred(f"{key} kernel in torch {version}; its parts could not be "
-                                                "traced on meta tensors"),))
-        return _judge(release, op, parts, stack, f"{key} kernel in torch {version}", (), "high")
+                                                "traced on meta tensors with any sample"),))
+        parts, how = expansion.parts, f"{key} kernel in torch {version}"
+        if op == _SDPA and release.sdpa_policy != "math":
+            parts = (_SDPA_KERNEL,) + (parts if release.sdpa_policy == "overrideable-4d" else ())
+            how = f"SDPA policy {release.sdpa_policy}"
+        confidence = expansion.confidence
+        if not _pairs(release):
+            confidence = lower(confidence)
+            how += " (not the torch this release pairs with)"
+        return _judge(release, op, tuple(sorted(set(parts))), stack, how, (), confidence, derived=True)
     return _unlisted(release, op, torch_missing=False)
 
 
@@ -105,15 +137,17 @@ def _unlisted(release: Release, op: str, torch_missing: bool) -> Coverage:
 
 
 def _judge(release: Release, op: str, parts: tuple[str, ...], stack: tuple[str, ...], how: str,
-           own: tuple[Evidence, ...], confidence: str) -> Coverage:
+           own: tuple[Evidence, ...], confidence: str, derived: bool) -> Coverage:
+    """Judge `op` by its parts. `confidence` is the expansion's (derived) or the entry's own."""
     subs = [_lookup(release, part, stack + (op,)) for part in parts]
     arrow = ", ".join(parts) if parts else "no other op"
     if not subs:
-        return Coverage(op=op, status="composite", confidence="medium", via=f"{how} -> {arrow}",
+        return Coverage(op=op, status="composite", confidence=confidence, via=f"{how} -> {arrow}",
                         evidence=own + (_inferred(f"decomposes ({how}) into no backend op"),))
     worst = max(subs, key=lambda c: _BADNESS.index(c.status))
     status = worst.status if worst.status not in ("native", "composite") else "composite"
-    lowest = max([confidence] + [c.confidence for c in subs], key=CONFIDENCES.index)
+    weakest_part = _weakest(*(c.confidence for c in subs))
+    lowest = _weakest(confidence, lower(weakest_part) if derived else weakest_part)
     if status == "composite":
         weakest = max(subs, key=lambda c: CONFIDENCES.index(c.confidence))
         basis = next((e.text for e in weakest.evidence if e.kind != "inferred"), "")

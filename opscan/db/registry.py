@@ -181,9 +181,8 @@ def composite_expansion(op: str, dispatch_key: str) -> Expansion | None:
                 return func(*args, **kwargs)
 
     def meta(shape, role="data"):
-        if role == "index":
-            return torch.zeros(shape, dtype=torch.int64, device="meta")
-        return torch.empty(shape, device="meta")
+        dtype = {"index": torch.int64, "mask": torch.bool}.get(role, torch.float32)
+        return torch.empty(shape, dtype=dtype, device="meta")
 
     parts: set[str] = set()
     traced: set[str] = set()

@@ -75,6 +75,7 @@ class Release:
     notes: tuple[str, ...] = ()
     known_failures: tuple[KnownFailure, ...] = ()
     narrowing: tuple[Narrowing, ...] = ()
+    environment: dict = field(default_factory=dict, compare=False)   # probed files: where the probe ran
     warnings: tuple[str, ...] = field(default=(), compare=False)
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 

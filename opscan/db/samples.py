@@ -9,7 +9,8 @@ the parts of a composite, the worst result of a probe):
     fits any channel, feature or normalized dimension);
   - `plain`: optional arguments left out, flags False;
   - `flags`: every bool True (train=True, bias=True, ...);
-  - `full`: flags True and every optional tensor given (bias present) and optional numbers set;
+  - `optional`: every optional tensor given (bias present, an attention mask) and optional numbers
+    set, flags False;
   - `int-target`: `target` an int64 class-index tensor of shape (2,) (nll_loss, cross_entropy),
     where `plain` gives a float target of the input's shape (mse_loss, binary_cross_entropy).
 Index arguments (`index`, `indices`) are int64 tensors of zeros in every variant; dim arguments
@@ -24,16 +25,18 @@ from dataclasses import dataclass
 
 # Shapes tried in turn: most ops accept one of these (mm needs 2-d, bmm 3-d, conv 4-d).
 SHAPES: tuple[tuple[int, ...], ...] = ((2, 2), (2, 2, 2), (2, 2, 2, 2), (2,))
-VARIANTS = ("plain", "flags", "full", "int-target")
-INDEX_NAMES = ("index", "indices")
-# 1-D per-channel tensors: given with size 2 (every dimension of a sample is 2).
+VARIANTS = ("plain", "flags", "optional", "int-target")
+INDEX_NAMES = ("index", "indices", "offsets")
+MASK_NAMES = ("mask", "condition")          # bool tensors
+# Optional per-channel tensors: given 1-D of size 2 (every dimension of a sample is 2).
 CHANNEL_NAMES = ("bias", "weight", "running_mean", "running_var", "save_mean", "save_invstd",
                  "pos_weight", "mean", "invstd")
 STRINGS = {"reduce": "sum", "approximate": "none", "padding": "valid", "padding_mode": "zeros",
            "rounding_mode": "floor", "interpolation": "linear", "side": "left", "indexing": "ij",
            "norm": "backward", "mode": "reduced", "reduction": "mean", "driver": "gelsd", "UPLO": "L"}
 
-# A tensor factory: tensor(shape, role) with role "data" (the sample's dtype) or "index" (int64 zeros).
+# A tensor factory: tensor(shape, role) with role "data" (the sample's dtype), "index" (int64 zeros)
+# or "mask" (bool).
 TensorFactory = Callable[[tuple[int, ...], str], object]
 
 
@@ -50,11 +53,11 @@ class Sample:
 
     @property
     def flags(self) -> bool:
-        return self.variant in ("flags", "full")
+        return self.variant == "flags"
 
     @property
     def optionals(self) -> bool:
-        return self.variant == "full"
+        return self.variant == "optional"
 
 
 def resolve(op_name: str):
@@ -86,13 +89,15 @@ class _Filler:
         self.tensor = tensor
         self.dims = 0
 
-    def tensor_for(self, name: str):
+    def tensor_for(self, name: str, optional: bool = False):
         shape = self.sample.shape
         if name in INDEX_NAMES:
             return self.tensor(shape, "index")
+        if name in MASK_NAMES:
+            return self.tensor(shape, "mask")
         if name == "target" and self.sample.variant == "int-target":
             return self.tensor(shape[:1], "index")
-        if name in CHANNEL_NAMES:
+        if optional and name in CHANNEL_NAMES:
             return self.tensor(shape[1:2] or shape, "data")
         return self.tensor(shape, "data")
 
@@ -109,7 +114,9 @@ class _Filler:
             if not self.sample.optionals:
                 return None
             inner = kind[len("Optional["):-1]
-            if inner in ("Tensor", "number", "int", "float", "bool"):
+            if inner == "Tensor":
+                return self.tensor_for(name, optional=True)
+            if inner in ("number", "int", "float", "bool"):
                 return self._plain(inner, name, shape, arg.N or 1)
             return None
         return self._plain(kind, name, shape, arg.N or 1)
@@ -132,6 +139,8 @@ class _Filler:
                 return list(shape)
             if name == "normalized_shape":
                 return list(shape[-1:])
+            if "split_size" in name:
+                return [1] * shape[0]
             if "padding" in name:
                 return [0] * n
             return [1] * n   # int[2] kernel_size / stride / dilation: one per spatial dim
@@ -142,7 +151,7 @@ class _Filler:
         if kind == "bool":
             return self.sample.flags
         if kind == "List[bool]":
-            return [True]
+            return [True] * n               # bool[3] output_mask: one per gradient
         if kind == "str":
             if name == "equation":
                 return _equation(shape)
@@ -160,8 +169,8 @@ def variants(op) -> tuple[str, ...]:
     out = ["plain"]
     if _has(op, lambda a: "bool" in str(a.type) and not a.has_default_value()):
         out.append("flags")
-    if _has(op, lambda a: str(a.type).startswith("Optional[") or "bool" in str(a.type)):
-        out.append("full")
+    if _has(op, lambda a: str(a.type).startswith("Optional[")):
+        out.append("optional")
     if _has(op, lambda a: a.name == "target"):
         out.append("int-target")
     return tuple(out)
@@ -170,8 +179,8 @@ def variants(op) -> tuple[str, ...]:
 def build(op, sample: Sample, tensor: TensorFactory) -> tuple[list, dict]:
     """(args, kwargs) for `op` under `sample`; raises NoSample.
 
-    Arguments with a default are left out in `plain` (the op fills them in); `full` and `flags`
-    also give optional and defaulted bool/tensor arguments; out= arguments get empty tensors.
+    Arguments with a default are left out (the op fills them in), except defaulted bools under
+    `flags` and defaulted optional tensors under `optional`; out= arguments get empty tensors.
     """
     filler = _Filler(sample, tensor)
     args: list = []
@@ -180,12 +189,15 @@ def build(op, sample: Sample, tensor: TensorFactory) -> tuple[list, dict]:
     for arg in op._schema.arguments:
         is_out = arg.alias_info is not None and arg.alias_info.is_write and arg.kwarg_only
         kind = str(arg.type)
-        given_default = sample.variant != "plain" and (kind in ("bool", "Optional[bool]") or
-                                                      (sample.optionals and kind == "Optional[Tensor]"))
+        given_default = ((sample.flags and kind in ("bool", "Optional[bool]"))
+                         or (sample.optionals and kind == "Optional[Tensor]"))
         if arg.has_default_value() and not is_out and not given_default:
             skipped = True
             continue
-        value = tensor((0,), "data") if is_out else filler.value(arg)  # empty out=: resized silently
+        if is_out:   # empty out=: resized silently
+            value = [tensor((0,), "data")] * 2 if kind == "List[Tensor]" else tensor((0,), "data")
+        else:
+            value = filler.value(arg)
         if arg.kwarg_only or skipped:
             kwargs[arg.name] = value
         else:

@@ -11,8 +11,8 @@ from opscan.errors import DatabaseError
 # Top-level keys in the order they are written.
 ORDER = ("schema_version", "backend", "release", "title", "released", "device", "dispatch_key",
          "packages", "op_names", "kernel_list", "statuses", "evidence_kinds", "sources", "unlisted",
-         "profile", "notes", "ops")
-_ENTRY_ORDER = ("op", "status", "evidence", "confidence", "parts", "note")
+         "profile", "environment", "notes", "dtype_narrowing", "known_failures", "ops")
+_ENTRY_ORDER = ("op", "status", "evidence", "confidence", "parts", "since", "note")
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n"}
 
@@ -45,6 +45,8 @@ def _block(mapping: dict, indent: str) -> list[str]:
     for key, value in mapping.items():
         if isinstance(value, (list, tuple)):
             lines.append(f"{indent}{key}: [{', '.join(_scalar(v) for v in value)}]")
+        elif isinstance(value, dict):
+            lines.append(f"{indent}{key}: {_flow(value)}")
         else:
             lines.append(f"{indent}{key}: {_scalar(value)}")
     return lines
@@ -57,7 +59,7 @@ def dump(doc: dict, header: str = "") -> str:
         if key not in doc:
             continue
         value = doc[key]
-        if key in ("statuses", "evidence_kinds", "unlisted", "profile"):
+        if key in ("statuses", "evidence_kinds", "unlisted", "profile", "environment"):
             lines.append(f"{key}:")
             lines.extend(_block(value, "  "))
         elif key == "sources":
@@ -66,7 +68,7 @@ def dump(doc: dict, header: str = "") -> str:
                 first, *rest = _block(source, "    ")
                 lines.append("  - " + first.strip())
                 lines.extend(rest)
-        elif key in ("packages", "ops"):
+        elif key in ("packages", "ops", "dtype_narrowing", "known_failures"):
             if not value:
                 lines.append(f"{key}: []")
                 continue

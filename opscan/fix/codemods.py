@@ -50,11 +50,10 @@ def _string_value(node: cst.CSTNode) -> str | None:
     return None
 
 
-def _call_name(ctx: Context, call: cst.Call) -> tuple[str, set[str]]:
-    """(attribute or function name, qualified names) of a call's function."""
+def _call_name(call: cst.Call) -> str:
+    """The attribute or function name of a call's function (`to` for `x.to(...)`)."""
     func = call.func
-    leaf = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-    return leaf, ctx.qualified(func)
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
 
 
 def _takes_device_object(ctx: Context, node: cst.CSTNode) -> bool:
@@ -67,9 +66,9 @@ def _takes_device_object(ctx: Context, node: cst.CSTNode) -> bool:
         return False
     if arg.keyword is not None:
         return arg.keyword.value in DEVICE_KEYWORDS
-    leaf, qualified = _call_name(ctx, call)
     positional = [a for a in call.args if a.keyword is None]
-    return bool(positional) and positional[0] is arg and (leaf in DEVICE_CALLS or "torch.device" in qualified)
+    return bool(positional) and positional[0] is arg and (_call_name(call) in DEVICE_CALLS
+                                                          or ctx.is_torch(call.func, "torch.device"))
 
 
 def _replace_with(new: cst.BaseExpression) -> Callable[[cst.CSTNode], cst.CSTNode]:
@@ -143,7 +142,7 @@ def _sole_argument_of_torch_device(node: cst.CSTNode, ctx: Context) -> cst.Call 
     arg = ctx.parent(node)
     call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
     if isinstance(call, cst.Call) and len(call.args) == 1 and arg.keyword is None and not arg.star \
-            and "torch.device" in ctx.qualified(call.func):
+            and ctx.is_torch(call.func, "torch.device"):
         return call
     return None
 

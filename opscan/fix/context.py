@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider
 
 CANONICAL = 'current_accelerator(check_available=True) or {torch}.device("cpu")'
 NAME_CHOICES = ("DEVICE", "ACCELERATOR_DEVICE", "_OPSCAN_DEVICE")
@@ -30,7 +30,6 @@ class Context:
         self.module = wrapper.module
         self.parents = wrapper.resolve(ParentNodeProvider)
         self.positions = wrapper.resolve(PositionProvider)
-        self._qualified = wrapper.resolve(QualifiedNameProvider)
         self.probe = probe
         self.torch_alias, self.torch_index = _torch_import(self.module)
         self.identifiers = {n.value for n in _walk(self.module) if isinstance(n, cst.Name)}
@@ -47,13 +46,14 @@ class Context:
         self.torch_asks = 0              # the planner keeps only what applied plans asked for
 
     # -- names --------------------------------------------------------------------------------
-    def qualified(self, node: cst.CSTNode) -> set[str]:
-        """Dotted names `node` refers to, through imports (`from torch import cuda; cuda.x`)."""
-        try:
-            value = self._qualified.get(node, ())
-            return {q.name for q in (value() if callable(value) else value)}
-        except Exception:  # noqa: BLE001 - a lazily computed value that fails: treat as unknown
-            return set()
+    def is_torch(self, node: cst.CSTNode, name: str) -> bool:
+        """Whether `node` spells torch's `name` (`torch.device`, `T.device` with `import torch as T`).
+
+        Syntactic on purpose: what a finding's node refers to through imports is its subject, which
+        the scan resolved already; libcst's qualified-name analysis would cost more than the fix.
+        """
+        spelled = _dotted_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else ""
+        return spelled == name or (self.torch_alias is not None and spelled == self.torch_alias + name[5:])
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.parents.get(node)
@@ -202,7 +202,11 @@ def _insertion_index(module: cst.Module, torch_index: int) -> int:
         index = 1
     while index < len(body) and _is_import_line(body[index]):
         index += 1
-    return max(index, torch_index + 1)
+    if torch_index >= index:      # `import torch` in a later import block: after the end of that block
+        index = torch_index + 1
+        while index < len(body) and _is_import_line(body[index]):
+            index += 1
+    return index
 
 
 def _reusable_device(module: cst.Module, torch: str | None, insert_at: int, positions) -> tuple[str, int] | None:

@@ -43,11 +43,10 @@ class SourceFix:
         return sum(o.status == "fixed" for o in self.outcomes)
 
 
-def matched_name(rule, ctx: Context, node: cst.CSTNode) -> str | None:
-    """The `replace` key a node matches (through imports), or None."""
-    names = ctx.qualified(node)
+def matched_name(rule, subject: str) -> str | None:
+    """The `replace` key a finding's subject (the dotted name the scan resolved) matches, or None."""
     for key, _ in rule.autofix.replace:
-        if key in names or any(fnmatchcase(n, key) for n in names):
+        if subject == key or fnmatchcase(subject, key):
             return key
     return None
 
@@ -76,7 +75,7 @@ class _Planner:
         result = None
         asks = (self.ctx.device_asks, self.ctx.torch_asks)
         for node in nodes:
-            result = self._plan(rule, node)
+            result = self._plan(rule, node, finding.subject)
             if result is not None:
                 break
         device, torch = self.ctx.device_asks > asks[0], self.ctx.torch_asks > asks[1]
@@ -93,18 +92,19 @@ class _Planner:
         self.uses_torch |= torch
         return SiteOutcome(finding, "fixed", result.note)
 
-    def _plan(self, rule, node: cst.CSTNode):
+    def _plan(self, rule, node: cst.CSTNode, subject: str):
         codemod = rule.autofix.codemod
         if codemod in codemods.SIMPLE:
             return codemods.SIMPLE[codemod](node, self.ctx)
         if not isinstance(node, (cst.Name, cst.Attribute)):
             return None
-        key = matched_name(rule, self.ctx, node)
+        if subject in codemods.GUARD_NAMES:
+            return codemods.Leave("an availability test: a guard for CUDA-only work (torch.accelerator.is_available() "
+                                  "would also be true on neuron and run that work there); decide by hand")
+        key = matched_name(rule, subject)
         if key is None:
-            names = ", ".join(sorted(self.ctx.qualified(node))) or "this name"
+            names = f"`{subject}`" if subject else "this name"
             return codemods.Leave(f"no equivalent declared for {names} (see docs/fix.md): fix by hand")
-        if key in codemods.GUARD_NAMES:
-            return codemods.Leave("an availability test: it guards CUDA-only work; decide by hand")
         return codemods.NAMED[codemod](node, self.ctx, dict(rule.autofix.replace)[key])
 
 

@@ -57,10 +57,13 @@ class FixRun:
         return sum(o.status == status for o in self.outcomes())
 
 
-def fixable(finding: Finding, rules: dict) -> bool:
-    """Whether the finding's rule declares a rewrite and the finding is not guarded."""
+def fixable(finding: Finding, rules: dict, unsafe: bool = False) -> bool:
+    """Whether the finding's rule declares a rewrite for it (as the scan marks it; with `unsafe`,
+    unsafe rewrites count too). Only files with such a finding are parsed with libcst."""
     rule = rules.get(finding.rule)
-    return rule is not None and rule.autofix is not None and not finding.guarded
+    if rule is None or rule.autofix is None:
+        return False
+    return finding.fixable or (unsafe and not finding.guarded and rule.autofix.covers(finding.subject))
 
 
 def fix_paths(targets, config_for, unsafe: bool = False, write: bool = True, probe=None) -> FixRun:
@@ -98,7 +101,7 @@ def fix_paths(targets, config_for, unsafe: bool = False, write: bool = True, pro
             if path in seen:
                 continue
             seen.add(path)
-            if not any(fixable(f, by_id) for f in findings):
+            if not any(fixable(f, by_id, unsafe) for f in findings):
                 run.files.append(FileFix(rel, str(root), outcomes=tuple(_manual(f, by_id) for f in findings),
                                          skipped="no fixable finding"))
                 continue
@@ -112,7 +115,7 @@ def _manual(finding: Finding, rules: dict) -> SiteOutcome:
         from opscan.fix.module import GUARDED
 
         return SiteOutcome(finding, "left", GUARDED)
-    return SiteOutcome(finding, "manual", "no automatic fix for this rule")
+    return SiteOutcome(finding, "manual", "no automatic fix for this finding")
 
 
 def _fix_file(root: Path, rel: str, rules, by_id: dict, unsafe: bool, write: bool, probe) -> FileFix:
@@ -129,7 +132,8 @@ def _fix_file(root: Path, rel: str, rules, by_id: dict, unsafe: bool, write: boo
     broken = [f for f in findings if by_id.get(f.rule) is not None and by_id[f.rule].name in INPUT_RULES]
     if broken:
         return FileFix(rel, str(root), before, before, tuple(SiteOutcome(f, "left", "file not touched: "
-                       f"{f.message}") for f in findings if fixable(f, by_id)), skipped=f"{broken[0].message}")
+                       f"{f.message}") for f in findings
+                       if by_id.get(f.rule) is not None and by_id[f.rule].autofix is not None), skipped=f"{broken[0].message}")
     if rel.endswith(".ipynb"):
         result = fix_notebook(before, findings, by_id, unsafe, probe)
     else:

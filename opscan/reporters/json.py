@@ -39,6 +39,8 @@ def _finding(finding: Finding) -> dict:
         "end_column": loc.end_column or loc.column,
         "fix": finding.fix,
         "guarded": finding.guarded,
+        "task": finding.task,
+        "subject": finding.subject,
     }
     if loc.cell is not None:
         out["cell"] = loc.cell
@@ -175,7 +177,17 @@ def to_dict(report: Report) -> dict:
             "path": report.baseline.path, "known": report.baseline.known, "new": len(report.findings),
             "stale": list(report.baseline.stale)},
         "summary": summary(report),
+        "discovery": None if report.discovery is None else _discovery(report.discovery),
     }
+
+
+def _discovery(found) -> dict:
+    """What opscan found to trace when no model was configured (docs/json.md, "discovery")."""
+    def cand(c) -> dict:
+        return {"target": c.target, "kind": c.kind, "path": c.path, "line": c.line, "ready": c.ready,
+                "note": c.note}
+    return {"traced": list(found.traced), "refused": [cand(c) for c in found.refused],
+            "candidates": [cand(c) for c in found.candidates]}
 
 
 def render(report: Report, out: TextIO) -> None:

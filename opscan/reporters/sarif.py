@@ -128,7 +128,7 @@ def to_dict(report: Report) -> dict:
             "level": _LEVEL.get(finding.severity, "warning"),
             "message": {"text": message},
             "locations": [where],
-            "partialFingerprints": {"opscanFingerprint/v1": fp},
+            "partialFingerprints": {"opscanFingerprint/v2": fp},   # baseline format 2's fingerprint
         }))
     status = {c.op: c.status for c in report.coverage}
     seen: set[tuple[str, str, int]] = set()

@@ -42,9 +42,10 @@ def reference(rules: list[Rule]) -> str:
            "Generated from `rules/*.yaml` by `opscan rules docs`; do not edit by hand (a test checks it).",
            "Suppress a finding with `# opscan: ignore[CODE]` on its line. Severities: error blocks the "
            "port, warning runs differently or slower, note is worth knowing.", "",
-           "| code | name | category | severity | status |", "|---|---|---|---|---|"]
+           "| code | name | category | severity | status | `opscan fix` |", "|---|---|---|---|---|---|"]
     for rule in rules:
-        out.append(f"| [{rule.id}](#{anchor(rule)}) | `{rule.name}` | {rule.category} | {rule.severity} | {rule.status} |")
+        out.append(f"| [{rule.id}](#{anchor(rule)}) | `{rule.name}` | {rule.category} | {rule.severity} | {rule.status} "
+                   f"| {_fix_label(rule)} |")
     out += ["", "Categories: " + "; ".join(f"**{k}** — {v}" for k, v in CATEGORIES.items()) + ".", ""]
     out += ["Task kinds (`task:`, the port task a rule's findings go to; docs/tasks.md): "
             + "; ".join(f"**{k}** — {v}" for k, v in TASKS.items()) + ".", ""]
@@ -57,6 +58,7 @@ def reference(rules: list[Rule]) -> str:
         if rule.sources:
             out += ["", "### Sources", ""] + [f"- <{s}>" if s.startswith("https://") else f"- `{s}` (shipped with opscan)"
                                                for s in rule.sources]
+        out += _autofix_section(rule)
         invalid = [e for e in rule.examples if e.invalid]
         valid = [e for e in rule.examples if not e.invalid]
         if invalid:
@@ -64,6 +66,29 @@ def reference(rules: list[Rule]) -> str:
         if valid:
             out += ["", "### Not flagged", ""] + ["\n\n".join(_example_block(e) for e in valid)]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _fix_label(rule: Rule) -> str:
+    """The `opscan fix` column: "safe", "unsafe" or "no" (docs/fix.md, "Safety")."""
+    return rule.autofix.safety if rule.autofix is not None else "no"
+
+
+def _autofix_section(rule: Rule) -> list[str]:
+    """The rule's automatic fix: codemod, safety, names it covers, before/after examples."""
+    fix = rule.autofix
+    if fix is None:
+        return ["", "### Automatic fix", "", "None: `opscan fix` leaves these findings to the port plan."]
+    out = ["", "### Automatic fix", "",
+           f"`opscan fix` applies the `{fix.codemod}` codemod ({fix.safety}; [docs/fix.md](fix.md)). "
+           "Findings inside a CUDA availability guard are left alone."]
+    if fix.replace:
+        out += ["", "Rewritten names (anything else is left, with the reason):", ""]
+        out += [f"- `{old}` -> `{new}`" for old, new in fix.replace]
+    for example in fix.examples:
+        flag = " (with `--unsafe-fixes`)" if example.unsafe else ""
+        out += ["", f"Before{flag}:", "", f"```python\n{example.before.rstrip()}\n```", "", "After:", "",
+                f"```python\n{example.after.rstrip()}\n```"]
+    return out
 
 
 def readme_block(rules: list[Rule]) -> str:

@@ -10,7 +10,7 @@ import ast
 import functools
 import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from opscan.errors import InputError
@@ -55,6 +55,8 @@ class FileResult:
     suppressions: tuple[Suppression, ...] = ()
     scanned: bool = True                         # False for build files read only for project facts
     lines: int = 0
+    exports: tuple[str, ...] = ()   # kernel wrappers this file defines ("module.function=RULEID")
+    imports: tuple[str, ...] = ()   # dotted names it imports from the scanned tree's own packages
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,8 @@ class _Builder:
         self.findings: list[tuple[Finding, tuple[str, ...]]] = []
 
     def add(self, rule: Rule, line: int, col: int = 1, end_line: int = 0, end_col: int = 0,
-            value: str = "", name: str = "", guarded: bool = False, subject: str = "", task: str = "") -> None:
+            value: str = "", name: str = "", guarded: bool = False, subject: str = "", task: str = "",
+            fix_name: str = "") -> None:
         codes = self.supp.get(line)
         if codes and (rule.id in codes or ALL in codes):
             self.used.setdefault(line, set()).add(rule.id if rule.id in codes else ALL)
@@ -97,9 +100,9 @@ class _Builder:
             if end_line:
                 end_line = end_line - line + local
             line = local
-        fix, requires = rule.fix_for(name)
+        fix, requires = rule.fix_for(fix_name or name)
         finding = Finding(
-            rule=rule.id, name=rule.name, category=rule.category, severity=rule.severity,
+            rule=rule.id, name=rule.name, category=rule.category, severity=rule.severity_for(fix_name or name),
             message=rule.format(rule.message, value=value, name=name),
             location=Location(self.relpath, line, col, end_line or line, end_col or col, cell),
             fix=rule.format(fix, value=value, name=name), guarded=guarded, snippet=snippet,
@@ -115,7 +118,7 @@ class _Builder:
         end_text = self.lines[end_line - 1] if end_line <= len(self.lines) else ""
         self.add(hit.rule, line, char_column(text, node.col_offset), end_line,
                  char_column(end_text, node.end_col_offset or 0), hit.value, hit.name, hit.guarded, hit.subject,
-                 hit.task)
+                 hit.task, hit.fix_name)
 
     def result(self, scanned: bool = True) -> FileResult:
         pairs = sorted(self.findings, key=lambda p: p[0].sort_key())
@@ -216,7 +219,7 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
         # Deeply nested expressions (long `a + b + ...` chains) recurse once per level; Python
         # frames do not use the C stack on 3.11+, so a higher limit is safe for the walk.
         sys.setrecursionlimit(max(limit, _WALK_DEPTH))
-        visitor = Visitor(relpath, text, tree, compiled, project.extensions, project.packages)
+        visitor = Visitor(relpath, text, tree, compiled, project.extensions, project.packages, project.wrappers)
         hits = visitor.run()
     except RecursionError:
         _input(builder, rules, "internal-error", value="expression nested too deeply to analyse")
@@ -233,7 +236,44 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
         what = f"rule {rule.id} ({rule.name}) failed here" if rule is not None else "the analysis of this statement failed"
         detail = "nested too deeply to walk" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}"
         _input(builder, rules, "internal-error", line=line, value=f"{what}: {detail}")
-    return builder.result()
+    return replace(builder.result(), exports=visitor.exports(), imports=tuple(sorted(set(visitor.own_imports))))
+
+
+# NOTE [wrappers across files]
+# A project's helper that wraps a custom-op API (`def get_operator(ns, name): return
+# getattr(getattr(torch.ops, ns), name)` in common.py) is used from other files
+# (`from .common import get_operator`). The per-file scan stays pure: each FileResult lists the
+# wrappers its file defines (`exports`) and the own-package names it imports (`imports`); after the
+# first pass, the files that import an exported wrapper are scanned again with the wrappers added
+# to the project facts (`Project.wrappers`), so their calls are sites too. The second pass reads
+# only those files (usually a handful), without the cache.
+def _wrapper_facts(results) -> frozenset[str]:
+    return frozenset(e for r in results for e in r.exports)
+
+
+def _importers(results, wrappers: frozenset[str]) -> list[str]:
+    names = {w.rsplit("=", 1)[0] for w in wrappers}
+    return [r.path for r in results
+            if any(imp == n or n.endswith("." + imp) for imp in r.imports for n in names)]
+
+
+def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, read) -> list[FileResult]:
+    wrappers = _wrapper_facts(results)
+    if not wrappers:
+        return results
+    again = set(_importers(results, wrappers))
+    if not again:
+        return results
+    project = replace(project, wrappers=project.wrappers | wrappers)
+    out = []
+    for result in results:
+        if result.path in again:
+            try:
+                result = scan_source(result.path, read(result.path), rules, project)
+            except OSError:
+                pass   # vanished since the first pass: keep what it gave
+        out.append(result)
+    return out
 
 
 def _universal_newlines(text: str) -> str:
@@ -347,7 +387,17 @@ def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, che
     rules = rules if rules is not None else load_rules()
     data = {k: v.encode("utf-8") if isinstance(v, str) else v for k, v in sorted(files.items())}
     project = project_from_files(data, local_packages("", False, data))
-    return _collect([scan_source(rel, blob, rules, project) for rel, blob in data.items()], check_fixes)
+    results = _second_pass([scan_source(rel, blob, rules, project) for rel, blob in data.items()], project, rules,
+                           data.__getitem__)
+    return mark_fixable(_collect(results, check_fixes), rules)
+
+
+def mark_fixable(result: ScanResult, rules: RuleSet) -> ScanResult:
+    """Set Finding.fixable from each finding's rule (`autofix`, docs/fix.md); derived, never cached."""
+    by_id = {r.id: r for r in rules}
+    findings = tuple(replace(f, fixable=True) if by_id.get(f.rule) is not None and by_id[f.rule].autofix is not None
+                     and by_id[f.rule].autofix.fixes(f.subject, f.guarded) else f for f in result.findings)
+    return replace(result, findings=findings)
 
 
 def read_project(root: Path, relpaths: list[str]) -> Project:
@@ -407,10 +457,11 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
         from opscan.scan.cache import facts_fingerprint
 
         cache = cache.salted(facts_fingerprint(project))
-    results = (result for _, result in scan_files(root, relpaths, scan, rules, jobs=jobs, cache=cache,
+    results = [result for _, result in scan_files(root, relpaths, scan, rules, jobs=jobs, cache=cache,
                                                   codec=codec, on_error=on_error,
-                                                  full_walk=paths is None and not exclude))
-    return _collect(results, check_fixes, probe)
+                                                  full_walk=paths is None and not exclude)]
+    results = _second_pass(results, project, rules, lambda rel: read_source_bytes(root / rel, root))
+    return mark_fixable(_collect(results, check_fixes, probe), rules)
 
 
 def _on_error(relpath: str, exc: Exception, rules: RuleSet) -> FileResult:
@@ -426,6 +477,7 @@ def encode_result(result: FileResult) -> dict:
                       f.guarded, f.snippet, f.task, f.subject] for f in result.findings],
         "requires": [list(r) for r in result.requires],
         "suppressions": [[s.line, list(s.codes), list(s.used)] for s in result.suppressions],
+        "exports": list(result.exports), "imports": list(result.imports),
     }
 
 
@@ -439,4 +491,4 @@ def decode_result(data: dict) -> FileResult:
     return FileResult(
         data["path"], findings, tuple(tuple(r) for r in data["requires"]),
         tuple(Suppression(data["path"], s[0], tuple(s[1]), tuple(s[2])) for s in data["suppressions"]),
-        data["scanned"], data["lines"])
+        data["scanned"], data["lines"], tuple(data.get("exports", ())), tuple(data.get("imports", ())))

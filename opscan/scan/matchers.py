@@ -147,7 +147,13 @@ class Compiled:
     methods: dict[str, list[Rule]] = field(default_factory=dict)
     keywords: list[tuple[tuple[str, ...], str, re.Pattern, Rule]] = field(default_factory=list)
     decorators: list[tuple[NamePatterns, bool, Rule]] = field(default_factory=list)
-    extensions: list[tuple[re.Pattern | None, Rule]] = field(default_factory=list)
+    extensions: list[tuple[re.Pattern | None, re.Pattern | None, Rule]] = field(default_factory=list)
+    # extension-call: (module regex, relative-member regex, calls whose result is a native module, rule)
+    ext_calls: list[tuple[re.Pattern | None, re.Pattern | None, "NamePatterns | None", Rule]] = field(
+        default_factory=list)
+    import_names: list[tuple[NamePatterns, Rule]] = field(default_factory=list)   # name matchers with `imports`
+    arity: list[tuple[tuple[str, ...], int, Rule]] = field(default_factory=list)    # call matchers with `max-args`
+    exact_names: dict[str, list[Rule]] = field(default_factory=dict)   # wildcard-free name patterns
     files: list[tuple[tuple[str, ...], re.Pattern | None, Rule]] = field(default_factory=list)
     inputs: dict[str, Rule] = field(default_factory=dict)
     tokens: frozenset[str] = frozenset()
@@ -197,6 +203,11 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str]) -
     elif kind == "name":
         pats = NamePatterns(m.get("name"), m.get("unless", ()))
         out.names.append((pats, rule, m.get("instance-methods", ())))
+        if m.get("imports", False):
+            out.import_names.append((pats, rule))
+        for p in pats.patterns:
+            if not any(ch in p for ch in "*?["):
+                out.exact_names.setdefault(p, []).append(rule)
         for p in pats.patterns:
             need(pattern_token(p))
             roots.add(p.split(".")[0])
@@ -209,8 +220,10 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str]) -
             out.methods.setdefault(name, []).append(rule)
             need(name if len(name) >= MIN_TOKEN else None)
     elif kind == "call":
-        regex = re.compile(m.get("value"))
-        out.keywords.append((m.get("call"), m.get("keyword"), regex, rule))
+        if m.get("keyword") is not None:
+            out.keywords.append((m.get("call"), m.get("keyword"), re.compile(m.get("value")), rule))
+        if m.get("max-args") is not None:
+            out.arity.append((m.get("call"), m.get("max-args"), rule))
         for p in m.get("call"):
             need(pattern_token(p))
             roots.add(p.split(".")[0])
@@ -220,9 +233,22 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str]) -
         for p in pats.patterns:
             need(pattern_token(p))
             roots.add(p.split(".")[0])
-    elif kind == "extension-import":
-        module = m.get("module")
-        out.extensions.append((re.compile(module) if module else None, rule))
+    elif kind in ("extension-import", "extension-call"):
+        # `relative` (members of relative imports, `from . import _C`) adds the token "import <its
+        # literal prefix>" ("import _C"), which the import statement itself spells.
+        module, relative = m.get("module"), m.get("relative")
+        if relative:
+            prefix = re.match(r"\^?([A-Za-z0-9_]*)", relative)[1]
+            need("import " + prefix if prefix else None)
+        compiled = (re.compile(module) if module else None, re.compile(relative) if relative else None)
+        if kind == "extension-import":
+            out.extensions.append((*compiled, rule))
+        else:
+            sources = NamePatterns(m.get("from")) if m.get("from") else None
+            out.ext_calls.append((*compiled, sources, rule))
+            for p in m.get("from") or ():
+                need(pattern_token(p))
+                roots.add(p.split(".")[0])
         if module:
             found = regex_tokens(module)
             for t in found or ():

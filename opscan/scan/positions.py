@@ -28,12 +28,26 @@ DEVICE_ARG_CALLS: dict[str, int] = {
     "torch.set_autocast_enabled": 0,
     "torch.amp.is_autocast_available": 0,
 }
+# Functions of an accelerator's namespace take a device first (`torch.cuda.get_device_properties("cuda")`,
+# `torch.xpu.set_device("xpu:0")`): a string there is a device.
+ACCELERATOR_CALL = re.compile(r"^torch\.(?:cuda|xpu|mps|npu|mtia|hpu|accelerator|neuron)\.[a-z_]+$")
 # Methods (on any object opscan cannot resolve to a module) whose argument N is a device.
 DEVICE_ARG_METHODS: dict[str, int] = {"to": 0, "to_empty": -1}
 
 DEVICE_NAME = re.compile(
-    r"^(?:device|devices|device_type|device_types|device_map|map_location|dev|\w+_device|\w+_device_type)$",
+    r"^(?:device|devices|device_type|device_types|device_map|map_location|dev|\w+_device|\w+_devices"
+    r"|\w+_device_type)$",
     re.IGNORECASE)
+# Attributes that hold a device type: `x.device.type`, `dev.type`, `self.device_type`.
+DEVICE_TYPE_ATTRS = ("type", "device_type")
+# `t.is_cuda` and its siblings: a device-type test written as an attribute (value: the type).
+DEVICE_TYPE_FLAGS = {"is_cuda": "cuda", "is_mps": "mps", "is_xpu": "xpu", "is_xla": "xla", "is_hpu": "hpu"}
+# Calls whose first argument is a condition that must hold (a failed device test raises).
+CHECK_CALLS = ("torch._check", "torch._check_with", "torch._check_value", "torch._check_type", "torch._assert")
+# Callables whose first argument is a command to run (a string, or a list whose first item is it).
+COMMAND_CALLS = {"shutil.which", "subprocess.run", "subprocess.call", "subprocess.check_call",
+                 "subprocess.check_output", "subprocess.Popen", "subprocess.getoutput",
+                 "subprocess.getstatusoutput", "os.system", "os.popen"}
 BACKEND_NAME = re.compile(r"^(?:backend|\w+_backend|backend_name|dist_backend)$", re.IGNORECASE)
 
 BACKEND_ARG_CALLS: dict[str, int] = {
@@ -145,6 +159,28 @@ def _collect(expr, out, skip_ifexp, report) -> None:
                 _collect(item, items, skip_ifexp, item)
         if len({value.split(":", 1)[0] for _, value in items}) <= 1:
             out.extend(items)
+
+
+def is_deviceish(expr: ast.AST) -> bool:
+    """Whether an expression holds a device or a device type: `x.device.type`, `dev`, `self.device`,
+    `cfg["device_type"]`, `str(device)`."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "str" and len(expr.args) == 1:
+        return is_deviceish(expr.args[0])
+    if isinstance(expr, ast.Attribute) and expr.attr in DEVICE_TYPE_ATTRS:
+        return True
+    name = target_name(expr)
+    return bool(name and DEVICE_NAME.match(name))
+
+
+def compared_strings(expr: ast.AST) -> list[tuple[ast.AST, str]]:
+    """The strings a comparison operand stands for: a literal or template, or each item of a literal
+    tuple/list/set (`device.type in ("cuda", "npu")`), each with its own node."""
+    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+        out: list[tuple[ast.AST, str]] = []
+        for item in expr.elts:
+            out += string_values(item)
+        return out
+    return string_values(expr)
 
 
 def keyword_value(call: ast.Call, name: str) -> ast.AST | None:

@@ -21,6 +21,9 @@ class Project:
 
     extensions: frozenset[str] = frozenset()   # dotted module names of compiled extensions
     packages: frozenset[str] = frozenset()     # top-level modules of the scanned tree itself
+    # the tree's own thin wrappers of kernel-registration / custom-op lookup APIs, as
+    # "dotted.module.function=RULEID" (found by a first pass: engine.py NOTE [wrappers across files])
+    wrappers: frozenset[str] = frozenset()
 
 
 EMPTY = Project()

@@ -3,7 +3,9 @@
 `import torch as T; T.cuda.synchronize()`, `from torch import cuda; cuda.synchronize()` and
 `from torch.cuda import amp; amp.autocast()` all resolve to `torch.cuda....`. Resolution is
 flow-insensitive (the last import of a name wins) and only names bound by imports resolve: a
-local variable called `cuda` is never mistaken for `torch.cuda`.
+local variable called `cuda` is never mistaken for `torch.cuda`. Two bindings that are not
+imports resolve the same way: a module-level `alias = torch.library.register_fake`, and a module
+kept on an object (`self.torch = torch`, keyed `self.torch`; visitor.py adds both).
 """
 
 from __future__ import annotations
@@ -66,6 +68,11 @@ class Imports:
         head, dot, rest = text.partition(".")
         base = self.alias.get(head)
         if base is None:
+            if head == "self" and rest:   # `self.torch = torch` kept a module on the object
+                attr, dot, rest = rest.partition(".")
+                base = self.alias.get("self." + attr)
+                if base is not None:
+                    return base + dot + rest
             return None
         return base + dot + rest
 

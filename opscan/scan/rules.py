@@ -35,15 +35,20 @@ CONTEXTS = {
     "backend-arg": "the process-group backend: init_process_group(...), backend= keywords, backend-named variables and defaults",
     "backend-compare": "a comparison with a backend value: `backend == \"nccl\"`, `dist.get_backend() == \"nccl\"`",
     "env-var": "an environment-variable name read or written: os.environ[...], os.getenv(...), os.environ.get/setdefault/pop(...), env= dicts",
+    "device-return": "a value returned by a function whose name says it gives a device (`def infer_device(): return \"cuda\"`)",
+    "device-compare": "a device-type test that selects code: `x.device.type == \"cuda\"`, `dev in (\"cuda\", \"npu\")`, `str(d).startswith(\"cuda\")`, `t.is_cuda` (the value is the type)",
+    "device-assert": "the same tests where failing raises: in an `assert`, `torch._check(...)`, or an `if` whose body raises",
+    "command": "the program a command runs: shutil.which(...), subprocess.run/call/check_output/Popen(...), os.system/popen(...)",
 }
 MATCHERS: dict[str, dict[str, type | tuple]] = {
     "string": {"string": str, "in": list},
-    "name": {"name": list, "unless": list, "instance-methods": list},
+    "name": {"name": list, "unless": list, "instance-methods": list, "imports": bool},
     "import": {"import": list, "unless": list},
     "method": {"method": list},
-    "call": {"call": list, "keyword": str, "value": str},
+    "call": {"call": list, "keyword": str, "value": str, "max-args": int},
     "decorator": {"decorator": list, "launch": bool},
-    "extension-import": {"extension-import": bool, "module": str},
+    "extension-import": {"extension-import": bool, "module": str, "relative": str},
+    "extension-call": {"extension-call": bool, "module": str, "relative": str, "from": list},
     "file": {"file": list, "contains": str},
     "input": {"input": str},
 }
@@ -71,6 +76,7 @@ class FixEntry:
     names: tuple[str, ...]
     text: str
     requires: tuple[str, ...] = ()
+    severity: str = ""   # overrides the rule's severity for these names ("" = the rule's)
 
 
 @dataclass(frozen=True)
@@ -113,6 +119,13 @@ class Rule:
             if name and any(fnmatchcase(name, pattern) for pattern in entry.names):
                 return entry.text, tuple(r.replace("{leaf}", leaf) for r in entry.requires)
         return self.fix, tuple(r.replace("{leaf}", leaf) for r in self.requires)
+
+    def severity_for(self, name: str) -> str:
+        """The severity of a match named `name`: the first `fixes` entry naming it may override it."""
+        for entry in self.fixes:
+            if name and entry.severity and any(fnmatchcase(name, pattern) for pattern in entry.names):
+                return entry.severity
+        return self.severity
 
     def format(self, template: str, value: str = "", name: str = "") -> str:
         return template.format(value=value, name=name, leaf=name.rsplit(".", 1)[-1])
@@ -161,6 +174,9 @@ def _check_type(path, where: str, value: Any, expected) -> None:
     elif expected is bool:
         if not isinstance(value, bool):
             raise _fail(path, f"{where}: expected true or false")
+    elif expected is int:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise _fail(path, f"{where}: expected a whole number >= 0")
     elif not isinstance(value, expected) or (isinstance(value, str) and not value):
         raise _fail(path, f"{where}: expected a non-empty string")
 
@@ -195,14 +211,16 @@ def _matcher(path, raw: Any, index: int) -> Matcher:
             if ctx not in CONTEXTS:
                 raise _fail(path, f"{where}.in: unknown context {ctx!r} (known: {', '.join(CONTEXTS)})")
     if kind == "call":
-        if "keyword" not in raw or "value" not in raw:
-            raise _fail(path, f"{where}: a call matcher needs `keyword` and `value`")
-        _check_regex(path, f"{where}.value", raw["value"])
-    if kind == "extension-import":
-        if raw["extension-import"] is not True:
-            raise _fail(path, f"{where}: extension-import must be true")
-        if "module" in raw:
-            _check_regex(path, f"{where}.module", raw["module"])
+        if ("keyword" in raw) != ("value" in raw) or ("keyword" not in raw and "max-args" not in raw):
+            raise _fail(path, f"{where}: a call matcher needs `keyword` and `value`, or `max-args`")
+        if "value" in raw:
+            _check_regex(path, f"{where}.value", raw["value"])
+    if kind in ("extension-import", "extension-call"):
+        if raw[kind] is not True:
+            raise _fail(path, f"{where}: {kind} must be true")
+        for key in ("module", "relative"):
+            if key in raw:
+                _check_regex(path, f"{where}.{key}", raw[key])
     if kind == "file" and "contains" in raw:
         _check_regex(path, f"{where}.contains", raw["contains"])
     if kind == "input" and raw["input"] not in INPUT_KINDS:
@@ -316,6 +334,11 @@ class AutoFix:
         """Whether a finding whose matched name is `name` has this rewrite."""
         return not self.replace or name in dict(self.replace)
 
+    def fixes(self, subject: str, guarded: bool) -> bool:
+        """Whether `opscan fix` applies this rewrite by default to a finding (safe, not guarded,
+        its subject covered); the fix run itself may still leave a site, saying why."""
+        return self.safety == "safe" and not guarded and self.covers(subject)
+
 
 def _autofix(path, raw: Any) -> AutoFix | None:
     if raw is None:
@@ -360,13 +383,18 @@ def _fixes(path, raw: Any) -> tuple[FixEntry, ...]:
         if not isinstance(item, dict):
             raise _fail(path, f"{where}: expected a mapping")
         for key in item:
-            if key not in ("names", "fix", "requires"):
-                raise _fail(path, f"{where}: unknown key {key!r} (allowed: names, fix, requires)", line_of(item, key))
+            if key not in ("names", "fix", "requires", "severity"):
+                raise _fail(path, f"{where}: unknown key {key!r} (allowed: names, fix, requires, severity)",
+                            line_of(item, key))
+        if item.get("severity", "error") not in SEVERITIES:
+            raise _fail(path, f"{where}.severity {item.get('severity')!r}: expected one of {', '.join(SEVERITIES)}",
+                        line_of(item, "severity"))
         _check_type(path, f"{where}.names", item.get("names"), list)
         requires = item.get("requires", [])
         if requires:
             _check_type(path, f"{where}.requires", requires, list)
-        out.append(FixEntry(tuple(item["names"]), _template(path, f"{where}.fix", item.get("fix")), tuple(requires)))
+        out.append(FixEntry(tuple(item["names"]), _template(path, f"{where}.fix", item.get("fix")), tuple(requires),
+                            item.get("severity", "")))
     return tuple(out)
 
 
@@ -454,7 +482,11 @@ def unknown_selectors(rules, patterns) -> list[str]:
     for pattern in dict.fromkeys(patterns):
         if pattern and any(_selected(r, (pattern,)) for r in rules):
             continue
-        close = difflib.get_close_matches(pattern, words, n=1, cutoff=0.0) if pattern else []
+        # the most similar word; among equally similar ones the one differing in the fewest positions
+        # ("OPS1O1" -> "OPS101", not "OPS311"), then the first in order
+        close = [min(words, key=lambda w: (-difflib.SequenceMatcher(None, pattern, w).ratio(),
+                                           sum(a != b for a, b in zip(pattern, w)) + abs(len(pattern) - len(w)),
+                                           w))] if pattern and words else []
         hint = f": did you mean {close[0]!r}?" if close else ""
         out.append(f"unknown rule selector {pattern!r}{hint} (use a rule code, code prefix, rule name "
                    "or category; `opscan rules` lists them)")

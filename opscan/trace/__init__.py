@@ -15,7 +15,7 @@ import importlib.util
 
 from opscan.errors import MissingDependencyError
 
-INSTALL_HINT = "pip install 'opscan[trace]' (and pin torch to the version you train with)"
+INSTALL_HINT = "pip install 'opscan-neuron[trace]' (and pin torch to the version you train with)"
 
 if importlib.util.find_spec("torch") is None:
     raise MissingDependencyError(f"tracing needs PyTorch, which is not installed: {INSTALL_HINT}", "torch")

@@ -14,6 +14,8 @@ against the real CPU kernel's output shapes (tests/trace/test_trace_fakes.py).
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 aten = torch.ops.aten
@@ -66,3 +68,41 @@ def supply(func, args, kwargs):
         return kernel(*args, **kwargs)
     except (NoFake, TypeError, IndexError):
         return None
+
+
+# NOTE [deepcopy of fake tensors]
+# `copy.deepcopy` of a fake tensor (dory's and inkling2_loop's recurrent caches copy their layers
+# in forward) goes through Tensor.__deepcopy__, which rebuilds the storage on the CPU and stops at
+# aten::set_.source_Storage ("set the storage of a tensor on device meta to a storage on cpu").
+# While a step is traced, a fake leaf tensor is deep-copied as a new tensor of the same shape, dtype
+# and device plus a copy: the backend sees aten::empty.memory_format and aten::copy_, as in a real
+# deepcopy (which also dispatches set_ / new_empty to assemble the copy's storage).
+def _fake_deepcopy(self, memo):
+    if id(self) in memo:
+        return memo[id(self)]
+    if not self.is_leaf:
+        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the "
+                           "deepcopy protocol at the moment")
+    with torch.no_grad():
+        new = torch.empty(self.shape, dtype=self.dtype, device=self.device)
+        new.copy_(self)
+    new.requires_grad_(self.requires_grad)
+    memo[id(self)] = new
+    return new
+
+
+@contextlib.contextmanager
+def fake_deepcopy():
+    """Deep copies of fake tensors stay fake (see NOTE [deepcopy of fake tensors]), only inside."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    had = "__deepcopy__" in FakeTensor.__dict__
+    previous = FakeTensor.__dict__.get("__deepcopy__")
+    FakeTensor.__deepcopy__ = _fake_deepcopy
+    try:
+        yield
+    finally:
+        if had:
+            FakeTensor.__deepcopy__ = previous
+        else:
+            del FakeTensor.__deepcopy__

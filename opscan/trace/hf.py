@@ -33,7 +33,7 @@ def _transformers():
     try:
         import transformers
     except ImportError:
-        raise TargetError("hf: targets need transformers: pip install 'opscan[hf]'") from None
+        raise TargetError("hf: targets need transformers: pip install 'opscan-neuron[hf]'") from None
     return transformers
 
 
@@ -151,6 +151,8 @@ def task_inputs(model, config, batch: int, seq_len: int | None) -> dict:
     gen = torch.Generator().manual_seed(0)
     if main == "input_ids":
         limit = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+        if not isinstance(limit, int) or limit <= 0:
+            limit = None  # xlnet says -1: no limit
         seq = seq_len or min(DEFAULT_SEQ_LEN, limit or DEFAULT_SEQ_LEN)
         ids = torch.randint(0, vocab, (batch, seq), generator=gen)
         out = {"input_ids": ids}

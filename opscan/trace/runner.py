@@ -13,6 +13,7 @@ from torch import nn
 from opscan.errors import TraceError, UsageError
 from opscan.model import DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES, StandIn
 from opscan.trace import device as devices
+from opscan.trace import fakes
 from opscan.trace import fsdp as fsdps
 from opscan.trace import logs
 from opscan.trace import step as steps
@@ -166,7 +167,8 @@ class _Tracer:
         )
         stopped = ""
         try:
-            with self._mode(), devices.sdpa_context(self.device, self.profile), recorder:
+            with self._mode(), devices.sdpa_context(self.device, self.profile), fakes.fake_deepcopy(), \
+                    recorder:
                 stopped = self._step(mode, recorder, opt, amp)
         finally:
             for hook in hooks:

@@ -130,7 +130,8 @@ def build(target: str, *, batch: int | None, seq_len: int | None, inputs: tuple[
         from opscan.trace.hf import build_hf
         where = target[3:]
         # A relative path is looked up like a file target: here first, then in the project.
-        if not Path(where).is_absolute() and project_root and not Path(where).exists():
+        here = Path(where) / "config.json" if Path(where).is_dir() else Path(where)
+        if not Path(where).is_absolute() and project_root and not here.is_file():   # "hf:." in a config
             where = str(Path(project_root) / where)
         built = build_hf(where, batch=batch, seq_len=seq_len, trust_remote_code=trust_remote_code)
     elif target.startswith("timm:"):

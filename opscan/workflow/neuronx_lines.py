@@ -1,6 +1,6 @@
 """Tells the two torch-neuronx lines apart by version: native TorchNeuron (2.13.x/2.14.x) or XLA.
 
-Both ship under the same pip name. Facts (from /work/shared/neuron-facts, SDK 2.33.0):
+Both ship under the same pip name. Facts (Neuron SDK 2.33.0; sources: the SRC_* URLs below):
 - native line: torch-neuronx 2.13.3.0 pairs with torch 2.13.0, 2.14.3.0 with torch 2.14.0
   (release notes 2.33, components index 2.33); install the family matching the torch version;
 - XLA line: 2.9.0.2.x (e.g. 2.9.0.2.15.32035, Neuron 2.31-2.33) pairs with torch 2.9, the last

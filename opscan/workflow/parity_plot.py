@@ -1,4 +1,4 @@
-"""Draws a ParityResult to a PNG or SVG file with matplotlib (the optional `opscan[plot]` extra)."""
+"""Draws a ParityResult to a PNG or SVG file with matplotlib (the optional `opscan-neuron[plot]` extra)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def write_plot(result: ParityResult, path: str | Path) -> Path:
         import matplotlib
         from matplotlib.figure import Figure
     except ImportError:
-        raise UsageError("--plot needs matplotlib: pip install 'opscan[plot]'") from None
+        raise UsageError("--plot needs matplotlib: pip install 'opscan-neuron[plot]'") from None
     matplotlib.rcParams["svg.hashsalt"] = "opscan-parity"   # stable ids: same input, same bytes
 
     steps = [r.step for r in result.rows]

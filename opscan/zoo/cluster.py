@@ -25,7 +25,7 @@ def run_on_dask(jobs: list[Job], tracer: str, address: str, workers: int, limits
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError as exc:
-        raise UsageError("--cluster needs Dask distributed: pip install 'opscan[cluster]'") from exc
+        raise UsageError("--cluster needs Dask distributed: pip install 'opscan-neuron[cluster]'") from exc
     cluster = None
     if address == "local":
         cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,

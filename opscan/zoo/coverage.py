@@ -20,6 +20,15 @@ class ReleaseCoverage:
         self.key = hashlib.sha256(self.name.encode() + b"\0" + content).hexdigest()[:16]
         self._memo: dict[str, str] = {}
 
+    def lookup(self, op: str):
+        """The release's Coverage of `op` (with its evidence), for the verdict (opscan/verdict.py)."""
+        from opscan.model import Coverage
+
+        try:
+            return self.release.lookup(op)
+        except ValueError:  # not a parseable op name: nobody can have checked it
+            return Coverage(op, "unknown")
+
     def status(self, op: str) -> str:
         hit = self._memo.get(op)
         if hit is None:

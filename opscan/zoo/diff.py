@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from opscan.errors import InputError
-from opscan.zoo.render.jsonout import SCHEMA
+from opscan.zoo.render.jsonout import SCHEMA, SCHEMAS_READ
 
-# Lower is better; "incomplete" and "unknown" sit between fallback and blocked.
-RANK = {"ready": 0, "fallback": 1, "unknown": 2, "incomplete": 3, "blocked": 4, "failed": 5}
+# Lower is better, in the analysis verdict's order (opscan/verdict.py); "incomplete" is only in
+# files written before the zoo used that verdict (it is now "unknown").
+RANK = {"ready": 0, "likely": 1, "fallback": 2, "unknown": 3, "incomplete": 3, "blocked": 4, "failed": 5}
 KINDS: dict[str, str] = {
     "became-ready": "not ready before, ready now",
     "broke": "ready before, not ready now",
@@ -41,7 +42,7 @@ def load(path: Path) -> dict:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read zoo results: {exc}", path=str(path)) from exc
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+    if not isinstance(data, dict) or data.get("schema") not in SCHEMAS_READ:
         raise InputError(f"not an opscan zoo JSON file (expected schema {SCHEMA!r})", path=str(path))
     return data
 

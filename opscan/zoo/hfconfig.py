@@ -83,6 +83,54 @@ def _shrink(data: dict, layers: int) -> str:
     return "; ".join(notes)
 
 
+def _class_config(config, class_name: str):
+    """The config `class_name` is built from: `config`, or the sub-config of its config class.
+
+    NOTE [text configs]: a multimodal type (qwen3_5, llama4, emu3) lists its text-only
+    ...ForCausalLM in the causal-LM mapping, musicgen its decoder's: such a class is built from
+    the sub-config whose class is the model class's `config_class` (text_config, decoder). A
+    class whose config class is the composite one (fuyu) gets the whole config.
+    """
+    import transformers
+
+    wanted = getattr(getattr(transformers, class_name, None), "config_class", None)
+    if not isinstance(wanted, type) or isinstance(config, wanted):
+        return config, ""
+    for key in sorted(getattr(config, "sub_configs", None) or {}):
+        sub = getattr(config, key, None)
+        if isinstance(sub, wanted):
+            kind = "text config" if key == "text_config" else f"sub-config {key}"
+            return sub, f"{kind} {getattr(sub, 'model_type', '') or '?'}"
+    return config, ""
+
+
+# NOTE [required fields]
+# Some default configs leave a field None that transformers documents as derived ("head_dim: if
+# None, it will default to hidden_size // num_attention_heads"; num_key_value_heads defaults to
+# num_attention_heads) while the modeling code uses it as is (ministral, hunyuan, nemotron
+# failed to build). opscan applies the documented default; the row says so. Causal-LM classes of
+# encoder architectures (BertLMHeadModel, ReformerModelWithLMHead, ...) are meant to be used with
+# `is_decoder=True` (transformers asks for it), so the causal-LM family sets it.
+DOCUMENTED_DEFAULTS = (
+    ("head_dim", ("hidden_size", "num_attention_heads"), lambda hidden, heads: hidden // heads),
+    ("num_key_value_heads", ("num_attention_heads",), lambda heads: heads),
+)
+
+
+def _required(data: dict, family: str) -> list[str]:
+    """Fill documented defaults the config left None (in place); notes of what was set."""
+    notes = []
+    for key, sources, derive in DOCUMENTED_DEFAULTS:
+        values = [data.get(k) for k in sources]
+        if key in data and data[key] is None and all(isinstance(v, int) and v > 0 for v in values):
+            data[key] = derive(*values)
+            notes.append(f"{key} None -> {data[key]} (documented default)")
+    if family == "causal-lm" and data.get("is_decoder") is False:
+        data["is_decoder"] = True
+        notes.append("is_decoder true")
+    return notes
+
+
 def write_default_config(model_type: str, class_name: str, family: str, config_dir: Path,
                          layers: int | None, dtype: str | None = None) -> ZooTarget:
     """Write `model_type`'s default config (architectures = [class_name]) to a folder; return its target."""
@@ -97,15 +145,11 @@ def write_default_config(model_type: str, class_name: str, family: str, config_d
         text = " ".join(str(exc).split())
         return ZooTarget(name=model_type, target=f"hf:{folder}", family=family,
                          error=f"default config cannot be built: {type(exc).__name__}: {text}"[:300])
-    note = ""
-    text = getattr(config, "text_config", None)
-    if class_name.endswith("ForCausalLM") and text is not None and hasattr(text, "to_dict"):
-        # NOTE [text configs]: a multimodal type (qwen3_5, llama4, emu3) lists its text-only
-        # ...ForCausalLM in the causal-LM mapping; that class is built from the text sub-config.
-        data = text.to_dict()
-        note = f"text config {data.get('model_type', '?')}"
+    config, note = _class_config(config, class_name)
+    data = config.to_dict()
     if class_name:
         data["architectures"] = [class_name]
+    note = "; ".join(n for n in (note, *_required(data, family)) if n)
     if layers:
         note = "; ".join(n for n in (note, _shrink(data, layers)) if n)
     if dtype:

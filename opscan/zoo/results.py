@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from opscan.model import PHASES, ModelTrace
+from opscan.model import PHASES, VERDICT_KINDS, Coverage, ModelTrace, Report
 from opscan.zoo.jobs import Outcome
 from opscan.zoo.selection import ZooTarget
 
 RUNS = ("native", "limited", "composite")           # statuses that run on the device
+# A model's verdict is the analysis verdict (opscan/verdict.py) of its trace, judged without a
+# source scan (a zoo model has no project source); "failed" is the zoo's own row state: nothing
+# to judge. An incomplete trace is "unknown" (not proven) unless what it saw already blocks.
 VERDICTS: dict[str, str] = {
-    "ready": "traced completely; every op runs on the device",
-    "fallback": "runs, but some ops fall back to the CPU every time they are called",
-    "unknown": "nobody has checked some of its ops (none is known to fail)",
-    "blocked": "at least one op raises on the backend",
-    "incomplete": "the trace stopped early; the ops seen are judged, the rest are not known",
+    **{kind: VERDICT_KINDS[kind] for kind in ("ready", "likely", "fallback", "unknown", "blocked")},
     "failed": "the model could not be built or traced (see error)",
 }
 VERDICT_ORDER = tuple(VERDICTS)
@@ -28,7 +27,7 @@ class Row:
     name: str
     target: str
     family: str
-    status: str                                # isolate.OUTCOMES
+    status: str                                # jobs.OUTCOMES
     verdict: str                               # VERDICTS
     error: str = ""
     note: str = ""
@@ -60,14 +59,20 @@ class OpStat:
 class StaticCoverage:
     """A coverage source from a plain dict (tests, and anything that is not a db release)."""
 
-    def __init__(self, name: str, statuses: dict[str, str], default: str = "unknown") -> None:
+    def __init__(self, name: str, statuses: dict[str, str], default: str = "unknown",
+                 evidence: tuple = ()) -> None:
         self.name = name
+        self._evidence = evidence
         self.key = name
         self._statuses = statuses
         self._default = default
 
     def status(self, op: str) -> str:
         return self._statuses.get(op, self._default)
+
+    def lookup(self, op: str) -> Coverage:
+        """The op's Coverage; `evidence` (a model.Evidence tuple) backs every entry, e.g. probed."""
+        return Coverage(op, self.status(op), self._evidence)
 
 
 def _letters(phases: tuple[str, ...]) -> str:
@@ -97,21 +102,26 @@ def build_row(target: ZooTarget, outcome: Outcome | None, coverage, cached: bool
         if status not in RUNS:
             blockers.append(usage.op)
         cells[usage.op] = _cell(usage, trace)
-    if outcome.status == "partial":
-        verdict = "incomplete"
-    elif counts.get("unsupported"):
-        verdict = "blocked"
-    elif counts.get("unknown"):
-        verdict = "unknown"
-    elif counts.get("cpu-fallback"):
-        verdict = "fallback"
-    else:
-        verdict = "ready"
+    verdict = judge_trace(trace, coverage).kind
     stand_ins = tuple(sorted(f"{s.op} {s.kind}={s.value} x{s.count}" for s in trace.stand_ins))
     return Row(**base, status=outcome.status, verdict=verdict, error=outcome.error,
                ops=len(trace.ops), counts=dict(sorted(counts.items())), blockers=tuple(sorted(blockers)),
                custom_ops=tuple(sorted(u.op for u in trace.ops if u.custom)), stand_ins=stand_ins,
                op_cells=dict(sorted(cells.items())), seconds=outcome.seconds, cached=cached)
+
+
+def judge_trace(trace: ModelTrace, coverage):
+    """The analysis verdict of one traced model against `coverage` (with `.lookup(op) -> Coverage`,
+    or only `.status(op)`: then no evidence is known and nothing supported is proven)."""
+    from opscan.plan import build_tasks
+    from opscan.verdict import judge
+
+    lookup = getattr(coverage, "lookup", None)
+    ops = sorted({u.op for u in trace.ops})
+    entries = tuple(lookup(op) if lookup else Coverage(op, coverage.status(op)) for op in ops)
+    report = Report(root="", tool_version="", traces=(trace,), coverage=entries,
+                    tasks=build_tasks((), (trace,), entries), backend=getattr(coverage, "name", ""))
+    return judge(report, source_not_checked=None)
 
 
 def op_stats(rows: list[Row], coverage) -> list[OpStat]:

@@ -61,7 +61,7 @@ def _hf_spec(spec: str, config_dir: Path, layers: int | None, dtype: str | None)
     try:
         import transformers  # noqa: F401
     except ImportError as exc:
-        raise UsageError("hf: selections need transformers: pip install 'opscan[hf]'") from exc
+        raise UsageError("hf: selections need transformers: pip install 'opscan-neuron[hf]'") from exc
     rest = spec[len("hf:"):]
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 

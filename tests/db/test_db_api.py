@@ -32,4 +32,4 @@ def test_commands_work_without_torch(repo_root):
     assert "aten::mm: native (pre-release source, unverified for 2.33)" in shown.stdout
     assert "aten::mse_loss_backward: unknown" in shown.stdout
     diffed = run("db", "diff", "torch-neuronx-xla==2.3.0", "torch-neuronx-xla==2.32.0")
-    assert diffed.returncode == 0 and "Status changed (1)" in diffed.stdout
+    assert diffed.returncode == 0 and "The release changed (3)" in diffed.stdout

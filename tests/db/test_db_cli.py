@@ -17,7 +17,7 @@ def test_list(run_cli):
     assert specs == ["torch-neuronx-xla==2.3.0", "torch-neuronx-xla==2.32.0", "torchneuron==2.33.0"]
     code, out, _ = run_cli("db", "list", "--format", "json")
     rows = json.loads(out)["releases"]
-    assert rows[-1]["by_status"] == {"native": 400} and rows[-1]["unlisted"] == "unknown"
+    assert rows[-1]["by_status"] == {"native": 397, "limited": 3, "unknown": 1} and rows[-1]["unlisted"] == "unknown"
 
 
 def test_show_terminal_and_json(run_cli):
@@ -55,18 +55,37 @@ def test_diff_between_two_shipped_releases_is_a_changelog(run_cli):
     code, out, err = run_cli("db", "diff", "torch-neuronx-xla==2.3.0", "torch-neuronx-xla==2.32.0")
     assert code == 0, err
     assert out.startswith("Changelog torch-neuronx-xla==2.3.0 -> torch-neuronx-xla==2.32.0\n")
-    assert "Ops added (4)" in out and "  aten::glu: native (" in out and "  aten::sort: unsupported (" in out
-    assert "Status changed (1)\n  aten::sqrt: native -> limited" in out
-    assert "Ops removed (0)" in out and "Unchanged: 40 ops" in out
+    release, evidence = out.split("The evidence changed")
+    # release notes date glu, scatter_reduce, count_nonzero after 2.3.0: the release changed
+    assert "The release changed (3)\n  Ops added (3)" in release
+    assert "    aten::glu: native (" in release and "[since 2023-03-28]" in release
+    # the partitioner note (sort) and sqrt's complex64 condition are later knowledge, not a release change
+    assert "aten::sort" not in release and "aten::sqrt" not in release
+    assert "  Ops added (1)\n    aten::sort: unsupported (" in evidence
+    assert "  Status changed (1)\n    aten::sqrt: native -> limited" in evidence
+    assert "Unchanged: 40 ops" in out
     code, out, _ = run_cli("db", "diff", "torch-neuronx-xla==2.3.0", "torch-neuronx-xla==2.32.0",
                            "--format", "json")
     data = json.loads(out)
-    assert [a["op"] for a in data["added"]] == ["aten::count_nonzero", "aten::glu", "aten::scatter_reduce",
-                                                "aten::sort"]
-    assert data["status_changed"][0]["op"] == "aten::sqrt"
-    assert (data["status_changed"][0]["old"]["status"], data["status_changed"][0]["new"]["status"]) == \
+    assert [a["op"] for a in data["release_changed"]["added"]] == ["aten::count_nonzero", "aten::glu",
+                                                                   "aten::scatter_reduce"]
+    assert [a["op"] for a in data["evidence_changed"]["added"]] == ["aten::sort"]
+    changed = data["evidence_changed"]["status_changed"][0]
+    assert changed["op"] == "aten::sqrt" and (changed["old"]["status"], changed["new"]["status"]) == \
         ("native", "limited")
-    assert data["unchanged"] == 40 and data["removed"] == []
+    assert data["release_changed"]["status_changed"] == [] and data["unchanged"] == 40
+
+
+def test_diff_of_two_probes_is_all_release_change(run_cli, tmp_path):
+    # complete kernel lists on both sides: each file measured its own install
+    old = write(tmp_path, name="old.yaml")
+    new_doc = doc(release="1.1.0")
+    new_doc["ops"] = [e for e in new_doc["ops"] if e["op"] != "aten::mm"]
+    new = write(tmp_path, new_doc, name="new.yaml")
+    code, out, _ = run_cli("db", "diff", str(old), str(new), "--format", "json")
+    data = json.loads(out)
+    assert [r["op"] for r in data["release_changed"]["removed"]] == ["aten::mm"]
+    assert data["evidence_changed"]["removed"] == []
 
 
 def test_diff_accepts_files(run_cli, tmp_path):
@@ -78,8 +97,8 @@ def test_diff_accepts_files(run_cli, tmp_path):
     new = write(tmp_path, new_doc, name="new.yaml")
     code, out, _ = run_cli("db", "diff", str(old), str(new))
     assert code == 0
-    assert "Ops removed (1)\n  aten::mm: native" in out
-    assert "Status changed (1)\n  aten::relu: limited -> native" in out
+    assert "Ops removed (1)\n    aten::mm: native" in out
+    assert "Status changed (1)\n    aten::relu: limited -> native" in out
 
 
 def test_validate_ok_bad_and_strict(run_cli, tmp_path):

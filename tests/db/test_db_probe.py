@@ -39,7 +39,9 @@ def probed(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("probe") / "toy.yaml"
     done = _opscan("db", "probe", "--import", "toy_backend", "--out", str(out))
     assert done.returncode == 0, done.stderr
-    assert f"wrote {out}: toy-backend==0.1.0 on device 'toy', 8 ops with a kernel" in done.stdout
+    assert f"wrote {out}: toy-backend==0.1.0 on device 'toy', 10 ops with a kernel" in done.stdout
+    # a kernel registered for an operator nobody defined is no kernel: dropped, with a warning
+    assert "dropped aten::not_a_real_op.Tensor" in done.stderr
     return out
 
 
@@ -47,7 +49,7 @@ def probed(tmp_path_factory) -> Path:
 def probed_samples(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("probe") / "toy-samples.yaml"
     done = _opscan("db", "probe", "--import", "toy_backend", "--out", str(out), "--samples",
-                   "--dtypes", "float32,float64")
+                   "--dtypes", "float32,float64,int64")
     assert done.returncode == 0, done.stderr
     return out
 
@@ -58,6 +60,14 @@ def test_probe_writes_a_valid_complete_release(probed):
     assert release.kernel_list == "complete" and release.device == "toy"
     assert set(release.entries) == _toy_kernels()
     assert {e.status for e in release.entries.values()} == {"native"}
+    # a registration alone is evidence of a kernel, not of what it computes: medium
+    assert {e.confidence for e in release.entries.values()} == {"medium"}
+    assert "aten::not_a_real_op.Tensor" not in release.entries
+    env = release.environment
+    assert env["torch-neuronx"] == "not installed" and env["instance_type"].startswith("unknown")
+    assert env["backend"] == "toy_backend 0.1.0" and env["torch"].startswith("2.")
+    assert set(env["env"]) >= {"TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS",
+                               "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"}
     probe = release.sources["probe"]
     assert probe.kind == "probed" and probe.text == "probed on toy_backend 0.1.0"
     assert probe.install.startswith("toy_backend 0.1.0 / torch 2.") and probe.date
@@ -78,16 +88,34 @@ def test_round_trip_check_reports_exactly_the_toy_kernels_as_native(probed):
     assert answers["aten::mm"].label() == "native (probed on toy_backend 0.1.0)"
     # composites of toy kernels run on the toy device through their parts
     assert release.lookup("aten::_foreach_add.List").status == "composite"
-    assert release.lookup("aten::linear").status == "composite"
+    # linear is judged over its sample variants: with a bias it calls addmm, which the toy lacks
+    linear = release.lookup("aten::linear")
+    assert linear.status == "cpu-fallback" and {"aten::addmm", "aten::mm", "aten::t"} <= set(linear.parts)
 
 
 def test_samples_catch_a_run_time_fallback(probed_samples):
     release = load_file(probed_samples)
     relu = release.entries["aten::relu"]
     assert relu.status == "limited"
-    assert relu.note == "falls back to CPU at run time for float64 (ran on the device for float32)"
-    assert release.entries["aten::mm"].status == "native"
+    assert relu.note == "falls back to CPU at run time for float64 (ran on the device for float32, int64)"
+    # results that matched the CPU for every dtype: native at high confidence
+    mm = release.entries["aten::mm"]
+    assert (mm.status, mm.confidence, mm.sources) == ("native", "high", ("probe", "samples"))
     assert release.sources["samples"].kind == "probed"
+
+
+def test_samples_catch_wrong_and_narrowed_results(probed_samples):
+    release = load_file(probed_samples)
+    neg = release.entries["aten::neg"]            # the toy forgets to negate
+    assert neg.status == "limited" and neg.confidence == "high"
+    assert "wrong results for float32 (max error" in neg.note and "wrong results for float64" in neg.note
+    exp = release.entries["aten::exp"]            # the toy computes float64 as float32
+    assert exp.status == "limited"
+    assert exp.note.startswith("float64 computed at lower precision (max error ")
+    error = float(exp.note.split("max error ")[1].split()[0])
+    assert 1e-10 < error < 1e-5                   # float32 precision, measured against the CPU
+    assert "float32" not in exp.note              # float32 itself is right
+    assert release.entries["aten::add.Tensor"].status == "native"   # int64 beyond 2**31 adds correctly
 
 
 def test_probe_without_a_backend_is_a_one_line_error(tmp_path):

@@ -54,6 +54,6 @@ def test_trace_with_a_db_file(run_cli, in_repo, tmp_path):
     assert all(s in STATUSES for s in statuses.values())
 
 
-def test_trace_without_backend_has_no_coverage(run_cli, in_repo):
+def test_trace_without_backend_uses_the_newest_release(run_cli, in_repo):
     data = _trace_json(run_cli)
-    assert data["backend"] == "" and all("status" not in op for op in data["ops"])
+    assert data["backend"] == "torchneuron==2.33.0" and all(op["status"] in STATUSES for op in data["ops"])

@@ -5,7 +5,10 @@ Importing it renames PrivateUse1 (process-global), so import it only in a subpro
 tensor; ops with a toy kernel or a composite kernel are re-dispatched to PrivateUse1, every other op
 runs on the CPU and warns "Operator '<name>' fell back to CPU", as TorchNeuron does. A catch-all
 fallback is also registered with the dispatcher, so the probe can see there is one.
-`relu` is "limited": for float64 inputs it falls back at run time, the case `--samples` catches.
+`relu` is "limited": for float64 inputs it falls back at run time, the case `--samples` catches;
+`neg` returns wrong numbers (its input unchanged) and `exp` narrows float64 (computes it as
+float32), the cases `--samples` catches by comparing with the CPU. `aten::not_a_real_op.Tensor`
+is a kernel registered for an operator nobody defined: the probe drops it with a warning.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from torch.utils._pytree import tree_map
 __version__ = "0.1.0"
 
 # The ops the toy registers its own PrivateUse1 kernel for (compute ops, then tensor plumbing).
-COMPUTE = ("aten::add.Tensor", "aten::mm", "aten::mul.Tensor", "aten::relu")
+COMPUTE = ("aten::add.Tensor", "aten::exp", "aten::mm", "aten::mul.Tensor", "aten::neg", "aten::relu")
 PLUMBING = ("aten::_copy_from", "aten::_to_copy", "aten::empty.memory_format", "aten::empty_strided")
 KERNELS = tuple(sorted(COMPUTE + PLUMBING))
 
@@ -74,6 +77,10 @@ def _compute(op):
     def kernel(*args, **kwargs):
         if op is torch.ops.aten.relu.default and args[0].dtype == torch.float64:
             return cpu_fallback(op, *args, **kwargs)  # the toy's "limited" kernel
+        if op is torch.ops.aten.neg.default:
+            return _wrap(_unwrap(args[0]).clone())     # wrong numbers: forgets to negate
+        if op is torch.ops.aten.exp.default and args[0].dtype == torch.float64:
+            return _wrap(_unwrap(args[0]).float().exp().double())   # narrows float64 to float32
         return tree_map(_wrap, op(*tree_map(_unwrap, args), **tree_map(_unwrap, kwargs)))
     return kernel
 
@@ -108,5 +115,6 @@ _LIB.impl("empty.memory_format", _empty, "PrivateUse1")
 _LIB.impl("empty_strided", _empty_strided, "PrivateUse1")
 _LIB.impl("_to_copy", _to_copy, "PrivateUse1")
 _LIB.impl("_copy_from", _copy_from, "PrivateUse1")
+_LIB.impl("not_a_real_op.Tensor", _copy_from, "PrivateUse1")   # no such operator: the probe drops it
 _FALLBACK = torch.library.Library("_", "IMPL")  # noqa: TOR901
 _FALLBACK.fallback(cpu_fallback, "PrivateUse1")

@@ -77,3 +77,46 @@ def test_scan_conveniences_feed_the_same_pipeline(project, run_cli, monkeypatch)
     # --select / --ignore on the command line replace the config's, as for `opscan PATH`
     code, out, _ = run_cli("scan", ".", "--ignore", "OPS201,OPS003", "--format", "json", "--no-cache")
     assert json.loads(out)["findings"] == [] and code == 0
+
+
+def test_a_baselined_run_says_known_and_new_never_no_pins(tmp_path, run_cli):
+    pins = "".join(f'x{i} = torch.zeros(2).to("cuda:{i}")\n' for i in range(27))
+    (tmp_path / "train.py").write_text("import torch\n" + pins)
+    (tmp_path / "pyproject.toml").write_text('[tool.opscan]\nbaseline = "b.json"\n')
+    assert run_cli("baseline", str(tmp_path))[0] == 0
+    for command in (("scan", str(tmp_path)), (str(tmp_path), "--no-trace")):
+        code, out, _ = run_cli(*command)
+        assert code == 0
+        first = out.splitlines()[0]
+        assert first == "? no blockers found, but not proven: 27 known findings hidden by the baseline, 0 new"
+        assert "b.json: 27 known, 0 new findings" in out
+        assert "0 new findings, 27 known (hidden by the baseline)" in out
+        assert "No CUDA pins found" not in out and "no CUDA pins" not in out
+        code, out, _ = run_cli(*command, "--format", "markdown")
+        assert "27 known (hidden), 0 new" in out and code == 0
+
+
+def test_scan_verdict_counts_a_triton_kernel_and_flash_attn(tmp_path, run_cli):
+    (tmp_path / "kern.py").write_text("import triton\n\n@triton.jit\ndef add_kernel(x):\n    pass\n")
+    (tmp_path / "attn.py").write_text("import flash_attn\n")
+    code, out, _ = run_cli("scan", str(tmp_path))
+    assert code == 1
+    assert out.splitlines()[0] == "✗ blocked by 1 custom kernel, 1 CUDA-only library"
+    assert "ready" not in out.splitlines()[0]
+
+
+@pytest.mark.parametrize("files,kind", [
+    ({"ok.py": "import torch\nx = torch.zeros(2)\n"}, "unchecked"),
+    ({"g.py": "import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n"}, None),
+    ({"w.py": "import torch\ntorch.backends.cudnn.benchmark = True\n"}, "unchecked"),
+    ({"p.py": "import torch\nx = torch.zeros(2).cuda()\n"}, "blocked"),
+    ({"t.py": "try:\n    import flash_attn\nexcept ImportError:\n    flash_attn = None\n"}, "unknown"),
+])
+def test_exit_code_follows_the_verdict(tmp_path, run_cli, files, kind):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    for command in (("scan", str(tmp_path)), (str(tmp_path), "--no-trace")):
+        code, out, _ = run_cli(*command, "--format", "json")
+        verdict = json.loads(out)["verdict"]
+        assert kind is None or verdict["kind"] == kind, verdict
+        assert code == (1 if verdict["kind"] == "blocked" else 0), verdict

@@ -138,3 +138,47 @@ def test_verdict_and_default_gate_never_contradict(report):
     assert report.verdict.kind in VERDICT_KINDS
     if report.verdict.kind in ("ready", "likely"):
         assert report.verdict.ops_checked and report.verdict.source_checked and report.baseline is None
+
+
+def test_the_zoo_reads_the_same_verdict():
+    """A zoo row's verdict is the analysis verdict of its trace; "likely" is shown as a caution."""
+    import io
+
+    from opscan.zoo.jobs import Outcome
+    from opscan.zoo.render import markdown
+    from opscan.zoo.render.common import verdict_label
+    from opscan.zoo.results import StaticCoverage, build_row, judge_trace
+    from opscan.zoo.runner import ZooRun
+    from opscan.zoo.selection import ZooTarget
+
+    trace = _trace("aten::mm", "aten::relu")
+    statuses = {"aten::mm": "native", "aten::relu": "native"}
+    probed = StaticCoverage("x==1", statuses, evidence=(PROBED,))
+    snapshot = StaticCoverage("x==1", statuses, evidence=(SNAPSHOT,))
+    target = ZooTarget("tiny", "hf:tiny")
+    assert build_row(target, Outcome("tiny", "ok", trace), probed).verdict == "ready"
+    row = build_row(target, Outcome("tiny", "ok", trace), snapshot)
+    assert row.verdict == judge_trace(trace, snapshot).kind == "likely"
+    assert judge_trace(trace, snapshot).headline.startswith("likely — unverified: 2 ops rest on pre-release source")
+    incomplete = replace(trace, complete=False)
+    assert build_row(target, Outcome("tiny", "partial", incomplete), probed).verdict == "unknown"
+    fallback = StaticCoverage("x==1", {**statuses, "aten::relu": "cpu-fallback"}, evidence=(PROBED,))
+    unknown = StaticCoverage("x==1", {"aten::mm": "cpu-fallback"}, evidence=(PROBED,))
+    assert build_row(target, Outcome("tiny", "ok", trace), fallback).verdict == "fallback"
+    assert build_row(target, Outcome("tiny", "ok", trace), unknown).verdict == "unknown"   # unknown outranks fallback
+    assert verdict_label("likely") == "likely (unverified)"
+    out = io.StringIO()
+    markdown.render(ZooRun((row,), (), {"backend": "x==1"}), out)
+    assert "1 models against x==1: 1 likely (unverified)" in out.getvalue()
+    assert "| tiny | likely (unverified) |" in out.getvalue()
+
+
+def test_a_release_caveat_on_the_traced_dtypes_is_not_proven():
+    from opscan.model import OpCaveat
+
+    caveat = OpCaveat("float64-narrowed", "aten::mm computes in float64; the backend narrows it to float32",
+                      ("aten::mm",), ("torch.float64",))
+    report = _report(coverage=(_cov("native", DOCUMENTED), _cov("native", PROBED, op="aten::relu")), baseline=None)
+    judged = judge(replace(report, caveats=(caveat,)))
+    assert judged.kind == "unknown" and "1 release caveat on the traced dtypes" in judged.headline
+    assert caveat.message in judged.details

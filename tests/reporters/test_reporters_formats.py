@@ -16,8 +16,8 @@ from reporters_golden import check
 from opscan.model import Finding, Location
 from opscan.reporters import REPORTERS, render
 
-SCHEMA = Path("/work/shared/schemas/sarif-schema-2.1.0.json")
-SHIPPED_SCHEMA = Path(__file__).resolve().parent / "sarif-schema-2.1.0.json"
+# The OASIS SARIF 2.1.0 schema, vendored beside this file (provenance and terms: sarif-schema-2.1.0.NOTICE.md).
+SCHEMA = Path(__file__).resolve().parent / "sarif-schema-2.1.0.json"
 
 
 def _render(fmt: str, report=None) -> str:
@@ -54,7 +54,7 @@ def test_same_input_same_bytes(fmt):
 
 
 def test_sarif_validates_against_the_schema():
-    schema = json.loads((SCHEMA if SCHEMA.exists() else SHIPPED_SCHEMA).read_text())
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     log = json.loads(_render("sarif"))
     jsonschema.validate(log, schema)
     run = log["runs"][0]
@@ -66,14 +66,14 @@ def test_sarif_validates_against_the_schema():
         assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
         loc = result["locations"][0]["physicalLocation"]["artifactLocation"]
         assert loc["uri"].startswith("proj/") and loc["uriBaseId"] == "%SRCROOT%"
-        assert result["partialFingerprints"]["opscanFingerprint/v1"]
+        assert all(key.startswith("opscanFingerprint/") and value for key, value in result["partialFingerprints"].items())
     ops101 = next(r for r in run["tool"]["driver"]["rules"] if r["id"] == "OPS101")
     assert "TorchNeuron runs on device 'neuron'" in ops101["help"]["text"]
     assert {"op/cpu-fallback", "op/unsupported"} <= fired
 
 
 def test_sarif_empty_report_is_valid():
-    schema = json.loads((SCHEMA if SCHEMA.exists() else SHIPPED_SCHEMA).read_text())
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     empty = sample.report(findings=(), traces=(), coverage=(), tasks=(), rules=())
     log = json.loads(_render("sarif", empty))
     jsonschema.validate(log, schema)
@@ -84,7 +84,7 @@ def test_sarif_fingerprint_survives_moved_lines():
     report = sample.report()
     moved = replace(report, findings=tuple(
         replace(f, location=replace(f.location, line=f.location.line + 7)) for f in report.findings))
-    prints = lambda r: sorted(x["partialFingerprints"]["opscanFingerprint/v1"]  # noqa: E731
+    prints = lambda r: sorted(tuple(x["partialFingerprints"].values())  # noqa: E731
                               for x in json.loads(_render("sarif", r))["runs"][0]["results"])
     assert prints(report) == prints(moved)
 
@@ -145,3 +145,28 @@ def test_op_results_only_at_project_files():
     line = next(x for x in _render("github", report).splitlines() if "title=op aten::_fused_adamw_" in x
                 or "title=op aten%3A%3A_fused_adamw_" in x)
     assert line.startswith("::warning title=op ") and "file=" not in line
+
+
+def test_likely_is_a_caution_in_every_format():
+    """Support resting on pre-release source: its own kind, never green, a warning everywhere."""
+    from opscan.model import Coverage, Evidence
+
+    snapshot = (Evidence("source-snapshot", "pre-release source", repo="aws-neuron/torch-neuronx", commit="abc"),)
+    coverage = tuple(Coverage(op, "native", snapshot, "low") for op in
+                     ("aten::_fused_adamw_", "aten::embedding_dense_backward", "aten::gelu", "aten::mm"))
+    report = sample.report(findings=(), coverage=coverage, baseline=None)
+    headline = "likely — unverified: 4 ops rest on pre-release source; confirm with `opscan db probe`"
+    assert (report.verdict.kind, report.verdict.headline) == ("likely", headline)
+    assert json.loads(_render("json", report))["verdict"]["kind"] == "likely"
+    markdown = _render("markdown", report)
+    assert f"> [!WARNING]\n> **Verdict (likely): {headline}**" in markdown
+    assert _render("github", report).splitlines()[0].startswith("::warning title=opscan verdict%3A likely::likely")
+    (note,) = json.loads(_render("sarif", report))["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert note["level"] == "warning" and headline in note["message"]["text"]
+    from opscan.reporters.terminal import verdict
+
+    out = io.StringIO()
+    verdict.section(report, Console(file=out, width=200, color_system="truecolor", force_terminal=True))
+    first = out.getvalue().splitlines()[0]
+    assert first.startswith("\x1b[1;33m~ ") and "likely —" in first   # bold yellow, not green
+    assert "\x1b[1;32m" not in out.getvalue()

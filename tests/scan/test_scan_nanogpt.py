@@ -15,6 +15,7 @@ PLANTED = [
     ("OPS309", "csrc/fused_gelu.cpp", 12),          # TORCH_LIBRARY + TORCH_LIBRARY_IMPL(..., CUDA, ...)
     ("OPS308", "csrc/fused_gelu_kernel.cu", 1),     # a CUDA source file
     ("OPS305", "ops/fused_gelu.py", 7),             # import of the extension setup.py declares
+    ("OPS106", "ops/fused_gelu.py", 14),            # `and x.is_cuda` picks the fused path
     ("OPS304", "ops/fused_gelu.py", 15),            # torch.ops.nanogpt.fused_gelu
     ("OPS303", "ops/rmsnorm_op.py", 7),             # @custom_op
     ("OPS303", "ops/rmsnorm_op.py", 13),            # @register_fake
@@ -22,6 +23,7 @@ PLANTED = [
     ("OPS401", "ops/triton_softmax.py", 5),         # import triton.language as tl
     ("OPS302", "ops/triton_softmax.py", 8),         # @triton.jit definition
     ("OPS302", "ops/triton_softmax.py", 24),        # softmax_kernel[(n_rows,)](...) launch
+    ("OPS301", "setup.py", 4),                      # from torch.utils.cpp_extension import ...
     ("OPS301", "setup.py", 11),                     # CUDAExtension
     ("OPS301", "setup.py", 17),                     # BuildExtension
     ("OPS206", "train.py", 32),                     # backend = "nccl"
@@ -36,6 +38,8 @@ PLANTED = [
     ("OPS203", "train.py", 56),                     # torch.backends.cudnn.allow_tf32
     ("OPS203", "train.py", 57),                     # torch.backends.cudnn.benchmark
     ("OPS102", "train.py", 58),                     # device_type = "cuda" if "cuda" in device else "cpu"
+    ("OPS106", "train.py", 58),                     # ... `"cuda" in device` chooses the autocast device
+    ("OPS106", "train.py", 71),                     # if device_type == "cuda": pin_memory path
     ("OPS202", "train.py", 85),                     # torch.cuda.amp.GradScaler
     ("OPS207", "train.py", 90),                     # torch.compile(mode="max-autotune")
     ("OPS201", "train.py", 132),                    # torch.cuda.synchronize()

@@ -65,7 +65,7 @@ def test_docs_and_fix_present_and_sources_cited():
 
 
 # A file-like citation (`porting-map.md`, `notes/users.md`, `neuron-facts/x.yaml`) outside a URL.
-_FILE_REF = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w-]+\.(?:md|ya?ml|json|txt|rst|csv))\b")
+_FILE_REF = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w.-]+\.(?:md|ya?ml|json|txt|rst|csv))\b")
 _URL = re.compile(r"https?://\S+")
 # Names of material only the developers have (the project's ../shared folder), never shipped.
 _PRIVATE = re.compile(r"porting-map|neuron-facts|source ids?\b|notes/", re.I)

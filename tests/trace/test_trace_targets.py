@@ -157,7 +157,7 @@ def test_import_without_torch_gives_install_hint():
             print(type(exc).__name__, exc)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.startswith("TraceError") and "pip install 'opscan[trace]'" in out
+    assert out.startswith("TraceError") and "pip install 'opscan-neuron[trace]'" in out
 
 
 def test_relative_hf_target_is_found_in_the_project(tmp_path, monkeypatch):

@@ -51,9 +51,9 @@ def test_same_run_same_bytes(module, run):
 
 def test_json_has_rows_matrix_and_ranked_ops(run):
     data = json.loads(_render(jsonout, run))
-    assert data["schema"] == "opscan-zoo/1"
-    assert data["summary"] == {"models": 4, "verdicts": {"ready": 1, "fallback": 1, "unknown": 0, "blocked": 1,
-                                                         "incomplete": 0, "failed": 1}}
+    assert data["schema"] == "opscan-zoo/2"
+    assert data["summary"] == {"models": 4, "verdicts": {"ready": 1, "likely": 0, "fallback": 1, "unknown": 0,
+                                                         "blocked": 1, "failed": 1}}
     llama = next(m for m in data["models"] if m["name"] == "llama")
     assert llama["native"] == 2 and llama["counts"]["cpu-fallback"] == 1
     assert llama["op_cells"]["aten::mm"] == "FBO"

@@ -9,10 +9,19 @@ SHORT = {"native": "N", "limited": "L", "composite": "C", "cpu-fallback": "F", "
          "unknown": "?"}
 
 
+# Only "ready" reads as good: "likely" rests on unverified evidence (pre-release source) and says so.
+LABELS = {"likely": "likely (unverified)"}
+
+
+def verdict_label(verdict: str) -> str:
+    """A row's verdict as shown: "likely" carries its caution."""
+    return LABELS.get(verdict, verdict)
+
+
 def verdict_counts(run: ZooRun) -> dict[str, int]:
     counts = {v: 0 for v in VERDICT_ORDER}
     for row in run.rows:
-        counts[row.verdict] += 1
+        counts[row.verdict] = counts.get(row.verdict, 0) + 1   # older files may hold other words
     return counts
 
 
@@ -22,7 +31,7 @@ def fallback(row: Row) -> int:
 
 def headline(run: ZooRun) -> str:
     counts = verdict_counts(run)
-    parts = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+    parts = ", ".join(f"{n} {verdict_label(v)}" for v, n in counts.items() if n)
     return f"{len(run.rows)} models against {run.meta.get('backend', '?')}: {parts}"
 
 

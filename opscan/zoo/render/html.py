@@ -13,6 +13,7 @@ from opscan.zoo.render.common import (
     headline,
     matrix_ops,
     verdict_counts,
+    verdict_label,
 )
 from opscan.zoo.runner import ZooRun
 
@@ -21,7 +22,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}
 table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
 th{background:#f3f3f3;cursor:pointer;position:sticky;top:0}th.num,td.num{text-align:right}
-.v-ready{background:#d9f2d9}.v-fallback{background:#fff2cc}.v-unknown{background:#eee}
+.v-ready{background:#d9f2d9}.v-likely{background:#fde9b8}.v-fallback{background:#fff2cc}.v-unknown{background:#eee}
 .v-blocked{background:#f8d0d0}.v-incomplete{background:#e6e0f8}.v-failed{background:#f4b6b6}
 .s-N,.s-L,.s-C{background:#d9f2d9}.s-F{background:#fff2cc}.s-X{background:#f8d0d0}.s-\\?{background:#e4e4e4}
 .badge{display:inline-block;padding:0 6px;margin-right:4px;border-radius:3px}
@@ -79,7 +80,7 @@ def render(run: ZooRun, out: TextIO) -> None:
       + "</tr></thead><tbody>\n")
     for row in run.rows:
         name = row.name + (f" ({row.note})" if row.note else "")
-        w(f"<tr>{_td(name, sort=row.name)}{_td(row.verdict, 'v-' + row.verdict)}{_td(row.status)}"
+        w(f"<tr>{_td(name, sort=row.name)}{_td(verdict_label(row.verdict), 'v-' + row.verdict)}{_td(row.status)}"
           f"{_td(row.ops, 'num')}{_td(row.native, 'num')}{_td(fallback(row), 'num')}"
           f"{_td(row.counts.get('unsupported', 0), 'num')}{_td(row.counts.get('unknown', 0), 'num')}"
           f"{_td(', '.join(row.custom_ops))}{_td('; '.join(row.stand_ins))}{_td(f'{row.seconds:.1f}', 'num')}"

@@ -11,6 +11,7 @@ from opscan.zoo.render.common import (
     fallback,
     headline,
     matrix_ops,
+    verdict_label,
 )
 from opscan.zoo.runner import ZooRun
 
@@ -42,7 +43,7 @@ def render(run: ZooRun, out: TextIO) -> None:
               "| unknown | custom ops | stand-ins | s | why |\n|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---|\n")
     for row in run.rows:
         note = f" ({row.note})" if row.note else ""
-        out.write(f"| {_esc(row.name)}{_esc(note)} | {row.verdict} | {row.status} | {row.ops} | {row.native} "
+        out.write(f"| {_esc(row.name)}{_esc(note)} | {verdict_label(row.verdict)} | {row.status} | {row.ops} | {row.native} "
                   f"| {fallback(row)} | {row.counts.get('unsupported', 0)} | {row.counts.get('unknown', 0)} "
                   f"| {_esc(', '.join(row.custom_ops))} | {_esc('; '.join(row.stand_ins))} "
                   f"| {row.seconds:.1f} | {_esc(explain(row))} |\n")

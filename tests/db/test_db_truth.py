@@ -1,0 +1,130 @@
+"""Issue 15: known failures as data, release caveats on traced dtypes, composite judgement, evidence kinds."""
+
+from __future__ import annotations
+
+import pytest
+from dbtest_support import doc, write
+
+from opscan.db import load_file, load_release
+from opscan.db.caveats import usages_caveats
+from opscan.db.failing_tests import map_lists, map_test
+from opscan.errors import DatabaseError
+from opscan.model import CAVEAT_KINDS, OpSource, OpUsage
+
+PACKETS = frozenset({"gather", "scatter_", "scatter_add_", "scatter_reduce", "linspace", "pad"})
+REDUCING = frozenset({"scatter_reduce"})
+
+
+# -- 2. known failures as data --------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, expected", [
+    ("test_scatter_add__neuron_complex64", ("aten::scatter_add_", "complex64")),
+    ("test_scatter__neuron_float16", ("aten::scatter_", "float16")),
+    ("test_scatter_reduce_mean_neuron_int64", ("aten::scatter_reduce", "int64")),   # packet + reduce value
+    ("test_gather_neuron_complex64", ("aten::gather", "complex64")),
+    ("test_gather_large_neuron_bfloat16", None),            # a variant of gather: not one clear op/dtype
+    ("test_set_real_imag_neuron_complex64_float32", None),  # two dtypes
+    ("test_GroupNorm_empty_neuron", None),                   # a module test, no dtype
+    ("test_scatter_reduce_median_neuron_int64", None),       # not a reduce value
+    ("test_linspace_neuron", None),
+])
+def test_only_clear_test_names_map_to_an_op_and_dtype(name, expected):
+    assert map_test(name, PACKETS, REDUCING) == expected
+
+
+def test_map_lists_counts_what_stays_unmapped():
+    mapped, unmapped = map_lists({"TestScatterGather": ["test_gather_neuron_complex64", "test_gather_large_neuron_int8",
+                                                        "test_scatter_reduce_sum_neuron_int8",
+                                                        "test_scatter_reduce_prod_neuron_int8"]},
+                                 PACKETS, REDUCING)
+    assert mapped == {("aten::gather", "complex64"): ["TestScatterGather.test_gather_neuron_complex64"],
+                      ("aten::scatter_reduce", "int8"): ["TestScatterGather.test_scatter_reduce_prod_neuron_int8",
+                                                         "TestScatterGather.test_scatter_reduce_sum_neuron_int8"]}
+    assert unmapped == {"TestScatterGather": 1}
+
+
+def test_shipped_release_records_the_snapshots_failing_tests():
+    release = load_release("torchneuron==2.33.0")
+    rows = {(f.packet, f.dtype): f for f in release.known_failures}
+    assert len(rows) == 54 and sum(len(f.tests) for f in rows.values()) == 70
+    assert rows[("aten::scatter_add_", "complex64")].tests == ("TestScatterGather.test_scatter_add__neuron_complex64",)
+    assert release.sources["snapshot-tests"].kind == "source-snapshot"
+    assert release.sources["snapshot-tests"].commit == "98154b867aa24562a3213e520d9ad7fd41032291"
+    gather = release.lookup("aten::gather")
+    assert gather.status == "limited" and "complex64" in gather.via
+    assert any("failing_test_methods" in (e.url or "") for e in gather.evidence)
+    # the unmapped ones stay a release-level note with their counts
+    assert any("638 do not map to one (op, dtype)" in note for note in release.notes)
+
+
+def test_a_native_entry_with_known_failures_does_not_load(tmp_path):
+    bad = doc(known_failures=[{"packet": "aten::mm", "dtype": "float16", "tests": ["T.test_mm_neuron_float16"],
+                               "evidence": ["probe"]}])
+    with pytest.raises(DatabaseError, match="aten::mm: known_failures record failing tests"):
+        load_file(write(tmp_path, bad))
+
+
+def _usage(op, *dtypes, line=1):
+    return OpUsage(op, 1, dtypes=tuple(f"torch.{d}" for d in dtypes), sources=(OpSource("model.py", line),))
+
+
+def test_known_failure_caveat_when_the_trace_uses_the_failing_dtype():
+    release = load_release("torchneuron==2.33.0")
+    caveats = usages_caveats(release, [_usage("aten::scatter_add_", "complex64", "int64", line=7),
+                                       _usage("aten::gather", "float32", "int64", line=8)])
+    assert [c.kind for c in caveats] == ["known-failure"]
+    hit = caveats[0]
+    assert hit.ops == ("aten::scatter_add_",) and hit.dtypes == ("torch.complex64",)
+    assert hit.tests == ("TestScatterGather.test_scatter_add__neuron_complex64",)
+    assert hit.sources == (OpSource("model.py", 7),)
+    assert "test_scatter_add__neuron_complex64" in hit.message
+
+
+def test_an_index_tensor_is_not_an_int64_dtype_of_the_op():
+    release = load_release("torchneuron==2.33.0")
+    # scatter_reduce fails for int64 data; here int64 is only the index: no caveat
+    assert usages_caveats(release, [_usage("aten::scatter_reduce.two", "float16", "int64")])[0].dtypes == \
+        ("torch.float16",)
+    assert all(c.dtypes != ("torch.int64",)
+               for c in usages_caveats(release, [_usage("aten::scatter_reduce.two", "float16", "int64")]))
+
+
+# -- 3. release caveats the trace can check --------------------------------------------------------
+
+def test_64_bit_default_is_recorded_and_checked():
+    release = load_release("torchneuron==2.33.0")
+    assert {(n.dtype, n.computed_as) for n in release.narrowing} == {("float64", "float32"), ("int64", "int32")}
+    caveats = {c.kind: c for c in usages_caveats(release, [
+        _usage("aten::mm", "float64", line=3),
+        _usage("aten::cumsum", "int64", line=4),          # int64 arithmetic
+        _usage("aten::embedding", "float32", "int64", line=5),   # int64 as an index: not arithmetic
+        _usage("aten::add.Tensor", "float32", line=6),
+    ])}
+    assert set(caveats) == {"float64-narrowed", "int64-narrowed"} <= set(CAVEAT_KINDS)
+    assert caveats["float64-narrowed"].ops == ("aten::mm",)
+    assert caveats["float64-narrowed"].sources == (OpSource("model.py", 3),)
+    assert "computes float64 as float32" in caveats["float64-narrowed"].message
+    assert caveats["int64-narrowed"].ops == ("aten::cumsum",)
+    assert caveats["int64-narrowed"].evidence[0].kind == "source-snapshot"
+
+
+def test_no_caveat_for_a_model_in_float32():
+    release = load_release("torchneuron==2.33.0")
+    assert usages_caveats(release, [_usage("aten::mm", "float32"), _usage("aten::embedding", "float32", "int64")]) == ()
+
+
+def test_sdpa_rule_and_scaled_grouped_mm_are_recorded():
+    release = load_release("torchneuron==2.33.0")
+    assert release.profile().sdpa_policy == "overrideable-4d"
+    assert any("SdpBackendSelection.cpp" in release.sources[s].text for s in release.sdpa_sources)
+    scaled = release.lookup("aten::_scaled_grouped_mm")
+    assert scaled.status == "unknown" and "registers no kernel" in scaled.via
+    assert [e.kind for e in scaled.evidence] == ["source-snapshot", "documented"]
+
+
+# -- 5. evidence kinds ---------------------------------------------------------------------------
+
+def test_our_reading_of_a_pages_history_is_inferred_not_documented():
+    for spec in ("torch-neuronx-xla==2.3.0", "torch-neuronx-xla==2.32.0"):
+        scope = load_release(spec).sources["page-scope"]
+        assert scope.kind == "inferred" and "git history" in scope.text

@@ -1,0 +1,121 @@
+"""One count: verdict, task list, summary, markdown and JSON give the same numbers of sites."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from opscan.app import analyse
+from opscan.config import load_config
+from opscan.reporters import render
+from opscan.reporters.terminal import summary, tasks as task_section
+from opscan.verdict import task_group
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FILES = {
+    "train.py": """import torch
+device = "cuda"
+model = torch.nn.Linear(2, 2).to("cuda")
+x = torch.zeros(2).cuda(); y = torch.ones(2).cuda()
+if torch.cuda.is_available():
+    torch.cuda.synchronize()
+torch.backends.cudnn.benchmark = True
+""",
+    "data/loader.py": """import torch
+def batches():
+    yield torch.zeros(2).to("cuda:0")
+""",
+    "dist.py": """import torch.distributed as dist
+dist.init_process_group("nccl")
+""",
+    "kernels/tri.py": """import triton
+
+@triton.jit
+def add_kernel(x):
+    pass
+""",
+    "attn.py": "import flash_attn\n",
+}
+
+
+def _write(root: Path) -> Path:
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def _text(fmt: str, report) -> str:
+    out = io.StringIO()
+    render(fmt, report, out)
+    return out.getvalue()
+
+
+def _plural_number(text: str, word: str) -> int:
+    match = re.search(rf"(\d+) {word}s?\b", text)
+    assert match, (word, text)
+    return int(match[1])
+
+
+def _check_counts(report) -> None:
+    verdict = report.verdict
+    pins = [t for t in report.tasks if t.priority == 1 and task_group(t) == "source"]
+    # the verdict counts the sites of the blocking code-change tasks, as the tasks count them
+    assert verdict.kind == "blocked"
+    sites = _plural_number(verdict.headline, "CUDA-pinned site")
+    assert sites == sum(len(t.sites) for t in pins)
+    files = int(re.search(r"CUDA-pinned sites? in (\d+) files?", verdict.headline)[1])
+    assert files == len({s.path for t in pins for s in t.sites})
+    # every task title that states a count states len(task.sites)
+    for task in report.tasks:
+        stated = re.search(r"\((\d+) sites? in (\d+) files?\)", task.title)
+        if stated:
+            assert (int(stated[1]), int(stated[2])) == (len(task.sites), len({s.path for s in task.sites})), task.title
+    # markdown: the table's sites column and each task's "Where" line
+    markdown = _text("markdown", report)
+    for i, task in enumerate(report.tasks, 1):
+        row = next(line for line in markdown.splitlines() if line.startswith(f"| {i} | "))
+        assert row.rstrip(" |").rsplit("| ", 1)[-1] == str(len(task.sites)), row
+    where = [int(n) for n in re.findall(r"\*\*Where:\*\* (\d+) site", markdown)]
+    assert where == [len(t.sites) for t in report.tasks if t.sites]
+    total = sum(len(t.sites) for t in report.tasks)
+    assert f"{total} site(s) in {len(report.tasks)} task(s)" in markdown
+    # JSON summary and the terminal summary line
+    assert json.loads(_text("json", report))["summary"]["sites"] == total
+    out = io.StringIO()
+    console = Console(file=out, width=200, color_system=None)
+    summary.section(report, console)
+    task_section.section(report, console)
+    assert f"{total} sites in {len(report.tasks)} port tasks" in out.getvalue()
+
+
+def test_counts_agree_on_a_multi_file_project(tmp_path):
+    root = _write(tmp_path)
+    report = analyse(root, load_config(root), trace=False)
+    _check_counts(report)
+    device = next(t for t in report.tasks if t.id == "device-agnostic")
+    # a guarded call and two findings on one line are sites of the task, and of the verdict's count
+    assert len(device.sites) == _plural_number(report.verdict.headline, "CUDA-pinned site") - sum(
+        len(t.sites) for t in report.tasks if t.priority == 1 and task_group(t) == "source" and t is not device)
+    assert "1 custom kernel" in report.verdict.headline and "1 CUDA-only library" in report.verdict.headline
+
+
+def test_counts_agree_on_the_example(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    report = analyse(Path("examples/nanogpt"), load_config(Path("examples/nanogpt")), trace=False)
+    _check_counts(report)
+    assert report.verdict.headline.startswith("blocked by ")
+
+
+@pytest.mark.slow
+def test_counts_agree_on_the_traced_example(monkeypatch):
+    pytest.importorskip("torch")
+    monkeypatch.chdir(ROOT)
+    report = analyse(Path("examples/nanogpt"), load_config(Path("examples/nanogpt")))
+    _check_counts(report)
