@@ -131,7 +131,8 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
         not_traced = _no_model(discovery) or NO_MODEL
     if not scanned.files_scanned and not traces and not config.models and target.is_dir() and not narrowed:
         raise UsageError("nothing to check: no Python, notebook or C++/CUDA source file (after include/"
-                         "exclude) and no model ([[tool.opscan.models]], --model)", path=str(target))
+                         "exclude) and no model (looked for [[tool.opscan.models]], --model, a model "
+                         "folder with config.json, a .pt2 file)", path=str(target))
 
     say("phase", "checking op coverage")
     coverage: list[Coverage] = []

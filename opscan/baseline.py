@@ -4,11 +4,11 @@
 A finding's fingerprint is sha256 over: rule code, path, the code of its source line, and its
 occurrence index among findings with the same (rule, path, code) in file order. Line numbers are
 left out, so inserting or deleting other lines does not change it. The code of a Python line is
-its tokens (Python's own tokenizer) without comments, joined by single spaces: reindenting the
-line, changing the spacing around tokens or adding a trailing comment (`# TODO: port`) keeps the
-fingerprint, while any change to the code, including inside a string, makes it a new finding. A
-`#` inside a string is part of the string, not a comment. Lines of other files (C++/CUDA sources)
-and lines the tokenizer cannot read on their own are compared with all whitespace removed.
+the line without its comment (Python's own tokenizer finds the comment, so a `#` inside a string
+is part of the string) and with all whitespace removed: reindenting the line, changing the
+spacing or adding a trailing comment (`# TODO: port`) keeps the fingerprint, while any other
+change to the line makes it a new finding. Lines of other files (C++/CUDA sources, where `#` is
+not a comment) are compared with all whitespace removed.
 Findings without a source line use their message instead.
 
 The file is JSON with an `opscan_baseline` format version. Format 1 (opscan before the
@@ -19,6 +19,7 @@ is refused with a clear error.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -35,7 +36,7 @@ from opscan.model import Finding
 BASELINE_VERSION = 2
 FINGERPRINT_TEXT = {
     1: "sha256(rule, path, source line without whitespace, occurrence index)",
-    2: "sha256(rule, path, source line's code tokens without comments, occurrence index)",
+    2: "sha256(rule, path, source line without comment and whitespace, occurrence index)",
 }
 
 
@@ -60,7 +61,6 @@ class Applied:
     stale: tuple[Entry, ...]         # entries that no longer match anything
 
 
-_SKIPPED = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
 _PYTHON = (".py", ".pyi", ".ipynb")
 
 
@@ -68,27 +68,27 @@ def _squeeze(text: str) -> str:
     return "".join(text.split())
 
 
+@functools.lru_cache(maxsize=65536)
 def code_of(line: str) -> str:
-    """The code of one Python source line: its tokens without comments, joined by single spaces.
+    """The code of one Python source line: the line without its comment, all whitespace removed.
 
-    A line that opens a bracket or a string it does not close (the first line of a multi-line
-    call or docstring) keeps the tokens before the unclosed part and that part with whitespace
-    removed; a line the tokenizer rejects falls back to the whole line with whitespace removed.
+    Only a real comment is removed: Python's tokenizer finds it, so a `#` inside a string stays
+    code. A line that opens a bracket or a string it does not close (the first line of a
+    multi-line call or docstring) is read as far as the tokenizer gets; a line the tokenizer
+    rejects is taken whole. Lines without `#` have no comment and skip the tokenizer.
     """
-    tokens: list[str] = []
+    text = line.strip()
+    if "#" not in text:
+        return _squeeze(text)
+    cut = len(text)
     try:
-        for token in tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline):
-            if token.type in _SKIPPED or (token.type == tokenize.ERRORTOKEN and not token.string.strip()):
-                continue
-            tokens.append(token.string)
-    except tokenize.TokenError as exc:   # EOF inside a bracket (tokens so far are whole) or a string
-        where = exc.args[1] if len(exc.args) > 1 else None
-        if isinstance(where, tuple) and where[0] == 1:   # an unclosed string starting on this line:
-            # the tokens before it are complete
-            tokens.append(_squeeze(line.strip()[where[1]:]))
-    except (SyntaxError, ValueError):   # e.g. a dedent the tokenizer cannot place
-        return _squeeze(line)
-    return " ".join(tokens)
+        for token in tokenize.generate_tokens(io.StringIO(text + "\n").readline):
+            if token.type == tokenize.COMMENT:
+                cut = token.start[1]
+                break
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass   # EOF inside a bracket or string: a comment would already have been seen
+    return _squeeze(text[:cut])
 
 
 def _line_key(finding: Finding, version: int) -> str:

@@ -242,6 +242,9 @@ class ModelTrace:
     # ops whose fake kernel opscan supplied, PyTorch's being stricter than the real kernels or
     # missing ("fake kernel supplied by opscan for OP"; see opscan/trace/fakes.py), sorted
     supplied_fakes: tuple[str, ...] = ()
+    # how the step was traced again after a stop, and why (e.g. "use_cache=False (with its cache
+    # the step stopped: ...)"); "" when it was traced as given
+    retried: str = ""
 
 
 @dataclass(frozen=True)

@@ -175,8 +175,9 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
                            + " to check")
     if incomplete:
         open_points.append(_plural(len(incomplete), "incomplete trace"))
-    if caveats:
-        open_points.append(_plural(len(caveats), "release caveat") + " on the traced dtypes")
+    failing = [c for c in caveats if c.kind == "known-failure"]   # narrowing caveats are numerics notes
+    if failing:
+        open_points.append(_plural(len(failing), "known failure") + " of the backend on the traced dtypes")
     if known:
         open_points.append(f"{known} known finding{'s' * (known != 1)} hidden by the baseline, "
                            f"{len(report.findings)} new")
@@ -193,6 +194,8 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
                   f"{'does' if len(findings) == 1 else 'do'} not block)")
         if source_not_checked:
             source = f"source: not checked — {source_not_checked}"
+        elif source_not_checked is None:
+            source = "source: none to scan"
         ops = (f"ops: not checked — {ops_not_checked or NO_MODEL}" if not ops_checked else
                f"ops: {_plural(len(status), 'traced op')}, none known to fail")
         return _verdict("unchecked", f"{source}; {ops}", [d for d in details if not d.startswith(("ops:", "source:"))],

@@ -14,6 +14,11 @@ Notes are informational and not scored (their count is printed). Labelling rules
     python benchmarks/recall/score.py                 # table
     python benchmarks/recall/score.py --details       # also every miss and false positive
     python benchmarks/recall/score.py --json out.json # machine-readable result
+    python benchmarks/recall/score.py --set heldout   # the held-out files (labels_heldout.csv)
+
+Two label sets: `dev` (labels.csv / files.txt, labelled before opscan ran on the corpus, and
+used while improving the scanner) and `heldout` (labels_heldout.csv / files_heldout.txt,
+labelled afterwards, before opscan ran on those files, and never used to change the scanner).
 """
 
 from __future__ import annotations
@@ -96,14 +101,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--details", action="store_true", help="list every miss and false positive")
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON")
+    parser.add_argument("--set", choices=("dev", "heldout"), default="dev", help="which label set (default dev)")
     args = parser.parse_args(argv)
-    files = read_files()
+    suffix = "" if args.set == "dev" else "_heldout"
+    files = read_files(HERE / f"files{suffix}.txt")
     missing = [f for f in files if not (CORPUS / f).is_file()]
     if missing:
         print(f"score.py: {len(missing)} labelled files are missing (first: corpus/{missing[0]}); "
               "run benchmarks/recall/fetch.py", file=sys.stderr)
         return 2
-    labels = read_labels()
+    labels = read_labels(HERE / f"labels{suffix}.csv")
     stray = sorted({f for f, _, _ in labels} - set(files))
     if stray:
         print(f"score.py: labels.csv names files not in files.txt: {stray[0]}", file=sys.stderr)

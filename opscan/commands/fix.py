@@ -101,8 +101,8 @@ def _summary(result, would: bool = False) -> str:
     files = sum(f.changed for f in result.files)
     fixed = result.count("fixed")
     verb = "would fix" if would else "fixed"
-    parts = [f"{verb} {fixed} of {result.findings} finding{'s' if result.findings != 1 else ''} "
-             f"in {files} file{'s' if files != 1 else ''}"]
+    parts = [(f"{verb} {fixed} of {result.findings} finding{'s' if result.findings != 1 else ''} "
+             f"in {files} file{'s' if files != 1 else ''}")]
     unsafe = result.count("unsafe")
     if unsafe:
         parts.append(f"{unsafe} more with --unsafe-fixes")

@@ -38,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fsdp", type=_world_size, default=None, metavar="N",
                         help="trace rank 0 of an N-way FSDP2 (fully_shard) job on a fake process group: "
                         "adds its collectives and copy ops (N >= 2; see docs/trace.md, \"FSDP\")")
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="let an hf: folder whose config.json has auto_map run its own code")
     parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format")
     parser.add_argument("--output", metavar="FILE", default=None, help="write the report here")
     from opscan.commands.flags import add_backend_argument, add_db_argument
@@ -141,6 +143,8 @@ def _requests(args: argparse.Namespace) -> list[dict]:
     common = {"device": args.device}
     if getattr(args, "fsdp", None) is not None:
         common["fsdp"] = args.fsdp
+    if getattr(args, "trust_remote_code", False):
+        common["trust_remote_code"] = True
     if args.target:
         return [dict(common, target=args.target, mode=args.mode or "train",
                      optimizer=args.optimizer or "adamw", optimizer_impl=args.optimizer_impl,
@@ -158,7 +162,8 @@ def _requests(args: argparse.Namespace) -> list[dict]:
                         amp=args.amp or model.amp or None,
                         inputs=inputs or tuple(parse_input(t) for t in model.inputs),
                         batch=args.batch or model.batch, seq_len=args.seq_len or model.seq_len,
-                        project_root=str(root)))
+                        project_root=str(root),
+                        **({"trust_remote_code": True} if model.trust_remote_code else {})))
     return out
 
 

@@ -390,10 +390,10 @@ def probe(import_module: str | None = None, samples: bool = False, name: str | N
         "profile": {"sdpa_policy": sdpa, "evidence": ["probe"], "note": sdpa_how},
         "environment": environment(install),
         "notes": [
-            f"Dropped {len(dropped)} PrivateUse1 registration(s) for operators this torch does not define: "
-            + ", ".join(dropped) if dropped else "Every PrivateUse1 registration names a real operator.",
-            f"{len(registered)} ops have a PrivateUse1 kernel; catch-all fallback registered: "
-            f"{'yes' if fallback else 'no'}.",
+            (f"Dropped {len(dropped)} PrivateUse1 registration(s) for operators this torch does not define: "
+             + ", ".join(dropped)) if dropped else "Every PrivateUse1 registration names a real operator.",
+            (f"{len(registered)} ops have a PrivateUse1 kernel; catch-all fallback registered: "
+             f"{'yes' if fallback else 'no'}."),
             f"{counts['CompositeImplicitAutograd']} aten ops reach the backend through CompositeImplicitAutograd "
             f"and {counts['CompositeExplicitAutograd']} through CompositeExplicitAutograd kernels; "
             "opscan judges them by their parts at lookup time.",

@@ -375,7 +375,7 @@ def backend_for_device(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
         return Leave("not a plain \"nccl\" string (e.g. `dist.Backend.NCCL`): rewrite by hand") \
             if not isinstance(node, cst.SimpleString) else None
     parent = ctx.parent(node)
-    if isinstance(parent, cst.ComparisonTarget) or isinstance(parent, cst.Comparison):
+    if isinstance(parent, (cst.ComparisonTarget, cst.Comparison)):
         return Leave("a comparison with \"nccl\": decide by hand what the code does on other backends")
     device = ctx.device(node)
     if device is None:

@@ -13,8 +13,11 @@
 
 from __future__ import annotations
 
+import ast
+import re
+
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider
+from libcst.metadata import PositionProvider
 
 CANONICAL = 'current_accelerator(check_available=True) or {torch}.device("cpu")'
 NAME_CHOICES = ("DEVICE", "ACCELERATOR_DEVICE", "_OPSCAN_DEVICE")
@@ -28,11 +31,12 @@ class Context:
 
     def __init__(self, wrapper: cst.MetadataWrapper, probe=None, prior: dict | None = None) -> None:
         self.module = wrapper.module
-        self.parents = wrapper.resolve(ParentNodeProvider)
+        self._parents: dict[int, cst.CSTNode | None] = {id(self.module): None}
         self.positions = wrapper.resolve(PositionProvider)
         self.probe = probe
         self.torch_alias, self.torch_index = _torch_import(self.module)
-        self.identifiers = {n.value for n in _walk(self.module) if isinstance(n, cst.Name)}
+        # every word of the source: a superset of its identifiers (enough to pick a fresh name)
+        self.identifiers = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", self.module.code))
         self.insert_at = _insertion_index(self.module, self.torch_index)
         self.reused = _reusable_device(self.module, self.torch_alias, self.insert_at, self.positions)
         prior = prior or {}
@@ -56,7 +60,29 @@ class Context:
         return spelled == name or (self.torch_alias is not None and spelled == self.torch_alias + name[5:])
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        return self.parents.get(node)
+        """The node containing `node`. Found by descending from the module through the children
+        whose position contains it (only the path is visited: libcst's ParentNodeProvider would
+        visit the whole module, which costs more than the rest of the fix on a large file)."""
+        key = id(node)
+        if key not in self._parents:
+            self._descend(node)
+        return self._parents.get(key)
+
+    def _descend(self, node: cst.CSTNode) -> None:
+        target = self.positions.get(node)
+        current: cst.CSTNode = self.module
+        while current is not node:
+            following = None
+            for child in current.children:
+                self._parents[id(child)] = current
+                if child is node:
+                    return
+                where = self.positions.get(child)
+                if following is None and (where is None or _contains(where, target)):
+                    following = child
+            if following is None:
+                return
+            current = following
 
     def line(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line
@@ -119,8 +145,8 @@ class Context:
 
     def top_statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
         current = node
-        while current is not None and self.parents.get(current) is not self.module:
-            current = self.parents.get(current)
+        while current is not None and self.parent(current) is not self.module:
+            current = self.parent(current)
         return current
 
     def defined(self, device: bool, torch: bool) -> dict:
@@ -155,12 +181,11 @@ def _is_module_level(ctx: Context, node: cst.CSTNode, top: cst.CSTNode) -> bool:
     return not isinstance(top, cst.FunctionDef)
 
 
-def _walk(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
+def _contains(outer, inner) -> bool:
+    if inner is None:
+        return True
+    return (outer.start.line, outer.start.column) <= (inner.start.line, inner.start.column) and \
+        (outer.end.line, outer.end.column) >= (inner.end.line, inner.end.column)
 
 
 def _torch_import(module: cst.Module) -> tuple[str | None, int]:
@@ -213,10 +238,6 @@ def _reusable_device(module: cst.Module, torch: str | None, insert_at: int, posi
     """A module-level `NAME = <torch>.accelerator.current_accelerator(...) or ...` bound once."""
     if torch is None:
         return None
-    bound: dict[str, int] = {}
-    for node in _walk(module):
-        for target in _targets(node):
-            bound[target] = bound.get(target, 0) + 1
     for index, statement in enumerate(module.body):
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             continue
@@ -226,31 +247,19 @@ def _reusable_device(module: cst.Module, torch: str | None, insert_at: int, posi
         code = module.code_for_node(small.value)
         if f"{torch}.accelerator.current_accelerator(" in code and ".type" not in code.rsplit(")", 1)[-1]:
             name = small.targets[0].target.value
-            if bound.get(name) == 1:
+            if _bindings(module.code, name) == 1:
                 return name, index
     return None
 
 
-def _targets(node: cst.CSTNode) -> list[str]:
-    """Names a node binds (assignment targets, loop and with targets, defs, params, imports)."""
-    def names(target) -> list[str]:
-        if isinstance(target, cst.Name):
-            return [target.value]
-        if isinstance(target, (cst.Tuple, cst.List)):
-            return [n for e in target.elements for n in names(e.value)]
-        if isinstance(target, cst.StarredElement):
-            return names(target.value)
-        return []
-    if isinstance(node, cst.AssignTarget):
-        return names(node.target)
-    if isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-        return names(node.target)
-    if isinstance(node, (cst.For, cst.CompFor)):
-        return names(node.target)
-    if isinstance(node, cst.AsName):
-        return names(node.name)
-    if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Param)):
-        return [node.name.value]
-    if isinstance(node, cst.NamedExpr):
-        return names(node.target)
-    return []
+def _bindings(code: str, name: str) -> int:
+    """How many times `name` is bound anywhere in the module (stdlib ast: fast; 99 if unparsable)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return 99
+    count = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)) or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name or isinstance(node, ast.arg) and node.arg == name or isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name or isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            count += 1
+    return count

@@ -95,7 +95,7 @@ def code_cells(text: str) -> list[tuple[int, int, str, object]]:
     """(start, end, cell source text, raw source value) for each code cell, in order."""
     doc, _ = _Reader(text).value(0)
     if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
-        raise ValueError("not a Jupyter notebook (no `cells` list)")
+        raise ValueError("not a Jupyter notebook (no `cells` list)")  # noqa: TRY004 - bad input, as json raises
     out = []
     for cell in doc["cells"]:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code" or "__span__" not in cell:

@@ -113,6 +113,7 @@ def _trace(trace: ModelTrace) -> dict:
             for s in trace.stand_ins
         ],
         "supplied_fakes": list(trace.supplied_fakes),
+        "retried": trace.retried,
     }
 
 
@@ -172,6 +173,7 @@ def to_dict(report: Report) -> dict:
         "ops": [_op(usage, models, coverage.get(usage.op)) for usage, models in merge_ops(report.traces)],
         "traces": [_trace(t) for t in report.traces],
         "tasks": [_task(t) for t in report.tasks],
+        "caveats": [_caveat(c) for c in report.caveats],
         "notes": list(report.notes),
         "baseline": None if report.baseline is None else {
             "path": report.baseline.path, "known": report.baseline.known, "new": len(report.findings),
@@ -179,6 +181,13 @@ def to_dict(report: Report) -> dict:
         "summary": summary(report),
         "discovery": None if report.discovery is None else _discovery(report.discovery),
     }
+
+
+def _caveat(caveat) -> dict:
+    """A release caveat the traced dtypes hit (docs/json.md, "caveats")."""
+    return {"kind": caveat.kind, "message": caveat.message, "ops": list(caveat.ops),
+            "dtypes": list(caveat.dtypes), "sources": [_source(s) for s in caveat.sources],
+            "tests": list(caveat.tests), "evidence": [_evidence(e) for e in caveat.evidence]}
 
 
 def _discovery(found) -> dict:

@@ -129,6 +129,7 @@ def to_dict(report: Report) -> dict:
             "message": {"text": message},
             "locations": [where],
             "partialFingerprints": {"opscanFingerprint/v2": fp},   # baseline format 2's fingerprint
+            "properties": {"task": finding.task, "subject": finding.subject},
         }))
     status = {c.op: c.status for c in report.coverage}
     seen: set[tuple[str, str, int]] = set()

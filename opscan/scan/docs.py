@@ -79,8 +79,8 @@ def _autofix_section(rule: Rule) -> list[str]:
     if fix is None:
         return ["", "### Automatic fix", "", "None: `opscan fix` leaves these findings to the port plan."]
     out = ["", "### Automatic fix", "",
-           f"`opscan fix` applies the `{fix.codemod}` codemod ({fix.safety}; [docs/fix.md](fix.md)). "
-           "Findings inside a CUDA availability guard are left alone."]
+           (f"`opscan fix` applies the `{fix.codemod}` codemod ({fix.safety}; [docs/fix.md](fix.md)). "
+            "Findings inside a CUDA availability guard are left alone.")]
     if fix.replace:
         out += ["", "Rewritten names (anything else is left, with the reason):", ""]
         out += [f"- `{old}` -> `{new}`" for old, new in fix.replace]

@@ -22,7 +22,7 @@ from opscan.scan.fixes import check_fixes as _check_fixes
 from opscan.scan.project import EMPTY, Project, local_packages, packages_on_disk, project_from_files
 from opscan.scan.rules import Rule, RuleSet, load_rules
 from opscan.scan.sources import ALL, DecodeError, char_column, comment_suppressions, decode, suppressions
-from opscan.scan.visitor import Visitor
+from opscan.scan.visitor import Visitor, own_imports
 
 
 _WALK_DEPTH = 20_000
@@ -146,7 +146,8 @@ def _input(builder: _Builder, rules: RuleSet, kind: str, line: int = 1, col: int
 
 
 def _token_regex(rules: RuleSet, project: Project):
-    return rules.compiled.token_regex(frozenset(e.rsplit(".", 1)[-1] for e in project.extensions))
+    return rules.compiled.token_regex(frozenset(e.rsplit(".", 1)[-1] for e in project.extensions)
+                                      | frozenset(w.rsplit("=", 1)[0].rsplit(".", 1)[-1] for w in project.wrappers))
 
 
 def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY) -> FileResult:
@@ -212,8 +213,8 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
     except ValueError as exc:
         _input(builder, rules, "unreadable", value=f"cannot parse: {exc}")
         return builder.result()
-    if not relevant:
-        return builder.result()
+    if not relevant:   # not walked, but its own-package imports may name a wrapper (NOTE [wrappers across files])
+        return replace(builder.result(), imports=own_imports(tree, relpath, project.packages))
     limit = sys.getrecursionlimit()
     try:
         # Deeply nested expressions (long `a + b + ...` chains) recurse once per level; Python

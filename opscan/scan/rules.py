@@ -110,7 +110,7 @@ class Rule:
     path: str = ""
     task: str = "none"   # the kind of port task its findings need, one of model.TASKS
     sources: tuple[str, ...] = ()   # what its docs and fixes rely on: public URLs or shipped files
-    autofix: "AutoFix | None" = None   # the rewrite `opscan fix` applies (docs/fix.md)
+    autofix: AutoFix | None = None   # the rewrite `opscan fix` applies (docs/fix.md)
 
     def fix_for(self, name: str) -> tuple[str, tuple[str, ...]]:
         """The fix text and the torch attributes it relies on, for a match named `name`."""

@@ -76,7 +76,9 @@ class Visitor:
         self.own_imports: list[str] = []        # dotted names imported from the tree's own packages
         self.full = False                       # visit every statement (NOTE [native modules bound by calls])
         self._functions: list[str] = []         # names of the enclosing functions
-        self._test: tuple[bool, str] = (False, "computes a value")   # (raises when false, what it guards)
+        # the test being visited: (when it raises: "" never / "true" / "false", what it guards)
+        self._test: tuple[str, str] = ("", "computes a value")
+        self._negated = False   # inside `not (...)` of that test
         self._guards: dict[int, tuple[int, int]] = {}   # id(availability-check node) -> lines it guards
         self._guarding: tuple[int, int] | None = None   # while visiting an `if` test: the lines of its block
 
@@ -420,7 +422,7 @@ class Visitor:
             if isinstance(node, ast.Attribute):
                 flag = P.DEVICE_TYPE_FLAGS.get(node.attr)
                 if flag is not None and id(node) not in self.consumed:   # `t.is_cuda`: a device-type test
-                    self._device_test([(node, flag)], g)
+                    self._device_test([(node, flag)], g, False)
                 self.visit(node.value, g)
             return
         if id(node) in self.consumed or name.split(".", 1)[0] not in self.c.roots \
@@ -441,9 +443,14 @@ class Visitor:
                 for rule in self.c.exact_names.get(prefix, ()):
                     self._hit(rule, node, g, name=prefix)
 
-    def _device_test(self, values, g: bool) -> None:
+    def _device_test(self, values, g: bool, true_on_neuron: bool) -> None:
+        """A device-type test against `values`; `true_on_neuron`: what it gives for a Neuron device
+        (`== "cuda"` False, `!= "cuda"` True). It fails on Neuron (OPS107) when that answer is the
+        one that raises (NOTE [device-type tests])."""
         raises, what = self._test
-        self._strings("device-assert" if raises else "device-compare", values, g, name=what)
+        answer = true_on_neuron != self._negated
+        fails = (raises == "true" and answer) or (raises == "false" and not answer)
+        self._strings("device-assert" if fails else "device-compare", values, g, name=what)
 
     def _guard_fixes(self) -> None:
         """NOTE [guards that protect CUDA-only code]: `if torch.cuda.is_available():` whose block
@@ -484,14 +491,14 @@ class Visitor:
                     if pats.matches(reached):
                         self._hit(rule, node, g, name=reached, subject=_kernel_name(None, reached))
         if qual in P.CHECK_CALLS and args:   # torch._check(x.is_cuda): a failing device test raises
-            saved, self._test = self._test, (True, f"a `{qual}`")
+            saved, self._test = self._test, ("false", f"a `{qual}`")
             try:
                 self.visit(args[0], g)
             finally:
                 self._test = saved
             skip.add(id(args[0]))
         if method == "startswith" and args:   # str(dev).startswith("cuda"): a device-type test
-            self._device_test(P.compared_strings(args[0]), g)
+            self._device_test(P.compared_strings(args[0]), g, False)
         if qual in P.COMMAND_CALLS and args:
             command = args[0].elts[0] if isinstance(args[0], (ast.List, ast.Tuple)) and args[0].elts else args[0]
             self._strings("command", P.string_values(command), g)
@@ -588,7 +595,7 @@ class Visitor:
             for sub, _ in values:
                 self.consumed.add(id(sub))
         guard = g or P.is_guard(node.test, self.resolve)
-        self._visit_test(node.test, g, (False, "chooses between two values"))
+        self._visit_test(node.test, g, ("", "chooses between two values"))
         self.visit(node.body, guard)
         self.visit(node.orelse, guard)
 
@@ -596,27 +603,37 @@ class Visitor:
         guard = g or P.is_guard(node.test, self.resolve)
         body = (node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno)
         if isinstance(node.body[0], ast.Raise):
-            test = (True, f"raises at line {body[0]}")
+            test = ("true", f"raises at line {body[0]}")
         else:
             what = "guards the loop at" if isinstance(node, ast.While) else "guards"
-            test = (False, f"{what} {_lines(*body)}" + (
+            test = ("", f"{what} {_lines(*body)}" + (
                 f", else {_lines(node.orelse[0].lineno, node.orelse[-1].end_lineno or node.orelse[-1].lineno)}"
                 if node.orelse and not isinstance(node, ast.While) else ""))
         self._visit_test(node.test, g, test, body)
         self._stmts(node.body, guard)
         self._stmts(node.orelse, guard)
 
-    def _visit_test(self, test: ast.AST, g: bool, what: tuple[bool, str],
+    def _visit_test(self, test: ast.AST, g: bool, what: tuple[str, str],
                     guarding: tuple[int, int] | None = None) -> None:
-        saved = self._test, self._guarding
-        self._test, self._guarding = what, guarding
+        saved = self._test, self._guarding, self._negated
+        self._test, self._guarding, self._negated = what, guarding, False
         try:
             self.visit(test, g)
         finally:
-            self._test, self._guarding = saved
+            self._test, self._guarding, self._negated = saved
+
+    def v_not(self, node: ast.UnaryOp, g: bool) -> None:
+        if not isinstance(node.op, ast.Not):
+            self._body(node, g)
+            return
+        self._negated = not self._negated
+        try:
+            self._body(node, g)
+        finally:
+            self._negated = not self._negated
 
     def v_assert(self, node: ast.Assert, g: bool) -> None:
-        self._visit_test(node.test, g, (True, "an assert"))
+        self._visit_test(node.test, g, ("false", "an assert"))
         if node.msg is not None:
             self.visit(node.msg, g)
 
@@ -739,7 +756,8 @@ class Visitor:
             self._strings("backend-compare", [v for p in parts if isinstance(p, ast.Constant)
                                               for v in P.string_values(p)], g)
         if any(P.is_deviceish(p) for p in parts):   # x.device.type == "cuda", dev in ("cuda", "npu")
-            self._device_test([v for p in parts if not P.is_deviceish(p) for v in P.compared_strings(p)], g)
+            self._device_test([v for p in parts if not P.is_deviceish(p) for v in P.compared_strings(p)], g,
+                              isinstance(node.ops[0], (ast.NotEq, ast.NotIn, ast.IsNot)))
         self._body(node, g)
 
     @staticmethod
@@ -751,6 +769,15 @@ class Visitor:
         leaf = P.target_name(expr)
         return bool(leaf and P.BACKEND_NAME.match(leaf))
 
+
+# NOTE [device-type tests]
+# A comparison of a device or device type with "cuda" (or `t.is_cuda`, `str(d).startswith("cuda")`)
+# is a device-type test: on a Neuron device it gives False for `==`/`in`/`is_cuda` and True for
+# `!=`/`not in` (flipped under `not`). Where the test sits decides what that does: in an `assert`
+# or `torch._check` a False answer raises; as the test of an `if` whose block raises, a True
+# answer does. A test whose Neuron answer raises is OPS107 (error); every other device-type test
+# (branches, conditional expressions, values computed for later) is OPS106 (warning), naming
+# the lines it guards.
 
 # NOTE [subjects]
 # A hit's subject is what matched, as structured data for the planner and the reports: the string
@@ -791,6 +818,24 @@ GUARD_SUFFIX = "#guards-cuda-only"
 # An import of a matched name (`from torch.cuda import Event`) looks up its fix and severity as
 # `<name>#import` (a rule's `fixes` entry for "*#import"), else the rule's default fix.
 IMPORT_SUFFIX = "#import"
+
+
+def own_imports(tree: ast.Module, relpath: str, packages: frozenset[str]) -> tuple[str, ...]:
+    """The dotted names a file's module-level `from` imports take from the scanned tree's own
+    packages (for a file the pre-filter does not walk; Visitor.own_imports for the others)."""
+    imports = Imports(relpath)
+    out: set[str] = set()
+    stack = list(tree.body)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ast.ImportFrom):
+            for _, full in imports.add(stmt):
+                if stmt.level or full.split(".", 1)[0] in packages:
+                    out.add(full)
+        elif isinstance(stmt, (ast.If, ast.Try)):
+            stack += [*stmt.body, *stmt.orelse, *getattr(stmt, "finalbody", ()),
+                      *(s for h in getattr(stmt, "handlers", ()) for s in h.body)]
+    return tuple(sorted(out))
 
 
 def _parse_wrappers(wrappers: frozenset[str], compiled: Compiled) -> dict[str, Rule]:
@@ -865,6 +910,7 @@ _HANDLERS = {
     ast.Subscript: Visitor.v_subscript,
     ast.Compare: Visitor.v_compare,
     ast.Assert: Visitor.v_assert,
+    ast.UnaryOp: Visitor.v_not,
     ast.Return: Visitor.v_return,
     ast.arg: lambda self, node, g: None,   # a parameter's annotation: a type, not code that runs
 }

@@ -4,7 +4,8 @@ Public API (pinned by tests/trace/test_trace_api.py):
 
     trace_target(target, *, mode="train", device="neuron", profile=None, optimizer="adamw",
                  optimizer_impl=None, amp=None, inputs=(), batch=None, seq_len=None,
-                 project_root=None, fsdp=None) -> opscan.model.ModelTrace
+                 project_root=None, fsdp=None, trust_remote_code=False) -> opscan.model.ModelTrace
+    (a target `pt2:FILE` is an exported program: read with torch.export.load, never run)
     prepare()   register the imitated `neuron` device before any real backward in this process
     DEFAULT_PROFILE, DEVICES, MODES
 """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import time
 import traceback
@@ -68,7 +69,7 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
     return ModelTrace(target=target, mode=mode, device=device, ops=result.ops,
                       stand_ins=result.stand_ins, complete=result.complete,
                       stopped_at=result.stopped_at, seconds=round(time.perf_counter() - started, 3),
-                      supplied_fakes=result.supplied)
+                      supplied_fakes=result.supplied, retried=result.retried)
 
 
 def _build_and_run(target, mode, device, profile, optimizer, optimizer_impl, amp, batch, seq_len,
@@ -152,7 +153,8 @@ class _Tracer:
         return self.fake_mode if self.fake_mode is not None else contextlib.nullcontext()
 
     # -- one step --
-    def run(self, mode: str, optimizer: str, optimizer_impl: str | None, amp: str | None):
+    def run(self, mode: str, optimizer: str, optimizer_impl: str | None, amp: str | None, extra=None):
+        extra = extra or {}
         recorder = Recorder(self.finder, self.device, self.names)
         opt = None
         if mode == "train":
@@ -166,25 +168,37 @@ class _Tracer:
             nn.modules.module.register_module_forward_hook(recorder.exit_module, always_call=True),
         )
         stopped = ""
+        self.cache_stop = False
         try:
             with self._mode(), devices.sdpa_context(self.device, self.profile), fakes.fake_deepcopy(), \
                     recorder:
-                stopped = self._step(mode, recorder, opt, amp)
+                stopped = self._step(mode, recorder, opt, amp, extra)
         finally:
             for hook in hooks:
                 hook.remove()
-        return _Result(recorder.usages(mode), recorder.stand_in_list(), not stopped, stopped,
-                       tuple(sorted(recorder.supplied)))
+        result = _Result(recorder.usages(mode), recorder.stand_in_list(), not stopped, stopped,
+                         tuple(sorted(recorder.supplied)))
+        if stopped and self.cache_stop and not extra and "use_cache" not in self.kwargs \
+                and _accepts(self.model, "use_cache"):
+            # NOTE [cache stops]: a training step never reads its KV cache, yet transformers builds one
+            # by default; when its cache code is what fails (a default config with no attention
+            # layer, a cache deep-copied in forward, ...), the step is traced again without the
+            # cache, as training scripts run it, and the trace says so.
+            retry = self.run(mode, optimizer, optimizer_impl, amp, {"use_cache": False})
+            if retry.complete:
+                retry.retried = f"use_cache=False (with its cache the step stopped: {stopped.split('; try:')[0]})"
+                return retry
+        return result
 
-    def _step(self, mode, recorder, opt, amp) -> str:
+    def _step(self, mode, recorder, opt, amp, extra) -> str:
         try:
             if mode == "inference":
-                kwargs = {k: v for k, v in self.kwargs.items() if k not in self.built.train_only}
+                kwargs = {k: v for k, v in {**self.kwargs, **extra}.items() if k not in self.built.train_only}
                 with torch.no_grad(), steps.autocast(self.device, amp):
                     self.model(*self.args, **kwargs)
                 return ""
             with steps.autocast(self.device, amp):
-                output = self.model(*self.args, **self.kwargs)
+                output = self.model(*self.args, **{**self.kwargs, **extra})
                 recorder.phase = "loss"
                 loss = steps.pick_loss(output, self.labels)
             if loss is None:
@@ -200,13 +214,26 @@ class _Tracer:
         except (UsageError, TraceError):
             raise
         except Exception as exc:  # noqa: BLE001 - any failure of model code ends the trace, kept partial
+            self.cache_stop = any(frame.f_code.co_filename.endswith(CACHE_CODE)
+                                  for frame, _ in traceback.walk_tb(exc.__traceback__))
             return _stopped(exc, recorder, self.finder)
 
 
+CACHE_CODE = (os.path.join("transformers", "cache_utils.py"),)
+
+
+def _accepts(model, name: str) -> bool:
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params
+
+
 class _Result:
-    def __init__(self, ops, stand_ins, complete, stopped_at, supplied=()):
+    def __init__(self, ops, stand_ins, complete, stopped_at, supplied=(), retried=""):
         self.ops, self.stand_ins, self.complete, self.stopped_at = ops, stand_ins, complete, stopped_at
-        self.supplied = supplied
+        self.supplied, self.retried = supplied, retried
 
 
 _HINTS = (
@@ -252,6 +279,9 @@ def _stopped(exc: BaseException, recorder: Recorder, finder: SourceFinder) -> st
     if os.environ.get("OPSCAN_TRACE_DEBUG"):
         traceback.print_exception(exc)
     op = op[: -len(".default")] if op.endswith(".default") else op
+    invented = sum(recorder.stand_ins.values())
+    if invented:   # the stop may come from a branch a real run would not take
+        why += f" (after {invented} stand-in value{'s' if invented > 1 else ''}: data-dependent control flow)"
     return f"{op} at {where or 'an unknown place'}: {why}; try: {hint}"
 
 
@@ -281,5 +311,7 @@ def _merge(target: str, device: str, inference: _Result, train: _Result) -> _Res
     ordered = tuple(sorted(stand_ins.values(),
                            key=lambda s: (s.op, s.source or OpSource("", 0), s.kind, s.value)))
     supplied = tuple(sorted(set(inference.supplied) | set(train.supplied)))
-    return _Result(tuple(by_name[k] for k in sorted(by_name)), ordered, not stopped, stopped, supplied)
+    retried = "; ".join(f"{m}: {r.retried}" for m, r in (("inference", inference), ("train", train)) if r.retried)
+    return _Result(tuple(by_name[k] for k in sorted(by_name)), ordered, not stopped, stopped, supplied,
+                   retried)
 

@@ -94,6 +94,10 @@ def build_row(target: ZooTarget, outcome: Outcome | None, coverage, cached: bool
         return Row(**base, status=outcome.status, verdict="failed", error=outcome.error,
                    seconds=outcome.seconds, cached=cached)
     trace = outcome.trace
+    # what opscan did to finish the trace belongs to the row (see opscan/trace/fakes.py, runner.py)
+    base["note"] = "; ".join(n for n in (target.note, *(f"fake kernel supplied by opscan for {op}"
+                                                        for op in trace.supplied_fakes),
+                                         f"traced with {trace.retried}" if trace.retried else "") if n)
     counts: dict[str, int] = {}
     blockers, cells = [], {}
     for usage in trace.ops:

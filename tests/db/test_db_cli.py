@@ -83,6 +83,7 @@ def test_diff_of_two_probes_is_all_release_change(run_cli, tmp_path):
     new_doc["ops"] = [e for e in new_doc["ops"] if e["op"] != "aten::mm"]
     new = write(tmp_path, new_doc, name="new.yaml")
     code, out, _ = run_cli("db", "diff", str(old), str(new), "--format", "json")
+    assert code == 0
     data = json.loads(out)
     assert [r["op"] for r in data["release_changed"]["removed"]] == ["aten::mm"]
     assert data["evidence_changed"]["removed"] == []

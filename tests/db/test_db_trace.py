@@ -57,3 +57,36 @@ def test_trace_with_a_db_file(run_cli, in_repo, tmp_path):
 def test_trace_without_backend_uses_the_newest_release(run_cli, in_repo):
     data = _trace_json(run_cli)
     assert data["backend"] == "torchneuron==2.33.0" and all(op["status"] in STATUSES for op in data["ops"])
+
+
+MODEL64 = '''
+import torch
+from torch import nn
+
+class Wide(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4).double()
+
+    def forward(self, x, ids):
+        return self.proj(x).sum() + (ids * 3).cumsum(0).sum()
+
+def build():
+    return Wide(), {"x": torch.randn(2, 4, dtype=torch.float64), "ids": torch.arange(4)}
+'''
+
+
+def test_trace_reports_the_64_bit_caveats_with_source_lines(run_cli, tmp_path, monkeypatch):
+    (tmp_path / "wide.py").write_text(MODEL64)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli("trace", "wide.py:build", "--mode", "inference", "--backend",
+                             "torchneuron==2.33.0", "--format", "json")
+    assert code == 0, err
+    caveats = {c["kind"]: c for c in json.loads(out)["caveats"]}
+    assert set(caveats) == {"float64-narrowed", "int64-narrowed"}
+    wide = caveats["float64-narrowed"]
+    assert "aten::linear" in wide["ops"] and wide["dtypes"] == ["torch.float64"]   # linear: a 2.33 kernel
+    assert any(s["path"].endswith("wide.py") and s["line"] == 11 for s in wide["sources"])
+    ints = caveats["int64-narrowed"]
+    assert {"aten::mul.Tensor", "aten::cumsum"} <= set(ints["ops"])
+    assert any(s["path"].endswith("wide.py") and s["line"] == 11 for s in ints["sources"])

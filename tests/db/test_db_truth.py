@@ -128,3 +128,31 @@ def test_our_reading_of_a_pages_history_is_inferred_not_documented():
     for spec in ("torch-neuronx-xla==2.3.0", "torch-neuronx-xla==2.32.0"):
         scope = load_release(spec).sources["page-scope"]
         assert scope.kind == "inferred" and "git history" in scope.text
+
+
+def test_show_and_list_name_known_failures_and_the_64_bit_default(run_cli):
+    code, out, _ = run_cli("db", "show", "aten::scatter_add_")
+    assert code == 0
+    assert "aten::scatter_add_: limited (pre-release source, unverified for 2.33)" in out
+    assert "known failure with complex64: TestScatterGather.test_scatter_add__neuron_complex64" in out
+    code, out, _ = run_cli("db", "list")
+    assert "computes float64 as float32, int64 as int32 by default" in out
+    assert "known failures: 54 (op, dtype) rows" in out
+
+
+# -- 6. probe: comparing sample results with the CPU -------------------------------------------------
+
+def test_probe_compare_tells_matched_narrowed_and_wrong():
+    torch = pytest.importorskip("torch")
+    from opscan.db.probe import INT64_OFFSET, compare
+
+    x = torch.rand(3, dtype=torch.float64)
+    assert compare("float64", x.exp(), x.exp())[0] == "matched"
+    narrowed, error = compare("float64", x.float().exp().double(), x.exp())
+    assert narrowed == "narrowed" and error.startswith("max error ")
+    assert compare("float64", x + 1, x)[0] == "wrong"
+    assert compare("float32", x.float(), x)[0] == "narrowed"          # float32 returned for float64
+    big = torch.tensor([INT64_OFFSET + 1, INT64_OFFSET + 2])
+    assert compare("int64", (big * 2).to(torch.int32).to(torch.int64), big * 2)[0] == "narrowed"
+    assert compare("int64", big, -big)[0] == "wrong"
+    assert compare("float32", torch.ones(2), torch.ones(3))[0] == "wrong"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-import opscan.fix.runner as runner
+from opscan.fix import runner
 
 SOURCE = "import torch\n\nmodel = torch.nn.Linear(2, 2).cuda()  # move it\nx = torch.zeros(2).to('cuda')\n"
 FIXED = ("import torch\n\nDEVICE = torch.accelerator.current_accelerator(check_available=True) or torch.device(\"cpu\")\n\n"
@@ -57,7 +57,7 @@ def test_config_excluded_and_broken_files_are_never_touched(project, run_cli):
     (project / "broken.py").write_text(broken)
     latin = "# -*- coding: latin-1 -*-\nimport torch\r\nname = 'caf\xe9'\r\nx = torch.zeros(2).cuda()\r\n".encode("latin-1")
     (project / "latin.py").write_bytes(latin)
-    code, out, err = run_cli("fix", ".")
+    code, _out, err = run_cli("fix", ".")
     assert code == 0, err
     assert (project / "skip.py").read_text() == SOURCE
     assert (project / "broken.py").read_text() == broken
@@ -115,7 +115,7 @@ NOTEBOOK = {
 def test_notebook_code_cells_are_fixed_and_the_rest_kept(project, run_cli):
     raw = json.dumps(NOTEBOOK, indent=1, ensure_ascii=False) + "\n"
     (project / "nb.ipynb").write_text(raw)
-    code, out, err = run_cli("fix", ".")
+    code, _, err = run_cli("fix", ".")
     assert code == 0, err
     new = (project / "nb.ipynb").read_text()
     doc = json.loads(new)
@@ -133,7 +133,7 @@ def test_notebook_code_cells_are_fixed_and_the_rest_kept(project, run_cli):
     assert new[:start] == raw[:start]
     tail = raw.index('"cell_type": "code",\n   "execution_count": 3')
     assert new.endswith(raw[tail:])
-    code, out, _ = run_cli("fix", "--diff", ".")
+    code, _out, _ = run_cli("fix", "--diff", ".")
     assert code == 0                                                        # idempotent
 
 

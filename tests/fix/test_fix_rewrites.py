@@ -7,8 +7,7 @@ import difflib
 
 import pytest
 
-from opscan.fix import fix_source
-from opscan.fix import codemods
+from opscan.fix import codemods, fix_source
 from opscan.fix.examples import check_autofix
 from opscan.scan import load_rules, scan_memory
 from opscan.scan.rules import CODEMODS

@@ -173,12 +173,16 @@ def test_the_zoo_reads_the_same_verdict():
     assert "| tiny | likely (unverified) |" in out.getvalue()
 
 
-def test_a_release_caveat_on_the_traced_dtypes_is_not_proven():
+def test_a_known_failure_on_the_traced_dtypes_is_not_proven_narrowing_is_a_note():
     from opscan.model import OpCaveat
 
-    caveat = OpCaveat("float64-narrowed", "aten::mm computes in float64; the backend narrows it to float32",
-                      ("aten::mm",), ("torch.float64",))
+    narrowed = OpCaveat("float64-narrowed", "aten::mm computes in float64; the backend narrows it to float32",
+                        ("aten::mm",), ("torch.float64",))
+    failing = OpCaveat("known-failure", "aten::relu fails the backend's tests for torch.int8", ("aten::relu",),
+                       ("torch.int8",), tests=("test_relu_int8",))
     report = _report(coverage=(_cov("native", DOCUMENTED), _cov("native", PROBED, op="aten::relu")), baseline=None)
-    judged = judge(replace(report, caveats=(caveat,)))
-    assert judged.kind == "unknown" and "1 release caveat on the traced dtypes" in judged.headline
-    assert caveat.message in judged.details
+    judged = judge(replace(report, caveats=(narrowed,)))
+    assert judged.kind == "ready" and narrowed.message in judged.details    # said, but numerics only
+    judged = judge(replace(report, caveats=(narrowed, failing)))
+    assert judged.kind == "unknown" and "1 known failure of the backend on the traced dtypes" in judged.headline
+    assert failing.message in judged.details

@@ -101,6 +101,10 @@ def test_remote_code_runs_in_the_trace_child_when_trusted(tmp_path, run_cli, mon
     ops = {op["op"] for op in report["ops"]}
     assert {"aten::embedding", "aten::tanh", "aten::tanh_backward"} <= ops
     assert marker.exists()                                   # it ran: in the child, as traces do
+    code, out, err = run_cli("trace", f"hf:{folder}", "--trust-remote-code", "--mode", "inference",
+                             "--format", "json")
+    assert code == 0, err
+    assert "aten::tanh" in {op["op"] for op in json.loads(out)["ops"]}
 
 
 def test_timm_folder_target_needs_timm_or_says_so(tmp_path, run_cli):

@@ -24,7 +24,10 @@ def test_json_ops_shape_and_determinism(run_cli, tmp_path):
         for source in entry["sources"]:
             assert set(source) == {"path", "line", "module"}
     by_op = {o["op"]: o for o in doc["ops"]}
-    assert by_op["aten::_transformer_encoder_layer_fwd"]["modes"] == ["inference"]
+    # the default release's device profile (as `opscan PATH` uses) keeps the encoder off its fused
+    # inference fast path, so both modes share the forward ops and only training adds its own
+    assert by_op["aten::native_dropout"]["modes"] == ["train"]
+    assert sorted(by_op["aten::native_layer_norm"]["modes"]) == ["inference", "train"]
     assert doc["traces"][0]["mode"] == "both" and doc["traces"][0]["complete"] is True
     # byte-stable apart from the measured seconds, which JSON does not carry
     assert first.read_bytes() == second.read_bytes()
@@ -75,7 +78,9 @@ def test_models_from_pyproject_when_no_target(run_cli, tmp_path, monkeypatch, re
     assert code == 0, err
     doc = json.loads(out)
     assert doc["traces"][0]["mode"] == "inference"
-    assert {o["op"] for o in doc["ops"]} == {"aten::addmm", "aten::gelu", "aten::t"}
+    ops = {o["op"] for o in doc["ops"]}
+    # Linear stops at aten::linear when the default release's profile has it native, else decomposes
+    assert "aten::gelu" in ops and ({"aten::linear"} <= ops or {"aten::addmm", "aten::t"} <= ops), ops
 
 
 def test_no_target_and_no_config_is_a_usage_error(run_cli, tmp_path, monkeypatch):

@@ -141,8 +141,9 @@ def test_api_signature_is_stable():
 
     params = inspect.signature(impl).parameters
     assert list(params) == ["target", "mode", "device", "profile", "optimizer", "optimizer_impl",
-                            "amp", "inputs", "batch", "seq_len", "project_root", "fsdp"]
+                            "amp", "inputs", "batch", "seq_len", "project_root", "fsdp", "trust_remote_code"]
     assert params["fsdp"].default is None   # added later: optional, last, keyword-only
+    assert params["trust_remote_code"].default is False   # added later (model folders with auto_map)
     assert params["mode"].default == "train" and params["device"].default == "neuron"
     assert params["optimizer"].default == "adamw" and params["profile"].default is None
 

@@ -32,6 +32,8 @@ def section(report: Report, console: Console) -> None:
         if not trace.complete:
             console.print(Text(f"  ! trace stopped early (ops below are those seen until then): "
                                f"{trace.stopped_at}", style="bold yellow"))
+        if trace.retried:
+            console.print(Text(f"  ~ traced with {trace.retried}", style="yellow"))
         for op in trace.supplied_fakes:
             console.print(Text(f"  ~ fake kernel supplied by opscan for {op} (PyTorch's is stricter than "
                                "the real kernels; shapes only)", style="dim"))
