@@ -240,6 +240,7 @@ def run(func: str, kwargs: dict[str, Any], limits: Limits, *, capture_output: bo
             with _allow_children():
                 child.start()
         except OSError as exc:
+            sender.close()
             return Ended("not-started", error=f"could not start the child process: {exc}",
                          max_memory=max_memory, clamped=clamped)
         sender.close()

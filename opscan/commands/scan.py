@@ -83,8 +83,17 @@ def build_config(args: argparse.Namespace, root: Path):
         select=_codes(args.select),
         ignore=_codes(args.ignore),
         exclude=config.exclude + tuple(args.exclude) if args.exclude else None,
-        extra_rules=config.extra_rules + tuple(Path(d).resolve() for d in args.rules) if args.rules else None,
+        extra_rules=_dedupe(config.extra_rules + tuple(Path(d).resolve() for d in args.rules)) if args.rules else None,
     )
+
+
+def _dedupe(folders: tuple[Path, ...]) -> tuple[Path, ...]:
+    """Rule folders in order, each once (`--rules rules` may name a folder the config already has)."""
+    seen: list[Path] = []
+    for folder in folders:
+        if folder.resolve() not in seen:
+            seen.append(folder.resolve())
+    return tuple(seen)
 
 
 def build_report(args: argparse.Namespace):

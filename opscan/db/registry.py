@@ -148,9 +148,10 @@ def _coerce(func, args, kwargs):
 
     schema = func._schema.arguments
     out = list(args)
+    device = next((a.device for a in out if isinstance(a, torch.Tensor)), None)
     for i, value in enumerate(out):
         if i < len(schema) and str(schema[i].type) == "Tensor" and isinstance(value, (int, float, bool)):
-            out[i] = torch.tensor(value)
+            out[i] = torch.tensor(value, device=device)
     return out, kwargs
 
 

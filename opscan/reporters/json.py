@@ -41,6 +41,7 @@ def _finding(finding: Finding) -> dict:
         "guarded": finding.guarded,
         "task": finding.task,
         "subject": finding.subject,
+        "fixable": finding.fixable,      # `opscan fix` rewrites it (docs/fix.md)
     }
     if loc.cell is not None:
         out["cell"] = loc.cell

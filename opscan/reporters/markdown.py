@@ -109,8 +109,12 @@ def render(report: Report, out: TextIO) -> None:
             loc = f.location
             where = f"{loc.path}:{loc.line}" if loc.cell is None else f"{loc.path}:cell {loc.cell}:{loc.line}"
             guard = " (guarded)" if f.guarded else ""
+            guard += " (fixable)" if f.fixable else ""
             lines.append(f"| `{where}` | {f.rule} {f.name} | {f.severity}{guard} | {_cell(f.message)} |")
         lines.append("")
+        fixable = sum(f.fixable for f in report.findings)   # docs/fix.md
+        if fixable:
+            lines += [f"{fixable} fixable with `opscan fix`.", ""]
     gaps = [c for c in sorted(report.coverage, key=lambda c: c.op)
             if c.op in ops and c.status not in ("native", "composite")]
     if gaps:

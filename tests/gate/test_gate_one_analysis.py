@@ -120,3 +120,16 @@ def test_exit_code_follows_the_verdict(tmp_path, run_cli, files, kind):
         verdict = json.loads(out)["verdict"]
         assert kind is None or verdict["kind"] == kind, verdict
         assert code == (1 if verdict["kind"] == "blocked" else 0), verdict
+
+
+def test_rules_flag_and_config_extra_rules_naming_one_folder_load_it_once(tmp_path, run_cli):
+    rules = tmp_path / "myrules"
+    rules.mkdir()
+    shipped = (Path(__file__).resolve().parents[2] / "rules" / "cudnn-setting.yaml").read_text()
+    (rules / "my-cudnn-setting.yaml").write_text(shipped.replace("id: OPS203", "id: USR203", 1)
+                                         .replace("name: cudnn-setting", "name: my-cudnn-setting", 1))
+    (tmp_path / "a.py").write_text("import torch\nx = torch.zeros(2)\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.opscan]\nextra-rules = ["myrules"]\n')
+    code, out, err = run_cli("scan", str(tmp_path), "--rules", str(rules), "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["verdict"]["kind"] == "unchecked"

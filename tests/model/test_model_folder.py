@@ -6,6 +6,7 @@ The first test runs as a user would (the trace in its child process); the others
 from __future__ import annotations
 
 import json
+import pickle
 import shutil
 from pathlib import Path
 
@@ -39,14 +40,33 @@ def test_llama_folder_is_traced_with_no_flags(run_cli, monkeypatch):
     assert report["discovery"]["traced"] == ["hf:examples/models/hf/llama-tiny"]
 
 
-def test_config_dtype_is_honoured(tmp_path, run_cli):
+class _Planted:
+    """Unpickling this writes a marker: a checkpoint that must never be loaded."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_config_dtype_is_honoured_and_weights_never_loaded(tmp_path, run_cli):
     folder = tmp_path / "llama-bf16"
     folder.mkdir()
     config = json.loads((LLAMA / "config.json").read_text())
     config["torch_dtype"] = "bfloat16"            # the key older checkpoints carry (newer: "dtype")
     (folder / "config.json").write_text(json.dumps(config))
+    # a sharded checkpoint beside it, one shard a pickle that would leave a marker if loaded
+    marker = tmp_path / "LOADED"
+    (folder / "pytorch_model-00001-of-00002.bin").write_bytes(pickle.dumps(_Planted(marker)))
+    (folder / "model-00002-of-00002.safetensors").write_bytes(b"\0" * 64)
+    (folder / "model.safetensors.index.json").write_text(json.dumps(
+        {"weight_map": {"lm_head.weight": "model-00002-of-00002.safetensors"}}))
     code, report, err = _json(run_cli, str(folder), "--in-process", "--mode", "inference")
     assert code in (0, 1), err
+    assert not marker.exists() and report["findings"] == []
+    pickle.loads((folder / "pytorch_model-00001-of-00002.bin").read_bytes()).close()
+    assert marker.exists()                        # the plant works: loading the shard would have shown
     assert [t["mode"] for t in report["traces"]] == ["inference"]    # --mode reaches a found model
     ops = {op["op"]: op for op in report["ops"]}
     assert "aten::_foreach_add_.Scalar" not in ops

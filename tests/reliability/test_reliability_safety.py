@@ -106,7 +106,7 @@ def test_setup_py_is_read_not_run(tmp_path):
 DANGEROUS_CALLS = {"eval", "exec", "yaml.unsafe_load", "yaml.full_load", "yaml.load_all", "yaml.unsafe_load_all",
                    "pickle.load", "pickle.loads", "marshal.load", "marshal.loads", "os.system", "os.popen",
                    "shelve.open", "dill.load", "dill.loads", "torch.load", "runpy.run_path", "runpy.run_module"}
-SAFE_LOADERS = {"SafeLoader", "CSafeLoader", "_Loader", "BaseLoader", "CBaseLoader"}
+SAFE_LOADERS = {"SafeLoader", "CSafeLoader", "_Loader", "BaseLoader", "CBaseLoader", "StrictLoader"}
 # Modules whose job is to import or execute a user's code, by design (trace, zoo, db probe) or to
 # import opscan's own modules / torch by name.
 IMPORTERS_ALLOWED = {"trace/targets.py", "db/probe.py", "cli.py", "commands/zoo.py",
@@ -138,6 +138,18 @@ def test_no_eval_exec_pickle_or_unsafe_yaml_in_opscan():
             if any(k.arg == "shell" and isinstance(k.value, ast.Constant) and k.value.value for k in node.keywords):
                 problems.append(f"{rel}:{node.lineno}: {name}(shell=True)")
     assert problems == []
+
+
+def test_the_strict_yaml_loader_is_a_safe_loader():
+    """opscan/strict_yaml.py's StrictLoader (rule and coverage-db files) only constructs safe types."""
+    import yaml
+
+    from opscan.strict_yaml import StrictLoader, YamlProblem, parse_yaml
+
+    assert issubclass(StrictLoader, yaml.constructor.SafeConstructor)
+    assert not issubclass(StrictLoader, (yaml.constructor.FullConstructor, yaml.constructor.UnsafeConstructor))
+    with pytest.raises(YamlProblem):
+        parse_yaml("x: !!python/object/apply:os.system ['true']\n")
 
 
 def test_only_the_tracing_side_imports_modules_by_name():

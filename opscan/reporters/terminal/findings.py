@@ -25,6 +25,8 @@ def _body(finding: Finding, show_fix: bool) -> Text:
     body = Text(finding.message)
     if finding.guarded:
         body.append("  [guarded]", style="dim")
+    if finding.fixable:   # `opscan fix` rewrites it (docs/fix.md)
+        body.append("  [fixable]", style="green")
     snippet = finding.snippet.strip()
     if snippet:
         if len(snippet) > SNIPPET_MAX:

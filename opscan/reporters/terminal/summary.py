@@ -51,3 +51,6 @@ def section(report: Report, console: Console) -> None:
         console.print(Text("No CUDA pins found.", style="green"))
     for note in report.notes:
         console.print(Text(f"note: {note}", style="dim"))
+    fixable = sum(f.fixable for f in report.findings)
+    if fixable:   # last, as ruff ends with its fixable count (docs/fix.md)
+        console.print(Text(f"{fixable} fixable with `opscan fix`", style="green"))

@@ -1,0 +1,151 @@
+"""Measures `opscan fix` on the shipped example, three real training projects and transformers.
+
+For each tree, on a fresh copy under a temporary folder (nothing is written anywhere else):
+findings before (the scan, as `opscan fix` sees it), fixed automatically, left (by rule and by
+category), files changed, whether every changed file still parses, and the wall and CPU time of
+one `opscan fix TREE` process (start-up included, cold: a fresh, empty scan cache).
+
+The three projects are downloaded at run time as pinned pure-Python wheels (`pip download
+--no-deps --only-binary :all: NAME==VERSION`, unzipped: a wheel holds the package's source);
+transformers is copied from the installed package (site-packages). Nothing is committed.
+
+    python benchmarks/fix_bench.py                 # every tree, markdown table on stdout
+    python benchmarks/fix_bench.py --trees nanogpt,transformers --json results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECTS = {   # name -> pinned wheel (training code: runners, recipes, trainers)
+    "mmengine": "mmengine==0.10.7",
+    "ultralytics": "ultralytics==8.3.0",
+    "torchtune": "torchtune==0.6.1",
+}
+TREES = ["nanogpt", *PROJECTS, "transformers"]
+
+
+def fetch(name: str, work: Path) -> Path:
+    """A fresh copy of the tree `name` under `work`."""
+    target = work / name
+    if name == "nanogpt":
+        shutil.copytree(ROOT / "examples" / "nanogpt", target)
+    elif name == "transformers":
+        import transformers
+
+        shutil.copytree(Path(transformers.__file__).parent, target,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    else:
+        wheels = work / "wheels"
+        wheels.mkdir(exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
+                        PROJECTS[name], "-d", str(wheels)], check=True)
+        wheel = next(w for w in wheels.glob("*.whl") if w.name.lower().startswith(name.lower()))
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(target)
+    return target
+
+
+def findings(tree: Path) -> list:
+    """The findings `opscan fix` starts from (the scan of the tree under its config)."""
+    os.environ["OPSCAN_NO_CACHE"] = "1"
+    from opscan.config import load_config
+    from opscan.phases import scan
+
+    return list(scan(tree.resolve(), load_config(tree)).findings)
+
+
+def snapshot(tree: Path) -> dict[str, bytes]:
+    return {p.relative_to(tree).as_posix(): p.read_bytes() for p in sorted(tree.rglob("*"))
+            if p.is_file() and p.suffix in (".py", ".ipynb")}
+
+
+def parses(rel: str, data: bytes) -> bool:
+    try:
+        if rel.endswith(".ipynb"):
+            from opscan.scan import native
+
+            ast.parse(native.notebook_source(data)[0])
+        else:
+            ast.parse(data)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def run_fix(tree: Path, cache: Path) -> tuple[float, float, int, str]:
+    """(wall s, CPU s, exit code, summary line) of one cold `opscan fix TREE`."""
+    env = {**os.environ, "OPSCAN_CACHE_DIR": str(cache)}
+    env.pop("OPSCAN_NO_CACHE", None)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "opscan", "fix", str(tree)], env=env, capture_output=True,
+                          text=True, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    lines = proc.stdout.strip().splitlines()
+    return wall, cpu, proc.returncode, lines[-1] if lines else proc.stderr.strip()
+
+
+def measure(name: str, work: Path) -> dict:
+    tree = fetch(name, work)
+    pristine = snapshot(tree)
+    before = findings(tree)
+    wall, cpu, code, summary = run_fix(tree, work / f"cache-{name}")
+    after_files = snapshot(tree)
+    after = findings(tree)
+    changed = [rel for rel, data in after_files.items() if pristine.get(rel) != data]
+    fixed = Counter(f.rule for f in before) - Counter(f.rule for f in after)
+    return {
+        "tree": name, "files": len(pristine), "findings_before": len(before), "fixed": sum(fixed.values()),
+        "fixed_by_rule": dict(sorted(fixed.items())), "left": len(after),
+        "left_by_category": dict(sorted(Counter(f.category for f in after).items())),
+        "left_by_rule": dict(sorted(Counter(f.rule for f in after).items())),
+        "files_changed": len(changed), "all_parse": all(parses(rel, after_files[rel]) for rel in changed),
+        "new_findings": sum((Counter(f.rule for f in after) - Counter(f.rule for f in before)).values()),
+        "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "exit": code, "summary": summary,
+    }
+
+
+def table(rows: list[dict]) -> str:
+    out = ["| tree | .py/.ipynb files | findings before | fixed | left | left by category | files changed | all parse | wall s | CPU s |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        cats = ", ".join(f"{k} {v}" for k, v in r["left_by_category"].items())
+        out.append(f"| {r['tree']} | {r['files']} | {r['findings_before']} | {r['fixed']} | {r['left']} | {cats} | "
+                   f"{r['files_changed']} | {'yes' if r['all_parse'] else 'NO'} | {r['wall_s']} | {r['cpu_s']} |")
+    return "\n".join(out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trees", default=",".join(TREES), help=f"comma list of {', '.join(TREES)}")
+    parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="opscan-fix-bench-") as tmp:
+        for name in args.trees.split(","):
+            rows.append(measure(name.strip(), Path(tmp)))
+            print(json.dumps(rows[-1]), file=sys.stderr)
+    print(table(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+    return 0 if all(r["all_parse"] and r["exit"] == 0 and r["new_findings"] == 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
