@@ -80,7 +80,7 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
     discovery = None
     narrowed = scan_options is not None and scan_options.paths   # files given (pre-commit): no discovery
     if not config.models and not narrowed:   # nothing configured: PATH may be the model itself (opscan/discover.py)
-        discovery, config = _discover(target, config, trust_remote_code, mode)
+        discovery, config = _discover(target, config, trust_remote_code, mode, search=trace)
 
     # The database is only needed to judge traced ops; a source-only run skips loading it.
     database = None
@@ -132,7 +132,8 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
     if not scanned.files_scanned and not traces and not config.models and target.is_dir() and not narrowed:
         raise UsageError("nothing to check: no Python, notebook or C++/CUDA source file (after include/"
                          "exclude) and no model (looked for [[tool.opscan.models]], --model, a model "
-                         "folder with config.json, a .pt2 file)", path=str(target))
+                         "folder with config.json, a .pt2 file)"
+                         + (f"; {_no_model(discovery)}" if _no_model(discovery) else ""), path=str(target))
 
     say("phase", "checking op coverage")
     coverage: list[Coverage] = []
@@ -184,12 +185,16 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
                                          source_not_checked=None if no_source else ""))
 
 
-def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str | None = None):
+def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str | None = None,
+              search: bool = True):
     """(Discovery, config): a model folder or exported program at PATH is traced as configured;
-    otherwise the project's model candidates are read (never run) for the report and `opscan init`."""
+    otherwise (when `search`: runs that trace) the project's model candidates are read, never run,
+    for the report and `opscan init`."""
     from opscan.discover import candidates, direct
 
     found = direct(target, _relative_root(target), trust_remote_code=trust_remote_code)
+    if found is None and not search:
+        return None, config
     if found is None:
         root = target if target.is_dir() else target.parent
         return candidates(root, trust_remote_code=trust_remote_code), config

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections import deque
 from pathlib import Path
 
 from opscan.model import Discovery, ModelCandidate
@@ -29,7 +30,7 @@ from opscan.model import Discovery, ModelCandidate
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "env", ".env", "node_modules", "__pycache__",
              ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "build", "dist",
              "site-packages", ".ipynb_checkpoints", ".eggs"}
-MAX_FILES = 5000          # a search stops after this many files (a huge tree is not walked whole)
+MAX_FILES = 2000          # a search stops after this many files, shallowest first (docs/check.md)
 MAX_CONFIG_BYTES = 1 << 20
 
 FACTORY_NAMES = {"build", "make", "create_model", "get_model", "build_model", "make_model", "model_fn",
@@ -150,9 +151,9 @@ _RANK = {"factory": 0, "hf-folder": 1, "timm-folder": 1, "export": 2, "from-pret
 
 def _walk(root: Path):
     count = 0
-    stack = [root]
-    while stack:
-        folder = stack.pop()
+    queue = deque([root])      # breadth first: a project's own model.py before vendored trees
+    while queue:
+        folder = queue.popleft()
         try:
             entries = sorted(folder.iterdir(), key=lambda p: p.name)
         except OSError:
@@ -163,7 +164,7 @@ def _walk(root: Path):
             if entry.is_dir():
                 if entry.name not in SKIP_DIRS and not entry.name.startswith(".") \
                         and not (entry / "pyvenv.cfg").exists():
-                    stack.append(entry)
+                    queue.append(entry)
                 continue
             if entry.suffix in (".py", ".ipynb", ".pt2") or entry.name == "config.json":
                 count += 1
@@ -179,8 +180,21 @@ def _read_python(path: Path) -> ast.Module | None:
         return None
 
 
+# A file is parsed only when its text could hold a candidate (most files of a big tree cannot).
+_HINT = re.compile(rb"Module\b|PreTrainedModel|from_pretrained|from_config|"
+                   rb"^\s*def\s+(build|make|create|new|get_\w*(model|net|gpt|llm|transformer)|"
+                   rb"load_\w*(model|net|gpt|llm|transformer)|model_fn|model_factory)|"
+                   rb"^\w*(model|net)\w*\s*=", re.MULTILINE | re.IGNORECASE)
+MAX_PYTHON_BYTES = 2 << 20
+
+
 def python_candidates(path: Path, rel: str, root: Path, trust_remote_code: bool = False) -> list[ModelCandidate]:
     """Factories, root nn.Module classes, local from_pretrained folders and inline builds in one file."""
+    try:
+        if path.stat().st_size > MAX_PYTHON_BYTES or not _HINT.search(path.read_bytes()):
+            return []
+    except OSError:
+        return []
     tree = _read_python(path)
     if tree is None:
         return []
@@ -224,12 +238,17 @@ def _module_candidates(tree: ast.Module, rel: str, root: Path | None, folder: Pa
     classes = _module_classes(tree)
     built_inside: set[str] = set()     # classes some other class or factory of this file builds
     factories: list[ast.FunctionDef] = []
+    loading: list[ast.Call] = []       # from_pretrained / from_config calls (one walk finds both)
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            for call in ast.walk(node):
-                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) \
-                        and call.func.id in classes and call.func.id != node.name:
-                    built_inside.add(call.func.id)
+        inside = isinstance(node, (ast.FunctionDef, ast.ClassDef))
+        for call in ast.walk(node):
+            if not isinstance(call, ast.Call):
+                continue
+            func = call.func
+            if inside and isinstance(func, ast.Name) and func.id in classes and func.id != node.name:
+                built_inside.add(func.id)
+            elif isinstance(func, ast.Attribute) and func.attr in ("from_pretrained", "from_config"):
+                loading.append(call)
         if isinstance(node, ast.FunctionDef) and _is_factory(node):
             factories.append(node)
     runs_on_import = _runs_code_on_import(tree)
@@ -253,10 +272,8 @@ def _module_candidates(tree: ast.Module, rel: str, root: Path | None, folder: Pa
                   f"{name} needs example inputs: add inputs = [\"NAME:DTYPE[SHAPE]\"]"
             out.append(ModelCandidate(target=f"{rel}:{name}", kind="module-class", path=rel, line=node.lineno,
                                       ready=False, note=f"{why}; or write a factory (5 lines)"))
-    for call in ast.walk(tree):
-        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
-            continue
-        if call.func.attr not in ("from_pretrained", "from_config") or not call.args:
+    for call in loading:
+        if not call.args:
             continue
         first = call.args[0]
         if not (isinstance(first, ast.Constant) and isinstance(first.value, str)) or root is None:

@@ -387,6 +387,9 @@ def backend_for_device(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
     return Plan(node, _replace_with(new), "safe", "-> the backend for the module's device (nccl on CUDA)")
 
 
+# torch names codemods check besides the rules' `replace` targets (answered once per run: runner.py)
+LOOKUPS = ("torch.distributed.get_default_backend_for_device", "torch.accelerator.current_accelerator")
+
 SIMPLE: dict[str, Callable] = {
     "device-string": device_string,
     "cuda-method": cuda_method,

@@ -29,14 +29,14 @@ DEVICE_CALLS = frozenset({"to", "device", "set_default_device"})
 class Context:
     """The module being fixed, as codemods see it (built once per module, before any rewrite)."""
 
-    def __init__(self, wrapper: cst.MetadataWrapper, probe=None, prior: dict | None = None) -> None:
+    def __init__(self, wrapper: cst.MetadataWrapper, probe=None, prior: dict | None = None, source: str = "") -> None:
         self.module = wrapper.module
         self._parents: dict[int, cst.CSTNode | None] = {id(self.module): None}
         self.positions = wrapper.resolve(PositionProvider)
         self.probe = probe
         self.torch_alias, self.torch_index = _torch_import(self.module)
         # every word of the source: a superset of its identifiers (enough to pick a fresh name)
-        self.identifiers = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", self.module.code))
+        self.identifiers = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", source or self.module.code))
         self.insert_at = _insertion_index(self.module, self.torch_index)
         self.reused = _reusable_device(self.module, self.torch_alias, self.insert_at, self.positions)
         prior = prior or {}
@@ -72,14 +72,17 @@ class Context:
         target = self.positions.get(node)
         current: cst.CSTNode = self.module
         while current is not node:
-            following = None
+            following = unplaced = None
             for child in current.children:
                 self._parents[id(child)] = current
                 if child is node:
                     return
                 where = self.positions.get(child)
-                if following is None and (where is None or _contains(where, target)):
+                if where is None:
+                    unplaced = unplaced or child
+                elif following is None and _contains(where, target):
                     following = child
+            following = following or unplaced
             if following is None:
                 return
             current = following
@@ -247,15 +250,15 @@ def _reusable_device(module: cst.Module, torch: str | None, insert_at: int, posi
         code = module.code_for_node(small.value)
         if f"{torch}.accelerator.current_accelerator(" in code and ".type" not in code.rsplit(")", 1)[-1]:
             name = small.targets[0].target.value
-            if _bindings(module.code, name) == 1:
+            if _bindings(module, name) == 1:
                 return name, index
     return None
 
 
-def _bindings(code: str, name: str) -> int:
+def _bindings(module: cst.Module, name: str) -> int:
     """How many times `name` is bound anywhere in the module (stdlib ast: fast; 99 if unparsable)."""
     try:
-        tree = ast.parse(code)
+        tree = ast.parse(module.code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return 99
     count = 0

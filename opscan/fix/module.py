@@ -146,7 +146,7 @@ def fix_module(text: str | bytes, findings: list[Finding], rules: dict, unsafe: 
         return SourceFix(text, tuple(SiteOutcome(f, "left", reason) if _has_fix(f, rules) else
                                      SiteOutcome(f, "manual", "no automatic fix for this rule") for f in findings))
     wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
-    ctx = Context(wrapper, probe, prior)
+    ctx = Context(wrapper, probe, prior, text.decode("utf-8", "replace") if isinstance(text, bytes) else text)
     planner = _Planner(ctx, rules, unsafe)
     outcomes = tuple(planner.outcome(f) for f in findings)
     if not planner.plans:

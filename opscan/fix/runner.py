@@ -66,7 +66,48 @@ def fixable(finding: Finding, rules: dict, unsafe: bool = False) -> bool:
     return finding.fixable or (unsafe and not finding.guarded and rule.autofix.covers(finding.subject))
 
 
-def fix_paths(targets, config_for, unsafe: bool = False, write: bool = True, probe=None) -> FixRun:
+class AnsweredProbe:
+    """The torch lookups a fix may need, answered once in the parent (worker processes never import torch)."""
+
+    def __init__(self, probe, names) -> None:
+        self.installed = bool(probe.installed)
+        self.answers = {name: probe.has(name) for name in sorted(names)} if self.installed else {}
+        self.installed = bool(probe.installed)     # asking may find torch broken
+        self.version = getattr(probe, "version", None)
+
+    def has(self, path: str) -> bool:
+        return self.answers.get(path, True)
+
+
+def _lookups(rules) -> set[str]:
+    """Every torch name a codemod may check: the `replace` targets and the helpers codemods use."""
+    from opscan.fix.codemods import LOOKUPS
+
+    return {new for r in rules if r.autofix is not None for _, new in r.autofix.replace} | set(LOOKUPS)
+
+
+def _fix_job(job: tuple) -> FileFix:
+    root, rel, rules, unsafe, write, probe = job
+    from opscan.scan.rules import RuleSet
+
+    rules = RuleSet(rules)
+    return _fix_file(root, rel, rules, {r.id: r for r in rules}, unsafe, write, probe)
+
+
+def _run_jobs(jobs: list[tuple], workers: int) -> list[FileFix]:
+    """The per-file fixes, in `workers` processes when there are several files (results in order)."""
+    if workers <= 1 or len(jobs) <= 1:
+        return [_fix_job(job) for job in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=multiprocessing.get_context(method)) as pool:
+        return list(pool.map(_fix_job, jobs))
+
+
+def fix_paths(targets, config_for, unsafe: bool = False, write: bool = True, probe=None,
+              jobs: int | None = None) -> FixRun:
     """Fix the files under each target (a file or folder).
 
     Args:
@@ -75,13 +116,16 @@ def fix_paths(targets, config_for, unsafe: bool = False, write: bool = True, pro
         unsafe: also apply unsafe fixes.
         write: False for `--diff` (compute, never write).
         probe: torch lookup for replacements (default: the installed torch).
+        jobs: worker processes for the files to rewrite (default: the CPUs; results are the same).
     """
     from opscan.phases import scan
     from opscan.scan.fixes import TorchProbe
     from opscan.scan.rules import load_rules
+    from opscan.scan.workers import default_jobs
 
     started = time.perf_counter()
     probe = probe or TorchProbe()
+    jobs = default_jobs() if jobs is None else jobs
     run = FixRun()
     seen: set[Path] = set()
     for target in targets:
@@ -96,6 +140,7 @@ def fix_paths(targets, config_for, unsafe: bool = False, write: bool = True, pro
         by_path: dict[str, list[Finding]] = {}
         for finding in outcome.findings:
             by_path.setdefault(finding.location.path, []).append(finding)
+        work: list[tuple] = []
         for rel, findings in sorted(by_path.items()):
             path = (root / rel).resolve()
             if path in seen:
@@ -105,7 +150,11 @@ def fix_paths(targets, config_for, unsafe: bool = False, write: bool = True, pro
                 run.files.append(FileFix(rel, str(root), outcomes=tuple(_manual(f, by_id) for f in findings),
                                          skipped="no fixable finding"))
                 continue
-            run.files.append(_fix_file(root, rel, rules, by_id, unsafe, write, probe))
+            work.append((root, rel, tuple(rules), unsafe, write, None))
+        if work:
+            answered = AnsweredProbe(probe, _lookups(rules))
+            run.files.extend(_run_jobs([job[:-1] + (answered,) for job in work], jobs))
+    run.files.sort(key=lambda f: (f.root, f.path))
     run.seconds = time.perf_counter() - started
     return run
 

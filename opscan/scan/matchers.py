@@ -174,6 +174,8 @@ def compile_rules(rules: tuple[Rule, ...]) -> Compiled:
     tokens: set[str] = set()
     roots: set[str] = set()
 
+    names: list[str] = []
+
     def need(token: str | None) -> None:
         if token:
             tokens.add(token)
@@ -182,13 +184,19 @@ def compile_rules(rules: tuple[Rule, ...]) -> Compiled:
 
     for rule in rules:
         for m in rule.match:
-            _compile_one(out, rule, m, need, roots)
+            _compile_one(out, rule, m, need, roots, names)
+    # A name pattern any of whose components is already a token needs no token of its own
+    # ("torch.version.cuda" is found by "cuda"; its own choice, "version", is in most files).
+    for pattern in names:
+        chunks = {c for part in pattern.lstrip(".").split(".") for c in re.split(r"[*?\[\]]", part)}
+        if not chunks & tokens:
+            need(pattern_token(pattern))
     out.tokens = frozenset(tokens)
     out.roots = frozenset(roots)
     return out
 
 
-def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str]) -> None:
+def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], names: list[str]) -> None:
     kind = m.kind
     if kind == "string":
         regex = re.compile(m.get("string"))
@@ -209,7 +217,7 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str]) -
             if not any(ch in p for ch in "*?["):
                 out.exact_names.setdefault(p, []).append(rule)
         for p in pats.patterns:
-            need(pattern_token(p))
+            names.append(p)
             roots.add(p.split(".")[0])
     elif kind == "import":
         out.imports.append((NamePatterns(m.get("import"), m.get("unless", ())), rule))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 from pathlib import Path
 
@@ -154,6 +155,14 @@ def task_inputs(model, config, batch: int, seq_len: int | None) -> dict:
         if not isinstance(limit, int) or limit <= 0:
             limit = None  # xlnet says -1: no limit
         seq = seq_len or min(DEFAULT_SEQ_LEN, limit or DEFAULT_SEQ_LEN)
+        axial = getattr(config, "axial_pos_shape", None)
+        if seq_len is None and getattr(config, "axial_pos_embds", False) and isinstance(axial, (list, tuple)):
+            seq = math.prod(axial)   # reformer trains only on sequences of exactly this length
+        codebooks = getattr(config, "num_codebooks", None)
+        if isinstance(codebooks, int) and codebooks > 1 and arch.endswith("ForCausalLM"):
+            # audio decoders (musicgen): one row per codebook, labels (batch, seq, codebooks)
+            ids = torch.randint(0, vocab, (batch * codebooks, seq), generator=gen)
+            return {"input_ids": ids, "labels": ids.reshape(batch, codebooks, seq).transpose(1, 2).clone()}
         ids = torch.randint(0, vocab, (batch, seq), generator=gen)
         out = {"input_ids": ids}
         if arch.endswith(("ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForConditionalGeneration")):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from opscan.zoo import upstream
 from opscan.zoo.selection import ZooTarget, hash_bytes
 
 # NOTE [shrinking layers]
@@ -110,7 +111,8 @@ def _class_config(config, class_name: str):
 # num_attention_heads) while the modeling code uses it as is (ministral, hunyuan, nemotron
 # failed to build). opscan applies the documented default; the row says so. Causal-LM classes of
 # encoder architectures (BertLMHeadModel, ReformerModelWithLMHead, ...) are meant to be used with
-# `is_decoder=True` (transformers asks for it), so the causal-LM family sets it.
+# `is_decoder=True` (transformers asks for it), so the causal-LM family sets it. A model that needs
+# a language to pick its adapters (xmod: "call set_default_language()") gets the first it lists.
 DOCUMENTED_DEFAULTS = (
     ("head_dim", ("hidden_size", "num_attention_heads"), lambda hidden, heads: hidden // heads),
     ("num_key_value_heads", ("num_attention_heads",), lambda heads: heads),
@@ -125,6 +127,11 @@ def _required(data: dict, family: str) -> list[str]:
         if key in data and data[key] is None and all(isinstance(v, int) and v > 0 for v in values):
             data[key] = derive(*values)
             notes.append(f"{key} None -> {data[key]} (documented default)")
+    languages = data.get("languages")
+    if "default_language" in data and data["default_language"] is None and languages:
+        # xmod: forward needs a language (or lang_ids) and asks for set_default_language()
+        data["default_language"] = list(languages)[0]
+        notes.append(f"default_language {data['default_language']}")
     if family == "causal-lm" and data.get("is_decoder") is False:
         data["is_decoder"] = True
         notes.append("is_decoder true")
@@ -142,9 +149,10 @@ def write_default_config(model_type: str, class_name: str, family: str, config_d
         config = CONFIG_MAPPING[model_type]()
         data = config.to_dict()
     except Exception as exc:  # noqa: BLE001 - any failure is this model's row, not the run's end
-        text = " ".join(str(exc).split())
+        text = f"default config cannot be built: {type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
+        bug = upstream.known(model_type, "config")
         return ZooTarget(name=model_type, target=f"hf:{folder}", family=family,
-                         error=f"default config cannot be built: {type(exc).__name__}: {text}"[:300])
+                         error=f"{text}; {upstream.explain(bug)}" if bug else text)
     config, note = _class_config(config, class_name)
     data = config.to_dict()
     if class_name:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -171,6 +172,13 @@ def test_the_zoo_reads_the_same_verdict():
     markdown.render(ZooRun((row,), (), {"backend": "x==1"}), out)
     assert "1 models against x==1: 1 likely (unverified)" in out.getvalue()
     assert "| tiny | likely (unverified) |" in out.getvalue()
+    from opscan.zoo.render import html
+
+    page = io.StringIO()
+    html.render(ZooRun((row,), (), {"backend": "x==1"}), page)
+    assert '<td class="v-likely">likely (unverified)</td>' in page.getvalue()
+    green = re.search(r"\.v-ready\{background:(#[0-9a-f]+)\}", page.getvalue())[1]
+    assert green not in re.search(r"\.v-likely\{background:(#[0-9a-f]+)\}", page.getvalue())[1]
 
 
 def test_a_known_failure_on_the_traced_dtypes_is_not_proven_narrowing_is_a_note():

@@ -138,3 +138,14 @@ def test_discovery_reads_but_never_runs_the_code(tmp_path):
                                 {"cells": [{"cell_type": "code", "source": payload}]})})
     assert [c.target for c in candidates(tmp_path / "p").candidates if c.ready] == []   # runs at import
     assert not marker.exists()
+
+
+def test_search_is_breadth_first_and_bounded(tmp_path, monkeypatch):
+    import opscan.discover as discover
+
+    _write(tmp_path, {"a/b/c/deep.py": "def build():\n    return None\n",
+                      "z_model.py": "def build():\n    return None\n",
+                      "m/config.json": LLAMA.joinpath("config.json").read_text()})
+    assert [c.target for c in candidates(tmp_path).candidates] == ["a/b/c/deep.py:build", "z_model.py:build", "hf:m"]
+    monkeypatch.setattr(discover, "MAX_FILES", 2)     # the shallowest files are read first
+    assert [c.target for c in candidates(tmp_path).candidates] == ["z_model.py:build", "hf:m"]

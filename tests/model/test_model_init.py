@@ -89,3 +89,22 @@ def test_model_folder_and_nothing_found(tmp_path, run_cli):
     code, out, _ = run_cli("init", str(empty))
     assert code == 1 and "no model found" in out and "def build():" in out
     assert not (empty / "opscan.toml").exists()
+
+
+def test_a_folder_of_model_folders_names_them(run_cli):
+    """Nothing to scan and no model configured is a usage error, which names the models found."""
+    code, _, err = run_cli(str(ROOT / "examples" / "models" / "hf"))
+    assert code == 2 and "nothing to check" in err
+    assert "hf:llama-tiny" in err and "opscan init" in err
+
+
+def test_report_of_an_unconfigured_repository_shows_the_lines_to_add(tmp_path, run_cli):
+    project = _nanogpt_without_config(tmp_path)
+    code, out, err = run_cli(str(project), "--format", "json")
+    report = __import__("json").loads(out)
+    assert report["traces"] == [] and report["verdict"]["checked"]["ops"] is False
+    assert report["verdict"]["kind"] != "ready"
+    assert [c["target"] for c in report["discovery"]["candidates"] if c["ready"]] == ["model.py:build"]
+    code, out, err = run_cli(str(project))
+    assert '[[tool.opscan.models]]  # model.py:135\ntarget = "model.py:build"' in out
+    assert "opscan init" in out

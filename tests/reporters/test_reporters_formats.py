@@ -170,3 +170,13 @@ def test_likely_is_a_caution_in_every_format():
     first = out.getvalue().splitlines()[0]
     assert first.startswith("\x1b[1;33m~ ") and "likely —" in first   # bold yellow, not green
     assert "\x1b[1;32m" not in out.getvalue()
+
+
+def test_unchecked_is_a_caution_and_never_ready():
+    """No model traced (#18): the verdict says what was not checked, in every format, never green."""
+    report = sample.report(findings=(), traces=(), coverage=(), baseline=None)
+    assert report.verdict.kind == "unchecked"
+    assert report.verdict.headline.startswith("source: no CUDA pins; ops: not checked — no model found")
+    assert json.loads(_render("json", report))["verdict"]["checked"] == {"source": True, "ops": False}
+    assert "> [!WARNING]\n> **Verdict (unchecked): source: no CUDA pins" in _render("markdown", report)
+    assert _render("github", report).startswith("::warning title=opscan verdict%3A unchecked::")
