@@ -19,6 +19,7 @@ import argparse
 import ast
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -117,16 +118,18 @@ def measure(name: str, work: Path) -> dict:
         "left_by_rule": dict(sorted(Counter(f.rule for f in after).items())),
         "files_changed": len(changed), "all_parse": all(parses(rel, after_files[rel]) for rel in changed),
         "new_findings": sum((Counter(f.rule for f in after) - Counter(f.rule for f in before)).values()),
+        "rewritten": int(m.group(1)) if (m := re.search(r"fixed (\d+) of", summary)) else None,
         "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "exit": code, "summary": summary,
     }
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| tree | .py/.ipynb files | findings before | fixed | left | left by category | files changed | all parse | wall s | CPU s |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+    out = [("| tree | .py/.ipynb files | findings before | rewritten by `opscan fix` | gone on re-scan | left | "
+            "left by category | files changed | all parse | wall s | CPU s |"),
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         cats = ", ".join(f"{k} {v}" for k, v in r["left_by_category"].items())
-        out.append(f"| {r['tree']} | {r['files']} | {r['findings_before']} | {r['fixed']} | {r['left']} | {cats} | "
+        out.append(f"| {r['tree']} | {r['files']} | {r['findings_before']} | {r['rewritten']} | {r['fixed']} | {r['left']} | {cats} | "
                    f"{r['files_changed']} | {'yes' if r['all_parse'] else 'NO'} | {r['wall_s']} | {r['cpu_s']} |")
     return "\n".join(out)
 

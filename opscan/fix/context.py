@@ -83,9 +83,20 @@ class Context:
                 elif following is None and _contains(where, target):
                     following = child
             following = following or unplaced
-            if following is None:
+            if following is None:     # positions do not nest everywhere (a Param's range leaves out
+                self._search(current, node)   # its default): search this subtree by identity
                 return
             current = following
+
+    def _search(self, top: cst.CSTNode, node: cst.CSTNode) -> None:
+        stack = [top]
+        while stack:
+            current = stack.pop()
+            for child in current.children:
+                self._parents[id(child)] = current
+                if child is node:
+                    return
+                stack.append(child)
 
     def line(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line

@@ -60,9 +60,6 @@ def annotations(report: Report) -> dict[str, list[tuple[tuple, str]]]:
         level = _LEVEL.get(f.severity, "warning")
         key = (f.guarded, _CATEGORY_RANK.get(f.category, 5), loc.path, loc.line, loc.column, f.rule)
         message = f.message + (f" — fix: {f.fix}" if f.fix else "")
-        if loc.cell is not None:   # lines of a notebook cell are not lines of the .ipynb file
-            message = f"cell {loc.cell}, line {loc.line}: {message}"
-            loc = type(loc)(loc.path)
         if loc.cell is not None:   # a cell's line is not a line of the .ipynb JSON: name it, point at line 1
             message = f"cell {loc.cell}, line {loc.line}: {message}"
             command = _command(level, message, uri(report.root, loc.path), 1, 1, 0, 0, f"{f.rule} {f.name}")

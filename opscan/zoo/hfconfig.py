@@ -94,7 +94,10 @@ def _class_config(config, class_name: str):
     """
     import transformers
 
-    wanted = getattr(getattr(transformers, class_name, None), "config_class", None)
+    try:
+        wanted = getattr(getattr(transformers, class_name, None), "config_class", None)
+    except Exception:  # noqa: BLE001 - a class needing a missing package (torchaudio): its build says so
+        return config, ""
     if not isinstance(wanted, type) or isinstance(config, wanted):
         return config, ""
     for key in sorted(getattr(config, "sub_configs", None) or {}):

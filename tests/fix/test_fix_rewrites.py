@@ -171,3 +171,9 @@ def test_the_device_goes_after_the_import_block_that_imports_torch():
             "x = torch.zeros(1).cuda()\n")
     out = fix(text).text
     assert "import torch\nimport torch.nn as nn\n\nDEVICE = torch.accelerator" in out
+
+
+def test_a_parameter_default_in_a_method_is_fixed():
+    text = 'import torch\n\n\nclass S:\n    def setup(self, backend: str = "nccl"):\n        pass\n'
+    out = fix(text).text
+    assert 'def setup(self, backend: str = torch.distributed.get_default_backend_for_device(DEVICE)):' in out

@@ -44,5 +44,6 @@ def test_mistyped_command(run_cli, tmp_path, monkeypatch):
     assert code == 2
     assert "did you mean `opscan trace`?" in _one_line(err)
     (tmp_path / "tarce").mkdir()   # an existing folder of that name is a PATH, not a typo
+    (tmp_path / "tarce" / "train.py").write_text("import torch\n")
     code, out, err = run_cli("tarce", "--no-trace", "--format", "json")
     assert "no such command" not in err and '"findings"' in out, err

@@ -127,3 +127,38 @@ def test_reading_an_export_runs_no_user_code(tmp_path):
     assert "aten::embedding" in ops and ops & {"aten::linear", "aten::addmm"}
     assert report["findings"] == [] and report["verdict"]["checked"]["ops"]
     assert sorted(m.name for m in markers.iterdir()) == []
+
+
+def _crafted(tmp_path: Path, marker: Path) -> Path:
+    """The example with its stored sample inputs replaced by a pickle that writes `marker`."""
+    import io
+    import zipfile
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    evil = tmp_path / "evil.pt2"
+    with zipfile.ZipFile(PT2) as source, zipfile.ZipFile(evil, "w") as out:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename.endswith("sample_inputs/model.pt"):
+                buffer = io.BytesIO()
+                torch.save(Payload(), buffer)
+                data = buffer.getvalue()
+            out.writestr(item, data)
+    return evil
+
+
+def test_a_crafted_file_cannot_run_code_through_pickle(tmp_path, run_cli):
+    """torch.export.load falls back to an unsafe torch.load for stored artifacts: opscan keeps every
+    load weights-only (NOTE [no pickle from a .pt2] in opscan/trace/export.py)."""
+    marker = tmp_path / "RAN"
+    evil = _crafted(tmp_path, marker)
+    code, _, err = run_cli("trace", f"pt2:{evil}", "--in-process")
+    assert code == 2 and "pickled Python objects" in err and len(err.strip().splitlines()) == 1
+    assert not marker.exists()
+    # the plant works: a plain torch.export.load of the same file runs the payload
+    subprocess.run([sys.executable, "-c", f"import torch\ntry:\n torch.export.load({str(evil)!r})\n"
+                    "except Exception:\n pass\n"], capture_output=True, timeout=300)
+    assert marker.exists()

@@ -139,6 +139,11 @@ def scan_json():
     return run
 
 
+def noise(err: str) -> list[str]:
+    """Lines of stderr other than the gate's own reasons (`opscan: fail-on ...`, the exit-1 answer)."""
+    return [line for line in err.splitlines() if not line.startswith("opscan: fail-on ")]
+
+
 def by_path(doc: dict) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for finding in doc.get("findings", []):

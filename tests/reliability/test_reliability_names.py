@@ -43,7 +43,8 @@ def test_odd_file_names_in_every_format(odd_tree, fmt):
         # a newline in a file name must not start a workflow command of its own
         commands = [line for line in text.splitlines() if line.startswith("::")]
         assert not any(line.startswith("::error file=x.py") for line in commands)
-        assert sum(line.startswith("::error") for line in commands) == len(NAMES)
+        assert sum(line.startswith("::error file=") for line in commands) == len(NAMES)
+        assert commands[0].startswith("::error title=opscan verdict%3A blocked::")
 
 
 def test_odd_file_names_in_scan_json(odd_tree):

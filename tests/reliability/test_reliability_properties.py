@@ -156,10 +156,10 @@ def test_rule_crash_is_that_rules_internal_error_and_keeps_other_findings(tmp_pa
 
     real_hit = visitor.Visitor._hit
 
-    def crashing_hit(self, rule, node, guarded, value="", name=""):
+    def crashing_hit(self, rule, node, guarded, *args, **kwargs):
         if rule.id == "OPS105" and "# crash-me" in self.text:
             raise ZeroDivisionError("injected failure in rule OPS105")
-        return real_hit(self, rule, node, guarded, value, name)
+        return real_hit(self, rule, node, guarded, *args, **kwargs)
 
     monkeypatch.setattr(visitor.Visitor, "_hit", crashing_hit)
     write_tree(tmp_path, {**GOOD, "crash.py": CRASH_FILE})

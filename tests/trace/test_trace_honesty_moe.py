@@ -33,7 +33,7 @@ def mixtral_fp32(tmp_path_factory, request):
 def real_step_ops(folder) -> set[str]:
     torch.manual_seed(0)
     config, path = load_config(str(folder))
-    model = _model_class(config, path).from_config(config)
+    model = _model_class(config, path)(config)
     model.train()
     inputs = task_inputs(model, config, 2, SEQ_LEN)
     optimizer = torch.optim.AdamW(model.parameters(), foreach=True)
