@@ -103,7 +103,7 @@ class _Builder:
         fix, requires = rule.fix_for(fix_name or name)
         finding = Finding(
             rule=rule.id, name=rule.name, category=rule.category, severity=rule.severity_for(fix_name or name),
-            message=rule.format(rule.message, value=value, name=name),
+            message=rule.format(rule.message_for(fix_name or name), value=value, name=name),
             location=Location(self.relpath, line, col, end_line or line, end_col or col, cell),
             fix=rule.format(fix, value=value, name=name), guarded=guarded, snippet=snippet,
             task=task or rule.task, subject=subject,

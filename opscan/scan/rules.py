@@ -77,6 +77,7 @@ class FixEntry:
     text: str
     requires: tuple[str, ...] = ()
     severity: str = ""   # overrides the rule's severity for these names ("" = the rule's)
+    message: str = ""    # overrides the rule's message for these names ("" = the rule's)
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,13 @@ class Rule:
             if name and any(fnmatchcase(name, pattern) for pattern in entry.names):
                 return entry.text, tuple(r.replace("{leaf}", leaf) for r in entry.requires)
         return self.fix, tuple(r.replace("{leaf}", leaf) for r in self.requires)
+
+    def message_for(self, name: str) -> str:
+        """The message template of a match named `name`: the first `fixes` entry naming it may override it."""
+        for entry in self.fixes:
+            if name and entry.message and any(fnmatchcase(name, pattern) for pattern in entry.names):
+                return entry.message
+        return self.message
 
     def severity_for(self, name: str) -> str:
         """The severity of a match named `name`: the first `fixes` entry naming it may override it."""
@@ -383,8 +391,8 @@ def _fixes(path, raw: Any) -> tuple[FixEntry, ...]:
         if not isinstance(item, dict):
             raise _fail(path, f"{where}: expected a mapping")
         for key in item:
-            if key not in ("names", "fix", "requires", "severity"):
-                raise _fail(path, f"{where}: unknown key {key!r} (allowed: names, fix, requires, severity)",
+            if key not in ("names", "fix", "requires", "severity", "message"):
+                raise _fail(path, f"{where}: unknown key {key!r} (allowed: names, fix, requires, severity, message)",
                             line_of(item, key))
         if item.get("severity", "error") not in SEVERITIES:
             raise _fail(path, f"{where}.severity {item.get('severity')!r}: expected one of {', '.join(SEVERITIES)}",
@@ -393,8 +401,9 @@ def _fixes(path, raw: Any) -> tuple[FixEntry, ...]:
         requires = item.get("requires", [])
         if requires:
             _check_type(path, f"{where}.requires", requires, list)
+        message = _template(path, f"{where}.message", item["message"]) if "message" in item else ""
         out.append(FixEntry(tuple(item["names"]), _template(path, f"{where}.fix", item.get("fix")), tuple(requires),
-                            item.get("severity", "")))
+                            item.get("severity", ""), message))
     return tuple(out)
 
 

@@ -271,3 +271,13 @@ def test_a_kernel_language_import_joins_its_kernel_but_other_libraries_do_not():
     assert got == [("OPS302", 4, "kernel", "add_kernel"),
                    ("OPS401", 1, "kernel", "add_kernel"),       # triton: the kernel's own language
                    ("OPS401", 2, "library", "flash_attn")]
+
+
+def test_a_name_match_gets_its_own_message_not_an_empty_value():
+    """`fixes[].message` overrides the rule's message for those names: OPS206 on a name match says
+    which name, where the rule's template would read "process-group backend ''"."""
+    got = {f.location.line: f.message for f in findings(
+        "import torch.distributed as dist\nok = dist.is_nccl_available()\ndist.init_process_group('nccl')\n")}
+    assert got[2].startswith("`torch.distributed.is_nccl_available` names the NCCL process-group backend")
+    assert got[3] == "process-group backend 'nccl' is CUDA-only; TorchNeuron's is 'neuron'"
+    assert "''" not in got[2]

@@ -61,6 +61,8 @@ def test_a_user_rule_loads_and_runs(tmp_path):
     (("    - |\n      x.to(\"cpu\")", "    - 3"), "examples.valid[0]"),
     (("task: device-agnostic", "task: gpu-stuff"), "task 'gpu-stuff': expected one of device-agnostic"),
     (("task: device-agnostic\n", ""), "missing key(s): task"),
+    (("fix: \"Use dev.\"", "fix: \"Use dev.\"\nfixes: [{names: [acme.x], fix: f, message: \"{devce}\"}]"),
+     "fixes[0].message: unknown placeholder"),
 ])
 def test_bad_rule_files_are_errors_naming_the_file(tmp_path, change, needle):
     path = write(tmp_path, GOOD.replace(*change))
