@@ -37,7 +37,9 @@ class Leave:
     reason: str
 
 
-NO_DEVICE = Leave("the module's device cannot be defined before this line (it runs before the imports end)")
+def no_device(ctx: Context) -> Leave:
+    """Why the module's device is not available at this site (Context.device answered None)."""
+    return Leave(ctx.device_problem)
 
 
 def _string_value(node: cst.CSTNode) -> str | None:
@@ -100,14 +102,14 @@ def device_string(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
             if call is not None:
                 device = ctx.device(call)
                 return Plan(call, _replace_with(device), "safe", "`torch.device(\"cuda\")` -> the module's device") \
-                    if device is not None else NO_DEVICE
+                    if device is not None else no_device(ctx)
             if _takes_device_object(ctx, node):
                 device = ctx.device(node)
                 return Plan(node, _replace_with(device), "safe", "\"cuda\" -> the module's device") \
-                    if device is not None else NO_DEVICE
+                    if device is not None else no_device(ctx)
             device_type = ctx.device_type(node)
             return Plan(node, _replace_with(device_type), "safe", "\"cuda\" -> the module's device type (a str)") \
-                if device_type is not None else NO_DEVICE
+                if device_type is not None else no_device(ctx)
         return _indexed(node, ctx, value)
     if isinstance(node, cst.FormattedString):
         return _fstring(node, ctx)
@@ -117,7 +119,7 @@ def device_string(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
             return None
         new_left = _type_fstring(ctx, node, value[4:], quote=node.left.quote if isinstance(node.left, cst.SimpleString) else '"')
         if new_left is None:
-            return NO_DEVICE
+            return no_device(ctx)
         return Plan(node, lambda old: old.with_changes(left=new_left), "safe", "\"cuda:%d\" % i -> the device type, same index")
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
         value = _string_value(node.func.value)
@@ -127,7 +129,7 @@ def device_string(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
             return Leave("`.format` with keyword or star arguments: rewrite by hand")
         device_type = ctx.device_type(node)
         if device_type is None:
-            return NO_DEVICE
+            return no_device(ctx)
         quote = node.func.value.quote if isinstance(node.func.value, cst.SimpleString) else '"'
 
         def build(old: cst.CSTNode) -> cst.CSTNode:
@@ -163,7 +165,7 @@ def _indexed(node: cst.SimpleString, ctx: Context, value: str) -> Plan | Leave:
         return Leave("a bytes literal")
     new = _type_fstring(ctx, node, value[4:], node.quote if len(node.quote) == 1 else '"')
     if new is None:
-        return NO_DEVICE
+        return no_device(ctx)
     return Plan(node, _replace_with(new), "safe", "\"cuda:N\" -> the device type with the same index")
 
 
@@ -173,7 +175,7 @@ def _fstring(node: cst.FormattedString, ctx: Context) -> Plan | Leave | None:
         return Leave("an f-string that does not start with \"cuda:\": rewrite by hand") if node.parts else None
     device_type = ctx.device_type(node)
     if device_type is None:
-        return NO_DEVICE
+        return no_device(ctx)
 
     def build(old: cst.CSTNode) -> cst.CSTNode:
         head = old.parts[0]
@@ -208,7 +210,7 @@ def cuda_method(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
         return Leave("`.cuda(*args)`: rewrite by hand")
     device = ctx.device(node)
     if device is None:
-        return NO_DEVICE
+        return no_device(ctx)
     index = [a for a in node.args if a.keyword is None or a.keyword.value == "device"]
     rest = [a for a in node.args if a not in index]
     unsafe = bool(index) and not (len(index) == 1 and isinstance(index[0].value, cst.Name) and index[0].value.value == "None")
@@ -300,7 +302,7 @@ def torch_amp(node: cst.CSTNode, ctx: Context, replacement: str) -> Plan | Leave
         return Leave("already names a device")
     device_type = ctx.device_type(call)
     if device_type is None:
-        return NO_DEVICE
+        return no_device(ctx)
     func = ctx.dotted(replacement)
     autocast = replacement.endswith("autocast")
 
@@ -379,7 +381,7 @@ def backend_for_device(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
         return Leave("a comparison with \"nccl\": decide by hand what the code does on other backends")
     device = ctx.device(node)
     if device is None:
-        return NO_DEVICE
+        return no_device(ctx)
     if ctx.has("torch.distributed.get_default_backend_for_device") is False:
         return Leave("`torch.distributed.get_default_backend_for_device` is not in the installed torch")
     func = ctx.dotted("torch.distributed.get_default_backend_for_device")

@@ -35,8 +35,8 @@ class Context:
         self.positions = wrapper.resolve(PositionProvider)
         self.probe = probe
         self.torch_alias, self.torch_index = _torch_import(self.module)
-        # every word of the source: a superset of its identifiers (enough to pick a fresh name)
-        self.identifiers = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", source or self.module.code))
+        # the words of the source, less module paths of imports: a superset of its identifiers
+        self.identifiers = _words(source or self.module.code)
         self.insert_at = _insertion_index(self.module, self.torch_index)
         self.reused = _reusable_device(self.module, self.torch_alias, self.insert_at, self.positions)
         prior = prior or {}
@@ -45,6 +45,7 @@ class Context:
         if not self.reused and prior.get("device"):             # ... or defined the device
             self.reused = (prior["device"], -1)
         self.device_name = ""            # chosen on the first ask
+        self.device_problem = ""         # why the last ask got no device
         self.new_device = False          # True: the device is a new module-level variable
         self.device_asks = 0             # how many times a plan asked for the device / for torch:
         self.torch_asks = 0              # the planner keeps only what applied plans asked for
@@ -133,11 +134,17 @@ class Context:
             else:
                 used = self.identifiers
                 self.device_name = next((n for n in NAME_CHOICES if n not in used), "")
-                if not self.device_name or (self.torch_alias is None and "torch" in used):
+                if not self.device_name:
+                    self.device_problem = f"no free name for the module's device ({', '.join(NAME_CHOICES)} are taken)"
+                    return None
+                if self.torch_alias is None and "torch" in used:
                     self.device_name = ""
+                    self.device_problem = ("the module has no `import torch` and uses the name `torch` for "
+                                           "something else, so opscan cannot add one for the device")
                     return None
                 self.new_device = True
         if not self._defined_before(node):
+            self.device_problem = "the module's device cannot be defined before this line (it runs before the imports end)"
             return None
         self.device_asks += 1
         if self.new_device and self.torch_alias is None:
@@ -183,6 +190,26 @@ class Context:
             statement = cst.parse_statement(text)
             out.append(statement.with_changes(leading_lines=[cst.EmptyLine()]) if out or self.insert_at else statement)
         return out
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([^#\n;]+))", re.MULTILINE)
+
+
+def _words(source: str) -> set[str]:
+    """Every word of `source` that may be a name: a superset of its identifiers (enough to pick a
+    fresh one). The module paths of imports bind nothing (`import torch.distributed as dist` binds
+    `dist`, `from torch import cuda` binds `cuda`), so a word seen only there is left out: such a
+    module can still be given `import torch`."""
+    counts: dict[str, int] = {}
+    for word in _WORD.findall(source):
+        counts[word] = counts.get(word, 0) + 1
+    for match in _IMPORT.finditer(source):
+        paths = [match.group(1)] if match.group(1) else [p.split(" as ")[0] for p in match.group(2).split(",")]
+        for path in paths:
+            for word in _WORD.findall(path):
+                counts[word] -= 1
+    return {word for word, n in counts.items() if n > 0}
 
 
 def _is_module_level(ctx: Context, node: cst.CSTNode, top: cst.CSTNode) -> bool:

@@ -177,3 +177,22 @@ def test_a_parameter_default_in_a_method_is_fixed():
     text = 'import torch\n\n\nclass S:\n    def setup(self, backend: str = "nccl"):\n        pass\n'
     out = fix(text).text
     assert 'def setup(self, backend: str = torch.distributed.get_default_backend_for_device(DEVICE)):' in out
+
+
+@pytest.mark.parametrize("text", [
+    'import torch.distributed as dist\ndist.init_process_group("nccl")\n',   # binds `dist`, not `torch`
+    'from torch.nn import Linear\nm = Linear(2, 2).cuda()\n',                 # binds `Linear`
+])
+def test_a_module_whose_torch_imports_bind_no_torch_gets_import_torch(text):
+    """A word seen only in an import's module path binds no name: `import torch` can be added."""
+    result = fix(text)
+    assert [o.status for o in result.outcomes] == ["fixed"]
+    assert result.text.count("import torch\n") == 1 and "DEVICE = torch.accelerator" in result.text
+    ast.parse(result.text)
+
+
+def test_a_module_using_the_name_torch_for_something_else_is_left_with_that_reason():
+    result = fix('import numpy as torch\nimport torch.distributed as dist\ndist.init_process_group("nccl")\n')
+    [outcome] = result.outcomes
+    assert outcome.status == "left" and "uses the name `torch` for something else" in outcome.detail
+    assert "import torch\n" not in result.text
