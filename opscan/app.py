@@ -18,7 +18,7 @@ from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, ModelProcessError, OpscanError, TargetError, TraceError, UsageError
 from opscan.model import BaselineStatus, Coverage, DeviceProfile, Finding, ModelTrace, Report
 from opscan.plan import build_tasks
-from opscan.plan.measure import kernel_sources
+from opscan.plan.measure import kernel_sources, usage
 from opscan import phases as default_phases
 from opscan.phases import Database, ScanOptions, ScanOutcome
 from opscan.verdict import NO_MODEL, judge
@@ -161,7 +161,7 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
 
     say("phase", "planning port tasks")
     tasks = build_tasks(findings, tuple(traces), tuple(coverage), config.cost,
-                        kernel_sources(root, findings))
+                        kernel_sources(root, findings), usage(root, findings))
     fired = {f.rule for f in findings}
     report = Report(
         root=_relative_root(root),

@@ -5,6 +5,7 @@
     ├── ConfigError             [tool.opscan] / opscan.toml problems (may carry several at once)
     ├── RuleError               a rule file that does not load
     ├── DatabaseError           a coverage_db file that does not load, or an unknown release
+    ├── CatalogError            the library catalog (opscan/plan/libraries.yaml) that does not load
     ├── InputError              a file given on the command line that cannot be read or understood
     ├── TargetError             a trace target that cannot be imported or built
     ├── TraceError              a trace that could not run at all (partial traces are results, not errors)
@@ -51,6 +52,10 @@ class RuleError(OpscanError):
 
 class DatabaseError(OpscanError):
     """A coverage database file that does not load, or a release that does not exist."""
+
+
+class CatalogError(OpscanError):
+    """The catalog of CUDA-only libraries and kernel families does not load."""
 
 
 class InputError(OpscanError):

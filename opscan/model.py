@@ -258,10 +258,32 @@ class Task:
     sources: tuple[str, ...] = ()        # URLs of the facts
     sites: tuple[Location, ...] = ()
     ops: tuple[str, ...] = ()
-    effort_hours: float = 0.0
-    effort_basis: str = ""               # how the estimate was computed
+    effort_hours: float = 0.0            # the likely effort (what totals and `payback` use)
+    effort_basis: str = ""               # how the estimate was computed (low / likely / high)
     priority: int = 3                    # 1 blocker, 2 every step, 3 one-off
     depends_on: tuple[str, ...] = ()
+    depends_reasons: tuple[str, ...] = ()  # why each task of depends_on comes first (same order)
+    effort_low_hours: float | None = None   # the range around effort_hours; None = not given
+    effort_high_hours: float | None = None  # (hand-built tasks), read as effort_hours
+    sized: bool = True                   # False: no figure could be given (e.g. a library with no
+                                         # catalog entry); its effort counts as 0 in the totals
+
+    def __post_init__(self) -> None:
+        if self.depends_reasons and len(self.depends_reasons) != len(self.depends_on):
+            raise ValueError(f"task {self.id}: depends_reasons must give one reason per depends_on entry")
+
+    @property
+    def effort_range(self) -> tuple[float, float, float]:
+        """(low, likely, high) hours; a task without a range is its likely value three times."""
+        low = self.effort_hours if self.effort_low_hours is None else self.effort_low_hours
+        high = self.effort_hours if self.effort_high_hours is None else self.effort_high_hours
+        return low, self.effort_hours, high
+
+    def reason_for(self, dependency: str) -> str:
+        """Why `dependency` must be done before this task ("" when not stated)."""
+        if dependency in self.depends_on and self.depends_reasons:
+            return self.depends_reasons[self.depends_on.index(dependency)]
+        return ""
 
 
 @dataclass(frozen=True)
@@ -365,3 +387,30 @@ class Report:
     verdict: Verdict | None = None       # set by the analysis; None only in hand-built reports
     discovery: Discovery | None = None   # set when no model was configured: what was found instead
     caveats: tuple[OpCaveat, ...] = ()  # release facts hitting the traced ops' dtypes (opscan/db/caveats.py)
+
+    @property
+    def effort(self) -> "EffortTotal":
+        """The port-task list's total effort: low / likely / high hours and the unsized tasks
+        (the one sum every reporter and `opscan payback` show)."""
+        ranges = [t.effort_range for t in self.tasks if t.sized]
+        return EffortTotal(
+            low_hours=round(sum(r[0] for r in ranges), 2),
+            likely_hours=round(sum(r[1] for r in ranges), 2),
+            high_hours=round(sum(r[2] for r in ranges), 2),
+            unsized=tuple(t.id for t in self.tasks if not t.sized),
+            hours_per_day=self.hours_per_day or 8.0,
+        )
+
+
+@dataclass(frozen=True)
+class EffortTotal:
+    """Total effort of a port-task list (Report.effort)."""
+
+    low_hours: float
+    likely_hours: float
+    high_hours: float
+    unsized: tuple[str, ...] = ()        # ids of tasks no figure could be given for
+    hours_per_day: float = 8.0
+
+    def days(self, hours: float) -> float:
+        return hours / self.hours_per_day

@@ -57,7 +57,15 @@ def unsupported_ops(report: Report) -> list[str]:
 
 def unverified(coverage: Coverage) -> str:
     """Why a supported op is not proven: "source-snapshot" (pre-release source), "inferred"
-    (opscan's derivation or no evidence at all); "" when documented or probed evidence backs it."""
+    (opscan's derivation or no evidence at all); "" when documented or probed evidence backs it.
+
+    A composite that reaches no backend op (a view such as `aten::detach`: the installed torch's
+    composite kernel dispatches nothing to the device) claims nothing about the backend, so there
+    is nothing to verify: "". Otherwise every trained model would stay "likely" on a probed file.
+    (A composite answer always carries its derivation as evidence; a bare status has none.)
+    """
+    if coverage.status == "composite" and not coverage.parts and coverage.evidence:
+        return ""
     kinds = {e.kind for e in coverage.evidence}
     if "source-snapshot" in kinds:
         return "source-snapshot"

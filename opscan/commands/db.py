@@ -97,7 +97,8 @@ def _list(args: argparse.Namespace) -> int:
                      "packages": [f"{p.name} {p.version} (torch {p.torch})" for p in r.packages],
                      "path": r.path.name,
                      "dtype_narrowing": ", ".join(f"{n.dtype} as {n.computed_as}" for n in r.narrowing),
-                     "known_failures": len(r.known_failures), "environment": r.environment})
+                     "known_failures": len(r.known_failures), "environment": r.environment,
+                     "notes": list(r.notes)})
     if args.format == "json":
         _print_json({"releases": rows})
         return 0
@@ -116,6 +117,8 @@ def _list(args: argparse.Namespace) -> int:
             env = row["environment"]
             print(f"  probed on: {env.get('backend', '?')}, torch {env.get('torch', '?')}, "
                   f"instance {env.get('instance_type', '?')}")
+        for note in row["notes"]:   # release-level facts (e.g. failing tests that name no one op)
+            print(f"  note: {note}")
     return 0
 
 

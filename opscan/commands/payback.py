@@ -16,7 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hours-per-week", metavar="H", help="hours worked per week")
     parser.add_argument("--from", dest="from_report", metavar="REPORT.json",
                         help="take the effort from an `opscan PATH --format json` report "
-                             "(summary.effort_hours, the port-task list) instead of --weeks")
+                             "(summary.effort_hours, the likely effort of the port-task list; its "
+                             "range is reported too) instead of --weeks")
     parser.add_argument("--rate", metavar="R", help="cost of one engineering hour")
     parser.add_argument("--monthly-now", metavar="A", help="compute bill per month today (GPU)")
     parser.add_argument("--monthly-after", metavar="B", help="compute bill per month after the port")
@@ -75,7 +76,11 @@ def _terminal(result) -> None:
     basis = effort.basis if "engineer-days" in effort.basis else f"{effort.basis} = {days} engineer-days"
     table.add_row("effort", f"{_plain(effort.hours)} h", basis)
     table.add_row("port cost", grouped(result.port_cost),
-                  f"{_plain(effort.hours)} h x {_plain(result.rate)}/h")
+                  f"{_plain(effort.hours)} h x {_plain(result.rate)}/h (likely)")
+    costs = result.port_cost_range
+    if costs is not None:
+        table.add_row("cost range", f"{grouped(costs[0])}-{grouped(costs[1])}",
+                      f"{_plain(effort.low)}-{_plain(effort.high)} h x {_plain(result.rate)}/h")
     table.add_row("monthly saving", grouped(result.monthly_saving),
                   f"{grouped(result.monthly_now)} now - {grouped(result.monthly_after)} after")
     if result.breakeven_months is None:
@@ -83,6 +88,10 @@ def _terminal(result) -> None:
     else:
         table.add_row("break-even", f"{result.breakeven_rounded} months",
                       f"{grouped(result.port_cost)} / {grouped(result.monthly_saving)} per month")
+        months = result.breakeven_range
+        if months is not None:
+            table.add_row("break-even range", f"{months[0]}-{months[1]} months",
+                          "at the low and high effort; the verdict uses the likely one")
     console.print(table)
     style = {WORTH_A_PILOT: "bold green", NO_SAVINGS: "bold red"}.get(result.verdict, "bold yellow")
     horizon = _plain(result.horizon_months)

@@ -13,9 +13,11 @@ the parts of a composite, the worst result of a probe):
     set, flags False;
   - `int-target`: `target` an int64 class-index tensor of shape (2,) (nll_loss, cross_entropy),
     where `plain` gives a float target of the input's shape (mse_loss, binary_cross_entropy).
-Index arguments (`index`, `indices`) are int64 tensors of zeros in every variant; dim arguments
-count up (0, 1, ...) so transpose(0, 1) is tried; strings come from a small table of the values
-aten's schemas take (`reduce: "sum"`, an einsum contraction for `equation`).
+Index arguments (`index`, `indices`, also as the `Tensor?[] indices` list of index/index_put) are
+int64 tensors of zeros in every variant; a `value` tensor is 0-dim (masked_fill.Tensor), `vec`
+1-D (mv), `pad` an even-length list, `sizes` fits one dim (unflatten); dim arguments count up
+(0, 1, ...) so transpose(0, 1) is tried; strings come from a small table of the values aten's
+schemas take (`reduce: "sum"`, an einsum contraction for `equation`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ SHAPES: tuple[tuple[int, ...], ...] = ((2, 2), (2, 2, 2), (2, 2, 2, 2), (2,))
 VARIANTS = ("plain", "flags", "optional", "int-target")
 INDEX_NAMES = ("index", "indices", "offsets")
 MASK_NAMES = ("mask", "condition")          # bool tensors
+SCALAR_NAMES = ("value",)                   # 0-dim beside `self`: masked_fill.Tensor, fill.Tensor, index_fill
+VECTOR_NAMES = ("vec",)                     # 1-D tensors: mv
 # Optional per-channel tensors: given 1-D of size 2 (every dimension of a sample is 2).
 CHANNEL_NAMES = ("bias", "weight", "running_mean", "running_var", "save_mean", "save_invstd",
                  "pos_weight", "mean", "invstd")
@@ -84,13 +88,18 @@ def _equation(shape: tuple[int, ...]) -> str:
 class _Filler:
     """Values for one op's arguments under one Sample."""
 
-    def __init__(self, sample: Sample, tensor: TensorFactory) -> None:
+    def __init__(self, sample: Sample, tensor: TensorFactory, names: frozenset[str] = frozenset()) -> None:
         self.sample = sample
         self.tensor = tensor
+        self.names = names               # the op's argument names
         self.dims = 0
 
     def tensor_for(self, name: str, optional: bool = False):
         shape = self.sample.shape
+        if name in SCALAR_NAMES and "self" in self.names and not optional:   # not SDPA's query/key/value
+            return self.tensor((), "data")
+        if name in VECTOR_NAMES:
+            return self.tensor(shape[-1:], "data")
         if name in INDEX_NAMES:
             return self.tensor(shape, "index")
         if name in MASK_NAMES:
@@ -126,6 +135,8 @@ class _Filler:
             return self.tensor_for(name)
         if kind == "List[Tensor]":
             return [self.tensor_for(name), self.tensor_for(name)]
+        if kind == "List[Optional[Tensor]]":   # Tensor?[] indices of index / index_put: one index tensor
+            return [self.tensor_for(name)]
         if kind == "number":
             return 1
         if kind == "List[number]":
@@ -137,6 +148,10 @@ class _Filler:
                 return [self.dim()]
             if name in ("size", "shape"):
                 return list(shape)
+            if name == "sizes":                 # unflatten: the sizes of one dim (every dim is 2)
+                return [shape[0]]
+            if name == "pad":                   # pad / constant_pad_nd: (left, right) of the last dim
+                return [1, 1]                   # (not 0: a zero pad is a plain copy)
             if name == "normalized_shape":
                 return list(shape[-1:])
             if "split_size" in name:
@@ -182,7 +197,7 @@ def build(op, sample: Sample, tensor: TensorFactory) -> tuple[list, dict]:
     Arguments with a default are left out (the op fills them in), except defaulted bools under
     `flags` and defaulted optional tensors under `optional`; out= arguments get empty tensors.
     """
-    filler = _Filler(sample, tensor)
+    filler = _Filler(sample, tensor, frozenset(a.name for a in op._schema.arguments))
     args: list = []
     kwargs: dict = {}
     skipped = False

@@ -2,7 +2,8 @@
 
 `build_tasks(...)` turns findings and traced ops with their coverage into the ordered list of
 `model.Task`: grouped by fix (grouping), sized by the cost model (sizing), ordered as a dependency
-graph (ordering). It reads no files; kernel sources are measured beforehand (plan.measure.kernel_sources).
+graph whose edges carry their reasons (ordering). It reads no files: kernel sources and library use
+are measured beforehand (plan.measure.kernel_sources, plan.measure.usage).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from dataclasses import replace
 
 from opscan.config import CostConfig
 from opscan.model import Coverage, Finding, Location, ModelTrace, OpUsage, Task
-from opscan.plan import catalog, grouping, ordering, sizing
+from opscan.plan import catalog, grouping, libraries, ordering, sizing
+from opscan.plan.measure import Usage
 
 __all__ = ["build_tasks", "total_days"]
 
@@ -41,13 +43,24 @@ def _title(draft: grouping.Draft) -> str:
     return text
 
 
-def _action(draft: grouping.Draft) -> str:
-    if draft.kind is catalog.FALLBACK_KIND:
+def _text(draft: grouping.Draft, book: libraries.Catalog) -> tuple[str, str, tuple[str, ...]]:
+    """(action, why, sources) of a task: from its catalog entry or kernel family where one exists."""
+    kind = draft.kind
+    if kind is catalog.LIBRARY_KIND:
+        entry = book.library(draft.name)
+        if entry is not None:
+            return entry.replacement, entry.why, tuple(dict.fromkeys((*entry.sources, *kind.sources)))
+        return kind.action, f"no catalog entry for `{draft.name}`; {kind.why}", kind.sources
+    if kind is catalog.KERNEL_KIND:
+        family = sizing.family_of(draft, book)
+        if family is not None:
+            return family.replacement, family.why, family.sources
+    if kind is catalog.FALLBACK_KIND:
         advice = [f"`{u.op}`: {catalog.OP_ADVICE[u.op.split('.')[0]]}" for u in draft.ops
                   if u.op.split(".")[0] in catalog.OP_ADVICE]
         if advice:
-            return "; ".join(advice) + "; otherwise " + draft.kind.action
-    return draft.kind.action
+            return "; ".join(advice) + "; otherwise " + kind.action, kind.why, kind.sources
+    return kind.action, kind.why, kind.sources
 
 
 def _priority(draft: grouping.Draft) -> int:
@@ -58,23 +71,29 @@ def _priority(draft: grouping.Draft) -> int:
 
 def build_tasks(findings: tuple[Finding, ...], traces: tuple[ModelTrace, ...],
                 coverage: tuple[Coverage, ...], cost: CostConfig | None = None,
-                kernel_sources: Mapping[Location, tuple[tuple[str, int], ...]] | None = None) -> tuple[Task, ...]:
-    """The port tasks for one report, in dependency order (see NOTE [task stages])."""
+                kernel_sources: Mapping[Location, tuple[tuple[str, int], ...]] | None = None,
+                usage: Usage | None = None) -> tuple[Task, ...]:
+    """The port tasks for one report, in dependency order (NOTE [task edges] in plan/ordering.py),
+    each sized as a range (NOTE [effort model] in plan/sizing.py)."""
     cost = cost or CostConfig()
+    usage = usage or Usage()
+    book = libraries.shipped()
     by_op = {c.op: c for c in coverage}
     drafts = grouping.group(findings, _merged_ops(traces), by_op, kernel_sources or {})
-    stage_of = {d.id: d.kind.stage for d in drafts}
-    deps = ordering.dependencies(stage_of)
+    deps = ordering.dependencies({d.id: d.kind.id for d in drafts})
     tasks = []
     for draft in drafts:
-        hours, basis = sizing.size(draft, cost)
+        estimate = sizing.size(draft, cost, usage, book)
+        action, why, sources = _text(draft, book)
         tasks.append(Task(
-            id=draft.id, title=_title(draft), action=_action(draft), why=draft.kind.why,
-            sources=draft.kind.sources, sites=draft.sites, ops=tuple(u.op for u in draft.ops),
-            effort_hours=hours, effort_basis=basis, priority=_priority(draft),
-            depends_on=deps[draft.id],
+            id=draft.id, title=_title(draft), action=action, why=why,
+            sources=sources, sites=draft.sites, ops=tuple(u.op for u in draft.ops),
+            effort_hours=estimate.likely, effort_basis=estimate.basis, priority=_priority(draft),
+            depends_on=tuple(d for d, _ in deps[draft.id]),
+            depends_reasons=tuple(r for _, r in deps[draft.id]),
+            effort_low_hours=estimate.low, effort_high_hours=estimate.high, sized=estimate.sized,
         ))
-    return ordering.order(tasks, stage_of)
+    return ordering.order(tasks, {d.id: d.kind.stage for d in drafts})
 
 
 def total_days(tasks: tuple[Task, ...], hours_per_day: float = 8.0) -> float:

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 
 from opscan.model import Finding
 
-# NOTE [task stages]: the dependency order of the port. Every task of a stage depends on the tasks of
-# the nearest earlier stage that has any: device-agnostic code first (nothing runs on `neuron`
-# before it), then distributed set-up, then kernels and op gaps, then performance settings.
+# NOTE [task stages]: the stages of the port, used to break ties in the task order (a task's stage
+# never makes it depend on another task; ordering.EDGES says which task must precede which, and
+# why): device-agnostic code first, then distributed set-up, then kernels and op gaps, then
+# performance settings.
 STAGES: dict[str, str] = {
     "device-agnostic": "code that picks or assumes the CUDA device",
     "distributed": "process groups and collectives",
@@ -83,15 +84,15 @@ SOURCE_KINDS: tuple[Kind, ...] = (
          (URL_RELEASE_NOTES, URL_ABOUT), "device-agnostic", True),
 )
 
-LIBRARY_KIND = Kind(
+LIBRARY_KIND = Kind(   # action and why come from the library's catalog entry (libraries.yaml) when it has one
     "library", "replace CUDA-only library `{name}` ({sites})",
-    "use the PyTorch equivalent (e.g. `F.scaled_dot_product_attention` for flash_attn / xformers, "
-    "`torch.optim` fused or foreach optimizers for apex) or an NKI kernel",
+    "no catalog entry: give this code a pure-PyTorch path, or port the kernels it uses to NKI "
+    "(`@nki.jit` registered with `@nki_op`)",
     "TorchNeuron runs PyTorch's ATen ops on `neuron`; libraries that ship their own CUDA kernels "
     "have no Neuron build",
     (URL_ABOUT,), "kernels", True)
 
-KERNEL_KIND = Kind(
+KERNEL_KIND = Kind(    # action and why come from the kernel family in libraries.yaml when it has one
     "kernel", "port custom kernel {name} to NKI (`@nki_op`) or provide a PyTorch path",
     "write the kernel in NKI (`@nki.jit`) and register it with `@nki_op` (declare mutated args, add "
     "the backward with `register_autograd`), or fall back to a PyTorch implementation",

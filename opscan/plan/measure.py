@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from opscan.model import Finding, Location
@@ -107,3 +108,104 @@ def kernel_sources(root: Path, findings: tuple[Finding, ...]) -> Sources:
             if found:
                 out[finding.location] = tuple(found)
     return out
+
+
+# NOTE [library usage]: what a project uses of a CUDA-only library, read from its files (never run).
+# For each library-import finding: the dotted names the import brings in (`from flash_attn import
+# flash_attn_func` -> `flash_attn.flash_attn_func`) plus every attribute taken from an imported
+# module in that file (`te.Linear` -> `transformer_engine.pytorch.Linear`), and the call sites:
+# the loads of a bound name in that file outside import statements. The catalog sizes a library
+# task from these names (its API parts) and call sites.
+@dataclass(frozen=True)
+class LibraryUse:
+    """What one import of a CUDA-only library brings in and how often the file uses it."""
+
+    names: tuple[str, ...]       # dotted names used, sorted
+    call_sites: int              # loads of the bound names in the file
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Measurements of library use and kernel reference paths, by finding location."""
+
+    libraries: dict = field(default_factory=dict)      # Location -> LibraryUse
+    references: frozenset = frozenset()                # kernel-finding Locations whose file has a PyTorch path
+
+
+_REFERENCE = re.compile(r"(?:^|_)(?:ref|reference|naive|torch|pytorch|eager|fallback|native|slow)(?:_|$)", re.I)
+
+
+def _imports_at(tree: ast.AST, line: int) -> list[tuple[str, str]]:
+    """(bound name, dotted target) of the import statement covering `line`."""
+    out: list[tuple[str, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            for alias in node.names:
+                if isinstance(node, ast.Import):
+                    if alias.asname:
+                        out.append((alias.asname, alias.name))
+                    else:   # `import apex.optimizers` binds `apex` and brings in `apex.optimizers`
+                        top = alias.name.split(".")[0]
+                        out.append((top, top))
+                        if alias.name != top:
+                            out.append(("", alias.name))
+                elif node.module and node.level == 0 and alias.name != "*":
+                    out.append((alias.asname or alias.name, f"{node.module}.{alias.name}"))
+                elif node.module and alias.name == "*":
+                    out.append(("", node.module))
+    return out
+
+
+def _dotted(node: ast.AST) -> list[str] | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return [node.id, *reversed(parts)]
+    return None
+
+
+def _use_in(tree: ast.AST, bound: list[tuple[str, str]]) -> LibraryUse:
+    targets = {name: target for name, target in bound if name}
+    names = {target for name, target in bound if not name or name != target or
+             not any(other.startswith(target + ".") for _, other in bound)}
+    calls = 0
+    parents: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            parents.add(id(node.value))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and id(node) not in parents:
+            chain = _dotted(node)
+            if chain and chain[0] in targets and isinstance(node.ctx, ast.Load):
+                names.add(".".join([targets[chain[0]], *chain[1:]]))
+        if isinstance(node, ast.Name) and node.id in targets and isinstance(node.ctx, ast.Load):
+            calls += 1
+    return LibraryUse(tuple(sorted(names)), calls)
+
+
+def usage(root: Path, findings: tuple[Finding, ...]) -> Usage:
+    """Library use (NOTE [library usage]) and the kernel findings whose file holds a PyTorch path."""
+    libraries: dict[Location, LibraryUse] = {}
+    references: set[Location] = set()
+    by_file: dict[str, list[Finding]] = {}
+    for finding in findings:
+        if finding.task in ("library", "kernel") and finding.location.cell is None and finding.location.path.endswith(".py"):
+            by_file.setdefault(finding.location.path, []).append(finding)
+    for rel, items in sorted(by_file.items()):
+        try:
+            tree = ast.parse((root / rel).read_text(encoding="utf-8", errors="replace"))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        has_reference = any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _REFERENCE.search(node.name)
+                            for node in ast.walk(tree))
+        for finding in items:
+            if finding.task == "kernel":
+                if has_reference:
+                    references.add(finding.location)
+                continue
+            bound = _imports_at(tree, finding.location.line)
+            if bound:
+                libraries[finding.location] = _use_in(tree, bound)
+    return Usage(libraries, frozenset(references))

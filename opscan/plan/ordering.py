@@ -1,4 +1,4 @@
-"""Orders tasks as a dependency graph (networkx): device-agnostic, distributed, kernels, performance."""
+"""Orders tasks as a dependency graph (networkx) whose every edge says why one task comes first."""
 
 from __future__ import annotations
 
@@ -7,28 +7,70 @@ import networkx as nx
 from opscan.model import Task
 from opscan.plan.catalog import STAGES
 
+# NOTE [task edges]: an edge exists only where one kind of task must be done before another, and it
+# carries the reason. Kinds are those of catalog.Kind.id; an edge applies when both tasks exist.
+# Tasks of unrelated kinds (guarding cuDNN flags and the process group) have no edge at all.
+_DEVICE = "device-agnostic"
+EDGES: tuple[tuple[str, str, str], ...] = (
+    (_DEVICE, "mixed-precision", "autocast and GradScaler take `dev.type` from the device variable the "
+     "device-agnostic task introduces"),
+    (_DEVICE, "distributed-backend", "the process-group backend and `set_device` follow the device picked "
+     "once (`get_default_backend_for_device(dev)`)"),
+    (_DEVICE, "backend-flags", "the guard `if dev.type == \"cuda\"` tests the device variable the "
+     "device-agnostic task introduces"),
+    (_DEVICE, "profiler", "profiling the `neuron` device needs the model to run on it"),
+    (_DEVICE, "torch-compile", "`torch.compile(backend=\"neuron\")` compiles a model placed on the device "
+     "picked once"),
+    (_DEVICE, "library", "the replacement is run and compared on the `neuron` device, which the code "
+     "must pick first"),
+    (_DEVICE, "kernel", "the kernel's replacement is dispatched and tested on the device variable "
+     "instead of `cuda`"),
+    (_DEVICE, "unsupported-ops", "op errors are reproduced on `neuron`, which needs the model on that device"),
+    (_DEVICE, "cpu-fallback", "fallbacks only happen, and can only be measured, once the model runs on `neuron`"),
+    ("unknown-ops", "unsupported-ops", "probing may show more ops the backend rejects, or fewer"),
+    ("unknown-ops", "cpu-fallback", "probing may show more ops that fall back to the CPU, or fewer"),
+    ("library", "unsupported-ops", "the library's PyTorch replacement dispatches new ops: trace again before "
+     "providing missing ones"),
+    ("library", "cpu-fallback", "the library's PyTorch replacement dispatches new ops: trace again before "
+     "working around fallbacks"),
+    ("kernel", "unsupported-ops", "the kernel's replacement dispatches new ops: trace again before providing "
+     "missing ones"),
+    ("kernel", "cpu-fallback", "the kernel's replacement dispatches new ops: trace again before working around "
+     "fallbacks"),
+    ("kernel", "torch-compile", "a CUDA or Triton kernel in the model stops `torch.compile(backend=\"neuron\")` "
+     "from capturing it"),
+    ("library", "torch-compile", "a CUDA-only library's kernels in the model stop `torch.compile(backend=\"neuron\")` "
+     "from capturing it"),
+    ("cuda-graphs", "torch-compile", "with CUDA-graph capture removed, `torch.compile(backend=\"neuron\")` is "
+     "the compiled path left"),
+)
 
-def dependencies(stages: dict[str, str]) -> dict[str, tuple[str, ...]]:
-    """For each task id (-> its stage), the ids of the tasks of the nearest earlier populated stage."""
-    order = list(STAGES)
-    by_stage: dict[int, list[str]] = {}
-    for task_id, stage in stages.items():
-        by_stage.setdefault(order.index(stage), []).append(task_id)
-    out: dict[str, tuple[str, ...]] = {}
-    for task_id, stage in stages.items():
-        earlier = [i for i in by_stage if i < order.index(stage)]
-        out[task_id] = tuple(sorted(by_stage[max(earlier)])) if earlier else ()
+
+def dependencies(kinds: dict[str, str]) -> dict[str, tuple[tuple[str, str], ...]]:
+    """For each task id (-> its kind id), the (task id, reason) pairs that must come first, sorted."""
+    by_kind: dict[str, list[str]] = {}
+    for task_id, kind in kinds.items():
+        by_kind.setdefault(kind, []).append(task_id)
+    out: dict[str, tuple[tuple[str, str], ...]] = {}
+    for task_id, kind in kinds.items():
+        deps: dict[str, str] = {}
+        for before, after, reason in EDGES:
+            if after == kind:
+                for other in by_kind.get(before, ()):
+                    if other != task_id:
+                        deps.setdefault(other, reason)
+        out[task_id] = tuple(sorted(deps.items()))
     return out
 
 
 def graph(tasks: tuple[Task, ...] | list[Task]) -> nx.DiGraph:
-    """The task graph: an edge a -> b means a must be done before b."""
+    """The task graph: an edge a -> b (attribute `reason`) means a must be done before b."""
     g = nx.DiGraph()
     for task in tasks:
         g.add_node(task.id)
     for task in tasks:
         for dep in task.depends_on:
-            g.add_edge(dep, task.id)
+            g.add_edge(dep, task.id, reason=task.reason_for(dep))
     return g
 
 

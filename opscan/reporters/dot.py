@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from opscan.model import Report
-from opscan.reporters.tasklist import PRIORITY, effort
+from opscan.reporters.tasklist import PRIORITY, task_effort
 
 _COLOUR = {1: "#f4cccc", 2: "#fff2cc", 3: "#d9ead3"}
 
@@ -24,10 +24,12 @@ def render(report: Report, out: TextIO) -> None:
              '  node [shape=box, style="rounded,filled", fontname="Helvetica"];']
     for task in report.tasks:
         label = _escape(task.title) + "\\n" + \
-            f"{PRIORITY.get(task.priority, '?')} · {effort(task.effort_hours, report.hours_per_day)}"
+            f"{PRIORITY.get(task.priority, '?')} · {task_effort(task, report.hours_per_day)}"
         lines.append(f'  {_quote(task.id)} [label="{label}", fillcolor="{_COLOUR.get(task.priority, "#ffffff")}"];')
     for task in report.tasks:
         for dep in task.depends_on:
-            lines.append(f"  {_quote(dep)} -> {_quote(task.id)};")
+            reason = task.reason_for(dep)
+            label = f" [tooltip={_quote(reason)}]" if reason else ""
+            lines.append(f"  {_quote(dep)} -> {_quote(task.id)}{label};")
     lines.append("}")
     out.write("\n".join(lines) + "\n")

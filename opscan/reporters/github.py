@@ -117,9 +117,10 @@ def render(report: Report, out: TextIO) -> None:
                      f"{'y' if len(report.baseline.stale) == 1 else 'ies'} in {report.baseline.path} "
                      "(fixed since; re-run `opscan baseline` to drop them):")
         lines.extend(f"  {entry}" for entry in report.baseline.stale)
-    total = sum(t.effort_hours for t in report.tasks)
+    totals = report.effort
     known = f", {report.baseline.known} known (baseline)" if report.baseline is not None else ""
     lines.append(f"opscan: {len(report.findings)} {'new ' if known else ''}finding(s){known}, "
                  f"{sum(len(t.sites) for t in report.tasks)} site(s) in {len(report.tasks)} port task(s), "
-                 f"{total / (report.hours_per_day or 8.0):.1f} engineer-days")
+                 f"{totals.days(totals.likely_hours):.1f} engineer-days likely "
+                 f"({totals.days(totals.low_hours):.1f}-{totals.days(totals.high_hours):.1f})")
     out.write("\n".join(lines) + "\n")

@@ -127,8 +127,12 @@ def _task(task: Task) -> dict:
         "sources": list(task.sources),
         "priority": task.priority,
         "effort_hours": task.effort_hours,
+        "effort_low_hours": task.effort_range[0],
+        "effort_high_hours": task.effort_range[2],
+        "sized": task.sized,
         "effort_basis": task.effort_basis,
         "depends_on": list(task.depends_on),
+        "depends_reasons": [task.reason_for(dep) for dep in task.depends_on],
         "ops": list(task.ops),
         "sites": [
             {"path": s.path, "line": s.line, "column": s.column, **({"cell": s.cell} if s.cell else {})}
@@ -143,6 +147,7 @@ def summary(report: Report) -> dict:
     by_severity = Counter(f.severity for f in report.findings)
     by_status = Counter(c.status for c in report.coverage)
     ops = merge_ops(report.traces)
+    totals = report.effort
     out = {
         "files_scanned": report.files_scanned,
         "findings": len(report.findings),
@@ -153,8 +158,11 @@ def summary(report: Report) -> dict:
         "custom_ops": sum(1 for usage, _ in ops if usage.custom),
         "tasks": len(report.tasks),
         "sites": sum(len(t.sites) for t in report.tasks),   # NOTE [sites] in opscan/verdict.py
-        "effort_hours": round(sum(t.effort_hours for t in report.tasks), 2),
-        "effort_days": round(sum(t.effort_hours for t in report.tasks) / (report.hours_per_day or 8.0), 2),
+        "effort_hours": totals.likely_hours,
+        "effort_days": round(totals.days(totals.likely_hours), 2),
+        "effort_low_hours": totals.low_hours,
+        "effort_high_hours": totals.high_hours,
+        "unsized_tasks": list(totals.unsized),
     }
     return out
 

@@ -6,7 +6,7 @@ from collections import Counter
 from typing import TextIO
 
 from opscan.model import Report
-from opscan.reporters.tasklist import PRIORITY, effort, sites_by_file, total
+from opscan.reporters.tasklist import PRIORITY, sites_by_file, task_effort, total
 
 MAX_SITE_FILES = 50   # beyond this many files a task lists the count only
 # GitHub alert per verdict kind: only "ready" is shown without a caution.
@@ -26,12 +26,12 @@ def _mermaid(report: Report) -> list[str]:
     ids = {task.id: f"t{i}" for i, task in enumerate(report.tasks, 1)}
     lines = ["```mermaid", "graph TD"]
     for task in report.tasks:
-        size = effort(task.effort_hours, report.hours_per_day)
+        size = task_effort(task, report.hours_per_day)
         label = f"{task.title}<br/>{PRIORITY.get(task.priority, '?')} · {size}"
         lines.append(f'  {ids[task.id]}["{_mermaid_label(label)}"]')
     for task in report.tasks:
         for dep in task.depends_on:
-            if dep in ids:
+            if dep in ids:   # the reason of each edge is listed under the task's "After"
                 lines.append(f"  {ids[dep]} --> {ids[task.id]}")
     for priority, colour in ((1, "#f4cccc"), (2, "#fff2cc"), (3, "#d9ead3")):
         members = [ids[t.id] for t in report.tasks if t.priority == priority]
@@ -46,11 +46,14 @@ def _task_section(index: int, report: Report) -> list[str]:
     task = report.tasks[index]
     lines = [f"### {index + 1}. {task.title}", "",
              f"- **Priority:** {PRIORITY.get(task.priority, '?')} ({task.priority})",
-             f"- **Effort:** {effort(task.effort_hours, report.hours_per_day)} — {task.effort_basis}",
+             f"- **Effort:** {task_effort(task, report.hours_per_day)} — {task.effort_basis}",
              f"- **What:** {task.action}",
              f"- **Why:** {task.why}" + "".join(f" ([source]({url}))" for url in task.sources)]
     if task.depends_on:
-        lines.append("- **After:** " + ", ".join(f"`{d}`" for d in task.depends_on))
+        lines.append("- **After:**")
+        for dep in task.depends_on:
+            reason = task.reason_for(dep)
+            lines.append(f"  - `{dep}`" + (f": {reason}" if reason else ""))
     if task.ops:
         lines.append("- **Ops:** " + ", ".join(f"`{op}`" for op in task.ops))
     files = sites_by_file(task)
@@ -94,12 +97,15 @@ def render(report: Report, out: TextIO) -> None:
     if not report.tasks:
         lines += ["No port work found.", ""]
     else:
-        lines += [f"Total: **{total(report.tasks, report.hours_per_day)}** "
-                  f"({sum(t.effort_hours for t in report.tasks):g} h at {report.hours_per_day:g} h per day).", "",
-                  "| # | task | priority | effort | sites |", "|---|---|---|---|---|"]
+        totals = report.effort
+        lines += [f"Total: **{total(report)}** ({totals.likely_hours:g} h likely, {totals.low_hours:g}-"
+                  f"{totals.high_hours:g} h, at {report.hours_per_day:g} h per day).", ""]
+        if totals.unsized:
+            lines += ["Not sized (no catalog entry): " + ", ".join(f"`{t}`" for t in totals.unsized) + ".", ""]
+        lines += ["| # | task | priority | effort (likely, range) | sites |", "|---|---|---|---|---|"]
         for i, task in enumerate(report.tasks, 1):
             lines.append(f"| {i} | {_cell(task.title)} | {PRIORITY.get(task.priority, '?')} | "
-                         f"{effort(task.effort_hours, report.hours_per_day)} | {len(task.sites)} |")
+                         f"{task_effort(task, report.hours_per_day)} | {len(task.sites)} |")
         lines += ["", "Order of work (an arrow means \"before\"):", ""] + _mermaid(report) + [""]
         for i in range(len(report.tasks)):
             lines += _task_section(i, report)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from opscan.model import Location, Task
+from opscan.model import Location, Report, Task
 
 PRIORITY = {1: "blocker", 2: "every step", 3: "one-off"}
 
@@ -14,10 +14,34 @@ def effort(hours: float, hours_per_day: float = 8.0) -> str:
     return f"{hours / hours_per_day:.1f} d"
 
 
-def total(tasks: tuple[Task, ...], hours_per_day: float = 8.0) -> str:
-    """Total effort as engineer-days."""
-    days = sum(t.effort_hours for t in tasks) / (hours_per_day or 8.0)
-    return f"{days:.1f} engineer-days"
+def _span(low: float, likely: float, high: float, hours_per_day: float) -> str:
+    """`2.6-7.2 h`, `1.1-3.6 d`: in the unit the likely value is shown in."""
+    if likely < hours_per_day:
+        return f"{round(low, 1):g}-{round(high, 1):g} h"
+    return f"{low / hours_per_day:.1f}-{high / hours_per_day:.1f} d"
+
+
+def task_effort(task: Task, hours_per_day: float = 8.0) -> str:
+    """A task's likely effort with its range: `2.6 d (1.4-4.8 d)`; `not sized` when it has none."""
+    if not task.sized:
+        return "not sized"
+    low, likely, high = task.effort_range
+    if low == likely == high:
+        return effort(likely, hours_per_day)
+    return f"{effort(likely, hours_per_day)} ({_span(low, likely, high, hours_per_day)})"
+
+
+def total(report: Report) -> str:
+    """Total effort: `9.9 engineer-days likely (6.1-17.3)`, plus the tasks that are not sized."""
+    totals = report.effort
+    days = totals.days
+    text = f"{days(totals.likely_hours):.1f} engineer-days likely"
+    if totals.low_hours != totals.high_hours:
+        text += f" ({days(totals.low_hours):.1f}-{days(totals.high_hours):.1f})"
+    if totals.unsized:
+        n = len(totals.unsized)
+        text += f" + {n} task{'s' * (n != 1)} not sized"
+    return text
 
 
 def site(location: Location) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from opscan.errors import TargetError
-from opscan.trace.targets import Built, build_empty, read_json
+from opscan.trace.targets import Built, build_empty, first_line, read_json
 
 DEFAULT_BATCH = 2
 DEFAULT_SEQ_LEN = 128
@@ -66,14 +66,14 @@ def load_config(path_text: str, trust_remote_code: bool = False):
             config = transformers.AutoConfig.from_pretrained(str(path.parent), trust_remote_code=True,
                                                              local_files_only=True)
         except Exception as exc:  # noqa: BLE001 - the folder's own code failed
-            raise TargetError(f"the folder's configuration code failed: {type(exc).__name__}: {exc}"
+            raise TargetError(f"the folder's configuration code failed: {type(exc).__name__}: {first_line(exc)}"
                               .splitlines()[0], path=str(path)) from None
         return config, path
     data = {k: v for k, v in data.items() if k != "model_type"}
     try:
         config = transformers.AutoConfig.for_model(model_type, **data)
     except (ValueError, KeyError) as exc:
-        raise TargetError(f"transformers {transformers.__version__} cannot read this config: {exc}"
+        raise TargetError(f"transformers {transformers.__version__} cannot read this config: {first_line(exc)}"
                           .splitlines()[0], path=str(path)) from None
     return config, path
 
@@ -113,7 +113,7 @@ def build_hf(path_text: str, *, batch: int | None, seq_len: int | None,
         try:
             model = build_empty(lambda: make(config))
         except Exception as exc:  # noqa: BLE001 - report any construction failure as one line
-            raise TargetError(f"building {cls.__name__} failed: {type(exc).__name__}: {exc}"
+            raise TargetError(f"building {cls.__name__} failed: {type(exc).__name__}: {first_line(exc)}"
                               .splitlines()[0], path=str(path)) from None
     kwargs = task_inputs(model, config, batch or DEFAULT_BATCH, seq_len)
     # serving computes no loss; seq2seq heads still need labels to make their decoder inputs

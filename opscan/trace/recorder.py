@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter, defaultdict
 
 import torch
@@ -12,7 +13,7 @@ from torch.utils._pytree import tree_leaves
 from opscan.model import PHASES, OpSource, OpUsage, StandIn
 from opscan.trace import fakes
 from opscan.trace.sources import SourceFinder
-from opscan.trace.standins import STAND_IN_OPS, stand_in
+from opscan.trace.standins import ALL_OPS, covers, resplit, stand_in
 
 # Namespaces PyTorch itself defines; anything else was registered by user or third-party code.
 TORCH_NAMESPACES = frozenset({
@@ -50,6 +51,7 @@ class Recorder(TorchDispatchMode):
         self.last: tuple[str, OpSource | None] | None = None
         self.pending: tuple[str, OpSource | None] | None = None
         self._fwd_sources: dict[int, OpSource] = {}
+        self._all_outputs: dict[int, weakref.ref] = {}   # outputs of ALL_OPS, by id
 
     # -- module tracking (global forward hooks installed by the runner) --
     def enter_module(self, module, args) -> None:
@@ -96,8 +98,9 @@ class Recorder(TorchDispatchMode):
         try:
             out = func(*args, **kwargs)
         except (DataDependentOutputException, DynamicOutputShapeException):
-            out, kind, value = stand_in(func, args, kwargs)
+            out, kind, value = stand_in(func, args, kwargs, self._from_all(args))
             self._count_stand_in(name, kind, value, source)
+            return out
         except (RuntimeError, NotImplementedError):
             if func in fakes.SUPPLIED:  # PyTorch's fake kernel is stricter than the real ones
                 out = fakes.supply(func, args, kwargs)
@@ -105,11 +108,26 @@ class Recorder(TorchDispatchMode):
                     raise
                 self.supplied.add(_canonical(name))
                 return out
-            if not (self.device_type == "meta" and func.overloadpacket in STAND_IN_OPS):
+            # sizes made from stand-in values (see NOTE [split sizes from stand-ins])
+            resplit_out = resplit(func, args, kwargs) if self.stand_ins else None
+            if resplit_out is not None:
+                out, kind, value = resplit_out
+                self._count_stand_in(name, kind, value, source)
+                return out
+            if not (self.device_type == "meta" and covers(func, args)):
                 raise
-            out, kind, value = stand_in(func, args, kwargs)
+            out, kind, value = stand_in(func, args, kwargs, self._from_all(args))
             self._count_stand_in(name, kind, value, source)
+            return out
+        if func.overloadpacket in ALL_OPS and isinstance(out, torch.Tensor):
+            self._all_outputs[id(out)] = weakref.ref(out)
         return out
+
+    def _from_all(self, args) -> bool:
+        """Whether the first argument is the output of an `all` (its stand-in is True)."""
+        first = args[0] if args else None
+        ref = self._all_outputs.get(id(first))
+        return ref is not None and ref() is first
 
     def _count_stand_in(self, name, kind, value, source) -> None:
         key = (name, kind, value, source)

@@ -188,6 +188,8 @@ class _Tracer:
             if retry.complete:
                 retry.retried = f"use_cache=False (with its cache the step stopped: {stopped.split('; try:')[0]})"
                 return retry
+            # both stops are the answer: the cache's first, then where the step without it stopped
+            result.stopped_at = f"{stopped}; with use_cache=False: {retry.stopped_at.split('; try:')[0]}"
         return result
 
     def _step(self, mode, recorder, opt, amp, extra) -> str:
@@ -223,11 +225,17 @@ CACHE_CODE = (os.path.join("transformers", "cache_utils.py"),)
 
 
 def _accepts(model, name: str) -> bool:
+    """Whether model(..., name=...) is a keyword its forward (or, through **kwargs, its base model's) takes."""
     try:
         params = inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
         return False
-    return name in params
+    if name in params:
+        return True
+    # a transformers head that passes **kwargs on to its base model (GraniteMoeHybridForCausalLM)
+    base = getattr(model, "base_model", None)
+    forwards_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return forwards_kwargs and isinstance(base, nn.Module) and base is not model and _accepts(base, name)
 
 
 class _Result:

@@ -4,7 +4,8 @@ NOTE [stand-ins]
 A fake tensor has no values, so `.item()` (aten::_local_scalar_dense) and ops whose output shape
 depends on values (nonzero, masked_select, unique, ...) cannot be computed. Instead of ending the
 trace, opscan invents a value: False for a bool (so `if torch.isnan(x).any(): raise` does not
-raise), 1 for an integer, 1.0 for a float, and the largest possible shape for dynamic outputs (so
+raise) except True for the result of an `all` (`if not torch.isfinite(x).all(): ...`,
+torch.distributions' argument validation: the value a healthy run sees), 1 for an integer, 1.0 for a float, and the largest possible shape for dynamic outputs (so
 every MoE expert and every selected element is exercised). Each stand-in is counted and reported
 with its source line: a branch taken on a stand-in may differ from the real run.
 """
@@ -26,13 +27,32 @@ def _upper_bound_rows(x: torch.Tensor) -> int:
     return int(x.numel())
 
 
-def stand_in(func, args, kwargs):
-    """Return (output, kind, value) for a data-dependent op; raise TraceError if unknown."""
+def covers(func, args) -> bool:
+    """Whether stand_in() knows this call (the meta device raises plain errors for these)."""
+    packet = func.overloadpacket
+    if packet is aten.index:
+        return len(args) > 1 and any(_is_mask(i) for i in args[1])
+    return packet in STAND_IN_OPS
+
+
+def _is_mask(index) -> bool:
+    return isinstance(index, torch.Tensor) and index.dtype in (torch.bool, torch.uint8)
+
+
+# Ops whose boolean result a healthy run sees True (see NOTE [stand-ins]).
+ALL_OPS = (aten.all, aten._is_all_true)
+
+
+def stand_in(func, args, kwargs, from_all: bool = False):
+    """Return (output, kind, value) for a data-dependent op; raise TraceError if unknown.
+
+    `from_all`: the tensor whose `.item()` is asked for is the output of one of ALL_OPS.
+    """
     packet = func.overloadpacket
     if packet is aten._local_scalar_dense:
         dtype = args[0].dtype
         if dtype == torch.bool:
-            return False, "item", "False"
+            return (True, "item", "True (all)") if from_all else (False, "item", "False")
         if dtype.is_floating_point or dtype.is_complex:
             return 1.0, "item", "1.0"
         return 1, "item", "1"
@@ -55,9 +75,42 @@ def stand_in(func, args, kwargs):
         if packet is aten._unique:
             return (values, idx), "dynamic-shape", f"upper bound {n} values"
         return (values, idx, counts), "dynamic-shape", f"upper bound {n} values"
+    if packet is aten.index and any(_is_mask(i) for i in args[1]):
+        # x[mask]: each boolean mask becomes the long indices of its every element (all selected)
+        x, indices = args[0], args[1]
+        rows = max(i.numel() for i in indices if _is_mask(i))
+        longs = []
+        for index in indices:
+            if _is_mask(index):
+                longs.extend(torch.empty((index.numel(),), dtype=torch.long, device=index.device)
+                             for _ in range(index.dim()))
+            else:
+                longs.append(index)
+        return func(x, longs), "dynamic-shape", f"upper bound {rows} rows (boolean mask)"
     if packet is aten.repeat_interleave and isinstance(args[0], torch.Tensor):
         repeats = args[0]
         size = kwargs.get("output_size") or repeats.numel()
         return torch.empty((size,), dtype=repeats.dtype, device=repeats.device), \
             "dynamic-shape", f"{size} elements"
     raise TraceError(f"{func.name()} has a data-dependent output opscan has no stand-in for")
+
+
+# NOTE [split sizes from stand-ins]
+# Eager MoE code counts the tokens per expert and splits by the counts:
+# `x.split(counts.tolist())`. The counts' `.item()`s are stand-ins (1 each), so the sizes no longer
+# add up to the rows and split_with_sizes refuses. When a split's sizes do not add up after stand-in
+# values were used, the split is traced with the sizes scaled to the rows (each part keeps its share,
+# the last takes the remainder): every part, and so every expert, is exercised, as with the
+# upper-bound shapes above. It is counted like any stand-in.
+def resplit(func, args, kwargs):
+    """(output, kind, value) of a split_with_sizes whose sizes (from stand-ins) do not add up, or None."""
+    if func is not aten.split_with_sizes.default:
+        return None
+    x, sizes = args[0], list(args[1])
+    dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+    rows, total = x.shape[dim], sum(sizes)
+    if not sizes or total <= 0 or total == rows or any(s < 0 for s in sizes):
+        return None
+    scaled = [rows * s // total for s in sizes[:-1]]
+    scaled.append(rows - sum(scaled))
+    return func(x, scaled, dim), "split-sizes", f"scaled to {rows} rows"

@@ -48,6 +48,11 @@ class Built:
 LARGE_BYTES = 64 * 2**20
 
 
+def first_line(exc: BaseException) -> str:
+    """The first non-blank line of an exception's message (transformers' ImportErrors start with a newline)."""
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+
+
 class LargeOnMeta(TorchFunctionMode):
     """Makes tensor factory calls of LARGE_BYTES or more on the CPU allocate on `meta` instead."""
 
@@ -167,7 +172,7 @@ def _import_file(path: Path, project_root: str | None):
     except SyntaxError as exc:
         raise TargetError(f"syntax error: {exc.msg}", path=str(path), line=exc.lineno) from None
     except Exception as exc:  # noqa: BLE001 - any failure of user code is reported as one line
-        raise TargetError(f"importing it failed: {type(exc).__name__}: {exc}".splitlines()[0],
+        raise TargetError(f"importing it failed: {type(exc).__name__}: {first_line(exc)}".splitlines()[0],
                           path=str(path), line=_user_line(exc, str(path))) from None
     return module
 
@@ -197,9 +202,9 @@ def _resolve(target: str, project_root: str | None):
         try:
             module = importlib.import_module(where)
         except ImportError as exc:
-            raise TargetError(f"cannot import module {where!r}: {exc}".splitlines()[0]) from None
+            raise TargetError(f"cannot import module {where!r}: {first_line(exc)}".splitlines()[0]) from None
         except Exception as exc:  # noqa: BLE001
-            raise TargetError(f"importing module {where!r} failed: {type(exc).__name__}: {exc}"
+            raise TargetError(f"importing module {where!r} failed: {type(exc).__name__}: {first_line(exc)}"
                               .splitlines()[0]) from None
         label = where
     obj = module
@@ -230,9 +235,9 @@ def _build_object(target: str, *, batch, seq_len, project_root) -> Built:
     try:
         result = build_empty(lambda: obj(**kwargs))
     except TypeError as exc:
-        raise TargetError(f"{target}: calling it failed: {exc}".splitlines()[0]) from None
+        raise TargetError(f"{target}: calling it failed: {first_line(exc)}".splitlines()[0]) from None
     except Exception as exc:  # noqa: BLE001
-        raise TargetError(f"{target}: building the model failed: {type(exc).__name__}: {exc}"
+        raise TargetError(f"{target}: building the model failed: {type(exc).__name__}: {first_line(exc)}"
                           .splitlines()[0]) from None
     if isinstance(result, nn.Module):
         return Built(result, description=label)
@@ -288,7 +293,7 @@ def _build_timm(name: str, *, batch, project_root: str | None = None) -> Built:
         import timm
     except Exception as exc:  # noqa: BLE001 - timm raises various errors when torchvision is absent
         raise TargetError(f"timm:{name} needs timm and torchvision matching this torch "
-                          f"({type(exc).__name__}: {exc})".splitlines()[0]
+                          f"({type(exc).__name__}: {first_line(exc)})".splitlines()[0]
                           + "; install them, e.g. pip install timm torchvision==<the matching version>"
                           ) from None
     if arch not in timm.list_models() and arch.split(".")[0] not in timm.list_models():
@@ -296,7 +301,7 @@ def _build_timm(name: str, *, batch, project_root: str | None = None) -> Built:
     try:
         model = build_empty(lambda: timm.create_model(arch, pretrained=False, **extra))
     except Exception as exc:  # noqa: BLE001
-        raise TargetError(f"timm:{name}: building the model failed: {exc}".splitlines()[0]) from None
+        raise TargetError(f"timm:{name}: building the model failed: {first_line(exc)}".splitlines()[0]) from None
     cfg = folder_cfg if "input_size" in folder_cfg else \
         getattr(model, "pretrained_cfg", None) or getattr(model, "default_cfg", {}) or {}
     channels, height, width = cfg.get("input_size", (3, 224, 224))

@@ -27,8 +27,10 @@ NO_SAVINGS = "no savings on these inputs"
 class Effort:
     """The engineering time of the port and where it came from."""
 
-    hours: Decimal
+    hours: Decimal               # the likely effort: what the cost and the verdict use
     basis: str                   # e.g. "3 weeks x 35 h/week" or "port-task list in report.json"
+    low: Decimal | None = None   # the range of the port-task list (None: given as one figure)
+    high: Decimal | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,22 @@ class Payback:
     monthly_saving: Decimal
     breakeven_months: Decimal | None     # exact; None when the saving is not positive
     verdict: str
+
+    @property
+    def port_cost_range(self) -> tuple[Decimal, Decimal] | None:
+        """Port cost at the low and high effort; None when the effort has no range."""
+        if self.effort.low is None or self.effort.high is None:
+            return None
+        return self.effort.low * self.rate, self.effort.high * self.rate
+
+    @property
+    def breakeven_range(self) -> tuple[Decimal, Decimal] | None:
+        """Break-even months at the low and high effort (rounded to a tenth); None without a range
+        or without a saving."""
+        costs = self.port_cost_range
+        if costs is None or self.monthly_saving <= 0:
+            return None
+        return tuple((c / self.monthly_saving).quantize(TENTH, rounding=ROUND_HALF_UP) for c in costs)
 
     @property
     def breakeven_rounded(self) -> Decimal | None:
@@ -85,7 +103,8 @@ def effort_from_weeks(weeks: Decimal, hours_per_week: Decimal) -> Effort:
 
 
 def effort_from_report(path: str | Path) -> Effort:
-    """Effort from an `opscan --format json` report: summary.effort_hours (the port-task list)."""
+    """Effort from an `opscan --format json` report: summary.effort_hours (the likely effort of the
+    port-task list) and, when the report has them, summary.effort_low_hours / effort_high_hours."""
     name = str(path)
     doc = load_report(path)
     summary = doc.get("summary") if isinstance(doc, dict) else None
@@ -99,8 +118,20 @@ def effort_from_report(path: str | Path) -> Effort:
     tasks = summary.get("tasks")
     count = f"{tasks} task(s), " if isinstance(tasks, int) else ""
     days = money(value / HOURS_PER_DAY)
-    return Effort(value, f"port-task list in {name}: {count}{_plain(value)} h "
-                  f"= {_plain(days)} engineer-days of {_plain(HOURS_PER_DAY)} h")
+    low, high = (summary.get(key) for key in ("effort_low_hours", "effort_high_hours"))
+    ranged = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high))
+    low_d, high_d = (Decimal(str(low)), Decimal(str(high))) if ranged else (None, None)
+    if ranged and not low_d <= value <= high_d:
+        raise InputError(f"summary.effort_low_hours..effort_high_hours ({low}..{high}) does not contain "
+                         f"effort_hours ({hours})", name)
+    basis = (f"port-task list in {name}: {count}{_plain(value)} h likely "
+             f"= {_plain(days)} engineer-days of {_plain(HOURS_PER_DAY)} h")
+    if ranged:
+        basis += f" (range {_plain(low_d)}-{_plain(high_d)} h)"
+    unsized = summary.get("unsized_tasks")
+    if isinstance(unsized, list) and unsized:
+        basis += f"; not sized, so not counted: {', '.join(map(str, unsized))}"
+    return Effort(value, basis, low_d, high_d)
 
 
 def compute(effort: Effort, rate: Decimal, monthly_now: Decimal, monthly_after: Decimal,
@@ -138,6 +169,12 @@ def to_dict(result: Payback) -> dict:
         "rate": float(result.rate),
         "monthly_now": float(result.monthly_now),
         "monthly_after": float(result.monthly_after),
+        "effort_low_hours": None if result.effort.low is None else float(result.effort.low),
+        "effort_high_hours": None if result.effort.high is None else float(result.effort.high),
+        "port_cost_range": None if result.port_cost_range is None
+        else [float(money(c)) for c in result.port_cost_range],
+        "breakeven_months_range": None if result.breakeven_range is None
+        else [float(m) for m in result.breakeven_range],
     }
 
 

@@ -10,7 +10,9 @@ from pathlib import Path
 from opscan.model import ModelTrace, OpSource, OpUsage, StandIn
 from opscan.zoo.jobs import Outcome
 
-CACHE_FORMAT = 2   # 2: traces carry supplied_fakes; older traces stopped where opscan now supplies a kernel
+# 2: traces carry supplied_fakes; older traces stopped where opscan now supplies a kernel
+# 3: outcomes carry error_types, rows their stop class; stand-ins for boolean masks, all() and split sizes
+CACHE_FORMAT = 3
 # Outcomes that depend on the limits or the machine's load are traced again on the next run.
 UNCACHED = frozenset({"timeout", "out-of-memory", "crash"})
 
@@ -71,14 +73,15 @@ class Cache:
         if data is None:
             return None
         trace = trace_from_dict(data["trace"]) if data.get("trace") else None
-        return Outcome(data["name"], data["status"], trace, data["error"], data["seconds"])
+        return Outcome(data["name"], data["status"], trace, data["error"], data["seconds"],
+                       tuple(data.get("error_types", ())))
 
     def put_outcome(self, key: str, outcome: Outcome) -> None:
         if outcome.status in UNCACHED:
             return
         self._write(self.root / "traces" / f"{key}.json", {
             "name": outcome.name, "status": outcome.status, "error": outcome.error,
-            "seconds": outcome.seconds,
+            "seconds": outcome.seconds, "error_types": list(outcome.error_types),
             "trace": trace_to_dict(outcome.trace) if outcome.trace else None})
 
     def get_row(self, key: str, release_key: str) -> dict | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from opscan.zoo import upstream
 from opscan.zoo.selection import ZooTarget, hash_bytes
 
 # NOTE [shrinking layers]
@@ -153,9 +152,8 @@ def write_default_config(model_type: str, class_name: str, family: str, config_d
         data = config.to_dict()
     except Exception as exc:  # noqa: BLE001 - any failure is this model's row, not the run's end
         text = f"default config cannot be built: {type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
-        bug = upstream.known(model_type, "config")
-        return ZooTarget(name=model_type, target=f"hf:{folder}", family=family,
-                         error=f"{text}; {upstream.explain(bug)}" if bug else text)
+        return ZooTarget(name=model_type, target=f"hf:{folder}", family=family, error=text,
+                         model_type=model_type)
     config, note = _class_config(config, class_name)
     data = config.to_dict()
     if class_name:
@@ -172,4 +170,5 @@ def write_default_config(model_type: str, class_name: str, family: str, config_d
     if not path.is_file() or path.read_text(encoding="utf-8") != text:
         path.write_text(text, encoding="utf-8")
     return ZooTarget(name=model_type, target=f"hf:{folder}", family=family,
-                     config_hash=hash_bytes(text.encode()), note=note)
+                     config_hash=hash_bytes(text.encode()), note=note,
+                     model_type=str(data.get("model_type") or model_type))

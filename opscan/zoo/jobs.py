@@ -48,6 +48,7 @@ class Outcome:
     trace: ModelTrace | None = None
     error: str = ""
     seconds: float = 0.0           # build + trace time inside the child (wall time to the kill if it died)
+    error_types: tuple[str, ...] = ()   # "build-error" / "trace-error": the exception's class names, bases included
 
 
 def tracer_spec(tracer: str | Callable) -> str:
@@ -75,7 +76,7 @@ def outcome(name: str, ended: Ended, limits: Limits) -> Outcome:
     cap = format_size(ended.max_memory) + (" (an existing limit)" if ended.clamped else "")
     if ended.how == "raised":
         kind = "build-error" if set(BUILD_ERRORS) & set(ended.error_types) else "trace-error"
-        return Outcome(name, kind, None, ended.error + _at(ended.where), seconds)
+        return Outcome(name, kind, None, ended.error + _at(ended.where), seconds, tuple(ended.error_types))
     if ended.how == "out-of-memory":
         return Outcome(name, "out-of-memory", None, f"{ended.error} [{_asked(ended.error)}memory cap {cap}]",
                        seconds)

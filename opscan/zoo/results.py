@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from opscan.model import PHASES, VERDICT_KINDS, Coverage, ModelTrace, Report
+from opscan.zoo import upstream
 from opscan.zoo.jobs import Outcome
 from opscan.zoo.selection import ZooTarget
 
@@ -18,6 +19,24 @@ VERDICTS: dict[str, str] = {
 }
 VERDICT_ORDER = tuple(VERDICTS)
 INFERENCE_ONLY = "I"
+
+# NOTE [stop classes]
+# Every row that is not `ok` carries the class of its stop (`Row.stop`), judged from structured
+# data, never from message text, in this order: a known transformers bug of the default config
+# (opscan/zoo/upstream.py: the row's error gains a one-line reproduction without opscan), a
+# missing package (the build raised ImportError), a limit (timeout, memory cap, crash), stand-in
+# values used before the stop (data-dependent control flow or shapes), else opscan's own gap
+# (a bug or a missing feature to fix: every such row is one to look at).
+STOPS: dict[str, str] = {
+    "transformers-bug": "transformers itself fails on this default config (reproduction in the row)",
+    "missing-package": "the model needs a package that is not installed",
+    "limit": "the time or memory limit stopped it, or its process died",
+    "data-dependent": "control flow or shapes depend on tensor values (the stop came after stand-in values)",
+    "opscan": "none of the above: a gap in opscan (inputs it does not generate, a tracer bug, ...)",
+}
+LIMITS = ("timeout", "out-of-memory", "crash")
+# stage of a known transformers bug, by row status (opscan/zoo/upstream.py)
+_STAGES = {"build-error": "build", "partial": "step", "trace-error": "step"}
 
 
 @dataclass(frozen=True)
@@ -39,6 +58,7 @@ class Row:
     op_cells: dict[str, str] = field(default_factory=dict) # op -> "F", "FB", "FBO", ... phases seen
     seconds: float = 0.0
     cached: bool = False
+    stop: str = ""                             # STOPS: why a row is not ok ("" when it is)
 
     @property
     def native(self) -> int:
@@ -89,10 +109,12 @@ def build_row(target: ZooTarget, outcome: Outcome | None, coverage, cached: bool
     """Judge one outcome against `coverage` (an object with `.status(op) -> str`)."""
     base = {"name": target.name, "target": target.target, "family": target.family, "note": target.note}
     if outcome is None:  # could not even be prepared
-        return Row(**base, status="build-error", verdict="failed", error=target.error)
+        stop, error = classify(target, None, "build-error", target.error)
+        return Row(**base, status="build-error", verdict="failed", error=error, stop=stop)
+    stop, error = classify(target, outcome, outcome.status, outcome.error)
     if outcome.trace is None:
-        return Row(**base, status=outcome.status, verdict="failed", error=outcome.error,
-                   seconds=outcome.seconds, cached=cached)
+        return Row(**base, status=outcome.status, verdict="failed", error=error,
+                   seconds=outcome.seconds, cached=cached, stop=stop)
     trace = outcome.trace
     # what opscan did to finish the trace belongs to the row (see opscan/trace/fakes.py, runner.py)
     base["note"] = "; ".join(n for n in (target.note, *(f"fake kernel supplied by opscan for {op}"
@@ -108,10 +130,27 @@ def build_row(target: ZooTarget, outcome: Outcome | None, coverage, cached: bool
         cells[usage.op] = _cell(usage, trace)
     verdict = judge_trace(trace, coverage).kind
     stand_ins = tuple(sorted(f"{s.op} {s.kind}={s.value} x{s.count}" for s in trace.stand_ins))
-    return Row(**base, status=outcome.status, verdict=verdict, error=outcome.error,
+    return Row(**base, status=outcome.status, verdict=verdict, error=error, stop=stop,
                ops=len(trace.ops), counts=dict(sorted(counts.items())), blockers=tuple(sorted(blockers)),
                custom_ops=tuple(sorted(u.op for u in trace.ops if u.custom)), stand_ins=stand_ins,
                op_cells=dict(sorted(cells.items())), seconds=outcome.seconds, cached=cached)
+
+
+def classify(target: ZooTarget, outcome: Outcome | None, status: str, error: str) -> tuple[str, str]:
+    """(stop class, error) of a row (see NOTE [stop classes]); a known transformers bug extends the error."""
+    if status == "ok":
+        return "", error
+    if target.model_type:  # only default configs: a user's own config may fail for its own reasons
+        bug = upstream.known(target.model_type, "config" if outcome is None else _STAGES.get(status, ""))
+        if bug is not None:
+            return "transformers-bug", f"{error}; {upstream.explain(bug)}"
+    if outcome is not None and "ImportError" in outcome.error_types:
+        return "missing-package", error
+    if status in LIMITS:
+        return "limit", error
+    if outcome is not None and outcome.trace is not None and outcome.trace.stand_ins:
+        return "data-dependent", error
+    return "opscan", error
 
 
 def judge_trace(trace: ModelTrace, coverage):

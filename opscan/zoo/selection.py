@@ -21,6 +21,7 @@ class ZooTarget:
     config_hash: str = ""     # sha256 of what defines the model (config.json bytes, source file)
     note: str = ""            # e.g. "layers 32 -> 2"
     error: str = ""           # the model could not even be prepared (e.g. no default config)
+    model_type: str = ""      # a transformers default config's model_type (the sub-config's for a text config)
 
 
 def hash_bytes(data: bytes) -> str:

@@ -90,3 +90,34 @@ def test_trace_reports_the_64_bit_caveats_with_source_lines(run_cli, tmp_path, m
     ints = caveats["int64-narrowed"]
     assert {"aten::mul.Tensor", "aten::cumsum"} <= set(ints["ops"])
     assert any(s["path"].endswith("wide.py") and s["line"] == 11 for s in ints["sources"])
+    assert "wide.py:11" in ints["message"]   # the message (terminal, markdown, SARIF) names the line too
+
+
+GATHER = '''
+import torch
+from torch import nn
+
+class Pick(nn.Module):
+    def forward(self, x, idx):
+        return torch.gather(x, 0, idx).abs().sum()
+
+def build():
+    return Pick(), {"x": torch.randn(2, 3, dtype=torch.complex64), "idx": torch.zeros(2, 3, dtype=torch.long)}
+'''
+
+
+def test_trace_tells_a_known_failure_of_the_traced_dtype(run_cli, tmp_path, monkeypatch):
+    (tmp_path / "pick.py").write_text(GATHER)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli("trace", "pick.py:build", "--mode", "inference", "--backend",
+                             "torchneuron==2.33.0", "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    (failure,) = [c for c in data["caveats"] if c["kind"] == "known-failure"]
+    assert failure["ops"] == ["aten::gather"] and failure["dtypes"] == ["torch.complex64"]
+    assert failure["tests"] == ["TestScatterGather.test_gather_neuron_complex64"]
+    assert "pick.py:7" in failure["message"]
+    assert data["verdict"]["kind"] == "unknown" and "1 known failure" in data["verdict"]["headline"]
+    assert failure["message"] in data["verdict"]["details"]
+    gather = next(op for op in data["ops"] if op["op"] == "aten::gather")
+    assert gather["status"] == "limited"

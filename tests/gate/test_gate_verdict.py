@@ -59,9 +59,19 @@ def test_pre_release_source_is_likely_never_ready():
     assert judged.kind == "likely"
     assert judged.headline == ("likely — unverified: 1 op rests on pre-release source; "
                                "confirm with `opscan db probe`")
-    inferred = _report(coverage=(_cov("composite", Evidence("inferred", "decomposes")),
+    inferred = _report(coverage=(replace(_cov("composite", Evidence("inferred", "decomposes")), parts=("aten::x",)),
                                  _cov("native", DOCUMENTED, op="aten::relu")), baseline=None).verdict
     assert inferred.kind == "likely" and "1 op on opscan's inference only" in inferred.headline
+
+
+def test_a_view_that_reaches_no_backend_op_needs_no_verification():
+    """aten::detach decomposes into nothing the device runs: with probed kernels the model is ready."""
+    view = Coverage("aten::mm", "composite", (Evidence("inferred", "decomposes into no backend op"),), "high")
+    judged = _report(coverage=(view, _cov("native", PROBED, op="aten::relu")), baseline=None).verdict
+    assert (judged.kind, judged.headline) == ("ready", "ready")
+    bare = _report(coverage=(Coverage("aten::mm", "composite"), _cov("native", PROBED, op="aten::relu")),
+                   baseline=None).verdict
+    assert bare.kind == "likely"                 # a status without any evidence proves nothing
 
 
 def test_no_model_traced_says_what_was_checked_and_is_never_ready():

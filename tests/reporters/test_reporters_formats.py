@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -116,7 +117,14 @@ def test_github_escapes_properties_and_messages():
 
 def test_markdown_has_mermaid_graph_and_every_site():
     text = _render("markdown")
-    assert "```mermaid" in text and "t1 --> t3" in text
+    assert "```mermaid" in text
+    edges = [line.strip() for line in text.splitlines() if "-->" in line]
+    report = sample.report()
+    assert len(edges) == sum(len(t.depends_on) for t in report.tasks) > 0
+    # every edge's reason is listed under its task's "After"
+    after = [line for line in text.splitlines() if re.fullmatch(r"  - `[^`]+`: (?!lines? \d).+", line)]
+    assert len(after) == len(edges)
+    assert "- **After:**\n  - `device-agnostic`: the process-group backend" in text
     assert "`train.py`: lines 10, 12, 30" in text
     assert text.index("> **Verdict (blocked):") < text.index("## Port tasks") < text.index("## Findings")
 
@@ -134,7 +142,12 @@ def test_terminal_recap_repeats_the_verdict_with_the_total():
     out = io.StringIO()
     recap(sample.report(), Console(file=out, width=100, color_system=None))
     last = out.getvalue().splitlines()[-1]
-    assert last.startswith("✗ blocked by 5 CUDA-pinned sites") and "8 port task(s), 9.6 engineer-days" in last
+    report = sample.report()
+    totals = report.effort
+    shown = (f"8 port task(s), {totals.likely_hours / 8:.1f} engineer-days likely "
+             f"({totals.low_hours / 8:.1f}-{totals.high_hours / 8:.1f})")
+    assert last.startswith("✗ blocked by 5 CUDA-pinned sites") and shown in last
+    assert totals.low_hours < totals.likely_hours < totals.high_hours
 
 
 def test_op_results_only_at_project_files():

@@ -76,6 +76,31 @@ def test_effort_from_report(run_cli, tmp_path):
     assert "engineer-days of 8 h" in record["effort_basis"]
 
 
+def test_effort_range_from_report_likely_decides(run_cli, tmp_path):
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"summary": {"effort_hours": 52.5, "effort_low_hours": 30,
+                                              "effort_high_hours": 120, "tasks": 4, "unsized_tasks": ["library:x"]}}))
+    argv = ("payback", "--from", str(report), "--rate", "100", "--monthly-now", "5000", "--monthly-after", "4000")
+    code, out, err = run_cli(*argv, "--format", "json")
+    assert code == 0, err
+    record = json.loads(out)
+    assert record["port_cost"] == 5250 and record["verdict"] == "worth a pilot"       # the likely 52.5 h
+    assert record["effort_low_hours"] == 30 and record["effort_high_hours"] == 120
+    assert record["port_cost_range"] == [3000, 12000]
+    assert record["breakeven_months_range"] == [3.0, 12.0]                           # 3000/1000, 12000/1000
+    assert "range 30-120 h" in record["effort_basis"] and "library:x" in record["effort_basis"]
+    code, out, _ = run_cli(*argv)
+    assert code == 0 and "3,000-12,000" in out and "3.0-12.0 months" in out
+
+
+def test_report_range_must_contain_the_likely_value(run_cli, tmp_path):
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"summary": {"effort_hours": 52.5, "effort_low_hours": 60, "effort_high_hours": 80}}))
+    code, _, err = run_cli("payback", "--from", str(report), "--rate", "1", "--monthly-now", "2",
+                           "--monthly-after", "1")
+    assert code == 2 and "does not contain" in err
+
+
 @pytest.mark.parametrize("argv, cause", [
     (["--weeks", "-3"], "--weeks must be greater than 0"),
     (["--weeks", "0"], "--weeks must be greater than 0"),

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from opscan.model import Report
-from opscan.reporters.tasklist import PRIORITY, effort, sites_by_file, total
+from opscan.reporters.tasklist import PRIORITY, sites_by_file, task_effort, total
 
 _PRIORITY_STYLE = {1: "red", 2: "yellow", 3: "green"}
 
@@ -25,12 +25,12 @@ def section(report: Report, console: Console) -> None:
     """Print the task table; nothing when there are no tasks."""
     if not report.tasks:
         return
-    table = Table(title=Text(f"Port tasks — {total(report.tasks, report.hours_per_day)}", style="bold"),
+    table = Table(title=Text(f"Port tasks — {total(report)}", style="bold"),
                   title_justify="left", show_edge=False, pad_edge=False, expand=False)
     table.add_column("#", justify="right", style="dim")
     table.add_column("task", overflow="fold", ratio=1)
     table.add_column("priority", no_wrap=True)
-    table.add_column("effort", justify="right", no_wrap=True)
+    table.add_column("effort (range)", justify="right", no_wrap=True)
     for i, task in enumerate(report.tasks):
         body = Text(task.title.replace("`", ""))
         where = _where(report, i)
@@ -38,7 +38,7 @@ def section(report: Report, console: Console) -> None:
             body.append(f"\n{where}", style="dim")
         table.add_row(str(i + 1), body,
                       Text(PRIORITY.get(task.priority, "?"), style=_PRIORITY_STYLE.get(task.priority, "")),
-                      effort(task.effort_hours, report.hours_per_day))
+                      task_effort(task, report.hours_per_day))
     console.print(table)
     console.print(Text("  details: --format markdown (every site, why, sources), --format dot (graph)",
                        style="dim"))

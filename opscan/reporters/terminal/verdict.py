@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.text import Text
 
 from opscan.model import Report
+from opscan.reporters.tasklist import total
 
 # Only "ready" is green: "likely" (unverified evidence) and "unchecked" (half not checked) are cautions.
 STYLE = {"blocked": ("bold red", "✗"), "unknown": ("bold yellow", "?"), "fallback": ("bold yellow", "!"),
@@ -48,7 +49,6 @@ def recap(report: Report, console: Console) -> None:
     line = Text()
     line.append(f"{mark} {judged.headline}", style=style)
     if report.tasks:
-        days = sum(t.effort_hours for t in report.tasks) / (report.hours_per_day or 8.0)
-        line.append(f" — {len(report.tasks)} port task(s), {days:.1f} engineer-days", style="dim")
+        line.append(f" — {len(report.tasks)} port task(s), {total(report)}", style="dim")
     console.rule(style="dim")
     console.print(line, soft_wrap=True)

@@ -1,0 +1,250 @@
+"""The catalog of CUDA-only libraries and kernel families (libraries.yaml): strict loading and lookup.
+
+Loaded like the coverage database (opscan/db/loader.py): safe YAML, no duplicate keys, closed
+key sets and vocabularies, errors naming the file and line (CatalogError).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from opscan.errors import CatalogError
+from opscan.strict_yaml import YamlProblem, line_of, parse_yaml
+
+SCHEMA_VERSION = 1
+CATALOG_PATH = Path(__file__).with_name("libraries.yaml")
+SIZES = ("small", "medium", "large")
+
+_TOP = {"schema_version": True, "sizes": True, "libraries": True, "kernel_families": True}
+_LIBRARY = {"id": True, "packages": True, "size": True, "replacement": True, "why": True, "hours": True,
+            "call_site_minutes": True, "api": False, "sources": True}
+_PART = {"names": True, "size": True, "replacement": True, "why": True, "hours": True}
+_FAMILY = {"id": True, "rules": True, "replacement": True, "why": True, "factor": True, "sources": True}
+_RANGE = {"low": True, "likely": True, "high": True}
+
+
+@dataclass(frozen=True)
+class Range:
+    """low <= likely <= high, in the unit of the field that holds it."""
+
+    low: float
+    likely: float
+    high: float
+
+
+@dataclass(frozen=True)
+class ApiPart:
+    """A part of a library whose move differs from the rest (matched on the names a project imports)."""
+
+    names: tuple[str, ...]
+    size: str
+    replacement: str
+    why: str
+    hours: Range
+
+    def matches(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.names)
+
+
+@dataclass(frozen=True)
+class Library:
+    """One CUDA-only library: what replaces it on TorchNeuron, how big that is, and why."""
+
+    id: str
+    packages: tuple[str, ...]
+    size: str
+    replacement: str
+    why: str
+    hours: Range
+    call_site_minutes: float
+    api: tuple[ApiPart, ...]
+    sources: tuple[str, ...]
+
+    def part_for(self, name: str) -> ApiPart | None:
+        """The first API part that covers an imported name, else None (the entry's own hours)."""
+        return next((part for part in self.api if part.matches(name)), None)
+
+
+@dataclass(frozen=True)
+class KernelFamily:
+    """Custom kernels found by some rules: what they become and a factor on their measured size."""
+
+    id: str
+    rules: tuple[str, ...]
+    replacement: str
+    why: str
+    factor: Range
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    libraries: tuple[Library, ...]
+    families: tuple[KernelFamily, ...]
+    sizes: dict
+
+    def library(self, package: str) -> Library | None:
+        """The entry covering a top-level package (a library finding's subject); None: no entry."""
+        return next((lib for lib in self.libraries if package in lib.packages), None)
+
+    def family(self, rule: str) -> KernelFamily | None:
+        """The kernel family of a rule id; None when the catalog has none for it."""
+        return next((fam for fam in self.families if rule in fam.rules), None)
+
+
+def _keys(mapping, spec: dict[str, bool], what: str, line: int | None) -> None:
+    if not isinstance(mapping, dict):
+        raise YamlProblem(f"{what} must be a mapping", line)
+    for key in mapping:
+        if key not in spec:
+            raise YamlProblem(f"unknown key {key!r} in {what} (allowed: {', '.join(spec)})", line_of(mapping, key))
+    for key, required in spec.items():
+        if required and key not in mapping:
+            raise YamlProblem(f"missing key {key!r} in {what}", line_of(mapping))
+
+
+def _text(mapping, key: str, what: str) -> str:
+    value = mapping.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise YamlProblem(f"{what}: {key!r} must be a non-empty string", line_of(mapping, key))
+    return " ".join(value.split())
+
+
+def _strings(mapping, key: str, what: str) -> tuple[str, ...]:
+    value = mapping.get(key)
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+        raise YamlProblem(f"{what}: {key!r} must be a non-empty list of strings", line_of(mapping, key))
+    if len(set(value)) != len(value):
+        raise YamlProblem(f"{what}: {key!r} lists a value twice", line_of(mapping, key))
+    return tuple(value)
+
+
+def _urls(mapping, what: str) -> tuple[str, ...]:
+    urls = _strings(mapping, "sources", what)
+    for url in urls:
+        if not url.startswith("https://"):
+            raise YamlProblem(f"{what}: source {url!r} is not a public https:// URL", line_of(mapping, "sources"))
+    return urls
+
+
+def _number(mapping, key: str, what: str) -> float:
+    value = mapping.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise YamlProblem(f"{what}: {key!r} must be a number >= 0", line_of(mapping, key))
+    return float(value)
+
+
+def _range(mapping, key: str, what: str) -> Range:
+    raw = mapping.get(key)
+    _keys(raw, _RANGE, f"{what}.{key}", line_of(mapping, key))
+    low, likely, high = (_number(raw, k, f"{what}.{key}") for k in ("low", "likely", "high"))
+    if not low <= likely <= high:
+        raise YamlProblem(f"{what}.{key}: needs low <= likely <= high (got {low:g}, {likely:g}, {high:g})",
+                          line_of(mapping, key))
+    return Range(low, likely, high)
+
+
+def _size(mapping, what: str) -> str:
+    value = mapping.get("size")
+    if value not in SIZES:
+        raise YamlProblem(f"{what}: size {value!r} is not one of: {', '.join(SIZES)}", line_of(mapping, "size"))
+    return value
+
+
+def _list(doc, key: str) -> list:
+    items = doc.get(key)
+    if not isinstance(items, list) or not items:
+        raise YamlProblem(f"{key} must be a non-empty list", line_of(doc, key))
+    return items
+
+
+def _library(raw, seen_ids: dict, seen_packages: dict, line: int | None) -> Library:
+    _keys(raw, _LIBRARY, "library entry", line)
+    lib_id = _text(raw, "id", "library entry")
+    what = f"library {lib_id}"
+    if lib_id in seen_ids:
+        raise YamlProblem(f"duplicate library id {lib_id!r} (first at line {seen_ids[lib_id]})", line_of(raw, "id"))
+    seen_ids[lib_id] = line_of(raw, "id")
+    packages = _strings(raw, "packages", what)
+    for package in packages:
+        if package in seen_packages:
+            raise YamlProblem(f"{what}: package {package!r} is already covered by {seen_packages[package]}",
+                              line_of(raw, "packages"))
+        seen_packages[package] = lib_id
+    parts = []
+    api = raw.get("api", [])
+    if not isinstance(api, list):
+        raise YamlProblem(f"{what}: 'api' must be a list", line_of(raw, "api"))
+    for item in api:
+        part_line = line_of(item) if isinstance(item, dict) else getattr(api, "line", None)
+        _keys(item, _PART, f"{what} api part", part_line)
+        part_what = f"{what} api part"
+        parts.append(ApiPart(_strings(item, "names", part_what), _size(item, part_what),
+                             _text(item, "replacement", part_what), _text(item, "why", part_what),
+                             _range(item, "hours", part_what)))
+    return Library(lib_id, packages, _size(raw, what), _text(raw, "replacement", what), _text(raw, "why", what),
+                   _range(raw, "hours", what), _number(raw, "call_site_minutes", what), tuple(parts),
+                   _urls(raw, what))
+
+
+def _family(raw, seen_ids: dict, seen_rules: dict, line: int | None) -> KernelFamily:
+    _keys(raw, _FAMILY, "kernel family", line)
+    fam_id = _text(raw, "id", "kernel family")
+    what = f"kernel family {fam_id}"
+    if fam_id in seen_ids:
+        raise YamlProblem(f"duplicate kernel family id {fam_id!r} (first at line {seen_ids[fam_id]})",
+                          line_of(raw, "id"))
+    seen_ids[fam_id] = line_of(raw, "id")
+    rules = _strings(raw, "rules", what)
+    for rule in rules:
+        if rule in seen_rules:
+            raise YamlProblem(f"{what}: rule {rule} already belongs to {seen_rules[rule]}", line_of(raw, "rules"))
+        seen_rules[rule] = fam_id
+    return KernelFamily(fam_id, rules, _text(raw, "replacement", what), _text(raw, "why", what),
+                        _range(raw, "factor", what), _urls(raw, what))
+
+
+def _build(doc) -> Catalog:
+    _keys(doc, _TOP, "the catalog", 1)
+    if doc.get("schema_version") != SCHEMA_VERSION:
+        raise YamlProblem(f"schema_version {doc.get('schema_version')!r} is not supported (expected {SCHEMA_VERSION})",
+                          line_of(doc, "schema_version"))
+    sizes = doc["sizes"]
+    _keys(sizes, {name: True for name in SIZES}, "sizes", line_of(doc, "sizes"))
+    for name in SIZES:
+        _text(sizes, name, "sizes")
+    libraries, ids, packages = [], {}, {}
+    items = _list(doc, "libraries")
+    for raw in items:
+        libraries.append(_library(raw, ids, packages, line_of(raw) if isinstance(raw, dict) else getattr(items, 'line', None)))
+    families, fam_ids, rules = [], {}, {}
+    items = _list(doc, "kernel_families")
+    for raw in items:
+        families.append(_family(raw, fam_ids, rules, line_of(raw) if isinstance(raw, dict) else getattr(items, 'line', None)))
+    return Catalog(tuple(libraries), tuple(families), {k: " ".join(v.split()) for k, v in sizes.items()})
+
+
+def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:
+    """Load and check a catalog file. Raises CatalogError naming the file and line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"cannot read the library catalog: {exc}", str(path)) from None
+    try:
+        return _build(parse_yaml(text))
+    except YamlProblem as exc:
+        raise CatalogError(str(exc), str(path), exc.line) from None
+
+
+@lru_cache(maxsize=1)
+def shipped() -> Catalog:
+    """The catalog shipped inside the package (loaded once per process)."""
+    return load_catalog(CATALOG_PATH)
+
+
+__all__ = ["CATALOG_PATH", "SIZES", "ApiPart", "Catalog", "CatalogError", "KernelFamily", "Library", "Range",
+           "load_catalog", "shipped"]
