@@ -54,17 +54,19 @@ def _sources(merged, ops: Iterable[str]) -> tuple[OpSource, ...]:
     return tuple(found[key] for key in sorted(found))[:MAX_SOURCES]
 
 
-def _lines(sources: tuple[OpSource, ...], ops: list[str]) -> str:
-    """"; lines calling these ops: a.py:3, b.py:7" (at most 3 shown), or "" when none is known.
+def _lines(merged, ops: list[str], dtype: str) -> tuple[tuple[OpSource, ...], str]:
+    """(the sources of `ops`, "; lines calling these ops: a.py:3, b.py:7" with at most 3 shown).
 
-    Worded so for an op called with several dtypes: the lines are the op's, not only its calls
-    with the caveat's dtype (see _sources)."""
+    The lines are the ops' over all their calls (see _sources): when an op was also called with
+    another dtype, the text says "(any dtype)", since some of the lines may be those other calls."""
+    sources = _sources(merged, ops)
     if not sources:
-        return ""
+        return sources, ""
     shown = ", ".join(f"{s.path}:{s.line}" for s in sources[:3])
-    return (f"; {'line' if len(sources) == 1 else 'lines'} calling {'it' if len(ops) == 1 else 'these ops'}: "
-            f"{shown}") + \
-        (f" and {len(sources) - 3} more" if len(sources) > 3 else "")
+    mixed = any(merged[op][0] - {dtype} for op in ops)
+    return sources, (f"; {'line' if len(sources) == 1 else 'lines'} calling {'it' if len(ops) == 1 else 'these ops'}"
+                     f"{' (any dtype)' if mixed else ''}: {shown}"
+                     + (f" and {len(sources) - 3} more" if len(sources) > 3 else ""))
 
 
 def _packet(op: str) -> str:
@@ -97,12 +99,12 @@ def _known_failures(release: Release, merged) -> list[OpCaveat]:
             continue
         tests = ", ".join(failure.tests[:3]) + (f" and {len(failure.tests) - 3} more" if len(failure.tests) > 3 else "")
         basis = release.evidence(failure.sources)[0].text
-        sources = _sources(merged, ops)
+        sources, lines = _lines(merged, ops, dtype)
         out.append(OpCaveat(
             kind="known-failure",
             message=(f"{', '.join(ops)} with {dtype}: {len(failure.tests)} upstream test"
                      f"{'s' * (len(failure.tests) != 1)} fail{'s' * (len(failure.tests) == 1)} on "
-                     f"{release.device} for this dtype ({tests}; {basis}){_lines(sources, ops)}"),
+                     f"{release.device} for this dtype ({tests}; {basis}){lines}"),
             ops=tuple(ops), dtypes=(dtype,), sources=sources,
             evidence=release.evidence(failure.sources), tests=failure.tests))
     return out
@@ -117,13 +119,13 @@ def _narrowing(release: Release, merged) -> list[OpCaveat]:
         if not ops:
             continue
         what = "computes in" if rule.dtype != "int64" else "does arithmetic in"
-        sources = _sources(merged, ops)
+        sources, lines = _lines(merged, ops, dtype)
         out.append(OpCaveat(
             kind=f"{rule.dtype}-narrowed",       # the loader allows float64 and int64 only
             message=(f"the model {what} {rule.dtype} ({len(ops)} op{'s' * (len(ops) != 1)}: "
                      f"{', '.join(ops[:8])}{', ...' if len(ops) > 8 else ''}); {release.spec} computes "
                      f"{rule.dtype} as {rule.computed_as} by default"
-                     + (f" ({rule.note})" if rule.note else "") + _lines(sources, ops)),
+                     + (f" ({rule.note})" if rule.note else "") + lines),
             ops=tuple(ops), dtypes=(dtype,), sources=sources,
             evidence=release.evidence(rule.sources)))
     return out

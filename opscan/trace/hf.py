@@ -144,6 +144,23 @@ def default_dtype(dtype):
         torch.set_default_dtype(previous)
 
 
+def _field(config, name: str):
+    """`config.name`, else the first sub-config's (audio encoders keep num_mel_bins in encoder_config)."""
+    try:
+        value = getattr(config, name, None)
+    except Exception:  # noqa: BLE001 - heterogeneous configs refuse some global reads
+        value = None
+    if value is not None:
+        return value
+    for key in sorted(getattr(config, "sub_configs", None) or {}):
+        sub = getattr(config, key, None)
+        if sub is not None and sub is not config and hasattr(sub, "to_dict"):
+            value = _field(sub, name)
+            if value is not None:
+                return value
+    return None
+
+
 def task_inputs(model, config, batch: int, seq_len: int | None) -> dict:
     """Example inputs for the model's task, with labels when its head computes a loss."""
     arch = type(model).__name__
@@ -181,8 +198,12 @@ def task_inputs(model, config, batch: int, seq_len: int | None) -> dict:
             out["labels"] = torch.randint(0, max(config.num_labels, 1), (batch,), generator=gen)
         return out
     if main == "input_features":
-        frames = 2 * getattr(config, "max_source_positions", 1500)
-        out = {"input_features": torch.randn(batch, config.num_mel_bins, frames, generator=gen)}
+        frames = 2 * (_field(config, "max_source_positions") or 1500)
+        bins = _field(config, "num_mel_bins")
+        if not isinstance(bins, int):
+            raise TargetError(f"opscan does not know how many mel bins {arch} takes (no num_mel_bins in its "
+                              "config or sub-configs); give input_features with --input NAME:DTYPE[SHAPE]")
+        out = {"input_features": torch.randn(batch, bins, frames, generator=gen)}
         if arch.endswith("ForConditionalGeneration"):
             out["labels"] = torch.randint(0, vocab, (batch, seq_len or 16), generator=gen)
         return out

@@ -168,7 +168,6 @@ class _Tracer:
             nn.modules.module.register_module_forward_hook(recorder.exit_module, always_call=True),
         )
         stopped = ""
-        self.cache_stop = False
         try:
             with self._mode(), devices.sdpa_context(self.device, self.profile), fakes.fake_deepcopy(), \
                     recorder:
@@ -178,18 +177,23 @@ class _Tracer:
                 hook.remove()
         result = _Result(recorder.usages(mode), recorder.stand_in_list(), not stopped, stopped,
                          tuple(sorted(recorder.supplied)))
-        if stopped and self.cache_stop and not extra and "use_cache" not in self.kwargs \
-                and _accepts(self.model, "use_cache"):
+        if stopped and not extra and "use_cache" not in self.kwargs and _accepts(self.model, "use_cache"):
             # NOTE [cache stops]: a training step never reads its KV cache, yet transformers builds one
-            # by default; when its cache code is what fails (a default config with no attention
-            # layer, a cache deep-copied in forward, ...), the step is traced again without the
-            # cache, as training scripts run it, and the trace says so.
+            # by default, and its cache code is where many default configs fail: a config with no
+            # attention layer (get_seq_length), a cache deep-copied in forward, a cache that cannot
+            # be built for its config, a recurrent cache updated in place that breaks backward
+            # (xlstm; the stop is then in the autograd engine, far from the cache code). So a step
+            # that stops is traced once more without the cache, as training scripts run it
+            # (`use_cache=False`); when that completes the trace says so, else both stops are given.
             retry = self.run(mode, optimizer, optimizer_impl, amp, {"use_cache": False})
-            if retry.complete:
-                retry.retried = f"use_cache=False (with its cache the step stopped: {stopped.split('; try:')[0]})"
-                return retry
-            # both stops are the answer: the cache's first, then where the step without it stopped
-            result.stopped_at = f"{stopped}; with use_cache=False: {retry.stopped_at.split('; try:')[0]}"
+            first = stopped.split("; try:")[0]
+            if retry.stopped_at.split("; try:")[0] == first:
+                return result        # the same stop without the cache: the cache was not the problem
+            retry.retried = f"use_cache=False (with its cache the step stopped: {first})"
+            if not retry.complete:   # both stops are the answer; the ops are those of the step without the cache
+                retry.retried = "use_cache=False"
+                retry.stopped_at = f"with its cache: {first}; with use_cache=False: {retry.stopped_at}"
+            return retry
         return result
 
     def _step(self, mode, recorder, opt, amp, extra) -> str:
@@ -216,12 +220,7 @@ class _Tracer:
         except (UsageError, TraceError):
             raise
         except Exception as exc:  # noqa: BLE001 - any failure of model code ends the trace, kept partial
-            self.cache_stop = any(frame.f_code.co_filename.endswith(CACHE_CODE)
-                                  for frame, _ in traceback.walk_tb(exc.__traceback__))
             return _stopped(exc, recorder, self.finder)
-
-
-CACHE_CODE = (os.path.join("transformers", "cache_utils.py"),)
 
 
 def _accepts(model, name: str) -> bool:

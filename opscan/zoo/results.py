@@ -129,7 +129,10 @@ def build_row(target: ZooTarget, outcome: Outcome | None, coverage, cached: bool
             blockers.append(usage.op)
         cells[usage.op] = _cell(usage, trace)
     verdict = judge_trace(trace, coverage).kind
-    stand_ins = tuple(sorted(f"{s.op} {s.kind}={s.value} x{s.count}" for s in trace.stand_ins))
+    merged: dict[str, int] = {}   # one entry per op and value, over all source lines
+    for s in trace.stand_ins:
+        merged[f"{s.op} {s.kind}={s.value}"] = merged.get(f"{s.op} {s.kind}={s.value}", 0) + s.count
+    stand_ins = tuple(f"{key} x{count}" for key, count in sorted(merged.items()))
     return Row(**base, status=outcome.status, verdict=verdict, error=error, stop=stop,
                ops=len(trace.ops), counts=dict(sorted(counts.items())), blockers=tuple(sorted(blockers)),
                custom_ops=tuple(sorted(u.op for u in trace.ops if u.custom)), stand_ins=stand_ins,

@@ -60,12 +60,6 @@ BUGS = (
     UpstreamBug("blt", "step", "AttributeError",
                 "the model's forward builds DynamicCache(config=BltConfig), which reads num_hidden_layers, "
                 "a field BltConfig does not have", "import transformers as t; t.DynamicCache(config=t.BltConfig())"),
-    UpstreamBug("xlstm", "step", "RuntimeError",
-                "a training step's backward fails: the native xLSTM kernels modify a tensor saved for "
-                "backward in place (with or without the cache)",
-                _CPU + "m = t.xLSTMForCausalLM(t.xLSTMConfig(num_blocks=1, num_hidden_layers=1, vocab_size=100, "
-                "embedding_dim=512, hidden_size=512)); i = torch.randint(0, 100, (2, 64)); "
-                "m(input_ids=i, labels=i, use_cache=False).loss.backward()"),
     UpstreamBug("gemma4_unified_assistant", "step", "ValueError",
                 "the causal-LM mapping lists a draft model that cannot run without its target "
                 "model's shared_kv_states",

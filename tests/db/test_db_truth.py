@@ -78,8 +78,8 @@ def test_known_failure_caveat_when_the_trace_uses_the_failing_dtype():
     hit = caveats[0]
     assert hit.ops == ("aten::scatter_add_",) and hit.dtypes == ("torch.complex64",)
     assert hit.tests == ("TestScatterGather.test_scatter_add__neuron_complex64",)
-    assert hit.sources == (OpSource("model.py", 7),)
-    assert "test_scatter_add__neuron_complex64" in hit.message and hit.message.endswith("it: model.py:7")
+    assert hit.sources == (OpSource("model.py", 7),)   # its int64 index too: the line may be any call of it
+    assert "test_scatter_add__neuron_complex64" in hit.message and hit.message.endswith("it (any dtype): model.py:7")
 
 
 def test_an_index_tensor_is_not_an_int64_dtype_of_the_op():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from opscan.zoo.results import RUNS, VERDICT_ORDER, Row
+from opscan.zoo.results import RUNS, STOPS, VERDICT_ORDER, Row
 from opscan.zoo.runner import ZooRun
 
 SHORT = {"native": "N", "limited": "L", "composite": "C", "cpu-fallback": "F", "unsupported": "X",
@@ -29,17 +29,37 @@ def fallback(row: Row) -> int:
     return row.counts.get("cpu-fallback", 0)
 
 
+STOP_LABELS = {"transformers-bug": "transformers bug", "missing-package": "missing package",
+               "limit": "limit", "data-dependent": "data-dependent", "opscan": "opscan gap"}
+
+
+def stop_counts(run: ZooRun) -> dict[str, int]:
+    """Rows that are not ok, per stop class (opscan/zoo/results.py, NOTE [stop classes])."""
+    counts = {s: 0 for s in STOPS}
+    for row in run.rows:
+        if row.status != "ok":
+            stop = row.stop or "opscan"    # files written before stop classes existed
+            counts[stop] = counts.get(stop, 0) + 1
+    return counts
+
+
 def headline(run: ZooRun) -> str:
     counts = verdict_counts(run)
     parts = ", ".join(f"{n} {verdict_label(v)}" for v, n in counts.items() if n)
-    return f"{len(run.rows)} models against {run.meta.get('backend', '?')}: {parts}"
+    total = len(run.rows)
+    ok = sum(row.status == "ok" for row in run.rows)
+    share = f"{100 * ok / total:.1f}%" if total else "-"
+    stops = ", ".join(f"{n} {STOP_LABELS.get(s, s)}" for s, n in stop_counts(run).items() if n)
+    return (f"{total} models against {run.meta.get('backend', '?')}: {parts}; "
+            f"{ok} traced completely ({share})" + (f", the others stopped by: {stops}" if stops else ""))
 
 
 def explain(row: Row) -> str:
     """The row's one-line explanation: its error, else the ops that keep it from being ready."""
     if row.error:
         path = row.target[3:] if row.target.startswith("hf:") else ""
-        return row.error.replace(f"{path}/config.json: ", "").replace(f"{path}/", "") if path else row.error
+        text = row.error.replace(f"{path}/config.json: ", "").replace(f"{path}/", "") if path else row.error
+        return f"[{STOP_LABELS.get(row.stop, row.stop)}] {text}" if row.stop else text
     if row.blockers:
         head = ", ".join(row.blockers[:4])
         return head + (f" (+{len(row.blockers) - 4} more)" if len(row.blockers) > 4 else "")
