@@ -74,3 +74,16 @@ def line_of(mapping, key=None) -> int | None:
     if key is not None and isinstance(mapping, LineMap):
         return mapping.key_lines.get(key, mapping.line)
     return getattr(mapping, "line", None)
+
+
+def check_keys(mapping, spec: dict[str, bool], what: str, line: int | None) -> None:
+    """`mapping` is a mapping with no key outside `spec` (key -> required) and every required key;
+    raises YamlProblem naming `what` and the line."""
+    if not isinstance(mapping, dict):
+        raise YamlProblem(f"{what} must be a mapping", line)
+    for key in mapping:
+        if key not in spec:
+            raise YamlProblem(f"unknown key {key!r} in {what} (allowed: {', '.join(spec)})", line_of(mapping, key))
+    for key, required in spec.items():
+        if required and key not in mapping:
+            raise YamlProblem(f"missing key {key!r} in {what}", line_of(mapping))

@@ -9,7 +9,7 @@ from pathlib import Path
 from opscan.db.release import CONFIDENCES, Entry, KnownFailure, Narrowing, Package, Release
 from opscan.errors import DatabaseError
 from opscan.model import EVIDENCE_KINDS, STATUSES, Evidence, OpName
-from opscan.strict_yaml import LineList, LineMap, YamlProblem, parse_yaml
+from opscan.strict_yaml import YamlProblem, check_keys as _keys, line_of as _line, parse_yaml
 
 SCHEMA_VERSION = 1
 SDPA_POLICIES = ("math", "overrideable", "overrideable-4d")
@@ -41,8 +41,6 @@ _BACKEND_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 # One strict YAML implementation for db and rule files (opscan/strict_yaml.py).
 _Problem = YamlProblem
-_Map = LineMap
-_List = LineList
 
 
 def load_file(path: Path, check_registry: bool = True) -> Release:
@@ -67,23 +65,6 @@ def _with_warnings(release: Release, warnings: tuple[str, ...]) -> Release:
     from dataclasses import replace
 
     return replace(release, warnings=warnings) if warnings else release
-
-
-def _line(mapping, key=None) -> int | None:
-    if key is not None and isinstance(mapping, _Map):
-        return mapping.key_lines.get(key, mapping.line)
-    return getattr(mapping, "line", None)
-
-
-def _keys(mapping, spec: dict[str, bool], what: str, line: int | None) -> None:
-    if not isinstance(mapping, dict):
-        raise _Problem(f"{what} must be a mapping", line)
-    for key in mapping:
-        if key not in spec:
-            raise _Problem(f"unknown key {key!r} in {what} (allowed: {', '.join(spec)})", _line(mapping, key))
-    for key, required in spec.items():
-        if required and key not in mapping:
-            raise _Problem(f"missing key {key!r} in {what}", _line(mapping))
 
 
 def _text(mapping, key: str, what: str) -> str:

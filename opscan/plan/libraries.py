@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from opscan.errors import CatalogError
-from opscan.strict_yaml import YamlProblem, line_of, parse_yaml
+from opscan.strict_yaml import YamlProblem, check_keys as _keys, line_of, parse_yaml
 
 SCHEMA_VERSION = 1
 CATALOG_PATH = Path(__file__).with_name("libraries.yaml")
@@ -93,17 +93,6 @@ class Catalog:
     def family(self, rule: str) -> KernelFamily | None:
         """The kernel family of a rule id; None when the catalog has none for it."""
         return next((fam for fam in self.families if rule in fam.rules), None)
-
-
-def _keys(mapping, spec: dict[str, bool], what: str, line: int | None) -> None:
-    if not isinstance(mapping, dict):
-        raise YamlProblem(f"{what} must be a mapping", line)
-    for key in mapping:
-        if key not in spec:
-            raise YamlProblem(f"unknown key {key!r} in {what} (allowed: {', '.join(spec)})", line_of(mapping, key))
-    for key, required in spec.items():
-        if required and key not in mapping:
-            raise YamlProblem(f"missing key {key!r} in {what}", line_of(mapping))
 
 
 def _text(mapping, key: str, what: str) -> str:
