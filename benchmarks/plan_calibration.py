@@ -6,7 +6,7 @@ Usage:
 
 Each case names a public repository, the port commit and the folder of the project in it. The
 repository must be a local git directory with history (a bare clone works) at
-`<mirror-root>/<owner>+<name>/repo`, or `git clone --bare https://github.com/<owner>/<name>` there.
+`<mirror-root>/<owner>+<name>/repo` (default mirror root: `../.mirror` from the repository root), or `git clone --bare https://github.com/<owner>/<name>` there.
 Nothing fetched is kept in this repository: the tree before the port is extracted with
 `git archive` into `--work` (a temporary folder by default) and scanned with
 `opscan PATH --no-trace --format json` (source only; the project's code is never run).
@@ -188,7 +188,8 @@ def table(results: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror-root", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument("--mirror-root", type=Path, default=Path(__file__).resolve().parents[2] / ".mirror",
+                        help="folder of the git mirrors (default: .mirror beside the repository)")
     parser.add_argument("--work", type=Path, default=None, help="where the trees before the ports go")
     parser.add_argument("--json", type=Path, default=None, help="write the full results here")
     parser.add_argument("--case", action="append", default=[], help="run only these cases")
