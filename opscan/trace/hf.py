@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import math
 import os
 from pathlib import Path
@@ -161,6 +162,23 @@ def _field(config, name: str):
     return None
 
 
+def _decoder_inputs(model, config, out: dict, ids) -> dict:
+    """An encoder-decoder base model (MarianModel, WhisperModel) without labels gets decoder_input_ids.
+
+    A head makes them from the labels; the base model has no labels and its decoder would get
+    neither ids nor embeddings.
+    """
+    if "labels" in out or not getattr(config, "is_encoder_decoder", False):
+        return out
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return out
+    if "decoder_input_ids" in params:
+        out["decoder_input_ids"] = ids.clone()
+    return out
+
+
 def task_inputs(model, config, batch: int, seq_len: int | None) -> dict:
     """Example inputs for the model's task, with labels when its head computes a loss."""
     arch = type(model).__name__
@@ -188,7 +206,7 @@ def task_inputs(model, config, batch: int, seq_len: int | None) -> dict:
             out["labels"] = torch.randint(0, max(config.num_labels, 1), (batch,), generator=gen)
         elif arch.endswith("ForTokenClassification"):
             out["labels"] = torch.randint(0, max(config.num_labels, 1), (batch, seq), generator=gen)
-        return out
+        return _decoder_inputs(model, config, out, ids)
     if main == "pixel_values":
         size = getattr(config, "image_size", 224)
         size = size if isinstance(size, (tuple, list)) else (size, size)
@@ -206,7 +224,8 @@ def task_inputs(model, config, batch: int, seq_len: int | None) -> dict:
         out = {"input_features": torch.randn(batch, bins, frames, generator=gen)}
         if arch.endswith("ForConditionalGeneration"):
             out["labels"] = torch.randint(0, vocab, (batch, seq_len or 16), generator=gen)
-        return out
+        decoder_ids = torch.randint(0, vocab, (batch, seq_len or 16), generator=gen)
+        return _decoder_inputs(model, config, out, decoder_ids)
     if main == "input_values":
         return {"input_values": torch.randn(batch, seq_len or 16000, generator=gen)}
     raise TargetError(f"opscan does not know which inputs {arch} takes (main input {main!r}); "

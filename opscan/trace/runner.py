@@ -190,7 +190,7 @@ class _Tracer:
             if retry.stopped_at.split("; try:")[0] == first:
                 return result        # the same stop without the cache: the cache was not the problem
             retry.retried = f"use_cache=False (with its cache the step stopped: {first})"
-            if not retry.complete:   # both stops are the answer; the ops are those of the step without the cache
+            if not retry.complete:   # both stops are the answer; the ops: the step's without the cache
                 retry.retried = "use_cache=False"
                 retry.stopped_at = f"with its cache: {first}; with use_cache=False: {retry.stopped_at}"
             return retry

@@ -5,8 +5,9 @@ A fake tensor has no values, so `.item()` (aten::_local_scalar_dense) and ops wh
 depends on values (nonzero, masked_select, unique, ...) cannot be computed. Instead of ending the
 trace, opscan invents a value: False for a bool (so `if torch.isnan(x).any(): raise` does not
 raise) except True for the result of an `all` (`if not torch.isfinite(x).all(): ...`,
-torch.distributions' argument validation: the value a healthy run sees), 1 for an integer, 1.0 for a float, and the largest possible shape for dynamic outputs (so
-every MoE expert and every selected element is exercised). Each stand-in is counted and reported
+torch.distributions' argument validation: the value a healthy run sees), 1 for an integer, 1.0
+for a float, and the largest possible shape for dynamic outputs, boolean-mask indexing included
+(so every MoE expert and every selected element is exercised). Each stand-in is counted and reported
 with its source line: a branch taken on a stand-in may differ from the real run.
 """
 

@@ -21,6 +21,10 @@ LAYER_KEYS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder
 FIRST_K_KEYS = ("first_k_dense_replace", "num_dense_layers", "first_k_dense")
 # Keys naming layers that do not place them (multi-token-prediction heads sit outside the stack).
 HARMLESS_LAYER_KEYS = ("num_nextn_predict_layers",)
+# Backbone configs name the layers whose outputs they return (out_features ["stage12"],
+# out_indices [12]): cutting the stack under them makes the config unreadable ("out_features must be
+# a subset of stage_names"), so such a config is not shrunk either.
+PLACEMENT_KEYS = ("out_features", "out_indices")
 # Some models allocate position-sized buffers (causal masks) when built: 163840 positions make a
 # 25 GiB mask. The trace uses short sequences, so shrinking also caps the position count.
 POSITION_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len")
@@ -30,6 +34,9 @@ MAX_POSITIONS = 4096
 def _structure_key(data: dict) -> str:
     """A key that places layers by index or period (then cutting the stack could change the ops)."""
     counts = {data[k] for k in LAYER_KEYS if isinstance(data.get(k), int)}
+    for key in PLACEMENT_KEYS:
+        if data.get(key):
+            return key
     for key in sorted(data):
         value = data[key]
         if key in LAYER_KEYS or key in FIRST_K_KEYS or key in HARMLESS_LAYER_KEYS:

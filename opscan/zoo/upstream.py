@@ -1,12 +1,12 @@
 """Known transformers bugs that stop a zoo row, each with a one-line reproduction without opscan.
 
 NOTE [classified stops]
-Every zoo row that does not trace completely is one of: opscan's bug (fixed, or listed in
-docs/zoo.md), a transformers bug (listed here: the row's error gains "transformers X bug: WHAT;
-reproduce: CODE"), data-dependent control flow (the stop reason says "after N stand-in values"),
-or a missing optional package. An entry applies only to the transformers version it was checked
-against; tests/zoo/test_zoo_upstream.py runs every reproduction and fails once transformers
-fixes one (then the entry goes). The reproductions build on the `meta` device (no memory) or
+Every zoo row that does not trace completely gets a stop class (opscan/zoo/results.py, NOTE
+[stop classes]); a transformers bug is one listed here: the row's class is `transformers-bug` and
+its error gains "transformers X bug: WHAT; reproduce: CODE". An entry applies only to the default
+configs the zoo writes and to the transformers version it was checked against;
+tests/zoo/test_zoo_upstream.py runs every reproduction and fails once transformers fixes one
+(then the entry goes). The reproductions build on the `meta` device (no memory) or
 use tiny configs, so they run in seconds without opscan.
 """
 
@@ -41,6 +41,12 @@ BUGS = (
     UpstreamBug("cohere_compass_text", "build", "KeyError",
                 "the default text config has no RoPE parameters for full_attention layers",
                 _META + "t.CohereCompassForCausalLM(t.CohereCompassTextConfig())"),
+    UpstreamBug("cohere_compass", "build", "KeyError",
+                "the default config's text config has no RoPE parameters for full_attention layers",
+                _META + "t.CohereCompassModel(t.CohereCompassConfig())"),
+    UpstreamBug("qwen4_exp", "build", "TypeError",
+                "the default config's text config leaves the indexer sizes (indexer_budget, ...) None",
+                _META + "t.Qwen4ExpModel(t.Qwen4ExpConfig())"),
     UpstreamBug("dbrx", "build", "AttributeError", "DbrxAttention reads attn_config.rope_theta, "
                 "which the default DbrxAttentionConfig lacks", _META + "t.DbrxForCausalLM(t.DbrxConfig())"),
     UpstreamBug("qwen4_exp_text", "build", "TypeError",

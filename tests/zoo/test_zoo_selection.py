@@ -57,6 +57,12 @@ def test_layers_shrink_keeps_every_kind_of_layer(tmp_path):
     assert placed["num_hidden_layers"] == 30
     periodic = {"num_hidden_layers": 32, "attn_layer_period": 8, "max_position_embeddings": 262144}
     assert _shrink(periodic, 2).startswith("not shrunk") and periodic["max_position_embeddings"] == 262144
+    backbone = {"num_hidden_layers": 12, "out_features": ["stage12"], "out_indices": [12],
+                "stage_names": ["stem"] + [f"stage{i}" for i in range(1, 13)]}   # beit, dinov2
+    assert _shrink(backbone, 2) == "not shrunk: layer placement in out_features"
+    assert backbone["num_hidden_layers"] == 12
+    unused = {"num_hidden_layers": 12, "out_features": None, "out_indices": None}
+    assert _shrink(unused, 2) == "num_hidden_layers 12 -> 2"
     capped = {"num_hidden_layers": 61, "max_position_embeddings": 163840, "layer_norm_eps": 1e-6}
     assert _shrink(capped, 2) == "num_hidden_layers 61 -> 2; max_position_embeddings 163840 -> 4096"
     targets = resolve(["hf:gpt2"], tmp_path, layers=2)
