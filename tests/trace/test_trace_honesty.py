@@ -14,10 +14,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from trace_recorder import Recorder  # noqa: E402
+from trace_recorder import real_step_ops  # noqa: E402
 
 from opscan.trace import trace_target  # noqa: E402
-from opscan.trace.hf import _model_class, config_dtype, default_dtype, load_config, task_inputs  # noqa: E402
 
 pytestmark = pytest.mark.slow
 SEQ_LEN = 16
@@ -67,27 +66,10 @@ NEURON_DIFFERENCES = {
 }
 
 
-def real_step_ops(name: str) -> set[str]:
-    """Really run one AdamW (foreach) training step on CPU and record every op dispatched."""
-    torch.manual_seed(0)
-    config, path = load_config(str(HF / name))
-    cls = _model_class(config, path)
-    with default_dtype(config_dtype(config)):
-        model = cls.from_config(config) if hasattr(cls, "from_config") else cls(config)
-    model.train()
-    inputs = task_inputs(model, config, 2, SEQ_LEN)
-    optimizer = torch.optim.AdamW(model.parameters(), foreach=True)
-    recorder = Recorder()
-    with recorder:
-        model(**inputs).loss.backward()
-        optimizer.step()
-    return recorder.ops
-
-
 @pytest.fixture(scope="module", params=MODELS)
 def model_runs(request):
     name = request.param
-    return name, real_step_ops(name)
+    return name, real_step_ops(HF / name, SEQ_LEN)
 
 
 def fake_ops(name: str, device: str) -> tuple[set[str], object]:

@@ -10,10 +10,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from trace_recorder import Recorder  # noqa: E402
+from trace_recorder import real_step_ops  # noqa: E402
 
 from opscan.trace import trace_target  # noqa: E402
-from opscan.trace.hf import _model_class, load_config, task_inputs  # noqa: E402
 
 pytestmark = pytest.mark.slow
 SEQ_LEN = 16
@@ -30,22 +29,8 @@ def mixtral_fp32(tmp_path_factory, request):
     return folder
 
 
-def real_step_ops(folder) -> set[str]:
-    torch.manual_seed(0)
-    config, path = load_config(str(folder))
-    model = _model_class(config, path)(config)
-    model.train()
-    inputs = task_inputs(model, config, 2, SEQ_LEN)
-    optimizer = torch.optim.AdamW(model.parameters(), foreach=True)
-    recorder = Recorder()
-    with recorder:
-        model(**inputs).loss.backward()
-        optimizer.step()
-    return recorder.ops
-
-
 def test_fp32_moe_fake_trace_matches_a_real_cpu_step(mixtral_fp32):
-    real = real_step_ops(mixtral_fp32)
+    real = real_step_ops(mixtral_fp32, SEQ_LEN)
     assert "aten::_grouped_mm" in real  # the real fp32 step runs the grouped kernel on the CPU
     trace = trace_target(f"hf:{mixtral_fp32}", mode="train", device="cpu", batch=2, seq_len=SEQ_LEN)
     assert trace.complete, trace.stopped_at
