@@ -31,7 +31,9 @@ def _prefixes() -> list[str]:
     home = Path.home().as_posix()
     if home not in ("/", ""):
         prefixes.add(home)
-    return sorted(p for p in prefixes if p.count("/") >= 1 and p != "/")
+    # a checkout in a shared scratch folder (a CI clone in /tmp) makes that folder no machine path
+    shared = {"/tmp", "/var/tmp", "/dev/shm"}
+    return sorted(p for p in prefixes if p.count("/") >= 1 and p != "/" and p not in shared)
 
 
 def _pattern(prefix: str) -> re.Pattern:
