@@ -20,8 +20,8 @@ def in_repo(repo_root, monkeypatch):
     monkeypatch.chdir(repo_root)
 
 
-def _trace_json(run_cli, *extra: str) -> dict:
-    code, out, err = run_cli("trace", TARGET, "--format", "json", *extra)
+def _trace_json(run_cli, *extra: str, target: str = TARGET) -> dict:
+    code, out, err = run_cli("trace", target, "--format", "json", *extra)
     assert code == 0, err
     return json.loads(out)
 
@@ -76,13 +76,15 @@ def build():
 '''
 
 
-def test_trace_reports_the_64_bit_caveats_with_source_lines(run_cli, tmp_path, monkeypatch):
-    (tmp_path / "wide.py").write_text(MODEL64)
+def _trace_source_json(run_cli, tmp_path, monkeypatch, name: str, source: str) -> dict:
+    """`opscan trace NAME:build` (inference, against torchneuron 2.33.0) of `source`, as JSON."""
+    (tmp_path / name).write_text(source)
     monkeypatch.chdir(tmp_path)
-    code, out, err = run_cli("trace", "wide.py:build", "--mode", "inference", "--backend",
-                             "torchneuron==2.33.0", "--format", "json")
-    assert code == 0, err
-    caveats = {c["kind"]: c for c in json.loads(out)["caveats"]}
+    return _trace_json(run_cli, "--mode", "inference", "--backend", "torchneuron==2.33.0", target=f"{name}:build")
+
+
+def test_trace_reports_the_64_bit_caveats_with_source_lines(run_cli, tmp_path, monkeypatch):
+    caveats = {c["kind"]: c for c in _trace_source_json(run_cli, tmp_path, monkeypatch, "wide.py", MODEL64)["caveats"]}
     assert set(caveats) == {"float64-narrowed", "int64-narrowed"}
     wide = caveats["float64-narrowed"]
     assert "aten::linear" in wide["ops"] and wide["dtypes"] == ["torch.float64"]   # linear: a 2.33 kernel
@@ -107,12 +109,7 @@ def build():
 
 
 def test_trace_tells_a_known_failure_of_the_traced_dtype(run_cli, tmp_path, monkeypatch):
-    (tmp_path / "pick.py").write_text(GATHER)
-    monkeypatch.chdir(tmp_path)
-    code, out, err = run_cli("trace", "pick.py:build", "--mode", "inference", "--backend",
-                             "torchneuron==2.33.0", "--format", "json")
-    assert code == 0, err
-    data = json.loads(out)
+    data = _trace_source_json(run_cli, tmp_path, monkeypatch, "pick.py", GATHER)
     (failure,) = [c for c in data["caveats"] if c["kind"] == "known-failure"]
     assert failure["ops"] == ["aten::gather"] and failure["dtypes"] == ["torch.complex64"]
     assert failure["tests"] == ["TestScatterGather.test_gather_neuron_complex64"]
