@@ -7,6 +7,7 @@ import contextlib
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.overrides import TorchFunctionMode
+from torch.utils._mode_utils import no_dispatch
 from torch.utils._pytree import tree_leaves
 
 from opscan.errors import TraceError
@@ -73,14 +74,84 @@ def ensure_neuron() -> None:
 # making `torch.tensor(data, device=X)` build on the CPU and move); the imitated devices are never
 # available, so FakeMode says so, and clears constants for the other device-changing ops
 # (`zeros_like(const, device=X)`). A moved value is then unknown: `.item()` on it is a stand-in.
+# NOTE [inputs with values]
+# Vision towers that take already-cut patches compute their sequence layout from an integer grid
+# input (`grid_thw`: frames, rows, columns per image) with `.tolist()` and `repeat_interleave`; as
+# a plain fake tensor its values are stand-ins (1 each) and the shapes no longer match the patches.
+# Such inputs (Built.values) become fake tensors that keep their values, and while they are in the
+# trace FakeMode keeps the values of every small integer result (up to KEPT_NUMEL elements) instead
+# of only of one-element ones, of integer `arange`s (the index grids built from it) and of integer
+# values moved to the imitated device, so the grid arithmetic is computed as a real run does, and
+# keeps the results on the input's device (FakeTensorMode computes them on the CPU). Off for every
+# other trace.
+KEPT_NUMEL = 4096
+_INDEX_FACTORIES = (torch.ops.aten.arange,)
+
+
 class FakeMode(FakeTensorMode):
     """FakeTensorMode for a device that exists only in the trace (never runs a real kernel there)."""
+
+    keep_values = False   # set when a trace has inputs with values (NOTE [inputs with values])
+
+    def may_turn_const(self, t) -> bool:
+        if super().may_turn_const(t):
+            return True
+        return (self.keep_values and not t.is_floating_point() and not t.is_complex()
+                and t.numel() <= KEPT_NUMEL and not self.is_our_fake(t) and t.device.type == "cpu"
+                and t.layout == torch.strided)
 
     @property
     def avoid_device_init(self) -> bool:
         return True
 
     def dispatch(self, func, types, args=(), kwargs=None):
+        if self.keep_values and func.overloadpacket in _INDEX_FACTORIES:
+            out = self._kept_factory(func, args, kwargs or {})
+            if out is not None:
+                return out
+        if self.keep_values and func is torch.ops.aten._to_copy.default:
+            out = self._kept_copy(args, kwargs or {})
+            if out is not None:
+                return out
+        out = self._dispatch(func, types, args, kwargs)
+        if self.keep_values:
+            _keep_device(args, kwargs, out)
+        return out
+
+    def _kept_copy(self, args, kwargs):
+        """An integer value moved to the imitated device keeps its value (NOTE [inputs with values])."""
+        src = args[0] if args else None
+        if not isinstance(src, FakeTensor) or src.constant is None or len(args) != 1:
+            return None
+        dtype = kwargs.get("dtype") or src.dtype
+        if dtype.is_floating_point or dtype.is_complex:
+            return None
+        device = torch.device(kwargs["device"]) if kwargs.get("device") is not None else src.fake_device
+        with no_dispatch():
+            real = src.constant.to(dtype=dtype).clone()
+        fake = self.fake_tensor_converter.from_real_tensor(self, real, make_constant=True)
+        if device.type != "cpu":
+            fake.fake_device = device if device.index is not None else torch.device(device.type, 0)
+        return fake
+
+    def _kept_factory(self, func, args, kwargs):
+        """`torch.arange(n)` with its values, on the device asked for (NOTE [inputs with values])."""
+        if any(isinstance(a, torch.Tensor) for a in tree_leaves((args, kwargs))):
+            return None
+        dtype = kwargs.get("dtype")
+        if dtype is not None and (dtype.is_floating_point or dtype.is_complex):
+            return None
+        device = torch.device(kwargs["device"]) if kwargs.get("device") is not None else torch.device("cpu")
+        with no_dispatch():
+            real = func(*args, **{**kwargs, "device": torch.device("cpu")})
+        if real.is_floating_point() or real.numel() > KEPT_NUMEL:
+            return None
+        fake = self.fake_tensor_converter.from_real_tensor(self, real, make_constant=True)
+        if device.type != "cpu":
+            fake.fake_device = device if device.index is not None else torch.device(device.type, 0)
+        return fake
+
+    def _dispatch(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         target = kwargs.get("device")
         if target is None or torch.device(target).type == "cpu":
@@ -94,6 +165,19 @@ class FakeMode(FakeTensorMode):
         finally:
             for t, constant in held:
                 t.constant = constant
+
+
+def _keep_device(args, kwargs, out) -> None:
+    """Values computed from inputs with values stay on their device (FakeTensorMode computes
+    them on the CPU and would put the result there)."""
+    devices = {t.fake_device for t in tree_leaves((args, kwargs))
+               if isinstance(t, FakeTensor) and t.constant is not None and t.fake_device.type != "cpu"}
+    if len(devices) != 1:
+        return
+    device = next(iter(devices))
+    for t in tree_leaves(out):
+        if isinstance(t, FakeTensor) and t.constant is not None and t.fake_device.type == "cpu":
+            t.fake_device = device
 
 
 def _refuse(*args, **kwargs):

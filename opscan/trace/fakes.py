@@ -92,17 +92,113 @@ def _fake_deepcopy(self, memo):
 
 
 @contextlib.contextmanager
-def fake_deepcopy():
-    """Deep copies of fake tensors stay fake (see NOTE [deepcopy of fake tensors]), only inside."""
-    from torch._subclasses.fake_tensor import FakeTensor
-
-    had = "__deepcopy__" in FakeTensor.__dict__
-    previous = FakeTensor.__dict__.get("__deepcopy__")
-    FakeTensor.__deepcopy__ = _fake_deepcopy
+def patched(owner, name: str, value):
+    """`owner.name = value` inside the block only (an attribute `owner` did not define is removed again)."""
+    had = name in owner.__dict__
+    previous = owner.__dict__.get(name)
+    setattr(owner, name, value)
     try:
         yield
     finally:
         if had:
-            FakeTensor.__deepcopy__ = previous
+            setattr(owner, name, previous)
         else:
-            del FakeTensor.__deepcopy__
+            delattr(owner, name)
+
+
+def fake_deepcopy():
+    """Deep copies of fake tensors stay fake (see NOTE [deepcopy of fake tensors]), only inside."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return patched(FakeTensor, "__deepcopy__", _fake_deepcopy)
+
+
+# NOTE [module conversions in forward]
+# Some models convert a submodule inside forward (switch_transformers' router:
+# `self.classifier = self.classifier.to(self.dtype)`). torch's Module._apply always swaps a fake
+# parameter for its converted copy (torch.utils.swap_tensors), and the swap fails for a parameter
+# that has a weak reference ("_apply(): Couldn't swap Linear.weight"), which the trace's fake
+# parameters do. In a real run a conversion to the dtype and device a module already has changes
+# nothing (each tensor converts to itself). So while a step is traced, a conversion under which
+# every parameter and buffer converts to itself returns the module unchanged; any other
+# conversion goes to torch as before.
+def identity_conversions():
+    """Module conversions that change nothing are no-ops during the trace (see the NOTE above)."""
+    original = torch.nn.Module._apply
+
+    def _apply(self, fn, recurse=True):
+        modules = self.modules() if recurse else (self,)
+        tensors = [t for m in modules for t in (*m._parameters.values(), *m._buffers.values()) if t is not None]
+        with torch.no_grad():
+            if tensors and all(fn(t) is t for t in tensors):
+                return self
+        return original(self, fn, recurse)
+
+    return patched(torch.nn.Module, "_apply", _apply)
+
+
+# NOTE [formatting 0-dim fake tensors]
+# `f"expert_{idx[0]}"` (switch_transformers picks its expert submodule by name) formats a 0-dim
+# tensor. A real tensor formats as its value (Tensor.__format__ calls .item() when the type is
+# exactly Tensor); a FakeTensor is a subclass, so it formatted as its repr and the lookup failed
+# (KeyError "expert_FakeTensor(...)"). While a step is traced, a 0-dim fake tensor formats as its
+# `.item()`, i.e. as the stand-in value opscan gives it (counted and reported like any other).
+def _fake_format(self, format_spec):
+    if self.dim() == 0:
+        return self.detach().item().__format__(format_spec)
+    return object.__format__(self, format_spec)
+
+
+def fake_format():
+    """0-dim fake tensors format as their (stand-in) value, only inside (see the NOTE above)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return patched(FakeTensor, "__format__", _fake_format)
+
+
+# NOTE [one_hot on fake tensors]
+# aten::one_hot is a composite whose C++ body takes another branch for meta and fake tensors
+# (eq of the indices with an arange: a form that compiles well) than for real ones. A real run
+# dispatches aten::zeros + aten::scatter_.value, plus aten::aminmax and two `.item()` checks on the
+# CPU, or aten::max and `.item()` on other devices when num_classes is -1 (aten/src/ATen/native/
+# Onehot.cpp). So the trace listed aten::eq.Tensor where the backend really meets
+# aten::scatter_.value. While a step is traced, torch.nn.functional.one_hot of a fake tensor runs
+# the real branch for the tensor's device, in Python, on the fake tensor: the same ops (the
+# `.item()`s are stand-ins, counted as usual); anything else goes to torch as before. A device
+# whose backend registers its own aten::one_hot (the TorchNeuron profile lists it as native) gets
+# the op itself, as a real run does: the trace stops there and lists aten::one_hot.
+def _one_hot(original):
+    def one_hot(tensor, num_classes=-1):
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        if not isinstance(tensor, FakeTensor) or tensor.dtype != torch.long or tensor.numel() == 0 \
+                or _has_own_kernel("aten::one_hot", tensor.device):
+            return original(tensor, num_classes)
+        if tensor.device.type == "cpu":
+            low, high = torch.aminmax(tensor)
+            low.item()
+            top = high.item()
+            if num_classes == -1:
+                num_classes = top + 1
+        elif num_classes == -1:
+            num_classes = tensor.max().item() + 1
+        out = torch.zeros((*tensor.shape, num_classes), dtype=tensor.dtype, device=tensor.device)
+        out.scatter_(-1, tensor.unsqueeze(-1), 1)
+        return out
+
+    return one_hot
+
+
+def _has_own_kernel(op: str, device: torch.device) -> bool:
+    """Whether the device's backend registers its own kernel for a composite op (a device profile
+    that lists aten::one_hot as native): then a real run dispatches the op itself, not its body."""
+    key = "PrivateUse1" if device.type == torch._C._get_privateuse1_backend_name() else device.type.upper()
+    try:
+        return torch._C._dispatch_has_kernel_for_dispatch_key(op, key)
+    except RuntimeError:
+        return False
+
+
+def real_one_hot():
+    """one_hot of fake tensors dispatches what a real run does, only inside (see the NOTE above)."""
+    return patched(torch.nn.functional, "one_hot", _one_hot(torch.nn.functional.one_hot))

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
-import math
 import os
 from pathlib import Path
 
 import torch
 
 from opscan.errors import TargetError
+from opscan.trace.hfinputs import VALUE_INPUTS, task_inputs
 from opscan.trace.targets import Built, build_empty, first_line, read_json
 
 DEFAULT_BATCH = 2
-DEFAULT_SEQ_LEN = 128
 
 # Architecture-name endings -> the auto class used when the architecture is not importable.
 _AUTO = (
@@ -103,8 +101,11 @@ def _model_class(config, path: Path):
 
 
 def build_hf(path_text: str, *, batch: int | None, seq_len: int | None,
-             trust_remote_code: bool = False) -> Built:
-    """Build the config's architecture with empty weights and generate inputs for its task."""
+             trust_remote_code: bool = False, given: tuple[str, ...] = ()) -> Built:
+    """Build the config's architecture with empty weights and generate inputs for its task.
+
+    `given`: the names of the inputs the user gives with --input (they need not be generated).
+    """
     config, path = load_config(path_text, trust_remote_code)
     cls = _model_class(config, path)
     make = cls.from_config if hasattr(cls, "from_config") else cls
@@ -116,11 +117,12 @@ def build_hf(path_text: str, *, batch: int | None, seq_len: int | None,
         except Exception as exc:  # noqa: BLE001 - report any construction failure as one line
             raise TargetError(f"building {cls.__name__} failed: {type(exc).__name__}: {first_line(exc)}"
                               .splitlines()[0], path=str(path)) from None
-    kwargs = task_inputs(model, config, batch or DEFAULT_BATCH, seq_len)
+    kwargs = task_inputs(model, config, batch or DEFAULT_BATCH, seq_len, given)
     # serving computes no loss; seq2seq heads still need labels to make their decoder inputs
     seq2seq = getattr(config, "is_encoder_decoder", False)
     train_only = () if seq2seq else ("labels",)
-    return Built(model, kwargs=kwargs, description=f"hf:{path_text}", train_only=train_only)
+    values = tuple(name for name in kwargs if name in VALUE_INPUTS)
+    return Built(model, kwargs=kwargs, description=f"hf:{path_text}", train_only=train_only, values=values)
 
 
 def config_dtype(config):
@@ -143,90 +145,3 @@ def default_dtype(dtype):
         yield
     finally:
         torch.set_default_dtype(previous)
-
-
-def _field(config, name: str):
-    """`config.name`, else the first sub-config's (audio encoders keep num_mel_bins in encoder_config)."""
-    try:
-        value = getattr(config, name, None)
-    except Exception:  # noqa: BLE001 - heterogeneous configs refuse some global reads
-        value = None
-    if value is not None:
-        return value
-    for key in sorted(getattr(config, "sub_configs", None) or {}):
-        sub = getattr(config, key, None)
-        if sub is not None and sub is not config and hasattr(sub, "to_dict"):
-            value = _field(sub, name)
-            if value is not None:
-                return value
-    return None
-
-
-def _decoder_inputs(model, config, out: dict, ids) -> dict:
-    """An encoder-decoder base model (MarianModel, WhisperModel) without labels gets decoder_input_ids.
-
-    A head makes them from the labels; the base model has no labels and its decoder would get
-    neither ids nor embeddings.
-    """
-    if "labels" in out or not getattr(config, "is_encoder_decoder", False):
-        return out
-    try:
-        params = inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):
-        return out
-    if "decoder_input_ids" in params:
-        out["decoder_input_ids"] = ids.clone()
-    return out
-
-
-def task_inputs(model, config, batch: int, seq_len: int | None) -> dict:
-    """Example inputs for the model's task, with labels when its head computes a loss."""
-    arch = type(model).__name__
-    main = getattr(model, "main_input_name", "input_ids")
-    vocab = getattr(config, "vocab_size", None) or 2
-    gen = torch.Generator().manual_seed(0)
-    if main == "input_ids":
-        limit = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
-        if not isinstance(limit, int) or limit <= 0:
-            limit = None  # xlnet says -1: no limit
-        seq = seq_len or min(DEFAULT_SEQ_LEN, limit or DEFAULT_SEQ_LEN)
-        axial = getattr(config, "axial_pos_shape", None)
-        if seq_len is None and getattr(config, "axial_pos_embds", False) and isinstance(axial, (list, tuple)):
-            seq = math.prod(axial)   # reformer trains only on sequences of exactly this length
-        codebooks = getattr(config, "num_codebooks", None)
-        if isinstance(codebooks, int) and codebooks > 1 and arch.endswith("ForCausalLM"):
-            # audio decoders (musicgen): one row per codebook, labels (batch, seq, codebooks)
-            ids = torch.randint(0, vocab, (batch * codebooks, seq), generator=gen)
-            return {"input_ids": ids, "labels": ids.reshape(batch, codebooks, seq).transpose(1, 2).clone()}
-        ids = torch.randint(0, vocab, (batch, seq), generator=gen)
-        out = {"input_ids": ids}
-        if arch.endswith(("ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForConditionalGeneration")):
-            out["labels"] = ids.clone()
-        elif arch.endswith("ForSequenceClassification"):
-            out["labels"] = torch.randint(0, max(config.num_labels, 1), (batch,), generator=gen)
-        elif arch.endswith("ForTokenClassification"):
-            out["labels"] = torch.randint(0, max(config.num_labels, 1), (batch, seq), generator=gen)
-        return _decoder_inputs(model, config, out, ids)
-    if main == "pixel_values":
-        size = getattr(config, "image_size", 224)
-        size = size if isinstance(size, (tuple, list)) else (size, size)
-        channels = getattr(config, "num_channels", 3)
-        out = {"pixel_values": torch.randn(batch, channels, *size[-2:], generator=gen)}
-        if arch.endswith("ForImageClassification"):
-            out["labels"] = torch.randint(0, max(config.num_labels, 1), (batch,), generator=gen)
-        return out
-    if main == "input_features":
-        frames = 2 * (_field(config, "max_source_positions") or 1500)
-        bins = _field(config, "num_mel_bins")
-        if not isinstance(bins, int):
-            raise TargetError(f"opscan does not know how many mel bins {arch} takes (no num_mel_bins in its "
-                              "config or sub-configs); give input_features with --input NAME:DTYPE[SHAPE]")
-        out = {"input_features": torch.randn(batch, bins, frames, generator=gen)}
-        if arch.endswith("ForConditionalGeneration"):
-            out["labels"] = torch.randint(0, vocab, (batch, seq_len or 16), generator=gen)
-        decoder_ids = torch.randint(0, vocab, (batch, seq_len or 16), generator=gen)
-        return _decoder_inputs(model, config, out, decoder_ids)
-    if main == "input_values":
-        return {"input_values": torch.randn(batch, seq_len or 16000, generator=gen)}
-    raise TargetError(f"opscan does not know which inputs {arch} takes (main input {main!r}); "
-                      "give them with --input NAME:DTYPE[SHAPE]")

@@ -130,6 +130,16 @@ class _Tracer:
             return self._fake(spec.shape, getattr(torch, spec.dtype))
         return value
 
+    def _convert_value(self, value):
+        """An integer input whose values shape the step (an image grid): a fake tensor that keeps
+        them (see NOTE [inputs with values] in opscan/trace/device.py)."""
+        if not isinstance(value, torch.Tensor) or self.fake_mode is None or value.is_floating_point():
+            return self._convert(value)
+        self.fake_mode.keep_values = True
+        fake = self._fake(value.shape, value.dtype)
+        fake.constant = value.clone()
+        return fake
+
     def _materialize(self) -> None:
         done: dict[int, nn.Parameter] = {}
         for module in self.model.modules():
@@ -146,7 +156,8 @@ class _Tracer:
                 if buf is not None:
                     module._buffers[name] = self._convert(buf)
         self.args = tuple(self._convert(a) for a in self.built.args)
-        self.kwargs = {k: self._convert(v) for k, v in self.built.kwargs.items()}
+        self.kwargs = {k: self._convert_value(v) if k in self.built.values else self._convert(v)
+                       for k, v in self.built.kwargs.items()}
         self.labels = self._convert(self.built.labels) if self.built.labels is not None else None
 
     def _mode(self):
@@ -170,7 +181,7 @@ class _Tracer:
         stopped = ""
         try:
             with self._mode(), devices.sdpa_context(self.device, self.profile), fakes.fake_deepcopy(), \
-                    recorder:
+                    fakes.identity_conversions(), fakes.fake_format(), fakes.real_one_hot(), recorder:
                 stopped = self._step(mode, recorder, opt, amp, extra)
         finally:
             for hook in hooks:

@@ -60,9 +60,9 @@ def make_optimizer(name: str, impl: str | None, params) -> torch.optim.Optimizer
 def pick_loss(output, labels=None):
     """The loss of a model output (see docs/trace.md, "Loss").
 
-    A scalar tensor is the loss; else `.loss` / `["loss"]` when present and not None; with labels
-    (timm targets) the cross-entropy of the logits; else the sum of `.sum()` of every floating-point
-    output tensor that requires grad.
+    A scalar tensor is the loss; else `.loss` / `["loss"]` when present and not None (summed when
+    it is not a scalar); with labels (timm targets) the cross-entropy of the logits; else the sum
+    of `.sum()` of every floating-point output tensor that requires grad.
     """
     if isinstance(output, torch.Tensor) and output.dim() == 0:
         return output
@@ -70,7 +70,7 @@ def pick_loss(output, labels=None):
     if loss is None and isinstance(output, dict):
         loss = output.get("loss")
     if isinstance(loss, torch.Tensor):
-        return loss
+        return loss if loss.dim() == 0 else loss.sum()   # a per-sample loss (DAC's commitment loss)
     if labels is not None and isinstance(output, torch.Tensor):
         return nn.functional.cross_entropy(output, labels)
     parts = [t.sum() for t in tree_leaves(_plain(output))

@@ -36,6 +36,7 @@ class Built:
     labels: object = None          # for a cross-entropy loss on the output (timm targets)
     description: str = ""
     train_only: tuple[str, ...] = ()  # keyword inputs not passed in inference (generated labels)
+    values: tuple[str, ...] = ()      # integer keyword inputs traced with their values (image grids)
 
 
 # NOTE [large tensors at build time]
@@ -138,7 +139,8 @@ def build(target: str, *, batch: int | None, seq_len: int | None, inputs: tuple[
         here = Path(where) / "config.json" if Path(where).is_dir() else Path(where)
         if not Path(where).is_absolute() and project_root and not here.is_file():   # "hf:." in a config
             where = str(Path(project_root) / where)
-        built = build_hf(where, batch=batch, seq_len=seq_len, trust_remote_code=trust_remote_code)
+        built = build_hf(where, batch=batch, seq_len=seq_len, trust_remote_code=trust_remote_code,
+                         given=tuple(spec.name for spec in inputs))
     elif target.startswith("timm:"):
         built = _build_timm(target[5:], batch=batch, project_root=project_root)
     else:

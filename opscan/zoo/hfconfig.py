@@ -118,7 +118,8 @@ def _class_config(config, class_name: str):
 # Some default configs leave a field None that transformers documents as derived ("head_dim: if
 # None, it will default to hidden_size // num_attention_heads"; num_key_value_heads defaults to
 # num_attention_heads) while the modeling code uses it as is (ministral, hunyuan, nemotron
-# failed to build). opscan applies the documented default; the row says so. Causal-LM classes of
+# failed to build), also in sub-configs (hunyuan_vl's text_config). opscan applies the documented
+# default; the row says so. Causal-LM classes of
 # encoder architectures (BertLMHeadModel, ReformerModelWithLMHead, ...) are meant to be used with
 # `is_decoder=True` (transformers asks for it), so the causal-LM family sets it. A model that needs
 # a language to pick its adapters (xmod: "call set_default_language()") gets the first it lists.
@@ -128,14 +129,24 @@ DOCUMENTED_DEFAULTS = (
 )
 
 
-def _required(data: dict, family: str) -> list[str]:
-    """Fill documented defaults the config left None (in place); notes of what was set."""
+def _documented(data: dict, where: str) -> list[str]:
+    """Documented defaults for `data` and every sub-config in it (a text_config's head_dim too)."""
     notes = []
     for key, sources, derive in DOCUMENTED_DEFAULTS:
         values = [data.get(k) for k in sources]
         if key in data and data[key] is None and all(isinstance(v, int) and v > 0 for v in values):
             data[key] = derive(*values)
-            notes.append(f"{key} None -> {data[key]} (documented default)")
+            notes.append(f"{where}{key} None -> {data[key]} (documented default)")
+    for name in sorted(data):
+        sub = data[name]
+        if isinstance(sub, dict) and "model_type" in sub:
+            notes.extend(_documented(sub, f"{where}{name}."))
+    return notes
+
+
+def _required(data: dict, family: str) -> list[str]:
+    """Fill documented defaults the config left None (in place); notes of what was set."""
+    notes = _documented(data, "")
     languages = data.get("languages")
     if "default_language" in data and data["default_language"] is None and languages:
         # xmod: forward needs a language (or lang_ids) and asks for set_default_language()

@@ -65,6 +65,14 @@ def trace_key(target: ZooTarget, options: dict, tracer: str, tools: dict[str, st
     return hashlib.sha256(material.encode()).hexdigest()[:24]
 
 
+def job_options(target: ZooTarget, options: dict, tracer: str) -> dict:
+    """The tracer options of one target: the default tracer fills unset fields of the default
+    configs the zoo wrote (`model_type` set; opscan/zoo/repair.py), never of a user's config."""
+    if tracer == DEFAULT_TRACER and target.model_type and target.target.startswith("hf:"):
+        return {**options, "fill_unset": True}
+    return options
+
+
 def _local(jobs: list[Job], tracer: str, workers: int, limits: Limits) -> Iterator[Outcome]:
     """A process pool: `workers` threads, each supervising one isolated child process at a time."""
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -102,7 +110,7 @@ def run_zoo(targets: list[ZooTarget], coverage, *, options: dict | None = None,
         if target.error:
             done(build_row(target, None, coverage))
             continue
-        key = trace_key(target, options, spec, tools)
+        key = trace_key(target, job_options(target, options, spec), spec, tools)
         cached_row = cache.get_row(key, coverage.key)
         if cached_row is not None:
             stats["row_cache"] += 1
@@ -117,7 +125,8 @@ def run_zoo(targets: list[ZooTarget], coverage, *, options: dict | None = None,
             continue
         pending[target.name] = (target, key)
 
-    jobs = [Job(t.name, t.target, tuple(sorted(options.items()))) for t, _ in pending.values()]
+    jobs = [Job(t.name, t.target, tuple(sorted(job_options(t, options, spec).items())))
+            for t, _ in pending.values()]
     engine = "local"
     if jobs:
         if cluster:

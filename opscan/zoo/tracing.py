@@ -6,15 +6,22 @@ from opscan.errors import TargetError
 from opscan.model import ModelTrace
 
 
-def trace_model(target: str, **options) -> ModelTrace:
+def trace_model(target: str, *, fill_unset: bool = False, **options) -> ModelTrace:
     """Trace `target` with opscan.trace (options: mode, device, profile, batch, seq_len, ...).
 
+    `fill_unset` (set by the zoo for the default configs it writes, never for a user's): a config
+    whose build or step fails on a field it leaves unset is traced again with the field filled
+    (opscan/zoo/repair.py, NOTE [unset fields]).
     A model that cannot be built because a package is missing raises ImportError (its row's stop
     class is then `missing-package`, see opscan/zoo/results.py), any other build failure TargetError.
     """
     from opscan.trace import trace_target
 
     try:
+        if fill_unset and target.startswith("hf:"):
+            from opscan.zoo.repair import trace_repaired
+
+            return trace_repaired(trace_target, target, options)
         return trace_target(target, **options)
     except TargetError as exc:
         # the tracer reports a failed build as one TargetError line, raised while the original

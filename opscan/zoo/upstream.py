@@ -73,6 +73,56 @@ BUGS = (
                 "(torch.tensor([[1, 2, 3]]))"),
 )
 
+# Base architectures (`opscan zoo 'hf:*'`) whose default config transformers cannot build.
+_BASE = (
+    ("autoformer", "AutoformerModel", "ValueError", "the default config leaves prediction_length None, "
+     "which the model requires"),
+    ("informer", "InformerModel", "ValueError", "the default config leaves prediction_length None, "
+     "which the model requires"),
+    ("time_series_transformer", "TimeSeriesTransformerModel", "ValueError",
+     "the default config leaves prediction_length None, which the model requires"),
+    ("aya_vision", "AyaVisionModel", "ValueError", "the default vision config's hidden size (1152) is not "
+     "divisible by its head count (14)"),
+    ("chameleon", "ChameleonModel", "AttributeError", "the default config leaves vocabulary_map None, "
+     "which the model reads with .get"),
+    ("emu3", "Emu3Model", "AttributeError", "the default config leaves vocabulary_map None, which the "
+     "model reads with .get"),
+    ("deepseek_ocr2", "DeepseekOcr2Model", "TypeError", "the default text config leaves mlp_layer_types None"),
+    ("diffusion_gemma", "DiffusionGemmaModel", "TypeError", "the default text config leaves num_experts "
+     "None (torch.empty(None, ...)), and with it filled, the routing top-k"),
+    ("esm", "EsmModel", "TypeError", "the default config leaves vocab_size None, and pad_token_id, which "
+     "its forward compares input ids with"),
+    ("granite4_vision", "Granite4VisionModel", "TypeError", "the default config leaves deepstack_layer_map None"),
+    ("pp_ocrv6_medium_det", "PPOCRV6MediumDetModel", "TypeError",
+     "the default config leaves intraclass_block_config None"),
+    ("moonshine_streaming", "MoonshineStreamingModel", "AttributeError",
+     "the model reads num_key_value_heads, which its config does not have"),
+    ("t5gemma2_encoder", "T5Gemma2Encoder", "AttributeError",
+     "the encoder reads dropout_rate, which its text config does not have"),
+)
+BUGS += tuple(UpstreamBug(model_type, "build", error, what,
+                          _META + f"t.{cls}(t.AutoConfig.for_model('{model_type}'))")
+              for model_type, cls, error, what in _BASE)
+BUGS += (UpstreamBug("llama4", "step", "AttributeError",
+                     "Llama4ForConditionalGeneration.forward reads image_outputs from its language model's "
+                     "output, which has none",
+                     _CPU + "t.Llama4ForConditionalGeneration(t.Llama4Config(text_config=dict(num_hidden_layers=1, "
+                     "hidden_size=32, intermediate_size=32, intermediate_size_mlp=32, num_attention_heads=4, "
+                     "num_key_value_heads=2, head_dim=8, vocab_size=100, num_local_experts=2), "
+                     "vision_config=dict(num_hidden_layers=1, hidden_size=32, intermediate_size=32, "
+                     "num_attention_heads=4, vision_output_dim=32, projector_input_dim=32, "
+                     "projector_output_dim=32)))(input_ids=torch.tensor([[1, 2, 3]]))"),
+         UpstreamBug("bark", "step", "TypeError", "MODEL_MAPPING_NAMES lists BarkModel, which defines no forward "
+                     "(it only generates): there is no step to trace",
+                     _META + "t.BarkModel(t.BarkConfig())(input_ids=torch.tensor([[1]]))"),
+         UpstreamBug("glm_image_vqmodel", "step", "TypeError", "MODEL_MAPPING_NAMES lists GlmImageVQVAE, which "
+                     "defines no forward (only encode): there is no step to trace",
+                     _META + "t.GlmImageVQVAE(t.AutoConfig.for_model('glm_image_vqmodel'))"
+                     "(input_ids=torch.tensor([[1]]))"),
+         UpstreamBug("voxtral_realtime_text", "build", "AttributeError",
+                     "MODEL_MAPPING_NAMES lists VoxtralRealtimeTextModel, which transformers does not define",
+                     "import transformers as t; t.VoxtralRealtimeTextModel"),)
+
 
 def installed() -> str:
     try:

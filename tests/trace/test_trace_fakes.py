@@ -86,3 +86,79 @@ def test_torch_error_logs_stay_off_the_terminal(tmp_path, repo_root):
     assert "Traceback" not in proc.stderr and "failed while attempting" not in proc.stderr, proc.stderr
     trace = json.loads(proc.stdout)["traces"][0]
     assert trace["complete"] and trace["supplied_fakes"] == ["aten::_grouped_mm"]
+
+
+ROUTER = '''
+import torch
+from torch import nn
+
+
+class Router(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.classifier = nn.Linear(8, 3)
+        self.expert_0, self.expert_1, self.expert_2 = nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x):
+        self.classifier = self.classifier.to(torch.float32)   # a conversion that changes nothing
+        choice = self.classifier(x).argmax(-1)
+        mask = torch.nn.functional.one_hot(choice, num_classes=3)
+        expert = getattr(self, f"expert_{choice[0]}")          # a 0-dim tensor formatted as its value
+        return (expert(x) * mask.sum(-1, keepdim=True)).sum()
+
+
+def build():
+    return Router(), (torch.randn(4, 8),)
+'''
+
+
+def _router_ops(tmp_path, device):
+    (tmp_path / "router.py").write_text(ROUTER)
+    trace = trace_target(f"{tmp_path}/router.py:build", mode="train", device=device)
+    assert trace.complete, trace.stopped_at
+    return trace, {u.op for u in trace.ops}
+
+
+def test_one_hot_lists_the_ops_a_real_run_on_the_device_dispatches(tmp_path):
+    trace, ops = _router_ops(tmp_path, "neuron")
+    # Onehot.cpp off the CPU: zeros + scatter_; the fake-tensor branch (eq with an arange) is not listed
+    assert {"aten::zeros", "aten::scatter_.value"} <= ops and "aten::eq.Tensor" not in ops
+    assert "aten::aminmax" not in ops
+    # on the CPU the kernel also checks the bounds with aminmax, as a real CPU run does
+    _, cpu_ops = _router_ops(tmp_path, "cpu")
+    assert {"aten::aminmax", "aten::scatter_.value"} <= cpu_ops
+
+
+def test_a_real_router_step_dispatches_what_the_trace_lists(tmp_path):
+    from trace_recorder import Recorder
+
+    namespace: dict = {}
+    exec(compile(ROUTER, "router.py", "exec"), namespace)
+    model, (x,) = namespace["build"]()
+    recorder = Recorder()
+    with recorder:
+        model(x).backward()
+    trace, ops = _router_ops(tmp_path, "cpu")
+    assert {"aten::aminmax", "aten::scatter_.value", "aten::zeros"} <= recorder.ops
+    assert not {"aten::aminmax", "aten::scatter_.value", "aten::zeros"} - ops
+    # the formatted expert index is a stand-in value, said like any other
+    assert any(s.op == "aten::_local_scalar_dense" for s in trace.stand_ins)
+
+
+def test_conversions_that_change_something_still_go_to_torch():
+    linear = torch.nn.Linear(2, 2)
+    with fakes.identity_conversions():
+        assert linear.to(torch.float32) is linear
+        assert linear.to(torch.float64).weight.dtype == torch.float64
+    assert torch.nn.Module._apply is not None and "identity" not in torch.nn.Module._apply.__qualname__
+
+
+def test_a_device_with_its_own_one_hot_kernel_lists_the_op_itself(tmp_path):
+    from opscan.model import DeviceProfile
+
+    (tmp_path / "router.py").write_text(ROUTER)
+    profile = DeviceProfile(name="p", native_ops=("aten::one_hot",))
+    trace = trace_target(f"{tmp_path}/router.py:build", mode="train", device="neuron", profile=profile)
+    assert trace.complete, trace.stopped_at
+    ops = {u.op for u in trace.ops}
+    assert "aten::one_hot" in ops and "aten::scatter_.value" not in ops

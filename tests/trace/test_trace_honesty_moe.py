@@ -40,3 +40,24 @@ def test_fp32_moe_fake_trace_matches_a_real_cpu_step(mixtral_fp32):
     phases = {u.op: u.phases for u in trace.ops}
     assert phases["aten::_grouped_mm"] == ("forward", "backward")
     assert any(p == ("optimizer",) for p in phases.values())  # the whole step, optimizer included
+
+
+SWITCH = {"model_type": "switch_transformers", "architectures": ["SwitchTransformersForConditionalGeneration"],
+          "d_model": 32, "d_kv": 8, "d_ff": 64, "num_layers": 2, "num_decoder_layers": 2,
+          "num_sparse_encoder_layers": 1, "num_sparse_decoder_layers": 1, "num_heads": 4,
+          "num_experts": 2, "vocab_size": 100, "expert_capacity": 64, "decoder_start_token_id": 0,
+          "pad_token_id": 0, "eos_token_id": 1}
+
+
+def test_switch_transformers_router_converted_in_forward_matches_a_real_cpu_step(tmp_path):
+    # its router converts its classifier inside forward (`self.classifier.to(self.dtype)`) and
+    # picks experts by formatted name (f"expert_{idx[0]}"): NOTEs [module conversions in forward]
+    # and [formatting 0-dim fake tensors] in opscan/trace/fakes.py
+    (tmp_path / "config.json").write_text(json.dumps(SWITCH))
+    real = real_step_ops(tmp_path, SEQ_LEN)
+    trace = trace_target(f"hf:{tmp_path}", mode="train", device="cpu", batch=2, seq_len=SEQ_LEN)
+    assert trace.complete, trace.stopped_at
+    fake = {u.op for u in trace.ops}
+    assert fake == real, (sorted(fake - real), sorted(real - fake))
+    assert "aten::index_add_" in fake                          # the experts ran
+    assert any(s.op == "aten::_local_scalar_dense" for s in trace.stand_ins)   # the formatted index

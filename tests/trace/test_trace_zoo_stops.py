@@ -205,7 +205,8 @@ def test_speech_inputs_find_num_mel_bins_in_a_sub_config():
     encoder = SimpleNamespace(num_mel_bins=80, max_source_positions=None, to_dict=dict)
     config = SimpleNamespace(sub_configs={"encoder_config": object}, encoder_config=encoder, vocab_size=10)
     model = SimpleNamespace(main_input_name="input_features")
-    assert task_inputs(model, config, 2, None)["input_features"].shape == (2, 80, 3000)
+    # without max_source_positions or a Conv1d over the bins: (batch, frames, bins), as Parakeet takes
+    assert task_inputs(model, config, 2, None)["input_features"].shape == (2, 256, 80)
     with pytest.raises(TargetError, match="num_mel_bins"):
         task_inputs(model, SimpleNamespace(vocab_size=10), 2, None)
 
