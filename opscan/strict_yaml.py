@@ -3,6 +3,8 @@ no duplicate keys, and the line of every mapping and key, so errors can name fil
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import yaml
 
 
@@ -87,3 +89,18 @@ def check_keys(mapping, spec: dict[str, bool], what: str, line: int | None) -> N
     for key, required in spec.items():
         if required and key not in mapping:
             raise YamlProblem(f"missing key {key!r} in {what}", line_of(mapping))
+
+
+def load_checked(path, build, error, unreadable: str):
+    """`build(data)` of the strict YAML file at `path`. A file that cannot be read, or whose data
+    parse_yaml or `build` refuses (YamlProblem), raises `error(message, path[, line])`; an
+    unreadable file's message starts with `unreadable`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{unreadable}: {exc}", str(path)) from None
+    try:
+        return build(parse_yaml(text))
+    except YamlProblem as exc:
+        raise error(str(exc), str(path), exc.line) from None

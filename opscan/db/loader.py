@@ -9,7 +9,7 @@ from pathlib import Path
 from opscan.db.release import CONFIDENCES, Entry, KnownFailure, Narrowing, Package, Release
 from opscan.errors import DatabaseError
 from opscan.model import EVIDENCE_KINDS, STATUSES, Evidence, OpName
-from opscan.strict_yaml import YamlProblem, check_keys as _keys, line_of as _line, parse_yaml
+from opscan.strict_yaml import YamlProblem, check_keys as _keys, line_of as _line, load_checked
 
 SCHEMA_VERSION = 1
 SDPA_POLICIES = ("math", "overrideable", "overrideable-4d")
@@ -46,14 +46,7 @@ _Problem = YamlProblem
 def load_file(path: Path, check_registry: bool = True) -> Release:
     """Load and check one release file. Raises DatabaseError naming the file and line."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DatabaseError(f"cannot read release file: {exc}", str(path)) from None
-    try:
-        release = _build(path, parse_yaml(text))
-    except _Problem as exc:
-        raise DatabaseError(str(exc), str(path), exc.line) from None
+    release = load_checked(path, lambda data: _build(path, data), DatabaseError, "cannot read release file")
     if check_registry:
         from opscan.db.registry import registry_warnings
 

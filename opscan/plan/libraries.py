@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from opscan.errors import CatalogError
-from opscan.strict_yaml import YamlProblem, check_keys as _keys, line_of, parse_yaml
+from opscan.strict_yaml import YamlProblem, check_keys as _keys, line_of, load_checked
 
 SCHEMA_VERSION = 1
 CATALOG_PATH = Path(__file__).with_name("libraries.yaml")
@@ -218,15 +218,7 @@ def _build(doc) -> Catalog:
 
 def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:
     """Load and check a catalog file. Raises CatalogError naming the file and line."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CatalogError(f"cannot read the library catalog: {exc}", str(path)) from None
-    try:
-        return _build(parse_yaml(text))
-    except YamlProblem as exc:
-        raise CatalogError(str(exc), str(path), exc.line) from None
+    return load_checked(path, _build, CatalogError, "cannot read the library catalog")
 
 
 @lru_cache(maxsize=1)

@@ -10,7 +10,8 @@ from pathlib import Path
 import torch
 
 from opscan.errors import TargetError
-from opscan.trace.hfinputs import VALUE_INPUTS, task_inputs
+from opscan.trace.hfinputs import task_inputs
+from opscan.trace.hfshapes import VALUE_INPUTS
 from opscan.trace.targets import Built, build_empty, first_line, read_json
 
 DEFAULT_BATCH = 2

@@ -343,10 +343,6 @@ def _trajectory(kind):
     return fill
 
 
-# Integer inputs whose values shape the step: traced with their values (NOTE [inputs with values]
-# in opscan/trace/device.py).
-VALUE_INPUTS = ("grid_thw", "image_grid_thw", "spatial_shapes", "pixel_position_ids", "merge_sizes")
-
 _GROUPS = (("states", "actions", "rewards", "returns_to_go", "timesteps"),
            ("query_embeds", "encoder_hidden_states"),
            ("visual_feats", "visual_pos"))

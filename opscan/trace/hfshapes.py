@@ -99,13 +99,17 @@ def video(config, batch: int, gen):
     return torch.randn(batch, frames, channels, *image_size(config), generator=gen)
 
 
-GRID_ARGS = ("grid_thw", "image_grid_thw", "spatial_shapes", "pixel_position_ids", "merge_sizes",
-         "pixel_attention_mask")
+# A vision tower that takes already-cut patches takes one of these with them.
+PATCH_GRIDS = ("grid_thw", "image_grid_thw", "spatial_shapes", "pixel_position_ids")
+# Integer inputs whose values shape the step: traced with their values (Built.values; NOTE [inputs
+# with values] in opscan/trace/device.py).
+VALUE_INPUTS = (*PATCH_GRIDS, "merge_sizes")
+GRID_ARGS = (*VALUE_INPUTS, "pixel_attention_mask")
 
 
 def flat_patches(params: dict) -> bool:
     """Vision towers that take already-cut patches with their grid (Qwen-VL, SigLIP2, Gemma 4)."""
-    return any(name in params for name in GRID_ARGS[:4])
+    return any(name in params for name in PATCH_GRIDS)
 
 
 def patch_width(model, config) -> int:

@@ -29,6 +29,7 @@ with the field filled (in the child process, only for configs the zoo wrote; nev
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import tempfile
@@ -180,17 +181,14 @@ def rope_fill(failure: BaseException, config) -> Fill | None:
                 label=f"rope_parameters[{layer_type!r}] -> default RoPE, rope_theta {theta:g}")
 
 
-def _place(data: dict, config, fill: Fill) -> bool:
+def _place(data: dict, config, fill: Fill) -> None:
     """Write `fill` into the config dict: at the top, or in every sub-config of the fill's class."""
-    placed = False
     if type(config).__name__ == fill.owner:
         data[fill.key] = fill.value
-        placed = True
     for key, value in sorted(vars(config).items()):
         sub = data.get(key)
         if isinstance(sub, dict) and hasattr(value, "to_dict") and value is not config:
-            placed = _place(sub, value, fill) or placed
-    return placed
+            _place(sub, value, fill)
 
 
 def _failure(exc: BaseException) -> tuple[str, str]:
@@ -239,6 +237,7 @@ def trace_repaired(trace, target: str, options: dict) -> ModelTrace:
     if folder.is_file():
         folder = folder.parent
     base = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config = None          # the unfilled config, loaded once when a fill is first needed
     fills: list[Fill] = []
     first_stop = ""
     tried: set[tuple[str, str]] = set()
@@ -248,8 +247,7 @@ def trace_repaired(trace, target: str, options: dict) -> ModelTrace:
             """(trace or None, build failure or None, reads) with `fills + extra` written in."""
             current = target
             if fills or extra:
-                data = json.loads(json.dumps(base))
-                config = _config(folder)
+                data = copy.deepcopy(base)
                 for fill in (*fills, *extra):
                     _place(data, config, fill)
                 (Path(scratch) / "config.json").write_text(json.dumps(data, indent=2, sort_keys=True),
@@ -269,9 +267,12 @@ def trace_repaired(trace, target: str, options: dict) -> ModelTrace:
         attempts = 1
         original_failed, original_result = failed, result
         while attempts < MAX_ATTEMPTS:
+            if failed is None and (result is None or result.complete or result.stand_ins or not result.ops):
+                break        # complete, data-dependent, or stopped before any op (its inputs, not a field)
+            config = config or _config(folder)
             if failed is not None:
                 # the build: blame the last unset field read before it failed
-                fill = rope_fill(failed.__context__, _config(folder)) or _blamed(reads)
+                fill = rope_fill(failed.__context__, config) or _blamed(reads)
                 fill = fill if fill and (fill.owner, fill.key) not in tried else None
                 if fill is None:
                     break
@@ -284,8 +285,6 @@ def trace_repaired(trace, target: str, options: dict) -> ModelTrace:
                 fills.append(fill)
                 result, failed, reads = new_result, new_failed, new_reads
                 continue
-            if result is None or result.complete or result.stand_ins or not result.ops:
-                break        # complete, data-dependent, or stopped before any op (its inputs, not a field)
             # the step stopped: try the unset fields it read, one at a time, the latest first
             order = []
             for read in reversed(reads):

@@ -118,10 +118,13 @@ def test_duplicate_and_unknown_keys_name_file_and_line(tmp_path, change, needle,
 
 def test_rule_and_db_loaders_share_one_strict_yaml_implementation():
     import opscan.db.loader as db_loader
+    import opscan.plan.libraries as catalog_loader
     import opscan.scan.rules as rules_module
     from opscan import strict_yaml
 
-    assert rules_module.parse_yaml is strict_yaml.parse_yaml is db_loader.parse_yaml
+    assert rules_module.parse_yaml is strict_yaml.parse_yaml
+    # the release and catalog loaders read, parse and report through one function of it
+    assert db_loader.load_checked is strict_yaml.load_checked is catalog_loader.load_checked
 
 
 def test_every_shipped_rule_declares_a_task_from_the_closed_vocabulary():
