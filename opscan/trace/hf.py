@@ -11,6 +11,7 @@ import torch
 
 from opscan.errors import TargetError
 from opscan.trace.hfinputs import task_inputs
+from opscan.trace.hfmodels import value_inputs
 from opscan.trace.hfshapes import VALUE_INPUTS
 from opscan.trace.targets import Built, build_empty, first_line, read_json
 
@@ -122,7 +123,8 @@ def build_hf(path_text: str, *, batch: int | None, seq_len: int | None,
     # serving computes no loss; seq2seq heads still need labels to make their decoder inputs
     seq2seq = getattr(config, "is_encoder_decoder", False)
     train_only = () if seq2seq else ("labels",)
-    values = tuple(name for name in kwargs if name in VALUE_INPUTS)
+    extra = value_inputs(model, config)   # per architecture (opscan/trace/hfmodels.py)
+    values = tuple(name for name in kwargs if name in VALUE_INPUTS or name in extra)
     return Built(model, kwargs=kwargs, description=f"hf:{path_text}", train_only=train_only, values=values)
 
 

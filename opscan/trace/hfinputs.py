@@ -9,8 +9,11 @@ import torch
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.trace.hfshapes import (GRID_ARGS, features, field, flat_patches, grid_side, int_field, layers,
-                                   merge_size, patch_width, pixels, sub_config, video, waveform)
+from opscan.trace.hflayouts import has_layout, model_layout
+from opscan.trace.hfmodels import architecture_inputs   # inputs some architectures need (hfmodels.TABLE)
+from opscan.trace.hfshapes import (GRID_ARGS, channels_first, features, field, flat_patches, grid_side,
+                                   int_field, layers, merge_size, patch_width, pixels, sub_config, video,
+                                   waveform)
 
 DEFAULT_SEQ_LEN = 128
 # NOTE [hf inputs]
@@ -22,9 +25,12 @@ DEFAULT_SEQ_LEN = 128
 # BridgeTower, SAM3), the text prompt of an image model with a text_config (InstructBLIP), the
 # companions of a generated input (`_GROUPS`, and a cut-patch tower's grid). Sizes come from the
 # config and its sub-configs (`hfshapes.field`) and from the model's first layers (patch widths,
-# stacked audio frames). Models that already traced keep exactly their inputs: the completion only
-# adds what the call could not do without (checked against every default config of transformers'
-# base and causal-LM mappings when this was written).
+# stacked audio frames, one embedding table per codebook, a BatchNorm2d over the mel bins). Layouts
+# that only a model's processor or code gives are one entry per model_type (`hflayouts.LAYOUTS`,
+# applied to the main inputs before the completion; they may replace or drop them). Models that
+# already traced keep exactly their inputs: the completion only adds what the call could not do
+# without, and LAYOUTS names only models that did not trace (checked against every default config of
+# transformers' base and causal-LM mappings when this was written, and again when LAYOUTS was added).
 
 
 def _params(model) -> dict:
@@ -62,9 +68,10 @@ def task_inputs(model, config, batch: int, seq_len: int | None, given=()) -> dic
     try:
         out = _main_inputs(model, config, batch, seq_len, gen)
     except TargetError:
-        if _main_name(model) not in given:
+        if _main_name(model) not in given and not has_layout(config):
             raise
         out = {}
+    out = model_layout(model, config, out, batch, seq_len, gen)   # hflayouts.LAYOUTS
     return _complete(model, config, out, batch, seq_len, gen, given)
 
 
@@ -73,6 +80,8 @@ def _main_name(model) -> str:
     main = getattr(model, "main_input_name", "input_ids")
     if isinstance(main, (list, tuple)):
         main = main[0] if main else "input_ids"
+    if main == "pixel_values" and "input_ids" in (params := _params(model)) and "pixel_values" not in params:
+        return "input_ids"   # a text tower that inherits its model's main_input_name (SAM3-LiteText)
     return main if isinstance(main, str) else "input_ids"
 
 
@@ -97,6 +106,9 @@ def _main_inputs(model, config, batch: int, seq_len: int | None, gen) -> dict:
             # audio decoders (musicgen): one row per codebook, labels (batch, seq, codebooks)
             ids = torch.randint(0, vocab, (batch * codebooks, seq), generator=gen)
             return {"input_ids": ids, "labels": ids.reshape(batch, codebooks, seq).transpose(1, 2).clone()}
+        if isinstance(codebooks, int) and codebooks > 1 and _embeds_per_codebook(model, codebooks):
+            # their base decoder (MusicgenModel): the same rows, no labels
+            return {"input_ids": torch.randint(0, vocab, (batch * codebooks, seq), generator=gen)}
         ids = torch.randint(0, vocab, (batch, seq), generator=gen)
         out = {"input_ids": ids}
         if arch.endswith(("ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForConditionalGeneration")):
@@ -134,6 +146,12 @@ def _main_inputs(model, config, batch: int, seq_len: int | None, gen) -> dict:
                       "give them with --input NAME:DTYPE[SHAPE]")
 
 
+def _embeds_per_codebook(model, codebooks: int) -> bool:
+    """Whether the model embeds ids with one table per codebook (a ModuleList of Embeddings)."""
+    return any(isinstance(m, nn.ModuleList) and len(m) == codebooks and all(isinstance(e, nn.Embedding) for e in m)
+               for m in layers(model))
+
+
 # ----------------------------------------------------------------------------- completion
 
 def _text_ids(config, batch: int, seq_len: int | None, gen):
@@ -148,6 +166,7 @@ def _complete(model, config, out: dict, batch: int, seq_len: int | None, gen, gi
     """Add what the forward cannot go without (NOTE [hf inputs]); one TargetError naming what
     opscan cannot make."""
     params = _params(model)
+    out = architecture_inputs(model, config, out, batch, seq_len, gen, given)
     wanted = [name for name in _required(params) if name not in out]
     if _main_name(model) == "pixel_values" and "input_ids" in params and "input_ids" not in out \
             and sub_config(config, "text_config") is not config and "input_ids" not in wanted:
@@ -261,7 +280,8 @@ def _fill_feature_mask(model, config, out, params, batch, seq_len, gen):
     spectrogram = next((out[k] for k in ("input_features", "audio_mel") if k in out), None)
     if spectrogram is None:
         return None
-    frames = spectrogram.shape[1] if spectrogram.dim() == 3 else spectrogram.shape[-1]
+    frames = spectrogram.shape[1] if spectrogram.dim() == 3 and not channels_first(config, spectrogram) \
+        else spectrogram.shape[-1]
     return torch.ones(spectrogram.shape[0], frames, dtype=torch.bool)
 
 
@@ -376,8 +396,32 @@ def _fill_embeds(model, config, out, params, batch, seq_len, gen):
     return torch.randn(batch, seq_len or 16, hidden, generator=gen) if hidden else None
 
 
+def _fill_model_width(model, config, out, params, batch, seq_len, gen):
+    """Perceiver without a preprocessor: `inputs` already embedded, (batch, seq, d_model)."""
+    width = int_field(config, "d_model")
+    return torch.randn(batch, seq_len or 16, width, generator=gen) if width else None
+
+
+def _fill_draft(kind):
+    """A drafting assistant (MuseGlimmer's): the noise of one block, (batch, block_size, hidden), and
+    the target model's states it drafts from, (batch, 16, hidden x the target layers it reads)."""
+    def fill(model, config, out, params, batch, seq_len, gen):
+        hidden = int_field(config, "hidden_size")
+        if not hidden:
+            return None
+        if kind == "noise":
+            return torch.randn(batch, int_field(config, "block_size", default=16), hidden, generator=gen)
+        targets = field(config, "target_layer_ids")
+        count = len(targets) if isinstance(targets, (list, tuple)) and targets else 1
+        return torch.randn(batch, seq_len or 16, hidden * count, generator=gen)
+    return fill
+
+
 _FILL = {
     "input_ids": _fill_ids,
+    "inputs": _fill_model_width,
+    "noise_embeds": _fill_draft("noise"),
+    "context_hidden_states": _fill_draft("context"),
     "inputs_embeds": _fill_embeds,
     "visual_feats": _fill_region("feats"),
     "visual_pos": _fill_region("pos"),

@@ -103,7 +103,7 @@ def video(config, batch: int, gen):
 PATCH_GRIDS = ("grid_thw", "image_grid_thw", "spatial_shapes", "pixel_position_ids")
 # Integer inputs whose values shape the step: traced with their values (Built.values; NOTE [inputs
 # with values] in opscan/trace/device.py).
-VALUE_INPUTS = (*PATCH_GRIDS, "merge_sizes")
+VALUE_INPUTS = (*PATCH_GRIDS, "merge_sizes", "target_sizes", "image_embeds_position_mask")
 GRID_ARGS = (*VALUE_INPUTS, "pixel_attention_mask")
 
 
@@ -144,7 +144,11 @@ def features(model, config, batch: int, gen):
     bins = field(config, "num_mel_bins")
     frames = field(config, "max_source_positions")
     if isinstance(bins, int) and (isinstance(frames, int) or _channels_first(model, bins)):
-        return torch.randn(batch, bins, 2 * (frames or 1500), generator=gen)
+        return torch.randn(batch, bins, chunked(config, 2 * (frames or 1500)), generator=gen)
+    if isinstance(bins, int) and _norms_bins(model, bins):
+        # a spectrogram image (CLAP): (batch, channels, frames, bins), its first layer a BatchNorm2d over the bins
+        channels = int_field(config, "patch_embed_input_channels", default=1)
+        return torch.randn(batch, channels, AUDIO_FRAMES, bins, generator=gen)
     if not isinstance(bins, int):
         per_channel, channels = field(config, "input_feat_per_channel"), field(config, "input_channels")
         if isinstance(per_channel, int):
@@ -165,11 +169,27 @@ def features(model, config, batch: int, gen):
         # no subsampling front end, and a first layer wider than the bins and the hidden size:
         # frames stacked by the feature extractor (Granite Speech, FunASR)
         bins = first.in_features
-    frames = AUDIO_FRAMES
-    window = int_field(config, "n_window")   # chunked encoders take whole chunks of 2 * n_window frames
-    if window:
-        frames = 2 * window * max(1, math.ceil(frames / (2 * window)))
-    return torch.randn(batch, frames, bins, generator=gen)
+    return torch.randn(batch, chunked(config, AUDIO_FRAMES), bins, generator=gen)
+
+
+def chunked(config, frames: int) -> int:
+    """Chunked encoders take whole chunks of 2 * n_window frames (Qwen-Omni, Qwen3-ASR)."""
+    window = int_field(config, "n_window")
+    return 2 * window * max(1, math.ceil(frames / (2 * window))) if window else frames
+
+
+def _norms_bins(model, bins: int) -> bool:
+    """Whether the audio tower's first layer is a BatchNorm2d over the mel bins (CLAP)."""
+    for module in layers(model):
+        if isinstance(module, nn.BatchNorm2d):
+            return module.num_features == bins
+    return False
+
+
+def channels_first(config, spectrogram) -> bool:
+    """Whether a generated (batch, a, b) spectrogram is Whisper-style (batch, bins, frames)."""
+    bins = field(config, "num_mel_bins")
+    return spectrogram.dim() == 3 and spectrogram.shape[1] == bins and spectrogram.shape[2] != bins
 
 
 def _channels_first(model, bins: int) -> bool:

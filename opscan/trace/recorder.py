@@ -8,7 +8,6 @@ from collections import Counter, defaultdict
 import torch
 from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
 from opscan.model import PHASES, OpSource, OpUsage, StandIn
 from opscan.trace import fakes
@@ -28,6 +27,44 @@ MAX_SOURCES = 5
 MAX_STAND_INS_PER_SITE = 1000
 
 
+# Per OpOverload: its name and whether it is an artifact (every dispatched op asks, so it is kept).
+_NAMES: dict = {}
+# The dispatch key of the backend kernels a device's ops reach (NOTE [inference mode]).
+BACKEND_KEYS = {"neuron": "PrivateUse1", "cpu": "CPU", "cuda": "CUDA", "meta": "Meta"}
+# NOTE [inference mode]
+# Outside `torch.inference_mode` an op with a CompositeImplicitAutograd kernel (aten::conv2d,
+# aten::layer_norm, aten::item, ...) is decomposed at the autograd key, before the Python key
+# where this mode sees ops; so the recorder meets what the backend meets: the decomposition,
+# unless the backend registers the op itself (the device profile's native ops, see
+# device.apply_profile). Code that runs under `torch.inference_mode` (SAM2-style video
+# forwards, serving code) skips the autograd keys, and this mode would meet the composite op
+# itself, which a backend without a kernel for it never receives (and FakeTensorMode then
+# decomposes it out of sight). So there the recorder decomposes it, as the dispatcher would
+# below autograd, and records the ops of the decomposition.
+
+
+def _decomposes(func, key: str | None) -> bool:
+    """Whether a backend with dispatch key `key` receives func's decomposition, not func (asked
+    again per recorder: the device profile's registrations change between traces)."""
+    name = func.name()
+    return bool(key) and torch._C._dispatch_has_kernel_for_dispatch_key(name, "CompositeImplicitAutograd") \
+        and not torch._C._dispatch_has_kernel_for_dispatch_key(name, key)
+
+
+def _tensors(value, found: list) -> list:
+    """The tensors in an op's arguments or output (tuples, lists and dicts of them), in order: the
+    leaves torch.utils._pytree would give for these containers, without its per-node overhead."""
+    if isinstance(value, torch.Tensor):
+        found.append(value)
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            _tensors(item, found)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _tensors(item, found)
+    return found
+
+
 class StandInLoop(RuntimeError):
     """A loop whose exit depends on tensor values keeps asking for stand-ins."""
 
@@ -39,6 +76,8 @@ class Recorder(TorchDispatchMode):
         super().__init__()
         self.finder = finder
         self.device_type = device
+        self.backend_key = BACKEND_KEYS.get(device)
+        self._decomposed: dict = {}   # per OpOverload: _decomposes (NOTE [inference mode])
         self.module_names = module_names
         self.module_stack: list[str] = []
         self.phase = "forward"
@@ -79,9 +118,17 @@ class Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = func.name()
-        if name.startswith(ARTIFACT_PREFIXES):
+        known = _NAMES.get(func)
+        if known is None:
+            known = _NAMES[func] = (func.name(), func.name().startswith(ARTIFACT_PREFIXES))
+        name, artifact = known
+        if artifact:
             return func(*args, **kwargs)
+        if torch.is_inference_mode_enabled() and self._decomposes(func):
+            with self:   # NOTE [inference mode]: the ops of the decomposition pass through this mode
+                out = func.decompose(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
         source = self.source()
         self.pending = (name, source)
         try:
@@ -93,6 +140,12 @@ class Recorder(TorchDispatchMode):
         self.last = (name, source)
         self._record(name, source, args, kwargs, out)
         return out
+
+    def _decomposes(self, func) -> bool:
+        known = self._decomposed.get(func)
+        if known is None:
+            known = self._decomposed[func] = _decomposes(func, self.backend_key)
+        return known
 
     def _run(self, func, name, source, args, kwargs):
         try:
@@ -137,7 +190,7 @@ class Recorder(TorchDispatchMode):
                               "line: a data-dependent loop that stand-in values never end")
 
     def _record(self, name, source, args, kwargs, out) -> None:
-        tensors = [t for t in tree_leaves((args, kwargs, out)) if isinstance(t, torch.Tensor)]
+        tensors = _tensors(out, _tensors(kwargs, _tensors(args, [])))
         if tensors and not any(t.device.type == self.device_type for t in tensors):
             return  # runs on another device (e.g. AdamW's CPU step counters): not the backend's op
         phase = self.phase

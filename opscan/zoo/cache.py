@@ -51,8 +51,8 @@ class Cache:
         self.root = Path(root) if root else default_dir()
         self.enabled = enabled
 
-    def _read(self, path: Path) -> dict | None:
-        if not self.enabled or not path.is_file():
+    def _read(self, path: Path, always: bool = False) -> dict | None:
+        if not (self.enabled or always) or not path.is_file():
             return None
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -75,6 +75,13 @@ class Cache:
         trace = trace_from_dict(data["trace"]) if data.get("trace") else None
         return Outcome(data["name"], data["status"], trace, data["error"], data["seconds"],
                        tuple(data.get("error_types", ())))
+
+    def seconds(self, key: str) -> float | None:
+        """How long the cached trace under `key` took, if one is kept; read even when the cache is
+        disabled (it only orders the run: NOTE [longest first] in opscan/zoo/schedule.py)."""
+        data = self._read(self.root / "traces" / f"{key}.json", always=True)
+        value = data.get("seconds") if data else None
+        return float(value) if isinstance(value, (int, float)) else None
 
     def put_outcome(self, key: str, outcome: Outcome) -> None:
         if outcome.status in UNCACHED:

@@ -15,6 +15,10 @@ from opscan.zoo.selection import ZooTarget, hash_bytes
 # shrunken model still contains every kind of layer. The row notes the change ("layers 32 -> 2").
 # A config that places layers some other way (per_layer_config {5: ...}, attn_layer_period,
 # mlp_only_layers [...], max_window_layers, ...) is not shrunk at all; its row says so.
+# Sub-configs (nested dicts with a model_type: text_config, vision_config, encoder, ...) are shrunk
+# by the same rules, each on its own ("text_config.num_hidden_layers 40 -> 2"), unless a
+# placement key above them (llava's vision_feature_layer) or in a sibling without a stack of its
+# own (molmo2's adapter_config.vision_feature_layer) may name their layers.
 # Shrinking also caps position counts at MAX_POSITIONS (see POSITION_KEYS).
 LAYER_KEYS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers",
               "decoder_layers", "num_decoder_layers", "num_encoder_layers")
@@ -29,6 +33,10 @@ PLACEMENT_KEYS = ("out_features", "out_indices")
 # 25 GiB mask. The trace uses short sequences, so shrinking also caps the position count.
 POSITION_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len")
 MAX_POSITIONS = 4096
+# Stacks whose layers are sized from their count, so that fewer layers are different layers, which
+# no key of the config shows: inkling's vision encoder plans each layer's patch/channel scales from
+# n_layers (plan_out_scales; below 6 layers it even takes another code path, one that needs scipy).
+PLANNED_STACKS = ("inkling_vision",)
 
 
 def _structure_key(data: dict) -> str:
@@ -51,11 +59,33 @@ def _structure_key(data: dict) -> str:
     return ""
 
 
-def _shrink(data: dict, layers: int) -> str:
-    """Cut layer counts in `data` in place; returns a note describing the change, or ""."""
+def _sub_configs(data: dict) -> list[str]:
+    """Keys of the sub-configs in `data` (text_config, vision_config, encoder, ...)."""
+    return [k for k in sorted(data) if isinstance(data[k], dict) and "model_type" in data[k]]
+
+
+def _sibling_placement(data: dict) -> str:
+    """A sub-config placing layers it has no stack of (LAYER_KEYS) for: molmo2's adapter_config
+    vision_feature_layer [24, 18] picks vision_config layers, so no sibling stack may be cut.
+    out_features / out_indices name the config's own stage_names (backbones) and do not count."""
+    for name in _sub_configs(data):
+        sub = data[name]
+        if any(isinstance(sub.get(k), int) and not isinstance(sub.get(k), bool) for k in LAYER_KEYS):
+            continue
+        structure = _structure_key({k: v for k, v in sub.items() if k not in PLACEMENT_KEYS})
+        if structure:
+            return f"{name}.{structure}"
+    return ""
+
+
+def _shrink(data: dict, layers: int, where: str = "") -> str:
+    """Cut layer counts in `data` and its sub-configs in place; returns a note of the change, or ""."""
     structure = _structure_key(data)
     if structure:
-        return f"not shrunk: layer placement in {structure}"
+        return f"not shrunk: layer placement in {where}{structure}"
+    if data.get("model_type") in PLANNED_STACKS:
+        name = where.rstrip(".") or "config"
+        return f"not shrunk: {name} ({data['model_type']}) sizes its layers from their count"
     notes = []
     for key in LAYER_KEYS:
         old = data.get(key)
@@ -81,13 +111,18 @@ def _shrink(data: dict, layers: int) -> str:
                 keep.add(index)
             data[list_key] = [values[i] for i in sorted(keep)]
         data[key] = new
-        notes.append(f"{key} {old} -> {new}")
+        notes.append(f"{where}{key} {old} -> {new}")
     for key in POSITION_KEYS:
         old = data.get(key)
         if isinstance(old, int) and not isinstance(old, bool) and old > MAX_POSITIONS:
             data[key] = MAX_POSITIONS
-            notes.append(f"{key} {old} -> {MAX_POSITIONS}")
-    return "; ".join(notes)
+            notes.append(f"{where}{key} {old} -> {MAX_POSITIONS}")
+    sibling = _sibling_placement(data)
+    if sibling:
+        notes.append(f"sub-configs not shrunk: layer placement in {where}{sibling}")
+    for name in [] if sibling else _sub_configs(data):  # text_config, encoder, ...: the same rules
+        notes.append(_shrink(data[name], layers, f"{where}{name}."))
+    return "; ".join(n for n in notes if n)
 
 
 def _class_config(config, class_name: str):

@@ -23,6 +23,7 @@ from opscan.zoo.results import (
     row_from_dict,
     row_to_dict,
 )
+from opscan.zoo.schedule import longest_first
 from opscan.zoo.selection import ZooTarget
 
 
@@ -127,6 +128,7 @@ def run_zoo(targets: list[ZooTarget], coverage, *, options: dict | None = None,
 
     jobs = [Job(t.name, t.target, tuple(sorted(job_options(t, options, spec).items())))
             for t, _ in pending.values()]
+    jobs = longest_first(jobs, lambda job: job.name, lambda job: cache.seconds(pending[job.name][1]))
     engine = "local"
     if jobs:
         if cluster:

@@ -103,6 +103,54 @@ _BASE = (
 BUGS += tuple(UpstreamBug(model_type, "build", error, what,
                           _META + f"t.{cls}(t.AutoConfig.for_model('{model_type}'))")
               for model_type, cls, error, what in _BASE)
+
+# Base architectures whose default config builds but fails its forward on plain text input_ids.
+_GLM_ROPE = ("the default text config's rotary dimension (head_dim 128, no partial_rotary_factor: 64 "
+             "frequencies) does not fit the rotary embedding's default mrope_section [8, 12, 12] (32): "
+             "split_with_sizes fails")
+_GLM_MOE_ROPE = ("the default text config's rotary dimension (no head_dim: 4096 // 96 heads = 42, "
+                 "partial_rotary_factor 0.5: 11 frequencies) does not fit the rotary embedding's default "
+                 "mrope_section [8, 12, 12] (32): split_with_sizes fails")
+_BASE_STEP = (
+    ("glm4v", "Glm4vModel", "RuntimeError", _GLM_ROPE),
+    ("glm46v", "Glm46VModel", "RuntimeError", _GLM_ROPE),
+    ("glmga", "Glm46VModel", "RuntimeError", _GLM_ROPE),
+    ("glm4v_text", "Glm4vTextModel", "RuntimeError", _GLM_ROPE),
+    ("glm_image", "GlmImageModel", "RuntimeError", _GLM_ROPE),
+    ("glm_image_text", "GlmImageTextModel", "RuntimeError", _GLM_ROPE),
+    ("glm4v_moe", "Glm4vMoeModel", "RuntimeError", _GLM_MOE_ROPE),
+    ("glm4v_moe_text", "Glm4vMoeTextModel", "RuntimeError", _GLM_MOE_ROPE),
+)
+BUGS += tuple(UpstreamBug(model_type, "step", error, what,
+                          _META + f"t.{cls}(t.AutoConfig.for_model('{model_type}'))"
+                          "(input_ids=torch.tensor([[1, 2, 3]]))")
+              for model_type, cls, error, what in _BASE_STEP)
+# hunyuan_vl: head_dim None fails the build; with its documented default (hidden_size // heads, which
+# the zoo applies: opscan/zoo/hfconfig.py) the forward fails on the unset mrope_section.
+_HUNYUAN_ROPE = ("the default text config sets no rope_parameters['mrope_section'], and the rotary "
+                 "embedding's forward takes len() of it (the text model itself allows it unset)")
+BUGS += (UpstreamBug("hunyuan_vl", "step", "TypeError", _HUNYUAN_ROPE,
+                     _META + "t.HunYuanVLModel(t.HunYuanVLConfig(text_config=dict(head_dim=128)))"
+                     "(input_ids=torch.tensor([[1, 2, 3]]))"),
+         UpstreamBug("hunyuan_vl_text", "step", "TypeError", _HUNYUAN_ROPE,
+                     _META + "t.HunYuanVLTextModel(t.HunYuanVLTextConfig(head_dim=128))"
+                     "(input_ids=torch.tensor([[1, 2, 3]]))"))
+# blip-2 / instructblip: the image placeholder mask is `input_ids == config.image_token_id`; with the
+# default None that is the bool False, and .unsqueeze fails (tiny sizes: the defaults are 4B parameters).
+_BLIP_TINY = ("vision_config=dict(hidden_size=32, intermediate_size=32, num_hidden_layers=1, num_attention_heads=4, "
+              "image_size=32, patch_size=16), qformer_config=dict(hidden_size=32, num_hidden_layers=1, "
+              "num_attention_heads=4, intermediate_size=32, encoder_hidden_size=32, vocab_size=100), "
+              "text_config=dict(model_type='opt', hidden_size=32, ffn_dim=32, num_hidden_layers=1, "
+              "num_attention_heads=4, vocab_size=100, word_embed_proj_dim=32), num_query_tokens=2")
+_BLIP_WHAT = ("the default config leaves image_token_index None, which the forward compares input ids "
+              "with (input_ids == None is False: 'bool' object has no attribute 'unsqueeze')")
+BUGS += (UpstreamBug("blip-2", "step", "AttributeError", _BLIP_WHAT,
+                     _CPU + f"t.Blip2Model(t.Blip2Config({_BLIP_TINY}))(pixel_values=torch.zeros(1, 3, 32, 32), "
+                     "input_ids=torch.tensor([[1, 2, 3]]))"),
+         UpstreamBug("instructblip", "step", "AttributeError", _BLIP_WHAT,
+                     _CPU + f"t.InstructBlipModel(t.InstructBlipConfig({_BLIP_TINY}))"
+                     "(pixel_values=torch.zeros(1, 3, 32, 32), qformer_input_ids=torch.tensor([[1, 2, 3]]), "
+                     "input_ids=torch.tensor([[1, 2, 3]]))"))
 BUGS += (UpstreamBug("llama4", "step", "AttributeError",
                      "Llama4ForConditionalGeneration.forward reads image_outputs from its language model's "
                      "output, which has none",
@@ -122,6 +170,48 @@ BUGS += (UpstreamBug("llama4", "step", "AttributeError",
          UpstreamBug("voxtral_realtime_text", "build", "AttributeError",
                      "MODEL_MAPPING_NAMES lists VoxtralRealtimeTextModel, which transformers does not define",
                      "import transformers as t; t.VoxtralRealtimeTextModel"),)
+# SAM2-style video trackers (a session of 2 frames and one click, on the meta device): the forward
+# reads current_out['object_score_logits'], which _run_single_frame_inference stores only when not
+# self.training, so a train-mode forward always fails (in eval mode the same call runs).
+_VIDEO_WHAT = ("in train mode the forward reads current_out['object_score_logits'], which "
+               "_run_single_frame_inference stores only when not self.training (KeyError)")
+_VIDEO_REPRO = ("m = t.{0}Model(t.{0}Config()).train(); n = m.config.image_size; s = t.{0}InferenceSession("
+                "video=torch.zeros(2, 3, n, n), video_height=n, video_width=n, inference_device='meta', "
+                "inference_state_device='meta', video_storage_device='meta', dtype=torch.float32); "
+                "s.add_point_inputs(s.obj_id_to_idx(1), 0, dict(point_coords=torch.zeros(1, 1, 1, 2), "
+                "point_labels=torch.ones(1, 1, 1, dtype=torch.int32))); s.obj_with_new_inputs = [1]; m(s, frame_idx=0)")
+BUGS += tuple(UpstreamBug(model_type, "step", "KeyError", _VIDEO_WHAT, _META + _VIDEO_REPRO.format(name))
+              for model_type, name in (("sam2_video", "Sam2Video"), ("sam3_tracker_video", "Sam3TrackerVideo"),
+                                       ("edgetam_video", "EdgeTamVideo")))
+BUGS += (UpstreamBug("tvp", "step", "RuntimeError",
+                     "TvpVisualInputEmbedding.add_2d_positional_embeddings views the column position embeddings "
+                     "(width, hidden) as (batch_size, 1, width, hidden): a batch of more than one video fails",
+                     _META + "t.TvpModel(t.TvpConfig())(input_ids=torch.tensor([[1, 2, 3], [1, 2, 3]]), "
+                     "pixel_values=torch.zeros(2, 48, 3, 448, 448))"),
+         UpstreamBug("instructblipvideo", "step", "AttributeError",
+                     "the default config leaves video_token_index None, which the forward compares input ids "
+                     "with (input_ids == None is False: 'bool' object has no attribute 'unsqueeze')",
+                     _CPU + f"t.InstructBlipVideoModel(t.InstructBlipVideoConfig({_BLIP_TINY}))"
+                     "(pixel_values=torch.zeros(1, 2, 3, 32, 32), qformer_input_ids=torch.tensor([[1, 2, 3]]), "
+                     "input_ids=torch.tensor([[1, 2, 3]]))"),
+         UpstreamBug("lw_detr", "step", "ValueError",
+                     "the default config's projector_scale_factors is [] (no feature levels), and the forward "
+                     "concatenates the features of every level: torch.cat of no tensors",
+                     _CPU + "t.LwDetrModel(t.LwDetrConfig())(pixel_values=torch.zeros(1, 3, 64, 64))"),
+         UpstreamBug("pp_ocrv6_small_det", "step", "RuntimeError",
+                     "the default config's backbone (pp_lcnet_v4) returns only its last stage (out_features "
+                     "['stage4'], 384 channels), but the neck takes one feature map per layer_list_out_channels "
+                     "entry ([12, 18, 42, 360]): its first convolution gets 384 channels, not 12",
+                     _CPU + "t.PPOCRV6SmallDetModel(t.PPOCRV6SmallDetConfig())(pixel_values=torch.zeros(1, 3, 64, 64))"),
+         UpstreamBug("uvdoc", "step", "RuntimeError",
+                     "the default backbone config returns only its last stage (out_features ['stage6'], 128 "
+                     "channels), but the head's bridge connector takes all 6 stages concatenated (768 channels)",
+                     _CPU + "t.UVDocModel(t.UVDocConfig())(pixel_values=torch.zeros(1, 3, 64, 64))"),
+         UpstreamBug("qwen3_omni_moe_thinker", "step", "RuntimeError",
+                     "the default text config sets no head_dim and 28 heads for hidden_size 2048 (not a whole "
+                     "head size): attention heads get 2048 // 28 = 73 dimensions, the rotary embedding 74",
+                     _META + "t.Qwen3OmniMoeThinkerModel(t.AutoConfig.for_model('qwen3_omni_moe_thinker'))"
+                     "(input_ids=torch.tensor([[1, 2, 3]]))"))
 
 
 def installed() -> str:

@@ -73,6 +73,58 @@ def test_layers_shrink_keeps_every_kind_of_layer(tmp_path):
     assert json.loads((tmp_path / "base-L2-bfloat16" / "gpt2" / "config.json").read_text())["dtype"] == "bfloat16"
 
 
+def test_layers_shrink_sub_configs_with_the_same_rules(tmp_path):
+    # a composite config (glm4v-like): the text sub-config is cut, its per-layer list trimmed
+    composite = {"model_type": "tiny_vl", "image_token_id": 5,
+                 "text_config": {"model_type": "tiny_text", "num_hidden_layers": 40,
+                                 "layer_types": ["full"] * 40, "max_position_embeddings": 32768},
+                 "vision_config": {"model_type": "tiny_vision", "depth": 24, "hidden_size": 64}}
+    note = _shrink(composite, 2)
+    assert note == "text_config.num_hidden_layers 40 -> 2; text_config.max_position_embeddings 32768 -> 4096"
+    assert composite["text_config"]["num_hidden_layers"] == 2
+    assert composite["text_config"]["layer_types"] == ["full", "full"]
+    assert composite["vision_config"]["depth"] == 24           # not a layer count opscan cuts
+    glm4v = resolve(["hf:glm4v"], tmp_path, layers=2)[0]      # the real one: 40 text layers
+    assert "text_config.num_hidden_layers 40 -> 2" in glm4v.note
+    assert json.loads((tmp_path / "base-L2" / "glm4v" / "config.json").read_text())["text_config"][
+        "num_hidden_layers"] == 2
+    # a sub-config placing layers by index stays whole; its siblings are still cut
+    placed = {"model_type": "tiny_audio_lm",
+              "text_config": {"model_type": "tiny_text", "num_hidden_layers": 28, "max_window_layers": 21},
+              "audio_config": {"model_type": "tiny_audio", "encoder_layers": 32}}
+    note = _shrink(placed, 2)
+    assert note == "audio_config.encoder_layers 32 -> 2; not shrunk: layer placement in text_config.max_window_layers"
+    assert placed["text_config"]["num_hidden_layers"] == 28 and placed["audio_config"]["encoder_layers"] == 2
+    # nested deeper (pi0's vlm_config.text_config): the same, with the path in the note
+    nested = {"model_type": "tiny_policy",
+              "vlm_config": {"model_type": "tiny_vlm",
+                             "text_config": {"model_type": "tiny_text", "num_hidden_layers": 18}}}
+    assert _shrink(nested, 2) == "vlm_config.text_config.num_hidden_layers 18 -> 2"
+    # a placement at the top (llava's vision_feature_layer) may name any sub-config's layers
+    top = {"model_type": "tiny_llava", "vision_feature_layer": -2,
+           "text_config": {"model_type": "tiny_text", "num_hidden_layers": 32},
+           "vision_config": {"model_type": "tiny_vision", "num_hidden_layers": 24}}
+    assert _shrink(top, 2) == "not shrunk: layer placement in vision_feature_layer"
+    assert top["text_config"]["num_hidden_layers"] == 32 and top["vision_config"]["num_hidden_layers"] == 24
+    # a sub-config with no stack of its own placing layers (molmo2's adapter_config) names a
+    # sibling's layers: no sibling is cut (a backbone's out_features name its own stages instead)
+    sibling = {"model_type": "tiny_molmo",
+               "adapter_config": {"model_type": "tiny_adapter", "vision_feature_layer": [24, 18]},
+               "vision_config": {"model_type": "tiny_vision", "num_hidden_layers": 25}}
+    assert _shrink(sibling, 2) == "sub-configs not shrunk: layer placement in adapter_config.vision_feature_layer"
+    assert sibling["vision_config"]["num_hidden_layers"] == 25
+    # inkling's vision encoder sizes each layer from the count: no key shows it, so it is named
+    planned = {"model_type": "tiny_inkling", "vision_config": {"model_type": "inkling_vision", "n_layers": 24}}
+    assert _shrink(planned, 2) == "not shrunk: vision_config (inkling_vision) sizes its layers from their count"
+    assert planned["vision_config"]["n_layers"] == 24
+    detector = {"model_type": "tiny_dino", "encoder_layers": 6,
+                "backbone_config": {"model_type": "tiny_swin", "depths": [2, 2], "out_features": ["stage2"],
+                                    "stage_names": ["stem", "stage1", "stage2"]},
+                "text_config": {"model_type": "tiny_bert", "num_hidden_layers": 12}}
+    assert _shrink(detector, 2) == ("encoder_layers 6 -> 2; not shrunk: layer placement in "
+                                    "backbone_config.out_features; text_config.num_hidden_layers 12 -> 2")
+
+
 def test_explicit_lists_and_target_files(tmp_path):
     model = tmp_path / "net.py"
     model.write_text("class Net: pass\n")

@@ -36,6 +36,8 @@ def fake_tracer(target: str, **options) -> ModelTrace:
         os.abort()
     if name == "fake:hang":
         time.sleep(3600)
+    if name == "fake:slow":
+        time.sleep(1.0)
     if name == "fake:nobuild":
         raise TargetError("no such class FooForCausalLM", path=target)
     if name == "fake:raises":
@@ -51,6 +53,12 @@ def fake_tracer(target: str, **options) -> ModelTrace:
     return ModelTrace(target=target, mode=options.get("mode", "train"), device="neuron", ops=usages,
                       stand_ins=stand_ins, complete=not partial,
                       stopped_at="aten::sort: data-dependent sort (try --batch 1)" if partial else "")
+
+
+def started(log) -> list[str]:
+    """The targets the fake tracer was called with, in the order the traces started."""
+    with open(log, encoding="utf-8") as handle:
+        return [line for line in handle.read().splitlines() if line]
 
 
 def traced(log) -> list[str]:
