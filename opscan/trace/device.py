@@ -48,6 +48,18 @@ class _BackendModule(torch.utils.backend_registration._DummyBackendModule):
         return None
 
 
+# The dispatch key of the backend kernels each imitated device's ops reach.
+BACKEND_KEYS = {"neuron": "PrivateUse1", "cpu": "CPU", "cuda": "CUDA", "meta": "Meta"}
+
+
+def has_own_kernel(op: str, device_type: str) -> bool:
+    """Whether the backend of `device_type` registers its own kernel for `op` (a device profile's
+    native op, see apply_profile): then a real run hands it the op itself, not the op's
+    CompositeImplicitAutograd body (fakes.real_one_hot; NOTE [inference mode] in recorder.py)."""
+    key = BACKEND_KEYS.get(device_type)
+    return key is not None and torch._C._dispatch_has_kernel_for_dispatch_key(op, key)
+
+
 def ensure_neuron() -> None:
     """Make `neuron` a device type of this process (PrivateUse1, Python hooks), once."""
     global _NEURON_READY
@@ -129,10 +141,7 @@ class FakeMode(FakeTensorMode):
         device = torch.device(kwargs["device"]) if kwargs.get("device") is not None else src.fake_device
         with no_dispatch():
             real = src.constant.to(dtype=dtype).clone()
-        fake = self.fake_tensor_converter.from_real_tensor(self, real, make_constant=True)
-        if device.type != "cpu":
-            fake.fake_device = device if device.index is not None else torch.device(device.type, 0)
-        return fake
+        return self._kept_fake(real, device)
 
     def _kept_factory(self, func, args, kwargs):
         """`torch.arange(n)` with its values, on the device asked for (NOTE [inputs with values])."""
@@ -146,6 +155,10 @@ class FakeMode(FakeTensorMode):
             real = func(*args, **{**kwargs, "device": torch.device("cpu")})
         if real.is_floating_point() or real.numel() > KEPT_NUMEL:
             return None
+        return self._kept_fake(real, device)
+
+    def _kept_fake(self, real, device: torch.device):
+        """A fake tensor that keeps the values of `real` (a CPU tensor), placed on `device`."""
         fake = self.fake_tensor_converter.from_real_tensor(self, real, make_constant=True)
         if device.type != "cpu":
             fake.fake_device = device if device.index is not None else torch.device(device.type, 0)

@@ -18,6 +18,8 @@ import contextlib
 
 import torch
 
+from opscan.trace.device import has_own_kernel
+
 aten = torch.ops.aten
 
 
@@ -172,7 +174,7 @@ def _one_hot(original):
         from torch._subclasses.fake_tensor import FakeTensor
 
         if not isinstance(tensor, FakeTensor) or tensor.dtype != torch.long or tensor.numel() == 0 \
-                or _has_own_kernel("aten::one_hot", tensor.device):
+                or has_own_kernel("aten::one_hot", tensor.device.type):
             return original(tensor, num_classes)
         if tensor.device.type == "cpu":
             low, high = torch.aminmax(tensor)
@@ -187,16 +189,6 @@ def _one_hot(original):
         return out
 
     return one_hot
-
-
-def _has_own_kernel(op: str, device: torch.device) -> bool:
-    """Whether the device's backend registers its own kernel for a composite op (a device profile
-    that lists aten::one_hot as native): then a real run dispatches the op itself, not its body."""
-    key = "PrivateUse1" if device.type == torch._C._get_privateuse1_backend_name() else device.type.upper()
-    try:
-        return torch._C._dispatch_has_kernel_for_dispatch_key(op, key)
-    except RuntimeError:
-        return False
 
 
 def real_one_hot():

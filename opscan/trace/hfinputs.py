@@ -11,7 +11,7 @@ from torch import nn
 from opscan.errors import TargetError
 from opscan.trace.hflayouts import has_layout, model_layout
 from opscan.trace.hfmodels import architecture_inputs   # inputs some architectures need (hfmodels.TABLE)
-from opscan.trace.hfshapes import (GRID_ARGS, channels_first, features, field, flat_patches, grid_side,
+from opscan.trace.hfshapes import (GRID_ARGS, bins_first, features, field, flat_patches, grid_side,
                                    int_field, layers, merge_size, patch_width, pixels, sub_config, video,
                                    waveform)
 
@@ -280,7 +280,7 @@ def _fill_feature_mask(model, config, out, params, batch, seq_len, gen):
     spectrogram = next((out[k] for k in ("input_features", "audio_mel") if k in out), None)
     if spectrogram is None:
         return None
-    frames = spectrogram.shape[1] if spectrogram.dim() == 3 and not channels_first(config, spectrogram) \
+    frames = spectrogram.shape[1] if spectrogram.dim() == 3 and not bins_first(config, spectrogram) \
         else spectrogram.shape[-1]
     return torch.ones(spectrogram.shape[0], frames, dtype=torch.bool)
 
@@ -391,15 +391,9 @@ def _fill_region(kind):
 
 
 def _fill_embeds(model, config, out, params, batch, seq_len, gen):
-    """Embeddings as the main input: (batch, seq, hidden_size)."""
+    """Embeddings: (batch, seq, hidden_size, else d_model)."""
     hidden = int_field(config, "hidden_size", "d_model")
     return torch.randn(batch, seq_len or 16, hidden, generator=gen) if hidden else None
-
-
-def _fill_model_width(model, config, out, params, batch, seq_len, gen):
-    """Perceiver without a preprocessor: `inputs` already embedded, (batch, seq, d_model)."""
-    width = int_field(config, "d_model")
-    return torch.randn(batch, seq_len or 16, width, generator=gen) if width else None
 
 
 def _fill_draft(kind):
@@ -419,7 +413,7 @@ def _fill_draft(kind):
 
 _FILL = {
     "input_ids": _fill_ids,
-    "inputs": _fill_model_width,
+    "inputs": _fill_embeds,             # Perceiver without a preprocessor: already embedded
     "noise_embeds": _fill_draft("noise"),
     "context_hidden_states": _fill_draft("context"),
     "inputs_embeds": _fill_embeds,

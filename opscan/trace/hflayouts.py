@@ -80,9 +80,10 @@ def _audio_per_token(model, config, out, batch, seq_len, gen):
     return {"input_features": torch.randn(ids.shape[0], bins, frames, generator=gen)}
 
 
-def _frames_of(count):
+def _frames_of(count, image_mask: bool = False):
     """Video / multi-image models that take (batch, frames or images, C, H, W): InstructBLIP-Video
-    (4 frames, as its processor samples), IDEFICS (one image per sample, with its image_attention_mask)."""
+    (4 frames, as its processor samples), IDEFICS (one image per sample, with its
+    `image_attention_mask`: `image_mask`)."""
     def make(model, config, out, batch, seq_len, gen):
         images = out.get("pixel_values")
         if images is None:
@@ -91,7 +92,7 @@ def _frames_of(count):
             return {}
         made = {"pixel_values": torch.randn(images.shape[0], count, *images.shape[1:], generator=gen)}
         ids = out.get("input_ids")
-        if config.model_type == "idefics" and ids is not None:
+        if image_mask and ids is not None:
             made["image_attention_mask"] = torch.ones(*ids.shape, count, dtype=torch.int64)
         return made
     return make
@@ -217,7 +218,7 @@ LAYOUTS = {
     "speecht5": _hidden_states_in,
     "voxtral_realtime": _audio_per_token,
     "instructblipvideo": _frames_of(4),
-    "idefics": _frames_of(1),
+    "idefics": _frames_of(1, image_mask=True),
     "csm": _codebook_frames(0),
     "kyutai_speech_to_text": _codebook_frames(1),
     "clvp": _conditioning_mel,

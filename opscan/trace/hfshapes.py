@@ -186,7 +186,7 @@ def _norms_bins(model, bins: int) -> bool:
     return False
 
 
-def channels_first(config, spectrogram) -> bool:
+def bins_first(config, spectrogram) -> bool:
     """Whether a generated (batch, a, b) spectrogram is Whisper-style (batch, bins, frames)."""
     bins = field(config, "num_mel_bins")
     return spectrogram.dim() == 3 and spectrogram.shape[1] == bins and spectrogram.shape[2] != bins

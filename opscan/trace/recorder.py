@@ -11,6 +11,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from opscan.model import PHASES, OpSource, OpUsage, StandIn
 from opscan.trace import fakes
+from opscan.trace.device import BACKEND_KEYS, has_own_kernel
 from opscan.trace.sources import SourceFinder
 from opscan.trace.standins import ALL_OPS, covers, resplit, stand_in
 
@@ -29,8 +30,6 @@ MAX_STAND_INS_PER_SITE = 1000
 
 # Per OpOverload: its name and whether it is an artifact (every dispatched op asks, so it is kept).
 _NAMES: dict = {}
-# The dispatch key of the backend kernels a device's ops reach (NOTE [inference mode]).
-BACKEND_KEYS = {"neuron": "PrivateUse1", "cpu": "CPU", "cuda": "CUDA", "meta": "Meta"}
 # NOTE [inference mode]
 # Outside `torch.inference_mode` an op with a CompositeImplicitAutograd kernel (aten::conv2d,
 # aten::layer_norm, aten::item, ...) is decomposed at the autograd key, before the Python key
@@ -43,12 +42,13 @@ BACKEND_KEYS = {"neuron": "PrivateUse1", "cpu": "CPU", "cuda": "CUDA", "meta": "
 # below autograd, and records the ops of the decomposition.
 
 
-def _decomposes(func, key: str | None) -> bool:
-    """Whether a backend with dispatch key `key` receives func's decomposition, not func (asked
-    again per recorder: the device profile's registrations change between traces)."""
+def _decomposes(func, device_type: str) -> bool:
+    """Whether the backend of `device_type` receives func's decomposition, not func (asked again
+    per recorder: the device profile's registrations change between traces)."""
     name = func.name()
-    return bool(key) and torch._C._dispatch_has_kernel_for_dispatch_key(name, "CompositeImplicitAutograd") \
-        and not torch._C._dispatch_has_kernel_for_dispatch_key(name, key)
+    return device_type in BACKEND_KEYS and \
+        torch._C._dispatch_has_kernel_for_dispatch_key(name, "CompositeImplicitAutograd") and \
+        not has_own_kernel(name, device_type)
 
 
 def _tensors(value, found: list) -> list:
@@ -76,7 +76,6 @@ class Recorder(TorchDispatchMode):
         super().__init__()
         self.finder = finder
         self.device_type = device
-        self.backend_key = BACKEND_KEYS.get(device)
         self._decomposed: dict = {}   # per OpOverload: _decomposes (NOTE [inference mode])
         self.module_names = module_names
         self.module_stack: list[str] = []
@@ -144,7 +143,7 @@ class Recorder(TorchDispatchMode):
     def _decomposes(self, func) -> bool:
         known = self._decomposed.get(func)
         if known is None:
-            known = self._decomposed[func] = _decomposes(func, self.backend_key)
+            known = self._decomposed[func] = _decomposes(func, self.device_type)
         return known
 
     def _run(self, func, name, source, args, kwargs):

@@ -172,10 +172,8 @@ def _documented(data: dict, where: str) -> list[str]:
         if key in data and data[key] is None and all(isinstance(v, int) and v > 0 for v in values):
             data[key] = derive(*values)
             notes.append(f"{where}{key} None -> {data[key]} (documented default)")
-    for name in sorted(data):
-        sub = data[name]
-        if isinstance(sub, dict) and "model_type" in sub:
-            notes.extend(_documented(sub, f"{where}{name}."))
+    for name in _sub_configs(data):
+        notes.extend(_documented(data[name], f"{where}{name}."))
     return notes
 
 

@@ -141,6 +141,12 @@ def _default_values() -> dict[str, tuple[int, ...]]:
     return {k: tuple(v) for k, v in values.items()}
 
 
+def _default_theta(config_or_class) -> float:
+    """The RoPE base a config uses when rope_theta is omitted (its `default_theta`)."""
+    theta = getattr(config_or_class, "default_theta", None)
+    return float(theta) if isinstance(theta, (int, float)) else THETA_FALLBACK
+
+
 def donor(read: Read) -> Fill | None:
     """The value to fill an unset field with, and where it comes from; None when nothing is known."""
     if not _fillable(read.key):
@@ -148,8 +154,7 @@ def donor(read: Read) -> Fill | None:
     if read.key == "rope_theta":
         import transformers
 
-        theta = getattr(getattr(transformers, read.owner, None), "default_theta", None)
-        theta = float(theta) if isinstance(theta, (int, float)) else THETA_FALLBACK
+        theta = _default_theta(getattr(transformers, read.owner, None))
         return Fill(read.owner, read.key, theta, "transformers' documented RoPE default")
     if read.missing:
         return None
@@ -173,8 +178,7 @@ def rope_fill(failure: BaseException, config) -> Fill | None:
             or layer_type in rope:
         subs = (v for _, v in sorted(vars(config).items()) if hasattr(v, "to_dict") and v is not config)
         return next((f for f in (rope_fill(failure, sub) for sub in subs) if f), None)
-    theta = getattr(config, "default_theta", None)
-    theta = float(theta) if isinstance(theta, (int, float)) else THETA_FALLBACK
+    theta = _default_theta(config)
     value = {k: v for k, v in rope.items() if isinstance(v, dict)}
     value[layer_type] = {"rope_type": "default", "rope_theta": theta}
     return Fill(type(config).__name__, "rope_parameters", value, "transformers' documented RoPE default",

@@ -99,6 +99,7 @@ def run_zoo(targets: list[ZooTarget], coverage, *, options: dict | None = None,
     start = time.perf_counter()
     rows: dict[str, Row] = {}
     pending: dict[str, tuple[ZooTarget, str]] = {}
+    jobs: list[Job] = []
     stats = {"traced": 0, "trace_cache": 0, "row_cache": 0}
     total = len(targets)
 
@@ -111,7 +112,8 @@ def run_zoo(targets: list[ZooTarget], coverage, *, options: dict | None = None,
         if target.error:
             done(build_row(target, None, coverage))
             continue
-        key = trace_key(target, job_options(target, options, spec), spec, tools)
+        target_options = job_options(target, options, spec)
+        key = trace_key(target, target_options, spec, tools)
         cached_row = cache.get_row(key, coverage.key)
         if cached_row is not None:
             stats["row_cache"] += 1
@@ -125,9 +127,8 @@ def run_zoo(targets: list[ZooTarget], coverage, *, options: dict | None = None,
             done(row)
             continue
         pending[target.name] = (target, key)
+        jobs.append(Job(target.name, target.target, tuple(sorted(target_options.items()))))
 
-    jobs = [Job(t.name, t.target, tuple(sorted(job_options(t, options, spec).items())))
-            for t, _ in pending.values()]
     jobs = longest_first(jobs, lambda job: job.name, lambda job: cache.seconds(pending[job.name][1]))
     engine = "local"
     if jobs:

@@ -194,24 +194,27 @@ BUGS += (UpstreamBug("tvp", "step", "RuntimeError",
                      _CPU + f"t.InstructBlipVideoModel(t.InstructBlipVideoConfig({_BLIP_TINY}))"
                      "(pixel_values=torch.zeros(1, 2, 3, 32, 32), qformer_input_ids=torch.tensor([[1, 2, 3]]), "
                      "input_ids=torch.tensor([[1, 2, 3]]))"),
-         UpstreamBug("lw_detr", "step", "ValueError",
-                     "the default config's projector_scale_factors is [] (no feature levels), and the forward "
-                     "concatenates the features of every level: torch.cat of no tensors",
-                     _CPU + "t.LwDetrModel(t.LwDetrConfig())(pixel_values=torch.zeros(1, 3, 64, 64))"),
-         UpstreamBug("pp_ocrv6_small_det", "step", "RuntimeError",
-                     "the default config's backbone (pp_lcnet_v4) returns only its last stage (out_features "
-                     "['stage4'], 384 channels), but the neck takes one feature map per layer_list_out_channels "
-                     "entry ([12, 18, 42, 360]): its first convolution gets 384 channels, not 12",
-                     _CPU + "t.PPOCRV6SmallDetModel(t.PPOCRV6SmallDetConfig())(pixel_values=torch.zeros(1, 3, 64, 64))"),
-         UpstreamBug("uvdoc", "step", "RuntimeError",
-                     "the default backbone config returns only its last stage (out_features ['stage6'], 128 "
-                     "channels), but the head's bridge connector takes all 6 stages concatenated (768 channels)",
-                     _CPU + "t.UVDocModel(t.UVDocConfig())(pixel_values=torch.zeros(1, 3, 64, 64))"),
          UpstreamBug("qwen3_omni_moe_thinker", "step", "RuntimeError",
                      "the default text config sets no head_dim and 28 heads for hidden_size 2048 (not a whole "
                      "head size): attention heads get 2048 // 28 = 73 dimensions, the rotary embedding 74",
                      _META + "t.Qwen3OmniMoeThinkerModel(t.AutoConfig.for_model('qwen3_omni_moe_thinker'))"
                      "(input_ids=torch.tensor([[1, 2, 3]]))"))
+
+# Image models whose default config cannot run a forward (CPU, one 64 x 64 image).
+_IMAGE_STEP = (
+    ("lw_detr", "LwDetr", "ValueError", "the default config's projector_scale_factors is [] (no feature "
+     "levels), and the forward concatenates the features of every level: torch.cat of no tensors"),
+    ("pp_ocrv6_small_det", "PPOCRV6SmallDet", "RuntimeError", "the default config's backbone (pp_lcnet_v4) "
+     "returns only its last stage (out_features ['stage4'], 384 channels), but the neck takes one feature "
+     "map per layer_list_out_channels entry ([12, 18, 42, 360]): its first convolution gets 384 channels, "
+     "not 12"),
+    ("uvdoc", "UVDoc", "RuntimeError", "the default backbone config returns only its last stage "
+     "(out_features ['stage6'], 128 channels), but the head's bridge connector takes all 6 stages "
+     "concatenated (768 channels)"),
+)
+BUGS += tuple(UpstreamBug(model_type, "step", error, what,
+                          _CPU + f"t.{name}Model(t.{name}Config())(pixel_values=torch.zeros(1, 3, 64, 64))")
+              for model_type, name, error, what in _IMAGE_STEP)
 
 
 def installed() -> str:
