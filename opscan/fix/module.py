@@ -22,6 +22,10 @@ GUARDED = ("inside a guard that protects CUDA-only work (e.g. `if torch.cuda.is_
            "left alone; port the guarded block by hand")
 
 
+AVAILABILITY_TEST = codemods.Leave("an availability test: a guard for CUDA-only work (torch.accelerator.is_available() "
+                                   "would also be true on neuron and run that work there); decide by hand", "guard")
+
+
 @dataclass(frozen=True)
 class SiteOutcome:
     """What `opscan fix` did with one finding."""
@@ -35,10 +39,21 @@ class SiteOutcome:
 def manual_outcome(finding: Finding, rules: dict) -> SiteOutcome:
     """The outcome of a finding whose rule declares no rewrite, with the reason (reasons.py)."""
     rule = rules.get(finding.rule)
-    if rule is not None and rule.autofix is not None and finding.guarded:
-        return SiteOutcome(finding, "left", GUARDED, "guard")
+    if rule is not None and rule.autofix is not None:    # a rule with a rewrite that does not apply here
+        if finding.guarded:
+            return SiteOutcome(finding, "left", GUARDED, "guard")
+        if finding.subject in codemods.GUARD_NAMES:
+            return SiteOutcome(finding, "left", AVAILABILITY_TEST.reason, "guard")
+        if not rule.autofix.covers(finding.subject):
+            return SiteOutcome(finding, "left", no_equivalent(finding.subject).reason, "no-equivalent")
+        return SiteOutcome(finding, "unsafe", "the rule's rewrite is unsafe", "unsafe")
     code, why = reasons.manual(rule)
     return SiteOutcome(finding, "manual", why, code)
+
+
+def no_equivalent(subject: str) -> codemods.Leave:
+    names = f"`{subject}`" if subject else "this name"
+    return codemods.Leave(f"no equivalent declared for {names} (see docs/fix.md): fix by hand", "no-equivalent")
 
 
 @dataclass(frozen=True)
@@ -109,14 +124,12 @@ class _Planner:
         if not isinstance(node, (cst.Name, cst.Attribute)):
             return None
         if subject in codemods.GUARD_NAMES:
-            return codemods.Leave("an availability test: a guard for CUDA-only work (torch.accelerator.is_available() "
-                                  "would also be true on neuron and run that work there); decide by hand", "guard")
+            return AVAILABILITY_TEST
         if codemod == "accelerator-api" and subject in codemods.BF16_QUERIES:
             return codemods.bf16_choice(node, self.ctx)
         key = matched_name(rule, subject)
         if key is None:
-            names = f"`{subject}`" if subject else "this name"
-            return codemods.Leave(f"no equivalent declared for {names} (see docs/fix.md): fix by hand", "no-equivalent")
+            return no_equivalent(subject)
         return codemods.NAMED[codemod](node, self.ctx, dict(rule.autofix.replace)[key])
 
 
