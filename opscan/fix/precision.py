@@ -53,7 +53,7 @@ AUTOCAST_CALLS = ("autocast",)
 
 def script_device_type(call: cst.Call, ctx: Context) -> cst.Name | None:
     """The script's own device-type variable usable at `call`, or None (NOTE [the script's own device type])."""
-    names = _autocast_device_names(ctx.module)
+    names = _autocast_device_names(ctx)
     for name in [*names, *(["device_type"] if "device_type" not in names else [])]:
         value = _bound_before(call, name, ctx)
         if value is False:
@@ -63,35 +63,40 @@ def script_device_type(call: cst.Call, ctx: Context) -> cst.Name | None:
     return None
 
 
-def _autocast_device_names(module: cst.Module) -> list[str]:
-    """Names passed as the device type of an autocast call (`torch.autocast(device_type=dt)`), in order."""
+def _autocast_device_names(ctx: Context) -> list[str]:
+    """Names passed as the device type of an autocast call, in order: `device_type=dt` of any
+    `autocast`, or the first argument of `torch.autocast` / `torch.amp.autocast` (a bare
+    `autocast(x)` may be torch.cuda.amp's, whose first argument is `enabled`)."""
     out: list[str] = []
-    stack: list[cst.CSTNode] = [module]
+    stack: list[cst.CSTNode] = [ctx.module]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Call):
-            func = node.func.attr.value if isinstance(node.func, cst.Attribute) else \
-                node.func.value if isinstance(node.func, cst.Name) else ""
-            dotted = cst.Module([]).code_for_node(node.func) if func in AUTOCAST_CALLS else ""
-            if func in AUTOCAST_CALLS and ".cuda." not in f".{dotted}":
-                positional = [a for a in node.args if a.keyword is None and not a.star]
-                chosen = [a for a in node.args if a.keyword is not None and a.keyword.value == "device_type"] \
-                    or positional[:1]
-                if chosen and isinstance(chosen[0].value, cst.Name) and chosen[0].value.value not in out:
-                    out.append(chosen[0].value.value)
         stack.extend(reversed(node.children))
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func.attr.value if isinstance(node.func, cst.Attribute) else \
+            node.func.value if isinstance(node.func, cst.Name) else ""
+        if func not in AUTOCAST_CALLS:
+            continue
+        chosen = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "device_type"]
+        if not chosen and (ctx.is_torch(node.func, "torch.autocast") or ctx.is_torch(node.func, "torch.amp.autocast")):
+            chosen = [a.value for a in node.args if a.keyword is None and not a.star][:1]
+        if chosen and isinstance(chosen[0], cst.Name) and chosen[0].value not in out:
+            out.append(chosen[0].value)
     return out
 
 
 def _bound_before(call: cst.Call, name: str, ctx: Context):
     """How `name` is bound where `call` runs: the value it was assigned (an expression), True for a
     function parameter, False when it has no unconditional binding in scope before the call."""
-    current, function = call, None
+    functions, current = [], ctx.parent(call)
     while current is not None:
-        current = ctx.parent(current)
         if isinstance(current, cst.FunctionDef):
-            function = current
-            break
+            functions.append(current)
+        current = ctx.parent(current)
+    if any(_binds_anywhere(outer, name) for outer in functions[1:]):
+        return False          # a closure's name: not followed
+    function = functions[0] if functions else None
     if function is not None:
         params = function.params
         if any(p.name.value == name for p in (*params.posonly_params, *params.params, *params.kwonly_params)):
@@ -103,7 +108,7 @@ def _bound_before(call: cst.Call, name: str, ctx: Context):
             return local[-1]
         if _binds_anywhere(function, name):
             return False      # a local bound later or conditionally: the global is not what the call sees
-    top = ctx.top_statement(function or call)
+    top = ctx.top_statement(functions[-1] if functions else call)
     index = ctx.module.body.index(top) if top in ctx.module.body else 0
     found = [v for s in ctx.module.body[:index] for v in _assigned(s, name)]
     return found[-1] if found else False
