@@ -160,6 +160,7 @@ def measure(name: str, work: Path) -> dict:
     fixed = Counter(f.rule for f in before) - Counter(f.rule for f in after)
     ruff_after = ruff_e70x(tree, list(after_files))
     left_count = int(m.group(1)) if (m := re.search(r"; (\d+) left \(", summary)) else 0
+    left_count += int(m.group(1)) if (m := re.search(r"; (\d+) more with --unsafe-fixes", summary)) else 0
     by_reason = reasons(report)
     return {
         "tree": name, "files": len(pristine), "findings_before": len(before), "fixed": sum(fixed.values()),
