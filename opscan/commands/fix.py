@@ -23,7 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only these rule codes / prefixes / names (comma list or repeated)")
     parser.add_argument("--ignore", action="append", default=None, metavar="CODES",
                         help="drop these rule codes / prefixes / names (comma list or repeated)")
-    parser.add_argument("--show-left", action="store_true", help="list every finding left, not just the counts")
+    parser.add_argument("--show-left", action="store_true",
+                        help="also list one by one the findings of rules without an automatic fix "
+                             "(by default they are counted per reason; docs/fix.md, 'Why a finding is left')")
 
 
 def _codes(values: list[str] | None) -> tuple[str, ...] | None:
@@ -103,14 +105,13 @@ def _left(result, out, show_left: bool) -> None:
     for reason in sorted(groups, key=lambda r: (list(REASONS).index(r) if r in REASONS else len(REASONS), r)):
         items = groups[reason]
         out.write(f"  {reason} ({len(items)}): {REASONS.get(reason, reason)}\n")
-        listed = [o for o in items if o.status != "manual" or show_left]
-        for o in listed:
-            label = " (use --unsafe-fixes)" if o.status == "unsafe" else ""
-            out.write(f"    {_where(o)} {o.finding.rule}{label}: {o.detail}\n")
         counted: dict[str, Counter] = {}
         for o in items:
-            if o not in listed:
+            if o.status == "manual" and not show_left:
                 counted.setdefault(o.detail, Counter())[o.finding.rule] += 1
+                continue
+            label = " (use --unsafe-fixes)" if o.status == "unsafe" else ""
+            out.write(f"    {_where(o)} {o.finding.rule}{label}: {o.detail}\n")
         for detail, rules in counted.items():
             names = ", ".join(f"{rule} x{n}" for rule, n in sorted(rules.items()))
             out.write(f"    {names}: {detail}\n")
