@@ -161,8 +161,8 @@ def test_torch_amp_uses_the_scripts_own_device_type(text, expected):
     # a `device_type` that is not a device type
     "import torch\ndevice_type = make()\nscaler = torch.cuda.amp.GradScaler()\n",
     # the first argument of torch.cuda.amp's autocast is `enabled`, not a device
-    "from torch.cuda.amp import autocast\nimport torch\nuse_amp = True\nwith autocast(use_amp):\n    pass\n"
-    "scaler = torch.cuda.amp.GradScaler()\n",
+    ("from torch.cuda.amp import autocast\nimport torch\nuse_amp = True\nwith autocast(use_amp):\n    pass\n"
+    "scaler = torch.cuda.amp.GradScaler()\n"),
 ])
 def test_without_a_usable_device_variable_torch_amp_uses_the_modules_device(text):
     assert "torch.amp.GradScaler(DEVICE.type)" in fix(text).text
