@@ -16,9 +16,16 @@ import libcst as cst
 
 from opscan.fix.context import DEVICE_CALLS, DEVICE_KEYWORDS, Context
 from opscan.fix.plans import Leave, Plan, no_device, replace_with, string_value
-from opscan.fix.precision import BF16_QUERIES, bf16_choice, handles_guarded, torch_amp
+from opscan.fix.precision import (
+    BF16_QUERIES,
+    bf16_choice,
+    bf16_test,
+    handles_guarded,
+    torch_amp,
+)
 
-__all__ = ["BF16_QUERIES", "CODEMODS", "LOOKUPS", "NAMED", "SIMPLE", "Leave", "Plan", "bf16_choice", "handles_guarded"]
+__all__ = ["BF16_QUERIES", "CODEMODS", "LOOKUPS", "NAMED", "SIMPLE", "Leave", "Plan", "bf16_choice", "bf16_test",
+           "handles_guarded"]
 
 CUDA_TEXT = re.compile(r"^cuda(:\d+)?$")
 

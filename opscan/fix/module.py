@@ -124,7 +124,7 @@ class _Planner:
         if not isinstance(node, (cst.Name, cst.Attribute)):
             return None
         if subject in codemods.GUARD_NAMES:
-            return AVAILABILITY_TEST
+            return codemods.bf16_test(node, self.ctx) or AVAILABILITY_TEST
         if codemod == "accelerator-api" and subject in codemods.BF16_QUERIES:
             return codemods.bf16_choice(node, self.ctx)
         key = matched_name(rule, subject)

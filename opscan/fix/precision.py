@@ -183,8 +183,8 @@ def bf16_choice(node: cst.CSTNode, ctx: Context) -> Plan | Leave:
         boolean = ctx.parent(test)
         ifexp = ctx.parent(boolean)
         if isinstance(boolean, cst.BooleanOperation) and isinstance(ifexp, cst.IfExp) and ifexp.test is boolean:
-            return Leave("the bfloat16 choice already takes float16 only on a CUDA GPU without bfloat16: the CUDA "
-                         "query stays behind its CUDA test", "guard")
+            return Leave("the bfloat16 choice, already rewritten: its other branch only on a CUDA GPU without "
+                         "bfloat16; the CUDA query stays behind its CUDA test", "guard")
         return Leave(off_cuda, "decision")
     parent, available = test, None
     if isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And) and parent.right is call \
@@ -209,6 +209,18 @@ def bf16_choice(node: cst.CSTNode, ctx: Context) -> Plan | Leave:
     return Plan(ifexp, build, "safe", f"the bfloat16 choice: {other} only on a CUDA GPU without bfloat16, so a Neuron "
                                       f"device now gets {bf16} (before the fix: {other}, and the GradScaler the code "
                                       "enables for it)")
+
+
+def bf16_test(node: cst.CSTNode, ctx: Context) -> Leave | None:
+    """Why `torch.cuda.is_available()` stays when it is the CUDA test of a bfloat16 choice (None otherwise)."""
+    call = ctx.parent(node)
+    boolean = ctx.parent(call) if isinstance(call, cst.Call) else None
+    if not isinstance(boolean, cst.BooleanOperation) or boolean.left is not call or not isinstance(ctx.parent(boolean), cst.IfExp):
+        return None
+    query = boolean.right.expression if isinstance(boolean.right, cst.UnaryOperation) else boolean.right
+    if not isinstance(query, cst.Call) or not ctx.is_torch(query.func, "torch.cuda.is_bf16_supported"):
+        return None
+    return Leave("the CUDA test of the bfloat16 choice: it keeps the CUDA-only query off other devices", "guard")
 
 
 def _is_cuda_available_call(node: cst.CSTNode, ctx: Context) -> bool:

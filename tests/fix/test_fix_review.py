@@ -96,6 +96,9 @@ def test_the_fixed_gpt_example_has_no_compound_statement_and_no_float16_trap(tmp
     left = [o for o in run.outcomes() if o.status != "fixed"]
     assert len(left) == run.findings - run.count("fixed") == 25
     assert all(o.reason in REASONS and o.detail for o in left)
+    dtype_line = sorted((o.finding.location.column, o.status, o.reason, "bfloat16 choice" in o.detail)
+                        for o in run.outcomes() if o.finding.location.path == "train.py" and o.finding.location.line == 34)
+    assert dtype_line == [(23, "left", "guard", True), (53, "fixed", "", True)]   # is_available kept, the choice rewritten
 
 
 DTYPE_SCRIPT = '''import torch
