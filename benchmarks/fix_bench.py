@@ -1,9 +1,11 @@
 """Measures `opscan fix` on the shipped example, three real training projects and transformers.
 
 For each tree, on a fresh copy under a temporary folder (nothing is written anywhere else):
-findings before (the scan, as `opscan fix` sees it), fixed automatically, left (by rule and by
-category), files changed, whether every changed file still parses, and the wall and CPU time of
-one `opscan fix TREE` process (start-up included, cold: a fresh, empty scan cache).
+findings before (the scan, as `opscan fix` sees it), fixed automatically, left (by rule, by
+category and by the reason the report gives; findings left without one), files changed, whether
+every changed file still parses, compound statements the fix wrote on one line (counted with `ast`,
+and with ruff's E701/E702 when ruff is installed), and the wall and CPU time of one
+`opscan fix TREE` process (start-up included, cold: a fresh, empty scan cache).
 
 The three projects are downloaded at run time as pinned pure-Python wheels (`pip download
 --no-deps --only-binary :all: NAME==VERSION`, unzipped: a wheel holds the package's source);
@@ -87,8 +89,52 @@ def parses(rel: str, data: bytes) -> bool:
     return True
 
 
-def run_fix(tree: Path, cache: Path) -> tuple[float, float, int, str]:
-    """(wall s, CPU s, exit code, summary line) of one cold `opscan fix TREE`."""
+def compound_lines(rel: str, data: bytes) -> int:
+    """Compound statements written on one line (`if x: y()`, ruff E701): a body that starts on the
+    line where its header ends."""
+    try:
+        if rel.endswith(".ipynb"):
+            from opscan.scan import native
+
+            tree = ast.parse(native.notebook_source(data)[0])
+        else:
+            tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return 0
+    count = 0
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.If, ast.While)):
+            header_end = node.test.end_lineno
+        elif isinstance(node, (ast.For, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef)):
+            header_end = node.lineno
+        else:
+            continue
+        count += node.body[0].lineno == header_end
+    return count
+
+
+def ruff_e70x(tree: Path, rels: list[str]) -> int | None:
+    """ruff's E701/E702 findings in the given .py files (None when ruff is not installed)."""
+    import importlib.util
+
+    paths = [str(tree / rel) for rel in rels if rel.endswith(".py")]
+    if importlib.util.find_spec("ruff") is None:
+        return None
+    if not paths:
+        return 0
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--select", "E701,E702",
+                           "--output-format", "concise", *paths], capture_output=True, text=True, check=False)
+    return sum(1 for line in proc.stdout.splitlines() if re.search(r":\d+:\d+: E70[12]", line))
+
+
+def reasons(output: str) -> dict[str, int]:
+    """The `by reason:` section of `opscan fix`'s report: reason -> findings left for it."""
+    section = output.split("by reason:\n", 1)[1].split("\n\n", 1)[0] if "by reason:\n" in output else ""
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^  ([a-z-]+) \((\d+)\): ", section, re.MULTILINE)}
+
+
+def run_fix(tree: Path, cache: Path) -> tuple[float, float, int, str, str]:
+    """(wall s, CPU s, exit code, summary line, whole report) of one cold `opscan fix TREE`."""
     env = {**os.environ, "OPSCAN_CACHE_DIR": str(cache)}
     env.pop("OPSCAN_NO_CACHE", None)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -99,18 +145,23 @@ def run_fix(tree: Path, cache: Path) -> tuple[float, float, int, str]:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     lines = proc.stdout.strip().splitlines()
-    return wall, cpu, proc.returncode, lines[-1] if lines else proc.stderr.strip()
+    return wall, cpu, proc.returncode, lines[-1] if lines else proc.stderr.strip(), proc.stdout
 
 
 def measure(name: str, work: Path) -> dict:
     tree = fetch(name, work)
     pristine = snapshot(tree)
     before = findings(tree)
-    wall, cpu, code, summary = run_fix(tree, work / f"cache-{name}")
+    ruff_before = ruff_e70x(tree, list(pristine))
+    wall, cpu, code, summary, report = run_fix(tree, work / f"cache-{name}")
     after_files = snapshot(tree)
     after = findings(tree)
     changed = [rel for rel, data in after_files.items() if pristine.get(rel) != data]
     fixed = Counter(f.rule for f in before) - Counter(f.rule for f in after)
+    ruff_after = ruff_e70x(tree, list(after_files))
+    left_count = int(m.group(1)) if (m := re.search(r"; (\d+) left \(", summary)) else 0
+    left_count += int(m.group(1)) if (m := re.search(r"; (\d+) more with --unsafe-fixes", summary)) else 0
+    by_reason = reasons(report)
     return {
         "tree": name, "files": len(pristine), "findings_before": len(before), "fixed": sum(fixed.values()),
         "fixed_by_rule": dict(sorted(fixed.items())), "left": len(after),
@@ -119,17 +170,23 @@ def measure(name: str, work: Path) -> dict:
         "files_changed": len(changed), "all_parse": all(parses(rel, after_files[rel]) for rel in changed),
         "new_findings": sum((Counter(f.rule for f in after) - Counter(f.rule for f in before)).values()),
         "rewritten": int(m.group(1)) if (m := re.search(r"fixed (\d+) of", summary)) else None,
+        "new_compound_statements": sum(max(0, compound_lines(rel, after_files[rel]) - compound_lines(rel, pristine.get(rel, b"")))
+                                       for rel in changed),
+        "ruff_e701_e702_new": None if ruff_before is None else ruff_after - ruff_before,
+        "left_by_reason": dict(sorted(by_reason.items())), "left_without_reason": left_count - sum(by_reason.values()),
         "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "exit": code, "summary": summary,
     }
 
 
 def table(rows: list[dict]) -> str:
     out = [("| tree | .py/.ipynb files | findings before | rewritten by `opscan fix` | gone on re-scan | left | "
-            "left by category | files changed | all parse | wall s | CPU s |"),
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "left without a reason | new one-line compound statements (ast / ruff E701-2) | "
+            "files changed | all parse | wall s | CPU s |"),
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        cats = ", ".join(f"{k} {v}" for k, v in r["left_by_category"].items())
-        out.append(f"| {r['tree']} | {r['files']} | {r['findings_before']} | {r['rewritten']} | {r['fixed']} | {r['left']} | {cats} | "
+        ruff = "n/a" if r["ruff_e701_e702_new"] is None else r["ruff_e701_e702_new"]
+        out.append(f"| {r['tree']} | {r['files']} | {r['findings_before']} | {r['rewritten']} | {r['fixed']} | {r['left']} | "
+                   f"{r['left_without_reason']} | {r['new_compound_statements']} / {ruff} | "
                    f"{r['files_changed']} | {'yes' if r['all_parse'] else 'NO'} | {r['wall_s']} | {r['cpu_s']} |")
     return "\n".join(out)
 
@@ -147,7 +204,8 @@ def main() -> int:
     print(table(rows))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
-    return 0 if all(r["all_parse"] and r["exit"] == 0 and r["new_findings"] == 0 for r in rows) else 1
+    return 0 if all(r["all_parse"] and r["exit"] == 0 and r["new_findings"] == 0 and r["new_compound_statements"] == 0
+                    and not r["ruff_e701_e702_new"] and r["left_without_reason"] == 0 for r in rows) else 1
 
 
 if __name__ == "__main__":

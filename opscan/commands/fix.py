@@ -23,7 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only these rule codes / prefixes / names (comma list or repeated)")
     parser.add_argument("--ignore", action="append", default=None, metavar="CODES",
                         help="drop these rule codes / prefixes / names (comma list or repeated)")
-    parser.add_argument("--show-left", action="store_true", help="list every finding left, not just the counts")
+    parser.add_argument("--show-left", action="store_true",
+                        help="also list one by one the findings of rules without an automatic fix "
+                             "(by default they are counted per reason; docs/fix.md, 'Why a finding is left')")
 
 
 def _codes(values: list[str] | None) -> tuple[str, ...] | None:
@@ -83,18 +85,38 @@ def _report(result, out, show_left: bool) -> None:
                 out.write(f"  {_where(o)} {o.finding.rule} {o.detail}\n")
         elif item.skipped and item.skipped != "no fixable finding":
             out.write(f"skipped {item.path}: {item.skipped}\n")
-    left = [o for o in result.outcomes() if o.status in ("left", "unsafe")]
-    if left:
-        out.write("\nnot fixed automatically:\n")
-        for o in left:
-            label = "unsafe (use --unsafe-fixes)" if o.status == "unsafe" else "left"
-            out.write(f"  {_where(o)} {o.finding.rule} {label}: {o.detail}\n")
-    manual = [o for o in result.outcomes() if o.status == "manual"]
-    if manual and show_left:
-        out.write("\nmanual port work (no automatic fix):\n")
-        for o in manual:
-            out.write(f"  {_where(o)} {o.finding.rule} {o.finding.message}\n")
+    _left(result, out, show_left)
     out.write("\n" + _summary(result) + "\n")
+
+
+def _left(result, out, show_left: bool) -> None:
+    """Every finding left, grouped by its reason (opscan/fix/reasons.py). Findings of rules with a
+    rewrite are listed one by one; those of rules without one are counted per reason sentence
+    unless `show_left` (each still says why)."""
+    from opscan.fix.reasons import REASONS
+
+    left = [o for o in result.outcomes() if o.status != "fixed"]
+    if not left:
+        return
+    out.write(f"\nnot fixed automatically ({len(left)}), by reason:\n")
+    groups: dict[str, list] = {}
+    for o in left:
+        groups.setdefault(o.reason, []).append(o)
+    for reason in sorted(groups, key=lambda r: (list(REASONS).index(r) if r in REASONS else len(REASONS), r)):
+        items = groups[reason]
+        out.write(f"  {reason} ({len(items)}): {REASONS.get(reason, reason)}\n")
+        counted: dict[str, Counter] = {}
+        for o in items:
+            if o.status == "manual" and not show_left:
+                counted.setdefault(o.detail, Counter())[o.finding.rule] += 1
+                continue
+            label = " (use --unsafe-fixes)" if o.status == "unsafe" else ""
+            out.write(f"    {_where(o)} {o.finding.rule}{label}: {o.detail}\n")
+        for detail, rules in counted.items():
+            names = ", ".join(f"{rule} x{n}" for rule, n in sorted(rules.items()))
+            out.write(f"    {names}: {detail}\n")
+    if any(o.status == "manual" for o in left) and not show_left:
+        out.write("  (--show-left lists each finding of the rules without an automatic fix)\n")
 
 
 def _summary(result, would: bool = False) -> str:

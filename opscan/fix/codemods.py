@@ -11,45 +11,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import libcst as cst
 
 from opscan.fix.context import DEVICE_CALLS, DEVICE_KEYWORDS, Context
+from opscan.fix.plans import Leave, Plan, no_device, replace_with, string_value
+from opscan.fix.precision import (
+    BF16_QUERIES,
+    bf16_choice,
+    bf16_test,
+    handles_guarded,
+    torch_amp,
+)
+
+__all__ = ["BF16_QUERIES", "CODEMODS", "LOOKUPS", "NAMED", "SIMPLE", "Leave", "Plan", "bf16_choice", "bf16_test",
+           "handles_guarded"]
 
 CUDA_TEXT = re.compile(r"^cuda(:\d+)?$")
-
-
-@dataclass(frozen=True)
-class Plan:
-    """Replace `target` (a node of the original tree) by `build(target as already rewritten)`."""
-
-    target: cst.CSTNode
-    build: Callable[[cst.CSTNode], cst.CSTNode]
-    safety: str          # "safe" | "unsafe"
-    note: str = ""       # what the rewrite does / why it is unsafe
-
-
-@dataclass(frozen=True)
-class Leave:
-    """Not rewritten, and why (shown by `opscan fix`)."""
-
-    reason: str
-
-
-def no_device(ctx: Context) -> Leave:
-    """Why the module's device is not available at this site (Context.device answered None)."""
-    return Leave(ctx.device_problem)
-
-
-def _string_value(node: cst.CSTNode) -> str | None:
-    if isinstance(node, cst.SimpleString):
-        try:
-            value = node.evaluated_value
-        except Exception:  # noqa: BLE001
-            return None
-        return value if isinstance(value, str) else None
-    return None
 
 
 def _call_name(call: cst.Call) -> str:
@@ -73,13 +51,6 @@ def _takes_device_object(ctx: Context, node: cst.CSTNode) -> bool:
                                                           or ctx.is_torch(call.func, "torch.device"))
 
 
-def _replace_with(new: cst.BaseExpression) -> Callable[[cst.CSTNode], cst.CSTNode]:
-    def build(old: cst.CSTNode) -> cst.CSTNode:
-        return new.with_changes(lpar=getattr(old, "lpar", ()), rpar=getattr(old, "rpar", ())) \
-            if getattr(old, "lpar", ()) and hasattr(new, "lpar") else new
-    return build
-
-
 def _fstring_escape(text: str) -> str:
     return text.replace("{", "{{").replace("}", "}}")
 
@@ -89,7 +60,7 @@ def _fstring_escape(text: str) -> str:
 def device_string(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
     """A CUDA device string -> the module's device (NOTE [one device per module] in context.py)."""
     if isinstance(node, cst.SimpleString):
-        value = _string_value(node)
+        value = string_value(node)
         if value is None or not CUDA_TEXT.match(value):
             return None
         parent = ctx.parent(node)
@@ -101,20 +72,20 @@ def device_string(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
             call = _sole_argument_of_torch_device(node, ctx)
             if call is not None:
                 device = ctx.device(call)
-                return Plan(call, _replace_with(device), "safe", "`torch.device(\"cuda\")` -> the module's device") \
+                return Plan(call, replace_with(device), "safe", "`torch.device(\"cuda\")` -> the module's device") \
                     if device is not None else no_device(ctx)
             if _takes_device_object(ctx, node):
                 device = ctx.device(node)
-                return Plan(node, _replace_with(device), "safe", "\"cuda\" -> the module's device") \
+                return Plan(node, replace_with(device), "safe", "\"cuda\" -> the module's device") \
                     if device is not None else no_device(ctx)
             device_type = ctx.device_type(node)
-            return Plan(node, _replace_with(device_type), "safe", "\"cuda\" -> the module's device type (a str)") \
+            return Plan(node, replace_with(device_type), "safe", "\"cuda\" -> the module's device type (a str)") \
                 if device_type is not None else no_device(ctx)
         return _indexed(node, ctx, value)
     if isinstance(node, cst.FormattedString):
         return _fstring(node, ctx)
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
-        value = _string_value(node.left)
+        value = string_value(node.left)
         if value is None or not value.startswith("cuda:"):
             return None
         new_left = _type_fstring(ctx, node, value[4:], quote=node.left.quote if isinstance(node.left, cst.SimpleString) else '"')
@@ -122,7 +93,7 @@ def device_string(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
             return no_device(ctx)
         return Plan(node, lambda old: old.with_changes(left=new_left), "safe", "\"cuda:%d\" % i -> the device type, same index")
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
-        value = _string_value(node.func.value)
+        value = string_value(node.func.value)
         if value is None or not value.startswith("cuda:") or re.search(r"\{[^}]", value):
             return Leave("a `.format` template with numbered or named fields: rewrite by hand") if value else None
         if any(a.keyword is not None or a.star for a in node.args):
@@ -162,11 +133,11 @@ def _indexed(node: cst.SimpleString, ctx: Context, value: str) -> Plan | Leave:
     """"cuda:1" -> f"{DEVICE.type}:1" (a str with the same index)."""
     prefix = node.prefix.lower()
     if "b" in prefix:
-        return Leave("a bytes literal")
+        return Leave("a bytes literal: rewrite by hand")
     new = _type_fstring(ctx, node, value[4:], node.quote if len(node.quote) == 1 else '"')
     if new is None:
         return no_device(ctx)
-    return Plan(node, _replace_with(new), "safe", "\"cuda:N\" -> the device type with the same index")
+    return Plan(node, replace_with(new), "safe", "\"cuda:N\" -> the device type with the same index")
 
 
 def _fstring(node: cst.FormattedString, ctx: Context) -> Plan | Leave | None:
@@ -187,9 +158,9 @@ def _fstring(node: cst.FormattedString, ctx: Context) -> Plan | Leave | None:
 def _device_type_conditional(ifexp: cst.IfExp, ctx: Context) -> Plan | None:
     """`"cuda" if "cuda" in d else "cpu"` -> `torch.device(d).type` (the device type of d)."""
     test = ifexp.test
-    if _string_value(ifexp.orelse) != "cpu" or not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+    if string_value(ifexp.orelse) != "cpu" or not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return None
-    if _string_value(test.left) != "cuda" or not isinstance(test.comparisons[0].operator, cst.In):
+    if string_value(test.left) != "cuda" or not isinstance(test.comparisons[0].operator, cst.In):
         return None
     subject = test.comparisons[0].comparator
     torch_device = ctx.dotted("torch.device")
@@ -235,10 +206,10 @@ def availability_idiom(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
     """`"cuda" if torch.cuda.is_available() else "cpu"` -> the accelerator or the CPU."""
     if not isinstance(node, cst.IfExp):
         return None
-    cuda_branch = node.body if _string_value(node.body) is not None else node.orelse
-    text = _string_value(cuda_branch) or ""
+    cuda_branch = node.body if string_value(node.body) is not None else node.orelse
+    text = string_value(cuda_branch) or ""
     other = node.orelse if cuda_branch is node.body else node.body
-    if not CUDA_TEXT.match(text) or _string_value(other) != "cpu":
+    if not CUDA_TEXT.match(text) or string_value(other) != "cpu":
         return Leave("a conditional whose other branch is not \"cpu\": rewrite by hand")
     torch = ctx.torch
     if ctx.torch_alias is None:
@@ -248,13 +219,13 @@ def availability_idiom(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
     note = "the accelerator (CUDA, neuron, ...) or the CPU"
     call = _sole_argument_of_torch_device(node, ctx)
     if call is not None:
-        return Plan(call, _replace_with(canonical), "unsafe" if indexed else "safe",
+        return Plan(call, replace_with(canonical), "unsafe" if indexed else "safe",
                     "torch.device(idiom) -> " + note + (" (drops the index)" if indexed else ""))
     if _takes_device_object(ctx, node) or _assigned_and_used_as_device(node, ctx):
-        return Plan(node, _replace_with(canonical), "unsafe" if indexed else "safe",
+        return Plan(node, replace_with(canonical), "unsafe" if indexed else "safe",
                     note + (" (drops the index)" if indexed else ""))
     typed = cst.Attribute(canonical.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]), cst.Name("type"))
-    return Plan(node, _replace_with(typed), "unsafe" if indexed else "safe",
+    return Plan(node, replace_with(typed), "unsafe" if indexed else "safe",
                 "(the accelerator or the CPU).type: stays a str, since the value is used as one")
 
 
@@ -286,37 +257,6 @@ def _names(module: cst.Module, name: str):
         stack.extend(node.children)
 
 
-# -- torch-amp ------------------------------------------------------------------------------------
-
-AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
-
-
-def torch_amp(node: cst.CSTNode, ctx: Context, replacement: str) -> Plan | Leave | None:
-    """`torch.cuda.amp.autocast(...)` / `GradScaler(...)` -> `torch.amp.*(DEVICE.type, ...)`."""
-    call = ctx.parent(node)
-    if not isinstance(call, cst.Call) or call.func is not node:
-        return Leave("not called here (a reference to the class): rewrite by hand")
-    if any(a.star for a in call.args):
-        return Leave("called with *args/**kwargs: rewrite by hand")
-    if any(a.keyword is not None and a.keyword.value in ("device", "device_type") for a in call.args):
-        return Leave("already names a device")
-    device_type = ctx.device_type(call)
-    if device_type is None:
-        return no_device(ctx)
-    func = ctx.dotted(replacement)
-    autocast = replacement.endswith("autocast")
-
-    def build(old: cst.CSTNode) -> cst.CSTNode:
-        args = list(old.args)
-        if autocast:   # torch.amp.autocast(device_type, dtype, enabled, ...): positions differ
-            args = [a.with_changes(keyword=cst.Name(AUTOCAST_POSITIONAL[i]), equal=cst.AssignEqual(
-                        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
-                    if a.keyword is None and i < len(AUTOCAST_POSITIONAL) else a for i, a in enumerate(args)]
-        first = cst.Arg(device_type, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if args else cst.MaybeSentinel.DEFAULT)
-        return old.with_changes(func=func, args=[first, *args])
-    return Plan(call, build, "safe", f"-> `{replacement}` with the device type")
-
-
 # -- accelerator-api ------------------------------------------------------------------------------
 
 GUARD_NAMES = frozenset({"torch.cuda.is_available"})
@@ -344,49 +284,52 @@ def accelerator_api(node: cst.CSTNode, ctx: Context, replacement: str) -> Plan |
     found = ctx.has(replacement)
     if found is False:
         version = getattr(ctx.probe, "version", "?")
-        return Leave(f"`{replacement}` does not exist in the installed torch {version}")
+        return Leave(f"`{replacement}` does not exist in the installed torch {version}", "missing-in-torch")
     new = ctx.dotted(replacement)
     if replacement not in NEEDS_ACCELERATOR:
-        return Plan(node, _replace_with(new), "safe", f"-> `{replacement}`")
+        return Plan(node, replace_with(new), "safe", f"-> `{replacement}`")
     call = ctx.parent(node)
     if not isinstance(call, cst.Call) or call.func is not node:
-        return Plan(node, _replace_with(new), "safe", f"-> `{replacement}`")
+        return Plan(node, replace_with(new), "safe", f"-> `{replacement}`")
     available = cst.Call(ctx.dotted("torch.accelerator.is_available"), [])
     expr = ctx.parent(call)
     line = ctx.parent(expr) if isinstance(expr, cst.Expr) else None
     if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
         def build(old: cst.CSTNode) -> cst.CSTNode:
+            # the call on its own line under the test (never `if ...: call()`, ruff E701); a
+            # trailing comment stays with the call, the indentation is the module's own
             inner = old.body[0].value
-            suite = cst.SimpleStatementSuite([old.body[0].with_changes(value=inner.with_changes(func=new), semicolon=cst.MaybeSentinel.DEFAULT)],
-                                             trailing_whitespace=old.trailing_whitespace)
-            return cst.If(test=available, body=suite, leading_lines=old.leading_lines)
+            call_line = cst.SimpleStatementLine([old.body[0].with_changes(value=inner.with_changes(func=new),
+                                                                          semicolon=cst.MaybeSentinel.DEFAULT)],
+                                                trailing_whitespace=old.trailing_whitespace)
+            return cst.If(test=available, body=cst.IndentedBlock([call_line]), leading_lines=old.leading_lines)
         return Plan(line, build, "safe", f"-> `{replacement}`, run only when an accelerator is present")
     if replacement in CPU_VALUES:
         def build_value(old: cst.CSTNode) -> cst.CSTNode:
             return cst.IfExp(test=available, body=old.with_changes(func=new), orelse=cst.parse_expression(CPU_VALUES[replacement]),
                              lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         return Plan(call, build_value, "safe", f"-> `{replacement}` ({CPU_VALUES[replacement]} without an accelerator)")
-    return Plan(node, _replace_with(new), "safe", f"-> `{replacement}` (raises on a host without an accelerator, as before)")
+    return Plan(node, replace_with(new), "safe", f"-> `{replacement}` (raises on a host without an accelerator, as before)")
 
 
 # -- backend-for-device ---------------------------------------------------------------------------
 
 def backend_for_device(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
     """`"nccl"` as a process-group backend -> `torch.distributed.get_default_backend_for_device(DEVICE)`."""
-    if _string_value(node) != "nccl":
+    if string_value(node) != "nccl":
         return Leave("not a plain \"nccl\" string (e.g. `dist.Backend.NCCL`): rewrite by hand") \
             if not isinstance(node, cst.SimpleString) else None
     parent = ctx.parent(node)
     if isinstance(parent, (cst.ComparisonTarget, cst.Comparison)):
-        return Leave("a comparison with \"nccl\": decide by hand what the code does on other backends")
+        return Leave("a comparison with \"nccl\": decide by hand what the code does on other backends", "decision")
     device = ctx.device(node)
     if device is None:
         return no_device(ctx)
     if ctx.has("torch.distributed.get_default_backend_for_device") is False:
-        return Leave("`torch.distributed.get_default_backend_for_device` is not in the installed torch")
+        return Leave("`torch.distributed.get_default_backend_for_device` is not in the installed torch", "missing-in-torch")
     func = ctx.dotted("torch.distributed.get_default_backend_for_device")
     new = cst.Call(func, [cst.Arg(device)])
-    return Plan(node, _replace_with(new), "safe", "-> the backend for the module's device (nccl on CUDA)")
+    return Plan(node, replace_with(new), "safe", "-> the backend for the module's device (nccl on CUDA)")
 
 
 # torch names codemods check besides the rules' `replace` targets (answered once per run: runner.py)

@@ -14,12 +14,16 @@ from fnmatch import fnmatchcase
 
 import libcst as cst
 
-from opscan.fix import codemods
+from opscan.fix import codemods, reasons
 from opscan.fix.context import Context
 from opscan.model import Finding
 
 GUARDED = ("inside a guard that protects CUDA-only work (e.g. `if torch.cuda.is_available():`): "
            "left alone; port the guarded block by hand")
+
+
+AVAILABILITY_TEST = codemods.Leave("an availability test: a guard for CUDA-only work (torch.accelerator.is_available() "
+                                   "would also be true on neuron and run that work there); decide by hand", "guard")
 
 
 @dataclass(frozen=True)
@@ -28,7 +32,28 @@ class SiteOutcome:
 
     finding: Finding
     status: str          # "fixed" | "unsafe" (needs --unsafe-fixes) | "left" (no fix) | "manual" (no codemod)
-    detail: str = ""     # fixed/unsafe: what the rewrite does; left: why not
+    detail: str = ""     # fixed/unsafe: what the rewrite does; left/manual: why not, for this site
+    reason: str = ""     # why it is not fixed: a code of reasons.REASONS ("" when fixed)
+
+
+def manual_outcome(finding: Finding, rules: dict) -> SiteOutcome:
+    """The outcome of a finding whose rule declares no rewrite, with the reason (reasons.py)."""
+    rule = rules.get(finding.rule)
+    if rule is not None and rule.autofix is not None:    # a rule with a rewrite that does not apply here
+        if finding.guarded:
+            return SiteOutcome(finding, "left", GUARDED, "guard")
+        if finding.subject in codemods.GUARD_NAMES:
+            return SiteOutcome(finding, "left", AVAILABILITY_TEST.reason, "guard")
+        if not rule.autofix.covers(finding.subject):
+            return SiteOutcome(finding, "left", no_equivalent(finding.subject).reason, "no-equivalent")
+        return SiteOutcome(finding, "unsafe", "the rule's rewrite is unsafe", "unsafe")
+    code, why = reasons.manual(rule)
+    return SiteOutcome(finding, "manual", why, code)
+
+
+def no_equivalent(subject: str) -> codemods.Leave:
+    names = f"`{subject}`" if subject else "this name"
+    return codemods.Leave(f"no equivalent declared for {names} (see docs/fix.md): fix by hand", "no-equivalent")
 
 
 @dataclass(frozen=True)
@@ -67,9 +92,9 @@ class _Planner:
     def outcome(self, finding: Finding) -> SiteOutcome:
         rule = self.rules.get(finding.rule)
         if rule is None or rule.autofix is None:
-            return SiteOutcome(finding, "manual", "no automatic fix for this rule")
-        if finding.guarded:
-            return SiteOutcome(finding, "left", GUARDED)
+            return manual_outcome(finding, self.rules)
+        if finding.guarded and not codemods.handles_guarded(rule.autofix.codemod, finding.subject):
+            return SiteOutcome(finding, "left", GUARDED, "guard")
         loc = finding.location
         nodes = self.by_range.get((loc.line, loc.column, loc.end_line, loc.end_column), [])
         result = None
@@ -80,11 +105,11 @@ class _Planner:
                 break
         device, torch = self.ctx.device_asks > asks[0], self.ctx.torch_asks > asks[1]
         if result is None:
-            return SiteOutcome(finding, "left", "no rewrite for this form: fix by hand")
+            return SiteOutcome(finding, "left", "no rewrite for this form: fix by hand", "form")
         if isinstance(result, codemods.Leave):
-            return SiteOutcome(finding, "left", result.reason)
+            return SiteOutcome(finding, "left", result.reason, result.kind)
         if "unsafe" in (result.safety, rule.autofix.safety) and not self.unsafe:
-            return SiteOutcome(finding, "unsafe", result.note)
+            return SiteOutcome(finding, "unsafe", result.note, "unsafe")
         if id(result.target) in self.plans:
             return SiteOutcome(finding, "fixed", "rewritten with another finding at the same place")
         self.plans[id(result.target)] = result
@@ -99,12 +124,12 @@ class _Planner:
         if not isinstance(node, (cst.Name, cst.Attribute)):
             return None
         if subject in codemods.GUARD_NAMES:
-            return codemods.Leave("an availability test: a guard for CUDA-only work (torch.accelerator.is_available() "
-                                  "would also be true on neuron and run that work there); decide by hand")
+            return codemods.bf16_test(node, self.ctx) or AVAILABILITY_TEST
+        if codemod == "accelerator-api" and subject in codemods.BF16_QUERIES:
+            return codemods.bf16_choice(node, self.ctx)
         key = matched_name(rule, subject)
         if key is None:
-            names = f"`{subject}`" if subject else "this name"
-            return codemods.Leave(f"no equivalent declared for {names} (see docs/fix.md): fix by hand")
+            return no_equivalent(subject)
         return codemods.NAMED[codemod](node, self.ctx, dict(rule.autofix.replace)[key])
 
 
@@ -143,21 +168,24 @@ def fix_module(text: str | bytes, findings: list[Finding], rules: dict, unsafe: 
         module = cst.parse_module(text)
     except (cst.ParserSyntaxError, RecursionError) as exc:
         reason = f"libcst cannot parse this file: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-        return SourceFix(text, tuple(SiteOutcome(f, "left", reason) if _has_fix(f, rules) else
-                                     SiteOutcome(f, "manual", "no automatic fix for this rule") for f in findings))
+        return SourceFix(text, tuple(SiteOutcome(f, "left", reason, "file-skipped") if _has_fix(f, rules) else
+                                     manual_outcome(f, rules) for f in findings))
     wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
     ctx = Context(wrapper, probe, prior, text.decode("utf-8", "replace") if isinstance(text, bytes) else text)
     planner = _Planner(ctx, rules, unsafe)
     outcomes = tuple(planner.outcome(f) for f in findings)
+    if prior is not None:    # what later notebook cells may use: this cell's torch and device, as written
+        prior.update(ctx.defined(False, False))
     if not planner.plans:
         return SourceFix(text, outcomes)
     fixed = wrapper.module.visit(_Applier(planner))
     new = fixed.bytes if isinstance(text, bytes) else fixed.code
-    if prior is not None:
+    parses = _parses(new)
+    if parses and prior is not None:   # ... and what the rewrite added
         prior.update(ctx.defined(planner.uses_device, planner.uses_torch))
-    if not _parses(new):   # never write code that does not parse (a bug in a codemod): leave the file
+    if not parses:   # never write code that does not parse (a bug in a codemod): leave the file
         reason = "the rewrite did not parse (an opscan bug: please report it); file left unchanged"
-        return SourceFix(text, tuple(SiteOutcome(o.finding, "left", reason) if o.status == "fixed" else o
+        return SourceFix(text, tuple(SiteOutcome(o.finding, "left", reason, "file-skipped") if o.status == "fixed" else o
                                      for o in outcomes))
     return SourceFix(new, outcomes)
 

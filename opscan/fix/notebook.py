@@ -14,7 +14,7 @@ import json
 import re
 from json.decoder import scanstring
 
-from opscan.fix.module import SiteOutcome, SourceFix, fix_module
+from opscan.fix.module import SiteOutcome, SourceFix, fix_module, manual_outcome
 from opscan.model import Finding
 
 MAGIC = re.compile(r"^(\s*)[%!]")
@@ -154,11 +154,14 @@ def fix_notebook(data: bytes, findings: list[Finding], rules: dict, unsafe: bool
     last = 0
     for number, (start, end, source, raw) in enumerate(cells, 1):
         mine = [f for f in findings if f.location.cell == number]
-        if not mine:
+        if not mine and "torch" not in source:
             continue
         unmagicked = _unmagic(source)
         if unmagicked is None:
-            outcomes.extend(SiteOutcome(f, "left", "a whole-cell magic: not Python") for f in mine)
+            outcomes.extend(SiteOutcome(f, "left", "a whole-cell magic: not Python", "file-skipped") for f in mine)
+            continue
+        if not mine:     # nothing to fix here, but later cells may use its `import torch` or device
+            fix_module(unmagicked[0], [], rules, unsafe, probe, prior)
             continue
         body, saved = unmagicked
         result = fix_module(body, mine, rules, unsafe, probe, prior)
@@ -168,7 +171,7 @@ def fix_notebook(data: bytes, findings: list[Finding], rules: dict, unsafe: bool
             pieces.append(text[last:start])
             pieces.append(_encode(new_source, text[start:end], raw))
             last = end
-    outcomes.extend(SiteOutcome(f, "manual", "not in a code cell") for f in findings if f.location.cell is None)
+    outcomes.extend(manual_outcome(f, rules) for f in findings if f.location.cell is None)
     if not pieces:
         return SourceFix(data, tuple(outcomes))
     pieces.append(text[last:])

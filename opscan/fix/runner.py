@@ -13,10 +13,11 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from opscan.fix.module import SiteOutcome, fix_module
+from opscan.fix.codemods import handles_guarded
+from opscan.fix.module import SiteOutcome, fix_module, manual_outcome
 from opscan.fix.notebook import fix_notebook
 from opscan.fsutil import UnreadableFile, atomic_write, read_source_bytes
 from opscan.model import Finding
@@ -57,13 +58,20 @@ class FixRun:
         return sum(o.status == status for o in self.outcomes())
 
 
+def _has_fix(finding: Finding, rules: dict) -> bool:
+    rule = rules.get(finding.rule)
+    return rule is not None and rule.autofix is not None
+
+
 def fixable(finding: Finding, rules: dict, unsafe: bool = False) -> bool:
     """Whether the finding's rule declares a rewrite for it (as the scan marks it; with `unsafe`,
     unsafe rewrites count too). Only files with such a finding are parsed with libcst."""
     rule = rules.get(finding.rule)
     if rule is None or rule.autofix is None:
         return False
-    return finding.fixable or (unsafe and not finding.guarded and rule.autofix.covers(finding.subject))
+    if finding.fixable or (unsafe and not finding.guarded and rule.autofix.covers(finding.subject)):
+        return True
+    return handles_guarded(rule.autofix.codemod, finding.subject)   # the bfloat16 choice (codemods.py)
 
 
 class AnsweredProbe:
@@ -147,24 +155,21 @@ def fix_paths(targets, config_for, unsafe: bool = False, write: bool = True, pro
                 continue
             seen.add(path)
             if not any(fixable(f, by_id, unsafe) for f in findings):
-                run.files.append(FileFix(rel, str(root), outcomes=tuple(_manual(f, by_id) for f in findings),
+                run.files.append(FileFix(rel, str(root), outcomes=tuple(manual_outcome(f, by_id) for f in findings),
                                          skipped="no fixable finding"))
                 continue
             work.append((root, rel, tuple(rules), unsafe, write, None))
         if work:
             answered = AnsweredProbe(probe, _lookups(rules))
-            run.files.extend(_run_jobs([job[:-1] + (answered,) for job in work], jobs))
+            for item in _run_jobs([job[:-1] + (answered,) for job in work], jobs):
+                if item.skipped and not item.outcomes:   # not even read: the scan's findings, with the reason
+                    item = replace(item, outcomes=tuple(
+                        SiteOutcome(f, "left", f"file not touched: {item.skipped}", "file-skipped")
+                        if _has_fix(f, by_id) else manual_outcome(f, by_id) for f in by_path[item.path]))
+                run.files.append(item)
     run.files.sort(key=lambda f: (f.root, f.path))
     run.seconds = time.perf_counter() - started
     return run
-
-
-def _manual(finding: Finding, rules: dict) -> SiteOutcome:
-    if finding.guarded and rules.get(finding.rule) is not None and rules[finding.rule].autofix is not None:
-        from opscan.fix.module import GUARDED
-
-        return SiteOutcome(finding, "left", GUARDED)
-    return SiteOutcome(finding, "manual", "no automatic fix for this finding")
 
 
 def _fix_file(root: Path, rel: str, rules, by_id: dict, unsafe: bool, write: bool, probe) -> FileFix:
@@ -180,9 +185,9 @@ def _fix_file(root: Path, rel: str, rules, by_id: dict, unsafe: bool, write: boo
     findings = list(scan_source(rel, before, rules).findings)
     broken = [f for f in findings if by_id.get(f.rule) is not None and by_id[f.rule].name in INPUT_RULES]
     if broken:
-        return FileFix(rel, str(root), before, before, tuple(SiteOutcome(f, "left", "file not touched: "
-                       f"{f.message}") for f in findings
-                       if by_id.get(f.rule) is not None and by_id[f.rule].autofix is not None), skipped=f"{broken[0].message}")
+        return FileFix(rel, str(root), before, before, tuple(
+            SiteOutcome(f, "left", f"file not touched: {broken[0].message}", "file-skipped") if _has_fix(f, by_id)
+            else manual_outcome(f, by_id) for f in findings), skipped=f"{broken[0].message}")
     if rel.endswith(".ipynb"):
         result = fix_notebook(before, findings, by_id, unsafe, probe)
     else:
@@ -197,7 +202,8 @@ def _fix_file(root: Path, rel: str, rules, by_id: dict, unsafe: bool, write: boo
         current = None
     if current != before:
         return FileFix(rel, str(root), before, before, tuple(
-            SiteOutcome(o.finding, "left", "the file changed on disk while it was being fixed: not overwritten")
+            SiteOutcome(o.finding, "left", "the file changed on disk while it was being fixed: not overwritten",
+                        "file-skipped")
             if o.status == "fixed" else o for o in result.outcomes), skipped="changed on disk during the fix")
     try:
         atomic_write(path, after)
