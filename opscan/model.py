@@ -75,6 +75,8 @@ VERDICT_KINDS: dict[str, str] = {
 # dtypes), computed by opscan/db/caveats.py and carried in Report.caveats (docs/coverage-db.md).
 CAVEAT_KINDS: dict[str, str] = {
     "known-failure": "the backend's own test lists record failing tests for this op with a dtype the trace uses",
+    "known-failure-case": "the backend's own tests fail for this op in a special case (a test variant, or an op "
+                          "that decomposes into it); the trace cannot tell whether the model hits that case",
     "float64-narrowed": "the backend computes float64 as float32 by default; the trace computes in float64",
     "int64-narrowed": "the backend computes int64 as int32 by default; the trace does int64 arithmetic "
                       "beyond indexing",

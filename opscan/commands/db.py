@@ -1,4 +1,4 @@
-"""`opscan db list|show|diff|validate|probe`: read, compare, check and regenerate the coverage database."""
+"""`opscan db list|show|diff|validate|probe|import-compat`: read, compare, check and regenerate the coverage database."""
 
 from __future__ import annotations
 
@@ -54,10 +54,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--name", default=None, help="backend id to write (default: from the backend's package)")
     p.add_argument("--release", default=None, help="release to write (default: the backend's version)")
 
+    p = sub.add_parser("import-compat", help="write a release file from a torch-neuronx compatibility table")
+    p.add_argument("table", metavar="FILE", help="the table (Markdown, docs/torch_api_compatibility.md)")
+    p.add_argument("--release", required=True, help="the release the table describes, e.g. 2.34.0")
+    p.add_argument("--out", metavar="FILE", default=None,
+                   help="release file to write (default: torchneuron-RELEASE.yaml here)")
+    p.add_argument("--date", default="unknown", help="the table's date (YYYY-MM-DD), cited as its evidence")
+    p.add_argument("--url", default=None, help="where the table was read (default: its GitHub location)")
+
 
 def run(args: argparse.Namespace) -> int:
     return {"list": _list, "show": _show, "diff": _diff, "validate": _validate,
-            "probe": _probe}[args.db_command](args)
+            "probe": _probe, "import-compat": _import_compat}[args.db_command](args)
 
 
 def _print_json(data) -> None:
@@ -132,6 +140,19 @@ def _evidence_line(e) -> str:
     return f"{e.kind}: {e.text}" + (f" [{', '.join(bits)}]" if bits else "")
 
 
+def _failure_line(op: str, failure) -> str:
+    """'known failure with complex64: T.test_x', with the case, the decomposition and the reasons."""
+    what = f"with {failure.dtype}" if failure.dtype else "with any dtype"
+    if failure.case:
+        what += f", case {failure.case}"
+    if op in failure.parts:
+        what += f", in tests of {failure.packet} (decomposes into this op)"
+    hidden = max(len(failure.tests) - 5, 0) + failure.more_tests
+    tests = ", ".join(failure.tests[:5]) + (f" and {hidden} more" if hidden else "")
+    reasons = f" (reason: {' / '.join(failure.reasons)})" if failure.reasons else ""
+    return f"known failure {what}: {tests}{reasons}"
+
+
 def _show(args: argparse.Namespace) -> int:
     from opscan.db import check
     from opscan.model import OpName
@@ -150,7 +171,10 @@ def _show(args: argparse.Namespace) -> int:
         _print_json({"backend": release.spec, "notes": notes, "ops": [
             {"op": c.op, "status": c.status, "confidence": c.confidence, "via": c.via,
              "parts": list(c.parts), "evidence": [_evidence(e) for e in c.evidence],
-             "known_failures": [{"dtype": f.dtype, "tests": list(f.tests)} for f in release.failures_for(c.op)]}
+             "known_failures": [{"packet": f.packet, "dtype": f.dtype, "case": f.case, "reasons": list(f.reasons),
+                                 "decomposes": c.op in f.parts, "tests": list(f.tests),
+                                 "more_tests": f.more_tests}
+                                for f in release.failures_for(c.op)]}
             for c in answers]})
         return 0
     print(f"{release.spec}  ({release.path.name})")
@@ -164,7 +188,7 @@ def _show(args: argparse.Namespace) -> int:
         for e in c.evidence:
             print(f"  - {_evidence_line(e)}")
         for failure in release.failures_for(c.op):
-            print(f"  known failure with {failure.dtype}: {', '.join(failure.tests)}")
+            print(f"  {_failure_line(c.op, failure)}")
     return 0
 
 
@@ -286,3 +310,28 @@ def _probe(args: argparse.Namespace) -> int:
     print(f"wrote {args.out}: {doc['backend']}=={doc['release']} on device '{doc['device']}', "
           f"{len(doc['ops'])} ops with a kernel ({counts}); unlisted ops: {doc['unlisted']['status']}")
     return 0
+
+
+def _import_compat(args: argparse.Namespace) -> int:
+    """Exit 0: every row read; 1: the file was written without the rows listed on stderr; 2: nothing read."""
+    from opscan.db.compat import TABLE_URL, read_table, release_doc
+    from opscan.db.loader import load_file
+    from opscan.db.writer import dump, write_atomic
+    from opscan.errors import DatabaseError
+
+    rows, skipped = read_table(Path(args.table))
+    for row in skipped:
+        print(f"{args.table}:{row.line}: {row.cause}", file=sys.stderr)
+    if not rows:
+        raise DatabaseError("no readable row in the compatibility table", args.table)
+    doc = release_doc(rows, skipped, args.release, args.date, url=args.url or TABLE_URL)
+    out = Path(args.out or f"torchneuron-{args.release}.yaml")
+    write_atomic(out, dump(doc, f"Imported by `opscan db import-compat` from {Path(args.table).name}. "
+                                "Regenerate rather than edit.\nSchema: coverage_db/README.md in the opscan source."))
+    load_file(out, check_registry=False)
+    by_status: dict[str, int] = {}
+    for entry in doc["ops"]:
+        by_status[entry["status"]] = by_status.get(entry["status"], 0) + 1
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items())) or "no aten op entries"
+    print(f"wrote {out}: {len(rows)} rows read ({counts}), {len(skipped)} skipped")
+    return 1 if skipped else 0

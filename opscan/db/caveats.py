@@ -63,7 +63,7 @@ def _lines(merged, ops: list[str], dtype: str) -> tuple[tuple[OpSource, ...], st
     if not sources:
         return sources, ""
     shown = ", ".join(f"{s.path}:{s.line}" for s in sources[:3])
-    mixed = any(merged[op][0] - {dtype} for op in ops)
+    mixed = bool(dtype) and any(merged[op][0] - {dtype} for op in ops)
     return sources, (f"; {'line' if len(sources) == 1 else 'lines'} calling {'it' if len(ops) == 1 else 'these ops'}"
                      f"{' (any dtype)' if mixed else ''}: {shown}"
                      + (f" and {len(sources) - 3} more" if len(sources) > 3 else ""))
@@ -88,26 +88,80 @@ def usages_caveats(release: Release, usages: Iterable[OpUsage]) -> tuple[OpCavea
     return op_caveats(release, (ModelTrace(target="", mode="", device="", ops=tuple(usages)),))
 
 
+# NOTE [failure cases]
+# A row fires `known-failure` (which keeps the verdict from `ready`) only when the trace can check
+# its whole condition: the test calls this op itself (not a decomposition into it), it varies the
+# dtype and fails for one the trace uses, and it names no special case. Everything else -- a
+# variant (`cat_empty`, `nll_loss_all_ignored`), a test that fails for every dtype it tries
+# (`test_arange_neuron`: many arguments, no dtype), an op another op decomposes into (`dstack` ->
+# `cat`) -- is a `known-failure-case`: shown under the verdict with the tests and reasons, since
+# the trace records ops and dtypes, not the arguments or values that make the case.
 def _known_failures(release: Release, merged) -> list[OpCaveat]:
-    out = []
+    """One caveat per plain row the traced ops and dtypes hit (`known-failure`), and one per traced op
+    for the special-case rows (`known-failure-case`: a test variant, or another op's decomposition)."""
+    out, cases = [], {}
     for failure in release.known_failures:
-        dtype = f"torch.{failure.dtype}"
+        dtype = f"torch.{failure.dtype}" if failure.dtype else ""
         ops = sorted(op for op, (dtypes, _) in merged.items()
-                     if _packet(op) == failure.packet and dtype in dtypes
+                     if _hits(failure, op) and (not dtype or dtype in dtypes)
                      and not (failure.dtype == "int64" and registry.has_index_argument(op)))
         if not ops:
             continue
-        tests = ", ".join(failure.tests[:3]) + (f" and {len(failure.tests) - 3} more" if len(failure.tests) > 3 else "")
+        if failure.case or not failure.dtype or any(op in failure.parts for op in ops):   # NOTE [failure cases]
+            for op in ops:
+                cases.setdefault(op, []).append(failure)
+            continue
         basis = release.evidence(failure.sources)[0].text
         sources, lines = _lines(merged, ops, dtype)
         out.append(OpCaveat(
             kind="known-failure",
-            message=(f"{', '.join(ops)} with {dtype}: {len(failure.tests)} upstream test"
-                     f"{'s' * (len(failure.tests) != 1)} fail{'s' * (len(failure.tests) == 1)} on "
-                     f"{release.device} for this dtype ({tests}; {basis}){lines}"),
-            ops=tuple(ops), dtypes=(dtype,), sources=sources,
+            message=(f"{', '.join(ops)} with {dtype or 'any dtype'}: {failure.count} upstream test"
+                     f"{'s' * (failure.count != 1)} fail{'s' * (failure.count == 1)} on "
+                     f"{release.device} for {'this dtype' if dtype else 'this op'} ({_tests(failure.tests, failure.more_tests)}"
+                     f"{_reasons(failure)}; {basis}){lines}"),
+            ops=tuple(ops), dtypes=(dtype,) if dtype else (), sources=sources,
             evidence=release.evidence(failure.sources), tests=failure.tests))
+    for op, failures in sorted(cases.items()):
+        tests = tuple(dict.fromkeys(t for f in failures for t in f.tests))
+        total = len(tests) + sum(f.more_tests for f in failures)
+        what = [text for _, text in sorted({(bool(f.dtype), _case(f, op)) for f in failures})]  # any dtype first
+        sources, lines = _lines(merged, [op], "")
+        out.append(OpCaveat(
+            kind="known-failure-case",
+            message=(f"{op}: upstream tests fail on {release.device} in cases the trace cannot check "
+                     f"({'; '.join(what[:4])}{f'; and {len(what) - 4} more' if len(what) > 4 else ''}; "
+                     f"{total} test{'s' * (total != 1)}: opscan db show {op}){lines}"),
+            ops=(op,), dtypes=tuple(sorted({f"torch.{f.dtype}" for f in failures if f.dtype})), sources=sources,
+            evidence=release.evidence(tuple(dict.fromkeys(s for f in failures for s in f.sources))), tests=tests))
     return out
+
+
+def _hits(failure, op: str) -> bool:
+    try:
+        return failure.hits(op)
+    except ValueError:
+        return False
+
+
+def _tests(tests: tuple[str, ...], more: int = 0) -> str:
+    hidden = len(tests) - 3 + more if len(tests) > 3 else more
+    return ", ".join(tests[:3]) + (f" and {hidden} more" if hidden > 0 else "")
+
+
+def _reasons(failure) -> str:
+    return f"; reason: {' / '.join(failure.reasons)}" if failure.reasons else ""
+
+
+def _case(failure, op: str) -> str:
+    """'via aten::dstack with float32', 'empty', 'out of bounds ignore index', 'any dtype', + reasons."""
+    dtype = f" with {failure.dtype}" if failure.dtype else ""
+    if op in failure.parts:
+        head = f"via {failure.packet}{dtype}" + (f", {failure.case.replace('_', ' ')}" if failure.case else "")
+    elif failure.case:
+        head = f"{failure.case.replace('_', ' ')}{dtype}"
+    else:
+        head = f"{failure.packet} tests{dtype or ' for any dtype'}"
+    return head + (f" ({' / '.join(failure.reasons)})" if failure.reasons else "")
 
 
 def _narrowing(release: Release, merged) -> list[OpCaveat]:

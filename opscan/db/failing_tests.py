@@ -1,51 +1,120 @@
-"""Known failures as data: map a backend's failing upstream PyTorch test methods to (op packet, dtype).
+"""Known failures as data: map a backend's failing upstream PyTorch tests to the ops a trace sees.
 
 The TorchNeuron pre-release snapshot runs PyTorch's device-type tests on `neuron` and keeps the
-failing methods per test class (`tests/pytorch_tests/failing_test_methods/<Class>.json`). A device
-test's name is `test_<stem>_neuron[_<dtype>...]`. NOTE [clear mapping]: a name maps to one
-(packet, dtype) only when
-  - it ends in exactly one dtype (`_neuron_float16`; two dtypes, as in `test_set_real_imag_neuron_
-    complex64_float32`, or none, say nothing about one op's dtype), and
-  - the stem is an aten overload packet of the installed torch (`gather`, `scatter_`, `scatter_add_`,
-    `linspace`), or a packet plus one value of its `reduce` argument (`scatter_reduce_mean`).
-Everything else (`test_gather_large_...`, `test_upsamplingBiMode2d_...`, `test_GroupNorm_empty_...`)
-is not clear: module tests, variants and properties exercise several ops, so those names become
-release-level notes (counted per class), never op entries.
+failing methods per test class (`tests/pytorch_tests/failing_test_methods/<Class>.json`); its spec
+files and its own pytest files add expected failures with reasons. A device test's name is
+`test_<stem>_neuron[_<dtype>...]`.
 
-`python -m opscan.db.failing_tests DIR` prints the `known_failures:` rows for a release file and
-the counts of what stayed unmapped (needs torch for the packet names).
+NOTE [clear mapping]
+A test name maps to (op packet, dtype or any dtype) when
+  - it ends in at most one dtype (two dtypes, as in `test_set_real_imag_neuron_complex64_float32`,
+    say nothing about one op's dtype; no dtype means the test does not vary it: "any dtype"), and
+  - its stem names an op: an aten packet of the installed torch (`gather`, `one_hot`), a packet
+    plus one value of its `reduce` argument (`scatter_reduce_mean`), an upsampling module test
+    (`upsamplingBiMode2d_..._mode_bicubic_...` -> `upsample_bicubic2d`, `_upsample_bicubic2d_aa`
+    with antialias), or a packet plus a variant (`gather_large`, `nll_loss_all_ignored`: the
+    longest packet prefix at a `_` boundary).
+Module tests (`GroupNorm_empty`, `Transformer_empty`, `affine_2d_rotate0`) name no op and stay
+release notes, counted per class.
+
+NOTE [ops the trace sees]
+A trace never sees the packet a test calls when it decomposes first: `dstack` reaches the
+dispatcher as `cat` (plus views), `pad` as `constant_pad_nd`, `nll_loss` as `nll_loss_forward`.
+So each row lists the ops a trace can record for it: every overload of the packet, of its
+in-place form (`normal` -> `normal_`) and, for an in-place packet, the out variants of the
+functional form (`scatter_` -> `scatter.src_out`, which is what the snapshot registers); an
+overload with a CompositeImplicitAutograd kernel and no kernel of the backend is replaced by the
+ops its kernel calls (`registry.composite_expansion`, repeated until no such op is left; views
+and allocation and data movement (`empty`, `clone`, `copy_`, `_unsafe_view`, `fill_`) are dropped:
+they are not what the test is about). Direct overloads go to `ops`, decomposition results to
+`parts`: only `ops` entries must be `limited` (the tests call them), `parts` carry the caveat.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 from opscan.db.loader import DTYPES
+from opscan.model import OpName
 
 _NAME = re.compile(r"^test_(?P<stem>.+?)_(?:neuron|privateuse1)(?:_(?P<dtypes>.+))?$")
 REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")   # values of aten's `reduce: str` argument
+ANY = ""                                               # dtype of a row that holds for any dtype
+# Parts that compute nothing the failing test is about: allocation and data movement every
+# decomposition does (a row on them would hit every model; NOTE [ops the trace sees]).
+_ALLOCATIONS = ("aten::empty", "aten::empty_strided", "aten::empty_like", "aten::clone", "aten::_unsafe_view",
+                "aten::copy_", "aten::_to_copy", "aten::fill_", "aten::zero_", "aten::resize_", "aten::expand")
+_UPSAMPLE = {"Nearest1d": "upsample_nearest1d", "Nearest2d": "upsample_nearest2d",
+             "Nearest3d": "upsample_nearest3d", "Bilinear2d": "upsample_bilinear2d",
+             "BiLinear2d": "upsample_bilinear2d", "Bicubic2d": "upsample_bicubic2d",
+             "Trilinear3d": "upsample_trilinear3d", "Linear1d": "upsample_linear1d"}
 
 
-def map_test(name: str, packets: frozenset[str], reducing: frozenset[str]) -> tuple[str, str] | None:
-    """(aten packet, dtype) for a failing test method name, or None when the mapping is not clear.
+def _upsample(stem: str) -> str | None:
+    """The aten packet an `upsampling<Mode>` module test exercises, or None."""
+    head, _, rest = stem.partition("_")
+    if not head.startswith("upsampling"):
+        return None
+    mode = head[len("upsampling"):]
+    if mode == "BiMode2d":
+        found = re.search(r"mode_(bilinear|bicubic)", rest)
+        if not found:
+            return None
+        packet = f"upsample_{found.group(1)}2d"
+    else:
+        packet = _UPSAMPLE.get(mode)
+        if packet is None:
+            return None
+        if "nearest" in packet and "exact" in rest.lower():
+            packet = packet.replace("upsample_nearest", "_upsample_nearest_exact")
+    return f"_{packet}_aa" if "antialias_True" in rest else packet
+
+
+def map_test(name: str, packets: frozenset[str], reducing: frozenset[str],
+             apis: frozenset[str] = frozenset()) -> tuple[str, str, str] | None:
+    """(aten packet, dtype or ANY, variant) for a failing test name, or None (NOTE [clear mapping]).
 
     `packets`: aten packet base names of the installed torch (`gather`); `reducing`: those whose
-    schema has a `reduce: str` argument (`scatter_reduce`). See NOTE [clear mapping].
+    schema has a `reduce: str` argument (`scatter_reduce`); `apis`: Python API names (torch,
+    torch.nn.functional, torch.nn.utils): a stem that continues into one of them names that API, not
+    the shorter packet (`cross_entropy_...` is not `cross`, `clip_grad_norm_...` not `clip`).
+    `variant` is the rest of the stem (`large` for `test_gather_large_neuron`), "" when the stem is
+    the packet.
     """
     match = _NAME.match(name)
-    if match is None or not match.group("dtypes") or match.group("dtypes") not in DTYPES:
+    if match is None:
         return None
-    stem, dtype = match.group("stem"), match.group("dtypes")
+    dtype = match.group("dtypes") or ANY
+    if dtype and dtype not in DTYPES:
+        return None
+    stem = match.group("stem")
     if stem in packets:
-        return f"aten::{stem}", dtype
+        return f"aten::{stem}", dtype, ""
     base, _, value = stem.rpartition("_")
     if base in reducing and value in REDUCTIONS:
-        return f"aten::{base}", dtype
+        return f"aten::{base}", dtype, ""
+    upsample = _upsample(stem)
+    if upsample is not None and upsample in packets:
+        return f"aten::{upsample}", dtype, stem.partition("_")[0]     # the module test; its parameters vary
+    words = stem.split("_")
+    for cut in range(len(words) - 1, 0, -1):
+        prefix = "_".join(words[:cut])
+        if prefix in packets and len(prefix) > 2:
+            if any("_".join(words[:longer]) in apis for longer in range(cut + 1, len(words) + 1)):
+                return None
+            return f"aten::{prefix}", dtype, "_".join(words[cut:])
     return None
+
+
+def torch_apis() -> frozenset[str]:
+    """Public names of torch, torch.Tensor, torch.nn.functional and torch.nn.utils (see map_test)."""
+    import torch
+
+    spaces = (torch, torch.Tensor, torch.nn.functional, torch.nn.utils)
+    return frozenset(n.rstrip("_") for space in spaces for n in dir(space) if not n.startswith("__"))
 
 
 def torch_packets() -> tuple[frozenset[str], frozenset[str]]:
@@ -65,18 +134,71 @@ def torch_packets() -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(names), frozenset(reducing)
 
 
-def map_lists(lists: dict[str, Iterable[str]], packets: frozenset[str], reducing: frozenset[str]):
+def map_lists(lists: dict[str, Iterable[str]], packets: frozenset[str], reducing: frozenset[str],
+              apis: frozenset[str] = frozenset()):
     """({(packet, dtype): ["Class.test", ...]}, {Class: unmapped count}) for {Class: failing tests}."""
     mapped: dict[tuple[str, str], list[str]] = {}
     unmapped: dict[str, int] = {}
     for cls in sorted(lists):
         for name in sorted(lists[cls]):
-            hit = map_test(name, packets, reducing)
+            hit = map_test(name, packets, reducing, apis)
             if hit is None:
                 unmapped[cls] = unmapped.get(cls, 0) + 1
             else:
-                mapped.setdefault(hit, []).append(f"{cls}.{name}")
+                mapped.setdefault(hit[:2], []).append(f"{cls}.{name}")
     return dict(sorted(mapped.items())), unmapped
+
+
+def _is_view(op: str) -> bool:
+    from opscan.db.samples import resolve
+
+    overload = resolve(op)
+    return overload is not None and bool(overload._schema.returns) and all(
+        r.alias_info is not None and not r.alias_info.is_write for r in overload._schema.returns)
+
+
+def seen_ops(packet: str, kernels: frozenset[str], case: str = "", dispatch_key: str = "PrivateUse1"):
+    """(ops, parts): the overloads a trace records for `packet` and what decomposes in their place.
+
+    `kernels`: the ops the backend has its own kernel for; `case`: the test's variant -- when it is
+    an overload name of the packet, or starts with one (`view_dtype_new` -> `aten::view.dtype`,
+    `cat_out` -> `aten::cat.out`; not `out_of_bounds_...`), only that overload is meant. See NOTE
+    [ops the trace sees].
+    """
+    from opscan.db import registry
+
+    base = packet.removeprefix("aten::")
+    for overload in registry.packet_overloads(packet):
+        name = overload.partition(".")[2]
+        if name and (case == name or (name != "out" and case.startswith(f"{name}_"))):
+            return _expand([overload], kernels, dispatch_key)
+    related = list(registry.packet_overloads(packet))
+    if base.endswith("_"):
+        related += [o for o in registry.packet_overloads(f"aten::{base[:-1]}") if "out" in o.rpartition(".")[2]]
+    else:
+        related += registry.packet_overloads(f"aten::{base}_")
+    return _expand(related, kernels, dispatch_key)
+
+
+def _expand(related, kernels: frozenset[str], dispatch_key: str):
+    from opscan.db import registry
+
+    ops, parts, seen = set(), set(), set()
+    todo = [(op, True) for op in sorted(set(related))]
+    while todo:
+        op, direct = todo.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        decomposes = op not in kernels and registry.composite_key(op, dispatch_key) == "CompositeImplicitAutograd"
+        if decomposes:
+            expansion = registry.composite_expansion(op, dispatch_key)
+            todo += [(p, False) for p in (expansion.parts if expansion else ())]
+        elif direct:
+            ops.add(op)
+        elif not _is_view(op) and OpName.parse(op).packet not in _ALLOCATIONS:
+            parts.add(op)
+    return tuple(sorted(ops)), tuple(sorted(parts - ops))
 
 
 def read_lists(folder: Path) -> dict[str, list[str]]:
@@ -85,24 +207,3 @@ def read_lists(folder: Path) -> dict[str, list[str]]:
     for path in sorted(folder.glob("*.json")):
         out[path.stem] = list(json.loads(path.read_text(encoding="utf-8"))["failed_tests"])
     return out
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m opscan.db.failing_tests FAILING_TEST_METHODS_DIR", file=sys.stderr)
-        return 2
-    lists = read_lists(Path(argv[0]))
-    mapped, unmapped = map_lists(lists, *torch_packets())
-    print("known_failures:")
-    for (packet, dtype), tests in mapped.items():
-        print(f'  - {{packet: "{packet}", dtype: {dtype}, evidence: [snapshot-tests],')
-        print("     tests: [" + ", ".join(f'"{t}"' for t in tests) + "]}")
-    total = sum(len(v) for v in lists.values())
-    print(f"# {total} failing methods: {sum(len(t) for t in mapped.values())} mapped to "
-          f"{len(mapped)} (packet, dtype) rows; unmapped per class: "
-          + ", ".join(f"{c} {n}" for c, n in unmapped.items()))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

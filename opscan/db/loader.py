@@ -31,7 +31,8 @@ _SOURCE_NEEDS = {"documented": ("url", "date"), "probed": ("install", "date"),
                  "source-snapshot": ("repo", "commit"), "inferred": ()}
 _ENTRY = {"op": True, "status": True, "evidence": True, "confidence": True, "note": False,
           "parts": False, "since": False}
-_FAILURE = {"packet": True, "dtype": True, "tests": True, "evidence": True}
+_FAILURE = {"packet": True, "dtype": False, "case": False, "ops": False, "parts": False, "reasons": False,
+            "tests": True, "more_tests": False, "evidence": True}
 _NARROWING = {"dtype": True, "computed_as": True, "evidence": True, "note": False}
 _UNLISTED = {"status": True, "evidence": True, "confidence": True, "note": False}
 _PACKAGE = {"name": True, "version": True, "torch": True}
@@ -174,7 +175,24 @@ def _date(mapping, key: str, what: str) -> str:
     return value
 
 
+def _strings(item, key: str, what: str, ops: bool = False) -> tuple[str, ...]:
+    raw = item.get(key, [])
+    if not isinstance(raw, list) or not all(isinstance(t, str) and t for t in raw):
+        raise _Problem(f"{what}: {key} must be a list of non-empty strings", _line(item, key))
+    if ops:
+        return tuple(_canonical(op, "overload", _line(item, key)) for op in raw)
+    return tuple(raw)
+
+
+def _count(item, key: str, what: str) -> int:
+    value = item.get(key, 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise _Problem(f"{what}: {key} must be a whole number >= 0", _line(item, key))
+    return value
+
+
 def _known_failures(doc, sources) -> tuple[KnownFailure, ...]:
+    """Rows of failing upstream tests: (packet, dtype or any, case), the ops a trace sees for them."""
     items = doc.get("known_failures") or []
     if not isinstance(items, list):
         raise _Problem("known_failures must be a list", _line(doc, "known_failures"))
@@ -182,16 +200,21 @@ def _known_failures(doc, sources) -> tuple[KnownFailure, ...]:
     for item in items:
         _keys(item, _FAILURE, "known failure", _line(items))
         packet = _canonical(item["packet"], "packet", _line(item, "packet"))
-        dtype = _choice(item, "dtype", DTYPES, f"known failure {packet}")
-        tests = item["tests"]
-        if not isinstance(tests, list) or not tests or not all(isinstance(t, str) and t for t in tests):
-            raise _Problem(f"known failure {packet} {dtype}: tests must be a non-empty list of test names",
-                           _line(item, "tests"))
-        failure = KnownFailure(packet=packet, dtype=dtype, tests=tuple(tests),
-                               sources=_evidence_ids(item, sources, f"known failure {packet}"))
-        if out and (failure.packet, failure.dtype) <= (out[-1].packet, out[-1].dtype):
-            raise _Problem(f"known_failures must be sorted by packet and dtype, without repeats: "
-                           f"{packet} {dtype} comes after {out[-1].packet} {out[-1].dtype}", _line(item))
+        dtype = _choice(item, "dtype", DTYPES, f"known failure {packet}") if "dtype" in item else ""
+        what = f"known failure {packet} {dtype or '(any dtype)'}"
+        tests = _strings(item, "tests", what)
+        if not tests:
+            raise _Problem(f"{what}: tests must be a non-empty list of test names", _line(item, "tests"))
+        failure = KnownFailure(packet=packet, dtype=dtype, tests=tests,
+                               sources=_evidence_ids(item, sources, f"known failure {packet}"),
+                               case=_text(item, "case", what) if "case" in item else "",
+                               ops=_strings(item, "ops", what, ops=True), parts=_strings(item, "parts", what, ops=True),
+                               reasons=_strings(item, "reasons", what), more_tests=_count(item, "more_tests", what))
+        key = (failure.packet, failure.dtype, failure.case)
+        if out and key <= (out[-1].packet, out[-1].dtype, out[-1].case):
+            raise _Problem(f"known_failures must be sorted by packet, dtype and case, without repeats: "
+                           f"{packet} {dtype} {failure.case} comes after {out[-1].packet} {out[-1].dtype} "
+                           f"{out[-1].case}", _line(item))
         out.append(failure)
     return tuple(out)
 
@@ -213,12 +236,20 @@ def _narrowing(doc, sources) -> tuple[Narrowing, ...]:
 
 
 def _check_failures(entries: dict[str, Entry], failures: tuple[KnownFailure, ...]) -> None:
-    """An entry whose packet has known failures cannot claim plain `native`: it is `limited` (or worse)."""
-    failing = {f.packet for f in failures}
+    """An entry whose tests fail for a dtype cannot claim plain `native`: it is `limited` (or worse).
+
+    That holds for the plain rows -- one dtype, no special case -- for the overloads they list as
+    `ops` (rows without `ops` name every overload of their packet). Special-case rows and `parts`
+    (other ops' decompositions) carry caveats, not statuses (NOTE [failure cases] in caveats.py)."""
+    plain = [f for f in failures if f.dtype and not f.case]
     for entry in entries.values():
-        if entry.status == "native" and OpName.parse(entry.op).packet in failing:
-            raise _Problem(f"{entry.op}: known_failures record failing tests for {OpName.parse(entry.op).packet}; "
-                           "the entry must be limited (its note naming the dtypes), not native", entry.line)
+        if entry.status != "native":
+            continue
+        packet = OpName.parse(entry.op).packet
+        for failure in plain:
+            if entry.op in failure.ops or (not failure.ops and not failure.parts and failure.packet == packet):
+                raise _Problem(f"{entry.op}: known_failures record failing tests for {failure.packet}; "
+                               "the entry must be limited (its note naming the dtypes), not native", entry.line)
 
 
 def _build(path: Path, doc) -> Release:

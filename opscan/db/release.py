@@ -26,12 +26,28 @@ class Entry:
 
 @dataclass(frozen=True)
 class KnownFailure:
-    """Upstream tests recorded as failing on the backend for one op packet with one dtype."""
+    """Upstream tests recorded as failing on the backend for one op packet, dtype and case."""
 
     packet: str                       # e.g. "aten::scatter_add_" (the test names a packet, not an overload)
-    dtype: str                        # torch dtype name without "torch.", e.g. "complex64"
+    dtype: str                        # torch dtype name without "torch.", e.g. "complex64"; "" = any dtype
     tests: tuple[str, ...]            # "TestScatterGather.test_scatter_add__neuron_complex64"
     sources: tuple[str, ...]
+    case: str = ""                    # the test's variant ("large", "same_padding"); "" = the plain op test
+    ops: tuple[str, ...] = ()         # overloads a trace records for the packet (in-place, out variants)
+    parts: tuple[str, ...] = ()       # what a trace records in its place when it decomposes (dstack -> cat)
+    reasons: tuple[str, ...] = ()     # the xfail reasons the backend's test files give
+    more_tests: int = 0               # further failing tests of the row, not listed (see the source extract)
+
+    @property
+    def count(self) -> int:
+        """How many failing tests the row stands for."""
+        return len(self.tests) + self.more_tests
+
+    def hits(self, op: str) -> bool:
+        """Whether this row concerns `op` (an overload a trace records)."""
+        if self.ops or self.parts:
+            return op in self.ops or op in self.parts
+        return OpName.parse(op).packet == self.packet
 
 
 @dataclass(frozen=True)
@@ -120,9 +136,9 @@ class Release:
                              sdpa_policy=self.sdpa_policy)
 
     def failures_for(self, op: str) -> tuple[KnownFailure, ...]:
-        """The known failures recorded for `op`'s overload packet."""
+        """The known failures that concern `op` (its packet's rows, or rows listing it among their ops)."""
         packet = OpName.parse(op).packet
-        return tuple(f for f in self.known_failures if f.packet == packet)
+        return tuple(f for f in self.known_failures if f.packet == packet or f.hits(op))
 
     def pairs_with_torch(self, version: str) -> bool:
         """True when some package of this release is built for torch `version` (major.minor)."""

@@ -17,7 +17,7 @@ def test_list(run_cli):
     assert specs == ["torch-neuronx-xla==2.3.0", "torch-neuronx-xla==2.32.0", "torchneuron==2.33.0"]
     code, out, _ = run_cli("db", "list", "--format", "json")
     rows = json.loads(out)["releases"]
-    assert rows[-1]["by_status"] == {"native": 397, "limited": 3, "unknown": 1} and rows[-1]["unlisted"] == "unknown"
+    assert rows[-1]["by_status"] == {"native": 382, "limited": 21, "unknown": 1} and rows[-1]["unlisted"] == "unknown"
 
 
 def test_show_terminal_and_json(run_cli):

@@ -1,0 +1,249 @@
+"""Reading AWS's per-release torch-neuronx compatibility table into a release file of documented evidence.
+
+NOTE [compatibility table format]
+The table itself (torch-neuronx `docs/torch_api_compatibility.md`, regenerated per release) could
+not be retrieved; the reader follows what the supported-operators page (2026-11-06) says of it:
+the public PyTorch API, namespace by namespace (`torch`, `torch.Tensor`, `torch.nn`,
+`torch.distributed`, ...), each entry marked
+  - `Y`: supported; the limitations column says how: `Native` (runs on the device), `Host-only`
+    (Python on the host, no tensor compute) or `Needs a process group`;
+  - `CPU_FALLBACK`: works, but the named ATen operator runs on the CPU and the result is copied
+    back; the limitations column names the operator and, where coverage differs by dtype, the dtypes;
+  - `N`: not supported (quantized operator variants, non-Neuron backends under torch.backends, ...).
+Read as Markdown: a heading (`#`..`######`) names the namespace of the rows below it; each pipe
+table has a header row whose cells name an API column ("API", "Name", "Function", "Operator"), a
+value column ("Status", "Support", "Value", "Supported") and optionally a limitations column
+("Limitations", "Notes"); a `|---|` row separates header and body. A row is unreadable -- skipped
+and reported as `file:line: cause`, never guessed -- when its cell count differs from its header,
+its value is not one of the three, a `Y` does not say which of the three kinds, a `CPU_FALLBACK`
+names no `aten::` operator (or an operator name that does not parse), or no namespace heading is
+above it.
+
+What becomes evidence: a `CPU_FALLBACK` row is an op entry -- `cpu-fallback`, or `limited` when it
+names dtypes (the op has a kernel for the others) -- citing the table (`documented`). `Y`/`N` rows
+name public APIs, not aten ops, so they become op entries only when the API cell is itself an aten
+op (`aten::add.Tensor`: `Y` Native -> native, `N` -> unsupported); otherwise they are counted per
+namespace in the release's notes, and the `N` APIs are listed there by name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from opscan.db.loader import DTYPES
+from opscan.errors import DatabaseError
+from opscan.model import EVIDENCE_KINDS, STATUSES, OpName
+
+TABLE_URL = "https://github.com/aws-neuron/torch-neuronx/blob/main/docs/torch_api_compatibility.md"
+PAGE_URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/api/supported-operators.html"
+PAGE_DATE = "2026-11-06"
+VALUES = ("Y", "CPU_FALLBACK", "N")
+HOW = {"native": "Native", "host-only": "Host-only", "needs a process group": "Needs a process group"}
+_COLUMNS = {"api": ("api", "name", "function", "operator", "entry"),
+            "value": ("status", "support", "value", "supported"),
+            "limits": ("limitation", "note", "detail")}
+_HEADING = re.compile(r"^#{1,6}\s+(?P<text>.+?)\s*#*\s*$")
+_SEPARATOR = re.compile(r"^\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_ATEN = re.compile(r"aten::[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)?")
+_NAMESPACE = re.compile(r"^torch(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One readable row of the table."""
+
+    line: int
+    namespace: str
+    api: str
+    value: str                   # Y | CPU_FALLBACK | N
+    how: str = ""                # Y: Native | Host-only | Needs a process group
+    op: str = ""                 # CPU_FALLBACK (or an aten API cell): the canonical aten op name
+    dtypes: tuple[str, ...] = ()
+    limits: str = ""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A row the reader could not read, and why."""
+
+    line: int
+    cause: str
+
+
+def _cells(line: str) -> list[str]:
+    text = line.strip()
+    if text.startswith("|"):
+        text = text[1:]
+    if text.endswith("|") and not text.endswith("\\|"):
+        text = text[:-1]
+    return [c.strip() for c in re.split(r"(?<!\\)\|", text)]
+
+
+def _plain(cell: str) -> str:
+    return re.sub(r"[`*]", "", cell).strip()
+
+
+def _header(cells: list[str]) -> dict[str, int] | None:
+    found: dict[str, int] = {}
+    for i, cell in enumerate(cells):
+        low = _plain(cell).lower()
+        for role, words in _COLUMNS.items():
+            if role not in found and any(w in low for w in words):
+                found[role] = i
+                break
+    return found if "api" in found and "value" in found else None
+
+
+def _namespace(heading: str) -> str:
+    text = _plain(heading)
+    first = text.split()[0] if text.split() else ""
+    return first if _NAMESPACE.match(first) else ""
+
+
+def _row(line_no: int, namespace: str, cells: list[str], columns: dict[str, int]) -> Row | Skipped:
+    api = _plain(cells[columns["api"]])
+    value = _plain(cells[columns["value"]])
+    limits = _plain(cells[columns["limits"]]) if "limits" in columns else ""
+    if not namespace:
+        return Skipped(line_no, f"{api or 'row'}: no namespace heading above this row")
+    if value not in VALUES:
+        return Skipped(line_no, f"{api}: value {value!r} is not one of {', '.join(VALUES)}")
+    aten = _ATEN.fullmatch(api)
+    if api.startswith("aten::") and not (aten and _canonical(api)):
+        return Skipped(line_no, f"{api}: not an aten op name")
+    if value == "Y":
+        how = next((name for key, name in HOW.items() if key in limits.lower()), "")
+        if not how:
+            return Skipped(line_no, f"{api}: Y without Native, Host-only or Needs a process group")
+        return Row(line_no, namespace, api, value, how=how, op=_canonical(api) if aten else "", limits=limits)
+    if value == "N":
+        return Row(line_no, namespace, api, value, op=_canonical(api) if aten else "", limits=limits)
+    named = _ATEN.findall(limits) or ([api] if aten else [])
+    if len(set(named)) != 1:
+        return Skipped(line_no, f"{api}: CPU_FALLBACK " + ("names no aten:: operator" if not named else
+                                                          f"names {len(set(named))} operators"))
+    op = _canonical(named[0])
+    if not op:
+        return Skipped(line_no, f"{api}: CPU_FALLBACK operator {named[0]!r} is not an aten op name")
+    words = re.findall(r"[a-z0-9]+", limits.lower().replace("torch.", ""))
+    dtypes = tuple(sorted({w for w in words if w in DTYPES}, key=DTYPES.index))
+    return Row(line_no, namespace, api, value, op=op, dtypes=dtypes, limits=limits)
+
+
+def _canonical(text: str) -> str:
+    try:
+        return str(OpName.parse(text))
+    except ValueError:
+        return ""
+
+
+def read_table(path: Path) -> tuple[list[Row], list[Skipped]]:
+    """Every row of a compatibility table file: the ones read and the ones skipped (with causes)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatabaseError(f"cannot read compatibility table: {exc}", str(path)) from None
+    rows: list[Row] = []
+    skipped: list[Skipped] = []
+    namespace, columns, width, expect_separator = "", None, 0, False
+    for number, line in enumerate(lines, 1):
+        heading = _HEADING.match(line)
+        if heading:
+            namespace, columns = _namespace(heading["text"]), None
+            continue
+        if not line.strip().startswith("|"):
+            columns, expect_separator = None, False
+            continue
+        cells = _cells(line)
+        if columns is None:
+            columns, width, expect_separator = _header(cells), len(cells), True
+            if columns is None:
+                skipped.append(Skipped(number, "table header names no API and value (status) column"))
+                columns, width = {}, len(cells)
+            continue
+        if expect_separator and _SEPARATOR.match(line.strip()):
+            expect_separator = False
+            continue
+        expect_separator = False
+        if not columns:
+            skipped.append(Skipped(number, "row of a table whose header could not be read"))
+        elif len(cells) != width:
+            skipped.append(Skipped(number, f"{_plain(cells[0]) or 'row'}: {len(cells)} cells, the header has {width}"))
+        else:
+            hit = _row(number, namespace, cells, columns)
+            (skipped if isinstance(hit, Skipped) else rows).append(hit)
+    return rows, skipped
+
+
+def release_doc(rows: list[Row], skipped: list[Skipped], release: str, date: str, url: str = TABLE_URL,
+                backend: str = "torchneuron") -> dict:
+    """A release document (coverage_db format) of what the rows state, citing the table."""
+    entries: dict[str, dict] = {}
+    for row in rows:
+        if not row.op:
+            continue
+        entry = entries.setdefault(row.op, {"op": row.op, "apis": [], "dtypes": set(), "all": False, "value": row.value,
+                                            "how": row.how})
+        entry["apis"].append(row.api)
+        if row.value == "CPU_FALLBACK":
+            entry["all"] = entry["all"] or not row.dtypes
+            entry["dtypes"].update(row.dtypes)
+        if _rank(row.value) > _rank(entry["value"]):
+            entry["value"] = row.value
+    ops = []
+    for op, e in sorted(entries.items()):
+        apis = ", ".join(sorted(set(e["apis"])))
+        if e["value"] == "CPU_FALLBACK" and not e["all"] and e["dtypes"]:
+            status, note = "limited", (f"falls back to CPU for {', '.join(sorted(e['dtypes'], key=DTYPES.index))} "
+                                       f"(compatibility table: {apis})")
+        elif e["value"] == "CPU_FALLBACK":
+            status, note = "cpu-fallback", f"runs on the CPU, result copied back (compatibility table: {apis})"
+        elif e["value"] == "N":
+            status, note = "unsupported", f"not supported (compatibility table: {apis})"
+        else:
+            if e["how"] != "Native":
+                continue            # Host-only / process group: says nothing about a device kernel
+            status, note = "native", f"runs on the Neuron device (compatibility table: {apis})"
+        ops.append({"op": op, "status": status, "evidence": ["compat"], "confidence": "high", "note": note})
+    return {
+        "schema_version": 1, "backend": backend, "release": release,
+        "title": f"TorchNeuron {release}: the torch-neuronx compatibility table",
+        "device": "neuron", "dispatch_key": "PrivateUse1", "op_names": "overload", "kernel_list": "partial",
+        "statuses": dict(STATUSES), "evidence_kinds": dict(EVIDENCE_KINDS),
+        "sources": [
+            {"id": "compat", "kind": "documented",
+             "text": f"the torch-neuronx compatibility table for {release}", "url": url, "date": date},
+            {"id": "compat-page", "kind": "documented",
+             "text": "what the compatibility table's values mean (supported-operators page)",
+             "url": PAGE_URL, "date": PAGE_DATE},
+        ],
+        "unlisted": {"status": "unknown", "evidence": ["compat-page"], "confidence": "low",
+                     "note": "the table lists public APIs; an aten op it does not name as a CPU fallback is not "
+                             "known from it"},
+        "notes": _notes(rows, skipped),
+        "ops": ops,
+    }
+
+
+def _rank(value: str) -> int:
+    return {"Y": 0, "CPU_FALLBACK": 1, "N": 2}[value]
+
+
+def _notes(rows: list[Row], skipped: list[Skipped]) -> list[str]:
+    notes = []
+    spaces: dict[str, dict[str, int]] = {}
+    for row in rows:
+        key = f"Y {row.how}" if row.value == "Y" else row.value
+        counts = spaces.setdefault(row.namespace, {})
+        counts[key] = counts.get(key, 0) + 1
+    for space in sorted(spaces):
+        counts = spaces[space]
+        notes.append(f"compatibility table, {space}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    unsupported = sorted({row.api for row in rows if row.value == "N" and not row.op})
+    if unsupported:
+        notes.append("not supported (N) in the compatibility table: " + ", ".join(unsupported))
+    if skipped:
+        notes.append(f"{len(skipped)} rows of the compatibility table could not be read and are not in this file")
+    return notes
