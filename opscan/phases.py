@@ -154,7 +154,7 @@ def database(config: Config) -> Database | None:
 def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None) -> ModelTrace:
     """Trace one configured model on the imitated `neuron` device."""
     try:
-        from opscan.trace import trace_target
+        from opscan.targets.loader import trace_target
     except TraceError:
         raise
     except ImportError as exc:  # torch missing or broken
