@@ -147,3 +147,24 @@ def test_targets_package_and_folders_import_nothing_heavy():
         assert not {name.split(".")[0] for name in names} & {"torch", "transformers", "timm", "numpy"}, path
         assert {name for name in names if name.startswith("opscan")} <= {"opscan.errors",
                                                                          "opscan.targets.folders"}, path
+
+
+def test_the_parent_of_a_trace_does_not_import_torch_or_the_targets_loader():
+    """`opscan PATH` traces in a child (opscan/sandbox.py): the parent checks that torch is there
+    without importing it, and builds nothing (opscan/targets/loader.py is the child's)."""
+    code = """
+import json, sys
+from pathlib import Path
+import opscan.sandbox
+from opscan import phases
+from opscan.config import ModelConfig
+opscan.sandbox.trace_isolated = lambda options, limits, in_process=False: options["target"]
+print(json.dumps([phases.trace(ModelConfig(target="m.py:build"), Path("."), None),
+                  "torch" in sys.modules, "opscan.targets.loader" in sys.modules]))
+"""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(out.stdout) == ["m.py:build", False, False]

@@ -210,7 +210,6 @@ def test_without_torch_the_trace_is_skipped_with_a_note(project, run_cli, monkey
     import sys
 
     monkeypatch.setitem(sys.modules, "opscan.trace", None)       # `import opscan.trace` fails
-    monkeypatch.setitem(sys.modules, "opscan.targets.loader", None)   # and the loader above it
     monkeypatch.setattr(phases, "database", _fake_database)
     code, out, _ = run_cli(str(project), "--model", "train.py:build", "--format", "json")
     doc = json.loads(out)
