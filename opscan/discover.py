@@ -24,7 +24,9 @@ import re
 from collections import deque
 from pathlib import Path
 
+from opscan.errors import TargetError
 from opscan.model import Discovery, ModelCandidate
+from opscan.targets.folders import NO_TRUST_NOTE, TIMM_FOLDER, read_config, remote_code
 
 # Folders never searched: environments, caches, build output, version control.
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "env", ".env", "node_modules", "__pycache__",
@@ -50,28 +52,18 @@ FACTORY_HINT = (
     "        return model, {\"x\": torch.zeros(2, 64)}  # the keyword inputs of one forward call\n"
     "then add target = \"opscan_model.py:build\" to [[tool.opscan.models]] (or run `opscan init`)"
 )
-NO_TRUST_NOTE = ("config.json asks for remote code (auto_map: {where}); opscan does not run a "
-                 "model folder's own Python unless given --trust-remote-code (it then runs in the "
-                 "trace's child process)")
 
 
 # --- PATH itself ----------------------------------------------------------------------------------
 
 def config_kind(path: Path) -> tuple[str, dict]:
-    """("hf-folder" | "timm-folder" | "", the JSON) for a config.json; "" for anything else."""
+    """("hf-folder" | "timm-folder" | "", the JSON) for a config.json; "" for anything else
+    (opscan/targets/folders.py reads and classifies it)."""
     try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            return "", {}
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+        config = read_config(path, max_bytes=MAX_CONFIG_BYTES)
+    except TargetError:
         return "", {}
-    if not isinstance(data, dict):
-        return "", {}
-    if isinstance(data.get("model_type"), str) or isinstance(data.get("architectures"), list):
-        return "hf-folder", data
-    if isinstance(data.get("architecture"), str):
-        return "timm-folder", data
-    return "", {}
+    return (config.kind, config.data) if config.kind else ("", {})
 
 
 def folder_candidate(folder: Path, label: str, trust_remote_code: bool = False) -> ModelCandidate | None:
@@ -79,15 +71,13 @@ def folder_candidate(folder: Path, label: str, trust_remote_code: bool = False) 
     kind, data = config_kind(folder / "config.json")
     if not kind:
         return None
-    if kind == "timm-folder":
+    if kind == TIMM_FOLDER:
         return ModelCandidate(target=f"timm:{label}", kind=kind, path=label)
     note = ""
     if not isinstance(data.get("model_type"), str):
         note = "config.json has architectures but no model_type: transformers cannot tell which config class to use"
     elif isinstance(data.get("auto_map"), dict) and data["auto_map"] and not trust_remote_code:
-        where = ", ".join(sorted({str(v if isinstance(v, str) else v[0]).split(".")[0] + ".py"
-                                  for v in data["auto_map"].values() if v}))
-        note = NO_TRUST_NOTE.format(where=where or "its modules")
+        note = NO_TRUST_NOTE.format(where=remote_code(data) or "its modules")
     return ModelCandidate(target=f"hf:{label}", kind=kind, path=label, ready=not note, note=note)
 
 

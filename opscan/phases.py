@@ -154,7 +154,7 @@ def database(config: Config) -> Database | None:
 def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None) -> ModelTrace:
     """Trace one configured model on the imitated `neuron` device."""
     try:
-        from opscan.trace import trace_target
+        from opscan.trace import INSTALL_HINT  # noqa: F401 - torch is installed (the trace runs in a child)
     except TraceError:
         raise
     except ImportError as exc:  # torch missing or broken

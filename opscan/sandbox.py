@@ -160,7 +160,7 @@ def describe_memory(ended: Ended, limits: Limits) -> str:
     return asked
 
 
-TRACE_FUNCTION = "opscan.trace:trace_target"
+TRACE_FUNCTION = "opscan.targets.loader:trace_target"
 
 
 def add_limit_arguments(parser, *, default_timeout: float = DEFAULT_TIMEOUT, in_process: bool = True) -> None:
@@ -204,9 +204,9 @@ def current_limits() -> tuple[Limits, bool]:
 
 
 def trace_isolated(options: dict[str, Any], limits: Limits, in_process: bool = False):
-    """`opscan.trace.trace_target(**options)` in a child process under `limits`; raises as `result_of`."""
+    """`opscan.targets.loader.trace_target(**options)` in a child process under `limits`; raises as `result_of`."""
     if in_process:
-        from opscan.trace import trace_target
+        from opscan.targets.loader import trace_target
 
         return trace_target(**options)
     what = f"trace of {options.get('target', '?')}"

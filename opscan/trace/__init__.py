@@ -1,13 +1,20 @@
-"""Model tracing: the only package that imports torch (on first use of trace_target).
+"""Model tracing, the engine: a built model's one step on fake tensors -> the ops it dispatches.
 
-Public API (pinned by tests/trace/test_trace_api.py):
+How a model and its inputs are built from a target string (`file.py:NAME`, `hf:PATH`, `timm:NAME`,
+`pt2:FILE`) is opscan/targets/, which calls this engine; trace/ imports neither targets/ nor zoo/
+(tests/test_architecture.py). torch is imported on first use of `trace`; the coverage database's
+registry and probe (opscan/db/) import it too, when asked about the installed torch.
 
-    trace_target(target, *, mode="train", device="neuron", profile=None, optimizer="adamw",
-                 optimizer_impl=None, amp=None, inputs=(), batch=None, seq_len=None,
-                 project_root=None, fsdp=None, trust_remote_code=False) -> opscan.model.ModelTrace
-    (a target `pt2:FILE` is an exported program: read with torch.export.load, never run)
+Public API (the signature of `trace` is pinned by tests/trace/test_trace_targets.py):
+
+    trace(target, build, *, mode="train", device="neuron", profile=None, optimizer="adamw",
+          optimizer_impl=None, amp=None, inputs=(), project_root=None, fsdp=None)
+        -> opscan.model.ModelTrace      # build(specs) -> spec.Built, called under the trace's clock
     prepare()   register the imitated `neuron` device before any real backward in this process
     DEFAULT_PROFILE, DEVICES, MODES
+Module map: runner (options, the step under the recorder) -> recorder (ops, sources) -> device
+(the imitated `neuron`), fakes, standins (data-dependent values), step (loss, optimizer), fsdp;
+export (the ops of a loaded exported program); spec (what is traced: Built, --input specs).
 """
 
 from __future__ import annotations
@@ -25,11 +32,11 @@ MODES = ("train", "inference", "both")
 DEVICES = ("neuron", "cpu", "cuda", "meta")
 
 
-def trace_target(target: str, **options):
-    """Trace `target` and return an opscan.model.ModelTrace; see opscan.trace.runner.trace_target."""
-    from opscan.trace.runner import trace_target as run
+def trace(target: str, build, **options):
+    """Trace the model `build(specs)` makes; see opscan.trace.runner.trace."""
+    from opscan.trace.runner import trace as run
 
-    return run(target, **options)
+    return run(target, build, **options)
 
 
 def prepare() -> None:
@@ -38,7 +45,7 @@ def prepare() -> None:
     Call it at the start of a process that will run real backward passes before tracing
     (a test session, a worker): PyTorch's autograd engine sizes its device queues at the first
     backward, and a device registered after that cannot run a backward in that process.
-    trace_target calls it too.
+    trace calls it too.
     """
     from opscan.trace.device import ensure_neuron
 
@@ -53,4 +60,4 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-__all__ = ["DEFAULT_PROFILE", "DEVICES", "INSTALL_HINT", "MODES", "prepare", "trace_target"]
+__all__ = ["DEFAULT_PROFILE", "DEVICES", "INSTALL_HINT", "MODES", "prepare", "trace"]

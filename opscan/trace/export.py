@@ -1,7 +1,8 @@
-"""`pt2:PATH` targets: the ops of an exported program (`torch.export.save`), read without running it.
+"""Exported programs (`torch.export.save`): the ops of a loaded program, read without running it.
 
-`torch.export.load` reads the file's serialized graph and tensors; nothing of the user's Python is
-imported or executed (tests/model/test_model_export.py plants modules to prove it). The graph is
+opscan/targets/export.py loads the `pt2:PATH` file (`torch.export.load` reads its serialized graph
+and tensors; nothing of the user's Python is imported or executed: tests/model/test_model_export.py
+plants modules to prove it); this module reads the ops from the program's graphs. The graph is
 forward-only unless the program itself holds more (a forward-only export shows no backward, no
 loss and no optimizer step), so the result is an `inference` ModelTrace.
 
@@ -18,13 +19,10 @@ to the project when the file exists there) and its `nn_module_stack` (the module
 
 from __future__ import annotations
 
-import contextlib
 import os
-import pickle
 import re
 import time
 import warnings
-import zipfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -43,67 +41,6 @@ def _is_torch(path: str) -> bool:
     """A frame in PyTorch's own code, in a stack trace written on this or any other machine."""
     posix = path.replace("\\", "/")
     return path.startswith(_TORCH_DIR) or "-packages/torch/" in posix or path.startswith("<")
-
-
-def resolve(path_text: str, project_root: str | None) -> Path:
-    """The .pt2 file a `pt2:` target names: as given, else relative to the project root."""
-    path = Path(path_text)
-    if not path.is_absolute() and project_root and not path.exists():
-        path = Path(project_root) / path
-    if not path.is_file():
-        raise TargetError("no such exported program (pt2: takes a file saved with torch.export.save)",
-                          path=str(path))
-    return path
-
-
-# NOTE [no pickle from a .pt2]
-# torch.export.load reads JSON and tensors, but two paths of torch 2.13 unpickle Python objects: an
-# "opaque object" constant (pickle.loads) and the fallback of torch.load(weights_only=True) to
-# weights_only=False for a stored artifact (sample inputs, ...). A crafted file could run code
-# through either. So a file holding opaque objects is refused, and the load runs with
-# TORCH_FORCE_WEIGHTS_ONLY_LOAD=1, which keeps every torch.load weights-only.
-def _refuse_pickled_objects(path: Path) -> None:
-    try:
-        from torch.export.pt2_archive.constants import OPAQUE_OBJ_FILENAME_PREFIX as prefix
-    except ImportError:   # a torch without them
-        prefix = None
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise TargetError(f"not an exported program (a .pt2 is a zip archive): {exc}", path=str(path)) from None
-    if prefix and any(os.path.basename(name).startswith(prefix) for name in names):
-        raise TargetError("holds pickled Python objects (opaque constants) that loading would unpickle, "
-                          "running code: refused", path=str(path))
-
-
-@contextlib.contextmanager
-def _weights_only():
-    saved = {k: os.environ.pop(k, None) for k in ("TORCH_FORCE_WEIGHTS_ONLY_LOAD",
-                                                   "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")}
-    os.environ["TORCH_FORCE_WEIGHTS_ONLY_LOAD"] = "1"
-    try:
-        yield
-    finally:
-        os.environ.pop("TORCH_FORCE_WEIGHTS_ONLY_LOAD", None)
-        os.environ.update({k: v for k, v in saved.items() if v is not None})
-
-
-def load(path: Path):
-    """torch.export.load with one-line errors (a file from another torch, an unknown custom op, ...),
-    never unpickling Python objects (NOTE [no pickle from a .pt2])."""
-    _refuse_pickled_objects(path)
-    try:
-        with warnings.catch_warnings(), _weights_only():   # + deprecation chatter of tree specs
-            warnings.simplefilter("ignore")
-            return torch.export.load(str(path))
-    except pickle.UnpicklingError:
-        raise TargetError("holds pickled Python objects that only an unsafe (not weights-only) load "
-                          "would read, running code: refused", path=str(path)) from None
-    except Exception as exc:  # noqa: BLE001 - any failure to read the file is one line
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
-        raise TargetError(f"torch {torch.__version__} cannot load this exported program: "
-                          f"{type(exc).__name__}: {first}", path=str(path)) from None
 
 
 def decomposed(program, level: str, profile: DeviceProfile | None):
@@ -243,17 +180,17 @@ def ops_of(program, project_root: str | None, rename: dict[str, str] | None = No
     return tuple(sorted(usages, key=lambda u: u.op))
 
 
-def trace_export(target: str, *, profile: DeviceProfile | None = None, project_root: str | None = None,
-                 level: str = "dispatch", device: str = "neuron") -> ModelTrace:
-    """The ops of the exported program `pt2:PATH` at `level`, as an inference ModelTrace."""
-    started = time.perf_counter()
-    path = resolve(target[4:] if target.startswith("pt2:") else target, project_root)
+def trace_program(target: str, program, *, profile: DeviceProfile | None = None,
+                  project_root: str | None = None, level: str = "dispatch", device: str = "neuron",
+                  started: float | None = None) -> ModelTrace:
+    """The ops of a loaded exported program (opscan/targets/export.py) at `level`, as an inference
+    ModelTrace of `target`; `started` is when its loading began (for the trace's seconds)."""
+    started = time.perf_counter() if started is None else started
     rename = {}
     if level != "exported" and profile is not None and profile.sdpa_policy == "overrideable":
         rename["aten::scaled_dot_product_attention"] = SDPA_OVERRIDEABLE
     with warnings.catch_warnings():   # torch's deprecation chatter while unflattening the program
         warnings.simplefilter("ignore")
-        program = decomposed(load(path), level, profile)
-        ops = ops_of(program, project_root or str(path.parent), rename)
+        ops = ops_of(decomposed(program, level, profile), project_root, rename)
     return ModelTrace(target=target, mode="inference", device=device, ops=ops, complete=True,
                       seconds=round(time.perf_counter() - started, 3))

@@ -1,4 +1,4 @@
-"""trace_target: build the model with empty weights, make it fake, and record one step's ops."""
+"""trace: build the model (a caller's `build`, opscan/targets/), make it fake, and record one step's ops."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import inspect
 import os
 import time
 import traceback
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -20,8 +21,7 @@ from opscan.trace import logs
 from opscan.trace import step as steps
 from opscan.trace.recorder import MAX_SOURCES, Recorder
 from opscan.trace.sources import SourceFinder
-from opscan.trace.spec import InputSpec, parse_input
-from opscan.trace.targets import Built, build, placeholder_spec
+from opscan.trace.spec import Built, InputSpec, parse_input, placeholder_spec
 
 MODES = ("train", "inference", "both")
 
@@ -32,17 +32,16 @@ except TraceError:
     pass  # PrivateUse1 is taken by another backend: only --device neuron needs it, and says so
 
 
-def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
-                 profile: DeviceProfile | None = None, optimizer: str = "adamw",
-                 optimizer_impl: str | None = None, amp: str | None = None, inputs=(),
-                 batch: int | None = None, seq_len: int | None = None,
-                 project_root: str | None = None, fsdp: int | None = None,
-                 trust_remote_code: bool = False) -> ModelTrace:
-    """Trace `target` on fake tensors and return the ops it dispatches (see docs/trace.md)."""
-    if target.startswith("pt2:"):   # an exported program: read, never run (opscan/trace/export.py)
-        from opscan.trace.export import trace_export
+def trace(target: str, build: Callable[[tuple[InputSpec, ...]], Built], *, mode: str = "train",
+          device: str = "neuron", profile: DeviceProfile | None = None, optimizer: str = "adamw",
+          optimizer_impl: str | None = None, amp: str | None = None, inputs=(),
+          project_root: str | None = None, fsdp: int | None = None) -> ModelTrace:
+    """Check the options, `build(specs)` the model, trace it on fake tensors and return the ops it
+    dispatches as the ModelTrace of `target` (see docs/trace.md).
 
-        return trace_export(target, profile=profile, project_root=project_root, device=device)
+    `inputs` are `--input` specs (InputSpec or their text); `build` applies them to its inputs
+    (opscan/targets/loader.py). The build runs under the trace's log capture and clock.
+    """
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
     if device not in devices.DEVICES:
@@ -64,18 +63,17 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
             devices.ensure_autocast()
     started = time.perf_counter()
     with logs.captured():   # torch's log records stay off the terminal (see opscan/trace/logs.py)
-        result = _build_and_run(target, mode, device, profile, optimizer, optimizer_impl, amp,
-                                batch, seq_len, specs, project_root, fsdp, trust_remote_code)
+        result = _build_and_run(target, build, mode, device, profile, optimizer, optimizer_impl, amp,
+                                specs, project_root, fsdp)
     return ModelTrace(target=target, mode=mode, device=device, ops=result.ops,
                       stand_ins=result.stand_ins, complete=result.complete,
                       stopped_at=result.stopped_at, seconds=round(time.perf_counter() - started, 3),
                       supplied_fakes=result.supplied, retried=result.retried)
 
 
-def _build_and_run(target, mode, device, profile, optimizer, optimizer_impl, amp, batch, seq_len,
-                   specs, project_root, fsdp, trust_remote_code=False) -> _Result:
-    built = build(target, batch=batch, seq_len=seq_len, inputs=specs, project_root=project_root,
-                  trust_remote_code=trust_remote_code)
+def _build_and_run(target, build, mode, device, profile, optimizer, optimizer_impl, amp, specs,
+                   project_root, fsdp) -> _Result:
+    built = build(specs)
     with _fsdp_group(fsdp, device) as mesh:
         tracer = _Tracer(built, device, profile, project_root, mesh)
         if mode == "both":

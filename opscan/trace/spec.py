@@ -1,11 +1,18 @@
-"""`--input NAME:DTYPE[SHAPE]` specs: parsing and validation (no torch needed)."""
+"""What the engine traces: a built model with its example inputs, and `--input NAME:DTYPE[SHAPE]` specs.
+
+No torch is imported here: opscan/targets/ builds a `Built`, opscan/trace/runner.py traces it.
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from opscan.errors import UsageError
+
+if TYPE_CHECKING:
+    from torch import nn
 
 DTYPES = {
     "float32": "float32", "float": "float32", "fp32": "float32", "f32": "float32",
@@ -46,3 +53,28 @@ def parse_input(text: str) -> InputSpec:
     if any(d <= 0 for d in shape):
         raise UsageError(f"bad --input {text!r}: every dimension must be a positive integer")
     return InputSpec(match["name"], dtype, shape)
+
+
+@dataclass
+class Built:
+    """A model with empty weights, its example inputs, and how to get a loss from its output."""
+
+    model: nn.Module
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    labels: object = None          # for a cross-entropy loss on the output (timm targets)
+    description: str = ""
+    train_only: tuple[str, ...] = ()  # keyword inputs not passed in inference (generated labels)
+    values: tuple[str, ...] = ()      # integer keyword inputs traced with their values (image grids)
+
+
+@dataclass(frozen=True)
+class InputPlaceholder:
+    """An input given by --input: created directly as a fake tensor by the runner."""
+
+    spec: InputSpec
+
+
+def placeholder_spec(value) -> InputSpec | None:
+    """The InputSpec behind an --input placeholder, else None."""
+    return value.spec if isinstance(value, InputPlaceholder) else None

@@ -9,7 +9,9 @@ Public API (docs/zoo.md):
     render: opscan.zoo.render.{terminal,jsonout,markdown,html}.render(run, out)
     diff: opscan.zoo.diff.{load,diff,render_text}
 
-Module map: selection/hfconfig (what to trace) -> jobs (one opscan.sandbox child per model) ->
+Module map: selection (what to trace; transformers default configs are written by
+opscan/targets/hf/defaults.py) -> jobs (one opscan.sandbox child per model, tracing through
+tracing.py and opscan/targets/) ->
 runner/cluster (local pool or Dask) -> cache (traces, then rows per db release) -> results (rows,
 op ranking) -> render/* (outputs) ; diff (two JSON runs).
 """

@@ -25,7 +25,7 @@ OUTCOMES: dict[str, str] = {
 
 DEFAULT_TRACER = "opscan.zoo.tracing:trace_model"
 # What a forkserver imports once, so each model's child starts with torch and transformers loaded.
-PRELOAD = ("opscan.zoo.tracing", "torch", "transformers", "transformers.modeling_utils", "opscan.trace.runner")
+PRELOAD = ("opscan.zoo.tracing", "torch", "transformers", "transformers.modeling_utils", "opscan.targets.loader")
 # Exceptions (by class name, bases included) that mean the model could not be built.
 BUILD_ERRORS = ("TargetError", "ImportError")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from opscan.model import PHASES, VERDICT_KINDS, Coverage, ModelTrace, Report
-from opscan.zoo import upstream
+from opscan.targets.hf import upstream
 from opscan.zoo.jobs import Outcome
 from opscan.zoo.selection import ZooTarget
 
@@ -23,7 +23,7 @@ INFERENCE_ONLY = "I"
 # NOTE [stop classes]
 # Every row that is not `ok` carries the class of its stop (`Row.stop`), judged from structured
 # data, never from message text, in this order: a known transformers bug of the default config
-# (opscan/zoo/upstream.py: the row's error gains a one-line reproduction without opscan), a
+# (opscan/targets/hf/upstream.py: the row's error gains a one-line reproduction without opscan), a
 # missing package (the build raised ImportError), a limit (timeout, memory cap, crash), stand-in
 # values used before the stop (data-dependent control flow or shapes), else opscan's own gap
 # (a bug or a missing feature to fix: every such row is one to look at).
@@ -35,7 +35,7 @@ STOPS: dict[str, str] = {
     "opscan": "none of the above: a gap in opscan (inputs it does not generate, a tracer bug, ...)",
 }
 LIMITS = ("timeout", "out-of-memory", "crash")
-# stage of a known transformers bug, by row status (opscan/zoo/upstream.py)
+# stage of a known transformers bug, by row status (opscan/targets/hf/upstream.py)
 _STAGES = {"build-error": "build", "partial": "step", "trace-error": "step"}
 
 

@@ -68,7 +68,7 @@ def trace_key(target: ZooTarget, options: dict, tracer: str, tools: dict[str, st
 
 def job_options(target: ZooTarget, options: dict, tracer: str) -> dict:
     """The tracer options of one target: the default tracer fills unset fields of the default
-    configs the zoo wrote (`model_type` set; opscan/zoo/repair.py), never of a user's config."""
+    configs the zoo wrote (`model_type` set; opscan/targets/hf/repair.py), never of a user's config."""
     if tracer == DEFAULT_TRACER and target.model_type and target.target.startswith("hf:"):
         return {**options, "fill_unset": True}
     return options

@@ -56,9 +56,21 @@ def _mapping(family: str) -> dict[str, str]:
     return {k: (v[0] if isinstance(v, (tuple, list)) else v) for k, v in mapping.items()}
 
 
-def _hf_spec(spec: str, config_dir: Path, layers: int | None, dtype: str | None) -> list[ZooTarget]:
-    from opscan.zoo.hfconfig import write_default_config
+def _default(model_type: str, class_name: str, family: str, config_dir: Path, layers: int | None,
+             dtype: str | None) -> ZooTarget:
+    """The row of `model_type`'s default config, written for tracing (opscan/targets/hf/defaults.py)."""
+    from opscan.targets.hf.defaults import write_default_config
 
+    written = write_default_config(model_type, class_name, family, config_dir, layers, dtype)
+    if written.error:
+        return ZooTarget(name=model_type, target=written.target, family=family, error=written.error,
+                         model_type=written.model_type)
+    return ZooTarget(name=model_type, target=written.target, family=family,
+                     config_hash=hash_bytes(written.text.encode()), note=written.note,
+                     model_type=written.model_type)
+
+
+def _hf_spec(spec: str, config_dir: Path, layers: int | None, dtype: str | None) -> list[ZooTarget]:
     try:
         import transformers  # noqa: F401
     except ImportError as exc:
@@ -69,7 +81,7 @@ def _hf_spec(spec: str, config_dir: Path, layers: int | None, dtype: str | None)
     if rest in family_names():
         family = "base" if rest == "*" else rest
         with _quiet_transformers():
-            return [write_default_config(model_type, cls, family, config_dir, layers, dtype)
+            return [_default(model_type, cls, family, config_dir, layers, dtype)
                     for model_type, cls in family_models(family).items()]
     family, _, model_type = rest.partition("/")
     if model_type and family in family_names() and not Path(rest).exists():
@@ -79,10 +91,10 @@ def _hf_spec(spec: str, config_dir: Path, layers: int | None, dtype: str | None)
             raise UsageError(f"hf:{family} has no model type '{model_type}' (hf:{family} lists "
                              f"{len(classes)}; e.g. {', '.join(list(classes)[:3])})")
         with _quiet_transformers():
-            return [write_default_config(model_type, classes[model_type], family, config_dir, layers, dtype)]
+            return [_default(model_type, classes[model_type], family, config_dir, layers, dtype)]
     if rest in CONFIG_MAPPING_NAMES:  # one model type, built with its base class
         cls = _mapping("base").get(rest, "")
-        return [write_default_config(rest, cls, "base", config_dir, layers, dtype)]
+        return [_default(rest, cls, "base", config_dir, layers, dtype)]
     path = Path(rest)
     if path.exists():  # an explicit config.json or folder: passed through as is
         config = path / "config.json" if path.is_dir() else path

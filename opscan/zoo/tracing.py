@@ -11,15 +11,15 @@ def trace_model(target: str, *, fill_unset: bool = False, **options) -> ModelTra
 
     `fill_unset` (set by the zoo for the default configs it writes, never for a user's): a config
     whose build or step fails on a field it leaves unset is traced again with the field filled
-    (opscan/zoo/repair.py, NOTE [unset fields]).
+    (opscan/targets/hf/repair.py, NOTE [unset fields]).
     A model that cannot be built because a package is missing raises ImportError (its row's stop
     class is then `missing-package`, see opscan/zoo/results.py), any other build failure TargetError.
     """
-    from opscan.trace import trace_target
+    from opscan.targets.loader import trace_target
 
     try:
         if fill_unset and target.startswith("hf:"):
-            from opscan.zoo.repair import trace_repaired
+            from opscan.targets.hf.repair import trace_repaired
 
             return trace_repaired(trace_target, target, options)
         return trace_target(target, **options)

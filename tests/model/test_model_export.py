@@ -15,8 +15,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from opscan.model import DeviceProfile  # noqa: E402
-from opscan.trace import trace_target  # noqa: E402
-from opscan.trace.export import SDPA_OVERRIDEABLE, trace_export  # noqa: E402
+from opscan.targets import trace_target  # noqa: E402
+from opscan.targets.export import trace_export  # noqa: E402
+from opscan.trace.export import SDPA_OVERRIDEABLE  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "export"

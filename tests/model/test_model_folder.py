@@ -145,7 +145,7 @@ def test_timm_folder_target_needs_timm_or_says_so(tmp_path, run_cli):
 @pytest.mark.timm
 def test_timm_folder_traces(tmp_path):
     pytest.importorskip("timm", exc_type=ImportError)
-    from opscan.trace import trace_target
+    from opscan.targets import trace_target
 
     folder = tmp_path / "resnet"
     folder.mkdir()

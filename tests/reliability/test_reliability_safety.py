@@ -109,7 +109,7 @@ DANGEROUS_CALLS = {"eval", "exec", "yaml.unsafe_load", "yaml.full_load", "yaml.l
 SAFE_LOADERS = {"SafeLoader", "CSafeLoader", "_Loader", "BaseLoader", "CBaseLoader", "StrictLoader"}
 # Modules whose job is to import or execute a user's code, by design (trace, zoo, db probe) or to
 # import opscan's own modules / torch by name.
-IMPORTERS_ALLOWED = {"trace/targets.py", "db/probe.py", "cli.py", "commands/zoo.py",
+IMPORTERS_ALLOWED = {"targets/loader.py", "db/probe.py", "cli.py", "commands/zoo.py",
                      "reporters/__init__.py", "reporters/terminal/__init__.py", "sandbox.py", "scan/fixes.py"}
 
 

@@ -12,7 +12,8 @@ torch = pytest.importorskip("torch")
 
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 
-from opscan.trace import fakes, trace_target  # noqa: E402
+from opscan.targets import trace_target  # noqa: E402
+from opscan.trace import fakes  # noqa: E402
 
 aten = torch.ops.aten
 

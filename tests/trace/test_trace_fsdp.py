@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from opscan.errors import UsageError
-from opscan.trace import trace_target
+from opscan.targets import trace_target
 
 ROOT = Path(__file__).resolve().parents[2]
 LLAMA = f"hf:{ROOT / 'examples/models/hf/llama-tiny'}"

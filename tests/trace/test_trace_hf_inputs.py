@@ -13,8 +13,8 @@ pytest.importorskip("transformers")
 
 from hf_tiny import TEXT, op_names as _ops, write_config as _write  # noqa: E402
 from opscan.errors import TargetError  # noqa: E402
-from opscan.trace import trace_target  # noqa: E402
-from opscan.trace.hf import build_hf  # noqa: E402
+from opscan.targets import trace_target  # noqa: E402
+from opscan.targets.hf.builder import build_hf  # noqa: E402
 
 
 def test_a_dual_encoder_gets_text_and_images(tmp_path):
@@ -82,7 +82,7 @@ def test_a_required_argument_opscan_cannot_make_is_one_line_naming_it():
         def forward(self, pixel_values, secret_sauce):
             return None
 
-    from opscan.trace.hfinputs import task_inputs
+    from opscan.targets.hf.inputs import task_inputs
 
     config = SimpleNamespace(image_size=8, num_channels=3, vocab_size=10)
     with pytest.raises(TargetError, match="secret_sauce.*--input"):
@@ -100,7 +100,7 @@ def test_a_per_sample_loss_is_summed():
 
 
 # ----------------------------------------------------------------------------- layouts per model type
-# (hflayouts.LAYOUTS) and the rules that cover several models
+# (the layouts of architectures.ARCHITECTURES) and the rules that cover several models
 
 def test_a_tower_whose_conv_takes_each_patch_as_an_image_gets_patch_images(tmp_path):
     # Kimi-K2.5's vision tower runs its Conv2d on every cut patch: (patches, C, P, P) with grid_thw
@@ -203,8 +203,8 @@ def test_an_embedded_main_input_gets_the_model_width(tmp_path):
 def test_an_image_pair_matcher_gets_pairs(tmp_path):
     # EfficientLoFTR matches two images per sample: (batch, 2, C, H, W)
     path = _write(tmp_path, {"model_type": "efficientloftr", "architectures": ["EfficientLoFTRModel"]})
-    from opscan.trace.hfinputs import task_inputs
-    from opscan.trace.hf import load_config
+    from opscan.targets.hf.inputs import task_inputs
+    from opscan.targets.hf.builder import load_config
 
     config, _ = load_config(path)
     made = task_inputs(SimpleNamespace(main_input_name="pixel_values", forward=lambda pixel_values: None),

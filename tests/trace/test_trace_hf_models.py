@@ -1,4 +1,4 @@
-"""Inputs opscan gives a few hf: architectures from its per-architecture table (opscan/trace/hfmodels.py,
+"""Inputs opscan gives a few hf: architectures from its per-architecture table (opscan/targets/hf/architectures.py,
 docs/trace.md "Inputs some architectures need"): word boxes, token types, masks, the second modality,
 speech targets, a video session. Each builds a tiny config inline and traces it."""
 
@@ -10,9 +10,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from hf_tiny import TEXT, op_names as _ops, write_config as _write  # noqa: E402
-from opscan.trace import trace_target  # noqa: E402
-from opscan.trace.hf import build_hf  # noqa: E402
-from opscan.trace.hfmodels import TABLE, value_inputs  # noqa: E402
+from opscan.targets import trace_target  # noqa: E402
+from opscan.targets.hf.builder import build_hf  # noqa: E402
+from opscan.targets.hf.architectures import ARCHITECTURES, value_inputs  # noqa: E402
 
 
 def _valid_boxes(bbox, ids):
@@ -137,7 +137,8 @@ def test_fastspeech2_gets_consistent_speech_targets(tmp_path):
     for row, length in enumerate(lengths.tolist()):
         assert bool((spectrogram[row, length:] == -100).all()) and bool((spectrogram[row, :length] != -100).all())
     assert kwargs["pitch_labels"].shape == kwargs["energy_labels"].shape == (*ids.shape, 1)
-    assert value_inputs(build_hf(path, batch=None, seq_len=None).model, None) == ("duration_labels",)
+    model = build_hf(path, batch=None, seq_len=None).model
+    assert value_inputs(model, model.config) == ("duration_labels",)   # keyed on its model_type
 
 
 def test_fastspeech2_trains_on_its_targets(tmp_path):
@@ -189,7 +190,14 @@ def test_a_video_tracker_gets_an_inference_session(tmp_path):
 
 
 def test_the_table_lists_a_reason_for_every_input():
-    for key, entries in TABLE.items():
-        assert entries, key
-        for need in entries:
+    for key, entry in ARCHITECTURES.items():
+        assert entry.layout or entry.needs, key
+        for need in entry.needs:
             assert need.name and need.reason and "\n" not in need.reason, key
+
+
+def test_the_table_is_keyed_on_model_types():
+    """One key space (NOTE [one architecture table]): every key is a transformers model_type."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    assert sorted(set(ARCHITECTURES) - set(CONFIG_MAPPING_NAMES)) == []

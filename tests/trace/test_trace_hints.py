@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from opscan.trace import runner  # noqa: E402
-from opscan.trace import trace_target  # noqa: E402
+from opscan.targets import trace_target  # noqa: E402
 
 MODEL = """\
 import torch

@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 
 from trace_recorder import real_step_ops  # noqa: E402
 
-from opscan.trace import trace_target  # noqa: E402
+from opscan.targets import trace_target  # noqa: E402
 
 pytestmark = pytest.mark.slow
 SEQ_LEN = 16

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("torch")
 
 from opscan.errors import TargetError, UsageError  # noqa: E402
-from opscan.trace import trace_target  # noqa: E402
+from opscan.targets import trace_target  # noqa: E402
 from opscan.trace.spec import parse_input  # noqa: E402
 
 
@@ -137,7 +137,12 @@ def test_bad_api_arguments():
 
 
 def test_api_signature_is_stable():
-    from opscan.trace.runner import trace_target as impl
+    from opscan.targets.loader import trace_target as impl
+    from opscan.trace.runner import trace as engine
+
+    assert list(inspect.signature(engine).parameters) == [
+        "target", "build", "mode", "device", "profile", "optimizer", "optimizer_impl", "amp", "inputs",
+        "project_root", "fsdp"]
 
     params = inspect.signature(impl).parameters
     assert list(params) == ["target", "mode", "device", "profile", "optimizer", "optimizer_impl",
@@ -160,6 +165,25 @@ def test_import_without_torch_gives_install_hint():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith("MissingDependencyError True ") and "pip install 'opscan-neuron[trace]'" in out
+
+
+def test_model_folders_are_read_without_torch(tmp_path):
+    """`opscan PATH` classifies a model folder (opscan/targets/folders.py) with no torch installed."""
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}')
+    code = textwrap.dedent("""
+        import sys
+        from pathlib import Path
+        sys.modules["torch"] = None
+        from opscan.discover import direct
+        print(direct(Path(sys.argv[1]), "m").traced)
+        try:
+            from opscan.targets.loader import trace_target
+        except ImportError as exc:
+            print(type(exc).__name__)
+    """)
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[:2] == ["('hf:m',)", "ModuleNotFoundError"]
 
 
 def test_relative_hf_target_is_found_in_the_project(tmp_path, monkeypatch):

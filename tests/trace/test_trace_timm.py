@@ -13,7 +13,7 @@ timm = pytest.importorskip("timm", exc_type=ImportError)
 
 from trace_recorder import Recorder  # noqa: E402
 
-from opscan.trace import trace_target  # noqa: E402
+from opscan.targets import trace_target  # noqa: E402
 
 pytestmark = pytest.mark.timm
 MODELS = ("resnet18", "vit_tiny_patch16_224")

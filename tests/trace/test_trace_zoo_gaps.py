@@ -12,8 +12,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from opscan.trace import trace_target  # noqa: E402
-from opscan.trace.targets import LARGE_BYTES, LargeOnMeta, build_empty  # noqa: E402
+from opscan.targets import trace_target  # noqa: E402
+from opscan.targets.empty import LARGE_BYTES, LargeOnMeta, build_empty  # noqa: E402
 
 TINY_MISTRAL = {
     "model_type": "mistral", "architectures": ["MistralForCausalLM"], "vocab_size": 128,
@@ -122,7 +122,7 @@ class Huge(nn.Module):
 MEASURE = '''
 import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (6 * 2**30, 6 * 2**30))
-from opscan.trace import trace_target
+from opscan.targets import trace_target
 trace = trace_target(sys.argv[1], inputs=("ids:int64[1,16]",))
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"complete": trace.complete, "stopped_at": trace.stopped_at, "peak": peak,

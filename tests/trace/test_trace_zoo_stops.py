@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 from trace_recorder import Recorder  # noqa: E402
 
 from opscan.errors import TargetError  # noqa: E402
-from opscan.trace import trace_target  # noqa: E402
+from opscan.targets import trace_target  # noqa: E402
 
 MASKS = '''
 import torch
@@ -162,7 +162,7 @@ def test_a_head_that_passes_use_cache_through_kwargs_is_retried(tmp_path):
 def test_split_sizes_from_stand_ins_are_scaled_and_match_a_real_step(tmp_path):
     # JetMoe splits tokens by expert_size.tolist(): stand-ins (1 each) that do not add up
     pytest.importorskip("transformers")
-    from opscan.trace.hf import _model_class, load_config, task_inputs
+    from opscan.targets.hf.builder import _model_class, load_config, task_inputs
 
     config = {"model_type": "jetmoe", "architectures": ["JetMoeForCausalLM"], "num_hidden_layers": 1,
               "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4, "kv_channels": 16,
@@ -200,7 +200,7 @@ def test_speech_inputs_find_num_mel_bins_in_a_sub_config():
     # canary, cohere_asr: the mel bins live in the encoder's sub-config
     from types import SimpleNamespace
 
-    from opscan.trace.hf import task_inputs
+    from opscan.targets.hf.builder import task_inputs
 
     encoder = SimpleNamespace(num_mel_bins=80, max_source_positions=None, to_dict=dict)
     config = SimpleNamespace(sub_configs={"encoder_config": object}, encoder_config=encoder, vocab_size=10)
@@ -215,7 +215,7 @@ def test_an_encoder_decoder_base_model_gets_decoder_inputs():
     # MarianModel, WhisperModel: no head makes decoder_input_ids from labels, so opscan gives them
     from types import SimpleNamespace
 
-    from opscan.trace.hf import task_inputs
+    from opscan.targets.hf.builder import task_inputs
 
     class Base:
         main_input_name = "input_ids"

@@ -25,7 +25,7 @@ class Recorder(TorchDispatchMode):
 def real_step_ops(folder: Path, seq_len: int) -> set[str]:
     """Really run one AdamW (foreach) training step on CPU of the transformers model whose
     config.json is in `folder` (random weights, batch 2) and record every op dispatched."""
-    from opscan.trace.hf import _model_class, config_dtype, default_dtype, load_config, task_inputs
+    from opscan.targets.hf.builder import _model_class, config_dtype, default_dtype, load_config, task_inputs
 
     torch.manual_seed(0)
     config, path = load_config(str(folder))

@@ -1,4 +1,4 @@
-"""Default configs that leave a field their model needs unset (opscan/zoo/repair.py, NOTE [unset fields])."""
+"""Default configs that leave a field their model needs unset (opscan/targets/hf/repair.py, NOTE [unset fields])."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from opscan.errors import TargetError  # noqa: E402
+from opscan.targets.hf.repair import Read, donor  # noqa: E402
 from opscan.zoo.jobs import DEFAULT_TRACER  # noqa: E402
-from opscan.zoo.repair import Read, donor  # noqa: E402
 from opscan.zoo.runner import job_options  # noqa: E402
 from opscan.zoo.selection import ZooTarget  # noqa: E402
 from opscan.zoo.tracing import trace_model  # noqa: E402
@@ -100,7 +100,7 @@ def test_only_the_default_configs_the_zoo_writes_are_filled():
 
 
 def test_documented_defaults_are_applied_in_the_config_and_its_sub_configs(tmp_path):
-    from opscan.zoo.hfconfig import write_default_config
+    from opscan.targets.hf.defaults import write_default_config
 
     # ministral leaves head_dim None at the top, hunyuan_vl in its text_config: both are
     # documented as hidden_size // num_attention_heads, and both models use them as they are

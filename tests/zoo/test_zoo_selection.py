@@ -7,7 +7,7 @@ import json
 import pytest
 
 from opscan.errors import InputError, UsageError
-from opscan.zoo.hfconfig import _shrink
+from opscan.targets.hf.defaults import _shrink
 from opscan.zoo.selection import resolve
 
 

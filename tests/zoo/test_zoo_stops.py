@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from opscan.model import ModelTrace, OpUsage, StandIn
-from opscan.zoo import upstream
+from opscan.targets.hf import upstream
 from opscan.zoo.jobs import Outcome
 from opscan.zoo.render.common import explain, headline, stop_counts
 from opscan.zoo.results import STOPS, StaticCoverage, build_row

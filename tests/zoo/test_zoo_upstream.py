@@ -1,4 +1,4 @@
-"""Known transformers bugs (opscan/zoo/upstream.py): each reproduction raises without opscan."""
+"""Known transformers bugs (opscan/targets/hf/upstream.py): each reproduction raises without opscan."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from opscan.zoo import upstream
+from opscan.targets.hf import upstream
 
 # Runs every reproduction in one fresh interpreter (imports once), each from the CPU default device.
 RUN_ALL = '''

@@ -126,7 +126,7 @@ BUGS += tuple(UpstreamBug(model_type, "step", error, what,
                           "(input_ids=torch.tensor([[1, 2, 3]]))")
               for model_type, cls, error, what in _BASE_STEP)
 # hunyuan_vl: head_dim None fails the build; with its documented default (hidden_size // heads, which
-# the zoo applies: opscan/zoo/hfconfig.py) the forward fails on the unset mrope_section.
+# the zoo applies: opscan/targets/hf/defaults.py) the forward fails on the unset mrope_section.
 _HUNYUAN_ROPE = ("the default text config sets no rope_parameters['mrope_section'], and the rotary "
                  "embedding's forward takes len() of it (the text model itself allows it unset)")
 BUGS += (UpstreamBug("hunyuan_vl", "step", "TypeError", _HUNYUAN_ROPE,

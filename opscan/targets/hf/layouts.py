@@ -1,10 +1,10 @@
-"""Input layouts per `hf:` model type that neither the forward signature nor the config give.
+"""Input layouts of `hf:` architectures that neither the forward signature nor the config give.
 
-The model's processor or its code does: one entry per model_type in `LAYOUTS`, each returning the
-inputs it makes or replaces (None drops one); the completion (hfinputs._complete) then adds what
-is still missing. Sizes still come from the config and the first layers (hfshapes). Only models
-whose generated inputs did not trace are listed (NOTE [hf inputs] in hfinputs.py); inputs an
-architecture needs on top of its layout are in hfmodels.py.
+The model's processor or its code does: each maker here is the `layout` of one or more entries
+of the architecture table (architectures.ARCHITECTURES, keyed on model_type), returning the inputs
+it makes or replaces (None drops one); the completion (inputs._complete) then adds what is still
+missing. Sizes still come from the config and the first layers (shapes.py). Only models whose
+generated inputs did not trace have one (NOTE [hf inputs] in inputs.py).
 """
 
 from __future__ import annotations
@@ -14,22 +14,22 @@ import math
 import torch
 from torch import nn
 
-from opscan.trace.hfshapes import (AUDIO_FRAMES, FLAT_PATCHES, chunked, field, grid_side, image_size, int_field,
-                                   layers, merge_size, pixels, sub_config)
+from opscan.targets.hf.shapes import (AUDIO_FRAMES, FLAT_PATCHES, chunked, field, grid_side, image_size,
+                                     int_field, layers, merge_size, pixels, sub_config)
 
 
 def _first(model, kind):
     return next((m for m in layers(model) if isinstance(m, kind)), None)
 
 
-def _patches_as_images(model, config, out, batch, seq_len, gen):
+def patches_as_images(model, config, out, batch, seq_len, gen):
     """Kimi-K2.5: each cut patch a (C, P, P) image for the Conv2d patch embedding, with grid_thw."""
     conv, side = _first(model, nn.Conv2d), grid_side(config)
     return {"pixel_values": torch.randn(batch * side * side, conv.in_channels, *conv.kernel_size, generator=gen),
             "grid_thw": torch.tensor([[1, side, side]] * batch, dtype=torch.int64)}
 
 
-def _merged_patches(model, config, out, batch, seq_len, gen):
+def merged_patches(model, config, out, batch, seq_len, gen):
     """Inkling2: one (P * merge, P * merge, C) block per image token; image_grid_thw counts tokens."""
     merge = merge_size(config)
     side = max(1, FLAT_PATCHES // merge)
@@ -39,7 +39,7 @@ def _merged_patches(model, config, out, batch, seq_len, gen):
             "image_grid_thw": torch.tensor([[1, side, side]] * batch, dtype=torch.int64)}
 
 
-def _packed_strip(model, config, out, batch, seq_len, gen):
+def packed_strip(model, config, out, batch, seq_len, gen):
     """MiniCPM-V (NaViT packing): every image's patches side by side in one (1, C, P, patches * P)
     strip, with each image's patch grid in target_sizes."""
     patch = int_field(config, "patch_size", default=14)
@@ -48,7 +48,7 @@ def _packed_strip(model, config, out, batch, seq_len, gen):
             "target_sizes": torch.tensor([[FLAT_PATCHES, FLAT_PATCHES]] * batch, dtype=torch.int32)}
 
 
-def _image_pairs(model, config, out, batch, seq_len, gen):
+def image_pairs(model, config, out, batch, seq_len, gen):
     """Keypoint matchers (LightGlue, EfficientLoFTR): (batch, 2, C, H, W), one pair per sample."""
     images = out.get("pixel_values")
     if images is None or images.dim() != 4:
@@ -56,20 +56,20 @@ def _image_pairs(model, config, out, batch, seq_len, gen):
     return {"pixel_values": torch.randn(images.shape[0], 2, *images.shape[1:], generator=gen)}
 
 
-def _bins_by_frames(model, config, out, batch, seq_len, gen):
+def bins_by_frames(model, config, out, batch, seq_len, gen):
     """Qwen3-ASR's encoder: (batch, bins, frames) into a Conv2d front end, whole 2 * n_window chunks."""
     bins = int_field(config, "num_mel_bins", default=128)
     return {"input_features": torch.randn(batch, bins, chunked(config, AUDIO_FRAMES), generator=gen)}
 
 
-def _hidden_states_in(model, config, out, batch, seq_len, gen):
+def hidden_states_in(model, config, out, batch, seq_len, gen):
     """SpeechT5's base model has no pre-nets: its encoder and decoder take (batch, seq, hidden_size)."""
     hidden = int_field(config, "hidden_size", default=768)
     return {"input_values": torch.randn(batch, seq_len or 64, hidden, generator=gen),
             "decoder_input_values": torch.randn(batch, 16, hidden, generator=gen)}
 
 
-def _audio_per_token(model, config, out, batch, seq_len, gen):
+def audio_per_token(model, config, out, batch, seq_len, gen):
     """Voxtral Realtime adds one audio embedding to every token: `audio_length_per_tok` mel frames
     per token, Whisper-style (batch, bins, frames)."""
     ids = out.get("input_ids")
@@ -80,7 +80,7 @@ def _audio_per_token(model, config, out, batch, seq_len, gen):
     return {"input_features": torch.randn(ids.shape[0], bins, frames, generator=gen)}
 
 
-def _frames_of(count, image_mask: bool = False):
+def frames_of(count, image_mask: bool = False):
     """Video / multi-image models that take (batch, frames or images, C, H, W): InstructBLIP-Video
     (4 frames, as its processor samples), IDEFICS (one image per sample, with its
     `image_attention_mask`: `image_mask`)."""
@@ -98,7 +98,7 @@ def _frames_of(count, image_mask: bool = False):
     return make
 
 
-def _codebook_frames(text: int):
+def codebook_frames(text: int):
     """Every frame one token per codebook, (batch, seq, num_codebooks), labels like them (CSM); with
     `text` text tokens in front (Kyutai speech-to-text: num_codebooks + 1)."""
     def make(model, config, out, batch, seq_len, gen):
@@ -116,14 +116,14 @@ def _codebook_frames(text: int):
     return make
 
 
-def _conditioning_mel(model, config, out, batch, seq_len, gen):
+def conditioning_mel(model, config, out, batch, seq_len, gen):
     """CLVP conditions its speech decoder on a (batch, feature_size, frames) mel spectrogram."""
     bins = int_field(sub_config(config, "decoder_config"), "feature_size", default=80)
     # a contrastive scorer (return_loss): no labels, which its forward would hand to the speech decoder
     return {"input_features": torch.randn(batch, bins, AUDIO_FRAMES, generator=gen), "labels": None}
 
 
-def _decoder_channels(model, config, out, batch, seq_len, gen):
+def decoder_channels(model, config, out, batch, seq_len, gen):
     """Dia: the decoder takes one token per audio channel, (batch, seq, decoder num_channels)."""
     decoder = sub_config(config, "decoder_config")
     channels = int_field(decoder, "num_channels")
@@ -134,7 +134,7 @@ def _decoder_channels(model, config, out, batch, seq_len, gen):
     return {"decoder_input_ids": torch.randint(0, vocab, (ids.shape[0], ids.shape[1], channels), generator=gen)}
 
 
-def _scaled_image(model, config, out, batch, seq_len, gen):
+def scaled_image(model, config, out, batch, seq_len, gen):
     """DepthPro cuts patch_size tiles from the image scaled by each of scaled_images_ratios: the
     smallest scale must still hold one tile (patch_size / min(ratios))."""
     ratios, patch = field(config, "scaled_images_ratios"), int_field(config, "patch_size")
@@ -144,7 +144,7 @@ def _scaled_image(model, config, out, batch, seq_len, gen):
     return {"pixel_values": torch.randn(batch, channels, side, side, generator=gen)}
 
 
-def _windowed_backbone(model, config, out, batch, seq_len, gen):
+def windowed_backbone(model, config, out, batch, seq_len, gen):
     """LW-DETR / RF-DETR: the ViT backbone's image_size, rounded so its patch grid splits into the
     windows (`num_windows_side` per side, or `num_windows` per side for RF-DETR's backbone)."""
     backbone = sub_config(config, "backbone_config")
@@ -156,7 +156,7 @@ def _windowed_backbone(model, config, out, batch, seq_len, gen):
     return {"pixel_values": torch.randn(batch, channels, side, side, generator=gen)}
 
 
-def _image_token_slots(model, config, out, batch, seq_len, gen):
+def image_token_slots(model, config, out, batch, seq_len, gen):
     """Kosmos-2: the prompt holds `latent_query_num` image-token slots after its first token, marked
     by image_embeds_position_mask."""
     slots = int_field(config, "latent_query_num", default=64)
@@ -167,7 +167,7 @@ def _image_token_slots(model, config, out, batch, seq_len, gen):
     return {"input_ids": ids, "image_embeds_position_mask": mask}
 
 
-def _subsampled_bins(model, config, out, batch, seq_len, gen):
+def subsampled_bins(model, config, out, batch, seq_len, gen):
     """Gemma 4's audio tower names no mel bins: two stride-2 convolutions over (frames, bins), then a
     Linear over last-conv channels x bins / 4, so bins = 4 x in_features / last channels."""
     channels = field(config, "subsampling_conv_channels")
@@ -178,7 +178,7 @@ def _subsampled_bins(model, config, out, batch, seq_len, gen):
     return {"input_features": torch.randn(batch, AUDIO_FRAMES, bins, generator=gen)}
 
 
-def _robot_prefix(model, config, out, batch, seq_len, gen):
+def robot_prefix(model, config, out, batch, seq_len, gen):
     """PI0: a PaliGemma prefix (one camera image, its image tokens then 16 text tokens, the camera
     mask) and the action expert's input, (batch, 1 state + chunk_size actions, expert hidden)."""
     vlm = sub_config(config, "vlm_config")
@@ -198,50 +198,10 @@ def _robot_prefix(model, config, out, batch, seq_len, gen):
             "pixel_attention_mask": torch.ones(batch, 1, dtype=torch.bool)}
 
 
-def _prompt_pair(model, config, out, batch, seq_len, gen):
+def prompt_pair(model, config, out, batch, seq_len, gen):
     """SegGPT stacks the prompt above the image: image, prompt image and prompt mask each take half
     of image_size's height."""
     height, width = image_size(config, top=True)
     shape = (batch, int_field(config, "num_channels", default=3), height // 2, width)
     names = ("pixel_values", "prompt_pixel_values", "prompt_masks")
     return {name: torch.randn(shape, generator=gen) for name in names}
-
-
-LAYOUTS = {
-    "seggpt": _prompt_pair,
-    "gemma4_audio": _subsampled_bins,
-    "pi0": _robot_prefix,
-    "kosmos-2": _image_token_slots,
-    "depth_pro": _scaled_image,
-    "lw_detr": _windowed_backbone,
-    "rf_detr": _windowed_backbone,
-    "speecht5": _hidden_states_in,
-    "voxtral_realtime": _audio_per_token,
-    "instructblipvideo": _frames_of(4),
-    "idefics": _frames_of(1, image_mask=True),
-    "csm": _codebook_frames(0),
-    "kyutai_speech_to_text": _codebook_frames(1),
-    "clvp": _conditioning_mel,
-    "dia": _decoder_channels,
-    "qwen3_asr_encoder": _bins_by_frames,
-    "kimi_k25_vision": _patches_as_images,
-    "inkling2_vision": _merged_patches,
-    "minicpm_ocr_vision": _packed_strip,
-    "minicpmv4_7_vision": _packed_strip,
-    "efficientloftr": _image_pairs,
-    "lightglue": _image_pairs,
-}
-
-
-def has_layout(config) -> bool:
-    return getattr(config, "model_type", None) in LAYOUTS
-
-
-def model_layout(model, config, out: dict, batch: int, seq_len: int | None, gen) -> dict:
-    """`out` with the inputs `LAYOUTS` makes for this model type made or replaced (a None drops
-    one); `out` itself for most models."""
-    make = LAYOUTS.get(getattr(config, "model_type", None))
-    if make is None:
-        return out
-    made = {**out, **make(model, config, out, batch, seq_len, gen)}
-    return {name: value for name, value in made.items() if value is not None}

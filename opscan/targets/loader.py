@@ -1,128 +1,53 @@
-"""Trace targets: `file.py:NAME`, `package.module:NAME`, `hf:PATH`, `timm:NAME` -> a built model.
+"""Target strings -> a built model with its inputs, traced by the engine (opscan/trace/runner.py).
 
-Models are built with empty weights: every Parameter is moved to `meta` as it is registered, while
-buffers and init-time helpers stay real (see ../shared/notes/tracing.md); tensor factories of
-LARGE_BYTES or more are made on `meta` outright. Nothing is downloaded.
+`file.py:NAME` and `package.module:NAME` (python factories and classes) and `timm:NAME` (a timm
+model by name, or a timm model folder) are built here, `hf:PATH` in opscan/targets/hf/; `pt2:FILE`
+is loaded, never run (opscan/targets/export.py). Models are built with empty weights
+(opscan/targets/empty.py). Nothing is downloaded.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.util
 import inspect
-import json
-import math
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 from torch import nn
-from torch.overrides import TorchFunctionMode
 
 from opscan.errors import TargetError
-from opscan.trace.spec import InputSpec
+from opscan.model import DeviceProfile, ModelTrace
+from opscan.targets.empty import build_empty, first_line
+from opscan.targets.folders import read_config
+from opscan.trace import runner
+from opscan.trace.spec import Built, InputPlaceholder, InputSpec
 
 
-@dataclass
-class Built:
-    """A model with empty weights, its example inputs, and how to get a loss from its output."""
+def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
+                 profile: DeviceProfile | None = None, optimizer: str = "adamw",
+                 optimizer_impl: str | None = None, amp: str | None = None, inputs=(),
+                 batch: int | None = None, seq_len: int | None = None,
+                 project_root: str | None = None, fsdp: int | None = None,
+                 trust_remote_code: bool = False) -> ModelTrace:
+    """Build `target` and trace it on fake tensors: the ops it dispatches (see docs/trace.md).
 
-    model: nn.Module
-    args: tuple = ()
-    kwargs: dict = field(default_factory=dict)
-    labels: object = None          # for a cross-entropy loss on the output (timm targets)
-    description: str = ""
-    train_only: tuple[str, ...] = ()  # keyword inputs not passed in inference (generated labels)
-    values: tuple[str, ...] = ()      # integer keyword inputs traced with their values (image grids)
+    A `pt2:FILE` target is an exported program: loaded and read, never run (opscan/targets/export.py).
+    """
+    if target.startswith("pt2:"):
+        from opscan.targets.export import trace_export
 
+        return trace_export(target, profile=profile, project_root=project_root, device=device)
 
-# NOTE [large tensors at build time]
-# Moving a Parameter to `meta` when it is registered comes after its constructor allocated it for
-# real: `nn.Embedding(256000, 8192)` asks 7.8 GiB, DeepSeek-V3's stacked experts 28 GiB, before
-# the module ever sees them. So while a model is built, factory calls (torch.empty, zeros, ...)
-# for LARGE_BYTES or more on the CPU are made on `meta`; smaller tensors (init-time helpers such as
-# drop-path schedules that call `.item()`) stay real. Should init code then mix a big meta tensor
-# with real ones (an error), the model is built once more without this (build_empty).
-LARGE_BYTES = 64 * 2**20
+    def make(specs: tuple[InputSpec, ...]) -> Built:
+        return build(target, batch=batch, seq_len=seq_len, inputs=specs, project_root=project_root,
+                     trust_remote_code=trust_remote_code)
 
-
-def first_line(exc: BaseException) -> str:
-    """The first non-blank line of an exception's message (transformers' ImportErrors start with a newline)."""
-    return next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
-
-
-class LargeOnMeta(TorchFunctionMode):
-    """Makes tensor factory calls of LARGE_BYTES or more on the CPU allocate on `meta` instead."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.redirected = 0
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func in _factories() and "out" not in kwargs and _on_cpu(kwargs.get("device")) \
-                and _nbytes(func, args, kwargs) >= LARGE_BYTES:
-            kwargs = {**kwargs, "device": torch.device("meta")}
-            self.redirected += 1
-        return func(*args, **kwargs)
-
-
-def _factories() -> dict:
-    """Factory -> True when its size is the first argument (else sizes are *ints or a sequence)."""
-    return {torch.empty: False, torch.zeros: False, torch.ones: False, torch.rand: False,
-            torch.randn: False, torch.full: True, torch.empty_strided: True}
-
-
-def _on_cpu(device) -> bool:
-    return device is None or torch.device(device).type == "cpu"
-
-
-def _nbytes(func, args, kwargs) -> int:
-    size = kwargs.get("size")
-    if size is None and args:
-        first = _factories()[func] or (len(args) == 1 and isinstance(args[0], (tuple, list)))
-        size = args[0] if first else args
-    try:
-        numel = math.prod(int(s) for s in size or ())
-    except (TypeError, ValueError):
-        return 0
-    dtype = kwargs.get("dtype") or torch.get_default_dtype()
-    return numel * dtype.itemsize if isinstance(dtype, torch.dtype) else 0
-
-
-def build_empty(make):
-    """`make()` under empty_weights(), big factory tensors on `meta`; retried without if that broke it."""
-    mode = LargeOnMeta()
-    try:
-        with empty_weights(), mode:
-            return make()
-    except Exception as exc:  # noqa: BLE001 - init code that cannot take meta tensors: build as before
-        if not mode.redirected or "meta" not in str(exc).lower():
-            raise  # an error of its own (a bad config, ...): a real build would only add an OOM
-    with empty_weights():
-        return make()
-
-
-@contextlib.contextmanager
-def empty_weights():
-    """Register every new Parameter on `meta` (no memory, no init cost); buffers stay real."""
-    original = nn.Module.register_parameter
-
-    def register(module, name, param):
-        original(module, name, param)
-        if param is not None and param.device.type != "meta":
-            extra = dict(param.__dict__)
-            extra["requires_grad"] = param.requires_grad
-            module._parameters[name] = type(param)(param.to("meta"), **extra)
-
-    nn.Module.register_parameter = register
-    try:
-        yield
-    finally:
-        nn.Module.register_parameter = original
+    return runner.trace(target, make, mode=mode, device=device, profile=profile, optimizer=optimizer,
+                        optimizer_impl=optimizer_impl, amp=amp, inputs=inputs, project_root=project_root,
+                        fsdp=fsdp)
 
 
 def build(target: str, *, batch: int | None, seq_len: int | None, inputs: tuple[InputSpec, ...],
@@ -133,7 +58,7 @@ def build(target: str, *, batch: int | None, seq_len: int | None, inputs: tuple[
     code (only ever inside the trace's child process); without it such a folder is refused.
     """
     if target.startswith("hf:"):
-        from opscan.trace.hf import build_hf
+        from opscan.targets.hf.builder import build_hf
         where = target[3:]
         # A relative path is looked up like a file target: here first, then in the project.
         here = Path(where) / "config.json" if Path(where).is_dir() else Path(where)
@@ -276,7 +201,7 @@ def _timm_folder(name: str, project_root: str | None) -> tuple[str, dict, dict] 
     if not path.is_file():
         raise TargetError("no config.json here (timm: takes a model name or a folder holding a timm "
                           "config.json)", path=str(path))
-    data = read_json(path)
+    data = read_config(path).data
     arch = data.get("architecture")
     if not isinstance(arch, str) or not arch:
         raise TargetError("config has no 'architecture' (a timm config.json names its model there)",
@@ -324,7 +249,7 @@ def _override(built: Built, specs: tuple[InputSpec, ...], target: str) -> Built:
     args = list(built.args)
     kwargs = dict(built.kwargs)
     for spec in specs:
-        value = _InputPlaceholder(spec)
+        value = InputPlaceholder(spec)
         if spec.position is not None:
             if spec.position > len(args):
                 raise TargetError(f"{target}: --input {spec.name}: only {len(args)} positional "
@@ -340,31 +265,6 @@ def _override(built: Built, specs: tuple[InputSpec, ...], target: str) -> Built:
             if spec.name == "input_ids" and isinstance(old, torch.Tensor) \
                     and isinstance(labels, torch.Tensor) and labels.shape == old.shape:
                 # generated LM labels follow the ids they were made from
-                kwargs["labels"] = _InputPlaceholder(InputSpec("labels", "int64", spec.shape))
+                kwargs["labels"] = InputPlaceholder(InputSpec("labels", "int64", spec.shape))
     built.args, built.kwargs = tuple(args), kwargs
     return built
-
-
-@dataclass(frozen=True)
-class _InputPlaceholder:
-    """An input given by --input: created directly as a fake tensor by the runner."""
-
-    spec: InputSpec
-
-
-def placeholder_spec(value) -> InputSpec | None:
-    """The InputSpec behind an --input placeholder, else None."""
-    return value.spec if isinstance(value, _InputPlaceholder) else None
-
-
-def read_json(path: Path) -> dict:
-    """Read a JSON file as a dict, with one-line errors."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise TargetError(f"cannot read: {exc.strerror}", path=str(path)) from None
-    except json.JSONDecodeError as exc:
-        raise TargetError(f"not valid JSON: {exc.msg}", path=str(path), line=exc.lineno) from None
-    if not isinstance(data, dict):
-        raise TargetError("not a JSON object", path=str(path))
-    return data

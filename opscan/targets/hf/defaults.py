@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
-from opscan.zoo.selection import ZooTarget, hash_bytes
+
+@dataclass(frozen=True)
+class DefaultConfig:
+    """A default config written for tracing: its `hf:` target, and what was changed or went wrong."""
+
+    target: str               # "hf:<config_dir>/<family>[-variant]/<model_type>"
+    model_type: str           # the config's model_type (the sub-config's for a text config)
+    text: str = ""            # the config.json written (what identifies the model)
+    note: str = ""            # e.g. "layers 32 -> 2"
+    error: str = ""           # the default config could not be built (nothing written)
+
 
 # NOTE [shrinking layers]
 # The op set of a model does not depend on how many identical layers it stacks, and tracing cost
@@ -192,8 +203,11 @@ def _required(data: dict, family: str) -> list[str]:
 
 
 def write_default_config(model_type: str, class_name: str, family: str, config_dir: Path,
-                         layers: int | None, dtype: str | None = None) -> ZooTarget:
-    """Write `model_type`'s default config (architectures = [class_name]) to a folder; return its target."""
+                         layers: int | None, dtype: str | None = None) -> DefaultConfig:
+    """Write `model_type`'s default config (architectures = [class_name]) to a folder; return its target.
+
+    `family` names the folder (and "causal-lm" sets is_decoder, NOTE [required fields]).
+    """
     variant = "".join(f"-{part}" for part in (f"L{layers}" if layers else "", dtype or "") if part)
     folder = config_dir / f"{family}{variant}" / model_type
     try:
@@ -203,8 +217,7 @@ def write_default_config(model_type: str, class_name: str, family: str, config_d
         data = config.to_dict()
     except Exception as exc:  # noqa: BLE001 - any failure is this model's row, not the run's end
         text = f"default config cannot be built: {type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
-        return ZooTarget(name=model_type, target=f"hf:{folder}", family=family, error=text,
-                         model_type=model_type)
+        return DefaultConfig(target=f"hf:{folder}", model_type=model_type, error=text)
     config, note = _class_config(config, class_name)
     data = config.to_dict()
     if class_name:
@@ -220,6 +233,5 @@ def write_default_config(model_type: str, class_name: str, family: str, config_d
     path = folder / "config.json"
     if not path.is_file() or path.read_text(encoding="utf-8") != text:
         path.write_text(text, encoding="utf-8")
-    return ZooTarget(name=model_type, target=f"hf:{folder}", family=family,
-                     config_hash=hash_bytes(text.encode()), note=note,
-                     model_type=str(data.get("model_type") or model_type))
+    return DefaultConfig(target=f"hf:{folder}", model_type=str(data.get("model_type") or model_type),
+                         text=text, note=note)

@@ -1,4 +1,8 @@
-"""Inputs some `hf:` architectures need that no rule on argument names can give (NOTE [per-architecture inputs])."""
+"""The one per-architecture table of `hf:` inputs, keyed on model_type (NOTE [one architecture table]).
+
+Each entry: the input layout its processor or code gives (layouts.py), and the inputs it needs
+that no rule on argument names can give (the makers below), each with its reason.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,31 @@ from typing import Callable, NamedTuple
 
 import torch
 
-from opscan.trace.hfshapes import int_field, pixels, sub_config
+from opscan.targets.hf import layouts
+from opscan.targets.hf.shapes import int_field, pixels, sub_config
 
-# NOTE [per-architecture inputs]
-# `hfinputs` completes a call from argument names and the config, and must not change the inputs
-# of models that already trace. Some architectures need an input that a name rule cannot add
-# without changing others: BROS cannot run without `bbox` while LayoutLM (same argument) traces
-# without it; FastSpeech2 trains only on its four label tensors. `TABLE` lists them, keyed on the
-# model class name or the config's `model_type`, each input with the reason it is needed; a
-# key matches only its architecture, so no other model's inputs change. An input is added only
-# when the forward takes it, the call does not have it yet, and the user does not give it.
+# NOTE [one architecture table]
+# `inputs.py` completes a call from argument names and the config (its `_FILL` table is keyed on
+# argument names and holds for every architecture), and must not change the inputs of models that
+# already trace. What only one architecture needs is one entry of `ARCHITECTURES`, keyed on the
+# config's `model_type`:
+# - `layout`: inputs its processor or code lays out in a way neither the signature nor the config
+#   gives (SegGPT's prompt pair, Kosmos-2's image-token slots); applied to the main inputs before
+#   the completion, it may replace or drop them (layouts.py);
+# - `needs`: inputs a name rule cannot add without changing other models: BROS cannot run without
+#   `bbox` while LayoutLM (same argument) traces without it; FastSpeech2 trains only on its four
+#   label tensors. A need is added only when the forward takes it, the call does not have it yet,
+#   and the user does not give it (--input); each says why.
+# Why model_type, not the class name: it is in config.json, so it is known before transformers is
+# imported or anything is built; one model_type is one config class, and the sizes the makers read
+# come from that config; the zoo's selection, its known transformers bugs (upstream.py), the
+# config repair and the default configs (defaults.py) all name architectures by model_type, so one
+# key space serves them all. The classes of one model_type share its entry (TvpModel and
+# TvpForVideoGrounding); a need whose argument a class's forward does not take is skipped for it
+# (Sam2Model, also listed under sam2_video, takes no inference_session). This table replaced one
+# keyed on the class name (for the entries below from AudioFlamingo3Encoder to Sam3VideoModel) and
+# one keyed on model_type (the layouts); every class that had an entry maps to exactly the
+# model_type that replaces it (checked against transformers 5.24.0's auto mappings).
 
 
 class Need(NamedTuple):
@@ -193,43 +212,85 @@ _VIDEO_SESSION = (Need("inference_session", _video_session, "a video tracker: it
                         "session of frames and prompts, not tensors"),)
 _TVP = (Need("pixel_values", _tvp_video, "text-video grounding: the video tower always runs"),)
 
-TABLE: dict[str, tuple[Need, ...]] = {
-    "bros": (Need("bbox", _boxes, _BBOX + " (LayoutLM, same argument, runs without them)"),),
-    "udop": (Need("bbox", _boxes, "its horizontal / vertical relative position biases are "
-                                  "computed from word boxes"),),
-    "molmo2": (Need("mm_token_type_ids", _text_types, "training requires the token types "
-                                                      "(image tokens attend bidirectionally)"),),
-    "AudioFlamingo3Encoder": (Need("input_features_mask", _frame_mask, "the encoder computes its "
-                                   "frame lengths from the mask and has no default"),),
-    "Aimv2Model": (Need("pixel_values", _images, "scores text against images but takes no "
-                                                "`return_loss`: both towers always run"),),
-    "TvpModel": _TVP,
-    "TvpForVideoGrounding": _TVP,
-    "FastSpeech2ConformerModel": _FASTSPEECH,
-    "FastSpeech2ConformerWithHifiGan": _FASTSPEECH,
-    "Sam2VideoModel": _VIDEO_SESSION,
-    "Sam3TrackerVideoModel": _VIDEO_SESSION,
-    "EdgeTamVideoModel": _VIDEO_SESSION,
-    "Sam3VideoModel": _VIDEO_SESSION,
+class Architecture(NamedTuple):
+    layout: Callable | None = None   # layout(model, config, out, batch, seq_len, gen) -> inputs made or
+                                     # replaced (a None drops one); layouts.py
+    needs: tuple[Need, ...] = ()     # inputs added where the call lacks them
+
+
+_VIDEO_TRACKER = Architecture(needs=_VIDEO_SESSION)
+
+ARCHITECTURES: dict[str, Architecture] = {
+    "bros": Architecture(needs=(Need("bbox", _boxes, _BBOX + " (LayoutLM, same argument, runs without them)"),)),
+    "udop": Architecture(needs=(Need("bbox", _boxes, "its horizontal / vertical relative position biases are "
+                                                     "computed from word boxes"),)),
+    "molmo2": Architecture(needs=(Need("mm_token_type_ids", _text_types, "training requires the token types "
+                                                                         "(image tokens attend bidirectionally)"),)),
+    "audioflamingo3_encoder": Architecture(needs=(Need("input_features_mask", _frame_mask, "the encoder computes "
+                                                       "its frame lengths from the mask and has no default"),)),
+    "aimv2": Architecture(needs=(Need("pixel_values", _images, "scores text against images but takes no "
+                                                               "`return_loss`: both towers always run"),)),
+    "tvp": Architecture(needs=_TVP),
+    "fastspeech2_conformer": Architecture(needs=_FASTSPEECH),
+    "fastspeech2_conformer_with_hifigan": Architecture(needs=_FASTSPEECH),
+    "sam2_video": _VIDEO_TRACKER,
+    "sam3_tracker_video": _VIDEO_TRACKER,
+    "edgetam_video": _VIDEO_TRACKER,
+    "sam3_video": _VIDEO_TRACKER,
+    "seggpt": Architecture(layouts.prompt_pair),
+    "gemma4_audio": Architecture(layouts.subsampled_bins),
+    "pi0": Architecture(layouts.robot_prefix),
+    "kosmos-2": Architecture(layouts.image_token_slots),
+    "depth_pro": Architecture(layouts.scaled_image),
+    "lw_detr": Architecture(layouts.windowed_backbone),
+    "rf_detr": Architecture(layouts.windowed_backbone),
+    "speecht5": Architecture(layouts.hidden_states_in),
+    "voxtral_realtime": Architecture(layouts.audio_per_token),
+    "instructblipvideo": Architecture(layouts.frames_of(4)),
+    "idefics": Architecture(layouts.frames_of(1, image_mask=True)),
+    "csm": Architecture(layouts.codebook_frames(0)),
+    "kyutai_speech_to_text": Architecture(layouts.codebook_frames(1)),
+    "clvp": Architecture(layouts.conditioning_mel),
+    "dia": Architecture(layouts.decoder_channels),
+    "qwen3_asr_encoder": Architecture(layouts.bins_by_frames),
+    "kimi_k25_vision": Architecture(layouts.patches_as_images),
+    "inkling2_vision": Architecture(layouts.merged_patches),
+    "minicpm_ocr_vision": Architecture(layouts.packed_strip),
+    "minicpmv4_7_vision": Architecture(layouts.packed_strip),
+    "efficientloftr": Architecture(layouts.image_pairs),
+    "lightglue": Architecture(layouts.image_pairs),
 }
 
 
-def needs(model, config) -> tuple[Need, ...]:
-    """The table's entries for this model: its class name's, then its config model_type's."""
-    keys = (type(model).__name__, getattr(config, "model_type", None))
-    return tuple(need for key in dict.fromkeys(keys) if key in TABLE for need in TABLE[key])
+def architecture(config) -> Architecture:
+    """The table's entry for the config's model_type (an empty one for most)."""
+    return ARCHITECTURES.get(getattr(config, "model_type", None), Architecture())
+
+
+def has_layout(config) -> bool:
+    return architecture(config).layout is not None
+
+
+def model_layout(model, config, out: dict, batch: int, seq_len: int | None, gen) -> dict:
+    """`out` with the inputs the architecture's layout makes made or replaced (a None drops
+    one); `out` itself for most models."""
+    make = architecture(config).layout
+    if make is None:
+        return out
+    made = {**out, **make(model, config, out, batch, seq_len, gen)}
+    return {name: value for name, value in made.items() if value is not None}
 
 
 def value_inputs(model, config) -> tuple[str, ...]:
     """The table's inputs for this model whose values shape the step (FastSpeech2's durations
     decide the spectrogram length): for `Built.values` (NOTE [inputs with values])."""
-    return tuple(need.name for need in needs(model, config) if need.values)
+    return tuple(need.name for need in architecture(config).needs if need.values)
 
 
 def architecture_inputs(model, config, out: dict, batch: int, seq_len: int | None, gen, given=()) -> dict:
-    """Add the inputs `TABLE` lists for this architecture that the call lacks (NOTE [per-architecture
-    inputs]); `out` is returned, with them."""
-    entries = needs(model, config)
+    """Add the inputs the table lists for this architecture that the call lacks (NOTE [one
+    architecture table]); `out` is returned, with them."""
+    entries = architecture(config).needs
     if not entries:
         return out
     try:

@@ -9,9 +9,8 @@ import torch
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.trace.hflayouts import has_layout, model_layout
-from opscan.trace.hfmodels import architecture_inputs   # inputs some architectures need (hfmodels.TABLE)
-from opscan.trace.hfshapes import (GRID_ARGS, bins_first, features, field, flat_patches, grid_side,
+from opscan.targets.hf.architectures import architecture_inputs, has_layout, model_layout
+from opscan.targets.hf.shapes import (GRID_ARGS, bins_first, features, field, flat_patches, grid_side,
                                    int_field, layers, merge_size, patch_width, pixels, sub_config, video,
                                    waveform)
 
@@ -24,13 +23,14 @@ DEFAULT_SEQ_LEN = 128
 # ALIGN, BLIP, ...) or takes each stream raw or as embeddings (`image_embeds`, `text_embeds`: ViLT,
 # BridgeTower, SAM3), the text prompt of an image model with a text_config (InstructBLIP), the
 # companions of a generated input (`_GROUPS`, and a cut-patch tower's grid). Sizes come from the
-# config and its sub-configs (`hfshapes.field`) and from the model's first layers (patch widths,
+# config and its sub-configs (`shapes.field`) and from the model's first layers (patch widths,
 # stacked audio frames, one embedding table per codebook, a BatchNorm2d over the mel bins). Layouts
-# that only a model's processor or code gives are one entry per model_type (`hflayouts.LAYOUTS`,
-# applied to the main inputs before the completion; they may replace or drop them). Models that
+# that only a model's processor or code gives are the `layout` of its model_type's entry in the one
+# architecture table (architectures.ARCHITECTURES, NOTE [one architecture table]; applied to the
+# main inputs before the completion, they may replace or drop them). Models that
 # already traced keep exactly their inputs: the completion only adds what the call could not do
-# without, and LAYOUTS names only models that did not trace (checked against every default config of
-# transformers' base and causal-LM mappings when this was written, and again when LAYOUTS was added).
+# without, and layouts exist only for models that did not trace (checked against every default config of
+# transformers' base and causal-LM mappings when this was written, and again when layouts were added).
 
 
 def _params(model) -> dict:
@@ -71,7 +71,7 @@ def task_inputs(model, config, batch: int, seq_len: int | None, given=()) -> dic
         if _main_name(model) not in given and not has_layout(config):
             raise
         out = {}
-    out = model_layout(model, config, out, batch, seq_len, gen)   # hflayouts.LAYOUTS
+    out = model_layout(model, config, out, batch, seq_len, gen)   # the architecture's layout
     return _complete(model, config, out, batch, seq_len, gen, given)
 
 

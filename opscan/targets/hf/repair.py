@@ -4,7 +4,7 @@ NOTE [unset fields]
 Some of transformers' default configs leave a field None (or out) that their own model code needs:
 dots1 builds `torch.empty(None, ...)` experts (n_routed_experts None), deepseek_v2 routes with
 `topk(k=None)` (num_experts_per_tok None), dbrx reads a `rope_theta` its attention sub-config does
-not have. Those are transformers bugs (opscan/zoo/upstream.py reproduces them), but the
+not have. Those are transformers bugs (opscan/targets/hf/upstream.py reproduces them), but the
 architecture is still worth judging, so a zoo default config that fails this way is traced again
 with the field filled (in the child process, only for configs the zoo wrote; never a user's):
 
@@ -226,7 +226,7 @@ def _stop(trace: ModelTrace) -> str:
 
 
 def _config(folder: Path):
-    from opscan.trace.hf import load_config
+    from opscan.targets.hf.builder import load_config
 
     return load_config(str(folder))[0]
 

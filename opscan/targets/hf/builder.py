@@ -1,4 +1,4 @@
-"""`hf:PATH` targets: a transformers model built from a local config.json, with task inputs."""
+"""`hf:PATH` targets: a transformers model built from a local config.json (read by ../folders.py), with task inputs."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from pathlib import Path
 import torch
 
 from opscan.errors import TargetError
-from opscan.trace.hfinputs import task_inputs
-from opscan.trace.hfmodels import value_inputs
-from opscan.trace.hfshapes import VALUE_INPUTS
-from opscan.trace.targets import Built, build_empty, first_line, read_json
+from opscan.targets.empty import build_empty, first_line
+from opscan.targets.folders import NO_TRUST_NOTE, config_path, read_config, remote_code
+from opscan.targets.hf.architectures import value_inputs
+from opscan.targets.hf.inputs import task_inputs
+from opscan.targets.hf.shapes import VALUE_INPUTS
+from opscan.trace.spec import Built
 
 DEFAULT_BATCH = 2
 
@@ -45,24 +47,18 @@ def load_config(path_text: str, trust_remote_code: bool = False):
     A config with `auto_map` (the folder's own configuration/modeling code) is refused unless
     `trust_remote_code`; with it, transformers imports that code (in the trace's child process).
     """
-    path = Path(path_text)
-    if path.is_dir():
-        path = path / "config.json"
+    path = config_path(path_text)
     if not path.is_file():
         raise TargetError("no config.json here (hf: takes a local config.json or its folder; "
                           "nothing is downloaded)", path=str(path))
-    data = read_json(path)
+    data = read_config(path).data
     model_type = data.get("model_type")
     if not model_type:
         raise TargetError("config has no 'model_type'", path=str(path))
     transformers = _transformers()
     if data.get("auto_map"):
         if not trust_remote_code:
-            from opscan.discover import NO_TRUST_NOTE
-
-            where = ", ".join(sorted({str(v if isinstance(v, str) else v[0]).split(".")[0] + ".py"
-                                      for v in data["auto_map"].values() if v}))
-            raise TargetError(NO_TRUST_NOTE.format(where=where), path=str(path))
+            raise TargetError(NO_TRUST_NOTE.format(where=remote_code(data)), path=str(path))
         try:
             config = transformers.AutoConfig.from_pretrained(str(path.parent), trust_remote_code=True,
                                                              local_files_only=True)
@@ -123,7 +119,7 @@ def build_hf(path_text: str, *, batch: int | None, seq_len: int | None,
     # serving computes no loss; seq2seq heads still need labels to make their decoder inputs
     seq2seq = getattr(config, "is_encoder_decoder", False)
     train_only = () if seq2seq else ("labels",)
-    extra = value_inputs(model, config)   # per architecture (opscan/trace/hfmodels.py)
+    extra = value_inputs(model, config)   # per architecture (opscan/targets/hf/architectures.py)
     values = tuple(name for name in kwargs if name in VALUE_INPUTS or name in extra)
     return Built(model, kwargs=kwargs, description=f"hf:{path_text}", train_only=train_only, values=values)
 
