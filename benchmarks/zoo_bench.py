@@ -15,7 +15,7 @@ from pathlib import Path
 
 from opscan.zoo.cache import Cache
 from opscan.zoo.coverage import load_coverage
-from opscan.sandbox import Limits
+from opscan.isolation import Limits
 from opscan.zoo.runner import run_zoo
 from opscan.zoo.selection import family_models, resolve
 

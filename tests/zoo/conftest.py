@@ -17,9 +17,9 @@ if str(HERE) not in sys.path:
 def coverage():
     from zoo_fakes import STATUSES
 
-    from opscan.zoo.results import StaticCoverage
+    from release_support import static_release
 
-    return StaticCoverage("fakeneuron==1.0", dict(STATUSES))
+    return static_release(dict(STATUSES), "fakeneuron==1.0")
 
 
 @pytest.fixture
