@@ -74,7 +74,9 @@ def test_raised_exceptions_carry_their_classes():
 def _in_fresh_python(code: str) -> dict:
     """Run `code` in a new interpreter (its own rlimits and sys.modules); it prints one JSON line."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    prelude = (f"import sys, json, resource\nsys.path[:0] = [{str(HERE)!r}, {str(ZOO_TESTS)!r}]\n")
+    # this checkout's opscan first (not an installed copy of another checkout)
+    prelude = (f"import sys, json, resource\nsys.path[:0] = [{str(HERE.parents[1])!r}, {str(HERE)!r}, "
+               f"{str(ZOO_TESTS)!r}]\n")
     proc = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True,
                           text=True, timeout=600, env=env, cwd=HERE)
     assert proc.returncode == 0, proc.stderr
