@@ -32,6 +32,12 @@ if TYPE_CHECKING:
 Progress = Callable[[str, str], None]
 
 
+# NOTE [explicit phases and limits]
+# `Phases` used to swap its defaults in at attribute access, and the trace limits of `opscan PATH`
+# reached the tracer through a context variable the command set around `analyse`. Both were
+# invisible at the call. Now the phases a run uses are chosen in one visible place
+# (`Phases.default`, read per run so tests may still monkeypatch opscan/phases.py) and the limits
+# are a field of the frozen `RunOptions`, passed to the trace phase as an argument.
 @dataclass(frozen=True)
 class Phases:
     """The phase functions of a run (`Phases.default()`: those of opscan/phases.py)."""

@@ -20,6 +20,14 @@ from opscan.verdict import judge
 
 NO_DATABASE = "no coverage database: every traced op is reported as unknown"
 
+# NOTE [one assessment]
+# Before this module, `opscan PATH`, `opscan trace` and the zoo each built their Report: trace had
+# its own notes and no tasks, the zoo no caveats, PATH only the torch-pairing note. Now all three
+# get everything: the zoo rows carry the caveats, `opscan trace` the tasks, and `opscan PATH` the
+# notes `opscan trace` gave (op counts per status, and how to turn unknown into known for a
+# release with a partial kernel list). What differs between them is only what they hand in:
+# findings and a project root (PATH), and why source or ops were not checked (for the verdict).
+
 
 def assess(draft: Report, release, *, project_root: Path | None = None, cost: CostConfig | None = None,
            ops_not_checked: str = "", source_not_checked: str | None = "") -> Report:

@@ -55,3 +55,15 @@ def test_ci_runs_the_readme_test_command():
     assert len(commands) == 2, "the quick start is two commands"
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert commands[1] in ci
+
+
+def test_one_module_assesses_and_one_isolates():
+    """Coverage, caveats, tasks and the verdict are computed in opscan/assess.py only (for `opscan
+    PATH`, `opscan trace` and every zoo row); opscan/isolation.py only runs a child process."""
+    calls = re.compile(r"(?<![\w.])(?:judge|build_tasks|op_caveats|annotate)\(")
+    callers = sorted(path.relative_to(PKG).as_posix() for path in PKG.rglob("*.py")
+                     if path.name not in ("verdict.py",) and path.parent.name not in ("plan",)
+                     and any(not line.lstrip().startswith(("def ", "#", "`")) and calls.search(line)
+                             for line in path.read_text(encoding="utf-8").splitlines()))
+    assert callers == ["assess.py", "db/caveats.py"]   # db/caveats.py: op_caveats for loose usages
+    assert _opscan_imports(PKG / "isolation.py") <= {"opscan", "opscan.errors"}

@@ -1,4 +1,6 @@
-"""Flags several commands share, defined once so they mean the same everywhere (docs/check.md, "Flags")."""
+"""Flags several commands share, defined once so they mean the same everywhere (docs/check.md, "Flags"):
+the release (--backend, --db) and the limits of the child process that runs model code
+(--timeout, --max-memory, --in-process; the child itself is opscan/isolation.py)."""
 
 from __future__ import annotations
 
