@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from opscan import __version__
 from opscan import baseline as baselines
-from opscan.config import Config, ModelConfig
 from opscan.assess import assess
+from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, ModelProcessError, OpscanError, TargetError, TraceError, UsageError
 from opscan.isolation import Limits, default_max_memory
 from opscan.model import BaselineStatus, DeviceProfile, Finding, ModelTrace, Report
@@ -92,7 +92,7 @@ def _relative_root(root: Path) -> str:
     return Path(rel).as_posix() if not rel.startswith("..") else root.as_posix()
 
 
-def analyse(target: Path, config: Config, options: RunOptions = RunOptions(), *,
+def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
             phases: Phases | None = None, progress: Progress | None = None,
             on_error: Callable[[OpscanError], None] | None = None) -> Report:
     """Run every phase for `target` (a folder or file) under `config` and `options`; the Report.
@@ -102,6 +102,7 @@ def analyse(target: Path, config: Config, options: RunOptions = RunOptions(), *,
     are still traced. What the traces show is judged once, in opscan/assess.py. A folder with
     nothing to check (no source file, no model) is a UsageError.
     """
+    options = options or RunOptions()
     phases = phases or Phases.default()
     say = progress or (lambda event, detail: None)
     target = Path(target).resolve()
