@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 from opscan import __version__
 from opscan import baseline as baselines
+from opscan import phases as default_phases
 from opscan.assess import assess
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, ModelProcessError, OpscanError, TargetError, TraceError, UsageError
 from opscan.isolation import Limits, default_max_memory
 from opscan.model import BaselineStatus, DeviceProfile, Finding, ModelTrace, Report
-from opscan import phases as default_phases
 from opscan.phases import ScanOptions, ScanOutcome, database_notes
 from opscan.verdict import NO_MODEL
 

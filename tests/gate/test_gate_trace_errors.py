@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from release_support import static_release
 
 from opscan.app import Phases, analyse

@@ -15,9 +15,8 @@ if str(HERE) not in sys.path:
 
 @pytest.fixture
 def coverage():
-    from zoo_fakes import STATUSES
-
     from release_support import static_release
+    from zoo_fakes import STATUSES
 
     return static_release(dict(STATUSES), "fakeneuron==1.0")
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from release_support import static_release
 from zoo_fakes import FAKE_TRACER, STATUSES, traced
 
-from opscan.zoo.cache import Cache, trace_from_dict, trace_to_dict
-from release_support import static_release
 from opscan.isolation import Limits
+from opscan.zoo.cache import Cache, trace_from_dict, trace_to_dict
 from opscan.zoo.runner import run_zoo, toolchain, trace_key
 from opscan.zoo.selection import ZooTarget
 

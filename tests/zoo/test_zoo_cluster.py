@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from release_support import static_release
 from zoo_fakes import FAKE_TRACER, STATUSES
 
-from release_support import static_release
 from opscan.isolation import Limits
 from opscan.zoo.runner import run_zoo
 from opscan.zoo.selection import ZooTarget

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from zoo_fakes import FAKE_TRACER
 
-from opscan.zoo.jobs import Job, trace_job
 from opscan.isolation import Limits
+from opscan.zoo.jobs import Job, trace_job
 from opscan.zoo.runner import run_zoo
 from opscan.zoo.selection import ZooTarget
 
@@ -17,9 +17,8 @@ def _targets(*names: str) -> list[ZooTarget]:
 
 @pytest.fixture(scope="module")
 def mixed_run():
-    from zoo_fakes import STATUSES
-
     from release_support import static_release
+    from zoo_fakes import STATUSES
 
     names = ("fake:alpha", "fake:beta", "fake:segfault", "fake:abort", "fake:hang", "fake:nobuild",
              "fake:raises", "fake:gamma")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from release_support import static_release
 from zoo_fakes import FAKE_TRACER, STATUSES, started
 
 from opscan.isolation import Limits
 from opscan.zoo.cache import Cache
-from release_support import static_release
 from opscan.zoo.runner import run_zoo
 from opscan.zoo.schedule import longest_first
 from opscan.zoo.selection import ZooTarget

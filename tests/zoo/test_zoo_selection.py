@@ -149,8 +149,9 @@ def test_bad_selections_are_clear_errors(tmp_path):
 
 
 def test_timm_error_from_the_command(run_cli, monkeypatch):
-    import opscan.db as cov
     from release_support import static_release
+
+    import opscan.db as cov
 
     monkeypatch.setattr(cov, "load_release", lambda spec=None, db_file=None: static_release({}, "x==1"))
     code, _out, err = run_cli("zoo", "timm:*", "--no-cache")
