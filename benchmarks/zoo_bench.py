@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from opscan.zoo.cache import Cache
-from opscan.zoo.coverage import load_coverage
-from opscan.sandbox import Limits
+from opscan.db import load_release
+from opscan.isolation import Limits
 from opscan.zoo.runner import run_zoo
 from opscan.zoo.selection import family_models, resolve
 
@@ -43,7 +43,7 @@ def main() -> None:
     names = list(family_models("causal-lm"))[: args.models]
     with tempfile.TemporaryDirectory() as tmp:
         targets = [t for t in resolve(["hf:causal-lm"], Path(tmp), args.layers) if t.name in names]
-        coverage = load_coverage()
+        coverage = load_release()   # the one coverage protocol: a db.Release
         limits = Limits(timeout=args.timeout, max_memory=8 << 30, start_method="forkserver")
         # warm the forkserver (torch + transformers preloaded) so no configuration pays for it alone
         _one("warm-up", targets[:1], coverage, 1, limits, None)

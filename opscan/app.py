@@ -1,45 +1,79 @@
-"""The phases of one run: config -> rules + db -> scan | trace -> coverage -> tasks -> Report.
+"""The phases of one run: config -> rules + db -> scan | trace -> assess (coverage, tasks, verdict) -> Report.
 
-`analyse(root, config, ...)` is what `opscan PATH` runs. Each phase is a plain function held in
-`Phases`, so tests can replace the tracer (or any phase) without torch. Analysis never prints;
-progress goes to an optional `progress(event, detail)` callback that the command renders.
+`analyse(target, config, options)` is what `opscan PATH` runs; `RunOptions` is everything about
+the run that is not project configuration (the trace switch, baseline, limits, ...). Each phase
+is a plain function held in `Phases`, so tests can replace the tracer (or any phase) without
+torch. Analysis never prints; progress goes to an optional `progress(event, detail)` callback
+that the command renders.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from opscan import __version__
 from opscan import baseline as baselines
+from opscan import phases as default_phases
+from opscan.assess import assess
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, ModelProcessError, OpscanError, TargetError, TraceError, UsageError
-from opscan.model import BaselineStatus, Coverage, DeviceProfile, Finding, ModelTrace, Report
-from opscan.plan import build_tasks
-from opscan.plan.measure import kernel_sources, usage
-from opscan import phases as default_phases
-from opscan.phases import Database, ScanOptions, ScanOutcome
-from opscan.verdict import NO_MODEL, judge
+from opscan.isolation import Limits, default_max_memory
+from opscan.model import BaselineStatus, DeviceProfile, Finding, ModelTrace, Report
+from opscan.phases import ScanOptions, ScanOutcome, database_notes
+from opscan.verdict import NO_MODEL
+
+if TYPE_CHECKING:
+    from opscan.db import Release
 
 Progress = Callable[[str, str], None]
 
 
-@dataclass
+# NOTE [explicit phases and limits]
+# `Phases` used to swap its defaults in at attribute access, and the trace limits of `opscan PATH`
+# reached the tracer through a context variable the command set around `analyse`. Both were
+# invisible at the call. Now the phases a run uses are chosen in one visible place
+# (`Phases.default`, read per run so tests may still monkeypatch opscan/phases.py) and the limits
+# are a field of the frozen `RunOptions`, passed to the trace phase as an argument.
+@dataclass(frozen=True)
 class Phases:
-    """Replacement phase functions; None means the default in opscan/phases.py (looked up per run,
-    so tests may also monkeypatch `opscan.phases`)."""
+    """The phase functions of a run (`Phases.default()`: those of opscan/phases.py)."""
 
-    scan: Callable[..., ScanOutcome] | None = None     # (target, config[, ScanOptions])
-    database: Callable[[Config], Database | None] | None = None
-    trace: Callable[[ModelConfig, Path, DeviceProfile | None], ModelTrace] | None = None
+    scan: Callable[..., ScanOutcome]                       # (target, config[, ScanOptions])
+    database: Callable[[Config], Release | None]           # None: every traced op is unknown
+    trace: Callable[[ModelConfig, Path, DeviceProfile | None, Limits | None], ModelTrace]
 
-    def __getattribute__(self, name: str):
-        value = object.__getattribute__(self, name)
-        if value is None and name in ("scan", "database", "trace"):
-            return getattr(default_phases, name)
-        return value
+    @classmethod
+    def default(cls, **replaced: Callable) -> Phases:
+        """opscan/phases.py's functions, as that module holds them now (so tests may monkeypatch
+        it), with `replaced` ones instead (e.g. `Phases.default(trace=fake)`)."""
+        chosen = {"scan": default_phases.scan, "database": default_phases.database,
+                  "trace": default_phases.trace}
+        unknown = set(replaced) - set(chosen)
+        if unknown:
+            raise TypeError(f"no such phase: {', '.join(sorted(unknown))}")
+        return cls(**{**chosen, **replaced})
+
+
+def _default_limits() -> Limits:
+    return Limits(max_memory=default_max_memory())
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How one run goes, beside the project's configuration (defaults: what `opscan PATH` does)."""
+
+    trace: bool = True                     # False: source only (`--no-trace`, `opscan scan`)
+    untraced: str = "tracing skipped (--no-trace)"   # what the verdict says when `trace` is False
+    baseline: Path | None = None           # report only findings not recorded in this file
+    scan: ScanOptions | None = None        # `opscan scan PATH...`: files, jobs, cache
+    trust_remote_code: bool = False        # a model folder found at PATH may run its own code
+    mode: str | None = None                # trace mode of a model found at PATH (default train)
+    # The child process each model's code runs in (docs/reliability.md); None: in this process.
+    limits: Limits | None = field(default_factory=_default_limits)
 
 
 def _backend_label(spec: str) -> str:
@@ -58,37 +92,37 @@ def _relative_root(root: Path) -> str:
     return Path(rel).as_posix() if not rel.startswith("..") else root.as_posix()
 
 
-def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path | None = None,
+def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
             phases: Phases | None = None, progress: Progress | None = None,
-            on_error: Callable[[OpscanError], None] | None = None,
-            scan_options: ScanOptions | None = None, untraced: str = "tracing skipped (--no-trace)",
-            trust_remote_code: bool = False, mode: str | None = None) -> Report:
-    """Run every phase for `target` (a folder or file) under `config` and return the Report.
+            on_error: Callable[[OpscanError], None] | None = None) -> Report:
+    """Run every phase for `target` (a folder or file) under `config` and `options`; the Report.
 
-    A model that cannot be built (TargetError) raises, unless `on_error` is given: then it is
-    passed there, noted in the report, and the other models are still traced. `scan_options`
-    narrows the scan (`opscan scan PATH...`: files, jobs, cache); `untraced` is what the verdict
-    says when `trace` is False. The verdict is judged here, once (opscan/verdict.py). A folder
-    with nothing to check (no source file, no model) is a UsageError.
+    A model that cannot be built (TargetError) or whose process failed (ModelProcessError) raises,
+    unless `on_error` is given: then it is passed there, noted in the report, and the other models
+    are still traced. What the traces show is judged once, in opscan/assess.py. A folder with
+    nothing to check (no source file, no model) is a UsageError.
     """
-    phases = phases or Phases()
+    options = options or RunOptions()
+    phases = phases or Phases.default()
     say = progress or (lambda event, detail: None)
     target = Path(target).resolve()
     root = target if target.is_dir() else target.parent
     notes: list[str] = []
+    baseline = options.baseline
     entries = baselines.load(baseline) if baseline is not None else None   # fail before tracing
     discovery = None
+    scan_options = options.scan
     narrowed = scan_options is not None and scan_options.paths   # files given (pre-commit): no discovery
     if not config.models and not narrowed:   # nothing configured: PATH may be the model itself (opscan/discover.py)
-        discovery, config = _discover(target, config, trust_remote_code, mode, search=trace)
+        discovery, config = _discover(target, config, options.trust_remote_code, options.mode,
+                                      search=options.trace)
 
     # The database is only needed to judge traced ops; a source-only run skips loading it.
-    database = None
-    if trace and config.models:
+    release = None
+    if options.trace and config.models:
         say("phase", "loading the coverage database")
-        database = phases.database(config)
-        if database is not None:
-            notes.extend(database.notes)
+        release = phases.database(config)
+        notes.extend(database_notes(release, config))
 
     say("phase", "scanning source")
     no_source = discovery is not None and discovery.traced and target.is_file()
@@ -100,13 +134,13 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
     findings = scanned.findings
 
     traces: list[ModelTrace] = []
-    not_traced = "" if trace else untraced   # why the ops were not checked (for the verdict)
-    if trace and config.models:
-        profile = database.profile if database is not None else None
+    not_traced = "" if options.trace else options.untraced   # why the ops were not checked (for the verdict)
+    if options.trace and config.models:
+        profile = release.profile() if release is not None else None
         for index, model in enumerate(config.models, 1):
             say("trace", f"tracing {model.target} ({model.mode}) [{index}/{len(config.models)}]")
             try:
-                traces.append(phases.trace(model, root, profile))
+                traces.append(phases.trace(model, root, profile, options.limits))
             except ModelProcessError as exc:   # hung, crashed or out of memory: exit 2, keep the rest
                 if on_error is None:
                     raise
@@ -125,8 +159,8 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
                 traces.append(ModelTrace(model.target, model.mode, "neuron", complete=False,
                                          stopped_at=f"the model could not be built: {exc}"))
             say("traced", model.target)
-    elif not trace and config.models:
-        notes.append(f"{untraced}: the verdict covers the source only")
+    elif not options.trace and config.models:
+        notes.append(f"{options.untraced}: the verdict covers the source only")
     if not config.models and not not_traced:
         not_traced = _no_model(discovery) or NO_MODEL
     if not scanned.files_scanned and not traces and not config.models and target.is_dir() and not narrowed:
@@ -135,23 +169,9 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
                          "folder with config.json, a .pt2 file)"
                          + (f"; {_no_model(discovery)}" if _no_model(discovery) else ""), path=str(target))
 
-    say("phase", "checking op coverage")
-    coverage: list[Coverage] = []
-    if database is not None and traces:
-        warning = database.pairing()
-        if warning:
-            notes.append(warning)
-    if database is not None:
-        ops = sorted({usage.op for t in traces for usage in t.ops})
-        coverage = [database.lookup(op) for op in ops]
-    elif traces:
-        notes.append("no coverage database: every traced op is reported as unknown")
-        ops = sorted({usage.op for t in traces for usage in t.ops})
-        coverage = [Coverage(op, "unknown", (), "low", "no coverage database loaded") for op in ops]
-
     status = None
     if entries is not None:
-        if scan_options is not None and scan_options.paths:   # entries of files not scanned are not stale
+        if narrowed:   # entries of files not scanned are not stale
             entries = tuple(e for e in entries if _within(root / e.path, scan_options.paths))
         applied = baselines.apply(findings, entries)
         findings = applied.new
@@ -159,18 +179,14 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
             path=_relative_root(Path(baseline).resolve()), known=applied.known,
             stale=tuple(f"{e.path}:{e.line}: {e.rule} {e.message}" for e in applied.stale))
 
-    say("phase", "planning port tasks")
-    tasks = build_tasks(findings, tuple(traces), tuple(coverage), config.cost,
-                        kernel_sources(root, findings), usage(root, findings))
+    say("phase", "checking op coverage and planning port tasks")
     fired = {f.rule for f in findings}
-    report = Report(
+    draft = Report(
         root=_relative_root(root),
         tool_version=__version__,
         findings=tuple(sorted(findings, key=Finding.sort_key)),
         traces=tuple(traces),
-        coverage=tuple(sorted(coverage, key=lambda c: c.op)),
-        tasks=tasks,
-        backend=database.backend if database is not None else _backend_label(config.backend),
+        backend=_backend_label(config.backend),
         files_scanned=scanned.files_scanned,
         notes=tuple(notes),
         baseline=status,
@@ -179,10 +195,9 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
         project_sources=tuple(sorted({s.path for t in traces for u in t.ops for s in u.sources
                                       if (root / s.path).is_file()})) if traces else None,
         discovery=discovery,
-        caveats=tuple(database.caveats(tuple(traces))) if database is not None and traces else (),
     )
-    return replace(report, verdict=judge(report, ops_not_checked=not_traced,
-                                         source_not_checked=None if no_source else ""))
+    return assess(draft, release, project_root=root, cost=config.cost, ops_not_checked=not_traced,
+                  source_not_checked=None if no_source else "")
 
 
 def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str | None = None,
@@ -233,4 +248,4 @@ def with_models(config: Config, targets: list[str] | None, mode: str | None) -> 
     return replace(config, models=models)
 
 
-__all__ = ["Database", "OpscanError", "Phases", "ScanOutcome", "analyse", "with_models"]
+__all__ = ["OpscanError", "Phases", "RunOptions", "ScanOutcome", "analyse", "with_models"]

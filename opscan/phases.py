@@ -7,14 +7,15 @@ source, and says that tracing was skipped.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Any
 
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, TraceError
-from opscan.model import Coverage, DeviceProfile, Finding, ModelTrace, RuleInfo
+from opscan.isolation import Limits
+from opscan.model import DeviceProfile, Finding, ModelTrace, RuleInfo
 
 
 @dataclass(frozen=True)
@@ -36,18 +37,6 @@ class ScanOptions:
     cache: bool = True                   # read and write the scan cache (OPSCAN_NO_CACHE also turns it off)
     cache_dir: str | None = None         # None = $OPSCAN_CACHE_DIR, else ~/.cache/opscan
     check_fixes: bool = True             # check suggested replacements against the installed torch
-
-
-@dataclass(frozen=True)
-class Database:
-    """What the coverage phase needs from the database: the release, a lookup, a device profile."""
-
-    backend: str
-    lookup: Callable[[str], Coverage]
-    profile: DeviceProfile | None = None
-    notes: tuple[str, ...] = ()
-    pairing: Callable[[], str | None] = lambda: None   # torch-version warning, asked after tracing
-    caveats: Callable[[tuple[ModelTrace, ...]], tuple] = lambda traces: ()   # opscan/db/caveats.py
 
 
 def rule_info(rule) -> RuleInfo:
@@ -124,47 +113,46 @@ def unused_suppressions(root: Path, result, rules, known: set[str]) -> list[Find
     return unused_suppression_findings(result, rules, known, read_lines)
 
 
-def database(config: Config) -> Database | None:
-    """The chosen release of the coverage database (`config.db` replaces the shipped folder)."""
+def database(config: Config):
+    """The chosen release of the coverage database (an opscan.db Release; `config.db` replaces the
+    shipped folder). None only from a replaced phase: then every traced op is unknown."""
     from opscan.db import load_release
 
-    release = load_release(config.backend or None, config.db)
+    return load_release(config.backend or None, config.db)
 
-    def pairing() -> str | None:
-        from opscan.db.registry import torch_version
 
-        version = torch_version()
-        return release.pairing_warning(version) if version else None
-
-    notes = ()
+def database_notes(release, config: Config) -> tuple[str, ...]:
+    """The run note about a release file the user chose (`config.db`) that loaded with warnings."""
     # One line here; the list itself belongs to the db commands. The shipped files' warnings
     # (names the installed torch lacks) are expected and documented in coverage_db/README.md.
-    if release.warnings and config.db is not None:
-        notes = (f"coverage database {release.spec}: {len(release.warnings)} warning(s) (`opscan db validate`), e.g. "
-                 f"{release.warnings[0]}",)
-    def caveats(traces: tuple[ModelTrace, ...]) -> tuple:
-        from opscan.db.caveats import op_caveats
-
-        return op_caveats(release, traces)
-
-    return Database(backend=release.spec, lookup=release.lookup, profile=release.profile(),
-                    notes=notes, pairing=pairing, caveats=caveats)
+    if release is None or not release.warnings or config.db is None:
+        return ()
+    return (f"coverage database {release.spec}: {len(release.warnings)} warning(s) (`opscan db validate`), "
+            f"e.g. {release.warnings[0]}",)
 
 
-def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None) -> ModelTrace:
-    """Trace one configured model on the imitated `neuron` device."""
+def tracer_options(model: ModelConfig, root: Path, profile: DeviceProfile | None, **extra: Any) -> dict[str, Any]:
+    """The keyword options of `opscan.targets.loader.trace_target` for one configured model: the one
+    translation of a ModelConfig (`opscan PATH` and `opscan trace` both use it). `extra`: options
+    that are not part of a model's configuration (device, fsdp)."""
+    options: dict[str, Any] = dict(
+        target=model.target, mode=model.mode, device="neuron", profile=profile, optimizer=model.optimizer,
+        optimizer_impl=model.optimizer_impl or None, amp=model.amp or None, inputs=tuple(model.inputs),
+        batch=model.batch, seq_len=model.seq_len, project_root=str(root))
+    if model.trust_remote_code:
+        options["trust_remote_code"] = True
+    return {**options, **extra}
+
+
+def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None, limits: Limits | None) -> ModelTrace:
+    """Trace one configured model on the imitated `neuron` device, in a child process under
+    `limits` (docs/reliability.md); `limits` None traces in this process (`--in-process`)."""
     try:
         from opscan.trace import INSTALL_HINT  # noqa: F401 - torch is installed (the trace runs in a child)
     except TraceError:
         raise
     except ImportError as exc:  # torch missing or broken
         raise MissingDependencyError(f"tracing needs PyTorch, which is not installed ({exc})", "torch") from exc
-    from opscan.sandbox import current_limits, trace_isolated
+    from opscan.outcome import trace_isolated
 
-    limits, in_process = current_limits()   # the model's code runs in a child (docs/reliability.md)
-    return trace_isolated(dict(
-        target=model.target, mode=model.mode, device="neuron", profile=profile, optimizer=model.optimizer,
-        optimizer_impl=model.optimizer_impl or None, amp=model.amp or None, inputs=model.inputs,
-        batch=model.batch, seq_len=model.seq_len, project_root=str(root),
-        **({"trust_remote_code": True} if model.trust_remote_code else {}),
-    ), limits, in_process)
+    return trace_isolated(tracer_options(model, root, profile), limits)

@@ -45,7 +45,8 @@ def test_model_imports_nothing_of_opscan():
     ("zoo/render", ("opscan.plan", "opscan.verdict", "opscan.gate", "opscan.scan", "opscan.db")),
     # targets/ build models for the engine below them; the zoo's orchestration and the commands are above.
     ("targets", ("opscan.zoo", "opscan.scan", "opscan.db", "opscan.plan", "opscan.reporters", "opscan.app",
-                 "opscan.cli", "opscan.commands", "opscan.phases", "opscan.discover", "opscan.sandbox")),
+                 "opscan.cli", "opscan.commands", "opscan.phases", "opscan.discover", "opscan.isolation",
+                 "opscan.outcome")),
 ])
 def test_stages_do_not_import_each_other(stage, forbidden):
     for path in _stage_files(stage):
@@ -150,16 +151,16 @@ def test_targets_package_and_folders_import_nothing_heavy():
 
 
 def test_the_parent_of_a_trace_does_not_import_torch_or_the_targets_loader():
-    """`opscan PATH` traces in a child (opscan/sandbox.py): the parent checks that torch is there
+    """`opscan PATH` traces in a child (opscan/isolation.py): the parent checks that torch is there
     without importing it, and builds nothing (opscan/targets/loader.py is the child's)."""
     code = """
 import json, sys
 from pathlib import Path
-import opscan.sandbox
+import opscan.outcome
 from opscan import phases
 from opscan.config import ModelConfig
-opscan.sandbox.trace_isolated = lambda options, limits, in_process=False: options["target"]
-print(json.dumps([phases.trace(ModelConfig(target="m.py:build"), Path("."), None),
+opscan.outcome.trace_isolated = lambda options, limits: options["target"]
+print(json.dumps([phases.trace(ModelConfig(target="m.py:build"), Path("."), None, None),
                   "torch" in sys.modules, "opscan.targets.loader" in sys.modules]))
 """
     import json
@@ -168,3 +169,15 @@ print(json.dumps([phases.trace(ModelConfig(target="m.py:build"), Path("."), None
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert json.loads(out.stdout) == ["m.py:build", False, False]
+
+
+def test_one_module_assesses_and_one_isolates():
+    """Coverage, caveats, tasks and the verdict are computed in opscan/assess.py only (for `opscan
+    PATH`, `opscan trace` and every zoo row); opscan/isolation.py only runs a child process."""
+    calls = re.compile(r"(?<![\w.])(?:judge|build_tasks|op_caveats|annotate)\(")
+    callers = sorted(path.relative_to(PKG).as_posix() for path in PKG.rglob("*.py")
+                     if path.name not in ("verdict.py",) and path.parent.name not in ("plan",)
+                     and any(not line.lstrip().startswith(("def ", "#", "`")) and calls.search(line)
+                             for line in path.read_text(encoding="utf-8").splitlines()))
+    assert callers == ["assess.py", "db/caveats.py"]   # db/caveats.py: op_caveats for loose usages
+    assert _opscan_imports(PKG / "isolation.py") <= {"opscan", "opscan.errors"}

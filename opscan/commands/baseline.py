@@ -25,13 +25,13 @@ def run(args: argparse.Namespace) -> int:
     """Scan args.path (source only: baselines hold findings) and write the baseline atomically."""
     from opscan import __version__
     from opscan import baseline as baselines
-    from opscan.app import Phases, analyse
+    from opscan.app import Phases, RunOptions, analyse
     from opscan.commands.check import load_effective_config
 
     args.backend = args.db = args.fail_on = args.model = args.mode = None
     config = load_effective_config(args)
     output = Path(args.output) if args.output else (config.baseline or config.root / "opscan-baseline.json")
-    report = analyse(Path(args.path), config, trace=False, phases=Phases(database=lambda _config: None))
+    report = analyse(Path(args.path), config, RunOptions(trace=False), phases=Phases.default(database=lambda _config: None))
     count = baselines.write(output, report.findings, __version__)
     print(f"opscan: wrote {count} finding(s) to {output}", file=sys.stderr)
     return 0

@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="let a model folder whose config.json has auto_map run its own code "
                              "(in the trace's child process); refused without it")
-    from opscan.sandbox import add_limit_arguments
+    from opscan.commands.flags import add_limit_arguments
 
     add_limit_arguments(parser)   # --timeout, --max-memory, --in-process for the traces
     parser.add_argument("--select", action="append", default=None, metavar="CODES",
@@ -153,19 +153,17 @@ def gate(report, fail_on: tuple[str, ...], exit_zero: bool) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run the whole analysis of args.path and print it."""
-    from opscan.app import analyse
-
-    from opscan.sandbox import limits_from, trace_limits
+    from opscan.app import RunOptions, analyse
+    from opscan.commands.flags import isolation_from
 
     config = load_effective_config(args)
-    baseline = Path(args.baseline) if args.baseline else config.baseline
-    limits = limits_from(args)   # each model's code runs in a child process (docs/reliability.md)
+    options = RunOptions(
+        trace=not args.no_trace, baseline=Path(args.baseline) if args.baseline else config.baseline,
+        trust_remote_code=getattr(args, "trust_remote_code", False), mode=getattr(args, "mode", None),
+        limits=isolation_from(args))   # each model's code runs in a child process (docs/reliability.md)
     errors = []
-    with _progress() as progress, trace_limits(limits, getattr(args, "in_process", False)):
-        report = analyse(Path(args.path), config, trace=not args.no_trace, baseline=baseline,
-                         progress=progress, on_error=errors.append,
-                         trust_remote_code=getattr(args, "trust_remote_code", False),
-                         mode=getattr(args, "mode", None))
+    with _progress() as progress:
+        report = analyse(Path(args.path), config, options, progress=progress, on_error=errors.append)
     render_report(report, args.format, args.output)
     code = gate(report, config.fail_on, args.exit_zero)
     for error in errors:   # a model that could not be built: the rest was reported, exit 2

@@ -1,8 +1,14 @@
-"""Flags several commands share, defined once so they mean the same everywhere (docs/check.md, "Flags")."""
+"""Flags several commands share, defined once so they mean the same everywhere (docs/check.md, "Flags"):
+the release (--backend, --db) and the limits of the child process that runs model code
+(--timeout, --max-memory, --in-process; the child itself is opscan/isolation.py)."""
 
 from __future__ import annotations
 
 import argparse
+import re
+
+from opscan.errors import UsageError
+from opscan.isolation import DEFAULT_TIMEOUT, Limits, default_max_memory
 
 BACKEND_HELP = ("coverage-database release to check against, e.g. torchneuron==2.33.0 or 2.33.0 "
                 "(default: [tool.opscan] backend, else the newest TorchNeuron release); its device "
@@ -27,3 +33,60 @@ def retire_flag(parser: argparse.ArgumentParser, old: str, hint: str) -> None:
             raise argparse.ArgumentError(self, f"was renamed: {hint}")
 
     parser.add_argument(old, nargs="?", action=_Retired, help=argparse.SUPPRESS)
+
+
+# --- limits of the child process that runs model code (opscan/isolation.py) ---------------------
+
+def add_limit_arguments(parser, *, default_timeout: float = DEFAULT_TIMEOUT, in_process: bool = True) -> None:
+    """--timeout / --max-memory (and --in-process) of every command that runs model code."""
+    parser.add_argument("--timeout", metavar="SECONDS", default=f"{default_timeout:g}",
+                        help=f"stop a trace that runs longer (default {default_timeout:g}; 0: no limit). "
+                        "Tracing runs the model's code in a child process")
+    parser.add_argument("--max-memory", metavar="SIZE", default=None,
+                        help="address-space limit of the trace's child process, e.g. 8G "
+                        "(default: 3/4 of physical memory, never above an existing ulimit; 0: no limit)")
+    if in_process:
+        parser.add_argument("--in-process", action="store_true",
+                            help="trace in this process, without the child process and its limits (debugging)")
+
+
+def limits_from(args, start_method: str = "spawn") -> Limits:
+    """Limits from parsed --timeout / --max-memory (UsageError for bad values)."""
+    timeout = parse_timeout(str(getattr(args, "timeout", DEFAULT_TIMEOUT)))
+    raw = getattr(args, "max_memory", None)
+    return Limits(timeout=timeout, max_memory=parse_size(raw) if raw is not None else default_max_memory(),
+                  start_method=start_method)
+
+
+def isolation_from(args) -> Limits | None:
+    """The limits a trace runs under, or None with --in-process (traced in this process, no child)."""
+    limits = limits_from(args)   # bad values are a usage error with --in-process too
+    return None if getattr(args, "in_process", False) else limits
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int | None:
+    """'8G', '512M', '1.5GiB', '1000000' (bytes), '0' or 'none' (no limit) -> bytes. Raises UsageError."""
+    if text.strip().lower() in ("0", "none", "unlimited"):
+        return None
+    match = _SIZE.match(text)
+    if not match:
+        raise UsageError(f"--max-memory: not a size: {text!r} (expected e.g. 8G, 512M, 0 for no limit)")
+    scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[match[2].lower()]
+    value = int(float(match[1]) * scale)
+    if value < 64 << 20:
+        raise UsageError(f"--max-memory {text}: too small to start Python and torch (at least 64M)")
+    return value
+
+
+def parse_timeout(text: str) -> float | None:
+    """'600', '2.5', '0' (no limit) -> seconds. Raises UsageError."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"--timeout: not a number of seconds: {text!r}") from None
+    if value < 0:
+        raise UsageError(f"--timeout: must be >= 0 seconds (0 means no limit), not {text}")
+    return None if value == 0 else value

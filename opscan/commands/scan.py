@@ -98,7 +98,7 @@ def _dedupe(folders: tuple[Path, ...]) -> tuple[Path, ...]:
 
 def build_report(args: argparse.Namespace):
     """The source-only Report for parsed arguments, and the effective config."""
-    from opscan.app import analyse
+    from opscan.app import RunOptions, analyse
     from opscan.errors import UsageError
     from opscan.phases import ScanOptions
     from opscan.verdict import SOURCE_ONLY
@@ -110,7 +110,7 @@ def build_report(args: argparse.Namespace):
     baseline = Path(args.baseline) if args.baseline else config.baseline
     options = ScanOptions(paths=paths, jobs=args.jobs, cache=not args.no_cache, cache_dir=args.cache_dir,
                           check_fixes=not args.no_fix_check)
-    report = analyse(root, config, trace=False, baseline=baseline, scan_options=options, untraced=SOURCE_ONLY)
+    report = analyse(root, config, RunOptions(trace=False, baseline=baseline, scan=options, untraced=SOURCE_ONLY))
     return report, config
 
 

@@ -8,11 +8,12 @@ from pathlib import Path
 
 from opscan import __version__
 from opscan.errors import UsageError
-from opscan.model import Coverage, DeviceProfile, ModelTrace, Report
+from opscan.model import Report
 
 HELP = "list every aten op a model dispatches (forward, loss, backward, optimizer), traced without weights"
 
 FORMATS = ("terminal", "json")
+TRACE_ONLY = "`opscan trace` lists ops only (`opscan PATH` also scans the source)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,8 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="let an hf: folder whose config.json has auto_map run its own code")
     parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format")
     parser.add_argument("--output", metavar="FILE", default=None, help="write the report here")
-    from opscan.commands.flags import add_backend_argument, add_db_argument
-    from opscan.sandbox import add_limit_arguments
+    from opscan.commands.flags import add_backend_argument, add_db_argument, add_limit_arguments
 
     add_backend_argument(parser)   # the same release and device profile as `opscan PATH` by default
     add_db_argument(parser)
@@ -68,20 +68,6 @@ def _world_size(text: str) -> int:
     return value
 
 
-def build_report(traces: tuple[ModelTrace, ...], root: str, coverage: tuple[Coverage, ...] = (),
-                 backend: str = "", notes: tuple[str, ...] = (), caveats: tuple = ()) -> Report:
-    """The Report a trace run renders; coverage (from the coverage db) is optional."""
-    from dataclasses import replace
-
-    from opscan.verdict import judge
-
-    report = Report(root=root, tool_version=__version__, traces=traces,
-                    coverage=tuple(sorted(coverage, key=lambda c: c.op)), backend=backend, notes=notes,
-                    caveats=tuple(caveats))
-    return replace(report, verdict=judge(report, source_not_checked="`opscan trace` lists ops only "
-                                                                    "(`opscan PATH` also scans the source)"))
-
-
 def configured_release(backend: str | None, db: str | None) -> tuple[str | None, str | None]:
     """(release spec, db path) from the flags, else from [tool.opscan] of the working directory.
 
@@ -100,12 +86,6 @@ def configured_release(backend: str | None, db: str | None) -> tuple[str | None,
     return backend, db
 
 
-def device_profile(args: argparse.Namespace) -> DeviceProfile | None:
-    """Hook: the device profile for the trace: the chosen release's, as in `opscan PATH`."""
-    release = _release(args)
-    return release.profile() if release is not None else None
-
-
 def _release(args: argparse.Namespace):
     """The coverage-db release --backend / --db / [tool.opscan] chose (default: the newest TorchNeuron one)."""
     from opscan.db import load_release
@@ -114,57 +94,27 @@ def _release(args: argparse.Namespace):
     return load_release(backend, Path(db) if db else None)
 
 
-def annotate(args: argparse.Namespace, traces: tuple[ModelTrace, ...]):
-    """Hook: (coverage, backend, notes) for the traced ops, checked against the chosen release."""
-    release = _release(args)
-    if release is None:
-        return (), "", ()
-    from opscan.db.annotate import annotate as check_ops
+def _models(args: argparse.Namespace) -> tuple[list, Path]:
+    """(the models to trace, as ModelConfig with the flags applied; the project root they live in)."""
+    from dataclasses import replace
 
-    coverage, notes = check_ops(release, {usage.op for trace in traces for usage in trace.ops})
-    return coverage, release.spec, notes
-
-
-def caveats(args: argparse.Namespace, traces: tuple[ModelTrace, ...]) -> tuple:
-    """Hook: the release caveats the traced ops hit (known dtype failures, 64-bit narrowing)."""
-    release = _release(args)
-    if release is None:
-        return ()
-    from opscan.db.caveats import op_caveats
-
-    return op_caveats(release, traces)
-
-
-def _requests(args: argparse.Namespace) -> list[dict]:
-    """One dict of trace_target options per model to trace."""
+    from opscan.config import ModelConfig
     from opscan.trace.spec import parse_input
 
-    inputs = tuple(parse_input(text) for text in args.input)
-    common = {"device": args.device}
-    if getattr(args, "fsdp", None) is not None:
-        common["fsdp"] = args.fsdp
+    for text in args.input:   # a bad --input is a usage error here, before any child starts
+        parse_input(text)
+    flags = dict(mode=args.mode, optimizer=args.optimizer, optimizer_impl=args.optimizer_impl, amp=args.amp,
+                 inputs=tuple(args.input), batch=args.batch, seq_len=args.seq_len)
+    flags = {key: value for key, value in flags.items() if value}   # a flag given replaces the configured value
     if getattr(args, "trust_remote_code", False):
-        common["trust_remote_code"] = True
+        flags["trust_remote_code"] = True
     if args.target:
-        return [dict(common, target=args.target, mode=args.mode or "train",
-                     optimizer=args.optimizer or "adamw", optimizer_impl=args.optimizer_impl,
-                     amp=args.amp, inputs=inputs, batch=args.batch, seq_len=args.seq_len,
-                     project_root=str(Path.cwd()))]
+        return [replace(ModelConfig(target=args.target), **flags)], Path.cwd()
     models, root = _configured_models()
     if not models:
         raise UsageError("no TARGET given and no [[tool.opscan.models]] in pyproject.toml; "
                          "e.g. opscan trace model.py:build")
-    out = []
-    for model in models:
-        out.append(dict(common, target=model.target, mode=args.mode or model.mode,
-                        optimizer=args.optimizer or model.optimizer,
-                        optimizer_impl=args.optimizer_impl or model.optimizer_impl or None,
-                        amp=args.amp or model.amp or None,
-                        inputs=inputs or tuple(parse_input(t) for t in model.inputs),
-                        batch=args.batch or model.batch, seq_len=args.seq_len or model.seq_len,
-                        project_root=str(root),
-                        **({"trust_remote_code": True} if model.trust_remote_code else {})))
-    return out
+    return [replace(model, **flags) for model in models], root
 
 
 def _configured_models():
@@ -177,17 +127,21 @@ def _configured_models():
 
 
 def run(args: argparse.Namespace) -> int:
-    """Trace, render, and exit 0 (complete) or 1 (a trace stopped early; its partial list is shown)."""
-    from opscan.sandbox import limits_from, trace_isolated
+    """Trace, assess (opscan/assess.py, as `opscan PATH` does), render, and exit 0 (complete) or 1
+    (a trace stopped early; its partial list is shown)."""
+    from opscan.assess import assess
+    from opscan.commands.flags import isolation_from
+    from opscan.outcome import trace_isolated
+    from opscan.phases import tracer_options
 
-    limits = limits_from(args)
-    requests = _requests(args)
-    profile = device_profile(args)
-    traces = tuple(trace_isolated(dict(request, profile=profile), limits, getattr(args, "in_process", False))
-                   for request in requests)
-    coverage, backend, notes = annotate(args, traces)
-    report = build_report(traces, root=str(Path.cwd()), coverage=coverage, backend=backend,
-                          notes=tuple(notes), caveats=caveats(args, traces))
+    limits = isolation_from(args)
+    models, root = _models(args)
+    release = _release(args)   # loaded once: the device profile of the trace, then coverage and caveats
+    profile = release.profile()
+    extra = {"device": args.device, **({"fsdp": args.fsdp} if getattr(args, "fsdp", None) is not None else {})}
+    traces = tuple(trace_isolated(tracer_options(model, root, profile, **extra), limits) for model in models)
+    report = assess(Report(root=str(Path.cwd()), tool_version=__version__, traces=traces), release,
+                    source_not_checked=TRACE_ONLY)
     _write(report, args.format, args.output)
     return 0 if all(t.complete for t in traces) else 1
 

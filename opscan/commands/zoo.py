@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "`diff OLD.json NEW.json` compares two runs")
     parser.add_argument("--mode", choices=("train", "inference", "both"), default="train")
     from opscan.commands.flags import add_backend_argument, add_db_argument, retire_flag
-    from opscan.sandbox import add_limit_arguments
+    from opscan.commands.flags import add_limit_arguments
     from opscan.zoo.runner import ZOO_TIMEOUT
 
     add_backend_argument(parser)
@@ -111,8 +111,8 @@ def run(args) -> int:
         return _diff(args)
     from opscan.zoo.cache import Cache
     from opscan.zoo.cluster import address_from_env
-    from opscan.zoo.coverage import load_coverage
-    from opscan.sandbox import limits_from
+    from opscan.commands.flags import limits_from
+    from opscan.db import load_release
     from opscan.zoo.jobs import DEFAULT_TRACER
     from opscan.zoo.runner import run_zoo
     from opscan.zoo.selection import resolve
@@ -121,16 +121,15 @@ def run(args) -> int:
         raise UsageError("--workers and --layers must be >= 1")
     limits = limits_from(args, start_method=args.start_method)
     cache = Cache(args.cache_dir, enabled=not args.no_cache)
-    coverage = load_coverage(*_release_choice(args))
+    spec, db = _release_choice(args)
+    release = load_release(spec, Path(db) if db else None)
     targets = resolve(args.selection, cache.root / "configs", args.layers, args.dtype)
     options = {"mode": args.mode, "device": args.device}
     if args.batch:
         options["batch"] = args.batch
     if args.seq_len:
         options["seq_len"] = args.seq_len
-    release = getattr(coverage, "release", None)
-    if release is not None:   # trace with the release's device profile, as `opscan PATH` does
-        options["profile"] = release.profile()
+    options["profile"] = release.profile()   # the release's device profile, as `opscan PATH` uses
 
     def progress(done: int, total: int, row) -> None:
         if not args.quiet:
@@ -138,7 +137,7 @@ def run(args) -> int:
             print(f"[{done}/{total}] {row.name}: {row.verdict}{' (cached)' if row.cached else ''}{extra}",
                   file=sys.stderr, flush=True)
 
-    result = run_zoo(targets, coverage, options=options, tracer=args.tracer or DEFAULT_TRACER,
+    result = run_zoo(targets, release, options=options, tracer=args.tracer or DEFAULT_TRACER,
                      workers=args.workers, limits=limits,
                      cache=cache, cluster=args.cluster or address_from_env(), progress=progress)
     result.meta["selection"] = list(args.selection)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from opscan.model import Coverage, DeviceProfile, Evidence, OpName
@@ -71,7 +73,11 @@ class Package:
 
 @dataclass(frozen=True)
 class Release:
-    """A backend release as the database knows it. Build with `opscan.db.load_release`."""
+    """A backend release as the database knows it. Build with `opscan.db.load_release`.
+
+    The one coverage protocol: everything that judges traced ops (opscan/assess.py, the zoo's
+    rows and op ranking) asks a Release: `lookup(op)`, `status(op)`, `spec`, `key`, `profile()`.
+    """
 
     path: Path
     backend: str                      # backend line id, e.g. "torchneuron", "torch-neuronx-xla"
@@ -100,6 +106,15 @@ class Release:
         """The name users type: `torchneuron==2.33.0`."""
         return f"{self.backend}=={self.release}"
 
+    @cached_property
+    def key(self) -> str:
+        """A key that changes with the release's content (the zoo's row cache is keyed by it)."""
+        try:
+            content = self.path.read_bytes()
+        except OSError:
+            content = repr(sorted((k, e.status) for k, e in self.entries.items())).encode()
+        return hashlib.sha256(self.spec.encode() + b"\0" + content).hexdigest()[:16]
+
     def evidence(self, ids: tuple[str, ...]) -> tuple[Evidence, ...]:
         """The Evidence records for source ids (ids were checked at load time)."""
         return tuple(self.sources[i] for i in ids)
@@ -118,6 +133,10 @@ class Release:
         from opscan.db.lookup import lookup
 
         return lookup(self, op)
+
+    def status(self, op: str) -> str:
+        """The status of `lookup(op)` (answers are cached per op)."""
+        return self.lookup(op).status
 
     def profile(self) -> DeviceProfile:
         """The device profile for the trace: the ops this backend registers itself, its SDPA choice.

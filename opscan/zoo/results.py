@@ -1,24 +1,28 @@
-"""Rows and the op x model matrix: a traced model judged against one coverage release."""
+"""Rows and the op x model matrix: a traced model judged against one coverage release (opscan/assess.py)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from opscan.model import PHASES, VERDICT_KINDS, Coverage, ModelTrace, Report
+from opscan.model import PHASES, VERDICT_KINDS, ModelTrace, Report
+from opscan.outcome import Outcome
 from opscan.targets.hf import upstream
-from opscan.zoo.jobs import Outcome
 from opscan.zoo.selection import ZooTarget
 
 RUNS = ("native", "limited", "composite")           # statuses that run on the device
-# A model's verdict is the analysis verdict (opscan/verdict.py) of its trace, judged without a
-# source scan (a zoo model has no project source); "failed" is the zoo's own row state: nothing
-# to judge. An incomplete trace is "unknown" (not proven) unless what it saw already blocks.
+# A model's verdict is the analysis verdict of its trace (opscan/assess.py, as `opscan PATH` and
+# `opscan trace` judge it), without a source scan (a zoo model has no project source); "failed" is
+# the zoo's own row state: nothing to judge. An incomplete trace is "unknown" (not proven) unless
+# what it saw already blocks.
 VERDICTS: dict[str, str] = {
     **{kind: VERDICT_KINDS[kind] for kind in ("ready", "likely", "fallback", "unknown", "blocked")},
     "failed": "the model could not be built or traced (see error)",
 }
 VERDICT_ORDER = tuple(VERDICTS)
 INFERENCE_ONLY = "I"
+# Part of the row cache key: rows of an older format are judged again from their cached trace
+# (2: rows carry the release caveats of the trace).
+ROW_FORMAT = "2"
 
 # NOTE [stop classes]
 # Every row that is not `ok` carries the class of its stop (`Row.stop`), judged from structured
@@ -59,6 +63,7 @@ class Row:
     seconds: float = 0.0
     cached: bool = False
     stop: str = ""                             # STOPS: why a row is not ok ("" when it is)
+    caveats: tuple[str, ...] = ()              # "KIND: op, op" of each release caveat (opscan/db/caveats.py)
 
     @property
     def native(self) -> int:
@@ -76,25 +81,6 @@ class OpStat:
     blocks: int               # models it keeps from being ready (it does not run natively there)
 
 
-class StaticCoverage:
-    """A coverage source from a plain dict (tests, and anything that is not a db release)."""
-
-    def __init__(self, name: str, statuses: dict[str, str], default: str = "unknown",
-                 evidence: tuple = ()) -> None:
-        self.name = name
-        self._evidence = evidence
-        self.key = name
-        self._statuses = statuses
-        self._default = default
-
-    def status(self, op: str) -> str:
-        return self._statuses.get(op, self._default)
-
-    def lookup(self, op: str) -> Coverage:
-        """The op's Coverage; `evidence` (a model.Evidence tuple) backs every entry, e.g. probed."""
-        return Coverage(op, self.status(op), self._evidence)
-
-
 def _letters(phases: tuple[str, ...]) -> str:
     return "".join(p[0].upper() for p in PHASES if p in phases) or "-"
 
@@ -105,8 +91,8 @@ def _cell(usage, trace: ModelTrace) -> str:
     return _letters(usage.phases) if train else INFERENCE_ONLY
 
 
-def build_row(target: ZooTarget, outcome: Outcome | None, coverage, cached: bool = False) -> Row:
-    """Judge one outcome against `coverage` (an object with `.status(op) -> str`)."""
+def build_row(target: ZooTarget, outcome: Outcome | None, release, cached: bool = False) -> Row:
+    """Judge one outcome against `release` (an opscan.db Release) with the one assessment."""
     base = {"name": target.name, "target": target.target, "family": target.family, "note": target.note}
     if outcome is None:  # could not even be prepared
         stop, error = classify(target, None, "build-error", target.error)
@@ -120,23 +106,25 @@ def build_row(target: ZooTarget, outcome: Outcome | None, coverage, cached: bool
     base["note"] = "; ".join(n for n in (target.note, *(f"fake kernel supplied by opscan for {op}"
                                                         for op in trace.supplied_fakes),
                                          f"traced with {trace.retried}" if trace.retried else "") if n)
+    report = assess_trace(trace, release)
+    statuses = {c.op: c.status for c in report.coverage}
     counts: dict[str, int] = {}
     blockers, cells = [], {}
     for usage in trace.ops:
-        status = coverage.status(usage.op)
+        status = statuses.get(usage.op, "unknown")
         counts[status] = counts.get(status, 0) + 1
         if status not in RUNS:
             blockers.append(usage.op)
         cells[usage.op] = _cell(usage, trace)
-    verdict = judge_trace(trace, coverage).kind
     merged: dict[str, int] = {}   # one entry per op and value, over all source lines
     for s in trace.stand_ins:
         merged[f"{s.op} {s.kind}={s.value}"] = merged.get(f"{s.op} {s.kind}={s.value}", 0) + s.count
     stand_ins = tuple(f"{key} x{count}" for key, count in sorted(merged.items()))
-    return Row(**base, status=outcome.status, verdict=verdict, error=error, stop=stop,
+    return Row(**base, status=outcome.status, verdict=report.verdict.kind, error=error, stop=stop,
                ops=len(trace.ops), counts=dict(sorted(counts.items())), blockers=tuple(sorted(blockers)),
                custom_ops=tuple(sorted(u.op for u in trace.ops if u.custom)), stand_ins=stand_ins,
-               op_cells=dict(sorted(cells.items())), seconds=outcome.seconds, cached=cached)
+               op_cells=dict(sorted(cells.items())), seconds=outcome.seconds, cached=cached,
+               caveats=tuple(f"{c.kind}: {', '.join(c.ops)}" for c in report.caveats))
 
 
 def classify(target: ZooTarget, outcome: Outcome | None, status: str, error: str) -> tuple[str, str]:
@@ -156,21 +144,15 @@ def classify(target: ZooTarget, outcome: Outcome | None, status: str, error: str
     return "opscan", error
 
 
-def judge_trace(trace: ModelTrace, coverage):
-    """The analysis verdict of one traced model against `coverage` (with `.lookup(op) -> Coverage`,
-    or only `.status(op)`: then no evidence is known and nothing supported is proven)."""
-    from opscan.plan import build_tasks
-    from opscan.verdict import judge
+def assess_trace(trace: ModelTrace, release) -> Report:
+    """The one assessment (opscan/assess.py) of one traced model against `release`: its coverage,
+    caveats, tasks and verdict, as `opscan trace` gives them for the same model."""
+    from opscan.assess import assess
 
-    lookup = getattr(coverage, "lookup", None)
-    ops = sorted({u.op for u in trace.ops})
-    entries = tuple(lookup(op) if lookup else Coverage(op, coverage.status(op)) for op in ops)
-    report = Report(root="", tool_version="", traces=(trace,), coverage=entries,
-                    tasks=build_tasks((), (trace,), entries), backend=getattr(coverage, "name", ""))
-    return judge(report, source_not_checked=None)
+    return assess(Report(root="", tool_version="", traces=(trace,)), release, source_not_checked=None)
 
 
-def op_stats(rows: list[Row], coverage) -> list[OpStat]:
+def op_stats(rows: list[Row], release) -> list[OpStat]:
     """Every op met, ranked: ops that keep the most models from being ready first, then by use."""
     users: dict[str, list[str]] = {}
     steps: dict[str, int] = {}
@@ -180,7 +162,7 @@ def op_stats(rows: list[Row], coverage) -> list[OpStat]:
             steps[op] = steps.get(op, 0) + (cell != INFERENCE_ONLY)
     stats = []
     for op, models in users.items():
-        status = coverage.status(op)
+        status = release.status(op)
         step_count = steps[op]
         blocks = 0 if status in RUNS else len(models)
         stats.append(OpStat(op, status, tuple(sorted(models)), step_count, blocks))
@@ -198,6 +180,6 @@ def row_to_dict(row: Row) -> dict:
 
 def row_from_dict(data: dict) -> Row:
     fields = {k: v for k, v in data.items() if k in Row.__dataclass_fields__}
-    for key in ("blockers", "custom_ops", "stand_ins"):
+    for key in ("blockers", "custom_ops", "stand_ins", "caveats"):
         fields[key] = tuple(fields.get(key, ()))
     return Row(**fields)

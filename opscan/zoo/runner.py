@@ -11,18 +11,11 @@ from dataclasses import dataclass, field
 from importlib import metadata
 
 from opscan import __version__
+from opscan.isolation import Limits, default_max_memory
 from opscan.model import DeviceProfile
 from opscan.zoo.cache import UNCACHED, Cache
-from opscan.sandbox import Limits, default_max_memory
 from opscan.zoo.jobs import DEFAULT_TRACER, Job, Outcome, trace_job, tracer_spec
-from opscan.zoo.results import (
-    OpStat,
-    Row,
-    build_row,
-    op_stats,
-    row_from_dict,
-    row_to_dict,
-)
+from opscan.zoo.results import ROW_FORMAT, OpStat, Row, build_row, op_stats, row_from_dict, row_to_dict
 from opscan.zoo.schedule import longest_first
 from opscan.zoo.selection import ZooTarget
 
@@ -82,13 +75,12 @@ def _local(jobs: list[Job], tracer: str, workers: int, limits: Limits) -> Iterat
             yield future.result()
 
 
-def run_zoo(targets: list[ZooTarget], coverage, *, options: dict | None = None,
+def run_zoo(targets: list[ZooTarget], release, *, options: dict | None = None,
             tracer: str | Callable = DEFAULT_TRACER, workers: int = 2, limits: Limits | None = None,
             cache: Cache | None = None, cluster: str | None = None,
             progress: Callable[[int, int, Row], None] | None = None) -> ZooRun:
-    """Trace every target in isolation (or take it from the cache) and judge it against `coverage`.
-
-    `coverage` has `.name`, `.key` (changes when the release's content changes) and `.status(op)`.
+    """Trace every target in isolation (or take it from the cache) and judge it against `release`
+    (an opscan.db Release; its `key` changes with its content, so an edited release re-judges rows).
     `cluster` is a Dask scheduler address (or "local" for a LocalCluster); None runs locally.
     """
     options = dict(options or {})
@@ -101,6 +93,7 @@ def run_zoo(targets: list[ZooTarget], coverage, *, options: dict | None = None,
     pending: dict[str, tuple[ZooTarget, str]] = {}
     jobs: list[Job] = []
     stats = {"traced": 0, "trace_cache": 0, "row_cache": 0}
+    row_key = f"{release.key}-{ROW_FORMAT}"   # rows are judged again when the release or the row changes
     total = len(targets)
 
     def done(row: Row) -> None:
@@ -110,11 +103,11 @@ def run_zoo(targets: list[ZooTarget], coverage, *, options: dict | None = None,
 
     for target in targets:
         if target.error:
-            done(build_row(target, None, coverage))
+            done(build_row(target, None, release))
             continue
         target_options = job_options(target, options, spec)
         key = trace_key(target, target_options, spec, tools)
-        cached_row = cache.get_row(key, coverage.key)
+        cached_row = cache.get_row(key, row_key)
         if cached_row is not None:
             stats["row_cache"] += 1
             done(row_from_dict({**cached_row, "cached": True}))
@@ -122,8 +115,8 @@ def run_zoo(targets: list[ZooTarget], coverage, *, options: dict | None = None,
         outcome = cache.get_outcome(key)
         if outcome is not None:
             stats["trace_cache"] += 1
-            row = build_row(target, outcome, coverage, cached=True)
-            cache.put_row(key, coverage.key, row_to_dict(row))
+            row = build_row(target, outcome, release, cached=True)
+            cache.put_row(key, row_key, row_to_dict(row))
             done(row)
             continue
         pending[target.name] = (target, key)
@@ -142,14 +135,14 @@ def run_zoo(targets: list[ZooTarget], coverage, *, options: dict | None = None,
             target, key = pending[outcome.name]
             stats["traced"] += 1
             cache.put_outcome(key, outcome)
-            row = build_row(target, outcome, coverage)
+            row = build_row(target, outcome, release)
             if outcome.status not in UNCACHED:
-                cache.put_row(key, coverage.key, row_to_dict(row))
+                cache.put_row(key, row_key, row_to_dict(row))
             done(row)
 
     ordered = tuple(rows[t.name] for t in sorted(targets, key=lambda t: t.name) if t.name in rows)
     shown = {k: (v.name if isinstance(v, DeviceProfile) else v) for k, v in options.items()}   # JSON-able
-    meta = {"backend": coverage.name, "tools": tools, "options": shown, "workers": workers,
+    meta = {"backend": release.spec, "tools": tools, "options": shown, "workers": workers,
             "engine": engine, "timeout": limits.timeout, "max_memory": limits.max_memory,
             "wall_seconds": round(time.perf_counter() - start, 1), **stats}
-    return ZooRun(ordered, tuple(op_stats(list(ordered), coverage)), meta)
+    return ZooRun(ordered, tuple(op_stats(list(ordered), release)), meta)

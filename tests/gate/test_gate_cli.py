@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from opscan import phases
-from opscan.model import Coverage, ModelTrace, OpSource, OpUsage
+from opscan.model import ModelTrace, OpSource, OpUsage
 
 TRAIN = '''import torch
 
@@ -29,7 +29,7 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _fake_trace(model, root, profile):
+def _fake_trace(model, root, profile, limits):
     ops = (OpUsage("aten::mm", 3, ("forward",), ("torch.float32",), (OpSource("train.py", 7),), ("train",)),
            OpUsage("aten::_fused_adamw_", 1, ("optimizer",), (), (OpSource("train.py", 8),), ("train",)),
            OpUsage("aten::gelu", 1, ("forward",), (), (OpSource("train.py", 7),), ("train",)))
@@ -37,9 +37,9 @@ def _fake_trace(model, root, profile):
 
 
 def _fake_database(config):
-    statuses = {"aten::mm": "native", "aten::_fused_adamw_": "cpu-fallback"}
-    return phases.Database("torchneuron==2.33.0",
-                           lambda op: Coverage(op, statuses.get(op, "unknown"), (), "high"))
+    from release_support import static_release
+
+    return static_release({"aten::mm": "native", "aten::_fused_adamw_": "cpu-fallback"}, "torchneuron==2.33.0")
 
 
 @pytest.fixture
@@ -165,10 +165,10 @@ def test_unused_suppression_check_can_be_ignored(tmp_path, run_cli):
 def test_a_model_that_cannot_be_built_still_reports_the_rest_and_exits_2(project, run_cli, monkeypatch):
     from opscan.errors import TargetError
 
-    def trace(model, root, profile):
+    def trace(model, root, profile, limits):
         if model.target == "broken.py:build":
             raise TargetError("has no 'build'", path="broken.py")
-        return _fake_trace(model, root, profile)
+        return _fake_trace(model, root, profile, limits)
 
     monkeypatch.setattr(phases, "trace", trace)
     monkeypatch.setattr(phases, "database", _fake_database)

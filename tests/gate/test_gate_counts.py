@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from opscan.app import analyse
+from opscan.app import RunOptions, analyse
 from opscan.config import load_config
 from opscan.reporters import render
 from opscan.reporters.terminal import summary, tasks as task_section
@@ -97,7 +97,7 @@ def _check_counts(report) -> None:
 
 def test_counts_agree_on_a_multi_file_project(tmp_path):
     root = _write(tmp_path)
-    report = analyse(root, load_config(root), trace=False)
+    report = analyse(root, load_config(root), RunOptions(trace=False))
     _check_counts(report)
     device = next(t for t in report.tasks if t.id == "device-agnostic")
     # a guarded call and two findings on one line are sites of the task, and of the verdict's count
@@ -108,7 +108,7 @@ def test_counts_agree_on_a_multi_file_project(tmp_path):
 
 def test_counts_agree_on_the_example(monkeypatch):
     monkeypatch.chdir(ROOT)
-    report = analyse(Path("examples/nanogpt"), load_config(Path("examples/nanogpt")), trace=False)
+    report = analyse(Path("examples/nanogpt"), load_config(Path("examples/nanogpt")), RunOptions(trace=False))
     _check_counts(report)
     assert report.verdict.headline.startswith("blocked by ")
 

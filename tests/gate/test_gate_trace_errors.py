@@ -3,30 +3,30 @@
 from __future__ import annotations
 
 import pytest
+from release_support import static_release
 
 from opscan.app import Phases, analyse
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, TraceError
-from opscan.model import Coverage, ModelTrace
-from opscan.phases import Database
+from opscan.model import ModelTrace
 
 
 def _database(config):
-    return Database("torchneuron==2.33.0", lambda op: Coverage(op, "native", (), "high"))
+    return static_release({}, "torchneuron==2.33.0")
 
 
 def _run(tmp_path, error: Exception) -> list[str]:
     (tmp_path / "m.py").write_text("x = 1\n")
     calls: list[str] = []
 
-    def trace(model, root, profile):
+    def trace(model, root, profile, limits):
         calls.append(model.target)
         if model.target == "a.py:build":
             raise error
         return ModelTrace(model.target, model.mode, "neuron", ())
 
     config = Config(root=tmp_path, models=(ModelConfig("a.py:build"), ModelConfig("b.py:build")))
-    analyse(tmp_path, config, phases=Phases(trace=trace, database=_database))
+    analyse(tmp_path, config, phases=Phases.default(trace=trace, database=_database))
     return calls
 
 

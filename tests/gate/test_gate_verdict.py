@@ -155,26 +155,28 @@ def test_the_zoo_reads_the_same_verdict():
     """A zoo row's verdict is the analysis verdict of its trace; "likely" is shown as a caution."""
     import io
 
-    from opscan.zoo.jobs import Outcome
+    from release_support import static_release
+
+    from opscan.outcome import Outcome
     from opscan.zoo.render import markdown
     from opscan.zoo.render.common import verdict_label
-    from opscan.zoo.results import StaticCoverage, build_row, judge_trace
+    from opscan.zoo.results import assess_trace, build_row
     from opscan.zoo.runner import ZooRun
     from opscan.zoo.selection import ZooTarget
 
     trace = _trace("aten::mm", "aten::relu")
     statuses = {"aten::mm": "native", "aten::relu": "native"}
-    probed = StaticCoverage("x==1", statuses, evidence=(PROBED,))
-    snapshot = StaticCoverage("x==1", statuses, evidence=(SNAPSHOT,))
+    probed = static_release(statuses, "x==1", kind="probed")
+    snapshot = static_release(statuses, "x==1", kind="source-snapshot")
     target = ZooTarget("tiny", "hf:tiny")
     assert build_row(target, Outcome("tiny", "ok", trace), probed).verdict == "ready"
     row = build_row(target, Outcome("tiny", "ok", trace), snapshot)
-    assert row.verdict == judge_trace(trace, snapshot).kind == "likely"
-    assert judge_trace(trace, snapshot).headline.startswith("likely — unverified: 2 ops rest on pre-release source")
+    assert row.verdict == assess_trace(trace, snapshot).verdict.kind == "likely"
+    assert assess_trace(trace, snapshot).verdict.headline.startswith("likely — unverified: 2 ops rest on pre-release source")
     incomplete = replace(trace, complete=False)
     assert build_row(target, Outcome("tiny", "partial", incomplete), probed).verdict == "unknown"
-    fallback = StaticCoverage("x==1", {**statuses, "aten::relu": "cpu-fallback"}, evidence=(PROBED,))
-    unknown = StaticCoverage("x==1", {"aten::mm": "cpu-fallback"}, evidence=(PROBED,))
+    fallback = static_release({**statuses, "aten::relu": "cpu-fallback"}, "x==1", kind="probed")
+    unknown = static_release({"aten::mm": "cpu-fallback"}, "x==1", kind="probed")
     assert build_row(target, Outcome("tiny", "ok", trace), fallback).verdict == "fallback"
     assert build_row(target, Outcome("tiny", "ok", trace), unknown).verdict == "unknown"   # unknown outranks fallback
     assert verdict_label("likely") == "likely (unverified)"

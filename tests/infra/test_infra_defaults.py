@@ -115,7 +115,7 @@ def test_renamed_zoo_flags_say_what_to_use(run_cli, project, old, new):
 
 @pytest.mark.parametrize("command", [["trace", "attn.py:build"], ["zoo", "attn.py:build"], ["."]])
 def test_one_pair_of_limit_flags(command):
-    from opscan.sandbox import limits_from
+    from opscan.commands.flags import limits_from
 
     parsed = _parse(command + ["--timeout", "12", "--max-memory", "3G"])
     limits = limits_from(parsed)

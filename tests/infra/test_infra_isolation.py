@@ -1,4 +1,4 @@
-"""opscan.sandbox: the one isolation mechanism of `opscan trace`, `opscan PATH` and `opscan zoo`.
+"""opscan.isolation (and opscan.outcome): the one isolation mechanism of `opscan trace`, `opscan PATH` and `opscan zoo`.
 
 `run` returns how the child ended (an Ended), whatever the child did; its start method is a
 parameter; it never imports torch in the parent; and it clamps the memory limit to an existing
@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from opscan.errors import ModelProcessError, TargetError, UsageError
-from opscan.sandbox import START_METHODS, Limits, result_of, run
+from opscan.isolation import START_METHODS, Limits, run
+from opscan.outcome import result_of
 
 HERE = Path(__file__).resolve().parent
 ZOO_TESTS = HERE.parent / "zoo"
@@ -73,14 +74,16 @@ def test_raised_exceptions_carry_their_classes():
 def _in_fresh_python(code: str) -> dict:
     """Run `code` in a new interpreter (its own rlimits and sys.modules); it prints one JSON line."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    prelude = (f"import sys, json, resource\nsys.path[:0] = [{str(HERE)!r}, {str(ZOO_TESTS)!r}]\n")
+    # this checkout's opscan first (not an installed copy of another checkout)
+    prelude = (f"import sys, json, resource\nsys.path[:0] = [{str(HERE.parents[1])!r}, {str(HERE)!r}, "
+               f"{str(ZOO_TESTS)!r}]\n")
     proc = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True,
                           text=True, timeout=600, env=env, cwd=HERE)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-# Address space of a fresh interpreter that imported opscan.sandbox, plus room for spawn children.
+# Address space of a fresh interpreter that imported opscan.isolation, plus room for spawn children.
 _SET_LIMIT = """
 with open("/proc/self/status") as f:
     vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
@@ -92,7 +95,7 @@ resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
 def test_memory_limit_is_clamped_to_an_existing_lower_limit():
     out = _in_fresh_python(_SET_LIMIT + """
-from opscan.sandbox import Limits, run
+from opscan.isolation import Limits, run
 asked = Limits(timeout=120, max_memory=64 << 30, start_method="spawn")
 ended = run("infra_targets:limits_seen", {}, asked)
 print(json.dumps({"limit": LIMIT, "how": ended.how, "child": ended.value and ended.value["as"],
@@ -106,7 +109,8 @@ print(json.dumps({"limit": LIMIT, "how": ended.how, "child": ended.value and end
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
 def test_allocation_past_the_existing_limit_names_it():
     out = _in_fresh_python(_SET_LIMIT + """
-from opscan.sandbox import Limits, result_of, run
+from opscan.isolation import Limits, run
+from opscan.outcome import result_of
 asked = Limits(timeout=120, max_memory=64 << 30, start_method="spawn")
 ended = run("infra_targets:allocate", {"gib": 64}, asked)
 try:
@@ -123,7 +127,7 @@ print(json.dumps({"how": ended.how, "message": message}))
 def test_zoo_models_trace_under_an_existing_lower_limit():
     """Under a ulimit below the zoo's --max-memory every model used to be a "crash"."""
     out = _in_fresh_python(_SET_LIMIT + """
-from opscan.sandbox import Limits
+from opscan.isolation import Limits
 from opscan.zoo.jobs import Job, trace_job
 from zoo_fakes import FAKE_TRACER
 outcome = trace_job(Job("fake:alpha", "fake:alpha"), FAKE_TRACER,
@@ -137,7 +141,7 @@ print(json.dumps({"status": outcome.status, "error": outcome.error}))
 def test_the_parent_never_imports_torch(method):
     pytest.importorskip("torch")
     out = _in_fresh_python(f"""
-from opscan.sandbox import Limits, run
+from opscan.isolation import Limits, run
 ended = run("infra_targets:imports_torch", {{}}, Limits(timeout=300, max_memory=None, start_method={method!r}),
             preload=("torch",))
 print(json.dumps({{"how": ended.how, "torch_in_parent": "torch" in sys.modules}}))
@@ -146,7 +150,7 @@ print(json.dumps({{"how": ended.how, "torch_in_parent": "torch" in sys.modules}}
 
 
 def test_one_module_isolates_model_code():
-    """Only opscan/sandbox.py starts child processes for model code and sets their limits."""
+    """Only opscan/isolation.py starts child processes for model code and sets their limits."""
     package = HERE.parents[1] / "opscan"
     users = {}
     for path in sorted(package.rglob("*.py")):
@@ -154,6 +158,6 @@ def test_one_module_isolates_model_code():
         for needle in ("setrlimit", "RLIMIT_AS", ".Process(", "set_forkserver_preload"):
             if needle in text:
                 users.setdefault(needle, []).append(path.relative_to(package).as_posix())
-    assert users == {needle: ["sandbox.py"] for needle in
+    assert users == {needle: ["isolation.py"] for needle in
                      ("setrlimit", "RLIMIT_AS", ".Process(", "set_forkserver_preload")}
     assert not (package / "zoo" / "isolate.py").exists()

@@ -110,5 +110,5 @@ def test_wheel_carries_the_command_and_the_data(tmp_path):
     assert sorted(Path(n).name for n in names if n.startswith("opscan/_data/rules/") and n.endswith(".yaml")) == rules
     assert sorted(Path(n).name for n in names if n.startswith("opscan/_data/coverage_db/")
                   and n.endswith(".yaml")) == dbs
-    assert "opscan/__main__.py" in names and "opscan/sandbox.py" in names
+    assert "opscan/__main__.py" in names and "opscan/isolation.py" in names
     assert "opscan/plan/libraries.yaml" in names          # the library catalog ships with the code

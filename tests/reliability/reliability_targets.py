@@ -1,4 +1,4 @@
-"""Functions the sandbox tests run in a child process: they hang, crash, allocate or misbehave on purpose."""
+"""Functions the isolation tests run in a child process: they hang, crash, allocate or misbehave on purpose."""
 
 from __future__ import annotations
 

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from opscan.errors import TargetError, TraceError, UsageError
-from opscan.sandbox import Limits, parse_size, parse_timeout, result_of, run
+from opscan.commands.flags import parse_size, parse_timeout
+from opscan.isolation import Limits, run
+from opscan.outcome import result_of
 
 HERE = Path(__file__).resolve().parent
 

@@ -110,7 +110,8 @@ SAFE_LOADERS = {"SafeLoader", "CSafeLoader", "_Loader", "BaseLoader", "CBaseLoad
 # Modules whose job is to import or execute a user's code, by design (trace, zoo, db probe) or to
 # import opscan's own modules / torch by name.
 IMPORTERS_ALLOWED = {"targets/loader.py", "db/probe.py", "cli.py", "commands/zoo.py",
-                     "reporters/__init__.py", "reporters/terminal/__init__.py", "sandbox.py", "scan/fixes.py"}
+                     "reporters/__init__.py", "reporters/terminal/__init__.py", "isolation.py", "outcome.py",
+                     "scan/fixes.py"}
 
 
 def _calls(tree: ast.AST):

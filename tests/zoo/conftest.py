@@ -15,11 +15,10 @@ if str(HERE) not in sys.path:
 
 @pytest.fixture
 def coverage():
+    from release_support import static_release
     from zoo_fakes import STATUSES
 
-    from opscan.zoo.results import StaticCoverage
-
-    return StaticCoverage("fakeneuron==1.0", dict(STATUSES))
+    return static_release(dict(STATUSES), "fakeneuron==1.0")
 
 
 @pytest.fixture

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from release_support import static_release
 from zoo_fakes import FAKE_TRACER, STATUSES, traced
 
+from opscan.isolation import Limits
 from opscan.zoo.cache import Cache, trace_from_dict, trace_to_dict
-from opscan.zoo.results import StaticCoverage
-from opscan.sandbox import Limits
 from opscan.zoo.runner import run_zoo, toolchain, trace_key
 from opscan.zoo.selection import ZooTarget
 
@@ -20,7 +20,7 @@ def _targets(*names: str) -> list[ZooTarget]:
 def test_second_run_comes_from_cache_and_new_release_rechecks_without_tracing(tmp_path, trace_log):
     cache = Cache(tmp_path / "cache")
     targets = _targets("fake:alpha", "fake:beta", "fake:hang")
-    old = StaticCoverage("fakeneuron==1.0", STATUSES)
+    old = static_release(STATUSES, "fakeneuron==1.0")
     first = run_zoo(targets, old, tracer=FAKE_TRACER, workers=2, limits=LIMITS, cache=cache)
     assert traced(trace_log) == ["fake:alpha", "fake:beta", "fake:hang"]
     assert first.meta["traced"] == 3 and not any(r.cached for r in first.rows)
@@ -33,7 +33,7 @@ def test_second_run_comes_from_cache_and_new_release_rechecks_without_tracing(tm
     assert rows["fake:alpha"].cached and rows["fake:beta"].verdict == "blocked"
 
     # a new release fixes the custom op and the fallback: rows change, nothing is re-traced
-    new = StaticCoverage("fakeneuron==2.0", {**STATUSES, "aten::nonzero": "native", "mylib::fused_rope": "native"})
+    new = static_release({**STATUSES, "aten::nonzero": "native", "mylib::fused_rope": "native"}, "fakeneuron==2.0")
     third = run_zoo(_targets("fake:alpha", "fake:beta"), new, tracer=FAKE_TRACER, workers=2, limits=LIMITS,
                     cache=cache)
     assert traced(trace_log) == ["fake:alpha", "fake:beta", "fake:hang", "fake:hang"]
@@ -45,7 +45,7 @@ def test_second_run_comes_from_cache_and_new_release_rechecks_without_tracing(tm
 
 def test_changed_config_or_toolchain_means_a_new_trace(tmp_path, trace_log):
     cache = Cache(tmp_path / "cache")
-    cov = StaticCoverage("fakeneuron==1.0", STATUSES)
+    cov = static_release(STATUSES, "fakeneuron==1.0")
     run_zoo([ZooTarget("m", "fake:alpha", config_hash="aaa")], cov, tracer=FAKE_TRACER, limits=LIMITS, cache=cache)
     run_zoo([ZooTarget("m", "fake:alpha", config_hash="bbb")], cov, tracer=FAKE_TRACER, limits=LIMITS, cache=cache)
     assert traced(trace_log) == ["fake:alpha", "fake:alpha"]
@@ -57,7 +57,7 @@ def test_changed_config_or_toolchain_means_a_new_trace(tmp_path, trace_log):
 
 def test_no_cache_traces_again_and_writes_nothing(tmp_path, trace_log):
     cache = Cache(tmp_path / "cache", enabled=False)
-    cov = StaticCoverage("fakeneuron==1.0", STATUSES)
+    cov = static_release(STATUSES, "fakeneuron==1.0")
     for _ in range(2):
         run_zoo(_targets("fake:alpha"), cov, tracer=FAKE_TRACER, limits=LIMITS, cache=cache)
     assert traced(trace_log) == ["fake:alpha", "fake:alpha"]

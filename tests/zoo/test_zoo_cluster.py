@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from release_support import static_release
 from zoo_fakes import FAKE_TRACER, STATUSES
 
-from opscan.zoo.results import StaticCoverage
-from opscan.sandbox import Limits
+from opscan.isolation import Limits
 from opscan.zoo.runner import run_zoo
 from opscan.zoo.selection import ZooTarget
 
@@ -28,7 +28,7 @@ def _targets(*names: str) -> list[ZooTarget]:
 
 
 def test_cluster_rows_match_local_and_a_segfault_does_not_kill_the_worker(scheduler):
-    cov = StaticCoverage("fakeneuron==1.0", STATUSES)
+    cov = static_release(STATUSES, "fakeneuron==1.0")
     limits = Limits(timeout=2, max_memory=None, start_method="forkserver")
     names = ("fake:alpha", "fake:beta", "fake:segfault", "fake:hang")
     remote = run_zoo(_targets(*names), cov, tracer=FAKE_TRACER, workers=2, limits=limits, cluster=scheduler)
@@ -43,9 +43,9 @@ def test_cluster_rows_match_local_and_a_segfault_does_not_kill_the_worker(schedu
 
 
 def test_cluster_address_from_environment(scheduler, monkeypatch, run_cli, tmp_path):
-    import opscan.zoo.coverage as cov
+    import opscan.db as cov
 
-    monkeypatch.setattr(cov, "load_coverage", lambda spec=None, db_file=None: StaticCoverage("x==1", STATUSES))
+    monkeypatch.setattr(cov, "load_release", lambda spec=None, db_file=None: static_release(STATUSES, "x==1"))
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", scheduler)
     code, out, _err = run_cli("zoo", "fake:alpha", "--tracer", FAKE_TRACER, "--no-cache", "--quiet")
     assert code == 0
@@ -53,9 +53,9 @@ def test_cluster_address_from_environment(scheduler, monkeypatch, run_cli, tmp_p
 
 
 def test_unreachable_scheduler_is_a_usage_error(run_cli, monkeypatch):
-    import opscan.zoo.coverage as cov
+    import opscan.db as cov
 
-    monkeypatch.setattr(cov, "load_coverage", lambda spec=None, db_file=None: StaticCoverage("x==1", STATUSES))
+    monkeypatch.setattr(cov, "load_release", lambda spec=None, db_file=None: static_release(STATUSES, "x==1"))
     import dask
 
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
@@ -70,9 +70,9 @@ def test_local_process_cluster_isolates_inside_daemonic_workers(run_cli, monkeyp
     """`--cluster local`: real (daemonic) worker processes; a segfault is a row, the run goes on."""
     import json
 
-    import opscan.zoo.coverage as cov
+    import opscan.db as cov
 
-    monkeypatch.setattr(cov, "load_coverage", lambda spec=None, db_file=None: StaticCoverage("x==1", STATUSES))
+    monkeypatch.setattr(cov, "load_release", lambda spec=None, db_file=None: static_release(STATUSES, "x==1"))
     out = tmp_path / "zoo.json"
     code, _, err = run_cli("zoo", "fake:alpha,fake:segfault,fake:beta", "--tracer", FAKE_TRACER, "--no-cache",
                            "--quiet", "--cluster", "local", "--workers", "1", "--json", str(out))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from zoo_fakes import FAKE_TRACER
 
+from opscan.isolation import Limits
 from opscan.zoo.jobs import Job, trace_job
-from opscan.sandbox import Limits
 from opscan.zoo.runner import run_zoo
 from opscan.zoo.selection import ZooTarget
 
@@ -17,13 +17,12 @@ def _targets(*names: str) -> list[ZooTarget]:
 
 @pytest.fixture(scope="module")
 def mixed_run():
+    from release_support import static_release
     from zoo_fakes import STATUSES
-
-    from opscan.zoo.results import StaticCoverage
 
     names = ("fake:alpha", "fake:beta", "fake:segfault", "fake:abort", "fake:hang", "fake:nobuild",
              "fake:raises", "fake:gamma")
-    return run_zoo(_targets(*names), StaticCoverage("fakeneuron==1.0", STATUSES), tracer=FAKE_TRACER,
+    return run_zoo(_targets(*names), static_release(STATUSES, "fakeneuron==1.0"), tracer=FAKE_TRACER,
                    workers=2, limits=Limits(timeout=3, max_memory=None, start_method="forkserver"))
 
 
@@ -78,9 +77,9 @@ def test_memory_cap_turns_a_hog_into_an_out_of_memory_row():
 
 
 def test_zoo_command_survives_a_crash(run_cli, tmp_path, monkeypatch, coverage):
-    import opscan.zoo.coverage as cov
+    import opscan.db as cov
 
-    monkeypatch.setattr(cov, "load_coverage", lambda spec=None, db_file=None: coverage)
+    monkeypatch.setattr(cov, "load_release", lambda spec=None, db_file=None: coverage)
     out_json = tmp_path / "zoo.json"
     code, out, err = run_cli("zoo", "fake:alpha,fake:segfault", "--tracer", FAKE_TRACER, "--workers", "2",
                              "--no-cache", "--json", str(out_json), "--timeout", "20")

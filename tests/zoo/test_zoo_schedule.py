@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+from release_support import static_release
 from zoo_fakes import FAKE_TRACER, STATUSES, started
 
-from opscan.sandbox import Limits
+from opscan.isolation import Limits
 from opscan.zoo.cache import Cache
-from opscan.zoo.results import StaticCoverage
 from opscan.zoo.runner import run_zoo
 from opscan.zoo.schedule import longest_first
 from opscan.zoo.selection import ZooTarget
 
 LIMITS = Limits(timeout=30, max_memory=None, start_method="fork")
-COVERAGE = StaticCoverage("fakeneuron==1.0", STATUSES)
+COVERAGE = static_release(STATUSES, "fakeneuron==1.0")
 
 
 def _targets(*names: str) -> list[ZooTarget]:

@@ -149,9 +149,10 @@ def test_bad_selections_are_clear_errors(tmp_path):
 
 
 def test_timm_error_from_the_command(run_cli, monkeypatch):
-    import opscan.zoo.coverage as cov
-    from opscan.zoo.results import StaticCoverage
+    from release_support import static_release
 
-    monkeypatch.setattr(cov, "load_coverage", lambda spec=None, db_file=None: StaticCoverage("x==1", {}))
+    import opscan.db as cov
+
+    monkeypatch.setattr(cov, "load_release", lambda spec=None, db_file=None: static_release({}, "x==1"))
     code, _out, err = run_cli("zoo", "timm:*", "--no-cache")
     assert code == 2 and "timm" in err and "torchvision" in err

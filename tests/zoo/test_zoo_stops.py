@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from release_support import static_release
 
 from opscan.model import ModelTrace, OpUsage, StandIn
 from opscan.targets.hf import upstream
 from opscan.zoo.jobs import Outcome
 from opscan.zoo.render.common import explain, headline, stop_counts
-from opscan.zoo.results import STOPS, StaticCoverage, build_row
+from opscan.zoo.results import STOPS, build_row
 from opscan.zoo.runner import ZooRun
 from opscan.zoo.selection import ZooTarget
 
-COVERAGE = StaticCoverage("fakeneuron==1.0", {"aten::mm": "native"})
+COVERAGE = static_release({"aten::mm": "native"}, "fakeneuron==1.0")
 BUG = upstream.BUGS[0]   # a config-stage bug
 STEP_BUG = next(b for b in upstream.BUGS if b.stage == "step")
 

@@ -1,35 +1,32 @@
-"""Running code that executes a user's model in a child process with a time and memory limit.
+"""Running a function in a child process under a time and memory limit, and saying how it ended.
 
 The one isolation mechanism of opscan: `opscan trace`, `opscan PATH` and `opscan zoo` all run
 model code through `run(func, kwargs, limits)`. It calls `func` ("pkg.module:name") in a child
 process started with `limits.start_method` (spawn: a fresh interpreter; forkserver: forks of a
 server that preloaded heavy imports, used by the zoo; fork) and returns an `Ended`: how the child
-ended (returned, raised, out of memory, timed out, killed by a signal, exited) with what it
-returned or why it failed. It never raises for what the child did, and the parent never imports
-torch. What the model does cannot take opscan down with it: a hang is killed at the timeout, a
-segfault or an abort in native code ends only the child, an allocation past the limit becomes a
-MemoryError (or a kill) in the child.
+ended (the closed vocabulary HOW: returned, raised, out of memory, timed out, killed by a signal,
+exited, not started) with what it returned or why it failed. It never raises for what the child
+did, and the parent never imports torch. What the model does cannot take opscan down with it: a
+hang is killed at the timeout, a segfault or an abort in native code ends only the child, an
+allocation past the limit becomes a MemoryError (or a kill) in the child.
 
-Limits: `--timeout SECONDS` and `--max-memory SIZE` (RLIMIT_AS of the child) on every command
-that runs model code. The memory limit is clamped to an address-space limit the process already
-has (a container's or `ulimit -v`): the child's limit is never set above it, and the hard limit is
-never changed, so a lower existing limit stays in force and is named in messages.
+The memory limit (RLIMIT_AS of the child) is clamped to an address-space limit the process
+already has (a container's or `ulimit -v`): the child's limit is never set above it, and the hard
+limit is never changed, so a lower existing limit stays in force (`Ended.clamped`).
 
-`result_of(ended, what, limits)` turns an `Ended` into the trace commands' answer: the value, or
-one TraceError line saying what happened, the limit, and what to try; an OpscanError raised in the
-child (a bad target, say) is re-raised as the same class with the same message. By default the
-child's stdout goes to stderr, so a model that prints cannot corrupt `--format json` on stdout;
-`capture_output=True` (the zoo) keeps it in a log whose last lines come back in `Ended.output`.
+This module knows nothing of traces: what an `Ended` means for a model's trace (one vocabulary
+for `opscan PATH`, `opscan trace` and the zoo) is opscan/outcome.py; the --timeout and
+--max-memory flags are parsed in opscan/commands/flags.py. By default the child's stdout goes to
+stderr, so a model that prints cannot corrupt `--format json` on stdout; `capture_output=True`
+(the zoo) keeps it in a log whose last lines come back in `Ended.output`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import importlib
 import multiprocessing
 import os
-import re
 import signal
 import sys
 import tempfile
@@ -40,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from opscan import errors
-from opscan.errors import ModelProcessError, TraceError, UsageError
+from opscan.errors import UsageError
 
 DEFAULT_TIMEOUT = 900.0  # seconds; a 70B-shape fake trace takes ~25 s here
 START_METHODS = ("spawn", "forkserver", "fork")
@@ -112,34 +109,6 @@ def effective_memory(requested: int | None) -> tuple[int | None, bool]:
     return current, True
 
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
-
-
-def parse_size(text: str) -> int | None:
-    """'8G', '512M', '1.5GiB', '1000000' (bytes), '0' or 'none' (no limit) -> bytes. Raises UsageError."""
-    if text.strip().lower() in ("0", "none", "unlimited"):
-        return None
-    match = _SIZE.match(text)
-    if not match:
-        raise UsageError(f"--max-memory: not a size: {text!r} (expected e.g. 8G, 512M, 0 for no limit)")
-    scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[match[2].lower()]
-    value = int(float(match[1]) * scale)
-    if value < 64 << 20:
-        raise UsageError(f"--max-memory {text}: too small to start Python and torch (at least 64M)")
-    return value
-
-
-def parse_timeout(text: str) -> float | None:
-    """'600', '2.5', '0' (no limit) -> seconds. Raises UsageError."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"--timeout: not a number of seconds: {text!r}") from None
-    if value < 0:
-        raise UsageError(f"--timeout: must be >= 0 seconds (0 means no limit), not {text}")
-    return None if value == 0 else value
-
-
 def format_size(size: int | None) -> str:
     """Bytes -> '8G' / '512M' (as --max-memory takes it)."""
     if size is None:
@@ -148,69 +117,6 @@ def format_size(size: int | None) -> str:
         if size >= scale:
             return f"{size / scale:.4g}{unit}"
     return str(size)
-
-
-def describe_memory(ended: Ended, limits: Limits) -> str:
-    """'--max-memory 8G', or '--max-memory 8G, clamped to the existing limit 2G' (for messages)."""
-    asked = f"--max-memory {format_size(limits.max_memory)}"
-    if ended.clamped:
-        return f"{asked}, clamped to the existing address-space limit {format_size(ended.max_memory)}"
-    if limits.max_memory is None and ended.max_memory is not None:
-        return f"the existing address-space limit {format_size(ended.max_memory)}"
-    return asked
-
-
-TRACE_FUNCTION = "opscan.targets.loader:trace_target"
-
-
-def add_limit_arguments(parser, *, default_timeout: float = DEFAULT_TIMEOUT, in_process: bool = True) -> None:
-    """--timeout / --max-memory (and --in-process) of every command that runs model code."""
-    parser.add_argument("--timeout", metavar="SECONDS", default=f"{default_timeout:g}",
-                        help=f"stop a trace that runs longer (default {default_timeout:g}; 0: no limit). "
-                        "Tracing runs the model's code in a child process")
-    parser.add_argument("--max-memory", metavar="SIZE", default=None,
-                        help="address-space limit of the trace's child process, e.g. 8G "
-                        "(default: 3/4 of physical memory, never above an existing ulimit; 0: no limit)")
-    if in_process:
-        parser.add_argument("--in-process", action="store_true",
-                            help="trace in this process, without the child process and its limits (debugging)")
-
-
-def limits_from(args, start_method: str = "spawn") -> Limits:
-    """Limits from parsed --timeout / --max-memory (UsageError for bad values)."""
-    timeout = parse_timeout(str(getattr(args, "timeout", DEFAULT_TIMEOUT)))
-    raw = getattr(args, "max_memory", None)
-    return Limits(timeout=timeout, max_memory=parse_size(raw) if raw is not None else default_max_memory(),
-                  start_method=start_method)
-
-
-_CURRENT: contextvars.ContextVar[tuple[Limits, bool] | None] = contextvars.ContextVar("opscan_trace_limits",
-                                                                                     default=None)
-
-
-@contextlib.contextmanager
-def trace_limits(limits: Limits, in_process: bool = False):
-    """Within the block, `current_limits()` (used by the traces of `opscan PATH`) is these limits."""
-    token = _CURRENT.set((limits, in_process))
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
-
-
-def current_limits() -> tuple[Limits, bool]:
-    """(limits, in_process) set by `trace_limits`, else the defaults (isolated)."""
-    return _CURRENT.get() or (Limits(max_memory=default_max_memory()), False)
-
-
-def trace_isolated(options: dict[str, Any], limits: Limits, in_process: bool = False):
-    """`opscan.targets.loader.trace_target(**options)` in a child process under `limits`; raises as `result_of`."""
-    if in_process:
-        from opscan.targets.loader import trace_target
-
-        return trace_target(**options)
-    what = f"trace of {options.get('target', '?')}"
-    return result_of(run(TRACE_FUNCTION, options, limits), what, limits)
 
 
 def run(func: str, kwargs: dict[str, Any], limits: Limits, *, capture_output: bool = False,
@@ -268,50 +174,6 @@ def run(func: str, kwargs: dict[str, Any], limits: Limits, *, capture_output: bo
         if log_path:
             with contextlib.suppress(OSError):
                 os.unlink(log_path)
-
-
-def result_of(ended: Ended, what: str, limits: Limits) -> Any:
-    """The returned value, or the one-line error for how the child ended (`what`: e.g. "trace of hf:gpt2").
-
-    Raises the OpscanError the child raised (same class and message), ModelProcessError for a
-    timeout, crash or memory exhaustion, and TraceError for other exceptions in the model's code.
-    """
-    if ended.how == "returned":
-        return ended.value
-    if ended.how == "raised" and ended.opscan_error is not None:
-        cls_name, text, path, line = ended.opscan_error
-        cls = getattr(errors, cls_name, TraceError)
-        raise cls(text, path, line)
-    if ended.how == "raised":
-        raise TraceError(f"{what} failed inside the model code: {ended.error} (at {ended.where})")
-    if ended.how == "timeout":
-        raise ModelProcessError(
-            f"{what} timed out after {ended.seconds:.0f} s (limit --timeout {limits.timeout:g}); the model may "
-            "hang (a blocking call, an endless loop, a collective waiting for other ranks): "
-            "raise --timeout, or trace a smaller shape (--batch, --seq-len)")
-    if ended.how == "out-of-memory":
-        raise ModelProcessError(
-            f"{what} ran out of memory (limit {describe_memory(ended, limits)}): {ended.error}; raise "
-            "--max-memory, or trace a smaller shape (--batch, --seq-len); a fake-tensor trace needs little "
-            "memory, so real tensors made while building the model (weights loaded, torch.randn in "
-            "__init__) are the usual cause")
-    if ended.how == "signal":
-        if ended.signal == "SIGSEGV":
-            raise ModelProcessError(
-                f"{what} crashed: the model's process died of a segmentation fault (SIGSEGV) in native "
-                "code (a C/C++ extension, ctypes, or a torch bug); opscan itself is unharmed: "
-                "check the model's compiled extensions, or run the model once on CPU to reproduce")
-        if ended.signal == "SIGKILL":
-            raise ModelProcessError(
-                f"{what} was killed (SIGKILL), most likely by the system's out-of-memory killer "
-                f"(limit {describe_memory(ended, limits)}): lower --max-memory so the "
-                "limit is hit first, or trace a smaller shape (--batch, --seq-len)")
-        raise ModelProcessError(f"{what} crashed: the model's process died of {ended.signal}; "
-                                "run the model once on CPU to reproduce")
-    if ended.how == "not-started":
-        raise TraceError(f"{what}: {ended.error}")
-    raise ModelProcessError(f"{what} ended without a result (exit code {ended.exitcode}); the model code "
-                            "may call sys.exit() or os._exit()")
 
 
 def _wait(child, receiver, timeout: float | None) -> tuple[Any, bool]:
