@@ -99,3 +99,16 @@ def test_no_script_is_a_usage_error(run_cli):
     assert code == 2 and "no script" in err
     code, _, err = run_cli("run", "--", "python", "missing_script.py")
     assert code == 2 and "no such script" in err
+
+
+def test_a_torchrun_ddp_script_runs_as_rank_0_of_a_fake_process_group(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from opscan.trace.script import run_script
+
+    monkeypatch.chdir(tmp_path)
+    trace, notes = run_script(str(FIXTURES / "ddp_train.py"), device="neuron", steps=1, nproc=2,
+                              project_root=str(FIXTURES))
+    assert trace.complete, trace.stopped_at
+    assert "ddp_train.py: rank 0 of 2 on a fake process group" in notes
+    ops = {u.op for u in trace.ops}
+    assert "c10d::allreduce_" in ops and "aten::_foreach_lerp_.Scalar" in ops
