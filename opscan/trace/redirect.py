@@ -31,6 +31,7 @@ from torch.overrides import TorchFunctionMode
 from opscan.trace.fakes import patched
 
 _CUDA = re.compile(r"^cuda(:\d+)?$")
+_IS_CUDA = torch.Tensor.is_cuda.__get__   # a property's getter, as torch function modes receive it
 
 # torch.cuda functions the port answers on the imitated device, and the answer.
 _ANSWERS = {
@@ -101,7 +102,7 @@ class DeviceRedirect(TorchFunctionMode):
             self.requests.note("Tensor.cuda() runs on the imitated device")
             non_blocking = kwargs.get("non_blocking", False)
             return args[0].to(self.device, non_blocking=non_blocking)
-        if func is torch.Tensor.is_cuda.__get__:
+        if func == _IS_CUDA:
             return args[0].device.type == self.device.type and self.device.type != "cpu"
         if func is torch.Tensor.pin_memory and self.device.type != "cpu":
             return args[0]   # host memory is not modelled; the copy that follows is traced

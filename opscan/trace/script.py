@@ -118,13 +118,14 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
             from opscan.trace.runner import _stopped
 
             stopped = _stopped(exc, recorder, finder)
-    notes = [f"{_name(script, module)}: {ended if not stopped else 'stopped'}; {counter.describe()}"]
-    notes.extend(f"{_name(script, module)}: {line}" for line in requests.lines())
+    label = _name(script, module, project_root)
+    notes = [f"{label}: {ended if not stopped else 'stopped'}; {counter.describe()}"]
+    notes.extend(f"{label}: {line}" for line in requests.lines())
     if dist_note:
-        notes.append(f"{_name(script, module)}: {dist_note}")
+        notes.append(f"{label}: {dist_note}")
     mode = "train" if recorder.backwards or counter.total else "inference"
     trace = ModelTrace(
-        target=f"script:{_name(script, module)}", mode=mode, device=device, ops=recorder.usages(mode),
+        target=f"script:{label}", mode=mode, device=device, ops=recorder.usages(mode),
         stand_ins=recorder.stand_in_list(), complete=not stopped, stopped_at=stopped,
         seconds=round(time.perf_counter() - started, 3), supplied_fakes=tuple(sorted(recorder.supplied)),
         host_ops=recorder.host.usages(mode) if recorder.host is not None else ())
@@ -164,8 +165,14 @@ class _RunMode(devices.FakeMode):
 _RANDOM_INDEX_FACTORIES = (torch.ops.aten.randint, torch.ops.aten.randperm)
 
 
-def _name(script: str, module: bool) -> str:
-    return script if module else os.path.relpath(script) if not os.path.relpath(script).startswith("..") else script
+def _name(script: str, module: bool, project_root: str | None) -> str:
+    """The script as the report names it: a module name, else its path relative to the project."""
+    if module:
+        return script
+    path = os.path.abspath(script)
+    base = os.path.abspath(project_root or os.getcwd())
+    rel = os.path.relpath(path, base)
+    return path if rel.startswith("..") else rel.replace(os.sep, "/")
 
 
 class _Steps:

@@ -21,7 +21,7 @@ def gpt_neuron(tmp_path_factory):
     (project / "pyproject.toml").write_text('[project]\nname = "tiny-gpt"\nversion = "0"\n')
     shutil.copy(FIXTURES / "gpt_train.py", project / "gpt_train.py")
     out = project / "report.json"
-    code = main(["run", "--format", "json", "--output", str(out), "--", "python",
+    code = main(["run", "--device", "neuron", "--format", "json", "--output", str(out), "--", "python",
                  str(project / "gpt_train.py"), "--max-iters", "2"])
     return code, json.loads(out.read_text()), project
 
@@ -112,3 +112,30 @@ def test_a_torchrun_ddp_script_runs_as_rank_0_of_a_fake_process_group(tmp_path, 
     assert "ddp_train.py: rank 0 of 2 on a fake process group" in notes
     ops = {u.op for u in trace.ops}
     assert "c10d::allreduce_" in ops and "aten::_foreach_lerp_.Scalar" in ops
+
+
+def test_cuda_spellings_run_on_the_imitated_device_and_compile_runs_eager(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from opscan.trace.script import run_script
+
+    script = tmp_path / "spellings.py"
+    script.write_text(
+        "import torch\n"
+        "model = torch.nn.Linear(4, 2).cuda()\n"
+        "model = torch.compile(model)\n"
+        "x = torch.randn(3, 4).cuda()\n"
+        "assert x.is_cuda and torch.cuda.device_count() == 1\n"
+        "with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+        "    y = model(x.to(torch.device('cuda')))\n"
+        "y.float().sum().backward()\n")
+    monkeypatch.chdir(tmp_path)
+    trace, notes = run_script(str(script), device="neuron", project_root=str(tmp_path))
+    assert trace.complete, trace.stopped_at
+    said = "\n".join(notes)
+    assert "Module.cuda() runs on the imitated device at spellings.py:2" in said
+    assert "torch.compile ran eager" in said and "spellings.py:3" in said
+    assert "Tensor.cuda() runs on the imitated device at spellings.py:4" in said
+    linear = next(u for u in trace.ops if u.op in ("aten::addmm", "aten::linear"))
+    assert "torch.bfloat16" in linear.dtypes and linear.sources[0].path == "spellings.py"
+    # Linear's init and randn ran on the host, before .cuda()
+    assert {"aten::uniform_", "aten::randn"} <= {u.op for u in trace.host_ops}
