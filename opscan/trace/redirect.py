@@ -21,7 +21,9 @@ Every request is counted with its source line, for the report's notes.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import sys
 from collections import Counter
 
 import torch
@@ -71,8 +73,17 @@ class Requests:
         self.seen: Counter = Counter()
 
     def note(self, what: str) -> None:
-        frame = self.finder.user_frame(3)
-        where = f"{self.finder.name(frame[0])}:{frame[1]}" if frame else "?"
+        """Count `what` at the innermost line of the project's own code (else of any user code)."""
+        frame = sys._getframe(1)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if self.finder.is_user(filename) and os.path.abspath(filename).startswith(self.finder.root):
+                found = (filename, frame.f_lineno)
+                break
+            frame = frame.f_back
+        else:
+            found = self.finder.user_frame(3)
+        where = f"{self.finder.name(found[0])}:{found[1]}" if found else "?"
         self.seen[(what, where)] += 1
 
     def lines(self) -> tuple[str, ...]:
