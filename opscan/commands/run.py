@@ -106,7 +106,7 @@ def assess_run(root: Path, config, trace, progress=None, on_error=None):
 
 
 def run(args: argparse.Namespace) -> int:
-    from opscan.commands.check import _codes, _progress, gate, render_report
+    from opscan.commands.check import _progress, gate, render_report
     from opscan.config import ModelConfig, load_config, parse_fail_on
     from opscan.errors import InputError
     from opscan.sandbox import limits_from, result_of
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     root = project_root(parsed["script"], parsed["module"])
     config = load_config(root).override(
         backend=args.backend, db=Path(args.db).resolve() if getattr(args, "db", None) else None,
-        fail_on=parse_fail_on(args.fail_on) if args.fail_on else None, select=_codes(None), ignore=_codes(None))
+        fail_on=parse_fail_on(args.fail_on) if args.fail_on else None)
     name = parsed["script"] if parsed["module"] else os.path.relpath(Path(parsed["script"]).resolve(), root)
     config = replace(config, models=(ModelConfig(target=f"script:{Path(name).as_posix()}"),))
     limits = limits_from(args)

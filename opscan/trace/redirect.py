@@ -44,6 +44,7 @@ _ANSWERS = {
     "get_device_name": lambda *a, **k: "neuron (imitated by opscan)",
     "is_bf16_supported": lambda *a, **k: True,
     "is_initialized": lambda *a, **k: True,
+    "is_current_stream_capturing": lambda *a, **k: False,   # torch.optim asks (no CUDA graphs)
     "init": lambda *a, **k: None,
     "synchronize": lambda *a, **k: None,
     "empty_cache": lambda *a, **k: None,
@@ -122,7 +123,7 @@ class DeviceRedirect(TorchFunctionMode):
             if mapped is not kwargs["device"]:
                 self.requests.note("device='cuda' runs on the imitated device")
                 kwargs = {**kwargs, "device": mapped}
-        if func in (torch.Tensor.to, torch.Tensor.new_empty, torch.Tensor.new_zeros) or args:
+        if args:   # positional devices: x.to("cuda"), torch.device-typed arguments
             new_args = tuple(self.map(a) for a in args)
             if any(n is not a for n, a in zip(new_args, args)):
                 self.requests.note("a 'cuda' device argument runs on the imitated device")
@@ -246,10 +247,8 @@ def answering(device: str, requests: Requests):
             for name in sorted(vars(torch.cuda)):
                 value = getattr(torch.cuda, name)
                 if name.startswith("_") or not callable(value) or isinstance(value, type) \
-                        or getattr(value, "__module__", "") in ("typing", None) or name in ("amp",):
-                    continue
-                if not getattr(value, "__module__", "").startswith("torch.cuda"):
-                    continue
+                        or not (getattr(value, "__module__", None) or "").startswith("torch.cuda"):
+                    continue   # classes (Stream, Event) and re-exported helpers stay as they are
                 stack.enter_context(patched(torch.cuda, name, _answered(name, requests)))
         stack.enter_context(redirect)
         yield redirect
