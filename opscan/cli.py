@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "zoo": "opscan.commands.zoo",
     "init": "opscan.commands.init",
     "fix": "opscan.commands.fix",
+    "run": "opscan.commands.run",
 }
 DEFAULT_COMMAND = "check"
 

@@ -247,6 +247,9 @@ class ModelTrace:
     # how the step was traced again after a stop, and why (e.g. "use_cache=False (with its cache
     # the step stopped: ...)"); "" when it was traced as given
     retried: str = ""
+    # `opscan run`: ops whose tensors were all on the host (CPU) while the script ran on the
+    # imitated device (data loading, metrics); listed apart, not checked against the database
+    host_ops: tuple[OpUsage, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -189,7 +189,15 @@ def to_dict(report: Report) -> dict:
             "stale": list(report.baseline.stale)},
         "summary": summary(report),
         "discovery": None if report.discovery is None else _discovery(report.discovery),
+        **_host_ops(report),
     }
+
+
+def _host_ops(report: Report) -> dict:
+    """`opscan run`'s ops on host tensors (data loading, metrics), not checked: present only when
+    a trace has them (docs/run.md)."""
+    host = tuple(ModelTrace(t.target, t.mode, t.device, ops=t.host_ops) for t in report.traces if t.host_ops)
+    return {"host_ops": [_op(usage, models, None) for usage, models in merge_ops(host)]} if host else {}
 
 
 def _caveat(caveat) -> dict:

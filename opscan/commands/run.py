@@ -1,0 +1,153 @@
+"""`opscan run -- python SCRIPT ARGS`: the ops of a real training script's steps, on fake tensors."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+HELP = ("run an unmodified training or inference script for N optimizer steps on fake tensors of the "
+        "imitated device and report its ops as `opscan PATH` does")
+DESCRIPTION = HELP + (". The script really runs (in opscan's isolated child process, as `python SCRIPT "
+                      "ARGS` would, from the current directory): it reads its data and may write files. "
+                      "No GPU and no weights are needed; see docs/run.md.")
+RUN_FUNCTION = "opscan.trace.script:run_script"
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = DESCRIPTION
+    parser.add_argument("--device", choices=("neuron", "cpu"), default="neuron",
+                        help="the device the script's accelerator tensors imitate (default neuron; cpu "
+                             "imitates a CPU-only machine: the ops of a real CPU run)")
+    parser.add_argument("--steps", type=_positive, default=1, metavar="N",
+                        help="optimizer steps to run (default 1); a script with no torch.optim optimizer "
+                             "runs to its end")
+    parser.add_argument("--nproc", type=_positive, default=None, metavar="N",
+                        help="world size of the fake process group of a torchrun/DDP script (default: "
+                             "torchrun's --nproc-per-node, else none)")
+    from opscan.commands.check import FORMATS
+    from opscan.commands.flags import add_db_argument
+    from opscan.commands.flags import add_limit_arguments
+
+    parser.add_argument("--backend", metavar="RELEASE", default=None,
+                        help="release in the coverage database (default: [tool.opscan] backend, else newest)")
+    add_db_argument(parser)
+    parser.add_argument("--fail-on", action="append", metavar="WHAT", default=None,
+                        help="exit 1 on: error, warning, fallback, unknown, custom-kernel (as `opscan PATH`)")
+    parser.add_argument("--exit-zero", action="store_true", help="always exit 0 (report-only runs)")
+    parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format")
+    parser.add_argument("--output", "-o", metavar="FILE", default=None, help="write the report to FILE")
+    add_limit_arguments(parser)
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- python SCRIPT ARGS...",
+                        help="the command that runs the script: python SCRIPT, python -m MODULE or "
+                             "torchrun [--nproc-per-node N] SCRIPT, with its arguments")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+def parse_command(command: list[str]) -> dict:
+    """{"script", "argv", "module", "nproc"} of `python SCRIPT ARGS`, `python -m MODULE ARGS`,
+    `torchrun [OPTIONS] SCRIPT ARGS` or `SCRIPT.py ARGS`. Raises UsageError."""
+    from opscan.errors import UsageError
+
+    words = list(command[1:] if command[:1] == ["--"] else command)
+    if not words:
+        raise UsageError("expected the script's command after `--`, e.g. opscan run -- python train.py")
+    nproc = None
+    head = Path(words[0]).name
+    if head.startswith("python"):
+        words = words[1:]
+        if words[:2] == ["-m", "torch.distributed.run"] or words[:2] == ["-m", "torch.distributed.launch"]:
+            head, words = "torchrun", words[1:]
+    if head == "torchrun":
+        words = words[1:]
+        while words and words[0].startswith("-") and words[0] not in ("-m", "--module"):
+            flag, _, value = words.pop(0).partition("=")
+            takes = flag not in ("--standalone", "--no-python", "--no_python", "--run-path", "--run_path")
+            if takes and not value and words:
+                value = words.pop(0)
+            if flag in ("--nproc-per-node", "--nproc_per_node") and value.isdigit():
+                nproc = int(value)
+    module = bool(words) and words[0] in ("-m", "--module")
+    if module:
+        words = words[1:]
+    if not words or words[0].startswith("-"):
+        raise UsageError(f"no script in the command {' '.join(command)!r}: expected python SCRIPT ARGS, "
+                         "python -m MODULE ARGS or torchrun SCRIPT ARGS")
+    return {"script": words[0], "argv": words[1:], "module": module, "nproc": nproc}
+
+
+def project_root(script: str, module: bool) -> Path:
+    """The script's project: the nearest folder up from it with pyproject.toml, setup.py or .git."""
+    start = Path.cwd() if module else Path(script).resolve().parent
+    for folder in (start, *start.parents):
+        if any((folder / marker).exists() for marker in PROJECT_MARKERS):
+            return folder
+    return start
+
+
+def assess_run(root: Path, config, trace, progress=None, on_error=None):
+    """The Report of `opscan PATH` for `root` with `trace` as its trace phase (one small function,
+    so the one assessment of the app can replace `analyse` here)."""
+    from opscan.app import Phases, analyse
+
+    return analyse(root, config, phases=Phases.default(trace=trace), progress=progress, on_error=on_error)
+
+
+def run(args: argparse.Namespace) -> int:
+    from opscan.commands.check import _progress, gate, render_report
+    from opscan.config import ModelConfig, load_config, parse_fail_on
+    from opscan.errors import InputError
+    from opscan.commands.flags import limits_from
+    from opscan.isolation import run as isolated
+    from opscan.outcome import result_of
+
+    parsed = parse_command(args.command)
+    if not parsed["module"] and not Path(parsed["script"]).is_file():
+        raise InputError("no such script", path=parsed["script"])
+    root = project_root(parsed["script"], parsed["module"])
+    config = load_config(root).override(
+        backend=args.backend, db=Path(args.db).resolve() if getattr(args, "db", None) else None,
+        fail_on=parse_fail_on(args.fail_on) if args.fail_on else None)
+    name = parsed["script"] if parsed["module"] else os.path.relpath(Path(parsed["script"]).resolve(), root)
+    config = replace(config, models=(ModelConfig(target=f"script:{Path(name).as_posix()}"),))
+    limits = limits_from(args)
+    notes: list[str] = []
+
+    def trace(model, root_, profile, _limits=None):   # the run's own limits apply (below)
+        options = {"script": parsed["script"] if parsed["module"] else str(Path(parsed["script"]).resolve()),
+                   "argv": list(parsed["argv"]), "module": parsed["module"], "device": args.device,
+                   "steps": args.steps, "nproc": args.nproc or parsed["nproc"], "profile": profile,
+                   "project_root": str(root), "cwd": os.getcwd()}
+        if getattr(args, "in_process", False):
+            from opscan.trace.script import run_script
+
+            result, said = run_script(**options)
+        else:
+            result, said = result_of(isolated(RUN_FUNCTION, options, limits), f"run of {name}", limits)
+        notes.extend(said)
+        if result.host_ops:
+            notes.append(f"{len(result.host_ops)} ops ran on host tensors (data loading, metrics): listed "
+                         "apart (JSON host_ops), not checked against the database")
+        return replace(result, target=model.target)
+
+    errors: list = []
+    with _progress() as progress:
+        report = assess_run(root, config, trace, progress, errors.append)
+    report = replace(report, notes=report.notes + tuple(notes))
+    render_report(report, args.format, args.output)
+    code = gate(report, config.fail_on, args.exit_zero)
+    for error in errors:
+        print(f"opscan: error: {error}", file=sys.stderr)
+    return 2 if errors else code

@@ -1,0 +1,269 @@
+"""CUDA requests of an unmodified script, answered as on the imitated device (for `opscan run`).
+
+NOTE [answering CUDA requests]
+A script written for CUDA asks `torch.cuda.is_available()`, puts tensors on "cuda" (device
+arguments, `.to("cuda")`, `.cuda()`, `Module.cuda()`), enters `torch.autocast("cuda")`, builds a
+`GradScaler("cuda")` and calls `torch.compile`. A CPU-only machine must never let these reach the
+dispatcher (a CUDA build fails on its first real CUDA call; fake "cuda" tensors do not stop that),
+so each request is rewritten before it is dispatched:
+- device arguments of any torch function and of `Tensor.to`/`Tensor.cuda`, `Module.to`/`.cuda`:
+  "cuda" and "cuda:N" become the imitated device (index 0: the run is rank 0 of its job);
+- on `--device neuron` the port answers `torch.cuda` as the device would: available, one device,
+  bf16 supported, no-op synchronize/empty_cache/seeding, zero memory counters; every other
+  `torch.cuda` function has no imitated answer and stops the run at its line;
+- on `--device cpu` the machine is a CPU-only one: `torch.cuda` answers as it really does here, so
+  the script takes the path a real CPU run takes (explicit "cuda" requests still land on the CPU);
+- autocast and GradScaler of "cuda" use the imitated device; `torch.compile` returns the module or
+  function unchanged (the run is eager, and the report says so).
+Every request is counted with its source line, for the report's notes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from collections import Counter
+
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+from opscan.trace.fakes import patched
+
+_CUDA = re.compile(r"^cuda(:\d+)?$")
+_IS_CUDA = torch.Tensor.is_cuda.__get__   # a property's getter, as torch function modes receive it
+
+# torch.cuda functions the port answers on the imitated device, and the answer.
+_ANSWERS = {
+    "is_available": lambda *a, **k: True,
+    "device_count": lambda *a, **k: 1,
+    "current_device": lambda *a, **k: 0,
+    "set_device": lambda *a, **k: None,
+    "get_device_name": lambda *a, **k: "neuron (imitated by opscan)",
+    "is_bf16_supported": lambda *a, **k: True,
+    "is_initialized": lambda *a, **k: True,
+    "is_current_stream_capturing": lambda *a, **k: False,   # torch.optim asks (no CUDA graphs)
+    "init": lambda *a, **k: None,
+    "synchronize": lambda *a, **k: None,
+    "empty_cache": lambda *a, **k: None,
+    "ipc_collect": lambda *a, **k: None,
+    "manual_seed": lambda *a, **k: None,
+    "manual_seed_all": lambda *a, **k: None,
+    "seed": lambda *a, **k: None,
+    "seed_all": lambda *a, **k: None,
+    "reset_peak_memory_stats": lambda *a, **k: None,
+    "reset_max_memory_allocated": lambda *a, **k: None,
+    "memory_allocated": lambda *a, **k: 0,
+    "max_memory_allocated": lambda *a, **k: 0,
+    "memory_reserved": lambda *a, **k: 0,
+    "max_memory_reserved": lambda *a, **k: 0,
+}
+
+
+class UnansweredCuda(RuntimeError):
+    """A torch.cuda request the imitated device has no answer for."""
+
+
+class Requests:
+    """The CUDA requests a run made, by (what, source line), and where the run is in the script."""
+
+    def __init__(self, finder) -> None:
+        self.finder = finder
+        self.seen: Counter = Counter()
+
+    def note(self, what: str) -> None:
+        """Count `what` at the innermost line of the project's own code (else of any user code)."""
+        frame = sys._getframe(1)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if self.finder.is_user(filename) and os.path.abspath(filename).startswith(self.finder.root):
+                found = (filename, frame.f_lineno)
+                break
+            frame = frame.f_back
+        else:
+            found = self.finder.user_frame(3)
+        where = f"{self.finder.name(found[0])}:{found[1]}" if found else "?"
+        self.seen[(what, where)] += 1
+
+    def lines(self) -> tuple[str, ...]:
+        """One note per request and line, sorted."""
+        return tuple(f"{what} at {where}" for (what, where), _ in sorted(self.seen.items()))
+
+
+class DeviceRedirect(TorchFunctionMode):
+    """Rewrites "cuda" device arguments of torch functions to the imitated device."""
+
+    def __init__(self, device: str, requests: Requests) -> None:
+        super().__init__()
+        self.device = torch.device(device, 0) if device != "cpu" else torch.device("cpu")
+        self.requests = requests
+
+    def map(self, value):
+        """The imitated device for a CUDA device (str, torch.device or int index), else value."""
+        if isinstance(value, torch.device) and value.type == "cuda":
+            return self.device
+        if isinstance(value, str) and _CUDA.match(value):
+            return self.device
+        return value
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.Tensor.cuda:
+            self.requests.note("Tensor.cuda() runs on the imitated device")
+            non_blocking = kwargs.get("non_blocking", False)
+            return args[0].to(self.device, non_blocking=non_blocking)
+        if func == _IS_CUDA:
+            return args[0].device.type == self.device.type and self.device.type != "cpu"
+        if func is torch.Tensor.pin_memory and self.device.type != "cpu":
+            return args[0]   # host memory is not modelled; the copy that follows is traced
+        if "device" in kwargs:
+            mapped = self.map(kwargs["device"])
+            if mapped is not kwargs["device"]:
+                self.requests.note("device='cuda' runs on the imitated device")
+                kwargs = {**kwargs, "device": mapped}
+        if args:   # positional devices: x.to("cuda"), torch.device-typed arguments
+            new_args = tuple(self.map(a) for a in args)
+            if any(n is not a for n, a in zip(new_args, args)):
+                self.requests.note("a 'cuda' device argument runs on the imitated device")
+                args = new_args
+        return func(*args, **kwargs)
+
+
+def _module_to(redirect: DeviceRedirect):
+    """Module.to that places parameters and buffers on the imitated device as fake tensors."""
+
+    def to(self, *args, **kwargs):
+        device, dtype, _non_blocking, _ = torch._C._nn._parse_to(*args, **kwargs)
+        if device is not None and redirect.map(device) is not device:
+            redirect.requests.note("Module.to('cuda') runs on the imitated device")
+            device = redirect.device
+        if device is None and dtype is None:
+            return self
+        move(self, device, dtype)
+        return self
+
+    return to
+
+
+def move(module: nn.Module, device: torch.device, dtype=None) -> None:
+    """Each parameter and buffer of `module` converted onto `device` (and `dtype`) with `.to`,
+    parameters rebuilt around the result (a swap of fake parameters fails: see docs/trace.md)."""
+    done: dict[int, nn.Parameter] = {}
+    for sub in module.modules():
+        for name, param in list(sub._parameters.items()):
+            if param is None:
+                continue
+            new = done.get(id(param))
+            if new is None:
+                with torch.no_grad():
+                    moved = param.to(device=device, dtype=dtype if dtype is not None and param.is_floating_point() else None)
+                new = param if moved is param else nn.Parameter(moved, requires_grad=param.requires_grad)
+                if param.grad is not None and new is not param:
+                    new.grad = param.grad.to(device)
+                done[id(param)] = new
+            sub._parameters[name] = new
+        for name, buf in list(sub._buffers.items()):
+            if buf is not None:
+                sub._buffers[name] = buf.to(device=device, dtype=dtype if dtype is not None and buf.is_floating_point() else None)
+
+
+def _module_cuda(redirect: DeviceRedirect):
+    def cuda(self, device=None):
+        redirect.requests.note("Module.cuda() runs on the imitated device")
+        move(self, redirect.device)
+        return self
+
+    return cuda
+
+
+def _autocast_init(original, redirect: DeviceRedirect):
+    def __init__(self, device_type, *args, **kwargs):
+        if device_type == "cuda":
+            redirect.requests.note("autocast('cuda') runs on the imitated device")
+            device_type = redirect.device.type
+        original(self, device_type, *args, **kwargs)
+
+    return __init__
+
+
+def _scaler_init(original, redirect: DeviceRedirect):
+    def __init__(self, device="cuda", *args, **kwargs):
+        if device == "cuda":
+            redirect.requests.note("GradScaler('cuda') runs on the imitated device")
+            device = redirect.device.type
+        original(self, device, *args, **kwargs)
+
+    return __init__
+
+
+def _scaler_step(self, optimizer, optimizer_state, *args, **kwargs):
+    """GradScaler's step decision: found-inf values of fake tensors are stand-ins (`.item()`, counted
+    by the recorder); a healthy run finds no inf, so the optimizer steps (NOTE [stand-ins])."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    values = list(optimizer_state["found_inf_per_device"].values())
+    found = sum(v.item() for v in values)
+    if any(isinstance(v, FakeTensor) for v in values):
+        found = 0
+    return optimizer.step(*args, **kwargs) if not found else None
+
+
+def _compile(requests: Requests):
+    def compile(model=None, *args, **kwargs):
+        requests.note("torch.compile ran eager (the compiled graph's kernels are not traced)")
+        if model is None:
+            return lambda m: m
+        return model
+
+    return compile
+
+
+def _unanswered(name: str):
+    def call(*args, **kwargs):
+        raise UnansweredCuda(f"torch.cuda.{name}() has no answer on the imitated device; "
+                             "make the call device-agnostic (torch.accelerator) or guard it")
+
+    return call
+
+
+@contextlib.contextmanager
+def answering(device: str, requests: Requests):
+    """Inside: CUDA requests answered as NOTE [answering CUDA requests] says."""
+    from torch.amp import grad_scaler
+    from torch.amp.autocast_mode import autocast
+
+    redirect = DeviceRedirect(device, requests)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(patched(nn.Module, "to", _module_to(redirect)))
+        stack.enter_context(patched(nn.Module, "cuda", _module_cuda(redirect)))
+        stack.enter_context(patched(autocast, "__init__", _autocast_init(autocast.__init__, redirect)))
+        stack.enter_context(patched(grad_scaler.GradScaler, "__init__",
+                                    _scaler_init(grad_scaler.GradScaler.__init__, redirect)))
+        stack.enter_context(patched(grad_scaler.GradScaler, "_maybe_opt_step", _scaler_step))
+        stack.enter_context(patched(torch, "compile", _compile(requests)))
+        if device != "cpu":
+            for name in sorted(vars(torch.cuda)):
+                value = getattr(torch.cuda, name)
+                if name.startswith("_") or not callable(value) or isinstance(value, type) \
+                        or not (getattr(value, "__module__", None) or "").startswith("torch.cuda"):
+                    continue   # classes (Stream, Event) and re-exported helpers stay as they are
+                stack.enter_context(patched(torch.cuda, name, _answered(name, requests)))
+        stack.enter_context(redirect)
+        yield redirect
+
+
+def _answered(name: str, requests: Requests):
+    answer = _ANSWERS.get(name)
+    if answer is None:
+        return _unanswered(name)
+
+    def call(*args, **kwargs):
+        requests.note(f"torch.cuda.{name}() answered as on the imitated device")
+        return answer(*args, **kwargs)
+
+    return call
+
+
+__all__ = ["DeviceRedirect", "Requests", "UnansweredCuda", "answering", "move"]

@@ -1,0 +1,334 @@
+"""run_script: an unmodified training or inference script run on fake tensors, its ops recorded.
+
+NOTE [running a script]
+The script runs as `python SCRIPT ARGS` would run it (runpy, `__name__ == "__main__"`, its
+sys.argv, its working directory: it reads its data and may write files), with:
+- every tensor fake (opscan's FakeMode, as in `opscan trace`): no model-sized compute, and no
+  weights are made; host tensors (data loading, metrics) are fake CPU tensors, so their
+  data-dependent values (`.item()`, `if loss < best`) are stand-ins, counted and reported;
+- CUDA requests answered as on the imitated device (opscan/trace/redirect.py);
+- the recorder of `opscan trace`, told the phase: a module called from outside any module starts
+  "forward" (after an update), `backward()` / `autograd.grad` is "backward", and what follows a
+  backward (clipping, unscaling, the optimizer step, hand-written updates) is "optimizer";
+- torch.optim's global step hooks count each optimizer's steps: the run ends when an optimizer is
+  about to take step N+1 (so every optimizer of a GAN-style loop steps N times); a script without
+  a torch.optim optimizer runs to its end;
+- ops whose tensors are all on the CPU while the device is another are host ops, listed apart;
+- foreach and fused choices made as for real tensors of the same device (torch.optim and
+  clip_grad_norm_ fall back to for-loops for tensor subclasses);
+- `torchrun`-style jobs: rank 0 of `nproc` on a fake process group (init_process_group answered
+  with it), DistributedDataParallel a pass-through (its all-reduce runs in C++, not as aten ops).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import runpy
+import sys
+import time
+
+import torch
+from torch import nn
+
+from opscan.errors import TraceError, UsageError
+from opscan.model import DeviceProfile, ModelTrace
+from opscan.trace import device as devices
+from opscan.trace import fakes, logs
+from opscan.trace import redirect as redirects
+from opscan.trace.recorder import Recorder, _tensors
+from opscan.trace.sources import SourceFinder
+
+RUN_DEVICES = ("neuron", "cpu")
+
+
+class StepsDone(BaseException):
+    """The run took its optimizer steps (a BaseException: a script's `except Exception` keeps it)."""
+
+
+class ScriptRecorder(Recorder):
+    """The trace's recorder for a whole script: names modules as they are first called, follows
+    the phases of NOTE [running a script] and keeps host ops apart."""
+
+    def __init__(self, finder: SourceFinder, device: str) -> None:
+        super().__init__(finder, device, {})
+        self.host = Recorder(finder, "cpu", {}) if device != "cpu" else None
+        self.backwards = 0
+
+    def enter_module(self, module, args) -> None:
+        if not self.module_stack:
+            if id(module) not in self.module_names:
+                for name, sub in module.named_modules(remove_duplicate=False):
+                    self.module_names.setdefault(id(sub), name)
+            if self.phase == "optimizer":
+                self.phase = "forward"
+        super().enter_module(module, args)
+
+    def _record(self, name, source, args, kwargs, out) -> None:
+        if self.host is not None:
+            tensors = _tensors(out, _tensors(kwargs, _tensors(args, [])))
+            if tensors and not any(t.device.type == self.device_type for t in tensors):
+                self.host.phase = self.phase
+                self.host._record(name, source, args, kwargs, out)
+                return
+        super()._record(name, source, args, kwargs, out)
+
+
+def run_script(script: str, argv=(), *, module: bool = False, device: str = "neuron", steps: int | None = 1,
+               nproc: int | None = None, profile: DeviceProfile | None = None,
+               project_root: str | None = None, cwd: str | None = None) -> tuple[ModelTrace, tuple[str, ...]]:
+    """Run `script` (a path, or a module name when `module`) with `argv` on fake tensors.
+
+    Returns (the trace, notes: how the run ended and each CUDA request answered, with its line).
+    `steps`: optimizer steps to run (None: to the end); `nproc`: world size of a fake process group.
+    """
+    if device not in RUN_DEVICES:
+        raise UsageError(f"unknown device {device!r} (known: {', '.join(RUN_DEVICES)})")
+    if steps is not None and steps < 1:
+        raise UsageError(f"--steps must be at least 1, not {steps}")
+    profile = profile or devices.DEFAULT_PROFILE
+    if device == "neuron":
+        devices.ensure_neuron()
+        devices.apply_profile(profile)
+        devices.ensure_autocast()
+    finder = SourceFinder(project_root)
+    recorder = ScriptRecorder(finder, device)
+    requests = redirects.Requests(finder)
+    counter = _Steps(steps, recorder)
+    started = time.perf_counter()
+    stopped, ended = "", "ran to its end"
+    with logs.captured(), _as_main(script, argv, module, cwd), _distributed(nproc, device) as dist_note, \
+            _phases(recorder, counter):
+        try:
+            with _RunMode(allow_non_fake_inputs=True), redirects.answering(device, requests), \
+                    devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(), \
+                    fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(), recorder:
+                if module:
+                    runpy.run_module(script, run_name="__main__", alter_sys=True)
+                else:
+                    runpy.run_path(script, run_name="__main__")
+        except StepsDone:
+            ended = f"ended after {steps} optimizer step{'s' if steps != 1 else ''} of each optimizer"
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                stopped = f"the script exited with {exc.code!r} (sys.exit)"
+        except (UsageError, TraceError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the script's failure ends the run, kept partial
+            from opscan.trace.runner import _stopped
+
+            stopped = _stopped(exc, recorder, finder)
+    label = _name(script, module, project_root)
+    notes = [f"{label}: {ended if not stopped else 'stopped'}; {counter.describe()}"]
+    notes.extend(f"{label}: {line}" for line in requests.lines())
+    if dist_note:
+        notes.append(f"{label}: {dist_note}")
+    mode = "train" if recorder.backwards or counter.total else "inference"
+    trace = ModelTrace(
+        target=f"script:{label}", mode=mode, device=device, ops=recorder.usages(mode),
+        stand_ins=recorder.stand_in_list(), complete=not stopped, stopped_at=stopped,
+        seconds=round(time.perf_counter() - started, 3), supplied_fakes=tuple(sorted(recorder.supplied)),
+        host_ops=recorder.host.usages(mode) if recorder.host is not None else ())
+    return trace, tuple(notes)
+
+
+class _RunMode(devices.FakeMode):
+    """FakeMode that keeps the values of small integer tensors, random ones included (NOTE [host values])."""
+
+    keep_values = True
+
+    def dispatch(self, func, types, args=(), kwargs=None):
+        if func.overloadpacket in _RANDOM_INDEX_FACTORIES:
+            out = self._kept_factory(func, args, kwargs or {})
+            if out is not None:
+                return out
+        return super().dispatch(func, types, args, kwargs)
+
+    def _kept_fake(self, real, device: torch.device):
+        return super()._kept_fake(real, device) if device.type == "cpu" else None
+
+    def _kept_copy(self, args, kwargs):
+        target = kwargs.get("device")
+        return None if target is not None and torch.device(target).type != "cpu" else super()._kept_copy(args, kwargs)
+
+
+# NOTE [host values]
+# A script's batching code computes indices on the host: `ix = torch.randint(len(data) - block, (B,))`
+# then `data[i:i + block] for i in ix`. Stand-in values (1 for every `.item()`) would make each
+# slice empty. So a run keeps the values of small integer tensors as the trace does for inputs
+# with values (NOTE [inputs with values] in device.py): integer results of up to KEPT_NUMEL
+# elements, integer `arange`s and random integer factories (randint, randperm) are computed for
+# real on the CPU (cheap at that size) and their `.item()`s are real values; floating-point
+# tensors stay without values, so a loss's `.item()` is still a counted stand-in. Values stay on
+# the host: a tensor moved to the imitated device loses them (a constant there would make
+# FakeTensorMode run a real kernel of a device that does not exist).
+_RANDOM_INDEX_FACTORIES = (torch.ops.aten.randint, torch.ops.aten.randperm)
+
+
+def _name(script: str, module: bool, project_root: str | None) -> str:
+    """The script as the report names it: a module name, else its path relative to the project."""
+    if module:
+        return script
+    path = os.path.abspath(script)
+    base = os.path.abspath(project_root or os.getcwd())
+    rel = os.path.relpath(path, base)
+    return path if rel.startswith("..") else rel.replace(os.sep, "/")
+
+
+class _Steps:
+    """Counts each torch.optim optimizer's steps; ends the run before step `limit` + 1."""
+
+    def __init__(self, limit: int | None, recorder: ScriptRecorder) -> None:
+        self.limit = limit
+        self.recorder = recorder
+        self.counts: dict[int, int] = {}
+        self.total = 0
+
+    def pre(self, optimizer, args, kwargs) -> None:
+        if self.limit is not None and self.counts.get(id(optimizer), 0) >= self.limit:
+            raise StepsDone
+        self.recorder.phase = "optimizer"
+
+    def post(self, optimizer, args, kwargs) -> None:
+        self.counts[id(optimizer)] = self.counts.get(id(optimizer), 0) + 1
+        self.total += 1
+
+    def describe(self) -> str:
+        if not self.counts:
+            return "no torch.optim optimizer stepped"
+        return f"{self.total} optimizer step{'s' if self.total != 1 else ''} of {len(self.counts)} " \
+               f"optimizer{'s' if len(self.counts) != 1 else ''}"
+
+
+@contextlib.contextmanager
+def _phases(recorder: ScriptRecorder, counter: _Steps):
+    """Optimizer step hooks, module hooks and backward wrappers that set the recorder's phase."""
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    backward, grad = torch.autograd.backward, torch.autograd.grad
+
+    def run_backward(*args, **kwargs):
+        recorder.phase = "backward"
+        recorder.backwards += 1
+        try:
+            return backward(*args, **kwargs)
+        finally:
+            recorder.phase = "optimizer"
+
+    def run_grad(*args, **kwargs):
+        previous, recorder.phase = recorder.phase, "backward"
+        recorder.backwards += 1
+        try:
+            return grad(*args, **kwargs)
+        finally:
+            recorder.phase = previous
+
+    hooks = (register_optimizer_step_pre_hook(counter.pre), register_optimizer_step_post_hook(counter.post),
+             nn.modules.module.register_module_forward_pre_hook(recorder.enter_module),
+             nn.modules.module.register_module_forward_hook(recorder.exit_module, always_call=True))
+    try:
+        with fakes.patched(torch.autograd, "backward", run_backward), fakes.patched(torch.autograd, "grad", run_grad):
+            yield
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
+@contextlib.contextmanager
+def _foreach_as_real():
+    """torch.optim and clip_grad_norm_ choose foreach for fake tensors as for real ones."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch.optim import optimizer
+    from torch.utils import _foreach_utils
+
+    lists = (optimizer._foreach_supported_types, _foreach_utils._foreach_supported_types)
+    added = [types for types in lists if FakeTensor not in types]
+    for types in added:
+        types.append(FakeTensor)
+    try:
+        yield
+    finally:
+        for types in added:
+            types.remove(FakeTensor)
+
+
+@contextlib.contextmanager
+def _as_main(script: str, argv, module: bool, cwd: str | None):
+    """sys.argv, sys.path[0] and the working directory as `python SCRIPT ARGS` sets them."""
+    saved = (list(sys.argv), list(sys.path), os.getcwd())
+    if cwd:
+        os.chdir(cwd)
+    if not module:
+        if not os.path.isfile(script):
+            raise UsageError(f"no such script: {script}")
+        sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    else:
+        sys.path.insert(0, os.getcwd())
+    sys.argv = [script, *argv]
+    try:
+        with contextlib.redirect_stdout(sys.stderr):   # the script's prints: stdout is the report's
+            yield
+    finally:
+        sys.argv, sys.path[:] = saved[0], saved[1]
+        os.chdir(saved[2])
+
+
+@contextlib.contextmanager
+def _distributed(nproc: int | None, device: str):
+    """A torchrun-like environment and a fake process group of `nproc` (NOTE [running a script])."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        yield ""
+        return
+    world = nproc or int(os.environ.get("WORLD_SIZE", "1"))
+    env = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world),
+           "MASTER_ADDR": "localhost", "MASTER_PORT": "29500"} if nproc else {}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    used = []
+
+    def init_process_group(*args, **kwargs):
+        from torch.testing._internal.distributed.fake_pg import FakeStore
+
+        from opscan.trace.fsdp import _patch_device_module
+
+        used.extend(_patch_device_module(device))
+        used.append("init")
+        return original_init("fake", store=FakeStore(), rank=0, world_size=world)
+
+    original_init = dist.init_process_group
+    with fakes.patched(dist, "init_process_group", init_process_group), \
+            fakes.patched(torch.nn.parallel, "DistributedDataParallel", _PassThrough):
+        try:
+            yield (f"rank 0 of {world} on a fake process group" if nproc else "")
+        finally:
+            if "init" in used and dist.is_initialized():
+                dist.destroy_process_group()
+            module = getattr(torch, device, None)
+            for name in used:
+                if name != "init" and module is not None and hasattr(module, name):
+                    delattr(module, name)
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+class _PassThrough(nn.Module):
+    """DistributedDataParallel as seen by the script: `.module`, `no_sync()`, forward."""
+
+    def __init__(self, module, *args, **kwargs) -> None:
+        super().__init__()
+        self.module = module
+
+    def forward(self, *args, **kwargs):
+        return self.module(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        yield
+
+
+__all__ = ["RUN_DEVICES", "ScriptRecorder", "StepsDone", "run_script"]
