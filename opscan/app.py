@@ -100,6 +100,8 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
     findings = scanned.findings
 
     traces: list[ModelTrace] = []
+    # Models given (configured, --model, PATH itself) that could not be checked: the gate exits 2.
+    unchecked: list[tuple[str, str]] = [(c.target, c.note) for c in discovery.refused] if discovery else []
     not_traced = "" if trace else untraced   # why the ops were not checked (for the verdict)
     if trace and config.models:
         profile = database.profile if database is not None else None
@@ -111,17 +113,20 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
                 if on_error is None:
                     raise
                 on_error(exc)
+                unchecked.append((model.target, _why(exc, model.target)))
                 traces.append(ModelTrace(model.target, model.mode, "neuron", complete=False,
                                          stopped_at=str(exc)))
             except TraceError as exc:
-                notes.append(f"trace of {model.target} skipped: {exc}")
                 not_traced = str(exc)
                 if isinstance(exc, MissingDependencyError):   # no model can be traced: stop trying
+                    unchecked.extend((m.target, _why(exc, m.target)) for m in config.models[index - 1:])
                     break
+                unchecked.append((model.target, _why(exc, model.target)))
             except TargetError as exc:
                 if on_error is None:
                     raise
                 on_error(exc)
+                unchecked.append((model.target, _why(exc, model.target)))
                 traces.append(ModelTrace(model.target, model.mode, "neuron", complete=False,
                                          stopped_at=f"the model could not be built: {exc}"))
             say("traced", model.target)
@@ -129,7 +134,8 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
         notes.append(f"{untraced}: the verdict covers the source only")
     if not config.models and not not_traced:
         not_traced = _no_model(discovery) or NO_MODEL
-    if not scanned.files_scanned and not traces and not config.models and target.is_dir() and not narrowed:
+    if not scanned.files_scanned and not traces and not config.models and target.is_dir() and not narrowed \
+            and not unchecked:
         raise UsageError("nothing to check: no Python, notebook or C++/CUDA source file (after include/"
                          "exclude) and no model (looked for [[tool.opscan.models]], --model, a model "
                          "folder with config.json, a .pt2 file)"
@@ -182,7 +188,15 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
         caveats=tuple(database.caveats(tuple(traces))) if database is not None and traces else (),
     )
     return replace(report, verdict=judge(report, ops_not_checked=not_traced,
-                                         source_not_checked=None if no_source else ""))
+                                         source_not_checked=None if no_source else "",
+                                         unchecked=tuple(unchecked)))
+
+
+def _why(exc: OpscanError, target: str) -> str:
+    """The whole reason `target` could not be checked, as one line (never cut)."""
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    prefix = f"trace of {target} "
+    return text[len(prefix):] if text.startswith(prefix) else text
 
 
 def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str | None = None,

@@ -29,9 +29,9 @@ def load_cached(path: Path, check_registry: bool = True) -> Release:
     return _LOADED[key]
 
 
-def shipped_releases(directory: Path | None = None) -> list[Release]:
+def shipped_releases(directory: Path | None = None, check_registry: bool = True) -> list[Release]:
     """Every shipped release, sorted by backend then version (oldest first)."""
-    releases = [load_cached(p) for p in release_files(directory)]
+    releases = [load_cached(p, check_registry) for p in release_files(directory)]
     return sorted(releases, key=lambda r: (r.backend, version_key(r.release)))
 
 
@@ -40,7 +40,7 @@ def version_key(version: str) -> tuple:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.+-]", version))
 
 
-def load_release(spec: str | None = None, db_file: Path | None = None) -> Release:
+def load_release(spec: str | None = None, db_file: Path | None = None, check_registry: bool = True) -> Release:
     """The release `spec` names (None: the newest TorchNeuron release), or the file `db_file`.
 
     `db_file` may also be a folder of release files, searched instead of the shipped one.
@@ -53,9 +53,9 @@ def load_release(spec: str | None = None, db_file: Path | None = None) -> Releas
     directory = None
     if db_file is not None:
         if not Path(db_file).is_dir():
-            return load_cached(Path(db_file))
+            return load_cached(Path(db_file), check_registry)
         directory = Path(db_file)  # a folder of release files replaces the shipped one
-    releases = shipped_releases(directory)
+    releases = shipped_releases(directory, check_registry)
     if not releases:
         raise DatabaseError("no release files found", str(directory or coverage_db_dir()))
     if spec and spec.strip()[:1].isdigit():
