@@ -151,13 +151,15 @@ def render_report(report, fmt: str, output: str | None) -> None:
     write_output(buffer.getvalue(), output)
 
 
-def gate(report, fail_on: tuple[str, ...], exit_zero: bool, allow_unchecked: bool = False) -> int:
+def gate(report, fail_on: tuple[str, ...], exit_zero: bool, allow_unchecked: bool = False,
+         quiet: bool = False) -> int:
     """Exit code for `report`: 2 when a model given could not be checked (unless allow_unchecked),
-    1 when a --fail-on condition is met (reasons on stderr), else 0 (opscan/gate.py)."""
+    1 when a --fail-on condition is met (reasons on stderr unless `quiet`: the output has them),
+    else 0 (opscan/gate.py)."""
     from opscan.gate import could_not_check, failures
 
     reasons = failures(report, fail_on)
-    for reason in reasons:
+    for reason in reasons if not quiet else ():
         print(f"opscan: fail-on {reason}", file=sys.stderr)
     unchecked = could_not_check(report)
     for line in unchecked:   # the whole reason, one line each
@@ -166,7 +168,7 @@ def gate(report, fail_on: tuple[str, ...], exit_zero: bool, allow_unchecked: boo
         print("opscan: --allow-unchecked: the gate judges what was checked", file=sys.stderr)
     if unchecked and not allow_unchecked:
         return 2
-    if reasons and exit_zero:
+    if reasons and exit_zero and not quiet:
         print("opscan: --exit-zero: exiting 0 anyway", file=sys.stderr)
     return 1 if reasons and not exit_zero else 0
 

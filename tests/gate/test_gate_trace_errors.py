@@ -37,3 +37,26 @@ def test_a_missing_torch_stops_tracing_the_other_models(tmp_path):
 @pytest.mark.parametrize("message", ["the model's package 'foo' is not installed", "boom"])
 def test_other_trace_errors_do_not_stop_the_next_model_whatever_their_text(tmp_path, message):
     assert _run(tmp_path, TraceError(message)) == ["a.py:build", "b.py:build"]
+
+
+def test_a_trace_error_makes_the_model_unchecked_and_the_run_exit_2(tmp_path, run_cli, monkeypatch):
+    """"failed inside the model code" is not a pass: the verdict lists it, the gate exits 2."""
+    from opscan import phases
+
+    (tmp_path / "m.py").write_text("x = 1\n")
+
+    def trace(model, root, profile):
+        raise TraceError(f"trace of {model.target} failed inside the model code: ValueError: "
+                         "Validation error for field 'hidden_size': expected int, got str (at m.py:3)")
+
+    monkeypatch.setattr(phases, "trace", trace)
+    monkeypatch.setattr(phases, "database", _database)
+    code, out, err = run_cli(str(tmp_path), "--model", "a.py:build")
+    assert code == 2
+    assert ("opscan: error: could not check a.py:build: failed inside the model code: ValueError: "
+            "Validation error for field 'hidden_size': expected int, got str (at m.py:3)") in err.splitlines()
+    assert out.startswith("– source: no CUDA pins; ops: not checked — could not check 1 model")
+    code, _, _ = run_cli(str(tmp_path), "--model", "a.py:build", "--allow-unchecked")
+    assert code == 0
+    code, _, _ = run_cli(str(tmp_path), "--model", "a.py:build", "--exit-zero")
+    assert code == 2                                   # report-only runs still say it was not checked
