@@ -195,6 +195,8 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
                            + " to check")
     if incomplete:
         open_points.append(_plural(len(incomplete), "incomplete trace"))
+    if unchecked and ops_checked:   # others were traced: never "ready" with a model left unchecked
+        open_points.append(_plural(len(unchecked), "model") + " not checked")
     failing = [c for c in caveats if c.kind == "known-failure"]   # narrowing caveats are numerics notes
     if failing:
         open_points.append(_plural(len(failing), "known failure") + " of the backend on the traced dtypes")

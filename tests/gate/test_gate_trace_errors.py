@@ -60,3 +60,18 @@ def test_a_trace_error_makes_the_model_unchecked_and_the_run_exit_2(tmp_path, ru
     assert code == 0
     code, _, _ = run_cli(str(tmp_path), "--model", "a.py:build", "--exit-zero")
     assert code == 2                                   # report-only runs still say it was not checked
+
+
+def test_one_model_unchecked_beside_a_traced_one_is_never_ready(tmp_path):
+    (tmp_path / "m.py").write_text("x = 1\n")
+
+    def trace(model, root, profile):
+        if model.target == "a.py:build":
+            raise TraceError("trace of a.py:build failed inside the model code: RuntimeError: boom")
+        return ModelTrace(model.target, model.mode, "neuron", ())
+
+    config = Config(root=tmp_path, models=(ModelConfig("a.py:build"), ModelConfig("b.py:build")))
+    verdict = analyse(tmp_path, config, phases=Phases(trace=trace, database=_database)).verdict
+    assert verdict.kind == "unknown" and "1 model not checked" in verdict.headline
+    assert verdict.unchecked == ("a.py:build: failed inside the model code: RuntimeError: boom",)
+    assert verdict.ops_checked
