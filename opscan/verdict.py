@@ -114,7 +114,7 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
     """
     lines = tuple(f"{target}: {why}" for target, why in unchecked)
     if unchecked and all(t.target in dict(unchecked) for t in report.traces):
-        ops_not_checked = f"could not check {_plural(len(unchecked), 'model')} (below)"
+        ops_not_checked = f"could not check {_plural(len(unchecked), 'model')}"
     verdict = _judge(report, ops_not_checked, source_not_checked, {target for target, _ in unchecked})
     details = tuple(f"could not check {line}" for line in lines) + verdict.details
     return replace(verdict, details=details, unchecked=lines)
