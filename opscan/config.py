@@ -128,14 +128,9 @@ def backend_problem(spec: str, db: Path | None = None) -> str:
     Read without checking the release files against the installed torch, so a source-only run
     (the pre-commit hook) checks its `backend` without importing torch.
     """
-    from opscan.db.catalog import load_release
-    from opscan.errors import DatabaseError
+    from opscan.db.catalog import spec_problem
 
-    try:
-        load_release(spec, db, check_registry=False)
-    except DatabaseError as exc:
-        return str(exc)
-    return ""
+    return spec_problem(spec, db)
 
 
 # --- loading -----------------------------------------------------------------------------------

@@ -40,7 +40,17 @@ def version_key(version: str) -> tuple:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.+-]", version))
 
 
-def load_release(spec: str | None = None, db_file: Path | None = None, check_registry: bool = True) -> Release:
+def spec_problem(spec: str, db_file: Path | None = None) -> str:
+    """Why `spec` names no release (in `db_file`, else the shipped database), or "". The files are
+    read without the check against the installed torch, so the config check imports no torch."""
+    try:
+        _find(spec, db_file, check_registry=False)
+    except DatabaseError as exc:
+        return str(exc)
+    return ""
+
+
+def load_release(spec: str | None = None, db_file: Path | None = None) -> Release:
     """The release `spec` names (None: the newest TorchNeuron release), or the file `db_file`.
 
     `db_file` may also be a folder of release files, searched instead of the shipped one.
@@ -50,6 +60,10 @@ def load_release(spec: str | None = None, db_file: Path | None = None, check_reg
     package a release lists (torch-neuronx==2.14.3.0).
     Raises DatabaseError listing the available releases when nothing matches.
     """
+    return _find(spec, db_file, check_registry=True)
+
+
+def _find(spec: str | None, db_file: Path | None, check_registry: bool) -> Release:
     directory = None
     if db_file is not None:
         if not Path(db_file).is_dir():

@@ -230,3 +230,19 @@ def test_allow_unchecked_key(tmp_path):
     with pytest.raises(ConfigError) as caught:
         load_config(tmp_path)
     assert caught.value.problems[0].split(": ")[1] == "tool.opscan.allow-unchecked"
+
+
+def test_backend_check_imports_no_torch(tmp_path):
+    """The pre-commit hook reads the config too: checking `backend` must not import torch."""
+    import subprocess
+    import sys
+
+    (tmp_path / "pyproject.toml").write_text("[tool.opscan]\nbackend = '9.9.9'\n")
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from pathlib import Path\nfrom opscan.config import load_config\n"
+            "from opscan.errors import ConfigError\n"
+            "try:\n    load_config(Path(sys.argv[1]))\nexcept ConfigError as exc:\n    print(exc.problems[0])\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "tool.opscan.backend: no release 'torchneuron==9.9.9'" in proc.stdout
