@@ -134,6 +134,8 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
     findings = scanned.findings
 
     traces: list[ModelTrace] = []
+    # Models given (configured, --model, PATH itself) that could not be checked: the gate exits 2.
+    unchecked: list[tuple[str, str]] = [(c.target, c.note) for c in discovery.refused] if discovery else []
     not_traced = "" if options.trace else options.untraced   # why the ops were not checked (for the verdict)
     if options.trace and config.models:
         profile = release.profile() if release is not None else None
@@ -145,17 +147,20 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
                 if on_error is None:
                     raise
                 on_error(exc)
+                unchecked.append((model.target, _why(exc, model.target)))
                 traces.append(ModelTrace(model.target, model.mode, "neuron", complete=False,
                                          stopped_at=str(exc)))
             except TraceError as exc:
-                notes.append(f"trace of {model.target} skipped: {exc}")
                 not_traced = str(exc)
                 if isinstance(exc, MissingDependencyError):   # no model can be traced: stop trying
+                    unchecked.extend((m.target, _why(exc, m.target)) for m in config.models[index - 1:])
                     break
+                unchecked.append((model.target, _why(exc, model.target)))
             except TargetError as exc:
                 if on_error is None:
                     raise
                 on_error(exc)
+                unchecked.append((model.target, _why(exc, model.target)))
                 traces.append(ModelTrace(model.target, model.mode, "neuron", complete=False,
                                          stopped_at=f"the model could not be built: {exc}"))
             say("traced", model.target)
@@ -163,7 +168,8 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
         notes.append(f"{options.untraced}: the verdict covers the source only")
     if not config.models and not not_traced:
         not_traced = _no_model(discovery) or NO_MODEL
-    if not scanned.files_scanned and not traces and not config.models and target.is_dir() and not narrowed:
+    if not scanned.files_scanned and not traces and not config.models and target.is_dir() and not narrowed \
+            and not unchecked:
         raise UsageError("nothing to check: no Python, notebook or C++/CUDA source file (after include/"
                          "exclude) and no model (looked for [[tool.opscan.models]], --model, a model "
                          "folder with config.json, a .pt2 file)"
@@ -197,7 +203,14 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
         discovery=discovery,
     )
     return assess(draft, release, project_root=root, cost=config.cost, ops_not_checked=not_traced,
-                  source_not_checked=None if no_source else "")
+                  source_not_checked=None if no_source else "", unchecked=tuple(unchecked))
+
+
+def _why(exc: OpscanError, target: str) -> str:
+    """The whole reason `target` could not be checked, as one line (never cut)."""
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    prefix = f"trace of {target} "
+    return text[len(prefix):] if text.startswith(prefix) else text
 
 
 def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str | None = None,

@@ -30,7 +30,8 @@ NO_DATABASE = "no coverage database: every traced op is reported as unknown"
 
 
 def assess(draft: Report, release, *, project_root: Path | None = None, cost: CostConfig | None = None,
-           ops_not_checked: str = "", source_not_checked: str | None = "") -> Report:
+           ops_not_checked: str = "", source_not_checked: str | None = "",
+           unchecked: tuple[tuple[str, str], ...] = ()) -> Report:
     """`draft` (what the run traced and found: traces, findings, root, ...) judged against `release`.
 
     Args:
@@ -40,6 +41,7 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
         project_root: the scanned project, whose files the tasks measure (None: no source).
         cost: the cost model of the tasks (default: CostConfig()).
         ops_not_checked, source_not_checked: why ops or source were not checked (see `judge`).
+        unchecked: (target, why) of each model given that could not be built or traced (the gate exits 2).
     Returns:
         The finished Report, with `verdict` set.
     """
@@ -66,4 +68,4 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
     report = replace(draft, coverage=coverage, caveats=tuple(caveats), notes=tuple(notes), tasks=tasks,
                      backend=release.spec if release is not None else draft.backend)
     return replace(report, verdict=judge(report, ops_not_checked=ops_not_checked,
-                                         source_not_checked=source_not_checked))
+                                         source_not_checked=source_not_checked, unchecked=unchecked))

@@ -95,6 +95,7 @@ class Config:
     db: Path | None = None                  # a coverage_db folder replacing the shipped one
     models: tuple[ModelConfig, ...] = ()
     fail_on: tuple[str, ...] = ("error",)
+    allow_unchecked: bool = False           # a model given but not checkable does not exit 2 (source gate alone)
     baseline: Path | None = None
     extra_rules: tuple[Path, ...] = ()      # folders of additional rule files
     parity: ParityConfig = field(default_factory=ParityConfig)
@@ -119,6 +120,17 @@ def parse_fail_on(values: list[str] | tuple[str, ...] | str, where: str = "--fai
             if part not in out:
                 out.append(part)
     return tuple(out)
+
+
+def backend_problem(spec: str, db: Path | None = None) -> str:
+    """Why `spec` names no release of the coverage database (`db`: the configured one), or "".
+
+    Read without checking the release files against the installed torch, so a source-only run
+    (the pre-commit hook) checks its `backend` without importing torch.
+    """
+    from opscan.db.catalog import spec_problem
+
+    return spec_problem(spec, db)
 
 
 # --- loading -----------------------------------------------------------------------------------
@@ -177,7 +189,7 @@ def parse_table(table: dict, path: Path) -> Config:
     base = path.parent.resolve()
     known = {
         "include", "exclude", "select", "ignore", "backend", "db", "models", "fail-on",
-        "baseline", "extra-rules", "parity", "cost",
+        "allow-unchecked", "baseline", "extra-rules", "parity", "cost",
     }
     checker.unknown(table, known, prefix)
     values: dict[str, Any] = {}
@@ -191,6 +203,14 @@ def parse_table(table: dict, path: Path) -> Config:
             text = checker.string(table[key], prefix + key)
             if text:
                 values[attr] = (base / text).resolve()
+    if values.get("db") is not None and not values["db"].exists():
+        checker.add(prefix + "db", f"{table['db']!r} does not exist (a release file or a folder of them)")
+    elif values.get("backend"):
+        problem = backend_problem(values["backend"], values.get("db"))
+        if problem:
+            checker.add(prefix + "backend", problem)
+    if "allow-unchecked" in table:
+        values["allow_unchecked"] = checker.boolean(table["allow-unchecked"], prefix + "allow-unchecked")
     if "extra-rules" in table:
         folders = checker.strings(table["extra-rules"], prefix + "extra-rules")
         resolved = []
@@ -198,7 +218,8 @@ def parse_table(table: dict, path: Path) -> Config:
             full = (base / folder).resolve()
             if not full.is_dir():
                 checker.add(prefix + "extra-rules", f"folder {folder!r} does not exist")
-            resolved.append(full)
+            else:
+                resolved.append(full)
         values["extra_rules"] = tuple(resolved)
     if "fail-on" in table:
         items = checker.strings(table["fail-on"], prefix + "fail-on")
@@ -214,7 +235,7 @@ def parse_table(table: dict, path: Path) -> Config:
         values["parity"] = _parity(table["parity"], prefix + "parity", checker)
     if "cost" in table:
         values["cost"] = _section(table["cost"], prefix + "cost", CostConfig, checker)
-    if (values.get("select") or values.get("ignore")) and not checker.problems:
+    if values.get("select") or values.get("ignore"):   # checked with the rest: every problem in one run
         _check_selectors(values, prefix, checker)
     checker.raise_if_any()
     return Config(root=base, path=path.resolve(), **values)
@@ -322,9 +343,14 @@ def _section(raw: Any, where: str, cls: type, checker: "_Checker"):
 
 def _check_selectors(values: dict, prefix: str, checker: "_Checker") -> None:
     """`select`/`ignore` entries must name rules (built-in or from extra-rules): docs/config.md."""
+    from opscan.errors import OpscanError
     from opscan.scan.rules import load_rules, unknown_selectors
 
-    rules = load_rules(extra_dirs=values.get("extra_rules", ()))
+    try:
+        rules = load_rules(extra_dirs=values.get("extra_rules", ()))
+    except OpscanError as exc:   # a rule file of extra-rules that does not load: one more problem
+        checker.add(prefix + "extra-rules", str(exc))
+        return
     for key in ("select", "ignore"):
         for problem in unknown_selectors(rules, values.get(key, ())):
             checker.add(prefix + key, problem)

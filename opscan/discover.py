@@ -43,14 +43,14 @@ _FACTORY = re.compile(r"^((build|make|create|new)_\w+|(get|load)_\w*(model|net|n
 FACTORY_PARAMETERS = {"batch", "seq_len"}
 MODULE_BASES = {"nn.Module", "torch.nn.Module", "Module", "PreTrainedModel", "nn.modules.module.Module"}
 
-FACTORY_HINT = (
+FACTORY_HINT = (   # lines under 78 columns: printed indented in an 80-column terminal
     "write a factory opscan can call, e.g. in opscan_model.py:\n"
     "    import torch\n"
-    "    from mypackage.model import Net            # your model class, imported without side effects\n"
+    "    from mypackage.model import Net   # your model class (no side effects)\n"
     "    def build():\n"
-    "        model = Net(hidden=64, layers=2)        # a small config is enough: ops do not depend on size\n"
-    "        return model, {\"x\": torch.zeros(2, 64)}  # the keyword inputs of one forward call\n"
-    "then add target = \"opscan_model.py:build\" to [[tool.opscan.models]] (or run `opscan init`)"
+    "        model = Net(hidden=64, layers=2)   # small: ops do not depend on size\n"
+    "        return model, {\"x\": torch.zeros(2, 64)}   # forward's keyword inputs\n"
+    "then add target = \"opscan_model.py:build\" to [[tool.opscan.models]]"
 )
 
 
@@ -64,6 +64,22 @@ def config_kind(path: Path) -> tuple[str, dict]:
     except TargetError:
         return "", {}
     return (config.kind, config.data) if config.kind else ("", {})
+
+
+def unreadable_config(path: Path, label: str) -> str:
+    """Why the config.json at `path` is not a JSON object ("LABEL:LINE: not valid JSON: ..."), or ""."""
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            return ""
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        return f"{label}: cannot read: {exc.strerror or exc}"
+    except UnicodeDecodeError as exc:
+        return f"{label}: not valid JSON: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
+    except ValueError as exc:
+        line, column = getattr(exc, "lineno", 1), getattr(exc, "colno", 1)
+        return f"{label}:{line}: not valid JSON: {getattr(exc, 'msg', exc)} (column {column})"
+    return "" if isinstance(data, dict) else f"{label}: not valid JSON for a model config: not a JSON object"
 
 
 def folder_candidate(folder: Path, label: str, trust_remote_code: bool = False) -> ModelCandidate | None:
@@ -91,17 +107,28 @@ def direct(path: Path, label: str | None = None, *, trust_remote_code: bool = Fa
     if path.is_file() and path.suffix == ".pt2":
         return Discovery(traced=(f"pt2:{label}",))
     if path.is_file() and path.name == "config.json":
-        found = folder_candidate(path.parent, label.rpartition("/")[0] or ".", trust_remote_code)
+        folder = label.rpartition("/")[0] or "."
+        found = folder_candidate(path.parent, folder, trust_remote_code) or _unreadable(path, folder, label)
         return None if found is None else _split((found,))
     if not path.is_dir():
         return None
     found = folder_candidate(path, label, trust_remote_code)
+    if found is None and (path / "config.json").is_file() \
+            and not any(p.suffix in (".py", ".ipynb") for p in path.iterdir()):
+        found = _unreadable(path / "config.json", label, f"{label}/config.json")   # a model folder, broken
     if found is not None:
         return _split((found,))
     exports = sorted(p.name for p in path.iterdir() if p.suffix == ".pt2" and p.is_file())
     if exports and not any(p.suffix in (".py", ".ipynb") for p in path.iterdir()):
         return Discovery(traced=tuple(f"pt2:{label}/{name}" for name in exports))
     return None
+
+
+def _unreadable(path: Path, folder: str, shown: str) -> ModelCandidate | None:
+    """A model folder whose config.json does not parse: refused, with the parse error (file and line)."""
+    why = unreadable_config(path, shown)
+    return ModelCandidate(target=f"hf:{folder}", kind="hf-folder", path=folder, ready=False,
+                          note=why) if why else None
 
 
 def _split(found: tuple[ModelCandidate, ...]) -> Discovery:

@@ -4,6 +4,10 @@ The default condition, `error`, fails on exactly what makes the verdict "blocked
 error findings, unsupported ops; opscan/verdict.py), so the verdict and the exit code never
 contradict each other: blocked exits 1, every other verdict exits 0 under the default gate.
 The other conditions are stricter opt-ins.
+
+A model opscan was given (configured, `--model`, or PATH itself) but could not build or trace is
+not a pass: `could_not_check` lists them and the run exits 2 ("could not check"), even under
+`--exit-zero`, unless `--allow-unchecked` (or `allow-unchecked = true`) asks for the source gate alone.
 """
 
 from __future__ import annotations
@@ -12,6 +16,11 @@ from opscan.model import Report
 from opscan.verdict import blocking_findings, op_status, unsupported_ops
 
 _SEVERITY_RANK = {"error": 0, "warning": 1, "note": 2}
+
+
+def could_not_check(report: Report) -> tuple[str, ...]:
+    """One line per model given but not checked ("TARGET: why", the whole reason); () = none."""
+    return report.verdict.unchecked if report.verdict is not None else ()
 
 
 def failures(report: Report, fail_on: tuple[str, ...]) -> list[str]:

@@ -257,6 +257,15 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
+def _one_line(exc: BaseException, limit: int = 2000) -> str:
+    """Class and whole message on one line (the reason is often on a later line); only a message
+    past `limit` is shortened, and says by how much."""
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    if len(text) > limit:
+        text = f"{text[:limit]}… ({len(text) - limit} more characters)"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def _describe(exc: BaseException) -> dict[str, Any]:
     """The Ended fields the child sends for an exception: out of memory, or raised."""
     chain, seen = exc, 0
@@ -267,7 +276,7 @@ def _describe(exc: BaseException) -> dict[str, Any]:
         chain, seen = chain.__cause__ or chain.__context__, seen + 1
     frames = traceback.extract_tb(exc.__traceback__)
     fields: dict[str, Any] = {
-        "how": "raised", "error": f"{type(exc).__name__}: {_first_line(exc)}"[:400],
+        "how": "raised", "error": _one_line(exc),
         "error_types": tuple(cls.__name__ for cls in type(exc).__mro__ if cls is not object),
         "where": f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?",
     }

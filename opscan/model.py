@@ -369,6 +369,8 @@ class Verdict:
     details: tuple[str, ...] = ()        # caveats shown under the headline
     source_checked: bool = False         # the source scan ran
     ops_checked: bool = False            # at least one model was traced and its ops looked up
+    unchecked: tuple[str, ...] = ()      # models opscan was given but could not check, one line each
+                                         # ("TARGET: why"): the gate exits 2 on them (opscan/gate.py)
 
 
 @dataclass(frozen=True)

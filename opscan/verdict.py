@@ -17,6 +17,7 @@ or a sum of it over tasks (`site_count`), so the numbers on one screen agree.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from opscan.model import Coverage, Finding, Report, Task, Verdict
 
@@ -99,7 +100,8 @@ def file_count(tasks: Iterable[Task]) -> int:
 
 # --- the verdict ---------------------------------------------------------------------------------
 
-def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str | None = "") -> Verdict:
+def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str | None = "",
+          unchecked: tuple[tuple[str, str], ...] = ()) -> Verdict:
     """The verdict of `report`.
 
     Args:
@@ -107,7 +109,18 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
             "" = the default reason, no model found.
         source_not_checked: why the source was not scanned; "" = it was scanned; None = there is
             no project source to scan (the zoo judges models alone).
+        unchecked: (target, why) of each model opscan was given (configured, --model, or PATH
+            itself) but could not build or trace; carried in `Verdict.unchecked` for the gate.
     """
+    lines = tuple(f"{target}: {why}" for target, why in unchecked)
+    if unchecked and all(t.target in dict(unchecked) for t in report.traces):
+        ops_not_checked = f"could not check {_plural(len(unchecked), 'model')}"
+    verdict = _judge(report, ops_not_checked, source_not_checked, {target for target, _ in unchecked})
+    details = tuple(f"could not check {line}" for line in lines) + verdict.details
+    return replace(verdict, details=details, unchecked=lines)
+
+
+def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None, unchecked: set[str]) -> Verdict:
     blocking = blocking_findings(report)
     unsupported = unsupported_ops(report)
     status = op_status(report)
@@ -120,9 +133,9 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
             why = unverified(by_op[op])
             if why:
                 weak.setdefault(why, []).append(op)
-    ops_checked = bool(report.traces)
+    ops_checked = any(t.target not in unchecked for t in report.traces)
     source_checked = source_not_checked == ""
-    incomplete = [t for t in report.traces if not t.complete]
+    incomplete = [t for t in report.traces if not t.complete and t.target not in unchecked]
     known = report.baseline.known if report.baseline is not None else 0
 
     details: list[str] = []
@@ -163,8 +176,7 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
         if unsupported:
             parts.append(_plural(len(unsupported), "unsupported op"))
         if unreadable:
-            parts.append(_plural(len({f.location.path for f in unreadable}), "file opscan could not read",
-                                 "files opscan could not read"))
+            parts.extend(_unreadable_parts(unreadable))
         in_tasks = {s for t in tasks for s in t.sites}
         other = [f for f in blocking if f.location not in in_tasks and f not in unreadable]
         if other or not parts:
@@ -183,6 +195,8 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
                            + " to check")
     if incomplete:
         open_points.append(_plural(len(incomplete), "incomplete trace"))
+    if unchecked and ops_checked:   # others were traced: never "ready" with a model left unchecked
+        open_points.append(_plural(len(unchecked), "model") + " not checked")
     failing = [c for c in caveats if c.kind == "known-failure"]   # narrowing caveats are numerics notes
     if failing:
         open_points.append(_plural(len(failing), "known failure") + " of the backend on the traced dtypes")
@@ -212,6 +226,21 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
         return _verdict("likely", f"likely — unverified: {_unverified_counts(weak)}; confirm with `opscan db probe`",
                         [d for d in details if d != _unverified_text(weak)], source_checked, ops_checked)
     return _verdict("ready", "ready", details, source_checked, ops_checked)
+
+
+def _unreadable_parts(unreadable: list[Finding]) -> list[str]:
+    """Headline parts for files the scan could not use: syntax errors named with file and line
+    (rule `parse-error`, OPS000), the other input errors as files opscan could not read."""
+    syntax = sorted({f.location.path: f for f in reversed(unreadable) if f.name == "parse-error"}.values(),
+                    key=lambda f: f.location.path)
+    parts = []
+    if syntax:
+        where = ", ".join(f"{f.location.path}:{f.location.line}" for f in syntax[:3]) + (" …" if len(syntax) > 3 else "")
+        parts.append(f"{'a syntax error' if len(syntax) == 1 else _plural(len(syntax), 'syntax error')} ({where})")
+    other = {f.location.path for f in unreadable if f.name != "parse-error"} - {f.location.path for f in syntax}
+    if other:
+        parts.append(_plural(len(other), "file opscan could not read", "files opscan could not read"))
+    return parts
 
 
 def _unverified_counts(weak: dict[str, list[str]]) -> str:

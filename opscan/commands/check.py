@@ -38,7 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(comma list or repeated; default: [tool.opscan] fail-on, else error)")
     parser.add_argument("--baseline", metavar="FILE", default=None,
                         help="report only findings not recorded in FILE (see `opscan baseline`)")
-    parser.add_argument("--exit-zero", action="store_true", help="always exit 0 (report-only runs)")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 whatever was found (report-only "
+                        "runs); a model that could not be checked still exits 2")
+    parser.add_argument("--allow-unchecked", action="store_true",
+                        help="a model that cannot be built or traced does not exit 2: the gate judges the "
+                             "source (and the models it could check) alone (default: [tool.opscan] "
+                             "allow-unchecked, else false)")
     parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format")
     parser.add_argument("--output", "-o", metavar="FILE", default=None, help="write the report to FILE")
     parser.add_argument("--no-trace", action="store_true", help="skip tracing (no torch needed)")
@@ -71,6 +76,13 @@ def load_effective_config(args: argparse.Namespace):
         select=_codes(getattr(args, "select", None)),
         ignore=_codes(getattr(args, "ignore", None)),
     )
+    if getattr(args, "backend", None):   # checked now, as the config's `backend` is, not when a trace first needs it
+        from opscan.config import backend_problem
+        from opscan.errors import UsageError
+
+        problem = backend_problem(args.backend, config.db)
+        if problem:
+            raise UsageError(f"--backend: {problem}")
     config = with_models(config, getattr(args, "model", None), getattr(args, "mode", None))
     if getattr(args, "trust_remote_code", False):
         from dataclasses import replace
@@ -139,14 +151,24 @@ def render_report(report, fmt: str, output: str | None) -> None:
     write_output(buffer.getvalue(), output)
 
 
-def gate(report, fail_on: tuple[str, ...], exit_zero: bool) -> int:
-    """Exit code for `report`: 1 when a --fail-on condition is met (reasons on stderr), else 0."""
-    from opscan.gate import failures
+def gate(report, fail_on: tuple[str, ...], exit_zero: bool, allow_unchecked: bool = False,
+         quiet: bool = False) -> int:
+    """Exit code for `report`: 2 when a model given could not be checked (unless allow_unchecked),
+    1 when a --fail-on condition is met (reasons on stderr unless `quiet`: the output has them),
+    else 0 (opscan/gate.py)."""
+    from opscan.gate import could_not_check, failures
 
     reasons = failures(report, fail_on)
-    for reason in reasons:
+    for reason in reasons if not quiet else ():
         print(f"opscan: fail-on {reason}", file=sys.stderr)
-    if reasons and exit_zero:
+    unchecked = could_not_check(report)
+    for line in unchecked:   # the whole reason, one line each
+        print(f"opscan: error: could not check {line}", file=sys.stderr)
+    if unchecked and allow_unchecked:
+        print("opscan: --allow-unchecked: the gate judges what was checked", file=sys.stderr)
+    if unchecked and not allow_unchecked:
+        return 2
+    if reasons and exit_zero and not quiet:
         print("opscan: --exit-zero: exiting 0 anyway", file=sys.stderr)
     return 1 if reasons and not exit_zero else 0
 
@@ -161,11 +183,8 @@ def run(args: argparse.Namespace) -> int:
         trace=not args.no_trace, baseline=Path(args.baseline) if args.baseline else config.baseline,
         trust_remote_code=getattr(args, "trust_remote_code", False), mode=getattr(args, "mode", None),
         limits=isolation_from(args))   # each model's code runs in a child process (docs/reliability.md)
-    errors = []
+    errors = []   # models that could not be checked; the verdict carries them (Verdict.unchecked)
     with _progress() as progress:
         report = analyse(Path(args.path), config, options, progress=progress, on_error=errors.append)
     render_report(report, args.format, args.output)
-    code = gate(report, config.fail_on, args.exit_zero)
-    for error in errors:   # a model that could not be built: the rest was reported, exit 2
-        print(f"opscan: error: {error}", file=sys.stderr)
-    return 2 if errors else code
+    return gate(report, config.fail_on, args.exit_zero, args.allow_unchecked or config.allow_unchecked)

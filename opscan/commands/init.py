@@ -118,21 +118,26 @@ def run(args: argparse.Namespace) -> int:
     base = path.parent.resolve()
     ready = [_rebase(c, root, base) for c in found if c.ready]
     other = [c for c in found if not c.ready]
+    hint = FACTORY_HINT + f" in {shown}"   # the next step, not `opscan init` again
+    if path.name == "opscan.toml":   # its keys sit at the top level
+        hint = hint.replace("[[tool.opscan.models]]", "[[models]]")
     if not found:
         print(f"opscan: no model found in {_relative_root(root)}: no factory function (build, make, "
               "create_model, get_model, ...), nn.Module class, from_pretrained call on a local folder, "
-              "model folder (config.json) or .pt2 file. To trace a model, " + FACTORY_HINT)
+              "model folder (config.json) or .pt2 file. To trace a model, " + hint, file=sys.stderr)
         return 1
     have = configured_targets(path)
     new = [c for c in ready if c.target not in have]
     blocks = [toml_lines(c, path.name) for c in new]
+    if not ready:   # nothing to write: the whole answer on stderr, the outcome first
+        print(f"opscan: no model that can be traced as it is; {len(other)} found that need a step first:",
+              file=sys.stderr)
     for cand in other:
         where = f"{cand.path}:{cand.line}" if cand.line else cand.path
         print(f"opscan: not added: {where}: {cand.note.splitlines()[0]}", file=sys.stderr)
     if other:
-        print("opscan: to trace those, " + FACTORY_HINT, file=sys.stderr)
+        print("opscan: to trace those, " + hint, file=sys.stderr)
     if not ready:
-        print("opscan: no model that can be traced as it is (see above)")
         return 1
     if not new:
         print(f"opscan: {shown} already configures every model found ({', '.join(c.target for c in ready)})")

@@ -49,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "~/.cache/opscan; never a folder an untrusted change can write)")
     parser.add_argument("--no-fix-check", action="store_true",
                         help="do not check suggested replacements against the installed torch")
+    parser.add_argument("--concise", action="store_true",
+                        help="print one line per finding and one summary line instead of the report "
+                             "(the pre-commit hook's output; `opscan PATH` prints the whole report)")
 
 
 def _root_and_paths(args: argparse.Namespace) -> tuple[Path, tuple[Path, ...]]:
@@ -118,5 +121,19 @@ def run(args: argparse.Namespace) -> int:
     from opscan.commands.check import gate, render_report
 
     report, config = build_report(args)
+    if args.concise:
+        import sys
+
+        from opscan.reporters.terminal.concise import render
+
+        if args.format != "terminal" or args.output:
+            from opscan.errors import UsageError
+
+            raise UsageError("--concise is a terminal view: drop --format / --output")
+        from opscan.gate import failures
+
+        met = [] if args.exit_zero else [c for c in config.fail_on if failures(report, (c,))]
+        render(report, sys.stdout, met)   # the gate's conditions in its one line
+        return gate(report, config.fail_on, args.exit_zero, quiet=True)
     render_report(report, args.format, args.output)
     return gate(report, config.fail_on, args.exit_zero)

@@ -29,15 +29,25 @@ def load_cached(path: Path, check_registry: bool = True) -> Release:
     return _LOADED[key]
 
 
-def shipped_releases(directory: Path | None = None) -> list[Release]:
+def shipped_releases(directory: Path | None = None, check_registry: bool = True) -> list[Release]:
     """Every shipped release, sorted by backend then version (oldest first)."""
-    releases = [load_cached(p) for p in release_files(directory)]
+    releases = [load_cached(p, check_registry) for p in release_files(directory)]
     return sorted(releases, key=lambda r: (r.backend, version_key(r.release)))
 
 
 def version_key(version: str) -> tuple:
     """Sort key for dotted versions: '2.9.0' < '2.33.0'; non-numeric parts sort after numbers."""
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.+-]", version))
+
+
+def spec_problem(spec: str, db_file: Path | None = None) -> str:
+    """Why `spec` names no release (in `db_file`, else the shipped database), or "". The files are
+    read without the check against the installed torch, so the config check imports no torch."""
+    try:
+        _find(spec, db_file, check_registry=False)
+    except DatabaseError as exc:
+        return str(exc)
+    return ""
 
 
 def load_release(spec: str | None = None, db_file: Path | None = None) -> Release:
@@ -50,12 +60,16 @@ def load_release(spec: str | None = None, db_file: Path | None = None) -> Releas
     package a release lists (torch-neuronx==2.14.3.0).
     Raises DatabaseError listing the available releases when nothing matches.
     """
+    return _find(spec, db_file, check_registry=True)
+
+
+def _find(spec: str | None, db_file: Path | None, check_registry: bool) -> Release:
     directory = None
     if db_file is not None:
         if not Path(db_file).is_dir():
-            return load_cached(Path(db_file))
+            return load_cached(Path(db_file), check_registry)
         directory = Path(db_file)  # a folder of release files replaces the shipped one
-    releases = shipped_releases(directory)
+    releases = shipped_releases(directory, check_registry)
     if not releases:
         raise DatabaseError("no release files found", str(directory or coverage_db_dir()))
     if spec and spec.strip()[:1].isdigit():

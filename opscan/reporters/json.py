@@ -177,7 +177,8 @@ def to_dict(report: Report) -> dict:
         "verdict": None if report.verdict is None else {
             "kind": report.verdict.kind, "headline": report.verdict.headline,
             "details": list(report.verdict.details),
-            "checked": {"source": report.verdict.source_checked, "ops": report.verdict.ops_checked}},
+            "checked": {"source": report.verdict.source_checked, "ops": report.verdict.ops_checked},
+            "unchecked": list(report.verdict.unchecked)},   # models given but not checked: exit 2
         "findings": [_finding(f) for f in sorted(report.findings, key=Finding.sort_key)],
         "ops": [_op(usage, models, coverage.get(usage.op)) for usage, models in merge_ops(report.traces)],
         "traces": [_trace(t) for t in report.traces],

@@ -67,10 +67,12 @@ def read_json(path: Path) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise TargetError(f"cannot read: {exc.strerror}", path=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise TargetError(f"not UTF-8 text: {exc.reason}", path=str(path)) from None
     except json.JSONDecodeError as exc:
-        raise TargetError(f"not valid JSON: {exc.msg}", path=str(path), line=exc.lineno) from None
+        raise TargetError(f"not valid JSON: {exc.msg} (column {exc.colno})",
+                          path=str(path), line=exc.lineno) from None
+    except UnicodeDecodeError as exc:
+        raise TargetError(f"not valid JSON: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                          f"{exc.start})", path=str(path)) from None
     if not isinstance(data, dict):
         raise TargetError("not a JSON object", path=str(path))
     return data

@@ -206,12 +206,27 @@ def test_scan_command_takes_the_baseline_too(project, run_cli):
     assert code == 1 and [(f["line"], f["rule"]) for f in json.loads(out)["findings"]] == [(2, "OPS105")]
 
 
-def test_without_torch_the_trace_is_skipped_with_a_note(project, run_cli, monkeypatch):
+def test_without_torch_a_named_model_is_not_checked_exit_2_unless_allowed(project, run_cli, monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "opscan.trace", None)       # `import opscan.trace` fails
     monkeypatch.setattr(phases, "database", _fake_database)
-    code, out, _ = run_cli(str(project), "--model", "train.py:build", "--format", "json")
+    code, out, err = run_cli(str(project), "--model", "train.py:build", "--format", "json")
     doc = json.loads(out)
-    assert code == 1 and doc["traces"] == [] and doc["findings"]
-    assert any("skipped" in note and "PyTorch" in note for note in doc["notes"])
+    assert code == 2 and doc["traces"] == [] and doc["findings"]          # the source is still reported
+    assert [u.split(":", 2)[:2] for u in doc["verdict"]["unchecked"]] == [["train.py", "build"]]
+    assert "PyTorch" in doc["verdict"]["unchecked"][0]
+    assert "opscan: error: could not check train.py:build: " in err and "PyTorch" in err
+    code, _, err = run_cli(str(project), "--model", "train.py:build", "--allow-unchecked")
+    assert code == 1 and "could not check train.py:build" in err          # the source gate alone
+
+
+def test_a_syntax_error_is_named_with_file_and_line(tmp_path, run_cli):
+    (tmp_path / "bad.py").write_text("import torch\ndef f(:\n    pass\n")
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    code, out, _ = run_cli(str(tmp_path), "--no-trace")
+    assert code == 1 and out.splitlines()[0] == "✗ blocked by a syntax error (bad.py:2)"
+    (tmp_path / "worse.py").write_text("def g(:\n")
+    code, out, _ = run_cli(str(tmp_path), "--no-trace", "--format", "json")
+    verdict = json.loads(out)["verdict"]
+    assert code == 1 and verdict["headline"] == "blocked by 2 syntax errors (bad.py:2, worse.py:1)"

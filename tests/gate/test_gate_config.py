@@ -46,9 +46,15 @@ kernel-default-lines = 300
 """
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
 def _project(tmp_path: Path, text: str, name: str = "pyproject.toml") -> Path:
     (tmp_path / name).write_text(text)
     (tmp_path / "myrules").mkdir(exist_ok=True)
+    (tmp_path / "mydb").mkdir(exist_ok=True)   # a coverage database folder holding one release
+    release = "torchneuron-2.33.0.yaml"
+    (tmp_path / "mydb" / release).write_bytes((ROOT / "coverage_db" / release).read_bytes())
     return tmp_path
 
 
@@ -81,14 +87,14 @@ def test_found_from_a_subfolder_and_a_file(tmp_path):
 
 
 def test_pyproject_without_table_is_skipped_and_opscan_toml_wins(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("[tool.opscan]\nbackend = '9.9.9'\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.opscan]\nbackend = 'torch-neuronx-xla==2.32.0'\n")
     inner = tmp_path / "inner"
     inner.mkdir()
     (inner / "pyproject.toml").write_text("[project]\nname = 'x'\n")
-    assert load_config(inner).backend == "9.9.9"
-    (inner / "opscan.toml").write_text("backend = '1.0.0'\nfail-on = 'warning'\n")
+    assert load_config(inner).backend == "torch-neuronx-xla==2.32.0"
+    (inner / "opscan.toml").write_text("backend = '2.33.0'\nfail-on = 'warning'\n")
     config = load_config(inner)
-    assert config.backend == "1.0.0" and config.fail_on == ("warning",) and config.root == inner.resolve()
+    assert config.backend == "2.33.0" and config.fail_on == ("warning",) and config.root == inner.resolve()
 
 
 def test_no_config_gives_defaults(tmp_path):
@@ -149,7 +155,7 @@ def test_fail_on_values(tmp_path):
 
 
 def test_cli_flags_override_the_file(tmp_path, run_cli):
-    root = _project(tmp_path, "[tool.opscan]\nbackend = '0.0.1'\nfail-on = ['warning']\n")
+    root = _project(tmp_path, "[tool.opscan]\nbackend = 'torch-neuronx-xla==2.3.0'\nfail-on = ['warning']\n")
     (root / "x.py").write_text("import os\n")
     import argparse
     from opscan.commands.check import add_arguments, load_effective_config
@@ -164,7 +170,7 @@ def test_cli_flags_override_the_file(tmp_path, run_cli):
     assert [(m.target, m.mode) for m in config.models] == [("m.py:build", "inference")]
     assert config.select == ("OPS1", "OPS2")
     plain = load_effective_config(parser.parse_args([str(root)]))
-    assert plain.backend == "0.0.1" and plain.fail_on == ("warning",)
+    assert plain.backend == "torch-neuronx-xla==2.3.0" and plain.fail_on == ("warning",)
 
 
 def test_bad_config_exits_2_listing_every_problem(tmp_path, run_cli):
@@ -188,3 +194,55 @@ def test_select_and_ignore_flags_take_comma_lists_and_repeats(tmp_path):
     add_arguments(parser)
     config = load_effective_config(parser.parse_args([str(tmp_path), "--ignore", "OPS1,OPS2", "--ignore", "OPS003"]))
     assert config.ignore == ("OPS1", "OPS2", "OPS003")
+
+
+def test_every_problem_in_one_run_selectors_and_backend_included(tmp_path, run_cli):
+    """`fail_on`, a bad `select` and a release the database lacks: one run names all three."""
+    _project(tmp_path, "[tool.opscan]\nfail_on = ['error']\nselect = ['OPS1O1']\nbackend = '9.9.9'\n")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    code, out, err = run_cli(str(tmp_path), "--no-trace")          # no trace needed to find them
+    assert code == 2 and out == ""
+    problems = [line.strip() for line in err.splitlines()[1:]]
+    assert [p.split(": ")[1] for p in problems] == ["tool.opscan.fail_on", "tool.opscan.backend",
+                                                   "tool.opscan.select"]
+    assert "'OPS101'" in problems[2] and "torchneuron==2.33.0" in problems[1]   # the closest, the available
+    assert err.splitlines()[0].endswith("3 problems in the opscan configuration")
+
+
+def test_backend_and_db_are_checked_with_the_config(tmp_path, run_cli):
+    root = _project(tmp_path, "[tool.opscan]\nbackend = 'torch-neuronx-xla==2.32.0'\ndb = 'mydb'\n")
+    with pytest.raises(ConfigError) as caught:       # mydb holds only torchneuron 2.33.0
+        load_config(root)
+    assert [p.split(": ")[1] for p in caught.value.problems] == ["tool.opscan.backend"]
+    (root / "pyproject.toml").write_text("[tool.opscan]\ndb = 'nodb'\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(root)
+    assert "does not exist" in caught.value.problems[0]
+    (root / "pyproject.toml").write_text("[tool.opscan]\n")
+    (root / "a.py").write_text("x = 1\n")
+    code, _, err = run_cli(str(root), "--no-trace", "--backend", "7.7")
+    assert code == 2 and "--backend" in err and "torchneuron==2.33.0" in err
+
+
+def test_allow_unchecked_key(tmp_path):
+    assert load_config(_project(tmp_path, "[tool.opscan]\nallow-unchecked = true\n")).allow_unchecked is True
+    (tmp_path / "pyproject.toml").write_text("[tool.opscan]\nallow-unchecked = 'yes'\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path)
+    assert caught.value.problems[0].split(": ")[1] == "tool.opscan.allow-unchecked"
+
+
+def test_backend_check_imports_no_torch(tmp_path):
+    """The pre-commit hook reads the config too: checking `backend` must not import torch."""
+    import subprocess
+    import sys
+
+    (tmp_path / "pyproject.toml").write_text("[tool.opscan]\nbackend = '9.9.9'\n")
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from pathlib import Path\nfrom opscan.config import load_config\n"
+            "from opscan.errors import ConfigError\n"
+            "try:\n    load_config(Path(sys.argv[1]))\nexcept ConfigError as exc:\n    print(exc.problems[0])\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "tool.opscan.backend: no release 'torchneuron==9.9.9'" in proc.stdout

@@ -71,6 +71,12 @@ def test_hook_fails_on_staged_cuda_code_only(tmp_path, hook):
     assert "bad.py" in result.stdout
     assert "unstaged.py" not in result.stdout
     assert "clean.py" not in result.stdout
+    # the hook's output: the staged file's finding and one summary line, not the whole report
+    ours = [line for line in result.stdout.splitlines() if line.startswith(("bad.py:", "opscan:"))]
+    assert [line.split(":")[0] for line in ours] == ["bad.py", "opscan"], result.stdout
+    assert ours[0].startswith("bad.py:2:") and "OPS105" in ours[0]
+    assert "Port tasks" not in result.stdout and "Summary" not in result.stdout
+    assert len(result.stdout.strip().splitlines()) <= 8          # pre-commit's own lines included
 
 
 def test_hook_passes_on_clean_staged_files(tmp_path, hook):
@@ -128,3 +134,22 @@ def test_hook_honours_the_project_config(tmp_path, hook):
     result = _run(repo, tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "blocked by 1 CUDA-pinned site in 1 file (new; 1 known hidden by the baseline)" in result.stdout
+
+
+def test_concise_view_is_findings_and_one_summary_line(tmp_path, run_cli, monkeypatch):
+    """What the hook runs (`opscan scan --concise FILES`), without pre-commit: fast, in-process."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.py").write_text("import torch\nx = torch.zeros(2).cuda()\ny = x.to('cuda')\n")
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    code, out, err = run_cli("scan", "--concise", "bad.py", "ok.py")
+    lines = out.splitlines()
+    assert code == 1 and err == ""
+    assert [line.split(":")[:3] for line in lines[:-1]] == [["bad.py", "2", "5"], ["bad.py", "3", "10"]]
+    assert [line.split()[1] for line in lines[:-1]] == ["OPS105", "OPS101"]
+    assert lines[-1].startswith("opscan: 2 findings in 2 files") and "fail-on error: exit 1" in lines[-1]
+    assert "`opscan .`" in lines[-1]                                 # where the whole report is
+    code, out, err = run_cli("scan", "--concise", "ok.py")
+    assert code == 0 and out.splitlines() == [
+        "opscan: 0 findings in 1 file — the whole report and port plan: `opscan .`"]
+    code, out, _ = run_cli("scan", "--concise", "bad.py", "--exit-zero")
+    assert code == 0 and "exit 1" not in out

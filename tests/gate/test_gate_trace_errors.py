@@ -37,3 +37,41 @@ def test_a_missing_torch_stops_tracing_the_other_models(tmp_path):
 @pytest.mark.parametrize("message", ["the model's package 'foo' is not installed", "boom"])
 def test_other_trace_errors_do_not_stop_the_next_model_whatever_their_text(tmp_path, message):
     assert _run(tmp_path, TraceError(message)) == ["a.py:build", "b.py:build"]
+
+
+def test_a_trace_error_makes_the_model_unchecked_and_the_run_exit_2(tmp_path, run_cli, monkeypatch):
+    """"failed inside the model code" is not a pass: the verdict lists it, the gate exits 2."""
+    from opscan import phases
+
+    (tmp_path / "m.py").write_text("x = 1\n")
+
+    def trace(model, root, profile):
+        raise TraceError(f"trace of {model.target} failed inside the model code: ValueError: "
+                         "Validation error for field 'hidden_size': expected int, got str (at m.py:3)")
+
+    monkeypatch.setattr(phases, "trace", trace)
+    monkeypatch.setattr(phases, "database", _database)
+    code, out, err = run_cli(str(tmp_path), "--model", "a.py:build")
+    assert code == 2
+    assert ("opscan: error: could not check a.py:build: failed inside the model code: ValueError: "
+            "Validation error for field 'hidden_size': expected int, got str (at m.py:3)") in err.splitlines()
+    assert out.startswith("– source: no CUDA pins; ops: not checked — could not check 1 model")
+    code, _, _ = run_cli(str(tmp_path), "--model", "a.py:build", "--allow-unchecked")
+    assert code == 0
+    code, _, _ = run_cli(str(tmp_path), "--model", "a.py:build", "--exit-zero")
+    assert code == 2                                   # report-only runs still say it was not checked
+
+
+def test_one_model_unchecked_beside_a_traced_one_is_never_ready(tmp_path):
+    (tmp_path / "m.py").write_text("x = 1\n")
+
+    def trace(model, root, profile):
+        if model.target == "a.py:build":
+            raise TraceError("trace of a.py:build failed inside the model code: RuntimeError: boom")
+        return ModelTrace(model.target, model.mode, "neuron", ())
+
+    config = Config(root=tmp_path, models=(ModelConfig("a.py:build"), ModelConfig("b.py:build")))
+    verdict = analyse(tmp_path, config, phases=Phases(trace=trace, database=_database)).verdict
+    assert verdict.kind == "unknown" and "1 model not checked" in verdict.headline
+    assert verdict.unchecked == ("a.py:build: failed inside the model code: RuntimeError: boom",)
+    assert verdict.ops_checked

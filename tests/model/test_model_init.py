@@ -86,8 +86,9 @@ def test_model_folder_and_nothing_found(tmp_path, run_cli):
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "util.py").write_text("def add(a, b):\n    return a + b\n")
-    code, out, _ = run_cli("init", str(empty))
-    assert code == 1 and "no model found" in out and "def build():" in out
+    code, out, err = run_cli("init", str(empty))
+    assert code == 1 and out == "" and "no model found" in err and "def build():" in err
+    assert "opscan init" not in err                  # the advice names the next step, not this command
     assert not (empty / "opscan.toml").exists()
 
 
@@ -108,3 +109,15 @@ def test_report_of_an_unconfigured_repository_shows_the_lines_to_add(tmp_path, r
     code, out, err = run_cli(str(project))
     assert '[[tool.opscan.models]]  # model.py:135\ntarget = "model.py:build"' in out
     assert "opscan init" in out
+
+
+def test_nothing_traceable_prints_the_outcome_first_all_on_stderr(tmp_path, run_cli):
+    (tmp_path / "net.py").write_text("import torch\n\nclass Net(torch.nn.Module):\n"
+                                     "    def __init__(self, hidden):\n        super().__init__()\n")
+    code, out, err = run_cli("init", str(tmp_path))
+    lines = err.splitlines()
+    assert code == 1 and out == ""                   # nothing on stdout to land before the details
+    assert lines[0].startswith("opscan: no model that can be traced as it is; 1 found")
+    assert lines[1].startswith("opscan: not added: net.py:3: Net(hidden) needs constructor arguments")
+    assert "see above" not in err and "opscan init" not in err
+    assert lines[-1].endswith(f"to [[models]] in {tmp_path / 'opscan.toml'}")   # where it goes

@@ -31,12 +31,16 @@ def test_a_folder_is_classified_once_for_every_reader(tmp_path, data, kind):
     (b"[1, 2]", "not a JSON object"),
     (b'{"model_type": "\xff"}', "not UTF-8"),
 ])
-def test_an_unreadable_config_is_one_line_naming_it_and_no_model_to_discover(tmp_path, content, what):
+def test_an_unreadable_config_is_one_line_naming_it_and_refused_by_discovery(tmp_path, content, what):
     (tmp_path / "config.json").write_bytes(content)
     with pytest.raises(TargetError) as caught:
         read_config(tmp_path)
     assert what in caught.value.message and caught.value.path == str(tmp_path / "config.json")
-    assert direct(tmp_path, "m") is None
+    # PATH given as a model folder whose config.json cannot be read: no model to trace, and one
+    # refusal naming the file and the cause (the gate exits 2 on it, issue 27)
+    found = direct(tmp_path, "m")
+    assert found is not None and found.traced == ()
+    assert [c.target for c in found.refused] == ["hf:m"] and what in found.refused[0].note
 
 
 def test_a_search_skips_a_config_over_its_size_limit(tmp_path):

@@ -85,7 +85,7 @@ def test_hf_bad_json(run_cli, tmp_path):
 
 def test_hf_unknown_model_type(run_cli, tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "no-such-arch"}')
-    assert "cannot read this config" in one_line_error(run_cli, f"hf:{tmp_path}")
+    assert "unknown model_type 'no-such-arch'" in one_line_error(run_cli, f"hf:{tmp_path}")
 
 
 def _timm_importable() -> bool:

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from opscan.model import Finding, Report
+from opscan.reporters.terminal.location import fit
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
 SNIPPET_MAX = 88
@@ -21,7 +22,7 @@ def _where(finding: Finding) -> str:
     return f"{loc.line}:{loc.column}"
 
 
-def _body(finding: Finding, show_fix: bool) -> Text:
+def _body(finding: Finding, show_fix: bool, snippet_max: int = SNIPPET_MAX) -> Text:
     body = Text(finding.message)
     if finding.guarded:
         body.append("  [guarded]", style="dim")
@@ -29,8 +30,8 @@ def _body(finding: Finding, show_fix: bool) -> Text:
         body.append("  [fixable]", style="green")
     snippet = finding.snippet.strip()
     if snippet:
-        if len(snippet) > SNIPPET_MAX:
-            snippet = snippet[:SNIPPET_MAX - 1] + "…"
+        if len(snippet) > snippet_max:
+            snippet = snippet[:snippet_max - 1] + "…"
         body.append(f"\n│ {snippet}", style="dim")
     if show_fix and finding.fix:
         body.append("\nfix: ", style="green")
@@ -43,11 +44,12 @@ def section(report: Report, console: Console) -> None:
     if not report.findings:
         return
     findings = sorted(report.findings, key=Finding.sort_key)
+    snippet_max = min(SNIPPET_MAX, console.width - 26)   # one line beside "  12:5 OPS101 warning "
     files = len({f.location.path for f in findings})
     console.print(Text(f"Findings — {len(findings)} in {files} file{'s' if files != 1 else ''}", style="bold"))
     for path, group in groupby(findings, key=lambda f: f.location.path):
         console.print()
-        console.print(Text(path, style="bold underline"))
+        console.print(Text(fit(path, "", console.width), style="bold underline"))   # location.py
         grid = Table.grid(padding=(0, 1), expand=False)
         grid.add_column(style="dim", no_wrap=True, justify="right")
         grid.add_column(no_wrap=True)
@@ -57,7 +59,7 @@ def section(report: Report, console: Console) -> None:
             style = SEVERITY_STYLE.get(finding.severity, "")
             code = Text(finding.rule, style=style)
             code.append(f" {finding.severity}", style=style)
-            grid.add_row(" " + _where(finding), code, _body(finding, finding.fix != last_fix))
+            grid.add_row(" " + _where(finding), code, _body(finding, finding.fix != last_fix, snippet_max))
             last_fix = finding.fix
         console.print(grid)
     console.print()

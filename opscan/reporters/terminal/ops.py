@@ -8,9 +8,13 @@ from rich.text import Text
 
 from opscan.model import Coverage, OpUsage, Report
 from opscan.reporters.json import merge_ops
+from opscan.reporters.terminal.location import budget, fit
 
 _PHASE_SHORT = {"forward": "fwd", "loss": "loss", "backward": "bwd", "optimizer": "opt"}
 WIDE = 150   # from this console width on, the first source gets its own column
+OP_COLUMN = 48       # widest op column below WIDE
+_NARROW_OTHER = 56   # the other columns of a narrow table (count, phases, dtypes, status, padding)
+_WIDE_OTHER = 110    # the columns before "first source" in a wide table
 _MODE_SHORT = {"inference": "inf", "train": "train"}
 _STATUS_STYLE = {"native": "green", "composite": "green", "limited": "yellow",
                  "cpu-fallback": "yellow", "unsupported": "red", "unknown": "dim"}
@@ -18,10 +22,11 @@ _STATUS_STYLE = {"native": "green", "composite": "green", "limited": "yellow",
 
 def section(report: Report, console: Console) -> None:
     """Print each trace's header (completeness, stand-ins) and one table of every op."""
-    if not report.traces:
+    traces = [t for t in report.traces if t.ops or t.complete]   # a model never built is in the verdict
+    if not traces:
         return
     console.print(Text("Ops", style="bold"))
-    for trace in report.traces:
+    for trace in traces:
         dispatches = sum(u.count for u in trace.ops)
         head = Text(f"  {trace.target}  ", style="bold")
         head.append(f"{trace.mode} on {trace.device}: {len(trace.ops)} ops, {dispatches} dispatches",
@@ -48,7 +53,7 @@ def section(report: Report, console: Console) -> None:
     wide = console.width >= WIDE
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     table.add_column("op" if wide else "op / first source", overflow="fold",
-                     max_width=None if wide else 48)
+                     max_width=None if wide else OP_COLUMN)
     table.add_column("count", justify="right", no_wrap=True)
     table.add_column("phases", no_wrap=True)
     if show_modes:
@@ -59,8 +64,12 @@ def section(report: Report, console: Console) -> None:
     if wide:
         table.add_column("first source", overflow="fold")
     notes = _evidence_notes(merged, coverage)
+    # the first source fits its column whole (NOTE [whole locations] in location.py)
+    width = budget(console, _WIDE_OTHER if wide else _NARROW_OTHER)
+    if not wide:
+        width = min(width, OP_COLUMN - 2)
     for usage, _models in merged:
-        table.add_row(*_row(usage, coverage.get(usage.op), show_modes, bool(coverage), wide, notes))
+        table.add_row(*_row(usage, coverage.get(usage.op), show_modes, bool(coverage), wide, notes, width))
     console.print(table)
     if coverage:
         for text, number in notes.items():
@@ -79,7 +88,7 @@ def _evidence_notes(merged, coverage: dict[str, Coverage]) -> dict[str, int]:
 
 
 def _row(usage: OpUsage, cov: Coverage | None, show_modes: bool, with_status: bool, wide: bool,
-         notes: dict[str, int]) -> list:
+         notes: dict[str, int], width: int) -> list:
     name = Text(usage.op, style="bold magenta" if usage.custom else "")
     if usage.custom:
         name.append(" [custom]", style="magenta")
@@ -88,7 +97,7 @@ def _row(usage: OpUsage, cov: Coverage | None, show_modes: bool, with_status: bo
     source = ""
     if usage.sources:
         first = usage.sources[0]
-        source = f"{first.path}:{first.line}" + (f" ({first.module})" if first.module else "")
+        source = fit(first.path, f":{first.line}", width) + (f" ({first.module})" if first.module else "")
         if len(usage.sources) > 1:
             source += f"  +{len(usage.sources) - 1} more"
     row = [name, str(usage.count), phases]

@@ -8,17 +8,29 @@ from rich.text import Text
 
 from opscan.model import Report
 from opscan.reporters.tasklist import PRIORITY, sites_by_file, task_effort, total
+from opscan.reporters.terminal.location import budget, fit
 
 _PRIORITY_STYLE = {1: "red", 2: "yellow", 3: "green"}
 
 
-def _where(report: Report, index: int) -> str:
+# Columns of a task row besides the task text: number, priority, effort and the table's rules.
+_OTHER_COLUMNS = 40
+
+
+def _where(report: Report, index: int, width: int) -> str:
+    """The first files of a task's sites, one `path:lines` a line, each fitted to `width`
+    (NOTE [whole locations] in location.py): fewer line numbers before a shorter path."""
     files = sites_by_file(report.tasks[index])
-    if not files:
-        return ""
-    shown = ", ".join(f"{path}:{','.join(map(str, lines[:3]))}{'…' if len(lines) > 3 else ''}"
-                      for path, lines in files[:2])
-    return shown + (f" (+{len(files) - 2} files)" if len(files) > 2 else "")
+    shown = []
+    for path, lines in files[:2]:
+        suffixes = [f":{','.join(map(str, lines[:3]))}{'…' if len(lines) > 3 else ''}"]
+        if len(lines) > 1:
+            suffixes.append(f":{lines[0]}…")
+        suffix = next((s for s in suffixes if len(path.rpartition("/")[2] + s) <= width), suffixes[-1])
+        shown.append(fit(path, suffix, width))
+    if len(files) > 2:
+        shown.append(f"(+{len(files) - 2} files)")
+    return "\n".join(shown)
 
 
 def section(report: Report, console: Console) -> None:
@@ -33,7 +45,7 @@ def section(report: Report, console: Console) -> None:
     table.add_column("effort (range)", justify="right", no_wrap=True)
     for i, task in enumerate(report.tasks):
         body = Text(task.title.replace("`", ""))
-        where = _where(report, i)
+        where = _where(report, i, budget(console, _OTHER_COLUMNS))
         if where:
             body.append(f"\n{where}", style="dim")
         table.add_row(str(i + 1), body,

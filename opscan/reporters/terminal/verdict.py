@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from opscan.model import Report
@@ -19,15 +20,11 @@ def section(report: Report, console: Console) -> None:
     if judged is None:   # a hand-built report without a verdict
         return
     style, mark = STYLE[judged.kind]
-    line = Text()
-    line.append(f"{mark} ", style=style)
-    line.append(judged.headline, style=style)
-    console.print(line, soft_wrap=True)
-    if report.traces:
-        console.print(Text(f"  · ops checked against {report.backend or 'an unknown backend release'}",
-                           style="dim"), soft_wrap=True)
+    _hanging(console, f"{mark} ", judged.headline, style)
+    if judged.ops_checked:
+        _hanging(console, "  · ", f"ops checked against {report.backend or 'an unknown backend release'}", "dim")
     for detail in judged.details:
-        console.print(Text(f"  · {detail}", style="dim"), soft_wrap=True)
+        _hanging(console, "  · ", detail, "dim")
     if report.baseline is not None:
         stale = len(report.baseline.stale)
         if stale:
@@ -40,15 +37,22 @@ def section(report: Report, console: Console) -> None:
     console.print()
 
 
+def _hanging(console: Console, mark: str, text: str, style: str) -> None:
+    """`mark text`, wrapped at spaces to the console width under the text's first column (so a
+    `path:line` in it stays whole: NOTE [whole locations] in location.py)."""
+    grid = Table.grid()
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    grid.add_row(Text(mark, style=style), Text(text, style=style))
+    console.print(grid)
+
+
 def recap(report: Report, console: Console) -> None:
     """The verdict again as the last line (for terminals, where the details scroll it away)."""
     judged = report.verdict
     if judged is None:
         return
     style, mark = STYLE[judged.kind]
-    line = Text()
-    line.append(f"{mark} {judged.headline}", style=style)
-    if report.tasks:
-        line.append(f" — {len(report.tasks)} port task(s), {total(report)}", style="dim")
+    text = judged.headline + (f" — {len(report.tasks)} port task(s), {total(report)}" if report.tasks else "")
     console.rule(style="dim")
-    console.print(line, soft_wrap=True)
+    _hanging(console, f"{mark} ", text, style)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import os
 from pathlib import Path
@@ -63,16 +64,27 @@ def load_config(path_text: str, trust_remote_code: bool = False):
             config = transformers.AutoConfig.from_pretrained(str(path.parent), trust_remote_code=True,
                                                              local_files_only=True)
         except Exception as exc:  # noqa: BLE001 - the folder's own code failed
-            raise TargetError(f"the folder's configuration code failed: {type(exc).__name__}: {first_line(exc)}"
-                              .splitlines()[0], path=str(path)) from None
+            raise TargetError(f"the folder's configuration code failed: {one_line(exc)}", path=str(path)) from None
         return config, path
+    known = sorted(transformers.CONFIG_MAPPING.keys())
+    if model_type not in known:   # one line with the closest names, not transformers' whole list
+        close = difflib.get_close_matches(str(model_type), known, n=3, cutoff=0.6)
+        hint = f"; closest: {', '.join(close)}" if close else ""
+        raise TargetError(f"unknown model_type {model_type!r}: transformers {transformers.__version__} has no "
+                          f"config class of that name{hint}", path=str(path))
     data = {k: v for k, v in data.items() if k != "model_type"}
     try:
         config = transformers.AutoConfig.for_model(model_type, **data)
-    except (ValueError, KeyError) as exc:
-        raise TargetError(f"transformers {transformers.__version__} cannot read this config: {first_line(exc)}"
-                          .splitlines()[0], path=str(path)) from None
+    except Exception as exc:  # noqa: BLE001 - transformers' own config classes (no project code) reject a value
+        raise TargetError(f"transformers {transformers.__version__} cannot build a {model_type} config from "
+                          f"it: {one_line(exc)}", path=str(path)) from None
     return config, path
+
+
+def one_line(exc: BaseException) -> str:
+    """The exception's class and whole message on one line (never cut: the reason is often last)."""
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _model_class(config, path: Path):
@@ -113,8 +125,7 @@ def build_hf(path_text: str, *, batch: int | None, seq_len: int | None,
         try:
             model = build_empty(lambda: make(config))
         except Exception as exc:  # noqa: BLE001 - report any construction failure as one line
-            raise TargetError(f"building {cls.__name__} failed: {type(exc).__name__}: {first_line(exc)}"
-                              .splitlines()[0], path=str(path)) from None
+            raise TargetError(f"building {cls.__name__} failed: {one_line(exc)}", path=str(path)) from None
     kwargs = task_inputs(model, config, batch or DEFAULT_BATCH, seq_len, given)
     # serving computes no loss; seq2seq heads still need labels to make their decoder inputs
     seq2seq = getattr(config, "is_encoder_decoder", False)
