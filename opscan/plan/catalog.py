@@ -131,6 +131,8 @@ OP_ADVICE: dict[str, str] = {
 
 # Every task kind a rule can declare (model.TASKS), by id; "none" is not port work.
 BY_TASK: dict[str, Kind] = {kind.id: kind for kind in (*SOURCE_KINDS, LIBRARY_KIND, KERNEL_KIND)}
+# The op-gap kinds (model.OP_TASKS), by id: the task an op status makes (model.OpStatus.task).
+OP_KINDS: dict[str, Kind] = {kind.id: kind for kind in (UNSUPPORTED_KIND, FALLBACK_KIND, UNKNOWN_KIND)}
 
 
 def source_kind(finding: Finding) -> Kind | None:

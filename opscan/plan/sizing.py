@@ -130,7 +130,7 @@ def _kernel_count(draft: Draft, family: KernelFamily | None) -> int:
     are functions (Triton, numba); C++ glue, headers and op registrations are not kernels."""
     functions = family is not None and family.id in FUNCTION_FAMILIES
     return sum(1 for src in draft.kernel_sources
-               if src.endswith(".cu") or (functions and not src.startswith("name:") and ":" in src))
+               if src.is_cuda_file or (functions and src.kind == "function"))
 
 
 def _kernel(draft: Draft, cost: CostConfig, usage: Usage, book: Catalog) -> Estimate:

@@ -119,7 +119,9 @@ def render(report: Report, out: TextIO) -> None:
         lines.extend(f"  {entry}" for entry in report.baseline.stale)
     totals = report.effort
     known = f", {report.baseline.known} known (baseline)" if report.baseline is not None else ""
+    blockers = report.blockers.count   # NOTE [blockers] in opscan/verdict.py
     lines.append(f"opscan: {len(report.findings)} {'new ' if known else ''}finding(s){known}, "
+                 f"{blockers} blocker{'s' * (blockers != 1)}, "
                  f"{sum(len(t.sites) for t in report.tasks)} site(s) in {len(report.tasks)} port task(s), "
                  f"{totals.days(totals.likely_hours):.1f} engineer-days likely "
                  f"({totals.days(totals.low_hours):.1f}-{totals.days(totals.high_hours):.1f})")

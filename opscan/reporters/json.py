@@ -11,6 +11,7 @@ from opscan.model import (
     CATEGORIES,
     SEVERITIES,
     STATUSES,
+    Blockers,
     Coverage,
     Evidence,
     Finding,
@@ -121,6 +122,8 @@ def _trace(trace: ModelTrace) -> dict:
 def _task(task: Task) -> dict:
     return {
         "id": task.id,
+        "kind": task.kind,
+        "subject": task.subject,
         "title": task.title,
         "action": task.action,
         "why": task.why,
@@ -158,6 +161,7 @@ def summary(report: Report) -> dict:
         "custom_ops": sum(1 for usage, _ in ops if usage.custom),
         "tasks": len(report.tasks),
         "sites": sum(len(t.sites) for t in report.tasks),   # NOTE [sites] in opscan/verdict.py
+        "blockers": report.blockers.count,               # NOTE [blockers] in opscan/verdict.py
         "effort_hours": totals.likely_hours,
         "effort_days": round(totals.days(totals.likely_hours), 2),
         "effort_low_hours": totals.low_hours,
@@ -177,7 +181,8 @@ def to_dict(report: Report) -> dict:
         "verdict": None if report.verdict is None else {
             "kind": report.verdict.kind, "headline": report.verdict.headline,
             "details": list(report.verdict.details),
-            "checked": {"source": report.verdict.source_checked, "ops": report.verdict.ops_checked}},
+            "checked": {"source": report.verdict.source_checked, "ops": report.verdict.ops_checked},
+            "blockers": _blockers(report.verdict.blockers)},
         "findings": [_finding(f) for f in sorted(report.findings, key=Finding.sort_key)],
         "ops": [_op(usage, models, coverage.get(usage.op)) for usage, models in merge_ops(report.traces)],
         "traces": [_trace(t) for t in report.traces],
@@ -190,6 +195,13 @@ def to_dict(report: Report) -> dict:
         "summary": summary(report),
         "discovery": None if report.discovery is None else _discovery(report.discovery),
     }
+
+
+def _blockers(blockers: Blockers) -> dict:
+    """The blocking count and its parts (NOTE [blockers] in opscan/verdict.py; docs/json.md)."""
+    return {"count": blockers.count, "sites": blockers.sites, "files": blockers.files,
+            "kernels": blockers.kernels, "libraries": blockers.libraries,
+            "unsupported_ops": blockers.unsupported_ops, "unreadable_files": blockers.unreadable_files}
 
 
 def _caveat(caveat) -> dict:
