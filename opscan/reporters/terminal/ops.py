@@ -6,14 +6,21 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opscan.model import Coverage, OpUsage, Report
+from opscan.model import STATUS, Coverage, OpStatus, OpUsage, Report, status_of
 from opscan.reporters.json import merge_ops
 
 _PHASE_SHORT = {"forward": "fwd", "loss": "loss", "backward": "bwd", "optimizer": "opt"}
 WIDE = 150   # from this console width on, the first source gets its own column
 _MODE_SHORT = {"inference": "inf", "train": "train"}
-_STATUS_STYLE = {"native": "green", "composite": "green", "limited": "yellow",
-                 "cpu-fallback": "yellow", "unsupported": "red", "unknown": "dim"}
+
+
+def _status_style(status: OpStatus) -> str:
+    """Red blocks, green runs on the device with nothing to look at, dim is unchecked, else yellow."""
+    if status.blocks:
+        return "red"
+    if not status.needs_attention:
+        return "green"
+    return "dim" if status is STATUS["unknown"] else "yellow"
 
 
 def section(report: Report, console: Console) -> None:
@@ -99,7 +106,7 @@ def _row(usage: OpUsage, cov: Coverage | None, show_modes: bool, with_status: bo
     row.append(dtypes)
     if with_status:
         status = cov.status if cov is not None else "unknown"
-        cell = Text(status, style=_STATUS_STYLE.get(status, ""))
+        cell = Text(status, style=_status_style(status_of(status)))
         if cov is not None and cov.evidence:
             cell.append(f" [{notes[cov.evidence[0].text]}]", style="dim")
         row.append(cell)
