@@ -223,9 +223,9 @@ def work_by_kind(results: list[dict]) -> str:
             k["unflagged"] += t["unflagged_hunks"]
             k["unflagged_lines"] += t["unflagged_lines"]
             k["hours"] += t["likely_hours"] or 0.0
-    rows = ["| task kind | ports | sites touched / planned | hunks at sites | changed lines at sites | "
-            "unflagged hunks (lines) in its files | changed lines per touched site | plan likely h | "
-            "plan h per hunk |", "|---|---|---|---|---|---|---|---|---|"]
+    rows = [("| task kind | ports | sites touched / planned | hunks at sites | changed lines at sites | "
+             "unflagged hunks (lines) in its files | changed lines per touched site | plan likely h | "
+             "plan h per hunk |"), "|---|---|---|---|---|---|---|---|---|"]
     for kind, k in sorted(kinds.items()):
         hunks = k["hunks"] + k["unflagged"]
         rows.append(f"| `{kind}` | {len(k['ports'])} | {k['touched']} / {k['sites']} | {k['hunks']} | {k['lines']} | "

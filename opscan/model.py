@@ -250,7 +250,7 @@ class KernelSource:
         return self.kind == "file" and self.path.endswith(".cu")
 
     @classmethod
-    def parse(cls, text: str, lines: int = 0) -> "KernelSource":
+    def parse(cls, text: str, lines: int = 0) -> KernelSource:
         """From the measuring code's (id, lines) pairs: `name:NAME`, `PATH:LINE` (a function) or `PATH`."""
         if text.startswith("name:"):
             return cls("name", name=text[5:])
@@ -506,7 +506,7 @@ class Verdict:
     details: tuple[str, ...] = ()        # caveats shown under the headline
     source_checked: bool = False         # the source scan ran
     ops_checked: bool = False            # at least one model was traced and its ops looked up
-    blockers: Blockers = Blockers()      # what blocks (zero unless kind is "blocked")
+    blockers: Blockers = field(default_factory=Blockers)   # what blocks (zero unless kind is "blocked")
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from opscan.model import Blockers, Coverage, Finding, Report, Task, Verdict, sta
 
 VERIFIED_EVIDENCE = ("documented", "probed")
 
+NO_BLOCKERS = Blockers()
 NO_MODEL = "no model found (configure [[tool.opscan.models]] or pass --model)"
 SOURCE_ONLY = "`opscan scan` reads the source only (`opscan PATH` also traces the model)"
 
@@ -234,5 +235,5 @@ def _unverified_text(weak: dict[str, list[str]]) -> str:
 
 
 def _verdict(kind: str, headline: str, details: list[str], source: bool, ops: bool,
-             blockers: Blockers = Blockers()) -> Verdict:
+             blockers: Blockers = NO_BLOCKERS) -> Verdict:
     return Verdict(kind, headline, tuple(details), source_checked=source, ops_checked=ops, blockers=blockers)

@@ -77,8 +77,8 @@ def render(report: Report, out: TextIO) -> None:
         lines += ([f"> [!{alert}]", f"> {verdict_line}"] if alert else [verdict_line]) + [""]
         if judged.blockers.count:   # NOTE [blockers] in opscan/verdict.py: the gate's count
             n = judged.blockers.count
-            lines += [f"Blockers: **{n}** ({judged.blockers.describe()}): each fails the default gate "
-                      "(`--fail-on error`).", ""]
+            lines += [(f"Blockers: **{n}** ({judged.blockers.describe()}): each fails the default gate "
+                       "(`--fail-on error`)."), ""]
         lines += [f"- {detail}" for detail in judged.details]
         if judged.details:
             lines.append("")

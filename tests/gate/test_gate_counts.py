@@ -12,9 +12,10 @@ from rich.console import Console
 
 from opscan.app import analyse
 from opscan.config import load_config
-from opscan.reporters import render
-from opscan.reporters.terminal import summary, tasks as task_section
 from opscan.gate import failures
+from opscan.reporters import render
+from opscan.reporters.terminal import summary
+from opscan.reporters.terminal import tasks as task_section
 from opscan.workflow import preflight
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -243,9 +243,9 @@ def test_cli_missing_report(report_file, run_cli):
 
 def test_cli_scans_path_through_the_app(tmp_path, monkeypatch, run_cli):
     """Without --report, preflight runs opscan.app.analyse on PATH (replaced here by a fake)."""
-    from opscan import app
     from dataclasses import replace
 
+    from opscan import app
     from opscan.model import Coverage, Finding, Location, ModelTrace, OpUsage, Report
     from opscan.verdict import judge
 

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from opscan.model import CATEGORIES, SEVERITIES, Report
 
+
 def section(report: Report, console: Console) -> None:
     """Print the summary table (a clean scan says so) and the notes; a run that scanned no
     files (a trace alone) prints only its notes."""
