@@ -49,7 +49,7 @@ CASES = (
     Case("sd-scripts-ipex", "kohya-ss/sd-scripts", "b64389c8", "", "Intel XPU (IPEX)"),
 )
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 
 
 def _git(git_dir: Path, *args: str) -> str:
@@ -87,12 +87,15 @@ def _extract(git_dir: Path, commit: str, folder: str, dest: Path) -> Path:
     return dest / folder if folder else dest
 
 
-def _changes(git_dir: Path, parent: str, commit: str, folder: str) -> tuple[dict[str, list[tuple[int, int]]], list[str], int]:
+def _changes(git_dir: Path, parent: str, commit: str, folder: str) -> tuple[dict[str, list[tuple[int, int]]], list[str], int,
+                                                                       dict[tuple[str, int], int]]:
     """Old-side changed line ranges per existing file (paths relative to the folder), the files the
-    port added, and the number of changed lines."""
+    port added, the number of changed lines, and the changed lines (removed + added) of each hunk
+    by (path, index in its file's ranges)."""
     spec = [folder] if folder else []
     diff = _git(git_dir, "diff", "-U0", "--no-color", "--no-renames", parent, commit, "--", *spec)
     ranges: dict[str, list[tuple[int, int]]] = {}
+    sizes: dict[tuple[str, int], int] = {}
     added: list[str] = []
     current = None
     changed = 0
@@ -108,10 +111,12 @@ def _changes(git_dir: Path, parent: str, commit: str, folder: str) -> tuple[dict
         elif line.startswith("@@") and current is not None:
             m = _HUNK.match(line)
             start, count = int(m[1]), int(m[2] if m[2] is not None else 1)
-            ranges.setdefault(current, []).append((start, start + max(count, 1) - 1))
+            spans = ranges.setdefault(current, [])
+            sizes[(current, len(spans))] = count + int(m[3] if m[3] is not None else 1)
+            spans.append((start, start + max(count, 1) - 1))
         elif line[:1] in "+-" and not line.startswith(("+++", "---")):
             changed += 1
-    return ranges, added, changed
+    return ranges, added, changed, sizes
 
 
 def _near(line: int, spans: list[tuple[int, int]]) -> bool:
@@ -129,18 +134,23 @@ def run_case(case: Case, mirror_root: Path, work: Path) -> dict:
     if proc.returncode not in (0, 1):
         return {"case": case.name, "error": proc.stderr.strip().splitlines()[-1:] or ["opscan failed"]}
     report = json.loads(proc.stdout)
-    ranges, added, changed = _changes(git_dir, parent, case.commit, case.folder)
+    ranges, added, changed, sizes = _changes(git_dir, parent, case.commit, case.folder)
     tasks = []
     used_hunks: set[tuple[str, int]] = set()
     for task in report["tasks"]:
         touched = 0
+        hunks: set[tuple[str, int]] = set()
         for site in task["sites"]:
             spans = ranges.get(site["path"], [])
             hits = [i for i, (lo, hi) in enumerate(spans) if lo - TOLERANCE <= site["line"] <= hi + TOLERANCE]
             if hits:
                 touched += 1
-                used_hunks.update((site["path"], i) for i in hits)
-        tasks.append({"id": task["id"], "sites": len(task["sites"]), "touched": touched,
+                hunks.update((site["path"], i) for i in hits)
+        used_hunks |= hunks
+        tasks.append({"id": task["id"], "kind": task.get("kind") or task["id"].split(":")[0],
+                      "sites": len(task["sites"]), "touched": touched, "hunks": len(hunks),
+                      "changed_lines": sum(sizes.get(h, 0) for h in hunks),
+                      "files": sorted({site["path"] for site in task["sites"]}),
                       "likely_hours": task["effort_hours"], "low_hours": task.get("effort_low_hours"),
                       "high_hours": task.get("effort_high_hours"), "sized": task.get("sized", True)})
     missed = [(path, lo, hi) for path, spans in sorted(ranges.items()) if path.endswith(".py")
@@ -148,6 +158,15 @@ def run_case(case: Case, mirror_root: Path, work: Path) -> dict:
     summary = report["summary"]
     task_files = {site["path"] for task in report["tasks"] for site in task["sites"]}
     in_task_files = [m for m in missed if m[0] in task_files]
+    for task in tasks:   # unflagged hunks go to the matched task with the most sites in their file
+        task["unflagged_hunks"] = task["unflagged_lines"] = 0
+    for path, lo, hi in in_task_files:
+        owners = [t for t in tasks if t["touched"] and path in t["files"]]
+        if owners:
+            owner = max(owners, key=lambda t: (t["sites"], t["id"]))
+            owner["unflagged_hunks"] += 1
+            index = next(i for i, span in enumerate(ranges[path]) if span == (lo, hi))
+            owner["unflagged_lines"] += sizes.get((path, index), 0)
     planned = sum(t["sites"] for t in tasks if t["touched"])
     touched = sum(t["touched"] for t in tasks)
     return {
@@ -186,6 +205,36 @@ def table(results: list[dict]) -> str:
     return "\n".join(rows)
 
 
+def work_by_kind(results: list[dict]) -> str:
+    """The amount of work per task kind in the ports (matched tasks only), beside the plan's likely
+    hours for those tasks (docs/tasks.md, "Calibration")."""
+    kinds: dict[str, dict] = {}
+    for r in results:
+        for t in r.get("tasks", []):
+            if not t["touched"]:
+                continue
+            k = kinds.setdefault(t["kind"], {"ports": set(), "sites": 0, "touched": 0, "hunks": 0, "lines": 0,
+                                            "unflagged": 0, "unflagged_lines": 0, "hours": 0.0})
+            k["ports"].add(r["case"])
+            k["sites"] += t["sites"]
+            k["touched"] += t["touched"]
+            k["hunks"] += t["hunks"]
+            k["lines"] += t["changed_lines"]
+            k["unflagged"] += t["unflagged_hunks"]
+            k["unflagged_lines"] += t["unflagged_lines"]
+            k["hours"] += t["likely_hours"] or 0.0
+    rows = [("| task kind | ports | sites touched / planned | hunks at sites | changed lines at sites | "
+             "unflagged hunks (lines) in its files | changed lines per touched site | plan likely h | "
+             "plan h per hunk |"), "|---|---|---|---|---|---|---|---|---|"]
+    for kind, k in sorted(kinds.items()):
+        hunks = k["hunks"] + k["unflagged"]
+        rows.append(f"| `{kind}` | {len(k['ports'])} | {k['touched']} / {k['sites']} | {k['hunks']} | {k['lines']} | "
+                    f"{k['unflagged']} ({k['unflagged_lines']}) | "
+                    f"{(k['lines'] + k['unflagged_lines']) / k['touched']:.1f} | {k['hours']:.2f} | "
+                    f"{k['hours'] / hunks:.2f} |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror-root", type=Path, default=Path(__file__).resolve().parents[2] / ".mirror",
@@ -201,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
     print(table(results))
+    print()
+    print(work_by_kind(results))
     for r in results:
         if "error" in r:
             continue

@@ -38,14 +38,53 @@ TASKS: dict[str, str] = {
     "none": "not port work: a file opscan could not read, or a problem in opscan's own run",
 }
 
-# Closed vocabulary of op support statuses (see coverage_db/README.md).
-STATUSES: dict[str, str] = {
-    "native": "the backend has its own kernel for this op",
-    "composite": "decomposes before reaching the backend; judged by the ops it expands into",
-    "limited": "has a kernel, with conditions on dtypes or arguments",
-    "cpu-fallback": "no kernel: runs on the CPU, copying tensors to the host and back",
-    "unsupported": "raises an error on the backend",
-    "unknown": "nobody has checked",
+# NOTE [status facts]: the closed vocabulary of op support statuses (coverage_db/README.md), each
+# value a record of the facts every reader decides by, so that "does it run on the device", "does
+# the port have work for it", "does it block" and "how bad" are answered here once and nowhere else:
+# - rank: how bad, 0 best; the worst of several answers is the one of highest rank;
+# - runs_on_device: the op executes on the backend's device (native, composite, limited);
+# - needs_attention: a reader must look at it (conditions, fallback, error, unchecked); ops of a
+#   status with a `task` get an op-gap task of that kind (limited ops run, so they get none);
+# - blocks: the op raises on the backend, so the run is blocked (and the default gate fails).
+@dataclass(frozen=True)
+class OpStatus:
+    """One op support status and what follows from it (NOTE [status facts])."""
+
+    name: str
+    description: str
+    rank: int                            # how bad, 0 = best
+    runs_on_device: bool
+    needs_attention: bool                # shown as an op that needs attention
+    blocks: bool                         # the op raises on the backend
+    task: str = ""                       # the op-gap task kind (OP_TASKS) it makes; "" none
+    short: str = "?"                     # one-letter label for tables (zoo matrix)
+
+
+OP_STATUSES: tuple[OpStatus, ...] = (    # in the order reports list them
+    OpStatus("native", "the backend has its own kernel for this op", 0, True, False, False, short="N"),
+    OpStatus("composite", "decomposes before reaching the backend; judged by the ops it expands into",
+             1, True, False, False, short="C"),
+    OpStatus("limited", "has a kernel, with conditions on dtypes or arguments", 2, True, True, False, short="L"),
+    OpStatus("cpu-fallback", "no kernel: runs on the CPU, copying tensors to the host and back",
+             4, False, True, False, "cpu-fallback", "F"),
+    OpStatus("unsupported", "raises an error on the backend", 5, False, True, True, "unsupported-ops", "X"),
+    OpStatus("unknown", "nobody has checked", 3, False, True, False, "unknown-ops", "?"),
+)
+STATUS: dict[str, OpStatus] = {s.name: s for s in OP_STATUSES}
+STATUSES: dict[str, str] = {s.name: s.description for s in OP_STATUSES}
+
+
+def status_of(name: str) -> OpStatus:
+    """The facts of a status name; a name outside the vocabulary (or none) is "unknown"."""
+    return STATUS.get(name, STATUS["unknown"])
+
+
+# Closed vocabulary of the op-gap task kinds (one per status that needs attention); with the rule
+# task kinds of TASKS ("none" excepted) they are every value of Task.kind.
+OP_TASKS: dict[str, str] = {
+    "unsupported-ops": "provide the traced ops the backend rejects",
+    "cpu-fallback": "work around the traced ops that run on the CPU",
+    "unknown-ops": "probe the traced ops of unknown status",
 }
 
 EVIDENCE_KINDS: dict[str, str] = {
@@ -155,6 +194,18 @@ class Finding:
         loc = self.location
         return (loc.path, loc.cell or 0, loc.line, loc.column, self.rule, self.message)
 
+    @property
+    def is_kernel(self) -> bool:
+        """The one test of "is this a kernel finding": its task kind is `kernel` (the scan gives an
+        import of a kernel's own language next to that kernel the task too, NOTE [subjects]); a
+        finding without a task kind (hand-built) goes by its category."""
+        return self.task == "kernel" if self.task else self.category == "custom-kernel"
+
+    @property
+    def blocking(self) -> bool:
+        """An unguarded finding of severity error: it blocks the port (NOTE [blockers] in verdict.py)."""
+        return self.severity == "error" and not self.guarded
+
 
 @dataclass(frozen=True, order=True)
 class OpSource:
@@ -163,6 +214,52 @@ class OpSource:
     path: str
     line: int
     module: str = ""     # e.g. "model.layers.3.mlp.down_proj"; "" outside any module
+
+
+# Closed vocabulary of kernel-source kinds (KernelSource.kind).
+KERNEL_SOURCE_KINDS: dict[str, str] = {
+    "file": "a native source file (.cu, C++) flagged itself or named in a build call",
+    "function": "a decorated kernel function (`@triton.jit`, `@cuda.jit`), from its first line",
+    "name": "an extension or op name stated in a build call (joins the code that uses it; no lines)",
+}
+
+
+@dataclass(frozen=True, order=True)
+class KernelSource:
+    """A piece of kernel code behind a custom-kernel finding, measured by reading (never running) it."""
+
+    kind: str                # one of KERNEL_SOURCE_KINDS
+    path: str = ""           # file / function: relative to the scanned root, `/` separators
+    line: int = 0            # function: its first line (decorators included)
+    name: str = ""           # name: the extension or op name, e.g. "fused_gelu_cuda"
+    lines: int = 0           # non-blank lines measured (0 for a name)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KERNEL_SOURCE_KINDS:
+            raise ValueError(f"kernel source kind {self.kind!r}: expected one of {', '.join(KERNEL_SOURCE_KINDS)}")
+
+    @property
+    def key(self) -> str:
+        """Identity of the code (what joins findings into one kernel task): `file:PATH`,
+        `function:PATH:LINE`, `name:NAME`."""
+        if self.kind == "name":
+            return f"name:{self.name}"
+        return f"function:{self.path}:{self.line}" if self.kind == "function" else f"file:{self.path}"
+
+    @property
+    def is_cuda_file(self) -> bool:
+        """A `.cu` file: one kernel of its own (C++ glue and headers are not)."""
+        return self.kind == "file" and self.path.endswith(".cu")
+
+    @classmethod
+    def parse(cls, text: str, lines: int = 0) -> KernelSource:
+        """From the measuring code's (id, lines) pairs: `name:NAME`, `PATH:LINE` (a function) or `PATH`."""
+        if text.startswith("name:"):
+            return cls("name", name=text[5:])
+        path, _, line = text.rpartition(":")
+        if path and line.isdigit():
+            return cls("function", path=path, line=int(line), lines=lines)
+        return cls("file", path=text, lines=lines)
 
 
 @dataclass(frozen=True)
@@ -256,7 +353,7 @@ class ModelTrace:
 class Task:
     """One piece of port work a lead can schedule."""
 
-    id: str                              # stable, e.g. "device-agnostic"
+    id: str                              # stable, e.g. "device-agnostic", "library:flash_attn"
     title: str
     action: str                          # what to do
     why: str                             # the TorchNeuron fact behind it
@@ -272,6 +369,9 @@ class Task:
     effort_high_hours: float | None = None  # (hand-built tasks), read as effort_hours
     sized: bool = True                   # False: no figure could be given (e.g. a library with no
                                          # catalog entry); its effort counts as 0 in the totals
+    kind: str = ""                       # the kind of work: a rule task kind of TASKS ("none" excepted)
+                                         # or an op-gap kind of OP_TASKS; "" in hand-built tasks
+    subject: str = ""                    # library: its package (flash_attn); kernel: its first name
 
     def __post_init__(self) -> None:
         if self.depends_reasons and len(self.depends_reasons) != len(self.depends_on):
@@ -283,6 +383,13 @@ class Task:
         low = self.effort_hours if self.effort_low_hours is None else self.effort_low_hours
         high = self.effort_hours if self.effort_high_hours is None else self.effort_high_hours
         return low, self.effort_hours, high
+
+    @property
+    def group(self) -> str:
+        """"kernel", "library", "op" (an op-gap task) or "source" (code to change), from its kind."""
+        if self.kind in ("kernel", "library"):
+            return self.kind
+        return "op" if self.kind in OP_TASKS else "source"
 
     def reason_for(self, dependency: str) -> str:
         """Why `dependency` must be done before this task ("" when not stated)."""
@@ -361,6 +468,47 @@ class OpCaveat:
 
 
 @dataclass(frozen=True)
+class Blockers:
+    """What blocks the port, counted once by the analysis (NOTE [blockers] in opscan/verdict.py):
+    the headline, the gate line, the summary, the JSON verdict and the preflight all read this."""
+
+    sites: int = 0                       # places of unguarded error findings in code to change (CUDA pins)
+    files: int = 0                       # the files those sites are in
+    kernels: int = 0                     # custom kernels with an unguarded error finding
+    libraries: int = 0                   # CUDA-only libraries imported unguarded
+    unsupported_ops: int = 0             # traced ops the backend rejects
+    unreadable_files: int = 0            # files opscan could not read (their findings are errors)
+    syntax_errors: tuple[str, ...] = ()  # "path:line" of the first syntax error of each such file (of the above)
+
+    @property
+    def count(self) -> int:
+        """The blocking count: every item above is one thing to fix before the code runs."""
+        return self.sites + self.kernels + self.libraries + self.unsupported_ops + self.unreadable_files
+
+    def describe(self) -> str:
+        """"12 CUDA-pinned sites in 2 files, 3 custom kernels": the words of the headline and the gate."""
+        def n(count: int, word: str, plural: str = "") -> str:
+            return f"{count} {word if count == 1 else (plural or word + 's')}"
+        parts = []
+        if self.sites:
+            parts.append(f"{n(self.sites, 'CUDA-pinned site')} in {n(self.files, 'file')}")
+        if self.kernels:
+            parts.append(n(self.kernels, "custom kernel"))
+        if self.libraries:
+            parts.append(n(self.libraries, "CUDA-only library", "CUDA-only libraries"))
+        if self.unsupported_ops:
+            parts.append(n(self.unsupported_ops, "unsupported op"))
+        if self.syntax_errors:   # named with file and line: a syntax error is not an unreadable file
+            where = ", ".join(self.syntax_errors[:3]) + (" …" if len(self.syntax_errors) > 3 else "")
+            count = len(self.syntax_errors)
+            parts.append(f"{'a syntax error' if count == 1 else n(count, 'syntax error')} ({where})")
+        if self.unreadable_files - len(self.syntax_errors):
+            parts.append(n(self.unreadable_files - len(self.syntax_errors), "file opscan could not read",
+                           "files opscan could not read"))
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
 class Verdict:
     """The one-line answer of a run, computed once by the analysis (opscan/verdict.py)."""
 
@@ -369,6 +517,7 @@ class Verdict:
     details: tuple[str, ...] = ()        # caveats shown under the headline
     source_checked: bool = False         # the source scan ran
     ops_checked: bool = False            # at least one model was traced and its ops looked up
+    blockers: Blockers = field(default_factory=Blockers)   # what blocks (zero unless kind is "blocked")
     unchecked: tuple[str, ...] = ()      # models opscan was given but could not check, one line each
                                          # ("TARGET: why"): the gate exits 2 on them (opscan/gate.py)
 
@@ -394,6 +543,11 @@ class Report:
     verdict: Verdict | None = None       # set by the analysis; None only in hand-built reports
     discovery: Discovery | None = None   # set when no model was configured: what was found instead
     caveats: tuple[OpCaveat, ...] = ()  # release facts hitting the traced ops' dtypes (opscan/db/caveats.py)
+
+    @property
+    def blockers(self) -> Blockers:
+        """The verdict's blocking count (NOTE [blockers] in opscan/verdict.py); none without a verdict."""
+        return self.verdict.blockers if self.verdict is not None else Blockers()
 
     @property
     def effort(self) -> "EffortTotal":

@@ -4,14 +4,22 @@
 says, in one line, whether the project will run on the backend. Kinds are the closed vocabulary
 `model.VERDICT_KINDS`, worst first: blocked, unknown, fallback, unchecked, likely, ready.
 
-The same facts decide the CI gate (opscan/gate.py): `blocking_findings` and `unsupported_ops` are
-what the default `--fail-on error` fails on, so a "blocked" verdict always exits 1 and any other
-verdict never does under the default gate.
+The same facts decide the CI gate (opscan/gate.py): the default `--fail-on error` fails on exactly
+the blockers counted here, so a "blocked" verdict always exits 1 and any other verdict never does
+under the default gate.
 
 NOTE [sites]: a *site* is one location of port work inside one task: a finding's location or the
 source line an op was dispatched from, counted once per task (`Task.sites` holds them). Every
-count of sites a report shows (verdict, task list, summary, markdown, JSON) is `len(task.sites)`
-or a sum of it over tasks (`site_count`), so the numbers on one screen agree.
+count of sites a task list shows (task titles, summary, markdown, JSON `summary.sites`) is
+`len(task.sites)` or a sum of it over tasks (`site_count`).
+
+NOTE [blockers]: the blocking count is defined here once, as `model.Blockers`, and written into
+the verdict (`Verdict.blockers`); the headline, the gate line, the terminal and markdown summaries,
+JSON `verdict.blockers` and the preflight all read it. Each unguarded finding of severity error
+counts once, by what it is: a kernel finding counts its kernel (one per kernel task), a CUDA-only
+library import its library, a file opscan could not read its file, any other its location (a
+CUDA-pinned site); each traced op the backend rejects counts once. Warnings and guarded findings
+never block: they are sites of port tasks, not blockers.
 """
 
 from __future__ import annotations
@@ -19,12 +27,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from opscan.model import Coverage, Finding, Report, Task, Verdict
+from opscan.model import Blockers, Coverage, Finding, Report, Task, Verdict, status_of
 
 VERIFIED_EVIDENCE = ("documented", "probed")
-OP_TASKS = ("unsupported-ops", "cpu-fallback", "unknown-ops")   # task ids of op gaps (plan/catalog.py)
-RUNS = ("native", "composite", "limited")
 
+NO_BLOCKERS = Blockers()
 NO_MODEL = "no model found (configure [[tool.opscan.models]] or pass --model)"
 SOURCE_ONLY = "`opscan scan` reads the source only (`opscan PATH` also traces the model)"
 
@@ -36,8 +43,8 @@ def _plural(count: int, word: str, plural: str | None = None) -> str:
 # --- the facts the gate shares ------------------------------------------------------------------
 
 def blocking_findings(report: Report) -> list[Finding]:
-    """Unguarded findings of severity error: each one blocks (and fails the default gate)."""
-    return [f for f in report.findings if f.severity == "error" and not f.guarded]
+    """Unguarded findings of severity error: each one blocks (NOTE [blockers])."""
+    return [f for f in report.findings if f.blocking]
 
 
 def traced_ops(report: Report) -> list[str]:
@@ -53,7 +60,7 @@ def op_status(report: Report) -> dict[str, str]:
 
 def unsupported_ops(report: Report) -> list[str]:
     """Traced ops the backend rejects: each one blocks (and fails the default gate)."""
-    return [op for op, status in op_status(report).items() if status == "unsupported"]
+    return [op for op, status in op_status(report).items() if status_of(status).blocks]
 
 
 def unverified(coverage: Coverage) -> str:
@@ -77,17 +84,6 @@ def unverified(coverage: Coverage) -> str:
 
 # --- sites --------------------------------------------------------------------------------------
 
-def task_group(task: Task) -> str:
-    """"kernel", "library", "op" (an op-gap task) or "source" (code to change), from the task id."""
-    if task.id.startswith("kernel:"):
-        return "kernel"
-    if task.id.startswith("library:"):
-        return "library"
-    if task.id in OP_TASKS:
-        return "op"
-    return "source"
-
-
 def site_count(tasks: Iterable[Task]) -> int:
     """Sites of `tasks`, see NOTE [sites]."""
     return sum(len(t.sites) for t in tasks)
@@ -96,6 +92,39 @@ def site_count(tasks: Iterable[Task]) -> int:
 def file_count(tasks: Iterable[Task]) -> int:
     """Distinct files the sites of `tasks` are in."""
     return len({s.path for t in tasks for s in t.sites})
+
+
+# --- blockers -----------------------------------------------------------------------------------
+
+def count_blockers(report: Report) -> Blockers:
+    """The blocking count of `report` (NOTE [blockers]); the verdict carries it."""
+    kernel_tasks = [t for t in report.tasks if t.group == "kernel"]
+    kernels: set[str] = set()
+    libraries: set[str] = set()
+    unreadable: set[str] = set()
+    syntax: dict[str, str] = {}   # file -> its first syntax error's "path:line"
+    sites = set()
+    for finding in blocking_findings(report):
+        where = finding.location
+        if finding.category == "input":
+            unreadable.add(where.path)
+            if finding.name == "parse-error" and where.path not in syntax:
+                syntax[where.path] = f"{where.path}:{where.line}"
+        elif finding.is_kernel:
+            task = next((t for t in kernel_tasks if where in t.sites), None)
+            kernels.add(task.id if task is not None else f"file:{where.path}")
+        elif finding.task == "library":
+            libraries.add(finding.subject or where.path)
+        else:
+            sites.add(where)
+    return Blockers(sites=len(sites), files=len({s.path for s in sites}), kernels=len(kernels),
+                    libraries=len(libraries), unsupported_ops=len(unsupported_ops(report)),
+                    unreadable_files=len(unreadable), syntax_errors=tuple(syntax[p] for p in sorted(syntax)))
+
+
+def blockers_of(report: Report) -> Blockers:
+    """The blockers the verdict carries; counted afresh only for a hand-built report without one."""
+    return report.verdict.blockers if report.verdict is not None else count_blockers(report)
 
 
 # --- the verdict ---------------------------------------------------------------------------------
@@ -121,15 +150,14 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
 
 
 def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None, unchecked: set[str]) -> Verdict:
-    blocking = blocking_findings(report)
-    unsupported = unsupported_ops(report)
+    blockers = count_blockers(report)
     status = op_status(report)
     by_op = {c.op: c for c in report.coverage}
     fallback = [op for op, st in status.items() if st == "cpu-fallback"]
     unknown = [op for op, st in status.items() if st == "unknown"]
     weak: dict[str, list[str]] = {}
     for op, st in status.items():
-        if st in RUNS and op in by_op:
+        if status_of(st).runs_on_device and op in by_op:
             why = unverified(by_op[op])
             if why:
                 weak.setdefault(why, []).append(op)
@@ -158,35 +186,14 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
         details.append(_unverified_text(weak))
     caveats = getattr(report, "caveats", ())   # release facts the traced dtypes hit (opscan/db/caveats.py)
     details.extend(c.message for c in caveats)
-    unreadable = [f for f in report.findings if f.category == "input" and f.severity == "error"]
-
     tasks = report.tasks
-    blocker_tasks = [t for t in tasks if t.priority == 1]
-    if blocking or unsupported:
-        parts = []
-        pins = [t for t in blocker_tasks if task_group(t) == "source"]
-        if pins:
-            parts.append(f"{_plural(site_count(pins), 'CUDA-pinned site')} in {_plural(file_count(pins), 'file')}")
-        kernels = [t for t in blocker_tasks if task_group(t) == "kernel"]
-        if kernels:
-            parts.append(_plural(len(kernels), "custom kernel"))
-        libraries = [t for t in blocker_tasks if task_group(t) == "library"]
-        if libraries:
-            parts.append(_plural(len(libraries), "CUDA-only library", "CUDA-only libraries"))
-        if unsupported:
-            parts.append(_plural(len(unsupported), "unsupported op"))
-        if unreadable:
-            parts.extend(_unreadable_parts(unreadable))
-        in_tasks = {s for t in tasks for s in t.sites}
-        other = [f for f in blocking if f.location not in in_tasks and f not in unreadable]
-        if other or not parts:
-            parts.append(_plural(len(other or blocking), "other error finding"))
-        headline = "blocked by " + ", ".join(parts)
+    if blockers.count:
+        headline = "blocked by " + blockers.describe()
         if known:
             headline += f" (new; {known} known hidden by the baseline)"
-        return _verdict("blocked", headline, details, source_checked, ops_checked)
+        return _verdict("blocked", headline, details, source_checked, ops_checked, blockers)
 
-    to_check = [t for t in tasks if task_group(t) in ("kernel", "library")]
+    to_check = [t for t in tasks if t.group in ("kernel", "library")]
     open_points = []
     if unknown:
         open_points.append(f"{_plural(len(unknown), 'op')} of unknown status")
@@ -228,21 +235,6 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
     return _verdict("ready", "ready", details, source_checked, ops_checked)
 
 
-def _unreadable_parts(unreadable: list[Finding]) -> list[str]:
-    """Headline parts for files the scan could not use: syntax errors named with file and line
-    (rule `parse-error`, OPS000), the other input errors as files opscan could not read."""
-    syntax = sorted({f.location.path: f for f in reversed(unreadable) if f.name == "parse-error"}.values(),
-                    key=lambda f: f.location.path)
-    parts = []
-    if syntax:
-        where = ", ".join(f"{f.location.path}:{f.location.line}" for f in syntax[:3]) + (" …" if len(syntax) > 3 else "")
-        parts.append(f"{'a syntax error' if len(syntax) == 1 else _plural(len(syntax), 'syntax error')} ({where})")
-    other = {f.location.path for f in unreadable if f.name != "parse-error"} - {f.location.path for f in syntax}
-    if other:
-        parts.append(_plural(len(other), "file opscan could not read", "files opscan could not read"))
-    return parts
-
-
 def _unverified_counts(weak: dict[str, list[str]]) -> str:
     parts = []
     if weak.get("source-snapshot"):
@@ -260,5 +252,6 @@ def _unverified_text(weak: dict[str, list[str]]) -> str:
             "confirm with `opscan db probe` on a Trainium instance")
 
 
-def _verdict(kind: str, headline: str, details: list[str], source: bool, ops: bool) -> Verdict:
-    return Verdict(kind, headline, tuple(details), source_checked=source, ops_checked=ops)
+def _verdict(kind: str, headline: str, details: list[str], source: bool, ops: bool,
+             blockers: Blockers = NO_BLOCKERS) -> Verdict:
+    return Verdict(kind, headline, tuple(details), source_checked=source, ops_checked=ops, blockers=blockers)

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from opscan.db import registry
 from opscan.db.release import CONFIDENCES, Release
-from opscan.model import Coverage, Evidence, OpName
+from opscan.model import Coverage, Evidence, OpName, status_of
 
 # NOTE [lookup order]
 # 1. An entry for the exact overload (aten::add.Tensor) — in files with op_names: overload.
@@ -30,7 +30,6 @@ from opscan.model import Coverage, Evidence, OpName
 #    the documented/probed default applies (cpu-fallback for TorchNeuron's catch-all fallback).
 #    Without torch, step 3 cannot run, so a complete file's default is not applied either: an
 #    unlisted op might be composite, so the answer is `unknown` and says why.
-_BADNESS = ("native", "composite", "limited", "unknown", "cpu-fallback", "unsupported")
 _MAX_DEPTH = 6
 _SDPA = "aten::scaled_dot_product_attention"
 _SDPA_KERNEL = "aten::_scaled_dot_product_fused_attention_overrideable"
@@ -144,7 +143,7 @@ def _judge(release: Release, op: str, parts: tuple[str, ...], stack: tuple[str, 
     if not subs:
         return Coverage(op=op, status="composite", confidence=confidence, via=f"{how} -> {arrow}",
                         evidence=own + (_inferred(f"decomposes ({how}) into no backend op"),))
-    worst = max(subs, key=lambda c: _BADNESS.index(c.status))
+    worst = max(subs, key=lambda c: status_of(c.status).rank)   # how bad: model.OpStatus.rank
     status = worst.status if worst.status not in ("native", "composite") else "composite"
     weakest_part = _weakest(*(c.confidence for c in subs))
     lowest = _weakest(confidence, lower(weakest_part) if derived else weakest_part)

@@ -92,6 +92,7 @@ def build_tasks(findings: tuple[Finding, ...], traces: tuple[ModelTrace, ...],
             depends_on=tuple(d for d, _ in deps[draft.id]),
             depends_reasons=tuple(r for _, r in deps[draft.id]),
             effort_low_hours=estimate.low, effort_high_hours=estimate.high, sized=estimate.sized,
+            kind=draft.kind.id, subject=draft.subject,
         ))
     return ordering.order(tasks, {d.id: d.kind.stage for d in drafts})
 

@@ -46,42 +46,51 @@ class Kind:
     sources: tuple[str, ...]
     stage: str            # one of STAGES
     every_step: bool      # the code it fixes runs in every training step
+    check: str = ""       # how the change is checked (its risk): NOTE [check overhead]
+    check_hours: float | None = None   # that check's hours; None: the cost model's task-hours
 
 
+# NOTE [check overhead]: what a mechanical task costs beyond its edits is checking the change, and
+# that follows its risk, not its size: a flag guard is read and run once (minutes); a device
+# change needs a run of the script on the device; autocast a few training steps with the loss
+# compared; compile changes a compiled run; the process group a distributed test run (several
+# processes, collectives). Libraries, kernels and op work keep the cost model's `task-hours`.
 SOURCE_KINDS: tuple[Kind, ...] = (
     Kind("distributed-backend", "move the process group from NCCL to `neuron` ({sites})",
          "call `init_process_group(backend=\"neuron\")` (or omit the backend / use "
          "`torch.distributed.get_default_backend_for_device(dev)`) and replace `== \"nccl\"` checks",
          "TorchNeuron's process-group backend is `neuron`; DDP, FSDP2 and DTensor run on it",
-         (URL_DISTRIBUTED,), "distributed", False),
+         (URL_DISTRIBUTED,), "distributed", False,
+         "a distributed test run: several processes, collectives", 2.0),
     Kind("mixed-precision", "make autocast and GradScaler device-agnostic ({sites})",
          "use `torch.autocast(device_type=dev.type)` and `torch.amp.GradScaler(device=dev.type)`",
          "TorchNeuron autocast takes `device_type=\"neuron\"`",
-         (URL_TORCH_INDEX,), "device-agnostic", True),
+         (URL_TORCH_INDEX,), "device-agnostic", True,
+         "a few training steps under autocast, the loss compared", 0.5),
     Kind("torch-compile", "adapt torch.compile calls ({sites})",
          "use `torch.compile(backend=\"neuron\")`, drop `mode=` and `dynamic=True`",
          "TorchNeuron compiles through its `neuron` backend; non-default modes are ignored with a "
          "warning and `dynamic=True` is rejected",
-         (URL_COMPILE,), "performance", True),
+         (URL_COMPILE,), "performance", True, "a compiled run", 1.0),
     Kind("cuda-graphs", "remove CUDA graph capture ({sites})",
          "drop `torch.cuda.graph` / `CUDAGraph` capture, or use `torch.compile(backend=\"neuron\")`",
          "the TorchNeuron 2.33 docs that could be read describe no CUDA-graph equivalent",
-         (URL_TORCH_INDEX,), "performance", True),
+         (URL_TORCH_INDEX,), "performance", True, "a run of the step without capture", 1.0),
     Kind("backend-flags", "guard cuDNN / TF32 flags by device ({sites})",
          "guard `torch.backends.cudnn.*` and TF32 flags with `if dev.type == \"cuda\"`; use "
          "`torch.set_float32_matmul_precision(...)`",
          "the TorchNeuron 2.33 docs that could be read document no equivalent of these flags",
-         (URL_TORCH_INDEX,), "performance", False),
+         (URL_TORCH_INDEX,), "performance", False, "a flag guard: read it, run once", 0.1),
     Kind("profiler", "profile the neuron device ({sites})",
          "use `ProfilerActivity.PrivateUse1` (with a NeuronConfig) instead of `ProfilerActivity.CUDA`",
          "TorchNeuron profiling uses torch.profiler with ProfilerActivity.CPU and PrivateUse1",
-         (URL_PROFILER,), "performance", False),
+         (URL_PROFILER,), "performance", False, "one profiled run", 0.25),
     Kind("device-agnostic", "make device selection device-agnostic ({sites})",
          "pick the device once with `torch.accelerator.current_accelerator(check_available=True)` "
          "and pass it on; replace `torch.cuda.*` calls by their `torch.accelerator` equivalents",
          "TorchNeuron runs on device `neuron` (PrivateUse1); code written against torch.accelerator "
          "needs no change",
-         (URL_RELEASE_NOTES, URL_ABOUT), "device-agnostic", True),
+         (URL_RELEASE_NOTES, URL_ABOUT), "device-agnostic", True, "a run of the script on the device", 0.25),
 )
 
 LIBRARY_KIND = Kind(   # action and why come from the library's catalog entry (libraries.yaml) when it has one
@@ -131,6 +140,8 @@ OP_ADVICE: dict[str, str] = {
 
 # Every task kind a rule can declare (model.TASKS), by id; "none" is not port work.
 BY_TASK: dict[str, Kind] = {kind.id: kind for kind in (*SOURCE_KINDS, LIBRARY_KIND, KERNEL_KIND)}
+# The op-gap kinds (model.OP_TASKS), by id: the task an op status makes (model.OpStatus.task).
+OP_KINDS: dict[str, Kind] = {kind.id: kind for kind in (UNSUPPORTED_KIND, FALLBACK_KIND, UNKNOWN_KIND)}
 
 
 def source_kind(finding: Finding) -> Kind | None:

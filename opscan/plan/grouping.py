@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from opscan.model import Coverage, Finding, Location, OpUsage
+from opscan.model import Coverage, Finding, KernelSource, Location, OpUsage, status_of
 from opscan.plan import catalog
 from opscan.plan.catalog import Kind
 
@@ -16,16 +16,17 @@ class Draft:
 
     kind: Kind
     id: str
-    name: str = ""                                  # library / kernel name for per-item kinds
+    name: str = ""                                  # library / kernel name(s) as the title shows them
+    subject: str = ""                               # library: its package; kernel: its first name (Task.subject)
     findings: list[Finding] = field(default_factory=list)
     ops: list[OpUsage] = field(default_factory=list)
-    kernel_sources: dict[str, int] = field(default_factory=dict)   # source id -> lines
+    kernel_sources: list[KernelSource] = field(default_factory=list)   # distinct, in order found
     names: list[str] = field(default_factory=list)  # every kernel name in a kernel task
 
     @property
     def kernel_lines(self) -> int | None:
         """Measured size of the kernel sources (None when none was found)."""
-        return sum(self.kernel_sources.values()) if self.kernel_sources else None
+        return sum(src.lines for src in self.kernel_sources) if self.kernel_sources else None
 
     @property
     def sites(self) -> tuple[Location, ...]:
@@ -40,8 +41,7 @@ class Draft:
     @property
     def blocking(self) -> bool:
         """An unguarded error finding, or an op the backend rejects."""
-        return any(f.severity == "error" and not f.guarded for f in self.findings) or \
-            self.kind is catalog.UNSUPPORTED_KIND
+        return any(f.blocking for f in self.findings) or self.kind is catalog.UNSUPPORTED_KIND
 
 
 class _Union:
@@ -63,6 +63,11 @@ class _Union:
             self.parent[other] = roots[0]
 
 
+def kernel_sources(measured: tuple) -> tuple[KernelSource, ...]:
+    """The kernel sources of one finding; the measuring code's (id, lines) pairs are parsed once here."""
+    return tuple(src if isinstance(src, KernelSource) else KernelSource.parse(*src) for src in measured)
+
+
 def _kernels(findings: list[Finding], ops: list[OpUsage], sources: Mapping[Location, tuple]) -> list[Draft]:
     """One kernel task per connected group: findings in one file, of one kernel name, or sharing a
     kernel source file are the same kernel work; custom ops join the kernel of the same name."""
@@ -71,11 +76,8 @@ def _kernels(findings: list[Finding], ops: list[OpUsage], sources: Mapping[Locat
     for finding in findings:
         name = catalog.kernel_name(finding)
         nodes = [f"file:{finding.location.path}"] + ([f"name:{name}"] if name else [])
-        for src, _ in sources.get(finding.location, ()):
-            if src.startswith("name:"):
-                nodes.append(src)
-            elif ":" not in src:     # a source file (not a `path:line` function)
-                nodes.append(f"file:{src}")
+        # a source file or a stated name joins; a decorated function is its finding's own file
+        nodes += [src.key for src in kernel_sources(sources.get(finding.location, ())) if src.kind != "function"]
         union.join(*nodes)
         keys.append((finding, nodes))
     for usage in ops:
@@ -91,17 +93,17 @@ def _kernels(findings: list[Finding], ops: list[OpUsage], sources: Mapping[Locat
                 draft.names.append(node[5:])
         if isinstance(item, Finding):
             draft.findings.append(item)
-            for src, lines in sources.get(item.location, ()):
-                if not src.startswith("name:"):
-                    draft.kernel_sources[src] = lines
+            for src in kernel_sources(sources.get(item.location, ())):
+                if src.kind != "name" and src not in draft.kernel_sources:
+                    draft.kernel_sources.append(src)
         else:
             draft.ops.append(item)
     out = []
     for draft in groups.values():
         first = draft.findings[0].location.path if draft.findings else ""
-        draft.name = draft.names[0] if draft.names else catalog.file_stem(first)
-        draft.id = f"kernel:{draft.name}"
-        draft.name = ", ".join(f"`{n}`" for n in (draft.names or [draft.name]))
+        draft.subject = draft.names[0] if draft.names else catalog.file_stem(first)
+        draft.id = f"kernel:{draft.subject}"
+        draft.name = ", ".join(f"`{n}`" for n in (draft.names or [draft.subject]))
         out.append(draft)
     return out
 
@@ -123,14 +125,13 @@ def group(findings: tuple[Finding, ...], ops: list[OpUsage], coverage: Mapping[s
         if kind is catalog.LIBRARY_KIND:
             name = catalog.library_name(finding)
             task_id = f"library:{name}"
-        drafts.setdefault(task_id, Draft(kind, task_id, name)).findings.append(finding)
+        drafts.setdefault(task_id, Draft(kind, task_id, name, name)).findings.append(finding)
     for usage in ops:
-        status = coverage[usage.op].status if usage.op in coverage else "unknown"
+        status = status_of(coverage[usage.op].status if usage.op in coverage else "unknown")
         if usage.custom:
             custom_ops.append(usage)
             continue
-        kind = {"unsupported": catalog.UNSUPPORTED_KIND, "cpu-fallback": catalog.FALLBACK_KIND,
-                "unknown": catalog.UNKNOWN_KIND}.get(status)
+        kind = catalog.OP_KINDS.get(status.task)   # the op-gap task its status makes (NOTE [status facts])
         if kind is not None:
             drafts.setdefault(kind.id, Draft(kind, kind.id)).ops.append(usage)
     for draft in _kernels(kernel_findings, custom_ops, kernel_sources or {}):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from opscan.config import CostConfig
+from opscan.model import Location
 from opscan.plan import catalog
 from opscan.plan.grouping import Draft
 from opscan.plan.libraries import Catalog, KernelFamily, Range
@@ -13,8 +14,12 @@ from opscan.plan.measure import Usage
 
 # NOTE [effort model]: every estimate is likely = the sum of what the code shows times the cost
 # model's coefficients, and a range around it whose width depends on how much is known:
-# - mechanical tasks: fixable sites (`opscan fix` rewrites them) cost `fixable-site-minutes`,
-#   the rest `site-minutes`, plus files and the task overhead; range x mechanical-low/high;
+# - mechanical tasks: sites on adjacent lines of one file (ADJACENT) are one edit; an edit
+#   `opscan fix` makes (every site fixable) costs `fixable-site-minutes` (reviewing its diff), any
+#   other `site-minutes` plus the unflagged work around it: one more edit of file-minutes / 3 per
+#   manual edit, at most file-minutes per file (the ports found about three per touched file);
+#   plus the check its kind needs (NOTE [check overhead] in plan/catalog.py); range x
+#   mechanical-low/high;
 # - libraries: the catalog entry's hours (low/likely/high) for each part of its API the project
 #   uses, x library-factor, plus call sites x the entry's call-site minutes and the edits;
 #   a library without a catalog entry is not sized unless `library-hours` gives a figure;
@@ -24,6 +29,7 @@ from opscan.plan.measure import Usage
 # - op work: ops x their per-op cost + task overhead; range x op-low/high.
 # A coefficient appears in the basis with its value, so a lead can redo the sum.
 
+ADJACENT = 2   # sites this many lines apart or closer, in one file, are one edit (the calibration's tolerance)
 DEFAULT_FAMILY = "cuda-extension"   # family of a custom op seen only in a trace (no rule found it)
 FUNCTION_FAMILIES = ("triton", "numba-cuda")   # families whose kernels are decorated functions
 
@@ -53,27 +59,51 @@ def _scaled(likely: float, low_factor: float, high_factor: float, basis: str, wh
                     f"= {_num(low)}-{_num(high)} h")
 
 
+def _edit_groups(draft: Draft) -> list[list[Location]]:
+    """The task's sites as edits: runs of sites on adjacent lines of one file (or notebook cell)."""
+    groups: list[list[Location]] = []
+    for site in sorted(draft.sites, key=lambda s: (s.path, s.cell or 0, s.line, s.column)):
+        last = groups[-1][-1] if groups else None
+        if last is not None and (last.path, last.cell) == (site.path, site.cell) and site.line - last.line <= ADJACENT:
+            groups[-1].append(site)
+        else:
+            groups.append([site])
+    return groups
+
+
 def _edits(draft: Draft, cost: CostConfig) -> tuple[float, str]:
-    """Hours and text of the mechanical edits of a task: its sites, fixable or not, and files."""
+    """Hours and text of the edits of a task (NOTE [effort model]): fixable edits are reviewed,
+    manual ones made, with the unflagged work around them."""
     fixable = {f.location for f in draft.findings if f.fixable}
-    sites = draft.sites
-    n_fix = sum(1 for s in sites if s in fixable)
-    n_manual = len(sites) - n_fix
-    files = len(draft.files)
-    hours = n_fix * cost.fixable_site_minutes / 60 + n_manual * cost.site_minutes / 60 + files * cost.file_minutes / 60
+    groups = _edit_groups(draft)
+    manual = [g for g in groups if not all(site in fixable for site in g)]
+    n_fix = len(groups) - len(manual)
+    per_file: dict[str, int] = {}
+    for group in manual:
+        per_file[group[0].path] = per_file.get(group[0].path, 0) + 1
+    unflagged = sum(min(n, 3) for n in per_file.values())
+    hours = (n_fix * cost.fixable_site_minutes + len(manual) * cost.site_minutes
+             + unflagged * cost.file_minutes / 3) / 60
+    sites = len(draft.sites)
     parts = []
     if n_fix:
-        parts.append(f"{n_fix} fixable site(s) x {_num(cost.fixable_site_minutes)} min")
-    if n_manual or not n_fix:
-        parts.append(f"{n_manual} site(s) x {_num(cost.site_minutes)} min")
-    parts.append(f"{files} file(s) x {_num(cost.file_minutes)} min")
-    return hours, " + ".join(parts)
+        parts.append(f"{n_fix} fixable edit(s) x {_num(cost.fixable_site_minutes)} min")
+    if manual or not n_fix:
+        parts.append(f"{len(manual)} edit(s) x {_num(cost.site_minutes)} min")
+    if unflagged:
+        parts.append(f"{unflagged} unflagged edit(s) around them x {_num(_round(cost.file_minutes / 3))} min "
+                     f"(at most 3 per file)")
+    where = f"{sites} site(s) in {len(groups)} edit(s): " if sites != len(groups) else ""
+    return hours, where + " + ".join(parts)
 
 
 def _mechanical(draft: Draft, cost: CostConfig) -> Estimate:
     edit, text = _edits(draft, cost)
-    return _scaled(edit + cost.task_hours, cost.mechanical_low, cost.mechanical_high,
-                   f"{text} + {_num(cost.task_hours)} h per task", "range")
+    kind = draft.kind
+    check = cost.task_hours if kind.check_hours is None else kind.check_hours
+    why = f" ({kind.check})" if kind.check_hours is not None else " per task"
+    return _scaled(edit + check, cost.mechanical_low, cost.mechanical_high,
+                   f"{text} + {_num(check)} h to check{why}", "range")
 
 
 def _library(draft: Draft, cost: CostConfig, usage: Usage, book: Catalog) -> Estimate:
@@ -130,7 +160,7 @@ def _kernel_count(draft: Draft, family: KernelFamily | None) -> int:
     are functions (Triton, numba); C++ glue, headers and op registrations are not kernels."""
     functions = family is not None and family.id in FUNCTION_FAMILIES
     return sum(1 for src in draft.kernel_sources
-               if src.endswith(".cu") or (functions and not src.startswith("name:") and ":" in src))
+               if src.is_cuda_file or (functions and src.kind == "function"))
 
 
 def _kernel(draft: Draft, cost: CostConfig, usage: Usage, book: Catalog) -> Estimate:

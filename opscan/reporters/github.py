@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from opscan.model import Report
+from opscan.model import Report, status_of
 from opscan.reporters.sarif import uri
 
 LIMIT = 10
@@ -75,7 +75,7 @@ def annotations(report: Report) -> dict[str, list[tuple[tuple, str]]]:
             if st not in ("unsupported", "cpu-fallback") or usage.op in seen:
                 continue
             seen.add(usage.op)
-            level = "error" if st == "unsupported" else "warning"
+            level = "error" if status_of(st).blocks else "warning"
             text = "is unsupported" if st == "unsupported" else "runs on the CPU (fallback)"
             message = f"{usage.op} {text} on {report.backend or 'the backend'}; dispatched {usage.count}x"
             inside = [s for s in usage.sources if report.project_sources is None or s.path in report.project_sources]
@@ -119,7 +119,9 @@ def render(report: Report, out: TextIO) -> None:
         lines.extend(f"  {entry}" for entry in report.baseline.stale)
     totals = report.effort
     known = f", {report.baseline.known} known (baseline)" if report.baseline is not None else ""
+    blockers = report.blockers.count   # NOTE [blockers] in opscan/verdict.py
     lines.append(f"opscan: {len(report.findings)} {'new ' if known else ''}finding(s){known}, "
+                 f"{blockers} blocker{'s' * (blockers != 1)}, "
                  f"{sum(len(t.sites) for t in report.tasks)} site(s) in {len(report.tasks)} port task(s), "
                  f"{totals.days(totals.likely_hours):.1f} engineer-days likely "
                  f"({totals.days(totals.low_hours):.1f}-{totals.days(totals.high_hours):.1f})")

@@ -11,6 +11,7 @@ from opscan.model import (
     CATEGORIES,
     SEVERITIES,
     STATUSES,
+    Blockers,
     Coverage,
     Evidence,
     Finding,
@@ -121,6 +122,8 @@ def _trace(trace: ModelTrace) -> dict:
 def _task(task: Task) -> dict:
     return {
         "id": task.id,
+        "kind": task.kind,
+        "subject": task.subject,
         "title": task.title,
         "action": task.action,
         "why": task.why,
@@ -158,6 +161,7 @@ def summary(report: Report) -> dict:
         "custom_ops": sum(1 for usage, _ in ops if usage.custom),
         "tasks": len(report.tasks),
         "sites": sum(len(t.sites) for t in report.tasks),   # NOTE [sites] in opscan/verdict.py
+        "blockers": report.blockers.count,               # NOTE [blockers] in opscan/verdict.py
         "effort_hours": totals.likely_hours,
         "effort_days": round(totals.days(totals.likely_hours), 2),
         "effort_low_hours": totals.low_hours,
@@ -178,6 +182,7 @@ def to_dict(report: Report) -> dict:
             "kind": report.verdict.kind, "headline": report.verdict.headline,
             "details": list(report.verdict.details),
             "checked": {"source": report.verdict.source_checked, "ops": report.verdict.ops_checked},
+            "blockers": _blockers(report.verdict.blockers),
             "unchecked": list(report.verdict.unchecked)},   # models given but not checked: exit 2
         "findings": [_finding(f) for f in sorted(report.findings, key=Finding.sort_key)],
         "ops": [_op(usage, models, coverage.get(usage.op)) for usage, models in merge_ops(report.traces)],
@@ -199,6 +204,14 @@ def _host_ops(report: Report) -> dict:
     a trace has them (docs/run.md)."""
     host = tuple(ModelTrace(t.target, t.mode, t.device, ops=t.host_ops) for t in report.traces if t.host_ops)
     return {"host_ops": [_op(usage, models, None) for usage, models in merge_ops(host)]} if host else {}
+
+
+def _blockers(blockers: Blockers) -> dict:
+    """The blocking count and its parts (NOTE [blockers] in opscan/verdict.py; docs/json.md)."""
+    return {"count": blockers.count, "sites": blockers.sites, "files": blockers.files,
+            "kernels": blockers.kernels, "libraries": blockers.libraries,
+            "unsupported_ops": blockers.unsupported_ops, "unreadable_files": blockers.unreadable_files,
+            "syntax_errors": list(blockers.syntax_errors)}
 
 
 def _caveat(caveat) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TextIO
 
-from opscan.model import Report
+from opscan.model import Report, status_of
 from opscan.reporters.tasklist import PRIORITY, sites_by_file, task_effort, total
 
 MAX_SITE_FILES = 50   # beyond this many files a task lists the count only
@@ -75,6 +75,10 @@ def render(report: Report, out: TextIO) -> None:
         alert = ALERT.get(judged.kind)
         verdict_line = f"**Verdict ({judged.kind}): {judged.headline}**"
         lines += ([f"> [!{alert}]", f"> {verdict_line}"] if alert else [verdict_line]) + [""]
+        if judged.blockers.count:   # NOTE [blockers] in opscan/verdict.py: the gate's count
+            n = judged.blockers.count
+            lines += [(f"Blockers: **{n}** ({judged.blockers.describe()}): each fails the default gate "
+                       "(`--fail-on error`)."), ""]
         lines += [f"- {detail}" for detail in judged.details]
         if judged.details:
             lines.append("")
@@ -122,7 +126,7 @@ def render(report: Report, out: TextIO) -> None:
         if fixable:
             lines += [f"{fixable} fixable with `opscan fix`.", ""]
     gaps = [c for c in sorted(report.coverage, key=lambda c: c.op)
-            if c.op in ops and c.status not in ("native", "composite")]
+            if c.op in ops and status_of(c.status).needs_attention]
     if gaps:
         lines += ["## Ops that need attention", "", "| op | status | evidence |", "|---|---|---|"]
         for c in gaps:

@@ -6,9 +6,10 @@ accelerator via torch.accelerator); `checklist()` turns a probe plus a scan repo
 so each branch is testable on a machine without torch or Trainium.
 
 Statuses: ok | warn | fail | stop | info | skip. The checklist is "ready" when no check is
-fail or stop. Ops "without a Neuron kernel" are those with status cpu-fallback or unsupported;
-ops of status unknown are listed as a warning and only count as missing when asked
-(`unknown_missing`), because an unchecked op is not known to lack a kernel.
+fail or stop. Ops "without a Neuron kernel" are those whose status does not run on the device
+and is known (cpu-fallback, unsupported: `model.OpStatus`); ops of status unknown are listed as a
+warning and only count as missing when asked (`unknown_missing`), because an unchecked op is not
+known to lack a kernel. Blockers are the verdict's count, read from the report (`verdict.blockers`).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from opscan.model import OP_STATUSES
 from opscan.workflow.neuronx_lines import classify, torch_release
 
 DEVICE_VAR = "TORCH_DEVICE"
 FALLBACK_VAR = "CPU_FALLBACK_COMMAND"
-MISSING_STATUSES = ("cpu-fallback", "unsupported")
+MISSING_STATUSES = tuple(s.name for s in OP_STATUSES if not s.runs_on_device and s.name != "unknown")
 NO_FALLBACK = "no fallback documented -> stop here"
 SRC_ACCELERATOR = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html"
 SRC_FALLBACK_DEFAULT = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/"
@@ -61,7 +63,7 @@ class Checklist:
     missing_ops: tuple[str, ...]         # ops without a Neuron kernel (per the rule above)
     unknown_ops: tuple[str, ...]
     ops_by_status: tuple[tuple[str, int], ...]
-    blockers: int | None                 # findings of severity error; None without a report
+    blockers: int | None                 # the verdict's blocking count; None without one
     unknown_missing: bool
     report_source: str                   # e.g. "report.json", "scan of ./model", ""
 
@@ -215,17 +217,26 @@ def _coverage_checks(report: dict | None, source: str, unknown_missing: bool,
         checks.append(Check("coverage", "op coverage of the configured models", status,
                             f"{len(ops)} ops: {counts}", f"{detail}; {where} ({source})",
                             (SRC_FALLBACK_DEFAULT,)))
-    summary = report.get("summary") or {}
-    severity = summary.get("by_severity") or {}
-    blockers = severity.get("error")
-    if not isinstance(blockers, int):
-        blockers = sum(1 for f in report.get("findings") or [] if isinstance(f, dict)
-                       and f.get("severity") == "error")
+    blockers = _blockers(report)
     tasks = [t for t in report.get("tasks") or [] if isinstance(t, dict) and t.get("priority") == 1]
-    checks.append(Check("blockers", "scan blockers (findings of severity error)",
-                        "ok" if blockers == 0 else "warn", str(blockers),
-                        f"{len(tasks)} priority-1 port task(s); {source}"))
+    if blockers is None:
+        checks.append(Check("blockers", "scan blockers (the verdict's blocking count)", "skip", "not in the report",
+                            f"the report has no `verdict.blockers` (made by an older opscan): run "
+                            f"`opscan PATH --format json` again; {source}"))
+    else:
+        checks.append(Check("blockers", "scan blockers (the verdict's blocking count)",
+                            "ok" if blockers == 0 else "warn", str(blockers),
+                            f"{len(tasks)} priority-1 port task(s); {source}"))
     return checks, tuple(sorted(missing)), tuple(sorted(unknown)), tuple(sorted(statuses.items())), blockers
+
+
+def _blockers(report: dict) -> int | None:
+    """The verdict's blocking count (NOTE [blockers] in opscan/verdict.py): what the headline and the
+    gate count, read, never counted again; None when the report does not carry it."""
+    verdict = report.get("verdict")
+    blockers = verdict.get("blockers") if isinstance(verdict, dict) else None
+    count = blockers.get("count") if isinstance(blockers, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
 
 
 def _rollback_check(p: Probe, configured: str | None, config_source: str) -> Check:

@@ -1,4 +1,4 @@
-"""One count: verdict, task list, summary, markdown and JSON give the same numbers of sites."""
+"""One count: verdict, gate, task list, summary, markdown, JSON and preflight give the same numbers."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from rich.console import Console
 
 from opscan.app import RunOptions, analyse
 from opscan.config import load_config
+from opscan.gate import failures
 from opscan.reporters import render
-from opscan.reporters.terminal import summary, tasks as task_section
-from opscan.verdict import task_group
+from opscan.reporters.terminal import summary
+from opscan.reporters.terminal import tasks as task_section
+from opscan.workflow import preflight
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,15 +65,39 @@ def _plural_number(text: str, word: str) -> int:
     return int(match[1])
 
 
+def _blocking_sites(report) -> set:
+    """Places of unguarded error findings that are neither kernels, libraries nor unreadable files."""
+    return {f.location for f in report.findings if f.severity == "error" and not f.guarded
+            and f.task not in ("kernel", "library", "none")}
+
+
 def _check_counts(report) -> None:
     verdict = report.verdict
-    pins = [t for t in report.tasks if t.priority == 1 and task_group(t) == "source"]
-    # the verdict counts the sites of the blocking code-change tasks, as the tasks count them
     assert verdict.kind == "blocked"
-    sites = _plural_number(verdict.headline, "CUDA-pinned site")
-    assert sites == sum(len(t.sites) for t in pins)
+    blockers = verdict.blockers
+    # the headline counts the blocking sites (no warning, no guarded finding), kernels and libraries
+    pins = _blocking_sites(report)
+    assert _plural_number(verdict.headline, "CUDA-pinned site") == blockers.sites == len(pins)
     files = int(re.search(r"CUDA-pinned sites? in (\d+) files?", verdict.headline)[1])
-    assert files == len({s.path for t in pins for s in t.sites})
+    assert files == blockers.files == len({s.path for s in pins})
+    kernels = [t for t in report.tasks if t.kind == "kernel" and t.priority == 1]
+    assert blockers.kernels == len(kernels)
+    if kernels:
+        assert _plural_number(verdict.headline, "custom kernel") == len(kernels)
+    # one count on every surface: the gate line, the JSON verdict and summary, the terminal summary,
+    # markdown, the GitHub summary line and the preflight checklist
+    count = blockers.count
+    assert count == blockers.sites + blockers.kernels + blockers.libraries + blockers.unsupported_ops \
+        + blockers.unreadable_files
+    assert failures(report, ("error",)) == [f"error: {count} blockers ({verdict.headline[len('blocked by '):]})"]
+    doc = json.loads(_text("json", report))
+    assert doc["verdict"]["blockers"]["count"] == doc["summary"]["blockers"] == count
+    assert doc["verdict"]["blockers"]["sites"] == blockers.sites
+    assert f"Blockers: **{count}** (" in _text("markdown", report)
+    assert f", {count} blockers, " in _text("github", report)
+    check = preflight.checklist(preflight.probe(environ={}, version=lambda n: "2.14.0", accelerator=lambda: (None, "")),
+                                doc, "report.json")
+    assert check.blockers == count
     # every task title that states a count states len(task.sites)
     for task in report.tasks:
         stated = re.search(r"\((\d+) sites? in (\d+) files?\)", task.title)
@@ -93,16 +119,17 @@ def _check_counts(report) -> None:
     summary.section(report, console)
     task_section.section(report, console)
     assert f"{total} sites in {len(report.tasks)} port tasks" in out.getvalue()
+    assert f"; {count} blockers; " in out.getvalue()
 
 
 def test_counts_agree_on_a_multi_file_project(tmp_path):
     root = _write(tmp_path)
     report = analyse(root, load_config(root), RunOptions(trace=False))
     _check_counts(report)
+    # a guarded call and a warning (cudnn flag) are sites of their tasks, never blockers
     device = next(t for t in report.tasks if t.id == "device-agnostic")
-    # a guarded call and two findings on one line are sites of the task, and of the verdict's count
-    assert len(device.sites) == _plural_number(report.verdict.headline, "CUDA-pinned site") - sum(
-        len(t.sites) for t in report.tasks if t.priority == 1 and task_group(t) == "source" and t is not device)
+    assert report.verdict.blockers.sites < sum(len(t.sites) for t in report.tasks if t.group == "source")
+    assert report.verdict.blockers.sites == len(_blocking_sites(report)) and len(device.sites) > 1
     assert "1 custom kernel" in report.verdict.headline and "1 CUDA-only library" in report.verdict.headline
 
 

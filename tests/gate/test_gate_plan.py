@@ -74,23 +74,29 @@ def test_dependency_order_device_distributed_kernels_performance():
 
 
 def test_cost_model_is_transparent_and_configurable():
-    findings = tuple(_pin("a.py", i) for i in range(1, 5)) + (_pin("b.py", 1),)
+    findings = tuple(_pin("a.py", i) for i in (1, 10, 20, 30)) + (_pin("b.py", 1),)
     (task,) = build_tasks(findings, (), ())
-    # 5 sites x 15 min + 2 files x 30 min + 2 h = 4.25 h likely; x0.75 / x2 around it
-    assert task.effort_hours == round(5 * 15 / 60 + 2 * 30 / 60 + 2, 2) == 4.25
-    assert task.effort_range == (round(4.25 * 0.75, 2), 4.25, 4.25 * 2)
-    assert "5 site(s) x 15 min" in task.effort_basis and task.effort_basis.endswith("= 3.19-8.5 h")
+    # 5 edits x 15 min + 4 unflagged edits x 10 min (3 in a.py at most, 1 in b.py) + 0.25 h to check
+    # (a run on the device) = 2.17 h likely; x0.75 / x2 around it
+    assert task.effort_hours == round(5 * 15 / 60 + 4 * 10 / 60 + 0.25, 2) == 2.17
+    assert task.effort_range == (round(2.17 * 0.75, 2), 2.17, 2.17 * 2)
+    assert "5 edit(s) x 15 min + 4 unflagged edit(s)" in task.effort_basis
+    assert "0.25 h to check (a run of the script on the device)" in task.effort_basis
+    assert task.effort_basis.endswith("= 1.63-4.34 h")
     (cheap,) = build_tasks(findings, (), (), CostConfig(site_minutes=6, file_minutes=0, task_hours=0,
                                                          mechanical_low=1, mechanical_high=1))
-    assert cheap.effort_range == (0.5, 0.5, 0.5)
+    assert cheap.effort_range == (0.75, 0.75, 0.75)      # 5 x 6 min + the kind's check
 
 
 def test_fixable_sites_cost_minutes():
     fixable = tuple(replace(_pin("a.py", i), fixable=True) for i in range(1, 5))
     (task,) = build_tasks(fixable + (_pin("a.py", 9),), (), ())
-    # 4 fixable x 2 min + 1 x 15 min + 1 file x 30 min + 2 h
-    assert task.effort_hours == round(4 * 2 / 60 + 15 / 60 + 30 / 60 + 2, 2)
-    assert "4 fixable site(s) x 2 min + 1 site(s) x 15 min" in task.effort_basis
+    # lines 1-4 are one fixable edit (2 min to review) + 1 manual edit x 15 min + 10 min around it
+    # + 0.25 h to check
+    assert task.effort_hours == round(2 / 60 + 15 / 60 + 10 / 60 + 0.25, 2)
+    assert "5 site(s) in 2 edit(s): 1 fixable edit(s) x 2 min + 1 edit(s) x 15 min" in task.effort_basis
+    (done,) = build_tasks(fixable, (), ())                 # what `opscan fix` completes: review minutes
+    assert done.effort_hours == round(2 / 60 + 0.25, 2) and "unflagged" not in done.effort_basis
 
 
 def test_kernel_effort_scales_with_kernel_size(tmp_path):
@@ -162,7 +168,8 @@ def test_kernel_findings_sharing_a_source_or_name_are_one_task(tmp_path):
 
 
 def test_verdicts():
-    assert verdict(sample.report()).headline.startswith("blocked by 5 CUDA-pinned sites in 2 files, 1 custom kernel")
+    # the guarded warning (train.py:10) is a site of the device task, not a blocker
+    assert verdict(sample.report()).headline.startswith("blocked by 4 CUDA-pinned sites in 2 files, 1 custom kernel")
     trace = sample.traces()[0]
     probed = (Evidence("probed", "registered on torch-neuronx 2.14.3.0"),)
     only_fallback = (Coverage("aten::_fused_adamw_", "cpu-fallback", probed), Coverage("aten::mm", "native", probed),

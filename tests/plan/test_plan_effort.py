@@ -33,8 +33,9 @@ def test_one_flash_attn_call_is_not_a_transformer_engine_stack(tmp_path):
                         "            return self.b(self.a(x))\n"),
     })
     flash, te = tasks["library:flash_attn"], tasks["library:transformer_engine"]
-    # flash_attn: core API 2/4/12 h + 1 call site x 30 min + (1 site x 15 min + 1 file x 30 min + 2 h)
-    edits = 15 / 60 + 30 / 60 + 2 + 0.5
+    # flash_attn: core API 2/4/12 h + 1 call site x 30 min + (1 edit x 15 min + 1 unflagged edit
+    # around it x 10 min + 2 h)
+    edits = 15 / 60 + 10 / 60 + 2 + 0.5
     assert flash.effort_range == (round(2 + edits * 0.75, 2), round(4 + edits, 2), round(12 + edits * 2, 2))
     assert "catalog `flash_attn` (small)" in flash.effort_basis and "1 call site(s) x 30 min" in flash.effort_basis
     # transformer_engine: TransformerLayer/fp8_autocast are the core (FP8) API, Linear is its own part
@@ -71,7 +72,7 @@ def test_a_library_without_catalog_entry_is_not_sized():
     assert task.effort_basis.startswith("no catalog entry for `mycudalib`: not sized")
     assert "no catalog entry" in task.why
     (assumed,) = build_tasks((_lib("mycudalib"),), (), (), CostConfig(library_hours=6))
-    assert assumed.sized and assumed.effort_hours == round(6 + 15 / 60 + 30 / 60 + 2, 2)
+    assert assumed.sized and assumed.effort_hours == round(6 + 15 / 60 + 10 / 60 + 2, 2)
     assert "library-hours 6 h (assumed)" in assumed.effort_basis
 
 

@@ -13,7 +13,10 @@ from opscan.workflow.neuronx_lines import classify
 
 REPORT = {
     "schema_version": 1,
-    "findings": [{"severity": "error"}, {"severity": "warning"}],
+    "verdict": {"kind": "blocked", "headline": "blocked by 1 CUDA-pinned site in 1 file",
+                "blockers": {"count": 1, "sites": 1, "files": 1, "kernels": 0, "libraries": 0,
+                             "unsupported_ops": 0, "unreadable_files": 0}},
+    "findings": [{"severity": "error"}, {"severity": "error", "guarded": True}, {"severity": "warning"}],
     "ops": [
         {"op": "aten::mm", "status": "native"},
         {"op": "aten::_foo", "status": "cpu-fallback"},
@@ -22,7 +25,7 @@ REPORT = {
     ],
     "traces": [{"target": "model.py:build"}],
     "tasks": [{"priority": 1}, {"priority": 2}],
-    "summary": {"by_severity": {"error": 1, "warning": 1, "note": 0}, "effort_hours": 12.0},
+    "summary": {"by_severity": {"error": 2, "warning": 1, "note": 0}, "effort_hours": 12.0},
 }
 
 
@@ -97,6 +100,16 @@ def test_nothing_installed_still_reports_the_rest():
     assert check(checklist, "accelerator").value == "none"
     assert check(checklist, "coverage").status == "warn"
     assert check(checklist, "blockers").value == "1"
+
+
+def test_blockers_are_the_verdicts_count_not_the_error_findings():
+    """Two error findings, one guarded: the verdict counts one blocker and so does the checklist;
+    a report without the verdict's count is not counted again in another way."""
+    assert check(pf.checklist(probe(), REPORT, "r.json"), "blockers").value == "1"
+    older = {k: v for k, v in REPORT.items() if k != "verdict"}
+    line = check(pf.checklist(probe(), older, "r.json"), "blockers")
+    assert line.status == "skip" and "verdict.blockers" in line.detail
+    assert pf.checklist(probe(), older, "r.json").blockers is None
 
 
 def test_requested_neuron_without_trainium_fails():
@@ -230,8 +243,11 @@ def test_cli_missing_report(report_file, run_cli):
 
 def test_cli_scans_path_through_the_app(tmp_path, monkeypatch, run_cli):
     """Without --report, preflight runs opscan.app.analyse on PATH (replaced here by a fake)."""
+    from dataclasses import replace
+
     from opscan import app
     from opscan.model import Coverage, Finding, Location, ModelTrace, OpUsage, Report
+    from opscan.verdict import judge
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("CPU_FALLBACK_COMMAND", raising=False)
@@ -239,12 +255,13 @@ def test_cli_scans_path_through_the_app(tmp_path, monkeypatch, run_cli):
 
     def fake_analyse(target, config, **kwargs):
         seen.append(target)
-        return Report(
+        report = Report(
             root=".", tool_version="test",
             findings=(Finding("OPS101", "hardcoded-cuda-device", "device-string", "error", "pinned",
                               Location("m.py", 2)),),
             traces=(ModelTrace("m.py:build", "train", "neuron", ops=(OpUsage("aten::mm", 3),)),),
             coverage=(Coverage("aten::mm", "cpu-fallback"),))
+        return replace(report, verdict=judge(report))   # as the analysis does
 
     monkeypatch.setattr(app, "analyse", fake_analyse)
     code, out, _ = run_cli("preflight", str(tmp_path), "--format", "json", "--exit-on-missing")

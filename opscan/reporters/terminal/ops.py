@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opscan.model import Coverage, OpUsage, Report
+from opscan.model import STATUS, Coverage, OpStatus, OpUsage, Report, status_of
 from opscan.reporters.json import merge_ops
 from opscan.reporters.terminal.location import budget, fit
 
@@ -16,8 +16,15 @@ OP_COLUMN = 48       # widest op column below WIDE
 _NARROW_OTHER = 56   # the other columns of a narrow table (count, phases, dtypes, status, padding)
 _WIDE_OTHER = 110    # the columns before "first source" in a wide table
 _MODE_SHORT = {"inference": "inf", "train": "train"}
-_STATUS_STYLE = {"native": "green", "composite": "green", "limited": "yellow",
-                 "cpu-fallback": "yellow", "unsupported": "red", "unknown": "dim"}
+
+
+def _status_style(status: OpStatus) -> str:
+    """Red blocks, green runs on the device with nothing to look at, dim is unchecked, else yellow."""
+    if status.blocks:
+        return "red"
+    if not status.needs_attention:
+        return "green"
+    return "dim" if status is STATUS["unknown"] else "yellow"
 
 
 def section(report: Report, console: Console) -> None:
@@ -108,7 +115,7 @@ def _row(usage: OpUsage, cov: Coverage | None, show_modes: bool, with_status: bo
     row.append(dtypes)
     if with_status:
         status = cov.status if cov is not None else "unknown"
-        cell = Text(status, style=_STATUS_STYLE.get(status, ""))
+        cell = Text(status, style=_status_style(status_of(status)))
         if cov is not None and cov.evidence:
             cell.append(f" [{notes[cov.evidence[0].text]}]", style="dim")
         row.append(cell)

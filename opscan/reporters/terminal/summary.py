@@ -29,7 +29,10 @@ def section(report: Report, console: Console) -> None:
         head.append(f", {known} known (hidden by the baseline)", style="")
     if guarded:
         head.append(f" ({guarded} guarded)", style="dim")
-    if report.tasks:   # the same count as the task list and the verdict (NOTE [sites] in opscan/verdict.py)
+    blockers = report.blockers   # the verdict's and the gate's count (NOTE [blockers] in opscan/verdict.py)
+    if blockers.count:
+        head.append(f"; {blockers.count} blocker{'s' * (blockers.count != 1)}", style="bold red")
+    if report.tasks:   # the same count as the task list (NOTE [sites] in opscan/verdict.py)
         sites = sum(len(t.sites) for t in report.tasks)
         head.append(f"; {sites} site{'s' * (sites != 1)} in {len(report.tasks)} port "
                     f"task{'s' * (len(report.tasks) != 1)}", style="")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from opscan.zoo.results import RUNS, STOPS, VERDICT_ORDER, Row
+from opscan.model import OP_STATUSES, status_of
+from opscan.zoo.results import STOPS, VERDICT_ORDER, Row
 from opscan.zoo.runner import ZooRun
 
-SHORT = {"native": "N", "limited": "L", "composite": "C", "cpu-fallback": "F", "unsupported": "X",
-         "unknown": "?"}
+SHORT = {s.name: s.short for s in OP_STATUSES}   # one-letter status labels of the matrix (model.OpStatus)
 
 
 # Only "ready" reads as good: "likely" rests on unverified evidence (pre-release source) and says so.
@@ -68,7 +68,7 @@ def explain(row: Row) -> str:
 
 def blocking_ops(run: ZooRun):
     """Ops that do not run natively, most models blocked first."""
-    return [s for s in run.ops if s.status not in RUNS]
+    return [s for s in run.ops if not status_of(s.status).runs_on_device]
 
 
 def matrix_ops(run: ZooRun, limit: int | None = None) -> list[str]:
