@@ -161,7 +161,7 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
 
     say("phase", "planning port tasks")
     tasks = build_tasks(findings, tuple(traces), tuple(coverage), config.cost,
-                        kernel_sources(root, findings), usage(root, findings))
+                        kernel_sources(root, findings, scanned.facts), usage(findings, scanned.facts))
     fired = {f.rule for f in findings}
     report = Report(
         root=_relative_root(root),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, TraceError
-from opscan.model import Coverage, DeviceProfile, Finding, ModelTrace, RuleInfo
+from opscan.model import Coverage, DeviceProfile, Finding, ModelTrace, RuleInfo, ScanFacts
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class ScanOutcome:
     files_scanned: int = 0
     rules: tuple[RuleInfo, ...] = ()
     notes: tuple[str, ...] = ()
+    facts: ScanFacts = ScanFacts()       # what the scan learnt beside its findings (opscan/scan/facts.py)
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,8 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None) -> Sc
     extra = unused_suppressions(root, result, rules, known)   # OPS003, when selected (rules/unused-suppression.yaml)
     findings = tuple(sorted(result.findings + tuple(extra), key=Finding.sort_key))
     infos = tuple(rule_info(r) for r in rules)
-    return ScanOutcome(findings=findings, files_scanned=result.files_scanned, rules=infos, notes=result.notes)
+    return ScanOutcome(findings=findings, files_scanned=result.files_scanned, rules=infos, notes=result.notes,
+                       facts=result.facts)
 
 
 def _included(rel: str, patterns: tuple[str, ...], root: Path, config_root: Path) -> bool:
