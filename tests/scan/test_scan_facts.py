@@ -100,3 +100,21 @@ def test_no_reader_of_scan_knowledge_parses_python_again():
     source = (Path(__file__).resolve().parents[2] / "opscan" / "plan" / "measure.py").read_text(encoding="utf-8")
     imported = {a.name for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Import) for a in n.names}
     assert "ast" not in imported
+
+
+def test_the_fixer_takes_torchs_name_from_the_scans_bindings(monkeypatch):
+    """fix/context.py reads the name torch is bound to from the scan's facts (not its own reading)."""
+    import opscan.fix.context as context
+    from opscan.fix.module import fix_module
+
+    def unused(module):
+        raise AssertionError("the fixer read the imports itself")
+
+    monkeypatch.setattr(context, "_torch_import", unused)
+    rules = load_rules()
+    text = "import os\nimport torch as T\n\ndef f(x):\n    return x.to('cuda')\n"
+    scanned = scan_source("m.py", text.encode(), rules)
+    fixed = fix_module(text, list(scanned.findings), {r.id: r for r in rules}, bindings=scanned.facts.bindings)
+    assert 'DEVICE = T.accelerator.current_accelerator(check_available=True) or T.device("cpu")' in fixed.text
+    assert "import torch\n" not in fixed.text
+    assert [o.status for o in fixed.outcomes] == ["fixed"]
