@@ -118,3 +118,15 @@ def test_the_fixer_takes_torchs_name_from_the_scans_bindings(monkeypatch):
     assert 'DEVICE = T.accelerator.current_accelerator(check_available=True) or T.device("cpu")' in fixed.text
     assert "import torch\n" not in fixed.text
     assert [o.status for o in fixed.outcomes] == ["fixed"]
+
+
+def test_discovery_resolves_module_bases_with_the_scans_resolver(tmp_path):
+    """A model class whose base is nn.Module under another name is a candidate (opscan/discover.py
+    resolves bases with opscan/scan/resolver.py); a class of the same spelling from elsewhere is not."""
+    from opscan.discover import candidates
+
+    (tmp_path / "net.py").write_text("from torch.nn import Module as Base\n\nclass Net(Base):\n"
+                                     "    def forward(self, x):\n        return x\n")
+    (tmp_path / "other.py").write_text("from mylib import Thing as Base\n\nclass Other(Base):\n    pass\n")
+    found = {c.target: c.kind for c in candidates(tmp_path).candidates}
+    assert found == {"net.py:Net": "module-class"}
