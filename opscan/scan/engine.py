@@ -15,9 +15,9 @@ from pathlib import Path
 
 from opscan.errors import InputError
 from opscan.fsutil import UnreadableFile, read_source_bytes
-from opscan.model import Finding, FunctionSpan, ImportBinding, LibraryUse, Location, ScanFacts
+from opscan.model import Finding, Location, ScanFacts
 from opscan.scan import native
-from opscan.scan.facts import file_facts, merge
+from opscan.scan.facts import decode_facts, encode_facts, file_facts, merge
 from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, discover
 from opscan.scan.fixes import check_fixes as _check_fixes
 from opscan.scan.project import EMPTY, Project, local_packages, packages_on_disk, project_from_files
@@ -484,7 +484,7 @@ def encode_result(result: FileResult) -> dict:
         "requires": [list(r) for r in result.requires],
         "suppressions": [[s.line, list(s.codes), list(s.used)] for s in result.suppressions],
         "exports": list(result.exports), "imports": list(result.imports),
-        "facts": _encode_facts(result.facts),
+        "facts": encode_facts(result.facts),
     }
 
 
@@ -499,22 +499,5 @@ def decode_result(data: dict) -> FileResult:
         data["path"], findings, tuple(tuple(r) for r in data["requires"]),
         tuple(Suppression(data["path"], s[0], tuple(s[1]), tuple(s[2])) for s in data["suppressions"]),
         data["scanned"], data["lines"], tuple(data.get("exports", ())), tuple(data.get("imports", ())),
-        _decode_facts(data.get("facts")))
+        decode_facts(data.get("facts")))
 
-
-def _encode_facts(facts: ScanFacts) -> dict:
-    return {"bindings": [[b.path, b.line, b.local, b.target, b.module_level, b.cell, b.end_line]
-                         for b in facts.bindings],
-            "libraries": [[u.path, u.line, u.package, list(u.names), u.call_sites] for u in facts.libraries],
-            "kernels": [[k.path, k.line, k.def_line, k.lines, k.name] for k in facts.kernels],
-            "references": list(facts.references)}
-
-
-def _decode_facts(data: dict | None) -> ScanFacts:
-    if not data:
-        return ScanFacts()
-    return ScanFacts(
-        tuple(ImportBinding(*b) for b in data["bindings"]),
-        tuple(LibraryUse(u[0], u[1], u[2], tuple(u[3]), u[4]) for u in data["libraries"]),
-        tuple(FunctionSpan(*k) for k in data["kernels"]),
-        tuple(data["references"]))

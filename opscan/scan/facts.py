@@ -87,6 +87,27 @@ def merge(facts) -> ScanFacts:
         tuple(sorted({p for f in facts for p in f.references})))
 
 
+def encode_facts(facts: ScanFacts) -> dict:
+    """ScanFacts as JSON-able data (for the scan cache)."""
+    return {"bindings": [[b.path, b.line, b.local, b.target, b.module_level, b.cell, b.end_line]
+                         for b in facts.bindings],
+            "libraries": [[u.path, u.line, u.package, list(u.names), u.call_sites] for u in facts.libraries],
+            "kernels": [[k.path, k.line, k.def_line, k.lines, k.name] for k in facts.kernels],
+            "references": list(facts.references)}
+
+
+def decode_facts(data: dict | None) -> ScanFacts:
+    """The inverse of encode_facts (no data: no facts)."""
+    if not data:
+        return ScanFacts()
+    return ScanFacts(
+        tuple(ImportBinding(*b) for b in data["bindings"]),
+        tuple(LibraryUse(u[0], u[1], u[2], tuple(u[3]), u[4]) for u in data["libraries"]),
+        tuple(FunctionSpan(*k) for k in data["kernels"]),
+        tuple(data["references"]))
+
+
+
 def _statement_bindings(node: ast.Import | ast.ImportFrom, package: str) -> list[tuple[str, str]]:
     """(bound name, dotted target) of the aliases of one import statement that belong to `package`
     ("" bound name: brought in, not bound: `import apex.optimizers` binds `apex` and brings in

@@ -8,6 +8,16 @@ import ast
 from opscan.scan import positions as P
 from opscan.scan.context import Constant, FileContext
 
+# NOTE [device-type tests]
+# A comparison of a device or device type with "cuda" (or `t.is_cuda`, `str(d).startswith("cuda")`)
+# is a device-type test: on a Neuron device it gives False for `==`/`in`/`is_cuda` and True for
+# `!=`/`not in` (flipped under `not`). Where the test sits decides what that does: in an `assert`
+# or `torch._check` a False answer raises; as the test of an `if` whose block raises, a True
+# answer does. A test whose Neuron answer raises is OPS107 (error); every other device-type test
+# (branches, conditional expressions, values computed for later) is OPS106 (warning), naming
+# the lines it guards. The walk (visitor.py) keeps the test being visited in `ctx.test`;
+# FileContext.device_test decides.
+
 
 def bind(ctx: FileContext, stmt: ast.stmt, guarded: bool) -> None:
     """A module-level string constant (`DEVICE = "cuda"`): reported where it is used as a device."""
@@ -35,7 +45,6 @@ def finish(ctx: FileContext) -> None:
 
 
 def check_call(ctx: FileContext, node: ast.Call, g: bool) -> None:
-    func = node.func
     qual, method = ctx.callee
     args = node.args
     if method == "startswith" and args:   # str(dev).startswith("cuda"): a device-type test
