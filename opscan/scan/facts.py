@@ -47,33 +47,36 @@ def file_facts(path: str, tree: ast.Module, bindings, hits, where=None) -> ScanF
         out.append(ImportBinding(path, line, local, target, module_level, cell, end))
     if where is not None:   # notebook lines are cell-local: the plan measures .py files only
         return ScanFacts(bindings=tuple(sorted(set(out))))
-    libraries: set[LibraryUse] = set()
+    library_hits = []
     kernel_lines: set[int] = set()
     has_kernel = False
     for hit in hits:
         task = hit.task or hit.rule.task
         if task == "library" and isinstance(hit.node, (ast.Import, ast.ImportFrom)):
-            bound = _statement_bindings(hit.node, hit.subject)
-            if bound:
-                names, calls = _use_in(tree, bound)
-                libraries.add(LibraryUse(path, hit.node.lineno, hit.subject, names, calls))
+            library_hits.append(hit)
         if task == "kernel":
             has_kernel = True
         if hit.rule.category == "custom-kernel":
             kernel_lines.add(hit.node.lineno)
+    if not (library_hits or kernel_lines or has_kernel):
+        return ScanFacts(bindings=tuple(sorted(set(out))))
+    walked = _Walked(tree)   # one walk of the file for all of its measurements
+    libraries: set[LibraryUse] = set()
+    for hit in library_hits:
+        bound = _statement_bindings(hit.node, hit.subject)
+        if bound:
+            names, calls = walked.use(bound)
+            libraries.add(LibraryUse(path, hit.node.lineno, hit.subject, names, calls))
     kernels: set[FunctionSpan] = set()
+    for line in kernel_lines:
+        for fn in walked.functions:   # the first in walk order, as measured before (outer before inner)
+            first = min([d.lineno for d in fn.decorator_list] + [fn.lineno])
+            if first <= line <= fn.lineno:
+                kernels.add(FunctionSpan(path, first, fn.lineno, (fn.end_lineno or fn.lineno) - first + 1, fn.name))
+                break
     references: tuple[str, ...] = ()
-    if kernel_lines or has_kernel:
-        functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        for line in kernel_lines:
-            for fn in functions:   # the first in walk order, as measured before (outer before inner)
-                first = min([d.lineno for d in fn.decorator_list] + [fn.lineno])
-                if first <= line <= fn.lineno:
-                    kernels.add(FunctionSpan(path, first, fn.lineno, (fn.end_lineno or fn.lineno) - first + 1,
-                                             fn.name))
-                    break
-        if has_kernel and any(REFERENCE.search(fn.name) for fn in functions):
-            references = (path,)
+    if has_kernel and any(REFERENCE.search(fn.name) for fn in walked.functions):
+        references = (path,)
     return ScanFacts(tuple(sorted(set(out))), tuple(sorted(libraries)), tuple(sorted(kernels)), references)
 
 
@@ -130,6 +133,40 @@ def _statement_bindings(node: ast.Import | ast.ImportFrom, package: str) -> list
     return out
 
 
+class _Walked:
+    """What one walk of a file gives the measurements: its functions (in walk order), the dotted
+    chains of its outermost loaded attributes, and how often each name is loaded."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        attributes: list[ast.Attribute] = []
+        parents: set[int] = set()
+        self.loads: dict[str, int] = {}
+        for node in ast.walk(tree):
+            kind = type(node)
+            if kind is ast.Attribute:
+                parents.add(id(node.value))
+                attributes.append(node)
+            elif kind is ast.Name:
+                if isinstance(node.ctx, ast.Load):
+                    self.loads[node.id] = self.loads.get(node.id, 0) + 1
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                self.functions.append(node)
+        self.chains = [chain for chain in (_dotted(a) for a in attributes
+                                           if id(a) not in parents and isinstance(a.ctx, ast.Load)) if chain]
+
+    def use(self, bound: list[tuple[str, str]]) -> tuple[tuple[str, ...], int]:
+        """NOTE [library usage] (plan/measure.py): the dotted names used through `bound`, and the
+        loads of the bound names anywhere in the file outside import statements."""
+        targets = {name: target for name, target in bound if name}
+        names = {target for name, target in bound if not name or name != target or
+                 not any(other.startswith(target + ".") for _, other in bound)}
+        for chain in self.chains:
+            if chain[0] in targets:
+                names.add(".".join([targets[chain[0]], *chain[1:]]))
+        return tuple(sorted(names)), sum(self.loads.get(name, 0) for name in targets)
+
+
 def _dotted(node: ast.AST) -> list[str] | None:
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
@@ -138,24 +175,3 @@ def _dotted(node: ast.AST) -> list[str] | None:
     if isinstance(node, ast.Name):
         return [node.id, *reversed(parts)]
     return None
-
-
-def _use_in(tree: ast.AST, bound: list[tuple[str, str]]) -> tuple[tuple[str, ...], int]:
-    """NOTE [library usage] (plan/measure.py): the dotted names used through `bound`, and the loads
-    of the bound names anywhere in the file outside import statements."""
-    targets = {name: target for name, target in bound if name}
-    names = {target for name, target in bound if not name or name != target or
-             not any(other.startswith(target + ".") for _, other in bound)}
-    calls = 0
-    parents: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
-            parents.add(id(node.value))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and id(node) not in parents:
-            chain = _dotted(node)
-            if chain and chain[0] in targets and isinstance(node.ctx, ast.Load):
-                names.add(".".join([targets[chain[0]], *chain[1:]]))
-        if isinstance(node, ast.Name) and node.id in targets and isinstance(node.ctx, ast.Load):
-            calls += 1
-    return tuple(sorted(names)), calls

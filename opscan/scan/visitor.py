@@ -123,10 +123,6 @@ class Visitor(FileContext):
         else:
             self._body(node, g)
 
-    def _check(self, node: ast.AST, g: bool) -> None:
-        for check in _CHECKS.get(type(node), ()):
-            check(self, node, g)
-
     def _body(self, node: ast.AST, g: bool, skip: set[int] | frozenset = frozenset()) -> None:
         for child in ast.iter_child_nodes(node):
             if id(child) in skip:
@@ -151,7 +147,8 @@ class Visitor(FileContext):
 
     def _checked(self, node: ast.AST, g: bool) -> None:
         """A node the walk has no special order for: its checks, then its children."""
-        self._check(node, g)
+        for check in _CHECKS.get(type(node), ()):   # the families' checks (inlined: the hot path)
+            check(self, node, g)
         self._body(node, g)
 
     def v_import(self, node, g: bool) -> None:
@@ -160,11 +157,13 @@ class Visitor(FileContext):
         module_level = not self.depth
         for local, full in self.bound:
             self.bindings.append((node.lineno, end, local, full, module_level))
-        self._check(node, g)
+        for check in _CHECKS.get(type(node), ()):
+            check(self, node, g)
 
     def v_name(self, node, g: bool) -> None:
         self.resolved = name = self.resolve(node)
-        self._check(node, g)
+        for check in _CHECKS.get(type(node), ()):
+            check(self, node, g)
         if name is None and isinstance(node, ast.Attribute):
             self.visit(node.value, g)
 
@@ -172,7 +171,8 @@ class Visitor(FileContext):
         func = node.func
         qual = self.resolve(func)
         self.callee = qual, (func.attr if isinstance(func, ast.Attribute) and qual is None else None)
-        self._check(node, g)
+        for check in _CHECKS.get(type(node), ()):
+            check(self, node, g)
         skip: set[int] = set()
         args = node.args
         if args and qual in P.CHECK_CALLS:   # torch._check(x.is_cuda): a failing test raises
@@ -186,7 +186,8 @@ class Visitor(FileContext):
         self._body(node, g, skip)
 
     def v_ifexp(self, node: ast.IfExp, g: bool) -> None:
-        self._check(node, g)
+        for check in _CHECKS.get(type(node), ()):
+            check(self, node, g)
         guard = g or P.is_guard(node.test, self.resolve)
         self._visit_test(node.test, g, ("", "chooses between two values"))
         self.visit(node.body, guard)
@@ -202,7 +203,8 @@ class Visitor(FileContext):
             test = ("", f"{what} {lines_text(*body)}" + (
                 f", else {lines_text(node.orelse[0].lineno, node.orelse[-1].end_lineno or node.orelse[-1].lineno)}"
                 if node.orelse and not isinstance(node, ast.While) else ""))
-        self._check(node, g)
+        for check in _CHECKS.get(type(node), ()):
+            check(self, node, g)
         self._visit_test(node.test, g, test, body)
         self._stmts(node.body, guard)
         self._stmts(node.orelse, guard)
@@ -217,7 +219,8 @@ class Visitor(FileContext):
             self.test, self.guarding, self.negated = saved
 
     def v_not(self, node: ast.UnaryOp, g: bool) -> None:
-        self._check(node, g)
+        for check in _CHECKS.get(type(node), ()):
+            check(self, node, g)
         if not isinstance(node.op, ast.Not):
             self._body(node, g)
             return
@@ -228,13 +231,15 @@ class Visitor(FileContext):
             self.negated = not self.negated
 
     def v_assert(self, node: ast.Assert, g: bool) -> None:
-        self._check(node, g)
+        for check in _CHECKS.get(type(node), ()):
+            check(self, node, g)
         self._visit_test(node.test, g, ("false", "an assert"))
         if node.msg is not None:
             self.visit(node.msg, g)
 
     def v_try(self, node, g: bool) -> None:
-        self._check(node, g)
+        for check in _CHECKS.get(type(node), ()):
+            check(self, node, g)
         self._stmts(node.body, g or P.catches_import_error(node))
         for handler in node.handlers:
             self._body(handler, g)
@@ -242,7 +247,8 @@ class Visitor(FileContext):
         self._stmts(node.finalbody, g)
 
     def v_def(self, node, g: bool) -> None:
-        self._check(node, g)
+        for check in _CHECKS.get(type(node), ()):
+            check(self, node, g)
         if not isinstance(node, ast.ClassDef):
             self.functions.append(node.name)
         self.depth += 1
@@ -254,7 +260,8 @@ class Visitor(FileContext):
                 self.functions.pop()
 
     def v_lambda(self, node, g: bool) -> None:
-        self._check(node, g)
+        for check in _CHECKS.get(type(node), ()):
+            check(self, node, g)
         self.depth += 1
         try:
             self._body(node, g)
@@ -262,7 +269,8 @@ class Visitor(FileContext):
             self.depth -= 1
 
     def v_assign(self, node, g: bool) -> None:
-        self._check(node, g)
+        for check in _CHECKS.get(type(node), ()):
+            check(self, node, g)
         self._body(node, g, {id(node.annotation)} if isinstance(node, ast.AnnAssign) else frozenset())
 
 
