@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import ast
 import re
+from operator import attrgetter
 
 from opscan.model import FunctionSpan, ImportBinding, LibraryUse, ScanFacts
 
 # A function whose name says it is a PyTorch (or reference) implementation: a kernel next to one
 # has a path to fall back on (plan/sizing.py, kernel_reference_factor).
+# Sort keys read in C (no generated __lt__ per comparison: a tree has tens of thousands of bindings).
+_BINDING_ORDER = attrgetter("path", "line", "local", "target", "module_level", "end_line")
 REFERENCE = re.compile(r"(?:^|_)(?:ref|reference|naive|torch|pytorch|eager|fallback|native|slow)(?:_|$)", re.I)
 
 
@@ -46,7 +49,7 @@ def file_facts(path: str, tree: ast.Module, bindings, hits, where=None) -> ScanF
             end, line = end - line + first, first
         out.append(ImportBinding(path, line, local, target, module_level, cell, end))
     if where is not None:   # notebook lines are cell-local: the plan measures .py files only
-        return ScanFacts(bindings=tuple(sorted(set(out))))
+        return ScanFacts(bindings=tuple(sorted(out, key=_BINDING_ORDER)))
     library_hits = []
     kernel_lines: set[int] = set()
     has_kernel = False
@@ -59,7 +62,7 @@ def file_facts(path: str, tree: ast.Module, bindings, hits, where=None) -> ScanF
         if hit.rule.category == "custom-kernel":
             kernel_lines.add(hit.node.lineno)
     if not (library_hits or kernel_lines or has_kernel):
-        return ScanFacts(bindings=tuple(sorted(set(out))))
+        return ScanFacts(bindings=tuple(sorted(out, key=_BINDING_ORDER)))
     walked = _Walked(tree)   # one walk of the file for all of its measurements
     libraries: set[LibraryUse] = set()
     for hit in library_hits:
@@ -77,14 +80,14 @@ def file_facts(path: str, tree: ast.Module, bindings, hits, where=None) -> ScanF
     references: tuple[str, ...] = ()
     if has_kernel and any(REFERENCE.search(fn.name) for fn in walked.functions):
         references = (path,)
-    return ScanFacts(tuple(sorted(set(out))), tuple(sorted(libraries)), tuple(sorted(kernels)), references)
+    return ScanFacts(tuple(sorted(out, key=_BINDING_ORDER)), tuple(sorted(libraries)), tuple(sorted(kernels)), references)
 
 
 def merge(facts) -> ScanFacts:
     """One ScanFacts from many (each tuple sorted)."""
     facts = [f for f in facts if f is not None]
     return ScanFacts(
-        tuple(sorted(b for f in facts for b in f.bindings)),
+        tuple(sorted((b for f in facts for b in f.bindings), key=_BINDING_ORDER)),
         tuple(sorted(u for f in facts for u in f.libraries)),
         tuple(sorted(k for f in facts for k in f.kernels)),
         tuple(sorted({p for f in facts for p in f.references})))
