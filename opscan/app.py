@@ -203,7 +203,8 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
         discovery=discovery,
     )
     return assess(draft, release, project_root=root, cost=config.cost, ops_not_checked=not_traced,
-                  source_not_checked=None if no_source else "", unchecked=tuple(unchecked))
+                  source_not_checked=None if no_source else "", unchecked=tuple(unchecked),
+                  facts=scanned.facts)
 
 
 def _why(exc: OpscanError, target: str) -> str:

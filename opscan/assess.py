@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from opscan.config import CostConfig
-from opscan.model import Coverage, Report
+from opscan.model import Coverage, Report, ScanFacts
 from opscan.plan import build_tasks
 from opscan.plan.measure import kernel_sources, usage
 from opscan.verdict import judge
@@ -31,7 +31,7 @@ NO_DATABASE = "no coverage database: every traced op is reported as unknown"
 
 def assess(draft: Report, release, *, project_root: Path | None = None, cost: CostConfig | None = None,
            ops_not_checked: str = "", source_not_checked: str | None = "",
-           unchecked: tuple[tuple[str, str], ...] = ()) -> Report:
+           unchecked: tuple[tuple[str, str], ...] = (), facts: ScanFacts = ScanFacts()) -> Report:
     """`draft` (what the run traced and found: traces, findings, root, ...) judged against `release`.
 
     Args:
@@ -41,6 +41,8 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
         project_root: the scanned project, whose files the tasks measure (None: no source).
         cost: the cost model of the tasks (default: CostConfig()).
         ops_not_checked, source_not_checked: why ops or source were not checked (see `judge`).
+        facts: what the scan learnt beside its findings (import bindings, library use, kernel
+            spans), which the tasks are measured from (opscan/scan/facts.py).
         unchecked: (target, why) of each model given that could not be built or traced (the gate exits 2).
     Returns:
         The finished Report, with `verdict` set.
@@ -63,8 +65,8 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
     findings = draft.findings
     measured = project_root is not None and bool(findings)
     tasks = build_tasks(findings, traces, coverage, cost,
-                        kernel_sources(project_root, findings) if measured else None,
-                        usage(project_root, findings) if measured else None)
+                        kernel_sources(project_root, findings, facts) if measured else None,
+                        usage(findings, facts) if measured else None)
     report = replace(draft, coverage=coverage, caveats=tuple(caveats), notes=tuple(notes), tasks=tasks,
                      backend=release.spec if release is not None else draft.backend)
     return replace(report, verdict=judge(report, ops_not_checked=ops_not_checked,

@@ -26,12 +26,13 @@ from pathlib import Path
 
 from opscan.errors import TargetError
 from opscan.model import Discovery, ModelCandidate
+from opscan.scan import files as scan_files
+from opscan.scan.resolver import Imports
 from opscan.targets.folders import NO_TRUST_NOTE, TIMM_FOLDER, read_config, remote_code
 
-# Folders never searched: environments, caches, build output, version control.
-SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "env", ".env", "node_modules", "__pycache__",
-             ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "build", "dist",
-             "site-packages", ".ipynb_checkpoints", ".eggs"}
+# Folders never searched: the scan's (environments, caches, build output, version control; with any
+# virtual environment and `*.egg-info`), plus `env` and every hidden folder.
+SKIP_DIRS = scan_files.SKIP_DIRS | {"env"}
 MAX_FILES = 2000          # a search stops after this many files, shallowest first (docs/check.md)
 MAX_CONFIG_BYTES = 1 << 20
 
@@ -42,6 +43,9 @@ _FACTORY = re.compile(r"^((build|make|create|new)_\w+|(get|load)_\w*(model|net|n
 # Names of the parameters opscan can pass to a factory (docs/trace.md, "Targets").
 FACTORY_PARAMETERS = {"batch", "seq_len"}
 MODULE_BASES = {"nn.Module", "torch.nn.Module", "Module", "PreTrainedModel", "nn.modules.module.Module"}
+# A base the scan's import resolver (opscan/scan/resolver.py) resolves to one of these is a module
+# too, whatever it is called in the file (`from torch.nn import Module as Base`).
+RESOLVED_BASES = {"torch.nn.Module", "torch.nn.modules.module.Module"}
 
 FACTORY_HINT = (   # lines under 78 columns: printed indented in an 80-column terminal
     "write a factory opscan can call, e.g. in opscan_model.py:\n"
@@ -180,7 +184,7 @@ def _walk(root: Path):
                 continue
             if entry.is_dir():
                 if entry.name not in SKIP_DIRS and not entry.name.startswith(".") \
-                        and not (entry / "pyvenv.cfg").exists():
+                        and not entry.name.endswith(".egg-info") and not (entry / "pyvenv.cfg").exists():
                     queue.append(entry)
                 continue
             if entry.suffix in (".py", ".ipynb", ".pt2") or entry.name == "config.json":
@@ -252,7 +256,7 @@ def _dotted(node: ast.AST) -> str:
 def _module_candidates(tree: ast.Module, rel: str, root: Path | None, folder: Path,
                        trust_remote_code: bool, notebook: bool) -> list[ModelCandidate]:
     out: list[ModelCandidate] = []
-    classes = _module_classes(tree)
+    classes = _module_classes(tree, rel)
     built_inside: set[str] = set()     # classes some other class or factory of this file builds
     factories: list[ast.FunctionDef] = []
     loading: list[ast.Call] = []       # from_pretrained / from_config calls (one walk finds both)
@@ -310,9 +314,15 @@ def _module_candidates(tree: ast.Module, rel: str, root: Path | None, folder: Pa
     return out
 
 
-def _module_classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
-    """Top-level classes deriving (directly or through another class of the file) from nn.Module."""
+def _module_classes(tree: ast.Module, rel: str = "") -> dict[str, ast.ClassDef]:
+    """Top-level classes deriving (directly or through another class of the file) from nn.Module:
+    as spelled (MODULE_BASES), or as the scan's import resolver resolves the base (RESOLVED_BASES)."""
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    imports = Imports(rel)
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.add(node)
+    resolved = {name: {imports.resolve(b) for b in node.bases} for name, node in classes.items()}
     modules: dict[str, ast.ClassDef] = {}
     changed = True
     while changed:
@@ -321,7 +331,8 @@ def _module_classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
             if name in modules:
                 continue
             bases = {_dotted(b) for b in node.bases}
-            if bases & MODULE_BASES or bases & set(modules) or any(b.endswith("PreTrainedModel") for b in bases):
+            if bases & MODULE_BASES or bases & set(modules) or any(b.endswith("PreTrainedModel") for b in bases) \
+                    or resolved[name] & RESOLVED_BASES:
                 modules[name] = node
                 changed = True
     return dict(sorted(modules.items(), key=lambda item: item[1].lineno))

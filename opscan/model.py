@@ -575,3 +575,67 @@ class EffortTotal:
 
     def days(self, hours: float) -> float:
         return hours / self.hours_per_day
+
+
+# --- scan facts (docs/architecture-scan.md, "Scan facts") ------------------------------------------
+# What the scan learnt about the code beside its findings, so the plan, discovery and the fixer read
+# it instead of parsing and resolving imports again. Lines are as in Location (a notebook's are
+# cell-local, with the cell number in `cell`).
+
+@dataclass(frozen=True, order=True)
+class ImportBinding:
+    """One name an import statement binds; the alias is the unit (`import cupy, flash_attn` is two)."""
+
+    path: str                 # the file, relative to the scanned root (as Location.path)
+    line: int                 # the first line of the import statement
+    local: str                # the name bound in the file (`np` for `import numpy as np`)
+    target: str               # the dotted name it stands for (`numpy`, `torch.nn.functional.gelu`)
+    module_level: bool = True  # bound at module level (not inside a def or class)
+    cell: int | None = None   # 1-based notebook cell, None for a .py file
+    end_line: int = 0         # the statement's last line (0: as `line`)
+
+
+@dataclass(frozen=True, order=True)
+class LibraryUse:
+    """What one import of a CUDA-only library brings into its file (NOTE [library usage] in
+    plan/measure.py): the dotted names used and the loads of the bound names."""
+
+    path: str
+    line: int                  # the import statement's first line (the finding's line)
+    package: str               # the top-level package (the finding's subject)
+    names: tuple[str, ...]     # dotted names used, sorted
+    call_sites: int            # loads of the bound names in the file
+
+
+@dataclass(frozen=True, order=True)
+class FunctionSpan:
+    """A function that holds a custom-kernel finding on its decorators or `def` line."""
+
+    path: str
+    line: int       # first line (its first decorator, else the `def`)
+    def_line: int   # the `def` line
+    lines: int      # first line .. last line of the body, inclusive
+    name: str
+
+
+@dataclass(frozen=True)
+class ScanFacts:
+    """The facts of a scan (each tuple sorted): import bindings of every walked file, library use
+    and kernel functions of the files with such findings, and the files with a PyTorch reference
+    path (a function named `*_ref`, `naive_*`, `torch_*`, ...) next to a kernel finding."""
+
+    bindings: tuple[ImportBinding, ...] = ()
+    libraries: tuple[LibraryUse, ...] = ()
+    kernels: tuple[FunctionSpan, ...] = ()
+    references: tuple[str, ...] = ()      # paths
+
+    def library(self, path: str, line: int, package: str) -> LibraryUse | None:
+        """The use of the library `package` imported at `path:line`, if measured."""
+        for use in self.libraries:
+            if use.path == path and use.line == line and use.package == package:
+                return use
+        return None
+
+    def bindings_of(self, path: str) -> tuple[ImportBinding, ...]:
+        """The import bindings of one file, in line order."""
+        return tuple(b for b in self.bindings if b.path == path)

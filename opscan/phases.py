@@ -15,7 +15,7 @@ from typing import Any
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, TraceError
 from opscan.isolation import Limits
-from opscan.model import DeviceProfile, Finding, ModelTrace, RuleInfo
+from opscan.model import DeviceProfile, Finding, ModelTrace, RuleInfo, ScanFacts
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,7 @@ class ScanOutcome:
     files_scanned: int = 0
     rules: tuple[RuleInfo, ...] = ()
     notes: tuple[str, ...] = ()
+    facts: ScanFacts = ScanFacts()       # what the scan learnt beside its findings (opscan/scan/facts.py)
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,8 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None) -> Sc
     extra = unused_suppressions(root, result, rules, known)   # OPS003, when selected (rules/unused-suppression.yaml)
     findings = tuple(sorted(result.findings + tuple(extra), key=Finding.sort_key))
     infos = tuple(rule_info(r) for r in rules)
-    return ScanOutcome(findings=findings, files_scanned=result.files_scanned, rules=infos, notes=result.notes)
+    return ScanOutcome(findings=findings, files_scanned=result.files_scanned, rules=infos, notes=result.notes,
+                       facts=result.facts)
 
 
 def _included(rel: str, patterns: tuple[str, ...], root: Path, config_root: Path) -> bool:

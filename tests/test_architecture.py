@@ -42,6 +42,9 @@ def test_model_imports_nothing_of_opscan():
     # Reporters read the finished report (its verdict included); they never plan or judge.
     ("reporters", ("opscan.scan", "opscan.trace", "opscan.db", "opscan.app", "opscan.cli", "opscan.plan",
                    "opscan.verdict", "opscan.gate")),
+    # The plan owns its cost model (plan/cost.py); config reads it from there, never the reverse.
+    ("plan", ("opscan.config", "opscan.scan", "opscan.trace", "opscan.db", "opscan.reporters", "opscan.app",
+              "opscan.cli")),
     ("zoo/render", ("opscan.plan", "opscan.verdict", "opscan.gate", "opscan.scan", "opscan.db")),
     # targets/ build models for the engine below them; the zoo's orchestration and the commands are above.
     ("targets", ("opscan.zoo", "opscan.scan", "opscan.db", "opscan.plan", "opscan.reporters", "opscan.app",

@@ -29,12 +29,19 @@ DEVICE_CALLS = frozenset({"to", "device", "set_default_device"})
 class Context:
     """The module being fixed, as codemods see it (built once per module, before any rewrite)."""
 
-    def __init__(self, wrapper: cst.MetadataWrapper, probe=None, prior: dict | None = None, source: str = "") -> None:
+    def __init__(self, wrapper: cst.MetadataWrapper, probe=None, prior: dict | None = None, source: str = "",
+                 bindings: tuple | None = None) -> None:
+        """`bindings`: the scan's import bindings of this module (model.ImportBinding, from
+        ScanResult.facts / FileResult.facts); the name torch is bound to is read from them. Without
+        them (a module fixed from text alone) the module's top-level imports are read instead."""
         self.module = wrapper.module
         self._parents: dict[int, cst.CSTNode | None] = {id(self.module): None}
         self.positions = wrapper.resolve(PositionProvider)
         self.probe = probe
-        self.torch_alias, self.torch_index = _torch_import(self.module)
+        if bindings is None:
+            self.torch_alias, self.torch_index = _torch_import(self.module)
+        else:
+            self.torch_alias, self.torch_index = _torch_binding(self.module, self.positions, bindings)
         # the words of the source, less module paths of imports: a superset of its identifiers
         self.identifiers = _words(source or self.module.code)
         self.insert_at = _insertion_index(self.module, self.torch_index)
@@ -242,6 +249,26 @@ def _torch_import(module: cst.Module) -> tuple[str | None, int]:
                         return asname, index
                     if _dotted_name(alias.name).startswith("torch.") and alias.asname is None:
                         return "torch", index      # `import torch.distributed` binds `torch` too
+    return None, -1
+
+
+def _torch_binding(module: cst.Module, positions, bindings) -> tuple[str | None, int]:
+    """As _torch_import, from the scan's bindings: the first module-level `import torch [as X]` (or
+    `import torch.sub`, which binds `torch`) that is a top-level statement, and that statement's index."""
+    wanted = sorted((b.line, b.local) for b in bindings
+                    if b.target == "torch" and b.module_level and b.cell is None and b.local)
+    if not wanted:
+        return None, -1
+    lines = []
+    for index, statement in enumerate(module.body):
+        if isinstance(statement, cst.SimpleStatementLine) and any(isinstance(s, cst.Import) for s in statement.body):
+            where = positions.get(statement)
+            if where is not None:
+                lines.append((where.start.line, where.end.line, index))
+    for line, local in wanted:
+        for first, last, index in lines:
+            if first <= line <= last:
+                return local, index
     return None, -1
 
 

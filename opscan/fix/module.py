@@ -157,7 +157,7 @@ class _Applier(cst.CSTTransformer):
 
 
 def fix_module(text: str | bytes, findings: list[Finding], rules: dict, unsafe: bool = False, probe=None,
-               prior: dict | None = None) -> SourceFix:
+               prior: dict | None = None, bindings: tuple | None = None) -> SourceFix:
     """Fix one module's `findings` (all of this text). `rules`: rule id -> Rule.
 
     `text` may be bytes (then the result is bytes in the same encoding, newlines kept). `prior`
@@ -171,7 +171,8 @@ def fix_module(text: str | bytes, findings: list[Finding], rules: dict, unsafe: 
         return SourceFix(text, tuple(SiteOutcome(f, "left", reason, "file-skipped") if _has_fix(f, rules) else
                                      manual_outcome(f, rules) for f in findings))
     wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
-    ctx = Context(wrapper, probe, prior, text.decode("utf-8", "replace") if isinstance(text, bytes) else text)
+    ctx = Context(wrapper, probe, prior, text.decode("utf-8", "replace") if isinstance(text, bytes) else text,
+                  bindings)   # `bindings`: the scan's import facts of this module (fix/context.py)
     planner = _Planner(ctx, rules, unsafe)
     outcomes = tuple(planner.outcome(f) for f in findings)
     if prior is not None:    # what later notebook cells may use: this cell's torch and device, as written

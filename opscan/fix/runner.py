@@ -182,7 +182,8 @@ def _fix_file(root: Path, rel: str, rules, by_id: dict, unsafe: bool, write: boo
         before = read_source_bytes(path, root)
     except (UnreadableFile, OSError) as exc:
         return FileFix(rel, str(root), skipped=f"cannot read: {getattr(exc, 'reason', exc)}")
-    findings = list(scan_source(rel, before, rules).findings)
+    scanned = scan_source(rel, before, rules)
+    findings = list(scanned.findings)
     broken = [f for f in findings if by_id.get(f.rule) is not None and by_id[f.rule].name in INPUT_RULES]
     if broken:
         return FileFix(rel, str(root), before, before, tuple(
@@ -191,7 +192,7 @@ def _fix_file(root: Path, rel: str, rules, by_id: dict, unsafe: bool, write: boo
     if rel.endswith(".ipynb"):
         result = fix_notebook(before, findings, by_id, unsafe, probe)
     else:
-        result = fix_module(before, findings, by_id, unsafe, probe)
+        result = fix_module(before, findings, by_id, unsafe, probe, bindings=scanned.facts.bindings)
     after = result.text if isinstance(result.text, bytes) else result.text.encode("utf-8")
     fixed = FileFix(rel, str(root), before, after, result.outcomes)
     if not write or after == before:

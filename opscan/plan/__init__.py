@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from opscan.config import CostConfig
+from opscan.plan.cost import CostConfig
 from opscan.model import Coverage, Finding, Location, ModelTrace, OpUsage, Task
 from opscan.plan import catalog, grouping, libraries, ordering, sizing
 from opscan.plan.measure import Usage

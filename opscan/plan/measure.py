@@ -1,22 +1,22 @@
-"""Measures custom kernels for the cost model: lines of the .cu / C++ sources or Triton functions.
+"""Measures custom kernels and library use for the cost model, from the scan's facts and the kernel sources.
 
-This reads the user's files (never runs them). For each custom-kernel finding it returns the
-kernel sources behind it as (source id, non-blank lines): a flagged .cu / C++ file itself; the
-source files named in a flagged build call (`sources=["scan.cu"]`, resolved next to the file, then
-from the root; the id is the path relative to the root); or the decorated function of a flagged
-decorator (`@triton.jit`; the id is `path:line`). An extension name stated anywhere in a flagged
+For each custom-kernel finding it returns the kernel sources behind it as (source id, non-blank
+lines): a flagged .cu / C++ file itself; the source files named in a flagged build call
+(`sources=["scan.cu"]`, resolved next to the file, then from the root; the id is the path relative
+to the root); or the decorated function of a flagged decorator (`@triton.jit`; the id is
+`path:line`, its span from the scan's facts). An extension name stated anywhere in a flagged
 multi-line call (`name="fused_gelu_cuda"`) is returned as (`name:<name>`, 0). Grouping joins
-findings that share a source or a name.
+findings that share a source or a name. Library use and PyTorch reference paths are the scan's
+facts (NOTE [scan facts] in scan/facts.py), looked up per finding: nothing here parses Python.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from opscan.model import Finding, Location
+from opscan.model import Finding, FunctionSpan, LibraryUse, Location, ScanFacts
 
 NATIVE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c++", ".h", ".hpp", ".hh", ".hxx")
 _SOURCE = re.compile(r"""["']([^"'\s]+\.(?:cu|cuh|cpp|cc|cxx|c|h|hpp))["']""")
@@ -44,13 +44,11 @@ def _count(path: Path) -> int | None:
         return None
 
 
-def _decorated(tree: ast.AST, line: int) -> tuple[int, int] | None:
-    """(first line, line count) of the function whose decorators or `def` cover `line`."""
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            first = min([d.lineno for d in node.decorator_list] + [node.lineno])
-            if first <= line <= node.lineno:
-                return first, (node.end_lineno or node.lineno) - first + 1
+def _decorated(facts: ScanFacts, path: str, line: int) -> FunctionSpan | None:
+    """The function whose decorators or `def` cover `line` (from the scan's facts)."""
+    for span in facts.kernels:
+        if span.path == path and span.line <= line <= span.def_line:
+            return span
     return None
 
 
@@ -61,8 +59,14 @@ def _relative(path: Path, root: Path) -> str:
         return path.resolve().as_posix()
 
 
-def kernel_sources(root: Path, findings: tuple[Finding, ...]) -> Sources:
-    """The kernel sources behind each custom-kernel finding that could be measured."""
+def kernel_sources(root: Path, findings: tuple[Finding, ...], facts: ScanFacts = ScanFacts()) -> Sources:
+    """The kernel sources behind each custom-kernel finding that could be measured.
+
+    Args:
+        root: the scanned root (findings' paths are relative to it).
+        findings: the findings; only custom-kernel ones outside notebooks are measured.
+        facts: the scan's facts (ScanResult.facts), for the spans of decorated kernel functions.
+    """
     out: Sources = {}
     by_file: dict[str, list[Finding]] = {}
     for finding in findings:
@@ -81,7 +85,6 @@ def kernel_sources(root: Path, findings: tuple[Finding, ...]) -> Sources:
         except OSError:
             continue
         lines = text.splitlines()
-        tree = None
         for finding in sorted(items, key=Finding.sort_key):
             line = finding.location.line
             if not 1 <= line <= len(lines):
@@ -93,14 +96,9 @@ def kernel_sources(root: Path, findings: tuple[Finding, ...]) -> Sources:
                         found.append((_relative(candidate, root), _count(candidate) or 0))
                         break
             if not found and lines[line - 1].lstrip().startswith(("@", "def ", "async def ")):
-                if tree is None:
-                    try:
-                        tree = ast.parse(text)
-                    except (SyntaxError, ValueError):
-                        tree = ast.Module(body=[], type_ignores=[])
-                hit = _decorated(tree, line)
-                if hit:
-                    found.append((f"{rel}:{hit[0]}", hit[1]))
+                span = _decorated(facts, rel, line)
+                if span is not None:
+                    found.append((f"{rel}:{span.line}", span.lines))
             statement = _statement(lines, line)
             named = _NAMED.search(statement)
             if named:   # the extension / op name stated in a multi-line call joins its users
@@ -111,101 +109,40 @@ def kernel_sources(root: Path, findings: tuple[Finding, ...]) -> Sources:
 
 
 # NOTE [library usage]: what a project uses of a CUDA-only library, read from its files (never run).
-# For each library-import finding: the dotted names the import brings in (`from flash_attn import
-# flash_attn_func` -> `flash_attn.flash_attn_func`) plus every attribute taken from an imported
-# module in that file (`te.Linear` -> `transformer_engine.pytorch.Linear`), and the call sites:
-# the loads of a bound name in that file outside import statements. The catalog sizes a library
-# task from these names (its API parts) and call sites.
-@dataclass(frozen=True)
-class LibraryUse:
-    """What one import of a CUDA-only library brings in and how often the file uses it."""
-
-    names: tuple[str, ...]       # dotted names used, sorted
-    call_sites: int              # loads of the bound names in the file
-
-
+# For each library-import finding: the dotted names its own package's aliases bring in (`from
+# flash_attn import flash_attn_func` -> `flash_attn.flash_attn_func`) plus every attribute taken
+# from such an imported module in that file (`te.Linear` -> `transformer_engine.pytorch.Linear`),
+# and the call sites: the loads of a bound name in that file outside import statements. The scan
+# measures these (scan/facts.py, model.LibraryUse) per alias: `import cupy, flash_attn` gives cupy's
+# finding cupy's use and flash_attn's its own. The catalog sizes a library task from these names
+# (its API parts) and call sites.
 @dataclass(frozen=True)
 class Usage:
-    """Measurements of library use and kernel reference paths, by finding location."""
+    """Measurements of library use and kernel reference paths, by finding."""
 
-    libraries: dict = field(default_factory=dict)      # Location -> LibraryUse
+    libraries: dict = field(default_factory=dict)      # (Location, subject) -> model.LibraryUse
     references: frozenset = frozenset()                # kernel-finding Locations whose file has a PyTorch path
 
-
-_REFERENCE = re.compile(r"(?:^|_)(?:ref|reference|naive|torch|pytorch|eager|fallback|native|slow)(?:_|$)", re.I)
-
-
-def _imports_at(tree: ast.AST, line: int) -> list[tuple[str, str]]:
-    """(bound name, dotted target) of the import statement covering `line`."""
-    out: list[tuple[str, str]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno <= line <= (node.end_lineno or node.lineno):
-            for alias in node.names:
-                if isinstance(node, ast.Import):
-                    if alias.asname:
-                        out.append((alias.asname, alias.name))
-                    else:   # `import apex.optimizers` binds `apex` and brings in `apex.optimizers`
-                        top = alias.name.split(".")[0]
-                        out.append((top, top))
-                        if alias.name != top:
-                            out.append(("", alias.name))
-                elif node.module and node.level == 0 and alias.name != "*":
-                    out.append((alias.asname or alias.name, f"{node.module}.{alias.name}"))
-                elif node.module and alias.name == "*":
-                    out.append(("", node.module))
-    return out
+    def library(self, finding: Finding) -> LibraryUse | None:
+        """The measured use of the library a finding imports, if any."""
+        return self.libraries.get((finding.location, finding.subject))
 
 
-def _dotted(node: ast.AST) -> list[str] | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return [node.id, *reversed(parts)]
-    return None
-
-
-def _use_in(tree: ast.AST, bound: list[tuple[str, str]]) -> LibraryUse:
-    targets = {name: target for name, target in bound if name}
-    names = {target for name, target in bound if not name or name != target or
-             not any(other.startswith(target + ".") for _, other in bound)}
-    calls = 0
-    parents: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
-            parents.add(id(node.value))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and id(node) not in parents:
-            chain = _dotted(node)
-            if chain and chain[0] in targets and isinstance(node.ctx, ast.Load):
-                names.add(".".join([targets[chain[0]], *chain[1:]]))
-        if isinstance(node, ast.Name) and node.id in targets and isinstance(node.ctx, ast.Load):
-            calls += 1
-    return LibraryUse(tuple(sorted(names)), calls)
-
-
-def usage(root: Path, findings: tuple[Finding, ...]) -> Usage:
-    """Library use (NOTE [library usage]) and the kernel findings whose file holds a PyTorch path."""
-    libraries: dict[Location, LibraryUse] = {}
+def usage(findings: tuple[Finding, ...], facts: ScanFacts) -> Usage:
+    """Library use (NOTE [library usage]) and the kernel findings whose file holds a PyTorch path,
+    from the scan's facts."""
+    libraries: dict[tuple[Location, str], LibraryUse] = {}
     references: set[Location] = set()
-    by_file: dict[str, list[Finding]] = {}
+    referenced = set(facts.references)
     for finding in findings:
-        if finding.task in ("library", "kernel") and finding.location.cell is None and finding.location.path.endswith(".py"):
-            by_file.setdefault(finding.location.path, []).append(finding)
-    for rel, items in sorted(by_file.items()):
-        try:
-            tree = ast.parse((root / rel).read_text(encoding="utf-8", errors="replace"))
-        except (OSError, SyntaxError, ValueError):
+        loc = finding.location
+        if loc.cell is not None or not loc.path.endswith(".py"):
             continue
-        has_reference = any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _REFERENCE.search(node.name)
-                            for node in ast.walk(tree))
-        for finding in items:
-            if finding.task == "kernel":
-                if has_reference:
-                    references.add(finding.location)
-                continue
-            bound = _imports_at(tree, finding.location.line)
-            if bound:
-                libraries[finding.location] = _use_in(tree, bound)
+        if finding.task == "kernel":
+            if loc.path in referenced:
+                references.add(loc)
+        elif finding.task == "library":
+            use = facts.library(loc.path, loc.line, finding.subject)
+            if use is not None:
+                libraries[(loc, finding.subject)] = use
     return Usage(libraries, frozenset(references))

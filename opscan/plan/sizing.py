@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from opscan.config import CostConfig
 from opscan.model import Location
+from opscan.plan.cost import CostConfig
 from opscan.plan import catalog
 from opscan.plan.grouping import Draft
 from opscan.plan.libraries import Catalog, KernelFamily, Range
@@ -109,7 +109,7 @@ def _mechanical(draft: Draft, cost: CostConfig) -> Estimate:
 def _library(draft: Draft, cost: CostConfig, usage: Usage, book: Catalog) -> Estimate:
     entry = book.library(draft.name)
     edit, text = _edits(draft, cost)
-    uses = [usage.libraries[f.location] for f in draft.findings if f.location in usage.libraries]
+    uses = [u for u in (usage.library(f) for f in draft.findings) if u is not None]
     measured = len(uses) == len(draft.findings) and bool(uses)
     call_sites = sum(u.call_sites for u in uses) if measured else len(draft.sites)
     calls_how = "call site(s)" if measured else "call site(s) (not measured: one per import)"

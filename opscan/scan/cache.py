@@ -86,7 +86,7 @@ def code_fingerprint() -> str:
     here = Path(__file__).resolve().parent
     package = here.parent
     extra = [package / name for name in ("model.py", "fsutil.py") if (package / name).is_file()]
-    return files_fingerprint([*here.glob("*.py"), *extra])   # the scan and what it imports
+    return files_fingerprint([*here.rglob("*.py"), *extra])   # the scan (families/ included) and what it imports
 
 
 def rules_salt(rules) -> str:

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from opscan.errors import InputError
 from opscan.fsutil import UnreadableFile, read_source_bytes
-from opscan.model import Finding, Location
+from opscan.model import Finding, Location, ScanFacts
 from opscan.scan import native
+from opscan.scan.facts import decode_facts, encode_facts, file_facts, merge
 from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, discover
 from opscan.scan.fixes import check_fixes as _check_fixes
 from opscan.scan.project import EMPTY, Project, local_packages, packages_on_disk, project_from_files
@@ -57,6 +58,7 @@ class FileResult:
     lines: int = 0
     exports: tuple[str, ...] = ()   # kernel wrappers this file defines ("module.function=RULEID")
     imports: tuple[str, ...] = ()   # dotted names it imports from the scanned tree's own packages
+    facts: ScanFacts = ScanFacts()  # NOTE [scan facts] (facts.py)
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class ScanResult:
     suppressions: tuple[Suppression, ...] = ()
     notes: tuple[str, ...] = ()
     lines: int = 0
+    facts: ScanFacts = ScanFacts()   # of every walked file (NOTE [scan facts] in facts.py)
 
     def unused_suppressions(self) -> tuple[Suppression, ...]:
         """Suppression comments that hid nothing (for an unused-suppression check, OPS003)."""
@@ -237,7 +240,9 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
         what = f"rule {rule.id} ({rule.name}) failed here" if rule is not None else "the analysis of this statement failed"
         detail = "nested too deeply to walk" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}"
         _input(builder, rules, "internal-error", line=line, value=f"{what}: {detail}")
-    return replace(builder.result(), exports=visitor.exports(), imports=tuple(sorted(set(visitor.own_imports))))
+    facts = file_facts(builder.relpath, tree, visitor.bindings, hits, where)
+    return replace(builder.result(), exports=visitor.exports(), imports=tuple(sorted(set(visitor.own_imports))),
+                   facts=facts)
 
 
 # NOTE [wrappers across files]
@@ -347,7 +352,7 @@ def _collect(results, check_fixes: bool, probe=None) -> ScanResult:
     if check_fixes:
         findings, notes = _check_fixes(findings, requires, probe)
     return ScanResult(tuple(findings), scanned, tuple(sorted(supps, key=lambda s: (s.path, s.line))),
-                      tuple(notes), lines)
+                      tuple(notes), lines, merge(r.facts for r in results))
 
 
 def unused_suppression_findings(result: ScanResult, rules: RuleSet, known, read_lines) -> list[Finding]:
@@ -479,6 +484,7 @@ def encode_result(result: FileResult) -> dict:
         "requires": [list(r) for r in result.requires],
         "suppressions": [[s.line, list(s.codes), list(s.used)] for s in result.suppressions],
         "exports": list(result.exports), "imports": list(result.imports),
+        "facts": encode_facts(result.facts),
     }
 
 
@@ -492,4 +498,6 @@ def decode_result(data: dict) -> FileResult:
     return FileResult(
         data["path"], findings, tuple(tuple(r) for r in data["requires"]),
         tuple(Suppression(data["path"], s[0], tuple(s[1]), tuple(s[2])) for s in data["suppressions"]),
-        data["scanned"], data["lines"], tuple(data.get("exports", ())), tuple(data.get("imports", ())))
+        data["scanned"], data["lines"], tuple(data.get("exports", ())), tuple(data.get("imports", ())),
+        decode_facts(data.get("facts")))
+

@@ -15,6 +15,7 @@ from opscan.config import CostConfig
 from opscan.model import Coverage, Evidence, Finding, Location, ModelTrace, OpSource, OpUsage
 from opscan.plan import build_tasks, total_days
 from opscan.plan.measure import kernel_sources
+from opscan.scan import scan_paths
 from opscan.plan.ordering import graph
 from opscan.verdict import judge
 
@@ -116,7 +117,8 @@ def test_kernel_effort_scales_with_kernel_size(tmp_path):
         Finding("OPS302", "triton-kernel", "custom-kernel", "error", "m", Location("tri.py", 3),
                 snippet="@triton.jit", task="kernel"),
     )
-    sizes = kernel_sources(tmp_path, findings)
+    facts = scan_paths(tmp_path).facts   # the decorated kernel's span is a scan fact
+    sizes = kernel_sources(tmp_path, findings, facts)
     assert sizes == {findings[0].location: (("ops/scan.cu", 300), ("name:selective_scan", 0)),
                      findings[1].location: (("ops/small.cu", 50), ("name:tiny", 0)),
                      findings[2].location: (("tri.py:3", 5),)}

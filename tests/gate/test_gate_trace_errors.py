@@ -71,7 +71,7 @@ def test_one_model_unchecked_beside_a_traced_one_is_never_ready(tmp_path):
         return ModelTrace(model.target, model.mode, "neuron", ())
 
     config = Config(root=tmp_path, models=(ModelConfig("a.py:build"), ModelConfig("b.py:build")))
-    verdict = analyse(tmp_path, config, phases=Phases(trace=trace, database=_database)).verdict
+    verdict = analyse(tmp_path, config, phases=Phases.default(trace=trace, database=_database)).verdict
     assert verdict.kind == "unknown" and "1 model not checked" in verdict.headline
     assert verdict.unchecked == ("a.py:build: failed inside the model code: RuntimeError: boom",)
     assert verdict.ops_checked

@@ -15,8 +15,9 @@ def _scan(root: Path, files: dict[str, str]):
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    findings = tuple(scan_paths(root).findings)
-    return findings, kernel_sources(root, findings), usage(root, findings)
+    result = scan_paths(root)
+    findings = tuple(result.findings)
+    return findings, kernel_sources(root, findings, result.facts), usage(findings, result.facts)
 
 
 def _tasks(root, files, cost=None):

@@ -154,14 +154,14 @@ def test_rule_crash_is_that_rules_internal_error_and_keeps_other_findings(tmp_pa
     failed on, keeps its other findings, and every other file is untouched."""
     import opscan.scan.visitor as visitor
 
-    real_hit = visitor.Visitor._hit
+    real_hit = visitor.Visitor.hit
 
     def crashing_hit(self, rule, node, guarded, *args, **kwargs):
         if rule.id == "OPS105" and "# crash-me" in self.text:
             raise ZeroDivisionError("injected failure in rule OPS105")
         return real_hit(self, rule, node, guarded, *args, **kwargs)
 
-    monkeypatch.setattr(visitor.Visitor, "_hit", crashing_hit)
+    monkeypatch.setattr(visitor.Visitor, "hit", crashing_hit)
     write_tree(tmp_path, {**GOOD, "crash.py": CRASH_FILE})
     code, out = _cli("scan", str(tmp_path), "--format", "json", "--no-fix-check", "--no-cache")
     found = by_path(json.loads(out))

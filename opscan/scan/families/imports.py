@@ -1,0 +1,58 @@
+"""Import matchers: CUDA-only libraries, CUDA modules imported by name, compiled extensions.
+
+The unit is the alias, not the statement: `import cupy, flash_attn` is two library hits (one per
+top-level package) and `import a_cuda, b_cuda` two extension hits (docs/architecture-scan.md).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from opscan.scan.context import FileContext
+
+# An import of a matched name (`from torch.cuda import Event`) looks up its fix and severity as
+# `<name>#import` (a rule's `fixes` entry for "*#import"), else the rule's default fix.
+IMPORT_SUFFIX = "#import"
+
+
+def check_import(ctx: FileContext, node: ast.Import | ast.ImportFrom, g: bool) -> None:
+    if isinstance(node, ast.Import):
+        modules = [a.name for a in node.names]
+        members: list[str] = []
+    else:
+        module = ctx.imports.absolute(node)
+        modules = [module] if module else []
+        members = [f"{module}.{a.name}" if module else a.name for a in node.names]
+    local = isinstance(node, ast.ImportFrom) and node.level > 0
+    for pats, rule in ctx.c.imports:
+        packages: set[str] = set()
+        for candidate in modules + members:
+            if local or candidate.split(".", 1)[0] in ctx.packages:
+                continue   # the scanned project's own code (`import mypkg, cupy` still checks cupy)
+            package = candidate.split(".", 1)[0]
+            if package not in packages and pats.matches(candidate):
+                packages.add(package)
+                ctx.hit(rule, node, g, name=candidate, subject=package, unit=package)
+    for pats, rule in ctx.c.import_names:   # `import torch.cuda`, `from torch.cuda.amp import X`
+        for candidate in (members if isinstance(node, ast.ImportFrom) else modules):
+            if candidate.split(".", 1)[0] in ctx.c.roots and pats.matches(candidate):
+                ctx.hit(rule, node, g, name=candidate, fix_name=candidate + IMPORT_SUFFIX)
+                break
+    for regex, relative, rule in ctx.c.extensions:
+        leaves: set[str] = set()
+        for candidate in modules + members:
+            declared = any(candidate == d or candidate.endswith("." + d) for d in ctx.extensions)
+            own = local and relative is not None and candidate in members and relative.search(
+                candidate.rsplit(".", 1)[-1])
+            leaf = candidate.rsplit(".", 1)[-1]
+            if leaf not in leaves and (declared or own or (regex is not None and candidate in modules
+                                                             and regex.search(candidate))):
+                leaves.add(leaf)
+                ctx.hit(rule, node, g, name=candidate, subject=leaf, unit=leaf)
+    for name, full in ctx.bound:   # NOTE [native modules bound by calls]: later calls into them are sites
+        rule = ctx.extension_module(full, relative=local)
+        if rule is not None:
+            ctx.ext_locals[name] = rule
+
+
+CHECKS = {ast.Import: check_import, ast.ImportFrom: check_import}

@@ -1,0 +1,217 @@
+"""Kernel matchers: kernel decorators and launches, custom-op library objects, calls into compiled
+extensions and native libraries, and thin wrappers of kernel-registration APIs (also across files)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from opscan.scan.context import IDENT, FileContext, kernel_name
+from opscan.scan.matchers import NamePatterns, pattern_token
+from opscan.scan.rules import Rule
+
+
+# -- module-level bindings --------------------------------------------------------------------
+def bind(ctx: FileContext, stmt: ast.stmt, guarded: bool) -> None:
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        for decorator in stmt.decorator_list:
+            name = ctx.resolve(decorator.func if isinstance(decorator, ast.Call) else decorator)
+            for pats, launch, rule in ctx.c.decorators:
+                if launch and name and pats.matches(name):
+                    ctx.kernels[stmt.name] = rule
+    elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None \
+            and isinstance(stmt.value, ast.Call):
+        name = ctx.resolve(stmt.value.func)
+        for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+            if isinstance(target, ast.Name):
+                for pats, rule, methods in ctx.c.names:
+                    if methods and name and pats.matches(name):
+                        ctx.instances[target.id] = (rule, methods)
+
+
+def prepare(ctx: FileContext) -> None:
+    ctx.wrapper_rules = _project_wrappers(ctx)
+    if ctx.wrapper_rules:
+        for local, full in list(ctx.imports.alias.items()):
+            _bind_wrapper(ctx, local, full)
+    _find_wrappers(ctx)
+    ctx.extra_words |= set(ctx.kernels) | set(ctx.instances) | set(ctx.wrappers)
+    ctx.full = any(pats is not None and any(t and t in ctx.text for t in _pattern_tokens(pats))
+                   for _, _, pats, _ in ctx.c.ext_calls)
+
+
+def finish(ctx: FileContext) -> None:
+    """An import of the package a kernel in this file is written with (`import triton` next to
+    `@triton.jit`) is part of that kernel's port: its hit gets task `kernel` and the kernel's
+    name. Other libraries (flash_attn next to a Triton kernel) stay library tasks."""
+    languages: dict[str, str] = {}
+    for hit in ctx.hits:
+        if hit.rule.task == "kernel":
+            for symbol in (hit.value, hit.name):
+                if "." in symbol:
+                    languages.setdefault(symbol.split(".", 1)[0], hit.subject)
+    if languages:
+        ctx.hits = [replace(h, task="kernel", subject=languages[h.subject])
+                    if h.rule.task == "library" and h.subject in languages else h for h in ctx.hits]
+
+
+def exports(ctx: FileContext) -> tuple[str, ...]:
+    """The kernel wrappers this file defines, for the other files of the tree."""
+    module = ctx.imports.module
+    return tuple(sorted(f"{module}.{name}={rule.id}" if module else f"{name}={rule.id}"
+                        for name, rule in ctx.wrappers.items() if name not in ctx.imported_wrappers))
+
+
+# -- checks -----------------------------------------------------------------------------------
+def check_def(ctx: FileContext, node: ast.AST, g: bool) -> None:
+    seen_rules: set[str] = set()
+    for decorator in node.decorator_list:
+        name = ctx.resolve(decorator.func if isinstance(decorator, ast.Call) else decorator)
+        for pats, launch, rule in ctx.c.decorators:
+            if name and rule.id not in seen_rules and pats.matches(name):
+                seen_rules.add(rule.id)
+                ctx.hit(rule, decorator, g, value=name, name=node.name, subject=node.name)
+                if launch and ctx.depth:
+                    ctx.kernels[node.name] = rule
+
+
+def check_call(ctx: FileContext, node: ast.Call, g: bool) -> None:
+    func = node.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ctx.ext_locals:
+        ctx.hit(ctx.ext_locals[func.value.id], node, g, name=f"{func.value.id}.{func.attr}", subject=func.value.id)
+    if isinstance(func, ast.Name) and func.id in ctx.wrappers and (
+            func.id not in ctx.imports.alias or func.id in ctx.imported_wrappers) \
+            and _wrapper_reaches_kernel(ctx, ctx.wrappers[func.id], node):
+        ctx.hit(ctx.wrappers[func.id], node, g, name=func.id, subject=kernel_name(node, ""))
+    if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name) and func.value.id in ctx.kernels:
+        ctx.hit(ctx.kernels[func.value.id], node, g, name=func.value.id, subject=func.value.id)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ctx.instances:
+        rule, methods = ctx.instances[func.value.id]
+        if func.attr in methods:
+            ctx.hit(rule, node, g, name=f"{func.value.id}.{func.attr}", subject=kernel_name(node, ""))
+
+
+def check_assign(ctx: FileContext, node: ast.Assign | ast.AnnAssign, g: bool) -> None:
+    """NOTE [native modules bound by calls]: `ext = cpp_extension.load(...)` / `lib =
+    ctypes.CDLL(...)` bind a native module like an import of a compiled extension does; taking a
+    function from one (`f = ext.forward if ... else ext.forward_bf16`) is a call site too."""
+    if node.value is None:
+        return
+    value = ctx.field_default(node.value)
+    if value is None:
+        return
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    if isinstance(value, ast.Call):
+        name = ctx.resolve(value.func)
+        if name:
+            for _, _, sources, rule in ctx.c.ext_calls:
+                if sources is not None and sources.matches(name):
+                    for target in targets:
+                        if isinstance(target, ast.Name):
+                            ctx.ext_locals[target.id] = rule
+    for branch in (value.body, value.orelse) if isinstance(value, ast.IfExp) else (value,):
+        if isinstance(branch, ast.Attribute) and isinstance(branch.value, ast.Name) \
+                and branch.value.id in ctx.ext_locals:
+            ctx.hit(ctx.ext_locals[branch.value.id], branch, g, name=f"{branch.value.id}.{branch.attr}",
+                    subject=branch.value.id)
+
+
+def check_import_from(ctx: FileContext, node: ast.ImportFrom, g: bool) -> None:
+    """Own-package imports may name another file's wrapper (NOTE [wrappers across files])."""
+    local = node.level > 0
+    for name, full in ctx.bound:
+        if local or full.split(".", 1)[0] in ctx.packages:
+            ctx.own_imports.append(full)
+            _bind_wrapper(ctx, name, full)
+
+
+CHECKS = {
+    ast.FunctionDef: check_def, ast.AsyncFunctionDef: check_def, ast.ClassDef: check_def,
+    ast.Call: check_call, ast.Assign: check_assign, ast.AnnAssign: check_assign,
+    ast.ImportFrom: check_import_from,
+}
+
+
+# -- wrappers ---------------------------------------------------------------------------------
+def _find_wrappers(ctx: FileContext) -> None:
+    """NOTE [kernel-registration wrappers]: a module-level function of at most three statements
+    whose body uses a custom-kernel name rule (`torch.library.register_fake(...)`,
+    `getattr(torch.ops, ns)`), or calls such a wrapper, is a thin wrapper: each call of it
+    (`@register_custom_op("ns::op")`) is a registration site too."""
+    if not any(word in ctx.text for word in ("torch.library", "torch.ops", "cpp_extension")) and not any(
+            full.startswith(("torch.library", "torch.ops", "torch.utils.cpp_extension"))
+            for full in ctx.imports.alias.values()):
+        return
+    functions = [n for n in ctx.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and len([b for b in n.body if not _is_docstring(b)]) <= 3]
+    for _ in range(3):   # wrappers of wrappers
+        found = False
+        for fn in functions:
+            if fn.name in ctx.wrappers:
+                continue
+            rule = _wraps(ctx, fn)
+            if rule is not None:
+                ctx.wrappers[fn.name] = rule
+                found = True
+        if not found:
+            break
+
+
+def _wraps(ctx: FileContext, fn: ast.AST) -> Rule | None:
+    for node in ast.walk(fn):
+        name = None
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id in ctx.wrappers:
+                return ctx.wrappers[node.func.id]
+            name = ctx.getattr_name(node)
+        elif isinstance(node, (ast.Attribute, ast.Name)):
+            name = ctx.resolve(node)
+        if name:
+            for pats, rule, _ in ctx.c.names:
+                if rule.category == "custom-kernel" and pats.matches(name):
+                    return rule
+    return None
+
+
+def _project_wrappers(ctx: FileContext) -> dict[str, Rule]:
+    """Project.wrappers ("dotted.name=RULEID") as dotted name -> the rule (if it runs)."""
+    if not ctx.project_wrappers:
+        return {}
+    by_id = {rule.id: rule for _, rule, _ in ctx.c.names}
+    out = {}
+    for entry in sorted(ctx.project_wrappers):
+        name, _, rule_id = entry.rpartition("=")
+        if rule_id in by_id:
+            out[name] = by_id[rule_id]
+    return out
+
+
+def _bind_wrapper(ctx: FileContext, local: str, full: str) -> None:
+    """An imported wrapper of another file of the tree (NOTE [wrappers across files])."""
+    for name, rule in ctx.wrapper_rules.items():
+        if full == name or name.endswith("." + full):
+            ctx.wrappers[local] = rule
+            ctx.imported_wrappers.add(local)
+            return
+
+
+def _wrapper_reaches_kernel(ctx: FileContext, rule: Rule, call: ast.Call) -> bool:
+    """A wrapper of `torch.ops` lookups called with a literal namespace the rule excepts
+    (`get_operator("aten", "mm")`) reaches no custom kernel."""
+    args = call.args
+    if not (args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)
+            and IDENT.match(args[0].value)):
+        return True
+    op = args[1].value if len(args) > 1 and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str) else "op"
+    for pats, named, _ in ctx.c.names:
+        if named is rule and any(p.startswith("torch.ops.") for p in pats.patterns):
+            return pats.matches(f"torch.ops.{args[0].value}.{op}")
+    return True
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
+def _pattern_tokens(pats: NamePatterns) -> list[str]:
+    return [t for t in (pattern_token(p) for p in pats.patterns) if t]
