@@ -103,9 +103,16 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
     not_traced = "" if trace else untraced   # why the ops were not checked (for the verdict)
     if trace and config.models:
         profile = database.profile if database is not None else None
+        from opscan.discover import ZeroConfig
+        tries = ZeroConfig(discovery)   # found, not configured: tried in turn (opscan/discover.py)
         for index, model in enumerate(config.models, 1):
+            if tries.done(traces):
+                break
             say("trace", f"tracing {model.target} ({model.mode}) [{index}/{len(config.models)}]")
             try:
+                if tries:
+                    traces.extend(tries.attempt(lambda: phases.trace(model, root, profile), model.target, notes))
+                    continue
                 traces.append(phases.trace(model, root, profile))
             except ModelProcessError as exc:   # hung, crashed or out of memory: exit 2, keep the rest
                 if on_error is None:
@@ -129,6 +136,8 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
         notes.append(f"{untraced}: the verdict covers the source only")
     if not config.models and not not_traced:
         not_traced = _no_model(discovery) or NO_MODEL
+    elif trace and tries and not traces and not not_traced:
+        not_traced = f"no model of the repository could be built ({len(tries.failed)} tried; see the notes)"
     if not scanned.files_scanned and not traces and not config.models and target.is_dir() and not narrowed:
         raise UsageError("nothing to check: no Python, notebook or C++/CUDA source file (after include/"
                          "exclude) and no model (looked for [[tool.opscan.models]], --model, a model "
@@ -195,9 +204,11 @@ def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str |
     found = direct(target, _relative_root(target), trust_remote_code=trust_remote_code)
     if found is None and not search:
         return None, config
-    if found is None:
+    if found is None:   # a repository: what builds with no configuration is tried (issue 24)
         root = target if target.is_dir() else target.parent
-        return candidates(root, trust_remote_code=trust_remote_code), config
+        found = candidates(root, trust_remote_code=trust_remote_code, construct=True)
+        return found, replace(config, models=tuple(ModelConfig(target=t, mode=mode or "train")
+                                                   for t in found.traced))
     models = tuple(ModelConfig(target=t, mode="inference" if t.startswith("pt2:") else (mode or "train"),
                                trust_remote_code=trust_remote_code) for t in found.traced)
     return found, replace(config, models=models)
