@@ -52,7 +52,7 @@ FACTORY_HINT = (
     "    def build():\n"
     "        model = Net(hidden=64, layers=2)        # a small config is enough: ops do not depend on size\n"
     "        return model, {\"x\": torch.zeros(2, 64)}  # the keyword inputs of one forward call\n"
-    "then add target = \"opscan_model.py:build\" to [[tool.opscan.models]] (or run `opscan init`)"
+    "then add target = \"opscan_model.py:build\" to [[tool.opscan.models]]"
 )
 
 
@@ -458,4 +458,6 @@ def toml_lines(candidate: ModelCandidate, config_name: str = "pyproject.toml") -
     lines = [header, f"target = {json.dumps(candidate.target)}"]
     if candidate.kind == "export":
         lines.append('mode = "inference"     # an exported program holds the forward only')
+    if candidate.kind in repo.REPO_KINDS and candidate.note:
+        lines.insert(1, f"# {candidate.note}")
     return "\n".join(lines) + "\n"

@@ -21,23 +21,7 @@ from torch import nn
 
 from opscan.errors import TargetError
 
-# Small values by parameter name: ops do not depend on sizes, and fake tensors cost nothing.
-NAMED = {}
-for _names, _value in (
-        ("vocab_size num_tokens n_vocab vocab ntoken ntokens num_embeddings", 256),
-        ("block_size max_seq_len seq_len context_length max_len n_ctx max_position_embeddings n_positions "
-         "sequence_length max_length seq_length", 64),
-        ("dim d_model n_embd hidden_size embed_dim hidden_dim width emb_dim d_hidden ninp nhid n_embed "
-         "embedding_dim model_dim", 64),
-        ("depth n_layer n_layers num_layers layers nlayers num_hidden_layers num_blocks n_blocks", 2),
-        ("heads n_head n_heads num_heads nhead num_attention_heads n_kv_head n_kv_heads num_key_value_heads", 2),
-        ("dim_head head_dim", 32), ("mlp_dim ff_dim d_ff intermediate_size ffn_dim dim_feedforward", 128),
-        ("num_classes n_classes classes num_labels n_class", 10),
-        ("image_size img_size resolution", 32), ("patch_size", 4),
-        ("in_channels in_chans channels in_ch input_channels num_channels n_channels", 3),
-        ("out_channels out_ch out_chans output_channels", 3),
-        ("dropout drop_rate attn_dropout p_drop", 0.0), ("timesteps num_timesteps", 10)):
-    NAMED.update(dict.fromkeys(_names.split(), _value))
+from opscan.targets.recipes import NAMED   # small values by parameter name
 LAYER_NAMES = {"depth", "n_layer", "n_layers", "num_layers", "nlayers", "num_hidden_layers", "num_blocks",
                "n_blocks", "layers"}
 CONFIG_ARG = re.compile(r"(config|conf|cfg|args|hparams|params|settings|options)$", re.IGNORECASE)
@@ -254,6 +238,8 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
         main = torch.randn(b, leaf.in_channels, 4, 32, 32)
     elif isinstance(leaf, (nn.LSTM, nn.GRU)):
         main = torch.randn(b, seq_len or 8, leaf.input_size) if leaf.batch_first else torch.randn(seq_len or 8, b, leaf.input_size)
+    elif any(re.search(r"Attention|Attn|Attend|Transformer", type(m).__name__) for m in model.modules()):
+        main = torch.randn(b, seq_len or 16, leaf.in_features)   # a sequence of features
     else:
         main = torch.randn(b, leaf.in_features)
     args, kwargs = [], {}

@@ -31,13 +31,46 @@ REPO_KINDS = {
     "main-demo": "an `if __name__ == \"__main__\":` demo, run until its first model call",
 }
 
+# Small values by parameter name (the child fills required arguments with them: construct.py).
+NAMED: dict[str, object] = {}
+for _names, _value in (
+        ("vocab_size num_tokens n_vocab vocab ntoken ntokens num_embeddings", 256),
+        ("block_size max_seq_len seq_len context_length max_len n_ctx max_position_embeddings n_positions "
+         "sequence_length max_length seq_length", 64),
+        ("dim d_model n_embd hidden_size embed_dim hidden_dim width emb_dim d_hidden ninp nhid n_embed "
+         "embedding_dim model_dim dim_in dim_out input_dim", 64),
+        ("depth n_layer n_layers num_layers layers nlayers num_hidden_layers num_blocks n_blocks", 2),
+        ("heads n_head n_heads num_heads nhead num_attention_heads n_kv_head n_kv_heads num_key_value_heads", 2),
+        ("dim_head head_dim", 32), ("mlp_dim ff_dim d_ff intermediate_size ffn_dim dim_feedforward", 128),
+        ("num_classes n_classes classes num_labels n_class", 10),
+        ("image_size img_size resolution", 32), ("patch_size", 4),
+        ("in_channels in_chans channels in_ch input_channels num_channels n_channels", 3),
+        ("out_channels out_ch out_chans output_channels", 3), ("num_latents", 8), ("latent_dim", 64),
+        ("dropout drop_rate attn_dropout p_drop", 0.0), ("timesteps num_timesteps", 10)):
+    NAMED.update(dict.fromkeys(_names.split(), _value))
+
 _CONFIG_NAME = re.compile(r"(config|conf|cfg|args|hparams|params|settings|options)$", re.IGNORECASE)
 _MAIN_FILE = re.compile(r"(^|_)(model|models|modeling|net|network|gpt|transformer|unet|vit|arch)", re.IGNORECASE)
 _MAIN_CLASS = re.compile(r"(GPT|Transformer|Model|Net|UNet|Unet|ViT|LM|Llama|Diffusion|Encoder|Classifier)$")
 _SKIP_PARTS = {"tests", "test", "testing", "docs", "doc", "examples", "example", "scripts", "tools",
                "benchmarks", "benchmark"}
-# Fenced Python in Markdown: ```python / ```py / ``` (an unlabelled fence is kept when it parses).
-_FENCE = re.compile(r"^```[ \t]*(python|py|python3)?[ \t]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+_PYTHON_FENCE = {"", "python", "py", "python3", "pycon"}
+
+
+def fenced_blocks(text: str) -> list[tuple[int, str]]:
+    """(line, code) of each fenced block labelled Python (or unlabelled) in Markdown, in order."""
+    out, lines, index = [], text.splitlines(), 0
+    while index < len(lines):
+        opening = lines[index].strip()
+        if opening.startswith(("```", "~~~")):
+            fence, label = opening[:3], opening[3:].strip().lower().split(" ")[0].strip("{}.")
+            end = next((j for j in range(index + 1, len(lines)) if lines[j].strip().startswith(fence)), len(lines))
+            if label in _PYTHON_FENCE:
+                out.append((index + 1, "\n".join(lines[index + 1:end])))
+            index = end + 1
+            continue
+        index += 1
+    return out
 
 
 @dataclass(frozen=True)
@@ -77,7 +110,8 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
         length = (node.end_lineno or node.lineno) - node.lineno
         score = min(length, 400) + (150 if _MAIN_FILE.search(PurePosixPath(rel).stem) or "models" in rel.split("/") else 0) \
             + (150 if _MAIN_CLASS.search(name) else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
-            - (300 if _SKIP_PARTS & set(rel.split("/")[:-1]) else 0) - 20 * rel.count("/")
+            - (300 if _SKIP_PARTS & set(rel.split("/")[:-1]) else 0) - 20 * rel.count("/") \
+            - 300 * len([r for r in required if r not in NAMED and not _CONFIG_NAME.search(r)])
         out.append(Recipe(f"repo:{rel}:{name}", "repo-class", rel, node.lineno, how, score))
     return out
 
@@ -124,6 +158,12 @@ def factory_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]
     """`repo:FILE:fn` for factories whose required arguments take a variant name from a registry."""
     registries = registry_names(tree)
     out = []
+    for fn in tree.body:   # CapWords functions that build a model from named sizes, e.g. MLPMixer(*, dim, depth)
+        if isinstance(fn, ast.FunctionDef) and fn.name[:1].isupper() and fn not in factories \
+                and _required(fn) and _required(fn) <= set(NAMED):
+            out.append(Recipe(f"repo:{rel}:{fn.name}", "repo-factory", rel, fn.lineno,
+                              f"{fn.name}({', '.join(sorted(_required(fn)))}): small values chosen by parameter name",
+                              250 + min((fn.end_lineno or fn.lineno) - fn.lineno, 100)))
     for fn in factories:
         required = _required(fn) - {"batch", "seq_len"}
         if not required:
@@ -171,8 +211,7 @@ def main_recipe(tree: ast.Module, rel: str, classes: set[str]) -> Recipe | None:
 def readme_recipes(text: str, rel: str) -> list[Recipe]:
     """`repo:DOC#N` for fenced Python blocks that import torch or a model and call something built."""
     out = []
-    for index, match in enumerate(_FENCE.finditer(text), 1):
-        code = match.group(2)
+    for index, (line, code) in enumerate(fenced_blocks(text), 1):
         try:
             tree = ast.parse(code)
         except SyntaxError:
@@ -182,7 +221,6 @@ def readme_recipes(text: str, rel: str) -> list[Recipe]:
         called = {ast.unparse(c.func) for c in ast.walk(tree) if isinstance(c, ast.Call)}
         imports = any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body)
         if imports and "torch" in code and names & called:
-            line = text.count("\n", 0, match.start()) + 1
             out.append(Recipe(f"repo:{rel}#{index}", "readme", rel, line,
                               f"the fenced example {index} of {rel} (line {line}), stopped at its model call",
                               700 if "/" not in rel else 350))

@@ -126,7 +126,7 @@ def _capture(path: Path, block: str, root: Path, target: str) -> Built:
         code = ast.Module(body=body, type_ignores=[])
         namespace = {"__name__": "__main__", "__file__": str(path)}
     else:
-        blocks = [m.group(2) for m in recipes._FENCE.finditer(path.read_text(encoding="utf-8"))]
+        blocks = [code for _, code in recipes.fenced_blocks(path.read_text(encoding="utf-8"))]
         if not block.isdigit() or not 0 < int(block) <= len(blocks):
             raise TargetError(f"{target}: {path.name} has no fenced block {block}")
         code = ast.parse(blocks[int(block) - 1])
