@@ -103,7 +103,7 @@ def analyse(target: Path, config: Config, *, trace: bool = True, baseline: Path 
     not_traced = "" if trace else untraced   # why the ops were not checked (for the verdict)
     if trace and config.models:
         profile = database.profile if database is not None else None
-        from opscan.discover import ZeroConfig
+        from opscan.targets.tries import ZeroConfig
         tries = ZeroConfig(discovery)   # found, not configured: tried in turn (opscan/discover.py)
         for index, model in enumerate(config.models, 1):
             if tries.done(traces):

@@ -21,13 +21,13 @@ from __future__ import annotations
 import ast
 import json
 import re
-import time
 from collections import deque
 from pathlib import Path
 
-from opscan.errors import ModelProcessError, TargetError
+from opscan.errors import TargetError
 from opscan.model import Discovery, ModelCandidate
 from opscan.targets import recipes as repo
+from opscan.targets.tries import MAX_TRIES
 from opscan.targets.folders import NO_TRUST_NOTE, TIMM_FOLDER, read_config, remote_code
 
 # Folders never searched: environments, caches, build output, version control.
@@ -151,51 +151,11 @@ def candidates(root: Path, *, trust_remote_code: bool = False, construct: bool =
     return Discovery(candidates=tuple(ordered) + tuple(built), traced=traced)
 
 
-MAX_TRIES = 6              # zero-configuration targets tried at most (docs/repositories.md)
-MAIN_MODELS = 2            # ... until this many were traced
-ZERO_CONFIG_SECONDS = 60.0  # ... or this much time passed (checked before each try)
-
-
-class ZeroConfig:
-    """`opscan REPO` with nothing configured: the targets found are traced in turn (each in the
-    sandbox child) until MAIN_MODELS were traced or ZERO_CONFIG_SECONDS passed. One that cannot be
-    built is a one-line note, not an error; one that was traced is noted with how it was found."""
-
-    def __init__(self, discovery: Discovery | None) -> None:
-        self.active = bool(discovery is not None and discovery.candidates and discovery.traced)
-        self.how = {c.target: c.note or CANDIDATE_WORDS.get(c.kind, c.kind)
-                    for c in (discovery.candidates if discovery is not None else ())}
-        self.start = time.monotonic()
-        self.failed: list[str] = []
-
-    def __bool__(self) -> bool:
-        return self.active
-
-    def done(self, traces) -> bool:
-        return self.active and (len(traces) >= MAIN_MODELS or time.monotonic() - self.start > ZERO_CONFIG_SECONDS)
-
-    def attempt(self, run, target: str, notes: list[str]) -> list:
-        """[the trace] of `run()`, or [] with the reason in `notes`."""
-        try:
-            trace = run()
-        except (TargetError, ModelProcessError) as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            self.failed.append(target)
-            notes.append(f"not built: {target}: {reason.removeprefix(target + ': ')}")
-            return []
-        notes.append(f"traced with no configuration: {target}: {self.how.get(target, '')}".rstrip(": "))
-        return [trace]
-
-
-CANDIDATE_WORDS = {"factory": "a factory whose arguments have defaults", "hf-folder": "a transformers model folder",
-                   "timm-folder": "a timm model folder", **repo.REPO_KINDS}
-
-
 def zero_config_targets(found: list[ModelCandidate], built: list[ModelCandidate]) -> tuple[str, ...]:
     """What `opscan REPO` tries with no configuration, in order: ready factories, model folders and
     exports, then the best-ranked `repo:` recipes (at most one per file, MAX_TRIES in all)."""
     first = [c.target for c in found if c.ready and c.kind in ("factory", "hf-folder", "timm-folder")]
-    files: set[str] = set()
+    files = {c.path for c in found if c.ready and c.kind == "factory"}   # a file's own factory is enough
     rest = []
     for cand in built:
         if cand.path in files:

@@ -168,7 +168,7 @@ def _built(discovery, root: Path) -> list:
     from dataclasses import replace
 
     from opscan.config import ModelConfig
-    from opscan.discover import ZeroConfig
+    from opscan.targets.tries import ZeroConfig
     from opscan.errors import TraceError
     from opscan.phases import trace
 

@@ -21,7 +21,7 @@ from torch import nn
 
 from opscan.errors import TargetError
 
-from opscan.targets.recipes import NAMED   # small values by parameter name
+from opscan.targets.recipes import named_value   # small values by parameter name
 LAYER_NAMES = {"depth", "n_layer", "n_layers", "num_layers", "nlayers", "num_hidden_layers", "num_blocks",
                "n_blocks", "layers"}
 CONFIG_ARG = re.compile(r"(config|conf|cfg|args|hparams|params|settings|options)$", re.IGNORECASE)
@@ -72,8 +72,8 @@ def fill(name: str, annotation, module, folder: Path | None):
         variant = pick_variant(module)
         if variant is not None:
             return variant[0], f"{name}={variant[0]!r} (the smallest variant of {variant[1]})"
-    if name in NAMED:
-        return NAMED[name], f"{name}={NAMED[name]}"
+    if named_value(name) is not None:
+        return named_value(name), f"{name}={named_value(name)}"
     raise TargetError(f"cannot choose a value for the required argument {name!r}")
 
 
@@ -102,8 +102,8 @@ def make_config(cls, module, folder: Path | None):
     if hasattr(cls, "get_default_config"):
         config = cls.get_default_config()
         for key, value in list(vars(config).items()):
-            if value is None and key in NAMED:
-                setattr(config, key, NAMED[key])
+            if value is None and named_value(key) is not None:
+                setattr(config, key, named_value(key))
         return shrink(config), f"{cls.__name__}.get_default_config() (unset sizes filled by name)"
     required = {}
     for name, param in _parameters(cls):
@@ -123,8 +123,8 @@ def make_config(cls, module, folder: Path | None):
         nested = _annotation_class(annotation, module)
         if nested is not None and nested not in (int, float, str, bool) and not issubclass(nested, nn.Module):
             values[name] = make_config(nested, module, folder)[0]
-        elif name in NAMED:
-            values[name] = NAMED[name]
+        elif named_value(name) is not None:
+            values[name] = named_value(name)
         else:
             raise TargetError(f"{cls.__name__} needs {name!r}, which has no default and no config file beside it")
     return shrink(cls(**values)), f"{cls.__name__}({', '.join(f'{k}=…' for k in values)}): fields filled by name"
@@ -223,12 +223,19 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
     targets/labels and timesteps by name; optional arguments left out."""
     b = batch or 2
     leaf = _first_leaf(model)
+    if leaf is None and _size(config, ("image_size", "img_size"), 0):
+        leaf = nn.Conv2d(_size(config, ("channels", "in_channels", "in_chans", "num_channels"), 3), 1, 1, device="meta")
     if leaf is None:
         raise TargetError(f"{type(model).__name__} has no embedding, linear or convolution layer to size an input from")
     if isinstance(leaf, nn.Embedding):
         t = seq_len or min(_size(config, ("block_size", "max_seq_len", "seq_len", "context_length", "n_ctx",
                                           "max_position_embeddings", "n_positions", "max_len"), 16), 32)
         main = torch.randint(0, leaf.num_embeddings, (b, t))
+    elif _size(config, ("image_size", "img_size"), 0) and not isinstance(leaf, (nn.Conv1d, nn.Conv3d)):
+        side = _size(config, ("image_size", "img_size"), 32)   # a vision model patchifying its image itself
+        channels = leaf.in_channels if isinstance(leaf, nn.Conv2d) else \
+            _size(config, ("channels", "in_channels", "in_chans", "num_channels"), 3)
+        main = torch.randn(b, channels, side, side)
     elif isinstance(leaf, nn.Conv2d):
         side = _size(config, ("image_size", "img_size", "input_size", "resolution", "sample_size"), 64)
         main = torch.randn(b, leaf.in_channels, side, side)

@@ -49,6 +49,20 @@ for _names, _value in (
         ("dropout drop_rate attn_dropout p_drop", 0.0), ("timesteps num_timesteps", 10)):
     NAMED.update(dict.fromkeys(_names.split(), _value))
 
+_ENDINGS = (("depth", 2), ("layers", 2), ("heads", 2), ("classes", 10), ("tokens", 256), ("bands", 4),
+            ("freq", 10), ("dim", 64), ("dims", 64), ("hidden", 64), ("width", 64), ("features", 64),
+            ("channels", 3), ("size", 64))
+
+
+def named_value(name: str):
+    """The small value for a required argument by its name (NAMED, else by its last word), else None."""
+    if name in NAMED:
+        return NAMED[name]
+    last = name.lower().rsplit("_", 1)[-1]
+    first = name.lower().split("_", 1)[0]
+    return next((value for word, value in _ENDINGS if word in (last, first)), None)
+
+
 _CONFIG_NAME = re.compile(r"(config|conf|cfg|args|hparams|params|settings|options)$", re.IGNORECASE)
 _MAIN_FILE = re.compile(r"(^|_)(model|models|modeling|net|network|gpt|transformer|unet|vit|arch)", re.IGNORECASE)
 _MAIN_CLASS = re.compile(r"(GPT|Transformer|Model|Net|UNet|Unet|ViT|LM|Llama|Diffusion|Encoder|Classifier)$")
@@ -109,9 +123,9 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
             how += f" (definitions of {PurePosixPath(rel).name} only: it runs code at import)"
         length = (node.end_lineno or node.lineno) - node.lineno
         score = min(length, 400) + (150 if _MAIN_FILE.search(PurePosixPath(rel).stem) or "models" in rel.split("/") else 0) \
-            + (150 if _MAIN_CLASS.search(name) else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
+            + (150 if _MAIN_CLASS.search(name) else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
             - (300 if _SKIP_PARTS & set(rel.split("/")[:-1]) else 0) - 20 * rel.count("/") \
-            - 300 * len([r for r in required if r not in NAMED and not _CONFIG_NAME.search(r)])
+            - 300 * len([r for r in required if named_value(r) is None and not _CONFIG_NAME.search(r)])
         out.append(Recipe(f"repo:{rel}:{name}", "repo-class", rel, node.lineno, how, score))
     return out
 
@@ -160,7 +174,7 @@ def factory_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]
     out = []
     for fn in tree.body:   # CapWords functions that build a model from named sizes, e.g. MLPMixer(*, dim, depth)
         if isinstance(fn, ast.FunctionDef) and fn.name[:1].isupper() and fn not in factories \
-                and _required(fn) and _required(fn) <= set(NAMED):
+                and _required(fn) and all(named_value(r) is not None for r in _required(fn)):
             out.append(Recipe(f"repo:{rel}:{fn.name}", "repo-factory", rel, fn.lineno,
                               f"{fn.name}({', '.join(sorted(_required(fn)))}): small values chosen by parameter name",
                               250 + min((fn.end_lineno or fn.lineno) - fn.lineno, 100)))

@@ -68,9 +68,34 @@ def load(path: Path, root: Path) -> types.ModuleType:
         if entry not in sys.path:
             sys.path.insert(0, entry)
     dotted = ".".join(path.relative_to(package_root).with_suffix("").parts)
-    if not recipes.runs_code_on_import(tree):
-        return importlib.import_module(dotted) if package_root != path.parent else _exec(path, tree, dotted)
-    return _exec(path, recipes.definitions(tree), dotted)
+    if recipes.runs_code_on_import(tree):
+        return _exec(path, recipes.definitions(tree), dotted)
+    if package_root == path.parent:
+        return _exec(path, tree, dotted)
+    try:
+        return importlib.import_module(dotted)
+    except ImportError as exc:   # NOTE [package without its __init__]
+        first = exc
+    for name in [n for n in sys.modules if n == dotted.split(".")[0] or n.startswith(dotted.split(".")[0] + ".")]:
+        del sys.modules[name]
+    parts = dotted.split(".")
+    for depth in range(1, len(parts)):
+        stub = types.ModuleType(".".join(parts[:depth]))
+        stub.__path__ = [str(package_root.joinpath(*parts[:depth]))]
+        sys.modules[stub.__name__] = stub
+    try:
+        return importlib.import_module(dotted)
+    except ImportError:
+        raise first from None
+
+
+# NOTE [package without its __init__]
+# A package's `__init__.py` often imports every submodule, and with them every optional
+# dependency (a trainer's accelerate, a dataset's torchvision) that the model file itself never
+# needs. When importing the model's module through its package fails on an import, the packages
+# above it are put in sys.modules as plain namespaces (their `__path__` only, no `__init__` run)
+# and the module is imported again: its relative imports of sibling modules still work. If that
+# fails too, the first error is the candidate's reason.
 
 
 def _exec(path: Path, tree: ast.Module, dotted: str) -> types.ModuleType:
