@@ -80,7 +80,7 @@ def test_discovery_is_static_and_ranked():
     script = candidates(REPOS / "script", construct=True)
     kinds = {c.target: c.kind for c in script.candidates}
     assert kinds["repo:train.py:CharModel"] == "repo-class"
-    assert "train.py:29" in {c.target for c in script.candidates if c.kind == "inline"}
+    assert "train.py:31" in {c.target for c in script.candidates if c.kind == "inline"}
 
 
 def test_init_writes_the_model_that_was_built(tmp_path, run_cli):
