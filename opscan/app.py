@@ -137,11 +137,20 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
     # Models given (configured, --model, PATH itself) that could not be checked: the gate exits 2.
     unchecked: list[tuple[str, str]] = [(c.target, c.note) for c in discovery.refused] if discovery else []
     not_traced = "" if options.trace else options.untraced   # why the ops were not checked (for the verdict)
+    tries = None
     if options.trace and config.models:
         profile = release.profile() if release is not None else None
+        from opscan.targets.tries import ZeroConfig
+        tries = ZeroConfig(discovery)   # found, not configured: tried in turn (opscan/discover.py)
         for index, model in enumerate(config.models, 1):
+            if tries.done(traces):
+                break
             say("trace", f"tracing {model.target} ({model.mode}) [{index}/{len(config.models)}]")
             try:
+                if tries:
+                    traces.extend(tries.attempt(lambda: phases.trace(model, root, profile, options.limits),
+                                                model.target, notes))
+                    continue
                 traces.append(phases.trace(model, root, profile, options.limits))
             except ModelProcessError as exc:   # hung, crashed or out of memory: exit 2, keep the rest
                 if on_error is None:
@@ -168,6 +177,12 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
         notes.append(f"{options.untraced}: the verdict covers the source only")
     if not config.models and not not_traced:
         not_traced = _no_model(discovery) or NO_MODEL
+    elif options.trace and tries and not traces and not not_traced:
+        not_traced = f"no model of the repository could be built ({len(tries.failed)} tried; see the notes)"
+        # NOTE [zero-configuration tries]: one try that fails beside one that traced is a note (the
+        # targets are opscan's guesses); when none could be built the ops were not checked, and the
+        # gate says so as for any model given (exit 2 unless --allow-unchecked; issue 27).
+        unchecked.extend(tries.failed)
     if not scanned.files_scanned and not traces and not config.models and target.is_dir() and not narrowed \
             and not unchecked:
         raise UsageError("nothing to check: no Python, notebook or C++/CUDA source file (after include/"
@@ -224,9 +239,11 @@ def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str |
     found = direct(target, _relative_root(target), trust_remote_code=trust_remote_code)
     if found is None and not search:
         return None, config
-    if found is None:
+    if found is None:   # a repository: what builds with no configuration is tried (issue 24)
         root = target if target.is_dir() else target.parent
-        return candidates(root, trust_remote_code=trust_remote_code), config
+        found = candidates(root, trust_remote_code=trust_remote_code, construct=True)
+        return found, replace(config, models=tuple(ModelConfig(target=t, mode=mode or "train")
+                                                   for t in found.traced))
     models = tuple(ModelConfig(target=t, mode="inference" if t.startswith("pt2:") else (mode or "train"),
                                trust_remote_code=trust_remote_code) for t in found.traced)
     return found, replace(config, models=models)

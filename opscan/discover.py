@@ -28,6 +28,8 @@ from opscan.errors import TargetError
 from opscan.model import Discovery, ModelCandidate
 from opscan.scan import files as scan_files
 from opscan.scan.resolver import Imports
+from opscan.targets import recipes as repo
+from opscan.targets.tries import MAX_TRIES
 from opscan.targets.folders import NO_TRUST_NOTE, TIMM_FOLDER, read_config, remote_code
 
 # Folders never searched: the scan's (environments, caches, build output, version control; with any
@@ -142,13 +144,22 @@ def _split(found: tuple[ModelCandidate, ...]) -> Discovery:
 
 # --- a project --------------------------------------------------------------------------------------
 
-def candidates(root: Path, *, trust_remote_code: bool = False) -> Discovery:
-    """Every model candidate in the project at `root`, read statically, in a stable order."""
+def candidates(root: Path, *, trust_remote_code: bool = False, construct: bool = False) -> Discovery:
+    """Every model candidate in the project at `root`, read statically, in a stable order.
+
+    With `construct`, the ways to build a model with no configuration (opscan/targets/recipes.py:
+    `repo:` targets) follow, best first, and `traced` holds the ones to try (zero_config_targets)."""
     root = Path(root).resolve()
     found: list[ModelCandidate] = []
-    for path in _walk(root):
+    ways: list[repo.Recipe] | None = [] if construct else None
+    for path in _walk(root, docs=construct):
         rel = path.relative_to(root).as_posix()
-        if path.name == "config.json":
+        if path.suffix == ".md":
+            try:
+                ways.extend(repo.readme_recipes(path.read_text(encoding="utf-8", errors="replace"), rel))
+            except OSError:
+                pass
+        elif path.name == "config.json":
             folder = path.parent.relative_to(root).as_posix()
             one = folder_candidate(path.parent, folder, trust_remote_code)
             if one is not None:
@@ -156,21 +167,40 @@ def candidates(root: Path, *, trust_remote_code: bool = False) -> Discovery:
         elif path.suffix == ".pt2":
             found.append(ModelCandidate(target=f"pt2:{rel}", kind="export", path=rel))
         elif path.suffix == ".py":
-            found.extend(python_candidates(path, rel, root, trust_remote_code))
+            found.extend(python_candidates(path, rel, root, trust_remote_code, ways))
         elif path.suffix == ".ipynb":
             found.extend(notebook_candidates(path, rel))
     unique: dict[str, ModelCandidate] = {}
     for cand in found:
         unique.setdefault(cand.target, cand)
     ordered = sorted(unique.values(), key=lambda c: (_RANK[c.kind], not c.ready, c.path, c.line, c.target))
-    return Discovery(candidates=tuple(ordered))
+    if ways is None:
+        return Discovery(candidates=tuple(ordered))
+    built = [ModelCandidate(target=w.target, kind=w.kind, path=w.path, line=w.line, note=w.how)
+             for w in repo.rank(ways) if w.target not in unique]
+    traced = zero_config_targets(ordered, built)
+    return Discovery(candidates=tuple(ordered) + tuple(built), traced=traced)
+
+
+def zero_config_targets(found: list[ModelCandidate], built: list[ModelCandidate]) -> tuple[str, ...]:
+    """What `opscan REPO` tries with no configuration, in order: ready factories, model folders and
+    exports, then the best-ranked `repo:` recipes (at most one per file, MAX_TRIES in all)."""
+    first = [c.target for c in found if c.ready and c.kind in ("factory", "hf-folder", "timm-folder")]
+    files = {c.path for c in found if c.ready and c.kind == "factory"}   # a file's own factory is enough
+    rest = []
+    for cand in built:
+        if cand.path in files:
+            continue
+        files.add(cand.path)
+        rest.append(cand.target)
+    return tuple((first + rest)[:MAX_TRIES])
 
 
 _RANK = {"factory": 0, "hf-folder": 1, "timm-folder": 1, "export": 2, "from-pretrained": 3,
-         "module-class": 4, "inline": 5}
+         "module-class": 4, "inline": 5, **{kind: 6 for kind in repo.REPO_KINDS}}
 
 
-def _walk(root: Path):
+def _walk(root: Path, docs: bool = False):
     count = 0
     queue = deque([root])      # breadth first: a project's own model.py before vendored trees
     while queue:
@@ -187,7 +217,8 @@ def _walk(root: Path):
                         and not entry.name.endswith(".egg-info") and not (entry / "pyvenv.cfg").exists():
                     queue.append(entry)
                 continue
-            if entry.suffix in (".py", ".ipynb", ".pt2") or entry.name == "config.json":
+            if entry.suffix in (".py", ".ipynb", ".pt2") or entry.name == "config.json" or docs and \
+                    entry.suffix == ".md" and (entry.name.lower().startswith("readme") or "docs" in entry.parts):
                 count += 1
                 if count > MAX_FILES:
                     return
@@ -209,17 +240,37 @@ _HINT = re.compile(rb"Module\b|PreTrainedModel|from_pretrained|from_config|"
 MAX_PYTHON_BYTES = 2 << 20
 
 
-def python_candidates(path: Path, rel: str, root: Path, trust_remote_code: bool = False) -> list[ModelCandidate]:
-    """Factories, root nn.Module classes, local from_pretrained folders and inline builds in one file."""
+def python_candidates(path: Path, rel: str, root: Path, trust_remote_code: bool = False,
+                      ways: list | None = None) -> list[ModelCandidate]:
+    """Factories, root nn.Module classes, local from_pretrained folders and inline builds in one file
+    (and, into `ways`, the recipes that build its models with no configuration)."""
     try:
-        if path.stat().st_size > MAX_PYTHON_BYTES or not _HINT.search(path.read_bytes()):
+        if path.stat().st_size > MAX_PYTHON_BYTES or not _HINT.search(path.read_bytes()) \
+                and not (ways is not None and path.name == "hubconf.py"):
             return []
     except OSError:
         return []
     tree = _read_python(path)
     if tree is None:
         return []
+    if ways is not None:
+        ways.extend(_recipes(tree, rel))
     return _module_candidates(tree, rel, root, path.parent, trust_remote_code, notebook=False)
+
+
+def _recipes(tree: ast.Module, rel: str) -> list[repo.Recipe]:
+    if Path(rel).name == "hubconf.py":
+        return repo.hubconf_recipes(tree, rel)
+    classes = _module_classes(tree)
+    built_inside = {c.func.id for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+                    for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                    and c.func.id in classes and c.func.id != node.name}
+    roots = {n: c for n, c in classes.items() if n not in built_inside}
+    factories = [n for n in tree.body if isinstance(n, ast.FunctionDef) and _is_factory(n)]
+    found = repo.class_recipes(tree, rel, roots, repo.runs_code_on_import(tree))
+    found += repo.factory_recipes(tree, rel, factories)
+    main = repo.main_recipe(tree, rel, set(classes))
+    return found + ([main] if main is not None else [])
 
 
 def notebook_candidates(path: Path, rel: str) -> list[ModelCandidate]:
@@ -360,23 +411,8 @@ def _init_required(node: ast.ClassDef) -> list[str]:
 
 
 def _runs_code_on_import(tree: ast.Module) -> bool:
-    """True when the module does more at import than define things (outside `if __name__ == ...`)."""
-    for node in tree.body:
-        if isinstance(node, ast.If) and "__name__" in _dotted(node.test):
-            continue
-        if isinstance(node, (ast.For, ast.While, ast.With, ast.AsyncFor, ast.AsyncWith, ast.Try)):
-            return True
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-            callee = _dotted(node.value.func)
-            if not ("register" in callee or callee.startswith(("torch.library.", "logging.", "warnings."))
-                    or callee.endswith((".define", ".impl", ".fallthrough"))):
-                return True
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            for call in ast.walk(node.value):
-                if isinstance(call, ast.Call) and _dotted(call.func).split(".")[-1] in (
-                        "train", "fit", "load", "from_pretrained", "compile", "to", "cuda"):
-                    return True
-    return False
+    """True when the module does more at import than define things (opscan/targets/recipes.py)."""
+    return repo.runs_code_on_import(tree)
 
 
 def _inline_build(tree: ast.Module, classes: dict[str, ast.ClassDef]) -> int | None:
@@ -420,4 +456,6 @@ def toml_lines(candidate: ModelCandidate, config_name: str = "pyproject.toml") -
     lines = [header, f"target = {json.dumps(candidate.target)}"]
     if candidate.kind == "export":
         lines.append('mode = "inference"     # an exported program holds the forward only')
+    if candidate.kind in repo.REPO_KINDS and candidate.note:
+        lines.insert(1, f"# {candidate.note}")
     return "\n".join(lines) + "\n"

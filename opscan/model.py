@@ -577,7 +577,7 @@ class EffortTotal:
         return hours / self.hours_per_day
 
 
-# --- scan facts (docs/architecture-scan.md, "Scan facts") ------------------------------------------
+# --- scan facts (docs/architecture.md, "Scan facts") ------------------------------------------
 # What the scan learnt about the code beside its findings, so the plan, discovery and the fixer read
 # it instead of parsing and resolving imports again. Lines are as in Location (a notebook's are
 # cell-local, with the cell number in `cell`).

@@ -1,6 +1,8 @@
 """`opscan init PATH`: find the project's models by reading it, and add them to its configuration.
 
-Candidates come from opscan/discover.py (nothing is imported or run). The `[[tool.opscan.models]]`
+Candidates come from opscan/discover.py (read, not run). When none is traceable as it is, the
+ways to build the repository's model with no configuration (`repo:` targets) are tried, each traced
+once in the sandbox child as `opscan REPO` does, and the ones that worked are written. The `[[tool.opscan.models]]`
 blocks are appended to the file that holds the project's opscan configuration (pyproject.toml, or
 opscan.toml; a new opscan.toml when the project has neither): existing text is kept byte for byte,
 targets already configured are not added again, and the new text is parsed before it is written.
@@ -13,14 +15,18 @@ import sys
 import tomllib
 from pathlib import Path
 
+from opscan.targets.recipes import REPO_KINDS
+
 HELP = "find the models of PATH without running it and add them to [[tool.opscan.models]]"
-MARK = "# Models found by `opscan init` (read, not run; docs/check.md). Remove the ones you do not want traced."
+MARK = "# Models found by `opscan init` (docs/check.md). Remove the ones you do not want traced."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of `opscan init`."""
     parser.add_argument("path", nargs="?", default=".", help="project folder (default: .)")
     parser.add_argument("--dry-run", action="store_true", help="print the lines; write nothing")
+    parser.add_argument("--no-build", action="store_true",
+                        help="only read the project: do not try to build its models (repo: targets)")
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="propose model folders whose config.json needs remote code (auto_map) too")
 
@@ -112,7 +118,12 @@ def run(args: argparse.Namespace) -> int:
         found = [ModelCandidate(target=t, kind="export" if t.startswith("pt2:") else "hf-folder", path=".")
                  for t in own.traced] + list(own.refused)
     else:
-        found = list(candidates(root, trust_remote_code=args.trust_remote_code).candidates)
+        discovery = candidates(root, trust_remote_code=args.trust_remote_code, construct=True)
+        found = [c for c in discovery.candidates if c.kind not in REPO_KINDS]
+        if not any(c.ready for c in found) and not args.no_build:
+            tried = _built(discovery, root)
+            worked = {(c.path, c.line) for c in tried if c.ready}
+            found = [c for c in found if (c.path, c.line) not in worked] + tried
     path = config_file(root)
     shown = _relative_root(path)
     base = path.parent.resolve()
@@ -156,6 +167,32 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _built(discovery, root: Path) -> list:
+    """The `repo:` targets tried as `opscan REPO` tries them (traced in the sandbox child): the ones
+    that worked are ready, with how they were found; the others carry their one-line reason."""
+    from dataclasses import replace
+
+    from opscan.config import ModelConfig
+    from opscan.targets.tries import ZeroConfig
+    from opscan.errors import TraceError
+    from opscan.phases import trace
+
+    tries, notes, traces, out = ZeroConfig(discovery), [], [], []
+    by_target = {c.target: c for c in discovery.candidates}
+    for target in discovery.traced:
+        if target not in by_target or by_target[target].kind not in REPO_KINDS or tries.done(traces):
+            continue
+        try:
+            got = tries.attempt(lambda: trace(ModelConfig(target=target), root, None), target, notes)
+        except TraceError as exc:   # no torch, or the engine stopped: say so, try no further
+            out.append(replace(by_target[target], ready=False, note=str(exc).splitlines()[0]))
+            break
+        traces += got
+        cand = by_target[target]
+        out.append(cand if got else replace(cand, ready=False, note=notes[-1].split(f"{target}: ", 1)[-1]))
+    return out
+
+
 def _rebase(cand, root: Path, base: Path):
     """Targets are relative to the config file's folder (docs/config.md), which may be above root."""
     from dataclasses import replace
@@ -166,6 +203,6 @@ def _rebase(cand, root: Path, base: Path):
     rel = root.relative_to(base).as_posix() if root.is_relative_to(base) else None
     if rel is None:
         return cand
-    if kind in ("hf", "timm", "pt2"):
+    if kind in ("hf", "timm", "pt2", "repo"):
         return replace(cand, target=f"{kind}:{rel}/{rest}".replace("/./", "/").rstrip("/."))
     return replace(cand, target=f"{rel}/{cand.target}")

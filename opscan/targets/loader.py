@@ -66,6 +66,9 @@ def build(target: str, *, batch: int | None, seq_len: int | None, inputs: tuple[
             where = str(Path(project_root) / where)
         built = build_hf(where, batch=batch, seq_len=seq_len, trust_remote_code=trust_remote_code,
                          given=tuple(spec.name for spec in inputs))
+    elif target.startswith("repo:"):   # a repository's model with no configuration (issue 24)
+        from opscan.targets.repository import build_repo
+        built = build_repo(target, batch=batch, seq_len=seq_len, project_root=project_root)
     elif target.startswith("timm:"):
         built = _build_timm(target[5:], batch=batch, project_root=project_root)
     else:

@@ -92,23 +92,26 @@ def test_model_folder_and_nothing_found(tmp_path, run_cli):
     assert not (empty / "opscan.toml").exists()
 
 
-def test_a_folder_of_model_folders_names_them(run_cli):
-    """Nothing to scan and no model configured is a usage error, which names the models found."""
-    code, _, err = run_cli(str(ROOT / "examples" / "models" / "hf"))
-    assert code == 2 and "nothing to check" in err
-    assert "hf:llama-tiny" in err and "opscan init" in err
+def test_a_folder_of_model_folders_traces_the_first_ones(run_cli):
+    """No source and no model configured: the model folders found are traced (the first two, in order)."""
+    code, out, err = run_cli(str(ROOT / "examples" / "models" / "hf"), "--format", "json")
+    assert code == 0, err
+    report = __import__("json").loads(out)
+    assert [t["target"] for t in report["traces"]] == ["hf:bert-tiny", "hf:gpt2-tiny"]
+    assert "traced with no configuration: hf:bert-tiny: a transformers model folder" in report["notes"]
 
 
-def test_report_of_an_unconfigured_repository_shows_the_lines_to_add(tmp_path, run_cli):
+def test_report_of_an_unconfigured_repository_traces_its_factory(tmp_path, run_cli):
     project = _nanogpt_without_config(tmp_path)
     code, out, err = run_cli(str(project), "--format", "json")
     report = __import__("json").loads(out)
-    assert report["traces"] == [] and report["verdict"]["checked"]["ops"] is False
-    assert report["verdict"]["kind"] != "ready"
-    assert [c["target"] for c in report["discovery"]["candidates"] if c["ready"]] == ["model.py:build"]
+    assert [t["target"] for t in report["traces"]] == ["model.py:build"]
+    assert report["verdict"]["checked"]["ops"] is True
+    assert "traced with no configuration: model.py:build: a factory whose arguments have defaults" in report["notes"]
+    assert [c["target"] for c in report["discovery"]["candidates"] if c["ready"] and c["kind"] == "factory"] \
+        == ["model.py:build"]
     code, out, err = run_cli(str(project))
-    assert '[[tool.opscan.models]]  # model.py:135\ntarget = "model.py:build"' in out
-    assert "opscan init" in out
+    assert "traced with no configuration: model.py:build: a factory whose arguments have defaults" in out
 
 
 def test_nothing_traceable_prints_the_outcome_first_all_on_stderr(tmp_path, run_cli):

@@ -1,7 +1,7 @@
 """Import matchers: CUDA-only libraries, CUDA modules imported by name, compiled extensions.
 
 The unit is the alias, not the statement: `import cupy, flash_attn` is two library hits (one per
-top-level package) and `import a_cuda, b_cuda` two extension hits (docs/architecture-scan.md).
+top-level package) and `import a_cuda, b_cuda` two extension hits (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,0 +1,299 @@
+"""Ways to build a repository's model with no configuration, read statically (stdlib ast; nothing runs).
+
+Each recipe is a `repo:` target (built in the trace's child by opscan/targets/repository.py) with
+how it was found, in the words the report shows:
+
+| target | how found |
+|---|---|
+| `repo:FILE:Class` | an nn.Module class whose constructor opscan fills: config classes with defaults (dataclasses, attrs/pydantic models, `__init__` defaults, `get_default_config()`), small values by parameter name, config files shipped beside it |
+| `repo:FILE:function` | a factory whose arguments have defaults, or take a name from a registry the file defines |
+| `repo:hubconf.py:entry` | a torch.hub entry point, called with `pretrained=False` |
+| `repo:README.md#N` | the N-th fenced Python block of a README/doc that builds a model and calls it |
+| `repo:FILE#main` | the file's `if __name__ == "__main__":` demo |
+
+The child runs a script-like file (one that trains at import) as its definitions only (imports,
+classes, functions, constant assignments), never its top-level statements. `rank` orders recipes
+so the repository's main model comes first (NOTE [main model]).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+REPO_KINDS = {
+    "repo-class": "an nn.Module class built with a config opscan makes (defaults, names, shipped config files)",
+    "repo-factory": "a factory called with its defaults, or with a variant name from the file's registry",
+    "hubconf": "a torch.hub entry point (hubconf.py) called with pretrained=False",
+    "readme": "a fenced Python example in a README or doc that builds a model and calls it",
+    "main-demo": "an `if __name__ == \"__main__\":` demo, run until its first model call",
+}
+
+# Small values by parameter name (the child fills required arguments with them: construct.py).
+NAMED: dict[str, object] = {}
+for _names, _value in (
+        ("vocab_size num_tokens n_vocab vocab ntoken ntokens num_embeddings", 256),
+        ("block_size max_seq_len seq_len context_length max_len n_ctx max_position_embeddings n_positions "
+         "sequence_length max_length seq_length", 64),
+        ("dim d_model n_embd hidden_size embed_dim hidden_dim width emb_dim d_hidden ninp nhid n_embed "
+         "embedding_dim model_dim dim_in dim_out input_dim", 64),
+        ("depth n_layer n_layers num_layers layers nlayers num_hidden_layers num_blocks n_blocks", 2),
+        ("heads n_head n_heads num_heads nhead num_attention_heads n_kv_head n_kv_heads num_key_value_heads", 2),
+        ("dim_head head_dim", 32), ("mlp_dim ff_dim d_ff intermediate_size ffn_dim dim_feedforward", 128),
+        ("num_classes n_classes classes num_labels n_class", 10),
+        ("image_size img_size resolution", 32), ("patch_size", 4),
+        ("in_channels in_chans channels in_ch input_channels num_channels n_channels", 3),
+        ("out_channels out_ch out_chans output_channels", 3), ("num_latents", 8), ("latent_dim", 64),
+        ("dropout drop_rate attn_dropout p_drop", 0.0), ("timesteps num_timesteps", 10)):
+    NAMED.update(dict.fromkeys(_names.split(), _value))
+
+_ENDINGS = (("depth", 2), ("layers", 2), ("heads", 2), ("classes", 10), ("tokens", 256), ("bands", 4),
+            ("freq", 10), ("dim", 64), ("dims", 64), ("hidden", 64), ("width", 64), ("features", 64),
+            ("channels", 3), ("size", 64))
+
+
+def named_value(name: str):
+    """The small value for a required argument by its name (NAMED, else by its last word), else None."""
+    if name in NAMED:
+        return NAMED[name]
+    last = name.lower().rsplit("_", 1)[-1]
+    first = name.lower().split("_", 1)[0]
+    return next((value for word, value in _ENDINGS if word in (last, first)), None)
+
+
+_CONFIG_NAME = re.compile(r"(config|conf|cfg|args|hparams|params|settings|options)$", re.IGNORECASE)
+_MAIN_FILE = re.compile(r"(^|_)(model|models|modeling|net|network|gpt|transformer|unet|vit|arch)", re.IGNORECASE)
+_MAIN_CLASS = re.compile(r"(GPT|Transformer|Model|Net|UNet|Unet|ViT|LM|Llama|Diffusion|Encoder|Classifier)$")
+_SKIP_PARTS = {"tests", "test", "testing", "docs", "doc", "examples", "example", "scripts", "tools",
+               "benchmarks", "benchmark"}
+_PYTHON_FENCE = {"", "python", "py", "python3", "pycon"}
+
+
+def fenced_blocks(text: str) -> list[tuple[int, str]]:
+    """(line, code) of each fenced block labelled Python (or unlabelled) in Markdown, in order."""
+    out, lines, index = [], text.splitlines(), 0
+    while index < len(lines):
+        opening = lines[index].strip()
+        if opening.startswith(("```", "~~~")):
+            fence, label = opening[:3], opening[3:].strip().lower().split(" ")[0].strip("{}.")
+            end = next((j for j in range(index + 1, len(lines)) if lines[j].strip().startswith(fence)), len(lines))
+            if label in _PYTHON_FENCE:
+                out.append((index + 1, "\n".join(lines[index + 1:end])))
+            index = end + 1
+            continue
+        index += 1
+    return out
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One way to build a model of the repository: its target, how it was found, and its rank."""
+
+    target: str
+    kind: str                 # one of REPO_KINDS
+    path: str
+    line: int
+    how: str                  # one line, e.g. "GPT(GPTConfig()): a dataclass with a default for every field"
+    score: int = 0            # larger first (NOTE [main model])
+
+
+# NOTE [main model]
+# A repository defines many nn.Module classes; most are parts (attention, MLP, blocks). The main
+# model is the one nothing else builds: within its file (a "root" class, as discover.py finds them)
+# and, scored here, the one in a file named like a model (model.py, models/, modeling_*.py) and
+# not under tests/docs/examples, whose name reads like a model (GPT, Transformer, UNet, ViT, ...),
+# with the longest definition, and taking a config. Examples in the repository's own words (README
+# blocks, hubconf entries) build the model the authors meant and call it with real inputs, so they
+# rank first; a `__main__` demo next to the model code too. Ties are broken by path and line, so
+# the order is deterministic.
+
+def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], runs_on_import: bool) -> list[Recipe]:
+    """`repo:FILE:Class` for the file's root nn.Module classes."""
+    configs = config_classes(tree)
+    out = []
+    for name, node in roots.items():
+        if name.startswith("_"):
+            continue
+        init = next((i for i in node.body if isinstance(i, ast.FunctionDef) and i.name == "__init__"), None)
+        required = _required(init) - {"self"} if init is not None else set()
+        how = _class_how(name, required, init, configs)
+        if runs_on_import:
+            how += f" (definitions of {PurePosixPath(rel).name} only: it runs code at import)"
+        length = (node.end_lineno or node.lineno) - node.lineno
+        score = min(length, 400) + (150 if _MAIN_FILE.search(PurePosixPath(rel).stem) or "models" in rel.split("/") else 0) \
+            + (150 if _MAIN_CLASS.search(name) else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
+            - (300 if _SKIP_PARTS & set(rel.split("/")[:-1]) else 0) - 20 * rel.count("/") \
+            - 300 * len([r for r in required if named_value(r) is None and not _CONFIG_NAME.search(r)])
+        out.append(Recipe(f"repo:{rel}:{name}", "repo-class", rel, node.lineno, how, score))
+    return out
+
+
+def _class_how(name: str, required: set[str], init, configs: dict[str, ast.ClassDef]) -> str:
+    if not required:
+        return f"{name}(): every constructor argument has a default"
+    annotated = {a.arg: ast.unparse(a.annotation) for a in (init.args.args if init else []) if a.annotation}
+    for arg in sorted(required):
+        hint = annotated.get(arg, "")
+        cls = next((c for c in configs if c == hint.split(".")[-1].strip("'\"")), None) or \
+            (next(iter(configs)) if _CONFIG_NAME.search(arg) and len(configs) == 1 else None)
+        if cls:
+            return f"{name}({cls}()): {config_words(configs[cls])}"
+    return f"{name}({', '.join(sorted(required))}): small values chosen by parameter name"
+
+
+def config_classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
+    """Top-level classes that look like configs: dataclasses, attrs/pydantic models, *Config/*Args."""
+    out = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        decorators = {ast.unparse(d).split("(")[0].split(".")[-1] for d in node.decorator_list}
+        bases = {ast.unparse(b).split(".")[-1] for b in node.bases}
+        if decorators & {"dataclass", "define", "attrs", "s", "frozen"} or bases & {"BaseModel", "BaseSettings",
+                                                                                     "NamedTuple", "PretrainedConfig"} \
+                or re.search(r"(Config|Args|Cfg|Params|HParams|Settings)$", node.name):
+            out[node.name] = node
+    return out
+
+
+def config_words(node: ast.ClassDef) -> str:
+    fields = [i for i in node.body if isinstance(i, ast.AnnAssign)]
+    kind = "a dataclass" if any("dataclass" in ast.unparse(d) for d in node.decorator_list) else "a config class"
+    if fields and all(f.value is not None for f in fields):
+        return f"{kind} with a default for every field"
+    if any(isinstance(i, ast.FunctionDef) and i.name == "get_default_config" for i in node.body):
+        return f"{kind} with get_default_config()"
+    return f"{kind}; fields without a default are filled by name"
+
+
+def factory_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]) -> list[Recipe]:
+    """`repo:FILE:fn` for factories whose required arguments take a variant name from a registry."""
+    registries = registry_names(tree)
+    out = []
+    for fn in tree.body:   # CapWords functions that build a model from named sizes, e.g. MLPMixer(*, dim, depth)
+        if isinstance(fn, ast.FunctionDef) and fn.name[:1].isupper() and fn not in factories \
+                and _required(fn) and all(named_value(r) is not None for r in _required(fn)):
+            out.append(Recipe(f"repo:{rel}:{fn.name}", "repo-factory", rel, fn.lineno,
+                              f"{fn.name}({', '.join(sorted(_required(fn)))}): small values chosen by parameter name",
+                              250 + min((fn.end_lineno or fn.lineno) - fn.lineno, 100)))
+    for fn in factories:
+        required = _required(fn) - {"batch", "seq_len"}
+        if not required:
+            continue
+        if registries and len(required) == 1:
+            arg = next(iter(required))
+            out.append(Recipe(f"repo:{rel}:{fn.name}", "repo-factory", rel, fn.lineno,
+                              f"{fn.name}({arg}=...): a variant name from the registry {registries[0]}", 300))
+    return out
+
+
+def registry_names(tree: ast.Module) -> list[str]:
+    """Module-level dicts keyed by strings (named variants), e.g. `CONFIGS = {"tiny": dict(...), ...}`."""
+    out = []
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Dict) and node.value.keys \
+                and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.value.keys):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            out.extend(ast.unparse(t) for t in targets if isinstance(t, ast.Name))
+    return out
+
+
+def hubconf_recipes(tree: ast.Module, rel: str) -> list[Recipe]:
+    """`repo:hubconf.py:entry` for each public function defined in a hubconf.py."""
+    return [Recipe(f"repo:{rel}:{node.name}", "hubconf", rel, node.lineno,
+                   f"torch.hub entry point {node.name}(pretrained=False)", 600 - index)
+            for index, node in enumerate(n for n in tree.body if isinstance(n, ast.FunctionDef)
+                                         and not n.name.startswith("_"))]
+
+
+def main_recipe(tree: ast.Module, rel: str, classes: set[str]) -> Recipe | None:
+    """`repo:FILE#main` when the file's `__main__` block builds one of its classes and calls it."""
+    for node in tree.body:
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
+            body = ast.Module(body=node.body, type_ignores=[])
+            built = {ast.unparse(c.func).split(".")[-1] for c in ast.walk(body) if isinstance(c, ast.Call)}
+            if built & classes:
+                score = 250 if _MAIN_FILE.search(PurePosixPath(rel).stem) else 100
+                return Recipe(f"repo:{rel}#main", "main-demo", rel, node.lineno,
+                              f"the `__main__` demo of {rel} (line {node.lineno}), stopped at its first model call",
+                              score)
+    return None
+
+
+def readme_recipes(text: str, rel: str) -> list[Recipe]:
+    """`repo:DOC#N` for fenced Python blocks that import torch or a model and call something built."""
+    out = []
+    for index, (line, code) in enumerate(fenced_blocks(text), 1):
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            continue
+        names = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                 for t in n.targets if isinstance(t, ast.Name)}
+        called = {ast.unparse(c.func) for c in ast.walk(tree) if isinstance(c, ast.Call)}
+        imports = any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body)
+        if imports and "torch" in code and names & called:
+            out.append(Recipe(f"repo:{rel}#{index}", "readme", rel, line,
+                              f"the fenced example {index} of {rel} (line {line}), stopped at its model call",
+                              700 if "/" not in rel else 350))
+    return out
+
+
+def runs_code_on_import(tree: ast.Module) -> bool:
+    """True when the module does more at import than define things (outside `if __name__ == ...`)."""
+    for node in tree.body:
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
+            continue
+        if isinstance(node, (ast.For, ast.While, ast.With, ast.AsyncFor, ast.AsyncWith, ast.Try)):
+            if isinstance(node, ast.Try) and all(isinstance(n, (ast.Import, ast.ImportFrom, ast.Pass, ast.Assign))
+                                                 for n in node.body):
+                continue   # try: import x / except ImportError: x = None
+            return True
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            callee = ast.unparse(node.value.func)
+            if not ("register" in callee or callee.startswith(("torch.library.", "logging.", "warnings."))
+                    or callee.endswith((".define", ".impl", ".fallthrough"))):
+                return True
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for call in ast.walk(node.value):
+                if isinstance(call, ast.Call) and ast.unparse(call.func).split(".")[-1] in (
+                        "train", "fit", "load", "from_pretrained", "compile", "to", "cuda"):
+                    return True
+    return False
+
+
+def definitions(tree: ast.Module) -> ast.Module:
+    """The module's definitions only: imports, classes, functions, and assignments of constants,
+    literals and containers (what a script's model classes need; never its training statements)."""
+    keep = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            keep.append(node)
+        elif isinstance(node, ast.Try) and all(isinstance(n, (ast.Import, ast.ImportFrom, ast.Pass, ast.Assign))
+                                               for n in node.body):
+            keep.append(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and all(
+                ast.unparse(c.func) in _SAFE_CALLS for c in ast.walk(node.value) if isinstance(c, ast.Call)):
+            keep.append(node)
+    return ast.Module(body=keep, type_ignores=[])
+
+
+_SAFE_CALLS = {"dict", "list", "tuple", "set", "frozenset", "field", "dataclasses.field", "namedtuple",
+               "collections.namedtuple", "TypeVar", "logging.getLogger", "os.environ.get", "Path",
+               "torch.device", "int", "float", "str", "bool", "range"}
+
+
+def _required(fn) -> set[str]:
+    if fn is None:
+        return set()
+    args = fn.args
+    positional = args.posonlyargs + args.args
+    required = {a.arg for a in positional[: len(positional) - len(args.defaults)]}
+    return required | {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None}
+
+
+def rank(recipes: list[Recipe]) -> list[Recipe]:
+    """Best first (NOTE [main model]); deterministic."""
+    return sorted(recipes, key=lambda r: (-r.score, r.path, r.line, r.target))

@@ -1,0 +1,229 @@
+"""`repo:` targets: build a repository's own model with no configuration, in the trace's child process.
+
+`repo:FILE:NAME` builds a class or calls a factory / torch.hub entry with the arguments
+opscan/targets/construct.py fills (weights off: `pretrained=False`); a script-like FILE (one that
+trains at import) is run as its definitions only (opscan/targets/recipes.py `definitions`).
+`repo:DOC#N` (a README's N-th fenced Python block) and `repo:FILE#main` (its `__main__` demo) run
+the repository's own example until its first model call, and take that model and those inputs
+(NOTE [stopping at the model call]). Targets come from opscan/discover.py; nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib
+import os
+import sys
+import types
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from opscan.errors import TargetError
+from opscan.targets import construct, recipes
+from opscan.targets.empty import build_empty, first_line
+from opscan.trace.spec import Built
+
+
+def build_repo(target: str, *, batch: int | None, seq_len: int | None, project_root: str | None) -> Built:
+    """The model and inputs of a `repo:` target (see the module docstring); TargetError in one line."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    spec = target[len("repo:"):]
+    root = Path(project_root or ".").resolve()
+    where, hash_, block = spec.rpartition("#")
+    try:
+        with _no_downloads(), _cuda_is_cpu():
+            if hash_ and where:
+                path = _path(where, root)
+                return _capture(path, block, root, target)
+            where, _, name = spec.rpartition(":")
+            if not where or not name:
+                raise TargetError(f"bad target {target!r}: expected repo:FILE:NAME, repo:DOC#N or repo:FILE#main")
+            return _build_named(_path(where, root), name, root, batch, seq_len, target)
+    except TargetError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - user code fails in many ways: one line
+        raise TargetError(f"{target}: {type(exc).__name__}: {first_line(exc)}".splitlines()[0][:300]) from None
+
+
+def _path(where: str, root: Path) -> Path:
+    path = Path(where)
+    path = path if path.is_absolute() else root / path
+    if not path.is_file():
+        raise TargetError("no such file", path=where)
+    return path
+
+
+def load(path: Path, root: Path) -> types.ModuleType:
+    """Import the file as the repository imports it (its package, for relative imports); a file
+    that runs code at import is executed as its definitions only."""
+    tree = ast.parse(path.read_bytes(), filename=str(path))
+    package_root = path.parent
+    while (package_root / "__init__.py").is_file():
+        package_root = package_root.parent
+    for entry in (str(root), str(root / "src"), str(package_root), str(path.parent)):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    dotted = ".".join(path.relative_to(package_root).with_suffix("").parts)
+    if recipes.runs_code_on_import(tree):
+        return _exec(path, recipes.definitions(tree), dotted)
+    if package_root == path.parent:
+        return _exec(path, tree, dotted)
+    try:
+        return importlib.import_module(dotted)
+    except ImportError as exc:   # NOTE [package without its __init__]
+        first = exc
+    for name in [n for n in sys.modules if n == dotted.split(".")[0] or n.startswith(dotted.split(".")[0] + ".")]:
+        del sys.modules[name]
+    parts = dotted.split(".")
+    for depth in range(1, len(parts)):
+        stub = types.ModuleType(".".join(parts[:depth]))
+        stub.__path__ = [str(package_root.joinpath(*parts[:depth]))]
+        sys.modules[stub.__name__] = stub
+    try:
+        return importlib.import_module(dotted)
+    except ImportError:
+        raise first from None
+
+
+# NOTE [package without its __init__]
+# A package's `__init__.py` often imports every submodule, and with them every optional
+# dependency (a trainer's accelerate, a dataset's torchvision) that the model file itself never
+# needs. When importing the model's module through its package fails on an import, the packages
+# above it are put in sys.modules as plain namespaces (their `__path__` only, no `__init__` run)
+# and the module is imported again: its relative imports of sibling modules still work. If that
+# fails too, the first error is the candidate's reason.
+
+
+def _exec(path: Path, tree: ast.Module, dotted: str) -> types.ModuleType:
+    name = "opscan_repo_" + dotted.replace(".", "_")
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    module.__package__ = dotted.rpartition(".")[0]
+    sys.modules[name] = module
+    exec(compile(tree, str(path), "exec"), module.__dict__)   # noqa: S102 - the sandbox child only
+    return module
+
+
+def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str) -> Built:
+    module = load(path, root)
+    obj = getattr(module, name, None)
+    if obj is None:
+        raise TargetError(f"{target}: {path.name} has no {name!r} once loaded")
+    kwargs, _how = construct.arguments(obj, module, path.parent)
+    config = next((v for v in kwargs.values() if not isinstance(v, (int, float, str, bool))), kwargs)
+    result = build_empty(lambda: obj(**kwargs))
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module):
+        model, example = result
+        if isinstance(example, dict):
+            return Built(model, kwargs=dict(example), description=target)
+        return Built(model, args=tuple(example) if isinstance(example, (tuple, list)) else (example,),
+                     description=target)
+    if not isinstance(result, nn.Module):
+        raise TargetError(f"{target}: returned {type(result).__name__}, not an nn.Module")
+    config = getattr(result, "config", None) or getattr(result, "cfg", None) or config
+    args, extra = construct.example_inputs(result, config, batch, seq_len)
+    return Built(result, args=args, kwargs=extra, description=target)
+
+
+class _Captured(Exception):
+    def __init__(self, module, args, kwargs):
+        super().__init__("captured")
+        self.module, self.args, self.kwargs = module, args, kwargs
+
+
+# NOTE [stopping at the model call]
+# A README example or a `__main__` demo builds the model as its authors meant and calls it with
+# real inputs. It runs here (the sandbox child) with every Parameter on `meta` (build_empty) and
+# nn.Module.__call__ replaced: the first call of a module from the example's own code (no module
+# call active) raises _Captured with that module and its arguments, so nothing after it runs: no
+# forward on real data, no training loop. The model is then traced as any other. `.cuda()` and
+# `device="cuda"` are answered on the CPU, and downloads raise (weights are never fetched).
+
+def _capture(path: Path, block: str, root: Path, target: str) -> Built:
+    if block == "main":
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+        body = recipes.definitions(tree).body + [n for n in tree.body if isinstance(n, ast.If)
+                                                 and "__name__" in ast.unparse(n.test)]
+        code = ast.Module(body=body, type_ignores=[])
+        namespace = {"__name__": "__main__", "__file__": str(path)}
+    else:
+        blocks = [code for _, code in recipes.fenced_blocks(path.read_text(encoding="utf-8"))]
+        if not block.isdigit() or not 0 < int(block) <= len(blocks):
+            raise TargetError(f"{target}: {path.name} has no fenced block {block}")
+        code = ast.parse(blocks[int(block) - 1])
+        namespace = {"__name__": "__opscan_example__"}
+    for entry in (str(root), str(root / "src"), str(path.parent)):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    original = nn.Module.__call__
+
+    def call(module, *args, **kwargs):
+        raise _Captured(module, args, kwargs)
+
+    nn.Module.__call__ = call
+    cwd = os.getcwd()
+    try:
+        os.chdir(path.parent)
+        build_empty(lambda: exec(compile(code, str(path), "exec"), namespace))   # noqa: S102
+    except _Captured as got:
+        return Built(got.module, args=tuple(got.args), kwargs=dict(got.kwargs), description=target)
+    finally:
+        nn.Module.__call__ = original
+        os.chdir(cwd)
+    raise TargetError(f"{target}: the example ran to its end without calling a model")
+
+
+@contextlib.contextmanager
+def _no_downloads():
+    import torch.hub
+
+    def refuse(*args, **kwargs):
+        raise TargetError("opscan does not download weights (the example asks for pretrained ones)")
+
+    saved = (torch.hub.download_url_to_file, torch.hub.load_state_dict_from_url)
+    torch.hub.download_url_to_file = torch.hub.load_state_dict_from_url = refuse
+    try:
+        yield
+    finally:
+        torch.hub.download_url_to_file, torch.hub.load_state_dict_from_url = saved
+
+
+@contextlib.contextmanager
+def _cuda_is_cpu():
+    """`.cuda()` and `.to("cuda")` while an example builds its model: kept on the CPU."""
+    saved = (nn.Module.cuda, torch.Tensor.cuda, nn.Module.to, torch.Tensor.to)
+    module_to, tensor_to = saved[2], saved[3]
+
+    def fix(args, kwargs):
+        args = tuple("cpu" if _is_cuda(a) else a for a in args)
+        if _is_cuda(kwargs.get("device")):
+            kwargs = {**kwargs, "device": "cpu"}
+        return args, kwargs
+
+    def mto(self, *args, **kwargs):
+        args, kwargs = fix(args, kwargs)
+        return module_to(self, *args, **kwargs)
+
+    def tto(self, *args, **kwargs):
+        args, kwargs = fix(args, kwargs)
+        return tensor_to(self, *args, **kwargs)
+
+    nn.Module.cuda = lambda self, *a, **k: self
+    torch.Tensor.cuda = lambda self, *a, **k: self
+    nn.Module.to, torch.Tensor.to = mto, tto
+    try:
+        yield
+    finally:
+        nn.Module.cuda, torch.Tensor.cuda, nn.Module.to, torch.Tensor.to = saved
+
+
+def _is_cuda(value) -> bool:
+    return (isinstance(value, str) and value.startswith("cuda")) or \
+        (isinstance(value, torch.device) and value.type == "cuda")
+
+
+__all__ = ["build_repo", "load"]

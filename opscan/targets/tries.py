@@ -1,0 +1,47 @@
+"""The tries of `opscan REPO` with nothing configured: each target found is traced in turn, within bounds."""
+
+from __future__ import annotations
+
+import time
+
+from opscan.errors import ModelProcessError, TargetError
+from opscan.targets.recipes import REPO_KINDS
+
+MAX_TRIES = 6              # zero-configuration targets tried at most (docs/repositories.md)
+MAIN_MODELS = 2            # ... until this many were traced
+ZERO_CONFIG_SECONDS = 60.0  # ... or this much time passed (checked before each try)
+
+
+class ZeroConfig:
+    """`opscan REPO` with nothing configured: the targets found are traced in turn (each in the
+    sandbox child) until MAIN_MODELS were traced or ZERO_CONFIG_SECONDS passed. One that cannot be
+    built is a one-line note, not an error; one that was traced is noted with how it was found."""
+
+    def __init__(self, discovery) -> None:
+        self.active = bool(discovery is not None and discovery.candidates and discovery.traced)
+        self.how = {c.target: c.note or CANDIDATE_WORDS.get(c.kind, c.kind)
+                    for c in (discovery.candidates if discovery is not None else ())}
+        self.start = time.monotonic()
+        self.failed: list[tuple[str, str]] = []   # (target, why) of each try that could not be built
+
+    def __bool__(self) -> bool:
+        return self.active
+
+    def done(self, traces) -> bool:
+        return self.active and (len(traces) >= MAIN_MODELS or time.monotonic() - self.start > ZERO_CONFIG_SECONDS)
+
+    def attempt(self, run, target: str, notes: list[str]) -> list:
+        """[the trace] of `run()`, or [] with the reason in `notes`."""
+        try:
+            trace = run()
+        except (TargetError, ModelProcessError) as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self.failed.append((target, reason.removeprefix(target + ": ")))
+            notes.append(f"not built: {target}: {reason.removeprefix(target + ': ')}")
+            return []
+        notes.append(f"traced with no configuration: {target}: {self.how.get(target, '')}".rstrip(": "))
+        return [trace]
+
+
+CANDIDATE_WORDS = {"factory": "a factory whose arguments have defaults", "hf-folder": "a transformers model folder",
+                   "timm-folder": "a timm model folder", **REPO_KINDS}

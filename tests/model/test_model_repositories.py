@@ -1,0 +1,95 @@
+"""`opscan REPO` with no configuration builds the repository's own model (issue 24, point 1).
+
+The fixture repositories under tests/model/repos/ are tiny; each run traces in the sandbox child
+as a user's run does. Asserted: what the JSON report shows (traced ops with their phases, how the
+model was found, the one-line reason of each candidate that could not be built) and what
+`opscan init` writes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from opscan.config import load_config
+from opscan.discover import candidates
+
+pytest.importorskip("torch")
+
+REPOS = Path(__file__).resolve().parent / "repos"
+TRAIN = {"forward", "backward", "optimizer"}
+
+
+def _report(run_cli, path: Path) -> dict:
+    code, out, err = run_cli(str(path), "--format", "json", "--exit-zero")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _phases(report: dict) -> set[str]:
+    return {p for op in report["ops"] for p in op["phases"]}
+
+
+def test_gpt_with_a_defaults_dataclass_is_traced_in_train_mode(run_cli):
+    report = _report(run_cli, REPOS / "gpt")
+    assert [t["target"] for t in report["traces"]] == ["repo:model.py:GPT"]
+    assert report["traces"][0]["complete"] and report["traces"][0]["mode"] == "train"
+    assert TRAIN <= _phases(report)
+    assert "aten::embedding" in {op["op"] for op in report["ops"]}
+    assert "traced with no configuration: repo:model.py:GPT: GPT(GPTConfig()): a dataclass with a default " \
+           "for every field" in report["notes"]
+    # train.py trains at import: it is never run (it would fail on its missing train.bin)
+    assert not any("train.bin" in note for note in report["notes"])
+
+
+def test_registry_variant_and_hubconf_entry(run_cli):
+    registry = _report(run_cli, REPOS / "registry")
+    assert [t["target"] for t in registry["traces"]] == ["repo:nets.py:create_model"]
+    assert TRAIN <= _phases(registry)
+    assert any("a variant name from the registry VARIANTS" in n for n in registry["notes"])
+    hub = _report(run_cli, REPOS / "hub")
+    assert hub["traces"][0]["target"] == "repo:hubconf.py:convnet_small"   # pretrained=False: nothing fetched
+    assert TRAIN <= _phases(hub) and "aten::convolution" in {op["op"] for op in hub["ops"]}
+    assert any("torch.hub entry point convnet_small(pretrained=False)" in n for n in hub["notes"])
+
+
+def test_readme_example_is_run_to_its_model_call_and_unbuildable_classes_say_why(run_cli):
+    report = _report(run_cli, REPOS / "readme")
+    assert [t["target"] for t in report["traces"]] == ["repo:README.md#1"]
+    assert TRAIN <= _phases(report)
+    assert any(n.startswith("traced with no configuration: repo:README.md#1: the fenced example 1 of README.md")
+               for n in report["notes"])
+    # the class alone cannot be built (a tokenizer name has no default): one line, why
+    assert "not built: repo:tinyattn/net.py:AttnNet: cannot choose a value for the required argument " \
+           "'tokenizer_name'" in report["notes"]
+
+
+def test_script_that_trains_at_import_is_built_from_its_definitions(run_cli):
+    report = _report(run_cli, REPOS / "script")
+    assert [t["target"] for t in report["traces"]] == ["repo:train.py:CharModel"]
+    assert TRAIN <= _phases(report)
+    assert any("(definitions of train.py only: it runs code at import)" in n for n in report["notes"])
+
+
+def test_discovery_is_static_and_ranked():
+    found = candidates(REPOS / "readme", construct=True)
+    assert found.traced == ("repo:README.md#1", "repo:tinyattn/net.py:AttnNet")
+    script = candidates(REPOS / "script", construct=True)
+    kinds = {c.target: c.kind for c in script.candidates}
+    assert kinds["repo:train.py:CharModel"] == "repo-class"
+    assert "train.py:31" in {c.target for c in script.candidates if c.kind == "inline"}
+
+
+def test_init_writes_the_model_that_was_built(tmp_path, run_cli):
+    project = tmp_path / "gpt"
+    shutil.copytree(REPOS / "gpt", project)
+    code, out, err = run_cli("init", str(project))
+    assert code == 0, err
+    assert [m.target for m in load_config(project).models] == ["repo:model.py:GPT"]
+    assert "# GPT(GPTConfig()): a dataclass with a default for every field" in out
+    assert "opscan init" not in err              # the advice no longer loops back to init itself
+    report = _report(run_cli, project)           # the written config traces the same model
+    assert [t["target"] for t in report["traces"]] == ["repo:model.py:GPT"] and TRAIN <= _phases(report)
