@@ -156,6 +156,7 @@ class Compiled:
     exact_names: dict[str, list[Rule]] = field(default_factory=dict)   # wildcard-free name patterns
     files: list[tuple[tuple[str, ...], re.Pattern | None, Rule]] = field(default_factory=list)
     inputs: dict[str, Rule] = field(default_factory=dict)
+    dispatch: list[tuple[tuple[str, ...], Rule]] = field(default_factory=list)   # accelerator names
     tokens: frozenset[str] = frozenset()
     always: bool = False            # some matcher has no token: every file is parsed
     roots: frozenset[str] = frozenset()   # first components of name/decorator patterns
@@ -266,5 +267,12 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
     elif kind == "file":
         contains = m.get("contains")
         out.files.append((m.get("file"), re.compile(contains, re.M) if contains else None, rule))
+    elif kind == "dispatch":
+        # quoted names and availability checks: "mps" alone is in every `json.dumps`
+        names = tuple(m.get("dispatch"))
+        out.dispatch.append((names, rule))
+        for name in names:
+            for token in (f'"{name}', f"'{name}", f"{name}_available", f"{name}.is_available"):
+                need(token)
     elif kind == "input":
         out.inputs[m.get("input")] = rule

@@ -98,8 +98,9 @@ def _env_keys(ctx: FileContext, node: ast.Dict, g: bool) -> None:
 
 
 def check_ifexp(ctx: FileContext, node: ast.IfExp, g: bool) -> None:
-    """`"cuda" if torch.cuda.is_available() else "cpu"`: the idiom is one hit; its parts are consumed."""
-    if ctx.is_idiom(node):
+    """`"cuda" if torch.cuda.is_available() else "cpu"`: the idiom is one hit; its parts are consumed.
+    (A conditional that is part of a device dispatch is consumed by it: NOTE [device dispatch].)"""
+    if id(node) not in ctx.consumed and ctx.is_idiom(node):
         values = P.string_values(node.body, ctx.is_idiom) + P.string_values(node.orelse, ctx.is_idiom)
         for regex, rule in ctx.c.strings.get("availability-idiom", ()):
             matched = [v for _, v in values if regex.search(v)]
