@@ -209,6 +209,12 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
                 need(t)
         for ctx in m.get("in"):
             out.strings.setdefault(ctx, []).append((regex, rule))
+        if "env-var" in m.get("in"):   # `k.startswith("NCCL")`: an exported prefix (strings.py _env_prefix)
+            for prefix in ("NCCL", "TORCH_NCCL", "CUBLAS", "CUDNN", "CUDA\"", "CUDA'", "CUDA_\"", "CUDA_'"):
+                need('"' + prefix)
+                need("'" + prefix)
+            for lower in ("nccl_", "cuda_visible", "cuda_launch", "cuda_device", "cublas_workspace", "pytorch_cuda"):
+                need(lower)   # env["nccl_p2p_disable"]: the lower case a launcher upper-cases (positions.LOWER_ENV)
     elif kind == "name":
         pats = NamePatterns(m.get("name"), m.get("unless", ()))
         out.names.append((pats, rule, m.get("instance-methods", ())))
