@@ -67,6 +67,7 @@ class FileContext:
         self.imported_wrappers: set[str] = set()
         self.wrapper_rules: dict[str, Rule] = {}   # project_wrappers by dotted name (the rules that run)
         self.own_imports: list[str] = []        # dotted names imported from the tree's own packages
+        self.own_ops: set[tuple[str, str]] = set()   # (namespace, op) this file registers (NOTE [own custom ops])
         self.bindings: list[tuple[int, int, str, str, bool]] = []   # (line, end, local, target, module level)
         self.extra_words: set[str] = set()      # names whose lines the walk must visit (pre-filter)
         self.full = False                       # visit every statement (NOTE [native modules bound by calls])

@@ -4,6 +4,7 @@ extensions and native libraries, and thin wrappers of kernel-registration APIs (
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 
 from opscan.scan.context import IDENT, FileContext, kernel_name
@@ -35,9 +36,46 @@ def prepare(ctx: FileContext) -> None:
         for local, full in list(ctx.imports.alias.items()):
             _bind_wrapper(ctx, local, full)
     _find_wrappers(ctx)
+    ctx.own_ops = _registered_ops(ctx)
     ctx.extra_words |= set(ctx.kernels) | set(ctx.instances) | set(ctx.wrappers)
     ctx.full = any(pats is not None and any(t and t in ctx.text for t in _pattern_tokens(pats))
                    for _, _, pats, _ in ctx.c.ext_calls)
+
+
+# NOTE [own custom ops]
+# An op the file registers itself (`@torch.library.custom_op("ns::op")`, `register_fake("ns::op")`,
+# `lib.define("op(Tensor x) -> Tensor")` on `lib = Library("ns", ...)`) is reported where it is
+# registered and where its kernel is (the decorators, the `.cu` source); its calls through
+# `torch.ops.ns.op(...)` are not: once the op has a kernel for the new device they need no change.
+# Ops of the same namespace that the file does not register (a compiled library's) stay call sites.
+_OP_STRING = re.compile(r"^([A-Za-z_]\w*)::([A-Za-z_]\w*)")
+_SCHEMA = re.compile(r"^([A-Za-z_]\w*)(?:\.\w+)?\(")
+
+
+def _registered_ops(ctx: FileContext) -> set[tuple[str, str]]:
+    if "::" not in ctx.text and ".define(" not in ctx.text:
+        return set()
+    ops: set[tuple[str, str]] = set()
+    namespaces: set[str] = set()
+    schemas: list[str] = []
+    for node in ast.walk(ctx.tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        first = node.args[0]
+        if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+            continue
+        match = _OP_STRING.match(first.value)
+        if match:
+            ops.add((match[1], match[2]))
+        name = ctx.resolve(node.func) or ""
+        if name == "torch.library.Library":
+            namespaces.add(first.value)
+        elif isinstance(node.func, ast.Attribute) and node.func.attr == "define":
+            schema = _SCHEMA.match(first.value)
+            if schema:
+                schemas.append(schema[1])
+    ops |= {(ns, op) for ns in namespaces for op in schemas}
+    return ops
 
 
 def finish(ctx: FileContext) -> None:
