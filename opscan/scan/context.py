@@ -172,8 +172,8 @@ class FileContext:
         for regex, rel, _, rule in self.c.ext_calls:
             if any(full == d or full.endswith("." + d) for d in self.extensions):
                 return rule
-            if regex is not None and regex.search(full):
-                return rule
+            if regex is not None and regex.search(full) and full.split(".", 1)[0] not in self.packages:
+                return rule   # a name that says compiled, outside the project's own (Python) packages
             if relative and rel is not None and rel.search(leaf):
                 return rule
         return None

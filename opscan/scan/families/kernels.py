@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from opscan.scan.context import IDENT, FileContext, kernel_name
 from opscan.scan.matchers import NamePatterns, pattern_token
+from opscan.scan.resolver import dotted
 from opscan.scan.rules import Rule
 
 
@@ -39,7 +40,25 @@ def prepare(ctx: FileContext) -> None:
     ctx.own_ops = _registered_ops(ctx)
     ctx.extra_words |= set(ctx.kernels) | set(ctx.instances) | set(ctx.wrappers)
     ctx.full = any(pats is not None and any(t and t in ctx.text for t in _pattern_tokens(pats))
-                   for _, _, pats, _ in ctx.c.ext_calls)
+                   for _, _, pats, _ in ctx.c.ext_calls) or bool(ctx.c.ext_calls and _BUILD.search(ctx.text))
+
+
+# NOTE [op builders]
+# JIT op builders (DeepSpeed's `FusedAdamBuilder().load()`, `InferenceBuilder().load()` and the like)
+# compile a CUDA extension at run time and return it as a module: the `.load()` is a call into a
+# native module (it builds one), and the name it is bound to (`ops`, `self.ds_opt_adam`) is a native
+# module whose calls are sites, as for `cpp_extension.load(...)` (NOTE [native modules bound by calls]).
+_BUILD = re.compile(r"Builder\([^()]*\)\.(?:jit_)?load\(")
+
+
+def _builder(func: ast.AST) -> str | None:
+    """`XBuilder().load`: the builder's name, else None."""
+    if isinstance(func, ast.Attribute) and func.attr in ("load", "jit_load") and isinstance(func.value, ast.Call):
+        inner = func.value.func
+        leaf = inner.attr if isinstance(inner, ast.Attribute) else getattr(inner, "id", "")
+        if leaf.endswith("Builder") and len(leaf) > len("Builder"):
+            return leaf
+    return None
 
 
 # NOTE [own custom ops]
@@ -115,8 +134,12 @@ def check_def(ctx: FileContext, node: ast.AST, g: bool) -> None:
 
 def check_call(ctx: FileContext, node: ast.Call, g: bool) -> None:
     func = node.func
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ctx.ext_locals:
-        ctx.hit(ctx.ext_locals[func.value.id], node, g, name=f"{func.value.id}.{func.attr}", subject=func.value.id)
+    receiver = dotted(func.value) if isinstance(func, ast.Attribute) else None
+    if receiver is not None and receiver in ctx.ext_locals:   # ext.fwd(...), self.ops.adam_update(...)
+        ctx.hit(ctx.ext_locals[receiver], node, g, name=f"{receiver}.{func.attr}", subject=receiver)
+    builder = _builder(func)
+    if builder and ctx.c.ext_calls:   # NOTE [op builders]
+        ctx.hit(ctx.c.ext_calls[0][3], node, g, name=f"{builder}().load", subject=builder)
     if isinstance(func, ast.Name) and func.id in ctx.wrappers and (
             func.id not in ctx.imports.alias or func.id in ctx.imported_wrappers) \
             and _wrapper_reaches_kernel(ctx, ctx.wrappers[func.id], node):
@@ -139,6 +162,11 @@ def check_assign(ctx: FileContext, node: ast.Assign | ast.AnnAssign, g: bool) ->
     if value is None:
         return
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    if isinstance(value, ast.Call) and _builder(value.func) and ctx.c.ext_calls:
+        for target in targets:   # NOTE [op builders]: ops = FusedAdamBuilder().load()
+            local = dotted(target)
+            if local:
+                ctx.ext_locals[local] = ctx.c.ext_calls[0][3]
     if isinstance(value, ast.Call):
         name = ctx.resolve(value.func)
         if name:
