@@ -4,6 +4,8 @@ that chooses among accelerators by name (compares, returns or tabulates "npu", "
 from __future__ import annotations
 
 import ast
+import bisect
+import functools
 import re
 
 from opscan.scan.context import FileContext
@@ -41,12 +43,14 @@ class _Unit:
 
 def prepare(ctx: FileContext) -> None:
     for names, rule in ctx.c.dispatch:
-        quick = _quick(names)
-        if not quick.search(ctx.text):
+        words, name_re, avail_re, line_re = _patterns(names)
+        if not any(word in ctx.text for word in words):   # substring tests: far cheaper than a regex
             continue
-        name_re = re.compile(r"^(%s)(:\d+)?$" % "|".join(map(re.escape, names)))
-        avail_re = re.compile(r"^is_\w*?(%s)\w*_available$" % "|".join(map(re.escape, names)))
-        for unit in _units(ctx, ctx.tree, name_re, avail_re):
+        # only statements whose lines can hold a site (or the "neuron"/"cuda" of one) are walked
+        text = ctx.text
+        starts = [m.start() for m in _LINE.finditer(text)]
+        lines = sorted({bisect.bisect_right(starts, m.start()) for m in line_re.finditer(text)})
+        for unit in _units(ctx, ctx.tree, name_re, avail_re, lines):
             if unit.neuron or not any(choice for *_, choice in unit.sites):
                 continue
             unit.sites.sort(key=lambda s: (s[0], s[1]))
@@ -60,39 +64,63 @@ def prepare(ctx: FileContext) -> None:
             ctx.hit(rule, unit.sites[0][2], False, value=", ".join(seen))
 
 
-def _quick(names: tuple[str, ...]) -> re.Pattern:
+@functools.lru_cache(maxsize=8)
+def _patterns(names: tuple[str, ...]) -> tuple[tuple[str, ...], re.Pattern, re.Pattern, re.Pattern]:
+    """For a rule's names: the words one of which a file needs (its pre-filter tokens), a site's
+    name, an availability check's name, and the lines that can hold a site (or "neuron"/"cuda")."""
     alt = "|".join(map(re.escape, names))
-    return re.compile(r"""["'](?:%s)\b|(?:%s)(?:_available|\.is_available)|accelerator\s*=""" % (alt, alt))
+    words = tuple(w for n in names for w in (f'"{n}', f"'{n}", f"{n}_available", f"{n}.is_available")) + (
+        "accelerator",)
+    lines = re.compile(r"""["'](?:%s|neuron|cuda)\b|(?:%s)(?:_available|\.is_available)|accelerator\s*="""
+                       % (alt, alt))
+    return (words, re.compile(r"^(%s)(:\d+)?$" % alt), re.compile(r"^is_\w*?(%s)\w*_available$" % alt), lines)
 
 
-def _units(ctx: FileContext, tree: ast.Module, name_re: re.Pattern, avail_re: re.Pattern):
-    """Every unit of the file with its sites (NOTE [device dispatch])."""
+_LINE = re.compile(r"^", re.M)
+
+
+def _touches(node: ast.AST, lines: list[int]) -> bool:
+    """Whether one of `lines` falls within the node (decorators included)."""
+    start = node.lineno
+    decorators = getattr(node, "decorator_list", None)
+    if decorators:
+        start = min(start, decorators[0].lineno)
+    i = bisect.bisect_left(lines, start)
+    return i < len(lines) and lines[i] <= (node.end_lineno or start)
+
+
+def _units(ctx: FileContext, tree: ast.Module, name_re: re.Pattern, avail_re: re.Pattern, lines: list[int]):
+    """Every unit of the file that can hold a site, with its sites (NOTE [device dispatch])."""
     pending: list[ast.AST] = []
     for stmt in tree.body:
+        if not _touches(stmt, lines):
+            continue
         if isinstance(stmt, _SCOPES):
             pending.append(stmt)
         else:
             unit = _Unit()
-            _collect(ctx, [stmt], unit, pending, name_re, avail_re)
+            _collect(ctx, [stmt], unit, pending, name_re, avail_re, lines)
             yield unit
     while pending:
         scope = pending.pop(0)
         unit = _Unit()
         if isinstance(scope, ast.ClassDef):
-            _collect(ctx, scope.body, unit, pending, name_re, avail_re)
+            _collect(ctx, scope.body, unit, pending, name_re, avail_re, lines)
         else:
             args = scope.args
             _collect(ctx, [*args.defaults, *[d for d in args.kw_defaults if d is not None], *scope.body],
-                     unit, pending, name_re, avail_re)
+                     unit, pending, name_re, avail_re, lines)
         yield unit
 
 
 def _collect(ctx: FileContext, nodes: list[ast.AST], unit: _Unit, pending: list[ast.AST],
-             name_re: re.Pattern, avail_re: re.Pattern) -> None:
+             name_re: re.Pattern, avail_re: re.Pattern, lines: list[int]) -> None:
     skip: set[int] = set()
     stack = list(reversed(nodes))
     while stack:
         node = stack.pop()
+        if isinstance(node, ast.stmt) and not _touches(node, lines):
+            continue
         if isinstance(node, _SCOPES):
             pending.append(node)
             continue

@@ -68,11 +68,26 @@ def _builder(func: ast.AST) -> str | None:
 # `torch.ops.ns.op(...)` are not: once the op has a kernel for the new device they need no change.
 # Ops of the same namespace that the file does not register (a compiled library's) stay call sites.
 _OP_STRING = re.compile(r"^([A-Za-z_]\w*)::([A-Za-z_]\w*)")
+def _registers(text: str) -> bool:
+    """Whether the text has a quoted "ns::op" or a `.define(` ("Example::" in a docstring is no op)."""
+    if ".define(" in text:
+        return True
+    i = text.find("::")
+    while i != -1:
+        j = i
+        while j > 0 and (text[j - 1].isalnum() or text[j - 1] == "_"):
+            j -= 1
+        if j < i and j > 0 and text[j - 1] in "\"'":
+            return True
+        i = text.find("::", i + 2)
+    return False
+
+
 _SCHEMA = re.compile(r"^([A-Za-z_]\w*)(?:\.\w+)?\(")
 
 
 def _registered_ops(ctx: FileContext) -> set[tuple[str, str]]:
-    if "::" not in ctx.text and ".define(" not in ctx.text:
+    if not _registers(ctx.text):
         return set()
     ops: set[tuple[str, str]] = set()
     namespaces: set[str] = set()
