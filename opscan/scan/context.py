@@ -168,11 +168,14 @@ class FileContext:
 
     def extension_module(self, full: str, relative: bool = False) -> Rule | None:
         """The extension-call rule for an imported dotted name that is a compiled extension module."""
+        if not self.c.ext_calls:
+            return None
         leaf = full.rsplit(".", 1)[-1]
+        if any(full == d or full.endswith("." + d) for d in self.extensions):
+            return self.c.ext_calls[0][3]
+        own = full.split(".", 1)[0] in self.packages
         for regex, rel, _, rule in self.c.ext_calls:
-            if any(full == d or full.endswith("." + d) for d in self.extensions):
-                return rule
-            if regex is not None and regex.search(full) and full.split(".", 1)[0] not in self.packages:
+            if regex is not None and not own and regex.search(full):
                 return rule   # a name that says compiled, outside the project's own (Python) packages
             if relative and rel is not None and rel.search(leaf):
                 return rule
