@@ -20,6 +20,7 @@ CATEGORIES: dict[str, str] = {
     "cuda-api": "a CUDA-only API or setting (torch.cuda.*, cudnn, NCCL, CUDA env vars, ...)",
     "custom-kernel": "code that defines, builds, loads or calls a custom kernel",
     "cuda-only-lib": "an import of a library that only runs on CUDA",
+    "device-dispatch": "a place that chooses among other accelerators (npu, xpu, mps, ...) by name: where the port adds neuron",
     "input": "a file opscan could not read or parse, or a problem in opscan's own run",
 }
 
@@ -33,6 +34,7 @@ TASKS: dict[str, str] = {
     "cuda-graphs": "remove CUDA graph capture",
     "backend-flags": "guard cuDNN / TF32 flags by device",
     "profiler": "profile the neuron device instead of CUDA",
+    "device-dispatch": "add neuron to the device dispatch, as done for the other accelerators",
     "library": "replace a CUDA-only library (one task per library)",
     "kernel": "port a custom kernel (one task per kernel)",
     "none": "not port work: a file opscan could not read, or a problem in opscan's own run",

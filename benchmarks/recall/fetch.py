@@ -51,6 +51,13 @@ PACKAGES: list[tuple[str, str, str, str, list[str]]] = [
     ("megatron-core", "megatron-core==0.9.0",
      "megatron_core-0.9.0-cp311-cp311-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl",
      "b2c73c9e6fa58c93f3b1833ffd32bc08dc29b5d28fda7375c5a5e3a8aaeb3db8", _BINARY),
+    # added for issue 26 (device dispatch over other accelerators): never scanned before
+    ("accelerate", "accelerate==1.1.1", "accelerate-1.1.1-py3-none-any.whl",
+     "61edd81762131b8d4bede008643fa1e1f3bf59bec710ebda9771443e24feae02", []),
+    ("mmengine", "mmengine==0.10.5", "mmengine-0.10.5-py3-none-any.whl",
+     "7c204dde312008a8a1afa09437408fde00675d326c73bcaac688c46dfb633cad", []),
+    ("ultralytics", "ultralytics==8.3.40", "ultralytics-8.3.40-py3-none-any.whl",
+     "68eab78f4bdcd7ab2f62f5fe5a394958dd8507c47359a7f7930ab617ffba4302", []),
 ]
 
 _SKIP_SUFFIXES = (".so", ".pyd", ".dll", ".dylib")

@@ -32,7 +32,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
-CATEGORIES = ("device-string", "cuda-api", "custom-kernel", "cuda-only-lib")
+CATEGORIES = ("device-string", "cuda-api", "custom-kernel", "cuda-only-lib", "device-dispatch")
 SCORED = ("error", "warning")
 
 

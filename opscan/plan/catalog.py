@@ -91,6 +91,13 @@ SOURCE_KINDS: tuple[Kind, ...] = (
          "TorchNeuron runs on device `neuron` (PrivateUse1); code written against torch.accelerator "
          "needs no change",
          (URL_RELEASE_NOTES, URL_ABOUT), "device-agnostic", True, "a run of the script on the device", 0.25),
+    Kind("device-dispatch", "add `neuron` to the device dispatch, as done for the other accelerators ({sites})",
+         "beside each npu/xpu/mps branch add the `neuron` case: test `dev.type == \"neuron\"` (or compare with "
+         "`torch.accelerator.current_accelerator().type`), return `\"neuron\"` where a detector returns "
+         "another accelerator, and add `\"neuron\"` to the tables of supported devices",
+         "TorchNeuron runs on device `neuron` (PrivateUse1); a dispatch that names only other accelerators "
+         "takes its CPU or CUDA branch on a Neuron device",
+         (URL_RELEASE_NOTES, URL_ABOUT), "device-agnostic", False, "a run of the script on the device", 0.25),
 )
 
 LIBRARY_KIND = Kind(   # action and why come from the library's catalog entry (libraries.yaml) when it has one

@@ -67,6 +67,7 @@ class FileContext:
         self.imported_wrappers: set[str] = set()
         self.wrapper_rules: dict[str, Rule] = {}   # project_wrappers by dotted name (the rules that run)
         self.own_imports: list[str] = []        # dotted names imported from the tree's own packages
+        self.own_ops: set[tuple[str, str]] = set()   # (namespace, op) this file registers (NOTE [own custom ops])
         self.bindings: list[tuple[int, int, str, str, bool]] = []   # (line, end, local, target, module level)
         self.extra_words: set[str] = set()      # names whose lines the walk must visit (pre-filter)
         self.full = False                       # visit every statement (NOTE [native modules bound by calls])
@@ -167,12 +168,15 @@ class FileContext:
 
     def extension_module(self, full: str, relative: bool = False) -> Rule | None:
         """The extension-call rule for an imported dotted name that is a compiled extension module."""
+        if not self.c.ext_calls:
+            return None
         leaf = full.rsplit(".", 1)[-1]
+        if any(full == d or full.endswith("." + d) for d in self.extensions):
+            return self.c.ext_calls[0][3]
+        own = full.split(".", 1)[0] in self.packages
         for regex, rel, _, rule in self.c.ext_calls:
-            if any(full == d or full.endswith("." + d) for d in self.extensions):
-                return rule
-            if regex is not None and regex.search(full):
-                return rule
+            if regex is not None and not own and regex.search(full):
+                return rule   # a name that says compiled, outside the project's own (Python) packages
             if relative and rel is not None and rel.search(leaf):
                 return rule
         return None

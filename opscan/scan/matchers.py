@@ -156,6 +156,7 @@ class Compiled:
     exact_names: dict[str, list[Rule]] = field(default_factory=dict)   # wildcard-free name patterns
     files: list[tuple[tuple[str, ...], re.Pattern | None, Rule]] = field(default_factory=list)
     inputs: dict[str, Rule] = field(default_factory=dict)
+    dispatch: list[tuple[tuple[str, ...], Rule]] = field(default_factory=list)   # accelerator names
     tokens: frozenset[str] = frozenset()
     always: bool = False            # some matcher has no token: every file is parsed
     roots: frozenset[str] = frozenset()   # first components of name/decorator patterns
@@ -208,6 +209,12 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
                 need(t)
         for ctx in m.get("in"):
             out.strings.setdefault(ctx, []).append((regex, rule))
+        if "env-var" in m.get("in"):   # `k.startswith("NCCL")`: an exported prefix (strings.py _env_prefix)
+            for prefix in ("NCCL", "TORCH_NCCL", "CUBLAS", "CUDNN", "CUDA\"", "CUDA'", "CUDA_\"", "CUDA_'"):
+                need('"' + prefix)
+                need("'" + prefix)
+            for lower in ("nccl_", "cuda_visible", "cuda_launch", "cuda_device", "cublas_workspace", "pytorch_cuda"):
+                need(lower)   # env["nccl_p2p_disable"]: the lower case a launcher upper-cases (positions.LOWER_ENV)
     elif kind == "name":
         pats = NamePatterns(m.get("name"), m.get("unless", ()))
         out.names.append((pats, rule, m.get("instance-methods", ())))
@@ -266,5 +273,12 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
     elif kind == "file":
         contains = m.get("contains")
         out.files.append((m.get("file"), re.compile(contains, re.M) if contains else None, rule))
+    elif kind == "dispatch":
+        # quoted names and availability checks: "mps" alone is in every `json.dumps`
+        names = tuple(m.get("dispatch"))
+        out.dispatch.append((names, rule))
+        for name in names:
+            for token in (f'"{name}', f"'{name}", f"{name}_available", f"{name}.is_available"):
+                need(token)
     elif kind == "input":
         out.inputs[m.get("input")] = rule

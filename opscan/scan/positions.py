@@ -27,6 +27,8 @@ DEVICE_ARG_CALLS: dict[str, int] = {
     "torch.is_autocast_enabled": 0,
     "torch.set_autocast_enabled": 0,
     "torch.amp.is_autocast_available": 0,
+    "torch.cuda.set_rng_state": 1,      # set_rng_state(state, "cuda"): the device is the second argument
+    "torch.cuda.get_rng_state": 0,
 }
 # Functions of an accelerator's namespace take a device first (`torch.cuda.get_device_properties("cuda")`,
 # `torch.xpu.set_device("xpu:0")`): a string there is a device.
@@ -64,6 +66,13 @@ ENV_ARG_CALLS = {"os.getenv", "os.putenv", "os.unsetenv", "os.environ.get", "os.
 ENV_ARG_METHODS = {"setenv", "delenv"}        # pytest monkeypatch
 ENV_MAPPING = "os.environ"
 ENV_DICT_CALLS = {"os.environ.update"}
+# CUDA/NCCL variables in the lower case a launcher upper-cases (`env["nccl_p2p_disable"] = "1"`, then
+# `patch_environment(**env)`): only names that are environment variables in that spelling too.
+LOWER_ENV = re.compile(r"^(?:nccl_[a-z0-9_]+|torch_nccl_[a-z0-9_]+|cuda_visible_devices|cuda_launch_blocking"
+                       r"|cuda_device_max_connections|cuda_device_order|cublas_workspace_config"
+                       r"|pytorch_cuda_alloc_conf)$")
+# A prefix that selects the CUDA/NCCL variables to export (`k.startswith("NCCL")`).
+ENV_PREFIX = re.compile(r"^(?:NCCL|TORCH_NCCL|CUDA|CUBLAS|CUDNN)_?$")
 
 FIELD_CALLS = {"dataclasses.field", "field", "pydantic.Field", "Field"}
 
@@ -146,6 +155,10 @@ def _collect(expr, out, skip_ifexp, report) -> None:
     elif (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "format"
           and isinstance(expr.func.value, ast.Constant) and isinstance(expr.func.value.value, str)):
         out.append((report, re.sub(r"\{[^{}]*\}", "0", expr.func.value.value)))
+    elif isinstance(expr, ast.BoolOp) and isinstance(expr.op, ast.Or):
+        # `detect() or "cuda"`: the string is the value when the rest gives nothing
+        for value in expr.values:
+            _collect(value, out, skip_ifexp, value)
     elif isinstance(expr, ast.IfExp):
         if not skip_ifexp(expr):
             _collect(expr.body, out, skip_ifexp, expr.body)

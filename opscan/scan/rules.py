@@ -50,6 +50,7 @@ MATCHERS: dict[str, dict[str, type | tuple]] = {
     "extension-import": {"extension-import": bool, "module": str, "relative": str},
     "extension-call": {"extension-call": bool, "module": str, "relative": str, "from": list},
     "file": {"file": list, "contains": str},
+    "dispatch": {"dispatch": list},
     "input": {"input": str},
 }
 INPUT_KINDS = ("parse-error", "unreadable", "internal-error", "empty-file", "unused-suppression")

@@ -55,3 +55,15 @@ def test_tasks_never_merge_different_fixes():
 def test_reasons_must_match_dependencies():
     with pytest.raises(ValueError):
         Task("a", "t", "x", "y", depends_on=("b", "c"), depends_reasons=("only one",))
+
+
+def test_device_dispatch_sites_are_one_task_of_their_own():
+    """Issue 26: every dispatch over other accelerators (OPS108), in any file, is one task."""
+    findings = (_f("device-dispatch", "a.py", 3, subject="cuda, npu", rule="OPS108"),
+                _f("device-dispatch", "b.py", 9, subject="mps", rule="OPS108"),
+                _f("device-agnostic", "a.py", 4))
+    tasks = {t.id: t for t in build_tasks(findings, (), ())}
+    assert sorted(tasks) == ["device-agnostic", "device-dispatch"]
+    task = tasks["device-dispatch"]
+    assert "add `neuron` to the device dispatch" in task.title and "2 sites" in task.title
+    assert "neuron" in task.action and task.depends_on == ()

@@ -52,7 +52,7 @@ def test_a_device_test_is_an_error_only_where_a_neuron_device_makes_it_raise(tes
 
 
 @pytest.mark.parametrize("expr", [
-    'dev in ("cuda", "npu")',
+    'dev in ("cuda", "meta")',
     'str(device).startswith("cuda")',
     '"cuda" in str(x.device)',
     '"cuda:" + str(k) != self.last_device',
@@ -66,11 +66,46 @@ def test_device_type_tests_in_every_form(expr):
 @pytest.mark.parametrize("expr", [
     'accelerator == "cuda"',        # a framework's own vocabulary, not a device
     'dev.type == "cpu"',
-    'dev.type in ("xpu", "npu")',
     'name == "cuda kernels"',
 ])
 def test_tests_that_are_not_cuda_device_tests_are_not_reported(expr):
     assert found(f"def f(dev, accelerator, name):\n    ok = {expr}\n") == []
+
+
+# -- device dispatch over other accelerators (issue 26, OPS108) ---------------------------------
+def test_a_dispatch_is_reported_once_per_function_naming_what_it_handles():
+    source = '''
+    import torch
+    def clear(dev):
+        if dev.type in ("cuda", "xpu"):
+            torch.accelerator.empty_cache()
+        elif dev.type == "npu":
+            torch.npu.empty_cache()
+    def pick():
+        if is_torch_mlu_available():
+            return "mlu"
+        return "mps" if torch.backends.mps.is_available() else "cpu"
+    '''
+    got = findings(source)
+    dispatch = [(f.location.line, f.subject, f.severity, f.task) for f in got if f.rule == "OPS108"]
+    assert dispatch == [(4, "cuda, xpu, npu", "warning", "device-dispatch"),
+                        (9, "mlu, mps", "warning", "device-dispatch")]
+    assert not [f for f in got if f.rule == "OPS104"]   # the strings are the dispatch's, not pins
+
+
+def test_a_dispatch_that_names_neuron_or_only_probes_an_api_is_not_reported():
+    source = '''
+    import torch
+    def pick(dev):
+        if dev.type == "neuron":
+            return "neuron"
+        elif dev.type == "npu":
+            return "npu"
+    def probe():
+        return hasattr(torch, "xpu"), json.dumps({"gpus": 1})
+    x = torch.zeros(2).to("mps")
+    '''
+    assert found(source) == [("OPS104", 10)]   # a pin, not a dispatch: nothing is chosen
 
 
 # -- device strings in more positions ----------------------------------------------------------

@@ -24,6 +24,7 @@ def check_import(ctx: FileContext, node: ast.Import | ast.ImportFrom, g: bool) -
         modules = [module] if module else []
         members = [f"{module}.{a.name}" if module else a.name for a in node.names]
     local = isinstance(node, ast.ImportFrom) and node.level > 0
+    libraries: set[str] = set()   # packages reported as CUDA-only libraries: not extensions as well
     for pats, rule in ctx.c.imports:
         packages: set[str] = set()
         for candidate in modules + members:
@@ -33,6 +34,7 @@ def check_import(ctx: FileContext, node: ast.Import | ast.ImportFrom, g: bool) -
             if package not in packages and pats.matches(candidate):
                 packages.add(package)
                 ctx.hit(rule, node, g, name=candidate, subject=package, unit=package)
+        libraries |= packages
     for pats, rule in ctx.c.import_names:   # `import torch.cuda`, `from torch.cuda.amp import X`
         for candidate in (members if isinstance(node, ast.ImportFrom) else modules):
             if candidate.split(".", 1)[0] in ctx.c.roots and pats.matches(candidate):
@@ -45,8 +47,9 @@ def check_import(ctx: FileContext, node: ast.Import | ast.ImportFrom, g: bool) -
             own = local and relative is not None and candidate in members and relative.search(
                 candidate.rsplit(".", 1)[-1])
             leaf = candidate.rsplit(".", 1)[-1]
-            if leaf not in leaves and (declared or own or (regex is not None and candidate in modules
-                                                             and regex.search(candidate))):
+            named = regex is not None and candidate in modules and not local \
+                and candidate.split(".", 1)[0] not in ctx.packages | libraries and regex.search(candidate)
+            if leaf not in leaves and (declared or own or named):
                 leaves.add(leaf)
                 ctx.hit(rule, node, g, name=candidate, subject=leaf, unit=leaf)
     for name, full in ctx.bound:   # NOTE [native modules bound by calls]: later calls into them are sites

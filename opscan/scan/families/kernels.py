@@ -4,10 +4,12 @@ extensions and native libraries, and thin wrappers of kernel-registration APIs (
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 
 from opscan.scan.context import IDENT, FileContext, kernel_name
 from opscan.scan.matchers import NamePatterns, pattern_token
+from opscan.scan.resolver import dotted
 from opscan.scan.rules import Rule
 
 
@@ -35,9 +37,79 @@ def prepare(ctx: FileContext) -> None:
         for local, full in list(ctx.imports.alias.items()):
             _bind_wrapper(ctx, local, full)
     _find_wrappers(ctx)
+    ctx.own_ops = _registered_ops(ctx)
     ctx.extra_words |= set(ctx.kernels) | set(ctx.instances) | set(ctx.wrappers)
     ctx.full = any(pats is not None and any(t and t in ctx.text for t in _pattern_tokens(pats))
-                   for _, _, pats, _ in ctx.c.ext_calls)
+                   for _, _, pats, _ in ctx.c.ext_calls) or bool(ctx.c.ext_calls and _BUILD.search(ctx.text))
+
+
+# NOTE [op builders]
+# JIT op builders (DeepSpeed's `FusedAdamBuilder().load()`, `InferenceBuilder().load()` and the like)
+# compile a CUDA extension at run time and return it as a module: the `.load()` is a call into a
+# native module (it builds one), and the name it is bound to (`ops`, `self.ds_opt_adam`) is a native
+# module whose calls are sites, as for `cpp_extension.load(...)` (NOTE [native modules bound by calls]).
+_BUILD = re.compile(r"Builder\([^()]*\)\.(?:jit_)?load\(")
+
+
+def _builder(func: ast.AST) -> str | None:
+    """`XBuilder().load`: the builder's name, else None."""
+    if isinstance(func, ast.Attribute) and func.attr in ("load", "jit_load") and isinstance(func.value, ast.Call):
+        inner = func.value.func
+        leaf = inner.attr if isinstance(inner, ast.Attribute) else getattr(inner, "id", "")
+        if leaf.endswith("Builder") and len(leaf) > len("Builder"):
+            return leaf
+    return None
+
+
+# NOTE [own custom ops]
+# An op the file registers itself (`@torch.library.custom_op("ns::op")`, `register_fake("ns::op")`,
+# `lib.define("op(Tensor x) -> Tensor")` on `lib = Library("ns", ...)`) is reported where it is
+# registered and where its kernel is (the decorators, the `.cu` source); its calls through
+# `torch.ops.ns.op(...)` are not: once the op has a kernel for the new device they need no change.
+# Ops of the same namespace that the file does not register (a compiled library's) stay call sites.
+_OP_STRING = re.compile(r"^([A-Za-z_]\w*)::([A-Za-z_]\w*)")
+def _registers(text: str) -> bool:
+    """Whether the text has a quoted "ns::op" or a `.define(` ("Example::" in a docstring is no op)."""
+    if ".define(" in text:
+        return True
+    i = text.find("::")
+    while i != -1:
+        j = i
+        while j > 0 and (text[j - 1].isalnum() or text[j - 1] == "_"):
+            j -= 1
+        if j < i and j > 0 and text[j - 1] in "\"'":
+            return True
+        i = text.find("::", i + 2)
+    return False
+
+
+_SCHEMA = re.compile(r"^([A-Za-z_]\w*)(?:\.\w+)?\(")
+
+
+def _registered_ops(ctx: FileContext) -> set[tuple[str, str]]:
+    if not _registers(ctx.text):
+        return set()
+    ops: set[tuple[str, str]] = set()
+    namespaces: set[str] = set()
+    schemas: list[str] = []
+    for node in ast.walk(ctx.tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        first = node.args[0]
+        if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+            continue
+        match = _OP_STRING.match(first.value)
+        if match:
+            ops.add((match[1], match[2]))
+        name = ctx.resolve(node.func) or ""
+        if name == "torch.library.Library":
+            namespaces.add(first.value)
+        elif isinstance(node.func, ast.Attribute) and node.func.attr == "define":
+            schema = _SCHEMA.match(first.value)
+            if schema:
+                schemas.append(schema[1])
+    ops |= {(ns, op) for ns in namespaces for op in schemas}
+    return ops
 
 
 def finish(ctx: FileContext) -> None:
@@ -77,8 +149,12 @@ def check_def(ctx: FileContext, node: ast.AST, g: bool) -> None:
 
 def check_call(ctx: FileContext, node: ast.Call, g: bool) -> None:
     func = node.func
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ctx.ext_locals:
-        ctx.hit(ctx.ext_locals[func.value.id], node, g, name=f"{func.value.id}.{func.attr}", subject=func.value.id)
+    receiver = dotted(func.value) if isinstance(func, ast.Attribute) else None
+    if receiver is not None and receiver in ctx.ext_locals:   # ext.fwd(...), self.ops.adam_update(...)
+        ctx.hit(ctx.ext_locals[receiver], node, g, name=f"{receiver}.{func.attr}", subject=receiver)
+    builder = _builder(func)
+    if builder and ctx.c.ext_calls:   # NOTE [op builders]
+        ctx.hit(ctx.c.ext_calls[0][3], node, g, name=f"{builder}().load", subject=builder)
     if isinstance(func, ast.Name) and func.id in ctx.wrappers and (
             func.id not in ctx.imports.alias or func.id in ctx.imported_wrappers) \
             and _wrapper_reaches_kernel(ctx, ctx.wrappers[func.id], node):
@@ -101,6 +177,11 @@ def check_assign(ctx: FileContext, node: ast.Assign | ast.AnnAssign, g: bool) ->
     if value is None:
         return
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    if isinstance(value, ast.Call) and _builder(value.func) and ctx.c.ext_calls:
+        for target in targets:   # NOTE [op builders]: ops = FusedAdamBuilder().load()
+            local = dotted(target)
+            if local:
+                ctx.ext_locals[local] = ctx.c.ext_calls[0][3]
     if isinstance(value, ast.Call):
         name = ctx.resolve(value.func)
         if name:

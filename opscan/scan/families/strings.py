@@ -49,6 +49,7 @@ def check_call(ctx: FileContext, node: ast.Call, g: bool) -> None:
     args = node.args
     if method == "startswith" and args:   # str(dev).startswith("cuda"): a device-type test
         ctx.device_test(P.compared_strings(args[0]), g, False)
+        _env_prefix(ctx, args[0], g)
     if qual in P.COMMAND_CALLS and args:
         command = args[0].elts[0] if isinstance(args[0], (ast.List, ast.Tuple)) and args[0].elts else args[0]
         ctx.strings("command", P.string_values(command), g)
@@ -66,6 +67,8 @@ def check_call(ctx: FileContext, node: ast.Call, g: bool) -> None:
             ctx.strings("backend-arg", P.string_values(kw.value), g)
         elif kw.arg == "env" and isinstance(kw.value, ast.Dict):
             _env_keys(ctx, kw.value, g)
+        elif kw.arg and P.LOWER_ENV.match(kw.arg) and "env" in _callee_leaf(node).lower():
+            _env_name(ctx, kw, kw.arg.upper(), g)   # patch_environment(nccl_p2p_disable="1")
     if method == "add_argument" or (qual or "").endswith(".add_argument"):
         _argparse(ctx, node, g)
     bpos = P.BACKEND_ARG_CALLS.get(qual or "")
@@ -78,6 +81,11 @@ def check_call(ctx: FileContext, node: ast.Call, g: bool) -> None:
             if isinstance(arg, ast.Dict):
                 _env_keys(ctx, arg, g)
         ctx.strings("env-var", [(kw, kw.arg) for kw in node.keywords if kw.arg], g)
+
+
+def _callee_leaf(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
 def _argparse(ctx: FileContext, node: ast.Call, g: bool) -> None:
@@ -98,8 +106,9 @@ def _env_keys(ctx: FileContext, node: ast.Dict, g: bool) -> None:
 
 
 def check_ifexp(ctx: FileContext, node: ast.IfExp, g: bool) -> None:
-    """`"cuda" if torch.cuda.is_available() else "cpu"`: the idiom is one hit; its parts are consumed."""
-    if ctx.is_idiom(node):
+    """`"cuda" if torch.cuda.is_available() else "cpu"`: the idiom is one hit; its parts are consumed.
+    (A conditional that is part of a device dispatch is consumed by it: NOTE [device dispatch].)"""
+    if id(node) not in ctx.consumed and ctx.is_idiom(node):
         values = P.string_values(node.body, ctx.is_idiom) + P.string_values(node.orelse, ctx.is_idiom)
         for regex, rule in ctx.c.strings.get("availability-idiom", ()):
             matched = [v for _, v in values if regex.search(v)]
@@ -163,6 +172,26 @@ def check_dict(ctx: FileContext, node: ast.Dict, g: bool) -> None:
 def check_subscript(ctx: FileContext, node: ast.Subscript, g: bool) -> None:
     if ctx.resolve(node.value) == P.ENV_MAPPING:
         ctx.strings("env-var", P.string_values(node.slice), g)
+    elif isinstance(node.ctx, ast.Store) and isinstance(node.slice, ast.Constant) \
+            and isinstance(node.slice.value, str) and P.LOWER_ENV.match(node.slice.value):
+        # env["nccl_p2p_disable"] = "1": written for a launcher that upper-cases it
+        _env_name(ctx, node.slice, node.slice.value.upper(), g)
+
+
+def _env_prefix(ctx: FileContext, arg: ast.AST, g: bool) -> None:
+    """`k.startswith("NCCL")`: the CUDA/NCCL variables selected by prefix (to export or copy)."""
+    items = arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg]
+    for item in items:
+        if isinstance(item, ast.Constant) and isinstance(item.value, str) and P.ENV_PREFIX.match(item.value):
+            prefix = item.value.rstrip("_") + "_"
+            _env_name(ctx, item, prefix + "*", g, probe=prefix + "X")
+
+
+def _env_name(ctx: FileContext, node: ast.AST, name: str, g: bool, probe: str = "") -> None:
+    """An environment variable spelled other than as its literal name, reported as `name`."""
+    for regex, rule in ctx.c.strings.get("env-var", ()):
+        if regex.search(probe or name):
+            ctx.hit(rule, node, g, value=name)
 
 
 def check_compare(ctx: FileContext, node: ast.Compare, g: bool) -> None:
