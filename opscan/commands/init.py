@@ -17,7 +17,8 @@ from pathlib import Path
 
 from opscan.targets.recipes import REPO_KINDS
 
-HELP = "find the models of PATH without running it and add them to [[tool.opscan.models]]"
+HELP = ("find the models of PATH and add them to [[tool.opscan.models]]; when none can be traced as it is, "
+        "tries to build them, which runs project code in an isolated child process (--no-build: only read)")
 MARK = "# Models found by `opscan init` (docs/check.md). Remove the ones you do not want traced."
 
 
@@ -29,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only read the project: do not try to build its models (repo: targets)")
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="propose model folders whose config.json needs remote code (auto_map) too")
+    from opscan.commands.flags import add_limit_arguments
+
+    add_limit_arguments(parser)   # trying to build a repository's models runs its code, in a child process
 
 
 def config_file(root: Path) -> Path:
@@ -121,7 +125,9 @@ def run(args: argparse.Namespace) -> int:
         discovery = candidates(root, trust_remote_code=args.trust_remote_code, construct=True)
         found = [c for c in discovery.candidates if c.kind not in REPO_KINDS]
         if not any(c.ready for c in found) and not args.no_build:
-            tried = _built(discovery, root)
+            from opscan.commands.flags import isolation_from
+
+            tried = _built(discovery, root, isolation_from(args))
             worked = {(c.path, c.line) for c in tried if c.ready}
             found = [c for c in found if (c.path, c.line) not in worked] + tried
     path = config_file(root)
@@ -167,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _built(discovery, root: Path) -> list:
+def _built(discovery, root: Path, limits) -> list:
     """The `repo:` targets tried as `opscan REPO` tries them (traced in the sandbox child): the ones
     that worked are ready, with how they were found; the others carry their one-line reason."""
     from dataclasses import replace
@@ -183,7 +189,7 @@ def _built(discovery, root: Path) -> list:
         if target not in by_target or by_target[target].kind not in REPO_KINDS or tries.done(traces):
             continue
         try:
-            got = tries.attempt(lambda: trace(ModelConfig(target=target), root, None), target, notes)
+            got = tries.attempt(lambda: trace(ModelConfig(target=target), root, None, limits), target, notes)
         except TraceError as exc:   # no torch, or the engine stopped: say so, try no further
             out.append(replace(by_target[target], ready=False, note=str(exc).splitlines()[0]))
             break
