@@ -59,6 +59,7 @@ class FileResult:
     exports: tuple[str, ...] = ()   # kernel wrappers this file defines ("module.function=RULEID")
     imports: tuple[str, ...] = ()   # dotted names it imports from the scanned tree's own packages
     facts: ScanFacts = ScanFacts()  # NOTE [scan facts] (facts.py)
+    parsed: bool = True             # False: skipped by the pre-check (NOTE [pre-check])
 
 
 @dataclass(frozen=True)
@@ -148,12 +149,26 @@ def _input(builder: _Builder, rules: RuleSet, kind: str, line: int = 1, col: int
         builder.add(rule, line, col, value=value)
 
 
-def _token_regex(rules: RuleSet, project: Project):
-    return rules.compiled.token_regex(frozenset(e.rsplit(".", 1)[-1] for e in project.extensions)
-                                      | frozenset(w.rsplit("=", 1)[0].rsplit(".", 1)[-1] for w in project.wrappers))
+def _extra_words(project: Project) -> frozenset[str]:
+    """Names other files bind to something the rules care about: extension modules, wrappers."""
+    return (frozenset(e.rsplit(".", 1)[-1] for e in project.extensions)
+            | frozenset(w.rsplit("=", 1)[0].rsplit(".", 1)[-1] for w in project.wrappers))
 
 
-def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY) -> FileResult:
+# NOTE [pre-check]
+# A file whose text holds no pre-filter token within its bounds (NOTE [pre-filter bounds] in
+# matchers.py) is not parsed at all: nothing in it can match. Its FileResult says `parsed=False`.
+# Two consequences, both deliberate:
+#   - a syntax error in such a file is not reported (OPS000 says "opscan cannot vouch for this
+#     file"; a file that spells nothing any rule looks for needs no vouching);
+#   - it lists no own-package imports, so the wrapper pass (NOTE [wrappers across files]) cannot
+#     know whether it imports a wrapper: when the first pass found wrappers, every skipped file is
+#     checked again with the wrapper names as extra tokens (a file that uses an imported name spells
+#     it, in its import at least), and only those that spell one are parsed.
+# `precheck=False` restores the old path (every file parsed, the visitor's own line filter only);
+# tests compare both (tests/scan/test_scan_files.py).
+def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY,
+                precheck: bool = True) -> FileResult:
     """Scan one file's bytes. Pure: the same inputs always give the same FileResult.
 
     Args:
@@ -161,6 +176,7 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
         data: the file's content.
         rules: the rules to apply.
         project: facts about the whole tree (compiled extension names).
+        precheck: skip the parse of a file that spells no token (NOTE [pre-check]).
     """
     base = relpath.rsplit("/", 1)[-1]
     if base in BUILD_FILES and not base.endswith(".py"):
@@ -197,9 +213,15 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
         line = text.count("\n", 0, text.index("\x00")) + 1
         _input(builder, rules, "unreadable", line=line, value="contains NUL bytes (a binary file?)")
         return builder.result()
-    regex = _token_regex(rules, project)
     compiled = rules.compiled
-    relevant = compiled.always or (regex is not None and regex.search(text) is not None)
+    extra = _extra_words(project)
+    if precheck:
+        if not compiled.relevant(text, extra):
+            return replace(builder.result(), parsed=False)
+        relevant = True
+    else:
+        regex = compiled.token_regex(extra)
+        relevant = compiled.always or (regex is not None and regex.search(text) is not None)
     if not relevant and "parse-error" not in compiled.inputs:
         return builder.result()
     try:
@@ -263,11 +285,12 @@ def _importers(results, wrappers: frozenset[str]) -> list[str]:
             if any(imp == n or n.endswith("." + imp) for imp in r.imports for n in names)]
 
 
-def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, read) -> list[FileResult]:
+def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, read,
+                 precheck: bool = True) -> list[FileResult]:
     wrappers = _wrapper_facts(results)
     if not wrappers:
         return results
-    again = set(_importers(results, wrappers))
+    again = set(_importers(results, wrappers)) | {r.path for r in results if not r.parsed}
     if not again:
         return results
     project = replace(project, wrappers=project.wrappers | wrappers)
@@ -275,7 +298,7 @@ def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, re
     for result in results:
         if result.path in again:
             try:
-                result = scan_source(result.path, read(result.path), rules, project)
+                result = scan_source(result.path, read(result.path), rules, project, precheck)
             except OSError:
                 pass   # vanished since the first pass: keep what it gave
         out.append(result)
@@ -388,13 +411,15 @@ def unused_suppression_findings(result: ScanResult, rules: RuleSet, known, read_
     return out
 
 
-def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, check_fixes: bool = False) -> ScanResult:
-    """Scan files held in memory (relative path -> content); used by rule examples and tests."""
+def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, check_fixes: bool = False,
+                precheck: bool = True) -> ScanResult:
+    """Scan files held in memory (relative path -> content); used by rule examples and tests.
+    `precheck=False`: parse every file (NOTE [pre-check]), for tests comparing both paths."""
     rules = rules if rules is not None else load_rules()
     data = {k: v.encode("utf-8") if isinstance(v, str) else v for k, v in sorted(files.items())}
     project = project_from_files(data, local_packages("", False, data))
-    results = _second_pass([scan_source(rel, blob, rules, project) for rel, blob in data.items()], project, rules,
-                           data.__getitem__)
+    results = _second_pass([scan_source(rel, blob, rules, project, precheck) for rel, blob in data.items()],
+                           project, rules, data.__getitem__, precheck)
     return mark_fixable(_collect(results, check_fixes), rules)
 
 
@@ -428,7 +453,7 @@ def read_project(root: Path, relpaths: list[str]) -> Project:
 
 
 def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclude=(), jobs: int = 1,
-               check_fixes: bool = True, cache=None, probe=None) -> ScanResult:
+               check_fixes: bool = True, cache=None, probe=None, precheck: bool = True) -> ScanResult:
     """Scan the files under `root` (or just `paths`, files or folders) with `rules`.
 
     Args:
@@ -442,6 +467,7 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
             facts here, since results depend on them.
         probe: the torch lookup of the fix check (default: a fresh TorchProbe), e.g. a
             probe_cache.CachedProbe that remembers answers between runs.
+        precheck: skip the parse of files that spell no token (NOTE [pre-check]); False for tests.
     Raises:
         InputError: the root or a path does not exist.
     """
@@ -456,17 +482,17 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
     rules = rules if rules is not None else load_rules()
     relpaths = discover(root, paths, exclude)
     project = read_project(root, relpaths)
-    scan = functools.partial(scan_source, project=project)
+    scan = functools.partial(scan_source, project=project, precheck=precheck)
     on_error = functools.partial(_on_error, rules=rules)
     codec = Codec(encode_result, decode_result) if cache is not None else None
     if cache is not None:
         from opscan.scan.cache import facts_fingerprint
 
-        cache = cache.salted(facts_fingerprint(project))
+        cache = cache.salted(facts_fingerprint(project), "precheck" if precheck else "full")
     results = [result for _, result in scan_files(root, relpaths, scan, rules, jobs=jobs, cache=cache,
                                                   codec=codec, on_error=on_error,
                                                   full_walk=paths is None and not exclude)]
-    results = _second_pass(results, project, rules, lambda rel: read_source_bytes(root / rel, root))
+    results = _second_pass(results, project, rules, lambda rel: read_source_bytes(root / rel, root), precheck)
     return mark_fixable(_collect(results, check_fixes, probe), rules)
 
 
@@ -484,7 +510,7 @@ def encode_result(result: FileResult) -> dict:
         "requires": [list(r) for r in result.requires],
         "suppressions": [[s.line, list(s.codes), list(s.used)] for s in result.suppressions],
         "exports": list(result.exports), "imports": list(result.imports),
-        "facts": encode_facts(result.facts),
+        "facts": encode_facts(result.facts), "parsed": result.parsed,
     }
 
 
@@ -499,5 +525,5 @@ def decode_result(data: dict) -> FileResult:
         data["path"], findings, tuple(tuple(r) for r in data["requires"]),
         tuple(Suppression(data["path"], s[0], tuple(s[1]), tuple(s[2])) for s in data["suppressions"]),
         data["scanned"], data["lines"], tuple(data.get("exports", ())), tuple(data.get("imports", ())),
-        decode_facts(data.get("facts")))
+        decode_facts(data.get("facts")), data.get("parsed", True))
 
