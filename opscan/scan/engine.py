@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import sys
 import warnings
 from dataclasses import dataclass, replace
@@ -149,6 +150,20 @@ def _input(builder: _Builder, rules: RuleSet, kind: str, line: int = 1, col: int
         builder.add(rule, line, col, value=value)
 
 
+FROM_IMPORT = re.compile(r"(?:^|;)[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*(\([^)]*\)|(?:[^\n\\]|\\[\s\S])*)", re.M)
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def from_import_names(text: str) -> tuple[str, ...]:
+    """The names `from X import ...` statements of `text` bring in (sorted, `as` names and
+    comments dropped): what a skipped file may use of another file (NOTE [pre-check])."""
+    names: set[str] = set()
+    for match in FROM_IMPORT.finditer(text):
+        body = re.sub(r"#[^\n]*", "", match[1])
+        names.update(n for n in _NAME.findall(body) if n != "as")
+    return tuple(sorted(names))
+
+
 def _extra_words(project: Project) -> frozenset[str]:
     """Names other files bind to something the rules care about: extension modules, wrappers."""
     return (frozenset(e.rsplit(".", 1)[-1] for e in project.extensions)
@@ -161,10 +176,12 @@ def _extra_words(project: Project) -> frozenset[str]:
 # Two consequences, both deliberate:
 #   - a syntax error in such a file is not reported (OPS000 says "opscan cannot vouch for this
 #     file"; a file that spells nothing any rule looks for needs no vouching);
-#   - it lists no own-package imports, so the wrapper pass (NOTE [wrappers across files]) cannot
-#     know whether it imports a wrapper: when the first pass found wrappers, every skipped file is
-#     checked again with the wrapper names as extra tokens (a file that uses an imported name spells
-#     it, in its import at least), and only those that spell one are parsed.
+#   - its imports are not resolved, yet the wrapper pass (NOTE [wrappers across files]) must know
+#     whether it imports a wrapper another file defines: the names its `from X import a, b as c`
+#     statements bring in are read from the text (FROM_IMPORT, parenthesised lists included) and
+#     listed bare in `imports` ("a", "b"), which `_importers` matches against the wrappers' last
+#     component. A file that imports a wrapper is then scanned again with the wrapper names as
+#     extra tokens, so it is parsed and its calls are sites (tests/scan/test_scan_files.py).
 # `precheck=False` restores the old path (every file parsed, the visitor's own line filter only);
 # tests compare both (tests/scan/test_scan_files.py).
 def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY,
@@ -217,7 +234,7 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
     extra = _extra_words(project)
     if precheck:
         if not compiled.relevant(text, extra):
-            return replace(builder.result(), parsed=False)
+            return replace(builder.result(), parsed=False, imports=from_import_names(text))
         relevant = True
     else:
         regex = compiled.token_regex(extra)
@@ -290,7 +307,7 @@ def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, re
     wrappers = _wrapper_facts(results)
     if not wrappers:
         return results
-    again = set(_importers(results, wrappers)) | {r.path for r in results if not r.parsed}
+    again = set(_importers(results, wrappers))
     if not again:
         return results
     project = replace(project, wrappers=project.wrappers | wrappers)

@@ -273,7 +273,7 @@ class Compiled:
     def relevant(self, text: str, extra: frozenset[str] = frozenset()) -> bool:
         """The file pre-check (NOTE [pre-filter bounds]): does `text` hold a token within its bounds,
         or one of the `extra` words (extension modules, wrappers) as a whole identifier?"""
-        if self.always:
+        if self.always or not (self.bounded or extra):   # no token at all: parse (input rules only)
             return True
         key = ("file", extra)
         if key not in self.regexes:
