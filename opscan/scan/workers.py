@@ -5,7 +5,7 @@
 and yields `(relpath, result)` sorted by path, whatever the number of workers: the output of a
 run does not depend on `--jobs` or on what was cached. Per file, cheapest first:
   1. stat; if (size, mtime_ns, inode) matches the stat index, the file is not read at all and
-     its result is decoded from its cache entry;
+     its result is decoded from the index (or its cache entry; NOTE [stat validation], cache.py);
   2. otherwise (in a worker) read it, hash it; a cache entry for that content and path is used;
   3. otherwise scan it and store the result.
 Step 2-3 run in a pool of `jobs` processes (fork where available, so the rules are not
@@ -203,19 +203,24 @@ def scan_files(
                         stats.scanned += how == "scanned"
                         stats.cache_hits += how == "cache"
                         if index is not None and st is not None and sha is not None:
-                            index.record(rel, st, sha)
+                            index.record(rel, st, sha, codec.encode(result))
                     yield rel, result
 
         window = workers * WINDOW_PER_JOB if pool is not None else 0  # in-process: no look-ahead
         for rel, st, known in plan:
             if known is not None:
-                payload = cache.get(entry_key(rel, known))
+                payload = index.payload(rel)
+                from_entry = payload is None
+                if from_entry:
+                    payload = cache.get(entry_key(rel, known))
                 if payload is not None:
                     try:
                         result = codec.decode(payload)
                     except Exception:  # noqa: BLE001 - corrupt entry: read and rescan below
                         result = payload = None
                 if payload is not None:
+                    if from_entry:   # an index of an older opscan: keep the result in it from now on
+                        index.record(rel, st, known, payload)
                     flush()
                     stats.unread += 1
                     slots.append(("hit", (rel, result)))
