@@ -150,7 +150,8 @@ def _input(builder: _Builder, rules: RuleSet, kind: str, line: int = 1, col: int
         builder.add(rule, line, col, value=value)
 
 
-FROM_IMPORT = re.compile(r"(?:^|;)[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*(\([^)]*\)|(?:[^\n\\]|\\[\s\S])*)", re.M)
+FROM_IMPORT = re.compile(r"(?:^|;)[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*(\([^)]*\)|(?:[^\n\\]|\\[\s\S])*)",
+                         re.MULTILINE)
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
 

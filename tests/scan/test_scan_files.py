@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from opscan.errors import InputError
-from opscan.scan import scan_paths
+from opscan.scan import scan_memory, scan_paths
 from opscan.scan.files import discover
+from opscan.scan.rules import load_rules
 
 CUDA = "import torch\nx = torch.zeros(1).to('cuda')\n"
 
@@ -96,9 +97,6 @@ def test_the_projects_own_packages_are_not_cuda_only_libraries(tmp_path):
 
 
 # -- the pre-check: which files are parsed at all (NOTE [pre-check] in engine.py) -------------------
-from opscan.scan import scan_memory  # noqa: E402
-from opscan.scan.rules import load_rules  # noqa: E402
-
 RULES = load_rules()
 REPO = Path(__file__).resolve().parents[2]
 
