@@ -502,7 +502,7 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
     project = read_project(root, relpaths)
     scan = functools.partial(scan_source, project=project, precheck=precheck)
     on_error = functools.partial(_on_error, rules=rules)
-    codec = Codec(encode_result, decode_result) if cache is not None else None
+    codec = Codec(encode_result, decode_result, _worth_an_entry) if cache is not None else None
     if cache is not None:
         from opscan.scan.cache import facts_fingerprint
 
@@ -512,6 +512,11 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
                                                   full_walk=paths is None and not exclude)]
     results = _second_pass(results, project, rules, lambda rel: read_source_bytes(root / rel, root), precheck)
     return mark_fixable(_collect(results, check_fixes, probe), rules)
+
+
+def _worth_an_entry(result: FileResult) -> bool:
+    """A file the pre-check skipped is re-checked as fast as its entry would be read: index only."""
+    return result.parsed
 
 
 def _on_error(relpath: str, exc: Exception, rules: RuleSet) -> FileResult:

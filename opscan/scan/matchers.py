@@ -53,6 +53,11 @@ def _translate(patterns: tuple[str, ...]) -> re.Pattern | None:
     return re.compile("|".join(f"(?:{part})" for part in parts))
 
 
+# An import statement's text, from its keyword to the end of its logical line (parenthesised names
+# and backslash continuations included). Matches in strings and comments only add candidates.
+IMPORT_STATEMENT = re.compile(r"(?:from|import)\b[^\n(\\]*(?:(?:\\[\s\S]|\([^)]*\))[^\n(\\]*)*")
+
+
 @dataclass
 class Compiled:
     """The rules of a run indexed by matcher kind, plus the pre-filter tokens."""
@@ -74,6 +79,7 @@ class Compiled:
     inputs: dict[str, Rule] = field(default_factory=dict)
     tokens: frozenset[str] = frozenset()
     bounded: dict[str, tuple[int, int]] = field(default_factory=dict)   # token -> (left, right) bounds
+    import_tokens: dict[str, tuple[int, int]] = field(default_factory=dict)   # the same, in imports only
     always: bool = False            # some matcher has no token: every file is parsed
     roots: frozenset[str] = frozenset()   # first components of name/decorator patterns
     regexes: dict = field(default_factory=dict)   # extra names -> token_regex (engine's cache)
@@ -87,13 +93,18 @@ class Compiled:
     def relevant(self, text: str, extra: frozenset[str] = frozenset()) -> bool:
         """The file pre-check (NOTE [pre-filter bounds]): does `text` hold a token within its bounds,
         or one of the `extra` words (extension modules, wrappers) as a whole identifier?"""
-        if self.always or not (self.bounded or extra):   # no token at all: parse (input rules only)
+        if self.always or not (self.bounded or self.import_tokens or extra):   # input rules only: parse
             return True
         key = ("file", extra)
         if key not in self.regexes:
             self.regexes[key] = bounded_regex({**self.bounded, **{w: (EDGE, EDGE) for w in extra}})
-        regex = self.regexes[key]
-        return regex is not None and regex.search(text) is not None
+            self.regexes["imports"] = bounded_regex(self.import_tokens)
+        regex, imports = self.regexes[key], self.regexes["imports"]
+        if regex is not None and regex.search(text) is not None:
+            return True
+        # An import matcher fires on import statements only: its tokens are looked for there
+        # ("rotary_emb" the flash-attn module, not `self.rotary_emb` in every model file).
+        return imports is not None and imports.search("\n".join(IMPORT_STATEMENT.findall(text))) is not None
 
 
 def compile_rules(rules: tuple[Rule, ...]) -> Compiled:
@@ -171,8 +182,14 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
             roots.add(p.split(".")[0])
     elif kind == "import":
         out.imports.append((NamePatterns(m.get("import"), m.get("unless", ())), rule))
-        for p in m.get("import"):
-            need(pattern_token(p), _bounds_of(p))
+        for p in m.get("import"):   # found in import statements only (Compiled.relevant)
+            need(pattern_token(p), ())
+            for text, left, right in _bounds_of(p) or [(pattern_token(p), ANY, ANY)]:
+                if text is None:
+                    need(None)
+                    continue
+                old = out.import_tokens.get(text, (left, right))
+                out.import_tokens[text] = (min(old[0], left), min(old[1], right))
     elif kind == "method":
         for name in m.get("method"):
             out.methods.setdefault(name, []).append(rule)

@@ -44,6 +44,9 @@ class Codec:
 
     encode: Callable[[Any], Any]
     decode: Callable[[Any], Any]
+    # whether a result earns an entry file of its own: one that costs no more to recompute than to
+    # read back (a file the pre-check skipped) is kept in the stat index only
+    entry: Callable[[Any], bool] | None = None
 
 
 @dataclass
@@ -100,7 +103,8 @@ def _one(ctx: tuple, relpath: str, abspath: str) -> tuple[str, Any, str | None, 
             raise
         return relpath, on_error(relpath, exc), None, "error"
     if cache is not None:
-        cache.put(key, codec.encode(result))
+        if codec.entry is None or codec.entry(result):
+            cache.put(key, codec.encode(result))
     return relpath, result, sha, "scanned"
 
 
