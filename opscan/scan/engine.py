@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import re
 import sys
 import warnings
@@ -292,19 +293,22 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
 # wrappers its file defines (`exports`) and the own-package names it imports (`imports`); after the
 # first pass, the files that import an exported wrapper are scanned again with the wrappers added
 # to the project facts (`Project.wrappers`), so their calls are sites too. The second pass reads
-# only those files (usually a handful), without the cache.
+# only those files (usually a handful); its results are cached under a salt that adds the wrappers.
 def _wrapper_facts(results) -> frozenset[str]:
     return frozenset(e for r in results for e in r.exports)
 
 
 def _importers(results, wrappers: frozenset[str]) -> list[str]:
-    names = {w.rsplit("=", 1)[0] for w in wrappers}
-    return [r.path for r in results
-            if any(imp == n or n.endswith("." + imp) for imp in r.imports for n in names)]
+    """The files importing a wrapper: by its dotted name or any dotted tail of it."""
+    tails = set()
+    for wrapper in wrappers:
+        parts = wrapper.rsplit("=", 1)[0].split(".")
+        tails.update(".".join(parts[i:]) for i in range(len(parts)))
+    return [r.path for r in results if not tails.isdisjoint(r.imports)]
 
 
 def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, read,
-                 precheck: bool = True) -> list[FileResult]:
+                 precheck: bool = True, cache=None) -> list[FileResult]:
     wrappers = _wrapper_facts(results)
     if not wrappers:
         return results
@@ -312,13 +316,33 @@ def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, re
     if not again:
         return results
     project = replace(project, wrappers=project.wrappers | wrappers)
+    if cache is not None:   # the second pass' results, under a salt that also covers the wrappers
+        from opscan.scan.cache import content_hash, entry_key
+
+        cache = cache.salted("wrappers", *sorted(wrappers))
+        try:
+            cache.base.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            cache = None
     out = []
     for result in results:
-        if result.path in again:
+        path = result.path
+        if path in again:
             try:
-                result = scan_source(result.path, read(result.path), rules, project, precheck)
+                data = read(path)
             except OSError:
-                pass   # vanished since the first pass: keep what it gave
+                out.append(result)   # vanished since the first pass: keep what it gave
+                continue
+            key = entry_key(path, content_hash(data)) if cache is not None else ""
+            payload = cache.get(key) if cache is not None else None
+            try:
+                result = decode_result(payload) if payload is not None else None
+            except (KeyError, TypeError, ValueError, IndexError):   # not intact: scan again
+                result = None
+            if result is None:
+                result = scan_source(path, data, rules, project, precheck)
+                if cache is not None:
+                    cache.put(key, encode_result(result))
         out.append(result)
     return out
 
@@ -460,8 +484,9 @@ def read_project(root: Path, relpaths: list[str]) -> Project:
         folders.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
     candidates = [r for r in relpaths if r.rsplit("/", 1)[-1] in BUILD_FILES]
     candidates += [f"{folder}/{name}" if folder else name for folder in sorted(folders) for name in BUILD_FILES]
+    listed = set(relpaths)
     for rel in dict.fromkeys(candidates):
-        if rel in build:
+        if rel in build or (rel not in listed and not os.path.isfile(root / rel)):   # a stat, not a read
             continue
         try:
             build[rel] = read_source_bytes(root / rel, root)
@@ -510,7 +535,8 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
     results = [result for _, result in scan_files(root, relpaths, scan, rules, jobs=jobs, cache=cache,
                                                   codec=codec, on_error=on_error,
                                                   full_walk=paths is None and not exclude)]
-    results = _second_pass(results, project, rules, lambda rel: read_source_bytes(root / rel, root), precheck)
+    results = _second_pass(results, project, rules, lambda rel: read_source_bytes(root / rel, root), precheck,
+                           cache)
     return mark_fixable(_collect(results, check_fixes, probe), rules)
 
 
