@@ -10,7 +10,9 @@ the source text for a rule to possibly match there (derived from the rule, never
   - a literal of a string regex is bounded where the regex says so: `^` (the value starts here)
     means just after the opening quote in the source (QUOTE), `$`, `\b`, and characters that
     cannot be in an identifier (`:`, `,`, whitespace) mean EDGE; anything else leaves it open (ANY).
-    With inline MULTILINE a `^` may follow an escaped newline: no bound.
+    With inline MULTILINE a `^` may follow an escaped newline: no bound;
+  - an import matcher fires on `import` / `from` statements only, so its tokens are looked for in
+    the text of those statements (Compiled.import_tokens, matchers.IMPORT_STATEMENT).
 Like the tokens themselves, this assumes the source spells the literal as it is matched (no
 escapes such as `"\x6epu"`, no implicit concatenation splitting it): the visitor's values come
 from literals in the same way. The file pre-check (Compiled.relevant, NOTE [pre-check] in
