@@ -116,6 +116,11 @@ def test_precheck_skips_files_that_spell_no_token_within_its_bounds():
     assert relevant("import my_ext_cuda\n")                                  # "_cuda" is open on the left
     assert relevant("os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n")
     assert not relevant("MY_CUDA_HOME = 1\n")                                 # env names start a string
+    # an import matcher's module counts in import statements only
+    assert not relevant("self.rotary_emb = RotaryEmbedding(dim)\n")
+    assert relevant("import rotary_emb\n") and relevant("if ok: import rotary_emb\n")
+    assert relevant("from flash_attn.layers import (\n    x,\n    rotary_emb,\n)\n")
+    assert relevant("from pkg import a, \\\n    rotary_emb\n")
 
 
 def test_a_syntax_error_is_reported_where_a_rule_could_match():
