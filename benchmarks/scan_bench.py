@@ -28,6 +28,10 @@ extrapolated by lines (marked "extrapolated"). --memory-scaling TREE scans 1x, 2
 
 Results are merged into --results (JSON, keyed by tree and tool), so slow tools measured once can
 be combined with fast ones measured later; --table prints the table from that file alone.
+--interleave TREE times the two goal pairs of issue 26 in one run, interleaved round by round
+(opscan cold, ruff --select ALL --no-cache, opscan warm, ruff default with its cache warm), so
+that machine load hits both sides of each ratio alike; it reports per-pair medians, the median
+of the per-round ratios, and the 1-minute load average around each run.
 Example (what docs/benchmarks.md used):
   python benchmarks/scan_bench.py --tree transformers=/path/to/transformers --runs 5 \
       --tools opscan-cold,opscan-warm,opscan-touch,ruff-all,ruff-default,ruff-default-warm
@@ -225,6 +229,45 @@ def run_tool(args, tool: str, name: str, tree: Path, files: list[Path], lines: i
     }
 
 
+def interleaved(args, name: str, tree: Path) -> dict:
+    """Issue 26's goal pairs, one round = one run of each tool in turn; medians and per-round ratios."""
+    work = Path(tempfile.mkdtemp(prefix="scan-bench-il-"))
+    cache, ruff_cache = work / "cache", work / "ruff"
+    cold = opscan_cmd(args, tree, cache, list(args.opscan_arg))
+    ruff_all = ruff_cmd(args, [str(tree)], True, False, None)
+    ruff_warm = ruff_cmd(args, [str(tree)], False, False, ruff_cache)
+    rounds: list[dict] = []
+    # Byte-compile opscan first, as an installed package is: an environment with
+    # PYTHONDONTWRITEBYTECODE (this machine's) would otherwise compile its sources in every run.
+    package = subprocess.run([args.python, "-c", "import opscan, os; print(os.path.dirname(opscan.__file__))"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([args.python, "-m", "compileall", "-q", package], check=True, stdout=subprocess.DEVNULL)
+    try:
+        measure(cold)          # fills the probe answers and the cache; untimed
+        measure(ruff_warm)     # fills ruff's cache; untimed
+        for n in range(args.runs):
+            shutil.rmtree(cache / "v1", ignore_errors=True)
+            row = {"opscan-cold": measure(cold), "ruff-all": measure(ruff_all),
+                   "opscan-warm": measure(cold), "ruff-default-warm": measure(ruff_warm)}
+            rounds.append(row)
+            print(f"  round {n + 1}: " + ", ".join(f"{k} {v['seconds']:.2f} s" for k, v in row.items())
+                  + f", load {row['opscan-cold']['load']:.1f}", file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    med = {k: statistics.median(r[k]["seconds"] for r in rounds) for k in rounds[0]}
+    return {
+        "tree": name, "files": len(py_files(tree)), "runs": len(rounds), "median": med,
+        "cpu_median": {k: statistics.median(r[k]["cpu"] for r in rounds) for k in rounds[0]},
+        "cold_ratio_median": statistics.median(r["opscan-cold"]["seconds"] / r["ruff-all"]["seconds"] for r in rounds),
+        "warm_ratio_median": statistics.median(r["opscan-warm"]["seconds"] / r["ruff-default-warm"]["seconds"]
+                                               for r in rounds),
+        "rc": sorted({v["rc"] for r in rounds for v in r.values()}),
+        "load_1min": [round(r[k]["load"], 2) for r in rounds for k in r],
+        "rounds": [{k: round(v["seconds"], 3) for k, v in r.items()} for r in rounds],
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
 def memory_scaling(args, name: str, tree: Path) -> list[dict]:
     """Cold opscan (--no-cache) on 1x, 2x, 4x hard-linked copies of `tree`."""
     out = []
@@ -312,6 +355,8 @@ def main() -> int:
     p.add_argument("--touch", default="", help="file to touch for opscan-touch")
     p.add_argument("--memory-scaling", metavar="TREE_NAME", default="")
     p.add_argument("--scale-runs", type=int, default=1)
+    p.add_argument("--interleave", metavar="NAME=PATH", default="",
+                   help="issue 26's goal pairs, interleaved (see the module docstring); JSON to --results")
     p.add_argument("--python", default=sys.executable, help="interpreter with opscan installed")
     p.add_argument("--opscan-arg", action="append", default=[], help="extra opscan scan argument")
     p.add_argument("--bench-bin", default=str(Path(sys.executable).parent),
@@ -320,6 +365,13 @@ def main() -> int:
     p.add_argument("--table", action="store_true", help="only print the table of --results")
     args = p.parse_args()
 
+    if args.interleave:
+        name, _, path = args.interleave.partition("=")
+        row = interleaved(args, name, Path(path).resolve())
+        if args.results:
+            Path(args.results).write_text(json.dumps(row, indent=1) + "\n")
+        print(json.dumps(row, indent=1))
+        return 0
     stored: list[dict] = []
     if args.results and Path(args.results).exists():
         stored = json.loads(Path(args.results).read_text())

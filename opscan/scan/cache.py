@@ -21,10 +21,23 @@ reader that finds a torn, truncated, edited or foreign entry ignores it and the 
 again; an entry is never trusted without its checksum.
 
 Warm runs: `v1/<salt>/index-<root hash>.json` maps each relative path to (size, mtime_ns, inode,
-content sha) as seen the last time. A file whose stat matches is not even read: its result comes
-straight from its entry. A file whose mtime lies within RACY_NS of the moment the index was
-written is not trusted (it may have changed again within the clock's granularity, the "racy
-git" problem) and is re-read and re-hashed — still without re-scanning when the bytes are the same.
+content sha, result) as seen the last time. A file whose stat matches is not even read, and its
+result comes from the index itself: a warm run opens one cache file, not one per scanned file
+(on transformers' 2,912 files, the per-entry reads were most of a warm run's scan phase). The
+entry files stay the source for a file whose stat changed but whose bytes did not (a `touch`, a
+checkout) and for an index written by an older opscan (4-item entries: result from the entry).
+
+# NOTE [stat validation]
+The stat triple is (size, mtime_ns, inode): any write through the file system changes mtime (and
+usually size); a replace by rename (editors, git checkout) changes the inode even when size and
+mtime are restored. It is ambiguous only when the file was written within the clock's
+granularity of the index write (the "racy git" problem: a second write in the same tick leaves
+the same stat). So a file whose mtime lies within RACY_NS (2 s: coarser than any common file
+system's granularity, FAT's included) of the moment the index was written is not trusted: it
+is re-read and its content hash compared (the content-hash fallback), still without re-scanning
+when the bytes are the same, and its entry is rewritten so that the next index can trust it.
+What a result depends on besides the file (opscan version, scanner code, rules, config-selected
+rule set, project facts) is in the salt: any change gives another index and other entries.
 """
 
 from __future__ import annotations
@@ -261,7 +274,7 @@ class StatIndex:
         self.seen.add(relpath)
         entry = self.entries.get(relpath)
         if (
-            isinstance(entry, list) and len(entry) == 4
+            isinstance(entry, list) and len(entry) in (4, 5)
             and entry[0] == st[0] and entry[1] == st[1] and entry[2] == st[2]
             and st[1] + RACY_NS < self.written_ns
             and isinstance(entry[3], str)
@@ -269,10 +282,16 @@ class StatIndex:
             return entry[3]
         return None
 
-    def record(self, relpath: str, st: tuple[int, int, int], sha: str) -> None:
-        """Remember that `relpath`, whose stat_key was `st` before it was read, had content `sha`."""
+    def payload(self, relpath: str) -> Any | None:
+        """The result stored with `relpath`'s entry (after a lookup that matched), or None."""
+        entry = self.entries.get(relpath)
+        return entry[4] if isinstance(entry, list) and len(entry) == 5 else None
+
+    def record(self, relpath: str, st: tuple[int, int, int], sha: str, payload: Any = None) -> None:
+        """Remember that `relpath`, whose stat_key was `st` before it was read, had content `sha`
+        (and gave `payload`, the encoded result, kept in the index for warm runs)."""
         self.seen.add(relpath)
-        entry = [st[0], st[1], st[2], sha]
+        entry = [st[0], st[1], st[2], sha] + ([payload] if payload is not None else [])
         if self.entries.get(relpath) != entry or st[1] + RACY_NS >= self.written_ns:
             # a racy entry is rewritten so that a later index, written later, can trust it
             self.entries[relpath] = entry

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
+import re
 import sys
 import warnings
 from dataclasses import dataclass, replace
@@ -59,6 +61,7 @@ class FileResult:
     exports: tuple[str, ...] = ()   # kernel wrappers this file defines ("module.function=RULEID")
     imports: tuple[str, ...] = ()   # dotted names it imports from the scanned tree's own packages
     facts: ScanFacts = ScanFacts()  # NOTE [scan facts] (facts.py)
+    parsed: bool = True             # False: skipped by the pre-check (NOTE [pre-check])
 
 
 @dataclass(frozen=True)
@@ -148,12 +151,43 @@ def _input(builder: _Builder, rules: RuleSet, kind: str, line: int = 1, col: int
         builder.add(rule, line, col, value=value)
 
 
-def _token_regex(rules: RuleSet, project: Project):
-    return rules.compiled.token_regex(frozenset(e.rsplit(".", 1)[-1] for e in project.extensions)
-                                      | frozenset(w.rsplit("=", 1)[0].rsplit(".", 1)[-1] for w in project.wrappers))
+FROM_IMPORT = re.compile(r"(?:^|;)[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*(\([^)]*\)|(?:[^\n\\]|\\[\s\S])*)",
+                         re.MULTILINE)
+_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
-def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY) -> FileResult:
+def from_import_names(text: str) -> tuple[str, ...]:
+    """The names `from X import ...` statements of `text` bring in (sorted, `as` names and
+    comments dropped): what a skipped file may use of another file (NOTE [pre-check])."""
+    names: set[str] = set()
+    for match in FROM_IMPORT.finditer(text):
+        body = re.sub(r"#[^\n]*", "", match[1])
+        names.update(n for n in _NAME.findall(body) if n != "as")
+    return tuple(sorted(names))
+
+
+def _extra_words(project: Project) -> frozenset[str]:
+    """Names other files bind to something the rules care about: extension modules, wrappers."""
+    return (frozenset(e.rsplit(".", 1)[-1] for e in project.extensions)
+            | frozenset(w.rsplit("=", 1)[0].rsplit(".", 1)[-1] for w in project.wrappers))
+
+
+# NOTE [pre-check]
+# A file whose text holds no pre-filter token within its bounds (NOTE [pre-filter bounds] in
+# matchers.py) is not parsed at all: nothing in it can match. Its FileResult says `parsed=False`.
+# Two consequences, both deliberate:
+#   - a syntax error in such a file is not reported (OPS000 says "opscan cannot vouch for this
+#     file"; a file that spells nothing any rule looks for needs no vouching);
+#   - its imports are not resolved, yet the wrapper pass (NOTE [wrappers across files]) must know
+#     whether it imports a wrapper another file defines: the names its `from X import a, b as c`
+#     statements bring in are read from the text (FROM_IMPORT, parenthesised lists included) and
+#     listed bare in `imports` ("a", "b"), which `_importers` matches against the wrappers' last
+#     component. A file that imports a wrapper is then scanned again with the wrapper names as
+#     extra tokens, so it is parsed and its calls are sites (tests/scan/test_scan_files.py).
+# `precheck=False` restores the old path (every file parsed, the visitor's own line filter only);
+# tests compare both (tests/scan/test_scan_files.py).
+def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY,
+                precheck: bool = True) -> FileResult:
     """Scan one file's bytes. Pure: the same inputs always give the same FileResult.
 
     Args:
@@ -161,6 +195,7 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
         data: the file's content.
         rules: the rules to apply.
         project: facts about the whole tree (compiled extension names).
+        precheck: skip the parse of a file that spells no token (NOTE [pre-check]).
     """
     base = relpath.rsplit("/", 1)[-1]
     if base in BUILD_FILES and not base.endswith(".py"):
@@ -197,9 +232,15 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
         line = text.count("\n", 0, text.index("\x00")) + 1
         _input(builder, rules, "unreadable", line=line, value="contains NUL bytes (a binary file?)")
         return builder.result()
-    regex = _token_regex(rules, project)
     compiled = rules.compiled
-    relevant = compiled.always or (regex is not None and regex.search(text) is not None)
+    extra = _extra_words(project)
+    if precheck:
+        if not compiled.relevant(text, extra):
+            return replace(builder.result(), parsed=False, imports=from_import_names(text))
+        relevant = True
+    else:
+        regex = compiled.token_regex(extra)
+        relevant = compiled.always or (regex is not None and regex.search(text) is not None)
     if not relevant and "parse-error" not in compiled.inputs:
         return builder.result()
     try:
@@ -252,18 +293,22 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
 # wrappers its file defines (`exports`) and the own-package names it imports (`imports`); after the
 # first pass, the files that import an exported wrapper are scanned again with the wrappers added
 # to the project facts (`Project.wrappers`), so their calls are sites too. The second pass reads
-# only those files (usually a handful), without the cache.
+# only those files (usually a handful); its results are cached under a salt that adds the wrappers.
 def _wrapper_facts(results) -> frozenset[str]:
     return frozenset(e for r in results for e in r.exports)
 
 
 def _importers(results, wrappers: frozenset[str]) -> list[str]:
-    names = {w.rsplit("=", 1)[0] for w in wrappers}
-    return [r.path for r in results
-            if any(imp == n or n.endswith("." + imp) for imp in r.imports for n in names)]
+    """The files importing a wrapper: by its dotted name or any dotted tail of it."""
+    tails = set()
+    for wrapper in wrappers:
+        parts = wrapper.rsplit("=", 1)[0].split(".")
+        tails.update(".".join(parts[i:]) for i in range(len(parts)))
+    return [r.path for r in results if not tails.isdisjoint(r.imports)]
 
 
-def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, read) -> list[FileResult]:
+def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, read,
+                 precheck: bool = True, cache=None) -> list[FileResult]:
     wrappers = _wrapper_facts(results)
     if not wrappers:
         return results
@@ -271,13 +316,33 @@ def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, re
     if not again:
         return results
     project = replace(project, wrappers=project.wrappers | wrappers)
+    if cache is not None:   # the second pass' results, under a salt that also covers the wrappers
+        from opscan.scan.cache import content_hash, entry_key
+
+        cache = cache.salted("wrappers", *sorted(wrappers))
+        try:
+            cache.base.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            cache = None
     out = []
     for result in results:
-        if result.path in again:
+        path = result.path
+        if path in again:
             try:
-                result = scan_source(result.path, read(result.path), rules, project)
+                data = read(path)
             except OSError:
-                pass   # vanished since the first pass: keep what it gave
+                out.append(result)   # vanished since the first pass: keep what it gave
+                continue
+            key = entry_key(path, content_hash(data)) if cache is not None else ""
+            payload = cache.get(key) if cache is not None else None
+            try:
+                result = decode_result(payload) if payload is not None else None
+            except (KeyError, TypeError, ValueError, IndexError):   # not intact: scan again
+                result = None
+            if result is None:
+                result = scan_source(path, data, rules, project, precheck)
+                if cache is not None:
+                    cache.put(key, encode_result(result))
         out.append(result)
     return out
 
@@ -388,13 +453,15 @@ def unused_suppression_findings(result: ScanResult, rules: RuleSet, known, read_
     return out
 
 
-def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, check_fixes: bool = False) -> ScanResult:
-    """Scan files held in memory (relative path -> content); used by rule examples and tests."""
+def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, check_fixes: bool = False,
+                precheck: bool = True) -> ScanResult:
+    """Scan files held in memory (relative path -> content); used by rule examples and tests.
+    `precheck=False`: parse every file (NOTE [pre-check]), for tests comparing both paths."""
     rules = rules if rules is not None else load_rules()
     data = {k: v.encode("utf-8") if isinstance(v, str) else v for k, v in sorted(files.items())}
     project = project_from_files(data, local_packages("", False, data))
-    results = _second_pass([scan_source(rel, blob, rules, project) for rel, blob in data.items()], project, rules,
-                           data.__getitem__)
+    results = _second_pass([scan_source(rel, blob, rules, project, precheck) for rel, blob in data.items()],
+                           project, rules, data.__getitem__, precheck)
     return mark_fixable(_collect(results, check_fixes), rules)
 
 
@@ -417,8 +484,9 @@ def read_project(root: Path, relpaths: list[str]) -> Project:
         folders.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
     candidates = [r for r in relpaths if r.rsplit("/", 1)[-1] in BUILD_FILES]
     candidates += [f"{folder}/{name}" if folder else name for folder in sorted(folders) for name in BUILD_FILES]
+    listed = set(relpaths)
     for rel in dict.fromkeys(candidates):
-        if rel in build:
+        if rel in build or (rel not in listed and not os.path.isfile(root / rel)):   # a stat, not a read
             continue
         try:
             build[rel] = read_source_bytes(root / rel, root)
@@ -428,7 +496,7 @@ def read_project(root: Path, relpaths: list[str]) -> Project:
 
 
 def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclude=(), jobs: int = 1,
-               check_fixes: bool = True, cache=None, probe=None) -> ScanResult:
+               check_fixes: bool = True, cache=None, probe=None, precheck: bool = True) -> ScanResult:
     """Scan the files under `root` (or just `paths`, files or folders) with `rules`.
 
     Args:
@@ -442,6 +510,7 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
             facts here, since results depend on them.
         probe: the torch lookup of the fix check (default: a fresh TorchProbe), e.g. a
             probe_cache.CachedProbe that remembers answers between runs.
+        precheck: skip the parse of files that spell no token (NOTE [pre-check]); False for tests.
     Raises:
         InputError: the root or a path does not exist.
     """
@@ -456,18 +525,24 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
     rules = rules if rules is not None else load_rules()
     relpaths = discover(root, paths, exclude)
     project = read_project(root, relpaths)
-    scan = functools.partial(scan_source, project=project)
+    scan = functools.partial(scan_source, project=project, precheck=precheck)
     on_error = functools.partial(_on_error, rules=rules)
-    codec = Codec(encode_result, decode_result) if cache is not None else None
+    codec = Codec(encode_result, decode_result, _worth_an_entry) if cache is not None else None
     if cache is not None:
         from opscan.scan.cache import facts_fingerprint
 
-        cache = cache.salted(facts_fingerprint(project))
+        cache = cache.salted(facts_fingerprint(project), "precheck" if precheck else "full")
     results = [result for _, result in scan_files(root, relpaths, scan, rules, jobs=jobs, cache=cache,
                                                   codec=codec, on_error=on_error,
                                                   full_walk=paths is None and not exclude)]
-    results = _second_pass(results, project, rules, lambda rel: read_source_bytes(root / rel, root))
+    results = _second_pass(results, project, rules, lambda rel: read_source_bytes(root / rel, root), precheck,
+                           cache)
     return mark_fixable(_collect(results, check_fixes, probe), rules)
+
+
+def _worth_an_entry(result: FileResult) -> bool:
+    """A file the pre-check skipped is re-checked as fast as its entry would be read: index only."""
+    return result.parsed
 
 
 def _on_error(relpath: str, exc: Exception, rules: RuleSet) -> FileResult:
@@ -484,7 +559,7 @@ def encode_result(result: FileResult) -> dict:
         "requires": [list(r) for r in result.requires],
         "suppressions": [[s.line, list(s.codes), list(s.used)] for s in result.suppressions],
         "exports": list(result.exports), "imports": list(result.imports),
-        "facts": encode_facts(result.facts),
+        "facts": encode_facts(result.facts), "parsed": result.parsed,
     }
 
 
@@ -499,5 +574,5 @@ def decode_result(data: dict) -> FileResult:
         data["path"], findings, tuple(tuple(r) for r in data["requires"]),
         tuple(Suppression(data["path"], s[0], tuple(s[1]), tuple(s[2])) for s in data["suppressions"]),
         data["scanned"], data["lines"], tuple(data.get("exports", ())), tuple(data.get("imports", ())),
-        decode_facts(data.get("facts")))
+        decode_facts(data.get("facts")), data.get("parsed", True))
 

@@ -5,9 +5,11 @@ Every matcher needs some literal text to be present in a file before it can fire
 needs a literal of its regular expression ("cuda", "nccl"), a name matcher the last literal
 component of its pattern ("cuda" for `torch.cuda.*`, even when reached through an alias, because
 the alias' own import line spells it), an import matcher the module's last component, and so on.
-A file containing none of the tokens is never parsed; inside a parsed file only statements whose
-lines contain a token (or an alias, constant or kernel name bound to one) are visited. A matcher
-whose regular expression has no literal of 3+ characters disables the pre-filter (always active).
+A file containing none of the tokens within their bounds (NOTE [pre-filter bounds], tokens.py)
+is never parsed (NOTE [pre-check], engine.py); inside a parsed file only statements whose lines
+contain a token (or an alias, constant or kernel name bound to one) are visited. A matcher whose
+regular expression has no literal of 3+ characters disables the pre-filter (always active). The
+tokens are derived from the loaded rules, never listed by hand: a new rule brings its own.
 """
 
 from __future__ import annotations
@@ -16,74 +18,10 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 
-try:  # Python >= 3.11
-    import re._parser as sre_parse  # type: ignore[import-not-found]
-    from re._constants import BRANCH, IN, LITERAL, MAX_REPEAT, MIN_REPEAT, SUBPATTERN  # type: ignore
-except ImportError:  # pragma: no cover
-    import sre_parse  # type: ignore[no-redef]
-    from sre_constants import BRANCH, IN, LITERAL, MAX_REPEAT, MIN_REPEAT, SUBPATTERN  # type: ignore
-
 from opscan.scan.rules import Matcher, Rule
-
-MIN_TOKEN = 3
-
-
-def regex_tokens(pattern: str) -> frozenset[str] | None:
-    """Literal strings one of which must occur in any text the pattern matches; None if unknown."""
-    try:
-        parsed = sre_parse.parse(pattern)
-    except re.error:
-        return None
-    if parsed.state.flags & re.IGNORECASE:
-        return None
-    return _seq_tokens(list(parsed))
-
-
-def _seq_tokens(items: list) -> frozenset[str] | None:
-    best: frozenset[str] | None = None
-    run = ""
-
-    def consider(tokens: frozenset[str] | None) -> None:
-        nonlocal best
-        if tokens and all(len(t) >= MIN_TOKEN for t in tokens):
-            if best is None or min(map(len, tokens)) > min(map(len, best)):
-                best = tokens
-
-    for op, arg in items:
-        if op is LITERAL:
-            run += chr(arg)
-            continue
-        consider(frozenset([run]) if run else None)
-        run = ""
-        if op is SUBPATTERN:
-            consider(_seq_tokens(list(arg[-1])))
-        elif op is BRANCH:
-            branches = [_seq_tokens(list(b)) for b in arg[1]]
-            if all(branches):
-                consider(frozenset().union(*branches))  # type: ignore[arg-type]
-        elif op in (MAX_REPEAT, MIN_REPEAT) and arg[0] >= 1:
-            consider(_seq_tokens(list(arg[2])))
-        elif op is IN and len(arg) == 1 and arg[0][0] is LITERAL:
-            run += chr(arg[0][1])
-    consider(frozenset([run]) if run else None)
-    return best
-
-
-def pattern_token(pattern: str) -> str | None:
-    """The token of a dotted fnmatch pattern: its last literal chunk if 5+ characters, else the longest.
-
-    Every literal component of a dotted name appears in a file that uses it (in the import that
-    binds an alias, or in the use itself), so any one will do; the leaf is usually the rarest,
-    unless it is short enough to be part of common words ("amp", "jit"). `torch` is never chosen.
-    """
-    chunks = [c for part in pattern.lstrip(".").split(".") for c in re.split(r"[*?\[\]]", part)
-              if len(c) >= MIN_TOKEN]
-    preferred = [c for c in chunks if c != "torch"] or chunks
-    if not preferred:
-        return None
-    if len(preferred[-1]) >= 5:
-        return preferred[-1]
-    return max(preferred, key=len)
+from opscan.scan.tokens import (ANY, EDGE, MIN_TOKEN, bounded_regex, literal_regex, pattern_bounded_token,
+                                pattern_token, regex_bounded_tokens)
+from opscan.scan.tokens import QUOTE, regex_tokens  # noqa: F401 - re-exported (tests, families)
 
 
 @dataclass(frozen=True)
@@ -115,26 +53,9 @@ def _translate(patterns: tuple[str, ...]) -> re.Pattern | None:
     return re.compile("|".join(f"(?:{part})" for part in parts))
 
 
-def literal_regex(words) -> re.Pattern | None:
-    """A regex finding any of `words` as a substring, as a trie (much faster than a flat alternation)."""
-    words = sorted(set(words))
-    words = [w for w in words if not any(o != w and o in w for o in words)]   # "cuda" covers "_cuda"
-    if not words:
-        return None
-    trie: dict = {}
-    for word in words:
-        node = trie
-        for ch in word:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def build(node: dict) -> str:
-        if "" in node:
-            return ""   # a shorter word already matches: no need to go on
-        alts = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items())]
-        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-
-    return re.compile(build(trie))
+# An import statement's text, from its keyword to the end of its logical line (parenthesised names
+# and backslash continuations included). Matches in strings and comments only add candidates.
+IMPORT_STATEMENT = re.compile(r"(?:from|import)\b[^\n(\\]*(?:(?:\\[\s\S]|\([^)]*\))[^\n(\\]*)*")
 
 
 @dataclass
@@ -158,6 +79,8 @@ class Compiled:
     inputs: dict[str, Rule] = field(default_factory=dict)
     dispatch: list[tuple[tuple[str, ...], Rule]] = field(default_factory=list)   # accelerator names
     tokens: frozenset[str] = frozenset()
+    bounded: dict[str, tuple[int, int]] = field(default_factory=dict)   # token -> (left, right) bounds
+    import_tokens: dict[str, tuple[int, int]] = field(default_factory=dict)   # the same, in imports only
     always: bool = False            # some matcher has no token: every file is parsed
     roots: frozenset[str] = frozenset()   # first components of name/decorator patterns
     regexes: dict = field(default_factory=dict)   # extra names -> token_regex (engine's cache)
@@ -168,6 +91,22 @@ class Compiled:
             self.regexes[extra] = literal_regex(set(self.tokens) | set(extra))
         return self.regexes[extra]
 
+    def relevant(self, text: str, extra: frozenset[str] = frozenset()) -> bool:
+        """The file pre-check (NOTE [pre-filter bounds]): does `text` hold a token within its bounds,
+        or one of the `extra` words (extension modules, wrappers) as a whole identifier?"""
+        if self.always or not (self.bounded or self.import_tokens or extra):   # input rules only: parse
+            return True
+        key = ("file", extra)
+        if key not in self.regexes:
+            self.regexes[key] = bounded_regex({**self.bounded, **{w: (EDGE, EDGE) for w in extra}})
+            self.regexes["imports"] = bounded_regex(self.import_tokens)
+        regex, imports = self.regexes[key], self.regexes["imports"]
+        if regex is not None and regex.search(text) is not None:
+            return True
+        # An import matcher fires on import statements only: its tokens are looked for there
+        # ("rotary_emb" the flash-attn module, not `self.rotary_emb` in every model file).
+        return imports is not None and imports.search("\n".join(IMPORT_STATEMENT.findall(text))) is not None
+
 
 def compile_rules(rules: tuple[Rule, ...]) -> Compiled:
     """Index `rules` for the visitor (see NOTE [pre-filter tokens])."""
@@ -176,10 +115,23 @@ def compile_rules(rules: tuple[Rule, ...]) -> Compiled:
     roots: set[str] = set()
 
     names: list[str] = []
+    bounded: dict[str, tuple[int, int]] = {}
 
-    def need(token: str | None) -> None:
+    def bneed(found) -> None:
+        """Add bounded tokens (text, left, right); None: no token, every file is parsed."""
+        if found is None:
+            out.always = True
+            return
+        for text, left, right in found:
+            old = bounded.get(text, (left, right))
+            bounded[text] = (min(old[0], left), min(old[1], right))   # the weaker bound covers both
+
+    def need(token, bounds=None) -> None:
+        """Add a substring token (the visitor's line filter) and, unless given `bounds`, the same
+        token unbounded for the file pre-check; None: no token."""
         if token:
             tokens.add(token)
+            bneed([(token, ANY, ANY)] if bounds is None else bounds)
         else:
             out.always = True
 
@@ -191,22 +143,31 @@ def compile_rules(rules: tuple[Rule, ...]) -> Compiled:
     for pattern in names:
         chunks = {c for part in pattern.lstrip(".").split(".") for c in re.split(r"[*?\[\]]", part)}
         if not chunks & tokens:
-            need(pattern_token(pattern))
+            need(pattern_token(pattern), ())
+        whole = {part for part in pattern.lstrip(".").split(".") if not re.search(r"[*?\[\]]", part)}
+        if not any(bounded.get(c, (EDGE + 1,))[0] <= EDGE and bounded[c][1] <= EDGE for c in whole):
+            bneed([pattern_bounded_token(pattern)] if pattern_bounded_token(pattern) else None)
     out.tokens = frozenset(tokens)
+    out.bounded = bounded
     out.roots = frozenset(roots)
     return out
+
+
+def _bounds_of(pattern: str) -> list | None:
+    token = pattern_bounded_token(pattern)
+    return [token] if token else None
 
 
 def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], names: list[str]) -> None:
     kind = m.kind
     if kind == "string":
         regex = re.compile(m.get("string"))
-        found = regex_tokens(m.get("string"))
+        found = regex_bounded_tokens(m.get("string"))
         if found is None:
             need(None)
         else:
             for t in found:
-                need(t)
+                need(t[0], [t])
         for ctx in m.get("in"):
             out.strings.setdefault(ctx, []).append((regex, rule))
         if "env-var" in m.get("in"):   # `k.startswith("NCCL")`: an exported prefix (strings.py _env_prefix)
@@ -228,25 +189,31 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
             roots.add(p.split(".")[0])
     elif kind == "import":
         out.imports.append((NamePatterns(m.get("import"), m.get("unless", ())), rule))
-        for p in m.get("import"):
-            need(pattern_token(p))
+        for p in m.get("import"):   # found in import statements only (Compiled.relevant)
+            need(pattern_token(p), ())
+            for text, left, right in _bounds_of(p) or [(pattern_token(p), ANY, ANY)]:
+                if text is None:
+                    need(None)
+                    continue
+                old = out.import_tokens.get(text, (left, right))
+                out.import_tokens[text] = (min(old[0], left), min(old[1], right))
     elif kind == "method":
         for name in m.get("method"):
             out.methods.setdefault(name, []).append(rule)
-            need(name if len(name) >= MIN_TOKEN else None)
+            need(name if len(name) >= MIN_TOKEN else None, [(name, EDGE, EDGE)])
     elif kind == "call":
         if m.get("keyword") is not None:
             out.keywords.append((m.get("call"), m.get("keyword"), re.compile(m.get("value")), rule))
         if m.get("max-args") is not None:
             out.arity.append((m.get("call"), m.get("max-args"), rule))
         for p in m.get("call"):
-            need(pattern_token(p))
+            need(pattern_token(p), _bounds_of(p))
             roots.add(p.split(".")[0])
     elif kind == "decorator":
         pats = NamePatterns(m.get("decorator"))
         out.decorators.append((pats, bool(m.get("launch", False)), rule))
         for p in pats.patterns:
-            need(pattern_token(p))
+            need(pattern_token(p), _bounds_of(p))
             roots.add(p.split(".")[0])
     elif kind in ("extension-import", "extension-call"):
         # `relative` (members of relative imports, `from . import _C`) adds the token "import <its
@@ -254,7 +221,7 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
         module, relative = m.get("module"), m.get("relative")
         if relative:
             prefix = re.match(r"\^?([A-Za-z0-9_]*)", relative)[1]
-            need("import " + prefix if prefix else None)
+            need("import " + prefix if prefix else None, [("import " + prefix, EDGE, ANY)])
         compiled = (re.compile(module) if module else None, re.compile(relative) if relative else None)
         if kind == "extension-import":
             out.extensions.append((*compiled, rule))
@@ -262,12 +229,12 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
             sources = NamePatterns(m.get("from")) if m.get("from") else None
             out.ext_calls.append((*compiled, sources, rule))
             for p in m.get("from") or ():
-                need(pattern_token(p))
+                need(pattern_token(p), _bounds_of(p))
                 roots.add(p.split(".")[0])
         if module:
-            found = regex_tokens(module)
+            found = regex_bounded_tokens(module, string=False)
             for t in found or ():
-                need(t)
+                need(t[0], [t])
             if found is None:
                 need(None)
     elif kind == "file":

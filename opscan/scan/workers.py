@@ -5,7 +5,7 @@
 and yields `(relpath, result)` sorted by path, whatever the number of workers: the output of a
 run does not depend on `--jobs` or on what was cached. Per file, cheapest first:
   1. stat; if (size, mtime_ns, inode) matches the stat index, the file is not read at all and
-     its result is decoded from its cache entry;
+     its result is decoded from the index (or its cache entry; NOTE [stat validation], cache.py);
   2. otherwise (in a worker) read it, hash it; a cache entry for that content and path is used;
   3. otherwise scan it and store the result.
 Step 2-3 run in a pool of `jobs` processes (fork where available, so the rules are not
@@ -44,6 +44,9 @@ class Codec:
 
     encode: Callable[[Any], Any]
     decode: Callable[[Any], Any]
+    # whether a result earns an entry file of its own: one that costs no more to recompute than to
+    # read back (a file the pre-check skipped) is kept in the stat index only
+    entry: Callable[[Any], bool] | None = None
 
 
 @dataclass
@@ -100,7 +103,8 @@ def _one(ctx: tuple, relpath: str, abspath: str) -> tuple[str, Any, str | None, 
             raise
         return relpath, on_error(relpath, exc), None, "error"
     if cache is not None:
-        cache.put(key, codec.encode(result))
+        if codec.entry is None or codec.entry(result):
+            cache.put(key, codec.encode(result))
     return relpath, result, sha, "scanned"
 
 
@@ -203,19 +207,24 @@ def scan_files(
                         stats.scanned += how == "scanned"
                         stats.cache_hits += how == "cache"
                         if index is not None and st is not None and sha is not None:
-                            index.record(rel, st, sha)
+                            index.record(rel, st, sha, codec.encode(result))
                     yield rel, result
 
         window = workers * WINDOW_PER_JOB if pool is not None else 0  # in-process: no look-ahead
         for rel, st, known in plan:
             if known is not None:
-                payload = cache.get(entry_key(rel, known))
+                payload = index.payload(rel)
+                from_entry = payload is None
+                if from_entry:
+                    payload = cache.get(entry_key(rel, known))
                 if payload is not None:
                     try:
                         result = codec.decode(payload)
                     except Exception:  # noqa: BLE001 - corrupt entry: read and rescan below
                         result = payload = None
                 if payload is not None:
+                    if from_entry:   # an index of an older opscan: keep the result in it from now on
+                        index.record(rel, st, known, payload)
                     flush()
                     stats.unread += 1
                     slots.append(("hit", (rel, result)))

@@ -217,3 +217,60 @@ def test_rules_salt_sees_any_change_of_a_rule_file(tmp_path: Path) -> None:
     text = target.read_text()
     target.write_text(text.replace("category: ", "category:  ", 1))  # same data, other bytes
     assert cache_mod.rules_salt(load_rules(extra_dirs=[local], builtin=False)) != before
+
+
+def _cli_cache(folder: Path, rules) -> ResultCache:
+    """The cache as `opscan scan` builds it (opscan/phases.py): salt = version, code, rules."""
+    return ResultCache(folder, cache_mod.scan_salt(cache_mod.rules_salt(rules)))
+
+
+def test_warm_runs_read_no_file_and_invalidate_on_version_rules_and_selection(tmp_path: Path,
+                                                                              monkeypatch) -> None:
+    """A warm run takes every result from the stat index (proved by tampering with the index, checksum
+    fixed up: the tampered result comes back), and a new opscan version, edited rules or another rule
+    selection (config `select`/`ignore`) never reuse it."""
+    import json
+
+    import opscan
+    from opscan.scan import scan_paths
+    from opscan.scan.rules import RuleSet, load_rules
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.py").write_text("import torch\nx = torch.zeros(1).to('cuda')\ntorch.cuda.synchronize()\n")
+    (tree / "b.py").write_text("def f(inputs):\n    return inputs\n")
+    rules = load_rules()
+    folder = tmp_path / "cache"
+
+    def run(rules=rules):
+        found = scan_paths(tree, rules=rules, check_fixes=False, cache=_cli_cache(folder, rules)).findings
+        return [(f.location.path, f.location.line, f.rule) for f in found]
+
+    truth = [("a.py", 2, "OPS101"), ("a.py", 3, "OPS201")]
+    assert run() == truth
+    old = time.time() - 60   # out of the racy window, so the next run trusts the stat alone
+    for name in ("a.py", "b.py"):
+        os.utime(tree / name, (old, old))
+    assert run() == truth    # the index now holds both files' stats and results
+    (index,) = folder.rglob("index-*.json")
+    header, _, body = index.read_bytes().partition(b"\n")
+    data = json.loads(body)
+    assert all(len(entry) == 5 for entry in data["files"].values())
+    data["files"]["a.py"][4]["findings"] = data["files"]["a.py"][4]["findings"][:1]   # drop OPS201
+    body = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+    index.write_bytes(b"opscan-cache 1 index " + cache_mod.hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    assert run() == truth[:1]   # no file was read: the (tampered) index answered
+
+    monkeypatch.setattr(opscan, "__version__", "99.0")
+    assert run() == truth       # another version: another salt, the file is scanned again
+    monkeypatch.undo()
+    fewer = RuleSet(tuple(r for r in rules if r.id != "OPS101"))
+    assert run(fewer) == truth[1:]   # another rule selection (config) : another salt
+    edited = tmp_path / "rules"
+    edited.mkdir()
+    rule = next(r for r in rules if r.id == "OPS201")
+    (edited / Path(rule.path).name).write_text(Path(rule.path).read_text().replace("is a CUDA-only API",
+                                                                                      "is CUDA-only"))
+    others = RuleSet(tuple(r for r in rules if r.id != "OPS201"))
+    mixed = RuleSet(others.rules + load_rules(extra_dirs=[edited], builtin=False).rules)
+    assert sorted(run(mixed)) == truth   # edited rule file: rescanned, not the tampered result

@@ -144,9 +144,16 @@ def test_corrupt_entries_are_rescanned_not_trusted(tree: Path, tmp_path: Path) -
     for entry in entries[:5]:
         raw = entry.read_bytes()
         entry.write_bytes(raw.replace(b"cuda", b"CUDA") if b"cuda" in raw else raw[:-2])
+    # a warm run takes results from the stat index (one file), so the entries are not even read ...
+    out, stats = _run(tree, rules, jobs=1, cache=cache)
+    assert out == reference and stats.unread == 40 and stats.scanned == 0
+    # ... a tampered index is ignored as a whole: every file read, and the corrupt entries rescanned
+    (index,) = cache.base.glob("index-*.json")
+    raw = index.read_bytes()
+    index.write_bytes(raw.replace(b"cuda", b"CUDA") if b"cuda" in raw else raw[:-2])
     out, stats = _run(tree, rules, jobs=1, cache=cache)
     assert out == reference
-    assert stats.scanned == 5 and len(_calls(rules)) == 5
+    assert stats.unread == 0 and stats.scanned == 5 and len(_calls(rules)) == 5
 
 
 def test_errors_become_results_and_are_not_cached(tree: Path, tmp_path: Path) -> None:

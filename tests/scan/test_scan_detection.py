@@ -180,7 +180,7 @@ def test_notebook_cells_are_scanned_with_cell_numbers():
 
 
 @pytest.mark.parametrize("data,rule,line", [
-    (b"def f(:\n    pass\n", "OPS000", 1),
+    (b"x = 'cuda'\ndef f(:\n    pass\n", "OPS000", 2),   # a file with no token is not parsed (NOTE [pre-check])
     (b"x = 1\ny = '\xff'\n", "OPS001", 2),
     (b"# -*- coding: nope -*-\nx = 1\n", "OPS001", 1),
     (b"x = 1\x00\n", "OPS001", 1),

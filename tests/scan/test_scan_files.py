@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from opscan.errors import InputError
-from opscan.scan import scan_paths
+from opscan.scan import scan_memory, scan_paths
 from opscan.scan.files import discover
+from opscan.scan.rules import load_rules
 
 CUDA = "import torch\nx = torch.zeros(1).to('cuda')\n"
 
@@ -93,3 +94,88 @@ def test_the_projects_own_packages_are_not_cuda_only_libraries(tmp_path):
         assert [(f.rule, f.location.line) for f in result.findings] == [("OPS401", 1)]
     result = scan_paths(tmp_path, paths=[pkg / "ops" / "rms.py"], check_fixes=False)   # one changed file
     assert [(f.rule, f.location.line) for f in result.findings] == [("OPS401", 1)]
+
+
+# -- the pre-check: which files are parsed at all (NOTE [pre-check] in engine.py) -------------------
+RULES = load_rules()
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _found(result):
+    return [(f.location.path, f.location.line, f.rule, f.message) for f in result.findings]
+
+
+def test_precheck_skips_files_that_spell_no_token_within_its_bounds():
+    relevant = RULES.compiled.relevant
+    assert not relevant("def f(inputs):\n    return inputs\n")            # "npu" inside a word
+    assert not relevant("# distributed under the License\nx = 1\n")          # not a token any more
+    assert not relevant("y = payload.download()\n")                          # "load" inside words
+    assert relevant("x = t.to('npu')\n") and relevant('x = t.to("npu:0")\n')  # a device string
+    assert not relevant("x = t.to(device_npu)\n")                            # not a string start
+    assert relevant("import flash_attn\n") and relevant("t.cuda()\n")
+    assert relevant("import my_ext_cuda\n")                                  # "_cuda" is open on the left
+    assert relevant("os.environ['CUDA_VISIBLE_DEVICES'] = '0'\n")
+    assert not relevant("MY_CUDA_HOME = 1\n")                                 # env names start a string
+    # an import matcher's module counts in import statements only
+    assert not relevant("self.rotary_emb = RotaryEmbedding(dim)\n")
+    assert relevant("import rotary_emb\n") and relevant("if ok: import rotary_emb\n")
+    assert relevant("from flash_attn.layers import (\n    x,\n    rotary_emb,\n)\n")
+    assert relevant("from pkg import a, \\\n    rotary_emb\n")
+
+
+def test_a_syntax_error_is_reported_where_a_rule_could_match():
+    files = {"broken_plain.py": "def f(:\n    pass\n", "broken_cuda.py": "x = 'cuda'\ndef f(:\n    pass\n"}
+    assert [(p, line, rule) for p, line, rule, _ in _found(scan_memory(files, RULES))] == [
+        ("broken_cuda.py", 2, "OPS000")]
+    full = scan_memory(files, RULES, precheck=False)   # the old path parses everything
+    assert {f.location.path for f in full.findings} == {"broken_plain.py", "broken_cuda.py"}
+
+
+WRAPPED = {
+    "pkg/__init__.py": "",
+    "pkg/common.py": "import torch\ndef get_operator(ns, name):\n    return getattr(getattr(torch.ops, ns), name)\n",
+    # spells no token at all: skipped by the first pass, found by the wrapper re-check
+    "pkg/use.py": "from .common import get_operator as lookup\nOP = lookup('pkg', 'fwd')\n",
+    "pkg/other.py": "def helper(x):\n    return x + 1\n",
+}
+
+
+def test_a_file_using_a_name_another_file_binds_is_still_analysed(tmp_path):
+    expected = [("pkg/common.py", 3, "OPS304"), ("pkg/use.py", 2, "OPS304")]
+    assert not RULES.compiled.relevant(WRAPPED["pkg/use.py"])   # skipping it alone would miss line 2
+    assert [(p, line, r) for p, line, r, _ in _found(scan_memory(WRAPPED, RULES))] == expected
+    assert _found(scan_memory(WRAPPED, RULES)) == _found(scan_memory(WRAPPED, RULES, precheck=False))
+    for rel, text in WRAPPED.items():
+        make(tmp_path, rel, text)
+    for jobs in (1, 2):
+        got = scan_paths(tmp_path, rules=RULES, check_fixes=False, jobs=jobs)
+        assert [(p, line, r) for p, line, r, _ in _found(got)] == expected
+
+
+def _tree_files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.suffix in (".py", ".ipynb", ".cu", ".cpp", ".toml")}
+
+
+def test_precheck_gives_the_same_findings_on_examples_and_rule_examples(tmp_path):
+    """The same findings with and without the pre-check: the repository's examples/ tree, and every
+    rule's examples as one tree (so each file also sees the others' names)."""
+    trees = {"examples": _tree_files(REPO / "examples")}
+    snippets: dict[str, str] = {}
+    for rule in RULES:
+        for i, example in enumerate(rule.examples):
+            for rel, text in example.files:
+                snippets[f"{rule.name}/{i}/{rel}"] = text
+    assert len(snippets) > 50
+    trees["rule-examples"] = snippets
+    for name, files in trees.items():
+        assert files, name
+        fast, full = scan_memory(files, RULES, precheck=True), scan_memory(files, RULES, precheck=False)
+        parse_errors = {f.location.path for f in full.findings if f.rule == "OPS000"}
+        assert _found(fast) == [f for f in _found(full) if f[2] != "OPS000" or f[0] in
+                                {x.location.path for x in fast.findings}], name
+        assert {f.location.path for f in fast.findings if f.rule == "OPS000"} <= parse_errors
+        assert fast.findings, name
+    root = REPO / "examples"
+    one, two = (_found(scan_paths(root, rules=RULES, check_fixes=False, jobs=j)) for j in (1, 2))
+    assert one == two == _found(scan_paths(root, rules=RULES, check_fixes=False, jobs=2, precheck=False))
