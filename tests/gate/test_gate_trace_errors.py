@@ -45,7 +45,7 @@ def test_a_trace_error_makes_the_model_unchecked_and_the_run_exit_2(tmp_path, ru
 
     (tmp_path / "m.py").write_text("x = 1\n")
 
-    def trace(model, root, profile):
+    def trace(model, root, profile, limits=None):
         raise TraceError(f"trace of {model.target} failed inside the model code: ValueError: "
                          "Validation error for field 'hidden_size': expected int, got str (at m.py:3)")
 
@@ -65,7 +65,7 @@ def test_a_trace_error_makes_the_model_unchecked_and_the_run_exit_2(tmp_path, ru
 def test_one_model_unchecked_beside_a_traced_one_is_never_ready(tmp_path):
     (tmp_path / "m.py").write_text("x = 1\n")
 
-    def trace(model, root, profile):
+    def trace(model, root, profile, limits=None):
         if model.target == "a.py:build":
             raise TraceError("trace of a.py:build failed inside the model code: RuntimeError: boom")
         return ModelTrace(model.target, model.mode, "neuron", ())
