@@ -17,6 +17,17 @@ DB_HELP = ("a release file (e.g. one written by `opscan db probe`) or a folder o
            "used instead of the shipped coverage database (default: [tool.opscan] db)")
 
 
+def positive_int(text: str) -> int:
+    """argparse type of a count flag (--steps, --batch, ...): a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
 def add_backend_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", metavar="RELEASE", default=None, help=BACKEND_HELP)
 

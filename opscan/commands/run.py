@@ -8,6 +8,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from opscan.commands.flags import positive_int
+
 HELP = ("run an unmodified training or inference script for N optimizer steps on fake tensors of the "
         "imitated device and report its ops as `opscan PATH` does")
 DESCRIPTION = HELP + (". The script really runs (in opscan's isolated child process, as `python SCRIPT "
@@ -22,10 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", choices=("neuron", "cpu"), default="neuron",
                         help="the device the script's accelerator tensors imitate (default neuron; cpu "
                              "imitates a CPU-only machine: the ops of a real CPU run)")
-    parser.add_argument("--steps", type=_positive, default=1, metavar="N",
+    parser.add_argument("--steps", type=positive_int, default=1, metavar="N",
                         help="optimizer steps to run (default 1); a script with no torch.optim optimizer "
                              "runs to its end")
-    parser.add_argument("--nproc", type=_positive, default=None, metavar="N",
+    parser.add_argument("--nproc", type=positive_int, default=None, metavar="N",
                         help="world size of the fake process group of a torchrun/DDP script (default: "
                              "torchrun's --nproc-per-node, else none)")
     from opscan.commands.check import FORMATS
@@ -44,16 +46,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- python SCRIPT ARGS...",
                         help="the command that runs the script: python SCRIPT, python -m MODULE or "
                              "torchrun [--nproc-per-node N] SCRIPT, with its arguments")
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text}")
-    return value
 
 
 def parse_command(command: list[str]) -> dict:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from opscan import __version__
+from opscan.commands.flags import positive_int
 from opscan.errors import UsageError
 from opscan.model import Report
 
@@ -34,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", action="append", default=[], metavar="NAME:DTYPE[SHAPE]",
                         help="example input override, e.g. input_ids:int64[2,128] (repeatable; a "
                         "numeric NAME is a positional argument)")
-    parser.add_argument("--batch", type=_positive, default=None, help="batch size of generated inputs")
-    parser.add_argument("--seq-len", type=_positive, default=None, help="sequence length of generated inputs")
+    parser.add_argument("--batch", type=positive_int, default=None, help="batch size of generated inputs")
+    parser.add_argument("--seq-len", type=positive_int, default=None, help="sequence length of generated inputs")
     parser.add_argument("--fsdp", type=_world_size, default=None, metavar="N",
                         help="trace rank 0 of an N-way FSDP2 (fully_shard) job on a fake process group: "
                         "adds its collectives and copy ops (N >= 2; see docs/trace.md, \"FSDP\")")
@@ -51,18 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_limit_arguments(parser)   # the model's code runs in a child process (docs/reliability.md)
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text}")
-    return value
-
-
 def _world_size(text: str) -> int:
-    value = _positive(text)
+    value = positive_int(text)
     if value < 2:
         raise argparse.ArgumentTypeError(f"an FSDP world size is at least 2: {text}")
     return value
