@@ -45,7 +45,13 @@ TASKS: dict[str, str] = {
 # - runs_on_device: the op executes on the backend's device (native, composite, limited);
 # - needs_attention: a reader must look at it (conditions, fallback, error, unchecked); ops of a
 #   status with a `task` get an op-gap task of that kind (limited ops run, so they get none);
-# - blocks: the op raises on the backend, so the run is blocked (and the default gate fails).
+# - blocks: the op raises on the backend, so the run is blocked (and the default gate fails);
+# - may_fall_back: the op runs, but may run (cpu-fallback: does run) on the host CPU, copying its
+#   tensors to the host and back: it never blocks, `--fail-on fallback` gates on it, and its cost
+#   per training step is measured from the trace (`Fallback`, NOTE [fallback cost]).
+# `device-or-cpu` is what a release that documents its no-kernel behaviour (`no_kernel:` in the
+# release file: TorchNeuron eager falls back to CPU) says of an op it does not list: the op runs,
+# on the device or on the CPU; only a probe tells which.
 @dataclass(frozen=True)
 class OpStatus:
     """One op support status and what follows from it (NOTE [status facts])."""
@@ -58,6 +64,7 @@ class OpStatus:
     blocks: bool                         # the op raises on the backend
     task: str = ""                       # the op-gap task kind (OP_TASKS) it makes; "" none
     short: str = "?"                     # one-letter label for tables (zoo matrix)
+    may_fall_back: bool = False          # runs, on the host CPU (cpu-fallback) or perhaps (device-or-cpu)
 
 
 OP_STATUSES: tuple[OpStatus, ...] = (    # in the order reports list them
@@ -65,10 +72,13 @@ OP_STATUSES: tuple[OpStatus, ...] = (    # in the order reports list them
     OpStatus("composite", "decomposes before reaching the backend; judged by the ops it expands into",
              1, True, False, False, short="C"),
     OpStatus("limited", "has a kernel, with conditions on dtypes or arguments", 2, True, True, False, short="L"),
+    OpStatus("device-or-cpu", "not listed; the release documents that an op without a kernel runs on the "
+             "CPU: runs on the device or on the CPU (a probe tells which)", 3, False, True, False,
+             "may-fall-back", "D", may_fall_back=True),
     OpStatus("cpu-fallback", "no kernel: runs on the CPU, copying tensors to the host and back",
-             4, False, True, False, "cpu-fallback", "F"),
-    OpStatus("unsupported", "raises an error on the backend", 5, False, True, True, "unsupported-ops", "X"),
-    OpStatus("unknown", "nobody has checked", 3, False, True, False, "unknown-ops", "?"),
+             5, False, True, False, "cpu-fallback", "F", may_fall_back=True),
+    OpStatus("unsupported", "raises an error on the backend", 6, False, True, True, "unsupported-ops", "X"),
+    OpStatus("unknown", "nobody has checked", 4, False, True, False, "unknown-ops", "?"),
 )
 STATUS: dict[str, OpStatus] = {s.name: s for s in OP_STATUSES}
 STATUSES: dict[str, str] = {s.name: s.description for s in OP_STATUSES}
@@ -85,6 +95,7 @@ OP_TASKS: dict[str, str] = {
     "unsupported-ops": "provide the traced ops the backend rejects",
     "cpu-fallback": "work around the traced ops that run on the CPU",
     "unknown-ops": "probe the traced ops of unknown status",
+    "may-fall-back": "probe the traced ops that may run on the CPU; work around those that do",
 }
 
 EVIDENCE_KINDS: dict[str, str] = {
@@ -101,7 +112,8 @@ VERDICT_KINDS: dict[str, str] = {
                "library, a file opscan could not read) or an op the backend rejects",
     "unknown": "no blocker found, but not proven: ops of unknown status, an incomplete trace, kernels or "
                "libraries to check, or known findings hidden by a baseline",
-    "fallback": "runs, with traced ops on CPU fallback",
+    "fallback": "runs, with traced ops on CPU fallback or that may fall back to the CPU (not listed; the "
+                "release documents the CPU fallback): the verdict names them and their cost per step",
     "unchecked": "nothing found in what was checked, but half of the answer was not checked (no model "
                  "traced, or the source not scanned)",
     "likely": "every traced op is supported, but some only on unverified evidence (pre-release source, "

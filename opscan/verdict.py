@@ -154,6 +154,7 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
     status = op_status(report)
     by_op = {c.op: c for c in report.coverage}
     fallback = [op for op, st in status.items() if st == "cpu-fallback"]
+    maybe = [op for op, st in status.items() if st == "device-or-cpu"]
     unknown = [op for op, st in status.items() if st == "unknown"]
     weak: dict[str, list[str]] = {}
     for op, st in status.items():
@@ -180,8 +181,10 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
         details.append(f"{len(unknown)} of {_plural(len(status), 'traced op')} "
                        f"{'has' if len(unknown) == 1 else 'have'} unknown status on {report.backend or 'the backend'}")
     if fallback:
-        details.append(f"{_plural(len(fallback), 'op')} on CPU fallback: {', '.join(fallback[:5])}"
-                       + (" …" if len(fallback) > 5 else ""))
+        details.append(f"{_plural(len(fallback), 'op')} on CPU fallback: {_names(fallback)}")
+    if maybe:
+        details.append(f"{_plural(len(maybe), 'op')} may run on the CPU (not listed; the release documents "
+                       f"that an op without a kernel falls back to the CPU): {_names(maybe)}")
     if weak:
         details.append(_unverified_text(weak))
     caveats = getattr(report, "caveats", ())   # release facts the traced dtypes hit (opscan/db/caveats.py)
@@ -213,9 +216,8 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
     if open_points:
         return _verdict("unknown", "no blockers found, but not proven: " + ", ".join(open_points),
                         details, source_checked, ops_checked)
-    if fallback:
-        return _verdict("fallback", f"runs with {_plural(len(fallback), 'op')} on CPU fallback",
-                        details, source_checked, ops_checked)
+    if fallback or maybe:
+        return _verdict("fallback", _fallback_headline(fallback, maybe), details, source_checked, ops_checked)
     if not ops_checked or source_not_checked:
         findings = [f for f in report.findings if f.category != "input"]
         source = ("source: no CUDA pins" if not findings else
@@ -233,6 +235,18 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
         return _verdict("likely", f"likely — unverified: {_unverified_counts(weak)}; confirm with `opscan db probe`",
                         [d for d in details if d != _unverified_text(weak)], source_checked, ops_checked)
     return _verdict("ready", "ready", details, source_checked, ops_checked)
+
+
+def _names(ops: list[str], shown: int = 5) -> str:
+    return ", ".join(ops[:shown]) + (" …" if len(ops) > shown else "")
+
+
+def _fallback_headline(fallback: list[str], maybe: list[str]) -> str:
+    """"runs with possible CPU fallbacks: 2 ops may run on the CPU (aten::sort, aten::topk)"."""
+    if not maybe:
+        return f"runs with {_plural(len(fallback), 'op')} on CPU fallback"
+    text = f"runs with possible CPU fallbacks: {_plural(len(maybe), 'op')} may run on the CPU ({_names(maybe, 3)})"
+    return text + (f"; {_plural(len(fallback), 'op')} on CPU fallback" if fallback else "")
 
 
 def _unverified_counts(weak: dict[str, list[str]]) -> str:

@@ -1,0 +1,58 @@
+"""A release that documents its CPU fallback: unlisted ops run (device-or-cpu), never block, and gate on `fallback`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from release_support import static_release  # noqa: E402
+
+from opscan.assess import assess  # noqa: E402
+from opscan.gate import failures  # noqa: E402
+from opscan.model import ModelTrace, OpSource, OpUsage, Report  # noqa: E402
+
+pytest.importorskip("torch")
+
+EAGER_FALLBACK = {"eager": "cpu-fallback", "compile": "unknown", "note": "ops without a kernel run on the CPU",
+                  "not_supported": {"ops": ["aten::quantize_per_*"], "evidence": ["src"],
+                                    "note": "quantized variants are not supported"}}
+
+
+def _judged(*ops: str, no_kernel=EAGER_FALLBACK) -> Report:
+    release = static_release({"aten::mm": "native"}, kind="documented", no_kernel=no_kernel)
+    trace = ModelTrace("model.py:build", "train", "neuron",
+                       tuple(OpUsage(op, 2, ("forward",), ("torch.float32",), (OpSource("model.py", 7),))
+                             for op in ops))
+    return assess(Report(root="", tool_version="", traces=(trace,)), release, source_not_checked=None)
+
+
+def test_only_unlisted_ops_runs_with_possible_cpu_fallbacks_and_names_them():
+    report = _judged("aten::mm", "aten::sort.stable", "aten::topk")
+    status = {c.op: c.status for c in report.coverage}
+    assert status == {"aten::mm": "native", "aten::sort.stable": "device-or-cpu", "aten::topk": "device-or-cpu"}
+    verdict = report.verdict
+    assert verdict.kind == "fallback"
+    assert verdict.headline == ("runs with possible CPU fallbacks: 2 ops may run on the CPU "
+                                "(aten::sort.stable, aten::topk)")
+    assert verdict.blockers.count == 0
+    assert failures(report, ("error",)) == []                      # the default gate passes
+    assert failures(report, ("fallback",)) == [
+        "fallback: 2 op(s) that may run on the CPU: aten::sort.stable, aten::topk"]
+    assert any("under torch.compile: unknown" in note for note in report.notes)
+    assert [t.kind for t in report.tasks if t.group == "op"] == ["may-fall-back"]
+
+
+def test_a_class_the_docs_call_not_supported_blocks():
+    report = _judged("aten::mm", "aten::quantize_per_tensor")
+    assert report.verdict.kind == "blocked" and report.verdict.blockers.unsupported_ops == 1
+    assert failures(report, ("error",))
+
+
+def test_without_the_rule_unlisted_ops_stay_unknown():
+    report = _judged("aten::mm", "aten::topk", no_kernel=None)
+    assert {c.op: c.status for c in report.coverage}["aten::topk"] == "unknown"
+    assert report.verdict.kind == "unknown"
