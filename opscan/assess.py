@@ -67,5 +67,11 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
                         usage(project_root, findings) if measured else None)
     report = replace(draft, coverage=coverage, caveats=tuple(caveats), notes=tuple(notes), tasks=tasks,
                      backend=release.spec if release is not None else draft.backend)
-    return replace(report, verdict=judge(report, ops_not_checked=ops_not_checked,
-                                         source_not_checked=source_not_checked, unchecked=unchecked))
+    pairing = ""
+    if release is not None and traces:
+        from opscan.db import registry
+
+        version = registry.torch_version()
+        pairing = (release.pairing_warning(version) or "") if version is not None else ""
+    return replace(report, verdict=judge(report, ops_not_checked=ops_not_checked, source_not_checked=source_not_checked,
+                                         unchecked=unchecked, pairing=pairing))

@@ -116,10 +116,12 @@ VERDICT_KINDS: dict[str, str] = {
                 "release documents the CPU fallback): the verdict names them and their cost per step",
     "unchecked": "nothing found in what was checked, but half of the answer was not checked (no model "
                  "traced, or the source not scanned)",
-    "likely": "every traced op is supported, but some only on unverified evidence (pre-release source, "
-              "opscan's inference): confirm with `opscan db probe`",
+    "likely": "no blocker, nothing unknown, but not proven: some ops rest only on unverified evidence (kernels "
+              "registered in a pre-release source snapshot, a probe without sample results, opscan's inference), "
+              "or the installed torch does not pair with the release; the headline says which",
     "ready": "source scanned without blockers, every model traced completely, every op supported on "
-             "documented or probed evidence",
+             "documented evidence or a probe that ran and compared it, and the installed torch pairs "
+             "with the release",
 }
 
 # Closed vocabulary of op caveats: release facts that apply to how a trace uses its ops (which
@@ -309,6 +311,8 @@ class Evidence:
     repo: str | None = None
     commit: str | None = None
     install: str | None = None   # for probed evidence: e.g. "torch-neuronx 2.14.3.0 / torch 2.14.0"
+    compared: bool = False       # probed evidence: results were run and compared with the CPU
+                                 # (`--samples`, `--report`); a registration alone proves less
 
 
 @dataclass(frozen=True)

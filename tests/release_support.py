@@ -18,7 +18,7 @@ SOURCE_TEXT = {"probed": "probed on fakeneuron 1.0", "source-snapshot": "fakeneu
                "documented": "fakeneuron docs", "inferred": "opscan guessed"}
 
 
-SOURCE_FIELDS = {"probed": {"install": "fakeneuron 1.0 / torch 2.13.0", "date": "2026-01-01"},
+SOURCE_FIELDS = {"probed": {"install": "fakeneuron 1.0 / torch 2.13.0", "date": "2026-01-01", "compared": True},
                  "source-snapshot": {"repo": "fakeneuron", "commit": "0" * 40},
                  "documented": {"url": "https://example.org/fakeneuron", "date": "2026-01-01"}, "inferred": {}}
 

@@ -41,7 +41,7 @@ _NOT_SUPPORTED = {"ops": True, "evidence": True, "note": False}
 # vocabulary values a file written before they existed may leave out
 _OPTIONAL_VOCABULARY = ("device-or-cpu",)
 _SOURCE = {"id": True, "kind": True, "text": True, "url": False, "date": False, "repo": False,
-           "commit": False, "install": False}
+           "commit": False, "install": False, "compared": False}
 _SOURCE_NEEDS = {"documented": ("url", "date"), "probed": ("install", "date"),
                  "source-snapshot": ("repo", "commit"), "inferred": ()}
 _ENTRY = {"op": True, "status": True, "evidence": True, "confidence": True, "note": False,
@@ -125,7 +125,11 @@ def _sources(doc) -> dict[str, Evidence]:
                 raise _Problem(f"source {sid}: {kind} evidence needs {needed!r}", _line(item))
         fields = {k: _text(item, k, f"source {sid}") for k in ("url", "date", "repo", "commit", "install")
                   if k in item}
-        out[sid] = Evidence(kind=kind, text=_text(item, "text", f"source {sid}"), **fields)
+        compared = item.get("compared", False)
+        if not isinstance(compared, bool) or (compared and kind != "probed"):
+            raise _Problem(f"source {sid}: compared must be true or false, and only probed evidence can be "
+                           "compared (results checked against the CPU)", _line(item, "compared"))
+        out[sid] = Evidence(kind=kind, text=_text(item, "text", f"source {sid}"), compared=compared, **fields)
     return out
 
 

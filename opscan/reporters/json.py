@@ -54,7 +54,8 @@ def _source(source: OpSource) -> dict:
 
 
 def _evidence(evidence: Evidence) -> dict:
-    return {k: v for k, v in asdict(evidence).items() if v is not None}
+    """The evidence's fields that are set (`compared` only when true: a probe that ran the op)."""
+    return {k: v for k, v in asdict(evidence).items() if v is not None and not (k == "compared" and not v)}
 
 
 def merge_ops(traces: tuple[ModelTrace, ...]) -> list[tuple[OpUsage, tuple[str, ...]]]:
