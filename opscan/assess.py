@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from opscan.config import CostConfig
-from opscan.model import Coverage, Report
+from opscan.model import Coverage, Fallback, ModelTrace, Report, status_of
 from opscan.plan import build_tasks
 from opscan.plan.measure import kernel_sources, usage
 from opscan.verdict import judge
@@ -67,6 +67,7 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
                         usage(project_root, findings) if measured else None)
     report = replace(draft, coverage=coverage, caveats=tuple(caveats), notes=tuple(notes), tasks=tasks,
                      backend=release.spec if release is not None else draft.backend)
+    report = replace(report, fallbacks=fallback_costs(traces, coverage))
     pairing = ""
     if release is not None and traces:
         from opscan.db import registry
@@ -75,3 +76,18 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
         pairing = (release.pairing_warning(version) or "") if version is not None else ""
     return replace(report, verdict=judge(report, ops_not_checked=ops_not_checked, source_not_checked=source_not_checked,
                                          unchecked=unchecked, pairing=pairing))
+
+
+def fallback_costs(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...]) -> tuple[Fallback, ...]:
+    """The cost per training step of every traced op that runs, or may run, on the CPU (NOTE
+    [fallback cost] in opscan/model.py): the bytes its train-step calls read and write on the
+    device (copied to the host and back), one sync and one call per call; summed over the traces."""
+    status = {c.op: c.status for c in coverage}
+    totals: dict[str, list[int]] = {}
+    for trace in traces:
+        for usage in trace.ops:
+            if status_of(status.get(usage.op, "unknown")).may_fall_back:
+                cost = totals.setdefault(usage.op, [0, 0])
+                cost[0] += usage.step_bytes
+                cost[1] += usage.step_calls
+    return tuple(Fallback(op, status[op], bytes_, calls, calls) for op, (bytes_, calls) in sorted(totals.items()))

@@ -287,6 +287,24 @@ class OpUsage:
     sources: tuple[OpSource, ...] = ()
     modes: tuple[str, ...] = ()      # ("inference",), ("train",) or both
     custom: bool = False             # namespace is not a PyTorch one
+    # NOTE [fallback cost]: what the op would cost as a CPU fallback in one training step, at the
+    # traced shapes: every call copies the device tensors it reads to the host and the tensors it
+    # writes back (step_bytes, summed over the train-mode calls), and waits for the device (one
+    # sync per call). 0 when no train step was traced (inference only, or an older trace).
+    step_calls: int = 0              # calls in the traced training step
+    step_bytes: int = 0              # bytes of the device tensors those calls read and write
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """The cost of one op that runs, or may run, on the CPU, per training step (NOTE [fallback cost])."""
+
+    op: str
+    status: str                          # cpu-fallback | device-or-cpu (OpStatus.may_fall_back)
+    bytes_per_step: int                  # copied to the host and back, at the model's real size
+    syncs_per_step: int                  # device -> host waits (one per call)
+    calls_per_step: int
+    scale: float = 1.0                   # factor applied to the traced figures (1.0: as traced)
 
 
 @dataclass(frozen=True)
@@ -559,6 +577,7 @@ class Report:
     verdict: Verdict | None = None       # set by the analysis; None only in hand-built reports
     discovery: Discovery | None = None   # set when no model was configured: what was found instead
     caveats: tuple[OpCaveat, ...] = ()  # release facts hitting the traced ops' dtypes (opscan/db/caveats.py)
+    fallbacks: tuple[Fallback, ...] = ()  # ops that run or may run on the CPU, with their cost, by op
 
     @property
     def blockers(self) -> Blockers:

@@ -191,6 +191,14 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
     if unknown:
         details.append(f"{len(unknown)} of {_plural(len(status), 'traced op')} "
                        f"{'has' if len(unknown) == 1 else 'have'} unknown status on {report.backend or 'the backend'}")
+    cost = {f.op: f for f in getattr(report, "fallbacks", ())}
+    moved = sum(f.bytes_per_step for f in cost.values())
+    if moved:
+        calls = sum(f.calls_per_step for f in cost.values())
+        costly = sorted(cost.values(), key=lambda f: (-f.bytes_per_step, f.op))[:3]
+        details.append(f"CPU fallbacks would copy {moved / 1e6:.1f} MB between host and device per training step "
+                       f"at the traced shapes, with {_plural(calls, 'sync')} ("
+                       + ", ".join(f"{f.op} {f.bytes_per_step / 1e6:.1f} MB" for f in costly) + ")")
     if fallback:
         details.append(f"{_plural(len(fallback), 'op')} on CPU fallback: {_names(fallback)}")
     if maybe:

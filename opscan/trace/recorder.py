@@ -84,6 +84,7 @@ class Recorder(TorchDispatchMode):
         self.phases: dict[str, set[str]] = defaultdict(set)
         self.dtypes: dict[str, set[str]] = defaultdict(set)
         self.sources: dict[str, Counter] = defaultdict(Counter)
+        self.bytes: Counter[str] = Counter()     # device bytes read and written (NOTE [fallback cost])
         self.stand_ins: Counter = Counter()
         self.supplied: set[str] = set()      # ops whose fake kernel opscan supplied (see fakes.py)
         self.last: tuple[str, OpSource | None] | None = None
@@ -200,6 +201,7 @@ class Recorder(TorchDispatchMode):
         self.counts[name] += 1
         self.phases[name].add(phase)
         self.dtypes[name].update(str(t.dtype) for t in tensors)
+        self.bytes[name] += sum(t.numel() * t.element_size() for t in tensors if t.device.type == self.device_type)
         if source is not None and source.path:
             self.sources[name][source] += 1
 
@@ -218,6 +220,8 @@ class Recorder(TorchDispatchMode):
                 sources=top,
                 modes=(mode,),
                 custom=name.partition("::")[0] not in TORCH_NAMESPACES,
+                step_calls=self.counts[name] if mode == "train" else 0,
+                step_bytes=self.bytes[name] if mode == "train" else 0,
             ))
         return tuple(sorted(out, key=lambda u: u.op))
 

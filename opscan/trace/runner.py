@@ -316,7 +316,8 @@ def _merge(target: str, device: str, inference: _Result, train: _Result) -> _Res
                 phases=tuple(p for p in PHASES if p in prev.phases or p in usage.phases),
                 dtypes=tuple(sorted(set(prev.dtypes) | set(usage.dtypes))),
                 sources=sources, modes=tuple(sorted(set(prev.modes) | set(usage.modes))),
-                custom=prev.custom or usage.custom)
+                custom=prev.custom or usage.custom, step_calls=prev.step_calls + usage.step_calls,
+                step_bytes=prev.step_bytes + usage.step_bytes)
     stand_ins: dict[tuple, StandIn] = {}
     for s in inference.stand_ins + train.stand_ins:
         key = (s.op, s.kind, s.value, s.source)

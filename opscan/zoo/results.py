@@ -22,8 +22,9 @@ VERDICT_ORDER = tuple(VERDICTS)
 INFERENCE_ONLY = "I"
 # Part of the row cache key: rows of an older format are judged again from their cached trace
 # (2: rows carry the release caveats of the trace;
-# 3: `blockers` lists only ops that cannot run; ops that may run on the CPU are `fallbacks`).
-ROW_FORMAT = "3"
+# 3: `blockers` lists only ops that cannot run; ops that may run on the CPU are `fallbacks`;
+# 4: with their cost, `fallback_bytes`).
+ROW_FORMAT = "4"
 
 # NOTE [stop classes]
 # Every row that is not `ok` carries the class of its stop (`Row.stop`), judged from structured
@@ -132,7 +133,8 @@ def build_row(target: ZooTarget, outcome: Outcome | None, release, cached: bool 
                custom_ops=tuple(sorted(u.op for u in trace.ops if u.custom)), stand_ins=stand_ins,
                op_cells=dict(sorted(cells.items())), seconds=outcome.seconds, cached=cached,
                caveats=tuple(f"{c.kind}: {', '.join(c.ops)}" for c in report.caveats),
-               fallbacks=tuple(sorted(fallbacks)))
+               fallbacks=tuple(sorted(fallbacks)),
+               fallback_bytes={f.op: f.bytes_per_step for f in report.fallbacks})
 
 
 def classify(target: ZooTarget, outcome: Outcome | None, status: str, error: str) -> tuple[str, str]:

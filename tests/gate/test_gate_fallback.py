@@ -25,8 +25,8 @@ EAGER_FALLBACK = {"eager": "cpu-fallback", "compile": "unknown", "note": "ops wi
 def _judged(*ops: str, no_kernel=EAGER_FALLBACK) -> Report:
     release = static_release({"aten::mm": "native"}, kind="documented", no_kernel=no_kernel)
     trace = ModelTrace("model.py:build", "train", "neuron",
-                       tuple(OpUsage(op, 2, ("forward",), ("torch.float32",), (OpSource("model.py", 7),))
-                             for op in ops))
+                       tuple(OpUsage(op, 2, ("forward",), ("torch.float32",), (OpSource("model.py", 7),),
+                                     ("train",), step_calls=2, step_bytes=3_000_000) for op in ops))
     return assess(Report(root="", tool_version="", traces=(trace,)), release, source_not_checked=None)
 
 
@@ -44,6 +44,16 @@ def test_only_unlisted_ops_runs_with_possible_cpu_fallbacks_and_names_them():
         "fallback: 2 op(s) that may run on the CPU: aten::sort.stable, aten::topk"]
     assert any("under torch.compile: unknown" in note for note in report.notes)
     assert [t.kind for t in report.tasks if t.group == "op"] == ["may-fall-back"]
+    # the cost of each, per training step, from the trace (NOTE [fallback cost])
+    assert [(f.op, f.bytes_per_step, f.syncs_per_step, f.calls_per_step) for f in report.fallbacks] == [
+        ("aten::sort.stable", 3_000_000, 2, 2), ("aten::topk", 3_000_000, 2, 2)]
+    assert ("CPU fallbacks would copy 6.0 MB between host and device per training step at the traced shapes, "
+            "with 4 syncs") in " ".join(verdict.details)
+    from opscan.reporters.json import to_dict
+
+    ops = {o["op"]: o for o in to_dict(report)["ops"]}
+    assert ops["aten::topk"]["fallback"] == {"bytes_per_step": 3_000_000, "syncs_per_step": 2, "calls_per_step": 2}
+    assert "fallback" not in ops["aten::mm"]
 
 
 def test_a_class_the_docs_call_not_supported_blocks():
