@@ -56,6 +56,7 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
 
         coverage, coverage_notes = annotate(release, ops)
         notes.extend(coverage_notes)
+        notes.extend(sdpa_assumption(release, ops))
         caveats = op_caveats(release, traces)
     elif traces:
         notes.append(NO_DATABASE)
@@ -91,3 +92,19 @@ def fallback_costs(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...
                 cost[0] += usage.step_bytes
                 cost[1] += usage.step_calls
     return tuple(Fallback(op, status[op], bytes_, calls, calls) for op, (bytes_, calls) in sorted(totals.items()))
+
+
+SDPA_OPS = ("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_")
+SDPA_PATHS = {"math": "the math path (matmul, softmax, matmul: no fused kernel)",
+              "overrideable": "the backend's fused kernel (_scaled_dot_product_fused_attention_overrideable)",
+              "overrideable-4d": "the backend's fused kernel (_scaled_dot_product_fused_attention_overrideable) "
+                                 "for 4-D query/key/value, the math path otherwise"}
+
+
+def sdpa_assumption(release, ops: list[str]) -> tuple[str, ...]:
+    """The note on which SDPA path the trace assumed, with its evidence, when the model traced attention."""
+    if not any(op.startswith(SDPA_OPS) for op in ops):
+        return ()
+    evidence = "; ".join(e.text for e in release.evidence(release.sdpa_sources)) or "no evidence stated"
+    return (f"SDPA path assumed for {release.spec}: {SDPA_PATHS.get(release.sdpa_policy, release.sdpa_policy)} "
+            f"({evidence}); the ops traced for attention follow this assumption",)

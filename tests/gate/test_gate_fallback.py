@@ -74,3 +74,16 @@ def test_without_the_rule_unlisted_ops_stay_unknown():
     report = _judged("aten::mm", "aten::topk", no_kernel=None)
     assert {c.op: c.status for c in report.coverage}["aten::topk"] == "unknown"
     assert report.verdict.kind == "unknown"
+
+
+def test_the_sdpa_path_assumption_is_shown_when_the_model_traces_attention():
+    from opscan.db import load_release
+
+    release = load_release("torchneuron==2.33.0")
+    trace = ModelTrace("model.py:build", "train", "neuron",
+                       (OpUsage("aten::_scaled_dot_product_fused_attention_overrideable", 1, ("forward",)),))
+    report = assess(Report(root="", tool_version="", traces=(trace,)), release, source_not_checked=None)
+    note = next(n for n in report.notes if n.startswith("SDPA path assumed for torchneuron==2.33.0"))
+    assert "for 4-D query/key/value, the math path otherwise" in note and "pre-release source" in note
+    plain = _judged("aten::mm")
+    assert not any(n.startswith("SDPA path") for n in plain.notes)
