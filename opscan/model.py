@@ -293,6 +293,9 @@ class OpUsage:
     # sync per call). 0 when no train step was traced (inference only, or an older trace).
     step_calls: int = 0              # calls in the traced training step
     step_bytes: int = 0              # bytes of the device tensors those calls read and write
+    # per dtype the op was called with: the source lines of those calls (at most five each), so a
+    # caveat about one dtype points at the calls with that dtype; () in older traces
+    dtype_sources: tuple[tuple[str, tuple[OpSource, ...]], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from release_support import static_release  # noqa: E402
 
 from opscan.assess import assess  # noqa: E402
 from opscan.gate import failures  # noqa: E402
+from dataclasses import replace  # noqa: E402
+
 from opscan.model import ModelTrace, OpSource, OpUsage, Report  # noqa: E402
 
 pytest.importorskip("torch")
@@ -87,3 +89,22 @@ def test_the_sdpa_path_assumption_is_shown_when_the_model_traces_attention():
     assert "for 4-D query/key/value, the math path otherwise" in note and "pre-release source" in note
     plain = _judged("aten::mm")
     assert not any(n.startswith("SDPA path") for n in plain.notes)
+
+
+def test_a_dtype_caveat_points_at_the_calls_with_that_dtype():
+    from opscan.db import load_release
+
+    f32, f64 = OpSource("model.py", 7), OpSource("model.py", 9)
+    usage = OpUsage("aten::mul.Tensor", 2, ("forward",), ("torch.float32", "torch.float64"), (f32, f64),
+                    dtype_sources=(("torch.float32", (f32,)), ("torch.float64", (f64,))))
+    trace = ModelTrace("model.py:build", "train", "neuron", (usage,))
+    report = assess(Report(root="", tool_version="", traces=(trace,)), load_release("torchneuron==2.33.0"),
+                    source_not_checked=None)
+    narrowed = next(c for c in report.caveats if c.kind == "float64-narrowed")
+    assert narrowed.sources == (f64,)
+    assert narrowed.message.endswith("line calling it: model.py:9")
+    older = replace(usage, dtype_sources=())   # a trace recorded before sources per dtype
+    report = assess(Report(root="", tool_version="", traces=(replace(trace, ops=(older,)),)),
+                    load_release("torchneuron==2.33.0"), source_not_checked=None)
+    narrowed = next(c for c in report.caveats if c.kind == "float64-narrowed")
+    assert "(any dtype): model.py:7, model.py:9" in narrowed.message

@@ -100,5 +100,8 @@ def test_the_trace_keeps_the_bytes_each_op_reads_and_writes_in_the_training_step
     wte = 256 * 64 * 4 + 2 * 16 * 8 + 2 * 16 * 64 * 4
     wpe = 128 * 64 * 4 + 1 * 16 * 8 + 1 * 16 * 64 * 4
     assert (embedding.step_calls, embedding.step_bytes) == (2, wte + wpe)
+    # the source lines per dtype: every dtype the op was called with has its calls' lines
+    assert [d for d, _ in embedding.dtype_sources] == list(embedding.dtypes)
+    assert all(found for _, found in embedding.dtype_sources)
     inference = trace_target(f"hf:{HF / 'gpt2-tiny'}", mode="inference", device="cpu", batch=2, seq_len=SEQ_LEN)
     assert all(u.step_bytes == 0 and u.step_calls == 0 for u in inference.ops)   # no training step traced
