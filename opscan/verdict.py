@@ -196,9 +196,9 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
     if moved:
         calls = sum(f.calls_per_step for f in cost.values())
         costly = sorted(cost.values(), key=lambda f: (-f.bytes_per_step, f.op))[:3]
-        details.append(f"CPU fallbacks would copy {moved / 1e6:.1f} MB between host and device per training step "
+        details.append(f"CPU fallbacks would copy {size(moved)} between host and device per training step "
                        f"at the traced shapes, with {_plural(calls, 'sync')} ("
-                       + ", ".join(f"{f.op} {f.bytes_per_step / 1e6:.1f} MB" for f in costly) + ")")
+                       + ", ".join(f"{f.op} {size(f.bytes_per_step)}" for f in costly) + ")")
     if fallback:
         details.append(f"{_plural(len(fallback), 'op')} on CPU fallback: {_names(fallback)}")
     if maybe:
@@ -262,6 +262,13 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
                         "paired install", [d for d in details if d not in (_unverified_text(weak, dates), pairing)],
                         source_checked, ops_checked)
     return _verdict("ready", "ready", details, source_checked, ops_checked)
+
+
+def size(count: int) -> str:
+    """Bytes as people read them: "6.0 MB", "12.3 kB", "512 B"."""
+    if count >= 100_000:
+        return f"{count / 1e6:.1f} MB"
+    return f"{count / 1e3:.1f} kB" if count >= 1000 else f"{count} B"
 
 
 def _names(ops: list[str], shown: int = 5) -> str:

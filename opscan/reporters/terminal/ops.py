@@ -8,6 +8,7 @@ from rich.text import Text
 
 from opscan.model import STATUS, Coverage, OpStatus, OpUsage, Report, status_of
 from opscan.reporters.json import merge_ops
+from opscan.reporters.tasklist import size
 from opscan.reporters.terminal.location import budget, fit
 
 _PHASE_SHORT = {"forward": "fwd", "loss": "loss", "backward": "bwd", "optimizer": "opt"}
@@ -80,7 +81,7 @@ def section(report: Report, console: Console) -> None:
         row = _row(usage, coverage.get(usage.op), show_modes, bool(coverage), wide, notes, width)
         cost = costs.get(usage.op)
         if cost is not None and cost.bytes_per_step and bool(coverage):   # the status cell: its fallback cost
-            row[-2 if wide else -1].append(f" {cost.bytes_per_step / 1e6:.1f} MB/step", style="yellow")
+            row[-2 if wide else -1].append(f" {size(cost.bytes_per_step)}/step", style="yellow")
         table.add_row(*row)
     console.print(table)
     if coverage:
