@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from opscan.config import CostConfig
-from opscan.model import Coverage, Report, ScanFacts
+from opscan.model import Coverage, Fallback, ModelTrace, Report, ScanFacts, status_of
 from opscan.plan import build_tasks
 from opscan.plan.measure import kernel_sources, usage
 from opscan.verdict import judge
@@ -58,6 +58,7 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
 
         coverage, coverage_notes = annotate(release, ops)
         notes.extend(coverage_notes)
+        notes.extend(sdpa_assumption(release, ops))
         caveats = op_caveats(release, traces)
     elif traces:
         notes.append(NO_DATABASE)
@@ -69,5 +70,43 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
                         usage(findings, facts) if measured else None)
     report = replace(draft, coverage=coverage, caveats=tuple(caveats), notes=tuple(notes), tasks=tasks,
                      backend=release.spec if release is not None else draft.backend)
-    return replace(report, verdict=judge(report, ops_not_checked=ops_not_checked,
-                                         source_not_checked=source_not_checked, unchecked=unchecked))
+    report = replace(report, fallbacks=fallback_costs(traces, coverage))
+    pairing = ""
+    if release is not None and traces:
+        from opscan.db import registry
+
+        version = registry.torch_version()
+        pairing = (release.pairing_warning(version) or "") if version is not None else ""
+    return replace(report, verdict=judge(report, ops_not_checked=ops_not_checked, source_not_checked=source_not_checked,
+                                         unchecked=unchecked, pairing=pairing))
+
+
+def fallback_costs(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...]) -> tuple[Fallback, ...]:
+    """The cost per training step of every traced op that runs, or may run, on the CPU (NOTE
+    [fallback cost] in opscan/model.py): the bytes its train-step calls read and write on the
+    device (copied to the host and back), one sync and one call per call; summed over the traces."""
+    status = {c.op: c.status for c in coverage}
+    totals: dict[str, list[int]] = {}
+    for trace in traces:
+        for usage in trace.ops:
+            if status_of(status.get(usage.op, "unknown")).may_fall_back:
+                cost = totals.setdefault(usage.op, [0, 0])
+                cost[0] += usage.step_bytes
+                cost[1] += usage.step_calls
+    return tuple(Fallback(op, status[op], bytes_, calls, calls) for op, (bytes_, calls) in sorted(totals.items()))
+
+
+SDPA_OPS = ("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_")
+SDPA_PATHS = {"math": "the math path (matmul, softmax, matmul: no fused kernel)",
+              "overrideable": "the backend's fused kernel (_scaled_dot_product_fused_attention_overrideable)",
+              "overrideable-4d": "the backend's fused kernel (_scaled_dot_product_fused_attention_overrideable) "
+                                 "for 4-D query/key/value, the math path otherwise"}
+
+
+def sdpa_assumption(release, ops: list[str]) -> tuple[str, ...]:
+    """The note on which SDPA path the trace assumed, with its evidence, when the model traced attention."""
+    if not any(op.startswith(SDPA_OPS) for op in ops):
+        return ()
+    evidence = "; ".join(e.text for e in release.evidence(release.sdpa_sources)) or "no evidence stated"
+    return (f"SDPA path assumed for {release.spec}: {SDPA_PATHS.get(release.sdpa_policy, release.sdpa_policy)} "
+            f"({evidence}); the ops traced for attention follow this assumption",)

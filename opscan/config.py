@@ -22,7 +22,7 @@ FAIL_ON: dict[str, str] = {
     "error": "any unguarded finding of severity error, or any op the backend does not support "
              "(exactly what makes the verdict `blocked`)",
     "warning": "any finding of severity warning or error, guarded ones included (and unsupported ops)",
-    "fallback": "any traced op that runs on the CPU (cpu-fallback)",
+    "fallback": "any traced op that runs, or may run, on the CPU (cpu-fallback, device-or-cpu)",
     "unknown": "any traced op whose status on the backend is unknown",
     "custom-kernel": "any custom kernel (source finding of category custom-kernel, or custom op)",
 }

@@ -12,7 +12,7 @@ not a pass: `could_not_check` lists them and the run exits 2 ("could not check")
 
 from __future__ import annotations
 
-from opscan.model import Report
+from opscan.model import Report, status_of
 from opscan.verdict import blockers_of, op_status, unsupported_ops
 
 _SEVERITY_RANK = {"error": 0, "warning": 1, "note": 2}
@@ -38,8 +38,11 @@ def failures(report: Report, fail_on: tuple[str, ...]) -> list[str]:
                 out.append(f"warning: {len(unsupported)} unsupported op(s): {', '.join(unsupported[:5])}")
         elif condition == "fallback":
             hits = [op for op, st in status.items() if st == "cpu-fallback"]
+            maybe = [op for op, st in status.items() if status_of(st).may_fall_back and st != "cpu-fallback"]
             if hits:
                 out.append(f"fallback: {len(hits)} op(s) on CPU fallback: {', '.join(hits[:5])}")
+            if maybe:
+                out.append(f"fallback: {len(maybe)} op(s) that may run on the CPU: {', '.join(maybe[:5])}")
         elif condition == "unknown":
             hits = [op for op, st in status.items() if st == "unknown"]
             if hits:

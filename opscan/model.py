@@ -47,7 +47,13 @@ TASKS: dict[str, str] = {
 # - runs_on_device: the op executes on the backend's device (native, composite, limited);
 # - needs_attention: a reader must look at it (conditions, fallback, error, unchecked); ops of a
 #   status with a `task` get an op-gap task of that kind (limited ops run, so they get none);
-# - blocks: the op raises on the backend, so the run is blocked (and the default gate fails).
+# - blocks: the op raises on the backend, so the run is blocked (and the default gate fails);
+# - may_fall_back: the op runs, but may run (cpu-fallback: does run) on the host CPU, copying its
+#   tensors to the host and back: it never blocks, `--fail-on fallback` gates on it, and its cost
+#   per training step is measured from the trace (`Fallback`, NOTE [fallback cost]).
+# `device-or-cpu` is what a release that documents its no-kernel behaviour (`no_kernel:` in the
+# release file: TorchNeuron eager falls back to CPU) says of an op it does not list: the op runs,
+# on the device or on the CPU; only a probe tells which.
 @dataclass(frozen=True)
 class OpStatus:
     """One op support status and what follows from it (NOTE [status facts])."""
@@ -60,6 +66,7 @@ class OpStatus:
     blocks: bool                         # the op raises on the backend
     task: str = ""                       # the op-gap task kind (OP_TASKS) it makes; "" none
     short: str = "?"                     # one-letter label for tables (zoo matrix)
+    may_fall_back: bool = False          # runs, on the host CPU (cpu-fallback) or perhaps (device-or-cpu)
 
 
 OP_STATUSES: tuple[OpStatus, ...] = (    # in the order reports list them
@@ -67,10 +74,13 @@ OP_STATUSES: tuple[OpStatus, ...] = (    # in the order reports list them
     OpStatus("composite", "decomposes before reaching the backend; judged by the ops it expands into",
              1, True, False, False, short="C"),
     OpStatus("limited", "has a kernel, with conditions on dtypes or arguments", 2, True, True, False, short="L"),
+    OpStatus("device-or-cpu", "not listed; the release documents that an op without a kernel runs on the "
+             "CPU: runs on the device or on the CPU (a probe tells which)", 3, False, True, False,
+             "may-fall-back", "D", may_fall_back=True),
     OpStatus("cpu-fallback", "no kernel: runs on the CPU, copying tensors to the host and back",
-             4, False, True, False, "cpu-fallback", "F"),
-    OpStatus("unsupported", "raises an error on the backend", 5, False, True, True, "unsupported-ops", "X"),
-    OpStatus("unknown", "nobody has checked", 3, False, True, False, "unknown-ops", "?"),
+             5, False, True, False, "cpu-fallback", "F", may_fall_back=True),
+    OpStatus("unsupported", "raises an error on the backend", 6, False, True, True, "unsupported-ops", "X"),
+    OpStatus("unknown", "nobody has checked", 4, False, True, False, "unknown-ops", "?"),
 )
 STATUS: dict[str, OpStatus] = {s.name: s for s in OP_STATUSES}
 STATUSES: dict[str, str] = {s.name: s.description for s in OP_STATUSES}
@@ -87,6 +97,7 @@ OP_TASKS: dict[str, str] = {
     "unsupported-ops": "provide the traced ops the backend rejects",
     "cpu-fallback": "work around the traced ops that run on the CPU",
     "unknown-ops": "probe the traced ops of unknown status",
+    "may-fall-back": "probe the traced ops that may run on the CPU; work around those that do",
 }
 
 EVIDENCE_KINDS: dict[str, str] = {
@@ -103,13 +114,16 @@ VERDICT_KINDS: dict[str, str] = {
                "library, a file opscan could not read) or an op the backend rejects",
     "unknown": "no blocker found, but not proven: ops of unknown status, an incomplete trace, kernels or "
                "libraries to check, or known findings hidden by a baseline",
-    "fallback": "runs, with traced ops on CPU fallback",
+    "fallback": "runs, with traced ops on CPU fallback or that may fall back to the CPU (not listed; the "
+                "release documents the CPU fallback): the verdict names them and their cost per step",
     "unchecked": "nothing found in what was checked, but half of the answer was not checked (no model "
                  "traced, or the source not scanned)",
-    "likely": "every traced op is supported, but some only on unverified evidence (pre-release source, "
-              "opscan's inference): confirm with `opscan db probe`",
+    "likely": "no blocker, nothing unknown, but not proven: some ops rest only on unverified evidence (kernels "
+              "registered in a pre-release source snapshot, a probe without sample results, opscan's inference), "
+              "or the installed torch does not pair with the release; the headline says which",
     "ready": "source scanned without blockers, every model traced completely, every op supported on "
-             "documented or probed evidence",
+             "documented evidence or a probe that ran and compared it, and the installed torch pairs "
+             "with the release",
 }
 
 # Closed vocabulary of op caveats: release facts that apply to how a trace uses its ops (which
@@ -275,6 +289,27 @@ class OpUsage:
     sources: tuple[OpSource, ...] = ()
     modes: tuple[str, ...] = ()      # ("inference",), ("train",) or both
     custom: bool = False             # namespace is not a PyTorch one
+    # NOTE [fallback cost]: what the op would cost as a CPU fallback in one training step, at the
+    # traced shapes: every call copies the device tensors it reads to the host and the tensors it
+    # writes back (step_bytes, summed over the train-mode calls), and waits for the device (one
+    # sync per call). 0 when no train step was traced (inference only, or an older trace).
+    step_calls: int = 0              # calls in the traced training step
+    step_bytes: int = 0              # bytes of the device tensors those calls read and write
+    # per dtype the op was called with: the source lines of those calls (at most five each), so a
+    # caveat about one dtype points at the calls with that dtype; () in older traces
+    dtype_sources: tuple[tuple[str, tuple[OpSource, ...]], ...] = ()
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """The cost of one op that runs, or may run, on the CPU, per training step (NOTE [fallback cost])."""
+
+    op: str
+    status: str                          # cpu-fallback | device-or-cpu (OpStatus.may_fall_back)
+    bytes_per_step: int                  # copied to the host and back, at the model's real size
+    syncs_per_step: int                  # device -> host waits (one per call)
+    calls_per_step: int
+    scale: float = 1.0                   # factor applied to the traced figures (1.0: as traced)
 
 
 @dataclass(frozen=True)
@@ -299,6 +334,8 @@ class Evidence:
     repo: str | None = None
     commit: str | None = None
     install: str | None = None   # for probed evidence: e.g. "torch-neuronx 2.14.3.0 / torch 2.14.0"
+    compared: bool = False       # probed evidence: results were run and compared with the CPU
+                                 # (`--samples`, `--report`); a registration alone proves less
 
 
 @dataclass(frozen=True)
@@ -545,6 +582,7 @@ class Report:
     verdict: Verdict | None = None       # set by the analysis; None only in hand-built reports
     discovery: Discovery | None = None   # set when no model was configured: what was found instead
     caveats: tuple[OpCaveat, ...] = ()  # release facts hitting the traced ops' dtypes (opscan/db/caveats.py)
+    fallbacks: tuple[Fallback, ...] = ()  # ops that run or may run on the CPU, with their cost, by op
 
     @property
     def blockers(self) -> Blockers:

@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from opscan.model import Blockers, Coverage, Finding, Report, Task, Verdict, status_of
 
-VERIFIED_EVIDENCE = ("documented", "probed")
+VERIFIED_EVIDENCE = ("documented", "probed")   # probed counts only when `Evidence.compared` (see `unverified`)
 
 NO_BLOCKERS = Blockers()
 NO_MODEL = "no model found (configure [[tool.opscan.models]] or pass --model)"
@@ -64,8 +64,10 @@ def unsupported_ops(report: Report) -> list[str]:
 
 
 def unverified(coverage: Coverage) -> str:
-    """Why a supported op is not proven: "source-snapshot" (pre-release source), "inferred"
-    (opscan's derivation or no evidence at all); "" when documented or probed evidence backs it.
+    """Why a supported op is not proven: "source-snapshot" (pre-release source), "registered" (a
+    probe read its registration but ran nothing: no `--samples`), "inferred" (opscan's derivation
+    or no evidence at all); "" when documented evidence, or a probe that ran the op and compared
+    its results with the CPU, backs it.
 
     A composite that reaches no backend op (a view such as `aten::detach`: the installed torch's
     composite kernel dispatches nothing to the device) claims nothing about the backend, so there
@@ -77,8 +79,10 @@ def unverified(coverage: Coverage) -> str:
     kinds = {e.kind for e in coverage.evidence}
     if "source-snapshot" in kinds:
         return "source-snapshot"
-    if kinds & set(VERIFIED_EVIDENCE):
+    if "documented" in kinds or any(e.kind == "probed" and e.compared for e in coverage.evidence):
         return ""
+    if "probed" in kinds:   # a registration read from the dispatcher, never run (probe without --samples)
+        return "registered"
     return "inferred"
 
 
@@ -130,7 +134,7 @@ def blockers_of(report: Report) -> Blockers:
 # --- the verdict ---------------------------------------------------------------------------------
 
 def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str | None = "",
-          unchecked: tuple[tuple[str, str], ...] = ()) -> Verdict:
+          unchecked: tuple[tuple[str, str], ...] = (), pairing: str = "") -> Verdict:
     """The verdict of `report`.
 
     Args:
@@ -140,27 +144,35 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
             no project source to scan (the zoo judges models alone).
         unchecked: (target, why) of each model opscan was given (configured, --model, or PATH
             itself) but could not build or trace; carried in `Verdict.unchecked` for the gate.
+        pairing: "" when the installed torch pairs with the release (or it is not known), else the
+            pairing warning: composite answers rest on a torch the release is not built for, so
+            the verdict is never "ready" (a caution naming the pairing).
     """
     lines = tuple(f"{target}: {why}" for target, why in unchecked)
     if unchecked and all(t.target in dict(unchecked) for t in report.traces):
         ops_not_checked = f"could not check {_plural(len(unchecked), 'model')}"
-    verdict = _judge(report, ops_not_checked, source_not_checked, {target for target, _ in unchecked})
+    verdict = _judge(report, ops_not_checked, source_not_checked, {target for target, _ in unchecked}, pairing)
     details = tuple(f"could not check {line}" for line in lines) + verdict.details
     return replace(verdict, details=details, unchecked=lines)
 
 
-def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None, unchecked: set[str]) -> Verdict:
+def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None, unchecked: set[str],
+           pairing: str = "") -> Verdict:
     blockers = count_blockers(report)
     status = op_status(report)
     by_op = {c.op: c for c in report.coverage}
     fallback = [op for op, st in status.items() if st == "cpu-fallback"]
+    maybe = [op for op, st in status.items() if st == "device-or-cpu"]
     unknown = [op for op, st in status.items() if st == "unknown"]
     weak: dict[str, list[str]] = {}
+    dates: dict[str, set[str]] = {}   # why -> the dates of the unverified evidence (snapshot date, probe date)
     for op, st in status.items():
         if status_of(st).runs_on_device and op in by_op:
             why = unverified(by_op[op])
             if why:
                 weak.setdefault(why, []).append(op)
+                dates.setdefault(why, set()).update(e.date for e in by_op[op].evidence
+                                                    if e.date and e.kind in ("source-snapshot", "probed"))
     ops_checked = any(t.target not in unchecked for t in report.traces)
     source_checked = source_not_checked == ""
     incomplete = [t for t in report.traces if not t.complete and t.target not in unchecked]
@@ -179,11 +191,23 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
     if unknown:
         details.append(f"{len(unknown)} of {_plural(len(status), 'traced op')} "
                        f"{'has' if len(unknown) == 1 else 'have'} unknown status on {report.backend or 'the backend'}")
+    cost = {f.op: f for f in getattr(report, "fallbacks", ())}
+    moved = sum(f.bytes_per_step for f in cost.values())
+    if moved:
+        calls = sum(f.calls_per_step for f in cost.values())
+        costly = sorted(cost.values(), key=lambda f: (-f.bytes_per_step, f.op))[:3]
+        details.append(f"CPU fallbacks would copy {size(moved)} between host and device per training step "
+                       f"at the traced shapes, with {_plural(calls, 'sync')} ("
+                       + ", ".join(f"{f.op} {size(f.bytes_per_step)}" for f in costly) + ")")
     if fallback:
-        details.append(f"{_plural(len(fallback), 'op')} on CPU fallback: {', '.join(fallback[:5])}"
-                       + (" …" if len(fallback) > 5 else ""))
+        details.append(f"{_plural(len(fallback), 'op')} on CPU fallback: {_names(fallback)}")
+    if maybe:
+        details.append(f"{_plural(len(maybe), 'op')} may run on the CPU (not listed; the release documents "
+                       f"that an op without a kernel falls back to the CPU): {_names(maybe)}")
     if weak:
-        details.append(_unverified_text(weak))
+        details.append(_unverified_text(weak, dates))
+    if pairing:
+        details.append(pairing)
     caveats = getattr(report, "caveats", ())   # release facts the traced dtypes hit (opscan/db/caveats.py)
     details.extend(c.message for c in caveats)
     tasks = report.tasks
@@ -213,9 +237,8 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
     if open_points:
         return _verdict("unknown", "no blockers found, but not proven: " + ", ".join(open_points),
                         details, source_checked, ops_checked)
-    if fallback:
-        return _verdict("fallback", f"runs with {_plural(len(fallback), 'op')} on CPU fallback",
-                        details, source_checked, ops_checked)
+    if fallback or maybe:
+        return _verdict("fallback", _fallback_headline(fallback, maybe), details, source_checked, ops_checked)
     if not ops_checked or source_not_checked:
         findings = [f for f in report.findings if f.category != "input"]
         source = ("source: no CUDA pins" if not findings else
@@ -229,26 +252,61 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
                f"ops: {_plural(len(status), 'traced op')}, none known to fail")
         return _verdict("unchecked", f"{source}; {ops}", [d for d in details if not d.startswith(("ops:", "source:"))],
                         source_checked, ops_checked)
-    if weak:
-        return _verdict("likely", f"likely — unverified: {_unverified_counts(weak)}; confirm with `opscan db probe`",
-                        [d for d in details if d != _unverified_text(weak)], source_checked, ops_checked)
+    if weak or pairing:
+        said = []
+        if weak:
+            said.append(f"unverified: {_unverified_counts(weak, dates)}")
+        if pairing:
+            said.append(pairing.split(";")[0])   # "installed torch 2.13.0 does not pair with SPEC (...)"
+        return _verdict("likely", f"likely — {'; '.join(said)}; confirm with `opscan db probe --report` on a "
+                        "paired install", [d for d in details if d not in (_unverified_text(weak, dates), pairing)],
+                        source_checked, ops_checked)
     return _verdict("ready", "ready", details, source_checked, ops_checked)
 
 
-def _unverified_counts(weak: dict[str, list[str]]) -> str:
+def size(count: int) -> str:
+    """Bytes as people read them: "6.0 MB", "12.3 kB", "512 B"."""
+    if count >= 100_000:
+        return f"{count / 1e6:.1f} MB"
+    return f"{count / 1e3:.1f} kB" if count >= 1000 else f"{count} B"
+
+
+def _names(ops: list[str], shown: int = 5) -> str:
+    return ", ".join(ops[:shown]) + (" …" if len(ops) > shown else "")
+
+
+def _fallback_headline(fallback: list[str], maybe: list[str]) -> str:
+    """"runs with possible CPU fallbacks: 2 ops may run on the CPU (aten::sort, aten::topk)"."""
+    if not maybe:
+        return f"runs with {_plural(len(fallback), 'op')} on CPU fallback"
+    text = f"runs with possible CPU fallbacks: {_plural(len(maybe), 'op')} may run on the CPU ({_names(maybe, 3)})"
+    return text + (f"; {_plural(len(fallback), 'op')} on CPU fallback" if fallback else "")
+
+
+def _unverified_counts(weak: dict[str, list[str]], dates: dict[str, set[str]] | None = None) -> str:
+    """What the evidence of the unverified ops is, e.g. "31 ops rest on kernels registered in a
+    pre-release source snapshot of 2026-04-21"."""
+    def of(why: str) -> str:
+        known = sorted((dates or {}).get(why, ()))
+        return f" of {', '.join(known)}" if known else ""
     parts = []
     if weak.get("source-snapshot"):
         n = len(weak["source-snapshot"])
-        parts.append(f"{_plural(n, 'op')} rest{'s' * (n == 1)} on pre-release source")
+        parts.append(f"{_plural(n, 'op')} rest{'s' * (n == 1)} on kernels registered in a pre-release source "
+                     f"snapshot{of('source-snapshot')}")
+    if weak.get("registered"):
+        n = len(weak["registered"])
+        parts.append(f"{_plural(n, 'op')} only registered on a probed install{of('registered')}, never run "
+                     "(probe without --samples)")
     if weak.get("inferred"):
         n = len(weak["inferred"])
         parts.append(f"{_plural(n, 'op')} on opscan's inference only")
     return ", ".join(parts)
 
 
-def _unverified_text(weak: dict[str, list[str]]) -> str:
+def _unverified_text(weak: dict[str, list[str]], dates: dict[str, set[str]] | None = None) -> str:
     count = sum(len(v) for v in weak.values())
-    return (f"{_plural(count, 'op')} supported only on unverified evidence ({_unverified_counts(weak)}): "
+    return (f"{_plural(count, 'op')} supported only on unverified evidence ({_unverified_counts(weak, dates)}): "
             "confirm with `opscan db probe` on a Trainium instance")
 
 

@@ -18,18 +18,19 @@ SOURCE_TEXT = {"probed": "probed on fakeneuron 1.0", "source-snapshot": "fakeneu
                "documented": "fakeneuron docs", "inferred": "opscan guessed"}
 
 
-SOURCE_FIELDS = {"probed": {"install": "fakeneuron 1.0 / torch 2.13.0", "date": "2026-01-01"},
+SOURCE_FIELDS = {"probed": {"install": "fakeneuron 1.0 / torch 2.13.0", "date": "2026-01-01", "compared": True},
                  "source-snapshot": {"repo": "fakeneuron", "commit": "0" * 40},
                  "documented": {"url": "https://example.org/fakeneuron", "date": "2026-01-01"}, "inferred": {}}
 
 
 def static_release(statuses: dict[str, str], spec: str = "fakeneuron==1.0", *, default: str = "unknown",
                    kind: str = "source-snapshot", confidence: str = "high", parts: dict | None = None,
-                   folder: Path | None = None) -> Release:
+                   folder: Path | None = None, no_kernel: dict | None = None) -> Release:
     """A release listing `statuses` (ops not listed: `default`), every entry backed by one source of `kind`.
 
     A `composite` op expands into `parts[op]` (default: the first op listed `native`), as the
-    loader requires; a `limited` op gets a note.
+    loader requires; a `limited` op gets a note. `no_kernel` is the file's `no_kernel:` rule (its
+    evidence defaults to the one source).
     """
     backend, release = spec.split("==")
     source = {"id": "src", "kind": kind, "text": SOURCE_TEXT[kind], **SOURCE_FIELDS[kind]}
@@ -50,6 +51,8 @@ def static_release(statuses: dict[str, str], spec: str = "fakeneuron==1.0", *, d
         "unlisted": {"status": default, "evidence": ["src"], "confidence": "low", "note": "not listed"},
         "ops": [entry(op, status) for op, status in sorted(statuses.items())],
     }
+    if no_kernel is not None:
+        document["no_kernel"] = {"evidence": ["src"], **no_kernel}
     folder = Path(folder or tempfile.mkdtemp(prefix="opscan-release-"))
     path = folder / f"{backend}-{release}.yaml"
     path.write_text(dump(document), encoding="utf-8")

@@ -36,4 +36,11 @@ def annotate(release: Release, op_names: Iterable[str]) -> tuple[tuple[Coverage,
     if counts["unknown"] and release.kernel_list == "partial":
         notes.append(f"{release.spec} lists only some ops ({release.unlisted.note}); run `opscan db probe` on "
                      "an install to turn unknown into native or cpu-fallback")
+    maybe = [c.op for c in coverage if c.status == "device-or-cpu"]
+    rule = release.no_kernel
+    if maybe and rule is not None:
+        compile_says = rule.compile_note or f"{rule.compile}"
+        notes.append(f"{len(maybe)} traced op{'s' * (len(maybe) != 1)} not listed for {release.spec} run on the "
+                     f"device or on the CPU: {rule.note or 'the documented eager default'}; under torch.compile: "
+                     f"{compile_says}")
     return coverage, tuple(notes)

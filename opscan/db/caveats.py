@@ -30,14 +30,25 @@ INT64_ARITHMETIC = frozenset({
 })
 
 
-def _merge(traces: Iterable[ModelTrace]) -> dict[str, tuple[set[str], set[OpSource]]]:
-    """op -> (dtypes, sources) over every trace."""
-    out: dict[str, tuple[set[str], set[OpSource]]] = {}
+class _Merged(dict):
+    """op -> (dtypes, sources) over every trace; `by_dtype[(op, dtype)]`: the sources of the calls
+    with that dtype, for ops whose trace recorded them (model.OpUsage.dtype_sources)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_dtype: dict[tuple[str, str], set[OpSource]] = {}
+
+
+def _merge(traces: Iterable[ModelTrace]) -> _Merged:
+    """op -> (dtypes, sources) over every trace (and the sources per dtype)."""
+    out = _Merged()
     for trace in traces:
         for usage in trace.ops:
             dtypes, sources = out.setdefault(usage.op, (set(), set()))
             dtypes.update(usage.dtypes)
             sources.update(usage.sources)
+            for dtype, found in usage.dtype_sources:
+                out.by_dtype.setdefault((usage.op, dtype), set()).update(found)
     return out
 
 
@@ -57,13 +68,22 @@ def _sources(merged, ops: Iterable[str]) -> tuple[OpSource, ...]:
 def _lines(merged, ops: list[str], dtype: str) -> tuple[tuple[OpSource, ...], str]:
     """(the sources of `ops`, "; lines calling these ops: a.py:3, b.py:7" with at most 3 shown).
 
-    The lines are the ops' over all their calls (see _sources): when an op was also called with
+    The lines are those of the calls with `dtype` when the trace recorded sources per dtype;
+    otherwise the ops' over all their calls (see _sources): when an op was also called with
     another dtype, the text says "(any dtype)", since some of the lines may be those other calls."""
-    sources = _sources(merged, ops)
+    exact = bool(dtype) and all((op, dtype) in getattr(merged, "by_dtype", {}) for op in ops)
+    if exact:   # the calls with this dtype only
+        found: dict[tuple[str, int], OpSource] = {}
+        for op in ops:
+            for source in sorted(merged.by_dtype[(op, dtype)], key=lambda s: (s.path, s.line, s.module)):
+                found.setdefault((source.path, source.line), source)
+        sources = tuple(found[key] for key in sorted(found))[:MAX_SOURCES]
+    else:
+        sources = _sources(merged, ops)
     if not sources:
         return sources, ""
     shown = ", ".join(f"{s.path}:{s.line}" for s in sources[:3])
-    mixed = bool(dtype) and any(merged[op][0] - {dtype} for op in ops)
+    mixed = bool(dtype) and not exact and any(merged[op][0] - {dtype} for op in ops)
     return sources, (f"; {'line' if len(sources) == 1 else 'lines'} calling {'it' if len(ops) == 1 else 'these ops'}"
                      f"{' (any dtype)' if mixed else ''}: {shown}"
                      + (f" and {len(sources) - 3} more" if len(sources) > 3 else ""))

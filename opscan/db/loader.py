@@ -6,7 +6,16 @@ import datetime
 import re
 from pathlib import Path
 
-from opscan.db.release import CONFIDENCES, Entry, KnownFailure, Narrowing, Package, Release
+from opscan.db.release import (
+    CONFIDENCES,
+    NO_KERNEL_MODES,
+    Entry,
+    KnownFailure,
+    Narrowing,
+    NoKernel,
+    Package,
+    Release,
+)
 from opscan.errors import DatabaseError
 from opscan.model import EVIDENCE_KINDS, STATUSES, Evidence, OpName
 from opscan.strict_yaml import YamlProblem, check_keys as _keys, line_of as _line, load_checked
@@ -24,9 +33,15 @@ _TOP = {
     "device": True, "dispatch_key": True, "packages": False, "op_names": True, "kernel_list": True,
     "statuses": True, "evidence_kinds": True, "sources": True, "unlisted": True, "profile": False,
     "notes": False, "ops": True, "known_failures": False, "dtype_narrowing": False, "environment": False,
+    "no_kernel": False,
 }
+_NO_KERNEL = {"eager": True, "compile": True, "evidence": True, "note": False, "compile_note": False,
+              "not_supported": False}
+_NOT_SUPPORTED = {"ops": True, "evidence": True, "note": False}
+# vocabulary values a file written before they existed may leave out
+_OPTIONAL_VOCABULARY = ("device-or-cpu",)
 _SOURCE = {"id": True, "kind": True, "text": True, "url": False, "date": False, "repo": False,
-           "commit": False, "install": False}
+           "commit": False, "install": False, "compared": False}
 _SOURCE_NEEDS = {"documented": ("url", "date"), "probed": ("install", "date"),
                  "source-snapshot": ("repo", "commit"), "inferred": ()}
 _ENTRY = {"op": True, "status": True, "evidence": True, "confidence": True, "note": False,
@@ -89,7 +104,7 @@ def _vocabulary(doc, key: str, closed: dict[str, str]) -> None:
                            _line(vocab, name))
         if not isinstance(vocab[name], str) or not vocab[name].strip():
             raise _Problem(f"{key}: {name!r} needs a one-line description", _line(vocab, name))
-    missing = [name for name in closed if name not in vocab]
+    missing = [name for name in closed if name not in vocab and name not in _OPTIONAL_VOCABULARY]
     if missing:
         raise _Problem(f"{key}: missing a description for {', '.join(missing)}", _line(doc, key))
 
@@ -110,7 +125,11 @@ def _sources(doc) -> dict[str, Evidence]:
                 raise _Problem(f"source {sid}: {kind} evidence needs {needed!r}", _line(item))
         fields = {k: _text(item, k, f"source {sid}") for k in ("url", "date", "repo", "commit", "install")
                   if k in item}
-        out[sid] = Evidence(kind=kind, text=_text(item, "text", f"source {sid}"), **fields)
+        compared = item.get("compared", False)
+        if not isinstance(compared, bool) or (compared and kind != "probed"):
+            raise _Problem(f"source {sid}: compared must be true or false, and only probed evidence can be "
+                           "compared (results checked against the CPU)", _line(item, "compared"))
+        out[sid] = Evidence(kind=kind, text=_text(item, "text", f"source {sid}"), compared=compared, **fields)
     return out
 
 
@@ -320,8 +339,29 @@ def _build(path: Path, doc) -> Release:
         kernel_list=kernel_list, sources=sources, entries=entries, unlisted=unlisted,
         packages=tuple(packages), released=_text(doc, "released", "release file") if "released" in doc else "",
         sdpa_policy=sdpa, sdpa_sources=sdpa_sources, notes=tuple(notes), known_failures=known_failures,
-        narrowing=narrowing, environment=environment,
+        narrowing=narrowing, environment=environment, no_kernel=_no_kernel(doc, sources, kernel_list),
     )
+
+
+def _no_kernel(doc, sources, kernel_list: str) -> NoKernel | None:
+    """`no_kernel:` (what happens to an op without a kernel); None when the file does not say."""
+    if "no_kernel" not in doc:
+        return None
+    item = doc["no_kernel"]
+    _keys(item, _NO_KERNEL, "no_kernel", _line(doc, "no_kernel"))
+    patterns, refused, refused_note = (), (), ""
+    if "not_supported" in item:
+        ns = item["not_supported"]
+        _keys(ns, _NOT_SUPPORTED, "no_kernel: not_supported", _line(item, "not_supported"))
+        patterns = _strings(ns, "ops", "no_kernel: not_supported")
+        refused = _evidence_ids(ns, sources, "no_kernel: not_supported")
+        refused_note = _text(ns, "note", "no_kernel: not_supported") if "note" in ns else ""
+    return NoKernel(eager=_choice(item, "eager", NO_KERNEL_MODES, "no_kernel"),
+                    compile=_choice(item, "compile", NO_KERNEL_MODES, "no_kernel"),
+                    sources=_evidence_ids(item, sources, "no_kernel"),
+                    note=_text(item, "note", "no_kernel") if "note" in item else "",
+                    compile_note=_text(item, "compile_note", "no_kernel") if "compile_note" in item else "",
+                    not_supported=patterns, not_supported_sources=refused, not_supported_note=refused_note)
 
 
 def _environment(doc) -> dict:

@@ -29,7 +29,10 @@ from opscan.model import Coverage, Evidence, OpName, status_of
 #    is complete (a probe read every kernel the backend registers): then "no kernel" is known and
 #    the documented/probed default applies (cpu-fallback for TorchNeuron's catch-all fallback).
 #    Without torch, step 3 cannot run, so a complete file's default is not applied either: an
-#    unlisted op might be composite, so the answer is `unknown` and says why.
+#    unlisted op might be composite, so the answer is `unknown` and says why. With a partial list,
+#    a file that states what happens to an op without a kernel (`no_kernel:`, release data with
+#    its source: TorchNeuron eager falls back to the CPU) answers `device-or-cpu` (it runs, on the
+#    device or on the CPU), or `unsupported` for the classes its docs call not supported.
 _MAX_DEPTH = 6
 _SDPA = "aten::scaled_dot_product_attention"
 _SDPA_KERNEL = "aten::_scaled_dot_product_fused_attention_overrideable"
@@ -131,6 +134,17 @@ def _unlisted(release: Release, op: str, torch_missing: bool) -> Coverage:
                         via="not listed; torch not importable, composite kernels not checked",
                         evidence=(_inferred(f"not listed; {default.status} unless it decomposes into "
                                             "other ops (torch is needed to tell)"),) + evidence)
+    rule = release.no_kernel
+    if default.status == "unknown" and rule is not None and release.kernel_list == "partial" and not torch_missing:
+        if rule.refuses(op):   # a class the docs call not supported (quantized variants, ...)
+            note = rule.not_supported_note or "a class of ops the backend's docs call not supported"
+            return Coverage(op=op, status="unsupported", confidence="low", via=f"not listed: {note}",
+                            evidence=release.evidence(rule.not_supported_sources))
+        if rule.eager == "cpu-fallback":   # NOTE [lookup order] 4: runs, on the device or the CPU
+            return Coverage(op=op, status="device-or-cpu", confidence="medium",
+                            via="not listed: runs on the device if it has a kernel, else on the CPU "
+                                "(documented eager default)",
+                            evidence=release.evidence(rule.sources))
     via = f"not listed: {default.note}" if default.note else "not listed"
     return Coverage(op=op, status=default.status, evidence=evidence, confidence=default.confidence, via=via)
 

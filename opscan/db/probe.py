@@ -361,7 +361,7 @@ def probe(import_module: str | None = None, samples: bool = False, name: str | N
     if samples:
         sources.append({"id": "samples", "kind": "probed",
                         "text": f"sample inputs run on {install.text} and compared with the CPU",
-                        "install": f"{install.text} / torch {install.torch}", "date": date})
+                        "install": f"{install.text} / torch {install.torch}", "date": date, "compared": True})
     ops = [_entry(op, results.get(op)) for op in registered]
     sdpa = "overrideable" if "aten::_scaled_dot_product_fused_attention_overrideable" in registered else "math"
     sdpa_how = "from the registered kernels"

@@ -62,6 +62,34 @@ class Narrowing:
     note: str = ""
 
 
+NO_KERNEL_MODES = ("cpu-fallback", "error", "unknown")
+
+
+@dataclass(frozen=True)
+class NoKernel:
+    """What the backend does with an op it has no kernel for, per execution mode (`no_kernel:`).
+
+    Release data with its sources: TorchNeuron documents that in eager mode such an op falls back
+    to the CPU, so an op the file does not list is `device-or-cpu` (it runs, on the device or on
+    the CPU), except the ops of `not_supported` (classes the docs call not supported).
+    """
+
+    eager: str                        # one of NO_KERNEL_MODES
+    compile: str                      # under torch.compile; "unknown" when the docs read do not say
+    sources: tuple[str, ...]
+    note: str = ""
+    compile_note: str = ""
+    not_supported: tuple[str, ...] = ()          # fnmatch patterns of op names (quantized::*, ...)
+    not_supported_sources: tuple[str, ...] = ()
+    not_supported_note: str = ""
+
+    def refuses(self, op: str) -> bool:
+        """Whether `op` is of a class the docs call not supported."""
+        from fnmatch import fnmatchcase
+
+        return any(fnmatchcase(op, pattern) for pattern in self.not_supported)
+
+
 @dataclass(frozen=True)
 class Package:
     """A pip package of the release and the torch minor version it pairs with."""
@@ -97,6 +125,7 @@ class Release:
     notes: tuple[str, ...] = ()
     known_failures: tuple[KnownFailure, ...] = ()
     narrowing: tuple[Narrowing, ...] = ()
+    no_kernel: NoKernel | None = None  # what happens to an op without a kernel (None: not stated)
     environment: dict = field(default_factory=dict, compare=False)   # probed files: where the probe ran
     warnings: tuple[str, ...] = field(default=(), compare=False)
     _cache: dict = field(default_factory=dict, compare=False, repr=False)

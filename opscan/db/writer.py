@@ -10,7 +10,7 @@ from opscan.errors import DatabaseError
 
 # Top-level keys in the order they are written.
 ORDER = ("schema_version", "backend", "release", "title", "released", "device", "dispatch_key",
-         "packages", "op_names", "kernel_list", "statuses", "evidence_kinds", "sources", "unlisted",
+         "packages", "op_names", "kernel_list", "statuses", "evidence_kinds", "sources", "unlisted", "no_kernel",
          "profile", "environment", "notes", "dtype_narrowing", "known_failures", "ops")
 _ENTRY_ORDER = ("op", "status", "evidence", "confidence", "parts", "since", "note")
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -59,7 +59,7 @@ def dump(doc: dict, header: str = "") -> str:
         if key not in doc:
             continue
         value = doc[key]
-        if key in ("statuses", "evidence_kinds", "unlisted", "profile", "environment"):
+        if key in ("statuses", "evidence_kinds", "unlisted", "no_kernel", "profile", "environment"):
             lines.append(f"{key}:")
             lines.extend(_block(value, "  "))
         elif key == "sources":

@@ -55,12 +55,18 @@ def _text(draft: grouping.Draft, book: libraries.Catalog) -> tuple[str, str, tup
         family = sizing.family_of(draft, book)
         if family is not None:
             return family.replacement, family.why, family.sources
+    why = kind.why
+    if kind in (catalog.FALLBACK_KIND, catalog.MAYBE_FALLBACK_KIND):   # NOTE [fallback cost] in model.py
+        moved, calls = sum(u.step_bytes for u in draft.ops), sum(u.step_calls for u in draft.ops)
+        if moved:
+            why += (f"; at the traced shapes they would copy {moved / 1e6:.1f} MB between host and device per "
+                    f"training step, with {calls} sync{'s' * (calls != 1)}")
     if kind is catalog.FALLBACK_KIND:
         advice = [f"`{u.op}`: {catalog.OP_ADVICE[u.op.split('.')[0]]}" for u in draft.ops
                   if u.op.split(".")[0] in catalog.OP_ADVICE]
         if advice:
-            return "; ".join(advice) + "; otherwise " + kind.action, kind.why, kind.sources
-    return kind.action, kind.why, kind.sources
+            return "; ".join(advice) + "; otherwise " + kind.action, why, kind.sources
+    return kind.action, why, kind.sources
 
 
 def _priority(draft: grouping.Draft) -> int:

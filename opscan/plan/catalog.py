@@ -137,6 +137,14 @@ UNKNOWN_KIND = Kind(
     "readable copy records these ops for this release",
     (URL_API_REF, URL_OP_TABLE), "device-agnostic", True)
 
+MAYBE_FALLBACK_KIND = Kind(
+    "may-fall-back", "ops that may run on the CPU every training step: {ops}",
+    "probe them on a Trn2 instance (`opscan db probe --report REPORT.json`); replace those that fall back "
+    "with ops that have a Neuron kernel, or write an NKI kernel (`@nki_op`)",
+    "the release does not list these ops, and TorchNeuron runs ops without a Neuron implementation on the "
+    "CPU by default: each runs on the device or on the CPU, copying its tensors to the host and back",
+    (URL_BEST_PRACTICES,), "performance", True)
+
 # Op-specific advice for ops on CPU fallback (matched on the overload packet).
 OP_ADVICE: dict[str, str] = {
     "aten::_fused_adamw_": "switch to the foreach AdamW (`torch.optim.AdamW(..., foreach=True, fused=False)`)",
@@ -148,7 +156,8 @@ OP_ADVICE: dict[str, str] = {
 # Every task kind a rule can declare (model.TASKS), by id; "none" is not port work.
 BY_TASK: dict[str, Kind] = {kind.id: kind for kind in (*SOURCE_KINDS, LIBRARY_KIND, KERNEL_KIND)}
 # The op-gap kinds (model.OP_TASKS), by id: the task an op status makes (model.OpStatus.task).
-OP_KINDS: dict[str, Kind] = {kind.id: kind for kind in (UNSUPPORTED_KIND, FALLBACK_KIND, UNKNOWN_KIND)}
+OP_KINDS: dict[str, Kind] = {kind.id: kind for kind in (UNSUPPORTED_KIND, FALLBACK_KIND,
+                                                               MAYBE_FALLBACK_KIND, UNKNOWN_KIND)}
 
 
 def source_kind(finding: Finding) -> Kind | None:

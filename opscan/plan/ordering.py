@@ -27,6 +27,7 @@ EDGES: tuple[tuple[str, str, str], ...] = (
      "instead of `cuda`"),
     (_DEVICE, "unsupported-ops", "op errors are reproduced on `neuron`, which needs the model on that device"),
     (_DEVICE, "cpu-fallback", "fallbacks only happen, and can only be measured, once the model runs on `neuron`"),
+    (_DEVICE, "may-fall-back", "fallbacks only happen, and can only be probed, once the model runs on `neuron`"),
     ("unknown-ops", "unsupported-ops", "probing may show more ops the backend rejects, or fewer"),
     ("unknown-ops", "cpu-fallback", "probing may show more ops that fall back to the CPU, or fewer"),
     ("library", "unsupported-ops", "the library's PyTorch replacement dispatches new ops: trace again before "

@@ -54,7 +54,8 @@ def _source(source: OpSource) -> dict:
 
 
 def _evidence(evidence: Evidence) -> dict:
-    return {k: v for k, v in asdict(evidence).items() if v is not None}
+    """The evidence's fields that are set (`compared` only when true: a probe that ran the op)."""
+    return {k: v for k, v in asdict(evidence).items() if v is not None and not (k == "compared" and not v)}
 
 
 def merge_ops(traces: tuple[ModelTrace, ...]) -> list[tuple[OpUsage, tuple[str, ...]]]:
@@ -77,6 +78,8 @@ def merge_ops(traces: tuple[ModelTrace, ...]) -> list[tuple[OpUsage, tuple[str, 
                 sources=tuple(sorted(set(prev.sources) | set(usage.sources))),
                 modes=tuple(sorted(set(prev.modes) | set(usage.modes))),
                 custom=prev.custom or usage.custom,
+                step_calls=prev.step_calls + usage.step_calls,
+                step_bytes=prev.step_bytes + usage.step_bytes,
             )
     return [(merged[name], tuple(sorted(models[name]))) for name in sorted(merged)]
 
@@ -99,6 +102,14 @@ def _op(usage: OpUsage, models: tuple[str, ...], coverage: Coverage | None) -> d
         out["parts"] = list(coverage.parts)
         out["evidence"] = [_evidence(e) for e in coverage.evidence]
     return out
+
+
+def _with_cost(op: dict, cost) -> dict:
+    """An op entry with its `fallback` cost per training step when it runs, or may run, on the CPU."""
+    if cost is not None:
+        op["fallback"] = {"bytes_per_step": cost.bytes_per_step, "syncs_per_step": cost.syncs_per_step,
+                          "calls_per_step": cost.calls_per_step}
+    return op
 
 
 def _trace(trace: ModelTrace) -> dict:
@@ -174,6 +185,7 @@ def summary(report: Report) -> dict:
 def to_dict(report: Report) -> dict:
     """The report as the JSON document's dict (key order is part of the contract)."""
     coverage = {c.op: c for c in report.coverage}
+    costs = {f.op: f for f in report.fallbacks}
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "opscan", "version": report.tool_version},
@@ -185,7 +197,8 @@ def to_dict(report: Report) -> dict:
             "blockers": _blockers(report.verdict.blockers),
             "unchecked": list(report.verdict.unchecked)},   # models given but not checked: exit 2
         "findings": [_finding(f) for f in sorted(report.findings, key=Finding.sort_key)],
-        "ops": [_op(usage, models, coverage.get(usage.op)) for usage, models in merge_ops(report.traces)],
+        "ops": [_with_cost(_op(usage, models, coverage.get(usage.op)), costs.get(usage.op))
+                for usage, models in merge_ops(report.traces)],
         "traces": [_trace(t) for t in report.traces],
         "tasks": [_task(t) for t in report.tasks],
         "caveats": [_caveat(c) for c in report.caveats],

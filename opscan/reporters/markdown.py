@@ -6,7 +6,7 @@ from collections import Counter
 from typing import TextIO
 
 from opscan.model import Report, status_of
-from opscan.reporters.tasklist import PRIORITY, sites_by_file, task_effort, total
+from opscan.reporters.tasklist import PRIORITY, size, sites_by_file, task_effort, total
 
 MAX_SITE_FILES = 50   # beyond this many files a task lists the count only
 # GitHub alert per verdict kind: only "ready" is shown without a caution.
@@ -128,10 +128,15 @@ def render(report: Report, out: TextIO) -> None:
     gaps = [c for c in sorted(report.coverage, key=lambda c: c.op)
             if c.op in ops and status_of(c.status).needs_attention]
     if gaps:
-        lines += ["## Ops that need attention", "", "| op | status | evidence |", "|---|---|---|"]
+        costs = {f.op: f for f in report.fallbacks}   # ops that may run on the CPU (model.Fallback)
+        lines += ["## Ops that need attention", "", "| op | status | CPU fallback per step | evidence |",
+                  "|---|---|---|---|"]
         for c in gaps:
             evidence = "; ".join(e.text + (f" ([link]({e.url}))" if e.url else "") for e in c.evidence) or "none"
-            lines.append(f"| `{c.op}` | {c.status} | {_cell(evidence)} |")
+            cost = costs.get(c.op)
+            per_step = (f"{size(cost.bytes_per_step)}, {cost.syncs_per_step} syncs"
+                        if cost is not None and cost.calls_per_step else "")
+            lines.append(f"| `{c.op}` | {c.status} | {per_step} | {_cell(evidence)} |")
         lines.append("")
     if report.notes:
         lines += ["## Notes", ""] + [f"- {note}" for note in report.notes] + [""]

@@ -57,3 +57,10 @@ def sites_by_file(task: Task) -> list[tuple[str, list[int]]]:
     for loc in task.sites:
         files.setdefault(loc.path, []).append(loc.line)
     return [(path, sorted(set(lines))) for path, lines in sorted(files.items())]
+
+
+def size(count: int) -> str:
+    """Bytes as people read them: "6.0 MB", "12.3 kB", "512 B" (fallback costs)."""
+    if count >= 100_000:
+        return f"{count / 1e6:.1f} MB"
+    return f"{count / 1e3:.1f} kB" if count >= 1000 else f"{count} B"

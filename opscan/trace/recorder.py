@@ -84,6 +84,8 @@ class Recorder(TorchDispatchMode):
         self.phases: dict[str, set[str]] = defaultdict(set)
         self.dtypes: dict[str, set[str]] = defaultdict(set)
         self.sources: dict[str, Counter] = defaultdict(Counter)
+        self.bytes: Counter[str] = Counter()     # device bytes read and written (NOTE [fallback cost])
+        self.dtype_sources: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
         self.stand_ins: Counter = Counter()
         self.supplied: set[str] = set()      # ops whose fake kernel opscan supplied (see fakes.py)
         self.last: tuple[str, OpSource | None] | None = None
@@ -200,8 +202,11 @@ class Recorder(TorchDispatchMode):
         self.counts[name] += 1
         self.phases[name].add(phase)
         self.dtypes[name].update(str(t.dtype) for t in tensors)
+        self.bytes[name] += sum(t.numel() * t.element_size() for t in tensors if t.device.type == self.device_type)
         if source is not None and source.path:
             self.sources[name][source] += 1
+            for dtype in {str(t.dtype) for t in tensors}:
+                self.dtype_sources[name][dtype][source] += 1
 
     # -- results --
     def usages(self, mode: str) -> tuple[OpUsage, ...]:
@@ -218,6 +223,9 @@ class Recorder(TorchDispatchMode):
                 sources=top,
                 modes=(mode,),
                 custom=name.partition("::")[0] not in TORCH_NAMESPACES,
+                step_calls=self.counts[name] if mode == "train" else 0,
+                step_bytes=self.bytes[name] if mode == "train" else 0,
+                dtype_sources=tuple((dtype, _top(found)) for dtype, found in sorted(self.dtype_sources[name].items())),
             ))
         return tuple(sorted(out, key=lambda u: u.op))
 
@@ -229,6 +237,12 @@ class Recorder(TorchDispatchMode):
             (StandIn(op=n, kind=k, value=v, count=c, source=s) for (n, k, v, s), c in merged.items()),
             key=lambda s: (s.op, s.source or OpSource("", 0), s.kind, s.value),
         ))
+
+
+def _top(found: Counter) -> tuple[OpSource, ...]:
+    """The most frequent sources (at most MAX_SOURCES), sorted by place."""
+    ranked = sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))
+    return tuple(sorted(src for src, _ in ranked[:MAX_SOURCES]))
 
 
 def _canonical(name: str) -> str:

@@ -301,6 +301,14 @@ def _stopped(exc: BaseException, recorder: Recorder, finder: SourceFinder) -> st
     return f"{op} at {where or 'an unknown place'}: {why}; try: {hint}"
 
 
+def _union_by_dtype(a, b) -> tuple:
+    """The per-dtype sources of two usages of one op (model.OpUsage.dtype_sources), joined."""
+    joined: dict = {}
+    for dtype, sources in (*a, *b):
+        joined.setdefault(dtype, set()).update(sources)
+    return tuple((dtype, tuple(sorted(found))[:MAX_SOURCES]) for dtype, found in sorted(joined.items()))
+
+
 def _merge(target: str, device: str, inference: _Result, train: _Result) -> _Result:
     """Join the two modes: each op's modes say where it was seen."""
     by_name: dict[str, OpUsage] = {}
@@ -316,7 +324,9 @@ def _merge(target: str, device: str, inference: _Result, train: _Result) -> _Res
                 phases=tuple(p for p in PHASES if p in prev.phases or p in usage.phases),
                 dtypes=tuple(sorted(set(prev.dtypes) | set(usage.dtypes))),
                 sources=sources, modes=tuple(sorted(set(prev.modes) | set(usage.modes))),
-                custom=prev.custom or usage.custom)
+                custom=prev.custom or usage.custom, step_calls=prev.step_calls + usage.step_calls,
+                step_bytes=prev.step_bytes + usage.step_bytes,
+                dtype_sources=_union_by_dtype(prev.dtype_sources, usage.dtype_sources))
     stand_ins: dict[tuple, StandIn] = {}
     for s in inference.stand_ins + train.stand_ins:
         key = (s.op, s.kind, s.value, s.source)

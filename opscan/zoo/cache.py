@@ -38,7 +38,9 @@ def trace_from_dict(data: dict) -> ModelTrace:
     """Rebuild a ModelTrace from trace_to_dict's output."""
     ops = tuple(OpUsage(**{**u, "phases": tuple(u["phases"]), "dtypes": tuple(u["dtypes"]),
                            "modes": tuple(u["modes"]),
-                           "sources": tuple(_source(s) for s in u["sources"])}) for u in data["ops"])
+                           "sources": tuple(_source(s) for s in u["sources"]),
+                           "dtype_sources": tuple((d, tuple(_source(s) for s in found))
+                                                  for d, found in u.get("dtype_sources", ()))}) for u in data["ops"])
     stand_ins = tuple(StandIn(**{**s, "source": _source(s.get("source"))}) for s in data["stand_ins"])
     return ModelTrace(**{**data, "ops": ops, "stand_ins": stand_ins,
                          "supplied_fakes": tuple(data.get("supplied_fakes", ()))})

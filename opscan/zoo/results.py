@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from opscan.model import PHASES, VERDICT_KINDS, ModelTrace, Report
+from opscan.model import PHASES, VERDICT_KINDS, ModelTrace, Report, status_of
 from opscan.outcome import Outcome
 from opscan.targets.hf import upstream
 from opscan.zoo.selection import ZooTarget
@@ -21,8 +21,10 @@ VERDICTS: dict[str, str] = {
 VERDICT_ORDER = tuple(VERDICTS)
 INFERENCE_ONLY = "I"
 # Part of the row cache key: rows of an older format are judged again from their cached trace
-# (2: rows carry the release caveats of the trace).
-ROW_FORMAT = "2"
+# (2: rows carry the release caveats of the trace;
+# 3: `blockers` lists only ops that cannot run; ops that may run on the CPU are `fallbacks`;
+# 4: with their cost, `fallback_bytes`).
+ROW_FORMAT = "4"
 
 # NOTE [stop classes]
 # Every row that is not `ok` carries the class of its stop (`Row.stop`), judged from structured
@@ -56,7 +58,7 @@ class Row:
     note: str = ""
     ops: int = 0                               # distinct ops
     counts: dict[str, int] = field(default_factory=dict)   # status -> number of ops
-    blockers: tuple[str, ...] = ()             # ops that do not run natively, sorted
+    blockers: tuple[str, ...] = ()             # ops that cannot run (unsupported) or of unknown status, sorted
     custom_ops: tuple[str, ...] = ()
     stand_ins: tuple[str, ...] = ()            # "aten::nonzero dynamic-shape=upper bound 16 x2"
     op_cells: dict[str, str] = field(default_factory=dict) # op -> "F", "FB", "FBO", ... phases seen
@@ -64,6 +66,8 @@ class Row:
     cached: bool = False
     stop: str = ""                             # STOPS: why a row is not ok ("" when it is)
     caveats: tuple[str, ...] = ()              # "KIND: op, op" of each release caveat (opscan/db/caveats.py)
+    fallbacks: tuple[str, ...] = ()            # ops that run, but on (or maybe on) the CPU, sorted
+    fallback_bytes: dict[str, int] = field(default_factory=dict)   # op -> host<->device bytes per step
 
     @property
     def native(self) -> int:
@@ -78,7 +82,9 @@ class OpStat:
     status: str
     models: tuple[str, ...]
     step_models: int          # models that dispatch it on every training step (not inference only)
-    blocks: int               # models it keeps from being ready (it does not run natively there)
+    blocks: int               # models it keeps from running (it cannot run, or its status is unknown)
+    bytes_per_step: int = 0   # may fall back: host<->device bytes per training step, in the model
+                              # where it costs most (NOTE [fallback cost]); 0 when not measured
 
 
 def _letters(phases: tuple[str, ...]) -> str:
@@ -109,11 +115,13 @@ def build_row(target: ZooTarget, outcome: Outcome | None, release, cached: bool 
     report = assess_trace(trace, release)
     statuses = {c.op: c.status for c in report.coverage}
     counts: dict[str, int] = {}
-    blockers, cells = [], {}
+    blockers, fallbacks, cells = [], [], {}
     for usage in trace.ops:
         status = statuses.get(usage.op, "unknown")
         counts[status] = counts.get(status, 0) + 1
-        if status not in RUNS:
+        if status_of(status).may_fall_back:
+            fallbacks.append(usage.op)
+        elif status not in RUNS:
             blockers.append(usage.op)
         cells[usage.op] = _cell(usage, trace)
     merged: dict[str, int] = {}   # one entry per op and value, over all source lines
@@ -124,7 +132,9 @@ def build_row(target: ZooTarget, outcome: Outcome | None, release, cached: bool 
                ops=len(trace.ops), counts=dict(sorted(counts.items())), blockers=tuple(sorted(blockers)),
                custom_ops=tuple(sorted(u.op for u in trace.ops if u.custom)), stand_ins=stand_ins,
                op_cells=dict(sorted(cells.items())), seconds=outcome.seconds, cached=cached,
-               caveats=tuple(f"{c.kind}: {', '.join(c.ops)}" for c in report.caveats))
+               caveats=tuple(f"{c.kind}: {', '.join(c.ops)}" for c in report.caveats),
+               fallbacks=tuple(sorted(fallbacks)),
+               fallback_bytes={f.op: f.bytes_per_step for f in report.fallbacks})
 
 
 def classify(target: ZooTarget, outcome: Outcome | None, status: str, error: str) -> tuple[str, str]:
@@ -164,9 +174,10 @@ def op_stats(rows: list[Row], release) -> list[OpStat]:
     for op, models in users.items():
         status = release.status(op)
         step_count = steps[op]
-        blocks = 0 if status in RUNS else len(models)
-        stats.append(OpStat(op, status, tuple(sorted(models)), step_count, blocks))
-    severity = {"unsupported": 0, "unknown": 1, "cpu-fallback": 2}
+        blocks = 0 if status in RUNS or status_of(status).may_fall_back else len(models)
+        cost = max((row.fallback_bytes.get(op, 0) for row in rows), default=0)
+        stats.append(OpStat(op, status, tuple(sorted(models)), step_count, blocks, cost))
+    severity = {"unsupported": 0, "unknown": 1, "cpu-fallback": 2, "device-or-cpu": 3}
     return sorted(stats, key=lambda s: (-s.blocks, -s.step_models, severity.get(s.status, 3),
                                         -len(s.models), s.op))
 
@@ -180,6 +191,6 @@ def row_to_dict(row: Row) -> dict:
 
 def row_from_dict(data: dict) -> Row:
     fields = {k: v for k, v in data.items() if k in Row.__dataclass_fields__}
-    for key in ("blockers", "custom_ops", "stand_ins", "caveats"):
+    for key in ("blockers", "custom_ops", "stand_ins", "caveats", "fallbacks"):
         fields[key] = tuple(fields.get(key, ()))
     return Row(**fields)

@@ -125,9 +125,12 @@ def test_torchneuron_233_answers_with_low_confidence_snapshot_evidence():
     assert c.label() == "native (pre-release source, unverified for 2.33)"
     assert c.confidence == "low" and c.evidence[0].kind == "source-snapshot"
     assert c.evidence[0].commit == "98154b867aa24562a3213e520d9ad7fd41032291"
-    unknown = tn.lookup("aten::mse_loss_backward")
-    assert unknown.status == "unknown"
-    assert "falls back to CPU (documented default)" in unknown.via
+    unlisted = tn.lookup("aten::mse_loss_backward")   # no kernel listed: documented eager CPU fallback
+    assert unlisted.status == "device-or-cpu" and unlisted.confidence == "medium"
+    assert "documented eager default" in unlisted.via
+    assert {e.url for e in unlisted.evidence} >= {tn.sources["best-practices"].url}
+    quantized = tn.lookup("aten::quantize_per_tensor")   # a class the docs call not supported (N)
+    assert quantized.status == "unsupported" and quantized.evidence[0].kind == "documented"
 
 
 def test_profile_for_the_tracer():

@@ -285,6 +285,8 @@ def test_readme_counts_every_source_of_every_shipped_file():
                 assert row[column] == (str(count) if count else ""), (key, column, row[column], count)
             also = {"unlisted"} if sid in release.unlisted.sources else set()
             also |= {"profile"} if sid in release.sdpa_sources else set()
+            rule = release.no_kernel
+            also |= {"no_kernel"} if rule is not None and sid in rule.sources + rule.not_supported_sources else set()
             assert set(filter(None, (a.strip() for a in row["also"].split(",")))) == also, key
             assert row["kind"] == evidence.kind, key
     assert set(rows) == seen, f"rows for sources no file has: {set(rows) - seen}"

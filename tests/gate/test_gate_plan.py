@@ -173,7 +173,7 @@ def test_verdicts():
     # the guarded warning (train.py:10) is a site of the device task, not a blocker
     assert verdict(sample.report()).headline.startswith("blocked by 4 CUDA-pinned sites in 2 files, 1 custom kernel")
     trace = sample.traces()[0]
-    probed = (Evidence("probed", "registered on torch-neuronx 2.14.3.0"),)
+    probed = (Evidence("probed", "sample inputs run on torch-neuronx 2.14.3.0 and compared", compared=True),)
     only_fallback = (Coverage("aten::_fused_adamw_", "cpu-fallback", probed), Coverage("aten::mm", "native", probed),
                      Coverage("aten::gelu", "native", probed),
                      Coverage("aten::embedding_dense_backward", "native", probed))
@@ -186,7 +186,8 @@ def test_verdicts():
     weak = tuple(replace(c, confidence="low", evidence=snapshot) for c in native)
     judged = verdict(sample.report(findings=(), coverage=weak, tasks=()))
     assert judged.kind == "likely"
-    assert judged.headline == "likely — unverified: 4 ops rest on pre-release source; confirm with `opscan db probe`"
+    assert judged.headline == ("likely — unverified: 4 ops rest on kernels registered in a pre-release source snapshot; "
+                "confirm with `opscan db probe --report` on a paired install")
     unknown = tuple(replace(c, status="unknown") for c in only_fallback)
     judged = verdict(sample.report(findings=(), coverage=unknown, tasks=()))
     assert judged.kind == "unknown" and "4 ops of unknown status" in judged.headline

@@ -21,7 +21,9 @@ from opscan.verdict import judge  # noqa: E402
 
 SNAPSHOT = Evidence("source-snapshot", "pre-release source snapshot", repo="aws-neuron/torch-neuronx", commit="abc")
 DOCUMENTED = Evidence("documented", "listed in the docs", url="https://example.invalid/doc", date="2026-01-01")
-PROBED = Evidence("probed", "registered on a real install", install="torch-neuronx 2.14.3.0")
+PROBED = Evidence("probed", "sample inputs run and compared with the CPU", install="torch-neuronx 2.14.3.0",
+                  compared=True)
+REGISTERED = Evidence("probed", "registered on a real install", install="torch-neuronx 2.14.3.0", date="2026-11-30")
 
 
 def _trace(*ops: str, complete: bool = True) -> ModelTrace:
@@ -57,8 +59,8 @@ def test_pre_release_source_is_likely_never_ready():
     judged = _report(coverage=(_cov("native", SNAPSHOT), _cov("native", DOCUMENTED, op="aten::relu")),
                      baseline=None).verdict
     assert judged.kind == "likely"
-    assert judged.headline == ("likely — unverified: 1 op rests on pre-release source; "
-                               "confirm with `opscan db probe`")
+    assert judged.headline == ("likely — unverified: 1 op rests on kernels registered in a pre-release source snapshot; "
+                               "confirm with `opscan db probe --report` on a paired install")
     inferred = _report(coverage=(replace(_cov("composite", Evidence("inferred", "decomposes")), parts=("aten::x",)),
                                  _cov("native", DOCUMENTED, op="aten::relu")), baseline=None).verdict
     assert inferred.kind == "likely" and "1 op on opscan's inference only" in inferred.headline
@@ -172,7 +174,8 @@ def test_the_zoo_reads_the_same_verdict():
     assert build_row(target, Outcome("tiny", "ok", trace), probed).verdict == "ready"
     row = build_row(target, Outcome("tiny", "ok", trace), snapshot)
     assert row.verdict == assess_trace(trace, snapshot).verdict.kind == "likely"
-    assert assess_trace(trace, snapshot).verdict.headline.startswith("likely — unverified: 2 ops rest on pre-release source")
+    assert assess_trace(trace, snapshot).verdict.headline.startswith(
+        "likely — unverified: 2 ops rest on kernels registered in a pre-release source snapshot")
     incomplete = replace(trace, complete=False)
     assert build_row(target, Outcome("tiny", "partial", incomplete), probed).verdict == "unknown"
     fallback = static_release({**statuses, "aten::relu": "cpu-fallback"}, "x==1", kind="probed")
@@ -206,3 +209,21 @@ def test_a_known_failure_on_the_traced_dtypes_is_not_proven_narrowing_is_a_note(
     judged = judge(replace(report, caveats=(narrowed, failing)))
     assert judged.kind == "unknown" and "1 known failure of the backend on the traced dtypes" in judged.headline
     assert failing.message in judged.details
+
+
+def test_a_probe_without_samples_is_not_verification():
+    judged = _report(coverage=(_cov("native", REGISTERED), _cov("native", PROBED, op="aten::relu"))).verdict
+    assert judged.kind == "likely"
+    assert judged.headline.startswith("likely — unverified: 1 op only registered on a probed install of "
+                                      "2026-11-30, never run (probe without --samples)")
+
+
+def test_ready_needs_a_torch_that_pairs_with_the_release():
+    report = _report(coverage=(_cov("native", DOCUMENTED), _cov("native", PROBED, op="aten::relu")))
+    assert report.verdict.kind == "ready"
+    pairing = ("installed torch 2.13.0 does not pair with torch-neuronx-xla==2.32.0 (torch-neuronx 2.9.0 with "
+               "torch 2.9); composite expansions and op names are judged with the installed torch")
+    judged = judge(report, pairing=pairing)
+    assert judged.kind == "likely"
+    assert "installed torch 2.13.0 does not pair with torch-neuronx-xla==2.32.0" in judged.headline
+    assert judged.headline != "ready" and failures(report, ("error",)) == []

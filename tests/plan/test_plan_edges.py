@@ -36,7 +36,7 @@ def test_each_edge_says_why():
 
 
 def test_edge_table_names_real_kinds_and_is_acyclic():
-    kinds = set(BY_TASK) | {"unsupported-ops", "cpu-fallback", "unknown-ops"}
+    kinds = set(BY_TASK) | {"unsupported-ops", "cpu-fallback", "unknown-ops", "may-fall-back"}
     g = nx.DiGraph()
     for before, after, reason in EDGES:
         assert before in kinds and after in kinds and reason.strip()

@@ -19,9 +19,12 @@ from opscan.plan.grouping import kernel_sources
 
 
 def test_each_status_says_what_follows_from_it():
-    assert list(STATUSES) == ["native", "composite", "limited", "cpu-fallback", "unsupported", "unknown"]
+    assert list(STATUSES) == ["native", "composite", "limited", "device-or-cpu", "cpu-fallback", "unsupported",
+                              "unknown"]
     ranks = {s.name: s.rank for s in OP_STATUSES}
-    assert sorted(ranks, key=ranks.get) == ["native", "composite", "limited", "unknown", "cpu-fallback", "unsupported"]
+    assert sorted(ranks, key=ranks.get) == ["native", "composite", "limited", "device-or-cpu", "unknown",
+                                            "cpu-fallback", "unsupported"]
+    assert {s.name for s in OP_STATUSES if s.may_fall_back} == {"device-or-cpu", "cpu-fallback"}
     assert {s.name for s in OP_STATUSES if s.runs_on_device} == {"native", "composite", "limited"}
     assert {s.name for s in OP_STATUSES if s.blocks} == {"unsupported"}
     for status in OP_STATUSES:   # a status that makes work makes a task the planner knows

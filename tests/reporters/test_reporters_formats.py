@@ -169,7 +169,8 @@ def test_likely_is_a_caution_in_every_format():
     coverage = tuple(Coverage(op, "native", snapshot, "low") for op in
                      ("aten::_fused_adamw_", "aten::embedding_dense_backward", "aten::gelu", "aten::mm"))
     report = sample.report(findings=(), coverage=coverage, baseline=None)
-    headline = "likely — unverified: 4 ops rest on pre-release source; confirm with `opscan db probe`"
+    headline = ("likely — unverified: 4 ops rest on kernels registered in a pre-release source snapshot; "
+                "confirm with `opscan db probe --report` on a paired install")
     assert (report.verdict.kind, report.verdict.headline) == ("likely", headline)
     assert json.loads(_render("json", report))["verdict"]["kind"] == "likely"
     markdown = _render("markdown", report)

@@ -90,3 +90,18 @@ def test_neuron_trace_differs_only_by_explained_device_choices(model_runs):
     assert trace.complete, trace.stopped_at
     only_fake, only_real = NEURON_DIFFERENCES[name]
     assert (fake - real, real - fake) == (set(only_fake), set(only_real))
+
+
+def test_the_trace_keeps_the_bytes_each_op_reads_and_writes_in_the_training_step():
+    # NOTE [fallback cost]: what a CPU fallback of the op would copy to the host and back per step.
+    # gpt2-tiny: wte [256, 64] and wpe [128, 64] float32, ids [2, 16] and positions [1, 16] int64.
+    trace = trace_target(f"hf:{HF / 'gpt2-tiny'}", mode="train", device="cpu", batch=2, seq_len=SEQ_LEN)
+    embedding = next(u for u in trace.ops if u.op == "aten::embedding")
+    wte = 256 * 64 * 4 + 2 * 16 * 8 + 2 * 16 * 64 * 4
+    wpe = 128 * 64 * 4 + 1 * 16 * 8 + 1 * 16 * 64 * 4
+    assert (embedding.step_calls, embedding.step_bytes) == (2, wte + wpe)
+    # the source lines per dtype: every dtype the op was called with has its calls' lines
+    assert [d for d, _ in embedding.dtype_sources] == list(embedding.dtypes)
+    assert all(found for _, found in embedding.dtype_sources)
+    inference = trace_target(f"hf:{HF / 'gpt2-tiny'}", mode="inference", device="cpu", batch=2, seq_len=SEQ_LEN)
+    assert all(u.step_bytes == 0 and u.step_calls == 0 for u in inference.ops)   # no training step traced

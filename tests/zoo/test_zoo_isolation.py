@@ -49,15 +49,18 @@ def test_row_counts_custom_ops_and_stand_ins(mixed_run):
     assert beta.native == 1
     assert beta.custom_ops == ("mylib::fused_rope",)
     assert beta.stand_ins == ("aten::nonzero dynamic-shape=upper bound 16 x1",)
-    assert beta.blockers == ("aten::nonzero", "mylib::fused_rope")
+    assert beta.blockers == ("mylib::fused_rope",)     # only ops that cannot run (or of unknown status)
+    assert beta.fallbacks == ("aten::nonzero",)        # runs, on the CPU
     assert beta.op_cells["aten::mm"] == "FBO"
 
 
 def test_ops_ranked_by_models_blocked_and_training_step(mixed_run):
     ops = [s.op for s in mixed_run.ops]
-    # non-native ops first; then mm (3 models, every step) before add (2 models)
-    assert ops[:3] == ["mylib::fused_rope", "aten::sort", "aten::nonzero"]
+    # ops that block first; then mm (3 models, every step) before add (2 models); a CPU fallback
+    # runs, so it keeps no model from running
+    assert ops[:2] == ["mylib::fused_rope", "aten::sort"]
     stats = {s.op: s for s in mixed_run.ops}
+    assert stats["aten::nonzero"].status == "cpu-fallback" and stats["aten::nonzero"].blocks == 0
     assert stats["aten::mm"].models == ("fake:alpha", "fake:beta", "fake:gamma")
     assert stats["aten::mm"].step_models == 3 and stats["aten::mm"].blocks == 0
     assert ops.index("aten::mm") < ops.index("aten::add.Tensor")

@@ -8,6 +8,7 @@ from rich.text import Text
 
 from opscan.model import STATUS, Coverage, OpStatus, OpUsage, Report, status_of
 from opscan.reporters.json import merge_ops
+from opscan.reporters.tasklist import size
 from opscan.reporters.terminal.location import budget, fit
 
 _PHASE_SHORT = {"forward": "fwd", "loss": "loss", "backward": "bwd", "optimizer": "opt"}
@@ -55,6 +56,7 @@ def section(report: Report, console: Console) -> None:
                                f"{stand_in.count}x at {where}; the branch taken may differ from a real run",
                                style="yellow"))
     coverage = {c.op: c for c in report.coverage}
+    costs = {f.op: f for f in report.fallbacks}   # ops that may run on the CPU: bytes per step (model.Fallback)
     merged = merge_ops(report.traces)
     show_modes = any(t.mode == "both" for t in report.traces)
     wide = console.width >= WIDE
@@ -76,7 +78,11 @@ def section(report: Report, console: Console) -> None:
     if not wide:
         width = min(width, OP_COLUMN - 2)
     for usage, _models in merged:
-        table.add_row(*_row(usage, coverage.get(usage.op), show_modes, bool(coverage), wide, notes, width))
+        row = _row(usage, coverage.get(usage.op), show_modes, bool(coverage), wide, notes, width)
+        cost = costs.get(usage.op)
+        if cost is not None and cost.bytes_per_step and bool(coverage):   # the status cell: its fallback cost
+            row[-2 if wide else -1].append(f" {size(cost.bytes_per_step)}/step", style="yellow")
+        table.add_row(*row)
     console.print(table)
     if coverage:
         for text, number in notes.items():

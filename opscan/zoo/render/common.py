@@ -25,8 +25,12 @@ def verdict_counts(run: ZooRun) -> dict[str, int]:
     return counts
 
 
+FALLBACK_STATUSES = tuple(s.name for s in OP_STATUSES if s.may_fall_back)
+
+
 def fallback(row: Row) -> int:
-    return row.counts.get("cpu-fallback", 0)
+    """Ops of the row that run on the CPU or may (cpu-fallback, device-or-cpu)."""
+    return sum(row.counts.get(s, 0) for s in FALLBACK_STATUSES)
 
 
 STOP_LABELS = {"transformers-bug": "transformers bug", "missing-package": "missing package",
@@ -61,14 +65,31 @@ def explain(row: Row) -> str:
         text = row.error.replace(f"{path}/config.json: ", "").replace(f"{path}/", "") if path else row.error
         return f"[{STOP_LABELS.get(row.stop, row.stop)}] {text}" if row.stop else text
     if row.blockers:
-        head = ", ".join(row.blockers[:4])
-        return head + (f" (+{len(row.blockers) - 4} more)" if len(row.blockers) > 4 else "")
+        return _first(row.blockers)
+    if row.fallbacks:
+        return "may run on the CPU: " + _first(row.fallbacks)
     return ""
 
 
+def _first(ops: tuple[str, ...], shown: int = 4) -> str:
+    return ", ".join(ops[:shown]) + (f" (+{len(ops) - shown} more)" if len(ops) > shown else "")
+
+
+def megabytes(count: int) -> str:
+    """Bytes as MB with one decimal ("-" when not measured)."""
+    return f"{count / 1e6:.1f}" if count else "-"
+
+
 def blocking_ops(run: ZooRun):
-    """Ops that do not run natively, most models blocked first."""
-    return [s for s in run.ops if not status_of(s.status).runs_on_device]
+    """Ops that cannot run (unsupported) or of unknown status, most models blocked first."""
+    return [s for s in run.ops if not status_of(s.status).runs_on_device and not status_of(s.status).may_fall_back]
+
+
+def fallback_ops(run: ZooRun):
+    """Ops that run on the CPU or may (cpu-fallback, device-or-cpu), most costly first: by the
+    bytes they move per training step over the models (NOTE [fallback cost]), then by models."""
+    ops = [s for s in run.ops if status_of(s.status).may_fall_back]
+    return sorted(ops, key=lambda s: (-s.bytes_per_step, -s.step_models, -len(s.models), s.op))
 
 
 def matrix_ops(run: ZooRun, limit: int | None = None) -> list[str]:

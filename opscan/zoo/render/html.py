@@ -10,7 +10,9 @@ from opscan.zoo.render.common import (
     blocking_ops,
     explain,
     fallback,
+    fallback_ops,
     headline,
+    megabytes,
     matrix_ops,
     verdict_counts,
     verdict_label,
@@ -72,7 +74,20 @@ def render(run: ZooRun, out: TextIO) -> None:
               f"{_td(len(stat.models), 'num')}{_td(stat.step_models, 'num')}{_td(', '.join(stat.models))}</tr>\n")
         w("</tbody></table>\n")
     else:
-        w("<p>None: every op met runs natively.</p>\n")
+        w("<p>None: every op met runs, on the device or on the CPU.</p>\n")
+    w("<h2>Ops that may fall back to the CPU</h2>\n")
+    slow = fallback_ops(run)
+    if slow:
+        w('<table class="sortable"><thead><tr>' + _th("op") + _th("status") + _th("MB per step", True)
+          + _th("models", True) + _th("every training step", True) + _th("models that need it")
+          + "</tr></thead><tbody>\n")
+        for stat in slow:
+            w(f"<tr>{_td(stat.op)}{_td(stat.status, 's-' + SHORT.get(stat.status, '?'))}"
+              f"{_td(megabytes(stat.bytes_per_step), 'num')}{_td(len(stat.models), 'num')}"
+              f"{_td(stat.step_models, 'num')}{_td(', '.join(stat.models))}</tr>\n")
+        w("</tbody></table>\n")
+    else:
+        w("<p>None.</p>\n")
     w("<h2>Models</h2>\n<table class=\"sortable\"><thead><tr>" + "".join(
         _th(h, n) for h, n in (("model", False), ("verdict", False), ("status", False), ("ops", True),
                                ("native", True), ("fallback", True), ("unsupported", True), ("unknown", True),

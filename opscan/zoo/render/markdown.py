@@ -9,7 +9,9 @@ from opscan.zoo.render.common import (
     cell,
     explain,
     fallback,
+    fallback_ops,
     headline,
+    megabytes,
     matrix_ops,
     verdict_label,
 )
@@ -22,6 +24,10 @@ def _esc(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _sample(models: tuple[str, ...]) -> str:
+    return ", ".join(models[:5]) + (" ..." if len(models) > 5 else "")
+
+
 def render(run: ZooRun, out: TextIO) -> None:
     meta = run.meta
     tools = meta.get("tools", {})
@@ -30,15 +36,28 @@ def render(run: ZooRun, out: TextIO) -> None:
     out.write(f"torch {tools.get('torch', '?')}, transformers {tools.get('transformers', '?')}, "
               f"opscan {tools.get('opscan', '?')}; options {meta.get('options', {})}.\n\n")
     ops = blocking_ops(run)
-    out.write("## Ops to prioritise\n\nOps that do not run natively, by how many models they keep "
-              "from being ready; *step* counts the models that dispatch the op on every training step.\n\n")
+    out.write("## Ops that block the most models\n\nOps that cannot run (unsupported) or whose status is "
+              "unknown, by how many models they keep from running; *step* counts the models that dispatch "
+              "the op on every training step.\n\n")
     if ops:
         out.write("| op | status | models | step | example models |\n|---|---|---:|---:|---|\n")
         for stat in ops:
-            sample = ", ".join(stat.models[:5]) + (" ..." if len(stat.models) > 5 else "")
-            out.write(f"| `{stat.op}` | {stat.status} | {len(stat.models)} | {stat.step_models} | {_esc(sample)} |\n")
+            out.write(f"| `{stat.op}` | {stat.status} | {len(stat.models)} | {stat.step_models} "
+                      f"| {_esc(_sample(stat.models))} |\n")
     else:
-        out.write("None: every op met runs natively.\n")
+        out.write("None: every op met runs, on the device or on the CPU.\n")
+    slow = fallback_ops(run)
+    out.write("\n## Ops that may fall back to the CPU\n\nOps that run, but on the CPU (cpu-fallback) or "
+              "perhaps (device-or-cpu: not listed, and the release documents a CPU fallback), most costly "
+              "first: *MB/step* is what the op copies between host and device per training step in the "
+              "model where it costs most.\n\n")
+    if slow:
+        out.write("| op | status | MB/step | models | step | example models |\n|---|---|---:|---:|---:|---|\n")
+        for stat in slow:
+            out.write(f"| `{stat.op}` | {stat.status} | {megabytes(stat.bytes_per_step)} | {len(stat.models)} "
+                      f"| {stat.step_models} | {_esc(_sample(stat.models))} |\n")
+    else:
+        out.write("None.\n")
     out.write("\n## Models\n\n| model | verdict | status | ops | native | fallback | unsupported "
               "| unknown | custom ops | stand-ins | s | why |\n|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---|\n")
     for row in run.rows:
@@ -51,7 +70,7 @@ def render(run: ZooRun, out: TextIO) -> None:
     if columns:
         status = {s.op: s.status for s in run.ops}
         out.write(f"\n## Op x model matrix (first {len(columns)} of {len(run.ops)} ops)\n\n"
-                  "Cell: status letter (N native, L limited, C composite, F cpu-fallback, X unsupported, "
+                  "Cell: status letter (N native, L limited, C composite, D device-or-cpu, F cpu-fallback, X unsupported, "
                   "? unknown) and the phases that dispatch it (F forward, L loss, B backward, O optimizer, "
                   "I inference only).\n\n")
         out.write("| model | " + " | ".join(f"`{op}`" for op in columns) + " |\n")

@@ -7,7 +7,7 @@ from typing import TextIO
 from rich.console import Console
 from rich.table import Table
 
-from opscan.zoo.render.common import blocking_ops, explain, fallback, headline, verdict_label
+from opscan.zoo.render.common import blocking_ops, explain, fallback, fallback_ops, headline, megabytes, verdict_label
 from opscan.zoo.runner import ZooRun
 
 TOP_OPS = 15
@@ -27,12 +27,21 @@ def render(run: ZooRun, out: TextIO, width: int | None = None) -> None:
     console.print(table)
     ops = blocking_ops(run)
     if ops:
-        top = Table(title=f"ops to prioritise (top {min(TOP_OPS, len(ops))} of {len(ops)})")
+        top = Table(title=f"ops that block the most models (top {min(TOP_OPS, len(ops))} of {len(ops)})")
         for header in ("op", "status", "models", "every step"):
             top.add_column(header, justify="right" if header in ("models", "every step") else "left")
         for stat in ops[:TOP_OPS]:
             top.add_row(stat.op, stat.status, str(len(stat.models)), str(stat.step_models))
         console.print(top)
+    slow = fallback_ops(run)
+    if slow:
+        table = Table(title=f"ops that may fall back to the CPU (top {min(TOP_OPS, len(slow))} of {len(slow)})")
+        for header in ("op", "status", "MB/step", "models", "every step"):
+            table.add_column(header, justify="left" if header in ("op", "status") else "right")
+        for stat in slow[:TOP_OPS]:
+            table.add_row(stat.op, stat.status, megabytes(stat.bytes_per_step), str(len(stat.models)),
+                          str(stat.step_models))
+        console.print(table)
     meta = run.meta
     console.print(f"{headline(run)}")
     console.print(f"traced {meta.get('traced', 0)}, from trace cache {meta.get('trace_cache', 0)}, "
