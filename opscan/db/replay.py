@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 from pathlib import Path
@@ -59,7 +60,7 @@ def replay(report: Path, import_module: str | None = None, name: str | None = No
     import torch
 
     device = torch._C._get_privateuse1_backend_name()
-    module = __import__(import_module, fromlist=["_"]) if import_module else None
+    module = importlib.import_module(import_module) if import_module else None
     start = time.perf_counter()
     results = {op: run_samples([op], device, dtypes, module).get(op) for op, dtypes in ops.items()}
     per_op = (time.perf_counter() - start) / len(ops)
