@@ -115,3 +115,32 @@ def test_report_that_is_not_a_report_is_a_usage_error(tmp_path):
     done = _opscan("db", "probe", "--import", "toy_backend", "--report", str(bad), "--out", str(tmp_path / "x.yaml"))
     assert done.returncode == 2 and "no `ops` list" in done.stderr
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_report_ops_are_the_aten_ops_with_their_dtypes(tmp_path):
+    from opscan.db.replay import report_ops
+
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps({"ops": [
+        {"op": "aten::mm", "dtypes": ["torch.float32", "torch.bfloat16"]},
+        {"op": "mylib::fused", "dtypes": ["torch.float32"]},      # a custom kernel: not replayed
+        {"op": "aten::arange.start", "dtypes": []},               # no dtype recorded: float32
+    ]}))
+    assert report_ops(report) == {"aten::arange.start": ("float32",), "aten::mm": ("bfloat16", "float32")}
+
+
+def test_replayed_entries_by_outcome():
+    from opscan.db.probe import SampleResult
+    from opscan.db.replay import _entry
+
+    fell, rows = _entry("aten::sort", ("float32",), SampleResult(fell_back=["float32"]))
+    assert (fell["status"], rows) == ("cpu-fallback", [])
+    partly, rows = _entry("aten::relu", ("float32", "float64"),
+                          SampleResult(ran=["float32"], fell_back=["float64"], matched=["float32"]))
+    assert partly["status"] == "limited" and partly["note"] == "falls back to CPU for float64" and rows == []
+    wrong, rows = _entry("aten::neg", ("float32",), SampleResult(ran=["float32"], wrong={"float32": "max error 2"}))
+    assert wrong["status"] == "limited"
+    assert [(r["packet"], r["dtype"], r["ops"]) for r in rows] == [("aten::neg", "float32", ["aten::neg"])]
+    untested, _ = _entry("aten::bernoulli", ("float32",), SampleResult(ran=["float32"]))
+    assert (untested["status"], untested["evidence"]) == ("native", ["probe"])     # ran, nothing compared
+    assert _entry("aten::odd", ("float32",), None)[0]["status"] == "unknown"
