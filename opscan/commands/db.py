@@ -51,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="also run small sample inputs per dtype to catch run-time CPU fallbacks")
     p.add_argument("--dtypes", default=None, metavar="LIST",
                    help="comma-separated dtypes for --samples (default float32,bfloat16,float64,int64)")
+    p.add_argument("--report", default=None, metavar="REPORT.json",
+                   help="replay exactly the ops of this report (`opscan PATH --format json`) with its dtypes "
+                        "and compare each with the CPU; writes those ops only")
     p.add_argument("--name", default=None, help="backend id to write (default: from the backend's package)")
     p.add_argument("--release", default=None, help="release to write (default: the backend's version)")
 
@@ -291,6 +294,8 @@ def _validate(args: argparse.Namespace) -> int:
 def _probe(args: argparse.Namespace) -> int:
     from opscan.db.probe import SAMPLE_DTYPES, probe, write_probe
 
+    if args.report:
+        return _probe_report(args)
     dtypes = SAMPLE_DTYPES
     if args.dtypes:
         dtypes = tuple(d.strip() for d in args.dtypes.split(",") if d.strip())
@@ -309,6 +314,28 @@ def _probe(args: argparse.Namespace) -> int:
     counts = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
     print(f"wrote {args.out}: {doc['backend']}=={doc['release']} on device '{doc['device']}', "
           f"{len(doc['ops'])} ops with a kernel ({counts}); unlisted ops: {doc['unlisted']['status']}")
+    return 0
+
+
+def _probe_report(args: argparse.Namespace) -> int:
+    """`db probe --report`: the report's ops replayed and compared (NOTE [model replay] in db/replay.py)."""
+    from opscan.db.probe import write_probe
+    from opscan.db.replay import replay
+
+    if args.samples or args.dtypes:
+        raise UsageError("--report replays the report's ops with the report's dtypes: "
+                         "--samples and --dtypes do not apply")
+    doc, per_op = replay(Path(args.report), args.import_module, name=args.name, release=args.release)
+    write_probe(doc, Path(args.out))
+    statuses: dict[str, int] = {}
+    for entry in doc["ops"]:
+        statuses[entry["status"]] = statuses.get(entry["status"], 0) + 1
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
+    failed = [e["op"] for e in doc["ops"] if not (e["status"] == "native" and e["confidence"] == "high")]
+    print(f"wrote {args.out}: {len(doc['ops'])} ops of {Path(args.report).name} replayed on "
+          f"{doc['backend']}=={doc['release']} (device '{doc['device']}'), {per_op:.3f} s per op: {counts}")
+    if failed:
+        print("not passed: " + ", ".join(failed))
     return 0
 
 
