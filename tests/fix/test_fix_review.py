@@ -212,7 +212,7 @@ def test_findings_of_files_with_nothing_to_rewrite_say_why(tmp_path, monkeypatch
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (tmp_path / "a.py").write_text("import torch\nname = torch.cuda.get_device_name()\n")   # no equivalent
     (tmp_path / "b.py").write_text("import torch\nif torch.cuda.is_available():\n    x = torch.ones(1).cuda()\n")
-    (tmp_path / "c.py").write_bytes(b"x = (\n")                                             # does not parse
+    (tmp_path / "c.py").write_bytes(b"x = ('cuda',\n")            # does not parse (and spells a rule token)
     monkeypatch.chdir(tmp_path)
     run = fix_paths([tmp_path], load_config, write=False, jobs=1)
     assert {(o.finding.location.path, o.finding.rule, o.status, o.reason) for o in run.outcomes()} == {

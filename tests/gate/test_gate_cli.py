@@ -222,11 +222,12 @@ def test_without_torch_a_named_model_is_not_checked_exit_2_unless_allowed(projec
 
 
 def test_a_syntax_error_is_named_with_file_and_line(tmp_path, run_cli):
-    (tmp_path / "bad.py").write_text("import torch\ndef f(:\n    pass\n")
+    (tmp_path / "bad.py").write_text("import torch\ndef f(:\n    return 'cuda'\n")
     (tmp_path / "ok.py").write_text("x = 1\n")
     code, out, _ = run_cli(str(tmp_path), "--no-trace")
     assert code == 1 and out.splitlines()[0] == "✗ blocked by a syntax error (bad.py:2)"
-    (tmp_path / "worse.py").write_text("def g(:\n")
+    # a file is parsed when it spells a rule token (NOTE [pre-check] in scan/engine.py): "cuda" here
+    (tmp_path / "worse.py").write_text("def g(:\n    return 'cuda'\n")
     code, out, _ = run_cli(str(tmp_path), "--no-trace", "--format", "json")
     verdict = json.loads(out)["verdict"]
     assert code == 1 and verdict["headline"] == "blocked by 2 syntax errors (bad.py:2, worse.py:1)"
