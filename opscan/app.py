@@ -22,7 +22,7 @@ from opscan.assess import assess
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, ModelProcessError, OpscanError, TargetError, TraceError, UsageError
 from opscan.isolation import Limits, default_max_memory
-from opscan.model import BaselineStatus, DeviceProfile, Finding, ModelTrace, Report
+from opscan.records import BaselineStatus, DeviceProfile, Finding, ModelTrace, Report
 from opscan.phases import ScanOptions, ScanOutcome, database_notes
 from opscan.verdict import NO_MODEL
 

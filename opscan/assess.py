@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from opscan.config import CostConfig
-from opscan.model import Coverage, Fallback, ModelTrace, Report, ScanFacts, status_of
+from opscan.records import Coverage, Fallback, ModelTrace, Report, ScanFacts, status_of
 from opscan.plan import build_tasks
 from opscan.plan.measure import kernel_sources, usage
 from opscan.verdict import judge
@@ -83,7 +83,7 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
 
 def fallback_costs(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...]) -> tuple[Fallback, ...]:
     """The cost per training step of every traced op that runs, or may run, on the CPU (NOTE
-    [fallback cost] in opscan/model.py): the bytes its train-step calls read and write on the
+    [fallback cost] in opscan/records.py): the bytes its train-step calls read and write on the
     device (copied to the host and back), one sync and one call per call; summed over the traces."""
     status = {c.op: c.status for c in coverage}
     totals: dict[str, list[int]] = {}

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from opscan.errors import InputError
-from opscan.model import Finding
+from opscan.records import Finding
 
 BASELINE_VERSION = 2
 FINGERPRINT_TEXT = {
@@ -220,7 +220,7 @@ def filter_report(report, path: Path, shown_path: str | None = None, unchecked: 
     """
     from dataclasses import replace
 
-    from opscan.model import BaselineStatus
+    from opscan.records import BaselineStatus
 
     applied = apply(report.findings, tuple(e for e in load(path) if e.rule not in unchecked))
     status = BaselineStatus(path=shown_path or str(path), known=applied.known,

@@ -104,7 +104,7 @@ def backend_problem(spec: str, db: Path | None = None) -> str:
     Read without checking the release files against the installed torch, so a source-only run
     (the pre-commit hook) checks its `backend` without importing torch.
     """
-    from opscan.db.catalog import spec_problem
+    from opscan.db.shipped import spec_problem
 
     return spec_problem(spec, db)
 

@@ -25,7 +25,7 @@ from collections import deque
 from pathlib import Path
 
 from opscan.errors import TargetError
-from opscan.model import Discovery, ModelCandidate
+from opscan.records import Discovery, ModelCandidate
 from opscan.scan import files as scan_files
 from opscan.scan.resolver import Imports
 from opscan.targets import recipes as repo

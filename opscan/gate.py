@@ -12,7 +12,7 @@ not a pass: `could_not_check` lists them and the run exits 2 ("could not check")
 
 from __future__ import annotations
 
-from opscan.model import Report, status_of
+from opscan.records import Report, status_of
 from opscan.verdict import blockers_of, op_status, unsupported_ops
 
 _SEVERITY_RANK = {"error": 0, "warning": 1, "note": 2}

@@ -15,7 +15,7 @@ from typing import Any
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, TraceError
 from opscan.isolation import Limits
-from opscan.model import DeviceProfile, Finding, ModelTrace, RuleInfo, ScanFacts
+from opscan.records import DeviceProfile, Finding, ModelTrace, RuleInfo, ScanFacts
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from opscan.model import Finding, Location
+from opscan.records import Finding, Location
 
 CODE = "OPS003"
 NAME = "unused-suppression"

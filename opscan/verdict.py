@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from opscan.model import Blockers, Coverage, Finding, Report, Task, Verdict, status_of
+from opscan.records import Blockers, Coverage, Finding, Report, Task, Verdict, status_of
 
 VERIFIED_EVIDENCE = ("documented", "probed")   # probed counts only when `Evidence.compared` (see `unverified`)
 

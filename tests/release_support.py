@@ -12,7 +12,7 @@ from pathlib import Path
 from opscan.db import load_file
 from opscan.db.release import Release
 from opscan.db.writer import dump
-from opscan.model import EVIDENCE_KINDS, STATUSES
+from opscan.records import EVIDENCE_KINDS, STATUSES
 
 SOURCE_TEXT = {"probed": "probed on fakeneuron 1.0", "source-snapshot": "fakeneuron source tree",
                "documented": "fakeneuron docs", "inferred": "opscan guessed"}

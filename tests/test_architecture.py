@@ -29,8 +29,8 @@ def _stage_files(stage: str) -> list[Path]:
     return sorted(target.rglob("*.py")) if target.is_dir() else [PKG / f"{stage}.py"]
 
 
-def test_model_imports_nothing_of_opscan():
-    assert _opscan_imports(PKG / "model.py") == set()
+def test_records_import_nothing_of_opscan():
+    assert _opscan_imports(PKG / "records.py") == set()
 
 
 @pytest.mark.parametrize("stage,forbidden", [
@@ -78,7 +78,7 @@ def import_graph() -> nx.DiGraph:
     `import opscan.x.y` is an edge to opscan.x.y. `from opscan.x import y` is an edge to the module
     opscan.x.y when y is one, else to opscan.x (the module, or the package's __init__, defining y).
     A package's __init__ runs before any of its modules whatever the import's form, so that implicit
-    step is no edge (else `from opscan.trace import device` in trace/runner.py and the lazy import
+    step is no edge (else `from opscan.trace import device` in trace/tracer.py and the lazy import
     of runner in trace/__init__.py would make a cycle no import order can trip on). On the code
     before issue 23 this finds exactly the issue's four cycles.
     """
@@ -132,13 +132,13 @@ def _rotated(cycle: list[str]) -> list[str]:
 
 def test_the_import_graph_sees_known_edges():
     graph = import_graph()
-    assert graph.has_edge("opscan.targets.loader", "opscan.trace.runner")      # from opscan.trace import runner
+    assert graph.has_edge("opscan.targets.loader", "opscan.trace.tracer")      # from opscan.trace import tracer
     assert graph.has_edge("opscan.targets.loader", "opscan.trace.spec")        # from opscan.trace.spec import Built
     assert graph.has_edge("opscan.zoo.results", "opscan.targets.hf.upstream")  # from opscan.targets.hf import upstream
     assert graph.has_edge("opscan.zoo.tracing", "opscan.targets.hf.repair")    # a function-level import
     assert graph.has_edge("opscan.discover", "opscan.targets.folders")
     assert graph.has_edge("opscan.targets", "opscan.targets.folders")          # a package's __init__ is a module
-    assert not graph.has_edge("opscan.trace.runner", "opscan.trace")            # the implicit package step
+    assert not graph.has_edge("opscan.trace.tracer", "opscan.trace")            # the implicit package step
 
 
 def test_targets_package_and_folders_import_nothing_heavy():

@@ -158,7 +158,7 @@ def _failure_line(op: str, failure) -> str:
 
 def _show(args: argparse.Namespace) -> int:
     from opscan.db import check
-    from opscan.model import OpName
+    from opscan.records import OpName
 
     release = _load(args.backend, args.db)
     for op in args.ops:
@@ -273,7 +273,7 @@ def _diff(args: argparse.Namespace) -> int:
 
 def _validate(args: argparse.Namespace) -> int:
     from opscan.db import load_file
-    from opscan.db.catalog import release_files
+    from opscan.db.shipped import release_files
 
     files = [Path(f) for f in args.files] or release_files()
     failed = False

@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     from opscan.discover import FACTORY_HINT, candidates, direct, toml_lines
     from opscan.errors import InputError
     from opscan.fsutil import atomic_write
-    from opscan.model import ModelCandidate
+    from opscan.records import ModelCandidate
 
     target = Path(args.path)
     if not target.is_dir():

@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_pair(args, command, settings):
-    from opscan.workflow.runner import run_pair
+    from opscan.workflow.script_runs import run_pair
 
     target = args.target_device or settings.target_device or "neuron"
     keep = args.out_dir is not None

@@ -9,7 +9,7 @@ from pathlib import Path
 from opscan import __version__
 from opscan.commands.flags import positive_int
 from opscan.errors import UsageError
-from opscan.model import Report
+from opscan.records import Report
 
 HELP = "list every aten op a model dispatches (forward, loss, backward, optimizer), traced without weights"
 

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("train", "inference", "both"), default="train")
     from opscan.commands.flags import add_backend_argument, add_db_argument, retire_flag
     from opscan.commands.flags import add_limit_arguments
-    from opscan.zoo.runner import ZOO_TIMEOUT
+    from opscan.zoo.execution import ZOO_TIMEOUT
 
     add_backend_argument(parser)
     add_db_argument(parser)
@@ -114,7 +114,7 @@ def run(args) -> int:
     from opscan.commands.flags import limits_from
     from opscan.db import load_release
     from opscan.zoo.jobs import DEFAULT_TRACER
-    from opscan.zoo.runner import run_zoo
+    from opscan.zoo.execution import run_zoo
     from opscan.zoo.selection import resolve
 
     if args.workers < 1 or (args.layers is not None and args.layers < 1):

@@ -8,7 +8,7 @@ Public API (pinned by tests/db/test_db_api.py; see docs/coverage-db.md):
     shipped_releases() -> list[Release];  diff(old, new) -> Changelog;  load_file(path) -> Release
 """
 
-from opscan.db.catalog import load_release, shipped_releases
+from opscan.db.shipped import load_release, shipped_releases
 from opscan.db.diff import Changelog, diff
 from opscan.db.loader import load_file
 from opscan.db.lookup import check

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from opscan.db import registry
 from opscan.db.lookup import check
 from opscan.db.release import Release
-from opscan.model import STATUSES, Coverage
+from opscan.records import STATUSES, Coverage
 
 
 def status_counts(coverage: Iterable[Coverage]) -> dict[str, int]:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from opscan.db import registry
 from opscan.db.release import Release
-from opscan.model import ModelTrace, OpCaveat, OpName, OpSource, OpUsage
+from opscan.records import ModelTrace, OpCaveat, OpName, OpSource, OpUsage
 
 MAX_SOURCES = 10
 

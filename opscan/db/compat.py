@@ -34,7 +34,7 @@ from pathlib import Path
 
 from opscan.db.loader import DTYPES
 from opscan.errors import DatabaseError
-from opscan.model import EVIDENCE_KINDS, STATUSES, OpName
+from opscan.records import EVIDENCE_KINDS, STATUSES, OpName
 
 TABLE_URL = "https://github.com/aws-neuron/torch-neuronx/blob/main/docs/torch_api_compatibility.md"
 PAGE_URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/api/supported-operators.html"

@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from opscan.db.loader import DTYPES
-from opscan.model import OpName
+from opscan.records import OpName
 
 _NAME = re.compile(r"^test_(?P<stem>.+?)_(?:neuron|privateuse1)(?:_(?P<dtypes>.+))?$")
 REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")   # values of aten's `reduce: str` argument

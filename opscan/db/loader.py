@@ -17,7 +17,7 @@ from opscan.db.release import (
     Release,
 )
 from opscan.errors import DatabaseError
-from opscan.model import EVIDENCE_KINDS, STATUSES, Evidence, OpName
+from opscan.records import EVIDENCE_KINDS, STATUSES, Evidence, OpName
 from opscan.strict_yaml import YamlProblem, check_keys as _keys, line_of as _line, load_checked
 
 SCHEMA_VERSION = 1

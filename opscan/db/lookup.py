@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from opscan.db import registry
 from opscan.db.release import CONFIDENCES, Release
-from opscan.model import Coverage, Evidence, OpName, status_of
+from opscan.records import Coverage, Evidence, OpName, status_of
 
 # NOTE [lookup order]
 # 1. An entry for the exact overload (aten::add.Tensor) — in files with op_names: overload.

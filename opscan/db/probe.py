@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from opscan.errors import DatabaseError, UsageError
-from opscan.model import EVIDENCE_KINDS, STATUSES, OpName
+from opscan.records import EVIDENCE_KINDS, STATUSES, OpName
 
 SAMPLE_DTYPES = ("float32", "bfloat16", "float64", "int64")
 _FELL_BACK = re.compile(r"Operator '([^']+)' fell back to CPU")

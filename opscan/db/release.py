@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from opscan.model import Coverage, DeviceProfile, Evidence, OpName
+from opscan.records import Coverage, DeviceProfile, Evidence, OpName
 
 CONFIDENCES = ("high", "medium", "low")
 

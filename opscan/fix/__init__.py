@@ -10,6 +10,6 @@ fixable finding, and each codemod rewrites exactly the node a finding points at.
 """
 
 from opscan.fix.module import SiteOutcome, SourceFix, fix_source
-from opscan.fix.runner import FileFix, FixRun, fix_paths
+from opscan.fix.files import FileFix, FixRun, fix_paths
 
 __all__ = ["FileFix", "FixRun", "SiteOutcome", "SourceFix", "fix_paths", "fix_source"]

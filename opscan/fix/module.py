@@ -16,7 +16,7 @@ import libcst as cst
 
 from opscan.fix import codemods, reasons
 from opscan.fix.context import Context
-from opscan.model import Finding
+from opscan.records import Finding
 
 GUARDED = ("inside a guard that protects CUDA-only work (e.g. `if torch.cuda.is_available():`): "
            "left alone; port the guarded block by hand")

@@ -15,7 +15,7 @@ import re
 from json.decoder import scanstring
 
 from opscan.fix.module import SiteOutcome, SourceFix, fix_module, manual_outcome
-from opscan.model import Finding
+from opscan.records import Finding
 
 MAGIC = re.compile(r"^(\s*)[%!]")
 _WS = re.compile(r"[ \t\n\r]*")

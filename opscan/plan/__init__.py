@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from opscan.plan.cost import CostConfig
-from opscan.model import Coverage, Finding, Location, ModelTrace, OpUsage, Task
-from opscan.plan import catalog, grouping, libraries, ordering, sizing
+from opscan.records import Coverage, Finding, Location, ModelTrace, OpUsage, Task
+from opscan.plan import grouping, libraries, ordering, sizing, task_kinds
 from opscan.plan.measure import Usage
 
 __all__ = ["build_tasks", "total_days"]
@@ -46,24 +46,24 @@ def _title(draft: grouping.Draft) -> str:
 def _text(draft: grouping.Draft, book: libraries.Catalog) -> tuple[str, str, tuple[str, ...]]:
     """(action, why, sources) of a task: from its catalog entry or kernel family where one exists."""
     kind = draft.kind
-    if kind is catalog.LIBRARY_KIND:
+    if kind is task_kinds.LIBRARY_KIND:
         entry = book.library(draft.name)
         if entry is not None:
             return entry.replacement, entry.why, tuple(dict.fromkeys((*entry.sources, *kind.sources)))
         return kind.action, f"no catalog entry for `{draft.name}`; {kind.why}", kind.sources
-    if kind is catalog.KERNEL_KIND:
+    if kind is task_kinds.KERNEL_KIND:
         family = sizing.family_of(draft, book)
         if family is not None:
             return family.replacement, family.why, family.sources
     why = kind.why
-    if kind in (catalog.FALLBACK_KIND, catalog.MAYBE_FALLBACK_KIND):   # NOTE [fallback cost] in model.py
+    if kind in (task_kinds.FALLBACK_KIND, task_kinds.MAYBE_FALLBACK_KIND):   # NOTE [fallback cost] in records.py
         moved, calls = sum(u.step_bytes for u in draft.ops), sum(u.step_calls for u in draft.ops)
         if moved:
             why += (f"; at the traced shapes they would copy {moved / 1e6:.1f} MB between host and device per "
                     f"training step, with {calls} sync{'s' * (calls != 1)}")
-    if kind is catalog.FALLBACK_KIND:
-        advice = [f"`{u.op}`: {catalog.OP_ADVICE[u.op.split('.')[0]]}" for u in draft.ops
-                  if u.op.split(".")[0] in catalog.OP_ADVICE]
+    if kind is task_kinds.FALLBACK_KIND:
+        advice = [f"`{u.op}`: {task_kinds.OP_ADVICE[u.op.split('.')[0]]}" for u in draft.ops
+                  if u.op.split(".")[0] in task_kinds.OP_ADVICE]
         if advice:
             return "; ".join(advice) + "; otherwise " + kind.action, why, kind.sources
     return kind.action, why, kind.sources

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from opscan.model import Coverage, Finding, KernelSource, Location, OpUsage, status_of
-from opscan.plan import catalog
-from opscan.plan.catalog import Kind
+from opscan.records import Coverage, Finding, KernelSource, Location, OpUsage, status_of
+from opscan.plan import task_kinds
+from opscan.plan.task_kinds import Kind
 
 
 @dataclass
@@ -41,7 +41,7 @@ class Draft:
     @property
     def blocking(self) -> bool:
         """An unguarded error finding, or an op the backend rejects."""
-        return any(f.blocking for f in self.findings) or self.kind is catalog.UNSUPPORTED_KIND
+        return any(f.blocking for f in self.findings) or self.kind is task_kinds.UNSUPPORTED_KIND
 
 
 class _Union:
@@ -74,7 +74,7 @@ def _kernels(findings: list[Finding], ops: list[OpUsage], sources: Mapping[Locat
     union = _Union()
     keys: list[tuple[object, list[str]]] = []
     for finding in findings:
-        name = catalog.kernel_name(finding)
+        name = task_kinds.kernel_name(finding)
         nodes = [f"file:{finding.location.path}"] + ([f"name:{name}"] if name else [])
         # a source file or a stated name joins; a decorated function is its finding's own file
         nodes += [src.key for src in kernel_sources(sources.get(finding.location, ())) if src.kind != "function"]
@@ -87,7 +87,7 @@ def _kernels(findings: list[Finding], ops: list[OpUsage], sources: Mapping[Locat
     groups: dict[str, Draft] = {}
     for item, nodes in keys:
         root = union.find(nodes[0])
-        draft = groups.setdefault(root, Draft(catalog.KERNEL_KIND, ""))
+        draft = groups.setdefault(root, Draft(task_kinds.KERNEL_KIND, ""))
         for node in nodes:
             if node.startswith("name:") and node[5:] not in draft.names:
                 draft.names.append(node[5:])
@@ -101,7 +101,7 @@ def _kernels(findings: list[Finding], ops: list[OpUsage], sources: Mapping[Locat
     out = []
     for draft in groups.values():
         first = draft.findings[0].location.path if draft.findings else ""
-        draft.subject = draft.names[0] if draft.names else catalog.file_stem(first)
+        draft.subject = draft.names[0] if draft.names else task_kinds.file_stem(first)
         draft.id = f"kernel:{draft.subject}"
         draft.name = ", ".join(f"`{n}`" for n in (draft.names or [draft.subject]))
         out.append(draft)
@@ -115,15 +115,15 @@ def group(findings: tuple[Finding, ...], ops: list[OpUsage], coverage: Mapping[s
     kernel_findings: list[Finding] = []
     custom_ops: list[OpUsage] = []
     for finding in sorted(findings, key=Finding.sort_key):
-        kind = catalog.source_kind(finding)   # the rule's task kind: `import triton` next to a Triton
+        kind = task_kinds.source_kind(finding)   # the rule's task kind: `import triton` next to a Triton
         if kind is None:                      # kernel already has task `kernel` (NOTE [subjects])
             continue
-        if kind is catalog.KERNEL_KIND:
+        if kind is task_kinds.KERNEL_KIND:
             kernel_findings.append(finding)
             continue
         name, task_id = "", kind.id
-        if kind is catalog.LIBRARY_KIND:
-            name = catalog.library_name(finding)
+        if kind is task_kinds.LIBRARY_KIND:
+            name = task_kinds.library_name(finding)
             task_id = f"library:{name}"
         drafts.setdefault(task_id, Draft(kind, task_id, name, name)).findings.append(finding)
     for usage in ops:
@@ -131,7 +131,7 @@ def group(findings: tuple[Finding, ...], ops: list[OpUsage], coverage: Mapping[s
         if usage.custom:
             custom_ops.append(usage)
             continue
-        kind = catalog.OP_KINDS.get(status.task)   # the op-gap task its status makes (NOTE [status facts])
+        kind = task_kinds.OP_KINDS.get(status.task)   # the op-gap task its status makes (NOTE [status facts])
         if kind is not None:
             drafts.setdefault(kind.id, Draft(kind, kind.id)).ops.append(usage)
     for draft in _kernels(kernel_findings, custom_ops, kernel_sources or {}):

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from opscan.model import Finding, FunctionSpan, LibraryUse, Location, ScanFacts
+from opscan.records import Finding, FunctionSpan, LibraryUse, Location, ScanFacts
 
 NATIVE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c++", ".h", ".hpp", ".hh", ".hxx")
 _SOURCE = re.compile(r"""["']([^"'\s]+\.(?:cu|cuh|cpp|cc|cxx|c|h|hpp))["']""")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import networkx as nx
 
-from opscan.model import Task
-from opscan.plan.catalog import STAGES
+from opscan.records import Task
+from opscan.plan.task_kinds import STAGES
 
 # NOTE [task edges]: an edge exists only where one kind of task must be done before another, and it
 # carries the reason. Kinds are those of catalog.Kind.id; an edge applies when both tasks exist.

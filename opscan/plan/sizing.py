@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from opscan.model import Location
+from opscan.records import Location
 from opscan.plan.cost import CostConfig
-from opscan.plan import catalog
+from opscan.plan import task_kinds
 from opscan.plan.grouping import Draft
 from opscan.plan.libraries import Catalog, KernelFamily, Range
 from opscan.plan.measure import Usage
@@ -18,7 +18,7 @@ from opscan.plan.measure import Usage
 #   `opscan fix` makes (every site fixable) costs `fixable-site-minutes` (reviewing its diff), any
 #   other `site-minutes` plus the unflagged work around it: one more edit of file-minutes / 3 per
 #   manual edit, at most file-minutes per file (the ports found about three per touched file);
-#   plus the check its kind needs (NOTE [check overhead] in plan/catalog.py); range x
+#   plus the check its kind needs (NOTE [check overhead] in plan/task_kinds.py); range x
 #   mechanical-low/high;
 # - libraries: the catalog entry's hours (low/likely/high) for each part of its API the project
 #   uses, x library-factor, plus call sites x the entry's call-site minutes and the edits;
@@ -198,19 +198,19 @@ def size(draft: Draft, cost: CostConfig, usage: Usage, book: Catalog) -> Estimat
     """The effort range of `draft` under `cost`, with its basis as one readable line."""
     kind = draft.kind
     overhead = cost.task_hours
-    if kind is catalog.KERNEL_KIND:
+    if kind is task_kinds.KERNEL_KIND:
         return _kernel(draft, cost, usage, book)
-    if kind is catalog.LIBRARY_KIND:
+    if kind is task_kinds.LIBRARY_KIND:
         return _library(draft, cost, usage, book)
     count = len(draft.ops)
-    if kind is catalog.UNSUPPORTED_KIND:
+    if kind is task_kinds.UNSUPPORTED_KIND:
         return _scaled(count * cost.unsupported_op_days * cost.hours_per_day + overhead, cost.op_low, cost.op_high,
                        f"{count} op(s) x {_num(cost.unsupported_op_days)} d x {_num(cost.hours_per_day)} h/d "
                        f"+ {_num(overhead)} h per task", "range")
-    if kind is catalog.FALLBACK_KIND:
+    if kind is task_kinds.FALLBACK_KIND:
         return _scaled(count * cost.fallback_op_hours + overhead, cost.op_low, cost.op_high,
                        f"{count} op(s) x {_num(cost.fallback_op_hours)} h + {_num(overhead)} h per task", "range")
-    if kind is catalog.UNKNOWN_KIND:
+    if kind is task_kinds.UNKNOWN_KIND:
         return _scaled(count * cost.unknown_op_minutes / 60 + overhead, cost.mechanical_low, cost.mechanical_high,
                        f"{count} op(s) x {_num(cost.unknown_op_minutes)} min + {_num(overhead)} h per task", "range")
     return _mechanical(draft, cost)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TextIO
 
-from opscan.model import Report
+from opscan.records import Report
 
 REPORTERS: dict[str, str] = {
     "terminal": "opscan.reporters.terminal",

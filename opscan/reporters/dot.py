@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from opscan.model import Report
+from opscan.records import Report
 from opscan.reporters.tasklist import PRIORITY, task_effort
 
 _COLOUR = {1: "#f4cccc", 2: "#fff2cc", 3: "#d9ead3"}

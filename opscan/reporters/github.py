@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from opscan.model import Report, status_of
+from opscan.records import Report, status_of
 from opscan.reporters.sarif import uri
 
 LIMIT = 10

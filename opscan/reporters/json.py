@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import asdict
 from typing import TextIO
 
-from opscan.model import (
+from opscan.records import (
     CATEGORIES,
     SEVERITIES,
     STATUSES,

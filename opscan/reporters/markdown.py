@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TextIO
 
-from opscan.model import Report, status_of
+from opscan.records import Report, status_of
 from opscan.reporters.tasklist import PRIORITY, size, sites_by_file, task_effort, total
 
 MAX_SITE_FILES = 50   # beyond this many files a task lists the count only

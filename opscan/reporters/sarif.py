@@ -14,7 +14,7 @@ import re
 from typing import TextIO
 
 from opscan.baseline import fingerprints
-from opscan.model import Report, RuleInfo
+from opscan.records import Report, RuleInfo
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "note": "note"}

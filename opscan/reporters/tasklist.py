@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from opscan.model import Location, Report, Task
+from opscan.records import Location, Report, Task
 
 PRIORITY = {1: "blocker", 2: "every step", 3: "one-off"}
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from opscan.scan import positions as P
+from opscan.scan import string_contexts as P
 from opscan.scan.matchers import Compiled
 from opscan.scan.resolver import Imports, dotted
 from opscan.scan.rules import Rule

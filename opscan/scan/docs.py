@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from opscan.model import CATEGORIES, TASKS
+from opscan.records import CATEGORIES, TASKS
 from opscan.scan.rules import CONTEXTS, Rule
 
 START = "<!-- rules:start -->"

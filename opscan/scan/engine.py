@@ -17,7 +17,7 @@ from pathlib import Path
 
 from opscan.errors import InputError
 from opscan.fsutil import UnreadableFile, read_source_bytes
-from opscan.model import Finding, Location, ScanFacts
+from opscan.records import Finding, Location, ScanFacts
 from opscan.scan import native
 from opscan.scan.facts import decode_facts, encode_facts, file_facts, merge
 from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, discover

@@ -20,7 +20,7 @@ import ast
 import re
 from operator import attrgetter
 
-from opscan.model import FunctionSpan, ImportBinding, LibraryUse, ScanFacts
+from opscan.records import FunctionSpan, ImportBinding, LibraryUse, ScanFacts
 
 # A function whose name says it is a PyTorch (or reference) implementation: a kernel next to one
 # has a path to fall back on (plan/sizing.py, kernel_reference_factor).

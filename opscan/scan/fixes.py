@@ -13,7 +13,7 @@ import importlib
 import importlib.util
 from dataclasses import replace
 
-from opscan.model import Finding
+from opscan.records import Finding
 
 
 class TorchProbe:

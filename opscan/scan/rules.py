@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from opscan.errors import RuleError, UsageError
-from opscan.model import CATEGORIES, SEVERITIES, TASKS
+from opscan.records import CATEGORIES, SEVERITIES, TASKS
 from opscan.resources import coverage_db_dir, rules_dir
 from opscan.strict_yaml import YamlProblem, line_of, parse_yaml
 

@@ -18,7 +18,7 @@ import ast
 import bisect
 import re
 
-from opscan.scan import positions as P
+from opscan.scan import string_contexts as P
 from opscan.scan.context import FileContext, Hit, lines_text
 from opscan.scan.families import FAMILIES
 from opscan.scan.families.kernels import exports as _exports

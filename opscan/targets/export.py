@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from opscan.errors import TargetError
-from opscan.model import DeviceProfile, ModelTrace
+from opscan.records import DeviceProfile, ModelTrace
 from opscan.trace.export import trace_program
 
 

@@ -1,4 +1,4 @@
-"""Target strings -> a built model with its inputs, traced by the engine (opscan/trace/runner.py).
+"""Target strings -> a built model with its inputs, traced by the engine (opscan/trace/tracer.py).
 
 `file.py:NAME` and `package.module:NAME` (python factories and classes) and `timm:NAME` (a timm
 model by name, or a timm model folder) are built here, `hf:PATH` in opscan/targets/hf/; `pt2:FILE`
@@ -19,10 +19,10 @@ import torch
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.model import DeviceProfile, ModelTrace
+from opscan.records import DeviceProfile, ModelTrace
 from opscan.targets.empty import build_empty, first_line
 from opscan.targets.folders import read_config
-from opscan.trace import runner
+from opscan.trace import tracer
 from opscan.trace.spec import Built, InputPlaceholder, InputSpec
 
 
@@ -45,7 +45,7 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
         return build(target, batch=batch, seq_len=seq_len, inputs=specs, project_root=project_root,
                      trust_remote_code=trust_remote_code)
 
-    return runner.trace(target, make, mode=mode, device=device, profile=profile, optimizer=optimizer,
+    return tracer.trace(target, make, mode=mode, device=device, profile=profile, optimizer=optimizer,
                         optimizer_impl=optimizer_impl, amp=amp, inputs=inputs, project_root=project_root,
                         fsdp=fsdp)
 

@@ -9,10 +9,10 @@ Public API (the signature of `trace` is pinned by tests/trace/test_trace_targets
 
     trace(target, build, *, mode="train", device="neuron", profile=None, optimizer="adamw",
           optimizer_impl=None, amp=None, inputs=(), project_root=None, fsdp=None)
-        -> opscan.model.ModelTrace      # build(specs) -> spec.Built, called under the trace's clock
+        -> opscan.records.ModelTrace      # build(specs) -> spec.Built, called under the trace's clock
     prepare()   register the imitated `neuron` device before any real backward in this process
     DEFAULT_PROFILE, DEVICES, MODES
-Module map: runner (options, the step under the recorder) -> recorder (ops, sources) -> device
+Module map: tracer (options, the step under the recorder) -> recorder (ops, sources) -> device
 (the imitated `neuron`), fakes, standins (data-dependent values), step (loss, optimizer), fsdp;
 export (the ops of a loaded exported program); spec (what is traced: Built, --input specs).
 """
@@ -33,8 +33,8 @@ DEVICES = ("neuron", "cpu", "cuda", "meta")
 
 
 def trace(target: str, build, **options):
-    """Trace the model `build(specs)` makes; see opscan.trace.runner.trace."""
-    from opscan.trace.runner import trace as run
+    """Trace the model `build(specs)` makes; see opscan.trace.tracer.trace."""
+    from opscan.trace.tracer import trace as run
 
     return run(target, build, **options)
 

@@ -11,7 +11,7 @@ from torch.utils._mode_utils import no_dispatch
 from torch.utils._pytree import tree_leaves
 
 from opscan.errors import TraceError
-from opscan.model import DeviceProfile
+from opscan.records import DeviceProfile
 
 DEVICES = ("neuron", "cpu", "cuda", "meta")
 SDPA_POLICIES = {

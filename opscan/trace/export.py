@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from opscan.errors import TargetError
-from opscan.model import DeviceProfile, ModelTrace, OpSource, OpUsage
+from opscan.records import DeviceProfile, ModelTrace, OpSource, OpUsage
 from opscan.trace.recorder import MAX_SOURCES, TORCH_NAMESPACES, _canonical
 
 LEVELS = ("exported", "dispatch", "core")

@@ -9,7 +9,7 @@ import torch
 from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from opscan.model import PHASES, OpSource, OpUsage, StandIn
+from opscan.records import PHASES, OpSource, OpUsage, StandIn
 from opscan.trace import fakes
 from opscan.trace.device import BACKEND_KEYS, has_own_kernel
 from opscan.trace.sources import SourceFinder

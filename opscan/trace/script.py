@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from opscan.errors import TraceError, UsageError
-from opscan.model import DeviceProfile, ModelTrace
+from opscan.records import DeviceProfile, ModelTrace
 from opscan.trace import device as devices
 from opscan.trace import fakes, logs
 from opscan.trace import redirect as redirects
@@ -115,7 +115,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         except (UsageError, TraceError):
             raise
         except Exception as exc:  # noqa: BLE001 - the script's failure ends the run, kept partial
-            from opscan.trace.runner import _stopped
+            from opscan.trace.tracer import _stopped
 
             stopped = _stopped(exc, recorder, finder)
     label = _name(script, module, project_root)

@@ -1,6 +1,6 @@
 """What the engine traces: a built model with its example inputs, and `--input NAME:DTYPE[SHAPE]` specs.
 
-No torch is imported here: opscan/targets/ builds a `Built`, opscan/trace/runner.py traces it.
+No torch is imported here: opscan/targets/ builds a `Built`, opscan/trace/tracer.py traces it.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from opscan.model import OP_STATUSES
+from opscan.records import OP_STATUSES
 from opscan.workflow.neuronx_lines import classify, torch_release
 
 DEVICE_VAR = "TORCH_DEVICE"

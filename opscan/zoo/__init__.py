@@ -12,12 +12,12 @@ Public API (docs/zoo.md):
 Module map: selection (what to trace; transformers default configs are written by
 opscan/targets/hf/defaults.py) -> jobs (one opscan.isolation child per model, tracing through
 tracing.py and opscan/targets/) ->
-runner/cluster (local pool or Dask) -> cache (traces, then rows per db release) -> results (rows,
+execution/cluster (local pool or Dask) -> cache (traces, then rows per db release) -> results (rows,
 op ranking) -> render/* (outputs) ; diff (two JSON runs).
 """
 
 from opscan.zoo.cache import Cache
-from opscan.zoo.runner import Limits, ZooRun, run_zoo
+from opscan.zoo.execution import Limits, ZooRun, run_zoo
 from opscan.zoo.selection import ZooTarget, resolve
 
 __all__ = ["Cache", "Limits", "ZooRun", "ZooTarget", "resolve", "run_zoo"]

@@ -7,7 +7,7 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-from opscan.model import ModelTrace, OpSource, OpUsage, StandIn
+from opscan.records import ModelTrace, OpSource, OpUsage, StandIn
 from opscan.zoo.jobs import Outcome
 
 # 2: traces carry supplied_fakes; older traces stopped where opscan now supplies a kernel

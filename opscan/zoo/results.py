@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from opscan.model import PHASES, VERDICT_KINDS, ModelTrace, Report, status_of
+from opscan.records import PHASES, VERDICT_KINDS, ModelTrace, Report, status_of
 from opscan.outcome import Outcome
 from opscan.targets.hf import upstream
 from opscan.zoo.selection import ZooTarget

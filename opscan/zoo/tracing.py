@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from opscan.errors import TargetError
-from opscan.model import ModelTrace
+from opscan.records import ModelTrace
 
 
 def trace_model(target: str, *, fill_unset: bool = False, **options) -> ModelTrace:

@@ -6,7 +6,7 @@ import copy
 from pathlib import Path
 
 from opscan.db.writer import dump
-from opscan.model import EVIDENCE_KINDS, STATUSES
+from opscan.records import EVIDENCE_KINDS, STATUSES
 
 BASE = {
     "schema_version": 1, "backend": "testline", "release": "1.0.0", "title": "a test release",

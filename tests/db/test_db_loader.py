@@ -8,9 +8,9 @@ import pytest
 from dbtest_support import BASE, doc, write
 
 from opscan.db import load_file
-from opscan.db.catalog import release_files
+from opscan.db.shipped import release_files
 from opscan.errors import DatabaseError
-from opscan.model import EVIDENCE_KINDS, STATUSES, OpName
+from opscan.records import EVIDENCE_KINDS, STATUSES, OpName
 
 
 def _error(path) -> DatabaseError:

@@ -11,7 +11,7 @@ from dbtest_support import BASE, doc, write
 
 from opscan.db import check, load_file, load_release, registry
 from opscan.errors import DatabaseError
-from opscan.model import Coverage, Evidence
+from opscan.records import Coverage, Evidence
 
 torch = pytest.importorskip("torch")
 

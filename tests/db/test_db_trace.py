@@ -7,7 +7,7 @@ import json
 import pytest
 from dbtest_support import write
 
-from opscan.model import STATUSES
+from opscan.records import STATUSES
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow

@@ -11,7 +11,7 @@ from opscan.db import load_file, load_release
 from opscan.db.caveats import usages_caveats
 from opscan.db.failing_tests import map_lists, map_test
 from opscan.errors import DatabaseError
-from opscan.model import CAVEAT_KINDS, OpSource, OpUsage
+from opscan.records import CAVEAT_KINDS, OpSource, OpUsage
 
 PACKETS = frozenset({"gather", "scatter_", "scatter_add_", "scatter_reduce", "linspace", "pad", "nll_loss",
                      "cross", "upsample_bicubic2d", "_upsample_bilinear2d_aa", "one_hot"})
@@ -250,7 +250,7 @@ def test_probe_compare_tells_matched_narrowed_and_wrong():
 
 def _readme_sources() -> dict[tuple[str, str], dict[str, str]]:
     """The rows of the README's "Evidence sources, with counts" table: (file, source) -> columns."""
-    from opscan.db.catalog import release_files
+    from opscan.db.shipped import release_files
 
     text = release_files()[0].parent.joinpath("README.md").read_text(encoding="utf-8")
     table = text.split("## Evidence sources, with counts", 1)[1].split("\n## ", 1)[0]
@@ -265,7 +265,7 @@ def _readme_sources() -> dict[tuple[str, str], dict[str, str]]:
 
 
 def test_readme_counts_every_source_of_every_shipped_file():
-    from opscan.db.catalog import release_files
+    from opscan.db.shipped import release_files
 
     rows = _readme_sources()
     seen = set()

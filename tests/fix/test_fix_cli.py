@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from opscan.fix import runner
+from opscan.fix import files as fix_files
 
 SOURCE = "import torch\n\nmodel = torch.nn.Linear(2, 2).cuda()  # move it\nx = torch.zeros(2).to('cuda')\n"
 FIXED = ("import torch\n\nDEVICE = torch.accelerator.current_accelerator(check_available=True) or torch.device(\"cpu\")\n\n"
@@ -67,7 +67,7 @@ def test_config_excluded_and_broken_files_are_never_touched(project, run_cli):
 
 
 def test_a_file_changed_on_disk_meanwhile_is_not_overwritten(project, run_cli, monkeypatch):
-    real = runner.read_source_bytes
+    real = fix_files.read_source_bytes
     calls = []
 
     def read(path, root=None, *a, **k):
@@ -78,7 +78,7 @@ def test_a_file_changed_on_disk_meanwhile_is_not_overwritten(project, run_cli, m
             return real(path, root, *a, **k)
         return data
 
-    monkeypatch.setattr(runner, "read_source_bytes", read)
+    monkeypatch.setattr(fix_files, "read_source_bytes", read)
     code, out, _ = run_cli("fix", ".")
     assert code == 0
     assert (project / "train.py").read_text() == SOURCE + "# edited\n"
@@ -89,7 +89,7 @@ def test_writes_go_through_atomic_write(project, run_cli, monkeypatch):
     def fail(path, data, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(runner, "atomic_write", fail)
+    monkeypatch.setattr(fix_files, "atomic_write", fail)
     code, out, _ = run_cli("fix", ".")
     assert code == 0
     assert (project / "train.py").read_text() == SOURCE

@@ -10,7 +10,7 @@ import pytest
 
 from opscan import baseline
 from opscan.errors import InputError
-from opscan.model import Finding, Location
+from opscan.records import Finding, Location
 
 
 def _f(path, line, snippet, rule="OPS101"):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from opscan import phases
-from opscan.model import ModelTrace, OpSource, OpUsage
+from opscan.records import ModelTrace, OpSource, OpUsage
 
 TRAIN = '''import torch
 

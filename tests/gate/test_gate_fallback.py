@@ -15,7 +15,7 @@ from opscan.assess import assess  # noqa: E402
 from opscan.gate import failures  # noqa: E402
 from dataclasses import replace  # noqa: E402
 
-from opscan.model import ModelTrace, OpSource, OpUsage, Report  # noqa: E402
+from opscan.records import ModelTrace, OpSource, OpUsage, Report  # noqa: E402
 
 pytest.importorskip("torch")
 

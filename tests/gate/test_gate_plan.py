@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reporters"))
 import reporters_sample as sample  # noqa: E402
 
 from opscan.config import CostConfig
-from opscan.model import Coverage, Evidence, Finding, Location, ModelTrace, OpSource, OpUsage
+from opscan.records import Coverage, Evidence, Finding, Location, ModelTrace, OpSource, OpUsage
 from opscan.plan import build_tasks, total_days
 from opscan.plan.measure import kernel_sources
 from opscan.scan import scan_paths

@@ -12,7 +12,7 @@ from opscan.app import Phases, RunOptions, analyse
 from opscan.commands.flags import add_limit_arguments, isolation_from
 from opscan.config import Config, ModelConfig
 from opscan.isolation import Limits
-from opscan.model import ModelTrace, OpUsage
+from opscan.records import ModelTrace, OpUsage
 
 
 def _run(tmp_path, options: RunOptions) -> list:

@@ -8,7 +8,7 @@ from release_support import static_release
 from opscan.app import Phases, analyse
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, TraceError
-from opscan.model import ModelTrace
+from opscan.records import ModelTrace
 
 
 def _database(config):

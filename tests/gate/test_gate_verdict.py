@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reporters"))
 
 import reporters_sample as sample  # noqa: E402
 from opscan.gate import failures  # noqa: E402
-from opscan.model import (  # noqa: E402
+from opscan.records import (  # noqa: E402
     VERDICT_KINDS, BaselineStatus, Coverage, Evidence, Finding, Location, ModelTrace, OpSource, OpUsage,
 )
 from opscan.verdict import judge  # noqa: E402
@@ -163,7 +163,7 @@ def test_the_zoo_reads_the_same_verdict():
     from opscan.zoo.render import markdown
     from opscan.zoo.render.common import verdict_label
     from opscan.zoo.results import assess_trace, build_row
-    from opscan.zoo.runner import ZooRun
+    from opscan.zoo.execution import ZooRun
     from opscan.zoo.selection import ZooTarget
 
     trace = _trace("aten::mm", "aten::relu")
@@ -197,7 +197,7 @@ def test_the_zoo_reads_the_same_verdict():
 
 
 def test_a_known_failure_on_the_traced_dtypes_is_not_proven_narrowing_is_a_note():
-    from opscan.model import OpCaveat
+    from opscan.records import OpCaveat
 
     narrowed = OpCaveat("float64-narrowed", "aten::mm computes in float64; the backend narrows it to float32",
                         ("aten::mm",), ("torch.float64",))

@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from opscan.model import DeviceProfile  # noqa: E402
+from opscan.records import DeviceProfile  # noqa: E402
 from opscan.targets import trace_target  # noqa: E402
 from opscan.targets.export import trace_export  # noqa: E402
 from opscan.trace.export import SDPA_OVERRIDEABLE  # noqa: E402

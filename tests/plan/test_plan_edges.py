@@ -5,9 +5,9 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from opscan.model import Finding, Location, Task
+from opscan.records import Finding, Location, Task
 from opscan.plan import build_tasks
-from opscan.plan.catalog import BY_TASK
+from opscan.plan.task_kinds import BY_TASK
 from opscan.plan.ordering import EDGES, graph
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from opscan.config import CostConfig
-from opscan.model import Finding, Location
+from opscan.records import Finding, Location
 from opscan.plan import build_tasks
 from opscan.plan.measure import kernel_sources, usage
 from opscan.scan import scan_paths

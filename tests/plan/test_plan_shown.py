@@ -12,7 +12,7 @@ from rich.console import Console
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reporters"))
 import reporters_sample as sample  # noqa: E402
 
-from opscan.model import Finding, Location  # noqa: E402
+from opscan.records import Finding, Location  # noqa: E402
 from opscan.reporters import render  # noqa: E402
 from opscan.reporters.terminal import tasks as task_section  # noqa: E402
 

@@ -3,7 +3,7 @@ and with what the reports show."""
 
 from __future__ import annotations
 
-from opscan.model import (
+from opscan.records import (
     OP_STATUSES,
     OP_TASKS,
     STATUSES,
@@ -14,7 +14,7 @@ from opscan.model import (
     OpSource,
     OpUsage,
 )
-from opscan.plan import build_tasks, catalog
+from opscan.plan import build_tasks, task_kinds
 from opscan.plan.grouping import kernel_sources
 
 
@@ -28,12 +28,12 @@ def test_each_status_says_what_follows_from_it():
     assert {s.name for s in OP_STATUSES if s.runs_on_device} == {"native", "composite", "limited"}
     assert {s.name for s in OP_STATUSES if s.blocks} == {"unsupported"}
     for status in OP_STATUSES:   # a status that makes work makes a task the planner knows
-        assert status.task == "" or (status.task in OP_TASKS and status.task in catalog.OP_KINDS)
+        assert status.task == "" or (status.task in OP_TASKS and status.task in task_kinds.OP_KINDS)
         assert not (status.runs_on_device and status.task)
 
 
 def test_every_task_kind_is_in_a_vocabulary():
-    kinds = {k.id for k in (*catalog.SOURCE_KINDS, catalog.LIBRARY_KIND, catalog.KERNEL_KIND)} | set(catalog.OP_KINDS)
+    kinds = {k.id for k in (*task_kinds.SOURCE_KINDS, task_kinds.LIBRARY_KIND, task_kinds.KERNEL_KIND)} | set(task_kinds.OP_KINDS)
     assert kinds == (set(TASKS) - {"none"}) | set(OP_TASKS)
 
 

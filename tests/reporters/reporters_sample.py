@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from opscan.config import CostConfig
-from opscan.model import (
+from opscan.records import (
     BaselineStatus, Coverage, Evidence, Finding, Location, ModelTrace, OpSource, OpUsage, Report, RuleInfo,
 )
 from opscan.plan import build_tasks

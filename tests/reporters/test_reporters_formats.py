@@ -14,7 +14,7 @@ from rich.console import Console
 
 import reporters_sample as sample
 from reporters_golden import check
-from opscan.model import Finding, Location
+from opscan.records import Finding, Location
 from opscan.reporters import REPORTERS, render
 
 # The OASIS SARIF 2.1.0 schema, vendored beside this file (provenance and terms: sarif-schema-2.1.0.NOTICE.md).
@@ -163,7 +163,7 @@ def test_op_results_only_at_project_files():
 
 def test_likely_is_a_caution_in_every_format():
     """Support resting on pre-release source: its own kind, never green, a warning everywhere."""
-    from opscan.model import Coverage, Evidence
+    from opscan.records import Coverage, Evidence
 
     snapshot = (Evidence("source-snapshot", "pre-release source", repo="aws-neuron/torch-neuronx", commit="abc"),)
     coverage = tuple(Coverage(op, "native", snapshot, "low") for op in

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 
 import opscan.scan as scan
-from opscan.model import Finding
+from opscan.records import Finding
 
 
 def test_public_names():

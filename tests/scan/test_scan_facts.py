@@ -10,7 +10,7 @@ from pathlib import Path
 
 from opscan.app import RunOptions, analyse
 from opscan.config import load_config
-from opscan.model import FunctionSpan, ImportBinding, LibraryUse
+from opscan.records import FunctionSpan, ImportBinding, LibraryUse
 from opscan.scan import decode_result, encode_result, scan_memory, scan_paths, scan_source
 from opscan.scan.rules import load_rules
 

@@ -128,8 +128,8 @@ def test_rule_and_db_loaders_share_one_strict_yaml_implementation():
 
 
 def test_every_shipped_rule_declares_a_task_from_the_closed_vocabulary():
-    from opscan.model import TASKS
-    from opscan.plan.catalog import BY_TASK
+    from opscan.records import TASKS
+    from opscan.plan.task_kinds import BY_TASK
 
     rules = load_rules()
     assert {r.task for r in rules} <= set(TASKS)

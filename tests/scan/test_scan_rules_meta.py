@@ -106,10 +106,10 @@ def test_the_citation_check_catches_unshipped_files_and_private_notes():
 
 
 def test_plan_task_sources_are_public_urls():
-    from opscan.plan import catalog
+    from opscan.plan import task_kinds
 
-    kinds = [*catalog.SOURCE_KINDS, catalog.LIBRARY_KIND, catalog.KERNEL_KIND, catalog.UNSUPPORTED_KIND,
-             catalog.FALLBACK_KIND, catalog.UNKNOWN_KIND]
+    kinds = [*task_kinds.SOURCE_KINDS, task_kinds.LIBRARY_KIND, task_kinds.KERNEL_KIND, task_kinds.UNSUPPORTED_KIND,
+             task_kinds.FALLBACK_KIND, task_kinds.UNKNOWN_KIND]
     for kind in kinds:
         assert kind.sources and all(re.fullmatch(r"https://\S+", s) for s in kind.sources), kind.id
         for text in (kind.title, kind.action, kind.why):

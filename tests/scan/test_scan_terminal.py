@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from opscan.model import Finding, Location, Report
+from opscan.records import Finding, Location, Report
 from opscan.reporters.terminal import findings, summary
 
 
@@ -52,7 +52,7 @@ LOCATION = re.compile(r"([\w.…/-]*\.(?:py|cu|cpp)):(\d+)")
 
 
 def _long_paths_report() -> Report:
-    from opscan.model import Coverage, ModelTrace, OpSource, OpUsage
+    from opscan.records import Coverage, ModelTrace, OpSource, OpUsage
     from opscan.plan import build_tasks
     from opscan.config import CostConfig
     from opscan.verdict import judge

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from opscan.model import PHASES, DeviceProfile  # noqa: E402
+from opscan.records import PHASES, DeviceProfile  # noqa: E402
 from opscan.targets import trace_target  # noqa: E402
 
 pytestmark = pytest.mark.slow

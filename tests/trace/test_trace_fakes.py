@@ -155,7 +155,7 @@ def test_conversions_that_change_something_still_go_to_torch():
 
 
 def test_a_device_with_its_own_one_hot_kernel_lists_the_op_itself(tmp_path):
-    from opscan.model import DeviceProfile
+    from opscan.records import DeviceProfile
 
     (tmp_path / "router.py").write_text(ROUTER)
     profile = DeviceProfile(name="p", native_ops=("aten::one_hot",))

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from opscan.trace import runner  # noqa: E402
+from opscan.trace import tracer  # noqa: E402
 from opscan.targets import trace_target  # noqa: E402
 
 MODEL = """\
@@ -29,7 +29,7 @@ def build():
 
 
 def test_every_hint_reads_after_try():
-    hints = [runner.DEFAULT_HINT, *(hint for _key, hint in runner._HINTS)]
+    hints = [tracer.DEFAULT_HINT, *(hint for _key, hint in tracer._HINTS)]
     assert [h for h in hints if h.lower().startswith("try")] == []
 
 

@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from opscan.model import DeviceProfile  # noqa: E402
+from opscan.records import DeviceProfile  # noqa: E402
 from opscan.targets import trace_target  # noqa: E402
 
 NET = '''

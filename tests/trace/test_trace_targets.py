@@ -138,7 +138,7 @@ def test_bad_api_arguments():
 
 def test_api_signature_is_stable():
     from opscan.targets.loader import trace_target as impl
-    from opscan.trace.runner import trace as engine
+    from opscan.trace.tracer import trace as engine
 
     assert list(inspect.signature(engine).parameters) == [
         "target", "build", "mode", "device", "profile", "optimizer", "optimizer_impl", "amp", "inputs",

@@ -6,7 +6,7 @@ from io import StringIO
 
 from rich.console import Console
 
-from opscan.model import Coverage, Evidence, ModelTrace, OpSource, OpUsage, Report, StandIn
+from opscan.records import Coverage, Evidence, ModelTrace, OpSource, OpUsage, Report, StandIn
 from opscan.reporters.terminal.ops import section
 
 

@@ -246,7 +246,7 @@ def test_cli_scans_path_through_the_app(tmp_path, monkeypatch, run_cli):
     from dataclasses import replace
 
     from opscan import app
-    from opscan.model import Coverage, Finding, Location, ModelTrace, OpUsage, Report
+    from opscan.records import Coverage, Finding, Location, ModelTrace, OpUsage, Report
     from opscan.verdict import judge
 
     monkeypatch.chdir(tmp_path)

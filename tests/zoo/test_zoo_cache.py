@@ -7,7 +7,7 @@ from zoo_fakes import FAKE_TRACER, STATUSES, traced
 
 from opscan.isolation import Limits
 from opscan.zoo.cache import Cache, trace_from_dict, trace_to_dict
-from opscan.zoo.runner import run_zoo, toolchain, trace_key
+from opscan.zoo.execution import run_zoo, toolchain, trace_key
 from opscan.zoo.selection import ZooTarget
 
 LIMITS = Limits(timeout=3, max_memory=None, start_method="fork")

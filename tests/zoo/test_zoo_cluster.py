@@ -7,7 +7,7 @@ from release_support import static_release
 from zoo_fakes import FAKE_TRACER, STATUSES
 
 from opscan.isolation import Limits
-from opscan.zoo.runner import run_zoo
+from opscan.zoo.execution import run_zoo
 from opscan.zoo.selection import ZooTarget
 
 distributed = pytest.importorskip("distributed")

@@ -7,7 +7,7 @@ from zoo_fakes import FAKE_TRACER
 
 from opscan.isolation import Limits
 from opscan.zoo.jobs import Job, trace_job
-from opscan.zoo.runner import run_zoo
+from opscan.zoo.execution import run_zoo
 from opscan.zoo.selection import ZooTarget
 
 

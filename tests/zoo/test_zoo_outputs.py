@@ -10,7 +10,7 @@ import pytest
 
 from opscan.zoo.render import html, jsonout, markdown, terminal
 from opscan.zoo.results import OpStat, Row
-from opscan.zoo.runner import ZooRun
+from opscan.zoo.execution import ZooRun
 
 
 @pytest.fixture

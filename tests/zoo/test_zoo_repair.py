@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 from opscan.errors import TargetError  # noqa: E402
 from opscan.targets.hf.repair import Read, donor  # noqa: E402
 from opscan.zoo.jobs import DEFAULT_TRACER  # noqa: E402
-from opscan.zoo.runner import job_options  # noqa: E402
+from opscan.zoo.execution import job_options  # noqa: E402
 from opscan.zoo.selection import ZooTarget  # noqa: E402
 from opscan.zoo.tracing import trace_model  # noqa: E402
 

@@ -7,7 +7,7 @@ from zoo_fakes import FAKE_TRACER, STATUSES, started
 
 from opscan.isolation import Limits
 from opscan.zoo.cache import Cache
-from opscan.zoo.runner import run_zoo
+from opscan.zoo.execution import run_zoo
 from opscan.zoo.schedule import longest_first
 from opscan.zoo.selection import ZooTarget
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from release_support import static_release
 
-from opscan.model import ModelTrace, OpUsage, StandIn
+from opscan.records import ModelTrace, OpUsage, StandIn
 from opscan.targets.hf import upstream
 from opscan.zoo.jobs import Outcome
 from opscan.zoo.render.common import explain, headline, stop_counts
 from opscan.zoo.results import STOPS, build_row
-from opscan.zoo.runner import ZooRun
+from opscan.zoo.execution import ZooRun
 from opscan.zoo.selection import ZooTarget
 
 COVERAGE = static_release({"aten::mm": "native"}, "fakeneuron==1.0")

@@ -10,7 +10,7 @@ import signal
 import time
 
 from opscan.errors import TargetError
-from opscan.model import ModelTrace, OpUsage, StandIn
+from opscan.records import ModelTrace, OpUsage, StandIn
 
 FAKE_TRACER = "zoo_fakes:fake_tracer"
 STATUSES = {"aten::mm": "native", "aten::add.Tensor": "native", "aten::_foreach_add_.Scalar": "composite",

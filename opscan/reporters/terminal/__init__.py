@@ -11,7 +11,7 @@ from typing import TextIO
 
 from rich.console import Console
 
-from opscan.model import Report
+from opscan.records import Report
 
 SECTIONS = ("verdict", "models", "tasks", "findings", "ops", "summary")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from opscan.model import Finding, Report
+from opscan.records import Finding, Report
 from opscan.reporters.terminal.verdict import STYLE
 
 

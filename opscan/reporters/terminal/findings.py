@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opscan.model import Finding, Report
+from opscan.records import Finding, Report
 from opscan.reporters.terminal.location import fit
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.text import Text
 
 from opscan.discover import FACTORY_HINT, toml_lines
-from opscan.model import Report
+from opscan.records import Report
 
 SHOWN = 5
 

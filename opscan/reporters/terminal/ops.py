@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opscan.model import STATUS, Coverage, OpStatus, OpUsage, Report, status_of
+from opscan.records import STATUS, Coverage, OpStatus, OpUsage, Report, status_of
 from opscan.reporters.json import merge_ops
 from opscan.reporters.tasklist import size
 from opscan.reporters.terminal.location import budget, fit

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opscan.model import CATEGORIES, SEVERITIES, Report
+from opscan.records import CATEGORIES, SEVERITIES, Report
 
 
 def section(report: Report, console: Console) -> None:

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opscan.model import Report
+from opscan.records import Report
 from opscan.reporters.tasklist import PRIORITY, sites_by_file, task_effort, total
 from opscan.reporters.terminal.location import budget, fit
 

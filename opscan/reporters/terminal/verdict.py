@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opscan.model import Report
+from opscan.records import Report
 from opscan.reporters.tasklist import total
 
 # Only "ready" is green: "likely" (unverified evidence) and "unchecked" (half not checked) are cautions.

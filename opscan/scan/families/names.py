@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from opscan.scan import positions as P
+from opscan.scan import string_contexts as P
 from opscan.scan.context import FileContext, callee_matches, kernel_name
 
 

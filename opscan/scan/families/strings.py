@@ -1,11 +1,11 @@
 """String matchers in context: devices, backends, environment variables and commands, where a
-string is used as one (positions.py lists the positions), and module constants used as devices."""
+string is used as one (string_contexts.py lists the positions), and module constants used as devices."""
 
 from __future__ import annotations
 
 import ast
 
-from opscan.scan import positions as P
+from opscan.scan import string_contexts as P
 from opscan.scan.context import Constant, FileContext
 
 # NOTE [device-type tests]

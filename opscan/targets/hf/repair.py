@@ -39,7 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from opscan.errors import TargetError
-from opscan.model import ModelTrace
+from opscan.records import ModelTrace
 
 MAX_ATTEMPTS = 6
 MAX_STEP_ATTEMPTS = 3    # fills tried for one stopped step (each is a whole trace)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from opscan.model import OP_STATUSES, status_of
+from opscan.records import OP_STATUSES, status_of
 from opscan.zoo.results import STOPS, VERDICT_ORDER, Row
-from opscan.zoo.runner import ZooRun
+from opscan.zoo.execution import ZooRun
 
 SHORT = {s.name: s.short for s in OP_STATUSES}   # one-letter status labels of the matrix (model.OpStatus)
 

@@ -17,7 +17,7 @@ from opscan.zoo.render.common import (
     verdict_counts,
     verdict_label,
 )
-from opscan.zoo.runner import ZooRun
+from opscan.zoo.execution import ZooRun
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}

@@ -8,7 +8,7 @@ from typing import TextIO
 
 from opscan.zoo.render.common import verdict_counts
 from opscan.zoo.results import row_to_dict
-from opscan.zoo.runner import ZooRun
+from opscan.zoo.execution import ZooRun
 
 SCHEMA = "opscan-zoo/2"   # 2: verdicts are the analysis verdict kinds (likely added, incomplete -> unknown)
 SCHEMAS_READ = ("opscan-zoo/1", SCHEMA)   # `opscan zoo diff` compares files of either version

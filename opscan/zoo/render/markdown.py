@@ -15,7 +15,7 @@ from opscan.zoo.render.common import (
     matrix_ops,
     verdict_label,
 )
-from opscan.zoo.runner import ZooRun
+from opscan.zoo.execution import ZooRun
 
 MATRIX_OPS = 12
 

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from opscan.zoo.render.common import blocking_ops, explain, fallback, fallback_ops, headline, megabytes, verdict_label
-from opscan.zoo.runner import ZooRun
+from opscan.zoo.execution import ZooRun
 
 TOP_OPS = 15
 

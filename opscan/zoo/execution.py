@@ -12,7 +12,7 @@ from importlib import metadata
 
 from opscan import __version__
 from opscan.isolation import Limits, default_max_memory
-from opscan.model import DeviceProfile
+from opscan.records import DeviceProfile
 from opscan.zoo.cache import UNCACHED, Cache
 from opscan.zoo.jobs import DEFAULT_TRACER, Job, Outcome, trace_job, tracer_spec
 from opscan.zoo.results import ROW_FORMAT, OpStat, Row, build_row, op_stats, row_from_dict, row_to_dict

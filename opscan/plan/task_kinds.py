@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from opscan.model import Finding
+from opscan.records import Finding
 
 # NOTE [task stages]: the stages of the port, used to break ties in the task order (a task's stage
 # never makes it depend on another task; ordering.EDGES says which task must precede which, and

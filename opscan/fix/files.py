@@ -20,7 +20,7 @@ from opscan.fix.codemods import handles_guarded
 from opscan.fix.module import SiteOutcome, fix_module, manual_outcome
 from opscan.fix.notebook import fix_notebook
 from opscan.fsutil import UnreadableFile, atomic_write, read_source_bytes
-from opscan.model import Finding
+from opscan.records import Finding
 
 INPUT_RULES = ("parse-error", "unreadable-file")   # a file with these is never touched
 

@@ -25,7 +25,7 @@ CATEGORIES: dict[str, str] = {
 }
 
 # Closed vocabulary of port-task kinds: every rule declares one in its YAML (`task:`); the planner
-# (opscan/plan/catalog.py) has one task kind per entry. See docs/scan.md, "Task kinds".
+# (opscan/plan/task_kinds.py) has one task kind per entry. See docs/scan.md, "Task kinds".
 TASKS: dict[str, str] = {
     "device-agnostic": "pick the device once (torch.accelerator) instead of hard-coding CUDA devices or torch.cuda calls",
     "mixed-precision": "make autocast and GradScaler device-agnostic (torch.amp)",

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from opscan.errors import TraceError, UsageError
-from opscan.model import DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES, StandIn
+from opscan.records import DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES, StandIn
 from opscan.trace import device as devices
 from opscan.trace import fakes
 from opscan.trace import fsdp as fsdps
