@@ -433,7 +433,7 @@ def unused_suppression_findings(result: ScanResult, rules: RuleSet, known, read_
 
     from opscan import suppressions as supp
 
-    rule = rules.compiled.inputs.get("unused-suppression")
+    rule = rules.input_rule("unused-suppression")
     if rule is None:
         return []
     by_path: dict[str, list[Suppression]] = {}

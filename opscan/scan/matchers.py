@@ -18,7 +18,7 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 
-from opscan.scan.rules import Matcher, Rule
+from opscan.scan.rule_records import Matcher, Rule
 from opscan.scan.tokens import (ANY, EDGE, MIN_TOKEN, bounded_regex, literal_regex, pattern_bounded_token,
                                 pattern_token, regex_bounded_tokens)
 from opscan.scan.tokens import QUOTE, regex_tokens  # noqa: F401 - re-exported (tests, families)
