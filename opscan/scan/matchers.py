@@ -19,7 +19,9 @@ import re
 from dataclasses import dataclass, field
 
 from opscan.scan.rule_records import Matcher, Rule
-from opscan.scan.tokens import (ANY, EDGE, MIN_TOKEN, bounded_regex, literal_regex, pattern_bounded_token,
+from opscan.scan.string_contexts import DEVICE_TYPE_FLAGS
+from opscan.scan.tokens import (ANY, ATTR, EDGE, MIN_TOKEN, bounded_regex, join_bound, literal_regex,
+                                pattern_bounded_token,
                                 pattern_token, regex_bounded_tokens)
 from opscan.scan.tokens import QUOTE, regex_tokens  # noqa: F401 - re-exported (tests, families)
 
@@ -72,6 +74,9 @@ class Compiled:
     # extension-call: (module regex, relative-member regex, calls whose result is a native module, rule)
     ext_calls: list[tuple[re.Pattern | None, re.Pattern | None, "NamePatterns | None", Rule]] = field(
         default_factory=list)
+    # `member`: (regex over the last component, rule) of extension-import / extension-call matchers
+    ext_members: list[tuple[re.Pattern, Rule]] = field(default_factory=list)
+    ext_member_calls: list[tuple[re.Pattern, Rule]] = field(default_factory=list)
     import_names: list[tuple[NamePatterns, Rule]] = field(default_factory=list)   # name matchers with `imports`
     arity: list[tuple[tuple[str, ...], int, Rule]] = field(default_factory=list)    # call matchers with `max-args`
     exact_names: dict[str, list[Rule]] = field(default_factory=dict)   # wildcard-free name patterns
@@ -91,21 +96,35 @@ class Compiled:
             self.regexes[extra] = literal_regex(set(self.tokens) | set(extra))
         return self.regexes[extra]
 
+    def bounded_regex(self, extra: frozenset[str] = frozenset()) -> re.Pattern | None:
+        """One regex finding any bounded token within its bounds, or any `extra` word as a whole
+        identifier (NOTE [pre-filter bounds]); cached per `extra`."""
+        key = ("file", extra)
+        if key not in self.regexes:
+            self.regexes[key] = bounded_regex({**self.bounded, **{w: (EDGE, EDGE) for w in extra}})
+        return self.regexes[key]
+
     def relevant(self, text: str, extra: frozenset[str] = frozenset()) -> bool:
         """The file pre-check (NOTE [pre-filter bounds]): does `text` hold a token within its bounds,
         or one of the `extra` words (extension modules, wrappers) as a whole identifier?"""
         if self.always or not (self.bounded or self.import_tokens or extra):   # input rules only: parse
             return True
-        key = ("file", extra)
-        if key not in self.regexes:
-            self.regexes[key] = bounded_regex({**self.bounded, **{w: (EDGE, EDGE) for w in extra}})
-            self.regexes["imports"] = bounded_regex(self.import_tokens)
-        regex, imports = self.regexes[key], self.regexes["imports"]
+        regex = self.bounded_regex(extra)
         if regex is not None and regex.search(text) is not None:
             return True
+        if "imports" not in self.regexes:   # import matchers' tokens, and names imported by name
+            words = dict(self.import_tokens)
+            for word, (left, right) in self.bounded.items():
+                if left == ATTR:   # `from torch import library`: an attribute token, bound by an import
+                    old = words.get(word, (EDGE, right))
+                    words[word] = (join_bound(old[0], EDGE), join_bound(old[1], right))
+            self.regexes["imports"] = bounded_regex(words)
+        imports = self.regexes["imports"]
         # An import matcher fires on import statements only: its tokens are looked for there
-        # ("rotary_emb" the flash-attn module, not `self.rotary_emb` in every model file).
-        return imports is not None and imports.search("\n".join(IMPORT_STATEMENT.findall(text))) is not None
+        # ("rotary_emb" the flash-attn module, not `self.rotary_emb` in every model file), and only
+        # in a text that holds one at all (a token in a statement is one in the text, same bounds).
+        return (imports is not None and imports.search(text) is not None
+                and imports.search("\n".join(IMPORT_STATEMENT.findall(text))) is not None)
 
 
 def compile_rules(rules: tuple[Rule, ...]) -> Compiled:
@@ -124,7 +143,7 @@ def compile_rules(rules: tuple[Rule, ...]) -> Compiled:
             return
         for text, left, right in found:
             old = bounded.get(text, (left, right))
-            bounded[text] = (min(old[0], left), min(old[1], right))   # the weaker bound covers both
+            bounded[text] = (join_bound(old[0], left), join_bound(old[1], right))   # the weaker covers both
 
     def need(token, bounds=None) -> None:
         """Add a substring token (the visitor's line filter) and, unless given `bounds`, the same
@@ -153,8 +172,8 @@ def compile_rules(rules: tuple[Rule, ...]) -> Compiled:
     return out
 
 
-def _bounds_of(pattern: str) -> list | None:
-    token = pattern_bounded_token(pattern)
+def _bounds_of(pattern: str, attribute: bool = True) -> list | None:
+    token = pattern_bounded_token(pattern, attribute)
     return [token] if token else None
 
 
@@ -170,6 +189,10 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
                 need(t[0], [t])
         for ctx in m.get("in"):
             out.strings.setdefault(ctx, []).append((regex, rule))
+        if {"device-compare", "device-assert"} & set(m.get("in")):   # `t.is_cuda` tests the type "cuda"
+            for flag, value in DEVICE_TYPE_FLAGS.items():
+                if regex.search(value):
+                    need(flag, [(flag, EDGE, EDGE)])
         if "env-var" in m.get("in"):   # `k.startswith("NCCL")`: an exported prefix (strings.py _env_prefix)
             for prefix in ("NCCL", "TORCH_NCCL", "CUBLAS", "CUDNN", "CUDA\"", "CUDA'", "CUDA_\"", "CUDA_'"):
                 need('"' + prefix)
@@ -191,16 +214,16 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
         out.imports.append((NamePatterns(m.get("import"), m.get("unless", ())), rule))
         for p in m.get("import"):   # found in import statements only (Compiled.relevant)
             need(pattern_token(p), ())
-            for text, left, right in _bounds_of(p) or [(pattern_token(p), ANY, ANY)]:
+            for text, left, right in _bounds_of(p, attribute=False) or [(pattern_token(p), ANY, ANY)]:
                 if text is None:
                     need(None)
                     continue
                 old = out.import_tokens.get(text, (left, right))
-                out.import_tokens[text] = (min(old[0], left), min(old[1], right))
+                out.import_tokens[text] = (join_bound(old[0], left), join_bound(old[1], right))
     elif kind == "method":
         for name in m.get("method"):
             out.methods.setdefault(name, []).append(rule)
-            need(name if len(name) >= MIN_TOKEN else None, [(name, EDGE, EDGE)])
+            need(name if len(name) >= MIN_TOKEN else None, [(name, ATTR, EDGE)])   # `.cuda()`
     elif kind == "call":
         if m.get("keyword") is not None:
             out.keywords.append((m.get("call"), m.get("keyword"), re.compile(m.get("value")), rule))
@@ -222,6 +245,17 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
         if relative:
             prefix = re.match(r"\^?([A-Za-z0-9_]*)", relative)[1]
             need("import " + prefix if prefix else None, [("import " + prefix, EDGE, ANY)])
+        member = m.get("member")
+        if member:   # `import pkg._C as C`, `from pkg import _C`: the name is read in import statements
+            prefix = re.match(r"\^?([A-Za-z0-9_]*)", member)[1]
+            if prefix:
+                need(prefix, ())
+                old = out.import_tokens.get(prefix, (EDGE, ANY))
+                out.import_tokens[prefix] = (join_bound(old[0], EDGE), join_bound(old[1], ANY))
+            else:
+                need(None)
+            (out.ext_members if kind == "extension-import" else out.ext_member_calls).append(
+                (re.compile(member), rule))
         compiled = (re.compile(module) if module else None, re.compile(relative) if relative else None)
         if kind == "extension-import":
             out.extensions.append((*compiled, rule))

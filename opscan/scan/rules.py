@@ -51,8 +51,8 @@ MATCHERS: dict[str, dict[str, type | tuple]] = {
     "method": {"method": list},
     "call": {"call": list, "keyword": str, "value": str, "max-args": int},
     "decorator": {"decorator": list, "launch": bool},
-    "extension-import": {"extension-import": bool, "module": str, "relative": str},
-    "extension-call": {"extension-call": bool, "module": str, "relative": str, "from": list},
+    "extension-import": {"extension-import": bool, "module": str, "relative": str, "member": str},
+    "extension-call": {"extension-call": bool, "module": str, "relative": str, "member": str, "from": list},
     "file": {"file": list, "contains": str},
     "dispatch": {"dispatch": list},
     "input": {"input": str},
@@ -162,7 +162,7 @@ def _matcher(path, raw: Any, index: int) -> Matcher:
     if kind in ("extension-import", "extension-call"):
         if raw[kind] is not True:
             raise _fail(path, f"{where}: {kind} must be true")
-        for key in ("module", "relative"):
+        for key in ("module", "relative", "member"):
             if key in raw:
                 _check_regex(path, f"{where}.{key}", raw[key])
     if kind == "file" and "contains" in raw:
