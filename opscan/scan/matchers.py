@@ -7,9 +7,11 @@ component of its pattern ("cuda" for `torch.cuda.*`, even when reached through a
 the alias' own import line spells it), an import matcher the module's last component, and so on.
 A file containing none of the tokens within their bounds (NOTE [pre-filter bounds], tokens.py)
 is never parsed (NOTE [pre-check], engine.py); inside a parsed file only statements whose lines
-contain a token (or an alias, constant or kernel name bound to one) are visited. A matcher whose
-regular expression has no literal of 3+ characters disables the pre-filter (always active). The
-tokens are derived from the loaded rules, never listed by hand: a new rule brings its own.
+contain a token within its bounds (or an import, or an alias, constant or kernel name bound to
+one) are visited. A matcher whose regular expression has no literal of 3+ characters disables
+the pre-filter (always active); a `member` prefix is looked for in import statements only, so it
+may be shorter (`_C`). The tokens are derived from the loaded rules, never listed by hand: a new
+rule brings its own; the device-type flags (`t.is_cuda`) of the device-compare contexts too.
 """
 
 from __future__ import annotations

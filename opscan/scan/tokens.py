@@ -12,12 +12,17 @@ the source text for a rule to possibly match there (derived from the rule, never
     cannot be in an identifier (`:`, `,`, whitespace) mean EDGE; anything else leaves it open (ANY).
     With inline MULTILINE a `^` may follow an escaped newline: no bound;
   - an import matcher fires on `import` / `from` statements only, so its tokens are looked for in
-    the text of those statements (Compiled.import_tokens, matchers.IMPORT_STATEMENT).
+    the text of those statements (Compiled.import_tokens, matchers.IMPORT_STATEMENT);
+  - a dotted-name component after the first, or a method, is reached as an attribute (ATTR): it
+    follows a `.` (`torch.library`, `x.compile`) or a quote (`getattr(torch, "ops")`), unless an
+    import statement names it (`from torch import library`), where it is looked for as well.
 Like the tokens themselves, this assumes the source spells the literal as it is matched (no
-escapes such as `"\x6epu"`, no implicit concatenation splitting it): the visitor's values come
-from literals in the same way. The file pre-check (Compiled.relevant, NOTE [pre-check] in
-engine.py) uses the bounded tokens; the visitor's per-line filter keeps the plain substring
-tokens of NOTE [pre-filter tokens] (a superset of lines, so the same findings).
+escapes such as `"\x6epu"`, no implicit concatenation splitting it, no space after a dot): the
+visitor's values come from literals in the same way. The file pre-check (Compiled.relevant, NOTE
+[pre-check] in engine.py) and the visitor's per-line filter (visitor.py `_hot_lines`) both use the
+bounded tokens; the plain substring tokens of NOTE [pre-filter tokens] remain for `precheck=False`
+and for testing the names imports bind. tests/perf/test_perf_identical.py compares the findings
+with those of a walk of every statement of every file.
 """
 
 from __future__ import annotations
