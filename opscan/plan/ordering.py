@@ -5,8 +5,8 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING
 
-from opscan.records import Task
 from opscan.plan.task_kinds import STAGES
+from opscan.records import Task
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -69,7 +69,7 @@ def dependencies(kinds: dict[str, str]) -> dict[str, tuple[tuple[str, str], ...]
 
 def graph(tasks: tuple[Task, ...] | list[Task]) -> nx.DiGraph:
     """The task graph: an edge a -> b (attribute `reason`) means a must be done before b."""
-    import networkx as nx   # here only: importing it costs more than a warm scan (docs/benchmarks.md)
+    import networkx as nx  # here only: importing it costs more than a warm scan (docs/benchmarks.md)
 
     g = nx.DiGraph()
     for task in tasks:

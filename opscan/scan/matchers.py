@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from opscan.scan.rule_records import Matcher, Rule
 from opscan.scan.string_contexts import DEVICE_TYPE_FLAGS
 from opscan.scan.tokens import (ANY, ATTR, EDGE, MIN_TOKEN, bounded_regex, join_bound, literal_regex,
-                                pattern_bounded_token,
-                                pattern_token, regex_bounded_tokens)
+                                pattern_bounded_token, pattern_token, regex_bounded_tokens)
 from opscan.scan.tokens import QUOTE, regex_tokens  # noqa: F401 - re-exported (tests, families)
 
 
@@ -81,6 +80,38 @@ def import_statements(text: str) -> str:
             out.append(match[0])
             end = match.end()
     return "\n".join(out)
+
+
+FROM_IMPORT = re.compile(r"(?:^|;)[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*(\([^)]*\)|(?:[^\n\\]|\\[\s\S])*)",
+                         re.MULTILINE)
+_NAME = re.compile(r"[A-Za-z_]\w*")
+_FROM = re.compile(r"from[ \t]")
+
+
+def from_import_names(text: str) -> tuple[str, ...]:
+    """The names `from X import ...` statements of `text` bring in (sorted, `as` names and
+    comments dropped): what a skipped file may use of another file (NOTE [pre-check] in engine.py).
+
+    FROM_IMPORT's matches, found from each `from ` (a literal the regex engine skips to) instead of
+    trying its `^` or `;` at every position: five times faster, the same matches in the same order."""
+    names: set[str] = set()
+    end = 0
+    for candidate in _FROM.finditer(text):
+        j = candidate.start()
+        while j and text[j - 1] in " \t":
+            j -= 1
+        if j and text[j - 1] not in "\n;":
+            continue
+        start = j - 1 if j and text[j - 1] == ";" else j
+        if start < end:   # inside the previous statement (finditer does not overlap matches)
+            continue
+        match = FROM_IMPORT.match(text, start)
+        if match is None:
+            continue
+        end = max(match.end(), start + 1)
+        body = re.sub(r"#[^\n]*", "", match[1])
+        names.update(n for n in _NAME.findall(body) if n != "as")
+    return tuple(sorted(names))
 
 
 @dataclass
