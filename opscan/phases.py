@@ -80,8 +80,7 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None) -> Sc
                         check_fixes=options.check_fixes, cache=cache, probe=probe)
     if probe is not None:
         probe.save()
-    known = {r.id for r in load_rules(extra_dirs=config.extra_rules)}
-    extra = unused_suppressions(root, result, rules, known)   # OPS003, when selected (rules/unused-suppression.yaml)
+    extra = unused_suppressions(root, result, rules, rules.known)   # OPS003, when selected (rules/unused-suppression.yaml)
     findings = tuple(sorted(result.findings + tuple(extra), key=Finding.sort_key))
     infos = tuple(rule_info(r) for r in rules)
     return ScanOutcome(findings=findings, files_scanned=result.files_scanned, rules=infos, notes=result.notes,

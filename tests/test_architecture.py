@@ -108,9 +108,6 @@ def import_graph() -> nx.DiGraph:
 # Cycles outside opscan/targets/ that other work of issue 23 removes; a cycle that is gone must be
 # dropped from here (the test says so), and no new one may appear.
 KNOWN_CYCLES = frozenset({
-    # scan/rules.py imports matchers inside compile(): the visitor split by matcher family (issue 23
-    # point 5, helper "scanfacts")
-    "opscan.scan.matchers -> opscan.scan.rules -> opscan.scan.matchers",
     # db/release.py imports lookup inside Release.lookup: db.Release as the one coverage protocol
     # (issue 23 point 1, helper "assess"), else the lead
     "opscan.db.lookup -> opscan.db.release -> opscan.db.lookup",

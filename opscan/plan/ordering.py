@@ -1,12 +1,15 @@
-"""Orders tasks as a dependency graph (networkx) whose every edge says why one task comes first."""
+"""Orders tasks as a dependency graph (networkx for `graph`) whose every edge says why one task comes first."""
 
 from __future__ import annotations
 
-import networkx as nx
+import heapq
+from typing import TYPE_CHECKING
 
-from opscan.records import Task
 from opscan.plan.task_kinds import STAGES
+from opscan.records import Task
 
+if TYPE_CHECKING:
+    import networkx as nx
 # NOTE [task edges]: an edge exists only where one kind of task must be done before another, and it
 # carries the reason. Kinds are those of catalog.Kind.id; an edge applies when both tasks exist.
 # Tasks of unrelated kinds (guarding cuDNN flags and the process group) have no edge at all.
@@ -66,6 +69,8 @@ def dependencies(kinds: dict[str, str]) -> dict[str, tuple[tuple[str, str], ...]
 
 def graph(tasks: tuple[Task, ...] | list[Task]) -> nx.DiGraph:
     """The task graph: an edge a -> b (attribute `reason`) means a must be done before b."""
+    import networkx as nx  # here only: importing it costs more than a warm scan (docs/benchmarks.md)
+
     g = nx.DiGraph()
     for task in tasks:
         g.add_node(task.id)
@@ -76,8 +81,30 @@ def graph(tasks: tuple[Task, ...] | list[Task]) -> nx.DiGraph:
 
 
 def order(tasks: list[Task], stage_of: dict[str, str]) -> tuple[Task, ...]:
-    """Tasks in an order that respects the graph; ties broken by priority, stage, then id."""
+    """Tasks in an order that respects the graph; ties broken by priority, stage, then id.
+
+    The lexicographical topological sort of `graph(tasks)` (Kahn's algorithm, always taking the
+    smallest key among the tasks whose prerequisites are done), without importing networkx.
+    """
     by_id = {t.id: t for t in tasks}
     stage_index = {name: i for i, name in enumerate(STAGES)}
-    key = lambda task_id: (by_id[task_id].priority, stage_index[stage_of[task_id]], task_id)  # noqa: E731
-    return tuple(by_id[i] for i in nx.lexicographical_topological_sort(graph(tasks), key=key))
+    key = {t.id: (t.priority, stage_index[stage_of[t.id]], t.id) for t in tasks}
+    after: dict[str, set[str]] = {t.id: set() for t in tasks}
+    waiting: dict[str, int] = {}
+    for task in tasks:
+        for dep in set(task.depends_on):
+            after[dep].add(task.id)
+            waiting[task.id] = waiting.get(task.id, 0) + 1
+    ready = [key[t.id] for t in tasks if t.id not in waiting]
+    heapq.heapify(ready)
+    out: list[Task] = []
+    while ready:
+        task_id = heapq.heappop(ready)[2]
+        out.append(by_id[task_id])
+        for nxt in after[task_id]:
+            waiting[nxt] -= 1
+            if not waiting[nxt]:
+                heapq.heappush(ready, key[nxt])
+    if len(out) != len(tasks):
+        raise ValueError("task dependencies form a cycle: " + ", ".join(sorted(set(by_id) - {t.id for t in out})))
+    return tuple(out)

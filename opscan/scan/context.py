@@ -168,9 +168,13 @@ class FileContext:
 
     def extension_module(self, full: str, relative: bool = False) -> Rule | None:
         """The extension-call rule for an imported dotted name that is a compiled extension module."""
+        leaf = full.rsplit(".", 1)[-1]
+        if "." in full and full.split(".", 1)[0] != "torch":   # `member`: `from pkg import _C`
+            for regex, rule in self.c.ext_member_calls:
+                if regex.search(leaf):
+                    return rule
         if not self.c.ext_calls:
             return None
-        leaf = full.rsplit(".", 1)[-1]
         if any(full == d or full.endswith("." + d) for d in self.extensions):
             return self.c.ext_calls[0][3]
         own = full.split(".", 1)[0] in self.packages

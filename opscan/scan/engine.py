@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import functools
 import os
-import re
 import sys
 import warnings
 from dataclasses import dataclass, replace
@@ -21,6 +20,7 @@ from opscan.records import Finding, Location, ScanFacts
 from opscan.scan import native
 from opscan.scan.facts import decode_facts, encode_facts, file_facts, merge
 from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, discover
+from opscan.scan.matchers import from_import_names
 from opscan.scan.fixes import check_fixes as _check_fixes
 from opscan.scan.project import EMPTY, Project, local_packages, packages_on_disk, project_from_files
 from opscan.scan.rules import Rule, RuleSet, load_rules
@@ -151,21 +151,6 @@ def _input(builder: _Builder, rules: RuleSet, kind: str, line: int = 1, col: int
         builder.add(rule, line, col, value=value)
 
 
-FROM_IMPORT = re.compile(r"(?:^|;)[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*(\([^)]*\)|(?:[^\n\\]|\\[\s\S])*)",
-                         re.MULTILINE)
-_NAME = re.compile(r"[A-Za-z_]\w*")
-
-
-def from_import_names(text: str) -> tuple[str, ...]:
-    """The names `from X import ...` statements of `text` bring in (sorted, `as` names and
-    comments dropped): what a skipped file may use of another file (NOTE [pre-check])."""
-    names: set[str] = set()
-    for match in FROM_IMPORT.finditer(text):
-        body = re.sub(r"#[^\n]*", "", match[1])
-        names.update(n for n in _NAME.findall(body) if n != "as")
-    return tuple(sorted(names))
-
-
 def _extra_words(project: Project) -> frozenset[str]:
     """Names other files bind to something the rules care about: extension modules, wrappers."""
     return (frozenset(e.rsplit(".", 1)[-1] for e in project.extensions)
@@ -222,9 +207,17 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
             _input(builder, rules, "unreadable", line=exc.line, value=str(exc))
             return builder.result()
     text = _universal_newlines(text)
+    compiled = rules.compiled
+    extra = _extra_words(project)
+    blank = not text.strip()
+    if precheck and not blank and where is None and "\x00" not in text and not compiled.relevant(text, extra):
+        # skipped (NOTE [pre-check]): only the line count is needed, not the lines themselves
+        count = text.count("\n") + (not text.endswith("\n"))
+        return replace(_Builder(relpath, [], suppressions(text)).result(), lines=count, parsed=False,
+                       imports=from_import_names(text))
     lines = _split_lines(text) if where is None else text.split("\n")
     builder = _Builder(relpath, lines, suppressions(text), where)
-    if not text.strip():
+    if blank:
         if base != "__init__.py" and where is None:
             _input(builder, rules, "empty-file", value="empty file")
         return builder.result()
@@ -232,10 +225,8 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
         line = text.count("\n", 0, text.index("\x00")) + 1
         _input(builder, rules, "unreadable", line=line, value="contains NUL bytes (a binary file?)")
         return builder.result()
-    compiled = rules.compiled
-    extra = _extra_words(project)
-    if precheck:
-        if not compiled.relevant(text, extra):
+    if precheck:   # a .py file here passed the check above; a notebook is checked now
+        if where is not None and not compiled.relevant(text, extra):
             return replace(builder.result(), parsed=False, imports=from_import_names(text))
         relevant = True
     else:
@@ -433,7 +424,7 @@ def unused_suppression_findings(result: ScanResult, rules: RuleSet, known, read_
 
     from opscan import suppressions as supp
 
-    rule = rules.compiled.inputs.get("unused-suppression")
+    rule = rules.input_rule("unused-suppression")
     if rule is None:
         return []
     by_path: dict[str, list[Suppression]] = {}

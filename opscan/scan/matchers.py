@@ -7,9 +7,11 @@ component of its pattern ("cuda" for `torch.cuda.*`, even when reached through a
 the alias' own import line spells it), an import matcher the module's last component, and so on.
 A file containing none of the tokens within their bounds (NOTE [pre-filter bounds], tokens.py)
 is never parsed (NOTE [pre-check], engine.py); inside a parsed file only statements whose lines
-contain a token (or an alias, constant or kernel name bound to one) are visited. A matcher whose
-regular expression has no literal of 3+ characters disables the pre-filter (always active). The
-tokens are derived from the loaded rules, never listed by hand: a new rule brings its own.
+contain a token within its bounds (or an import, or an alias, constant or kernel name bound to
+one) are visited. A matcher whose regular expression has no literal of 3+ characters disables
+the pre-filter (always active); a `member` prefix is looked for in import statements only, so it
+may be shorter (`_C`). The tokens are derived from the loaded rules, never listed by hand: a new
+rule brings its own; the device-type flags (`t.is_cuda`) of the device-compare contexts too.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 
-from opscan.scan.rules import Matcher, Rule
-from opscan.scan.tokens import (ANY, EDGE, MIN_TOKEN, bounded_regex, literal_regex, pattern_bounded_token,
-                                pattern_token, regex_bounded_tokens)
+from opscan.scan.rule_records import Matcher, Rule
+from opscan.scan.string_contexts import DEVICE_TYPE_FLAGS
+from opscan.scan.tokens import (ANY, ATTR, EDGE, MIN_TOKEN, bounded_regex, join_bound, literal_regex,
+                                pattern_bounded_token, pattern_token, regex_bounded_tokens)
 from opscan.scan.tokens import QUOTE, regex_tokens  # noqa: F401 - re-exported (tests, families)
 
 
@@ -58,6 +61,59 @@ def _translate(patterns: tuple[str, ...]) -> re.Pattern | None:
 IMPORT_STATEMENT = re.compile(r"(?:from|import)\b[^\n(\\]*(?:(?:\\[\s\S]|\([^)]*\))[^\n(\\]*)*")
 
 
+def import_statements(text: str) -> str:
+    """IMPORT_STATEMENT's matches in `text`, one a line: `"\\n".join(IMPORT_STATEMENT.findall(text))`,
+    found from each literal `from` / `import` (which str.find skips to) instead of trying the
+    regex's alternation at every position: about 2.5x faster, the same matches."""
+    starts = []
+    for word in ("from", "import"):
+        i = text.find(word)
+        while i != -1:
+            starts.append(i)
+            i = text.find(word, i + 1)
+    out, end = [], 0
+    for i in sorted(starts):
+        if i < end:   # inside the previous statement (findall does not overlap matches)
+            continue
+        match = IMPORT_STATEMENT.match(text, i)
+        if match is not None:
+            out.append(match[0])
+            end = match.end()
+    return "\n".join(out)
+
+
+FROM_IMPORT = re.compile(r"(?:^|;)[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]*(\([^)]*\)|(?:[^\n\\]|\\[\s\S])*)",
+                         re.MULTILINE)
+_NAME = re.compile(r"[A-Za-z_]\w*")
+_FROM = re.compile(r"from[ \t]")
+
+
+def from_import_names(text: str) -> tuple[str, ...]:
+    """The names `from X import ...` statements of `text` bring in (sorted, `as` names and
+    comments dropped): what a skipped file may use of another file (NOTE [pre-check] in engine.py).
+
+    FROM_IMPORT's matches, found from each `from ` (a literal the regex engine skips to) instead of
+    trying its `^` or `;` at every position: five times faster, the same matches in the same order."""
+    names: set[str] = set()
+    end = 0
+    for candidate in _FROM.finditer(text):
+        j = candidate.start()
+        while j and text[j - 1] in " \t":
+            j -= 1
+        if j and text[j - 1] not in "\n;":
+            continue
+        start = j - 1 if j and text[j - 1] == ";" else j
+        if start < end:   # inside the previous statement (finditer does not overlap matches)
+            continue
+        match = FROM_IMPORT.match(text, start)
+        if match is None:
+            continue
+        end = max(match.end(), start + 1)
+        body = re.sub(r"#[^\n]*", "", match[1])
+        names.update(n for n in _NAME.findall(body) if n != "as")
+    return tuple(sorted(names))
+
+
 @dataclass
 class Compiled:
     """The rules of a run indexed by matcher kind, plus the pre-filter tokens."""
@@ -72,6 +128,9 @@ class Compiled:
     # extension-call: (module regex, relative-member regex, calls whose result is a native module, rule)
     ext_calls: list[tuple[re.Pattern | None, re.Pattern | None, "NamePatterns | None", Rule]] = field(
         default_factory=list)
+    # `member`: (regex over the last component, rule) of extension-import / extension-call matchers
+    ext_members: list[tuple[re.Pattern, Rule]] = field(default_factory=list)
+    ext_member_calls: list[tuple[re.Pattern, Rule]] = field(default_factory=list)
     import_names: list[tuple[NamePatterns, Rule]] = field(default_factory=list)   # name matchers with `imports`
     arity: list[tuple[tuple[str, ...], int, Rule]] = field(default_factory=list)    # call matchers with `max-args`
     exact_names: dict[str, list[Rule]] = field(default_factory=dict)   # wildcard-free name patterns
@@ -91,21 +150,33 @@ class Compiled:
             self.regexes[extra] = literal_regex(set(self.tokens) | set(extra))
         return self.regexes[extra]
 
+    def bounded_regex(self, extra: frozenset[str] = frozenset()) -> re.Pattern | None:
+        """One regex finding any bounded token within its bounds, or any `extra` word as a whole
+        identifier (NOTE [pre-filter bounds]); cached per `extra`."""
+        key = ("file", extra)
+        if key not in self.regexes:
+            self.regexes[key] = bounded_regex({**self.bounded, **{w: (EDGE, EDGE) for w in extra}})
+        return self.regexes[key]
+
     def relevant(self, text: str, extra: frozenset[str] = frozenset()) -> bool:
         """The file pre-check (NOTE [pre-filter bounds]): does `text` hold a token within its bounds,
         or one of the `extra` words (extension modules, wrappers) as a whole identifier?"""
         if self.always or not (self.bounded or self.import_tokens or extra):   # input rules only: parse
             return True
-        key = ("file", extra)
-        if key not in self.regexes:
-            self.regexes[key] = bounded_regex({**self.bounded, **{w: (EDGE, EDGE) for w in extra}})
-            self.regexes["imports"] = bounded_regex(self.import_tokens)
-        regex, imports = self.regexes[key], self.regexes["imports"]
+        regex = self.bounded_regex(extra)
         if regex is not None and regex.search(text) is not None:
             return True
+        if "imports" not in self.regexes:   # import matchers' tokens, and names imported by name
+            words = dict(self.import_tokens)
+            for word, (left, right) in self.bounded.items():
+                if left == ATTR:   # `from torch import library`: an attribute token, bound by an import
+                    old = words.get(word, (EDGE, right))
+                    words[word] = (join_bound(old[0], EDGE), join_bound(old[1], right))
+            self.regexes["imports"] = bounded_regex(words)
+        imports = self.regexes["imports"]
         # An import matcher fires on import statements only: its tokens are looked for there
         # ("rotary_emb" the flash-attn module, not `self.rotary_emb` in every model file).
-        return imports is not None and imports.search("\n".join(IMPORT_STATEMENT.findall(text))) is not None
+        return imports is not None and imports.search(import_statements(text)) is not None
 
 
 def compile_rules(rules: tuple[Rule, ...]) -> Compiled:
@@ -124,7 +195,7 @@ def compile_rules(rules: tuple[Rule, ...]) -> Compiled:
             return
         for text, left, right in found:
             old = bounded.get(text, (left, right))
-            bounded[text] = (min(old[0], left), min(old[1], right))   # the weaker bound covers both
+            bounded[text] = (join_bound(old[0], left), join_bound(old[1], right))   # the weaker covers both
 
     def need(token, bounds=None) -> None:
         """Add a substring token (the visitor's line filter) and, unless given `bounds`, the same
@@ -153,8 +224,8 @@ def compile_rules(rules: tuple[Rule, ...]) -> Compiled:
     return out
 
 
-def _bounds_of(pattern: str) -> list | None:
-    token = pattern_bounded_token(pattern)
+def _bounds_of(pattern: str, attribute: bool = True) -> list | None:
+    token = pattern_bounded_token(pattern, attribute)
     return [token] if token else None
 
 
@@ -170,6 +241,10 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
                 need(t[0], [t])
         for ctx in m.get("in"):
             out.strings.setdefault(ctx, []).append((regex, rule))
+        if {"device-compare", "device-assert"} & set(m.get("in")):   # `t.is_cuda` tests the type "cuda"
+            for flag, value in DEVICE_TYPE_FLAGS.items():
+                if regex.search(value):
+                    need(flag, [(flag, EDGE, EDGE)])
         if "env-var" in m.get("in"):   # `k.startswith("NCCL")`: an exported prefix (strings.py _env_prefix)
             for prefix in ("NCCL", "TORCH_NCCL", "CUBLAS", "CUDNN", "CUDA\"", "CUDA'", "CUDA_\"", "CUDA_'"):
                 need('"' + prefix)
@@ -191,16 +266,16 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
         out.imports.append((NamePatterns(m.get("import"), m.get("unless", ())), rule))
         for p in m.get("import"):   # found in import statements only (Compiled.relevant)
             need(pattern_token(p), ())
-            for text, left, right in _bounds_of(p) or [(pattern_token(p), ANY, ANY)]:
+            for text, left, right in _bounds_of(p, attribute=False) or [(pattern_token(p), ANY, ANY)]:
                 if text is None:
                     need(None)
                     continue
                 old = out.import_tokens.get(text, (left, right))
-                out.import_tokens[text] = (min(old[0], left), min(old[1], right))
+                out.import_tokens[text] = (join_bound(old[0], left), join_bound(old[1], right))
     elif kind == "method":
         for name in m.get("method"):
             out.methods.setdefault(name, []).append(rule)
-            need(name if len(name) >= MIN_TOKEN else None, [(name, EDGE, EDGE)])
+            need(name if len(name) >= MIN_TOKEN else None, [(name, ATTR, EDGE)])   # `.cuda()`
     elif kind == "call":
         if m.get("keyword") is not None:
             out.keywords.append((m.get("call"), m.get("keyword"), re.compile(m.get("value")), rule))
@@ -222,6 +297,17 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
         if relative:
             prefix = re.match(r"\^?([A-Za-z0-9_]*)", relative)[1]
             need("import " + prefix if prefix else None, [("import " + prefix, EDGE, ANY)])
+        member = m.get("member")
+        if member:   # `import pkg._C as C`, `from pkg import _C`: the name is read in import statements
+            prefix = re.match(r"\^?([A-Za-z0-9_]*)", member)[1]
+            if prefix:
+                need(prefix, ())
+                old = out.import_tokens.get(prefix, (EDGE, ANY))
+                out.import_tokens[prefix] = (join_bound(old[0], EDGE), join_bound(old[1], ANY))
+            else:
+                need(None)
+            (out.ext_members if kind == "extension-import" else out.ext_member_calls).append(
+                (re.compile(member), rule))
         compiled = (re.compile(module) if module else None, re.compile(relative) if relative else None)
         if kind == "extension-import":
             out.extensions.append((*compiled, rule))

@@ -5,14 +5,18 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
 from opscan.errors import RuleError, UsageError
 from opscan.records import CATEGORIES, SEVERITIES, TASKS
 from opscan.resources import coverage_db_dir, rules_dir
+from opscan.scan.matchers import Compiled, compile_rules
+from opscan.scan.rule_records import AutoFix, Example, FixEntry, FixExample, Matcher, Rule
 from opscan.strict_yaml import YamlProblem, line_of, parse_yaml
+
+__all__ = ["AutoFix", "Example", "FixEntry", "FixExample", "Matcher", "Rule", "RuleSet", "load_rule_dir",
+           "load_rule_file", "load_rules", "shipped_file", "unknown_selectors"]
 
 STATUSES = ("preview", "stable", "deprecated", "removed")
 # `autofix` declares the automatic rewrite `opscan fix` applies to a rule's findings (AutoFix
@@ -47,8 +51,8 @@ MATCHERS: dict[str, dict[str, type | tuple]] = {
     "method": {"method": list},
     "call": {"call": list, "keyword": str, "value": str, "max-args": int},
     "decorator": {"decorator": list, "launch": bool},
-    "extension-import": {"extension-import": bool, "module": str, "relative": str},
-    "extension-call": {"extension-call": bool, "module": str, "relative": str, "from": list},
+    "extension-import": {"extension-import": bool, "module": str, "relative": str, "member": str},
+    "extension-call": {"extension-call": bool, "module": str, "relative": str, "member": str, "from": list},
     "file": {"file": list, "contains": str},
     "dispatch": {"dispatch": list},
     "input": {"input": str},
@@ -57,94 +61,16 @@ INPUT_KINDS = ("parse-error", "unreadable", "internal-error", "empty-file", "unu
 
 
 @dataclass(frozen=True)
-class Matcher:
-    """One entry of a rule's `match`: its kind and its options (validated)."""
-
-    kind: str
-    options: tuple[tuple[str, Any], ...]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        for k, v in self.options:
-            if k == key:
-                return v
-        return default
-
-
-@dataclass(frozen=True)
-class FixEntry:
-    """A fix for some of a rule's matches: `names` are fnmatch patterns over the matched name."""
-
-    names: tuple[str, ...]
-    text: str
-    requires: tuple[str, ...] = ()
-    severity: str = ""   # overrides the rule's severity for these names ("" = the rule's)
-    message: str = ""    # overrides the rule's message for these names ("" = the rule's)
-
-
-@dataclass(frozen=True)
-class Example:
-    """A rule example: files (relative path -> source text) and whether it must fire."""
-
-    files: tuple[tuple[str, str], ...]
-    invalid: bool
-    expect: tuple[str, ...] = ()   # extra expectations "path:line CODE" (for files that cannot hold a marker)
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One rule, as loaded from its YAML file."""
-
-    id: str
-    name: str
-    status: str
-    since: str
-    category: str
-    severity: str
-    message: str
-    match: tuple[Matcher, ...]
-    what: str
-    why: str
-    fix_doc: str
-    fix: str
-    requires: tuple[str, ...] = ()
-    fixes: tuple[FixEntry, ...] = ()
-    examples: tuple[Example, ...] = ()
-    path: str = ""
-    task: str = "none"   # the kind of port task its findings need, one of model.TASKS
-    sources: tuple[str, ...] = ()   # what its docs and fixes rely on: public URLs or shipped files
-    autofix: AutoFix | None = None   # the rewrite `opscan fix` applies (docs/fix.md)
-
-    def fix_for(self, name: str) -> tuple[str, tuple[str, ...]]:
-        """The fix text and the torch attributes it relies on, for a match named `name`."""
-        leaf = name.rsplit(".", 1)[-1]
-        for entry in self.fixes:
-            if name and any(fnmatchcase(name, pattern) for pattern in entry.names):
-                return entry.text, tuple(r.replace("{leaf}", leaf) for r in entry.requires)
-        return self.fix, tuple(r.replace("{leaf}", leaf) for r in self.requires)
-
-    def message_for(self, name: str) -> str:
-        """The message template of a match named `name`: the first `fixes` entry naming it may override it."""
-        for entry in self.fixes:
-            if name and entry.message and any(fnmatchcase(name, pattern) for pattern in entry.names):
-                return entry.message
-        return self.message
-
-    def severity_for(self, name: str) -> str:
-        """The severity of a match named `name`: the first `fixes` entry naming it may override it."""
-        for entry in self.fixes:
-            if name and entry.severity and any(fnmatchcase(name, pattern) for pattern in entry.names):
-                return entry.severity
-        return self.severity
-
-    def format(self, template: str, value: str = "", name: str = "") -> str:
-        return template.format(value=value, name=name, leaf=name.rsplit(".", 1)[-1])
-
-
-@dataclass(frozen=True)
 class RuleSet:
-    """The rules of one run, sorted by id; `compiled` is built on first use (see matchers.py)."""
+    """The rules of one run, sorted by id; `compiled` is built on first use (see matchers.py).
+
+    `known` holds the codes of every rule loaded before `select`/`ignore` narrowed the set (removed
+    ones excepted): a suppression naming one of them is not an unknown code (OPS003). Empty when the
+    set was built by hand: then only its own rules are known.
+    """
 
     rules: tuple[Rule, ...]
+    known: frozenset[str] = field(default=frozenset(), compare=False)
     _compiled: list = field(default_factory=list, compare=False, repr=False)
 
     def __iter__(self):
@@ -160,12 +86,21 @@ class RuleSet:
         return None
 
     @property
-    def compiled(self):
+    def compiled(self) -> Compiled:
         if not self._compiled:
-            from opscan.scan.matchers import compile_rules
-
             self._compiled.append(compile_rules(self.rules))
         return self._compiled[0]
+
+    def input_rule(self, kind: str) -> Rule | None:
+        """The rule of an input matcher of `kind` ("unused-suppression", ...), as `compiled.inputs`
+        has it (the last by id), without compiling the rules (a warm scan never needs them)."""
+        if self._compiled:
+            return self._compiled[0].inputs.get(kind)
+        found = None
+        for rule in self.rules:
+            if any(m.kind == "input" and m.get("input") == kind for m in rule.match):
+                found = rule
+        return found
 
     def fingerprint(self) -> str:
         """A stable text that changes whenever any rule changes (for caches)."""
@@ -227,7 +162,7 @@ def _matcher(path, raw: Any, index: int) -> Matcher:
     if kind in ("extension-import", "extension-call"):
         if raw[kind] is not True:
             raise _fail(path, f"{where}: {kind} must be true")
-        for key in ("module", "relative"):
+        for key in ("module", "relative", "member"):
             if key in raw:
                 _check_regex(path, f"{where}.{key}", raw[key])
     if kind == "file" and "contains" in raw:
@@ -319,34 +254,6 @@ CODEMODS = {
     "backend-for-device": "an `\"nccl\"` process-group backend -> torch.distributed.get_default_backend_for_device(device)",
 }
 FIX_SAFETY = ("safe", "unsafe")
-
-
-@dataclass(frozen=True)
-class FixExample:
-    """A before/after pair of an autofix; `unsafe` examples need `--unsafe-fixes`."""
-
-    before: str
-    after: str
-    unsafe: bool = False
-
-
-@dataclass(frozen=True)
-class AutoFix:
-    """A rule's automatic rewrite: which codemod, how safe, and for which matched names."""
-
-    codemod: str
-    safety: str                                  # "safe" | "unsafe": the rewrite's default safety
-    replace: tuple[tuple[str, str], ...] = ()    # matched name -> replacement (only these names are fixed)
-    examples: tuple[FixExample, ...] = ()
-
-    def covers(self, name: str) -> bool:
-        """Whether a finding whose matched name is `name` has this rewrite."""
-        return not self.replace or name in dict(self.replace)
-
-    def fixes(self, subject: str, guarded: bool) -> bool:
-        """Whether `opscan fix` applies this rewrite by default to a finding (safe, not guarded,
-        its subject covered); the fix run itself may still leave a site, saying why."""
-        return self.safety == "safe" and not guarded and self.covers(subject)
 
 
 def _autofix(path, raw: Any) -> AutoFix | None:
@@ -540,4 +447,5 @@ def load_rules(extra_dirs=(), select=(), ignore=(), builtin: bool = True) -> Rul
         chosen = [r for r in chosen if _selected(r, tuple(select)) or r.category == "input"]
     if ignore:
         chosen = [r for r in chosen if not _selected(r, tuple(ignore))]
-    return RuleSet(tuple(sorted(chosen, key=lambda r: r.id)))
+    known = frozenset(r.id for r in rules if r.status != "removed")
+    return RuleSet(tuple(sorted(chosen, key=lambda r: r.id)), known)

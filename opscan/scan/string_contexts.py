@@ -92,6 +92,8 @@ def is_guard(test: ast.AST, resolve) -> bool:
             leaf = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
             if _GUARD_NAME.match(leaf or ""):
                 return True
+            if leaf == "hasattr" and node.args and (resolve(node.args[0]) or "").split(".")[:2] == ["torch", "ops"]:
+                return True   # `hasattr(torch.ops, "ns")`: the ops it guards are still sites, guarded
         elif isinstance(node, ast.Attribute):
             if node.attr in ("is_cuda", "is_mps", "is_xpu") or (resolve(node) or "") == "torch.version.cuda":
                 return True

@@ -22,6 +22,7 @@ from opscan.scan import string_contexts as P
 from opscan.scan.context import FileContext, Hit, lines_text
 from opscan.scan.families import FAMILIES
 from opscan.scan.families.kernels import exports as _exports
+from opscan.scan.matchers import IMPORT_STATEMENT
 from opscan.scan.resolver import Imports
 from opscan.scan.rules import Rule
 
@@ -38,7 +39,7 @@ class Visitor(FileContext):
         for prepare in _PREPARE:
             prepare(self)
         regex = self.c.token_regex()
-        extra = {local for local, full in self.imports.alias.items()
+        extra = {local for local, full in [*self.imports.alias.items(), *self._nested_imports()]
                  if (regex is not None and regex.search(full)) or self.extension_module(full, relative=True)}
         self._hot_lines(frozenset(extra | self.extra_words))
         self._body(self.tree, False)
@@ -50,12 +51,30 @@ class Visitor(FileContext):
         """The kernel wrappers this file defines, for the other files of the tree."""
         return _exports(self)
 
+    def _nested_imports(self) -> list[tuple[str, str]]:
+        """(local, dotted) names bound by the indented import statements (`from torchao.ops import
+        marlin_24_gemm` inside a function), which the prepass does not see: the calls through them
+        are sites, so their lines are walked. Read from the text (parsing each such statement
+        alone), not from a walk of the whole tree; one in a docstring only adds lines to walk."""
+        out: list[tuple[str, str]] = []
+        resolver = Imports(self.relpath)
+        for match in _NESTED_IMPORT.finditer(self.text):
+            statement = IMPORT_STATEMENT.match(self.text, match.end())
+            try:
+                body = ast.parse(statement[0]).body if statement else []
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            for node in body:
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    out += resolver.add(node)
+        return out
+
     def _hot_lines(self, extra: frozenset[str]) -> None:
         """The lines holding a token, an import, or one of the file's `extra` names (whole words)."""
         text = self.text
         newlines = [m.start() for m in _NEWLINE.finditer(text)]
         starts = [m.start() for m in _IMPORT_LINE.finditer(text)]
-        regex = self.c.token_regex()
+        regex = self.c.bounded_regex()   # tokens within their bounds, as the file pre-check
         if regex is not None:
             starts += [m.start() for m in regex.finditer(text)]
         for word in extra:
@@ -275,6 +294,7 @@ class Visitor(FileContext):
 
 
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:import|from)[ \t]", re.M)
+_NESTED_IMPORT = re.compile(r"^[ \t]+(?=(?:import|from)[ \t])", re.M)
 _SELF_ALIAS = re.compile(r"^[ \t]*self\.(\w+)[ \t]*=[ \t]*(\w+)[ \t]*(?:#.*)?$", re.M)
 _NEWLINE = re.compile("\n")
 

@@ -52,10 +52,21 @@ def check_import(ctx: FileContext, node: ast.Import | ast.ImportFrom, g: bool) -
             if leaf not in leaves and (declared or own or named):
                 leaves.add(leaf)
                 ctx.hit(rule, node, g, name=candidate, subject=leaf, unit=leaf)
+    if ctx.c.ext_members and not local:   # `import pkg._C as C`, `from pkg import _C` (never torch's own)
+        for regex, rule in ctx.c.ext_members:
+            for candidate in members + [m for m in modules if "." in m]:
+                leaf = candidate.rsplit(".", 1)[-1]
+                if "." in candidate and not _torch_own(candidate) and regex.search(leaf):
+                    ctx.hit(rule, node, g, name=candidate, subject=leaf, unit=leaf)
     for name, full in ctx.bound:   # NOTE [native modules bound by calls]: later calls into them are sites
         rule = ctx.extension_module(full, relative=local)
         if rule is not None:
             ctx.ext_locals[name] = rule
+
+
+def _torch_own(dotted: str) -> bool:
+    """torch's own compiled modules (`torch._C`): OPS205 reports its CUDA parts; not a project extension."""
+    return dotted.split(".", 1)[0] == "torch"
 
 
 CHECKS = {ast.Import: check_import, ast.ImportFrom: check_import}

@@ -45,8 +45,7 @@ def check_call(ctx: FileContext, node: ast.Call, g: bool) -> None:
     if id(node) not in ctx.consumed:
         reached = ctx.getattr_name(node)   # getattr(torch.ops, "ns"): a use of torch.ops.ns
         if reached is not None and (func.id == "getattr" or reached.startswith("torch.ops.")):  # hasattr: a probe
-            if isinstance(args[0], ast.Call):
-                ctx.consumed.add(id(args[0]))
+            ctx.consumed.add(id(args[0]))   # `torch.ops.ns` in `hasattr(torch.ops.ns, "op")`: one site, this one
             if reached.count(".") == 2 and reached.startswith("torch.ops."):
                 reached += ".{op}"   # a namespace reached, its ops unknown
             for pats, rule, _ in ctx.c.names:
