@@ -108,7 +108,10 @@ def _with_cost(op: dict, cost) -> dict:
     """An op entry with its `fallback` cost per training step when it runs, or may run, on the CPU."""
     if cost is not None:
         op["fallback"] = {"bytes_per_step": cost.bytes_per_step, "syncs_per_step": cost.syncs_per_step,
-                          "calls_per_step": cost.calls_per_step}
+                          "calls_per_step": cost.calls_per_step,
+                          "traced": {"bytes_per_step": cost.traced_bytes, "syncs_per_step": cost.traced_syncs,
+                                     "calls_per_step": cost.traced_calls},
+                          "scaled_by": cost.scaled_by}
     return op
 
 
@@ -127,6 +130,7 @@ def _trace(trace: ModelTrace) -> dict:
         ],
         "supplied_fakes": list(trace.supplied_fakes),
         "retried": trace.retried,
+        "shrink": None if trace.shrink is None else asdict(trace.shrink),
     }
 
 
