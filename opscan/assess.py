@@ -52,11 +52,13 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
     notes = list(draft.notes)
     coverage: tuple[Coverage, ...] = ()
     caveats: tuple = ()
+    on_ops: tuple = ()
     if release is not None and traces:
-        from opscan.db.annotate import annotate
+        from opscan.db.annotate import annotate, op_notes
         from opscan.db.caveats import op_caveats
 
         coverage, coverage_notes = annotate(release, ops)
+        on_ops = op_notes(release, ops)
         notes.extend(coverage_notes)
         notes.extend(sdpa_assumption(release, ops))
         caveats = op_caveats(release, traces)
@@ -70,7 +72,8 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
                         kernel_sources(project_root, findings, facts) if measured else None,
                         usage(findings, facts) if measured else None, fallbacks=fallbacks)
     report = replace(draft, coverage=coverage, caveats=tuple(caveats), notes=tuple(notes), tasks=tasks,
-                     backend=release.spec if release is not None else draft.backend, fallbacks=fallbacks)
+                     backend=release.spec if release is not None else draft.backend, fallbacks=fallbacks,
+                     release_notes=on_ops)
     pairing = ""
     if release is not None and traces:
         from opscan.db import registry

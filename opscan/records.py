@@ -533,6 +533,20 @@ class OpCaveat:
 
 
 @dataclass(frozen=True)
+class OpNote:
+    """A release note that concerns ops the trace saw (opscan/db/annotate.py `op_notes`): shown
+    beside them, it never changes the verdict."""
+
+    packet: str                          # the op the note is about, e.g. "aten::group_norm"
+    ops: tuple[str, ...]                 # the traced ops it concerns, sorted
+    via: str                             # "op" (traced by that name), "overload" (an overload of the
+                                         # packet), "part" (the packet decomposes into these traced ops)
+    text: str
+    evidence: tuple[Evidence, ...] = ()
+    tests: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Blockers:
     """What blocks the port, counted once by the analysis (NOTE [blockers] in opscan/verdict.py):
     the headline, the gate line, the summary, the JSON verdict and the preflight all read this."""
@@ -609,6 +623,7 @@ class Report:
     discovery: Discovery | None = None   # set when no model was configured: what was found instead
     caveats: tuple[OpCaveat, ...] = ()  # release facts hitting the traced ops' dtypes (opscan/db/caveats.py)
     fallbacks: tuple[Fallback, ...] = ()  # ops that run or may run on the CPU, with their cost, by op
+    release_notes: tuple[OpNote, ...] = ()  # release notes that concern traced ops, by packet
 
     @property
     def blockers(self) -> Blockers:

@@ -206,6 +206,9 @@ def to_dict(report: Report) -> dict:
         "traces": [_trace(t) for t in report.traces],
         "tasks": [_task(t) for t in report.tasks],
         "caveats": [_caveat(c) for c in report.caveats],
+        "release_notes": [{"packet": n.packet, "ops": list(n.ops), "via": n.via, "text": n.text,
+                           "evidence": [_evidence(e) for e in n.evidence], "tests": list(n.tests)}
+                          for n in report.release_notes],
         "notes": list(report.notes),
         "baseline": None if report.baseline is None else {
             "path": report.baseline.path, "known": report.baseline.known, "new": len(report.findings),

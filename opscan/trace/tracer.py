@@ -276,8 +276,10 @@ def layer_stack(model, wanted: int = 0) -> tuple[LayerShapes, int]:
     name, stack = max(lists, key=lambda item: sum(p.numel() for p in item[1].parameters()))
     inside = {id(p) for p in stack.parameters()}
     params = list(model.parameters())
-    return (LayerShapes(name, frozenset(tuple(p.shape) for p in params if id(p) in inside),
-                        frozenset(tuple(p.shape) for p in params if id(p) not in inside)), len(stack))
+
+    def shapes(keep) -> frozenset:   # a 2-D weight is also read transposed (a linear layer's `t`)
+        return frozenset(s for p in params if keep(id(p)) for s in (tuple(p.shape), tuple(p.shape)[::-1]))
+    return LayerShapes(name, shapes(inside.__contains__), shapes(lambda i: i not in inside)), len(stack)
 
 
 _HINTS = (

@@ -93,6 +93,16 @@ def _sibling_placement(data: dict) -> str:
     return ""
 
 
+def shrink(data: dict, layers: int) -> str:
+    """`--layers`: cut the layer counts of a config dict in place (NOTE [shrinking layers]), recording
+    the counts cut under SHRUNK_KEY; returns a note of the change, or ""."""
+    cuts: dict = {}
+    note = _shrink(data, layers, cuts=cuts)
+    if cuts:   # the real layer counts, for scaling fallback costs back (records.Shrink)
+        data[SHRUNK_KEY] = cuts
+    return note
+
+
 def _shrink(data: dict, layers: int, where: str = "", cuts: dict | None = None) -> str:
     """Cut layer counts in `data` and its sub-configs in place; returns a note of the change, or "".
     `cuts` receives each cut as {"where.key": [old, new]} (SHRUNK_KEY)."""
@@ -231,10 +241,7 @@ def write_default_config(model_type: str, class_name: str, family: str, config_d
         data["architectures"] = [class_name]
     note = "; ".join(n for n in (note, *_required(data, family)) if n)
     if layers:
-        cuts: dict = {}
-        note = "; ".join(n for n in (note, _shrink(data, layers, cuts=cuts)) if n)
-        if cuts:   # the real layer counts, for scaling fallback costs back (records.Shrink)
-            data[SHRUNK_KEY] = cuts
+        note = "; ".join(n for n in (note, shrink(data, layers)) if n)
     if dtype:
         data["dtype"] = dtype
         note = "; ".join(n for n in (note, f"dtype {dtype}") if n)
