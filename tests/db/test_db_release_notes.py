@@ -79,3 +79,22 @@ def test_reports_show_the_notes_and_the_verdict_does_not_change(release):
     text = io.StringIO()
     render(report, text, Console(file=text, width=200, color_system=None))
     assert "aten::group_norm (decomposed, its parts traced: aten::native_group_norm)" in text.getvalue()
+
+
+def test_an_unlisted_composite_op_whose_parts_cannot_be_traced_may_fall_back_like_any_unlisted_op():
+    # aten::_conj: a CompositeExplicitAutograd kernel whose parts no meta sample traces (issue 25
+    # goal: no model is unknown only because of unlisted ops)
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from release_support import static_release
+
+    from opscan.db.lookup import lookup
+
+    eager = {"eager": "cpu-fallback", "compile": "unknown", "note": "ops without a kernel run on the CPU"}
+    documented = lookup(static_release({"aten::mm": "native"}, kind="documented", no_kernel=eager), "aten::_conj")
+    assert (documented.status, documented.confidence) == ("device-or-cpu", "low")
+    assert documented.via.startswith("CompositeExplicitAutograd kernel, parts not traced; not listed")
+    silent = lookup(static_release({"aten::mm": "native"}, kind="documented"), "aten::_conj")
+    assert (silent.status, silent.via) == ("unknown", "CompositeExplicitAutograd kernel, parts not traced")
