@@ -34,7 +34,7 @@ def reasons(row: dict, release) -> list[str]:
     failures = [c.split(": ", 1)[1] for c in row.get("caveats", ()) if c.startswith("known-failure: ")]
     if failures:
         out.append("known failure on the traced dtypes: " + "; ".join(failures))
-    return out or ["(no reason found in the row)"]
+    return out or ["none left: this opscan's lookup answers every op (the run's code judged it unknown)"]
 
 
 def main() -> int:
@@ -53,7 +53,7 @@ def main() -> int:
     for row in sorted((r for r in rows if r["verdict"] == "unknown"), key=lambda r: r["name"]):
         why = reasons(row, release)
         print(f"  {row['name']}: " + " | ".join(why))
-        kinds.update(line.split(" (")[0].split(":")[0] for line in why)
+        kinds.update(line.split(" (")[0].split(":")[0] for line in why)   # the reason's kind
         if all(line.startswith("UNLISTED") for line in why):
             only_unlisted.append(row["name"])
     print("reasons (a model may give several): " + ", ".join(f"{n} {k}" for k, n in kinds.most_common()))
