@@ -114,15 +114,15 @@ def fallback_costs(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...
     totals: dict[str, list] = {}
     for trace in traces:
         layers, tokens, how = ratios(trace.shrink)
-        for usage in trace.ops:
-            if status_of(status.get(usage.op, "unknown")).may_fall_back:
-                cost = totals.setdefault(usage.op, [0, 0, 0.0, 0.0, set()])
-                bytes_, calls = scaled(usage, layers, tokens)
-                cost[0] += usage.step_bytes
-                cost[1] += usage.step_calls
+        for op in trace.ops:
+            if status_of(status.get(op.op, "unknown")).may_fall_back:
+                cost = totals.setdefault(op.op, [0, 0, 0.0, 0.0, set()])
+                bytes_, calls = scaled(op, layers, tokens)
+                cost[0] += op.step_bytes
+                cost[1] += op.step_calls
                 cost[2] += bytes_
                 cost[3] += calls
-                if how and (bytes_ != usage.step_bytes or calls != usage.step_calls):
+                if how and (bytes_ != op.step_bytes or calls != op.step_calls):
                     cost[4].add(how)
     out = []
     for op, (bytes_, calls, real_bytes, real_calls, how) in sorted(totals.items()):

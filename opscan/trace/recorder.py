@@ -274,8 +274,8 @@ class LayerShapes:
 
 
 def _scaling(split: list[int]) -> dict[str, int]:
-    return dict(step_layer_calls=split[0], step_layer_bytes=split[1], step_token_bytes=split[2],
-                step_layer_token_bytes=split[3])
+    return {"step_layer_calls": split[0], "step_layer_bytes": split[1], "step_token_bytes": split[2],
+            "step_layer_token_bytes": split[3]}
 
 
 def _top(found: Counter) -> tuple[OpSource, ...]:
