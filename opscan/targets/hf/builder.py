@@ -140,13 +140,15 @@ def build_hf(path_text: str, *, batch: int | None, seq_len: int | None,
 
 def traced_size(config, kwargs: dict) -> Shrink:
     """The traced batch and sequence length (of `input_ids`) and, for a config whose layers the zoo
-    cut (SHRUNK_KEY), the real and traced layer count of its main stack (top level first)."""
+    cut (SHRUNK_KEY), the real and traced layer count of its main stack (the top level's, else the
+    text config's, else the first cut)."""
     ids = kwargs.get("input_ids")
     batch, seq = tuple(ids.shape) if isinstance(ids, torch.Tensor) and ids.dim() == 2 else (0, 0)
     cuts = getattr(config, SHRUNK_KEY, None)
     cut = [0, 0]
     if isinstance(cuts, dict) and cuts:
-        key = next((k for k in cuts if "." not in k), next(iter(cuts)))
+        key = next((k for k in cuts if "." not in k), next((k for k in cuts if k.startswith("text_config.")),
+                                                          next(iter(cuts))))
         if isinstance(cuts[key], list) and len(cuts[key]) == 2:
             cut = cuts[key]
     return Shrink(layers=int(cut[1]), real_layers=int(cut[0]), batch=int(batch), seq_len=int(seq))
