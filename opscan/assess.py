@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from opscan.config import CostConfig
-from opscan.records import Coverage, Fallback, ModelTrace, Report, ScanFacts, status_of
+from opscan.records import Coverage, Fallback, ModelTrace, OpUsage, Report, ScanFacts, Shrink, status_of
 from opscan.plan import build_tasks
 from opscan.plan.measure import kernel_sources, usage
 from opscan.verdict import judge
@@ -52,11 +52,13 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
     notes = list(draft.notes)
     coverage: tuple[Coverage, ...] = ()
     caveats: tuple = ()
+    on_ops: tuple = ()
     if release is not None and traces:
-        from opscan.db.annotate import annotate
+        from opscan.db.annotate import annotate, op_notes
         from opscan.db.caveats import op_caveats
 
         coverage, coverage_notes = annotate(release, ops)
+        on_ops = op_notes(release, ops)
         notes.extend(coverage_notes)
         notes.extend(sdpa_assumption(release, ops))
         caveats = op_caveats(release, traces)
@@ -65,12 +67,13 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
         coverage = tuple(Coverage(op, "unknown", (), "low", "no coverage database loaded") for op in ops)
     findings = draft.findings
     measured = project_root is not None and bool(findings)
+    fallbacks = fallback_costs(traces, coverage)
     tasks = build_tasks(findings, traces, coverage, cost,
                         kernel_sources(project_root, findings, facts) if measured else None,
-                        usage(findings, facts) if measured else None)
+                        usage(findings, facts) if measured else None, fallbacks=fallbacks)
     report = replace(draft, coverage=coverage, caveats=tuple(caveats), notes=tuple(notes), tasks=tasks,
-                     backend=release.spec if release is not None else draft.backend)
-    report = replace(report, fallbacks=fallback_costs(traces, coverage))
+                     backend=release.spec if release is not None else draft.backend, fallbacks=fallbacks,
+                     release_notes=on_ops)
     pairing = ""
     if release is not None and traces:
         from opscan.db import registry
@@ -81,19 +84,80 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
                                          unchecked=unchecked, pairing=pairing))
 
 
+# NOTE [fallback scaling]
+# A trace is often smaller than the model it stands for: `opscan zoo --layers N` cuts the layer
+# count (the written config.json records the real one, targets/hf/defaults.SHRUNK_KEY), and the
+# inputs have a small batch and sequence length (records.Shrink keeps the traced ones; the real
+# ones count only when stated). The fallback cost per step is scaled back to the real model so:
+#   - calls (and syncs, one per call) inside the repeated layers (the module path under
+#     Shrink.layer_list, found as the outermost nn.ModuleList holding the most parameters; a
+#     backward op counts where its forward op ran) x real layers / traced layers; other calls
+#     (embedding, loss, head, optimizer: a foreach call takes all parameters at once) as traced;
+#   - bytes, per tensor of each call (recorder.LayerShapes): inside the layers every byte x the
+#     layer ratio; activation-sized tensors (not the shape of a parameter, more than one element)
+#     also x the batch x sequence ratio; outside the layers, tensors of a shape only the layers'
+#     parameters have (their gradients and optimizer states) x the layer ratio, activation-sized
+#     ones x the batch x sequence ratio, the rest as traced.
+# What is exact: the traced figures (kept as Fallback.traced_*) and the layer ratio of calls. What
+# is an estimate: layers are taken as alike (a first-k-dense MoE stack scales its MoE-only ops over
+# all layers), a tensor growing with the square of the sequence (attention scores) or not at all
+# (a fixed-size buffer that is no parameter) is scaled linearly, and a weight-shaped activation is
+# taken as a weight.
+
+
 def fallback_costs(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...]) -> tuple[Fallback, ...]:
     """The cost per training step of every traced op that runs, or may run, on the CPU (NOTE
     [fallback cost] in opscan/records.py): the bytes its train-step calls read and write on the
-    device (copied to the host and back), one sync and one call per call; summed over the traces."""
+    device (copied to the host and back), one sync and one call per call; scaled back to the real
+    model where the trace was shrunk (NOTE [fallback scaling]); summed over the traces."""
     status = {c.op: c.status for c in coverage}
-    totals: dict[str, list[int]] = {}
+    totals: dict[str, list] = {}
     for trace in traces:
-        for usage in trace.ops:
-            if status_of(status.get(usage.op, "unknown")).may_fall_back:
-                cost = totals.setdefault(usage.op, [0, 0])
-                cost[0] += usage.step_bytes
-                cost[1] += usage.step_calls
-    return tuple(Fallback(op, status[op], bytes_, calls, calls) for op, (bytes_, calls) in sorted(totals.items()))
+        layers, tokens, how = ratios(trace.shrink)
+        for op in trace.ops:
+            if status_of(status.get(op.op, "unknown")).may_fall_back:
+                cost = totals.setdefault(op.op, [0, 0, 0.0, 0.0, set()])
+                bytes_, calls = scaled(op, layers, tokens)
+                cost[0] += op.step_bytes
+                cost[1] += op.step_calls
+                cost[2] += bytes_
+                cost[3] += calls
+                if how and (bytes_ != op.step_bytes or calls != op.step_calls):
+                    cost[4].add(how)
+    out = []
+    for op, (bytes_, calls, real_bytes, real_calls, how) in sorted(totals.items()):
+        real_bytes, real_calls = round(real_bytes), round(real_calls)
+        out.append(Fallback(op, status[op], real_bytes, real_calls, real_calls,
+                            scale=round(real_bytes / bytes_, 3) if bytes_ else 1.0,
+                            traced_bytes=bytes_, traced_syncs=calls, traced_calls=calls,
+                            scaled_by="; ".join(sorted(how))))
+    return tuple(out)
+
+
+def ratios(shrink: Shrink | None) -> tuple[float, float, str]:
+    """(layer ratio, batch x sequence ratio, what was scaled) of a trace (NOTE [fallback scaling])."""
+    if shrink is None:
+        return 1.0, 1.0, ""
+    layers, tokens, how = 1.0, 1.0, []
+    if shrink.real_layers and shrink.layers and shrink.real_layers != shrink.layers:
+        layers = shrink.real_layers / shrink.layers
+        how.append(f"layers {shrink.layers} -> {shrink.real_layers} ({shrink.layer_list})")
+    batch = shrink.real_batch / shrink.batch if shrink.real_batch and shrink.batch else 1.0
+    seq = shrink.real_seq_len / shrink.seq_len if shrink.real_seq_len and shrink.seq_len else 1.0
+    if batch != 1.0 or seq != 1.0:
+        tokens = batch * seq
+        how.append(f"batch x sequence {shrink.batch}x{shrink.seq_len} -> "
+                   f"{shrink.real_batch or shrink.batch}x{shrink.real_seq_len or shrink.seq_len}")
+    return layers, tokens, "; ".join(how)
+
+
+def scaled(usage: OpUsage, layers: float, tokens: float) -> tuple[float, float]:
+    """(bytes, calls) of one op's traced step at the real model's size (NOTE [fallback scaling])."""
+    fixed = usage.step_bytes - usage.step_layer_bytes - usage.step_token_bytes - usage.step_layer_token_bytes
+    bytes_ = (fixed + layers * usage.step_layer_bytes + tokens * usage.step_token_bytes
+              + layers * tokens * usage.step_layer_token_bytes)
+    calls = usage.step_calls - usage.step_layer_calls + layers * usage.step_layer_calls
+    return bytes_, calls
 
 
 SDPA_OPS = ("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_")

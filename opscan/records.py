@@ -298,6 +298,13 @@ class OpUsage:
     # per dtype the op was called with: the source lines of those calls (at most five each), so a
     # caveat about one dtype points at the calls with that dtype; () in older traces
     dtype_sources: tuple[tuple[str, tuple[OpSource, ...]], ...] = ()
+    # how the train-step figures grow with the real model (NOTE [fallback scaling] in opscan/assess.py):
+    # of step_calls, those inside the repeated layers (Shrink.layer_list); of step_bytes, the bytes
+    # that grow with the layer count, with batch x sequence, and with both (the rest stay fixed)
+    step_layer_calls: int = 0
+    step_layer_bytes: int = 0
+    step_token_bytes: int = 0
+    step_layer_token_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -310,6 +317,10 @@ class Fallback:
     syncs_per_step: int                  # device -> host waits (one per call)
     calls_per_step: int
     scale: float = 1.0                   # factor applied to the traced figures (1.0: as traced)
+    traced_bytes: int = 0                # the figures at the traced size, before scaling
+    traced_syncs: int = 0
+    traced_calls: int = 0
+    scaled_by: str = ""                  # how they were scaled ("" as traced; NOTE [fallback scaling])
 
 
 @dataclass(frozen=True)
@@ -366,6 +377,20 @@ class DeviceProfile:
 
 
 @dataclass(frozen=True)
+class Shrink:
+    """How a trace is smaller than the model it stands for, where known (NOTE [fallback scaling] in
+    opscan/assess.py); 0 = not known, taken as traced."""
+
+    layer_list: str = ""                 # module path of the repeated layers, e.g. "model.layers"
+    layers: int = 0                      # layers traced (the list's length)
+    real_layers: int = 0                 # the model's count before `--layers` cut it
+    batch: int = 0                       # batch and sequence length of the traced step
+    seq_len: int = 0
+    real_batch: int = 0                  # the real training step's, when stated
+    real_seq_len: int = 0
+
+
+@dataclass(frozen=True)
 class ModelTrace:
     """The ops one model dispatched in one trace, and how complete the trace is."""
 
@@ -386,6 +411,7 @@ class ModelTrace:
     # `opscan run`: ops whose tensors were all on the host (CPU) while the script ran on the
     # imitated device (data loading, metrics); listed apart, not checked against the database
     host_ops: tuple[OpUsage, ...] = ()
+    shrink: Shrink | None = None         # the repeated layers and traced sizes (None: older traces)
 
 
 @dataclass(frozen=True)
@@ -507,6 +533,20 @@ class OpCaveat:
 
 
 @dataclass(frozen=True)
+class OpNote:
+    """A release note that concerns ops the trace saw (opscan/db/annotate.py `op_notes`): shown
+    beside them, it never changes the verdict."""
+
+    packet: str                          # the op the note is about, e.g. "aten::group_norm"
+    ops: tuple[str, ...]                 # the traced ops it concerns, sorted
+    via: str                             # "op" (traced by that name), "overload" (an overload of the
+                                         # packet), "part" (the packet decomposes into these traced ops)
+    text: str
+    evidence: tuple[Evidence, ...] = ()
+    tests: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Blockers:
     """What blocks the port, counted once by the analysis (NOTE [blockers] in opscan/verdict.py):
     the headline, the gate line, the summary, the JSON verdict and the preflight all read this."""
@@ -583,6 +623,7 @@ class Report:
     discovery: Discovery | None = None   # set when no model was configured: what was found instead
     caveats: tuple[OpCaveat, ...] = ()  # release facts hitting the traced ops' dtypes (opscan/db/caveats.py)
     fallbacks: tuple[Fallback, ...] = ()  # ops that run or may run on the CPU, with their cost, by op
+    release_notes: tuple[OpNote, ...] = ()  # release notes that concern traced ops, by packet
 
     @property
     def blockers(self) -> Blockers:

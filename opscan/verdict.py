@@ -196,8 +196,10 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
     if moved:
         calls = sum(f.calls_per_step for f in cost.values())
         costly = sorted(cost.values(), key=lambda f: (-f.bytes_per_step, f.op))[:3]
+        how = "; ".join(sorted({f.scaled_by for f in cost.values() if f.scaled_by}))
         details.append(f"CPU fallbacks would copy {size(moved)} between host and device per training step "
-                       f"at the traced shapes, with {_plural(calls, 'sync')} ("
+                       f"{f'scaled back to the real model ({how})' if how else 'at the traced shapes'}, "
+                       f"with {_plural(calls, 'sync')} ("
                        + ", ".join(f"{f.op} {size(f.bytes_per_step)}" for f in costly) + ")")
     if fallback:
         details.append(f"{_plural(len(fallback), 'op')} on CPU fallback: {_names(fallback)}")

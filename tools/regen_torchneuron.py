@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -75,6 +76,79 @@ def _rows(extract: dict, packets, reducing, apis) -> tuple[dict, dict[str, int]]
     return rows, unmapped
 
 
+# NOTE [release notes on ops]
+# A failing test that the clear mapping (NOTE [clear mapping] in opscan/db/failing_tests.py) cannot
+# tie to one op and dtype is not a known failure; but its name often still says which op it is
+# about: a module test names the op in CamelCase (`GroupNorm_empty` -> group_norm, `InstanceNorm1d`
+# -> instance_norm, `LSTM` -> lstm), a test name drops the underscore (`rmsnorm_numeric` ->
+# rms_norm, `batchnorm_grad` -> batch_norm, `logsigmoid_out` -> log_sigmoid), a loss drops
+# `_loss` (`cross_entropy_label_smoothing` -> cross_entropy_loss), a window test names the window
+# (`window_hann` -> hann_window), or it carries two dtypes (`set_real_imag_..._complex64_float32`).
+# Such a test becomes a release note on that packet (`release_notes`, with the ops a trace sees for
+# it, as known_failures rows have): reports show it beside the op, and it never changes a verdict.
+# The longest prefix of the stem at a `_` boundary that names a packet this way wins, unless a
+# longer one is a Python API (`clip_grad_norm_...` is not `clip`, `triplet_margin_with_distance_loss`
+# not `triplet_margin_loss`); a test whose name fits none of these stays counted in the
+# known-failures note.
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def loose_packet(name: str, packets: frozenset[str], apis: frozenset[str] = frozenset()) -> str | None:
+    """The aten packet a failing test that names no op clearly is about, or None (NOTE [release notes on ops])."""
+    match = re.match(r"^test_(?P<stem>.+?)_(?:neuron|privateuse1)(?:_.+)?$", name)
+    if match is None:
+        return None
+    words = match.group("stem").split("_")
+    squashed = {p.replace("_", ""): p for p in packets if len(p) > 3}
+    for cut in range(len(words), 0, -1):
+        prefix = "_".join(words[:cut])
+        if any("_".join(words[:longer]) in apis for longer in range(cut + 1, len(words) + 1)):
+            return None
+        snake = _CAMEL.sub("_", prefix).lower()
+        window = re.match(r"^.*window_(?P<kind>[a-z]+)$", snake)
+        for candidate in (snake, re.sub(r"[123]d$", "", snake), snake + "_loss",
+                          f"{window.group('kind')}_window" if window else ""):
+            if candidate in packets and (len(candidate) > 3 or prefix.isupper()):   # `GRU`, not `set`
+                return f"aten::{candidate}"
+        if len(snake) > 3 and snake.replace("_", "") in squashed:
+            return f"aten::{squashed[snake.replace('_', '')]}"
+    return None
+
+
+def _release_notes(extract: dict, packets, reducing, apis, kernels) -> tuple[list[dict], dict[str, int]]:
+    """The failing tests that name an op only loosely, as release notes on it; the rest counted per class."""
+    notes: dict[str, dict] = {}
+    unmapped: dict[str, int] = {}
+    for cls in sorted(extract["failing_tests"]):
+        for name in extract["failing_tests"][cls]:
+            if ft.map_test(name, packets, reducing, apis) is not None:
+                continue
+            packet = loose_packet(name, packets, apis)
+            if packet is None:
+                unmapped[cls] = unmapped.get(cls, 0) + 1
+                continue
+            note = notes.setdefault(packet, {"packet": packet, "tests": []})
+            note["tests"].append(f"{cls}.{name}")
+    out = []
+    for packet, note in sorted(notes.items()):
+        ops, parts = ft.seen_ops(packet, kernels)
+        tests = note["tests"]
+        item = {"packet": packet,
+                "text": f"{len(tests)} upstream test{'s' * (len(tests) != 1)} about {packet} "
+                        f"fail{'s' * (len(tests) == 1)} on neuron in the pre-release source, naming no one op "
+                        "and dtype (module or property tests): "
+                        + ", ".join(t.split(".", 1)[1] for t in tests[:MAX_TESTS])
+                        + (f" and {len(tests) - MAX_TESTS} more" if len(tests) > MAX_TESTS else "")}
+        if ops:
+            item["ops"] = list(ops)
+        if parts:
+            item["parts"] = list(parts)
+        item["evidence"] = ["snapshot-tests"]
+        item["tests"] = tests[:MAX_TESTS]
+        out.append(item)
+    return out, unmapped
+
+
 def _limited_note(failures: list[dict]) -> str:
     dtypes = [f["dtype"] for f in failures]
     reasons = sorted({r for f in failures for r in f.get("reasons", ())})
@@ -86,7 +160,8 @@ def build(extract: dict, base: dict) -> str:
     """The release file's text."""
     packets, reducing = ft.torch_packets()
     kernels = frozenset(r["op"] for r in extract["registrations"])
-    rows, unmapped = _rows(extract, packets, reducing, ft.torch_apis())
+    rows, _ = _rows(extract, packets, reducing, ft.torch_apis())
+    release_notes, unmapped = _release_notes(extract, packets, reducing, ft.torch_apis(), kernels)
     failures = []
     for (packet, dtype, case), row in sorted(rows.items()):
         ops, parts = ft.seen_ops(packet, kernels, case)
@@ -132,10 +207,13 @@ def build(extract: dict, base: dict) -> str:
         f"Known failures: the pre-release source records {total} upstream PyTorch test methods failing on neuron "
         f"(tests/pytorch_tests/failing_test_methods); {mapped} name an op and are recorded under known_failures "
         f"with the ops a trace sees for them, together with the spec files' and the op tests' xfails and their "
-        f"reasons ({len(failures)} rows). {total - mapped} name no op (module tests and properties) and are kept as "
-        "this note: " + ", ".join(f"{c} {n}" for c, n in sorted(unmapped.items())) + ".",
+        f"reasons ({len(failures)} rows). {total - mapped} name no op clearly (module tests and properties): "
+        f"{sum(len(n['tests']) for n in release_notes)} of them name one loosely and are release notes on it "
+        f"(release_notes, {len(release_notes)} ops); the other {sum(unmapped.values())} are kept as this note: "
+        + ", ".join(f"{c} {n}" for c, n in sorted(unmapped.items())) + ".",
     ]
     doc["known_failures"] = failures
+    doc["release_notes"] = release_notes
     doc["ops"] = [entries[op] for op in sorted(entries)]
     return dump(doc, HEADER)
 

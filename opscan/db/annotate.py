@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from opscan.db import registry
 from opscan.db.lookup import check
 from opscan.db.release import Release
-from opscan.records import STATUSES, Coverage
+from opscan.records import STATUSES, Coverage, OpName, OpNote
 
 
 def status_counts(coverage: Iterable[Coverage]) -> dict[str, int]:
@@ -24,6 +24,27 @@ def release_notes(release: Release) -> tuple[str, ...]:
         return ("torch is not importable: composite ops were not expanded, so they are unknown",)
     warning = release.pairing_warning(version)
     return (warning,) if warning else ()
+
+
+def op_notes(release: Release, op_names: Iterable[str]) -> tuple[OpNote, ...]:
+    """The release notes (Release.release_notes) that concern the traced ops: by the op's name, as an
+    overload (or in-place or out form) of the note's packet, or as parts of it when every part the
+    packet decomposes into was traced (one part alone, `mul`, says nothing about the parent)."""
+    ops = sorted(set(op_names))
+    packets = {OpName.parse(op).packet for op in ops}
+    out = []
+    for note in release.release_notes:
+        hits = {op: note.via(op) for op in ops if note.via(op)}
+        direct = sorted(op for op, via in hits.items() if via != "part")
+        parts = sorted(op for op, via in hits.items() if via == "part")
+        if direct:
+            via = "op" if note.packet in direct else "overload"
+        elif parts and {OpName.parse(p).packet for p in note.parts} <= packets:
+            direct, via = parts, "part"
+        else:
+            continue
+        out.append(OpNote(note.packet, tuple(direct), via, note.text, release.evidence(note.sources), note.tests))
+    return tuple(out)
 
 
 def annotate(release: Release, op_names: Iterable[str]) -> tuple[tuple[Coverage, ...], tuple[str, ...]]:

@@ -12,6 +12,7 @@ from opscan.db.release import (
     Entry,
     KnownFailure,
     Narrowing,
+    ReleaseNote,
     NoKernel,
     Package,
     Release,
@@ -33,7 +34,7 @@ _TOP = {
     "device": True, "dispatch_key": True, "packages": False, "op_names": True, "kernel_list": True,
     "statuses": True, "evidence_kinds": True, "sources": True, "unlisted": True, "profile": False,
     "notes": False, "ops": True, "known_failures": False, "dtype_narrowing": False, "environment": False,
-    "no_kernel": False,
+    "no_kernel": False, "release_notes": False,
 }
 _NO_KERNEL = {"eager": True, "compile": True, "evidence": True, "note": False, "compile_note": False,
               "not_supported": False}
@@ -210,6 +211,29 @@ def _count(item, key: str, what: str) -> int:
     return value
 
 
+_RELEASE_NOTE = {"packet": True, "text": True, "ops": False, "parts": False, "evidence": True, "tests": False}
+
+
+def _release_notes(doc, sources) -> tuple[ReleaseNote, ...]:
+    """Release facts about one op packet each (release.ReleaseNote), sorted by packet, one per packet."""
+    items = doc.get("release_notes") or []
+    if not isinstance(items, list):
+        raise _Problem("release_notes must be a list", _line(doc, "release_notes"))
+    out: list[ReleaseNote] = []
+    for item in items:
+        _keys(item, _RELEASE_NOTE, "release note", _line(items))
+        packet = _canonical(item["packet"], "packet", _line(item, "packet"))
+        what = f"release note {packet}"
+        note = ReleaseNote(packet=packet, text=_text(item, "text", what),
+                           sources=_evidence_ids(item, sources, what), ops=_strings(item, "ops", what, ops=True),
+                           parts=_strings(item, "parts", what, ops=True), tests=_strings(item, "tests", what))
+        if out and packet <= out[-1].packet:
+            raise _Problem(f"release_notes must be sorted by packet, without repeats: {packet} comes after "
+                           f"{out[-1].packet}", _line(item))
+        out.append(note)
+    return tuple(out)
+
+
 def _known_failures(doc, sources) -> tuple[KnownFailure, ...]:
     """Rows of failing upstream tests: (packet, dtype or any, case), the ops a trace sees for them."""
     items = doc.get("known_failures") or []
@@ -339,6 +363,7 @@ def _build(path: Path, doc) -> Release:
         kernel_list=kernel_list, sources=sources, entries=entries, unlisted=unlisted,
         packages=tuple(packages), released=_text(doc, "released", "release file") if "released" in doc else "",
         sdpa_policy=sdpa, sdpa_sources=sdpa_sources, notes=tuple(notes), known_failures=known_failures,
+        release_notes=_release_notes(doc, sources),
         narrowing=narrowing, environment=environment, no_kernel=_no_kernel(doc, sources, kernel_list),
     )
 

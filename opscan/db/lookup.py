@@ -107,13 +107,15 @@ def _answer(release: Release, op: str, stack: tuple[str, ...]) -> Coverage:
     key = registry.composite_key(op, release.dispatch_key)
     if key is not None:
         if len(stack) >= _MAX_DEPTH or op in stack:
-            return Coverage(op=op, status="unknown", confidence="low", via=f"{key} expansion too deep",
-                            evidence=(_inferred(f"{key} expansion of {op} nests too deep to judge"),))
+            return _unjudged(release, op, Coverage(
+                op=op, status="unknown", confidence="low", via=f"{key} expansion too deep",
+                evidence=(_inferred(f"{key} expansion of {op} nests too deep to judge"),)))
         expansion = registry.composite_expansion(op, release.dispatch_key)
         if expansion is None:
-            return Coverage(op=op, status="unknown", confidence="low", via=f"{key} kernel, parts not traced",
-                            evidence=(_inferred(f"{key} kernel in torch {version}; its parts could not be "
-                                                "traced on meta tensors with any sample"),))
+            return _unjudged(release, op, Coverage(
+                op=op, status="unknown", confidence="low", via=f"{key} kernel, parts not traced",
+                evidence=(_inferred(f"{key} kernel in torch {version}; its parts could not be "
+                                    "traced on meta tensors with any sample"),)))
         parts, how = expansion.parts, f"{key} kernel in torch {version}"
         if op == _SDPA and release.sdpa_policy != "math":
             parts = (_SDPA_KERNEL,) + (parts if release.sdpa_policy == "overrideable-4d" else ())
@@ -124,6 +126,17 @@ def _answer(release: Release, op: str, stack: tuple[str, ...]) -> Coverage:
             how += " (not the torch this release pairs with)"
         return _judge(release, op, tuple(sorted(set(parts))), stack, how, (), confidence, derived=True)
     return _unlisted(release, op, torch_missing=False)
+
+
+def _unjudged(release: Release, op: str, unknown: Coverage) -> Coverage:
+    """An unlisted composite op whose parts could not be judged: with a documented CPU fallback
+    (`no_kernel:`) it still runs, its kernel's parts on the device or on the CPU (device-or-cpu, at
+    low confidence), as any unlisted op does (NOTE [lookup order] 4); else `unknown`."""
+    answer = _unlisted(release, op, torch_missing=False)
+    if answer.status != "device-or-cpu":   # a complete list's default is for ops without any kernel
+        return unknown
+    return Coverage(op=op, status="device-or-cpu", confidence="low", via=f"{unknown.via}; {answer.via}",
+                    evidence=unknown.evidence + answer.evidence)
 
 
 def _unlisted(release: Release, op: str, torch_missing: bool) -> Coverage:

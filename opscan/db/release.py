@@ -53,6 +53,28 @@ class KnownFailure:
 
 
 @dataclass(frozen=True)
+class ReleaseNote:
+    """A release fact about one op packet that is no known failure: failing tests that name the op
+    only loosely (NOTE [release notes on ops] in tools/regen_torchneuron.py). Shown, never judged."""
+
+    packet: str                       # e.g. "aten::group_norm"
+    text: str
+    sources: tuple[str, ...]
+    ops: tuple[str, ...] = ()         # overloads a trace records for the packet
+    parts: tuple[str, ...] = ()       # what a trace records in its place when it decomposes
+    tests: tuple[str, ...] = ()
+
+    def via(self, op: str) -> str:
+        """How `op` (a traced overload) is concerned: "op", "overload" (of the packet, or its
+        in-place or out form), "part" (of the packet's decomposition), or "" (not concerned)."""
+        if op == self.packet:
+            return "op"
+        if op in self.ops or OpName.parse(op).packet == self.packet:
+            return "overload"
+        return "part" if op in self.parts else ""
+
+
+@dataclass(frozen=True)
 class Narrowing:
     """A dtype the backend computes in a narrower dtype by default (float64 as float32)."""
 
@@ -124,6 +146,7 @@ class Release:
     sdpa_sources: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     known_failures: tuple[KnownFailure, ...] = ()
+    release_notes: tuple[ReleaseNote, ...] = ()   # facts about an op that are no known failure
     narrowing: tuple[Narrowing, ...] = ()
     no_kernel: NoKernel | None = None  # what happens to an op without a kernel (None: not stated)
     environment: dict = field(default_factory=dict, compare=False)   # probed files: where the probe ran

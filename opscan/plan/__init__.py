@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from opscan.plan.cost import CostConfig
-from opscan.records import Coverage, Finding, Location, ModelTrace, OpUsage, Task
+from opscan.records import Coverage, Fallback, Finding, Location, ModelTrace, OpUsage, Task
 from opscan.plan import grouping, libraries, ordering, sizing, task_kinds
 from opscan.plan.measure import Usage
 
@@ -43,7 +43,8 @@ def _title(draft: grouping.Draft) -> str:
     return text
 
 
-def _text(draft: grouping.Draft, book: libraries.Catalog) -> tuple[str, str, tuple[str, ...]]:
+def _text(draft: grouping.Draft, book: libraries.Catalog,
+          fallbacks: Mapping[str, Fallback]) -> tuple[str, str, tuple[str, ...]]:
     """(action, why, sources) of a task: from its catalog entry or kernel family where one exists."""
     kind = draft.kind
     if kind is task_kinds.LIBRARY_KIND:
@@ -57,9 +58,16 @@ def _text(draft: grouping.Draft, book: libraries.Catalog) -> tuple[str, str, tup
             return family.replacement, family.why, family.sources
     why = kind.why
     if kind in (task_kinds.FALLBACK_KIND, task_kinds.MAYBE_FALLBACK_KIND):   # NOTE [fallback cost] in records.py
-        moved, calls = sum(u.step_bytes for u in draft.ops), sum(u.step_calls for u in draft.ops)
+        costs = [fallbacks[u.op] for u in draft.ops if u.op in fallbacks]
+        if costs:   # the costs of assess.fallback_costs, scaled back to the real model where shrunk
+            moved, calls = sum(f.bytes_per_step for f in costs), sum(f.syncs_per_step for f in costs)
+            how = "; ".join(sorted({f.scaled_by for f in costs if f.scaled_by}))
+            where = f"scaled back to the real model ({how})" if how else "at the traced shapes"
+        else:
+            moved, calls = sum(u.step_bytes for u in draft.ops), sum(u.step_calls for u in draft.ops)
+            where = "at the traced shapes"
         if moved:
-            why += (f"; at the traced shapes they would copy {moved / 1e6:.1f} MB between host and device per "
+            why += (f"; {where} they would copy {moved / 1e6:.1f} MB between host and device per "
                     f"training step, with {calls} sync{'s' * (calls != 1)}")
     if kind is task_kinds.FALLBACK_KIND:
         advice = [f"`{u.op}`: {task_kinds.OP_ADVICE[u.op.split('.')[0]]}" for u in draft.ops
@@ -78,9 +86,10 @@ def _priority(draft: grouping.Draft) -> int:
 def build_tasks(findings: tuple[Finding, ...], traces: tuple[ModelTrace, ...],
                 coverage: tuple[Coverage, ...], cost: CostConfig | None = None,
                 kernel_sources: Mapping[Location, tuple[tuple[str, int], ...]] | None = None,
-                usage: Usage | None = None) -> tuple[Task, ...]:
+                usage: Usage | None = None, fallbacks: tuple[Fallback, ...] = ()) -> tuple[Task, ...]:
     """The port tasks for one report, in dependency order (NOTE [task edges] in plan/ordering.py),
-    each sized as a range (NOTE [effort model] in plan/sizing.py)."""
+    each sized as a range (NOTE [effort model] in plan/sizing.py); `fallbacks`: the ops' CPU
+    fallback costs (opscan.assess.fallback_costs), which the fallback tasks state."""
     cost = cost or CostConfig()
     usage = usage or Usage()
     book = libraries.shipped()
@@ -90,7 +99,7 @@ def build_tasks(findings: tuple[Finding, ...], traces: tuple[ModelTrace, ...],
     tasks = []
     for draft in drafts:
         estimate = sizing.size(draft, cost, usage, book)
-        action, why, sources = _text(draft, book)
+        action, why, sources = _text(draft, book, {f.op: f for f in fallbacks})
         tasks.append(Task(
             id=draft.id, title=_title(draft), action=action, why=why,
             sources=sources, sites=draft.sites, ops=tuple(u.op for u in draft.ops),

@@ -108,7 +108,10 @@ def _with_cost(op: dict, cost) -> dict:
     """An op entry with its `fallback` cost per training step when it runs, or may run, on the CPU."""
     if cost is not None:
         op["fallback"] = {"bytes_per_step": cost.bytes_per_step, "syncs_per_step": cost.syncs_per_step,
-                          "calls_per_step": cost.calls_per_step}
+                          "calls_per_step": cost.calls_per_step,
+                          "traced": {"bytes_per_step": cost.traced_bytes, "syncs_per_step": cost.traced_syncs,
+                                     "calls_per_step": cost.traced_calls},
+                          "scaled_by": cost.scaled_by}
     return op
 
 
@@ -127,6 +130,7 @@ def _trace(trace: ModelTrace) -> dict:
         ],
         "supplied_fakes": list(trace.supplied_fakes),
         "retried": trace.retried,
+        "shrink": None if trace.shrink is None else asdict(trace.shrink),
     }
 
 
@@ -202,6 +206,9 @@ def to_dict(report: Report) -> dict:
         "traces": [_trace(t) for t in report.traces],
         "tasks": [_task(t) for t in report.tasks],
         "caveats": [_caveat(c) for c in report.caveats],
+        "release_notes": [{"packet": n.packet, "ops": list(n.ops), "via": n.via, "text": n.text,
+                           "evidence": [_evidence(e) for e in n.evidence], "tests": list(n.tests)}
+                          for n in report.release_notes],
         "notes": list(report.notes),
         "baseline": None if report.baseline is None else {
             "path": report.baseline.path, "known": report.baseline.known, "new": len(report.findings),

@@ -136,7 +136,17 @@ def render(report: Report, out: TextIO) -> None:
             cost = costs.get(c.op)
             per_step = (f"{size(cost.bytes_per_step)}, {cost.syncs_per_step} syncs"
                         if cost is not None and cost.calls_per_step else "")
+            if per_step and cost.scaled_by:   # NOTE [fallback scaling] in opscan/assess.py
+                per_step += (f" (scaled back: {cost.scaled_by}; as traced {size(cost.traced_bytes)}, "
+                             f"{cost.traced_syncs} syncs)")
             lines.append(f"| `{c.op}` | {c.status} | {per_step} | {_cell(evidence)} |")
+        lines.append("")
+    if report.release_notes:   # release facts about traced ops that are no known failure (never the verdict)
+        lines += ["## Release notes on traced ops", "", "| op | traced as | note | evidence |", "|---|---|---|---|"]
+        for note in report.release_notes:
+            traced = ("parts " if note.via == "part" else "") + ", ".join(f"`{op}`" for op in note.ops)
+            evidence = "; ".join(e.text for e in note.evidence) or "none"
+            lines.append(f"| `{note.packet}` | {traced} | {_cell(note.text)} | {_cell(evidence)} |")
         lines.append("")
     if report.notes:
         lines += ["## Notes", ""] + [f"- {note}" for note in report.notes] + [""]

@@ -72,8 +72,10 @@ class StandInLoop(RuntimeError):
 class Recorder(TorchDispatchMode):
     """Counts ops per name; knows the current phase and module; invents data-dependent values."""
 
-    def __init__(self, finder: SourceFinder, device: str, module_names: dict[int, str]) -> None:
+    def __init__(self, finder: SourceFinder, device: str, module_names: dict[int, str],
+                 layers: LayerShapes | None = None) -> None:
         super().__init__()
+        self.layers = layers or LayerShapes()
         self.finder = finder
         self.device_type = device
         self._decomposed: dict = {}   # per OpOverload: _decomposes (NOTE [inference mode])
@@ -85,6 +87,8 @@ class Recorder(TorchDispatchMode):
         self.dtypes: dict[str, set[str]] = defaultdict(set)
         self.sources: dict[str, Counter] = defaultdict(Counter)
         self.bytes: Counter[str] = Counter()     # device bytes read and written (NOTE [fallback cost])
+        # per op: [calls in the layers, bytes x layers, bytes x tokens, bytes x both] (NOTE [fallback scaling])
+        self.scaling: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
         self.dtype_sources: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
         self.stand_ins: Counter = Counter()
         self.supplied: set[str] = set()      # ops whose fake kernel opscan supplied (see fakes.py)
@@ -202,7 +206,9 @@ class Recorder(TorchDispatchMode):
         self.counts[name] += 1
         self.phases[name].add(phase)
         self.dtypes[name].update(str(t.dtype) for t in tensors)
-        self.bytes[name] += sum(t.numel() * t.element_size() for t in tensors if t.device.type == self.device_type)
+        on_device = [t for t in tensors if t.device.type == self.device_type]
+        self.bytes[name] += sum(t.numel() * t.element_size() for t in on_device)
+        self.layers.split(self.scaling[name], source, on_device)
         if source is not None and source.path:
             self.sources[name][source] += 1
             for dtype in {str(t.dtype) for t in tensors}:
@@ -226,6 +232,7 @@ class Recorder(TorchDispatchMode):
                 step_calls=self.counts[name] if mode == "train" else 0,
                 step_bytes=self.bytes[name] if mode == "train" else 0,
                 dtype_sources=tuple((dtype, _top(found)) for dtype, found in sorted(self.dtype_sources[name].items())),
+                **(_scaling(self.scaling[name]) if mode == "train" else {}),
             ))
         return tuple(sorted(out, key=lambda u: u.op))
 
@@ -237,6 +244,38 @@ class Recorder(TorchDispatchMode):
             (StandIn(op=n, kind=k, value=v, count=c, source=s) for (n, k, v, s), c in merged.items()),
             key=lambda s: (s.op, s.source or OpSource("", 0), s.kind, s.value),
         ))
+
+
+class LayerShapes:
+    """Which of a call's bytes grow with the layer count and which with batch x sequence (NOTE
+    [fallback scaling] in opscan/assess.py): a call is inside the layers when its module path is
+    under `layer_list`; a tensor is weight-sized when its shape is a parameter's (of the layers
+    only: `layer`), fixed when it holds at most one element, and activation-sized otherwise."""
+
+    def __init__(self, layer_list: str = "", layer: frozenset = frozenset(), other: frozenset = frozenset()):
+        self.prefix = layer_list + "." if layer_list else ""
+        self.layer, self.weights = layer - other, layer | other
+
+    def split(self, into: list[int], source: OpSource | None, tensors) -> None:
+        """Add one call's bytes to `into` = [calls in the layers, x layers, x tokens, x both]."""
+        module = (source.module if source is not None else "") + "."
+        inside = bool(self.prefix) and module.startswith(self.prefix)
+        into[0] += inside
+        for t in tensors:
+            size = t.numel() * t.element_size()
+            shape = tuple(t.shape)
+            activation = t.numel() > 1 and shape not in self.weights
+            if inside:
+                into[3 if activation else 1] += size
+            elif activation:
+                into[2] += size
+            elif shape in self.layer:
+                into[1] += size
+
+
+def _scaling(split: list[int]) -> dict[str, int]:
+    return {"step_layer_calls": split[0], "step_layer_bytes": split[1], "step_token_bytes": split[2],
+            "step_layer_token_bytes": split[3]}
 
 
 def _top(found: Counter) -> tuple[OpSource, ...]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from opscan.errors import UsageError
+from opscan.records import Shrink
 
 if TYPE_CHECKING:
     from torch import nn
@@ -66,6 +67,8 @@ class Built:
     description: str = ""
     train_only: tuple[str, ...] = ()  # keyword inputs not passed in inference (generated labels)
     values: tuple[str, ...] = ()      # integer keyword inputs traced with their values (image grids)
+    shrink: Shrink | None = None      # the traced batch and sequence length, the layer count before
+                                      # `--layers` cut it, where the builder knows them (records.Shrink)
 
 
 @dataclass(frozen=True)

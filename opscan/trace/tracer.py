@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import os
 import time
@@ -13,13 +14,13 @@ import torch
 from torch import nn
 
 from opscan.errors import TraceError, UsageError
-from opscan.records import DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES, StandIn
+from opscan.records import DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES, Shrink, StandIn
 from opscan.trace import device as devices
 from opscan.trace import fakes
 from opscan.trace import fsdp as fsdps
 from opscan.trace import logs
 from opscan.trace import step as steps
-from opscan.trace.recorder import MAX_SOURCES, Recorder
+from opscan.trace.recorder import MAX_SOURCES, LayerShapes, Recorder
 from opscan.trace.sources import SourceFinder
 from opscan.trace.spec import Built, InputSpec, parse_input, placeholder_spec
 
@@ -68,7 +69,7 @@ def trace(target: str, build: Callable[[tuple[InputSpec, ...]], Built], *, mode:
     return ModelTrace(target=target, mode=mode, device=device, ops=result.ops,
                       stand_ins=result.stand_ins, complete=result.complete,
                       stopped_at=result.stopped_at, seconds=round(time.perf_counter() - started, 3),
-                      supplied_fakes=result.supplied, retried=result.retried)
+                      supplied_fakes=result.supplied, retried=result.retried, shrink=result.shrink)
 
 
 def _build_and_run(target, build, mode, device, profile, optimizer, optimizer_impl, amp, specs,
@@ -82,6 +83,7 @@ def _build_and_run(target, build, mode, device, profile, optimizer, optimizer_im
             result = _merge(target, device, inference, train)
         else:
             result = tracer.run(mode, optimizer, optimizer_impl, amp)
+    result.shrink = tracer.shrink
     return result
 
 
@@ -108,6 +110,10 @@ class _Tracer:
         self.names = {}
         for name, module in self.model.named_modules(remove_duplicate=False):
             self.names.setdefault(id(module), name)
+        wanted = built.shrink or Shrink()
+        self.layers, found = layer_stack(self.model, wanted.layers)
+        self.shrink = dataclasses.replace(wanted, layer_list=self.layers.prefix[:-1], layers=found,
+                                          real_layers=wanted.real_layers if found == wanted.layers else 0)
 
     # -- fake parameters, buffers and inputs --
     def _fake(self, shape, dtype, requires_grad=False):
@@ -164,7 +170,7 @@ class _Tracer:
     # -- one step --
     def run(self, mode: str, optimizer: str, optimizer_impl: str | None, amp: str | None, extra=None):
         extra = extra or {}
-        recorder = Recorder(self.finder, self.device, self.names)
+        recorder = Recorder(self.finder, self.device, self.names, self.layers)
         opt = None
         if mode == "train":
             self.model.train()
@@ -250,6 +256,30 @@ class _Result:
     def __init__(self, ops, stand_ins, complete, stopped_at, supplied=(), retried=""):
         self.ops, self.stand_ins, self.complete, self.stopped_at = ops, stand_ins, complete, stopped_at
         self.supplied, self.retried = supplied, retried
+        self.shrink: Shrink | None = None
+
+
+def layer_stack(model, wanted: int = 0) -> tuple[LayerShapes, int]:
+    """The model's repeated layers (NOTE [fallback scaling] in opscan/assess.py) and their count:
+    of the nn.ModuleLists not inside another one, whose elements all hold parameters, the one of
+    `wanted` length (the layer count the builder set, when known) holding the most parameters."""
+    lists: list[tuple[str, nn.ModuleList]] = []
+    for name, module in model.named_modules():
+        if isinstance(module, nn.ModuleList) and len(module) and name and \
+                not any(name.startswith(outer + ".") for outer, _ in lists) and \
+                all(any(True for _ in child.parameters()) for child in module):
+            lists.append((name, module))
+    if wanted:
+        lists = [item for item in lists if len(item[1]) == wanted] or lists
+    if not lists:
+        return LayerShapes(), 0
+    name, stack = max(lists, key=lambda item: sum(p.numel() for p in item[1].parameters()))
+    inside = {id(p) for p in stack.parameters()}
+    params = list(model.parameters())
+
+    def shapes(keep) -> frozenset:   # a 2-D weight is also read transposed (a linear layer's `t`)
+        return frozenset(s for p in params if keep(id(p)) for s in (tuple(p.shape), tuple(p.shape)[::-1]))
+    return LayerShapes(name, shapes(inside.__contains__), shapes(lambda i: i not in inside)), len(stack)
 
 
 _HINTS = (
@@ -326,6 +356,10 @@ def _merge(target: str, device: str, inference: _Result, train: _Result) -> _Res
                 sources=sources, modes=tuple(sorted(set(prev.modes) | set(usage.modes))),
                 custom=prev.custom or usage.custom, step_calls=prev.step_calls + usage.step_calls,
                 step_bytes=prev.step_bytes + usage.step_bytes,
+                step_layer_calls=prev.step_layer_calls + usage.step_layer_calls,
+                step_layer_bytes=prev.step_layer_bytes + usage.step_layer_bytes,
+                step_token_bytes=prev.step_token_bytes + usage.step_token_bytes,
+                step_layer_token_bytes=prev.step_layer_token_bytes + usage.step_layer_token_bytes,
                 dtype_sources=_union_by_dtype(prev.dtype_sources, usage.dtype_sources))
     stand_ins: dict[tuple, StandIn] = {}
     for s in inference.stand_ins + train.stand_ins:

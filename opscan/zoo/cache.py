@@ -7,7 +7,7 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-from opscan.records import ModelTrace, OpSource, OpUsage, StandIn
+from opscan.records import ModelTrace, OpSource, OpUsage, Shrink, StandIn
 from opscan.zoo.jobs import Outcome
 
 # 2: traces carry supplied_fakes; older traces stopped where opscan now supplies a kernel
@@ -42,7 +42,8 @@ def trace_from_dict(data: dict) -> ModelTrace:
                            "dtype_sources": tuple((d, tuple(_source(s) for s in found))
                                                   for d, found in u.get("dtype_sources", ()))}) for u in data["ops"])
     stand_ins = tuple(StandIn(**{**s, "source": _source(s.get("source"))}) for s in data["stand_ins"])
-    return ModelTrace(**{**data, "ops": ops, "stand_ins": stand_ins,
+    shrink = Shrink(**data["shrink"]) if data.get("shrink") else None
+    return ModelTrace(**{**data, "ops": ops, "stand_ins": stand_ins, "shrink": shrink,
                          "supplied_fakes": tuple(data.get("supplied_fakes", ()))})
 
 

@@ -54,7 +54,9 @@ def test_only_unlisted_ops_runs_with_possible_cpu_fallbacks_and_names_them():
     from opscan.reporters.json import to_dict
 
     ops = {o["op"]: o for o in to_dict(report)["ops"]}
-    assert ops["aten::topk"]["fallback"] == {"bytes_per_step": 3_000_000, "syncs_per_step": 2, "calls_per_step": 2}
+    assert ops["aten::topk"]["fallback"] == {
+        "bytes_per_step": 3_000_000, "syncs_per_step": 2, "calls_per_step": 2, "scaled_by": "",   # not shrunk
+        "traced": {"bytes_per_step": 3_000_000, "syncs_per_step": 2, "calls_per_step": 2}}
     assert "fallback" not in ops["aten::mm"]
     task = next(t for t in report.tasks if t.kind == "may-fall-back")
     assert "they would copy 6.0 MB between host and device per training step, with 4 syncs" in task.why

@@ -81,13 +81,27 @@ def section(report: Report, console: Console) -> None:
         row = _row(usage, coverage.get(usage.op), show_modes, bool(coverage), wide, notes, width)
         cost = costs.get(usage.op)
         if cost is not None and cost.bytes_per_step and bool(coverage):   # the status cell: its fallback cost
-            row[-2 if wide else -1].append(f" {size(cost.bytes_per_step)}/step", style="yellow")
+            row[-2 if wide else -1].append(f" {size(cost.bytes_per_step)}/step" + "*" * bool(cost.scaled_by),
+                                           style="yellow")
         table.add_row(*row)
     console.print(table)
     if coverage:
         for text, number in notes.items():
             console.print(Text(f"  [{number}] {text}", style="dim"))
+    scaled = [f for f in report.fallbacks if f.scaled_by]
+    if scaled:   # NOTE [fallback scaling] in opscan/assess.py
+        how = "; ".join(sorted({f.scaled_by for f in scaled}))
+        traced = sum(f.traced_bytes for f in scaled)
+        console.print(Text(f"  * CPU fallback cost per training step scaled back to the real model ({how}): "
+                           f"{size(sum(f.bytes_per_step for f in scaled))}, as traced {size(traced)}", style="dim"))
+    if report.release_notes:   # release facts about traced ops that are no known failure (never the verdict)
+        console.print(Text("release notes on traced ops:", style="bold"))
+        for note in report.release_notes:
+            console.print(Text(f"  {note.packet} ({VIA[note.via]} {', '.join(note.ops)}): {note.text}", style="dim"))
     console.print()
+
+
+VIA = {"op": "traced:", "overload": "traced as", "part": "decomposed, its parts traced:"}
 
 
 def _evidence_notes(merged, coverage: dict[str, Coverage]) -> dict[str, int]:

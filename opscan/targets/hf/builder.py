@@ -11,9 +11,11 @@ from pathlib import Path
 import torch
 
 from opscan.errors import TargetError
+from opscan.records import Shrink
 from opscan.targets.empty import build_empty, first_line
 from opscan.targets.folders import NO_TRUST_NOTE, config_path, read_config, remote_code
 from opscan.targets.hf.architectures import value_inputs
+from opscan.targets.hf.defaults import SHRUNK_KEY
 from opscan.targets.hf.inputs import task_inputs
 from opscan.targets.hf.shapes import VALUE_INPUTS
 from opscan.trace.spec import Built
@@ -132,7 +134,24 @@ def build_hf(path_text: str, *, batch: int | None, seq_len: int | None,
     train_only = () if seq2seq else ("labels",)
     extra = value_inputs(model, config)   # per architecture (opscan/targets/hf/architectures.py)
     values = tuple(name for name in kwargs if name in VALUE_INPUTS or name in extra)
-    return Built(model, kwargs=kwargs, description=f"hf:{path_text}", train_only=train_only, values=values)
+    return Built(model, kwargs=kwargs, description=f"hf:{path_text}", train_only=train_only, values=values,
+                 shrink=traced_size(config, kwargs))
+
+
+def traced_size(config, kwargs: dict) -> Shrink:
+    """The traced batch and sequence length (of `input_ids`) and, for a config whose layers the zoo
+    cut (SHRUNK_KEY), the real and traced layer count of its main stack (the top level's, else the
+    text config's, else the first cut)."""
+    ids = kwargs.get("input_ids")
+    batch, seq = tuple(ids.shape) if isinstance(ids, torch.Tensor) and ids.dim() == 2 else (0, 0)
+    cuts = getattr(config, SHRUNK_KEY, None)
+    cut = [0, 0]
+    if isinstance(cuts, dict) and cuts:
+        key = next((k for k in cuts if "." not in k), next((k for k in cuts if k.startswith("text_config.")),
+                                                          next(iter(cuts))))
+        if isinstance(cuts[key], list) and len(cuts[key]) == 2:
+            cut = cuts[key]
+    return Shrink(layers=int(cut[1]), real_layers=int(cut[0]), batch=int(batch), seq_len=int(seq))
 
 
 def config_dtype(config):

@@ -34,6 +34,10 @@ class DefaultConfig:
 LAYER_KEYS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers",
               "decoder_layers", "num_decoder_layers", "num_encoder_layers")
 FIRST_K_KEYS = ("first_k_dense_replace", "num_dense_layers", "first_k_dense")
+# The key of config.json recording the layer counts cut ({"num_hidden_layers": [32, 2], ...}): the
+# hf builder reads it back so a trace knows the real model's depth (NOTE [fallback scaling] in
+# opscan/assess.py); transformers keeps an unknown key as a plain config attribute.
+SHRUNK_KEY = "opscan_shrunk_layers"
 # Keys naming layers that do not place them (multi-token-prediction heads sit outside the stack).
 HARMLESS_LAYER_KEYS = ("num_nextn_predict_layers",)
 # Backbone configs name the layers whose outputs they return (out_features ["stage12"],
@@ -89,8 +93,20 @@ def _sibling_placement(data: dict) -> str:
     return ""
 
 
-def _shrink(data: dict, layers: int, where: str = "") -> str:
-    """Cut layer counts in `data` and its sub-configs in place; returns a note of the change, or ""."""
+def shrink(data: dict, layers: int) -> str:
+    """`--layers`: cut the layer counts of a config dict in place (NOTE [shrinking layers]), recording
+    the counts cut under SHRUNK_KEY; returns a note of the change, or ""."""
+    cuts: dict = {}
+    note = _shrink(data, layers, cuts=cuts)
+    if cuts:   # the real layer counts, for scaling fallback costs back (records.Shrink)
+        data[SHRUNK_KEY] = cuts
+    return note
+
+
+def _shrink(data: dict, layers: int, where: str = "", cuts: dict | None = None) -> str:
+    """Cut layer counts in `data` and its sub-configs in place; returns a note of the change, or "".
+    `cuts` receives each cut as {"where.key": [old, new]} (SHRUNK_KEY)."""
+    cuts = {} if cuts is None else cuts
     structure = _structure_key(data)
     if structure:
         return f"not shrunk: layer placement in {where}{structure}"
@@ -123,6 +139,7 @@ def _shrink(data: dict, layers: int, where: str = "") -> str:
             data[list_key] = [values[i] for i in sorted(keep)]
         data[key] = new
         notes.append(f"{where}{key} {old} -> {new}")
+        cuts[f"{where}{key}"] = [old, new]
     for key in POSITION_KEYS:
         old = data.get(key)
         if isinstance(old, int) and not isinstance(old, bool) and old > MAX_POSITIONS:
@@ -132,7 +149,7 @@ def _shrink(data: dict, layers: int, where: str = "") -> str:
     if sibling:
         notes.append(f"sub-configs not shrunk: layer placement in {where}{sibling}")
     for name in [] if sibling else _sub_configs(data):  # text_config, encoder, ...: the same rules
-        notes.append(_shrink(data[name], layers, f"{where}{name}."))
+        notes.append(_shrink(data[name], layers, f"{where}{name}.", cuts))
     return "; ".join(n for n in notes if n)
 
 
@@ -224,7 +241,7 @@ def write_default_config(model_type: str, class_name: str, family: str, config_d
         data["architectures"] = [class_name]
     note = "; ".join(n for n in (note, *_required(data, family)) if n)
     if layers:
-        note = "; ".join(n for n in (note, _shrink(data, layers)) if n)
+        note = "; ".join(n for n in (note, shrink(data, layers)) if n)
     if dtype:
         data["dtype"] = dtype
         note = "; ".join(n for n in (note, f"dtype {dtype}") if n)

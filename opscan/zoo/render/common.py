@@ -33,6 +33,17 @@ def fallback(row: Row) -> int:
     return sum(row.counts.get(s, 0) for s in FALLBACK_STATUSES)
 
 
+def cost_basis(run: ZooRun) -> str:
+    """What the MB/step figures stand for: scaled back to each model's real layer count when the
+    run cut layers (`--layers`; NOTE [fallback scaling] in opscan/assess.py), else as traced."""
+    layers = run.meta.get("layers")
+    if layers:
+        return (f"scaled back from the {layers} traced layers to each model's real layer count (calls and "
+                "bytes inside the repeated layers, and their weights' gradients and optimizer states); at "
+                "the traced batch and sequence length")
+    return "at the traced shapes"
+
+
 STOP_LABELS = {"transformers-bug": "transformers bug", "missing-package": "missing package",
                "limit": "limit", "data-dependent": "data-dependent", "opscan": "opscan gap"}
 

@@ -8,6 +8,7 @@ from typing import TextIO
 from opscan.zoo.render.common import (
     SHORT,
     blocking_ops,
+    cost_basis,
     explain,
     fallback,
     fallback_ops,
@@ -76,6 +77,8 @@ def render(run: ZooRun, out: TextIO) -> None:
     else:
         w("<p>None: every op met runs, on the device or on the CPU.</p>\n")
     w("<h2>Ops that may fall back to the CPU</h2>\n")
+    w(f"<p>Most costly first: MB per training step copied between host and device in the model where the op "
+      f"costs most, {escape(cost_basis(run))}.</p>\n")
     slow = fallback_ops(run)
     if slow:
         w('<table class="sortable"><thead><tr>' + _th("op") + _th("status") + _th("MB per step", True)

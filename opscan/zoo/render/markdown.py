@@ -7,6 +7,7 @@ from typing import TextIO
 from opscan.zoo.render.common import (
     blocking_ops,
     cell,
+    cost_basis,
     explain,
     fallback,
     fallback_ops,
@@ -50,7 +51,7 @@ def render(run: ZooRun, out: TextIO) -> None:
     out.write("\n## Ops that may fall back to the CPU\n\nOps that run, but on the CPU (cpu-fallback) or "
               "perhaps (device-or-cpu: not listed, and the release documents a CPU fallback), most costly "
               "first: *MB/step* is what the op copies between host and device per training step in the "
-              "model where it costs most.\n\n")
+              f"model where it costs most, {cost_basis(run)}.\n\n")
     if slow:
         out.write("| op | status | MB/step | models | step | example models |\n|---|---|---:|---:|---:|---|\n")
         for stat in slow:

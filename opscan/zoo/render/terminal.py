@@ -7,7 +7,8 @@ from typing import TextIO
 from rich.console import Console
 from rich.table import Table
 
-from opscan.zoo.render.common import blocking_ops, explain, fallback, fallback_ops, headline, megabytes, verdict_label
+from opscan.zoo.render.common import (blocking_ops, cost_basis, explain, fallback, fallback_ops, headline,
+                                      megabytes, verdict_label)
 from opscan.zoo.execution import ZooRun
 
 TOP_OPS = 15
@@ -42,6 +43,7 @@ def render(run: ZooRun, out: TextIO, width: int | None = None) -> None:
             table.add_row(stat.op, stat.status, megabytes(stat.bytes_per_step), str(len(stat.models)),
                           str(stat.step_models))
         console.print(table)
+        console.print(f"MB/step: {cost_basis(run)}")
     meta = run.meta
     console.print(f"{headline(run)}")
     console.print(f"traced {meta.get('traced', 0)}, from trace cache {meta.get('trace_cache', 0)}, "
