@@ -58,6 +58,13 @@ PACKAGES: list[tuple[str, str, str, str, list[str]]] = [
      "7c204dde312008a8a1afa09437408fde00675d326c73bcaac688c46dfb633cad", []),
     ("ultralytics", "ultralytics==8.3.40", "ultralytics-8.3.40-py3-none-any.whl",
      "68eab78f4bdcd7ab2f62f5fe5a394958dd8507c47359a7f7930ab617ffba4302", []),
+    # held-out 2 (issue 26): three packages opscan had never scanned, labelled before the first scan
+    ("deepspeed", "deepspeed==0.16.0", "deepspeed-0.16.0.tar.gz",
+     "166c7151799d1e6cce1bc338199fc0c0e450db4cc4549cb457b99299ebff54ac", ["--no-binary", ":all:"]),
+    ("bitsandbytes", "bitsandbytes==0.42.0", "bitsandbytes-0.42.0.tar.gz",
+     "fc1505f184f0d275766f2a6c663f1a43b734c1409b5c5a406f3a6073d9f329fd", ["--no-binary", ":all:"]),
+    ("mosaicml", "mosaicml==0.27.0", "mosaicml-0.27.0-py3-none-any.whl",
+     "b771129449e9af4c82849b09cd12a6d902f64b117efbf71c6116b7bd62c93b53", []),
 ]
 
 _SKIP_SUFFIXES = (".so", ".pyd", ".dll", ".dylib")

@@ -15,10 +15,14 @@ Notes are informational and not scored (their count is printed). Labelling rules
     python benchmarks/recall/score.py --details       # also every miss and false positive
     python benchmarks/recall/score.py --json out.json # machine-readable result
     python benchmarks/recall/score.py --set heldout   # the held-out files (labels_heldout.csv)
+    python benchmarks/recall/score.py --set heldout2  # held-out 2: three never-scanned packages
+    python benchmarks/recall/score.py --set heldout-all  # both held-out parts together
 
 Two label sets: `dev` (labels.csv / files.txt, labelled before opscan ran on the corpus, and
 used while improving the scanner) and `heldout` (labels_heldout.csv / files_heldout.txt,
 labelled afterwards, before opscan ran on those files, and never used to change the scanner).
+`heldout2` (labels_heldout2.csv / files_heldout2.txt) is a second held-out part, from three
+packages opscan had never scanned (issue 26); `heldout-all` scores both held-out parts together.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
 CATEGORIES = ("device-string", "cuda-api", "custom-kernel", "cuda-only-lib", "device-dispatch")
 SCORED = ("error", "warning")
+# label set -> suffixes of its files*.txt / labels*.csv parts
+SETS = {"dev": ("",), "heldout": ("_heldout",), "heldout2": ("_heldout2",),
+        "heldout-all": ("_heldout", "_heldout2")}
 
 
 def read_labels(path: Path = HERE / "labels.csv") -> set[tuple[str, int, str]]:
@@ -101,16 +108,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--details", action="store_true", help="list every miss and false positive")
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON")
-    parser.add_argument("--set", choices=("dev", "heldout"), default="dev", help="which label set (default dev)")
+    parser.add_argument("--set", choices=tuple(SETS), default="dev", help="which label set (default dev)")
     args = parser.parse_args(argv)
-    suffix = "" if args.set == "dev" else "_heldout"
-    files = read_files(HERE / f"files{suffix}.txt")
+    files, labels = [], set()
+    for suffix in SETS[args.set]:
+        files += read_files(HERE / f"files{suffix}.txt")
+        labels |= read_labels(HERE / f"labels{suffix}.csv")
     missing = [f for f in files if not (CORPUS / f).is_file()]
     if missing:
         print(f"score.py: {len(missing)} labelled files are missing (first: corpus/{missing[0]}); "
               "run benchmarks/recall/fetch.py", file=sys.stderr)
         return 2
-    labels = read_labels(HERE / f"labels{suffix}.csv")
     stray = sorted({f for f, _, _ in labels} - set(files))
     if stray:
         print(f"score.py: labels.csv names files not in files.txt: {stray[0]}", file=sys.stderr)

@@ -47,3 +47,22 @@ def test_scorer_matches_file_line_and_category_and_skips_notes():
     assert result["notes"] == 1
     assert result["categories"]["cuda-api"]["precision"] == 0.5
     assert result["misses"] == [("a.py", 5, "device-string"), ("b.py", 1, "custom-kernel")]
+
+
+def test_heldout_parts_are_disjoint_from_dev_and_pinned_and_heldout_all_joins_them():
+    score = _score_module()
+    dev = set(score.read_files())
+    fetch = (RECALL / "fetch.py").read_text(encoding="utf-8")
+    parts = {}
+    for name in ("heldout", "heldout2"):
+        (suffix,) = score.SETS[name]
+        files = score.read_files(RECALL / f"files{suffix}.txt")
+        labels = score.read_labels(RECALL / f"labels{suffix}.csv")
+        assert {f for f, _, _ in labels} <= set(files) and not set(files) & dev
+        assert all(f'("{f.split("/", 1)[0]}", ' in fetch for f in files)
+        parts[name] = set(files)
+    assert not parts["heldout"] & parts["heldout2"]
+    # held-out 2 comes from packages no other part uses
+    new = {f.split("/", 1)[0] for f in parts["heldout2"]}
+    assert not new & {f.split("/", 1)[0] for f in dev | parts["heldout"]}
+    assert score.SETS["heldout-all"] == score.SETS["heldout"] + score.SETS["heldout2"]
