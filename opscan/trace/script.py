@@ -30,6 +30,7 @@ import time
 
 import torch
 from torch import nn
+from torch.utils._pytree import tree_leaves, tree_map_only
 
 from opscan.errors import TraceError, UsageError
 from opscan.records import DeviceProfile, ModelTrace
@@ -102,7 +103,8 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         try:
             with _RunMode(allow_non_fake_inputs=True), redirects.answering(device, requests), \
                     devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(), \
-                    fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(), recorder:
+                    fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(), _loaders_in_process(requests), \
+                    _host_reads(), recorder:
                 if module:
                     runpy.run_module(script, run_name="__main__", alter_sys=True)
                 else:
@@ -133,7 +135,8 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
 
 
 class _RunMode(devices.FakeMode):
-    """FakeMode that keeps the values of small integer tensors, random ones included (NOTE [host values])."""
+    """FakeMode that keeps the values of small integer tensors, random ones included, and of host
+    data (NOTE [host values])."""
 
     keep_values = True
 
@@ -142,7 +145,18 @@ class _RunMode(devices.FakeMode):
             out = self._kept_factory(func, args, kwargs or {})
             if out is not None:
                 return out
-        return super().dispatch(func, types, args, kwargs)
+        if any(_host_data(t) for t in tree_leaves((args, kwargs))):
+            args, kwargs = tree_map_only(torch.Tensor, self._host_constant, (args, kwargs or {}))
+        out = super().dispatch(func, types, args, kwargs)
+        return _distinct_outputs(self, func, out) if isinstance(out, tuple) else out
+
+    def may_turn_const(self, t) -> bool:
+        return super().may_turn_const(t) or _host_data(t)
+
+    def _host_constant(self, t):
+        if not _host_data(t):
+            return t
+        return self.fake_tensor_converter.from_real_tensor(self, t, make_constant=True)
 
     def _kept_fake(self, real, device: torch.device):
         return super()._kept_fake(real, device) if device.type == "cpu" else None
@@ -162,7 +176,47 @@ class _RunMode(devices.FakeMode):
 # tensors stay without values, so a loss's `.item()` is still a counted stand-in. Values stay on
 # the host: a tensor moved to the imitated device loses them (a constant there would make
 # FakeTensorMode run a real kernel of a device that does not exist).
+# Host data is kept too: a real CPU tensor that enters the run (made by `torch.from_numpy`,
+# `torch.frombuffer`, `torch.load`, or built before the run) keeps its values, whatever its dtype, up
+# to HOST_NUMEL elements, and ops whose inputs all have values compute theirs for real on the CPU
+# (FakeTensorMode's constant propagation). So a dataset's own code runs on real values as in a real
+# run (torchvision's MNIST: `Image.fromarray(img.numpy())`, a transform's normalisation; `.tolist()`
+# of a sampler's `randperm` reads the values without an op, as for real), while
+# everything made by the script in the run's tensors (weights, activations, a loss) stays fake.
 _RANDOM_INDEX_FACTORIES = (torch.ops.aten.randint, torch.ops.aten.randperm)
+HOST_NUMEL = 1 << 24
+
+
+def _host_data(t) -> bool:
+    """A real (not fake) strided CPU tensor without autograd, small enough to keep (NOTE [host values])."""
+    return (type(t) is torch.Tensor and t.device.type == "cpu" and t.layout == torch.strided
+            and not t.requires_grad and t.numel() <= HOST_NUMEL)
+
+
+def _distinct_outputs(mode, func, out: tuple) -> tuple:
+    """NOTE [distinct outputs]: an op whose schema returns fresh tensors returns distinct ones."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    if any(r.alias_info is not None for r in func._schema.returns):
+        return out
+    seen: set[int] = set()
+    fixed = list(out)
+    for i, t in enumerate(out):
+        if not isinstance(t, FakeTensor):
+            continue
+        if id(t) in seen:
+            meta = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+            fixed[i] = FakeTensor(mode, meta, t.fake_device)
+        seen.add(id(t))
+    return tuple(fixed) if len(seen) < sum(isinstance(t, FakeTensor) for t in out) else out
+
+
+# NOTE [distinct outputs]
+# Some fake kernels return one tensor for two outputs whose real kernel returns two
+# (mkldnn_rnn_layer_backward: the gradients of b_ih and b_hh of an nn.LSTM). Autograd then sees the
+# gradient shared, cannot steal it for the second bias and clones it (new_empty_strided + copy_):
+# ops a real run never dispatches. So a duplicate output of an op whose schema declares no alias
+# is replaced by a fresh fake tensor of the same shape, strides and dtype.
 
 
 def _name(script: str, module: bool, project_root: str | None) -> str:
@@ -232,6 +286,60 @@ def _phases(recorder: ScriptRecorder, counter: _Steps):
     finally:
         for hook in hooks:
             hook.remove()
+
+
+@contextlib.contextmanager
+def _host_reads():
+    """`.numpy()` and `.tolist()` of a fake tensor with values read them as a real tensor does
+    (NOTE [host values]); without values, as before (a stop, or stand-ins)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch.utils._mode_utils import no_dispatch
+
+    def reader(name: str, original):
+        def read(self, *args, **kwargs):
+            if self.constant is None:
+                return original(self, *args, **kwargs)
+            with no_dispatch():   # under the fake mode Tensor.numpy reads no memory
+                return getattr(self.constant, name)(*args, **kwargs)
+
+        return read
+
+    with fakes.patched(FakeTensor, "numpy", reader("numpy", FakeTensor.numpy)), \
+            fakes.patched(FakeTensor, "tolist", reader("tolist", FakeTensor.tolist)):
+        yield
+
+
+@contextlib.contextmanager
+def _loaders_in_process(requests: redirects.Requests):
+    """DataLoaders with worker processes load in the script's process (NOTE [loader workers])."""
+    import inspect
+
+    from torch.utils.data import DataLoader
+
+    original = DataLoader.__init__
+    signature = inspect.signature(original)
+
+    def __init__(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        workers = bound.arguments.get("num_workers", 0)
+        if workers and workers > 0:
+            requests.note(f"DataLoader(num_workers={workers}) loaded in the main process")
+            bound.arguments.update(num_workers=0, prefetch_factor=None, persistent_workers=False)
+            bound.arguments.pop("multiprocessing_context", None)
+        original(*bound.args, **bound.kwargs)
+
+    with fakes.patched(DataLoader, "__init__", __init__):
+        yield
+
+
+# NOTE [loader workers]
+# A DataLoader with num_workers > 0 forks worker processes: opscan's isolated child may not have
+# children, and fake tensors cannot cross processes. So the run loads each batch in the script's
+# own process, as num_workers=0 does (worker_init_fn is not called), and says so at the line that
+# built the loader; the loading code is the same, its ops are recorded (host ops on the imitated
+# device). A real run dispatches those ops in its workers: the collate of a worker writes into
+# shared memory (`aten::stack.out`, `aten::resize_`) and the main process rebuilds the batch from
+# it (`aten::set_`) where the in-process collate dispatches `aten::stack`.
 
 
 @contextlib.contextmanager
