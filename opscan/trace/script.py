@@ -30,12 +30,13 @@ import time
 
 import torch
 from torch import nn
+from torch.utils._mode_utils import no_dispatch
 from torch.utils._pytree import tree_leaves, tree_map_only
 
 from opscan.errors import TraceError, UsageError
 from opscan.records import DeviceProfile, ModelTrace
 from opscan.trace import device as devices
-from opscan.trace import fakes, logs
+from opscan.trace import fakes, loaders, logs
 from opscan.trace import redirect as redirects
 from opscan.trace.recorder import Recorder, _tensors
 from opscan.trace.sources import SourceFinder
@@ -103,7 +104,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         try:
             with _RunMode(allow_non_fake_inputs=True), redirects.answering(device, requests), \
                     devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(), \
-                    fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(), _loaders_in_process(requests), \
+                    fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(), loaders.in_process(requests.note), \
                     _host_reads(), recorder:
                 if module:
                     runpy.run_module(script, run_name="__main__", alter_sys=True)
@@ -141,8 +142,8 @@ class _RunMode(devices.FakeMode):
     keep_values = True
 
     def dispatch(self, func, types, args=(), kwargs=None):
-        if func.overloadpacket in _RANDOM_INDEX_FACTORIES:
-            out = self._kept_factory(func, args, kwargs or {})
+        if func.overloadpacket in _RANDOM_FACTORIES:
+            out = self._kept_random(func, args, kwargs or {})
             if out is not None:
                 return out
         if any(_host_data(t) for t in tree_leaves((args, kwargs))):
@@ -152,6 +153,18 @@ class _RunMode(devices.FakeMode):
 
     def may_turn_const(self, t) -> bool:
         return super().may_turn_const(t) or _host_data(t)
+
+    def _kept_random(self, func, args, kwargs):
+        """A random factory's result on the host, with its values, drawn from the real generator."""
+        if any(isinstance(a, torch.Tensor) for a in tree_leaves((args, kwargs))):
+            return None
+        if kwargs.get("device") is not None and torch.device(kwargs["device"]).type != "cpu":
+            return None
+        with no_dispatch():
+            real = func(*args, **kwargs)
+        if real.numel() > HOST_NUMEL:
+            return None   # NOTE: the generator advanced as in a real run; the values are dropped
+        return self._kept_fake(real, torch.device("cpu"))
 
     def _host_constant(self, t):
         if not _host_data(t):
@@ -167,23 +180,21 @@ class _RunMode(devices.FakeMode):
 
 
 # NOTE [host values]
-# A script's batching code computes indices on the host: `ix = torch.randint(len(data) - block, (B,))`
-# then `data[i:i + block] for i in ix`. Stand-in values (1 for every `.item()`) would make each
-# slice empty. So a run keeps the values of small integer tensors as the trace does for inputs
-# with values (NOTE [inputs with values] in device.py): integer results of up to KEPT_NUMEL
-# elements, integer `arange`s and random integer factories (randint, randperm) are computed for
-# real on the CPU (cheap at that size) and their `.item()`s are real values; floating-point
-# tensors stay without values, so a loss's `.item()` is still a counted stand-in. Values stay on
-# the host: a tensor moved to the imitated device loses them (a constant there would make
-# FakeTensorMode run a real kernel of a device that does not exist).
-# Host data is kept too: a real CPU tensor that enters the run (made by `torch.from_numpy`,
-# `torch.frombuffer`, `torch.load`, or built before the run) keeps its values, whatever its dtype, up
-# to HOST_NUMEL elements, and ops whose inputs all have values compute theirs for real on the CPU
-# (FakeTensorMode's constant propagation). So a dataset's own code runs on real values as in a real
-# run (torchvision's MNIST: `Image.fromarray(img.numpy())`, a transform's normalisation; `.tolist()`
-# of a sampler's `randperm` reads the values without an op, as for real), while
-# everything made by the script in the run's tensors (weights, activations, a loss) stays fake.
-_RANDOM_INDEX_FACTORIES = (torch.ops.aten.randint, torch.ops.aten.randperm)
+# A script's host code needs real values: batching computes indices (`ix = torch.randint(...)`, then
+# `data[i:i + block] for i in ix`; stand-ins of 1 would make each slice empty), a dataset reads its
+# tensors (torchvision's MNIST: `Image.fromarray(img.numpy())`), a sampler shuffles with
+# `randperm(n).tolist()`, a synthetic dataset draws images with `torch.randn`. So host tensors keep
+# their values as real ones do: host random factories (randint, randperm, randn, rand) draw from the
+# real generator, a real CPU tensor entering the run (from `torch.from_numpy`, `torch.frombuffer`,
+# `torch.load`, or built before the run) keeps its values whatever its dtype, integer results of up
+# to KEPT_NUMEL elements and integer `arange`s too (NOTE [inputs with values] in device.py), each up
+# to HOST_NUMEL elements; ops whose inputs all have values compute theirs for real on the CPU
+# (FakeTensorMode's constant propagation), and `.numpy()` / `.tolist()` read them. What the script
+# computes from its model (weights made by `nn.Module` constructors, activations, the loss) has no
+# values: a loss's `.item()` is still a counted stand-in. Values stay on the host: a tensor moved to
+# the imitated device loses them (a constant there would make FakeTensorMode run a real kernel of a
+# device that does not exist).
+_RANDOM_FACTORIES = (torch.ops.aten.randint, torch.ops.aten.randperm, torch.ops.aten.randn, torch.ops.aten.rand)
 HOST_NUMEL = 1 << 24
 
 
@@ -307,39 +318,6 @@ def _host_reads():
     with fakes.patched(FakeTensor, "numpy", reader("numpy", FakeTensor.numpy)), \
             fakes.patched(FakeTensor, "tolist", reader("tolist", FakeTensor.tolist)):
         yield
-
-
-@contextlib.contextmanager
-def _loaders_in_process(requests: redirects.Requests):
-    """DataLoaders with worker processes load in the script's process (NOTE [loader workers])."""
-    import inspect
-
-    from torch.utils.data import DataLoader
-
-    original = DataLoader.__init__
-    signature = inspect.signature(original)
-
-    def __init__(self, *args, **kwargs):
-        bound = signature.bind(self, *args, **kwargs)
-        workers = bound.arguments.get("num_workers", 0)
-        if workers and workers > 0:
-            requests.note(f"DataLoader(num_workers={workers}) loaded in the main process")
-            bound.arguments.update(num_workers=0, prefetch_factor=None, persistent_workers=False)
-            bound.arguments.pop("multiprocessing_context", None)
-        original(*bound.args, **bound.kwargs)
-
-    with fakes.patched(DataLoader, "__init__", __init__):
-        yield
-
-
-# NOTE [loader workers]
-# A DataLoader with num_workers > 0 forks worker processes: opscan's isolated child may not have
-# children, and fake tensors cannot cross processes. So the run loads each batch in the script's
-# own process, as num_workers=0 does (worker_init_fn is not called), and says so at the line that
-# built the loader; the loading code is the same, its ops are recorded (host ops on the imitated
-# device). A real run dispatches those ops in its workers: the collate of a worker writes into
-# shared memory (`aten::stack.out`, `aten::resize_`) and the main process rebuilds the batch from
-# it (`aten::set_`) where the in-process collate dispatches `aten::stack`.
 
 
 @contextlib.contextmanager
