@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cases import CASES, COMMITS  # noqa: E402
+from cases import CASES, COMMITS
 
 
 def _paths(repo: str) -> list[str]:
@@ -34,10 +34,10 @@ def _extract(git_dir: str, commit: str, paths: list[str], dest: Path) -> list[st
     missing = []
     for entry in filter(None, listing.split("\0")):
         meta, path = entry.split("\t", 1)
-        mode, kind, blob = meta.split()
+        _, kind, blob = meta.split()
         if kind != "blob":
             continue
-        out = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "blob", blob], capture_output=True)
+        out = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "blob", blob], capture_output=True, check=False)
         if out.returncode != 0:
             missing.append(path)
             continue

@@ -28,9 +28,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from cases import CASES, COMMITS  # noqa: E402
-from fake_data import MAKERS  # noqa: E402
-from fetch import fetch  # noqa: E402
+from cases import CASES, COMMITS
+from fake_data import MAKERS
+from fetch import fetch
 
 WORK = HERE / ".work"
 # the Python each case needs: the project's environment, or one with torchvision (env var to override)
@@ -68,7 +68,7 @@ def _env(case, cwd: Path) -> dict:
 
 def _timed(command: list[str], cwd: Path, env: dict) -> tuple[subprocess.CompletedProcess, float]:
     started = time.perf_counter()
-    out = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    out = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False)
     return out, round(time.perf_counter() - started, 1)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 
-import torch
 from torch.utils._mode_utils import no_dispatch
 from torch.utils._pytree import tree_flatten, tree_map_only
 
@@ -24,7 +23,6 @@ from opscan.trace.fakes import patched
 # path in-process, for real: torch's collate with a worker's info set, torch's pickler out of the
 # recorder's sight, its unpickler under it. A batch with tensors without values is collated as by
 # num_workers=0, and the difference shows (`aten::stack` in place of the worker's ops).
-
 
 @contextlib.contextmanager
 def in_process(note):
@@ -49,7 +47,6 @@ def in_process(note):
     with patched(DataLoader, "__init__", __init__):
         yield
 
-
 class _AsWorker:
     """A loader's collate_fn run as in worker 0 of `workers`, the batch handed over as a worker's is."""
 
@@ -70,7 +67,6 @@ class _AsWorker:
                 out = self.collate(real)
             return _hand_over(out)
 
-
 @contextlib.contextmanager
 def _worker_info(workers: int, dataset):
     from torch.utils.data._utils import worker
@@ -81,7 +77,6 @@ def _worker_info(workers: int, dataset):
         yield
     finally:
         worker._worker_info = saved
-
 
 def _hand_over(batch):
     """The batch through torch's inter-process pickler: dumped as the worker's feeder thread does
@@ -95,6 +90,5 @@ def _hand_over(batch):
     with no_dispatch():
         ForkingPickler(buffer, 2).dump(batch)
     return ForkingPickler.loads(buffer.getvalue())
-
 
 __all__ = ["in_process"]

@@ -268,7 +268,10 @@ class _Steps:
 @contextlib.contextmanager
 def _phases(recorder: ScriptRecorder, counter: _Steps):
     """Optimizer step hooks, module hooks and backward wrappers that set the recorder's phase."""
-    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+    from torch.optim.optimizer import (
+        register_optimizer_step_post_hook,
+        register_optimizer_step_pre_hook,
+    )
 
     backward, grad = torch.autograd.backward, torch.autograd.grad
 

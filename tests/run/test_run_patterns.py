@@ -134,6 +134,7 @@ def test_host_data_keeps_its_values_so_the_dataset_code_runs(tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     trace, notes = run_script(str(tmp_path / "train.py"), device="neuron", project_root=str(tmp_path))
     assert trace.complete, trace.stopped_at   # `.numpy()` of the dataset's tensor has its values
+    assert any("DataLoader(num_workers=2) loaded in the main process" in n for n in notes)
     host = {u.op for u in trace.host_ops}
     assert {"aten::div.Tensor", "aten::stack.out"} <= host   # loading and collate on the host
     assert "aten::addmm" in {u.op for u in trace.ops} and "aten::addmm" not in host
