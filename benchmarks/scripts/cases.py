@@ -31,19 +31,28 @@ class Case:
     pythonpath: tuple[str, ...] = ()   # folders of the copy put on PYTHONPATH (as `pip install -e .`)
     held_out: bool = False
     env: dict = field(default_factory=dict)
+    neuron_command: tuple[str, ...] = ()   # the command on an accelerator, when the CPU run pins the CPU
+
+    def command_for(self, device: str) -> tuple[str, ...]:
+        return self.neuron_command if device == "neuron" and self.neuron_command else self.command
 
 
 CASES = (
     Case("nanogpt-train", "karpathy/nanoGPT", ("train.py", "model.py", "configurator.py", "config"), ".",
          ("train.py", "config/train_shakespeare_char.py", "--device=cpu", "--compile=False", "--eval_iters=2",
           "--batch_size=4", "--block_size=32", "--n_layer=2", "--n_head=2", "--n_embd=32", "--max_iters=5"),
-         data="shakespeare_char", steps=2),
+         data="shakespeare_char", steps=2,
+         neuron_command=("train.py", "config/train_shakespeare_char.py", "--compile=False", "--eval_iters=2",
+                         "--batch_size=4", "--block_size=32", "--n_layer=2", "--n_head=2", "--n_embd=32",
+                         "--max_iters=5")),
     Case("mingpt-adder", "karpathy/minGPT", ("mingpt", "projects/adder"), "projects/adder",
          ("adder.py", "--data.ndigit=1", "--trainer.batch_size=8", "--trainer.max_iters=5"),
          pythonpath=(".",)),
     Case("examples-word-lm", "pytorch/examples", ("word_language_model",), "word_language_model",
          ("main.py", "--epochs", "1", "--emsize", "16", "--nhid", "16", "--bptt", "8", "--batch_size", "4",
-          "--dry-run"), data="wikitext"),
+          "--dry-run"), data="wikitext",
+         neuron_command=("main.py", "--epochs", "1", "--emsize", "16", "--nhid", "16", "--bptt", "8",
+                         "--batch_size", "4", "--dry-run", "--accel")),
     Case("examples-mnist", "pytorch/examples", ("mnist",), "mnist",
          ("main.py", "--epochs", "1", "--batch-size", "8", "--test-batch-size", "16"),
          data="mnist", python="vision"),
@@ -51,10 +60,16 @@ CASES = (
          ("main.py", "--epochs", "1", "--batch-size", "8"), data="mnist", python="vision"),
     Case("examples-dcgan", "pytorch/examples", ("dcgan",), "dcgan",
          ("main.py", "--dataset", "fake", "--batchSize", "4", "--imageSize", "64", "--ngf", "8", "--ndf", "8",
-          "--niter", "1"), python="vision"),
+          "--niter", "1"), python="vision",
+         neuron_command=("main.py", "--dataset", "fake", "--batchSize", "4", "--imageSize", "64", "--ngf", "8",
+                         "--ndf", "8", "--niter", "1", "--accel")),
     # held out: run once for the table, never tuned on
     Case("examples-time-sequence", "pytorch/examples", ("time_sequence_prediction",), "time_sequence_prediction",
          ("train.py", "--steps", "2"), data="sine_waves", held_out=True),
+    Case("examples-mnist-rnn", "pytorch/examples", ("mnist_rnn",), "mnist_rnn",
+         ("main.py", "--epochs", "1", "--batch-size", "8", "--test-batch-size", "16"), data="mnist",
+         python="vision", held_out=True,
+         neuron_command=("main.py", "--epochs", "1", "--batch-size", "8", "--test-batch-size", "16", "--accel")),
     Case("examples-imagenet-dummy", "pytorch/examples", ("imagenet",), "imagenet",
          ("main.py", "--dummy", "-a", "resnet18", "-b", "4", "--epochs", "1", "-p", "1"),
          python="vision", held_out=True),

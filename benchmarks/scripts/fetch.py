@@ -52,7 +52,8 @@ def fetch(repo: str, dest: Path, mirror: str | None = None) -> Path:
     commit = COMMITS[repo]
     target = dest / repo.replace("/", "+")
     stamp = target / ".commit"
-    if stamp.is_file() and stamp.read_text().strip() == commit:
+    wanted = "\n".join([commit, *_paths(repo)]) + "\n"
+    if stamp.is_file() and stamp.read_text() == wanted:
         return target
     target.mkdir(parents=True, exist_ok=True)
     if mirror:
@@ -65,7 +66,7 @@ def fetch(repo: str, dest: Path, mirror: str | None = None) -> Path:
             missing = _extract(f"{tmp}/.git", commit, _paths(repo), target)
     for path in missing:
         print(f"{repo}: {path} not in the mirror (left out)", file=sys.stderr)
-    stamp.write_text(commit + "\n")
+    stamp.write_text(wanted)
     return target
 
 

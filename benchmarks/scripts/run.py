@@ -87,7 +87,7 @@ def opscan_run(case, source: Path, device: str) -> dict:
     python = PYTHONS[case.python]
     out, seconds = _timed([python, "-m", "opscan", "run", "--device", device, "--steps", str(case.steps),
                            "--format", "json", "--exit-zero", "--timeout", str(TIMEOUT), "--", "python",
-                           *case.command], cwd, _env(case, cwd))
+                           *case.command_for(device)], cwd, _env(case, cwd))
     if out.returncode != 0 or not out.stdout.strip():
         return {"error": out.stderr.strip()[-800:], "seconds": seconds}
     doc = json.loads(out.stdout)
@@ -100,6 +100,13 @@ def opscan_run(case, source: Path, device: str) -> dict:
 
 def jaccard(a: set, b: set) -> float:
     return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def neuron_row(case, source: Path) -> dict:
+    n = opscan_run(case, source, "neuron")
+    return ({"error": n["error"], "seconds": n["seconds"]} if "error" in n else
+            {"device_ops": n["device_ops"], "host_ops": n["host_ops"], "stopped_at": n["stopped_at"],
+             "ended": n["notes"][:1], "seconds": n["seconds"], "load": _load()})
 
 
 def measure(case, source: Path, neuron: bool) -> dict:
@@ -117,10 +124,7 @@ def measure(case, source: Path, neuron: bool) -> dict:
                    only_real=sorted(r - f), only_opscan=sorted(f - r), stopped_at=fake["stopped_at"],
                    ended=fake["notes"][:1])
     if neuron:
-        n = opscan_run(case, source, "neuron")
-        row["neuron"] = ({"error": n["error"]} if "error" in n else
-                         {"device_ops": n["device_ops"], "host_ops": n["host_ops"], "stopped_at": n["stopped_at"],
-                          "ended": n["notes"][:1], "seconds": n["seconds"]})
+        row["neuron"] = neuron_row(case, source)
     row["load_after"] = _load()
     return row
 
@@ -130,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], metavar="NAME")
     parser.add_argument("--held-out", action="store_true", help="run the held-out cases instead")
     parser.add_argument("--neuron", action="store_true", help="also run --device neuron")
+    parser.add_argument("--neuron-only", action="store_true", help="only run --device neuron")
     parser.add_argument("--json", metavar="FILE", help="write the rows as JSON")
     parser.add_argument("--mirror", action="append", default=[], metavar="OWNER/NAME=GIT_DIR")
     args = parser.parse_args(argv)
@@ -138,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for case in cases:
         source = fetch(case.repo, WORK, mirrors.get(case.repo))
-        row = measure(case, source, args.neuron)
+        row = {"case": case.name, "neuron": neuron_row(case, source)} if args.neuron_only else \
+            measure(case, source, args.neuron)
         rows.append(row)
         print(json.dumps(row, indent=1), flush=True)
     if args.json:
@@ -146,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\n| case | steps | real | opscan | Jaccard | only real | only opscan | s real | s opscan | load |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
+        if args.neuron_only:
+            print(f"| {row['case']} | neuron | {json.dumps(row['neuron'])} |")
+            continue
         if "error" in row:
             print(f"| {row['case']} | {row['steps']} | error | | | | | {row['real_seconds']} | "
                   f"{row['opscan_seconds']} | {row['load_before']} |")

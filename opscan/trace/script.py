@@ -306,14 +306,13 @@ def _phases(recorder: ScriptRecorder, counter: _Steps):
 def _host_reads():
     """`.numpy()` and `.tolist()` of a fake tensor with values read them as a real tensor does
     (NOTE [host values]); without values, as before (a stop, or stand-ins)."""
-    from torch._subclasses.fake_tensor import FakeTensor
-    from torch.utils._mode_utils import no_dispatch
+    from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 
     def reader(name: str, original):
         def read(self, *args, **kwargs):
             if self.constant is None:
                 return original(self, *args, **kwargs)
-            with no_dispatch():   # under the fake mode Tensor.numpy reads no memory
+            with unset_fake_temporarily():   # the real read, its ops (numpy's detach) recorded
                 return getattr(self.constant, name)(*args, **kwargs)
 
         return read

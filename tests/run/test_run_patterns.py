@@ -139,3 +139,22 @@ def test_host_data_keeps_its_values_so_the_dataset_code_runs(tmp_path, monkeypat
     assert {"aten::div.Tensor", "aten::stack.out"} <= host   # loading and collate on the host
     assert "aten::addmm" in {u.op for u in trace.ops} and "aten::addmm" not in host
     assert not any(s.source is not None and s.source.line in (12, 13) for s in trace.stand_ins)
+
+
+def test_a_synthetic_dataset_draws_real_random_images(tmp_path, monkeypatch):
+    # torchvision's FakeData: torch.randn per item, then ToPILImage's `.mul(255).byte()...numpy()`
+    real, trace, notes = _both(tmp_path, monkeypatch, """
+        import numpy as np
+        import torch
+        g = torch.Generator().manual_seed(0)
+        images = []
+        for i in range(4):
+            img = torch.randn(3, 8, 8, generator=g)
+            arr = img.mul(255).byte().permute(1, 2, 0).numpy()
+            images.append(torch.from_numpy(np.ascontiguousarray(arr)).float().mean())
+        assert torch.stack(images).shape == (4,)
+    """)
+    assert trace.complete, trace.stopped_at
+    assert "ran to its end" in notes[0]
+    assert {"aten::randn.generator", "aten::mul.Tensor", "aten::_to_copy"} <= _ops(trace)
+    assert _ops(trace) == real
