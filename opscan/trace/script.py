@@ -105,7 +105,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
             with _RunMode(allow_non_fake_inputs=True), redirects.answering(device, requests), \
                     devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(), \
                     fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(), loaders.in_process(requests.note), \
-                    _host_reads(), recorder:
+                    _host_reads(recorder), recorder:
                 if module:
                     runpy.run_module(script, run_name="__main__", alter_sys=True)
                 else:
@@ -303,13 +303,18 @@ def _phases(recorder: ScriptRecorder, counter: _Steps):
 
 
 @contextlib.contextmanager
-def _host_reads():
+def _host_reads(recorder: ScriptRecorder):
     """`.numpy()` and `.tolist()` of a fake tensor with values read them as a real tensor does
-    (NOTE [host values]); without values, as before (a stop, or stand-ins)."""
+    (NOTE [host values]); `.numpy()` of one without values (a model's output saved as an image) is an
+    array of zeros, a counted stand-in at its line; `.tolist()` gives `.item()` stand-ins."""
     from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 
     def reader(name: str, original):
         def read(self, *args, **kwargs):
+            if self.constant is None and name == "numpy" and self.device.type == "cpu":
+                recorder._count_stand_in("Tensor.numpy", "numpy", "zeros", recorder.source())
+                with no_dispatch():
+                    return torch.zeros(self.shape, dtype=self.dtype).numpy()
             if self.constant is None:
                 return original(self, *args, **kwargs)
             with unset_fake_temporarily():   # the real read, its ops (numpy's detach) recorded

@@ -158,3 +158,19 @@ def test_a_synthetic_dataset_draws_real_random_images(tmp_path, monkeypatch):
     assert "ran to its end" in notes[0]
     assert {"aten::randn.generator", "aten::mul.Tensor", "aten::_to_copy"} <= _ops(trace)
     assert _ops(trace) == real
+
+
+def test_numpy_of_a_model_output_is_a_counted_stand_in(tmp_path, monkeypatch):
+    # torchvision's save_image(fake.detach()) in a GAN loop: the output has no values
+    real, trace, notes = _both(tmp_path, monkeypatch, """
+        import torch
+        from torch import nn
+        net = nn.Linear(4, 6)
+        out = net(torch.randn(2, 4)).detach()
+        image = out.mul(255).clamp_(0, 255).to(torch.uint8).numpy()
+        assert image.shape == (2, 6)
+    """)
+    assert trace.complete and "ran to its end" in notes[0]
+    (numpy,) = [s for s in trace.stand_ins if s.kind == "numpy"]
+    assert numpy.source.line == 6 and numpy.value == "zeros"
+    assert _ops(trace) == real
