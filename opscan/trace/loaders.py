@@ -19,7 +19,7 @@ from opscan.trace.fakes import patched
 # worker's collate writes the batch into shared memory (`aten::set_.source_Storage`,
 # `aten::resize_`, `aten::stack.out`), the queue's feeder thread pickles it (not on the recorded
 # thread), and the main process rebuilds it (`aten::set_.source_Storage_storage_offset`). When the
-# batch's tensors have values (host data, NOTE [host values] in script.py), the run takes that same
+# batch's tensors have values (host data, NOTE [host values] in run_mode.py), the run takes that same
 # path in-process, for real: torch's collate with a worker's info set, torch's pickler out of the
 # recorder's sight, its unpickler under it. A batch with tensors without values is collated as by
 # num_workers=0, and the difference shows (`aten::stack` in place of the worker's ops).
