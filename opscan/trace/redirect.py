@@ -12,8 +12,9 @@ so each request is rewritten before it is dispatched:
   bf16 supported, no-op synchronize/empty_cache/seeding, zero memory counters; every other
   `torch.cuda` function has no imitated answer and stops the run at its line;
 - on `--device cpu` the machine is a CPU-only one: `torch.cuda` answers as it really does here, so
-  the script takes the path a real CPU run takes (explicit "cuda" requests still land on the CPU);
-- autocast and GradScaler of "cuda" use the imitated device; `torch.compile` returns the module or
+  the script takes the path a real CPU run takes, and autocast and GradScaler of "cuda" are disabled
+  as torch disables them there (explicit "cuda" device requests still land on the CPU);
+- on `--device neuron` autocast and GradScaler of "cuda" use the imitated device; `torch.compile` returns the module or
   function unchanged (the run is eager, and the report says so).
 Every request is counted with its source line, for the report's notes.
 """
@@ -238,9 +239,10 @@ def answering(device: str, requests: Requests):
     with contextlib.ExitStack() as stack:
         stack.enter_context(patched(nn.Module, "to", _module_to(redirect)))
         stack.enter_context(patched(nn.Module, "cuda", _module_cuda(redirect)))
-        stack.enter_context(patched(autocast, "__init__", _autocast_init(autocast.__init__, redirect)))
-        stack.enter_context(patched(grad_scaler.GradScaler, "__init__",
-                                    _scaler_init(grad_scaler.GradScaler.__init__, redirect)))
+        if device != "cpu":   # a CPU-only machine disables them, with torch's warning
+            stack.enter_context(patched(autocast, "__init__", _autocast_init(autocast.__init__, redirect)))
+            stack.enter_context(patched(grad_scaler.GradScaler, "__init__",
+                                        _scaler_init(grad_scaler.GradScaler.__init__, redirect)))
         stack.enter_context(patched(grad_scaler.GradScaler, "_maybe_opt_step", _scaler_step))
         stack.enter_context(patched(torch, "compile", _compile(requests)))
         if device != "cpu":

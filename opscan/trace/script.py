@@ -34,7 +34,7 @@ from torch import nn
 from opscan.errors import TraceError, UsageError
 from opscan.records import DeviceProfile, ModelTrace
 from opscan.trace import device as devices
-from opscan.trace import fakes, logs
+from opscan.trace import fakes, loaders, logs, run_mode
 from opscan.trace import redirect as redirects
 from opscan.trace.recorder import Recorder, _tensors
 from opscan.trace.sources import SourceFinder
@@ -100,9 +100,10 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
     with logs.captured(), _as_main(script, argv, module, cwd), _distributed(nproc, device) as dist_note, \
             _phases(recorder, counter):
         try:
-            with _RunMode(allow_non_fake_inputs=True), redirects.answering(device, requests), \
+            with run_mode.RunMode(allow_non_fake_inputs=True), redirects.answering(device, requests), \
                     devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(), \
-                    fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(), recorder:
+                    fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(), loaders.in_process(requests.note), \
+                    run_mode.host_reads(recorder), recorder:
                 if module:
                     runpy.run_module(script, run_name="__main__", alter_sys=True)
                 else:
@@ -130,39 +131,6 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         seconds=round(time.perf_counter() - started, 3), supplied_fakes=tuple(sorted(recorder.supplied)),
         host_ops=recorder.host.usages(mode) if recorder.host is not None else ())
     return trace, tuple(notes)
-
-
-class _RunMode(devices.FakeMode):
-    """FakeMode that keeps the values of small integer tensors, random ones included (NOTE [host values])."""
-
-    keep_values = True
-
-    def dispatch(self, func, types, args=(), kwargs=None):
-        if func.overloadpacket in _RANDOM_INDEX_FACTORIES:
-            out = self._kept_factory(func, args, kwargs or {})
-            if out is not None:
-                return out
-        return super().dispatch(func, types, args, kwargs)
-
-    def _kept_fake(self, real, device: torch.device):
-        return super()._kept_fake(real, device) if device.type == "cpu" else None
-
-    def _kept_copy(self, args, kwargs):
-        target = kwargs.get("device")
-        return None if target is not None and torch.device(target).type != "cpu" else super()._kept_copy(args, kwargs)
-
-
-# NOTE [host values]
-# A script's batching code computes indices on the host: `ix = torch.randint(len(data) - block, (B,))`
-# then `data[i:i + block] for i in ix`. Stand-in values (1 for every `.item()`) would make each
-# slice empty. So a run keeps the values of small integer tensors as the trace does for inputs
-# with values (NOTE [inputs with values] in device.py): integer results of up to KEPT_NUMEL
-# elements, integer `arange`s and random integer factories (randint, randperm) are computed for
-# real on the CPU (cheap at that size) and their `.item()`s are real values; floating-point
-# tensors stay without values, so a loss's `.item()` is still a counted stand-in. Values stay on
-# the host: a tensor moved to the imitated device loses them (a constant there would make
-# FakeTensorMode run a real kernel of a device that does not exist).
-_RANDOM_INDEX_FACTORIES = (torch.ops.aten.randint, torch.ops.aten.randperm)
 
 
 def _name(script: str, module: bool, project_root: str | None) -> str:
@@ -203,7 +171,10 @@ class _Steps:
 @contextlib.contextmanager
 def _phases(recorder: ScriptRecorder, counter: _Steps):
     """Optimizer step hooks, module hooks and backward wrappers that set the recorder's phase."""
-    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+    from torch.optim.optimizer import (
+        register_optimizer_step_post_hook,
+        register_optimizer_step_pre_hook,
+    )
 
     backward, grad = torch.autograd.backward, torch.autograd.grad
 

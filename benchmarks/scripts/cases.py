@@ -1,0 +1,76 @@
+"""The development set of `opscan run`: real scripts at pinned commits, their arguments and fake data.
+
+Each case names a public repository, a commit, the files to copy from it (`fetch.py`), the folder
+the script runs from, its command, the steps, the Python it needs (`main`: the project's torch;
+`vision`: one with torchvision) and the fake data it reads (`fake_data.py`). `held_out` cases are
+run once for the report and never tuned on (docs/run.md, "Real scripts").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# repository -> pinned commit (the snapshot the table in docs/run.md was measured on)
+COMMITS = {
+    "karpathy/nanoGPT": "3adf61e154c3fe3fca428ad6bc3818b27a3b8291",
+    "karpathy/minGPT": "37baab71b9abea1b76ab957409a1cc2fbfba8a26",
+    "pytorch/examples": "77f55b912142e11fcfdf5b530231fb9c52f181e8",
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    repo: str
+    paths: tuple[str, ...]          # files or folders copied from the repository
+    cwd: str                        # folder (inside the copy) the script runs from
+    command: tuple[str, ...]        # after `python`
+    data: str = ""                  # a fake_data.py maker, run in cwd
+    steps: int = 1
+    python: str = "main"            # main | vision
+    pythonpath: tuple[str, ...] = ()   # folders of the copy put on PYTHONPATH (as `pip install -e .`)
+    held_out: bool = False
+    env: dict = field(default_factory=dict)
+    neuron_command: tuple[str, ...] = ()   # the command on an accelerator, when the CPU run pins the CPU
+
+    def command_for(self, device: str) -> tuple[str, ...]:
+        return self.neuron_command if device == "neuron" and self.neuron_command else self.command
+
+
+CASES = (
+    Case("nanogpt-train", "karpathy/nanoGPT", ("train.py", "model.py", "configurator.py", "config"), ".",
+         ("train.py", "config/train_shakespeare_char.py", "--device=cpu", "--compile=False", "--eval_iters=2",
+          "--batch_size=4", "--block_size=32", "--n_layer=2", "--n_head=2", "--n_embd=32", "--max_iters=5"),
+         data="shakespeare_char", steps=2,
+         neuron_command=("train.py", "config/train_shakespeare_char.py", "--compile=False", "--eval_iters=2",
+                         "--batch_size=4", "--block_size=32", "--n_layer=2", "--n_head=2", "--n_embd=32",
+                         "--max_iters=5")),
+    Case("mingpt-adder", "karpathy/minGPT", ("mingpt", "projects/adder"), "projects/adder",
+         ("adder.py", "--data.ndigit=1", "--trainer.batch_size=8", "--trainer.max_iters=5"),
+         pythonpath=(".",)),
+    Case("examples-word-lm", "pytorch/examples", ("word_language_model",), "word_language_model",
+         ("main.py", "--epochs", "1", "--emsize", "16", "--nhid", "16", "--bptt", "8", "--batch_size", "4",
+          "--dry-run"), data="wikitext",
+         neuron_command=("main.py", "--epochs", "1", "--emsize", "16", "--nhid", "16", "--bptt", "8",
+                         "--batch_size", "4", "--dry-run", "--accel")),
+    Case("examples-mnist", "pytorch/examples", ("mnist",), "mnist",
+         ("main.py", "--epochs", "1", "--batch-size", "8", "--test-batch-size", "16"),
+         data="mnist", python="vision"),
+    Case("examples-vae", "pytorch/examples", ("vae",), "vae",
+         ("main.py", "--epochs", "1", "--batch-size", "8"), data="mnist", python="vision"),
+    Case("examples-dcgan", "pytorch/examples", ("dcgan",), "dcgan",
+         ("main.py", "--dataset", "fake", "--batchSize", "4", "--imageSize", "64", "--ngf", "8", "--ndf", "8",
+          "--niter", "1"), python="vision",
+         neuron_command=("main.py", "--dataset", "fake", "--batchSize", "4", "--imageSize", "64", "--ngf", "8",
+                         "--ndf", "8", "--niter", "1", "--accel")),
+    # held out: run once for the table, never tuned on
+    Case("examples-time-sequence", "pytorch/examples", ("time_sequence_prediction",), "time_sequence_prediction",
+         ("train.py", "--steps", "2"), data="sine_waves", held_out=True),
+    Case("examples-mnist-rnn", "pytorch/examples", ("mnist_rnn",), "mnist_rnn",
+         ("main.py", "--epochs", "1", "--batch-size", "8", "--test-batch-size", "16"), data="mnist",
+         python="vision", held_out=True,
+         neuron_command=("main.py", "--epochs", "1", "--batch-size", "8", "--test-batch-size", "16", "--accel")),
+    Case("examples-imagenet-dummy", "pytorch/examples", ("imagenet",), "imagenet",
+         ("main.py", "--dummy", "-a", "resnet18", "-b", "4", "--epochs", "1", "-p", "1"),
+         python="vision", held_out=True),
+)

@@ -1,0 +1,68 @@
+"""Small fake data files in the formats the development set's scripts read (cases.py `data`).
+
+Each maker writes into the script's working folder what the script opens there, with deterministic
+contents: the scripts run their real data-loading code on it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import pickle
+import struct
+from pathlib import Path
+
+import numpy as np
+
+
+def shakespeare_char(cwd: Path) -> None:
+    """nanoGPT's data/shakespeare_char: uint16 train.bin / val.bin and meta.pkl (65 characters)."""
+    folder = cwd / "data" / "shakespeare_char"
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    rng.integers(0, 65, size=4000).astype(np.uint16).tofile(folder / "train.bin")
+    rng.integers(0, 65, size=1000).astype(np.uint16).tofile(folder / "val.bin")
+    chars = [chr(c) for c in range(32, 97)]
+    meta = {"vocab_size": 65, "itos": dict(enumerate(chars)), "stoi": {c: i for i, c in enumerate(chars)}}
+    (folder / "meta.pkl").write_bytes(pickle.dumps(meta))
+
+
+def wikitext(cwd: Path) -> None:
+    """word_language_model's ./data/wikitext-2/{train,valid,test}.txt: a few lines of words."""
+    folder = cwd / "data" / "wikitext-2"
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(50)]
+    for name, lines in (("train", 40), ("valid", 10), ("test", 10)):
+        text = "\n".join(" ".join(rng.choice(words, size=12)) for _ in range(lines)) + "\n"
+        (folder / f"{name}.txt").write_text(text)
+
+
+def _idx(path: Path, array: np.ndarray) -> None:
+    dims = struct.pack(">" + "I" * array.ndim, *array.shape)
+    code = {1: 0x08}[array.dtype.itemsize]
+    path.write_bytes(struct.pack(">HBB", 0, code, array.ndim) + dims + array.tobytes())
+
+
+def mnist(cwd: Path) -> None:
+    """torchvision's MNIST raw files in ../data/MNIST/raw: 64 training and 32 test images."""
+    folder = cwd.parent / "data" / "MNIST" / "raw"
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    for prefix, n in (("train", 64), ("t10k", 32)):
+        _idx(folder / f"{prefix}-images-idx3-ubyte", rng.integers(0, 256, size=(n, 28, 28)).astype(np.uint8))
+        _idx(folder / f"{prefix}-labels-idx1-ubyte", rng.integers(0, 10, size=(n,)).astype(np.uint8))
+    for path in list(folder.iterdir()):   # torchvision also accepts the .gz the download leaves
+        if path.suffix != ".gz":
+            (folder / (path.name + ".gz")).write_bytes(gzip.compress(path.read_bytes()))
+
+
+def sine_waves(cwd: Path) -> None:
+    """time_sequence_prediction's traindata.pt: as its generate_sine_wave.py, 8 waves of 200 points."""
+    import torch
+
+    rng = np.random.default_rng(2)
+    x = np.arange(200)[None, :] + rng.integers(-80, 80, size=(8, 1))
+    torch.save(np.sin(x / 20.0).astype("float64"), cwd / "traindata.pt")
+
+
+MAKERS = {"shakespeare_char": shakespeare_char, "wikitext": wikitext, "mnist": mnist, "sine_waves": sine_waves}
