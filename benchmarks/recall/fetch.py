@@ -65,6 +65,13 @@ PACKAGES: list[tuple[str, str, str, str, list[str]]] = [
      "fc1505f184f0d275766f2a6c663f1a43b734c1409b5c5a406f3a6073d9f329fd", ["--no-binary", ":all:"]),
     ("mosaicml", "mosaicml==0.27.0", "mosaicml-0.27.0-py3-none-any.whl",
      "b771129449e9af4c82849b09cd12a6d902f64b117efbf71c6116b7bd62c93b53", []),
+    # held-out 3 (issue 26): three more packages opscan had never scanned, labelled before the first scan
+    ("colossalai", "colossalai==0.4.6", "colossalai-0.4.6.tar.gz",
+     "1fdc05d56580bfe904d1098ee2dbf70d2d538cae9f5af787c8e77a04325269ba", ["--no-binary", ":all:"]),
+    ("sglang", "sglang==0.3.6", "sglang-0.3.6-py3-none-any.whl",
+     "00b98a4d81d7a0773faaafc6b8bf997e52c539ddf0ca7f2ad15133d5feb62740", []),
+    ("liger-kernel", "liger-kernel==0.4.2", "liger_kernel-0.4.2-py3-none-any.whl",
+     "40fc8605343e89a58b2623ace8448f434bee51370cb05deda8630a70e8bf4d34", []),
 ]
 
 _SKIP_SUFFIXES = (".so", ".pyd", ".dll", ".dylib")

@@ -16,13 +16,15 @@ Notes are informational and not scored (their count is printed). Labelling rules
     python benchmarks/recall/score.py --json out.json # machine-readable result
     python benchmarks/recall/score.py --set heldout   # the held-out files (labels_heldout.csv)
     python benchmarks/recall/score.py --set heldout2  # held-out 2: three never-scanned packages
-    python benchmarks/recall/score.py --set heldout-all  # both held-out parts together
+    python benchmarks/recall/score.py --set heldout3  # held-out 3: three more never-scanned packages
+    python benchmarks/recall/score.py --set heldout-all  # all held-out parts together
 
 Two label sets: `dev` (labels.csv / files.txt, labelled before opscan ran on the corpus, and
 used while improving the scanner) and `heldout` (labels_heldout.csv / files_heldout.txt,
 labelled afterwards, before opscan ran on those files, and never used to change the scanner).
 `heldout2` (labels_heldout2.csv / files_heldout2.txt) is a second held-out part, from three
-packages opscan had never scanned (issue 26); `heldout-all` scores both held-out parts together.
+packages opscan had never scanned (issue 26); `heldout3` (labels_heldout3.csv / files_heldout3.txt) a
+third, from three more such packages; `heldout-all` scores all held-out parts together.
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ CORPUS = HERE / "corpus"
 CATEGORIES = ("device-string", "cuda-api", "custom-kernel", "cuda-only-lib", "device-dispatch")
 SCORED = ("error", "warning")
 # label set -> suffixes of its files*.txt / labels*.csv parts
-SETS = {"dev": ("",), "heldout": ("_heldout",), "heldout2": ("_heldout2",),
-        "heldout-all": ("_heldout", "_heldout2")}
+SETS = {"dev": ("",), "heldout": ("_heldout",), "heldout2": ("_heldout2",), "heldout3": ("_heldout3",),
+        "heldout-all": ("_heldout", "_heldout2", "_heldout3")}
 
 
 def read_labels(path: Path = HERE / "labels.csv") -> set[tuple[str, int, str]]:

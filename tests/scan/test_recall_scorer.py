@@ -54,7 +54,7 @@ def test_heldout_parts_are_disjoint_from_dev_and_pinned_and_heldout_all_joins_th
     dev = set(score.read_files())
     fetch = (RECALL / "fetch.py").read_text(encoding="utf-8")
     parts = {}
-    for name in ("heldout", "heldout2"):
+    for name in ("heldout", "heldout2", "heldout3"):
         (suffix,) = score.SETS[name]
         files = score.read_files(RECALL / f"files{suffix}.txt")
         labels = score.read_labels(RECALL / f"labels{suffix}.csv")
@@ -62,7 +62,12 @@ def test_heldout_parts_are_disjoint_from_dev_and_pinned_and_heldout_all_joins_th
         assert all(f'("{f.split("/", 1)[0]}", ' in fetch for f in files)
         parts[name] = set(files)
     assert not parts["heldout"] & parts["heldout2"]
-    # held-out 2 comes from packages no other part uses
-    new = {f.split("/", 1)[0] for f in parts["heldout2"]}
-    assert not new & {f.split("/", 1)[0] for f in dev | parts["heldout"]}
-    assert score.SETS["heldout-all"] == score.SETS["heldout"] + score.SETS["heldout2"]
+    # held-out 2 and held-out 3 each come from packages no other part uses
+    def packages(files):
+        return {f.split("/", 1)[0] for f in files}
+
+    for name in ("heldout2", "heldout3"):
+        others = dev.union(*(files for other, files in parts.items() if other != name))
+        assert not packages(parts[name]) & packages(others), name
+        assert len(packages(parts[name])) >= 3
+    assert score.SETS["heldout-all"] == score.SETS["heldout"] + score.SETS["heldout2"] + score.SETS["heldout3"]
