@@ -43,6 +43,11 @@ class ModelConfig:
     optimizer_impl: str = ""         # "" = as on the real device; foreach | fused | for-loop
     amp: str = ""                    # "" = no autocast; e.g. "bfloat16"
     trust_remote_code: bool = False  # let an hf: folder with auto_map run its own code (in the trace child)
+    # the real training step's size, when the traced model or inputs are smaller (scales the cost
+    # of CPU fallbacks back: NOTE [fallback scaling] in opscan/assess.py); None = as traced
+    real_layers: int | None = None
+    real_batch: int | None = None
+    real_seq_len: int | None = None
 
 
 @dataclass(frozen=True)
@@ -224,7 +229,7 @@ def _models(raw: Any, where: str, checker: "_Checker") -> tuple[ModelConfig, ...
         checker.add(where, "must be an array of tables ([[tool.opscan.models]])")
         return ()
     known = {"target", "inputs", "mode", "batch", "seq-len", "optimizer", "optimizer-impl", "amp",
-             "trust-remote-code"}
+             "trust-remote-code", "real-layers", "real-batch", "real-seq-len"}
     models = []
     for index, item in enumerate(raw):
         here = f"{where}[{index}]"
@@ -252,6 +257,9 @@ def _models(raw: Any, where: str, checker: "_Checker") -> tuple[ModelConfig, ...
             optimizer_impl=checker.string(item.get("optimizer-impl", ""), here + ".optimizer-impl"),
             amp=checker.string(item.get("amp", ""), here + ".amp"),
             trust_remote_code=checker.boolean(item.get("trust-remote-code", False), here + ".trust-remote-code"),
+            real_layers=checker.positive_int(item.get("real-layers"), here + ".real-layers"),
+            real_batch=checker.positive_int(item.get("real-batch"), here + ".real-batch"),
+            real_seq_len=checker.positive_int(item.get("real-seq-len"), here + ".real-seq-len"),
         ))
     return tuple(models)
 

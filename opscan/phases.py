@@ -7,6 +7,7 @@ source, and says that tracing was skipped.
 from __future__ import annotations
 
 import os
+import dataclasses
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, TraceError
 from opscan.isolation import Limits
-from opscan.records import DeviceProfile, Finding, ModelTrace, RuleInfo, ScanFacts
+from opscan.records import DeviceProfile, Finding, ModelTrace, RuleInfo, ScanFacts, Shrink
 
 
 @dataclass(frozen=True)
@@ -156,4 +157,24 @@ def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None, limits:
         raise MissingDependencyError(f"tracing needs PyTorch, which is not installed ({exc})", "torch") from exc
     from opscan.outcome import trace_isolated
 
-    return trace_isolated(tracer_options(model, root, profile), limits)
+    return at_real_size(trace_isolated(tracer_options(model, root, profile), limits), model)
+
+
+def at_real_size(trace: ModelTrace, model: ModelConfig) -> ModelTrace:
+    """`trace` with the real step's size the model's configuration states (`real-layers`,
+    `real-batch`, `real-seq-len`) written into its shrink record, so the assessment scales the cost
+    of CPU fallbacks back to it (NOTE [fallback scaling] in opscan/assess.py). The traced batch and
+    sequence length are the configured `batch` / `seq-len` where the trace did not record them; a
+    size stated for what the trace cannot measure (no layer stack found, no traced batch) is left
+    unscaled, and the fallback's `scaled_by` says what was scaled."""
+    if not (model.real_layers or model.real_batch or model.real_seq_len):
+        return trace
+    shrink = trace.shrink or Shrink()
+    changes: dict[str, int] = {}
+    if model.real_layers and shrink.layers:
+        changes["real_layers"] = model.real_layers
+    if model.real_batch:
+        changes.update(real_batch=model.real_batch, batch=shrink.batch or model.batch or 0)
+    if model.real_seq_len:
+        changes.update(real_seq_len=model.real_seq_len, seq_len=shrink.seq_len or model.seq_len or 0)
+    return dataclasses.replace(trace, shrink=dataclasses.replace(shrink, **changes))

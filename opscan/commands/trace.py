@@ -37,6 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "numeric NAME is a positional argument)")
     parser.add_argument("--batch", type=positive_int, default=None, help="batch size of generated inputs")
     parser.add_argument("--seq-len", type=positive_int, default=None, help="sequence length of generated inputs")
+    parser.add_argument("--real-layers", type=positive_int, default=None, metavar="N",
+                        help="layer count of the real model, when the traced one is cut (scales fallback costs)")
+    parser.add_argument("--real-batch", type=positive_int, default=None, metavar="N",
+                        help="batch size of the real training step (scales fallback costs)")
+    parser.add_argument("--real-seq-len", type=positive_int, default=None, metavar="N",
+                        help="sequence length of the real training step (scales fallback costs)")
     parser.add_argument("--fsdp", type=_world_size, default=None, metavar="N",
                         help="trace rank 0 of an N-way FSDP2 (fully_shard) job on a fake process group: "
                         "adds its collectives and copy ops (N >= 2; see docs/trace.md, \"FSDP\")")
@@ -95,7 +101,8 @@ def _models(args: argparse.Namespace) -> tuple[list, Path]:
     for text in args.input:   # a bad --input is a usage error here, before any child starts
         parse_input(text)
     flags = dict(mode=args.mode, optimizer=args.optimizer, optimizer_impl=args.optimizer_impl, amp=args.amp,
-                 inputs=tuple(args.input), batch=args.batch, seq_len=args.seq_len)
+                 inputs=tuple(args.input), batch=args.batch, seq_len=args.seq_len,
+                 real_layers=args.real_layers, real_batch=args.real_batch, real_seq_len=args.real_seq_len)
     flags = {key: value for key, value in flags.items() if value}   # a flag given replaces the configured value
     if getattr(args, "trust_remote_code", False):
         flags["trust_remote_code"] = True
@@ -123,14 +130,15 @@ def run(args: argparse.Namespace) -> int:
     from opscan.assess import assess
     from opscan.commands.flags import isolation_from
     from opscan.outcome import trace_isolated
-    from opscan.phases import tracer_options
+    from opscan.phases import at_real_size, tracer_options
 
     limits = isolation_from(args)
     models, root = _models(args)
     release = _release(args)   # loaded once: the device profile of the trace, then coverage and caveats
     profile = release.profile()
     extra = {"device": args.device, **({"fsdp": args.fsdp} if getattr(args, "fsdp", None) is not None else {})}
-    traces = tuple(trace_isolated(tracer_options(model, root, profile, **extra), limits) for model in models)
+    traces = tuple(at_real_size(trace_isolated(tracer_options(model, root, profile, **extra), limits), model)
+                   for model in models)
     report = assess(Report(root=str(Path.cwd()), tool_version=__version__, traces=traces), release,
                     source_not_checked=TRACE_ONLY)
     _write(report, args.format, args.output)

@@ -103,3 +103,40 @@ def test_batch_and_sequence_scale_the_activation_bytes_when_the_real_ones_are_st
     unshrunk = ModelTrace("m", "train", "neuron", (usage,), shrink=Shrink("model.layers", layers=2, batch=2, seq_len=16))
     (same,) = fallback_costs((unshrunk,), (Coverage("aten::sort", "device-or-cpu"),))
     assert (same.bytes_per_step, same.calls_per_step, same.scaled_by) == (1000, 3, "")
+
+
+def test_a_stated_real_step_size_scales_the_tokens_and_a_model_without_it_is_unchanged(shrunk):
+    trace, traced_report = shrunk
+    from opscan.config import ModelConfig
+    from opscan.phases import at_real_size
+
+    assert at_real_size(trace, ModelConfig(target="x")) is trace                  # nothing stated
+    stated = at_real_size(trace, ModelConfig(target="x", real_batch=8, real_seq_len=256))
+    assert (stated.shrink.real_batch, stated.shrink.real_seq_len) == (8, 256)
+    assert (stated.shrink.batch, stated.shrink.seq_len, stated.shrink.real_layers) == (2, 64, 8)
+    release = static_release({"aten::mm": "native"}, kind="documented", no_kernel=EAGER_FALLBACK)
+    report = assess(Report(root="", tool_version="", traces=(stated,)), release, source_not_checked=None)
+    costs = {f.op: f for f in report.fallbacks}
+    before = {f.op: f for f in traced_report.fallbacks}
+    embedding = costs["aten::embedding"]
+    assert "batch x sequence 2x64 -> 8x256" in embedding.scaled_by
+    assert embedding.traced_bytes == before["aten::embedding"].traced_bytes
+    assert embedding.bytes_per_step > 4 * embedding.traced_bytes     # its output grows with 16x the tokens
+    assert embedding.calls_per_step == embedding.traced_calls        # one call per step at any size
+    assert costs["aten::silu"].scaled_by == "layers 2 -> 8 (model.layers); batch x sequence 2x64 -> 8x256"
+
+
+def test_real_sizes_are_read_from_the_model_table(tmp_path):
+    from opscan.config import load_config
+    from opscan.errors import ConfigError
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[[tool.opscan.models]]\ntarget = "m.py:build"\nreal-layers = 32\nreal-batch = 8\nreal-seq-len = 4096\n',
+        encoding="utf-8")
+    model = load_config(tmp_path).models[0]
+    assert (model.real_layers, model.real_batch, model.real_seq_len) == (32, 8, 4096)
+    (tmp_path / "pyproject.toml").write_text(
+        '[[tool.opscan.models]]\ntarget = "m.py:build"\nreal-batch = 0\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as refused:
+        load_config(tmp_path)
+    assert any("real-batch" in problem for problem in refused.value.problems)
