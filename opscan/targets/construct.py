@@ -13,7 +13,9 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import math
 import re
+import sys
 from pathlib import Path
 
 import torch
@@ -59,6 +61,9 @@ def fill(name: str, annotation, module, folder: Path | None):
     cls = _annotation_class(annotation, module)
     if cls is not None and not issubclass(cls, nn.Module) and cls not in (int, float, str, bool):
         return make_config(cls, module, folder)
+    part = part_class(name, cls, module)
+    if part is not None:
+        return make_part(part, module, folder)
     if CONFIG_ARG.search(name) and name != "params":
         errors = []
         for cls in config_classes(module):
@@ -75,6 +80,41 @@ def fill(name: str, annotation, module, folder: Path | None):
     if named_value(name) is not None:
         return named_value(name), f"{name}={named_value(name)}"
     raise TargetError(f"cannot choose a value for the required argument {name!r}")
+
+
+# NOTE [wrappers]
+# A wrapper takes the model's body as an argument (`TransformerWrapper(attn_layers: AttentionLayers)`,
+# `Wrapper(encoder)`). That argument is built first, the same way: from its annotation when it
+# names an nn.Module class, else from a class of the module whose name is the argument's
+# (`attn_layers` -> AttentionLayers / AttnLayers, `encoder` -> Encoder). torch.nn's own classes
+# are never guessed (they need sizes opscan cannot tie to the wrapper's).
+
+def part_class(name: str, cls, module):
+    """The nn.Module class to build for a wrapper's argument (NOTE [wrappers]), else None."""
+    if cls is not None and issubclass(cls, nn.Module):
+        return None if cls.__module__.startswith("torch.") else cls
+    wanted = {name.replace("_", "").lower(), name.replace("attn", "attention").replace("_", "").lower()}
+    return next((value for value in vars(module).values() if inspect.isclass(value) and issubclass(value, nn.Module)
+                 and not value.__module__.startswith("torch.") and value.__name__.lower() in wanted), None)
+
+
+def make_part(cls, module, folder: Path | None):
+    """An instance of the nn.Module class `cls`, its own required arguments filled (a wrapper's body)."""
+    if cls in _BUILDING:
+        raise TargetError(f"{cls.__name__} takes itself as an argument")
+    _BUILDING.add(cls)
+    try:
+        kwargs, how = arguments(cls, sys.modules.get(cls.__module__, module), folder)
+        return cls(**kwargs), f"{cls.__name__}({', '.join(how)})"
+    except TargetError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - user code
+        raise TargetError(f"{cls.__name__}(...) failed: {type(exc).__name__}: {exc}".splitlines()[0]) from None
+    finally:
+        _BUILDING.discard(cls)
+
+
+_BUILDING: set = set()
 
 
 def _annotation_class(annotation, module):
@@ -99,6 +139,9 @@ def config_classes(module) -> list[type]:
 
 def make_config(cls, module, folder: Path | None):
     """An instance of config class `cls` (defaults, get_default_config, names, shipped files), shrunk."""
+    named = _from_name(cls)
+    if named is not None:
+        return named
     if hasattr(cls, "get_default_config"):
         config = cls.get_default_config()
         for key, value in list(vars(config).items()):
@@ -130,6 +173,20 @@ def make_config(cls, module, folder: Path | None):
     return shrink(cls(**values)), f"{cls.__name__}({', '.join(f'{k}=…' for k in values)}): fields filled by name"
 
 
+def _from_name(cls):
+    """`cls.from_name(NAME)` with the smallest variant of a registry its module defines, else None."""
+    maker = getattr(cls, "from_name", None)
+    home = sys.modules.get(getattr(cls, "__module__", ""))
+    variant = pick_variant(home) if callable(maker) and home is not None else None
+    if variant is None:
+        return None
+    try:
+        config = maker(variant[0])
+    except Exception as exc:  # noqa: BLE001 - a config class of user code
+        raise TargetError(f"{cls.__name__}.from_name({variant[0]!r}) failed: {type(exc).__name__}: {exc}".splitlines()[0]) from None
+    return shrink(config), f"{cls.__name__}.from_name({variant[0]!r}) (the smallest variant of {variant[1]})"
+
+
 def _names(cls) -> set[str]:
     return {n for n, _ in _parameters(cls)}
 
@@ -149,9 +206,26 @@ def shipped_config(folder: Path | None, wanted: set[str]) -> tuple[dict, str] | 
     return None
 
 
-def _size_rank(stem: str) -> int:
+def _size_rank(stem: str) -> float:
+    """Smaller first: a size spelled in the name (`pythia-14m`, `llama3_2_1b`, `0.5B`), else a
+    small-sounding word (SMALL), else last."""
+    millions = size_in_name(stem)
+    if millions is not None:
+        return math.log10(millions + 1)
     lowered = stem.lower()
-    return next((i for i, word in enumerate(SMALL) if word in re.split(r"[-_.]", lowered)), len(SMALL))
+    return 10 + next((i for i, word in enumerate(SMALL) if word in re.split(r"[-_.]", lowered)), len(SMALL))
+
+
+_SIZE = re.compile(r"(?:^|[-_.])(0_\d+|\d+(?:\.\d+)?)([mbk])(?=$|[-_.])", re.IGNORECASE)
+
+
+def size_in_name(name: str) -> float | None:
+    """The parameter count (millions) spelled in a variant's name, e.g. 14 for `pythia-14m`, 500 for `0_5b`."""
+    found = _SIZE.findall(name)
+    if not found:
+        return None
+    number, unit = found[-1]
+    return float(number.replace("_", ".")) * {"k": 1e-3, "m": 1.0, "b": 1e3}[unit.lower()]
 
 
 def _read(path: Path):
@@ -172,7 +246,8 @@ def _read(path: Path):
 
 def pick_variant(module) -> tuple[str, str] | None:
     """(the smallest-sounding key, the registry's name) of a module-level dict of named variants."""
-    for name, value in sorted(vars(module).items()):
+    items = sorted(vars(module).items(), key=lambda item: (not _REGISTRY.search(item[0]), item[0]))
+    for name, value in items:
         if isinstance(value, dict) and value and all(isinstance(k, str) for k in value) and not name.startswith("__"):
             keys = sorted(value, key=lambda k: (_size_rank(k), k))
             return keys[0], name
@@ -181,6 +256,9 @@ def pick_variant(module) -> tuple[str, str] | None:
             keys = sorted(value, key=lambda k: (_size_rank(k), k))
             return keys[0], name
     return None
+
+
+_REGISTRY = re.compile(r"(config|configs|registry|models|variants|archs|name_to\w*)$", re.IGNORECASE)
 
 
 def shrink(config):
@@ -198,17 +276,77 @@ def shrink(config):
     return config
 
 
+def cut_repeats(model: nn.Module, keep: int = 2) -> int:
+    """`--layers`-style shrinking of a built model: each ModuleList / ModuleDict of more than `keep`
+    blocks of one type is cut to its first `keep` (NOTE [cutting repeated blocks]); how many were cut."""
+    cut = 0
+    for sub in list(model.modules()):
+        for name, child in list(sub.named_children()):
+            if isinstance(child, (nn.ModuleList, nn.ModuleDict)) and len(child) > keep \
+                    and len({type(m) for m in child.values()} if isinstance(child, nn.ModuleDict)
+                            else {type(m) for m in child}) == 1:
+                items = list(child.items()) if isinstance(child, nn.ModuleDict) else list(enumerate(child))
+                cut += len(items) - keep
+                kept = nn.ModuleDict(dict(items[:keep])) if isinstance(child, nn.ModuleDict) \
+                    else nn.ModuleList([m for _, m in items[:keep]])
+                setattr(sub, name, kept)
+                for attr in ("num_layers", "n_layers", "n_layer", "depth"):
+                    if isinstance(getattr(sub, attr, None), int) and getattr(sub, attr) > keep:
+                        setattr(sub, attr, keep)
+    return cut
+
+
+# NOTE [cutting repeated blocks]
+# A builder with no arguments (torchtune's `llama3_2_1b()`) builds the full depth (on `meta`, so
+# no memory). Its ops do not depend on how many identical blocks it repeats, so, as `--layers`
+# does for configs, every ModuleList/ModuleDict holding more than two blocks of one class keeps
+# its first two (and a `num_layers`-style count beside it follows). Only a model built with no
+# argument filled by opscan is cut: one whose sizes opscan chose is already small, and cutting
+# it could break what its constructor derived from the depth (x-transformers' layer order).
+
 # --- inputs -----------------------------------------------------------------------------------------
 
+_LEAVES = (nn.Embedding, nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.LSTM, nn.GRU)
+IN_NAMES = ("dim_in", "in_dim", "input_dim", "in_features", "in_channels", "input_channels", "d_in", "dim")
+IMAGE_NAMES = ("image_size", "img_size")
+CHANNEL_NAMES = ("channels", "in_channels", "in_chans", "num_channels", "input_channels")
+
+
 def _first_leaf(model: nn.Module):
+    """The first torch layer that fixes the input's size; for a model made of layers holding raw
+    Parameters (NOTE [raw Parameter layers]), a stand-in Linear/Conv of the size they declare."""
     for sub in model.modules():
-        if isinstance(sub, (nn.Embedding, nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.LSTM, nn.GRU)):
+        if isinstance(sub, _LEAVES):
             return sub
+        if any(p is not None and p.dim() >= 2 for p in sub._parameters.values()) \
+                and not any(True for child in sub.children() for _ in child.parameters()):
+            return _declared_leaf(model, sub)   # a layer of its own, not a model holding a few tokens
     return None
 
 
-def _size(config, names, default):
-    for source in (config, ):
+# NOTE [raw Parameter layers]
+# Some models hold their weights as raw nn.Parameters used through F.linear / F.conv2d (SIREN
+# layers, magnitude-preserving convolutions) instead of nn.Linear / nn.Conv2d: a module holding a
+# 2-D or larger Parameter and no child with parameters is such a layer (a model that holds a few
+# learned tokens beside its torch layers is not). The input size is
+# then what the layers declare: the first module (in registration order) that has an input-size
+# attribute (`dim_in`, `in_features`, `in_channels`, ...), else the size of the first raw
+# Parameter's last dimension; a 4-D Parameter (out, in, kh, kw) means images.
+
+def _declared_leaf(model: nn.Module, holder: nn.Module):
+    size = next((value for sub in model.modules() for name in IN_NAMES
+                 for value in [getattr(sub, name, None)]
+                 if isinstance(value, int) and not isinstance(value, bool) and value > 0), None)
+    weight = next(p for p in holder._parameters.values() if p is not None and p.dim() >= 2)
+    if weight.dim() == 4:
+        return nn.Conv2d(size or weight.shape[1], 1, 1, device="meta")
+    return nn.Linear(size or weight.shape[-1], 1, device="meta")
+
+
+def _size(config, names, default, model: nn.Module | None = None):
+    for source in (config, model):
+        if source is None:
+            continue
         for key in names:
             value = source.get(key) if isinstance(source, dict) else getattr(source, key, None)
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
@@ -219,25 +357,23 @@ def _size(config, names, default):
 
 
 def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | None) -> tuple[tuple, dict]:
-    """(args, kwargs) of one forward call: the main input from the first layer and the config,
-    targets/labels and timesteps by name; optional arguments left out."""
+    """(args, kwargs) of one forward call: the main input from the first layer and the config (or
+    the model's own size attributes), targets/labels and timesteps by name; optional arguments left
+    out unless the forward needs them (probe_inputs)."""
     b = batch or 2
     leaf = _first_leaf(model)
-    if leaf is None and _size(config, ("image_size", "img_size"), 0):
-        leaf = nn.Conv2d(_size(config, ("channels", "in_channels", "in_chans", "num_channels"), 3), 1, 1, device="meta")
+    side = _size(config, IMAGE_NAMES, 0, model)
+    channels = _size(config, CHANNEL_NAMES, 0, model)
+    if side and (leaf is None or not isinstance(leaf, (nn.Conv1d, nn.Conv3d, nn.Embedding))):
+        leaf = nn.Conv2d(channels or (leaf.in_channels if isinstance(leaf, nn.Conv2d) else 3), 1, 1, device="meta")
     if leaf is None:
         raise TargetError(f"{type(model).__name__} has no embedding, linear or convolution layer to size an input from")
     if isinstance(leaf, nn.Embedding):
         t = seq_len or min(_size(config, ("block_size", "max_seq_len", "seq_len", "context_length", "n_ctx",
-                                          "max_position_embeddings", "n_positions", "max_len"), 16), 32)
+                                          "max_position_embeddings", "n_positions", "max_len"), 16, model), 32)
         main = torch.randint(0, leaf.num_embeddings, (b, t))
-    elif _size(config, ("image_size", "img_size"), 0) and not isinstance(leaf, (nn.Conv1d, nn.Conv3d)):
-        side = _size(config, ("image_size", "img_size"), 32)   # a vision model patchifying its image itself
-        channels = leaf.in_channels if isinstance(leaf, nn.Conv2d) else \
-            _size(config, ("channels", "in_channels", "in_chans", "num_channels"), 3)
-        main = torch.randn(b, channels, side, side)
     elif isinstance(leaf, nn.Conv2d):
-        side = _size(config, ("image_size", "img_size", "input_size", "resolution", "sample_size"), 64)
+        side = side or _size(config, ("input_size", "resolution", "sample_size"), 64, model)
         main = torch.randn(b, leaf.in_channels, side, side)
     elif isinstance(leaf, nn.Conv1d):
         main = torch.randn(b, leaf.in_channels, seq_len or 256)
@@ -261,7 +397,7 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
         elif name in ("targets", "target", "labels", "y", "label", "tgt"):
             value = torch.randint(0, leaf.num_embeddings, main.shape) if main.dtype == torch.long else \
                 torch.zeros(b, dtype=torch.long)
-        elif name in ("t", "time", "timestep", "timesteps", "sigma", "sigmas", "noise_level", "times"):
+        elif name in TIME_NAMES:
             value = torch.rand(b)
         else:
             raise TargetError(f"{type(model).__name__}.forward needs {name!r}, which opscan cannot make; "
@@ -269,4 +405,53 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
         args.append(value)
     if not params:
         raise TargetError(f"{type(model).__name__}.forward takes no input opscan can name")
-    return tuple(args), kwargs
+    return probe_inputs(model, tuple(args), kwargs, config, main)
+
+
+TIME_NAMES = ("t", "time", "timestep", "timesteps", "sigma", "sigmas", "noise_level", "times")
+_IMAGE_ARG = re.compile(r"^(images?|imgs?|pixel_values|pixels|video)$")
+_CONTEXT_ARG = re.compile(r"(tokens|context|memory|embeds|embeddings|encoder_hidden_states|cond)$")
+
+
+# NOTE [optional inputs the forward needs]
+# A forward argument with a default of None may still be needed (CoCa's `image_tokens`: text
+# alone fails on `None.shape`). The forward is first run on `meta` (a copy of the model with its
+# buffers on meta too: no compute, no memory) with the inputs as made; only if that fails, each
+# optional argument named like an input (images; tokens, context, memory, embeddings) is added in
+# turn, then all of them, and the first set whose meta forward passes is taken. If no set passes
+# (a forward that cannot run on meta at all) the inputs stay as made.
+
+def probe_inputs(model: nn.Module, args: tuple, kwargs: dict, config, main: torch.Tensor) -> tuple[tuple, dict]:
+    """The inputs, plus the optional ones the forward turns out to need (NOTE above)."""
+    extra = {}
+    width = _size(config, ("dim", "d_model", "hidden_size", "n_embd", "embed_dim", "image_dim"), 0, model)
+    for name, param in _parameters(model.forward)[len(args):]:
+        if param.default is not None or name in kwargs:
+            continue
+        if _IMAGE_ARG.match(name):
+            side = _size(config, IMAGE_NAMES, 32, model)
+            extra[name] = torch.randn(main.shape[0], _size(config, CHANNEL_NAMES, 3, model), side, side)
+        elif _CONTEXT_ARG.search(name) and width:
+            extra[name] = torch.randn(main.shape[0], 8, width)
+    if not extra or _runs_on_meta(model, args, kwargs):
+        return args, kwargs
+    for name, value in [*extra.items(), ("", None)]:
+        tried = {**kwargs, name: value} if name else {**kwargs, **extra}
+        if _runs_on_meta(model, args, tried):
+            return args, tried
+    return args, kwargs
+
+
+def _runs_on_meta(model: nn.Module, args: tuple, kwargs: dict) -> bool:
+    import copy
+
+    def meta(value):
+        return value.to("meta") if isinstance(value, torch.Tensor) else value
+
+    try:
+        clone = copy.deepcopy(model).to("meta")
+        with torch.no_grad():
+            clone(*[meta(a) for a in args], **{k: meta(v) for k, v in kwargs.items()})
+    except Exception:  # noqa: BLE001 - any failure of user code means "not with these inputs"
+        return False
+    return True

@@ -19,6 +19,7 @@ so the repository's main model comes first (NOTE [main model]).
 from __future__ import annotations
 
 import ast
+import math
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -109,8 +110,25 @@ class Recipe:
 # rank first; a `__main__` demo next to the model code too. Ties are broken by path and line, so
 # the order is deterministic.
 
-def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], runs_on_import: bool) -> list[Recipe]:
-    """`repo:FILE:Class` for the file's root nn.Module classes."""
+def wrapper_classes(classes: dict[str, ast.ClassDef]) -> set[str]:
+    """Classes whose constructor takes another model class of the file as a required argument, by
+    annotation (`attn_layers: AttentionLayers`) or by name (`encoder` -> Encoder): the model
+    around its body (NOTE [wrappers] in construct.py), a main model even when another class builds it."""
+    lowered = {name.lower() for name in classes}
+    out = set()
+    for name, node in classes.items():
+        init = next((i for i in node.body if isinstance(i, ast.FunctionDef) and i.name == "__init__"), None)
+        for arg in init.args.args + init.args.kwonlyargs if init is not None else []:
+            hint = ast.unparse(arg.annotation).split(".")[-1].strip("'\"") if arg.annotation else ""
+            spelled = {arg.arg.replace("_", "").lower(), arg.arg.replace("attn", "attention").replace("_", "").lower()}
+            if arg.arg in _required(init) and (hint in classes and hint != name or spelled & (lowered - {name.lower()})):
+                out.add(name)
+    return out
+
+
+def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], runs_on_import: bool,
+                  wrappers: set[str] = frozenset()) -> list[Recipe]:
+    """`repo:FILE:Class` for the file's root nn.Module classes (and its wrappers)."""
     configs = config_classes(tree)
     out = []
     for name, node in roots.items():
@@ -119,13 +137,17 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
         init = next((i for i in node.body if isinstance(i, ast.FunctionDef) and i.name == "__init__"), None)
         required = _required(init) - {"self"} if init is not None else set()
         how = _class_how(name, required, init, configs)
+        if name in wrappers:
+            how = how.replace("small values chosen by parameter name", "a wrapper: its model argument built "
+                              "from its class, the rest by parameter name")
         if runs_on_import:
             how += f" (definitions of {PurePosixPath(rel).name} only: it runs code at import)"
         length = (node.end_lineno or node.lineno) - node.lineno
         score = min(length, 400) + (150 if _MAIN_FILE.search(PurePosixPath(rel).stem) or "models" in rel.split("/") else 0) \
-            + (150 if _MAIN_CLASS.search(name) else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
+            + (150 if _MAIN_CLASS.search(name) or name in wrappers else 0) + (100 if name in wrappers else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
             - (300 if _SKIP_PARTS & set(rel.split("/")[:-1]) else 0) - 20 * rel.count("/") \
-            - 300 * len([r for r in required if named_value(r) is None and not _CONFIG_NAME.search(r)])
+            - 300 * len([r for r in required if named_value(r) is None and not _CONFIG_NAME.search(r)
+                         and name not in wrappers])
         out.append(Recipe(f"repo:{rel}:{name}", "repo-class", rel, node.lineno, how, score))
     return out
 
@@ -186,6 +208,27 @@ def factory_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]
             arg = next(iter(required))
             out.append(Recipe(f"repo:{rel}:{fn.name}", "repo-factory", rel, fn.lineno,
                               f"{fn.name}({arg}=...): a variant name from the registry {registries[0]}", 300))
+    return out
+
+
+_MODEL_TYPE = re.compile(r"(GPT|Transformer|Model|Net|UNet|Unet|ViT|LM|Decoder|Encoder|Module|Llama|Diffusion)$")
+_SIZE_WORD = re.compile(r"(?:^|[-_.])(0_\d+|\d+)([mb])(?=$|[-_.])", re.IGNORECASE)
+
+
+def builder_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]) -> list[Recipe]:
+    """`repo:FILE:fn` for public functions with no required argument that say they return a model
+    (`def llama3_2_1b() -> TransformerDecoder`); the smallest size spelled in the name first."""
+    out = []
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef) or fn.name.startswith("_") or fn in factories or _required(fn) \
+                or fn.returns is None or not _MODEL_TYPE.search(ast.unparse(fn.returns).split(".")[-1].strip("'\"")):
+            continue
+        size = _SIZE_WORD.findall(fn.name)
+        millions = float(size[-1][0].replace("_", ".")) * (1000 if size[-1][1].lower() == "b" else 1) if size else None
+        penalty = int(20 * math.log10(millions + 1)) if millions is not None else 100
+        out.append(Recipe(f"repo:{rel}:{fn.name}", "repo-factory", rel, fn.lineno,
+                          f"{fn.name}() -> {ast.unparse(fn.returns)}: a builder with no required argument "
+                          "(repeated blocks cut to 2)", 330 - penalty))
     return out
 
 
