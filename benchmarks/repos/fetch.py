@@ -209,8 +209,11 @@ def _versions(name: str) -> list[str]:
 def _fetch_one(req: Requirement) -> Path | None:
     """The newest wheel of `req` whose own requirements fit what is installed here, else None."""
     key = canonicalize_name(req.name)
-    tries = [str(req.specifier)] + [f"=={v}" for v in _versions(req.name) if v in req.specifier][1:12]
-    for spec in tries:
+    def tries():
+        yield str(req.specifier)   # the newest first; older ones only when it clashes
+        yield from [f"=={v}" for v in _versions(req.name) if v in req.specifier][1:12]
+
+    for spec in tries():
         before = set(DOWNLOADS.glob("*.whl"))
         try:
             _pip_download(f"{req.name}{spec}")

@@ -162,6 +162,11 @@ def _class_how(name: str, required: set[str], init, configs: dict[str, ast.Class
             (next(iter(configs)) if _CONFIG_NAME.search(arg) and len(configs) == 1 else None)
         if cls:
             return f"{name}({cls}()): {config_words(configs[cls])}"
+    imported = next((annotated[a].split(".")[-1].strip("'\"") for a in sorted(required)
+                     if re.search(r"(Config|Args|Cfg|Params|Settings|Conf)$", annotated.get(a, ""))), None)
+    if imported:   # defined in another file: how it is built is known only in the child
+        return f"{name}({imported}): a config built from its class (a registry variant by from_name, " \
+               "its defaults, or fields by name)"
     return f"{name}({', '.join(sorted(required))}): small values chosen by parameter name"
 
 
