@@ -38,7 +38,9 @@ from pathlib import Path
 
 from packaging.markers import Marker
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import Version
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
@@ -98,9 +100,11 @@ GIT_REPOSITORIES: list[tuple[str, str, str, bool]] = [
 ]
 
 
-# requirements a repository's install instructions add to its metadata (torchtune's README: "install
-# torchao" beside it; its package does not declare it)
-ALSO_REQUIRED: list[str] = ["torchao"]
+# requirements a repository's install instructions add to its metadata: torchtune's README says to
+# install torchao beside it (its package does not declare it). 0.15.0 still has the
+# torchao.dtypes.nf4tensor module torchtune 0.6 imports (0.18 moved it) and imports on torch 2.13
+# (0.12 and 0.13 do not).
+ALSO_REQUIRED: list[str] = ["torchao==0.15.0"]
 
 
 def names() -> list[tuple[str, str, bool]]:
@@ -190,13 +194,17 @@ def _requires(wheel: Path, extras: set[str]) -> list[Requirement]:
 
 
 def _clashes(wheel: Path) -> list[str]:
-    """The installed distributions whose version the wheel's requirements exclude (a torchvision
-    built for another torch)."""
+    """The installed distributions whose version the wheel's requirements exclude, or whose build
+    it was not compiled against (a CUDA torchvision pinning torch==2.13.0 beside torch 2.13.0+cpu)."""
     out = []
     for req in _requires(wheel, set()):
-        if _installed(req.name) and req.specifier and \
-                importlib.metadata.version(req.name) not in req.specifier.__class__(str(req.specifier), prereleases=True):
-            out.append(f"{req.name}{req.specifier}")
+        if not _installed(req.name) or not req.specifier:
+            continue
+        installed = Version(importlib.metadata.version(req.name))
+        pinned = [s for s in req.specifier if s.operator == "==" and "+" not in s.version]
+        # torch 2.13.0+cpu is not the torch==2.13.0 a CUDA torchvision was compiled against
+        if installed not in SpecifierSet(str(req.specifier), prereleases=True) or pinned and installed.local:
+            out.append(f"{req.name}{req.specifier} (installed: {installed})")
     return out
 
 

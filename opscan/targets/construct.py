@@ -312,9 +312,18 @@ IMAGE_NAMES = ("image_size", "img_size")
 CHANNEL_NAMES = ("channels", "in_channels", "in_chans", "num_channels", "input_channels")
 
 
-def _first_leaf(model: nn.Module):
-    """The first torch layer that fixes the input's size; for a model made of layers holding raw
-    Parameters (NOTE [raw Parameter layers]), a stand-in Linear/Conv of the size they declare."""
+_IDS_ARG = re.compile(r"^(idx|ids|input_ids|token_ids|tokens|tok|text|src|input_tokens)$")
+
+
+def _first_leaf(model: nn.Module, first_arg: str = ""):
+    """The first torch layer that fixes the input's size (an embedding wherever it sits when the
+    forward's first argument is named like token ids: `idx`, `input_ids`, `tokens`, ...); for a
+    model made of layers holding raw Parameters (NOTE [raw Parameter layers]), a stand-in
+    Linear/Conv of the size they declare."""
+    if _IDS_ARG.match(first_arg):
+        embedding = next((m for m in model.modules() if isinstance(m, nn.Embedding)), None)
+        if embedding is not None:
+            return embedding
     for sub in model.modules():
         if isinstance(sub, _LEAVES):
             return sub
@@ -361,7 +370,8 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
     the model's own size attributes), targets/labels and timesteps by name; optional arguments left
     out unless the forward needs them (probe_inputs)."""
     b = batch or 2
-    leaf = _first_leaf(model)
+    params = _parameters(model.forward)
+    leaf = _first_leaf(model, params[0][0] if params else "")
     side = _size(config, IMAGE_NAMES, 0, model)
     channels = _size(config, CHANNEL_NAMES, 0, model)
     if side and (leaf is None or not isinstance(leaf, (nn.Conv1d, nn.Conv3d, nn.Embedding))):
@@ -386,7 +396,6 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
     else:
         main = torch.randn(b, leaf.in_features)
     args, kwargs = [], {}
-    params = _parameters(model.forward)
     for index, (name, param) in enumerate(params):
         if param.default is not inspect.Parameter.empty:
             if name in ("targets", "target", "labels") and main.dtype == torch.long:

@@ -107,7 +107,11 @@ class Recipe:
 # not under tests/docs/examples, whose name reads like a model (GPT, Transformer, UNet, ViT, ...),
 # with the longest definition, and taking a config. Examples in the repository's own words (README
 # blocks, hubconf entries) build the model the authors meant and call it with real inputs, so they
-# rank first; a `__main__` demo next to the model code too. Ties are broken by path and line, so
+# rank first; a `__main__` demo next to the model code too. A builder with no required argument
+# that says it returns a model (`def llama3_2_1b() -> TransformerDecoder`) is the repository's own
+# way to build one: it ranks just below them, the smallest size its name spells first. A wrapper
+# (a class taking another model class of its file, NOTE [wrappers] in construct.py) counts as a
+# root and as model-named even when another class builds it. Ties are broken by path and line, so
 # the order is deterministic.
 
 def wrapper_classes(classes: dict[str, ast.ClassDef]) -> set[str]:
@@ -144,7 +148,7 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
             how += f" (definitions of {PurePosixPath(rel).name} only: it runs code at import)"
         length = (node.end_lineno or node.lineno) - node.lineno
         score = min(length, 400) + (150 if _MAIN_FILE.search(PurePosixPath(rel).stem) or "models" in rel.split("/") else 0) \
-            + (150 if _MAIN_CLASS.search(name) or name in wrappers else 0) + (100 if name in wrappers else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
+            + (150 if _MAIN_CLASS.search(name) or name in wrappers else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
             - (300 if _SKIP_PARTS & set(rel.split("/")[:-1]) else 0) - 20 * rel.count("/") \
             - 300 * len([r for r in required if named_value(r) is None and not _CONFIG_NAME.search(r)
                          and name not in wrappers])
@@ -233,7 +237,7 @@ def builder_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]
         penalty = int(20 * math.log10(millions + 1)) if millions is not None else 100
         out.append(Recipe(f"repo:{rel}:{fn.name}", "repo-factory", rel, fn.lineno,
                           f"{fn.name}() -> {ast.unparse(fn.returns)}: a builder with no required argument "
-                          "(repeated blocks cut to 2)", 330 - penalty))
+                          "(repeated blocks cut to 2)", 600 - penalty))
     return out
 
 
