@@ -111,7 +111,7 @@ class Recipe:
 # that says it returns a model (`def llama3_2_1b() -> TransformerDecoder`) is the repository's own
 # way to build one: it ranks just below them, the smallest size its name spells first. A wrapper
 # (a class taking another model class of its file, NOTE [wrappers] in construct.py) counts as a
-# root and as model-named even when another class builds it. Ties are broken by path and line, so
+# root even when another class builds it, and one named `*Wrapper` as model-named. Ties are broken by path and line, so
 # the order is deterministic.
 
 def wrapper_classes(classes: dict[str, ast.ClassDef]) -> set[str]:
@@ -148,7 +148,7 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
             how += f" (definitions of {PurePosixPath(rel).name} only: it runs code at import)"
         length = (node.end_lineno or node.lineno) - node.lineno
         score = min(length, 400) + (150 if _MAIN_FILE.search(PurePosixPath(rel).stem) or "models" in rel.split("/") else 0) \
-            + (150 if _MAIN_CLASS.search(name) or name in wrappers else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
+            + (150 if _MAIN_CLASS.search(name) or name in wrappers and name.endswith("Wrapper") else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
             - (300 if _SKIP_PARTS & set(rel.split("/")[:-1]) else 0) - 20 * rel.count("/") \
             - 300 * len([r for r in required if named_value(r) is None and not _CONFIG_NAME.search(r)
                          and name not in wrappers])

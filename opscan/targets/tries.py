@@ -24,19 +24,19 @@ class ZeroConfig:
                     for c in (discovery.candidates if discovery is not None else ())}
         self.start = time.monotonic()
         self.failed: list[tuple[str, str]] = []   # (target, why) of each try that could not be built
-        self.last_traced = 0.0                     # seconds the last traced try took
+        self.last_traced = 0.0                     # seconds the last traced `repo:` try took
 
     def __bool__(self) -> bool:
         return self.active
 
     def done(self, traces) -> bool:
         """True when no further target should be tried: MAIN_MODELS traced, the time is up, or (once
-        one model was traced) the last traced try's time would carry the next past the bound."""
+        a `repo:` construction was traced) a try as long as it would carry the next past the bound."""
         if not self.active:
             return False
         spent = time.monotonic() - self.start
         return len(traces) >= MAIN_MODELS or spent > ZERO_CONFIG_SECONDS \
-            or bool(traces) and spent + self.last_traced > ZERO_CONFIG_SECONDS
+            or bool(self.last_traced) and spent + self.last_traced > ZERO_CONFIG_SECONDS
 
     def attempt(self, run, target: str, notes: list[str]) -> list:
         """[the trace] of `run()`, or [] with the reason in `notes`."""
@@ -48,7 +48,14 @@ class ZeroConfig:
             self.failed.append((target, reason.removeprefix(target + ": ")))
             notes.append(f"not built: {target}: {reason.removeprefix(target + ': ')}")
             return []
-        self.last_traced = time.monotonic() - began
+        if target.startswith("repo:") and not trace.complete and not trace.ops:
+            # a guessed construction whose step stopped before its first op: not a model traced
+            why = trace.stopped_at.split("; try:")[0]
+            self.failed.append((target, f"its step stopped before any op: {why}"))
+            notes.append(f"not built: {target}: its step stopped before any op: {why}")
+            return []
+        if target.startswith("repo:"):   # a guessed construction; a model folder or factory is always tried
+            self.last_traced = time.monotonic() - began
         notes.append(f"traced with no configuration: {target}: {self.how.get(target, '')}".rstrip(": "))
         return [trace]
 
