@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.targets import construct, recipes
+from opscan.targets import construct, recipes, repo_inputs
 from opscan.targets.empty import build_empty, first_line
 from opscan.trace.spec import Built
 
@@ -127,7 +127,7 @@ def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str)
     if not how:   # nothing was sized by opscan: a builder or defaults at full depth (NOTE [cutting repeated blocks])
         construct.cut_repeats(result)
     config = getattr(result, "config", None) or getattr(result, "cfg", None) or config
-    args, extra = construct.example_inputs(result, config, batch, seq_len)
+    args, extra = repo_inputs.example_inputs(result, config, batch, seq_len)
     return Built(result, args=args, kwargs=extra, description=target)
 
 
