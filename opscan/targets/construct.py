@@ -216,16 +216,17 @@ def _size_rank(stem: str) -> float:
     return 10 + next((i for i, word in enumerate(SMALL) if word in re.split(r"[-_.]", lowered)), len(SMALL))
 
 
-_SIZE = re.compile(r"(?:^|[-_.])(0_\d+|\d+(?:\.\d+)?)([mbk])(?=$|[-_.])", re.IGNORECASE)
+_SIZE = re.compile(r"(?:^|[-_.])(0_\d+|\d+(?:\.\d+)?)([mb])(?=$|[-_.])", re.IGNORECASE)
 
 
 def size_in_name(name: str) -> float | None:
-    """The parameter count (millions) spelled in a variant's name, e.g. 14 for `pythia-14m`, 500 for `0_5b`."""
+    """The parameter count (millions) spelled in a variant's name, e.g. 14 for `pythia-14m`, 500 for `0_5b`
+    (`4k`, `32K` are context lengths, not sizes; so is a later `1M`)."""
     found = _SIZE.findall(name)
     if not found:
         return None
-    number, unit = found[-1]
-    return float(number.replace("_", ".")) * {"k": 1e-3, "m": 1.0, "b": 1e3}[unit.lower()]
+    number, unit = found[0]   # the first: `Qwen2.5-14B-Instruct-1M` is 14B (1M is its context)
+    return float(number.replace("_", ".")) * {"m": 1.0, "b": 1e3}[unit.lower()]
 
 
 def _read(path: Path):

@@ -233,7 +233,7 @@ def builder_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]
                 or fn.returns is None or not _MODEL_TYPE.search(ast.unparse(fn.returns).split(".")[-1].strip("'\"")):
             continue
         size = _SIZE_WORD.findall(fn.name)
-        millions = float(size[-1][0].replace("_", ".")) * (1000 if size[-1][1].lower() == "b" else 1) if size else None
+        millions = float(size[0][0].replace("_", ".")) * (1000 if size[0][1].lower() == "b" else 1) if size else None
         penalty = int(20 * math.log10(millions + 1)) if millions is not None else 100
         out.append(Recipe(f"repo:{rel}:{fn.name}", "repo-factory", rel, fn.lineno,
                           f"{fn.name}() -> {ast.unparse(fn.returns)}: a builder with no required argument "
