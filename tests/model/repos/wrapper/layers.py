@@ -1,7 +1,6 @@
 """A wrapper taking the model's body (x-transformers' TransformerWrapper(attn_layers=...)), and an
 optional input the forward needs all the same (CoCa's image_tokens)."""
 
-import torch
 from torch import nn
 
 
