@@ -236,7 +236,8 @@ def _read_python(path: Path) -> ast.Module | None:
 _HINT = re.compile(rb"Module\b|PreTrainedModel|from_pretrained|from_config|"
                    rb"^\s*def\s+(build|make|create|new|get_\w*(model|net|gpt|llm|transformer)|"
                    rb"load_\w*(model|net|gpt|llm|transformer)|model_fn|model_factory)|"
-                   rb"^\w*(model|net)\w*\s*=", re.MULTILINE | re.IGNORECASE)
+                   rb"^\w*(model|net)\w*\s*=|->\s*[\w.]*(decoder|model|module|transformer|gpt|net)\b",
+                   re.MULTILINE | re.IGNORECASE)
 MAX_PYTHON_BYTES = 2 << 20
 
 
@@ -265,10 +266,12 @@ def _recipes(tree: ast.Module, rel: str) -> list[repo.Recipe]:
     built_inside = {c.func.id for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
                     for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
                     and c.func.id in classes and c.func.id != node.name}
-    roots = {n: c for n, c in classes.items() if n not in built_inside}
+    wrappers = repo.wrapper_classes(classes)
+    roots = {n: c for n, c in classes.items() if n not in built_inside or n in wrappers}
     factories = [n for n in tree.body if isinstance(n, ast.FunctionDef) and _is_factory(n)]
-    found = repo.class_recipes(tree, rel, roots, repo.runs_code_on_import(tree))
+    found = repo.class_recipes(tree, rel, roots, repo.runs_code_on_import(tree), wrappers)
     found += repo.factory_recipes(tree, rel, factories)
+    found += repo.builder_recipes(tree, rel, factories)
     main = repo.main_recipe(tree, rel, set(classes))
     return found + ([main] if main is not None else [])
 

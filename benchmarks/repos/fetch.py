@@ -1,30 +1,51 @@
 """Fetches the repositories development set: pinned releases of public model repositories, checked by sha256.
 
 `opscan REPO` with no configuration is measured on these (benchmarks/repos/run.py, docs/repositories.md).
-The code is downloaded at run time with `pip download --no-deps` (exact version, one wheel each:
-the package's own model code, as its repository ships it), verified against the sha256 pinned
-below and unpacked into benchmarks/repos/corpus/<name>/ (git-ignored: third-party code is never
-committed); the wheel's long description (the repository's README) is written back as README.md.
-Dependencies the model code imports (DEPENDENCIES) are unpacked into corpus/_site/,
-which run.py puts on PYTHONPATH: a user's environment has them installed. No weights are fetched.
+Two sources, both pinned:
+- wheels (REPOSITORIES): `pip download --no-deps` of an exact version (the package's own code, as
+  its repository ships it), checked against the sha256 below and unpacked into
+  benchmarks/repos/corpus/<name>/; the wheel's long description (the repository's README) is
+  written back as README.md;
+- git repositories (GIT_REPOSITORIES): the pinned commit, exported with `git archive` from a local
+  mirror (`--mirror DIR`, holding DIR/<owner>+<name>/repo, a bare git directory) or else cloned.
+Everything lands in corpus/ (git-ignored: third-party code is never committed).
 
-    python benchmarks/repos/fetch.py            # fetch what is missing, verify, unpack
-    python benchmarks/repos/fetch.py --check    # exit 1 unless every package is unpacked
+A user's environment has a repository's requirements installed, so the dependencies each wheel
+declares (its METADATA `Requires-Dist`, markers evaluated for this interpreter, extras followed)
+are unpacked into corpus/_site/, which run.py puts on PYTHONPATH. Those this interpreter already
+has (torch, transformers, numpy, ...) are not fetched again: a dependency never brings a second
+torch. The resolved set is pinned in dependencies.lock (file and sha256) beside this script;
+`--relock` resolves it anew. No weights are fetched.
+
+    python benchmarks/repos/fetch.py [--mirror DIR]   # fetch what is missing, verify, unpack
+    python benchmarks/repos/fetch.py --check          # exit 1 unless every repository is unpacked
+    python benchmarks/repos/fetch.py --relock         # resolve the dependencies, rewrite the lock
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.metadata
+import io
+import re
 import subprocess
 import sys
+import tarfile
+import tempfile
 import zipfile
 from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import Version
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
 DOWNLOADS = CORPUS / "_downloads"
 SITE = CORPUS / "_site"
+LOCK = HERE / "dependencies.lock"
 
 # name (folder under corpus/), requirement, file pip saves, sha256, held out (never tuned on)
 REPOSITORIES: list[tuple[str, str, str, str, bool]] = [
@@ -51,6 +72,11 @@ REPOSITORIES: list[tuple[str, str, str, str, bool]] = [
     ("denoising-diffusion-pytorch", "denoising-diffusion-pytorch==2.3.4",
      "denoising_diffusion_pytorch-2.3.4-py3-none-any.whl",
      "1f779c01c9b77e45a63f2e6cd54c0e8e8bd6725f564a44fe3ee15795ef5bded2", False),
+    # larger training repositories (the code of Lightning-AI/litgpt and pytorch/torchtune)
+    ("litgpt", "litgpt==0.5.13", "litgpt-0.5.13-py3-none-any.whl",
+     "da044b76c52cd44fc0564f6177ed6cf186dde24f711ce8e71e1fd9e9da5f02b2", False),
+    ("torchtune", "torchtune==0.6.1", "torchtune-0.6.1-py3-none-any.whl",
+     "bcbc4ee9774b5c5829a5ff13df851e0b0e32416c018af8db53faa3472ac256e7", False),
     # held out: never looked at while tuning; reported apart
     ("res-mlp-pytorch", "res-mlp-pytorch==0.0.6", "res_mlp_pytorch-0.0.6-py3-none-any.whl",
      "a39c3ffd702042e4dc4b6bc2aa2fe559bff106dbf1da4376d5a02ef838f224cf", True),
@@ -60,13 +86,31 @@ REPOSITORIES: list[tuple[str, str, str, str, bool]] = [
     ("bottleneck-transformer-pytorch", "bottleneck-transformer-pytorch==0.1.4",
      "bottleneck_transformer_pytorch-0.1.4-py3-none-any.whl",
      "0268cf87d34b1a009edef1be8de5e2ee4905c8ad59c5393c7e9ce8e54fefb6d0", True),
+    ("torchtitan", "torchtitan==0.3.0", "torchtitan-0.3.0-py3-none-any.whl",
+     "5563ccf9a295b24e00a36087149e9c2d0686cecbd3972c31e67227029293af42", True),
+    ("nanotron", "nanotron==0.4", "nanotron-0.4-py3-none-any.whl",
+     "0c1834e91c17c651f430d46a1e779bc49991c33bda26cc237beae7d12b383ad9", True),
 ]
 
-# what the model code imports besides torch (installed in a user's environment)
-DEPENDENCIES: list[tuple[str, str, str]] = [
-    ("einops==0.8.2", "einops-0.8.2-py3-none-any.whl",
-     "54058201ac7087911181bfec4af6091bb59380360f069276601256a76af08193"),
+# name (folder under corpus/), owner/name, commit, held out
+GIT_REPOSITORIES: list[tuple[str, str, str, bool]] = [
+    ("nanoGPT", "karpathy/nanoGPT", "3adf61e154c3fe3fca428ad6bc3818b27a3b8291", False),
+    ("minGPT", "karpathy/minGPT", "37baab71b9abea1b76ab957409a1cc2fbfba8a26", True),
 ]
+
+
+# requirements a repository's install instructions add to its metadata: torchtune's README says to
+# install torchao beside it (its package does not declare it). 0.15.0 still has the
+# torchao.dtypes.nf4tensor module torchtune 0.6 imports (0.18 moved it) and imports on torch 2.13
+# (0.12 and 0.13 do not).
+ALSO_REQUIRED: list[str] = ["torchao==0.15.0"]
+
+
+def names() -> list[tuple[str, str, bool]]:
+    """(name, version or commit, held out) of every repository of the set, in table order."""
+    rows = [(n, r.split("==")[1], h) for n, r, _f, _s, h in REPOSITORIES]
+    rows += [(n, c[:12], h) for n, _r, c, h in GIT_REPOSITORIES]
+    return sorted(rows, key=lambda row: row[2])   # stable: development first
 
 
 def _sha256(path: Path) -> str:
@@ -77,12 +121,16 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _pip_download(requirement: str) -> None:
+    DOWNLOADS.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+                    "--quiet", "--dest", str(DOWNLOADS), requirement], check=True)
+
+
 def _download(requirement: str, filename: str, sha256: str) -> Path:
     target = DOWNLOADS / filename
     if not target.exists():
-        DOWNLOADS.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-                        "--quiet", "--dest", str(DOWNLOADS), requirement], check=True)
+        _pip_download(requirement)
     if not target.exists():
         raise SystemExit(f"fetch.py: pip did not save {filename} for {requirement}")
     got = _sha256(target)
@@ -107,23 +155,146 @@ def _unpack(archive: Path, dest: Path) -> None:
     tmp.rename(dest)
 
 
+def _git(name: str, slug: str, commit: str, mirror: Path | None) -> None:
+    """corpus/<name>/ as the tree of `commit`: from the mirror's bare git directory, else a clone."""
+    with tempfile.TemporaryDirectory() as tmp:
+        git_dir = mirror / slug.replace("/", "+") / "repo" if mirror is not None else Path(tmp) / "repo.git"
+        if mirror is None:
+            subprocess.run(["git", "clone", "--bare", "--quiet", f"https://github.com/{slug}", str(git_dir)],
+                           check=True)
+        archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", "--format=tar", commit],
+                                 check=True, capture_output=True).stdout
+    tmp_dest = CORPUS / (name + ".partial")
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tf:
+        tf.extractall(tmp_dest, filter="data")
+    tmp_dest.rename(CORPUS / name)
+
+
+# --- dependencies -----------------------------------------------------------------------------------
+
+def _installed(name: str) -> bool:
+    try:
+        importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def _requires(wheel: Path, extras: set[str]) -> list[Requirement]:
+    with zipfile.ZipFile(wheel) as zf:
+        meta = next(m for m in zf.namelist() if m.endswith(".dist-info/METADATA") and m.count("/") == 1)
+        text = zf.read(meta).decode("utf-8").partition("\n\n")[0]
+    out = []
+    for line in re.findall(r"^Requires-Dist: (.+)$", text, re.MULTILINE):
+        req = Requirement(line)
+        if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in extras | {""}):
+            out.append(req)
+    return out
+
+
+def _clashes(wheel: Path) -> list[str]:
+    """The installed distributions whose version the wheel's requirements exclude, or whose build
+    it was not compiled against (a CUDA torchvision pinning torch==2.13.0 beside torch 2.13.0+cpu)."""
+    out = []
+    for req in _requires(wheel, set()):
+        if not _installed(req.name) or not req.specifier:
+            continue
+        installed = Version(importlib.metadata.version(req.name))
+        pinned = [s for s in req.specifier if s.operator == "==" and "+" not in s.version]
+        # torch 2.13.0+cpu is not the torch==2.13.0 a CUDA torchvision was compiled against
+        if installed not in SpecifierSet(str(req.specifier), prereleases=True) or pinned and installed.local:
+            out.append(f"{req.name}{req.specifier} (installed: {installed})")
+    return out
+
+
+def _versions(name: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-m", "pip", "index", "versions", name], capture_output=True, text=True)
+    found = re.search(r"Available versions: (.+)", done.stdout)
+    return [v.strip() for v in found.group(1).split(",")] if found else []
+
+
+def _fetch_one(req: Requirement) -> Path | None:
+    """The newest wheel of `req` whose own requirements fit what is installed here, else None."""
+    key = canonicalize_name(req.name)
+    def tries():
+        yield str(req.specifier)   # the newest first; older ones only when it clashes
+        yield from [f"=={v}" for v in _versions(req.name) if v in req.specifier][1:12]
+
+    for spec in tries():
+        before = set(DOWNLOADS.glob("*.whl"))
+        try:
+            _pip_download(f"{req.name}{spec}")
+        except subprocess.CalledProcessError:
+            continue
+        new = set(DOWNLOADS.glob("*.whl")) - before
+        wanted = Requirement(f"{req.name}{spec}").specifier
+        got = sorted(new or [p for p in DOWNLOADS.glob("*.whl") if canonicalize_name(parse_wheel_filename(p.name)[0])
+                             == key and parse_wheel_filename(p.name)[1] in wanted])
+        if got and not _clashes(got[-1]):
+            return got[-1]
+        if got:
+            print(f"fetch.py: {got[-1].name} needs {', '.join(_clashes(got[-1]))}; trying an older one", file=sys.stderr)
+    return None
+
+
+def _resolve(wheels: list[Path]) -> list[tuple[str, str, str]]:
+    """(requirement, file, sha256) of every dependency not installed here, found by following Requires-Dist."""
+    seen: dict[str, tuple[str, str, str]] = {}
+    queue: list = [(None, set())] + [(w, set()) for w in wheels]
+    while queue:
+        wheel, extras = queue.pop(0)
+        for req in _requires(wheel, extras) if wheel is not None else [Requirement(r) for r in ALSO_REQUIRED]:
+            key = canonicalize_name(req.name)
+            if key in seen or _installed(req.name):
+                continue
+            path = _fetch_one(req)
+            if path is None:
+                print(f"fetch.py: no wheel of {req} fits this environment (left out)", file=sys.stderr)
+                seen[key] = ("", "", "")
+                continue
+            seen[key] = (f"{req.name}=={parse_wheel_filename(path.name)[1]}", path.name, _sha256(path))
+            queue.append((path, set(req.extras)))
+    return sorted(v for v in seen.values() if v[0])
+
+
+def _dependencies(relock: bool) -> None:
+    if relock or not LOCK.exists():
+        wheels = [DOWNLOADS / f for _n, _r, f, _s, _h in REPOSITORIES]
+        lines = [" ".join(row) for row in _resolve(wheels)]
+        LOCK.write_text("# requirement file sha256 (resolved by fetch.py --relock; see its docstring)\n"
+                        + "\n".join(lines) + "\n", encoding="utf-8")
+    for line in LOCK.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        requirement, filename, sha256 = line.split()
+        marker = SITE / ".unpacked" / filename
+        if not marker.exists():
+            with zipfile.ZipFile(_download(requirement, filename, sha256)) as zf:
+                zf.extractall(SITE)
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 unless every package is unpacked")
+    parser.add_argument("--check", action="store_true", help="exit 1 unless every repository is unpacked")
+    parser.add_argument("--mirror", type=Path, help="a folder of bare git mirrors (DIR/<owner>+<name>/repo)")
+    parser.add_argument("--relock", action="store_true", help="resolve the dependencies anew (dependencies.lock)")
     args = parser.parse_args(argv)
-    missing = [name for name, *_ in REPOSITORIES if not (CORPUS / name).is_dir()]
+    missing = [name for name, *_ in names() if not (CORPUS / name).is_dir()]
     if args.check:
         print("missing: " + ", ".join(missing) if missing else "all unpacked")
         return 1 if missing else 0
     for name, requirement, filename, sha256, _held in REPOSITORIES:
+        archive = _download(requirement, filename, sha256)
         if not (CORPUS / name).is_dir():
-            _unpack(_download(requirement, filename, sha256), CORPUS / name)
+            _unpack(archive, CORPUS / name)
             print(f"unpacked {name}")
-    for requirement, filename, sha256 in DEPENDENCIES:
-        SITE.mkdir(parents=True, exist_ok=True)
-        if not (SITE / requirement.split("==")[0]).is_dir():
-            with zipfile.ZipFile(_download(requirement, filename, sha256)) as zf:
-                zf.extractall(SITE)
+    for name, slug, commit, _held in GIT_REPOSITORIES:
+        if not (CORPUS / name).is_dir():
+            _git(name, slug, commit, args.mirror)
+            print(f"exported {name} at {commit[:12]}")
+    _dependencies(args.relock)
     return 0
 
 

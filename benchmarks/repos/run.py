@@ -5,7 +5,11 @@ Each repository fetched by benchmarks/repos/fetch.py, and examples/nanogpt witho
 load average is recorded). Writes results/table.md and results/results.json:
 repository, version, what was traced, how it was found, seconds, ops (distinct), phases.
 
-    python benchmarks/repos/run.py [NAME ...]
+    python benchmarks/repos/run.py [--held-out] [NAME ...]
+
+Without names, the development part is run (and examples/nanogpt); `--held-out` runs the held-out
+part alone (once, at the end: it is never tuned on). Rows already in results/results.json for
+other repositories are kept, so the table holds both parts.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
-from fetch import CORPUS, REPOSITORIES, SITE  # noqa: E402
+from fetch import CORPUS, SITE, names  # noqa: E402
 
 LIMIT = 120.0   # seconds per repository (the goal)
 
@@ -58,14 +62,18 @@ def check(path: Path) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    wanted = set(argv)
-    rows = []
+    held_out = "--held-out" in argv
+    wanted = set(argv) - {"--held-out"}
+    out = HERE / "results"
+    previous = out / "results.json"
+    rows = json.loads(previous.read_text(encoding="utf-8")) if previous.exists() else []
     with tempfile.TemporaryDirectory() as tmp:
         entries = [("examples/nanogpt", "(this repo)", _nanogpt(Path(tmp)), False)]
-        entries += [(name, req.split("==")[1], CORPUS / name, held) for name, req, _f, _s, held in REPOSITORIES]
+        entries += [(name, version, CORPUS / name, held) for name, version, held in names()]
         for name, version, path, held in entries:
-            if wanted and name not in wanted:
+            if wanted and name not in wanted or not wanted and held != held_out:
                 continue
+            rows = [r for r in rows if r["repository"] != name]
             if not path.is_dir():
                 print(f"{name}: not fetched (python benchmarks/repos/fetch.py)", file=sys.stderr)
                 continue
@@ -74,12 +82,18 @@ def main(argv: list[str]) -> int:
             result.update(repository=name, version=version, held_out=held, load=round(load, 1))
             rows.append(result)
             print(f"{name}: {len(result['traced'])} traced, {result['seconds']} s, load {load:.1f}", file=sys.stderr)
-    out = HERE / "results"
     out.mkdir(exist_ok=True)
+    order = {name: i for i, (name, _v, _h) in enumerate([("examples/nanogpt", "", False), *names()])}
+    rows.sort(key=lambda r: order.get(r["repository"], len(order)))
     (out / "results.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     (out / "table.md").write_text(table(rows), encoding="utf-8")
     print(table(rows))
     return 0
+
+
+def trained(row: dict) -> bool:
+    """A model traced to its end in train mode (its step reached the optimizer)."""
+    return any(t["complete"] and t["distinct_ops"] for t in row["traced"]) and "optimizer" in row.get("phases", [])
 
 
 def table(rows: list[dict]) -> str:
@@ -96,8 +110,7 @@ def table(rows: list[dict]) -> str:
     for held, label in ((False, "development"), (True, "held out")):
         part = [r for r in rows if r["held_out"] == held]
         if part:
-            ok = [r for r in part if any(t["distinct_ops"] for t in r["traced"]) and "optimizer" in r.get("phases", [])
-                  and r["seconds"] <= LIMIT]
+            ok = [r for r in part if trained(r) and r["seconds"] <= LIMIT]
             lines.append(f"\n{label}: {len(ok)}/{len(part)} repositories with a model traced in train mode "
                          f"within {LIMIT:.0f} s")
     return "\n".join(lines) + "\n"

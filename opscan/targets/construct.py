@@ -1,11 +1,11 @@
-"""Constructor arguments and example inputs for a repository's model, with no configuration (child side).
+"""Constructor arguments for a repository's model, with no configuration (child side).
 
 `arguments(fn, module)` fills what a class or factory needs: config classes with defaults
 (dataclasses, attrs, pydantic, `__init__` defaults, `get_default_config()`), nested configs, a
 variant name from a registry the module defines, config files shipped beside the code, else small
 values by parameter name (NAMED). Configs are shrunk as `--layers` does (LAYER_NAMES -> 2).
-`example_inputs(model, config)` makes one forward call's inputs from its signature, its first
-layer and the config (vocabulary, block/image size, channels). Used by opscan/targets/repository.py.
+A built model is shrunk by `cut_repeats` when opscan sized nothing itself. Inputs are
+opscan/targets/repo_inputs.py's job. Used by opscan/targets/repository.py.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import math
 import re
+import sys
 from pathlib import Path
 
-import torch
 from torch import nn
 
 from opscan.errors import TargetError
@@ -33,7 +34,7 @@ SMALL = ("nano", "tiny", "mini", "small", "xs", "s", "base", "gpt2", "124m", "t"
 def arguments(fn, module, folder: Path | None) -> tuple[dict, list[str]]:
     """(kwargs for `fn`, how each was filled); TargetError naming the argument that could not be."""
     kwargs, how = {}, []
-    for name, param in _parameters(fn):
+    for name, param in parameters(fn):
         if name in ("pretrained", "pretrained_backbone", "progress", "download", "load_weights"):
             kwargs[name] = False
             continue
@@ -45,7 +46,8 @@ def arguments(fn, module, folder: Path | None) -> tuple[dict, list[str]]:
     return kwargs, how
 
 
-def _parameters(fn):
+def parameters(fn):
+    """(name, inspect.Parameter) of `fn` (a class: its __init__), without self, *args and **kwargs."""
     try:
         sig = inspect.signature(fn.__init__ if inspect.isclass(fn) else fn)
     except (TypeError, ValueError):
@@ -59,6 +61,9 @@ def fill(name: str, annotation, module, folder: Path | None):
     cls = _annotation_class(annotation, module)
     if cls is not None and not issubclass(cls, nn.Module) and cls not in (int, float, str, bool):
         return make_config(cls, module, folder)
+    part = part_class(name, cls, module)
+    if part is not None:
+        return make_part(part, module, folder)
     if CONFIG_ARG.search(name) and name != "params":
         errors = []
         for cls in config_classes(module):
@@ -75,6 +80,41 @@ def fill(name: str, annotation, module, folder: Path | None):
     if named_value(name) is not None:
         return named_value(name), f"{name}={named_value(name)}"
     raise TargetError(f"cannot choose a value for the required argument {name!r}")
+
+
+# NOTE [wrappers]
+# A wrapper takes the model's body as an argument (`TransformerWrapper(attn_layers: AttentionLayers)`,
+# `Wrapper(encoder)`). That argument is built first, the same way: from its annotation when it
+# names an nn.Module class, else from a class of the module whose name is the argument's
+# (`attn_layers` -> AttentionLayers / AttnLayers, `encoder` -> Encoder). torch.nn's own classes
+# are never guessed (they need sizes opscan cannot tie to the wrapper's).
+
+def part_class(name: str, cls, module):
+    """The nn.Module class to build for a wrapper's argument (NOTE [wrappers]), else None."""
+    if cls is not None and issubclass(cls, nn.Module):
+        return None if cls.__module__.startswith("torch.") else cls
+    wanted = {name.replace("_", "").lower(), name.replace("attn", "attention").replace("_", "").lower()}
+    return next((value for value in vars(module).values() if inspect.isclass(value) and issubclass(value, nn.Module)
+                 and not value.__module__.startswith("torch.") and value.__name__.lower() in wanted), None)
+
+
+def make_part(cls, module, folder: Path | None):
+    """An instance of the nn.Module class `cls`, its own required arguments filled (a wrapper's body)."""
+    if cls in _BUILDING:
+        raise TargetError(f"{cls.__name__} takes itself as an argument")
+    _BUILDING.add(cls)
+    try:
+        kwargs, how = arguments(cls, sys.modules.get(cls.__module__, module), folder)
+        return cls(**kwargs), f"{cls.__name__}({', '.join(how)})"
+    except TargetError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - user code
+        raise TargetError(f"{cls.__name__}(...) failed: {type(exc).__name__}: {exc}".splitlines()[0]) from None
+    finally:
+        _BUILDING.discard(cls)
+
+
+_BUILDING: set = set()
 
 
 def _annotation_class(annotation, module):
@@ -99,6 +139,9 @@ def config_classes(module) -> list[type]:
 
 def make_config(cls, module, folder: Path | None):
     """An instance of config class `cls` (defaults, get_default_config, names, shipped files), shrunk."""
+    named = _from_name(cls)
+    if named is not None:
+        return named
     if hasattr(cls, "get_default_config"):
         config = cls.get_default_config()
         for key, value in list(vars(config).items()):
@@ -106,7 +149,7 @@ def make_config(cls, module, folder: Path | None):
                 setattr(config, key, named_value(key))
         return shrink(config), f"{cls.__name__}.get_default_config() (unset sizes filled by name)"
     required = {}
-    for name, param in _parameters(cls):
+    for name, param in parameters(cls):
         if param.default is inspect.Parameter.empty:
             required[name] = param.annotation
     if not required:
@@ -130,8 +173,22 @@ def make_config(cls, module, folder: Path | None):
     return shrink(cls(**values)), f"{cls.__name__}({', '.join(f'{k}=…' for k in values)}): fields filled by name"
 
 
+def _from_name(cls):
+    """`cls.from_name(NAME)` with the smallest variant of a registry its module defines, else None."""
+    maker = getattr(cls, "from_name", None)
+    home = sys.modules.get(getattr(cls, "__module__", ""))
+    variant = pick_variant(home) if callable(maker) and home is not None else None
+    if variant is None:
+        return None
+    try:
+        config = maker(variant[0])
+    except Exception as exc:  # noqa: BLE001 - a config class of user code
+        raise TargetError(f"{cls.__name__}.from_name({variant[0]!r}) failed: {type(exc).__name__}: {exc}".splitlines()[0]) from None
+    return shrink(config), f"{cls.__name__}.from_name({variant[0]!r}) (the smallest variant of {variant[1]})"
+
+
 def _names(cls) -> set[str]:
-    return {n for n, _ in _parameters(cls)}
+    return {n for n, _ in parameters(cls)}
 
 
 def shipped_config(folder: Path | None, wanted: set[str]) -> tuple[dict, str] | None:
@@ -149,9 +206,27 @@ def shipped_config(folder: Path | None, wanted: set[str]) -> tuple[dict, str] | 
     return None
 
 
-def _size_rank(stem: str) -> int:
+def _size_rank(stem: str) -> float:
+    """Smaller first: a size spelled in the name (`pythia-14m`, `llama3_2_1b`, `0.5B`), else a
+    small-sounding word (SMALL), else last."""
+    millions = size_in_name(stem)
+    if millions is not None:
+        return math.log10(millions + 1)
     lowered = stem.lower()
-    return next((i for i, word in enumerate(SMALL) if word in re.split(r"[-_.]", lowered)), len(SMALL))
+    return 10 + next((i for i, word in enumerate(SMALL) if word in re.split(r"[-_.]", lowered)), len(SMALL))
+
+
+_SIZE = re.compile(r"(?:^|[-_.])(0_\d+|\d+(?:\.\d+)?)([mb])(?=$|[-_.])", re.IGNORECASE)
+
+
+def size_in_name(name: str) -> float | None:
+    """The parameter count (millions) spelled in a variant's name, e.g. 14 for `pythia-14m`, 500 for `0_5b`
+    (`4k`, `32K` are context lengths, not sizes; so is a later `1M`)."""
+    found = _SIZE.findall(name)
+    if not found:
+        return None
+    number, unit = found[0]   # the first: `Qwen2.5-14B-Instruct-1M` is 14B (1M is its context)
+    return float(number.replace("_", ".")) * {"m": 1.0, "b": 1e3}[unit.lower()]
 
 
 def _read(path: Path):
@@ -172,7 +247,8 @@ def _read(path: Path):
 
 def pick_variant(module) -> tuple[str, str] | None:
     """(the smallest-sounding key, the registry's name) of a module-level dict of named variants."""
-    for name, value in sorted(vars(module).items()):
+    items = sorted(vars(module).items(), key=lambda item: (not _REGISTRY.search(item[0]), item[0]))
+    for name, value in items:
         if isinstance(value, dict) and value and all(isinstance(k, str) for k in value) and not name.startswith("__"):
             keys = sorted(value, key=lambda k: (_size_rank(k), k))
             return keys[0], name
@@ -181,6 +257,9 @@ def pick_variant(module) -> tuple[str, str] | None:
             keys = sorted(value, key=lambda k: (_size_rank(k), k))
             return keys[0], name
     return None
+
+
+_REGISTRY = re.compile(r"(config|configs|registry|models|variants|archs|name_to\w*)$", re.IGNORECASE)
 
 
 def shrink(config):
@@ -198,75 +277,30 @@ def shrink(config):
     return config
 
 
-# --- inputs -----------------------------------------------------------------------------------------
+def cut_repeats(model: nn.Module, keep: int = 2) -> int:
+    """`--layers`-style shrinking of a built model: each ModuleList / ModuleDict of more than `keep`
+    blocks of one type is cut to its first `keep` (NOTE [cutting repeated blocks]); how many were cut."""
+    cut = 0
+    for sub in list(model.modules()):
+        for name, child in list(sub.named_children()):
+            if isinstance(child, (nn.ModuleList, nn.ModuleDict)) and len(child) > keep \
+                    and len({type(m) for m in child.values()} if isinstance(child, nn.ModuleDict)
+                            else {type(m) for m in child}) == 1:
+                items = list(child.items()) if isinstance(child, nn.ModuleDict) else list(enumerate(child))
+                cut += len(items) - keep
+                kept = nn.ModuleDict(dict(items[:keep])) if isinstance(child, nn.ModuleDict) \
+                    else nn.ModuleList([m for _, m in items[:keep]])
+                setattr(sub, name, kept)
+                for attr in ("num_layers", "n_layers", "n_layer", "depth"):
+                    if isinstance(getattr(sub, attr, None), int) and getattr(sub, attr) > keep:
+                        setattr(sub, attr, keep)
+    return cut
 
-def _first_leaf(model: nn.Module):
-    for sub in model.modules():
-        if isinstance(sub, (nn.Embedding, nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.LSTM, nn.GRU)):
-            return sub
-    return None
 
-
-def _size(config, names, default):
-    for source in (config, ):
-        for key in names:
-            value = source.get(key) if isinstance(source, dict) else getattr(source, key, None)
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value
-            if isinstance(value, (tuple, list)) and value and isinstance(value[-1], int):
-                return value[-1]
-    return default
-
-
-def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | None) -> tuple[tuple, dict]:
-    """(args, kwargs) of one forward call: the main input from the first layer and the config,
-    targets/labels and timesteps by name; optional arguments left out."""
-    b = batch or 2
-    leaf = _first_leaf(model)
-    if leaf is None and _size(config, ("image_size", "img_size"), 0):
-        leaf = nn.Conv2d(_size(config, ("channels", "in_channels", "in_chans", "num_channels"), 3), 1, 1, device="meta")
-    if leaf is None:
-        raise TargetError(f"{type(model).__name__} has no embedding, linear or convolution layer to size an input from")
-    if isinstance(leaf, nn.Embedding):
-        t = seq_len or min(_size(config, ("block_size", "max_seq_len", "seq_len", "context_length", "n_ctx",
-                                          "max_position_embeddings", "n_positions", "max_len"), 16), 32)
-        main = torch.randint(0, leaf.num_embeddings, (b, t))
-    elif _size(config, ("image_size", "img_size"), 0) and not isinstance(leaf, (nn.Conv1d, nn.Conv3d)):
-        side = _size(config, ("image_size", "img_size"), 32)   # a vision model patchifying its image itself
-        channels = leaf.in_channels if isinstance(leaf, nn.Conv2d) else \
-            _size(config, ("channels", "in_channels", "in_chans", "num_channels"), 3)
-        main = torch.randn(b, channels, side, side)
-    elif isinstance(leaf, nn.Conv2d):
-        side = _size(config, ("image_size", "img_size", "input_size", "resolution", "sample_size"), 64)
-        main = torch.randn(b, leaf.in_channels, side, side)
-    elif isinstance(leaf, nn.Conv1d):
-        main = torch.randn(b, leaf.in_channels, seq_len or 256)
-    elif isinstance(leaf, nn.Conv3d):
-        main = torch.randn(b, leaf.in_channels, 4, 32, 32)
-    elif isinstance(leaf, (nn.LSTM, nn.GRU)):
-        main = torch.randn(b, seq_len or 8, leaf.input_size) if leaf.batch_first else torch.randn(seq_len or 8, b, leaf.input_size)
-    elif any(re.search(r"Attention|Attn|Attend|Transformer", type(m).__name__) for m in model.modules()):
-        main = torch.randn(b, seq_len or 16, leaf.in_features)   # a sequence of features
-    else:
-        main = torch.randn(b, leaf.in_features)
-    args, kwargs = [], {}
-    params = _parameters(model.forward)
-    for index, (name, param) in enumerate(params):
-        if param.default is not inspect.Parameter.empty:
-            if name in ("targets", "target", "labels") and main.dtype == torch.long:
-                kwargs[name] = torch.randint(0, leaf.num_embeddings, main.shape)
-            continue
-        if index == 0:
-            value = main
-        elif name in ("targets", "target", "labels", "y", "label", "tgt"):
-            value = torch.randint(0, leaf.num_embeddings, main.shape) if main.dtype == torch.long else \
-                torch.zeros(b, dtype=torch.long)
-        elif name in ("t", "time", "timestep", "timesteps", "sigma", "sigmas", "noise_level", "times"):
-            value = torch.rand(b)
-        else:
-            raise TargetError(f"{type(model).__name__}.forward needs {name!r}, which opscan cannot make; "
-                              "the repository's README or a factory could")
-        args.append(value)
-    if not params:
-        raise TargetError(f"{type(model).__name__}.forward takes no input opscan can name")
-    return tuple(args), kwargs
+# NOTE [cutting repeated blocks]
+# A builder with no arguments (torchtune's `llama3_2_1b()`) builds the full depth (on `meta`, so
+# no memory). Its ops do not depend on how many identical blocks it repeats, so, as `--layers`
+# does for configs, every ModuleList/ModuleDict holding more than two blocks of one class keeps
+# its first two (and a `num_layers`-style count beside it follows). Only a model built with no
+# argument filled by opscan is cut: one whose sizes opscan chose is already small, and cutting
+# it could break what its constructor derived from the depth (x-transformers' layer order).

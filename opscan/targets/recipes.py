@@ -19,6 +19,7 @@ so the repository's main model comes first (NOTE [main model]).
 from __future__ import annotations
 
 import ast
+import math
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -106,11 +107,32 @@ class Recipe:
 # not under tests/docs/examples, whose name reads like a model (GPT, Transformer, UNet, ViT, ...),
 # with the longest definition, and taking a config. Examples in the repository's own words (README
 # blocks, hubconf entries) build the model the authors meant and call it with real inputs, so they
-# rank first; a `__main__` demo next to the model code too. Ties are broken by path and line, so
+# rank first; a `__main__` demo next to the model code too. A builder with no required argument
+# that says it returns a model (`def llama3_2_1b() -> TransformerDecoder`) is the repository's own
+# way to build one: it ranks just below them, the smallest size its name spells first. A wrapper
+# (a class taking another model class of its file, NOTE [wrappers] in construct.py) counts as a
+# root even when another class builds it, and one named `*Wrapper` as model-named. Ties are broken by path and line, so
 # the order is deterministic.
 
-def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], runs_on_import: bool) -> list[Recipe]:
-    """`repo:FILE:Class` for the file's root nn.Module classes."""
+def wrapper_classes(classes: dict[str, ast.ClassDef]) -> set[str]:
+    """Classes whose constructor takes another model class of the file as a required argument, by
+    annotation (`attn_layers: AttentionLayers`) or by name (`encoder` -> Encoder): the model
+    around its body (NOTE [wrappers] in construct.py), a main model even when another class builds it."""
+    lowered = {name.lower() for name in classes}
+    out = set()
+    for name, node in classes.items():
+        init = next((i for i in node.body if isinstance(i, ast.FunctionDef) and i.name == "__init__"), None)
+        for arg in init.args.args + init.args.kwonlyargs if init is not None else []:
+            hint = ast.unparse(arg.annotation).split(".")[-1].strip("'\"") if arg.annotation else ""
+            spelled = {arg.arg.replace("_", "").lower(), arg.arg.replace("attn", "attention").replace("_", "").lower()}
+            if arg.arg in _required(init) and (hint in classes and hint != name or spelled & (lowered - {name.lower()})):
+                out.add(name)
+    return out
+
+
+def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], runs_on_import: bool,
+                  wrappers: set[str] = frozenset()) -> list[Recipe]:
+    """`repo:FILE:Class` for the file's root nn.Module classes (and its wrappers)."""
     configs = config_classes(tree)
     out = []
     for name, node in roots.items():
@@ -119,13 +141,17 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
         init = next((i for i in node.body if isinstance(i, ast.FunctionDef) and i.name == "__init__"), None)
         required = _required(init) - {"self"} if init is not None else set()
         how = _class_how(name, required, init, configs)
+        if name in wrappers:
+            how = how.replace("small values chosen by parameter name", "a wrapper: its model argument built "
+                              "from its class, the rest by parameter name")
         if runs_on_import:
             how += f" (definitions of {PurePosixPath(rel).name} only: it runs code at import)"
         length = (node.end_lineno or node.lineno) - node.lineno
         score = min(length, 400) + (150 if _MAIN_FILE.search(PurePosixPath(rel).stem) or "models" in rel.split("/") else 0) \
-            + (150 if _MAIN_CLASS.search(name) else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
+            + (150 if _MAIN_CLASS.search(name) or name in wrappers and name.endswith("Wrapper") else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
             - (300 if _SKIP_PARTS & set(rel.split("/")[:-1]) else 0) - 20 * rel.count("/") \
-            - 300 * len([r for r in required if named_value(r) is None and not _CONFIG_NAME.search(r)])
+            - 300 * len([r for r in required if named_value(r) is None and not _CONFIG_NAME.search(r)
+                         and name not in wrappers])
         out.append(Recipe(f"repo:{rel}:{name}", "repo-class", rel, node.lineno, how, score))
     return out
 
@@ -140,6 +166,11 @@ def _class_how(name: str, required: set[str], init, configs: dict[str, ast.Class
             (next(iter(configs)) if _CONFIG_NAME.search(arg) and len(configs) == 1 else None)
         if cls:
             return f"{name}({cls}()): {config_words(configs[cls])}"
+    imported = next((annotated[a].split(".")[-1].strip("'\"") for a in sorted(required)
+                     if re.search(r"(Config|Args|Cfg|Params|Settings|Conf)$", annotated.get(a, ""))), None)
+    if imported:   # defined in another file: how it is built is known only in the child
+        return f"{name}({imported}): a config built from its class (a registry variant by from_name, " \
+               "its defaults, or fields by name)"
     return f"{name}({', '.join(sorted(required))}): small values chosen by parameter name"
 
 
@@ -186,6 +217,27 @@ def factory_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]
             arg = next(iter(required))
             out.append(Recipe(f"repo:{rel}:{fn.name}", "repo-factory", rel, fn.lineno,
                               f"{fn.name}({arg}=...): a variant name from the registry {registries[0]}", 300))
+    return out
+
+
+_MODEL_TYPE = re.compile(r"(GPT|Transformer|Model|Net|UNet|Unet|ViT|LM|Decoder|Encoder|Module|Llama|Diffusion)$")
+_SIZE_WORD = re.compile(r"(?:^|[-_.])(0_\d+|\d+)([mb])(?=$|[-_.])", re.IGNORECASE)
+
+
+def builder_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]) -> list[Recipe]:
+    """`repo:FILE:fn` for public functions with no required argument that say they return a model
+    (`def llama3_2_1b() -> TransformerDecoder`); the smallest size spelled in the name first."""
+    out = []
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef) or fn.name.startswith("_") or fn in factories or _required(fn) \
+                or fn.returns is None or not _MODEL_TYPE.search(ast.unparse(fn.returns).split(".")[-1].strip("'\"")):
+            continue
+        size = _SIZE_WORD.findall(fn.name)
+        millions = float(size[0][0].replace("_", ".")) * (1000 if size[0][1].lower() == "b" else 1) if size else None
+        penalty = int(20 * math.log10(millions + 1)) if millions is not None else 100
+        out.append(Recipe(f"repo:{rel}:{fn.name}", "repo-factory", rel, fn.lineno,
+                          f"{fn.name}() -> {ast.unparse(fn.returns)}: a builder with no required argument "
+                          "(repeated blocks cut to 2)", 600 - penalty))
     return out
 
 

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.targets import construct, recipes
+from opscan.targets import construct, recipes, repo_inputs
 from opscan.targets.empty import build_empty, first_line
 from opscan.trace.spec import Built
 
@@ -113,7 +113,7 @@ def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str)
     obj = getattr(module, name, None)
     if obj is None:
         raise TargetError(f"{target}: {path.name} has no {name!r} once loaded")
-    kwargs, _how = construct.arguments(obj, module, path.parent)
+    kwargs, how = construct.arguments(obj, module, path.parent)
     config = next((v for v in kwargs.values() if not isinstance(v, (int, float, str, bool))), kwargs)
     result = build_empty(lambda: obj(**kwargs))
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module):
@@ -124,8 +124,10 @@ def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str)
                      description=target)
     if not isinstance(result, nn.Module):
         raise TargetError(f"{target}: returned {type(result).__name__}, not an nn.Module")
+    if not how:   # nothing was sized by opscan: a builder or defaults at full depth (NOTE [cutting repeated blocks])
+        construct.cut_repeats(result)
     config = getattr(result, "config", None) or getattr(result, "cfg", None) or config
-    args, extra = construct.example_inputs(result, config, batch, seq_len)
+    args, extra = repo_inputs.example_inputs(result, config, batch, seq_len)
     return Built(result, args=args, kwargs=extra, description=target)
 
 

@@ -14,7 +14,8 @@ ZERO_CONFIG_SECONDS = 60.0  # ... or this much time passed (checked before each 
 
 class ZeroConfig:
     """`opscan REPO` with nothing configured: the targets found are traced in turn (each in the
-    sandbox child) until MAIN_MODELS were traced or ZERO_CONFIG_SECONDS passed. One that cannot be
+    sandbox child) until MAIN_MODELS were traced or ZERO_CONFIG_SECONDS passed (or, once one was
+    traced, would pass were the next try as long as that one). One that cannot be
     built is a one-line note, not an error; one that was traced is noted with how it was found."""
 
     def __init__(self, discovery) -> None:
@@ -23,15 +24,23 @@ class ZeroConfig:
                     for c in (discovery.candidates if discovery is not None else ())}
         self.start = time.monotonic()
         self.failed: list[tuple[str, str]] = []   # (target, why) of each try that could not be built
+        self.last_traced = 0.0                     # seconds the last traced `repo:` try took
 
     def __bool__(self) -> bool:
         return self.active
 
     def done(self, traces) -> bool:
-        return self.active and (len(traces) >= MAIN_MODELS or time.monotonic() - self.start > ZERO_CONFIG_SECONDS)
+        """True when no further target should be tried: MAIN_MODELS traced, the time is up, or (once
+        a `repo:` construction was traced) a try as long as it would carry the next past the bound."""
+        if not self.active:
+            return False
+        spent = time.monotonic() - self.start
+        return len(traces) >= MAIN_MODELS or spent > ZERO_CONFIG_SECONDS \
+            or bool(self.last_traced) and spent + self.last_traced > ZERO_CONFIG_SECONDS
 
     def attempt(self, run, target: str, notes: list[str]) -> list:
         """[the trace] of `run()`, or [] with the reason in `notes`."""
+        began = time.monotonic()
         try:
             trace = run()
         except (TargetError, ModelProcessError) as exc:
@@ -39,6 +48,14 @@ class ZeroConfig:
             self.failed.append((target, reason.removeprefix(target + ": ")))
             notes.append(f"not built: {target}: {reason.removeprefix(target + ': ')}")
             return []
+        if target.startswith("repo:") and not trace.complete and not trace.ops:
+            # a guessed construction whose step stopped before its first op: not a model traced
+            why = trace.stopped_at.split("; try:")[0]
+            self.failed.append((target, f"its step stopped before any op: {why}"))
+            notes.append(f"not built: {target}: its step stopped before any op: {why}")
+            return []
+        if target.startswith("repo:"):   # a guessed construction; a model folder or factory is always tried
+            self.last_traced = time.monotonic() - began
         notes.append(f"traced with no configuration: {target}: {self.how.get(target, '')}".rstrip(": "))
         return [trace]
 

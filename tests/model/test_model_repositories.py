@@ -93,3 +93,53 @@ def test_init_writes_the_model_that_was_built(tmp_path, run_cli):
     assert "opscan init" not in err              # the advice no longer loops back to init itself
     report = _report(run_cli, project)           # the written config traces the same model
     assert [t["target"] for t in report["traces"]] == ["repo:model.py:GPT"] and TRAIN <= _phases(report)
+
+
+# --- patterns of larger repositories (docs/repositories.md) -------------------------------------------
+
+def _traced(report: dict) -> list[str]:
+    return [t["target"] for t in report["traces"] if t["complete"]]
+
+
+def test_layers_of_raw_parameters_are_sized_from_what_they_declare(run_cli):
+    report = _report(run_cli, REPOS / "siren")   # F.linear on raw Parameters: no nn.Linear to size from
+    assert _traced(report) == ["repo:sirenlib/siren.py:SineNet"]
+    assert TRAIN <= _phases(report)
+    assert {"aten::sin", "aten::linear"} <= {op["op"] for op in report["ops"]}
+
+
+def test_wrapper_is_built_around_its_model_argument_with_the_inputs_its_forward_needs(run_cli):
+    report = _report(run_cli, REPOS / "wrapper")
+    # TransformerWrapper is built inside Seq2Seq, yet it is the model: it takes AttentionLayers
+    assert _traced(report) == ["repo:layers.py:TransformerWrapper"]
+    assert TRAIN <= _phases(report)
+    assert any(n.startswith("traced with no configuration: repo:layers.py:TransformerWrapper: ")
+               and "a wrapper: its model argument built from its class" in n for n in report["notes"])
+    # its forward fails on image_tokens=None: the optional input was supplied, so the mean ran
+    assert "aten::mean.dim" in {op["op"] for op in report["ops"]}
+
+
+def test_config_from_name_takes_the_smallest_registry_variant(run_cli):
+    # Config() (n_head 7 for n_embd 4096) and the 7b variant fail the model's assert; tinylm-1m builds
+    report = _report(run_cli, REPOS / "registryname")
+    assert _traced(report) == ["repo:tinylm/model.py:GPT"]
+    assert TRAIN <= _phases(report)
+    assert any("GPT(Config): a config built from its class (a registry variant by from_name" in n
+               for n in report["notes"])
+
+
+def test_builder_function_with_no_arguments_smallest_size_first(run_cli):
+    # tiny_70b() fails (96 % 5 heads); tiny_1m() is tried first as the smaller size its name spells
+    report = _report(run_cli, REPOS / "builders")
+    assert _traced(report)[0] == "repo:zoo/tiny/_model_builders.py:tiny_1m"
+    assert TRAIN <= _phases(report)
+    assert any("tiny_1m() -> TransformerDecoder: a builder with no required argument" in n for n in report["notes"])
+    assert "not built: repo:zoo/modules.py:TransformerDecoder: cannot choose a value for the required argument " \
+           "'tok_embeddings'" in report["notes"]
+
+
+def test_builders_rank_by_the_size_their_name_spells():
+    found = candidates(REPOS / "builders", construct=True)
+    builders = [c.target for c in found.candidates if c.path == "zoo/tiny/_model_builders.py"]
+    assert builders == ["repo:zoo/tiny/_model_builders.py:tiny_1m", "repo:zoo/tiny/_model_builders.py:tiny_70b"]
+    assert "repo:zoo/tiny/_model_builders.py:tiny_70b" not in found.traced   # one per file

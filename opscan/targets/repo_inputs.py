@@ -1,0 +1,177 @@
+"""Example inputs for a repository's model built with no configuration (child side).
+
+`example_inputs(model, config)` makes one forward call's inputs from its signature, its first
+layer (or, for layers holding raw Parameters, the sizes they declare), the config and the model's
+own size attributes (vocabulary, block/image size, channels); `probe_inputs` adds the optional
+inputs a forward needs all the same, found by running it on `meta`. Used by
+opscan/targets/repository.py; constructor arguments are opscan/targets/construct.py's job.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import re
+
+import torch
+from torch import nn
+
+from opscan.errors import TargetError
+from opscan.targets.construct import parameters
+
+_LEAVES = (nn.Embedding, nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.LSTM, nn.GRU)
+IN_NAMES = ("dim_in", "in_dim", "input_dim", "in_features", "in_channels", "input_channels", "d_in", "dim")
+IMAGE_NAMES = ("image_size", "img_size")
+CHANNEL_NAMES = ("channels", "in_channels", "in_chans", "num_channels", "input_channels")
+
+
+_IDS_ARG = re.compile(r"^(idx|ids|input_ids|token_ids|tokens|tok|text|src|input_tokens)$")
+
+
+def _first_leaf(model: nn.Module, first_arg: str = ""):
+    """The first torch layer that fixes the input's size (an embedding wherever it sits when the
+    forward's first argument is named like token ids: `idx`, `input_ids`, `tokens`, ...); for a
+    model made of layers holding raw Parameters (NOTE [raw Parameter layers]), a stand-in
+    Linear/Conv of the size they declare."""
+    if _IDS_ARG.match(first_arg):
+        embedding = next((m for m in model.modules() if isinstance(m, nn.Embedding)), None)
+        if embedding is not None:
+            return embedding
+    for sub in model.modules():
+        if isinstance(sub, _LEAVES):
+            return sub
+        if any(p is not None and p.dim() >= 2 for p in sub._parameters.values()) \
+                and not any(True for child in sub.children() for _ in child.parameters()):
+            return _declared_leaf(model, sub)   # a layer of its own, not a model holding a few tokens
+    return None
+
+
+# NOTE [raw Parameter layers]
+# Some models hold their weights as raw nn.Parameters used through F.linear / F.conv2d (SIREN
+# layers, magnitude-preserving convolutions) instead of nn.Linear / nn.Conv2d: a module holding a
+# 2-D or larger Parameter and no child with parameters is such a layer (a model that holds a few
+# learned tokens beside its torch layers is not). The input size is
+# then what the layers declare: the first module (in registration order) that has an input-size
+# attribute (`dim_in`, `in_features`, `in_channels`, ...), else the size of the first raw
+# Parameter's last dimension; a 4-D Parameter (out, in, kh, kw) means images.
+
+def _declared_leaf(model: nn.Module, holder: nn.Module):
+    size = next((value for sub in model.modules() for name in IN_NAMES
+                 for value in [getattr(sub, name, None)]
+                 if isinstance(value, int) and not isinstance(value, bool) and value > 0), None)
+    weight = next(p for p in holder._parameters.values() if p is not None and p.dim() >= 2)
+    if weight.dim() == 4:
+        return nn.Conv2d(size or weight.shape[1], 1, 1, device="meta")
+    return nn.Linear(size or weight.shape[-1], 1, device="meta")
+
+
+def _size(config, names, default, model: nn.Module | None = None):
+    for source in (config, model):
+        if source is None:
+            continue
+        for key in names:
+            value = source.get(key) if isinstance(source, dict) else getattr(source, key, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+            if isinstance(value, (tuple, list)) and value and isinstance(value[-1], int):
+                return value[-1]
+    return default
+
+
+def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | None) -> tuple[tuple, dict]:
+    """(args, kwargs) of one forward call: the main input from the first layer and the config (or
+    the model's own size attributes), targets/labels and timesteps by name; optional arguments left
+    out unless the forward needs them (probe_inputs)."""
+    b = batch or 2
+    params = parameters(model.forward)
+    leaf = _first_leaf(model, params[0][0] if params else "")
+    side = _size(config, IMAGE_NAMES, 0, model)
+    channels = _size(config, CHANNEL_NAMES, 0, model)
+    if side and (leaf is None or not isinstance(leaf, (nn.Conv1d, nn.Conv3d, nn.Embedding))):
+        leaf = nn.Conv2d(channels or (leaf.in_channels if isinstance(leaf, nn.Conv2d) else 3), 1, 1, device="meta")
+    if leaf is None:
+        raise TargetError(f"{type(model).__name__} has no embedding, linear or convolution layer to size an input from")
+    if isinstance(leaf, nn.Embedding):
+        t = seq_len or min(_size(config, ("block_size", "max_seq_len", "seq_len", "context_length", "n_ctx",
+                                          "max_position_embeddings", "n_positions", "max_len"), 16, model), 32)
+        main = torch.randint(0, leaf.num_embeddings, (b, t))
+    elif isinstance(leaf, nn.Conv2d):
+        side = side or _size(config, ("input_size", "resolution", "sample_size"), 64, model)
+        main = torch.randn(b, leaf.in_channels, side, side)
+    elif isinstance(leaf, nn.Conv1d):
+        main = torch.randn(b, leaf.in_channels, seq_len or 256)
+    elif isinstance(leaf, nn.Conv3d):
+        main = torch.randn(b, leaf.in_channels, 4, 32, 32)
+    elif isinstance(leaf, (nn.LSTM, nn.GRU)):
+        main = torch.randn(b, seq_len or 8, leaf.input_size) if leaf.batch_first else torch.randn(seq_len or 8, b, leaf.input_size)
+    elif any(re.search(r"Attention|Attn|Attend|Transformer", type(m).__name__) for m in model.modules()):
+        main = torch.randn(b, seq_len or 16, leaf.in_features)   # a sequence of features
+    else:
+        main = torch.randn(b, leaf.in_features)
+    args, kwargs = [], {}
+    for index, (name, param) in enumerate(params):
+        if param.default is not inspect.Parameter.empty:
+            if name in ("targets", "target", "labels") and main.dtype == torch.long:
+                kwargs[name] = torch.randint(0, leaf.num_embeddings, main.shape)
+            continue
+        if index == 0:
+            value = main
+        elif name in ("targets", "target", "labels", "y", "label", "tgt"):
+            value = torch.randint(0, leaf.num_embeddings, main.shape) if main.dtype == torch.long else \
+                torch.zeros(b, dtype=torch.long)
+        elif name in TIME_NAMES:
+            value = torch.rand(b)
+        else:
+            raise TargetError(f"{type(model).__name__}.forward needs {name!r}, which opscan cannot make; "
+                              "the repository's README or a factory could")
+        args.append(value)
+    if not params:
+        raise TargetError(f"{type(model).__name__}.forward takes no input opscan can name")
+    return probe_inputs(model, tuple(args), kwargs, config, main)
+
+
+TIME_NAMES = ("t", "time", "timestep", "timesteps", "sigma", "sigmas", "noise_level", "times")
+_IMAGE_ARG = re.compile(r"^(images?|imgs?|pixel_values|pixels|video)$")
+_CONTEXT_ARG = re.compile(r"(tokens|context|memory|embeds|embeddings|encoder_hidden_states|cond)$")
+
+
+# NOTE [optional inputs the forward needs]
+# A forward argument with a default of None may still be needed (CoCa's `image_tokens`: text
+# alone fails on `None.shape`). The forward is first run on `meta` (a copy of the model with its
+# buffers on meta too: no compute, no memory) with the inputs as made; only if that fails, each
+# optional argument named like an input (images; tokens, context, memory, embeddings) is added in
+# turn, then all of them, and the first set whose meta forward passes is taken. If no set passes
+# (a forward that cannot run on meta at all) the inputs stay as made.
+
+def probe_inputs(model: nn.Module, args: tuple, kwargs: dict, config, main: torch.Tensor) -> tuple[tuple, dict]:
+    """The inputs, plus the optional ones the forward turns out to need (NOTE above)."""
+    extra = {}
+    width = _size(config, ("dim", "d_model", "hidden_size", "n_embd", "embed_dim", "image_dim"), 0, model)
+    for name, param in parameters(model.forward)[len(args):]:
+        if param.default is not None or name in kwargs:
+            continue
+        if _IMAGE_ARG.match(name):
+            side = _size(config, IMAGE_NAMES, 32, model)
+            extra[name] = torch.randn(main.shape[0], _size(config, CHANNEL_NAMES, 3, model), side, side)
+        elif _CONTEXT_ARG.search(name) and width:
+            extra[name] = torch.randn(main.shape[0], 8, width)
+    if not extra or _runs_on_meta(model, args, kwargs):
+        return args, kwargs
+    for name, value in [*extra.items(), ("", None)]:
+        tried = {**kwargs, name: value} if name else {**kwargs, **extra}
+        if _runs_on_meta(model, args, tried):
+            return args, tried
+    return args, kwargs
+
+
+def _runs_on_meta(model: nn.Module, args: tuple, kwargs: dict) -> bool:
+    def meta(value):
+        return value.to("meta") if isinstance(value, torch.Tensor) else value
+
+    try:
+        clone = copy.deepcopy(model).to("meta")
+        with torch.no_grad():
+            clone(*[meta(a) for a in args], **{k: meta(v) for k, v in kwargs.items()})
+    except Exception:  # noqa: BLE001 - any failure of user code means "not with these inputs"
+        return False
+    return True
