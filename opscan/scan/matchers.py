@@ -245,6 +245,9 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
             for flag, value in DEVICE_TYPE_FLAGS.items():
                 if regex.search(value):
                     need(flag, [(flag, EDGE, EDGE)])
+        if "command" in m.get("in"):   # cuda_home + "/bin/nvcc": the program after a path (strings.py)
+            for text, _, right in found or ():
+                need("/" + text, [("/" + text, ANY, right)])
         if "env-var" in m.get("in"):   # `k.startswith("NCCL")`: an exported prefix (strings.py _env_prefix)
             for prefix in ("NCCL", "TORCH_NCCL", "CUBLAS", "CUDNN", "CUDA\"", "CUDA'", "CUDA_\"", "CUDA_'"):
                 need('"' + prefix)
@@ -318,6 +321,9 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
             for p in m.get("from") or ():
                 need(pattern_token(p), _bounds_of(p))
                 roots.add(p.split(".")[0])
+            if any(p.startswith("ctypes.") for p in m.get("from") or ()):   # lib.f.restype = ... (natives.py)
+                for attr in ("restype", "argtypes", "errcheck"):
+                    need(attr, [(attr, ATTR, EDGE)])
         if module:
             found = regex_bounded_tokens(module, string=False)
             for t in found or ():

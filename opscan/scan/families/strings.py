@@ -221,10 +221,12 @@ def check_compare(ctx: FileContext, node: ast.Compare, g: bool) -> None:
     if any(P.is_deviceish(p) for p in parts):   # x.device.type == "cuda", dev in ("cuda", "npu")
         ctx.device_test([v for p in parts if not P.is_deviceish(p) for v in P.compared_strings(p)], g, negative)
     elif isinstance(node.ops[0], (ast.Eq, ast.NotEq)) and len(parts) == 2 and not any(_backendish(p) for p in parts) \
-            and any(not isinstance(p, ast.Constant) for p in parts):
+            and any(not isinstance(p, ast.Constant) for p in parts) \
+            and not any(P.target_name(p) == "accelerator" for p in parts):   # a framework's flag (Lightning)
         # NOTE [device-type tests]: anything compared with exactly "cuda" / "cuda:N" is tested for
         # the CUDA device type (`accelerator_name == "cuda"`, `get_accelerator().device_name() == "cuda"`);
-        # `"cuda" in state` looks up a key, not a device type
+        # `"cuda" in state` looks up a key, not a device type; a framework's `accelerator` flag
+        # (`accelerator == "cuda"`, Lightning's Trainer vocabulary) is OPS108's, not a device type
         ctx.device_test([(p, p.value) for p in parts if isinstance(p, ast.Constant) and isinstance(p.value, str)
                          and P.CUDA_LITERAL.match(p.value)], g, negative)
     if any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):   # "cuda" in SUPPORTED_DEVICES (a module table)
