@@ -171,7 +171,8 @@ def check_assign(ctx: FileContext, node: ast.Assign | ast.AnnAssign, g: bool) ->
             ctx.device("device-variable", value, g)
         elif P.BACKEND_NAME.match(name):
             ctx.strings("backend-arg", P.string_values(value), g)
-        elif P.ACCELERATOR_NAME.match(name):   # self._name = "cuda" in an accelerator class
+        elif P.ACCELERATOR_NAME.match(name) and not (ctx.depth == 0 and isinstance(target, ast.Name)):
+            # self._name = "cuda" in an accelerator class (a module constant is reported where used)
             ctx.strings("device-variable", [(n, v) for n, v in P.string_values(value) if P.CUDA_LITERAL.match(v)], g)
 
 
