@@ -199,6 +199,17 @@ def test_ctypes_signatures_mark_a_native_library():
     assert rules_at(source) == [("OPS310", 6), ("OPS310", 7), ("OPS310", 8)]
 
 
+def test_windows_system_libraries_are_not_kernels():
+    source = '''
+    import ctypes
+
+    kernel32 = ctypes.WinDLL("kernel32.dll", use_last_error=True)
+    kernel32.AddDllDirectory.restype = ctypes.c_void_p
+    kernel32.SetErrorMode(1)
+    '''
+    assert rules_at(source) == []
+
+
 LOADER = '''
 import ctypes as ct
 

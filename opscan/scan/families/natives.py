@@ -16,7 +16,7 @@ from opscan.scan.rules import Rule
 #   - a ctypes signature (`lib.get_context.restype = ct.c_void_p`, `.argtypes`, `.errcheck`) is only
 #     ever given to a function of a loaded library: the receiver (`lib`) is one, wherever it came
 #     from, and each declaration and each bare probe (`lib.cadam32bit_grad_fp32`, a statement that
-#     raises when the library lacks it) is a site;
+#     raises when the library lacks it) is a site (not for Windows' own DLLs: `ctypes.WinDLL(...)`);
 #   - across files (as the wrappers, engine.py NOTE [wrappers across files]): a file exports its
 #     module-level names bound to a native library (`lib`, "pkg.mod.lib=OPS310@") and the attributes
 #     its classes set to one (`self.lib = ct.cdll.LoadLibrary(...)` in `class CUDASetup`,
@@ -26,6 +26,8 @@ from opscan.scan.rules import Rule
 #     followed further.
 _SIGNATURE = re.compile(r"([A-Za-z_][\w.]*)\.\w+\.(?:restype|argtypes|errcheck)\s*=")
 _SIGNATURE_ATTRS = ("restype", "argtypes", "errcheck")
+# Windows' own DLLs (`kernel32 = ctypes.WinDLL("kernel32.dll")`) get signatures too; they are the OS's.
+_SYSTEM = re.compile(r"(\w+)\s*=\s*(?:\w+\.)?(?:WinDLL|OleDLL|windll|oledll)\b")
 _LOADS = ("LoadLibrary", "CDLL", "PyDLL", "load_library")
 
 
@@ -42,7 +44,10 @@ def prepare(ctx: FileContext) -> None:
     if rule is None:
         return
     if "restype" in ctx.text or "argtypes" in ctx.text or "errcheck" in ctx.text:
+        system = {m[1] for m in _SYSTEM.finditer(ctx.text)}
         for match in _SIGNATURE.finditer(ctx.text):
+            if match[1] in system:
+                continue
             ctx.ext_locals.setdefault(match[1], rule)
             ctx.extra_words.add(match[1].rsplit(".", 1)[-1])
     for entry in ctx.project_wrappers:
