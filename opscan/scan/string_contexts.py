@@ -64,11 +64,11 @@ ENV_FUNCTION = re.compile(r"(?:^|_)envs?(?:_|$)|environ", re.IGNORECASE)
 # `env = os.environ.copy()`, `dict(os.environ)`, `copy.deepcopy(os.environ)`: a copy whose
 # subscripts are environment variables (of a child process).
 ENV_COPY = re.compile(r"^[ \t]*(\w+)[ \t]*=[ \t]*(?:os\.environ\.copy\(\)|dict\(os\.environ\)"
-                      r"|copy\.(?:deep)?copy\(os\.environ\))", re.M)
+                      r"|copy\.(?:deep)?copy\(os\.environ\))", re.MULTILINE)
 # Other accelerators, by the word their availability checks and functions use: a pin to one of them
 # inside `if is_xla_installed():` or a function named `*_hpu` is that accelerator's own code path.
 OTHER_ACCELERATORS = ("mps", "xpu", "npu", "hpu", "xla", "mlu", "musa")
-_OWN_CHECK = re.compile(r"^is_\w*?(%s)\w*_(?:available|installed)$" % "|".join(OTHER_ACCELERATORS))
+_OWN_CHECK = re.compile(r"^is_\w*?({})\w*_(?:available|installed)$".format("|".join(OTHER_ACCELERATORS)))
 
 BACKEND_ARG_CALLS: dict[str, int] = {
     "torch.distributed.init_process_group": 0,

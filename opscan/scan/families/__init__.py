@@ -14,7 +14,15 @@
 # module listed in FAMILIES; the checks of one node type run in FAMILIES order.
 """
 
-from opscan.scan.families import dispatch, guards, imports, kernels, names, natives, strings
+from opscan.scan.families import (
+    dispatch,
+    guards,
+    imports,
+    kernels,
+    names,
+    natives,
+    strings,
+)
 
 FAMILIES = (imports, names, guards, dispatch, strings, kernels, natives)
 
