@@ -86,6 +86,12 @@ class FileContext:
         self.guarding: tuple[int, int] | None = None   # while visiting an `if` test: the lines of its block
         self.failures: list[tuple[int, Rule | None, BaseException]] = []  # NOTE [one rule, one file]
         self._idiom: dict[int, bool] = {}
+        self.paths: list[set[str]] = []         # other accelerators tested by the enclosing `if`s
+        self.env_copies: set[str] = set()       # names bound to a copy of os.environ (strings.py)
+        self.collections: dict[str, list] = {}  # module-level tables of device strings (strings.py)
+        self.builders: dict[str, str] = {}      # names bound to a JIT op builder (NOTE [op builders])
+        self.native_classes: dict[str, str] = {}   # imported classes -> their native-library attribute
+        self.native_objects: dict[str, str] = {}   # instances of those -> the same (NOTE [native libraries])
 
     # -- recording ------------------------------------------------------------------------------
     def hit(self, rule: Rule, node: ast.AST, guarded: bool, value: str = "", name: str = "",
@@ -97,7 +103,16 @@ class FileContext:
         if key in self._seen:
             return
         self._seen.add(key)
-        if subject is None:   # NOTE [subjects]: a kernel rule's subject is a kernel name, never a symbol
+        if subject is None:   # NOTE [another accelerator's own path]
+# `elif is_xla_installed(): torch.autocast("xla")` and `def gather_hpu(): torch.device("hpu")` pin
+# another accelerator on that accelerator's own branch: the code runs only where that accelerator
+# is, so it is no pin of the code that runs on Neuron (OPS104 is for pins that a Neuron run
+# reaches). The choice that leads there is the port point (OPS108, NOTE [device dispatch]). A
+# device string of the same accelerator in a device position on such a branch is not reported;
+# "cuda" never is dropped this way.
+
+
+# NOTE [subjects]: a kernel rule's subject is a kernel name, never a symbol
             subject = kernel_name(None, name) if rule.task == "kernel" else (value or name)
         self.hits.append(Hit(rule, node, value, name, guarded, subject, fix_name=fix_name))
 
@@ -134,11 +149,24 @@ class FileContext:
             for const in self.constants[expr.id]:
                 const.used = True
         values = P.string_values(expr, self.is_idiom)
+        own = self.own_paths()
+        if own:   # NOTE [another accelerator's own path]
+            values = [(node, value) for node, value in values if value.split(":", 1)[0] not in own]
         if isinstance(expr, ast.IfExp) and not guarded and P.is_guard(expr.test, self.resolve):
             # `"cuda" if is_cuda_available() else "cpu"`-like choices: the strings are guarded
             self.strings(context, values, True)
         else:
             self.strings(context, values, guarded)
+
+    def own_paths(self) -> set[str]:
+        """The other accelerators whose own code path is being visited: tested by an enclosing `if`
+        (`if is_xla_installed():`) or named by an enclosing function (`def gather_hpu(...)`)."""
+        out: set[str] = set()
+        for tested in self.paths:
+            out |= tested
+        for function in self.functions:
+            out |= P.function_accelerators(function)
+        return out
 
     def device_test(self, values, g: bool, true_on_neuron: bool) -> None:
         """A device-type test against `values`; `true_on_neuron`: what it gives for a Neuron device
@@ -207,6 +235,15 @@ def callee_matches(calls: tuple[str, ...], qual: str | None, method: str | None)
 
 def lines_text(first: int, last: int) -> str:
     return f"line {first}" if first == last else f"lines {first}-{last}"
+
+
+# NOTE [another accelerator's own path]
+# `elif is_xla_installed(): torch.autocast("xla")` and `def gather_hpu(): torch.device("hpu")` pin
+# another accelerator on that accelerator's own branch: the code runs only where that accelerator
+# is, so it is no pin of the code that runs on Neuron (OPS104 is for pins that a Neuron run
+# reaches). The choice that leads there is the port point (OPS108, NOTE [device dispatch]). A
+# device string of the same accelerator in a device position on such a branch is not reported;
+# "cuda" never is dropped this way.
 
 
 # NOTE [subjects]

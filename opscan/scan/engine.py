@@ -58,7 +58,8 @@ class FileResult:
     suppressions: tuple[Suppression, ...] = ()
     scanned: bool = True                         # False for build files read only for project facts
     lines: int = 0
-    exports: tuple[str, ...] = ()   # kernel wrappers this file defines ("module.function=RULEID")
+    exports: tuple[str, ...] = ()   # kernel wrappers this file defines ("module.function=RULEID") and its
+    # native libraries ("module.name=RULEID@" / "module.Class=RULEID@attr": NOTE [native libraries])
     imports: tuple[str, ...] = ()   # dotted names it imports from the scanned tree's own packages
     facts: ScanFacts = ScanFacts()  # NOTE [scan facts] (facts.py)
     parsed: bool = True             # False: skipped by the pre-check (NOTE [pre-check])

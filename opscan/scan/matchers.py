@@ -245,6 +245,9 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
             for flag, value in DEVICE_TYPE_FLAGS.items():
                 if regex.search(value):
                     need(flag, [(flag, EDGE, EDGE)])
+        if "command" in m.get("in"):   # cuda_home + "/bin/nvcc": the program after a path (strings.py)
+            for text, _, right in found or ():
+                need("/" + text, [("/" + text, ANY, right)])
         if "env-var" in m.get("in"):   # `k.startswith("NCCL")`: an exported prefix (strings.py _env_prefix)
             for prefix in ("NCCL", "TORCH_NCCL", "CUBLAS", "CUDNN", "CUDA\"", "CUDA'", "CUDA_\"", "CUDA_'"):
                 need('"' + prefix)
@@ -252,10 +255,11 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
             for lower in ("nccl_", "cuda_visible", "cuda_launch", "cuda_device", "cublas_workspace", "pytorch_cuda"):
                 need(lower)   # env["nccl_p2p_disable"]: the lower case a launcher upper-cases (positions.LOWER_ENV)
     elif kind == "name":
-        pats = NamePatterns(m.get("name"), m.get("unless", ()))
+        # `uses-unless`: exceptions for uses only (an import statement of such a name is still a site)
+        pats = NamePatterns(m.get("name"), (*m.get("unless", ()), *m.get("uses-unless", ())))
         out.names.append((pats, rule, m.get("instance-methods", ())))
         if m.get("imports", False):
-            out.import_names.append((pats, rule))
+            out.import_names.append((NamePatterns(m.get("name"), m.get("unless", ())), rule))
         for p in pats.patterns:
             if not any(ch in p for ch in "*?["):
                 out.exact_names.setdefault(p, []).append(rule)
@@ -317,6 +321,9 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
             for p in m.get("from") or ():
                 need(pattern_token(p), _bounds_of(p))
                 roots.add(p.split(".")[0])
+            if any(p.startswith("ctypes.") for p in m.get("from") or ()):   # lib.f.restype = ... (natives.py)
+                for attr in ("restype", "argtypes", "errcheck"):
+                    need(attr, [(attr, ATTR, EDGE)])
         if module:
             found = regex_bounded_tokens(module, string=False)
             for t in found or ():
@@ -331,7 +338,7 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
         names = tuple(m.get("dispatch"))
         out.dispatch.append((names, rule))
         for name in names:
-            for token in (f'"{name}', f"'{name}", f"{name}_available", f"{name}.is_available"):
+            for token in (f'"{name}', f"'{name}", f"{name}_available", f"{name}_installed", f"{name}.is_available"):
                 need(token)
     elif kind == "input":
         out.inputs[m.get("input")] = rule

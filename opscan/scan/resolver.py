@@ -27,6 +27,7 @@ class Imports:
 
     def __init__(self, relpath: str = "") -> None:
         self.alias: dict[str, str] = {}
+        self.star = False   # a `from X import *` (NOTE [torch through a star import])
         self.module, self.is_package = module_of(relpath)
 
     def absolute(self, node: ast.ImportFrom) -> str:
@@ -53,6 +54,7 @@ class Imports:
             module = self.absolute(node)
             for alias in node.names:
                 if alias.name == "*":
+                    self.star = True
                     continue
                 full = f"{module}.{alias.name}" if module else alias.name
                 bound.append((alias.asname or alias.name, full))
@@ -67,6 +69,8 @@ class Imports:
             return None
         head, dot, rest = text.partition(".")
         base = self.alias.get(head)
+        if base is None and head == "torch" and self.star:
+            base = "torch"   # NOTE [torch through a star import]
         if base is None:
             if head == "self" and rest:   # `self.torch = torch` kept a module on the object
                 attr, dot, rest = rest.partition(".")
@@ -75,6 +79,14 @@ class Imports:
                     return base + dot + rest
             return None
         return base + dot + rest
+
+
+# NOTE [torch through a star import]
+# `from .backend import *` where backend.py does `import torch` binds `torch` in this file too
+# (a star import takes every public module-level name that has no `__all__` to stop it). Which names
+# a star import brings is unknown without the other file, so only `torch` is assumed: in a file with
+# a star import, a `torch` that no import binds is the torch module (`torch.ops.deepspeed.op(...)`).
+# A file without a star import never resolves an unbound `torch`.
 
 
 def dotted(expr: ast.AST) -> str | None:

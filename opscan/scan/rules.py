@@ -46,7 +46,7 @@ CONTEXTS = {
 }
 MATCHERS: dict[str, dict[str, type | tuple]] = {
     "string": {"string": str, "in": list},
-    "name": {"name": list, "unless": list, "instance-methods": list, "imports": bool},
+    "name": {"name": list, "unless": list, "uses-unless": list, "instance-methods": list, "imports": bool},
     "import": {"import": list, "unless": list},
     "method": {"method": list},
     "call": {"call": list, "keyword": str, "value": str, "max-args": int},

@@ -50,7 +50,25 @@ CHECK_CALLS = ("torch._check", "torch._check_with", "torch._check_value", "torch
 COMMAND_CALLS = {"shutil.which", "subprocess.run", "subprocess.call", "subprocess.check_call",
                  "subprocess.check_output", "subprocess.Popen", "subprocess.getoutput",
                  "subprocess.getstatusoutput", "os.system", "os.popen"}
-BACKEND_NAME = re.compile(r"^(?:backend|\w+_backend|backend_name|dist_backend)$", re.IGNORECASE)
+BACKEND_NAME = re.compile(r"^(?:backend|\w+_backend|\w*backend_name|dist_backend)$", re.IGNORECASE)
+# Attributes and variables that name the accelerator a class or a launcher drives (`self._name =
+# "cuda"` in an accelerator class, `accelerator_name = "cuda"`): "cuda" assigned there is a device type.
+ACCELERATOR_NAME = re.compile(r"^_?(?:name|\w*accelerator_name)$", re.IGNORECASE)
+# A literal compared with anything is a device-type test when it is exactly a CUDA device string
+# (`accelerator_name == "cuda"`, `get_accelerator().device_name() == "cuda"`).
+TABLES = (ast.List, ast.Tuple, ast.Set)
+CUDA_LITERAL = re.compile(r"^cuda(:\d+)?$")
+# Names of functions that return environment-variable names to set or export (`export_envs()`,
+# `visible_devices_envs()`): their returned strings are variable names, or prefixes of them.
+ENV_FUNCTION = re.compile(r"(?:^|_)envs?(?:_|$)|environ", re.IGNORECASE)
+# `env = os.environ.copy()`, `dict(os.environ)`, `copy.deepcopy(os.environ)`: a copy whose
+# subscripts are environment variables (of a child process).
+ENV_COPY = re.compile(r"^[ \t]*(\w+)[ \t]*=[ \t]*(?:os\.environ\.copy\(\)|dict\(os\.environ\)"
+                      r"|copy\.(?:deep)?copy\(os\.environ\))", re.MULTILINE)
+# Other accelerators, by the word their availability checks and functions use: a pin to one of them
+# inside `if is_xla_installed():` or a function named `*_hpu` is that accelerator's own code path.
+OTHER_ACCELERATORS = ("mps", "xpu", "npu", "hpu", "xla", "mlu", "musa")
+_OWN_CHECK = re.compile(r"^is_\w*?({})\w*_(?:available|installed)$".format("|".join(OTHER_ACCELERATORS)))
 
 BACKEND_ARG_CALLS: dict[str, int] = {
     "torch.distributed.init_process_group": 0,
@@ -78,7 +96,7 @@ FIELD_CALLS = {"dataclasses.field", "field", "pydantic.Field", "Field"}
 
 # Guards: `if` tests that make the body device-specific (the finding is still reported, guarded).
 _GUARD_SUFFIXES = (".is_available", ".device_count", ".is_built", ".is_initialized")
-_GUARD_NAME = re.compile(r"^is_\w*(available|cuda|gpu)\w*$|^has_cuda$|^use_cuda$|^cuda_available$", re.I)
+_GUARD_NAME = re.compile(r"^is_\w*(available|installed|cuda|gpu)\w*$|^has_cuda$|^use_cuda$|^cuda_available$", re.I)
 _DEVICE_STRINGS = re.compile(r"^(cuda|mps|xpu|npu|hpu|xla|gpu|cpu|meta|neuron)(:\d+)?$")
 
 
@@ -104,6 +122,27 @@ def is_guard(test: ast.AST, resolve) -> bool:
                 if isinstance(part, ast.Constant) and isinstance(part.value, str) and _DEVICE_STRINGS.match(part.value):
                     return True
     return False
+
+
+def own_paths(test: ast.AST, resolve) -> set[str]:
+    """The other accelerators whose availability an `if` test checks (`is_xla_installed()`,
+    `torch.xpu.is_available()`, `torch.backends.mps.is_available()`)."""
+    out: set[str] = set()
+    for node in ast.walk(test):
+        if isinstance(node, ast.Call):
+            leaf = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            match = _OWN_CHECK.match(leaf or "")
+            if match:
+                out.add(match[1])
+            parts = (resolve(node.func) or "").split(".")
+            if len(parts) >= 3 and parts[0] == "torch" and parts[-1] == "is_available" and parts[-2] in OTHER_ACCELERATORS:
+                out.add(parts[-2])
+    return out
+
+
+def function_accelerators(name: str) -> set[str]:
+    """The other accelerators a function's name is written for (`all_gather_object_list_hpu`)."""
+    return set(name.lower().split("_")) & set(OTHER_ACCELERATORS)
 
 
 def is_availability_test(test: ast.AST, resolve) -> bool:

@@ -225,7 +225,11 @@ class Visitor(FileContext):
         for check in _CHECKS.get(type(node), ()):
             check(self, node, g)
         self._visit_test(node.test, g, test, body)
-        self._stmts(node.body, guard)
+        self.paths.append(P.own_paths(node.test, self.resolve))   # NOTE [another accelerator's own path]
+        try:
+            self._stmts(node.body, guard)
+        finally:
+            self.paths.pop()
         self._stmts(node.orelse, guard)
 
     def _visit_test(self, test: ast.AST, g: bool, what: tuple[str, str],

@@ -14,8 +14,16 @@
 # module listed in FAMILIES; the checks of one node type run in FAMILIES order.
 """
 
-from opscan.scan.families import dispatch, guards, imports, kernels, names, strings
+from opscan.scan.families import (
+    dispatch,
+    guards,
+    imports,
+    kernels,
+    names,
+    natives,
+    strings,
+)
 
-FAMILIES = (imports, names, guards, dispatch, strings, kernels)
+FAMILIES = (imports, names, guards, dispatch, strings, kernels, natives)
 
 __all__ = ["FAMILIES"]

@@ -19,7 +19,7 @@ from opscan.scan.matchers import literal_regex
 # so it is a warning, and it is reported once per *unit*: a function body, a class body (its
 # methods are their own units) or a module-level statement. A unit is a dispatch when it holds a
 # choice: a comparison with one of the rule's names, `.startswith(name)`, an `if`/conditional test
-# calling another accelerator's availability check (`is_*npu*_available()`,
+# calling another accelerator's availability check (`is_*npu*_available()` / `is_hpu_installed()`,
 # `torch.xpu.is_available()`, `torch.backends.mps.is_available()`), a returned name, a table
 # (tuple/list/set/dict literal) holding one, or an `accelerator=` value. The hit sits on the unit's
 # first site and lists the accelerators the unit handles ("cuda" included when it names it); a unit
@@ -70,11 +70,11 @@ def _patterns(names: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern, re.Patter
     """For a rule's names: the words one of which a file needs (its pre-filter tokens), a site's
     name, an availability check's name, and the lines that can hold a site (or "neuron"/"cuda")."""
     alt = "|".join(map(re.escape, names))
-    words = tuple(w for n in names for w in (f'"{n}', f"'{n}", f"{n}_available", f"{n}.is_available")) + (
+    words = tuple(w for n in names for w in (f'"{n}', f"'{n}", f"{n}_available", f"{n}_installed", f"{n}.is_available")) + (
         "accelerator",)
-    lines = re.compile(r"""["'](?:%s|neuron|cuda)\b|(?:%s)(?:_available|\.is_available)|accelerator\s*="""
+    lines = re.compile(r"""["'](?:%s|neuron|cuda)\b|(?:%s)(?:_available|_installed|\.is_available)|accelerator\s*="""
                        % (alt, alt))
-    return (literal_regex(set(words)), re.compile(r"^(%s)(:\d+)?$" % alt), re.compile(r"^is_\w*?(%s)\w*_available$" % alt), lines)
+    return (literal_regex(set(words)), re.compile(r"^(%s)(:\d+)?$" % alt), re.compile(r"^is_\w*?(%s)\w*_(?:available|installed)$" % alt), lines)
 
 
 _LINE = re.compile(r"^", re.M)

@@ -8,6 +8,7 @@ import re
 from dataclasses import replace
 
 from opscan.scan.context import IDENT, FileContext, kernel_name
+from opscan.scan.families import natives
 from opscan.scan.matchers import NamePatterns, pattern_token
 from opscan.scan.resolver import dotted
 from opscan.scan.rules import Rule
@@ -40,7 +41,7 @@ def prepare(ctx: FileContext) -> None:
     ctx.own_ops = _registered_ops(ctx)
     ctx.extra_words |= set(ctx.kernels) | set(ctx.instances) | set(ctx.wrappers)
     ctx.full = any(pats is not None and any(t and t in ctx.text for t in _pattern_tokens(pats))
-                   for _, _, pats, _ in ctx.c.ext_calls) or bool(ctx.c.ext_calls and _BUILD.search(ctx.text))
+                   for _, _, pats, _ in ctx.c.ext_calls) or bool(ctx.c.ext_calls and (_BUILD.search(ctx.text) or _MADE_BUILDER.search(ctx.text)))
 
 
 # NOTE [op builders]
@@ -48,7 +49,24 @@ def prepare(ctx: FileContext) -> None:
 # compile a CUDA extension at run time and return it as a module: the `.load()` is a call into a
 # native module (it builds one), and the name it is bound to (`ops`, `self.ds_opt_adam`) is a native
 # module whose calls are sites, as for `cpp_extension.load(...)` (NOTE [native modules bound by calls]).
+# A builder made by a factory (`builder = get_accelerator().create_op_builder("ShareMemCommBuilder")`,
+# then `builder.load()`) is one too: a name bound to a call of a function named `*op_builder*`, or
+# to a call naming a `...Builder` class by string.
 _BUILD = re.compile(r"Builder\([^()]*\)\.(?:jit_)?load\(")
+_MADE_BUILDER = re.compile(r"op_builder\(|Builder[\"']\s*\)")
+
+
+def _made_builder(value: ast.AST) -> str | None:
+    """`create_op_builder("XBuilder")` / `get_builder("XBuilder")`: the builder's name, else None."""
+    if not isinstance(value, ast.Call):
+        return None
+    leaf = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
+    named = [a.value for a in value.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    if named and named[0].endswith("Builder") and len(named[0]) > len("Builder"):
+        return named[0]
+    if "op_builder" in (leaf or ""):
+        return leaf
+    return None
 
 
 def _builder(func: ast.AST) -> str | None:
@@ -130,8 +148,9 @@ def finish(ctx: FileContext) -> None:
 def exports(ctx: FileContext) -> tuple[str, ...]:
     """The kernel wrappers this file defines, for the other files of the tree."""
     module = ctx.imports.module
-    return tuple(sorted(f"{module}.{name}={rule.id}" if module else f"{name}={rule.id}"
-                        for name, rule in ctx.wrappers.items() if name not in ctx.imported_wrappers))
+    return tuple(sorted([f"{module}.{name}={rule.id}" if module else f"{name}={rule.id}"
+                         for name, rule in ctx.wrappers.items() if name not in ctx.imported_wrappers]
+                        + list(natives.exports(ctx))))
 
 
 # -- checks -----------------------------------------------------------------------------------
@@ -153,6 +172,8 @@ def check_call(ctx: FileContext, node: ast.Call, g: bool) -> None:
     if receiver is not None and receiver in ctx.ext_locals:   # ext.fwd(...), self.ops.adam_update(...)
         ctx.hit(ctx.ext_locals[receiver], node, g, name=f"{receiver}.{func.attr}", subject=receiver)
     builder = _builder(func)
+    if builder is None and isinstance(func, ast.Attribute) and func.attr in ("load", "jit_load"):
+        builder = ctx.builders.get(dotted(func.value) or "")   # builder = create_op_builder(...); builder.load()
     if builder and ctx.c.ext_calls:   # NOTE [op builders]
         ctx.hit(ctx.c.ext_calls[0][3], node, g, name=f"{builder}().load", subject=builder)
     if isinstance(func, ast.Name) and func.id in ctx.wrappers and (
@@ -177,7 +198,15 @@ def check_assign(ctx: FileContext, node: ast.Assign | ast.AnnAssign, g: bool) ->
     if value is None:
         return
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    if isinstance(value, ast.Call) and _builder(value.func) and ctx.c.ext_calls:
+    made = _made_builder(value)
+    if made:
+        for target in targets:
+            local = dotted(target)
+            if local:
+                ctx.builders[local] = made
+    if isinstance(value, ast.Call) and ctx.c.ext_calls and (_builder(value.func) or (
+            isinstance(value.func, ast.Attribute) and value.func.attr in ("load", "jit_load")
+            and (dotted(value.func.value) or "") in ctx.builders)):
         for target in targets:   # NOTE [op builders]: ops = FusedAdamBuilder().load()
             local = dotted(target)
             if local:

@@ -30,10 +30,16 @@ def bind(ctx: FileContext, stmt: ast.stmt, guarded: bool) -> None:
                 vals = P.string_values(value, ctx.is_idiom)
                 if vals:
                     ctx.constants.setdefault(target.id, []).append(Constant(target.id, vals, guarded))
+                elif isinstance(value, P.TABLES):   # SUPPORTED = ["cuda", "cpu", "xpu"]: a table of device types
+                    items = P.compared_strings(value)
+                    if any(P.CUDA_LITERAL.match(v) for _, v in items):
+                        ctx.collections[target.id] = items
 
 
 def prepare(ctx: FileContext) -> None:
-    ctx.extra_words |= set(ctx.constants)
+    ctx.extra_words |= set(ctx.constants) | set(ctx.collections)
+    if "environ" in ctx.text:
+        ctx.env_copies = {m[1] for m in P.ENV_COPY.finditer(ctx.text)}
 
 
 def finish(ctx: FileContext) -> None:
@@ -48,10 +54,13 @@ def check_call(ctx: FileContext, node: ast.Call, g: bool) -> None:
     qual, method = ctx.callee
     args = node.args
     if method == "startswith" and args:   # str(dev).startswith("cuda"): a device-type test
-        ctx.device_test(P.compared_strings(args[0]), g, False)
+        ctx.device_test(P.compared_strings(args[0]), g, False)   # the rules match the prefix "cuda:" too
         _env_prefix(ctx, args[0], g)
     if qual in P.COMMAND_CALLS and args:
         command = args[0].elts[0] if isinstance(args[0], (ast.List, ast.Tuple)) and args[0].elts else args[0]
+        if isinstance(command, ast.BinOp) and isinstance(command.op, ast.Add) and isinstance(command.right, ast.Constant) \
+                and isinstance(command.right.value, str):   # cuda_home + "/bin/nvcc": the program is the last part
+            ctx.strings("command", [(command.right, command.right.value.rsplit("/", 1)[-1])], g)
         ctx.strings("command", P.string_values(command), g)
     pos = P.DEVICE_ARG_CALLS.get(qual) if qual else P.DEVICE_ARG_METHODS.get(method or "")
     if pos is not None and 0 <= pos < len(args) and not any(isinstance(a, ast.Starred) for a in args[:pos + 1]):
@@ -129,6 +138,10 @@ def check_return(ctx: FileContext, node: ast.Return, g: bool) -> None:
             ctx.device("device-return", node.value, g)
         if "backend" in function:
             ctx.strings("backend-arg", P.string_values(node.value), g)
+        if P.ENV_FUNCTION.search(function):   # def export_envs(): return ["NCCL"]: names (or prefixes) to set
+            items = P.compared_strings(node.value)
+            ctx.strings("env-var", items, g)
+            _env_prefix(ctx, node.value, g)
 
 
 def check_def(ctx: FileContext, node: ast.FunctionDef | ast.AsyncFunctionDef, g: bool) -> None:
@@ -158,6 +171,9 @@ def check_assign(ctx: FileContext, node: ast.Assign | ast.AnnAssign, g: bool) ->
             ctx.device("device-variable", value, g)
         elif P.BACKEND_NAME.match(name):
             ctx.strings("backend-arg", P.string_values(value), g)
+        elif P.ACCELERATOR_NAME.match(name) and not (ctx.depth == 0 and isinstance(target, ast.Name)):
+            # self._name = "cuda" in an accelerator class (a module constant is reported where used)
+            ctx.strings("device-variable", [(n, v) for n, v in P.string_values(value) if P.CUDA_LITERAL.match(v)], g)
 
 
 def check_dict(ctx: FileContext, node: ast.Dict, g: bool) -> None:
@@ -170,7 +186,7 @@ def check_dict(ctx: FileContext, node: ast.Dict, g: bool) -> None:
 
 
 def check_subscript(ctx: FileContext, node: ast.Subscript, g: bool) -> None:
-    if ctx.resolve(node.value) == P.ENV_MAPPING:
+    if ctx.resolve(node.value) == P.ENV_MAPPING or (isinstance(node.value, ast.Name) and node.value.id in ctx.env_copies):
         ctx.strings("env-var", P.string_values(node.slice), g)
     elif isinstance(node.ctx, ast.Store) and isinstance(node.slice, ast.Constant) \
             and isinstance(node.slice.value, str) and P.LOWER_ENV.match(node.slice.value):
@@ -202,16 +218,29 @@ def check_compare(ctx: FileContext, node: ast.Compare, g: bool) -> None:
     if any(_backendish(p) for p in parts):
         ctx.strings("backend-compare", [v for p in parts if isinstance(p, ast.Constant)
                                         for v in P.string_values(p)], g)
+    negative = isinstance(node.ops[0], (ast.NotEq, ast.NotIn, ast.IsNot))
     if any(P.is_deviceish(p) for p in parts):   # x.device.type == "cuda", dev in ("cuda", "npu")
-        ctx.device_test([v for p in parts if not P.is_deviceish(p) for v in P.compared_strings(p)], g,
-                        isinstance(node.ops[0], (ast.NotEq, ast.NotIn, ast.IsNot)))
+        ctx.device_test([v for p in parts if not P.is_deviceish(p) for v in P.compared_strings(p)], g, negative)
+    elif isinstance(node.ops[0], (ast.Eq, ast.NotEq)) and len(parts) == 2 and not any(_backendish(p) for p in parts) \
+            and any(not isinstance(p, ast.Constant) for p in parts) \
+            and not any(P.target_name(p) == "accelerator" for p in parts):   # a framework's flag (Lightning)
+        # NOTE [device-type tests]: anything compared with exactly "cuda" / "cuda:N" is tested for
+        # the CUDA device type (`accelerator_name == "cuda"`, `get_accelerator().device_name() == "cuda"`);
+        # `"cuda" in state` looks up a key, not a device type; a framework's `accelerator` flag
+        # (`accelerator == "cuda"`, Lightning's Trainer vocabulary) is OPS108's, not a device type
+        ctx.device_test([(p, p.value) for p in parts if isinstance(p, ast.Constant) and isinstance(p.value, str)
+                         and P.CUDA_LITERAL.match(p.value)], g, negative)
+    if any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):   # "cuda" in SUPPORTED_DEVICES (a module table)
+        for p in node.comparators:
+            if isinstance(p, ast.Name) and p.id in ctx.collections and ctx.imports.alias.get(p.id) is None:
+                ctx.device_test(ctx.collections[p.id], g, negative)
 
 
 def _backendish(expr: ast.AST) -> bool:
     if isinstance(expr, ast.Call):
         expr = expr.func
         leaf = expr.attr if isinstance(expr, ast.Attribute) else getattr(expr, "id", "")
-        return leaf in P.BACKEND_CALL_NAMES
+        return leaf in P.BACKEND_CALL_NAMES or bool(P.BACKEND_NAME.match(leaf or ""))   # communication_backend_name()
     leaf = P.target_name(expr)
     return bool(leaf and P.BACKEND_NAME.match(leaf))
 
