@@ -111,9 +111,6 @@ KNOWN_CYCLES = frozenset({
     # scan/rules.py imports matchers inside compile(): the visitor split by matcher family (issue 23
     # point 5, helper "scanfacts")
     "opscan.scan.matchers -> opscan.scan.rules -> opscan.scan.matchers",
-    # db/release.py imports lookup inside Release.lookup: db.Release as the one coverage protocol
-    # (issue 23 point 1, helper "assess"), else the lead
-    "opscan.db.lookup -> opscan.db.release -> opscan.db.lookup",
 })
 
 
