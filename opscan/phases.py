@@ -133,14 +133,16 @@ def database_notes(release, config: Config) -> tuple[str, ...]:
             f"e.g. {release.warnings[0]}",)
 
 
-def tracer_options(model: ModelConfig, root: Path, profile: DeviceProfile | None, **extra: Any) -> dict[str, Any]:
+def tracer_options(model: ModelConfig, root: Path | None, profile: DeviceProfile | None,
+                   **extra: Any) -> dict[str, Any]:
     """The keyword options of `opscan.targets.loader.trace_target` for one configured model: the one
-    translation of a ModelConfig (`opscan PATH` and `opscan trace` both use it). `extra`: options
-    that are not part of a model's configuration (device, fsdp)."""
+    translation of a ModelConfig (`opscan PATH`, `opscan trace` and every zoo model use it). `root`:
+    the project the model belongs to (None for the zoo's models, which belong to none). `extra`:
+    options that are not part of a model's configuration (device, fsdp, the zoo tracer's fill_unset)."""
     options: dict[str, Any] = dict(
         target=model.target, mode=model.mode, device="neuron", profile=profile, optimizer=model.optimizer,
         optimizer_impl=model.optimizer_impl or None, amp=model.amp or None, inputs=tuple(model.inputs),
-        batch=model.batch, seq_len=model.seq_len, project_root=str(root))
+        batch=model.batch, seq_len=model.seq_len, project_root=str(root) if root is not None else None)
     if model.trust_remote_code:
         options["trust_remote_code"] = True
     return {**options, **extra}

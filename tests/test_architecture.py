@@ -105,13 +105,9 @@ def import_graph() -> nx.DiGraph:
     return graph
 
 
-# Cycles outside opscan/targets/ that other work of issue 23 removes; a cycle that is gone must be
-# dropped from here (the test says so), and no new one may appear.
-KNOWN_CYCLES = frozenset({
-    # db/release.py imports lookup inside Release.lookup: db.Release as the one coverage protocol
-    # (issue 23 point 1, helper "assess"), else the lead
-    "opscan.db.lookup -> opscan.db.release -> opscan.db.lookup",
-})
+# No import cycle is left (issue 23 removed the last two: scan.matchers <-> scan.rules and
+# db.lookup <-> db.release); none may appear.
+KNOWN_CYCLES: frozenset[str] = frozenset()
 
 
 def test_no_import_cycles():

@@ -30,18 +30,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="exit 1 when the checklist is not ready (any FAIL or STOP)")
 
 
-def _read_report(path: str) -> dict:
+def _read_report(path: str):
+    from opscan.workflow.preflight import from_json
+
     doc = load_report(path)
     if not isinstance(doc, dict) or "summary" not in doc or "ops" not in doc:
         raise InputError("not an opscan JSON report (no `ops` / `summary`): "
                          "make it with `opscan PATH --format json`", path)
-    return doc
+    return from_json(doc)
 
 
-def _scan(path: Path) -> dict:
+def _scan(path: Path):
+    """Analyse PATH as `opscan PATH` does; the checklist reads the finished Report."""
     from opscan.app import analyse
     from opscan.config import load_config
-    from opscan.reporters.json import to_dict
+    from opscan.workflow.preflight import from_report
 
     if not path.exists():
         raise InputError("no such file or folder", str(path))
@@ -50,7 +53,7 @@ def _scan(path: Path) -> dict:
         if event in ("phase", "trace"):
             print(f"opscan preflight: {detail}", file=sys.stderr)
 
-    return to_dict(analyse(path, load_config(path), progress=progress))
+    return from_report(analyse(path, load_config(path), progress=progress))
 
 
 def run(args: argparse.Namespace) -> int:

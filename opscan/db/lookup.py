@@ -3,10 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol
 
 from opscan.db import registry
-from opscan.db.release import CONFIDENCES, Release
+from opscan.db.entries import CONFIDENCES, Entry, NoKernel, Package
 from opscan.records import Coverage, Evidence, OpName, status_of
+
+
+class Release(Protocol):
+    """What the lookup reads of a release: `db.release.Release`, whose `lookup(op)` calls `lookup` here.
+
+    Written out so that the release can call the lookup without the lookup importing the release
+    (no import cycle, tests/test_architecture.py).
+    """
+
+    dispatch_key: str
+    kernel_list: str
+    sdpa_policy: str
+    unlisted: Entry
+    no_kernel: NoKernel | None
+    packages: tuple[Package, ...]
+    _cache: dict       # canonical op name -> its Coverage, filled by the lookup
+
+    def entry_for(self, op: str) -> tuple[Entry | None, str]: ...
+    def evidence(self, ids: tuple[str, ...]) -> tuple[Evidence, ...]: ...
+    def pairs_with_torch(self, version: str) -> bool: ...
+
 
 # NOTE [lookup order]
 # 1. An entry for the exact overload (aten::add.Tensor) — in files with op_names: overload.

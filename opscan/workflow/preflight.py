@@ -1,15 +1,17 @@
 """The pre-flight checklist: environment, device, op coverage, blockers and the rollback path.
 
 `probe()` reads this machine (package versions via importlib.metadata, TORCH_DEVICE, the visible
-accelerator via torch.accelerator); `checklist()` turns a probe plus a scan report (the dict of
-`opscan PATH --format json`) into checks. Nothing here prints. Every lookup can be injected,
-so each branch is testable on a machine without torch or Trainium.
+accelerator via torch.accelerator); `checklist()` turns a probe plus what an analysis assessed
+(`Assessed`: read from the finished Report of the scan preflight runs, `from_report`, or from an
+`opscan PATH --format json` file, `from_json`) into checks. Nothing here prints. Every lookup can
+be injected, so each branch is testable on a machine without torch or Trainium.
 
 Statuses: ok | warn | fail | stop | info | skip. The checklist is "ready" when no check is
 fail or stop. Ops "without a Neuron kernel" are those whose status does not run on the device
 and is known (cpu-fallback, unsupported: `model.OpStatus`); ops of status unknown are listed as a
 warning and only count as missing when asked (`unknown_missing`), because an unchecked op is not
-known to lack a kernel. Blockers are the verdict's count, read from the report (`verdict.blockers`).
+known to lack a kernel. Blockers are the verdict's count (`Verdict.blockers.count`, in JSON
+`verdict.blockers.count`), read, never counted again.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from opscan.records import OP_STATUSES
+from opscan.records import OP_STATUSES, Report
 from opscan.workflow.neuronx_lines import classify, torch_release
 
 DEVICE_VAR = "TORCH_DEVICE"
@@ -43,6 +45,42 @@ class Probe:
     accelerator: str | None              # torch.accelerator.current_accelerator(check_available=True)
     accelerator_note: str = ""           # why the accelerator could not be read, if so
     fallback_env: str | None = None      # CPU_FALLBACK_COMMAND
+
+
+@dataclass(frozen=True)
+class Assessed:
+    """What the checklist reads of a finished analysis: each traced op's status, the traced models,
+    the verdict's blocking count and the number of priority-1 port tasks."""
+
+    ops: tuple[tuple[str, str], ...]     # (op, status), one per distinct traced op, by op name
+    models: tuple[str, ...]              # the traced targets, sorted
+    blockers: int | None                 # the verdict's Blockers.count; None: the report has no verdict
+    first_tasks: int = 0                 # port tasks of priority 1
+
+
+def from_report(report: Report) -> Assessed:
+    """Read a finished Report (the analysis `opscan preflight PATH` runs); an op without coverage
+    is unknown, as the JSON report leaves its status out."""
+    statuses = {c.op: c.status for c in report.coverage}
+    ops = sorted({usage.op for trace in report.traces for usage in trace.ops})
+    return Assessed(ops=tuple((op, statuses.get(op, "unknown")) for op in ops),
+                    models=tuple(sorted({t.target for t in report.traces})),
+                    blockers=report.verdict.blockers.count if report.verdict is not None else None,
+                    first_tasks=sum(1 for t in report.tasks if t.priority == 1))
+
+
+def from_json(doc: dict) -> Assessed:
+    """Read the dict of an `opscan PATH --format json` report (given with `--report`)."""
+    ops = []
+    for op in doc.get("ops") or []:
+        if isinstance(op, dict):
+            ops.append((str(op.get("op", "?")), str(op.get("status", "unknown"))))
+        else:
+            ops.append((str(op), "unknown"))
+    traces = [t for t in doc.get("traces") or [] if isinstance(t, dict)]
+    tasks = [t for t in doc.get("tasks") or [] if isinstance(t, dict) and t.get("priority") == 1]
+    return Assessed(ops=tuple(ops), models=tuple(sorted({str(t.get("target", "?")) for t in traces})),
+                    blockers=_json_blockers(doc), first_tasks=len(tasks))
 
 
 @dataclass(frozen=True)
@@ -181,25 +219,23 @@ def _device_checks(p: Probe) -> list[Check]:
     return checks
 
 
-def _coverage_checks(report: dict | None, source: str, unknown_missing: bool,
+def _coverage_checks(report: Assessed | None, source: str, unknown_missing: bool,
                      exit_on_missing: bool) -> tuple[list[Check], tuple, tuple, tuple, int | None]:
     if report is None:
         check = Check("coverage", "op coverage of the configured models", "skip", "not checked",
                       "give --report REPORT.json (from `opscan PATH --format json`) or a PATH to scan")
         blockers = Check("blockers", "scan blockers", "skip", "not checked", check.detail)
         return [check, blockers], (), (), (), None
-    ops = report.get("ops") or []
+    ops = report.ops
     statuses: dict[str, int] = {}
     missing, unknown = [], []
-    for op in ops:
-        status = op.get("status", "unknown") if isinstance(op, dict) else "unknown"
-        name = op.get("op", "?") if isinstance(op, dict) else str(op)
+    for name, status in ops:
         statuses[status] = statuses.get(status, 0) + 1
         if status in MISSING_STATUSES or (unknown_missing and status in UNCHECKED_STATUSES):
             missing.append(name)
         if status in UNCHECKED_STATUSES:
             unknown.append(name)
-    models = sorted({t.get("target", "?") for t in report.get("traces") or [] if isinstance(t, dict)})
+    models = report.models
     counts = ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
     where = f"models: {', '.join(models)}" if models else "no model traced"
     checks = []
@@ -219,8 +255,7 @@ def _coverage_checks(report: dict | None, source: str, unknown_missing: bool,
         checks.append(Check("coverage", "op coverage of the configured models", status,
                             f"{len(ops)} ops: {counts}", f"{detail}; {where} ({source})",
                             (SRC_FALLBACK_DEFAULT,)))
-    blockers = _blockers(report)
-    tasks = [t for t in report.get("tasks") or [] if isinstance(t, dict) and t.get("priority") == 1]
+    blockers = report.blockers
     if blockers is None:
         checks.append(Check("blockers", "scan blockers (the verdict's blocking count)", "skip", "not in the report",
                             f"the report has no `verdict.blockers` (made by an older opscan): run "
@@ -228,13 +263,13 @@ def _coverage_checks(report: dict | None, source: str, unknown_missing: bool,
     else:
         checks.append(Check("blockers", "scan blockers (the verdict's blocking count)",
                             "ok" if blockers == 0 else "warn", str(blockers),
-                            f"{len(tasks)} priority-1 port task(s); {source}"))
+                            f"{report.first_tasks} priority-1 port task(s); {source}"))
     return checks, tuple(sorted(missing)), tuple(sorted(unknown)), tuple(sorted(statuses.items())), blockers
 
 
-def _blockers(report: dict) -> int | None:
-    """The verdict's blocking count (NOTE [blockers] in opscan/verdict.py): what the headline and the
-    gate count, read, never counted again; None when the report does not carry it."""
+def _json_blockers(report: dict) -> int | None:
+    """The verdict's blocking count in a JSON report (NOTE [blockers] in opscan/verdict.py): what the
+    headline and the gate count, read, never counted again; None when the report does not carry it."""
     verdict = report.get("verdict")
     blockers = verdict.get("blockers") if isinstance(verdict, dict) else None
     count = blockers.get("count") if isinstance(blockers, dict) else None
@@ -254,10 +289,10 @@ def _rollback_check(p: Probe, configured: str | None, config_source: str) -> Che
                  f"[tool.opscan.parity] fallback-command, or ${FALLBACK_VAR}")
 
 
-def checklist(p: Probe, report: dict | None = None, report_source: str = "", *,
+def checklist(p: Probe, report: Assessed | None = None, report_source: str = "", *,
               fallback_command: str | None = None, config_source: str = "",
               unknown_missing: bool = False, exit_on_missing: bool = False) -> Checklist:
-    """Build the checklist from a probe, an optional scan report dict and the configured rollback."""
+    """Build the checklist from a probe, what an analysis assessed (optional) and the configured rollback."""
     checks = _torch_checks(p) + _device_checks(p)
     coverage, missing, unknown, by_status, blockers = _coverage_checks(
         report, report_source, unknown_missing, exit_on_missing)

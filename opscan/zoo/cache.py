@@ -12,7 +12,9 @@ from opscan.zoo.jobs import Outcome
 
 # 2: traces carry supplied_fakes; older traces stopped where opscan now supplies a kernel
 # 3: outcomes carry error_types, rows their stop class; stand-ins for boolean masks, all() and split sizes
-CACHE_FORMAT = 3
+# 4: tracer options built by phases.tracer_options (as for `opscan PATH`): every option spelt out,
+#    so every trace key changed; older entries are not read
+CACHE_FORMAT = 4
 # Outcomes that depend on the limits or the machine's load are traced again on the next run.
 UNCACHED = frozenset({"timeout", "out-of-memory", "crash"})
 

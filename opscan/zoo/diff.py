@@ -80,6 +80,34 @@ def diff(old: dict, new: dict) -> list[Change]:
     return sorted(changes, key=lambda c: (order.index(c.kind), c.model))
 
 
+@dataclass(frozen=True)
+class OpChange:
+    """One model traced completely in both runs whose traced ops differ (op names, or the phases of
+    a training step an op is seen in: its matrix cell)."""
+
+    model: str
+    gone: tuple[str, ...] = ()       # ops only the old run traced
+    added: tuple[str, ...] = ()      # ops only the new run traced
+    cells: tuple[tuple[str, str, str], ...] = ()   # (op, old cell, new cell) of ops in both, cell changed
+
+
+def op_changes(old: dict, new: dict) -> tuple[int, list[OpChange]]:
+    """The op sets of the models complete (status ok) in both runs: how many were compared, and the
+    models whose ops or cells differ, by model name. Op sets do not depend on the coverage release,
+    so this tells a change of the tracer from a change of the database."""
+    before = {m["name"]: m for m in old["models"] if m.get("status") == "ok"}
+    after = {m["name"]: m for m in new["models"] if m.get("status") == "ok"}
+    both = sorted(set(before) & set(after))
+    changes = []
+    for name in both:
+        a, b = before[name].get("op_cells", {}), after[name].get("op_cells", {})
+        cells = tuple((op, a[op], b[op]) for op in sorted(set(a) & set(b)) if a[op] != b[op])
+        change = OpChange(name, tuple(sorted(set(a) - set(b))), tuple(sorted(set(b) - set(a))), cells)
+        if change.gone or change.added or change.cells:
+            changes.append(change)
+    return len(both), changes
+
+
 def render_text(changes: list[Change], old: dict, new: dict) -> str:
     """Plain-text diff report, grouped by kind."""
     def side(doc: dict) -> str:

@@ -7,11 +7,13 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib import metadata
 
 from opscan import __version__
+from opscan.config import ModelConfig
 from opscan.isolation import Limits, default_max_memory
+from opscan.phases import tracer_options
 from opscan.records import DeviceProfile
 from opscan.zoo.cache import UNCACHED, Cache
 from opscan.zoo.jobs import DEFAULT_TRACER, Job, Outcome, trace_job, tracer_spec
@@ -59,12 +61,25 @@ def trace_key(target: ZooTarget, options: dict, tracer: str, tools: dict[str, st
     return hashlib.sha256(material.encode()).hexdigest()[:24]
 
 
+# What `run_zoo(options=...)` may hold: the ModelConfig fields every model of the run shares
+# (mode, batch, seq_len, ...), and the two tracer options that are not a model's configuration.
+_MODEL_FIELDS = frozenset(f.name for f in fields(ModelConfig)) - {"target"}
+_RUN_FIELDS = frozenset({"device", "profile"})
+
+
 def job_options(target: ZooTarget, options: dict, tracer: str) -> dict:
-    """The tracer options of one target: the default tracer fills unset fields of the default
-    configs the zoo wrote (`model_type` set; opscan/targets/hf/repair.py), never of a user's config."""
+    """The tracer options of one target, through `phases.tracer_options` (the one translation of a
+    ModelConfig, as for `opscan PATH` and `opscan trace`); the zoo's models belong to no project.
+    The default tracer fills unset fields of the default configs the zoo wrote (`model_type` set;
+    opscan/targets/hf/repair.py), never of a user's config."""
+    unknown = set(options) - _MODEL_FIELDS - _RUN_FIELDS
+    if unknown:
+        raise ValueError(f"zoo options not understood: {sorted(unknown)}")
+    model = ModelConfig(target=target.target, **{k: v for k, v in options.items() if k in _MODEL_FIELDS})
+    extra = {k: v for k, v in options.items() if k == "device"}
     if tracer == DEFAULT_TRACER and target.model_type and target.target.startswith("hf:"):
-        return {**options, "fill_unset": True}
-    return options
+        extra["fill_unset"] = True
+    return tracer_options(model, None, options.get("profile"), **extra)
 
 
 def _local(jobs: list[Job], tracer: str, workers: int, limits: Limits) -> Iterator[Outcome]:

@@ -9,7 +9,6 @@ from opscan.outcome import Outcome
 from opscan.targets.hf import upstream
 from opscan.zoo.selection import ZooTarget
 
-RUNS = ("native", "limited", "composite")           # statuses that run on the device
 # A model's verdict is the analysis verdict of its trace (opscan/assess.py, as `opscan PATH` and
 # `opscan trace` judge it), without a source scan (a zoo model has no project source); "failed" is
 # the zoo's own row state: nothing to judge. An incomplete trace is "unknown" (not proven) unless
@@ -41,6 +40,14 @@ STOPS: dict[str, str] = {
     "opscan": "none of the above: a gap in opscan (inputs it does not generate, a tracer bug, ...)",
 }
 LIMITS = ("timeout", "out-of-memory", "crash")
+
+
+def keeps_from_running(status: str) -> bool:
+    """An op that keeps its model from running as is: it cannot run on the device or the CPU
+    (unsupported), or nobody has checked whether it can (unknown). Decided by the status's facts
+    (records.OpStatus), as the row's `blockers` and the op ranking count them."""
+    fact = status_of(status)
+    return not (fact.runs_on_device or fact.may_fall_back)
 # stage of a known transformers bug, by row status (opscan/targets/hf/upstream.py)
 _STAGES = {"build-error": "build", "partial": "step", "trace-error": "step"}
 
@@ -71,7 +78,8 @@ class Row:
 
     @property
     def native(self) -> int:
-        return sum(self.counts.get(s, 0) for s in RUNS)
+        """Ops whose status runs on the device (records.OpStatus.runs_on_device)."""
+        return sum(n for s, n in self.counts.items() if status_of(s).runs_on_device)
 
 
 @dataclass(frozen=True)
@@ -121,7 +129,7 @@ def build_row(target: ZooTarget, outcome: Outcome | None, release, cached: bool 
         counts[status] = counts.get(status, 0) + 1
         if status_of(status).may_fall_back:
             fallbacks.append(usage.op)
-        elif status not in RUNS:
+        elif keeps_from_running(status):
             blockers.append(usage.op)
         cells[usage.op] = _cell(usage, trace)
     merged: dict[str, int] = {}   # one entry per op and value, over all source lines
@@ -163,7 +171,7 @@ def assess_trace(trace: ModelTrace, release) -> Report:
 
 
 def op_stats(rows: list[Row], release) -> list[OpStat]:
-    """Every op met, ranked: ops that keep the most models from being ready first, then by use."""
+    """Every op met, ranked: ops that keep the most models from running first, then by use."""
     users: dict[str, list[str]] = {}
     steps: dict[str, int] = {}
     for row in rows:
@@ -174,11 +182,11 @@ def op_stats(rows: list[Row], release) -> list[OpStat]:
     for op, models in users.items():
         status = release.status(op)
         step_count = steps[op]
-        blocks = 0 if status in RUNS or status_of(status).may_fall_back else len(models)
+        blocks = len(models) if keeps_from_running(status) else 0
         cost = max((row.fallback_bytes.get(op, 0) for row in rows), default=0)
         stats.append(OpStat(op, status, tuple(sorted(models)), step_count, blocks, cost))
-    severity = {"unsupported": 0, "unknown": 1, "cpu-fallback": 2, "device-or-cpu": 3}
-    return sorted(stats, key=lambda s: (-s.blocks, -s.step_models, severity.get(s.status, 3),
+    # then the worse status first (records.OpStatus.rank)
+    return sorted(stats, key=lambda s: (-s.blocks, -s.step_models, -status_of(s.status).rank,
                                         -len(s.models), s.op))
 
 

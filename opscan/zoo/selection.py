@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from opscan.errors import InputError, UsageError
+from opscan.targets.folders import config_path
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ def _hf_spec(spec: str, config_dir: Path, layers: int | None, dtype: str | None)
         return [_default(rest, cls, "base", config_dir, layers, dtype)]
     path = Path(rest)
     if path.exists():  # an explicit config.json or folder: passed through as is
-        config = path / "config.json" if path.is_dir() else path
+        config = config_path(path)
         data = config.read_bytes() if config.is_file() else spec.encode()
         return [ZooTarget(name=spec, target=spec, family="file", config_hash=hash_bytes(data))]
     raise UsageError(f"'{spec}' is neither an hf family (try hf:causal-lm, hf:*), "

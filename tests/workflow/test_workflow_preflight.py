@@ -94,7 +94,7 @@ def test_xla_line_is_flagged():
 
 
 def test_nothing_installed_still_reports_the_rest():
-    checklist = pf.checklist(probe(), REPORT, "r.json")
+    checklist = pf.checklist(probe(), pf.from_json(REPORT), "r.json")
     assert check(checklist, "torch").value == "not installed"
     assert check(checklist, "torch-neuronx").value == "not installed"
     assert check(checklist, "accelerator").value == "none"
@@ -105,11 +105,11 @@ def test_nothing_installed_still_reports_the_rest():
 def test_blockers_are_the_verdicts_count_not_the_error_findings():
     """Two error findings, one guarded: the verdict counts one blocker and so does the checklist;
     a report without the verdict's count is not counted again in another way."""
-    assert check(pf.checklist(probe(), REPORT, "r.json"), "blockers").value == "1"
+    assert check(pf.checklist(probe(), pf.from_json(REPORT), "r.json"), "blockers").value == "1"
     older = {k: v for k, v in REPORT.items() if k != "verdict"}
-    line = check(pf.checklist(probe(), older, "r.json"), "blockers")
+    line = check(pf.checklist(probe(), pf.from_json(older), "r.json"), "blockers")
     assert line.status == "skip" and "verdict.blockers" in line.detail
-    assert pf.checklist(probe(), older, "r.json").blockers is None
+    assert pf.checklist(probe(), pf.from_json(older), "r.json").blockers is None
 
 
 def test_requested_neuron_without_trainium_fails():
@@ -126,10 +126,10 @@ def test_device_unset_and_cpu():
 
 
 def test_missing_ops_and_unknown_rule():
-    checklist = pf.checklist(probe(), REPORT, "r.json")
+    checklist = pf.checklist(probe(), pf.from_json(REPORT), "r.json")
     assert checklist.missing_ops == ("aten::_foo", "aten::bar")
     assert checklist.unknown_ops == ("aten::baz",)
-    strict = pf.checklist(probe(), REPORT, "r.json", unknown_missing=True, exit_on_missing=True)
+    strict = pf.checklist(probe(), pf.from_json(REPORT), "r.json", unknown_missing=True, exit_on_missing=True)
     assert strict.missing_ops == ("aten::_foo", "aten::bar", "aten::baz")
     assert check(strict, "coverage").status == "fail"
 
@@ -269,3 +269,32 @@ def test_cli_scans_path_through_the_app(tmp_path, monkeypatch, run_cli):
     assert seen and code == 1
     assert record["ops"]["missing"] == ["aten::mm"] and record["blockers"] == 1
     assert record["report"] == f"scan of {tmp_path}"
+
+
+def test_the_checklist_reads_a_report_as_its_json_says_it():
+    """`opscan preflight PATH` reads the finished Report; `--report FILE` the JSON of the same
+    report: both give the checklist the same ops, models, blockers and priority-1 tasks."""
+    from dataclasses import replace
+
+    from opscan.records import Coverage, Finding, Location, ModelTrace, OpUsage, Report
+    from opscan.reporters.json import to_dict
+    from opscan.verdict import judge
+
+    report = Report(
+        root=".", tool_version="test",
+        findings=(Finding("OPS101", "hardcoded-cuda-device", "device-string", "error", "pinned",
+                          Location("m.py", 2)),
+                  Finding("OPS101", "hardcoded-cuda-device", "device-string", "error", "pinned",
+                          Location("m.py", 5), guarded=True)),
+        traces=(ModelTrace("m.py:build", "train", "neuron", ops=(OpUsage("aten::mm", 3), OpUsage("aten::_foo", 1),
+                                                                 OpUsage("aten::zz", 1))),
+                ModelTrace("n.py:build", "train", "neuron", ops=(OpUsage("aten::mm", 1),))),
+        coverage=(Coverage("aten::_foo", "cpu-fallback"), Coverage("aten::mm", "native")))
+    report = replace(report, verdict=judge(report))
+    direct, via_json = pf.from_report(report), pf.from_json(to_dict(report))
+    assert direct == via_json
+    assert direct.ops == (("aten::_foo", "cpu-fallback"), ("aten::mm", "native"), ("aten::zz", "unknown"))
+    assert direct.models == ("m.py:build", "n.py:build")
+    assert direct.blockers == report.verdict.blockers.count == 1      # the guarded pin is no blocker
+    checklist = pf.checklist(probe(), direct, "scan of .")
+    assert checklist.missing_ops == ("aten::_foo",) and checklist.unknown_ops == ("aten::zz",)

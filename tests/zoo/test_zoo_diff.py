@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from opscan.zoo.diff import diff
+from opscan.zoo.diff import diff, op_changes
 
 
 def _doc(backend: str, **verdicts) -> dict:
@@ -53,3 +53,20 @@ def test_diff_rejects_a_file_that_is_not_zoo_json(run_cli, tmp_path):
     assert code == 2 and "bad.json" in err
     code, _out, err = run_cli("zoo", "diff", str(bad))
     assert code == 2 and "OLD.json NEW.json" in err
+
+
+def _model(name, status="ok", **cells):
+    return {"name": name, "status": status, "verdict": "ready",
+            "op_cells": {op.replace("__", "::"): cell for op, cell in cells.items()}}
+
+
+def test_op_changes_compare_the_op_sets_of_models_complete_in_both_runs():
+    old = {"models": [_model("a", aten__mm="FBO", aten__add="F"), _model("b", aten__mm="F"),
+                      _model("c", aten__mm="F"), _model("d", "partial", aten__mm="F")]}
+    new = {"models": [_model("a", aten__mm="FBO", aten__add="F"), _model("b", aten__mm="FB", aten__sub="F"),
+                      _model("c", "timeout"), _model("d", aten__mm="F"), _model("e", aten__mm="F")]}
+    compared, changes = op_changes(old, new)
+    assert compared == 2                       # a and b: c and d are not complete in both, e is new
+    (only,) = changes
+    assert only.model == "b" and only.added == ("aten::sub",) and only.gone == ()
+    assert only.cells == (("aten::mm", "F", "FB"),)
