@@ -40,10 +40,54 @@ def arguments(fn, module, folder: Path | None) -> tuple[dict, list[str]]:
             continue
         if param.default is not inspect.Parameter.empty:
             continue
+        if inspect.isclass(fn) and CONFIG_ARG.search(name) and callable(getattr(fn, "get_default_config", None)):
+            value, words = own_default_config(fn)
+            kwargs[name] = value
+            how.append(words)
+            continue
         value, words = fill(name, param.annotation, module, folder)
         kwargs[name] = value
         how.append(words)
     return kwargs, how
+
+
+def own_default_config(owner):
+    """`Owner.get_default_config()` of the model class itself (minGPT's `GPT.get_default_config()`):
+    unset (None) sizes filled by name; a variant field (`model_type`) is cleared when opscan filled
+    the sizes it would otherwise choose (NOTE [own default config])."""
+    try:
+        config = owner.get_default_config()
+    except Exception as exc:  # noqa: BLE001 - user code
+        raise TargetError(f"{owner.__name__}.get_default_config() failed: {type(exc).__name__}: {exc}".splitlines()[0]) \
+            from None
+    fields = config if isinstance(config, dict) else getattr(config, "__dict__", {})
+    filled = [k for k, v in list(fields.items()) if v is None and named_value(k) is not None]
+    for key in filled:
+        _set(config, key, named_value(key))
+    cleared = [k for k, v in list(fields.items()) if filled and VARIANT_ARG.match(k) and isinstance(v, str)
+               and set(filled) & (LAYER_NAMES | _SIZE_FIELDS)]
+    for key in cleared:
+        _set(config, key, None)
+    words = f"{owner.__name__}.get_default_config()"
+    if filled:
+        words += f" ({', '.join(f'{k}={named_value(k)}' for k in filled)} by name"
+        words += f"; {', '.join(cleared)} cleared)" if cleared else ")"
+    return shrink(config), words
+
+
+# NOTE [own default config]
+# minGPT-style models keep their defaults on the model class (`GPT.get_default_config()` returns a
+# CfgNode with `model_type='gpt'` and `n_layer=None, n_head=None, n_embd=None, vocab_size=None`):
+# the user sets either a named variant or the sizes. opscan fills every unset size by name; then a
+# string variant field would ask for a second, conflicting choice, so it is cleared (the sizes win).
+_SIZE_FIELDS = {"n_head", "n_heads", "heads", "num_heads", "n_embd", "dim", "d_model", "hidden_size", "embed_dim"}
+
+
+def _set(config, key, value):
+    if isinstance(config, dict):
+        config[key] = value
+    else:
+        setattr(config, key, value)
 
 
 def parameters(fn):
@@ -275,6 +319,35 @@ def shrink(config):
                 except Exception:  # noqa: BLE001 - a frozen or validating config stays as it is
                     pass
     return config
+
+
+# NOTE [constructor constraints]
+# Values chosen one by one by name can break a constraint between them (transformer-in-transformer
+# asserts `patch_size % pixel_size == 0`, both named sizes). When the constructor raises an
+# AssertionError/ValueError (or a ZeroDivisionError), the arguments opscan chose are varied one at
+# a time over small powers of two (2 ... 128), those the error message names (`pixel size` ->
+# `pixel_size`) first, at most MAX_RETRIES constructions (each on `meta`, so cheap); the first that
+# builds is taken and the report says which value changed.
+MAX_RETRIES = 32
+RETRY_ERRORS = (AssertionError, ValueError, ZeroDivisionError)
+_LADDER = (2, 4, 8, 16, 32, 64, 128)
+
+
+def retries(kwargs: dict, chosen: set[str], message: str):
+    """(kwargs, words) variants of `kwargs`: one int argument opscan chose changed at a time (NOTE
+    [constructor constraints]); those named in `message` first; at most MAX_RETRIES."""
+    said = message.lower().replace("_", " ")
+    names = [k for k in kwargs if k in chosen and isinstance(kwargs[k], int) and not isinstance(kwargs[k], bool)]
+    names.sort(key=lambda k: k.replace("_", " ") not in said)   # stable: the signature order otherwise
+    count = 0
+    for name in names:
+        for value in _LADDER:
+            if value == kwargs[name]:
+                continue
+            if count >= MAX_RETRIES:
+                return
+            count += 1
+            yield {**kwargs, name: value}, f"{name}={value} (retried: {kwargs[name]} broke a constraint)"
 
 
 def cut_repeats(model: nn.Module, keep: int = 2) -> int:

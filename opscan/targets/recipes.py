@@ -141,6 +141,9 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
         init = next((i for i in node.body if isinstance(i, ast.FunctionDef) and i.name == "__init__"), None)
         required = _required(init) - {"self"} if init is not None else set()
         how = _class_how(name, required, init, configs)
+        own = any(isinstance(i, ast.FunctionDef) and i.name == "get_default_config" for i in node.body)
+        if own and any(_CONFIG_NAME.search(r) for r in required):
+            how = f"{name}({name}.get_default_config()): the model's own default config, unset sizes filled by name"
         if name in wrappers:
             how = how.replace("small values chosen by parameter name", "a wrapper: its model argument built "
                               "from its class, the rest by parameter name")

@@ -143,3 +143,20 @@ def test_builders_rank_by_the_size_their_name_spells():
     builders = [c.target for c in found.candidates if c.path == "zoo/tiny/_model_builders.py"]
     assert builders == ["repo:zoo/tiny/_model_builders.py:tiny_1m", "repo:zoo/tiny/_model_builders.py:tiny_70b"]
     assert "repo:zoo/tiny/_model_builders.py:tiny_70b" not in found.traced   # one per file
+
+
+def test_defaults_from_the_model_class_own_get_default_config(run_cli):
+    report = _report(run_cli, REPOS / "owndefaults")
+    assert [t["target"] for t in report["traces"]] == ["repo:tinygpt/model.py:GPT"]
+    assert report["traces"][0]["complete"] and TRAIN <= _phases(report)
+    assert "aten::embedding" in {op["op"] for op in report["ops"]}
+    assert "traced with no configuration: repo:tinygpt/model.py:GPT: GPT(GPT.get_default_config()): the model's " \
+           "own default config, unset sizes filled by name" in report["notes"]
+
+
+def test_a_constraint_between_sizes_is_retried_with_other_small_values(run_cli):
+    report = _report(run_cli, REPOS / "constraint")
+    assert [t["target"] for t in report["traces"]] == ["repo:tntlib/tnt.py:TNT"]
+    assert report["traces"][0]["complete"] and TRAIN <= _phases(report)
+    assert "aten::convolution" in {op["op"] for op in report["ops"]}
+    assert not any(n.startswith("not built: repo:tntlib/tnt.py:TNT") for n in report["notes"])
