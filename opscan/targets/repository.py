@@ -143,7 +143,7 @@ def _construct(obj, kwargs: dict, how: list[str]):
         first = exc
     for variant, words in construct.retries(kwargs, chosen, str(first)):
         try:
-            result = build_empty(lambda: obj(**variant))
+            result = build_empty(lambda variant=variant: obj(**variant))
         except construct.RETRY_ERRORS:
             continue
         how.append(words)
