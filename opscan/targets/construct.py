@@ -45,7 +45,7 @@ def arguments(fn, module, folder: Path | None) -> tuple[dict, list[str]]:
             kwargs[name] = value
             how.append(words)
             continue
-        value, words = fill(name, param.annotation, module, folder)
+        value, words = fill(name, _own_nested(fn, param.annotation), module, folder)
         kwargs[name] = value
         how.append(words)
     return kwargs, how
@@ -88,6 +88,16 @@ def _set(config, key, value):
         config[key] = value
     else:
         setattr(config, key, value)
+
+
+def _own_nested(fn, annotation):
+    """A model class's own nested config class for an inherited annotation: `Llama3Model(config:
+    Decoder.Config)` is built with `Llama3Model.Config`, the subclass it declares."""
+    if inspect.isclass(fn) and inspect.isclass(annotation):
+        own = getattr(fn, annotation.__name__, None)
+        if inspect.isclass(own) and own is not annotation and issubclass(own, annotation):
+            return own
+    return annotation
 
 
 def parameters(fn):
@@ -196,6 +206,10 @@ def make_config(cls, module, folder: Path | None):
     for name, param in parameters(cls):
         if param.default is inspect.Parameter.empty:
             required[name] = param.annotation
+    if required:
+        registered = registry_config(cls)
+        if registered is not None:
+            return registered
     if not required:
         try:
             return shrink(cls()), f"{cls.__name__}(): a default for every field"
@@ -231,6 +245,68 @@ def _from_name(cls):
     return shrink(config), f"{cls.__name__}.from_name({variant[0]!r}) (the smallest variant of {variant[1]})"
 
 
+# NOTE [registries of configs]
+# Training repositories name their model variants in a registry beside the model: a module-level
+# dict whose values are config instances or functions returning one (torchtitan's
+# `llama3_configs = {"debugmodel": _debugmodel, "1B": _1b, ...}`, each `-> Llama3Model.Config`).
+# A config class with fields that have no default is built from such a registry when one is found
+# in its module, its package or a sibling module already imported: the debug-sounding variant
+# first, else the smallest (SMALL, sizes spelled in names). A function's required arguments get
+# the default another function of its module gives the same name (`model_registry(flavor,
+# attn_backend="flex")`), else a small value by name. Repeated layer configs are cut to 2.
+
+def registry_config(cls):
+    """(config, words) from a registry of named variants of `cls` (NOTE [registries of configs]), else None."""
+    home = getattr(cls, "__module__", "")
+    package = home.rpartition(".")[0]
+    modules = [sys.modules[n] for n in sorted(sys.modules) if n == home or n == package
+               or package and n.startswith(package + ".") and n.count(".") == home.count(".")]
+    for module in sorted(modules, key=lambda m: (m.__name__ != home, m.__name__ != package, m.__name__)):
+        for reg_name, registry in sorted(vars(module).items()):
+            if not isinstance(registry, dict) or not registry or not all(isinstance(k, str) for k in registry):
+                continue
+            if not all(isinstance(v, cls) or callable(v) and _returns(v, cls) for v in registry.values()):
+                continue
+            key = sorted(registry, key=lambda k: (_size_rank(k), k))[0]
+            value = registry[key]
+            try:
+                config = value if isinstance(value, cls) else value(**_call_defaults(value, module))
+            except TargetError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - user code
+                raise TargetError(f"{reg_name}[{key!r}] failed: {type(exc).__name__}: {exc}".splitlines()[0]) from None
+            return shrink(config), f"{cls.__qualname__} from the registry {reg_name}[{key!r}]"
+    return None
+
+
+def _returns(fn, cls) -> bool:
+    try:
+        hint = inspect.signature(fn).return_annotation
+    except (TypeError, ValueError):
+        return False
+    if isinstance(hint, str):
+        return hint.split("[")[0].strip("'\"") in (cls.__qualname__, cls.__name__) or hint.endswith("." + cls.__qualname__)
+    return inspect.isclass(hint) and issubclass(hint, cls)
+
+
+def _call_defaults(fn, module) -> dict:
+    """Values for `fn`'s required arguments: the default another function of `module` gives the same
+    name, else a small value by name; TargetError naming the one that has neither."""
+    out = {}
+    for name, param in parameters(fn):
+        if param.default is not inspect.Parameter.empty:
+            continue
+        same = [p.default for f in vars(module).values() if inspect.isfunction(f) and f is not fn
+                for n, p in parameters(f) if n == name and p.default not in (inspect.Parameter.empty, None)]
+        if same:
+            out[name] = same[0]
+        elif named_value(name) is not None:
+            out[name] = named_value(name)
+        else:
+            raise TargetError(f"cannot choose a value for {fn.__name__}'s required argument {name!r}")
+    return out
+
+
 def _names(cls) -> set[str]:
     return {n for n, _ in parameters(cls)}
 
@@ -253,6 +329,8 @@ def shipped_config(folder: Path | None, wanted: set[str]) -> tuple[dict, str] | 
 def _size_rank(stem: str) -> float:
     """Smaller first: a size spelled in the name (`pythia-14m`, `llama3_2_1b`, `0.5B`), else a
     small-sounding word (SMALL), else last."""
+    if stem.lower().startswith(("debug", "test", "toy")):
+        return -1.0
     millions = size_in_name(stem)
     if millions is not None:
         return math.log10(millions + 1)
@@ -308,8 +386,16 @@ _REGISTRY = re.compile(r"(config|configs|registry|models|variants|archs|name_to\
 
 def shrink(config):
     """`--layers`-style shrinking: layer counts above 2 become 2 (attributes or dict keys)."""
-    items = config.items() if isinstance(config, dict) else list(getattr(config, "__dict__", {}).items())
+    items = list(config.items()) if isinstance(config, dict) else \
+        [(f.name, getattr(config, f.name, None)) for f in dataclasses.fields(config)] \
+        if dataclasses.is_dataclass(config) and not isinstance(config, type) \
+        else list(getattr(config, "__dict__", {}).items())   # slots dataclasses have no __dict__
     for key, value in items:
+        if key in LAYER_NAMES and isinstance(value, list) and len(value) > 2 and len({type(v) for v in value}) == 1:
+            try:
+                _set(config, key, value[:2])   # a list of per-layer configs (torchtitan's `layers`)
+            except Exception:  # noqa: BLE001, S110 - a frozen config stays as it is
+                pass
         if key in LAYER_NAMES and isinstance(value, int) and not isinstance(value, bool) and value > 2:
             if isinstance(config, dict):
                 config[key] = 2
