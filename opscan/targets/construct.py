@@ -267,7 +267,7 @@ def registry_config(cls):
                 continue
             if not all(isinstance(v, cls) or callable(v) and _returns(v, cls) for v in registry.values()):
                 continue
-            key = sorted(registry, key=lambda k: (_size_rank(k), k))[0]
+            key = min(registry, key=lambda k: (_size_rank(k), k))
             value = registry[key]
             try:
                 config = value if isinstance(value, cls) else value(**_call_defaults(value, module))
