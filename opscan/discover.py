@@ -152,6 +152,7 @@ def candidates(root: Path, *, trust_remote_code: bool = False, construct: bool =
     root = Path(root).resolve()
     found: list[ModelCandidate] = []
     ways: list[repo.Recipe] | None = [] if construct else None
+    known = _repository_modules(root) if construct else (frozenset(), frozenset())
     for path in _walk(root, docs=construct):
         rel = path.relative_to(root).as_posix()
         if path.suffix == ".md":
@@ -167,7 +168,7 @@ def candidates(root: Path, *, trust_remote_code: bool = False, construct: bool =
         elif path.suffix == ".pt2":
             found.append(ModelCandidate(target=f"pt2:{rel}", kind="export", path=rel))
         elif path.suffix == ".py":
-            found.extend(python_candidates(path, rel, root, trust_remote_code, ways))
+            found.extend(python_candidates(path, rel, root, trust_remote_code, ways, known))
         elif path.suffix == ".ipynb":
             found.extend(notebook_candidates(path, rel))
     unique: dict[str, ModelCandidate] = {}
@@ -185,15 +186,29 @@ def candidates(root: Path, *, trust_remote_code: bool = False, construct: bool =
 def zero_config_targets(found: list[ModelCandidate], built: list[ModelCandidate]) -> tuple[str, ...]:
     """What `opscan REPO` tries with no configuration, in order: ready factories, model folders and
     exports, then the best-ranked `repo:` recipes (at most one per file, MAX_TRIES in all)."""
-    first = [c.target for c in found if c.ready and c.kind in ("factory", "hf-folder", "timm-folder")]
-    files = {c.path for c in found if c.ready and c.kind == "factory"}   # a file's own factory is enough
+    first = [c.target for c in found if c.ready and (c.kind in ("hf-folder", "timm-folder")
+                                                     or c.kind == "factory" and _model_factory(c))]
+    files = {c.path for c in found if c.ready and c.kind == "factory" and _model_factory(c)}   # a file's own factory is enough
     rest = []
     for cand in built:
         if cand.path in files:
             continue
         files.add(cand.path)
         rest.append(cand.target)
-    return tuple((first + rest)[:MAX_TRIES])
+    helpers = [c.target for c in found if c.ready and c.kind == "factory" and not _model_factory(c)]
+    return tuple((first + rest + helpers)[:MAX_TRIES])
+
+
+_MODEL_WORD = re.compile(r"model|net|gpt|llm|transformer|vit|unet|encoder|decoder|classifier|policy", re.IGNORECASE)
+
+
+def _model_factory(cand: ModelCandidate) -> bool:
+    """A factory named like it builds a model (`build`, `create_model`, `make_unet`), outside tests
+    and docs: tried first. Other `build_*` helpers (torchtitan's `build_device_memory_monitor`,
+    `build_*_test_list`) come after the repository's model classes."""
+    name = cand.target.rpartition(":")[2]
+    return (name in FACTORY_NAMES or bool(_MODEL_WORD.search(name))) and \
+        not set(cand.path.split("/")[:-1]) & {"tests", "test", "testing", "docs", "examples"}
 
 
 _RANK = {"factory": 0, "hf-folder": 1, "timm-folder": 1, "export": 2, "from-pretrained": 3,
@@ -242,12 +257,13 @@ MAX_PYTHON_BYTES = 2 << 20
 
 
 def python_candidates(path: Path, rel: str, root: Path, trust_remote_code: bool = False,
-                      ways: list | None = None) -> list[ModelCandidate]:
+                      ways: list | None = None, known: tuple = (frozenset(), frozenset())) -> list[ModelCandidate]:
     """Factories, root nn.Module classes, local from_pretrained folders and inline builds in one file
     (and, into `ways`, the recipes that build its models with no configuration)."""
     try:
-        if path.stat().st_size > MAX_PYTHON_BYTES or not _HINT.search(path.read_bytes()) \
-                and not (ways is not None and path.name == "hubconf.py"):
+        data = path.read_bytes()
+        if path.stat().st_size > MAX_PYTHON_BYTES or not _HINT.search(data) \
+                and not (ways is not None and (path.name == "hubconf.py" or known[0] and b"class " in data)):
             return []
     except OSError:
         return []
@@ -255,21 +271,22 @@ def python_candidates(path: Path, rel: str, root: Path, trust_remote_code: bool 
     if tree is None:
         return []
     if ways is not None:
-        ways.extend(_recipes(tree, rel))
+        ways.extend(_recipes(tree, rel, known))
     return _module_candidates(tree, rel, root, path.parent, trust_remote_code, notebook=False)
 
 
-def _recipes(tree: ast.Module, rel: str) -> list[repo.Recipe]:
+def _recipes(tree: ast.Module, rel: str, known: tuple = (frozenset(), frozenset())) -> list[repo.Recipe]:
+    """The file's recipes; `known`: the repository's (model classes, base model classes) (NOTE [bases in other files])."""
     if Path(rel).name == "hubconf.py":
         return repo.hubconf_recipes(tree, rel)
-    classes = _module_classes(tree)
+    classes = _module_classes(tree, known=known[0])
     built_inside = {c.func.id for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
                     for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
                     and c.func.id in classes and c.func.id != node.name}
     wrappers = repo.wrapper_classes(classes)
     roots = {n: c for n, c in classes.items() if n not in built_inside or n in wrappers}
     factories = [n for n in tree.body if isinstance(n, ast.FunctionDef) and _is_factory(n)]
-    found = repo.class_recipes(tree, rel, roots, repo.runs_code_on_import(tree), wrappers)
+    found = repo.class_recipes(tree, rel, roots, repo.runs_code_on_import(tree), wrappers, known[1])
     found += repo.factory_recipes(tree, rel, factories)
     found += repo.builder_recipes(tree, rel, factories)
     main = repo.main_recipe(tree, rel, set(classes))
@@ -368,9 +385,48 @@ def _module_candidates(tree: ast.Module, rel: str, root: Path | None, folder: Pa
     return out
 
 
-def _module_classes(tree: ast.Module, rel: str = "") -> dict[str, ast.ClassDef]:
+def _repository_modules(root: Path) -> tuple[frozenset[str], frozenset[str]]:
+    """(names of the nn.Module classes of the whole repository, those other ones derive from): bases followed across its files
+    (`class Llama3Model(Decoder)` with Decoder(BaseModel) and BaseModel(Module) in three other files):
+    what `_module_classes` adds to a file's own when recipes are read (NOTE [bases in other files])."""
+    bases: dict[str, set[str]] = {}
+    seeds: set[str] = set()
+    for path in _walk(root):
+        if path.suffix != ".py":
+            continue
+        try:
+            if path.stat().st_size > MAX_PYTHON_BYTES or b"class " not in path.read_bytes():
+                continue
+        except OSError:
+            continue
+        tree = _read_python(path)
+        if tree is None:
+            continue
+        seeds |= set(_module_classes(tree, path.relative_to(root).as_posix()))
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                bases.setdefault(node.name, set()).update(_dotted(b).split(".")[-1] for b in node.bases)
+    known, changed = set(seeds), True
+    while changed:
+        grown = {name for name, parents in bases.items() if parents & known} - known
+        known |= grown
+        changed = bool(grown)
+    parents = frozenset(p for name in known for p in bases.get(name, ()) if p in known)
+    return frozenset(known), parents
+
+
+# NOTE [bases in other files]
+# Training repositories derive their models from base classes of their own, in other files
+# (torchtitan: Llama3Model(Decoder), Decoder(BaseModel), BaseModel(Module), Module(nn.Module)).
+# Recipes are read per file, so the repository's nn.Module class names are gathered first (every
+# file's own, then any class whose base, by its last name, is one of them, to a fixed point) and a
+# class deriving from one counts as a model class of its file. Names are matched by their last
+# part: a same-named unrelated base elsewhere is a false friend the child's build then rejects.
+
+def _module_classes(tree: ast.Module, rel: str = "", known: frozenset = frozenset()) -> dict[str, ast.ClassDef]:
     """Top-level classes deriving (directly or through another class of the file) from nn.Module:
-    as spelled (MODULE_BASES), or as the scan's import resolver resolves the base (RESOLVED_BASES)."""
+    as spelled (MODULE_BASES), or as the scan's import resolver resolves the base (RESOLVED_BASES),
+    or from a class of the repository `known` to be one (NOTE [bases in other files])."""
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
     imports = Imports(rel)
     for node in tree.body:
@@ -386,7 +442,7 @@ def _module_classes(tree: ast.Module, rel: str = "") -> dict[str, ast.ClassDef]:
                 continue
             bases = {_dotted(b) for b in node.bases}
             if bases & MODULE_BASES or bases & set(modules) or any(b.endswith("PreTrainedModel") for b in bases) \
-                    or resolved[name] & RESOLVED_BASES:
+                    or resolved[name] & RESOLVED_BASES or {b.split(".")[-1] for b in bases} & known:
                 modules[name] = node
                 changed = True
     return dict(sorted(modules.items(), key=lambda item: item[1].lineno))

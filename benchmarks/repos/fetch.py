@@ -77,25 +77,34 @@ REPOSITORIES: list[tuple[str, str, str, str, bool]] = [
      "da044b76c52cd44fc0564f6177ed6cf186dde24f711ce8e71e1fd9e9da5f02b2", False),
     ("torchtune", "torchtune==0.6.1", "torchtune-0.6.1-py3-none-any.whl",
      "bcbc4ee9774b5c5829a5ff13df851e0b0e32416c018af8db53faa3472ac256e7", False),
-    # held out: never looked at while tuning; reported apart
+    # held out 1 (run once at commit 8d2980f, 2/6), then used for tuning: development since
     ("res-mlp-pytorch", "res-mlp-pytorch==0.0.6", "res_mlp_pytorch-0.0.6-py3-none-any.whl",
-     "a39c3ffd702042e4dc4b6bc2aa2fe559bff106dbf1da4376d5a02ef838f224cf", True),
+     "a39c3ffd702042e4dc4b6bc2aa2fe559bff106dbf1da4376d5a02ef838f224cf", False),
     ("transformer-in-transformer", "transformer-in-transformer==0.1.2",
      "transformer_in_transformer-0.1.2-py3-none-any.whl",
-     "31c241823f6932e15aab7fd57b69ba87054389eff804c9cee946fb6bd1a00d6b", True),
+     "31c241823f6932e15aab7fd57b69ba87054389eff804c9cee946fb6bd1a00d6b", False),
     ("bottleneck-transformer-pytorch", "bottleneck-transformer-pytorch==0.1.4",
      "bottleneck_transformer_pytorch-0.1.4-py3-none-any.whl",
-     "0268cf87d34b1a009edef1be8de5e2ee4905c8ad59c5393c7e9ce8e54fefb6d0", True),
+     "0268cf87d34b1a009edef1be8de5e2ee4905c8ad59c5393c7e9ce8e54fefb6d0", False),
     ("torchtitan", "torchtitan==0.3.0", "torchtitan-0.3.0-py3-none-any.whl",
-     "5563ccf9a295b24e00a36087149e9c2d0686cecbd3972c31e67227029293af42", True),
+     "5563ccf9a295b24e00a36087149e9c2d0686cecbd3972c31e67227029293af42", False),
     ("nanotron", "nanotron==0.4", "nanotron-0.4-py3-none-any.whl",
-     "0c1834e91c17c651f430d46a1e779bc49991c33bda26cc237beae7d12b383ad9", True),
+     "0c1834e91c17c651f430d46a1e779bc49991c33bda26cc237beae7d12b383ad9", False),
+    # held out 2: never looked at while tuning; run once, at the end; reported apart
+    ("fair-esm", "fair-esm==2.0.0", "fair_esm-2.0.0-py3-none-any.whl",
+     "7dcb58828a401155d1457d071a03800bd1a50331ddf24ac79ad1dd0f2ea682a2", True),
+    ("performer-pytorch", "performer-pytorch==1.1.4", "performer_pytorch-1.1.4-py3-none-any.whl",
+     "8c27835741950c7b5f39d8f98056416b752c4bce9426c4c4c4b9757ba7c55fc7", True),
 ]
 
 # name (folder under corpus/), owner/name, commit, held out
 GIT_REPOSITORIES: list[tuple[str, str, str, bool]] = [
     ("nanoGPT", "karpathy/nanoGPT", "3adf61e154c3fe3fca428ad6bc3818b27a3b8291", False),
-    ("minGPT", "karpathy/minGPT", "37baab71b9abea1b76ab957409a1cc2fbfba8a26", True),
+    ("minGPT", "karpathy/minGPT", "37baab71b9abea1b76ab957409a1cc2fbfba8a26", False),   # held out 1
+    # held out 2
+    ("llama2.c", "karpathy/llama2.c", "350e04fe35433e6d2941dce5a1f53308f87058eb", True),
+    ("DiT", "facebookresearch/DiT", "ed81ce2229091fd4ecc9a223645f95cf379d582b", True),
+    ("gpt-fast", "pytorch-labs/gpt-fast", "32971d3129541c5bfb4f715abc33d1c5f408d204", True),
 ]
 
 

@@ -40,10 +40,64 @@ def arguments(fn, module, folder: Path | None) -> tuple[dict, list[str]]:
             continue
         if param.default is not inspect.Parameter.empty:
             continue
-        value, words = fill(name, param.annotation, module, folder)
+        if inspect.isclass(fn) and CONFIG_ARG.search(name) and callable(getattr(fn, "get_default_config", None)):
+            value, words = own_default_config(fn)
+            kwargs[name] = value
+            how.append(words)
+            continue
+        value, words = fill(name, _own_nested(fn, param.annotation), module, folder)
         kwargs[name] = value
         how.append(words)
     return kwargs, how
+
+
+def own_default_config(owner):
+    """`Owner.get_default_config()` of the model class itself (minGPT's `GPT.get_default_config()`):
+    unset (None) sizes filled by name; a variant field (`model_type`) is cleared when opscan filled
+    the sizes it would otherwise choose (NOTE [own default config])."""
+    try:
+        config = owner.get_default_config()
+    except Exception as exc:  # noqa: BLE001 - user code
+        raise TargetError(f"{owner.__name__}.get_default_config() failed: {type(exc).__name__}: {exc}".splitlines()[0]) \
+            from None
+    fields = config if isinstance(config, dict) else getattr(config, "__dict__", {})
+    filled = [k for k, v in list(fields.items()) if v is None and named_value(k) is not None]
+    for key in filled:
+        _set(config, key, named_value(key))
+    cleared = [k for k, v in list(fields.items()) if filled and VARIANT_ARG.match(k) and isinstance(v, str)
+               and set(filled) & (LAYER_NAMES | _SIZE_FIELDS)]
+    for key in cleared:
+        _set(config, key, None)
+    words = f"{owner.__name__}.get_default_config()"
+    if filled:
+        words += f" ({', '.join(f'{k}={named_value(k)}' for k in filled)} by name"
+        words += f"; {', '.join(cleared)} cleared)" if cleared else ")"
+    return shrink(config), words
+
+
+# NOTE [own default config]
+# minGPT-style models keep their defaults on the model class (`GPT.get_default_config()` returns a
+# CfgNode with `model_type='gpt'` and `n_layer=None, n_head=None, n_embd=None, vocab_size=None`):
+# the user sets either a named variant or the sizes. opscan fills every unset size by name; then a
+# string variant field would ask for a second, conflicting choice, so it is cleared (the sizes win).
+_SIZE_FIELDS = {"n_head", "n_heads", "heads", "num_heads", "n_embd", "dim", "d_model", "hidden_size", "embed_dim"}
+
+
+def _set(config, key, value):
+    if isinstance(config, dict):
+        config[key] = value
+    else:
+        setattr(config, key, value)
+
+
+def _own_nested(fn, annotation):
+    """A model class's own nested config class for an inherited annotation: `Llama3Model(config:
+    Decoder.Config)` is built with `Llama3Model.Config`, the subclass it declares."""
+    if inspect.isclass(fn) and inspect.isclass(annotation):
+        own = getattr(fn, annotation.__name__, None)
+        if inspect.isclass(own) and own is not annotation and issubclass(own, annotation):
+            return own
+    return annotation
 
 
 def parameters(fn):
@@ -152,6 +206,10 @@ def make_config(cls, module, folder: Path | None):
     for name, param in parameters(cls):
         if param.default is inspect.Parameter.empty:
             required[name] = param.annotation
+    if required:
+        registered = registry_config(cls)
+        if registered is not None:
+            return registered
     if not required:
         try:
             return shrink(cls()), f"{cls.__name__}(): a default for every field"
@@ -187,6 +245,68 @@ def _from_name(cls):
     return shrink(config), f"{cls.__name__}.from_name({variant[0]!r}) (the smallest variant of {variant[1]})"
 
 
+# NOTE [registries of configs]
+# Training repositories name their model variants in a registry beside the model: a module-level
+# dict whose values are config instances or functions returning one (torchtitan's
+# `llama3_configs = {"debugmodel": _debugmodel, "1B": _1b, ...}`, each `-> Llama3Model.Config`).
+# A config class with fields that have no default is built from such a registry when one is found
+# in its module, its package or a sibling module already imported: the debug-sounding variant
+# first, else the smallest (SMALL, sizes spelled in names). A function's required arguments get
+# the default another function of its module gives the same name (`model_registry(flavor,
+# attn_backend="flex")`), else a small value by name. Repeated layer configs are cut to 2.
+
+def registry_config(cls):
+    """(config, words) from a registry of named variants of `cls` (NOTE [registries of configs]), else None."""
+    home = getattr(cls, "__module__", "")
+    package = home.rpartition(".")[0]
+    modules = [sys.modules[n] for n in sorted(sys.modules) if n == home or n == package
+               or package and n.startswith(package + ".") and n.count(".") == home.count(".")]
+    for module in sorted(modules, key=lambda m: (m.__name__ != home, m.__name__ != package, m.__name__)):
+        for reg_name, registry in sorted(vars(module).items()):
+            if not isinstance(registry, dict) or not registry or not all(isinstance(k, str) for k in registry):
+                continue
+            if not all(isinstance(v, cls) or callable(v) and _returns(v, cls) for v in registry.values()):
+                continue
+            key = min(registry, key=lambda k: (_size_rank(k), k))
+            value = registry[key]
+            try:
+                config = value if isinstance(value, cls) else value(**_call_defaults(value, module))
+            except TargetError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - user code
+                raise TargetError(f"{reg_name}[{key!r}] failed: {type(exc).__name__}: {exc}".splitlines()[0]) from None
+            return shrink(config), f"{cls.__qualname__} from the registry {reg_name}[{key!r}]"
+    return None
+
+
+def _returns(fn, cls) -> bool:
+    try:
+        hint = inspect.signature(fn).return_annotation
+    except (TypeError, ValueError):
+        return False
+    if isinstance(hint, str):
+        return hint.split("[")[0].strip("'\"") in (cls.__qualname__, cls.__name__) or hint.endswith("." + cls.__qualname__)
+    return inspect.isclass(hint) and issubclass(hint, cls)
+
+
+def _call_defaults(fn, module) -> dict:
+    """Values for `fn`'s required arguments: the default another function of `module` gives the same
+    name, else a small value by name; TargetError naming the one that has neither."""
+    out = {}
+    for name, param in parameters(fn):
+        if param.default is not inspect.Parameter.empty:
+            continue
+        same = [p.default for f in vars(module).values() if inspect.isfunction(f) and f is not fn
+                for n, p in parameters(f) if n == name and p.default not in (inspect.Parameter.empty, None)]
+        if same:
+            out[name] = same[0]
+        elif named_value(name) is not None:
+            out[name] = named_value(name)
+        else:
+            raise TargetError(f"cannot choose a value for {fn.__name__}'s required argument {name!r}")
+    return out
+
+
 def _names(cls) -> set[str]:
     return {n for n, _ in parameters(cls)}
 
@@ -209,6 +329,8 @@ def shipped_config(folder: Path | None, wanted: set[str]) -> tuple[dict, str] | 
 def _size_rank(stem: str) -> float:
     """Smaller first: a size spelled in the name (`pythia-14m`, `llama3_2_1b`, `0.5B`), else a
     small-sounding word (SMALL), else last."""
+    if stem.lower().startswith(("debug", "test", "toy")):
+        return -1.0
     millions = size_in_name(stem)
     if millions is not None:
         return math.log10(millions + 1)
@@ -264,8 +386,16 @@ _REGISTRY = re.compile(r"(config|configs|registry|models|variants|archs|name_to\
 
 def shrink(config):
     """`--layers`-style shrinking: layer counts above 2 become 2 (attributes or dict keys)."""
-    items = config.items() if isinstance(config, dict) else list(getattr(config, "__dict__", {}).items())
+    items = list(config.items()) if isinstance(config, dict) else \
+        [(f.name, getattr(config, f.name, None)) for f in dataclasses.fields(config)] \
+        if dataclasses.is_dataclass(config) and not isinstance(config, type) \
+        else list(getattr(config, "__dict__", {}).items())   # slots dataclasses have no __dict__
     for key, value in items:
+        if key in LAYER_NAMES and isinstance(value, list) and len(value) > 2 and len({type(v) for v in value}) == 1:
+            try:
+                _set(config, key, value[:2])   # a list of per-layer configs (torchtitan's `layers`)
+            except Exception:  # noqa: BLE001, S110 - a frozen config stays as it is
+                pass
         if key in LAYER_NAMES and isinstance(value, int) and not isinstance(value, bool) and value > 2:
             if isinstance(config, dict):
                 config[key] = 2
@@ -275,6 +405,35 @@ def shrink(config):
                 except Exception:  # noqa: BLE001 - a frozen or validating config stays as it is
                     pass
     return config
+
+
+# NOTE [constructor constraints]
+# Values chosen one by one by name can break a constraint between them (transformer-in-transformer
+# asserts `patch_size % pixel_size == 0`, both named sizes). When the constructor raises an
+# AssertionError/ValueError (or a ZeroDivisionError), the arguments opscan chose are varied one at
+# a time over small powers of two (2 ... 128), those the error message names (`pixel size` ->
+# `pixel_size`) first, at most MAX_RETRIES constructions (each on `meta`, so cheap); the first that
+# builds is taken and the report says which value changed.
+MAX_RETRIES = 32
+RETRY_ERRORS = (AssertionError, ValueError, ZeroDivisionError)
+_LADDER = (2, 4, 8, 16, 32, 64, 128)
+
+
+def retries(kwargs: dict, chosen: set[str], message: str):
+    """(kwargs, words) variants of `kwargs`: one int argument opscan chose changed at a time (NOTE
+    [constructor constraints]); those named in `message` first; at most MAX_RETRIES."""
+    said = message.lower().replace("_", " ")
+    names = [k for k in kwargs if k in chosen and isinstance(kwargs[k], int) and not isinstance(kwargs[k], bool)]
+    names.sort(key=lambda k: k.replace("_", " ") not in said)   # stable: the signature order otherwise
+    count = 0
+    for name in names:
+        for value in _LADDER:
+            if value == kwargs[name]:
+                continue
+            if count >= MAX_RETRIES:
+                return
+            count += 1
+            yield {**kwargs, name: value}, f"{name}={value} (retried: {kwargs[name]} broke a constraint)"
 
 
 def cut_repeats(model: nn.Module, keep: int = 2) -> int:

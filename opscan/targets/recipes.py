@@ -68,7 +68,7 @@ _CONFIG_NAME = re.compile(r"(config|conf|cfg|args|hparams|params|settings|option
 _MAIN_FILE = re.compile(r"(^|_)(model|models|modeling|net|network|gpt|transformer|unet|vit|arch)", re.IGNORECASE)
 _MAIN_CLASS = re.compile(r"(GPT|Transformer|Model|Net|UNet|Unet|ViT|LM|Llama|Diffusion|Encoder|Classifier)$")
 _SKIP_PARTS = {"tests", "test", "testing", "docs", "doc", "examples", "example", "scripts", "tools",
-               "benchmarks", "benchmark"}
+               "benchmarks", "benchmark", "experiments", "experimental"}
 _PYTHON_FENCE = {"", "python", "py", "python3", "pycon"}
 
 
@@ -131,8 +131,9 @@ def wrapper_classes(classes: dict[str, ast.ClassDef]) -> set[str]:
 
 
 def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], runs_on_import: bool,
-                  wrappers: set[str] = frozenset()) -> list[Recipe]:
-    """`repo:FILE:Class` for the file's root nn.Module classes (and its wrappers)."""
+                  wrappers: set[str] = frozenset(), bases: frozenset[str] = frozenset()) -> list[Recipe]:
+    """`repo:FILE:Class` for the file's root nn.Module classes (and its wrappers); `bases`: the
+    repository's classes other model classes derive from (a base class ranks low)."""
     configs = config_classes(tree)
     out = []
     for name, node in roots.items():
@@ -140,7 +141,13 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
             continue
         init = next((i for i in node.body if isinstance(i, ast.FunctionDef) and i.name == "__init__"), None)
         required = _required(init) - {"self"} if init is not None else set()
-        how = _class_how(name, required, init, configs)
+        outside = [ast.unparse(b).split(".")[-1] for b in node.bases]
+        inherited = outside[0] if outside and outside[0] not in roots and outside[0] not in ("Module", "nn.Module") \
+            and not ast.unparse(node.bases[0]).endswith("nn.Module") else ""
+        how = _class_how(name, required, init, configs, inherited)
+        own = any(isinstance(i, ast.FunctionDef) and i.name == "get_default_config" for i in node.body)
+        if own and any(_CONFIG_NAME.search(r) for r in required):
+            how = f"{name}({name}.get_default_config()): the model's own default config, unset sizes filled by name"
         if name in wrappers:
             how = how.replace("small values chosen by parameter name", "a wrapper: its model argument built "
                               "from its class, the rest by parameter name")
@@ -150,13 +157,17 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
         score = min(length, 400) + (150 if _MAIN_FILE.search(PurePosixPath(rel).stem) or "models" in rel.split("/") else 0) \
             + (150 if _MAIN_CLASS.search(name) or name in wrappers and name.endswith("Wrapper") else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
             - (300 if _SKIP_PARTS & set(rel.split("/")[:-1]) else 0) - 20 * rel.count("/") \
+            - (300 if name in bases else 0) \
             - 300 * len([r for r in required if named_value(r) is None and not _CONFIG_NAME.search(r)
                          and name not in wrappers])
         out.append(Recipe(f"repo:{rel}:{name}", "repo-class", rel, node.lineno, how, score))
     return out
 
 
-def _class_how(name: str, required: set[str], init, configs: dict[str, ast.ClassDef]) -> str:
+def _class_how(name: str, required: set[str], init, configs: dict[str, ast.ClassDef], inherited: str = "") -> str:
+    if init is None and inherited:
+        return f"{name}(config): the constructor of {inherited}, its config built from the class " \
+               "(a registry of named variants, its defaults, or fields by name)"
     if not required:
         return f"{name}(): every constructor argument has a default"
     annotated = {a.arg: ast.unparse(a.annotation) for a in (init.args.args if init else []) if a.annotation}

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.targets import construct, recipes, repo_inputs
+from opscan.targets import absent, construct, recipes, repo_inputs
 from opscan.targets.empty import build_empty, first_line
 from opscan.trace.spec import Built
 
@@ -68,6 +68,16 @@ def load(path: Path, root: Path) -> types.ModuleType:
         if entry not in sys.path:
             sys.path.insert(0, entry)
     dotted = ".".join(path.relative_to(package_root).with_suffix("").parts)
+    for _ in range(len(absent.GPU_ONLY)):   # NOTE [GPU-only kernel libraries] in absent.py
+        try:
+            return _load(path, tree, dotted, package_root)
+        except ModuleNotFoundError as exc:
+            if not absent.stand_in(exc.name or "", dotted.split(".")[0]):
+                raise
+    return _load(path, tree, dotted, package_root)
+
+
+def _load(path: Path, tree: ast.Module, dotted: str, package_root: Path) -> types.ModuleType:
     if recipes.runs_code_on_import(tree):
         return _exec(path, recipes.definitions(tree), dotted)
     if package_root == path.parent:
@@ -115,7 +125,7 @@ def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str)
         raise TargetError(f"{target}: {path.name} has no {name!r} once loaded")
     kwargs, how = construct.arguments(obj, module, path.parent)
     config = next((v for v in kwargs.values() if not isinstance(v, (int, float, str, bool))), kwargs)
-    result = build_empty(lambda: obj(**kwargs))
+    result = _construct(obj, kwargs, how)
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module):
         model, example = result
         if isinstance(example, dict):
@@ -129,6 +139,26 @@ def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str)
     config = getattr(result, "config", None) or getattr(result, "cfg", None) or config
     args, extra = repo_inputs.example_inputs(result, config, batch, seq_len)
     return Built(result, args=args, kwargs=extra, description=target)
+
+
+def _construct(obj, kwargs: dict, how: list[str]):
+    """`obj(**kwargs)` on meta; when a constraint between the values opscan chose fails, the
+    variants of construct.retries (NOTE [constructor constraints] in construct.py), first that builds."""
+    try:
+        return build_empty(lambda: obj(**kwargs))
+    except construct.RETRY_ERRORS as exc:
+        chosen = {w.split("=")[0] for w in how if "=" in w and w.split("=")[0].isidentifier()}
+        if not chosen:
+            raise
+        first = exc
+    for variant, words in construct.retries(kwargs, chosen, str(first)):
+        try:
+            result = build_empty(lambda variant=variant: obj(**variant))
+        except construct.RETRY_ERRORS:
+            continue
+        how.append(words)
+        return result
+    raise first
 
 
 class _Captured(Exception):

@@ -143,3 +143,52 @@ def test_builders_rank_by_the_size_their_name_spells():
     builders = [c.target for c in found.candidates if c.path == "zoo/tiny/_model_builders.py"]
     assert builders == ["repo:zoo/tiny/_model_builders.py:tiny_1m", "repo:zoo/tiny/_model_builders.py:tiny_70b"]
     assert "repo:zoo/tiny/_model_builders.py:tiny_70b" not in found.traced   # one per file
+
+
+def test_defaults_from_the_model_class_own_get_default_config(run_cli):
+    report = _report(run_cli, REPOS / "owndefaults")
+    assert [t["target"] for t in report["traces"]] == ["repo:tinygpt/model.py:GPT"]
+    assert report["traces"][0]["complete"] and TRAIN <= _phases(report)
+    assert "aten::embedding" in {op["op"] for op in report["ops"]}
+    assert "traced with no configuration: repo:tinygpt/model.py:GPT: GPT(GPT.get_default_config()): the model's " \
+           "own default config, unset sizes filled by name" in report["notes"]
+
+
+def test_a_constraint_between_sizes_is_retried_with_other_small_values(run_cli):
+    report = _report(run_cli, REPOS / "constraint")
+    assert [t["target"] for t in report["traces"]] == ["repo:tntlib/tnt.py:TNT"]
+    assert report["traces"][0]["complete"] and TRAIN <= _phases(report)
+    assert "aten::convolution" in {op["op"] for op in report["ops"]}
+    assert not any(n.startswith("not built: repo:tntlib/tnt.py:TNT") for n in report["notes"])
+
+
+def test_model_with_inherited_constructor_built_from_a_registry_of_config_functions(run_cli):
+    # TinyModel(Decoder) in another file than its base; its config from `tiny_configs` (functions
+    # returning TinyModel.Config, "debugmodel" first, attn_backend from model_registry's default);
+    # the base module imports triton (absent here): stood in, never called
+    report = _report(run_cli, REPOS / "titanlike")
+    assert report["traces"][0]["target"] == "repo:tinytitan/models/tiny/model.py:TinyModel"
+    assert report["traces"][0]["complete"] and TRAIN <= _phases(report)
+    assert "traced with no configuration: repo:tinytitan/models/tiny/model.py:TinyModel: TinyModel(config): the " \
+           "constructor of Decoder, its config built from the class (a registry of named variants, its defaults, " \
+           "or fields by name)" in report["notes"]
+    # a `build_*` helper that builds no model is tried after the model classes, not first
+    helper = next(i for i, n in enumerate(report["notes"]) if "build_device_memory_monitor" in n)
+    assert helper > report["notes"].index(next(n for n in report["notes"] if "TinyModel" in n))
+
+
+def test_registry_config_takes_the_debug_variant_and_cuts_layer_lists():
+    import sys
+    sys.path.insert(0, str(REPOS / "titanlike"))
+    sys.modules.pop("triton", None)
+    try:
+        from opscan.targets import construct, repository
+        repository.load(REPOS / "titanlike" / "tinytitan/models/tiny/model.py", REPOS / "titanlike")
+        model_module = sys.modules["tinytitan.models.tiny.model"]
+        config, words = construct.registry_config(model_module.TinyModel.Config)
+        assert words == "TinyModel.Config from the registry tiny_configs['debugmodel']"
+        assert config.dim == 32 and len(config.layers) == 2   # 4 layer configs cut to 2
+    finally:
+        sys.path.remove(str(REPOS / "titanlike"))
+        for name in [n for n in sys.modules if n.split(".")[0] in ("tinytitan", "triton")]:
+            del sys.modules[name]

@@ -1,0 +1,95 @@
+"""Stand-ins for GPU-only kernel libraries a repository imports but its model's default path never calls (child side).
+
+Used by opscan/targets/repository.py when importing a repository's model module fails on a
+missing GPU-only library (NOTE [GPU-only kernel libraries]).
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import sys
+import types
+
+# NOTE [GPU-only kernel libraries]
+# A CUDA repository often imports a GPU-only kernel library at module level (torchtitan's MoE
+# dispatcher imports triton; nanotron's layers import flash_attn) although the model's default
+# path never calls it. Such a library (GPU_ONLY; it cannot be installed on a Trainium host) that
+# is missing is stood in by a module whose every attribute is an inert placeholder (a decorator
+# returns its function; a call returns a placeholder), so the model's module imports. Using
+# a placeholder as a tensor during the trace fails, and the candidate says so in its one line.
+GPU_ONLY = ("triton", "fla", "flash_attn", "flash_attn_2_cuda", "xformers", "apex", "mamba_ssm", "causal_conv1d",
+            "transformer_engine", "grouped_gemm", "deep_ep", "fused_dense_lib", "dropout_layer_norm")
+
+
+class _Placeholder:
+    """An inert stand-in for anything of a GPU-only library (NOTE [GPU-only kernel libraries])."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _Placeholder(f"{self._name}.{attr}")
+
+    def __call__(self, *args, **kwargs):
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return args[0]            # used as a decorator: the function stays as it is
+        return _Placeholder(f"{self._name}(...)")
+
+    def __getitem__(self, key):
+        return _Placeholder(f"{self._name}[...]")
+
+    def __mro_entries__(self, bases):
+        return (object,)
+
+    def __repr__(self) -> str:
+        return f"<{self._name}: a GPU-only library absent here>"
+
+
+class _Absent(types.ModuleType):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.__path__ = []            # a package: `import triton.language` finds the stand-in below
+        self.__opscan_absent__ = True
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        full = f"{self.__name__}.{attr}"
+        if full in sys.modules:
+            return sys.modules[full]
+        return _Placeholder(full)
+
+
+class _AbsentFinder:
+    """Finds `triton.language` and the like under a stood-in library (NOTE [GPU-only kernel libraries])."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        top = name.split(".")[0]
+        if "." not in name or not getattr(sys.modules.get(top), "__opscan_absent__", False):
+            return None
+        return importlib.machinery.ModuleSpec(name, _AbsentFinder, is_package=True)
+
+    @staticmethod
+    def create_module(spec):
+        return _Absent(spec.name)
+
+    @staticmethod
+    def exec_module(module):
+        return None
+
+
+def stand_in(missing: str, package: str) -> bool:
+    """Stand in for the missing module's library when it is GPU-only (True), forgetting the partly
+    imported `package` so it is imported again; False for any other missing module."""
+    top = missing.split(".")[0]
+    if top not in GPU_ONLY or top in sys.modules:
+        return False
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+        del sys.modules[name]
+    if _AbsentFinder not in sys.meta_path:
+        sys.meta_path.insert(0, _AbsentFinder)
+    sys.modules[top] = _Absent(top)
+    return True

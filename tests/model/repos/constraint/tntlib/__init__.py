@@ -1,0 +1,1 @@
+from tntlib.tnt import TNT  # noqa: F401
