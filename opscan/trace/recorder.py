@@ -157,7 +157,7 @@ class Recorder(TorchDispatchMode):
             out = func(*args, **kwargs)
         except (DataDependentOutputException, DynamicOutputShapeException):
             out, kind, value = stand_in(func, args, kwargs, self._from_all(args))
-            self._count_stand_in(name, kind, value, source)
+            self.count_stand_in(name, kind, value, source)
             return out
         except (RuntimeError, NotImplementedError):
             if func in fakes.SUPPLIED:  # PyTorch's fake kernel is stricter than the real ones
@@ -170,12 +170,12 @@ class Recorder(TorchDispatchMode):
             resplit_out = resplit(func, args, kwargs) if self.stand_ins else None
             if resplit_out is not None:
                 out, kind, value = resplit_out
-                self._count_stand_in(name, kind, value, source)
+                self.count_stand_in(name, kind, value, source)
                 return out
             if not (self.device_type == "meta" and covers(func, args)):
                 raise
             out, kind, value = stand_in(func, args, kwargs, self._from_all(args))
-            self._count_stand_in(name, kind, value, source)
+            self.count_stand_in(name, kind, value, source)
             return out
         if func.overloadpacket in ALL_OPS and isinstance(out, torch.Tensor):
             self._all_outputs[id(out)] = weakref.ref(out)
@@ -187,7 +187,8 @@ class Recorder(TorchDispatchMode):
         ref = self._all_outputs.get(id(first))
         return ref is not None and ref() is first
 
-    def _count_stand_in(self, name, kind, value, source) -> None:
+    def count_stand_in(self, name, kind, value, source) -> None:
+        """Count one stand-in value (`kind`, e.g. "item") given for `name` at `source`: the trace's and the run's."""
         key = (name, kind, value, source)
         self.stand_ins[key] += 1
         if self.stand_ins[key] > MAX_STAND_INS_PER_SITE:

@@ -119,7 +119,7 @@ def host_reads(recorder):
     def reader(name: str, original):
         def read(self, *args, **kwargs):
             if self.constant is None and name == "numpy" and self.device.type == "cpu":
-                recorder._count_stand_in("Tensor.numpy", "numpy", "zeros", recorder.source())
+                recorder.count_stand_in("Tensor.numpy", "numpy", "zeros", recorder.source())
                 with no_dispatch():
                     return torch.zeros(self.shape, dtype=self.dtype).numpy()
             if self.constant is None:
