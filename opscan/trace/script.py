@@ -16,6 +16,9 @@ sys.argv, its working directory: it reads its data and may write files), with:
 - ops whose tensors are all on the CPU while the device is another are host ops, listed apart;
 - foreach and fused choices made as for real tensors of the same device (torch.optim and
   clip_grad_norm_ fall back to for-loops for tensor subclasses);
+- on the imitated neuron device, TorchNeuron's package (`torch_neuronx`) is found and imports, as
+  on a Trainium machine, for libraries that look for it before they use `torch.neuron`
+  (NOTE [the imitated package] in neuron_package.py);
 - `torchrun`-style jobs: rank 0 of `nproc` on a fake process group (init_process_group answered
   with it), DistributedDataParallel a pass-through (its all-reduce runs in C++, not as aten ops).
 """
@@ -34,7 +37,7 @@ from torch import nn
 from opscan.errors import TraceError, UsageError
 from opscan.records import DeviceProfile, ModelTrace
 from opscan.trace import device as devices
-from opscan.trace import fakes, loaders, logs, run_mode
+from opscan.trace import fakes, loaders, logs, neuron_package, run_mode
 from opscan.trace import redirect as redirects
 from opscan.trace.recorder import Recorder, _tensors
 from opscan.trace.sources import SourceFinder
@@ -97,8 +100,9 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
     counter = _Steps(steps, recorder)
     started = time.perf_counter()
     stopped, ended = "", "ran to its end"
+    package = neuron_package.findable(requests.note) if device == "neuron" else contextlib.nullcontext()
     with logs.captured(), _as_main(script, argv, module, cwd), _distributed(nproc, device) as dist_note, \
-            _phases(recorder, counter):
+            _phases(recorder, counter), package:
         try:
             with run_mode.RunMode(allow_non_fake_inputs=True), redirects.answering(device, requests), \
                     devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(), \
