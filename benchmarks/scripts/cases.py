@@ -15,6 +15,8 @@ COMMITS = {
     "karpathy/nanoGPT": "3adf61e154c3fe3fca428ad6bc3818b27a3b8291",
     "karpathy/minGPT": "37baab71b9abea1b76ab957409a1cc2fbfba8a26",
     "pytorch/examples": "77f55b912142e11fcfdf5b530231fb9c52f181e8",
+    "huggingface/pytorch-image-models": "8ef73809f622e0031bd7f4940265734aef8b9978",   # v1.0.28
+    "huggingface/diffusers": "d035dcd7cc7c88e0a154609b62887d50bba9fdc2",   # v0.40.0
 }
 
 
@@ -63,6 +65,24 @@ CASES = (
           "--niter", "1"), python="vision",
          neuron_command=("main.py", "--dataset", "fake", "--batchSize", "4", "--imageSize", "64", "--ngf", "8",
                          "--ndf", "8", "--niter", "1", "--accel")),
+    # timm's train.py with the timm package of the same commit (as a clone of the repository runs it)
+    Case("timm-train", "huggingface/pytorch-image-models", ("train.py", "timm"), ".",
+         ("train.py", "--data-dir", "data", "--model", "resnet18", "--num-classes", "2", "--img-size", "32",
+          "-b", "4", "--epochs", "1", "--workers", "2", "--amp", "--log-interval", "1", "--device", "cpu"),
+         data="image_folder", steps=2, python="vision", pythonpath=(".",),
+         neuron_command=("train.py", "--data-dir", "data", "--model", "resnet18", "--num-classes", "2",
+                         "--img-size", "32", "-b", "4", "--epochs", "1", "--workers", "2", "--amp",
+                         "--log-interval", "1")),
+    # diffusers' unconditional DDPM example as its README runs it (EMA, no mixed precision), on a local
+    # image folder; the UNet is built from the script's own config (no weights); `python`, not
+    # `accelerate launch`; the package of the same commit on the path
+    Case("diffusers-unconditional", "huggingface/diffusers", ("examples/unconditional_image_generation", "src/diffusers"),
+         "examples/unconditional_image_generation",
+         ("train_unconditional.py", "--train_data_dir", "data/train", "--cache_dir", "cache", "--resolution", "32",
+          "--center_crop", "--random_flip", "--output_dir", "ddpm-ema-32", "--train_batch_size", "4",
+          "--num_epochs", "1", "--gradient_accumulation_steps", "1", "--use_ema", "--learning_rate", "1e-4",
+          "--lr_warmup_steps", "5", "--mixed_precision", "no"),
+         data="image_folder", steps=2, python="vision", pythonpath=("src",)),
     # held out: run once for the table, never tuned on
     Case("examples-time-sequence", "pytorch/examples", ("time_sequence_prediction",), "time_sequence_prediction",
          ("train.py", "--steps", "2"), data="sine_waves", held_out=True),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import pickle
 import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -65,4 +66,28 @@ def sine_waves(cwd: Path) -> None:
     torch.save(np.sin(x / 20.0).astype("float64"), cwd / "traindata.pt")
 
 
-MAKERS = {"shakespeare_char": shakespeare_char, "wikitext": wikitext, "mnist": mnist, "sine_waves": sine_waves}
+def _png(path: Path, rgb: np.ndarray) -> None:
+    """An 8-bit RGB PNG (no image library needed)."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    height, width, _ = rgb.shape
+    rows = b"".join(b"\x00" + rgb[y].tobytes() for y in range(height))
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+                     + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def image_folder(cwd: Path) -> None:
+    """An ImageFolder in ./data: train/ and validation/ (timm's default split names), two classes
+    of 40x40 RGB PNGs (12 training images and 2 validation images per class)."""
+    rng = np.random.default_rng(0)
+    for split, n in (("train", 12), ("validation", 2)):
+        for label in ("cat", "dog"):
+            folder = cwd / "data" / split / label
+            folder.mkdir(parents=True, exist_ok=True)
+            for i in range(n):
+                _png(folder / f"{label}_{i:03d}.png", rng.integers(0, 256, size=(40, 40, 3)).astype(np.uint8))
+
+
+MAKERS = {"shakespeare_char": shakespeare_char, "wikitext": wikitext, "mnist": mnist, "sine_waves": sine_waves,
+          "image_folder": image_folder}
