@@ -149,8 +149,8 @@ def _module_to(redirect: DeviceRedirect):
 
 
 def move(module: nn.Module, device: torch.device, dtype=None) -> None:
-    """Each parameter and buffer of `module` converted onto `device` (and `dtype`) with `.to`,
-    parameters rebuilt around the result (a swap of fake parameters fails: see docs/trace.md)."""
+    """Each parameter and buffer of `module` converted onto `device` (and `dtype`) with `.to`; each
+    moved parameter keeps its identity, as in a real run (NOTE [moved parameters keep identity])."""
     done: dict[int, nn.Parameter] = {}
     for sub in module.modules():
         for name, param in list(sub._parameters.items()):
@@ -160,14 +160,53 @@ def move(module: nn.Module, device: torch.device, dtype=None) -> None:
             if new is None:
                 with torch.no_grad():
                     moved = param.to(device=device, dtype=dtype if dtype is not None and param.is_floating_point() else None)
-                new = param if moved is param else nn.Parameter(moved, requires_grad=param.requires_grad)
-                if param.grad is not None and new is not param:
-                    new.grad = param.grad.to(device)
+                new = param if moved is param else _moved_parameter(param, moved)
                 done[id(param)] = new
             sub._parameters[name] = new
         for name, buf in list(sub._buffers.items()):
             if buf is not None:
                 sub._buffers[name] = buf.to(device=device, dtype=dtype if dtype is not None and buf.is_floating_point() else None)
+
+
+# NOTE [moved parameters keep identity]
+# A real `model.to(device)` keeps each Parameter object and replaces its data, so what holds the
+# parameters from before the move still holds the model's: an optimizer built first
+# (`optimizer = AdamW(model.parameters())`, then `model.to(device)` or accelerate's
+# `accelerator.prepare(model, optimizer)`) steps the moved parameters. A rebuilt parameter left the
+# optimizer with the old ones, without gradients: it stepped nothing and listed no optimizer ops
+# (diffusers' unconditional example on the imitated device: no AdamW kernel; with GradScaler,
+# "No inf checks were recorded"). torch's own swap (torch.utils.swap_tensors) refuses a tensor
+# with a weak reference, which fake tensors have in FakeTensorMode's memo of converted tensors
+# (the parameter and its moved copy both); so their memo entries are dropped (a later conversion
+# of the same tensor makes a new fake one) and the old parameter is swapped with its moved copy.
+# A parameter that still cannot be swapped is rebuilt, as before.
+def _moved_parameter(param, moved):
+    """`param` holding `moved`'s tensor (swapped in place), else a new Parameter around it."""
+    grad = param.grad.to(moved.device) if param.grad is not None else None
+    new = nn.Parameter(moved, requires_grad=param.requires_grad)
+    _forget_conversion(param)
+    _forget_conversion(new)
+    try:
+        torch.utils.swap_tensors(param, new)
+    except RuntimeError:
+        if grad is not None:
+            new.grad = grad
+        return new
+    if grad is not None:
+        param.grad = grad
+    return param
+
+
+def _forget_conversion(t) -> None:
+    """Drop `t` from its fake mode's memo of converted real tensors (a weak reference to it)."""
+    mode = getattr(t, "fake_mode", None)
+    converter = getattr(getattr(mode, "fake_tensor_converter", None), "meta_converter", None)
+    memo = getattr(converter, "tensor_memo", None)
+    if memo is None:
+        return
+    for key, value in list(memo.items()):
+        if value is t:
+            del memo[key]
 
 
 def _module_cuda(redirect: DeviceRedirect):

@@ -1,0 +1,43 @@
+"""Module.to on the imitated device keeps the module's Parameter objects (NOTE [moved parameters
+keep identity] in opscan/trace/redirect.py): an optimizer built before the move steps the moved
+parameters, on the device, as in a real run."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = Path(__file__).resolve().parent / "fixtures" / "optimizer_first.py"
+
+
+def test_an_optimizer_built_before_the_move_steps_on_the_imitated_device(tmp_path, monkeypatch):
+    from opscan.trace.script import run_script
+
+    monkeypatch.chdir(tmp_path)
+    trace, notes = run_script(str(SCRIPT), device="neuron", steps=2, project_root=str(SCRIPT.parent))
+    assert trace.complete, trace.stopped_at   # the script's identity assert held; the scaler found its grads
+    assert "ended after 2 optimizer steps" in notes[0]
+    step = {u.op for u in trace.ops if "optimizer" in u.phases}
+    # AdamW's foreach kernels and GradScaler's unscale run on the device's (moved) parameters
+    assert {"aten::_foreach_lerp_.Scalar", "aten::_foreach_addcdiv_.ScalarList",
+            "aten::_amp_foreach_non_finite_check_and_unscale_", "aten::_amp_update_scale_"} <= step
+    host = {u.op for u in trace.host_ops}
+    assert "aten::_foreach_lerp_.Scalar" not in host and "aten::_foreach_add_.Tensor" in host   # only step counts
+
+
+def test_the_same_script_on_the_cpu_lists_a_real_runs_ops(tmp_path, monkeypatch):
+    from opscan.trace.script import run_script
+
+    spec = importlib.util.spec_from_file_location("run_real_record", ROOT / "benchmarks" / "run_real_record.py")
+    real_record = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(real_record)
+    monkeypatch.chdir(tmp_path)
+    real = real_record.record(str(SCRIPT), [], steps=2)
+    trace, _ = run_script(str(SCRIPT), device="cpu", steps=2, project_root=str(SCRIPT.parent))
+    assert trace.complete, trace.stopped_at
+    assert {u.op for u in trace.ops} | {u.op for u in trace.host_ops} == real
