@@ -73,6 +73,20 @@ CASES = (
          neuron_command=("train.py", "--data-dir", "data", "--model", "resnet18", "--num-classes", "2",
                          "--img-size", "32", "-b", "4", "--epochs", "1", "--workers", "2", "--amp",
                          "--log-interval", "1")),
+    # the same train.py with a DeiT-style ViT recipe: AdamW, gradient clipping, mixup/cutmix (in the
+    # loader's collate), label smoothing, drop path, model EMA, bfloat16 autocast
+    Case("timm-train-vit", "huggingface/pytorch-image-models", ("train.py", "timm"), ".",
+         ("train.py", "--data-dir", "data", "--model", "vit_tiny_patch16_224", "--model-kwargs", "img_size=32",
+          "patch_size=4", "--num-classes", "2", "--img-size", "32", "-b", "4", "--epochs", "1", "--workers", "2",
+          "--opt", "adamw", "--lr", "5e-4", "--weight-decay", "0.05", "--clip-grad", "1.0", "--mixup", "0.8",
+          "--cutmix", "1.0", "--drop-path", "0.1", "--model-ema", "--amp", "--amp-dtype", "bfloat16",
+          "--log-interval", "1", "--device", "cpu"),
+         data="image_folder", steps=2, python="vision", pythonpath=(".",),
+         neuron_command=("train.py", "--data-dir", "data", "--model", "vit_tiny_patch16_224", "--model-kwargs",
+                         "img_size=32", "patch_size=4", "--num-classes", "2", "--img-size", "32", "-b", "4",
+                         "--epochs", "1", "--workers", "2", "--opt", "adamw", "--lr", "5e-4", "--weight-decay",
+                         "0.05", "--clip-grad", "1.0", "--mixup", "0.8", "--cutmix", "1.0", "--drop-path", "0.1",
+                         "--model-ema", "--amp", "--amp-dtype", "bfloat16", "--log-interval", "1")),
     # diffusers' unconditional DDPM example as its README runs it (EMA, no mixed precision), on a local
     # image folder; the UNet is built from the script's own config (no weights); `python`, not
     # `accelerate launch`; the package of the same commit on the path
