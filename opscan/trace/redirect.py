@@ -179,15 +179,27 @@ def move(module: nn.Module, device: torch.device, dtype=None) -> None:
 # with a weak reference, which fake tensors have in FakeTensorMode's memo of converted tensors
 # (the parameter and its moved copy both); so their memo entries are dropped (a later conversion
 # of the same tensor makes a new fake one) and the old parameter is swapped with its moved copy.
-# A parameter that still cannot be swapped is rebuilt, as before.
+# A parameter that still cannot be swapped is rebuilt, as before. torch's own conversions of a
+# module (`model.half()`, `.bfloat16()`, `.float()`, `.double()`) swap fake parameters themselves
+# and failed the same way ("_apply(): Couldn't swap Linear.weight"): during the run
+# torch.utils.swap_tensors drops the two tensors' memo entries first.
+_SWAP = torch.utils.swap_tensors
+
+
+def _swap(t1, t2) -> None:
+    """torch.utils.swap_tensors of two tensors, their fake mode's memo entries dropped first."""
+    _forget_conversion(t1)
+    _forget_conversion(t2)
+    _SWAP(t1, t2)
+
+
 def _moved_parameter(param, moved):
     """`param` holding `moved`'s tensor (swapped in place), else a new Parameter around it."""
     grad = param.grad.to(moved.device) if param.grad is not None else None
+    param.grad = None   # a gradient holds a second use of the tensor, which a swap refuses
     new = nn.Parameter(moved, requires_grad=param.requires_grad)
-    _forget_conversion(param)
-    _forget_conversion(new)
     try:
-        torch.utils.swap_tensors(param, new)
+        _swap(param, new)
     except RuntimeError:
         if grad is not None:
             new.grad = grad
@@ -284,6 +296,7 @@ def answering(device: str, requests: Requests):
                                         _scaler_init(grad_scaler.GradScaler.__init__, redirect)))
         stack.enter_context(patched(grad_scaler.GradScaler, "_maybe_opt_step", _scaler_step))
         stack.enter_context(patched(torch, "compile", _compile(requests)))
+        stack.enter_context(patched(torch.utils, "swap_tensors", _swap))   # NOTE [moved parameters keep identity]
         if device != "cpu":
             for name in sorted(vars(torch.cuda)):
                 value = getattr(torch.cuda, name)

@@ -12,7 +12,8 @@ import pytest
 pytest.importorskip("torch")
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = Path(__file__).resolve().parent / "fixtures" / "optimizer_first.py"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SCRIPT = FIXTURES / "optimizer_first.py"
 
 
 def test_an_optimizer_built_before_the_move_steps_on_the_imitated_device(tmp_path, monkeypatch):
@@ -30,14 +31,28 @@ def test_an_optimizer_built_before_the_move_steps_on_the_imitated_device(tmp_pat
     assert "aten::_foreach_lerp_.Scalar" not in host and "aten::_foreach_add_.Tensor" in host   # only step counts
 
 
-def test_the_same_script_on_the_cpu_lists_a_real_runs_ops(tmp_path, monkeypatch):
+@pytest.mark.parametrize("name", ["optimizer_first.py", "module_casts.py"])
+def test_the_same_script_on_the_cpu_lists_a_real_runs_ops(name, tmp_path, monkeypatch):
     from opscan.trace.script import run_script
 
     spec = importlib.util.spec_from_file_location("run_real_record", ROOT / "benchmarks" / "run_real_record.py")
     real_record = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(real_record)
     monkeypatch.chdir(tmp_path)
-    real = real_record.record(str(SCRIPT), [], steps=2)
-    trace, _ = run_script(str(SCRIPT), device="cpu", steps=2, project_root=str(SCRIPT.parent))
+    real = real_record.record(str(FIXTURES / name), [], steps=2)
+    trace, _ = run_script(str(FIXTURES / name), device="cpu", steps=2, project_root=str(FIXTURES))
     assert trace.complete, trace.stopped_at
     assert {u.op for u in trace.ops} | {u.op for u in trace.host_ops} == real
+
+
+def test_module_casts_swap_fake_parameters_in_place(tmp_path, monkeypatch):
+    from opscan.trace.script import run_script
+
+    monkeypatch.chdir(tmp_path)
+    trace, notes = run_script(str(FIXTURES / "module_casts.py"), device="neuron", steps=2,
+                              project_root=str(FIXTURES))
+    assert trace.complete, trace.stopped_at   # no "_apply(): Couldn't swap Linear.weight"
+    assert "ran to its end; 2 optimizer steps of 1 optimizer" in notes[0]
+    linear = next(u for u in trace.ops if u.op == "aten::addmm")
+    assert {"torch.bfloat16", "torch.float32"} <= set(linear.dtypes)
+    assert "aten::_foreach_add_.List" in {u.op for u in trace.ops if "optimizer" in u.phases}   # SGD momentum
