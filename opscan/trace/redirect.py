@@ -136,21 +136,28 @@ def _module_to(redirect: DeviceRedirect):
     """Module.to that places parameters and buffers on the imitated device as fake tensors."""
 
     def to(self, *args, **kwargs):
-        device, dtype, _non_blocking, _ = torch._C._nn._parse_to(*args, **kwargs)
+        device, dtype, _non_blocking, memory_format = torch._C._nn._parse_to(*args, **kwargs)
         if device is not None and redirect.map(device) is not device:
             redirect.requests.note("Module.to('cuda') runs on the imitated device")
             device = redirect.device
-        if device is None and dtype is None:
+        if device is None and dtype is None and memory_format is None:
             return self
-        move(self, device, dtype)
+        move(self, device, dtype, memory_format)
         return self
 
     return to
 
 
-def move(module: nn.Module, device: torch.device, dtype=None) -> None:
-    """Each parameter and buffer of `module` converted onto `device` (and `dtype`) with `.to`; each
-    moved parameter keeps its identity, as in a real run (NOTE [moved parameters keep identity])."""
+def move(module: nn.Module, device: torch.device, dtype=None, memory_format=None) -> None:
+    """Each parameter and buffer of `module` converted onto `device` (and `dtype`; `memory_format`
+    for 4-D and 5-D ones, as torch's Module.to does) with `.to`; each moved parameter keeps its
+    identity, as in a real run (NOTE [moved parameters keep identity])."""
+    def convert(t):
+        kwargs = {"device": device, "dtype": dtype if dtype is not None and t.is_floating_point() else None}
+        if memory_format is not None and t.dim() in (4, 5):
+            kwargs["memory_format"] = memory_format
+        return t.to(**kwargs)
+
     done: dict[int, nn.Parameter] = {}
     for sub in module.modules():
         for name, param in list(sub._parameters.items()):
@@ -159,13 +166,13 @@ def move(module: nn.Module, device: torch.device, dtype=None) -> None:
             new = done.get(id(param))
             if new is None:
                 with torch.no_grad():
-                    moved = param.to(device=device, dtype=dtype if dtype is not None and param.is_floating_point() else None)
+                    moved = convert(param)
                 new = param if moved is param else _moved_parameter(param, moved)
                 done[id(param)] = new
             sub._parameters[name] = new
         for name, buf in list(sub._buffers.items()):
             if buf is not None:
-                sub._buffers[name] = buf.to(device=device, dtype=dtype if dtype is not None and buf.is_floating_point() else None)
+                sub._buffers[name] = convert(buf)
 
 
 # NOTE [moved parameters keep identity]

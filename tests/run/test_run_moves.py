@@ -1,6 +1,7 @@
 """Module.to on the imitated device keeps the module's Parameter objects (NOTE [moved parameters
 keep identity] in opscan/trace/redirect.py): an optimizer built before the move steps the moved
-parameters, on the device, as in a real run."""
+parameters, on the device, as in a real run; torch's own casts convert in place; a memory-format
+conversion (channels_last) is made as torch makes it."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def test_an_optimizer_built_before_the_move_steps_on_the_imitated_device(tmp_pat
     assert "aten::_foreach_lerp_.Scalar" not in host and "aten::_foreach_add_.Tensor" in host   # only step counts
 
 
-@pytest.mark.parametrize("name", ["optimizer_first.py", "module_casts.py"])
+@pytest.mark.parametrize("name", ["optimizer_first.py", "module_casts.py", "channels_last.py"])
 def test_the_same_script_on_the_cpu_lists_a_real_runs_ops(name, tmp_path, monkeypatch):
     from opscan.trace.script import run_script
 
