@@ -129,6 +129,7 @@ GIT_REPOSITORIES: list[tuple[str, str, str, str]] = [
     ("dinov2", "facebookresearch/dinov2", "b8931f7bf91576930313be2c6d6af376033b35f0", HELD_OUT_3),
     ("nanochat", "karpathy/nanochat", "92d63d4e8bb4df75c3b71618f31ddde2378b2bcd", HELD_OUT_3),
     ("CLIP", "openai/CLIP", "d05afc436d78f1c48dc0dbf8e5980a9d471f35f6", HELD_OUT_3),
+    ("waveglow", "NVIDIA/waveglow", "8afb643df59265016af6bd255c7516309d675168", HELD_OUT_3),
 ]
 
 
@@ -142,7 +143,8 @@ ALSO_REQUIRED: list[str] = ["torchao==0.15.0"]
 # whisper: numba and more-itertools (tiktoken is pinned already; triton is GPU-only, imported
 # lazily). CLIP: ftfy (torchvision cannot load beside this torch build, see the docs). dinov2's
 # training-only requirements (fvcore, iopath, submitit, xformers, cuml) and improved-diffusion's
-# mpi4py (its dist_util only; it needs an MPI runtime) are left out: the models do not import them.
+# mpi4py (its dist_util only; it needs an MPI runtime) and waveglow's (tensorflow, librosa, ...: its
+# training data loader and tacotron2 submodule only) are left out: the models do not import them.
 ALSO_REQUIRED += ["numba", "more-itertools", "ftfy"]
 
 
