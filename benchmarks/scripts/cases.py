@@ -15,6 +15,7 @@ COMMITS = {
     "karpathy/nanoGPT": "3adf61e154c3fe3fca428ad6bc3818b27a3b8291",
     "karpathy/minGPT": "37baab71b9abea1b76ab957409a1cc2fbfba8a26",
     "pytorch/examples": "77f55b912142e11fcfdf5b530231fb9c52f181e8",
+    "karpathy/makemore": "988aa59e4d8fefa526d06f3b453ad116258398d4",
 }
 
 
@@ -73,4 +74,22 @@ CASES = (
     Case("examples-imagenet-dummy", "pytorch/examples", ("imagenet",), "imagenet",
          ("main.py", "--dummy", "-a", "resnet18", "-b", "4", "--epochs", "1", "-p", "1"),
          python="vision", held_out=True),
+    # held out, second set (chosen 2026-12-02, real runs checked, never run under opscan before the
+    # lead's one run): a graph attention network on fake Cora files (Adam; a sparse adjacency made
+    # dense), a polynomial fit by hand-written SGD whose loop ends on `loss.item() < 1e-3` (no
+    # torch.optim: runs to its end), and makemore's character transformer on the names file its
+    # repository ships (AdamW, DataLoader workers, tensorboard: the fuller Python)
+    Case("examples-gat", "pytorch/examples", ("gat",), "gat",
+         ("main.py", "--epochs", "2", "--hidden-dim", "8", "--num-heads", "2", "--no-accel"), data="cora",
+         held_out=True,
+         neuron_command=("main.py", "--epochs", "2", "--hidden-dim", "8", "--num-heads", "2")),
+    Case("examples-regression", "pytorch/examples", ("regression",), "regression", ("main.py",),
+         held_out=True),
+    Case("makemore-transformer", "karpathy/makemore", ("makemore.py", "names.txt"), ".",
+         ("makemore.py", "-i", "names.txt", "-o", "out", "--type", "transformer", "--n-layer", "2",
+          "--n-head", "2", "--n-embd", "32", "--n-embd2", "32", "--batch-size", "8", "--num-workers", "2",
+          "--max-steps", "3"), steps=2, python="vision", held_out=True,
+         neuron_command=("makemore.py", "-i", "names.txt", "-o", "out", "--type", "transformer", "--n-layer",
+                         "2", "--n-head", "2", "--n-embd", "32", "--n-embd2", "32", "--batch-size", "8",
+                         "--num-workers", "2", "--max-steps", "3", "--device", "cuda")),
 )
