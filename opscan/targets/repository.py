@@ -27,15 +27,18 @@ from opscan.targets.empty import build_empty, first_line
 from opscan.trace.spec import Built
 
 
-def build_repo(target: str, *, batch: int | None, seq_len: int | None, project_root: str | None) -> Built:
-    """The model and inputs of a `repo:` target (see the module docstring); TargetError in one line."""
+def build_repo(target: str, *, batch: int | None, seq_len: int | None, project_root: str | None,
+               gpu_only: tuple[str, ...] = ()) -> Built:
+    """The model and inputs of a `repo:` target (see the module docstring); TargetError in one line.
+    `gpu_only`: the CUDA-only libraries that may be stood in when missing (NOTE [GPU-only kernel
+    libraries] in absent.py)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     spec = target[len("repo:"):]
     root = Path(project_root or ".").resolve()
     where, hash_, block = spec.rpartition("#")
     try:
-        with _no_downloads(), _cuda_is_cpu():
+        with _no_downloads(), _cuda_is_cpu(), absent.gpu_only(gpu_only or absent.packages()):
             if hash_ and where:
                 path = _path(where, root)
                 return _capture(path, block, root, target)
@@ -68,7 +71,7 @@ def load(path: Path, root: Path) -> types.ModuleType:
         if entry not in sys.path:
             sys.path.insert(0, entry)
     dotted = ".".join(path.relative_to(package_root).with_suffix("").parts)
-    for _ in range(len(absent.GPU_ONLY)):   # NOTE [GPU-only kernel libraries] in absent.py
+    for _ in range(len(absent.packages())):   # NOTE [GPU-only kernel libraries] in absent.py
         try:
             return _load(path, tree, dotted, package_root)
         except ModuleNotFoundError as exc:

@@ -182,8 +182,10 @@ def test_registry_config_takes_the_debug_variant_and_cuts_layer_lists():
     sys.path.insert(0, str(REPOS / "titanlike"))
     sys.modules.pop("triton", None)
     try:
-        from opscan.targets import construct, repository
-        repository.load(REPOS / "titanlike" / "tinytitan/models/tiny/model.py", REPOS / "titanlike")
+        from opscan.phases import cuda_only_packages
+        from opscan.targets import absent, construct, repository
+        with absent.gpu_only(cuda_only_packages()):   # what the parent passes the child
+            repository.load(REPOS / "titanlike" / "tinytitan/models/tiny/model.py", REPOS / "titanlike")
         model_module = sys.modules["tinytitan.models.tiny.model"]
         config, words = construct.registry_config(model_module.TinyModel.Config)
         assert words == "TinyModel.Config from the registry tiny_configs['debugmodel']"
@@ -192,3 +194,17 @@ def test_registry_config_takes_the_debug_variant_and_cuts_layer_lists():
         sys.path.remove(str(REPOS / "titanlike"))
         for name in [n for n in sys.modules if n.split(".")[0] in ("tinytitan", "triton")]:
             del sys.modules[name]
+
+
+def test_gpu_only_libraries_come_from_the_catalog_in_the_childs_options():
+    # one list: the catalog's CUDA-only packages (opscan/plan/libraries.yaml), passed to the child
+    from opscan.config import ModelConfig
+    from opscan.phases import cuda_only_packages, tracer_options
+    from opscan.plan.libraries import shipped
+
+    packages = cuda_only_packages()
+    assert {"triton", "fla", "flash_attn", "xformers", "apex", "mamba_ssm"} <= set(packages)
+    assert set(packages) == {p for lib in shipped().libraries for p in lib.packages}
+    assert tracer_options(ModelConfig(target="repo:model.py:GPT"), REPOS, None)["gpu_only"] == packages
+    assert "gpu_only" not in tracer_options(ModelConfig(target="model.py:build"), REPOS, None)
+
