@@ -208,3 +208,58 @@ def test_gpu_only_libraries_come_from_the_catalog_in_the_childs_options():
     assert tracer_options(ModelConfig(target="repo:model.py:GPT"), REPOS, None)["gpu_only"] == packages
     assert "gpu_only" not in tracer_options(ModelConfig(target="model.py:build"), REPOS, None)
 
+
+def test_repository_tests_build_the_model_opscan_cannot_guess(run_cli):
+    # tabnet's Net(categories=(3, 4), num_continuous=2) has no value opscan can name; its tests build it
+    report = _report(run_cli, REPOS / "tested")
+    assert [t["target"] for t in report["traces"]] == ["repo:tests/test_net.py::test_forward_shape"]
+    assert report["traces"][0]["complete"] and report["traces"][0]["mode"] == "train"
+    assert TRAIN <= _phases(report)
+    ops = {op["op"] for op in report["ops"]}
+    assert "aten::gelu" in ops and "aten::relu" not in ops   # the first parametrize set: ("gelu", 8)
+    notes = report["notes"]
+    assert "traced with no configuration: repo:tests/test_net.py::test_forward_shape: the test " \
+           "tests/test_net.py::test_forward_shape (line 8), stopped at its model call; its first parameter set" in notes
+    # a test that fails before its model call (it downloads weights: the network is refused), in one line
+    assert any(n.startswith("not built: repo:tests/test_pretrained.py::test_pretrained_matches: the test failed "
+                            "before its model call: URLError:") and "network refused" in n for n in notes)
+    # a fixture of conftest.py (never run): skipped, in one line
+    assert "not built: repo:tests/test_config.py::test_from_config: skipped: it takes the fixture 'net_config', " \
+           "which opscan cannot give (conftest.py is not run; fixtures: tmp_path, monkeypatch, those of its own " \
+           "file)" in notes
+    # the guessed construction comes after the tests, and says why it cannot be built
+    assert notes.index("not built: repo:tabnet/net.py:Net: cannot choose a value for the required argument "
+                       "'categories'") > notes.index(next(n for n in notes if "test_config.py" in n))
+    assert not (REPOS / "tested" / "tabnet.pt").exists()   # the test ran in a temporary folder
+
+
+def test_repository_test_discovery_is_static_one_per_file_and_capped(tmp_path):
+    from opscan.targets.repo_tests import MAX_TEST_TARGETS
+
+    found = candidates(REPOS / "tested", construct=True)
+    assert found.traced == ("repo:tests/test_net.py::test_forward_shape",
+                            "repo:tests/test_pretrained.py::test_pretrained_matches",
+                            "repo:tests/test_config.py::test_from_config", "repo:tabnet/net.py:Net")
+    project = tmp_path / "many"
+    shutil.copytree(REPOS / "tested", project)
+    for index in range(MAX_TEST_TARGETS + 2):
+        shutil.copy(project / "tests" / "test_net.py", project / "tests" / f"test_more_{index}.py")
+    tests = [t for t in candidates(project, construct=True).traced if "::" in t]
+    assert len(tests) == MAX_TEST_TARGETS and len({t.split("::")[0] for t in tests}) == MAX_TEST_TARGETS
+
+
+def test_repository_test_module_needing_missing_pytest_says_so(monkeypatch):
+    import sys
+
+    from opscan.errors import TargetError
+    from opscan.targets.repository import build_repo
+
+    monkeypatch.setitem(sys.modules, "pytest", None)   # as if pytest were not installed
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    with pytest.raises(TargetError) as info:
+        build_repo("repo:tests/test_net.py::test_forward_shape", batch=None, seq_len=None,
+                   project_root=str(REPOS / "tested"))
+    assert str(info.value) == "repo:tests/test_net.py::test_forward_shape: its module imports pytest, which is " \
+                              "not installed here"
+    for name in [n for n in sys.modules if n.split(".")[0] == "tabnet"]:
+        monkeypatch.delitem(sys.modules, name)
