@@ -113,7 +113,11 @@ def _call_name(call: ast.Call) -> str:
 
 
 def _is_build(call: ast.Call, models: frozenset[str], helpers: set[str]) -> bool:
+    """`Net(...)`, `make_model(...)`, a helper of the file that builds one, `Net.from_pretrained(...)`."""
     name = _call_name(call)
+    if isinstance(call.func, ast.Attribute) and name.startswith("from_"):   # Net.from_pretrained(...)
+        owner = call.func.value
+        return (owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")) in models
     return name in models or name in helpers or bool(_FACTORY_CALL.match(name))
 
 
@@ -134,10 +138,26 @@ def _built_names(node: ast.AST, models: frozenset[str], helpers: set[str]) -> se
     return out
 
 
+# nn.Module methods that do not call the model (`model.eval()`); any other method called on what a
+# test built (`model.generate(x)`, `model.forward(x)`) is taken to run it
+_PLUMBING = {"eval", "train", "to", "cuda", "cpu", "half", "float", "double", "bfloat16", "load_state_dict",
+             "state_dict", "parameters", "named_parameters", "buffers", "named_buffers", "modules",
+             "named_modules", "children", "named_children", "zero_grad", "apply", "requires_grad_",
+             "register_buffer", "register_forward_hook", "register_forward_pre_hook", "get_submodule",
+             "extra_repr", "type", "share_memory"}
+
+
 def _calls_any(node: ast.AST, names: set[str]) -> bool:
+    """Whether the code calls one of `names` (what it built), or a method of one that runs it."""
     if "" in names:
         return True
-    return any(isinstance(c, ast.Call) and ast.unparse(c.func) in names for c in ast.walk(node))
+    for call in ast.walk(node):
+        if not isinstance(call, ast.Call):
+            continue
+        if ast.unparse(call.func) in names or isinstance(call.func, ast.Attribute) \
+                and ast.unparse(call.func.value) in names and call.func.attr not in _PLUMBING:
+            return True
+    return False
 
 
 def parametrized(node: ast.FunctionDef) -> list[ast.Call]:
