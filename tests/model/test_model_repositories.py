@@ -263,3 +263,80 @@ def test_repository_test_module_needing_missing_pytest_says_so(monkeypatch):
                               "not installed here"
     for name in [n for n in sys.modules if n.split(".")[0] == "tabnet"]:
         monkeypatch.delitem(sys.modules, name)
+
+
+_TESTED_ELSEWHERE = '''
+import unittest
+
+import pytest
+import torch
+
+from tabnet import Net
+
+
+@pytest.fixture
+def model(tmp_path):
+    (tmp_path / "seen").write_text("x")
+    yield Net(categories=(5,), num_continuous=3)
+
+
+def test_with_own_fixture(model, tmp_path):
+    assert (tmp_path / "seen").exists()
+    model(torch.randint(0, 5, (4, 1)), torch.randn(4, 3))
+
+
+class TestNet(unittest.TestCase):
+    def setUp(self):
+        self.net = Net(categories=(2, 2, 2), num_continuous=1)
+
+    def test_sample(self):
+        self.net.eval()
+        self.net(torch.zeros(3, 3, dtype=torch.long), torch.zeros(3, 1))
+'''
+
+
+def test_repository_test_fixtures_of_its_file_and_unittest_classes(tmp_path, monkeypatch):
+    import sys
+
+    from opscan.targets import repo_tests
+    from opscan.targets.repository import build_repo
+
+    shutil.copytree(REPOS / "tested" / "tabnet", tmp_path / "tabnet")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "more_test.py").write_text(_TESTED_ELSEWHERE)
+    import ast
+    tree = ast.parse(_TESTED_ELSEWHERE)
+    (found,) = repo_tests.test_recipes(tree, "tests/more_test.py", frozenset({"Net"}))
+    assert found.target == "repo:tests/more_test.py::test_with_own_fixture"   # its fixture builds Net
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    try:
+        built = build_repo(found.target, batch=None, seq_len=None, project_root=str(tmp_path))
+        assert [e.num_embeddings for e in built.model.embeds] == [5] and built.args[1].shape == (4, 3)
+        built = build_repo("repo:tests/more_test.py::TestNet::test_sample", batch=None, seq_len=None,
+                           project_root=str(tmp_path))
+        assert [e.num_embeddings for e in built.model.embeds] == [2, 2, 2]   # built in setUp
+    finally:
+        for name in [n for n in sys.modules if n.split(".")[0] == "tabnet"]:
+            del sys.modules[name]
+
+
+def test_repository_test_selection_reads_how_the_model_is_run():
+    import ast
+
+    from opscan.targets.repo_tests import test_recipes
+
+    def picked(code: str) -> list[str]:
+        return [r.target for r in test_recipes(ast.parse(code), "test_x.py", frozenset({"GPT"}))]
+
+    # a method that runs the model counts; plumbing (eval, to, load_state_dict) does not
+    assert picked("def test_a():\n    m = GPT(cfg)\n    m.eval()\n    m.generate(x)\n") == ["repo:test_x.py::test_a"]
+    assert picked("def test_a():\n    m = GPT(cfg)\n    m.eval()\n    m.load_state_dict(sd)\n") == []
+    # a class method building the repository's class, and a helper of the file that builds one
+    assert picked("def test_b():\n    m = GPT.from_pretrained('gpt2')\n    m(x)\n") == ["repo:test_x.py::test_b"]
+    assert picked("def make():\n    return GPT(cfg)\n\ndef test_c():\n    m = make()\n    m(x)\n") == \
+        ["repo:test_x.py::test_c"]
+    # nothing of the repository built: not a test of its model
+    assert picked("import torch\n\ndef test_d():\n    m = torch.nn.Linear(2, 2)\n    m(x)\n") == []
+    # an unreadable parametrize set is a one-line reason in the child, the test still found
+    code = "import pytest\n\n@pytest.mark.parametrize('n', SIZES)\ndef test_e(n):\n    GPT(n)(x)\n"
+    assert picked(code) == ["repo:test_x.py::test_e"]
