@@ -43,8 +43,10 @@ def is_test_file(name: str) -> bool:
 # guessed construction (recipes.rank). In a file the first such test that opscan can call is taken
 # (no unsupported fixture, not marked skip); a file whose tests all need fixtures opscan cannot
 # give still yields its first one, whose try then says why in one line. Tests under
-# experiments/, benchmarks/, examples/ rank with the guessed constructions, and shallower files
-# first; ties by path and line.
+# experiments/, benchmarks/, examples/, and tests that fetch weights or files first
+# (`from_pretrained`, `urlretrieve`, `requests.get`, a `download_*` helper of the file: the
+# network is refused, so they cannot reach their model call), rank with the guessed constructions;
+# shallower files first; ties by path and line.
 
 def test_recipes(tree: ast.Module, rel: str, models: frozenset[str]) -> list[Recipe]:
     """The best test of one test file that builds one of `models` (the repository's nn.Module
@@ -68,7 +70,8 @@ def test_recipes(tree: ast.Module, rel: str, models: frozenset[str]) -> list[Rec
     blocked, owner, node, missing = min(found, key=lambda f: (f[0], f[2].lineno))
     name = f"{owner}::{node.name}" if owner else node.name
     parts = PurePosixPath(rel).parts[:-1]
-    low = bool(_LOW_PARTS & set(parts))
+    fetchers = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and _fetches(n, set())}
+    low = bool(_LOW_PARTS & set(parts)) or _fetches(node, fetchers)
     score = (100 if low else 2000) - 20 * len(parts) - (500 if blocked else 0)
     how = f"the test {rel}::{name} (line {node.lineno}), stopped at its model call"
     if parametrized(node):
@@ -76,6 +79,23 @@ def test_recipes(tree: ast.Module, rel: str, models: frozenset[str]) -> list[Rec
     if missing:
         how += f"; it takes the fixture {missing[0]!r}, which opscan cannot give"
     return [Recipe(f"repo:{rel}::{name}", "repo-test", rel, node.lineno, how, score)]
+
+
+_FETCH_CALLS = {"from_pretrained", "load_state_dict_from_url", "hf_hub_download", "snapshot_download",
+                "urlretrieve", "urlopen", "download_url_to_file"}
+
+
+def _fetches(node: ast.AST, fetchers: set[str]) -> bool:
+    """Whether the code fetches weights or files (from_pretrained, urlretrieve, requests.*, download_*),
+    itself or through a function of its file that does: opscan refuses the network, so it cannot
+    reach its model call (NOTE [which test])."""
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call):
+            name, dotted = _call_name(call), ast.unparse(call.func)
+            if name in _FETCH_CALLS or name in fetchers or name.startswith("download") \
+                    or dotted.startswith(("requests.", "httpx.", "urllib.request.")):
+                return True
+    return False
 
 
 def keep(recipes: list[Recipe]) -> list[Recipe]:
