@@ -1,16 +1,16 @@
 """`repo-test` recipes: a repository's own tests that build one of its models and call it.
 
 Found by reading (stdlib ast, nothing imported: `test_recipes`): in files named `test_*.py` or
-`*_test.py`, test functions (`test_*` at module level or in `Test*` classes) whose body builds one
-of the repository's model classes (or calls a factory of one: `build_*`, `create_model`, ...),
-directly, through a helper function or a fixture of the same file, and calls what it built. At
-most one test per file and MAX_TEST_TARGETS in all (`keep`). The target is
-`repo:FILE::TEST` or `repo:FILE::CLASS::TEST`.
+`*_test.py`, test functions (`test_*` at module level, in `Test*` classes or unittest.TestCase
+subclasses) whose body builds one of the repository's model classes (or calls a factory of one:
+`build_*`, `create_model`, ...), directly, through a helper function or a fixture of the same
+file, and calls what it built. At most one test per file and MAX_TEST_TARGETS in all (`keep`).
+The target is `repo:FILE::TEST` or `repo:FILE::CLASS::TEST`.
 
 Built in the sandbox child (`build_test`): the test module is imported (the repository's
 conftest.py is not run), the test is called with its first `@pytest.mark.parametrize` set (read
 from the decorator's literal) and the simple fixtures opscan can give (`tmp_path`, `monkeypatch`,
-fixtures of the same file without arguments), and stopped at its first model call, which is taken
+fixtures of the same file taking only those), and stopped at its first model call, which is taken
 with its inputs (NOTE [stopping at the model call] in repository.py). It runs in a temporary
 working directory with the network refused, so it writes nothing into the repository and fetches
 nothing (NOTE [running a repository's test]).
@@ -110,7 +110,8 @@ def _tests(tree: ast.Module):
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
             yield "", node, []
-        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+        elif isinstance(node, ast.ClassDef) and (node.name.startswith("Test") or any(
+                ast.unparse(b).endswith("TestCase") for b in node.bases)):   # pytest collects both
             methods = [n for n in node.body if isinstance(n, ast.FunctionDef)]
             setup = [m for m in methods if m.name in ("setUp", "setup_method")]
             for method in methods:

@@ -335,6 +335,10 @@ def test_repository_test_selection_reads_how_the_model_is_run():
     assert picked("def test_b():\n    m = GPT.from_pretrained('gpt2')\n    m(x)\n") == ["repo:test_x.py::test_b"]
     assert picked("def make():\n    return GPT(cfg)\n\ndef test_c():\n    m = make()\n    m(x)\n") == \
         ["repo:test_x.py::test_c"]
+    # a unittest.TestCase of any name, its model built in setUp
+    code = "import unittest\n\nclass ImportCheck(unittest.TestCase):\n    def setUp(self):\n" \
+           "        self.m = GPT(cfg)\n\n    def test_f(self):\n        self.m(x)\n"
+    assert picked(code) == ["repo:test_x.py::ImportCheck::test_f"]
     # nothing of the repository built: not a test of its model
     assert picked("import torch\n\ndef test_d():\n    m = torch.nn.Linear(2, 2)\n    m(x)\n") == []
     # an unreadable parametrize set is a one-line reason in the child, the test still found
