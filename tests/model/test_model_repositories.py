@@ -219,7 +219,7 @@ def test_repository_tests_build_the_model_opscan_cannot_guess(run_cli):
     assert "aten::gelu" in ops and "aten::relu" not in ops   # the first parametrize set: ("gelu", 8)
     notes = report["notes"]
     assert "traced with no configuration: repo:tests/test_net.py::test_forward_shape: the test " \
-           "tests/test_net.py::test_forward_shape (line 8), stopped at its model call; its first parameter set" in notes
+           "tests/test_net.py::test_forward_shape (line 7), stopped at its model call; its first parameter set" in notes
     # a test that fails before its model call (it downloads weights: the network is refused), in one line
     assert any(n.startswith("not built: repo:tests/test_pretrained.py::test_pretrained_matches: the test failed "
                             "before its model call: URLError:") and "network refused" in n for n in notes)

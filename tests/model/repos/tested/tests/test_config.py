@@ -1,5 +1,4 @@
 import torch
-
 from tabnet import Net
 
 

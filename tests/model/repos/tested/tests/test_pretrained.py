@@ -1,7 +1,6 @@
 import urllib.request
 
 import torch
-
 from tabnet import Net
 
 
