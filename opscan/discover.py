@@ -29,6 +29,7 @@ from opscan.records import Discovery, ModelCandidate
 from opscan.scan import files as scan_files
 from opscan.scan.resolver import Imports
 from opscan.targets import recipes as repo
+from opscan.targets import repo_tests
 from opscan.targets.tries import MAX_TRIES
 from opscan.targets.folders import NO_TRUST_NOTE, TIMM_FOLDER, read_config, remote_code
 
@@ -169,6 +170,8 @@ def candidates(root: Path, *, trust_remote_code: bool = False, construct: bool =
             found.append(ModelCandidate(target=f"pt2:{rel}", kind="export", path=rel))
         elif path.suffix == ".py":
             found.extend(python_candidates(path, rel, root, trust_remote_code, ways, known))
+            if ways is not None and repo_tests.is_test_file(path.name):
+                ways.extend(_test_recipes(path, rel, known[0]))
         elif path.suffix == ".ipynb":
             found.extend(notebook_candidates(path, rel))
     unique: dict[str, ModelCandidate] = {}
@@ -178,7 +181,7 @@ def candidates(root: Path, *, trust_remote_code: bool = False, construct: bool =
     if ways is None:
         return Discovery(candidates=tuple(ordered))
     built = [ModelCandidate(target=w.target, kind=w.kind, path=w.path, line=w.line, note=w.how)
-             for w in repo.rank(ways) if w.target not in unique]
+             for w in repo.rank(repo_tests.keep(ways)) if w.target not in unique]
     traced = zero_config_targets(ordered, built)
     return Discovery(candidates=tuple(ordered) + tuple(built), traced=traced)
 
@@ -291,6 +294,17 @@ def _recipes(tree: ast.Module, rel: str, known: tuple = (frozenset(), frozenset(
     found += repo.builder_recipes(tree, rel, factories)
     main = repo.main_recipe(tree, rel, set(classes))
     return found + ([main] if main is not None else [])
+
+
+def _test_recipes(path: Path, rel: str, models: frozenset[str]) -> list[repo.Recipe]:
+    """The repository's test in one test file that builds one of its models (opscan/targets/repo_tests.py)."""
+    try:
+        if path.stat().st_size > MAX_PYTHON_BYTES:
+            return []
+    except OSError:
+        return []
+    tree = _read_python(path)
+    return repo_tests.test_recipes(tree, rel, models) if tree is not None else []
 
 
 def notebook_candidates(path: Path, rel: str) -> list[ModelCandidate]:

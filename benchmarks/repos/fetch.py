@@ -5,7 +5,8 @@ Two sources, both pinned:
 - wheels (REPOSITORIES): `pip download --no-deps` of an exact version (the package's own code, as
   its repository ships it), checked against the sha256 below and unpacked into
   benchmarks/repos/corpus/<name>/; the wheel's long description (the repository's README) is
-  written back as README.md;
+  written back as README.md; a wheel built without one (its METADATA has no body) gets the
+  README.md of the same release's source archive (SDIST_READMES, pinned by sha256 too);
 - git repositories (GIT_REPOSITORIES): the pinned commit, exported with `git archive` from a local
   mirror (`--mirror DIR`, holding DIR/<owner>+<name>/repo, a bare git directory) or else cloned.
 Everything lands in corpus/ (git-ignored: third-party code is never committed).
@@ -133,6 +134,26 @@ GIT_REPOSITORIES: list[tuple[str, str, str, str]] = [
 ]
 
 
+# NOTE [READMEs from source archives]
+# Some releases' wheels carry no long description (setup.py sets only its content type), so their
+# README, the repository's usage example, would be missing from the corpus although every user of
+# the repository has it. For those, the same release's source archive (`pip download --no-binary`)
+# is fetched, checked by sha256, and only its top-level README.md is taken: no code of it is used.
+# name: (sdist file pip saves, sha256)
+SDIST_READMES: dict[str, tuple[str, str]] = {
+    "x-transformers": ("x_transformers-1.27.20.tar.gz",
+                       "fb9773e98f29f229c648f867108a6fa7353df2de9ab68b82f1c1b07de7dfcc35"),
+    "mlp-mixer-pytorch": ("mlp_mixer_pytorch-0.3.1.tar.gz",
+                          "522fa32e0bb68eee2c7a3f91e4ef5fc5a3c20c2176c8f0f12d3ab062e38bab79"),
+    "linformer": ("linformer-0.2.3.tar.gz", "747a4dc025a557d164b61170f140ec4aa37cfca3ce088318f3d5f39194cfcaba"),
+    "conformer": ("conformer-0.3.2.tar.gz", "32ef34fa461ff32e1c33061025c0f583884f19d2f0aba200234f4e771f777eda"),
+    "tab-transformer-pytorch": ("tab_transformer_pytorch-0.6.1.tar.gz",
+                                "a8b7ca8b88c2a7c5d68ce0848f265c672ca05b64bc659ab68e3526a5fb668fe2"),
+    "siren-pytorch": ("siren-pytorch-0.1.7.tar.gz", "06486736a6062283a3759f3dfc2845733c332d0a94186e6e786521f6f3ef12e9"),
+    "coca-pytorch": ("CoCa-pytorch-0.1.0.tar.gz", "119c83812d140ad197cf4e992db8c373d908af0bffd0a87015546b6a1cf0a316"),
+}
+
+
 # requirements a repository's install instructions add to its metadata: torchtune's README says to
 # install torchao beside it (its package does not declare it). 0.15.0 still has the
 # torchao.dtypes.nf4tensor module torchtune 0.6 imports (0.18 moved it) and imports on torch 2.13
@@ -163,16 +184,17 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _pip_download(requirement: str) -> None:
+def _pip_download(requirement: str, source: bool = False) -> None:
     DOWNLOADS.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+    kind = ["--no-binary", ":all:"] if source else ["--only-binary", ":all:"]
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", *kind,
                     "--quiet", "--dest", str(DOWNLOADS), requirement], check=True)
 
 
 def _download(requirement: str, filename: str, sha256: str) -> Path:
     target = DOWNLOADS / filename
     if not target.exists():
-        _pip_download(requirement)
+        _pip_download(requirement, source=filename.endswith(".tar.gz"))
     if not target.exists():
         raise SystemExit(f"fetch.py: pip did not save {filename} for {requirement}")
     got = _sha256(target)
@@ -195,6 +217,17 @@ def _unpack(archive: Path, dest: Path) -> None:
     if body.strip() and not (tmp / "README.md").exists():   # the repository's README (long_description)
         (tmp / "README.md").write_text(body, encoding="utf-8")
     tmp.rename(dest)
+
+
+def _sdist_readme(name: str, requirement: str, dest: Path) -> None:
+    """README.md of the release's source archive into `dest` (NOTE [READMEs from source archives])."""
+    filename, sha256 = SDIST_READMES[name]
+    with tarfile.open(_download(requirement, filename, sha256)) as tf:
+        member = next((m for m in tf.getmembers() if m.isfile() and m.name.count("/") == 1
+                       and m.name.endswith("/README.md")), None)
+        if member is None:
+            raise SystemExit(f"fetch.py: {filename} has no top-level README.md")
+        (dest / "README.md").write_bytes(tf.extractfile(member).read())
 
 
 def _git(name: str, slug: str, commit: str, mirror: Path | None) -> None:
@@ -389,6 +422,9 @@ def main(argv: list[str] | None = None) -> int:
         if not (CORPUS / name).is_dir():
             _unpack(archive, CORPUS / name)
             print(f"unpacked {name}")
+        if name in SDIST_READMES and not (CORPUS / name / "README.md").exists():
+            _sdist_readme(name, requirement, CORPUS / name)
+            print(f"README.md of {name} from its source archive")
     for name, slug, commit, _part in GIT_REPOSITORIES:
         if not (CORPUS / name).is_dir():
             _git(name, slug, commit, args.mirror)
