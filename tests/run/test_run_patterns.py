@@ -174,3 +174,47 @@ def test_numpy_of_a_model_output_is_a_counted_stand_in(tmp_path, monkeypatch):
     (numpy,) = [s for s in trace.stand_ins if s.kind == "numpy"]
     assert numpy.source.line == 6 and numpy.value == "zeros"
     assert _ops(trace) == real
+
+
+SAVE_AND_LOAD = """
+    import torch
+    from torch import nn
+    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    model = nn.Sequential(nn.Embedding(10, 4), nn.Linear(4, 10)).to(device)
+    model[1].weight = model[0].weight                   # tied weights
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randint(0, 10, (2, 3))
+    loss = model(x.to(device)).sum()
+    loss.backward()
+    with open('model.pt', 'wb') as f:
+        torch.save(model, f)                            # word_language_model: the best model so far
+    torch.save({'step': torch.arange(3), 'opt': opt.state_dict()}, 'extra.pt')
+    with open('model.pt', 'rb') as f:
+        model = torch.load(f, weights_only=False)
+    extra = torch.load('extra.pt')
+    assert extra['step'].tolist() == [0, 1, 2]          # host data is saved with its values
+    assert model[1].weight is model[0].weight and isinstance(model[0].weight, nn.Parameter)
+    assert model[0].weight.device.type == torch.device(device).type
+    with torch.no_grad():
+        test_loss = model(x.to(device)).sum()           # the test pass after loading the best model
+"""
+
+
+def test_torch_save_of_fake_weights_writes_zeros_that_load_back_and_the_run_goes_on(tmp_path, monkeypatch):
+    real, trace, notes = _both(tmp_path, monkeypatch, SAVE_AND_LOAD)
+    assert trace.complete, trace.stopped_at
+    assert "ran to its end" in notes[0]
+    (save,) = [s for s in trace.stand_ins if s.kind == "save"]   # only the model had no values
+    assert (save.op, save.value, save.source.line, save.count) == ("torch.save", "zeros", 12, 1)
+    assert "aten::set_.source_Storage_storage_offset" in _ops(trace)   # torch.load's rebuild, as for real
+    assert _ops(trace) == real
+
+
+def test_weights_saved_from_the_imitated_device_load_back_onto_it(tmp_path, monkeypatch):
+    from opscan.trace.script import run_script
+
+    (tmp_path / "train.py").write_text(textwrap.dedent(SAVE_AND_LOAD))
+    monkeypatch.chdir(tmp_path)
+    trace, _ = run_script(str(tmp_path / "train.py"), device="neuron", project_root=str(tmp_path))
+    assert trace.complete, trace.stopped_at   # the script's own asserts: tied, a parameter, on the device
+    assert [s.source.line for s in trace.stand_ins if s.kind == "save"] == [12]
