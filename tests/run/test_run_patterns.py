@@ -218,3 +218,37 @@ def test_weights_saved_from_the_imitated_device_load_back_onto_it(tmp_path, monk
     trace, _ = run_script(str(tmp_path / "train.py"), device="neuron", project_root=str(tmp_path))
     assert trace.complete, trace.stopped_at   # the script's own asserts: tied, a parameter, on the device
     assert [s.source.line for s in trace.stand_ins if s.kind == "save"] == [12]
+
+
+def test_worker_init_fn_runs_in_each_imitated_worker_with_its_worker_info(tmp_path, monkeypatch):
+    # the script asserts it itself: worker_init_fn(i) sees WorkerInfo(id=i), each item is loaded in a
+    # worker (get_worker_info() inside __getitem__), batch k by worker k % 3, the main random state kept
+    real, trace, notes = _both(tmp_path, monkeypatch, """
+        import random
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader, Dataset, get_worker_info
+
+        started = []
+        class Items(Dataset):
+            def __len__(self):
+                return 12
+            def __getitem__(self, i):
+                return torch.tensor([get_worker_info().id, np.random.randint(1000)])
+
+        def init(worker_id):
+            assert get_worker_info().id == worker_id and get_worker_info().num_workers == 3
+            started.append(worker_id)
+            np.random.seed(worker_id)
+
+        random.seed(0)
+        loader = DataLoader(Items(), batch_size=2, num_workers=3, worker_init_fn=init)
+        ids = [batch[:, 0].tolist() for batch in loader]
+        assert ids == [[0, 0], [1, 1], [2, 2], [0, 0], [1, 1], [2, 2]], ids
+        assert random.random() == 0.8444218515250481   # the script's own random state is its own
+        print(sorted(started))
+    """)
+    assert trace.complete, trace.stopped_at
+    assert "ran to its end" in notes[0]
+    assert any("DataLoader(num_workers=3) loaded in the main process" in n for n in notes)
+    assert _ops(trace) == real
