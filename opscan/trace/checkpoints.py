@@ -31,6 +31,15 @@ from opscan.trace.fakes import patched
 # CPU tensors entering the run as host data; a tensor saved from the imitated device goes back
 # there under the fake mode. A larger checkpoint, or one with storages of another device, loads
 # as FakeTensorMode loads it (shapes and dtypes, no values, no bytes read).
+# NOTE [storage addresses]
+# Code that writes a state dict tells tied or shared tensors apart by their storage's address
+# (`untyped_storage().data_ptr()`: safetensors' and transformers' shared-tensor checks before
+# `save_pretrained`; `{p.data_ptr(): p.numel()}` to count parameters). A fake storage is a meta storage
+# whose data_ptr is 0 for all: every weight looked shared with every other, and transformers refused
+# to save. Inside the run a meta storage's data_ptr is the address of its storage object (distinct per
+# storage, the same for its views, as a real one's), and a fake tensor's adds its offset. It is an
+# address nothing is stored at: the only reader of the bytes behind it, safetensors' writer, is
+# handed a real tensor in the fake one's place (NOTE [checkpoints]).
 LOAD_BYTES = 1 << 26
 _DEVICE_REBUILD = "torch._utils._rebuild_device_tensor_from_cpu_tensor"
 
@@ -121,7 +130,62 @@ def checkpoints(recorder):
                 f.seek(position)
             return original_load(f, map_location, *args, **kwargs)
 
-    with patched(torch, "save", save), patched(torch, "load", load):
+    with patched(torch, "save", save), patched(torch, "load", load), _addresses(), _safetensors(recorder):
+        yield
+
+
+@contextlib.contextmanager
+def _addresses():
+    """NOTE [storage addresses]: a fake storage's data_ptr is its own, as a real one's is."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    original = torch.UntypedStorage.data_ptr
+
+    def storage_ptr(self):
+        return self._cdata if self.device.type == "meta" else original(self)
+
+    def tensor_ptr(self):
+        return self.untyped_storage().data_ptr() + self.storage_offset() * self.element_size()
+
+    with patched(torch.UntypedStorage, "data_ptr", storage_ptr), patched(FakeTensor, "data_ptr", tensor_ptr):
+        yield
+
+
+@contextlib.contextmanager
+def _safetensors(recorder):
+    """safetensors' writers (save_file, save, save_model) write a fake tensor as torch.save does
+    (NOTE [checkpoints]): its values, else zeros, one counted stand-in per file at its line."""
+    try:
+        from safetensors import torch as st
+    except ImportError:
+        yield
+        return
+    reader = getattr(st, "_to_ndarray", None)
+    flatten = getattr(st, "_flatten_as_ptr", None) or getattr(st, "_flatten", None)
+    if reader is None or flatten is None:   # another safetensors: its writers are left as they are
+        yield
+        return
+    zeros = _Zeros()
+
+    def to_ndarray(tensor, *args, **kwargs):
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        if isinstance(tensor, FakeTensor):
+            with no_dispatch():
+                tensor = zeros._real(tensor).detach()
+        return reader(tensor, *args, **kwargs)
+
+    def flattened(*args, **kwargs):
+        before = zeros.zeros
+        try:
+            return flatten(*args, **kwargs)
+        finally:
+            if zeros.zeros > before:
+                recorder.count_stand_in("safetensors.save", "save", "zeros", recorder.source())
+            zeros.alive.clear()
+            zeros.storages.clear()
+
+    with patched(st, "_to_ndarray", to_ndarray), patched(st, flatten.__name__, flattened):
         yield
 
 

@@ -33,7 +33,7 @@ from torch import nn
 
 from opscan.errors import TraceError, UsageError
 from opscan.records import DeviceProfile, ModelTrace
-from opscan.trace import checkpoints, fakes, loaders, logs, run_mode
+from opscan.trace import checkpoints, fakes, libraries, loaders, logs, run_mode
 from opscan.trace import device as devices
 from opscan.trace import redirect as redirects
 from opscan.trace.recorder import Recorder, _tensors
@@ -103,7 +103,8 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
             with run_mode.RunMode(allow_non_fake_inputs=True), redirects.answering(device, requests), \
                     devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(), \
                     fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(), loaders.in_process(requests.note), \
-                    run_mode.host_reads(recorder), checkpoints.checkpoints(recorder), recorder:
+                    run_mode.host_reads(recorder), checkpoints.checkpoints(recorder), \
+                    libraries.real_answers(), recorder:
                 if module:
                     runpy.run_module(script, run_name="__main__", alter_sys=True)
                 else:

@@ -252,3 +252,34 @@ def test_worker_init_fn_runs_in_each_imitated_worker_with_its_worker_info(tmp_pa
     assert "ran to its end" in notes[0]
     assert any("DataLoader(num_workers=3) loaded in the main process" in n for n in notes)
     assert _ops(trace) == real
+
+
+HF_SAVE_PRETRAINED = """
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+    config = GPT2Config(vocab_size=50, n_positions=16, n_embd=16, n_layer=1, n_head=2)
+    model = GPT2LMHeadModel(config)                    # tied input and output embeddings
+    n_params = sum({p.data_ptr(): p.numel() for p in model.parameters()}.values())
+    assert n_params == sum(p.numel() for p in model.parameters()), n_params
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    ids = torch.randint(0, 50, (2, 8))
+    loss = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=ids).loss
+    loss.backward()
+    opt.step()
+    model.save_pretrained('tiny')                      # safetensors, tied weights told apart by address
+    again = GPT2LMHeadModel.from_pretrained('tiny')
+    assert again.lm_head.weight.shape == (50, 16)
+"""
+
+
+def test_a_transformers_model_trains_with_the_real_runs_mask_and_saves_its_fake_weights(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    pytest.importorskip("safetensors")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    real, trace, _ = _both(tmp_path, monkeypatch, HF_SAVE_PRETRAINED)
+    assert trace.complete, trace.stopped_at
+    # no padding in the mask: SDPA's is_causal as in a real run, not the traced path's explicit mask
+    assert {"aten::new_ones", "aten::bitwise_and.Tensor"} & _ops(trace) == set()
+    (save,) = [s for s in trace.stand_ins if s.kind == "save"]
+    assert save.op == "safetensors.save" and save.count == 1
+    assert _ops(trace) == real
