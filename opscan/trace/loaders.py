@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import itertools
 
 from torch.utils._mode_utils import no_dispatch
 from torch.utils._pytree import tree_flatten, tree_map_only
@@ -78,7 +79,6 @@ class _Workers:
         self.persistent = bool(persistent)
         self.states: list[dict] = []
         self.infos: list = []
-        self.current: int | None = None
 
     def start(self, iterator, dataset) -> None:
         from torch.utils.data._utils import worker
@@ -93,7 +93,7 @@ class _Workers:
                     if self.init_fn is not None:
                         self.init_fn(i)
         fetcher = iterator._dataset_fetcher
-        fetch, batches = fetcher.fetch, iter(range(1 << 62))
+        fetch, batches = fetcher.fetch, itertools.count()
 
         def fetch_as_worker(index):
             with self.inside(next(batches) % self.count):
@@ -108,20 +108,19 @@ class _Workers:
 
         main, saved_info = _random_state(), worker._worker_info
         _set_random_state(self.states[i])
-        worker._worker_info, self.current = self.infos[i], i
+        worker._worker_info = self.infos[i]
         try:
             yield
         finally:
             self.states[i] = _random_state()
             _set_random_state(main)
-            worker._worker_info, self.current = saved_info, None
+            worker._worker_info = saved_info
 
 
 def _seeded(base: int, worker_id: int) -> dict:
     """A worker's random state as torch's worker loop seeds it (random, torch's CPU generator, numpy)."""
     import random
 
-    import numpy as np
     import torch
     from torch.utils.data._utils.worker import _generate_state
 
@@ -129,31 +128,40 @@ def _seeded(base: int, worker_id: int) -> dict:
     try:
         random.seed(base + worker_id)
         torch.default_generator.manual_seed(base + worker_id)
-        np.random.seed(_generate_state(base, worker_id))
+        if _numpy() is not None:
+            _numpy().random.seed(_generate_state(base, worker_id))
         return _random_state()
     finally:
         _set_random_state(main)
 
 
+def _numpy():
+    try:
+        import numpy
+    except ImportError:   # torch runs without numpy; its worker loop then seeds only the others
+        return None
+    return numpy
+
+
 def _random_state() -> dict:
     import random
 
-    import numpy as np
     import torch
 
+    np = _numpy()
     return {"random": random.getstate(), "torch": torch.default_generator.get_state(),
-            "numpy": np.random.get_state()}
+            "numpy": np.random.get_state() if np is not None else None}
 
 
 def _set_random_state(state: dict) -> None:
     import random
 
-    import numpy as np
     import torch
 
     random.setstate(state["random"])
     torch.default_generator.set_state(state["torch"])
-    np.random.set_state(state["numpy"])
+    if state["numpy"] is not None:
+        _numpy().random.set_state(state["numpy"])
 
 class _AsWorker:
     """A loader's collate_fn run as in the worker fetching the batch, the batch handed over as a
