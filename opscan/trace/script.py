@@ -17,7 +17,10 @@ sys.argv, its working directory: it reads its data and may write files), with:
 - foreach and fused choices made as for real tensors of the same device (torch.optim and
   clip_grad_norm_ fall back to for-loops for tensor subclasses);
 - `torchrun`-style jobs: rank 0 of `nproc` on a fake process group (init_process_group answered
-  with it), DistributedDataParallel a pass-through (its all-reduce runs in C++, not as aten ops).
+  with it), DistributedDataParallel a pass-through (its all-reduce runs in C++, not as aten ops);
+- DataLoader workers imitated in-process (loaders.py), checkpoints written as zeros and small ones
+  read back for real (checkpoints.py), libraries asking whether a tensor is fake or whether they run
+  on Trainium answered as in a real run (libraries.py).
 """
 
 from __future__ import annotations
