@@ -16,14 +16,7 @@ import sys
 # code then runs as for real (host values, else counted stand-ins). The answer is given where the
 # library asks it: its module is patched when it is imported during the run (or at the start, when
 # it already was) and restored after.
-#
-# On the imitated device, a library asking whether it runs on Trainium gets the answer of a
-# Trainium machine: accelerate (1.x) accepts the `neuron` accelerator torch reports only when the
-# torch_neuronx package can be found, which the imitation has no copy of, and otherwise put the
-# model on the CPU while transformers' Trainer put the batches on `neuron:0` (the run stopped at the
-# first embedding with a device mismatch).
-_ANSWERS = {("transformers.utils.import_utils", "is_fake_tensor"): ("any", lambda x: False),
-            ("accelerate.utils.imports", "is_neuron_available"): ("neuron", lambda *a, **k: True)}
+_ANSWERS = {("transformers.utils.import_utils", "is_fake_tensor"): lambda x: False}
 
 
 class _Patcher(importlib.abc.MetaPathFinder):
@@ -58,13 +51,13 @@ class _Loader(importlib.abc.Loader):
 
 
 @contextlib.contextmanager
-def real_answers(device: str):
-    """Inside: the library questions of _ANSWERS answer as in a real run on `device`."""
+def real_answers():
+    """Inside: the library questions of _ANSWERS answer as in a real run."""
     saved: list[tuple] = []
 
     def patch(module) -> None:
-        for (name, attribute), (on, answer) in _ANSWERS.items():
-            if module.__name__ == name and hasattr(module, attribute) and on in ("any", device):
+        for (name, attribute), answer in _ANSWERS.items():
+            if module.__name__ == name and hasattr(module, attribute):
                 saved.append((module, attribute, getattr(module, attribute)))
                 setattr(module, attribute, answer)
 

@@ -19,8 +19,8 @@ sys.argv, its working directory: it reads its data and may write files), with:
 - `torchrun`-style jobs: rank 0 of `nproc` on a fake process group (init_process_group answered
   with it), DistributedDataParallel a pass-through (its all-reduce runs in C++, not as aten ops);
 - DataLoader workers imitated in-process (loaders.py), checkpoints written as zeros and small ones
-  read back for real (checkpoints.py), libraries asking whether a tensor is fake or whether they run
-  on Trainium answered as in a real run (libraries.py).
+  read back for real (checkpoints.py), libraries asking whether a tensor is fake answered as in a
+  real run (libraries.py).
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
                     devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(), \
                     fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(), loaders.in_process(requests.note), \
                     run_mode.host_reads(recorder), checkpoints.checkpoints(recorder), \
-                    libraries.real_answers(device), recorder:
+                    libraries.real_answers(), recorder:
                 if module:
                     runpy.run_module(script, run_name="__main__", alter_sys=True)
                 else:

@@ -285,20 +285,18 @@ def test_a_transformers_model_trains_with_the_real_runs_mask_and_saves_its_fake_
     assert _ops(trace) == real
 
 
-def test_accelerate_places_the_model_on_the_imitated_device_and_cuda_rng_states_are_answered(tmp_path, monkeypatch):
-    pytest.importorskip("accelerate")
+def test_cuda_rng_states_are_answered_also_through_torch_cuda_random(tmp_path, monkeypatch):
     from opscan.trace.script import run_script
 
     (tmp_path / "train.py").write_text(textwrap.dedent("""
         import torch
-        from accelerate import Accelerator
-        accelerator = Accelerator()                     # transformers' Trainer prepares through it
-        model, opt = accelerator.prepare(torch.nn.Linear(4, 2), torch.optim.SGD([torch.zeros(1)], lr=0.1))
-        assert accelerator.device.type == 'neuron' and model.weight.device.type == 'neuron'
+        model = torch.nn.Linear(4, 2).cuda()
         state = torch.cuda.random.get_rng_state()       # Trainer's checkpoint saves the device RNG state
         assert state.dtype == torch.uint8
+        torch.cuda.set_rng_state(state)
     """))
     monkeypatch.chdir(tmp_path)
     trace, notes = run_script(str(tmp_path / "train.py"), device="neuron", project_root=str(tmp_path))
     assert trace.complete, trace.stopped_at
-    assert any("torch.cuda.get_rng_state() answered as on the imitated device at train.py:7" in n for n in notes)
+    assert any("torch.cuda.get_rng_state() answered as on the imitated device at train.py:4" in n for n in notes)
+    assert any("torch.cuda.set_rng_state() answered as on the imitated device at train.py:6" in n for n in notes)
