@@ -294,6 +294,7 @@ def test_cuda_rng_states_are_answered_also_through_torch_cuda_random(tmp_path, m
         state = torch.cuda.random.get_rng_state()       # Trainer's checkpoint saves the device RNG state
         assert state.dtype == torch.uint8
         torch.cuda.set_rng_state(state)
+        torch.neuron.set_device(torch.device('neuron:0'))   # transformers' TrainingArguments on Trainium
     """))
     monkeypatch.chdir(tmp_path)
     trace, notes = run_script(str(tmp_path / "train.py"), device="neuron", project_root=str(tmp_path))
