@@ -16,6 +16,7 @@ COMMITS = {
     "karpathy/minGPT": "37baab71b9abea1b76ab957409a1cc2fbfba8a26",
     "pytorch/examples": "77f55b912142e11fcfdf5b530231fb9c52f181e8",
     "karpathy/makemore": "988aa59e4d8fefa526d06f3b453ad116258398d4",
+    "huggingface/transformers": "00d481d18f914b55e65faa31e82321629691eadb",
 }
 
 
@@ -37,6 +38,11 @@ class Case:
     def command_for(self, device: str) -> tuple[str, ...]:
         return self.neuron_command if device == "neuron" and self.neuron_command else self.command
 
+
+# run_clm.py from scratch, offline: fake_data.py's tiny GPT-2 config, word-level tokenizer and text files
+_CLM = ("run_clm.py", "--config_name", "tiny-gpt2", "--tokenizer_name", "tiny-tokenizer", "--train_file", "train.txt",
+        "--validation_file", "valid.txt", "--block_size", "16", "--do_train", "--max_steps", "1",
+        "--per_device_train_batch_size", "2", "--output_dir", "out", "--report_to", "none")
 
 CASES = (
     Case("nanogpt-train", "karpathy/nanoGPT", ("train.py", "model.py", "configurator.py", "config"), ".",
@@ -64,6 +70,8 @@ CASES = (
           "--niter", "1"), python="vision",
          neuron_command=("main.py", "--dataset", "fake", "--batchSize", "4", "--imageSize", "64", "--ngf", "8",
                          "--ndf", "8", "--niter", "1", "--accel")),
+    Case("hf-run-clm", "huggingface/transformers", ("examples/pytorch/language-modeling/run_clm.py",),
+         "examples/pytorch/language-modeling", _CLM + ("--use_cpu",), data="hf_clm", neuron_command=_CLM),
     # held out: run once for the table, never tuned on
     Case("examples-time-sequence", "pytorch/examples", ("time_sequence_prediction",), "time_sequence_prediction",
          ("train.py", "--steps", "2"), data="sine_waves", held_out=True),

@@ -83,5 +83,29 @@ def cora(cwd: Path) -> None:
     (folder / "cora.cites").write_text("\n".join(f"{a}\t{b}" for a, b in edges) + "\n")
 
 
+def hf_clm(cwd: Path) -> None:
+    """A from-scratch causal LM run of Hugging Face's examples: a tiny GPT-2 config folder, a word-level
+    tokenizer folder (built offline with the `tokenizers` library) and train/validation text files."""
+    import json
+
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(60)]
+    specials = ["<unk>", "<|endoftext|>"]
+    tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(specials + words)}, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", bos_token="<|endoftext|>",
+                            eos_token="<|endoftext|>").save_pretrained(cwd / "tiny-tokenizer")
+    (cwd / "tiny-gpt2").mkdir(exist_ok=True)
+    config = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": len(specials) + len(words),
+              "n_positions": 64, "n_embd": 32, "n_layer": 2, "n_head": 2, "bos_token_id": 1, "eos_token_id": 1}
+    (cwd / "tiny-gpt2" / "config.json").write_text(json.dumps(config, indent=1) + "\n")
+    for name, lines in (("train", 24), ("valid", 8)):
+        text = "\n".join(" ".join(rng.choice(words, size=10)) for _ in range(lines)) + "\n"
+        (cwd / f"{name}.txt").write_text(text)
+
+
 MAKERS = {"shakespeare_char": shakespeare_char, "wikitext": wikitext, "mnist": mnist, "sine_waves": sine_waves,
-          "cora": cora}
+          "cora": cora, "hf_clm": hf_clm}
