@@ -29,7 +29,7 @@ from opscan.records import Discovery, ModelCandidate
 from opscan.scan import files as scan_files
 from opscan.scan.resolver import Imports
 from opscan.targets import recipes as repo
-from opscan.targets import repo_tests
+from opscan.targets import registries, repo_tests
 from opscan.targets.tries import MAX_TRIES
 from opscan.targets.folders import NO_TRUST_NOTE, TIMM_FOLDER, read_config, remote_code
 
@@ -292,6 +292,7 @@ def _recipes(tree: ast.Module, rel: str, known: tuple = (frozenset(), frozenset(
     found = repo.class_recipes(tree, rel, roots, repo.runs_code_on_import(tree), wrappers, known[1])
     found += repo.factory_recipes(tree, rel, factories)
     found += repo.builder_recipes(tree, rel, factories)
+    found = _with_registries(found, registries.registry_recipes(tree, rel, set(classes) | known[0]))
     main = repo.main_recipe(tree, rel, set(classes))
     return found + ([main] if main is not None else [])
 
@@ -305,6 +306,13 @@ def _test_recipes(path: Path, rel: str, models: frozenset[str]) -> list[repo.Rec
         return []
     tree = _read_python(path)
     return repo_tests.test_recipes(tree, rel, models) if tree is not None else []
+
+
+def _with_registries(found: list[repo.Recipe], registered: list[repo.Recipe]) -> list[repo.Recipe]:
+    """The file's recipes with those of its registries of model functions (opscan/targets/registries.py);
+    a function found both ways is kept once, as the registry names it."""
+    targets = {r.target for r in registered}
+    return [r for r in found if r.target not in targets] + registered
 
 
 def notebook_candidates(path: Path, rel: str) -> list[ModelCandidate]:

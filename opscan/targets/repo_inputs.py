@@ -96,7 +96,8 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
                                           "max_position_embeddings", "n_positions", "max_len"), 16, model), 32)
         main = torch.randint(0, leaf.num_embeddings, (b, t))
     elif isinstance(leaf, nn.Conv2d):
-        side = side or _size(config, ("input_size", "resolution", "sample_size"), 64, model)
+        side = side or _size(config, ("input_size", "resolution", "sample_size"), 0, model) \
+            or _size(_holder(model, leaf), IMAGE_NAMES + ("input_size",), 64)
         main = torch.randn(b, leaf.in_channels, side, side)
     elif isinstance(leaf, nn.Conv1d):
         main = torch.randn(b, leaf.in_channels, seq_len or 256)
@@ -118,7 +119,7 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
             value = main
         elif name in ("targets", "target", "labels", "y", "label", "tgt"):
             value = torch.randint(0, leaf.num_embeddings, main.shape) if main.dtype == torch.long else \
-                torch.zeros(b, dtype=torch.long)
+                torch.randint(0, _classes(config, model), (b,))
         elif name in TIME_NAMES:
             value = torch.rand(b)
         else:
@@ -128,6 +129,22 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
     if not params:
         raise TargetError(f"{type(model).__name__}.forward takes no input opscan can name")
     return probe_inputs(model, tuple(args), kwargs, config, main)
+
+
+def _holder(model: nn.Module, leaf: nn.Module) -> nn.Module | None:
+    """The module that holds `leaf` as a direct child (a patch embedder holding its Conv2d, which
+    declares the image size it was built for: timm's `PatchEmbed.img_size`), else None."""
+    return next((m for m in model.modules() if any(c is leaf for c in m.children())), None)
+
+
+CLASS_NAMES = ("num_classes", "n_classes", "num_labels", "n_class")
+
+
+def _classes(config, model: nn.Module) -> int:
+    """How many classes a label input ranges over: the config's or the model's count, else the first
+    of its modules that declares one (DiT's label embedder), else 1 (label 0)."""
+    found = _size(config, CLASS_NAMES, 0, model)
+    return found or next((n for m in model.modules() for n in [_size(None, CLASS_NAMES, 0, m)] if n), 1)
 
 
 TIME_NAMES = ("t", "time", "timestep", "timesteps", "sigma", "sigmas", "noise_level", "times")
