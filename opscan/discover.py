@@ -19,6 +19,7 @@ pyproject.toml (opscan/commands/init.py). Nothing here prints.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import re
 from collections import deque
@@ -29,7 +30,7 @@ from opscan.records import Discovery, ModelCandidate
 from opscan.scan import files as scan_files
 from opscan.scan.resolver import Imports
 from opscan.targets import recipes as repo
-from opscan.targets import registries, repo_tests
+from opscan.targets import call_sites, registries, repo_tests
 from opscan.targets.tries import MAX_TRIES
 from opscan.targets.folders import NO_TRUST_NOTE, TIMM_FOLDER, read_config, remote_code
 
@@ -183,7 +184,21 @@ def candidates(root: Path, *, trust_remote_code: bool = False, construct: bool =
     built = [ModelCandidate(target=w.target, kind=w.kind, path=w.path, line=w.line, note=w.how)
              for w in repo.rank(repo_tests.keep(ways)) if w.target not in unique]
     traced = zero_config_targets(ordered, built)
-    return Discovery(candidates=tuple(ordered) + tuple(built), traced=traced)
+    return Discovery(candidates=tuple(ordered) + tuple(_with_setup_calls(root, built, traced)), traced=traced)
+
+
+def _with_setup_calls(root: Path, built: list[ModelCandidate], traced: tuple[str, ...]) -> list[ModelCandidate]:
+    """The notes of the model classes to try, with the setup call the repository makes before calling
+    one, and where (opscan/targets/call_sites.py, NOTE [setup calls]): the child makes it when the
+    forward fails without it."""
+    out = []
+    for cand in built:
+        found = call_sites.usage(root, cand.path, cand.target.rpartition(":")[2], setups_only=True) \
+            if cand.kind == "repo-class" and cand.target in traced else None
+        if found is not None:
+            cand = dataclasses.replace(cand, note=f"{cand.note}; if its forward fails without it: {found.words()}")
+        out.append(cand)
+    return out
 
 
 def zero_config_targets(found: list[ModelCandidate], built: list[ModelCandidate]) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ is loaded, never run (opscan/targets/export.py). Models are built with empty wei
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import inspect
@@ -41,13 +42,20 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
 
         return trace_export(target, profile=profile, project_root=project_root, device=device)
 
-    def make(specs: tuple[InputSpec, ...]) -> Built:
-        return build(target, batch=batch, seq_len=seq_len, inputs=specs, project_root=project_root,
-                     trust_remote_code=trust_remote_code, gpu_only=gpu_only)
+    notes: list[str] = []
 
-    return tracer.trace(target, make, mode=mode, device=device, profile=profile, optimizer=optimizer,
-                        optimizer_impl=optimizer_impl, amp=amp, inputs=inputs, project_root=project_root,
-                        fsdp=fsdp)
+    def make(specs: tuple[InputSpec, ...]) -> Built:
+        built = build(target, batch=batch, seq_len=seq_len, inputs=specs, project_root=project_root,
+                      trust_remote_code=trust_remote_code, gpu_only=gpu_only)
+        notes.append(built.note)
+        return built
+
+    trace = tracer.trace(target, make, mode=mode, device=device, profile=profile, optimizer=optimizer,
+                         optimizer_impl=optimizer_impl, amp=amp, inputs=inputs, project_root=project_root,
+                         fsdp=fsdp)
+    if notes and notes[0]:   # what the builder did beyond building (a repository's setup call)
+        trace = dataclasses.replace(trace, retried="; ".join(n for n in (notes[0], trace.retried) if n))
+    return trace
 
 
 def build(target: str, *, batch: int | None, seq_len: int | None, inputs: tuple[InputSpec, ...],

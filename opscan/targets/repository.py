@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import importlib
+import inspect
 import os
 import sys
 import types
@@ -23,7 +24,14 @@ import torch
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.targets import absent, construct, recipes, repo_inputs
+from opscan.targets import (
+    absent,
+    call_sites,
+    construct,
+    recipes,
+    repo_inputs,
+    setup_calls,
+)
 from opscan.targets.empty import build_empty, first_line
 from opscan.trace.spec import Built
 
@@ -145,8 +153,40 @@ def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str)
     if not how:   # nothing was sized by opscan: a builder or defaults at full depth (NOTE [cutting repeated blocks])
         construct.cut_repeats(result)
     config = getattr(result, "config", None) or getattr(result, "cfg", None) or config
-    args, extra = repo_inputs.example_inputs(result, config, batch, seq_len)
-    return Built(result, args=args, kwargs=extra, description=target)
+    args, extra, note = _inputs(result, config, batch, seq_len, root)
+    return Built(result, args=args, kwargs=extra, description=target, note=note)
+
+
+def _inputs(model: nn.Module, config, batch, seq_len, root: Path) -> tuple[tuple, dict, str]:
+    """The forward's inputs (opscan/targets/repo_inputs.py); when the forward has an argument they
+    cannot name, or fails without the setup the repository makes first, the repository's own call
+    sites complete them (NOTE [setup calls] in opscan/targets/call_sites.py): (args, kwargs, what was done)."""
+    try:
+        args, extra = repo_inputs.example_inputs(model, config, batch, seq_len)
+    except TargetError:
+        usage = _usage(model, root)
+        if usage is None or usage.call is None:
+            raise
+        args, extra = repo_inputs.example_inputs(model, config, batch, seq_len, call=usage.call,
+                                                 kinds=dict(usage.kinds))
+    else:
+        usage = None
+    if repo_inputs.runs_on_meta(model, args, extra):
+        return args, extra, ""
+    usage = usage or _usage(model, root)
+    if usage is None or not usage.setups:
+        return args, extra, ""
+    return setup_calls.prepare(model, args, extra, usage)
+
+
+def _usage(model: nn.Module, root: Path):
+    """How the repository uses the model's class (call_sites.usage), when the class is one of its files."""
+    try:
+        source = Path(inspect.getsourcefile(type(model)) or "").resolve()
+        rel = source.relative_to(root).as_posix()
+    except (TypeError, ValueError, OSError):
+        return None
+    return call_sites.usage(root, rel, type(model).__name__)
 
 
 def _construct(obj, kwargs: dict, how: list[str]):
