@@ -18,10 +18,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from opscan.scan.files import SKIP_DIRS
-
 MAX_FILES = 2000          # files looked at, breadth first (as discover.py's search)
 MAX_BYTES = 2 << 20       # larger files are not read
+# folders never read (hidden ones neither): environments, caches, build output. The scan's own list
+# (opscan/scan/files.py) is not imported: targets never import the scan (tests/test_architecture.py).
+SKIP_DIRS = frozenset({"venv", "env", "site-packages", "dist-packages", "node_modules", "build", "dist",
+                       "__pycache__"})
 _NOT_SETUP = {"forward", "__init__", "__call__", "extra_repr", "reset_parameters"}
 
 
