@@ -7,6 +7,7 @@ how it was found, in the words the report shows:
 |---|---|
 | `repo:FILE:Class` | an nn.Module class whose constructor opscan fills: config classes with defaults (dataclasses, attrs/pydantic models, `__init__` defaults, `get_default_config()`), small values by parameter name, config files shipped beside it |
 | `repo:FILE:function` | a factory whose arguments have defaults, or take a name from a registry the file defines |
+| `repo:FILE:function` | the smallest variant of a registry of model functions (a dict/list of them, or a registering decorator: opscan/targets/registries.py) |
 | `repo:hubconf.py:entry` | a torch.hub entry point, called with `pretrained=False` |
 | `repo:README.md#N` | the N-th fenced Python block of a README/doc that builds a model and calls it |
 | `repo:FILE#main` | the file's `if __name__ == "__main__":` demo |
