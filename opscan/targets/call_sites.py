@@ -296,17 +296,13 @@ def _read_scope(scope: list, aliases, factories, setters, rel) -> tuple[list[Set
 
 
 def _arg_name(node: ast.AST) -> str:
-    """`x` -> x, `self.x` -> x, `prompt.view(b, -1)` -> prompt, `x[:, :1]` -> x; else ""."""
+    """`x` -> x, `batch.input_ids` -> input_ids, `prompt.view(b, -1)` -> prompt, `x[:, :1]` -> x; else ""."""
     while True:
         if isinstance(node, ast.Name):
             return node.id
-        if isinstance(node, ast.Attribute) and not isinstance(node.value, ast.Name | ast.Attribute | ast.Subscript):
-            return node.attr
         if isinstance(node, ast.Attribute):
-            if isinstance(node.value, ast.Name) and node.value.id == "self":
-                return node.attr
-            node = node.value
-        elif isinstance(node, ast.Subscript):
+            return node.attr
+        if isinstance(node, ast.Subscript):
             node = node.value
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             node = node.func.value

@@ -205,12 +205,17 @@ def probe_inputs(model: nn.Module, args: tuple, kwargs: dict, config, main: torc
     return args, kwargs
 
 
-def runs_on_meta(model: nn.Module, args: tuple, kwargs: dict) -> bool:
+def runs_on_meta(model: nn.Module, args: tuple, kwargs: dict, uncopyable: bool = False) -> bool:
+    """Whether the forward runs on `meta` with these inputs (a copy of the model: no compute); a
+    model that cannot be copied answers `uncopyable`."""
     def meta(value):
         return value.to("meta") if isinstance(value, torch.Tensor) else value
 
     try:
         clone = copy.deepcopy(model).to("meta")
+    except Exception:  # noqa: BLE001 - user modules that cannot be copied: the forward was not tried
+        return uncopyable
+    try:
         with torch.no_grad():
             clone(*[meta(a) for a in args], **{k: meta(v) for k, v in kwargs.items()})
     except Exception:  # noqa: BLE001 - any failure of user code means "not with these inputs"
