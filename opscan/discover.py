@@ -19,6 +19,7 @@ pyproject.toml (opscan/commands/init.py). Nothing here prints.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import re
 from collections import deque
@@ -29,6 +30,7 @@ from opscan.records import Discovery, ModelCandidate
 from opscan.scan import files as scan_files
 from opscan.scan.resolver import Imports
 from opscan.targets import recipes as repo
+from opscan.targets import call_sites, registries, repo_tests
 from opscan.targets.tries import MAX_TRIES
 from opscan.targets.folders import NO_TRUST_NOTE, TIMM_FOLDER, read_config, remote_code
 
@@ -169,6 +171,8 @@ def candidates(root: Path, *, trust_remote_code: bool = False, construct: bool =
             found.append(ModelCandidate(target=f"pt2:{rel}", kind="export", path=rel))
         elif path.suffix == ".py":
             found.extend(python_candidates(path, rel, root, trust_remote_code, ways, known))
+            if ways is not None and repo_tests.is_test_file(path.name):
+                ways.extend(_test_recipes(path, rel, known[0]))
         elif path.suffix == ".ipynb":
             found.extend(notebook_candidates(path, rel))
     unique: dict[str, ModelCandidate] = {}
@@ -178,9 +182,23 @@ def candidates(root: Path, *, trust_remote_code: bool = False, construct: bool =
     if ways is None:
         return Discovery(candidates=tuple(ordered))
     built = [ModelCandidate(target=w.target, kind=w.kind, path=w.path, line=w.line, note=w.how)
-             for w in repo.rank(ways) if w.target not in unique]
+             for w in repo.rank(repo_tests.keep(ways)) if w.target not in unique]
     traced = zero_config_targets(ordered, built)
-    return Discovery(candidates=tuple(ordered) + tuple(built), traced=traced)
+    return Discovery(candidates=tuple(ordered) + tuple(_with_setup_calls(root, built, traced)), traced=traced)
+
+
+def _with_setup_calls(root: Path, built: list[ModelCandidate], traced: tuple[str, ...]) -> list[ModelCandidate]:
+    """The notes of the model classes to try, with the setup call the repository makes before calling
+    one, and where (opscan/targets/call_sites.py, NOTE [setup calls]): the child makes it when the
+    forward fails without it."""
+    out = []
+    for cand in built:
+        found = call_sites.usage(root, cand.path, cand.target.rpartition(":")[2], setups_only=True) \
+            if cand.kind == "repo-class" and cand.target in traced else None
+        if found is not None:
+            cand = dataclasses.replace(cand, note=f"{cand.note}; if its forward fails without it: {found.words()}")
+        out.append(cand)
+    return out
 
 
 def zero_config_targets(found: list[ModelCandidate], built: list[ModelCandidate]) -> tuple[str, ...]:
@@ -289,8 +307,27 @@ def _recipes(tree: ast.Module, rel: str, known: tuple = (frozenset(), frozenset(
     found = repo.class_recipes(tree, rel, roots, repo.runs_code_on_import(tree), wrappers, known[1])
     found += repo.factory_recipes(tree, rel, factories)
     found += repo.builder_recipes(tree, rel, factories)
+    found = _with_registries(found, registries.registry_recipes(tree, rel, set(classes) | known[0]))
     main = repo.main_recipe(tree, rel, set(classes))
     return found + ([main] if main is not None else [])
+
+
+def _test_recipes(path: Path, rel: str, models: frozenset[str]) -> list[repo.Recipe]:
+    """The repository's test in one test file that builds one of its models (opscan/targets/repo_tests.py)."""
+    try:
+        if path.stat().st_size > MAX_PYTHON_BYTES:
+            return []
+    except OSError:
+        return []
+    tree = _read_python(path)
+    return repo_tests.test_recipes(tree, rel, models) if tree is not None else []
+
+
+def _with_registries(found: list[repo.Recipe], registered: list[repo.Recipe]) -> list[repo.Recipe]:
+    """The file's recipes with those of its registries of model functions (opscan/targets/registries.py);
+    a function found both ways is kept once, as the registry names it."""
+    targets = {r.target for r in registered}
+    return [r for r in found if r.target not in targets] + registered
 
 
 def notebook_candidates(path: Path, rel: str) -> list[ModelCandidate]:

@@ -145,7 +145,17 @@ def tracer_options(model: ModelConfig, root: Path | None, profile: DeviceProfile
         batch=model.batch, seq_len=model.seq_len, project_root=str(root) if root is not None else None)
     if model.trust_remote_code:
         options["trust_remote_code"] = True
+    if model.target.startswith("repo:"):   # NOTE [GPU-only kernel libraries] in opscan/targets/absent.py
+        options["gpu_only"] = cuda_only_packages()
     return {**options, **extra}
+
+
+def cuda_only_packages() -> tuple[str, ...]:
+    """The top-level packages of the catalog's CUDA-only libraries (opscan/plan/libraries.yaml), the
+    one list of them: a `repo:` build stands them in when missing (the child cannot read the plan)."""
+    from opscan.plan.libraries import shipped
+
+    return tuple(sorted({package for library in shipped().libraries for package in library.packages}))
 
 
 def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None, limits: Limits | None) -> ModelTrace:

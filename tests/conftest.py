@@ -37,3 +37,7 @@ def _own_scan_cache(tmp_path_factory, monkeypatch):
 
 def pytest_report_header(config):
     return f"python {sys.version.split()[0]}"
+
+
+# the fixture repositories' own tests (tests/model/repos/*/tests) are data for opscan, not ours to run
+collect_ignore_glob = ["model/repos/*"]

@@ -1,15 +1,16 @@
-"""Runs `opscan REPO --format json` (no configuration, train mode) on the repositories development set.
+"""Runs `opscan REPO --format json` (no configuration, train mode) on the repositories set.
 
 Each repository fetched by benchmarks/repos/fetch.py, and examples/nanogpt without its
 `[tool.opscan]` models, is checked in turn (one at a time, so the times are those of one run; the
 load average is recorded). Writes results/table.md and results/results.json:
-repository, version, what was traced, how it was found, seconds, ops (distinct), phases.
+repository, version, part, what was traced, how it was found, seconds, ops (distinct), phases.
 
-    python benchmarks/repos/run.py [--held-out] [NAME ...]
+    python benchmarks/repos/run.py [--held-out | --part PART] [NAME ...]
 
-Without names, the development part is run (and examples/nanogpt); `--held-out` runs the held-out
-part alone (once, at the end: it is never tuned on). Rows already in results/results.json for
-other repositories are kept, so the table holds both parts.
+Without names, the development part is run (and examples/nanogpt); `--held-out` runs the current
+held-out part (held out 3) alone: once, at the end, as it is never tuned on. `--part PART` runs one
+part by name (`development`, `heldout2`, `heldout3`). Rows already in results/results.json for
+other repositories are kept, so the table holds every part, each reported apart.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
-from fetch import CORPUS, SITE, names  # noqa: E402
+from fetch import CORPUS, DEV, HELD_OUT, HELD_OUT_2, PARTS, SITE, names
 
 LIMIT = 120.0   # seconds per repository (the goal)
 
@@ -44,7 +45,7 @@ def check(path: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(SITE)]))
     start = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "opscan", str(path), "--format", "json", "--exit-zero"],
-                          capture_output=True, text=True, env=env, timeout=LIMIT * 3)
+                          check=False, capture_output=True, text=True, env=env, timeout=LIMIT * 3)
     seconds = time.monotonic() - start
     try:
         report = json.loads(done.stdout)
@@ -61,17 +62,38 @@ def check(path: Path) -> dict:
             "ops": len(report.get("ops", [])), "verdict": report["verdict"]["headline"]}
 
 
+def _part(argv: list[str]) -> tuple[str, set[str]]:
+    """The part to run and the repositories named, from the command line."""
+    part, wanted, args = DEV, set(), iter(argv)
+    for arg in args:
+        if arg == "--held-out":
+            part = HELD_OUT
+        elif arg == "--part":
+            spelled = {p.replace(" ", ""): p for p in PARTS}
+            name = next(args, "")
+            if name not in spelled:
+                raise SystemExit(f"run.py: --part takes one of {', '.join(spelled)}, not {name!r}")
+            part = spelled[name]
+        else:
+            wanted.add(arg)
+    return part, wanted
+
+
+def part_of(row: dict) -> str:
+    """A row's part; rows written before parts were named say only whether they were held out."""
+    return row.get("part") or (HELD_OUT_2 if row.get("held_out") else DEV)
+
+
 def main(argv: list[str]) -> int:
-    held_out = "--held-out" in argv
-    wanted = set(argv) - {"--held-out"}
+    part, wanted = _part(argv)
     out = HERE / "results"
     previous = out / "results.json"
     rows = json.loads(previous.read_text(encoding="utf-8")) if previous.exists() else []
     with tempfile.TemporaryDirectory() as tmp:
-        entries = [("examples/nanogpt", "(this repo)", _nanogpt(Path(tmp)), False)]
-        entries += [(name, version, CORPUS / name, held) for name, version, held in names()]
-        for name, version, path, held in entries:
-            if wanted and name not in wanted or not wanted and held != held_out:
+        entries = [("examples/nanogpt", "(this repo)", _nanogpt(Path(tmp)), DEV)]
+        entries += [(name, version, CORPUS / name, p) for name, version, p in names()]
+        for name, version, path, p in entries:
+            if wanted and name not in wanted or not wanted and p != part:
                 continue
             rows = [r for r in rows if r["repository"] != name]
             if not path.is_dir():
@@ -79,11 +101,11 @@ def main(argv: list[str]) -> int:
                 continue
             load = os.getloadavg()[0]
             result = check(path)
-            result.update(repository=name, version=version, held_out=held, load=round(load, 1))
+            result.update(repository=name, version=version, part=p, held_out=p != DEV, load=round(load, 1))
             rows.append(result)
             print(f"{name}: {len(result['traced'])} traced, {result['seconds']} s, load {load:.1f}", file=sys.stderr)
     out.mkdir(exist_ok=True)
-    order = {name: i for i, (name, _v, _h) in enumerate([("examples/nanogpt", "", False), *names()])}
+    order = {name: i for i, (name, _v, _p) in enumerate([("examples/nanogpt", "", DEV), *names()])}
     rows.sort(key=lambda r: order.get(r["repository"], len(order)))
     (out / "results.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     (out / "table.md").write_text(table(rows), encoding="utf-8")
@@ -99,19 +121,19 @@ def trained(row: dict) -> bool:
 def table(rows: list[dict]) -> str:
     lines = ["| repository | version | traced (train) | how found | s | ops | phases | load |",
              "|---|---|---|---|---|---|---|---|"]
-    for held in (False, True):
-        for r in (r for r in rows if r["held_out"] == held):
+    for part in PARTS:
+        for r in (r for r in rows if part_of(r) == part):
             traced = "<br>".join(t["target"] + ("" if t["complete"] else " (stopped)") for t in r["traced"]) or \
-                "— " + (r.get("failed") or [r.get("error", "")] or [""])[0][:120]
+                "— " + (r.get("failed") or [r.get("error", "")])[0][:120]
             how = "<br>".join(t["how"] for t in r["traced"])
-            name = r["repository"] + (" (held out)" if held else "")
+            name = r["repository"] + ("" if part == DEV else f" ({part})")
             lines.append(f"| {name} | {r['version']} | {traced} | {how} | {r['seconds']} | {r.get('ops', 0)} | "
                          f"{', '.join(r.get('phases', []))} | {r['load']} |")
-    for held, label in ((False, "development"), (True, "held out")):
-        part = [r for r in rows if r["held_out"] == held]
-        if part:
-            ok = [r for r in part if trained(r) and r["seconds"] <= LIMIT]
-            lines.append(f"\n{label}: {len(ok)}/{len(part)} repositories with a model traced in train mode "
+    for part in PARTS:
+        rows_of = [r for r in rows if part_of(r) == part]
+        if rows_of:
+            ok = [r for r in rows_of if trained(r) and r["seconds"] <= LIMIT]
+            lines.append(f"\n{part}: {len(ok)}/{len(rows_of)} repositories with a model traced in train mode "
                          f"within {LIMIT:.0f} s")
     return "\n".join(lines) + "\n"
 

@@ -15,6 +15,8 @@ COMMITS = {
     "karpathy/nanoGPT": "3adf61e154c3fe3fca428ad6bc3818b27a3b8291",
     "karpathy/minGPT": "37baab71b9abea1b76ab957409a1cc2fbfba8a26",
     "pytorch/examples": "77f55b912142e11fcfdf5b530231fb9c52f181e8",
+    "karpathy/makemore": "988aa59e4d8fefa526d06f3b453ad116258398d4",
+    "huggingface/transformers": "00d481d18f914b55e65faa31e82321629691eadb",
     "huggingface/pytorch-image-models": "8ef73809f622e0031bd7f4940265734aef8b9978",   # v1.0.28
     "huggingface/diffusers": "d035dcd7cc7c88e0a154609b62887d50bba9fdc2",   # v0.40.0
 }
@@ -38,6 +40,11 @@ class Case:
     def command_for(self, device: str) -> tuple[str, ...]:
         return self.neuron_command if device == "neuron" and self.neuron_command else self.command
 
+
+# run_clm.py from scratch, offline: fake_data.py's tiny GPT-2 config, word-level tokenizer and text files
+_CLM = ("run_clm.py", "--config_name", "tiny-gpt2", "--tokenizer_name", "tiny-tokenizer", "--train_file", "train.txt",
+        "--validation_file", "valid.txt", "--block_size", "16", "--do_train", "--max_steps", "1",
+        "--per_device_train_batch_size", "2", "--output_dir", "out", "--report_to", "none")
 
 CASES = (
     Case("nanogpt-train", "karpathy/nanoGPT", ("train.py", "model.py", "configurator.py", "config"), ".",
@@ -65,6 +72,8 @@ CASES = (
           "--niter", "1"), python="vision",
          neuron_command=("main.py", "--dataset", "fake", "--batchSize", "4", "--imageSize", "64", "--ngf", "8",
                          "--ndf", "8", "--niter", "1", "--accel")),
+    Case("hf-run-clm", "huggingface/transformers", ("examples/pytorch/language-modeling/run_clm.py",),
+         "examples/pytorch/language-modeling", _CLM + ("--use_cpu",), data="hf_clm", neuron_command=_CLM),
     # timm's train.py with the timm package of the same commit (as a clone of the repository runs it)
     Case("timm-train", "huggingface/pytorch-image-models", ("train.py", "timm"), ".",
          ("train.py", "--data-dir", "data", "--model", "resnet18", "--num-classes", "2", "--img-size", "32",
@@ -107,4 +116,22 @@ CASES = (
     Case("examples-imagenet-dummy", "pytorch/examples", ("imagenet",), "imagenet",
          ("main.py", "--dummy", "-a", "resnet18", "-b", "4", "--epochs", "1", "-p", "1"),
          python="vision", held_out=True),
+    # held out, second set (chosen 2026-12-02, real runs checked, never run under opscan before the
+    # lead's one run): a graph attention network on fake Cora files (Adam; a sparse adjacency made
+    # dense), a polynomial fit by hand-written SGD whose loop ends on `loss.item() < 1e-3` (no
+    # torch.optim: runs to its end), and makemore's character transformer on the names file its
+    # repository ships (AdamW, DataLoader workers, tensorboard: the fuller Python)
+    Case("examples-gat", "pytorch/examples", ("gat",), "gat",
+         ("main.py", "--epochs", "2", "--hidden-dim", "8", "--num-heads", "2", "--no-accel"), data="cora",
+         held_out=True,
+         neuron_command=("main.py", "--epochs", "2", "--hidden-dim", "8", "--num-heads", "2")),
+    Case("examples-regression", "pytorch/examples", ("regression",), "regression", ("main.py",),
+         held_out=True),
+    Case("makemore-transformer", "karpathy/makemore", ("makemore.py", "names.txt"), ".",
+         ("makemore.py", "-i", "names.txt", "-o", "out", "--type", "transformer", "--n-layer", "2",
+          "--n-head", "2", "--n-embd", "32", "--n-embd2", "32", "--batch-size", "8", "--num-workers", "2",
+          "--max-steps", "3"), steps=2, python="vision", held_out=True,
+         neuron_command=("makemore.py", "-i", "names.txt", "-o", "out", "--type", "transformer", "--n-layer",
+                         "2", "--n-head", "2", "--n-embd", "32", "--n-embd2", "32", "--batch-size", "8",
+                         "--num-workers", "2", "--max-steps", "3", "--device", "cuda")),
 )

@@ -66,6 +66,48 @@ def sine_waves(cwd: Path) -> None:
     torch.save(np.sin(x / 20.0).astype("float64"), cwd / "traindata.pt")
 
 
+def cora(cwd: Path) -> None:
+    """The Cora files pytorch/examples' gat reads from ./cora (it downloads them only when missing):
+    cora.content (`id feature... label`, tab-separated) and cora.cites (`cited citing` ids). 1700
+    nodes, as the script's split takes 1600 for test and validation; 32 binary features, 7 labels."""
+    folder = cwd / "cora"
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    ids = rng.choice(np.arange(1000, 1_000_000), size=1700, replace=False)
+    labels = ["Case_Based", "Genetic_Algorithms", "Neural_Networks", "Probabilistic_Methods",
+              "Reinforcement_Learning", "Rule_Learning", "Theory"]
+    features = rng.integers(0, 2, size=(len(ids), 32))
+    features[:, 0] = 1   # every paper has a word, as in Cora (the script divides by the row sums)
+    rows = ["\t".join([str(i), *map(str, f), labels[rng.integers(0, len(labels))]]) for i, f in zip(ids, features)]
+    (folder / "cora.content").write_text("\n".join(rows) + "\n")
+    edges = rng.choice(ids, size=(3000, 2))
+    (folder / "cora.cites").write_text("\n".join(f"{a}\t{b}" for a, b in edges) + "\n")
+
+
+def hf_clm(cwd: Path) -> None:
+    """A from-scratch causal LM run of Hugging Face's examples: a tiny GPT-2 config folder, a word-level
+    tokenizer folder (built offline with the `tokenizers` library) and train/validation text files."""
+    import json
+
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(60)]
+    specials = ["<unk>", "<|endoftext|>"]
+    tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(specials + words)}, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", bos_token="<|endoftext|>",
+                            eos_token="<|endoftext|>").save_pretrained(cwd / "tiny-tokenizer")
+    (cwd / "tiny-gpt2").mkdir(exist_ok=True)
+    config = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": len(specials) + len(words),
+              "n_positions": 64, "n_embd": 32, "n_layer": 2, "n_head": 2, "bos_token_id": 1, "eos_token_id": 1}
+    (cwd / "tiny-gpt2" / "config.json").write_text(json.dumps(config, indent=1) + "\n")
+    for name, lines in (("train", 24), ("valid", 8)):
+        text = "\n".join(" ".join(rng.choice(words, size=10)) for _ in range(lines)) + "\n"
+        (cwd / f"{name}.txt").write_text(text)
+
+
 def _png(path: Path, rgb: np.ndarray) -> None:
     """An 8-bit RGB PNG (no image library needed)."""
     def chunk(kind: bytes, body: bytes) -> bytes:
@@ -90,4 +132,4 @@ def image_folder(cwd: Path) -> None:
 
 
 MAKERS = {"shakespeare_char": shakespeare_char, "wikitext": wikitext, "mnist": mnist, "sine_waves": sine_waves,
-          "image_folder": image_folder}
+          "cora": cora, "hf_clm": hf_clm, "image_folder": image_folder}

@@ -6,6 +6,7 @@ missing GPU-only library (NOTE [GPU-only kernel libraries]).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import sys
 import types
@@ -13,12 +14,30 @@ import types
 # NOTE [GPU-only kernel libraries]
 # A CUDA repository often imports a GPU-only kernel library at module level (torchtitan's MoE
 # dispatcher imports triton; nanotron's layers import flash_attn) although the model's default
-# path never calls it. Such a library (GPU_ONLY; it cannot be installed on a Trainium host) that
-# is missing is stood in by a module whose every attribute is an inert placeholder (a decorator
-# returns its function; a call returns a placeholder), so the model's module imports. Using
-# a placeholder as a tensor during the trace fails, and the candidate says so in its one line.
-GPU_ONLY = ("triton", "fla", "flash_attn", "flash_attn_2_cuda", "xformers", "apex", "mamba_ssm", "causal_conv1d",
-            "transformer_engine", "grouped_gemm", "deep_ep", "fused_dense_lib", "dropout_layer_norm")
+# path never calls it. Such a library (it cannot be installed on a Trainium host) that is missing
+# is stood in by a module whose every attribute is an inert placeholder (a decorator returns its
+# function; a call returns a placeholder), so the model's module imports. Using a placeholder as a
+# tensor during the trace fails, and the candidate says so in its one line. Which libraries are
+# GPU-only is the catalog's answer (the packages of opscan/plan/libraries.yaml, one source of
+# truth): targets never import the plan, so the parent passes them in the child's options
+# (`gpu_only`, opscan/phases.py `tracer_options`) and a build holds them while it runs (`gpu_only`).
+_GPU_ONLY: tuple[str, ...] = ()
+
+
+@contextlib.contextmanager
+def gpu_only(packages):
+    """The GPU-only libraries that may be stood in while a `repo:` target builds (NOTE [GPU-only kernel libraries])."""
+    global _GPU_ONLY
+    saved, _GPU_ONLY = _GPU_ONLY, tuple(packages)
+    try:
+        yield
+    finally:
+        _GPU_ONLY = saved
+
+
+def packages() -> tuple[str, ...]:
+    """The GPU-only libraries of the build running now (empty outside `gpu_only`)."""
+    return _GPU_ONLY
 
 
 class _Placeholder:
@@ -82,10 +101,10 @@ class _AbsentFinder:
 
 
 def stand_in(missing: str, package: str) -> bool:
-    """Stand in for the missing module's library when it is GPU-only (True), forgetting the partly
+    """Stand in for the missing module's library when it is GPU-only (`gpu_only`; True), forgetting the partly
     imported `package` so it is imported again; False for any other missing module."""
     top = missing.split(".")[0]
-    if top not in GPU_ONLY or top in sys.modules:
+    if top not in _GPU_ONLY or top in sys.modules:
         return False
     for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
         del sys.modules[name]

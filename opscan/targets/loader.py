@@ -8,6 +8,7 @@ is loaded, never run (opscan/targets/export.py). Models are built with empty wei
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import inspect
@@ -31,7 +32,7 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
                  optimizer_impl: str | None = None, amp: str | None = None, inputs=(),
                  batch: int | None = None, seq_len: int | None = None,
                  project_root: str | None = None, fsdp: int | None = None,
-                 trust_remote_code: bool = False) -> ModelTrace:
+                 trust_remote_code: bool = False, gpu_only: tuple[str, ...] = ()) -> ModelTrace:
     """Build `target` and trace it on fake tensors: the ops it dispatches (see docs/trace.md).
 
     A `pt2:FILE` target is an exported program: loaded and read, never run (opscan/targets/export.py).
@@ -41,21 +42,30 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
 
         return trace_export(target, profile=profile, project_root=project_root, device=device)
 
-    def make(specs: tuple[InputSpec, ...]) -> Built:
-        return build(target, batch=batch, seq_len=seq_len, inputs=specs, project_root=project_root,
-                     trust_remote_code=trust_remote_code)
+    notes: list[str] = []
 
-    return tracer.trace(target, make, mode=mode, device=device, profile=profile, optimizer=optimizer,
-                        optimizer_impl=optimizer_impl, amp=amp, inputs=inputs, project_root=project_root,
-                        fsdp=fsdp)
+    def make(specs: tuple[InputSpec, ...]) -> Built:
+        built = build(target, batch=batch, seq_len=seq_len, inputs=specs, project_root=project_root,
+                      trust_remote_code=trust_remote_code, gpu_only=gpu_only)
+        notes.append(built.note)
+        return built
+
+    trace = tracer.trace(target, make, mode=mode, device=device, profile=profile, optimizer=optimizer,
+                         optimizer_impl=optimizer_impl, amp=amp, inputs=inputs, project_root=project_root,
+                         fsdp=fsdp)
+    if notes and notes[0]:   # what the builder did beyond building (a repository's setup call)
+        trace = dataclasses.replace(trace, retried="; ".join(n for n in (notes[0], trace.retried) if n))
+    return trace
 
 
 def build(target: str, *, batch: int | None, seq_len: int | None, inputs: tuple[InputSpec, ...],
-          project_root: str | None, trust_remote_code: bool = False) -> Built:
+          project_root: str | None, trust_remote_code: bool = False, gpu_only: tuple[str, ...] = ()) -> Built:
     """Import/construct the target with empty weights and gather its example inputs.
 
     `trust_remote_code` lets an hf: folder whose config.json has `auto_map` run its own modeling
     code (only ever inside the trace's child process); without it such a folder is refused.
+    `gpu_only`: for a `repo:` target, the CUDA-only libraries (the parent's catalog) stood in when
+    missing (NOTE [GPU-only kernel libraries] in opscan/targets/absent.py).
     """
     if target.startswith("hf:"):
         from opscan.targets.hf.builder import build_hf
@@ -68,7 +78,7 @@ def build(target: str, *, batch: int | None, seq_len: int | None, inputs: tuple[
                          given=tuple(spec.name for spec in inputs))
     elif target.startswith("repo:"):   # a repository's model with no configuration (issue 24)
         from opscan.targets.repository import build_repo
-        built = build_repo(target, batch=batch, seq_len=seq_len, project_root=project_root)
+        built = build_repo(target, batch=batch, seq_len=seq_len, project_root=project_root, gpu_only=gpu_only)
     elif target.startswith("timm:"):
         built = _build_timm(target[5:], batch=batch, project_root=project_root)
     else:

@@ -7,9 +7,11 @@ how it was found, in the words the report shows:
 |---|---|
 | `repo:FILE:Class` | an nn.Module class whose constructor opscan fills: config classes with defaults (dataclasses, attrs/pydantic models, `__init__` defaults, `get_default_config()`), small values by parameter name, config files shipped beside it |
 | `repo:FILE:function` | a factory whose arguments have defaults, or take a name from a registry the file defines |
+| `repo:FILE:function` | the smallest variant of a registry of model functions (a dict/list of them, or a registering decorator: opscan/targets/registries.py) |
 | `repo:hubconf.py:entry` | a torch.hub entry point, called with `pretrained=False` |
 | `repo:README.md#N` | the N-th fenced Python block of a README/doc that builds a model and calls it |
 | `repo:FILE#main` | the file's `if __name__ == "__main__":` demo |
+| `repo:FILE::TEST` | a test of the repository that builds a model and calls it (repo_tests.py) |
 
 The child runs a script-like file (one that trains at import) as its definitions only (imports,
 classes, functions, constant assignments), never its top-level statements. `rank` orders recipes
@@ -30,6 +32,7 @@ REPO_KINDS = {
     "hubconf": "a torch.hub entry point (hubconf.py) called with pretrained=False",
     "readme": "a fenced Python example in a README or doc that builds a model and calls it",
     "main-demo": "an `if __name__ == \"__main__\":` demo, run until its first model call",
+    "repo-test": "a test of the repository that builds a model and calls it, run until its model call",
 }
 
 # Small values by parameter name (the child fills required arguments with them: construct.py).
@@ -357,6 +360,9 @@ def _required(fn) -> set[str]:
     return required | {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None}
 
 
+_FIRST = ("readme", "hubconf")   # the repository's examples come first, whatever the scores below them
+
+
 def rank(recipes: list[Recipe]) -> list[Recipe]:
-    """Best first (NOTE [main model]); deterministic."""
-    return sorted(recipes, key=lambda r: (-r.score, r.path, r.line, r.target))
+    """Best first (NOTE [main model]; its tests: NOTE [which test] in repo_tests.py); deterministic."""
+    return sorted(recipes, key=lambda r: (r.kind not in _FIRST, -r.score, r.path, r.line, r.target))

@@ -78,10 +78,13 @@ def _size(config, names, default, model: nn.Module | None = None):
     return default
 
 
-def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | None) -> tuple[tuple, dict]:
+def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | None,
+                   call=None, kinds: dict | None = None) -> tuple[tuple, dict]:
     """(args, kwargs) of one forward call: the main input from the first layer and the config (or
-    the model's own size attributes), targets/labels and timesteps by name; optional arguments left
-    out unless the forward needs them (probe_inputs)."""
+    the model's own size attributes), targets/labels, timesteps and positions by name; optional
+    arguments left out unless the forward needs them (probe_inputs). A required argument whose name
+    says nothing is named by the repository's own call (`call`: a call_sites.Call, whose argument at
+    that position, `model(x, input_pos)`, names it; `kinds`: how the repository makes a name)."""
     b = batch or 2
     params = parameters(model.forward)
     leaf = _first_leaf(model, params[0][0] if params else "")
@@ -96,7 +99,8 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
                                           "max_position_embeddings", "n_positions", "max_len"), 16, model), 32)
         main = torch.randint(0, leaf.num_embeddings, (b, t))
     elif isinstance(leaf, nn.Conv2d):
-        side = side or _size(config, ("input_size", "resolution", "sample_size"), 64, model)
+        side = side or _size(config, ("input_size", "resolution", "sample_size"), 0, model) \
+            or _size(_holder(model, leaf), IMAGE_NAMES + ("input_size",), 64)
         main = torch.randn(b, leaf.in_channels, side, side)
     elif isinstance(leaf, nn.Conv1d):
         main = torch.randn(b, leaf.in_channels, seq_len or 256)
@@ -114,20 +118,57 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
             if name in ("targets", "target", "labels") and main.dtype == torch.long:
                 kwargs[name] = torch.randint(0, leaf.num_embeddings, main.shape)
             continue
-        if index == 0:
-            value = main
-        elif name in ("targets", "target", "labels", "y", "label", "tgt"):
-            value = torch.randint(0, leaf.num_embeddings, main.shape) if main.dtype == torch.long else \
-                torch.zeros(b, dtype=torch.long)
-        elif name in TIME_NAMES:
-            value = torch.rand(b)
-        else:
+        value = main if index == 0 else named_input(name, main, model, config, leaf, kinds, param.annotation)
+        said = call.args[index] if call is not None and index < len(call.args) else ""
+        if value is None and said:
+            value = named_input(said, main, model, config, leaf, kinds, param.annotation)
+        if value is None:
             raise TargetError(f"{type(model).__name__}.forward needs {name!r}, which opscan cannot make; "
                               "the repository's README or a factory could")
         args.append(value)
     if not params:
         raise TargetError(f"{type(model).__name__}.forward takes no input opscan can name")
     return probe_inputs(model, tuple(args), kwargs, config, main)
+
+
+_POSITIONS = re.compile(r"^(input_pos|pos|positions?|position_ids|pos_ids|input_positions|start_pos|offset)$")
+
+
+def named_input(name: str, main: torch.Tensor, model: nn.Module, config, leaf, kinds: dict | None = None,
+                annotation=inspect.Parameter.empty):
+    """A forward input by its name, else None: targets/labels (matching token ids, else class labels
+    in [0, num_classes)), timesteps `(B,)`, positions: an `int` annotation gets 0, else
+    `torch.arange(T)`, as `(B, T)` for `position_ids`/`pos_ids` or when the repository makes it 2-D
+    (`kinds[name] == "arange2d"`), `(T,)` otherwise (gpt-fast's `input_pos`)."""
+    b = main.shape[0]
+    if name in ("targets", "target", "labels", "y", "label", "tgt"):
+        return torch.randint(0, leaf.num_embeddings, main.shape) if main.dtype == torch.long \
+            and isinstance(leaf, nn.Embedding) else torch.randint(0, _classes(config, model), (b,))
+    if name in TIME_NAMES:
+        return torch.rand(b)
+    if _POSITIONS.match(name):
+        if annotation is int or annotation == "int":
+            return 0
+        t = main.shape[1] if main.dim() >= 2 else main.shape[0]
+        kind = (kinds or {}).get(name) or ("arange2d" if name in ("position_ids", "pos_ids") else "arange")
+        return torch.arange(t).repeat(b, 1) if kind == "arange2d" else torch.arange(t)
+    return None
+
+
+def _holder(model: nn.Module, leaf: nn.Module) -> nn.Module | None:
+    """The module that holds `leaf` as a direct child (a patch embedder holding its Conv2d, which
+    declares the image size it was built for: timm's `PatchEmbed.img_size`), else None."""
+    return next((m for m in model.modules() if any(c is leaf for c in m.children())), None)
+
+
+CLASS_NAMES = ("num_classes", "n_classes", "num_labels", "n_class")
+
+
+def _classes(config, model: nn.Module) -> int:
+    """How many classes a label input ranges over: the config's or the model's count, else the first
+    of its modules that declares one (DiT's label embedder), else 1 (label 0)."""
+    found = _size(config, CLASS_NAMES, 0, model)
+    return found or next((n for m in model.modules() for n in [_size(None, CLASS_NAMES, 0, m)] if n), 1)
 
 
 TIME_NAMES = ("t", "time", "timestep", "timesteps", "sigma", "sigmas", "noise_level", "times")
@@ -155,21 +196,26 @@ def probe_inputs(model: nn.Module, args: tuple, kwargs: dict, config, main: torc
             extra[name] = torch.randn(main.shape[0], _size(config, CHANNEL_NAMES, 3, model), side, side)
         elif _CONTEXT_ARG.search(name) and width:
             extra[name] = torch.randn(main.shape[0], 8, width)
-    if not extra or _runs_on_meta(model, args, kwargs):
+    if not extra or runs_on_meta(model, args, kwargs):
         return args, kwargs
     for name, value in [*extra.items(), ("", None)]:
         tried = {**kwargs, name: value} if name else {**kwargs, **extra}
-        if _runs_on_meta(model, args, tried):
+        if runs_on_meta(model, args, tried):
             return args, tried
     return args, kwargs
 
 
-def _runs_on_meta(model: nn.Module, args: tuple, kwargs: dict) -> bool:
+def runs_on_meta(model: nn.Module, args: tuple, kwargs: dict, uncopyable: bool = False) -> bool:
+    """Whether the forward runs on `meta` with these inputs (a copy of the model: no compute); a
+    model that cannot be copied answers `uncopyable`."""
     def meta(value):
         return value.to("meta") if isinstance(value, torch.Tensor) else value
 
     try:
         clone = copy.deepcopy(model).to("meta")
+    except Exception:  # noqa: BLE001 - user modules that cannot be copied: the forward was not tried
+        return uncopyable
+    try:
         with torch.no_grad():
             clone(*[meta(a) for a in args], **{k: meta(v) for k, v in kwargs.items()})
     except Exception:  # noqa: BLE001 - any failure of user code means "not with these inputs"

@@ -3,9 +3,10 @@
 `repo:FILE:NAME` builds a class or calls a factory / torch.hub entry with the arguments
 opscan/targets/construct.py fills (weights off: `pretrained=False`); a script-like FILE (one that
 trains at import) is run as its definitions only (opscan/targets/recipes.py `definitions`).
-`repo:DOC#N` (a README's N-th fenced Python block) and `repo:FILE#main` (its `__main__` demo) run
-the repository's own example until its first model call, and take that model and those inputs
-(NOTE [stopping at the model call]). Targets come from opscan/discover.py; nothing is downloaded.
+`repo:DOC#N` (a README's N-th fenced Python block), `repo:FILE#main` (its `__main__` demo) and
+`repo:FILE::TEST` (a test of the repository: opscan/targets/repo_tests.py) run the repository's own
+code until its first model call, and take that model and those inputs (NOTE [stopping at the model
+call]). Targets come from opscan/discover.py; nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import importlib
+import inspect
 import os
 import sys
 import types
@@ -22,20 +24,34 @@ import torch
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.targets import absent, construct, recipes, repo_inputs
+from opscan.targets import (
+    absent,
+    call_sites,
+    construct,
+    recipes,
+    repo_inputs,
+    setup_calls,
+)
 from opscan.targets.empty import build_empty, first_line
 from opscan.trace.spec import Built
 
 
-def build_repo(target: str, *, batch: int | None, seq_len: int | None, project_root: str | None) -> Built:
-    """The model and inputs of a `repo:` target (see the module docstring); TargetError in one line."""
+def build_repo(target: str, *, batch: int | None, seq_len: int | None, project_root: str | None,
+               gpu_only: tuple[str, ...] = ()) -> Built:
+    """The model and inputs of a `repo:` target (see the module docstring); TargetError in one line.
+    `gpu_only`: the CUDA-only libraries that may be stood in when missing (NOTE [GPU-only kernel
+    libraries] in absent.py)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     spec = target[len("repo:"):]
     root = Path(project_root or ".").resolve()
     where, hash_, block = spec.rpartition("#")
     try:
-        with _no_downloads(), _cuda_is_cpu():
+        with _no_downloads(), _cuda_is_cpu(), absent.gpu_only(gpu_only or absent.packages()):
+            if "::" in spec:   # a repository's test (opscan/targets/repo_tests.py)
+                from opscan.targets.repo_tests import build_test
+                file, _, test = spec.partition("::")
+                return build_test(_path(file, root), test, root, target, load=load, stop=stop_at_model_call)
             if hash_ and where:
                 path = _path(where, root)
                 return _capture(path, block, root, target)
@@ -68,7 +84,7 @@ def load(path: Path, root: Path) -> types.ModuleType:
         if entry not in sys.path:
             sys.path.insert(0, entry)
     dotted = ".".join(path.relative_to(package_root).with_suffix("").parts)
-    for _ in range(len(absent.GPU_ONLY)):   # NOTE [GPU-only kernel libraries] in absent.py
+    for _ in range(len(absent.packages())):   # NOTE [GPU-only kernel libraries] in absent.py
         try:
             return _load(path, tree, dotted, package_root)
         except ModuleNotFoundError as exc:
@@ -137,8 +153,40 @@ def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str)
     if not how:   # nothing was sized by opscan: a builder or defaults at full depth (NOTE [cutting repeated blocks])
         construct.cut_repeats(result)
     config = getattr(result, "config", None) or getattr(result, "cfg", None) or config
-    args, extra = repo_inputs.example_inputs(result, config, batch, seq_len)
-    return Built(result, args=args, kwargs=extra, description=target)
+    args, extra, note = _inputs(result, config, batch, seq_len, root)
+    return Built(result, args=args, kwargs=extra, description=target, note=note)
+
+
+def _inputs(model: nn.Module, config, batch, seq_len, root: Path) -> tuple[tuple, dict, str]:
+    """The forward's inputs (opscan/targets/repo_inputs.py); when the forward has an argument they
+    cannot name, or fails without the setup the repository makes first, the repository's own call
+    sites complete them (NOTE [setup calls] in opscan/targets/call_sites.py): (args, kwargs, what was done)."""
+    try:
+        args, extra = repo_inputs.example_inputs(model, config, batch, seq_len)
+    except TargetError:
+        usage = _usage(model, root)
+        if usage is None or usage.call is None:
+            raise
+        args, extra = repo_inputs.example_inputs(model, config, batch, seq_len, call=usage.call,
+                                                 kinds=dict(usage.kinds))
+    else:
+        usage = None
+    if repo_inputs.runs_on_meta(model, args, extra, uncopyable=True):   # no copy: no evidence it fails
+        return args, extra, ""
+    usage = usage or _usage(model, root)
+    if usage is None or not usage.setups:
+        return args, extra, ""
+    return setup_calls.prepare(model, args, extra, usage)
+
+
+def _usage(model: nn.Module, root: Path):
+    """How the repository uses the model's class (call_sites.usage), when the class is one of its files."""
+    try:
+        source = Path(inspect.getsourcefile(type(model)) or "").resolve()
+        rel = source.relative_to(root).as_posix()
+    except (TypeError, ValueError, OSError):
+        return None
+    return call_sites.usage(root, rel, type(model).__name__)
 
 
 def _construct(obj, kwargs: dict, how: list[str]):
@@ -191,22 +239,31 @@ def _capture(path: Path, block: str, root: Path, target: str) -> Built:
     for entry in (str(root), str(root / "src"), str(path.parent)):
         if entry not in sys.path:
             sys.path.insert(0, entry)
+    cwd = os.getcwd()
+    try:
+        os.chdir(path.parent)
+        return stop_at_model_call(lambda: exec(compile(code, str(path), "exec"), namespace), target,   # noqa: S102
+                                  "the example ran to its end without calling a model")
+    finally:
+        os.chdir(cwd)
+
+
+def stop_at_model_call(run, target: str, ran_through: str) -> Built:
+    """`run()` with Parameters on meta until its first model call: that module and its arguments
+    (NOTE [stopping at the model call]); TargetError `ran_through` when it calls none."""
     original = nn.Module.__call__
 
     def call(module, *args, **kwargs):
         raise _Captured(module, args, kwargs)
 
     nn.Module.__call__ = call
-    cwd = os.getcwd()
     try:
-        os.chdir(path.parent)
-        build_empty(lambda: exec(compile(code, str(path), "exec"), namespace))   # noqa: S102
+        build_empty(run)
     except _Captured as got:
         return Built(got.module, args=tuple(got.args), kwargs=dict(got.kwargs), description=target)
     finally:
         nn.Module.__call__ = original
-        os.chdir(cwd)
-    raise TargetError(f"{target}: the example ran to its end without calling a model")
+    raise TargetError(f"{target}: {ran_through}")
 
 
 @contextlib.contextmanager
@@ -258,4 +315,4 @@ def _is_cuda(value) -> bool:
         (isinstance(value, torch.device) and value.type == "cuda")
 
 
-__all__ = ["build_repo", "load"]
+__all__ = ["build_repo", "load", "stop_at_model_call"]

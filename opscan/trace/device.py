@@ -47,6 +47,9 @@ class _BackendModule(torch.utils.backend_registration._DummyBackendModule):
     def synchronize(self, device=None) -> None:
         return None
 
+    def set_device(self, device) -> None:
+        """One device (index 0): transformers' TrainingArguments selects it on a Trainium machine."""
+
 
 # The dispatch key of the backend kernels each imitated device's ops reach.
 BACKEND_KEYS = {"neuron": "PrivateUse1", "cpu": "CPU", "cuda": "CUDA", "meta": "Meta"}

@@ -54,6 +54,11 @@ _ANSWERS = {
     "manual_seed_all": lambda *a, **k: None,
     "seed": lambda *a, **k: None,
     "seed_all": lambda *a, **k: None,
+    # the device's generator state (Trainer checkpoints save it): the host generator's, as a port's
+    "get_rng_state": lambda *a, **k: torch.get_rng_state(),
+    "get_rng_state_all": lambda *a, **k: [torch.get_rng_state()],
+    "set_rng_state": lambda *a, **k: None,
+    "set_rng_state_all": lambda *a, **k: None,
     "reset_peak_memory_stats": lambda *a, **k: None,
     "reset_max_memory_allocated": lambda *a, **k: None,
     "memory_allocated": lambda *a, **k: 0,
@@ -304,13 +309,14 @@ def answering(device: str, requests: Requests):
         stack.enter_context(patched(grad_scaler.GradScaler, "_maybe_opt_step", _scaler_step))
         stack.enter_context(patched(torch, "compile", _compile(requests)))
         stack.enter_context(patched(torch.utils, "swap_tensors", _swap))   # NOTE [moved parameters keep identity]
-        if device != "cpu":
-            for name in sorted(vars(torch.cuda)):
-                value = getattr(torch.cuda, name)
-                if name.startswith("_") or not callable(value) or isinstance(value, type) \
-                        or not (getattr(value, "__module__", None) or "").startswith("torch.cuda"):
-                    continue   # classes (Stream, Event) and re-exported helpers stay as they are
-                stack.enter_context(patched(torch.cuda, name, _answered(name, requests)))
+        if device != "cpu":   # torch.cuda's functions, also asked through torch.cuda.random
+            for module in (torch.cuda, torch.cuda.random):
+                for name in sorted(vars(module)):
+                    value = getattr(module, name)
+                    if name.startswith("_") or not callable(value) or isinstance(value, type) \
+                            or not (getattr(value, "__module__", None) or "").startswith("torch.cuda"):
+                        continue   # classes (Stream, Event) and re-exported helpers stay as they are
+                    stack.enter_context(patched(module, name, _answered(name, requests)))
         stack.enter_context(redirect)
         yield redirect
 

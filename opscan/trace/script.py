@@ -20,7 +20,10 @@ sys.argv, its working directory: it reads its data and may write files), with:
   on a Trainium machine, for libraries that look for it before they use `torch.neuron`
   (NOTE [the imitated package] in neuron_package.py);
 - `torchrun`-style jobs: rank 0 of `nproc` on a fake process group (init_process_group answered
-  with it), DistributedDataParallel a pass-through (its all-reduce runs in C++, not as aten ops).
+  with it), DistributedDataParallel a pass-through (its all-reduce runs in C++, not as aten ops);
+- DataLoader workers imitated in-process (loaders.py), checkpoints written as zeros and small ones
+  read back for real (checkpoints.py), libraries asking whether a tensor is fake answered as in a
+  real run (libraries.py).
 """
 
 from __future__ import annotations
@@ -36,8 +39,16 @@ from torch import nn
 
 from opscan.errors import TraceError, UsageError
 from opscan.records import DeviceProfile, ModelTrace
+from opscan.trace import (
+    checkpoints,
+    fakes,
+    libraries,
+    loaders,
+    logs,
+    neuron_package,
+    run_mode,
+)
 from opscan.trace import device as devices
-from opscan.trace import fakes, loaders, logs, neuron_package, run_mode
 from opscan.trace import redirect as redirects
 from opscan.trace.recorder import Recorder, _tensors
 from opscan.trace.sources import SourceFinder
@@ -107,7 +118,8 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
             with run_mode.RunMode(allow_non_fake_inputs=True), redirects.answering(device, requests), \
                     devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(), \
                     fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(), loaders.in_process(requests.note), \
-                    run_mode.host_reads(recorder), recorder:
+                    run_mode.host_reads(recorder), checkpoints.checkpoints(recorder), \
+                    libraries.real_answers(), recorder:
                 if module:
                     runpy.run_module(script, run_name="__main__", alter_sys=True)
                 else:

@@ -69,6 +69,8 @@ class Built:
     values: tuple[str, ...] = ()      # integer keyword inputs traced with their values (image grids)
     shrink: Shrink | None = None      # the traced batch and sequence length, the layer count before
                                       # `--layers` cut it, where the builder knows them (records.Shrink)
+    note: str = ""                    # what the builder did beyond building (a setup call it made):
+                                      # the trace's `retried` says it (opscan/targets/loader.py)
 
 
 @dataclass(frozen=True)

@@ -182,8 +182,10 @@ def test_registry_config_takes_the_debug_variant_and_cuts_layer_lists():
     sys.path.insert(0, str(REPOS / "titanlike"))
     sys.modules.pop("triton", None)
     try:
-        from opscan.targets import construct, repository
-        repository.load(REPOS / "titanlike" / "tinytitan/models/tiny/model.py", REPOS / "titanlike")
+        from opscan.phases import cuda_only_packages
+        from opscan.targets import absent, construct, repository
+        with absent.gpu_only(cuda_only_packages()):   # what the parent passes the child
+            repository.load(REPOS / "titanlike" / "tinytitan/models/tiny/model.py", REPOS / "titanlike")
         model_module = sys.modules["tinytitan.models.tiny.model"]
         config, words = construct.registry_config(model_module.TinyModel.Config)
         assert words == "TinyModel.Config from the registry tiny_configs['debugmodel']"
@@ -192,3 +194,153 @@ def test_registry_config_takes_the_debug_variant_and_cuts_layer_lists():
         sys.path.remove(str(REPOS / "titanlike"))
         for name in [n for n in sys.modules if n.split(".")[0] in ("tinytitan", "triton")]:
             del sys.modules[name]
+
+
+def test_gpu_only_libraries_come_from_the_catalog_in_the_childs_options():
+    # one list: the catalog's CUDA-only packages (opscan/plan/libraries.yaml), passed to the child
+    from opscan.config import ModelConfig
+    from opscan.phases import cuda_only_packages, tracer_options
+    from opscan.plan.libraries import shipped
+
+    packages = cuda_only_packages()
+    assert {"triton", "fla", "flash_attn", "xformers", "apex", "mamba_ssm"} <= set(packages)
+    assert set(packages) == {p for lib in shipped().libraries for p in lib.packages}
+    assert tracer_options(ModelConfig(target="repo:model.py:GPT"), REPOS, None)["gpu_only"] == packages
+    assert "gpu_only" not in tracer_options(ModelConfig(target="model.py:build"), REPOS, None)
+
+
+def test_repository_tests_build_the_model_opscan_cannot_guess(run_cli):
+    # tabnet's Net(categories=(3, 4), num_continuous=2) has no value opscan can name; its tests build it
+    report = _report(run_cli, REPOS / "tested")
+    assert [t["target"] for t in report["traces"]] == ["repo:tests/test_net.py::test_forward_shape"]
+    assert report["traces"][0]["complete"] and report["traces"][0]["mode"] == "train"
+    assert TRAIN <= _phases(report)
+    ops = {op["op"] for op in report["ops"]}
+    assert "aten::gelu" in ops and "aten::relu" not in ops   # the first parametrize set: ("gelu", 8)
+    notes = report["notes"]
+    assert "traced with no configuration: repo:tests/test_net.py::test_forward_shape: the test " \
+           "tests/test_net.py::test_forward_shape (line 7), stopped at its model call; its first parameter set" in notes
+    # a test that fails before its model call (it downloads weights: the network is refused), in one line
+    assert any(n.startswith("not built: repo:tests/test_pretrained.py::test_pretrained_matches: the test failed "
+                            "before its model call: URLError:") and "network refused" in n for n in notes)
+    # a fixture of conftest.py (never run): skipped, in one line
+    assert "not built: repo:tests/test_config.py::test_from_config: skipped: it takes the fixture 'net_config', " \
+           "which opscan cannot give (conftest.py is not run; fixtures: tmp_path, monkeypatch, those of its own " \
+           "file)" in notes
+    # the guessed construction comes after the tests, and says why it cannot be built
+    assert notes.index("not built: repo:tabnet/net.py:Net: cannot choose a value for the required argument "
+                       "'categories'") > notes.index(next(n for n in notes if "test_pretrained.py" in n))
+    assert not (REPOS / "tested" / "tabnet.pt").exists()   # the test ran in a temporary folder
+
+
+def test_repository_test_discovery_is_static_one_per_file_and_capped(tmp_path):
+    from opscan.targets.repo_tests import MAX_TEST_TARGETS
+
+    found = candidates(REPOS / "tested", construct=True)
+    # a test that fetches weights cannot reach its model call (the network is refused): after the others
+    assert found.traced == ("repo:tests/test_net.py::test_forward_shape", "repo:tests/test_config.py::test_from_config",
+                            "repo:tests/test_pretrained.py::test_pretrained_matches", "repo:tabnet/net.py:Net")
+    project = tmp_path / "many"
+    shutil.copytree(REPOS / "tested", project)
+    for index in range(MAX_TEST_TARGETS + 2):
+        shutil.copy(project / "tests" / "test_net.py", project / "tests" / f"test_more_{index}.py")
+    tests = [t for t in candidates(project, construct=True).traced if "::" in t]
+    assert len(tests) == MAX_TEST_TARGETS and len({t.split("::")[0] for t in tests}) == MAX_TEST_TARGETS
+
+
+def test_repository_test_module_needing_missing_pytest_says_so(monkeypatch):
+    import sys
+
+    from opscan.errors import TargetError
+    from opscan.targets.repository import build_repo
+
+    monkeypatch.setitem(sys.modules, "pytest", None)   # as if pytest were not installed
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    with pytest.raises(TargetError) as info:
+        build_repo("repo:tests/test_net.py::test_forward_shape", batch=None, seq_len=None,
+                   project_root=str(REPOS / "tested"))
+    assert str(info.value) == "repo:tests/test_net.py::test_forward_shape: its module imports pytest, which is " \
+                              "not installed here"
+    for name in [n for n in sys.modules if n.split(".")[0] == "tabnet"]:
+        monkeypatch.delitem(sys.modules, name)
+
+
+_TESTED_ELSEWHERE = '''
+import unittest
+
+import pytest
+import torch
+
+from tabnet import Net
+
+
+@pytest.fixture
+def model(tmp_path):
+    (tmp_path / "seen").write_text("x")
+    yield Net(categories=(5,), num_continuous=3)
+
+
+def test_with_own_fixture(model, tmp_path):
+    assert (tmp_path / "seen").exists()
+    model(torch.randint(0, 5, (4, 1)), torch.randn(4, 3))
+
+
+class TestNet(unittest.TestCase):
+    def setUp(self):
+        self.net = Net(categories=(2, 2, 2), num_continuous=1)
+
+    def test_sample(self):
+        self.net.eval()
+        self.net(torch.zeros(3, 3, dtype=torch.long), torch.zeros(3, 1))
+'''
+
+
+def test_repository_test_fixtures_of_its_file_and_unittest_classes(tmp_path, monkeypatch):
+    import sys
+
+    from opscan.targets import repo_tests
+    from opscan.targets.repository import build_repo
+
+    shutil.copytree(REPOS / "tested" / "tabnet", tmp_path / "tabnet")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "more_test.py").write_text(_TESTED_ELSEWHERE)
+    import ast
+    tree = ast.parse(_TESTED_ELSEWHERE)
+    (found,) = repo_tests.test_recipes(tree, "tests/more_test.py", frozenset({"Net"}))
+    assert found.target == "repo:tests/more_test.py::test_with_own_fixture"   # its fixture builds Net
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    try:
+        built = build_repo(found.target, batch=None, seq_len=None, project_root=str(tmp_path))
+        assert [e.num_embeddings for e in built.model.embeds] == [5] and built.args[1].shape == (4, 3)
+        built = build_repo("repo:tests/more_test.py::TestNet::test_sample", batch=None, seq_len=None,
+                           project_root=str(tmp_path))
+        assert [e.num_embeddings for e in built.model.embeds] == [2, 2, 2]   # built in setUp
+    finally:
+        for name in [n for n in sys.modules if n.split(".")[0] == "tabnet"]:
+            del sys.modules[name]
+
+
+def test_repository_test_selection_reads_how_the_model_is_run():
+    import ast
+
+    from opscan.targets.repo_tests import test_recipes
+
+    def picked(code: str) -> list[str]:
+        return [r.target for r in test_recipes(ast.parse(code), "test_x.py", frozenset({"GPT"}))]
+
+    # a method that runs the model counts; plumbing (eval, to, load_state_dict) does not
+    assert picked("def test_a():\n    m = GPT(cfg)\n    m.eval()\n    m.generate(x)\n") == ["repo:test_x.py::test_a"]
+    assert picked("def test_a():\n    m = GPT(cfg)\n    m.eval()\n    m.load_state_dict(sd)\n") == []
+    # a class method building the repository's class, and a helper of the file that builds one
+    assert picked("def test_b():\n    m = GPT.from_pretrained('gpt2')\n    m(x)\n") == ["repo:test_x.py::test_b"]
+    assert picked("def make():\n    return GPT(cfg)\n\ndef test_c():\n    m = make()\n    m(x)\n") == \
+        ["repo:test_x.py::test_c"]
+    # a unittest.TestCase of any name, its model built in setUp
+    code = "import unittest\n\nclass ImportCheck(unittest.TestCase):\n    def setUp(self):\n" \
+           "        self.m = GPT(cfg)\n\n    def test_f(self):\n        self.m(x)\n"
+    assert picked(code) == ["repo:test_x.py::ImportCheck::test_f"]
+    # nothing of the repository built: not a test of its model
+    assert picked("import torch\n\ndef test_d():\n    m = torch.nn.Linear(2, 2)\n    m(x)\n") == []
+    # an unreadable parametrize set is a one-line reason in the child, the test still found
+    code = "import pytest\n\n@pytest.mark.parametrize('n', SIZES)\ndef test_e(n):\n    GPT(n)(x)\n"
+    assert picked(code) == ["repo:test_x.py::test_e"]

@@ -174,3 +174,130 @@ def test_numpy_of_a_model_output_is_a_counted_stand_in(tmp_path, monkeypatch):
     (numpy,) = [s for s in trace.stand_ins if s.kind == "numpy"]
     assert numpy.source.line == 6 and numpy.value == "zeros"
     assert _ops(trace) == real
+
+
+SAVE_AND_LOAD = """
+    import torch
+    from torch import nn
+    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    model = nn.Sequential(nn.Embedding(10, 4), nn.Linear(4, 10)).to(device)
+    model[1].weight = model[0].weight                   # tied weights
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randint(0, 10, (2, 3))
+    loss = model(x.to(device)).sum()
+    loss.backward()
+    with open('model.pt', 'wb') as f:
+        torch.save(model, f)                            # word_language_model: the best model so far
+    torch.save({'step': torch.arange(3), 'opt': opt.state_dict()}, 'extra.pt')
+    with open('model.pt', 'rb') as f:
+        model = torch.load(f, weights_only=False)
+    extra = torch.load('extra.pt')
+    assert extra['step'].tolist() == [0, 1, 2]          # host data is saved with its values
+    assert model[1].weight is model[0].weight and isinstance(model[0].weight, nn.Parameter)
+    assert model[0].weight.device.type == torch.device(device).type
+    with torch.no_grad():
+        test_loss = model(x.to(device)).sum()           # the test pass after loading the best model
+"""
+
+
+def test_torch_save_of_fake_weights_writes_zeros_that_load_back_and_the_run_goes_on(tmp_path, monkeypatch):
+    real, trace, notes = _both(tmp_path, monkeypatch, SAVE_AND_LOAD)
+    assert trace.complete, trace.stopped_at
+    assert "ran to its end" in notes[0]
+    (save,) = [s for s in trace.stand_ins if s.kind == "save"]   # only the model had no values
+    assert (save.op, save.value, save.source.line, save.count) == ("torch.save", "zeros", 12, 1)
+    assert "aten::set_.source_Storage_storage_offset" in _ops(trace)   # torch.load's rebuild, as for real
+    assert _ops(trace) == real
+
+
+def test_weights_saved_from_the_imitated_device_load_back_onto_it(tmp_path, monkeypatch):
+    from opscan.trace.script import run_script
+
+    (tmp_path / "train.py").write_text(textwrap.dedent(SAVE_AND_LOAD))
+    monkeypatch.chdir(tmp_path)
+    trace, _ = run_script(str(tmp_path / "train.py"), device="neuron", project_root=str(tmp_path))
+    assert trace.complete, trace.stopped_at   # the script's own asserts: tied, a parameter, on the device
+    assert [s.source.line for s in trace.stand_ins if s.kind == "save"] == [12]
+
+
+def test_worker_init_fn_runs_in_each_imitated_worker_with_its_worker_info(tmp_path, monkeypatch):
+    # the script asserts it itself: worker_init_fn(i) sees WorkerInfo(id=i), each item is loaded in a
+    # worker (get_worker_info() inside __getitem__), batch k by worker k % 3, the main random state kept
+    real, trace, notes = _both(tmp_path, monkeypatch, """
+        import random
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader, Dataset, get_worker_info
+
+        started = []
+        class Items(Dataset):
+            def __len__(self):
+                return 12
+            def __getitem__(self, i):
+                return torch.tensor([get_worker_info().id, np.random.randint(1000)])
+
+        def init(worker_id):
+            assert get_worker_info().id == worker_id and get_worker_info().num_workers == 3
+            started.append(worker_id)
+            np.random.seed(worker_id)
+
+        random.seed(0)
+        loader = DataLoader(Items(), batch_size=2, num_workers=3, worker_init_fn=init)
+        ids = [batch[:, 0].tolist() for batch in loader]
+        assert ids == [[0, 0], [1, 1], [2, 2], [0, 0], [1, 1], [2, 2]], ids
+        assert random.random() == 0.8444218515250481   # the script's own random state is its own
+        print(sorted(started))
+    """)
+    assert trace.complete, trace.stopped_at
+    assert "ran to its end" in notes[0]
+    assert any("DataLoader(num_workers=3) loaded in the main process" in n for n in notes)
+    assert _ops(trace) == real
+
+
+HF_SAVE_PRETRAINED = """
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+    config = GPT2Config(vocab_size=50, n_positions=16, n_embd=16, n_layer=1, n_head=2)
+    model = GPT2LMHeadModel(config)                    # tied input and output embeddings
+    n_params = sum({p.data_ptr(): p.numel() for p in model.parameters()}.values())
+    assert n_params == sum(p.numel() for p in model.parameters()), n_params
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    ids = torch.randint(0, 50, (2, 8))
+    loss = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=ids).loss
+    loss.backward()
+    opt.step()
+    model.save_pretrained('tiny')                      # safetensors, tied weights told apart by address
+    again = GPT2LMHeadModel.from_pretrained('tiny')
+    assert again.lm_head.weight.shape == (50, 16)
+"""
+
+
+def test_a_transformers_model_trains_with_the_real_runs_mask_and_saves_its_fake_weights(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    pytest.importorskip("safetensors")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    real, trace, _ = _both(tmp_path, monkeypatch, HF_SAVE_PRETRAINED)
+    assert trace.complete, trace.stopped_at
+    # no padding in the mask: SDPA's is_causal as in a real run, not the traced path's explicit mask
+    assert {"aten::new_ones", "aten::bitwise_and.Tensor"} & _ops(trace) == set()
+    (save,) = [s for s in trace.stand_ins if s.kind == "save"]
+    assert save.op == "safetensors.save" and save.count == 1
+    assert _ops(trace) == real
+
+
+def test_cuda_rng_states_are_answered_also_through_torch_cuda_random(tmp_path, monkeypatch):
+    from opscan.trace.script import run_script
+
+    (tmp_path / "train.py").write_text(textwrap.dedent("""
+        import torch
+        model = torch.nn.Linear(4, 2).cuda()
+        state = torch.cuda.random.get_rng_state()       # Trainer's checkpoint saves the device RNG state
+        assert state.dtype == torch.uint8
+        torch.cuda.set_rng_state(state)
+        torch.neuron.set_device(torch.device('neuron:0'))   # transformers' TrainingArguments on Trainium
+    """))
+    monkeypatch.chdir(tmp_path)
+    trace, notes = run_script(str(tmp_path / "train.py"), device="neuron", project_root=str(tmp_path))
+    assert trace.complete, trace.stopped_at
+    assert any("torch.cuda.get_rng_state() answered as on the imitated device at train.py:4" in n for n in notes)
+    assert any("torch.cuda.set_rng_state() answered as on the imitated device at train.py:6" in n for n in notes)

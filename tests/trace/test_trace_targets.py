@@ -146,9 +146,11 @@ def test_api_signature_is_stable():
 
     params = inspect.signature(impl).parameters
     assert list(params) == ["target", "mode", "device", "profile", "optimizer", "optimizer_impl",
-                            "amp", "inputs", "batch", "seq_len", "project_root", "fsdp", "trust_remote_code"]
+                            "amp", "inputs", "batch", "seq_len", "project_root", "fsdp", "trust_remote_code",
+                            "gpu_only"]
     assert params["fsdp"].default is None   # added later: optional, last, keyword-only
     assert params["trust_remote_code"].default is False   # added later (model folders with auto_map)
+    assert params["gpu_only"].default == ()   # added later (repo: targets: the catalog's CUDA-only packages)
     assert params["mode"].default == "train" and params["device"].default == "neuron"
     assert params["optimizer"].default == "adamw" and params["profile"].default is None
 

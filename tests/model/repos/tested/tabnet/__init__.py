@@ -1,0 +1,3 @@
+from tabnet.net import Net
+
+__all__ = ["Net"]
