@@ -141,7 +141,7 @@ GIT_REPOSITORIES: list[tuple[str, str, str, str]] = [
     ("waveglow", "NVIDIA/waveglow", "8afb643df59265016af6bd255c7516309d675168", HELD_OUT_3),
     # held out 4: the default branch's head on 2026-12-02
     ("LLMs-from-scratch", "rasbt/LLMs-from-scratch", "28c65cdfbc3338e2e040016eea4b7fdf556e4d57", HELD_OUT_4),
-    ("gemma_pytorch", "google/gemma_pytorch", "014acb7ac4563a5f77c76d7ff98f31b568c16508", HELD_OUT_4),
+    ("s4", "state-spaces/s4", "e757cef57d89e448c413de7325ed5601aceaac13", HELD_OUT_4),
     ("edm", "NVlabs/edm", "008a4e5316c8e3bfe61a62f874bddba254295afb", HELD_OUT_4),
     ("minDiffusion", "cloneofsimo/minDiffusion", "00a3c8066d25a34d3d472ef6c87c7b6b238ea444", HELD_OUT_4),
     ("pytorch-cifar", "kuangliu/pytorch-cifar", "49b7aa97b0c12fe0d4054e670403a16b6b834ddd", HELD_OUT_4),
@@ -182,13 +182,15 @@ ALSO_REQUIRED: list[str] = ["torchao==0.15.0"]
 # mpi4py (its dist_util only; it needs an MPI runtime) and waveglow's (tensorflow, librosa, ...: its
 # training data loader and tacotron2 submodule only) are left out: the models do not import them.
 ALSO_REQUIRED += ["numba", "more-itertools", "ftfy"]
-# Held out 4 adds none: what its git repositories' code imports is installed or pinned already
-# (tiktoken, sentencepiece, absl-py, scipy; matplotlib, pandas, click, psutil, pillow here). Left
-# out: LLMs-from-scratch's tensorflow (only gpt_download.py, reading the GPT-2 weights) and
-# jupyterlab (its notebooks); hifi-gan's librosa and soundfile (its data loader, meldataset.py, like
-# waveglow's); gemma_pytorch's pins of torch, numpy and pillow (this interpreter's are used);
-# torchvision, which minDiffusion's and pytorch-cifar's training scripts import for their datasets
-# (no build loads beside this torch, see the docs; their model modules do not import it).
+# Held out 4 adds none: what its git repositories' model code imports is installed or pinned
+# already (tiktoken, scipy, einops, pytorch-lightning; matplotlib, pandas, click, psutil, pillow
+# here). Left out: LLMs-from-scratch's tensorflow (only gpt_download.py, reading the GPT-2 weights)
+# and jupyterlab (its notebooks); hifi-gan's librosa and soundfile (its data loader, meldataset.py,
+# like waveglow's); s4's hydra-core (its train.py and src/ only; hydra-core 1.3 requires
+# omegaconf < 2.4, older than the pin the development set uses) and its optional pykeops and CUDA
+# extension (models/s4 falls back without them); torchvision, which the training scripts of
+# minDiffusion, pytorch-cifar and s4 (example.py) import for their datasets (no build loads beside
+# this torch, see the docs; their model modules do not import it).
 
 
 def names() -> list[tuple[str, str, str]]:
