@@ -56,8 +56,9 @@ LOCK = HERE / "dependencies.lock"
 DEV = "development"
 HELD_OUT_2 = "held out 2"
 HELD_OUT_3 = "held out 3"
-HELD_OUT = HELD_OUT_3
-PARTS = (DEV, HELD_OUT_2, HELD_OUT_3)
+HELD_OUT_4 = "held out 4"
+HELD_OUT = HELD_OUT_4
+PARTS = (DEV, HELD_OUT_2, HELD_OUT_3, HELD_OUT_4)
 
 # name (folder under corpus/), requirement, file pip saves, sha256, part
 REPOSITORIES: list[tuple[str, str, str, str, str]] = [
@@ -114,6 +115,13 @@ REPOSITORIES: list[tuple[str, str, str, str, str]] = [
      "37372ae2b13621beb5f7d60c486efdedcd21f79a2608e3d5f47b937f3196c282", HELD_OUT_3),
     ("geffnet", "geffnet==1.0.2", "geffnet-1.0.2-py3-none-any.whl",
      "259013030bf429bc7a4fc4e8dc3fef6364e9750a6cee24d28e1674f8c3048d3a", HELD_OUT_3),
+    # held out 4 (chosen by the rule in docs/repositories.md before any opscan output; labels in
+    # heldout4_labels.md), the newest wheel on 2026-12-02: xLSTM language models (NX-AI/xlstm) and
+    # a multi-scale neural audio codec (hubertsiuzdak/snac)
+    ("xlstm", "xlstm==2.0.6", "xlstm-2.0.6-py3-none-any.whl",
+     "8fcb24b45a447fa255bbe4b4306aa93e6d4bd7cf06a6cd08d9494986662a141a", HELD_OUT_4),
+    ("snac", "snac==1.2.1", "snac-1.2.1-py3-none-any.whl",
+     "96f90e221121ad03d6e3b060a787268b1efdbe424560a58f6f732df6d4914dc7", HELD_OUT_4),
 ]
 
 # name (folder under corpus/), owner/name, commit, part
@@ -131,6 +139,13 @@ GIT_REPOSITORIES: list[tuple[str, str, str, str]] = [
     ("nanochat", "karpathy/nanochat", "92d63d4e8bb4df75c3b71618f31ddde2378b2bcd", HELD_OUT_3),
     ("CLIP", "openai/CLIP", "d05afc436d78f1c48dc0dbf8e5980a9d471f35f6", HELD_OUT_3),
     ("waveglow", "NVIDIA/waveglow", "8afb643df59265016af6bd255c7516309d675168", HELD_OUT_3),
+    # held out 4: the default branch's head on 2026-12-02
+    ("LLMs-from-scratch", "rasbt/LLMs-from-scratch", "28c65cdfbc3338e2e040016eea4b7fdf556e4d57", HELD_OUT_4),
+    ("s4", "state-spaces/s4", "e757cef57d89e448c413de7325ed5601aceaac13", HELD_OUT_4),
+    ("edm", "NVlabs/edm", "008a4e5316c8e3bfe61a62f874bddba254295afb", HELD_OUT_4),
+    ("minDiffusion", "cloneofsimo/minDiffusion", "00a3c8066d25a34d3d472ef6c87c7b6b238ea444", HELD_OUT_4),
+    ("pytorch-cifar", "kuangliu/pytorch-cifar", "49b7aa97b0c12fe0d4054e670403a16b6b834ddd", HELD_OUT_4),
+    ("hifi-gan", "jik876/hifi-gan", "4769534d45265d52a904b850da5a622601885777", HELD_OUT_4),
 ]
 
 
@@ -167,6 +182,15 @@ ALSO_REQUIRED: list[str] = ["torchao==0.15.0"]
 # mpi4py (its dist_util only; it needs an MPI runtime) and waveglow's (tensorflow, librosa, ...: its
 # training data loader and tacotron2 submodule only) are left out: the models do not import them.
 ALSO_REQUIRED += ["numba", "more-itertools", "ftfy"]
+# Held out 4 adds none: what its git repositories' model code imports is installed or pinned
+# already (tiktoken, scipy, einops, pytorch-lightning; matplotlib, pandas, click, psutil, pillow
+# here). Left out: LLMs-from-scratch's tensorflow (only gpt_download.py, reading the GPT-2 weights)
+# and jupyterlab (its notebooks); hifi-gan's librosa and soundfile (its data loader, meldataset.py,
+# like waveglow's); s4's hydra-core (its train.py and src/ only; hydra-core 1.3 requires
+# omegaconf < 2.4, older than the pin the development set uses) and its optional pykeops and CUDA
+# extension (models/s4 falls back without them); torchvision, which the training scripts of
+# minDiffusion, pytorch-cifar and s4 (example.py) import for their datasets (no build loads beside
+# this torch, see the docs; their model modules do not import it).
 
 
 def names() -> list[tuple[str, str, str]]:

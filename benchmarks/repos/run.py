@@ -8,8 +8,8 @@ repository, version, part, what was traced, how it was found, seconds, ops (dist
     python benchmarks/repos/run.py [--held-out | --part PART] [NAME ...]
 
 Without names, the development part is run (and examples/nanogpt); `--held-out` runs the current
-held-out part (held out 3) alone: once, at the end, as it is never tuned on. `--part PART` runs one
-part by name (`development`, `heldout2`, `heldout3`). Rows already in results/results.json for
+held-out part (held out 4) alone: once, at the end, as it is never tuned on. `--part PART` runs one
+part by name (`development`, `heldout2`, `heldout3`, `heldout4`). Rows already in results/results.json for
 other repositories are kept, so the table holds every part, each reported apart.
 """
 

@@ -1,4 +1,4 @@
-"""benchmarks/repos: the set's parts (development, held out 2, held out 3), run.py's choice of part
+"""benchmarks/repos: the set's parts (development, held out 2, 3 and 4), run.py's choice of part
 and its table, the lock's pins and left-out names, and a mirror lacking a blob."""
 
 from __future__ import annotations
@@ -35,13 +35,20 @@ def run():
     return _load("run")
 
 
-def test_every_repository_has_one_known_part_and_held_out_3_is_new(fetch) -> None:
+def test_every_repository_has_one_known_part_and_held_out_4_is_new(fetch) -> None:
     rows = fetch.names()
     assert len({name for name, _v, _p in rows}) == len(rows)
-    assert {p for _n, _v, p in rows} == set(fetch.PARTS)
+    assert {p for _n, _v, p in rows} <= set(fetch.PARTS)   # held out 2 is development since
     assert [p for _n, _v, p in rows] == sorted((p for _n, _v, p in rows), key=fetch.PARTS.index)
-    held3 = {name for name, _v, p in rows if p == fetch.HELD_OUT_3}
-    assert fetch.HELD_OUT == fetch.HELD_OUT_3 and len(held3) >= 6
+    held4 = {name for name, _v, p in rows if p == fetch.HELD_OUT_4}
+    assert fetch.HELD_OUT == fetch.HELD_OUT_4 and len(held4) >= 6
+    # a held-out part is new: no repository of it comes from a source an earlier part holds
+    sources = {}
+    for _n, requirement, _f, _s, part in fetch.REPOSITORIES:
+        sources.setdefault(requirement.split("==")[0].lower(), set()).add(part)
+    for _n, slug, _c, part in fetch.GIT_REPOSITORIES:
+        sources.setdefault(slug.lower(), set()).add(part)
+    assert all(len(parts) == 1 for parts in sources.values())
     for _name, _slug, commit, _part in fetch.GIT_REPOSITORIES:
         assert len(commit) == 40 and int(commit, 16) >= 0
     for _name, requirement, filename, sha256, _part in fetch.REPOSITORIES:
@@ -52,7 +59,9 @@ def test_run_picks_the_part_from_the_command_line(run) -> None:
     assert run._part([]) == (run.DEV, set())
     assert run._part(["--held-out"]) == (run.HELD_OUT, set())
     assert run._part(["--part", "heldout2", "DiT"]) == (run.HELD_OUT_2, {"DiT"})
-    with pytest.raises(SystemExit, match="--part takes one of development, heldout2, heldout3"):
+    assert run._part(["--part", "heldout3"]) == (run.PARTS[2], set())
+    assert run._part(["--part", "heldout4", "edm"]) == (run.HELD_OUT, {"edm"})
+    with pytest.raises(SystemExit, match="--part takes one of development, heldout2, heldout3, heldout4"):
         run._part(["--part", "heldout9"])
 
 
@@ -66,10 +75,10 @@ def test_table_reports_each_part_apart_and_reads_rows_written_before_parts(run) 
          "failed": ["repo:c.py:C: cannot choose a value"], **common},
     ]
     text = run.table(rows)
-    assert "| b (held out 2) | 2 |" in text and "| c (held out 3) | 3 | — repo:c.py:C: cannot choose" in text
+    assert "| b (held out 2) | 2 |" in text and "| c (held out 4) | 3 | — repo:c.py:C: cannot choose" in text
     assert "development: 1/1 repositories" in text
     assert "held out 2: 1/1 repositories" in text
-    assert "held out 3: 0/1 repositories" in text
+    assert "held out 4: 0/1 repositories" in text
 
 
 def test_lock_pins_and_left_out_names_are_read(fetch, tmp_path, monkeypatch) -> None:
