@@ -42,6 +42,7 @@ from opscan.records import DeviceProfile, ModelTrace
 from opscan.trace import (
     checkpoints,
     fakes,
+    lazy,
     libraries,
     loaders,
     logs,
@@ -119,7 +120,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
                     devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(), \
                     fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(), loaders.in_process(requests.note), \
                     run_mode.host_reads(recorder), checkpoints.checkpoints(recorder), \
-                    libraries.real_answers(), recorder:
+                    libraries.real_answers(), lazy.lazy(), recorder:
                 if module:
                     runpy.run_module(script, run_name="__main__", alter_sys=True)
                 else:
