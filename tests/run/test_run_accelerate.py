@@ -145,6 +145,24 @@ def test_the_environment_is_the_one_accelerates_simple_launcher_sets(words):
 
 
 @needs_accelerate
+def test_several_processes_get_the_environment_of_accelerates_multi_gpu_launcher():
+    """`--multi_gpu` runs torchrun, under accelerate's prepare_multi_gpu_env; torchrun's own RANK,
+    WORLD_SIZE, ... are the fake process group's (tests/run/test_run_cli.py)."""
+    from accelerate.commands.launch import (
+        _validate_launch_command,
+        launch_command_parser,
+    )
+    from accelerate.utils.launch import prepare_multi_gpu_env
+
+    words = ["--multi_gpu", "--num_processes", "2", "--mixed_precision", "fp16"]
+    args, _, _ = _validate_launch_command(launch_command_parser().parse_args([*words, "train.py"]))
+    env = prepare_multi_gpu_env(args)
+    ours = parse(*words, "train.py", device="cpu")
+    assert ours["nproc"] == 2
+    assert ours["env"] == {k: v for k, v in env.items() if k.startswith(("ACCELERATE_", "MASTER_", "KMP_", "OMP_"))}
+
+
+@needs_accelerate
 def test_an_accelerate_script_sees_the_launchers_state_and_takes_its_step(tmp_path, monkeypatch, fresh_accelerate):
     from opscan.trace.script import run_script
 
