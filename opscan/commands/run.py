@@ -67,6 +67,8 @@ def parse_command(command: list[str], device: str = "neuron") -> dict:
             head, words = "torchrun", words[1:]
         elif words[:2] == ["-m", "accelerate.commands.launch"]:
             head, words = "accelerate", ["accelerate", "launch", *words[2:]]
+    if head == "accelerate-launch":   # accelerate's second console script
+        head, words = "accelerate", ["accelerate", "launch", *words[1:]]
     if head == "accelerate":
         if words[1:2] != ["launch"]:
             raise UsageError(f"`{' '.join(words[:2])}`: of accelerate's commands only `accelerate launch` runs a script")

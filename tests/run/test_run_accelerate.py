@@ -72,6 +72,7 @@ def test_hyphens_equals_cpu_and_module_forms():
 
     same = parse_command(["python", "-m", "accelerate.commands.launch", "--cpu", "-m", "pkg.train", "x"])
     assert same["env"] == parsed["env"] | {"ACCELERATE_MIXED_PRECISION": "no"}
+    assert parse_command(["accelerate-launch", "--cpu", "-m", "pkg.train", "x"]) == same
 
 
 def test_several_processes_are_rank_0_of_a_fake_group_on_the_accelerator():
