@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "runs to its end")
     parser.add_argument("--nproc", type=positive_int, default=None, metavar="N",
                         help="world size of the fake process group of a torchrun/DDP script (default: "
-                             "torchrun's --nproc-per-node, else none)")
+                             "torchrun's --nproc-per-node or accelerate launch's --num_processes, else none)")
     from opscan.commands.check import FORMATS
     from opscan.commands.flags import add_db_argument
     from opscan.commands.flags import add_limit_arguments
@@ -44,13 +44,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", metavar="FILE", default=None, help="write the report to FILE")
     add_limit_arguments(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- python SCRIPT ARGS...",
-                        help="the command that runs the script: python SCRIPT, python -m MODULE or "
-                             "torchrun [--nproc-per-node N] SCRIPT, with its arguments")
+                        help="the command that runs the script: python SCRIPT, python -m MODULE, "
+                             "torchrun [--nproc-per-node N] SCRIPT or accelerate launch [OPTIONS] SCRIPT, "
+                             "with its arguments")
 
 
-def parse_command(command: list[str]) -> dict:
-    """{"script", "argv", "module", "nproc"} of `python SCRIPT ARGS`, `python -m MODULE ARGS`,
-    `torchrun [OPTIONS] SCRIPT ARGS` or `SCRIPT.py ARGS`. Raises UsageError."""
+def parse_command(command: list[str], device: str = "neuron") -> dict:
+    """{"script", "argv", "module", "nproc", "env", "summary"} of `python SCRIPT ARGS`, `python -m MODULE
+    ARGS`, `torchrun [OPTIONS] SCRIPT ARGS`, `accelerate launch [OPTIONS] SCRIPT ARGS` (NOTE [accelerate
+    launch]) or `SCRIPT.py ARGS`. `env`: the variables the launcher sets for the script. Raises UsageError."""
+    from opscan.commands.accelerate_launch import parse_accelerate
     from opscan.errors import UsageError
 
     words = list(command[1:] if command[:1] == ["--"] else command)
@@ -62,6 +65,14 @@ def parse_command(command: list[str]) -> dict:
         words = words[1:]
         if words[:2] == ["-m", "torch.distributed.run"] or words[:2] == ["-m", "torch.distributed.launch"]:
             head, words = "torchrun", words[1:]
+        elif words[:2] == ["-m", "accelerate.commands.launch"]:
+            head, words = "accelerate", ["accelerate", "launch", *words[2:]]
+    if head == "accelerate-launch":   # accelerate's second console script
+        head, words = "accelerate", ["accelerate", "launch", *words[1:]]
+    if head == "accelerate":
+        if words[1:2] != ["launch"]:
+            raise UsageError(f"`{' '.join(words[:2])}`: of accelerate's commands only `accelerate launch` runs a script")
+        return parse_accelerate(words[2:], device)
     if head == "torchrun":
         words = words[1:]
         while words and words[0].startswith("-") and words[0] not in ("-m", "--module"):
@@ -76,8 +87,8 @@ def parse_command(command: list[str]) -> dict:
         words = words[1:]
     if not words or words[0].startswith("-"):
         raise UsageError(f"no script in the command {' '.join(command)!r}: expected python SCRIPT ARGS, "
-                         "python -m MODULE ARGS or torchrun SCRIPT ARGS")
-    return {"script": words[0], "argv": words[1:], "module": module, "nproc": nproc}
+                         "python -m MODULE ARGS, torchrun SCRIPT ARGS or accelerate launch SCRIPT ARGS")
+    return {"script": words[0], "argv": words[1:], "module": module, "nproc": nproc, "env": {}, "summary": ""}
 
 
 def project_root(script: str, module: bool) -> Path:
@@ -105,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     from opscan.isolation import run as isolated
     from opscan.outcome import result_of
 
-    parsed = parse_command(args.command)
+    parsed = parse_command(args.command, args.device)
     if not parsed["module"] and not Path(parsed["script"]).is_file():
         raise InputError("no such script", path=parsed["script"])
     root = project_root(parsed["script"], parsed["module"])
@@ -120,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     def trace(model, root_, profile, _limits=None):   # the run's own limits apply (below)
         options = {"script": parsed["script"] if parsed["module"] else str(Path(parsed["script"]).resolve()),
                    "argv": list(parsed["argv"]), "module": parsed["module"], "device": args.device,
-                   "steps": args.steps, "nproc": args.nproc or parsed["nproc"], "profile": profile,
+                   "steps": args.steps, "nproc": args.nproc or parsed["nproc"], "env": parsed["env"], "profile": profile,
                    "project_root": str(root), "cwd": os.getcwd()}
         if getattr(args, "in_process", False):
             from opscan.trace.script import run_script
@@ -129,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             result, said = result_of(isolated(RUN_FUNCTION, options, limits), f"run of {name}", limits)
         notes.extend(said)
+        if parsed["summary"]:
+            notes.append(parsed["summary"])
         if result.host_ops:
             notes.append(f"{len(result.host_ops)} ops ran on host tensors (data loading, metrics): listed "
                          "apart (JSON host_ops), not checked against the database")

@@ -84,11 +84,14 @@ def build_empty(make):
 @contextlib.contextmanager
 def empty_weights():
     """Register every new Parameter on `meta` (no memory, no init cost); buffers stay real."""
+    from torch.nn.parameter import UninitializedParameter
+
     original = nn.Module.register_parameter
 
     def register(module, name, param):
         original(module, name, param)
-        if param is not None and param.device.type != "meta":
+        if param is not None and param.device.type != "meta" and not isinstance(param, UninitializedParameter):
+            # a lazy module's placeholder has no data to allocate (NOTE [lazy modules on fake tensors])
             extra = dict(param.__dict__)
             extra["requires_grad"] = param.requires_grad
             module._parameters[name] = type(param)(param.to("meta"), **extra)

@@ -31,6 +31,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from opscan.trace import lazy
 from opscan.trace.fakes import patched
 
 _CUDA = re.compile(r"^cuda(:\d+)?$")
@@ -168,6 +169,9 @@ def move(module: nn.Module, device: torch.device, dtype=None, memory_format=None
         for name, param in list(sub._parameters.items()):
             if param is None:
                 continue
+            if lazy.is_placeholder(param):   # NOTE [lazy modules on fake tensors]
+                lazy.lazy_to(param, device, dtype)
+                continue
             new = done.get(id(param))
             if new is None:
                 with torch.no_grad():
@@ -176,7 +180,9 @@ def move(module: nn.Module, device: torch.device, dtype=None, memory_format=None
                 done[id(param)] = new
             sub._parameters[name] = new
         for name, buf in list(sub._buffers.items()):
-            if buf is not None:
+            if buf is not None and lazy.is_placeholder(buf):
+                lazy.lazy_to(buf, device, dtype)
+            elif buf is not None:
                 sub._buffers[name] = convert(buf)
 
 

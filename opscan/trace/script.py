@@ -42,6 +42,7 @@ from opscan.records import DeviceProfile, ModelTrace
 from opscan.trace import (
     checkpoints,
     fakes,
+    lazy,
     libraries,
     loaders,
     logs,
@@ -89,12 +90,13 @@ class ScriptRecorder(Recorder):
 
 
 def run_script(script: str, argv=(), *, module: bool = False, device: str = "neuron", steps: int | None = 1,
-               nproc: int | None = None, profile: DeviceProfile | None = None,
+               nproc: int | None = None, env: dict | None = None, profile: DeviceProfile | None = None,
                project_root: str | None = None, cwd: str | None = None) -> tuple[ModelTrace, tuple[str, ...]]:
     """Run `script` (a path, or a module name when `module`) with `argv` on fake tensors.
 
     Returns (the trace, notes: how the run ended and each CUDA request answered, with its line).
-    `steps`: optimizer steps to run (None: to the end); `nproc`: world size of a fake process group.
+    `steps`: optimizer steps to run (None: to the end); `nproc`: world size of a fake process group;
+    `env`: environment variables its launcher sets (accelerate launch's), set during the run only.
     """
     if device not in RUN_DEVICES:
         raise UsageError(f"unknown device {device!r} (known: {', '.join(RUN_DEVICES)})")
@@ -112,14 +114,11 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
     started = time.perf_counter()
     stopped, ended = "", "ran to its end"
     package = neuron_package.findable(requests.note) if device == "neuron" else contextlib.nullcontext()
-    with logs.captured(), _as_main(script, argv, module, cwd), _distributed(nproc, device) as dist_note, \
+    with logs.captured(), _as_main(script, argv, module, cwd), _environment(env or {}), \
+            _distributed(nproc, device) as dist_note, \
             _phases(recorder, counter), package:
         try:
-            with run_mode.RunMode(allow_non_fake_inputs=True), redirects.answering(device, requests), \
-                    devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(), \
-                    fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(), loaders.in_process(requests.note), \
-                    run_mode.host_reads(recorder), checkpoints.checkpoints(recorder), \
-                    libraries.real_answers(), recorder:
+            with _run_rules(device, requests, profile, recorder):
                 if module:
                     runpy.run_module(script, run_name="__main__", alter_sys=True)
                 else:
@@ -147,6 +146,20 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         seconds=round(time.perf_counter() - started, 3), supplied_fakes=tuple(sorted(recorder.supplied)),
         host_ops=recorder.host.usages(mode) if recorder.host is not None else ())
     return trace, tuple(notes)
+
+
+@contextlib.contextmanager
+def _run_rules(device: str, requests, profile, recorder: ScriptRecorder):
+    """The fake mode, the answers and rules of NOTE [running a script] and the recorder, entered in
+    this order (one ExitStack: Python allows 20 nested blocks in a function)."""
+    with contextlib.ExitStack() as stack:
+        for manager in (run_mode.RunMode(allow_non_fake_inputs=True), redirects.answering(device, requests),
+                        devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(),
+                        fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(),
+                        loaders.in_process(requests.note), run_mode.host_reads(recorder),
+                        checkpoints.checkpoints(recorder), libraries.real_answers(), lazy.lazy(), recorder):
+            stack.enter_context(manager)
+        yield
 
 
 def _name(script: str, module: bool, project_root: str | None) -> str:
@@ -258,6 +271,21 @@ def _as_main(script: str, argv, module: bool, cwd: str | None):
     finally:
         sys.argv, sys.path[:] = saved[0], saved[1]
         os.chdir(saved[2])
+
+
+@contextlib.contextmanager
+def _environment(env: dict):
+    """os.environ with `env` set inside (a launcher's variables), as it was after."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update({k: str(v) for k, v in env.items()})
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @contextlib.contextmanager

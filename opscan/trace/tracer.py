@@ -18,7 +18,7 @@ from opscan.records import DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES,
 from opscan.trace import device as devices
 from opscan.trace import fakes
 from opscan.trace import fsdp as fsdps
-from opscan.trace import logs
+from opscan.trace import lazy, logs
 from opscan.trace import step as steps
 from opscan.trace.recorder import MAX_SOURCES, LayerShapes, Recorder
 from opscan.trace.sources import SourceFinder
@@ -150,6 +150,9 @@ class _Tracer:
             for name, param in list(module._parameters.items()):
                 if param is None:
                     continue
+                if lazy.is_placeholder(param):   # shaped by its first forward: _infer_lazy
+                    lazy.lazy_to(param, self.device)
+                    continue
                 new = done.get(id(param))
                 if new is None:
                     new = nn.Parameter(self._fake(param.shape, param.dtype),
@@ -157,12 +160,25 @@ class _Tracer:
                     done[id(param)] = new
                 module._parameters[name] = new
             for name, buf in list(module._buffers.items()):
-                if buf is not None:
+                if buf is not None and lazy.is_placeholder(buf):
+                    lazy.lazy_to(buf, self.device)
+                elif buf is not None:
                     module._buffers[name] = self._convert(buf)
         self.args = tuple(self._convert(a) for a in self.built.args)
         self.kwargs = {k: self._convert_value(v) if k in self.built.values else self._convert(v)
                        for k, v in self.built.kwargs.items()}
         self.labels = self._convert(self.built.labels) if self.built.labels is not None else None
+        self._infer_lazy()
+
+    def _infer_lazy(self) -> None:
+        """A model with lazy modules gets its shapes from a forward of the inputs, on fake tensors
+        and not recorded, as the dry run torch's documentation asks for before an optimizer is
+        built (NOTE [lazy modules on fake tensors] in lazy.py). A forward that fails here fails
+        again in the recorded step, which reports it."""
+        if not any(lazy.is_placeholder(t) for t in (*self.model.parameters(), *self.model.buffers())):
+            return
+        with contextlib.suppress(Exception), self._mode(), lazy.lazy(), torch.no_grad():
+            self.model(*self.args, **self.kwargs)
 
     def _mode(self):
         return self.fake_mode if self.fake_mode is not None else contextlib.nullcontext()

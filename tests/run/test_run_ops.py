@@ -37,11 +37,11 @@ def token_file(tmp_path) -> Path:
 
 def _scripts(token_file: Path) -> dict[str, list[str]]:
     return {"gpt_train.py": ["--max-iters", "3"], "gan_train.py": [], "sgd_loop.py": [],
-            "tokens_train.py": ["--data", str(token_file)], "seeded_workers.py": ["--epochs", "2"]}
+            "tokens_train.py": ["--data", str(token_file)], "seeded_workers.py": ["--epochs", "2"], "lazy_train.py": []}
 
 
 @pytest.mark.parametrize("name", ["gpt_train.py", "gan_train.py", "sgd_loop.py", "tokens_train.py",
-                                  "seeded_workers.py"])
+                                  "seeded_workers.py", "lazy_train.py"])
 def test_fake_cpu_run_dispatches_the_ops_of_a_real_cpu_run(name, token_file, tmp_path, monkeypatch):
     from opscan.trace.script import run_script
 
