@@ -266,14 +266,6 @@ def registry_names(tree: ast.Module) -> list[str]:
     return out
 
 
-def hubconf_recipes(tree: ast.Module, rel: str) -> list[Recipe]:
-    """`repo:hubconf.py:entry` for each public function defined in a hubconf.py."""
-    return [Recipe(f"repo:{rel}:{node.name}", "hubconf", rel, node.lineno,
-                   f"torch.hub entry point {node.name}(pretrained=False)", 600 - index)
-            for index, node in enumerate(n for n in tree.body if isinstance(n, ast.FunctionDef)
-                                         and not n.name.startswith("_"))]
-
-
 def main_recipe(tree: ast.Module, rel: str, classes: set[str]) -> Recipe | None:
     """`repo:FILE#main` when the file's `__main__` block builds one of its classes and calls it."""
     for node in tree.body:
