@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import json
 import re
 from collections import deque
@@ -29,7 +30,7 @@ from opscan.errors import TargetError
 from opscan.records import Discovery, ModelCandidate
 from opscan.scan import files as scan_files
 from opscan.scan.resolver import Imports
-from opscan.targets import call_sites, hubconf, registries, repo_tests
+from opscan.targets import call_sites, hubconf, registries, repo_tests, shipped
 from opscan.targets import factories as factories_
 from opscan.targets import recipes as repo
 from opscan.targets.folders import NO_TRUST_NOTE, TIMM_FOLDER, read_config, remote_code
@@ -309,12 +310,20 @@ def _recipes(tree: ast.Module, rel: str, known: tuple = (frozenset(), frozenset(
     wrappers = repo.wrapper_classes(classes)
     roots = {n: c for n, c in classes.items() if n not in built_inside or n in wrappers}
     factories = [n for n in tree.body if isinstance(n, ast.FunctionDef) and _is_factory(n)]
-    found = repo.class_recipes(tree, rel, roots, repo.runs_code_on_import(tree), wrappers, known[1])
+    folder = root / Path(rel).parent if root is not None else None
+    found = repo.class_recipes(tree, rel, roots, repo.runs_code_on_import(tree), wrappers, known[1],
+                               shipped=lambda required: _shipped_table(folder, frozenset(required)))
     found += repo.factory_recipes(tree, rel, factories)
     found += repo.builder_recipes(tree, rel, factories)
     found = _with_registries(found, registries.registry_recipes(tree, rel, set(classes) | known[0]))
     main = repo.main_recipe(tree, rel, set(classes))
     return found + ([main] if main is not None else [])
+
+
+@functools.lru_cache(maxsize=256)
+def _shipped_table(folder: Path | None, required: frozenset[str]) -> str:
+    """Where a config file beside the code holds `required` (`config.json['waveglow_config']`), else ""."""
+    return shipped.described(folder, set(required))
 
 
 def _test_recipes(path: Path, rel: str, models: frozenset[str]) -> list[repo.Recipe]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-import json
 import math
 import re
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.targets import factories
+from opscan.targets import factories, shipped
 from opscan.targets.recipes import named_value  # small values by parameter name
 
 LAYER_NAMES = {"depth", "n_layer", "n_layers", "num_layers", "nlayers", "num_hidden_layers", "num_blocks",
@@ -51,10 +50,32 @@ def arguments(fn, module, folder: Path | None) -> tuple[dict, list[str]]:
             kwargs[name] = value
             how.append(words)
             continue
-        value, words = fill(name, _own_nested(fn, param.annotation), module, folder)
+        try:
+            value, words = fill(name, _own_nested(fn, param.annotation), module, folder)
+        except TargetError:
+            table = shipped_arguments(fn, folder)
+            if table is None:
+                raise
+            return {**{k: v for k, v in kwargs.items() if v is False}, **table[0]}, [table[1]]
         kwargs[name] = value
         how.append(words)
     return kwargs, how
+
+
+def shipped_arguments(cls, folder: Path | None) -> tuple[dict, str] | None:
+    """(kwargs, words) for a model class's required constructor arguments from a table of a config
+    file beside its code (NOTE [constructor arguments from a shipped file] in shipped.py), else None."""
+    if not inspect.isclass(cls):
+        return None
+    names = dict(parameters(cls))
+    required = {n for n, p in names.items() if p.default is inspect.Parameter.empty}
+    found = shipped.covering(folder, required, order=lambda p: (_size_rank(p.stem), p.as_posix()))
+    if found is None:
+        return None
+    table, where = found
+    cut = shipped.shrink_counts(table)
+    words = f"{cls.__name__}(**{where}): constructor arguments from a config file beside it"
+    return {k: v for k, v in table.items() if k in names}, words + (f" ({', '.join(cut)})" if cut else "")
 
 
 def sibling_defaults(fn, module) -> tuple[dict, str] | None:
@@ -391,19 +412,7 @@ def size_in_name(name: str) -> float | None:
 
 
 def _read(path: Path):
-    try:
-        if path.stat().st_size > 1 << 20:
-            return None
-        text = path.read_text(encoding="utf-8")
-        if path.suffix == ".json":
-            return json.loads(text)
-        if path.suffix == ".toml":
-            import tomllib
-            return tomllib.loads(text)
-        import yaml
-        return yaml.safe_load(text)
-    except Exception:  # noqa: BLE001 - an unreadable file is simply not a config
-        return None
+    return shipped.read(path)
 
 
 def pick_variant(module) -> tuple[str, str] | None:

@@ -134,9 +134,10 @@ def wrapper_classes(classes: dict[str, ast.ClassDef]) -> set[str]:
 
 
 def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], runs_on_import: bool,
-                  wrappers: set[str] = frozenset(), bases: frozenset[str] = frozenset()) -> list[Recipe]:
+                  wrappers: set[str] = frozenset(), bases: frozenset[str] = frozenset(), shipped=None) -> list[Recipe]:
     """`repo:FILE:Class` for the file's root nn.Module classes (and its wrappers); `bases`: the
-    repository's classes other model classes derive from (a base class ranks low)."""
+    repository's classes other model classes derive from (a base class ranks low); `shipped(required)`:
+    where a config file beside the code holds them all, else "" (opscan/targets/shipped.py)."""
     configs = config_classes(tree)
     out = []
     for name, node in roots.items():
@@ -148,6 +149,12 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
         inherited = outside[0] if outside and outside[0] not in roots and outside[0] not in ("Module", "nn.Module") \
             and not ast.unparse(node.bases[0]).endswith("nn.Module") else ""
         how = _class_how(name, required, init, configs, inherited)
+        unnamed = [r for r in required if named_value(r) is None and not _CONFIG_NAME.search(r) and name not in wrappers]
+        table = shipped(required) if shipped is not None and unnamed else ""
+        if table:   # NOTE [constructor arguments from a shipped file] in shipped.py
+            where, _, cut = table.partition(" (")
+            how = f"{name}(**{where}): constructor arguments from a config file beside it" + (f" ({cut}" if cut else "")
+            unnamed = []
         own = any(isinstance(i, ast.FunctionDef) and i.name == "get_default_config" for i in node.body)
         if own and any(_CONFIG_NAME.search(r) for r in required):
             how = f"{name}({name}.get_default_config()): the model's own default config, unset sizes filled by name"
@@ -161,8 +168,7 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
             + (150 if _MAIN_CLASS.search(name) or name in wrappers and name.endswith("Wrapper") else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
             - (300 if _SKIP_PARTS & set(rel.split("/")[:-1]) else 0) - 20 * rel.count("/") \
             - (300 if name in bases else 0) \
-            - 300 * len([r for r in required if named_value(r) is None and not _CONFIG_NAME.search(r)
-                         and name not in wrappers])
+            - 300 * len(unnamed)
         out.append(Recipe(f"repo:{rel}:{name}", "repo-class", rel, node.lineno, how, score))
     return out
 

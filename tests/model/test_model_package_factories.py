@@ -52,3 +52,12 @@ def test_hubconf_entry_points_imported_from_the_package(run_cli):
     assert TRAIN <= _phases(report) and "aten::convolution" in {op["op"] for op in report["ops"]}
     assert "traced with no configuration: repo:hubconf.py:tinyvit_vits8: torch.hub entry point " \
            "tinyvit_vits8(pretrained=False), imported from vitzoo.hub.backbones" in report["notes"]
+
+
+def test_model_class_arguments_from_a_nested_table_of_a_config_file_beside_it(run_cli):
+    report = _report(run_cli, REPOS / "shippedcfg")
+    first = report["traces"][0]
+    assert first["target"] == "repo:flow.py:Flow" and first["complete"]   # not FlowLoss, which needs nothing
+    assert TRAIN <= _phases(report) and "aten::convolution" in {op["op"] for op in report["ops"]}
+    assert "traced with no configuration: repo:flow.py:Flow: Flow(**config.json[\"flow_config\"]): constructor " \
+           "arguments from a config file beside it (n_flows 12 -> 2, WN_config.n_layers 8 -> 2)" in report["notes"]
