@@ -70,6 +70,7 @@ def named_value(name: str):
 _CONFIG_NAME = re.compile(r"(config|conf|cfg|args|hparams|params|settings|options)$", re.IGNORECASE)
 _MAIN_FILE = re.compile(r"(^|_)(model|models|modeling|net|network|gpt|transformer|unet|vit|arch)", re.IGNORECASE)
 _MAIN_CLASS = re.compile(r"(GPT|Transformer|Model|Net|UNet|Unet|ViT|LM|Llama|Diffusion|Encoder|Classifier)$")
+_SUPERSEDED = re.compile(r"(^|[_-])(old|legacy|deprecated|backup|bak|orig)$", re.IGNORECASE)   # glow_old.py: ranks low
 _SKIP_PARTS = {"tests", "test", "testing", "docs", "doc", "examples", "example", "scripts", "tools",
                "benchmarks", "benchmark", "experiments", "experimental"}
 _PYTHON_FENCE = {"", "python", "py", "python3", "pycon"}
@@ -108,7 +109,7 @@ class Recipe:
 # model is the one nothing else builds: within its file (a "root" class, as discover.py finds them)
 # and, scored here, the one in a file named like a model (model.py, models/, modeling_*.py) and
 # not under tests/docs/examples, whose name reads like a model (GPT, Transformer, UNet, ViT, ...),
-# with the longest definition, and taking a config. Examples in the repository's own words (README
+# with the longest definition, and taking a config (not in a file named as superseded: glow_old.py). Examples in the repository's own words (README
 # blocks, hubconf entries) build the model the authors meant and call it with real inputs, so they
 # rank first; a `__main__` demo next to the model code too. A builder with no required argument
 # that says it returns a model (`def llama3_2_1b() -> TransformerDecoder`) is the repository's own
@@ -168,7 +169,7 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
             + (150 if _MAIN_CLASS.search(name) or name in wrappers and name.endswith("Wrapper") else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
             - (300 if _SKIP_PARTS & set(rel.split("/")[:-1]) else 0) - 20 * rel.count("/") \
             - (300 if name in bases else 0) \
-            - 300 * len(unnamed)
+            - 300 * len(unnamed) - (200 if _SUPERSEDED.search(PurePosixPath(rel).stem) else 0)
         out.append(Recipe(f"repo:{rel}:{name}", "repo-class", rel, node.lineno, how, score))
     return out
 
