@@ -62,3 +62,12 @@ def test_model_class_arguments_from_a_nested_table_of_a_config_file_beside_it(ru
     assert TRAIN <= _phases(report) and "aten::convolution" in {op["op"] for op in report["ops"]}
     assert "traced with no configuration: repo:flow.py:Flow: Flow(**config.json[\"flow_config\"]): constructor " \
            "arguments from a config file beside it (n_flows 12 -> 2, WN_config.n_layers 8 -> 2)" in report["notes"]
+
+
+def test_a_file_target_of_a_package_is_imported_as_its_package_imports_it(run_cli):
+    target = f"{REPOS / 'pkgfactory' / 'zoo' / 'model_factory.py'}:create_model"
+    code, out, err = run_cli("trace", target, "--input", "0:float32[2,3,16,16]", "--format", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    (trace,) = report["traces"]
+    assert trace["complete"] and "aten::convolution" in {op["op"] for op in report["ops"]}
