@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import json
 import re
 from collections import deque
@@ -29,10 +30,11 @@ from opscan.errors import TargetError
 from opscan.records import Discovery, ModelCandidate
 from opscan.scan import files as scan_files
 from opscan.scan.resolver import Imports
+from opscan.targets import call_sites, hubconf, registries, repo_tests, shipped
+from opscan.targets import factories as factories_
 from opscan.targets import recipes as repo
-from opscan.targets import call_sites, registries, repo_tests
-from opscan.targets.tries import MAX_TRIES
 from opscan.targets.folders import NO_TRUST_NOTE, TIMM_FOLDER, read_config, remote_code
+from opscan.targets.tries import MAX_TRIES
 
 # Folders never searched: the scan's (environments, caches, build output, version control; with any
 # virtual environment and `*.egg-info`), plus `env` and every hidden folder.
@@ -204,9 +206,12 @@ def _with_setup_calls(root: Path, built: list[ModelCandidate], traced: tuple[str
 def zero_config_targets(found: list[ModelCandidate], built: list[ModelCandidate]) -> tuple[str, ...]:
     """What `opscan REPO` tries with no configuration, in order: ready factories, model folders and
     exports, then the best-ranked `repo:` recipes (at most one per file, MAX_TRIES in all)."""
-    first = [c.target for c in found if c.ready and (c.kind in ("hf-folder", "timm-folder")
-                                                     or c.kind == "factory" and _model_factory(c))]
-    files = {c.path for c in found if c.ready and c.kind == "factory" and _model_factory(c)}   # a file's own factory is enough
+    first, files = [], set()   # a file's own factory is enough (its first)
+    for cand in found:
+        if cand.ready and (cand.kind in ("hf-folder", "timm-folder")
+                           or cand.kind == "factory" and _model_factory(cand) and cand.path not in files):
+            first.append(cand.target)
+            files |= {cand.path} if cand.kind == "factory" else set()
     rest = []
     for cand in built:
         if cand.path in files:
@@ -289,14 +294,15 @@ def python_candidates(path: Path, rel: str, root: Path, trust_remote_code: bool 
     if tree is None:
         return []
     if ways is not None:
-        ways.extend(_recipes(tree, rel, known))
+        ways.extend(_recipes(tree, rel, known, root))
     return _module_candidates(tree, rel, root, path.parent, trust_remote_code, notebook=False)
 
 
-def _recipes(tree: ast.Module, rel: str, known: tuple = (frozenset(), frozenset())) -> list[repo.Recipe]:
+def _recipes(tree: ast.Module, rel: str, known: tuple = (frozenset(), frozenset()),
+             root: Path | None = None) -> list[repo.Recipe]:
     """The file's recipes; `known`: the repository's (model classes, base model classes) (NOTE [bases in other files])."""
     if Path(rel).name == "hubconf.py":
-        return repo.hubconf_recipes(tree, rel)
+        return hubconf.hubconf_recipes(tree, rel, root)
     classes = _module_classes(tree, known=known[0])
     built_inside = {c.func.id for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
                     for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
@@ -304,12 +310,20 @@ def _recipes(tree: ast.Module, rel: str, known: tuple = (frozenset(), frozenset(
     wrappers = repo.wrapper_classes(classes)
     roots = {n: c for n, c in classes.items() if n not in built_inside or n in wrappers}
     factories = [n for n in tree.body if isinstance(n, ast.FunctionDef) and _is_factory(n)]
-    found = repo.class_recipes(tree, rel, roots, repo.runs_code_on_import(tree), wrappers, known[1])
+    folder = root / Path(rel).parent if root is not None else None
+    found = repo.class_recipes(tree, rel, roots, repo.runs_code_on_import(tree), wrappers, known[1],
+                               shipped=lambda required: _shipped_table(folder, frozenset(required)))
     found += repo.factory_recipes(tree, rel, factories)
     found += repo.builder_recipes(tree, rel, factories)
     found = _with_registries(found, registries.registry_recipes(tree, rel, set(classes) | known[0]))
     main = repo.main_recipe(tree, rel, set(classes))
     return found + ([main] if main is not None else [])
+
+
+@functools.lru_cache(maxsize=256)
+def _shipped_table(folder: Path | None, required: frozenset[str]) -> str:
+    """Where a config file beside the code holds `required` (`config.json['waveglow_config']`), else ""."""
+    return shipped.described(folder, set(required))
 
 
 def _test_recipes(path: Path, rel: str, models: frozenset[str]) -> list[repo.Recipe]:
@@ -386,13 +400,19 @@ def _module_candidates(tree: ast.Module, rel: str, root: Path | None, folder: Pa
     if not notebook:
         for fn in factories:
             required = _required_parameters(fn) - FACTORY_PARAMETERS
-            if required:
+            defaults = factories_.defaults_function(tree, fn) if required and not runs_on_import else None
+            if required and defaults is None:
                 note = f"{fn.name}() needs arguments ({', '.join(sorted(required))}): " + \
                        "write a factory without them (5 lines)"
             else:
                 note = import_note
-            out.append(ModelCandidate(target=f"{rel}:{fn.name}", kind="factory", path=rel, line=fn.lineno,
-                                      ready=not note, note=note))
+            target = f"{rel}:{fn.name}"
+            if not note and (defaults or not factories_.returns_example(fn)):   # NOTE [factories of a package]
+                target = f"repo:{target}"
+                note = f"{fn.name}(**{defaults}()): its required arguments from {defaults}() of its file, " \
+                       "the model the first of what it returns" if defaults else ""
+            out.append(ModelCandidate(target=target, kind="factory", path=rel, line=fn.lineno,
+                                      ready=not note or target.startswith("repo:"), note=note))
         for name, node in classes.items():
             if name in built_inside or node.name.startswith("_"):
                 continue

@@ -10,9 +10,9 @@ opscan/targets/repo_inputs.py's job. Used by opscan/targets/repository.py.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
-import json
 import math
 import re
 import sys
@@ -21,8 +21,9 @@ from pathlib import Path
 from torch import nn
 
 from opscan.errors import TargetError
+from opscan.targets import factories, shipped
+from opscan.targets.recipes import named_value  # small values by parameter name
 
-from opscan.targets.recipes import named_value   # small values by parameter name
 LAYER_NAMES = {"depth", "n_layer", "n_layers", "num_layers", "nlayers", "num_hidden_layers", "num_blocks",
                "n_blocks", "layers"}
 CONFIG_ARG = re.compile(r"(config|conf|cfg|args|hparams|params|settings|options)$", re.IGNORECASE)
@@ -34,21 +35,80 @@ SMALL = ("nano", "tiny", "mini", "small", "xs", "s", "base", "gpt2", "124m", "t"
 def arguments(fn, module, folder: Path | None) -> tuple[dict, list[str]]:
     """(kwargs for `fn`, how each was filled); TargetError naming the argument that could not be."""
     kwargs, how = {}, []
+    given = sibling_defaults(fn, module)   # NOTE [arguments from a defaults function] in factories.py
+    if given is not None:
+        kwargs, words = given
+        how.append(words)
     for name, param in parameters(fn):
         if name in ("pretrained", "pretrained_backbone", "progress", "download", "load_weights"):
             kwargs[name] = False
             continue
-        if param.default is not inspect.Parameter.empty:
+        if param.default is not inspect.Parameter.empty or name in kwargs:
             continue
         if inspect.isclass(fn) and CONFIG_ARG.search(name) and callable(getattr(fn, "get_default_config", None)):
             value, words = own_default_config(fn)
             kwargs[name] = value
             how.append(words)
             continue
-        value, words = fill(name, _own_nested(fn, param.annotation), module, folder)
+        try:
+            value, words = fill(name, _own_nested(fn, param.annotation), module, folder)
+        except TargetError:
+            table = shipped_arguments(fn, folder)
+            if table is None:
+                raise
+            return {**{k: v for k, v in kwargs.items() if v is False}, **table[0]}, [table[1]]
         kwargs[name] = value
         how.append(words)
     return kwargs, how
+
+
+def shipped_arguments(cls, folder: Path | None) -> tuple[dict, str] | None:
+    """(kwargs, words) for a model class's required constructor arguments from a table of a config
+    file beside its code (NOTE [constructor arguments from a shipped file] in shipped.py), else None."""
+    if not inspect.isclass(cls):
+        return None
+    names = dict(parameters(cls))
+    required = {n for n, p in names.items() if p.default is inspect.Parameter.empty}
+    found = shipped.covering(folder, required, order=lambda p: (_size_rank(p.stem), p.as_posix()))
+    if found is None:
+        return None
+    table, where = found
+    cut = shipped.shrink_counts(table)
+    words = f"{cls.__name__}(**{where}): constructor arguments from a config file beside it"
+    return {k: v for k, v in table.items() if k in names}, words + (f" ({', '.join(cut)})" if cut else "")
+
+
+def sibling_defaults(fn, module) -> tuple[dict, str] | None:
+    """(kwargs, words) from the no-argument function of `fn`'s file whose returned dict covers its
+    required arguments (NOTE [arguments from a defaults function] in factories.py), else None."""
+    if inspect.isclass(fn) or not inspect.isfunction(fn) or \
+            all(p.default is not inspect.Parameter.empty for _, p in parameters(fn)):
+        return None
+    home = sys.modules.get(getattr(fn, "__module__", ""), module)
+    try:
+        tree = ast.parse(Path(inspect.getsourcefile(fn) or "").read_bytes())
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return None
+    node = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == fn.__name__), None)
+    name = factories.defaults_function(tree, node) if node is not None else None
+    maker = getattr(home, name, None) if name else None
+    if not callable(maker):
+        return None
+    try:
+        values = maker()
+    except Exception as exc:  # noqa: BLE001 - user code
+        raise TargetError(f"{name}() failed: {type(exc).__name__}: {exc}".splitlines()[0]) from None
+    if not isinstance(values, dict):
+        return None
+    accepts = dict(parameters(fn))
+    anything = any(p.kind == p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
+    kwargs = shrink({k: v for k, v in values.items() if k in accepts or anything})
+    return kwargs, f"{fn.__name__}(**{name}())"
+
+
+def from_defaults(how: list[str]) -> bool:
+    """True when `arguments` took the kwargs from a defaults function (sibling_defaults)."""
+    return bool(how) and "(**" in how[0] and how[0].endswith("())")
 
 
 def own_default_config(owner):
@@ -352,19 +412,7 @@ def size_in_name(name: str) -> float | None:
 
 
 def _read(path: Path):
-    try:
-        if path.stat().st_size > 1 << 20:
-            return None
-        text = path.read_text(encoding="utf-8")
-        if path.suffix == ".json":
-            return json.loads(text)
-        if path.suffix == ".toml":
-            import tomllib
-            return tomllib.loads(text)
-        import yaml
-        return yaml.safe_load(text)
-    except Exception:  # noqa: BLE001 - an unreadable file is simply not a config
-        return None
+    return shipped.read(path)
 
 
 def pick_variant(module) -> tuple[str, str] | None:

@@ -97,7 +97,25 @@ def empty_weights():
             module._parameters[name] = type(param)(param.to("meta"), **extra)
 
     nn.Module.register_parameter = register
+    nn.Parameter.data = property(_DATA.__get__, _set_data)   # NOTE [init code setting .data]
     try:
         yield
     finally:
         nn.Module.register_parameter = original
+        del nn.Parameter.data
+
+
+_DATA = torch._C.TensorBase.__dict__["data"]
+
+
+def _set_data(param, value):
+    if isinstance(value, torch.Tensor) and param.device.type == "meta" and value.device.type != "meta":
+        value = value.to("meta")
+    _DATA.__set__(param, value)
+
+
+# NOTE [init code setting .data]
+# Init code often replaces a weight it computed itself: `self.conv.weight.data = W` (WaveGlow's
+# invertible 1x1 convolution, an orthonormal W from torch.qr). The Parameter is on `meta` by then,
+# and torch refuses a real tensor for it ("incompatible tensor type"); while a model is built, a
+# real tensor given to a meta Parameter's `.data` goes to `meta` too (its values are not needed).

@@ -103,10 +103,20 @@ def _import_file(path: Path, project_root: str | None):
     added = [str(path.parent.resolve())]
     if project_root:
         added.append(str(Path(project_root).resolve()))
+    package_root = path.resolve().parent
+    while (package_root / "__init__.py").is_file():   # a module of a package: imported as one
+        package_root = package_root.parent
+    if package_root != path.resolve().parent:
+        added.append(str(package_root))
     for entry in added:
         if entry not in sys.path:
             sys.path.insert(0, entry)
     sys.modules[name] = module
+    if package_root != path.resolve().parent:   # relative imports work (NOTE [factories of a package])
+        try:
+            return importlib.import_module(".".join(path.resolve().relative_to(package_root).with_suffix("").parts))
+        except Exception:  # noqa: BLE001, S110 - its package fails to import: the file alone, as before
+            pass
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:

@@ -70,6 +70,7 @@ def named_value(name: str):
 _CONFIG_NAME = re.compile(r"(config|conf|cfg|args|hparams|params|settings|options)$", re.IGNORECASE)
 _MAIN_FILE = re.compile(r"(^|_)(model|models|modeling|net|network|gpt|transformer|unet|vit|arch)", re.IGNORECASE)
 _MAIN_CLASS = re.compile(r"(GPT|Transformer|Model|Net|UNet|Unet|ViT|LM|Llama|Diffusion|Encoder|Classifier)$")
+_SUPERSEDED = re.compile(r"(^|[_-])(old|legacy|deprecated|backup|bak|orig)$", re.IGNORECASE)   # glow_old.py: ranks low
 _SKIP_PARTS = {"tests", "test", "testing", "docs", "doc", "examples", "example", "scripts", "tools",
                "benchmarks", "benchmark", "experiments", "experimental"}
 _PYTHON_FENCE = {"", "python", "py", "python3", "pycon"}
@@ -108,7 +109,7 @@ class Recipe:
 # model is the one nothing else builds: within its file (a "root" class, as discover.py finds them)
 # and, scored here, the one in a file named like a model (model.py, models/, modeling_*.py) and
 # not under tests/docs/examples, whose name reads like a model (GPT, Transformer, UNet, ViT, ...),
-# with the longest definition, and taking a config. Examples in the repository's own words (README
+# with the longest definition, and taking a config (not in a file named as superseded: glow_old.py). Examples in the repository's own words (README
 # blocks, hubconf entries) build the model the authors meant and call it with real inputs, so they
 # rank first; a `__main__` demo next to the model code too. A builder with no required argument
 # that says it returns a model (`def llama3_2_1b() -> TransformerDecoder`) is the repository's own
@@ -134,9 +135,10 @@ def wrapper_classes(classes: dict[str, ast.ClassDef]) -> set[str]:
 
 
 def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], runs_on_import: bool,
-                  wrappers: set[str] = frozenset(), bases: frozenset[str] = frozenset()) -> list[Recipe]:
+                  wrappers: set[str] = frozenset(), bases: frozenset[str] = frozenset(), shipped=None) -> list[Recipe]:
     """`repo:FILE:Class` for the file's root nn.Module classes (and its wrappers); `bases`: the
-    repository's classes other model classes derive from (a base class ranks low)."""
+    repository's classes other model classes derive from (a base class ranks low); `shipped(required)`:
+    where a config file beside the code holds them all, else "" (opscan/targets/shipped.py)."""
     configs = config_classes(tree)
     out = []
     for name, node in roots.items():
@@ -148,6 +150,12 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
         inherited = outside[0] if outside and outside[0] not in roots and outside[0] not in ("Module", "nn.Module") \
             and not ast.unparse(node.bases[0]).endswith("nn.Module") else ""
         how = _class_how(name, required, init, configs, inherited)
+        unnamed = [r for r in required if named_value(r) is None and not _CONFIG_NAME.search(r) and name not in wrappers]
+        table = shipped(required) if shipped is not None and unnamed else ""
+        if table:   # NOTE [constructor arguments from a shipped file] in shipped.py
+            where, _, cut = table.partition(" (")
+            how = f"{name}(**{where}): constructor arguments from a config file beside it" + (f" ({cut}" if cut else "")
+            unnamed = []
         own = any(isinstance(i, ast.FunctionDef) and i.name == "get_default_config" for i in node.body)
         if own and any(_CONFIG_NAME.search(r) for r in required):
             how = f"{name}({name}.get_default_config()): the model's own default config, unset sizes filled by name"
@@ -161,8 +169,7 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
             + (150 if _MAIN_CLASS.search(name) or name in wrappers and name.endswith("Wrapper") else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
             - (300 if _SKIP_PARTS & set(rel.split("/")[:-1]) else 0) - 20 * rel.count("/") \
             - (300 if name in bases else 0) \
-            - 300 * len([r for r in required if named_value(r) is None and not _CONFIG_NAME.search(r)
-                         and name not in wrappers])
+            - 300 * len(unnamed) - (200 if _SUPERSEDED.search(PurePosixPath(rel).stem) else 0)
         out.append(Recipe(f"repo:{rel}:{name}", "repo-class", rel, node.lineno, how, score))
     return out
 
@@ -264,14 +271,6 @@ def registry_names(tree: ast.Module) -> list[str]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             out.extend(ast.unparse(t) for t in targets if isinstance(t, ast.Name))
     return out
-
-
-def hubconf_recipes(tree: ast.Module, rel: str) -> list[Recipe]:
-    """`repo:hubconf.py:entry` for each public function defined in a hubconf.py."""
-    return [Recipe(f"repo:{rel}:{node.name}", "hubconf", rel, node.lineno,
-                   f"torch.hub entry point {node.name}(pretrained=False)", 600 - index)
-            for index, node in enumerate(n for n in tree.body if isinstance(n, ast.FunctionDef)
-                                         and not n.name.startswith("_"))]
 
 
 def main_recipe(tree: ast.Module, rel: str, classes: set[str]) -> Recipe | None:

@@ -86,7 +86,7 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
     says nothing is named by the repository's own call (`call`: a call_sites.Call, whose argument at
     that position, `model(x, input_pos)`, names it; `kinds`: how the repository makes a name)."""
     b = batch or 2
-    params = parameters(model.forward)
+    params = passed_on(model, parameters(model.forward))
     leaf = _first_leaf(model, params[0][0] if params else "")
     side = _size(config, IMAGE_NAMES, 0, model)
     channels = _size(config, CHANNEL_NAMES, 0, model)
@@ -129,6 +129,26 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
     if not params:
         raise TargetError(f"{type(model).__name__}.forward takes no input opscan can name")
     return probe_inputs(model, tuple(args), kwargs, config, main)
+
+
+def passed_on(model: nn.Module, params: list) -> list:
+    """The forward's parameters; for `forward(self, *args, is_training=False, **kwargs)`, which names
+    none it requires, those of the method it passes `*args` on to (`self.forward_features(*args,
+    **kwargs)`: `x`, `masks=None`), the forward's own keyword ones left out."""
+    try:
+        signature = inspect.signature(model.forward)
+    except (TypeError, ValueError):
+        return params
+    if not any(p.kind == p.VAR_POSITIONAL for p in signature.parameters.values()) \
+            or any(p.default is inspect.Parameter.empty for _, p in params):
+        return params
+    try:
+        source = inspect.getsource(type(model).forward)
+    except (OSError, TypeError):
+        return params
+    called = re.search(r"self\.(\w+)\(\s*\*\w+", source)
+    target = getattr(model, called.group(1), None) if called else None
+    return parameters(target) if callable(target) and parameters(target) else params
 
 
 _POSITIONS = re.compile(r"^(input_pos|pos|positions?|position_ids|pos_ids|input_positions|start_pos|offset)$")

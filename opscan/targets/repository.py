@@ -141,13 +141,18 @@ def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str)
         raise TargetError(f"{target}: {path.name} has no {name!r} once loaded")
     kwargs, how = construct.arguments(obj, module, path.parent)
     config = next((v for v in kwargs.values() if not isinstance(v, (int, float, str, bool))), kwargs)
+    if construct.from_defaults(how):   # a factory's own words (`num_channels`: its width): its image size only
+        config = {k: v for k, v in kwargs.items() if k in repo_inputs.IMAGE_NAMES}
     result = _construct(obj, kwargs, how)
-    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module):
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module) \
+            and isinstance(result[1], (dict, tuple, list, torch.Tensor)):
         model, example = result
         if isinstance(example, dict):
             return Built(model, kwargs=dict(example), description=target)
         return Built(model, args=tuple(example) if isinstance(example, (tuple, list)) else (example,),
                      description=target)
+    if isinstance(result, tuple):   # `(model, diffusion)`: the first nn.Module (NOTE [factories of a package])
+        result = next((item for item in result if isinstance(item, nn.Module)), result)
     if not isinstance(result, nn.Module):
         raise TargetError(f"{target}: returned {type(result).__name__}, not an nn.Module")
     if not how:   # nothing was sized by opscan: a builder or defaults at full depth (NOTE [cutting repeated blocks])

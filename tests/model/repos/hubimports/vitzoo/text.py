@@ -1,0 +1,2 @@
+def tokenize(texts):
+    return [list(t.encode()) for t in texts]
