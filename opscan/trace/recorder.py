@@ -6,7 +6,10 @@ import weakref
 from collections import Counter, defaultdict
 
 import torch
-from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+)
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from opscan.records import PHASES, OpSource, OpUsage, StandIn
@@ -156,9 +159,7 @@ class Recorder(TorchDispatchMode):
         try:
             out = func(*args, **kwargs)
         except (DataDependentOutputException, DynamicOutputShapeException):
-            out, kind, value = stand_in(func, args, kwargs, self._from_all(args))
-            self.count_stand_in(name, kind, value, source)
-            return out
+            return self._stand_in(func, name, source, args, kwargs)
         except (RuntimeError, NotImplementedError):
             if func in fakes.SUPPLIED:  # PyTorch's fake kernel is stricter than the real ones
                 out = fakes.supply(func, args, kwargs)
@@ -174,11 +175,15 @@ class Recorder(TorchDispatchMode):
                 return out
             if not (self.device_type == "meta" and covers(func, args)):
                 raise
-            out, kind, value = stand_in(func, args, kwargs, self._from_all(args))
-            self.count_stand_in(name, kind, value, source)
-            return out
+            return self._stand_in(func, name, source, args, kwargs)
         if func.overloadpacket in ALL_OPS and isinstance(out, torch.Tensor):
             self._all_outputs[id(out)] = weakref.ref(out)
+        return out
+
+    def _stand_in(self, func, name, source, args, kwargs):
+        """The stand-in output of a data-dependent op, counted (NOTE [stand-ins])."""
+        out, kind, value = stand_in(func, args, kwargs, self._from_all(args))
+        self.count_stand_in(name, kind, value, source)
         return out
 
     def _from_all(self, args) -> bool:
@@ -286,4 +291,4 @@ def _top(found: Counter) -> tuple[OpSource, ...]:
 
 
 def _canonical(name: str) -> str:
-    return name[: -len(".default")] if name.endswith(".default") else name
+    return name.removesuffix(".default")

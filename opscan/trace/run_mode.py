@@ -4,8 +4,10 @@ and `.numpy()` / `.tolist()` read host values (NOTE [host values])."""
 from __future__ import annotations
 
 import contextlib
+import weakref
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensorConverter
 from torch.utils._mode_utils import no_dispatch
 from torch.utils._pytree import tree_leaves, tree_map_only
 
@@ -19,11 +21,22 @@ class RunMode(devices.FakeMode):
 
     keep_values = True
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fake_tensor_converter = _Converter(copy_data=self.fake_tensor_converter.meta_converter.copy_data,
+                                                export=self.fake_tensor_converter.export)
+
     def dispatch(self, func, types, args=(), kwargs=None):
         if func.overloadpacket in _RANDOM_FACTORIES:
             out = self._kept_random(func, args, kwargs or {})
             if out is not None:
                 return out
+        if func.overloadpacket in _HOST_FACTORIES:
+            out = self._kept_host_factory(func, args, kwargs or {})
+            if out is not None:
+                return out
+        if func is torch.ops.aten._coalesced_.default:
+            return self._coalesced(func, types, args, kwargs)
         if any(_host_data(t) for t in tree_leaves((args, kwargs))):
             args, kwargs = tree_map_only(torch.Tensor, self._host_constant, (args, kwargs or {}))
         out = super().dispatch(func, types, args, kwargs)
@@ -43,6 +56,42 @@ class RunMode(devices.FakeMode):
         if real.numel() > HOST_NUMEL:
             return None   # NOTE: the generator advanced as in a real run; the values are dropped
         return self._kept_fake(real, torch.device("cpu"))
+
+    def _kept_host_factory(self, func, args, kwargs):
+        """`torch.zeros(n, dtype=torch.long)`, `torch.full(...)`, `torch.eye(n)` ... on the host, with
+        their values (NOTE [host values]); None when not on the host or larger than HOST_NUMEL."""
+        from torch.fx.operator_schemas import normalize_function
+
+        if any(isinstance(a, torch.Tensor) for a in tree_leaves((args, kwargs))):
+            return None
+        if kwargs.get("device") is not None and torch.device(kwargs["device"]).type != "cpu":
+            return None
+        if kwargs.get("layout") not in (None, torch.strided):
+            return None
+        normal = normalize_function(func, args, kwargs, normalize_to_only_use_kwargs=True)
+        numel = _factory_numel(normal.kwargs) if normal is not None else None
+        if numel is None or numel > HOST_NUMEL:
+            return None
+        with no_dispatch():
+            real = func(*args, **kwargs)
+        return self._kept_fake(real, torch.device("cpu"))
+
+    def _coalesced(self, func, types, args, kwargs):
+        """A sparse tensor's coalesced flag, set on its values too but not through constant propagation,
+        which would make a fake tensor of its output again (NOTE [sparse host data])."""
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        t = args[0]
+        held = t.constant if isinstance(t, FakeTensor) else None
+        if held is None:
+            return super().dispatch(func, types, args, kwargs)
+        with no_dispatch():
+            held._coalesced_(*args[1:], **(kwargs or {}))
+        t.constant = None
+        try:
+            return super().dispatch(func, types, args, kwargs)
+        finally:
+            t.constant = held
 
     def _host_constant(self, t):
         if not _host_data(t):
@@ -64,22 +113,96 @@ class RunMode(devices.FakeMode):
 # `randperm(n).tolist()`, a synthetic dataset draws images with `torch.randn`. So host tensors keep
 # their values as real ones do: host random factories (randint, randperm, randn, rand) draw from the
 # real generator, a real CPU tensor entering the run (from `torch.from_numpy`, `torch.frombuffer`,
-# `torch.load`, or built before the run) keeps its values whatever its dtype, integer results of up
-# to KEPT_NUMEL elements and integer `arange`s too (NOTE [inputs with values] in device.py), each up
-# to HOST_NUMEL elements; ops whose inputs all have values compute theirs for real on the CPU
+# `torch.load`, or built before the run) keeps its values whatever its dtype, so do host factories
+# whose arguments give their values (zeros, ones, full, eye, arange, linspace, scalar_tensor: a
+# dataset writes a word's codes into `torch.zeros(n, dtype=torch.long)`, and an item without values
+# would leave the loader's worker path, NOTE [loader workers]; not `empty`, where a module's weights
+# start before their random init), integer results of up to KEPT_NUMEL elements and integer
+# `arange`s too (NOTE [inputs with values] in device.py), each up to HOST_NUMEL elements (a
+# factory's size is checked before it is made); ops whose inputs all have values compute theirs for real on the CPU
 # (FakeTensorMode's constant propagation), and `.numpy()` / `.tolist()` read them. What the script
 # computes from its model (weights made by `nn.Module` constructors, activations, the loss) has no
 # values: a loss's `.item()` is still a counted stand-in. Values stay on the host: a tensor moved to
 # the imitated device loses them (a constant there would make FakeTensorMode run a real kernel of a
 # device that does not exist).
+#
+# NOTE [sparse host data]
+# Host code also builds sparse COO tensors from its data (`torch.diag(v).to_sparse()`, an adjacency
+# from an edge list with `torch.sparse_coo_tensor`) and multiplies or adds them to dense ones. They
+# keep their values like dense host data, limited by what they store (indices and values), not by
+# their dense size. FakeTensorMode's constants assume a storage: it finds a written constant's
+# aliases through it, which a sparse tensor has not (`Cannot access storage of SparseTensorImpl`),
+# so the run's converter keeps sparse constants apart (their only alias is the fake tensor holding
+# them), and a sparse tensor's coalesced flag is set on the fake tensor and on its values without
+# constant propagation (which would convert the same tensor again, without end). Other sparse
+# layouts (CSR, CSC, BSR) are not kept: they are fake sparse tensors without values.
 _RANDOM_FACTORIES = (torch.ops.aten.randint, torch.ops.aten.randperm, torch.ops.aten.randn, torch.ops.aten.rand)
 HOST_NUMEL = 1 << 24
+# Factories whose values their arguments give (NOTE [host values]).
+_HOST_FACTORIES = (torch.ops.aten.zeros, torch.ops.aten.ones, torch.ops.aten.full, torch.ops.aten.eye,
+                   torch.ops.aten.arange, torch.ops.aten.linspace, torch.ops.aten.scalar_tensor)
+
+
+def _factory_numel(arguments: dict) -> int | None:
+    """The element count a factory call makes, from its normalized arguments; None if not plain ints."""
+    import math
+
+    try:
+        if "size" in arguments:
+            return math.prod(int(n) for n in arguments["size"]) if all(type(n) is int for n in arguments["size"]) else None
+        if "n" in arguments:
+            m = arguments.get("m")
+            return int(arguments["n"]) * int(arguments["n"] if m is None else m)
+        if "steps" in arguments:
+            return int(arguments["steps"])
+        if "end" in arguments:
+            start, step = arguments.get("start") or 0, arguments.get("step") or 1
+            return max(0, math.ceil((float(arguments["end"]) - float(start)) / float(step)))
+        return 1   # scalar_tensor
+    except (TypeError, ValueError, ZeroDivisionError):
+        return None
 
 
 def _host_data(t) -> bool:
-    """A real (not fake) strided CPU tensor without autograd, small enough to keep (NOTE [host values])."""
-    return (type(t) is torch.Tensor and t.device.type == "cpu" and t.layout == torch.strided
-            and not t.requires_grad and t.numel() <= HOST_NUMEL)
+    """A real (not fake) CPU tensor without autograd, strided or sparse, small enough to keep (NOTE
+    [host values], NOTE [sparse host data])."""
+    if type(t) is not torch.Tensor or t.device.type != "cpu" or t.requires_grad:
+        return False
+    if t.layout == torch.strided:
+        return t.numel() <= HOST_NUMEL
+    return t.layout == torch.sparse_coo and _sparse_numel(t) <= HOST_NUMEL
+
+
+def _sparse_numel(t) -> int:
+    """The elements a COO tensor stores: its indices and values (its dense size may be far larger)."""
+    with no_dispatch():
+        return t._indices().numel() + t._values().numel()
+
+
+class _Converter(FakeTensorConverter):
+    """FakeTensorMode's converter, keeping sparse constants too (NOTE [sparse host data]): it finds the
+    aliases of a written constant through its storage, which a sparse tensor does not have; a sparse
+    constant's only alias is the fake tensor that holds it."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.sparse_constants: list = []
+
+    def add_constant_storage_mapping(self, fake_tensor) -> None:
+        if fake_tensor.constant is not None and fake_tensor.constant.layout != torch.strided:
+            self.sparse_constants = [r for r in self.sparse_constants if r() is not None]
+            self.sparse_constants.append(weakref.ref(fake_tensor))
+            return
+        super().add_constant_storage_mapping(fake_tensor)
+
+    def invalidate_constant_aliases(self, tensor) -> None:
+        if tensor.layout == torch.strided:
+            super().invalidate_constant_aliases(tensor)
+            return
+        for ref in self.sparse_constants:
+            fake = ref()
+            if fake is not None and fake.constant is tensor:
+                fake.constant = None
 
 
 def _distinct_outputs(mode, func, out: tuple) -> tuple:

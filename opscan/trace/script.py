@@ -21,6 +21,8 @@ sys.argv, its working directory: it reads its data and may write files), with:
   (NOTE [the imitated package] in neuron_package.py);
 - `torchrun`-style jobs: rank 0 of `nproc` on a fake process group (init_process_group answered
   with it), DistributedDataParallel a pass-through (its all-reduce runs in C++, not as aten ops);
+- `.item()` stand-ins that never end a loop answered with the loop's exit where the run would stop
+  (NOTE [forced loop exits] in loop_exits.py);
 - DataLoader workers imitated in-process (loaders.py), checkpoints written as zeros and small ones
   read back for real (checkpoints.py), libraries asking whether a tensor is fake answered as in a
   real run (libraries.py).
@@ -46,6 +48,7 @@ from opscan.trace import (
     libraries,
     loaders,
     logs,
+    loop_exits,
     neuron_package,
     run_mode,
 )
@@ -69,6 +72,10 @@ class ScriptRecorder(Recorder):
         super().__init__(finder, device, {})
         self.host = Recorder(finder, "cpu", {}) if device != "cpu" else None
         self.backwards = 0
+        self.loop_exits = loop_exits.LoopExits()
+
+    def _stand_in(self, func, name, source, args, kwargs):
+        return self.loop_exits.stand_in(self, func, name, source, args, kwargs)   # NOTE [forced loop exits]
 
     def enter_module(self, module, args) -> None:
         if not self.module_stack:
@@ -137,6 +144,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
     label = _name(script, module, project_root)
     notes = [f"{label}: {ended if not stopped else 'stopped'}; {counter.describe()}"]
     notes.extend(f"{label}: {line}" for line in requests.lines())
+    notes.extend(f"{label}: {line}" for line in recorder.loop_exits.notes())
     if dist_note:
         notes.append(f"{label}: {dist_note}")
     mode = "train" if recorder.backwards or counter.total else "inference"

@@ -37,11 +37,12 @@ def token_file(tmp_path) -> Path:
 
 def _scripts(token_file: Path) -> dict[str, list[str]]:
     return {"gpt_train.py": ["--max-iters", "3"], "gan_train.py": [], "sgd_loop.py": [],
-            "tokens_train.py": ["--data", str(token_file)], "seeded_workers.py": ["--epochs", "2"], "lazy_train.py": []}
+            "tokens_train.py": ["--data", str(token_file)], "seeded_workers.py": ["--epochs", "2"],
+            "lazy_train.py": [], "infinite_loader.py": [], "sparse_graph.py": []}
 
 
 @pytest.mark.parametrize("name", ["gpt_train.py", "gan_train.py", "sgd_loop.py", "tokens_train.py",
-                                  "seeded_workers.py", "lazy_train.py"])
+                                  "seeded_workers.py", "lazy_train.py", "infinite_loader.py", "sparse_graph.py"])
 def test_fake_cpu_run_dispatches_the_ops_of_a_real_cpu_run(name, token_file, tmp_path, monkeypatch):
     from opscan.trace.script import run_script
 
@@ -50,7 +51,7 @@ def test_fake_cpu_run_dispatches_the_ops_of_a_real_cpu_run(name, token_file, tmp
     script = str(FIXTURES / name)
     recorder = _real_recorder()
     real = recorder.record(script, argv, steps=1)
-    trace, notes = run_script(script, argv, device="cpu", steps=1, project_root=str(FIXTURES))
+    trace, _ = run_script(script, argv, device="cpu", steps=1, project_root=str(FIXTURES))
     fake = {u.op for u in trace.ops} | {u.op for u in trace.host_ops}
     assert trace.complete, trace.stopped_at
     assert len(real) >= 20   # the script really ran a training step
@@ -80,4 +81,42 @@ def test_a_script_without_torch_optim_runs_to_its_end(tmp_path, monkeypatch):
     assert "ran to its end" in notes[0] and "no torch.optim optimizer" in notes[0]
     sub = next(u for u in trace.ops if u.op == "aten::sub_.Tensor")
     assert sub.phases == ("optimizer",)   # the hand-written update follows backward
-    assert any(s.op == "aten::_local_scalar_dense" for s in trace.stand_ins)   # acc.item(): a stand-in
+    # its weights are host tensors made by randn and zeros, which keep their values on the CPU (NOTE
+    # [host values]): acc.item() is computed, as in a real run, not a stand-in
+    assert not any(s.op == "aten::_local_scalar_dense" for s in trace.stand_ins)
+
+
+def test_a_loop_that_stand_ins_never_end_has_its_exit_forced(tmp_path, monkeypatch):
+    """`if loss < 1e-3: break` on a `.item()` stand-in: where the run would stop (StandInLoop), the
+    stand-in at that line becomes 0.0, the loop ends and the script's last lines run (NOTE [forced
+    loop exits]); the threshold is lowered so the test stays quick."""
+    from opscan.trace import recorder as recorders
+    from opscan.trace.script import run_script
+
+    monkeypatch.chdir(tmp_path)
+    script = str(FIXTURES / "converge_loop.py")
+    real = _real_recorder().record(script, [], steps=None)
+    monkeypatch.setattr(recorders, "MAX_STAND_INS_PER_SITE", 20)
+    trace, notes = run_script(script, device="cpu", steps=None, project_root=str(FIXTURES))
+    fake = {u.op for u in trace.ops}
+    assert trace.complete, trace.stopped_at
+    assert _real_recorder().jaccard(real, fake) >= 0.95, (sorted(real - fake), sorted(fake - real))
+    assert "aten::unbind.int" in fake   # the weights printed after the loop
+    line = next(i for i, text in enumerate(Path(script).read_text().splitlines(), 1) if ".item()" in text)
+    forced = [s for s in trace.stand_ins if s.kind == "loop-exit"]
+    assert [(s.source.line, s.count) for s in forced] == [(line, 1)]
+    assert forced[0].value.startswith("0.0")
+    assert any(f"loop exit forced at converge_loop.py:{line} after 20 iterations" in n for n in notes), notes
+
+
+def test_a_loop_that_the_forced_exit_does_not_end_still_stops(tmp_path, monkeypatch):
+    from opscan.trace import recorder as recorders
+    from opscan.trace.script import run_script
+
+    script = tmp_path / "forever.py"
+    script.write_text("import torch\nw = torch.nn.Linear(2, 1)\nwhile True:\n"
+                      "    acc = w(torch.ones(1, 2)).sum().item()\n    if acc > 2.0:\n        break\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(recorders, "MAX_STAND_INS_PER_SITE", 20)
+    trace, _ = run_script(str(script), device="cpu", steps=None, project_root=str(tmp_path))
+    assert not trace.complete and "StandInLoop" in trace.stopped_at
