@@ -119,8 +119,9 @@ class Recipe:
 # that says it returns a model (`def llama3_2_1b() -> TransformerDecoder`) is the repository's own
 # way to build one: it ranks just below them, the smallest size its name spells first. A wrapper
 # (a class taking another model class of its file, NOTE [wrappers] in construct.py) counts as a
-# root even when another class builds it, and one named `*Wrapper` as model-named. Ties are broken by path and line, so
-# the order is deterministic.
+# root even when another class builds it, and one named `*Wrapper` as model-named. Activations,
+# losses, variants and parts rank below whole models (NOTE [parts below models]). Ties are broken
+# by path and line, so the order is deterministic.
 
 # NOTE [parts below models]
 # Some classes of a repository are no model at all, and others are parts of one; read statically,

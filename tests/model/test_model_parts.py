@@ -70,8 +70,9 @@ def test_kwargs_passed_on_to_a_built_body_are_filled_by_name():
 
     sys.path.insert(0, str(REPOS / "variant"))
     try:
-        from opscan.targets import construct
         from unetlib import superres, wrapped
+
+        from opscan.targets import construct
 
         kwargs, how = construct.arguments(wrapped.WrappedUNet, wrapped, None)
         assert kwargs == {"in_channels": 3, "model_channels": 3, "num_res_blocks": 2,
@@ -96,5 +97,5 @@ def test_the_layer_stack_skips_a_module_list_holding_none():
     model = nn.Module()
     model.optional = nn.ModuleList([nn.Linear(2, 2), None])
     model.layers = nn.ModuleList([nn.Linear(2, 2), nn.Linear(2, 2)])
-    shapes, count = layer_stack(model)
+    _, count = layer_stack(model)
     assert count == 2
