@@ -64,21 +64,22 @@ def test_collections_and_block_counts_get_small_values_by_name():
 
 
 def test_kwargs_passed_on_to_a_built_body_are_filled_by_name():
-    # WrappedUNet(*, in_channels, **kwargs) builds UNetModel(in_channels, out_channels=..., **kwargs):
+    # UNetHolder(*, in_channels, **kwargs) builds UNetModel(in_channels, out_channels=..., **kwargs):
     # the body's other required arguments are filled; those the call gives are not
     import sys
 
     sys.path.insert(0, str(REPOS / "variant"))
     try:
-        from unetlib import superres, wrapped
+        from unetlib import superres
+        from unetlib.examples import wrapped
 
         from opscan.targets import construct
 
-        kwargs, how = construct.arguments(wrapped.WrappedUNet, wrapped, None)
+        kwargs, how = construct.arguments(wrapped.UNetHolder, wrapped, None)
         assert kwargs == {"in_channels": 3, "model_channels": 3, "num_res_blocks": 2,
                           "attention_resolutions": (16, 8)}
         assert how == ["in_channels=3", "model_channels=3", "num_res_blocks=2", "attention_resolutions=(16, 8)"]
-        assert wrapped.WrappedUNet(**kwargs).unet.blocks
+        assert wrapped.UNetHolder(**kwargs).unet.blocks
         kwargs, _ = construct.arguments(superres.SuperResModel, superres, None)
         assert set(kwargs) == {"in_channels", "model_channels", "out_channels", "num_res_blocks",
                                "attention_resolutions"}

@@ -5,7 +5,7 @@ from torch import nn
 from unetlib.unet import UNetModel
 
 
-class WrappedUNet(nn.Module):
+class UNetHolder(nn.Module):
     def __init__(self, *, in_channels, **kwargs):
         super().__init__()
         self.unet = UNetModel(in_channels, out_channels=in_channels, **kwargs)
