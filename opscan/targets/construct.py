@@ -16,6 +16,7 @@ import inspect
 import math
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 from torch import nn
@@ -39,7 +40,7 @@ def arguments(fn, module, folder: Path | None) -> tuple[dict, list[str]]:
     if given is not None:
         kwargs, words = given
         how.append(words)
-    for name, param in parameters(fn):
+    for name, param in parameters(fn) + forwarded(fn):
         if name in ("pretrained", "pretrained_backbone", "progress", "download", "load_weights"):
             kwargs[name] = False
             continue
@@ -158,6 +159,74 @@ def _own_nested(fn, annotation):
         if inspect.isclass(own) and own is not annotation and issubclass(own, annotation):
             return own
     return annotation
+
+
+# NOTE [forwarded arguments]
+# A variant of a model class often takes a few arguments of its own and passes the rest on:
+# `SuperResModel(UNetModel).__init__(self, in_channels, *args, **kwargs)` calls
+# `super().__init__(in_channels * 2, *args, **kwargs)`; a model may pass its `**kwargs` on to the
+# body it builds instead (`PerceiverLM(*, dim, num_tokens, max_seq_len, **kwargs)` builds
+# `PerceiverIO(dim=dim, ..., **kwargs)`). Its signature names only its own arguments; the required
+# ones of the class its `**kwargs` go to (`model_channels`, ...; `depth`) are filled too, by name as
+# for any class, and passed by keyword through its `**kwargs` (so the retries of NOTE [constructor
+# constraints] can vary them). Those the call already gives (its positionals before `*args`, its
+# explicit keywords, read from the constructor's source; for a base whose source cannot be read,
+# the subclass's own positionals) are not; nor positional-only ones, nor anything when the class
+# takes no `**kwargs`. A class that forwards in turn is followed.
+
+def forwarded(cls) -> list:
+    """(name, inspect.Parameter) of the constructor a class's `**kwargs` are passed on to (its base's,
+    or a class it builds) that are not given already (NOTE [forwarded arguments])."""
+    init = vars(cls).get("__init__") if inspect.isclass(cls) else None
+    try:
+        own = inspect.signature(init).parameters if init is not None else {}
+    except (TypeError, ValueError):
+        return []
+    if not any(p.kind == p.VAR_KEYWORD for p in own.values()):
+        return []
+    base = next((b for b in cls.__mro__[1:] if "__init__" in vars(b)), object)
+    callee, given, keywords = _forwarding_call(init, own, base)
+    if callee is None or callee is object or callee is cls or callee.__module__.startswith("torch."):
+        return []
+    names = [(n, p) for n, p in parameters(callee) + forwarded(callee) if n not in own and n not in keywords]
+    positional = [n for n, p in parameters(callee) if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return [(n, p) for n, p in names if n not in positional[:given] and p.kind != p.POSITIONAL_ONLY]
+
+
+def _forwarding_call(init, own, base) -> tuple:
+    """(the class the `__init__` passes its `**kwargs` to, how many positionals and which keywords
+    the call gives besides): from its source; else its base, given the subclass's own positionals."""
+    kwarg = next(n for n, p in own.items() if p.kind == p.VAR_KEYWORD)
+    fallback = base, len([p for p in own.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]) - 1, set()
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+    except (OSError, TypeError, SyntaxError):
+        return fallback
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call) or not any(k.arg is None and isinstance(k.value, ast.Name)
+                                                     and k.value.id == kwarg for k in call.keywords):
+            continue
+        args = call.args
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "__init__":
+            callee = base
+            args = args[1:] if not isinstance(call.func.value, ast.Call) else args   # Base.__init__(self, ...)
+        else:
+            callee = _resolve(call.func, getattr(init, "__globals__", {}))
+            if not inspect.isclass(callee):
+                continue
+        given = next((i for i, a in enumerate(args) if isinstance(a, ast.Starred)), len(args))
+        return callee, given, {k.arg for k in call.keywords if k.arg}
+    return None, 0, set()
+
+
+def _resolve(func: ast.expr, names: dict):
+    """The object a call's `Name` or `module.Name` names in `names` (a function's globals), else None."""
+    if isinstance(func, ast.Name):
+        return names.get(func.id)
+    if isinstance(func, ast.Attribute):
+        owner = _resolve(func.value, names)
+        return getattr(owner, func.attr, None) if owner is not None else None
+    return None
 
 
 def parameters(fn):

@@ -53,9 +53,12 @@ for _names, _value in (
         ("dropout drop_rate attn_dropout p_drop", 0.0), ("timesteps num_timesteps", 10)):
     NAMED.update(dict.fromkeys(_names.split(), _value))
 
-_ENDINGS = (("depth", 2), ("layers", 2), ("heads", 2), ("classes", 10), ("tokens", 256), ("bands", 4),
-            ("freq", 10), ("dim", 64), ("dims", 64), ("hidden", 64), ("width", 64), ("features", 64),
-            ("channels", 3), ("size", 64))
+_ENDINGS = (("depth", 2), ("layers", 2), ("blocks", 2), ("heads", 2), ("classes", 10), ("tokens", 256),
+            ("bands", 4), ("freq", 10), ("dim", 64), ("dims", 64), ("hidden", 64), ("width", 64),
+            ("features", 64), ("channels", 3), ("size", 64))
+# Collections by their last word (`attention_resolutions`: the downsample rates that get attention,
+# `channel_mults`, `dilation_rates`): a small tuple, whatever the first word says (`dim_mults`).
+_COLLECTIONS = {"resolutions": (16, 8), "rates": (1, 2), "mults": (1, 2)}
 
 
 def named_value(name: str):
@@ -64,6 +67,8 @@ def named_value(name: str):
         return NAMED[name]
     last = name.lower().rsplit("_", 1)[-1]
     first = name.lower().split("_", 1)[0]
+    if "_" in name and last in _COLLECTIONS:
+        return _COLLECTIONS[last]
     return next((value for word, value in _ENDINGS if word in (last, first)), None)
 
 
@@ -115,8 +120,119 @@ class Recipe:
 # that says it returns a model (`def llama3_2_1b() -> TransformerDecoder`) is the repository's own
 # way to build one: it ranks just below them, the smallest size its name spells first. A wrapper
 # (a class taking another model class of its file, NOTE [wrappers] in construct.py) counts as a
-# root even when another class builds it, and one named `*Wrapper` as model-named. Ties are broken by path and line, so
-# the order is deterministic.
+# root even when another class builds it, and one named `*Wrapper` as model-named. Activations,
+# losses, variants and parts rank below whole models (NOTE [parts below models]). Ties are broken
+# by path and line, so the order is deterministic.
+
+# NOTE [parts below models]
+# Some classes of a repository are no model at all, and others are parts of one; read statically,
+# each ranks below the whole-model classes by how sure the sign is (part_penalty):
+# - no parameter-holding layer (`self.x = <a call>`, add_module, register_parameter, setattr, an
+#   argument named like a module kept, a base other than nn.Module): an activation (Swish, SiLU) or
+#   an abstract block; its trace would be one elementwise op: -600;
+# - a loss: named `*Loss` / `*Criterion`, or a forward taking a prediction and a target
+#   (`forward(pred, target)`, `forward(model_output)`): -600;
+# - a variant: a subclass of another model class of the repository whose constructor passes its
+#   `*args, **kwargs` on to its base (`SuperResModel(UNetModel)`): below its base even when that
+#   base ranks low as one (-300), so -400 (construct.forwarded fills the base's arguments);
+# - a part's name (PART_NAME: Mlp, FeedForward, Attention, Block, Norm, Embedding, Layer, ...),
+#   unless it also reads like a model (_MAIN_CLASS): -200; in a folder or file of parts (`layers/`,
+#   `modules/`, `ops/`, `blocks/`, `nn/`, `utils/`, `nn.py`): -200.
+# Classes built inside another class of their file are parts already (discover.py keeps only the
+# roots); a CapWords function called inside another of the file's classes or functions
+# (`FeedForward(dim)` used by `Transformer`) ranks -300 for the same reason (factory_recipes).
+PART_NAME = re.compile(r"(Mlp|MLP|FeedForward|FFN|Attention|Attn|Block|Norm|Embedding|Embed|Embedder|Activation|"
+                       r"Swish|SiLU|GELU|GLU|ReLU|Mish|Sigmoid|Tanh|Dropout|DropPath|Layer|Layers|Residual|Pool|"
+                       r"Head|Conv|Linear|Gate|Gating|Scale)\d*$")
+_PART_PLACES = {"layers", "modules", "ops", "blocks", "nn", "utils", "util", "common"}
+_LOSS_NAME = re.compile(r"(Loss|Criterion)\d*$")
+_PREDICTION = {"pred", "preds", "prediction", "predictions", "logits", "output", "outputs", "model_output",
+               "y_pred", "input", "inputs", "y_hat"}
+_TARGET = {"target", "targets", "gt", "ground_truth", "y_true", "label", "labels", "gt_labels"}
+_PLAIN_BASES = {"Module", "ABC", "object"}
+_MODULE_ARG = re.compile(r"(model|net|module|backbone|encoder|decoder|layer|block|body|head|fn|transformer)s?$",
+                         re.IGNORECASE)
+_VALUE_CALLS = {"int", "float", "str", "bool", "len", "max", "min", "abs", "round", "tuple", "list", "dict", "set",
+                "sum", "getattr", "isinstance", "range", "sqrt", "log", "exp", "pow", "default", "exists", "pair",
+                "zeros", "ones", "tensor", "arange", "randn", "rand", "empty", "full", "linspace", "as_tensor",
+                "zeros_like", "ones_like", "partial", "get", "lower", "format"}
+
+
+def part_penalty(node: ast.ClassDef, rel: str, wrappers=frozenset()) -> int:
+    """How far below the whole-model classes a class ranks as a part, a loss, an activation or a
+    variant (NOTE [parts below models]); 0 for a class that reads like a whole model."""
+    penalty = 0
+    if not holds_parameters(node) and node.name not in wrappers:
+        penalty += 600
+    if is_loss(node):
+        penalty += 600
+    if forwards_to_base(node):
+        penalty += 400
+    if PART_NAME.search(node.name) and not _MAIN_CLASS.search(node.name):
+        penalty += 200
+    places = rel.split("/")[:-1] + [PurePosixPath(rel).stem]
+    if _PART_PLACES & set(places):
+        penalty += 200
+    return penalty
+
+
+def holds_parameters(node: ast.ClassDef) -> bool:
+    """True when the class may hold a parameter: a base other than nn.Module, or anywhere in its body
+    a call's result or a module-named argument kept on `self`, add_module / register_parameter / setattr."""
+    if any(ast.unparse(b).split(".")[-1] not in _PLAIN_BASES for b in node.bases):
+        return True
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.Assign, ast.AnnAssign)) and sub.value is not None:
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            if not any(_on_self(t) for t in targets):
+                continue
+            if any(isinstance(c, ast.Call) and _callee(c) not in _VALUE_CALLS for c in ast.walk(sub.value)):
+                return True
+            if isinstance(sub.value, ast.Name) and _MODULE_ARG.search(sub.value.id):
+                return True
+        if isinstance(sub, ast.Call) and _callee(sub) in ("add_module", "register_parameter", "register_module",
+                                                          "setattr"):
+            return True
+    return False
+
+
+def is_loss(node: ast.ClassDef) -> bool:
+    """A loss: named `*Loss`/`*Criterion`, or its forward takes a prediction and a target (or only a
+    model's output)."""
+    if _LOSS_NAME.search(node.name):
+        return True
+    forward = next((i for i in node.body if isinstance(i, ast.FunctionDef) and i.name == "forward"), None)
+    required = _required(forward) - {"self"}
+    return bool(required & _PREDICTION and required & _TARGET) or required == {"model_output"}
+
+
+def forwards_to_base(node: ast.ClassDef) -> bool:
+    """A variant: a subclass of another class (a base other than nn.Module) whose `__init__` takes
+    `*args`/`**kwargs` and passes them on to its base."""
+    if not node.bases or ast.unparse(node.bases[0]).split(".")[-1] in _PLAIN_BASES:
+        return False
+    init = next((i for i in node.body if isinstance(i, ast.FunctionDef) and i.name == "__init__"), None)
+    if init is None or init.args.vararg is None and init.args.kwarg is None:
+        return False
+    passed = {init.args.vararg.arg if init.args.vararg else None, init.args.kwarg.arg if init.args.kwarg else None}
+    for call in ast.walk(init):
+        if isinstance(call, ast.Call) and ast.unparse(call.func).endswith("__init__"):
+            starred = {a.value.id for a in call.args if isinstance(a, ast.Starred) and isinstance(a.value, ast.Name)}
+            starred |= {k.value.id for k in call.keywords if k.arg is None and isinstance(k.value, ast.Name)}
+            if starred & passed:
+                return True
+    return False
+
+
+def _on_self(target) -> bool:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return any(_on_self(t) for t in target.elts)
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
+
+
+def _callee(call: ast.Call) -> str:
+    return ast.unparse(call.func).split(".")[-1]
+
 
 def wrapper_classes(classes: dict[str, ast.ClassDef]) -> set[str]:
     """Classes whose constructor takes another model class of the file as a required argument, by
@@ -162,13 +278,15 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
         if name in wrappers:
             how = how.replace("small values chosen by parameter name", "a wrapper: its model argument built "
                               "from its class, the rest by parameter name")
+        if forwards_to_base(node):
+            how += f"; the required arguments it passes on to {outside[0]} filled by name too"
         if runs_on_import:
             how += f" (definitions of {PurePosixPath(rel).name} only: it runs code at import)"
         length = (node.end_lineno or node.lineno) - node.lineno
         score = min(length, 400) + (150 if _MAIN_FILE.search(PurePosixPath(rel).stem) or "models" in rel.split("/") else 0) \
             + (150 if _MAIN_CLASS.search(name) or name in wrappers and name.endswith("Wrapper") else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
             - (300 if _SKIP_PARTS & set(rel.split("/")[:-1]) else 0) - 20 * rel.count("/") \
-            - (300 if name in bases else 0) \
+            - (300 if name in bases else 0) - part_penalty(node, rel, wrappers) \
             - 300 * len(unnamed) - (200 if _SUPERSEDED.search(PurePosixPath(rel).stem) else 0)
         out.append(Recipe(f"repo:{rel}:{name}", "repo-class", rel, node.lineno, how, score))
     return out
@@ -223,13 +341,17 @@ def config_words(node: ast.ClassDef) -> str:
 def factory_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]) -> list[Recipe]:
     """`repo:FILE:fn` for factories whose required arguments take a variant name from a registry."""
     registries = registry_names(tree)
+    used = {c.func.id for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+            for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id != node.name}
     out = []
     for fn in tree.body:   # CapWords functions that build a model from named sizes, e.g. MLPMixer(*, dim, depth)
         if isinstance(fn, ast.FunctionDef) and fn.name[:1].isupper() and fn not in factories \
                 and _required(fn) and all(named_value(r) is not None for r in _required(fn)):
+            part = (300 if fn.name in used else 0) \
+                + (200 if PART_NAME.search(fn.name) and not _MAIN_CLASS.search(fn.name) else 0)
             out.append(Recipe(f"repo:{rel}:{fn.name}", "repo-factory", rel, fn.lineno,
                               f"{fn.name}({', '.join(sorted(_required(fn)))}): small values chosen by parameter name",
-                              250 + min((fn.end_lineno or fn.lineno) - fn.lineno, 100)))
+                              250 + min((fn.end_lineno or fn.lineno) - fn.lineno, 100) - part))
     for fn in factories:
         required = _required(fn) - {"batch", "seq_len"}
         if not required:

@@ -283,7 +283,7 @@ def layer_stack(model, wanted: int = 0) -> tuple[LayerShapes, int]:
     for name, module in model.named_modules():
         if isinstance(module, nn.ModuleList) and len(module) and name and \
                 not any(name.startswith(outer + ".") for outer, _ in lists) and \
-                all(any(True for _ in child.parameters()) for child in module):
+                all(child is not None and any(True for _ in child.parameters()) for child in module):
             lists.append((name, module))
     if wanted:
         lists = [item for item in lists if len(item[1]) == wanted] or lists
