@@ -33,6 +33,7 @@ from torch.nn.parameter import (
 )
 
 from opscan.trace import fakes
+from opscan.trace.swaps import swap
 
 _DEVICE = "_opscan_lazy_device"   # the device a placeholder was moved to, while it has no fake data
 
@@ -79,8 +80,6 @@ def lazy_to(placeholder, device=None, dtype=None) -> None:
 
 
 def _materialize(self, shape, device=None, dtype=None) -> None:
-    from opscan.trace.redirect import _swap
-
     with torch._C.DisableTorchFunctionSubclass():   # read without dispatching (`self.data` is a detach)
         own_device, own_dtype = self.device, self.dtype
     device = device if device is not None else self.__dict__.get(_DEVICE, own_device)
@@ -99,7 +98,7 @@ def _materialize(self, shape, device=None, dtype=None) -> None:
         for name in ("persistent", "_is_buffer"):
             if name in self.__dict__:
                 setattr(made, name, self.__dict__[name])
-    _swap(self, made)
+    swap(self, made)
 
 
 def is_placeholder(t) -> bool:

@@ -32,6 +32,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from opscan.trace import lazy
+from opscan.trace.swaps import swap
 from opscan.trace.fakes import patched
 
 _CUDA = re.compile(r"^cuda(:\d+)?$")
@@ -201,23 +202,13 @@ def move(module: nn.Module, device: torch.device, dtype=None, memory_format=None
 # module (`model.half()`, `.bfloat16()`, `.float()`, `.double()`) swap fake parameters themselves
 # and failed the same way ("_apply(): Couldn't swap Linear.weight"): during the run
 # torch.utils.swap_tensors drops the two tensors' memo entries first.
-_SWAP = torch.utils.swap_tensors
-
-
-def _swap(t1, t2) -> None:
-    """torch.utils.swap_tensors of two tensors, their fake mode's memo entries dropped first."""
-    _forget_conversion(t1)
-    _forget_conversion(t2)
-    _SWAP(t1, t2)
-
-
 def _moved_parameter(param, moved):
     """`param` holding `moved`'s tensor (swapped in place), else a new Parameter around it."""
     grad = param.grad.to(moved.device) if param.grad is not None else None
     param.grad = None   # a gradient holds a second use of the tensor, which a swap refuses
     new = nn.Parameter(moved, requires_grad=param.requires_grad)
     try:
-        _swap(param, new)
+        swap(param, new)
     except RuntimeError:
         if grad is not None:
             new.grad = grad
@@ -225,18 +216,6 @@ def _moved_parameter(param, moved):
     if grad is not None:
         param.grad = grad
     return param
-
-
-def _forget_conversion(t) -> None:
-    """Drop `t` from its fake mode's memo of converted real tensors (a weak reference to it)."""
-    mode = getattr(t, "fake_mode", None)
-    converter = getattr(getattr(mode, "fake_tensor_converter", None), "meta_converter", None)
-    memo = getattr(converter, "tensor_memo", None)
-    if memo is None:
-        return
-    for key, value in list(memo.items()):
-        if value is t:
-            del memo[key]
 
 
 def _module_cuda(redirect: DeviceRedirect):
@@ -314,7 +293,7 @@ def answering(device: str, requests: Requests):
                                         _scaler_init(grad_scaler.GradScaler.__init__, redirect)))
         stack.enter_context(patched(grad_scaler.GradScaler, "_maybe_opt_step", _scaler_step))
         stack.enter_context(patched(torch, "compile", _compile(requests)))
-        stack.enter_context(patched(torch.utils, "swap_tensors", _swap))   # NOTE [moved parameters keep identity]
+        stack.enter_context(patched(torch.utils, "swap_tensors", swap))   # NOTE [moved parameters keep identity]
         if device != "cpu":   # torch.cuda's functions, also asked through torch.cuda.random
             for module in (torch.cuda, torch.cuda.random):
                 for name in sorted(vars(module)):
