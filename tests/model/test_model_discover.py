@@ -9,7 +9,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
 
 from opscan.discover import FACTORY_HINT, candidates, direct, toml_lines
 

@@ -10,7 +10,6 @@ Fixture repositories under tests/model/repos/ (tiny; traced in the sandbox child
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -25,24 +24,16 @@ REPOS = Path(__file__).resolve().parent / "repos"
 TRAIN = {"forward", "loss", "backward", "optimizer"}
 
 
-def _report(run_cli, path: Path) -> dict:
-    code, out, err = run_cli(str(path), "--format", "json", "--exit-zero")
-    assert code == 0, err
-    return json.loads(out)
-
-
-def _phases(report: dict) -> set[str]:
-    return {p for op in report["ops"] for p in op["phases"]}
 
 
 def _ops(report: dict) -> set[str]:
     return {op["op"] for op in report["ops"]}
 
 
-def test_registry_of_model_functions_builds_the_smallest_variant(run_cli):
-    report = _report(run_cli, REPOS / "modelfns")
+def test_registry_of_model_functions_builds_the_smallest_variant(repo_report, report_phases):
+    report = repo_report(REPOS / "modelfns")
     assert [t["target"] for t in report["traces"]] == ["repo:tinydit/models.py:TinyDiT_S_2"]
-    assert report["traces"][0]["complete"] and TRAIN <= _phases(report)
+    assert report["traces"][0]["complete"] and TRAIN <= report_phases(report)
     # forward(x, t, y): latent images sized by the patch embedder's img_size (16, not the 64 default:
     # its assert would stop the step), timesteps, class labels through the label embedding
     assert {"aten::convolution", "aten::embedding", "aten::cos"} <= _ops(report)
@@ -53,10 +44,10 @@ def test_registry_of_model_functions_builds_the_smallest_variant(run_cli):
     assert not any(c["target"].endswith(":TinyDiT") for c in report["discovery"]["candidates"])
 
 
-def test_decorator_registered_model_functions(run_cli):
-    report = _report(run_cli, REPOS / "registered")
+def test_decorator_registered_model_functions(repo_report, report_phases):
+    report = repo_report(REPOS / "registered")
     assert report["traces"][0]["target"] == "repo:zoo.py:mixer_tiny_16"   # pretrained=False: no weights asked
-    assert report["traces"][0]["complete"] and TRAIN <= _phases(report)
+    assert report["traces"][0]["complete"] and TRAIN <= report_phases(report)
     assert "traced with no configuration: repo:zoo.py:mixer_tiny_16: mixer_tiny_16(pretrained=False): the smallest " \
            "of 3 model functions registered by @register_model (repeated blocks cut to 2)" in report["notes"]
 
@@ -69,12 +60,12 @@ def test_variant_order():
                                                "DiT-XL/2"]
 
 
-def test_setup_call_from_the_repository_is_made_before_the_forward(run_cli):
-    report = _report(run_cli, REPOS / "setupcall")
+def test_setup_call_from_the_repository_is_made_before_the_forward(repo_report, report_phases):
+    report = repo_report(REPOS / "setupcall")
     traces = {t["target"]: t for t in report["traces"]}
     cached = traces["repo:model.py:Transformer"]
     # without setup_caches the forward asserts before any op; with it, a full training step
-    assert cached["complete"] and TRAIN <= _phases(report)
+    assert cached["complete"] and TRAIN <= report_phases(report)
     assert {"aten::index_put_", "aten::embedding"} <= _ops(report)     # the KV-cache update, the token ids
     assert cached["retried"] == "setup call .setup_caches(max_batch_size=2, max_seq_length=32) from generate.py:15; " \
                                 "input_pos passed as generate.py:10 passes it; tensors it set kept as buffers " \

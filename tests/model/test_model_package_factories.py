@@ -17,22 +17,14 @@ REPOS = Path(__file__).resolve().parent / "repos"
 TRAIN = {"forward", "backward", "optimizer"}
 
 
-def _report(run_cli, path: Path) -> dict:
-    code, out, err = run_cli(str(path), "--format", "json", "--exit-zero")
-    assert code == 0, err
-    return json.loads(out)
 
 
-def _phases(report: dict) -> set[str]:
-    return {p for op in report["ops"] for p in op["phases"]}
-
-
-def test_factories_of_a_package_import_relatively_and_take_a_defaults_function(run_cli):
-    report = _report(run_cli, REPOS / "pkgfactory")
+def test_factories_of_a_package_import_relatively_and_take_a_defaults_function(repo_report, report_phases):
+    report = repo_report(REPOS / "pkgfactory")
     assert [t["target"] for t in report["traces"]] == ["repo:zoo/model_factory.py:create_model",
                                                        "repo:zoo/script_util.py:create_model_and_schedule"]
     assert all(t["complete"] and t["mode"] == "train" for t in report["traces"])
-    assert TRAIN <= _phases(report) and "aten::convolution" in {op["op"] for op in report["ops"]}
+    assert TRAIN <= report_phases(report) and "aten::convolution" in {op["op"] for op in report["ops"]}
     assert "traced with no configuration: repo:zoo/model_factory.py:create_model: a factory whose " \
            "arguments have defaults" in report["notes"]
     assert any(n.startswith("traced with no configuration: repo:zoo/script_util.py:create_model_and_schedule: "
@@ -40,8 +32,8 @@ def test_factories_of_a_package_import_relatively_and_take_a_defaults_function(r
     assert not any("relative import" in n for n in report["notes"])
 
 
-def test_hubconf_entry_points_imported_from_the_package(run_cli):
-    report = _report(run_cli, REPOS / "hubimports")
+def test_hubconf_entry_points_imported_from_the_package(repo_report, report_phases):
+    report = repo_report(REPOS / "hubimports")
     # imported entries count; the smallest backbone first (vits before vitb/vitl, backbones before
     # heads); `tokenize` and the imported module `backbones` are no entries
     hub = [c["target"] for c in report["discovery"]["candidates"] if c["kind"] == "hubconf"]
@@ -49,17 +41,17 @@ def test_hubconf_entry_points_imported_from_the_package(run_cli):
                    "repo:hubconf.py:tinyvit_vitl8", "repo:hubconf.py:tinyvit_vits8_lc"]
     first = report["traces"][0]
     assert first["target"] == "repo:hubconf.py:tinyvit_vits8" and first["complete"]   # 56x56: its patch embedder's size
-    assert TRAIN <= _phases(report) and "aten::convolution" in {op["op"] for op in report["ops"]}
+    assert TRAIN <= report_phases(report) and "aten::convolution" in {op["op"] for op in report["ops"]}
     assert "traced with no configuration: repo:hubconf.py:tinyvit_vits8: torch.hub entry point " \
            "tinyvit_vits8(pretrained=False), imported from vitzoo.hub.backbones" in report["notes"]
 
 
-def test_model_class_arguments_from_a_nested_table_of_a_config_file_beside_it(run_cli):
-    report = _report(run_cli, REPOS / "shippedcfg")
+def test_model_class_arguments_from_a_nested_table_of_a_config_file_beside_it(repo_report, report_phases):
+    report = repo_report(REPOS / "shippedcfg")
     first = report["traces"][0]
     # not FlowLoss (it needs nothing), not flow_old.py (a superseded file, with a longer definition)
     assert first["target"] == "repo:flow.py:Flow" and first["complete"]
-    assert TRAIN <= _phases(report) and "aten::convolution" in {op["op"] for op in report["ops"]}
+    assert TRAIN <= report_phases(report) and "aten::convolution" in {op["op"] for op in report["ops"]}
     assert "traced with no configuration: repo:flow.py:Flow: Flow(**config.json[\"flow_config\"]): constructor " \
            "arguments from a config file beside it (n_flows 12 -> 2, WN_config.n_layers 8 -> 2)" in report["notes"]
 

@@ -4,7 +4,6 @@ opscan/targets/recipes.py, NOTE [forwarded arguments] in opscan/targets/construc
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -17,19 +16,14 @@ REPOS = Path(__file__).resolve().parent / "repos"
 TRAIN = {"forward", "backward", "optimizer"}
 
 
-def _report(run_cli, path: Path) -> dict:
-    code, out, err = run_cli(str(path), "--format", "json", "--exit-zero")
-    assert code == 0, err
-    return json.loads(out)
 
-
-def test_the_model_is_tried_before_its_parts_losses_and_activations(run_cli):
+def test_the_model_is_tried_before_its_parts_losses_and_activations(repo_report):
     # Tower composes FeedForward (a CapWords function of its file) and layers/mlp.py's Mlp; Swish
     # holds no parameter, PairLoss is a loss; each is longer than Tower, which once put them first
     order = candidates(REPOS / "parts", construct=True).traced
     assert order == ("repo:partlib/tower.py:Tower", "repo:partlib/layers/mlp.py:Mlp",
                      "repo:partlib/activations.py:Swish", "repo:partlib/losses.py:PairLoss")
-    report = _report(run_cli, REPOS / "parts")
+    report = repo_report(REPOS / "parts")
     traced = [t["target"] for t in report["traces"]]
     assert traced[0] == "repo:partlib/tower.py:Tower" and report["traces"][0]["complete"]
     assert not {"repo:partlib/tower.py:FeedForward", "repo:partlib/activations.py:Swish",
@@ -39,10 +33,10 @@ def test_the_model_is_tried_before_its_parts_losses_and_activations(run_cli):
                                  "num_tokens): small values chosen by parameter name"
 
 
-def test_a_variant_ranks_below_its_base_and_gets_the_arguments_it_passes_on(run_cli):
+def test_a_variant_ranks_below_its_base_and_gets_the_arguments_it_passes_on(repo_report):
     # SuperResModel(UNetModel).__init__(self, in_channels, *args, **kwargs): the base's required
     # model_channels, out_channels, num_res_blocks, attention_resolutions are filled by name too
-    report = _report(run_cli, REPOS / "variant")
+    report = repo_report(REPOS / "variant")
     assert [t["target"] for t in report["traces"]] == ["repo:unetlib/unet.py:UNetModel",
                                                        "repo:unetlib/superres.py:SuperResModel"]
     assert all(t["complete"] for t in report["traces"])

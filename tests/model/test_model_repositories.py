@@ -8,7 +8,6 @@ model was found, the one-line reason of each candidate that could not be built) 
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -23,21 +22,13 @@ REPOS = Path(__file__).resolve().parent / "repos"
 TRAIN = {"forward", "backward", "optimizer"}
 
 
-def _report(run_cli, path: Path) -> dict:
-    code, out, err = run_cli(str(path), "--format", "json", "--exit-zero")
-    assert code == 0, err
-    return json.loads(out)
 
 
-def _phases(report: dict) -> set[str]:
-    return {p for op in report["ops"] for p in op["phases"]}
-
-
-def test_gpt_with_a_defaults_dataclass_is_traced_in_train_mode(run_cli):
-    report = _report(run_cli, REPOS / "gpt")
+def test_gpt_with_a_defaults_dataclass_is_traced_in_train_mode(repo_report, report_phases):
+    report = repo_report(REPOS / "gpt")
     assert [t["target"] for t in report["traces"]] == ["repo:model.py:GPT"]
     assert report["traces"][0]["complete"] and report["traces"][0]["mode"] == "train"
-    assert TRAIN <= _phases(report)
+    assert TRAIN <= report_phases(report)
     assert "aten::embedding" in {op["op"] for op in report["ops"]}
     assert "traced with no configuration: repo:model.py:GPT: GPT(GPTConfig()): a dataclass with a default " \
            "for every field" in report["notes"]
@@ -45,21 +36,21 @@ def test_gpt_with_a_defaults_dataclass_is_traced_in_train_mode(run_cli):
     assert not any("train.bin" in note for note in report["notes"])
 
 
-def test_registry_variant_and_hubconf_entry(run_cli):
-    registry = _report(run_cli, REPOS / "registry")
+def test_registry_variant_and_hubconf_entry(repo_report, report_phases):
+    registry = repo_report(REPOS / "registry")
     assert [t["target"] for t in registry["traces"]] == ["repo:nets.py:create_model"]
-    assert TRAIN <= _phases(registry)
+    assert TRAIN <= report_phases(registry)
     assert any("a variant name from the registry VARIANTS" in n for n in registry["notes"])
-    hub = _report(run_cli, REPOS / "hub")
+    hub = repo_report(REPOS / "hub")
     assert hub["traces"][0]["target"] == "repo:hubconf.py:convnet_small"   # pretrained=False: nothing fetched
-    assert TRAIN <= _phases(hub) and "aten::convolution" in {op["op"] for op in hub["ops"]}
+    assert TRAIN <= report_phases(hub) and "aten::convolution" in {op["op"] for op in hub["ops"]}
     assert any("torch.hub entry point convnet_small(pretrained=False)" in n for n in hub["notes"])
 
 
-def test_readme_example_is_run_to_its_model_call_and_unbuildable_classes_say_why(run_cli):
-    report = _report(run_cli, REPOS / "readme")
+def test_readme_example_is_run_to_its_model_call_and_unbuildable_classes_say_why(repo_report, report_phases):
+    report = repo_report(REPOS / "readme")
     assert [t["target"] for t in report["traces"]] == ["repo:README.md#1"]
-    assert TRAIN <= _phases(report)
+    assert TRAIN <= report_phases(report)
     assert any(n.startswith("traced with no configuration: repo:README.md#1: the fenced example 1 of README.md")
                for n in report["notes"])
     # the class alone cannot be built (a tokenizer name has no default): one line, why
@@ -67,10 +58,10 @@ def test_readme_example_is_run_to_its_model_call_and_unbuildable_classes_say_why
            "'tokenizer_name'" in report["notes"]
 
 
-def test_script_that_trains_at_import_is_built_from_its_definitions(run_cli):
-    report = _report(run_cli, REPOS / "script")
+def test_script_that_trains_at_import_is_built_from_its_definitions(repo_report, report_phases):
+    report = repo_report(REPOS / "script")
     assert [t["target"] for t in report["traces"]] == ["repo:train.py:CharModel"]
-    assert TRAIN <= _phases(report)
+    assert TRAIN <= report_phases(report)
     assert any("(definitions of train.py only: it runs code at import)" in n for n in report["notes"])
 
 
@@ -83,7 +74,7 @@ def test_discovery_is_static_and_ranked():
     assert "train.py:31" in {c.target for c in script.candidates if c.kind == "inline"}
 
 
-def test_init_writes_the_model_that_was_built(tmp_path, run_cli):
+def test_init_writes_the_model_that_was_built(tmp_path, run_cli, repo_report, report_phases):
     project = tmp_path / "gpt"
     shutil.copytree(REPOS / "gpt", project)
     code, out, err = run_cli("init", str(project))
@@ -91,8 +82,8 @@ def test_init_writes_the_model_that_was_built(tmp_path, run_cli):
     assert [m.target for m in load_config(project).models] == ["repo:model.py:GPT"]
     assert "# GPT(GPTConfig()): a dataclass with a default for every field" in out
     assert "opscan init" not in err              # the advice no longer loops back to init itself
-    report = _report(run_cli, project)           # the written config traces the same model
-    assert [t["target"] for t in report["traces"]] == ["repo:model.py:GPT"] and TRAIN <= _phases(report)
+    report = repo_report(project)           # the written config traces the same model
+    assert [t["target"] for t in report["traces"]] == ["repo:model.py:GPT"] and TRAIN <= report_phases(report)
 
 
 # --- patterns of larger repositories (docs/repositories.md) -------------------------------------------
@@ -101,38 +92,38 @@ def _traced(report: dict) -> list[str]:
     return [t["target"] for t in report["traces"] if t["complete"]]
 
 
-def test_layers_of_raw_parameters_are_sized_from_what_they_declare(run_cli):
-    report = _report(run_cli, REPOS / "siren")   # F.linear on raw Parameters: no nn.Linear to size from
+def test_layers_of_raw_parameters_are_sized_from_what_they_declare(repo_report, report_phases):
+    report = repo_report(REPOS / "siren")   # F.linear on raw Parameters: no nn.Linear to size from
     assert _traced(report) == ["repo:sirenlib/siren.py:SineNet"]
-    assert TRAIN <= _phases(report)
+    assert TRAIN <= report_phases(report)
     assert {"aten::sin", "aten::linear"} <= {op["op"] for op in report["ops"]}
 
 
-def test_wrapper_is_built_around_its_model_argument_with_the_inputs_its_forward_needs(run_cli):
-    report = _report(run_cli, REPOS / "wrapper")
+def test_wrapper_is_built_around_its_model_argument_with_the_inputs_its_forward_needs(repo_report, report_phases):
+    report = repo_report(REPOS / "wrapper")
     # TransformerWrapper is built inside Seq2Seq, yet it is the model: it takes AttentionLayers
     assert _traced(report) == ["repo:layers.py:TransformerWrapper"]
-    assert TRAIN <= _phases(report)
+    assert TRAIN <= report_phases(report)
     assert any(n.startswith("traced with no configuration: repo:layers.py:TransformerWrapper: ")
                and "a wrapper: its model argument built from its class" in n for n in report["notes"])
     # its forward fails on image_tokens=None: the optional input was supplied, so the mean ran
     assert "aten::mean.dim" in {op["op"] for op in report["ops"]}
 
 
-def test_config_from_name_takes_the_smallest_registry_variant(run_cli):
+def test_config_from_name_takes_the_smallest_registry_variant(repo_report, report_phases):
     # Config() (n_head 7 for n_embd 4096) and the 7b variant fail the model's assert; tinylm-1m builds
-    report = _report(run_cli, REPOS / "registryname")
+    report = repo_report(REPOS / "registryname")
     assert _traced(report) == ["repo:tinylm/model.py:GPT"]
-    assert TRAIN <= _phases(report)
+    assert TRAIN <= report_phases(report)
     assert any("GPT(Config): a config built from its class (a registry variant by from_name" in n
                for n in report["notes"])
 
 
-def test_builder_function_with_no_arguments_smallest_size_first(run_cli):
+def test_builder_function_with_no_arguments_smallest_size_first(repo_report, report_phases):
     # tiny_70b() fails (96 % 5 heads); tiny_1m() is tried first as the smaller size its name spells
-    report = _report(run_cli, REPOS / "builders")
+    report = repo_report(REPOS / "builders")
     assert _traced(report)[0] == "repo:zoo/tiny/_model_builders.py:tiny_1m"
-    assert TRAIN <= _phases(report)
+    assert TRAIN <= report_phases(report)
     assert any("tiny_1m() -> TransformerDecoder: a builder with no required argument" in n for n in report["notes"])
     assert "not built: repo:zoo/modules.py:TransformerDecoder: cannot choose a value for the required argument " \
            "'tok_embeddings'" in report["notes"]
@@ -145,30 +136,30 @@ def test_builders_rank_by_the_size_their_name_spells():
     assert "repo:zoo/tiny/_model_builders.py:tiny_70b" not in found.traced   # one per file
 
 
-def test_defaults_from_the_model_class_own_get_default_config(run_cli):
-    report = _report(run_cli, REPOS / "owndefaults")
+def test_defaults_from_the_model_class_own_get_default_config(repo_report, report_phases):
+    report = repo_report(REPOS / "owndefaults")
     assert [t["target"] for t in report["traces"]] == ["repo:tinygpt/model.py:GPT"]
-    assert report["traces"][0]["complete"] and TRAIN <= _phases(report)
+    assert report["traces"][0]["complete"] and TRAIN <= report_phases(report)
     assert "aten::embedding" in {op["op"] for op in report["ops"]}
     assert "traced with no configuration: repo:tinygpt/model.py:GPT: GPT(GPT.get_default_config()): the model's " \
            "own default config, unset sizes filled by name" in report["notes"]
 
 
-def test_a_constraint_between_sizes_is_retried_with_other_small_values(run_cli):
-    report = _report(run_cli, REPOS / "constraint")
+def test_a_constraint_between_sizes_is_retried_with_other_small_values(repo_report, report_phases):
+    report = repo_report(REPOS / "constraint")
     assert [t["target"] for t in report["traces"]] == ["repo:tntlib/tnt.py:TNT"]
-    assert report["traces"][0]["complete"] and TRAIN <= _phases(report)
+    assert report["traces"][0]["complete"] and TRAIN <= report_phases(report)
     assert "aten::convolution" in {op["op"] for op in report["ops"]}
     assert not any(n.startswith("not built: repo:tntlib/tnt.py:TNT") for n in report["notes"])
 
 
-def test_model_with_inherited_constructor_built_from_a_registry_of_config_functions(run_cli):
+def test_model_with_inherited_constructor_built_from_a_registry_of_config_functions(repo_report, report_phases):
     # TinyModel(Decoder) in another file than its base; its config from `tiny_configs` (functions
     # returning TinyModel.Config, "debugmodel" first, attn_backend from model_registry's default);
     # the base module imports triton (absent here): stood in, never called
-    report = _report(run_cli, REPOS / "titanlike")
+    report = repo_report(REPOS / "titanlike")
     assert report["traces"][0]["target"] == "repo:tinytitan/models/tiny/model.py:TinyModel"
-    assert report["traces"][0]["complete"] and TRAIN <= _phases(report)
+    assert report["traces"][0]["complete"] and TRAIN <= report_phases(report)
     assert "traced with no configuration: repo:tinytitan/models/tiny/model.py:TinyModel: TinyModel(config): the " \
            "constructor of Decoder, its config built from the class (a registry of named variants, its defaults, " \
            "or fields by name)" in report["notes"]
@@ -211,12 +202,12 @@ def test_gpu_only_libraries_come_from_the_catalog_in_the_childs_options():
     assert "gpu_only" not in tracer_options(ModelConfig(target="model.py:build"), REPOS, None)
 
 
-def test_repository_tests_build_the_model_opscan_cannot_guess(run_cli):
+def test_repository_tests_build_the_model_opscan_cannot_guess(repo_report, report_phases):
     # tabnet's Net(categories=(3, 4), num_continuous=2) has no value opscan can name; its tests build it
-    report = _report(run_cli, REPOS / "tested")
+    report = repo_report(REPOS / "tested")
     assert [t["target"] for t in report["traces"]] == ["repo:tests/test_net.py::test_forward_shape"]
     assert report["traces"][0]["complete"] and report["traces"][0]["mode"] == "train"
-    assert TRAIN <= _phases(report)
+    assert TRAIN <= report_phases(report)
     ops = {op["op"] for op in report["ops"]}
     assert "aten::gelu" in ops and "aten::relu" not in ops   # the first parametrize set: ("gelu", 8)
     notes = report["notes"]
