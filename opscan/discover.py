@@ -23,14 +23,13 @@ import dataclasses
 import functools
 import json
 import re
-from collections import deque
 from pathlib import Path
 
 from opscan.errors import TargetError
 from opscan.records import Discovery, ModelCandidate
 from opscan.scan import files as scan_files
 from opscan.scan.resolver import Imports
-from opscan.targets import call_sites, hubconf, registries, repo_tests, shipped
+from opscan.targets import call_sites, hubconf, registries, repo_tests, shipped, tree
 from opscan.targets import factories as factories_
 from opscan.targets import recipes as repo
 from opscan.targets.folders import NO_TRUST_NOTE, TIMM_FOLDER, read_config, remote_code
@@ -39,7 +38,7 @@ from opscan.targets.tries import MAX_TRIES
 # Folders never searched: the scan's (environments, caches, build output, version control; with any
 # virtual environment and `*.egg-info`), plus `env` and every hidden folder.
 SKIP_DIRS = scan_files.SKIP_DIRS | {"env"}
-MAX_FILES = 2000          # a search stops after this many files, shallowest first (docs/check.md)
+MAX_FILES = tree.MAX_FILES   # a search stops after this many files, shallowest first (docs/check.md)
 MAX_CONFIG_BYTES = 1 << 20
 
 FACTORY_NAMES = {"build", "make", "create_model", "get_model", "build_model", "make_model", "model_fn",
@@ -239,28 +238,13 @@ _RANK = {"factory": 0, "hf-folder": 1, "timm-folder": 1, "export": 2, "from-pret
 
 
 def _walk(root: Path, docs: bool = False):
-    count = 0
-    queue = deque([root])      # breadth first: a project's own model.py before vendored trees
-    while queue:
-        folder = queue.popleft()
-        try:
-            entries = sorted(folder.iterdir(), key=lambda p: p.name)
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.is_symlink():
-                continue
-            if entry.is_dir():
-                if entry.name not in SKIP_DIRS and not entry.name.startswith(".") \
-                        and not entry.name.endswith(".egg-info") and not (entry / "pyvenv.cfg").exists():
-                    queue.append(entry)
-                continue
-            if entry.suffix in (".py", ".ipynb", ".pt2") or entry.name == "config.json" or docs and \
-                    entry.suffix == ".md" and (entry.name.lower().startswith("readme") or "docs" in entry.parts):
-                count += 1
-                if count > MAX_FILES:
-                    return
-                yield entry
+    """Python files, notebooks, exported programs and config.json files (with `docs`, READMEs and
+    Markdown under docs/ too), breadth first (opscan/targets/tree.py)."""
+    def keep(path: Path) -> bool:
+        return path.suffix in (".py", ".ipynb", ".pt2") or path.name == "config.json" or docs and \
+            path.suffix == ".md" and (path.name.lower().startswith("readme") or "docs" in path.parts)
+
+    return tree.files(root, keep, SKIP_DIRS, MAX_FILES)
 
 
 def _read_python(path: Path) -> ast.Module | None:

@@ -14,11 +14,11 @@ note) and, identically, by opscan/targets/repository.py in the sandbox child (NO
 from __future__ import annotations
 
 import ast
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-MAX_FILES = 2000          # files looked at, breadth first (as discover.py's search)
+from opscan.targets import tree
+
 MAX_BYTES = 2 << 20       # larger files are not read
 # folders never read (hidden ones neither): environments, caches, build output. The scan's own list
 # (opscan/scan/files.py) is not imported: targets never import the scan (tests/test_architecture.py).
@@ -129,32 +129,14 @@ def _parse(path: Path) -> ast.Module | None:
 
 
 def _files(root: Path, name: str):
-    """The repository's .py files whose text mentions `name`, breadth first, sorted; at most MAX_FILES looked at."""
-    wanted, count, level = name.encode(), 0, [root]
-    while level:
-        below = []
-        for folder in level:
-            try:
-                entries = sorted(os.scandir(folder), key=lambda e: e.name)
-            except OSError:
-                continue
-            for entry in entries:
-                if entry.is_symlink():
-                    continue
-                if entry.is_dir():
-                    if entry.name not in SKIP_DIRS and not entry.name.startswith(".") \
-                            and not entry.name.endswith(".egg-info"):
-                        below.append(Path(entry.path))
-                elif entry.name.endswith(".py"):
-                    count += 1
-                    if count > MAX_FILES:
-                        return
-                    try:
-                        if entry.stat().st_size <= MAX_BYTES and wanted in Path(entry.path).read_bytes():
-                            yield Path(entry.path)
-                    except OSError:
-                        continue
-        level = below
+    """The repository's .py files whose text mentions `name` (opscan/targets/tree.py's walk)."""
+    wanted = name.encode()
+    for path in tree.files(root, lambda p: p.suffix == ".py", SKIP_DIRS):
+        try:
+            if path.stat().st_size <= MAX_BYTES and wanted in path.read_bytes():
+                yield path
+        except OSError:
+            continue
 
 
 def setup_methods(cls: ast.ClassDef) -> set[str]:
