@@ -391,6 +391,55 @@ class Shrink:
 
 
 @dataclass(frozen=True)
+class NewSignature:
+    """A compile signature a step brought that no earlier step had (NOTE [shape origins] in
+    opscan/trace/signatures.py): the call's line, and the cause and line that made its shape."""
+
+    signature: str                       # canonical form (NOTE [compile signatures])
+    op: str
+    phases: tuple[str, ...]
+    source: OpSource | None              # where the op was called
+    cause: str                           # one of COMPILE_CAUSES
+    origin: OpSource | None              # the line that made the shape (the op's own for "number")
+
+
+@dataclass(frozen=True)
+class CompileStep:
+    """One optimizer step's compile signatures (docs/json.md, "compile")."""
+
+    signatures: tuple[str, ...]          # distinct, sorted, on the device: what the device compiles
+    host_signatures: tuple[str, ...] = ()   # on host tensors (data pipeline): not compiled
+    phases: tuple[tuple[str, int], ...] = ()   # distinct signatures per phase, in PHASES order
+    new: tuple[NewSignature, ...] = ()   # not seen in an earlier step (none in the first)
+
+
+@dataclass(frozen=True)
+class VaryingOp:
+    """An op whose signature differs from step to step, seen in the steps run or predicted from a
+    size the data decides, grouped by the cause and line that made the shape."""
+
+    op: str
+    cause: str                           # one of COMPILE_CAUSES
+    origin: OpSource | None              # the line that made the shape
+    sources: tuple[OpSource, ...] = ()   # where the op is called (at most five)
+    steps: tuple[int, ...] = ()          # the steps (1-based) that brought it new signatures
+    new_signatures: int = 0              # how many, over the steps run
+    detail: str = ""                     # e.g. the tail batch's sizes
+
+
+@dataclass(frozen=True)
+class CompileForecast:
+    """What the device compiles per step (NOTE [compile signatures] in opscan/trace/signatures.py)."""
+
+    steps: tuple[CompileStep, ...] = ()
+    varying: tuple[VaryingOp, ...] = ()
+
+
+# The causes of a shape that changes between steps (opscan/trace/signatures.py CAUSES says each).
+COMPILE_CAUSES = ("data-dependent", "data", "number", "tail-batch")
+
+
+@dataclass(frozen=True)
 class ModelTrace:
     """The ops one model dispatched in one trace, and how complete the trace is."""
 
@@ -412,6 +461,7 @@ class ModelTrace:
     # imitated device (data loading, metrics); listed apart, not checked against the database
     host_ops: tuple[OpUsage, ...] = ()
     shrink: Shrink | None = None         # the repeated layers and traced sizes (None: older traces)
+    compile: CompileForecast | None = None   # compile signatures per step (None: older traces)
 
 
 @dataclass(frozen=True)

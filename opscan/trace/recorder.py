@@ -15,6 +15,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from opscan.records import PHASES, OpSource, OpUsage, StandIn
 from opscan.trace import fakes
 from opscan.trace.device import BACKEND_KEYS, has_own_kernel
+from opscan.trace.signatures import DYNAMIC_KINDS, CompileLog
 from opscan.trace.sources import SourceFinder
 from opscan.trace.standins import ALL_OPS, covers, resplit, stand_in
 
@@ -99,6 +100,10 @@ class Recorder(TorchDispatchMode):
         self.pending: tuple[str, OpSource | None] | None = None
         self._fwd_sources: dict[int, OpSource] = {}
         self._all_outputs: dict[int, weakref.ref] = {}   # outputs of ALL_OPS, by id
+        self.compile_log = CompileLog()   # compile signatures and shape origins (trace/signatures.py)
+        self.data = False                 # every op it records is one of the data pipeline (host ops)
+        self.data_values = False          # an op whose outputs hold values is one of the data pipeline
+        self._dynamic = False             # the op being dispatched got a data-dependent stand-in size
 
     # -- module tracking (global forward hooks installed by the runner) --
     def enter_module(self, module, args) -> None:
@@ -139,6 +144,7 @@ class Recorder(TorchDispatchMode):
                 return out
         source = self.source()
         self.pending = (name, source)
+        self._dynamic = False
         try:
             out = self._run(func, name, source, args, kwargs)
         except Exception:
@@ -196,12 +202,14 @@ class Recorder(TorchDispatchMode):
         """Count one stand-in value (`kind`, e.g. "item") given for `name` at `source`: the trace's and the run's."""
         key = (name, kind, value, source)
         self.stand_ins[key] += 1
+        self._dynamic = self._dynamic or kind in DYNAMIC_KINDS
         if self.stand_ins[key] > MAX_STAND_INS_PER_SITE:
             raise StandInLoop(f"{MAX_STAND_INS_PER_SITE} stand-ins for {_canonical(name)} at one source "
                               "line: a data-dependent loop that stand-in values never end")
 
     def _record(self, name, source, args, kwargs, out) -> None:
-        tensors = _tensors(out, _tensors(kwargs, _tensors(args, [])))
+        inputs = _tensors(kwargs, _tensors(args, []))
+        tensors = _tensors(out, list(inputs))
         if tensors and not any(t.device.type == self.device_type for t in tensors):
             return  # runs on another device (e.g. AdamW's CPU step counters): not the backend's op
         phase = self.phase
@@ -219,6 +227,10 @@ class Recorder(TorchDispatchMode):
             self.sources[name][source] += 1
             for dtype in {str(t.dtype) for t in tensors}:
                 self.dtype_sources[name][dtype][source] += 1
+        outputs = tensors[len(inputs):]
+        data = self.data or self.data_values and any(getattr(t, "constant", None) is not None for t in outputs)
+        self.compile_log.record(name, phase, source, args, kwargs, inputs, outputs, data=data,
+                                dynamic=self._dynamic)
 
     # -- results --
     def usages(self, mode: str) -> tuple[OpUsage, ...]:

@@ -56,6 +56,8 @@ from opscan.trace import device as devices
 from opscan.trace import redirect as redirects
 from opscan.trace.recorder import Recorder, _tensors
 from opscan.trace.sources import SourceFinder
+from opscan.trace import signatures
+from opscan.trace.signatures import CompileLog
 
 RUN_DEVICES = ("neuron", "cpu")
 
@@ -71,6 +73,10 @@ class ScriptRecorder(Recorder):
     def __init__(self, finder: SourceFinder, device: str) -> None:
         super().__init__(finder, device, {})
         self.host = Recorder(finder, "cpu", {}) if device != "cpu" else None
+        self.data_values = True   # host data keeps its values (NOTE [shape origins] in signatures.py)
+        if self.host is not None:
+            self.host.data = True
+            self.host.compile_log = CompileLog(self.compile_log.origins)
         self.backwards = 0
         self.loop_exits = loop_exits.LoopExits()
 
@@ -91,9 +97,21 @@ class ScriptRecorder(Recorder):
             tensors = _tensors(out, _tensors(kwargs, _tensors(args, [])))
             if tensors and not any(t.device.type == self.device_type for t in tensors):
                 self.host.phase = self.phase
+                self.host._dynamic = self._dynamic
                 self.host._record(name, source, args, kwargs, out)
                 return
         super()._record(name, source, args, kwargs, out)
+
+    def end_step(self, optimizer) -> None:
+        """An optimizer took a step: the compile signatures' segment ends (signatures.steps_of)."""
+        self.compile_log.close(id(optimizer))
+        if self.host is not None:
+            self.host.compile_log.close(id(optimizer))
+
+    def forecast(self, stopped_by_steps: bool):
+        """The run's CompileForecast (the partial step it stopped in left out)."""
+        return signatures.forecast(self.compile_log, self.host.compile_log if self.host is not None else None,
+                                   drop_rest=stopped_by_steps)
 
 
 def run_script(script: str, argv=(), *, module: bool = False, device: str = "neuron", steps: int | None = 1,
@@ -152,7 +170,8 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         target=f"script:{label}", mode=mode, device=device, ops=recorder.usages(mode),
         stand_ins=recorder.stand_in_list(), complete=not stopped, stopped_at=stopped,
         seconds=round(time.perf_counter() - started, 3), supplied_fakes=tuple(sorted(recorder.supplied)),
-        host_ops=recorder.host.usages(mode) if recorder.host is not None else ())
+        host_ops=recorder.host.usages(mode) if recorder.host is not None else (),
+        compile=recorder.forecast(ended != "ran to its end"))
     return trace, tuple(notes)
 
 
@@ -165,7 +184,8 @@ def _run_rules(device: str, requests, profile, recorder: ScriptRecorder):
                         devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(),
                         fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(),
                         loaders.in_process(requests.note), run_mode.host_reads(recorder),
-                        checkpoints.checkpoints(recorder), libraries.real_answers(), lazy.lazy(), recorder):
+                        checkpoints.checkpoints(recorder), libraries.real_answers(), lazy.lazy(),
+                        signatures.tail_batches(recorder.compile_log, _tensors), recorder):
             stack.enter_context(manager)
         yield
 
@@ -197,6 +217,7 @@ class _Steps:
     def post(self, optimizer, args, kwargs) -> None:
         self.counts[id(optimizer)] = self.counts.get(id(optimizer), 0) + 1
         self.total += 1
+        self.recorder.end_step(optimizer)
 
     def describe(self) -> str:
         if not self.counts:

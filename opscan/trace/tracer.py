@@ -14,11 +14,12 @@ import torch
 from torch import nn
 
 from opscan.errors import TraceError, UsageError
-from opscan.records import DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES, Shrink, StandIn
+from opscan.records import CompileForecast, DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES, Shrink, StandIn
 from opscan.trace import device as devices
 from opscan.trace import fakes
 from opscan.trace import fsdp as fsdps
 from opscan.trace import lazy, logs
+from opscan.trace import signatures
 from opscan.trace import step as steps
 from opscan.trace.recorder import MAX_SOURCES, LayerShapes, Recorder
 from opscan.trace.sources import SourceFinder
@@ -69,7 +70,8 @@ def trace(target: str, build: Callable[[tuple[InputSpec, ...]], Built], *, mode:
     return ModelTrace(target=target, mode=mode, device=device, ops=result.ops,
                       stand_ins=result.stand_ins, complete=result.complete,
                       stopped_at=result.stopped_at, seconds=round(time.perf_counter() - started, 3),
-                      supplied_fakes=result.supplied, retried=result.retried, shrink=result.shrink)
+                      supplied_fakes=result.supplied, retried=result.retried, shrink=result.shrink,
+                      compile=result.compile)
 
 
 def _build_and_run(target, build, mode, device, profile, optimizer, optimizer_impl, amp, specs,
@@ -208,6 +210,7 @@ class _Tracer:
                 hook.remove()
         result = _Result(recorder.usages(mode), recorder.stand_in_list(), not stopped, stopped,
                          tuple(sorted(recorder.supplied)))
+        result.compile = signatures.forecast(recorder.compile_log)
         if stopped and not extra and "use_cache" not in self.kwargs and _accepts(self.model, "use_cache"):
             # NOTE [cache stops]: a training step never reads its KV cache, yet transformers builds one
             # by default, and its cache code is where many default configs fail: a config with no
@@ -273,6 +276,7 @@ class _Result:
         self.ops, self.stand_ins, self.complete, self.stopped_at = ops, stand_ins, complete, stopped_at
         self.supplied, self.retried = supplied, retried
         self.shrink: Shrink | None = None
+        self.compile: CompileForecast | None = None
 
 
 def layer_stack(model, wanted: int = 0) -> tuple[LayerShapes, int]:
@@ -388,6 +392,8 @@ def _merge(target: str, device: str, inference: _Result, train: _Result) -> _Res
                            key=lambda s: (s.op, s.source or OpSource("", 0), s.kind, s.value)))
     supplied = tuple(sorted(set(inference.supplied) | set(train.supplied)))
     retried = "; ".join(f"{m}: {r.retried}" for m, r in (("inference", inference), ("train", train)) if r.retried)
-    return _Result(tuple(by_name[k] for k in sorted(by_name)), ordered, not stopped, stopped, supplied,
-                   retried)
+    result = _Result(tuple(by_name[k] for k in sorted(by_name)), ordered, not stopped, stopped, supplied,
+                     retried)
+    result.compile = signatures.joined(inference.compile, train.compile)
+    return result
 

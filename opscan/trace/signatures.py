@@ -1,0 +1,333 @@
+"""Compile signatures: each dispatched op in the terms of TorchNeuron's compile cache (op + input
+shapes + dtypes), the line that made each tensor's shape, and the step log the forecast reads.
+
+NOTE [compile signatures]
+TorchNeuron compiles every eager op before it runs and caches the result under the op's name and
+its inputs' shapes and dtypes (shared/neuron-facts, torchneuron-devsnapshot-2026-04-21.yaml,
+`compilation`): a new shape is a new compile. The canonical string of one call (docs/json.md,
+"compile") is `op(a;b;...)`: the op with its overload (`aten::addmm`, `aten::add.Tensor`), then
+its arguments in dispatch order (positional, then keyword values), each written as: a tensor
+`(d0, d1):dtype` (the shape as a Python tuple, a size not known as the tracer's symbol, the dtype
+without `torch.`); an int, bool or str as its repr; a dtype, layout or memory format as its name
+without `torch.`; a list or tuple as `[x,y]`; anything else (floats, None, devices, generators)
+left out, leaving no separator. An op with no written argument has no signature.
+
+NOTE [shape origins]
+Where a tensor's shape comes from is carried along the ops as an origin (cause, line):
+- a data-dependent op (nonzero, masked_select, unique, boolean-mask indexing, repeat_interleave
+  with a tensor, a split by sizes read from a tensor) makes an origin "data-dependent" at its line:
+  fake tensors cannot know the size, so every op fed by its output is expected to see a new shape
+  every step;
+- an op of the data pipeline (on host tensors, or on host data with values when the run imitates
+  the CPU) makes an origin "data" at its line, unless it keeps the shape of an input that has one
+  (a copy, a cast, an elementwise op): the line that made the shape is the collate function's, or
+  the loop's `for batch in loader` line for torch's default collate;
+- a DataLoader whose last batch is short (`drop_last=False`, a dataset size not divisible by the
+  batch size) marks the batches it yields: the ops they feed see a tail batch once per epoch;
+- a device op passes the strongest origin of its inputs on to its outputs (data-dependent first).
+A new signature of a later step is explained by the origin of its inputs; one with none came from a
+Python number that became a shape at the op's own line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+
+import torch
+
+from opscan.records import PHASES, OpSource
+
+# the causes of a shape that changes between steps, strongest first (docs/json.md, "compile")
+CAUSES = {
+    "data-dependent": "an op whose output size depends on tensor values: a new shape every step likely",
+    "data": "input shapes from the data (a loader or collate line)",
+    "number": "a Python number that became a shape",
+    "tail-batch": "the last, short batch of an epoch (drop_last=False)",
+}
+DYNAMIC_KINDS = ("dynamic-shape", "split-sizes")   # stand-in kinds whose output size the data decides
+_RANK = {"data-dependent": 0, "data": 1}
+
+_NAMED = (torch.dtype, torch.layout, torch.memory_format)
+
+
+def _tensor(t: torch.Tensor) -> str:
+    dims = [str(d) for d in t.shape]
+    shape = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+    return f"{shape}:{str(t.dtype).removeprefix('torch.')}"
+
+
+def written(value) -> str | None:
+    """One argument as the signature writes it (NOTE [compile signatures]); None when left out."""
+    if isinstance(value, torch.Tensor):
+        return _tensor(value)
+    if isinstance(value, (bool, int, str)):
+        return repr(value)
+    if isinstance(value, (torch.SymInt, torch.SymBool)):
+        return str(value)
+    if isinstance(value, _NAMED):
+        return str(value).removeprefix("torch.")
+    if isinstance(value, (list, tuple)):
+        parts = (written(item) for item in value)
+        return "[" + ",".join(p for p in parts if p is not None) + "]"
+    return None
+
+
+def signature(name: str, args=(), kwargs=None) -> str | None:
+    """The canonical signature of one call of op `name` (`aten::add.Tensor`; `.default` dropped)."""
+    parts = [w for w in (written(a) for a in (*args, *(kwargs or {}).values())) if w is not None]
+    if not parts:
+        return None
+    return f"{name.removesuffix('.default')}({';'.join(parts)})"
+
+
+class Origins:
+    """The origin (cause, line, tail) of tensors' shapes, by tensor (NOTE [shape origins])."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[weakref.ref, tuple]] = {}
+
+    def get(self, t) -> tuple | None:
+        held = self._by_id.get(id(t))
+        if held is None or held[0]() is not t:
+            return None
+        return held[1]
+
+    def set(self, t, origin: tuple) -> None:
+        try:
+            self._by_id[id(t)] = (weakref.ref(t), origin)
+        except TypeError:
+            pass
+
+    def prune(self) -> None:
+        self._by_id = {k: v for k, v in self._by_id.items() if v[0]() is not None}
+
+
+def _best(origins: list[tuple]) -> tuple | None:
+    """The strongest origin (data-dependent before data), the first of its rank."""
+    return min(origins, key=lambda o: _RANK[o[0]]) if origins else None
+
+
+class Seen:
+    """One distinct signature in a step: its phases, the first call's line and its inputs' origin."""
+
+    __slots__ = ("op", "phases", "source", "origin")
+
+    def __init__(self, op: str, source: OpSource | None, origin: tuple | None) -> None:
+        self.op, self.phases, self.source, self.origin = op, set(), source, origin
+
+
+class CompileLog:
+    """The signatures of a run, in segments (one per optimizer step, plus the rest), and the shape
+    origins of its tensors; a host recorder's log shares its device recorder's origins."""
+
+    def __init__(self, origins: Origins | None = None) -> None:
+        self.origins = origins or Origins()
+        self.segments: list[tuple[object, dict[str, Seen]]] = []
+        self.current: dict[str, Seen] = {}
+        self.tail: dict[int, tuple[weakref.ref, str]] = {}
+
+    def record(self, name: str, phase: str, source: OpSource | None, args, kwargs, inputs: list,
+               outputs: list, *, data: bool, dynamic: bool) -> None:
+        """One dispatched call: its signature counted, its outputs' origins set (NOTE [shape origins]).
+
+        `data`: an op of the data pipeline; `dynamic`: its output size came from a stand-in."""
+        found = [o for o in (self.origins.get(t) for t in inputs) if o is not None]
+        given = _best(found)
+        sig = signature(name, args, kwargs)
+        if sig is not None:
+            seen = self.current.get(sig)
+            if seen is None:
+                seen = self.current[sig] = Seen(name.removesuffix(".default"), source, given)
+            seen.phases.add(phase)
+        if not outputs:
+            return
+        tail = next((o[2] for o in found if o[2]), "")
+        if dynamic:
+            made = ("data-dependent", source, tail)
+        elif data:
+            kept = {tuple(t.shape) for t in inputs if self.origins.get(t) is not None}
+            same = all(tuple(t.shape) in kept for t in outputs)
+            made = given if same and given is not None else ("data", source, tail)
+        else:
+            made = given
+        if made is not None:
+            for t in outputs:
+                self.origins.set(t, made)
+
+    def mark_tail(self, tensors: list, tail: str) -> None:
+        """The tensors of a batch from a loader whose last batch is short (NOTE [shape origins])."""
+        for t in tensors:
+            known = self.origins.get(t)
+            cause, source = (known[0], known[1]) if known is not None else ("data", None)
+            self.origins.set(t, (cause, source, tail))
+
+    def close(self, key: object = None) -> None:
+        """End the current segment (`key`: the optimizer whose step ended it; None: the run's end)."""
+        self.segments.append((key, self.current))
+        self.current = {}
+        self.origins.prune()
+
+
+def steps_of(log: CompileLog, *, drop_rest: bool) -> list[dict[str, Seen]]:
+    """The log's segments as optimizer steps (docs/json.md, "compile"): with P optimizers stepping
+    in turn, each P segments ended by an optimizer step are one step; what follows the last step
+    is dropped when `drop_rest` (the partial step the run stopped in), else joined to the last step
+    (or is the only step of a run with no optimizer step)."""
+    segments = list(log.segments)
+    if log.current:
+        segments.append((None, log.current))
+    stepped = [s for s in segments if s[0] is not None]
+    rest = [s for s in segments if s[0] is None]
+    width = max(1, len({key for key, _ in stepped}))
+    out: list[dict[str, Seen]] = []
+    for start in range(0, len(stepped), width):
+        merged: dict[str, Seen] = {}
+        for _, part in stepped[start:start + width]:
+            _join(merged, part)
+        out.append(merged)
+    if rest and not drop_rest or not out:
+        if not out:
+            out.append({})
+        for _, part in rest:
+            _join(out[-1], part)
+    return out
+
+
+def _join(into: dict[str, Seen], part: dict[str, Seen]) -> None:
+    for sig, seen in part.items():
+        known = into.get(sig)
+        if known is None:
+            into[sig] = seen
+        else:
+            known.phases |= seen.phases
+
+
+def phase_counts(step: dict[str, Seen]) -> tuple[tuple[str, int], ...]:
+    """Distinct signatures per phase (a signature seen in two phases counts in both)."""
+    return tuple((p, sum(1 for s in step.values() if p in s.phases)) for p in PHASES
+                 if any(p in s.phases for s in step.values()))
+
+
+@contextlib.contextmanager
+def tail_batches(log: CompileLog, tensors_of):
+    """Inside: each batch a DataLoader with a short last batch yields is marked (NOTE [shape origins])."""
+    from torch.utils.data import dataloader
+
+    original = dataloader._BaseDataLoaderIter.__next__
+
+    def __next__(self):
+        batch = original(self)
+        tail = short_tail(self)
+        if tail:
+            log.mark_tail(tensors_of(batch, []), tail)
+        return batch
+
+    dataloader._BaseDataLoaderIter.__next__ = __next__
+    try:
+        yield
+    finally:
+        dataloader._BaseDataLoaderIter.__next__ = original
+
+
+def short_tail(iterator) -> str:
+    """Why a loader's last batch is short ("" when it is not, or not known)."""
+    if getattr(iterator, "_drop_last", True) or not getattr(iterator, "_auto_collation", False):
+        return ""
+    sampler = getattr(iterator, "_index_sampler", None)
+    size = getattr(sampler, "batch_size", None)
+    try:
+        total = len(iterator._dataset)
+    except (TypeError, AttributeError):
+        return ""
+    if not isinstance(size, int) or size <= 0 or total % size == 0:
+        return ""
+    return f"{total} samples in batches of {size} leave a last batch of {total % size} (drop_last=False)"
+
+
+
+def _cause(seen: Seen) -> tuple[str, OpSource | None]:
+    """Why a signature is new in a later step, and the line that made its shape (NOTE [shape origins])."""
+    if seen.origin is None:
+        return "number", seen.source
+    return seen.origin[0], seen.origin[1]
+
+
+def _key(source: OpSource | None) -> tuple:
+    return (source.path, source.line, source.module) if source is not None else ("", 0, "")
+
+
+def forecast(log: CompileLog, host: CompileLog | None = None, *, drop_rest: bool = False):
+    """The run's CompileForecast: each step's signatures, the new ones of later steps with their
+    cause, and the ops whose signatures vary (seen in the steps run, or predicted from sizes the
+    data decides: data-dependent ops, a loader's short last batch)."""
+    from opscan.records import CompileForecast, CompileStep, NewSignature, VaryingOp
+
+    steps = steps_of(log, drop_rest=drop_rest)
+    host_steps = steps_of(host, drop_rest=drop_rest) if host is not None else []
+    varying: dict[tuple, list] = {}   # (op, cause, origin) -> [sources, steps, count, detail]
+
+    def vary(op, cause, origin, source, step=0, detail=""):
+        entry = varying.setdefault((op, cause, origin), [set(), set(), 0, detail])
+        if source is not None and source.path:
+            entry[0].add(source)
+        if step:
+            entry[1].add(step)
+            entry[2] += 1
+
+    earlier: set[str] = set()
+    out = []
+    for number, step in enumerate(steps, 1):
+        new = []
+        if number > 1:
+            for sig in sorted(set(step) - earlier):
+                seen = step[sig]
+                cause, origin = _cause(seen)
+                new.append(NewSignature(sig, seen.op, tuple(p for p in PHASES if p in seen.phases),
+                                        seen.source, cause, origin))
+                vary(seen.op, cause, origin, seen.source, number)
+        earlier |= set(step)
+        hosted = tuple(sorted(host_steps[number - 1])) if number <= len(host_steps) else ()
+        out.append(CompileStep(tuple(sorted(step)), hosted, phase_counts(step), tuple(new)))
+    for step in steps:   # predicted: sizes the data decides
+        for seen in step.values():
+            if seen.origin is None:
+                continue
+            cause, origin, tail = seen.origin
+            if cause == "data-dependent":
+                vary(seen.op, cause, origin, seen.source)
+            elif tail and (seen.op, "data", origin) not in varying:
+                vary(seen.op, "tail-batch", origin, seen.source, detail=tail)
+    ordered = sorted(varying.items(), key=lambda kv: (kv[0][0], kv[0][1], _key(kv[0][2])))
+    return CompileForecast(tuple(out), tuple(
+        VaryingOp(op, cause, origin, tuple(sorted(v[0], key=_key))[:5], tuple(sorted(v[1])), v[2], v[3])
+        for (op, cause, origin), v in ordered))
+
+
+__all__ = ["CAUSES", "CompileLog", "Origins", "Seen", "forecast", "phase_counts", "signature", "steps_of",
+           "tail_batches", "written"]
+
+
+def joined(first, second):
+    """Two forecasts of one model (`--mode both`: inference, then train) as one: step by step, each
+    step's signatures joined; the varying ops of both."""
+    from dataclasses import replace
+
+    if first is None or second is None:
+        return first or second
+    steps = []
+    for number in range(max(len(first.steps), len(second.steps))):
+        parts = [f.steps[number] for f in (first, second) if number < len(f.steps)]
+        if len(parts) == 1:
+            steps.append(parts[0])
+            continue
+        a, b = parts
+        phases = dict(a.phases)
+        for phase, count in b.phases:   # the modes run apart: a phase's signatures may repeat
+            phases[phase] = phases.get(phase, 0) + count
+        steps.append(replace(a, signatures=tuple(sorted(set(a.signatures) | set(b.signatures))),
+                             host_signatures=tuple(sorted(set(a.host_signatures) | set(b.host_signatures))),
+                             phases=tuple((p, phases[p]) for p in PHASES if p in phases),
+                             new=tuple(sorted({*a.new, *b.new}, key=lambda n: n.signature))))
+    varying = sorted({*first.varying, *second.varying}, key=lambda v: (v.op, v.cause, _key(v.origin)))
+    return type(first)(tuple(steps), tuple(varying))
