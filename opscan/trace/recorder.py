@@ -107,6 +107,7 @@ class Recorder(TorchDispatchMode):
 
     # -- module tracking (global forward hooks installed by the runner) --
     def enter_module(self, module, args) -> None:
+        self.compile_log.module(module)
         self.module_stack.append(self.module_names.get(id(module), self.module_stack[-1]
                                                        if self.module_stack else ""))
 
@@ -228,7 +229,8 @@ class Recorder(TorchDispatchMode):
             for dtype in {str(t.dtype) for t in tensors}:
                 self.dtype_sources[name][dtype][source] += 1
         outputs = tensors[len(inputs):]
-        data = self.data or self.data_values and any(getattr(t, "constant", None) is not None for t in outputs)
+        data = self.data or self.data_values and bool(outputs) and \
+            all(getattr(t, "constant", None) is not None for t in outputs)
         self.compile_log.record(name, phase, source, args, kwargs, inputs, outputs, data=data,
                                 dynamic=self._dynamic)
 

@@ -75,7 +75,7 @@ class ScriptRecorder(Recorder):
         self.host = Recorder(finder, "cpu", {}) if device != "cpu" else None
         self.data_values = True   # host data keeps its values (NOTE [shape origins] in signatures.py)
         if self.host is not None:
-            self.host.data = True
+            self.host.data_values = True
             self.host.compile_log = CompileLog(self.compile_log.origins)
         self.backwards = 0
         self.loop_exits = loop_exits.LoopExits()

@@ -47,6 +47,10 @@ CAUSES = {
 }
 DYNAMIC_KINDS = ("dynamic-shape", "split-sizes")   # stand-in kinds whose output size the data decides
 _RANK = {"data-dependent": 0, "data": 1}
+# ops whose output has the shape of their first argument, whatever the shapes of the others
+_INTO = ("aten::index_add", "aten::index_put", "aten::_index_put_impl", "aten::index_copy", "aten::index_fill",
+         "aten::scatter", "aten::masked_scatter", "aten::masked_fill", "aten::slice_scatter",
+         "aten::select_scatter", "aten::diagonal_scatter", "aten::as_strided_scatter")
 
 _NAMED = (torch.dtype, torch.layout, torch.memory_format)
 
@@ -103,6 +107,13 @@ class Origins:
         self._by_id = {k: v for k, v in self._by_id.items() if v[0]() is not None}
 
 
+def _numel(t) -> object:
+    try:
+        return int(t.numel())
+    except Exception:   # noqa: BLE001 - a symbolic size: compared as written
+        return str(t.shape)
+
+
 def _best(origins: list[tuple]) -> tuple | None:
     """The strongest origin (data-dependent before data), the first of its rank."""
     return min(origins, key=lambda o: _RANK[o[0]]) if origins else None
@@ -125,7 +136,17 @@ class CompileLog:
         self.origins = origins or Origins()
         self.segments: list[tuple[object, dict[str, Seen]]] = []
         self.current: dict[str, Seen] = {}
-        self.tail: dict[int, tuple[weakref.ref, str]] = {}
+        self.fixed: set[tuple] = set()   # parameter shapes (and transposed): never a data-made shape
+        self._modules: set[int] = set()
+
+    def module(self, module) -> None:
+        """A module was called: its parameters' shapes are fixed shapes (a gradient, an optimizer state)."""
+        if id(module) in self._modules:
+            return
+        self._modules.add(id(module))
+        for p in module.parameters(recurse=False):
+            shape = tuple(p.shape)
+            self.fixed.update((shape, shape[::-1]))
 
     def record(self, name: str, phase: str, source: OpSource | None, args, kwargs, inputs: list,
                outputs: list, *, data: bool, dynamic: bool) -> None:
@@ -146,13 +167,17 @@ class CompileLog:
         if dynamic:
             made = ("data-dependent", source, tail)
         elif data:
-            kept = {tuple(t.shape) for t in inputs if self.origins.get(t) is not None}
-            same = all(tuple(t.shape) in kept for t in outputs)
+            kept = {_numel(t) for t in inputs if self.origins.get(t) is not None}
+            same = all(_numel(t) in kept for t in outputs)   # a copy, a cast, a reshape
             made = given if same and given is not None else ("data", source, tail)
         else:
             made = given
-        if made is not None:
-            for t in outputs:
+        if made is None:
+            return
+        if name.startswith(_INTO) and inputs and self.origins.get(inputs[0]) is None:
+            return   # written into a tensor of a fixed shape (index_add's `self`)
+        for t in outputs:   # an in-place op's output keeps its origin; a fixed shape gets none
+            if not any(t is i for i in inputs) and _numel(t) != 1 and tuple(t.shape) not in self.fixed:
                 self.origins.set(t, made)
 
     def mark_tail(self, tensors: list, tail: str) -> None:
