@@ -212,6 +212,7 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
         details.append(pairing)
     caveats = getattr(report, "caveats", ())   # release facts the traced dtypes hit (opscan/db/caveats.py)
     details.extend(c.message for c in caveats)
+    details.extend(compile_lines(report.traces))
     tasks = report.tasks
     if blockers.count:
         headline = "blocked by " + blockers.describe()
@@ -315,3 +316,45 @@ def _unverified_text(weak: dict[str, list[str]], dates: dict[str, set[str]] | No
 def _verdict(kind: str, headline: str, details: list[str], source: bool, ops: bool,
              blockers: Blockers = NO_BLOCKERS) -> Verdict:
     return Verdict(kind, headline, tuple(details), source_checked=source, ops_checked=ops, blockers=blockers)
+
+
+def compile_lines(traces) -> list[str]:
+    """One line per traced model with a compile forecast (NOTE [compile signatures] in
+    opscan/trace/signatures.py): the first step's compiles, the later steps' new ones and the lines
+    that make them; a signature is one compile of TorchNeuron's eager cache, never a time."""
+    out = []
+    forecasts = [t for t in traces if t.compile is not None and t.compile.steps]
+    for trace in forecasts:
+        steps, varying = trace.compile.steps, trace.compile.varying
+        made = {(s.source.path, s.source.line): s.op.removeprefix("aten::") for s in trace.stand_ins
+                if s.source is not None and s.kind != "item"}
+        text = f"the first step compiles {_plural(len(steps[0].signatures), 'signature')}"
+        later = [len(step.new) for step in steps[1:]]
+
+        def where(causes) -> str:
+            counts: dict[tuple, int] = {}
+            for v in varying:
+                if v.cause in causes and v.origin is not None:
+                    key = (v.origin.path, v.origin.line, v.cause)
+                    counts[key] = counts.get(key, 0) + max(1, v.new_signatures)
+            ranked = sorted(counts, key=lambda k: (-counts[k], k))[:3]
+            return ", ".join(f"{p}:{n} ({made.get((p, n), c) if c == 'data-dependent' else c})"
+                             for p, n, c in ranked)
+
+        if later and all(later):
+            mean = round(sum(later) / len(later))
+            text += f"; each later step about {mean} new one{'s' * (mean != 1)}, from {where(('data', 'number'))}"
+        elif any(later):
+            brought = ", ".join(f"step {n} {count}" for n, count in enumerate(later, 2) if count)
+            text += f"; new ones in a later step ({brought}), from {where(('data', 'number'))}"
+        elif later:
+            text += f"; no later step run ({len(later)}) compiled a new one"
+        guessed = where(("data-dependent",))
+        if guessed:
+            text += f"; sizes the data decides likely make new ones every step, from {guessed}"
+        tails = sorted({v.detail for v in varying if v.cause == "tail-batch"})
+        if tails:
+            text += f"; a short last batch compiles again once per epoch ({'; '.join(tails)})"
+        prefix = f"{trace.target}: " if len(forecasts) > 1 else ""
+        out.append(prefix + text + " (signatures, not seconds: compile time is not measured)")
+    return out

@@ -95,6 +95,9 @@ def build_tasks(findings: tuple[Finding, ...], traces: tuple[ModelTrace, ...],
     book = libraries.shipped()
     by_op = {c.op: c for c in coverage}
     drafts = grouping.group(findings, _merged_ops(traces), by_op, kernel_sources or {})
+    static = grouping.static_shapes(traces)
+    if static is not None:
+        drafts.append(static)
     deps = ordering.dependencies({d.id: d.kind.id for d in drafts})
     tasks = []
     for draft in drafts:

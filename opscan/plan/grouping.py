@@ -22,6 +22,7 @@ class Draft:
     ops: list[OpUsage] = field(default_factory=list)
     kernel_sources: list[KernelSource] = field(default_factory=list)   # distinct, in order found
     names: list[str] = field(default_factory=list)  # every kernel name in a kernel task
+    places: list[Location] = field(default_factory=list)   # sites found by the trace (static-shapes)
 
     @property
     def kernel_lines(self) -> int | None:
@@ -32,6 +33,7 @@ class Draft:
     def sites(self) -> tuple[Location, ...]:
         locations = {f.location for f in self.findings}
         locations |= {Location(s.path, s.line) for op in self.ops for s in op.sources}
+        locations |= set(self.places)
         return tuple(sorted(locations))
 
     @property
@@ -139,3 +141,14 @@ def group(findings: tuple[Finding, ...], ops: list[OpUsage], coverage: Mapping[s
             draft.id = f"{draft.id}@{draft.findings[0].location.path if draft.findings else 'trace'}"
         drafts[draft.id] = draft
     return [drafts[key] for key in sorted(drafts)]
+
+
+def static_shapes(traces) -> Draft | None:
+    """The "make shapes static" task of the traces' compile forecasts: one site per line that makes
+    a shape change between steps (the varying ops' origins), None when no shape varies."""
+    places = sorted({Location(v.origin.path, v.origin.line) for t in traces if t.compile is not None
+                     for v in t.compile.varying if v.origin is not None and v.origin.path})
+    if not places:
+        return None
+    kind = task_kinds.STATIC_SHAPES_KIND
+    return Draft(kind, kind.id, places=places)

@@ -145,6 +145,23 @@ MAYBE_FALLBACK_KIND = Kind(
     "CPU by default: each runs on the device or on the CPU, copying its tensors to the host and back",
     (URL_BEST_PRACTICES,), "performance", True)
 
+# The snapshot the `compilation` facts of shared/neuron-facts/torchneuron-devsnapshot-2026-04-21.yaml
+# were read from (a pre-release source mirror: the facts hold for that commit, verify on a release).
+_SNAPSHOT = "https://github.com/parmoham-aws/test-repo-parmoham/blob/98154b867aa24562a3213e520d9ad7fd41032291"
+URL_NEFF_CACHE = f"{_SNAPSHOT}/tests/cache/test_persistent_caching_e2e.py"
+URL_MOE_RECOMPILES = f"{_SNAPSHOT}/docs/torchtitan/gpt-oss/TorchTitan_Neuron_Tutorial_GPT-OSS_on_AWS_Trainium.md"
+
+STATIC_SHAPES_KIND = Kind(   # made from the trace's compile forecast (opscan/trace/signatures.py), not a rule
+    "static-shapes", "make shapes static ({sites})",
+    "pad or bucket variable lengths to a few fixed sizes in the collate function, drop or pad the short "
+    "last batch (`drop_last=True`), and route MoE tokens with a fixed capacity (a grouped matmul, "
+    "`torch.nonzero_static`) instead of `nonzero` / boolean masks",
+    "TorchNeuron compiles each eager op for its input shapes and dtypes and caches it under them: a new "
+    "shape is a new compile (pre-release source snapshot 2026-04-21; its GPT-OSS tutorial lists MoE "
+    "recompiles from changing shapes and variable padding as a limitation)",
+    (URL_NEFF_CACHE, URL_MOE_RECOMPILES), "performance", True,
+    "a few training steps, the compile cache's counters compared", 1.0)
+
 # Op-specific advice for ops on CPU fallback (matched on the overload packet).
 OP_ADVICE: dict[str, str] = {
     "aten::_fused_adamw_": "switch to the foreach AdamW (`torch.optim.AdamW(..., foreach=True, fused=False)`)",

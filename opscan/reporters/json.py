@@ -216,7 +216,44 @@ def to_dict(report: Report) -> dict:
         "summary": summary(report),
         "discovery": None if report.discovery is None else _discovery(report.discovery),
         **_host_ops(report),
+        **_compile(report),
     }
+
+
+def _place(source) -> dict | None:
+    return None if source is None else {"path": source.path, "line": source.line}
+
+
+def _compile(report: Report) -> dict:
+    """`compile`: the compile signatures of each step and the ops whose signatures vary (docs/json.md,
+    "compile"); present only when a trace has them. Several traces: step k joins their step k."""
+    forecasts = [t.compile for t in report.traces if t.compile is not None]
+    if not forecasts:
+        return {}
+    steps = []
+    for number in range(max(len(f.steps) for f in forecasts)):
+        parts = [f.steps[number] for f in forecasts if number < len(f.steps)]
+        phases: dict[str, int] = {}
+        for part in parts:
+            for phase, count in part.phases:
+                phases[phase] = phases.get(phase, 0) + count
+        new = sorted((n for part in parts for n in part.new), key=lambda n: n.signature)
+        steps.append({
+            "step": number + 1,
+            "signatures": sorted({s for part in parts for s in part.signatures}),
+            "host_signatures": sorted({s for part in parts for s in part.host_signatures}),
+            "phases": phases,
+            "new": [{"signature": n.signature, "op": n.op, "phases": list(n.phases), "source": _place(n.source),
+                     "cause": n.cause, "origin": _place(n.origin)} for n in new],
+        })
+    varying = sorted({v for f in forecasts for v in f.varying},
+                     key=lambda v: (v.op, v.cause, v.origin.path if v.origin else "", v.origin.line if v.origin else 0))
+    return {"compile": {
+        "steps": steps,
+        "varying_ops": [{"op": v.op, "cause": v.cause, "origin": _place(v.origin),
+                         "sources": [_place(s) for s in v.sources], "steps": list(v.steps),
+                         "new_signatures": v.new_signatures, "detail": v.detail} for v in varying],
+    }}
 
 
 def _host_ops(report: Report) -> dict:

@@ -145,6 +145,9 @@ class CompileLog:
             return
         self._modules.add(id(module))
         for p in module.parameters(recurse=False):
+            if torch.nn.parameter.is_lazy(p):
+                self._modules.discard(id(module))   # shaped by its first forward: looked at again
+                continue
             shape = tuple(p.shape)
             self.fixed.update((shape, shape[::-1]))
 
