@@ -1,0 +1,86 @@
+"""`opscan run --steps N`: the compile signatures of each step, the new ones of later steps with the
+line that made their shape and its cause, in the JSON, the verdict and the plan (docs/run.md, "Compile
+forecast")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _run(name: str, steps: int, tmp_path, monkeypatch, device: str = "neuron"):
+    from opscan.assess import assess
+    from opscan.records import Report
+    from opscan.reporters.json import to_dict
+    from opscan.trace.script import run_script
+
+    monkeypatch.chdir(tmp_path)
+    trace, _ = run_script(str(FIXTURES / name), device=device, steps=steps, project_root=str(FIXTURES))
+    assert trace.complete, trace.stopped_at
+    report = assess(Report(root=str(FIXTURES), tool_version="test", traces=(trace,)), None)
+    return report, to_dict(report)
+
+
+def _origins(doc) -> set[tuple[str, int, str]]:
+    return {(v["origin"]["path"], v["origin"]["line"], v["cause"]) for v in doc["compile"]["varying_ops"]}
+
+
+@pytest.mark.slow
+def test_a_collate_padding_to_the_longest_brings_new_signatures_every_step(tmp_path, monkeypatch):
+    report, doc = _run("pad_collate.py", 3, tmp_path, monkeypatch)
+    steps = doc["compile"]["steps"]
+    assert len(steps) == 3 and steps[0]["new"] == []
+    assert all(step["new"] for step in steps[1:])
+    new_ops = {n["op"] for n in steps[1]["new"]}
+    assert {"aten::embedding", "aten::addmm", "aten::embedding_dense_backward"} <= new_ops
+    assert {(n["origin"]["path"], n["origin"]["line"], n["cause"]) for n in steps[1]["new"]} == \
+        {("pad_collate.py", 24, "data")}   # the collate function's pad_sequence line
+    assert any(s.startswith("aten::embedding(") and "(2, 7):int64" in s for s in steps[1]["signatures"])
+    assert steps[0]["host_signatures"] and not any("pad_sequence" in s for s in steps[0]["signatures"])
+    assert set(steps[0]["phases"]) >= {"forward", "backward", "optimizer"}
+    (task,) = [t for t in report.tasks if t.kind == "static-shapes"]
+    assert [(s.path, s.line) for s in task.sites] == [("pad_collate.py", 24)] and task.sized
+    assert any("each later step about" in d and "pad_collate.py:24 (data)" in d for d in report.verdict.details)
+
+
+@pytest.mark.slow
+def test_a_short_last_batch_is_predicted_and_seen(tmp_path, monkeypatch):
+    report, doc = _run("tail_batch.py", 3, tmp_path, monkeypatch)
+    steps = doc["compile"]["steps"]
+    assert [bool(s["new"]) for s in steps] == [False, False, True]   # batches 4, 4, then 2
+    tails = [v for v in doc["compile"]["varying_ops"] if v["cause"] == "tail-batch"]
+    assert tails and all("last batch of 2" in v["detail"] for v in tails)
+    assert any("once per epoch" in d for d in report.verdict.details)
+
+
+@pytest.mark.slow
+def test_moe_routing_with_nonzero_is_a_new_shape_every_step(tmp_path, monkeypatch):
+    report, doc = _run("moe_nonzero.py", 2, tmp_path, monkeypatch)
+    varying = doc["compile"]["varying_ops"]
+    assert _origins(doc) == {("moe_nonzero.py", 20, "data-dependent")}
+    ops = {v["op"] for v in varying}
+    assert {"aten::index.Tensor", "aten::addmm", "aten::index_add"} <= ops
+    assert "aten::nonzero" not in ops   # its input has a fixed shape: its own signature does not change
+    assert any("moe_nonzero.py:20 (nonzero)" in d for d in report.verdict.details)
+    assert any(t.kind == "static-shapes" for t in report.tasks)
+
+
+@pytest.mark.slow
+def test_a_fixed_shape_script_is_not_flagged(tmp_path, monkeypatch):
+    report, doc = _run("fixed_shape.py", 3, tmp_path, monkeypatch)
+    steps = doc["compile"]["steps"]
+    assert len(steps) == 3 and all(step["new"] == [] for step in steps)
+    assert doc["compile"]["varying_ops"] == []
+    assert not any(t.kind == "static-shapes" for t in report.tasks)
+    assert any("no later step run (2) compiled a new one" in d for d in report.verdict.details)
+
+
+@pytest.mark.slow
+def test_the_forecast_is_deterministic(tmp_path, monkeypatch):
+    first = _run("pad_collate.py", 2, tmp_path, monkeypatch)[1]["compile"]
+    assert _run("pad_collate.py", 2, tmp_path, monkeypatch)[1]["compile"] == first
