@@ -1,0 +1,45 @@
+"""`opscan trace`: one step's compile signatures, counted per phase, and the ops whose shapes the data
+decides (docs/trace.md, "Compile signatures")."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+MODEL = '''
+import torch
+from torch import nn
+
+
+class Routed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gate = nn.Linear(8, 2)
+        self.expert = nn.Linear(8, 8)
+
+    def forward(self, x):
+        keep = self.gate(x).argmax(-1) == 0
+        picked = x[keep]
+        return self.expert(picked).sum() + x.sum()
+
+
+def build():
+    return Routed(), (torch.randn(6, 8),)
+'''
+
+
+@pytest.mark.slow
+def test_a_traced_step_has_signatures_per_phase_and_predicts_boolean_mask_shapes(tmp_path):
+    from opscan.targets import trace_target
+
+    (tmp_path / "routed.py").write_text(MODEL)
+    trace = trace_target(f"{tmp_path / 'routed.py'}:build", project_root=str(tmp_path))
+    assert trace.complete, trace.stopped_at
+    (step,) = trace.compile.steps
+    assert "aten::addmm((2,):float32;(6, 8):float32;(8, 2):float32)" in step.signatures
+    assert dict(step.phases).keys() >= {"forward", "backward", "optimizer"}
+    assert step.new == () and step.host_signatures == ()
+    varying = {(v.op, v.cause, v.origin.line) for v in trace.compile.varying}
+    assert ("aten::addmm", "data-dependent", 14) in varying            # the expert on the masked rows
+    assert not any(v.op == "aten::argmax" for v in trace.compile.varying)  # before the mask: fixed
