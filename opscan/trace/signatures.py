@@ -53,6 +53,7 @@ _INTO = ("aten::index_add", "aten::index_put", "aten::_index_put_impl", "aten::i
          "aten::select_scatter", "aten::diagonal_scatter", "aten::as_strided_scatter")
 
 _NAMED = (torch.dtype, torch.layout, torch.memory_format)
+_LAZY = torch.nn.parameter.UninitializedTensorMixin
 
 
 def _tensor(t: torch.Tensor) -> str:
@@ -64,7 +65,7 @@ def _tensor(t: torch.Tensor) -> str:
 def written(value) -> str | None:
     """One argument as the signature writes it (NOTE [compile signatures]); None when left out."""
     if isinstance(value, torch.Tensor):
-        return _tensor(value)
+        return None if isinstance(value, _LAZY) else _tensor(value)   # a lazy module's: no shape yet
     if isinstance(value, (bool, int, str)):
         return repr(value)
     if isinstance(value, (torch.SymInt, torch.SymBool)):

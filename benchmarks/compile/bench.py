@@ -1,0 +1,190 @@
+"""The compile forecast against a REAL CPU run: per-step signature sets, the ops whose shapes change,
+and the forecast's added time to `opscan run` (docs/run.md, "Compile forecast: how it is measured").
+
+Usage:
+    python benchmarks/compile/bench.py [--steps N] [--repeat R] [--json OUT]
+
+Each script runs twice in this process: for real on the CPU under a TorchDispatchMode that writes every
+call's signature (opscan.trace.signatures.signature: op + input shapes + dtypes, the issue's format)
+per optimizer step, ending when an optimizer is about to take step N+1 as `opscan run` does; and on
+fake tensors with `opscan run --device cpu --steps N`'s engine. Scored:
+- Jaccard of the first step's signature sets (real: every call; opscan: signatures + host_signatures);
+- recall of the ops whose shapes change: real truth = ops with a signature in step k > 1 that no earlier
+  step had; opscan = the ops of `compile.varying_ops` (seen or predicted);
+- false "recompiles every step" on the scripts labelled fixed-shape (set by reading them), judged on
+  the run a user makes (`--device neuron`: host ops apart, not compiled) and on `--device cpu` (where
+  the data pipeline is on the device, and a sample index is an int argument of its `select`);
+- time: the fake run with the forecast, and with its recording switched off, best of R each.
+DEV scripts were looked at while building; HELD_OUT ones were run once for the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import runpy
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "run" / "fixtures"
+HERE = Path(__file__).resolve().parent
+
+# script -> (argv, labelled fixed-shape: no signature should change between steps); labelled by reading
+# the scripts, before running opscan on them
+DEV = {
+    FIXTURES / "pad_collate.py": ([], False),
+    FIXTURES / "tail_batch.py": ([], False),
+    FIXTURES / "moe_nonzero.py": ([], False),
+    FIXTURES / "fixed_shape.py": ([], True),
+}
+HELD_OUT = {
+    HERE / "heldout_moe.py": ([], False),
+    FIXTURES / "gpt_train.py": (["--max-iters", "4"], True),
+    FIXTURES / "gan_train.py": ([], True),
+    FIXTURES / "lazy_train.py": ([], True),
+}
+
+
+class _Done(BaseException):
+    pass
+
+
+def real_steps(script: Path, argv: list[str], steps: int) -> list[set[str]]:
+    """Each optimizer step's signatures in a real CPU run (segments grouped as signatures.steps_of)."""
+    import torch
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from opscan.trace.signatures import signature
+
+    segments: list[tuple[object, set[str]]] = []
+    current: set[str] = set()
+    counts: dict[int, int] = {}
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func.name()
+            if not name.startswith(("prim::device", "profiler::")):
+                sig = signature(name, args, kwargs)
+                if sig is not None:
+                    current.add(sig)
+            return func(*args, **(kwargs or {}))
+
+    def pre(optimizer, args, kwargs):
+        if counts.get(id(optimizer), 0) >= steps:
+            raise _Done
+
+    def post(optimizer, args, kwargs):
+        nonlocal current
+        counts[id(optimizer)] = counts.get(id(optimizer), 0) + 1
+        segments.append((id(optimizer), current))
+        current = set()
+
+    hooks = (register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post))
+    saved = list(sys.argv), list(sys.path), os.getcwd()
+    sys.argv = [str(script), *argv]
+    sys.path.insert(0, str(script.parent))
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as folder:
+        os.chdir(folder)
+        try:
+            with contextlib.redirect_stdout(sys.stderr), Record():
+                runpy.run_path(str(script), run_name="__main__")
+        except (_Done, SystemExit):
+            pass
+        finally:
+            for hook in hooks:
+                hook.remove()
+            sys.argv, sys.path[:] = saved[0], saved[1]
+            os.chdir(saved[2])
+    width = max(1, len({k for k, _ in segments}))
+    out = [set().union(*(s for _, s in segments[i:i + width])) for i in range(0, len(segments), width)]
+    return out or [current]
+
+
+def fake_run(script: Path, argv: list[str], steps: int, forecast: bool = True, device: str = "cpu"):
+    from opscan.trace import signatures
+    from opscan.trace.script import run_script
+
+    saved = signatures.CompileLog.record
+    if not forecast:
+        signatures.CompileLog.record = lambda *a, **k: None
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            started = time.perf_counter()
+            trace, _ = run_script(str(script), argv, device=device, steps=steps, project_root=str(script.parent),
+                                  cwd=folder)
+            return trace, time.perf_counter() - started
+    finally:
+        signatures.CompileLog.record = saved
+
+
+def changing_ops(steps: list[set[str]]) -> set[str]:
+    """Ops with a signature in a later step that no earlier step had."""
+    seen: set[str] = set()
+    out: set[str] = set()
+    for number, step in enumerate(steps):
+        if number:
+            out |= {sig.split("(", 1)[0] for sig in step - seen}
+        seen |= step
+    return out
+
+
+def score(script: Path, argv: list[str], fixed: bool, steps: int, repeat: int) -> dict:
+    real = real_steps(script, argv, steps)
+    trace, _ = fake_run(script, argv, steps)
+    fc = trace.compile
+    first = set(fc.steps[0].signatures) | set(fc.steps[0].host_signatures) if fc.steps else set()
+    truth = changing_ops(real)
+    found = {v.op for v in fc.varying}
+    on, off = [], []
+    for _ in range(repeat):   # interleaved, best of each
+        on.append(fake_run(script, argv, steps)[1])
+        off.append(fake_run(script, argv, steps, forecast=False)[1])
+    on, off = min(on), min(off)
+    device = fake_run(script, argv, steps, device="neuron")[0].compile   # the user's run: host ops apart
+    inter = first & real[0]
+    return {
+        "script": script.name, "complete": trace.complete, "real_steps": len(real), "opscan_steps": len(fc.steps),
+        "first_step_jaccard": round(len(inter) / len(first | real[0]), 4) if first | real[0] else 1.0,
+        "first_step_real": len(real[0]), "first_step_opscan": len(first),
+        "changing_ops_real": sorted(truth), "varying_ops_opscan": sorted(found),
+        "recall": round(len(truth & found) / len(truth), 4) if truth else None,
+        "missed": sorted(truth - found), "extra": sorted(found - truth),
+        "labelled_fixed": fixed, "flagged_cpu": bool(fc.varying) or any(s.new for s in fc.steps),
+        "flagged": bool(device.varying) or any(s.new for s in device.steps),
+        "varying_ops_neuron": sorted({v.op for v in device.varying}),
+        "seconds_with_forecast": round(on, 3), "seconds_without": round(off, 3),
+        "added_time": round(on / off - 1, 4) if off else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", help="write the rows here")
+    args = parser.parse_args(argv)
+    from opscan.trace import prepare
+
+    prepare()
+    rows = {"dev": [score(s, a, f, args.steps, args.repeat) for s, (a, f) in DEV.items()],
+            "held_out": [score(s, a, f, args.steps, args.repeat) for s, (a, f) in HELD_OUT.items()]}
+    for part, found in rows.items():
+        print(f"== {part}")
+        for r in found:
+            print(f"{r['script']:22} J1={r['first_step_jaccard']:.3f} ({r['first_step_real']}/{r['first_step_opscan']}) "
+                  f"recall={r['recall']} changing={len(r['changing_ops_real'])} varying={len(r['varying_ops_opscan'])} "
+                  f"fixed={r['labelled_fixed']} flagged={r['flagged']} (cpu {r['flagged_cpu']}) time +{100 * (r['added_time'] or 0):.1f}%")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
