@@ -436,7 +436,7 @@ class CompileForecast:
 
 
 # The causes of a shape that changes between steps (opscan/trace/signatures.py CAUSES says each).
-COMPILE_CAUSES = ("data-dependent", "data", "number", "tail-batch")
+COMPILE_CAUSES = ("data-dependent", "data", "number", "tail-batch", "first-run")
 
 
 @dataclass(frozen=True)

@@ -329,7 +329,8 @@ def compile_lines(traces) -> list[str]:
         made = {(s.source.path, s.source.line): s.op.removeprefix("aten::") for s in trace.stand_ins
                 if s.source is not None and s.kind != "item"}
         text = f"the first step compiles {_plural(len(steps[0].signatures), 'signature')}"
-        later = [len(step.new) for step in steps[1:]]
+        later = [sum(1 for n in step.new if n.cause != "first-run") for step in steps[1:]]
+        late = sum(1 for step in steps[1:] for n in step.new if n.cause == "first-run")
 
         def where(causes) -> str:
             counts: dict[tuple, int] = {}
@@ -348,7 +349,9 @@ def compile_lines(traces) -> list[str]:
             brought = ", ".join(f"step {n} {count}" for n, count in enumerate(later, 2) if count)
             text += f"; new ones in a later step ({brought}), from {where(('data', 'number'))}"
         elif later:
-            text += f"; no later step run ({len(later)}) compiled a new one"
+            text += f"; no later step run ({len(later)}) brought a new shape"
+        if late:
+            text += f"; {late} more compile{'s' * (late != 1)} in code first run after the first step"
         guessed = where(("data-dependent",))
         if guessed:
             text += f"; sizes the data decides likely make new ones every step, from {guessed}"

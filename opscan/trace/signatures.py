@@ -44,6 +44,8 @@ CAUSES = {
     "data": "input shapes from the data (a loader or collate line)",
     "number": "a Python number that became a shape",
     "tail-batch": "the last, short batch of an epoch (drop_last=False)",
+    "first-run": "an op at a line first run after the first step (a print, a scheduler's later branch): "
+                 "compiled once there, not a changing shape",
 }
 DYNAMIC_KINDS = ("dynamic-shape", "split-sizes")   # stand-in kinds whose output size the data decides
 _RANK = {"data-dependent": 0, "data": 1}
@@ -305,6 +307,7 @@ def forecast(log: CompileLog, host: CompileLog | None = None, *, drop_rest: bool
             entry[2] += 1
 
     earlier: set[str] = set()
+    calls: set[tuple] = set()   # (op, line) of the earlier steps
     out = []
     for number, step in enumerate(steps, 1):
         new = []
@@ -312,10 +315,14 @@ def forecast(log: CompileLog, host: CompileLog | None = None, *, drop_rest: bool
             for sig in sorted(set(step) - earlier):
                 seen = step[sig]
                 cause, origin = _cause(seen)
+                if (seen.op, _key(seen.source)) not in calls:
+                    cause, origin = "first-run", seen.source
                 new.append(NewSignature(sig, seen.op, tuple(p for p in PHASES if p in seen.phases),
                                         seen.source, cause, origin))
-                vary(seen.op, cause, origin, seen.source, number)
+                if cause != "first-run":
+                    vary(seen.op, cause, origin, seen.source, number)
         earlier |= set(step)
+        calls |= {(seen.op, _key(seen.source)) for seen in step.values()}
         hosted = tuple(sorted(host_steps[number - 1])) if number <= len(host_steps) else ()
         out.append(CompileStep(tuple(sorted(step)), hosted, phase_counts(step), tuple(new)))
     for step in steps:   # predicted: sizes the data decides
