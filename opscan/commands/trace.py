@@ -48,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "adds its collectives and copy ops (N >= 2; see docs/trace.md, \"FSDP\")")
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="let an hf: folder whose config.json has auto_map run its own code")
+    parser.add_argument("--steps", type=positive_int, default=None, metavar="N",
+                        help="run the step N times (default 1): the compile signatures of each, the "
+                             "later steps recording nothing else (docs/trace.md, \"Compile signatures\")")
     parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format")
     parser.add_argument("--output", metavar="FILE", default=None, help="write the report here")
     from opscan.commands.flags import add_backend_argument, add_db_argument, add_limit_arguments
@@ -136,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
     models, root = _models(args)
     release = _release(args)   # loaded once: the device profile of the trace, then coverage and caveats
     profile = release.profile()
-    extra = {"device": args.device, **({"fsdp": args.fsdp} if getattr(args, "fsdp", None) is not None else {})}
+    extra = {"device": args.device, **({"fsdp": args.fsdp} if getattr(args, "fsdp", None) is not None else {}),
+             **({"steps": args.steps} if getattr(args, "steps", None) else {})}
     traces = tuple(at_real_size(trace_isolated(tracer_options(model, root, profile, **extra), limits), model)
                    for model in models)
     report = assess(Report(root=str(Path.cwd()), tool_version=__version__, traces=traces), release,

@@ -32,7 +32,7 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
                  optimizer_impl: str | None = None, amp: str | None = None, inputs=(),
                  batch: int | None = None, seq_len: int | None = None,
                  project_root: str | None = None, fsdp: int | None = None,
-                 trust_remote_code: bool = False, gpu_only: tuple[str, ...] = ()) -> ModelTrace:
+                 trust_remote_code: bool = False, gpu_only: tuple[str, ...] = (), steps: int = 1) -> ModelTrace:
     """Build `target` and trace it on fake tensors: the ops it dispatches (see docs/trace.md).
 
     A `pt2:FILE` target is an exported program: loaded and read, never run (opscan/targets/export.py).
@@ -52,7 +52,7 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
 
     trace = tracer.trace(target, make, mode=mode, device=device, profile=profile, optimizer=optimizer,
                          optimizer_impl=optimizer_impl, amp=amp, inputs=inputs, project_root=project_root,
-                         fsdp=fsdp)
+                         fsdp=fsdp, steps=steps)
     if notes and notes[0]:   # what the builder did beyond building (a repository's setup call)
         trace = dataclasses.replace(trace, retried="; ".join(n for n in (notes[0], trace.retried) if n))
     return trace

@@ -104,6 +104,7 @@ class Recorder(TorchDispatchMode):
         self.data = False                 # every op it records is one of the data pipeline (host ops)
         self.data_values = False          # an op whose outputs hold values is one of the data pipeline
         self._dynamic = False             # the op being dispatched got a data-dependent stand-in size
+        self.signatures_only = False      # a later step of `opscan trace --steps N`: compile signatures only
 
     # -- module tracking (global forward hooks installed by the runner) --
     def enter_module(self, module, args) -> None:
@@ -201,9 +202,11 @@ class Recorder(TorchDispatchMode):
 
     def count_stand_in(self, name, kind, value, source) -> None:
         """Count one stand-in value (`kind`, e.g. "item") given for `name` at `source`: the trace's and the run's."""
+        self._dynamic = self._dynamic or kind in DYNAMIC_KINDS
+        if self.signatures_only:
+            return
         key = (name, kind, value, source)
         self.stand_ins[key] += 1
-        self._dynamic = self._dynamic or kind in DYNAMIC_KINDS
         if self.stand_ins[key] > MAX_STAND_INS_PER_SITE:
             raise StandInLoop(f"{MAX_STAND_INS_PER_SITE} stand-ins for {_canonical(name)} at one source "
                               "line: a data-dependent loop that stand-in values never end")
@@ -218,6 +221,11 @@ class Recorder(TorchDispatchMode):
             phase = "loss"
         if phase in ("forward", "loss") and source is not None:
             self._fwd_sources.setdefault(torch._C._autograd._get_sequence_nr() - 1, source)
+        if self.signatures_only:
+            outputs = tensors[len(inputs):]
+            self.compile_log.record(name, phase, source, args, kwargs, inputs, outputs, data=False,
+                                    dynamic=self._dynamic)
+            return
         self.counts[name] += 1
         self.phases[name].add(phase)
         self.dtypes[name].update(str(t.dtype) for t in tensors)

@@ -37,13 +37,17 @@ except TraceError:
 def trace(target: str, build: Callable[[tuple[InputSpec, ...]], Built], *, mode: str = "train",
           device: str = "neuron", profile: DeviceProfile | None = None, optimizer: str = "adamw",
           optimizer_impl: str | None = None, amp: str | None = None, inputs=(),
-          project_root: str | None = None, fsdp: int | None = None) -> ModelTrace:
+          project_root: str | None = None, fsdp: int | None = None, steps: int = 1) -> ModelTrace:
     """Check the options, `build(specs)` the model, trace it on fake tensors and return the ops it
     dispatches as the ModelTrace of `target` (see docs/trace.md).
 
     `inputs` are `--input` specs (InputSpec or their text); `build` applies them to its inputs
-    (opscan/targets/loader.py). The build runs under the trace's log capture and clock.
+    (opscan/targets/loader.py). The build runs under the trace's log capture and clock. `steps`:
+    the step is run that many times, the later ones recording compile signatures only (the ops,
+    counts and costs are the first step's; docs/trace.md, "Compile signatures").
     """
+    if steps < 1:
+        raise UsageError(f"--steps must be at least 1, not {steps}")
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
     if device not in devices.DEVICES:
@@ -66,7 +70,7 @@ def trace(target: str, build: Callable[[tuple[InputSpec, ...]], Built], *, mode:
     started = time.perf_counter()
     with logs.captured():   # torch's log records stay off the terminal (see opscan/trace/logs.py)
         result = _build_and_run(target, build, mode, device, profile, optimizer, optimizer_impl, amp,
-                                specs, project_root, fsdp)
+                                specs, project_root, fsdp, steps)
     return ModelTrace(target=target, mode=mode, device=device, ops=result.ops,
                       stand_ins=result.stand_ins, complete=result.complete,
                       stopped_at=result.stopped_at, seconds=round(time.perf_counter() - started, 3),
@@ -75,10 +79,11 @@ def trace(target: str, build: Callable[[tuple[InputSpec, ...]], Built], *, mode:
 
 
 def _build_and_run(target, build, mode, device, profile, optimizer, optimizer_impl, amp, specs,
-                   project_root, fsdp) -> _Result:
+                   project_root, fsdp, steps=1) -> _Result:
     built = build(specs)
     with _fsdp_group(fsdp, device) as mesh:
         tracer = _Tracer(built, device, profile, project_root, mesh)
+        tracer.steps = steps
         if mode == "both":
             inference = tracer.run("inference", optimizer, optimizer_impl, amp)
             train = tracer.run("train", optimizer, optimizer_impl, amp)
@@ -103,6 +108,7 @@ class _Tracer:
         self.profile = profile
         self.finder = SourceFinder(project_root)
         self.finder.stop_code = _Tracer._step.__code__
+        self.steps = 1   # steps to run (trace(steps=)): the later ones record compile signatures only
         self.fake_mode = devices.FakeMode(allow_non_fake_inputs=True) if device != "meta" else None
         self.model = built.model
         self._materialize()
@@ -205,6 +211,14 @@ class _Tracer:
             with self._mode(), devices.sdpa_context(self.device, self.profile), fakes.fake_deepcopy(), \
                     fakes.identity_conversions(), fakes.fake_format(), fakes.real_one_hot(), recorder:
                 stopped = self._step(mode, recorder, opt, amp, extra)
+                recorder.compile_log.close("step")
+                for _ in range(self.steps - 1):   # later steps: their compile signatures only
+                    if stopped:
+                        break
+                    recorder.signatures_only = True
+                    recorder.phase = "forward"
+                    stopped = self._step(mode, recorder, opt, amp, extra)
+                    recorder.compile_log.close("step")
         finally:
             for hook in hooks:
                 hook.remove()

@@ -43,3 +43,18 @@ def test_a_traced_step_has_signatures_per_phase_and_predicts_boolean_mask_shapes
     varying = {(v.op, v.cause, v.origin.line) for v in trace.compile.varying}
     assert ("aten::addmm", "data-dependent", 14) in varying            # the expert on the masked rows
     assert not any(v.op == "aten::argmax" for v in trace.compile.varying)  # before the mask: fixed
+
+
+@pytest.mark.slow
+def test_trace_steps_runs_the_step_again_for_its_signatures_only(tmp_path):
+    from opscan.targets import trace_target
+
+    (tmp_path / "routed.py").write_text(MODEL)
+    one = trace_target(f"{tmp_path / 'routed.py'}:build", project_root=str(tmp_path))
+    three = trace_target(f"{tmp_path / 'routed.py'}:build", project_root=str(tmp_path), steps=3)
+    assert three.complete and len(three.compile.steps) == 3
+    assert three.compile.steps[0].signatures == one.compile.steps[0].signatures
+    assert three.ops == one.ops and three.stand_ins == one.stand_ins   # counts and costs: the first step's
+    # fixed inputs: no shape changes between steps; the masked rows stay a prediction
+    assert all(n.cause == "first-run" for step in three.compile.steps[1:] for n in step.new)
+    assert {v.cause for v in three.compile.varying} == {"data-dependent"}
