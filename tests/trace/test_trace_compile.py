@@ -58,3 +58,20 @@ def test_trace_steps_runs_the_step_again_for_its_signatures_only(tmp_path):
     # fixed inputs: no shape changes between steps; the masked rows stay a prediction
     assert all(n.cause == "first-run" for step in three.compile.steps[1:] for n in step.new)
     assert {v.cause for v in three.compile.varying} == {"data-dependent"}
+
+
+@pytest.mark.slow
+def test_trace_command_json_has_the_compile_steps(run_cli):
+    import json
+
+    code, out, err = run_cli("trace", "examples/models/data_dependent.py:make_router", "--steps", "2",
+                             "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    steps = doc["compile"]["steps"]
+    assert [s["step"] for s in steps] == [1, 2] and steps[0]["signatures"] and steps[0]["new"] == []
+    assert all(s.startswith("aten::") and s.endswith(")") for s in steps[0]["signatures"])
+    assert {v["cause"] for v in doc["compile"]["varying_ops"]} == {"data-dependent"}
+    assert any(d.startswith("the first step compiles") for d in doc["verdict"]["details"])
+    code, _, err = run_cli("trace", "examples/models/data_dependent.py:make_router", "--steps", "0")
+    assert code == 2
