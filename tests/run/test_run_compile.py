@@ -84,3 +84,23 @@ def test_a_fixed_shape_script_is_not_flagged(tmp_path, monkeypatch):
 def test_the_forecast_is_deterministic(tmp_path, monkeypatch):
     first = _run("pad_collate.py", 2, tmp_path, monkeypatch)[1]["compile"]
     assert _run("pad_collate.py", 2, tmp_path, monkeypatch)[1]["compile"] == first
+
+
+@pytest.mark.slow
+def test_opscan_run_json_carries_the_forecast(tmp_path):
+    import json
+    import shutil
+
+    from opscan.cli import main
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "tagger"\nversion = "0"\n')
+    shutil.copy(FIXTURES / "pad_collate.py", tmp_path / "pad_collate.py")
+    out = tmp_path / "report.json"
+    main(["run", "--steps", "2", "--format", "json", "--output", str(out), "--", "python",
+          str(tmp_path / "pad_collate.py")])
+    doc = json.loads(out.read_text())
+    steps = doc["compile"]["steps"]
+    assert len(steps) == 2 and steps[1]["new"]
+    assert {v["origin"]["path"] for v in doc["compile"]["varying_ops"]} == {"pad_collate.py"}
+    assert any(t["kind"] == "static-shapes" and t["sites"] == [{"path": "pad_collate.py", "line": 24, "column": 1}]
+               for t in doc["tasks"])
