@@ -93,6 +93,7 @@ class Origins:
 
     def __init__(self) -> None:
         self._by_id: dict[int, tuple[weakref.ref, tuple]] = {}
+        self._limit = 1 << 16   # pruned past this size (a run with no optimizer step never ends a step)
 
     def get(self, t) -> tuple | None:
         held = self._by_id.get(id(t))
@@ -104,7 +105,10 @@ class Origins:
         try:
             self._by_id[id(t)] = (weakref.ref(t), origin)
         except TypeError:
-            pass
+            return
+        if len(self._by_id) > self._limit:
+            self.prune()
+            self._limit = max(1 << 16, 2 * len(self._by_id))
 
     def prune(self) -> None:
         self._by_id = {k: v for k, v in self._by_id.items() if v[0]() is not None}
