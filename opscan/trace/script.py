@@ -54,10 +54,10 @@ from opscan.trace import (
 )
 from opscan.trace import device as devices
 from opscan.trace import redirect as redirects
-from opscan.trace.recorder import Recorder, _tensors
-from opscan.trace.sources import SourceFinder
 from opscan.trace import signatures
+from opscan.trace.recorder import Recorder, _tensors
 from opscan.trace.signatures import CompileLog
+from opscan.trace.sources import SourceFinder
 
 RUN_DEVICES = ("neuron", "cpu")
 
