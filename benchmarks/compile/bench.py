@@ -57,6 +57,9 @@ class _Done(BaseException):
     pass
 
 
+_CWD: Path | None = None   # the folder the scripts run from (None: a fresh temporary folder each run)
+
+
 def real_steps(script: Path, argv: list[str], steps: int) -> list[set[tuple[str, int]]]:
     """Each optimizer step's (signature, line) pairs in a real CPU run (segments grouped as
     signatures.steps_of); the line: the innermost one of the script's folder on the stack."""
@@ -105,7 +108,7 @@ def real_steps(script: Path, argv: list[str], steps: int) -> list[set[tuple[str,
     sys.path.insert(0, str(script.parent))
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as folder:
-        os.chdir(folder)
+        os.chdir(_CWD or folder)
         try:
             with contextlib.redirect_stdout(sys.stderr), Record():
                 runpy.run_path(str(script), run_name="__main__")
@@ -121,6 +124,20 @@ def real_steps(script: Path, argv: list[str], steps: int) -> list[set[tuple[str,
     return out or [current]
 
 
+def real_steps_apart(script: Path, argv: list[str], steps: int) -> list[set[tuple[str, int]]]:
+    """real_steps in a fresh Python (no `neuron` device registered, as on a CPU-only machine: a
+    loader's `pin_memory` then asks no PrivateUse1 allocator)."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, __file__, "--real", str(script), "--steps", str(steps), "--", *argv],
+                         capture_output=True, text=True, check=False, cwd=str(_CWD) if _CWD else None,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path]),
+                              "OPSCAN_BENCH_CWD": str(_CWD or "")})
+    if out.returncode != 0:
+        raise SystemExit(f"real run of {script} failed: {out.stderr.strip()[-800:]}")
+    return [{(sig, at) for sig, at in step} for step in json.loads(out.stdout.strip().splitlines()[-1])]
+
+
 def fake_run(script: Path, argv: list[str], steps: int, forecast: bool = True, device: str = "cpu"):
     from opscan.trace import signatures
     from opscan.trace.script import run_script
@@ -132,7 +149,7 @@ def fake_run(script: Path, argv: list[str], steps: int, forecast: bool = True, d
         with tempfile.TemporaryDirectory() as folder:
             started = time.process_time()   # CPU seconds of this process: less swayed by a shared machine
             trace, _ = run_script(str(script), argv, device=device, steps=steps, project_root=str(script.parent),
-                                  cwd=folder)
+                                  cwd=str(_CWD or folder))
             return trace, time.process_time() - started
     finally:
         signatures.CompileLog.record = saved
@@ -175,7 +192,7 @@ def _jaccard(a: set, b: set) -> float:
 
 
 def score(script: Path, argv: list[str], fixed: bool, steps: int, repeat: int) -> dict:
-    real = real_steps(script, argv, steps)
+    real = real_steps_apart(script, argv, steps)
     trace, _ = fake_run(script, argv, steps)
     fc = trace.compile
     first = set(fc.steps[0].signatures) | set(fc.steps[0].host_signatures) if fc.steps else set()
@@ -204,14 +221,50 @@ def score(script: Path, argv: list[str], fixed: bool, steps: int, repeat: int) -
     }
 
 
+# public scripts, labelled by reading them (before any run): fixed-shape or not
+PUBLIC_FIXED = {"nanogpt-train": True, "examples-word-lm": False, "mingpt-adder": True}
+
+
+def _public(name: str, mirrors: list[str]) -> tuple[Path, list[str], bool]:
+    """A public case of benchmarks/scripts/cases.py fetched at its pinned commit, with its fake data:
+    (script, argv, labelled fixed-shape). Both runs use one prepared copy, from its folder."""
+    sys.path.insert(0, str(ROOT / "benchmarks" / "scripts"))
+    import run as harness
+    from cases import CASES
+    from fetch import fetch
+
+    case = next(c for c in CASES if c.name == name)
+    source = fetch(case.repo, harness.WORK / "src", dict(m.split("=", 1) for m in mirrors).get(case.repo))
+    cwd = harness._prepare(case, source, "compile")
+    global _CWD
+    _CWD = cwd   # the script reads its config and data from its folder
+    for extra in case.pythonpath:   # folders of the copy on the path (as `pip install -e .`)
+        sys.path.insert(0, str(harness.WORK / "runs" / case.name / "compile" / extra))
+    return cwd / case.command[0], list(case.command[1:]), PUBLIC_FIXED.get(name, False)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--public", action="append", default=[], metavar="CASE",
+                        help="also score a public script of benchmarks/scripts/cases.py (fetched at run "
+                             "time, its fake data made), e.g. nanogpt-train; its own argv")
+    parser.add_argument("--mirror", action="append", default=[], metavar="OWNER/NAME=GIT_DIR",
+                        help="a local git directory holding a case's pinned commit (benchmarks/scripts/fetch.py)")
+    parser.add_argument("--real", metavar="SCRIPT", help="(internal) print the real run's steps as JSON")
+    parser.add_argument("script_argv", nargs="*", help=argparse.SUPPRESS)
     parser.add_argument("--time-only", action="store_true",
                         help="only the added time, on a larger run (gpt_train.py, 4 layers, 5 steps)")
     args = parser.parse_args(argv)
+    if args.real:
+        if os.environ.get("OPSCAN_BENCH_CWD"):
+            global _CWD
+            _CWD = Path(os.environ["OPSCAN_BENCH_CWD"])
+        found = real_steps(Path(args.real).resolve(), args.script_argv, args.steps)
+        print(json.dumps([sorted(step) for step in found]))
+        return 0
     from opscan.trace import prepare
 
     prepare()
@@ -226,8 +279,11 @@ def main(argv: list[str] | None = None) -> int:
                           "without": sorted(off), "added_time_best": round(min(on) / min(off) - 1, 4),
                           "added_time_median": round(sorted(on)[len(on) // 2] / sorted(off)[len(off) // 2] - 1, 4)}))
         return 0
-    rows = {"dev": [score(s, a, f, args.steps, args.repeat) for s, (a, f) in DEV.items()],
-            "held_out": [score(s, a, f, args.steps, args.repeat) for s, (a, f) in HELD_OUT.items()]}
+    if args.public:
+        rows = {"public": [score(*_public(name, args.mirror), args.steps, args.repeat) for name in args.public]}
+    else:
+        rows = {"dev": [score(s, a, f, args.steps, args.repeat) for s, (a, f) in DEV.items()],
+                "held_out": [score(s, a, f, args.steps, args.repeat) for s, (a, f) in HELD_OUT.items()]}
     for part, found in rows.items():
         print(f"== {part}")
         for r in found:
