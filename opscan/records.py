@@ -433,6 +433,9 @@ class CompileForecast:
 
     steps: tuple[CompileStep, ...] = ()
     varying: tuple[VaryingOp, ...] = ()
+    # signatures of the last step whose inputs' size a data-dependent op decides: each a new compile
+    # every step likely (what one traced step can say of the steps after it)
+    likely_new: int = 0
 
 
 # The causes of a shape that changes between steps (opscan/trace/signatures.py CAUSES says each).

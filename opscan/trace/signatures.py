@@ -339,9 +339,11 @@ def forecast(log: CompileLog, host: CompileLog | None = None, *, drop_rest: bool
             elif tail and (seen.op, "data", origin) not in varying:
                 vary(seen.op, "tail-batch", origin, seen.source, detail=tail)
     ordered = sorted(varying.items(), key=lambda kv: (kv[0][0], kv[0][1], _key(kv[0][2])))
+    likely = sum(1 for seen in steps[-1].values() if seen.origin is not None and seen.origin[0] == "data-dependent") \
+        if steps else 0
     return CompileForecast(tuple(out), tuple(
         VaryingOp(op, cause, origin, tuple(sorted(v[0], key=_key))[:5], tuple(sorted(v[1])), v[2], v[3])
-        for (op, cause, origin), v in ordered))
+        for (op, cause, origin), v in ordered), likely)
 
 
 __all__ = ["CAUSES", "CompileLog", "Origins", "Seen", "forecast", "phase_counts", "signature", "steps_of",
@@ -370,4 +372,4 @@ def joined(first, second):
                              phases=tuple((p, phases[p]) for p in PHASES if p in phases),
                              new=tuple(sorted({*a.new, *b.new}, key=lambda n: n.signature))))
     varying = sorted({*first.varying, *second.varying}, key=lambda v: (v.op, v.cause, _key(v.origin)))
-    return type(first)(tuple(steps), tuple(varying))
+    return type(first)(tuple(steps), tuple(varying), first.likely_new + second.likely_new)

@@ -75,6 +75,8 @@ class Row:
     caveats: tuple[str, ...] = ()              # "KIND: op, op" of each release caveat (opscan/db/caveats.py)
     fallbacks: tuple[str, ...] = ()            # ops that run, but on (or maybe on) the CPU, sorted
     fallback_bytes: dict[str, int] = field(default_factory=dict)   # op -> host<->device bytes per step
+    compiles: int | None = None                # compile signatures of the traced step (None: not known)
+    new_compiles: int | None = None            # new compiles per later step (new_per_step; None: not known)
 
     @property
     def native(self) -> int:
@@ -142,7 +144,21 @@ def build_row(target: ZooTarget, outcome: Outcome | None, release, cached: bool 
                op_cells=dict(sorted(cells.items())), seconds=outcome.seconds, cached=cached,
                caveats=tuple(f"{c.kind}: {', '.join(c.ops)}" for c in report.caveats),
                fallbacks=tuple(sorted(fallbacks)),
-               fallback_bytes={f.op: f.bytes_per_step for f in report.fallbacks})
+               fallback_bytes={f.op: f.bytes_per_step for f in report.fallbacks},
+               compiles=len(trace.compile.steps[0].signatures) if trace.compile and trace.compile.steps else None,
+               new_compiles=new_per_step(trace.compile))
+
+
+def new_per_step(forecast) -> int | None:
+    """New compiles per step after the first (the zoo's column; docs/zoo.md): the mean of the new
+    signatures of the later steps run that are shape changes (not `first-run`), or, after one step,
+    the signatures whose size a data-dependent op decides (each likely new every step); None
+    without a forecast (an older cached row, an exported program)."""
+    if forecast is None or not forecast.steps:
+        return None
+    later = [sum(1 for n in step.new if n.cause != "first-run") for step in forecast.steps[1:]]
+    seen = round(sum(later) / len(later)) if later else 0
+    return max(seen, forecast.likely_new)
 
 
 def classify(target: ZooTarget, outcome: Outcome | None, status: str, error: str) -> tuple[str, str]:

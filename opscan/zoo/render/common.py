@@ -28,6 +28,14 @@ def verdict_counts(run: ZooRun) -> dict[str, int]:
 FALLBACK_STATUSES = tuple(s.name for s in OP_STATUSES if s.may_fall_back)
 
 
+def new_compiles(row: Row) -> str:
+    """The "new compiles per step" cell: `0`, `~N` (a data-dependent size: N signatures likely new
+    every step), `-` when the row has no forecast (docs/zoo.md)."""
+    if row.new_compiles is None:
+        return "-"
+    return f"~{row.new_compiles}" if row.new_compiles else "0"
+
+
 def fallback(row: Row) -> int:
     """Ops of the row that run on the CPU or may (cpu-fallback, device-or-cpu)."""
     return sum(row.counts.get(s, 0) for s in FALLBACK_STATUSES)

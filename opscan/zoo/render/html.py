@@ -15,6 +15,7 @@ from opscan.zoo.render.common import (
     headline,
     megabytes,
     matrix_ops,
+    new_compiles,
     verdict_counts,
     verdict_label,
 )
@@ -94,13 +95,15 @@ def render(run: ZooRun, out: TextIO) -> None:
     w("<h2>Models</h2>\n<table class=\"sortable\"><thead><tr>" + "".join(
         _th(h, n) for h, n in (("model", False), ("verdict", False), ("status", False), ("ops", True),
                                ("native", True), ("fallback", True), ("unsupported", True), ("unknown", True),
-                               ("custom ops", False), ("stand-ins", False), ("seconds", True), ("why", False)))
+                               ("new compiles per step", True), ("custom ops", False), ("stand-ins", False),
+                               ("seconds", True), ("why", False)))
       + "</tr></thead><tbody>\n")
     for row in run.rows:
         name = row.name + (f" ({row.note})" if row.note else "")
         w(f"<tr>{_td(name, sort=row.name)}{_td(verdict_label(row.verdict), 'v-' + row.verdict)}{_td(row.status)}"
           f"{_td(row.ops, 'num')}{_td(row.native, 'num')}{_td(fallback(row), 'num')}"
           f"{_td(row.counts.get('unsupported', 0), 'num')}{_td(row.counts.get('unknown', 0), 'num')}"
+          f"{_td(new_compiles(row), 'num')}"
           f"{_td(', '.join(row.custom_ops))}{_td('; '.join(row.stand_ins))}{_td(f'{row.seconds:.1f}', 'num')}"
           f"{_td(explain(row), 'err' if row.error else '')}</tr>\n")
     w("</tbody></table>\n")

@@ -14,6 +14,7 @@ from opscan.zoo.render.common import (
     headline,
     megabytes,
     matrix_ops,
+    new_compiles,
     verdict_label,
 )
 from opscan.zoo.execution import ZooRun
@@ -60,12 +61,13 @@ def render(run: ZooRun, out: TextIO) -> None:
     else:
         out.write("None.\n")
     out.write("\n## Models\n\n| model | verdict | status | ops | native | fallback | unsupported "
-              "| unknown | custom ops | stand-ins | s | why |\n|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---|\n")
+              "| unknown | new compiles per step | custom ops | stand-ins | s | why |\n"
+              "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|---|\n")
     for row in run.rows:
         note = f" ({row.note})" if row.note else ""
         out.write(f"| {_esc(row.name)}{_esc(note)} | {verdict_label(row.verdict)} | {row.status} | {row.ops} | {row.native} "
                   f"| {fallback(row)} | {row.counts.get('unsupported', 0)} | {row.counts.get('unknown', 0)} "
-                  f"| {_esc(', '.join(row.custom_ops))} | {_esc('; '.join(row.stand_ins))} "
+                  f"| {new_compiles(row)} | {_esc(', '.join(row.custom_ops))} | {_esc('; '.join(row.stand_ins))} "
                   f"| {row.seconds:.1f} | {_esc(explain(row))} |\n")
     columns = matrix_ops(run, MATRIX_OPS)
     if columns:
