@@ -7,7 +7,17 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-from opscan.records import ModelTrace, OpSource, OpUsage, Shrink, StandIn
+from opscan.records import (
+    CompileForecast,
+    CompileStep,
+    ModelTrace,
+    NewSignature,
+    OpSource,
+    OpUsage,
+    Shrink,
+    StandIn,
+    VaryingOp,
+)
 from opscan.zoo.jobs import Outcome
 
 # 2: traces carry supplied_fakes; older traces stopped where opscan now supplies a kernel
@@ -46,7 +56,23 @@ def trace_from_dict(data: dict) -> ModelTrace:
     stand_ins = tuple(StandIn(**{**s, "source": _source(s.get("source"))}) for s in data["stand_ins"])
     shrink = Shrink(**data["shrink"]) if data.get("shrink") else None
     return ModelTrace(**{**data, "ops": ops, "stand_ins": stand_ins, "shrink": shrink,
-                         "supplied_fakes": tuple(data.get("supplied_fakes", ()))})
+                         "supplied_fakes": tuple(data.get("supplied_fakes", ())),
+                         "compile": _compile(data.get("compile"))})
+
+
+def _compile(data: dict | None) -> CompileForecast | None:
+    """A trace's compile forecast from its dict (None in traces cached before it)."""
+    if not data:
+        return None
+    steps = tuple(CompileStep(
+        signatures=tuple(step["signatures"]), host_signatures=tuple(step["host_signatures"]),
+        phases=tuple((phase, count) for phase, count in step["phases"]),
+        new=tuple(NewSignature(**{**n, "phases": tuple(n["phases"]), "source": _source(n["source"]),
+                                  "origin": _source(n["origin"])}) for n in step["new"]))
+        for step in data["steps"])
+    varying = tuple(VaryingOp(**{**v, "origin": _source(v["origin"]), "sources": tuple(_source(s) for s in v["sources"]),
+                                 "steps": tuple(v["steps"])}) for v in data["varying"])
+    return CompileForecast(steps, varying, data.get("likely_new", 0))
 
 
 class Cache:

@@ -57,3 +57,16 @@ def test_cached_rows_without_the_fields_say_not_known():
     data.pop("compiles"), data.pop("new_compiles")
     row = row_from_dict(data)
     assert row.compiles is None and row.new_compiles is None
+
+
+def test_a_cached_trace_keeps_its_forecast():
+    from opscan.records import ModelTrace, VaryingOp
+    from opscan.zoo.cache import trace_from_dict, trace_to_dict
+
+    forecast = CompileForecast((CompileStep(("a",), ("h",), (("forward", 1),)),
+                                CompileStep(("b",), (), (("forward", 1),), _new(2))),
+                               (VaryingOp("aten::mm", "data", AT, (AT,), (2,), 2, ""),), likely_new=3)
+    trace = ModelTrace("hf:/c/m", "train", "neuron", compile=forecast)
+    back = trace_from_dict(json.loads(json.dumps(trace_to_dict(trace))))
+    assert back.compile == trace.compile
+    assert trace_from_dict(json.loads(json.dumps(trace_to_dict(ModelTrace("t", "train", "neuron"))))).compile is None
