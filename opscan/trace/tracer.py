@@ -15,6 +15,7 @@ from torch import nn
 
 from opscan.errors import TraceError, UsageError
 from opscan.records import DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES, Shrink, StandIn
+from opscan.trace import compiled
 from opscan.trace import device as devices
 from opscan.trace import fakes
 from opscan.trace import fsdp as fsdps
@@ -69,21 +70,26 @@ def trace(target: str, build: Callable[[tuple[InputSpec, ...]], Built], *, mode:
     return ModelTrace(target=target, mode=mode, device=device, ops=result.ops,
                       stand_ins=result.stand_ins, complete=result.complete,
                       stopped_at=result.stopped_at, seconds=round(time.perf_counter() - started, 3),
-                      supplied_fakes=result.supplied, retried=result.retried, shrink=result.shrink)
+                      supplied_fakes=result.supplied, retried=result.retried, shrink=result.shrink,
+                      compiled=result.compiled)
 
 
 def _build_and_run(target, build, mode, device, profile, optimizer, optimizer_impl, amp, specs,
                    project_root, fsdp) -> _Result:
-    built = build(specs)
-    with _fsdp_group(fsdp, device) as mesh:
-        tracer = _Tracer(built, device, profile, project_root, mesh)
-        if mode == "both":
-            inference = tracer.run("inference", optimizer, optimizer_impl, amp)
-            train = tracer.run("train", optimizer, optimizer_impl, amp)
-            result = _merge(target, device, inference, train)
-        else:
-            result = tracer.run(mode, optimizer, optimizer_impl, amp)
+    compiles = compiled.Compiles(SourceFinder(project_root))   # NOTE [compiled regions]
+    with compiled.compiling(compiles):
+        built = build(specs)
+        with _fsdp_group(fsdp, device) as mesh:
+            tracer = _Tracer(built, device, profile, project_root, mesh)
+            tracer.compiles = compiles
+            if mode == "both":
+                inference = tracer.run("inference", optimizer, optimizer_impl, amp)
+                train = tracer.run("train", optimizer, optimizer_impl, amp)
+                result = _merge(target, device, inference, train)
+            else:
+                result = tracer.run(mode, optimizer, optimizer_impl, amp)
     result.shrink = tracer.shrink
+    result.compiled = compiles.regions()
     return result
 
 
@@ -103,6 +109,7 @@ class _Tracer:
         self.finder.stop_code = _Tracer._step.__code__
         self.fake_mode = devices.FakeMode(allow_non_fake_inputs=True) if device != "meta" else None
         self.model = built.model
+        self.compiles: compiled.Compiles | None = None   # set by the caller: torch.compile regions
         self._materialize()
         if mesh is not None:
             with self._mode():
@@ -201,7 +208,8 @@ class _Tracer:
         stopped = ""
         try:
             with self._mode(), devices.sdpa_context(self.device, self.profile), fakes.fake_deepcopy(), \
-                    fakes.identity_conversions(), fakes.fake_format(), fakes.real_one_hot(), recorder:
+                    fakes.identity_conversions(), fakes.fake_format(), fakes.real_one_hot(), recorder, \
+                    (compiled.RegionOps(self.compiles) if self.compiles is not None else contextlib.nullcontext()):
                 stopped = self._step(mode, recorder, opt, amp, extra)
         finally:
             for hook in hooks:
@@ -273,6 +281,7 @@ class _Result:
         self.ops, self.stand_ins, self.complete, self.stopped_at = ops, stand_ins, complete, stopped_at
         self.supplied, self.retried = supplied, retried
         self.shrink: Shrink | None = None
+        self.compiled: tuple = ()   # CompileRegion of the torch.compile calls met
 
 
 def layer_stack(model, wanted: int = 0) -> tuple[LayerShapes, int]:

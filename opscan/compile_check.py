@@ -1,0 +1,166 @@
+"""torch.compile under TorchNeuron's rules: the regions the traces met, the options the compile rules
+flag, and the traced ops with no kernel inside a compiled region (docs/compile.md).
+
+NOTE [compile semantics]
+In eager mode an op with no Neuron kernel runs on the CPU (the release's documented default). Inside
+a torch.compile region it is part of a graph that TorchNeuron lowers to StableHLO and compiles as a
+whole (the best-practices page's execution paths: eager ATen op -> StableHLO -> neuronx-cc, compiled
+Dynamo -> AOTAutograd -> StableHLO -> neuronx-cc). What an op without a kernel does there is not
+written in the pages read (the supported-operators page covers it, unread); opscan infers that it
+fails the graph's compile, since the op has no lowering, and the 2.33 environment-variable
+reference says what happens then: with
+TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION at its default (true) "a graph that fails to compile raises
+instead of running the original graph eagerly"; set to 0 the graph runs eagerly (and its ops fall
+back one by one). The April 2026 pre-release source documents the variable with default false: the
+facts disagree, and opscan follows the release (shared neuron-facts: torchneuron-2.33.0.yaml,
+`environment_variables`; torchneuron-devsnapshot-2026-04-21.yaml, `compilation.compile_path_fallback`).
+So a traced op whose status is `cpu-fallback` (no kernel) and which ran inside a region blocks
+(`Blockers.compiled_fallback_ops`); one whose status is `device-or-cpu` or `unknown` may have no
+kernel and is named in the verdict's details, not counted. The ops of a region are those dispatched
+while it ran (opscan/trace/compiled.py); at a graph break Dynamo runs the code between graphs
+eagerly, so for a region with graph breaks the list may hold a few ops that are not in any graph.
+
+The options come from the rules that flag them in source (rules/compile-*.yaml: their `keyword`
+and `value` regex, their message and first source), applied to the keyword values the call really
+received, so a value read from a config file is judged as a literal one would be.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import replace
+
+from opscan.plan.cost import CostConfig, compile_seconds
+from opscan.records import CompiledOp, CompileEstimate, CompileOption, Coverage, ModelTrace, Report, TorchCompile
+
+ENV_VARS_URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html"
+SNAPSHOT_DOC = ("https://github.com/parmoham-aws/test-repo-parmoham/blob/98154b867aa24562a3213e520d9ad7fd41032291/"
+                "docs/environment_variables.md")
+BEST_PRACTICES_URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/best-practices-pytorch-neuron.html"
+FALLBACK_RULE = ("an op with no Neuron kernel inside a torch.compile region does not fall back to the CPU as in "
+                 "eager (inferred): the compiled path lowers the whole graph to StableHLO for neuronx-cc as "
+                 "eager ops are lowered one by one, so an op with no lowering fails the graph's compile, and "
+                 "with TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION at its 2.33 default (true) a graph that fails "
+                 "to compile raises instead of running eagerly; TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0 "
+                 "runs it eagerly (the pre-release source documents the default as false)")
+FALLBACK_SOURCES = (ENV_VARS_URL, BEST_PRACTICES_URL, SNAPSHOT_DOC)
+NO_KERNEL = ("cpu-fallback", "device-or-cpu", "unknown")
+COMPILE_CALLS = ("torch.compile", ".compile")
+
+
+def option_rules(rules) -> list[tuple[str, re.Pattern, object]]:
+    """(keyword, value regex, rule) of every rule matching a keyword value of torch.compile."""
+    out = []
+    for rule in rules:
+        for matcher in rule.match:
+            calls = matcher.get("call") or ()
+            keyword, value = matcher.get("keyword"), matcher.get("value")
+            if keyword and value and any(c in COMPILE_CALLS for c in calls):
+                out.append((keyword, re.compile(value), rule))
+    return sorted(out, key=lambda item: item[2].id)
+
+
+def _text(value_repr: str) -> str:
+    """The value as the scan matches it: a string's content, any other value's repr."""
+    try:
+        value = ast.literal_eval(value_repr)
+    except (ValueError, SyntaxError):
+        return value_repr
+    return value if isinstance(value, str) else value_repr
+
+
+def judge(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...], rules=None) -> TorchCompile | None:
+    """torch.compile under TorchNeuron's rules (NOTE [compile semantics]); None when no trace compiled."""
+    regions = tuple((t.target, replace(r, ops=tuple(op for op in r.ops if op in {u.op for u in t.ops})))
+                    for t in traces for r in t.compiled)   # the ops the trace lists (no prim::, no artifacts)
+    if not regions:
+        return None
+    if rules is None:
+        from opscan.scan.rules import load_rules
+
+        rules = load_rules()
+    checks = option_rules(rules)
+    options: dict[tuple, CompileOption] = {}
+    for _target, region in regions:
+        for name, value in region.options:
+            text = _text(value)
+            for keyword, regex, rule in checks:
+                if keyword == name and regex.search(text):
+                    key = (region.path, region.line, name, rule.id)
+                    options[key] = CompileOption(name, value, rule.id, rule.severity,
+                                                 rule.format(rule.message, value=text),
+                                                 rule.sources[0] if rule.sources else "", region.path, region.line)
+    status = {c.op: c.status for c in coverage}
+    where: dict[str, set[str]] = {}
+    for _target, region in regions:
+        for op in region.ops:
+            if status.get(op) in NO_KERNEL:
+                where.setdefault(op, set()).add(f"{region.path}:{region.line}")
+    ops = tuple(CompiledOp(op, status[op], tuple(sorted(places))) for op, places in sorted(where.items()))
+    return TorchCompile(regions=regions, options=tuple(options[k] for k in sorted(options)), no_kernel_ops=ops,
+                        fallback_rule=FALLBACK_RULE, fallback_sources=FALLBACK_SOURCES)
+
+
+def details(check: TorchCompile | None) -> list[str]:
+    """The verdict's lines on torch.compile: regions and graph breaks, options, ops with no kernel."""
+    if check is None:
+        return []
+    lines = []
+    breaks = [(r, b) for _t, r in check.regions for b in r.graph_breaks]
+    explained = [r for _t, r in check.regions if r.explained]
+    count = sum(r.graph_break_count for r in explained)
+    text = (f"torch.compile: {len(check.regions)} compiled region{'s' * (len(check.regions) != 1)}, "
+            f"{count} graph break{'s' * (count != 1)} (torch._dynamo.explain on the CPU)")
+    if breaks:
+        shown = [f"{b.path}:{b.line} ({b.reason})" for _r, b in breaks[:3]]
+        text += ": " + "; ".join(shown) + (" …" if len(breaks) > 3 else "")
+    lines.append(text)
+    for _t, region in check.regions:
+        if not region.explained and region.not_explained:
+            lines.append(f"torch.compile at {region.path}:{region.line}: graph breaks not checked — {region.not_explained}")
+    for option in check.options:
+        lines.append(f"torch.compile at {option.path}:{option.line}: {option.effect} ({option.rule})")
+    blocking = [o for o in check.no_kernel_ops if o.status == "cpu-fallback"]
+    maybe = [o for o in check.no_kernel_ops if o.status != "cpu-fallback"]
+    if blocking:
+        lines.append(f"{len(blocking)} op{'s' * (len(blocking) != 1)} with no kernel inside torch.compile regions "
+                     f"raise{'s' * (len(blocking) == 1)} by default ({_names(blocking)}): {check.fallback_rule}")
+    if maybe:
+        lines.append(f"{len(maybe)} op{'s' * (len(maybe) != 1)} of unknown or conditional support inside "
+                     f"torch.compile regions would raise if {'it has' if len(maybe) == 1 else 'they have'} "
+                     f"no kernel ({_names(maybe)})")
+    return lines
+
+
+# NOTE [compile counts]
+# The estimate multiplies counts of compiles by the user's assumed seconds per compile. The counts
+# are read from the report in `compile_counts`, the one place to add a count: on this branch the
+# torch.compile graphs explain found (one compile per graph and input signature; the first call of
+# each region). The per-step eager signatures of issue 32 (`compile.steps[i].signatures`, another
+# branch) belong here as ("first step", len(steps[0].signatures)) and ("each later step", new ones).
+def compile_counts(report: Report) -> tuple[tuple[str, int], ...]:
+    """(what, how many compiles) the report counts (NOTE [compile counts])."""
+    counts = []
+    check = report.torch_compile
+    if check is not None and any(r.explained for _t, r in check.regions):
+        counts.append(("torch.compile graphs (first call of each region)",
+                       sum(r.graphs for _t, r in check.regions if r.explained)))
+    return tuple(counts)
+
+
+def estimate(report: Report, cost: CostConfig | None) -> CompileEstimate | None:
+    """Compile seconds as count x the user's assumption (None when nothing was counted)."""
+    counts = compile_counts(report)
+    if not counts:
+        return None
+    cost = cost or CostConfig()
+    return CompileEstimate(cost.compile_seconds_per_signature, counts, compile_seconds(counts, cost))
+
+
+def _names(ops) -> str:
+    names = [o.op for o in ops]
+    return ", ".join(names[:5]) + (" …" if len(names) > 5 else "")
+
+
+__all__ = ["FALLBACK_RULE", "FALLBACK_SOURCES", "compile_counts", "details", "estimate", "judge", "option_rules"]
