@@ -232,11 +232,9 @@ class RegionOps(TorchDispatchMode):
         if compiles.active:
             region = compiles.active[-1]
             region.ops.add(func.name())
-            for t in _outputs(out):
-                node = t.grad_fn
-                if node is not None:
-                    region.nodes.add(node._sequence_nr())
-                    self.any_nodes = True
+            if torch.is_grad_enabled():   # the autograd node this op makes (if any) has the last number
+                region.nodes.add(torch._C._autograd._get_sequence_nr() - 1)
+                self.any_nodes = True
         elif self.any_nodes:
             node = torch._C._current_autograd_node()
             if node is not None:
@@ -245,14 +243,6 @@ class RegionOps(TorchDispatchMode):
                     if seq in region.nodes:
                         region.ops.add(func.name())
         return out
-
-
-def _outputs(out):
-    if isinstance(out, torch.Tensor):
-        return (out,)
-    if isinstance(out, (tuple, list)):
-        return tuple(t for t in out if isinstance(t, torch.Tensor))
-    return ()
 
 
 @contextlib.contextmanager
