@@ -72,10 +72,11 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
     tasks = build_tasks(findings, traces, coverage, cost,
                         kernel_sources(project_root, findings, facts) if measured else None,
                         usage(findings, facts) if measured else None, fallbacks=fallbacks)
+    compiled = compile_check.judge(traces, coverage)   # NOTE [compile semantics]
+    tasks = compile_check.plan(tasks, compiled)
     report = replace(draft, coverage=coverage, caveats=tuple(caveats), notes=tuple(notes), tasks=tasks,
                      backend=release.spec if release is not None else draft.backend, fallbacks=fallbacks,
-                     release_notes=on_ops,
-                     torch_compile=compile_check.judge(traces, coverage))   # NOTE [compile semantics]
+                     release_notes=on_ops, torch_compile=compiled)
     report = replace(report, compile_estimate=compile_check.estimate(report, cost))   # NOTE [compile counts]
     pairing = ""
     if release is not None and traces:

@@ -102,6 +102,31 @@ def judge(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...], rules=
                         fallback_rule=FALLBACK_RULE, fallback_sources=FALLBACK_SOURCES)
 
 
+def plan(tasks: tuple, check: TorchCompile | None) -> tuple:
+    """The port tasks with the CPU-fallback task made a blocker when some of its ops run inside a
+    compiled region (NOTE [compile semantics]), its action saying where and what to do; re-ordered."""
+    from opscan.plan import ordering, task_kinds as kinds
+
+    blocking = set(check.blocking_ops) if check is not None else set()
+    if not any(t.kind == "cpu-fallback" and blocking & set(t.ops) for t in tasks):
+        return tasks
+    where = sorted({r for o in check.no_kernel_ops if o.op in blocking for r in o.regions})
+    out = []
+    for task in tasks:
+        if task.kind == "cpu-fallback" and blocking & set(task.ops):
+            ops = ", ".join(sorted(blocking & set(task.ops)))
+            task = replace(task, priority=1, sources=tuple(dict.fromkeys(task.sources + (ENV_VARS_URL,))),
+                           action=f"{task.action}; {ops} run inside the torch.compile region"
+                                  f"{'s' * (len(where) != 1)} at {', '.join(where)}, where an op with no kernel "
+                                  "raises by default: move it out of the compiled region (or replace it), or set "
+                                  "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0 to run the graph eagerly")
+        out.append(task)
+    every = (*kinds.SOURCE_KINDS, kinds.LIBRARY_KIND, kinds.KERNEL_KIND, kinds.UNSUPPORTED_KIND,
+             kinds.FALLBACK_KIND, kinds.UNKNOWN_KIND, kinds.MAYBE_FALLBACK_KIND)
+    stage = {k.id: k.stage for k in every}
+    return ordering.order(out, {t.id: stage.get(t.kind, "performance") for t in out})
+
+
 def details(check: TorchCompile | None) -> list[str]:
     """The verdict's lines on torch.compile: regions and graph breaks, options, ops with no kernel."""
     if check is None:

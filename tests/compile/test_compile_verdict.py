@@ -80,6 +80,17 @@ def test_an_op_with_no_kernel_inside_a_region_blocks():
     assert failures(report, ("error",)) == ["error: 1 blocker (1 op with no kernel in torch.compile regions)"]
 
 
+def test_the_fallback_task_becomes_a_blocker_saying_where():
+    report = _assessed()
+    task = next(t for t in report.tasks if t.kind == "cpu-fallback")
+    assert task.priority == 1 and task.ops == ("aten::sort",)
+    assert "torch.compile region at train.py:25" in task.action
+    assert "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0" in task.action
+    assert report.tasks[0] is task   # the only blocker comes first
+    outside = _assessed(regions=(replace(REGION, ops=("aten::addmm",)),))
+    assert next(t for t in outside.tasks if t.kind == "cpu-fallback").priority == 2
+
+
 def test_the_same_op_outside_any_region_falls_back_without_blocking():
     region = replace(REGION, ops=("aten::addmm", "aten::relu"))
     report = _assessed(regions=(region,))
