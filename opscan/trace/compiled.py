@@ -84,6 +84,8 @@ class Compiles:
         options = dict(kwargs)
         for name, value in zip(("fullgraph", "dynamic", "backend", "mode", "options", "disable"), args):
             options[name] = value   # torch.compile's positional order after the model
+        if options.get("disable") is True:   # torch.compile(disable=True) compiles nothing
+            return model
         owner = getattr(model, "__self__", None)
         if isinstance(owner, nn.Module) and getattr(model, "__name__", "") == "_call_impl":
             model = owner   # Module.compile(): torch.compile(self._call_impl)
