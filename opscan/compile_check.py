@@ -144,6 +144,11 @@ def details(check: TorchCompile | None) -> list[str]:
     for _t, region in check.regions:
         if not region.explained and region.not_explained:
             lines.append(f"torch.compile at {region.path}:{region.line}: graph breaks not checked — {region.not_explained}")
+    for _t, region in check.regions:
+        if ("fullgraph", "True") in region.options and region.graph_break_count:
+            lines.append(f"torch.compile at {region.path}:{region.line}: fullgraph=True with "
+                         f"{region.graph_break_count} graph break{'s' * (region.graph_break_count != 1)} "
+                         "raises on the first call (on any backend)")
     for option in check.options:
         lines.append(f"torch.compile at {option.path}:{option.line}: {option.effect} ({option.rule})")
     blocking = [o for o in check.no_kernel_ops if o.status == "cpu-fallback"]

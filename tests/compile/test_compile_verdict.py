@@ -118,6 +118,15 @@ def test_verdict_details_name_graph_breaks_and_options():
     assert any("train.py:25" in d and "(OPS208)" in d for d in details)
 
 
+def test_fullgraph_with_breaks_is_said():
+    region = replace(REGION, options=(("fullgraph", "True"),))
+    details = _assessed(regions=(region,)).verdict.details
+    assert "torch.compile at train.py:25: fullgraph=True with 2 graph breaks raises on the first call " \
+           "(on any backend)" in details
+    clean = replace(region, graph_break_count=0, graphs=1, graph_breaks=())
+    assert not any("fullgraph" in d for d in _assessed(regions=(clean,)).verdict.details)
+
+
 def test_json_compile_section():
     doc = json.loads(_json(_assessed()))
     tc = doc["compile"]["torch_compile"]
