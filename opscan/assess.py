@@ -72,7 +72,7 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
     tasks = build_tasks(findings, traces, coverage, cost,
                         kernel_sources(project_root, findings, facts) if measured else None,
                         usage(findings, facts) if measured else None, fallbacks=fallbacks)
-    compiled = compile_check.judge(traces, coverage)   # NOTE [compile semantics]
+    compiled = compile_check.judge(traces, coverage, release=release)   # NOTE [compile semantics]
     tasks = compile_check.plan(tasks, compiled)
     report = replace(draft, coverage=coverage, caveats=tuple(caveats), notes=tuple(notes), tasks=tasks,
                      backend=release.spec if release is not None else draft.backend, fallbacks=fallbacks,

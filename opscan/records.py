@@ -452,10 +452,13 @@ class TorchCompile:
     no_kernel_ops: tuple[CompiledOp, ...] = ()
     fallback_rule: str = ""              # what happens to an op with no kernel in a compiled graph
     fallback_sources: tuple[str, ...] = ()   # where that fact is written
+    no_kernel_compile: str = "unknown"   # the release's no_kernel.compile: error | cpu-fallback | unknown
 
     @property
     def blocking_ops(self) -> tuple[str, ...]:
-        """Ops with no kernel (cpu-fallback) in compiled regions: each raises under the default."""
+        """Ops with no kernel (cpu-fallback) in compiled regions when the release says they raise there."""
+        if self.no_kernel_compile != "error":
+            return ()
         return tuple(o.op for o in self.no_kernel_ops if o.status == "cpu-fallback")
 
 

@@ -237,6 +237,9 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
     failing = [c for c in caveats if c.kind == "known-failure"]   # narrowing caveats are numerics notes
     if failing:
         open_points.append(_plural(len(failing), "known failure") + " of the backend on the traced dtypes")
+    compiled = compile_check.open_point(report.torch_compile)   # NOTE [compile semantics]
+    if compiled:
+        open_points.append(compiled)
     if known:
         open_points.append(f"{known} known finding{'s' * (known != 1)} hidden by the baseline, "
                            f"{len(report.findings)} new")

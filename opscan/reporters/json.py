@@ -243,8 +243,9 @@ def _torch_compile(check) -> dict | None:
                      "effect": o.effect, "source": o.source, "path": o.path, "line": o.line}
                     for o in check.options],
         "no_kernel_ops": [{"op": o.op, "status": o.status, "regions": list(o.regions),
-                           "blocks": o.status == "cpu-fallback"} for o in check.no_kernel_ops],
-        "fallback": {"rule": check.fallback_rule, "sources": list(check.fallback_sources)},
+                           "blocks": o.op in check.blocking_ops} for o in check.no_kernel_ops],
+        "fallback": {"compile": check.no_kernel_compile, "rule": check.fallback_rule,
+                     "sources": list(check.fallback_sources)},
     }
 
 

@@ -39,9 +39,12 @@ REGION = CompileRegion("train.py", 25, "module Net", (("dynamic", "True"), ("mod
                        "", ("aten::addmm", "aten::relu", "aten::sort", "prim::device"))
 
 
-def _assessed(regions=(REGION,), statuses=None, cost=None) -> Report:
+RAISES = {"eager": "cpu-fallback", "compile": "error"}   # a release that says it: no_kernel.compile
+
+
+def _assessed(regions=(REGION,), statuses=None, cost=None, no_kernel=RAISES) -> Report:
     release = static_release(statuses or {"aten::addmm": "native", "aten::relu": "native",
-                                          "aten::sort": "cpu-fallback"})
+                                          "aten::sort": "cpu-fallback"}, no_kernel=no_kernel)
     draft = Report(root=".", tool_version="0", traces=(_trace(regions),))
     return assess(draft, release, source_not_checked="test", cost=cost)
 
@@ -69,7 +72,7 @@ def test_no_trace_compiled_means_no_torch_compile_section():
     assert json.loads(_json(report))["compile"] == {"torch_compile": None, "estimate": None}
 
 
-def test_an_op_with_no_kernel_inside_a_region_blocks():
+def test_an_op_with_no_kernel_inside_a_region_blocks_where_the_release_says_it_raises():
     report = _assessed()
     check = report.torch_compile
     assert [(o.op, o.status, o.regions) for o in check.no_kernel_ops] == [("aten::sort", "cpu-fallback",
@@ -78,6 +81,27 @@ def test_an_op_with_no_kernel_inside_a_region_blocks():
     assert report.verdict.blockers.compiled_fallback_ops == 1 and report.verdict.blockers.count == 1
     assert "no kernel in torch.compile regions" in report.verdict.headline
     assert failures(report, ("error",)) == ["error: 1 blocker (1 op with no kernel in torch.compile regions)"]
+
+
+def test_where_the_release_does_not_say_it_is_an_open_point_not_a_blocker():
+    for rule in ({"eager": "cpu-fallback", "compile": "unknown"}, None):   # the shipped 2.33 file; no rule
+        report = _assessed(no_kernel=rule)
+        assert report.torch_compile.no_kernel_compile == "unknown"
+        assert report.verdict.blockers.count == 0 and report.verdict.kind == "unknown"
+        assert "1 op with no kernel inside torch.compile regions (what it does there is not known for this " \
+               "release)" in report.verdict.headline
+        assert any(d.startswith("1 op with no kernel inside torch.compile regions may raise (aten::sort)")
+                   for d in report.verdict.details)
+        task = next(t for t in report.tasks if t.kind == "cpu-fallback")
+        assert task.priority == 2 and "may raise (not known for this release)" in task.action
+        assert failures(report, ("error",)) == []
+
+
+def test_where_the_release_says_it_falls_back_nothing_changes():
+    report = _assessed(no_kernel={"eager": "cpu-fallback", "compile": "cpu-fallback"})
+    assert report.verdict.kind == "fallback" and report.verdict.blockers.count == 0
+    assert not any("no kernel inside torch.compile" in d for d in report.verdict.details)
+    assert "torch.compile" not in next(t for t in report.tasks if t.kind == "cpu-fallback").action
 
 
 def test_the_fallback_task_becomes_a_blocker_saying_where():
@@ -99,7 +123,8 @@ def test_the_same_op_outside_any_region_falls_back_without_blocking():
 
 
 def test_unknown_ops_inside_a_region_are_named_not_counted():
-    report = _assessed(statuses={"aten::addmm": "native", "aten::relu": "native"})   # sort: unknown
+    report = _assessed(statuses={"aten::addmm": "native", "aten::relu": "native"},   # sort: unknown
+                       no_kernel=None)
     assert [(o.op, o.status) for o in report.torch_compile.no_kernel_ops] == [("aten::sort", "unknown")]
     assert report.verdict.blockers.count == 0
     assert any("would raise if it has no kernel" in d for d in report.verdict.details)
@@ -137,6 +162,7 @@ def test_json_compile_section():
     assert {o["rule"] for o in tc["options"]} == {"OPS207", "OPS208"}
     assert tc["no_kernel_ops"] == [{"op": "aten::sort", "status": "cpu-fallback", "regions": ["train.py:25"],
                                     "blocks": True}]
+    assert tc["fallback"]["compile"] == "error"
     assert "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION" in tc["fallback"]["rule"]
     assert any(s.endswith("env-vars.html") for s in tc["fallback"]["sources"])
     assert doc["verdict"]["blockers"]["compiled_fallback_ops"] == 1
@@ -159,7 +185,7 @@ def test_terminal_section(tmp_path):
     text = out.getvalue()
     assert "torch.compile — 1 compiled region, 2 graph breaks" in text
     assert "break at train.py:13: Failed to trace builtin operator" in text
-    assert "aten::sort has no kernel inside the region at train.py:25: raises by default" in text
+    assert "aten::sort has no kernel inside the region at train.py:25: raises" in text
     assert "assumed 40 s per signature" in text and "not measured" in text
 
 

@@ -41,12 +41,15 @@ def section(report: Report, console: Console) -> None:
                                style="red" if o.severity == "error" else "yellow"))
         for o in check.no_kernel_ops:
             where = ", ".join(o.regions)
-            if o.status == "cpu-fallback":
-                console.print(Text(f"  {o.op} has no kernel inside the region at {where}: raises by default",
+            if o.op in check.blocking_ops:
+                console.print(Text(f"  {o.op} has no kernel inside the region at {where}: raises",
                                    style="bold red"))
-            else:
-                console.print(Text(f"  {o.op} ({o.status}) inside the region at {where}: raises if it has no kernel",
-                                   style="yellow"))
+            elif o.status == "cpu-fallback":
+                console.print(Text(f"  {o.op} has no kernel inside the region at {where}: may raise "
+                                   f"(no_kernel.compile: {check.no_kernel_compile})", style="yellow"))
+            elif check.no_kernel_compile != "cpu-fallback":
+                console.print(Text(f"  {o.op} ({o.status}) inside the region at {where}: may raise if it has "
+                                   "no kernel", style="yellow"))
         if check.no_kernel_ops:
             console.print(Text(f"  {check.fallback_rule} ({', '.join(check.fallback_sources)})", style="dim"))
     if estimate is not None:
