@@ -138,3 +138,14 @@ def test_trace_of_a_factory_that_compiles(tmp_path, monkeypatch, run_cli):
     assert region["graph_break_count"] == 1
     assert [(b["path"], b["line"]) for b in region["graph_breaks"]] == [("model.py", 12)]   # .item()
     assert [o["rule"] for o in doc["compile"]["torch_compile"]["options"]] == ["OPS213"]
+
+
+def test_opscan_path_on_a_configured_model_in_the_child_process(tmp_path, monkeypatch, run_cli):
+    (tmp_path / "model.py").write_text(MODEL)
+    (tmp_path / "pyproject.toml").write_text('[[tool.opscan.models]]\ntarget = "model.py:build"\n')
+    code, out, err = run_cli(str(tmp_path), "--format", "json")
+    doc = json.loads(out)
+    region, = doc["compile"]["torch_compile"]["regions"]
+    assert (region["target"], region["line"], region["graph_break_count"]) == ("model.py:build", 18, 1)
+    assert any(d.startswith("torch.compile: 1 compiled region, 1 graph break") for d in doc["verdict"]["details"])
+    assert any(f["rule"] == "OPS213" for f in doc["findings"])   # the scan flags the same option in source
