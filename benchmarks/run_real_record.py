@@ -99,7 +99,11 @@ def _collect_workers(folder: str, ops: set[str], wait: float = 10.0) -> None:
     from torch.utils.data.dataloader import _MultiProcessingDataLoaderIter
 
     for obj in gc.get_objects():   # loaders the ended run left (persistent workers, an open iterator)
-        if isinstance(obj, _MultiProcessingDataLoaderIter):
+        try:
+            found = isinstance(obj, _MultiProcessingDataLoaderIter)
+        except ReferenceError:   # a weakref.proxy whose object is gone (e.g. left by torch._dynamo)
+            continue
+        if found:
             obj._shutdown_workers()
     deadline = time.monotonic() + wait
     seen: set[str] = set()

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from opscan import compile_check
 from opscan.config import CostConfig
 from opscan.records import Coverage, Fallback, ModelTrace, OpUsage, Report, ScanFacts, Shrink, status_of
 from opscan.plan import build_tasks
@@ -71,9 +72,12 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
     tasks = build_tasks(findings, traces, coverage, cost,
                         kernel_sources(project_root, findings, facts) if measured else None,
                         usage(findings, facts) if measured else None, fallbacks=fallbacks)
+    compiled = compile_check.judge(traces, coverage, release=release)   # NOTE [compile semantics]
+    tasks = compile_check.plan(tasks, compiled)
     report = replace(draft, coverage=coverage, caveats=tuple(caveats), notes=tuple(notes), tasks=tasks,
                      backend=release.spec if release is not None else draft.backend, fallbacks=fallbacks,
-                     release_notes=on_ops)
+                     release_notes=on_ops, torch_compile=compiled)
+    report = replace(report, compile_estimate=compile_check.estimate(report, cost))   # NOTE [compile counts]
     pairing = ""
     if release is not None and traces:
         from opscan.db import registry

@@ -390,6 +390,87 @@ class Shrink:
     real_seq_len: int = 0
 
 
+# --- torch.compile (docs/compile.md) -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GraphBreak:
+    """One graph break torch._dynamo.explain gave for a compiled region, where it is and why."""
+
+    path: str                            # the innermost user frame of the break (as OpSource.path)
+    line: int
+    reason: str                          # the first line of Dynamo's reason
+    count: int = 1                       # how many of explain's break reasons have this place and reason
+
+
+@dataclass(frozen=True)
+class CompileRegion:
+    """One torch.compile call (or `@torch.compile` decorator) a trace or run met, and what it compiled."""
+
+    path: str                            # the call's line in user code (a decorator: its `@` line)
+    line: int
+    target: str                          # what it compiles: "module Net", "function attention"
+    options: tuple[tuple[str, str], ...] = ()   # keyword -> the value's repr, sorted by keyword
+    calls: int = 0                       # calls of the compiled callable in the traced step(s)
+    explained: bool = False              # torch._dynamo.explain ran on the CPU for it
+    graphs: int = 0                      # explain's graph_count (0 when not explained)
+    graph_break_count: int = 0           # explain's graph_break_count (graphs - 1)
+    graph_breaks: tuple[GraphBreak, ...] = ()   # explain's break reasons, by place, sorted
+    not_explained: str = ""              # why explain did not run ("" when it ran)
+    ops: tuple[str, ...] = ()            # ops dispatched inside the region (forward and its backward)
+
+
+@dataclass(frozen=True)
+class CompileOption:
+    """A torch.compile option TorchNeuron rejects or ignores, judged by the rule that says so."""
+
+    name: str                            # the keyword: dynamic, mode, backend
+    value: str                           # its repr: True, 'max-autotune', 'inductor'
+    rule: str                            # the rule stating what TorchNeuron does (OPS208, ...)
+    severity: str                        # the rule's severity
+    effect: str                          # the rule's message for this value
+    source: str                          # the fact's source (the rule's first source URL)
+    path: str = ""                       # the torch.compile call
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class CompiledOp:
+    """A traced op inside a compiled region whose coverage status has no kernel for it."""
+
+    op: str
+    status: str                          # cpu-fallback (blocks), device-or-cpu or unknown (may raise)
+    regions: tuple[str, ...]             # "path:line" of the regions it was dispatched in
+
+
+@dataclass(frozen=True)
+class TorchCompile:
+    """torch.compile under TorchNeuron's rules (opscan/compile_check.py): the regions with their
+    graph breaks, the options TorchNeuron rejects or ignores, and the ops with no kernel inside."""
+
+    regions: tuple[tuple[str, CompileRegion], ...] = ()   # (trace target, region), in trace order
+    options: tuple[CompileOption, ...] = ()
+    no_kernel_ops: tuple[CompiledOp, ...] = ()
+    fallback_rule: str = ""              # what happens to an op with no kernel in a compiled graph
+    fallback_sources: tuple[str, ...] = ()   # where that fact is written
+    no_kernel_compile: str = "unknown"   # the release's no_kernel.compile: error | cpu-fallback | unknown
+
+    @property
+    def blocking_ops(self) -> tuple[str, ...]:
+        """Ops with no kernel (cpu-fallback) in compiled regions when the release says they raise there."""
+        if self.no_kernel_compile != "error":
+            return ()
+        return tuple(o.op for o in self.no_kernel_ops if o.status == "cpu-fallback")
+
+
+@dataclass(frozen=True)
+class CompileEstimate:
+    """Compile time as the user's assumption times opscan's counts of compiles (never measured)."""
+
+    seconds_per_signature: float | None  # [tool.opscan.cost] compile-seconds-per-signature; None = not set
+    counts: tuple[tuple[str, int], ...] = ()       # (what was counted, how many compiles)
+    seconds: tuple[tuple[str, float], ...] = ()    # (the same, count x seconds_per_signature); () when unset
+
+
 @dataclass(frozen=True)
 class NewSignature:
     """A compile signature a step brought that no earlier step had (NOTE [shape origins] in
@@ -465,6 +546,7 @@ class ModelTrace:
     host_ops: tuple[OpUsage, ...] = ()
     shrink: Shrink | None = None         # the repeated layers and traced sizes (None: older traces)
     compile: CompileForecast | None = None   # compile signatures per step (None: older traces)
+    compiled: tuple[CompileRegion, ...] = ()   # torch.compile regions met, in call order (docs/compile.md)
 
 
 @dataclass(frozen=True)
@@ -611,11 +693,13 @@ class Blockers:
     unsupported_ops: int = 0             # traced ops the backend rejects
     unreadable_files: int = 0            # files opscan could not read (their findings are errors)
     syntax_errors: tuple[str, ...] = ()  # "path:line" of the first syntax error of each such file (of the above)
+    compiled_fallback_ops: int = 0       # ops with no kernel inside torch.compile regions (TorchCompile)
 
     @property
     def count(self) -> int:
         """The blocking count: every item above is one thing to fix before the code runs."""
-        return self.sites + self.kernels + self.libraries + self.unsupported_ops + self.unreadable_files
+        return (self.sites + self.kernels + self.libraries + self.unsupported_ops + self.unreadable_files
+                + self.compiled_fallback_ops)
 
     def describe(self) -> str:
         """"12 CUDA-pinned sites in 2 files, 3 custom kernels": the words of the headline and the gate."""
@@ -630,6 +714,8 @@ class Blockers:
             parts.append(n(self.libraries, "CUDA-only library", "CUDA-only libraries"))
         if self.unsupported_ops:
             parts.append(n(self.unsupported_ops, "unsupported op"))
+        if self.compiled_fallback_ops:
+            parts.append(n(self.compiled_fallback_ops, "op") + " with no kernel in torch.compile regions")
         if self.syntax_errors:   # named with file and line: a syntax error is not an unreadable file
             where = ", ".join(self.syntax_errors[:3]) + (" …" if len(self.syntax_errors) > 3 else "")
             count = len(self.syntax_errors)
@@ -677,6 +763,8 @@ class Report:
     caveats: tuple[OpCaveat, ...] = ()  # release facts hitting the traced ops' dtypes (opscan/db/caveats.py)
     fallbacks: tuple[Fallback, ...] = ()  # ops that run or may run on the CPU, with their cost, by op
     release_notes: tuple[OpNote, ...] = ()  # release notes that concern traced ops, by packet
+    torch_compile: TorchCompile | None = None   # torch.compile under TorchNeuron's rules (None: none met)
+    compile_estimate: CompileEstimate | None = None   # compile seconds from the user's assumption (None: nothing counted)
 
     @property
     def blockers(self) -> Blockers:

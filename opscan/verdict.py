@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+from opscan import compile_check
 from opscan.records import Blockers, Coverage, Finding, Report, Task, Verdict, status_of
 
 VERIFIED_EVIDENCE = ("documented", "probed")   # probed counts only when `Evidence.compared` (see `unverified`)
@@ -121,9 +122,11 @@ def count_blockers(report: Report) -> Blockers:
             libraries.add(finding.subject or where.path)
         else:
             sites.add(where)
+    compiled = report.torch_compile.blocking_ops if report.torch_compile is not None else ()
     return Blockers(sites=len(sites), files=len({s.path for s in sites}), kernels=len(kernels),
                     libraries=len(libraries), unsupported_ops=len(unsupported_ops(report)),
-                    unreadable_files=len(unreadable), syntax_errors=tuple(syntax[p] for p in sorted(syntax)))
+                    unreadable_files=len(unreadable), syntax_errors=tuple(syntax[p] for p in sorted(syntax)),
+                    compiled_fallback_ops=len(compiled))   # NOTE [compile semantics] in opscan/compile_check.py
 
 
 def blockers_of(report: Report) -> Blockers:
@@ -213,6 +216,7 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
     caveats = getattr(report, "caveats", ())   # release facts the traced dtypes hit (opscan/db/caveats.py)
     details.extend(c.message for c in caveats)
     details.extend(compile_lines(report.traces))
+    details.extend(compile_check.details(report.torch_compile))   # torch.compile under TorchNeuron's rules
     tasks = report.tasks
     if blockers.count:
         headline = "blocked by " + blockers.describe()
@@ -234,6 +238,9 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
     failing = [c for c in caveats if c.kind == "known-failure"]   # narrowing caveats are numerics notes
     if failing:
         open_points.append(_plural(len(failing), "known failure") + " of the backend on the traced dtypes")
+    compiled = compile_check.open_point(report.torch_compile)   # NOTE [compile semantics]
+    if compiled:
+        open_points.append(compiled)
     if known:
         open_points.append(f"{known} known finding{'s' * (known != 1)} hidden by the baseline, "
                            f"{len(report.findings)} new")

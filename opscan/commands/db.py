@@ -325,7 +325,11 @@ def _probe_report(args: argparse.Namespace) -> int:
     if args.samples or args.dtypes:
         raise UsageError("--report replays the report's ops with the report's dtypes: "
                          "--samples and --dtypes do not apply")
+    from opscan.db import cache_stats
+
+    before = cache_stats.read_counters()   # NOTE [cache counters]: optional, absent -> said so
     doc, per_op = replay(Path(args.report), args.import_module, name=args.name, release=args.release)
+    after = cache_stats.read_counters() if before is not None else None
     write_probe(doc, Path(args.out))
     statuses: dict[str, int] = {}
     for entry in doc["ops"]:
@@ -336,6 +340,8 @@ def _probe_report(args: argparse.Namespace) -> int:
           f"{doc['backend']}=={doc['release']} (device '{doc['device']}'), {per_op:.3f} s per op: {counts}")
     if failed:
         print("not passed: " + ", ".join(failed))
+    for line in cache_stats.lines(before, after, cache_stats.forecast(Path(args.report))):
+        print(line)
     return 0
 
 

@@ -32,3 +32,15 @@ class CostConfig:
     op_low: float = 0.5                    # range of op work (unsupported, fallback): likely x low ..
     op_high: float = 2.0                   # .. likely x high
     hours_per_day: float = 8.0             # one engineer-day
+    # seconds neuronx-cc takes per compile signature (op + shapes + dtypes, or one torch.compile
+    # graph): an assumption only the user can make (no readable fact states it); None = unknown
+    compile_seconds_per_signature: float | None = None
+
+
+def compile_seconds(counts: tuple[tuple[str, int], ...], cost: CostConfig) -> tuple[tuple[str, float], ...]:
+    """Each count of compiles (e.g. ("first step", 214)) times the user's assumed seconds per
+    signature; () when the assumption is not set (compile time is then unknown, never guessed)."""
+    per = cost.compile_seconds_per_signature
+    if per is None:
+        return ()
+    return tuple((what, round(n * per, 1)) for what, n in counts)

@@ -215,8 +215,8 @@ def to_dict(report: Report) -> dict:
             "stale": list(report.baseline.stale)},
         "summary": summary(report),
         "discovery": None if report.discovery is None else _discovery(report.discovery),
+        "compile": _compile(report),
         **_host_ops(report),
-        **_compile(report),
     }
 
 
@@ -225,13 +225,12 @@ def _place(source) -> dict | None:
 
 
 def _compile(report: Report) -> dict:
-    """`compile`: the compile signatures of each step and the ops whose signatures vary (docs/json.md,
-    "compile"); present only when a trace has them. Several traces: step k joins their step k."""
+    """`compile` (docs/json.md, "compile"): the compile signatures of each step and the ops whose
+    signatures vary (several traces: step k joins their step k; none traced: empty lists),
+    torch.compile under TorchNeuron's rules, and compile seconds from the user's assumption."""
     forecasts = [t.compile for t in report.traces if t.compile is not None]
-    if not forecasts:
-        return {}
     steps = []
-    for number in range(max(len(f.steps) for f in forecasts)):
+    for number in range(max((len(f.steps) for f in forecasts), default=0)):
         parts = [f.steps[number] for f in forecasts if number < len(f.steps)]
         phases: dict[str, int] = {}
         for part in parts:
@@ -248,12 +247,44 @@ def _compile(report: Report) -> dict:
         })
     varying = sorted({v for f in forecasts for v in f.varying},
                      key=lambda v: (v.op, v.cause, v.origin.path if v.origin else "", v.origin.line if v.origin else 0))
-    return {"compile": {
+    return {
         "steps": steps,
         "varying_ops": [{"op": v.op, "cause": v.cause, "origin": _place(v.origin),
                          "sources": [_place(s) for s in v.sources], "steps": list(v.steps),
                          "new_signatures": v.new_signatures, "detail": v.detail} for v in varying],
-    }}
+        "torch_compile": _torch_compile(report.torch_compile),
+        "estimate": _estimate(report.compile_estimate),
+    }
+
+
+def _torch_compile(check) -> dict | None:
+    if check is None:
+        return None
+    return {
+        "regions": [{"target": target, "path": r.path, "line": r.line, "compiles": r.target,
+                     "options": dict(r.options), "calls": r.calls, "explained": r.explained,
+                     "not_explained": r.not_explained, "graphs": r.graphs,
+                     "graph_break_count": r.graph_break_count,
+                     "graph_breaks": [{"path": b.path, "line": b.line, "reason": b.reason, "count": b.count}
+                                      for b in r.graph_breaks],
+                     "ops": list(r.ops)}
+                    for target, r in check.regions],
+        "options": [{"name": o.name, "value": o.value, "rule": o.rule, "severity": o.severity,
+                     "effect": o.effect, "source": o.source, "path": o.path, "line": o.line}
+                    for o in check.options],
+        "no_kernel_ops": [{"op": o.op, "status": o.status, "regions": list(o.regions),
+                           "blocks": o.op in check.blocking_ops} for o in check.no_kernel_ops],
+        "fallback": {"compile": check.no_kernel_compile, "rule": check.fallback_rule,
+                     "sources": list(check.fallback_sources)},
+    }
+
+
+def _estimate(estimate) -> dict | None:
+    if estimate is None:
+        return None
+    return {"seconds_per_signature": estimate.seconds_per_signature, "assumed": True,
+            "counts": [{"what": what, "compiles": n} for what, n in estimate.counts],
+            "seconds": [{"what": what, "seconds": sec} for what, sec in estimate.seconds]}
 
 
 def _host_ops(report: Report) -> dict:
@@ -268,7 +299,8 @@ def _blockers(blockers: Blockers) -> dict:
     return {"count": blockers.count, "sites": blockers.sites, "files": blockers.files,
             "kernels": blockers.kernels, "libraries": blockers.libraries,
             "unsupported_ops": blockers.unsupported_ops, "unreadable_files": blockers.unreadable_files,
-            "syntax_errors": list(blockers.syntax_errors)}
+            "syntax_errors": list(blockers.syntax_errors),
+            "compiled_fallback_ops": blockers.compiled_fallback_ops}
 
 
 def _caveat(caveat) -> dict:

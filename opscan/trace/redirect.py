@@ -80,9 +80,12 @@ class Requests:
     def __init__(self, finder) -> None:
         self.finder = finder
         self.seen: Counter = Counter()
+        self.paused = False   # torch._dynamo.explain on the CPU runs (NOTE [compiled regions]): not the script's requests
 
     def note(self, what: str) -> None:
         """Count `what` at the innermost line of the project's own code (else of any user code)."""
+        if self.paused:
+            return
         frame = sys._getframe(1)
         while frame is not None:
             filename = frame.f_code.co_filename

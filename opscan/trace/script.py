@@ -43,6 +43,7 @@ from opscan.errors import TraceError, UsageError
 from opscan.records import DeviceProfile, ModelTrace
 from opscan.trace import (
     checkpoints,
+    compiled,
     fakes,
     lazy,
     libraries,
@@ -135,6 +136,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
     finder = SourceFinder(project_root)
     recorder = ScriptRecorder(finder, device)
     requests = redirects.Requests(finder)
+    compiles = compiled.Compiles(finder, requests)   # NOTE [compiled regions]
     counter = _Steps(steps, recorder)
     started = time.perf_counter()
     stopped, ended = "", "ran to its end"
@@ -143,7 +145,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
             _distributed(nproc, device) as dist_note, \
             _phases(recorder, counter), package:
         try:
-            with _run_rules(device, requests, profile, recorder):
+            with _run_rules(device, requests, profile, recorder, compiles):
                 if module:
                     runpy.run_module(script, run_name="__main__", alter_sys=True)
                 else:
@@ -171,21 +173,25 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         stand_ins=recorder.stand_in_list(), complete=not stopped, stopped_at=stopped,
         seconds=round(time.perf_counter() - started, 3), supplied_fakes=tuple(sorted(recorder.supplied)),
         host_ops=recorder.host.usages(mode) if recorder.host is not None else (),
-        compile=recorder.forecast(ended != "ran to its end"))
+        compile=recorder.forecast(ended != "ran to its end"),
+        compiled=compiles.regions())
     return trace, tuple(notes)
 
 
 @contextlib.contextmanager
-def _run_rules(device: str, requests, profile, recorder: ScriptRecorder):
+def _run_rules(device: str, requests, profile, recorder: ScriptRecorder, compiles: compiled.Compiles):
     """The fake mode, the answers and rules of NOTE [running a script] and the recorder, entered in
-    this order (one ExitStack: Python allows 20 nested blocks in a function)."""
+    this order (one ExitStack: Python allows 20 nested blocks in a function); torch.compile records
+    its regions and their ops (NOTE [compiled regions])."""
     with contextlib.ExitStack() as stack:
         for manager in (run_mode.RunMode(allow_non_fake_inputs=True), redirects.answering(device, requests),
+                        compiled.compiling(compiles),
                         devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(),
                         fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(),
                         loaders.in_process(requests.note), run_mode.host_reads(recorder),
                         checkpoints.checkpoints(recorder), libraries.real_answers(), lazy.lazy(),
-                        signatures.tail_batches(recorder.compile_log, _tensors), recorder):
+                        signatures.tail_batches(recorder.compile_log, _tensors), recorder,
+                        compiled.RegionOps(compiles)):
             stack.enter_context(manager)
         yield
 

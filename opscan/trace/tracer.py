@@ -15,6 +15,7 @@ from torch import nn
 
 from opscan.errors import TraceError, UsageError
 from opscan.records import CompileForecast, DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES, Shrink, StandIn
+from opscan.trace import compiled
 from opscan.trace import device as devices
 from opscan.trace import fakes
 from opscan.trace import fsdp as fsdps
@@ -75,22 +76,26 @@ def trace(target: str, build: Callable[[tuple[InputSpec, ...]], Built], *, mode:
                       stand_ins=result.stand_ins, complete=result.complete,
                       stopped_at=result.stopped_at, seconds=round(time.perf_counter() - started, 3),
                       supplied_fakes=result.supplied, retried=result.retried, shrink=result.shrink,
-                      compile=result.compile)
+                      compile=result.compile, compiled=result.compiled)
 
 
 def _build_and_run(target, build, mode, device, profile, optimizer, optimizer_impl, amp, specs,
                    project_root, fsdp, steps=1) -> _Result:
-    built = build(specs)
-    with _fsdp_group(fsdp, device) as mesh:
-        tracer = _Tracer(built, device, profile, project_root, mesh)
-        tracer.steps = steps
-        if mode == "both":
-            inference = tracer.run("inference", optimizer, optimizer_impl, amp)
-            train = tracer.run("train", optimizer, optimizer_impl, amp)
-            result = _merge(target, device, inference, train)
-        else:
-            result = tracer.run(mode, optimizer, optimizer_impl, amp)
+    compiles = compiled.Compiles(SourceFinder(project_root))   # NOTE [compiled regions]
+    with compiled.compiling(compiles):
+        built = build(specs)
+        with _fsdp_group(fsdp, device) as mesh:
+            tracer = _Tracer(built, device, profile, project_root, mesh)
+            tracer.steps = steps
+            tracer.compiles = compiles
+            if mode == "both":
+                inference = tracer.run("inference", optimizer, optimizer_impl, amp)
+                train = tracer.run("train", optimizer, optimizer_impl, amp)
+                result = _merge(target, device, inference, train)
+            else:
+                result = tracer.run(mode, optimizer, optimizer_impl, amp)
     result.shrink = tracer.shrink
+    result.compiled = compiles.regions()
     return result
 
 
@@ -111,6 +116,7 @@ class _Tracer:
         self.steps = 1   # steps to run (trace(steps=)): the later ones record compile signatures only
         self.fake_mode = devices.FakeMode(allow_non_fake_inputs=True) if device != "meta" else None
         self.model = built.model
+        self.compiles: compiled.Compiles | None = None   # set by the caller: torch.compile regions
         self._materialize()
         if mesh is not None:
             with self._mode():
@@ -209,7 +215,8 @@ class _Tracer:
         stopped = ""
         try:
             with self._mode(), devices.sdpa_context(self.device, self.profile), fakes.fake_deepcopy(), \
-                    fakes.identity_conversions(), fakes.fake_format(), fakes.real_one_hot(), recorder:
+                    fakes.identity_conversions(), fakes.fake_format(), fakes.real_one_hot(), recorder, \
+                    (compiled.RegionOps(self.compiles) if self.compiles is not None else contextlib.nullcontext()):
                 stopped = self._step(mode, recorder, opt, amp, extra)
                 recorder.compile_log.close("step")
                 for _ in range(self.steps - 1):   # later steps: their compile signatures only
@@ -291,6 +298,7 @@ class _Result:
         self.supplied, self.retried = supplied, retried
         self.shrink: Shrink | None = None
         self.compile: CompileForecast | None = None
+        self.compiled: tuple = ()   # CompileRegion of the torch.compile calls met
 
 
 def layer_stack(model, wanted: int = 0) -> tuple[LayerShapes, int]:
