@@ -151,7 +151,22 @@ def traced_size(config, kwargs: dict) -> Shrink:
                                                           next(iter(cuts))))
         if isinstance(cuts[key], list) and len(cuts[key]) == 2:
             cut = cuts[key]
-    return Shrink(layers=int(cut[1]), real_layers=int(cut[0]), batch=int(batch), seq_len=int(seq))
+    return Shrink(layers=int(cut[1]), real_layers=int(cut[0]), batch=int(batch), seq_len=int(seq),
+                  hidden=config_width(config))
+
+
+WIDTH_KEYS = ("hidden_size", "n_embd", "d_model", "dim")   # what configs call the model's width
+
+
+def config_width(config) -> int:
+    """The width (hidden size) a config states, the top level's or its text config's; 0 when none."""
+    for where in (config, getattr(config, "text_config", None)):
+        data = where if isinstance(where, dict) else getattr(where, "__dict__", {})
+        for key in WIDTH_KEYS:
+            value = data.get(key) if isinstance(data, dict) else None
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return 0
 
 
 def config_dtype(config):
