@@ -69,7 +69,7 @@ def dump(doc: dict, header: str = "") -> str:
                 first, *rest = _block(source, "    ")
                 lines.append("  - " + first.strip())
                 lines.extend(rest)
-        elif key in ("packages", "ops", "dtype_narrowing", "known_failures", "release_notes"):
+        elif key in ("packages", "ops", "dtype_narrowing", "dtype_fallbacks", "known_failures", "release_notes"):
             if not value:
                 lines.append(f"{key}: []")
                 continue
