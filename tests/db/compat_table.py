@@ -60,7 +60,7 @@ FALLBACKS = [
     ("torch.nonzero", "aten::nonzero", ("bool",)),
 ]
 # aten operator cells (namespace torch.ops.aten): (op, value)
-ATEN_CELLS = [("aten::linear", "Y"), ("aten::relu", "Y"), ("aten::add.Tensor", "Y"), ("aten::mul.Tensor", "Y"),
+ATEN_CELLS = [("aten::linear", "Y"), ("aten::relu", "Y"), ("aten::add.Tensor", "Y"),
               ("aten::quantize_per_tensor", "N"), ("aten::_fft_c2c", "CPU_FALLBACK")]
 
 
