@@ -330,20 +330,25 @@ def _probe(args: argparse.Namespace) -> int:
 def _probe_report(args: argparse.Namespace) -> int:
     """`db probe --report`: the report's ops replayed and compared (NOTE [model replay] in db/replay.py)."""
     from opscan.db.probe import write_probe
-    from opscan.db.replay import replay
+    from opscan.db.replay import replay, report_ops
 
     if args.samples or args.dtypes:
         raise UsageError("--report replays the report's ops with the report's dtypes: "
                          "--samples and --dtypes do not apply")
     doc, per_op = replay(Path(args.report), args.import_module, name=args.name, release=args.release)
     write_probe(doc, Path(args.out))
+    replayed = set(report_ops(Path(args.report)))
     statuses: dict[str, int] = {}
     for entry in doc["ops"]:
-        statuses[entry["status"]] = statuses.get(entry["status"], 0) + 1
+        if entry["op"] in replayed:
+            statuses[entry["status"]] = statuses.get(entry["status"], 0) + 1
     counts = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
-    failed = [e["op"] for e in doc["ops"] if not (e["status"] == "native" and e["confidence"] == "high")]
-    print(f"wrote {args.out}: {len(doc['ops'])} ops of {Path(args.report).name} replayed on "
-          f"{doc['backend']}=={doc['release']} (device '{doc['device']}'), {per_op:.3f} s per op: {counts}")
+    failed = [e["op"] for e in doc["ops"]
+              if e["op"] in replayed and not (e["status"] == "native" and e["confidence"] == "high")]
+    print(f"wrote {args.out}: {len(replayed)} ops of {Path(args.report).name} replayed on "
+          f"{doc['backend']}=={doc['release']} (device '{doc['device']}'), {per_op:.3f} s per op: {counts}; "
+          f"{len(doc['ops']) - len(replayed & {e['op'] for e in doc['ops']})} other registered kernels listed as "
+          f"probed (not run), unlisted ops: {doc['unlisted']['status']}")
     if failed:
         print("not passed: " + ", ".join(failed))
     return 0
