@@ -168,7 +168,7 @@ def scale_factors(shrink: Shrink | None) -> Factors:
         width = shrink.real_hidden / shrink.hidden
         how = "; ".join(filter(None, (how, f"width {shrink.hidden} -> {shrink.real_hidden}"
                                            + (f" ({shrink.hidden_from})" if shrink.hidden_from else ""))))
-    elif how and not shrink.real_hidden:
+    elif how and not (shrink.real_hidden and shrink.hidden):   # equal widths: nothing to scale
         how += "; not scaled: width" + ("" if shrink.hidden else " (traced width not found)")
     return Factors(layers, tokens, seq, width, how)
 

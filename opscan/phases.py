@@ -181,7 +181,6 @@ def at_real_size(trace: ModelTrace, model: ModelConfig, root: Path | None = None
     batch) is left unscaled, and the fallback's `scaled_by` says what was scaled. Without
     `real-hidden`, the real width is the `hidden_size` of a config.json beside the target's file
     (a model folder's own config, when the factory builds a smaller one)."""
-    shrink = trace.shrink or Shrink()
     changes: dict[str, Any] = {}
     if model.real_hidden:
         changes.update(real_hidden=model.real_hidden, hidden_from="--real-hidden")
@@ -191,6 +190,7 @@ def at_real_size(trace: ModelTrace, model: ModelConfig, root: Path | None = None
             changes.update(real_hidden=width, hidden_from="config.json")
     if not (model.real_layers or model.real_batch or model.real_seq_len or changes):
         return trace
+    shrink = trace.shrink or Shrink()
     if model.real_layers and shrink.layers:
         changes["real_layers"] = model.real_layers
     if model.real_batch:
