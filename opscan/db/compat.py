@@ -53,7 +53,7 @@ from pathlib import Path
 
 from opscan.db.loader import DTYPES
 from opscan.errors import DatabaseError
-from opscan.records import EVIDENCE_KINDS, STATUSES, OpName
+from opscan.records import OpName
 
 TABLE_URL = "https://github.com/aws-neuron/torch-neuronx/blob/main/docs/torch_api_compatibility.md"
 PAGE_URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/api/supported-operators.html"
@@ -319,5 +319,6 @@ def _notes(rows: list[Row], unknown: tuple[Row, ...] = ()) -> list[str]:
         notes.append("not supported (N) in the compatibility table: " + ", ".join(unsupported))
     if unknown:
         notes.append("the compatibility table names ops that neither torch nor the extended release knows (kept "
-                     "as this note, not as entries): " + ", ".join(f"{r.op} {r.value} (line {r.line})" for r in unknown))
+                     "as this note, not as entries): "
+                     + ", ".join(f"{r.op} {r.value} (line {r.line})" for r in unknown))
     return notes

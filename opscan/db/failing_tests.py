@@ -64,8 +64,10 @@ TRACED_AS = {
 }
 NOT_TRACED = {
     "aten::combinations": "decomposes into generic indexing ops (arange, index): no op of its own in a trace",
-    "aten::gru": "on PrivateUse1 decomposes into its cells' linear, sigmoid, tanh and mul: no op of its own in a trace",
-    "aten::lstm": "on PrivateUse1 decomposes into its cells' linear, sigmoid, tanh and mul: no op of its own in a trace",
+    "aten::gru": "on PrivateUse1 decomposes into its cells' linear, sigmoid, tanh and mul: "
+                 "no op of its own in a trace",
+    "aten::lstm": "on PrivateUse1 decomposes into its cells' linear, sigmoid, tanh and mul: "
+                  "no op of its own in a trace",
 }
 _UPSAMPLE = {"Nearest1d": "upsample_nearest1d", "Nearest2d": "upsample_nearest2d",
              "Nearest3d": "upsample_nearest3d", "Bilinear2d": "upsample_bilinear2d",

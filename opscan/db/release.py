@@ -23,7 +23,8 @@ from opscan.db.lookup import expand_packets
 from opscan.db.lookup import lookup as answer
 from opscan.records import Coverage, DeviceProfile, Evidence, OpName
 
-__all__ = ["CONFIDENCES", "NO_KERNEL_MODES", "DtypeFallback", "Entry", "KnownFailure", "Narrowing", "NoKernel", "Package",
+__all__ = ["CONFIDENCES", "NO_KERNEL_MODES", "DtypeFallback", "Entry", "KnownFailure", "Narrowing", "NoKernel",
+           "Package",
            "Release", "ReleaseNote"]
 
 

@@ -93,7 +93,8 @@ def test_the_pairing_is_required_and_recorded(run_cli, tmp_path):
     good = tmp_path / "table.md"
     good.write_text("## torch\n\n| API | Status | Limitations |\n|---|---|---|\n"
                     "| torch.sort | CPU_FALLBACK | aten::sort |\n", encoding="utf-8")
-    code, _, stderr = run_cli("db", "import-compat", str(good), "--release", "2.34.0", "--out", str(tmp_path / "a.yaml"))
+    code, _, stderr = run_cli("db", "import-compat", str(good), "--release", "2.34.0",
+                              "--out", str(tmp_path / "a.yaml"))
     assert code == 2 and "--torch" in stderr and not (tmp_path / "a.yaml").exists()   # a usage error
     assert _import(run_cli, good, tmp_path / "b.yaml", "--torch", "two")[0] == 2
     code, _, _ = run_cli("db", "import-compat", str(good), "--release", "2.34.0", "--out", str(tmp_path / "c.yaml"),
