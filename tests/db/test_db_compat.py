@@ -150,3 +150,18 @@ def test_a_realistic_table_round_trips_into_a_release_that_keeps_what_it_extends
     assert run_cli("db", "validate", str(out))[0] == 0
     data = json.loads(run_cli("db", "show", "aten::cumsum", "--db", str(out), "--format", "json")[1])
     assert json.dumps(data).count("float32") >= 1
+
+
+def test_a_dtype_fallback_row_needs_a_limited_entry_and_known_dtypes(tmp_path):
+    from dbtest_support import doc, write
+
+    from opscan.errors import DatabaseError
+
+    good = doc(dtype_fallbacks=[{"op": "aten::relu", "dtypes": ["float64"], "evidence": ["probe"]}])
+    assert load_file(write(tmp_path, good), check_registry=False).dtype_fallbacks[0].dtypes == ("float64",)
+    for bad, cause in ((doc(dtype_fallbacks=[{"op": "aten::mm", "dtypes": ["float32"], "evidence": ["probe"]}]),
+                        "status limited"),
+                       (doc(dtype_fallbacks=[{"op": "aten::relu", "dtypes": ["float99"], "evidence": ["probe"]}]),
+                        "dtypes must be")):
+        with pytest.raises(DatabaseError, match=cause):
+            load_file(write(tmp_path, bad, name="bad.yaml"), check_registry=False)
