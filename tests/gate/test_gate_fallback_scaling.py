@@ -42,7 +42,7 @@ def shrunk(tmp_path_factory):
 def test_the_trace_records_its_shrink_and_which_calls_are_inside_the_layers(shrunk):
     trace, _ = shrunk
     assert trace.shrink == Shrink(layer_list="model.layers", layers=2, real_layers=8, batch=2, seq_len=64,
-                                  hidden=32)   # the config's hidden_size
+                                  hidden=32, real_hidden=32, hidden_from="config.json")   # the model's own width
     ops = {u.op: u for u in trace.ops}
     assert ops["aten::silu"].step_layer_calls == ops["aten::silu"].step_calls == 2   # the MLP of each layer
     assert ops["aten::embedding"].step_layer_calls == 0                               # before the layers
@@ -55,7 +55,7 @@ def test_an_op_inside_the_layers_scales_by_the_layer_ratio_and_one_outside_does_
     assert silu.traced_calls == 2 and silu.traced_bytes > 0
     assert (silu.calls_per_step, silu.syncs_per_step, silu.bytes_per_step) == (
         silu.traced_calls * 4, silu.traced_syncs * 4, silu.traced_bytes * 4)          # 8 real / 2 traced
-    assert silu.scaled_by == "layers 2 -> 8 (model.layers); not scaled: width"
+    assert silu.scaled_by == "layers 2 -> 8 (model.layers)"
     assert (embedding.calls_per_step, embedding.bytes_per_step) == (embedding.traced_calls, embedding.traced_bytes)
     assert embedding.scaled_by == ""
     # the optimizer's foreach calls take every parameter at once: one call, the layers' states scaled
@@ -72,15 +72,15 @@ def test_every_output_shows_the_scaled_and_the_traced_cost(shrunk):
     silu = {o["op"]: o for o in to_dict(report)["ops"]}["aten::silu"]["fallback"]
     assert silu["calls_per_step"] == 4 * silu["traced"]["calls_per_step"]
     assert silu["bytes_per_step"] == 4 * silu["traced"]["bytes_per_step"]
-    assert silu["scaled_by"] == "layers 2 -> 8 (model.layers); not scaled: width"
+    assert silu["scaled_by"] == "layers 2 -> 8 (model.layers)"
     trace = to_dict(report)["traces"][0]["shrink"]
     assert (trace["layer_list"], trace["layers"], trace["real_layers"]) == ("model.layers", 2, 8)
     out = io.StringIO()
     markdown.render(report, out)
-    assert "(scaled back: layers 2 -> 8 (model.layers); not scaled: width; as traced" in out.getvalue()
-    assert any("scaled back to the real model (layers 2 -> 8 (model.layers); not scaled: width)" in d for d in report.verdict.details)
+    assert "(scaled back: layers 2 -> 8 (model.layers); as traced" in out.getvalue()
+    assert any("scaled back to the real model (layers 2 -> 8 (model.layers))" in d for d in report.verdict.details)
     task = next(t for t in report.tasks if t.kind == "may-fall-back")
-    assert "scaled back to the real model (layers 2 -> 8 (model.layers); not scaled: width) they would copy" in task.why
+    assert "scaled back to the real model (layers 2 -> 8 (model.layers)) they would copy" in task.why
     from rich.console import Console
 
     from opscan.reporters.terminal import render
@@ -125,7 +125,7 @@ def test_a_stated_real_step_size_scales_the_tokens_and_a_model_without_it_is_unc
     assert embedding.traced_bytes == before["aten::embedding"].traced_bytes
     assert embedding.bytes_per_step > 4 * embedding.traced_bytes     # its output grows with 16x the tokens
     assert embedding.calls_per_step == embedding.traced_calls        # one call per step at any size
-    assert costs["aten::silu"].scaled_by == "layers 2 -> 8 (model.layers); batch x sequence 2x64 -> 8x256; not scaled: width"
+    assert costs["aten::silu"].scaled_by == "layers 2 -> 8 (model.layers); batch x sequence 2x64 -> 8x256"
 
 
 def test_real_sizes_are_read_from_the_model_table(tmp_path):

@@ -141,7 +141,8 @@ def build_hf(path_text: str, *, batch: int | None, seq_len: int | None,
 def traced_size(config, kwargs: dict) -> Shrink:
     """The traced batch and sequence length (of `input_ids`) and, for a config whose layers the zoo
     cut (SHRUNK_KEY), the real and traced layer count of its main stack (the top level's, else the
-    text config's, else the first cut)."""
+    text config's, else the first cut); the width the config states, traced and real alike (the
+    folder's config.json is the model's own: nothing but the layer count is cut)."""
     ids = kwargs.get("input_ids")
     batch, seq = tuple(ids.shape) if isinstance(ids, torch.Tensor) and ids.dim() == 2 else (0, 0)
     cuts = getattr(config, SHRUNK_KEY, None)
@@ -151,8 +152,9 @@ def traced_size(config, kwargs: dict) -> Shrink:
                                                           next(iter(cuts))))
         if isinstance(cuts[key], list) and len(cuts[key]) == 2:
             cut = cuts[key]
+    width = config_width(config)   # the model's own config: its width is the real one (only layers are cut)
     return Shrink(layers=int(cut[1]), real_layers=int(cut[0]), batch=int(batch), seq_len=int(seq),
-                  hidden=config_width(config))
+                  hidden=width, real_hidden=width, hidden_from="config.json" if width else "")
 
 
 WIDTH_KEYS = ("hidden_size", "n_embd", "d_model", "dim")   # what configs call the model's width
