@@ -9,7 +9,7 @@ A caller may leave parts out (the zoo has no findings, `opscan trace` no source)
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from opscan import compile_check
@@ -55,10 +55,11 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
     caveats: tuple = ()
     on_ops: tuple = ()
     if release is not None and traces:
-        from opscan.db.annotate import annotate, op_notes
+        from opscan.db.annotate import annotate, op_notes, with_dtype_fallbacks
         from opscan.db.caveats import op_caveats
 
         coverage, coverage_notes = annotate(release, ops)
+        coverage = with_dtype_fallbacks(release, coverage, traces)
         on_ops = op_notes(release, ops)
         notes.extend(coverage_notes)
         notes.extend(sdpa_assumption(release, ops))
@@ -102,11 +103,22 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
 #     also x the batch x sequence ratio; outside the layers, tensors of a shape only the layers'
 #     parameters have (their gradients and optimizer states) x the layer ratio, activation-sized
 #     ones x the batch x sequence ratio, the rest as traced.
+#   - the width (issue 36): a model built smaller in width than the real one (a tiny config, a small
+#     variant) keeps its traced hidden size, so each tensor's bytes also grow x (real width / traced
+#     width) per dim of the traced width or a small multiple of it (4H, 3H; at most two dims: a
+#     [B, S, H] activation once, an [H, 4H] weight twice). The traced width is the builder's
+#     (config `hidden_size` / `n_embd` / `d_model`) or the size most of the model's norm layers
+#     normalize over (else most linear layers' input width); the real one is `--real-hidden` /
+#     `real-hidden`, or the `hidden_size` of a config.json beside the target's file. When other
+#     sizes were scaled but the real width is not known, `scaled_by` says "not scaled: width";
+#   - an activation with two dims of the traced sequence length ([B, heads, S, S] attention
+#     scores) grows with the square of the sequence: x batch x sequence, and x sequence once more.
 # What is exact: the traced figures (kept as Fallback.traced_*) and the layer ratio of calls. What
 # is an estimate: layers are taken as alike (a first-k-dense MoE stack scales its MoE-only ops over
-# all layers), a tensor growing with the square of the sequence (attention scores) or not at all
-# (a fixed-size buffer that is no parameter) is scaled linearly, and a weight-shaped activation is
-# taken as a weight.
+# all layers), a tensor not growing at all (a fixed-size buffer that is no parameter) is scaled
+# with the tokens, a weight-shaped activation is taken as a weight, a head count or head size
+# (neither is the width) is not scaled, and a dim that equals the traced width by chance is
+# taken as the width.
 
 
 def fallback_costs(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...]) -> tuple[Fallback, ...]:
@@ -117,17 +129,17 @@ def fallback_costs(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...
     status = {c.op: c.status for c in coverage}
     totals: dict[str, list] = {}
     for trace in traces:
-        layers, tokens, how = ratios(trace.shrink)
+        factors = scale_factors(trace.shrink)
         for op in trace.ops:
             if status_of(status.get(op.op, "unknown")).may_fall_back:
                 cost = totals.setdefault(op.op, [0, 0, 0.0, 0.0, set()])
-                bytes_, calls = scaled(op, layers, tokens)
+                bytes_, calls = scaled(op, factors)
                 cost[0] += op.step_bytes
                 cost[1] += op.step_calls
                 cost[2] += bytes_
                 cost[3] += calls
-                if how and (bytes_ != op.step_bytes or calls != op.step_calls):
-                    cost[4].add(how)
+                if factors.how and (bytes_ != op.step_bytes or calls != op.step_calls):
+                    cost[4].add(factors.how)
     out = []
     for op, (bytes_, calls, real_bytes, real_calls, how) in sorted(totals.items()):
         real_bytes, real_calls = round(real_bytes), round(real_calls)
@@ -136,6 +148,33 @@ def fallback_costs(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...
                             traced_bytes=bytes_, traced_syncs=calls, traced_calls=calls,
                             scaled_by="; ".join(sorted(how))))
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class Factors:
+    """How one trace's figures grow to the real model's (NOTE [fallback scaling])."""
+
+    layers: float = 1.0
+    tokens: float = 1.0              # batch x sequence
+    seq: float = 1.0                 # sequence alone (the second S of an [.., S, S] tensor)
+    width: float = 1.0               # per dim of the hidden size
+    how: str = ""                    # what was scaled, and "not scaled: width" when the width was not
+
+
+def scale_factors(shrink: Shrink | None) -> Factors:
+    """The scale factors of a trace (NOTE [fallback scaling])."""
+    if shrink is None:
+        return Factors()
+    layers, tokens, how = ratios(shrink)
+    seq = shrink.real_seq_len / shrink.seq_len if shrink.real_seq_len and shrink.seq_len else 1.0
+    width = 1.0
+    if shrink.real_hidden and shrink.hidden and shrink.real_hidden != shrink.hidden:
+        width = shrink.real_hidden / shrink.hidden
+        how = "; ".join(filter(None, (how, f"width {shrink.hidden} -> {shrink.real_hidden}"
+                                           + (f" ({shrink.hidden_from})" if shrink.hidden_from else ""))))
+    elif how and not (shrink.real_hidden and shrink.hidden):   # equal widths: nothing to scale
+        how += "; not scaled: width" + ("" if shrink.hidden else " (traced width not found)")
+    return Factors(layers, tokens, seq, width, how)
 
 
 def ratios(shrink: Shrink | None) -> tuple[float, float, str]:
@@ -155,12 +194,17 @@ def ratios(shrink: Shrink | None) -> tuple[float, float, str]:
     return layers, tokens, "; ".join(how)
 
 
-def scaled(usage: OpUsage, layers: float, tokens: float) -> tuple[float, float]:
+def scaled(usage: OpUsage, factors: Factors) -> tuple[float, float]:
     """(bytes, calls) of one op's traced step at the real model's size (NOTE [fallback scaling])."""
+    layers, tokens = factors.layers, factors.tokens
+    calls = usage.step_calls - usage.step_layer_calls + layers * usage.step_layer_calls
+    if usage.step_shape_bytes:
+        grow = (1.0, layers, tokens, layers * tokens)
+        return sum(count * grow[kind] * factors.width ** width * factors.seq ** seq
+                   for kind, width, seq, count in usage.step_shape_bytes), calls
     fixed = usage.step_bytes - usage.step_layer_bytes - usage.step_token_bytes - usage.step_layer_token_bytes
     bytes_ = (fixed + layers * usage.step_layer_bytes + tokens * usage.step_token_bytes
               + layers * tokens * usage.step_layer_token_bytes)
-    calls = usage.step_calls - usage.step_layer_calls + layers * usage.step_layer_calls
     return bytes_, calls
 
 

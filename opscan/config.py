@@ -48,6 +48,7 @@ class ModelConfig:
     real_layers: int | None = None
     real_batch: int | None = None
     real_seq_len: int | None = None
+    real_hidden: int | None = None   # the real model's width (hidden size), when built narrower
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,8 @@ def _models(raw: Any, where: str, checker: "_Checker") -> tuple[ModelConfig, ...
         checker.add(where, "must be an array of tables ([[tool.opscan.models]])")
         return ()
     known = {"target", "inputs", "mode", "batch", "seq-len", "optimizer", "optimizer-impl", "amp",
-             "trust-remote-code", "real-layers", "real-batch", "real-seq-len"}
+             "trust-remote-code", "real-layers", "real-batch", "real-seq-len",
+             "real-hidden"}
     models = []
     for index, item in enumerate(raw):
         here = f"{where}[{index}]"
@@ -260,6 +262,7 @@ def _models(raw: Any, where: str, checker: "_Checker") -> tuple[ModelConfig, ...
             real_layers=checker.positive_int(item.get("real-layers"), here + ".real-layers"),
             real_batch=checker.positive_int(item.get("real-batch"), here + ".real-batch"),
             real_seq_len=checker.positive_int(item.get("real-seq-len"), here + ".real-seq-len"),
+            real_hidden=checker.positive_int(item.get("real-hidden"), here + ".real-hidden"),
         ))
     return tuple(models)
 

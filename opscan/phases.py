@@ -169,20 +169,28 @@ def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None, limits:
         raise MissingDependencyError(f"tracing needs PyTorch, which is not installed ({exc})", "torch") from exc
     from opscan.outcome import trace_isolated
 
-    return at_real_size(trace_isolated(tracer_options(model, root, profile), limits), model)
+    return at_real_size(trace_isolated(tracer_options(model, root, profile), limits), model, root)
 
 
-def at_real_size(trace: ModelTrace, model: ModelConfig) -> ModelTrace:
+def at_real_size(trace: ModelTrace, model: ModelConfig, root: Path | None = None) -> ModelTrace:
     """`trace` with the real step's size the model's configuration states (`real-layers`,
-    `real-batch`, `real-seq-len`) written into its shrink record, so the assessment scales the cost
-    of CPU fallbacks back to it (NOTE [fallback scaling] in opscan/assess.py). The traced batch and
-    sequence length are the configured `batch` / `seq-len` where the trace did not record them; a
-    size stated for what the trace cannot measure (no layer stack found, no traced batch) is left
-    unscaled, and the fallback's `scaled_by` says what was scaled."""
-    if not (model.real_layers or model.real_batch or model.real_seq_len):
+    `real-batch`, `real-seq-len`, `real-hidden`) written into its shrink record, so the assessment
+    scales the cost of CPU fallbacks back to it (NOTE [fallback scaling] in opscan/assess.py). The
+    traced batch and sequence length are the configured `batch` / `seq-len` where the trace did not
+    record them; a size stated for what the trace cannot measure (no layer stack found, no traced
+    batch) is left unscaled, and the fallback's `scaled_by` says what was scaled. Without
+    `real-hidden`, the real width is the `hidden_size` of a config.json beside the target's file
+    (a model folder's own config, when the factory builds a smaller one)."""
+    changes: dict[str, Any] = {}
+    if model.real_hidden:
+        changes.update(real_hidden=model.real_hidden, hidden_from="--real-hidden")
+    else:
+        width = folder_width(model.target, root)
+        if width:
+            changes.update(real_hidden=width, hidden_from="config.json")
+    if not (model.real_layers or model.real_batch or model.real_seq_len or changes):
         return trace
     shrink = trace.shrink or Shrink()
-    changes: dict[str, int] = {}
     if model.real_layers and shrink.layers:
         changes["real_layers"] = model.real_layers
     if model.real_batch:
@@ -190,3 +198,23 @@ def at_real_size(trace: ModelTrace, model: ModelConfig) -> ModelTrace:
     if model.real_seq_len:
         changes.update(real_seq_len=model.real_seq_len, seq_len=shrink.seq_len or model.seq_len or 0)
     return dataclasses.replace(trace, shrink=dataclasses.replace(shrink, **changes))
+
+
+def folder_width(target: str, root: Path | None) -> int:
+    """The width (`hidden_size`, `n_embd`, `d_model`) of the config.json beside a `file.py:NAME`
+    target's file, or 0 (no such file, no width in it, not a file target)."""
+    import json
+
+    path, sep, _ = target.rpartition(":")
+    if not sep or not path.endswith(".py") or path.startswith(("hf:", "timm:", "repo:", "pt2:")):
+        return 0
+    here = Path(path) if Path(path).is_absolute() or root is None else Path(root) / path
+    try:
+        data = json.loads((here.parent / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0
+    for key in ("hidden_size", "n_embd", "d_model"):
+        value = data.get(key) if isinstance(data, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 0

@@ -305,6 +305,11 @@ class OpUsage:
     step_layer_bytes: int = 0
     step_token_bytes: int = 0
     step_layer_token_bytes: int = 0
+    # the same bytes split further by how they grow with the width and the sequence (NOTE [fallback
+    # scaling]): (class, width dims, extra sequence dims, bytes), class 0 fixed, 1 x layers, 2 x batch
+    # x sequence, 3 x both; width dims: dims of the traced hidden size (or a small multiple);
+    # extra sequence dims: 1 for an [.., S, S] tensor (attention scores). () in older traces
+    step_shape_bytes: tuple[tuple[int, int, int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -388,6 +393,9 @@ class Shrink:
     seq_len: int = 0
     real_batch: int = 0                  # the real training step's, when stated
     real_seq_len: int = 0
+    hidden: int = 0                      # the traced model's width (hidden size), where the trace found it
+    real_hidden: int = 0                 # the real model's width, when known (--real-hidden, config.json)
+    hidden_from: str = ""                # where the real width was read ("--real-hidden", "config.json")
 
 
 # --- torch.compile (docs/compile.md) -------------------------------------------------------------

@@ -65,12 +65,17 @@ def unsupported_ops(report: Report) -> list[str]:
 
 
 def unverified(coverage: Coverage) -> str:
-    """Why a supported op is not proven: "source-snapshot" (pre-release source), "registered" (a
-    probe read its registration but ran nothing: no `--samples`), "inferred" (opscan's derivation
-    or no evidence at all); "" when documented evidence, or a probe that ran the op and compared
-    its results with the CPU, backs it.
+    """Why a supported op is not proven -- the one place that decides what "ready" needs of an op:
+    "source-snapshot" (pre-release source), "registered" (a probe read its registration but ran
+    nothing: no `--samples`), "inferred" (opscan's derivation or no evidence at all), "confidence"
+    (documented, imported or compared-probe evidence, but below high confidence: a stale or partial
+    list such as the XLA line's, medium); "" when documented evidence (a docs page, an imported
+    compatibility table), or a probe that ran the op and compared its results with the CPU, backs
+    it at high confidence.
 
-    A composite that reaches no backend op (a view such as `aten::detach`: the installed torch's
+    A composite is judged by its parts (NOTE [composite confidence] in opscan/db/lookup.py: a
+    composite ranks one level below its weakest part), so it needs medium: parts at high. A
+    composite that reaches no backend op (a view such as `aten::detach`: the installed torch's
     composite kernel dispatches nothing to the device) claims nothing about the backend, so there
     is nothing to verify: "". Otherwise every trained model would stay "likely" on a probed file.
     (A composite answer always carries its derivation as evidence; a bare status has none.)
@@ -81,10 +86,15 @@ def unverified(coverage: Coverage) -> str:
     if "source-snapshot" in kinds:
         return "source-snapshot"
     if "documented" in kinds or any(e.kind == "probed" and e.compared for e in coverage.evidence):
-        return ""
+        needed = READY_CONFIDENCE["composite" if coverage.status == "composite" else "op"]
+        return "" if coverage.confidence in needed else "confidence"
     if "probed" in kinds:   # a registration read from the dispatcher, never run (probe without --samples)
         return "registered"
     return "inferred"
+
+
+# the confidence an op's answer needs for "ready" (a composite ranks one below its weakest part)
+READY_CONFIDENCE = {"op": ("high",), "composite": ("high", "medium")}
 
 
 # --- sites --------------------------------------------------------------------------------------
@@ -311,6 +321,10 @@ def _unverified_counts(weak: dict[str, list[str]], dates: dict[str, set[str]] | 
     if weak.get("inferred"):
         n = len(weak["inferred"])
         parts.append(f"{_plural(n, 'op')} on opscan's inference only")
+    if weak.get("confidence"):
+        ops = sorted(weak["confidence"])
+        parts.append(f"{_plural(len(ops), 'op')} below high confidence ({_names(ops, 3)}: a stale or partial "
+                     "list, `opscan db show OP` says why)")
     return ", ".join(parts)
 
 

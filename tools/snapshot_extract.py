@@ -167,11 +167,46 @@ def pytest_xfails(src: Source) -> list[dict]:
     return out
 
 
+def _reason(call: ast.Call) -> str:
+    """The `reason=` of an xfail mark call: a string constant (implicitly joined literals included)."""
+    for keyword in call.keywords:
+        if keyword.arg == "reason" and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str):
+            return " ".join(keyword.value.value.split())
+    return ""
+
+
+def test_xfails(src: Source) -> list[dict]:
+    """Whole-test `@pytest.mark.xfail(reason=...)` on the test functions of tests/python_ops/test_<op>.py
+    (read with `ast`: a commented-out mark is none). `conditional`: the mark has a condition argument
+    (`xfail(cond, reason=...)`), so the test fails only where the condition holds."""
+    out = []
+    for path in src.files(_PYTEST):
+        if not (path.endswith(".py") and Path(path).name.startswith("test_")):
+            continue
+        try:
+            tree = ast.parse(src.read(path))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.ClassDef, ast.Module)):
+                continue
+            owner = node.name if isinstance(node, ast.ClassDef) else ""
+            for item in node.body:
+                if not (isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test_")):
+                    continue
+                for mark in item.decorator_list:
+                    if (isinstance(mark, ast.Call) and isinstance(mark.func, ast.Attribute)
+                            and mark.func.attr == "xfail" and ast.unparse(mark.func.value) == "pytest.mark"):
+                        out.append({"file": path, "line": mark.lineno, "class": owner, "test": item.name,
+                                    "reason": _reason(mark), "conditional": bool(mark.args)})
+    return sorted(out, key=lambda x: (x["file"], x["line"]))
+
+
 def extract(src: Source) -> dict:
     """The whole extract: what regen_torchneuron.py reads."""
     return {"repo": REPO, "commit": src.commit, "registrations": registrations(src),
             "failing_tests": failing_tests(src), "spec_xfails": spec_xfails(src),
-            "pytest_xfails": pytest_xfails(src)}
+            "pytest_xfails": pytest_xfails(src), "test_xfails": test_xfails(src)}
 
 
 def dumps(data: dict) -> str:

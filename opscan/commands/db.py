@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -64,6 +65,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="release file to write (default: torchneuron-RELEASE.yaml here)")
     p.add_argument("--date", default="unknown", help="the table's date (YYYY-MM-DD), cited as its evidence")
     p.add_argument("--url", default=None, help="where the table was read (default: its GitHub location)")
+    p.add_argument("--extends", metavar="SPEC|FILE", default=None,
+                   help="the release the table is merged into (default: the newest shipped TorchNeuron release)")
+    p.add_argument("--torch", action="append", required=True, metavar="MINOR",
+                   help="a torch minor version this release pairs with, e.g. 2.14 (repeat for several)")
+    p.add_argument("--neuron-sdk", default=None, metavar="VERSION",
+                   help="the Neuron SDK release of that pairing (default: --release)")
+    p.add_argument("--replace", action="store_true", help="replace --out when it exists (default: refuse)")
+    p.add_argument("--allow-unknown", action="store_true",
+                   help="keep rows naming ops torch and the extended release do not know, as a note (default: refuse)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -320,7 +330,7 @@ def _probe(args: argparse.Namespace) -> int:
 def _probe_report(args: argparse.Namespace) -> int:
     """`db probe --report`: the report's ops replayed and compared (NOTE [model replay] in db/replay.py)."""
     from opscan.db.probe import write_probe
-    from opscan.db.replay import replay
+    from opscan.db.replay import replay, report_ops
 
     if args.samples or args.dtypes:
         raise UsageError("--report replays the report's ops with the report's dtypes: "
@@ -331,13 +341,18 @@ def _probe_report(args: argparse.Namespace) -> int:
     doc, per_op = replay(Path(args.report), args.import_module, name=args.name, release=args.release)
     after = cache_stats.read_counters() if before is not None else None
     write_probe(doc, Path(args.out))
+    replayed = set(report_ops(Path(args.report)))
     statuses: dict[str, int] = {}
     for entry in doc["ops"]:
-        statuses[entry["status"]] = statuses.get(entry["status"], 0) + 1
+        if entry["op"] in replayed:
+            statuses[entry["status"]] = statuses.get(entry["status"], 0) + 1
     counts = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
-    failed = [e["op"] for e in doc["ops"] if not (e["status"] == "native" and e["confidence"] == "high")]
-    print(f"wrote {args.out}: {len(doc['ops'])} ops of {Path(args.report).name} replayed on "
-          f"{doc['backend']}=={doc['release']} (device '{doc['device']}'), {per_op:.3f} s per op: {counts}")
+    failed = [e["op"] for e in doc["ops"]
+              if e["op"] in replayed and not (e["status"] == "native" and e["confidence"] == "high")]
+    print(f"wrote {args.out}: {len(replayed)} ops of {Path(args.report).name} replayed on "
+          f"{doc['backend']}=={doc['release']} (device '{doc['device']}'), {per_op:.3f} s per op: {counts}; "
+          f"{len(doc['ops']) - len(replayed & {e['op'] for e in doc['ops']})} other registered kernels listed as "
+          f"probed (not run), unlisted ops: {doc['unlisted']['status']}")
     if failed:
         print("not passed: " + ", ".join(failed))
     for line in cache_stats.lines(before, after, cache_stats.forecast(Path(args.report))):
@@ -346,25 +361,61 @@ def _probe_report(args: argparse.Namespace) -> int:
 
 
 def _import_compat(args: argparse.Namespace) -> int:
-    """Exit 0: every row read; 1: the file was written without the rows listed on stderr; 2: nothing read."""
-    from opscan.db.compat import TABLE_URL, read_table, release_doc
-    from opscan.db.loader import load_file
-    from opscan.db.writer import dump, write_atomic
-    from opscan.errors import DatabaseError
+    """Exit 0: the merged release was written; 2: nothing was written (an unreadable or refused row,
+    an existing --out without --replace). NOTE [merging a compatibility table] in opscan/db/compat.py."""
+    import os
+    import tempfile
 
+    from opscan.db.compat import TABLE_URL, read_table, release_doc, unknown_ops
+    from opscan.db.loader import load_file
+    from opscan.db.writer import dump
+    from opscan.errors import DatabaseError, UsageError
+    from opscan.strict_yaml import load_checked
+
+    out = Path(args.out or f"torchneuron-{args.release}.yaml")
+    if out.exists() and not args.replace:
+        raise UsageError(f"{out} exists; import-compat writes a new release file (pass --replace to replace it)")
+    for minor in args.torch:
+        if not re.fullmatch(r"\d+\.\d+", minor):
+            raise UsageError(f"--torch {minor!r}: give a torch minor version such as 2.14")
+    base = _load(args.extends if args.extends and not Path(args.extends).is_file() else None,
+                 args.extends if args.extends and Path(args.extends).is_file() else None)
+    base_doc = load_checked(base.path, lambda data: data, DatabaseError, "cannot read release file")
     rows, skipped = read_table(Path(args.table))
-    for row in skipped:
-        print(f"{args.table}:{row.line}: {row.cause}", file=sys.stderr)
+    unknown = unknown_ops(rows, set(base.entries))
+    refused = [] if args.allow_unknown else [
+        (row.line, f"{row.op}: no such op in the installed torch or in {base.spec} (a typo? --allow-unknown keeps "
+                   "it as a note)") for row in unknown]
+    problems = sorted([(s.line, s.cause) for s in skipped] + refused)
+    for line, cause in problems:
+        print(f"{args.table}:{line}: {cause}", file=sys.stderr)
+    if problems:
+        raise DatabaseError(f"{len(problems)} row{'s' * (len(problems) != 1)} not read or refused; nothing written "
+                            f"(first at line {problems[0][0]})", args.table)
     if not rows:
         raise DatabaseError("no readable row in the compatibility table", args.table)
-    doc = release_doc(rows, skipped, args.release, args.date, url=args.url or TABLE_URL)
-    out = Path(args.out or f"torchneuron-{args.release}.yaml")
-    write_atomic(out, dump(doc, f"Imported by `opscan db import-compat` from {Path(args.table).name}. "
-                                "Regenerate rather than edit.\nSchema: coverage_db/README.md in the opscan source."))
-    load_file(out, check_registry=False)
+    doc = release_doc(rows, base_doc, args.release, args.date, torch=tuple(args.torch),
+                      neuron_sdk=args.neuron_sdk or "", url=args.url or TABLE_URL, unknown=tuple(unknown))
+    text = dump(doc, f"Imported by `opscan db import-compat` from {Path(args.table).name}, extending {base.spec}. "
+                     "Regenerate rather than edit.\nSchema: coverage_db/README.md in the opscan source.")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        load_file(Path(temp), check_registry=False)       # a file opscan cannot load is never left behind
+        os.replace(temp, out)
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
     by_status: dict[str, int] = {}
+    table_ops = {row.op for row in rows if row.op and row not in unknown}
     for entry in doc["ops"]:
-        by_status[entry["status"]] = by_status.get(entry["status"], 0) + 1
+        if entry["op"] in table_ops:
+            by_status[entry["status"]] = by_status.get(entry["status"], 0) + 1
     counts = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items())) or "no aten op entries"
-    print(f"wrote {out}: {len(rows)} rows read ({counts}), {len(skipped)} skipped")
-    return 1 if skipped else 0
+    fallbacks = len([f for f in doc.get("dtype_fallbacks") or [] if f["op"] in table_ops])
+    print(f"wrote {out}: {len(rows)} rows read ({counts}; {fallbacks} per-dtype fallbacks), "
+          f"{len(unknown)} unknown ops kept as a note, merged into {base.spec} ({len(doc['ops'])} entries), "
+          f"pairs with torch {', '.join(args.torch)}")
+    return 0

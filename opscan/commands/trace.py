@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="batch size of the real training step (scales fallback costs)")
     parser.add_argument("--real-seq-len", type=positive_int, default=None, metavar="N",
                         help="sequence length of the real training step (scales fallback costs)")
+    parser.add_argument("--real-hidden", type=positive_int, default=None, metavar="N",
+                        help="width (hidden size) of the real model, when the traced one is built narrower "
+                        "(scales fallback costs)")
     parser.add_argument("--fsdp", type=_world_size, default=None, metavar="N",
                         help="trace rank 0 of an N-way FSDP2 (fully_shard) job on a fake process group: "
                         "adds its collectives and copy ops (N >= 2; see docs/trace.md, \"FSDP\")")
@@ -105,7 +108,8 @@ def _models(args: argparse.Namespace) -> tuple[list, Path]:
         parse_input(text)
     flags = dict(mode=args.mode, optimizer=args.optimizer, optimizer_impl=args.optimizer_impl, amp=args.amp,
                  inputs=tuple(args.input), batch=args.batch, seq_len=args.seq_len,
-                 real_layers=args.real_layers, real_batch=args.real_batch, real_seq_len=args.real_seq_len)
+                 real_layers=args.real_layers, real_batch=args.real_batch, real_seq_len=args.real_seq_len,
+                 real_hidden=getattr(args, "real_hidden", None))
     flags = {key: value for key, value in flags.items() if value}   # a flag given replaces the configured value
     if getattr(args, "trust_remote_code", False):
         flags["trust_remote_code"] = True
@@ -141,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     profile = release.profile()
     extra = {"device": args.device, **({"fsdp": args.fsdp} if getattr(args, "fsdp", None) is not None else {}),
              **({"steps": args.steps} if getattr(args, "steps", None) else {})}
-    traces = tuple(at_real_size(trace_isolated(tracer_options(model, root, profile, **extra), limits), model)
+    traces = tuple(at_real_size(trace_isolated(tracer_options(model, root, profile, **extra), limits), model, root)
                    for model in models)
     report = assess(Report(root=str(Path.cwd()), tool_version=__version__, traces=traces), release,
                     source_not_checked=TRACE_ONLY)

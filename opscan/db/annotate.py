@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from opscan.db import registry
 from opscan.db.lookup import check
 from opscan.db.release import Release
-from opscan.records import STATUSES, Coverage, OpName, OpNote
+from opscan.records import STATUSES, Coverage, ModelTrace, OpName, OpNote
 
 
 def status_counts(coverage: Iterable[Coverage]) -> dict[str, int]:
@@ -65,3 +65,32 @@ def annotate(release: Release, op_names: Iterable[str]) -> tuple[tuple[Coverage,
                      f"device or on the CPU: {rule.note or 'the documented eager default'}; under torch.compile: "
                      f"{compile_says}")
     return coverage, tuple(notes)
+
+
+def with_dtype_fallbacks(release: Release, coverage: Iterable[Coverage],
+                         traces: Iterable[ModelTrace]) -> tuple[Coverage, ...]:
+    """`coverage` with each op the release runs on the CPU for a dtype the trace called it with
+    (`dtype_fallbacks:`, e.g. a compatibility table's "CPU_FALLBACK: float32") turned `cpu-fallback`
+    for this model, citing that row. The only place a per-dtype fallback changes an op's status:
+    the verdict and the fallback cost read the coverage it returns (a float32 model using an op
+    that falls back for float32 is never "ready"). The op's fallback cost then counts all its calls
+    (the trace records bytes per op, not per dtype), an upper bound when the model also calls it
+    with dtypes the backend runs."""
+    rows = {f.op: f for f in release.dtype_fallbacks}
+    if not rows:
+        return tuple(coverage)
+    dtypes: dict[str, set[str]] = {}
+    for trace in traces:
+        for usage in trace.ops:
+            dtypes.setdefault(usage.op, set()).update(d.removeprefix("torch.") for d in usage.dtypes)
+    out = []
+    for answer in coverage:
+        row = rows.get(answer.op)
+        hit = sorted(set(row.dtypes) & dtypes.get(answer.op, set())) if row is not None else []
+        if hit and answer.status in ("limited", "native"):
+            answer = Coverage(op=answer.op, status="cpu-fallback", evidence=release.evidence(row.sources),
+                              confidence=answer.confidence,
+                              via=f"falls back to the CPU for {', '.join(hit)}, a dtype this model calls it with"
+                                  + (f" ({row.note})" if row.note else ""))
+        out.append(answer)
+    return tuple(out)

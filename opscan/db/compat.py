@@ -24,17 +24,36 @@ names dtypes (the op has a kernel for the others) -- citing the table (`document
 name public APIs, not aten ops, so they become op entries only when the API cell is itself an aten
 op (`aten::add.Tensor`: `Y` Native -> native, `N` -> unsupported); otherwise they are counted per
 namespace in the release's notes, and the `N` APIs are listed there by name.
+
+NOTE [merging a compatibility table]
+The table names a few hundred APIs, not the whole op set, so a release built from it alone would
+leave every other op `unknown` (no `no_kernel` rule) and pair with no torch. `import-compat` instead
+extends a release (`--extends`, default the newest shipped TorchNeuron one): the new file is that
+release's document with
+  - the table's entries replacing the extended release's entries for the ops they name (documented,
+    high confidence), every other entry kept with its own evidence and confidence;
+  - a dtype-specific CPU_FALLBACK kept as a `dtype_fallbacks` row (the entry is `limited`): a trace
+    calling the op with one of those dtypes makes it `cpu-fallback` for that model
+    (opscan/db/annotate.py `with_dtype_fallbacks`), so the verdict and the fallback cost count it;
+  - the extended release's `no_kernel` rule, `unlisted` default, known failures, release notes,
+    SDPA profile and dtype narrowing kept (the table does not speak of them);
+  - `packages` replaced by the pairing the user states (`--torch`, `--neuron-sdk`): the extended
+    release's packages pair with the extended release, not with this one.
+Rows naming an aten op neither the installed torch nor the extended release knows are refused
+(`--allow-unknown` keeps them as a note). The import is all-or-nothing: one unreadable or refused
+row and nothing is written; an existing output file is replaced only with `--replace`.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from opscan.db.loader import DTYPES
 from opscan.errors import DatabaseError
-from opscan.records import EVIDENCE_KINDS, STATUSES, OpName
+from opscan.records import OpName
 
 TABLE_URL = "https://github.com/aws-neuron/torch-neuronx/blob/main/docs/torch_api_compatibility.md"
 PAGE_URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/api/supported-operators.html"
@@ -177,12 +196,31 @@ def read_table(path: Path) -> tuple[list[Row], list[Skipped]]:
     return rows, skipped
 
 
-def release_doc(rows: list[Row], skipped: list[Skipped], release: str, date: str, url: str = TABLE_URL,
-                backend: str = "torchneuron") -> dict:
-    """A release document (coverage_db format) of what the rows state, citing the table."""
+def unknown_ops(rows: list[Row], known: set[str]) -> list[Row]:
+    """The rows naming an aten op neither the installed torch nor the extended release knows
+    (`aten::sortt.values`): a typo or a newer torch's op, never written as an entry."""
+    from opscan.db import registry
+
+    return [row for row in rows if row.op and row.op not in known and not registry.op_exists(row.op)]
+
+
+def release_doc(rows: list[Row], base: dict, release: str, date: str, *, torch: tuple[str, ...],
+                neuron_sdk: str = "", url: str = TABLE_URL, unknown: tuple[Row, ...] = ()) -> dict:
+    """The release document of `base` (the release the table extends, as its YAML mapping) with the
+    table's rows merged in (NOTE [merging a compatibility table]).
+
+    Args:
+        rows: the table's readable rows naming known ops (and the public API rows, for the notes).
+        base: the extended release's document; it is not changed.
+        torch: the torch minors this release pairs with (`--torch`), written as its `packages`.
+        neuron_sdk: the Neuron SDK release of the pairing (default: `release`).
+        unknown: rows naming no known op, kept (`--allow-unknown`) as a note only.
+    """
+    doc = copy.deepcopy(base)
+    source_id = f"compat-{release}"
     entries: dict[str, dict] = {}
     for row in rows:
-        if not row.op:
+        if not row.op or row in unknown:
             continue
         entry = entries.setdefault(row.op, {"op": row.op, "apis": [], "dtypes": set(), "all": False, "value": row.value,
                                             "how": row.how})
@@ -192,12 +230,18 @@ def release_doc(rows: list[Row], skipped: list[Skipped], release: str, date: str
             entry["dtypes"].update(row.dtypes)
         if _rank(row.value) > _rank(entry["value"]):
             entry["value"] = row.value
-    ops = []
+    plain_failures = {op for f in doc.get("known_failures") or [] if f.get("dtype") and not f.get("case")
+                      for op in f.get("ops") or ()}
+    ops = {item["op"]: item for item in doc.get("ops") or []}
+    fallbacks = {item["op"]: item for item in doc.get("dtype_fallbacks") or []}
     for op, e in sorted(entries.items()):
         apis = ", ".join(sorted(set(e["apis"])))
-        if e["value"] == "CPU_FALLBACK" and not e["all"] and e["dtypes"]:
-            status, note = "limited", (f"falls back to CPU for {', '.join(sorted(e['dtypes'], key=DTYPES.index))} "
-                                       f"(compatibility table: {apis})")
+        dtypes = sorted(e["dtypes"], key=DTYPES.index)
+        fallbacks.pop(op, None)
+        if e["value"] == "CPU_FALLBACK" and not e["all"] and dtypes:
+            status, note = "limited", f"falls back to CPU for {', '.join(dtypes)} (compatibility table: {apis})"
+            fallbacks[op] = {"op": op, "dtypes": dtypes, "evidence": [source_id],
+                             "note": f"compatibility table {release}: CPU_FALLBACK for {', '.join(dtypes)}"}
         elif e["value"] == "CPU_FALLBACK":
             status, note = "cpu-fallback", f"runs on the CPU, result copied back (compatibility table: {apis})"
         elif e["value"] == "N":
@@ -206,32 +250,61 @@ def release_doc(rows: list[Row], skipped: list[Skipped], release: str, date: str
             if e["how"] != "Native":
                 continue            # Host-only / process group: says nothing about a device kernel
             status, note = "native", f"runs on the Neuron device (compatibility table: {apis})"
-        ops.append({"op": op, "status": status, "evidence": ["compat"], "confidence": "high", "note": note})
-    return {
-        "schema_version": 1, "backend": backend, "release": release,
-        "title": f"TorchNeuron {release}: the torch-neuronx compatibility table",
-        "device": "neuron", "dispatch_key": "PrivateUse1", "op_names": "overload", "kernel_list": "partial",
-        "statuses": dict(STATUSES), "evidence_kinds": dict(EVIDENCE_KINDS),
-        "sources": [
-            {"id": "compat", "kind": "documented",
-             "text": f"the torch-neuronx compatibility table for {release}", "url": url, "date": date},
-            {"id": "compat-page", "kind": "documented",
-             "text": "what the compatibility table's values mean (supported-operators page)",
-             "url": PAGE_URL, "date": PAGE_DATE},
-        ],
-        "unlisted": {"status": "unknown", "evidence": ["compat-page"], "confidence": "low",
-                     "note": "the table lists public APIs; an aten op it does not name as a CPU fallback is not "
-                             "known from it"},
-        "notes": _notes(rows, skipped),
-        "ops": ops,
-    }
+            if op in plain_failures:   # the loader keeps an op with failing tests from plain native
+                status, note = "limited", note + "; upstream tests fail for some dtypes (opscan db show " + op + ")"
+        ops[op] = {"op": op, "status": status, "evidence": [source_id], "confidence": "high", "note": note}
+    spec = f"{base['backend']}=={base['release']}"
+    doc.update({
+        "release": release,
+        "title": f"{_title(base['backend'])} {release}: the torch-neuronx compatibility table over {spec}",
+        "packages": [{"name": "neuron-sdk", "version": neuron_sdk or release, "torch": t} for t in torch],
+        "ops": [ops[op] for op in sorted(ops)],
+    })
+    doc.pop("environment", None)
+    if _is_date(date):
+        doc["released"] = date
+    else:
+        doc.pop("released", None)
+    if fallbacks:
+        doc["dtype_fallbacks"] = [fallbacks[op] for op in sorted(fallbacks)]
+    else:
+        doc.pop("dtype_fallbacks", None)
+    sources = [s for s in doc["sources"] if s["id"] not in (source_id, "compat-page")]
+    sources.append({"id": source_id, "kind": "documented",
+                    "text": f"the torch-neuronx compatibility table for {release}", "url": url, "date": date})
+    sources.append({"id": "compat-page", "kind": "documented",
+                    "text": "what the compatibility table's values mean (supported-operators page)",
+                    "url": PAGE_URL, "date": PAGE_DATE})
+    doc["sources"] = sources
+    doc["notes"] = [n for n in doc.get("notes") or [] if not n.startswith(_NOTE_PREFIXES)] + [
+        f"release {release} extends {spec}: the compatibility table's rows replace its entries for the ops "
+        f"they name; every other entry, the known failures and the no-kernel rule are {spec}'s"] + _notes(rows, unknown)
+    return doc
+
+
+def _title(backend: str) -> str:
+    return {"torchneuron": "TorchNeuron"}.get(backend, backend)
+
+
+def _is_date(text: str) -> bool:
+    import datetime
+
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _rank(value: str) -> int:
     return {"Y": 0, "CPU_FALLBACK": 1, "N": 2}[value]
 
 
-def _notes(rows: list[Row], skipped: list[Skipped]) -> list[str]:
+_NOTE_PREFIXES = ("compatibility table, ", "not supported (N) in the compatibility table", "release ",
+                  "the compatibility table names ")
+
+
+def _notes(rows: list[Row], unknown: tuple[Row, ...] = ()) -> list[str]:
     notes = []
     spaces: dict[str, dict[str, int]] = {}
     for row in rows:
@@ -244,6 +317,8 @@ def _notes(rows: list[Row], skipped: list[Skipped]) -> list[str]:
     unsupported = sorted({row.api for row in rows if row.value == "N" and not row.op})
     if unsupported:
         notes.append("not supported (N) in the compatibility table: " + ", ".join(unsupported))
-    if skipped:
-        notes.append(f"{len(skipped)} rows of the compatibility table could not be read and are not in this file")
+    if unknown:
+        notes.append("the compatibility table names ops that neither torch nor the extended release knows (kept "
+                     "as this note, not as entries): "
+                     + ", ".join(f"{r.op} {r.value} (line {r.line})" for r in unknown))
     return notes

@@ -50,6 +50,18 @@ class KnownFailure:
 
 
 @dataclass(frozen=True)
+class DtypeFallback:
+    """An op that has a kernel for some dtypes and runs on the CPU for others (`dtype_fallbacks:`):
+    a compatibility table's CPU_FALLBACK row that names dtypes. A trace calling the op with one of
+    `dtypes` makes it `cpu-fallback` for that model (opscan/db/annotate.py, `with_dtype_fallbacks`)."""
+
+    op: str                           # canonical overload, as the op entry (which is `limited`)
+    dtypes: tuple[str, ...]           # torch dtype names without "torch.", e.g. ("float32",)
+    sources: tuple[str, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Narrowing:
     """A dtype the backend computes in a narrower dtype by default (float64 as float32)."""
 

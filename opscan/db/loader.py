@@ -9,6 +9,7 @@ from pathlib import Path
 from opscan.db.release import (
     CONFIDENCES,
     NO_KERNEL_MODES,
+    DtypeFallback,
     Entry,
     KnownFailure,
     Narrowing,
@@ -34,7 +35,7 @@ _TOP = {
     "device": True, "dispatch_key": True, "packages": False, "op_names": True, "kernel_list": True,
     "statuses": True, "evidence_kinds": True, "sources": True, "unlisted": True, "profile": False,
     "notes": False, "ops": True, "known_failures": False, "dtype_narrowing": False, "environment": False,
-    "no_kernel": False, "release_notes": False,
+    "no_kernel": False, "release_notes": False, "dtype_fallbacks": False,
 }
 _NO_KERNEL = {"eager": True, "compile": True, "evidence": True, "note": False, "compile_note": False,
               "not_supported": False}
@@ -49,6 +50,7 @@ _ENTRY = {"op": True, "status": True, "evidence": True, "confidence": True, "not
           "parts": False, "since": False}
 _FAILURE = {"packet": True, "dtype": False, "case": False, "ops": False, "parts": False, "reasons": False,
             "tests": True, "more_tests": False, "evidence": True}
+_DTYPE_FALLBACK = {"op": True, "dtypes": True, "evidence": True, "note": False}
 _NARROWING = {"dtype": True, "computed_as": True, "evidence": True, "note": False}
 _UNLISTED = {"status": True, "evidence": True, "confidence": True, "note": False}
 _PACKAGE = {"name": True, "version": True, "torch": True}
@@ -278,6 +280,31 @@ def _narrowing(doc, sources) -> tuple[Narrowing, ...]:
     return tuple(out)
 
 
+def _dtype_fallbacks(doc, sources, entries: dict[str, Entry]) -> tuple[DtypeFallback, ...]:
+    """Ops that run on the CPU for some dtypes only, sorted by op; each op's entry must be `limited`."""
+    items = doc.get("dtype_fallbacks") or []
+    if not isinstance(items, list):
+        raise _Problem("dtype_fallbacks must be a list", _line(doc, "dtype_fallbacks"))
+    out: list[DtypeFallback] = []
+    for item in items:
+        _keys(item, _DTYPE_FALLBACK, "dtype fallback", _line(items))
+        op = _canonical(item["op"], "overload", _line(item, "op"))
+        what = f"dtype fallback {op}"
+        dtypes = _strings(item, "dtypes", what)
+        if not dtypes or any(d not in DTYPES for d in dtypes):
+            raise _Problem(f"{what}: dtypes must be a non-empty list of: {', '.join(DTYPES)}", _line(item, "dtypes"))
+        entry = entries.get(op)
+        if entry is None or entry.status != "limited":
+            raise _Problem(f"{what}: the op needs an entry of status limited (it has a kernel for the other "
+                           "dtypes)", _line(item, "op"))
+        if out and op <= out[-1].op:
+            raise _Problem(f"dtype_fallbacks must be sorted by op, without repeats: {op} comes after {out[-1].op}",
+                           _line(item))
+        out.append(DtypeFallback(op=op, dtypes=dtypes, sources=_evidence_ids(item, sources, what),
+                                 note=_text(item, "note", what) if "note" in item else ""))
+    return tuple(out)
+
+
 def _check_failures(entries: dict[str, Entry], failures: tuple[KnownFailure, ...]) -> None:
     """An entry whose tests fail for a dtype cannot claim plain `native`: it is `limited` (or worse).
 
@@ -365,6 +392,7 @@ def _build(path: Path, doc) -> Release:
         sdpa_policy=sdpa, sdpa_sources=sdpa_sources, notes=tuple(notes), known_failures=known_failures,
         release_notes=_release_notes(doc, sources),
         narrowing=narrowing, environment=environment, no_kernel=_no_kernel(doc, sources, kernel_list),
+        dtype_fallbacks=_dtype_fallbacks(doc, sources, entries),
     )
 
 

@@ -204,7 +204,12 @@ def _judge(release: Release, op: str, parts: tuple[str, ...], stack: tuple[str, 
         why = worst.evidence[0].text if worst.evidence else worst.via
         text = f"decomposes; {worst.op} is {worst.status}: {why}"
     evidence = [_inferred(text), *own]
-    for sub in subs:  # the parts' own sources; their derivations are summed up in `text`
+    # the parts' own sources (their derivations are summed up in `text`): of every part when all have
+    # kernels (they are the basis of `composite`), else only of the parts that decide the status --
+    # `aten::sort` is device-or-cpu by `sort.values_stable`, and the snapshot registration of its
+    # other part `empty_strided` is no evidence about it (issue 36)
+    deciding = subs if status == "composite" else [c for c in subs if c.status == worst.status]
+    for sub in deciding:
         evidence.extend(e for e in sub.evidence if e.kind != "inferred" and e not in evidence)
     return Coverage(op=op, status=status, evidence=tuple(evidence), confidence=lowest,
                     via=f"{how} -> {arrow}", parts=parts)

@@ -11,6 +11,7 @@ from opscan.db import registry
 from opscan.db.entries import (  # the file's records; importers may take them from here too
     CONFIDENCES,
     NO_KERNEL_MODES,
+    DtypeFallback,
     Entry,
     KnownFailure,
     Narrowing,
@@ -22,7 +23,8 @@ from opscan.db.lookup import expand_packets
 from opscan.db.lookup import lookup as answer
 from opscan.records import Coverage, DeviceProfile, Evidence, OpName
 
-__all__ = ["CONFIDENCES", "NO_KERNEL_MODES", "Entry", "KnownFailure", "Narrowing", "NoKernel", "Package",
+__all__ = ["CONFIDENCES", "NO_KERNEL_MODES", "DtypeFallback", "Entry", "KnownFailure", "Narrowing", "NoKernel",
+           "Package",
            "Release", "ReleaseNote"]
 
 
@@ -54,6 +56,7 @@ class Release:
     release_notes: tuple[ReleaseNote, ...] = ()   # facts about an op that are no known failure
     narrowing: tuple[Narrowing, ...] = ()
     no_kernel: NoKernel | None = None  # what happens to an op without a kernel (None: not stated)
+    dtype_fallbacks: tuple[DtypeFallback, ...] = ()   # ops that run on the CPU for some dtypes only
     environment: dict = field(default_factory=dict, compare=False)   # probed files: where the probe ran
     warnings: tuple[str, ...] = field(default=(), compare=False)
     _cache: dict = field(default_factory=dict, compare=False, repr=False)

@@ -15,8 +15,12 @@ from opscan.errors import UsageError
 # of the tensors its calls took or returned (`ops[].dtypes`), but not their shapes. So each op is
 # replayed per dtype on the sample inputs of opscan/db/samples.py (small shapes, several variants,
 # NOTE [probe samples]) -- the op and dtypes exactly the model's, the shapes shrunk to samples --
-# on the live backend and on the CPU, and compared (probe.run_samples). The release file lists
-# only the model's ops (`kernel_list: partial`, unlisted `unknown`):
+# on the live backend and on the CPU, and compared (probe.run_samples). The release file is the
+# probe's (issue 36): every registered kernel (`native`, medium: registered, not run) and its
+# no-kernel answer (`kernel_list: complete`), so that re-checking the model with it (`opscan PATH
+# --db FILE`, which traces again and may decompose an op differently, or look up a composite's
+# parts) never calls a registered op it did not replay `unknown`; the model's ops replace those
+# entries with what the replay measured:
 #   - every dtype matched the CPU: `native`, high, evidence `probe` + `samples` (compared: true),
 #     which the verdict accepts for `ready`;
 #   - fell back for every dtype: `cpu-fallback`; for some: `limited`, the dtypes in the note;
@@ -70,22 +74,21 @@ def replay(report: Path, import_module: str | None = None, name: str | None = No
         "install": probe_source["install"],
         "text": f"the ops of {report.name} replayed per traced dtype on sample inputs on "
                 f"{probe_source['text'].removeprefix('probed on ')} and compared with the CPU"}]
-    entries, failures = [], []
+    entries, failures = {e["op"]: e for e in doc["ops"]}, []
+    counts: dict[str, int] = {}
     for op, dtypes in ops.items():
         entry, rows = _entry(op, dtypes, results[op])
-        entries.append(entry)
+        entries[op] = entry
         failures.extend(rows)
-    counts: dict[str, int] = {}
-    for entry in entries:
         counts[entry["status"]] = counts.get(entry["status"], 0) + 1
     doc.update(
         title=doc["title"].replace(", probed ", f", {report.name} replayed "),
-        sources=sources, kernel_list="partial", ops=entries,
-        unlisted={"status": "unknown", "evidence": ["probe"], "confidence": "low",
-                  "note": f"only the ops of {report.name} were replayed"},
+        sources=sources, ops=[entries[op] for op in sorted(entries)],
         notes=[f"The {len(ops)} aten ops of {report.name} replayed on sample inputs (NOTE [model replay] "
                "in opscan/db/replay.py: the report's dtypes, sample shapes) and compared with the CPU: "
-               + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + ".",
+               + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + "; every other registered "
+               "kernel is listed as the probe read it (registered, not run).",
+               *doc["notes"][:2],
                f"Replay time: {per_op:.3f} s per op on this install."])
     if failures:
         doc["known_failures"] = sorted(failures, key=lambda f: (f["packet"], f["dtype"]))

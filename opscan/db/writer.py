@@ -11,7 +11,7 @@ from opscan.errors import DatabaseError
 # Top-level keys in the order they are written.
 ORDER = ("schema_version", "backend", "release", "title", "released", "device", "dispatch_key",
          "packages", "op_names", "kernel_list", "statuses", "evidence_kinds", "sources", "unlisted", "no_kernel",
-         "profile", "environment", "notes", "dtype_narrowing", "known_failures", "release_notes",
+         "profile", "environment", "notes", "dtype_narrowing", "dtype_fallbacks", "known_failures", "release_notes",
          "ops")
 _ENTRY_ORDER = ("op", "status", "evidence", "confidence", "parts", "since", "note")
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -69,7 +69,7 @@ def dump(doc: dict, header: str = "") -> str:
                 first, *rest = _block(source, "    ")
                 lines.append("  - " + first.strip())
                 lines.extend(rest)
-        elif key in ("packages", "ops", "dtype_narrowing", "known_failures", "release_notes"):
+        elif key in ("packages", "ops", "dtype_narrowing", "dtype_fallbacks", "known_failures", "release_notes"):
             if not value:
                 lines.append(f"{key}: []")
                 continue

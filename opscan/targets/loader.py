@@ -70,10 +70,8 @@ def build(target: str, *, batch: int | None, seq_len: int | None, inputs: tuple[
     if target.startswith("hf:"):
         from opscan.targets.hf.builder import build_hf
         where = target[3:]
-        # A relative path is looked up like a file target: here first, then in the project.
-        here = Path(where) / "config.json" if Path(where).is_dir() else Path(where)
-        if not Path(where).is_absolute() and project_root and not here.is_file():   # "hf:." in a config
-            where = str(Path(project_root) / where)
+        # A relative path is looked up like a file target: in the project first, then here.
+        where = str(_in_project(Path(where), project_root))
         built = build_hf(where, batch=batch, seq_len=seq_len, trust_remote_code=trust_remote_code,
                          given=tuple(spec.name for spec in inputs))
     elif target.startswith("repo:"):   # a repository's model with no configuration (issue 24)
@@ -138,17 +136,27 @@ def _user_line(exc: BaseException, filename: str) -> int | None:
     return line
 
 
+def _in_project(path: Path, project_root: str | None) -> Path:
+    """Where a relative target path is: in the project when the project has it, whatever the
+    current folder holds (a same-named file here is another model); else here."""
+    if path.is_absolute() or not project_root:
+        return path
+    inside = Path(project_root) / path
+    return inside if inside.exists() else path
+
+
 def _resolve(target: str, project_root: str | None):
     where, name = _split(target)
     if where.endswith(".py") or "/" in where or os.sep in where:
-        path = Path(where)
-        if not path.is_absolute() and project_root and not path.exists():
-            path = Path(project_root) / path
+        path = _in_project(Path(where), project_root)
         module = _import_file(path, project_root)
         label = str(path)
     else:
-        if project_root and project_root not in sys.path:
-            sys.path.insert(0, str(Path(project_root).resolve()))
+        if project_root:   # the project's module, whatever the current folder holds
+            root = str(Path(project_root).resolve())
+            if root in sys.path:
+                sys.path.remove(root)
+            sys.path.insert(0, root)
         try:
             module = importlib.import_module(where)
         except ImportError as exc:

@@ -93,6 +93,7 @@ class Recorder(TorchDispatchMode):
         self.bytes: Counter[str] = Counter()     # device bytes read and written (NOTE [fallback cost])
         # per op: [calls in the layers, bytes x layers, bytes x tokens, bytes x both] (NOTE [fallback scaling])
         self.scaling: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+        self.shaped: dict[str, Counter] = defaultdict(Counter)   # per op: OpUsage.step_shape_bytes
         self.dtype_sources: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
         self.stand_ins: Counter = Counter()
         self.supplied: set[str] = set()      # ops whose fake kernel opscan supplied (see fakes.py)
@@ -231,7 +232,7 @@ class Recorder(TorchDispatchMode):
         self.dtypes[name].update(str(t.dtype) for t in tensors)
         on_device = [t for t in tensors if t.device.type == self.device_type]
         self.bytes[name] += sum(t.numel() * t.element_size() for t in on_device)
-        self.layers.split(self.scaling[name], source, on_device)
+        self.layers.split(self.scaling[name], source, on_device, self.shaped[name])
         if source is not None and source.path:
             self.sources[name][source] += 1
             for dtype in {str(t.dtype) for t in tensors}:
@@ -261,6 +262,8 @@ class Recorder(TorchDispatchMode):
                 step_bytes=self.bytes[name] if mode == "train" else 0,
                 dtype_sources=tuple((dtype, _top(found)) for dtype, found in sorted(self.dtype_sources[name].items())),
                 **(_scaling(self.scaling[name]) if mode == "train" else {}),
+                step_shape_bytes=(tuple((*key, n) for key, n in sorted(self.shaped[name].items()) if n)
+                                  if mode == "train" else ()),
             ))
         return tuple(sorted(out, key=lambda u: u.op))
 
@@ -274,18 +277,25 @@ class Recorder(TorchDispatchMode):
         ))
 
 
+WIDTH_MULTIPLES = (1, 2, 3, 4)   # a dim of k x the traced hidden size grows with the width
+
+
 class LayerShapes:
     """Which of a call's bytes grow with the layer count and which with batch x sequence (NOTE
     [fallback scaling] in opscan/assess.py): a call is inside the layers when its module path is
     under `layer_list`; a tensor is weight-sized when its shape is a parameter's (of the layers
     only: `layer`), fixed when it holds at most one element, and activation-sized otherwise."""
 
-    def __init__(self, layer_list: str = "", layer: frozenset = frozenset(), other: frozenset = frozenset()):
+    def __init__(self, layer_list: str = "", layer: frozenset = frozenset(), other: frozenset = frozenset(),
+                 hidden: int = 0, seq_len: int = 0):
         self.prefix = layer_list + "." if layer_list else ""
         self.layer, self.weights = layer - other, layer | other
+        self.hidden, self.seq_len = hidden, seq_len    # traced width and sequence length (0: not known)
+        self.widths = frozenset(hidden * k for k in WIDTH_MULTIPLES) if hidden else frozenset()
 
-    def split(self, into: list[int], source: OpSource | None, tensors) -> None:
-        """Add one call's bytes to `into` = [calls in the layers, x layers, x tokens, x both]."""
+    def split(self, into: list[int], source: OpSource | None, tensors, shaped: Counter | None = None) -> None:
+        """Add one call's bytes to `into` = [calls in the layers, x layers, x tokens, x both], and
+        to `shaped[(class, width dims, extra sequence dims)]` (NOTE [fallback scaling])."""
         module = (source.module if source is not None else "") + "."
         inside = bool(self.prefix) and module.startswith(self.prefix)
         into[0] += inside
@@ -294,11 +304,24 @@ class LayerShapes:
             shape = tuple(t.shape)
             activation = t.numel() > 1 and shape not in self.weights
             if inside:
-                into[3 if activation else 1] += size
+                kind = 3 if activation else 1
             elif activation:
-                into[2] += size
-            elif shape in self.layer:
-                into[1] += size
+                kind = 2
+            else:
+                kind = 1 if shape in self.layer else 0
+            into[kind] += size if kind else 0
+            if shaped is not None:
+                shaped[(kind,) + self.dims(shape, activation and t.numel() > 1)] += size
+
+    def dims(self, shape: tuple, activation: bool) -> tuple[int, int]:
+        """(width dims, extra sequence dims) of a tensor: dims equal to the traced hidden size or a
+        small multiple of it (an MLP's 4H, a fused QKV's 3H), at most 2; and 1 when an activation
+        has two dims of the sequence length ([B, heads, S, S] attention scores). A dim equal to the
+        sequence length counts as the sequence, not the width, when the two coincide."""
+        seq = sum(1 for d in shape if self.seq_len and d == self.seq_len) if activation else 0
+        rest = [d for d in shape if not (activation and self.seq_len and d == self.seq_len)]
+        width = min(2, sum(1 for d in rest if d in self.widths))
+        return width, 1 if seq >= 2 else 0
 
 
 def _scaling(split: list[int]) -> dict[str, int]:

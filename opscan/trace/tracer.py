@@ -125,9 +125,11 @@ class _Tracer:
         for name, module in self.model.named_modules(remove_duplicate=False):
             self.names.setdefault(id(module), name)
         wanted = built.shrink or Shrink()
-        self.layers, found = layer_stack(self.model, wanted.layers)
+        hidden = wanted.hidden or model_width(self.model)
+        self.layers, found = layer_stack(self.model, wanted.layers, hidden=hidden, seq_len=wanted.seq_len)
         self.shrink = dataclasses.replace(wanted, layer_list=self.layers.prefix[:-1], layers=found,
-                                          real_layers=wanted.real_layers if found == wanted.layers else 0)
+                                          real_layers=wanted.real_layers if found == wanted.layers else 0,
+                                          hidden=hidden)
 
     # -- fake parameters, buffers and inputs --
     def _fake(self, shape, dtype, requires_grad=False):
@@ -301,7 +303,35 @@ class _Result:
         self.compiled: tuple = ()   # CompileRegion of the torch.compile calls met
 
 
-def layer_stack(model, wanted: int = 0) -> tuple[LayerShapes, int]:
+def _sum_shaped(*parts) -> tuple[tuple[int, int, int, int], ...]:
+    """OpUsage.step_shape_bytes of several parts, summed per (class, width dims, sequence dims)."""
+    total: dict[tuple[int, int, int], int] = {}
+    for part in parts:
+        for kind, width, seq, count in part:
+            total[(kind, width, seq)] = total.get((kind, width, seq), 0) + count
+    return tuple((*key, n) for key, n in sorted(total.items()))
+
+
+def model_width(model) -> int:
+    """The traced model's width (hidden size) where its modules show it, else 0: the size most of
+    its normalization layers normalize over (LayerNorm, RMSNorm, ...: a transformer's hidden size),
+    else the input width most of its linear layers take. NOTE [fallback scaling] in opscan/assess.py."""
+    from collections import Counter
+
+    norms: Counter = Counter()
+    linears: Counter = Counter()
+    for module in model.modules():
+        if "norm" in type(module).__name__.lower():
+            weight = getattr(module, "weight", None)
+            if isinstance(weight, torch.Tensor) and weight.dim() == 1 and weight.numel() > 1:
+                norms[int(weight.numel())] += 1
+        elif isinstance(module, nn.Linear):
+            linears[int(module.in_features)] += 1
+    found = norms or linears
+    return max(found.items(), key=lambda kv: (kv[1], kv[0]))[0] if found else 0
+
+
+def layer_stack(model, wanted: int = 0, hidden: int = 0, seq_len: int = 0) -> tuple[LayerShapes, int]:
     """The model's repeated layers (NOTE [fallback scaling] in opscan/assess.py) and their count:
     of the nn.ModuleLists not inside another one, whose elements all hold parameters, the one of
     `wanted` length (the layer count the builder set, when known) holding the most parameters."""
@@ -314,14 +344,15 @@ def layer_stack(model, wanted: int = 0) -> tuple[LayerShapes, int]:
     if wanted:
         lists = [item for item in lists if len(item[1]) == wanted] or lists
     if not lists:
-        return LayerShapes(), 0
+        return LayerShapes(hidden=hidden, seq_len=seq_len), 0
     name, stack = max(lists, key=lambda item: sum(p.numel() for p in item[1].parameters()))
     inside = {id(p) for p in stack.parameters()}
     params = list(model.parameters())
 
     def shapes(keep) -> frozenset:   # a 2-D weight is also read transposed (a linear layer's `t`)
         return frozenset(s for p in params if keep(id(p)) for s in (tuple(p.shape), tuple(p.shape)[::-1]))
-    return LayerShapes(name, shapes(inside.__contains__), shapes(lambda i: i not in inside)), len(stack)
+    return LayerShapes(name, shapes(inside.__contains__), shapes(lambda i: i not in inside), hidden=hidden,
+                       seq_len=seq_len), len(stack)
 
 
 _HINTS = (
@@ -402,6 +433,7 @@ def _merge(target: str, device: str, inference: _Result, train: _Result) -> _Res
                 step_layer_bytes=prev.step_layer_bytes + usage.step_layer_bytes,
                 step_token_bytes=prev.step_token_bytes + usage.step_token_bytes,
                 step_layer_token_bytes=prev.step_layer_token_bytes + usage.step_layer_token_bytes,
+                step_shape_bytes=_sum_shaped(prev.step_shape_bytes, usage.step_shape_bytes),
                 dtype_sources=_union_by_dtype(prev.dtype_sources, usage.dtype_sources))
     stand_ins: dict[tuple, StandIn] = {}
     for s in inference.stand_ins + train.stand_ins:

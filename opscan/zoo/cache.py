@@ -51,6 +51,7 @@ def trace_from_dict(data: dict) -> ModelTrace:
     ops = tuple(OpUsage(**{**u, "phases": tuple(u["phases"]), "dtypes": tuple(u["dtypes"]),
                            "modes": tuple(u["modes"]),
                            "sources": tuple(_source(s) for s in u["sources"]),
+                           "step_shape_bytes": tuple(tuple(row) for row in u.get("step_shape_bytes", ())),
                            "dtype_sources": tuple((d, tuple(_source(s) for s in found))
                                                   for d, found in u.get("dtype_sources", ()))}) for u in data["ops"])
     stand_ins = tuple(StandIn(**{**s, "source": _source(s.get("source"))}) for s in data["stand_ins"])

@@ -1,24 +1,36 @@
-"""Issue 25.6: `opscan db import-compat` turns a torch-neuronx compatibility table into documented evidence."""
+"""`opscan db import-compat`: a torch-neuronx compatibility table merged into a new release file
+(issues 25.6 and 36; NOTE [merging a compatibility table] in opscan/db/compat.py)."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from pathlib import Path
 
-from opscan.db import load_file
+import pytest
+from compat_table import DISTRIBUTED, HOST_ONLY, NN_FUNCTIONAL_NATIVE, TORCH_NATIVE, row_count, table
+
+from opscan.db import load_file, load_release
 from opscan.db.compat import read_table
 
 SAMPLE = Path(__file__).parent / "data" / "compat-sample.md"   # written from the supported-operators page
+SAMPLE_PROBLEMS = [(16, "torch.histc: CPU_FALLBACK names no aten:: operator"),
+                   (17, "torch.bucketize: value 'Maybe' is not one of Y, CPU_FALLBACK, N"),
+                   (18, "torch.mul: Y without Native, Host-only or Needs a process group"),
+                   (25, "torch.distributed.barrier: 4 cells, the header has 3"),
+                   (32, "aten::_foo.bar.baz: not an aten op name")]
+
+pytest.importorskip("torch")   # op names are checked against the installed torch
+
+
+def _import(run_cli, table_path, out, *extra):
+    return run_cli("db", "import-compat", str(table_path), "--release", "2.34.0", "--out", str(out),
+                   "--date", "2026-11-06", "--torch", "2.13", *extra)
 
 
 def test_every_unreadable_row_is_reported_with_its_line_and_cause():
     rows, skipped = read_table(SAMPLE)
-    assert [(s.line, s.cause) for s in skipped] == [
-        (16, "torch.histc: CPU_FALLBACK names no aten:: operator"),
-        (17, "torch.bucketize: value 'Maybe' is not one of Y, CPU_FALLBACK, N"),
-        (18, "torch.mul: Y without Native, Host-only or Needs a process group"),
-        (25, "torch.distributed.barrier: 4 cells, the header has 3"),
-        (32, "aten::_foo.bar.baz: not an aten op name"),
-    ]
+    assert [(s.line, s.cause) for s in skipped] == SAMPLE_PROBLEMS
     assert [(r.namespace, r.api, r.value, r.how) for r in rows if r.value == "Y"] == [
         ("torch", "torch.add", "Y", "Native"), ("torch", "torch.manual_seed", "Y", "Host-only"),
         ("torch.distributed", "torch.distributed.all_reduce", "Y", "Needs a process group"),
@@ -28,49 +40,128 @@ def test_every_unreadable_row_is_reported_with_its_line_and_cause():
                         "aten::cumsum": ("int32", "int64")}
 
 
-def test_import_writes_documented_evidence_and_exits_1_when_rows_were_skipped(run_cli, tmp_path):
-    out = tmp_path / "torchneuron-9.9.0.yaml"
-    code, stdout, stderr = run_cli("db", "import-compat", str(SAMPLE), "--release", "9.9.0", "--out", str(out),
-                                   "--date", "2026-11-06")
-    assert code == 1
-    assert stderr.splitlines() == [f"{SAMPLE}:{n}: {cause}" for n, cause in (
-        (16, "torch.histc: CPU_FALLBACK names no aten:: operator"),
-        (17, "torch.bucketize: value 'Maybe' is not one of Y, CPU_FALLBACK, N"),
-        (18, "torch.mul: Y without Native, Host-only or Needs a process group"),
-        (25, "torch.distributed.barrier: 4 cells, the header has 3"),
-        (32, "aten::_foo.bar.baz: not an aten op name"))]
-    assert "8 rows read" in stdout and "5 skipped" in stdout
-    release = load_file(out)
-    assert release.spec == "torchneuron==9.9.0" and release.kernel_list == "partial"
-    status = {op: (e.status, e.sources) for op, e in release.entries.items()}
-    assert status == {"aten::sort.values_stable": ("cpu-fallback", ("compat",)),
-                      "aten::_linalg_svd": ("limited", ("compat",)),       # falls back for float64 only
-                      "aten::cumsum": ("limited", ("compat",)),
-                      "aten::add.Tensor": ("native", ("compat",))}        # an aten API cell marked Y Native
-    compat = release.sources["compat"]
-    assert compat.kind == "documented" and compat.date == "2026-11-06" and compat.url.endswith("torch_api_compatibility.md")
-    assert "float64" in release.entries["aten::_linalg_svd"].note
-    assert release.lookup("aten::sort.values_stable").status == "cpu-fallback"
-    # public APIs that are not aten ops stay release notes: counts per namespace, N by name
-    assert "not supported (N) in the compatibility table: torch.quantize_per_tensor" in release.notes
-    assert any(n.startswith("compatibility table, torch.distributed: 1 Y Needs a process group") for n in release.notes)
+def test_a_table_with_unreadable_rows_writes_nothing_and_exits_2(run_cli, tmp_path):
+    out = tmp_path / "torchneuron-2.34.0.yaml"
+    code, stdout, stderr = _import(run_cli, SAMPLE, out)
+    assert code == 2 and stdout == ""
+    lines = stderr.splitlines()
+    assert lines[:-1] == [f"{SAMPLE}:{n}: {cause}" for n, cause in SAMPLE_PROBLEMS]
+    assert "nothing written" in lines[-1] and str(SAMPLE) in lines[-1]
+    assert not out.exists() and list(tmp_path.iterdir()) == []          # no temporary file left either
+    # all-or-nothing also with --replace: the file there stays as it was
+    out.write_text("kept\n", encoding="utf-8")
+    assert _import(run_cli, SAMPLE, out, "--replace")[0] == 2
+    assert out.read_text(encoding="utf-8") == "kept\n"
 
 
-def test_a_clean_table_exits_0(run_cli, tmp_path):
-    table = tmp_path / "table.md"
-    table.write_text("## torch.Tensor\n\n| API | Status | Limitations |\n|---|---|---|\n"
-                     "| torch.Tensor.sort | CPU_FALLBACK | aten::sort |\n| torch.Tensor.add | Y | Native |\n",
-                     encoding="utf-8")
-    out = tmp_path / "r.yaml"
-    code, stdout, stderr = run_cli("db", "import-compat", str(table), "--release", "2.34.0", "--out", str(out))
+def test_out_onto_an_existing_file_is_refused_unless_replace(run_cli, tmp_path):
+    good = tmp_path / "table.md"
+    good.write_text("## torch\n\n| API | Status | Limitations |\n|---|---|---|\n"
+                    "| torch.sort | CPU_FALLBACK | aten::sort |\n", encoding="utf-8")
+    out = tmp_path / "release.yaml"
+    out.write_text("an older release\n", encoding="utf-8")
+    code, _, stderr = _import(run_cli, good, out)
+    assert code == 2 and "exists" in stderr and "--replace" in stderr
+    assert out.read_text(encoding="utf-8") == "an older release\n"
+    code, _, stderr = _import(run_cli, good, out, "--replace")
     assert (code, stderr) == (0, "")
     assert load_file(out).entries["aten::sort"].status == "cpu-fallback"
 
 
-def test_a_table_with_no_readable_row_is_an_input_error(run_cli, tmp_path):
-    table = tmp_path / "table.md"
-    table.write_text("| API | Status |\n|---|---|\n| torch.add | Y |\n", encoding="utf-8")   # no namespace heading
-    code, _, stderr = run_cli("db", "import-compat", str(table), "--release", "2.34.0", "--out", str(tmp_path / "r.yaml"))
-    assert code == 2
-    assert f"{table}:3: torch.add: no namespace heading above this row" in stderr
-    assert not (tmp_path / "r.yaml").exists()
+def test_unknown_op_names_are_refused_with_their_line_or_kept_as_a_note(run_cli, tmp_path):
+    planted = tmp_path / "table.md"
+    planted.write_text("## torch\n\n| API | Status | Limitations |\n|---|---|---|\n"
+                       "| torch.sort | CPU_FALLBACK | aten::sortt.values |\n"             # line 5: a typo
+                       "| torch.cumsum | CPU_FALLBACK | aten::cumsum for float32 |\n"
+                       "\n## torch.ops.aten\n\n| Operator | Supported | Notes |\n|---|---|---|\n"
+                       "| aten::not_an_op | Y | Native |\n", encoding="utf-8")            # line 12
+    out = tmp_path / "r.yaml"
+    code, stdout, stderr = _import(run_cli, planted, out)
+    assert code == 2 and not out.exists()
+    assert [line.split(": ")[0] for line in stderr.splitlines()[:2]] == [f"{planted}:5", f"{planted}:12"]
+    assert "aten::sortt.values" in stderr and "aten::not_an_op" in stderr
+    code, stdout, stderr = _import(run_cli, planted, out, "--allow-unknown")
+    assert (code, stderr) == (0, "") and "2 unknown ops kept as a note" in stdout
+    release = load_file(out)
+    assert "aten::sortt.values" not in release.entries and "aten::not_an_op" not in release.entries
+    assert any("aten::sortt.values CPU_FALLBACK (line 5)" in n and "aten::not_an_op Y (line 12)" in n
+               for n in release.notes)
+    assert release.entries["aten::cumsum"].status == "limited"
+
+
+def test_the_pairing_is_required_and_recorded(run_cli, tmp_path):
+    good = tmp_path / "table.md"
+    good.write_text("## torch\n\n| API | Status | Limitations |\n|---|---|---|\n"
+                    "| torch.sort | CPU_FALLBACK | aten::sort |\n", encoding="utf-8")
+    code, _, stderr = run_cli("db", "import-compat", str(good), "--release", "2.34.0",
+                              "--out", str(tmp_path / "a.yaml"))
+    assert code == 2 and "--torch" in stderr and not (tmp_path / "a.yaml").exists()   # a usage error
+    assert _import(run_cli, good, tmp_path / "b.yaml", "--torch", "two")[0] == 2
+    code, _, _ = run_cli("db", "import-compat", str(good), "--release", "2.34.0", "--out", str(tmp_path / "c.yaml"),
+                         "--torch", "2.13", "--torch", "2.14", "--neuron-sdk", "2.34.1")
+    release = load_file(tmp_path / "c.yaml")
+    assert code == 0 and [(p.name, p.version, p.torch) for p in release.packages] == [
+        ("neuron-sdk", "2.34.1", "2.13"), ("neuron-sdk", "2.34.1", "2.14")]
+    assert release.pairs_with_torch("2.14.0") and not release.pairs_with_torch("2.12.1")
+
+
+def test_a_realistic_table_round_trips_into_a_release_that_keeps_what_it_extends(run_cli, tmp_path):
+    text, expected = table()
+    source = tmp_path / "torch_api_compatibility.md"
+    source.write_text(text, encoding="utf-8")
+    assert row_count() >= 300
+    rows, skipped = read_table(source)
+    assert skipped == [] and len(rows) == row_count()          # every row read, whatever its kind
+    out = tmp_path / "torchneuron-2.34.0.yaml"
+    code, stdout, stderr = _import(run_cli, source, out)
+    assert (code, stderr) == (0, ""), stderr
+    release = load_file(out)
+    base = load_release("torchneuron==2.33.0")
+    assert release.spec == "torchneuron==2.34.0" and release.released == "2026-11-06"
+    # every op row of the table, as the table says it, on documented evidence at high confidence
+    fallbacks = {f.op: f.dtypes for f in release.dtype_fallbacks}
+    for op, (status, dtypes) in expected.items():
+        entry = release.entries[op]
+        assert (entry.status, entry.confidence, entry.sources) == (status, "high", ("compat-2.34.0",)), op
+        assert set(fallbacks.get(op, ())) == set(dtypes), op
+    assert set(fallbacks) == {op for op, (_, dtypes) in expected.items() if dtypes}
+    assert release.sources["compat-2.34.0"].kind == "documented"
+    # the public API rows: counted per namespace
+    counts = {n.split(": ")[0]: n.split(": ")[1] for n in release.notes if n.startswith("compatibility table, ")}
+    assert counts["compatibility table, torch.distributed"] == f"{len(DISTRIBUTED)} Y Needs a process group"
+    assert counts["compatibility table, torch.nn.functional"] == f"{len(NN_FUNCTIONAL_NATIVE)} Y Native"
+    assert counts["compatibility table, torch"].startswith("16 CPU_FALLBACK, 8 N, ")
+    assert counts["compatibility table, torch"].endswith(f"{len(HOST_ONLY)} Y Host-only, {len(TORCH_NATIVE)} Y Native")
+    # everything else is the extended release's: entries, no-kernel rule, known failures, profile
+    for op, entry in base.entries.items():
+        if op not in expected:
+            assert replace(release.entries[op], line=0) == replace(entry, line=0), op
+    assert len(release.entries) == len(set(base.entries) | set(expected))
+    assert release.no_kernel == base.no_kernel and release.known_failures == base.known_failures
+    assert release.sdpa_policy == base.sdpa_policy and release.narrowing == base.narrowing
+    unlisted = next(op for op in ("aten::erfinv", "aten::_cdist_forward", "aten::polar")
+                    if op not in base.entries)
+    assert base.lookup(unlisted).status == release.lookup(unlisted).status == "device-or-cpu"
+    assert release.lookup("aten::mul.Tensor").status == "native"       # not in the table: the base's entry
+    # deterministic: the same table gives the same bytes; the written file loads and re-validates
+    again = tmp_path / "again.yaml"
+    assert _import(run_cli, source, again)[0] == 0
+    assert again.read_bytes() == out.read_bytes()
+    assert run_cli("db", "validate", str(out))[0] == 0
+    data = json.loads(run_cli("db", "show", "aten::cumsum", "--db", str(out), "--format", "json")[1])
+    assert json.dumps(data).count("float32") >= 1
+
+
+def test_a_dtype_fallback_row_needs_a_limited_entry_and_known_dtypes(tmp_path):
+    from dbtest_support import doc, write
+
+    from opscan.errors import DatabaseError
+
+    good = doc(dtype_fallbacks=[{"op": "aten::relu", "dtypes": ["float64"], "evidence": ["probe"]}])
+    assert load_file(write(tmp_path, good), check_registry=False).dtype_fallbacks[0].dtypes == ("float64",)
+    for bad, cause in ((doc(dtype_fallbacks=[{"op": "aten::mm", "dtypes": ["float32"], "evidence": ["probe"]}]),
+                        "status limited"),
+                       (doc(dtype_fallbacks=[{"op": "aten::relu", "dtypes": ["float99"], "evidence": ["probe"]}]),
+                        "dtypes must be")):
+        with pytest.raises(DatabaseError, match=cause):
+            load_file(write(tmp_path, bad, name="bad.yaml"), check_registry=False)

@@ -41,7 +41,8 @@ def shrunk(tmp_path_factory):
 
 def test_the_trace_records_its_shrink_and_which_calls_are_inside_the_layers(shrunk):
     trace, _ = shrunk
-    assert trace.shrink == Shrink(layer_list="model.layers", layers=2, real_layers=8, batch=2, seq_len=64)
+    assert trace.shrink == Shrink(layer_list="model.layers", layers=2, real_layers=8, batch=2, seq_len=64,
+                                  hidden=32, real_hidden=32, hidden_from="config.json")   # the model's own width
     ops = {u.op: u for u in trace.ops}
     assert ops["aten::silu"].step_layer_calls == ops["aten::silu"].step_calls == 2   # the MLP of each layer
     assert ops["aten::embedding"].step_layer_calls == 0                               # before the layers
@@ -99,7 +100,8 @@ def test_batch_and_sequence_scale_the_activation_bytes_when_the_real_ones_are_st
     # fixed + 3 x layers + 8 x tokens + 3 x 8 x both; calls: 1 outside + 3 x 2 inside
     assert cost.bytes_per_step == 100 + 3 * 100 + 8 * 200 + 24 * 600
     assert (cost.calls_per_step, cost.syncs_per_step, cost.traced_calls, cost.traced_bytes) == (7, 7, 3, 1000)
-    assert cost.scaled_by == "layers 2 -> 6 (model.layers); batch x sequence 2x16 -> 4x64"
+    assert cost.scaled_by == ("layers 2 -> 6 (model.layers); batch x sequence 2x16 -> 4x64; "
+                              "not scaled: width (traced width not found)")
     unshrunk = ModelTrace("m", "train", "neuron", (usage,), shrink=Shrink("model.layers", layers=2, batch=2, seq_len=16))
     (same,) = fallback_costs((unshrunk,), (Coverage("aten::sort", "device-or-cpu"),))
     assert (same.bytes_per_step, same.calls_per_step, same.scaled_by) == (1000, 3, "")

@@ -141,7 +141,8 @@ def build_hf(path_text: str, *, batch: int | None, seq_len: int | None,
 def traced_size(config, kwargs: dict) -> Shrink:
     """The traced batch and sequence length (of `input_ids`) and, for a config whose layers the zoo
     cut (SHRUNK_KEY), the real and traced layer count of its main stack (the top level's, else the
-    text config's, else the first cut)."""
+    text config's, else the first cut); the width the config states, traced and real alike (the
+    folder's config.json is the model's own: nothing but the layer count is cut)."""
     ids = kwargs.get("input_ids")
     batch, seq = tuple(ids.shape) if isinstance(ids, torch.Tensor) and ids.dim() == 2 else (0, 0)
     cuts = getattr(config, SHRUNK_KEY, None)
@@ -151,7 +152,23 @@ def traced_size(config, kwargs: dict) -> Shrink:
                                                           next(iter(cuts))))
         if isinstance(cuts[key], list) and len(cuts[key]) == 2:
             cut = cuts[key]
-    return Shrink(layers=int(cut[1]), real_layers=int(cut[0]), batch=int(batch), seq_len=int(seq))
+    width = config_width(config)   # the model's own config: its width is the real one (only layers are cut)
+    return Shrink(layers=int(cut[1]), real_layers=int(cut[0]), batch=int(batch), seq_len=int(seq),
+                  hidden=width, real_hidden=width, hidden_from="config.json" if width else "")
+
+
+WIDTH_KEYS = ("hidden_size", "n_embd", "d_model", "dim")   # what configs call the model's width
+
+
+def config_width(config) -> int:
+    """The width (hidden size) a config states, the top level's or its text config's; 0 when none."""
+    for where in (config, getattr(config, "text_config", None)):
+        data = where if isinstance(where, dict) else getattr(where, "__dict__", {})
+        for key in WIDTH_KEYS:
+            value = data.get(key) if isinstance(data, dict) else None
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return 0
 
 
 def config_dtype(config):
