@@ -48,8 +48,9 @@ def difference(before: dict[str, int] | None, after: dict[str, int] | None) -> d
 
 
 def forecast(report: Path) -> list[tuple[str, int]]:
-    """(what, compiles) the report's JSON forecasts: `compile.estimate.counts` and, where present,
-    the first step's signatures (`compile.steps[0].signatures`)."""
+    """(what, compiles) the report's JSON forecasts: `compile.estimate.counts` (NOTE [compile counts]
+    in opscan/compile_check.py: the first step's eager signatures, a later step's new ones, the
+    torch.compile graphs); a report written without an estimate: the first step's signatures."""
     try:
         doc = json.loads(Path(report).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -57,16 +58,14 @@ def forecast(report: Path) -> list[tuple[str, int]]:
     section = doc.get("compile") if isinstance(doc, dict) else None
     if not isinstance(section, dict):
         return []
-    out = []
-    steps = section.get("steps")
-    if isinstance(steps, list) and steps and isinstance(steps[0], dict) and isinstance(steps[0].get("signatures"), list):
-        out.append(("signatures of the first step", len(steps[0]["signatures"])))
     estimate = section.get("estimate")
     if isinstance(estimate, dict):
-        for item in estimate.get("counts") or ():
-            if isinstance(item, dict) and isinstance(item.get("compiles"), int):
-                out.append((str(item.get("what", "")), item["compiles"]))
-    return out
+        return [(str(item.get("what", "")), item["compiles"]) for item in estimate.get("counts") or ()
+                if isinstance(item, dict) and isinstance(item.get("compiles"), int)]
+    steps = section.get("steps")
+    if isinstance(steps, list) and steps and isinstance(steps[0], dict) and isinstance(steps[0].get("signatures"), list):
+        return [("first step (eager signatures)", len(steps[0]["signatures"]))]
+    return []
 
 
 def lines(before, after, forecast_counts) -> list[str]:

@@ -42,8 +42,13 @@ def test_forecast_reads_the_reports_compile_counts(tmp_path):
     report.write_text(json.dumps({"ops": [], "compile": {
         "steps": [{"signatures": ["aten::mm((2, 8):float32;(8, 16):float32)", "aten::relu((2, 16):float32)"]}],
         "estimate": {"counts": [{"what": "torch.compile graphs (first call of each region)", "compiles": 3}]}}}))
-    assert cache_stats.forecast(report) == [("signatures of the first step", 2),
-                                            ("torch.compile graphs (first call of each region)", 3)]
+    # the estimate's counts are the forecast (the first step's signatures are among them when traced)
+    assert cache_stats.forecast(report) == [("torch.compile graphs (first call of each region)", 3)]
+    no_estimate = tmp_path / "steps.json"
+    no_estimate.write_text(json.dumps({"ops": [], "compile": {
+        "steps": [{"signatures": ["aten::mm((2, 8):float32;(8, 16):float32)", "aten::relu((2, 16):float32)"]}],
+        "estimate": None}}))
+    assert cache_stats.forecast(no_estimate) == [("first step (eager signatures)", 2)]
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"ops": []}))   # a report written before the compile section
     assert cache_stats.forecast(old) == []
@@ -85,13 +90,17 @@ def test_probe_report_prints_the_counters_and_the_forecast(tmp_path):
     done = _opscan(str(project), "--model", f"{project / 'model.py'}:build", "--mode", "inference",
                    "--in-process", "--format", "json", "--output", str(report), fake=False)
     assert report.exists(), done.stderr
-    assert json.loads(report.read_text())["compile"]["estimate"]["counts"][0]["compiles"] == 1
+    counts = {c["what"]: c["compiles"] for c in json.loads(report.read_text())["compile"]["estimate"]["counts"]}
+    assert counts["torch.compile graphs (first call of each region)"] == 1
+    first = counts["first step (eager signatures)"]
+    assert first > 0
     with_counters = _opscan("db", "probe", "--import", "toy_backend", "--report", str(report),
                             "--out", str(tmp_path / "a.yaml"), fake=True)
     assert with_counters.returncode == 0, with_counters.stderr
     assert ("compilation cache counters during the replay (torch_neuronx._C._get_compilation_cache_stats): "
             "memory_hits +0, persistent_hits +2, persistent_misses +7") in with_counters.stdout
-    assert "the report forecasts: 1 torch.compile graphs (first call of each region)" in with_counters.stdout
+    assert (f"the report forecasts: {first} first step (eager signatures), "
+            "1 torch.compile graphs (first call of each region)") in with_counters.stdout
     without = _opscan("db", "probe", "--import", "toy_backend", "--report", str(report),
                       "--out", str(tmp_path / "b.yaml"), fake=False)
     assert without.returncode == 0, without.stderr
