@@ -22,6 +22,7 @@ CATEGORIES: dict[str, str] = {
     "cuda-only-lib": "an import of a library that only runs on CUDA",
     "device-dispatch": "a place that chooses among other accelerators (npu, xpu, mps, ...) by name: where the port adds neuron",
     "input": "a file opscan could not read or parse, or a problem in opscan's own run",
+    "dependency": "a dependency manifest line that installs a torch or a CUDA build TorchNeuron cannot use",
 }
 
 # Closed vocabulary of port-task kinds: every rule declares one in its YAML (`task:`); the planner
@@ -37,6 +38,8 @@ TASKS: dict[str, str] = {
     "device-dispatch": "add neuron to the device dispatch, as done for the other accelerators",
     "library": "replace a CUDA-only library (one task per library)",
     "kernel": "port a custom kernel (one task per kernel)",
+    "torch-version": "move to the torch the TorchNeuron release pairs with, with every package that pins torch",
+    "cuda-packages": "install CPU builds instead of CUDA builds: NVIDIA packages, conda CUDA packages, CUDA base images",
     "none": "not port work: a file opscan could not read, or a problem in opscan's own run",
 }
 

@@ -1,0 +1,680 @@
+"""Dependency manifests read, never run: requirements, pyproject, setup.py/cfg, locks, conda, Dockerfiles.
+
+Each reader turns one file's text into `Entry` records (what the file asks to install, at which line)
+and `Problem`s (a line it could not read). Requirements, specifiers and versions are `packaging`'s
+types; TOML is `tomllib`, JSON `json`, YAML `yaml` (safe), setup.py `ast`. Nothing is judged here:
+scan/dependencies.py decides which entries are findings (NOTE [manifest entries]).
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import json
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+import yaml
+from packaging.markers import Marker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from opscan.scan.files import manifest_kind  # noqa: F401 - re-exported: the kind of a manifest by its name
+
+# NOTE [manifest entries]
+# An Entry is one thing a manifest line asks for, with the 1-based line it is written on:
+#   requirement  a PEP 508 requirement (name, specifier, url, marker kept as text)
+#   locked       a version a lock file resolves (name, version; url: the index it came from)
+#   index        a package index or wheel location (--index-url, [[tool.uv.index]], a conda channel)
+#   conda        a conda package (name, spec converted to a PEP 440 specifier where it can be, build)
+#   image        a container base image (FROM)
+# Names are canonical (PEP 503: `Flash_Attn` -> `flash-attn`); conda's `pytorch` is `torch`.
+# Lines come from the text itself (tomllib and json give none): the first line at or after the
+# section that spells the value, so a value written twice is found twice, in order.
+CONDA_NAMES = {"pytorch": "torch"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One thing a manifest asks to install, at its line (NOTE [manifest entries])."""
+
+    line: int
+    kind: str                  # requirement | locked | index | conda | image
+    name: str = ""             # canonical distribution name (or the image, the channel)
+    spec: str = ""             # PEP 440 specifier text ("" = any version)
+    version: str = ""          # locked version, or a conda build's version
+    url: str = ""              # an index, a direct URL, the source of a locked package
+    text: str = ""             # as written (the requirement, the match spec, the image)
+    build: str = ""            # conda build string
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A manifest line that could not be read: reported as OPS000 at that line."""
+
+    line: int
+    message: str
+
+
+# -- lines ------------------------------------------------------------------------------------------------
+
+class _Lines:
+    """Finds the line of a value in a file's text, in order: a value written twice is found twice."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.used: set[int] = set()
+
+    def line_at(self, offset: int) -> int:
+        lo, hi = 0, len(self.starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo + 1
+
+    def offset(self, line: int) -> int:
+        return self.starts[min(max(line, 1), len(self.starts)) - 1]
+
+    def find(self, pattern: str, after: int = 0, regex: bool = False) -> int:
+        """The first line at or after offset `after` holding `pattern` not handed out yet; 0 if none."""
+        found = (m.start() for m in re.finditer(pattern, self.text[after:], re.M)) if regex \
+            else _plain(self.text[after:], pattern)
+        first = 0
+        for start in found:
+            line = self.line_at(after + start)
+            if line not in self.used:
+                self.used.add(line)
+                return line
+            first = first or line
+        return first
+
+    def section(self, header: str) -> int:
+        """The offset just after a TOML `[header]` / `[[header]]` line (0 when absent)."""
+        match = re.search(r"^\s*\[\[?\s*" + re.escape(header) + r"\s*\]\]?\s*(#.*)?$", self.text, re.M)
+        return match.end() if match else 0
+
+
+def _plain(text: str, needle: str):
+    start = text.find(needle)
+    while start >= 0:
+        yield start
+        start = text.find(needle, start + 1)
+
+
+# -- requirements ---------------------------------------------------------------------------------------
+
+LINUX = {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix", "platform_machine": "x86_64"}
+
+
+def installs_on_linux(marker: Marker | None) -> bool:
+    """Whether a requirement with this marker is installed on a Linux host (Trainium instances are).
+    Markers on extras or that cannot be evaluated count as installed (the project asks for them)."""
+    if marker is None or "extra" in str(marker):
+        return True
+    try:
+        return marker.evaluate(LINUX)
+    except Exception:  # noqa: BLE001 - an unknown marker variable: keep the requirement
+        return True
+
+
+def requirement(text: str, line: int) -> Entry | Problem | None:
+    """One PEP 508 requirement string as an Entry; a Problem when it does not parse; None when its
+    marker excludes Linux."""
+    try:
+        req = Requirement(text)
+    except InvalidRequirement as exc:
+        return Problem(line, f"not a requirement: {text.strip()!r} ({str(exc).splitlines()[0]})")
+    if not installs_on_linux(req.marker):
+        return None
+    return Entry(line, "requirement", canonicalize_name(req.name), str(req.specifier), url=req.url or "",
+                 text=text.strip())
+
+
+_INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links")
+_SKIP_VALUE = ("-r", "--requirement", "-c", "--constraint", "--trusted-host", "--hash", "-e", "--editable",
+               "--prefix", "--target", "-t", "--root", "--src", "--python-version", "--platform", "--abi",
+               "--implementation", "--cache-dir", "--log", "--progress-bar", "--report", "--upgrade-strategy")
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first line, joined text) of each logical line: `\\` continuations joined, comments removed."""
+    out, buf, first = [], "", 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = re.sub(r"(^|\s)#.*$", "", raw)
+        if not buf:
+            first = number
+        if line.rstrip().endswith("\\"):
+            buf += line.rstrip()[:-1] + " "
+            continue
+        buf += line
+        if buf.strip():
+            out.append((first, buf.strip()))
+        buf = ""
+    if buf.strip():
+        out.append((first, buf.strip()))
+    return out
+
+
+def pip_arguments(tokens: list[str], line: int, entries: list, problems: list | None, strict: bool) -> None:
+    """Entries of a pip argument list (a requirements line, or the words after `pip install`).
+    `strict`: an argument that is no requirement is a Problem (requirements files); in a shell
+    command it is skipped (it may be a variable, a path, an option opscan does not know)."""
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        value = None
+        if token.startswith("-"):
+            name, eq, inline = token.partition("=")
+            if name in _INDEX_OPTIONS or name in _SKIP_VALUE:
+                if eq:
+                    value = inline
+                elif i + 1 < len(tokens):
+                    value, i = tokens[i + 1], i + 1
+                elif name in _INDEX_OPTIONS and len(name) == 2 and len(token) > 2:   # -ihttps://...
+                    value = token[2:]
+                if name in _INDEX_OPTIONS and value:
+                    entries.append(Entry(line, "index", url=value, text=f"{name} {value}"))
+            elif token[:2] in ("-i", "-f") and len(token) > 2:
+                entries.append(Entry(line, "index", url=token[2:], text=token))
+            i += 1
+            continue
+        if "$" in token or (not strict and ("/" in token and "://" not in token or token in (".",))):
+            i += 1
+            continue
+        if "://" in token and "@" not in token:   # a bare wheel or archive URL
+            entries.append(Entry(line, "index", url=token, text=token))
+            i += 1
+            continue
+        got = requirement(token, line)
+        if isinstance(got, Problem):
+            if strict:
+                problems.append(got)
+        elif got is not None:
+            entries.append(got)
+        i += 1
+
+
+def read_requirements(text: str) -> tuple[list[Entry], list[Problem], list[str]]:
+    """(entries, problems, included files) of a requirements file (`-r`/`-c` names are returned)."""
+    entries: list[Entry] = []
+    problems: list[Problem] = []
+    includes: list[str] = []
+    for line, logical in _logical_lines(text):
+        if logical.startswith("-"):
+            tokens = logical.split()
+            head = tokens[0].split("=", 1)[0]
+            if head in ("-r", "--requirement", "-c", "--constraint") and len(tokens) > 1:
+                includes.append(tokens[1])
+            elif head.startswith(("-r", "-c")) and len(head) > 2 and len(tokens) == 1:
+                includes.append(head[2:])
+            pip_arguments(tokens, line, entries, None, strict=False)
+            continue
+        if " -" in logical and not re.match(r"^\S+\s*;", logical):   # `pkg --hash=...` options after it
+            logical = logical.split(" -", 1)[0]
+        if logical.startswith(("http://", "https://", "file:", "git+")) or logical.startswith((".", "/")):
+            if "cu1" in logical or "cuda" in logical or "nvidia" in logical:
+                entries.append(Entry(line, "index", url=logical, text=logical))
+            continue
+        got = requirement(logical, line)
+        if isinstance(got, (Entry, Problem)):
+            (entries if isinstance(got, Entry) else problems).append(got)
+    return entries, problems, includes
+
+
+def included_files(text: str) -> list[str]:
+    """The files a requirements file includes with `-r` / `-c` (as written, relative to it)."""
+    return read_requirements(text)[2]
+
+
+# -- TOML manifests ----------------------------------------------------------------------------------
+
+def _toml(text: str) -> dict | Problem:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"line (\d+)", str(exc))
+        return Problem(int(match[1]) if match else 1, f"not valid TOML: {exc}")
+
+
+def _quoted_line(lines: _Lines, value: str, after: int) -> int:
+    for quote in ('"', "'"):
+        line = lines.find(f"{quote}{value}{quote}", after)
+        if line:
+            return line
+    return lines.find(value, after) or lines.line_at(after)
+
+
+def _requirement_list(values, lines: _Lines, after: int, entries: list, problems: list) -> None:
+    if not isinstance(values, list):
+        return
+    for value in values:
+        if not isinstance(value, str):
+            continue   # a {include-group = ...} table of dependency groups
+        got = requirement(value, _quoted_line(lines, value, after))
+        if isinstance(got, Entry):
+            entries.append(got)
+        elif isinstance(got, Problem):
+            problems.append(got)
+
+
+def poetry_specifier(constraint: str) -> str:
+    """A Poetry constraint (`^2.0.1`, `~2.1`, `2.0.*`, `>=2,<3`, `2.0.1`) as a PEP 440 specifier."""
+    constraint = constraint.strip()
+    if constraint in ("", "*"):
+        return ""
+    out = []
+    for part in re.split(r"\s*,\s*|\s+(?=[<>=!~^])", constraint):
+        part = part.strip()
+        if not part:
+            continue
+        if part[0] in "^~" and not part.startswith("~="):
+            caret = part[0] == "^"
+            numbers = [int(p) if p.isdigit() else 0 for p in part[1:].strip().split(".")]
+            lower = ".".join(str(n) for n in numbers)
+            if caret:
+                index = next((i for i, n in enumerate(numbers) if n != 0), len(numbers) - 1)
+            else:
+                index = min(1, len(numbers) - 1) if len(numbers) > 1 else 0
+            upper = numbers[:index + 1]
+            upper[-1] += 1
+            out += [f">={lower}", f"<{'.'.join(map(str, upper))}"]
+        elif part[0].isdigit():
+            out.append(f"=={part}")
+        else:
+            out.append(part)
+    return ",".join(out)
+
+
+def _poetry_dependencies(table, lines: _Lines, after: int, entries: list) -> None:
+    if not isinstance(table, dict):
+        return
+    for name, value in table.items():
+        if name == "python":
+            continue
+        line = lines.find(rf"^\s*[\"']?{re.escape(name)}[\"']?\s*=", after, regex=True) or lines.line_at(after)
+        for item in value if isinstance(value, list) else [value]:
+            spec, url, marker = "", "", None
+            if isinstance(item, str):
+                spec = poetry_specifier(item)
+            elif isinstance(item, dict):
+                spec = poetry_specifier(str(item.get("version", "")))
+                url = str(item.get("url", "") or item.get("git", "") or "")
+                if item.get("markers"):
+                    try:
+                        marker = Marker(str(item["markers"]))
+                    except Exception:  # noqa: BLE001 - an unreadable marker: keep the dependency
+                        marker = None
+                if str(item.get("platform", "linux")) not in ("linux", ""):
+                    continue
+            if not installs_on_linux(marker):
+                continue
+            entries.append(Entry(line, "requirement", canonicalize_name(name), spec, url=url,
+                                 text=f"{name} = {item!r}" if not isinstance(item, str) else f"{name} = {item}"))
+
+
+def _sources(items, lines: _Lines, entries: list, key: str = "url") -> None:
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and isinstance(item.get(key), str):
+            url = item[key]
+            entries.append(Entry(_quoted_line(lines, url, 0), "index", name=str(item.get("name", "")), url=url,
+                                 text=url))
+
+
+def read_pyproject(text: str) -> tuple[list[Entry], list[Problem]]:
+    """PEP 621 dependencies and extras, dependency groups, build requirements, Poetry's
+    dependencies, groups and sources, `[tool.uv]` sources and indexes, PDM's sources."""
+    doc = _toml(text)
+    if isinstance(doc, Problem):
+        return [], [doc]
+    lines = _Lines(text)
+    entries: list[Entry] = []
+    problems: list[Problem] = []
+    project = doc.get("project") if isinstance(doc.get("project"), dict) else {}
+    _requirement_list(project.get("dependencies"), lines, lines.section("project"), entries, problems)
+    extras = project.get("optional-dependencies")
+    if isinstance(extras, dict):
+        after = lines.section("project.optional-dependencies")
+        for values in extras.values():
+            _requirement_list(values, lines, after, entries, problems)
+    groups = doc.get("dependency-groups")
+    if isinstance(groups, dict):
+        after = lines.section("dependency-groups")
+        for values in groups.values():
+            _requirement_list(values, lines, after, entries, problems)
+    build = doc.get("build-system")
+    if isinstance(build, dict):
+        _requirement_list(build.get("requires"), lines, lines.section("build-system"), entries, problems)
+    tool = doc.get("tool") if isinstance(doc.get("tool"), dict) else {}
+    poetry = tool.get("poetry") if isinstance(tool.get("poetry"), dict) else {}
+    if poetry:
+        _poetry_dependencies(poetry.get("dependencies"), lines, lines.section("tool.poetry.dependencies"), entries)
+        _poetry_dependencies(poetry.get("dev-dependencies"), lines, lines.section("tool.poetry.dev-dependencies"),
+                             entries)
+        for name, group in (poetry.get("group") or {}).items():
+            if isinstance(group, dict):
+                _poetry_dependencies(group.get("dependencies"), lines,
+                                     lines.section(f"tool.poetry.group.{name}.dependencies"), entries)
+        _sources(poetry.get("source"), lines, entries)
+    uv = tool.get("uv") if isinstance(tool.get("uv"), dict) else {}
+    if uv:
+        _sources(uv.get("index"), lines, entries)
+        for key in ("dev-dependencies", "constraint-dependencies", "override-dependencies"):
+            _requirement_list(uv.get(key), lines, lines.section("tool.uv"), entries, problems)
+        if isinstance(uv.get("extra-index-url"), list):
+            for url in uv["extra-index-url"]:
+                entries.append(Entry(_quoted_line(lines, str(url), 0), "index", url=str(url), text=str(url)))
+        if isinstance(uv.get("index-url"), str):
+            entries.append(Entry(_quoted_line(lines, uv["index-url"], 0), "index", url=uv["index-url"],
+                                 text=uv["index-url"]))
+    pdm = tool.get("pdm") if isinstance(tool.get("pdm"), dict) else {}
+    if pdm:
+        _sources(pdm.get("source"), lines, entries)
+        dev = pdm.get("dev-dependencies")
+        if isinstance(dev, dict):
+            for values in dev.values():
+                _requirement_list(values, lines, lines.section("tool.pdm.dev-dependencies"), entries, problems)
+    return entries, problems
+
+
+def uv_sources(text: str) -> dict[str, str]:
+    """`[tool.uv.sources]`: package -> the index name it is pinned to (for the index rule's message)."""
+    doc = _toml(text)
+    if isinstance(doc, Problem):
+        return {}
+    sources = ((doc.get("tool") or {}).get("uv") or {}).get("sources") or {}
+    out = {}
+    for name, value in sources.items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, dict) and isinstance(item.get("index"), str):
+                out[canonicalize_name(name)] = item["index"]
+    return out
+
+
+def read_pipfile(text: str) -> tuple[list[Entry], list[Problem]]:
+    """Pipfile: [packages], [dev-packages] and [[source]] urls."""
+    doc = _toml(text)
+    if isinstance(doc, Problem):
+        return [], [doc]
+    lines = _Lines(text)
+    entries: list[Entry] = []
+    for section in ("packages", "dev-packages"):
+        table = doc.get(section)
+        if not isinstance(table, dict):
+            continue
+        after = lines.section(section)
+        for name, value in table.items():
+            line = lines.find(rf"^\s*[\"']?{re.escape(name)}[\"']?\s*=", after, regex=True) or lines.line_at(after)
+            spec = value if isinstance(value, str) else str((value or {}).get("version", "")) \
+                if isinstance(value, dict) else ""
+            spec = "" if spec.strip() in ("", "*") else spec.strip()
+            entries.append(Entry(line, "requirement", canonicalize_name(name), spec, text=f"{name} = {value!r}"))
+    _sources(doc.get("source"), lines, entries)
+    return entries, []
+
+
+def read_toml_lock(text: str) -> tuple[list[Entry], list[Problem]]:
+    """uv.lock, poetry.lock, pdm.lock: each [[package]]'s name, version and the index it came from."""
+    doc = _toml(text)
+    if isinstance(doc, Problem):
+        return [], [doc]
+    lines = _Lines(text)
+    entries: list[Entry] = []
+    for package in doc.get("package") or []:
+        if not isinstance(package, dict) or not isinstance(package.get("name"), str):
+            continue
+        name = package["name"]
+        line = lines.find(rf"^\s*name\s*=\s*[\"']{re.escape(name)}[\"']", 0, regex=True)
+        version_line = lines.find(rf"^\s*version\s*=", lines.offset(line), regex=True) if line else 0
+        source = package.get("source")
+        url = ""
+        if isinstance(source, dict):
+            url = str(source.get("registry") or source.get("url") or "")
+        entries.append(Entry(version_line or line or 1, "locked", canonicalize_name(name),
+                             version=str(package.get("version", "")), url=url, text=f"{name} {package.get('version', '')}"))
+    return entries, []
+
+
+def read_pipfile_lock(text: str) -> tuple[list[Entry], list[Problem]]:
+    """Pipfile.lock (JSON): the resolved `version` of each package and `_meta.sources`."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return [], [Problem(exc.lineno, f"not valid JSON: {exc.msg}")]
+    if not isinstance(doc, dict):
+        return [], [Problem(1, "not a Pipfile.lock (no JSON object)")]
+    lines = _Lines(text)
+    entries: list[Entry] = []
+    for section in ("default", "develop"):
+        table = doc.get(section)
+        if not isinstance(table, dict):
+            continue
+        after = lines.find(f'"{section}"', 0)
+        for name, value in table.items():
+            version = str(value.get("version", "")) if isinstance(value, dict) else ""
+            line = lines.find(f'"{name}": {{', lines.offset(after)) or 1
+            entries.append(Entry(line, "locked", canonicalize_name(name), version=version.lstrip("="),
+                                 text=f"{name} {version}"))
+    meta = doc.get("_meta") if isinstance(doc.get("_meta"), dict) else {}
+    _sources(meta.get("sources"), lines, entries)
+    return entries, []
+
+
+# -- setup.py / setup.cfg -----------------------------------------------------------------------------
+
+_SETUP_KEYWORDS = ("install_requires", "extras_require", "setup_requires", "tests_require")
+
+
+def read_setup_py(text: str) -> tuple[list[Entry], list[Problem]]:
+    """`install_requires`, `extras_require`, `setup_requires` of setup() calls, read with `ast`: list
+    literals, and module-level names bound to one (`REQUIRED = [...]`)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return [], []   # the Python scan reports it (OPS000)
+    names: dict[str, ast.expr] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            names[node.targets[0].id] = node.value
+    entries: list[Entry] = []
+    problems: list[Problem] = []
+
+    def strings(node, depth: int = 0):
+        if depth > 3 or node is None:
+            return
+        if isinstance(node, ast.Name) and node.id in names:
+            yield from strings(names[node.id], depth + 1)
+        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            for item in node.elts:
+                yield from strings(item, depth + 1)
+        elif isinstance(node, ast.Dict):
+            for item in node.values:
+                yield from strings(item, depth + 1)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            yield from strings(node.left, depth + 1)
+            yield from strings(node.right, depth + 1)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield node
+
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if called != "setup":
+            continue
+        for keyword in node.keywords:
+            if keyword.arg not in _SETUP_KEYWORDS:
+                continue
+            for const in strings(keyword.value):
+                for part in const.value.splitlines():
+                    if part.strip() and not part.strip().startswith("#"):
+                        got = requirement(part, const.lineno)
+                        if isinstance(got, Entry):
+                            entries.append(got)
+                        elif isinstance(got, Problem):
+                            problems.append(got)
+    return entries, problems
+
+
+def read_setup_cfg(text: str) -> tuple[list[Entry], list[Problem]]:
+    """setup.cfg: `[options] install_requires` / `setup_requires` and `[options.extras_require]`."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error as exc:
+        line = getattr(exc, "lineno", None) or 1
+        return [], [Problem(line, f"not a readable setup.cfg: {str(exc).splitlines()[0]}")]
+    entries: list[Entry] = []
+    problems: list[Problem] = []
+    section, key = "", ""
+    for number, raw in enumerate(text.splitlines(), 1):
+        stripped = raw.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            section, key = stripped[1:-1].strip(), ""
+            continue
+        if not stripped or stripped.startswith(("#", ";")):
+            continue
+        value = ""
+        if not raw[:1].isspace() and ("=" in raw or ":" in raw):
+            key, _, value = re.split(r"([=:])", raw, maxsplit=1)
+            key = key.strip()
+            value = value.strip()
+        else:
+            value = stripped
+        wanted = (section == "options" and key in _SETUP_KEYWORDS) or section == "options.extras_require"
+        if wanted and value and not value.startswith(("file:", "attr:")):
+            value = re.sub(r"\s+#.*$", "", value)
+            got = requirement(value, number)
+            if isinstance(got, Entry):
+                entries.append(got)
+            elif isinstance(got, Problem):
+                problems.append(got)
+    return entries, problems
+
+
+# -- conda ---------------------------------------------------------------------------------------------
+
+def conda_spec(spec: str) -> tuple[str, str, str]:
+    """A conda match spec (`pytorch=2.0.1=py3.10_cuda11.8*`, `cudatoolkit 11.3`, `nvidia::cuda-nvcc`) as
+    (canonical name, PEP 440 specifier or "", build string)."""
+    spec = spec.strip()
+    if "::" in spec:
+        spec = spec.split("::", 1)[1]
+    spec = re.sub(r"\[.*\]$", "", spec)
+    match = re.match(r"^([A-Za-z0-9_.\-]+)\s*(.*)$", spec)
+    if not match:
+        return "", "", ""
+    name, rest = match[1], match[2].strip()
+    build = ""
+    version = rest
+    if " " in rest:
+        version, build = rest.split(None, 1)
+    elif rest.count("=") >= 2 and not rest.startswith(("==", ">=", "<=", "!=")):
+        version, build = rest[1:].split("=", 1) if rest.startswith("=") else rest.split("=", 1)
+    elif rest.startswith("==") and rest[2:].count("=") == 1:
+        version, build = rest[2:].split("=", 1)
+        version = "==" + version
+    version = version.strip()
+    if version.startswith("=") and not version.startswith("=="):
+        version = version[1:]
+    if version and version[0].isdigit():
+        version = f"=={version}" if "*" in version or version.count(".") >= 2 else f"=={version}.*"
+    name = CONDA_NAMES.get(name.lower(), name)
+    return canonicalize_name(name), version, build.strip()
+
+
+def read_conda(text: str) -> tuple[list[Entry], list[Problem]]:
+    """environment.yml: `channels`, `dependencies` (match specs) and their `pip:` list."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return [], [Problem(mark.line + 1 if mark else 1, f"not valid YAML: {getattr(exc, 'problem', exc)}")]
+    if not isinstance(doc, dict) or not isinstance(doc.get("dependencies"), list):
+        return [], []   # not a conda environment
+    lines = _Lines(text)
+    entries: list[Entry] = []
+    problems: list[Problem] = []
+    for channel in doc.get("channels") or []:
+        if isinstance(channel, str):
+            line = lines.find(rf"^\s*-\s*[\"']?{re.escape(channel)}[\"']?\s*(#.*)?$", 0, regex=True) or 1
+            entries.append(Entry(line, "index", name=channel, url=channel, text=channel))
+    after = lines.find(r"^dependencies\s*:", 0, regex=True)
+    start = lines.offset(after)
+    for item in doc["dependencies"]:
+        if isinstance(item, str):
+            line = lines.find(rf"^\s*-\s*[\"']?{re.escape(item)}", start, regex=True) or after or 1
+            name, spec, build = conda_spec(item)
+            if name:
+                entries.append(Entry(line, "conda", name, spec, build=build, text=item, url=item.split("::")[0]
+                                     if "::" in item else ""))
+        elif isinstance(item, dict) and isinstance(item.get("pip"), list):
+            for value in item["pip"]:
+                if not isinstance(value, str):
+                    continue
+                line = lines.find(rf"^\s*-\s*[\"']?{re.escape(value)}", start, regex=True) or after or 1
+                pip_arguments(value.split(), line, entries, problems, strict=not value.startswith("-"))
+    return entries, problems
+
+
+# -- Dockerfiles -----------------------------------------------------------------------------------------
+
+_PIP = re.compile(r"(?:^|[\s;&|(])(?:[\w./-]*python[\d.]*\s+-m\s+)?(?:uv\s+)?pip[\d.]*\s+install\s+(?P<args>[^;&|]*)")
+_CONDA = re.compile(r"(?:^|[\s;&|(])(?:conda|mamba|micromamba)\s+install\s+(?P<args>[^;&|]*)")
+
+
+def read_dockerfile(text: str) -> tuple[list[Entry], list[Problem]]:
+    """FROM images, and the packages and indexes of `pip install` / `conda install` in RUN lines."""
+    entries: list[Entry] = []
+    for line, logical in _logical_lines(text):
+        word, _, rest = logical.partition(" ")
+        word = word.upper()
+        if word == "FROM":
+            parts = [p for p in rest.split() if not p.startswith("--")]
+            if parts:
+                entries.append(Entry(line, "image", parts[0], text=parts[0]))
+                tag = re.match(r"^(?:[\w.-]+/)?pytorch/pytorch:(\d+\.\d+(?:\.\d+)?)", parts[0])
+                if tag:   # PyTorch's images are named for the torch they hold
+                    entries.append(Entry(line, "requirement", "torch", f"=={tag[1]}", text=parts[0]))
+        elif word == "RUN":
+            for match in _PIP.finditer(rest):
+                try:
+                    tokens = shlex.split(match["args"], posix=True)
+                except ValueError:
+                    tokens = match["args"].split()
+                pip_arguments(tokens, line, entries, None, strict=False)
+            for match in _CONDA.finditer(rest):
+                args = match["args"].split()
+                for i, token in enumerate(args):
+                    if token in ("-c", "--channel") and i + 1 < len(args):
+                        entries.append(Entry(line, "index", name=args[i + 1], url=args[i + 1], text=args[i + 1]))
+                    elif not token.startswith("-") and (i == 0 or args[i - 1] not in ("-c", "--channel", "-n",
+                                                                                       "--name", "-p", "--prefix")):
+                        name, spec, build = conda_spec(token.strip("'\""))
+                        if name:
+                            entries.append(Entry(line, "conda", name, spec, build=build, text=token))
+    return entries, []
+
+
+def read(kind: str, text: str) -> tuple[list[Entry], list[Problem]]:
+    """The entries and problems of a manifest of `kind` (manifest_kind)."""
+    if kind == "requirements":
+        entries, problems, _ = read_requirements(text)
+        return entries, problems
+    readers = {"pyproject": read_pyproject, "pipfile": read_pipfile, "uv-lock": read_toml_lock,
+               "poetry-lock": read_toml_lock, "pdm-lock": read_toml_lock, "pipfile-lock": read_pipfile_lock,
+               "setup-py": read_setup_py, "setup-cfg": read_setup_cfg, "conda": read_conda,
+               "dockerfile": read_dockerfile}
+    return readers[kind](text)
+
+
+def matches(name: str, patterns) -> bool:
+    """fnmatch of a canonical name against canonical patterns."""
+    return any(fnmatchcase(name, p) for p in patterns)
