@@ -561,11 +561,13 @@ class Blockers:
     unsupported_ops: int = 0             # traced ops the backend rejects
     unreadable_files: int = 0            # files opscan could not read (their findings are errors)
     syntax_errors: tuple[str, ...] = ()  # "path:line" of the first syntax error of each such file (of the above)
+    dependencies: int = 0                # manifest lines holding torch (or a package pinned to it) off the release's pairing
 
     @property
     def count(self) -> int:
         """The blocking count: every item above is one thing to fix before the code runs."""
-        return self.sites + self.kernels + self.libraries + self.unsupported_ops + self.unreadable_files
+        return (self.sites + self.kernels + self.libraries + self.unsupported_ops + self.unreadable_files
+                + self.dependencies)
 
     def describe(self) -> str:
         """"12 CUDA-pinned sites in 2 files, 3 custom kernels": the words of the headline and the gate."""
@@ -574,6 +576,8 @@ class Blockers:
         parts = []
         if self.sites:
             parts.append(f"{n(self.sites, 'CUDA-pinned site')} in {n(self.files, 'file')}")
+        if self.dependencies:   # first: the torch move comes before every other task (docs/dependencies.md)
+            parts.insert(0, n(self.dependencies, "dependency pin") + " off the paired torch")
         if self.kernels:
             parts.append(n(self.kernels, "custom kernel"))
         if self.libraries:

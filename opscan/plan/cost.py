@@ -32,3 +32,4 @@ class CostConfig:
     op_low: float = 0.5                    # range of op work (unsupported, fallback): likely x low ..
     op_high: float = 2.0                   # .. likely x high
     hours_per_day: float = 8.0             # one engineer-day
+    torch_minor_hours: float = 6.0         # moving torch by one minor version (2.0 -> 2.1): a prior, not calibrated

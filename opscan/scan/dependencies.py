@@ -80,7 +80,8 @@ def companions() -> Companions:
 # specifier admitting only a patch that does not exist yet (`>2.13.25,<2.14`) counts as admitting
 # one. An unpinned requirement admits every version: nothing is reported (`torch`, `torch>=2.6`).
 # A locked version is judged by its minor. The finding's subject is `torch M.N`, the newest torch
-# minor the specifier admits (or the locked one): the plan sizes the torch move by it.
+# minor the specifier admits (or the locked one) and the paired ones, `torch 2.0 to 2.13/2.14`: the
+# plan sizes the torch move by it (plan/sizing.py torch_distance).
 # NOTE [locks]
 # A lock file lists every package the resolver installed, also those torch itself pulls in (a CUDA
 # torch brings triton and a dozen `nvidia-*` wheels). Locks are therefore judged on what moves with
@@ -142,7 +143,7 @@ class _Judge:
             minor = _minor(entry.version)
             if minor and minor not in self.ctx.torch:
                 return (f"torch {entry.version} is locked; {self.ctx.release} pairs with torch {self.ctx.paired}",
-                        f"torch {minor}")
+                        f"torch {minor} to {self.ctx.paired}")
             return None
         if entry.kind not in ("requirement", "conda") or not entry.spec:
             return None
@@ -151,7 +152,7 @@ class _Judge:
             return None
         newest = newest_minor(spec)
         return (f"torch{entry.spec} admits no torch {self.ctx.paired}, the versions {self.ctx.release} pairs with "
-                f"({self.ctx.pairs})"), f"torch {newest}" if newest else TORCH
+                f"({self.ctx.pairs})"), f"torch {newest} to {self.ctx.paired}" if newest else TORCH
 
     def companion(self, entry: Entry) -> tuple[str, str] | None:
         if entry.kind not in ("requirement", "locked", "conda") or not self.ctx.torch:
@@ -282,13 +283,14 @@ def relevant(text: str, dependency_rules, ctx: DependencyContext) -> bool:
 
 
 def hits(relpath: str, kind: str, text: str, dependency_rules, ctx: DependencyContext
-         ) -> tuple[list[tuple[object, int, str, str, str]], list[Problem]]:
-    """(rule, line, value, name, subject) for each finding of a manifest, and the lines it could not read.
-
-    `name` picks a rule's `fixes` entry (the matched distribution, channel or image)."""
+         ) -> tuple[list[tuple[object, int, str, str, str, bool]], list[Problem]]:
+    """(rule, line, value, name, subject, optional) for each finding of a manifest, and the lines
+    it could not read. `name` picks a rule's `fixes` entry (the matched distribution, channel or
+    image); `optional`: the entry is in an extra or a dependency group (reported guarded: it never
+    blocks, like code under an availability check)."""
     entries, problems = manifests.read(kind, text)
     judge = _Judge(ctx, manifests.uv_sources(text) if kind == "pyproject" else {})
-    out: list[tuple[object, int, str, str, str]] = []
+    out: list[tuple[object, int, str, str, str, bool]] = []
     seen: set[tuple[str, int, str]] = set()
     for matcher, rule in dependency_rules:
         what = matcher.get("dependency")
@@ -302,7 +304,7 @@ def hits(relpath: str, kind: str, text: str, dependency_rules, ctx: DependencyCo
             if key in seen:
                 continue
             seen.add(key)
-            out.append((rule, entry.line, value, entry.name or entry.text, subject))
+            out.append((rule, entry.line, value, entry.name or entry.text, subject, entry.optional))
     return out, problems
 
 

@@ -239,10 +239,10 @@ def scan_manifest(relpath: str, data: bytes, rules: RuleSet, kind: str, deps=Non
         return builder.result()
     for problem in problems:
         _input(builder, rules, "parse-error", line=problem.line, value=problem.message)
-    for rule, line, value, name, subject in hits:
+    for rule, line, value, name, subject, optional in hits:
         text_line = lines[line - 1] if 0 < line <= len(lines) else ""
         col = len(text_line) - len(text_line.lstrip()) + 1
-        builder.add(rule, line, col, value=value, name=name, subject=subject)
+        builder.add(rule, line, col, value=value, name=name, subject=subject, guarded=optional)
     result = builder.result()
     return replace(result, scanned=scanned or bool(result.findings), lines=len(lines))
 

@@ -14,7 +14,7 @@ import json
 import re
 import shlex
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
 import yaml
@@ -49,6 +49,7 @@ class Entry:
     url: str = ""              # an index, a direct URL, the source of a locked package
     text: str = ""             # as written (the requirement, the match spec, the image)
     build: str = ""            # conda build string
+    optional: bool = False     # an extra, a dependency group, dev dependencies: installed only when asked
 
 
 @dataclass(frozen=True)
@@ -251,7 +252,8 @@ def _quoted_line(lines: _Lines, value: str, after: int) -> int:
     return lines.find(value, after) or lines.line_at(after)
 
 
-def _requirement_list(values, lines: _Lines, after: int, entries: list, problems: list) -> None:
+def _requirement_list(values, lines: _Lines, after: int, entries: list, problems: list,
+                      optional: bool = False) -> None:
     if not isinstance(values, list):
         return
     for value in values:
@@ -259,7 +261,7 @@ def _requirement_list(values, lines: _Lines, after: int, entries: list, problems
             continue   # a {include-group = ...} table of dependency groups
         got = requirement(value, _quoted_line(lines, value, after))
         if isinstance(got, Entry):
-            entries.append(got)
+            entries.append(replace(got, optional=optional) if optional else got)
         elif isinstance(got, Problem):
             problems.append(got)
 
@@ -292,7 +294,7 @@ def poetry_specifier(constraint: str) -> str:
     return ",".join(out)
 
 
-def _poetry_dependencies(table, lines: _Lines, after: int, entries: list) -> None:
+def _poetry_dependencies(table, lines: _Lines, after: int, entries: list, optional: bool = False) -> None:
     if not isinstance(table, dict):
         return
     for name, value in table.items():
@@ -300,11 +302,12 @@ def _poetry_dependencies(table, lines: _Lines, after: int, entries: list) -> Non
             continue
         line = lines.find(rf"^\s*[\"']?{re.escape(name)}[\"']?\s*=", after, regex=True) or lines.line_at(after)
         for item in value if isinstance(value, list) else [value]:
-            spec, url, marker = "", "", None
+            spec, url, marker, extra = "", "", None, optional
             if isinstance(item, str):
                 spec = poetry_specifier(item)
             elif isinstance(item, dict):
                 spec = poetry_specifier(str(item.get("version", "")))
+                extra = extra or bool(item.get("optional"))
                 url = str(item.get("url", "") or item.get("git", "") or "")
                 if item.get("markers"):
                     try:
@@ -316,7 +319,8 @@ def _poetry_dependencies(table, lines: _Lines, after: int, entries: list) -> Non
             if not installs_on_linux(marker):
                 continue
             entries.append(Entry(line, "requirement", canonicalize_name(name), spec, url=url,
-                                 text=f"{name} = {item!r}" if not isinstance(item, str) else f"{name} = {item}"))
+                                 text=f"{name} = {item!r}" if not isinstance(item, str) else f"{name} = {item}",
+                                 optional=extra))
 
 
 def _sources(items, lines: _Lines, entries: list, key: str = "url") -> None:
@@ -342,12 +346,12 @@ def read_pyproject(text: str) -> tuple[list[Entry], list[Problem]]:
     if isinstance(extras, dict):
         after = lines.section("project.optional-dependencies")
         for values in extras.values():
-            _requirement_list(values, lines, after, entries, problems)
+            _requirement_list(values, lines, after, entries, problems, optional=True)
     groups = doc.get("dependency-groups")
     if isinstance(groups, dict):
         after = lines.section("dependency-groups")
         for values in groups.values():
-            _requirement_list(values, lines, after, entries, problems)
+            _requirement_list(values, lines, after, entries, problems, optional=True)
     build = doc.get("build-system")
     if isinstance(build, dict):
         _requirement_list(build.get("requires"), lines, lines.section("build-system"), entries, problems)
@@ -356,17 +360,19 @@ def read_pyproject(text: str) -> tuple[list[Entry], list[Problem]]:
     if poetry:
         _poetry_dependencies(poetry.get("dependencies"), lines, lines.section("tool.poetry.dependencies"), entries)
         _poetry_dependencies(poetry.get("dev-dependencies"), lines, lines.section("tool.poetry.dev-dependencies"),
-                             entries)
+                             entries, optional=True)
         for name, group in (poetry.get("group") or {}).items():
             if isinstance(group, dict):
                 _poetry_dependencies(group.get("dependencies"), lines,
-                                     lines.section(f"tool.poetry.group.{name}.dependencies"), entries)
+                                     lines.section(f"tool.poetry.group.{name}.dependencies"), entries,
+                                     optional=bool(group.get("optional")) or name != "main")
         _sources(poetry.get("source"), lines, entries)
     uv = tool.get("uv") if isinstance(tool.get("uv"), dict) else {}
     if uv:
         _sources(uv.get("index"), lines, entries)
         for key in ("dev-dependencies", "constraint-dependencies", "override-dependencies"):
-            _requirement_list(uv.get(key), lines, lines.section("tool.uv"), entries, problems)
+            _requirement_list(uv.get(key), lines, lines.section("tool.uv"), entries, problems,
+                              optional=key == "dev-dependencies")
         if isinstance(uv.get("extra-index-url"), list):
             for url in uv["extra-index-url"]:
                 entries.append(Entry(_quoted_line(lines, str(url), 0), "index", url=str(url), text=str(url)))
@@ -379,7 +385,8 @@ def read_pyproject(text: str) -> tuple[list[Entry], list[Problem]]:
         dev = pdm.get("dev-dependencies")
         if isinstance(dev, dict):
             for values in dev.values():
-                _requirement_list(values, lines, lines.section("tool.pdm.dev-dependencies"), entries, problems)
+                _requirement_list(values, lines, lines.section("tool.pdm.dev-dependencies"), entries, problems,
+                                  optional=True)
     return entries, problems
 
 
@@ -414,7 +421,8 @@ def read_pipfile(text: str) -> tuple[list[Entry], list[Problem]]:
             spec = value if isinstance(value, str) else str((value or {}).get("version", "")) \
                 if isinstance(value, dict) else ""
             spec = "" if spec.strip() in ("", "*") else spec.strip()
-            entries.append(Entry(line, "requirement", canonicalize_name(name), spec, text=f"{name} = {value!r}"))
+            entries.append(Entry(line, "requirement", canonicalize_name(name), spec, text=f"{name} = {value!r}",
+                                 optional=section == "dev-packages"))
     _sources(doc.get("source"), lines, entries)
     return entries, []
 
@@ -512,12 +520,13 @@ def read_setup_py(text: str) -> tuple[list[Entry], list[Problem]]:
         for keyword in node.keywords:
             if keyword.arg not in _SETUP_KEYWORDS:
                 continue
+            optional = keyword.arg in ("extras_require", "tests_require")
             for const in strings(keyword.value):
                 for part in const.value.splitlines():
                     if part.strip() and not part.strip().startswith("#"):
                         got = requirement(part, const.lineno)
                         if isinstance(got, Entry):
-                            entries.append(got)
+                            entries.append(replace(got, optional=optional))
                         elif isinstance(got, Problem):
                             problems.append(got)
     return entries, problems
@@ -553,7 +562,7 @@ def read_setup_cfg(text: str) -> tuple[list[Entry], list[Problem]]:
             value = re.sub(r"\s+#.*$", "", value)
             got = requirement(value, number)
             if isinstance(got, Entry):
-                entries.append(got)
+                entries.append(replace(got, optional=section == "options.extras_require" or key == "tests_require"))
             elif isinstance(got, Problem):
                 problems.append(got)
     return entries, problems
