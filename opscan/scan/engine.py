@@ -185,7 +185,7 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
         deps: what the dependency rules judge manifests against (scan/dependencies.py
             DependencyContext; None: no release known, torch pins are not judged).
     """
-    kind = manifest_kind(relpath)
+    kind = manifest_kind(relpath) or ("requirements" if relpath in project.requirements else "")
     if kind and kind != "setup-py":
         return scan_manifest(relpath, data, rules, kind, deps)
     if kind == "setup-py":   # Python first, then its install_requires (NOTE [manifests in the scan])
@@ -539,9 +539,11 @@ def _dedupe_locks(results: list[FileResult]) -> list[FileResult]:
         folder, _, base = result.path.rpartition("/")
         owners = [by_path.get(f"{folder}/{m}" if folder else m) for m in _LOCKS.get(base, ())]
         reported = {(f.rule, f.subject.split(" ")[0]) for owner in owners if owner is not None for f in owner.findings}
+        # the manifest's CUDA index (OPS504 on "index") is the cause of every CUDA build its lock resolves
+        indexed = {f.rule for owner in owners if owner is not None for f in owner.findings if f.subject == "index"}
         if reported and result.findings:
             kept = [(f, r) for f, r in zip(result.findings, result.requires or [()] * len(result.findings))
-                    if (f.rule, f.subject.split(" ")[0]) not in reported]
+                    if (f.rule, f.subject.split(" ")[0]) not in reported and f.rule not in indexed]
             if len(kept) != len(result.findings):
                 result = replace(result, findings=tuple(f for f, _ in kept), requires=tuple(r for _, r in kept))
         out.append(result)
@@ -549,11 +551,11 @@ def _dedupe_locks(results: list[FileResult]) -> list[FileResult]:
 
 
 def requirement_includes(root: Path, relpaths: list[str]) -> list[str]:
-    """The files the discovered requirements files include (`-r`/`-c`) that the walk did not pick
-    by name (`-r dev.txt`), relative to the root; read only when a requirements file names one."""
+    """The files the discovered requirements files include (`-r`/`-c`) whose names do not say they
+    are one (`-r dev.txt`), relative to the root; read only when a requirements file names one."""
     from opscan.scan.manifests import included_files
 
-    listed = set(relpaths)
+    listed = {rel for rel in relpaths if manifest_kind(rel)}
     queue = [rel for rel in relpaths if manifest_kind(rel) == "requirements"]
     extra: list[str] = []
     while queue:
@@ -639,6 +641,8 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
     if includes:
         relpaths = sorted(set(relpaths) | set(includes))
     project = read_project(root, relpaths)
+    if includes:
+        project = replace(project, requirements=frozenset(includes))
     scan = functools.partial(scan_source, project=project, precheck=precheck, deps=deps)
     on_error = functools.partial(_on_error, rules=rules)
     codec = Codec(encode_result, decode_result, _worth_an_entry) if cache is not None else None

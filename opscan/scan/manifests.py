@@ -163,6 +163,20 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def _physical(entries: list, start: int, first: int, physical: list[str]) -> None:
+    """Entries added from one logical line (from index `start` on) are moved to the physical line
+    of a continued command that spells them (`--index-url URL` on the second line of a RUN)."""
+    for i in range(start, len(entries)):
+        entry = entries[i]
+        needle = entry.url or entry.text
+        for number in range(first, len(physical) + 1):
+            if needle and needle in physical[number - 1]:
+                entries[i] = replace(entry, line=number)
+                break
+            if not physical[number - 1].rstrip().endswith("\\"):
+                break
+
+
 def pip_arguments(tokens: list[str], line: int, entries: list, problems: list | None, strict: bool) -> None:
     """Entries of a pip argument list (a requirements line, or the words after `pip install`).
     `strict`: an argument that is no requirement is a Problem (requirements files); in a shell
@@ -207,26 +221,34 @@ def read_requirements(text: str) -> tuple[list[Entry], list[Problem], list[str]]
     entries: list[Entry] = []
     problems: list[Problem] = []
     includes: list[str] = []
+    physical = text.splitlines()
     for line, logical in _logical_lines(text):
-        if logical.startswith("-"):
-            tokens = logical.split()
-            head = tokens[0].split("=", 1)[0]
-            if head in ("-r", "--requirement", "-c", "--constraint") and len(tokens) > 1:
-                includes.append(tokens[1])
-            elif head.startswith(("-r", "-c")) and len(head) > 2 and len(tokens) == 1:
-                includes.append(head[2:])
-            pip_arguments(tokens, line, entries, None, strict=False)
-            continue
-        if " -" in logical and not re.match(r"^\S+\s*;", logical):   # `pkg --hash=...` options after it
-            logical = logical.split(" -", 1)[0]
-        if logical.startswith(("http://", "https://", "file:", "git+")) or logical.startswith((".", "/")):
-            if "cu1" in logical or "cuda" in logical or "nvidia" in logical:
-                entries.append(Entry(line, "index", url=logical, text=logical))
-            continue
-        got = requirement(logical, line)
-        if isinstance(got, (Entry, Problem)):
-            (entries if isinstance(got, Entry) else problems).append(got)
+        start = len(entries)
+        _requirement_line(line, logical, entries, problems, includes)
+        _physical(entries, start, line, physical)
     return entries, problems, includes
+
+
+def _requirement_line(line: int, logical: str, entries: list, problems: list, includes: list) -> None:
+    """The entries of one logical line of a requirements file."""
+    if logical.startswith("-"):
+        tokens = logical.split()
+        head = tokens[0].split("=", 1)[0]
+        if head in ("-r", "--requirement", "-c", "--constraint") and len(tokens) > 1:
+            includes.append(tokens[1])
+        elif head.startswith(("-r", "-c")) and len(head) > 2 and len(tokens) == 1:
+            includes.append(head[2:])
+        pip_arguments(tokens, line, entries, None, strict=False)
+        return
+    if " -" in logical and not re.match(r"^\S+\s*;", logical):   # `pkg --hash=...` options after it
+        logical = logical.split(" -", 1)[0]
+    if logical.startswith(("http://", "https://", "file:", "git+")) or logical.startswith((".", "/")):
+        if "cu1" in logical or "cuda" in logical or "nvidia" in logical:
+            entries.append(Entry(line, "index", url=logical, text=logical))
+        return
+    got = requirement(logical, line)
+    if isinstance(got, (Entry, Problem)):
+        (entries if isinstance(got, Entry) else problems).append(got)
 
 
 def included_files(text: str) -> list[str]:
@@ -300,7 +322,7 @@ def _poetry_dependencies(table, lines: _Lines, after: int, entries: list, option
     for name, value in table.items():
         if name == "python":
             continue
-        line = lines.find(rf"^\s*[\"']?{re.escape(name)}[\"']?\s*=", after, regex=True) or lines.line_at(after)
+        line = lines.find(rf"^[ \t]*[\"']?{re.escape(name)}[\"']?[ \t]*=", after, regex=True) or lines.line_at(after)
         for item in value if isinstance(value, list) else [value]:
             spec, url, marker, extra = "", "", None, optional
             if isinstance(item, str):
@@ -417,7 +439,7 @@ def read_pipfile(text: str) -> tuple[list[Entry], list[Problem]]:
             continue
         after = lines.section(section)
         for name, value in table.items():
-            line = lines.find(rf"^\s*[\"']?{re.escape(name)}[\"']?\s*=", after, regex=True) or lines.line_at(after)
+            line = lines.find(rf"^[ \t]*[\"']?{re.escape(name)}[\"']?[ \t]*=", after, regex=True) or lines.line_at(after)
             spec = value if isinstance(value, str) else str((value or {}).get("version", "")) \
                 if isinstance(value, dict) else ""
             spec = "" if spec.strip() in ("", "*") else spec.strip()
@@ -438,8 +460,8 @@ def read_toml_lock(text: str) -> tuple[list[Entry], list[Problem]]:
         if not isinstance(package, dict) or not isinstance(package.get("name"), str):
             continue
         name = package["name"]
-        line = lines.find(rf"^\s*name\s*=\s*[\"']{re.escape(name)}[\"']", 0, regex=True)
-        version_line = lines.find(rf"^\s*version\s*=", lines.offset(line), regex=True) if line else 0
+        line = lines.find(rf"^[ \t]*name[ \t]*=[ \t]*[\"']{re.escape(name)}[\"']", 0, regex=True)
+        version_line = lines.find(rf"^[ \t]*version[ \t]*=", lines.offset(line), regex=True) if line else 0
         source = package.get("source")
         url = ""
         if isinstance(source, dict):
@@ -613,13 +635,13 @@ def read_conda(text: str) -> tuple[list[Entry], list[Problem]]:
     problems: list[Problem] = []
     for channel in doc.get("channels") or []:
         if isinstance(channel, str):
-            line = lines.find(rf"^\s*-\s*[\"']?{re.escape(channel)}[\"']?\s*(#.*)?$", 0, regex=True) or 1
+            line = lines.find(rf"^[ \t]*-[ \t]*[\"']?{re.escape(channel)}[\"']?\s*(#.*)?$", 0, regex=True) or 1
             entries.append(Entry(line, "index", name=channel, url=channel, text=channel))
     after = lines.find(r"^dependencies\s*:", 0, regex=True)
     start = lines.offset(after)
     for item in doc["dependencies"]:
         if isinstance(item, str):
-            line = lines.find(rf"^\s*-\s*[\"']?{re.escape(item)}", start, regex=True) or after or 1
+            line = lines.find(rf"^[ \t]*-[ \t]*[\"']?{re.escape(item)}", start, regex=True) or after or 1
             name, spec, build = conda_spec(item)
             if name:
                 entries.append(Entry(line, "conda", name, spec, build=build, text=item, url=item.split("::")[0]
@@ -628,7 +650,7 @@ def read_conda(text: str) -> tuple[list[Entry], list[Problem]]:
             for value in item["pip"]:
                 if not isinstance(value, str):
                     continue
-                line = lines.find(rf"^\s*-\s*[\"']?{re.escape(value)}", start, regex=True) or after or 1
+                line = lines.find(rf"^[ \t]*-[ \t]*[\"']?{re.escape(value)}", start, regex=True) or after or 1
                 pip_arguments(value.split(), line, entries, problems, strict=not value.startswith("-"))
     return entries, problems
 
@@ -642,6 +664,7 @@ _CONDA = re.compile(r"(?:^|[\s;&|(])(?:conda|mamba|micromamba)\s+install\s+(?P<a
 def read_dockerfile(text: str) -> tuple[list[Entry], list[Problem]]:
     """FROM images, and the packages and indexes of `pip install` / `conda install` in RUN lines."""
     entries: list[Entry] = []
+    physical = text.splitlines()
     for line, logical in _logical_lines(text):
         word, _, rest = logical.partition(" ")
         word = word.upper()
@@ -653,6 +676,7 @@ def read_dockerfile(text: str) -> tuple[list[Entry], list[Problem]]:
                 if tag:   # PyTorch's images are named for the torch they hold
                     entries.append(Entry(line, "requirement", "torch", f"=={tag[1]}", text=parts[0]))
         elif word == "RUN":
+            start = len(entries)
             for match in _PIP.finditer(rest):
                 try:
                     tokens = shlex.split(match["args"], posix=True)
@@ -669,6 +693,7 @@ def read_dockerfile(text: str) -> tuple[list[Entry], list[Problem]]:
                         name, spec, build = conda_spec(token.strip("'\""))
                         if name:
                             entries.append(Entry(line, "conda", name, spec, build=build, text=token))
+            _physical(entries, start, line, physical)
     return entries, []
 
 
