@@ -241,25 +241,34 @@ def _compile(matcher) -> dict:
     return out
 
 
-def tokens(dependency_rules, ctx: DependencyContext) -> tuple[str, ...]:
-    """Lower-case words one of which a manifest must spell to be judged at all (NOTE [manifest pre-check])."""
+def _chunk(pattern: str) -> str:
+    """The longest literal part of a glob (`*-cu1[0-9]` -> `-cu1`), or ""."""
+    chunks = [c for c in re.split(r"[*?]", re.sub(r"\[[^\]]*\]", "*", pattern.lower())) if c.strip("-_.:/")]
+    return max(chunks, key=len) if chunks else ""
+
+
+@lru_cache(maxsize=16)
+def tokens(dependency_rules, ctx: DependencyContext) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(substrings, names): lower-case texts one of which a manifest must spell to be judged at
+    all (NOTE [manifest pre-check]); names count only as whole names (`fla`, not in `flask`)."""
     words = {"torch", "cuda", "nvidia"}
+    names: set[str] = set()
     for matcher, _rule in dependency_rules:
         for key in ("names", "urls", "channels", "images"):
             for pattern in matcher.get(key) or ():
-                chunks = [c for c in re.split(r"[*?\[\]]", pattern.lower()) if c.strip("-_.:/")]
-                if chunks:
-                    words.add(max(chunks, key=len))
+                chunk = _chunk(pattern)
+                if chunk:
+                    (names if key == "names" and "*" not in pattern and "?" not in pattern else words).add(chunk)
         if matcher.get("labels"):
             words.add("+cu")
     table = companions()
-    words.update(table.pairs)
-    words.update(table.ended)
+    names.update(table.pairs)
+    names.update(table.ended)
     for pattern, _package in ctx.libraries:
-        chunks = [c for c in re.split(r"[*?\[\]]", pattern) if c.strip("-_.")]
-        if chunks:
-            words.add(max(chunks, key=len))
-    return tuple(sorted(words))
+        chunk = _chunk(pattern)
+        if chunk:
+            (words if "*" in pattern else names).add(chunk)
+    return tuple(sorted(words)), tuple(sorted(names))
 
 
 def _variants(word: str) -> set[str]:
@@ -267,19 +276,24 @@ def _variants(word: str) -> set[str]:
 
 
 # NOTE [manifest pre-check]
-# A manifest is read only when its lower-cased text spells one of the tokens (torch, cuda, nvidia,
-# each rule pattern's longest literal part, the companion and catalog names, with `-`, `_` and `.`
-# spelt either way): a requirements file of web packages costs one regex search, like a Python
-# file that spells no pre-filter token (NOTE [pre-check] in engine.py).
+# A manifest is read only when its lower-cased text spells one of the tokens: torch, cuda, nvidia,
+# each rule pattern's longest literal part, and as whole names (not inside another word: `fla` is
+# not in `flask`) the companion and catalog names, with `-`, `_` and `.` spelt either way. A
+# requirements file of web packages costs one regex search, like a Python file that spells no
+# pre-filter token (NOTE [pre-check] in engine.py).
 @lru_cache(maxsize=16)
-def _token_regex(words: tuple[str, ...]) -> re.Pattern:
+def _token_regex(words: tuple[str, ...], names: tuple[str, ...]) -> re.Pattern:
     spelled = sorted({v for w in words for v in _variants(w)}, key=len, reverse=True)
-    return re.compile("|".join(re.escape(w) for w in spelled))
+    whole = sorted({v for w in names for v in _variants(w)}, key=len, reverse=True)
+    parts = [re.escape(w) for w in spelled]
+    if whole:
+        parts.append(r"(?<![a-z0-9])(?:" + "|".join(re.escape(w) for w in whole) + r")(?![a-z0-9])")
+    return re.compile("|".join(parts))
 
 
 def relevant(text: str, dependency_rules, ctx: DependencyContext) -> bool:
     """The manifest pre-check (NOTE [manifest pre-check])."""
-    return _token_regex(tokens(dependency_rules, ctx)).search(text.lower()) is not None
+    return _token_regex(*tokens(dependency_rules, ctx)).search(text.lower()) is not None
 
 
 def hits(relpath: str, kind: str, text: str, dependency_rules, ctx: DependencyContext

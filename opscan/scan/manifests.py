@@ -263,7 +263,8 @@ def _toml(text: str) -> dict | Problem:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         match = re.search(r"line (\d+)", str(exc))
-        return Problem(int(match[1]) if match else 1, f"not valid TOML: {exc}")
+        line = int(match[1]) if match else (text.count("\n") + 1 if "end of document" in str(exc) else 1)
+        return Problem(line, f"not valid TOML: {exc}")
 
 
 def _quoted_line(lines: _Lines, value: str, after: int) -> int:
