@@ -25,7 +25,7 @@ from opscan.scan.manifests import Entry, Problem
 from opscan.scan.rules import DEPENDENCY_KINDS  # noqa: F401 - re-exported
 
 TORCH = "torch"
-_PATCHES = range(0, 21)   # NOTE [torch pins]
+_PATCHES = tuple(range(0, 21))   # NOTE [torch pins]
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,7 @@ def companions() -> Companions:
 # libraries are reported where the project asks for them (requirements, pyproject, conda).
 # A lock's finding on a package its manifest beside it already reports is dropped
 # (engine._dedupe_locks): the manifest line changes, the lock is regenerated.
+@lru_cache(maxsize=4096)
 def _spec(text: str) -> SpecifierSet | None:
     try:
         return SpecifierSet(re.sub(r"\+[A-Za-z0-9.]+", "", text))
@@ -105,20 +106,63 @@ def _minor(version: str) -> str:
     return f"{release[0]}.{release[1] if len(release) > 1 else 0}"
 
 
+def _bounds(spec: SpecifierSet) -> tuple[tuple[int, ...], ...]:
+    """The release tuples the specifier's clauses name (`<2.1.2` -> (2, 1, 2))."""
+    out = []
+    for clause in spec:
+        try:
+            out.append(Version(clause.version.rstrip(".*")).release)
+        except InvalidVersion:
+            continue
+    return tuple(out)
+
+
+@lru_cache(maxsize=8192)
+def _admits(spec_text: str, minor: str) -> bool:
+    spec = _spec(spec_text)
+    if spec is None:
+        return False
+    major, rest = (int(p) for p in minor.split("."))
+    # A specifier's answer only changes at the versions its clauses name: within the series test
+    # its first and last patch and each named patch with its neighbours (NOTE [torch pins]).
+    patches = {0, _PATCHES[-1]}
+    for bound in _bounds(spec):
+        if bound[:2] == (major, rest):
+            patch = bound[2] if len(bound) > 2 else 0
+            patches.update(p for p in (patch - 1, patch, patch + 1) if _PATCHES[0] <= p <= _PATCHES[-1])
+    candidates = [f"{minor}.{p}" for p in sorted(patches)] + [minor]
+    return any(spec.contains(v, prereleases=True) for v in candidates)
+
+
 def admits_minor(spec: SpecifierSet, minor: str) -> bool:
     """Whether `spec` admits some version of the `minor` series (NOTE [torch pins])."""
-    return any(spec.contains(f"{minor}.{p}", prereleases=True) for p in _PATCHES) or spec.contains(minor, prereleases=True)
+    return _admits(str(spec), minor)
 
 
 _KNOWN_MINORS = tuple(f"1.{m}" for m in range(0, 14)) + tuple(f"2.{m}" for m in range(0, 31))
 
 
+@lru_cache(maxsize=4096)
+def _newest(spec_text: str) -> str:
+    spec = _spec(spec_text)
+    if spec is None:
+        return ""
+    named = {f"{b[0]}.{b[1] if len(b) > 1 else 0}" for b in _bounds(spec)}
+    index = {m: i for i, m in enumerate(_KNOWN_MINORS)}
+    # the answer changes only at a named minor: the newest admitted one is the top, a named one or
+    # the one just below a named one
+    candidates = {len(_KNOWN_MINORS) - 1}
+    for minor in named & set(index):
+        candidates.update(i for i in (index[minor], index[minor] - 1) if i >= 0)
+    for i in sorted(candidates, reverse=True):
+        if _admits(spec_text, _KNOWN_MINORS[i]):
+            return _KNOWN_MINORS[i]
+    return ""
+
+
 def newest_minor(spec: SpecifierSet) -> str:
     """The newest torch minor (1.0 .. 2.30) the specifier admits, or ""."""
-    for minor in reversed(_KNOWN_MINORS):
-        if admits_minor(spec, minor):
-            return minor
-    return ""
+    return _newest(str(spec))
 
 
 def _labels(entry: Entry, regex: re.Pattern) -> str:
@@ -223,12 +267,17 @@ class _Judge:
         # what the project asks for: a lock's CUDA-only packages come with its torch (NOTE [locks])
         if entry.kind not in ("requirement", "conda") or not entry.name:
             return None
-        for pattern, package in self.ctx.libraries:
-            if fnmatchcase(entry.name, pattern):
-                return entry.name, package
-        return None
+        package = _library_of(entry.name, self.ctx.libraries)
+        return (entry.name, package) if package else None
 
 
+@lru_cache(maxsize=4096)
+def _library_of(name: str, libraries: tuple[tuple[str, str], ...]) -> str:
+    """The catalog package a distribution installs, or ""."""
+    return next((package for pattern, package in libraries if fnmatchcase(name, pattern)), "")
+
+
+@lru_cache(maxsize=64)
 def _compile(matcher) -> dict:
     out = dict(matcher.options)
     if "labels" in out:
