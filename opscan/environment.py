@@ -13,24 +13,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from opscan.errors import UsageError
 
-# Run in the environment's interpreter with -I (isolated: no user site, no PYTHON* variables, the
-# working directory not on the path): it imports only the standard library.
-_SCRIPT = r"""
-import json, re, importlib.metadata as md
-out = []
-for dist in md.distributions():
-    try:
-        name, version = dist.metadata["Name"], dist.version
-        reqs = [r for r in (dist.requires or []) if re.match(r"^\s*torch\s*(?:[<>=!~;\[(@ ]|$)", r)]
-    except Exception:
-        continue
-    if name and reqs:
-        out.append([name, version, reqs])
-print(json.dumps(sorted(out)))
-"""
+# The probe runs in the environment's interpreter with -I (isolated: no user site, no PYTHON*
+# variables, the working directory not on the path): it imports only the standard library.
+PROBE = Path(__file__).with_name("metadata_probe.py")
 TIMEOUT = 60
 
 
@@ -66,16 +55,11 @@ def torch_requirements(python: str) -> tuple[tuple[tuple[str, str, str], ...], s
         UsageError: the interpreter cannot be run or gives no answer.
     """
     if python == "current":
-        scope: dict = {}
-        from io import StringIO
-        from contextlib import redirect_stdout
+        from opscan.metadata_probe import rows
 
-        buffer = StringIO()
-        with redirect_stdout(buffer):
-            exec(compile(_SCRIPT, "<opscan environment>", "exec"), scope)   # stdlib only, reads metadata
-        return _parse(json.loads(buffer.getvalue())), sys.executable
+        return _parse(rows()), sys.executable
     try:
-        done = subprocess.run([python, "-I", "-c", _SCRIPT], capture_output=True, text=True, timeout=TIMEOUT,
+        done = subprocess.run([python, "-I", str(PROBE)], capture_output=True, text=True, timeout=TIMEOUT,
                               stdin=subprocess.DEVNULL, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         raise UsageError(f"--environment {python}: cannot run it: {exc}") from None

@@ -62,3 +62,11 @@ def test_cuda_builds_are_their_own_mechanical_task():
     tasks, _ = _tasks({"Dockerfile": "FROM nvidia/cuda:12.1.0-runtime-ubuntu22.04\n",
                        "requirements.txt": "nvidia-nccl-cu12\n"})
     assert tasks["cuda-packages"].priority == 3 and len(tasks["cuda-packages"].sites) == 2
+
+
+def test_a_library_only_a_manifest_names_is_dropped_with_the_cuda_builds():
+    tasks, _ = _tasks({"pyproject.toml": '[project]\nname = "x"\ndependencies = ["torch>=2.13"]\n'
+                                         '[project.optional-dependencies]\nkernels = ["triton>=3.0"]\n',
+                       "k.py": "import triton\n\n@triton.jit\ndef k(x):\n    pass\n"})
+    assert not any(t.startswith("library:") for t in tasks)    # triton is the kernel's language here
+    assert [s.path for s in tasks["cuda-packages"].sites] == ["pyproject.toml"]
