@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from opscan.resources import rules_dir
-from opscan.scan import manifests
+from opscan.scan import manifests, toml_manifests
 from opscan.scan.manifests import Entry, Problem
 from opscan.scan.rules import DEPENDENCY_KINDS  # noqa: F401 - re-exported
 
@@ -345,14 +345,27 @@ def relevant(text: str, dependency_rules, ctx: DependencyContext) -> bool:
     return _token_regex(*tokens(dependency_rules, ctx)).search(text.lower()) is not None
 
 
+def read(kind: str, text: str) -> tuple[list[Entry], list[Problem]]:
+    """The entries and problems of a manifest of `kind` (scan/files.py manifest_kind)."""
+    if kind == "requirements":
+        entries, problems, _ = manifests.read_requirements(text)
+        return entries, problems
+    readers = {"pyproject": toml_manifests.read_pyproject, "pipfile": toml_manifests.read_pipfile,
+               "uv-lock": toml_manifests.read_toml_lock, "poetry-lock": toml_manifests.read_toml_lock,
+               "pdm-lock": toml_manifests.read_toml_lock, "pipfile-lock": toml_manifests.read_pipfile_lock,
+               "setup-py": manifests.read_setup_py, "setup-cfg": manifests.read_setup_cfg,
+               "conda": manifests.read_conda, "dockerfile": manifests.read_dockerfile}
+    return readers[kind](text)
+
+
 def hits(relpath: str, kind: str, text: str, dependency_rules, ctx: DependencyContext
          ) -> tuple[list[tuple[object, int, str, str, str, bool]], list[Problem]]:
     """(rule, line, value, name, subject, optional) for each finding of a manifest, and the lines
     it could not read. `name` picks a rule's `fixes` entry (the matched distribution, channel or
     image); `optional`: the entry is in an extra or a dependency group (reported guarded: it never
     blocks, like code under an availability check)."""
-    entries, problems = manifests.read(kind, text)
-    judge = _Judge(ctx, manifests.uv_sources(text) if kind == "pyproject" else {})
+    entries, problems = read(kind, text)
+    judge = _Judge(ctx, toml_manifests.uv_sources(text) if kind == "pyproject" else {})
     out: list[tuple[object, int, str, str, str, bool]] = []
     seen: set[tuple[str, int, str]] = set()
     for matcher, rule in dependency_rules:
