@@ -39,6 +39,7 @@ class ScanOptions:
     cache: bool = True                   # read and write the scan cache (OPSCAN_NO_CACHE also turns it off)
     cache_dir: str | None = None         # None = $OPSCAN_CACHE_DIR, else ~/.cache/opscan
     check_fixes: bool = True             # check suggested replacements against the installed torch
+    environment: str | None = None       # `--environment PYTHON`: read its installed distributions' metadata
 
 
 def rule_info(rule) -> RuleInfo:
@@ -78,7 +79,8 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None) -> Sc
         probe = CachedProbe(folder) if options.check_fixes else None
     result = scan_paths(root, paths, rules=rules, exclude=config.exclude,
                         jobs=default_jobs() if options.jobs is None else options.jobs,
-                        check_fixes=options.check_fixes, cache=cache, probe=probe)
+                        check_fixes=options.check_fixes, cache=cache, probe=probe,
+                        deps=dependency_context(config, options.environment))
     if probe is not None:
         probe.save()
     extra = unused_suppressions(root, result, rules, rules.known)   # OPS003, when selected (rules/unused-suppression.yaml)
@@ -86,6 +88,32 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None) -> Sc
     infos = tuple(rule_info(r) for r in rules)
     return ScanOutcome(findings=findings, files_scanned=result.files_scanned, rules=infos, notes=result.notes,
                        facts=result.facts)
+
+
+def dependency_context(config: Config, environment: str | None = None):
+    """What the dependency rules judge manifests against (scan/dependencies.py DependencyContext):
+    the torch pairing of the selected release (its file's head, opscan/pairing.py: the database is
+    not loaded), the CUDA-only library catalog's distributions, and with `environment` the torch
+    requirements of the distributions installed there (opscan/environment.py).
+
+    Raises:
+        DatabaseError: the selected release does not exist.
+        UsageError: `environment` is no Python interpreter opscan can read.
+    """
+    from opscan.pairing import release_head
+    from opscan.plan.libraries import shipped
+    from opscan.scan.dependencies import DependencyContext, library_patterns
+
+    head = release_head(config.backend or None, config.db)
+    installed: tuple = ()
+    where = ""
+    if environment:
+        from opscan.environment import torch_requirements
+
+        installed, where = torch_requirements(environment)
+    return DependencyContext(release=head.spec, torch=head.torch, pairs=head.describe(),
+                             libraries=library_patterns(shipped().libraries), installed=installed,
+                             environment=where)
 
 
 def _included(rel: str, patterns: tuple[str, ...], root: Path, config_root: Path) -> bool:

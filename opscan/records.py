@@ -22,6 +22,7 @@ CATEGORIES: dict[str, str] = {
     "cuda-only-lib": "an import of a library that only runs on CUDA",
     "device-dispatch": "a place that chooses among other accelerators (npu, xpu, mps, ...) by name: where the port adds neuron",
     "input": "a file opscan could not read or parse, or a problem in opscan's own run",
+    "dependency": "a dependency manifest line that installs a torch or a CUDA build TorchNeuron cannot use",
 }
 
 # Closed vocabulary of port-task kinds: every rule declares one in its YAML (`task:`); the planner
@@ -37,6 +38,8 @@ TASKS: dict[str, str] = {
     "device-dispatch": "add neuron to the device dispatch, as done for the other accelerators",
     "library": "replace a CUDA-only library (one task per library)",
     "kernel": "port a custom kernel (one task per kernel)",
+    "torch-version": "move to the torch the TorchNeuron release pairs with, with every package that pins torch",
+    "cuda-packages": "install CPU builds instead of CUDA builds: NVIDIA packages, conda CUDA packages, CUDA base images",
     "none": "not port work: a file opscan could not read, or a problem in opscan's own run",
 }
 
@@ -702,12 +705,13 @@ class Blockers:
     unreadable_files: int = 0            # files opscan could not read (their findings are errors)
     syntax_errors: tuple[str, ...] = ()  # "path:line" of the first syntax error of each such file (of the above)
     compiled_fallback_ops: int = 0       # ops with no kernel inside torch.compile regions (TorchCompile)
+    dependencies: int = 0                # manifest lines holding torch (or a package pinned to it) off the release's pairing
 
     @property
     def count(self) -> int:
         """The blocking count: every item above is one thing to fix before the code runs."""
         return (self.sites + self.kernels + self.libraries + self.unsupported_ops + self.unreadable_files
-                + self.compiled_fallback_ops)
+                + self.compiled_fallback_ops + self.dependencies)
 
     def describe(self) -> str:
         """"12 CUDA-pinned sites in 2 files, 3 custom kernels": the words of the headline and the gate."""
@@ -716,6 +720,8 @@ class Blockers:
         parts = []
         if self.sites:
             parts.append(f"{n(self.sites, 'CUDA-pinned site')} in {n(self.files, 'file')}")
+        if self.dependencies:   # first: the torch move comes before every other task (docs/dependencies.md)
+            parts.insert(0, n(self.dependencies, "dependency pin") + " off the paired torch")
         if self.kernels:
             parts.append(n(self.kernels, "custom kernel"))
         if self.libraries:

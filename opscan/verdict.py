@@ -18,7 +18,8 @@ the verdict (`Verdict.blockers`); the headline, the gate line, the terminal and 
 JSON `verdict.blockers` and the preflight all read it. Each unguarded finding of severity error
 counts once, by what it is: a kernel finding counts its kernel (one per kernel task), a CUDA-only
 library import its library, a file opscan could not read its file, any other its location (a
-CUDA-pinned site); each traced op the backend rejects counts once. Warnings and guarded findings
+CUDA-pinned site); a manifest line holding torch off the release's pairing (task torch-version)
+counts once as a dependency pin; each traced op the backend rejects counts once. Warnings and guarded findings
 never block: they are sites of port tasks, not blockers.
 """
 
@@ -119,6 +120,7 @@ def count_blockers(report: Report) -> Blockers:
     unreadable: set[str] = set()
     syntax: dict[str, str] = {}   # file -> its first syntax error's "path:line"
     sites = set()
+    pins = set()   # manifest lines holding torch off the release's pairing (task torch-version)
     for finding in blocking_findings(report):
         where = finding.location
         if finding.category == "input":
@@ -130,12 +132,15 @@ def count_blockers(report: Report) -> Blockers:
             kernels.add(task.id if task is not None else f"file:{where.path}")
         elif finding.task == "library":
             libraries.add(finding.subject or where.path)
+        elif finding.task == "torch-version":
+            pins.add((where.path, where.line))
         else:
             sites.add(where)
     compiled = report.torch_compile.blocking_ops if report.torch_compile is not None else ()
     return Blockers(sites=len(sites), files=len({s.path for s in sites}), kernels=len(kernels),
                     libraries=len(libraries), unsupported_ops=len(unsupported_ops(report)),
                     unreadable_files=len(unreadable), syntax_errors=tuple(syntax[p] for p in sorted(syntax)),
+                    dependencies=len(pins),
                     compiled_fallback_ops=len(compiled))   # NOTE [compile semantics] in opscan/compile_check.py
 
 

@@ -33,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from opscan.commands.flags import add_db_argument
 
     add_db_argument(parser)   # one --db FILE meaning in every command
+    parser.add_argument("--environment", metavar="PYTHON", default=None,
+                        help="judge dependency manifests by the torch requirements of the distributions "
+                             "installed for PYTHON (or `current`), not the tables (docs/dependencies.md)")
     parser.add_argument("--fail-on", action="append", metavar="WHAT", default=None,
                         help="exit 1 on: error, warning, fallback, unknown, custom-kernel "
                              "(comma list or repeated; default: [tool.opscan] fail-on, else error)")
@@ -173,6 +176,15 @@ def gate(report, fail_on: tuple[str, ...], exit_zero: bool, allow_unchecked: boo
     return 1 if reasons and not exit_zero else 0
 
 
+def _scan_options(args: argparse.Namespace):
+    """`--environment`: the scan reads that environment's installed metadata (None: the defaults)."""
+    if not getattr(args, "environment", None):
+        return None
+    from opscan.phases import ScanOptions
+
+    return ScanOptions(environment=args.environment)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the whole analysis of args.path and print it."""
     from opscan.app import RunOptions, analyse
@@ -182,7 +194,8 @@ def run(args: argparse.Namespace) -> int:
     options = RunOptions(
         trace=not args.no_trace, baseline=Path(args.baseline) if args.baseline else config.baseline,
         trust_remote_code=getattr(args, "trust_remote_code", False), mode=getattr(args, "mode", None),
-        limits=isolation_from(args))   # each model's code runs in a child process (docs/reliability.md)
+        limits=isolation_from(args),   # each model's code runs in a child process (docs/reliability.md)
+        scan=_scan_options(args))
     errors = []   # models that could not be checked; the verdict carries them (Verdict.unchecked)
     with _progress() as progress:
         report = analyse(Path(args.path), config, options, progress=progress, on_error=errors.append)

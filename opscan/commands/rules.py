@@ -67,8 +67,12 @@ def _test(args: argparse.Namespace) -> int:
     failed = 0
     from opscan.fix.examples import check_autofix   # `autofix` before/after examples (docs/fix.md)
 
+    from opscan.config import Config
+    from opscan.phases import dependency_context
+
+    deps = dependency_context(Config(Path.cwd()))   # manifest examples: the newest TorchNeuron release's pairing
     for rule in rules:
-        failures = [*check_rule(rule), *check_autofix(rule)]
+        failures = [*check_rule(rule, deps=deps), *check_autofix(rule)]
         count = len(rule.examples) + (len(rule.autofix.examples) if rule.autofix else 0)
         if failures:
             failed += 1

@@ -49,6 +49,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "~/.cache/opscan; never a folder an untrusted change can write)")
     parser.add_argument("--no-fix-check", action="store_true",
                         help="do not check suggested replacements against the installed torch")
+    parser.add_argument("--backend", metavar="RELEASE", default=None,
+                        help="the TorchNeuron release dependency manifests are judged against (its torch "
+                             "pairing; default: [tool.opscan] backend, else the newest TorchNeuron release)")
+    parser.add_argument("--db", metavar="FILE", default=None,
+                        help="a release file (or folder of them) replacing the shipped coverage database")
+    parser.add_argument("--environment", metavar="PYTHON", default=None,
+                        help="read the torch requirements of the distributions installed for PYTHON (or "
+                             "`current`: the running interpreter) instead of the tables (docs/dependencies.md)")
     parser.add_argument("--concise", action="store_true",
                         help="print one line per finding and one summary line instead of the report "
                              "(the pre-commit hook's output; `opscan PATH` prints the whole report)")
@@ -87,6 +95,8 @@ def build_config(args: argparse.Namespace, root: Path):
         ignore=_codes(args.ignore),
         exclude=config.exclude + tuple(args.exclude) if args.exclude else None,
         extra_rules=_dedupe(config.extra_rules + tuple(Path(d).resolve() for d in args.rules)) if args.rules else None,
+        backend=getattr(args, "backend", None),
+        db=Path(args.db).resolve() if getattr(args, "db", None) else None,
     )
 
 
@@ -112,7 +122,7 @@ def build_report(args: argparse.Namespace):
     config = build_config(args, root)
     baseline = Path(args.baseline) if args.baseline else config.baseline
     options = ScanOptions(paths=paths, jobs=args.jobs, cache=not args.no_cache, cache_dir=args.cache_dir,
-                          check_fixes=not args.no_fix_check)
+                          check_fixes=not args.no_fix_check, environment=getattr(args, "environment", None))
     report = analyse(root, config, RunOptions(trace=False, baseline=baseline, scan=options, untraced=SOURCE_ONLY))
     return report, config
 

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from opscan.fix import manifest as manifest_fix
 from opscan.fix.codemods import handles_guarded
 from opscan.fix.module import SiteOutcome, fix_module, manual_outcome
 from opscan.fix.notebook import fix_notebook
@@ -154,7 +155,7 @@ def fix_paths(targets, config_for, unsafe: bool = False, write: bool = True, pro
             if path in seen:
                 continue
             seen.add(path)
-            if not any(fixable(f, by_id, unsafe) for f in findings):
+            if not any(fixable(f, by_id, unsafe) or manifest_fix.certain(f, by_id) for f in findings):
                 run.files.append(FileFix(rel, str(root), outcomes=tuple(manual_outcome(f, by_id) for f in findings),
                                          skipped="no fixable finding"))
                 continue
@@ -182,8 +183,16 @@ def _fix_file(root: Path, rel: str, rules, by_id: dict, unsafe: bool, write: boo
         before = read_source_bytes(path, root)
     except (UnreadableFile, OSError) as exc:
         return FileFix(rel, str(root), skipped=f"cannot read: {getattr(exc, 'reason', exc)}")
+    from opscan.scan.files import manifest_kind
+
     scanned = scan_source(rel, before, rules)
     findings = list(scanned.findings)
+    if manifest_kind(rel) and manifest_kind(rel) != "setup-py":   # text edits of exact lines (fix/manifest.py)
+        if any(by_id.get(f.rule) is not None and by_id[f.rule].name in INPUT_RULES for f in findings):
+            return FileFix(rel, str(root), before, before, tuple(manual_outcome(f, by_id) for f in findings),
+                           skipped="the manifest could not be read")
+        after, outcomes = manifest_fix.fix_manifest(before, findings, by_id)
+        return _write(path, rel, root, before, after, outcomes, write)
     broken = [f for f in findings if by_id.get(f.rule) is not None and by_id[f.rule].name in INPUT_RULES]
     if broken:
         return FileFix(rel, str(root), before, before, tuple(
@@ -194,7 +203,12 @@ def _fix_file(root: Path, rel: str, rules, by_id: dict, unsafe: bool, write: boo
     else:
         result = fix_module(before, findings, by_id, unsafe, probe, bindings=scanned.facts.bindings)
     after = result.text if isinstance(result.text, bytes) else result.text.encode("utf-8")
-    fixed = FileFix(rel, str(root), before, after, result.outcomes)
+    return _write(path, rel, root, before, after, result.outcomes, write)
+
+
+def _write(path: Path, rel: str, root: Path, before: bytes, after: bytes, outcomes, write: bool) -> FileFix:
+    """Write `after` over `before` atomically, unless the file changed on disk meanwhile (NOTE [fix writes])."""
+    fixed = FileFix(rel, str(root), before, after, outcomes)
     if not write or after == before:
         return fixed
     try:
@@ -205,9 +219,9 @@ def _fix_file(root: Path, rel: str, rules, by_id: dict, unsafe: bool, write: boo
         return FileFix(rel, str(root), before, before, tuple(
             SiteOutcome(o.finding, "left", "the file changed on disk while it was being fixed: not overwritten",
                         "file-skipped")
-            if o.status == "fixed" else o for o in result.outcomes), skipped="changed on disk during the fix")
+            if o.status == "fixed" else o for o in outcomes), skipped="changed on disk during the fix")
     try:
         atomic_write(path, after)
     except OSError as exc:
-        return FileFix(rel, str(root), before, before, result.outcomes, skipped=f"cannot write: {exc.strerror or exc}")
-    return FileFix(rel, str(root), before, after, result.outcomes, written=True)
+        return FileFix(rel, str(root), before, before, outcomes, skipped=f"cannot write: {exc.strerror or exc}")
+    return FileFix(rel, str(root), before, after, outcomes, written=True)

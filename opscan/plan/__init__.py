@@ -39,7 +39,12 @@ def _title(draft: grouping.Draft) -> str:
     ops = [u.op for u in draft.ops]
     shown = ", ".join(f"`{op}`" for op in ops[:3]) + (f" and {len(ops) - 3} more" if len(ops) > 3 else "")
     n_ops = f"{len(ops)} op{'s' * (len(ops) != 1)}"
-    text = draft.kind.title.format(sites=where, name=draft.name, count=len(ops), n_ops=n_ops, ops=shown)
+    paired = sorted({d[1] for d in (sizing.torch_distance(f.subject) for f in draft.findings) if d is not None})
+    torch = "/".join(paired) if paired else "the torch the release pairs with"
+    if paired:   # the subject names every paired minor: show them all ("2.13/2.14")
+        torch = next(f.subject.split(" to ", 1)[1] for f in draft.findings if sizing.torch_distance(f.subject))
+    text = draft.kind.title.format(sites=where, name=draft.name, count=len(ops), n_ops=n_ops, ops=shown,
+                                   torch=torch)
     return text
 
 

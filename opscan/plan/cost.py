@@ -32,6 +32,7 @@ class CostConfig:
     op_low: float = 0.5                    # range of op work (unsupported, fallback): likely x low ..
     op_high: float = 2.0                   # .. likely x high
     hours_per_day: float = 8.0             # one engineer-day
+    torch_minor_hours: float = 6.0         # moving torch by one minor version (2.0 -> 2.1): a prior, not calibrated
     # seconds neuronx-cc takes per compile signature (op + shapes + dtypes, or one torch.compile
     # graph): an assumption only the user can make (no readable fact states it); None = unknown
     compile_seconds_per_signature: float | None = None

@@ -110,6 +110,18 @@ def _kernels(findings: list[Finding], ops: list[OpUsage], sources: Mapping[Locat
     return out
 
 
+def _manifest_only_libraries(drafts: dict[str, Draft]) -> None:
+    """A CUDA-only library only a dependency manifest names (OPS506; no code imports it as a
+    library: unused, or the language of a kernel task, like `triton`) is no library port: its
+    requirement is dropped with the other CUDA builds (the `cuda-packages` task, docs/dependencies.md)."""
+    for task_id in [k for k, d in drafts.items() if d.kind is task_kinds.LIBRARY_KIND]:
+        draft = drafts[task_id]
+        if draft.findings and all(f.category == "dependency" for f in draft.findings):
+            del drafts[task_id]
+            kind = task_kinds.CUDA_PACKAGES_KIND
+            drafts.setdefault(kind.id, Draft(kind, kind.id)).findings.extend(draft.findings)
+
+
 def group(findings: tuple[Finding, ...], ops: list[OpUsage], coverage: Mapping[str, Coverage],
           kernel_sources: Mapping[Location, tuple] | None = None) -> list[Draft]:
     """Drafts for every port task the findings and traced ops call for."""
@@ -136,6 +148,7 @@ def group(findings: tuple[Finding, ...], ops: list[OpUsage], coverage: Mapping[s
         kind = task_kinds.OP_KINDS.get(status.task)   # the op-gap task its status makes (NOTE [status facts])
         if kind is not None:
             drafts.setdefault(kind.id, Draft(kind, kind.id)).ops.append(usage)
+    _manifest_only_libraries(drafts)
     for draft in _kernels(kernel_findings, custom_ops, kernel_sources or {}):
         if draft.id in drafts:   # two groups with one name: keep them apart, deterministically
             draft.id = f"{draft.id}@{draft.findings[0].location.path if draft.findings else 'trace'}"

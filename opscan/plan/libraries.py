@@ -20,7 +20,7 @@ SIZES = ("small", "medium", "large")
 
 _TOP = {"schema_version": True, "sizes": True, "libraries": True, "kernel_families": True}
 _LIBRARY = {"id": True, "packages": True, "size": True, "replacement": True, "why": True, "hours": True,
-            "call_site_minutes": True, "api": False, "sources": True}
+            "call_site_minutes": True, "api": False, "sources": True, "distributions": False}
 _PART = {"names": True, "size": True, "replacement": True, "why": True, "hours": True}
 _FAMILY = {"id": True, "rules": True, "replacement": True, "why": True, "factor": True, "sources": True}
 _RANGE = {"low": True, "likely": True, "high": True}
@@ -62,6 +62,9 @@ class Library:
     call_site_minutes: float
     api: tuple[ApiPart, ...]
     sources: tuple[str, ...]
+    # the distributions (pip names, fnmatch patterns) that install it; () = its packages' names
+    # (`flash_attn` -> `flash-attn`): read by the dependency rules (OPS506, docs/dependencies.md)
+    distributions: tuple[str, ...] = ()
 
     def part_for(self, name: str) -> ApiPart | None:
         """The first API part that covers an imported name, else None (the entry's own hours)."""
@@ -176,7 +179,7 @@ def _library(raw, seen_ids: dict, seen_packages: dict, line: int | None) -> Libr
                              _range(item, "hours", part_what)))
     return Library(lib_id, packages, _size(raw, what), _text(raw, "replacement", what), _text(raw, "why", what),
                    _range(raw, "hours", what), _number(raw, "call_site_minutes", what), tuple(parts),
-                   _urls(raw, what))
+                   _urls(raw, what), _strings(raw, "distributions", what) if "distributions" in raw else ())
 
 
 def _family(raw, seen_ids: dict, seen_rules: dict, line: int | None) -> KernelFamily:

@@ -45,6 +45,15 @@ EDGES: tuple[tuple[str, str, str], ...] = (
      "from capturing it"),
     ("library", "torch-compile", "a CUDA-only library's kernels in the model stop `torch.compile(backend=\"neuron\")` "
      "from capturing it"),
+    ("torch-version", "unsupported-ops", "the ops are judged for the torch the release pairs with: trace again "
+     "on it before providing missing ones"),
+    ("torch-version", "cpu-fallback", "the ops are judged for the torch the release pairs with: trace again on "
+     "it before working around fallbacks"),
+    ("torch-version", "may-fall-back", "the ops are judged for the torch the release pairs with: probe them on it"),
+    ("torch-version", "unknown-ops", "the ops are judged for the torch the release pairs with: probe them on it"),
+    ("torch-version", "torch-compile", "`torch.compile(backend=\"neuron\")` needs the torch the release pairs with"),
+    ("torch-version", "library", "the library's PyTorch replacement is written and compared on the paired torch"),
+    ("torch-version", "kernel", "the NKI kernel is registered with the torch-neuronx built for the paired torch"),
     ("cuda-graphs", "torch-compile", "with CUDA-graph capture removed, `torch.compile(backend=\"neuron\")` is "
      "the compiled path left"),
 )

@@ -3,6 +3,7 @@ code shows, with the arithmetic spelled out (NOTE [effort model]; docs/tasks.md,
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from opscan.records import Location
@@ -194,6 +195,41 @@ def _kernel(draft: Draft, cost: CostConfig, usage: Usage, book: Catalog) -> Esti
     return Estimate(low, likely, high, basis)
 
 
+_TORCH_SUBJECT = re.compile(r"^torch (?P<pin>\d+\.\d+) to (?P<paired>\d+\.\d+(?:/\d+\.\d+)*)$")
+
+
+def torch_distance(subject: str) -> tuple[str, str, int] | None:
+    """(pinned minor, nearest paired minor, minor versions between) from an OPS501 subject
+    (`torch 2.0 to 2.13/2.14`, NOTE [torch pins] in scan/dependencies.py); None for other subjects.
+    torch 1.x counts 1.13 -> 2.0 as one step."""
+    match = _TORCH_SUBJECT.match(subject)
+    if not match:
+        return None
+
+    def ordinal(minor: str) -> int:
+        major, rest = (int(p) for p in minor.split("."))
+        return rest if major >= 2 else rest - 14
+
+    pin = ordinal(match["pin"])
+    paired = min(match["paired"].split("/"), key=lambda m: abs(ordinal(m) - pin))
+    return match["pin"], paired, abs(ordinal(paired) - pin)
+
+
+def _torch_move(draft: Draft, cost: CostConfig) -> Estimate:
+    """The torch move: the edits, plus torch-minor-hours per minor version crossed (NOTE [effort model])."""
+    edit, text = _edits(draft, cost)
+    distances = [d for d in (torch_distance(f.subject) for f in draft.findings) if d is not None]
+    check = cost.task_hours
+    if not distances:
+        return _scaled(edit + check, cost.mechanical_low, cost.mechanical_high,
+                       f"{text} + {_num(check)} h to check (no torch pin to move: the packages only)", "range")
+    pin, paired, steps = max(distances, key=lambda d: d[2])
+    move = steps * cost.torch_minor_hours
+    return _scaled(edit + check + move, cost.mechanical_low, cost.mechanical_high,
+                   f"torch {pin} -> {paired}: {steps} minor version(s) x {_num(cost.torch_minor_hours)} h "
+                   f"(torch-minor-hours) + {text} + {_num(check)} h to check ({draft.kind.check})", "range")
+
+
 def size(draft: Draft, cost: CostConfig, usage: Usage, book: Catalog) -> Estimate:
     """The effort range of `draft` under `cost`, with its basis as one readable line."""
     kind = draft.kind
@@ -202,6 +238,8 @@ def size(draft: Draft, cost: CostConfig, usage: Usage, book: Catalog) -> Estimat
         return _kernel(draft, cost, usage, book)
     if kind is task_kinds.LIBRARY_KIND:
         return _library(draft, cost, usage, book)
+    if kind is task_kinds.TORCH_VERSION_KIND:
+        return _torch_move(draft, cost)
     count = len(draft.ops)
     if kind is task_kinds.UNSUPPORTED_KIND:
         return _scaled(count * cost.unsupported_op_days * cost.hours_per_day + overhead, cost.op_low, cost.op_high,

@@ -100,6 +100,26 @@ SOURCE_KINDS: tuple[Kind, ...] = (
          (URL_RELEASE_NOTES, URL_ABOUT), "device-agnostic", False, "a run of the script on the device", 0.25),
 )
 
+# The dependency manifests' tasks (rules OPS501-OPS508, docs/dependencies.md). The torch move comes
+# first: the ops are judged for the torch the release pairs with (ordering.EDGES).
+TORCH_VERSION_KIND = Kind(
+    "torch-version", "move to torch {torch} with the packages that pin it ({sites})",
+    "move the torch requirement to a version the release pairs with, and with it every package built "
+    "for one torch (torchvision, torchaudio, xformers, ...); drop packages with no build for it "
+    "(torchtext); install from PyTorch's CPU wheel index instead of a CUDA one; relock",
+    "TorchNeuron's packages are built for one torch each (torch-neuronx 2.13.x with torch 2.13, 2.14.x with "
+    "2.14): install the torch-neuronx family matching the PyTorch version",
+    (URL_RELEASE_NOTES,), "device-agnostic", False,
+    "the test suite and a training run on the new torch")
+
+CUDA_PACKAGES_KIND = Kind(
+    "cuda-packages", "drop CUDA builds from the install ({sites})",
+    "remove NVIDIA runtime wheels, `*-cu12` builds, conda CUDA packages and channels from the Trainium "
+    "install (or move them to a CUDA-only extra), and build images on a base without CUDA",
+    "a Trainium host has no NVIDIA GPU: CUDA builds install libraries nothing loads, and CUDA images carry "
+    "a CUDA torch",
+    (URL_ABOUT,), "device-agnostic", False, "a fresh install of the environment", 1.0)
+
 LIBRARY_KIND = Kind(   # action and why come from the library's catalog entry (libraries.yaml) when it has one
     "library", "replace CUDA-only library `{name}` ({sites})",
     "no catalog entry: give this code a pure-PyTorch path, or port the kernels it uses to NKI "
@@ -171,7 +191,8 @@ OP_ADVICE: dict[str, str] = {
 
 
 # Every task kind a rule can declare (model.TASKS), by id; "none" is not port work.
-BY_TASK: dict[str, Kind] = {kind.id: kind for kind in (*SOURCE_KINDS, LIBRARY_KIND, KERNEL_KIND)}
+BY_TASK: dict[str, Kind] = {kind.id: kind for kind in (*SOURCE_KINDS, LIBRARY_KIND, KERNEL_KIND,
+                                                        TORCH_VERSION_KIND, CUDA_PACKAGES_KIND)}
 # The op-gap kinds (model.OP_TASKS), by id: the task an op status makes (model.OpStatus.task).
 OP_KINDS: dict[str, Kind] = {kind.id: kind for kind in (UNSUPPORTED_KIND, FALLBACK_KIND,
                                                                MAYBE_FALLBACK_KIND, UNKNOWN_KIND)}

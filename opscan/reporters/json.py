@@ -299,7 +299,7 @@ def _blockers(blockers: Blockers) -> dict:
     return {"count": blockers.count, "sites": blockers.sites, "files": blockers.files,
             "kernels": blockers.kernels, "libraries": blockers.libraries,
             "unsupported_ops": blockers.unsupported_ops, "unreadable_files": blockers.unreadable_files,
-            "syntax_errors": list(blockers.syntax_errors),
+            "syntax_errors": list(blockers.syntax_errors), "dependencies": blockers.dependencies,
             "compiled_fallback_ops": blockers.compiled_fallback_ops}
 
 

@@ -19,7 +19,7 @@ from opscan.fsutil import UnreadableFile, read_source_bytes
 from opscan.records import Finding, Location, ScanFacts
 from opscan.scan import native
 from opscan.scan.facts import decode_facts, encode_facts, file_facts, merge
-from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, discover
+from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, discover, manifest_kind
 from opscan.scan.matchers import from_import_names
 from opscan.scan.fixes import check_fixes as _check_fixes
 from opscan.scan.project import EMPTY, Project, local_packages, packages_on_disk, project_from_files
@@ -173,7 +173,7 @@ def _extra_words(project: Project) -> frozenset[str]:
 # `precheck=False` restores the old path (every file parsed, the visitor's own line filter only);
 # tests compare both (tests/scan/test_scan_files.py).
 def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY,
-                precheck: bool = True) -> FileResult:
+                precheck: bool = True, deps=None) -> FileResult:
     """Scan one file's bytes. Pure: the same inputs always give the same FileResult.
 
     Args:
@@ -182,7 +182,74 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
         rules: the rules to apply.
         project: facts about the whole tree (compiled extension names).
         precheck: skip the parse of a file that spells no token (NOTE [pre-check]).
+        deps: what the dependency rules judge manifests against (scan/dependencies.py
+            DependencyContext; None: no release known, torch pins are not judged).
     """
+    kind = manifest_kind(relpath) or ("requirements" if relpath in project.requirements else "")
+    if kind and kind != "setup-py":
+        return scan_manifest(relpath, data, rules, kind, deps)
+    if kind == "setup-py":   # Python first, then its install_requires (NOTE [manifests in the scan])
+        python = _scan_python(relpath, data, rules, project, precheck)
+        manifest = scan_manifest(relpath, data, rules, kind, deps)
+        if not manifest.findings:
+            return python
+        findings = tuple(sorted(python.findings + manifest.findings, key=Finding.sort_key))
+        requires = dict(zip(python.findings, python.requires))
+        return replace(python, findings=findings, requires=tuple(requires.get(f, ()) for f in findings),
+                       parsed=True)
+    return _scan_python(relpath, data, rules, project, precheck)
+
+
+# NOTE [manifests in the scan]
+# Dependency manifests (scan/files.py manifest_kind: requirements files, pyproject.toml, setup.py,
+# setup.cfg, Pipfile, uv/poetry/pdm/Pipfile locks, conda environments, Dockerfiles) are one more
+# kind of file of the same pipeline: discovered by the walk, scanned by the pure `scan_source`,
+# cached per content, suppressed with `# opscan: ignore[...]`, sorted with every other finding.
+# Their findings come from the rules' `dependency` matchers (scan/dependencies.py), with the
+# DependencyContext of the run (the release's torch pairing) in the cache salt. A manifest that
+# spells no token (NOTE [manifest pre-check]) is not read further: FileResult(parsed=False,
+# scanned=False). A line that cannot be read is OPS000 at that line; the rest of the file is
+# still judged. setup.py is a Python file too: both results are merged. A lock beside a manifest
+# that already reports the same package is not reported again (_dedupe_locks).
+def scan_manifest(relpath: str, data: bytes, rules: RuleSet, kind: str, deps=None) -> FileResult:
+    """Findings of one dependency manifest (NOTE [manifests in the scan])."""
+    from opscan.scan import dependencies
+
+    compiled = rules.compiled
+    scanned = kind != "pyproject"   # a pyproject without dependency findings stays a build file
+    if not compiled.dependencies:
+        return FileResult(relpath, scanned=False, parsed=False)
+    try:
+        text = decode(data)
+    except DecodeError as exc:
+        builder = _Builder(relpath, [], {})
+        _input(builder, rules, "unreadable", line=exc.line, value=str(exc))
+        return builder.result()
+    text = _universal_newlines(text)
+    ctx = deps if deps is not None else dependencies.EMPTY
+    if not dependencies.relevant(text, tuple(compiled.dependencies), ctx):
+        count = text.count("\n") + (bool(text) and not text.endswith("\n"))
+        return FileResult(relpath, scanned=scanned and kind != "setup-py", lines=count, parsed=False)
+    lines = _split_lines(text)
+    builder = _Builder(relpath, lines, comment_suppressions(lines, "#"))
+    try:
+        hits, problems = dependencies.hits(relpath, kind, text, tuple(compiled.dependencies), ctx)
+    except Exception as exc:  # noqa: BLE001 - NOTE [one rule, one file]: one bad manifest costs itself only
+        _input(builder, rules, "internal-error", value=f"reading this manifest failed: {type(exc).__name__}: {exc}")
+        return builder.result()
+    for problem in problems:
+        _input(builder, rules, "parse-error", line=problem.line, value=problem.message)
+    for rule, line, value, name, subject, optional in hits:
+        text_line = lines[line - 1] if 0 < line <= len(lines) else ""
+        col = len(text_line) - len(text_line.lstrip()) + 1
+        builder.add(rule, line, col, value=value, name=name, subject=subject, guarded=optional)
+    result = builder.result()
+    return replace(result, scanned=scanned or bool(result.findings), lines=len(lines))
+
+
+def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY,
+                 precheck: bool = True) -> FileResult:
+    """scan_source for Python files, notebooks and native sources."""
     base = relpath.rsplit("/", 1)[-1]
     if base in BUILD_FILES and not base.endswith(".py"):
         return FileResult(relpath, scanned=False)
@@ -300,7 +367,7 @@ def _importers(results, wrappers: frozenset[str]) -> list[str]:
 
 
 def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, read,
-                 precheck: bool = True, cache=None) -> list[FileResult]:
+                 precheck: bool = True, cache=None, deps=None) -> list[FileResult]:
     wrappers = _wrapper_facts(results)
     if not wrappers:
         return results
@@ -332,7 +399,7 @@ def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, re
             except (KeyError, TypeError, ValueError, IndexError):   # not intact: scan again
                 result = None
             if result is None:
-                result = scan_source(path, data, rules, project, precheck)
+                result = scan_source(path, data, rules, project, precheck, deps)
                 if cache is not None:
                     cache.put(key, encode_result(result))
         out.append(result)
@@ -446,15 +513,68 @@ def unused_suppression_findings(result: ScanResult, rules: RuleSet, known, read_
 
 
 def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, check_fixes: bool = False,
-                precheck: bool = True) -> ScanResult:
+                precheck: bool = True, deps=None) -> ScanResult:
     """Scan files held in memory (relative path -> content); used by rule examples and tests.
-    `precheck=False`: parse every file (NOTE [pre-check]), for tests comparing both paths."""
+    `precheck=False`: parse every file (NOTE [pre-check]), for tests comparing both paths.
+    `deps`: the DependencyContext manifests are judged against (scan/dependencies.py)."""
     rules = rules if rules is not None else load_rules()
     data = {k: v.encode("utf-8") if isinstance(v, str) else v for k, v in sorted(files.items())}
     project = project_from_files(data, local_packages("", False, data))
-    results = _second_pass([scan_source(rel, blob, rules, project, precheck) for rel, blob in data.items()],
-                           project, rules, data.__getitem__, precheck)
-    return mark_fixable(_collect(results, check_fixes), rules)
+    results = _second_pass([scan_source(rel, blob, rules, project, precheck, deps) for rel, blob in data.items()],
+                           project, rules, data.__getitem__, precheck, deps=deps)
+    return mark_fixable(_collect(_dedupe_locks(results), check_fixes), rules)
+
+
+# The lock files and the manifests whose versions they resolve (NOTE [manifests in the scan]).
+_LOCKS = {"uv.lock": ("pyproject.toml",), "poetry.lock": ("pyproject.toml",), "pdm.lock": ("pyproject.toml",),
+          "Pipfile.lock": ("Pipfile",)}
+
+
+def _dedupe_locks(results: list[FileResult]) -> list[FileResult]:
+    """A lock's finding on a package its manifest (same folder) already reports, under the same
+    rule, is dropped: the manifest's line is the one to change, the lock follows (reported once)."""
+    by_path = {r.path: r for r in results}
+    out = []
+    for result in results:
+        folder, _, base = result.path.rpartition("/")
+        owners = [by_path.get(f"{folder}/{m}" if folder else m) for m in _LOCKS.get(base, ())]
+        reported = {(f.rule, f.subject.split(" ")[0]) for owner in owners if owner is not None for f in owner.findings}
+        # the manifest's CUDA index (OPS504 on "index") is the cause of every CUDA build its lock resolves
+        indexed = {f.rule for owner in owners if owner is not None for f in owner.findings if f.subject == "index"}
+        if reported and result.findings:
+            kept = [(f, r) for f, r in zip(result.findings, result.requires or [()] * len(result.findings))
+                    if (f.rule, f.subject.split(" ")[0]) not in reported and f.rule not in indexed]
+            if len(kept) != len(result.findings):
+                result = replace(result, findings=tuple(f for f, _ in kept), requires=tuple(r for _, r in kept))
+        out.append(result)
+    return out
+
+
+def requirement_includes(root: Path, relpaths: list[str]) -> list[str]:
+    """The files the discovered requirements files include (`-r`/`-c`) whose names do not say they
+    are one (`-r dev.txt`), relative to the root; read only when a requirements file names one."""
+    from opscan.scan.manifests import included_files
+
+    listed = {rel for rel in relpaths if manifest_kind(rel)}
+    queue = [rel for rel in relpaths if manifest_kind(rel) == "requirements"]
+    extra: list[str] = []
+    while queue:
+        rel = queue.pop()
+        try:
+            text = (root / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if "-r" not in text and "-c" not in text and "--requirement" not in text and "--constraint" not in text:
+            continue
+        folder = rel.rpartition("/")[0]
+        for name in included_files(text):
+            candidate = os.path.normpath(os.path.join(folder, name)).replace(os.sep, "/")
+            if candidate.startswith("..") or candidate in listed or not (root / candidate).is_file():
+                continue
+            listed.add(candidate)
+            extra.append(candidate)
+            queue.append(candidate)
+    return sorted(extra)
 
 
 def mark_fixable(result: ScanResult, rules: RuleSet) -> ScanResult:
@@ -488,7 +608,7 @@ def read_project(root: Path, relpaths: list[str]) -> Project:
 
 
 def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclude=(), jobs: int = 1,
-               check_fixes: bool = True, cache=None, probe=None, precheck: bool = True) -> ScanResult:
+               check_fixes: bool = True, cache=None, probe=None, precheck: bool = True, deps=None) -> ScanResult:
     """Scan the files under `root` (or just `paths`, files or folders) with `rules`.
 
     Args:
@@ -503,6 +623,7 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
         probe: the torch lookup of the fix check (default: a fresh TorchProbe), e.g. a
             probe_cache.CachedProbe that remembers answers between runs.
         precheck: skip the parse of files that spell no token (NOTE [pre-check]); False for tests.
+        deps: the DependencyContext manifests are judged against (None: no release known).
     Raises:
         InputError: the root or a path does not exist.
     """
@@ -516,20 +637,26 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
         paths, root = [root], root.parent
     rules = rules if rules is not None else load_rules()
     relpaths = discover(root, paths, exclude)
+    includes = requirement_includes(root, relpaths)
+    if includes:
+        relpaths = sorted(set(relpaths) | set(includes))
     project = read_project(root, relpaths)
-    scan = functools.partial(scan_source, project=project, precheck=precheck)
+    if includes:
+        project = replace(project, requirements=frozenset(includes))
+    scan = functools.partial(scan_source, project=project, precheck=precheck, deps=deps)
     on_error = functools.partial(_on_error, rules=rules)
     codec = Codec(encode_result, decode_result, _worth_an_entry) if cache is not None else None
     if cache is not None:
         from opscan.scan.cache import facts_fingerprint
 
-        cache = cache.salted(facts_fingerprint(project), "precheck" if precheck else "full")
+        cache = cache.salted(facts_fingerprint(project), "precheck" if precheck else "full",
+                             deps.fingerprint() if deps is not None else "no-deps")
     results = [result for _, result in scan_files(root, relpaths, scan, rules, jobs=jobs, cache=cache,
                                                   codec=codec, on_error=on_error,
                                                   full_walk=paths is None and not exclude)]
     results = _second_pass(results, project, rules, lambda rel: read_source_bytes(root / rel, root), precheck,
-                           cache)
-    return mark_fixable(_collect(results, check_fixes, probe), rules)
+                           cache, deps)
+    return mark_fixable(_collect(_dedupe_locks(results), check_fixes, probe), rules)
 
 
 def _worth_an_entry(result: FileResult) -> bool:

@@ -43,9 +43,10 @@ def expectations(example: Example) -> set[str]:
     return out
 
 
-def run_example(example: Example, rules: RuleSet, only: str | None = None) -> tuple[set[str], set[str]]:
-    """(expected, found) "path:line CODE" sets; with `only`, both are limited to that rule id."""
-    result = scan_memory(dict(example.files), rules)
+def run_example(example: Example, rules: RuleSet, only: str | None = None, deps=None) -> tuple[set[str], set[str]]:
+    """(expected, found) "path:line CODE" sets; with `only`, both are limited to that rule id.
+    `deps`: the DependencyContext manifests are judged against (the caller's release)."""
+    result = scan_memory(dict(example.files), rules, deps=deps)
     unused: list = []
     if "unused-suppression" in rules.compiled.inputs:   # OPS003 judges the suppressions of the scan
         texts = dict(example.files)
@@ -59,7 +60,7 @@ def run_example(example: Example, rules: RuleSet, only: str | None = None) -> tu
     return expected, found
 
 
-def check_rule(rule: Rule, rules: RuleSet | None = None) -> list[ExampleFailure]:
+def check_rule(rule: Rule, rules: RuleSet | None = None, deps=None) -> list[ExampleFailure]:
     """Run every example of `rule`.
 
     Args:
@@ -67,13 +68,15 @@ def check_rule(rule: Rule, rules: RuleSet | None = None) -> list[ExampleFailure]
         rules: the rule set to scan with. Default: `rule` alone, and only its own code is
             compared. With a full set, every code is compared (stricter: examples must mark
             all the findings they cause).
+        deps: the DependencyContext manifest examples are judged against (opscan/phases.py
+            dependency_context: the release's torch pairing); None: no release known.
     """
     only = None
     if rules is None:
         rules, only = RuleSet((rule,)), rule.id
     failures = []
     for index, example in enumerate(rule.examples, 1):
-        expected, found = run_example(example, rules, only)
+        expected, found = run_example(example, rules, only, deps)
         if example.invalid and not expected:
             failures.append(ExampleFailure(rule.id, index, True, (f"(no `# expect: {rule.id}` marker)",), ()))
             continue

@@ -22,6 +22,41 @@ SKIP_DIRS = frozenset({
 })
 
 
+MANIFEST_KINDS = ("requirements", "pyproject", "setup-py", "setup-cfg", "pipfile", "uv-lock", "poetry-lock",
+                  "pdm-lock", "pipfile-lock", "conda", "dockerfile")
+
+
+def manifest_kind(relpath: str) -> str:
+    """The kind of manifest a path is by its name, or "" when it is none."""
+    parts = relpath.rsplit("/", 2)
+    base = parts[-1]
+    low = base.lower()
+    folder = parts[-2].lower() if len(parts) > 1 else ""
+    if low.endswith((".txt", ".in")) and ("requirements" in low or "constraints" in low or folder == "requirements"
+                                          or low.startswith("requirements")):
+        return "requirements"
+    fixed = {"pyproject.toml": "pyproject", "setup.py": "setup-py", "setup.cfg": "setup-cfg", "Pipfile": "pipfile",
+             "uv.lock": "uv-lock", "poetry.lock": "poetry-lock", "pdm.lock": "pdm-lock",
+             "Pipfile.lock": "pipfile-lock"}
+    if base in fixed:
+        return fixed[base]
+    if low.endswith((".yml", ".yaml")) and (low.startswith(("environment", "conda", "env.", "env-", "env_"))
+                                            or "conda" in low):
+        return "conda"
+    if low in ("dockerfile", "containerfile") or low.startswith(("dockerfile.", "dockerfile-", "containerfile."))\
+            or low.endswith((".dockerfile", ".containerfile")):
+        return "dockerfile"
+    return ""
+
+
+def _manifest(name: str, rel: str) -> bool:
+    """A dependency manifest (scan/manifests.py): requirements files, locks, conda envs, Dockerfiles."""
+    if not name.endswith((".txt", ".in", ".lock", ".cfg", ".yml", ".yaml")) and "ockerfile" not in name \
+            and "ontainerfile" not in name and name != "Pipfile":
+        return False
+    return bool(manifest_kind(rel))
+
+
 def _skip_dir(entry: os.DirEntry) -> bool:
     name = entry.name
     if name in SKIP_DIRS or name.endswith(".egg-info"):
@@ -119,7 +154,8 @@ def _walk(start: Path, root: Path, exclude: tuple[str, ...], found: set[str]) ->
                     continue        # a link out of the tree: never followed (docs/reliability.md)
                 if not _skip_dir(entry) and not (exclude and _excluded(rel_of(entry.path), exclude)):
                     stack.append(entry.path)
-            elif is_file and (entry.name.endswith(SCANNED_SUFFIXES) or entry.name in BUILD_FILES):
+            elif is_file and (entry.name.endswith(SCANNED_SUFFIXES) or entry.name in BUILD_FILES
+                              or _manifest(entry.name, rel_of(entry.path))):
                 rel = rel_of(entry.path)
                 if not _excluded(rel, exclude):
                     found.add(rel)

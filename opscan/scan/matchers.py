@@ -136,6 +136,7 @@ class Compiled:
     exact_names: dict[str, list[Rule]] = field(default_factory=dict)   # wildcard-free name patterns
     files: list[tuple[tuple[str, ...], re.Pattern | None, Rule]] = field(default_factory=list)
     inputs: dict[str, Rule] = field(default_factory=dict)
+    dependencies: list[tuple[object, Rule]] = field(default_factory=list)   # (dependency matcher, rule)
     dispatch: list[tuple[tuple[str, ...], Rule]] = field(default_factory=list)   # accelerator names
     tokens: frozenset[str] = frozenset()
     bounded: dict[str, tuple[int, int]] = field(default_factory=dict)   # token -> (left, right) bounds
@@ -342,3 +343,5 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
                 need(token)
     elif kind == "input":
         out.inputs[m.get("input")] = rule
+    elif kind == "dependency":   # manifests only: no pre-filter token of Python files
+        out.dependencies.append((m, rule))

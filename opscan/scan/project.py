@@ -24,6 +24,9 @@ class Project:
     # the tree's own thin wrappers of kernel-registration / custom-op lookup APIs, as
     # "dotted.module.function=RULEID" (found by a first pass: engine.py NOTE [wrappers across files])
     wrappers: frozenset[str] = frozenset()
+    # files other requirements files include with `-r`/`-c` whose names do not say they are one
+    # (`-r extra.txt`): scanned as requirements files (engine.py NOTE [manifests in the scan])
+    requirements: frozenset[str] = frozenset()
 
 
 EMPTY = Project()

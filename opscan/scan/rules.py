@@ -56,6 +56,20 @@ MATCHERS: dict[str, dict[str, type | tuple]] = {
     "file": {"file": list, "contains": str},
     "dispatch": {"dispatch": list},
     "input": {"input": str},
+    # dependency manifests (scan/manifests.py, judged by scan/dependencies.py; docs/dependencies.md)
+    "dependency": {"dependency": str, "names": list, "urls": list, "labels": str, "channels": list,
+                   "builds": str, "images": list},
+}
+# What a `dependency` matcher judges (scan/dependencies.py implements each; docs/dependencies.md).
+DEPENDENCY_KINDS = {
+    "torch-pin": "a torch requirement, conda spec or locked version that admits no torch the release pairs with",
+    "companion": "a package built for one torch (torchvision, torchaudio; installed metadata) that admits no paired torch",
+    "ended": "a package with no build for any torch the release pairs with (torchtext)",
+    "cuda-index": "a CUDA wheel index or find-links URL (`urls`), or a CUDA local version label (`labels`, `+cu121`)",
+    "cuda-build": "a CUDA build of a package, by distribution name (`names`)",
+    "cuda-library": "a distribution of a CUDA-only library in the catalog (opscan/plan/libraries.yaml)",
+    "conda-cuda": "a conda CUDA package (`names`), a CUDA build of one (`builds`) or a CUDA channel (`channels`)",
+    "cuda-image": "a container base image that is a CUDA image (`images`)",
 }
 INPUT_KINDS = ("parse-error", "unreadable", "internal-error", "empty-file", "unused-suppression")
 
@@ -167,6 +181,13 @@ def _matcher(path, raw: Any, index: int) -> Matcher:
                 _check_regex(path, f"{where}.{key}", raw[key])
     if kind == "file" and "contains" in raw:
         _check_regex(path, f"{where}.contains", raw["contains"])
+    if kind == "dependency":
+        if raw["dependency"] not in DEPENDENCY_KINDS:
+            raise _fail(path, f"{where}.dependency: unknown kind {raw['dependency']!r} "
+                              f"(known: {', '.join(DEPENDENCY_KINDS)})")
+        for key in ("labels", "builds"):
+            if key in raw:
+                _check_regex(path, f"{where}.{key}", raw[key])
     if kind == "input" and raw["input"] not in INPUT_KINDS:
         raise _fail(path, f"{where}.input: unknown kind {raw['input']!r} (known: {', '.join(INPUT_KINDS)})")
     options = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(raw.items()))

@@ -42,7 +42,7 @@ def test_one_count_in_the_headline_the_gate_line_and_the_summary(tmp_path, run_c
     assert doc["verdict"]["headline"] == headline
     assert doc["verdict"]["blockers"] == {"count": 3, "sites": 3, "files": 3, "kernels": 0, "libraries": 0,
                                           "unsupported_ops": 0, "unreadable_files": 0, "syntax_errors": [],
-                                          "compiled_fallback_ops": 0}
+                                          "dependencies": 0, "compiled_fallback_ops": 0}
     assert doc["summary"]["blockers"] == 3 and doc["summary"]["sites"] > 3
 
 

@@ -37,7 +37,17 @@ def test_hook_definition(hook):
     assert hook["id"] == "opscan"
     assert hook["entry"].split()[:2] == ["opscan", "scan"]      # the source scan: no torch, no trace
     assert hook["language"] == "python"
-    assert set(hook["types_or"]) == {"python", "jupyter"}
+    assert set(hook["types_or"]) == {"python", "jupyter", "text"}
+    import re
+
+    files = re.compile(hook["files"])   # the manifests (docs/dependencies.md), and no other text file
+    for name in ("a.py", "nb.ipynb", "requirements.txt", "requirements/dev.in", "ci/constraints.txt",
+                 "pyproject.toml", "setup.cfg", "Pipfile", "Pipfile.lock", "uv.lock", "poetry.lock", "pdm.lock",
+                 "environment.yml", "envs/conda-gpu.yaml", "Dockerfile", "docker/Dockerfile.train",
+                 "train.dockerfile"):
+        assert files.search(name), name
+    for name in ("README.md", "notes.txt", "data.yaml", "Makefile", "setup.py.orig"):
+        assert not files.search(name), name
 
 
 def _repo(tmp_path: Path, hook: dict) -> Path:
@@ -77,6 +87,17 @@ def test_hook_fails_on_staged_cuda_code_only(tmp_path, hook):
     assert ours[0].startswith("bad.py:2:") and "OPS105" in ours[0]
     assert "Port tasks" not in result.stdout and "Summary" not in result.stdout
     assert len(result.stdout.strip().splitlines()) <= 8          # pre-commit's own lines included
+
+
+def test_hook_reads_a_staged_manifest(tmp_path, hook):
+    repo = _repo(tmp_path, hook)
+    (repo / "requirements.txt").write_text("numpy\ntorch==2.0.1\n")
+    (repo / "notes.txt").write_text("torch==2.0.1\n")
+    _git(repo, "add", "requirements.txt", "notes.txt")
+    result = _run(repo, tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "requirements.txt:2:" in result.stdout and "OPS501" in result.stdout
+    assert "notes.txt" not in result.stdout
 
 
 def test_hook_passes_on_clean_staged_files(tmp_path, hook):

@@ -33,7 +33,8 @@ def test_each_status_says_what_follows_from_it():
 
 
 def test_every_task_kind_is_in_a_vocabulary():
-    kinds = {k.id for k in (*task_kinds.SOURCE_KINDS, task_kinds.LIBRARY_KIND, task_kinds.KERNEL_KIND)} | set(task_kinds.OP_KINDS)
+    kinds = {k.id for k in (*task_kinds.SOURCE_KINDS, task_kinds.LIBRARY_KIND, task_kinds.KERNEL_KIND,
+                            task_kinds.TORCH_VERSION_KIND, task_kinds.CUDA_PACKAGES_KIND)} | set(task_kinds.OP_KINDS)
     assert kinds == (set(TASKS) - {"none"}) | set(OP_TASKS)
 
 

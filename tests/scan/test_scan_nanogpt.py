@@ -46,8 +46,10 @@ PLANTED = [
     ("OPS201", "train.py", 135),                    # torch.cuda.max_memory_allocated()
     ("OPS201", "train.py", 138),                    # if torch.cuda.is_available():
     ("OPS105", "train.py", 140),                    # .cuda() inside that guard
+    ("OPS506", "pyproject.toml", 9),                # triton in the `kernels` extra (guarded: optional)
 ]
-GUARDED = {("OPS305", "ops/fused_gelu.py", 7), ("OPS304", "ops/fused_gelu.py", 15), ("OPS105", "train.py", 140)}
+GUARDED = {("OPS305", "ops/fused_gelu.py", 7), ("OPS304", "ops/fused_gelu.py", 15), ("OPS105", "train.py", 140),
+           ("OPS506", "pyproject.toml", 9)}
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +68,7 @@ def test_reports_every_planted_case_and_nothing_else(scan_json):
     found = [(f["rule"], f["path"], f["line"]) for f in doc["findings"]]
     assert sorted(found) == sorted(PLANTED)
     assert {(f["rule"], f["path"], f["line"]) for f in doc["findings"] if f["guarded"]} == GUARDED
-    assert doc["summary"]["files_scanned"] == 9
+    assert doc["summary"]["files_scanned"] == 10   # pyproject.toml too: a manifest with a finding
     assert all(f["fix"] for f in doc["findings"])
 
 

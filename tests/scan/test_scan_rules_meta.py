@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from opscan.config import Config
+from opscan.phases import dependency_context
 from opscan.scan.docs import readme_block, reference, with_readme_block
 from opscan.scan.examples import check_rule
 from opscan.scan.rules import load_rule_dir, load_rules
@@ -15,19 +17,20 @@ ROOT = Path(__file__).resolve().parents[2]
 RULE_FILES = sorted((ROOT / "rules").glob("*.yaml"))
 ALL = load_rules()
 RANGES = {"input": "OPS0", "device-string": "OPS1", "cuda-api": "OPS2", "custom-kernel": "OPS3", "cuda-only-lib": "OPS4",
-          "device-dispatch": "OPS1"}
+          "device-dispatch": "OPS1", "dependency": "OPS5"}
+DEPS = dependency_context(Config(Path.cwd()))   # dependency manifests' examples: the shipped newest release's pairing
 
 
 @pytest.mark.parametrize("rule", list(ALL), ids=lambda r: f"{r.id}-{r.name}")
 def test_examples_with_the_full_rule_set(rule):
     """Valid examples give nothing and invalid ones exactly their `# expect:` lines, all rules on."""
-    assert check_rule(rule, ALL) == []
+    assert check_rule(rule, ALL, DEPS) == []
 
 
 @pytest.mark.parametrize("rule", list(ALL), ids=lambda r: f"{r.id}-{r.name}")
 def test_examples_with_the_rule_alone(rule):
     """The same check as `opscan rules test` does for users' rules (each rule on its own)."""
-    assert check_rule(rule) == []
+    assert check_rule(rule, deps=DEPS) == []
 
 
 def test_every_rule_file_loads_and_ids_and_names_are_unique():

@@ -1,0 +1,55 @@
+"""`opscan fix` on dependency manifests: text edits of exact lines, only where the result is certain.
+
+Manifests are text (requirements, TOML, YAML, Dockerfiles): no codemod, no reformatting. The one
+rewrite made is PyTorch's CUDA wheel index -> its CPU index on the line an OPS504 finding names
+(`https://download.pytorch.org/whl/cu121` -> `.../whl/cpu`, nightly and test indexes alike),
+because PyTorch publishes the CPU build of every torch, torchvision and torchaudio it publishes for
+CUDA there. It is left when the file pins a CUDA local label (`+cu121`: that build is only on the CUDA
+index, so both must change together) and for other indexes (NVIDIA's, third parties'). Every
+other manifest finding (a torch pin, a companion, a CUDA-only library) is a decision the
+torch-version or library task proposes (its fix text): which paired torch, which companion
+versions, what replaces the library, are not certain from the file alone (docs/dependencies.md).
+"""
+
+from __future__ import annotations
+
+import re
+
+from opscan.fix.module import SiteOutcome, manual_outcome
+from opscan.records import Finding
+
+INDEX_RULE = "cuda-wheel-index"
+CUDA_INDEX = re.compile(r"(https?://download\.pytorch\.org/whl/(?:nightly/|test/)?)cu\d+(?=/|\s|$|[\"'])")
+CUDA_LABEL = re.compile(r"\+cu\d+")
+
+
+def certain(finding: Finding, rules: dict, text: str | None = None) -> bool:
+    """Whether the finding is a CUDA index on PyTorch's own server (and, given the file's text, that no
+    `+cuXXX` label in it depends on that index)."""
+    rule = rules.get(finding.rule)
+    if rule is None or rule.name != INDEX_RULE or finding.subject != "index" or finding.guarded:
+        return False
+    if not CUDA_INDEX.search(finding.snippet or ""):
+        return False
+    return text is None or CUDA_LABEL.search(text) is None
+
+
+def fix_manifest(before: bytes, findings: list[Finding], rules: dict) -> tuple[bytes, tuple[SiteOutcome, ...]]:
+    """(the rewritten bytes, an outcome per finding). Lines keep their endings; nothing else moves."""
+    text = before.decode("utf-8")
+    lines = text.splitlines(keepends=True)
+    labelled = CUDA_LABEL.search(text) is not None
+    outcomes = []
+    for finding in findings:
+        line = finding.location.line
+        if not certain(finding, rules):
+            outcomes.append(manual_outcome(finding, rules))
+        elif labelled:
+            outcomes.append(SiteOutcome(finding, "left", "a `+cuXXX` local label in this file is only on the CUDA "
+                                        "index: change the label and the index together", "decision"))
+        elif 0 < line <= len(lines) and CUDA_INDEX.search(lines[line - 1]):
+            lines[line - 1] = CUDA_INDEX.sub(r"\1cpu", lines[line - 1])
+            outcomes.append(SiteOutcome(finding, "fixed", "PyTorch's CUDA wheel index -> its CPU wheel index"))
+        else:
+            outcomes.append(SiteOutcome(finding, "left", "the index is not on the line the scan found", "form"))
+    return "".join(lines).encode("utf-8"), tuple(outcomes)

@@ -1,0 +1,437 @@
+"""Judges dependency manifests' entries (scan/manifests.py) against the rules' `dependency` matchers.
+
+What a run knows beyond the file (the torch versions the selected TorchNeuron release pairs with,
+the CUDA-only library catalog, the installed distributions' torch requirements) arrives as one
+`DependencyContext`, built by opscan/phases.py from coverage_db and opscan/plan/libraries.yaml
+(the scan imports neither). The companion tables (torchvision/torchaudio -> torch, packages that
+ended) are data: rules/data/torch-companions.yaml. NOTE [torch pins] says how a specifier is judged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import lru_cache
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from opscan.resources import rules_dir
+from opscan.scan import manifests, toml_manifests
+from opscan.scan.manifests import Entry, Problem
+from opscan.scan.rules import DEPENDENCY_KINDS  # noqa: F401 - re-exported
+
+TORCH = "torch"
+_PATCHES = tuple(range(0, 21))   # NOTE [torch pins]
+
+
+@dataclass(frozen=True)
+class DependencyContext:
+    """What the dependency rules need beyond the file; empty fields mean "not known"."""
+
+    release: str = ""                               # "torchneuron==2.33.0"; "": torch pins are not judged
+    torch: tuple[str, ...] = ()                     # torch minors the release pairs with ("2.13", "2.14")
+    pairs: str = ""                                 # "torch-neuronx 2.13.3.0 with torch 2.13, ..."
+    libraries: tuple[tuple[str, str], ...] = ()     # (distribution pattern, catalog package) of CUDA-only libraries
+    installed: tuple[tuple[str, str, str], ...] = ()   # (distribution, version, its torch requirement)
+    environment: str = ""                           # the interpreter the installed metadata was read from
+
+    def fingerprint(self) -> str:
+        """Changes whenever the context does (the scan cache's salt covers it)."""
+        return hashlib.sha256(repr(self).encode()).hexdigest()[:16]
+
+    @property
+    def paired(self) -> str:
+        """"2.13/2.14" for messages."""
+        return "/".join(self.torch) or "?"
+
+
+EMPTY = DependencyContext()
+
+
+@dataclass(frozen=True)
+class Companions:
+    """rules/data/torch-companions.yaml: package minor -> torch minor, and packages that ended."""
+
+    pairs: dict
+    sources: dict
+    ended: dict
+
+
+@lru_cache(maxsize=1)
+def companions() -> Companions:
+    """The shipped companion tables (loaded once per process)."""
+    import yaml
+
+    doc = yaml.safe_load((rules_dir() / "data" / "torch-companions.yaml").read_text(encoding="utf-8"))
+    pairs = {canonicalize_name(n): {str(k): str(v) for k, v in e["pairs"].items()} for n, e in doc["companions"].items()}
+    sources = {canonicalize_name(n): e["source"] for n, e in {**doc["companions"], **doc["ended"]}.items()}
+    ended = {canonicalize_name(n): (str(e["last"]), str(e["torch"])) for n, e in doc["ended"].items()}
+    return Companions(pairs, sources, ended)
+
+
+# NOTE [torch pins]
+# A specifier admits a paired torch when it contains some version of a paired minor series:
+# M.0 .. M.20 for each minor M the release pairs with (prereleases included, local labels ignored:
+# `==2.13.0+cu121` admits 2.13.0, its CUDA label is OPS504's). No version list is fetched, so a
+# specifier admitting only a patch that does not exist yet (`>2.13.25,<2.14`) counts as admitting
+# one. An unpinned requirement admits every version: nothing is reported (`torch`, `torch>=2.6`).
+# A locked version is judged by its minor. The finding's subject is `torch M.N`, the newest torch
+# minor the specifier admits (or the locked one) and the paired ones, `torch 2.0 to 2.13/2.14`: the
+# plan sizes the torch move by it (plan/sizing.py torch_distance).
+# NOTE [locks]
+# A lock file lists every package the resolver installed, also those torch itself pulls in (a CUDA
+# torch brings triton and a dozen `nvidia-*` wheels). Locks are therefore judged on what moves with
+# torch only: the torch version (OPS501), companions and ended packages (OPS502, OPS503), and the
+# CUDA index or label of torch and its companions (OPS504). Direct CUDA builds and CUDA-only
+# libraries are reported where the project asks for them (requirements, pyproject, conda).
+# A lock's finding on a package its manifest beside it already reports is dropped
+# (engine._dedupe_locks): the manifest line changes, the lock is regenerated.
+@lru_cache(maxsize=4096)
+def _spec(text: str) -> SpecifierSet | None:
+    try:
+        return SpecifierSet(re.sub(r"\+[A-Za-z0-9.]+", "", text))
+    except InvalidSpecifier:
+        return None
+
+
+def _minor(version: str) -> str:
+    try:
+        release = Version(version).release
+    except InvalidVersion:
+        return ""
+    return f"{release[0]}.{release[1] if len(release) > 1 else 0}"
+
+
+def _bounds(spec: SpecifierSet) -> tuple[tuple[int, ...], ...]:
+    """The release tuples the specifier's clauses name (`<2.1.2` -> (2, 1, 2))."""
+    out = []
+    for clause in spec:
+        try:
+            out.append(Version(clause.version.rstrip(".*")).release)
+        except InvalidVersion:
+            continue
+    return tuple(out)
+
+
+@lru_cache(maxsize=8192)
+def _admits(spec_text: str, minor: str) -> bool:
+    spec = _spec(spec_text)
+    if spec is None:
+        return False
+    major, rest = (int(p) for p in minor.split("."))
+    # A specifier's answer only changes at the versions its clauses name: within the series test
+    # its first and last patch and each named patch with its neighbours (NOTE [torch pins]).
+    patches = {0, _PATCHES[-1]}
+    for bound in _bounds(spec):
+        if bound[:2] == (major, rest):
+            patch = bound[2] if len(bound) > 2 else 0
+            patches.update(p for p in (patch - 1, patch, patch + 1) if _PATCHES[0] <= p <= _PATCHES[-1])
+    candidates = [f"{minor}.{p}" for p in sorted(patches)] + [minor]
+    return any(spec.contains(v, prereleases=True) for v in candidates)
+
+
+def admits_minor(spec: SpecifierSet, minor: str) -> bool:
+    """Whether `spec` admits some version of the `minor` series (NOTE [torch pins])."""
+    return _admits(str(spec), minor)
+
+
+_KNOWN_MINORS = tuple(f"1.{m}" for m in range(0, 14)) + tuple(f"2.{m}" for m in range(0, 31))
+
+
+@lru_cache(maxsize=4096)
+def _newest(spec_text: str) -> str:
+    spec = _spec(spec_text)
+    if spec is None:
+        return ""
+    named = {f"{b[0]}.{b[1] if len(b) > 1 else 0}" for b in _bounds(spec)}
+    index = {m: i for i, m in enumerate(_KNOWN_MINORS)}
+    # the answer changes only at a named minor: the newest admitted one is the top, a named one or
+    # the one just below a named one
+    candidates = {len(_KNOWN_MINORS) - 1}
+    for minor in named & set(index):
+        candidates.update(i for i in (index[minor], index[minor] - 1) if i >= 0)
+    for i in sorted(candidates, reverse=True):
+        if _admits(spec_text, _KNOWN_MINORS[i]):
+            return _KNOWN_MINORS[i]
+    return ""
+
+
+def newest_minor(spec: SpecifierSet) -> str:
+    """The newest torch minor (1.0 .. 2.30) the specifier admits, or ""."""
+    return _newest(str(spec))
+
+
+def _labels(entry: Entry, regex: re.Pattern) -> str:
+    for text in (entry.spec, entry.version, entry.url):
+        match = regex.search(text or "")
+        if match:
+            return match[0]
+    return ""
+
+
+class _Judge:
+    def __init__(self, ctx: DependencyContext, sources: dict[str, str]) -> None:
+        self.ctx = ctx
+        self.sources = sources   # uv: package -> index name
+        self.table = companions()
+
+    def torch_pin(self, entry: Entry) -> tuple[str, str] | None:
+        """(value, subject) when the entry pins torch away from every paired minor."""
+        if entry.name != TORCH or not self.ctx.torch:
+            return None
+        if entry.kind == "locked":
+            minor = _minor(entry.version)
+            if minor and minor not in self.ctx.torch:
+                return (f"torch {entry.version} is locked; {self.ctx.release} pairs with torch {self.ctx.paired}",
+                        f"torch {minor} to {self.ctx.paired}")
+            return None
+        if entry.kind not in ("requirement", "conda") or not entry.spec:
+            return None
+        spec = _spec(entry.spec)
+        if spec is None or any(admits_minor(spec, m) for m in self.ctx.torch):
+            return None
+        newest = newest_minor(spec)
+        return (f"torch{entry.spec} admits no torch {self.ctx.paired}, the versions {self.ctx.release} pairs with "
+                f"({self.ctx.pairs})"), f"torch {newest} to {self.ctx.paired}" if newest else TORCH
+
+    def companion(self, entry: Entry) -> tuple[str, str] | None:
+        if entry.kind not in ("requirement", "locked", "conda") or not self.ctx.torch:
+            return None
+        installed = {canonicalize_name(d): (v, req) for d, v, req in self.ctx.installed}
+        if entry.name in installed:   # the environment's own metadata replaces the tables
+            version, torch_req = installed[entry.name]
+            chosen = entry.version if entry.kind == "locked" else version
+            spec = _spec(entry.spec) if entry.kind != "locked" and entry.spec else None
+            if chosen == version and (spec is None or spec.contains(version, prereleases=True)) and torch_req:
+                torch_spec = _spec(torch_req)
+                if torch_spec is not None and not any(admits_minor(torch_spec, m) for m in self.ctx.torch):
+                    return (f"{entry.name} {version} (installed in {self.ctx.environment or 'this environment'}) "
+                            f"requires torch{torch_req}"), entry.name
+            return None
+        pairs = self.table.pairs.get(entry.name)
+        if pairs is None:
+            return None
+        if entry.kind == "locked":
+            torch_minor = pairs.get(_minor(entry.version))
+            if torch_minor and torch_minor not in self.ctx.torch:
+                return (f"{entry.name} {entry.version} (locked) is built for torch {torch_minor}; "
+                        f"{self._wanted(pairs)}"), entry.name
+            return None
+        spec = _spec(entry.spec) if entry.spec else None
+        if spec is None:
+            return None
+        admitted = [minor for minor in pairs if admits_minor(spec, minor)]
+        newest = max(pairs, key=lambda m: Version(m))
+        beyond = Version(newest).release
+        after = f"{beyond[0]}.{beyond[1] + 1}" if len(beyond) > 1 else f"{beyond[0] + 1}.0"
+        if not admitted or admits_minor(spec, after) or any(pairs[m] in self.ctx.torch for m in admitted):
+            return None   # unknown versions, or one that pairs
+        torches = sorted({pairs[m] for m in admitted}, key=Version)
+        return (f"{entry.name}{entry.spec} is built for torch {', '.join(torches)}; {self._wanted(pairs)}"), entry.name
+
+    def _wanted(self, pairs: dict) -> str:
+        """"torch 2.13/2.14 needs 0.28/0.29" from the table (or "no version in the table pairs")."""
+        wanted = [m for m in sorted(pairs, key=Version) if pairs[m] in self.ctx.torch]
+        if not wanted:
+            return f"no version in its table is built for torch {self.ctx.paired}"
+        return f"torch {self.ctx.paired} needs {'/'.join(wanted)}"
+
+    def ended(self, entry: Entry) -> tuple[str, str] | None:
+        if entry.kind not in ("requirement", "locked", "conda") or entry.name not in self.table.ended:
+            return None
+        last, torch_minor = self.table.ended[entry.name]
+        if self.ctx.torch and torch_minor in self.ctx.torch:
+            return None
+        return f"{entry.name} (last release {last}, for torch {torch_minor})", entry.name
+
+    def cuda_index(self, entry: Entry, urls, labels: re.Pattern | None) -> tuple[str, str] | None:
+        if entry.kind == "index" and entry.url and any(fnmatchcase(entry.url.lower(), p) for p in urls):
+            via = [name for name, index in sorted(self.sources.items()) if index and index == entry.name]
+            extra = f" (the `[tool.uv.sources]` index of {', '.join(via)})" if via else ""
+            return f"{entry.url}{extra}", "index"
+        if labels is not None and entry.kind in ("requirement", "locked") and entry.name and \
+                (entry.kind == "requirement" or entry.name == TORCH or entry.name in self.table.pairs):
+            label = _labels(entry, labels)
+            if label:
+                return f"{entry.name} {label.lstrip('+')}", entry.name
+        if entry.kind == "locked" and entry.url and any(fnmatchcase(entry.url.lower(), p) for p in urls) and \
+                (entry.name == TORCH or entry.name in self.table.pairs):   # not every NVIDIA wheel torch pulls in
+            return f"{entry.name} {entry.version} from {entry.url}", entry.name
+        return None
+
+    def cuda_library(self, entry: Entry) -> tuple[str, str] | None:
+        # what the project asks for: a lock's CUDA-only packages come with its torch (NOTE [locks])
+        if entry.kind not in ("requirement", "conda") or not entry.name:
+            return None
+        package = _library_of(entry.name, self.ctx.libraries)
+        return (entry.name, package) if package else None
+
+
+@lru_cache(maxsize=4096)
+def _library_of(name: str, libraries: tuple[tuple[str, str], ...]) -> str:
+    """The catalog package a distribution installs, or ""."""
+    return next((package for pattern, package in libraries if fnmatchcase(name, pattern)), "")
+
+
+@lru_cache(maxsize=64)
+def _compile(matcher) -> dict:
+    out = dict(matcher.options)
+    if "labels" in out:
+        out["labels"] = re.compile(out["labels"], re.I)
+    if "builds" in out:
+        out["builds"] = re.compile(out["builds"], re.I)
+    for key in ("names", "urls", "channels", "images"):
+        if key in out:
+            out[key] = tuple(p.lower() for p in out[key])
+    return out
+
+
+def _chunk(pattern: str) -> str:
+    """The longest literal part of a glob (`*-cu1[0-9]` -> `-cu1`), or ""."""
+    chunks = [c for c in re.split(r"[*?]", re.sub(r"\[[^\]]*\]", "*", pattern.lower())) if c.strip("-_.:/")]
+    return max(chunks, key=len) if chunks else ""
+
+
+@lru_cache(maxsize=16)
+def tokens(dependency_rules, ctx: DependencyContext) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(substrings, names): lower-case texts one of which a manifest must spell to be judged at
+    all (NOTE [manifest pre-check]); names count only as whole names (`fla`, not in `flask`)."""
+    words = {"torch", "cuda", "nvidia"}
+    names: set[str] = set()
+    for matcher, _rule in dependency_rules:
+        for key in ("names", "urls", "channels", "images"):
+            for pattern in matcher.get(key) or ():
+                chunk = _chunk(pattern)
+                if chunk:
+                    (names if key == "names" and "*" not in pattern and "?" not in pattern else words).add(chunk)
+        if matcher.get("labels"):
+            words.add("+cu")
+    table = companions()
+    names.update(table.pairs)
+    names.update(table.ended)
+    for pattern, _package in ctx.libraries:
+        chunk = _chunk(pattern)
+        if chunk:
+            (words if "*" in pattern else names).add(chunk)
+    return tuple(sorted(words)), tuple(sorted(names))
+
+
+def _variants(word: str) -> set[str]:
+    return {word, word.replace("-", "_"), word.replace("-", ".")}
+
+
+# NOTE [manifest pre-check]
+# A manifest is read only when its lower-cased text spells one of the tokens: torch, cuda, nvidia,
+# each rule pattern's longest literal part, and as whole names (not inside another word: `fla` is
+# not in `flask`) the companion and catalog names, with `-`, `_` and `.` spelt either way. A
+# requirements file of web packages costs one regex search, like a Python file that spells no
+# pre-filter token (NOTE [pre-check] in engine.py).
+@lru_cache(maxsize=16)
+def _token_regex(words: tuple[str, ...], names: tuple[str, ...]) -> re.Pattern:
+    spelled = sorted({v for w in words for v in _variants(w)}, key=len, reverse=True)
+    whole = sorted({v for w in names for v in _variants(w)}, key=len, reverse=True)
+    parts = [re.escape(w) for w in spelled]
+    if whole:
+        parts.append(r"(?<![a-z0-9])(?:" + "|".join(re.escape(w) for w in whole) + r")(?![a-z0-9])")
+    return re.compile("|".join(parts))
+
+
+def relevant(text: str, dependency_rules, ctx: DependencyContext) -> bool:
+    """The manifest pre-check (NOTE [manifest pre-check])."""
+    return _token_regex(*tokens(dependency_rules, ctx)).search(text.lower()) is not None
+
+
+def read(kind: str, text: str) -> tuple[list[Entry], list[Problem]]:
+    """The entries and problems of a manifest of `kind` (scan/files.py manifest_kind)."""
+    if kind == "requirements":
+        entries, problems, _ = manifests.read_requirements(text)
+        return entries, problems
+    readers = {"pyproject": toml_manifests.read_pyproject, "pipfile": toml_manifests.read_pipfile,
+               "uv-lock": toml_manifests.read_toml_lock, "poetry-lock": toml_manifests.read_toml_lock,
+               "pdm-lock": toml_manifests.read_toml_lock, "pipfile-lock": toml_manifests.read_pipfile_lock,
+               "setup-py": manifests.read_setup_py, "setup-cfg": manifests.read_setup_cfg,
+               "conda": manifests.read_conda, "dockerfile": manifests.read_dockerfile}
+    return readers[kind](text)
+
+
+def hits(relpath: str, kind: str, text: str, dependency_rules, ctx: DependencyContext
+         ) -> tuple[list[tuple[object, int, str, str, str, bool]], list[Problem]]:
+    """(rule, line, value, name, subject, optional) for each finding of a manifest, and the lines
+    it could not read. `name` picks a rule's `fixes` entry (the matched distribution, channel or
+    image); `optional`: the entry is in an extra or a dependency group (reported guarded: it never
+    blocks, like code under an availability check)."""
+    entries, problems = read(kind, text)
+    judge = _Judge(ctx, toml_manifests.uv_sources(text) if kind == "pyproject" else {})
+    out: list[tuple[object, int, str, str, str, bool]] = []
+    seen: set[tuple[str, int, str]] = set()
+    for matcher, rule in dependency_rules:
+        what = matcher.get("dependency")
+        options = _compile(matcher)
+        for entry in entries:
+            got = _judge(judge, what, options, entry)
+            if got is None:
+                continue
+            value, subject = got
+            key = (rule.id, entry.line, value)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append((rule, entry.line, value, entry.name or entry.text, subject, entry.optional))
+    return out, problems
+
+
+def _judge(judge: _Judge, what: str, options: dict, entry: Entry) -> tuple[str, str] | None:
+    if what == "torch-pin":
+        return judge.torch_pin(entry)
+    if what == "companion":
+        return judge.companion(entry)
+    if what == "ended":
+        return judge.ended(entry)
+    if what == "cuda-index":
+        return judge.cuda_index(entry, options.get("urls", ()), options.get("labels"))
+    if what == "cuda-library":
+        return judge.cuda_library(entry)
+    if what == "cuda-build":
+        if entry.kind == "requirement" and entry.name and not judge.cuda_library(entry) \
+                and any(fnmatchcase(entry.name, p) for p in options.get("names", ())):
+            return entry.name, entry.name
+        return None
+    if what == "conda-cuda":
+        if entry.kind == "conda" and not judge.cuda_library(entry):
+            if any(fnmatchcase(entry.name, p) for p in options.get("names", ())):
+                return entry.text, entry.name
+            builds = options.get("builds")
+            if builds is not None and entry.build and builds.search(entry.build):
+                return entry.text, entry.name
+        if entry.kind == "index" and entry.url and "://" not in entry.url and \
+                any(fnmatchcase(entry.url.lower(), p) for p in options.get("channels", ())):
+            return f"channel {entry.url}", entry.url
+        return None
+    if what == "cuda-image":
+        if entry.kind == "image" and any(fnmatchcase(entry.name.lower(), p) for p in options.get("images", ())):
+            return entry.name, entry.name.split(":", 1)[0]
+        return None
+    return None
+
+
+def library_patterns(catalog_libraries) -> tuple[tuple[str, str], ...]:
+    """(distribution pattern, package) pairs of catalog libraries: their `distributions`, else their
+    packages' canonical names (`flash_attn` -> `flash-attn`). For phases.py, which reads the catalog."""
+    out = []
+    for library in catalog_libraries:
+        patterns = getattr(library, "distributions", ()) or tuple(canonicalize_name(p) for p in library.packages)
+        for pattern in patterns:
+            pattern = canonicalize_name(pattern) if "*" not in pattern else pattern.lower()
+            # the package a distribution installs: the one its name starts with (`cuml-cu12` -> cuml)
+            package = next((p for p in library.packages if pattern.startswith(canonicalize_name(p))),
+                           library.packages[0])
+            out.append((pattern, package))
+    return tuple(sorted(set(out)))
+
+
+__all__ = ["DEPENDENCY_KINDS", "EMPTY", "DependencyContext", "Problem", "admits_minor", "companions", "hits",
+           "library_patterns", "newest_minor", "relevant", "tokens"]

@@ -1,0 +1,455 @@
+"""Dependency manifests read, never run: requirements, pyproject, setup.py/cfg, locks, conda, Dockerfiles.
+
+Each reader turns one file's text into `Entry` records (what the file asks to install, at which line)
+and `Problem`s (a line it could not read). Requirements, specifiers and versions are `packaging`'s
+types; TOML is `tomllib`, JSON `json`, YAML `yaml` (safe), setup.py `ast`. Nothing is judged here:
+scan/dependencies.py decides which entries are findings (NOTE [manifest entries]). The TOML
+manifests (pyproject.toml, Pipfile, the locks) are read by scan/toml_manifests.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import re
+import shlex
+from dataclasses import dataclass, replace
+
+import yaml
+from packaging.markers import Marker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from opscan.scan.files import manifest_kind  # noqa: F401 - re-exported: the kind of a manifest by its name
+
+# NOTE [manifest entries]
+# An Entry is one thing a manifest line asks for, with the 1-based line it is written on:
+#   requirement  a PEP 508 requirement (name, specifier, url, marker kept as text)
+#   locked       a version a lock file resolves (name, version; url: the index it came from)
+#   index        a package index or wheel location (--index-url, [[tool.uv.index]], a conda channel)
+#   conda        a conda package (name, spec converted to a PEP 440 specifier where it can be, build)
+#   image        a container base image (FROM)
+# Names are canonical (PEP 503: `Flash_Attn` -> `flash-attn`); conda's `pytorch` is `torch`.
+# Lines come from the text itself (tomllib and json give none): the first line at or after the
+# section that spells the value, so a value written twice is found twice, in order.
+CONDA_NAMES = {"pytorch": "torch"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One thing a manifest asks to install, at its line (NOTE [manifest entries])."""
+
+    line: int
+    kind: str                  # requirement | locked | index | conda | image
+    name: str = ""             # canonical distribution name (or the image, the channel)
+    spec: str = ""             # PEP 440 specifier text ("" = any version)
+    version: str = ""          # locked version, or a conda build's version
+    url: str = ""              # an index, a direct URL, the source of a locked package
+    text: str = ""             # as written (the requirement, the match spec, the image)
+    build: str = ""            # conda build string
+    optional: bool = False     # an extra, a dependency group, dev dependencies: installed only when asked
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A manifest line that could not be read: reported as OPS000 at that line."""
+
+    line: int
+    message: str
+
+
+# -- lines ------------------------------------------------------------------------------------------------
+
+class TextLines:
+    """Finds the line of a value in a file's text, in order: a value written twice is found twice."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.used: set[int] = set()
+
+    def line_at(self, offset: int) -> int:
+        lo, hi = 0, len(self.starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo + 1
+
+    def offset(self, line: int) -> int:
+        return self.starts[min(max(line, 1), len(self.starts)) - 1]
+
+    def find(self, pattern: str, after: int = 0, regex: bool = False) -> int:
+        """The first line at or after offset `after` holding `pattern` not handed out yet; 0 if none."""
+        found = (m.start() for m in re.finditer(pattern, self.text[after:], re.M)) if regex \
+            else _plain(self.text[after:], pattern)
+        first = 0
+        for start in found:
+            line = self.line_at(after + start)
+            if line not in self.used:
+                self.used.add(line)
+                return line
+            first = first or line
+        return first
+
+    def section(self, header: str) -> int:
+        """The offset just after a TOML `[header]` / `[[header]]` line (0 when absent)."""
+        match = re.search(r"^\s*\[\[?\s*" + re.escape(header) + r"\s*\]\]?\s*(#.*)?$", self.text, re.M)
+        return match.end() if match else 0
+
+
+def _plain(text: str, needle: str):
+    start = text.find(needle)
+    while start >= 0:
+        yield start
+        start = text.find(needle, start + 1)
+
+
+# -- requirements ---------------------------------------------------------------------------------------
+
+LINUX = {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix", "platform_machine": "x86_64"}
+
+
+def installs_on_linux(marker: Marker | None) -> bool:
+    """Whether a requirement with this marker is installed on a Linux host (Trainium instances are).
+    Markers on extras or that cannot be evaluated count as installed (the project asks for them)."""
+    if marker is None or "extra" in str(marker):
+        return True
+    try:
+        return marker.evaluate(LINUX)
+    except Exception:  # noqa: BLE001 - an unknown marker variable: keep the requirement
+        return True
+
+
+def requirement(text: str, line: int) -> Entry | Problem | None:
+    """One PEP 508 requirement string as an Entry; a Problem when it does not parse; None when its
+    marker excludes Linux."""
+    try:
+        req = Requirement(text)
+    except InvalidRequirement as exc:
+        return Problem(line, f"not a requirement: {text.strip()!r} ({str(exc).splitlines()[0]})")
+    if not installs_on_linux(req.marker):
+        return None
+    return Entry(line, "requirement", canonicalize_name(req.name), str(req.specifier), url=req.url or "",
+                 text=text.strip())
+
+
+_INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links")
+_SKIP_VALUE = ("-r", "--requirement", "-c", "--constraint", "--trusted-host", "--hash", "-e", "--editable",
+               "--prefix", "--target", "-t", "--root", "--src", "--python-version", "--platform", "--abi",
+               "--implementation", "--cache-dir", "--log", "--progress-bar", "--report", "--upgrade-strategy")
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first line, joined text) of each logical line: `\\` continuations joined, comments removed."""
+    out, buf, first = [], "", 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = re.sub(r"(^|\s)#.*$", "", raw)
+        if not buf:
+            first = number
+        if line.rstrip().endswith("\\"):
+            buf += line.rstrip()[:-1] + " "
+            continue
+        buf += line
+        if buf.strip():
+            out.append((first, buf.strip()))
+        buf = ""
+    if buf.strip():
+        out.append((first, buf.strip()))
+    return out
+
+
+def _physical(entries: list, start: int, first: int, physical: list[str]) -> None:
+    """Entries added from one logical line (from index `start` on) are moved to the physical line
+    of a continued command that spells them (`--index-url URL` on the second line of a RUN)."""
+    for i in range(start, len(entries)):
+        entry = entries[i]
+        needle = entry.url or entry.text
+        for number in range(first, len(physical) + 1):
+            if needle and needle in physical[number - 1]:
+                entries[i] = replace(entry, line=number)
+                break
+            if not physical[number - 1].rstrip().endswith("\\"):
+                break
+
+
+def pip_arguments(tokens: list[str], line: int, entries: list, problems: list | None, strict: bool) -> None:
+    """Entries of a pip argument list (a requirements line, or the words after `pip install`).
+    `strict`: an argument that is no requirement is a Problem (requirements files); in a shell
+    command it is skipped (it may be a variable, a path, an option opscan does not know)."""
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        value = None
+        if token.startswith("-"):
+            name, eq, inline = token.partition("=")
+            if name in _INDEX_OPTIONS or name in _SKIP_VALUE:
+                if eq:
+                    value = inline
+                elif i + 1 < len(tokens):
+                    value, i = tokens[i + 1], i + 1
+                elif name in _INDEX_OPTIONS and len(name) == 2 and len(token) > 2:   # -ihttps://...
+                    value = token[2:]
+                if name in _INDEX_OPTIONS and value:
+                    entries.append(Entry(line, "index", url=value, text=f"{name} {value}"))
+            elif token[:2] in ("-i", "-f") and len(token) > 2:
+                entries.append(Entry(line, "index", url=token[2:], text=token))
+            i += 1
+            continue
+        if "$" in token or (not strict and ("/" in token and "://" not in token or token in (".",))):
+            i += 1
+            continue
+        if "://" in token and "@" not in token:   # a bare wheel or archive URL
+            entries.append(Entry(line, "index", url=token, text=token))
+            i += 1
+            continue
+        got = requirement(token, line)
+        if isinstance(got, Problem):
+            if strict:
+                problems.append(got)
+        elif got is not None:
+            entries.append(got)
+        i += 1
+
+
+def read_requirements(text: str) -> tuple[list[Entry], list[Problem], list[str]]:
+    """(entries, problems, included files) of a requirements file (`-r`/`-c` names are returned)."""
+    entries: list[Entry] = []
+    problems: list[Problem] = []
+    includes: list[str] = []
+    physical = text.splitlines()
+    for line, logical in _logical_lines(text):
+        start = len(entries)
+        _requirement_line(line, logical, entries, problems, includes)
+        _physical(entries, start, line, physical)
+    return entries, problems, includes
+
+
+def _requirement_line(line: int, logical: str, entries: list, problems: list, includes: list) -> None:
+    """The entries of one logical line of a requirements file."""
+    if logical.startswith("-"):
+        tokens = logical.split()
+        head = tokens[0].split("=", 1)[0]
+        if head in ("-r", "--requirement", "-c", "--constraint") and len(tokens) > 1:
+            includes.append(tokens[1])
+        elif head.startswith(("-r", "-c")) and len(head) > 2 and len(tokens) == 1:
+            includes.append(head[2:])
+        pip_arguments(tokens, line, entries, None, strict=False)
+        return
+    if " -" in logical and not re.match(r"^\S+\s*;", logical):   # `pkg --hash=...` options after it
+        logical = logical.split(" -", 1)[0]
+    if logical.startswith(("http://", "https://", "file:", "git+")) or logical.startswith((".", "/")):
+        if "cu1" in logical or "cuda" in logical or "nvidia" in logical:
+            entries.append(Entry(line, "index", url=logical, text=logical))
+        return
+    got = requirement(logical, line)
+    if isinstance(got, (Entry, Problem)):
+        (entries if isinstance(got, Entry) else problems).append(got)
+
+
+def included_files(text: str) -> list[str]:
+    """The files a requirements file includes with `-r` / `-c` (as written, relative to it)."""
+    return read_requirements(text)[2]
+
+
+# -- setup.py / setup.cfg -----------------------------------------------------------------------------
+
+_SETUP_KEYWORDS = ("install_requires", "extras_require", "setup_requires", "tests_require")
+
+
+def read_setup_py(text: str) -> tuple[list[Entry], list[Problem]]:
+    """`install_requires`, `extras_require`, `setup_requires` of setup() calls, read with `ast`: list
+    literals, and module-level names bound to one (`REQUIRED = [...]`)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return [], []   # the Python scan reports it (OPS000)
+    names: dict[str, ast.expr] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            names[node.targets[0].id] = node.value
+    entries: list[Entry] = []
+    problems: list[Problem] = []
+
+    def strings(node, depth: int = 0):
+        if depth > 3 or node is None:
+            return
+        if isinstance(node, ast.Name) and node.id in names:
+            yield from strings(names[node.id], depth + 1)
+        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            for item in node.elts:
+                yield from strings(item, depth + 1)
+        elif isinstance(node, ast.Dict):
+            for item in node.values:
+                yield from strings(item, depth + 1)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            yield from strings(node.left, depth + 1)
+            yield from strings(node.right, depth + 1)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield node
+
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if called != "setup":
+            continue
+        for keyword in node.keywords:
+            if keyword.arg not in _SETUP_KEYWORDS:
+                continue
+            optional = keyword.arg in ("extras_require", "tests_require")
+            for const in strings(keyword.value):
+                for part in const.value.splitlines():
+                    if part.strip() and not part.strip().startswith("#"):
+                        got = requirement(part, const.lineno)
+                        if isinstance(got, Entry):
+                            entries.append(replace(got, optional=optional))
+                        elif isinstance(got, Problem):
+                            problems.append(got)
+    return entries, problems
+
+
+def read_setup_cfg(text: str) -> tuple[list[Entry], list[Problem]]:
+    """setup.cfg: `[options] install_requires` / `setup_requires` and `[options.extras_require]`."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error as exc:
+        line = getattr(exc, "lineno", None) or 1
+        return [], [Problem(line, f"not a readable setup.cfg: {str(exc).splitlines()[0]}")]
+    entries: list[Entry] = []
+    problems: list[Problem] = []
+    section, key = "", ""
+    for number, raw in enumerate(text.splitlines(), 1):
+        stripped = raw.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            section, key = stripped[1:-1].strip(), ""
+            continue
+        if not stripped or stripped.startswith(("#", ";")):
+            continue
+        value = ""
+        if not raw[:1].isspace() and ("=" in raw or ":" in raw):
+            key, _, value = re.split(r"([=:])", raw, maxsplit=1)
+            key = key.strip()
+            value = value.strip()
+        else:
+            value = stripped
+        wanted = (section == "options" and key in _SETUP_KEYWORDS) or section == "options.extras_require"
+        if wanted and value and not value.startswith(("file:", "attr:")):
+            value = re.sub(r"\s+#.*$", "", value)
+            got = requirement(value, number)
+            if isinstance(got, Entry):
+                entries.append(replace(got, optional=section == "options.extras_require" or key == "tests_require"))
+            elif isinstance(got, Problem):
+                problems.append(got)
+    return entries, problems
+
+
+# -- conda ---------------------------------------------------------------------------------------------
+
+def conda_spec(spec: str) -> tuple[str, str, str]:
+    """A conda match spec (`pytorch=2.0.1=py3.10_cuda11.8*`, `cudatoolkit 11.3`, `nvidia::cuda-nvcc`) as
+    (canonical name, PEP 440 specifier or "", build string)."""
+    spec = spec.strip()
+    if "::" in spec:
+        spec = spec.split("::", 1)[1]
+    spec = re.sub(r"\[.*\]$", "", spec)
+    match = re.match(r"^([A-Za-z0-9_.\-]+)\s*(.*)$", spec)
+    if not match:
+        return "", "", ""
+    name, rest = match[1], match[2].strip()
+    build = ""
+    version = rest
+    if " " in rest:
+        version, build = rest.split(None, 1)
+    elif rest.count("=") >= 2 and not rest.startswith(("==", ">=", "<=", "!=")):
+        version, build = rest[1:].split("=", 1) if rest.startswith("=") else rest.split("=", 1)
+    elif rest.startswith("==") and rest[2:].count("=") == 1:
+        version, build = rest[2:].split("=", 1)
+        version = "==" + version
+    version = version.strip()
+    if version.startswith("=") and not version.startswith("=="):
+        version = version[1:]
+    if version and version[0].isdigit():
+        version = f"=={version}" if "*" in version or version.count(".") >= 2 else f"=={version}.*"
+    name = CONDA_NAMES.get(name.lower(), name)
+    return canonicalize_name(name), version, build.strip()
+
+
+def read_conda(text: str) -> tuple[list[Entry], list[Problem]]:
+    """environment.yml: `channels`, `dependencies` (match specs) and their `pip:` list."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return [], [Problem(mark.line + 1 if mark else 1, f"not valid YAML: {getattr(exc, 'problem', exc)}")]
+    if not isinstance(doc, dict) or not isinstance(doc.get("dependencies"), list):
+        return [], []   # not a conda environment
+    lines = TextLines(text)
+    entries: list[Entry] = []
+    problems: list[Problem] = []
+    for channel in doc.get("channels") or []:
+        if isinstance(channel, str):
+            line = lines.find(rf"^[ \t]*-[ \t]*[\"']?{re.escape(channel)}[\"']?\s*(#.*)?$", 0, regex=True) or 1
+            entries.append(Entry(line, "index", name=channel, url=channel, text=channel))
+    after = lines.find(r"^dependencies\s*:", 0, regex=True)
+    start = lines.offset(after)
+    for item in doc["dependencies"]:
+        if isinstance(item, str):
+            line = lines.find(rf"^[ \t]*-[ \t]*[\"']?{re.escape(item)}", start, regex=True) or after or 1
+            name, spec, build = conda_spec(item)
+            if name:
+                entries.append(Entry(line, "conda", name, spec, build=build, text=item, url=item.split("::")[0]
+                                     if "::" in item else ""))
+        elif isinstance(item, dict) and isinstance(item.get("pip"), list):
+            for value in item["pip"]:
+                if not isinstance(value, str):
+                    continue
+                line = lines.find(rf"^[ \t]*-[ \t]*[\"']?{re.escape(value)}", start, regex=True) or after or 1
+                pip_arguments(value.split(), line, entries, problems, strict=not value.startswith("-"))
+    return entries, problems
+
+
+# -- Dockerfiles -----------------------------------------------------------------------------------------
+
+_PIP = re.compile(r"(?:^|[\s;&|(])(?:[\w./-]*python[\d.]*\s+-m\s+)?(?:uv\s+)?pip[\d.]*\s+install\s+(?P<args>[^;&|]*)")
+_CONDA = re.compile(r"(?:^|[\s;&|(])(?:conda|mamba|micromamba)\s+install\s+(?P<args>[^;&|]*)")
+
+
+def read_dockerfile(text: str) -> tuple[list[Entry], list[Problem]]:
+    """FROM images, and the packages and indexes of `pip install` / `conda install` in RUN lines."""
+    entries: list[Entry] = []
+    physical = text.splitlines()
+    for line, logical in _logical_lines(text):
+        word, _, rest = logical.partition(" ")
+        word = word.upper()
+        if word == "FROM":
+            parts = [p for p in rest.split() if not p.startswith("--")]
+            if parts:
+                entries.append(Entry(line, "image", parts[0], text=parts[0]))
+                tag = re.match(r"^(?:[\w.-]+/)?pytorch/pytorch:(\d+\.\d+(?:\.\d+)?)", parts[0])
+                if tag:   # PyTorch's images are named for the torch they hold
+                    entries.append(Entry(line, "requirement", "torch", f"=={tag[1]}", text=parts[0]))
+        elif word == "RUN":
+            start = len(entries)
+            for match in _PIP.finditer(rest):
+                try:
+                    tokens = shlex.split(match["args"], posix=True)
+                except ValueError:
+                    tokens = match["args"].split()
+                pip_arguments(tokens, line, entries, None, strict=False)
+            for match in _CONDA.finditer(rest):
+                args = match["args"].split()
+                for i, token in enumerate(args):
+                    if token in ("-c", "--channel") and i + 1 < len(args):
+                        entries.append(Entry(line, "index", name=args[i + 1], url=args[i + 1], text=args[i + 1]))
+                    elif not token.startswith("-") and (i == 0 or args[i - 1] not in ("-c", "--channel", "-n",
+                                                                                       "--name", "-p", "--prefix")):
+                        name, spec, build = conda_spec(token.strip("'\""))
+                        if name:
+                            entries.append(Entry(line, "conda", name, spec, build=build, text=token))
+            _physical(entries, start, line, physical)
+    return entries, []

@@ -1,0 +1,258 @@
+"""The TOML manifests: pyproject.toml (PEP 621, dependency groups, Poetry, uv, PDM), Pipfile and the locks.
+
+Read with `tomllib` (and `json` for Pipfile.lock) into scan/manifests.py's `Entry` records; lines
+are found in the text (NOTE [manifest entries] in manifests.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import replace
+
+from packaging.markers import Marker
+from packaging.utils import canonicalize_name
+
+from opscan.scan.manifests import Entry, Problem, TextLines, installs_on_linux, requirement
+
+
+def _toml(text: str) -> dict | Problem:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"line (\d+)", str(exc))
+        line = int(match[1]) if match else (text.count("\n") + 1 if "end of document" in str(exc) else 1)
+        return Problem(line, f"not valid TOML: {exc}")
+
+
+def _quoted_line(lines: TextLines, value: str, after: int) -> int:
+    for quote in ('"', "'"):
+        line = lines.find(f"{quote}{value}{quote}", after)
+        if line:
+            return line
+    return lines.find(value, after) or lines.line_at(after)
+
+
+def _requirement_list(values, lines: TextLines, after: int, entries: list, problems: list,
+                      optional: bool = False) -> None:
+    if not isinstance(values, list):
+        return
+    for value in values:
+        if not isinstance(value, str):
+            continue   # a {include-group = ...} table of dependency groups
+        got = requirement(value, _quoted_line(lines, value, after))
+        if isinstance(got, Entry):
+            entries.append(replace(got, optional=optional) if optional else got)
+        elif isinstance(got, Problem):
+            problems.append(got)
+
+
+def poetry_specifier(constraint: str) -> str:
+    """A Poetry constraint (`^2.0.1`, `~2.1`, `2.0.*`, `>=2,<3`, `2.0.1`) as a PEP 440 specifier."""
+    constraint = constraint.strip()
+    if constraint in ("", "*"):
+        return ""
+    out = []
+    for part in re.split(r"\s*,\s*|\s+(?=[<>=!~^])", constraint):
+        part = part.strip()
+        if not part:
+            continue
+        if part[0] in "^~" and not part.startswith("~="):
+            caret = part[0] == "^"
+            numbers = [int(p) if p.isdigit() else 0 for p in part[1:].strip().split(".")]
+            lower = ".".join(str(n) for n in numbers)
+            if caret:
+                index = next((i for i, n in enumerate(numbers) if n != 0), len(numbers) - 1)
+            else:
+                index = min(1, len(numbers) - 1) if len(numbers) > 1 else 0
+            upper = numbers[:index + 1]
+            upper[-1] += 1
+            out += [f">={lower}", f"<{'.'.join(map(str, upper))}"]
+        elif part[0].isdigit():
+            out.append(f"=={part}")
+        else:
+            out.append(part)
+    return ",".join(out)
+
+
+def _poetry_dependencies(table, lines: TextLines, after: int, entries: list, optional: bool = False) -> None:
+    if not isinstance(table, dict):
+        return
+    for name, value in table.items():
+        if name == "python":
+            continue
+        line = lines.find(rf"^[ \t]*[\"']?{re.escape(name)}[\"']?[ \t]*=", after, regex=True) or lines.line_at(after)
+        for item in value if isinstance(value, list) else [value]:
+            spec, url, marker, extra = "", "", None, optional
+            if isinstance(item, str):
+                spec = poetry_specifier(item)
+            elif isinstance(item, dict):
+                spec = poetry_specifier(str(item.get("version", "")))
+                extra = extra or bool(item.get("optional"))
+                url = str(item.get("url", "") or item.get("git", "") or "")
+                if item.get("markers"):
+                    try:
+                        marker = Marker(str(item["markers"]))
+                    except Exception:  # noqa: BLE001 - an unreadable marker: keep the dependency
+                        marker = None
+                if str(item.get("platform", "linux")) not in ("linux", ""):
+                    continue
+            if not installs_on_linux(marker):
+                continue
+            entries.append(Entry(line, "requirement", canonicalize_name(name), spec, url=url,
+                                 text=f"{name} = {item!r}" if not isinstance(item, str) else f"{name} = {item}",
+                                 optional=extra))
+
+
+def _sources(items, lines: TextLines, entries: list, key: str = "url") -> None:
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and isinstance(item.get(key), str):
+            url = item[key]
+            entries.append(Entry(_quoted_line(lines, url, 0), "index", name=str(item.get("name", "")), url=url,
+                                 text=url))
+
+
+def read_pyproject(text: str) -> tuple[list[Entry], list[Problem]]:
+    """PEP 621 dependencies and extras, dependency groups, build requirements, Poetry's
+    dependencies, groups and sources, `[tool.uv]` sources and indexes, PDM's sources."""
+    doc = _toml(text)
+    if isinstance(doc, Problem):
+        return [], [doc]
+    lines = TextLines(text)
+    entries: list[Entry] = []
+    problems: list[Problem] = []
+    project = doc.get("project") if isinstance(doc.get("project"), dict) else {}
+    _requirement_list(project.get("dependencies"), lines, lines.section("project"), entries, problems)
+    extras = project.get("optional-dependencies")
+    if isinstance(extras, dict):
+        after = lines.section("project.optional-dependencies")
+        for values in extras.values():
+            _requirement_list(values, lines, after, entries, problems, optional=True)
+    groups = doc.get("dependency-groups")
+    if isinstance(groups, dict):
+        after = lines.section("dependency-groups")
+        for values in groups.values():
+            _requirement_list(values, lines, after, entries, problems, optional=True)
+    build = doc.get("build-system")
+    if isinstance(build, dict):
+        _requirement_list(build.get("requires"), lines, lines.section("build-system"), entries, problems)
+    tool = doc.get("tool") if isinstance(doc.get("tool"), dict) else {}
+    poetry = tool.get("poetry") if isinstance(tool.get("poetry"), dict) else {}
+    if poetry:
+        _poetry_dependencies(poetry.get("dependencies"), lines, lines.section("tool.poetry.dependencies"), entries)
+        _poetry_dependencies(poetry.get("dev-dependencies"), lines, lines.section("tool.poetry.dev-dependencies"),
+                             entries, optional=True)
+        for name, group in (poetry.get("group") or {}).items():
+            if isinstance(group, dict):
+                _poetry_dependencies(group.get("dependencies"), lines,
+                                     lines.section(f"tool.poetry.group.{name}.dependencies"), entries,
+                                     optional=bool(group.get("optional")) or name != "main")
+        _sources(poetry.get("source"), lines, entries)
+    uv = tool.get("uv") if isinstance(tool.get("uv"), dict) else {}
+    if uv:
+        _sources(uv.get("index"), lines, entries)
+        for key in ("dev-dependencies", "constraint-dependencies", "override-dependencies"):
+            _requirement_list(uv.get(key), lines, lines.section("tool.uv"), entries, problems,
+                              optional=key == "dev-dependencies")
+        if isinstance(uv.get("extra-index-url"), list):
+            for url in uv["extra-index-url"]:
+                entries.append(Entry(_quoted_line(lines, str(url), 0), "index", url=str(url), text=str(url)))
+        if isinstance(uv.get("index-url"), str):
+            entries.append(Entry(_quoted_line(lines, uv["index-url"], 0), "index", url=uv["index-url"],
+                                 text=uv["index-url"]))
+    pdm = tool.get("pdm") if isinstance(tool.get("pdm"), dict) else {}
+    if pdm:
+        _sources(pdm.get("source"), lines, entries)
+        dev = pdm.get("dev-dependencies")
+        if isinstance(dev, dict):
+            for values in dev.values():
+                _requirement_list(values, lines, lines.section("tool.pdm.dev-dependencies"), entries, problems,
+                                  optional=True)
+    return entries, problems
+
+
+def uv_sources(text: str) -> dict[str, str]:
+    """`[tool.uv.sources]`: package -> the index name it is pinned to (for the index rule's message)."""
+    doc = _toml(text)
+    if isinstance(doc, Problem):
+        return {}
+    sources = ((doc.get("tool") or {}).get("uv") or {}).get("sources") or {}
+    out = {}
+    for name, value in sources.items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, dict) and isinstance(item.get("index"), str):
+                out[canonicalize_name(name)] = item["index"]
+    return out
+
+
+def read_pipfile(text: str) -> tuple[list[Entry], list[Problem]]:
+    """Pipfile: [packages], [dev-packages] and [[source]] urls."""
+    doc = _toml(text)
+    if isinstance(doc, Problem):
+        return [], [doc]
+    lines = TextLines(text)
+    entries: list[Entry] = []
+    for section in ("packages", "dev-packages"):
+        table = doc.get(section)
+        if not isinstance(table, dict):
+            continue
+        after = lines.section(section)
+        for name, value in table.items():
+            line = lines.find(rf"^[ \t]*[\"']?{re.escape(name)}[\"']?[ \t]*=", after, regex=True) or lines.line_at(after)
+            spec = value if isinstance(value, str) else str((value or {}).get("version", "")) \
+                if isinstance(value, dict) else ""
+            spec = "" if spec.strip() in ("", "*") else spec.strip()
+            entries.append(Entry(line, "requirement", canonicalize_name(name), spec, text=f"{name} = {value!r}",
+                                 optional=section == "dev-packages"))
+    _sources(doc.get("source"), lines, entries)
+    return entries, []
+
+
+def read_toml_lock(text: str) -> tuple[list[Entry], list[Problem]]:
+    """uv.lock, poetry.lock, pdm.lock: each [[package]]'s name, version and the index it came from."""
+    doc = _toml(text)
+    if isinstance(doc, Problem):
+        return [], [doc]
+    lines = TextLines(text)
+    entries: list[Entry] = []
+    for package in doc.get("package") or []:
+        if not isinstance(package, dict) or not isinstance(package.get("name"), str):
+            continue
+        name = package["name"]
+        line = lines.find(rf"^[ \t]*name[ \t]*=[ \t]*[\"']{re.escape(name)}[\"']", 0, regex=True)
+        version_line = lines.find(rf"^[ \t]*version[ \t]*=", lines.offset(line), regex=True) if line else 0
+        source = package.get("source")
+        url = ""
+        if isinstance(source, dict):
+            url = str(source.get("registry") or source.get("url") or "")
+        entries.append(Entry(version_line or line or 1, "locked", canonicalize_name(name),
+                             version=str(package.get("version", "")), url=url, text=f"{name} {package.get('version', '')}"))
+    return entries, []
+
+
+def read_pipfile_lock(text: str) -> tuple[list[Entry], list[Problem]]:
+    """Pipfile.lock (JSON): the resolved `version` of each package and `_meta.sources`."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return [], [Problem(exc.lineno, f"not valid JSON: {exc.msg}")]
+    if not isinstance(doc, dict):
+        return [], [Problem(1, "not a Pipfile.lock (no JSON object)")]
+    lines = TextLines(text)
+    entries: list[Entry] = []
+    for section in ("default", "develop"):
+        table = doc.get(section)
+        if not isinstance(table, dict):
+            continue
+        after = lines.find(f'"{section}"', 0)
+        for name, value in table.items():
+            version = str(value.get("version", "")) if isinstance(value, dict) else ""
+            line = lines.find(f'"{name}": {{', lines.offset(after)) or 1
+            entries.append(Entry(line, "locked", canonicalize_name(name), version=version.lstrip("="),
+                                 text=f"{name} {version}"))
+    meta = doc.get("_meta") if isinstance(doc.get("_meta"), dict) else {}
+    _sources(meta.get("sources"), lines, entries)
+    return entries, []
+
+

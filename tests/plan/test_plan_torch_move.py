@@ -1,0 +1,72 @@
+"""The torch move: one task listing what moves with torch, sized by the distance to the pairing, first in line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from opscan.config import Config
+from opscan.phases import dependency_context
+from opscan.plan import build_tasks
+from opscan.records import Coverage, Finding, Location, ModelTrace, OpUsage
+from opscan.scan.engine import scan_memory
+from opscan.scan.rules import load_rules
+
+DEPS = dependency_context(Config(Path(__file__).parent))
+RULES = load_rules()
+
+
+def _tasks(files: dict[str, str], traces=(), coverage=()):
+    findings = scan_memory(files, RULES, deps=DEPS).findings
+    return {t.id: t for t in build_tasks(findings, traces, coverage)}, findings
+
+
+def test_one_task_lists_torch_and_what_moves_with_it():
+    tasks, _ = _tasks({"requirements.txt": "--extra-index-url https://download.pytorch.org/whl/cu117\n"
+                                           "torch==2.0.1\ntorchvision==0.15.2\ntorchtext==0.15.2\nnumpy\n"})
+    move = tasks["torch-version"]
+    assert move.title.startswith("move to torch 2.13/2.14 with the packages that pin it")
+    assert [s.line for s in move.sites] == [1, 2, 3, 4]
+    assert move.priority == 1 and move.kind == "torch-version"
+    assert "2.0 -> 2.13: 13 minor version(s)" in move.effort_basis
+
+
+def test_size_follows_the_distance_to_the_pairing():
+    far, _ = _tasks({"requirements.txt": "torch==2.0.1\n"})
+    near, _ = _tasks({"requirements.txt": "torch==2.12.0\n"})
+    older, _ = _tasks({"requirements.txt": "torch==1.13.1\n"})
+    assert near["torch-version"].effort_hours < far["torch-version"].effort_hours < older["torch-version"].effort_hours
+    assert "1 minor version(s)" in near["torch-version"].effort_basis
+    assert "14 minor version(s)" in older["torch-version"].effort_basis   # 1.13 -> 2.0 is one step
+
+
+def test_packages_only_are_a_small_task():
+    tasks, _ = _tasks({"requirements.txt": "torch>=2.0\ntorchvision==0.15.2\n"})
+    move = tasks["torch-version"]
+    assert "no torch pin to move" in move.effort_basis and move.effort_hours < 4
+
+
+def test_the_torch_move_comes_before_the_op_tasks_and_libraries_it_unblocks():
+    usage = OpUsage("aten::foo", 1)
+    trace = ModelTrace("m", "train", "neuron", ops=(usage,))
+    coverage = (Coverage("aten::foo", "cpu-fallback"),)
+    tasks, _ = _tasks({"requirements.txt": "torch==2.0.1\nflash-attn==2.3.3\n",
+                       "model.py": "from flash_attn import flash_attn_func\n"}, (trace,), coverage)
+    order = list(tasks)
+    assert order.index("torch-version") < order.index("library:flash_attn") < order.index("cpu-fallback")
+    assert "torch-version" in tasks["cpu-fallback"].depends_on
+    # the manifest's CUDA-only library and the code's import are one library task
+    assert {s.path for s in tasks["library:flash_attn"].sites} == {"requirements.txt", "model.py"}
+
+
+def test_cuda_builds_are_their_own_mechanical_task():
+    tasks, _ = _tasks({"Dockerfile": "FROM nvidia/cuda:12.1.0-runtime-ubuntu22.04\n",
+                       "requirements.txt": "nvidia-nccl-cu12\n"})
+    assert tasks["cuda-packages"].priority == 3 and len(tasks["cuda-packages"].sites) == 2
+
+
+def test_a_library_only_a_manifest_names_is_dropped_with_the_cuda_builds():
+    tasks, _ = _tasks({"pyproject.toml": '[project]\nname = "x"\ndependencies = ["torch>=2.13"]\n'
+                                         '[project.optional-dependencies]\nkernels = ["triton>=3.0"]\n',
+                       "k.py": "import triton\n\n@triton.jit\ndef k(x):\n    pass\n"})
+    assert not any(t.startswith("library:") for t in tasks)    # triton is the kernel's language here
+    assert [s.path for s in tasks["cuda-packages"].sites] == ["pyproject.toml"]
