@@ -181,10 +181,9 @@ class Held:
 
     def line(self) -> str:
         """One line: 'containment: environment, network, files, processes held' or which did not and why."""
-        held = [p for p, s in self.parts if s == HELD]
-        missing = [f"{p} not held ({s})" for p, s in self.parts if s != HELD]
-        words = ", ".join(held) + " held" if held else "nothing held"
-        return "containment: " + "; ".join([words, *missing])
+        from opscan.records import containment_line
+
+        return containment_line(self.parts)
 
     def as_json(self) -> dict:
         return {"held": self.all, "parts": {p: s for p, s in self.parts}}
@@ -496,6 +495,11 @@ def _suppress():
     import contextlib
 
     return contextlib.suppress(OSError)
+
+
+def held_here() -> bool:
+    """The function of the child that only checks the containment (isolation.check_containment)."""
+    return True
 
 
 # --- commands started by opscan (`opscan parity run`) ---------------------------------------------

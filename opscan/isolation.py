@@ -33,7 +33,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from opscan import containment, errors
@@ -187,6 +187,18 @@ def run(func: str, kwargs: dict[str, Any], limits: Limits, *, capture_output: bo
         if log_path:
             with contextlib.suppress(OSError):
                 os.unlink(log_path)
+
+
+def check_containment(limits: Limits) -> Held:
+    """Which parts of the containment a child gets here (a child that runs no project code);
+    ContainmentError when the policy requires it and a part does not hold (exit 2, before any
+    project code runs)."""
+    ended = run("opscan.containment:held_here", {}, replace(limits, timeout=60,
+                containment=replace(limits.containment, require=False)))
+    held = ended.containment or containment.not_contained(f"the child {ended.how}: {ended.error or ended.exitcode}")
+    if limits.containment.require and not held.all:
+        raise errors.ContainmentError(f"--require-containment: {held.line()}")
+    return held
 
 
 def _wait(child, receiver, timeout: float | None) -> tuple[Any, bool]:
