@@ -399,6 +399,9 @@ def _files(policy: Policy, scratch: str, home: str) -> None:
     _mount_setattr("/", True, set_=MOUNT_ATTR_RDONLY)
     _mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={policy.scratch_size},mode=0700")
     _make_dirs(scratch)
+    # the writable folders, opened before an overlay of a folder above them could hide them
+    real = {folder: os.open(folder, os.O_PATH | os.O_DIRECTORY) for folder in dict.fromkeys(policy.writable)
+            if os.path.isdir(folder)}
     for index, folder in enumerate(dict.fromkeys(policy.overlays)):
         if not os.path.isdir(folder) or _inside(folder, scratch):
             continue
@@ -410,10 +413,10 @@ def _files(policy: Policy, scratch: str, home: str) -> None:
             _mount("overlay", folder, "overlay", 0, f"lowerdir={escaped},upperdir={upper},workdir={work},userxattr")
         except ContainmentUnavailable:
             pass   # writes into the folder then fail (read-only) instead of going to a copy
-    for folder in dict.fromkeys(policy.writable):
-        if os.path.isdir(folder):
-            _mount(folder, folder, None, MS_BIND | MS_REC)
-            _mount_setattr(folder, False, clear=MOUNT_ATTR_RDONLY)
+    for folder, fd in real.items():
+        _mount(f"/proc/self/fd/{fd}", folder, None, MS_BIND | MS_REC)
+        _mount_setattr(folder, False, clear=MOUNT_ATTR_RDONLY)
+        os.close(fd)
     if os.path.isdir("/dev/shm"):
         _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=268435456,mode=1777")
     os.chdir(cwd)   # the working folder as mounted now (an overlay's writes go to the copy)
