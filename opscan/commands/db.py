@@ -56,6 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "and compare each with the CPU; writes those ops only")
     p.add_argument("--name", default=None, help="backend id to write (default: from the backend's package)")
     p.add_argument("--release", default=None, help="release to write (default: the backend's version)")
+    from opscan.commands.flags import add_limit_arguments
+
+    add_limit_arguments(p, default_timeout=3600)   # --import runs the backend's code: in a contained child
 
     p = sub.add_parser("import-compat", help="write a release file from a torch-neuronx compatibility table")
     p.add_argument("table", metavar="FILE", help="the table (Markdown, docs/torch_api_compatibility.md)")
@@ -306,7 +309,8 @@ def _probe(args: argparse.Namespace) -> int:
         bad = [d for d in dtypes if not isinstance(getattr(torch, d, None), torch.dtype)]
         if bad:
             raise UsageError(f"--dtypes: not a torch dtype: {', '.join(bad)}")
-    doc = probe(args.import_module, samples=args.samples, name=args.name, release=args.release, dtypes=dtypes)
+    doc = _contained(args, "opscan.db.probe:probe", dict(import_module=args.import_module, samples=args.samples,
+                                                          name=args.name, release=args.release, dtypes=dtypes))
     write_probe(doc, Path(args.out))
     statuses = {}
     for entry in doc["ops"]:
@@ -317,6 +321,22 @@ def _probe(args: argparse.Namespace) -> int:
     return 0
 
 
+def _contained(args: argparse.Namespace, func: str, kwargs: dict):
+    """`func(**kwargs)` in the contained child (opscan/isolation.py; docs/reliability.md), or in this
+    process with --in-process; the probe's own errors come back as they were raised."""
+    from opscan.commands.flags import isolation_from
+    from opscan.isolation import run
+    from opscan.outcome import result_of
+
+    limits = isolation_from(args)
+    if limits is None:
+        module, _, name = func.partition(":")
+        import importlib
+
+        return getattr(importlib.import_module(module), name)(**kwargs)
+    return result_of(run(func, kwargs, limits), f"db probe (--import {args.import_module or '-'})", limits)
+
+
 def _probe_report(args: argparse.Namespace) -> int:
     """`db probe --report`: the report's ops replayed and compared (NOTE [model replay] in db/replay.py)."""
     from opscan.db.probe import write_probe
@@ -325,7 +345,8 @@ def _probe_report(args: argparse.Namespace) -> int:
     if args.samples or args.dtypes:
         raise UsageError("--report replays the report's ops with the report's dtypes: "
                          "--samples and --dtypes do not apply")
-    doc, per_op = replay(Path(args.report), args.import_module, name=args.name, release=args.release)
+    doc, per_op = _contained(args, "opscan.db.replay:replay", dict(
+        report=Path(args.report).resolve(), import_module=args.import_module, name=args.name, release=args.release))
     write_probe(doc, Path(args.out))
     statuses: dict[str, int] = {}
     for entry in doc["ops"]:
