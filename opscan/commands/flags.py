@@ -9,7 +9,7 @@ import argparse
 import re
 
 from opscan.errors import UsageError
-from opscan.containment import Policy, is_secret_name
+from opscan.containment import SCRATCH_SIZE, Policy, is_secret_name
 from opscan.isolation import DEFAULT_TIMEOUT, Limits, default_max_memory
 
 BACKEND_HELP = ("coverage-database release to check against, e.g. torchneuron==2.33.0 or 2.33.0 "
@@ -69,6 +69,9 @@ def add_containment_arguments(parser) -> None:
     parser.add_argument("--pass-env", metavar="NAME", action="append", default=[],
                         help="pass this environment variable to the child that runs the model's code "
                         "(repeatable); otherwise it gets only an allow-list: no token, key or credential")
+    parser.add_argument("--scratch-size", metavar="SIZE", default=None,
+                        help="size of the child's scratch folder, the only place it may write "
+                        "(a memory-backed tmpfs; default 2G)")
     parser.add_argument("--require-containment", action="store_true",
                         help="exit 2 instead of running project code when a part of the containment "
                         "(environment, network, files, processes) cannot be had on this machine")
@@ -93,7 +96,16 @@ def policy_from(args) -> Policy:
     for name in names:
         if not name or "=" in name or not name.replace("_", "a").isalnum():
             raise UsageError(f"--pass-env {name!r}: not an environment variable name (give the name, not NAME=VALUE)")
-    return Policy(pass_env=names, require=bool(getattr(args, "require_containment", False)))
+    raw = getattr(args, "scratch_size", None)
+    size = SCRATCH_SIZE
+    if raw is not None:
+        match = _SIZE.match(raw)
+        if not match or float(match[1]) <= 0:
+            raise UsageError(f"--scratch-size: not a size: {raw!r} (expected e.g. 2G, 512M)")
+        size = int(float(match[1]) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[match[2].lower()])
+        if size < 1 << 20:
+            raise UsageError(f"--scratch-size {raw}: at least 1M")
+    return Policy(pass_env=names, require=bool(getattr(args, "require_containment", False)), scratch_size=size)
 
 
 def isolation_from(args) -> Limits | None:
