@@ -51,21 +51,20 @@ PARTS: dict[str, str] = {
 HELD = "held"
 SCRATCH_SIZE = 2 << 30     # bytes of the child's scratch tmpfs (and the largest file it may write)
 
-# Which commands run project code, and in which child (docs/reliability.md, "Which commands run
-# project code"; tests/test_containment_docs.py keeps that table and this one in step).
-PROJECT_CODE_COMMANDS: dict[str, str] = {
-    "opscan PATH": "zero-configuration models (README blocks, hubconf, package factories and classes, "
-                   "tests, __main__ demos) and configured models, each in a contained child",
-    "opscan trace": "the model's factory or class (and remote code with trust-remote-code) in a contained child",
-    "opscan run": "the training script, in a contained child",
-    "opscan zoo": "each model's construction (and remote code) in a contained child",
-    "opscan parity run": "the training command, contained (its output folder stays writable)",
-    "opscan db probe --import": "the backend module and the op samples, in a contained child",
-    "opscan init": "the check of each proposed model (as `opscan PATH`), in a contained child",
+# Which commands run project code, and how (docs/reliability.md, "Which commands run project code";
+# tests/reliability/test_reliability_containment_docs.py keeps that table, this one and the
+# commands' flags in step): the command as the docs name it -> the argv words of its parser.
+PROJECT_CODE_COMMANDS: dict[str, tuple[str, ...]] = {
+    "opscan PATH": ("check",),
+    "opscan trace": ("trace",),
+    "opscan run": ("run",),
+    "opscan init": ("init",),
+    "opscan zoo": ("zoo",),
+    "opscan parity run": ("parity",),
+    "opscan db probe": ("db", "probe"),
 }
-# Commands that only read the project (never import or run it).
-READ_ONLY_COMMANDS = ("opscan scan", "opscan PATH --no-trace", "opscan PATH --no-project-code (zero-configuration models)",
-                      "opscan fix", "opscan rules", "opscan db check", "opscan preflight --report")
+# Commands that only read the project (never import or run any of its code).
+READ_ONLY_COMMANDS = ("opscan scan", "opscan baseline", "opscan PATH --no-trace", "opscan fix")
 
 # --- environment ---------------------------------------------------------------------------------
 
