@@ -276,10 +276,11 @@ def enter(policy: Policy, scratch: str, *, then_exec: list[str] | None = None) -
     environ = dict(os.environ)
     env = child_environment(environ, policy, scratch)
     parts: dict[str, str] = {}
-    try:
-        os.setsid()   # one process group: killed as one at the end (when there is no PID namespace)
-    except OSError:
-        pass
+    if hasattr(os, "setsid"):
+        try:
+            os.setsid()   # one process group: killed as one at the end (when there is no PID namespace)
+        except OSError:
+            pass
     _set_environment(env)
     parts["environment"] = HELD
     if not sys.platform.startswith("linux"):

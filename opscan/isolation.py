@@ -231,7 +231,7 @@ def _end_group(child, policy: Policy) -> None:
     # process in that namespace, so a daemon it forked cannot outlive it. Where there is no PID
     # namespace, the child still leads its own session and process group, which is killed here;
     # only a process that made its own session escapes that (the report says processes: not held).
-    if not policy.enabled or not child.pid:
+    if not policy.enabled or not child.pid or not hasattr(os, "killpg"):
         return
     with contextlib.suppress(OSError):
         os.killpg(child.pid, signal.SIGKILL)

@@ -383,3 +383,29 @@ def test_pass_env_takes_a_name_not_an_assignment(run_cli):
 def test_require_containment_with_in_process_is_a_usage_error(run_cli):
     code, _, err = run_cli("trace", "x.py:build", "--require-containment", "--in-process")
     assert code == 2 and "--require-containment" in err
+
+
+@pytest.mark.slow
+@linux_namespaces
+def test_parity_run_command_is_contained(tmp_path, run_cli, monkeypatch):
+    """`opscan parity run -- COMMAND`: the command gets no secret and writes only its loss log (the
+    output folder stays writable); a write elsewhere is refused."""
+    marker, out_dir = tmp_path / "marker", tmp_path / "runs"
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import json, os, sys\n"
+        "if 'GITHUB_TOKEN' in os.environ or 'ghp_' in open('/proc/self/environ', 'rb').read().decode(errors='replace'):\n"
+        "    sys.exit(3)\n"
+        "try:\n"
+        f"    open({str(marker)!r}, 'w').write('x')\n"
+        "except OSError:\n"
+        "    pass\n"
+        "json.dump({str(s): 1.0 / (s + 1) for s in range(5)}, open(os.environ['LOSS_DUMP'], 'w'))\n")
+    monkeypatch.setenv("GITHUB_TOKEN", SECRETS["GITHUB_TOKEN"])
+    code, out, err = run_cli("parity", "run", "--target-device", "cpu", "--tolerance", "1e-6", "--out-dir",
+                             str(out_dir), "--format", "json", "--", sys.executable, str(script))
+    assert code == 0, err
+    assert json.loads(out)["run"]["containment"]["held"] is True
+    assert not marker.exists()
+    assert sorted(p.name for p in out_dir.iterdir()) == ["baseline.json", "baseline.log", "candidate.json",
+                                                         "candidate.log"]
