@@ -27,8 +27,10 @@ The namespaces are made with the libc `unshare` call (Python 3.11 has no os.unsh
 namespace, which needs no privilege on Linux (uid and gid mapped to themselves); after setting
 them up the child drops every capability it had in them, so the code cannot undo a mount. Where
 the platform refuses (macOS, Windows, old kernels, a container whose seccomp profile forbids
-user namespaces), the run goes on and `Held` says which parts did not hold and why;
-`--require-containment` turns that into exit 2 before any project code runs.
+user namespaces), the run goes on and `Held` says which parts did not hold and why; on Linux
+without user namespaces, Landlock still restricts writes, secret reads and TCP where the kernel
+has it (NOTE [Landlock without namespaces]). `--require-containment` turns a part that does not
+hold into exit 2 before any project code runs.
 
 Stdlib only; the parent never imports torch.
 """
