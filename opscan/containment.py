@@ -363,6 +363,13 @@ def _set_environment(env: dict[str, str]) -> None:
     (so /proc/self/environ holds none of the old variables)."""
     os.environ.clear()
     os.environ.update(env)
+    try:   # the interpreter's own copy of the start-up environment (posix.environ / nt.environ)
+        native = sys.modules[os.name].environ
+        encode = os.fsencode if isinstance(next(iter(native), ""), bytes) else str
+        native.clear()
+        native.update({encode(k): encode(v) for k, v in env.items()})
+    except (KeyError, AttributeError, TypeError):
+        pass
     if not sys.platform.startswith("linux"):
         return
     try:

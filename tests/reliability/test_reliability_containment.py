@@ -51,6 +51,8 @@ def _planted(where):
     say = lambda tag, value: print(f"PLANTED {where} {tag}: {value}", file=sys.stderr, flush=True)
     say("RAN", "yes")
     say("ENV", json.dumps(dict(os.environ)))
+    import posix
+    say("POSIX-ENV", repr(posix.environ))
     try:
         say("PROC-SELF", open("/proc/self/environ", "rb").read().decode(errors="replace"))
     except OSError as exc:
