@@ -36,6 +36,7 @@ OUTCOMES: dict[str, str] = {
 # Exceptions (by class name, bases included) that mean the model could not be built.
 BUILD_ERRORS = ("TargetError", "ImportError")
 TRACE_FUNCTION = "opscan.targets.loader:trace_target"
+IN_PROCESS = "--in-process: in opscan's own process"   # what no part of the containment is, then
 
 
 @dataclass(frozen=True)
@@ -138,9 +139,15 @@ def trace_isolated(options: dict[str, Any], limits: Limits | None) -> ModelTrace
     """`opscan.targets.loader.trace_target(**options)` in a child process under `limits` (raises as `result_of`);
     `limits` None traces in this process, without a child (`--in-process`, for debugging)."""
     if limits is None:
-        from opscan.targets.loader import trace_target
+        from dataclasses import replace
 
-        return trace_target(**options)
+        from opscan.containment import PARTS
+        from opscan.targets.loader import trace_target
+        from opscan.targets.project_code import built_by
+
+        trace = trace_target(**options)
+        return replace(trace, built_by=built_by(trace.target, bool(options.get("trust_remote_code"))),
+                       containment=tuple((part, IN_PROCESS) for part in PARTS))
     what = f"trace of {options.get('target', '?')}"
     ended = run(TRACE_FUNCTION, options, with_overlay(limits, options.get("project_root")))
     trace = result_of(ended, what, limits)

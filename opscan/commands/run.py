@@ -114,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
     from opscan.errors import InputError, UsageError
     from opscan.commands.flags import limits_from
     from opscan.isolation import run as isolated
-    from opscan.outcome import result_of, with_overlay
+    from opscan.containment import PARTS
+    from opscan.outcome import IN_PROCESS, result_of, with_overlay
 
     parsed = parse_command(args.command, args.device)
     if not parsed["module"] and not Path(parsed["script"]).is_file():
@@ -140,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
             from opscan.trace.script import run_script
 
             result, said = run_script(**options)
+            result = replace(result, containment=tuple((part, IN_PROCESS) for part in PARTS))
         else:   # contained (docs/reliability.md): the project folder's writes go to a copy
             ended = isolated(RUN_FUNCTION, options, with_overlay(limits, str(root)))
             result, said = result_of(ended, f"run of {name}", limits)
