@@ -74,6 +74,9 @@ class RunOptions:
     mode: str | None = None                # trace mode of a model found at PATH (default train)
     # The child process each model's code runs in (docs/reliability.md); None: in this process.
     limits: Limits | None = field(default_factory=_default_limits)
+    # False (`--no-project-code`): models found with no configuration are built only when that runs
+    # no code of the project (model folders, .pt2 files); configured models are built as given
+    project_code: bool = True
 
 
 def _backend_label(spec: str) -> str:
@@ -116,6 +119,8 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
     if not config.models and not narrowed:   # nothing configured: PATH may be the model itself (opscan/discover.py)
         discovery, config = _discover(target, config, options.trust_remote_code, options.mode,
                                       search=options.trace)
+        if discovery is not None and not options.project_code:
+            discovery, config = _without_project_code(discovery, config, options.trust_remote_code, notes)
 
     # The database is only needed to judge traced ops; a source-only run skips loading it.
     release = None
@@ -247,6 +252,21 @@ def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str |
     models = tuple(ModelConfig(target=t, mode="inference" if t.startswith("pt2:") else (mode or "train"),
                                trust_remote_code=trust_remote_code) for t in found.traced)
     return found, replace(config, models=models)
+
+
+def _without_project_code(discovery, config: Config, trust_remote_code: bool, notes: list[str]):
+    """(discovery, config) without the models found whose building runs project code (`--no-project-code`)."""
+    from opscan.targets.project_code import runs_project_code
+
+    dropped = [t for t in discovery.traced if runs_project_code(t, trust_remote_code)]
+    if not dropped:
+        return discovery, config
+    more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
+    notes.append(f"--no-project-code: {len(dropped)} model(s) found whose building runs the project's code "
+                 f"were not built ({', '.join(dropped[:3])}{more})")
+    kept = tuple(t for t in discovery.traced if t not in dropped)
+    return replace(discovery, traced=kept), replace(config, models=tuple(m for m in config.models
+                                                                           if m.target in kept))
 
 
 def _no_model(discovery) -> str:

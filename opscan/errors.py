@@ -11,7 +11,8 @@
     ├── TraceError              a trace that could not run at all (partial traces are results, not errors)
     │   ├── ModelProcessError   the model's child process hung, crashed or ran out of memory (isolation.py)
     │   └── MissingDependencyError  a package tracing needs (torch) is not installed: no model can be traced
-    └── RunError                a command opscan runs for the user (`parity run`) that failed
+    ├── RunError                a command opscan runs for the user (`parity run`) that failed
+    └── ContainmentError        --require-containment, and a part of the containment cannot be had (containment.py)
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ class OpscanError(Exception):
         if self.path is not None:
             where = f"{self.path}:{self.line}: " if self.line is not None else f"{self.path}: "
         return f"{where}{self.message}"
+
+
+class ContainmentError(OpscanError):
+    """--require-containment was given and a part of the child's containment cannot be had here."""
 
 
 class UsageError(OpscanError):

@@ -33,10 +33,11 @@ import tempfile
 import time
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from opscan import errors
+from opscan import containment, errors
+from opscan.containment import Held, Policy
 from opscan.errors import UsageError
 
 DEFAULT_TIMEOUT = 900.0  # seconds; a 70B-shape fake trace takes ~25 s here
@@ -51,17 +52,20 @@ HOW: dict[str, str] = {
     "signal": "the child died of a signal (segfault, abort, the OOM killer's SIGKILL)",
     "exited": "the child exited without a result (sys.exit, os._exit)",
     "not-started": "the child process could not be started",
+    "not-contained": "--require-containment: a part of the containment could not be had; nothing ran",
 }
 
 
 @dataclass(frozen=True)
 class Limits:
     """What the child may use: wall seconds (None = no limit), bytes of address space (None = no
-    limit of opscan's own), and how the child process is started."""
+    limit of opscan's own), how the child process is started, and its containment
+    (opscan/containment.py: environment, network, files, processes)."""
 
     timeout: float | None = DEFAULT_TIMEOUT
     max_memory: int | None = None
     start_method: str = "spawn"
+    containment: Policy = Policy()
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,7 @@ class Ended:
     output: str = ""                      # capture_output: the last lines the child printed
     max_memory: int | None = None         # the address-space limit in force in the child (bytes)
     clamped: bool = False                 # max_memory is an existing limit below the one asked for
+    containment: Held | None = None       # which parts of the containment held (None: not contained)
 
 
 def default_max_memory() -> int | None:
@@ -136,11 +141,13 @@ def run(func: str, kwargs: dict[str, Any], limits: Limits, *, capture_output: bo
     if capture_output:
         fd, log_path = tempfile.mkstemp(prefix="opscan-child-", suffix=".log")
         os.close(fd)
+    policy = limits.containment
+    scratch = containment.prepare_scratch() if policy.enabled else None
     receiver, sender = ctx.Pipe(duplex=False)
     start = time.monotonic()
     child = None
     try:
-        child = ctx.Process(target=_child_main, args=(sender, func, kwargs, max_memory, log_path),
+        child = ctx.Process(target=_child_main, args=(sender, func, kwargs, max_memory, log_path, policy, scratch),
                             name=f"opscan: {func}", daemon=True)
         try:
             with _allow_children():
@@ -161,19 +168,37 @@ def run(func: str, kwargs: dict[str, Any], limits: Limits, *, capture_output: bo
             if timed_out:
                 _stop(child)
                 return Ended("timeout", seconds=round(elapsed, 3), output=_log_tail(log_path), **common)
+            _end_group(child, policy)
             child.join(5)
             return _death(child.exitcode, elapsed, _log_tail(log_path), common)
+        _end_group(child, policy)
         child.join(5)
-        fields, seconds = message
+        fields, seconds, held = message
         output = _log_tail(log_path) if fields["how"] != "returned" else ""
-        return Ended(seconds=round(seconds, 3), output=output, **fields, **common)
+        return Ended(seconds=round(seconds, 3), output=output, containment=held, **fields, **common)
     finally:
         if child is not None and child.is_alive():
             _stop(child)
+        if child is not None:
+            _end_group(child, policy)
         receiver.close()
+        if scratch:
+            containment.remove_scratch(scratch)
         if log_path:
             with contextlib.suppress(OSError):
                 os.unlink(log_path)
+
+
+def check_containment(limits: Limits) -> Held:
+    """Which parts of the containment a child gets here (a child that runs no project code);
+    ContainmentError when the policy requires it and a part does not hold (exit 2, before any
+    project code runs)."""
+    ended = run("opscan.containment:held_here", {}, replace(limits, timeout=60,
+                containment=replace(limits.containment, require=False)))
+    held = ended.containment or containment.not_contained(f"the child {ended.how}: {ended.error or ended.exitcode}")
+    if limits.containment.require and not held.all:
+        raise errors.ContainmentError(f"--require-containment: {held.line()}")
+    return held
 
 
 def _wait(child, receiver, timeout: float | None) -> tuple[Any, bool]:
@@ -196,6 +221,20 @@ def _wait(child, receiver, timeout: float | None) -> tuple[Any, bool]:
             return None, False
         if not ready:
             return None, True
+
+
+def _end_group(child, policy: Policy) -> None:
+    """Kill what is left of the child's process group (the child leads one: containment.enter);
+    with the PID namespace its processes die with it anyway (NOTE [processes left behind])."""
+    # NOTE [processes left behind]
+    # A contained child is pid 1 of its own PID namespace: when it ends, the kernel kills every
+    # process in that namespace, so a daemon it forked cannot outlive it. Where there is no PID
+    # namespace, the child still leads its own session and process group, which is killed here;
+    # only a process that made its own session escapes that (the report says processes: not held).
+    if not policy.enabled or not child.pid or not hasattr(os, "killpg"):
+        return
+    with contextlib.suppress(OSError):
+        os.killpg(child.pid, signal.SIGKILL)
 
 
 def _stop(child) -> None:
@@ -285,8 +324,9 @@ def _describe(exc: BaseException) -> dict[str, Any]:
     return fields
 
 
-def _child_main(sender, func: str, kwargs: dict[str, Any], max_memory: int | None, log_path: str | None) -> None:
-    """Entry point of the child: limit, redirect output, call, send one message."""
+def _child_main(sender, func: str, kwargs: dict[str, Any], max_memory: int | None, log_path: str | None,
+                policy: Policy = Policy(enabled=False), scratch: str | None = None) -> None:
+    """Entry point of the child: limit, redirect output, contain, call, send one message."""
     if log_path:
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(fd, 1)
@@ -302,6 +342,12 @@ def _child_main(sender, func: str, kwargs: dict[str, Any], max_memory: int | Non
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         if soft == resource.RLIM_INFINITY or max_memory < soft:
             resource.setrlimit(resource.RLIMIT_AS, (max_memory, hard))   # the hard limit stays as it was
+    first_pid = os.getpid()
+    held = containment.enter(policy, scratch) if policy.enabled and scratch else None
+    if held is not None and policy.require and not held.all:
+        sender.send(({"how": "not-contained", "error": held.line()}, 0.0, held))
+        sender.close()
+        return
     start = time.perf_counter()
     try:
         module_name, _, name = func.partition(":")
@@ -312,11 +358,17 @@ def _child_main(sender, func: str, kwargs: dict[str, Any], max_memory: int | Non
     except BaseException as exc:  # noqa: BLE001 - everything the model raises is reported, not raised
         fields = _describe(exc)
     try:
-        sender.send((fields, time.perf_counter() - start))
+        sender.send((fields, time.perf_counter() - start, held))
     except MemoryError:
-        sender.send(({"how": "out-of-memory", "error": "MemoryError while sending the result"}, 0.0))
+        sender.send(({"how": "out-of-memory", "error": "MemoryError while sending the result"}, 0.0, held))
     except Exception as exc:  # noqa: BLE001 - an unpicklable result
         sender.send(({"how": "raised", "error": f"could not send the result back: {type(exc).__name__}: {exc}",
-                      "error_types": (type(exc).__name__,), "where": func}, 0.0))
+                      "error_types": (type(exc).__name__,), "where": func}, 0.0, held))
     finally:
         sender.close()
+    if os.getpid() != first_pid:
+        # the worker forked by containment.enter (NOTE [three processes]): end here, without running
+        # the multiprocessing exit handlers a second time (the waiter ends with this status)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

@@ -36,6 +36,7 @@ OUTCOMES: dict[str, str] = {
 # Exceptions (by class name, bases included) that mean the model could not be built.
 BUILD_ERRORS = ("TargetError", "ImportError")
 TRACE_FUNCTION = "opscan.targets.loader:trace_target"
+IN_PROCESS = "--in-process: in opscan's own process"   # what no part of the containment is, then
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def outcome(name: str, ended: Ended, limits: Limits) -> Outcome:
         return Outcome(name, status, None, f"killed by SIGKILL (out of memory? memory cap {cap}){suffix}", seconds)
     if ended.how == "signal":
         return Outcome(name, status, None, f"process killed by {ended.signal}{suffix}", seconds)
-    if ended.how == "not-started":
+    if ended.how in ("not-started", "not-contained"):
         return Outcome(name, status, None, ended.error, seconds)
     return Outcome(name, status, None, f"process exited with code {ended.exitcode} without a result{suffix}",
                    seconds)
@@ -94,6 +95,8 @@ def result_of(ended: Ended, what: str, limits: Limits) -> Any:
     status = status_of(ended)
     if status in ("ok", "partial"):
         return ended.value
+    if ended.how == "not-contained":
+        raise errors.ContainmentError(f"{what}: --require-containment: {ended.error}")
     if ended.opscan_error is not None:
         cls_name, text, path, line = ended.opscan_error
         cls = getattr(errors, cls_name, TraceError)
@@ -136,11 +139,40 @@ def trace_isolated(options: dict[str, Any], limits: Limits | None) -> ModelTrace
     """`opscan.targets.loader.trace_target(**options)` in a child process under `limits` (raises as `result_of`);
     `limits` None traces in this process, without a child (`--in-process`, for debugging)."""
     if limits is None:
-        from opscan.targets.loader import trace_target
+        from dataclasses import replace
 
-        return trace_target(**options)
+        from opscan.containment import PARTS
+        from opscan.targets.loader import trace_target
+        from opscan.targets.project_code import built_by
+
+        trace = trace_target(**options)
+        return replace(trace, built_by=built_by(trace.target, bool(options.get("trust_remote_code"))),
+                       containment=tuple((part, IN_PROCESS) for part in PARTS))
     what = f"trace of {options.get('target', '?')}"
-    return result_of(run(TRACE_FUNCTION, options, limits), what, limits)
+    ended = run(TRACE_FUNCTION, options, with_overlay(limits, options.get("project_root")))
+    trace = result_of(ended, what, limits)
+    return contained(trace, ended, options)
+
+
+def with_overlay(limits: Limits, root: str | None) -> Limits:
+    """`limits` whose containment puts the project folder under an overlay (its writes go to a copy)."""
+    from dataclasses import replace
+
+    if not root:
+        return limits
+    return replace(limits, containment=replace(limits.containment,
+                                               overlays=(*limits.containment.overlays, str(root))))
+
+
+def contained(trace: ModelTrace, ended: Ended, options: dict[str, Any]) -> ModelTrace:
+    """The trace with what project code ran to build it and which parts of the containment held."""
+    from dataclasses import replace
+
+    from opscan.targets.project_code import built_by
+
+    return replace(trace, built_by=built_by(trace.target or options.get("target", ""),
+                                            bool(options.get("trust_remote_code"))),
+                   containment=ended.containment.parts if ended.containment else ())
 
 
 def describe_memory(ended: Ended, limits: Limits) -> str:

@@ -558,6 +558,28 @@ class ModelTrace:
     shrink: Shrink | None = None         # the repeated layers and traced sizes (None: older traces)
     compile: CompileForecast | None = None   # compile signatures per step (None: older traces)
     compiled: tuple[CompileRegion, ...] = ()   # torch.compile regions met, in call order (docs/compile.md)
+    # the project code that ran to build the model, one line ("built by running README.md block 1"; "" when
+    # none: a model folder, a .pt2 file, a timm name) and which parts of the child's containment held
+    # (opscan/containment.py PARTS -> "held" or why not; () when the model was not traced in a contained child)
+    built_by: str = ""
+    containment: tuple[tuple[str, str], ...] = ()
+
+
+def merge_containment(states) -> tuple[tuple[str, str], ...]:
+    """One (part, "held" or why not) tuple from several children's (see Report.containment)."""
+    merged: dict[str, str] = {}
+    for parts in states:
+        for part, state in parts:
+            if merged.get(part, "held") == "held":
+                merged[part] = state
+    return tuple(merged.items())
+
+
+def containment_line(parts: tuple[tuple[str, str], ...]) -> str:
+    """'containment: environment, network, files, processes held' or which parts did not and why."""
+    held = [p for p, s in parts if s == "held"]
+    words = [", ".join(held) + " held" if held else "nothing held"]
+    return "containment: " + "; ".join(words + [f"{p} not held ({s})" for p, s in parts if s != "held"])
 
 
 @dataclass(frozen=True)
@@ -779,6 +801,12 @@ class Report:
     release_notes: tuple[OpNote, ...] = ()  # release notes that concern traced ops, by packet
     torch_compile: TorchCompile | None = None   # torch.compile under TorchNeuron's rules (None: none met)
     compile_estimate: CompileEstimate | None = None   # compile seconds from the user's assumption (None: nothing counted)
+
+    @property
+    def containment(self) -> tuple[tuple[str, str], ...]:
+        """Which parts of the containment held over every contained child of the run: a part holds
+        when it held in each (else the first reason it did not); () when no child was contained."""
+        return merge_containment(t.containment for t in self.traces)
 
     @property
     def blockers(self) -> Blockers:

@@ -176,4 +176,5 @@ def test_one_module_assesses_and_one_isolates():
                      and any(not line.lstrip().startswith(("def ", "#", "`")) and calls.search(line)
                              for line in path.read_text(encoding="utf-8").splitlines()))
     assert callers == ["assess.py", "db/caveats.py"]   # db/caveats.py: op_caveats for loose usages
-    assert _opscan_imports(PKG / "isolation.py") <= {"opscan", "opscan.errors"}
+    assert _opscan_imports(PKG / "isolation.py") <= {"opscan", "opscan.errors", "opscan.containment"}
+    assert _opscan_imports(PKG / "containment.py") <= {"opscan.records"}   # stdlib; records for one line

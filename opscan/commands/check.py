@@ -50,6 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format")
     parser.add_argument("--output", "-o", metavar="FILE", default=None, help="write the report to FILE")
     parser.add_argument("--no-trace", action="store_true", help="skip tracing (no torch needed)")
+    parser.add_argument("--no-project-code", action="store_true",
+                        help="with no configured model, build only what runs no project code (model folders, "
+                        ".pt2 files); README blocks, hubconf, package factories and tests are not run")
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="let a model folder whose config.json has auto_map run its own code "
                              "(in the trace's child process); refused without it")
@@ -194,8 +197,9 @@ def run(args: argparse.Namespace) -> int:
     options = RunOptions(
         trace=not args.no_trace, baseline=Path(args.baseline) if args.baseline else config.baseline,
         trust_remote_code=getattr(args, "trust_remote_code", False), mode=getattr(args, "mode", None),
-        limits=isolation_from(args),   # each model's code runs in a child process (docs/reliability.md)
-        scan=_scan_options(args))
+        limits=isolation_from(args),   # each model's code runs in a contained child process (docs/reliability.md)
+        scan=_scan_options(args),
+        project_code=not getattr(args, "no_project_code", False))
     errors = []   # models that could not be checked; the verdict carries them (Verdict.unchecked)
     with _progress() as progress:
         report = analyse(Path(args.path), config, options, progress=progress, on_error=errors.append)

@@ -57,6 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "and compare each with the CPU; writes those ops only")
     p.add_argument("--name", default=None, help="backend id to write (default: from the backend's package)")
     p.add_argument("--release", default=None, help="release to write (default: the backend's version)")
+    from opscan.commands.flags import add_limit_arguments
+
+    add_limit_arguments(p, default_timeout=3600)   # --import runs the backend's code: in a contained child
 
     p = sub.add_parser("import-compat", help="write a release file from a torch-neuronx compatibility table")
     p.add_argument("table", metavar="FILE", help="the table (Markdown, docs/torch_api_compatibility.md)")
@@ -316,7 +319,8 @@ def _probe(args: argparse.Namespace) -> int:
         bad = [d for d in dtypes if not isinstance(getattr(torch, d, None), torch.dtype)]
         if bad:
             raise UsageError(f"--dtypes: not a torch dtype: {', '.join(bad)}")
-    doc = probe(args.import_module, samples=args.samples, name=args.name, release=args.release, dtypes=dtypes)
+    doc = _contained(args, "opscan.db.probe:probe", dict(import_module=args.import_module, samples=args.samples,
+                                                          name=args.name, release=args.release, dtypes=dtypes))
     write_probe(doc, Path(args.out))
     statuses = {}
     for entry in doc["ops"]:
@@ -327,19 +331,36 @@ def _probe(args: argparse.Namespace) -> int:
     return 0
 
 
+def _contained(args: argparse.Namespace, func: str, kwargs: dict):
+    """`func(**kwargs)` in the contained child (opscan/isolation.py; docs/reliability.md), or in this
+    process with --in-process; the probe's own errors come back as they were raised."""
+    from opscan.commands.flags import isolation_from
+    from opscan.isolation import run
+    from opscan.outcome import result_of
+
+    limits = isolation_from(args)
+    if limits is None:
+        from opscan.db.cache_stats import counted_replay
+        from opscan.db.probe import probe
+
+        return {"opscan.db.probe:probe": probe, "opscan.db.cache_stats:counted_replay": counted_replay}[func](**kwargs)
+    return result_of(run(func, kwargs, limits), f"db probe (--import {args.import_module or '-'})", limits)
+
+
 def _probe_report(args: argparse.Namespace) -> int:
     """`db probe --report`: the report's ops replayed and compared (NOTE [model replay] in db/replay.py)."""
     from opscan.db.probe import write_probe
-    from opscan.db.replay import replay, report_ops
+    from opscan.db.replay import report_ops
 
     if args.samples or args.dtypes:
         raise UsageError("--report replays the report's ops with the report's dtypes: "
                          "--samples and --dtypes do not apply")
     from opscan.db import cache_stats
 
-    before = cache_stats.read_counters()   # NOTE [cache counters]: optional, absent -> said so
-    doc, per_op = replay(Path(args.report), args.import_module, name=args.name, release=args.release)
-    after = cache_stats.read_counters() if before is not None else None
+    # the replay and the cache counters around it (NOTE [cache counters]: optional, absent -> said so)
+    # are read in the contained child, where the backend's code runs
+    doc, per_op, before, after = _contained(args, "opscan.db.cache_stats:counted_replay", dict(
+        report=Path(args.report).resolve(), import_module=args.import_module, name=args.name, release=args.release))
     write_probe(doc, Path(args.out))
     replayed = set(report_ops(Path(args.report)))
     statuses: dict[str, int] = {}

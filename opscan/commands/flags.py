@@ -1,6 +1,7 @@
 """Flags several commands share, defined once so they mean the same everywhere (docs/check.md, "Flags"):
 the release (--backend, --db) and the limits of the child process that runs model code
-(--timeout, --max-memory, --in-process; the child itself is opscan/isolation.py)."""
+(--timeout, --max-memory, --in-process; the child itself is opscan/isolation.py) and its
+containment (--pass-env, --require-containment; opscan/containment.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import argparse
 import re
 
 from opscan.errors import UsageError
+from opscan.containment import SCRATCH_SIZE, Policy, is_secret_name
 from opscan.isolation import DEFAULT_TIMEOUT, Limits, default_max_memory
 
 BACKEND_HELP = ("coverage-database release to check against, e.g. torchneuron==2.33.0 or 2.33.0 "
@@ -59,20 +61,65 @@ def add_limit_arguments(parser, *, default_timeout: float = DEFAULT_TIMEOUT, in_
     if in_process:
         parser.add_argument("--in-process", action="store_true",
                             help="trace in this process, without the child process and its limits (debugging)")
+    add_containment_arguments(parser)
+
+
+def add_containment_arguments(parser) -> None:
+    """--pass-env / --require-containment of every command that runs project code (docs/reliability.md)."""
+    parser.add_argument("--pass-env", metavar="NAME", action="append", default=[],
+                        help="pass this environment variable to the child that runs the model's code "
+                        "(repeatable); otherwise it gets only an allow-list: no token, key or credential")
+    parser.add_argument("--scratch-size", metavar="SIZE", default=None,
+                        help="size of the child's scratch folder, the only place it may write "
+                        "(a memory-backed tmpfs; default 2G)")
+    parser.add_argument("--require-containment", action="store_true",
+                        help="exit 2 instead of running project code when a part of the containment "
+                        "(environment, network, files, processes) cannot be had on this machine")
 
 
 def limits_from(args, start_method: str = "spawn") -> Limits:
     """Limits from parsed --timeout / --max-memory (UsageError for bad values)."""
     timeout = parse_timeout(str(getattr(args, "timeout", DEFAULT_TIMEOUT)))
     raw = getattr(args, "max_memory", None)
-    return Limits(timeout=timeout, max_memory=parse_size(raw) if raw is not None else default_max_memory(),
-                  start_method=start_method)
+    limits = Limits(timeout=timeout, max_memory=parse_size(raw) if raw is not None else default_max_memory(),
+                    start_method=start_method, containment=policy_from(args))
+    if limits.containment.require and not getattr(args, "in_process", False):
+        from opscan.isolation import check_containment
+
+        check_containment(limits)   # ContainmentError (exit 2) before any project code runs
+    return limits
+
+
+def policy_from(args) -> Policy:
+    """The containment of the child from --pass-env / --require-containment (UsageError for a bad name)."""
+    names = tuple(dict.fromkeys(getattr(args, "pass_env", None) or ()))
+    for name in names:
+        if not name or "=" in name or not name.replace("_", "a").isalnum():
+            raise UsageError(f"--pass-env {name!r}: not an environment variable name (give the name, not NAME=VALUE)")
+    raw = getattr(args, "scratch_size", None)
+    size = SCRATCH_SIZE
+    if raw is not None:
+        match = _SIZE.match(raw)
+        if not match or float(match[1]) <= 0:
+            raise UsageError(f"--scratch-size: not a size: {raw!r} (expected e.g. 2G, 512M)")
+        size = int(float(match[1]) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[match[2].lower()])
+        if size < 1 << 20:
+            raise UsageError(f"--scratch-size {raw}: at least 1M")
+    return Policy(pass_env=names, require=bool(getattr(args, "require_containment", False)), scratch_size=size)
 
 
 def isolation_from(args) -> Limits | None:
     """The limits a trace runs under, or None with --in-process (traced in this process, no child)."""
     limits = limits_from(args)   # bad values are a usage error with --in-process too
+    if getattr(args, "in_process", False) and limits.containment.require:
+        raise UsageError("--require-containment and --in-process: the model's code would run in opscan's "
+                         "own process, with nothing contained")
     return None if getattr(args, "in_process", False) else limits
+
+
+def passed_secrets(policy: Policy) -> tuple[str, ...]:
+    """The --pass-env names that read as secrets (the report says they were passed on purpose)."""
+    return tuple(name for name in policy.pass_env if is_secret_name(name))
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)

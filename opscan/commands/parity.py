@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import shutil
 import sys
 import tempfile
@@ -71,6 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="keep the loss logs and the script's output here (default: a temporary "
                           "folder, removed after a successful comparison)")
     run.add_argument("--timeout", type=_float, metavar="SECONDS", help="stop a run after this long")
+    from opscan.commands.flags import add_containment_arguments
+
+    add_containment_arguments(run)   # the training command runs contained (docs/reliability.md)
     _split_at_dashes(parser)
 
 
@@ -108,10 +112,10 @@ def run(args: argparse.Namespace) -> int:
 
     run_info = None
     if running:
-        baseline, candidate, out_dir, keep = _run_pair(args, command, settings)
+        baseline, candidate, out_dir, keep, held = _run_pair(args, command, settings)
         run_info = {"command": command, "baseline_device": "cpu",
                     "target_device": args.target_device or settings.target_device or "neuron",
-                    "out_dir": str(out_dir) if keep else None}
+                    "out_dir": str(out_dir) if keep else None, "containment": held.as_json()}
     else:
         from opscan.workflow.losslog import read_loss_log
         baseline, candidate = read_loss_log(inputs[0]), read_loss_log(inputs[1])
@@ -124,19 +128,27 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_pair(args, command, settings):
+    from dataclasses import replace
+
+    from opscan.commands.flags import policy_from
+    from opscan.isolation import Limits, check_containment
     from opscan.workflow.script_runs import run_pair
 
     target = args.target_device or settings.target_device or "neuron"
     keep = args.out_dir is not None
     out_dir = Path(args.out_dir) if keep else Path(tempfile.mkdtemp(prefix="opscan-parity-"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    policy = replace(policy_from(args), writable=(str(out_dir.resolve()),), overlays=(os.getcwd(),))
+    held = check_containment(Limits(containment=policy))   # ContainmentError (exit 2) when required and not had
 
     def progress(message: str) -> None:
         print(f"opscan parity run: {message}", file=sys.stderr)
 
+    progress(held.line())
     # On a failed run the temporary folder is kept: the error message points into it.
     (_, baseline), (_, candidate) = run_pair(command, target, out_dir, args.timeout,
-                                             progress=progress)
-    return baseline, candidate, out_dir, keep
+                                             progress=progress, policy=policy)
+    return baseline, candidate, out_dir, keep, held
 
 
 def _render(result, args, run_info) -> None:

@@ -111,10 +111,11 @@ def assess_run(root: Path, config, trace, progress=None, on_error=None):
 def run(args: argparse.Namespace) -> int:
     from opscan.commands.check import _progress, gate, render_report
     from opscan.config import ModelConfig, load_config, parse_fail_on
-    from opscan.errors import InputError
+    from opscan.errors import InputError, UsageError
     from opscan.commands.flags import limits_from
     from opscan.isolation import run as isolated
-    from opscan.outcome import result_of
+    from opscan.containment import PARTS
+    from opscan.outcome import IN_PROCESS, result_of, with_overlay
 
     parsed = parse_command(args.command, args.device)
     if not parsed["module"] and not Path(parsed["script"]).is_file():
@@ -125,6 +126,9 @@ def run(args: argparse.Namespace) -> int:
         fail_on=parse_fail_on(args.fail_on) if args.fail_on else None)
     name = parsed["script"] if parsed["module"] else os.path.relpath(Path(parsed["script"]).resolve(), root)
     config = replace(config, models=(ModelConfig(target=f"script:{Path(name).as_posix()}"),))
+    if getattr(args, "in_process", False) and getattr(args, "require_containment", False):
+        raise UsageError("--require-containment and --in-process: the script would run in opscan's own "
+                         "process, with nothing contained")
     limits = limits_from(args)
     notes: list[str] = []
 
@@ -137,8 +141,12 @@ def run(args: argparse.Namespace) -> int:
             from opscan.trace.script import run_script
 
             result, said = run_script(**options)
-        else:
-            result, said = result_of(isolated(RUN_FUNCTION, options, limits), f"run of {name}", limits)
+            result = replace(result, containment=tuple((part, IN_PROCESS) for part in PARTS))
+        else:   # contained (docs/reliability.md): the project folder's writes go to a copy
+            ended = isolated(RUN_FUNCTION, options, with_overlay(limits, str(root)))
+            result, said = result_of(ended, f"run of {name}", limits)
+            result = replace(result, containment=ended.containment.parts if ended.containment else ())
+        result = replace(result, built_by=f"ran the script {name}")
         notes.extend(said)
         if parsed["summary"]:
             notes.append(parsed["summary"])

@@ -68,6 +68,17 @@ def forecast(report: Path) -> list[tuple[str, int]]:
     return []
 
 
+def counted_replay(report: Path, import_module: str | None, name: str | None, release: str | None):
+    """The replay of `db probe --report` with the cache counters read before and after it, in the
+    process the backend runs in (the contained child): (doc, seconds per op, before, after)."""
+    from opscan.db.replay import replay
+
+    before = read_counters()
+    doc, per_op = replay(report, import_module, name=name, release=release)
+    after = read_counters() if before is not None else None
+    return doc, per_op, before, after
+
+
 def lines(before, after, forecast_counts) -> list[str]:
     """What `db probe --report` prints about the cache (NOTE [cache counters])."""
     if before is None or after is None:
@@ -82,4 +93,4 @@ def lines(before, after, forecast_counts) -> list[str]:
     return out
 
 
-__all__ = ["FUNCTION", "MODULE", "difference", "forecast", "lines", "read_counters"]
+__all__ = ["FUNCTION", "MODULE", "counted_replay", "difference", "forecast", "lines", "read_counters"]

@@ -131,6 +131,8 @@ def _trace(trace: ModelTrace) -> dict:
         "supplied_fakes": list(trace.supplied_fakes),
         "retried": trace.retried,
         "shrink": None if trace.shrink is None else asdict(trace.shrink),
+        **({"built_by": trace.built_by} if trace.built_by else {}),
+        **({"containment": dict(trace.containment)} if trace.containment else {}),
     }
 
 
@@ -217,6 +219,7 @@ def to_dict(report: Report) -> dict:
         "discovery": None if report.discovery is None else _discovery(report.discovery),
         "compile": _compile(report),
         **_host_ops(report),
+        **_containment(report),
     }
 
 
@@ -285,6 +288,15 @@ def _estimate(estimate) -> dict | None:
     return {"seconds_per_signature": estimate.seconds_per_signature, "assumed": True,
             "counts": [{"what": what, "compiles": n} for what, n in estimate.counts],
             "seconds": [{"what": what, "seconds": sec} for what, sec in estimate.seconds]}
+
+
+def _containment(report: Report) -> dict:
+    """Which parts of the containment held over the run's children (docs/json.md, "containment"):
+    present only when a model was traced in a contained child."""
+    if not report.containment:
+        return {}
+    parts = dict(report.containment)
+    return {"containment": {"held": all(state == "held" for state in parts.values()), "parts": parts}}
 
 
 def _host_ops(report: Report) -> dict:

@@ -12,8 +12,8 @@ conftest.py is not run), the test is called with its first `@pytest.mark.paramet
 from the decorator's literal) and the simple fixtures opscan can give (`tmp_path`, `monkeypatch`,
 fixtures of the same file taking only those), and stopped at its first model call, which is taken
 with its inputs (NOTE [stopping at the model call] in repository.py). It runs in a temporary
-working directory with the network refused, so it writes nothing into the repository and fetches
-nothing (NOTE [running a repository's test]).
+working directory in the contained child (opscan/containment.py: no network), so it writes nothing
+into the repository and fetches nothing (NOTE [running a repository's test]).
 """
 
 from __future__ import annotations
@@ -244,9 +244,10 @@ def _literal_names(deco: ast.Call) -> list[str]:
 # value). A `Test*` class is instantiated first (a unittest.TestCase with the test's name, then
 # setUp; a plain class, then setup_method). Every Parameter is on `meta` and nn.Module.__call__
 # raises at the first model call (repository.py `stop_at_model_call`), so the test's assertions on
-# outputs never run. Its working directory is a temporary folder and the network is refused
-# (socket connections raise), so a test that downloads a checkpoint fails in one line instead of
-# fetching it, and nothing is written into the repository.
+# outputs never run. Its working directory is a temporary folder (in the child's scratch folder),
+# and the child has no network (opscan/containment.py: a network namespace, not patched sockets),
+# so a test that downloads a checkpoint fails in one line instead of fetching it, and nothing is
+# written into the repository.
 
 def build_test(path, spec: str, root, target: str, *, load, stop):
     """The model and inputs of a `repo:FILE::[CLASS::]TEST` target (NOTE [running a repository's test]);
@@ -276,7 +277,7 @@ def build_test(path, spec: str, root, target: str, *, load, stop):
         given = first_parameters(node)
     except ValueError as exc:
         raise TargetError(f"{target}: skipped: {exc}") from None
-    with tempfile.TemporaryDirectory(prefix="opscan-test-") as tmp, _no_network(), contextlib.ExitStack() as undo:
+    with tempfile.TemporaryDirectory(prefix="opscan-test-") as tmp, contextlib.ExitStack() as undo:
         cwd = os.getcwd()
         os.chdir(tmp)
         undo.callback(os.chdir, cwd)
@@ -356,28 +357,3 @@ def _bound(module, owner: str, name: str, undo):
         if hasattr(instance, "setup_method"):
             instance.setup_method(getattr(instance, name))
     return getattr(instance, name)
-
-
-class _NoNetwork(OSError):
-    pass
-
-
-def _no_network():
-    """Socket connections and name lookups raise while a test runs (nothing is fetched)."""
-    import contextlib
-    import socket
-
-    @contextlib.contextmanager
-    def refused():
-        def refuse(*args, **kwargs):
-            raise _NoNetwork("opscan does not download while it runs a repository's test (network refused)")
-
-        saved = (socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo, socket.create_connection)
-        socket.socket.connect = socket.socket.connect_ex = refuse
-        socket.getaddrinfo = socket.create_connection = refuse
-        try:
-            yield
-        finally:
-            socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo, socket.create_connection = saved
-
-    return refused()

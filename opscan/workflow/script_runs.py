@@ -8,11 +8,15 @@ it reads the device from TORCH_DEVICE, seeds everything, and writes its losses a
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from opscan import containment
+from opscan.containment import Policy
 
 from opscan.errors import RunError, UsageError
 from opscan.workflow.losslog import LossLog, read_loss_log
@@ -45,8 +49,11 @@ def _tail(path: Path, lines: int = 1) -> str:
 
 
 def run_once(command: Sequence[str], label: str, device: str, out_dir: Path,
-             timeout: float | None = None, env: Mapping[str, str] | None = None) -> RunOutcome:
-    """Run `command` with TORCH_DEVICE=`device` and LOSS_DUMP=<out_dir>/<label>.json."""
+             timeout: float | None = None, env: Mapping[str, str] | None = None,
+             policy: Policy | None = None) -> RunOutcome:
+    """Run `command` with TORCH_DEVICE=`device` and LOSS_DUMP=<out_dir>/<label>.json; with
+    `policy`, contained (opscan/containment.py: allow-listed environment, no network, writes only
+    into `out_dir` and a scratch folder; the working folder's writes go to a copy)."""
     loss_path = out_dir / f"{label}.json"
     output_path = out_dir / f"{label}.log"
     if loss_path.exists():
@@ -55,10 +62,22 @@ def run_once(command: Sequence[str], label: str, device: str, out_dir: Path,
     child_env[DEVICE_VAR] = device
     child_env[DUMP_VAR] = str(loss_path)
     child_env[ROLE_VAR] = label
+    argv, scratch = list(command), None
+    if policy is not None and policy.enabled:   # the launcher execs it: find it here, for the same errors
+        if shutil.which(command[0], path=child_env.get("PATH")) is None:
+            if os.sep in command[0] and os.path.exists(command[0]):
+                raise UsageError(f"parity run: command is not executable: {command[0]!r}")
+            raise UsageError(f"parity run: command not found: {command[0]!r}")
+        scratch = containment.prepare_scratch()
+        run_vars = tuple((k, child_env[k]) for k in (DEVICE_VAR, DUMP_VAR, ROLE_VAR))
+        policy = replace(policy, set_env=(*policy.set_env, *run_vars),
+                         writable=tuple(dict.fromkeys((*policy.writable, str(out_dir.resolve())))))
+        argv = containment.command_prefix(policy, scratch) + argv
+        child_env = containment.child_environment(child_env, policy, scratch)
     started = time.perf_counter()
     try:
         with output_path.open("wb") as output:
-            proc = subprocess.run(list(command), env=child_env, stdout=output,
+            proc = subprocess.run(argv, env=child_env, stdout=output,
                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=timeout)
     except FileNotFoundError:
         raise UsageError(f"parity run: command not found: {command[0]!r}") from None
@@ -67,7 +86,12 @@ def run_once(command: Sequence[str], label: str, device: str, out_dir: Path,
     except subprocess.TimeoutExpired:
         raise RunError(f"{label} run ({DEVICE_VAR}={device}) did not finish within {timeout:g} s; "
                        f"its output is in {output_path}") from None
+    finally:
+        if scratch:
+            containment.remove_scratch(scratch)
     seconds = time.perf_counter() - started
+    if proc.returncode in (126, 127) and scratch:   # the contained launcher could not exec the command
+        raise UsageError(f"parity run: {_tail(output_path) or f'cannot run {command[0]!r}'}")
     if proc.returncode != 0:
         tail = _tail(output_path)
         hint = ("; is the target device present? `opscan preflight` checks"
@@ -83,7 +107,7 @@ def run_once(command: Sequence[str], label: str, device: str, out_dir: Path,
 
 def run_pair(command: Sequence[str], target_device: str, out_dir: Path,
              timeout: float | None = None, env: Mapping[str, str] | None = None,
-             progress: Callable[[str], None] | None = None
+             progress: Callable[[str], None] | None = None, policy: Policy | None = None
              ) -> tuple[tuple[RunOutcome, LossLog], tuple[RunOutcome, LossLog]]:
     """Run the baseline on the CPU, then the candidate on `target_device`; read both loss logs."""
     if not command:
@@ -96,7 +120,7 @@ def run_pair(command: Sequence[str], target_device: str, out_dir: Path,
     for label, device in (("baseline", BASELINE_DEVICE), ("candidate", target_device)):
         if progress:
             progress(f"{label}: {DEVICE_VAR}={device} {' '.join(command)}")
-        outcome = run_once(command, label, device, out_dir, timeout, env)
+        outcome = run_once(command, label, device, out_dir, timeout, env, policy)
         if progress:
             progress(f"{label}: done in {outcome.seconds:.1f} s -> {outcome.loss_path}")
         results.append((outcome, read_loss_log(outcome.loss_path)))

@@ -150,14 +150,17 @@ print(json.dumps({{"how": ended.how, "torch_in_parent": "torch" in sys.modules}}
 
 
 def test_one_module_isolates_model_code():
-    """Only opscan/isolation.py starts child processes for model code and sets their limits."""
+    """Only opscan/isolation.py starts child processes for model code and sets their limits
+    (its containment, opscan/containment.py, limits the size of the files they write)."""
     package = HERE.parents[1] / "opscan"
     users = {}
     for path in sorted(package.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
-        for needle in ("setrlimit", "RLIMIT_AS", ".Process(", "set_forkserver_preload"):
+        for needle in ("setrlimit", "RLIMIT_AS", ".Process(", "set_forkserver_preload", "unshare("):
             if needle in text:
                 users.setdefault(needle, []).append(path.relative_to(package).as_posix())
-    assert users == {needle: ["isolation.py"] for needle in
-                     ("setrlimit", "RLIMIT_AS", ".Process(", "set_forkserver_preload")}
+    expected = {needle: ["isolation.py"] for needle in ("setrlimit", "RLIMIT_AS", ".Process(", "set_forkserver_preload")}
+    expected["setrlimit"] = ["containment.py", "isolation.py"]
+    expected["unshare("] = ["containment.py"]
+    assert users == expected
     assert not (package / "zoo" / "isolate.py").exists()

@@ -37,6 +37,7 @@ def test_identical_runs_are_in_parity(example, run_cli, tmp_path):
 def test_perturbed_run_diverges(example, run_cli, monkeypatch):
     monkeypatch.setenv("PARITY_PERTURB", "lr")           # the candidate's learning rate is 2% higher
     code, out, err = run_cli("parity", "run", "--target-device", "cpu", "--tolerance", "1e-3",
+                             "--pass-env", "PARITY_PERTURB",   # the contained run gets only what is passed
                              "--format", "json", "--", sys.executable, example, "--seed", "1337",
                              "--steps", "40")
     assert code == 1, err

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opscan.records import STATUS, Coverage, OpStatus, OpUsage, Report, status_of
+from opscan.records import STATUS, Coverage, OpStatus, OpUsage, Report, containment_line, status_of
 from opscan.reporters.json import merge_ops
 from opscan.reporters.tasklist import size
 from opscan.reporters.terminal.location import budget, fit
@@ -34,6 +34,9 @@ def section(report: Report, console: Console) -> None:
     if not traces:
         return
     console.print(Text("Ops", style="bold"))
+    if report.containment:   # which parts of the child's containment held (docs/reliability.md)
+        held = all(state == "held" for _, state in report.containment)
+        console.print(Text(f"  {containment_line(report.containment)}", style="dim" if held else "bold yellow"))
     for trace in traces:
         dispatches = sum(u.count for u in trace.ops)
         head = Text(f"  {trace.target}  ", style="bold")
@@ -42,6 +45,8 @@ def section(report: Report, console: Console) -> None:
         if trace.seconds:
             head.append(f", {trace.seconds:.1f} s", style="dim")
         console.print(head)
+        if trace.built_by:
+            console.print(Text(f"  {trace.built_by}", style="dim"))
         if not trace.complete:
             console.print(Text(f"  ! trace stopped early (ops below are those seen until then): "
                                f"{trace.stopped_at}", style="bold yellow"))

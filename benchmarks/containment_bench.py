@@ -1,0 +1,107 @@
+"""The cost of the containment of a child that runs project code (opscan/containment.py).
+
+Runs the same child with and without containment, several times each, alternating, and prints
+the median wall time of each and the difference (the containment's cost per child):
+
+- `noop/spawn`: a child that runs nothing (`os:getpid`), started as `opscan PATH` / `opscan trace`
+  start theirs (spawn: a fresh interpreter);
+- `noop/forkserver`: the same, started as the zoo starts its children (forks of a server);
+- `enter`: the time `containment.enter` itself takes inside the child (namespaces, mounts, the
+  two forks), read from inside;
+- `trace/spawn` (with --trace): `opscan.targets.loader:trace_target` of a small model file.
+
+    python benchmarks/containment_bench.py [--runs 7] [--trace]
+
+Results go to docs/benchmarks.md, "Containment".
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from opscan import containment  # noqa: E402
+from opscan.containment import Policy  # noqa: E402
+from opscan.isolation import Limits, run  # noqa: E402
+
+MODEL = """import torch
+from torch import nn
+
+
+def build():
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    return model, (torch.randn(2, 16),)
+"""
+
+
+
+def _one(func: str, kwargs: dict, method: str, contained: bool) -> float:
+    limits = Limits(timeout=300, start_method=method, containment=Policy(enabled=contained))
+    started = time.perf_counter()
+    ended = run(func, kwargs, limits, preload=("opscan.isolation",) if method == "forkserver" else ())
+    seconds = time.perf_counter() - started
+    if ended.how != "returned":
+        raise SystemExit(f"{func} ({method}, contained={contained}) ended {ended.how}: {ended.error}")
+    if contained and not (ended.containment and ended.containment.all):
+        print(f"warning: containment did not fully hold: {ended.containment}", file=sys.stderr)
+    return seconds
+
+
+def enter_seconds(runs: int) -> list[float]:
+    """containment.enter timed in a forked process of this one (no multiprocessing around it)."""
+    out = []
+    for _ in range(runs):
+        read_end, write_end = os.pipe()
+        scratch = containment.prepare_scratch()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_end)
+            started = time.perf_counter()
+            containment.enter(Policy(overlays=(str(ROOT),)), scratch)
+            os.write(write_end, f"{time.perf_counter() - started:.6f}".encode())
+            os._exit(0)
+        os.close(write_end)
+        out.append(float(os.read(read_end, 64).decode()))
+        os.close(read_end)
+        os.waitpid(pid, 0)
+        containment.remove_scratch(scratch)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--trace", action="store_true", help="also time a small model's trace")
+    args = parser.parse_args()
+    cases = [("noop/spawn", "os:getpid", {}, "spawn"), ("noop/forkserver", "os:getpid", {}, "forkserver")]
+    tmp = tempfile.mkdtemp(prefix="opscan-bench-")
+    if args.trace:
+        model = Path(tmp) / "tiny_model.py"
+        model.write_text(MODEL)
+        cases.append(("trace/spawn", "opscan.targets.loader:trace_target",
+                      {"target": f"{model}:build", "project_root": tmp}, "spawn"))
+    print(f"python {sys.version.split()[0]}, {os.uname().sysname} {os.uname().release}, "
+          f"{os.cpu_count()} cpus, {args.runs} runs each (median seconds)")
+    for name, func, kwargs, method in cases:
+        plain, contained = [], []
+        _one(func, kwargs, method, False)   # warm the page cache and the forkserver
+        for _ in range(args.runs):
+            plain.append(_one(func, kwargs, method, False))
+            contained.append(_one(func, kwargs, method, True))
+        a, b = statistics.median(plain), statistics.median(contained)
+        print(f"{name:16s} without {a:7.3f}  with {b:7.3f}  cost {b - a:+7.3f}  (max with {max(contained):.3f})")
+    inside = enter_seconds(args.runs)
+    print(f"{'enter':16s} median {statistics.median(inside):.4f}  max {max(inside):.4f}  (inside the child)")
+    containment.remove_scratch(tmp)
+
+
+if __name__ == "__main__":
+    main()
