@@ -58,6 +58,9 @@ from opscan.trace.recorder import Recorder, _tensors
 from opscan.trace.sources import SourceFinder
 
 RUN_DEVICES = ("neuron", "cpu")
+# The hint after a stopped run names options `opscan run` has (tests/run/test_run_options.py).
+RUN_HINT = ("--device cpu, to see whether the problem is device-specific; set OPSCAN_TRACE_DEBUG=1 "
+            "for the full traceback")
 
 
 class StepsDone(BaseException):
@@ -140,7 +143,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         except Exception as exc:  # noqa: BLE001 - the script's failure ends the run, kept partial
             from opscan.trace.tracer import _stopped
 
-            stopped = _stopped(exc, recorder, finder)
+            stopped = _stopped(exc, recorder, finder, RUN_HINT)
     label = _name(script, module, project_root)
     notes = [f"{label}: {ended if not stopped else 'stopped'}; {counter.describe()}"]
     notes.extend(f"{label}: {line}" for line in requests.lines())
