@@ -124,6 +124,34 @@ def is_guard(test: ast.AST, resolve) -> bool:
     return False
 
 
+def guards_the_rest(stmt: ast.stmt, resolve) -> bool:
+    """NOTE [short-circuit guards]: whether a statement is an early exit on a device check
+    (`if not torch.cuda.is_available(): return`, `... continue`, `... break`), so that the
+    statements after it in the same block run only on the device it checked and are guarded. An
+    exit by `raise` or `sys.exit` is not one: such a script refuses to start without CUDA (OPS214)."""
+    if not isinstance(stmt, ast.If) or stmt.orelse or not stmt.body:
+        return False
+    return isinstance(stmt.body[-1], (ast.Return, ast.Continue, ast.Break)) and fails_off_device(stmt.test, resolve)
+
+
+def fails_off_device(test: ast.AST, resolve) -> bool:
+    """Whether a test is true when the device it checks is missing: `not torch.cuda.is_available()`,
+    `torch.cuda.device_count() == 0` (or `< 1`), `device.type != "cuda"`, or an `or` holding one.
+    (`if torch.cuda.is_available(): return ...` is the opposite: what follows is the other path.)"""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return is_guard(test.operand, resolve)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return any(fails_off_device(value, resolve) for value in test.values)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and is_guard(test, resolve):
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(op, (ast.NotEq, ast.IsNot, ast.NotIn)):
+            return True
+        number = right.value if isinstance(right, ast.Constant) and isinstance(right.value, int) else None
+        return (isinstance(op, ast.Eq) and number == 0) or (isinstance(op, ast.Lt) and number == 1) \
+            or (isinstance(op, ast.LtE) and number == 0)
+    return False
+
+
 def own_paths(test: ast.AST, resolve) -> set[str]:
     """The other accelerators whose availability an `if` test checks (`is_xla_installed()`,
     `torch.xpu.is_available()`, `torch.backends.mps.is_available()`)."""

@@ -149,6 +149,8 @@ class Visitor(FileContext):
             if isinstance(child, ast.stmt):
                 if self._is_hot(child):
                     self._statement(child, g)
+                    if not g and isinstance(child, ast.If) and P.guards_the_rest(child, self.resolve):
+                        g = True   # NOTE [short-circuit guards] in string_contexts.py: an early return
                 continue
             self.visit(child, g)
 
@@ -156,6 +158,8 @@ class Visitor(FileContext):
         for child in stmts:
             if self._is_hot(child):
                 self._statement(child, g)
+                if not g and isinstance(child, ast.If) and P.guards_the_rest(child, self.resolve):
+                    g = True
 
     def _statement(self, node: ast.stmt, g: bool) -> None:
         """Visit one statement; if a rule fails on it, record that and go on with the next one."""
@@ -211,6 +215,17 @@ class Visitor(FileContext):
         self._visit_test(node.test, g, ("", "chooses between two values"))
         self.visit(node.body, guard)
         self.visit(node.orelse, guard)
+
+    def v_boolop(self, node: ast.BoolOp, g: bool) -> None:
+        """`torch.cuda.is_available() and torch.cuda.is_bf16_supported()`: what follows a device
+        check in `and`/`or` is evaluated only as that check decides, so it is guarded (NOTE
+        [short-circuit guards] in string_contexts.py)."""
+        for check in _CHECKS.get(type(node), ()):
+            check(self, node, g)
+        for value in node.values:
+            self.visit(value, g)
+            if not g and P.is_guard(value, self.resolve):
+                g = True
 
     def v_if(self, node, g: bool) -> None:
         guard = g or P.is_guard(node.test, self.resolve)
@@ -354,6 +369,7 @@ _DISPATCH.update({
     ast.Attribute: Visitor.v_name,
     ast.Call: Visitor.v_call,
     ast.IfExp: Visitor.v_ifexp,
+    ast.BoolOp: Visitor.v_boolop,
     ast.If: Visitor.v_if,
     ast.While: Visitor.v_if,
     ast.Try: Visitor.v_try,
