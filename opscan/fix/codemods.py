@@ -312,6 +312,19 @@ def accelerator_api(node: cst.CSTNode, ctx: Context, replacement: str) -> Plan |
     return Plan(node, replace_with(new), "safe", f"-> `{replacement}` (raises on a host without an accelerator, as before)")
 
 
+# -- required-check -------------------------------------------------------------------------------
+
+def required_check(node: cst.CSTNode, ctx: Context, replacement: str) -> Plan | Leave | None:
+    """`assert torch.cuda.is_available()` -> `assert torch.accelerator.is_available()` (NOTE [checks
+    that require CUDA] in scan/string_contexts.py): on CUDA the answer is the same, on a Neuron
+    device the script starts."""
+    if ctx.has(replacement) is False:
+        version = getattr(ctx.probe, "version", "?")
+        return Leave(f"`{replacement}` does not exist in the installed torch {version}", "missing-in-torch")
+    return Plan(node, replace_with(ctx.dotted(replacement)), "safe",
+                f"-> `{replacement}`: the script starts on any accelerator, CUDA's answer unchanged")
+
+
 # -- backend-for-device ---------------------------------------------------------------------------
 
 def backend_for_device(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
@@ -344,5 +357,6 @@ SIMPLE: dict[str, Callable] = {
 NAMED: dict[str, Callable] = {          # take the replacement of the matched name (`replace`)
     "torch-amp": torch_amp,
     "accelerator-api": accelerator_api,
+    "required-check": required_check,
 }
 CODEMODS = frozenset(SIMPLE) | frozenset(NAMED)

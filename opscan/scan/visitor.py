@@ -230,8 +230,9 @@ class Visitor(FileContext):
     def v_if(self, node, g: bool) -> None:
         guard = g or P.is_guard(node.test, self.resolve)
         body = (node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno)
-        if isinstance(node.body[0], ast.Raise):
-            test = ("true", f"raises at line {body[0]}")
+        if P.exits(node.body, self.resolve):
+            last = node.body[-1] if not isinstance(node.body[0], ast.Raise) else node.body[0]
+            test = ("true", f"raises at line {last.lineno}" if isinstance(last, ast.Raise) else f"exits at line {last.lineno}")
         else:
             what = "guards the loop at" if isinstance(node, ast.While) else "guards"
             test = ("", f"{what} {lines_text(*body)}" + (
@@ -249,12 +250,17 @@ class Visitor(FileContext):
 
     def _visit_test(self, test: ast.AST, g: bool, what: tuple[str, str],
                     guarding: tuple[int, int] | None = None) -> None:
-        saved = self.test, self.guarding, self.negated
+        saved = self.test, self.guarding, self.negated, self.requires_device
         self.test, self.guarding, self.negated = what, guarding, False
+        if what[0]:   # NOTE [checks that require CUDA] (string_contexts.py)
+            answer = P.neuron_answer(test, self.resolve)
+            self.requires_device = answer is not None and bool(answer) == (what[0] == "true")
+        else:
+            self.requires_device = False
         try:
             self.visit(test, g)
         finally:
-            self.test, self.guarding, self.negated = saved
+            self.test, self.guarding, self.negated, self.requires_device = saved
 
     def v_not(self, node: ast.UnaryOp, g: bool) -> None:
         for check in _CHECKS.get(type(node), ()):

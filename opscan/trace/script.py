@@ -307,6 +307,8 @@ def _distributed(nproc: int | None, device: str):
     if not dist.is_available():
         yield ""
         return
+    if device == "neuron":   # NOTE [imitated registrations] in neuron_package.py
+        neuron_package.register_distributed()
     world = nproc or int(os.environ.get("WORLD_SIZE", "1"))
     env = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world),
            "MASTER_ADDR": "localhost", "MASTER_PORT": "29500"} if nproc else {}
