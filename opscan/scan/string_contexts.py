@@ -198,9 +198,10 @@ def exits(body: list[ast.stmt], resolve) -> bool:
     for stmt in (body[0], body[-1]):
         if isinstance(stmt, ast.Raise):
             return True
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
-                and (resolve(stmt.value.func) or "") in _EXITS:
-            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            func = stmt.value.func
+            if (resolve(func) or (func.id if isinstance(func, ast.Name) else "")) in _EXITS:
+                return True
     return False
 
 
