@@ -412,6 +412,7 @@ class ModelTrace:
     # imitated device (data loading, metrics); listed apart, not checked against the database
     host_ops: tuple[OpUsage, ...] = ()
     shrink: Shrink | None = None         # the repeated layers and traced sizes (None: older traces)
+    steps: int | None = None             # `opscan run`: optimizer steps the script took (None: not a run)
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,7 @@ def _trace(trace: ModelTrace) -> dict:
         "supplied_fakes": list(trace.supplied_fakes),
         "retried": trace.retried,
         "shrink": None if trace.shrink is None else asdict(trace.shrink),
+        **({"steps": trace.steps} if trace.steps is not None else {}),   # `opscan run` only
     }
 
 

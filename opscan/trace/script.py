@@ -155,7 +155,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         target=f"script:{label}", mode=mode, device=device, ops=recorder.usages(mode),
         stand_ins=recorder.stand_in_list(), complete=not stopped, stopped_at=stopped,
         seconds=round(time.perf_counter() - started, 3), supplied_fakes=tuple(sorted(recorder.supplied)),
-        host_ops=recorder.host.usages(mode) if recorder.host is not None else ())
+        host_ops=recorder.host.usages(mode) if recorder.host is not None else (), steps=counter.total)
     return trace, tuple(notes)
 
 

@@ -1,6 +1,6 @@
 """Terminal report (rich): the sections in reading order, each from its own module.
 
-Order: verdict, models found (when none was configured), port tasks, findings by file, ops and their coverage, summary. A section module has
+Order: the run (`opscan run` only: its answer leads), verdict, models found (when none was configured), port tasks, findings by file, ops and their coverage, summary. A section module has
 `section(report, console) -> None` and prints nothing when it has nothing to say.
 """
 
@@ -13,7 +13,7 @@ from rich.console import Console
 
 from opscan.records import Report
 
-SECTIONS = ("verdict", "models", "tasks", "findings", "ops", "summary")
+SECTIONS = ("run", "verdict", "models", "tasks", "findings", "ops", "summary")
 
 
 def make_console(out: TextIO) -> Console:
