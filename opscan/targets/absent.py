@@ -11,6 +11,8 @@ import importlib.machinery
 import sys
 import types
 
+from opscan.errors import TargetError
+
 # NOTE [GPU-only kernel libraries]
 # A CUDA repository often imports a GPU-only kernel library at module level (torchtitan's MoE
 # dispatcher imports triton; nanotron's layers import flash_attn) although the model's default
@@ -110,6 +112,14 @@ class _AbsentFinder:
 # (the project's requirements file found, and `--allow-unchecked`).
 MANIFESTS = ("requirements.txt", "requirements-dev.txt", "requirements/base.txt", "pyproject.toml", "setup.py",
              "setup.cfg", "environment.yml", "environment.yaml")
+
+
+class MissingModules(TargetError):
+    """The import of a candidate's module misses `modules` (not installed here), all of them."""
+
+    def __init__(self, message: str, modules: tuple[str, ...] = ()) -> None:   # () when unpickled
+        super().__init__(message)
+        self.modules = modules
 
 
 def stand_in_missing(missing: str, package: str, stood: list[str]) -> bool:

@@ -119,7 +119,7 @@ def _installed(name: str, root: Path) -> bool:
 
 
 def _missing(path: Path, tree: ast.Module, dotted: str, package_root: Path, root: Path,
-             first: ModuleNotFoundError) -> TargetError:
+             first: ModuleNotFoundError) -> absent.MissingModules:
     """Every module the import misses, found in one run (NOTE [every missing module at once] in absent.py)."""
     stood: list[str] = []
     name = first.name or ""
@@ -143,7 +143,8 @@ def _missing(path: Path, tree: ast.Module, dotted: str, package_root: Path, root
     names = stood or [name.split(".")[0]]
     listed = ", ".join(f"'{n}'" for n in names)
     noun = "module" if len(names) == 1 else "modules"
-    return TargetError(f"ModuleNotFoundError: No {noun} named {listed} (not installed here); {absent.remedy(root)}")
+    return absent.MissingModules(f"ModuleNotFoundError: No {noun} named {listed} (not installed here); "
+                                 f"{absent.remedy(root)}", tuple(names))
 
 
 def _load(path: Path, tree: ast.Module, dotted: str, package_root: Path) -> types.ModuleType:
