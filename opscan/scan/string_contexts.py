@@ -160,7 +160,7 @@ def fails_off_device(test: ast.AST, resolve) -> bool:
 # `torch.cuda.device_count()` 0; what it cannot tell, such as `or args.cpu`, leaves the answer
 # unknown and the test unreported) and, where that answer is the one that raises, sets
 # `ctx.requires_device`; a name matcher with `required-to-start: true` then matches the check
-# (OPS213), instead of the name's general rule. An early exit by `return`/`continue` is a guard
+# (OPS214), instead of the name's general rule. An early exit by `return`/`continue` is a guard
 # instead (NOTE [short-circuit guards]).
 _OFF_DEVICE = {"torch.cuda.is_available": False, "torch.cuda.device_count": 0, "torch.cuda.is_initialized": False}
 _EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})

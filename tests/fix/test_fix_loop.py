@@ -60,10 +60,10 @@ def test_a_script_that_requires_cuda_is_blocked_then_fixed(tmp_path, run_cli):
     code, out, err = run_cli("check", str(tmp_path), "--no-trace", "--format", "json")
     assert code == 1
     doc = json.loads(out)
-    assert [(f["rule"], f["line"], f["severity"], f["fixable"]) for f in doc["findings"]] == [("OPS213", 2, "error", True)]
+    assert [(f["rule"], f["line"], f["severity"], f["fixable"]) for f in doc["findings"]] == [("OPS214", 2, "error", True)]
     assert doc["verdict"]["kind"] == "blocked"
     code, out, err = run_cli("fix", str(tmp_path))
-    assert code == 0 and "OPS213" in out
+    assert code == 0 and "OPS214" in out
     assert "torch.accelerator.is_available()" in script.read_text()
     code, out, err = run_cli("check", str(tmp_path), "--no-trace")
     assert code == 0, out
@@ -78,7 +78,7 @@ def test_refusing_to_start_without_cuda_blocks(line, tmp_path, run_cli):
     (tmp_path / "train.py").write_text(f"import sys\nimport torch\n{line}\n")
     code, out, err = run_cli("scan", str(tmp_path), "--format", "json")
     assert code == 1
-    assert [f["rule"] for f in json.loads(out)["findings"]] == ["OPS213"]
+    assert [f["rule"] for f in json.loads(out)["findings"]] == ["OPS214"]
 
 
 def test_a_check_that_also_depends_on_an_option_is_not_a_refusal(tmp_path, run_cli):
