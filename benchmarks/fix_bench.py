@@ -127,6 +127,22 @@ def ruff_e70x(tree: Path, rels: list[str]) -> int | None:
     return sum(1 for line in proc.stdout.splitlines() if re.search(r":\d+:\d+: E70[12]", line))
 
 
+def written_lines(pristine: dict[str, bytes], after: dict[str, bytes]) -> set[tuple[str, int]]:
+    """(path, line) of every line of the fixed .py files that `opscan fix` wrote or changed."""
+    import difflib
+
+    out = set()
+    for rel, data in after.items():
+        if not rel.endswith(".py") or pristine.get(rel) == data:
+            continue
+        old = pristine.get(rel, b"").decode("utf-8", "replace").splitlines()
+        new = data.decode("utf-8", "replace").splitlines()
+        for tag, _, _, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+            if tag in ("replace", "insert"):
+                out.update((rel, line) for line in range(j1 + 1, j2 + 1))
+    return out
+
+
 def reasons(output: str) -> dict[str, int]:
     """The `by reason:` section of `opscan fix`'s report: reason -> findings left for it."""
     section = output.split("by reason:\n", 1)[1].split("\n\n", 1)[0] if "by reason:\n" in output else ""
@@ -162,7 +178,12 @@ def measure(name: str, work: Path) -> dict:
     left_count = int(m.group(1)) if (m := re.search(r"; (\d+) left \(", summary)) else 0
     left_count += int(m.group(1)) if (m := re.search(r"; (\d+) more with --unsafe-fixes", summary)) else 0
     by_reason = reasons(report)
+    written = written_lines(pristine, after_files)   # issue 35: the fixer's own lines pass the gate
+    on_written = [f for f in after if f.severity == "error" and not f.guarded
+                  and (f.location.path, f.location.line) in written]
     return {
+        "lines_written": len(written), "errors_on_written_lines": len(on_written),
+        "errors_on_written_lines_by_rule": dict(sorted(Counter(f.rule for f in on_written).items())),
         "tree": name, "files": len(pristine), "findings_before": len(before), "fixed": sum(fixed.values()),
         "fixed_by_rule": dict(sorted(fixed.items())), "left": len(after),
         "left_by_category": dict(sorted(Counter(f.category for f in after).items())),
@@ -181,13 +202,14 @@ def measure(name: str, work: Path) -> dict:
 def table(rows: list[dict]) -> str:
     out = [("| tree | .py/.ipynb files | findings before | rewritten by `opscan fix` | gone on re-scan | left | "
             "left without a reason | new one-line compound statements (ast / ruff E701-2) | "
-            "files changed | all parse | wall s | CPU s |"),
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "files changed | all parse | lines written | errors on written lines | wall s | CPU s |"),
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ruff = "n/a" if r["ruff_e701_e702_new"] is None else r["ruff_e701_e702_new"]
         out.append(f"| {r['tree']} | {r['files']} | {r['findings_before']} | {r['rewritten']} | {r['fixed']} | {r['left']} | "
                    f"{r['left_without_reason']} | {r['new_compound_statements']} / {ruff} | "
-                   f"{r['files_changed']} | {'yes' if r['all_parse'] else 'NO'} | {r['wall_s']} | {r['cpu_s']} |")
+                   f"{r['files_changed']} | {'yes' if r['all_parse'] else 'NO'} | {r['lines_written']} | "
+                   f"{r['errors_on_written_lines']} | {r['wall_s']} | {r['cpu_s']} |")
     return "\n".join(out)
 
 

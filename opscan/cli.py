@@ -68,7 +68,7 @@ def _command_parser(parser: argparse.ArgumentParser, namespace) -> argparse.Argu
     while True:
         sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
         chosen = getattr(namespace, sub.dest, None) if sub is not None else None
-        if chosen not in (sub.choices if sub is not None else {}):
+        if not isinstance(chosen, str) or chosen not in (sub.choices if sub is not None else {}):
             return parser
         parser = sub.choices[chosen]
 

@@ -563,6 +563,7 @@ class ModelTrace:
     # (opscan/containment.py PARTS -> "held" or why not; () when the model was not traced in a contained child)
     built_by: str = ""
     containment: tuple[tuple[str, str], ...] = ()
+    steps: int | None = None             # `opscan run`: optimizer steps the script took (None: not a run)
 
 
 def merge_containment(states) -> tuple[tuple[str, str], ...]:

@@ -166,7 +166,10 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
             pairing warning: composite answers rest on a torch the release is not built for, so
             the verdict is never "ready" (a caution naming the pairing).
     """
-    lines = tuple(f"{target}: {why}" for target, why in unchecked)
+    causes: dict[str, list[str]] = {}   # one line per distinct cause, naming its models in order
+    for target, why in unchecked:
+        causes.setdefault(why, []).append(target)
+    lines = tuple(f"{', '.join(dict.fromkeys(targets))}: {why}" for why, targets in causes.items())
     if unchecked and all(t.target in dict(unchecked) for t in report.traces):
         ops_not_checked = f"could not check {_plural(len(unchecked), 'model')}"
     verdict = _judge(report, ops_not_checked, source_not_checked, {target for target, _ in unchecked}, pairing)

@@ -43,10 +43,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format")
     parser.add_argument("--output", "-o", metavar="FILE", default=None, help="write the report to FILE")
     add_limit_arguments(parser)
-    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- python SCRIPT ARGS...",
+    parser.add_argument("script_command", nargs=argparse.REMAINDER, metavar="-- python SCRIPT ARGS...",
                         help="the command that runs the script: python SCRIPT, python -m MODULE, "
                              "torchrun [--nproc-per-node N] SCRIPT or accelerate launch [OPTIONS] SCRIPT, "
                              "with its arguments")
+    _split_at_dashes(parser)
+
+
+def _split_at_dashes(parser: argparse.ArgumentParser) -> None:
+    """NOTE [run's own options]: what comes before `--` is parsed as opscan's options, strictly
+    (an unknown one is a one-line usage error, exit 2, as in every other command); everything
+    after the first `--` is the script's command, untouched. Without `--` the first word that is
+    not an option starts the command (`opscan run python train.py --lr 3`)."""
+    original = parser.parse_known_args
+
+    def parse_known_args(args=None, namespace=None):
+        args = list(sys.argv[1:] if args is None else args)
+        if "--" not in args:
+            return original(args, namespace)
+        cut = args.index("--")
+        namespace, extras = original(args[:cut], namespace)
+        if namespace.script_command:   # words before `--` that are no option of opscan run
+            extras = [*extras, *namespace.script_command]
+        namespace.script_command = args[cut + 1:]
+        return namespace, extras
+
+    parser.parse_known_args = parse_known_args  # type: ignore[method-assign]
 
 
 def parse_command(command: list[str], device: str = "neuron") -> dict:
@@ -117,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     from opscan.containment import PARTS
     from opscan.outcome import IN_PROCESS, result_of, with_overlay
 
-    parsed = parse_command(args.command, args.device)
+    parsed = parse_command(args.script_command, args.device)
     if not parsed["module"] and not Path(parsed["script"]).is_file():
         raise InputError("no such script", path=parsed["script"])
     root = project_root(parsed["script"], parsed["module"])

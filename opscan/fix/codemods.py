@@ -312,10 +312,47 @@ def accelerator_api(node: cst.CSTNode, ctx: Context, replacement: str) -> Plan |
     return Plan(node, replace_with(new), "safe", f"-> `{replacement}` (raises on a host without an accelerator, as before)")
 
 
+# -- required-check -------------------------------------------------------------------------------
+
+def required_check(node: cst.CSTNode, ctx: Context, replacement: str) -> Plan | Leave | None:
+    """`assert torch.cuda.is_available()` -> `assert torch.accelerator.is_available()` (NOTE [checks
+    that require CUDA] in scan/string_contexts.py): on CUDA the answer is the same, on a Neuron
+    device the script starts."""
+    if ctx.has(replacement) is False:
+        version = getattr(ctx.probe, "version", "?")
+        return Leave(f"`{replacement}` does not exist in the installed torch {version}", "missing-in-torch")
+    return Plan(node, replace_with(ctx.dotted(replacement)), "safe",
+                f"-> `{replacement}`: the script starts on any accelerator, CUDA's answer unchanged")
+
+
 # -- backend-for-device ---------------------------------------------------------------------------
+
+def _nccl_choice(node: cst.CSTNode, ctx: Context) -> cst.IfExp | None:
+    """`"nccl" if dist.is_nccl_available() else "gloo"` holding `node` (its "nccl" or its test's name):
+    the choice PyTorch makes by device, rewritten whole so no part of it is left pinned."""
+    for candidate in (ctx.parent(node), ctx.parent(ctx.parent(node)) if ctx.parent(node) is not None else None):
+        if isinstance(candidate, cst.IfExp) and string_value(candidate.body) == "nccl" \
+                and string_value(candidate.orelse) == "gloo" and isinstance(candidate.test, cst.Call) \
+                and (candidate.body is node or candidate.test.func is node):
+            func = candidate.test.func
+            leaf = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+            if leaf == "is_nccl_available" and not candidate.test.args:
+                return candidate
+    return None
+
 
 def backend_for_device(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
     """`"nccl"` as a process-group backend -> `torch.distributed.get_default_backend_for_device(DEVICE)`."""
+    choice = _nccl_choice(node, ctx)
+    if choice is not None:   # `"nccl" if dist.is_nccl_available() else "gloo"`: nccl on CUDA, gloo on CPU
+        device = ctx.device(node)
+        if device is None:
+            return no_device(ctx)
+        if ctx.has("torch.distributed.get_default_backend_for_device") is False:
+            return Leave("`torch.distributed.get_default_backend_for_device` is not in the installed torch", "missing-in-torch")
+        new = cst.Call(ctx.dotted("torch.distributed.get_default_backend_for_device"), [cst.Arg(device)])
+        return Plan(choice, replace_with(new), "safe",
+                    "-> the backend for the module's device (nccl on CUDA, gloo on CPU), the NCCL test with it")
     if string_value(node) != "nccl":
         return Leave("not a plain \"nccl\" string (e.g. `dist.Backend.NCCL`): rewrite by hand") \
             if not isinstance(node, cst.SimpleString) else None
@@ -344,5 +381,6 @@ SIMPLE: dict[str, Callable] = {
 NAMED: dict[str, Callable] = {          # take the replacement of the matched name (`replace`)
     "torch-amp": torch_amp,
     "accelerator-api": accelerator_api,
+    "required-check": required_check,
 }
 CODEMODS = frozenset(SIMPLE) | frozenset(NAMED)

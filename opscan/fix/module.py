@@ -42,7 +42,7 @@ def manual_outcome(finding: Finding, rules: dict) -> SiteOutcome:
     if rule is not None and rule.autofix is not None:    # a rule with a rewrite that does not apply here
         if finding.guarded:
             return SiteOutcome(finding, "left", GUARDED, "guard")
-        if finding.subject in codemods.GUARD_NAMES:
+        if finding.subject in codemods.GUARD_NAMES and rule.autofix.codemod != "required-check":
             return SiteOutcome(finding, "left", AVAILABILITY_TEST.reason, "guard")
         if not rule.autofix.covers(finding.subject):
             return SiteOutcome(finding, "left", no_equivalent(finding.subject).reason, "no-equivalent")
@@ -123,7 +123,7 @@ class _Planner:
             return codemods.SIMPLE[codemod](node, self.ctx)
         if not isinstance(node, (cst.Name, cst.Attribute)):
             return None
-        if subject in codemods.GUARD_NAMES:
+        if subject in codemods.GUARD_NAMES and codemod != "required-check":
             return codemods.bf16_test(node, self.ctx) or AVAILABILITY_TEST
         if codemod == "accelerator-api" and subject in codemods.BF16_QUERIES:
             return codemods.bf16_choice(node, self.ctx)

@@ -133,6 +133,7 @@ def _trace(trace: ModelTrace) -> dict:
         "shrink": None if trace.shrink is None else asdict(trace.shrink),
         **({"built_by": trace.built_by} if trace.built_by else {}),
         **({"containment": dict(trace.containment)} if trace.containment else {}),
+        **({"steps": trace.steps} if trace.steps is not None else {}),   # `opscan run` only
     }
 
 

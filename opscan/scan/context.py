@@ -82,6 +82,7 @@ class FileContext:
         # the test being visited: (when it raises: "" never / "true" / "false", what it guards)
         self.test: tuple[str, str] = ("", "computes a value")
         self.negated = False                    # inside `not (...)` of that test
+        self.requires_device = False            # that test raises when the device it checks is missing
         self.guards: dict[int, tuple[int, int]] = {}   # id(availability-check node) -> lines it guards
         self.guarding: tuple[int, int] | None = None   # while visiting an `if` test: the lines of its block
         self.failures: list[tuple[int, Rule | None, BaseException]] = []  # NOTE [one rule, one file]

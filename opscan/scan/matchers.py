@@ -138,6 +138,8 @@ class Compiled:
     inputs: dict[str, Rule] = field(default_factory=dict)
     dependencies: list[tuple[object, Rule]] = field(default_factory=list)   # (dependency matcher, rule)
     dispatch: list[tuple[tuple[str, ...], Rule]] = field(default_factory=list)   # accelerator names
+    # name matchers with `required-to-start`: only an availability check whose Neuron answer raises
+    required: list[tuple[NamePatterns, Rule]] = field(default_factory=list)
     tokens: frozenset[str] = frozenset()
     bounded: dict[str, tuple[int, int]] = field(default_factory=dict)   # token -> (left, right) bounds
     import_tokens: dict[str, tuple[int, int]] = field(default_factory=dict)   # the same, in imports only
@@ -258,6 +260,12 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
     elif kind == "name":
         # `uses-unless`: exceptions for uses only (an import statement of such a name is still a site)
         pats = NamePatterns(m.get("name"), (*m.get("unless", ()), *m.get("uses-unless", ())))
+        if m.get("required-to-start", False):   # NOTE [checks that require CUDA] (string_contexts.py)
+            out.required.append((pats, rule))
+            for p in pats.patterns:
+                names.append(p)
+                roots.add(p.split(".")[0])
+            return
         out.names.append((pats, rule, m.get("instance-methods", ())))
         if m.get("imports", False):
             out.import_names.append((NamePatterns(m.get("name"), m.get("unless", ())), rule))

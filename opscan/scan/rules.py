@@ -46,7 +46,8 @@ CONTEXTS = {
 }
 MATCHERS: dict[str, dict[str, type | tuple]] = {
     "string": {"string": str, "in": list},
-    "name": {"name": list, "unless": list, "uses-unless": list, "instance-methods": list, "imports": bool},
+    "name": {"name": list, "unless": list, "uses-unless": list, "instance-methods": list, "imports": bool,
+             "required-to-start": bool},
     "import": {"import": list, "unless": list},
     "method": {"method": list},
     "call": {"call": list, "keyword": str, "value": str, "max-args": int},
@@ -273,6 +274,7 @@ CODEMODS = {
     "torch-amp": "`torch.cuda.amp.autocast/GradScaler(...)` -> `torch.amp.*(device.type, ...)`",
     "accelerator-api": "a `torch.cuda.*` call -> its `torch.accelerator` equivalent (`replace`)",
     "backend-for-device": "an `\"nccl\"` process-group backend -> torch.distributed.get_default_backend_for_device(device)",
+    "required-check": "a check that the script requires CUDA to start -> the same check of `torch.accelerator` (`replace`)",
 }
 FIX_SAFETY = ("safe", "unsafe")
 

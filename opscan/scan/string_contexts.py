@@ -124,6 +124,87 @@ def is_guard(test: ast.AST, resolve) -> bool:
     return False
 
 
+def guards_the_rest(stmt: ast.stmt, resolve) -> bool:
+    """NOTE [short-circuit guards]: whether a statement is an early exit on a device check
+    (`if not torch.cuda.is_available(): return`, `... continue`, `... break`), so that the
+    statements after it in the same block run only on the device it checked and are guarded. An
+    exit by `raise` or `sys.exit` is not one: such a script refuses to start without CUDA (OPS214)."""
+    if not isinstance(stmt, ast.If) or stmt.orelse or not stmt.body:
+        return False
+    return isinstance(stmt.body[-1], (ast.Return, ast.Continue, ast.Break)) and fails_off_device(stmt.test, resolve)
+
+
+def fails_off_device(test: ast.AST, resolve) -> bool:
+    """Whether a test is true when the device it checks is missing: `not torch.cuda.is_available()`,
+    `torch.cuda.device_count() == 0` (or `< 1`), `device.type != "cuda"`, or an `or` holding one.
+    (`if torch.cuda.is_available(): return ...` is the opposite: what follows is the other path.)"""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return is_guard(test.operand, resolve)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return any(fails_off_device(value, resolve) for value in test.values)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and is_guard(test, resolve):
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(op, (ast.NotEq, ast.IsNot, ast.NotIn)):
+            return True
+        number = right.value if isinstance(right, ast.Constant) and isinstance(right.value, int) else None
+        return (isinstance(op, ast.Eq) and number == 0) or (isinstance(op, ast.Lt) and number == 1) \
+            or (isinstance(op, ast.LtE) and number == 0)
+    return False
+
+
+# NOTE [checks that require CUDA]
+# `assert torch.cuda.is_available(), "needs a GPU"`, `if not torch.cuda.is_available(): raise
+# SystemExit(...)` / `sys.exit(...)`, `if torch.cuda.device_count() == 0: raise ...`: a script that
+# refuses to start without CUDA stops there on Trainium, before any work. The walk (visitor.py)
+# evaluates such a test as a Neuron machine answers it (`torch.cuda.is_available()` False,
+# `torch.cuda.device_count()` 0; what it cannot tell, such as `or args.cpu`, leaves the answer
+# unknown and the test unreported) and, where that answer is the one that raises, sets
+# `ctx.requires_device`; a name matcher with `required-to-start: true` then matches the check
+# (OPS214), instead of the name's general rule. An early exit by `return`/`continue` is a guard
+# instead (NOTE [short-circuit guards]).
+_OFF_DEVICE = {"torch.cuda.is_available": False, "torch.cuda.device_count": 0, "torch.cuda.is_initialized": False}
+_EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
+
+
+def neuron_answer(test: ast.AST, resolve):
+    """What `test` gives on a Neuron machine (no CUDA), or None when that cannot be told."""
+    if isinstance(test, ast.Call) and not test.args:
+        return _OFF_DEVICE.get(resolve(test.func) or "")
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        answer = neuron_answer(test.operand, resolve)
+        return None if answer is None else not answer
+    if isinstance(test, ast.BoolOp):
+        answers = [neuron_answer(value, resolve) for value in test.values]
+        stop = not isinstance(test.op, ast.And)   # `and` stops at a false value, `or` at a true one
+        if any(a is not None and bool(a) == stop for a in answers):
+            return stop
+        return None if None in answers else not stop
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, right = neuron_answer(test.left, resolve), test.comparators[0]
+        if isinstance(left, bool) or not isinstance(left, int) \
+                or not (isinstance(right, ast.Constant) and type(right.value) is int):
+            return None
+        compare = {ast.Eq: int.__eq__, ast.NotEq: int.__ne__, ast.Lt: int.__lt__, ast.LtE: int.__le__,
+                   ast.Gt: int.__gt__, ast.GtE: int.__ge__}.get(type(test.ops[0]))
+        return None if compare is None else compare(left, right.value)
+    return None
+
+
+def exits(body: list[ast.stmt], resolve) -> bool:
+    """Whether a block ends the program or raises: its first or last statement is a `raise` or a
+    call of sys.exit / exit / quit / os._exit."""
+    if not body:
+        return False
+    for stmt in (body[0], body[-1]):
+        if isinstance(stmt, ast.Raise):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            func = stmt.value.func
+            if (resolve(func) or (func.id if isinstance(func, ast.Name) else "")) in _EXITS:
+                return True
+    return False
+
+
 def own_paths(test: ast.AST, resolve) -> set[str]:
     """The other accelerators whose availability an `if` test checks (`is_xla_installed()`,
     `torch.xpu.is_available()`, `torch.backends.mps.is_available()`)."""

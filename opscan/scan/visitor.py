@@ -149,6 +149,8 @@ class Visitor(FileContext):
             if isinstance(child, ast.stmt):
                 if self._is_hot(child):
                     self._statement(child, g)
+                    if not g and isinstance(child, ast.If) and P.guards_the_rest(child, self.resolve):
+                        g = True   # NOTE [short-circuit guards] in string_contexts.py: an early return
                 continue
             self.visit(child, g)
 
@@ -156,6 +158,8 @@ class Visitor(FileContext):
         for child in stmts:
             if self._is_hot(child):
                 self._statement(child, g)
+                if not g and isinstance(child, ast.If) and P.guards_the_rest(child, self.resolve):
+                    g = True
 
     def _statement(self, node: ast.stmt, g: bool) -> None:
         """Visit one statement; if a rule fails on it, record that and go on with the next one."""
@@ -212,11 +216,23 @@ class Visitor(FileContext):
         self.visit(node.body, guard)
         self.visit(node.orelse, guard)
 
+    def v_boolop(self, node: ast.BoolOp, g: bool) -> None:
+        """`torch.cuda.is_available() and torch.cuda.is_bf16_supported()`: what follows a device
+        check in `and`/`or` is evaluated only as that check decides, so it is guarded (NOTE
+        [short-circuit guards] in string_contexts.py)."""
+        for check in _CHECKS.get(type(node), ()):
+            check(self, node, g)
+        for value in node.values:
+            self.visit(value, g)
+            if not g and P.is_guard(value, self.resolve):
+                g = True
+
     def v_if(self, node, g: bool) -> None:
         guard = g or P.is_guard(node.test, self.resolve)
         body = (node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno)
-        if isinstance(node.body[0], ast.Raise):
-            test = ("true", f"raises at line {body[0]}")
+        if P.exits(node.body, self.resolve):
+            last = node.body[-1] if not isinstance(node.body[0], ast.Raise) else node.body[0]
+            test = ("true", f"raises at line {last.lineno}" if isinstance(last, ast.Raise) else f"exits at line {last.lineno}")
         else:
             what = "guards the loop at" if isinstance(node, ast.While) else "guards"
             test = ("", f"{what} {lines_text(*body)}" + (
@@ -234,12 +250,17 @@ class Visitor(FileContext):
 
     def _visit_test(self, test: ast.AST, g: bool, what: tuple[str, str],
                     guarding: tuple[int, int] | None = None) -> None:
-        saved = self.test, self.guarding, self.negated
+        saved = self.test, self.guarding, self.negated, self.requires_device
         self.test, self.guarding, self.negated = what, guarding, False
+        if what[0]:   # NOTE [checks that require CUDA] (string_contexts.py)
+            answer = P.neuron_answer(test, self.resolve)
+            self.requires_device = answer is not None and bool(answer) == (what[0] == "true")
+        else:
+            self.requires_device = False
         try:
             self.visit(test, g)
         finally:
-            self.test, self.guarding, self.negated = saved
+            self.test, self.guarding, self.negated, self.requires_device = saved
 
     def v_not(self, node: ast.UnaryOp, g: bool) -> None:
         for check in _CHECKS.get(type(node), ()):
@@ -354,6 +375,7 @@ _DISPATCH.update({
     ast.Attribute: Visitor.v_name,
     ast.Call: Visitor.v_call,
     ast.IfExp: Visitor.v_ifexp,
+    ast.BoolOp: Visitor.v_boolop,
     ast.If: Visitor.v_if,
     ast.While: Visitor.v_if,
     ast.Try: Visitor.v_try,

@@ -11,6 +11,8 @@ import importlib.machinery
 import sys
 import types
 
+from opscan.errors import TargetError
+
 # NOTE [GPU-only kernel libraries]
 # A CUDA repository often imports a GPU-only kernel library at module level (torchtitan's MoE
 # dispatcher imports triton; nanotron's layers import flash_attn) although the model's default
@@ -98,6 +100,58 @@ class _AbsentFinder:
     @staticmethod
     def exec_module(module):
         return None
+
+
+# NOTE [every missing module at once]
+# A model module that needs packages this environment lacks used to name the first one per run:
+# install it, run again, meet the second. When the import fails on a module that is not installed
+# (and not a GPU-only library, which is stood in for the trace), the import is tried again with an
+# inert stand-in for it, and again, until it succeeds or fails otherwise, so one run names every
+# missing module the import reaches. The candidate is still not traced (a model built on stand-ins
+# of ordinary packages would give wrong ops): its one-line reason lists them all, with the remedy
+# (the project's requirements file found, and `--allow-unchecked`).
+MANIFESTS = ("requirements.txt", "requirements-dev.txt", "requirements/base.txt", "pyproject.toml", "setup.py",
+             "setup.cfg", "environment.yml", "environment.yaml")
+
+
+class MissingModules(TargetError):
+    """The import of a candidate's module misses `modules` (not installed here), all of them."""
+
+    def __init__(self, message: str, modules: tuple[str, ...] = ()) -> None:   # () when unpickled
+        super().__init__(message)
+        self.modules = modules
+
+
+def stand_in_missing(missing: str, package: str, stood: list[str]) -> bool:
+    """Stand in for any missing top-level module (NOTE [every missing module at once]), recording it
+    in `stood`; False when it is not missing from this environment or already stood in."""
+    top = missing.split(".")[0]
+    if not top or top in sys.modules or top in stood:
+        return False
+    stood.append(top)
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+        del sys.modules[name]
+    if _AbsentFinder not in sys.meta_path:
+        sys.meta_path.insert(0, _AbsentFinder)
+    sys.modules[top] = _Absent(top)
+    return True
+
+
+def forget(stood: list[str]) -> None:
+    """Remove the stand-ins of `stood` (and what was imported under them) from sys.modules."""
+    for top in stood:
+        for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+            if getattr(sys.modules[name], "__opscan_absent__", False):
+                del sys.modules[name]
+
+
+def remedy(root) -> str:
+    """The one remedy for missing packages: the project's manifest found under `root`, and --allow-unchecked."""
+    from pathlib import Path
+
+    found = [name for name in MANIFESTS if (Path(root) / name).is_file()]
+    what = f"the project's requirements ({found[0]} found)" if found else "the packages the project needs"
+    return f"install {what} into this environment, or pass --allow-unchecked to judge what was checked"
 
 
 def stand_in(missing: str, package: str) -> bool:

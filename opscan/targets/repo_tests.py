@@ -22,6 +22,7 @@ import ast
 import re
 from pathlib import PurePosixPath
 
+from opscan.targets import absent
 from opscan.targets.recipes import Recipe
 
 MAX_TEST_TARGETS = 3     # test targets kept for a repository (the best, one per file)
@@ -285,6 +286,10 @@ def build_test(path, spec: str, root, target: str, *, load, stop):
             module = load(Path(path), Path(root))
         except ModuleNotFoundError as exc:
             if (exc.name or "").split(".")[0] == "pytest":
+                raise TargetError(f"{target}: its module imports pytest, which is not installed here") from None
+            raise
+        except absent.MissingModules as exc:   # NOTE [every missing module at once] in absent.py
+            if "pytest" in exc.modules:
                 raise TargetError(f"{target}: its module imports pytest, which is not installed here") from None
             raise
         kwargs = {**given}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import importlib
+import importlib.util
 import inspect
 import os
 import sys
@@ -89,8 +90,61 @@ def load(path: Path, root: Path) -> types.ModuleType:
             return _load(path, tree, dotted, package_root)
         except ModuleNotFoundError as exc:
             if not absent.stand_in(exc.name or "", dotted.split(".")[0]):
+                if not _installed(exc.name or "", root):
+                    raise _missing(path, tree, dotted, package_root, root, exc) from None
                 raise
-    return _load(path, tree, dotted, package_root)
+    try:
+        return _load(path, tree, dotted, package_root)
+    except ModuleNotFoundError as exc:
+        if _installed(exc.name or "", root):
+            raise
+        raise _missing(path, tree, dotted, package_root, root, exc) from None
+
+
+MAX_MISSING = 20
+
+
+def _installed(name: str, root: Path) -> bool:
+    """Whether a module that failed to import is installed, or the repository's own (then its failure
+    is no missing package)."""
+    top = name.split(".")[0]
+    if not top:
+        return True
+    if (root / top).is_dir() or (root / f"{top}.py").is_file() or (root / "src" / top).is_dir():
+        return True
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _missing(path: Path, tree: ast.Module, dotted: str, package_root: Path, root: Path,
+             first: ModuleNotFoundError) -> absent.MissingModules:
+    """Every module the import misses, found in one run (NOTE [every missing module at once] in absent.py)."""
+    stood: list[str] = []
+    name = first.name or ""
+    try:
+        for _ in range(MAX_MISSING):
+            if not absent.stand_in_missing(name, dotted.split(".")[0], stood):
+                break
+            try:
+                _load(path, tree, dotted, package_root)
+                break
+            except ModuleNotFoundError as exc:
+                name = exc.name or ""
+                if _installed(name, root):
+                    break
+            except Exception:  # noqa: BLE001 - the stand-ins broke the import further on: what was found stands
+                break
+    finally:
+        absent.forget(stood)
+        for module in [n for n in sys.modules if n == dotted.split(".")[0] or n.startswith(dotted.split(".")[0] + ".")]:
+            del sys.modules[module]
+    names = stood or [name.split(".")[0]]
+    listed = ", ".join(f"'{n}'" for n in names)
+    noun = "module" if len(names) == 1 else "modules"
+    return absent.MissingModules(f"ModuleNotFoundError: No {noun} named {listed} (not installed here); "
+                                 f"{absent.remedy(root)}", tuple(names))
 
 
 def _load(path: Path, tree: ast.Module, dotted: str, package_root: Path) -> types.ModuleType:

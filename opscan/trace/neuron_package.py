@@ -13,6 +13,23 @@ TorchNeuron install is left as it is. Each lookup is a note at the line that led
 
 from __future__ import annotations
 
+# NOTE [imitated registrations]
+# What TorchNeuron registers for its device when it is imported, as the facts file records it
+# (shared/neuron-facts/torchneuron-devsnapshot-2026-04-21.yaml, `device_registration` and
+# `distributed`), and how the run mode imitates each; tests/run/test_run_registrations.py checks
+# every entry against its fact:
+# - device_registration: PrivateUse1 renamed `neuron`, `torch.neuron` a device module,
+#   `tensor.neuron()` / `module.neuron()` (device.ensure_neuron, through PyTorch's own
+#   `_setup_privateuseone_for_python_backend`);
+# - distributed: `dist.Backend.register_backend('neuron', ..., devices=['neuron'])`, so
+#   `torch.distributed.get_default_backend_for_device("neuron")` answers "neuron" and
+#   `init_process_group(backend="neuron")` names a known backend (register_distributed below; the
+#   group itself is the run's fake process group, NOTE [running a script] in script.py).
+REGISTRATIONS = {
+    "device_registration": "PrivateUse1 named `neuron`; torch.neuron; tensor.neuron(), module.neuron()",
+    "distributed": "the `neuron` process-group backend, default for the `neuron` device",
+}
+
 import contextlib
 import importlib.abc
 import importlib.machinery
@@ -62,4 +79,20 @@ def findable(note):
             del sys.modules[PACKAGE]
 
 
-__all__ = ["PACKAGE", "findable"]
+def register_distributed() -> bool:
+    """Register the `neuron` process-group backend for the `neuron` device, as TorchNeuron's import
+    does (NOTE [imitated registrations]); a no-op when one is registered already (a real install).
+    Its groups are PyTorch's fake process group: no collective communicates. True when registered."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return False
+    if "neuron" in dist.Backend.backend_list:
+        return True
+    from torch.testing._internal.distributed.fake_pg import _create_fake_pg
+
+    dist.Backend.register_backend("neuron", _create_fake_pg, extended_api=True, devices=["neuron"])
+    return True
+
+
+__all__ = ["PACKAGE", "REGISTRATIONS", "findable", "register_distributed"]

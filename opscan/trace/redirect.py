@@ -9,7 +9,8 @@ so each request is rewritten before it is dispatched:
 - device arguments of any torch function and of `Tensor.to`/`Tensor.cuda`, `Module.to`/`.cuda`:
   "cuda" and "cuda:N" become the imitated device (index 0: the run is rank 0 of its job);
 - on `--device neuron` the port answers `torch.cuda` as the device would: available, one device,
-  bf16 supported, no-op synchronize/empty_cache/seeding, zero memory counters; every other
+  bf16 supported, no-op synchronize/empty_cache/seeding, zero memory counters (also those of
+  `torch.accelerator`, the calls `opscan fix` writes: the imitated device has no allocator); every other
   `torch.cuda` function has no imitated answer and stops the run at its line;
 - on `--device cpu` the machine is a CPU-only one: `torch.cuda` answers as it really does here, so
   the script takes the path a real CPU run takes, and autocast and GradScaler of "cuda" are disabled
@@ -305,8 +306,20 @@ def answering(device: str, requests: Requests):
                             or not (getattr(value, "__module__", None) or "").startswith("torch.cuda"):
                         continue   # classes (Stream, Event) and re-exported helpers stay as they are
                     stack.enter_context(patched(module, name, _answered(name, requests)))
+            # torch.accelerator's memory statistics ask the device's allocator, which the imitated
+            # device has none of (an internal assert): answered as torch.cuda's are, zero counters
+            stack.enter_context(patched(torch._C, "_accelerator_isAllocatorInitialized",
+                                        _allocator_answer(requests)))
         stack.enter_context(redirect)
         yield redirect
+
+
+def _allocator_answer(requests: Requests):
+    def initialized(*args, **kwargs) -> bool:
+        requests.note("torch.accelerator memory statistics answered as on the imitated device (0)")
+        return False   # torch.accelerator.memory_* then read 0 and empty_cache does nothing
+
+    return initialized
 
 
 def _answered(name: str, requests: Requests):

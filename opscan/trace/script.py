@@ -61,6 +61,9 @@ from opscan.trace.signatures import CompileLog
 from opscan.trace.sources import SourceFinder
 
 RUN_DEVICES = ("neuron", "cpu")
+# The hint after a stopped run names options `opscan run` has (tests/run/test_run_options.py).
+RUN_HINT = ("--device cpu, to see whether the problem is device-specific; set OPSCAN_TRACE_DEBUG=1 "
+            "for the full traceback")
 
 
 class StepsDone(BaseException):
@@ -160,7 +163,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         except Exception as exc:  # noqa: BLE001 - the script's failure ends the run, kept partial
             from opscan.trace.tracer import _stopped
 
-            stopped = _stopped(exc, recorder, finder)
+            stopped = _stopped(exc, recorder, finder, RUN_HINT)
     label = _name(script, module, project_root)
     notes = [f"{label}: {ended if not stopped else 'stopped'}; {counter.describe()}"]
     notes.extend(f"{label}: {line}" for line in requests.lines())
@@ -172,7 +175,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         target=f"script:{label}", mode=mode, device=device, ops=recorder.usages(mode),
         stand_ins=recorder.stand_in_list(), complete=not stopped, stopped_at=stopped,
         seconds=round(time.perf_counter() - started, 3), supplied_fakes=tuple(sorted(recorder.supplied)),
-        host_ops=recorder.host.usages(mode) if recorder.host is not None else (),
+        host_ops=recorder.host.usages(mode) if recorder.host is not None else (), steps=counter.total,
         compile=recorder.forecast(ended != "ran to its end"),
         compiled=compiles.regions())
     return trace, tuple(notes)
@@ -331,6 +334,8 @@ def _distributed(nproc: int | None, device: str):
     if not dist.is_available():
         yield ""
         return
+    if device == "neuron":   # NOTE [imitated registrations] in neuron_package.py
+        neuron_package.register_distributed()
     world = nproc or int(os.environ.get("WORLD_SIZE", "1"))
     env = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world),
            "MASTER_ADDR": "localhost", "MASTER_PORT": "29500"} if nproc else {}

@@ -377,8 +377,9 @@ DEFAULT_HINT = ("--device cpu or --mode inference, to see whether the problem is
                 "backward-specific; set OPSCAN_TRACE_DEBUG=1 for the full traceback")
 
 
-def _stopped(exc: BaseException, recorder: Recorder, finder: SourceFinder) -> str:
-    """`<op> at <file>:<line>: <why>; try: <hint>` for an exception that ended the trace."""
+def _stopped(exc: BaseException, recorder: Recorder, finder: SourceFinder, default_hint: str = DEFAULT_HINT) -> str:
+    """`<op> at <file>:<line>: <why>; try: <hint>` for an exception that ended the trace
+    (`default_hint` names options of the command that traced: `opscan run` has no --mode)."""
     where = None
     for frame, line in traceback.walk_tb(exc.__traceback__):
         filename = frame.f_code.co_filename
@@ -394,7 +395,7 @@ def _stopped(exc: BaseException, recorder: Recorder, finder: SourceFinder) -> st
     if len(why) > 200:
         why = why[:197] + "..."
     text = f"{type(exc).__name__} {exc}"
-    hint = next((h for key, h in _HINTS if key in text), DEFAULT_HINT)
+    hint = next((h for key, h in _HINTS if key in text), default_hint)
     if os.environ.get("OPSCAN_TRACE_DEBUG"):
         traceback.print_exception(exc)
     op = op[: -len(".default")] if op.endswith(".default") else op

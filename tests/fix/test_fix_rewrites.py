@@ -31,7 +31,7 @@ def test_every_autofix_example(rule):
 
 
 def test_rules_declare_fixes_for_the_mechanical_rules():
-    assert {r.id for r in FIXABLE} == {"OPS101", "OPS102", "OPS103", "OPS105", "OPS201", "OPS202", "OPS206"}
+    assert {r.id for r in FIXABLE} == {"OPS101", "OPS102", "OPS103", "OPS105", "OPS201", "OPS202", "OPS206", "OPS214"}
     assert set(CODEMODS) == set(codemods.CODEMODS)
 
 

@@ -26,11 +26,16 @@ def render(report: Report, out: TextIO, failing: list[str], full: str = "opscan 
     findings = sorted(report.findings, key=Finding.sort_key)
     for finding in findings:
         out.write(_line(finding) + "\n")
-    files = report.files_scanned
+    files = len({f.location.path for f in findings})   # the files the findings are in, as the report's Findings header
+    scanned = report.files_scanned
+    if not findings:
+        files = scanned
     parts = [f"opscan: {len(findings)} finding{'s' * (len(findings) != 1)} in {files} file{'s' * (files != 1)}"]
     fixable = sum(f.fixable for f in findings)
-    if fixable:
-        parts[0] += f" ({fixable} fixable with `opscan fix`)"
+    extra = ([f"{scanned} scanned"] if findings and scanned != files else []) + \
+        ([f"{fixable} fixable with `opscan fix`"] if fixable else [])
+    if extra:
+        parts[0] += f" ({'; '.join(extra)})"
     verdict = report.verdict
     if verdict is not None and verdict.kind not in ("unchecked", "likely", "ready"):   # the source view's
         parts.append(f"{STYLE[verdict.kind][1]} {verdict.headline}")

@@ -19,8 +19,13 @@ def section(report: Report, console: Console) -> None:
     found = report.discovery
     if found is None:
         return
+    traced = {t.target for t in report.traces if t.ops or t.complete}   # a model never built is not traced
     for target in found.traced:
-        console.print(Text(f"Model: {target} (PATH is a model: traced with no configuration)", style="bold"))
+        if target in traced:
+            console.print(Text(f"Model: {target} (PATH is a model: traced with no configuration)", style="bold"))
+        else:
+            console.print(Text(f"Model not traced: {target} (PATH is a model; it could not be built: "
+                               "the reason is above)", style="bold yellow"))
     for cand in found.refused:
         console.print(Text(f"Model not traced: {cand.target}", style="bold yellow"))
         console.print(Text(f"  {cand.note}", style="dim"))

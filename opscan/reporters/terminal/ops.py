@@ -66,8 +66,9 @@ def section(report: Report, console: Console) -> None:
     show_modes = any(t.mode == "both" for t in report.traces)
     wide = console.width >= WIDE
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    op_width = None if wide else _op_width(console, merged, coverage, show_modes, bool(costs))
     table.add_column("op" if wide else "op / first source", overflow="fold",
-                     max_width=None if wide else OP_COLUMN)
+                     max_width=None if wide else OP_COLUMN, min_width=op_width)
     table.add_column("count", justify="right", no_wrap=True)
     table.add_column("phases", no_wrap=True)
     if show_modes:
@@ -81,9 +82,10 @@ def section(report: Report, console: Console) -> None:
     # the first source fits its column whole (NOTE [whole locations] in location.py)
     width = budget(console, _WIDE_OTHER if wide else _NARROW_OTHER)
     if not wide:
-        width = min(width, OP_COLUMN - 2)
+        width = min(width, OP_COLUMN - 2, op_width - 2)
     for usage, _models in merged:
-        row = _row(usage, coverage.get(usage.op), show_modes, bool(coverage), wide, notes, width)
+        row = _row(usage, coverage.get(usage.op), show_modes, bool(coverage), wide, notes, width,
+                   op_width if not wide else None)
         cost = costs.get(usage.op)
         if cost is not None and cost.bytes_per_step and bool(coverage):   # the status cell: its fallback cost
             row[-2 if wide else -1].append(f" {size(cost.bytes_per_step)}/step" + "*" * bool(cost.scaled_by),
@@ -119,9 +121,44 @@ def _evidence_notes(merged, coverage: dict[str, Coverage]) -> dict[str, int]:
     return notes
 
 
+def _op_width(console: Console, merged, coverage: dict, show_modes: bool, costs: bool = False) -> int:
+    """NOTE [whole op names]: the op column of a narrow table, as wide as its longest name when the
+    other columns leave room (rich then never breaks a name: it folds only what is longer than its
+    column), else what they leave; a name longer than that is shortened in the middle (short_op)."""
+    longest = max((len(u.op) + (9 if u.custom else 0) for u, _ in merged), default=2)
+    status = max((len(coverage[u.op].status) + 5 if u.op in coverage else 7 for u, _ in merged), default=0) \
+        + (14 if costs else 0)   # " 1.2 KiB/step*" after a fallback's status
+    others = [max([5] + [len(str(u.count)) for u, _ in merged]),
+              max([6] + [len(",".join(_PHASE_SHORT.get(p, p) for p in u.phases)) for u, _ in merged]),
+              min(16, max([6] + [len(",".join(d.replace("torch.", "") for d in u.dtypes)) for u, _ in merged]))]
+    if show_modes:
+        others.append(5)
+    if coverage:
+        others.append(status)
+    room = console.width - sum(others) - 2 * len(others)
+    return max(MIN_OP, min(longest, OP_COLUMN, room))
+
+
+MIN_OP = 20
+
+
+def short_op(op: str, width: int) -> str:
+    """`aten::_foreach_addcdiv_.ScalarList` in at most `width` characters: the namespace and the
+    overload kept, the middle of the name made `…` (never broken across lines)."""
+    if len(op) <= width:
+        return op
+    head, _, overload = op.partition(".")
+    tail = ("." + overload) if overload else ""
+    keep = width - len(tail) - 1
+    if keep < 8:   # no room for the overload: the start of the name
+        return op[: width - 1] + "…"
+    return head[:keep] + "…" + tail
+
+
 def _row(usage: OpUsage, cov: Coverage | None, show_modes: bool, with_status: bool, wide: bool,
-         notes: dict[str, int], width: int) -> list:
-    name = Text(usage.op, style="bold magenta" if usage.custom else "")
+         notes: dict[str, int], width: int, op_width: int | None = None) -> list:
+    shown = usage.op if op_width is None else short_op(usage.op, op_width - (9 if usage.custom else 0))
+    name = Text(shown, style="bold magenta" if usage.custom else "")
     if usage.custom:
         name.append(" [custom]", style="magenta")
     phases = ",".join(_PHASE_SHORT.get(p, p) for p in usage.phases)

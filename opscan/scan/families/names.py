@@ -22,6 +22,11 @@ def check_name(ctx: FileContext, node: ast.Name | ast.Attribute, g: bool) -> Non
         return
     if ctx.own_ops and name.startswith("torch.ops.") and tuple(name.split(".")[2:4]) in ctx.own_ops:
         return   # NOTE [own custom ops] (kernels.py): the registration is the site, not the call
+    if ctx.requires_device and ctx.c.required:   # NOTE [checks that require CUDA] (string_contexts.py)
+        for pats, rule in ctx.c.required:
+            if pats.matches(name):
+                ctx.hit(rule, node, g, name=name, value=ctx.test[1], subject=name)
+                return   # the check is this site; the rule of the name in general does not add another
     matched = False
     for pats, rule, _ in ctx.c.names:
         if pats.matches(name):
