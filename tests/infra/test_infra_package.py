@@ -107,7 +107,10 @@ def test_wheel_carries_the_command_and_the_data(tmp_path):
     assert "opscan = opscan.cli:main" in entry
     rules = sorted(p.name for p in (ROOT / "rules").glob("*.yaml"))
     dbs = sorted(p.name for p in (ROOT / "coverage_db").glob("*.yaml"))
-    assert sorted(Path(n).name for n in names if n.startswith("opscan/_data/rules/") and n.endswith(".yaml")) == rules
+    assert sorted(Path(n).name for n in names if n.startswith("opscan/_data/rules/") and n.endswith(".yaml")
+                  and n.count("/") == 3) == rules
+    shipped = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "rules").glob("*/*.yaml"))   # rule data (tables)
+    assert shipped and all(f"opscan/_data/{n}" in names for n in shipped)
     releases = "opscan/_data/coverage_db/"   # the release files; sources/ holds the generator's inputs
     assert sorted(n[len(releases):] for n in names if n.startswith(releases) and n.endswith(".yaml")
                   and "/" not in n[len(releases):]) == dbs

@@ -142,13 +142,14 @@ def test_api_signature_is_stable():
 
     assert list(inspect.signature(engine).parameters) == [
         "target", "build", "mode", "device", "profile", "optimizer", "optimizer_impl", "amp", "inputs",
-        "project_root", "fsdp"]
+        "project_root", "fsdp", "steps"]
 
     params = inspect.signature(impl).parameters
     assert list(params) == ["target", "mode", "device", "profile", "optimizer", "optimizer_impl",
                             "amp", "inputs", "batch", "seq_len", "project_root", "fsdp", "trust_remote_code",
-                            "gpu_only"]
+                            "gpu_only", "steps"]
     assert params["fsdp"].default is None   # added later: optional, last, keyword-only
+    assert params["steps"].default == 1 and inspect.signature(engine).parameters["steps"].default == 1
     assert params["trust_remote_code"].default is False   # added later (model folders with auto_map)
     assert params["gpu_only"].default == ()   # added later (repo: targets: the catalog's CUDA-only packages)
     assert params["mode"].default == "train" and params["device"].default == "neuron"

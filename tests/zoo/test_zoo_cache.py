@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from release_support import static_release
-from zoo_fakes import FAKE_TRACER, STATUSES, traced
+from zoo_fakes import FAKE_TRACER, STATUSES, logging, traced
 
 from opscan.isolation import Limits
 from opscan.zoo.cache import Cache, trace_from_dict, trace_to_dict
@@ -21,11 +21,11 @@ def test_second_run_comes_from_cache_and_new_release_rechecks_without_tracing(tm
     cache = Cache(tmp_path / "cache")
     targets = _targets("fake:alpha", "fake:beta", "fake:hang")
     old = static_release(STATUSES, "fakeneuron==1.0")
-    first = run_zoo(targets, old, tracer=FAKE_TRACER, workers=2, limits=LIMITS, cache=cache)
+    first = run_zoo(targets, old, tracer=FAKE_TRACER, workers=2, limits=logging(LIMITS, trace_log), cache=cache)
     assert traced(trace_log) == ["fake:alpha", "fake:beta", "fake:hang"]
     assert first.meta["traced"] == 3 and not any(r.cached for r in first.rows)
 
-    second = run_zoo(targets, old, tracer=FAKE_TRACER, workers=2, limits=LIMITS, cache=cache)
+    second = run_zoo(targets, old, tracer=FAKE_TRACER, workers=2, limits=logging(LIMITS, trace_log), cache=cache)
     # a timeout is not cached (it depends on the limit and the load): only it is traced again
     assert traced(trace_log) == ["fake:alpha", "fake:beta", "fake:hang", "fake:hang"]
     assert second.meta["row_cache"] == 2 and second.meta["traced"] == 1
@@ -34,7 +34,7 @@ def test_second_run_comes_from_cache_and_new_release_rechecks_without_tracing(tm
 
     # a new release fixes the custom op and the fallback: rows change, nothing is re-traced
     new = static_release({**STATUSES, "aten::nonzero": "native", "mylib::fused_rope": "native"}, "fakeneuron==2.0")
-    third = run_zoo(_targets("fake:alpha", "fake:beta"), new, tracer=FAKE_TRACER, workers=2, limits=LIMITS,
+    third = run_zoo(_targets("fake:alpha", "fake:beta"), new, tracer=FAKE_TRACER, workers=2, limits=logging(LIMITS, trace_log),
                     cache=cache)
     assert traced(trace_log) == ["fake:alpha", "fake:beta", "fake:hang", "fake:hang"]
     assert third.meta["trace_cache"] == 2 and third.meta["traced"] == 0
@@ -46,8 +46,8 @@ def test_second_run_comes_from_cache_and_new_release_rechecks_without_tracing(tm
 def test_changed_config_or_toolchain_means_a_new_trace(tmp_path, trace_log):
     cache = Cache(tmp_path / "cache")
     cov = static_release(STATUSES, "fakeneuron==1.0")
-    run_zoo([ZooTarget("m", "fake:alpha", config_hash="aaa")], cov, tracer=FAKE_TRACER, limits=LIMITS, cache=cache)
-    run_zoo([ZooTarget("m", "fake:alpha", config_hash="bbb")], cov, tracer=FAKE_TRACER, limits=LIMITS, cache=cache)
+    run_zoo([ZooTarget("m", "fake:alpha", config_hash="aaa")], cov, tracer=FAKE_TRACER, limits=logging(LIMITS, trace_log), cache=cache)
+    run_zoo([ZooTarget("m", "fake:alpha", config_hash="bbb")], cov, tracer=FAKE_TRACER, limits=logging(LIMITS, trace_log), cache=cache)
     assert traced(trace_log) == ["fake:alpha", "fake:alpha"]
     target = ZooTarget("m", "fake:alpha", config_hash="aaa")
     tools = toolchain()
@@ -59,7 +59,7 @@ def test_no_cache_traces_again_and_writes_nothing(tmp_path, trace_log):
     cache = Cache(tmp_path / "cache", enabled=False)
     cov = static_release(STATUSES, "fakeneuron==1.0")
     for _ in range(2):
-        run_zoo(_targets("fake:alpha"), cov, tracer=FAKE_TRACER, limits=LIMITS, cache=cache)
+        run_zoo(_targets("fake:alpha"), cov, tracer=FAKE_TRACER, limits=logging(LIMITS, trace_log), cache=cache)
     assert traced(trace_log) == ["fake:alpha", "fake:alpha"]
     assert not (tmp_path / "cache").exists()
 

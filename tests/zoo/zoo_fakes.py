@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 from opscan.errors import TargetError
 from opscan.records import ModelTrace, OpUsage, StandIn
@@ -65,3 +66,12 @@ def traced(log) -> list[str]:
     """The targets the fake tracer was called with (from $ZOO_FAKE_LOG), sorted."""
     with open(log, encoding="utf-8") as handle:
         return sorted(line for line in handle.read().splitlines() if line)
+
+
+def logging(limits, log):
+    """`limits` whose contained child may append to the fake tracer's log: its variable passed
+    (--pass-env) and its folder writable, the rest of the containment unchanged."""
+    import dataclasses
+
+    policy = dataclasses.replace(limits.containment, pass_env=("ZOO_FAKE_LOG",), writable=(str(Path(log).parent),))
+    return dataclasses.replace(limits, containment=policy)
