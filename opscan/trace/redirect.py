@@ -310,6 +310,10 @@ def answering(device: str, requests: Requests):
             # device has none of (an internal assert): answered as torch.cuda's are, zero counters
             stack.enter_context(patched(torch._C, "_accelerator_isAllocatorInitialized",
                                         _allocator_answer(requests)))
+            # torch.accelerator.synchronize() asks the device guard, which the imitated device lacks;
+            # TorchNeuron synchronizes its device (torch.neuron.synchronize, neuron-facts 2.33 `memory`):
+            # a no-op here, as torch.cuda.synchronize is
+            stack.enter_context(patched(torch._C, "_accelerator_synchronizeDevice", _synchronize_answer(requests)))
         stack.enter_context(redirect)
         yield redirect
 
@@ -320,6 +324,13 @@ def _allocator_answer(requests: Requests):
         return False   # torch.accelerator.memory_* then read 0 and empty_cache does nothing
 
     return initialized
+
+
+def _synchronize_answer(requests: Requests):
+    def synchronize(*args, **kwargs) -> None:
+        requests.note("torch.accelerator.synchronize answered as on the imitated device (nothing to wait for)")
+
+    return synchronize
 
 
 def _answered(name: str, requests: Requests):
