@@ -146,6 +146,16 @@ def printable_path(relpath: str) -> str:
         return relpath.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def _decoded(relpath: str, rules: RuleSet, data: bytes) -> str | FileResult:
+    """The file's text, or its result when it cannot be decoded (one "unreadable" finding at the line)."""
+    try:
+        return decode(data)
+    except DecodeError as exc:
+        builder = _Builder(relpath, [], {})
+        _input(builder, rules, "unreadable", line=exc.line, value=str(exc))
+        return builder.result()
+
+
 def _input(builder: _Builder, rules: RuleSet, kind: str, line: int = 1, col: int = 1, value: str = "") -> None:
     rule = rules.compiled.inputs.get(kind)
     if rule is not None:
@@ -219,12 +229,9 @@ def scan_manifest(relpath: str, data: bytes, rules: RuleSet, kind: str, deps=Non
     scanned = kind != "pyproject"   # a pyproject without dependency findings stays a build file
     if not compiled.dependencies:
         return FileResult(relpath, scanned=False, parsed=False)
-    try:
-        text = decode(data)
-    except DecodeError as exc:
-        builder = _Builder(relpath, [], {})
-        _input(builder, rules, "unreadable", line=exc.line, value=str(exc))
-        return builder.result()
+    text = _decoded(relpath, rules, data)
+    if isinstance(text, FileResult):
+        return text
     text = _universal_newlines(text)
     ctx = deps if deps is not None else dependencies.EMPTY
     if not dependencies.relevant(text, tuple(compiled.dependencies), ctx):
@@ -268,12 +275,9 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
             _input(builder, rules, "unreadable", value="not a readable notebook: JSON nested too deeply")
             return builder.result()
     else:
-        try:
-            text = decode(data)
-        except DecodeError as exc:
-            builder = _Builder(relpath, [], {})
-            _input(builder, rules, "unreadable", line=exc.line, value=str(exc))
-            return builder.result()
+        text = _decoded(relpath, rules, data)
+        if isinstance(text, FileResult):
+            return text
     text = _universal_newlines(text)
     compiled = rules.compiled
     extra = _extra_words(project)
