@@ -122,6 +122,16 @@ class MissingModules(TargetError):
         self.modules = modules
 
 
+def _install(top: str, package: str) -> None:
+    """Put the stand-in of `top` in sys.modules, forgetting the partly imported `package` so that it
+    is imported again against it."""
+    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
+        del sys.modules[name]
+    if _AbsentFinder not in sys.meta_path:
+        sys.meta_path.insert(0, _AbsentFinder)
+    sys.modules[top] = _Absent(top)
+
+
 def stand_in_missing(missing: str, package: str, stood: list[str]) -> bool:
     """Stand in for any missing top-level module (NOTE [every missing module at once]), recording it
     in `stood`; False when it is not missing from this environment or already stood in."""
@@ -129,11 +139,7 @@ def stand_in_missing(missing: str, package: str, stood: list[str]) -> bool:
     if not top or top in sys.modules or top in stood:
         return False
     stood.append(top)
-    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
-        del sys.modules[name]
-    if _AbsentFinder not in sys.meta_path:
-        sys.meta_path.insert(0, _AbsentFinder)
-    sys.modules[top] = _Absent(top)
+    _install(top, package)
     return True
 
 
@@ -160,9 +166,5 @@ def stand_in(missing: str, package: str) -> bool:
     top = missing.split(".")[0]
     if top not in _GPU_ONLY or top in sys.modules:
         return False
-    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
-        del sys.modules[name]
-    if _AbsentFinder not in sys.meta_path:
-        sys.meta_path.insert(0, _AbsentFinder)
-    sys.modules[top] = _Absent(top)
+    _install(top, package)
     return True
