@@ -190,6 +190,12 @@ class Location:
             return f"{self.path}:cell {self.cell}:line {self.line}"
         return f"{self.path}:{self.line}:{self.column}"
 
+    @property
+    def site(self) -> tuple[str, int, int]:
+        """The unit of every count of sites (NOTE [sites] in opscan/verdict.py): one line of one
+        file (or of one notebook cell); two findings on one line are one site."""
+        return (self.path, self.cell or 0, self.line)
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -224,6 +230,22 @@ class Finding:
     def blocking(self) -> bool:
         """An unguarded finding of severity error: it blocks the port (NOTE [blockers] in verdict.py)."""
         return self.severity == "error" and not self.guarded
+
+    @property
+    def blocks_as(self) -> str:
+        """What a blocking finding counts as in the blockers (NOTE [blockers] in verdict.py): "file"
+        (opscan could not read it), "kernel", "library", "pin" (a manifest line holding torch off the
+        release's pairing) or "site" (a line of code pinned to CUDA); "" when it does not block.
+        Pins and sites are counted by `Location.site` within their task (NOTE [sites])."""
+        if not self.blocking:
+            return ""
+        if self.category == "input":
+            return "file"
+        if self.is_kernel:
+            return "kernel"
+        if self.task == "library":
+            return "library"
+        return "pin" if self.task == "torch-version" else "site"
 
 
 @dataclass(frozen=True, order=True)
@@ -606,6 +628,8 @@ class Task:
     kind: str = ""                       # the kind of work: a rule task kind of TASKS ("none" excepted)
                                          # or an op-gap kind of OP_TASKS; "" in hand-built tasks
     subject: str = ""                    # library: its package (flash_attn); kernel: its first name
+    blocking_sites: int = 0              # sites (of `sites`) with a blocking finding, for tasks whose
+                                         # blockers are sites (not kernel, library): NOTE [sites] in verdict.py
 
     def __post_init__(self) -> None:
         if self.depends_reasons and len(self.depends_reasons) != len(self.depends_on):
@@ -813,6 +837,17 @@ class Report:
     def blockers(self) -> Blockers:
         """The verdict's blocking count (NOTE [blockers] in opscan/verdict.py); none without a verdict."""
         return self.verdict.blockers if self.verdict is not None else Blockers()
+
+    @property
+    def sites(self) -> int:
+        """The sites of the port-task list (NOTE [sites] in opscan/verdict.py): the one sum the
+        summary, markdown, the GitHub summary and JSON `summary.sites` show."""
+        return sum(len(t.sites) for t in self.tasks)
+
+    @property
+    def fixable(self) -> int:
+        """Findings `opscan fix` rewrites (NOTE [fixable is what fix fixes] in opscan/fix/preview.py)."""
+        return sum(f.fixable for f in self.findings)
 
     @property
     def effort(self) -> "EffortTotal":

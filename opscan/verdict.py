@@ -8,10 +8,15 @@ The same facts decide the CI gate (opscan/gate.py): the default `--fail-on error
 the blockers counted here, so a "blocked" verdict always exits 1 and any other verdict never does
 under the default gate.
 
-NOTE [sites]: a *site* is one location of port work inside one task: a finding's location or the
-source line an op was dispatched from, counted once per task (`Task.sites` holds them). Every
-count of sites a task list shows (task titles, summary, markdown, JSON `summary.sites`) is
-`len(task.sites)` or a sum of it over tasks (`site_count`).
+NOTE [sites]: a *site* is one line of port work inside one task: the line of a finding (of a
+file, or of a notebook cell) or the source line an op was dispatched from, counted once per task
+(`Location.site` is the unit; `Task.sites` holds one location per site, the first column of the
+line). Two findings on one line are one site; one line in two tasks (a process group's backend
+and its device) is a site of each. Every count of sites a task list shows (task titles, summary,
+markdown, JSON `summary.sites`) is `len(task.sites)` or a sum of it over tasks (`site_count`,
+`Report.sites`). The headline's "N CUDA-pinned sites" counts the same unit (`site_key`) over the
+blocking findings, so it is the sum of the tasks' "K blocking" (`Task.blocking_sites`), less the
+dependency pins, which the headline names on their own.
 
 NOTE [blockers]: the blocking count is defined here once, as `model.Blockers`, and written into
 the verdict (`Verdict.blockers`); the headline, the gate line, the terminal and markdown summaries,
@@ -100,6 +105,11 @@ READY_CONFIDENCE = {"op": ("high",), "composite": ("high", "medium")}
 
 # --- sites --------------------------------------------------------------------------------------
 
+def site_key(finding: Finding) -> tuple[str, str, int, int]:
+    """The site a finding is at, within its task: (task kind, path, cell, line) (NOTE [sites])."""
+    return (finding.task, *finding.location.site)
+
+
 def site_count(tasks: Iterable[Task]) -> int:
     """Sites of `tasks`, see NOTE [sites]."""
     return sum(len(t.sites) for t in tasks)
@@ -123,21 +133,22 @@ def count_blockers(report: Report) -> Blockers:
     pins = set()   # manifest lines holding torch off the release's pairing (task torch-version)
     for finding in blocking_findings(report):
         where = finding.location
-        if finding.category == "input":
+        unit = finding.blocks_as
+        if unit == "file":
             unreadable.add(where.path)
             if finding.name == "parse-error" and where.path not in syntax:
                 syntax[where.path] = f"{where.path}:{where.line}"
-        elif finding.is_kernel:
-            task = next((t for t in kernel_tasks if where in t.sites), None)
+        elif unit == "kernel":
+            task = next((t for t in kernel_tasks if where.site in {s.site for s in t.sites}), None)
             kernels.add(task.id if task is not None else f"file:{where.path}")
-        elif finding.task == "library":
+        elif unit == "library":
             libraries.add(finding.subject or where.path)
-        elif finding.task == "torch-version":
-            pins.add((where.path, where.line))
+        elif unit == "pin":
+            pins.add(site_key(finding))
         else:
-            sites.add(where)
+            sites.add(site_key(finding))
     compiled = report.torch_compile.blocking_ops if report.torch_compile is not None else ()
-    return Blockers(sites=len(sites), files=len({s.path for s in sites}), kernels=len(kernels),
+    return Blockers(sites=len(sites), files=len({path for _, path, _, _ in sites}), kernels=len(kernels),
                     libraries=len(libraries), unsupported_ops=len(unsupported_ops(report)),
                     unreadable_files=len(unreadable), syntax_errors=tuple(syntax[p] for p in sorted(syntax)),
                     dependencies=len(pins),

@@ -36,6 +36,8 @@ def _merged_ops(traces: tuple[ModelTrace, ...]) -> list[OpUsage]:
 def _title(draft: grouping.Draft) -> str:
     sites, files = len(draft.sites), len(draft.files)
     where = f"{sites} site{'s' * (sites != 1)} in {files} file{'s' * (files != 1)}"
+    if draft.blocking_sites:   # the headline's CUDA-pinned sites are the sum of these (NOTE [sites])
+        where += f", {draft.blocking_sites} blocking"
     ops = [u.op for u in draft.ops]
     shown = ", ".join(f"`{op}`" for op in ops[:3]) + (f" and {len(ops) - 3} more" if len(ops) > 3 else "")
     n_ops = f"{len(ops)} op{'s' * (len(ops) != 1)}"
@@ -115,7 +117,7 @@ def build_tasks(findings: tuple[Finding, ...], traces: tuple[ModelTrace, ...],
             depends_on=tuple(d for d, _ in deps[draft.id]),
             depends_reasons=tuple(r for _, r in deps[draft.id]),
             effort_low_hours=estimate.low, effort_high_hours=estimate.high, sized=estimate.sized,
-            kind=draft.kind.id, subject=draft.subject,
+            kind=draft.kind.id, subject=draft.subject, blocking_sites=draft.blocking_sites,
         ))
     return ordering.order(tasks, {d.id: d.kind.stage for d in drafts})
 

@@ -31,10 +31,20 @@ class Draft:
 
     @property
     def sites(self) -> tuple[Location, ...]:
+        """One location per site (`Location.site`: a line of a file), its first, sorted (NOTE [sites])."""
         locations = {f.location for f in self.findings}
         locations |= {Location(s.path, s.line) for op in self.ops for s in op.sources}
         locations |= set(self.places)
-        return tuple(sorted(locations))
+        first: dict[tuple, Location] = {}
+        for location in sorted(locations):
+            first.setdefault(location.site, location)
+        return tuple(sorted(first.values()))
+
+    @property
+    def blocking_sites(self) -> int:
+        """Sites with a finding that blocks as a site or a dependency pin (`Finding.blocks_as`; a
+        kernel or library blocks as one kernel or library, whatever its sites; NOTE [blockers])."""
+        return len({f.location.site for f in self.findings if f.blocks_as in ("site", "pin")})
 
     @property
     def files(self) -> tuple[str, ...]:

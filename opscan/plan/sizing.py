@@ -75,9 +75,10 @@ def _edit_groups(draft: Draft) -> list[list[Location]]:
 def _edits(draft: Draft, cost: CostConfig) -> tuple[float, str]:
     """Hours and text of the edits of a task (NOTE [effort model]): fixable edits are reviewed,
     manual ones made, with the unflagged work around them."""
-    fixable = {f.location for f in draft.findings if f.fixable}
+    fixable = {f.location.site for f in draft.findings if f.fixable} - \
+        {f.location.site for f in draft.findings if not f.fixable}   # a site: every finding on its line
     groups = _edit_groups(draft)
-    manual = [g for g in groups if not all(site in fixable for site in g)]
+    manual = [g for g in groups if not all(site.site in fixable for site in g)]
     n_fix = len(groups) - len(manual)
     per_file: dict[str, int] = {}
     for group in manual:

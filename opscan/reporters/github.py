@@ -122,7 +122,7 @@ def render(report: Report, out: TextIO) -> None:
     blockers = report.blockers.count   # NOTE [blockers] in opscan/verdict.py
     lines.append(f"opscan: {len(report.findings)} {'new ' if known else ''}finding(s){known}, "
                  f"{blockers} blocker{'s' * (blockers != 1)}, "
-                 f"{sum(len(t.sites) for t in report.tasks)} site(s) in {len(report.tasks)} port task(s), "
+                 f"{report.sites} site(s) in {len(report.tasks)} port task(s), "
                  f"{totals.days(totals.likely_hours):.1f} engineer-days likely "
                  f"({totals.days(totals.low_hours):.1f}-{totals.days(totals.high_hours):.1f})")
     out.write("\n".join(lines) + "\n")

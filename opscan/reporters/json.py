@@ -155,6 +155,7 @@ def _task(task: Task) -> dict:
         "depends_on": list(task.depends_on),
         "depends_reasons": [task.reason_for(dep) for dep in task.depends_on],
         "ops": list(task.ops),
+        "blocking_sites": task.blocking_sites,   # NOTE [sites] in opscan/verdict.py
         "sites": [
             {"path": s.path, "line": s.line, "column": s.column, **({"cell": s.cell} if s.cell else {})}
             for s in task.sites
@@ -178,8 +179,9 @@ def summary(report: Report) -> dict:
         "by_status": {k: by_status.get(k, 0) for k in STATUSES},
         "custom_ops": sum(1 for usage, _ in ops if usage.custom),
         "tasks": len(report.tasks),
-        "sites": sum(len(t.sites) for t in report.tasks),   # NOTE [sites] in opscan/verdict.py
+        "sites": report.sites,                           # NOTE [sites] in opscan/verdict.py
         "blockers": report.blockers.count,               # NOTE [blockers] in opscan/verdict.py
+        "fixable": report.fixable,                       # what `opscan fix` rewrites (docs/fix.md)
         "effort_hours": totals.likely_hours,
         "effort_days": round(totals.days(totals.likely_hours), 2),
         "effort_low_hours": totals.low_hours,

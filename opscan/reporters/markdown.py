@@ -88,7 +88,7 @@ def render(report: Report, out: TextIO) -> None:
         f"Backend: `{report.backend or 'unknown'}` · opscan {report.tool_version} · "
         f"{report.files_scanned} file(s) scanned · {len(report.findings)} "
         f"{'new ' if report.baseline is not None else ''}finding(s) · "
-        f"{sum(len(t.sites) for t in report.tasks)} site(s) in {len(report.tasks)} task(s) · "
+        f"{report.sites} site(s) in {len(report.tasks)} task(s) · "
         f"{len(ops)} op(s) traced"
         + (" (" + ", ".join(f"{n} {s}" for s, n in sorted(status.items())) + ")" if status else ""),
         "",
@@ -122,7 +122,7 @@ def render(report: Report, out: TextIO) -> None:
             guard += " (fixable)" if f.fixable else ""
             lines.append(f"| `{where}` | {f.rule} {f.name} | {f.severity}{guard} | {_cell(f.message)} |")
         lines.append("")
-        fixable = sum(f.fixable for f in report.findings)   # docs/fix.md
+        fixable = report.fixable   # docs/fix.md
         if fixable:
             lines += [f"{fixable} fixable with `opscan fix`.", ""]
     gaps = [c for c in sorted(report.coverage, key=lambda c: c.op)

@@ -66,9 +66,11 @@ def _plural_number(text: str, word: str) -> int:
 
 
 def _blocking_sites(report) -> set:
-    """Places of unguarded error findings that are neither kernels, libraries nor unreadable files."""
-    return {f.location for f in report.findings if f.severity == "error" and not f.guarded
-            and f.task not in ("kernel", "library", "none")}
+    """Lines (per task) of unguarded error findings that are neither kernels, libraries, dependency
+    pins nor unreadable files: the unit written out here, not read from opscan."""
+    return {(f.task, f.location.path, f.location.line) for f in report.findings
+            if f.severity == "error" and not f.guarded and f.category != "input"
+            and f.task not in ("kernel", "library", "none", "torch-version")}
 
 
 def _check_counts(report) -> None:
@@ -79,7 +81,10 @@ def _check_counts(report) -> None:
     pins = _blocking_sites(report)
     assert _plural_number(verdict.headline, "CUDA-pinned site") == blockers.sites == len(pins)
     files = int(re.search(r"CUDA-pinned sites? in (\d+) files?", verdict.headline)[1])
-    assert files == blockers.files == len({s.path for s in pins})
+    assert files == blockers.files == len({path for _, path, _ in pins})
+    # the headline's sites are the sum of the tasks' "K blocking" (dependency pins named apart)
+    stated_blocking = [int(m[1]) for t in report.tasks if (m := re.search(r", (\d+) blocking\)", t.title))]
+    assert sum(stated_blocking) == sum(t.blocking_sites for t in report.tasks) == blockers.sites + blockers.dependencies
     kernels = [t for t in report.tasks if t.kind == "kernel" and t.priority == 1]
     assert blockers.kernels == len(kernels)
     if kernels:
@@ -100,9 +105,11 @@ def _check_counts(report) -> None:
     assert check.blockers == preflight.from_report(report).blockers == count
     # every task title that states a count states len(task.sites)
     for task in report.tasks:
-        stated = re.search(r"\((\d+) sites? in (\d+) files?\)", task.title)
+        stated = re.search(r"\((\d+) sites? in (\d+) files?[,)]", task.title)
         if stated:
+            lines = {(s.path, s.cell, s.line) for s in task.sites}   # one site per line (NOTE [sites])
             assert (int(stated[1]), int(stated[2])) == (len(task.sites), len({s.path for s in task.sites})), task.title
+            assert len(lines) == len(task.sites), task.sites
     # markdown: the table's sites column and each task's "Where" line
     markdown = _text("markdown", report)
     for i, task in enumerate(report.tasks, 1):
@@ -119,7 +126,9 @@ def _check_counts(report) -> None:
     summary.section(report, console)
     task_section.section(report, console)
     assert f"{total} sites in {len(report.tasks)} port tasks" in out.getvalue()
-    assert f"; {count} blockers; " in out.getvalue()
+    assert f"; {count} blockers ({blockers.describe()}); " in " ".join(out.getvalue().split())
+    assert doc["summary"]["fixable"] == sum(f.fixable for f in report.findings)
+    assert [t["blocking_sites"] for t in doc["tasks"]] == [t.blocking_sites for t in report.tasks]
 
 
 def test_counts_agree_on_a_multi_file_project(tmp_path):

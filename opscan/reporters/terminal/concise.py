@@ -31,7 +31,7 @@ def render(report: Report, out: TextIO, failing: list[str], full: str = "opscan 
     if not findings:
         files = scanned
     parts = [f"opscan: {len(findings)} finding{'s' * (len(findings) != 1)} in {files} file{'s' * (files != 1)}"]
-    fixable = sum(f.fixable for f in findings)
+    fixable = report.fixable   # NOTE [fixable is what fix fixes] in opscan/fix/preview.py
     extra = ([f"{scanned} scanned"] if findings and scanned != files else []) + \
         ([f"{fixable} fixable with `opscan fix`"] if fixable else [])
     if extra:

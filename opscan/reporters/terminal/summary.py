@@ -30,10 +30,11 @@ def section(report: Report, console: Console) -> None:
     if guarded:
         head.append(f" ({guarded} guarded)", style="dim")
     blockers = report.blockers   # the verdict's and the gate's count (NOTE [blockers] in opscan/verdict.py)
-    if blockers.count:
-        head.append(f"; {blockers.count} blocker{'s' * (blockers.count != 1)}", style="bold red")
+    if blockers.count:   # with the headline's words, so the two read as one count
+        head.append(f"; {blockers.count} blocker{'s' * (blockers.count != 1)} ({blockers.describe()})",
+                    style="bold red")
     if report.tasks:   # the same count as the task list (NOTE [sites] in opscan/verdict.py)
-        sites = sum(len(t.sites) for t in report.tasks)
+        sites = report.sites
         head.append(f"; {sites} site{'s' * (sites != 1)} in {len(report.tasks)} port "
                     f"task{'s' * (len(report.tasks) != 1)}", style="")
     console.print(head)
@@ -54,6 +55,6 @@ def section(report: Report, console: Console) -> None:
         console.print(Text("No CUDA pins found.", style="green"))
     for note in report.notes:
         console.print(Text(f"note: {note}", style="dim"))
-    fixable = sum(f.fixable for f in report.findings)
+    fixable = report.fixable
     if fixable:   # last, as ruff ends with its fixable count (docs/fix.md)
         console.print(Text(f"{fixable} fixable with `opscan fix`", style="green"))
