@@ -136,7 +136,8 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
     else:
         scanned = phases.scan(target, config, scan_options) if scan_options is not None else phases.scan(target, config)
     notes.extend(scanned.notes)
-    findings = scanned.findings
+    from opscan.fix.preview import mark_scanned   # fixable = what `opscan fix` rewrites (opscan/fix/preview.py)
+    findings = mark_scanned(root, scanned.findings, config, scan_options)
 
     traces: list[ModelTrace] = []
     # Models given (configured, --model, PATH itself) that could not be checked: the gate exits 2.
