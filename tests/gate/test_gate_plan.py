@@ -34,7 +34,7 @@ def test_grouped_by_fix_not_by_file():
     findings = tuple(_pin(f"f{i % 6}.py", i + 1) for i in range(14))
     (task,) = build_tasks(findings, (), ())
     assert task.id == "device-agnostic"
-    assert task.title == "make device selection device-agnostic (14 sites in 6 files)"
+    assert task.title == "make device selection device-agnostic (14 sites in 6 files, 14 blocking)"
     assert len(task.sites) == 14 and task.priority == 1
     assert task.sources and all(url.startswith("https://") for url in task.sources)
 
