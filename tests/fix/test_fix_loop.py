@@ -6,6 +6,7 @@ example still trains under `opscan run` (the real CPU run: tests/fix/test_fix_na
 from __future__ import annotations
 
 import difflib
+import re
 import json
 import shutil
 from pathlib import Path
@@ -118,3 +119,47 @@ def test_the_fixed_example_still_trains_under_opscan_run(tmp_path, run_cli, monk
     assert trace["complete"] and trace["device"] == "neuron", trace.get("stopped_at")
     assert {"forward", "backward", "optimizer"} <= {p for op in doc["ops"] for p in op["phases"]}
     assert any("ended after 1 optimizer step" in note for note in doc["notes"])
+
+
+# --- issue 35: "N fixable with `opscan fix`" is the number of findings `opscan fix` rewrites ------
+
+BF16 = ('import torch\n'
+        'dtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"\n')
+
+
+def _fixable_everywhere(folder: Path, run_cli) -> int:
+    """The fixable count of every surface that shows one, asserted equal; returned."""
+    code, out, err = run_cli("check", str(folder), "--no-trace", "--format", "json")
+    doc = json.loads(out)
+    count = doc["summary"]["fixable"]
+    assert count == sum(f["fixable"] for f in doc["findings"])
+    code, out, err = run_cli("check", str(folder), "--no-trace", "--format", "markdown")
+    assert (f"{count} fixable with `opscan fix`." in out) == bool(count)
+    code, terminal, err = run_cli("check", str(folder), "--no-trace")
+    code, concise, err = run_cli("scan", "--concise", str(folder))   # the pre-commit hook's view
+    if count:
+        assert f"{count} fixable with `opscan fix`" in terminal
+        assert f"({count} fixable with `opscan fix`)" in concise.splitlines()[-1] or \
+            f"; {count} fixable with `opscan fix`)" in concise.splitlines()[-1]
+    else:
+        assert "fixable" not in terminal.replace("[fixable]", "") and "fixable with" not in concise
+    return count
+
+
+@pytest.mark.parametrize("tree", sorted(TREES) + ["bf16-choice"])
+def test_the_fixable_count_is_what_fix_rewrites(tree, tmp_path, run_cli):
+    folder = tmp_path / tree
+    if tree == "bf16-choice":   # the guarded bfloat16 query the fixer rewrites, and leaves once rewritten
+        folder.mkdir()
+        (folder / "train.py").write_text(BF16)
+    else:
+        shutil.copytree(TREES[tree], folder)
+    fixable = _fixable_everywhere(folder, run_cli)
+    code, out, err = run_cli("fix", "--diff", str(folder))
+    planned = int(re.search(r"would fix (\d+) of", out + err)[1])
+    code, out, err = run_cli("fix", str(folder))
+    done = int(re.search(r"fixed (\d+) of", out + err)[1])
+    assert fixable == planned == done > 0
+    assert _fixable_everywhere(folder, run_cli) == 0   # after the fix, nothing is left to it
+    code, out, err = run_cli("fix", "--diff", str(folder))
+    assert code == 0 and "would fix 0 of" in out + err
