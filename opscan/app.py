@@ -20,7 +20,8 @@ from opscan import baseline as baselines
 from opscan import phases as default_phases
 from opscan.assess import assess
 from opscan.config import Config, ModelConfig
-from opscan.errors import MissingDependencyError, ModelProcessError, OpscanError, TargetError, TraceError, UsageError
+from opscan.errors import (MissingDependencyError, MissingModulesError, ModelProcessError, OpscanError, TargetError,
+                           TraceError, UsageError)
 from opscan.isolation import Limits, default_max_memory
 from opscan.records import BaselineStatus, DeviceProfile, Finding, ModelTrace, Report
 from opscan.phases import ScanOptions, ScanOutcome, database_notes
@@ -144,6 +145,7 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
     unchecked: list[tuple[str, str]] = [(c.target, c.note) for c in discovery.refused] if discovery else []
     not_traced = "" if options.trace else options.untraced   # why the ops were not checked (for the verdict)
     tries = None
+    missing = False   # a model's module missed modules not installed here: one remedy line (Verdict.remedy)
     if options.trace and config.models:
         profile = release.profile() if release is not None else None
         from opscan.targets.tries import ZeroConfig
@@ -175,6 +177,7 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
                 if on_error is None:
                     raise
                 on_error(exc)
+                missing = missing or isinstance(exc, MissingModulesError)
                 unchecked.append((model.target, _why(exc, model.target)))
                 traces.append(ModelTrace(model.target, model.mode, "neuron", complete=False,
                                          stopped_at=f"the model could not be built: {exc}"))
@@ -223,9 +226,13 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
                                       if (root / s.path).is_file()})) if traces else None,
         discovery=discovery,
     )
+    remedy = ""
+    if missing or (tries is not None and tries.missing):
+        from opscan.targets.absent import remedy as missing_remedy
+        remedy = missing_remedy(root)
     return assess(draft, release, project_root=root, cost=config.cost, ops_not_checked=not_traced,
                   source_not_checked=None if no_source else "", unchecked=tuple(unchecked),
-                  facts=scanned.facts)
+                  facts=scanned.facts, remedy=remedy)
 
 
 def _why(exc: OpscanError, target: str) -> str:

@@ -32,7 +32,7 @@ NO_DATABASE = "no coverage database: every traced op is reported as unknown"
 
 def assess(draft: Report, release, *, project_root: Path | None = None, cost: CostConfig | None = None,
            ops_not_checked: str = "", source_not_checked: str | None = "",
-           unchecked: tuple[tuple[str, str], ...] = (), facts: ScanFacts = ScanFacts()) -> Report:
+           unchecked: tuple[tuple[str, str], ...] = (), facts: ScanFacts = ScanFacts(), remedy: str = "") -> Report:
     """`draft` (what the run traced and found: traces, findings, root, ...) judged against `release`.
 
     Args:
@@ -42,6 +42,7 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
         project_root: the scanned project, whose files the tasks measure (None: no source).
         cost: the cost model of the tasks (default: CostConfig()).
         ops_not_checked, source_not_checked: why ops or source were not checked (see `judge`).
+        remedy: the one remedy line for models that missed modules not installed here (see `judge`).
         facts: what the scan learnt beside its findings (import bindings, library use, kernel
             spans), which the tasks are measured from (opscan/scan/facts.py).
         unchecked: (target, why) of each model given that could not be built or traced (the gate exits 2).
@@ -86,7 +87,7 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
         version = registry.torch_version()
         pairing = (release.pairing_warning(version) or "") if version is not None else ""
     return replace(report, verdict=judge(report, ops_not_checked=ops_not_checked, source_not_checked=source_not_checked,
-                                         unchecked=unchecked, pairing=pairing))
+                                         unchecked=unchecked, pairing=pairing, remedy=remedy))
 
 
 # NOTE [fallback scaling]

@@ -799,6 +799,8 @@ class Verdict:
     blockers: Blockers = field(default_factory=Blockers)   # what blocks (zero unless kind is "blocked")
     unchecked: tuple[str, ...] = ()      # models opscan was given but could not check, one line each
                                          # ("TARGET: why"): the gate exits 2 on them (opscan/gate.py)
+    remedy: str = ""                     # the one remedy line for models that missed modules not
+                                         # installed here (the manifest found, --allow-unchecked); "" = none
 
 
 @dataclass(frozen=True)

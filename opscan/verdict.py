@@ -163,7 +163,7 @@ def blockers_of(report: Report) -> Blockers:
 # --- the verdict ---------------------------------------------------------------------------------
 
 def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str | None = "",
-          unchecked: tuple[tuple[str, str], ...] = (), pairing: str = "") -> Verdict:
+          unchecked: tuple[tuple[str, str], ...] = (), pairing: str = "", remedy: str = "") -> Verdict:
     """The verdict of `report`.
 
     Args:
@@ -176,6 +176,9 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
         pairing: "" when the installed torch pairs with the release (or it is not known), else the
             pairing warning: composite answers rest on a torch the release is not built for, so
             the verdict is never "ready" (a caution naming the pairing).
+        remedy: one line for every model that missed modules not installed here (their causes name
+            the modules; NOTE [every missing module at once] in opscan/targets/absent.py): shown
+            once, after the "could not check" lines, and carried in `Verdict.remedy`.
     """
     causes: dict[str, list[str]] = {}   # one line per distinct cause, naming its models in order
     for target, why in unchecked:
@@ -184,8 +187,8 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
     if unchecked and all(t.target in dict(unchecked) for t in report.traces):
         ops_not_checked = f"could not check {_plural(len(unchecked), 'model')}"
     verdict = _judge(report, ops_not_checked, source_not_checked, {target for target, _ in unchecked}, pairing)
-    details = tuple(f"could not check {line}" for line in lines) + verdict.details
-    return replace(verdict, details=details, unchecked=lines)
+    details = tuple(f"could not check {line}" for line in lines) + ((remedy,) if remedy else ()) + verdict.details
+    return replace(verdict, details=details, unchecked=lines, remedy=remedy)
 
 
 def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None, unchecked: set[str],

@@ -170,6 +170,9 @@ def gate(report, fail_on: tuple[str, ...], exit_zero: bool, allow_unchecked: boo
     unchecked = could_not_check(report)
     for line in unchecked:   # the whole reason, one line each
         print(f"opscan: error: could not check {line}", file=sys.stderr)
+    remedy = report.verdict.remedy if report.verdict is not None else ""
+    if unchecked and remedy and not allow_unchecked:   # once, after the causes (NOTE [every missing module at once])
+        print(f"opscan: {remedy}", file=sys.stderr)
     if unchecked and allow_unchecked:
         print("opscan: --allow-unchecked: the gate judges what was checked", file=sys.stderr)
     if unchecked and not allow_unchecked:

@@ -204,7 +204,8 @@ def to_dict(report: Report) -> dict:
             "details": list(report.verdict.details),
             "checked": {"source": report.verdict.source_checked, "ops": report.verdict.ops_checked},
             "blockers": _blockers(report.verdict.blockers),
-            "unchecked": list(report.verdict.unchecked)},   # models given but not checked: exit 2
+            "unchecked": list(report.verdict.unchecked),   # models given but not checked: exit 2
+            "remedy": report.verdict.remedy},   # one line for every cause of missing modules ("" = none)
         "findings": [_finding(f) for f in sorted(report.findings, key=Finding.sort_key)],
         "ops": [_with_cost(_op(usage, models, coverage.get(usage.op)), costs.get(usage.op))
                 for usage, models in merge_ops(report.traces)],

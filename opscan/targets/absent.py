@@ -11,7 +11,7 @@ import importlib.machinery
 import sys
 import types
 
-from opscan.errors import TargetError
+from opscan.errors import MissingModulesError
 
 # NOTE [GPU-only kernel libraries]
 # A CUDA repository often imports a GPU-only kernel library at module level (torchtitan's MoE
@@ -108,19 +108,14 @@ class _AbsentFinder:
 # (and not a GPU-only library, which is stood in for the trace), the import is tried again with an
 # inert stand-in for it, and again, until it succeeds or fails otherwise, so one run names every
 # missing module the import reaches. The candidate is still not traced (a model built on stand-ins
-# of ordinary packages would give wrong ops): its one-line reason lists them all, with the remedy
-# (the project's requirements file found, and `--allow-unchecked`).
+# of ordinary packages would give wrong ops): its one-line reason lists them all (the cause), and
+# the report adds ONE remedy line for every such cause (`remedy`: the project's manifest found, and
+# `--allow-unchecked`; `Verdict.remedy`), printed after the causes, never repeated in each.
 MANIFESTS = ("requirements.txt", "requirements-dev.txt", "requirements/base.txt", "pyproject.toml", "setup.py",
              "setup.cfg", "environment.yml", "environment.yaml")
 
 
-class MissingModules(TargetError):
-    """The import of a candidate's module misses `modules` (not installed here), all of them."""
-
-    def __init__(self, message: str, modules: tuple[str, ...] = ()) -> None:   # () when unpickled
-        super().__init__(message)
-        self.modules = modules
-
+MissingModules = MissingModulesError   # the import of a candidate's module misses `modules`, all of them
 
 def _install(top: str, package: str) -> None:
     """Put the stand-in of `top` in sys.modules, forgetting the partly imported `package` so that it

@@ -143,8 +143,8 @@ def _missing(path: Path, tree: ast.Module, dotted: str, package_root: Path, root
     names = stood or [name.split(".")[0]]
     listed = ", ".join(f"'{n}'" for n in names)
     noun = "module" if len(names) == 1 else "modules"
-    return absent.MissingModules(f"ModuleNotFoundError: No {noun} named {listed} (not installed here); "
-                                 f"{absent.remedy(root)}", tuple(names))
+    return absent.MissingModules(f"ModuleNotFoundError: No {noun} named {listed} (not installed here)",
+                                 modules=tuple(names))   # the remedy is one line of the report (Verdict.remedy)
 
 
 def _load(path: Path, tree: ast.Module, dotted: str, package_root: Path) -> types.ModuleType:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from opscan.errors import ModelProcessError, TargetError
+from opscan.errors import MissingModulesError, ModelProcessError, TargetError
 from opscan.targets.recipes import REPO_KINDS
 
 MAX_TRIES = 6              # zero-configuration targets tried at most (docs/repositories.md)
@@ -25,6 +25,7 @@ class ZeroConfig:
         self.start = time.monotonic()
         self.failed: list[tuple[str, str]] = []   # (target, why) of each try that could not be built
         self.last_traced = 0.0                     # seconds the last traced `repo:` try took
+        self.missing = False                       # a try missed modules not installed here (Verdict.remedy)
 
     def __bool__(self) -> bool:
         return self.active
@@ -44,6 +45,7 @@ class ZeroConfig:
         try:
             trace = run()
         except (TargetError, ModelProcessError) as exc:
+            self.missing = self.missing or isinstance(exc, MissingModulesError)
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             self.failed.append((target, reason.removeprefix(target + ": ")))
             notes.append(f"not built: {target}: {reason.removeprefix(target + ': ')}")
