@@ -71,6 +71,17 @@ def findings(tree: Path) -> list:
     return list(scan(tree.resolve(), load_config(tree)).findings)
 
 
+def fixable(tree: Path, found: list) -> tuple[int, float]:
+    """(findings marked fixable, seconds): the mark every report shows, planned as `opscan fix`
+    plans it (opscan/fix/preview.py; issue 35: it must equal what the fix rewrites, and 0 after)."""
+    from opscan.config import load_config
+    from opscan.fix.preview import mark_scanned
+
+    start = time.perf_counter()
+    marked = mark_scanned(tree.resolve(), tuple(found), load_config(tree))
+    return sum(f.fixable for f in marked), time.perf_counter() - start
+
+
 def snapshot(tree: Path) -> dict[str, bytes]:
     return {p.relative_to(tree).as_posix(): p.read_bytes() for p in sorted(tree.rglob("*"))
             if p.is_file() and p.suffix in (".py", ".ipynb")}
@@ -168,10 +179,12 @@ def measure(name: str, work: Path) -> dict:
     tree = fetch(name, work)
     pristine = snapshot(tree)
     before = findings(tree)
+    fixable_before, fixable_s = fixable(tree, before)
     ruff_before = ruff_e70x(tree, list(pristine))
     wall, cpu, code, summary, report = run_fix(tree, work / f"cache-{name}")
     after_files = snapshot(tree)
     after = findings(tree)
+    fixable_after, _ = fixable(tree, after)
     changed = [rel for rel, data in after_files.items() if pristine.get(rel) != data]
     fixed = Counter(f.rule for f in before) - Counter(f.rule for f in after)
     ruff_after = ruff_e70x(tree, list(after_files))
@@ -182,6 +195,7 @@ def measure(name: str, work: Path) -> dict:
     on_written = [f for f in after if f.severity == "error" and not f.guarded
                   and (f.location.path, f.location.line) in written]
     return {
+        "fixable_before": fixable_before, "fixable_after": fixable_after, "fixable_s": round(fixable_s, 2),
         "lines_written": len(written), "errors_on_written_lines": len(on_written),
         "errors_on_written_lines_by_rule": dict(sorted(Counter(f.rule for f in on_written).items())),
         "tree": name, "files": len(pristine), "findings_before": len(before), "fixed": sum(fixed.values()),
@@ -202,14 +216,16 @@ def measure(name: str, work: Path) -> dict:
 def table(rows: list[dict]) -> str:
     out = [("| tree | .py/.ipynb files | findings before | rewritten by `opscan fix` | gone on re-scan | left | "
             "left without a reason | new one-line compound statements (ast / ruff E701-2) | "
-            "files changed | all parse | lines written | errors on written lines | wall s | CPU s |"),
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "files changed | all parse | lines written | errors on written lines | fixable before / after "
+            "(s to plan) | wall s | CPU s |"),
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ruff = "n/a" if r["ruff_e701_e702_new"] is None else r["ruff_e701_e702_new"]
         out.append(f"| {r['tree']} | {r['files']} | {r['findings_before']} | {r['rewritten']} | {r['fixed']} | {r['left']} | "
                    f"{r['left_without_reason']} | {r['new_compound_statements']} / {ruff} | "
                    f"{r['files_changed']} | {'yes' if r['all_parse'] else 'NO'} | {r['lines_written']} | "
-                   f"{r['errors_on_written_lines']} | {r['wall_s']} | {r['cpu_s']} |")
+                   f"{r['errors_on_written_lines']} | {r['fixable_before']} / {r['fixable_after']} ({r['fixable_s']}) | "
+                   f"{r['wall_s']} | {r['cpu_s']} |")
     return "\n".join(out)
 
 
@@ -227,7 +243,8 @@ def main() -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
     return 0 if all(r["all_parse"] and r["exit"] == 0 and r["new_findings"] == 0 and r["new_compound_statements"] == 0
-                    and not r["ruff_e701_e702_new"] and r["left_without_reason"] == 0 for r in rows) else 1
+                    and not r["ruff_e701_e702_new"] and r["left_without_reason"] == 0
+                    and r["fixable_before"] == r["rewritten"] and r["fixable_after"] == 0 for r in rows) else 1
 
 
 if __name__ == "__main__":
