@@ -155,3 +155,31 @@ def test_counts_agree_on_the_traced_example(monkeypatch):
     monkeypatch.chdir(ROOT)
     report = analyse(Path("examples/nanogpt"), load_config(Path("examples/nanogpt")))
     _check_counts(report)
+
+
+def test_two_findings_on_one_line_are_one_site(tmp_path):
+    root = _write(tmp_path)
+    report = analyse(root, load_config(root), RunOptions(trace=False))
+    on_line_4 = [f for f in report.findings if (f.location.path, f.location.line) == ("train.py", 4)]
+    assert len(on_line_4) == 2 and all(f.blocking for f in on_line_4)   # x.cuda(); y.cuda()
+    device = next(t for t in report.tasks if t.id == "device-agnostic")
+    assert [s.line for s in device.sites if s.path == "train.py"].count(4) == 1
+    assert device.title.endswith(f"({len(device.sites)} sites in 2 files, {device.blocking_sites} blocking)")
+
+
+def test_the_hook_line_says_the_same_counts(tmp_path, run_cli, monkeypatch):
+    root = _write(tmp_path)
+    report = analyse(root, load_config(root), RunOptions(trace=False))
+    code, out, err = run_cli("scan", "--concise", str(root))   # the pre-commit hook's entry
+    assert code == 1
+    *lines, last = out.splitlines()
+    files = len({f.location.path for f in report.findings})
+    assert len(lines) == len(report.findings)
+    assert last.startswith(f"opscan: {len(report.findings)} findings in {files} files")
+    assert f"✗ {report.verdict.headline} —" in last
+    assert f"{report.fixable} fixable with `opscan fix`" in last and report.fixable > 0
+    monkeypatch.chdir(root)
+    code, out, err = run_cli("scan", "--concise", "train.py")   # one staged file, as pre-commit passes it
+    *lines, last = out.splitlines()
+    assert lines and all(line.startswith("train.py:") for line in lines)
+    assert last.startswith(f"opscan: {len(lines)} findings in 1 file ")
