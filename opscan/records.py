@@ -227,7 +227,7 @@ class OpStatus:
     runs_on_device: bool
     needs_attention: bool                # shown as an op that needs attention
     blocks: bool                         # the op raises on the backend
-    task: TaskKind | None = None         # the op-gap task kind (OP_TASKS) it makes; None none
+    task: TaskKind | Literal[""] = ""    # the op-gap task kind (OP_TASKS) it makes; "" none
     short: str = "?"                     # one-letter label for tables (zoo matrix)
     may_fall_back: bool = False          # runs, on the host CPU (cpu-fallback) or perhaps (device-or-cpu)
 
