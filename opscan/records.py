@@ -792,7 +792,7 @@ class ModelTrace:
     steps: int | None = None             # `opscan run`: optimizer steps the script took (None: not a run)
 
 
-def merge_containment(states) -> tuple[tuple[str, str], ...]:
+def merge_containment(states: Iterable[tuple[tuple[str, str], ...]]) -> tuple[tuple[str, str], ...]:
     """One (part, "held" or why not) tuple from several children's (see Report.containment)."""
     merged: dict[str, str] = {}
     for parts in states:

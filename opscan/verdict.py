@@ -355,22 +355,22 @@ def _verdict(kind: VerdictKind, judged: JudgedOps, headline: str, details: list[
                    ops=judged)
 
 
-def compile_lines(traces) -> list[str]:
+def compile_lines(traces: Iterable[ModelTrace]) -> list[str]:
     """One line per traced model with a compile forecast (NOTE [compile signatures] in
     opscan/trace/signatures.py): the first step's compiles, the later steps' new ones and the lines
     that make them; a signature is one compile of TorchNeuron's eager cache, never a time."""
     out = []
-    forecasts = [t for t in traces if t.compile is not None and t.compile.steps]
-    for trace in forecasts:
-        steps, varying = trace.compile.steps, trace.compile.varying
+    forecasts = [(t, t.compile) for t in traces if t.compile is not None and t.compile.steps]
+    for trace, forecast in forecasts:
+        steps, varying = forecast.steps, forecast.varying
         made = {(s.source.path, s.source.line): s.op.removeprefix("aten::") for s in trace.stand_ins
                 if s.source is not None and s.kind != "item"}
         text = f"the first step compiles {_plural(len(steps[0].signatures), 'signature')}"
         later = [sum(1 for n in step.new if n.cause != "first-run") for step in steps[1:]]
         late = sum(1 for step in steps[1:] for n in step.new if n.cause == "first-run")
 
-        def where(causes) -> str:
-            counts: dict[tuple, int] = {}
+        def where(causes: tuple[str, ...]) -> str:
+            counts: dict[tuple[str, int, str], int] = {}
             for v in varying:
                 if v.cause in causes and v.origin is not None:
                     key = (v.origin.path, v.origin.line, v.cause)
