@@ -51,12 +51,12 @@ FALLBACK_FACT = ("with TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION at its 2.33 defa
                  "documents the default as false)")
 FALLBACK_TEXT = {
     NoKernel.ERROR: "the release records that an op with no kernel raises inside a compiled graph (no_kernel.compile: "
-             "error); " + FALLBACK_FACT,
-    NoKernel.CPU_FALLBACK: "the release records that an op with no kernel falls back to the CPU inside a compiled graph "
-                    "too (no_kernel.compile: cpu-fallback)",
+                    "error); " + FALLBACK_FACT,
+    NoKernel.CPU_FALLBACK: "the release records that an op with no kernel falls back to the CPU inside a compiled "
+                           "graph too (no_kernel.compile: cpu-fallback)",
     NoKernel.UNKNOWN: "what an op with no kernel does inside a compiled graph is not known for this release "
-               "(no_kernel.compile: unknown); likely it fails the graph's compile, having no lowering, and "
-               + FALLBACK_FACT,
+                      "(no_kernel.compile: unknown); likely it fails the graph's compile, having no lowering, and "
+                      + FALLBACK_FACT,
 }
 FALLBACK_SOURCES = (ENV_VARS_URL, BEST_PRACTICES_URL, SNAPSHOT_DOC)
 # the statuses of an op with no kernel known that the backend does not reject: cpu-fallback, device-or-cpu, unknown

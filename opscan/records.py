@@ -106,7 +106,8 @@ class TaskKind(StrEnum):
 
 
 _TASK_KINDS: dict[TaskKind, tuple[str, str]] = {
-    TaskKind.DEVICE_AGNOSTIC: ("rule", "pick the device once (torch.accelerator) instead of hard-coding CUDA devices or torch.cuda calls"),
+    TaskKind.DEVICE_AGNOSTIC: ("rule", "pick the device once (torch.accelerator) instead of hard-coding CUDA devices "
+                                       "or torch.cuda calls"),
     TaskKind.MIXED_PRECISION: ("rule", "make autocast and GradScaler device-agnostic (torch.amp)"),
     TaskKind.DISTRIBUTED_BACKEND: ("rule", "move the process group from NCCL to the device's backend"),
     TaskKind.TORCH_COMPILE: ("rule", "adapt torch.compile calls to the neuron backend"),
@@ -116,8 +117,10 @@ _TASK_KINDS: dict[TaskKind, tuple[str, str]] = {
     TaskKind.DEVICE_DISPATCH: ("rule", "add neuron to the device dispatch, as done for the other accelerators"),
     TaskKind.LIBRARY: ("rule", "replace a CUDA-only library (one task per library)"),
     TaskKind.KERNEL: ("rule", "port a custom kernel (one task per kernel)"),
-    TaskKind.TORCH_VERSION: ("rule", "move to the torch the TorchNeuron release pairs with, with every package that pins torch"),
-    TaskKind.CUDA_PACKAGES: ("rule", "install CPU builds instead of CUDA builds: NVIDIA packages, conda CUDA packages, CUDA base images"),
+    TaskKind.TORCH_VERSION: ("rule", "move to the torch the TorchNeuron release pairs with, with every package "
+                                     "that pins torch"),
+    TaskKind.CUDA_PACKAGES: ("rule", "install CPU builds instead of CUDA builds: NVIDIA packages, conda CUDA "
+                                     "packages, CUDA base images"),
     TaskKind.NONE: ("rule", "not port work: a file opscan could not read, or a problem in opscan's own run"),
     TaskKind.UNSUPPORTED_OPS: ("op", "provide the traced ops the backend rejects"),
     TaskKind.CPU_FALLBACK: ("op", "work around the traced ops that run on the CPU"),

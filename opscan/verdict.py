@@ -273,7 +273,8 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
         return _verdict(VerdictKind.UNKNOWN, judged, "no blockers found, but not proven: " + ", ".join(open_points),
                         details, source_checked, ops_checked)
     if fallback or maybe:
-        return _verdict(VerdictKind.FALLBACK, judged, _fallback_headline(fallback, maybe), details, source_checked, ops_checked)
+        return _verdict(VerdictKind.FALLBACK, judged, _fallback_headline(fallback, maybe), details, source_checked,
+                        ops_checked)
     if not ops_checked or source_not_checked:
         findings = [f for f in report.findings if f.category != "input"]
         source = ("source: no CUDA pins" if not findings else
@@ -285,15 +286,16 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
             source = "source: none to scan"
         ops = (f"ops: not checked — {ops_not_checked or NO_MODEL}" if not ops_checked else
                f"ops: {_plural(len(status), 'traced op')}, none known to fail")
-        return _verdict(VerdictKind.UNCHECKED, judged, f"{source}; {ops}", [d for d in details if not d.startswith(("ops:", "source:"))],
-                        source_checked, ops_checked)
+        return _verdict(VerdictKind.UNCHECKED, judged, f"{source}; {ops}",
+                        [d for d in details if not d.startswith(("ops:", "source:"))], source_checked, ops_checked)
     if weak or pairing:
         said = []
         if weak:
             said.append(f"unverified: {_unverified_counts(weak, dates)}")
         if pairing:
             said.append(pairing.split(";")[0])   # "installed torch 2.13.0 does not pair with SPEC (...)"
-        return _verdict(VerdictKind.LIKELY, judged, f"likely — {'; '.join(said)}; confirm with `opscan db probe --report` on a "
+        return _verdict(VerdictKind.LIKELY, judged,
+                        f"likely — {'; '.join(said)}; confirm with `opscan db probe --report` on a "
                         "paired install", [d for d in details if d not in (_unverified_text(weak, dates), pairing)],
                         source_checked, ops_checked)
     return _verdict(VerdictKind.READY, judged, "ready", details, source_checked, ops_checked)
