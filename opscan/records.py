@@ -160,7 +160,10 @@ class Status(StrEnum):
     @classmethod
     def of(cls, name: str | None) -> Status:
         """The status of a name; a name outside the vocabulary (or none) is UNKNOWN (as `status_of`)."""
-        return cls._value2member_map_.get(name or "", cls.UNKNOWN)  # type: ignore[return-value]
+        try:
+            return cls(name or "")
+        except ValueError:
+            return cls.UNKNOWN
 
     @property
     def facts(self) -> OpStatus:
