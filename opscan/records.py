@@ -1013,10 +1013,11 @@ class JudgedOps:
     @classmethod
     def of(cls, statuses: Mapping[str, Status]) -> JudgedOps:
         """From op -> status, in the mapping's order (the verdict's: sorted by op)."""
-        def where(test: str) -> tuple[str, ...]:
-            return tuple(op for op, status in statuses.items() if getattr(Status(status), test))
-        return cls(len(statuses), where("blocks"), where("falls_back"), where("maybe_falls_back"),
-                   where("unchecked"))
+        typed = [(op, Status(status)) for op, status in statuses.items()]
+        return cls(traced=len(typed), unsupported=tuple(op for op, s in typed if s.blocks),
+                   fallback=tuple(op for op, s in typed if s.falls_back),
+                   maybe_fallback=tuple(op for op, s in typed if s.maybe_falls_back),
+                   unknown=tuple(op for op, s in typed if s.unchecked))
 
 
 @dataclass(frozen=True)
