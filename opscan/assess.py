@@ -11,13 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from opscan import compile_check
-from opscan.config import CostConfig
-from opscan.records import Coverage, Fallback, ModelTrace, OpUsage, Report, ScanFacts, Shrink, status_of
+from opscan.plan.cost import CostConfig
+from opscan.records import (Coverage, Fallback, ModelTrace, OpCaveat, OpNote, OpUsage, Report, ScanFacts, Shrink,
+                            Status, status_of)
 from opscan.plan import build_tasks
 from opscan.plan.measure import kernel_sources, usage
 from opscan.verdict import judge
+
+if TYPE_CHECKING:
+    from opscan.db.release import Release
 
 NO_DATABASE = "no coverage database: every traced op is reported as unknown"
 
@@ -30,7 +35,7 @@ NO_DATABASE = "no coverage database: every traced op is reported as unknown"
 # findings and a project root (PATH), and why source or ops were not checked (for the verdict).
 
 
-def assess(draft: Report, release, *, project_root: Path | None = None, cost: CostConfig | None = None,
+def assess(draft: Report, release: Release | None, *, project_root: Path | None = None, cost: CostConfig | None = None,
            ops_not_checked: str = "", source_not_checked: str | None = "",
            unchecked: tuple[tuple[str, str], ...] = (), facts: ScanFacts = ScanFacts(), remedy: str = "") -> Report:
     """`draft` (what the run traced and found: traces, findings, root, ...) judged against `release`.
@@ -53,8 +58,8 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
     ops = sorted({u.op for t in traces for u in t.ops})
     notes = list(draft.notes)
     coverage: tuple[Coverage, ...] = ()
-    caveats: tuple = ()
-    on_ops: tuple = ()
+    caveats: tuple[OpCaveat, ...] = ()
+    on_ops: tuple[OpNote, ...] = ()
     if release is not None and traces:
         from opscan.db.annotate import annotate, op_notes, with_dtype_fallbacks
         from opscan.db.caveats import op_caveats
@@ -67,13 +72,13 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
         caveats = op_caveats(release, traces)
     elif traces:
         notes.append(NO_DATABASE)
-        coverage = tuple(Coverage(op, "unknown", (), "low", "no coverage database loaded") for op in ops)
+        coverage = tuple(Coverage(op, Status.UNKNOWN, (), "low", "no coverage database loaded") for op in ops)
     findings = draft.findings
-    measured = project_root is not None and bool(findings)
+    measured = project_root if findings else None   # the root whose files the tasks measure
     fallbacks = fallback_costs(traces, coverage)
     tasks = build_tasks(findings, traces, coverage, cost,
-                        kernel_sources(project_root, findings, facts) if measured else None,
-                        usage(findings, facts) if measured else None, fallbacks=fallbacks)
+                        kernel_sources(measured, findings, facts) if measured is not None else None,
+                        usage(findings, facts) if measured is not None else None, fallbacks=fallbacks)
     compiled = compile_check.judge(traces, coverage, release=release)   # NOTE [compile semantics]
     tasks = compile_check.plan(tasks, compiled)
     report = replace(draft, coverage=coverage, caveats=tuple(caveats), notes=tuple(notes), tasks=tasks,
@@ -128,18 +133,18 @@ def fallback_costs(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...
     device (copied to the host and back), one sync and one call per call; scaled back to the real
     model where the trace was shrunk (NOTE [fallback scaling]); summed over the traces."""
     status = {c.op: c.status for c in coverage}
-    totals: dict[str, list] = {}
+    totals: dict[str, list[Any]] = {}
     for trace in traces:
         factors = scale_factors(trace.shrink)
-        for op in trace.ops:
-            if status_of(status.get(op.op, "unknown")).may_fall_back:
-                cost = totals.setdefault(op.op, [0, 0, 0.0, 0.0, set()])
-                bytes_, calls = scaled(op, factors)
-                cost[0] += op.step_bytes
-                cost[1] += op.step_calls
+        for use in trace.ops:
+            if status_of(status.get(use.op)).may_fall_back:
+                cost = totals.setdefault(use.op, [0, 0, 0.0, 0.0, set()])
+                bytes_, calls = scaled(use, factors)
+                cost[0] += use.step_bytes
+                cost[1] += use.step_calls
                 cost[2] += bytes_
                 cost[3] += calls
-                if factors.how and (bytes_ != op.step_bytes or calls != op.step_calls):
+                if factors.how and (bytes_ != use.step_bytes or calls != use.step_calls):
                     cost[4].add(factors.how)
     out = []
     for op, (bytes_, calls, real_bytes, real_calls, how) in sorted(totals.items()):
@@ -216,7 +221,7 @@ SDPA_PATHS = {"math": "the math path (matmul, softmax, matmul: no fused kernel)"
                                  "for 4-D query/key/value, the math path otherwise"}
 
 
-def sdpa_assumption(release, ops: list[str]) -> tuple[str, ...]:
+def sdpa_assumption(release: Release, ops: list[str]) -> tuple[str, ...]:
     """The note on which SDPA path the trace assumed, with its evidence, when the model traced attention."""
     if not any(op.startswith(SDPA_OPS) for op in ops):
         return ()

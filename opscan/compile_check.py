@@ -39,7 +39,8 @@ import re
 from dataclasses import replace
 
 from opscan.plan.cost import CostConfig, compile_seconds
-from opscan.records import CompiledOp, CompileEstimate, CompileOption, Coverage, ModelTrace, Report, TorchCompile
+from opscan.records import (CompiledOp, CompileEstimate, CompileOption, Coverage, ModelTrace, NoKernel, Report, Status,
+                            TaskKind, TorchCompile)
 
 ENV_VARS_URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html"
 SNAPSHOT_DOC = ("https://github.com/parmoham-aws/test-repo-parmoham/blob/98154b867aa24562a3213e520d9ad7fd41032291/"
@@ -49,16 +50,17 @@ FALLBACK_FACT = ("with TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION at its 2.33 defa
                  "to compile raises instead of running eagerly; =0 runs it eagerly (the pre-release source "
                  "documents the default as false)")
 FALLBACK_TEXT = {
-    "error": "the release records that an op with no kernel raises inside a compiled graph (no_kernel.compile: "
-             "error); " + FALLBACK_FACT,
-    "cpu-fallback": "the release records that an op with no kernel falls back to the CPU inside a compiled graph "
-                    "too (no_kernel.compile: cpu-fallback)",
-    "unknown": "what an op with no kernel does inside a compiled graph is not known for this release "
-               "(no_kernel.compile: unknown); likely it fails the graph's compile, having no lowering, and "
-               + FALLBACK_FACT,
+    NoKernel.ERROR: "the release records that an op with no kernel raises inside a compiled graph (no_kernel.compile: "
+                    "error); " + FALLBACK_FACT,
+    NoKernel.CPU_FALLBACK: "the release records that an op with no kernel falls back to the CPU inside a compiled "
+                           "graph too (no_kernel.compile: cpu-fallback)",
+    NoKernel.UNKNOWN: "what an op with no kernel does inside a compiled graph is not known for this release "
+                      "(no_kernel.compile: unknown); likely it fails the graph's compile, having no lowering, and "
+                      + FALLBACK_FACT,
 }
 FALLBACK_SOURCES = (ENV_VARS_URL, BEST_PRACTICES_URL, SNAPSHOT_DOC)
-NO_KERNEL = ("cpu-fallback", "device-or-cpu", "unknown")
+# the statuses of an op with no kernel known that the backend does not reject: cpu-fallback, device-or-cpu, unknown
+NO_KERNEL = tuple(s for s in Status if not s.runs_on_device and not s.blocks)
 COMPILE_CALLS = ("torch.compile", ".compile")
 
 
@@ -114,7 +116,7 @@ def judge(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...], rules=
                 where.setdefault(op, set()).add(f"{region.path}:{region.line}")
     ops = tuple(CompiledOp(op, status[op], tuple(sorted(places))) for op, places in sorted(where.items()))
     rule = getattr(release, "no_kernel", None) if release is not None else None
-    mode = rule.compile if rule is not None and rule.compile in FALLBACK_TEXT else "unknown"
+    mode = NoKernel(rule.compile) if rule is not None and rule.compile in FALLBACK_TEXT else NoKernel.UNKNOWN
     sources = FALLBACK_SOURCES
     if rule is not None:
         sources += tuple(e.url for e in release.evidence(rule.sources) if getattr(e, "url", None))
@@ -128,16 +130,16 @@ def plan(tasks: tuple, check: TorchCompile | None) -> tuple:
     what to do, made a blocker when the release says they raise there (NOTE [compile semantics]); re-ordered."""
     from opscan.plan import ordering, task_kinds as kinds
 
-    if check is None or check.no_kernel_compile == "cpu-fallback":
+    if check is None or check.no_kernel_compile is NoKernel.CPU_FALLBACK:
         return tasks
-    inside = {o.op for o in check.no_kernel_ops if o.status == "cpu-fallback"}
-    if not any(t.kind == "cpu-fallback" and inside & set(t.ops) for t in tasks):
+    inside = {o.op for o in check.no_kernel_ops if o.status.falls_back}
+    if not any(t.kind is TaskKind.CPU_FALLBACK and inside & set(t.ops) for t in tasks):
         return tasks
     where = sorted({r for o in check.no_kernel_ops if o.op in inside for r in o.regions})
-    blocks = check.no_kernel_compile == "error"
+    blocks = check.no_kernel_compile is NoKernel.ERROR
     out = []
     for task in tasks:
-        if task.kind == "cpu-fallback" and inside & set(task.ops):
+        if task.kind is TaskKind.CPU_FALLBACK and inside & set(task.ops):
             ops = ", ".join(sorted(inside & set(task.ops)))
             what = "raises" if blocks else "may raise (not known for this release)"
             task = replace(task, priority=1 if blocks else task.priority,
@@ -156,9 +158,9 @@ def plan(tasks: tuple, check: TorchCompile | None) -> tuple:
 def open_point(check: TorchCompile | None) -> str:
     """The verdict's open point when ops with no kernel run in a region and the release does not say
     what they do there (NOTE [compile semantics]); "" otherwise."""
-    if check is None or check.no_kernel_compile != "unknown":
+    if check is None or check.no_kernel_compile is not NoKernel.UNKNOWN:
         return ""
-    n = sum(1 for o in check.no_kernel_ops if o.status == "cpu-fallback")
+    n = sum(1 for o in check.no_kernel_ops if o.status.falls_back)
     return (f"{n} op{'s' * (n != 1)} with no kernel inside torch.compile regions (what "
             f"{'it does' if n == 1 else 'they do'} there is not known for this release)") if n else ""
 
@@ -187,13 +189,13 @@ def details(check: TorchCompile | None) -> list[str]:
                          "raises on the first call (on any backend)")
     for option in check.options:
         lines.append(f"torch.compile at {option.path}:{option.line}: {option.effect} ({option.rule})")
-    none = [o for o in check.no_kernel_ops if o.status == "cpu-fallback"]
-    maybe = [o for o in check.no_kernel_ops if o.status != "cpu-fallback"]
-    if none and check.no_kernel_compile != "cpu-fallback":
-        verb = {"error": "raise" + "s" * (len(none) == 1), "unknown": "may raise"}[check.no_kernel_compile]
+    none = [o for o in check.no_kernel_ops if o.status.falls_back]
+    maybe = [o for o in check.no_kernel_ops if not o.status.falls_back]
+    if none and check.no_kernel_compile is not NoKernel.CPU_FALLBACK:
+        verb = "raise" + "s" * (len(none) == 1) if check.no_kernel_compile is NoKernel.ERROR else "may raise"
         lines.append(f"{len(none)} op{'s' * (len(none) != 1)} with no kernel inside torch.compile regions "
                      f"{verb} ({_names(none)}): {check.fallback_rule}")
-    if maybe and check.no_kernel_compile != "cpu-fallback":
+    if maybe and check.no_kernel_compile is not NoKernel.CPU_FALLBACK:
         lines.append(f"{len(maybe)} op{'s' * (len(maybe) != 1)} of unknown or conditional support inside "
                      f"torch.compile regions would raise if {'it has' if len(maybe) == 1 else 'they have'} "
                      f"no kernel ({_names(maybe)})")

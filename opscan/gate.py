@@ -12,46 +12,68 @@ not a pass: `could_not_check` lists them and the run exits 2 ("could not check")
 
 from __future__ import annotations
 
-from opscan.records import Report, status_of
-from opscan.verdict import blockers_of, op_status, unsupported_ops
+from collections.abc import Callable
 
-_SEVERITY_RANK = {"error": 0, "warning": 1, "note": 2}
+from opscan.records import Report, Severity
+from opscan.verdict import blockers_of, judged_ops
+
+
+def _error(report: Report) -> list[str]:
+    blockers = blockers_of(report)
+    if not blockers.count:
+        return []
+    return [f"error: {blockers.count} blocker{'s' * (blockers.count != 1)} ({blockers.describe()})"]
+
+
+def _warning(report: Report) -> list[str]:
+    out = []
+    hits = [f for f in report.findings if f.severity.at_least(Severity.WARNING)]
+    if hits:
+        out.append(f"warning: {len(hits)} finding(s) of severity warning or error (guarded ones included)")
+    unsupported = judged_ops(report).unsupported
+    if unsupported:
+        out.append(f"warning: {len(unsupported)} unsupported op(s): {', '.join(unsupported[:5])}")
+    return out
+
+
+def _fallback(report: Report) -> list[str]:
+    out = []
+    ops = judged_ops(report)
+    if ops.fallback:
+        out.append(f"fallback: {len(ops.fallback)} op(s) on CPU fallback: {', '.join(ops.fallback[:5])}")
+    if ops.maybe_fallback:
+        out.append(f"fallback: {len(ops.maybe_fallback)} op(s) that may run on the CPU: "
+                   f"{', '.join(ops.maybe_fallback[:5])}")
+    return out
+
+
+def _unknown(report: Report) -> list[str]:
+    hits = judged_ops(report).unknown
+    return [f"unknown: {len(hits)} op(s) of unknown status: {', '.join(hits[:5])}"] if hits else []
+
+
+def _custom_kernel(report: Report) -> list[str]:
+    custom_ops = sorted({u.op for t in report.traces for u in t.ops if u.custom})
+    sites = [f for f in report.findings if f.is_kernel]
+    if not (sites or custom_ops):
+        return []
+    return [f"custom-kernel: {len(sites)} custom-kernel finding(s), {len(custom_ops)} custom op(s)"]
+
+
+# The `--fail-on` conditions (config.FAIL_ON says each) and the lines each one's failure gives.
+CONDITIONS: dict[str, Callable[[Report], list[str]]] = {
+    "error": _error, "warning": _warning, "fallback": _fallback, "unknown": _unknown,
+    "custom-kernel": _custom_kernel,
+}
 
 
 def failures(report: Report, fail_on: tuple[str, ...]) -> list[str]:
     """One line per met condition, e.g. "error: 3 blockers (3 CUDA-pinned sites in 1 file)"; [] = pass."""
-    status = op_status(report)
-    custom_ops = sorted({u.op for t in report.traces for u in t.ops if u.custom})
-    unsupported = unsupported_ops(report)
     out: list[str] = []
     for condition in fail_on:
-        if condition == "error":
-            blockers = blockers_of(report)
-            if blockers.count:
-                out.append(f"error: {blockers.count} blocker{'s' * (blockers.count != 1)} "
-                           f"({blockers.describe()})")
-        elif condition == "warning":
-            hits = [f for f in report.findings if _SEVERITY_RANK.get(f.severity, 2) <= 1]
-            if hits:
-                out.append(f"warning: {len(hits)} finding(s) of severity warning or error (guarded ones included)")
-            if unsupported:
-                out.append(f"warning: {len(unsupported)} unsupported op(s): {', '.join(unsupported[:5])}")
-        elif condition == "fallback":
-            hits = [op for op, st in status.items() if st == "cpu-fallback"]
-            maybe = [op for op, st in status.items() if status_of(st).may_fall_back and st != "cpu-fallback"]
-            if hits:
-                out.append(f"fallback: {len(hits)} op(s) on CPU fallback: {', '.join(hits[:5])}")
-            if maybe:
-                out.append(f"fallback: {len(maybe)} op(s) that may run on the CPU: {', '.join(maybe[:5])}")
-        elif condition == "unknown":
-            hits = [op for op, st in status.items() if st == "unknown"]
-            if hits:
-                out.append(f"unknown: {len(hits)} op(s) of unknown status: {', '.join(hits[:5])}")
-        elif condition == "custom-kernel":
-            sites = [f for f in report.findings if f.is_kernel]
-            if sites or custom_ops:
-                out.append(f"custom-kernel: {len(sites)} custom-kernel finding(s), "
-                           f"{len(custom_ops)} custom op(s)")
+        check = CONDITIONS.get(condition)
+        if check is not None:
+            out.extend(check(report))
     return out
 
 

@@ -7,13 +7,43 @@ kept sorted by its producer so that the same input gives the same bytes out.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Literal
 
 SEVERITIES: dict[str, str] = {
     "error": "blocks the port: the code will not run, or will run on the wrong device",
     "warning": "runs, but slower, differently, or only with a manual step",
     "note": "worth knowing; no change strictly needed",
 }
+
+
+# NOTE [typed vocabularies]: each closed vocabulary a caller decides by (severities, op statuses,
+# verdict kinds, task kinds, a release's no-kernel behaviour) is a `StrEnum` here, with the
+# predicates callers need as properties, so that no other module compares the words themselves
+# (tests/test_vocabularies.py walks opscan/ for such comparisons). A member is its string: it
+# compares, hashes, formats and serialises (JSON) as the word, so reports are unchanged. The
+# records holding one (Finding.severity, Coverage.status, Verdict.kind, Task.kind, ...) turn a
+# word into its member when built; a word outside the vocabulary is a ValueError.
+class Severity(StrEnum):
+    """A finding's severity, the SARIF levels (SEVERITIES says each), worst first."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+
+    @property
+    def rank(self) -> int:
+        """How bad, 0 best: the one ranking of severities (note 0, warning 1, error 2)."""
+        return _SEVERITY_RANK[self]
+
+    def at_least(self, other: Severity) -> bool:
+        """This severity is `other` or worse (`--fail-on warning`: warning or error)."""
+        return self.rank >= other.rank
+
+
+_SEVERITY_RANK: dict[Severity, int] = {Severity.NOTE: 0, Severity.WARNING: 1, Severity.ERROR: 2}
 
 CATEGORIES: dict[str, str] = {
     "device-string": "a hard-coded device choice (\"cuda\", \"cuda:0\", ...)",
@@ -25,23 +55,82 @@ CATEGORIES: dict[str, str] = {
     "dependency": "a dependency manifest line that installs a torch or a CUDA build TorchNeuron cannot use",
 }
 
-# Closed vocabulary of port-task kinds: every rule declares one in its YAML (`task:`); the planner
-# (opscan/plan/task_kinds.py) has one task kind per entry. See docs/scan.md, "Task kinds".
-TASKS: dict[str, str] = {
-    "device-agnostic": "pick the device once (torch.accelerator) instead of hard-coding CUDA devices or torch.cuda calls",
-    "mixed-precision": "make autocast and GradScaler device-agnostic (torch.amp)",
-    "distributed-backend": "move the process group from NCCL to the device's backend",
-    "torch-compile": "adapt torch.compile calls to the neuron backend",
-    "cuda-graphs": "remove CUDA graph capture",
-    "backend-flags": "guard cuDNN / TF32 flags by device",
-    "profiler": "profile the neuron device instead of CUDA",
-    "device-dispatch": "add neuron to the device dispatch, as done for the other accelerators",
-    "library": "replace a CUDA-only library (one task per library)",
-    "kernel": "port a custom kernel (one task per kernel)",
-    "torch-version": "move to the torch the TorchNeuron release pairs with, with every package that pins torch",
-    "cuda-packages": "install CPU builds instead of CUDA builds: NVIDIA packages, conda CUDA packages, CUDA base images",
-    "none": "not port work: a file opscan could not read, or a problem in opscan's own run",
+# NOTE [task kinds]: the one table of port-task kinds (TaskKind, below, each with its description
+# and where it comes from). Rules declare a `rule` kind in their YAML (`task:`, the TASKS view;
+# "none": not port work); an op status that needs work makes an `op` kind (OP_TASKS, OpStatus.task);
+# the compile forecast makes `static-shapes`. opscan/plan/task_kinds.py says, per kind, the fix, the
+# TorchNeuron fact behind it and its source (tests/plan pins that it covers every kind but "none").
+# See docs/scan.md, "Task kinds".
+class TaskKind(StrEnum):
+    """A kind of port task (NOTE [task kinds])."""
+
+    DEVICE_AGNOSTIC = "device-agnostic"
+    MIXED_PRECISION = "mixed-precision"
+    DISTRIBUTED_BACKEND = "distributed-backend"
+    TORCH_COMPILE = "torch-compile"
+    CUDA_GRAPHS = "cuda-graphs"
+    BACKEND_FLAGS = "backend-flags"
+    PROFILER = "profiler"
+    DEVICE_DISPATCH = "device-dispatch"
+    LIBRARY = "library"
+    KERNEL = "kernel"
+    TORCH_VERSION = "torch-version"
+    CUDA_PACKAGES = "cuda-packages"
+    NONE = "none"
+    UNSUPPORTED_OPS = "unsupported-ops"
+    CPU_FALLBACK = "cpu-fallback"
+    UNKNOWN_OPS = "unknown-ops"
+    MAY_FALL_BACK = "may-fall-back"
+    STATIC_SHAPES = "static-shapes"
+
+    @property
+    def description(self) -> str:
+        return _TASK_KINDS[self][1]
+
+    @property
+    def origin(self) -> str:
+        """"rule" (a rule declares it), "op" (an op status makes it) or "compile" (the compile forecast)."""
+        return _TASK_KINDS[self][0]
+
+    @property
+    def group(self) -> str:
+        """"kernel", "library", "op" (an op-gap kind) or "source" (code to change), as Task.group."""
+        if self in (TaskKind.KERNEL, TaskKind.LIBRARY):
+            return str(self)
+        return "op" if self.origin == "op" else "source"
+
+    @property
+    def is_port_work(self) -> bool:
+        """A task is made for it ("none": a file opscan could not read, a problem in opscan's own run)."""
+        return self is not TaskKind.NONE
+
+
+_TASK_KINDS: dict[TaskKind, tuple[str, str]] = {
+    TaskKind.DEVICE_AGNOSTIC: ("rule", "pick the device once (torch.accelerator) instead of hard-coding CUDA devices "
+                                       "or torch.cuda calls"),
+    TaskKind.MIXED_PRECISION: ("rule", "make autocast and GradScaler device-agnostic (torch.amp)"),
+    TaskKind.DISTRIBUTED_BACKEND: ("rule", "move the process group from NCCL to the device's backend"),
+    TaskKind.TORCH_COMPILE: ("rule", "adapt torch.compile calls to the neuron backend"),
+    TaskKind.CUDA_GRAPHS: ("rule", "remove CUDA graph capture"),
+    TaskKind.BACKEND_FLAGS: ("rule", "guard cuDNN / TF32 flags by device"),
+    TaskKind.PROFILER: ("rule", "profile the neuron device instead of CUDA"),
+    TaskKind.DEVICE_DISPATCH: ("rule", "add neuron to the device dispatch, as done for the other accelerators"),
+    TaskKind.LIBRARY: ("rule", "replace a CUDA-only library (one task per library)"),
+    TaskKind.KERNEL: ("rule", "port a custom kernel (one task per kernel)"),
+    TaskKind.TORCH_VERSION: ("rule", "move to the torch the TorchNeuron release pairs with, with every package "
+                                     "that pins torch"),
+    TaskKind.CUDA_PACKAGES: ("rule", "install CPU builds instead of CUDA builds: NVIDIA packages, conda CUDA "
+                                     "packages, CUDA base images"),
+    TaskKind.NONE: ("rule", "not port work: a file opscan could not read, or a problem in opscan's own run"),
+    TaskKind.UNSUPPORTED_OPS: ("op", "provide the traced ops the backend rejects"),
+    TaskKind.CPU_FALLBACK: ("op", "work around the traced ops that run on the CPU"),
+    TaskKind.UNKNOWN_OPS: ("op", "probe the traced ops of unknown status"),
+    TaskKind.MAY_FALL_BACK: ("op", "probe the traced ops that may run on the CPU; work around those that do"),
+    TaskKind.STATIC_SHAPES: ("compile", "make shapes static where a new shape is a new compile"),
 }
+
+# The rule task kinds (every rule declares one in its YAML, `task:`), a view of the one table.
+TASKS: dict[str, str] = {k.value: k.description for k in TaskKind if k.origin == "rule"}
 
 # NOTE [status facts]: the closed vocabulary of op support statuses (coverage_db/README.md), each
 # value a record of the facts every reader decides by, so that "does it run on the device", "does
@@ -57,51 +146,124 @@ TASKS: dict[str, str] = {
 # `device-or-cpu` is what a release that documents its no-kernel behaviour (`no_kernel:` in the
 # release file: TorchNeuron eager falls back to CPU) says of an op it does not list: the op runs,
 # on the device or on the CPU; only a probe tells which.
+class Status(StrEnum):
+    """An op support status (OP_STATUSES holds each one's facts; NOTE [status facts])."""
+
+    NATIVE = "native"
+    COMPOSITE = "composite"
+    LIMITED = "limited"
+    DEVICE_OR_CPU = "device-or-cpu"
+    CPU_FALLBACK = "cpu-fallback"
+    UNSUPPORTED = "unsupported"
+    UNKNOWN = "unknown"
+
+    @classmethod
+    def of(cls, name: str | None) -> Status:
+        """The status of a name; a name outside the vocabulary (or none) is UNKNOWN (as `status_of`)."""
+        try:
+            return cls(name or "")
+        except ValueError:
+            return cls.UNKNOWN
+
+    @property
+    def facts(self) -> OpStatus:
+        return STATUS[self]
+
+    @property
+    def rank(self) -> int:
+        """How bad, 0 best (the worst of several answers is the one of highest rank)."""
+        return self.facts.rank
+
+    @property
+    def runs_on_device(self) -> bool:
+        return self.facts.runs_on_device
+
+    @property
+    def needs_attention(self) -> bool:
+        return self.facts.needs_attention
+
+    @property
+    def blocks(self) -> bool:
+        """The op raises on the backend (unsupported)."""
+        return self.facts.blocks
+
+    @property
+    def may_fall_back(self) -> bool:
+        """Runs, on the host CPU (cpu-fallback) or perhaps (device-or-cpu)."""
+        return self.facts.may_fall_back
+
+    @property
+    def falls_back(self) -> bool:
+        """Runs on the host CPU, as the release says (cpu-fallback)."""
+        return self is Status.CPU_FALLBACK
+
+    @property
+    def maybe_falls_back(self) -> bool:
+        """May run on the host CPU: not listed, the release documents the CPU fallback (device-or-cpu)."""
+        return self.may_fall_back and not self.falls_back
+
+    @property
+    def unchecked(self) -> bool:
+        """Nobody has checked the op (unknown)."""
+        return self is Status.UNKNOWN
+
+    @property
+    def needs_probe(self) -> bool:
+        """Only a probe tells what the op does: unknown, or device-or-cpu (not known to be missing)."""
+        return self.unchecked or self.maybe_falls_back
+
+    @property
+    def has_kernel(self) -> bool:
+        """The backend registers a kernel of its own for the op (native, limited)."""
+        return self in (Status.NATIVE, Status.LIMITED)
+
+    @property
+    def decomposes(self) -> bool:
+        """The op decomposes before reaching the backend (composite): judged by its parts."""
+        return self is Status.COMPOSITE
+
+
 @dataclass(frozen=True)
 class OpStatus:
     """One op support status and what follows from it (NOTE [status facts])."""
 
-    name: str
+    name: Status
     description: str
     rank: int                            # how bad, 0 = best
     runs_on_device: bool
     needs_attention: bool                # shown as an op that needs attention
     blocks: bool                         # the op raises on the backend
-    task: str = ""                       # the op-gap task kind (OP_TASKS) it makes; "" none
+    task: TaskKind | Literal[""] = ""    # the op-gap task kind (OP_TASKS) it makes; "" none
     short: str = "?"                     # one-letter label for tables (zoo matrix)
     may_fall_back: bool = False          # runs, on the host CPU (cpu-fallback) or perhaps (device-or-cpu)
 
 
 OP_STATUSES: tuple[OpStatus, ...] = (    # in the order reports list them
-    OpStatus("native", "the backend has its own kernel for this op", 0, True, False, False, short="N"),
-    OpStatus("composite", "decomposes before reaching the backend; judged by the ops it expands into",
+    OpStatus(Status.NATIVE, "the backend has its own kernel for this op", 0, True, False, False, short="N"),
+    OpStatus(Status.COMPOSITE, "decomposes before reaching the backend; judged by the ops it expands into",
              1, True, False, False, short="C"),
-    OpStatus("limited", "has a kernel, with conditions on dtypes or arguments", 2, True, True, False, short="L"),
-    OpStatus("device-or-cpu", "not listed; the release documents that an op without a kernel runs on the "
+    OpStatus(Status.LIMITED, "has a kernel, with conditions on dtypes or arguments", 2, True, True, False, short="L"),
+    OpStatus(Status.DEVICE_OR_CPU, "not listed; the release documents that an op without a kernel runs on the "
              "CPU: runs on the device or on the CPU (a probe tells which)", 3, False, True, False,
-             "may-fall-back", "D", may_fall_back=True),
-    OpStatus("cpu-fallback", "no kernel: runs on the CPU, copying tensors to the host and back",
-             5, False, True, False, "cpu-fallback", "F", may_fall_back=True),
-    OpStatus("unsupported", "raises an error on the backend", 6, False, True, True, "unsupported-ops", "X"),
-    OpStatus("unknown", "nobody has checked", 4, False, True, False, "unknown-ops", "?"),
+             TaskKind.MAY_FALL_BACK, "D", may_fall_back=True),
+    OpStatus(Status.CPU_FALLBACK, "no kernel: runs on the CPU, copying tensors to the host and back",
+             5, False, True, False, TaskKind.CPU_FALLBACK, "F", may_fall_back=True),
+    OpStatus(Status.UNSUPPORTED, "raises an error on the backend", 6, False, True, True, TaskKind.UNSUPPORTED_OPS, "X"),
+    OpStatus(Status.UNKNOWN, "nobody has checked", 4, False, True, False, TaskKind.UNKNOWN_OPS, "?"),
 )
-STATUS: dict[str, OpStatus] = {s.name: s for s in OP_STATUSES}
-STATUSES: dict[str, str] = {s.name: s.description for s in OP_STATUSES}
+STATUS: dict[Status, OpStatus] = {s.name: s for s in OP_STATUSES}
+STATUSES: dict[str, str] = {s.name.value: s.description for s in OP_STATUSES}
 
 
-def status_of(name: str) -> OpStatus:
+def status_of(name: str | None) -> OpStatus:
     """The facts of a status name; a name outside the vocabulary (or none) is "unknown"."""
-    return STATUS.get(name, STATUS["unknown"])
+    return STATUS[Status.of(name)]
 
 
-# Closed vocabulary of the op-gap task kinds (one per status that needs attention); with the rule
-# task kinds of TASKS ("none" excepted) they are every value of Task.kind.
-OP_TASKS: dict[str, str] = {
-    "unsupported-ops": "provide the traced ops the backend rejects",
-    "cpu-fallback": "work around the traced ops that run on the CPU",
-    "unknown-ops": "probe the traced ops of unknown status",
-    "may-fall-back": "probe the traced ops that may run on the CPU; work around those that do",
-}
+# The op-gap task kinds (one per status that needs attention), a view of the one table (NOTE
+# [task kinds]); with the rule task kinds of TASKS ("none" excepted) and static-shapes they are
+# every value of Task.kind.
+OP_TASKS: dict[str, str] = {k.value: k.description for k in TaskKind if k.origin == "op"}
 
 EVIDENCE_KINDS: dict[str, str] = {
     "documented": "stated in the backend's published documentation (URL and date)",
@@ -128,6 +290,51 @@ VERDICT_KINDS: dict[str, str] = {
              "documented evidence or a probe that ran and compared it, and the installed torch pairs "
              "with the release",
 }
+
+class VerdictKind(StrEnum):
+    """A verdict kind (VERDICT_KINDS says each), worst first."""
+
+    BLOCKED = "blocked"
+    UNKNOWN = "unknown"
+    FALLBACK = "fallback"
+    UNCHECKED = "unchecked"
+    LIKELY = "likely"
+    READY = "ready"
+
+    @property
+    def rank(self) -> int:
+        """How bad, 0 best: the one ranking of verdicts (ready 0, likely 1, unchecked 2, fallback 3,
+        unknown 4, blocked 5), read by the zoo's diff and the reporters."""
+        return len(_VERDICT_ORDER) - 1 - _VERDICT_ORDER.index(self)
+
+    @property
+    def blocks(self) -> bool:
+        """Something will not run: the default gate exits 1 (opscan/gate.py)."""
+        return self is VerdictKind.BLOCKED
+
+    @property
+    def is_ready(self) -> bool:
+        return self is VerdictKind.READY
+
+    @property
+    def found_problem(self) -> bool:
+        """A problem found in what was checked (blocked, unknown, fallback); unchecked, likely and
+        ready found none."""
+        return self.rank > VerdictKind.UNCHECKED.rank
+
+
+_VERDICT_ORDER: tuple[VerdictKind, ...] = tuple(VerdictKind)
+
+
+# What a release says an op with no kernel does (its `no_kernel:` eager and compile behaviour;
+# docs/coverage-db.md), as TorchCompile.no_kernel_compile holds it.
+class NoKernel(StrEnum):
+    """What an op with no kernel does on the backend: raises, runs on the CPU, or not known."""
+
+    ERROR = "error"
+    CPU_FALLBACK = "cpu-fallback"
+    UNKNOWN = "unknown"
+
 
 # Closed vocabulary of op caveats: release facts that apply to how a trace uses its ops (which
 # dtypes), computed by opscan/db/caveats.py and carried in Report.caveats (docs/coverage-db.md).
@@ -197,6 +404,13 @@ class Location:
         return (self.path, self.cell or 0, self.line)
 
 
+def is_kernel_work(task: str, category: str) -> bool:
+    """The one test of "is this kernel work", for a finding (Finding.is_kernel) and the scan's hits:
+    its task kind is `kernel` (the scan gives an import of a kernel's own language next to that
+    kernel the task too, NOTE [subjects]); without a task kind (hand-built) it goes by its category."""
+    return task == TaskKind.KERNEL if task else category == "custom-kernel"
+
+
 @dataclass(frozen=True)
 class Finding:
     """One place in the source that pins the code to CUDA (or a file opscan could not read)."""
@@ -204,32 +418,35 @@ class Finding:
     rule: str            # stable code, e.g. "OPS101"
     name: str            # kebab-case rule name, e.g. "hardcoded-cuda-device"
     category: str        # one of CATEGORIES
-    severity: str        # one of SEVERITIES
+    severity: Severity   # one of SEVERITIES
     message: str
     location: Location
     fix: str = ""        # the concrete TorchNeuron fix
     guarded: bool = False  # inside `if torch.cuda.is_available():` or similar
     snippet: str = ""    # the source line, stripped of its newline
-    task: str = ""       # the rule's task kind, one of TASKS ("" when not known, e.g. hand-built findings)
+    task: TaskKind | Literal[""] = ""   # the rule's task kind, one of TASKS ("" when not known, e.g. hand-built)
     subject: str = ""    # what matched: symbol (torch.cuda.synchronize), device or backend string,
                          # library (flash_attn), kernel name (docs/scan.md, "Subjects")
     fixable: bool = False  # `opscan fix` rewrites it with a safe fix (its rule's `autofix`; docs/fix.md)
 
-    def sort_key(self) -> tuple:
+    def __post_init__(self) -> None:   # NOTE [typed vocabularies]
+        object.__setattr__(self, "severity", Severity(self.severity))
+        if self.task:
+            object.__setattr__(self, "task", TaskKind(self.task))
+
+    def sort_key(self) -> tuple[str, int, int, int, str, str]:
         loc = self.location
         return (loc.path, loc.cell or 0, loc.line, loc.column, self.rule, self.message)
 
     @property
     def is_kernel(self) -> bool:
-        """The one test of "is this a kernel finding": its task kind is `kernel` (the scan gives an
-        import of a kernel's own language next to that kernel the task too, NOTE [subjects]); a
-        finding without a task kind (hand-built) goes by its category."""
-        return self.task == "kernel" if self.task else self.category == "custom-kernel"
+        """The one test of "is this a kernel finding" (`is_kernel_work`)."""
+        return is_kernel_work(self.task, self.category)
 
     @property
     def blocking(self) -> bool:
         """An unguarded finding of severity error: it blocks the port (NOTE [blockers] in verdict.py)."""
-        return self.severity == "error" and not self.guarded
+        return self.severity is Severity.ERROR and not self.guarded
 
     @property
     def blocks_as(self) -> str:
@@ -243,9 +460,9 @@ class Finding:
             return "file"
         if self.is_kernel:
             return "kernel"
-        if self.task == "library":
+        if self.task is TaskKind.LIBRARY:
             return "library"
-        return "pin" if self.task == "torch-version" else "site"
+        return "pin" if self.task is TaskKind.TORCH_VERSION else "site"
 
 
 @dataclass(frozen=True, order=True)
@@ -342,7 +559,7 @@ class Fallback:
     """The cost of one op that runs, or may run, on the CPU, per training step (NOTE [fallback cost])."""
 
     op: str
-    status: str                          # cpu-fallback | device-or-cpu (OpStatus.may_fall_back)
+    status: Status                       # cpu-fallback | device-or-cpu (OpStatus.may_fall_back)
     bytes_per_step: int                  # copied to the host and back, at the model's real size
     syncs_per_step: int                  # device -> host waits (one per call)
     calls_per_step: int
@@ -351,6 +568,9 @@ class Fallback:
     traced_syncs: int = 0
     traced_calls: int = 0
     scaled_by: str = ""                  # how they were scaled ("" as traced; NOTE [fallback scaling])
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))
 
 
 @dataclass(frozen=True)
@@ -384,11 +604,14 @@ class Coverage:
     """The answer to "will this op run on the backend?" for one op and one release."""
 
     op: str
-    status: str                          # one of STATUSES
+    status: Status                       # one of STATUSES
     evidence: tuple[Evidence, ...] = ()
     confidence: str = "low"              # "high" | "medium" | "low"
     via: str = ""                        # how the answer was found, e.g. "overload packet aten::add"
     parts: tuple[str, ...] = ()          # for composite: the ops it expands into
+
+    def __post_init__(self) -> None:   # NOTE [typed vocabularies]
+        object.__setattr__(self, "status", Status(self.status))
 
     def label(self) -> str:
         """The status with its first evidence, as reports show it: "native (probed on torch-neuronx 2.14.3.0)"."""
@@ -459,11 +682,14 @@ class CompileOption:
     name: str                            # the keyword: dynamic, mode, backend
     value: str                           # its repr: True, 'max-autotune', 'inductor'
     rule: str                            # the rule stating what TorchNeuron does (OPS208, ...)
-    severity: str                        # the rule's severity
+    severity: Severity                   # the rule's severity
     effect: str                          # the rule's message for this value
     source: str                          # the fact's source (the rule's first source URL)
     path: str = ""                       # the torch.compile call
     line: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "severity", Severity(self.severity))
 
 
 @dataclass(frozen=True)
@@ -471,8 +697,11 @@ class CompiledOp:
     """A traced op inside a compiled region whose coverage status has no kernel for it."""
 
     op: str
-    status: str                          # cpu-fallback (blocks), device-or-cpu or unknown (may raise)
+    status: Status                       # cpu-fallback (blocks), device-or-cpu or unknown (may raise)
     regions: tuple[str, ...]             # "path:line" of the regions it was dispatched in
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Status(self.status))
 
 
 @dataclass(frozen=True)
@@ -485,14 +714,17 @@ class TorchCompile:
     no_kernel_ops: tuple[CompiledOp, ...] = ()
     fallback_rule: str = ""              # what happens to an op with no kernel in a compiled graph
     fallback_sources: tuple[str, ...] = ()   # where that fact is written
-    no_kernel_compile: str = "unknown"   # the release's no_kernel.compile: error | cpu-fallback | unknown
+    no_kernel_compile: NoKernel = NoKernel.UNKNOWN   # the release's no_kernel.compile
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "no_kernel_compile", NoKernel(self.no_kernel_compile))
 
     @property
     def blocking_ops(self) -> tuple[str, ...]:
         """Ops with no kernel (cpu-fallback) in compiled regions when the release says they raise there."""
-        if self.no_kernel_compile != "error":
+        if self.no_kernel_compile is not NoKernel.ERROR:
             return ()
-        return tuple(o.op for o in self.no_kernel_ops if o.status == "cpu-fallback")
+        return tuple(o.op for o in self.no_kernel_ops if o.status.falls_back)
 
 
 @dataclass(frozen=True)
@@ -588,7 +820,7 @@ class ModelTrace:
     steps: int | None = None             # `opscan run`: optimizer steps the script took (None: not a run)
 
 
-def merge_containment(states) -> tuple[tuple[str, str], ...]:
+def merge_containment(states: Iterable[tuple[tuple[str, str], ...]]) -> tuple[tuple[str, str], ...]:
     """One (part, "held" or why not) tuple from several children's (see Report.containment)."""
     merged: dict[str, str] = {}
     for parts in states:
@@ -625,8 +857,8 @@ class Task:
     effort_high_hours: float | None = None  # (hand-built tasks), read as effort_hours
     sized: bool = True                   # False: no figure could be given (e.g. a library with no
                                          # catalog entry); its effort counts as 0 in the totals
-    kind: str = ""                       # the kind of work: a rule task kind of TASKS ("none" excepted)
-                                         # or an op-gap kind of OP_TASKS; "" in hand-built tasks
+    kind: TaskKind | Literal[""] = ""    # the kind of work: a rule task kind of TASKS ("none" excepted),
+                                         # an op-gap kind of OP_TASKS or static-shapes; "" in hand-built tasks
     subject: str = ""                    # library: its package (flash_attn); kernel: its first name
     blocking_sites: int = 0              # sites (of `sites`) with a blocking finding, for tasks whose
                                          # blockers are sites (not kernel, library): NOTE [sites] in verdict.py
@@ -634,6 +866,8 @@ class Task:
     def __post_init__(self) -> None:
         if self.depends_reasons and len(self.depends_reasons) != len(self.depends_on):
             raise ValueError(f"task {self.id}: depends_reasons must give one reason per depends_on entry")
+        if self.kind:   # NOTE [typed vocabularies]
+            object.__setattr__(self, "kind", TaskKind(self.kind))
 
     @property
     def effort_range(self) -> tuple[float, float, float]:
@@ -645,9 +879,7 @@ class Task:
     @property
     def group(self) -> str:
         """"kernel", "library", "op" (an op-gap task) or "source" (code to change), from its kind."""
-        if self.kind in ("kernel", "library"):
-            return self.kind
-        return "op" if self.kind in OP_TASKS else "source"
+        return self.kind.group if self.kind else "source"
 
     def reason_for(self, dependency: str) -> str:
         """Why `dependency` must be done before this task ("" when not stated)."""
@@ -662,12 +894,15 @@ class RuleInfo:
 
     id: str                              # e.g. "OPS101"
     name: str                            # e.g. "hardcoded-cuda-device"
-    severity: str                        # default level, one of SEVERITIES
+    severity: Severity                   # default level, one of SEVERITIES
     category: str = ""
     what: str = ""                       # one paragraph: what it flags
     why: str = ""                        # why it matters on TorchNeuron
     fix: str = ""                        # how to fix it
     help_uri: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "severity", Severity(self.severity))
 
 
 @dataclass(frozen=True)
@@ -788,10 +1023,32 @@ class Blockers:
 
 
 @dataclass(frozen=True)
+class JudgedOps:
+    """The traced ops the verdict judged, by what their status means (NOTE [status facts]), each in
+    op order: derived once by the verdict and carried in it, so the gate and the reporters read
+    them instead of sorting the statuses again."""
+
+    traced: int = 0                      # distinct traced ops
+    unsupported: tuple[str, ...] = ()    # the backend rejects them: each blocks (Status.blocks)
+    fallback: tuple[str, ...] = ()       # run on the CPU (cpu-fallback)
+    maybe_fallback: tuple[str, ...] = () # may run on the CPU (device-or-cpu)
+    unknown: tuple[str, ...] = ()        # nobody has checked them
+
+    @classmethod
+    def of(cls, statuses: Mapping[str, Status]) -> JudgedOps:
+        """From op -> status, in the mapping's order (the verdict's: sorted by op)."""
+        typed = [(op, Status(status)) for op, status in statuses.items()]
+        return cls(traced=len(typed), unsupported=tuple(op for op, s in typed if s.blocks),
+                   fallback=tuple(op for op, s in typed if s.falls_back),
+                   maybe_fallback=tuple(op for op, s in typed if s.maybe_falls_back),
+                   unknown=tuple(op for op, s in typed if s.unchecked))
+
+
+@dataclass(frozen=True)
 class Verdict:
     """The one-line answer of a run, computed once by the analysis (opscan/verdict.py)."""
 
-    kind: str                            # one of VERDICT_KINDS
+    kind: VerdictKind                    # one of VERDICT_KINDS
     headline: str                        # the line users read first
     details: tuple[str, ...] = ()        # caveats shown under the headline
     source_checked: bool = False         # the source scan ran
@@ -801,6 +1058,10 @@ class Verdict:
                                          # ("TARGET: why"): the gate exits 2 on them (opscan/gate.py)
     remedy: str = ""                     # the one remedy line for models that missed modules not
                                          # installed here (the manifest found, --allow-unchecked); "" = none
+    ops: JudgedOps = field(default_factory=JudgedOps)   # the traced ops by status, as judged
+
+    def __post_init__(self) -> None:   # NOTE [typed vocabularies]
+        object.__setattr__(self, "kind", VerdictKind(self.kind))
 
 
 @dataclass(frozen=True)

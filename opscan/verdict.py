@@ -34,7 +34,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from opscan import compile_check
-from opscan.records import Blockers, Coverage, Finding, Report, Task, Verdict, status_of
+from opscan.records import (Blockers, Coverage, Finding, JudgedOps, ModelTrace, Report, Status, Task, TaskKind,
+                            Verdict, VerdictKind)
 
 VERIFIED_EVIDENCE = ("documented", "probed")   # probed counts only when `Evidence.compared` (see `unverified`)
 
@@ -59,15 +60,21 @@ def traced_ops(report: Report) -> list[str]:
     return sorted({u.op for t in report.traces for u in t.ops})
 
 
-def op_status(report: Report) -> dict[str, str]:
+def op_status(report: Report) -> dict[str, Status]:
     """op -> coverage status; a traced op without an entry is "unknown"."""
     status = {c.op: c.status for c in report.coverage}
-    return {op: status.get(op, "unknown") for op in traced_ops(report)}
+    return {op: status.get(op, Status.UNKNOWN) for op in traced_ops(report)}
+
+
+def judged_ops(report: Report) -> JudgedOps:
+    """The traced ops by status as the verdict carries them; judged afresh only for a hand-built
+    report without a verdict."""
+    return report.verdict.ops if report.verdict is not None else JudgedOps.of(op_status(report))
 
 
 def unsupported_ops(report: Report) -> list[str]:
     """Traced ops the backend rejects: each one blocks (and fails the default gate)."""
-    return [op for op, status in op_status(report).items() if status_of(status).blocks]
+    return list(judged_ops(report).unsupported)
 
 
 def unverified(coverage: Coverage) -> str:
@@ -86,13 +93,13 @@ def unverified(coverage: Coverage) -> str:
     is nothing to verify: "". Otherwise every trained model would stay "likely" on a probed file.
     (A composite answer always carries its derivation as evidence; a bare status has none.)
     """
-    if coverage.status == "composite" and not coverage.parts and coverage.evidence:
+    if coverage.status.decomposes and not coverage.parts and coverage.evidence:
         return ""
     kinds = {e.kind for e in coverage.evidence}
     if "source-snapshot" in kinds:
         return "source-snapshot"
     if "documented" in kinds or any(e.kind == "probed" and e.compared for e in coverage.evidence):
-        needed = READY_CONFIDENCE["composite" if coverage.status == "composite" else "op"]
+        needed = READY_CONFIDENCE["composite" if coverage.status.decomposes else "op"]
         return "" if coverage.confidence in needed else "confidence"
     if "probed" in kinds:   # a registration read from the dispatcher, never run (probe without --samples)
         return "registered"
@@ -122,9 +129,9 @@ def file_count(tasks: Iterable[Task]) -> int:
 
 # --- blockers -----------------------------------------------------------------------------------
 
-def count_blockers(report: Report) -> Blockers:
+def count_blockers(report: Report, ops: JudgedOps | None = None) -> Blockers:
     """The blocking count of `report` (NOTE [blockers]); the verdict carries it."""
-    kernel_tasks = [t for t in report.tasks if t.group == "kernel"]
+    kernel_tasks = [t for t in report.tasks if t.kind is TaskKind.KERNEL]
     kernels: set[str] = set()
     libraries: set[str] = set()
     unreadable: set[str] = set()
@@ -148,8 +155,9 @@ def count_blockers(report: Report) -> Blockers:
         else:
             sites.add(site_key(finding))
     compiled = report.torch_compile.blocking_ops if report.torch_compile is not None else ()
+    unsupported = ops.unsupported if ops is not None else tuple(unsupported_ops(report))
     return Blockers(sites=len(sites), files=len({path for _, path, _, _ in sites}), kernels=len(kernels),
-                    libraries=len(libraries), unsupported_ops=len(unsupported_ops(report)),
+                    libraries=len(libraries), unsupported_ops=len(unsupported),
                     unreadable_files=len(unreadable), syntax_errors=tuple(syntax[p] for p in sorted(syntax)),
                     dependencies=len(pins),
                     compiled_fallback_ops=len(compiled))   # NOTE [compile semantics] in opscan/compile_check.py
@@ -193,16 +201,15 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
 
 def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None, unchecked: set[str],
            pairing: str = "") -> Verdict:
-    blockers = count_blockers(report)
     status = op_status(report)
+    judged = JudgedOps.of(status)
+    blockers = count_blockers(report, judged)
     by_op = {c.op: c for c in report.coverage}
-    fallback = [op for op, st in status.items() if st == "cpu-fallback"]
-    maybe = [op for op, st in status.items() if st == "device-or-cpu"]
-    unknown = [op for op, st in status.items() if st == "unknown"]
+    fallback, maybe, unknown = list(judged.fallback), list(judged.maybe_fallback), list(judged.unknown)
     weak: dict[str, list[str]] = {}
     dates: dict[str, set[str]] = {}   # why -> the dates of the unverified evidence (snapshot date, probe date)
     for op, st in status.items():
-        if status_of(st).runs_on_device and op in by_op:
+        if st.runs_on_device and op in by_op:
             why = unverified(by_op[op])
             if why:
                 weak.setdefault(why, []).append(op)
@@ -254,9 +261,9 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
         headline = "blocked by " + blockers.describe()
         if known:
             headline += f" (new; {known} known hidden by the baseline)"
-        return _verdict("blocked", headline, details, source_checked, ops_checked, blockers)
+        return _verdict(VerdictKind.BLOCKED, judged, headline, details, source_checked, ops_checked, blockers)
 
-    to_check = [t for t in tasks if t.group in ("kernel", "library")]
+    to_check = [t for t in tasks if t.kind in (TaskKind.KERNEL, TaskKind.LIBRARY)]
     open_points = []
     if unknown:
         open_points.append(f"{_plural(len(unknown), 'op')} of unknown status")
@@ -277,10 +284,11 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
         open_points.append(f"{known} known finding{'s' * (known != 1)} hidden by the baseline, "
                            f"{len(report.findings)} new")
     if open_points:
-        return _verdict("unknown", "no blockers found, but not proven: " + ", ".join(open_points),
+        return _verdict(VerdictKind.UNKNOWN, judged, "no blockers found, but not proven: " + ", ".join(open_points),
                         details, source_checked, ops_checked)
     if fallback or maybe:
-        return _verdict("fallback", _fallback_headline(fallback, maybe), details, source_checked, ops_checked)
+        return _verdict(VerdictKind.FALLBACK, judged, _fallback_headline(fallback, maybe), details, source_checked,
+                        ops_checked)
     if not ops_checked or source_not_checked:
         findings = [f for f in report.findings if f.category != "input"]
         source = ("source: no CUDA pins" if not findings else
@@ -292,18 +300,19 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
             source = "source: none to scan"
         ops = (f"ops: not checked — {ops_not_checked or NO_MODEL}" if not ops_checked else
                f"ops: {_plural(len(status), 'traced op')}, none known to fail")
-        return _verdict("unchecked", f"{source}; {ops}", [d for d in details if not d.startswith(("ops:", "source:"))],
-                        source_checked, ops_checked)
+        return _verdict(VerdictKind.UNCHECKED, judged, f"{source}; {ops}",
+                        [d for d in details if not d.startswith(("ops:", "source:"))], source_checked, ops_checked)
     if weak or pairing:
         said = []
         if weak:
             said.append(f"unverified: {_unverified_counts(weak, dates)}")
         if pairing:
             said.append(pairing.split(";")[0])   # "installed torch 2.13.0 does not pair with SPEC (...)"
-        return _verdict("likely", f"likely — {'; '.join(said)}; confirm with `opscan db probe --report` on a "
+        return _verdict(VerdictKind.LIKELY, judged,
+                        f"likely — {'; '.join(said)}; confirm with `opscan db probe --report` on a "
                         "paired install", [d for d in details if d not in (_unverified_text(weak, dates), pairing)],
                         source_checked, ops_checked)
-    return _verdict("ready", "ready", details, source_checked, ops_checked)
+    return _verdict(VerdictKind.READY, judged, "ready", details, source_checked, ops_checked)
 
 
 def size(count: int) -> str:
@@ -356,27 +365,28 @@ def _unverified_text(weak: dict[str, list[str]], dates: dict[str, set[str]] | No
             "confirm with `opscan db probe` on a Trainium instance")
 
 
-def _verdict(kind: str, headline: str, details: list[str], source: bool, ops: bool,
+def _verdict(kind: VerdictKind, judged: JudgedOps, headline: str, details: list[str], source: bool, ops: bool,
              blockers: Blockers = NO_BLOCKERS) -> Verdict:
-    return Verdict(kind, headline, tuple(details), source_checked=source, ops_checked=ops, blockers=blockers)
+    return Verdict(kind, headline, tuple(details), source_checked=source, ops_checked=ops, blockers=blockers,
+                   ops=judged)
 
 
-def compile_lines(traces) -> list[str]:
+def compile_lines(traces: Iterable[ModelTrace]) -> list[str]:
     """One line per traced model with a compile forecast (NOTE [compile signatures] in
     opscan/trace/signatures.py): the first step's compiles, the later steps' new ones and the lines
     that make them; a signature is one compile of TorchNeuron's eager cache, never a time."""
     out = []
-    forecasts = [t for t in traces if t.compile is not None and t.compile.steps]
-    for trace in forecasts:
-        steps, varying = trace.compile.steps, trace.compile.varying
+    forecasts = [(t, t.compile) for t in traces if t.compile is not None and t.compile.steps]
+    for trace, forecast in forecasts:
+        steps, varying = forecast.steps, forecast.varying
         made = {(s.source.path, s.source.line): s.op.removeprefix("aten::") for s in trace.stand_ins
                 if s.source is not None and s.kind != "item"}
         text = f"the first step compiles {_plural(len(steps[0].signatures), 'signature')}"
         later = [sum(1 for n in step.new if n.cause != "first-run") for step in steps[1:]]
         late = sum(1 for step in steps[1:] for n in step.new if n.cause == "first-run")
 
-        def where(causes) -> str:
-            counts: dict[tuple, int] = {}
+        def where(causes: tuple[str, ...]) -> str:
+            counts: dict[tuple[str, int, str], int] = {}
             for v in varying:
                 if v.cause in causes and v.origin is not None:
                     key = (v.origin.path, v.origin.line, v.cause)

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from opscan.db import registry
 from opscan.db.lookup import check
 from opscan.db.release import Release
-from opscan.records import STATUSES, Coverage, ModelTrace, OpName, OpNote
+from opscan.records import STATUSES, Coverage, ModelTrace, OpName, OpNote, Status
 
 
 def status_counts(coverage: Iterable[Coverage]) -> dict[str, int]:
@@ -47,17 +47,21 @@ def op_notes(release: Release, op_names: Iterable[str]) -> tuple[OpNote, ...]:
     return tuple(out)
 
 
+# the statuses the counts line always names, even at 0
+_ALWAYS_COUNTED = (Status.NATIVE, Status.CPU_FALLBACK, Status.UNKNOWN)
+
+
 def annotate(release: Release, op_names: Iterable[str]) -> tuple[tuple[Coverage, ...], tuple[str, ...]]:
     """(coverage sorted by op, notes): a torch pairing warning, the counts line, what unknown means."""
     coverage = check(release, op_names)
     notes = list(release_notes(release))
     counts = status_counts(coverage)
-    shown = ", ".join(f"{n} {s}" for s, n in counts.items() if n or s in ("native", "cpu-fallback", "unknown"))
+    shown = ", ".join(f"{n} {s}" for s, n in counts.items() if n or s in _ALWAYS_COUNTED)
     notes.append(f"coverage against {release.spec}: {len(coverage)} ops: {shown}")
     if counts["unknown"] and release.kernel_list == "partial":
         notes.append(f"{release.spec} lists only some ops ({release.unlisted.note}); run `opscan db probe` on "
                      "an install to turn unknown into native or cpu-fallback")
-    maybe = [c.op for c in coverage if c.status == "device-or-cpu"]
+    maybe = [c.op for c in coverage if c.status.maybe_falls_back]
     rule = release.no_kernel
     if maybe and rule is not None:
         compile_says = rule.compile_note or f"{rule.compile}"
@@ -87,7 +91,7 @@ def with_dtype_fallbacks(release: Release, coverage: Iterable[Coverage],
     for answer in coverage:
         row = rows.get(answer.op)
         hit = sorted(set(row.dtypes) & dtypes.get(answer.op, set())) if row is not None else []
-        if hit and answer.status in ("limited", "native"):
+        if hit and answer.status.has_kernel:
             answer = Coverage(op=answer.op, status="cpu-fallback", evidence=release.evidence(row.sources),
                               confidence=answer.confidence,
                               via=f"falls back to the CPU for {', '.join(hit)}, a dtype this model calls it with"

@@ -19,7 +19,7 @@ from opscan.db.release import (
     Release,
 )
 from opscan.errors import DatabaseError
-from opscan.records import EVIDENCE_KINDS, STATUSES, Evidence, OpName
+from opscan.records import EVIDENCE_KINDS, STATUSES, Evidence, OpName, Status
 from opscan.strict_yaml import YamlProblem, check_keys as _keys, line_of as _line, load_checked
 
 SCHEMA_VERSION = 1
@@ -166,25 +166,25 @@ def _canonical(text, op_names: str, line: int | None) -> str:
 def _entry(item, sources, op_names: str, parent_line) -> Entry:
     _keys(item, _ENTRY, "op entry", parent_line)
     op = _canonical(item["op"], op_names, _line(item, "op"))
-    status = _choice(item, "status", STATUSES, op)
+    status = Status(_choice(item, "status", STATUSES, op))
     ids = _evidence_ids(item, sources, op)
     confidence = _choice(item, "confidence", CONFIDENCES, op)
-    if status in ("native", "limited") and all(sources[i].kind == "inferred" for i in ids):
+    if status.has_kernel and all(sources[i].kind == "inferred" for i in ids):
         raise _Problem(f"{op}: {status} needs a documented, probed or source-snapshot source, "
                        "not only an inference", _line(item, "evidence"))
-    if status == "limited" and not item.get("note"):
+    if status is Status.LIMITED and not item.get("note"):
         raise _Problem(f"{op}: limited needs a note stating the conditions", _line(item))
     parts: tuple[str, ...] = ()
-    if "parts" in item or status == "composite":
+    if "parts" in item or status.decomposes:
         raw = item.get("parts")
-        if status != "composite":
+        if not status.decomposes:
             raise _Problem(f"{op}: parts are only for status composite", _line(item, "parts"))
         if not isinstance(raw, list) or not raw:
             raise _Problem(f"{op}: composite needs parts (the ops it expands into)", _line(item))
         parts = tuple(_canonical(p, "overload", _line(item, "parts")) for p in raw)
     note = _text(item, "note", op) if "note" in item else ""
     since = _date(item, "since", op) if "since" in item else ""
-    return Entry(op=op, status=status, sources=ids, confidence=confidence, note=note, parts=parts,
+    return Entry(op=op, status=status.value, sources=ids, confidence=confidence, note=note, parts=parts,
                  line=_line(item) or 0, since=since)
 
 
@@ -294,7 +294,7 @@ def _dtype_fallbacks(doc, sources, entries: dict[str, Entry]) -> tuple[DtypeFall
         if not dtypes or any(d not in DTYPES for d in dtypes):
             raise _Problem(f"{what}: dtypes must be a non-empty list of: {', '.join(DTYPES)}", _line(item, "dtypes"))
         entry = entries.get(op)
-        if entry is None or entry.status != "limited":
+        if entry is None or entry.status != Status.LIMITED:
             raise _Problem(f"{what}: the op needs an entry of status limited (it has a kernel for the other "
                            "dtypes)", _line(item, "op"))
         if out and op <= out[-1].op:
@@ -313,7 +313,7 @@ def _check_failures(entries: dict[str, Entry], failures: tuple[KnownFailure, ...
     (other ops' decompositions) carry caveats, not statuses (NOTE [failure cases] in caveats.py)."""
     plain = [f for f in failures if f.dtype and not f.case]
     for entry in entries.values():
-        if entry.status != "native":
+        if entry.status != Status.NATIVE:
             continue
         packet = OpName.parse(entry.op).packet
         for failure in plain:
@@ -340,13 +340,13 @@ def _build(path: Path, doc) -> Release:
 
     unl = doc["unlisted"]
     _keys(unl, _UNLISTED, "unlisted", _line(doc, "unlisted"))
-    status = _choice(unl, "status", STATUSES, "unlisted")
-    if status in ("native", "limited", "composite"):
+    status = Status(_choice(unl, "status", STATUSES, "unlisted"))
+    if status.runs_on_device:
         raise _Problem(f"unlisted: {status} cannot be a default for ops nobody listed", _line(unl, "status"))
-    if kernel_list == "partial" and status != "unknown":
+    if kernel_list == "partial" and not status.unchecked:
         raise _Problem("unlisted: with kernel_list: partial nobody knows whether an unlisted op has a "
                        "kernel, so its status must be unknown", _line(unl, "status"))
-    unlisted = Entry(op="", status=status, sources=_evidence_ids(unl, sources, "unlisted"),
+    unlisted = Entry(op="", status=status.value, sources=_evidence_ids(unl, sources, "unlisted"),
                      confidence=_choice(unl, "confidence", CONFIDENCES, "unlisted"),
                      note=_text(unl, "note", "unlisted") if "note" in unl else "", line=_line(unl) or 0)
 

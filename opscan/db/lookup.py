@@ -7,7 +7,7 @@ from typing import Protocol
 
 from opscan.db import registry
 from opscan.db.entries import CONFIDENCES, Entry, NoKernel, Package
-from opscan.records import Coverage, Evidence, OpName, status_of
+from opscan.records import Coverage, Evidence, NoKernel, OpName, Status, status_of
 
 
 class Release(Protocol):
@@ -113,7 +113,7 @@ def _lookup(release: Release, op: str, stack: tuple[str, ...]) -> Coverage:
 
 def _answer(release: Release, op: str, stack: tuple[str, ...]) -> Coverage:
     entry, how = release.entry_for(op)
-    if entry is not None and entry.status != "composite":
+    if entry is not None and not Status(entry.status).decomposes:
         via = f"{how}: {entry.note}" if entry.note else how
         return Coverage(op=op, status=entry.status, evidence=release.evidence(entry.sources),
                         confidence=entry.confidence, via=via)
@@ -155,7 +155,7 @@ def _unjudged(release: Release, op: str, unknown: Coverage) -> Coverage:
     (`no_kernel:`) it still runs, its kernel's parts on the device or on the CPU (device-or-cpu, at
     low confidence), as any unlisted op does (NOTE [lookup order] 4); else `unknown`."""
     answer = _unlisted(release, op, torch_missing=False)
-    if answer.status != "device-or-cpu":   # a complete list's default is for ops without any kernel
+    if answer.status is not Status.DEVICE_OR_CPU:   # a complete list's default is for ops without any kernel
         return unknown
     return Coverage(op=op, status="device-or-cpu", confidence="low", via=f"{unknown.via}; {answer.via}",
                     evidence=unknown.evidence + answer.evidence)
@@ -164,18 +164,18 @@ def _unjudged(release: Release, op: str, unknown: Coverage) -> Coverage:
 def _unlisted(release: Release, op: str, torch_missing: bool) -> Coverage:
     default = release.unlisted
     evidence = release.evidence(default.sources)
-    if torch_missing and default.status != "unknown":
+    if torch_missing and not Status(default.status).unchecked:
         return Coverage(op=op, status="unknown", confidence="low",
                         via="not listed; torch not importable, composite kernels not checked",
                         evidence=(_inferred(f"not listed; {default.status} unless it decomposes into "
                                             "other ops (torch is needed to tell)"),) + evidence)
     rule = release.no_kernel
-    if default.status == "unknown" and rule is not None and release.kernel_list == "partial" and not torch_missing:
+    if Status(default.status).unchecked and rule is not None and release.kernel_list == "partial" and not torch_missing:
         if rule.refuses(op):   # a class the docs call not supported (quantized variants, ...)
             note = rule.not_supported_note or "a class of ops the backend's docs call not supported"
             return Coverage(op=op, status="unsupported", confidence="low", via=f"not listed: {note}",
                             evidence=release.evidence(rule.not_supported_sources))
-        if rule.eager == "cpu-fallback":   # NOTE [lookup order] 4: runs, on the device or the CPU
+        if rule.eager == NoKernel.CPU_FALLBACK:   # NOTE [lookup order] 4: runs, on the device or the CPU
             return Coverage(op=op, status="device-or-cpu", confidence="medium",
                             via="not listed: runs on the device if it has a kernel, else on the CPU "
                                 "(documented eager default)",
@@ -193,10 +193,10 @@ def _judge(release: Release, op: str, parts: tuple[str, ...], stack: tuple[str, 
         return Coverage(op=op, status="composite", confidence=confidence, via=f"{how} -> {arrow}",
                         evidence=own + (_inferred(f"decomposes ({how}) into no backend op"),))
     worst = max(subs, key=lambda c: status_of(c.status).rank)   # how bad: model.OpStatus.rank
-    status = worst.status if worst.status not in ("native", "composite") else "composite"
+    status = worst.status if worst.status not in (Status.NATIVE, Status.COMPOSITE) else Status.COMPOSITE
     weakest_part = _weakest(*(c.confidence for c in subs))
     lowest = _weakest(confidence, lower(weakest_part) if derived else weakest_part)
-    if status == "composite":
+    if status.decomposes:
         weakest = max(subs, key=lambda c: CONFIDENCES.index(c.confidence))
         basis = next((e.text for e in weakest.evidence if e.kind != "inferred"), "")
         text = f"decomposes into {arrow}, all with kernels" + (f" ({basis})" if basis else "")
@@ -208,7 +208,7 @@ def _judge(release: Release, op: str, parts: tuple[str, ...], stack: tuple[str, 
     # kernels (they are the basis of `composite`), else only of the parts that decide the status --
     # `aten::sort` is device-or-cpu by `sort.values_stable`, and the snapshot registration of its
     # other part `empty_strided` is no evidence about it (issue 36)
-    deciding = subs if status == "composite" else [c for c in subs if c.status == worst.status]
+    deciding = subs if status.decomposes else [c for c in subs if c.status == worst.status]
     for sub in deciding:
         evidence.extend(e for e in sub.evidence if e.kind != "inferred" and e not in evidence)
     return Coverage(op=op, status=status, evidence=tuple(evidence), confidence=lowest,

@@ -21,7 +21,7 @@ from opscan.db.entries import (  # the file's records; importers may take them f
 )
 from opscan.db.lookup import expand_packets
 from opscan.db.lookup import lookup as answer
-from opscan.records import Coverage, DeviceProfile, Evidence, OpName
+from opscan.records import Coverage, DeviceProfile, Evidence, OpName, Status
 
 __all__ = ["CONFIDENCES", "NO_KERNEL_MODES", "DtypeFallback", "Entry", "KnownFailure", "Narrowing", "NoKernel",
            "Package",
@@ -101,7 +101,7 @@ class Release:
 
         Ops the installed torch does not have are left out (they cannot be registered or dispatched).
         """
-        native = sorted(e.op for e in self.entries.values() if e.status in ("native", "limited"))
+        native = sorted(e.op for e in self.entries.values() if Status(e.status).has_kernel)
         if self.op_names == "packet":
             native = expand_packets(native)
         if registry.torch_version() is not None:  # only ops this torch has can shape a trace here

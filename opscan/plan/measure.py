@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from opscan.records import Finding, FunctionSpan, LibraryUse, Location, ScanFacts
+from opscan.records import Finding, FunctionSpan, LibraryUse, Location, ScanFacts, TaskKind
 
 NATIVE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c++", ".h", ".hpp", ".hh", ".hxx")
 _SOURCE = re.compile(r"""["']([^"'\s]+\.(?:cu|cuh|cpp|cc|cxx|c|h|hpp))["']""")
@@ -70,7 +70,7 @@ def kernel_sources(root: Path, findings: tuple[Finding, ...], facts: ScanFacts =
     out: Sources = {}
     by_file: dict[str, list[Finding]] = {}
     for finding in findings:
-        if finding.category == "custom-kernel" and finding.location.cell is None:
+        if finding.is_kernel and finding.location.cell is None:
             by_file.setdefault(finding.location.path, []).append(finding)
     for rel, items in sorted(by_file.items()):
         path = root / rel
@@ -138,10 +138,10 @@ def usage(findings: tuple[Finding, ...], facts: ScanFacts) -> Usage:
         loc = finding.location
         if loc.cell is not None or not loc.path.endswith(".py"):
             continue
-        if finding.task == "kernel":
+        if finding.is_kernel:
             if loc.path in referenced:
                 references.add(loc)
-        elif finding.task == "library":
+        elif finding.task is TaskKind.LIBRARY:
             use = facts.library(loc.path, loc.line, finding.subject)
             if use is not None:
                 libraries[(loc, finding.subject)] = use

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from opscan.records import Finding
+from opscan.records import Finding, TaskKind
 
 # NOTE [task stages]: the stages of the port, used to break ties in the task order (a task's stage
 # never makes it depend on another task; ordering.EDGES says which task must precede which, and
@@ -39,7 +39,7 @@ URL_PROFILER = f"{_DOCS}/tools/neuron-explorer/how-to-profile-pytorch.html"
 class Kind:
     """One kind of task: how findings are matched to it and what the task says."""
 
-    id: str
+    id: TaskKind          # its kind in the one table of task kinds (records.TaskKind, NOTE [task kinds])
     title: str            # "{sites}" / "{files}" are filled in
     action: str
     why: str
@@ -48,6 +48,9 @@ class Kind:
     every_step: bool      # the code it fixes runs in every training step
     check: str = ""       # how the change is checked (its risk): NOTE [check overhead]
     check_hours: float | None = None   # that check's hours; None: the cost model's task-hours
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "id", TaskKind(self.id))
 
 
 # NOTE [check overhead]: what a mechanical task costs beyond its edits is checking the change, and
@@ -190,7 +193,7 @@ OP_ADVICE: dict[str, str] = {
 }
 
 
-# Every task kind a rule can declare (model.TASKS), by id; "none" is not port work.
+# Every task kind a rule can declare (records.TASKS), by id; "none" is not port work.
 BY_TASK: dict[str, Kind] = {kind.id: kind for kind in (*SOURCE_KINDS, LIBRARY_KIND, KERNEL_KIND,
                                                         TORCH_VERSION_KIND, CUDA_PACKAGES_KIND)}
 # The op-gap kinds (model.OP_TASKS), by id: the task an op status makes (model.OpStatus.task).

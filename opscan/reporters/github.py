@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from opscan.records import Report, status_of
+from opscan.records import Report
 from opscan.reporters.sarif import uri
 
 LIMIT = 10
@@ -71,12 +71,12 @@ def annotations(report: Report) -> dict[str, list[tuple[tuple, str]]]:
     seen: set[str] = set()
     for trace in report.traces:
         for usage in trace.ops:
-            st = status.get(usage.op, "")
-            if st not in ("unsupported", "cpu-fallback") or usage.op in seen:
+            st = status.get(usage.op)
+            if st is None or not (st.blocks or st.falls_back) or usage.op in seen:
                 continue
             seen.add(usage.op)
-            level = "error" if status_of(st).blocks else "warning"
-            text = "is unsupported" if st == "unsupported" else "runs on the CPU (fallback)"
+            level = "error" if st.blocks else "warning"
+            text = "is unsupported" if st.blocks else "runs on the CPU (fallback)"
             message = f"{usage.op} {text} on {report.backend or 'the backend'}; dispatched {usage.count}x"
             inside = [s for s in usage.sources if report.project_sources is None or s.path in report.project_sources]
             source = inside[0] if inside else None   # library frames: an annotation without a file
@@ -94,7 +94,7 @@ def render(report: Report, out: TextIO) -> None:
     lines = []
     verdict_level = ""
     if judged is not None:   # a caution (warning) unless ready; an error when blocked
-        verdict_level = {"ready": "notice", "blocked": "error"}.get(judged.kind, "warning")
+        verdict_level = "notice" if judged.kind.is_ready else "error" if judged.kind.blocks else "warning"
         lines.append(_command(verdict_level, judged.headline + "".join(f"; {d}" for d in judged.details),
                               title=f"opscan verdict: {judged.kind}"))
     overflow: list[str] = []

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
+from opscan.records import TaskKind
 from opscan.scan import string_contexts as P
 from opscan.scan.matchers import Compiled
 from opscan.scan.resolver import Imports, dotted
@@ -114,7 +115,7 @@ class FileContext:
 
 
 # NOTE [subjects]: a kernel rule's subject is a kernel name, never a symbol
-            subject = kernel_name(None, name) if rule.task == "kernel" else (value or name)
+            subject = kernel_name(None, name) if rule.task == TaskKind.KERNEL else (value or name)
         self.hits.append(Hit(rule, node, value, name, guarded, subject, fix_name=fix_name))
 
     def strings(self, context: str, values, guarded: bool, name: str = "") -> None:

@@ -20,7 +20,7 @@ import ast
 import re
 from operator import attrgetter
 
-from opscan.records import FunctionSpan, ImportBinding, LibraryUse, ScanFacts
+from opscan.records import FunctionSpan, ImportBinding, LibraryUse, ScanFacts, TaskKind, is_kernel_work
 
 # A function whose name says it is a PyTorch (or reference) implementation: a kernel next to one
 # has a path to fall back on (plan/sizing.py, kernel_reference_factor).
@@ -55,11 +55,10 @@ def file_facts(path: str, tree: ast.Module, bindings, hits, where=None) -> ScanF
     has_kernel = False
     for hit in hits:
         task = hit.task or hit.rule.task
-        if task == "library" and isinstance(hit.node, (ast.Import, ast.ImportFrom)):
+        if task == TaskKind.LIBRARY and isinstance(hit.node, (ast.Import, ast.ImportFrom)):
             library_hits.append(hit)
-        if task == "kernel":
+        if is_kernel_work(task, hit.rule.category):
             has_kernel = True
-        if hit.rule.category == "custom-kernel":
             kernel_lines.add(hit.node.lineno)
     if not (library_hits or kernel_lines or has_kernel):
         return ScanFacts(bindings=tuple(sorted(out, key=_BINDING_ORDER)))

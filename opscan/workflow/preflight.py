@@ -21,14 +21,15 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from opscan.records import OP_STATUSES, Report
+from opscan.records import Report, Status
 from opscan.workflow.neuronx_lines import classify, torch_release
 
 DEVICE_VAR = "TORCH_DEVICE"
 FALLBACK_VAR = "CPU_FALLBACK_COMMAND"
 # device-or-cpu (not listed; may have a kernel) is as open as unknown: not known to be missing
-UNCHECKED_STATUSES = ("unknown", "device-or-cpu")
-MISSING_STATUSES = tuple(s.name for s in OP_STATUSES if not s.runs_on_device and s.name not in UNCHECKED_STATUSES)
+# (Status.needs_probe); missing: known not to run on the device (cpu-fallback, unsupported)
+UNCHECKED_STATUSES = tuple(s.value for s in Status if s.needs_probe)
+MISSING_STATUSES = tuple(s.value for s in Status if not s.runs_on_device and not s.needs_probe)
 NO_FALLBACK = "no fallback documented -> stop here"
 SRC_ACCELERATOR = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html"
 SRC_FALLBACK_DEFAULT = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/"
@@ -63,7 +64,7 @@ def from_report(report: Report) -> Assessed:
     is unknown, as the JSON report leaves its status out."""
     statuses = {c.op: c.status for c in report.coverage}
     ops = sorted({usage.op for trace in report.traces for usage in trace.ops})
-    return Assessed(ops=tuple((op, statuses.get(op, "unknown")) for op in ops),
+    return Assessed(ops=tuple((op, statuses.get(op, Status.UNKNOWN)) for op in ops),
                     models=tuple(sorted({t.target for t in report.traces})),
                     blockers=report.verdict.blockers.count if report.verdict is not None else None,
                     first_tasks=sum(1 for t in report.tasks if t.priority == 1))
@@ -74,9 +75,9 @@ def from_json(doc: dict) -> Assessed:
     ops = []
     for op in doc.get("ops") or []:
         if isinstance(op, dict):
-            ops.append((str(op.get("op", "?")), str(op.get("status", "unknown"))))
+            ops.append((str(op.get("op", "?")), str(op.get("status", Status.UNKNOWN.value))))
         else:
-            ops.append((str(op), "unknown"))
+            ops.append((str(op), Status.UNKNOWN.value))
     traces = [t for t in doc.get("traces") or [] if isinstance(t, dict)]
     tasks = [t for t in doc.get("tasks") or [] if isinstance(t, dict) and t.get("priority") == 1]
     return Assessed(ops=tuple(ops), models=tuple(sorted({str(t.get("target", "?")) for t in traces})),

@@ -7,11 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from opscan.errors import InputError
+from opscan.records import VerdictKind
 from opscan.zoo.render.jsonout import SCHEMA, SCHEMAS_READ
 
-# Lower is better, in the analysis verdict's order (opscan/verdict.py); "incomplete" is only in
-# files written before the zoo used that verdict (it is now "unknown").
-RANK = {"ready": 0, "likely": 1, "fallback": 2, "unknown": 3, "incomplete": 3, "blocked": 4, "failed": 5}
+# Lower is better: the one ranking of verdicts (records.VerdictKind.rank), then the zoo's own row
+# state "failed" (nothing to judge) worst; "incomplete" is only in files written before the zoo used
+# the analysis verdict (it is now "unknown").
+RANK = {**{kind.value: kind.rank for kind in VerdictKind}, "incomplete": VerdictKind.UNKNOWN.rank,
+        "failed": VerdictKind.BLOCKED.rank + 1}
 KINDS: dict[str, str] = {
     "became-ready": "not ready before, ready now",
     "broke": "ready before, not ready now",
@@ -63,9 +66,10 @@ def diff(old: dict, new: dict) -> list[Change]:
         fixed = tuple(sorted(set(a.get("blockers", ())) - set(b.get("blockers", ()))))
         broke = tuple(sorted(set(b.get("blockers", ())) - set(a.get("blockers", ()))))
         va, vb = a["verdict"], b["verdict"]
-        if va != "ready" and vb == "ready":
+        ready_before, ready_now = va == VerdictKind.READY, vb == VerdictKind.READY
+        if not ready_before and ready_now:
             kind = "became-ready"
-        elif va == "ready" and vb != "ready":
+        elif ready_before and not ready_now:
             kind = "broke"
         elif RANK.get(vb, 9) < RANK.get(va, 9):
             kind = "improved"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from opscan.records import PHASES, VERDICT_KINDS, ModelTrace, Report, status_of
+from opscan.records import PHASES, VERDICT_KINDS, ModelTrace, Report, Status, status_of
 from opscan.outcome import Outcome
 from opscan.targets.hf import upstream
 from opscan.zoo.selection import ZooTarget
@@ -65,7 +65,8 @@ class Row:
     note: str = ""
     ops: int = 0                               # distinct ops
     counts: dict[str, int] = field(default_factory=dict)   # status -> number of ops
-    blockers: tuple[str, ...] = ()             # ops that cannot run (unsupported) or of unknown status, sorted
+    blockers: tuple[str, ...] = ()             # ops that keep it from running: unsupported or of unknown status
+                                               # (keeps_from_running; not the verdict's Blockers count), sorted
     custom_ops: tuple[str, ...] = ()
     stand_ins: tuple[str, ...] = ()            # "aten::nonzero dynamic-shape=upper bound 16 x2"
     op_cells: dict[str, str] = field(default_factory=dict) # op -> "F", "FB", "FBO", ... phases seen
@@ -125,15 +126,16 @@ def build_row(target: ZooTarget, outcome: Outcome | None, release, cached: bool 
     report = assess_trace(trace, release)
     statuses = {c.op: c.status for c in report.coverage}
     counts: dict[str, int] = {}
-    blockers, fallbacks, cells = [], [], {}
+    cells = {}
     for usage in trace.ops:
-        status = statuses.get(usage.op, "unknown")
+        status = statuses.get(usage.op, Status.UNKNOWN)
         counts[status] = counts.get(status, 0) + 1
-        if status_of(status).may_fall_back:
-            fallbacks.append(usage.op)
-        elif keeps_from_running(status):
-            blockers.append(usage.op)
         cells[usage.op] = _cell(usage, trace)
+    # the row's op lists are the verdict's (records.JudgedOps): its `blockers` are the ops that keep
+    # the model from running as is (`keeps_from_running`: unsupported, or unknown), not the verdict's
+    # Blockers count (which counts the unsupported ones only)
+    judged = report.verdict.ops
+    blockers, fallbacks = judged.unsupported + judged.unknown, judged.fallback + judged.maybe_fallback
     merged: dict[str, int] = {}   # one entry per op and value, over all source lines
     for s in trace.stand_ins:
         merged[f"{s.op} {s.kind}={s.value}"] = merged.get(f"{s.op} {s.kind}={s.value}", 0) + s.count

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from opscan.records import Report
+from opscan.records import NoKernel, Report, Severity
 
 
 def _n(count: int, word: str) -> str:
@@ -38,16 +38,16 @@ def section(report: Report, console: Console) -> None:
                 console.print(Text(f"    break at {b.path}:{b.line}{times}: {b.reason}", style="yellow"))
         for o in check.options:
             console.print(Text(f"  {o.path}:{o.line} {o.name}={o.value}: {o.effect} ({o.rule}; {o.source})",
-                               style="red" if o.severity == "error" else "yellow"))
+                               style="red" if o.severity is Severity.ERROR else "yellow"))
         for o in check.no_kernel_ops:
             where = ", ".join(o.regions)
             if o.op in check.blocking_ops:
                 console.print(Text(f"  {o.op} has no kernel inside the region at {where}: raises",
                                    style="bold red"))
-            elif o.status == "cpu-fallback":
+            elif o.status.falls_back:
                 console.print(Text(f"  {o.op} has no kernel inside the region at {where}: may raise "
                                    f"(no_kernel.compile: {check.no_kernel_compile})", style="yellow"))
-            elif check.no_kernel_compile != "cpu-fallback":
+            elif check.no_kernel_compile is not NoKernel.CPU_FALLBACK:
                 console.print(Text(f"  {o.op} ({o.status}) inside the region at {where}: may raise if it has "
                                    "no kernel", style="yellow"))
         if check.no_kernel_ops:

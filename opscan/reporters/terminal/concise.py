@@ -37,7 +37,7 @@ def render(report: Report, out: TextIO, failing: list[str], full: str = "opscan 
     if extra:
         parts[0] += f" ({'; '.join(extra)})"
     verdict = report.verdict
-    if verdict is not None and verdict.kind not in ("unchecked", "likely", "ready"):   # the source view's
+    if verdict is not None and verdict.kind.found_problem:   # the source view's
         parts.append(f"{STYLE[verdict.kind][1]} {verdict.headline}")
     if failing:
         parts.append(f"fail-on {','.join(failing)}: exit 1")

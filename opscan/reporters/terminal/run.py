@@ -20,8 +20,8 @@ def where_ops_run(trace: ModelTrace, report: Report) -> dict[str, int]:
     coverage = {c.op: c.status for c in report.coverage}
     out = {"device": 0, "fallback": 0, "rejected": 0, "unknown": 0}
     for usage in trace.ops:
-        status = status_of(coverage.get(usage.op, "unknown"))
-        if status.name == "unknown":
+        status = status_of(coverage.get(usage.op))
+        if status.name.unchecked:
             out["unknown"] += 1
         elif status.blocks:
             out["rejected"] += 1

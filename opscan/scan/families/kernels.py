@@ -7,6 +7,7 @@ import ast
 import re
 from dataclasses import replace
 
+from opscan.records import TaskKind
 from opscan.scan.context import IDENT, FileContext, kernel_name
 from opscan.scan.families import natives
 from opscan.scan.matchers import NamePatterns, pattern_token
@@ -136,13 +137,13 @@ def finish(ctx: FileContext) -> None:
     name. Other libraries (flash_attn next to a Triton kernel) stay library tasks."""
     languages: dict[str, str] = {}
     for hit in ctx.hits:
-        if hit.rule.task == "kernel":
+        if hit.rule.task == TaskKind.KERNEL:
             for symbol in (hit.value, hit.name):
                 if "." in symbol:
                     languages.setdefault(symbol.split(".", 1)[0], hit.subject)
     if languages:
-        ctx.hits = [replace(h, task="kernel", subject=languages[h.subject])
-                    if h.rule.task == "library" and h.subject in languages else h for h in ctx.hits]
+        ctx.hits = [replace(h, task=TaskKind.KERNEL.value, subject=languages[h.subject])
+                    if h.rule.task == TaskKind.LIBRARY and h.subject in languages else h for h in ctx.hits]
 
 
 def exports(ctx: FileContext) -> tuple[str, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 
+from opscan.records import TaskKind
 from opscan.scan import string_contexts as P
 from opscan.scan.context import FileContext, callee_matches, kernel_name
 
@@ -31,7 +32,7 @@ def check_name(ctx: FileContext, node: ast.Name | ast.Attribute, g: bool) -> Non
     for pats, rule, _ in ctx.c.names:
         if pats.matches(name):
             matched = True
-            subject = kernel_name(ctx.calls.get(id(node)), name) if rule.task == "kernel" else name
+            subject = kernel_name(ctx.calls.get(id(node)), name) if rule.task == TaskKind.KERNEL else name
             ctx.hit(rule, node, g, name=name, subject=subject)
             if ctx.guarding is not None:
                 ctx.guards[id(node)] = ctx.guarding
