@@ -61,6 +61,23 @@ CATEGORIES: dict[str, str] = {
 # the compile forecast makes `static-shapes`. opscan/plan/task_kinds.py says, per kind, the fix, the
 # TorchNeuron fact behind it and its source (tests/plan pins that it covers every kind but "none").
 # See docs/scan.md, "Task kinds".
+class BlockUnit(StrEnum):
+    """What a blocking finding counts as in the blockers (`Finding.blocks_as`, NOTE [blockers] in
+    opscan/verdict.py); NONE for a finding that does not block."""
+
+    NONE = ""
+    FILE = "file"
+    KERNEL = "kernel"
+    LIBRARY = "library"
+    PIN = "pin"
+    SITE = "site"
+
+    @property
+    def is_site(self) -> bool:
+        """Counted by `Location.site` within its task: a line of code or a dependency pin."""
+        return self in (BlockUnit.SITE, BlockUnit.PIN)
+
+
 class TaskKind(StrEnum):
     """A kind of port task (NOTE [task kinds])."""
 
@@ -449,20 +466,20 @@ class Finding:
         return self.severity is Severity.ERROR and not self.guarded
 
     @property
-    def blocks_as(self) -> str:
+    def blocks_as(self) -> BlockUnit:
         """What a blocking finding counts as in the blockers (NOTE [blockers] in verdict.py): "file"
         (opscan could not read it), "kernel", "library", "pin" (a manifest line holding torch off the
         release's pairing) or "site" (a line of code pinned to CUDA); "" when it does not block.
         Pins and sites are counted by `Location.site` within their task (NOTE [sites])."""
         if not self.blocking:
-            return ""
+            return BlockUnit.NONE
         if self.category == "input":
-            return "file"
+            return BlockUnit.FILE
         if self.is_kernel:
-            return "kernel"
+            return BlockUnit.KERNEL
         if self.task is TaskKind.LIBRARY:
-            return "library"
-        return "pin" if self.task is TaskKind.TORCH_VERSION else "site"
+            return BlockUnit.LIBRARY
+        return BlockUnit.PIN if self.task is TaskKind.TORCH_VERSION else BlockUnit.SITE
 
 
 @dataclass(frozen=True, order=True)

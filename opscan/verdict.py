@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from opscan import compile_check
-from opscan.records import (Blockers, Coverage, Finding, JudgedOps, ModelTrace, Report, Status, Task, TaskKind,
+from opscan.records import (BlockUnit, Blockers, Coverage, Finding, JudgedOps, ModelTrace, Report, Status, Task, TaskKind,
                             Verdict, VerdictKind)
 
 VERIFIED_EVIDENCE = ("documented", "probed")   # probed counts only when `Evidence.compared` (see `unverified`)
@@ -141,16 +141,16 @@ def count_blockers(report: Report, ops: JudgedOps | None = None) -> Blockers:
     for finding in blocking_findings(report):
         where = finding.location
         unit = finding.blocks_as
-        if unit == "file":
+        if unit is BlockUnit.FILE:
             unreadable.add(where.path)
             if finding.name == "parse-error" and where.path not in syntax:
                 syntax[where.path] = f"{where.path}:{where.line}"
-        elif unit == "kernel":
+        elif unit is BlockUnit.KERNEL:
             task = next((t for t in kernel_tasks if where.site in {s.site for s in t.sites}), None)
             kernels.add(task.id if task is not None else f"file:{where.path}")
-        elif unit == "library":
+        elif unit is BlockUnit.LIBRARY:
             libraries.add(finding.subject or where.path)
-        elif unit == "pin":
+        elif unit is BlockUnit.PIN:
             pins.add(site_key(finding))
         else:
             sites.add(site_key(finding))

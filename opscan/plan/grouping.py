@@ -44,7 +44,7 @@ class Draft:
     def blocking_sites(self) -> int:
         """Sites with a finding that blocks as a site or a dependency pin (`Finding.blocks_as`; a
         kernel or library blocks as one kernel or library, whatever its sites; NOTE [blockers])."""
-        return len({f.location.site for f in self.findings if f.blocks_as in ("site", "pin")})
+        return len({f.location.site for f in self.findings if f.blocks_as.is_site})
 
     @property
     def files(self) -> tuple[str, ...]:
