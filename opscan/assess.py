@@ -14,7 +14,7 @@ from pathlib import Path
 
 from opscan import compile_check
 from opscan.config import CostConfig
-from opscan.records import Coverage, Fallback, ModelTrace, OpUsage, Report, ScanFacts, Shrink, status_of
+from opscan.records import Coverage, Draft, Fallback, ModelTrace, OpUsage, Report, ScanFacts, Shrink, status_of
 from opscan.plan import build_tasks
 from opscan.plan.measure import kernel_sources, usage
 from opscan.verdict import judge
@@ -28,23 +28,24 @@ NO_DATABASE = "no coverage database: every traced op is reported as unknown"
 # notes `opscan trace` gave (op counts per status, and how to turn unknown into known for a
 # release with a partial kernel list). What differs between them is only what they hand in:
 # findings and a project root (PATH), and why source or ops were not checked (for the verdict).
+# What they hand in is a `Draft` (opscan/records.py); what comes out is a `Report`.
 
 
-def assess(draft: Report, release, *, project_root: Path | None = None, cost: CostConfig | None = None,
-           ops_not_checked: str = "", source_not_checked: str | None = "",
-           unchecked: tuple[tuple[str, str], ...] = (), facts: ScanFacts = ScanFacts()) -> Report:
-    """`draft` (what the run traced and found: traces, findings, root, ...) judged against `release`.
+def assess(draft: Draft, release, *, project_root: Path | None = None, cost: CostConfig | None = None,
+           facts: ScanFacts = ScanFacts()) -> Report:
+    """The Report of `draft` (what the run traced and found, and what it could not check), judged
+    against `release`.
 
     Args:
-        draft: a Report without coverage, caveats, tasks or verdict; its notes are kept and the
-            assessment's notes (torch pairing, op counts, what unknown means) follow them.
+        draft: the run's findings, traces, notes, ... and why source or ops were not checked
+            (`Draft.source`, `Draft.ops_not_checked`, `Draft.unchecked`: see `verdict.judge`); its
+            notes are kept and the assessment's notes (torch pairing, op counts, what unknown
+            means) follow them.
         release: an opscan.db Release, or None (no database: every traced op is unknown).
         project_root: the scanned project, whose files the tasks measure (None: no source).
         cost: the cost model of the tasks (default: CostConfig()).
-        ops_not_checked, source_not_checked: why ops or source were not checked (see `judge`).
         facts: what the scan learnt beside its findings (import bindings, library use, kernel
             spans), which the tasks are measured from (opscan/scan/facts.py).
-        unchecked: (target, why) of each model given that could not be built or traced (the gate exits 2).
     Returns:
         The finished Report, with `verdict` set.
     """
@@ -75,9 +76,13 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
                         usage(findings, facts) if measured else None, fallbacks=fallbacks)
     compiled = compile_check.judge(traces, coverage, release=release)   # NOTE [compile semantics]
     tasks = compile_check.plan(tasks, compiled)
-    report = replace(draft, coverage=coverage, caveats=tuple(caveats), notes=tuple(notes), tasks=tasks,
-                     backend=release.spec if release is not None else draft.backend, fallbacks=fallbacks,
-                     release_notes=on_ops, torch_compile=compiled)
+    report = Report(
+        root=draft.root, tool_version=draft.tool_version, findings=findings, traces=traces,
+        coverage=coverage, tasks=tasks, backend=release.spec if release is not None else draft.backend,
+        files_scanned=draft.files_scanned, notes=tuple(notes), baseline=draft.baseline,
+        hours_per_day=draft.hours_per_day, rules=draft.rules, project_sources=draft.project_sources,
+        discovery=draft.discovery, caveats=tuple(caveats), fallbacks=fallbacks, release_notes=on_ops,
+        torch_compile=compiled)
     report = replace(report, compile_estimate=compile_check.estimate(report, cost))   # NOTE [compile counts]
     pairing = ""
     if release is not None and traces:
@@ -85,8 +90,8 @@ def assess(draft: Report, release, *, project_root: Path | None = None, cost: Co
 
         version = registry.torch_version()
         pairing = (release.pairing_warning(version) or "") if version is not None else ""
-    return replace(report, verdict=judge(report, ops_not_checked=ops_not_checked, source_not_checked=source_not_checked,
-                                         unchecked=unchecked, pairing=pairing))
+    return replace(report, verdict=judge(report, ops_not_checked=draft.ops_not_checked, source=draft.source,
+                                         unchecked=draft.unchecked, pairing=pairing))
 
 
 # NOTE [fallback scaling]
