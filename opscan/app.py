@@ -1,6 +1,7 @@
 """The phases of one run: config -> rules + db -> scan | trace -> assess (coverage, tasks, verdict) -> Report.
 
-`analyse(target, config, options)` is what `opscan PATH` runs; `RunOptions` is everything about
+`analyse(target, config, options)` is what `opscan PATH` runs, a short pipeline of named steps over
+records (NOTE [the pipeline of analyse]) ending in a `Draft` that opscan/assess.py judges into the Report; `RunOptions` is everything about
 the run that is not project configuration (the trace switch, baseline, limits, ...). Each phase
 is a plain function held in `Phases`, so tests can replace the tracer (or any phase) without
 torch. Analysis never prints; progress goes to an optional `progress(event, detail)` callback
@@ -23,7 +24,8 @@ from opscan.config import Config, ModelConfig
 from opscan.errors import (MissingDependencyError, MissingModulesError, ModelProcessError, OpscanError, TargetError,
                            TraceError, UsageError)
 from opscan.isolation import Limits, default_max_memory
-from opscan.records import BaselineStatus, DeviceProfile, Finding, ModelTrace, Report
+from opscan.records import (BaselineStatus, Checked, DeviceProfile, Discovery, Draft, Finding, ModelTrace,
+                            NothingToCheck, Report, SourceCheck)
 from opscan.phases import ScanOptions, ScanOutcome, database_notes
 from opscan.verdict import NO_MODEL
 
@@ -96,6 +98,72 @@ def _relative_root(root: Path) -> str:
     return Path(rel).as_posix() if not rel.startswith("..") else root.as_posix()
 
 
+# NOTE [the pipeline of analyse]: `analyse` is a row of named steps, each taking and returning
+# records (frozen dataclasses), so a step can be read, and tested, alone:
+#   start -> find_models -> load_database -> scan_source -> trace_models -> require_something
+#   -> apply_baseline -> draft_of -> assess (opscan/assess.py: Draft -> Report)
+# No step edits another's lists or reads state out of message text: each says what it found in
+# its result (`Found`, `Loaded`, `Traced`, `Kept`), the notes included, and `draft_of` joins them
+# in the order the run made them.
+@dataclass(frozen=True)
+class Run:
+    """Where one run looks: the target as given (resolved), the folder it is in, the files a
+    pre-commit run was given (`narrowed`), and the baseline's entries (read before any trace)."""
+
+    target: Path
+    root: Path
+    narrowed: tuple[Path, ...] = ()
+    baseline: Path | None = None
+    entries: tuple[baselines.Entry, ...] | None = None   # the baseline's entries (None: no baseline)
+
+
+@dataclass(frozen=True)
+class Found:
+    """The models the run traces: the configuration with the models found at PATH when none was
+    configured, what discovery found (None: not run), and the notes of that choice."""
+
+    config: Config
+    discovery: Discovery | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The coverage database of the run (None: not needed, or none), and its notes."""
+
+    release: Release | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """What the source scan found (findings, notes, rules, facts), and whether there was source to
+    scan (NOTE [checked or not] in opscan/records.py)."""
+
+    outcome: ScanOutcome
+    source: SourceCheck = Checked()
+
+
+@dataclass(frozen=True)
+class Traced:
+    """What tracing the models gave: the traces, the models given that could not be checked
+    ((target, why): the gate exits 2), why no ops were checked when none were, and the notes."""
+
+    traces: tuple[ModelTrace, ...] = ()
+    unchecked: tuple[tuple[str, str], ...] = ()
+    ops_not_checked: str = ""
+    notes: tuple[str, ...] = ()
+    missing: bool = False                # a model missed modules not installed here (one remedy line)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The findings the report keeps after the baseline (all of them without one), and how they compared."""
+
+    findings: tuple[Finding, ...]
+    baseline: BaselineStatus | None = None
+
+
 def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
             phases: Phases | None = None, progress: Progress | None = None,
             on_error: Callable[[OpscanError], None] | None = None) -> Report:
@@ -104,142 +172,190 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
     A model that cannot be built (TargetError) or whose process failed (ModelProcessError) raises,
     unless `on_error` is given: then it is passed there, noted in the report, and the other models
     are still traced. What the traces show is judged once, in opscan/assess.py. A folder with
-    nothing to check (no source file, no model) is a UsageError.
+    nothing to check (no source file, no model) is a UsageError. The steps: NOTE [the pipeline of analyse].
     """
     options = options or RunOptions()
     phases = phases or Phases.default()
     say = progress or (lambda event, detail: None)
+    run = start(target, options)
+    found = find_models(run, config, options)
+    loaded = load_database(found.config, options, phases, say)
+    scanned = scan_source(run, found, options, phases, say)
+    traced = trace_models(run, found, loaded.release, options, phases, say, on_error)
+    require_something(run, found, scanned.outcome, traced)
+    kept = apply_baseline(run, scanned.outcome.findings)
+    say("phase", "checking op coverage and planning port tasks")
+    draft = draft_of(run, found, loaded, scanned, traced, kept)
+    return assess(draft, loaded.release, project_root=run.root, cost=found.config.cost, facts=scanned.outcome.facts)
+
+
+def start(target: Path, options: RunOptions) -> Run:
+    """The run's target and root; the baseline is read here, so a bad one fails before any trace."""
     target = Path(target).resolve()
-    root = target if target.is_dir() else target.parent
-    notes: list[str] = []
-    baseline = options.baseline
-    entries = baselines.load(baseline) if baseline is not None else None   # fail before tracing
-    discovery = None
-    scan_options = options.scan
-    narrowed = scan_options is not None and scan_options.paths   # files given (pre-commit): no discovery
-    if not config.models and not narrowed:   # nothing configured: PATH may be the model itself (opscan/discover.py)
-        discovery, config = _discover(target, config, options.trust_remote_code, options.mode,
-                                      search=options.trace)
-        if discovery is not None and not options.project_code:
-            discovery, config = _without_project_code(discovery, config, options.trust_remote_code, notes)
+    scan = options.scan
+    entries = baselines.load(options.baseline) if options.baseline is not None else None
+    return Run(target=target, root=target if target.is_dir() else target.parent,
+               narrowed=tuple(scan.paths) if scan is not None and scan.paths else (),
+               baseline=options.baseline, entries=None if entries is None else tuple(entries))
 
-    # The database is only needed to judge traced ops; a source-only run skips loading it.
-    release = None
-    if options.trace and config.models:
-        say("phase", "loading the coverage database")
-        release = phases.database(config)
-        notes.extend(database_notes(release, config))
 
+def find_models(run: Run, config: Config, options: RunOptions) -> Found:
+    """The models to trace: the configured ones; with none configured (and no files given, as
+    pre-commit does), the model PATH is, or the project's candidates (opscan/discover.py)."""
+    if config.models or run.narrowed:
+        return Found(config)
+    discovery, config = _discover(run.target, config, options.trust_remote_code, options.mode,
+                                  search=options.trace)
+    if discovery is None or options.project_code:
+        return Found(config, discovery)
+    return _without_project_code(discovery, config, options.trust_remote_code)
+
+
+def load_database(config: Config, options: RunOptions, phases: Phases, say: Progress) -> Loaded:
+    """The coverage database, only needed to judge traced ops: a source-only run skips loading it."""
+    if not (options.trace and config.models):
+        return Loaded()
+    say("phase", "loading the coverage database")
+    release = phases.database(config)
+    return Loaded(release, tuple(database_notes(release, config)))
+
+
+def scan_source(run: Run, found: Found, options: RunOptions, phases: Phases, say: Progress) -> Scanned:
+    """The scan of the project's source, and whether there was source to scan (PATH may be a model
+    file: a .pt2 file or a config.json, traced with nothing to scan)."""
     say("phase", "scanning source")
-    no_source = discovery is not None and discovery.traced and target.is_file()
-    if no_source:
-        scanned = ScanOutcome()   # PATH is a model file (.pt2, config.json): no source to scan
-    else:
-        scanned = phases.scan(target, config, scan_options) if scan_options is not None else phases.scan(target, config)
-    notes.extend(scanned.notes)
-    from opscan.fix.preview import mark_scanned   # fixable = what `opscan fix` rewrites (opscan/fix/preview.py)
-    findings = mark_scanned(root, scanned.findings, config, scan_options)
+    if found.discovery is not None and found.discovery.traced and run.target.is_file():
+        return Scanned(ScanOutcome(), NothingToCheck())
+    outcome = (phases.scan(run.target, found.config, options.scan) if options.scan is not None
+               else phases.scan(run.target, found.config))
+    # fixable = what `opscan fix` rewrites (opscan/fix/preview.py)
+    from opscan.fix.preview import mark_scanned
+    return Scanned(replace(outcome, findings=mark_scanned(run.root, outcome.findings, found.config, options.scan)))
 
+
+def trace_models(run: Run, found: Found, release: Release | None, options: RunOptions, phases: Phases,
+                 say: Progress, on_error: Callable[[OpscanError], None] | None) -> Traced:
+    """Each model traced in turn (those found with no configuration: NOTE [zero-configuration tries]).
+
+    A model whose process failed, or that could not be built, is a trace that stopped plus a model
+    not checked (or raises, without `on_error`); a TraceError means that model was not traced, and a
+    missing dependency (no torch) that no model can be: the rest are not tried.
+    """
+    models, discovery = found.config.models, found.discovery
+    refused = tuple((c.target, c.note) for c in discovery.refused) if discovery else ()
+    if not models:
+        return Traced(unchecked=refused, ops_not_checked=(options.untraced if not options.trace else "")
+                      or _no_model(discovery) or NO_MODEL)
+    if not options.trace:
+        return Traced(unchecked=refused, ops_not_checked=options.untraced,
+                      notes=(f"{options.untraced}: the verdict covers the source only",))
+    from opscan.targets.tries import ZeroConfig
+
+    profile = release.profile() if release is not None else None
+    tries = ZeroConfig(discovery)   # found, not configured: tried in turn (opscan/discover.py)
     traces: list[ModelTrace] = []
-    # Models given (configured, --model, PATH itself) that could not be checked: the gate exits 2.
-    unchecked: list[tuple[str, str]] = [(c.target, c.note) for c in discovery.refused] if discovery else []
-    not_traced = "" if options.trace else options.untraced   # why the ops were not checked (for the verdict)
-    tries = None
+    unchecked = list(refused)
+    notes: list[str] = []
+    not_traced = ""
     missing = False   # a model's module missed modules not installed here: one remedy line (Verdict.remedy)
-    if options.trace and config.models:
-        profile = release.profile() if release is not None else None
-        from opscan.targets.tries import ZeroConfig
-        tries = ZeroConfig(discovery)   # found, not configured: tried in turn (opscan/discover.py)
-        for index, model in enumerate(config.models, 1):
-            if tries.done(traces):
+    for index, model in enumerate(models, 1):
+        if tries.done():
+            break
+        say("trace", f"tracing {model.target} ({model.mode}) [{index}/{len(models)}]")
+        trace = lambda model=model: phases.trace(model, run.root, profile, options.limits)   # noqa: E731
+        try:
+            if tries:
+                attempt = tries.attempt(trace, model.target)
+                notes.append(attempt.note)
+                traces.extend((attempt.trace,) if attempt.trace is not None else ())
+                continue
+            traces.append(trace())
+        except ModelProcessError as exc:   # hung, crashed or out of memory: exit 2, keep the rest
+            if on_error is None:
+                raise
+            on_error(exc)
+            unchecked.append((model.target, exc.reason))
+            traces.append(ModelTrace(model.target, model.mode, "neuron", complete=False, stopped_at=str(exc)))
+        except TraceError as exc:
+            not_traced = str(exc)
+            if isinstance(exc, MissingDependencyError):   # no model can be traced: stop trying
+                unchecked.extend((m.target, exc.reason) for m in models[index - 1:])
                 break
-            say("trace", f"tracing {model.target} ({model.mode}) [{index}/{len(config.models)}]")
-            try:
-                if tries:
-                    traces.extend(tries.attempt(lambda: phases.trace(model, root, profile, options.limits),
-                                                model.target, notes))
-                    continue
-                traces.append(phases.trace(model, root, profile, options.limits))
-            except ModelProcessError as exc:   # hung, crashed or out of memory: exit 2, keep the rest
-                if on_error is None:
-                    raise
-                on_error(exc)
-                unchecked.append((model.target, _why(exc, model.target)))
-                traces.append(ModelTrace(model.target, model.mode, "neuron", complete=False,
-                                         stopped_at=str(exc)))
-            except TraceError as exc:
-                not_traced = str(exc)
-                if isinstance(exc, MissingDependencyError):   # no model can be traced: stop trying
-                    unchecked.extend((m.target, _why(exc, m.target)) for m in config.models[index - 1:])
-                    break
-                unchecked.append((model.target, _why(exc, model.target)))
-            except TargetError as exc:
-                if on_error is None:
-                    raise
-                on_error(exc)
-                missing = missing or isinstance(exc, MissingModulesError)
-                unchecked.append((model.target, _why(exc, model.target)))
-                traces.append(ModelTrace(model.target, model.mode, "neuron", complete=False,
-                                         stopped_at=f"the model could not be built: {exc}"))
-            say("traced", model.target)
-    elif not options.trace and config.models:
-        notes.append(f"{options.untraced}: the verdict covers the source only")
-    if not config.models and not not_traced:
-        not_traced = _no_model(discovery) or NO_MODEL
-    elif options.trace and tries and not traces and not not_traced:
-        not_traced = f"no model of the repository could be built ({len(tries.failed)} tried; see the notes)"
+            unchecked.append((model.target, exc.reason))
+        except TargetError as exc:
+            if on_error is None:
+                raise
+            on_error(exc)
+            missing = missing or isinstance(exc, MissingModulesError)
+            unchecked.append((model.target, exc.reason))
+            traces.append(ModelTrace(model.target, model.mode, "neuron", complete=False,
+                                     stopped_at=f"the model could not be built: {exc}"))
+        say("traced", model.target)
+    if tries and not traces and not not_traced:
         # NOTE [zero-configuration tries]: one try that fails beside one that traced is a note (the
         # targets are opscan's guesses); when none could be built the ops were not checked, and the
         # gate says so as for any model given (exit 2 unless --allow-unchecked; issue 27).
+        not_traced = f"no model of the repository could be built ({len(tries.failed)} tried; see the notes)"
         unchecked.extend(tries.failed)
-    if not scanned.files_scanned and not traces and not config.models and target.is_dir() and not narrowed \
-            and not unchecked:
-        raise UsageError("nothing to check: no Python, notebook or C++/CUDA source file (after include/"
-                         "exclude) and no model (looked for [[tool.opscan.models]], --model, a model "
-                         "folder with config.json, a .pt2 file)"
-                         + (f"; {_no_model(discovery)}" if _no_model(discovery) else ""), path=str(target))
+    return Traced(tuple(traces), tuple(unchecked), not_traced, tuple(notes), missing or tries.missing)
 
-    status = None
-    if entries is not None:
-        if narrowed:   # entries of files not scanned are not stale
-            entries = tuple(e for e in entries if _within(root / e.path, scan_options.paths))
-        applied = baselines.apply(findings, entries)
-        findings = applied.new
-        status = BaselineStatus(
-            path=_relative_root(Path(baseline).resolve()), known=applied.known,
-            stale=tuple(f"{e.path}:{e.line}: {e.rule} {e.message}" for e in applied.stale))
 
-    say("phase", "checking op coverage and planning port tasks")
-    fired = {f.rule for f in findings}
-    draft = Report(
+def require_something(run: Run, found: Found, scanned: ScanOutcome, traced: Traced) -> None:
+    """A UsageError when a folder holds nothing to check: no source file, no model (configured or found)."""
+    if scanned.files_scanned or traced.traces or found.config.models or not run.target.is_dir() \
+            or run.narrowed or traced.unchecked:
+        return
+    no_model = _no_model(found.discovery)
+    raise UsageError("nothing to check: no Python, notebook or C++/CUDA source file (after include/"
+                     "exclude) and no model (looked for [[tool.opscan.models]], --model, a model "
+                     "folder with config.json, a .pt2 file)"
+                     + (f"; {no_model}" if no_model else ""), path=str(run.target))
+
+
+def apply_baseline(run: Run, findings: tuple[Finding, ...] | list[Finding]) -> Kept:
+    """The findings a baseline does not know (all of them without one), and how they compared."""
+    if run.entries is None:
+        return Kept(tuple(findings))
+    entries = run.entries
+    if run.narrowed:   # entries of files not scanned are not stale
+        entries = tuple(e for e in entries if _within(run.root / e.path, run.narrowed))
+    applied = baselines.apply(findings, entries)
+    status = BaselineStatus(
+        path=_relative_root(Path(run.baseline).resolve()), known=applied.known,
+        stale=tuple(f"{e.path}:{e.line}: {e.rule} {e.message}" for e in applied.stale))
+    return Kept(tuple(applied.new), status)
+
+
+def draft_of(run: Run, found: Found, loaded: Loaded, scanned: Scanned, traced: Traced, kept: Kept) -> Draft:
+    """The Draft the steps make together, for `assess`; the notes in the order the run made them."""
+    root = run.root
+    fired = {f.rule for f in kept.findings}
+    traces = traced.traces
+    return Draft(
         root=_relative_root(root),
         tool_version=__version__,
-        findings=tuple(sorted(findings, key=Finding.sort_key)),
-        traces=tuple(traces),
-        backend=_backend_label(config.backend),
-        files_scanned=scanned.files_scanned,
-        notes=tuple(notes),
-        baseline=status,
-        hours_per_day=config.cost.hours_per_day,
-        rules=tuple(sorted((r for r in scanned.rules if r.id in fired), key=lambda r: r.id)),
+        findings=tuple(sorted(kept.findings, key=Finding.sort_key)),
+        traces=traces,
+        backend=_backend_label(found.config.backend),
+        files_scanned=scanned.outcome.files_scanned,
+        notes=found.notes + loaded.notes + tuple(scanned.outcome.notes) + traced.notes,
+        baseline=kept.baseline,
+        hours_per_day=found.config.cost.hours_per_day,
+        rules=tuple(sorted((r for r in scanned.outcome.rules if r.id in fired), key=lambda r: r.id)),
         project_sources=tuple(sorted({s.path for t in traces for u in t.ops for s in u.sources
                                       if (root / s.path).is_file()})) if traces else None,
-        discovery=discovery,
+        discovery=found.discovery,
+        source=scanned.source,
+        ops_not_checked=traced.ops_not_checked,
+        unchecked=traced.unchecked,
+        remedy=_remedy(root) if traced.missing else "",
     )
-    remedy = ""
-    if missing or (tries is not None and tries.missing):
-        from opscan.targets.absent import remedy as missing_remedy
-        remedy = missing_remedy(root)
-    return assess(draft, release, project_root=root, cost=config.cost, ops_not_checked=not_traced,
-                  source_not_checked=None if no_source else "", unchecked=tuple(unchecked),
-                  facts=scanned.facts, remedy=remedy)
 
 
-def _why(exc: OpscanError, target: str) -> str:
-    """The whole reason `target` could not be checked, as one line (never cut)."""
-    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-    prefix = f"trace of {target} "
-    return text[len(prefix):] if text.startswith(prefix) else text
+def _remedy(root: Path) -> str:
+    """The one remedy line for models that missed modules not installed here."""
+    from opscan.targets.absent import remedy
+    return remedy(root)
 
 
 def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str | None = None,
@@ -262,19 +378,19 @@ def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str |
     return found, replace(config, models=models)
 
 
-def _without_project_code(discovery, config: Config, trust_remote_code: bool, notes: list[str]):
-    """(discovery, config) without the models found whose building runs project code (`--no-project-code`)."""
+def _without_project_code(discovery: Discovery, config: Config, trust_remote_code: bool) -> Found:
+    """The models found, without those whose building runs project code (`--no-project-code`), and a note on them."""
     from opscan.targets.project_code import runs_project_code
 
     dropped = [t for t in discovery.traced if runs_project_code(t, trust_remote_code)]
     if not dropped:
-        return discovery, config
+        return Found(config, discovery)
     more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
-    notes.append(f"--no-project-code: {len(dropped)} model(s) found whose building runs the project's code "
-                 f"were not built ({', '.join(dropped[:3])}{more})")
+    note = (f"--no-project-code: {len(dropped)} model(s) found whose building runs the project's code "
+            f"were not built ({', '.join(dropped[:3])}{more})")
     kept = tuple(t for t in discovery.traced if t not in dropped)
-    return replace(discovery, traced=kept), replace(config, models=tuple(m for m in config.models
-                                                                           if m.target in kept))
+    return Found(replace(config, models=tuple(m for m in config.models if m.target in kept)),
+                 replace(discovery, traced=kept), (note,))
 
 
 def _no_model(discovery) -> str:

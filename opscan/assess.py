@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from opscan import compile_check
 from opscan.plan.cost import CostConfig
-from opscan.records import (Coverage, Fallback, ModelTrace, OpCaveat, OpNote, OpUsage, Report, ScanFacts, Shrink,
-                            Status, status_of)
+from opscan.records import (Coverage, Draft, Fallback, ModelTrace, OpCaveat, OpNote, OpUsage, Report, ScanFacts,
+                            Shrink, Status, status_of)
 from opscan.plan import build_tasks
 from opscan.plan.measure import kernel_sources, usage
 from opscan.verdict import judge
@@ -33,24 +33,24 @@ NO_DATABASE = "no coverage database: every traced op is reported as unknown"
 # notes `opscan trace` gave (op counts per status, and how to turn unknown into known for a
 # release with a partial kernel list). What differs between them is only what they hand in:
 # findings and a project root (PATH), and why source or ops were not checked (for the verdict).
+# What they hand in is a `Draft` (opscan/records.py); what comes out is a `Report`.
 
 
-def assess(draft: Report, release: Release | None, *, project_root: Path | None = None, cost: CostConfig | None = None,
-           ops_not_checked: str = "", source_not_checked: str | None = "",
-           unchecked: tuple[tuple[str, str], ...] = (), facts: ScanFacts = ScanFacts(), remedy: str = "") -> Report:
-    """`draft` (what the run traced and found: traces, findings, root, ...) judged against `release`.
+def assess(draft: Draft, release: Release | None, *, project_root: Path | None = None,
+           cost: CostConfig | None = None, facts: ScanFacts = ScanFacts()) -> Report:
+    """The Report of `draft` (what the run traced and found, and what it could not check), judged
+    against `release`.
 
     Args:
-        draft: a Report without coverage, caveats, tasks or verdict; its notes are kept and the
-            assessment's notes (torch pairing, op counts, what unknown means) follow them.
+        draft: the run's findings, traces, notes, ... and why source or ops were not checked
+            (`Draft.source`, `Draft.ops_not_checked`, `Draft.unchecked`: see `verdict.judge`); its
+            notes are kept and the assessment's notes (torch pairing, op counts, what unknown
+            means) follow them.
         release: an opscan.db Release, or None (no database: every traced op is unknown).
         project_root: the scanned project, whose files the tasks measure (None: no source).
         cost: the cost model of the tasks (default: CostConfig()).
-        ops_not_checked, source_not_checked: why ops or source were not checked (see `judge`).
-        remedy: the one remedy line for models that missed modules not installed here (see `judge`).
         facts: what the scan learnt beside its findings (import bindings, library use, kernel
             spans), which the tasks are measured from (opscan/scan/facts.py).
-        unchecked: (target, why) of each model given that could not be built or traced (the gate exits 2).
     Returns:
         The finished Report, with `verdict` set.
     """
@@ -81,9 +81,13 @@ def assess(draft: Report, release: Release | None, *, project_root: Path | None 
                         usage(findings, facts) if measured is not None else None, fallbacks=fallbacks)
     compiled = compile_check.judge(traces, coverage, release=release)   # NOTE [compile semantics]
     tasks = compile_check.plan(tasks, compiled)
-    report = replace(draft, coverage=coverage, caveats=tuple(caveats), notes=tuple(notes), tasks=tasks,
-                     backend=release.spec if release is not None else draft.backend, fallbacks=fallbacks,
-                     release_notes=on_ops, torch_compile=compiled)
+    report = Report(
+        root=draft.root, tool_version=draft.tool_version, findings=findings, traces=traces,
+        coverage=coverage, tasks=tasks, backend=release.spec if release is not None else draft.backend,
+        files_scanned=draft.files_scanned, notes=tuple(notes), baseline=draft.baseline,
+        hours_per_day=draft.hours_per_day, rules=draft.rules, project_sources=draft.project_sources,
+        discovery=draft.discovery, caveats=tuple(caveats), fallbacks=fallbacks, release_notes=on_ops,
+        torch_compile=compiled)
     report = replace(report, compile_estimate=compile_check.estimate(report, cost))   # NOTE [compile counts]
     pairing = ""
     if release is not None and traces:
@@ -91,8 +95,8 @@ def assess(draft: Report, release: Release | None, *, project_root: Path | None 
 
         version = registry.torch_version()
         pairing = (release.pairing_warning(version) or "") if version is not None else ""
-    return replace(report, verdict=judge(report, ops_not_checked=ops_not_checked, source_not_checked=source_not_checked,
-                                         unchecked=unchecked, pairing=pairing, remedy=remedy))
+    return replace(report, verdict=judge(report, ops_not_checked=draft.ops_not_checked, source=draft.source,
+                                         unchecked=draft.unchecked, pairing=pairing, remedy=draft.remedy))
 
 
 # NOTE [fallback scaling]

@@ -19,13 +19,25 @@ from __future__ import annotations
 
 
 class OpscanError(Exception):
-    """An error the user can act on. `str()` gives the one line the CLI prints."""
+    """An error the user can act on. `str()` gives the one line the CLI prints. `subject`: what
+    failed, when the message opens with it ("trace of hf:gpt2"), so that `reason` can say why
+    beside a subject a report names anyway."""
 
-    def __init__(self, message: str, path: str | None = None, line: int | None = None) -> None:
+    def __init__(self, message: str, path: str | None = None, line: int | None = None, *,
+                 subject: str = "") -> None:
         super().__init__(message)
+        if subject and not message.startswith(subject):
+            raise ValueError(f"the message of an error about {subject!r} opens with it: {message!r}")
         self.message = message
         self.path = path
         self.line = line
+        self.subject = subject
+
+    @property
+    def reason(self) -> str:
+        """Why, as one line (never cut): the message without its subject (all of `str()` without one)."""
+        text = self.message[len(self.subject):] if self.subject and self.path is None else str(self)
+        return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
     def __str__(self) -> str:
         where = ""

@@ -102,18 +102,18 @@ def result_of(ended: Ended, what: str, limits: Limits) -> Any:
         cls = getattr(errors, cls_name, TraceError)
         raise cls(text, path, line)
     if status in ("build-error", "trace-error"):
-        raise TraceError(f"{what} failed inside the model code: {ended.error} (at {ended.where})")
+        raise TraceError(f"{what} failed inside the model code: {ended.error} (at {ended.where})", subject=what)
     if status == "timeout":
         raise ModelProcessError(
             f"{what} timed out after {ended.seconds:.0f} s (limit --timeout {limits.timeout:g}); the model may "
             "hang (a blocking call, an endless loop, a collective waiting for other ranks): "
-            "raise --timeout, or trace a smaller shape (--batch, --seq-len)")
+            "raise --timeout, or trace a smaller shape (--batch, --seq-len)", subject=what)
     if status == "out-of-memory":
         raise ModelProcessError(
             f"{what} ran out of memory (limit {describe_memory(ended, limits)}): {ended.error}; raise "
             "--max-memory, or trace a smaller shape (--batch, --seq-len); a fake-tensor trace needs little "
             "memory, so real tensors made while building the model (weights loaded, torch.randn in "
-            "__init__) are the usual cause")
+            "__init__) are the usual cause", subject=what)
     # NOTE [not started]: a child that could not be started is a "crash" row in the zoo, but for
     # `opscan PATH` it says nothing about the model: a TraceError (the trace is skipped with a note).
     if ended.how == "not-started":
@@ -122,17 +122,17 @@ def result_of(ended: Ended, what: str, limits: Limits) -> Any:
         raise ModelProcessError(
             f"{what} crashed: the model's process died of a segmentation fault (SIGSEGV) in native "
             "code (a C/C++ extension, ctypes, or a torch bug); opscan itself is unharmed: "
-            "check the model's compiled extensions, or run the model once on CPU to reproduce")
+            "check the model's compiled extensions, or run the model once on CPU to reproduce", subject=what)
     if ended.how == "signal" and ended.signal == "SIGKILL":
         raise ModelProcessError(
             f"{what} was killed (SIGKILL), most likely by the system's out-of-memory killer "
             f"(limit {describe_memory(ended, limits)}): lower --max-memory so the "
-            "limit is hit first, or trace a smaller shape (--batch, --seq-len)")
+            "limit is hit first, or trace a smaller shape (--batch, --seq-len)", subject=what)
     if ended.how == "signal":
         raise ModelProcessError(f"{what} crashed: the model's process died of {ended.signal}; "
-                                "run the model once on CPU to reproduce")
+                                "run the model once on CPU to reproduce", subject=what)
     raise ModelProcessError(f"{what} ended without a result (exit code {ended.exitcode}); the model code "
-                            "may call sys.exit() or os._exit()")
+                            "may call sys.exit() or os._exit()", subject=what)
 
 
 def trace_isolated(options: dict[str, Any], limits: Limits | None) -> ModelTrace:

@@ -836,6 +836,19 @@ class ModelTrace:
     containment: tuple[tuple[str, str], ...] = ()
     steps: int | None = None             # `opscan run`: optimizer steps the script took (None: not a run)
 
+    @property
+    def stop(self) -> str:
+        """Where the step stopped (op, source line, exception), without what to try ("" when complete)."""
+        return self.stopped_at.split(STOP_HINT)[0]
+
+    @property
+    def hint(self) -> str:
+        """What the stop says to try ("" when it says nothing)."""
+        return self.stopped_at.partition(STOP_HINT)[2].strip()
+
+
+STOP_HINT = "; try:"   # joins a stop and its hint in ModelTrace.stopped_at (opscan/trace/tracer.py `_stopped`)
+
 
 def merge_containment(states: Iterable[tuple[tuple[str, str], ...]]) -> tuple[tuple[str, str], ...]:
     """One (part, "held" or why not) tuple from several children's (see Report.containment)."""
@@ -1079,6 +1092,61 @@ class Verdict:
 
     def __post_init__(self) -> None:   # NOTE [typed vocabularies]
         object.__setattr__(self, "kind", VerdictKind(self.kind))
+
+
+# NOTE [checked or not]: whether a part of the answer (the project's source) was checked is one of
+# three facts, each its own type, read by the verdict (opscan/verdict.py): `Checked` (it was),
+# `NotChecked(reason)` (it was not, and the verdict says why: a gap in the answer, so never
+# "ready"), `NothingToCheck(what)` (there is none of it: the zoo judges a model alone, with no
+# project source; not a gap).
+@dataclass(frozen=True)
+class Checked:
+    """The part was checked."""
+
+
+@dataclass(frozen=True)
+class NotChecked:
+    """The part was not checked; `reason` says why (shown in the verdict: "source: not checked — ...")."""
+
+    reason: str
+
+    def __post_init__(self) -> None:
+        if not self.reason:
+            raise ValueError("NotChecked needs its reason (the verdict shows it)")
+
+
+@dataclass(frozen=True)
+class NothingToCheck:
+    """There is none of the part to check (the verdict says "source: none to scan"); not a gap."""
+
+
+SourceCheck = Checked | NotChecked | NothingToCheck
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What one run traced and found, before its assessment: `opscan.assess.assess` judges it into
+    a `Report` (coverage, caveats, tasks, verdict). Every caller of `assess` (opscan/app.py,
+    `opscan trace`, the zoo) hands one in; what it could not check is part of it."""
+
+    root: str
+    tool_version: str
+    findings: tuple[Finding, ...] = ()
+    traces: tuple[ModelTrace, ...] = ()
+    backend: str = ""                    # the release named before the database is loaded
+    files_scanned: int = 0
+    notes: tuple[str, ...] = ()          # the run's notes; the assessment's follow them
+    baseline: BaselineStatus | None = None
+    hours_per_day: float = 8.0
+    rules: tuple[RuleInfo, ...] = ()
+    project_sources: tuple[str, ...] | None = None
+    discovery: Discovery | None = None
+    source: SourceCheck = Checked()      # NOTE [checked or not]
+    ops_not_checked: str = ""            # why no model's ops were checked when none were ("": no model found)
+    unchecked: tuple[tuple[str, str], ...] = ()   # (target, why) of each model given that could not be
+                                                  # built or traced (the gate exits 2 on them)
+    remedy: str = ""                     # the one remedy line for models that missed modules not
+                                         # installed here (the manifest found, --allow-unchecked); "" = none
 
 
 @dataclass(frozen=True)

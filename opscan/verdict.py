@@ -34,8 +34,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from opscan import compile_check
-from opscan.records import (BlockUnit, Blockers, Coverage, Finding, JudgedOps, ModelTrace, Report, Status, Task, TaskKind,
-                            Verdict, VerdictKind)
+from opscan.records import (BlockUnit, Blockers, Checked, Coverage, Finding, JudgedOps, ModelTrace, NotChecked,
+                            NothingToCheck, Report, SourceCheck, Status, Task, TaskKind, Verdict, VerdictKind)
 
 VERIFIED_EVIDENCE = ("documented", "probed")   # probed counts only when `Evidence.compared` (see `unverified`)
 
@@ -170,15 +170,15 @@ def blockers_of(report: Report) -> Blockers:
 
 # --- the verdict ---------------------------------------------------------------------------------
 
-def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str | None = "",
+def judge(report: Report, *, ops_not_checked: str = "", source: SourceCheck = Checked(),
           unchecked: tuple[tuple[str, str], ...] = (), pairing: str = "", remedy: str = "") -> Verdict:
     """The verdict of `report`.
 
     Args:
         ops_not_checked: why no model was traced (shown when `report.traces` is empty);
             "" = the default reason, no model found.
-        source_not_checked: why the source was not scanned; "" = it was scanned; None = there is
-            no project source to scan (the zoo judges models alone).
+        source: whether the source was scanned (NOTE [checked or not] in opscan/records.py):
+            Checked(), NotChecked(why), or NothingToCheck() (the zoo judges models alone).
         unchecked: (target, why) of each model opscan was given (configured, --model, or PATH
             itself) but could not build or trace; carried in `Verdict.unchecked` for the gate.
         pairing: "" when the installed torch pairs with the release (or it is not known), else the
@@ -194,12 +194,12 @@ def judge(report: Report, *, ops_not_checked: str = "", source_not_checked: str 
     lines = tuple(f"{', '.join(dict.fromkeys(targets))}: {why}" for why, targets in causes.items())
     if unchecked and all(t.target in dict(unchecked) for t in report.traces):
         ops_not_checked = f"could not check {_plural(len(unchecked), 'model')}"
-    verdict = _judge(report, ops_not_checked, source_not_checked, {target for target, _ in unchecked}, pairing)
+    verdict = _judge(report, ops_not_checked, source, {target for target, _ in unchecked}, pairing)
     details = tuple(f"could not check {line}" for line in lines) + ((remedy,) if remedy else ()) + verdict.details
     return replace(verdict, details=details, unchecked=lines, remedy=remedy)
 
 
-def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None, unchecked: set[str],
+def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked: set[str],
            pairing: str = "") -> Verdict:
     status = op_status(report)
     judged = JudgedOps.of(status)
@@ -216,7 +216,8 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
                 dates.setdefault(why, set()).update(e.date for e in by_op[op].evidence
                                                     if e.date and e.kind in ("source-snapshot", "probed"))
     ops_checked = any(t.target not in unchecked for t in report.traces)
-    source_checked = source_not_checked == ""
+    source_checked = isinstance(source, Checked)
+    source_not_checked = source.reason if isinstance(source, NotChecked) else ""   # a gap in the answer
     incomplete = [t for t in report.traces if not t.complete and t.target not in unchecked]
     known = report.baseline.known if report.baseline is not None else 0
 
@@ -233,7 +234,7 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
     if unknown:
         details.append(f"{len(unknown)} of {_plural(len(status), 'traced op')} "
                        f"{'has' if len(unknown) == 1 else 'have'} unknown status on {report.backend or 'the backend'}")
-    cost = {f.op: f for f in getattr(report, "fallbacks", ())}
+    cost = {f.op: f for f in report.fallbacks}
     moved = sum(f.bytes_per_step for f in cost.values())
     if moved:
         calls = sum(f.calls_per_step for f in cost.values())
@@ -252,7 +253,7 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
         details.append(_unverified_text(weak, dates))
     if pairing:
         details.append(pairing)
-    caveats = getattr(report, "caveats", ())   # release facts the traced dtypes hit (opscan/db/caveats.py)
+    caveats = report.caveats   # release facts the traced dtypes hit (opscan/db/caveats.py)
     details.extend(c.message for c in caveats)
     details.extend(compile_lines(report.traces))
     details.extend(compile_check.details(report.torch_compile))   # torch.compile under TorchNeuron's rules
@@ -291,16 +292,16 @@ def _judge(report: Report, ops_not_checked: str, source_not_checked: str | None,
                         ops_checked)
     if not ops_checked or source_not_checked:
         findings = [f for f in report.findings if f.category != "input"]
-        source = ("source: no CUDA pins" if not findings else
-                  f"source: no blockers ({_plural(len(findings), 'finding')} that "
-                  f"{'does' if len(findings) == 1 else 'do'} not block)")
+        scanned = ("source: no CUDA pins" if not findings else
+                   f"source: no blockers ({_plural(len(findings), 'finding')} that "
+                   f"{'does' if len(findings) == 1 else 'do'} not block)")
         if source_not_checked:
-            source = f"source: not checked — {source_not_checked}"
-        elif source_not_checked is None:
-            source = "source: none to scan"
+            scanned = f"source: not checked — {source_not_checked}"
+        elif isinstance(source, NothingToCheck):
+            scanned = "source: none to scan"
         ops = (f"ops: not checked — {ops_not_checked or NO_MODEL}" if not ops_checked else
                f"ops: {_plural(len(status), 'traced op')}, none known to fail")
-        return _verdict(VerdictKind.UNCHECKED, judged, f"{source}; {ops}",
+        return _verdict(VerdictKind.UNCHECKED, judged, f"{scanned}; {ops}",
                         [d for d in details if not d.startswith(("ops:", "source:"))], source_checked, ops_checked)
     if weak or pairing:
         said = []

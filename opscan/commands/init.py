@@ -183,19 +183,18 @@ def _built(discovery, root: Path, limits) -> list:
     from opscan.errors import TraceError
     from opscan.phases import trace
 
-    tries, notes, traces, out = ZeroConfig(discovery), [], [], []
+    tries, out = ZeroConfig(discovery), []
     by_target = {c.target: c for c in discovery.candidates}
     for target in discovery.traced:
-        if target not in by_target or by_target[target].kind not in REPO_KINDS or tries.done(traces):
+        if target not in by_target or by_target[target].kind not in REPO_KINDS or tries.done():
             continue
         try:
-            got = tries.attempt(lambda: trace(ModelConfig(target=target), root, None, limits), target, notes)
+            got = tries.attempt(lambda: trace(ModelConfig(target=target), root, None, limits), target)
         except TraceError as exc:   # no torch, or the engine stopped: say so, try no further
             out.append(replace(by_target[target], ready=False, note=str(exc).splitlines()[0]))
             break
-        traces += got
         cand = by_target[target]
-        out.append(cand if got else replace(cand, ready=False, note=notes[-1].split(f"{target}: ", 1)[-1]))
+        out.append(cand if got.traced else replace(cand, ready=False, note=got.stop))
     return out
 
 

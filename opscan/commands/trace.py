@@ -9,7 +9,7 @@ from pathlib import Path
 from opscan import __version__
 from opscan.commands.flags import positive_int
 from opscan.errors import UsageError
-from opscan.records import Report
+from opscan.records import Draft, NotChecked, Report
 
 HELP = "list every aten op a model dispatches (forward, loss, backward, optimizer), traced without weights"
 
@@ -147,8 +147,8 @@ def run(args: argparse.Namespace) -> int:
              **({"steps": args.steps} if getattr(args, "steps", None) else {})}
     traces = tuple(at_real_size(trace_isolated(tracer_options(model, root, profile, **extra), limits), model, root)
                    for model in models)
-    report = assess(Report(root=str(Path.cwd()), tool_version=__version__, traces=traces), release,
-                    source_not_checked=TRACE_ONLY)
+    report = assess(Draft(root=str(Path.cwd()), tool_version=__version__, traces=traces,
+                          source=NotChecked(TRACE_ONLY)), release)
     _write(report, args.format, args.output)
     return 0 if all(t.complete for t in traces) else 1
 

@@ -3,13 +3,42 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from opscan.errors import MissingModulesError, ModelProcessError, TargetError
+from opscan.records import ModelTrace
 from opscan.targets.recipes import REPO_KINDS
 
 MAX_TRIES = 6              # zero-configuration targets tried at most (docs/repositories.md)
 MAIN_MODELS = 2            # ... until this many were traced
 ZERO_CONFIG_SECONDS = 60.0  # ... or this much time passed (checked before each try)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One try of a target found with no configuration, as a result: the trace when it counts as a
+    model traced, else why not (`stop`, and the stop's `hint` when the step stopped); `note` is the
+    one line the run's notes carry for it."""
+
+    target: str
+    trace: ModelTrace | None       # None: not built, or its step stopped before any op
+    stop: str = ""                 # why the try did not count ("" when traced)
+    hint: str = ""                 # what the stop said to try (a step that stopped)
+    how: str = ""                  # how the target was found (a traced try's note)
+    seconds: float = 0.0
+    missing: bool = False          # not built because modules are not installed here (Verdict.remedy)
+
+    @property
+    def traced(self) -> bool:
+        return self.trace is not None
+
+    @property
+    def note(self) -> str:
+        """"traced with no configuration: TARGET: how" or "not built: TARGET: why"."""
+        if self.trace is not None:
+            return f"traced with no configuration: {self.target}: {self.how}".rstrip(": ")
+        return f"not built: {self.target}: {self.stop}"
 
 
 class ZeroConfig:
@@ -23,43 +52,55 @@ class ZeroConfig:
         self.how = {c.target: c.note or CANDIDATE_WORDS.get(c.kind, c.kind)
                     for c in (discovery.candidates if discovery is not None else ())}
         self.start = time.monotonic()
-        self.failed: list[tuple[str, str]] = []   # (target, why) of each try that could not be built
-        self.last_traced = 0.0                     # seconds the last traced `repo:` try took
-        self.missing = False                       # a try missed modules not installed here (Verdict.remedy)
+        self.attempts: list[Attempt] = []   # every try so far, in order
 
     def __bool__(self) -> bool:
         return self.active
 
-    def done(self, traces) -> bool:
+    @property
+    def failed(self) -> list[tuple[str, str]]:
+        """(target, why) of each try that could not be built (or stopped before any op)."""
+        return [(a.target, a.stop) for a in self.attempts if not a.traced]
+
+    @property
+    def missing(self) -> bool:
+        """A try missed modules not installed here (the one remedy line: Verdict.remedy)."""
+        return any(a.missing for a in self.attempts)
+
+    @property
+    def last_traced(self) -> float:
+        """Seconds the last traced `repo:` try took (0.0: none yet)."""
+        return next((a.seconds for a in reversed(self.attempts) if a.traced and a.target.startswith("repo:")), 0.0)
+
+    def done(self) -> bool:
         """True when no further target should be tried: MAIN_MODELS traced, the time is up, or (once
         a `repo:` construction was traced) a try as long as it would carry the next past the bound."""
         if not self.active:
             return False
         spent = time.monotonic() - self.start
-        return len(traces) >= MAIN_MODELS or spent > ZERO_CONFIG_SECONDS \
+        traced = sum(1 for a in self.attempts if a.traced)
+        return traced >= MAIN_MODELS or spent > ZERO_CONFIG_SECONDS \
             or bool(self.last_traced) and spent + self.last_traced > ZERO_CONFIG_SECONDS
 
-    def attempt(self, run, target: str, notes: list[str]) -> list:
-        """[the trace] of `run()`, or [] with the reason in `notes`."""
+    def attempt(self, run: Callable[[], ModelTrace], target: str) -> Attempt:
+        """The result of tracing `target` with `run()` (a TraceError other than a process failure
+        propagates: the engine, not the target, failed); kept in `attempts`."""
         began = time.monotonic()
         try:
             trace = run()
         except (TargetError, ModelProcessError) as exc:
-            self.missing = self.missing or isinstance(exc, MissingModulesError)
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            self.failed.append((target, reason.removeprefix(target + ": ")))
-            notes.append(f"not built: {target}: {reason.removeprefix(target + ': ')}")
-            return []
-        if target.startswith("repo:") and not trace.complete and not trace.ops:
-            # a guessed construction whose step stopped before its first op: not a model traced
-            why = trace.stopped_at.split("; try:")[0]
-            self.failed.append((target, f"its step stopped before any op: {why}"))
-            notes.append(f"not built: {target}: its step stopped before any op: {why}")
-            return []
-        if target.startswith("repo:"):   # a guessed construction; a model folder or factory is always tried
-            self.last_traced = time.monotonic() - began
-        notes.append(f"traced with no configuration: {target}: {self.how.get(target, '')}".rstrip(": "))
-        return [trace]
+            got = Attempt(target, None, reason.removeprefix(target + ": "),
+                          missing=isinstance(exc, MissingModulesError))
+        else:
+            if target.startswith("repo:") and not trace.complete and not trace.ops:
+                # a guessed construction whose step stopped before its first op: not a model traced
+                got = Attempt(target, None, f"its step stopped before any op: {trace.stop}", trace.hint)
+            else:   # a guessed construction is timed; a model folder or factory is always tried
+                got = Attempt(target, trace, how=self.how.get(target, ""),
+                              seconds=time.monotonic() - began if target.startswith("repo:") else 0.0)
+        self.attempts.append(got)
+        return got
 
 
 CANDIDATE_WORDS = {"factory": "a factory whose arguments have defaults", "hf-folder": "a transformers model folder",

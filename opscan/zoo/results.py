@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from opscan.records import PHASES, VERDICT_KINDS, ModelTrace, Report, Status, status_of
+from opscan.records import PHASES, VERDICT_KINDS, Draft, ModelTrace, NothingToCheck, Report, Status, status_of
 from opscan.outcome import Outcome
 from opscan.targets.hf import upstream
 from opscan.zoo.selection import ZooTarget
@@ -185,7 +185,7 @@ def assess_trace(trace: ModelTrace, release) -> Report:
     caveats, tasks and verdict, as `opscan trace` gives them for the same model."""
     from opscan.assess import assess
 
-    return assess(Report(root="", tool_version="", traces=(trace,)), release, source_not_checked=None)
+    return assess(Draft(root="", tool_version="", traces=(trace,), source=NothingToCheck()), release)
 
 
 def op_stats(rows: list[Row], release) -> list[OpStat]:

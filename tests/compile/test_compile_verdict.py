@@ -20,7 +20,8 @@ from opscan.assess import assess  # noqa: E402
 from opscan.compile_check import judge  # noqa: E402
 from opscan.config import CostConfig  # noqa: E402
 from opscan.gate import failures  # noqa: E402
-from opscan.records import CompileRegion, GraphBreak, ModelTrace, OpSource, OpUsage, Report  # noqa: E402
+from opscan.records import (CompileRegion, Draft, GraphBreak, ModelTrace, NotChecked, OpSource, OpUsage,  # noqa: E402
+                            Report)
 from opscan.reporters import json as json_reporter  # noqa: E402
 from opscan.reporters.terminal import compile as compile_section  # noqa: E402
 
@@ -45,8 +46,8 @@ RAISES = {"eager": "cpu-fallback", "compile": "error"}   # a release that says i
 def _assessed(regions=(REGION,), statuses=None, cost=None, no_kernel=RAISES) -> Report:
     release = static_release(statuses or {"aten::addmm": "native", "aten::relu": "native",
                                           "aten::sort": "cpu-fallback"}, no_kernel=no_kernel)
-    draft = Report(root=".", tool_version="0", traces=(_trace(regions),))
-    return assess(draft, release, source_not_checked="test", cost=cost)
+    draft = Draft(root=".", tool_version="0", traces=(_trace(regions),), source=NotChecked("test"))
+    return assess(draft, release, cost=cost)
 
 
 def test_options_are_judged_by_the_compile_rules():

@@ -138,12 +138,12 @@ def test_a_dtype_fallback_hits_only_the_dtypes_it_names(tmp_path):
     assert status("aten::relu", "torch.float32") == "native"                  # no per-dtype row
     # the one assessment uses it: the verdict and the fallback cost (4 train-step calls, 4096 bytes)
     from opscan.assess import assess
-    from opscan.records import Report
+    from opscan.records import Draft, NothingToCheck
 
     usage = OpUsage("aten::cumsum", 4, ("forward",), ("torch.float32",), modes=("train",), step_calls=4,
                     step_bytes=4096)
-    report = assess(Report(root="", tool_version="", traces=(ModelTrace("m", "train", "neuron", (usage,)),)),
-                    release, source_not_checked=None)
+    report = assess(Draft(root="", tool_version="", traces=(ModelTrace("m", "train", "neuron", (usage,)),),
+                          source=NothingToCheck()), release)
     assert {c.op: c.status for c in report.coverage} == {"aten::cumsum": "cpu-fallback"}
     assert [(f.op, f.bytes_per_step, f.calls_per_step) for f in report.fallbacks] == [("aten::cumsum", 4096, 4)]
     assert report.verdict.kind == "fallback"

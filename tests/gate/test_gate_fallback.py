@@ -15,7 +15,7 @@ from opscan.assess import assess  # noqa: E402
 from opscan.gate import failures  # noqa: E402
 from dataclasses import replace  # noqa: E402
 
-from opscan.records import ModelTrace, OpSource, OpUsage, Report  # noqa: E402
+from opscan.records import Draft, ModelTrace, NothingToCheck, OpSource, OpUsage, Report  # noqa: E402
 
 pytest.importorskip("torch")
 
@@ -29,7 +29,7 @@ def _judged(*ops: str, no_kernel=EAGER_FALLBACK) -> Report:
     trace = ModelTrace("model.py:build", "train", "neuron",
                        tuple(OpUsage(op, 2, ("forward",), ("torch.float32",), (OpSource("model.py", 7),),
                                      ("train",), step_calls=2, step_bytes=3_000_000) for op in ops))
-    return assess(Report(root="", tool_version="", traces=(trace,)), release, source_not_checked=None)
+    return assess(Draft(root="", tool_version="", traces=(trace,), source=NothingToCheck()), release)
 
 
 def test_only_unlisted_ops_runs_with_possible_cpu_fallbacks_and_names_them():
@@ -86,7 +86,7 @@ def test_the_sdpa_path_assumption_is_shown_when_the_model_traces_attention():
     release = load_release("torchneuron==2.33.0")
     trace = ModelTrace("model.py:build", "train", "neuron",
                        (OpUsage("aten::_scaled_dot_product_fused_attention_overrideable", 1, ("forward",)),))
-    report = assess(Report(root="", tool_version="", traces=(trace,)), release, source_not_checked=None)
+    report = assess(Draft(root="", tool_version="", traces=(trace,), source=NothingToCheck()), release)
     note = next(n for n in report.notes if n.startswith("SDPA path assumed for torchneuron==2.33.0"))
     assert "for 4-D query/key/value, the math path otherwise" in note and "pre-release source" in note
     plain = _judged("aten::mm")
@@ -100,13 +100,13 @@ def test_a_dtype_caveat_points_at_the_calls_with_that_dtype():
     usage = OpUsage("aten::mul.Tensor", 2, ("forward",), ("torch.float32", "torch.float64"), (f32, f64),
                     dtype_sources=(("torch.float32", (f32,)), ("torch.float64", (f64,))))
     trace = ModelTrace("model.py:build", "train", "neuron", (usage,))
-    report = assess(Report(root="", tool_version="", traces=(trace,)), load_release("torchneuron==2.33.0"),
-                    source_not_checked=None)
+    report = assess(Draft(root="", tool_version="", traces=(trace,), source=NothingToCheck()),
+                    load_release("torchneuron==2.33.0"))
     narrowed = next(c for c in report.caveats if c.kind == "float64-narrowed")
     assert narrowed.sources == (f64,)
     assert narrowed.message.endswith("line calling it: model.py:9")
     older = replace(usage, dtype_sources=())   # a trace recorded before sources per dtype
-    report = assess(Report(root="", tool_version="", traces=(replace(trace, ops=(older,)),)),
-                    load_release("torchneuron==2.33.0"), source_not_checked=None)
+    report = assess(Draft(root="", tool_version="", traces=(replace(trace, ops=(older,)),), source=NothingToCheck()),
+                    load_release("torchneuron==2.33.0"))
     narrowed = next(c for c in report.caveats if c.kind == "float64-narrowed")
     assert "(any dtype): model.py:7, model.py:9" in narrowed.message

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from release_support import static_release  # noqa: E402
 
 from opscan.assess import assess, fallback_costs  # noqa: E402
-from opscan.records import Coverage, ModelTrace, OpUsage, Report, Shrink  # noqa: E402
+from opscan.records import Coverage, Draft, ModelTrace, NothingToCheck, OpUsage, Report, Shrink  # noqa: E402
 
 EAGER_FALLBACK = {"eager": "cpu-fallback", "compile": "unknown", "note": "ops without a kernel run on the CPU"}
 
@@ -36,7 +36,7 @@ def shrunk(tmp_path_factory):
     (folder / "config.json").write_text(json.dumps(data), encoding="utf-8")
     trace = trace_target(f"hf:{folder}", mode="train", device="neuron")
     release = static_release({"aten::mm": "native"}, kind="documented", no_kernel=EAGER_FALLBACK)
-    return trace, assess(Report(root="", tool_version="", traces=(trace,)), release, source_not_checked=None)
+    return trace, assess(Draft(root="", tool_version="", traces=(trace,), source=NothingToCheck()), release)
 
 
 def test_the_trace_records_its_shrink_and_which_calls_are_inside_the_layers(shrunk):
@@ -117,7 +117,7 @@ def test_a_stated_real_step_size_scales_the_tokens_and_a_model_without_it_is_unc
     assert (stated.shrink.real_batch, stated.shrink.real_seq_len) == (8, 256)
     assert (stated.shrink.batch, stated.shrink.seq_len, stated.shrink.real_layers) == (2, 64, 8)
     release = static_release({"aten::mm": "native"}, kind="documented", no_kernel=EAGER_FALLBACK)
-    report = assess(Report(root="", tool_version="", traces=(stated,)), release, source_not_checked=None)
+    report = assess(Draft(root="", tool_version="", traces=(stated,), source=NothingToCheck()), release)
     costs = {f.op: f for f in report.fallbacks}
     before = {f.op: f for f in traced_report.fallbacks}
     embedding = costs["aten::embedding"]

@@ -47,7 +47,8 @@ def test_a_trace_error_makes_the_model_unchecked_and_the_run_exit_2(tmp_path, ru
 
     def trace(model, root, profile, limits=None):
         raise TraceError(f"trace of {model.target} failed inside the model code: ValueError: "
-                         "Validation error for field 'hidden_size': expected int, got str (at m.py:3)")
+                         "Validation error for field 'hidden_size': expected int, got str (at m.py:3)",
+                         subject=f"trace of {model.target}")   # as opscan/outcome.py raises it
 
     monkeypatch.setattr(phases, "trace", trace)
     monkeypatch.setattr(phases, "database", _database)
@@ -67,7 +68,8 @@ def test_one_model_unchecked_beside_a_traced_one_is_never_ready(tmp_path):
 
     def trace(model, root, profile, limits=None):
         if model.target == "a.py:build":
-            raise TraceError("trace of a.py:build failed inside the model code: RuntimeError: boom")
+            raise TraceError("trace of a.py:build failed inside the model code: RuntimeError: boom",
+                             subject="trace of a.py:build")
         return ModelTrace(model.target, model.mode, "neuron", ())
 
     config = Config(root=tmp_path, models=(ModelConfig("a.py:build"), ModelConfig("b.py:build")))

@@ -15,7 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reporters"))
 import reporters_sample as sample  # noqa: E402
 from opscan.gate import failures  # noqa: E402
 from opscan.records import (  # noqa: E402
-    VERDICT_KINDS, BaselineStatus, Coverage, Evidence, Finding, Location, ModelTrace, OpSource, OpUsage,
+    VERDICT_KINDS, BaselineStatus, Coverage, Evidence, Finding, Location, ModelTrace, NotChecked, NothingToCheck,
+    OpSource, OpUsage,
 )
 from opscan.verdict import judge  # noqa: E402
 
@@ -87,10 +88,10 @@ def test_no_model_traced_says_what_was_checked_and_is_never_ready():
 
 def test_a_trace_without_a_source_scan_is_unchecked():
     report = _report(coverage=(_cov("native", DOCUMENTED), _cov("native", PROBED, op="aten::relu")), baseline=None)
-    judged = judge(report, source_not_checked="`opscan trace` lists ops only")
+    judged = judge(report, source=NotChecked("`opscan trace` lists ops only"))
     assert judged.kind == "unchecked" and not judged.source_checked and judged.ops_checked
     assert judged.headline == "source: not checked — `opscan trace` lists ops only; ops: 2 traced ops, none known to fail"
-    assert judge(report, source_not_checked=None).kind == "ready"   # the zoo: no project source exists
+    assert judge(report, source=NothingToCheck()).kind == "ready"   # the zoo: no project source exists
 
 
 def test_an_incomplete_trace_or_unknown_ops_are_not_proven():

@@ -15,14 +15,14 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 def _run(name: str, steps: int, tmp_path, monkeypatch, device: str = "neuron"):
     from opscan.assess import assess
-    from opscan.records import Report
+    from opscan.records import Draft
     from opscan.reporters.json import to_dict
     from opscan.trace.script import run_script
 
     monkeypatch.chdir(tmp_path)
     trace, _ = run_script(str(FIXTURES / name), device=device, steps=steps, project_root=str(FIXTURES))
     assert trace.complete, trace.stopped_at
-    report = assess(Report(root=str(FIXTURES), tool_version="test", traces=(trace,)), None)
+    report = assess(Draft(root=str(FIXTURES), tool_version="test", traces=(trace,)), None)
     return report, to_dict(report)
 
 
