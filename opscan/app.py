@@ -21,6 +21,7 @@ from opscan import phases as default_phases
 from opscan.assess import assess
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, ModelProcessError, OpscanError, TargetError, TraceError, UsageError
+from opscan.index import ProjectIndex
 from opscan.isolation import Limits, default_max_memory
 from opscan.records import BaselineStatus, DeviceProfile, Finding, ModelTrace, Report
 from opscan.phases import ScanOptions, ScanOutcome, database_notes
@@ -114,11 +115,12 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
     baseline = options.baseline
     entries = baselines.load(baseline) if baseline is not None else None   # fail before tracing
     discovery = None
+    index = ProjectIndex(root)   # each file of the run listed, read and parsed once (NOTE [one project index])
     scan_options = options.scan
     narrowed = scan_options is not None and scan_options.paths   # files given (pre-commit): no discovery
-    if not config.models and not narrowed:   # nothing configured: PATH may be the model itself (opscan/discover.py)
+    if not config.models and not narrowed:   # nothing configured: PATH may be the model itself (opscan/targets/discovery.py)
         discovery, config = _discover(target, config, options.trust_remote_code, options.mode,
-                                      search=options.trace)
+                                      search=options.trace, index=index)
         if discovery is not None and not options.project_code:
             discovery, config = _without_project_code(discovery, config, options.trust_remote_code, notes)
 
@@ -134,7 +136,7 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
     if no_source:
         scanned = ScanOutcome()   # PATH is a model file (.pt2, config.json): no source to scan
     else:
-        scanned = phases.scan(target, config, scan_options) if scan_options is not None else phases.scan(target, config)
+        scanned = phases.scan(target, config, scan_options, index=index)
     notes.extend(scanned.notes)
     findings = scanned.findings
 
@@ -146,7 +148,7 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
     if options.trace and config.models:
         profile = release.profile() if release is not None else None
         from opscan.targets.tries import ZeroConfig
-        tries = ZeroConfig(discovery)   # found, not configured: tried in turn (opscan/discover.py)
+        tries = ZeroConfig(discovery)   # found, not configured: tried in turn (opscan/targets/discovery.py)
         for index, model in enumerate(config.models, 1):
             if tries.done(traces):
                 break
@@ -235,18 +237,18 @@ def _why(exc: OpscanError, target: str) -> str:
 
 
 def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str | None = None,
-              search: bool = True):
+              search: bool = True, index: ProjectIndex | None = None):
     """(Discovery, config): a model folder or exported program at PATH is traced as configured;
     otherwise (when `search`: runs that trace) the project's model candidates are read, never run,
     for the report and `opscan init`."""
-    from opscan.discover import candidates, direct
+    from opscan.targets.discovery import candidates, direct
 
     found = direct(target, _relative_root(target), trust_remote_code=trust_remote_code)
     if found is None and not search:
         return None, config
     if found is None:   # a repository: what builds with no configuration is tried (issue 24)
         root = target if target.is_dir() else target.parent
-        found = candidates(root, trust_remote_code=trust_remote_code, construct=True)
+        found = candidates(root, trust_remote_code=trust_remote_code, construct=True, index=index)
         return found, replace(config, models=tuple(ModelConfig(target=t, mode=mode or "train")
                                                    for t in found.traced))
     models = tuple(ModelConfig(target=t, mode="inference" if t.startswith("pt2:") else (mode or "train"),

@@ -6,7 +6,7 @@ trains at import) is run as its definitions only (opscan/targets/recipes.py `def
 `repo:DOC#N` (a README's N-th fenced Python block), `repo:FILE#main` (its `__main__` demo) and
 `repo:FILE::TEST` (a test of the repository: opscan/targets/repo_tests.py) run the repository's own
 code until its first model call, and take that model and those inputs (NOTE [stopping at the model
-call]). Targets come from opscan/discover.py; nothing is downloaded.
+call]). Targets come from opscan/targets/discovery.py; nothing is downloaded.
 """
 
 from __future__ import annotations
