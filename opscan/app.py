@@ -241,15 +241,18 @@ def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str |
     """(Discovery, config): a model folder or exported program at PATH is traced as configured;
     otherwise (when `search`: runs that trace) the project's model candidates are read, never run,
     for the report and `opscan init`."""
-    from opscan.targets.discovery import candidates, direct
+    from opscan.targets.discovery import call_site_table, candidates, direct
 
     found = direct(target, _relative_root(target), trust_remote_code=trust_remote_code)
     if found is None and not search:
         return None, config
     if found is None:   # a repository: what builds with no configuration is tried (issue 24)
         root = target if target.is_dir() else target.parent
+        index = index if index is not None else ProjectIndex(root)
         found = candidates(root, trust_remote_code=trust_remote_code, construct=True, index=index)
-        return found, replace(config, models=tuple(ModelConfig(target=t, mode=mode or "train")
+        sites = call_site_table(index, found.traced)   # read here, handed to the child (NOTE [one project index])
+        return found, replace(config, models=tuple(ModelConfig(target=t, mode=mode or "train", call_sites=sites
+                                                               if t.startswith("repo:") else ())
                                                    for t in found.traced))
     models = tuple(ModelConfig(target=t, mode="inference" if t.startswith("pt2:") else (mode or "train"),
                                trust_remote_code=trust_remote_code) for t in found.traced)

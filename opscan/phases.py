@@ -176,6 +176,8 @@ def tracer_options(model: ModelConfig, root: Path | None, profile: DeviceProfile
         options["trust_remote_code"] = True
     if model.target.startswith("repo:"):   # NOTE [GPU-only kernel libraries] in opscan/targets/absent.py
         options["gpu_only"] = cuda_only_packages()
+    if model.call_sites:   # read in this process (NOTE [one project index]): the child does not read them again
+        options["call_sites"] = model.call_sites
     return {**options, **extra}
 
 

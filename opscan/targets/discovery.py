@@ -204,6 +204,30 @@ def _with_setup_calls(index: ProjectIndex, built: list[ModelCandidate], traced: 
     return out
 
 
+def call_site_table(index: ProjectIndex, targets: tuple[str, ...]) -> tuple:
+    """How the repository calls the model classes of the files of its `repo:FILE:NAME` targets
+    (opscan/targets/call_sites.py `usage`), read through the run's index: ((file, class), Usage or
+    None) pairs, sorted, handed to the trace's child as data (ModelConfig.call_sites). A model class
+    of another file (a factory building one it imports) is not among them: the child reads it."""
+    table = {}
+    for target in targets:
+        spec = target[len("repo:"):] if target.startswith("repo:") else ""
+        rel, _, name = spec.rpartition(":")
+        if not rel or not name or "::" in spec or "#" in spec or not rel.endswith(".py"):
+            continue
+        tree = index.tree(rel, MAX_PYTHON_BYTES)
+        if tree is None:
+            continue
+        for cls in sorted(set(_module_classes(tree, rel, index=index)) | ({name} & _class_names(tree))):
+            if (rel, cls) not in table:
+                table[(rel, cls)] = call_sites.usage(index, rel, cls)
+    return tuple(sorted(table.items(), key=lambda item: item[0]))
+
+
+def _class_names(tree: ast.Module) -> set[str]:
+    return {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+
+
 def zero_config_targets(found: list[ModelCandidate], built: list[ModelCandidate]) -> tuple[str, ...]:
     """What `opscan REPO` tries with no configuration, in order: ready factories, model folders and
     exports, then the best-ranked `repo:` recipes (at most one per file, MAX_TRIES in all)."""

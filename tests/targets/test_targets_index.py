@@ -8,8 +8,10 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from opscan.app import Phases, RunOptions, analyse
-from opscan.config import Config
+from opscan.config import Config, ModelConfig
 from opscan.index import ProjectIndex
 from opscan.records import ModelTrace, OpUsage
 from opscan.targets import call_sites
@@ -66,10 +68,11 @@ def _counting(monkeypatch, root: Path) -> Counter:
 def test_opscan_path_parses_each_file_once(tmp_path, monkeypatch):
     root = _project(tmp_path)
     parses = _counting(monkeypatch, root)
-    traced = []
+    traced, handed = [], {}
 
     def trace(model, project_root, profile, limits):
         traced.append(model.target)
+        handed[model.target] = dict(model.call_sites)
         return ModelTrace(model.target, model.mode, "neuron", (OpUsage("aten::mm", 1, ("forward",)),))
 
     report = analyse(root, Config(root=root), RunOptions(limits=None, scan=None),
@@ -80,6 +83,9 @@ def test_opscan_path_parses_each_file_once(tmp_path, monkeypatch):
     note = next(c.note for c in report.discovery.candidates if c.target == "repo:model.py:Transformer")
     assert "setup call .setup_caches" in note                                 # read from generate.py's call sites
     assert any(c.kind == "repo-test" for c in report.discovery.candidates)     # read from tests/test_model.py
+    # the call sites the search read are handed to the trace's child as data (it reads nothing again)
+    usage = handed["repo:model.py:Transformer"][("model.py", "Transformer")]
+    assert usage.setups[0].method == "setup_caches" and usage.call.args == ("x", "input_pos")
     # ... and no file was parsed twice
     assert parses, "the counter saw no parse"
     assert {rel: n for rel, n in parses.items() if n > 1} == {}
@@ -132,3 +138,25 @@ def test_one_walk_skips_the_one_list_and_hidden_folders(tmp_path):
     index = ProjectIndex(tmp_path)
     assert [index.rel(p) for p in index.paths()] == ["src/m.py"]
     assert [index.rel(p) for p in index.paths(lambda p: p.suffix == ".py")] == ["src/m.py"]   # the same listing
+
+
+def test_the_tracer_options_carry_the_call_sites_and_the_child_uses_them(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from opscan.phases import tracer_options
+    from opscan.targets import repository
+
+    (tmp_path / "net.py").write_text("import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+                                     "        return x\n", encoding="utf-8")
+    read = call_sites.Usage((), call_sites.Call(("x",), (), "run.py:3"))
+    model = ModelConfig("repo:net.py:Net", call_sites=((("net.py", "Net"), read),))
+    assert tracer_options(model, tmp_path, None)["call_sites"] == model.call_sites
+    assert "call_sites" not in tracer_options(ModelConfig("repo:net.py:Net"), tmp_path, None)
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    net = __import__("net").Net()
+    reads = []
+    monkeypatch.setattr(call_sites, "usage", lambda *args, **kwargs: reads.append(args))
+    assert repository._usage(net, tmp_path.resolve(), dict(model.call_sites)) is read
+    assert reads == []                                       # handed over: the child read nothing
+    repository._usage(net, tmp_path.resolve(), {})
+    assert [args[1:] for args in reads] == [("net.py", "Net")]   # not handed over: read in the child
