@@ -49,7 +49,7 @@ _FACTORY = re.compile(r"^((build|make|create|new)_\w+|(get|load)_\w*(model|net|n
 # Names of the parameters opscan can pass to a factory (docs/trace.md, "Targets").
 FACTORY_PARAMETERS = {"batch", "seq_len"}
 MODULE_BASES = {"nn.Module", "torch.nn.Module", "Module", "PreTrainedModel", "nn.modules.module.Module"}
-# A base the scan's import resolver (opscan/scan/resolver.py) resolves to one of these is a module
+# A base the scan's import resolver (opscan/index/resolver.py) resolves to one of these is a module
 # too, whatever it is called in the file (`from torch.nn import Module as Base`).
 RESOLVED_BASES = {"torch.nn.Module", "torch.nn.modules.module.Module"}
 
