@@ -23,6 +23,7 @@ from opscan.assess import assess
 from opscan.config import Config, ModelConfig
 from opscan.errors import (MissingDependencyError, MissingModulesError, ModelProcessError, OpscanError, TargetError,
                            TraceError, UsageError)
+from opscan.index import ProjectIndex
 from opscan.isolation import Limits, default_max_memory
 from opscan.records import (BaselineStatus, Checked, DeviceProfile, Discovery, Draft, Finding, ModelTrace,
                             NothingToCheck, Report, SourceCheck)
@@ -115,6 +116,7 @@ class Run:
     narrowed: tuple[Path, ...] = ()
     baseline: Path | None = None
     entries: tuple[baselines.Entry, ...] | None = None   # the baseline's entries (None: no baseline)
+    index: ProjectIndex | None = None    # each file of the run listed, read and parsed once (NOTE [one project index])
 
 
 @dataclass(frozen=True)
@@ -194,18 +196,19 @@ def start(target: Path, options: RunOptions) -> Run:
     target = Path(target).resolve()
     scan = options.scan
     entries = baselines.load(options.baseline) if options.baseline is not None else None
-    return Run(target=target, root=target if target.is_dir() else target.parent,
-               narrowed=tuple(scan.paths) if scan is not None and scan.paths else (),
-               baseline=options.baseline, entries=None if entries is None else tuple(entries))
+    root = target if target.is_dir() else target.parent
+    return Run(target=target, root=root, narrowed=tuple(scan.paths) if scan is not None and scan.paths else (),
+               baseline=options.baseline, entries=None if entries is None else tuple(entries),
+               index=ProjectIndex(root))
 
 
 def find_models(run: Run, config: Config, options: RunOptions) -> Found:
     """The models to trace: the configured ones; with none configured (and no files given, as
-    pre-commit does), the model PATH is, or the project's candidates (opscan/discover.py)."""
+    pre-commit does), the model PATH is, or the project's candidates (opscan/targets/discovery.py)."""
     if config.models or run.narrowed:
         return Found(config)
     discovery, config = _discover(run.target, config, options.trust_remote_code, options.mode,
-                                  search=options.trace)
+                                  search=options.trace, index=run.index)
     if discovery is None or options.project_code:
         return Found(config, discovery)
     return _without_project_code(discovery, config, options.trust_remote_code)
@@ -226,8 +229,7 @@ def scan_source(run: Run, found: Found, options: RunOptions, phases: Phases, say
     say("phase", "scanning source")
     if found.discovery is not None and found.discovery.traced and run.target.is_file():
         return Scanned(ScanOutcome(), NothingToCheck())
-    outcome = (phases.scan(run.target, found.config, options.scan) if options.scan is not None
-               else phases.scan(run.target, found.config))
+    outcome = phases.scan(run.target, found.config, options.scan, index=run.index)
     # fixable = what `opscan fix` rewrites (opscan/fix/preview.py)
     from opscan.fix.preview import mark_scanned
     return Scanned(replace(outcome, findings=mark_scanned(run.root, outcome.findings, found.config, options.scan)))
@@ -252,7 +254,7 @@ def trace_models(run: Run, found: Found, release: Release | None, options: RunOp
     from opscan.targets.tries import ZeroConfig
 
     profile = release.profile() if release is not None else None
-    tries = ZeroConfig(discovery)   # found, not configured: tried in turn (opscan/discover.py)
+    tries = ZeroConfig(discovery)   # found, not configured: tried in turn (opscan/targets/discovery.py)
     traces: list[ModelTrace] = []
     unchecked = list(refused)
     notes: list[str] = []
@@ -359,19 +361,22 @@ def _remedy(root: Path) -> str:
 
 
 def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str | None = None,
-              search: bool = True):
+              search: bool = True, index: ProjectIndex | None = None):
     """(Discovery, config): a model folder or exported program at PATH is traced as configured;
     otherwise (when `search`: runs that trace) the project's model candidates are read, never run,
     for the report and `opscan init`."""
-    from opscan.discover import candidates, direct
+    from opscan.targets.discovery import call_site_table, candidates, direct
 
     found = direct(target, _relative_root(target), trust_remote_code=trust_remote_code)
     if found is None and not search:
         return None, config
     if found is None:   # a repository: what builds with no configuration is tried (issue 24)
         root = target if target.is_dir() else target.parent
-        found = candidates(root, trust_remote_code=trust_remote_code, construct=True)
-        return found, replace(config, models=tuple(ModelConfig(target=t, mode=mode or "train")
+        index = index if index is not None else ProjectIndex(root)
+        found = candidates(root, trust_remote_code=trust_remote_code, construct=True, index=index)
+        sites = call_site_table(index, found.traced)   # read here, handed to the child (NOTE [one project index])
+        return found, replace(config, models=tuple(ModelConfig(target=t, mode=mode or "train", call_sites=sites
+                                                               if t.startswith("repo:") else ())
                                                    for t in found.traced))
     models = tuple(ModelConfig(target=t, mode="inference" if t.startswith("pt2:") else (mode or "train"),
                                trust_remote_code=trust_remote_code) for t in found.traced)

@@ -49,6 +49,10 @@ class ModelConfig:
     real_batch: int | None = None
     real_seq_len: int | None = None
     real_hidden: int | None = None   # the real model's width (hidden size), when built narrower
+    # Not configurable: how the repository calls the model classes of a `repo:` target's file, read by
+    # the model search through the run's project index (opscan/targets/discovery.py `call_site_table`)
+    # and handed to the trace's child as data: ((file, class), call_sites.Usage or None) pairs.
+    call_sites: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -48,9 +48,10 @@ def rule_info(rule) -> RuleInfo:
                     what=rule.what, why=rule.why, fix=rule.fix_doc or rule.fix)
 
 
-def scan(target: Path, config: Config, options: ScanOptions | None = None) -> ScanOutcome:
+def scan(target: Path, config: Config, options: ScanOptions | None = None, *, index=None) -> ScanOutcome:
     """The source scan of `target` under `config` (rules, include/exclude, unused suppressions);
-    `options.paths` narrows it to some files or folders under the target (paths stay relative to it)."""
+    `options.paths` narrows it to some files or folders under the target (paths stay relative to it).
+    `index`: the run's project index (opscan/index), whose reads and parses the scan shares."""
     from opscan.scan.engine import scan_paths
     from opscan.scan.files import discover
     from opscan.scan.rules import load_rules
@@ -80,7 +81,7 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None) -> Sc
     result = scan_paths(root, paths, rules=rules, exclude=config.exclude,
                         jobs=default_jobs() if options.jobs is None else options.jobs,
                         check_fixes=options.check_fixes, cache=cache, probe=probe,
-                        deps=dependency_context(config, options.environment))
+                        deps=dependency_context(config, options.environment), index=index)
     if probe is not None:
         probe.save()
     extra = unused_suppressions(root, result, rules, rules.known)   # OPS003, when selected (rules/unused-suppression.yaml)
@@ -175,6 +176,8 @@ def tracer_options(model: ModelConfig, root: Path | None, profile: DeviceProfile
         options["trust_remote_code"] = True
     if model.target.startswith("repo:"):   # NOTE [GPU-only kernel libraries] in opscan/targets/absent.py
         options["gpu_only"] = cuda_only_packages()
+    if model.call_sites:   # read in this process (NOTE [one project index]): the child does not read them again
+        options["call_sites"] = model.call_sites
     return {**options, **extra}
 
 

@@ -944,7 +944,7 @@ class BaselineStatus:
     stale: tuple[str, ...] = ()          # entries that match nothing any more: "path:line: RULE message"
 
 
-# Closed vocabulary of model candidates found without running anything (opscan/discover.py).
+# Closed vocabulary of model candidates found without running anything (opscan/targets/discovery.py).
 CANDIDATE_KINDS: dict[str, str] = {
     "hf-folder": "a folder holding a transformers config.json (model_type / architectures)",
     "timm-folder": "a folder holding a timm config.json (architecture)",

@@ -37,7 +37,7 @@ def test_records_import_nothing_of_opscan():
     ("scan", ("opscan.trace", "opscan.db", "opscan.plan", "opscan.reporters", "opscan.app", "opscan.cli")),
     # trace/ is the engine: the targets it traces are built above it (opscan/targets/), for the zoo above that.
     ("trace", ("opscan.scan", "opscan.db", "opscan.plan", "opscan.reporters", "opscan.app", "opscan.cli",
-               "opscan.targets", "opscan.zoo", "opscan.discover", "opscan.phases")),
+               "opscan.targets", "opscan.zoo", "opscan.phases")),
     ("db", ("opscan.scan", "opscan.trace", "opscan.plan", "opscan.reporters", "opscan.app", "opscan.cli")),
     # Reporters read the finished report (its verdict included); they never plan or judge.
     ("reporters", ("opscan.scan", "opscan.trace", "opscan.db", "opscan.app", "opscan.cli", "opscan.plan",
@@ -45,10 +45,13 @@ def test_records_import_nothing_of_opscan():
     # The plan owns its cost model (plan/cost.py); config reads it from there, never the reverse.
     ("plan", ("opscan.config", "opscan.scan", "opscan.trace", "opscan.db", "opscan.reporters", "opscan.app",
               "opscan.cli")),
+    # The project index (opscan/index/) is read by the scan and by targets/: it imports neither.
+    ("index", ("opscan.scan", "opscan.targets", "opscan.trace", "opscan.db", "opscan.plan", "opscan.reporters",
+               "opscan.app", "opscan.cli", "opscan.zoo", "opscan.phases", "opscan.commands")),
     ("zoo/render", ("opscan.plan", "opscan.verdict", "opscan.gate", "opscan.scan", "opscan.db")),
     # targets/ build models for the engine below them; the zoo's orchestration and the commands are above.
     ("targets", ("opscan.zoo", "opscan.scan", "opscan.db", "opscan.plan", "opscan.reporters", "opscan.app",
-                 "opscan.cli", "opscan.commands", "opscan.phases", "opscan.discover", "opscan.isolation",
+                 "opscan.cli", "opscan.commands", "opscan.phases", "opscan.isolation",
                  "opscan.outcome")),
 ])
 def test_stages_do_not_import_each_other(stage, forbidden):
@@ -129,13 +132,13 @@ def test_the_import_graph_sees_known_edges():
     assert graph.has_edge("opscan.targets.loader", "opscan.trace.spec")        # from opscan.trace.spec import Built
     assert graph.has_edge("opscan.zoo.results", "opscan.targets.hf.upstream")  # from opscan.targets.hf import upstream
     assert graph.has_edge("opscan.zoo.tracing", "opscan.targets.hf.repair")    # a function-level import
-    assert graph.has_edge("opscan.discover", "opscan.targets.folders")
+    assert graph.has_edge("opscan.targets.discovery", "opscan.targets.folders")
     assert graph.has_edge("opscan.targets", "opscan.targets.folders")          # a package's __init__ is a module
     assert not graph.has_edge("opscan.trace.tracer", "opscan.trace")            # the implicit package step
 
 
 def test_targets_package_and_folders_import_nothing_heavy():
-    """discover.py reads config.json through targets/folders.py with no torch installed: the package's
+    """targets/discovery.py reads config.json through targets/folders.py with no torch installed: the package's
     __init__ and folders.py import (at module level) only the standard library and opscan's errors."""
     for path in (PKG / "targets" / "__init__.py", PKG / "targets" / "folders.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -1,6 +1,6 @@
 """`opscan init PATH`: find the project's models by reading it, and add them to its configuration.
 
-Candidates come from opscan/discover.py (read, not run). When none is traceable as it is, the
+Candidates come from opscan/targets/discovery.py (read, not run). When none is traceable as it is, the
 ways to build the repository's model with no configuration (`repo:` targets) are tried, each traced
 once in the sandbox child as `opscan REPO` does, and the ones that worked are written. The `[[tool.opscan.models]]`
 blocks are appended to the file that holds the project's opscan configuration (pyproject.toml, or
@@ -108,7 +108,7 @@ def _without_models(data: dict, path: Path) -> dict:
 def run(args: argparse.Namespace) -> int:
     """Print the candidates; append the traceable ones to the configuration (unless --dry-run)."""
     from opscan.app import _relative_root
-    from opscan.discover import FACTORY_HINT, candidates, direct, toml_lines
+    from opscan.targets.discovery import FACTORY_HINT, candidates, direct, toml_lines
     from opscan.errors import InputError
     from opscan.fsutil import atomic_write
     from opscan.records import ModelCandidate

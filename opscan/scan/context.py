@@ -14,7 +14,7 @@ from fnmatch import fnmatchcase
 from opscan.records import TaskKind
 from opscan.scan import string_contexts as P
 from opscan.scan.matchers import Compiled
-from opscan.scan.resolver import Imports, dotted
+from opscan.index.resolver import Imports, dotted
 from opscan.scan.rules import Rule
 
 

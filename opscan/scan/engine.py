@@ -6,7 +6,6 @@ or a content-addressed cache works on (see workers.py, cache.py). `scan_paths` r
 
 from __future__ import annotations
 
-import ast
 import functools
 import os
 import sys
@@ -16,6 +15,8 @@ from pathlib import Path
 
 from opscan.errors import InputError
 from opscan.fsutil import UnreadableFile, read_source_bytes
+from opscan.index import ProjectIndex
+from opscan.index import parse as parse_source
 from opscan.records import Finding, Location, ScanFacts
 from opscan.scan import native
 from opscan.scan.facts import decode_facts, encode_facts, file_facts, merge
@@ -183,7 +184,7 @@ def _extra_words(project: Project) -> frozenset[str]:
 # `precheck=False` restores the old path (every file parsed, the visitor's own line filter only);
 # tests compare both (tests/scan/test_scan_files.py).
 def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY,
-                precheck: bool = True, deps=None) -> FileResult:
+                precheck: bool = True, deps=None, parse=None) -> FileResult:
     """Scan one file's bytes. Pure: the same inputs always give the same FileResult.
 
     Args:
@@ -194,12 +195,14 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
         precheck: skip the parse of a file that spells no token (NOTE [pre-check]).
         deps: what the dependency rules judge manifests against (scan/dependencies.py
             DependencyContext; None: no release known, torch pins are not judged).
+        parse: `parse(relpath, text) -> ast.Module` for a .py file (opscan/index `ProjectIndex.scan_parse`:
+            the run's one parse of each file); None: `opscan.index.parse`.
     """
     kind = manifest_kind(relpath) or ("requirements" if relpath in project.requirements else "")
     if kind and kind != "setup-py":
         return scan_manifest(relpath, data, rules, kind, deps)
     if kind == "setup-py":   # Python first, then its install_requires (NOTE [manifests in the scan])
-        python = _scan_python(relpath, data, rules, project, precheck)
+        python = _scan_python(relpath, data, rules, project, precheck, parse)
         manifest = scan_manifest(relpath, data, rules, kind, deps)
         if not manifest.findings:
             return python
@@ -207,7 +210,7 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
         requires = dict(zip(python.findings, python.requires))
         return replace(python, findings=findings, requires=tuple(requires.get(f, ()) for f in findings),
                        parsed=True)
-    return _scan_python(relpath, data, rules, project, precheck)
+    return _scan_python(relpath, data, rules, project, precheck, parse)
 
 
 # NOTE [manifests in the scan]
@@ -255,7 +258,7 @@ def scan_manifest(relpath: str, data: bytes, rules: RuleSet, kind: str, deps=Non
 
 
 def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY,
-                 precheck: bool = True) -> FileResult:
+                 precheck: bool = True, parse=None) -> FileResult:
     """scan_source for Python files, notebooks and native sources."""
     base = relpath.rsplit("/", 1)[-1]
     if base in BUILD_FILES and not base.endswith(".py"):
@@ -309,7 +312,7 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree, text = _parse(text, relpath, where, builder, rules)
+            tree, text = _parse(text, relpath, where, builder, rules, parse)
     except SyntaxError as exc:
         line = exc.lineno or 1
         _input(builder, rules, "parse-error", line=line, col=max(1, exc.offset or 1), value=exc.msg)
@@ -371,7 +374,7 @@ def _importers(results, wrappers: frozenset[str]) -> list[str]:
 
 
 def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, read,
-                 precheck: bool = True, cache=None, deps=None) -> list[FileResult]:
+                 precheck: bool = True, cache=None, deps=None, parse=None) -> list[FileResult]:
     wrappers = _wrapper_facts(results)
     if not wrappers:
         return results
@@ -403,7 +406,7 @@ def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, re
             except (KeyError, TypeError, ValueError, IndexError):   # not intact: scan again
                 result = None
             if result is None:
-                result = scan_source(path, data, rules, project, precheck, deps)
+                result = scan_source(path, data, rules, project, precheck, deps, parse)
                 if cache is not None:
                     cache.put(key, encode_result(result))
         out.append(result)
@@ -423,13 +426,16 @@ def _split_lines(text: str) -> list[str]:
     return [line + "\n" for line in lines]
 
 
-def _parse(text: str, relpath: str, where, builder: "_Builder", rules: RuleSet):
-    """ast.parse `text`; in a notebook, a code cell that does not parse is reported (OPS000 at its
-    own cell and line) and blanked, so the other cells are still scanned. Returns (tree, text)."""
+def _parse(text: str, relpath: str, where, builder: "_Builder", rules: RuleSet, parse=None):
+    """Parse `text` (a .py file through `parse`, the run's project index, when given); in a notebook,
+    a code cell that does not parse is reported (OPS000 at its own cell and line) and blanked, so
+    the other cells are still scanned. Returns (tree, text)."""
+    if where is None:
+        return (parse(relpath, text) if parse is not None else parse_source(text, relpath)), text
     reported: set[int] = set()
     while True:
         try:
-            return ast.parse(text, filename=relpath), text
+            return parse_source(text, relpath), text
         except SyntaxError as exc:
             line = exc.lineno or 0
             if where is None or not 0 < line <= len(where) or where[line - 1][0] in reported:
@@ -612,7 +618,8 @@ def read_project(root: Path, relpaths: list[str]) -> Project:
 
 
 def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclude=(), jobs: int = 1,
-               check_fixes: bool = True, cache=None, probe=None, precheck: bool = True, deps=None) -> ScanResult:
+               check_fixes: bool = True, cache=None, probe=None, precheck: bool = True, deps=None,
+               index: ProjectIndex | None = None) -> ScanResult:
     """Scan the files under `root` (or just `paths`, files or folders) with `rules`.
 
     Args:
@@ -628,6 +635,8 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
             probe_cache.CachedProbe that remembers answers between runs.
         precheck: skip the parse of files that spell no token (NOTE [pre-check]); False for tests.
         deps: the DependencyContext manifests are judged against (None: no release known).
+        index: the run's project index of `root` (opscan/index): files it read or parsed already
+            (the model search ran first) are not read or parsed again; default a new one.
     Raises:
         InputError: the root or a path does not exist.
     """
@@ -647,7 +656,9 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
     project = read_project(root, relpaths)
     if includes:
         project = replace(project, requirements=frozenset(includes))
-    scan = functools.partial(scan_source, project=project, precheck=precheck, deps=deps)
+    if index is None or index.root != root:
+        index = ProjectIndex(root)
+    scan = functools.partial(scan_source, project=project, precheck=precheck, deps=deps, parse=index.scan_parse)
     on_error = functools.partial(_on_error, rules=rules)
     codec = Codec(encode_result, decode_result, _worth_an_entry) if cache is not None else None
     if cache is not None:
@@ -657,10 +668,19 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
                              deps.fingerprint() if deps is not None else "no-deps")
     results = [result for _, result in scan_files(root, relpaths, scan, rules, jobs=jobs, cache=cache,
                                                   codec=codec, on_error=on_error,
-                                                  full_walk=paths is None and not exclude)]
-    results = _second_pass(results, project, rules, lambda rel: read_source_bytes(root / rel, root), precheck,
-                           cache, deps)
+                                                  full_walk=paths is None and not exclude,
+                                                  read=functools.partial(_read, index))]
+    results = _second_pass(results, project, rules, functools.partial(_read, index), precheck, cache, deps,
+                           index.scan_parse)
     return mark_fixable(_collect(_dedupe_locks(results), check_fixes, probe), rules)
+
+
+def _read(index: ProjectIndex, relpath: str, abspath: str | None = None) -> bytes:
+    """A scanned file's bytes: through the run's index for a file of its tree (read once, not kept
+    by the scan: NOTE [one project index]), else read as given (a file outside the root)."""
+    if relpath.startswith("../") or os.path.isabs(relpath):
+        return read_source_bytes(Path(abspath) if abspath else index.root / relpath, None)
+    return index.data(relpath, keep=False)
 
 
 def _worth_an_entry(result: FileResult) -> bool:

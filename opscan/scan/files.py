@@ -8,19 +8,12 @@ from pathlib import Path
 
 from opscan.errors import InputError
 from opscan.fsutil import inside
+from opscan.index.walk import skipped_folder
 
 PYTHON_SUFFIXES = (".py", ".ipynb")
 NATIVE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c++", ".h", ".hpp", ".hh", ".hxx")
 BUILD_FILES = ("setup.py", "pyproject.toml")
 SCANNED_SUFFIXES = PYTHON_SUFFIXES + NATIVE_SUFFIXES
-
-# Folders never entered unless given explicitly (see docs/scan.md).
-SKIP_DIRS = frozenset({
-    ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", ".env", "site-packages", "dist-packages",
-    "node_modules", "build", "dist", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-    ".eggs", ".ipynb_checkpoints", ".opscan_cache", ".hypothesis", ".idea", ".vscode",
-})
-
 
 MANIFEST_KINDS = ("requirements", "pyproject", "setup-py", "setup-cfg", "pipfile", "uv-lock", "poetry-lock",
                   "pdm-lock", "pipfile-lock", "conda", "dockerfile")
@@ -58,10 +51,7 @@ def _manifest(name: str, rel: str) -> bool:
 
 
 def _skip_dir(entry: os.DirEntry) -> bool:
-    name = entry.name
-    if name in SKIP_DIRS or name.endswith(".egg-info"):
-        return True
-    return os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))  # any virtual environment
+    return skipped_folder(entry.name, entry.path)   # the one skip list (opscan/index/walk.py)
 
 
 def _excluded(relpath: str, exclude: tuple[str, ...]) -> bool:

@@ -23,7 +23,7 @@ from opscan.scan.context import FileContext, Hit, lines_text
 from opscan.scan.families import FAMILIES
 from opscan.scan.families.kernels import exports as _exports
 from opscan.scan.matchers import IMPORT_STATEMENT
-from opscan.scan.resolver import Imports
+from opscan.index.resolver import Imports
 from opscan.scan.rules import Rule
 
 __all__ = ["Hit", "Visitor", "own_imports"]

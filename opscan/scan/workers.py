@@ -79,10 +79,11 @@ def _init(ctx: tuple) -> None:
 
 
 def _one(ctx: tuple, relpath: str, abspath: str) -> tuple[str, Any, str | None, str]:
-    scan, rules, cache, codec, on_error = ctx
+    scan, rules, cache, codec, on_error, read = ctx
     try:
         # Regular files only, never blocking (a FIFO), never through a link out of the tree.
-        data = read_source_bytes(Path(abspath), _tree_root(abspath, relpath))
+        data = read(relpath, abspath) if read is not None else \
+            read_source_bytes(Path(abspath), _tree_root(abspath, relpath))
     except OSError as exc:
         if on_error is None:
             raise
@@ -133,6 +134,7 @@ def scan_files(
     on_error: ErrorFn | None = None,
     stats: RunStats | None = None,
     full_walk: bool = True,
+    read: Callable[[str, str], bytes] | None = None,
 ) -> Iterator[tuple[str, Any]]:
     """Yield `(relpath, scan(relpath, bytes, rules))` for each file, sorted by relpath.
 
@@ -146,6 +148,8 @@ def scan_files(
         on_error: turns an unreadable file or a scan that raised into a result; None re-raises.
         stats: filled in as the run goes.
         full_walk: relpaths is the whole tree, so index entries of other paths can be dropped.
+        read: `read(relpath, abspath) -> bytes`, the guarded read of a file (the run's project index,
+            opscan/index); None: opscan/fsutil.py `read_source_bytes`.
     """
     if cache is not None and codec is None:
         raise ValueError("a cache needs a codec")
@@ -170,7 +174,7 @@ def scan_files(
     to_read = sum(1 for _, _, known in plan if known is None)
     workers = min(jobs, math.ceil(to_read / MAX_BATCH)) if to_read >= POOL_MIN_FILES else 1
     batch_size = max(1, min(MAX_BATCH, to_read // max(1, workers * 8)))
-    ctx = (scan, rules, cache, codec, on_error)
+    ctx = (scan, rules, cache, codec, on_error, read)
     pool = None
     if workers > 1:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"

@@ -6,7 +6,7 @@ Below it sits the engine (opscan/trace/: targets import trace, never the reverse
 zoo's orchestration (opscan/zoo/), which targets never import (tests/test_architecture.py).
 
 Importing this package imports nothing heavy: folders.py (the one config.json reader and
-classifier, used by opscan/discover.py) is stdlib only; torch comes with the first trace.
+classifier, used by opscan/targets/discovery.py) is stdlib only; torch comes with the first trace.
 
 Public API:
 

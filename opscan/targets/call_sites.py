@@ -7,7 +7,7 @@ bound to an instance of it: built by the class (`Transformer(args)`), by one of 
 or a parameter annotated with the class (`def generate(model: Transformer, ...)`). On such a
 variable it reads the methods of the class that set state (their body assigns an attribute:
 `setup_caches`, `init_cache`, ...) called as statements before the variable is called, and the call
-itself (`model(x, input_pos)`: its arguments' names). Used by opscan/discover.py (the candidate's
+itself (`model(x, input_pos)`: its arguments' names). Used by opscan/targets/discovery.py (the candidate's
 note) and, identically, by opscan/targets/repository.py in the sandbox child (NOTE [setup calls]).
 """
 
@@ -17,13 +17,11 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from opscan.targets import tree
+from opscan.index import ProjectIndex
 
 MAX_BYTES = 2 << 20       # larger files are not read
-# folders never read (hidden ones neither): environments, caches, build output. The scan's own list
-# (opscan/scan/files.py) is not imported: targets never import the scan (tests/test_architecture.py).
-SKIP_DIRS = frozenset({"venv", "env", "site-packages", "dist-packages", "node_modules", "build", "dist",
-                       "__pycache__"})
+# The files read are the project index's (opscan/index: its one walk and skip list, each file read
+# and parsed once for the run, NOTE [one project index]).
 _NOT_SETUP = {"forward", "__init__", "__call__", "extra_repr", "reset_parameters"}
 
 
@@ -62,11 +60,13 @@ class Usage:
         return "; ".join(parts)
 
 
-def usage(root: Path, rel: str, name: str, setups_only: bool = False) -> Usage | None:
+def usage(project: ProjectIndex | Path, rel: str, name: str, setups_only: bool = False) -> Usage | None:
     """The repository's use of the class `name` defined in `rel` (module docstring), else None;
-    with `setups_only`, None at once when the class has no setup method (nothing else is read)."""
-    root = Path(root)
-    own = _parse(root / rel)
+    with `setups_only`, None at once when the class has no setup method (nothing else is read).
+    `project`: the run's project index, or the repository's root (then read through a new index)."""
+    index = project if isinstance(project, ProjectIndex) else ProjectIndex(project)
+    root = index.root
+    own = index.tree(rel, MAX_BYTES)
     cls = next((n for n in own.body if isinstance(n, ast.ClassDef) and n.name == name), None) if own else None
     if cls is None:
         return None
@@ -76,9 +76,9 @@ def usage(root: Path, rel: str, name: str, setups_only: bool = False) -> Usage |
     setups: list[Setup] = []
     calls: list[tuple[Call, bool]] = []       # (call, in the scope of the setups taken)
     assigned: dict[str, str] = {}
-    for path in _files(root, name):
-        file_rel = path.relative_to(root).as_posix()
-        tree = own if file_rel == rel else _parse(path)
+    for path in _files(index, name):
+        file_rel = index.rel(path)
+        tree = own if file_rel == rel else index.tree(file_rel, MAX_BYTES)
         if tree is None:
             continue
         aliases = {name} if file_rel == rel else _imported(tree, name, path, root, root / rel)
@@ -119,24 +119,12 @@ def usage(root: Path, rel: str, name: str, setups_only: bool = False) -> Usage |
 # training forward needs no cache: it is traced as before).
 
 
-def _parse(path: Path) -> ast.Module | None:
-    try:
-        if path.stat().st_size > MAX_BYTES:
-            return None
-        return ast.parse(path.read_bytes(), filename=str(path))
-    except (OSError, SyntaxError, ValueError):
-        return None
-
-
-def _files(root: Path, name: str):
-    """The repository's .py files whose text mentions `name` (opscan/targets/tree.py's walk)."""
+def _files(index: ProjectIndex, name: str):
+    """The repository's .py files whose text mentions `name` (the index's one walk)."""
     wanted = name.encode()
-    for path in tree.files(root, lambda p: p.suffix == ".py", SKIP_DIRS):
-        try:
-            if path.stat().st_size <= MAX_BYTES and wanted in path.read_bytes():
-                yield path
-        except OSError:
-            continue
+    for path in index.paths(lambda p: p.suffix == ".py"):
+        if index.mentions(index.rel(path), wanted, MAX_BYTES):
+            yield path
 
 
 def setup_methods(cls: ast.ClassDef) -> set[str]:

@@ -23,11 +23,10 @@ from torch import nn
 
 from opscan.errors import TargetError
 from opscan.targets import factories, shipped
-from opscan.targets.recipes import named_value  # small values by parameter name
+from opscan.targets.recipes import CONFIG_ARG, named_value  # config-like names; small values by name
 
 LAYER_NAMES = {"depth", "n_layer", "n_layers", "num_layers", "nlayers", "num_hidden_layers", "num_blocks",
                "n_blocks", "layers"}
-CONFIG_ARG = re.compile(r"(config|conf|cfg|args|hparams|params|settings|options)$", re.IGNORECASE)
 CONFIG_CLASS = re.compile(r"(Config|Args|Cfg|Params|HParams|Settings|Conf)$")
 VARIANT_ARG = re.compile(r"^(name|model_name|variant|arch|model_type|size|config_name|model|version)$")
 SMALL = ("nano", "tiny", "mini", "small", "xs", "s", "base", "gpt2", "124m", "t", "b")

@@ -5,7 +5,7 @@
 its package imports it, its inputs made by opscan (NOTE [factories of a package]).
 `defaults_function(tree, fn)`: a function of the same file, with no required argument, returning a
 dict literal whose keys cover the factory's required arguments (NOTE [arguments from a defaults
-function]). Used by opscan/discover.py (parent) and opscan/targets/construct.py (child).
+function]). Used by opscan/targets/discovery.py (parent) and opscan/targets/construct.py (child).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Model folders: the one reader and classifier of a `config.json` (stdlib only: no torch, nothing run).
 
-`opscan PATH` and `opscan init` (opscan/discover.py) ask it which kind of model folder a path is;
+`opscan PATH` and `opscan init` (opscan/targets/discovery.py) ask it which kind of model folder a path is;
 the `hf:` and `timm:` builders read their config through it.
 """
 

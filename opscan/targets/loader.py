@@ -32,8 +32,10 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
                  optimizer_impl: str | None = None, amp: str | None = None, inputs=(),
                  batch: int | None = None, seq_len: int | None = None,
                  project_root: str | None = None, fsdp: int | None = None,
-                 trust_remote_code: bool = False, gpu_only: tuple[str, ...] = (), steps: int = 1) -> ModelTrace:
+                 trust_remote_code: bool = False, gpu_only: tuple[str, ...] = (), steps: int = 1,
+                 call_sites: tuple = ()) -> ModelTrace:
     """Build `target` and trace it on fake tensors: the ops it dispatches (see docs/trace.md).
+    `call_sites`: a `repo:` target's call sites as the parent read them (see `build`).
 
     A `pt2:FILE` target is an exported program: loaded and read, never run (opscan/targets/export.py).
     """
@@ -46,7 +48,7 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
 
     def make(specs: tuple[InputSpec, ...]) -> Built:
         built = build(target, batch=batch, seq_len=seq_len, inputs=specs, project_root=project_root,
-                      trust_remote_code=trust_remote_code, gpu_only=gpu_only)
+                      trust_remote_code=trust_remote_code, gpu_only=gpu_only, call_sites=call_sites)
         notes.append(built.note)
         return built
 
@@ -59,13 +61,16 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
 
 
 def build(target: str, *, batch: int | None, seq_len: int | None, inputs: tuple[InputSpec, ...],
-          project_root: str | None, trust_remote_code: bool = False, gpu_only: tuple[str, ...] = ()) -> Built:
+          project_root: str | None, trust_remote_code: bool = False, gpu_only: tuple[str, ...] = (),
+          call_sites: tuple = ()) -> Built:
     """Import/construct the target with empty weights and gather its example inputs.
 
     `trust_remote_code` lets an hf: folder whose config.json has `auto_map` run its own modeling
     code (only ever inside the trace's child process); without it such a folder is refused.
     `gpu_only`: for a `repo:` target, the CUDA-only libraries (the parent's catalog) stood in when
-    missing (NOTE [GPU-only kernel libraries] in opscan/targets/absent.py).
+    missing (NOTE [GPU-only kernel libraries] in opscan/targets/absent.py). `call_sites`: for a
+    `repo:` target, how the repository calls its file's model classes, read by the parent
+    (opscan/targets/discovery.py `call_site_table`): the child does not read the tree for them.
     """
     if target.startswith("hf:"):
         from opscan.targets.hf.builder import build_hf
@@ -76,7 +81,8 @@ def build(target: str, *, batch: int | None, seq_len: int | None, inputs: tuple[
                          given=tuple(spec.name for spec in inputs))
     elif target.startswith("repo:"):   # a repository's model with no configuration (issue 24)
         from opscan.targets.repository import build_repo
-        built = build_repo(target, batch=batch, seq_len=seq_len, project_root=project_root, gpu_only=gpu_only)
+        built = build_repo(target, batch=batch, seq_len=seq_len, project_root=project_root, gpu_only=gpu_only,
+                           call_sites=call_sites)
     elif target.startswith("timm:"):
         built = _build_timm(target[5:], batch=batch, project_root=project_root)
     else:

@@ -26,6 +26,8 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from opscan.targets import factories
+
 REPO_KINDS = {
     "repo-class": "an nn.Module class built with a config opscan makes (defaults, names, shipped config files)",
     "repo-factory": "a factory called with its defaults, or with a variant name from the file's registry",
@@ -72,7 +74,9 @@ def named_value(name: str):
     return next((value for word, value in _ENDINGS if word in (last, first)), None)
 
 
-_CONFIG_NAME = re.compile(r"(config|conf|cfg|args|hparams|params|settings|options)$", re.IGNORECASE)
+# A parameter named like a config object (`config`, `cfg`, `hparams`, ...): read here and by the
+# child's constructor filling (opscan/targets/construct.py), one pattern.
+CONFIG_ARG = re.compile(r"(config|conf|cfg|args|hparams|params|settings|options)$", re.IGNORECASE)
 _MAIN_FILE = re.compile(r"(^|_)(model|models|modeling|net|network|gpt|transformer|unet|vit|arch)", re.IGNORECASE)
 _MAIN_CLASS = re.compile(r"(GPT|Transformer|Model|Net|UNet|Unet|ViT|LM|Llama|Diffusion|Encoder|Classifier)$")
 _SUPERSEDED = re.compile(r"(^|[_-])(old|legacy|deprecated|backup|bak|orig)$", re.IGNORECASE)   # glow_old.py: ranks low
@@ -111,7 +115,7 @@ class Recipe:
 
 # NOTE [main model]
 # A repository defines many nn.Module classes; most are parts (attention, MLP, blocks). The main
-# model is the one nothing else builds: within its file (a "root" class, as discover.py finds them)
+# model is the one nothing else builds: within its file (a "root" class, as discovery.py finds them)
 # and, scored here, the one in a file named like a model (model.py, models/, modeling_*.py) and
 # not under tests/docs/examples, whose name reads like a model (GPT, Transformer, UNet, ViT, ...),
 # with the longest definition, and taking a config (not in a file named as superseded: glow_old.py). Examples in the repository's own words (README
@@ -138,7 +142,7 @@ class Recipe:
 # - a part's name (PART_NAME: Mlp, FeedForward, Attention, Block, Norm, Embedding, Layer, ...),
 #   unless it also reads like a model (_MAIN_CLASS): -200; in a folder or file of parts (`layers/`,
 #   `modules/`, `ops/`, `blocks/`, `nn/`, `utils/`, `nn.py`): -200.
-# Classes built inside another class of their file are parts already (discover.py keeps only the
+# Classes built inside another class of their file are parts already (discovery.py keeps only the
 # roots); a CapWords function called inside another of the file's classes or functions
 # (`FeedForward(dim)` used by `Transformer`) ranks -300 for the same reason (factory_recipes).
 PART_NAME = re.compile(r"(Mlp|MLP|FeedForward|FFN|Attention|Attn|Block|Norm|Embedding|Embed|Embedder|Activation|"
@@ -266,14 +270,14 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
         inherited = outside[0] if outside and outside[0] not in roots and outside[0] not in ("Module", "nn.Module") \
             and not ast.unparse(node.bases[0]).endswith("nn.Module") else ""
         how = _class_how(name, required, init, configs, inherited)
-        unnamed = [r for r in required if named_value(r) is None and not _CONFIG_NAME.search(r) and name not in wrappers]
+        unnamed = [r for r in required if named_value(r) is None and not CONFIG_ARG.search(r) and name not in wrappers]
         table = shipped(required) if shipped is not None and unnamed else ""
         if table:   # NOTE [constructor arguments from a shipped file] in shipped.py
             where, _, cut = table.partition(" (")
             how = f"{name}(**{where}): constructor arguments from a config file beside it" + (f" ({cut}" if cut else "")
             unnamed = []
         own = any(isinstance(i, ast.FunctionDef) and i.name == "get_default_config" for i in node.body)
-        if own and any(_CONFIG_NAME.search(r) for r in required):
+        if own and any(CONFIG_ARG.search(r) for r in required):
             how = f"{name}({name}.get_default_config()): the model's own default config, unset sizes filled by name"
         if name in wrappers:
             how = how.replace("small values chosen by parameter name", "a wrapper: its model argument built "
@@ -284,7 +288,7 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
             how += f" (definitions of {PurePosixPath(rel).name} only: it runs code at import)"
         length = (node.end_lineno or node.lineno) - node.lineno
         score = min(length, 400) + (150 if _MAIN_FILE.search(PurePosixPath(rel).stem) or "models" in rel.split("/") else 0) \
-            + (150 if _MAIN_CLASS.search(name) or name in wrappers and name.endswith("Wrapper") else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(_CONFIG_NAME.search(r) for r in required) else 0) \
+            + (150 if _MAIN_CLASS.search(name) or name in wrappers and name.endswith("Wrapper") else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(CONFIG_ARG.search(r) for r in required) else 0) \
             - (300 if _SKIP_PARTS & set(rel.split("/")[:-1]) else 0) - 20 * rel.count("/") \
             - (300 if name in bases else 0) - part_penalty(node, rel, wrappers) \
             - 300 * len(unnamed) - (200 if _SUPERSEDED.search(PurePosixPath(rel).stem) else 0)
@@ -302,7 +306,7 @@ def _class_how(name: str, required: set[str], init, configs: dict[str, ast.Class
     for arg in sorted(required):
         hint = annotated.get(arg, "")
         cls = next((c for c in configs if c == hint.split(".")[-1].strip("'\"")), None) or \
-            (next(iter(configs)) if _CONFIG_NAME.search(arg) and len(configs) == 1 else None)
+            (next(iter(configs)) if CONFIG_ARG.search(arg) and len(configs) == 1 else None)
         if cls:
             return f"{name}({cls}()): {config_words(configs[cls])}"
     imported = next((annotated[a].split(".")[-1].strip("'\"") for a in sorted(required)
@@ -473,12 +477,8 @@ _SAFE_CALLS = {"dict", "list", "tuple", "set", "frozenset", "field", "dataclasse
 
 
 def _required(fn) -> set[str]:
-    if fn is None:
-        return set()
-    args = fn.args
-    positional = args.posonlyargs + args.args
-    required = {a.arg for a in positional[: len(positional) - len(args.defaults)]}
-    return required | {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None}
+    """The required parameter names of `fn` (none for None): opscan/targets/factories.py `required`."""
+    return set(factories.required(fn)) if fn is not None else set()
 
 
 _FIRST = ("readme", "hubconf")   # the repository's examples come first, whatever the scores below them

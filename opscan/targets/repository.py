@@ -6,7 +6,7 @@ trains at import) is run as its definitions only (opscan/targets/recipes.py `def
 `repo:DOC#N` (a README's N-th fenced Python block), `repo:FILE#main` (its `__main__` demo) and
 `repo:FILE::TEST` (a test of the repository: opscan/targets/repo_tests.py) run the repository's own
 code until its first model call, and take that model and those inputs (NOTE [stopping at the model
-call]). Targets come from opscan/discover.py; nothing is downloaded.
+call]). Targets come from opscan/targets/discovery.py; nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -38,10 +38,11 @@ from opscan.trace.spec import Built
 
 
 def build_repo(target: str, *, batch: int | None, seq_len: int | None, project_root: str | None,
-               gpu_only: tuple[str, ...] = ()) -> Built:
+               gpu_only: tuple[str, ...] = (), call_sites: tuple = ()) -> Built:
     """The model and inputs of a `repo:` target (see the module docstring); TargetError in one line.
     `gpu_only`: the CUDA-only libraries that may be stood in when missing (NOTE [GPU-only kernel
-    libraries] in absent.py)."""
+    libraries] in absent.py). `call_sites`: ((file, class), Usage or None) pairs the parent read
+    (opscan/targets/discovery.py `call_site_table`); a class not among them is read here."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     spec = target[len("repo:"):]
@@ -59,7 +60,7 @@ def build_repo(target: str, *, batch: int | None, seq_len: int | None, project_r
             where, _, name = spec.rpartition(":")
             if not where or not name:
                 raise TargetError(f"bad target {target!r}: expected repo:FILE:NAME, repo:DOC#N or repo:FILE#main")
-            return _build_named(_path(where, root), name, root, batch, seq_len, target)
+            return _build_named(_path(where, root), name, root, batch, seq_len, target, dict(call_sites))
     except TargetError:
         raise
     except Exception as exc:  # noqa: BLE001 - user code fails in many ways: one line
@@ -188,7 +189,7 @@ def _exec(path: Path, tree: ast.Module, dotted: str) -> types.ModuleType:
     return module
 
 
-def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str) -> Built:
+def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str, read: dict | None = None) -> Built:
     module = load(path, root)
     obj = getattr(module, name, None)
     if obj is None:
@@ -212,18 +213,18 @@ def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str)
     if not how:   # nothing was sized by opscan: a builder or defaults at full depth (NOTE [cutting repeated blocks])
         construct.cut_repeats(result)
     config = getattr(result, "config", None) or getattr(result, "cfg", None) or config
-    args, extra, note = _inputs(result, config, batch, seq_len, root)
+    args, extra, note = _inputs(result, config, batch, seq_len, root, read or {})
     return Built(result, args=args, kwargs=extra, description=target, note=note)
 
 
-def _inputs(model: nn.Module, config, batch, seq_len, root: Path) -> tuple[tuple, dict, str]:
+def _inputs(model: nn.Module, config, batch, seq_len, root: Path, read: dict) -> tuple[tuple, dict, str]:
     """The forward's inputs (opscan/targets/repo_inputs.py); when the forward has an argument they
     cannot name, or fails without the setup the repository makes first, the repository's own call
     sites complete them (NOTE [setup calls] in opscan/targets/call_sites.py): (args, kwargs, what was done)."""
     try:
         args, extra = repo_inputs.example_inputs(model, config, batch, seq_len)
     except TargetError:
-        usage = _usage(model, root)
+        usage = _usage(model, root, read)
         if usage is None or usage.call is None:
             raise
         args, extra = repo_inputs.example_inputs(model, config, batch, seq_len, call=usage.call,
@@ -232,19 +233,23 @@ def _inputs(model: nn.Module, config, batch, seq_len, root: Path) -> tuple[tuple
         usage = None
     if repo_inputs.runs_on_meta(model, args, extra, uncopyable=True):   # no copy: no evidence it fails
         return args, extra, ""
-    usage = usage or _usage(model, root)
+    usage = usage or _usage(model, root, read)
     if usage is None or not usage.setups:
         return args, extra, ""
     return setup_calls.prepare(model, args, extra, usage)
 
 
-def _usage(model: nn.Module, root: Path):
-    """How the repository uses the model's class (call_sites.usage), when the class is one of its files."""
+def _usage(model: nn.Module, root: Path, read: dict | None = None):
+    """How the repository uses the model's class (call_sites.usage), when the class is one of its
+    files: as the parent read it (`read`, keyed (file, class)), else read here."""
     try:
         source = Path(inspect.getsourcefile(type(model)) or "").resolve()
         rel = source.relative_to(root).as_posix()
     except (TypeError, ValueError, OSError):
         return None
+    key = (rel, type(model).__name__)
+    if read and key in read:
+        return read[key]
     return call_sites.usage(root, rel, type(model).__name__)
 
 

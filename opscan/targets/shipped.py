@@ -2,7 +2,7 @@
 
 `covering(folder, wanted)`: the table (the file's top level, or a nested table such as
 `config.json["waveglow_config"]`) whose keys cover a constructor's required arguments (NOTE
-[constructor arguments from a shipped file]). Used by opscan/discover.py (parent: ranking, the
+[constructor arguments from a shipped file]). Used by opscan/targets/discovery.py (parent: ranking, the
 words shown) and opscan/targets/construct.py (child: the values).
 """
 

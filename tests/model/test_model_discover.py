@@ -1,4 +1,4 @@
-"""Discovery without execution (opscan/discover.py): model folders, exported programs, factories.
+"""Discovery without execution (opscan/targets/discovery.py): model folders, exported programs, factories.
 
 Nothing here needs torch: discovery reads JSON and Python source (ast) only.
 """
@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 
-from opscan.discover import FACTORY_HINT, candidates, direct, toml_lines
+from opscan.targets.discovery import FACTORY_HINT, candidates, direct, toml_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 LLAMA = ROOT / "examples" / "models" / "hf" / "llama-tiny"
@@ -140,7 +140,7 @@ def test_discovery_reads_but_never_runs_the_code(tmp_path):
 
 
 def test_search_is_breadth_first_and_bounded(tmp_path, monkeypatch):
-    import opscan.discover as discover
+    import opscan.targets.discovery as discover
 
     _write(tmp_path, {"a/b/c/deep.py": "def build():\n    return None\n",
                       "z_model.py": "def build():\n    return None\n",

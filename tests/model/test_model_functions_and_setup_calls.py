@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from opscan.discover import candidates
+from opscan.targets.discovery import candidates
 from opscan.targets import call_sites
 from opscan.targets.registries import variant_rank
 

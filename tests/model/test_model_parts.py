@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from opscan.discover import candidates
+from opscan.targets.discovery import candidates
 
 pytest.importorskip("torch")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from opscan.config import load_config
-from opscan.discover import candidates
+from opscan.targets.discovery import candidates
 
 pytest.importorskip("torch")
 

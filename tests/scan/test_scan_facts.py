@@ -121,9 +121,9 @@ def test_the_fixer_takes_torchs_name_from_the_scans_bindings(monkeypatch):
 
 
 def test_discovery_resolves_module_bases_with_the_scans_resolver(tmp_path):
-    """A model class whose base is nn.Module under another name is a candidate (opscan/discover.py
-    resolves bases with opscan/scan/resolver.py); a class of the same spelling from elsewhere is not."""
-    from opscan.discover import candidates
+    """A model class whose base is nn.Module under another name is a candidate (opscan/targets/discovery.py
+    resolves bases with opscan/index/resolver.py); a class of the same spelling from elsewhere is not."""
+    from opscan.targets.discovery import candidates
 
     (tmp_path / "net.py").write_text("from torch.nn import Module as Base\n\nclass Net(Base):\n"
                                      "    def forward(self, x):\n        return x\n")

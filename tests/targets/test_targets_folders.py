@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from opscan.discover import direct
+from opscan.targets.discovery import direct
 from opscan.errors import TargetError
 from opscan.targets.folders import HF_FOLDER, TIMM_FOLDER, read_config, remote_code
 

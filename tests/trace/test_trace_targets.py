@@ -177,7 +177,7 @@ def test_model_folders_are_read_without_torch(tmp_path):
         import sys
         from pathlib import Path
         sys.modules["torch"] = None
-        from opscan.discover import direct
+        from opscan.targets.discovery import direct
         print(direct(Path(sys.argv[1]), "m").traced)
         try:
             from opscan.targets.loader import trace_target

@@ -1,6 +1,6 @@
 """Terminal section: which model was traced without configuration, or which models opscan found.
 
-Read from `Report.discovery` (opscan/discover.py); the TOML lines are the ones `opscan init` writes.
+Read from `Report.discovery` (opscan/targets/discovery.py); the TOML lines are the ones `opscan init` writes.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from opscan.discover import FACTORY_HINT, toml_lines
+from opscan.targets.discovery import FACTORY_HINT, toml_lines
 from opscan.records import Report
 
 SHOWN = 5

@@ -11,7 +11,7 @@ from opscan.records import TaskKind
 from opscan.scan.context import IDENT, FileContext, kernel_name
 from opscan.scan.families import natives
 from opscan.scan.matchers import NamePatterns, pattern_token
-from opscan.scan.resolver import dotted
+from opscan.index.resolver import dotted
 from opscan.scan.rules import Rule
 
 

@@ -7,7 +7,7 @@ import ast
 import re
 
 from opscan.scan.context import FileContext
-from opscan.scan.resolver import dotted
+from opscan.index.resolver import dotted
 from opscan.scan.rules import Rule
 
 # NOTE [native libraries]

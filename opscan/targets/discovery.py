@@ -13,7 +13,9 @@ trace: factory functions (`build`, `make`, `create_model`, `get_model`, `build_*
 `from_config` calls on a local folder, model folders and `.pt2` files in the tree, and models
 built inline in scripts and notebooks (for which a factory must be written: FACTORY_HINT).
 `opscan PATH` carries the result in `Report.discovery`; `opscan init` writes it into
-pyproject.toml (opscan/commands/init.py). Nothing here prints.
+pyproject.toml (opscan/commands/init.py). Nothing here prints. Files are listed, read and parsed
+through the run's project index (opscan/index: one walk, each file read and parsed once, shared
+with the scan; NOTE [one project index]).
 """
 
 from __future__ import annotations
@@ -26,19 +28,18 @@ import re
 from pathlib import Path
 
 from opscan.errors import TargetError
+from opscan.index import MAX_FILES, ProjectIndex
+from opscan.index.resolver import Imports
 from opscan.records import Discovery, ModelCandidate
-from opscan.scan import files as scan_files
-from opscan.scan.resolver import Imports
-from opscan.targets import call_sites, hubconf, registries, repo_tests, shipped, tree
+from opscan.targets import call_sites, hubconf, registries, repo_tests, shipped
 from opscan.targets import factories as factories_
 from opscan.targets import recipes as repo
 from opscan.targets.folders import NO_TRUST_NOTE, TIMM_FOLDER, read_config, remote_code
 from opscan.targets.tries import MAX_TRIES
 
-# Folders never searched: the scan's (environments, caches, build output, version control; with any
-# virtual environment and `*.egg-info`), plus `env` and every hidden folder.
-SKIP_DIRS = scan_files.SKIP_DIRS | {"env"}
-MAX_FILES = tree.MAX_FILES   # a search stops after this many files, shallowest first (docs/check.md)
+# Folders never searched: the one skip list (opscan/index/walk.py: environments, caches, build
+# output, version control, any virtual environment and `*.egg-info`), plus `env` and every hidden
+# folder. MAX_FILES: a search stops after this many files, shallowest first (docs/check.md).
 MAX_CONFIG_BYTES = 1 << 20
 
 FACTORY_NAMES = {"build", "make", "create_model", "get_model", "build_model", "make_model", "model_fn",
@@ -48,7 +49,7 @@ _FACTORY = re.compile(r"^((build|make|create|new)_\w+|(get|load)_\w*(model|net|n
 # Names of the parameters opscan can pass to a factory (docs/trace.md, "Targets").
 FACTORY_PARAMETERS = {"batch", "seq_len"}
 MODULE_BASES = {"nn.Module", "torch.nn.Module", "Module", "PreTrainedModel", "nn.modules.module.Module"}
-# A base the scan's import resolver (opscan/scan/resolver.py) resolves to one of these is a module
+# A base the scan's import resolver (opscan/index/resolver.py) resolves to one of these is a module
 # too, whatever it is called in the file (`from torch.nn import Module as Base`).
 RESOLVED_BASES = {"torch.nn.Module", "torch.nn.modules.module.Module"}
 
@@ -76,19 +77,17 @@ def config_kind(path: Path) -> tuple[str, dict]:
 
 
 def unreadable_config(path: Path, label: str) -> str:
-    """Why the config.json at `path` is not a JSON object ("LABEL:LINE: not valid JSON: ..."), or ""."""
+    """Why the config.json at `path` is not a JSON object ("LABEL:LINE: not valid JSON: ..."), or ""
+    (read by the one reader, opscan/targets/folders.py; a file over MAX_CONFIG_BYTES is not judged)."""
     try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
+        read_config(path, max_bytes=MAX_CONFIG_BYTES)
+    except TargetError as exc:
+        if exc.message.startswith("larger than"):
             return ""
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except OSError as exc:
-        return f"{label}: cannot read: {exc.strerror or exc}"
-    except UnicodeDecodeError as exc:
-        return f"{label}: not valid JSON: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
-    except ValueError as exc:
-        line, column = getattr(exc, "lineno", 1), getattr(exc, "colno", 1)
-        return f"{label}:{line}: not valid JSON: {getattr(exc, 'msg', exc)} (column {column})"
-    return "" if isinstance(data, dict) else f"{label}: not valid JSON for a model config: not a JSON object"
+        if exc.message == "not a JSON object":
+            return f"{label}: not valid JSON for a model config: not a JSON object"
+        return f"{label}:{exc.line}: {exc.message}" if exc.line is not None else f"{label}: {exc.message}"
+    return ""
 
 
 def folder_candidate(folder: Path, label: str, trust_remote_code: bool = False) -> ModelCandidate | None:
@@ -147,20 +146,23 @@ def _split(found: tuple[ModelCandidate, ...]) -> Discovery:
 
 # --- a project --------------------------------------------------------------------------------------
 
-def candidates(root: Path, *, trust_remote_code: bool = False, construct: bool = False) -> Discovery:
+def candidates(root: Path, *, trust_remote_code: bool = False, construct: bool = False,
+               index: ProjectIndex | None = None) -> Discovery:
     """Every model candidate in the project at `root`, read statically, in a stable order.
 
     With `construct`, the ways to build a model with no configuration (opscan/targets/recipes.py:
-    `repo:` targets) follow, best first, and `traced` holds the ones to try (zero_config_targets)."""
+    `repo:` targets) follow, best first, and `traced` holds the ones to try (zero_config_targets).
+    `index`: the run's project index of `root` (opscan/index), shared with the scan; default a new one."""
     root = Path(root).resolve()
+    index = index if index is not None and index.root == root else ProjectIndex(root)
     found: list[ModelCandidate] = []
     ways: list[repo.Recipe] | None = [] if construct else None
-    known = _repository_modules(root) if construct else (frozenset(), frozenset())
-    for path in _walk(root, docs=construct):
-        rel = path.relative_to(root).as_posix()
+    known = _repository_modules(index) if construct else (frozenset(), frozenset())
+    for path in _walk(index, docs=construct):
+        rel = index.rel(path)
         if path.suffix == ".md":
             try:
-                ways.extend(repo.readme_recipes(path.read_text(encoding="utf-8", errors="replace"), rel))
+                ways.extend(repo.readme_recipes(index.data(rel).decode("utf-8", errors="replace"), rel))
             except OSError:
                 pass
         elif path.name == "config.json":
@@ -171,11 +173,11 @@ def candidates(root: Path, *, trust_remote_code: bool = False, construct: bool =
         elif path.suffix == ".pt2":
             found.append(ModelCandidate(target=f"pt2:{rel}", kind="export", path=rel))
         elif path.suffix == ".py":
-            found.extend(python_candidates(path, rel, root, trust_remote_code, ways, known))
+            found.extend(python_candidates(path, rel, root, trust_remote_code, ways, known, index))
             if ways is not None and repo_tests.is_test_file(path.name):
-                ways.extend(_test_recipes(path, rel, known[0]))
+                ways.extend(_test_recipes(index, rel, known[0]))
         elif path.suffix == ".ipynb":
-            found.extend(notebook_candidates(path, rel))
+            found.extend(notebook_candidates(path, rel, index))
     unique: dict[str, ModelCandidate] = {}
     for cand in found:
         unique.setdefault(cand.target, cand)
@@ -185,21 +187,45 @@ def candidates(root: Path, *, trust_remote_code: bool = False, construct: bool =
     built = [ModelCandidate(target=w.target, kind=w.kind, path=w.path, line=w.line, note=w.how)
              for w in repo.rank(repo_tests.keep(ways)) if w.target not in unique]
     traced = zero_config_targets(ordered, built)
-    return Discovery(candidates=tuple(ordered) + tuple(_with_setup_calls(root, built, traced)), traced=traced)
+    return Discovery(candidates=tuple(ordered) + tuple(_with_setup_calls(index, built, traced)), traced=traced)
 
 
-def _with_setup_calls(root: Path, built: list[ModelCandidate], traced: tuple[str, ...]) -> list[ModelCandidate]:
+def _with_setup_calls(index: ProjectIndex, built: list[ModelCandidate], traced: tuple[str, ...]) -> list[ModelCandidate]:
     """The notes of the model classes to try, with the setup call the repository makes before calling
     one, and where (opscan/targets/call_sites.py, NOTE [setup calls]): the child makes it when the
     forward fails without it."""
     out = []
     for cand in built:
-        found = call_sites.usage(root, cand.path, cand.target.rpartition(":")[2], setups_only=True) \
+        found = call_sites.usage(index, cand.path, cand.target.rpartition(":")[2], setups_only=True) \
             if cand.kind == "repo-class" and cand.target in traced else None
         if found is not None:
             cand = dataclasses.replace(cand, note=f"{cand.note}; if its forward fails without it: {found.words()}")
         out.append(cand)
     return out
+
+
+def call_site_table(index: ProjectIndex, targets: tuple[str, ...]) -> tuple:
+    """How the repository calls the model classes of the files of its `repo:FILE:NAME` targets
+    (opscan/targets/call_sites.py `usage`), read through the run's index: ((file, class), Usage or
+    None) pairs, sorted, handed to the trace's child as data (ModelConfig.call_sites). A model class
+    of another file (a factory building one it imports) is not among them: the child reads it."""
+    table = {}
+    for target in targets:
+        spec = target[len("repo:"):] if target.startswith("repo:") else ""
+        rel, _, name = spec.rpartition(":")
+        if not rel or not name or "::" in spec or "#" in spec or not rel.endswith(".py"):
+            continue
+        tree = index.tree(rel, MAX_PYTHON_BYTES)
+        if tree is None:
+            continue
+        for cls in sorted(set(_module_classes(tree, rel, index=index)) | ({name} & _class_names(tree))):
+            if (rel, cls) not in table:
+                table[(rel, cls)] = call_sites.usage(index, rel, cls)
+    return tuple(sorted(table.items(), key=lambda item: item[0]))
+
+
+def _class_names(tree: ast.Module) -> set[str]:
+    return {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
 
 
 def zero_config_targets(found: list[ModelCandidate], built: list[ModelCandidate]) -> tuple[str, ...]:
@@ -237,21 +263,14 @@ _RANK = {"factory": 0, "hf-folder": 1, "timm-folder": 1, "export": 2, "from-pret
          "module-class": 4, "inline": 5, **{kind: 6 for kind in repo.REPO_KINDS}}
 
 
-def _walk(root: Path, docs: bool = False):
+def _walk(index: ProjectIndex, docs: bool = False):
     """Python files, notebooks, exported programs and config.json files (with `docs`, READMEs and
-    Markdown under docs/ too), breadth first (opscan/targets/tree.py)."""
+    Markdown under docs/ too), breadth first: the index's one walk (opscan/index/walk.py)."""
     def keep(path: Path) -> bool:
         return path.suffix in (".py", ".ipynb", ".pt2") or path.name == "config.json" or docs and \
             path.suffix == ".md" and (path.name.lower().startswith("readme") or "docs" in path.parts)
 
-    return tree.files(root, keep, SKIP_DIRS, MAX_FILES)
-
-
-def _read_python(path: Path) -> ast.Module | None:
-    try:
-        return ast.parse(path.read_bytes(), filename=str(path))
-    except (OSError, SyntaxError, ValueError):
-        return None
+    return index.paths(keep, MAX_FILES)
 
 
 # A file is parsed only when its text could hold a candidate (most files of a big tree cannot).
@@ -264,30 +283,32 @@ MAX_PYTHON_BYTES = 2 << 20
 
 
 def python_candidates(path: Path, rel: str, root: Path, trust_remote_code: bool = False,
-                      ways: list | None = None, known: tuple = (frozenset(), frozenset())) -> list[ModelCandidate]:
+                      ways: list | None = None, known: tuple = (frozenset(), frozenset()),
+                      index: ProjectIndex | None = None) -> list[ModelCandidate]:
     """Factories, root nn.Module classes, local from_pretrained folders and inline builds in one file
     (and, into `ways`, the recipes that build its models with no configuration)."""
+    index = index if index is not None else ProjectIndex(root)
     try:
-        data = path.read_bytes()
-        if path.stat().st_size > MAX_PYTHON_BYTES or not _HINT.search(data) \
-                and not (ways is not None and (path.name == "hubconf.py" or known[0] and b"class " in data)):
-            return []
+        data = index.data(rel)
     except OSError:
         return []
-    tree = _read_python(path)
+    if len(data) > MAX_PYTHON_BYTES or not _HINT.search(data) \
+            and not (ways is not None and (path.name == "hubconf.py" or known[0] and b"class " in data)):
+        return []
+    tree = index.tree(rel)
     if tree is None:
         return []
     if ways is not None:
-        ways.extend(_recipes(tree, rel, known, root))
-    return _module_candidates(tree, rel, root, path.parent, trust_remote_code, notebook=False)
+        ways.extend(_recipes(tree, rel, known, root, index))
+    return _module_candidates(tree, rel, root, path.parent, trust_remote_code, notebook=False, index=index)
 
 
 def _recipes(tree: ast.Module, rel: str, known: tuple = (frozenset(), frozenset()),
-             root: Path | None = None) -> list[repo.Recipe]:
+             root: Path | None = None, index: ProjectIndex | None = None) -> list[repo.Recipe]:
     """The file's recipes; `known`: the repository's (model classes, base model classes) (NOTE [bases in other files])."""
     if Path(rel).name == "hubconf.py":
         return hubconf.hubconf_recipes(tree, rel, root)
-    classes = _module_classes(tree, known=known[0])
+    classes = _module_classes(tree, rel, known[0], index)
     built_inside = {c.func.id for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
                     for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
                     and c.func.id in classes and c.func.id != node.name}
@@ -310,14 +331,9 @@ def _shipped_table(folder: Path | None, required: frozenset[str]) -> str:
     return shipped.described(folder, set(required))
 
 
-def _test_recipes(path: Path, rel: str, models: frozenset[str]) -> list[repo.Recipe]:
+def _test_recipes(index: ProjectIndex, rel: str, models: frozenset[str]) -> list[repo.Recipe]:
     """The repository's test in one test file that builds one of its models (opscan/targets/repo_tests.py)."""
-    try:
-        if path.stat().st_size > MAX_PYTHON_BYTES:
-            return []
-    except OSError:
-        return []
-    tree = _read_python(path)
+    tree = index.tree(rel, MAX_PYTHON_BYTES)
     return repo_tests.test_recipes(tree, rel, models) if tree is not None else []
 
 
@@ -328,10 +344,10 @@ def _with_registries(found: list[repo.Recipe], registered: list[repo.Recipe]) ->
     return [r for r in found if r.target not in targets] + registered
 
 
-def notebook_candidates(path: Path, rel: str) -> list[ModelCandidate]:
+def notebook_candidates(path: Path, rel: str, index: ProjectIndex | None = None) -> list[ModelCandidate]:
     """A notebook cannot be imported by name: a model built in it asks for a factory (FACTORY_HINT)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(index.data(rel).decode("utf-8") if index is not None else path.read_text(encoding="utf-8"))
         cells = [c for c in data.get("cells", []) if c.get("cell_type") == "code"]
     except (OSError, ValueError, UnicodeDecodeError, AttributeError):
         return []
@@ -360,9 +376,10 @@ def _dotted(node: ast.AST) -> str:
 
 
 def _module_candidates(tree: ast.Module, rel: str, root: Path | None, folder: Path,
-                       trust_remote_code: bool, notebook: bool) -> list[ModelCandidate]:
+                       trust_remote_code: bool, notebook: bool,
+                       index: ProjectIndex | None = None) -> list[ModelCandidate]:
     out: list[ModelCandidate] = []
-    classes = _module_classes(tree, rel)
+    classes = _module_classes(tree, rel, index=None if notebook else index)
     built_inside: set[str] = set()     # classes some other class or factory of this file builds
     factories: list[ast.FunctionDef] = []
     loading: list[ast.Call] = []       # from_pretrained / from_config calls (one walk finds both)
@@ -383,7 +400,7 @@ def _module_candidates(tree: ast.Module, rel: str, root: Path | None, folder: Pa
                    "module without side effects") if runs_on_import else ""
     if not notebook:
         for fn in factories:
-            required = _required_parameters(fn) - FACTORY_PARAMETERS
+            required = set(factories_.required(fn)) - FACTORY_PARAMETERS
             defaults = factories_.defaults_function(tree, fn) if required and not runs_on_import else None
             if required and defaults is None:
                 note = f"{fn.name}() needs arguments ({', '.join(sorted(required))}): " + \
@@ -426,24 +443,22 @@ def _module_candidates(tree: ast.Module, rel: str, root: Path | None, folder: Pa
     return out
 
 
-def _repository_modules(root: Path) -> tuple[frozenset[str], frozenset[str]]:
+def _repository_modules(index: ProjectIndex) -> tuple[frozenset[str], frozenset[str]]:
     """(names of the nn.Module classes of the whole repository, those other ones derive from): bases followed across its files
     (`class Llama3Model(Decoder)` with Decoder(BaseModel) and BaseModel(Module) in three other files):
     what `_module_classes` adds to a file's own when recipes are read (NOTE [bases in other files])."""
     bases: dict[str, set[str]] = {}
     seeds: set[str] = set()
-    for path in _walk(root):
+    for path in _walk(index):
         if path.suffix != ".py":
             continue
-        try:
-            if path.stat().st_size > MAX_PYTHON_BYTES or b"class " not in path.read_bytes():
-                continue
-        except OSError:
+        rel = index.rel(path)
+        if not index.mentions(rel, b"class ", MAX_PYTHON_BYTES):
             continue
-        tree = _read_python(path)
+        tree = index.tree(rel)
         if tree is None:
             continue
-        seeds |= set(_module_classes(tree, path.relative_to(root).as_posix()))
+        seeds |= set(_module_classes(tree, rel, index=index))
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
                 bases.setdefault(node.name, set()).update(_dotted(b).split(".")[-1] for b in node.bases)
@@ -464,15 +479,14 @@ def _repository_modules(root: Path) -> tuple[frozenset[str], frozenset[str]]:
 # class deriving from one counts as a model class of its file. Names are matched by their last
 # part: a same-named unrelated base elsewhere is a false friend the child's build then rejects.
 
-def _module_classes(tree: ast.Module, rel: str = "", known: frozenset = frozenset()) -> dict[str, ast.ClassDef]:
+def _module_classes(tree: ast.Module, rel: str = "", known: frozenset = frozenset(),
+                    index: ProjectIndex | None = None) -> dict[str, ast.ClassDef]:
     """Top-level classes deriving (directly or through another class of the file) from nn.Module:
-    as spelled (MODULE_BASES), or as the scan's import resolver resolves the base (RESOLVED_BASES),
-    or from a class of the repository `known` to be one (NOTE [bases in other files])."""
+    as spelled (MODULE_BASES), or as the import resolver (opscan/index/resolver.py, the scan's)
+    resolves the base (RESOLVED_BASES), or from a class of the repository `known` to be one
+    (NOTE [bases in other files]). `index`: the file's bindings are made once for the run."""
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-    imports = Imports(rel)
-    for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            imports.add(node)
+    imports = index.imports(rel, tree) if index is not None else _imports(tree, rel)
     resolved = {name: {imports.resolve(b) for b in node.bases} for name, node in classes.items()}
     modules: dict[str, ast.ClassDef] = {}
     changed = True
@@ -489,23 +503,23 @@ def _module_classes(tree: ast.Module, rel: str = "", known: frozenset = frozense
     return dict(sorted(modules.items(), key=lambda item: item[1].lineno))
 
 
+def _imports(tree: ast.Module, rel: str) -> Imports:
+    """The module-level import bindings of a tree no index holds (a notebook cell)."""
+    imports = Imports(rel)
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.add(node)
+    return imports
+
+
 def _is_factory(fn: ast.FunctionDef) -> bool:
     return fn.name in FACTORY_NAMES or bool(_FACTORY.match(fn.name))
-
-
-def _required_parameters(fn: ast.FunctionDef) -> set[str]:
-    args = fn.args
-    positional = args.posonlyargs + args.args
-    without_default = positional[: len(positional) - len(args.defaults)]
-    required = {a.arg for a in without_default}
-    required |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None}
-    return required
 
 
 def _init_required(node: ast.ClassDef) -> list[str]:
     for item in node.body:
         if isinstance(item, ast.FunctionDef) and item.name == "__init__":
-            required = _required_parameters(item) - {"self"}
+            required = set(factories_.required(item)) - {"self"}
             return sorted(required)
     return []
 

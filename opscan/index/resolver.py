@@ -1,4 +1,5 @@
 """Import-aware names: maps a file's local names to the dotted names they were imported as.
+The scan's import resolver, and the project index's module-level bindings (opscan/index).
 
 `import torch as T; T.cuda.synchronize()`, `from torch import cuda; cuda.synchronize()` and
 `from torch.cuda import amp; amp.autocast()` all resolve to `torch.cuda....`. Resolution is
