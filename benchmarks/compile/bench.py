@@ -181,6 +181,29 @@ def cache_key(sig: str) -> str:
     return op + "|" + ";".join(_TENSOR.findall(args))
 
 
+_SYMBOL = re.compile(r"\bu\d+\b")
+
+
+def symbolic_jaccard(forecast: set[str], real: set[str], reduce=lambda sig: sig) -> float:
+    """Jaccard of the first step's signatures with opscan's unknown sizes as wildcards (the rule, fixed
+    before any result was looked at): each symbol (`u0`, `u1`, ...) is written `?`; a real signature
+    that is not itself among opscan's is replaced by the first (sorted) of opscan's `?` patterns it
+    matches, where `?` matches any one size; then the plain Jaccard of the two sets. `reduce` is
+    applied to both sides first (cache_key: the ints left out)."""
+    patterns = {reduce(_SYMBOL.sub("?", sig)) for sig in forecast}
+    by_op: dict[str, list[tuple[str, re.Pattern]]] = {}
+    for p in sorted(patterns):
+        if "?" in p:
+            rx = re.compile(re.escape(p).replace(r"\?", r"-?\d+") + r"\Z")
+            by_op.setdefault(p.split("(", 1)[0].split("|", 1)[0], []).append((p, rx))
+    mapped = set()
+    for sig in (reduce(r) for r in real):
+        if sig not in patterns:
+            sig = next((p for p, rx in by_op.get(sig.split("(", 1)[0].split("|", 1)[0], ()) if rx.match(sig)), sig)
+        mapped.add(sig)
+    return _jaccard(patterns, mapped)
+
+
 def every_step(fc) -> bool:
     """The forecast says "recompiles every step": a new shape in every later step, or data-dependent sizes."""
     later = [any(n.cause != "first-run" for n in step.new) for step in fc.steps[1:]]
@@ -211,6 +234,9 @@ def score(script: Path, argv: list[str], fixed: bool, steps: int, repeat: int) -
         "first_step_jaccard": round(len(inter) / len(first | real_first), 4) if first | real_first else 1.0,
         "first_step_real": len(real_first),
         "first_step_jaccard_cache_key": _jaccard({cache_key(x) for x in first}, {cache_key(x) for x in real_first}), "first_step_opscan": len(first),
+        "first_step_symbols": sum(1 for x in first if _SYMBOL.search(x)),
+        "first_step_jaccard_symbolic": symbolic_jaccard(first, real_first),
+        "first_step_jaccard_symbolic_key": symbolic_jaccard(first, real_first, cache_key),
         "changing_ops_real": sorted(truth), "varying_ops_opscan": sorted(found),
         "recall": round(len(truth & found) / len(truth), 4) if truth else None,
         "missed": sorted(truth - found), "extra": sorted(found - truth),
@@ -287,7 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     for part, found in rows.items():
         print(f"== {part}")
         for r in found:
-            print(f"{r['script']:22} J1={r['first_step_jaccard']:.3f} key={r['first_step_jaccard_cache_key']:.3f} ({r['first_step_real']}/{r['first_step_opscan']}) "
+            print(f"{r['script']:22} J1={r['first_step_jaccard']:.3f} key={r['first_step_jaccard_cache_key']:.3f} "
+                  f"sym={r['first_step_jaccard_symbolic']:.3f} symkey={r['first_step_jaccard_symbolic_key']:.3f} "
+                  f"({r['first_step_real']}/{r['first_step_opscan']}, {r['first_step_symbols']} with symbols) "
                   f"recall={r['recall']} changing={len(r['changing_ops_real'])} varying={len(r['varying_ops_opscan'])} "
                   f"fixed={r['labelled_fixed']} flagged={r['flagged']} (cpu {r['flagged_cpu']}) time +{100 * (r['added_time'] or 0):.1f}%")
     if args.json:
