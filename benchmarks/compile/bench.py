@@ -2,7 +2,7 @@
 and the forecast's added time to `opscan run` (docs/run.md, "Compile forecast: how it is measured").
 
 Usage:
-    python benchmarks/compile/bench.py [--steps N] [--repeat R] [--json OUT]
+    python benchmarks/compile/bench.py [--set dev|held-out|both] [--steps N] [--repeat R] [--json OUT]
 
 Each script runs twice in this process: for real on the CPU under a TorchDispatchMode that writes every
 call's signature (opscan.trace.signatures.signature: op + input shapes + dtypes, the issue's format)
@@ -274,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--set", choices=("dev", "held-out", "both"), default="both",
+                        help="the development scripts, the held-out ones (run once, at the end), or both")
     parser.add_argument("--public", action="append", default=[], metavar="CASE",
                         help="also score a public script of benchmarks/scripts/cases.py (fetched at run "
                              "time, its fake data made), e.g. nanogpt-train; its own argv")
@@ -308,8 +310,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.public:
         rows = {"public": [score(*_public(name, args.mirror), args.steps, args.repeat) for name in args.public]}
     else:
-        rows = {"dev": [score(s, a, f, args.steps, args.repeat) for s, (a, f) in DEV.items()],
-                "held_out": [score(s, a, f, args.steps, args.repeat) for s, (a, f) in HELD_OUT.items()]}
+        rows = {}
+        if args.set in ("dev", "both"):
+            rows["dev"] = [score(s, a, f, args.steps, args.repeat) for s, (a, f) in DEV.items()]
+        if args.set in ("held-out", "both"):
+            rows["held_out"] = [score(s, a, f, args.steps, args.repeat) for s, (a, f) in HELD_OUT.items()]
     for part, found in rows.items():
         print(f"== {part}")
         for r in found:

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import contextlib
+import linecache
+import re
+import sys
 
 import torch
 
@@ -21,9 +24,12 @@ from opscan.trace.signatures import CompileLog
 # shapes of its ops data-dependent at that line when an output has a size equal to the number (a
 # number used as a value, `torch.full((4,), n)`, is not a shape): their outputs carry the origin as
 # a nonzero's do, and the forecast lists them as varying ("data-dependent", the `.item()` line). The
-# number is lost where Python converts it (`range(n)`, `float(n)`, a C function, `math` on it): then
-# nothing is said. The stand-in is 1, so a size of 1 that the number did not make can be taken
-# for it.
+# number is lost where Python converts it (`int(n)` makes an exact int of it, and so does `int(t)` of a
+# tensor): so the line of a read, and the name its statement assigns (`n = int(t.sum())`), carry the
+# origin too, for torch calls from that function at that line or at a line using that name whose
+# value is still an int. Lost: `range(n)`, `float(n)`, a C function, a number passed on to another
+# function after `int()`: then nothing is said. The stand-in is 1, so a size of 1 that the number
+# did not make can be taken for it.
 class StandInNumber(int):
     """An int read from a stand-in value (NOTE [numbers that become shapes]); `origin`: its shape origin."""
 
@@ -63,8 +69,6 @@ class StandInNumber(int):
     def __neg__(self):
         return self._keep(int.__neg__(self))
 
-    def __int__(self):   # `int(n)` keeps it (Python warns of an int subclass: silenced in number_shapes)
-        return self
 
 
 def _number_in(values) -> StandInNumber | None:
@@ -96,6 +100,10 @@ def _numbers(value, origin: tuple):
 _READS = {torch.Tensor.item, torch.Tensor.__int__, torch.Tensor.__index__, torch.Tensor.tolist}
 
 
+_ASSIGNED = re.compile(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
+_NAMES = re.compile(r"[A-Za-z_]\w*")
+
+
 class NumberShapes(torch.overrides.TorchFunctionMode):
     """Numbers read from stand-ins carry their line into the shapes they make (NOTE [numbers that
     become shapes])."""
@@ -103,6 +111,9 @@ class NumberShapes(torch.overrides.TorchFunctionMode):
     def __init__(self, log: CompileLog) -> None:
         super().__init__()
         self.origins = log.origins
+        self.read_lines: dict[tuple, tuple] = {}          # (code, line) of a read -> (origin, offset)
+        self.read_names: dict[object, dict[str, tuple]] = {}   # code -> {name assigned a read: origin}
+        self._words: dict[tuple, frozenset] = {}
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -110,15 +121,50 @@ class NumberShapes(torch.overrides.TorchFunctionMode):
             self.origins.read_at = None
             out = func(*args, **kwargs)
             read, self.origins.read_at = self.origins.read_at, None
-            return out if read is None else _numbers(out, ("data-dependent", read, ""))
+            if read is None:
+                return out
+            origin = ("data-dependent", read, "")
+            self._remember(sys._getframe(1), origin)
+            return _numbers(out, origin)
         number = _number_in(args) or (_number_in(kwargs.values()) if kwargs else None)
-        if number is None:
+        found = (number.origin, int.__int__(number)) if number is not None else None
+        if found is None and self.read_names:
+            found = self._in_line(sys._getframe(1))
+        if found is None:
             return func(*args, **kwargs)
-        held, self.origins.number = self.origins.number, (number.origin, int.__int__(number))
+        held, self.origins.number = self.origins.number, found
         try:
             return func(*args, **kwargs)
         finally:
             self.origins.number = held
+
+    def _remember(self, frame, origin: tuple) -> None:
+        """A read at `frame`'s line: that line, and the name its statement assigns, carry `origin`
+        (`int()` makes an exact int of a StandInNumber: the name keeps what the value cannot)."""
+        code, line = frame.f_code, frame.f_lineno
+        self.read_lines[(code, line)] = (origin, frame.f_lasti)
+        assigned = _ASSIGNED.match(linecache.getline(code.co_filename, line))
+        if assigned:
+            self.read_names.setdefault(code, {})[assigned.group(1)] = origin
+
+    def _in_line(self, frame) -> tuple | None:
+        """(origin, value) of a read on this line or of a name assigned one, used on it; None if none."""
+        names = self.read_names.get(frame.f_code)
+        if names is None:
+            return None
+        key = (frame.f_code, frame.f_lineno)
+        same = self.read_lines.get(key)
+        if same is not None:   # the read's own line: only the calls after it (`torch.zeros(int(t.max()))`)
+            return (same[0], None) if frame.f_lasti > same[1] else None
+        words = self._words.get(key)
+        if words is None:
+            words = self._words[key] = frozenset(_NAMES.findall(linecache.getline(frame.f_code.co_filename,
+                                                                                  frame.f_lineno)))
+        for name in words & names.keys():
+            value = frame.f_locals.get(name)
+            if type(value) is int:
+                return names[name], value
+        return None
 
 
 @contextlib.contextmanager

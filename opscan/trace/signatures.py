@@ -215,7 +215,7 @@ class CompileLog:
         `data`: an op of the data pipeline; `dynamic`: its output size came from a stand-in."""
         found = [o for o in (self.origins.get(t) for t in inputs) if o is not None]
         number = self.origins.number   # a stand-in number in the call, as a size (numbers.py)
-        if number is not None and any(number[1] in tuple(t.shape) for t in outputs):
+        if number is not None and (number[1] is None or any(number[1] in tuple(t.shape) for t in outputs)):
             found.insert(0, number[0])
         given = _best(found)
         sig = signature(name, args, kwargs, self.origins.unknown)
