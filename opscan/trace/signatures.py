@@ -38,7 +38,8 @@ The symbol travels with the tensors: an op's output size equal to an unknown siz
 inputs is that symbol (`x[rows]`, the expert's matmul, its gradient), except the output of an op
 written into a tensor of a fixed shape (index_add's `self`) or of a parameter's shape, and a size an
 op is given as an int: a new tensor's (`new_zeros(g, [12, 16])`) keeps none, an `expand` or a
-`view` keeps the input's unknown sizes that stay in place (right-aligned, same size). A split by
+`view` keeps the input's unknown sizes that stay in place (right-aligned, same size), and its size
+list writes them as the symbols (`expand((u0, 16):float32;[u0,16])`). A split by
 sizes read from stand-in values marks its parts' sizes the same way. Sizes are matched by value,
 so a fixed size equal to an upper bound by chance is written as the symbol too.
 """
@@ -86,6 +87,8 @@ def written(value, symbols=None) -> str | None:
         if isinstance(value, _LAZY):
             return None   # a lazy module's: no shape yet
         return _tensor(value, symbols(value) if symbols is not None else None)
+    if isinstance(value, _Symbol):
+        return str(value)
     if isinstance(value, (bool, int, str)):
         return repr(value)
     if isinstance(value, (torch.SymInt, torch.SymBool)):
@@ -171,6 +174,27 @@ _SIZED = ("aten::expand", "aten::view", "aten::_unsafe_view", "aten::reshape", "
           "aten::broadcast_to", "aten::as_strided")
 
 
+class _Symbol(str):
+    """A size argument written as its symbol (NOTE [unknown sizes])."""
+
+
+def _symbolic_sizes(args, source, unknown: dict[int, str]) -> tuple:
+    """The args of a view or expand of `source` with each int size equal to an unknown size of the
+    source at the same place (right-aligned) written as its symbol: `expand((u0, 16);[u0,16])`."""
+    shape = tuple(source.shape)
+    out = list(args)
+    for k, a in enumerate(out):
+        if isinstance(a, (list, tuple)) and all(type(n) is int for n in a):
+            shift = len(a) - len(shape)
+            sizes: list = list(a)
+            for i, sym in unknown.items():
+                if 0 <= i + shift < len(sizes) and sizes[i + shift] == shape[i]:
+                    sizes[i + shift] = _Symbol(sym)
+            out[k] = sizes
+            break
+    return tuple(out)
+
+
 def _best(origins: list[tuple]) -> tuple | None:
     """The strongest origin (data-dependent before data), the first of its rank."""
     return min(origins, key=lambda o: _RANK[o[0]]) if origins else None
@@ -218,6 +242,8 @@ class CompileLog:
         if number is not None and (number[1] is None or any(number[1] in tuple(t.shape) for t in outputs)):
             found.insert(0, number[0])
         given = _best(found)
+        if name.startswith(_SIZED) and inputs and self.origins.unknown(inputs[0]):
+            args = _symbolic_sizes(args, inputs[0], self.origins.unknown(inputs[0]))
         sig = signature(name, args, kwargs, self.origins.unknown)
         if outputs:
             self._unknown_sizes(name, args, inputs, outputs, dynamic)
