@@ -138,13 +138,19 @@ def real_steps_apart(script: Path, argv: list[str], steps: int) -> list[set[tupl
     return [{(sig, at) for sig, at in step} for step in json.loads(out.stdout.strip().splitlines()[-1])]
 
 
-def fake_run(script: Path, argv: list[str], steps: int, forecast: bool = True, device: str = "cpu"):
-    from opscan.trace import signatures
+def fake_run(script: Path, argv: list[str], steps: int, forecast: bool = True, device: str = "cpu",
+             draws: bool = True):
+    """`opscan run`'s engine; `forecast=False`: the signature recording and the number-following mode
+    switched off; `draws=False`: random host ops not drawn for real (NOTE [host random stream])."""
+    from opscan.trace import numbers, run_mode, signatures
     from opscan.trace.script import run_script
 
-    saved = signatures.CompileLog.record
+    saved = signatures.CompileLog.record, numbers.number_shapes, run_mode.RunMode._drawn
     if not forecast:
         signatures.CompileLog.record = lambda *a, **k: None
+        numbers.number_shapes = lambda log: contextlib.nullcontext()
+    if not draws:
+        run_mode.RunMode._drawn = lambda *a, **k: None
     try:
         with tempfile.TemporaryDirectory() as folder:
             started = time.process_time()   # CPU seconds of this process: less swayed by a shared machine
@@ -152,7 +158,7 @@ def fake_run(script: Path, argv: list[str], steps: int, forecast: bool = True, d
                                   cwd=str(_CWD or folder))
             return trace, time.process_time() - started
     finally:
-        signatures.CompileLog.record = saved
+        signatures.CompileLog.record, numbers.number_shapes, run_mode.RunMode._drawn = saved
 
 
 def changing_ops(steps: list[set[tuple[str, int]]]) -> set[str]:
@@ -299,13 +305,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.time_only:
         script, argv_ = FIXTURES / "gpt_train.py", ["--max-iters", "8", "--n-layer", "4", "--n-embd", "64"]
         fake_run(script, argv_, 5)   # warm-up
-        on, off = [], []
+        on, off, undrawn = [], [], []
         for _ in range(args.repeat):
             on.append(fake_run(script, argv_, 5)[1])
             off.append(fake_run(script, argv_, 5, forecast=False)[1])
+            undrawn.append(fake_run(script, argv_, 5, draws=False)[1])
         print(json.dumps({"script": "gpt_train.py " + " ".join(argv_) + " --steps 5", "with": sorted(on),
                           "without": sorted(off), "added_time_best": round(min(on) / min(off) - 1, 4),
-                          "added_time_median": round(sorted(on)[len(on) // 2] / sorted(off)[len(off) // 2] - 1, 4)}))
+                          "added_time_median": round(sorted(on)[len(on) // 2] / sorted(off)[len(off) // 2] - 1, 4),
+                          "without_host_draws": sorted(undrawn),
+                          "host_draws_time_best": round(min(on) / min(undrawn) - 1, 4)}))
         return 0
     if args.public:
         rows = {"public": [score(*_public(name, args.mirror), args.steps, args.repeat) for name in args.public]}
