@@ -29,7 +29,9 @@ from opscan.trace.signatures import CompileLog
 # origin too, for torch calls from that function at that line or at a line using that name whose
 # value is still an int. Lost: `range(n)`, `float(n)`, a C function, a number passed on to another
 # function after `int()`: then nothing is said. The stand-in is 1, so a size of 1 that the number
-# did not make can be taken for it.
+# did not make can be taken for it. The mode is a torch function mode, which makes
+# `has_torch_function` true and so turns off inference fast paths (nn.TransformerEncoderLayer's):
+# `opscan trace` enters it for a training step only; `opscan run` has torch function modes anyway.
 class StandInNumber(int):
     """An int read from a stand-in value (NOTE [numbers that become shapes]); `origin`: its shape origin."""
 

@@ -218,7 +218,7 @@ class _Tracer:
         try:
             with self._mode(), devices.sdpa_context(self.device, self.profile), fakes.fake_deepcopy(), \
                     fakes.identity_conversions(), fakes.fake_format(), fakes.real_one_hot(), \
-                    numbers.number_shapes(recorder.compile_log), recorder, \
+                    _numbers(mode, recorder), recorder, \
                     (compiled.RegionOps(self.compiles) if self.compiles is not None else contextlib.nullcontext()):
                 stopped = self._step(mode, recorder, opt, amp, extra)
                 recorder.compile_log.close("step")
@@ -294,6 +294,12 @@ def _accepts(model, name: str) -> bool:
     base = getattr(model, "base_model", None)
     forwards_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     return forwards_kwargs and isinstance(base, nn.Module) and base is not model and _accepts(base, name)
+
+
+def _numbers(mode: str, recorder: Recorder):
+    """NOTE [numbers that become shapes] in a training step only: its torch function mode makes
+    `has_torch_function` true, which turns off inference fast paths (nn.TransformerEncoderLayer's)."""
+    return numbers.number_shapes(recorder.compile_log) if mode == "train" else contextlib.nullcontext()
 
 
 class _Result:
