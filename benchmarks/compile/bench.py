@@ -2,7 +2,7 @@
 and the forecast's added time to `opscan run` (docs/run.md, "Compile forecast: how it is measured").
 
 Usage:
-    python benchmarks/compile/bench.py [--steps N] [--repeat R] [--json OUT]
+    python benchmarks/compile/bench.py [--set dev|held-out|both] [--steps N] [--repeat R] [--json OUT]
 
 Each script runs twice in this process: for real on the CPU under a TorchDispatchMode that writes every
 call's signature (opscan.trace.signatures.signature: op + input shapes + dtypes, the issue's format)
@@ -138,13 +138,19 @@ def real_steps_apart(script: Path, argv: list[str], steps: int) -> list[set[tupl
     return [{(sig, at) for sig, at in step} for step in json.loads(out.stdout.strip().splitlines()[-1])]
 
 
-def fake_run(script: Path, argv: list[str], steps: int, forecast: bool = True, device: str = "cpu"):
-    from opscan.trace import signatures
+def fake_run(script: Path, argv: list[str], steps: int, forecast: bool = True, device: str = "cpu",
+             draws: bool = True):
+    """`opscan run`'s engine; `forecast=False`: the signature recording and the number-following mode
+    switched off; `draws=False`: random host ops not drawn for real (NOTE [host random stream])."""
+    from opscan.trace import numbers, run_mode, signatures
     from opscan.trace.script import run_script
 
-    saved = signatures.CompileLog.record
+    saved = signatures.CompileLog.record, numbers.number_shapes, run_mode.RunMode._drawn
     if not forecast:
         signatures.CompileLog.record = lambda *a, **k: None
+        numbers.number_shapes = lambda log: contextlib.nullcontext()
+    if not draws:
+        run_mode.RunMode._drawn = lambda *a, **k: None
     try:
         with tempfile.TemporaryDirectory() as folder:
             started = time.process_time()   # CPU seconds of this process: less swayed by a shared machine
@@ -152,7 +158,7 @@ def fake_run(script: Path, argv: list[str], steps: int, forecast: bool = True, d
                                   cwd=str(_CWD or folder))
             return trace, time.process_time() - started
     finally:
-        signatures.CompileLog.record = saved
+        signatures.CompileLog.record, numbers.number_shapes, run_mode.RunMode._drawn = saved
 
 
 def changing_ops(steps: list[set[tuple[str, int]]]) -> set[str]:
@@ -179,6 +185,29 @@ def cache_key(sig: str) -> str:
     bools and strs left out: a sample index given to `select` is a value, not a shape)."""
     op, _, args = sig.partition("(")
     return op + "|" + ";".join(_TENSOR.findall(args))
+
+
+_SYMBOL = re.compile(r"\bu\d+\b")
+
+
+def symbolic_jaccard(forecast: set[str], real: set[str], reduce=lambda sig: sig) -> float:
+    """Jaccard of the first step's signatures with opscan's unknown sizes as wildcards (the rule, fixed
+    before any result was looked at): each symbol (`u0`, `u1`, ...) is written `?`; a real signature
+    that is not itself among opscan's is replaced by the first (sorted) of opscan's `?` patterns it
+    matches, where `?` matches any one size; then the plain Jaccard of the two sets. `reduce` is
+    applied to both sides first (cache_key: the ints left out)."""
+    patterns = {reduce(_SYMBOL.sub("?", sig)) for sig in forecast}
+    by_op: dict[str, list[tuple[str, re.Pattern]]] = {}
+    for p in sorted(patterns):
+        if "?" in p:
+            rx = re.compile(re.escape(p).replace(r"\?", r"-?\d+") + r"\Z")
+            by_op.setdefault(p.split("(", 1)[0].split("|", 1)[0], []).append((p, rx))
+    mapped = set()
+    for sig in (reduce(r) for r in real):
+        if sig not in patterns:
+            sig = next((p for p, rx in by_op.get(sig.split("(", 1)[0].split("|", 1)[0], ()) if rx.match(sig)), sig)
+        mapped.add(sig)
+    return _jaccard(patterns, mapped)
 
 
 def every_step(fc) -> bool:
@@ -211,6 +240,9 @@ def score(script: Path, argv: list[str], fixed: bool, steps: int, repeat: int) -
         "first_step_jaccard": round(len(inter) / len(first | real_first), 4) if first | real_first else 1.0,
         "first_step_real": len(real_first),
         "first_step_jaccard_cache_key": _jaccard({cache_key(x) for x in first}, {cache_key(x) for x in real_first}), "first_step_opscan": len(first),
+        "first_step_symbols": sum(1 for x in first if _SYMBOL.search(x)),
+        "first_step_jaccard_symbolic": symbolic_jaccard(first, real_first),
+        "first_step_jaccard_symbolic_key": symbolic_jaccard(first, real_first, cache_key),
         "changing_ops_real": sorted(truth), "varying_ops_opscan": sorted(found),
         "recall": round(len(truth & found) / len(truth), 4) if truth else None,
         "missed": sorted(truth - found), "extra": sorted(found - truth),
@@ -248,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--set", choices=("dev", "held-out", "both"), default="both",
+                        help="the development scripts, the held-out ones (run once, at the end), or both")
     parser.add_argument("--public", action="append", default=[], metavar="CASE",
                         help="also score a public script of benchmarks/scripts/cases.py (fetched at run "
                              "time, its fake data made), e.g. nanogpt-train; its own argv")
@@ -271,23 +305,31 @@ def main(argv: list[str] | None = None) -> int:
     if args.time_only:
         script, argv_ = FIXTURES / "gpt_train.py", ["--max-iters", "8", "--n-layer", "4", "--n-embd", "64"]
         fake_run(script, argv_, 5)   # warm-up
-        on, off = [], []
+        on, off, undrawn = [], [], []
         for _ in range(args.repeat):
             on.append(fake_run(script, argv_, 5)[1])
             off.append(fake_run(script, argv_, 5, forecast=False)[1])
+            undrawn.append(fake_run(script, argv_, 5, draws=False)[1])
         print(json.dumps({"script": "gpt_train.py " + " ".join(argv_) + " --steps 5", "with": sorted(on),
                           "without": sorted(off), "added_time_best": round(min(on) / min(off) - 1, 4),
-                          "added_time_median": round(sorted(on)[len(on) // 2] / sorted(off)[len(off) // 2] - 1, 4)}))
+                          "added_time_median": round(sorted(on)[len(on) // 2] / sorted(off)[len(off) // 2] - 1, 4),
+                          "without_host_draws": sorted(undrawn),
+                          "host_draws_time_best": round(min(on) / min(undrawn) - 1, 4)}))
         return 0
     if args.public:
         rows = {"public": [score(*_public(name, args.mirror), args.steps, args.repeat) for name in args.public]}
     else:
-        rows = {"dev": [score(s, a, f, args.steps, args.repeat) for s, (a, f) in DEV.items()],
-                "held_out": [score(s, a, f, args.steps, args.repeat) for s, (a, f) in HELD_OUT.items()]}
+        rows = {}
+        if args.set in ("dev", "both"):
+            rows["dev"] = [score(s, a, f, args.steps, args.repeat) for s, (a, f) in DEV.items()]
+        if args.set in ("held-out", "both"):
+            rows["held_out"] = [score(s, a, f, args.steps, args.repeat) for s, (a, f) in HELD_OUT.items()]
     for part, found in rows.items():
         print(f"== {part}")
         for r in found:
-            print(f"{r['script']:22} J1={r['first_step_jaccard']:.3f} key={r['first_step_jaccard_cache_key']:.3f} ({r['first_step_real']}/{r['first_step_opscan']}) "
+            print(f"{r['script']:22} J1={r['first_step_jaccard']:.3f} key={r['first_step_jaccard_cache_key']:.3f} "
+                  f"sym={r['first_step_jaccard_symbolic']:.3f} symkey={r['first_step_jaccard_symbolic_key']:.3f} "
+                  f"({r['first_step_real']}/{r['first_step_opscan']}, {r['first_step_symbols']} with symbols) "
                   f"recall={r['recall']} changing={len(r['changing_ops_real'])} varying={len(r['varying_ops_opscan'])} "
                   f"fixed={r['labelled_fixed']} flagged={r['flagged']} (cpu {r['flagged_cpu']}) time +{100 * (r['added_time'] or 0):.1f}%")
     if args.json:

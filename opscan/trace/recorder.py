@@ -204,6 +204,8 @@ class Recorder(TorchDispatchMode):
     def count_stand_in(self, name, kind, value, source) -> None:
         """Count one stand-in value (`kind`, e.g. "item") given for `name` at `source`: the trace's and the run's."""
         self._dynamic = self._dynamic or kind in DYNAMIC_KINDS
+        if kind == "item":   # NOTE [numbers that become shapes] in numbers.py
+            self.compile_log.origins.read_at = source
         if self.signatures_only:
             return
         key = (name, kind, value, source)

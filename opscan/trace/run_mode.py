@@ -13,6 +13,7 @@ from torch.utils._pytree import tree_leaves, tree_map_only
 
 from opscan.trace import device as devices
 from opscan.trace import fakes
+from opscan.trace.device import KEPT_NUMEL
 
 
 class RunMode(devices.FakeMode):
@@ -23,6 +24,7 @@ class RunMode(devices.FakeMode):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.undrawn = 0   # random host ops too large (or invalid) to draw for real (NOTE [host random stream])
         self.fake_tensor_converter = _Converter(copy_data=self.fake_tensor_converter.meta_converter.copy_data,
                                                 export=self.fake_tensor_converter.export)
 
@@ -35,6 +37,10 @@ class RunMode(devices.FakeMode):
             out = self._kept_host_factory(func, args, kwargs or {})
             if out is not None:
                 return out
+        if torch.Tag.nondeterministic_seeded in func.tags:
+            kept = self._drawn(func, args, kwargs or {})
+            if kept is not None:
+                return kept
         if func is torch.ops.aten._coalesced_.default:
             return self._coalesced(func, types, args, kwargs)
         if any(_host_data(t) for t in tree_leaves((args, kwargs))):
@@ -56,6 +62,44 @@ class RunMode(devices.FakeMode):
         if real.numel() > HOST_NUMEL:
             return None   # NOTE: the generator advanced as in a real run; the values are dropped
         return self._kept_fake(real, torch.device("cpu"))
+
+    def _drawn(self, func, args, kwargs):
+        """A random op on fake host tensors draws from the real generator as a real run does (NOTE
+        [host random stream]); an in-place fill of a small integer host tensor keeps its values
+        (returned, the tensor now holding them), else None: the op goes on as a fake one."""
+        fakes_in = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        if not fakes_in or any(t.device.type != "cpu" or t.layout != torch.strided or not self.is_our_fake(t)
+                               and not _host_data(t) for t in fakes_in):
+            return None   # a device op draws from the device's generator, not the host's
+        generator = kwargs.get("generator")
+        if generator is not None and generator.device.type != "cpu":
+            return None
+        if sum(t.numel() for t in fakes_in) > DRAW_NUMEL:
+            self.undrawn += 1
+            return None   # NOTE: the host stream differs from here on
+
+        def real(t):
+            held = getattr(t, "constant", None)
+            if held is not None:
+                return held.clone()
+            made = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype)
+            return made.fill_(0.5 if made.is_floating_point() or made.is_complex() else 0)
+
+        with no_dispatch():
+            substitutes = tree_map_only(torch.Tensor, real, (args, kwargs))
+            try:
+                out = func(*substitutes[0], **substitutes[1])
+            except Exception:   # noqa: BLE001 - values the stand-ins make invalid: no draw known
+                self.undrawn += 1
+                return None
+        target = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if (func._schema.is_mutable and target is not None and self.is_our_fake(target) and out is not None
+                and not target.requires_grad and not target.is_floating_point() and not target.is_complex()
+                and target.numel() <= KEPT_NUMEL and isinstance(out, torch.Tensor)):
+            target.constant = out   # the sampler's seed: `torch.empty((), dtype=torch.int64).random_()`
+            self.fake_tensor_converter.add_constant_storage_mapping(target)
+            return target
+        return None
 
     def _kept_host_factory(self, func, args, kwargs):
         """`torch.zeros(n, dtype=torch.long)`, `torch.full(...)`, `torch.eye(n)` ... on the host, with
@@ -136,6 +180,21 @@ class RunMode(devices.FakeMode):
 # them), and a sparse tensor's coalesced flag is set on the fake tensor and on its values without
 # constant propagation (which would convert the same tensor again, without end). Other sparse
 # layouts (CSR, CSC, BSR) are not kept: they are fake sparse tensors without values.
+# NOTE [host random stream]
+# A script seeds the host generator once and every random op on the host draws from it: a module's
+# weight init (`uniform_`, `normal_` of nn.Linear's reset_parameters, on the CPU before `.to(device)`),
+# dropout on the CPU, the sampler's seed (`torch.empty((), dtype=torch.int64).random_()`). On fake
+# tensors those ops draw nothing, so the batch indices drawn after them (`torch.randint` in a
+# `get_batch`, a shuffled loader's order) would not be the real run's, and neither would the ints
+# the data pipeline's ops get (a sample index given to `select`). So a random op on fake host
+# tensors (or on host data) is also run for real on scratch tensors of the same shapes, strides and
+# dtypes (values 0.5 or 0, or the held values), from the same generator: it consumes the draws a
+# real run consumes, whatever the op's kernel does with them. An in-place fill of a small integer
+# tensor (the sampler's seed) keeps the drawn values, as a host random factory does. Ops on the
+# imitated device draw from the device's generator in a real run, not the host's, and are not
+# drawn. Past DRAW_NUMEL elements per op (a large embedding's init) nothing is drawn, counted in
+# `undrawn`: the host stream differs from the real one from there on.
+DRAW_NUMEL = 1 << 26
 _RANDOM_FACTORIES = (torch.ops.aten.randint, torch.ops.aten.randperm, torch.ops.aten.randn, torch.ops.aten.rand)
 HOST_NUMEL = 1 << 24
 # Factories whose values their arguments give (NOTE [host values]).

@@ -55,7 +55,7 @@ from opscan.trace import (
 )
 from opscan.trace import device as devices
 from opscan.trace import redirect as redirects
-from opscan.trace import signatures
+from opscan.trace import numbers, signatures
 from opscan.trace.recorder import Recorder, _tensors
 from opscan.trace.signatures import CompileLog
 from opscan.trace.sources import SourceFinder
@@ -193,7 +193,8 @@ def _run_rules(device: str, requests, profile, recorder: ScriptRecorder, compile
                         fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(),
                         loaders.in_process(requests.note), run_mode.host_reads(recorder),
                         checkpoints.checkpoints(recorder), libraries.real_answers(), lazy.lazy(),
-                        signatures.tail_batches(recorder.compile_log, _tensors), recorder,
+                        signatures.tail_batches(recorder.compile_log, _tensors),
+                        numbers.number_shapes(recorder.compile_log), recorder,
                         compiled.RegionOps(compiles)):
             stack.enter_context(manager)
         yield

@@ -27,6 +27,21 @@ Where a tensor's shape comes from is carried along the ops as an origin (cause, 
 - a device op passes the strongest origin of its inputs on to its outputs (data-dependent first).
 A new signature of a later step is explained by the origin of its inputs; one with none came from a
 Python number that became a shape at the op's own line.
+
+NOTE [unknown sizes]
+A data-dependent op's output size is unknown to fake tensors; the trace runs on with a stand-in
+upper bound (NOTE [stand-ins] in standins.py), but the signatures do not claim it: each size of a
+stand-in output equal to its upper bound (the element count of an input) is written as a symbol,
+`u0`, `u1`, ... in the order the step makes them (numbered again from u0 in each step, as the
+tracer's unbacked symbols are), e.g. `aten::addmm((16,):float32;(u0, 16):float32;(16, 16):float32)`.
+The symbol travels with the tensors: an op's output size equal to an unknown size of one of its
+inputs is that symbol (`x[rows]`, the expert's matmul, its gradient), except the output of an op
+written into a tensor of a fixed shape (index_add's `self`) or of a parameter's shape, and a size an
+op is given as an int: a new tensor's (`new_zeros(g, [12, 16])`) keeps none, an `expand` or a
+`view` keeps the input's unknown sizes that stay in place (right-aligned, same size), and its size
+list writes them as the symbols (`expand((u0, 16):float32;[u0,16])`). A split by
+sizes read from stand-in values marks its parts' sizes the same way. Sizes are matched by value,
+so a fixed size equal to an upper bound by chance is written as the symbol too.
 """
 
 from __future__ import annotations
@@ -58,16 +73,22 @@ _NAMED = (torch.dtype, torch.layout, torch.memory_format)
 _LAZY = torch.nn.parameter.UninitializedTensorMixin
 
 
-def _tensor(t: torch.Tensor) -> str:
-    dims = [str(d) for d in t.shape]
+def _tensor(t: torch.Tensor, unknown: dict[int, str] | None = None) -> str:
+    dims = [unknown.get(i, str(d)) if unknown else str(d) for i, d in enumerate(t.shape)]
     shape = "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
     return f"{shape}:{str(t.dtype).removeprefix('torch.')}"
 
 
-def written(value) -> str | None:
-    """One argument as the signature writes it (NOTE [compile signatures]); None when left out."""
+def written(value, symbols=None) -> str | None:
+    """One argument as the signature writes it (NOTE [compile signatures]); None when left out.
+
+    `symbols(t)`: the sizes of tensor `t` that are not known, {dim: symbol} (NOTE [unknown sizes])."""
     if isinstance(value, torch.Tensor):
-        return None if isinstance(value, _LAZY) else _tensor(value)   # a lazy module's: no shape yet
+        if isinstance(value, _LAZY):
+            return None   # a lazy module's: no shape yet
+        return _tensor(value, symbols(value) if symbols is not None else None)
+    if isinstance(value, _Symbol):
+        return str(value)
     if isinstance(value, (bool, int, str)):
         return repr(value)
     if isinstance(value, (torch.SymInt, torch.SymBool)):
@@ -75,14 +96,14 @@ def written(value) -> str | None:
     if isinstance(value, _NAMED):
         return str(value).removeprefix("torch.")
     if isinstance(value, (list, tuple)):
-        parts = (written(item) for item in value)
+        parts = (written(item, symbols) for item in value)
         return "[" + ",".join(p for p in parts if p is not None) + "]"
     return None
 
 
-def signature(name: str, args=(), kwargs=None) -> str | None:
+def signature(name: str, args=(), kwargs=None, symbols=None) -> str | None:
     """The canonical signature of one call of op `name` (`aten::add.Tensor`; `.default` dropped)."""
-    parts = [w for w in (written(a) for a in (*args, *(kwargs or {}).values())) if w is not None]
+    parts = [w for w in (written(a, symbols) for a in (*args, *(kwargs or {}).values())) if w is not None]
     if not parts:
         return None
     return f"{name.removesuffix('.default')}({';'.join(parts)})"
@@ -94,6 +115,28 @@ class Origins:
     def __init__(self) -> None:
         self._by_id: dict[int, tuple[weakref.ref, tuple]] = {}
         self._limit = 1 << 16   # pruned past this size (a run with no optimizer step never ends a step)
+        self._unknown: dict[int, tuple[weakref.ref, dict[int, str]]] = {}   # NOTE [unknown sizes]
+        self.read_at: OpSource | None = None   # the line of the last `.item()` stand-in (NOTE [numbers that become shapes] in numbers.py)
+        self.number: tuple | None = None       # (origin, value) of a stand-in number given to the torch call running now
+        self._symbols = 0       # symbols given in this step (u0, u1, ...)
+
+    def unknown(self, t) -> dict[int, str] | None:
+        """The sizes of `t` the data decides, {dim: symbol} (NOTE [unknown sizes]); None: all known."""
+        held = self._unknown.get(id(t))
+        if held is None or held[0]() is not t:
+            return None
+        return held[1]
+
+    def set_unknown(self, t, dims: dict[int, str]) -> None:
+        try:
+            self._unknown[id(t)] = (weakref.ref(t), dims)
+        except TypeError:
+            return
+
+    def symbol(self) -> str:
+        """A new symbol for a size the data decides, numbered from u0 in each step."""
+        self._symbols += 1
+        return f"u{self._symbols - 1}"
 
     def get(self, t) -> tuple | None:
         held = self._by_id.get(id(t))
@@ -112,6 +155,8 @@ class Origins:
 
     def prune(self) -> None:
         self._by_id = {k: v for k, v in self._by_id.items() if v[0]() is not None}
+        self._unknown = {k: v for k, v in self._unknown.items() if v[0]() is not None}
+        self._symbols = 0
 
 
 def _numel(t) -> object:
@@ -119,6 +164,35 @@ def _numel(t) -> object:
         return int(t.numel())
     except Exception:   # noqa: BLE001 - a symbolic size: compared as written
         return str(t.shape)
+
+
+# ops whose output sizes are given as ints: a new tensor's (none kept), a view's or an expand's (the
+# input's own sizes kept where they stay in place, NOTE [unknown sizes])
+_MADE = ("aten::new_zeros", "aten::new_empty", "aten::new_full", "aten::new_ones", "aten::zeros", "aten::ones",
+         "aten::empty", "aten::full")
+_SIZED = ("aten::expand", "aten::view", "aten::_unsafe_view", "aten::reshape", "aten::_reshape_alias",
+          "aten::broadcast_to", "aten::as_strided")
+
+
+class _Symbol(str):
+    """A size argument written as its symbol (NOTE [unknown sizes])."""
+
+
+def _symbolic_sizes(args, source, unknown: dict[int, str]) -> tuple:
+    """The args of a view or expand of `source` with each int size equal to an unknown size of the
+    source at the same place (right-aligned) written as its symbol: `expand((u0, 16);[u0,16])`."""
+    shape = tuple(source.shape)
+    out = list(args)
+    for k, a in enumerate(out):
+        if isinstance(a, (list, tuple)) and all(type(n) is int for n in a):
+            shift = len(a) - len(shape)
+            sizes: list = list(a)
+            for i, sym in unknown.items():
+                if 0 <= i + shift < len(sizes) and sizes[i + shift] == shape[i]:
+                    sizes[i + shift] = _Symbol(sym)
+            out[k] = sizes
+            break
+    return tuple(out)
 
 
 def _best(origins: list[tuple]) -> tuple | None:
@@ -164,8 +238,15 @@ class CompileLog:
 
         `data`: an op of the data pipeline; `dynamic`: its output size came from a stand-in."""
         found = [o for o in (self.origins.get(t) for t in inputs) if o is not None]
+        number = self.origins.number   # a stand-in number in the call, as a size (numbers.py)
+        if number is not None and (number[1] is None or any(number[1] in tuple(t.shape) for t in outputs)):
+            found.insert(0, number[0])
         given = _best(found)
-        sig = signature(name, args, kwargs)
+        if name.startswith(_SIZED) and inputs and self.origins.unknown(inputs[0]):
+            args = _symbolic_sizes(args, inputs[0], self.origins.unknown(inputs[0]))
+        sig = signature(name, args, kwargs, self.origins.unknown)
+        if outputs:
+            self._unknown_sizes(name, args, inputs, outputs, dynamic)
         if sig is not None:
             seen = self.current.get(sig)
             if seen is None:
@@ -189,6 +270,53 @@ class CompileLog:
         for t in outputs:   # an in-place op's output keeps its origin; a fixed shape gets none
             if not any(t is i for i in inputs) and _numel(t) != 1 and tuple(t.shape) not in self.fixed:
                 self.origins.set(t, made)
+
+    def _unknown_sizes(self, name: str, args, inputs: list, outputs: list, dynamic: bool) -> None:
+        """Mark the sizes of `outputs` the data decides (NOTE [unknown sizes])."""
+        if dynamic and name.startswith("aten::split_with_sizes"):   # sizes read from stand-in values
+            dim = args[2] if len(args) > 2 and isinstance(args[2], int) else 0
+            for t in outputs:
+                if t.dim():
+                    self.origins.set_unknown(t, {dim % t.dim(): self.origins.symbol()})
+            return
+        if dynamic:   # a stand-in's upper bound: the element count of an input (nonzero, x[mask], ...)
+            bounds = {int(t.numel()) for t in inputs}
+            unique = name.startswith(("aten::_unique", "aten::unique"))
+            shapes = {tuple(t.shape) for t in inputs}
+            symbols: dict[int, str] = {}
+            for t in outputs:
+                if unique and tuple(t.shape) in shapes:
+                    continue   # unique's inverse indices: the input's shape
+                dims = {i: symbols.setdefault(d, self.origins.symbol()) for i, d in enumerate(t.shape)
+                        if d in bounds}
+                if dims:
+                    self.origins.set_unknown(t, dims)
+            return
+        into = name.startswith(_INTO)
+        carried: dict[int, str] = {}   # size -> symbol, from the inputs' unknown sizes
+        for t in inputs[:1] if into else inputs:
+            for i, sym in (self.origins.unknown(t) or {}).items():
+                carried.setdefault(int(t.shape[i]), sym)
+        if not carried:
+            return
+        if name.startswith(_MADE):
+            return   # sizes given as ints: not the input's
+        if name.startswith(_SIZED) and inputs:   # only the input's own sizes, right-aligned, are kept
+            first = self.origins.unknown(inputs[0]) or {}
+            shape = tuple(inputs[0].shape)
+            for t in outputs:
+                shift = t.dim() - len(shape)
+                dims = {i + shift: sym for i, sym in first.items()
+                        if 0 <= i + shift < t.dim() and t.shape[i + shift] == shape[i]}
+                if dims and not any(t is i for i in inputs):
+                    self.origins.set_unknown(t, dims)
+            return
+        for t in outputs:
+            if any(t is i for i in inputs) or tuple(t.shape) in self.fixed:
+                continue
+            dims = {i: carried[d] for i, d in enumerate(t.shape) if d in carried}
+            if dims:
+                self.origins.set_unknown(t, dims)
 
     def mark_tail(self, tensors: list, tail: str) -> None:
         """The tensors of a batch from a loader whose last batch is short (NOTE [shape origins])."""
@@ -346,8 +474,25 @@ def forecast(log: CompileLog, host: CompileLog | None = None, *, drop_rest: bool
         for (op, cause, origin), v in ordered), likely)
 
 
-__all__ = ["CAUSES", "CompileLog", "Origins", "Seen", "forecast", "phase_counts", "signature", "steps_of",
-           "tail_batches", "written"]
+__all__ = ["CAUSES", "CompileLog", "Origins", "Seen", "forecast", "merged",
+           "phase_counts", "signature", "steps_of", "tail_batches", "written"]
+
+
+def merged(first: CompileLog, second: CompileLog) -> CompileLog:
+    """Two logs of one model (`--mode both`: inference, then train) as one: step k holds the distinct
+    signatures of step k of each, a signature seen in both counted once in each of its phases."""
+    ones, others = steps_of(first, drop_rest=False), steps_of(second, drop_rest=False)
+    log = CompileLog(first.origins)
+    for number in range(max(len(ones), len(others))):
+        step: dict[str, Seen] = {}
+        for part in (ones, others):
+            for sig, seen in (part[number] if number < len(part) else {}).items():
+                known = step.get(sig)
+                if known is None:
+                    known = step[sig] = Seen(seen.op, seen.source, seen.origin)
+                known.phases |= seen.phases
+        log.segments.append(("step", step))
+    return log
 
 
 def joined(first, second):

@@ -20,7 +20,7 @@ from opscan.trace import device as devices
 from opscan.trace import fakes
 from opscan.trace import fsdp as fsdps
 from opscan.trace import lazy, logs
-from opscan.trace import signatures
+from opscan.trace import numbers, signatures
 from opscan.trace import step as steps
 from opscan.trace.recorder import MAX_SOURCES, LayerShapes, Recorder
 from opscan.trace.sources import SourceFinder
@@ -217,7 +217,8 @@ class _Tracer:
         stopped = ""
         try:
             with self._mode(), devices.sdpa_context(self.device, self.profile), fakes.fake_deepcopy(), \
-                    fakes.identity_conversions(), fakes.fake_format(), fakes.real_one_hot(), recorder, \
+                    fakes.identity_conversions(), fakes.fake_format(), fakes.real_one_hot(), \
+                    _numbers(mode, recorder), recorder, \
                     (compiled.RegionOps(self.compiles) if self.compiles is not None else contextlib.nullcontext()):
                 stopped = self._step(mode, recorder, opt, amp, extra)
                 recorder.compile_log.close("step")
@@ -234,6 +235,7 @@ class _Tracer:
         result = _Result(recorder.usages(mode), recorder.stand_in_list(), not stopped, stopped,
                          tuple(sorted(recorder.supplied)))
         result.compile = signatures.forecast(recorder.compile_log)
+        result.compile_log = recorder.compile_log
         if stopped and not extra and "use_cache" not in self.kwargs and _accepts(self.model, "use_cache"):
             # NOTE [cache stops]: a training step never reads its KV cache, yet transformers builds one
             # by default, and its cache code is where many default configs fail: a config with no
@@ -294,12 +296,19 @@ def _accepts(model, name: str) -> bool:
     return forwards_kwargs and isinstance(base, nn.Module) and base is not model and _accepts(base, name)
 
 
+def _numbers(mode: str, recorder: Recorder):
+    """NOTE [numbers that become shapes] in a training step only: its torch function mode makes
+    `has_torch_function` true, which turns off inference fast paths (nn.TransformerEncoderLayer's)."""
+    return numbers.number_shapes(recorder.compile_log) if mode == "train" else contextlib.nullcontext()
+
+
 class _Result:
     def __init__(self, ops, stand_ins, complete, stopped_at, supplied=(), retried=""):
         self.ops, self.stand_ins, self.complete, self.stopped_at = ops, stand_ins, complete, stopped_at
         self.supplied, self.retried = supplied, retried
         self.shrink: Shrink | None = None
         self.compile: CompileForecast | None = None
+        self.compile_log: signatures.CompileLog | None = None   # what `compile` was made from
         self.compiled: tuple = ()   # CompileRegion of the torch.compile calls met
 
 
@@ -449,6 +458,9 @@ def _merge(target: str, device: str, inference: _Result, train: _Result) -> _Res
     retried = "; ".join(f"{m}: {r.retried}" for m, r in (("inference", inference), ("train", train)) if r.retried)
     result = _Result(tuple(by_name[k] for k in sorted(by_name)), ordered, not stopped, stopped, supplied,
                      retried)
-    result.compile = signatures.joined(inference.compile, train.compile)
+    if inference.compile_log is not None and train.compile_log is not None:   # distinct signatures per phase
+        result.compile = signatures.forecast(signatures.merged(inference.compile_log, train.compile_log))
+    else:
+        result.compile = signatures.joined(inference.compile, train.compile)
     return result
 

@@ -104,3 +104,52 @@ def test_opscan_run_json_carries_the_forecast(tmp_path):
     assert {v["origin"]["path"] for v in doc["compile"]["varying_ops"]} == {"pad_collate.py"}
     assert any(t["kind"] == "static-shapes" and t["sites"] == [{"path": "pad_collate.py", "line": 24, "column": 1}]
                for t in doc["tasks"])
+
+
+@pytest.mark.slow
+def test_host_draws_after_a_seeded_init_are_the_real_runs(tmp_path, monkeypatch):
+    """NOTE [host random stream]: weight init, a sampler's seed and CPU dropout draw from the host
+    generator in the fake run as in a real one, so later batch indices are the real run's."""
+    import json
+    import runpy
+    import sys
+
+    from opscan.trace.script import run_script
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["seeded_draws.py", str(tmp_path / "real.json")])
+    runpy.run_path(str(FIXTURES / "seeded_draws.py"), run_name="__main__")
+    trace, _ = run_script(str(FIXTURES / "seeded_draws.py"), [str(tmp_path / "fake.json")], device="neuron",
+                          project_root=str(FIXTURES))
+    assert trace.complete, trace.stopped_at
+    real, fake = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("real", "fake"))
+    assert fake == real
+    assert not any(s.kind == "item" for s in trace.stand_ins)   # the sampler's seed has its drawn value
+
+
+@pytest.mark.slow
+def test_moe_signatures_write_the_routed_sizes_as_symbols(tmp_path, monkeypatch):
+    """NOTE [unknown sizes]: the rows a nonzero picks are a symbol, not the stand-in's upper bound."""
+    _, doc = _run("moe_nonzero.py", 2, tmp_path, monkeypatch)
+    first = doc["compile"]["steps"][0]["signatures"]
+    experts = [s for s in first if s.startswith("aten::addmm((16,):float32;(u")]
+    assert len(experts) == 4   # one symbol per expert's rows: u0..u3 (numbered per step)
+    assert "aten::addmm((16,):float32;(12, 8):float32;(8, 16):float32)" in first   # the input layer: known rows
+    assert not any(s.startswith("aten::index_add(") and "(u" in s.split(";")[0] for s in first)   # into a fixed shape
+    later = doc["compile"]["steps"][1]["signatures"]
+    assert [s for s in later if s.startswith("aten::addmm((16,):float32;(u")] == experts   # numbered per step
+
+
+@pytest.mark.slow
+def test_numbers_read_from_tensors_that_become_shapes_vary(tmp_path, monkeypatch):
+    """NOTE [numbers that become shapes]: `x[:n.item()]` and `torch.zeros(int(t.max()) + 1)`."""
+    report, doc = _run("item_shape.py", 3, tmp_path, monkeypatch)
+    varying = doc["compile"]["varying_ops"]
+    by_line = {}
+    for v in varying:
+        if v["cause"] == "data-dependent":
+            by_line.setdefault(v["origin"]["line"], set()).add(v["op"])
+    assert "aten::slice.Tensor" in by_line.get(13, set())   # n = ....item(); scores[:n]
+    assert "aten::zeros" in by_line.get(15, set())          # int(scores.argmax(dim=0).max()) + 1
+    assert not any(v["op"] == "aten::addmm" for v in varying)   # the model's input: a fixed shape
+    assert any("item_shape.py:13" in d for d in report.verdict.details)
