@@ -86,7 +86,7 @@ def _backend_label(spec: str) -> str:
     return f"torchneuron=={spec}" if spec[:1].isdigit() else spec
 
 
-def _relative_root(root: Path) -> str:
+def relative_root(root: Path) -> str:
     """The root as reporters show it: relative to the working directory when inside it."""
     try:
         rel = os.path.relpath(root, Path.cwd())
@@ -202,13 +202,13 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
         applied = baselines.apply(findings, entries)
         findings = applied.new
         status = BaselineStatus(
-            path=_relative_root(Path(baseline).resolve()), known=applied.known,
+            path=relative_root(Path(baseline).resolve()), known=applied.known,
             stale=tuple(f"{e.path}:{e.line}: {e.rule} {e.message}" for e in applied.stale))
 
     say("phase", "checking op coverage and planning port tasks")
     fired = {f.rule for f in findings}
     draft = Report(
-        root=_relative_root(root),
+        root=relative_root(root),
         tool_version=__version__,
         findings=tuple(sorted(findings, key=Finding.sort_key)),
         traces=tuple(traces),
@@ -241,17 +241,27 @@ def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str |
     for the report and `opscan init`."""
     from opscan.discover import candidates, direct
 
-    found = direct(target, _relative_root(target), trust_remote_code=trust_remote_code)
+    found = direct(target, relative_root(target), trust_remote_code=trust_remote_code)
     if found is None and not search:
         return None, config
     if found is None:   # a repository: what builds with no configuration is tried (issue 24)
         root = target if target.is_dir() else target.parent
         found = candidates(root, trust_remote_code=trust_remote_code, construct=True)
+        found = _with_config_blocks(found)
         return found, replace(config, models=tuple(ModelConfig(target=t, mode=mode or "train")
                                                    for t in found.traced))
+    found = _with_config_blocks(found)
     models = tuple(ModelConfig(target=t, mode="inference" if t.startswith("pt2:") else (mode or "train"),
                                trust_remote_code=trust_remote_code) for t in found.traced)
     return found, replace(config, models=models)
+
+
+def _with_config_blocks(found):
+    """`found` with what the reporters print of it (they read the report, never discover.py): each
+    candidate's [[tool.opscan.models]] block, as `opscan init` writes it, and the factory hint."""
+    from opscan.discover import FACTORY_HINT, toml_lines
+
+    return replace(found, config_blocks=tuple(toml_lines(c) for c in found.candidates), factory_hint=FACTORY_HINT)
 
 
 def _without_project_code(discovery, config: Config, trust_remote_code: bool, notes: list[str]):

@@ -182,11 +182,11 @@ def _show(args: argparse.Namespace) -> int:
     answers = check(release, args.ops)
     notes = _pairing_notes(release)
     if args.format == "json":
-        from opscan.reporters.json import _evidence
+        from opscan.reporters.json import evidence_json
 
         _print_json({"backend": release.spec, "notes": notes, "ops": [
             {"op": c.op, "status": c.status, "confidence": c.confidence, "via": c.via,
-             "parts": list(c.parts), "evidence": [_evidence(e) for e in c.evidence],
+             "parts": list(c.parts), "evidence": [evidence_json(e) for e in c.evidence],
              "known_failures": [{"packet": f.packet, "dtype": f.dtype, "case": f.case, "reasons": list(f.reasons),
                                  "decomposes": c.op in f.parts, "tests": list(f.tests),
                                  "more_tests": f.more_tests}

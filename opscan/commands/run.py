@@ -30,12 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nproc", type=positive_int, default=None, metavar="N",
                         help="world size of the fake process group of a torchrun/DDP script (default: "
                              "torchrun's --nproc-per-node or accelerate launch's --num_processes, else none)")
-    from opscan.commands.check import FORMATS
-    from opscan.commands.flags import add_db_argument
-    from opscan.commands.flags import add_limit_arguments
+    from opscan.commands.flags import FORMATS, add_backend_argument, add_db_argument, add_limit_arguments
 
-    parser.add_argument("--backend", metavar="RELEASE", default=None,
-                        help="release in the coverage database (default: [tool.opscan] backend, else newest)")
+    add_backend_argument(parser)
     add_db_argument(parser)
     parser.add_argument("--fail-on", action="append", metavar="WHAT", default=None,
                         help="exit 1 on: error, warning, fallback, unknown, custom-kernel (as `opscan PATH`)")
@@ -131,10 +128,9 @@ def assess_run(root: Path, config, trace, progress=None, on_error=None):
 
 
 def run(args: argparse.Namespace) -> int:
-    from opscan.commands.check import _progress, gate, render_report
+    from opscan.commands.flags import gate, limits_from, progress, render_report
     from opscan.config import ModelConfig, load_config, parse_fail_on
     from opscan.errors import InputError, UsageError
-    from opscan.commands.flags import limits_from
     from opscan.isolation import run as isolated
     from opscan.containment import PARTS
     from opscan.outcome import IN_PROCESS, result_of, with_overlay
@@ -178,8 +174,8 @@ def run(args: argparse.Namespace) -> int:
         return replace(result, target=model.target)
 
     errors: list = []
-    with _progress() as progress:
-        report = assess_run(root, config, trace, progress, errors.append)
+    with progress() as update:
+        report = assess_run(root, config, trace, update, errors.append)
     report = replace(report, notes=report.notes + tuple(notes))
     render_report(report, args.format, args.output)
     code = gate(report, config.fail_on, args.exit_zero)

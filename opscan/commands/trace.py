@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from opscan import __version__
@@ -135,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     """Trace, assess (opscan/assess.py, as `opscan PATH` does), render, and exit 0 (complete) or 1
     (a trace stopped early; its partial list is shown)."""
     from opscan.assess import assess
-    from opscan.commands.flags import isolation_from
+    from opscan.commands.flags import isolation_from, render_report
     from opscan.outcome import trace_isolated
     from opscan.phases import at_real_size, tracer_options
 
@@ -149,20 +148,5 @@ def run(args: argparse.Namespace) -> int:
                    for model in models)
     report = assess(Report(root=str(Path.cwd()), tool_version=__version__, traces=traces), release,
                     source_not_checked=TRACE_ONLY)
-    _write(report, args.format, args.output)
+    render_report(report, args.format, args.output)   # the one report writer (commands/flags.py)
     return 0 if all(t.complete for t in traces) else 1
-
-
-def _write(report: Report, fmt: str, output: str | None) -> None:
-    from opscan.reporters import render
-
-    if output is None:
-        render(fmt, report, sys.stdout)
-        return
-    from opscan.fsutil import atomic_open
-
-    try:
-        with atomic_open(output) as out:   # the old file or the new one, never half of one
-            render(fmt, report, out)
-    except OSError as exc:
-        raise UsageError(f"cannot write: {exc.strerror or exc}", path=output) from None

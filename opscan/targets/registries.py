@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import re
 
-from opscan.targets.recipes import Recipe, _required
+from opscan.targets.recipes import Recipe, required_parameters
 
 REGISTRY_SCORE = 590      # just below the repository's own examples and sized builders (NOTE [main model])
 
@@ -79,7 +79,7 @@ def registry_recipes(tree: ast.Module, rel: str, classes: set[str]) -> list[Reci
     and of its decorator-registered model functions (NOTE [registries of model functions])."""
     builders = model_builders(tree, classes)
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    usable = {name for name in builders if not _required(functions[name]) and not name.startswith("_")}
+    usable = {name for name in builders if not required_parameters(functions[name]) and not name.startswith("_")}
     out = []
     for node in tree.body:
         if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:

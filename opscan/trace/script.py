@@ -56,7 +56,7 @@ from opscan.trace import (
 from opscan.trace import device as devices
 from opscan.trace import redirect as redirects
 from opscan.trace import signatures
-from opscan.trace.recorder import Recorder, _tensors
+from opscan.trace.recorder import Recorder, collect_tensors
 from opscan.trace.signatures import CompileLog
 from opscan.trace.sources import SourceFinder
 
@@ -98,7 +98,7 @@ class ScriptRecorder(Recorder):
 
     def _record(self, name, source, args, kwargs, out) -> None:
         if self.host is not None:
-            tensors = _tensors(out, _tensors(kwargs, _tensors(args, [])))
+            tensors = collect_tensors(out, collect_tensors(kwargs, collect_tensors(args, [])))
             if tensors and not any(t.device.type == self.device_type for t in tensors):
                 self.host.phase = self.phase
                 self.host._dynamic = self._dynamic
@@ -161,9 +161,9 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         except (UsageError, TraceError):
             raise
         except Exception as exc:  # noqa: BLE001 - the script's failure ends the run, kept partial
-            from opscan.trace.tracer import _stopped
+            from opscan.trace.tracer import stopped_reason
 
-            stopped = _stopped(exc, recorder, finder, RUN_HINT)
+            stopped = stopped_reason(exc, recorder, finder, RUN_HINT)
     label = _name(script, module, project_root)
     notes = [f"{label}: {ended if not stopped else 'stopped'}; {counter.describe()}"]
     notes.extend(f"{label}: {line}" for line in requests.lines())
@@ -193,7 +193,7 @@ def _run_rules(device: str, requests, profile, recorder: ScriptRecorder, compile
                         fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(),
                         loaders.in_process(requests.note), run_mode.host_reads(recorder),
                         checkpoints.checkpoints(recorder), libraries.real_answers(), lazy.lazy(),
-                        signatures.tail_batches(recorder.compile_log, _tensors), recorder,
+                        signatures.tail_batches(recorder.compile_log, collect_tensors), recorder,
                         compiled.RegionOps(compiles)):
             stack.enter_context(manager)
         yield
@@ -346,9 +346,9 @@ def _distributed(nproc: int | None, device: str):
     def init_process_group(*args, **kwargs):
         from torch.testing._internal.distributed.fake_pg import FakeStore
 
-        from opscan.trace.fsdp import _patch_device_module
+        from opscan.trace.fsdp import patch_device_module
 
-        used.extend(_patch_device_module(device))
+        used.extend(patch_device_module(device))
         used.append("init")
         return original_init("fake", store=FakeStore(), rank=0, world_size=world)
 
