@@ -140,7 +140,7 @@ def real_steps_apart(script: Path, argv: list[str], steps: int) -> list[set[tupl
 
 def fake_run(script: Path, argv: list[str], steps: int, forecast: bool = True, device: str = "cpu"):
     from opscan.trace import signatures
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     saved = signatures.CompileLog.record
     if not forecast:

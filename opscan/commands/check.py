@@ -57,13 +57,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def load_effective_config(args: argparse.Namespace):
     """[tool.opscan] for args.path with the command-line flags applied on top."""
     from opscan.app import with_models
-    from opscan.config import load_config, parse_fail_on
+    from opscan.config import parse_fail_on
+    from opscan.config_checks import load_checked_config
     from opscan.errors import InputError
 
     target = Path(args.path)
     if not target.exists():
         raise InputError("no such file or folder", path=str(target))
-    config = load_config(target)
+    config = load_checked_config(target)   # the release and the rule selectors checked with the file
     config = config.override(
         backend=args.backend,
         db=Path(args.db).resolve() if getattr(args, "db", None) else None,
@@ -72,7 +73,7 @@ def load_effective_config(args: argparse.Namespace):
         ignore=codes(getattr(args, "ignore", None)),
     )
     if getattr(args, "backend", None):   # checked now, as the config's `backend` is, not when a trace first needs it
-        from opscan.config import backend_problem
+        from opscan.config_checks import backend_problem
         from opscan.errors import UsageError
 
         problem = backend_problem(args.backend, config.db)

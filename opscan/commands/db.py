@@ -14,15 +14,13 @@ HELP = "the TorchNeuron coverage database: list releases, show an op, diff relea
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from opscan.commands.flags import add_db_argument
+    from opscan.commands.flags import add_backend_argument, add_db_argument
 
     sub = parser.add_subparsers(dest="db_command", metavar="ACTION", parser_class=type(parser))
     sub.required = True
 
     def release_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--backend", metavar="SPEC", default=None,
-                       help="release to use, e.g. torchneuron==2.33.0, torch-neuronx-xla==2.32.0 or "
-                       "torch-neuronx==2.14.3.0 (default: the newest TorchNeuron release)")
+        add_backend_argument(p, configured=False)   # opscan db reads no [tool.opscan]
         add_db_argument(p)
         p.add_argument("--format", choices=("terminal", "json"), default="terminal", help="output format")
 

@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from opscan.commands.flags import codes
-    from opscan.config import load_config
+    from opscan.config_checks import load_checked_config
     from opscan.fix import fix_paths
 
     targets = [Path(p) for p in args.paths] or [Path(".")]
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("no such file or directory", path=str(target))
 
     def config_for(target: Path):
-        return load_config(target).override(select=codes(args.select), ignore=codes(args.ignore))
+        return load_checked_config(target).override(select=codes(args.select), ignore=codes(args.ignore))
 
     result = fix_paths(targets, config_for, unsafe=args.unsafe_fixes, write=not args.diff)
     out = sys.stdout

@@ -25,6 +25,8 @@ FORMATS = ("terminal", "json", "sarif", "github", "markdown", "dot")   # reporte
 BACKEND_HELP = ("coverage-database release to check against, e.g. torchneuron==2.33.0 or 2.33.0 "
                 "(default: [tool.opscan] backend, else the newest TorchNeuron release); its device "
                 "profile shapes the trace, its torch pairing judges dependency manifests")
+BACKEND_HELP_UNCONFIGURED = ("release to use, e.g. torchneuron==2.33.0, torch-neuronx-xla==2.32.0 or "
+                             "torch-neuronx==2.14.3.0 (default: the newest TorchNeuron release)")
 DB_HELP = ("a release file (e.g. one written by `opscan db probe`) or a folder of release files, "
            "used instead of the shipped coverage database (default: [tool.opscan] db)")
 
@@ -40,8 +42,11 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_backend_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--backend", metavar="RELEASE", default=None, help=BACKEND_HELP)
+def add_backend_argument(parser: argparse.ArgumentParser, *, configured: bool = True) -> None:
+    """--backend RELEASE of every command that picks a release (`configured=False`: a command that
+    reads no [tool.opscan], `opscan db`, whose default is the newest TorchNeuron release)."""
+    parser.add_argument("--backend", metavar="RELEASE", default=None,
+                        help=BACKEND_HELP if configured else BACKEND_HELP_UNCONFIGURED)
 
 
 def add_db_argument(parser: argparse.ArgumentParser) -> None:

@@ -43,7 +43,7 @@ def _read_report(path: str):
 def _scan(path: Path):
     """Analyse PATH as `opscan PATH` does; the checklist reads the finished Report."""
     from opscan.app import analyse
-    from opscan.config import load_config
+    from opscan.config_checks import load_checked_config
     from opscan.workflow.preflight import from_report
 
     if not path.exists():
@@ -53,7 +53,7 @@ def _scan(path: Path):
         if event in ("phase", "trace"):
             print(f"opscan preflight: {detail}", file=sys.stderr)
 
-    return from_report(analyse(path, load_config(path), progress=progress))
+    return from_report(analyse(path, load_checked_config(path), progress=progress))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -83,9 +83,10 @@ def _root_and_paths(args: argparse.Namespace) -> tuple[Path, tuple[Path, ...]]:
 
 def build_config(args: argparse.Namespace, root: Path):
     """[tool.opscan] that applies to `root`, with this command's flags on top (as `opscan PATH` does)."""
-    from opscan.config import load_config, parse_fail_on
+    from opscan.config import parse_fail_on
+    from opscan.config_checks import load_checked_config
 
-    config = load_config(root)
+    config = load_checked_config(root)
     return config.override(
         fail_on=parse_fail_on(args.fail_on) if args.fail_on else None,
         select=codes(args.select),

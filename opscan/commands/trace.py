@@ -78,9 +78,9 @@ def configured_release(backend: str | None, db: str | None) -> tuple[str | None,
     """
     if backend is not None and db is not None:
         return backend, db
-    from opscan.config import load_config
+    from opscan.config_checks import load_checked_config
 
-    config = load_config(Path.cwd())
+    config = load_checked_config(Path.cwd())
     if backend is None:
         backend = config.backend or None
     if db is None and config.db is not None:
@@ -123,10 +123,10 @@ def _models(args: argparse.Namespace) -> tuple[list, Path]:
 
 def _configured_models():
     try:
-        from opscan.config import load_config
+        from opscan.config_checks import load_checked_config
     except ImportError:
         return (), Path.cwd()
-    config = load_config(Path.cwd())
+    config = load_checked_config(Path.cwd())
     return config.models, config.root
 
 

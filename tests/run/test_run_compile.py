@@ -17,7 +17,7 @@ def _run(name: str, steps: int, tmp_path, monkeypatch, device: str = "neuron"):
     from opscan.assess import assess
     from opscan.records import Report
     from opscan.reporters.json import to_dict
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     monkeypatch.chdir(tmp_path)
     trace, _ = run_script(str(FIXTURES / name), device=device, steps=steps, project_root=str(FIXTURES))

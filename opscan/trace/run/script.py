@@ -6,7 +6,7 @@ sys.argv, its working directory: it reads its data and may write files), with:
 - every tensor fake (opscan's FakeMode, as in `opscan trace`): no model-sized compute, and no
   weights are made; host tensors (data loading, metrics) are fake CPU tensors, so their
   data-dependent values (`.item()`, `if loss < best`) are stand-ins, counted and reported;
-- CUDA requests answered as on the imitated device (opscan/trace/redirect.py);
+- CUDA requests answered as on the imitated device (opscan/trace/run/redirect.py);
 - the recorder of `opscan trace`, told the phase: a module called from outside any module starts
   "forward" (after an update), `backward()` / `autograd.grad` is "backward", and what follows a
   backward (clipping, unscaling, the optimizer step, hand-written updates) is "optimizer";
@@ -42,20 +42,22 @@ from torch import nn
 from opscan.errors import TraceError, UsageError
 from opscan.records import DeviceProfile, ModelTrace
 from opscan.trace import (
-    checkpoints,
     compiled,
     fakes,
     lazy,
+    logs,
+)
+from opscan.trace import device as devices
+from opscan.trace import signatures
+from opscan.trace.run import (
+    checkpoints,
     libraries,
     loaders,
-    logs,
     loop_exits,
     neuron_package,
     run_mode,
 )
-from opscan.trace import device as devices
-from opscan.trace import redirect as redirects
-from opscan.trace import signatures
+from opscan.trace.run import redirect as redirects
 from opscan.trace.recorder import Recorder, collect_tensors
 from opscan.trace.signatures import CompileLog
 from opscan.trace.sources import SourceFinder
