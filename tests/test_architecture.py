@@ -283,3 +283,16 @@ def test_one_definition_of_each_shared_flag():
         text = path.read_text(encoding="utf-8")
         for flag in ("--backend", "--db"):
             assert f'add_argument("{flag}"' not in text, f"{path.relative_to(ROOT)} declares {flag} itself"
+
+
+def test_one_writer_of_command_output():
+    """A command's report (or table, or checklist) goes to stdout or --output through
+    commands/flags.py `render_report` / `write_output` only: atomic, the same error line everywhere."""
+    edits_files = {"init.py": "adds [[tool.opscan.models]] to pyproject.toml", "rules.py": "regenerates rule docs"}
+    for path in sorted((PKG / "commands").glob("*.py")):
+        if path.name == "flags.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert "opscan.reporters" not in _opscan_imports(path), f"{path.name} renders a report itself"
+        assert "atomic_open" not in text, f"{path.name} writes its output itself"
+        assert "atomic_write" not in text or path.name in edits_files, f"{path.name} writes its output itself"

@@ -73,16 +73,11 @@ def run(args: argparse.Namespace) -> int:
         unknown_missing=args.unknown_as_missing, exit_on_missing=args.exit_on_missing)
     text = (render.render_json(checklist, args.exit_on_missing) if args.format == "json"
             else render.render_markdown(checklist))
-    if args.output:
-        try:
-            from opscan.fsutil import atomic_write
+    from opscan.commands.flags import write_output
 
-            atomic_write(args.output, text)   # old file or new file, never half of one
-        except OSError as exc:
-            raise InputError(f"cannot write: {exc.strerror or exc}", args.output) from None
+    write_output(text, args.output)   # the one writer of --output (atomic; commands/flags.py)
+    if args.output:
         print(f"opscan preflight: checklist written to {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
     if args.exit_on_missing and checklist.missing_ops:
         return 1
     if args.strict and not checklist.ready:

@@ -258,7 +258,8 @@ def test_backend_check_imports_no_torch(tmp_path):
     code = ("import sys; sys.modules['torch'] = None\n"
             "from pathlib import Path\nfrom opscan.config_checks import load_checked_config\n"
             "from opscan.errors import ConfigError\n"
-            "try:\n    load_checked_config(Path(sys.argv[1]))\nexcept ConfigError as exc:\n    print(exc.problems[0])\n")
+            "try:\n    load_checked_config(Path(sys.argv[1]))\n"
+            "except ConfigError as exc:\n    print(exc.problems[0])\n")
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr
