@@ -296,3 +296,16 @@ def test_one_writer_of_command_output():
         assert "opscan.reporters" not in _opscan_imports(path), f"{path.name} renders a report itself"
         assert "atomic_open" not in text, f"{path.name} writes its output itself"
         assert "atomic_write" not in text or path.name in edits_files, f"{path.name} writes its output itself"
+
+
+def test_the_scan_command_loads_no_child_process_machinery():
+    """`opscan scan` (the pre-commit hook) shares commands/flags.py with the commands that run model
+    code; building its parser imports neither opscan/isolation.py nor multiprocessing (start-up)."""
+    import json
+    import subprocess
+
+    code = ("import json, sys\nfrom opscan.cli import build_parser\nbuild_parser('scan')\n"
+            "print(json.dumps([m in sys.modules for m in ('opscan.commands.flags', 'opscan.isolation', "
+            "'opscan.containment', 'multiprocessing')]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(out.stdout) == [True, False, False, False]

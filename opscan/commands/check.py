@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from opscan.commands.flags import FORMATS, codes, gate, progress, render_report
+from opscan.commands.flags import (FORMATS, add_backend_argument, add_db_argument, codes, gate, progress,
+                                  render_report)
 
 HELP = "the whole answer for PATH: source scan, model trace, op coverage, port tasks (the default command)"
 
@@ -18,8 +19,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "module:NAME, hf:PATH, timm:NAME); repeatable")
     parser.add_argument("--mode", choices=("train", "inference", "both"), default=None,
                         help="trace mode for every model (default: as configured, else train)")
-    from opscan.commands.flags import add_backend_argument, add_db_argument
-
     add_backend_argument(parser)   # one --backend RELEASE and one --db FILE meaning in every command
     add_db_argument(parser)
     parser.add_argument("--environment", metavar="PYTHON", default=None,

@@ -17,9 +17,13 @@ import re
 import sys
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from opscan.errors import UsageError
-from opscan.containment import SCRATCH_SIZE, Policy, is_secret_name
-from opscan.isolation import DEFAULT_TIMEOUT, Limits, default_max_memory
+
+if TYPE_CHECKING:   # imported where used: `opscan scan` (the pre-commit hook) loads this module too
+    from opscan.containment import Policy
+    from opscan.isolation import Limits
 
 FORMATS = ("terminal", "json", "sarif", "github", "markdown", "dot")   # reporters/ REPORTERS: --format of a Report
 BACKEND_HELP = ("coverage-database release to check against, e.g. torchneuron==2.33.0 or 2.33.0 "
@@ -65,8 +69,12 @@ def retire_flag(parser: argparse.ArgumentParser, old: str, hint: str) -> None:
 
 # --- limits of the child process that runs model code (opscan/isolation.py) ---------------------
 
-def add_limit_arguments(parser, *, default_timeout: float = DEFAULT_TIMEOUT, in_process: bool = True) -> None:
-    """--timeout / --max-memory (and --in-process) of every command that runs model code."""
+def add_limit_arguments(parser, *, default_timeout: float | None = None, in_process: bool = True) -> None:
+    """--timeout / --max-memory (and --in-process) of every command that runs model code
+    (`default_timeout`: isolation.DEFAULT_TIMEOUT when None)."""
+    from opscan.isolation import DEFAULT_TIMEOUT
+
+    default_timeout = DEFAULT_TIMEOUT if default_timeout is None else default_timeout
     parser.add_argument("--timeout", metavar="SECONDS", default=f"{default_timeout:g}",
                         help=f"stop a trace that runs longer (default {default_timeout:g}; 0: no limit). "
                         "Tracing runs the model's code in a child process")
@@ -94,6 +102,8 @@ def add_containment_arguments(parser) -> None:
 
 def limits_from(args, start_method: str = "spawn") -> Limits:
     """Limits from parsed --timeout / --max-memory (UsageError for bad values)."""
+    from opscan.isolation import DEFAULT_TIMEOUT, Limits, default_max_memory
+
     timeout = parse_timeout(str(getattr(args, "timeout", DEFAULT_TIMEOUT)))
     raw = getattr(args, "max_memory", None)
     limits = Limits(timeout=timeout, max_memory=parse_size(raw) if raw is not None else default_max_memory(),
@@ -111,6 +121,8 @@ def policy_from(args) -> Policy:
     for name in names:
         if not name or "=" in name or not name.replace("_", "a").isalnum():
             raise UsageError(f"--pass-env {name!r}: not an environment variable name (give the name, not NAME=VALUE)")
+    from opscan.containment import SCRATCH_SIZE, Policy
+
     raw = getattr(args, "scratch_size", None)
     size = SCRATCH_SIZE
     if raw is not None:
@@ -134,6 +146,8 @@ def isolation_from(args) -> Limits | None:
 
 def passed_secrets(policy: Policy) -> tuple[str, ...]:
     """The --pass-env names that read as secrets (the report says they were passed on purpose)."""
+    from opscan.containment import is_secret_name
+
     return tuple(name for name in policy.pass_env if is_secret_name(name))
 
 
