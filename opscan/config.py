@@ -16,9 +16,9 @@ their problems are still reported with the file's own, all at once.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from opscan.errors import ConfigError
