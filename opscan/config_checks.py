@@ -9,6 +9,7 @@ Neither check imports torch (the pre-commit hook runs them).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ def backend_problem(spec: str, db: Path | None = None) -> str:
     return spec_problem(spec, db)
 
 
-def check_backend(values: dict[str, Any]):
+def check_backend(values: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """`backend` names a release of the configured database (not checked when `db` does not exist:
     that is the file's own problem)."""
     db = values.get("db")
@@ -37,7 +38,7 @@ def check_backend(values: dict[str, Any]):
         yield "backend", problem
 
 
-def check_selectors(values: dict[str, Any]):
+def check_selectors(values: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """`select` / `ignore` entries name rules, built-in or from extra-rules; a rule file of
     extra-rules that does not load is one more problem."""
     if not (values.get("select") or values.get("ignore")):
