@@ -90,7 +90,7 @@ def _backend_label(spec: str) -> str:
     return f"torchneuron=={spec}" if spec[:1].isdigit() else spec
 
 
-def _relative_root(root: Path) -> str:
+def relative_root(root: Path) -> str:
     """The root as reporters show it: relative to the working directory when inside it."""
     try:
         rel = os.path.relpath(root, Path.cwd())
@@ -323,7 +323,7 @@ def apply_baseline(run: Run, findings: tuple[Finding, ...] | list[Finding]) -> K
         entries = tuple(e for e in entries if _within(run.root / e.path, run.narrowed))
     applied = baselines.apply(findings, entries)
     status = BaselineStatus(
-        path=_relative_root(Path(run.baseline).resolve()), known=applied.known,
+        path=relative_root(Path(run.baseline).resolve()), known=applied.known,
         stale=tuple(f"{e.path}:{e.line}: {e.rule} {e.message}" for e in applied.stale))
     return Kept(tuple(applied.new), status)
 
@@ -334,7 +334,7 @@ def draft_of(run: Run, found: Found, loaded: Loaded, scanned: Scanned, traced: T
     fired = {f.rule for f in kept.findings}
     traces = traced.traces
     return Draft(
-        root=_relative_root(root),
+        root=relative_root(root),
         tool_version=__version__,
         findings=tuple(sorted(kept.findings, key=Finding.sort_key)),
         traces=traces,
@@ -367,20 +367,30 @@ def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str |
     for the report and `opscan init`."""
     from opscan.targets.discovery import call_site_table, candidates, direct
 
-    found = direct(target, _relative_root(target), trust_remote_code=trust_remote_code)
+    found = direct(target, relative_root(target), trust_remote_code=trust_remote_code)
     if found is None and not search:
         return None, config
     if found is None:   # a repository: what builds with no configuration is tried (issue 24)
         root = target if target.is_dir() else target.parent
         index = index if index is not None else ProjectIndex(root)
         found = candidates(root, trust_remote_code=trust_remote_code, construct=True, index=index)
+        found = _with_config_blocks(found)
         sites = call_site_table(index, found.traced)   # read here, handed to the child (NOTE [one project index])
         return found, replace(config, models=tuple(ModelConfig(target=t, mode=mode or "train", call_sites=sites
                                                                if t.startswith("repo:") else ())
                                                    for t in found.traced))
+    found = _with_config_blocks(found)
     models = tuple(ModelConfig(target=t, mode="inference" if t.startswith("pt2:") else (mode or "train"),
                                trust_remote_code=trust_remote_code) for t in found.traced)
     return found, replace(config, models=models)
+
+
+def _with_config_blocks(found):
+    """`found` with what the reporters print of it (they read the report, never discovery): each
+    candidate's [[tool.opscan.models]] block, as `opscan init` writes it, and the factory hint."""
+    from opscan.targets.discovery import FACTORY_HINT, toml_lines
+
+    return replace(found, config_blocks=tuple(toml_lines(c) for c in found.candidates), factory_hint=FACTORY_HINT)
 
 
 def _without_project_code(discovery: Discovery, config: Config, trust_remote_code: bool) -> Found:

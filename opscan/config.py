@@ -6,11 +6,17 @@ the defaults apply and the project root is `start`. Unknown keys, wrong types an
 all collected and raised together as one ConfigError naming the file and each key. Paths in the
 file are relative to the file's folder. Command-line flags override the file through
 `Config.override(...)`. Every key is documented in docs/config.md.
+
+This module reads data: it imports neither the coverage database nor the scan. What only they can
+judge (does `backend` name a release, do `select` / `ignore` name rules) is checked by the caller,
+which passes those checks to `load_config(start, checks)` (opscan/config_checks.py `CHECKS`), so
+their problems are still reported with the file's own, all at once.
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -108,15 +114,9 @@ def parse_fail_on(values: list[str] | tuple[str, ...] | str, where: str = "--fai
     return tuple(out)
 
 
-def backend_problem(spec: str, db: Path | None = None) -> str:
-    """Why `spec` names no release of the coverage database (`db`: the configured one), or "".
-
-    Read without checking the release files against the installed torch, so a source-only run
-    (the pre-commit hook) checks its `backend` without importing torch.
-    """
-    from opscan.db.shipped import spec_problem
-
-    return spec_problem(spec, db)
+# A check of the values read from one file, run with the file's own checks: values (the keys of
+# Config, e.g. "backend", "db", "select", "extra_rules") -> (table key, problem) pairs.
+Check = Callable[[dict[str, Any]], Iterable[tuple[str, str]]]
 
 
 # --- loading -----------------------------------------------------------------------------------
@@ -155,17 +155,20 @@ def _read_toml(path: Path) -> dict:
         raise ConfigError(f"not UTF-8 text (byte {exc.start})", path=str(path)) from None
 
 
-def load_config(start: Path) -> Config:
-    """The configuration that applies to `start` (a file or folder). Raises ConfigError."""
+def load_config(start: Path, checks: Sequence[Check] = ()) -> Config:
+    """The configuration that applies to `start` (a file or folder). Raises ConfigError.
+
+    `checks`: the caller's checks of the values (opscan/config_checks.py), their problems reported
+    with the file's own."""
     start = Path(start)
     path, table = find_config(start)
     if path is None:
         root = start.resolve()
         return Config(root=root if root.is_dir() else root.parent)
-    return parse_table(table, path)
+    return parse_table(table, path, checks)
 
 
-def parse_table(table: dict, path: Path) -> Config:
+def parse_table(table: dict, path: Path, checks: Sequence[Check] = ()) -> Config:
     """Check and convert one opscan table read from `path`; every problem is reported at once."""
     checker = _Checker(path)
     prefix = "tool.opscan." if path.name == "pyproject.toml" else ""
@@ -191,10 +194,6 @@ def parse_table(table: dict, path: Path) -> Config:
                 values[attr] = (base / text).resolve()
     if values.get("db") is not None and not values["db"].exists():
         checker.add(prefix + "db", f"{table['db']!r} does not exist (a release file or a folder of them)")
-    elif values.get("backend"):
-        problem = backend_problem(values["backend"], values.get("db"))
-        if problem:
-            checker.add(prefix + "backend", problem)
     if "allow-unchecked" in table:
         values["allow_unchecked"] = checker.boolean(table["allow-unchecked"], prefix + "allow-unchecked")
     if "extra-rules" in table:
@@ -221,8 +220,9 @@ def parse_table(table: dict, path: Path) -> Config:
         values["parity"] = _parity(table["parity"], prefix + "parity", checker)
     if "cost" in table:
         values["cost"] = _section(table["cost"], prefix + "cost", CostConfig, checker)
-    if values.get("select") or values.get("ignore"):   # checked with the rest: every problem in one run
-        _check_selectors(values, prefix, checker)
+    for check in checks:   # the caller's (the release, the rules): every problem in one run
+        for key, problem in check(values):
+            checker.add(prefix + key, problem)
     checker.raise_if_any()
     return Config(root=base, path=path.resolve(), **values)
 
@@ -330,21 +330,6 @@ def _section(raw: Any, where: str, cls: type, checker: "_Checker"):
             else:
                 values[spec[key].name] = float(value)
     return cls(**values)
-
-
-def _check_selectors(values: dict, prefix: str, checker: "_Checker") -> None:
-    """`select`/`ignore` entries must name rules (built-in or from extra-rules): docs/config.md."""
-    from opscan.errors import OpscanError
-    from opscan.scan.rules import load_rules, unknown_selectors
-
-    try:
-        rules = load_rules(extra_dirs=values.get("extra_rules", ()))
-    except OpscanError as exc:   # a rule file of extra-rules that does not load: one more problem
-        checker.add(prefix + "extra-rules", str(exc))
-        return
-    for key in ("select", "ignore"):
-        for problem in unknown_selectors(rules, values.get(key, ())):
-            checker.add(prefix + key, problem)
 
 
 class _Checker:

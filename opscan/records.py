@@ -975,6 +975,9 @@ class Discovery:
     traced: tuple[str, ...] = ()                 # targets traced with no configuration (PATH is the model)
     refused: tuple[ModelCandidate, ...] = ()     # model inputs not built, each with its note
     candidates: tuple[ModelCandidate, ...] = ()  # proposals for [[tool.opscan.models]] (`opscan init`)
+    # What the reporters print of it, set by the app (app.py `_discover`) so they never import discovery:
+    config_blocks: tuple[str, ...] = ()          # per candidate, its [[tool.opscan.models]] block (`opscan init`'s)
+    factory_hint: str = ""                       # how to write a factory opscan can call (discover.FACTORY_HINT)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 import networkx as nx
@@ -42,6 +43,9 @@ def test_records_import_nothing_of_opscan():
     # Reporters read the finished report (its verdict included); they never plan or judge.
     ("reporters", ("opscan.scan", "opscan.trace", "opscan.db", "opscan.app", "opscan.cli", "opscan.plan",
                    "opscan.verdict", "opscan.gate")),
+    # config.py reads data; the release and the rule selectors are checked by its callers (config_checks.py).
+    ("config", ("opscan.scan", "opscan.db", "opscan.trace", "opscan.targets", "opscan.app",
+                "opscan.commands", "opscan.config_checks")),
     # The plan owns its cost model (plan/cost.py); config reads it from there, never the reverse.
     ("plan", ("opscan.config", "opscan.scan", "opscan.trace", "opscan.db", "opscan.reporters", "opscan.app",
               "opscan.cli")),
@@ -181,3 +185,130 @@ def test_one_module_assesses_and_one_isolates():
     assert callers == ["assess.py", "db/caveats.py"]   # db/caveats.py: op_caveats for loose usages
     assert _opscan_imports(PKG / "isolation.py") <= {"opscan", "opscan.errors", "opscan.containment"}
     assert _opscan_imports(PKG / "containment.py") <= {"opscan.records"}   # stdlib; records for one line
+
+
+# --- public seams (issue 37) --------------------------------------------------------------------------
+
+def _private_names_used_across_modules() -> list[str]:
+    """`from opscan.x import _name` and `x._name` (x an opscan module bound by an import) in a module
+    other than opscan.x: a private name of another module. Dunders are not private names."""
+    modules = {_module_name(path): path for path in PKG.rglob("*.py")}
+    found = []
+    for name, path in sorted(modules.items()):
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        bound: dict[str, str] = {}   # local name -> the opscan module it is bound to
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                if not base.startswith("opscan"):
+                    continue
+                for alias in node.names:
+                    private = alias.name.startswith("_") and not alias.name.startswith("__")
+                    if private and base != name:
+                        found.append(f"{path.relative_to(ROOT)}:{node.lineno}: from {base} import {alias.name}")
+                    if f"{base}.{alias.name}" in modules:
+                        bound[alias.asname or alias.name] = f"{base}.{alias.name}"
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("opscan"):
+                        bound[alias.asname or alias.name.split(".")[0]] = alias.asname and alias.name or "opscan"
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")):
+                continue
+            parts, value = [], node.value
+            while isinstance(value, ast.Attribute):
+                parts.append(value.attr)
+                value = value.value
+            if isinstance(value, ast.Name) and value.id in bound:
+                owner = ".".join([bound[value.id], *reversed(parts)])
+                if owner in modules and owner != name:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {owner}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names():
+    """A name with a leading underscore is its module's own; what another module needs is public."""
+    assert _private_names_used_across_modules() == []
+
+
+def test_the_private_name_check_sees_both_forms(tmp_path, monkeypatch):
+    """The check finds `from opscan.x import _y` and `x._y` (x imported as a module), not `self._y`."""
+    package = tmp_path / "opscan"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "own.py").write_text("def _hidden():\n    pass\n\n\ndef shown():\n    return _hidden()\n")
+    (package / "user.py").write_text("from opscan.sub import own\nfrom opscan.sub.own import _hidden, shown\n"
+                                     "import opscan.sub.own as alias\n\n\nclass A:\n    def f(self):\n"
+                                     "        return self._x, own._hidden(), alias._hidden, shown\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "PKG", package)
+    assert _private_names_used_across_modules() == [
+        "opscan/user.py:2: from opscan.sub.own import _hidden",
+        "opscan/user.py:8: opscan.sub.own._hidden",
+        "opscan/user.py:8: opscan.sub.own._hidden",
+    ]
+
+
+def test_reporters_read_the_report_not_the_analysis():
+    """A reporter imports the records, the errors, other reporters and the baseline's fingerprints
+    (SARIF's partialFingerprints) only: nothing that analyses, discovers, traces or judges."""
+    allowed = ("opscan.records", "opscan.errors", "opscan.reporters", "opscan.baseline")
+    for path in _stage_files("reporters"):
+        bad = {name for name in _opscan_imports(path) if not name.startswith(allowed)}
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_the_run_mode_has_one_public_face():
+    """opscan run's machinery lives in opscan/trace/run/: the engine (the rest of trace/) never imports
+    it, and outside it only its package (opscan.trace.run: run_script, ...) is imported."""
+    graph = import_graph()
+    run_modules = {name for name in graph if name.startswith("opscan.trace.run.")}
+    assert {"opscan.trace.run.script", "opscan.trace.run.redirect", "opscan.trace.run.run_mode"} <= run_modules
+    for name in graph:
+        inside = name == "opscan.trace.run" or name in run_modules
+        for target in graph.successors(name):
+            if target in run_modules:
+                assert inside, f"{name} imports {target}: use the public opscan.trace.run"
+            if target == "opscan.trace.run" and name.startswith("opscan.trace") and not inside:
+                raise AssertionError(f"the engine's {name} imports the run mode")
+
+
+def test_one_definition_of_each_shared_flag():
+    """--backend and --db are added by commands/flags.py only, so they mean the same in every command."""
+    for path in sorted((PKG / "commands").glob("*.py")):
+        if path.name == "flags.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        for flag in ("--backend", "--db"):
+            assert f'add_argument("{flag}"' not in text, f"{path.relative_to(ROOT)} declares {flag} itself"
+
+
+def test_one_writer_of_command_output():
+    """A command's report (or table, or checklist) goes to stdout or --output through
+    commands/flags.py `render_report` / `write_output` only: atomic, the same error line everywhere."""
+    edits_files = {"init.py": "adds [[tool.opscan.models]] to pyproject.toml", "rules.py": "regenerates rule docs"}
+    for path in sorted((PKG / "commands").glob("*.py")):
+        if path.name == "flags.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert "opscan.reporters" not in _opscan_imports(path), f"{path.name} renders a report itself"
+        assert "atomic_open" not in text, f"{path.name} writes its output itself"
+        assert "atomic_write" not in text or path.name in edits_files, f"{path.name} writes its output itself"
+
+
+def test_the_scan_command_loads_no_child_process_machinery():
+    """`opscan scan` (the pre-commit hook) shares commands/flags.py with the commands that run model
+    code; building its parser imports neither opscan/isolation.py nor multiprocessing (start-up)."""
+    import json
+    import subprocess
+
+    code = ("import json, sys\nfrom opscan.cli import build_parser\nbuild_parser('scan')\n"
+            "print(json.dumps([m in sys.modules for m in ('opscan.commands.flags', 'opscan.isolation', "
+            "'opscan.containment', 'multiprocessing')]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(out.stdout) == [True, False, False, False]

@@ -142,8 +142,8 @@ def fake_run(script: Path, argv: list[str], steps: int, forecast: bool = True, d
              draws: bool = True):
     """`opscan run`'s engine; `forecast=False`: the signature recording and the number-following mode
     switched off; `draws=False`: random host ops not drawn for real (NOTE [host random stream])."""
-    from opscan.trace import numbers, run_mode, signatures
-    from opscan.trace.script import run_script
+    from opscan.trace import numbers, signatures
+    from opscan.trace.run import run_mode, run_script
 
     saved = signatures.CompileLog.record, numbers.number_shapes, run_mode.RunMode._drawn
     if not forecast:

@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import sys
 from pathlib import Path
 
+from opscan.commands.flags import (FORMATS, add_backend_argument, add_db_argument, codes, gate, progress,
+                                  render_report)
+
 HELP = "the whole answer for PATH: source scan, model trace, op coverage, port tasks (the default command)"
-FORMATS = ("terminal", "json", "sarif", "github", "markdown", "dot")
-
-
-def _codes(values: list[str] | None) -> tuple[str, ...] | None:
-    """Repeated and comma-separated flag values as one tuple (None when the flag was not given)."""
-    if not values:
-        return None
-    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,12 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "module:NAME, hf:PATH, timm:NAME); repeatable")
     parser.add_argument("--mode", choices=("train", "inference", "both"), default=None,
                         help="trace mode for every model (default: as configured, else train)")
-    parser.add_argument("--backend", metavar="RELEASE", default=None,
-                        help="release in the coverage database, e.g. 2.33.0 or torchneuron==2.33.0 "
-                             "(default: [tool.opscan] backend, else the newest TorchNeuron release)")
-    from opscan.commands.flags import add_db_argument
-
-    add_db_argument(parser)   # one --db FILE meaning in every command
+    add_backend_argument(parser)   # one --backend RELEASE and one --db FILE meaning in every command
+    add_db_argument(parser)
     parser.add_argument("--environment", metavar="PYTHON", default=None,
                         help="judge dependency manifests by the torch requirements of the distributions "
                              "installed for PYTHON (or `current`), not the tables (docs/dependencies.md)")
@@ -68,22 +56,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def load_effective_config(args: argparse.Namespace):
     """[tool.opscan] for args.path with the command-line flags applied on top."""
     from opscan.app import with_models
-    from opscan.config import load_config, parse_fail_on
+    from opscan.config import parse_fail_on
+    from opscan.config_checks import load_checked_config
     from opscan.errors import InputError
 
     target = Path(args.path)
     if not target.exists():
         raise InputError("no such file or folder", path=str(target))
-    config = load_config(target)
+    config = load_checked_config(target)   # the release and the rule selectors checked with the file
     config = config.override(
         backend=args.backend,
         db=Path(args.db).resolve() if getattr(args, "db", None) else None,
         fail_on=parse_fail_on(args.fail_on) if getattr(args, "fail_on", None) else None,
-        select=_codes(getattr(args, "select", None)),
-        ignore=_codes(getattr(args, "ignore", None)),
+        select=codes(getattr(args, "select", None)),
+        ignore=codes(getattr(args, "ignore", None)),
     )
     if getattr(args, "backend", None):   # checked now, as the config's `backend` is, not when a trace first needs it
-        from opscan.config import backend_problem
+        from opscan.config_checks import backend_problem
         from opscan.errors import UsageError
 
         problem = backend_problem(args.backend, config.db)
@@ -95,91 +84,6 @@ def load_effective_config(args: argparse.Namespace):
 
         config = replace(config, models=tuple(replace(m, trust_remote_code=True) for m in config.models))
     return config
-
-
-@contextlib.contextmanager
-def _progress():
-    """A transient progress display on stderr (only when stderr is a terminal)."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                        console=Console(stderr=True), transient=True)
-    with progress:
-        task = progress.add_task("starting", total=None)
-
-        def update(event: str, detail: str) -> None:
-            if event == "traced":
-                progress.console.print(f"[dim]traced {detail}[/dim]")
-                return
-            progress.update(task, description=detail)
-
-        yield update
-
-
-def write_output(text: str, output: str | None) -> None:
-    """Print `text`, or write it to `output` atomically."""
-    if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    from opscan.errors import InputError
-
-    from opscan.fsutil import atomic_write
-
-    path = Path(output)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, text)   # temp file + fsync + os.replace (docs/reliability.md)
-    except OSError as exc:
-        raise InputError(f"cannot write the report: {exc.strerror or exc}", path=str(path)) from None
-
-
-def render_report(report, fmt: str, output: str | None) -> None:
-    """Render in `fmt` to stdout (terminal colour when it is a tty) or to `output`."""
-    from opscan.reporters import render
-
-    if fmt == "terminal" and output is None:
-        from opscan.reporters.terminal import make_console
-        from opscan.reporters.terminal import render as terminal
-        from opscan.reporters.terminal.verdict import recap
-
-        console = make_console(sys.stdout)
-        terminal(report, sys.stdout, console)
-        if sys.stdout.isatty():   # the details may have scrolled the verdict away
-            recap(report, console)
-        return
-    buffer = io.StringIO()
-    render(fmt, report, buffer)
-    write_output(buffer.getvalue(), output)
-
-
-def gate(report, fail_on: tuple[str, ...], exit_zero: bool, allow_unchecked: bool = False,
-         quiet: bool = False) -> int:
-    """Exit code for `report`: 2 when a model given could not be checked (unless allow_unchecked),
-    1 when a --fail-on condition is met (reasons on stderr unless `quiet`: the output has them),
-    else 0 (opscan/gate.py)."""
-    from opscan.gate import could_not_check, failures
-
-    reasons = failures(report, fail_on)
-    for reason in reasons if not quiet else ():
-        print(f"opscan: fail-on {reason}", file=sys.stderr)
-    unchecked = could_not_check(report)
-    for line in unchecked:   # the whole reason, one line each
-        print(f"opscan: error: could not check {line}", file=sys.stderr)
-    remedy = report.verdict.remedy if report.verdict is not None else ""
-    if unchecked and remedy and not allow_unchecked:   # once, after the causes (NOTE [every missing module at once])
-        print(f"opscan: {remedy}", file=sys.stderr)
-    if unchecked and allow_unchecked:
-        print("opscan: --allow-unchecked: the gate judges what was checked", file=sys.stderr)
-    if unchecked and not allow_unchecked:
-        return 2
-    if reasons and exit_zero and not quiet:
-        print("opscan: --exit-zero: exiting 0 anyway", file=sys.stderr)
-    return 1 if reasons and not exit_zero else 0
 
 
 def _scan_options(args: argparse.Namespace):
@@ -204,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         scan=_scan_options(args),
         project_code=not getattr(args, "no_project_code", False))
     errors = []   # models that could not be checked; the verdict carries them (Verdict.unchecked)
-    with _progress() as progress:
-        report = analyse(Path(args.path), config, options, progress=progress, on_error=errors.append)
+    with progress() as update:
+        report = analyse(Path(args.path), config, options, progress=update, on_error=errors.append)
     render_report(report, args.format, args.output)
     return gate(report, config.fail_on, args.exit_zero, args.allow_unchecked or config.allow_unchecked)

@@ -14,15 +14,13 @@ HELP = "the TorchNeuron coverage database: list releases, show an op, diff relea
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from opscan.commands.flags import add_db_argument
+    from opscan.commands.flags import add_backend_argument, add_db_argument
 
     sub = parser.add_subparsers(dest="db_command", metavar="ACTION", parser_class=type(parser))
     sub.required = True
 
     def release_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--backend", metavar="SPEC", default=None,
-                       help="release to use, e.g. torchneuron==2.33.0, torch-neuronx-xla==2.32.0 or "
-                       "torch-neuronx==2.14.3.0 (default: the newest TorchNeuron release)")
+        add_backend_argument(p, configured=False)   # opscan db reads no [tool.opscan]
         add_db_argument(p)
         p.add_argument("--format", choices=("terminal", "json"), default="terminal", help="output format")
 
@@ -182,11 +180,11 @@ def _show(args: argparse.Namespace) -> int:
     answers = check(release, args.ops)
     notes = _pairing_notes(release)
     if args.format == "json":
-        from opscan.reporters.json import _evidence
+        from opscan.reporters.json import evidence_json
 
         _print_json({"backend": release.spec, "notes": notes, "ops": [
             {"op": c.op, "status": c.status, "confidence": c.confidence, "via": c.via,
-             "parts": list(c.parts), "evidence": [_evidence(e) for e in c.evidence],
+             "parts": list(c.parts), "evidence": [evidence_json(e) for e in c.evidence],
              "known_failures": [{"packet": f.packet, "dtype": f.dtype, "case": f.case, "reasons": list(f.reasons),
                                  "decomposes": c.op in f.parts, "tests": list(f.tests),
                                  "more_tests": f.more_tests}

@@ -28,14 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(by default they are counted per reason; docs/fix.md, 'Why a finding is left')")
 
 
-def _codes(values: list[str] | None) -> tuple[str, ...] | None:
-    if not values:
-        return None
-    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
-
-
 def run(args: argparse.Namespace) -> int:
-    from opscan.config import load_config
+    from opscan.commands.flags import codes
+    from opscan.config_checks import load_checked_config
     from opscan.fix import fix_paths
 
     targets = [Path(p) for p in args.paths] or [Path(".")]
@@ -44,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("no such file or directory", path=str(target))
 
     def config_for(target: Path):
-        return load_config(target).override(select=_codes(args.select), ignore=_codes(args.ignore))
+        return load_checked_config(target).override(select=codes(args.select), ignore=codes(args.ignore))
 
     result = fix_paths(targets, config_for, unsafe=args.unsafe_fixes, write=not args.diff)
     out = sys.stdout

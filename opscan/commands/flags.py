@@ -1,20 +1,36 @@
 """Flags several commands share, defined once so they mean the same everywhere (docs/check.md, "Flags"):
 the release (--backend, --db) and the limits of the child process that runs model code
 (--timeout, --max-memory, --in-process; the child itself is opscan/isolation.py) and its
-containment (--pass-env, --require-containment; opscan/containment.py)."""
+containment (--pass-env, --require-containment; opscan/containment.py).
+
+It is also the one module of the helpers the commands share (docs/architecture.md): rule codes of
+--select / --ignore (`codes`), the progress display (`progress`), the one report writer
+(`render_report` for a Report in --format to stdout or --output, `write_output` for any text) and
+the exit code of --fail-on / --exit-zero (`gate`)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import re
+import sys
+from pathlib import Path
+
+from typing import TYPE_CHECKING
 
 from opscan.errors import UsageError
-from opscan.containment import SCRATCH_SIZE, Policy, is_secret_name
-from opscan.isolation import DEFAULT_TIMEOUT, Limits, default_max_memory
 
+if TYPE_CHECKING:   # imported where used: `opscan scan` (the pre-commit hook) loads this module too
+    from opscan.containment import Policy
+    from opscan.isolation import Limits
+
+FORMATS = ("terminal", "json", "sarif", "github", "markdown", "dot")   # reporters/ REPORTERS: --format of a Report
 BACKEND_HELP = ("coverage-database release to check against, e.g. torchneuron==2.33.0 or 2.33.0 "
                 "(default: [tool.opscan] backend, else the newest TorchNeuron release); its device "
-                "profile shapes the trace")
+                "profile shapes the trace, its torch pairing judges dependency manifests")
+BACKEND_HELP_UNCONFIGURED = ("release to use, e.g. torchneuron==2.33.0, torch-neuronx-xla==2.32.0 or "
+                             "torch-neuronx==2.14.3.0 (default: the newest TorchNeuron release)")
 DB_HELP = ("a release file (e.g. one written by `opscan db probe`) or a folder of release files, "
            "used instead of the shipped coverage database (default: [tool.opscan] db)")
 
@@ -30,8 +46,11 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_backend_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--backend", metavar="RELEASE", default=None, help=BACKEND_HELP)
+def add_backend_argument(parser: argparse.ArgumentParser, *, configured: bool = True) -> None:
+    """--backend RELEASE of every command that picks a release (`configured=False`: a command that
+    reads no [tool.opscan], `opscan db`, whose default is the newest TorchNeuron release)."""
+    parser.add_argument("--backend", metavar="RELEASE", default=None,
+                        help=BACKEND_HELP if configured else BACKEND_HELP_UNCONFIGURED)
 
 
 def add_db_argument(parser: argparse.ArgumentParser) -> None:
@@ -50,8 +69,12 @@ def retire_flag(parser: argparse.ArgumentParser, old: str, hint: str) -> None:
 
 # --- limits of the child process that runs model code (opscan/isolation.py) ---------------------
 
-def add_limit_arguments(parser, *, default_timeout: float = DEFAULT_TIMEOUT, in_process: bool = True) -> None:
-    """--timeout / --max-memory (and --in-process) of every command that runs model code."""
+def add_limit_arguments(parser, *, default_timeout: float | None = None, in_process: bool = True) -> None:
+    """--timeout / --max-memory (and --in-process) of every command that runs model code
+    (`default_timeout`: isolation.DEFAULT_TIMEOUT when None)."""
+    from opscan.isolation import DEFAULT_TIMEOUT
+
+    default_timeout = DEFAULT_TIMEOUT if default_timeout is None else default_timeout
     parser.add_argument("--timeout", metavar="SECONDS", default=f"{default_timeout:g}",
                         help=f"stop a trace that runs longer (default {default_timeout:g}; 0: no limit). "
                         "Tracing runs the model's code in a child process")
@@ -79,6 +102,8 @@ def add_containment_arguments(parser) -> None:
 
 def limits_from(args, start_method: str = "spawn") -> Limits:
     """Limits from parsed --timeout / --max-memory (UsageError for bad values)."""
+    from opscan.isolation import DEFAULT_TIMEOUT, Limits, default_max_memory
+
     timeout = parse_timeout(str(getattr(args, "timeout", DEFAULT_TIMEOUT)))
     raw = getattr(args, "max_memory", None)
     limits = Limits(timeout=timeout, max_memory=parse_size(raw) if raw is not None else default_max_memory(),
@@ -96,6 +121,8 @@ def policy_from(args) -> Policy:
     for name in names:
         if not name or "=" in name or not name.replace("_", "a").isalnum():
             raise UsageError(f"--pass-env {name!r}: not an environment variable name (give the name, not NAME=VALUE)")
+    from opscan.containment import SCRATCH_SIZE, Policy
+
     raw = getattr(args, "scratch_size", None)
     size = SCRATCH_SIZE
     if raw is not None:
@@ -119,6 +146,8 @@ def isolation_from(args) -> Limits | None:
 
 def passed_secrets(policy: Policy) -> tuple[str, ...]:
     """The --pass-env names that read as secrets (the report says they were passed on purpose)."""
+    from opscan.containment import is_secret_name
+
     return tuple(name for name in policy.pass_env if is_secret_name(name))
 
 
@@ -148,3 +177,97 @@ def parse_timeout(text: str) -> float | None:
     if value < 0:
         raise UsageError(f"--timeout: must be >= 0 seconds (0 means no limit), not {text}")
     return None if value == 0 else value
+
+
+# --- helpers the commands share: rule codes, progress, the one report writer, the gate ------------
+
+def codes(values: list[str] | None) -> tuple[str, ...] | None:
+    """Repeated and comma-separated flag values as one tuple (None when the flag was not given)."""
+    if not values:
+        return None
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+@contextlib.contextmanager
+def progress():
+    """A transient progress display on stderr (only when stderr is a terminal)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    display = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                       console=Console(stderr=True), transient=True)
+    with display:
+        task = display.add_task("starting", total=None)
+
+        def update(event: str, detail: str) -> None:
+            if event == "traced":
+                display.console.print(f"[dim]traced {detail}[/dim]")
+                return
+            display.update(task, description=detail)
+
+        yield update
+
+
+def write_output(text: str, output: str | None) -> None:
+    """Print `text`, or write it to `output` atomically."""
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    from opscan.errors import InputError
+
+    from opscan.fsutil import atomic_write
+
+    path = Path(output)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, text)   # temp file + fsync + os.replace (docs/reliability.md)
+    except OSError as exc:
+        raise InputError(f"cannot write the report: {exc.strerror or exc}", path=str(path)) from None
+
+
+def render_report(report, fmt: str, output: str | None) -> None:
+    """Render in `fmt` to stdout (terminal colour when it is a tty) or to `output`."""
+    from opscan.reporters import render
+
+    if fmt == "terminal" and output is None:
+        from opscan.reporters.terminal import make_console
+        from opscan.reporters.terminal import render as terminal
+        from opscan.reporters.terminal.verdict import recap
+
+        console = make_console(sys.stdout)
+        terminal(report, sys.stdout, console)
+        if sys.stdout.isatty():   # the details may have scrolled the verdict away
+            recap(report, console)
+        return
+    buffer = io.StringIO()
+    render(fmt, report, buffer)
+    write_output(buffer.getvalue(), output)
+
+
+def gate(report, fail_on: tuple[str, ...], exit_zero: bool, allow_unchecked: bool = False,
+         quiet: bool = False) -> int:
+    """Exit code for `report`: 2 when a model given could not be checked (unless allow_unchecked),
+    1 when a --fail-on condition is met (reasons on stderr unless `quiet`: the output has them),
+    else 0 (opscan/gate.py)."""
+    from opscan.gate import could_not_check, failures
+
+    reasons = failures(report, fail_on)
+    for reason in reasons if not quiet else ():
+        print(f"opscan: fail-on {reason}", file=sys.stderr)
+    unchecked = could_not_check(report)
+    for line in unchecked:   # the whole reason, one line each
+        print(f"opscan: error: could not check {line}", file=sys.stderr)
+    remedy = report.verdict.remedy if report.verdict is not None else ""
+    if unchecked and remedy and not allow_unchecked:   # once, after the causes (NOTE [every missing module at once])
+        print(f"opscan: {remedy}", file=sys.stderr)
+    if unchecked and allow_unchecked:
+        print("opscan: --allow-unchecked: the gate judges what was checked", file=sys.stderr)
+    if unchecked and not allow_unchecked:
+        return 2
+    if reasons and exit_zero and not quiet:
+        print("opscan: --exit-zero: exiting 0 anyway", file=sys.stderr)
+    return 1 if reasons and not exit_zero else 0

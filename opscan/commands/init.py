@@ -107,7 +107,7 @@ def _without_models(data: dict, path: Path) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """Print the candidates; append the traceable ones to the configuration (unless --dry-run)."""
-    from opscan.app import _relative_root
+    from opscan.app import relative_root
     from opscan.targets.discovery import FACTORY_HINT, candidates, direct, toml_lines
     from opscan.errors import InputError
     from opscan.fsutil import atomic_write
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
             worked = {(c.path, c.line) for c in tried if c.ready}
             found = [c for c in found if (c.path, c.line) not in worked] + tried
     path = config_file(root)
-    shown = _relative_root(path)
+    shown = relative_root(path)
     base = path.parent.resolve()
     ready = [_rebase(c, root, base) for c in found if c.ready]
     other = [c for c in found if not c.ready]
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     if path.name == "opscan.toml":   # its keys sit at the top level
         hint = hint.replace("[[tool.opscan.models]]", "[[models]]")
     if not found:
-        print(f"opscan: no model found in {_relative_root(root)}: no factory function (build, make, "
+        print(f"opscan: no model found in {relative_root(root)}: no factory function (build, make, "
               "create_model, get_model, ...), nn.Module class, from_pretrained call on a local folder, "
               "model folder (config.json) or .pt2 file. To trace a model, " + hint, file=sys.stderr)
         return 1

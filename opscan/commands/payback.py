@@ -64,7 +64,7 @@ def _terminal(result) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from opscan.workflow.payback import HOURS_PER_DAY, NO_SAVINGS, WORTH_A_PILOT, _plain, grouped, money
+    from opscan.workflow.payback import HOURS_PER_DAY, NO_SAVINGS, WORTH_A_PILOT, plain, grouped, money
 
     console = Console(highlight=False)
     table = Table(show_header=False, box=None, pad_edge=False)
@@ -72,15 +72,15 @@ def _terminal(result) -> None:
     table.add_column(justify="right")
     table.add_column(style="dim")
     effort = result.effort
-    days = _plain(money(effort.hours / HOURS_PER_DAY))
+    days = plain(money(effort.hours / HOURS_PER_DAY))
     basis = effort.basis if "engineer-days" in effort.basis else f"{effort.basis} = {days} engineer-days"
-    table.add_row("effort", f"{_plain(effort.hours)} h", basis)
+    table.add_row("effort", f"{plain(effort.hours)} h", basis)
     table.add_row("port cost", grouped(result.port_cost),
-                  f"{_plain(effort.hours)} h x {_plain(result.rate)}/h (likely)")
+                  f"{plain(effort.hours)} h x {plain(result.rate)}/h (likely)")
     costs = result.port_cost_range
     if costs is not None:
         table.add_row("cost range", f"{grouped(costs[0])}-{grouped(costs[1])}",
-                      f"{_plain(effort.low)}-{_plain(effort.high)} h x {_plain(result.rate)}/h")
+                      f"{plain(effort.low)}-{plain(effort.high)} h x {plain(result.rate)}/h")
     table.add_row("monthly saving", grouped(result.monthly_saving),
                   f"{grouped(result.monthly_now)} now - {grouped(result.monthly_after)} after")
     if result.breakeven_months is None:
@@ -94,7 +94,7 @@ def _terminal(result) -> None:
                           "at the low and high effort; the verdict uses the likely one")
     console.print(table)
     style = {WORTH_A_PILOT: "bold green", NO_SAVINGS: "bold red"}.get(result.verdict, "bold yellow")
-    horizon = _plain(result.horizon_months)
+    horizon = plain(result.horizon_months)
     why = {
         WORTH_A_PILOT: f"pays back within the {horizon}-month horizon",
         NO_SAVINGS: "the bill after the port is not lower than today's",

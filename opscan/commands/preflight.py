@@ -43,7 +43,7 @@ def _read_report(path: str):
 def _scan(path: Path):
     """Analyse PATH as `opscan PATH` does; the checklist reads the finished Report."""
     from opscan.app import analyse
-    from opscan.config import load_config
+    from opscan.config_checks import load_checked_config
     from opscan.workflow.preflight import from_report
 
     if not path.exists():
@@ -53,7 +53,7 @@ def _scan(path: Path):
         if event in ("phase", "trace"):
             print(f"opscan preflight: {detail}", file=sys.stderr)
 
-    return from_report(analyse(path, load_config(path), progress=progress))
+    return from_report(analyse(path, load_checked_config(path), progress=progress))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,16 +73,11 @@ def run(args: argparse.Namespace) -> int:
         unknown_missing=args.unknown_as_missing, exit_on_missing=args.exit_on_missing)
     text = (render.render_json(checklist, args.exit_on_missing) if args.format == "json"
             else render.render_markdown(checklist))
-    if args.output:
-        try:
-            from opscan.fsutil import atomic_write
+    from opscan.commands.flags import write_output
 
-            atomic_write(args.output, text)   # old file or new file, never half of one
-        except OSError as exc:
-            raise InputError(f"cannot write: {exc.strerror or exc}", args.output) from None
+    write_output(text, args.output)   # the one writer of --output (atomic; commands/flags.py)
+    if args.output:
         print(f"opscan preflight: checklist written to {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
     if args.exit_on_missing and checklist.missing_ops:
         return 1
     if args.strict and not checklist.ready:

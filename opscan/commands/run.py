@@ -15,7 +15,7 @@ HELP = ("run an unmodified training or inference script for N optimizer steps on
 DESCRIPTION = HELP + (". The script really runs (in opscan's isolated child process, as `python SCRIPT "
                       "ARGS` would, from the current directory): it reads its data and may write files. "
                       "No GPU and no weights are needed; see docs/run.md.")
-RUN_FUNCTION = "opscan.trace.script:run_script"
+RUN_FUNCTION = "opscan.trace.run:run_script"   # the run mode's public API (opscan/trace/run/)
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
@@ -30,12 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nproc", type=positive_int, default=None, metavar="N",
                         help="world size of the fake process group of a torchrun/DDP script (default: "
                              "torchrun's --nproc-per-node or accelerate launch's --num_processes, else none)")
-    from opscan.commands.check import FORMATS
-    from opscan.commands.flags import add_db_argument
-    from opscan.commands.flags import add_limit_arguments
+    from opscan.commands.flags import FORMATS, add_backend_argument, add_db_argument, add_limit_arguments
 
-    parser.add_argument("--backend", metavar="RELEASE", default=None,
-                        help="release in the coverage database (default: [tool.opscan] backend, else newest)")
+    add_backend_argument(parser)
     add_db_argument(parser)
     parser.add_argument("--fail-on", action="append", metavar="WHAT", default=None,
                         help="exit 1 on: error, warning, fallback, unknown, custom-kernel (as `opscan PATH`)")
@@ -131,10 +128,10 @@ def assess_run(root: Path, config, trace, progress=None, on_error=None):
 
 
 def run(args: argparse.Namespace) -> int:
-    from opscan.commands.check import _progress, gate, render_report
-    from opscan.config import ModelConfig, load_config, parse_fail_on
+    from opscan.commands.flags import gate, limits_from, progress, render_report
+    from opscan.config import ModelConfig, parse_fail_on
+    from opscan.config_checks import load_checked_config
     from opscan.errors import InputError, UsageError
-    from opscan.commands.flags import limits_from
     from opscan.isolation import run as isolated
     from opscan.containment import PARTS
     from opscan.outcome import IN_PROCESS, result_of, with_overlay
@@ -143,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     if not parsed["module"] and not Path(parsed["script"]).is_file():
         raise InputError("no such script", path=parsed["script"])
     root = project_root(parsed["script"], parsed["module"])
-    config = load_config(root).override(
+    config = load_checked_config(root).override(
         backend=args.backend, db=Path(args.db).resolve() if getattr(args, "db", None) else None,
         fail_on=parse_fail_on(args.fail_on) if args.fail_on else None)
     name = parsed["script"] if parsed["module"] else os.path.relpath(Path(parsed["script"]).resolve(), root)
@@ -160,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
                    "steps": args.steps, "nproc": args.nproc or parsed["nproc"], "env": parsed["env"], "profile": profile,
                    "project_root": str(root), "cwd": os.getcwd()}
         if getattr(args, "in_process", False):
-            from opscan.trace.script import run_script
+            from opscan.trace.run import run_script
 
             result, said = run_script(**options)
             result = replace(result, containment=tuple((part, IN_PROCESS) for part in PARTS))
@@ -178,8 +175,8 @@ def run(args: argparse.Namespace) -> int:
         return replace(result, target=model.target)
 
     errors: list = []
-    with _progress() as progress:
-        report = assess_run(root, config, trace, progress, errors.append)
+    with progress() as update:
+        report = assess_run(root, config, trace, update, errors.append)
     report = replace(report, notes=report.notes + tuple(notes))
     render_report(report, args.format, args.output)
     code = gate(report, config.fail_on, args.exit_zero)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from opscan.commands.check import FORMATS, _codes
+from opscan.commands.flags import FORMATS, add_backend_argument, add_db_argument, codes
 
 HELP = "the source-only view of `opscan PATH`: where the source pins itself to CUDA (never imports or runs it)"
 
@@ -49,11 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "~/.cache/opscan; never a folder an untrusted change can write)")
     parser.add_argument("--no-fix-check", action="store_true",
                         help="do not check suggested replacements against the installed torch")
-    parser.add_argument("--backend", metavar="RELEASE", default=None,
-                        help="the TorchNeuron release dependency manifests are judged against (its torch "
-                             "pairing; default: [tool.opscan] backend, else the newest TorchNeuron release)")
-    parser.add_argument("--db", metavar="FILE", default=None,
-                        help="a release file (or folder of them) replacing the shipped coverage database")
+    add_backend_argument(parser)   # for scan: the torch pairing that judges dependency manifests
+    add_db_argument(parser)
     parser.add_argument("--environment", metavar="PYTHON", default=None,
                         help="read the torch requirements of the distributions installed for PYTHON (or "
                              "`current`: the running interpreter) instead of the tables (docs/dependencies.md)")
@@ -86,13 +83,14 @@ def _root_and_paths(args: argparse.Namespace) -> tuple[Path, tuple[Path, ...]]:
 
 def build_config(args: argparse.Namespace, root: Path):
     """[tool.opscan] that applies to `root`, with this command's flags on top (as `opscan PATH` does)."""
-    from opscan.config import load_config, parse_fail_on
+    from opscan.config import parse_fail_on
+    from opscan.config_checks import load_checked_config
 
-    config = load_config(root)
+    config = load_checked_config(root)
     return config.override(
         fail_on=parse_fail_on(args.fail_on) if args.fail_on else None,
-        select=_codes(args.select),
-        ignore=_codes(args.ignore),
+        select=codes(args.select),
+        ignore=codes(args.ignore),
         exclude=config.exclude + tuple(args.exclude) if args.exclude else None,
         extra_rules=_dedupe(config.extra_rules + tuple(Path(d).resolve() for d in args.rules)) if args.rules else None,
         backend=getattr(args, "backend", None),
@@ -128,7 +126,7 @@ def build_report(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from opscan.commands.check import gate, render_report
+    from opscan.commands.flags import gate, render_report
 
     report, config = build_report(args)
     if args.concise:

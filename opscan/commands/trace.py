@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from opscan import __version__
 from opscan.commands.flags import positive_int
 from opscan.errors import UsageError
-from opscan.records import Draft, NotChecked, Report
+from opscan.records import Draft, NotChecked
 
 HELP = "list every aten op a model dispatches (forward, loss, backward, optimizer), traced without weights"
 
@@ -79,9 +78,9 @@ def configured_release(backend: str | None, db: str | None) -> tuple[str | None,
     """
     if backend is not None and db is not None:
         return backend, db
-    from opscan.config import load_config
+    from opscan.config_checks import load_checked_config
 
-    config = load_config(Path.cwd())
+    config = load_checked_config(Path.cwd())
     if backend is None:
         backend = config.backend or None
     if db is None and config.db is not None:
@@ -124,10 +123,10 @@ def _models(args: argparse.Namespace) -> tuple[list, Path]:
 
 def _configured_models():
     try:
-        from opscan.config import load_config
+        from opscan.config_checks import load_checked_config
     except ImportError:
         return (), Path.cwd()
-    config = load_config(Path.cwd())
+    config = load_checked_config(Path.cwd())
     return config.models, config.root
 
 
@@ -135,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     """Trace, assess (opscan/assess.py, as `opscan PATH` does), render, and exit 0 (complete) or 1
     (a trace stopped early; its partial list is shown)."""
     from opscan.assess import assess
-    from opscan.commands.flags import isolation_from
+    from opscan.commands.flags import isolation_from, render_report
     from opscan.outcome import trace_isolated
     from opscan.phases import at_real_size, tracer_options
 
@@ -149,20 +148,5 @@ def run(args: argparse.Namespace) -> int:
                    for model in models)
     report = assess(Draft(root=str(Path.cwd()), tool_version=__version__, traces=traces,
                           source=NotChecked(TRACE_ONLY)), release)
-    _write(report, args.format, args.output)
+    render_report(report, args.format, args.output)   # the one report writer (commands/flags.py)
     return 0 if all(t.complete for t in traces) else 1
-
-
-def _write(report: Report, fmt: str, output: str | None) -> None:
-    from opscan.reporters import render
-
-    if output is None:
-        render(fmt, report, sys.stdout)
-        return
-    from opscan.fsutil import atomic_open
-
-    try:
-        with atomic_open(output) as out:   # the old file or the new one, never half of one
-            render(fmt, report, out)
-    except OSError as exc:
-        raise UsageError(f"cannot write: {exc.strerror or exc}", path=output) from None

@@ -64,14 +64,13 @@ def _write(fmt: str, run, path: Path | None) -> None:
     if path is None:
         module.render(run, sys.stdout)
         return
-    from opscan.fsutil import atomic_open
+    import io
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with atomic_open(path) as handle:   # the old file or the new one, never half of one
-            module.render(run, handle)
-    except OSError as exc:
-        raise UsageError(f"cannot write: {exc.strerror or exc}", path=str(path)) from None
+    from opscan.commands.flags import write_output
+
+    buffer = io.StringIO()
+    module.render(run, buffer)
+    write_output(buffer.getvalue(), str(path))   # the one writer of --output (atomic; commands/flags.py)
 
 
 def _diff(args) -> int:
@@ -87,15 +86,9 @@ def _diff(args) -> int:
         text = json.dumps(diff.to_dict(changes), indent=2, sort_keys=True) + "\n"
     else:
         text = diff.render_text(changes, old, new)
-    if args.output:
-        from opscan.fsutil import atomic_write
+    from opscan.commands.flags import write_output
 
-        try:
-            atomic_write(args.output, text)
-        except OSError as exc:
-            raise UsageError(f"cannot write: {exc.strerror or exc}", path=str(args.output)) from None
-    else:
-        sys.stdout.write(text)
+    write_output(text, str(args.output) if args.output else None)
     return 1 if any(c.kind in ("broke", "regressed") for c in changes) else 0
 
 

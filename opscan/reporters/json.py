@@ -53,7 +53,7 @@ def _source(source: OpSource) -> dict:
     return {"path": source.path, "line": source.line, "module": source.module}
 
 
-def _evidence(evidence: Evidence) -> dict:
+def evidence_json(evidence: Evidence) -> dict:
     """The evidence's fields that are set (`compared` only when true: a probe that ran the op)."""
     return {k: v for k, v in asdict(evidence).items() if v is not None and not (k == "compared" and not v)}
 
@@ -100,7 +100,7 @@ def _op(usage: OpUsage, models: tuple[str, ...], coverage: Coverage | None) -> d
         out["confidence"] = coverage.confidence
         out["via"] = coverage.via
         out["parts"] = list(coverage.parts)
-        out["evidence"] = [_evidence(e) for e in coverage.evidence]
+        out["evidence"] = [evidence_json(e) for e in coverage.evidence]
     return out
 
 
@@ -213,7 +213,7 @@ def to_dict(report: Report) -> dict:
         "tasks": [_task(t) for t in report.tasks],
         "caveats": [_caveat(c) for c in report.caveats],
         "release_notes": [{"packet": n.packet, "ops": list(n.ops), "via": n.via, "text": n.text,
-                           "evidence": [_evidence(e) for e in n.evidence], "tests": list(n.tests)}
+                           "evidence": [evidence_json(e) for e in n.evidence], "tests": list(n.tests)}
                           for n in report.release_notes],
         "notes": list(report.notes),
         "baseline": None if report.baseline is None else {
@@ -323,7 +323,7 @@ def _caveat(caveat) -> dict:
     """A release caveat the traced dtypes hit (docs/json.md, "caveats")."""
     return {"kind": caveat.kind, "message": caveat.message, "ops": list(caveat.ops),
             "dtypes": list(caveat.dtypes), "sources": [_source(s) for s in caveat.sources],
-            "tests": list(caveat.tests), "evidence": [_evidence(e) for e in caveat.evidence]}
+            "tests": list(caveat.tests), "evidence": [evidence_json(e) for e in caveat.evidence]}
 
 
 def _discovery(found) -> dict:

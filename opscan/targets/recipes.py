@@ -206,7 +206,7 @@ def is_loss(node: ast.ClassDef) -> bool:
     if _LOSS_NAME.search(node.name):
         return True
     forward = next((i for i in node.body if isinstance(i, ast.FunctionDef) and i.name == "forward"), None)
-    required = _required(forward) - {"self"}
+    required = required_parameters(forward) - {"self"}
     return bool(required & _PREDICTION and required & _TARGET) or required == {"model_output"}
 
 
@@ -249,7 +249,7 @@ def wrapper_classes(classes: dict[str, ast.ClassDef]) -> set[str]:
         for arg in init.args.args + init.args.kwonlyargs if init is not None else []:
             hint = ast.unparse(arg.annotation).split(".")[-1].strip("'\"") if arg.annotation else ""
             spelled = {arg.arg.replace("_", "").lower(), arg.arg.replace("attn", "attention").replace("_", "").lower()}
-            if arg.arg in _required(init) and (hint in classes and hint != name or spelled & (lowered - {name.lower()})):
+            if arg.arg in required_parameters(init) and (hint in classes and hint != name or spelled & (lowered - {name.lower()})):
                 out.add(name)
     return out
 
@@ -265,7 +265,7 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
         if name.startswith("_"):
             continue
         init = next((i for i in node.body if isinstance(i, ast.FunctionDef) and i.name == "__init__"), None)
-        required = _required(init) - {"self"} if init is not None else set()
+        required = required_parameters(init) - {"self"} if init is not None else set()
         outside = [ast.unparse(b).split(".")[-1] for b in node.bases]
         inherited = outside[0] if outside and outside[0] not in roots and outside[0] not in ("Module", "nn.Module") \
             and not ast.unparse(node.bases[0]).endswith("nn.Module") else ""
@@ -350,14 +350,14 @@ def factory_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]
     out = []
     for fn in tree.body:   # CapWords functions that build a model from named sizes, e.g. MLPMixer(*, dim, depth)
         if isinstance(fn, ast.FunctionDef) and fn.name[:1].isupper() and fn not in factories \
-                and _required(fn) and all(named_value(r) is not None for r in _required(fn)):
+                and required_parameters(fn) and all(named_value(r) is not None for r in required_parameters(fn)):
             part = (300 if fn.name in used else 0) \
                 + (200 if PART_NAME.search(fn.name) and not _MAIN_CLASS.search(fn.name) else 0)
             out.append(Recipe(f"repo:{rel}:{fn.name}", "repo-factory", rel, fn.lineno,
-                              f"{fn.name}({', '.join(sorted(_required(fn)))}): small values chosen by parameter name",
+                              f"{fn.name}({', '.join(sorted(required_parameters(fn)))}): small values chosen by parameter name",
                               250 + min((fn.end_lineno or fn.lineno) - fn.lineno, 100) - part))
     for fn in factories:
-        required = _required(fn) - {"batch", "seq_len"}
+        required = required_parameters(fn) - {"batch", "seq_len"}
         if not required:
             continue
         if registries and len(required) == 1:
@@ -376,7 +376,7 @@ def builder_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]
     (`def llama3_2_1b() -> TransformerDecoder`); the smallest size spelled in the name first."""
     out = []
     for fn in tree.body:
-        if not isinstance(fn, ast.FunctionDef) or fn.name.startswith("_") or fn in factories or _required(fn) \
+        if not isinstance(fn, ast.FunctionDef) or fn.name.startswith("_") or fn in factories or required_parameters(fn) \
                 or fn.returns is None or not _MODEL_TYPE.search(ast.unparse(fn.returns).split(".")[-1].strip("'\"")):
             continue
         size = _SIZE_WORD.findall(fn.name)
@@ -476,7 +476,7 @@ _SAFE_CALLS = {"dict", "list", "tuple", "set", "frozenset", "field", "dataclasse
                "torch.device", "int", "float", "str", "bool", "range"}
 
 
-def _required(fn) -> set[str]:
+def required_parameters(fn) -> set[str]:
     """The required parameter names of `fn` (none for None): opscan/targets/factories.py `required`."""
     return set(factories.required(fn)) if fn is not None else set()
 

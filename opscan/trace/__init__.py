@@ -15,6 +15,8 @@ Public API (the signature of `trace` is pinned by tests/trace/test_trace_targets
 Module map: tracer (options, the step under the recorder) -> recorder (ops, sources) -> device
 (the imitated `neuron`), fakes, standins (data-dependent values), step (loss, optimizer), fsdp;
 export (the ops of a loaded exported program); spec (what is traced: Built, --input specs).
+run/ is `opscan run` on this engine, with its own public API (opscan.trace.run.run_script); the
+engine never imports it.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ import torch
 
 from opscan.errors import TargetError
 from opscan.records import DeviceProfile, ModelTrace, OpSource, OpUsage
-from opscan.trace.recorder import MAX_SOURCES, TORCH_NAMESPACES, _canonical
+from opscan.trace.recorder import MAX_SOURCES, TORCH_NAMESPACES, canonical_name
 
 LEVELS = ("exported", "dispatch", "core")
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
@@ -52,7 +52,7 @@ def decomposed(program, level: str, profile: DeviceProfile | None):
     native = set((profile.native_ops if profile is not None else ()))
     table = torch.export.default_decompositions()
     for op in list(table.keys()):
-        name = _canonical(op.name())
+        name = canonical_name(op.name())
         keep = name in native or name.split(".")[0] in native
         implicit = torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd")
         if keep or (level == "dispatch" and not implicit):
@@ -173,7 +173,7 @@ def ops_of(program, project_root: str | None, rename: dict[str, str] | None = No
     for name in sorted(counts):
         ranked = sorted(sources[name].items(), key=lambda kv: (-kv[1], kv[0]))
         usages.append(OpUsage(
-            op=_canonical(name), count=counts[name], phases=("forward",),
+            op=canonical_name(name), count=counts[name], phases=("forward",),
             dtypes=tuple(sorted(dtypes[name])),
             sources=tuple(sorted(src for src, _ in ranked[:MAX_SOURCES])),
             modes=("inference",), custom=name.partition("::")[0] not in TORCH_NAMESPACES))

@@ -45,7 +45,7 @@ def fake_process_group(world_size: int, device: str):
         raise TraceError("--fsdp needs a PyTorch build with torch.distributed")
     if dist.is_initialized():
         raise TraceError("--fsdp needs a process without a default process group; one is initialized")
-    patched = _patch_device_module(device)
+    patched = patch_device_module(device)
     try:
         dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world_size)
         try:
@@ -69,7 +69,7 @@ def shard(model: nn.Module, mesh) -> int:
     return len(blocks)
 
 
-def _patch_device_module(device: str) -> list[str]:
+def patch_device_module(device: str) -> list[str]:
     """Give torch.<device> the no-op stream API FSDP2 needs when it lacks it; names added."""
     module = getattr(torch, device, None)
     if module is None or device == "cpu":

@@ -55,17 +55,17 @@ def _decomposes(func, device_type: str) -> bool:
         not has_own_kernel(name, device_type)
 
 
-def _tensors(value, found: list) -> list:
+def collect_tensors(value, found: list) -> list:
     """The tensors in an op's arguments or output (tuples, lists and dicts of them), in order: the
     leaves torch.utils._pytree would give for these containers, without its per-node overhead."""
     if isinstance(value, torch.Tensor):
         found.append(value)
     elif isinstance(value, (tuple, list)):
         for item in value:
-            _tensors(item, found)
+            collect_tensors(item, found)
     elif isinstance(value, dict):
         for item in value.values():
-            _tensors(item, found)
+            collect_tensors(item, found)
     return found
 
 
@@ -174,7 +174,7 @@ class Recorder(TorchDispatchMode):
                 out = fakes.supply(func, args, kwargs)
                 if out is None:
                     raise
-                self.supplied.add(_canonical(name))
+                self.supplied.add(canonical_name(name))
                 return out
             # sizes made from stand-in values (see NOTE [split sizes from stand-ins])
             resplit_out = resplit(func, args, kwargs) if self.stand_ins else None
@@ -191,11 +191,11 @@ class Recorder(TorchDispatchMode):
 
     def _stand_in(self, func, name, source, args, kwargs):
         """The stand-in output of a data-dependent op, counted (NOTE [stand-ins])."""
-        out, kind, value = stand_in(func, args, kwargs, self._from_all(args))
+        out, kind, value = stand_in(func, args, kwargs, self.from_all(args))
         self.count_stand_in(name, kind, value, source)
         return out
 
-    def _from_all(self, args) -> bool:
+    def from_all(self, args) -> bool:
         """Whether the first argument is the output of an `all` (its stand-in is True)."""
         first = args[0] if args else None
         ref = self._all_outputs.get(id(first))
@@ -211,12 +211,12 @@ class Recorder(TorchDispatchMode):
         key = (name, kind, value, source)
         self.stand_ins[key] += 1
         if self.stand_ins[key] > MAX_STAND_INS_PER_SITE:
-            raise StandInLoop(f"{MAX_STAND_INS_PER_SITE} stand-ins for {_canonical(name)} at one source "
+            raise StandInLoop(f"{MAX_STAND_INS_PER_SITE} stand-ins for {canonical_name(name)} at one source "
                               "line: a data-dependent loop that stand-in values never end")
 
     def _record(self, name, source, args, kwargs, out) -> None:
-        inputs = _tensors(kwargs, _tensors(args, []))
-        tensors = _tensors(out, list(inputs))
+        inputs = collect_tensors(kwargs, collect_tensors(args, []))
+        tensors = collect_tensors(out, list(inputs))
         if tensors and not any(t.device.type == self.device_type for t in tensors):
             return  # runs on another device (e.g. AdamW's CPU step counters): not the backend's op
         phase = self.phase
@@ -253,7 +253,7 @@ class Recorder(TorchDispatchMode):
             ranked = sorted(self.sources[name].items(), key=lambda kv: (-kv[1], kv[0]))
             top = tuple(sorted(src for src, _ in ranked[:MAX_SOURCES]))
             out.append(OpUsage(
-                op=_canonical(name),
+                op=canonical_name(name),
                 count=self.counts[name],
                 phases=tuple(p for p in PHASES if p in self.phases[name]),
                 dtypes=tuple(sorted(self.dtypes[name])),
@@ -272,7 +272,7 @@ class Recorder(TorchDispatchMode):
     def stand_in_list(self) -> tuple[StandIn, ...]:
         merged: dict[tuple, int] = Counter()
         for (name, kind, value, source), count in self.stand_ins.items():
-            merged[(_canonical(name), kind, value, source)] += count
+            merged[(canonical_name(name), kind, value, source)] += count
         return tuple(sorted(
             (StandIn(op=n, kind=k, value=v, count=c, source=s) for (n, k, v, s), c in merged.items()),
             key=lambda s: (s.op, s.source or OpSource("", 0), s.kind, s.value),
@@ -337,5 +337,5 @@ def _top(found: Counter) -> tuple[OpSource, ...]:
     return tuple(sorted(src for src, _ in ranked[:MAX_SOURCES]))
 
 
-def _canonical(name: str) -> str:
+def canonical_name(name: str) -> str:
     return name.removesuffix(".default")

@@ -279,7 +279,7 @@ class _Tracer:
         except (UsageError, TraceError):
             raise
         except Exception as exc:  # noqa: BLE001 - any failure of model code ends the trace, kept partial
-            return _stopped(exc, recorder, self.finder)
+            return stopped_reason(exc, recorder, self.finder)
 
 
 def _accepts(model, name: str) -> bool:
@@ -386,7 +386,8 @@ DEFAULT_HINT = ("--device cpu or --mode inference, to see whether the problem is
                 "backward-specific; set OPSCAN_TRACE_DEBUG=1 for the full traceback")
 
 
-def _stopped(exc: BaseException, recorder: Recorder, finder: SourceFinder, default_hint: str = DEFAULT_HINT) -> str:
+def stopped_reason(exc: BaseException, recorder: Recorder, finder: SourceFinder,
+                   default_hint: str = DEFAULT_HINT) -> str:
     """`<op> at <file>:<line>: <why>; try: <hint>` for an exception that ended the trace
     (`default_hint` names options of the command that traced: `opscan run` has no --mode)."""
     where = None

@@ -99,7 +99,7 @@ def effort_from_weeks(weeks: Decimal, hours_per_week: Decimal) -> Effort:
     """Effort as weeks x hours per week."""
     weeks = require_positive(weeks, "--weeks")
     hours_per_week = require_positive(hours_per_week, "--hours-per-week")
-    return Effort(weeks * hours_per_week, f"{_plain(weeks)} weeks x {_plain(hours_per_week)} h/week")
+    return Effort(weeks * hours_per_week, f"{plain(weeks)} weeks x {plain(hours_per_week)} h/week")
 
 
 def effort_from_report(path: str | Path) -> Effort:
@@ -124,10 +124,10 @@ def effort_from_report(path: str | Path) -> Effort:
     if ranged and not low_d <= value <= high_d:
         raise InputError(f"summary.effort_low_hours..effort_high_hours ({low}..{high}) does not contain "
                          f"effort_hours ({hours})", name)
-    basis = (f"port-task list in {name}: {count}{_plain(value)} h likely "
-             f"= {_plain(days)} engineer-days of {_plain(HOURS_PER_DAY)} h")
+    basis = (f"port-task list in {name}: {count}{plain(value)} h likely "
+             f"= {plain(days)} engineer-days of {plain(HOURS_PER_DAY)} h")
     if ranged:
-        basis += f" (range {_plain(low_d)}-{_plain(high_d)} h)"
+        basis += f" (range {plain(low_d)}-{plain(high_d)} h)"
     unsized = summary.get("unsized_tasks")
     if isinstance(unsized, list) and unsized:
         basis += f"; not sized, so not counted: {', '.join(map(str, unsized))}"
@@ -178,7 +178,7 @@ def to_dict(result: Payback) -> dict:
     }
 
 
-def _plain(value: Decimal) -> str:
+def plain(value: Decimal) -> str:
     """A Decimal without exponent or trailing zeros: 35, 2.5, 12600."""
     text = format(value.normalize(), "f")
     return text

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from opscan.config import find_config, load_config
+from opscan.config import find_config
+from opscan.config_checks import load_checked_config
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ def parity_settings(start: Path | None = None) -> ParitySettings:
     path, raw = find_config(start)
     if path is None:
         return ParitySettings()
-    config = load_config(start)         # checks every key; raises ConfigError
+    config = load_checked_config(start)   # checks every key; raises ConfigError
     table = raw.get("parity", {}) if isinstance(raw.get("parity"), dict) else {}
     parity = config.parity
     label = ("pyproject.toml [tool.opscan.parity]" if path.name == "pyproject.toml"

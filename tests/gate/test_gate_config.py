@@ -209,14 +209,31 @@ def test_every_problem_in_one_run_selectors_and_backend_included(tmp_path, run_c
     assert err.splitlines()[0].endswith("3 problems in the opscan configuration")
 
 
+@pytest.mark.parametrize("command", [("scan",), ("fix", "--diff"), ("trace", "m.py:build", "--in-process")])
+def test_every_command_checks_the_release_and_the_selectors(tmp_path, run_cli, monkeypatch, command):
+    """config.py only reads the file; each command that loads it passes the release and rule checks
+    (opscan/config_checks.py), so a bad `backend` or `select` is the same exit 2 everywhere."""
+    _project(tmp_path, "[tool.opscan]\nselect = ['OPS1O1']\nbackend = '9.9.9'\n")
+    (tmp_path / "m.py").write_text("x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    args = [*command, str(tmp_path)] if command[0] != "trace" else list(command)
+    code, out, err = run_cli(*args)
+    assert code == 2 and out == ""
+    assert "tool.opscan.backend: no release 'torchneuron==9.9.9'" in err and "tool.opscan.select" in err
+
+
 def test_backend_and_db_are_checked_with_the_config(tmp_path, run_cli):
+    """The release is the caller's check (opscan/config_checks.py), reported with the file's own."""
+    from opscan.config_checks import load_checked_config
+
     root = _project(tmp_path, "[tool.opscan]\nbackend = 'torch-neuronx-xla==2.32.0'\ndb = 'mydb'\n")
     with pytest.raises(ConfigError) as caught:       # mydb holds only torchneuron 2.33.0
-        load_config(root)
+        load_checked_config(root)
     assert [p.split(": ")[1] for p in caught.value.problems] == ["tool.opscan.backend"]
+    assert load_config(root).backend == "torch-neuronx-xla==2.32.0"   # config.py alone reads data
     (root / "pyproject.toml").write_text("[tool.opscan]\ndb = 'nodb'\n")
     with pytest.raises(ConfigError) as caught:
-        load_config(root)
+        load_checked_config(root)
     assert "does not exist" in caught.value.problems[0]
     (root / "pyproject.toml").write_text("[tool.opscan]\n")
     (root / "a.py").write_text("x = 1\n")
@@ -239,9 +256,10 @@ def test_backend_check_imports_no_torch(tmp_path):
 
     (tmp_path / "pyproject.toml").write_text("[tool.opscan]\nbackend = '9.9.9'\n")
     code = ("import sys; sys.modules['torch'] = None\n"
-            "from pathlib import Path\nfrom opscan.config import load_config\n"
+            "from pathlib import Path\nfrom opscan.config_checks import load_checked_config\n"
             "from opscan.errors import ConfigError\n"
-            "try:\n    load_config(Path(sys.argv[1]))\nexcept ConfigError as exc:\n    print(exc.problems[0])\n")
+            "try:\n    load_checked_config(Path(sys.argv[1]))\n"
+            "except ConfigError as exc:\n    print(exc.problems[0])\n")
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -148,3 +148,25 @@ def test_search_is_breadth_first_and_bounded(tmp_path, monkeypatch):
     assert [c.target for c in candidates(tmp_path).candidates] == ["a/b/c/deep.py:build", "z_model.py:build", "hf:m"]
     monkeypatch.setattr(discover, "MAX_FILES", 2)     # the shallowest files are read first
     assert [c.target for c in candidates(tmp_path).candidates] == ["z_model.py:build", "hf:m"]
+
+
+def test_the_report_carries_what_the_terminal_prints_of_discovery(tmp_path):
+    """The app puts each candidate's [[tool.opscan.models]] block and the factory hint into the
+    report (Discovery.config_blocks / factory_hint); the terminal reporter prints them from there."""
+    import io
+
+    from opscan.app import RunOptions, analyse
+    from opscan.config import Config
+    from opscan.reporters.terminal import make_console, render
+
+    project = tmp_path / "nanogpt"
+    shutil.copytree(ROOT / "examples" / "nanogpt", project, ignore=shutil.ignore_patterns("pyproject.toml"))
+    report = analyse(project, Config(root=project), RunOptions(project_code=False))   # found, none run
+    found = report.discovery
+    assert found.traced == () and found.factory_hint == FACTORY_HINT
+    assert found.config_blocks == tuple(toml_lines(c) for c in found.candidates)
+    out = io.StringIO()
+    render(report, out, make_console(out))
+    text = out.getvalue()
+    assert '[[tool.opscan.models]]  # model.py:' in text and 'target = "model.py:build"' in text
+    assert "To trace those, write a factory opscan can call" in text   # train.py builds its model inline

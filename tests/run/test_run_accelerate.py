@@ -165,7 +165,7 @@ def test_several_processes_get_the_environment_of_accelerates_multi_gpu_launcher
 
 @needs_accelerate
 def test_an_accelerate_script_sees_the_launchers_state_and_takes_its_step(tmp_path, monkeypatch, fresh_accelerate):
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     monkeypatch.chdir(tmp_path)
     parsed = parse("--mixed_precision", "bf16", "--num_processes", "2", str(FIXTURES / "accelerate_train.py"),
@@ -192,7 +192,7 @@ def test_a_cpu_run_under_accelerate_launch_dispatches_a_real_runs_ops(tmp_path, 
     CPU run of the script under the same environment (docs/run.md, "How it is tested")."""
     from accelerate.state import AcceleratorState, GradientState
 
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     monkeypatch.chdir(tmp_path)
     parsed = parse("--mixed_precision", "bf16", str(FIXTURES / "accelerate_train.py"), device="cpu")

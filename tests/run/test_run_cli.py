@@ -67,7 +67,7 @@ def test_cuda_requests_are_answered_and_reported(gpt_neuron):
 
 def test_an_unanswerable_cuda_call_stops_the_run_at_its_line(tmp_path, monkeypatch):
     pytest.importorskip("torch")
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     script = tmp_path / "probe.py"
     script.write_text("import torch\nx = torch.ones(2, device='cuda')\n"
@@ -103,7 +103,7 @@ def test_no_script_is_a_usage_error(run_cli):
 
 def test_a_torchrun_ddp_script_runs_as_rank_0_of_a_fake_process_group(tmp_path, monkeypatch):
     pytest.importorskip("torch")
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     monkeypatch.chdir(tmp_path)
     trace, notes = run_script(str(FIXTURES / "ddp_train.py"), device="neuron", steps=1, nproc=2,
@@ -116,7 +116,7 @@ def test_a_torchrun_ddp_script_runs_as_rank_0_of_a_fake_process_group(tmp_path, 
 
 def test_cuda_spellings_run_on_the_imitated_device_and_compile_runs_eager(tmp_path, monkeypatch):
     pytest.importorskip("torch")
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     script = tmp_path / "spellings.py"
     script.write_text(

@@ -17,7 +17,7 @@ def _run(name: str, steps: int, tmp_path, monkeypatch, device: str = "neuron"):
     from opscan.assess import assess
     from opscan.records import Draft
     from opscan.reporters.json import to_dict
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     monkeypatch.chdir(tmp_path)
     trace, _ = run_script(str(FIXTURES / name), device=device, steps=steps, project_root=str(FIXTURES))
@@ -114,7 +114,7 @@ def test_host_draws_after_a_seeded_init_are_the_real_runs(tmp_path, monkeypatch)
     import runpy
     import sys
 
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", ["seeded_draws.py", str(tmp_path / "real.json")])

@@ -1,4 +1,4 @@
-"""The imitated device's package (NOTE [the imitated package] in opscan/trace/neuron_package.py):
+"""The imitated device's package (NOTE [the imitated package] in opscan/trace/run/neuron_package.py):
 libraries that look for `torch_neuronx` before they use `torch.neuron` (accelerate) find it on
 `--device neuron`, and the script's step runs on the imitated device."""
 
@@ -16,7 +16,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def _run(device: str, tmp_path, monkeypatch):
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     monkeypatch.chdir(tmp_path)
     return run_script(str(FIXTURES / "package_device.py"), device=device, steps=1, project_root=str(FIXTURES))

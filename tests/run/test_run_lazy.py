@@ -14,7 +14,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def test_lazy_modules_moved_before_their_first_forward_materialise_on_the_device(tmp_path, monkeypatch):
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     monkeypatch.chdir(tmp_path)
     trace, notes = run_script(str(FIXTURES / "lazy_train.py"), [], device="neuron", steps=1,

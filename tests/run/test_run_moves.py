@@ -1,5 +1,5 @@
 """Module.to on the imitated device keeps the module's Parameter objects (NOTE [moved parameters
-keep identity] in opscan/trace/redirect.py): an optimizer built before the move steps the moved
+keep identity] in opscan/trace/run/redirect.py): an optimizer built before the move steps the moved
 parameters, on the device, as in a real run; torch's own casts convert in place; a memory-format
 conversion (channels_last) is made as torch makes it."""
 
@@ -18,7 +18,7 @@ SCRIPT = FIXTURES / "optimizer_first.py"
 
 
 def test_an_optimizer_built_before_the_move_steps_on_the_imitated_device(tmp_path, monkeypatch):
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     monkeypatch.chdir(tmp_path)
     trace, notes = run_script(str(SCRIPT), device="neuron", steps=2, project_root=str(SCRIPT.parent))
@@ -34,7 +34,7 @@ def test_an_optimizer_built_before_the_move_steps_on_the_imitated_device(tmp_pat
 
 @pytest.mark.parametrize("name", ["optimizer_first.py", "module_casts.py", "channels_last.py"])
 def test_the_same_script_on_the_cpu_lists_a_real_runs_ops(name, tmp_path, monkeypatch):
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     spec = importlib.util.spec_from_file_location("run_real_record", ROOT / "benchmarks" / "run_real_record.py")
     real_record = importlib.util.module_from_spec(spec)
@@ -47,7 +47,7 @@ def test_the_same_script_on_the_cpu_lists_a_real_runs_ops(name, tmp_path, monkey
 
 
 def test_module_casts_swap_fake_parameters_in_place(tmp_path, monkeypatch):
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     monkeypatch.chdir(tmp_path)
     trace, notes = run_script(str(FIXTURES / "module_casts.py"), device="neuron", steps=2,

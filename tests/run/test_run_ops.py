@@ -44,7 +44,7 @@ def _scripts(token_file: Path) -> dict[str, list[str]]:
 @pytest.mark.parametrize("name", ["gpt_train.py", "gan_train.py", "sgd_loop.py", "tokens_train.py",
                                   "seeded_workers.py", "lazy_train.py", "infinite_loader.py", "sparse_graph.py"])
 def test_fake_cpu_run_dispatches_the_ops_of_a_real_cpu_run(name, token_file, tmp_path, monkeypatch):
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     monkeypatch.chdir(tmp_path)   # the scripts may write files: keep them out of the checkout
     argv = _scripts(token_file)[name]
@@ -61,7 +61,7 @@ def test_fake_cpu_run_dispatches_the_ops_of_a_real_cpu_run(name, token_file, tmp
 
 
 def test_the_run_ends_after_n_steps_of_each_optimizer(tmp_path, monkeypatch):
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     monkeypatch.chdir(tmp_path)
     trace, notes = run_script(str(FIXTURES / "gan_train.py"), device="cpu", steps=1, project_root=str(FIXTURES))
@@ -74,7 +74,7 @@ def test_the_run_ends_after_n_steps_of_each_optimizer(tmp_path, monkeypatch):
 
 
 def test_a_script_without_torch_optim_runs_to_its_end(tmp_path, monkeypatch):
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     monkeypatch.chdir(tmp_path)
     trace, notes = run_script(str(FIXTURES / "sgd_loop.py"), device="cpu", steps=1, project_root=str(FIXTURES))
@@ -91,7 +91,7 @@ def test_a_loop_that_stand_ins_never_end_has_its_exit_forced(tmp_path, monkeypat
     stand-in at that line becomes 0.0, the loop ends and the script's last lines run (NOTE [forced
     loop exits]); the threshold is lowered so the test stays quick."""
     from opscan.trace import recorder as recorders
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     monkeypatch.chdir(tmp_path)
     script = str(FIXTURES / "converge_loop.py")
@@ -111,7 +111,7 @@ def test_a_loop_that_stand_ins_never_end_has_its_exit_forced(tmp_path, monkeypat
 
 def test_a_loop_that_the_forced_exit_does_not_end_still_stops(tmp_path, monkeypatch):
     from opscan.trace import recorder as recorders
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     script = tmp_path / "forever.py"
     script.write_text("import torch\nw = torch.nn.Linear(2, 1)\nwhile True:\n"

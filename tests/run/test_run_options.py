@@ -47,7 +47,8 @@ def _flags(text: str) -> set[str]:
 
 def test_the_hints_name_options_of_the_command_that_prints_them():
     pytest.importorskip("torch")
-    from opscan.trace import script, tracer
+    from opscan.trace import tracer
+    from opscan.trace.run import script
 
     assert _flags(script.RUN_HINT) and _flags(script.RUN_HINT) <= _options("run")
     assert "--mode" not in script.RUN_HINT
@@ -60,7 +61,7 @@ def test_the_hints_name_options_of_the_command_that_prints_them():
 @pytest.mark.slow
 def test_a_stopped_run_hints_at_run_options(tmp_path, monkeypatch):
     pytest.importorskip("torch")
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     script = tmp_path / "train.py"
     script.write_text("import torch\nraise ValueError('no data folder')\n")

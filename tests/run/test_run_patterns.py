@@ -24,7 +24,7 @@ def _real_recorder():
 
 def _both(tmp_path, monkeypatch, text: str, argv=(), steps=1):
     """(the real run's ops, opscan's trace, opscan's notes) of the script `text` on the CPU."""
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(text))
@@ -64,7 +64,7 @@ def test_a_cuda_grad_scaler_and_autocast_are_disabled_on_a_cpu_run_as_torch_disa
 
 
 def test_the_same_grad_scaler_runs_on_the_imitated_device(tmp_path, monkeypatch):
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     (tmp_path / "train.py").write_text(textwrap.dedent(SCALER))
     monkeypatch.chdir(tmp_path)
@@ -128,7 +128,7 @@ def test_a_loader_with_workers_loads_in_the_run_and_says_so(tmp_path, monkeypatc
 
 
 def test_host_data_keeps_its_values_so_the_dataset_code_runs(tmp_path, monkeypatch):
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     (tmp_path / "train.py").write_text(textwrap.dedent(LOADER))
     monkeypatch.chdir(tmp_path)
@@ -211,7 +211,7 @@ def test_torch_save_of_fake_weights_writes_zeros_that_load_back_and_the_run_goes
 
 
 def test_weights_saved_from_the_imitated_device_load_back_onto_it(tmp_path, monkeypatch):
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     (tmp_path / "train.py").write_text(textwrap.dedent(SAVE_AND_LOAD))
     monkeypatch.chdir(tmp_path)
@@ -286,7 +286,7 @@ def test_a_transformers_model_trains_with_the_real_runs_mask_and_saves_its_fake_
 
 
 def test_cuda_rng_states_are_answered_also_through_torch_cuda_random(tmp_path, monkeypatch):
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     (tmp_path / "train.py").write_text(textwrap.dedent("""
         import torch

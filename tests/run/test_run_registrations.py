@@ -1,5 +1,5 @@
 """The run mode imitates what TorchNeuron registers for its device (NOTE [imitated registrations] in
-opscan/trace/neuron_package.py): each imitated registration is checked against its fact in the
+opscan/trace/run/neuron_package.py): each imitated registration is checked against its fact in the
 facts file (../shared/neuron-facts, relative to the repository root), and a script that asks
 PyTorch for the `neuron` device's process-group backend runs under `opscan run`."""
 
@@ -35,7 +35,7 @@ def facts() -> dict:
 
 
 def test_every_imitated_registration_names_a_fact(facts):
-    from opscan.trace.neuron_package import REGISTRATIONS
+    from opscan.trace.run.neuron_package import REGISTRATIONS
 
     assert set(REGISTRATIONS) <= set(facts)
 
@@ -44,7 +44,7 @@ def test_the_neuron_process_group_backend_is_registered_for_the_neuron_device(fa
     import torch.distributed as dist
 
     from opscan.trace.device import ensure_neuron
-    from opscan.trace.neuron_package import register_distributed
+    from opscan.trace.run.neuron_package import register_distributed
 
     fact = facts["distributed"]
     assert "register_backend('neuron'" in fact and "devices=['neuron']" in fact

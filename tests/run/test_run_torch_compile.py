@@ -56,7 +56,7 @@ def project(tmp_path, monkeypatch):
 
 
 def _run(project, **kwargs):
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     return run_script(str(project / "train.py"), project_root=str(project), steps=2, **kwargs)
 
@@ -85,7 +85,7 @@ def test_ops_inside_regions_forward_and_backward(project):
 
 
 def test_explain_runs_do_not_add_to_the_traced_ops(project):
-    from opscan.trace.script import run_script
+    from opscan.trace.run import run_script
 
     compiled, _ = _run(project)
     plain = project / "plain.py"

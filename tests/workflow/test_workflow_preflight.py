@@ -298,3 +298,10 @@ def test_the_checklist_reads_a_report_as_its_json_says_it():
     assert direct.blockers == report.verdict.blockers.count == 1      # the guarded pin is no blocker
     checklist = pf.checklist(probe(), direct, "scan of .")
     assert checklist.missing_ops == ("aten::_foo",) and checklist.unknown_ops == ("aten::zz",)
+
+
+def test_cli_output_file_in_a_new_folder(report_file, run_cli, tmp_path):
+    """The checklist goes through the one writer of --output (commands/flags.py write_output)."""
+    code, out, err = run_cli("preflight", "--report", report_file, "--output", "out/checklist.md")
+    assert code == 0 and out == "" and "out/checklist.md" in err
+    assert (tmp_path / "out" / "checklist.md").read_text().startswith("# opscan pre-flight checklist")

@@ -70,3 +70,19 @@ def test_op_changes_compare_the_op_sets_of_models_complete_in_both_runs():
     (only,) = changes
     assert only.model == "b" and only.added == ("aten::sub",) and only.gone == ()
     assert only.cells == (("aten::mm", "F", "FB"),)
+
+
+def test_diff_output_goes_through_the_one_writer(run_cli, tmp_path):
+    """--output of `zoo diff` is written as every command's report is (commands/flags.py
+    write_output): missing parent folders are made; an unwritable target is one line, exit 2."""
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps(OLD))
+    new.write_text(json.dumps(NEW))
+    target = tmp_path / "out" / "diff.json"
+    code, out, _ = run_cli("zoo", "diff", str(old), str(new), "--format", "json", "--output", str(target))
+    assert code == 1 and out == ""
+    assert {c["model"] for c in json.loads(target.read_text())["changes"]} >= {"gpt2", "llama"}
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    code, out, err = run_cli("zoo", "diff", str(old), str(new), "--output", str(blocked / "diff.txt"))
+    assert code == 2 and out == "" and f"{blocked / 'diff.txt'}: cannot write the report" in err

@@ -1,6 +1,7 @@
 """Terminal section: which model was traced without configuration, or which models opscan found.
 
-Read from `Report.discovery` (opscan/targets/discovery.py); the TOML lines are the ones `opscan init` writes.
+Read from `Report.discovery` (opscan/targets/discovery.py); the TOML lines are the ones `opscan init` writes,
+carried in the report (`Discovery.config_blocks`, `Discovery.factory_hint`): reporters never import discovery.
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from opscan.targets.discovery import FACTORY_HINT, toml_lines
 from opscan.records import Report
 
 SHOWN = 5
@@ -32,11 +32,13 @@ def section(report: Report, console: Console) -> None:
     if found.traced or found.refused:
         console.print()
         return
+    hint = found.factory_hint
+    blocks = dict(zip(found.candidates, found.config_blocks))
     ready = [c for c in found.candidates if c.ready]
     other = [c for c in found.candidates if not c.ready]
     if not found.candidates:
         console.print(Text("No model found to trace (no model factory, nn.Module class, model folder or "
-                           ".pt2 file), so the ops were not checked. To check them, " + FACTORY_HINT,
+                           ".pt2 file), so the ops were not checked. To check them, " + hint,
                            style="yellow"))
         console.print()
         return
@@ -45,7 +47,7 @@ def section(report: Report, console: Console) -> None:
                            "(or run `opscan init`):", style="bold"))
         for cand in ready[:SHOWN]:
             where = f"  # {cand.path}:{cand.line}" if cand.line else f"  # {cand.kind}"
-            block = toml_lines(cand).rstrip("\n").split("\n")
+            block = blocks.get(cand, "").rstrip("\n").split("\n")
             console.print(Text(block[0] + where, style="cyan"), soft_wrap=True)
             for line in block[1:]:
                 console.print(Text(line, style="cyan"), soft_wrap=True)
@@ -57,5 +59,5 @@ def section(report: Report, console: Console) -> None:
         for cand in other[:SHOWN]:
             where = f"{cand.path}:{cand.line}" if cand.line else cand.path
             console.print(Text(f"  {where}: {cand.note.splitlines()[0]}", style="dim"), soft_wrap=True)
-        console.print(Text("  To trace those, " + FACTORY_HINT.replace("\n", "\n  "), style="dim"), soft_wrap=True)
+        console.print(Text("  To trace those, " + hint.replace("\n", "\n  "), style="dim"), soft_wrap=True)
     console.print()

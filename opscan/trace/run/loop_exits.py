@@ -33,7 +33,7 @@ class LoopExits:
         """The stand-in output of a data-dependent op, counted; an `.item()` stand-in repeated
         MAX_STAND_INS_PER_SITE times at one line becomes its forced loop exit."""
         site = (name, source)
-        out, kind, value = stand_in(func, args, kwargs, recorder._from_all(args))
+        out, kind, value = stand_in(func, args, kwargs, recorder.from_all(args))
         if site in self.forced:
             out, text = self.forced[site]
             recorder.count_stand_in(name, "loop-exit", text, source)

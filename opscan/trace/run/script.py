@@ -6,7 +6,7 @@ sys.argv, its working directory: it reads its data and may write files), with:
 - every tensor fake (opscan's FakeMode, as in `opscan trace`): no model-sized compute, and no
   weights are made; host tensors (data loading, metrics) are fake CPU tensors, so their
   data-dependent values (`.item()`, `if loss < best`) are stand-ins, counted and reported;
-- CUDA requests answered as on the imitated device (opscan/trace/redirect.py);
+- CUDA requests answered as on the imitated device (opscan/trace/run/redirect.py);
 - the recorder of `opscan trace`, told the phase: a module called from outside any module starts
   "forward" (after an update), `backward()` / `autograd.grad` is "backward", and what follows a
   backward (clipping, unscaling, the optimizer step, hand-written updates) is "optimizer";
@@ -42,21 +42,23 @@ from torch import nn
 from opscan.errors import TraceError, UsageError
 from opscan.records import DeviceProfile, ModelTrace
 from opscan.trace import (
-    checkpoints,
     compiled,
     fakes,
     lazy,
+    logs,
+)
+from opscan.trace import numbers, signatures
+from opscan.trace.run import (
+    checkpoints,
     libraries,
     loaders,
-    logs,
     loop_exits,
     neuron_package,
     run_mode,
 )
 from opscan.trace import device as devices
-from opscan.trace import redirect as redirects
-from opscan.trace import numbers, signatures
-from opscan.trace.recorder import Recorder, _tensors
+from opscan.trace.run import redirect as redirects
+from opscan.trace.recorder import Recorder, collect_tensors
 from opscan.trace.signatures import CompileLog
 from opscan.trace.sources import SourceFinder
 
@@ -98,7 +100,7 @@ class ScriptRecorder(Recorder):
 
     def _record(self, name, source, args, kwargs, out) -> None:
         if self.host is not None:
-            tensors = _tensors(out, _tensors(kwargs, _tensors(args, [])))
+            tensors = collect_tensors(out, collect_tensors(kwargs, collect_tensors(args, [])))
             if tensors and not any(t.device.type == self.device_type for t in tensors):
                 self.host.phase = self.phase
                 self.host._dynamic = self._dynamic
@@ -161,9 +163,9 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         except (UsageError, TraceError):
             raise
         except Exception as exc:  # noqa: BLE001 - the script's failure ends the run, kept partial
-            from opscan.trace.tracer import _stopped
+            from opscan.trace.tracer import stopped_reason
 
-            stopped = _stopped(exc, recorder, finder, RUN_HINT)
+            stopped = stopped_reason(exc, recorder, finder, RUN_HINT)
     label = _name(script, module, project_root)
     notes = [f"{label}: {ended if not stopped else 'stopped'}; {counter.describe()}"]
     notes.extend(f"{label}: {line}" for line in requests.lines())
@@ -193,7 +195,7 @@ def _run_rules(device: str, requests, profile, recorder: ScriptRecorder, compile
                         fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(),
                         loaders.in_process(requests.note), run_mode.host_reads(recorder),
                         checkpoints.checkpoints(recorder), libraries.real_answers(), lazy.lazy(),
-                        signatures.tail_batches(recorder.compile_log, _tensors),
+                        signatures.tail_batches(recorder.compile_log, collect_tensors),
                         numbers.number_shapes(recorder.compile_log), recorder,
                         compiled.RegionOps(compiles)):
             stack.enter_context(manager)
@@ -347,9 +349,9 @@ def _distributed(nproc: int | None, device: str):
     def init_process_group(*args, **kwargs):
         from torch.testing._internal.distributed.fake_pg import FakeStore
 
-        from opscan.trace.fsdp import _patch_device_module
+        from opscan.trace.fsdp import patch_device_module
 
-        used.extend(_patch_device_module(device))
+        used.extend(patch_device_module(device))
         used.append("init")
         return original_init("fake", store=FakeStore(), rank=0, world_size=world)
 
