@@ -88,7 +88,7 @@ class AnsweredProbe:
         return self.answers.get(path, True)
 
 
-def _lookups(rules) -> set[str]:
+def lookups(rules) -> set[str]:
     """Every torch name a codemod may check: the `replace` targets and the helpers codemods use."""
     from opscan.fix.codemods import LOOKUPS
 
@@ -103,7 +103,7 @@ def _fix_job(job: tuple) -> FileFix:
     return _fix_file(root, rel, rules, {r.id: r for r in rules}, unsafe, write, probe)
 
 
-def _run_jobs(jobs: list[tuple], workers: int) -> list[FileFix]:
+def run_jobs(jobs: list[tuple], workers: int) -> list[FileFix]:
     """The per-file fixes, in `workers` processes when there are several files (results in order)."""
     if workers <= 1 or len(jobs) <= 1:
         return [_fix_job(job) for job in jobs]
@@ -161,8 +161,8 @@ def fix_paths(targets, config_for, unsafe: bool = False, write: bool = True, pro
                 continue
             work.append((root, rel, tuple(rules), unsafe, write, None))
         if work:
-            answered = AnsweredProbe(probe, _lookups(rules))
-            for item in _run_jobs([job[:-1] + (answered,) for job in work], jobs):
+            answered = AnsweredProbe(probe, lookups(rules))
+            for item in run_jobs([job[:-1] + (answered,) for job in work], jobs):
                 if item.skipped and not item.outcomes:   # not even read: the scan's findings, with the reason
                     item = replace(item, outcomes=tuple(
                         SiteOutcome(f, "left", f"file not touched: {item.skipped}", "file-skipped")

@@ -30,7 +30,7 @@ def fixed_by_fix(root: Path, findings: Iterable[Finding], rules, probe=None, job
     """Keys (rule, path, cell, line, column) of the findings `opscan fix` (safe fixes, the default)
     rewrites in the files under `root`, planned as `opscan fix --diff` plans them."""
     from opscan.fix import manifest as manifest_fix
-    from opscan.fix.files import AnsweredProbe, _lookups, _run_jobs, fixable
+    from opscan.fix.files import AnsweredProbe, lookups, run_jobs, fixable
 
     by_id = {r.id: r for r in rules}
     paths = sorted({f.location.path for f in findings if fixable(f, by_id) or manifest_fix.certain(f, by_id)})
@@ -40,9 +40,9 @@ def fixed_by_fix(root: Path, findings: Iterable[Finding], rules, probe=None, job
         from opscan.scan.fixes import TorchProbe
 
         probe = TorchProbe()
-    answered = AnsweredProbe(probe, _lookups(rules))
+    answered = AnsweredProbe(probe, lookups(rules))
     jobs_ = [(Path(root), rel, tuple(rules), False, False, answered) for rel in paths]
-    return {_key(o.finding) for item in _run_jobs(jobs_, jobs) for o in item.outcomes if o.status == "fixed"}
+    return {_key(o.finding) for item in run_jobs(jobs_, jobs) for o in item.outcomes if o.status == "fixed"}
 
 
 def mark(root: Path, findings: tuple[Finding, ...], rules, probe=None, jobs: int = 1) -> tuple[Finding, ...]:

@@ -32,7 +32,7 @@ def _database(_config):
 
 
 def _phases(trace, calls=None):
-    def scan(target, config, options=None):
+    def scan(target, config, options=None, *, index=None):
         if calls is not None:
             calls.append("scan")
         return ScanOutcome()
