@@ -58,3 +58,19 @@ def test_every_opscan_command_in_the_docs_parses(doc, least):
             args = [DEFAULT_COMMAND, *args]
         parser = build_parser(args[0])
         parser.parse_args(args)       # raises on an unknown flag or value
+
+
+# What the walk-throughs of docs/contributing.md create (and revert): not in the tree.
+_WALKTHROUGH_FILES = {"rules/semi-structured-sparsity.yaml", "tests/model/repos/NAME/", "tests/model/repos/classctor",
+                      "tests/model/repos/classctor/model.py", "coverage_db/torch-neuronx-xla-2.4.0.yaml",
+                      "opscan/reporters/tasks_csv.py", "tests/reporters/golden/sample.csv"}
+
+
+def test_every_path_the_contributor_page_names_exists():
+    """Code moves: a path docs/contributing.md names that is gone fails here, not a newcomer's afternoon."""
+    text = (DOCS / "contributing.md").read_text(encoding="utf-8")
+    paths = set(re.findall(r"(?<![\w./-])((?:opscan|tests|tools|rules|coverage_db|benchmarks|docs|examples)/"
+                           r"[\w./-]*[\w/])", text))
+    assert len(paths) >= 40 and _WALKTHROUGH_FILES <= paths
+    missing = sorted(p for p in paths - _WALKTHROUGH_FILES if not (DOCS.parent / p).exists())
+    assert missing == [], f"docs/contributing.md names paths that do not exist: {missing}"
