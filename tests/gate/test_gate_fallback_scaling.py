@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from release_support import static_release  # noqa: E402
+from tests.support.release import static_release  # noqa: E402
 
 from opscan.assess import assess, fallback_costs  # noqa: E402
 from opscan.records import Coverage, ModelTrace, OpUsage, Report, Shrink  # noqa: E402

@@ -11,8 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reporters"))
-from reporters_golden import check  # noqa: E402
+from tests.support.golden import check  # noqa: E402
 
 from opscan.reporters import render  # noqa: E402
 

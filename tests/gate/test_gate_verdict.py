@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reporters"))
 
-import reporters_sample as sample  # noqa: E402
+from tests.support import sample  # noqa: E402
 from opscan.gate import failures  # noqa: E402
 from opscan.records import (  # noqa: E402
     VERDICT_KINDS, BaselineStatus, Coverage, Evidence, Finding, Location, ModelTrace, OpSource, OpUsage,
@@ -157,7 +156,7 @@ def test_the_zoo_reads_the_same_verdict():
     """A zoo row's verdict is the analysis verdict of its trace; "likely" is shown as a caution."""
     import io
 
-    from release_support import static_release
+    from tests.support.release import static_release
 
     from opscan.outcome import Outcome
     from opscan.zoo.render import markdown

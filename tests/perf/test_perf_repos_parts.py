@@ -15,14 +15,12 @@ REPOS = ROOT / "benchmarks" / "repos"
 
 
 def _load(name: str):
-    sys.path.insert(0, str(REPOS))   # run.py imports fetch as a sibling, as when it runs as a script
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(REPOS))   # run.py imports fetch as a sibling, as when it runs as a script
         spec = importlib.util.spec_from_file_location(name, REPOS / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module
-    finally:
-        sys.path.remove(str(REPOS))
 
 
 @pytest.fixture(scope="module")

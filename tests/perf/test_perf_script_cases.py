@@ -14,13 +14,11 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "benchmarks" / "scripts"
 
 @pytest.fixture(scope="module")
 def modules():
-    sys.path.insert(0, str(SCRIPTS))
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(SCRIPTS))
         import cases
         import fake_data
         yield cases, fake_data
-    finally:
-        sys.path.remove(str(SCRIPTS))
 
 
 def test_cases_name_pinned_repositories_known_pythons_and_makers(modules) -> None:

@@ -9,8 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reporters"))
-import reporters_sample as sample  # noqa: E402
+from tests.support import sample  # noqa: E402
 
 from opscan.records import Finding, Location  # noqa: E402
 from opscan.reporters import render  # noqa: E402

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import GOOD, noise, write_tree
+from tests.support.corpus import GOOD, noise, write_tree
 from opscan.resources import coverage_db_dir, rules_dir
 
 MARKER_CMD = "touch {marker}"

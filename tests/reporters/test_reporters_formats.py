@@ -12,8 +12,8 @@ import jsonschema
 import pytest
 from rich.console import Console
 
-import reporters_sample as sample
-from reporters_golden import check
+from tests.support import sample
+from tests.support.golden import check
 from opscan.records import Finding, Location
 from opscan.reporters import REPORTERS, render
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from release_support import static_release
-from zoo_fakes import FAKE_TRACER, STATUSES, logging, traced
+from tests.support.release import static_release
+from tests.support.zoo_fakes import FAKE_TRACER, STATUSES, logging, traced
 
 from opscan.isolation import Limits
 from opscan.zoo.cache import Cache, trace_from_dict, trace_to_dict
@@ -65,7 +65,7 @@ def test_no_cache_traces_again_and_writes_nothing(tmp_path, trace_log):
 
 
 def test_trace_round_trips_and_corrupt_entries_are_misses(tmp_path):
-    import zoo_fakes
+    from tests.support import zoo_fakes
 
     trace = zoo_fakes.fake_tracer("fake:beta")
     assert trace_from_dict(trace_to_dict(trace)) == trace

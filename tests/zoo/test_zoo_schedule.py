@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from release_support import static_release
-from zoo_fakes import FAKE_TRACER, STATUSES, logging, started
+from tests.support.release import static_release
+from tests.support.zoo_fakes import FAKE_TRACER, STATUSES, logging, started
 
 from opscan.isolation import Limits
 from opscan.zoo.cache import Cache

@@ -149,7 +149,7 @@ def test_bad_selections_are_clear_errors(tmp_path):
 
 
 def test_timm_error_from_the_command(run_cli, monkeypatch):
-    from release_support import static_release
+    from tests.support.release import static_release
 
     import opscan.db as cov
 

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import networkx as nx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reporters"))
-import reporters_sample as sample  # noqa: E402
+from tests.support import sample  # noqa: E402
 
 from opscan.config import CostConfig
 from opscan.records import Coverage, Evidence, Finding, Location, ModelTrace, OpSource, OpUsage

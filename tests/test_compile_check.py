@@ -12,9 +12,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from release_support import static_release  # noqa: E402
+from tests.support.release import static_release  # noqa: E402
 
 from opscan.assess import assess  # noqa: E402
 from opscan.compile_check import judge  # noqa: E402
