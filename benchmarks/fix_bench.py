@@ -191,7 +191,10 @@ def measure(name: str, work: Path) -> dict:
         "files_changed": len(changed), "all_parse": all(parses(rel, after_files[rel]) for rel in changed),
         "new_findings": sum((Counter(f.rule for f in after) - Counter(f.rule for f in before)).values()),
         "rewritten": int(m.group(1)) if (m := re.search(r"fixed (\d+) of", summary)) else None,
-        "new_compound_statements": sum(max(0, compound_lines(rel, after_files[rel]) - compound_lines(rel, pristine.get(rel, b"")))
+        "new_compound_statements": sum(max(0,
+                                           compound_lines(rel, after_files[rel]) - compound_lines(rel,
+                                                                                                  pristine.get(rel,
+                                                                                                               b"")))
                                        for rel in changed),
         "ruff_e701_e702_new": None if ruff_before is None else ruff_after - ruff_before,
         "left_by_reason": dict(sorted(by_reason.items())), "left_without_reason": left_count - sum(by_reason.values()),

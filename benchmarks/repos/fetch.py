@@ -360,7 +360,8 @@ def _fetch_one(req: Requirement) -> Path | None:
         if got and not _clashes(got[-1]):
             return got[-1]
         if got:
-            print(f"fetch.py: {got[-1].name} needs {', '.join(_clashes(got[-1]))}; trying an older one", file=sys.stderr)
+            print(f"fetch.py: {got[-1].name} needs {', '.join(_clashes(got[-1]))}; trying an older one",
+                  file=sys.stderr)
     return None
 
 

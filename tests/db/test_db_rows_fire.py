@@ -5,7 +5,6 @@ in opscan/db/failing_tests.py, NOTE [xfail reasons] in tools/regen_torchneuron.p
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest

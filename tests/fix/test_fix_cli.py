@@ -128,7 +128,8 @@ def test_notebook_code_cells_are_fixed_and_the_rest_kept(project, run_cli):
     old_doc = json.loads(raw)
     for doc_ in (old_doc, doc):
         doc_["cells"][1]["source"] = doc_["cells"][2]["source"] = None
-    assert json.dumps(doc, indent=1, ensure_ascii=False) + "\n" == json.dumps(old_doc, indent=1, ensure_ascii=False) + "\n"
+    assert json.dumps(doc, indent=1, ensure_ascii=False) + "\n" == json.dumps(old_doc, indent=1,
+                                                                              ensure_ascii=False) + "\n"
     start = raw.index('"source": [\n    "%matplotlib')
     assert new[:start] == raw[:start]
     tail = raw.index('"cell_type": "code",\n   "execution_count": 3')

@@ -60,7 +60,8 @@ def test_a_script_that_requires_cuda_is_blocked_then_fixed(tmp_path, run_cli):
     code, out, err = run_cli("check", str(tmp_path), "--no-trace", "--format", "json")
     assert code == 1
     doc = json.loads(out)
-    assert [(f["rule"], f["line"], f["severity"], f["fixable"]) for f in doc["findings"]] == [("OPS214", 2, "error", True)]
+    assert [(f["rule"], f["line"], f["severity"], f["fixable"]) for f in doc["findings"]] == [("OPS214", 2, "error",
+                                                                                               True)]
     assert doc["verdict"]["kind"] == "blocked"
     code, out, err = run_cli("fix", str(tmp_path))
     assert code == 0 and "OPS214" in out

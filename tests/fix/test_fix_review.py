@@ -94,11 +94,13 @@ def test_the_fixed_gpt_example_has_no_compound_statement_and_no_float16_trap(tmp
     assert 'scaler = torch.amp.GradScaler(device_type, enabled=(dtype == "float16"))\n' in text
     # every finding left says why, with a code of the closed vocabulary
     left = [o for o in run.outcomes() if o.status != "fixed"]
-    assert len(left) == run.findings - run.count("fixed") == 26   # 25 in the code + the triton extra of pyproject.toml (OPS506)
+    # 25 in the code + the triton extra of pyproject.toml (OPS506)
+    assert len(left) == run.findings - run.count("fixed") == 26
     assert all(o.reason in REASONS and o.detail for o in left)
     dtype_line = sorted((o.finding.location.column, o.status, o.reason, "bfloat16 choice" in o.detail)
                         for o in run.outcomes() if o.finding.location.path == "train.py" and o.finding.location.line == 34)
-    assert dtype_line == [(23, "left", "guard", True), (53, "fixed", "", True)]   # is_available kept, the choice rewritten
+    assert dtype_line == [(23, "left", "guard", True),
+                          (53, "fixed", "", True)]   # is_available kept, the choice rewritten
 
 
 DTYPE_SCRIPT = '''import torch
@@ -190,7 +192,8 @@ def test_a_notebook_keeps_one_import_of_torch(tmp_path, run_cli, monkeypatch):
     assert sources[2] == ("import torch\n\nDEVICE = torch.accelerator.current_accelerator(check_available=True) or "
                           "torch.device(\"cpu\")\nx = torch.ones(1).to(DEVICE)")
     assert sources[3] == "y = torch.zeros(1).to(DEVICE)"
-    assert sum(s.count("import torch\n") + s.endswith("import torch") for s in sources) == 2   # cells 1 and 3, as written
+    # cells 1 and 3, as written
+    assert sum(s.count("import torch\n") + s.endswith("import torch") for s in sources) == 2
 
 
 def test_every_finding_left_is_listed_under_its_reason(tmp_path, repo_root, run_cli, monkeypatch):

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
 
-from tests.support.release import static_release  # noqa: E402
+from tests.support.release import static_release
 
-from opscan.assess import assess  # noqa: E402
-from opscan.gate import failures  # noqa: E402
-from dataclasses import replace  # noqa: E402
+from opscan.assess import assess
+from opscan.gate import failures
+from dataclasses import replace
 
-from opscan.records import ModelTrace, OpSource, OpUsage, Report  # noqa: E402
+from opscan.records import ModelTrace, OpSource, OpUsage, Report
 
 pytest.importorskip("torch")
 

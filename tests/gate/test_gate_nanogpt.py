@@ -5,15 +5,14 @@ from __future__ import annotations
 import io
 import json
 import os
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-from tests.support.golden import check  # noqa: E402
+from tests.support.golden import check
 
-from opscan.reporters import render  # noqa: E402
+from opscan.reporters import render
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = "examples/nanogpt"

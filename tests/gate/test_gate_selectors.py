@@ -23,7 +23,8 @@ def project(tmp_path: Path) -> Path:
     ("--ignore", "hardcoded-cuda-devices", "did you mean 'hardcoded-cuda-device'?"),
 ])
 def test_unknown_selector_flags_are_usage_errors(project, run_cli, command, flag, value, needle):
-    extra = ["--no-trace"] if not command else (["--output", str(project / "b.json")] if command == ["baseline"] else [])
+    extra = ["--no-trace"] if not command else (["--output",
+                                                 str(project / "b.json")] if command == ["baseline"] else [])
     code, out, err = run_cli(*command, str(project), flag, value, *extra)
     assert code == 2, err
     assert needle in err and out == ""

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import itertools
 import re
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 
-from tests.support import sample  # noqa: E402
-from opscan.gate import failures  # noqa: E402
-from opscan.records import (  # noqa: E402
+from tests.support import sample
+from opscan.gate import failures
+from opscan.records import (
     VERDICT_KINDS, BaselineStatus, Coverage, Evidence, Finding, Location, ModelTrace, OpSource, OpUsage,
 )
-from opscan.verdict import judge  # noqa: E402
+from opscan.verdict import judge
 
 SNAPSHOT = Evidence("source-snapshot", "pre-release source snapshot", repo="aws-neuron/torch-neuronx", commit="abc")
 DOCUMENTED = Evidence("documented", "listed in the docs", url="https://example.invalid/doc", date="2026-01-01")

@@ -157,7 +157,8 @@ def test_one_module_isolates_model_code():
         for needle in ("setrlimit", "RLIMIT_AS", ".Process(", "set_forkserver_preload", "unshare("):
             if needle in text:
                 users.setdefault(needle, []).append(path.relative_to(package).as_posix())
-    expected = {needle: ["isolation.py"] for needle in ("setrlimit", "RLIMIT_AS", ".Process(", "set_forkserver_preload")}
+    expected = {needle: ["isolation.py"] for needle in ("setrlimit", "RLIMIT_AS", ".Process(",
+                                                        "set_forkserver_preload")}
     expected["setrlimit"] = ["containment.py", "isolation.py"]
     expected["unshare("] = ["containment.py"]
     assert users == expected

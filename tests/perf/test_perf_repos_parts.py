@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -100,7 +99,8 @@ def test_a_mirror_lacking_a_blob_is_exported_without_it(fetch, tmp_path, monkeyp
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "c"], check=True)
     commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
-    blob = subprocess.run([*git, "rev-parse", "HEAD:big.ipynb"], check=True, capture_output=True, text=True).stdout.strip()
+    blob = subprocess.run([*git, "rev-parse", "HEAD:big.ipynb"], check=True, capture_output=True,
+                          text=True).stdout.strip()
     (work / ".git" / "objects" / blob[:2] / blob[2:]).unlink()   # the snapshot lists it but lacks it
     mirror = tmp_path / "mirror"
     (mirror / "o+r").mkdir(parents=True)

@@ -3,7 +3,6 @@ fake Cora files read as pytorch/examples' gat reads them."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np

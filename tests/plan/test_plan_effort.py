@@ -85,7 +85,8 @@ def test_kernel_with_pytorch_reference_path_is_cheaper_but_keeps_the_full_port_a
     # (3 d x 1 kernel + 1 d per 100 lines x 22 lines) x 8 h = 25.76 h; triton factor 0.4/0.8/1.5
     port = (3 + 22 / 100) * 8
     calls = len(plain.sites) * 15 / 60
-    assert plain.effort_range == (round(port * 0.4 + calls, 2), round(port * 0.8 + calls, 2), round(port * 1.5 + calls, 2))
+    assert plain.effort_range == (round(port * 0.4 + calls, 2), round(port * 0.8 + calls, 2),
+                                  round(port * 1.5 + calls, 2))
     assert with_ref.effort_range == (round(calls, 2), round(port * 0.8 * 0.25 + calls, 2), round(port * 1.5 + calls, 2))
     assert "already has a PyTorch path" in with_ref.effort_basis
     assert "triton factor 0.4/0.8/1.5" in plain.effort_basis

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import networkx as nx
 
-from tests.support import sample  # noqa: E402
+from tests.support import sample
 
 from opscan.config import CostConfig
 from opscan.records import Coverage, Evidence, Finding, Location, ModelTrace, OpSource, OpUsage
@@ -140,7 +138,8 @@ def test_total_effort_in_engineer_days():
 
 def test_custom_op_in_trace_becomes_a_kernel_task():
     trace = ModelTrace("m.py:build", "train", "neuron",
-                       (OpUsage("mamba::selective_scan_fwd", 4, ("forward",), (), (OpSource("m.py", 9),), custom=True),))
+                       (OpUsage("mamba::selective_scan_fwd", 4, ("forward",), (), (OpSource("m.py", 9),), custom=True),
+                        ))
     (task,) = build_tasks((), (trace,), ())
     assert task.id == "kernel:selective_scan_fwd" and task.ops == ("mamba::selective_scan_fwd",)
 
@@ -155,7 +154,8 @@ def test_kernel_findings_sharing_a_source_or_name_are_one_task(tmp_path):
                 subject="selective_scan"),
         Finding("OPS308", "cuda-source-file", "custom-kernel", "error", "CUDA source", Location("csrc/scan.cu", 1),
                 snippet="__global__ void k() {}", task="kernel"),
-        Finding("OPS303", "torch-library-custom-op", "custom-kernel", "error", "custom operator: `mylib::selective_scan`",
+        Finding("OPS303", "torch-library-custom-op", "custom-kernel", "error",
+                "custom operator: `mylib::selective_scan`",
                 Location("ops.py", 4), snippet="@torch.library.custom_op('mylib::selective_scan')", task="kernel",
                 subject="selective_scan"),
     )
