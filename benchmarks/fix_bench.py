@@ -209,7 +209,8 @@ def table(rows: list[dict]) -> str:
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ruff = "n/a" if r["ruff_e701_e702_new"] is None else r["ruff_e701_e702_new"]
-        out.append(f"| {r['tree']} | {r['files']} | {r['findings_before']} | {r['rewritten']} | {r['fixed']} | {r['left']} | "
+        out.append(f"| {r['tree']} | {r['files']} | {r['findings_before']} | {r['rewritten']} | {r['fixed']} | "
+                   f"{r['left']} | "
                    f"{r['left_without_reason']} | {r['new_compound_statements']} / {ruff} | "
                    f"{r['files_changed']} | {'yes' if r['all_parse'] else 'NO'} | {r['lines_written']} | "
                    f"{r['errors_on_written_lines']} | {r['wall_s']} | {r['cpu_s']} |")

@@ -6,7 +6,8 @@ Usage:
 
 Each case names a public repository, the port commit and the folder of the project in it. The
 repository must be a local git directory with history (a bare clone works) at
-`<mirror-root>/<owner>+<name>/repo` (default mirror root: `../.mirror` from the repository root), or `git clone --bare https://github.com/<owner>/<name>` there.
+`<mirror-root>/<owner>+<name>/repo` (default mirror root: `../.mirror` from the repository root), or
+`git clone --bare https://github.com/<owner>/<name>` there.
 Nothing fetched is kept in this repository: the tree before the port is extracted with
 `git archive` into `--work` (a temporary folder by default) and scanned with
 `opscan PATH --no-trace --format json` (source only; the project's code is never run).

@@ -288,9 +288,11 @@ def main(argv: list[str] | None = None) -> int:
     for part, found in rows.items():
         print(f"== {part}")
         for r in found:
-            print(f"{r['script']:22} J1={r['first_step_jaccard']:.3f} key={r['first_step_jaccard_cache_key']:.3f} ({r['first_step_real']}/{r['first_step_opscan']}) "
+            print(f"{r['script']:22} J1={r['first_step_jaccard']:.3f} key={r['first_step_jaccard_cache_key']:.3f} "
+                  f"({r['first_step_real']}/{r['first_step_opscan']}) "
                   f"recall={r['recall']} changing={len(r['changing_ops_real'])} varying={len(r['varying_ops_opscan'])} "
-                  f"fixed={r['labelled_fixed']} flagged={r['flagged']} (cpu {r['flagged_cpu']}) time +{100 * (r['added_time'] or 0):.1f}%")
+                  f"fixed={r['labelled_fixed']} flagged={r['flagged']} (cpu {r['flagged_cpu']}) "
+                  f"time +{100 * (r['added_time'] or 0):.1f}%")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
     return 0

@@ -1,4 +1,5 @@
-"""Fetches the repositories set (development and held-out parts): pinned releases of public model repositories, checked by sha256.
+"""Fetches the repositories set (development and held-out parts): pinned releases of public model
+repositories, checked by sha256.
 
 `opscan REPO` with no configuration is measured on these (benchmarks/repos/run.py, docs/repositories.md).
 Two sources, both pinned:

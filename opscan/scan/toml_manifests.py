@@ -227,7 +227,8 @@ def read_toml_lock(text: str) -> tuple[list[Entry], list[Problem]]:
         if isinstance(source, dict):
             url = str(source.get("registry") or source.get("url") or "")
         entries.append(Entry(version_line or line or 1, "locked", canonicalize_name(name),
-                             version=str(package.get("version", "")), url=url, text=f"{name} {package.get('version', '')}"))
+                             version=str(package.get("version", "")), url=url,
+                             text=f"{name} {package.get('version', '')}"))
     return entries, []
 
 

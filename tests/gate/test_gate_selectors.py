@@ -56,5 +56,6 @@ def test_config_selectors_may_name_extra_rules(project, run_cli):
         'severity: warning\ntask: device-agnostic\nmessage: "acme {value}"\n'
         'match: {string: "^acme$", in: [device-arg]}\ndocs: {what: a., why: b., fix: c.}\nfix: "d."\n'
         'examples:\n  invalid:\n    - |\n      x.to("acme")  # expect: ACME101\n  valid:\n    - |\n      x.to("cpu")\n')
-    (project / "pyproject.toml").write_text('[tool.opscan]\nextra-rules = ["my-rules"]\nignore = ["ACME101", "OPS101"]\n')
+    (project / "pyproject.toml").write_text('[tool.opscan]\nextra-rules = ["my-rules"]\n'
+                                            'ignore = ["ACME101", "OPS101"]\n')
     assert run_cli(str(project), "--no-trace")[0] == 0

@@ -57,8 +57,8 @@ def test_pre_release_source_is_likely_never_ready():
     judged = _report(coverage=(_cov("native", SNAPSHOT), _cov("native", DOCUMENTED, op="aten::relu")),
                      baseline=None).verdict
     assert judged.kind == "likely"
-    assert judged.headline == ("likely — unverified: 1 op rests on kernels registered in a pre-release source snapshot; "
-                               "confirm with `opscan db probe --report` on a paired install")
+    assert judged.headline == ("likely — unverified: 1 op rests on kernels registered in a pre-release source "
+                               "snapshot; confirm with `opscan db probe --report` on a paired install")
     inferred = _report(coverage=(replace(_cov("composite", Evidence("inferred", "decomposes")), parts=("aten::x",)),
                                  _cov("native", DOCUMENTED, op="aten::relu")), baseline=None).verdict
     assert inferred.kind == "likely" and "1 op on opscan's inference only" in inferred.headline
@@ -87,7 +87,8 @@ def test_a_trace_without_a_source_scan_is_unchecked():
     report = _report(coverage=(_cov("native", DOCUMENTED), _cov("native", PROBED, op="aten::relu")), baseline=None)
     judged = judge(report, source_not_checked="`opscan trace` lists ops only")
     assert judged.kind == "unchecked" and not judged.source_checked and judged.ops_checked
-    assert judged.headline == "source: not checked — `opscan trace` lists ops only; ops: 2 traced ops, none known to fail"
+    assert judged.headline == ("source: not checked — `opscan trace` lists ops only; "
+                               "ops: 2 traced ops, none known to fail")
     assert judge(report, source_not_checked=None).kind == "ready"   # the zoo: no project source exists
 
 

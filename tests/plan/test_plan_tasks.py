@@ -47,7 +47,8 @@ def test_every_kind_of_task_and_its_priority():
     assert tasks["unsupported-ops"].priority == 1       # blocker
     assert tasks["backend-flags"].priority == 3         # one-off, not an error
     assert tasks["unknown-ops"].ops == ("aten::gelu",)
-    assert tasks["unknown-ops"].title.startswith("1 op of unknown status") and "opscan db probe" in tasks["unknown-ops"].title
+    assert tasks["unknown-ops"].title.startswith("1 op of unknown status")
+    assert "opscan db probe" in tasks["unknown-ops"].title
     assert tasks["unsupported-ops"].title == "provide 1 op the backend rejects: `aten::embedding_dense_backward`"
 
 
@@ -105,7 +106,8 @@ def test_kernel_effort_scales_with_kernel_size(tmp_path):
         "from torch.utils.cpp_extension import load\n"
         "big = load(\n    name='selective_scan',\n    sources=['scan.cu'],\n)\n")
     (tmp_path / "ops" / "tiny.py").write_text("small = load(name='tiny', sources=['ops/small.cu'])\n")
-    (tmp_path / "tri.py").write_text("import triton\n\n@triton.jit\ndef add_kernel(x):\n    a = 1\n    b = 2\n    return a\n")
+    (tmp_path / "tri.py").write_text("import triton\n\n@triton.jit\n"
+                                     "def add_kernel(x):\n    a = 1\n    b = 2\n    return a\n")
     findings = (
         Finding("OPS301", "cuda-extension-load", "custom-kernel", "error", "m", Location("ops/ext.py", 2),
                 snippet="big = load(", task="kernel"),
@@ -185,8 +187,8 @@ def test_verdicts():
     weak = tuple(replace(c, confidence="low", evidence=snapshot) for c in native)
     judged = verdict(sample.report(findings=(), coverage=weak, tasks=()))
     assert judged.kind == "likely"
-    assert judged.headline == ("likely — unverified: 4 ops rest on kernels registered in a pre-release source snapshot; "
-                "confirm with `opscan db probe --report` on a paired install")
+    assert judged.headline == ("likely — unverified: 4 ops rest on kernels registered in a pre-release source "
+                               "snapshot; confirm with `opscan db probe --report` on a paired install")
     unknown = tuple(replace(c, status="unknown") for c in only_fallback)
     judged = verdict(sample.report(findings=(), coverage=unknown, tasks=()))
     assert judged.kind == "unknown" and "4 ops of unknown status" in judged.headline

@@ -403,7 +403,8 @@ def test_parity_run_command_is_contained(tmp_path, run_cli, monkeypatch):
     script = tmp_path / "train.py"
     script.write_text(
         "import json, os, sys\n"
-        "if 'GITHUB_TOKEN' in os.environ or 'ghp_' in open('/proc/self/environ', 'rb').read().decode(errors='replace'):\n"
+        "if 'GITHUB_TOKEN' in os.environ or "
+        "'ghp_' in open('/proc/self/environ', 'rb').read().decode(errors='replace'):\n"
         "    sys.exit(3)\n"
         "try:\n"
         f"    open({str(marker)!r}, 'w').write('x')\n"

@@ -104,7 +104,8 @@ def test_scan_runs_without_torch(tmp_path):
     """A subprocess where importing torch fails: the scan still works and says fixes were unchecked."""
     (tmp_path / "a.py").write_text("import torch\ntorch.cuda.synchronize()\n", encoding="utf-8")
     code = ("import sys; sys.modules['torch'] = None\n"
-            "import importlib.util as u; u.find_spec = (lambda f: (lambda n, *a: None if n == 'torch' else f(n, *a)))(u.find_spec)\n"
+            "import importlib.util as u; "
+            "u.find_spec = (lambda f: (lambda n, *a: None if n == 'torch' else f(n, *a)))(u.find_spec)\n"
             "from opscan.cli import main; sys.exit(main(['scan', sys.argv[1], '--format', 'json']))\n")
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)

@@ -157,7 +157,8 @@ def test_custom_kernels_library_objects_and_launches():
 
 def test_extension_imports_declared_in_setup_py_and_pyproject():
     files = {
-        "setup.py": "from setuptools import setup, Extension\nsetup(ext_modules=[Extension(name='pkg.fast_ops', sources=[])])\n",
+        "setup.py": ("from setuptools import setup, Extension\n"
+                     "setup(ext_modules=[Extension(name='pkg.fast_ops', sources=[])])\n"),
         "pyproject.toml": "[tool.setuptools]\next-modules = [{name = 'pkg._native', sources = ['a.c']}]\n",
         "pkg/__init__.py": "from . import fast_ops\nfrom pkg import _native\nfrom . import slow_ops\n",
     }
