@@ -205,7 +205,10 @@ def measure(name: str, work: Path) -> dict:
         "files_changed": len(changed), "all_parse": all(parses(rel, after_files[rel]) for rel in changed),
         "new_findings": sum((Counter(f.rule for f in after) - Counter(f.rule for f in before)).values()),
         "rewritten": int(m.group(1)) if (m := re.search(r"fixed (\d+) of", summary)) else None,
-        "new_compound_statements": sum(max(0, compound_lines(rel, after_files[rel]) - compound_lines(rel, pristine.get(rel, b"")))
+        "new_compound_statements": sum(max(0,
+                                           compound_lines(rel, after_files[rel]) - compound_lines(rel,
+                                                                                                  pristine.get(rel,
+                                                                                                               b"")))
                                        for rel in changed),
         "ruff_e701_e702_new": None if ruff_before is None else ruff_after - ruff_before,
         "left_by_reason": dict(sorted(by_reason.items())), "left_without_reason": left_count - sum(by_reason.values()),
@@ -221,10 +224,12 @@ def table(rows: list[dict]) -> str:
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ruff = "n/a" if r["ruff_e701_e702_new"] is None else r["ruff_e701_e702_new"]
-        out.append(f"| {r['tree']} | {r['files']} | {r['findings_before']} | {r['rewritten']} | {r['fixed']} | {r['left']} | "
+        out.append(f"| {r['tree']} | {r['files']} | {r['findings_before']} | {r['rewritten']} | {r['fixed']} | "
+                   f"{r['left']} | "
                    f"{r['left_without_reason']} | {r['new_compound_statements']} / {ruff} | "
                    f"{r['files_changed']} | {'yes' if r['all_parse'] else 'NO'} | {r['lines_written']} | "
-                   f"{r['errors_on_written_lines']} | {r['fixable_before']} / {r['fixable_after']} ({r['fixable_s']}) | "
+                   f"{r['errors_on_written_lines']} | {r['fixable_before']} / {r['fixable_after']} "
+                   f"({r['fixable_s']}) | "
                    f"{r['wall_s']} | {r['cpu_s']} |")
     return "\n".join(out)
 

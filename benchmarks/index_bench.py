@@ -3,7 +3,8 @@
 Runs `opscan.app.analyse` on each tree with the trace phase replaced by a stub (no child, no
 torch: only what reads the project is timed) and no coverage database, in a fresh process per
 run, with the scan cache off (OPSCAN_NO_CACHE), `--jobs 1` and no fix check (which imports torch),
-so every file the run needs is read and parsed, and little else is timed. Counts every `ast.parse` of a file of the tree (whoever calls it) and reports
+so every file the run needs is read and parsed, and little else is timed. Counts every `ast.parse`
+of a file of the tree (whoever calls it) and reports
 per tree: median / min wall and CPU seconds (user + sys of the process; machine load inflates it
 far less than wall time) over the runs, files parsed, parses, and files parsed more
 than once. Run it from a checkout; `--pythonpath DIR` runs another checkout's opscan instead

@@ -6,7 +6,8 @@ Usage:
 
 Each case names a public repository, the port commit and the folder of the project in it. The
 repository must be a local git directory with history (a bare clone works) at
-`<mirror-root>/<owner>+<name>/repo` (default mirror root: `../.mirror` from the repository root), or `git clone --bare https://github.com/<owner>/<name>` there.
+`<mirror-root>/<owner>+<name>/repo` (default mirror root: `../.mirror` from the repository root), or
+`git clone --bare https://github.com/<owner>/<name>` there.
 Nothing fetched is kept in this repository: the tree before the port is extracted with
 `git archive` into `--work` (a temporary folder by default) and scanned with
 `opscan PATH --no-trace --format json` (source only; the project's code is never run).
@@ -73,7 +74,7 @@ def _extract(git_dir: Path, commit: str, folder: str, dest: Path) -> Path:
     batch = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "--batch"], check=True, capture_output=True,
                            input="".join(f"{sha}\n" for sha, _ in blobs).encode()).stdout
     pos = 0
-    for sha, path in blobs:
+    for _sha, path in blobs:
         end = batch.index(b"\n", pos)
         header = batch[pos:end].decode().split()
         pos = end + 1
@@ -87,7 +88,8 @@ def _extract(git_dir: Path, commit: str, folder: str, dest: Path) -> Path:
     return dest / folder if folder else dest
 
 
-def _changes(git_dir: Path, parent: str, commit: str, folder: str) -> tuple[dict[str, list[tuple[int, int]]], list[str], int,
+def _changes(git_dir: Path, parent: str, commit: str, folder: str) -> tuple[dict[str, list[tuple[int, int]]], list[str],
+                                                                            int,
                                                                        dict[tuple[str, int], int]]:
     """Old-side changed line ranges per existing file (paths relative to the folder), the files the
     port added, the number of changed lines, and the changed lines (removed + added) of each hunk

@@ -13,6 +13,6 @@ if not sys.flags.safe_path and sys.path and sys.path[0] in ("", os.getcwd()):
     if os.path.abspath(sys.path[0] or ".") != _own:
         del sys.path[0]
 
-from opscan.cli import main  # noqa: E402
+from opscan.cli import main
 
 raise SystemExit(main())

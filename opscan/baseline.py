@@ -167,9 +167,6 @@ def load(path: Path) -> tuple[Entry, ...]:
         raise InputError("baseline is not UTF-8 text (not an opscan baseline)", path=str(path)) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"baseline is not valid JSON ({exc.msg})", path=str(path), line=exc.lineno) from exc
-    except UnicodeDecodeError:
-        raise InputError("baseline is not valid JSON (not UTF-8 text; not an opscan baseline?)",
-                         path=str(path)) from None
     if not isinstance(document, dict) or "opscan_baseline" not in document:
         raise InputError("not an opscan baseline (no `opscan_baseline` version field)", path=str(path))
     version = document["opscan_baseline"]

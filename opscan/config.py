@@ -151,8 +151,6 @@ def _read_toml(path: Path) -> dict:
     except UnicodeDecodeError as exc:   # TOML is UTF-8 (tomllib decodes strictly)
         raise ConfigError(f"not valid TOML: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset "
                           f"{exc.start})", path=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"not UTF-8 text (byte {exc.start})", path=str(path)) from None
 
 
 def load_config(start: Path, checks: Sequence[Check] = ()) -> Config:

@@ -226,7 +226,9 @@ def _unshare(flags: int) -> None:
 
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    enc = (lambda s: None if s is None else os.fsencode(s))
+    def enc(s: str | None) -> bytes | None:
+        return None if s is None else os.fsencode(s)
+
     _check(_lib().mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
            f"mount {target}")
 

@@ -84,7 +84,8 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
                         deps=dependency_context(config, options.environment), index=index)
     if probe is not None:
         probe.save()
-    extra = unused_suppressions(root, result, rules, rules.known)   # OPS003, when selected (rules/unused-suppression.yaml)
+    # OPS003, when selected (rules/unused-suppression.yaml)
+    extra = unused_suppressions(root, result, rules, rules.known)
     findings = tuple(sorted(result.findings + tuple(extra), key=Finding.sort_key))
     infos = tuple(rule_info(r) for r in rules)
     return ScanOutcome(findings=findings, files_scanned=result.files_scanned, rules=infos, notes=result.notes,

@@ -1020,7 +1020,8 @@ class Blockers:
     unreadable_files: int = 0            # files opscan could not read (their findings are errors)
     syntax_errors: tuple[str, ...] = ()  # "path:line" of the first syntax error of each such file (of the above)
     compiled_fallback_ops: int = 0       # ops with no kernel inside torch.compile regions (TorchCompile)
-    dependencies: int = 0                # manifest lines holding torch (or a package pinned to it) off the release's pairing
+    # manifest lines holding torch (or a package pinned to it) off the release's pairing
+    dependencies: int = 0
 
     @property
     def count(self) -> int:
@@ -1176,7 +1177,8 @@ class Report:
     fallbacks: tuple[Fallback, ...] = ()  # ops that run or may run on the CPU, with their cost, by op
     release_notes: tuple[OpNote, ...] = ()  # release notes that concern traced ops, by packet
     torch_compile: TorchCompile | None = None   # torch.compile under TorchNeuron's rules (None: none met)
-    compile_estimate: CompileEstimate | None = None   # compile seconds from the user's assumption (None: nothing counted)
+    # compile seconds from the user's assumption (None: nothing counted)
+    compile_estimate: CompileEstimate | None = None
 
     @property
     def containment(self) -> tuple[tuple[str, str], ...]:

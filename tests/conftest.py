@@ -39,5 +39,23 @@ def pytest_report_header(config):
     return f"python {sys.version.split()[0]}"
 
 
-# the fixture repositories' own tests (tests/model/repos/*/tests) are data for opscan, not ours to run
-collect_ignore_glob = ["model/repos/*"]
+# NOTE [slow opt-in]
+# Tests marked `slow` (real models, subprocesses) are left out of a plain `pytest`, the quick loop
+# of a change; `pytest --slow` runs every test (the README's test command and .ci/run pass it).
+# A run that chooses by marker (`-m timm`, `-m slow`) decides for itself: nothing is left out then.
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", default=False,
+                     help="also run the tests marked slow (left out by default; CI runs them)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--slow") or config.getoption("markexpr"):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+        config.hook.pytest_deselected(items=slow)
+
+
+# the fixture repositories' own tests (tests/targets/repos/*/tests) are data for opscan, not ours to run
+collect_ignore_glob = ["targets/repos/*"]

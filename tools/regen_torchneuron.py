@@ -270,7 +270,8 @@ def build(extract: dict, base: dict) -> str:
         f"Left out as facts about no op: {len(harness)} xfails whose reason blames the test, not the op "
         "(tools/regen_torchneuron.py NOTE [xfail reasons]): "
         + "; ".join(f"{h['test']} ({h['reason']})" for h in harness) + f"; {not_rows.get('not traced', 0)} failing "
-        f"test{'s' * (not_rows.get('not traced', 0) != 1)} and the release notes on ops a trace never records: " + "; ".join(f"{p} ({why})" for p, why in sorted(ft.NOT_TRACED.items()))
+        f"test{'s' * (not_rows.get('not traced', 0) != 1)} and the release notes on ops a trace never records: "
+        + "; ".join(f"{p} ({why})" for p, why in sorted(ft.NOT_TRACED.items()))
         + (f"; {not_rows['op tests']} whole-test xfails of op tests whose file names no aten op"
            if not_rows.get("op tests") else "") + ".",
     ]

@@ -218,7 +218,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("git_dir", type=Path)
     parser.add_argument("--commit", default=COMMIT)
     parser.add_argument("--out", type=Path,
-                        default=Path(__file__).resolve().parents[1] / "coverage_db/sources/torchneuron-snapshot-98154b8.json")
+                        default=(Path(__file__).resolve().parents[1]
+                                 / "coverage_db/sources/torchneuron-snapshot-98154b8.json"))
     args = parser.parse_args(argv)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(dumps(extract(Source(args.git_dir, args.commit))), encoding="utf-8")

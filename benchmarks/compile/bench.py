@@ -239,7 +239,8 @@ def score(script: Path, argv: list[str], fixed: bool, steps: int, repeat: int) -
         "script": script.name, "complete": trace.complete, "real_steps": len(real), "opscan_steps": len(fc.steps),
         "first_step_jaccard": round(len(inter) / len(first | real_first), 4) if first | real_first else 1.0,
         "first_step_real": len(real_first),
-        "first_step_jaccard_cache_key": _jaccard({cache_key(x) for x in first}, {cache_key(x) for x in real_first}), "first_step_opscan": len(first),
+        "first_step_jaccard_cache_key": _jaccard({cache_key(x) for x in first}, {cache_key(x) for x in real_first}),
+        "first_step_opscan": len(first),
         "first_step_symbols": sum(1 for x in first if _SYMBOL.search(x)),
         "first_step_jaccard_symbolic": symbolic_jaccard(first, real_first),
         "first_step_jaccard_symbolic_key": symbolic_jaccard(first, real_first, cache_key),
@@ -331,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"sym={r['first_step_jaccard_symbolic']:.3f} symkey={r['first_step_jaccard_symbolic_key']:.3f} "
                   f"({r['first_step_real']}/{r['first_step_opscan']}, {r['first_step_symbols']} with symbols) "
                   f"recall={r['recall']} changing={len(r['changing_ops_real'])} varying={len(r['varying_ops_opscan'])} "
-                  f"fixed={r['labelled_fixed']} flagged={r['flagged']} (cpu {r['flagged_cpu']}) time +{100 * (r['added_time'] or 0):.1f}%")
+                  f"fixed={r['labelled_fixed']} flagged={r['flagged']} (cpu {r['flagged_cpu']}) "
+                  f"time +{100 * (r['added_time'] or 0):.1f}%")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
     return 0

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -126,7 +125,8 @@ def opscan(script: Path) -> tuple[dict, float]:
                        for ln in [b["line"]] * b["count"])
         other = sum(b["count"] for b in r["graph_breaks"] if Path(b["path"]).name != script.name)
         regions[str(r["line"])] = {"explained": r["explained"], "graphs": r["graphs"],
-                                   "graph_break_count": r["graph_break_count"], "break_lines": sorted(lines + [0] * other),
+                                   "graph_break_count": r["graph_break_count"],
+                                   "break_lines": sorted(lines + [0] * other),
                                    "not_explained": r["not_explained"]}
     return regions, seconds
 
@@ -160,7 +160,8 @@ def main(argv=None) -> int:
                 match = (t is not None and f is not None and f["explained"]
                          and t["graph_break_count"] == f["graph_break_count"] and t["break_lines"] == f["break_lines"])
                 rows.append({"set": name, "script": script.name, "region_line": int(line),
-                             "direct_breaks": t and t["graph_break_count"], "opscan_breaks": f and f["graph_break_count"],
+                             "direct_breaks": t and t["graph_break_count"],
+                             "opscan_breaks": f and f["graph_break_count"],
                              "direct_lines": t and t["break_lines"], "opscan_lines": f and f["break_lines"],
                              "match": match, "note": (f or {}).get("not_explained", "") if f else "region not found"})
             total = totals.setdefault(name, {"regions": 0, "matched": 0, "direct_breaks": 0, "opscan_breaks": 0,

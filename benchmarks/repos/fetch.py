@@ -1,4 +1,5 @@
-"""Fetches the repositories set (development and held-out parts): pinned releases of public model repositories, checked by sha256.
+"""Fetches the repositories set (development and held-out parts): pinned releases of public model
+repositories, checked by sha256.
 
 `opscan REPO` with no configuration is measured on these (benchmarks/repos/run.py, docs/repositories.md).
 Two sources, both pinned:
@@ -360,7 +361,8 @@ def _fetch_one(req: Requirement) -> Path | None:
         if got and not _clashes(got[-1]):
             return got[-1]
         if got:
-            print(f"fetch.py: {got[-1].name} needs {', '.join(_clashes(got[-1]))}; trying an older one", file=sys.stderr)
+            print(f"fetch.py: {got[-1].name} needs {', '.join(_clashes(got[-1]))}; trying an older one",
+                  file=sys.stderr)
     return None
 
 

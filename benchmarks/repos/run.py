@@ -52,7 +52,8 @@ def check(path: Path) -> dict:
     except ValueError:
         return {"seconds": seconds, "traced": [], "error": (done.stderr.strip().splitlines() or ["?"])[-1]}
     notes = report.get("notes", [])
-    how = {m.group(1): m.group(2) for n in notes for m in [re.match(r"traced with no configuration: (\S+): (.*)", n)] if m}
+    how = {m.group(1): m.group(2) for n in notes for m in [re.match(r"traced with no configuration: (\S+): (.*)",
+                                                                    n)] if m}
     failed = [n.removeprefix("not built: ") for n in notes if n.startswith("not built: ")]
     failed += [n for n in notes if n.startswith("trace of ")]
     traced = [{"target": t["target"], "how": how.get(t["target"], ""), "complete": t["complete"],

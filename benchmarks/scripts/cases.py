@@ -99,7 +99,8 @@ CASES = (
     # diffusers' unconditional DDPM example as its README runs it (EMA, no mixed precision), on a local
     # image folder; the UNet is built from the script's own config (no weights); `python`, not
     # `accelerate launch`; the package of the same commit on the path
-    Case("diffusers-unconditional", "huggingface/diffusers", ("examples/unconditional_image_generation", "src/diffusers"),
+    Case("diffusers-unconditional", "huggingface/diffusers",
+         ("examples/unconditional_image_generation", "src/diffusers"),
          "examples/unconditional_image_generation",
          ("train_unconditional.py", "--train_data_dir", "data/train", "--cache_dir", "cache", "--resolution", "32",
           "--center_crop", "--random_flip", "--output_dir", "ddpm-ema-32", "--train_batch_size", "4",

@@ -37,7 +37,8 @@ def _extract(git_dir: str, commit: str, paths: list[str], dest: Path) -> list[st
         _, kind, blob = meta.split()
         if kind != "blob":
             continue
-        out = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "blob", blob], capture_output=True, check=False)
+        out = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "blob", blob], capture_output=True,
+                             check=False)
         if out.returncode != 0:
             missing.append(path)
             continue

@@ -94,7 +94,8 @@ def opscan_run(case, source: Path, device: str) -> dict:
     trace = (doc.get("traces") or [{}])[0]
     notes = [n for n in doc.get("notes", []) if any(w in n for w in ("ended after", "ran to its end", ": stopped;"))]
     return {"ops": sorted({o["op"] for o in doc["ops"]} | {o["op"] for o in doc.get("host_ops", [])}),
-            "device_ops": len({o["op"] for o in doc["ops"]}), "host_ops": len({o["op"] for o in doc.get("host_ops", [])}),
+            "device_ops": len({o["op"] for o in doc["ops"]}),
+            "host_ops": len({o["op"] for o in doc.get("host_ops", [])}),
             "stopped_at": trace.get("stopped_at", ""), "notes": notes[:3], "seconds": seconds}
 
 

@@ -31,7 +31,8 @@ def run(args: argparse.Namespace) -> int:
     args.backend = args.db = args.fail_on = args.model = args.mode = None
     config = load_effective_config(args)
     output = Path(args.output) if args.output else (config.baseline or config.root / "opscan-baseline.json")
-    report = analyse(Path(args.path), config, RunOptions(trace=False), phases=Phases.default(database=lambda _config: None))
+    report = analyse(Path(args.path), config, RunOptions(trace=False),
+                     phases=Phases.default(database=lambda _config: None))
     count = baselines.write(output, report.findings, __version__)
     print(f"opscan: wrote {count} finding(s) to {output}", file=sys.stderr)
     return 0

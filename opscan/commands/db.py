@@ -303,7 +303,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _probe(args: argparse.Namespace) -> int:
-    from opscan.db.probe import SAMPLE_DTYPES, probe, write_probe
+    from opscan.db.probe import SAMPLE_DTYPES, write_probe
 
     if args.report:
         return _probe_report(args)

@@ -154,7 +154,8 @@ def run(args: argparse.Namespace) -> int:
     def trace(model, root_, profile, _limits=None):   # the run's own limits apply (below)
         options = {"script": parsed["script"] if parsed["module"] else str(Path(parsed["script"]).resolve()),
                    "argv": list(parsed["argv"]), "module": parsed["module"], "device": args.device,
-                   "steps": args.steps, "nproc": args.nproc or parsed["nproc"], "env": parsed["env"], "profile": profile,
+                   "steps": args.steps, "nproc": args.nproc or parsed["nproc"], "env": parsed["env"],
+                   "profile": profile,
                    "project_root": str(root), "cwd": os.getcwd()}
         if getattr(args, "in_process", False):
             from opscan.trace.run import run_script

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from opscan.db import registry
-from opscan.db.entries import CONFIDENCES, Entry, NoKernel, Package
+from opscan.db.entries import CONFIDENCES, Entry, Package
 from opscan.records import Coverage, Evidence, NoKernel, OpName, Status, status_of
 
 

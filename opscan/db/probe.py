@@ -49,7 +49,7 @@ def _import(module: str | None):
         return None
     try:
         return importlib.import_module(module)
-    except Exception as exc:  # the user's module: any failure is theirs to see in one line
+    except Exception as exc:  # noqa: BLE001 - the user's module: any failure is theirs to see in one line
         raise UsageError(f"--import {module}: cannot import it ({type(exc).__name__}: {exc})") from None
 
 
@@ -123,7 +123,7 @@ def _tracker(module):
 def _maybe_import(name: str):
     try:
         return importlib.import_module(name)
-    except Exception:
+    except Exception:  # noqa: BLE001 - an optional module: any import failure means absent
         return None
 
 
@@ -275,7 +275,7 @@ def _try(overload, dtype, dtype_name: str, device: str, tracker) -> tuple[str, s
     worst, error, accepted = None, "", 0
     try:
         attempts = list(candidates(overload, _factory(dtype, generator)))
-    except Exception:
+    except Exception:  # noqa: BLE001 - no sample builds for this overload: said as no-sample
         return "no-sample", ""
     for _sample, args, kwargs in attempts:
         if accepted >= SAMPLES_PER_DTYPE:
@@ -292,7 +292,7 @@ def _try(overload, dtype, dtype_name: str, device: str, tracker) -> tuple[str, s
             warnings.simplefilter("always")
             try:
                 device_out = overload(*dev_args, **dev_kwargs)
-            except Exception:
+            except Exception:  # noqa: BLE001 - the backend rejects this sample: try the next
                 continue
         accepted += 1
         fell = any(_FELL_BACK.search(str(w.message)) for w in caught)
@@ -311,7 +311,7 @@ def _try(overload, dtype, dtype_name: str, device: str, tracker) -> tuple[str, s
                 repeat = overload(*cpu_again[0], **cpu_again[1])
                 if _equal(cpu_out, repeat):
                     outcome, measured = compare(dtype_name, device_out, cpu_out)
-            except Exception:
+            except Exception:  # noqa: BLE001 - the CPU reference cannot run it: the outcome stays as measured
                 pass
         if worst is None or order.index(outcome) > order.index(worst):
             worst, error = outcome, measured
@@ -327,7 +327,7 @@ def sdpa_choice(device: str) -> str | None:
         warnings.simplefilter("always")
         try:
             choice = int(torch.ops.aten._fused_sdp_choice(q, q, q))
-        except Exception:
+        except Exception:  # noqa: BLE001 - the backend cannot choose: the probe says unknown
             return None
     if any(_FELL_BACK.search(str(w.message)) for w in caught):
         return None  # answered by the CPU, not by the backend

@@ -35,7 +35,7 @@ def torch_version() -> str | None:
         return None
     try:
         import torch
-    except Exception:  # a broken torch install is the same as none for the database
+    except Exception:  # noqa: BLE001 - a broken torch install is the same as none for the database
         return None
     return torch.__version__
 
@@ -194,7 +194,7 @@ def composite_expansion(op: str, dispatch_key: str) -> Expansion | None:
             try:
                 with recorder:
                     overload.redispatch(keyset, *args, **kwargs)
-            except Exception:  # wrong sample shape or a data-dependent kernel: try the next sample
+            except Exception:  # noqa: BLE001 - wrong sample shape or a data-dependent kernel: try the next sample
                 continue
             parts.update(recorder.ops)
             traced.add(sample.variant)

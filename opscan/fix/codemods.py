@@ -88,10 +88,12 @@ def device_string(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
         value = string_value(node.left)
         if value is None or not value.startswith("cuda:"):
             return None
-        new_left = _type_fstring(ctx, node, value[4:], quote=node.left.quote if isinstance(node.left, cst.SimpleString) else '"')
+        new_left = _type_fstring(ctx, node, value[4:],
+                                 quote=node.left.quote if isinstance(node.left, cst.SimpleString) else '"')
         if new_left is None:
             return no_device(ctx)
-        return Plan(node, lambda old: old.with_changes(left=new_left), "safe", "\"cuda:%d\" % i -> the device type, same index")
+        return Plan(node, lambda old: old.with_changes(left=new_left), "safe",
+                    "\"cuda:%d\" % i -> the device type, same index")
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "format":
         value = string_value(node.func.value)
         if value is None or not value.startswith("cuda:") or re.search(r"\{[^}]", value):
@@ -306,10 +308,12 @@ def accelerator_api(node: cst.CSTNode, ctx: Context, replacement: str) -> Plan |
         return Plan(line, build, "safe", f"-> `{replacement}`, run only when an accelerator is present")
     if replacement in CPU_VALUES:
         def build_value(old: cst.CSTNode) -> cst.CSTNode:
-            return cst.IfExp(test=available, body=old.with_changes(func=new), orelse=cst.parse_expression(CPU_VALUES[replacement]),
+            return cst.IfExp(test=available, body=old.with_changes(func=new),
+                             orelse=cst.parse_expression(CPU_VALUES[replacement]),
                              lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         return Plan(call, build_value, "safe", f"-> `{replacement}` ({CPU_VALUES[replacement]} without an accelerator)")
-    return Plan(node, replace_with(new), "safe", f"-> `{replacement}` (raises on a host without an accelerator, as before)")
+    return Plan(node, replace_with(new), "safe",
+                f"-> `{replacement}` (raises on a host without an accelerator, as before)")
 
 
 # -- required-check -------------------------------------------------------------------------------
@@ -349,7 +353,8 @@ def backend_for_device(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
         if device is None:
             return no_device(ctx)
         if ctx.has("torch.distributed.get_default_backend_for_device") is False:
-            return Leave("`torch.distributed.get_default_backend_for_device` is not in the installed torch", "missing-in-torch")
+            return Leave("`torch.distributed.get_default_backend_for_device` is not in the installed torch",
+                         "missing-in-torch")
         new = cst.Call(ctx.dotted("torch.distributed.get_default_backend_for_device"), [cst.Arg(device)])
         return Plan(choice, replace_with(new), "safe",
                     "-> the backend for the module's device (nccl on CUDA, gloo on CPU), the NCCL test with it")
@@ -363,7 +368,8 @@ def backend_for_device(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
     if device is None:
         return no_device(ctx)
     if ctx.has("torch.distributed.get_default_backend_for_device") is False:
-        return Leave("`torch.distributed.get_default_backend_for_device` is not in the installed torch", "missing-in-torch")
+        return Leave("`torch.distributed.get_default_backend_for_device` is not in the installed torch",
+                     "missing-in-torch")
     func = ctx.dotted("torch.distributed.get_default_backend_for_device")
     new = cst.Call(func, [cst.Arg(device)])
     return Plan(node, replace_with(new), "safe", "-> the backend for the module's device (nccl on CUDA)")

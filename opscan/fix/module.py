@@ -186,7 +186,8 @@ def fix_module(text: str | bytes, findings: list[Finding], rules: dict, unsafe: 
         prior.update(ctx.defined(planner.uses_device, planner.uses_torch))
     if not parses:   # never write code that does not parse (a bug in a codemod): leave the file
         reason = "the rewrite did not parse (an opscan bug: please report it); file left unchanged"
-        return SourceFix(text, tuple(SiteOutcome(o.finding, "left", reason, "file-skipped") if o.status == "fixed" else o
+        return SourceFix(text,
+                         tuple(SiteOutcome(o.finding, "left", reason, "file-skipped") if o.status == "fixed" else o
                                      for o in outcomes))
     return SourceFix(new, outcomes)
 

@@ -211,11 +211,13 @@ def _build(doc) -> Catalog:
     libraries, ids, packages = [], {}, {}
     items = _list(doc, "libraries")
     for raw in items:
-        libraries.append(_library(raw, ids, packages, line_of(raw) if isinstance(raw, dict) else getattr(items, 'line', None)))
+        libraries.append(_library(raw, ids, packages,
+                                  line_of(raw) if isinstance(raw, dict) else getattr(items, 'line', None)))
     families, fam_ids, rules = [], {}, {}
     items = _list(doc, "kernel_families")
     for raw in items:
-        families.append(_family(raw, fam_ids, rules, line_of(raw) if isinstance(raw, dict) else getattr(items, 'line', None)))
+        families.append(_family(raw, fam_ids, rules,
+                                line_of(raw) if isinstance(raw, dict) else getattr(items, 'line', None)))
     return Catalog(tuple(libraries), tuple(families), {k: " ".join(v.split()) for k, v in sizes.items()})
 
 

@@ -22,7 +22,7 @@ from packaging.version import InvalidVersion, Version
 from opscan.resources import rules_dir
 from opscan.scan import manifests, toml_manifests
 from opscan.scan.manifests import Entry, Problem
-from opscan.scan.rules import DEPENDENCY_KINDS  # noqa: F401 - re-exported
+from opscan.scan.rules import DEPENDENCY_KINDS  # re-exported
 
 TORCH = "torch"
 _PATCHES = tuple(range(0, 21))   # NOTE [torch pins]

@@ -79,7 +79,8 @@ def file_facts(path: str, tree: ast.Module, bindings, hits, where=None) -> ScanF
     references: tuple[str, ...] = ()
     if has_kernel and any(REFERENCE.search(fn.name) for fn in walked.functions):
         references = (path,)
-    return ScanFacts(tuple(sorted(out, key=_BINDING_ORDER)), tuple(sorted(libraries)), tuple(sorted(kernels)), references)
+    return ScanFacts(tuple(sorted(out, key=_BINDING_ORDER)), tuple(sorted(libraries)), tuple(sorted(kernels)),
+                     references)
 
 
 def merge(facts) -> ScanFacts:

@@ -260,7 +260,8 @@ def _examples(path, raw: Any) -> tuple[Example, ...]:
                     raise _fail(path, f"{where}.expect: expected a list of 'path:line CODE' strings")
                 expect = tuple(raw_expect)
             else:
-                raise _fail(path, f"{where}: expected source text or a mapping {{files: {{path: text}}, expect: [...]}}")
+                raise _fail(path,
+                            f"{where}: expected source text or a mapping {{files: {{path: text}}, expect: [...]}}")
             out.append(Example(files, kind == "invalid", expect))
     return tuple(out)
 

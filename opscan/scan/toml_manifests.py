@@ -221,13 +221,14 @@ def read_toml_lock(text: str) -> tuple[list[Entry], list[Problem]]:
             continue
         name = package["name"]
         line = lines.find(rf"^[ \t]*name[ \t]*=[ \t]*[\"']{re.escape(name)}[\"']", 0, regex=True)
-        version_line = lines.find(rf"^[ \t]*version[ \t]*=", lines.offset(line), regex=True) if line else 0
+        version_line = lines.find(r"^[ \t]*version[ \t]*=", lines.offset(line), regex=True) if line else 0
         source = package.get("source")
         url = ""
         if isinstance(source, dict):
             url = str(source.get("registry") or source.get("url") or "")
         entries.append(Entry(version_line or line or 1, "locked", canonicalize_name(name),
-                             version=str(package.get("version", "")), url=url, text=f"{name} {package.get('version', '')}"))
+                             version=str(package.get("version", "")), url=url,
+                             text=f"{name} {package.get('version', '')}"))
     return entries, []
 
 

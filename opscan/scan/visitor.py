@@ -232,7 +232,8 @@ class Visitor(FileContext):
         body = (node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno)
         if P.exits(node.body, self.resolve):
             last = node.body[-1] if not isinstance(node.body[0], ast.Raise) else node.body[0]
-            test = ("true", f"raises at line {last.lineno}" if isinstance(last, ast.Raise) else f"exits at line {last.lineno}")
+            test = ("true",
+                    f"raises at line {last.lineno}" if isinstance(last, ast.Raise) else f"exits at line {last.lineno}")
         else:
             what = "guards the loop at" if isinstance(node, ast.While) else "guards"
             test = ("", f"{what} {lines_text(*body)}" + (

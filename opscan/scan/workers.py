@@ -99,7 +99,7 @@ def _one(ctx: tuple, relpath: str, abspath: str) -> tuple[str, Any, str | None, 
                 pass
     try:
         result = scan(relpath, data, rules)
-    except Exception as exc:  # noqa: BLE001 - one bad file never stops the rest
+    except Exception as exc:  # one bad file never stops the rest
         if on_error is None:
             raise
         return relpath, on_error(relpath, exc), None, "error"

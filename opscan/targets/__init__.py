@@ -13,7 +13,7 @@ Public API:
     trace_target(target, *, mode="train", device="neuron", profile=None, optimizer="adamw",
                  optimizer_impl=None, amp=None, inputs=(), batch=None, seq_len=None,
                  project_root=None, fsdp=None, trust_remote_code=False, gpu_only=()) -> opscan.records.ModelTrace
-        # loader.py; the signature is pinned by tests/trace/test_trace_targets.py
+        # loader.py; the signature is pinned by tests/targets/test_targets_api.py
     read_config(path) -> FolderConfig                       # folders.py: kind "hf-folder" | "timm-folder" | ""
 Module map: folders (config.json) ; loader (target string -> spec.Built -> opscan.trace.tracer)
 -> empty (empty weights), hf/ (builder, inputs, layouts, architectures, shapes; repair,

@@ -74,7 +74,7 @@ def build_empty(make):
     try:
         with empty_weights(), mode:
             return make()
-    except Exception as exc:  # noqa: BLE001 - init code that cannot take meta tensors: build as before
+    except Exception as exc:  # init code that cannot take meta tensors: build as before
         if not mode.redirected or "meta" not in str(exc).lower():
             raise  # an error of its own (a bad config, ...): a real build would only add an OOM
     with empty_weights():

@@ -118,7 +118,8 @@ class Recipe:
 # model is the one nothing else builds: within its file (a "root" class, as discovery.py finds them)
 # and, scored here, the one in a file named like a model (model.py, models/, modeling_*.py) and
 # not under tests/docs/examples, whose name reads like a model (GPT, Transformer, UNet, ViT, ...),
-# with the longest definition, and taking a config (not in a file named as superseded: glow_old.py). Examples in the repository's own words (README
+# with the longest definition, and taking a config (not in a file named as superseded: glow_old.py). Examples in the
+# repository's own words (README
 # blocks, hubconf entries) build the model the authors meant and call it with real inputs, so they
 # rank first; a `__main__` demo next to the model code too. A builder with no required argument
 # that says it returns a model (`def llama3_2_1b() -> TransformerDecoder`) is the repository's own

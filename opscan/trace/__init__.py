@@ -5,7 +5,7 @@ How a model and its inputs are built from a target string (`file.py:NAME`, `hf:P
 (tests/test_architecture.py). torch is imported on first use of `trace`; the coverage database's
 registry and probe (opscan/db/) import it too, when asked about the installed torch.
 
-Public API (the signature of `trace` is pinned by tests/trace/test_trace_targets.py):
+Public API (the signature of `trace` is pinned by tests/targets/test_targets_api.py):
 
     trace(target, build, *, mode="train", device="neuron", profile=None, optimizer="adamw",
           optimizer_impl=None, amp=None, inputs=(), project_root=None, fsdp=None)

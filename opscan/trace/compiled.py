@@ -328,7 +328,7 @@ def real_copy(module: nn.Module) -> nn.Module:
     """A deep copy of `module` whose parameters, buffers and tensor attributes are real CPU tensors."""
     memo: dict[int, object] = {}
     for sub in module.modules():
-        for name, param in sub._parameters.items():
+        for _name, param in sub._parameters.items():
             if param is not None and id(param) not in memo:
                 memo[id(param)] = nn.Parameter(real_tensor(param), requires_grad=param.requires_grad)
         for buf in sub._buffers.values():

@@ -1,7 +1,7 @@
 """Exported programs (`torch.export.save`): the ops of a loaded program, read without running it.
 
 opscan/targets/export.py loads the `pt2:PATH` file (`torch.export.load` reads its serialized graph
-and tensors; nothing of the user's Python is imported or executed: tests/model/test_model_export.py
+and tensors; nothing of the user's Python is imported or executed: tests/targets/test_targets_export.py
 plants modules to prove it); this module reads the ops from the program's graphs. The graph is
 forward-only unless the program itself holds more (a forward-only export shows no backward, no
 loss and no optimizer step), so the result is an `inference` ModelTrace.

@@ -116,8 +116,9 @@ class Origins:
         self._by_id: dict[int, tuple[weakref.ref, tuple]] = {}
         self._limit = 1 << 16   # pruned past this size (a run with no optimizer step never ends a step)
         self._unknown: dict[int, tuple[weakref.ref, dict[int, str]]] = {}   # NOTE [unknown sizes]
-        self.read_at: OpSource | None = None   # the line of the last `.item()` stand-in (NOTE [numbers that become shapes] in numbers.py)
-        self.number: tuple | None = None       # (origin, value) of a stand-in number given to the torch call running now
+        # the line of the last `.item()` stand-in (NOTE [numbers that become shapes] in numbers.py)
+        self.read_at: OpSource | None = None
+        self.number: tuple | None = None       # (origin, value) of a stand-in number given to the running torch call
         self._symbols = 0       # symbols given in this step (u0, u1, ...)
 
     def unknown(self, t) -> dict[int, str] | None:

@@ -71,7 +71,8 @@ def _compile(data: dict | None) -> CompileForecast | None:
         new=tuple(NewSignature(**{**n, "phases": tuple(n["phases"]), "source": _source(n["source"]),
                                   "origin": _source(n["origin"])}) for n in step["new"]))
         for step in data["steps"])
-    varying = tuple(VaryingOp(**{**v, "origin": _source(v["origin"]), "sources": tuple(_source(s) for s in v["sources"]),
+    varying = tuple(VaryingOp(**{**v, "origin": _source(v["origin"]),
+                                 "sources": tuple(_source(s) for s in v["sources"]),
                                  "steps": tuple(v["steps"])}) for v in data["varying"])
     return CompileForecast(steps, varying, data.get("likely_new", 0))
 

@@ -39,7 +39,8 @@ def run_on_dask(jobs: list[Job], tracer: str, address: str, workers: int, limits
         except (OSError, TimeoutError) as exc:
             raise UsageError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
     try:
-        futures = client.map(trace_job, jobs, tracer=tracer, limits=limits, pure=False, key=[f"opscan-zoo-{i}-{job.name}" for i, job in enumerate(jobs)])
+        futures = client.map(trace_job, jobs, tracer=tracer, limits=limits, pure=False,
+                             key=[f"opscan-zoo-{i}-{job.name}" for i, job in enumerate(jobs)])
         names = {future.key: job.name for future, job in zip(futures, jobs)}
         for future in as_completed(futures):
             try:

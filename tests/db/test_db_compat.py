@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from compat_table import DISTRIBUTED, HOST_ONLY, NN_FUNCTIONAL_NATIVE, TORCH_NATIVE, row_count, table
+from tests.db.compat_table import DISTRIBUTED, HOST_ONLY, NN_FUNCTIONAL_NATIVE, TORCH_NATIVE, row_count, table
 
 from opscan.db import load_file, load_release
 from opscan.db.compat import read_table
@@ -153,7 +153,7 @@ def test_a_realistic_table_round_trips_into_a_release_that_keeps_what_it_extends
 
 
 def test_a_dtype_fallback_row_needs_a_limited_entry_and_known_dtypes(tmp_path):
-    from dbtest_support import doc, write
+    from tests.support.db_files import doc, write
 
     from opscan.errors import DatabaseError
 

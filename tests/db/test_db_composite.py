@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from dbtest_support import doc, write
+from tests.support.db_files import doc, write
 
 from opscan.db import load_file, registry
 

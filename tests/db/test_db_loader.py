@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from dbtest_support import BASE, doc, write
+from tests.support.db_files import BASE, doc, write
 
 from opscan.db import load_file
 from opscan.db.shipped import release_files

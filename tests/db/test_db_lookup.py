@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from dbtest_support import BASE, doc, write
+from tests.support.db_files import BASE, doc, write
 
 from opscan.db import check, load_file, load_release, registry
 from opscan.errors import DatabaseError

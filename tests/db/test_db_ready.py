@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from compat_table import table
+from tests.db.compat_table import table
 
 from opscan.db import load_file
 from opscan.db.annotate import with_dtype_fallbacks

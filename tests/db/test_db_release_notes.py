@@ -84,11 +84,7 @@ def test_reports_show_the_notes_and_the_verdict_does_not_change(release):
 def test_an_unlisted_composite_op_whose_parts_cannot_be_traced_may_fall_back_like_any_unlisted_op():
     # aten::_conj: a CompositeExplicitAutograd kernel whose parts no meta sample traces (issue 25
     # goal: no model is unknown only because of unlisted ops)
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from release_support import static_release
+    from tests.support.release import static_release
 
     from opscan.db.lookup import lookup
 

@@ -5,7 +5,6 @@ in opscan/db/failing_tests.py, NOTE [xfail reasons] in tools/regen_torchneuron.p
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -51,8 +50,8 @@ def test_no_known_failure_row_or_release_note_can_never_fire():
     assert all(p in left_out for p in ("aten::combinations (", "aten::gru (", "aten::lstm ("))
 
 
-def test_the_reason_vocabulary_tells_harness_xfails_from_op_failures():
-    sys.path.insert(0, str(ROOT / "tools"))
+def test_the_reason_vocabulary_tells_harness_xfails_from_op_failures(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "tools"))
     import regen_torchneuron as regen
 
     extract = json.loads(regen.EXTRACT.read_text(encoding="utf-8"))

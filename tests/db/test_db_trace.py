@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from dbtest_support import write
+from tests.support.db_files import write
 
 from opscan.records import STATUSES
 

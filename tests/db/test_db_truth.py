@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from dbtest_support import doc, write
+from tests.support.db_files import doc, write
 
 from opscan.db import load_file, load_release
 from opscan.db.caveats import usages_caveats
@@ -65,7 +65,8 @@ def test_shipped_release_records_the_snapshots_failing_tests():
     # aten::combinations is left out: it decomposes into generic ops, no trace records it (issue 36)
     assert from_lists == 614
     assert any("615 name an op" in note and "but for 1 on ops no trace records" in note for note in release.notes)
-    assert rows[("aten::scatter_add_", "complex64", "")].tests == ("TestScatterGather.test_scatter_add__neuron_complex64",)
+    assert rows[("aten::scatter_add_", "complex64",
+                 "")].tests == ("TestScatterGather.test_scatter_add__neuron_complex64",)
     assert release.sources["snapshot-tests"].kind == "source-snapshot"
     assert release.sources["snapshot-tests"].commit == "98154b867aa24562a3213e520d9ad7fd41032291"
     gather = release.lookup("aten::gather")

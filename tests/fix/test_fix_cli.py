@@ -9,7 +9,8 @@ import pytest
 from opscan.fix import files as fix_files
 
 SOURCE = "import torch\n\nmodel = torch.nn.Linear(2, 2).cuda()  # move it\nx = torch.zeros(2).to('cuda')\n"
-FIXED = ("import torch\n\nDEVICE = torch.accelerator.current_accelerator(check_available=True) or torch.device(\"cpu\")\n\n"
+FIXED = ("import torch\n\n"
+         "DEVICE = torch.accelerator.current_accelerator(check_available=True) or torch.device(\"cpu\")\n\n"
          "model = torch.nn.Linear(2, 2).to(DEVICE)  # move it\nx = torch.zeros(2).to(DEVICE)\n")
 
 
@@ -55,7 +56,8 @@ def test_config_excluded_and_broken_files_are_never_touched(project, run_cli):
     (project / "skip.py").write_text(SOURCE)
     broken = "import torch\nx = torch.zeros(2).cuda(\n"
     (project / "broken.py").write_text(broken)
-    latin = "# -*- coding: latin-1 -*-\nimport torch\r\nname = 'caf\xe9'\r\nx = torch.zeros(2).cuda()\r\n".encode("latin-1")
+    latin = ("# -*- coding: latin-1 -*-\nimport torch\r\nname = 'caf\xe9'\r\n"
+             "x = torch.zeros(2).cuda()\r\n").encode("latin-1")
     (project / "latin.py").write_bytes(latin)
     code, _out, err = run_cli("fix", ".")
     assert code == 0, err
@@ -128,7 +130,8 @@ def test_notebook_code_cells_are_fixed_and_the_rest_kept(project, run_cli):
     old_doc = json.loads(raw)
     for doc_ in (old_doc, doc):
         doc_["cells"][1]["source"] = doc_["cells"][2]["source"] = None
-    assert json.dumps(doc, indent=1, ensure_ascii=False) + "\n" == json.dumps(old_doc, indent=1, ensure_ascii=False) + "\n"
+    assert json.dumps(doc, indent=1, ensure_ascii=False) + "\n" == json.dumps(old_doc, indent=1,
+                                                                              ensure_ascii=False) + "\n"
     start = raw.index('"source": [\n    "%matplotlib')
     assert new[:start] == raw[:start]
     tail = raw.index('"cell_type": "code",\n   "execution_count": 3')

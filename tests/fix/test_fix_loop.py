@@ -57,11 +57,13 @@ def test_no_line_the_fixer_wrote_is_an_error_of_the_gate(tree, tmp_path, run_cli
 
 def test_a_script_that_requires_cuda_is_blocked_then_fixed(tmp_path, run_cli):
     script = tmp_path / "train.py"
-    script.write_text('import torch\nassert torch.cuda.is_available(), "Training currently requires at least one GPU."\n')
+    script.write_text('import torch\n'
+                      'assert torch.cuda.is_available(), "Training currently requires at least one GPU."\n')
     code, out, err = run_cli("check", str(tmp_path), "--no-trace", "--format", "json")
     assert code == 1
     doc = json.loads(out)
-    assert [(f["rule"], f["line"], f["severity"], f["fixable"]) for f in doc["findings"]] == [("OPS214", 2, "error", True)]
+    assert [(f["rule"], f["line"], f["severity"], f["fixable"]) for f in doc["findings"]] == [("OPS214", 2, "error",
+                                                                                               True)]
     assert doc["verdict"]["kind"] == "blocked"
     code, out, err = run_cli("fix", str(tmp_path))
     assert code == 0 and "OPS214" in out

@@ -42,7 +42,7 @@ HEADER = "import json as _json, os as _os\n_dump = open(_os.environ['LOSS_DUMP']
 # The original calls torch.cuda.synchronize / max_memory_allocated to log speed and memory; on a
 # CPU-only torch they raise. They do not touch the numbers, so the runner makes them no-ops (for
 # both runs; the fixed script no longer calls them).
-RUNNER = ("import runpy, sys, torch; sys.path.insert(0, '.'); "
+RUNNER = ("import runpy, torch; "
           "torch.cuda.synchronize = lambda *a, **k: None; torch.cuda.max_memory_allocated = lambda *a, **k: 0; "
           "runpy.run_path('train.py', run_name='__main__')")
 

@@ -64,10 +64,11 @@ torch.cuda.reset_peak_memory_stats()
 def test_the_accelerator_guard_puts_the_call_on_its_own_line(tmp_path):
     result = fix(STATEMENTS)
     assert result.fixed == 4
-    assert "    if torch.accelerator.is_available():\n        torch.accelerator.synchronize()  # wait for the kernels\n" \
-        in result.text
+    assert ("    if torch.accelerator.is_available():\n"
+            "        torch.accelerator.synchronize()  # wait for the kernels\n") in result.text
     assert "        if torch.accelerator.is_available():\n            torch.accelerator.empty_cache()\n" in result.text
-    assert result.text.endswith("if torch.accelerator.is_available():\n    torch.accelerator.reset_peak_memory_stats()\n")
+    assert result.text.endswith("if torch.accelerator.is_available():\n"
+                                "    torch.accelerator.reset_peak_memory_stats()\n")
     assert one_line_ifs(result.text) == []
     assert one_line_ifs(fix(result.text).text) == [] and fix(result.text).text == result.text
     if HAS_RUFF:
@@ -77,7 +78,8 @@ def test_the_accelerator_guard_puts_the_call_on_its_own_line(tmp_path):
 
 def test_the_guard_keeps_the_indentation_of_a_tab_indented_file():
     text = "import torch\n\n\ndef f():\n\ttorch.cuda.synchronize()\n"
-    assert fix(text).text == "import torch\n\n\ndef f():\n\tif torch.accelerator.is_available():\n\t\ttorch.accelerator.synchronize()\n"
+    assert fix(text).text == ("import torch\n\n\ndef f():\n"
+                              "\tif torch.accelerator.is_available():\n\t\ttorch.accelerator.synchronize()\n")
 
 
 def test_the_fixed_gpt_example_has_no_compound_statement_and_no_float16_trap(tmp_path, repo_root):
@@ -90,15 +92,19 @@ def test_the_fixed_gpt_example_has_no_compound_statement_and_no_float16_trap(tmp
     assert one_line_ifs(text) == []
     if HAS_RUFF:
         assert ruff_compound(changed) == []
-    assert 'dtype = "float16" if torch.cuda.is_available() and not torch.cuda.is_bf16_supported() else "bfloat16"\n' in text
+    assert ('dtype = "float16" if torch.cuda.is_available() and not torch.cuda.is_bf16_supported() '
+            'else "bfloat16"\n') in text
     assert 'scaler = torch.amp.GradScaler(device_type, enabled=(dtype == "float16"))\n' in text
     # every finding left says why, with a code of the closed vocabulary
     left = [o for o in run.outcomes() if o.status != "fixed"]
-    assert len(left) == run.findings - run.count("fixed") == 26   # 25 in the code + the triton extra of pyproject.toml (OPS506)
+    # 25 in the code + the triton extra of pyproject.toml (OPS506)
+    assert len(left) == run.findings - run.count("fixed") == 26
     assert all(o.reason in REASONS and o.detail for o in left)
     dtype_line = sorted((o.finding.location.column, o.status, o.reason, "bfloat16 choice" in o.detail)
-                        for o in run.outcomes() if o.finding.location.path == "train.py" and o.finding.location.line == 34)
-    assert dtype_line == [(23, "left", "guard", True), (53, "fixed", "", True)]   # is_available kept, the choice rewritten
+                        for o in run.outcomes()
+                        if o.finding.location.path == "train.py" and o.finding.location.line == 34)
+    assert dtype_line == [(23, "left", "guard", True),
+                          (53, "fixed", "", True)]   # is_available kept, the choice rewritten
 
 
 DTYPE_SCRIPT = '''import torch
@@ -149,8 +155,10 @@ def test_other_uses_of_the_bfloat16_query_are_left_saying_what_they_do_off_cuda(
     ("import torch\n\n\ndef train(device_type):\n    scaler = torch.cuda.amp.GradScaler()\n",
      "import torch\n\n\ndef train(device_type):\n    scaler = torch.amp.GradScaler(device_type)\n"),
     # the name the script gives autocast, whatever it is called
-    ("import torch\ndt = torch.device(name).type\nwith torch.autocast(dt):\n    pass\nscaler = torch.cuda.amp.GradScaler()\n",
-     "import torch\ndt = torch.device(name).type\nwith torch.autocast(dt):\n    pass\nscaler = torch.amp.GradScaler(dt)\n"),
+    ("import torch\ndt = torch.device(name).type\nwith torch.autocast(dt):\n    pass\n"
+     "scaler = torch.cuda.amp.GradScaler()\n",
+     "import torch\ndt = torch.device(name).type\nwith torch.autocast(dt):\n    pass\n"
+     "scaler = torch.amp.GradScaler(dt)\n"),
 ])
 def test_torch_amp_uses_the_scripts_own_device_type(text, expected):
     assert fix(text).text == expected
@@ -190,7 +198,8 @@ def test_a_notebook_keeps_one_import_of_torch(tmp_path, run_cli, monkeypatch):
     assert sources[2] == ("import torch\n\nDEVICE = torch.accelerator.current_accelerator(check_available=True) or "
                           "torch.device(\"cpu\")\nx = torch.ones(1).to(DEVICE)")
     assert sources[3] == "y = torch.zeros(1).to(DEVICE)"
-    assert sum(s.count("import torch\n") + s.endswith("import torch") for s in sources) == 2   # cells 1 and 3, as written
+    # cells 1 and 3, as written
+    assert sum(s.count("import torch\n") + s.endswith("import torch") for s in sources) == 2
 
 
 def test_every_finding_left_is_listed_under_its_reason(tmp_path, repo_root, run_cli, monkeypatch):

@@ -36,7 +36,8 @@ def test_one_count_in_the_headline_the_gate_line_and_the_summary(tmp_path, run_c
     headline = "blocked by 3 CUDA-pinned sites in 3 files"
     assert code == 1 and out.startswith(f"✗ {headline}")
     assert "opscan: fail-on error: 3 blockers (3 CUDA-pinned sites in 3 files)" in err
-    assert "; 3 blockers (3 CUDA-pinned sites in 3 files); " in " ".join(out.split())   # the summary line, in the headline's words
+    # the summary line, in the headline's words
+    assert "; 3 blockers (3 CUDA-pinned sites in 3 files); " in " ".join(out.split())
     code, out, _ = run_cli(str(root), "--no-trace", "--format", "json")
     doc = json.loads(out)
     assert doc["verdict"]["headline"] == headline

@@ -37,7 +37,7 @@ def _fake_trace(model, root, profile, limits):
 
 
 def _fake_database(config):
-    from release_support import static_release
+    from tests.support.release import static_release
 
     return static_release({"aten::mm": "native", "aten::_fused_adamw_": "cpu-fallback"}, "torchneuron==2.33.0")
 

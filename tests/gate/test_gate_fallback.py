@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from release_support import static_release  # noqa: E402
+from tests.support.release import static_release
 
-from opscan.assess import assess  # noqa: E402
-from opscan.gate import failures  # noqa: E402
-from dataclasses import replace  # noqa: E402
+from opscan.assess import assess
+from opscan.gate import failures
+from dataclasses import replace
 
-from opscan.records import Draft, ModelTrace, NothingToCheck, OpSource, OpUsage, Report  # noqa: E402
+from opscan.records import Draft, ModelTrace, NothingToCheck, OpSource, OpUsage, Report
 
 pytest.importorskip("torch")
 

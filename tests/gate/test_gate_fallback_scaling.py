@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import io
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from release_support import static_release  # noqa: E402
+from tests.support.release import static_release
 
-from opscan.assess import assess, fallback_costs  # noqa: E402
-from opscan.records import Coverage, Draft, ModelTrace, NothingToCheck, OpUsage, Report, Shrink  # noqa: E402
+from opscan.assess import assess, fallback_costs
+from opscan.records import Coverage, Draft, ModelTrace, NothingToCheck, OpUsage, Shrink
 
 EAGER_FALLBACK = {"eager": "cpu-fallback", "compile": "unknown", "note": "ops without a kernel run on the CPU"}
 
@@ -102,7 +99,8 @@ def test_batch_and_sequence_scale_the_activation_bytes_when_the_real_ones_are_st
     assert (cost.calls_per_step, cost.syncs_per_step, cost.traced_calls, cost.traced_bytes) == (7, 7, 3, 1000)
     assert cost.scaled_by == ("layers 2 -> 6 (model.layers); batch x sequence 2x16 -> 4x64; "
                               "not scaled: width (traced width not found)")
-    unshrunk = ModelTrace("m", "train", "neuron", (usage,), shrink=Shrink("model.layers", layers=2, batch=2, seq_len=16))
+    unshrunk = ModelTrace("m", "train", "neuron", (usage,),
+                          shrink=Shrink("model.layers", layers=2, batch=2, seq_len=16))
     (same,) = fallback_costs((unshrunk,), (Coverage("aten::sort", "device-or-cpu"),))
     assert (same.bytes_per_step, same.calls_per_step, same.scaled_by) == (1000, 3, "")
 

@@ -5,16 +5,14 @@ from __future__ import annotations
 import io
 import json
 import os
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reporters"))
-from reporters_golden import check  # noqa: E402
+from tests.support.golden import check
 
-from opscan.reporters import render  # noqa: E402
+from opscan.reporters import render
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = "examples/nanogpt"

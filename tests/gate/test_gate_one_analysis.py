@@ -54,7 +54,8 @@ def test_a_new_pin_fails_both_the_same_way(project, run_cli):
     (scan_code, scan), (check_code, check) = _both(run_cli, project)
     assert scan_code == check_code == 1
     assert scan["verdict"]["kind"] == check["verdict"]["kind"] == "blocked"
-    assert scan["verdict"]["headline"] == "blocked by 1 CUDA-pinned site in 1 file (new; 1 known hidden by the baseline)"
+    assert scan["verdict"]["headline"] == ("blocked by 1 CUDA-pinned site in 1 file "
+                                           "(new; 1 known hidden by the baseline)")
 
 
 def test_same_fail_on_vocabulary_and_exit_codes(project, run_cli):

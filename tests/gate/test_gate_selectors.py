@@ -23,7 +23,8 @@ def project(tmp_path: Path) -> Path:
     ("--ignore", "hardcoded-cuda-devices", "did you mean 'hardcoded-cuda-device'?"),
 ])
 def test_unknown_selector_flags_are_usage_errors(project, run_cli, command, flag, value, needle):
-    extra = ["--no-trace"] if not command else (["--output", str(project / "b.json")] if command == ["baseline"] else [])
+    extra = ["--no-trace"] if not command else (["--output",
+                                                 str(project / "b.json")] if command == ["baseline"] else [])
     code, out, err = run_cli(*command, str(project), flag, value, *extra)
     assert code == 2, err
     assert needle in err and out == ""
@@ -55,5 +56,6 @@ def test_config_selectors_may_name_extra_rules(project, run_cli):
         'severity: warning\ntask: device-agnostic\nmessage: "acme {value}"\n'
         'match: {string: "^acme$", in: [device-arg]}\ndocs: {what: a., why: b., fix: c.}\nfix: "d."\n'
         'examples:\n  invalid:\n    - |\n      x.to("acme")  # expect: ACME101\n  valid:\n    - |\n      x.to("cpu")\n')
-    (project / "pyproject.toml").write_text('[tool.opscan]\nextra-rules = ["my-rules"]\nignore = ["ACME101", "OPS101"]\n')
+    (project / "pyproject.toml").write_text('[tool.opscan]\nextra-rules = ["my-rules"]\n'
+                                            'ignore = ["ACME101", "OPS101"]\n')
     assert run_cli(str(project), "--no-trace")[0] == 0

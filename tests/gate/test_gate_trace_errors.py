@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from release_support import static_release
+from tests.support.release import static_release
 
 from opscan.app import Phases, analyse
 from opscan.config import Config, ModelConfig

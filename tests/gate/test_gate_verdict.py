@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import itertools
 import re
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reporters"))
 
-import reporters_sample as sample  # noqa: E402
-from opscan.gate import failures  # noqa: E402
-from opscan.records import (  # noqa: E402
+from tests.support import sample
+from opscan.gate import failures
+from opscan.records import (
     VERDICT_KINDS, BaselineStatus, Coverage, Evidence, Finding, Location, ModelTrace, NotChecked, NothingToCheck,
     OpSource, OpUsage,
 )
-from opscan.verdict import judge  # noqa: E402
+from opscan.verdict import judge
 
 SNAPSHOT = Evidence("source-snapshot", "pre-release source snapshot", repo="aws-neuron/torch-neuronx", commit="abc")
 DOCUMENTED = Evidence("documented", "listed in the docs", url="https://example.invalid/doc", date="2026-01-01")
@@ -60,8 +58,8 @@ def test_pre_release_source_is_likely_never_ready():
     judged = _report(coverage=(_cov("native", SNAPSHOT), _cov("native", DOCUMENTED, op="aten::relu")),
                      baseline=None).verdict
     assert judged.kind == "likely"
-    assert judged.headline == ("likely — unverified: 1 op rests on kernels registered in a pre-release source snapshot; "
-                               "confirm with `opscan db probe --report` on a paired install")
+    assert judged.headline == ("likely — unverified: 1 op rests on kernels registered in a pre-release source "
+                               "snapshot; confirm with `opscan db probe --report` on a paired install")
     inferred = _report(coverage=(replace(_cov("composite", Evidence("inferred", "decomposes")), parts=("aten::x",)),
                                  _cov("native", DOCUMENTED, op="aten::relu")), baseline=None).verdict
     assert inferred.kind == "likely" and "1 op on opscan's inference only" in inferred.headline
@@ -90,7 +88,8 @@ def test_a_trace_without_a_source_scan_is_unchecked():
     report = _report(coverage=(_cov("native", DOCUMENTED), _cov("native", PROBED, op="aten::relu")), baseline=None)
     judged = judge(report, source=NotChecked("`opscan trace` lists ops only"))
     assert judged.kind == "unchecked" and not judged.source_checked and judged.ops_checked
-    assert judged.headline == "source: not checked — `opscan trace` lists ops only; ops: 2 traced ops, none known to fail"
+    assert judged.headline == ("source: not checked — `opscan trace` lists ops only; "
+                               "ops: 2 traced ops, none known to fail")
     assert judge(report, source=NothingToCheck()).kind == "ready"   # the zoo: no project source exists
 
 
@@ -158,7 +157,7 @@ def test_the_zoo_reads_the_same_verdict():
     """A zoo row's verdict is the analysis verdict of its trace; "likely" is shown as a caution."""
     import io
 
-    from release_support import static_release
+    from tests.support.release import static_release
 
     from opscan.outcome import Outcome
     from opscan.zoo.render import markdown

@@ -18,7 +18,8 @@ def _one_line(err: str) -> str:
     (["scan", ".", "--selct", "OPS101"], "unrecognized arguments: --selct OPS101; did you mean --select?"),
     ([".", "--no-tarce"], "unrecognized argument: --no-tarce; did you mean --no-trace?"),
     (["db", "show", "aten::add", "--bakend", "torchneuron"], "did you mean --backend?"),
-    (["trace", "--format", "jsn", "m.py:b"], "invalid choice: 'jsn' (choose from 'terminal', 'json'); did you mean 'json'?"),
+    (["trace", "--format", "jsn", "m.py:b"],
+     "invalid choice: 'jsn' (choose from 'terminal', 'json'); did you mean 'json'?"),
 ])
 def test_unknown_flag_suggests_the_closest(run_cli, argv, expected):
     code, out, err = run_cli(*argv)

@@ -21,7 +21,6 @@ from opscan.isolation import START_METHODS, Limits, run
 from opscan.outcome import result_of
 
 HERE = Path(__file__).resolve().parent
-ZOO_TESTS = HERE.parent / "zoo"
 GIB = 1 << 30
 
 
@@ -75,8 +74,7 @@ def _in_fresh_python(code: str) -> dict:
     """Run `code` in a new interpreter (its own rlimits and sys.modules); it prints one JSON line."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     # this checkout's opscan first (not an installed copy of another checkout)
-    prelude = (f"import sys, json, resource\nsys.path[:0] = [{str(HERE.parents[1])!r}, {str(HERE)!r}, "
-               f"{str(ZOO_TESTS)!r}]\n")
+    prelude = f"import sys, json, resource\nsys.path[:0] = [{str(HERE.parents[1])!r}, {str(HERE)!r}]\n"
     proc = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True,
                           text=True, timeout=600, env=env, cwd=HERE)
     assert proc.returncode == 0, proc.stderr
@@ -129,7 +127,7 @@ def test_zoo_models_trace_under_an_existing_lower_limit():
     out = _in_fresh_python(_SET_LIMIT + """
 from opscan.isolation import Limits
 from opscan.zoo.jobs import Job, trace_job
-from zoo_fakes import FAKE_TRACER
+from tests.support.zoo_fakes import FAKE_TRACER
 outcome = trace_job(Job("fake:alpha", "fake:alpha"), FAKE_TRACER,
                     Limits(timeout=120, max_memory=64 << 30, start_method="spawn"))
 print(json.dumps({"status": outcome.status, "error": outcome.error}))
@@ -159,7 +157,8 @@ def test_one_module_isolates_model_code():
         for needle in ("setrlimit", "RLIMIT_AS", ".Process(", "set_forkserver_preload", "unshare("):
             if needle in text:
                 users.setdefault(needle, []).append(path.relative_to(package).as_posix())
-    expected = {needle: ["isolation.py"] for needle in ("setrlimit", "RLIMIT_AS", ".Process(", "set_forkserver_preload")}
+    expected = {needle: ["isolation.py"] for needle in ("setrlimit", "RLIMIT_AS", ".Process(",
+                                                        "set_forkserver_preload")}
     expected["setrlimit"] = ["containment.py", "isolation.py"]
     expected["unshare("] = ["containment.py"]
     assert users == expected

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,14 +14,12 @@ REPOS = ROOT / "benchmarks" / "repos"
 
 
 def _load(name: str):
-    sys.path.insert(0, str(REPOS))   # run.py imports fetch as a sibling, as when it runs as a script
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(REPOS))   # run.py imports fetch as a sibling, as when it runs as a script
         spec = importlib.util.spec_from_file_location(name, REPOS / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module
-    finally:
-        sys.path.remove(str(REPOS))
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +99,8 @@ def test_a_mirror_lacking_a_blob_is_exported_without_it(fetch, tmp_path, monkeyp
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "c"], check=True)
     commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
-    blob = subprocess.run([*git, "rev-parse", "HEAD:big.ipynb"], check=True, capture_output=True, text=True).stdout.strip()
+    blob = subprocess.run([*git, "rev-parse", "HEAD:big.ipynb"], check=True, capture_output=True,
+                          text=True).stdout.strip()
     (work / ".git" / "objects" / blob[:2] / blob[2:]).unlink()   # the snapshot lists it but lacks it
     mirror = tmp_path / "mirror"
     (mirror / "o+r").mkdir(parents=True)

@@ -3,7 +3,6 @@ fake Cora files read as pytorch/examples' gat reads them."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,13 +13,11 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "benchmarks" / "scripts"
 
 @pytest.fixture(scope="module")
 def modules():
-    sys.path.insert(0, str(SCRIPTS))
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(SCRIPTS))
         import cases
         import fake_data
         yield cases, fake_data
-    finally:
-        sys.path.remove(str(SCRIPTS))
 
 
 def test_cases_name_pinned_repositories_known_pythons_and_makers(modules) -> None:

@@ -40,7 +40,8 @@ def test_one_flash_attn_call_is_not_a_transformer_engine_stack(tmp_path):
     assert flash.effort_range == (round(2 + edits * 0.75, 2), round(4 + edits, 2), round(12 + edits * 2, 2))
     assert "catalog `flash_attn` (small)" in flash.effort_basis and "1 call site(s) x 30 min" in flash.effort_basis
     # transformer_engine: TransformerLayer/fp8_autocast are the core (FP8) API, Linear is its own part
-    assert "core API 40/80/200 h" in te.effort_basis and "`transformer_engine.pytorch.Linear` 8/16/40 h" in te.effort_basis
+    assert "core API 40/80/200 h" in te.effort_basis
+    assert "`transformer_engine.pytorch.Linear` 8/16/40 h" in te.effort_basis
     assert "3 call site(s) x 45 min" in te.effort_basis
     assert te.effort_hours > 10 * flash.effort_hours
     assert "SDPA" in flash.action or "scaled_dot_product_attention" in flash.action
@@ -85,7 +86,8 @@ def test_kernel_with_pytorch_reference_path_is_cheaper_but_keeps_the_full_port_a
     # (3 d x 1 kernel + 1 d per 100 lines x 22 lines) x 8 h = 25.76 h; triton factor 0.4/0.8/1.5
     port = (3 + 22 / 100) * 8
     calls = len(plain.sites) * 15 / 60
-    assert plain.effort_range == (round(port * 0.4 + calls, 2), round(port * 0.8 + calls, 2), round(port * 1.5 + calls, 2))
+    assert plain.effort_range == (round(port * 0.4 + calls, 2), round(port * 0.8 + calls, 2),
+                                  round(port * 1.5 + calls, 2))
     assert with_ref.effort_range == (round(calls, 2), round(port * 0.8 * 0.25 + calls, 2), round(port * 1.5 + calls, 2))
     assert "already has a PyTorch path" in with_ref.effort_basis
     assert "triton factor 0.4/0.8/1.5" in plain.effort_basis

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import io
 import json
-import sys
-from pathlib import Path
 
 from rich.console import Console
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reporters"))
-import reporters_sample as sample  # noqa: E402
+from tests.support import sample
 
-from opscan.records import Finding, Location  # noqa: E402
-from opscan.reporters import render  # noqa: E402
-from opscan.reporters.terminal import tasks as task_section  # noqa: E402
+from opscan.records import Finding, Location
+from opscan.reporters import render
+from opscan.reporters.terminal import tasks as task_section
 
 
 def _with_uncatalogued():

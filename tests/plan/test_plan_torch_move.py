@@ -7,7 +7,7 @@ from pathlib import Path
 from opscan.config import Config
 from opscan.phases import dependency_context
 from opscan.plan import build_tasks
-from opscan.records import Coverage, Finding, Location, ModelTrace, OpUsage
+from opscan.records import Coverage, ModelTrace, OpUsage
 from opscan.scan.engine import scan_memory
 from opscan.scan.rules import load_rules
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GOOD, write_tree
+from tests.support.corpus import GOOD, write_tree
 from opscan.fsutil import atomic_open, atomic_write
 
 OLD = "OLD CONTENT, must survive\n"

@@ -358,7 +358,8 @@ def test_containment_holds_for_a_user_without_privileges():
     repo = Path(containment.__file__).resolve().parents[1]
     env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "PYTHONPATH": str(repo)}
     done = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
-                           "/usr/bin/python3", "-c", code], cwd="/", env=env, capture_output=True, text=True, timeout=120)
+                           "/usr/bin/python3", "-c", code], cwd="/", env=env, capture_output=True, text=True,
+                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "containment: environment, network, files, processes held"
 
@@ -402,7 +403,8 @@ def test_parity_run_command_is_contained(tmp_path, run_cli, monkeypatch):
     script = tmp_path / "train.py"
     script.write_text(
         "import json, os, sys\n"
-        "if 'GITHUB_TOKEN' in os.environ or 'ghp_' in open('/proc/self/environ', 'rb').read().decode(errors='replace'):\n"
+        "if 'GITHUB_TOKEN' in os.environ or "
+        "'ghp_' in open('/proc/self/environ', 'rb').read().decode(errors='replace'):\n"
         "    sys.exit(3)\n"
         "try:\n"
         f"    open({str(marker)!r}, 'w').write('x')\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CORPUS, CUDA_LINE, GOOD, big_file, by_path, noise, write_tree
+from tests.support.corpus import CORPUS, CUDA_LINE, GOOD, big_file, by_path, noise, write_tree
 
 DEVICE = "device-string"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import GOOD, noise, write_tree
+from tests.support.corpus import GOOD, noise, write_tree
 from opscan.resources import coverage_db_dir, rules_dir
 
 MARKER_CMD = "touch {marker}"
@@ -56,7 +56,8 @@ def _rule_variants(marker: Path) -> dict[str, str | bytes]:
         "not-utf8": b"id: USR901\nname: my-rule\nmessage: \"\xff\xfe\"\n",
         "python-tag": f"!!python/object/apply:os.system [{MARKER_CMD.format(marker=marker)!r}]\n",
         "python-tag-nested": _dump(base).replace("status: stable",
-                                                 f"status: !!python/object/apply:os.system [{MARKER_CMD.format(marker=marker)!r}]"),
+                                                 "status: !!python/object/apply:os.system "
+                                                 f"[{MARKER_CMD.format(marker=marker)!r}]"),
         "alias-bomb": "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
                       "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
                       "id: USR901\nname: my-rule\nmessage: [*d, *d, *d, *d, *d, *d, *d, *d, *d]\n",
@@ -109,7 +110,8 @@ def _db_variants(marker: Path) -> dict[str, str | bytes]:
         "newer-schema": text.replace("schema_version: 1", "schema_version: 99", 1),
         "not-utf8": text.encode() + b"\n# \xff\xfe\n",
         "python-tag": text.replace("schema_version: 1",
-                                   f"schema_version: !!python/object/apply:os.system [{MARKER_CMD.format(marker=marker)!r}]", 1),
+                                   "schema_version: !!python/object/apply:os.system "
+                                   f"[{MARKER_CMD.format(marker=marker)!r}]", 1),
     }
 
 

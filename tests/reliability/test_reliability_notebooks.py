@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import GOOD, by_path, noise, write_tree
+from tests.support.corpus import GOOD, by_path, noise, write_tree
 
 
 def notebook(cells: list[tuple[str, str | list[str]]], **meta) -> bytes:

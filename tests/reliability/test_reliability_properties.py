@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import CORPUS, GOOD, by_path, write_tree
+from tests.support.corpus import CORPUS, GOOD, by_path, write_tree
 from opscan.cli import build_parser, main
 from opscan.scan import load_rules, scan_paths, scan_source
 

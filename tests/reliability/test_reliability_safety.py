@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GOOD, write_tree
+from tests.support.corpus import GOOD, write_tree
 
 PACKAGE = Path(__file__).resolve().parents[2] / "opscan"
 

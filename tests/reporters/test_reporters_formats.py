@@ -12,8 +12,8 @@ import jsonschema
 import pytest
 from rich.console import Console
 
-import reporters_sample as sample
-from reporters_golden import check
+from tests.support import sample
+from tests.support.golden import check
 from opscan.records import Finding, Location
 from opscan.reporters import REPORTERS, render
 
@@ -67,7 +67,8 @@ def test_sarif_validates_against_the_schema():
         assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
         loc = result["locations"][0]["physicalLocation"]["artifactLocation"]
         assert loc["uri"].startswith("proj/") and loc["uriBaseId"] == "%SRCROOT%"
-        assert all(key.startswith("opscanFingerprint/") and value for key, value in result["partialFingerprints"].items())
+        assert all(key.startswith("opscanFingerprint/") and value for key,
+                   value in result["partialFingerprints"].items())
     ops101 = next(r for r in run["tool"]["driver"]["rules"] if r["id"] == "OPS101")
     assert "TorchNeuron runs on device 'neuron'" in ops101["help"]["text"]
     assert {"op/cpu-fallback", "op/unsupported"} <= fired

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from rich.console import Console
 
-import reporters_sample as sample
+from tests.support import sample
 from opscan.records import OpSource, OpUsage
 from opscan.reporters.terminal import PIPED_WIDTH, make_console, render
 from opscan.reporters.terminal.ops import short_op
@@ -51,9 +51,11 @@ def test_no_op_name_is_broken_at_80_columns():
     table = lines[next(i for i, line in enumerate(lines) if line.startswith("op / first source")):]
     names = [line.split()[0] for line in table[1:] if line.startswith("aten::")]
     assert len(names) == 5
-    shown = {name: op for op in ("aten::mm", "aten::gelu", "aten::_fused_adamw_", "aten::embedding_dense_backward", LONG)
+    shown = {name: op for op in ("aten::mm", "aten::gelu", "aten::_fused_adamw_", "aten::embedding_dense_backward",
+                                 LONG)
              for name in names if name == op or (("…" in name) and name.startswith(op.split("…")[0][:10]))}
-    assert set(shown.values()) == {"aten::mm", "aten::gelu", "aten::_fused_adamw_", "aten::embedding_dense_backward", LONG}
+    assert set(shown.values()) == {"aten::mm", "aten::gelu", "aten::_fused_adamw_", "aten::embedding_dense_backward",
+                                   LONG}
     assert not any(line.startswith(("arList", "rd ")) for line in table)   # no name's end on a line of its own
     assert all(len(line) <= 80 for line in lines)
 
@@ -61,4 +63,5 @@ def test_no_op_name_is_broken_at_80_columns():
 def test_a_long_name_is_shortened_in_the_middle_keeping_its_overload():
     assert short_op(LONG, 40) == LONG
     assert short_op(LONG, 27) == "aten::_foreach_….ScalarList" and len(short_op(LONG, 27)) == 27
-    assert short_op("aten::embedding_dense_backward", 27).endswith("…") and len(short_op("aten::embedding_dense_backward", 27)) == 27
+    assert short_op("aten::embedding_dense_backward",
+                    27).endswith("…") and len(short_op("aten::embedding_dense_backward", 27)) == 27

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from rich.console import Console
 
-import reporters_sample as sample
+from tests.support import sample
 from opscan.records import OpSource, StandIn
 from opscan.reporters.terminal import render
 

@@ -77,7 +77,7 @@ from torch import nn
 
 DEVICE = torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")
 backend = torch.distributed.get_default_backend_for_device(DEVICE)
-assert backend == "neuron", f"backend {backend}"   # as on a Trainium machine (the run writes no file outside its scratch)
+assert backend == "neuron", f"backend {backend}"   # as on a Trainium machine (nothing written outside the scratch)
 dist.init_process_group(backend=backend)
 model = nn.Linear(4, 2).to(DEVICE)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -48,7 +48,8 @@ def test_json_contract_paths_relative_sorted(run_cli, project):
     code, out, _ = run_cli("scan", str(project), "--format", "json", "--no-fix-check")
     doc = json.loads(out)
     assert doc["schema_version"] == 2 and doc["tool"]["name"] == "opscan"
-    keys = {"rule", "name", "category", "severity", "message", "path", "line", "column", "end_line", "end_column", "fix"}
+    keys = {"rule", "name", "category", "severity", "message", "path", "line", "column", "end_line", "end_column",
+            "fix"}
     assert all(keys <= set(f) for f in doc["findings"])
     assert [(f["path"], f["line"], f["rule"]) for f in doc["findings"]] == [
         ("pkg/train.py", 2, "OPS101"), ("pkg/train.py", 3, "OPS203"), ("warn_only.py", 2, "OPS203")]
@@ -84,7 +85,8 @@ def test_rules_list_and_test_commands(run_cli, tmp_path):
     code, out, _ = run_cli("rules", "test")
     assert code == 0 and out.strip().endswith("rule(s) passed")
     mine = tmp_path / "acme-device.yaml"
-    text = (Path(__file__).parent / "test_scan_loader.py").read_text(encoding="utf-8").split('GOOD = """\\\n', 1)[1].split('"""', 1)[0]
+    text = (Path(__file__).parent / "test_scan_loader.py").read_text(encoding="utf-8").split('GOOD = """\\\n',
+                                                                                             1)[1].split('"""', 1)[0]
     mine.write_text(text, encoding="utf-8")
     code, out, _ = run_cli("rules", "test", str(mine))
     assert code == 0 and "ok   ACME101" in out
@@ -102,7 +104,8 @@ def test_scan_runs_without_torch(tmp_path):
     """A subprocess where importing torch fails: the scan still works and says fixes were unchecked."""
     (tmp_path / "a.py").write_text("import torch\ntorch.cuda.synchronize()\n", encoding="utf-8")
     code = ("import sys; sys.modules['torch'] = None\n"
-            "import importlib.util as u; u.find_spec = (lambda f: (lambda n, *a: None if n == 'torch' else f(n, *a)))(u.find_spec)\n"
+            "import importlib.util as u; "
+            "u.find_spec = (lambda f: (lambda n, *a: None if n == 'torch' else f(n, *a)))(u.find_spec)\n"
             "from opscan.cli import main; sys.exit(main(['scan', sys.argv[1], '--format', 'json']))\n")
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)

@@ -124,7 +124,8 @@ def test_pairing_heads_pick_the_release_the_database_picks():
                  "torch-neuronx==2.14.3.0"):
         head, release = release_head(spec), load_release(spec)
         assert head.spec == release.spec
-        assert head.torch == tuple(sorted({p.torch for p in release.packages}, key=lambda v: tuple(map(int, v.split(".")))))
+        assert head.torch == tuple(sorted({p.torch for p in release.packages},
+                                          key=lambda v: tuple(map(int, v.split(".")))))
 
 
 @pytest.mark.parametrize("name, text, line, rule", [

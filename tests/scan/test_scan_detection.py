@@ -157,7 +157,8 @@ def test_custom_kernels_library_objects_and_launches():
 
 def test_extension_imports_declared_in_setup_py_and_pyproject():
     files = {
-        "setup.py": "from setuptools import setup, Extension\nsetup(ext_modules=[Extension(name='pkg.fast_ops', sources=[])])\n",
+        "setup.py": ("from setuptools import setup, Extension\n"
+                     "setup(ext_modules=[Extension(name='pkg.fast_ops', sources=[])])\n"),
         "pyproject.toml": "[tool.setuptools]\next-modules = [{name = 'pkg._native', sources = ['a.c']}]\n",
         "pkg/__init__.py": "from . import fast_ops\nfrom pkg import _native\nfrom . import slow_ops\n",
     }
@@ -223,7 +224,8 @@ def test_a_guarded_conditional_value_is_guarded():
         device_type = "cuda" if is_torch_xla_available(check_is_gpu=True) else state.device.type
         device = "cuda" if flag else "cpu"
     '''
-    assert {(f.rule, f.location.line): f.guarded for f in findings(source)} == {("OPS101", 3): True, ("OPS101", 4): False}
+    assert {(f.rule, f.location.line): f.guarded for f in findings(source)} == {("OPS101", 3): True,
+                                                                                ("OPS101", 4): False}
 
 
 def test_custom_op_device_types_keyword_is_a_device_position():
@@ -251,7 +253,8 @@ def test_an_import_of_the_own_package_does_not_hide_the_next_module():
     ("import torch\nx = torch.zeros(1, device='cuda:1')\n", "OPS101", "device-agnostic", "cuda:1"),
     ("import torch.distributed as dist\ndist.init_process_group('nccl')\n", "OPS206", "distributed-backend", "nccl"),
     ("from flash_attn.flash_attn_interface import flash_attn_func\n", "OPS401", "library", "flash_attn"),
-    ("import torch\nlib = torch.library.custom_op('mylib::scan_fwd', mutates_args=())\n", "OPS303", "kernel", "scan_fwd"),
+    ("import torch\nlib = torch.library.custom_op('mylib::scan_fwd', mutates_args=())\n", "OPS303", "kernel",
+     "scan_fwd"),
     ("import torch\ny = torch.ops.mylib.scan(x)\n", "OPS304", "kernel", "scan"),
     ("from torch.utils.cpp_extension import load\next = load(name='selective_scan', sources=['a.cu'])\n",
      "OPS301", "kernel", "selective_scan"),

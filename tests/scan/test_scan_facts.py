@@ -33,8 +33,8 @@ def test_each_alias_of_one_import_statement_is_its_own_finding():
 
 
 def test_the_scan_states_one_binding_per_alias_and_each_librarys_own_use():
-    facts = scan_memory({"m.py": TWO_LIBRARIES, "n.py": "import numpy as np, torch.cuda\n"
-                                                        "def f():\n    from flash_attn import flash_attn_func as faf\n"}).facts
+    n_py = "import numpy as np, torch.cuda\ndef f():\n    from flash_attn import flash_attn_func as faf\n"
+    facts = scan_memory({"m.py": TWO_LIBRARIES, "n.py": n_py}).facts
     assert facts.bindings_of("m.py") == (ImportBinding("m.py", 1, "cupy", "cupy", end_line=1),
                                          ImportBinding("m.py", 1, "flash_attn", "flash_attn", end_line=1))
     assert ImportBinding("n.py", 1, "np", "numpy", end_line=1) in facts.bindings

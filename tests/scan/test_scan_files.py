@@ -88,7 +88,8 @@ def test_the_projects_own_packages_are_not_cuda_only_libraries(tmp_path):
     pkg = tmp_path / "liger_kernel"
     make(pkg, "__init__.py", "")
     make(pkg, "ops/__init__.py", "")
-    make(pkg, "ops/rms.py", "import triton\nfrom liger_kernel.ops.utils import ensure_contiguous\nfrom .utils import x\n")
+    make(pkg, "ops/rms.py",
+         "import triton\nfrom liger_kernel.ops.utils import ensure_contiguous\nfrom .utils import x\n")
     for root in (pkg, tmp_path):                       # the package itself, or the repo holding it
         result = scan_paths(root, check_fixes=False)
         assert [(f.rule, f.location.line) for f in result.findings] == [("OPS401", 1)]

@@ -101,7 +101,8 @@ def test_select_and_ignore():
 @pytest.mark.parametrize("change,needle,line", [
     # a key given twice: plain YAML keeps the last one silently; the rule loader refuses
     (("severity: warning\n", "severity: warning\nseverity: error\n"), "duplicate key 'severity' (first at line 6)", 7),
-    (("docs: {what: Flags acme., why: Because., fix: Do not.}", "docs: {what: Flags acme., why: Because., what: Again., fix: Do not.}"),
+    (("docs: {what: Flags acme., why: Because., fix: Do not.}",
+      "docs: {what: Flags acme., why: Because., what: Again., fix: Do not.}"),
      "duplicate key 'what'", 10),
     (("fix: \"Use dev.\"", "fix: \"Use dev.\"\ncolour: red"), "unknown key 'colour'", 12),
     (("docs: {what: Flags acme.,", "docs: {whatt: Flags acme.,"), "docs: unknown key 'whatt'", 10),

@@ -16,7 +16,8 @@ from opscan.scan.rules import load_rule_dir, load_rules
 ROOT = Path(__file__).resolve().parents[2]
 RULE_FILES = sorted((ROOT / "rules").glob("*.yaml"))
 ALL = load_rules()
-RANGES = {"input": "OPS0", "device-string": "OPS1", "cuda-api": "OPS2", "custom-kernel": "OPS3", "cuda-only-lib": "OPS4",
+RANGES = {"input": "OPS0", "device-string": "OPS1", "cuda-api": "OPS2", "custom-kernel": "OPS3",
+          "cuda-only-lib": "OPS4",
           "device-dispatch": "OPS1", "dependency": "OPS5"}
 DEPS = dependency_context(Config(Path.cwd()))   # dependency manifests' examples: the shipped newest release's pairing
 

@@ -35,7 +35,8 @@ def build():
 @pytest.mark.slow
 def test_every_missing_module_in_one_run_with_one_remedy(tmp_path, run_cli):
     (tmp_path / "model.py").write_text(MODEL)
-    (tmp_path / "model2.py").write_text(MODEL.replace("TinyNet", "OtherNet").replace("missing_pkg_two", "missing_pkg_three"))
+    (tmp_path / "model2.py").write_text(MODEL.replace("TinyNet", "OtherNet")
+                                        .replace("missing_pkg_two", "missing_pkg_three"))
     (tmp_path / "requirements.txt").write_text("torch\nmissing-pkg-one\nmissing-pkg-two\n")
     code, out, err = run_cli(str(tmp_path))
     assert code == 2   # a model given could not be checked

@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from opscan.records import PHASES, DeviceProfile  # noqa: E402
-from opscan.targets import trace_target  # noqa: E402
+from opscan.records import PHASES, DeviceProfile
+from opscan.targets import trace_target
 
 pytestmark = pytest.mark.slow
 

@@ -131,7 +131,7 @@ def test_one_hot_lists_the_ops_a_real_run_on_the_device_dispatches(tmp_path):
 
 
 def test_a_real_router_step_dispatches_what_the_trace_lists(tmp_path):
-    from trace_recorder import Recorder
+    from tests.support.trace_recorder import Recorder
 
     namespace: dict = {}
     exec(compile(ROUTER, "router.py", "exec"), namespace)

@@ -7,8 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from opscan.errors import UsageError
-from opscan.targets import trace_target
+from opscan.errors import UsageError  # noqa: E402
+from opscan.targets import trace_target  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 LLAMA = f"hf:{ROOT / 'examples/models/hf/llama-tiny'}"

@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from trace_recorder import real_step_ops  # noqa: E402
+from tests.support.trace_recorder import real_step_ops  # noqa: E402
 
 from opscan.targets import trace_target  # noqa: E402
 

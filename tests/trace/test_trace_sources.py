@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from opscan.trace.sources import SourceFinder  # noqa: E402
+from opscan.trace.sources import SourceFinder
 
 
 def test_a_venv_inside_the_project_names_packages_from_site_packages(tmp_path, monkeypatch):

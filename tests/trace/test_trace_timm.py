@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 timm = pytest.importorskip("timm", exc_type=ImportError)
 
-from trace_recorder import Recorder  # noqa: E402
+from tests.support.trace_recorder import Recorder  # noqa: E402
 
 from opscan.targets import trace_target  # noqa: E402
 

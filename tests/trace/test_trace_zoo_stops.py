@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from trace_recorder import Recorder  # noqa: E402
+from tests.support.trace_recorder import Recorder  # noqa: E402
 
 from opscan.errors import TargetError  # noqa: E402
 from opscan.targets import trace_target  # noqa: E402

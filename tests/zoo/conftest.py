@@ -1,22 +1,16 @@
-"""Fixtures for the zoo tests: fake tracers on sys.path, a static coverage release, a trace log."""
+"""Fixtures for the zoo tests: a static coverage release of the fakes' ops, a trace log."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-
-
 
 @pytest.fixture
 def coverage():
-    from release_support import static_release
-    from zoo_fakes import STATUSES
+    from tests.support.release import static_release
+    from tests.support.zoo_fakes import STATUSES
 
     return static_release(dict(STATUSES), "fakeneuron==1.0")
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from release_support import static_release
-from zoo_fakes import FAKE_TRACER, STATUSES, logging, traced
+from tests.support.release import static_release
+from tests.support.zoo_fakes import FAKE_TRACER, STATUSES, logging, traced
 
 from opscan.isolation import Limits
 from opscan.zoo.cache import Cache, trace_from_dict, trace_to_dict
@@ -34,7 +34,8 @@ def test_second_run_comes_from_cache_and_new_release_rechecks_without_tracing(tm
 
     # a new release fixes the custom op and the fallback: rows change, nothing is re-traced
     new = static_release({**STATUSES, "aten::nonzero": "native", "mylib::fused_rope": "native"}, "fakeneuron==2.0")
-    third = run_zoo(_targets("fake:alpha", "fake:beta"), new, tracer=FAKE_TRACER, workers=2, limits=logging(LIMITS, trace_log),
+    third = run_zoo(_targets("fake:alpha", "fake:beta"), new, tracer=FAKE_TRACER, workers=2,
+                    limits=logging(LIMITS, trace_log),
                     cache=cache)
     assert traced(trace_log) == ["fake:alpha", "fake:beta", "fake:hang", "fake:hang"]
     assert third.meta["trace_cache"] == 2 and third.meta["traced"] == 0
@@ -46,8 +47,10 @@ def test_second_run_comes_from_cache_and_new_release_rechecks_without_tracing(tm
 def test_changed_config_or_toolchain_means_a_new_trace(tmp_path, trace_log):
     cache = Cache(tmp_path / "cache")
     cov = static_release(STATUSES, "fakeneuron==1.0")
-    run_zoo([ZooTarget("m", "fake:alpha", config_hash="aaa")], cov, tracer=FAKE_TRACER, limits=logging(LIMITS, trace_log), cache=cache)
-    run_zoo([ZooTarget("m", "fake:alpha", config_hash="bbb")], cov, tracer=FAKE_TRACER, limits=logging(LIMITS, trace_log), cache=cache)
+    run_zoo([ZooTarget("m", "fake:alpha", config_hash="aaa")], cov, tracer=FAKE_TRACER,
+            limits=logging(LIMITS, trace_log), cache=cache)
+    run_zoo([ZooTarget("m", "fake:alpha", config_hash="bbb")], cov, tracer=FAKE_TRACER,
+            limits=logging(LIMITS, trace_log), cache=cache)
     assert traced(trace_log) == ["fake:alpha", "fake:alpha"]
     target = ZooTarget("m", "fake:alpha", config_hash="aaa")
     tools = toolchain()
@@ -65,7 +68,7 @@ def test_no_cache_traces_again_and_writes_nothing(tmp_path, trace_log):
 
 
 def test_trace_round_trips_and_corrupt_entries_are_misses(tmp_path):
-    import zoo_fakes
+    from tests.support import zoo_fakes
 
     trace = zoo_fakes.fake_tracer("fake:beta")
     assert trace_from_dict(trace_to_dict(trace)) == trace

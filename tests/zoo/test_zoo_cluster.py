@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from release_support import static_release
-from zoo_fakes import FAKE_TRACER, STATUSES
+from tests.support.release import static_release
+from tests.support.zoo_fakes import FAKE_TRACER, STATUSES
 
 from opscan.isolation import Limits
 from opscan.zoo.execution import run_zoo

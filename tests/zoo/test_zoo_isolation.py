@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from zoo_fakes import FAKE_TRACER
+from tests.support.zoo_fakes import FAKE_TRACER
 
 from opscan.isolation import Limits
 from opscan.zoo.jobs import Job, trace_job
@@ -17,8 +17,8 @@ def _targets(*names: str) -> list[ZooTarget]:
 
 @pytest.fixture(scope="module")
 def mixed_run():
-    from release_support import static_release
-    from zoo_fakes import STATUSES
+    from tests.support.release import static_release
+    from tests.support.zoo_fakes import STATUSES
 
     names = ("fake:alpha", "fake:beta", "fake:segfault", "fake:abort", "fake:hang", "fake:nobuild",
              "fake:raises", "fake:gamma")

@@ -9,12 +9,12 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from opscan.errors import TargetError  # noqa: E402
-from opscan.targets.hf.repair import Read, donor  # noqa: E402
-from opscan.zoo.jobs import DEFAULT_TRACER  # noqa: E402
-from opscan.zoo.execution import job_options  # noqa: E402
-from opscan.zoo.selection import ZooTarget  # noqa: E402
-from opscan.zoo.tracing import trace_model  # noqa: E402
+from opscan.errors import TargetError
+from opscan.targets.hf.repair import Read, donor
+from opscan.zoo.jobs import DEFAULT_TRACER
+from opscan.zoo.execution import job_options
+from opscan.zoo.selection import ZooTarget
+from opscan.zoo.tracing import trace_model
 
 TRAIN = {"mode": "train", "device": "neuron"}
 SMALL = {"num_hidden_layers": 2, "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from release_support import static_release
-from zoo_fakes import FAKE_TRACER, STATUSES, logging, started
+from tests.support.release import static_release
+from tests.support.zoo_fakes import FAKE_TRACER, STATUSES, logging, started
 
 from opscan.isolation import Limits
 from opscan.zoo.cache import Cache
@@ -33,7 +33,8 @@ def test_a_second_run_starts_the_model_the_first_run_timed_longest(tmp_path, tra
     # --no-cache traces everything again and writes nothing, but still orders by the kept times;
     # a model no earlier run traced (gamma) may be long, so it starts first
     again = run_zoo(_targets("fake:alpha", "fake:beta", "fake:gamma", "fake:slow"), COVERAGE,
-                    tracer=FAKE_TRACER, workers=1, limits=logging(LIMITS, trace_log), cache=Cache(tmp_path / "cache", enabled=False))
+                    tracer=FAKE_TRACER, workers=1, limits=logging(LIMITS, trace_log),
+                    cache=Cache(tmp_path / "cache", enabled=False))
     assert started(trace_log)[3:5] == ["fake:gamma", "fake:slow"]
     assert again.meta["traced"] == 4
     # rows are written in name order whatever the start order, with the same content

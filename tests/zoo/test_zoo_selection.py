@@ -29,7 +29,8 @@ def test_default_configs_are_written_once_per_family(tmp_path, monkeypatch):
 
     small = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "gemma4_assistant": "Gemma4AssistantForCausalLM"}
     real = selection.family_models
-    monkeypatch.setattr(selection, "family_models", lambda f: dict(sorted(small.items())) if f == "causal-lm" else real(f))
+    monkeypatch.setattr(selection, "family_models",
+                        lambda f: dict(sorted(small.items())) if f == "causal-lm" else real(f))
     targets = resolve(["hf:causal-lm", "hf:llama"], tmp_path)
     assert [t.name for t in targets] == ["gemma4_assistant", "gpt2", "llama (causal-lm)", "llama (base)"]
     llama = targets[2]
@@ -149,7 +150,7 @@ def test_bad_selections_are_clear_errors(tmp_path):
 
 
 def test_timm_error_from_the_command(run_cli, monkeypatch):
-    from release_support import static_release
+    from tests.support.release import static_release
 
     import opscan.db as cov
 

@@ -33,7 +33,8 @@ def section(report: Report, console: Console) -> None:
         for entry in report.baseline.stale[:10]:
             console.print(Text(f"      stale: {entry}", style="dim"), soft_wrap=True)
         if stale > 10:
-            console.print(Text(f"      … and {stale - 10} more (run `opscan baseline` to refresh)", style="dim"), soft_wrap=True)
+            console.print(Text(f"      … and {stale - 10} more (run `opscan baseline` to refresh)", style="dim"),
+                          soft_wrap=True)
     console.print()
 
 

@@ -74,7 +74,8 @@ def _patterns(names: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern, re.Patter
         "accelerator",)
     lines = re.compile(r"""["'](?:%s|neuron|cuda)\b|(?:%s)(?:_available|_installed|\.is_available)|accelerator\s*="""
                        % (alt, alt))
-    return (literal_regex(set(words)), re.compile(r"^(%s)(:\d+)?$" % alt), re.compile(r"^is_\w*?(%s)\w*_(?:available|installed)$" % alt), lines)
+    return (literal_regex(set(words)), re.compile(r"^(%s)(:\d+)?$" % alt),
+            re.compile(r"^is_\w*?(%s)\w*_(?:available|installed)$" % alt), lines)
 
 
 _LINE = re.compile(r"^", re.M)

@@ -12,7 +12,7 @@ import torch
 
 from opscan.errors import TargetError
 from opscan.records import Shrink
-from opscan.targets.empty import build_empty, first_line
+from opscan.targets.empty import build_empty
 from opscan.targets.folders import NO_TRUST_NOTE, config_path, read_config, remote_code
 from opscan.targets.hf.architectures import value_inputs
 from opscan.targets.hf.defaults import SHRUNK_KEY

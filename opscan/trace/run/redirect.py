@@ -81,7 +81,8 @@ class Requests:
     def __init__(self, finder) -> None:
         self.finder = finder
         self.seen: Counter = Counter()
-        self.paused = False   # torch._dynamo.explain on the CPU runs (NOTE [compiled regions]): not the script's requests
+        # torch._dynamo.explain on the CPU runs (NOTE [compiled regions]): not the script's requests
+        self.paused = False
 
     def note(self, what: str) -> None:
         """Count `what` at the innermost line of the project's own code (else of any user code)."""

@@ -22,7 +22,8 @@ def render(run: ZooRun, out: TextIO, width: int | None = None) -> None:
         table.add_column(header, justify="right" if header in ("ops", "native", "fallback", "unsup", "unknown", "s") else "left",
                          overflow="fold")
     for row in run.rows:
-        table.add_row(row.name + (f" ({row.note})" if row.note else ""), verdict_label(row.verdict), row.status, str(row.ops), str(row.native), str(fallback(row)),
+        table.add_row(row.name + (f" ({row.note})" if row.note else ""), verdict_label(row.verdict), row.status,
+                      str(row.ops), str(row.native), str(fallback(row)),
                       str(row.counts.get("unsupported", 0)), str(row.counts.get("unknown", 0)),
                       f"{row.seconds:.1f}", explain(row))
     console.print(table)

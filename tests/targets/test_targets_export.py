@@ -73,12 +73,10 @@ def test_device_profile_decides_native_ops_and_attention():
     assert SDPA_OVERRIDEABLE in ops and "aten::bmm" not in ops
 
 
-def test_the_script_beside_the_example_regenerates_it(tmp_path):
-    sys.path.insert(0, str(EXAMPLE))
-    try:
-        import make_export
-    finally:
-        sys.path.remove(str(EXAMPLE))
+def test_the_script_beside_the_example_regenerates_it(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    import make_export
+
     fresh = make_export.main(tmp_path / "again.pt2")
     assert fresh.stat().st_size < 200_000
     again = trace_export(f"pt2:{fresh}", project_root=str(EXAMPLE))

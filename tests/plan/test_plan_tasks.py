@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import networkx as nx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reporters"))
-import reporters_sample as sample  # noqa: E402
+from tests.support import sample
 
 from opscan.config import CostConfig
 from opscan.records import Coverage, Evidence, Finding, Location, ModelTrace, OpSource, OpUsage
@@ -50,7 +47,8 @@ def test_every_kind_of_task_and_its_priority():
     assert tasks["unsupported-ops"].priority == 1       # blocker
     assert tasks["backend-flags"].priority == 3         # one-off, not an error
     assert tasks["unknown-ops"].ops == ("aten::gelu",)
-    assert tasks["unknown-ops"].title.startswith("1 op of unknown status") and "opscan db probe" in tasks["unknown-ops"].title
+    assert tasks["unknown-ops"].title.startswith("1 op of unknown status")
+    assert "opscan db probe" in tasks["unknown-ops"].title
     assert tasks["unsupported-ops"].title == "provide 1 op the backend rejects: `aten::embedding_dense_backward`"
 
 
@@ -108,7 +106,8 @@ def test_kernel_effort_scales_with_kernel_size(tmp_path):
         "from torch.utils.cpp_extension import load\n"
         "big = load(\n    name='selective_scan',\n    sources=['scan.cu'],\n)\n")
     (tmp_path / "ops" / "tiny.py").write_text("small = load(name='tiny', sources=['ops/small.cu'])\n")
-    (tmp_path / "tri.py").write_text("import triton\n\n@triton.jit\ndef add_kernel(x):\n    a = 1\n    b = 2\n    return a\n")
+    (tmp_path / "tri.py").write_text("import triton\n\n@triton.jit\n"
+                                     "def add_kernel(x):\n    a = 1\n    b = 2\n    return a\n")
     findings = (
         Finding("OPS301", "cuda-extension-load", "custom-kernel", "error", "m", Location("ops/ext.py", 2),
                 snippet="big = load(", task="kernel"),
@@ -141,7 +140,8 @@ def test_total_effort_in_engineer_days():
 
 def test_custom_op_in_trace_becomes_a_kernel_task():
     trace = ModelTrace("m.py:build", "train", "neuron",
-                       (OpUsage("mamba::selective_scan_fwd", 4, ("forward",), (), (OpSource("m.py", 9),), custom=True),))
+                       (OpUsage("mamba::selective_scan_fwd", 4, ("forward",), (), (OpSource("m.py", 9),), custom=True),
+                        ))
     (task,) = build_tasks((), (trace,), ())
     assert task.id == "kernel:selective_scan_fwd" and task.ops == ("mamba::selective_scan_fwd",)
 
@@ -156,7 +156,8 @@ def test_kernel_findings_sharing_a_source_or_name_are_one_task(tmp_path):
                 subject="selective_scan"),
         Finding("OPS308", "cuda-source-file", "custom-kernel", "error", "CUDA source", Location("csrc/scan.cu", 1),
                 snippet="__global__ void k() {}", task="kernel"),
-        Finding("OPS303", "torch-library-custom-op", "custom-kernel", "error", "custom operator: `mylib::selective_scan`",
+        Finding("OPS303", "torch-library-custom-op", "custom-kernel", "error",
+                "custom operator: `mylib::selective_scan`",
                 Location("ops.py", 4), snippet="@torch.library.custom_op('mylib::selective_scan')", task="kernel",
                 subject="selective_scan"),
     )
@@ -186,8 +187,8 @@ def test_verdicts():
     weak = tuple(replace(c, confidence="low", evidence=snapshot) for c in native)
     judged = verdict(sample.report(findings=(), coverage=weak, tasks=()))
     assert judged.kind == "likely"
-    assert judged.headline == ("likely — unverified: 4 ops rest on kernels registered in a pre-release source snapshot; "
-                "confirm with `opscan db probe --report` on a paired install")
+    assert judged.headline == ("likely — unverified: 4 ops rest on kernels registered in a pre-release source "
+                               "snapshot; confirm with `opscan db probe --report` on a paired install")
     unknown = tuple(replace(c, status="unknown") for c in only_fallback)
     judged = verdict(sample.report(findings=(), coverage=unknown, tasks=()))
     assert judged.kind == "unknown" and "4 ops of unknown status" in judged.headline

@@ -40,7 +40,8 @@ def test_task_kind_comes_from_the_rule_not_its_name_or_message():
 
 def test_kernels_group_by_subject_across_files():
     files = {
-        "ops.py": "import torch\n@torch.library.custom_op('mylib::scan', mutates_args=())\ndef scan(x):\n    return x\n",
+        "ops.py": ("import torch\n@torch.library.custom_op('mylib::scan', mutates_args=())\n"
+                   "def scan(x):\n    return x\n"),
         "use.py": "import torch\ny = torch.ops.mylib.scan(x)\n",
     }
     tasks = _tasks(files)

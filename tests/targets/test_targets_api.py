@@ -12,9 +12,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from opscan.errors import TargetError, UsageError  # noqa: E402
-from opscan.targets import trace_target  # noqa: E402
-from opscan.trace.spec import parse_input  # noqa: E402
+from opscan.errors import TargetError, UsageError
+from opscan.targets import trace_target
+from opscan.trace.spec import parse_input
 
 
 def one_line_error(run_cli, *args) -> str:

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from hf_tiny import TEXT, op_names as _ops, write_config as _write  # noqa: E402
+from tests.support.hf_tiny import TEXT, op_names as _ops, write_config as _write  # noqa: E402
 from opscan.errors import TargetError  # noqa: E402
 from opscan.targets import trace_target  # noqa: E402
 from opscan.targets.hf.builder import build_hf  # noqa: E402

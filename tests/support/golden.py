@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "reporters" / "golden"
 
 
 def check(name: str, text: str, folder: Path = GOLDEN) -> None:

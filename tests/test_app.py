@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 
 import pytest
-from release_support import static_release
+from tests.support.release import static_release
 
 from opscan.app import Phases, RunOptions, analyse
 from opscan.commands.flags import add_limit_arguments, isolation_from

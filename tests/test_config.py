@@ -46,7 +46,7 @@ kernel-default-lines = 300
 """
 
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _project(tmp_path: Path, text: str, name: str = "pyproject.toml") -> Path:

@@ -6,24 +6,20 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 from rich.console import Console
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from release_support import static_release  # noqa: E402
+from tests.support.release import static_release
 
-from opscan.assess import assess  # noqa: E402
-from opscan.compile_check import judge  # noqa: E402
-from opscan.config import CostConfig  # noqa: E402
-from opscan.gate import failures  # noqa: E402
-from opscan.records import (CompileRegion, Draft, GraphBreak, ModelTrace, NotChecked, OpSource, OpUsage,  # noqa: E402
-                            Report)
-from opscan.reporters import json as json_reporter  # noqa: E402
-from opscan.reporters.terminal import compile as compile_section  # noqa: E402
+from opscan.assess import assess
+from opscan.compile_check import judge
+from opscan.config import CostConfig
+from opscan.gate import failures
+from opscan.records import CompileRegion, Draft, GraphBreak, ModelTrace, NotChecked, OpSource, OpUsage, Report
+from opscan.reporters import json as json_reporter
+from opscan.reporters.terminal import compile as compile_section
 
 
 def _usage(op: str) -> OpUsage:

@@ -13,7 +13,7 @@ from pathlib import Path
 from opscan.errors import TargetError
 from opscan.records import ModelTrace, OpUsage, StandIn
 
-FAKE_TRACER = "zoo_fakes:fake_tracer"
+FAKE_TRACER = "tests.support.zoo_fakes:fake_tracer"
 STATUSES = {"aten::mm": "native", "aten::add.Tensor": "native", "aten::_foreach_add_.Scalar": "composite",
             "aten::nonzero": "cpu-fallback", "mylib::fused_rope": "unsupported"}
 TRAIN = ("forward", "backward", "optimizer")

@@ -57,12 +57,12 @@ def test_collections_and_block_counts_get_small_values_by_name():
     assert named_value("resolution") == 32   # the single name keeps its value
 
 
-def test_kwargs_passed_on_to_a_built_body_are_filled_by_name():
+def test_kwargs_passed_on_to_a_built_body_are_filled_by_name(monkeypatch):
     # UNetHolder(*, in_channels, **kwargs) builds UNetModel(in_channels, out_channels=..., **kwargs):
     # the body's other required arguments are filled; those the call gives are not
     import sys
 
-    sys.path.insert(0, str(REPOS / "variant"))
+    monkeypatch.syspath_prepend(str(REPOS / "variant"))
     try:
         from unetlib import superres
         from unetlib.examples import wrapped
@@ -78,7 +78,6 @@ def test_kwargs_passed_on_to_a_built_body_are_filled_by_name():
         assert set(kwargs) == {"in_channels", "model_channels", "out_channels", "num_res_blocks",
                                "attention_resolutions"}
     finally:
-        sys.path.remove(str(REPOS / "variant"))
         for name in [n for n in sys.modules if n.split(".")[0] == "unetlib"]:
             del sys.modules[name]
 

@@ -1,6 +1,6 @@
 """`opscan REPO` with no configuration builds the repository's own model (issue 24, point 1).
 
-The fixture repositories under tests/model/repos/ are tiny; each run traces in the sandbox child
+The fixture repositories under tests/targets/repos/ are tiny; each run traces in the sandbox child
 as a user's run does. Asserted: what the JSON report shows (traced ops with their phases, how the
 model was found, the one-line reason of each candidate that could not be built) and what
 `opscan init` writes.
@@ -170,9 +170,9 @@ def test_model_with_inherited_constructor_built_from_a_registry_of_config_functi
                      "tinytitan/metrics.py:build_device_memory_monitor")
 
 
-def test_registry_config_takes_the_debug_variant_and_cuts_layer_lists():
+def test_registry_config_takes_the_debug_variant_and_cuts_layer_lists(monkeypatch):
     import sys
-    sys.path.insert(0, str(REPOS / "titanlike"))
+    monkeypatch.syspath_prepend(str(REPOS / "titanlike"))
     sys.modules.pop("triton", None)
     try:
         from opscan.phases import cuda_only_packages
@@ -184,7 +184,6 @@ def test_registry_config_takes_the_debug_variant_and_cuts_layer_lists():
         assert words == "TinyModel.Config from the registry tiny_configs['debugmodel']"
         assert config.dim == 32 and len(config.layers) == 2   # 4 layer configs cut to 2
     finally:
-        sys.path.remove(str(REPOS / "titanlike"))
         for name in [n for n in sys.modules if n.split(".")[0] in ("tinytitan", "triton")]:
             del sys.modules[name]
 

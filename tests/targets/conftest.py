@@ -1,11 +1,19 @@
-"""Fixtures of the zero-configuration tests: `opscan REPO --format json` on a fixture repository."""
+"""Fixtures of the targets tests: `opscan REPO --format json` on a fixture repository."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+
+# the hf/ tests came from tests/trace: register the imitated `neuron` device before any test runs
+# a real backward, as tests/trace/conftest.py does
+if importlib.util.find_spec("torch") is not None:
+    from opscan.trace import prepare
+
+    prepare()
 
 
 @pytest.fixture

@@ -96,7 +96,8 @@ def test_allow_unchecked_from_the_config(tmp_path, run_cli, monkeypatch):
     code, report, errors = _run(run_cli, ".")
     assert code == 2 and report["findings"]                       # the source is reported all the same
     assert errors[0].startswith("opscan: error: could not check hf:broken: ")
-    text = (tmp_path / "pyproject.toml").read_text().replace("[tool.opscan]\n", "[tool.opscan]\nallow-unchecked = true\n")
+    text = (tmp_path / "pyproject.toml").read_text().replace("[tool.opscan]\n",
+                                                             "[tool.opscan]\nallow-unchecked = true\n")
     (tmp_path / "pyproject.toml").write_text(text)
     code, report, errors = _run(run_cli, ".")
     assert code == 1 and report["verdict"]["kind"] == "blocked"     # the source gate alone
