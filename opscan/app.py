@@ -3,9 +3,9 @@
 `analyse(target, config, options)` is what `opscan PATH` runs, a short pipeline of named steps over
 records (NOTE [the pipeline of analyse]) ending in a `Draft` that opscan/assess.py judges into the
 Report; `RunOptions` is everything about the run that is not project configuration (the trace
-switch, baseline, limits, ...). Each phase is a plain function held in `Phases`, so tests can replace the tracer (or any phase) without
-torch. Analysis never prints; progress goes to an optional `progress(event, detail)` callback
-that the command renders.
+switch, baseline, limits, ...). Each phase is a plain function held in `Phases`, so tests can
+replace the tracer (or any phase) without torch. Analysis never prints; progress goes to an
+optional `progress(event, detail)` callback that the command renders.
 """
 
 from __future__ import annotations

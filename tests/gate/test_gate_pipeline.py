@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from release_support import static_release
+from tests.support.release import static_release
 
 from opscan.app import (Found, Kept, Loaded, Phases, Run, RunOptions, Scanned, Traced, analyse, apply_baseline,
                         draft_of, find_models, require_something, scan_source, start, trace_models)
