@@ -232,7 +232,8 @@ def scan_source(run: Run, found: Found, options: RunOptions, phases: Phases, say
     outcome = phases.scan(run.target, found.config, options.scan, index=run.index)
     # fixable = what `opscan fix` rewrites (opscan/fix/preview.py)
     from opscan.fix.preview import mark_scanned
-    return Scanned(replace(outcome, findings=mark_scanned(run.root, outcome.findings, found.config, options.scan)))
+    return Scanned(replace(outcome, findings=mark_scanned(run.root, outcome.findings, found.config, options.scan,
+                                                                rules=outcome.ruleset)))
 
 
 def trace_models(run: Run, found: Found, release: Release | None, options: RunOptions, phases: Phases,

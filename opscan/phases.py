@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,8 @@ class ScanOutcome:
     rules: tuple[RuleInfo, ...] = ()
     notes: tuple[str, ...] = ()
     facts: ScanFacts = ScanFacts()       # what the scan learnt beside its findings (opscan/scan/facts.py)
+    # the RuleSet the scan ran (the fixable mark plans with it); None: none
+    ruleset: object = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
     findings = tuple(sorted(result.findings + tuple(extra), key=Finding.sort_key))
     infos = tuple(rule_info(r) for r in rules)
     return ScanOutcome(findings=findings, files_scanned=result.files_scanned, rules=infos, notes=result.notes,
-                       facts=result.facts)
+                       facts=result.facts, ruleset=rules)
 
 
 def dependency_context(config: Config, environment: str | None = None):

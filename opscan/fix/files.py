@@ -198,12 +198,53 @@ def _fix_file(root: Path, rel: str, rules, by_id: dict, unsafe: bool, write: boo
         return FileFix(rel, str(root), before, before, tuple(
             SiteOutcome(f, "left", f"file not touched: {broken[0].message}", "file-skipped") if _has_fix(f, by_id)
             else manual_outcome(f, by_id) for f in findings), skipped=f"{broken[0].message}")
-    if rel.endswith(".ipynb"):
-        result = fix_notebook(before, findings, by_id, unsafe, probe)
-    else:
-        result = fix_module(before, findings, by_id, unsafe, probe, bindings=scanned.facts.bindings)
+    try:
+        if rel.endswith(".ipynb"):
+            result = _on_big_stack(fix_notebook, before, findings, by_id, unsafe, probe)
+        else:
+            result = _on_big_stack(fix_module, before, findings, by_id, unsafe, probe, bindings=scanned.facts.bindings)
+    except (RecursionError, MemoryError) as exc:   # nested too deeply for libcst: this file only is left
+        why = f"file not touched: too deeply nested for the fixer ({type(exc).__name__})"
+        return FileFix(rel, str(root), before, before, tuple(
+            SiteOutcome(f, "left", why, "file-skipped") if _has_fix(f, by_id) else manual_outcome(f, by_id)
+            for f in findings), skipped=why)
     after = result.text if isinstance(result.text, bytes) else result.text.encode("utf-8")
     return _write(path, rel, root, before, after, result.outcomes, write)
+
+
+FIX_STACK = 512 << 20   # bytes of C stack for one file's rewrite (NOTE [deep nesting and libcst])
+
+
+# NOTE [deep nesting and libcst]
+# libcst's native parser recurses once per operand of a long `a and b and ...` chain (stdlib ast
+# keeps it flat): at 10,000 operands it overflows the main thread's 8 MB C stack, a segmentation
+# fault that would end `opscan fix` and, through the fixable mark, `opscan PATH` itself. A file
+# is therefore rewritten on a thread with a FIX_STACK stack, where that parse succeeds, and the
+# RecursionError its Python visitors then raise (from about 1,000 levels) leaves that file alone
+# ("too deeply nested for the fixer"); the other files are fixed (tests/fix/test_fix_cli.py).
+def _on_big_stack(fn, *args, **kwargs):
+    """`fn(*args, **kwargs)` on a thread with a FIX_STACK stack; its exception is raised here."""
+    import threading
+
+    result: list = []
+    error: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(fn(*args, **kwargs))
+        except BaseException as exc:   # noqa: BLE001 - handed to the caller's thread, raised there
+            error.append(exc)
+
+    previous = threading.stack_size(FIX_STACK)
+    try:
+        thread = threading.Thread(target=run, name="opscan-fix")
+        thread.start()
+    finally:
+        threading.stack_size(previous)
+    thread.join()
+    if error:
+        raise error[0]
+    return result[0]
 
 
 def _write(path: Path, rel: str, root: Path, before: bytes, after: bytes, outcomes, write: bool) -> FileFix:

@@ -61,10 +61,12 @@ class _NotChecked:
         return True
 
 
-def mark_scanned(root: Path, findings: tuple[Finding, ...], config, options=None) -> tuple[Finding, ...]:
+def mark_scanned(root: Path, findings: tuple[Finding, ...], config, options=None, *,
+                 rules=None) -> tuple[Finding, ...]:
     """The scan's findings of `root` marked as `opscan fix` would rewrite them, under the same
     config (rules, selection) and the scan's options (`check_fixes`: ask the installed torch, from
-    the scan cache's answers when it is on; `jobs`)."""
+    the scan cache's answers when it is on; `jobs`); `rules`: the RuleSet the scan ran (else
+    loaded again from `config`)."""
     import os
 
     from opscan.scan.rules import load_rules
@@ -72,7 +74,8 @@ def mark_scanned(root: Path, findings: tuple[Finding, ...], config, options=None
 
     if not findings:
         return findings
-    rules = load_rules(extra_dirs=config.extra_rules, select=config.select, ignore=config.ignore)
+    if rules is None:
+        rules = load_rules(extra_dirs=config.extra_rules, select=config.select, ignore=config.ignore)
     check = options is None or options.check_fixes
     probe = None if check else _NotChecked()
     cached = options is None or options.cache

@@ -166,3 +166,19 @@ def test_worker_processes_give_the_same_result(tmp_path):
         results.append(([(f.path, f.after, [o.status for o in f.outcomes]) for f in run.files]))
     assert results[0] == results[1]
     assert [f[1] for f in results[0]] == [FIXED.encode()] * 3
+
+
+def test_a_file_nested_too_deeply_for_the_fixer_is_left_and_the_others_fixed(tmp_path, run_cli):
+    # ast reads a 20,000-operand `and` chain flat; libcst's parser recurses once per operand (a
+    # segfault on the main thread's stack: NOTE [deep nesting and libcst]) and its visitors past
+    # Python's limit. `opscan fix` (and the fixable mark of every `opscan PATH`) leave that file.
+    (tmp_path / "deep.py").write_text("y = " + " and ".join(["a"] * 20_000) + '\nx = x.to("cuda")\n')
+    (tmp_path / "train.py").write_text('import torch\nx = torch.ones(2).to("cuda")\n')
+    code, out, err = run_cli("fix", str(tmp_path))
+    assert code == 0, err
+    assert '"cuda"' not in (tmp_path / "train.py").read_text()
+    assert (tmp_path / "deep.py").read_text().endswith('x = x.to("cuda")\n')   # left as it was
+    assert "too deeply nested for the fixer (RecursionError)" in out + err
+    code, out, _ = run_cli(str(tmp_path), "--no-trace", "--format", "json", "--exit-zero")
+    findings = json.loads(out)["findings"]
+    assert [f["fixable"] for f in findings if f["path"] == "deep.py" and f["rule"] == "OPS101"] == [False]
