@@ -181,7 +181,8 @@ def details(check: TorchCompile | None) -> list[str]:
     lines.append(text)
     for _t, region in check.regions:
         if not region.explained and region.not_explained:
-            lines.append(f"torch.compile at {region.path}:{region.line}: graph breaks not checked — {region.not_explained}")
+            lines.append(f"torch.compile at {region.path}:{region.line}: "
+                         f"graph breaks not checked — {region.not_explained}")
     for _t, region in check.regions:
         if ("fullgraph", "True") in region.options and region.graph_break_count:
             lines.append(f"torch.compile at {region.path}:{region.line}: fullgraph=True with "

@@ -520,7 +520,8 @@ def _landlock(policy: Policy, scratch: str, home: str, why: str) -> dict[str, st
             return {}
     finally:
         os.close(ruleset)
-    tcp = "Landlock refuses TCP; UDP and other sockets are not restricted" if abi >= 4 else "Landlock ABI < 4: no network rules"
+    tcp = "Landlock refuses TCP; UDP and other sockets are not restricted" if abi >= 4 \
+        else "Landlock ABI < 4: no network rules"
     return {"network": f"{why}; {tcp}",
             "files": f"{why}; Landlock: writes only in the scratch folder, the home folder's secret places "
                      "unreadable, but the scratch folder is on the disk and writes into the project fail",

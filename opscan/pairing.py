@@ -96,7 +96,8 @@ def release_head(spec: str | None = None, db_file: Path | None = None) -> Head:
     match = _SPEC.match(spec or "torchneuron")
     available = ", ".join(h.spec for h in heads)
     if not match:
-        raise DatabaseError(f"not a release spec: {spec!r} (expected e.g. 'torchneuron==2.33.0'); available: {available}")
+        raise DatabaseError(f"not a release spec: {spec!r} (expected e.g. 'torchneuron==2.33.0'); "
+                            f"available: {available}")
     name, version = match["name"].lower(), match["version"]
     found = [h for h in heads if h.backend == name and (version is None or h.release == version)]
     if not found and version is not None:

@@ -50,7 +50,8 @@ CATEGORIES: dict[str, str] = {
     "cuda-api": "a CUDA-only API or setting (torch.cuda.*, cudnn, NCCL, CUDA env vars, ...)",
     "custom-kernel": "code that defines, builds, loads or calls a custom kernel",
     "cuda-only-lib": "an import of a library that only runs on CUDA",
-    "device-dispatch": "a place that chooses among other accelerators (npu, xpu, mps, ...) by name: where the port adds neuron",
+    "device-dispatch": "a place that chooses among other accelerators (npu, xpu, mps, ...) by name: "
+                       "where the port adds neuron",
     "input": "a file opscan could not read or parse, or a problem in opscan's own run",
     "dependency": "a dependency manifest line that installs a torch or a CUDA build TorchNeuron cannot use",
 }
@@ -366,7 +367,8 @@ CAVEAT_KINDS: dict[str, str] = {
 
 PHASES = ("forward", "loss", "backward", "optimizer")
 
-_OP_NAME = re.compile(r"^(?P<ns>[A-Za-z_][A-Za-z0-9_]*)::(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:\.(?P<overload>[A-Za-z_][A-Za-z0-9_]*))?$")
+_OP_NAME = re.compile(r"^(?P<ns>[A-Za-z_][A-Za-z0-9_]*)::(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+                      r"(?:\.(?P<overload>[A-Za-z_][A-Za-z0-9_]*))?$")
 
 
 @dataclass(frozen=True, order=True)

@@ -1,4 +1,5 @@
-"""`opscan db list|show|diff|validate|probe|import-compat`: read, compare, check and regenerate the coverage database."""
+"""`opscan db list|show|diff|validate|probe|import-compat`: read, compare, check and regenerate the
+coverage database."""
 
 from __future__ import annotations
 

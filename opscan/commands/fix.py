@@ -16,7 +16,8 @@ HELP = "apply the automatic fixes (device strings, .cuda(), torch.cuda.amp, torc
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to fix (default: .)")
     parser.add_argument("--diff", action="store_true",
-                        help="print a unified diff of the fixes and change nothing (exit 1 when there would be changes)")
+                        help="print a unified diff of the fixes and change nothing "
+                             "(exit 1 when there would be changes)")
     parser.add_argument("--unsafe-fixes", action="store_true",
                         help="also apply fixes that may change behaviour (docs/fix.md, 'Safety')")
     parser.add_argument("--select", action="append", default=None, metavar="CODES",
@@ -125,5 +126,6 @@ def _summary(result, would: bool = False) -> str:
         parts.append(f"{unsafe} more with --unsafe-fixes")
     left = Counter(o.finding.rule for o in result.outcomes() if o.status in ("left", "manual"))
     if left:
-        parts.append(f"{sum(left.values())} left (" + ", ".join(f"{rule} x{n}" for rule, n in sorted(left.items())) + ")")
+        parts.append(f"{sum(left.values())} left ("
+                     + ", ".join(f"{rule} x{n}" for rule, n in sorted(left.items())) + ")")
     return "; ".join(parts)

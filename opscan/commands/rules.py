@@ -99,7 +99,8 @@ def _docs(args: argparse.Namespace) -> int:
     readme = readme_path.read_text(encoding="utf-8")
     wanted_readme = with_readme_block(readme, readme_block(rules))
     current_docs = docs_path.read_text(encoding="utf-8") if docs_path.is_file() else ""
-    stale = [p for p, ok in ((docs_path, current_docs == wanted_docs), (readme_path, readme == wanted_readme)) if not ok]
+    stale = [p for p, ok in ((docs_path, current_docs == wanted_docs), (readme_path, readme == wanted_readme))
+             if not ok]
     if args.check:
         for path in stale:
             print(f"out of date: {path} (run `opscan rules docs`)")

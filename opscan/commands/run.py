@@ -90,7 +90,8 @@ def parse_command(command: list[str], device: str = "neuron") -> dict:
         head, words = "accelerate", ["accelerate", "launch", *words[1:]]
     if head == "accelerate":
         if words[1:2] != ["launch"]:
-            raise UsageError(f"`{' '.join(words[:2])}`: of accelerate's commands only `accelerate launch` runs a script")
+            raise UsageError(f"`{' '.join(words[:2])}`: of accelerate's commands "
+                             "only `accelerate launch` runs a script")
         return parse_accelerate(words[2:], device)
     if head == "torchrun":
         words = words[1:]

@@ -63,7 +63,8 @@ def forecast(report: Path) -> list[tuple[str, int]]:
         return [(str(item.get("what", "")), item["compiles"]) for item in estimate.get("counts") or ()
                 if isinstance(item, dict) and isinstance(item.get("compiles"), int)]
     steps = section.get("steps")
-    if isinstance(steps, list) and steps and isinstance(steps[0], dict) and isinstance(steps[0].get("signatures"), list):
+    if isinstance(steps, list) and steps and isinstance(steps[0], dict) \
+            and isinstance(steps[0].get("signatures"), list):
         return [("first step (eager signatures)", len(steps[0]["signatures"]))]
     return []
 

@@ -137,8 +137,8 @@ def _known_failures(release: Release, merged) -> list[OpCaveat]:
             kind="known-failure",
             message=(f"{', '.join(ops)} with {dtype or 'any dtype'}: {failure.count} upstream test"
                      f"{'s' * (failure.count != 1)} fail{'s' * (failure.count == 1)} on "
-                     f"{release.device} for {'this dtype' if dtype else 'this op'} ({_tests(failure.tests, failure.more_tests)}"
-                     f"{_reasons(failure)}; {basis}){lines}"),
+                     f"{release.device} for {'this dtype' if dtype else 'this op'} "
+                     f"({_tests(failure.tests, failure.more_tests)}{_reasons(failure)}; {basis}){lines}"),
             ops=tuple(ops), dtypes=(dtype,) if dtype else (), sources=sources,
             evidence=release.evidence(failure.sources), tests=failure.tests))
     for op, failures in sorted(cases.items()):

@@ -153,7 +153,8 @@ def _fstring(node: cst.FormattedString, ctx: Context) -> Plan | Leave | None:
     def build(old: cst.CSTNode) -> cst.CSTNode:
         head = old.parts[0]
         parts = [cst.FormattedStringExpression(device_type), head.with_changes(value=head.value[4:]), *old.parts[1:]]
-        return old.with_changes(parts=[p for p in parts if not (isinstance(p, cst.FormattedStringText) and not p.value)])
+        return old.with_changes(parts=[p for p in parts
+                                       if not (isinstance(p, cst.FormattedStringText) and not p.value)])
     return Plan(node, build, "safe", "f\"cuda:{i}\" -> the device type with the same index")
 
 
@@ -186,11 +187,13 @@ def cuda_method(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
         return no_device(ctx)
     index = [a for a in node.args if a.keyword is None or a.keyword.value == "device"]
     rest = [a for a in node.args if a not in index]
-    unsafe = bool(index) and not (len(index) == 1 and isinstance(index[0].value, cst.Name) and index[0].value.value == "None")
+    unsafe = bool(index) and not (len(index) == 1 and isinstance(index[0].value, cst.Name)
+                                  and index[0].value.value == "None")
 
     def build(old: cst.CSTNode) -> cst.CSTNode:
         kept = [a for a in old.args if a.keyword is not None and a.keyword.value != "device"]
-        args = [cst.Arg(device, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if kept else cst.MaybeSentinel.DEFAULT)]
+        args = [cst.Arg(device, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if kept
+                        else cst.MaybeSentinel.DEFAULT)]
         args += kept
         if args and kept:
             args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
@@ -216,7 +219,8 @@ def availability_idiom(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
     torch = ctx.torch
     if ctx.torch_alias is None:
         ctx.dotted("torch")          # marks `import torch` as needed
-    canonical = cst.parse_expression(f'{torch}.accelerator.current_accelerator(check_available=True) or {torch}.device("cpu")')
+    canonical = cst.parse_expression(f'{torch}.accelerator.current_accelerator(check_available=True) '
+                                     f'or {torch}.device("cpu")')
     indexed = text != "cuda"
     note = "the accelerator (CUDA, neuron, ...) or the CPU"
     call = _sole_argument_of_torch_device(node, ctx)
@@ -234,7 +238,8 @@ def availability_idiom(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
 def _assigned_and_used_as_device(node: cst.CSTNode, ctx: Context) -> bool:
     """`name = <idiom>` where every other use of `name` in the module is a device argument."""
     assign = ctx.parent(node)
-    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 \
+            or not isinstance(assign.targets[0].target, cst.Name):
         return False
     name = assign.targets[0].target.value
     uses = 0

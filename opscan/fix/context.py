@@ -151,7 +151,8 @@ class Context:
                     return None
                 self.new_device = True
         if not self._defined_before(node):
-            self.device_problem = "the module's device cannot be defined before this line (it runs before the imports end)"
+            self.device_problem = "the module's device cannot be defined before this line " \
+                                  "(it runs before the imports end)"
             return None
         self.device_asks += 1
         if self.new_device and self.torch_alias is None:
@@ -245,7 +246,8 @@ def _torch_import(module: cst.Module) -> tuple[str | None, int]:
             if isinstance(small, cst.Import):
                 for alias in small.names:
                     if _dotted_name(alias.name) == "torch":
-                        asname = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else "torch"
+                        asname = alias.asname.name.value \
+                            if alias.asname and isinstance(alias.asname.name, cst.Name) else "torch"
                         return asname, index
                     if _dotted_name(alias.name).startswith("torch.") and alias.asname is None:
                         return "torch", index      # `import torch.distributed` binds `torch` too
@@ -291,7 +293,8 @@ def _insertion_index(module: cst.Module, torch_index: int) -> int:
     body = module.body
     index = 0
     if body and isinstance(body[0], cst.SimpleStatementLine) and len(body[0].body) == 1 and \
-            isinstance(body[0].body[0], cst.Expr) and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            isinstance(body[0].body[0], cst.Expr) and \
+            isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
         index = 1
     while index < len(body) and _is_import_line(body[index]):
         index += 1
@@ -310,7 +313,8 @@ def _reusable_device(module: cst.Module, torch: str | None, insert_at: int, posi
         if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
             continue
         small = statement.body[0]
-        if not isinstance(small, cst.Assign) or len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name):
+        if not isinstance(small, cst.Assign) or len(small.targets) != 1 or \
+                not isinstance(small.targets[0].target, cst.Name):
             continue
         code = module.code_for_node(small.value)
         if f"{torch}.accelerator.current_accelerator(" in code and ".type" not in code.rsplit(")", 1)[-1]:
@@ -328,6 +332,10 @@ def _bindings(module: cst.Module, name: str) -> int:
         return 99
     count = 0
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)) or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name or isinstance(node, ast.arg) and node.arg == name or isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name or isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)) or \
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name or \
+                isinstance(node, ast.arg) and node.arg == name or \
+                isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name or \
+                isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
             count += 1
     return count

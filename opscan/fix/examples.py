@@ -20,7 +20,8 @@ def check_autofix(rule: Rule, probe=None) -> list[str]:
     for index, example in enumerate(rule.autofix.examples, 1):
         first = _fix(example.before, rules, example.unsafe, probe)
         if first != example.after:
-            problems.append(f"{rule.id} autofix example {index}: the fix gives\n{_indent(first)}\n  expected\n{_indent(example.after)}")
+            problems.append(f"{rule.id} autofix example {index}: the fix gives\n{_indent(first)}\n"
+                            f"  expected\n{_indent(example.after)}")
             continue
         if _fix(first, rules, example.unsafe, probe) != first:
             problems.append(f"{rule.id} autofix example {index}: fixing the result again changes it (not idempotent)")

@@ -111,7 +111,8 @@ def run_jobs(jobs: list[tuple], workers: int) -> list[FileFix]:
     from concurrent.futures import ProcessPoolExecutor
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=multiprocessing.get_context(method)) as pool:
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
+                             mp_context=multiprocessing.get_context(method)) as pool:
         return list(pool.map(_fix_job, jobs))
 
 

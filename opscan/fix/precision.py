@@ -34,7 +34,8 @@ def torch_amp(node: cst.CSTNode, ctx: Context, replacement: str) -> Plan | Leave
             args = [a.with_changes(keyword=cst.Name(AUTOCAST_POSITIONAL[i]), equal=cst.AssignEqual(
                         whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
                     if a.keyword is None and i < len(AUTOCAST_POSITIONAL) else a for i, a in enumerate(args)]
-        first = cst.Arg(device_type, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if args else cst.MaybeSentinel.DEFAULT)
+        first = cst.Arg(device_type, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if args
+                        else cst.MaybeSentinel.DEFAULT)
         return old.with_changes(func=func, args=[first, *args])
     which = f"the script's `{own.value}`" if own is not None else "the module's device type"
     return Plan(call, build, "safe", f"-> `{replacement}` on {which}")
@@ -215,7 +216,8 @@ def bf16_test(node: cst.CSTNode, ctx: Context) -> Leave | None:
     """Why `torch.cuda.is_available()` stays when it is the CUDA test of a bfloat16 choice (None otherwise)."""
     call = ctx.parent(node)
     boolean = ctx.parent(call) if isinstance(call, cst.Call) else None
-    if not isinstance(boolean, cst.BooleanOperation) or boolean.left is not call or not isinstance(ctx.parent(boolean), cst.IfExp):
+    if not isinstance(boolean, cst.BooleanOperation) or boolean.left is not call or \
+            not isinstance(ctx.parent(boolean), cst.IfExp):
         return None
     query = boolean.right.expression if isinstance(boolean.right, cst.UnaryOperation) else boolean.right
     if not isinstance(query, cst.Call) or not ctx.is_torch(query.func, "torch.cuda.is_bf16_supported"):

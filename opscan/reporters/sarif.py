@@ -147,7 +147,8 @@ def to_dict(report: Report) -> dict:
                 results.append((info.id, {
                     "ruleId": info.id,
                     "level": _LEVEL[info.severity],
-                    "message": {"text": f"`{usage.op}` {_OP_VERB[info.id]} on {report.backend or 'the backend'}{where}."},
+                    "message": {"text": f"`{usage.op}` {_OP_VERB[info.id]} "
+                                        f"on {report.backend or 'the backend'}{where}."},
                     "locations": [_location(report.root, source.path, source.line)],
                     "partialFingerprints": {"opscanFingerprint/v1": f"{info.id}:{usage.op}:{source.path}"},
                 }))

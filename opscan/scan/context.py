@@ -183,7 +183,8 @@ class FileContext:
     def getattr_name(self, node: ast.AST) -> str | None:
         """`getattr(torch.ops, "ns")` / `hasattr(...)` as the dotted name it reaches; a computed
         attribute shows as `{expr}` (`getattr(getattr(torch.ops, lib), name)` -> torch.ops.{lib}.{name})."""
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
                 and len(node.args) >= 2 and node.func.id not in self.imports.alias):
             return None
         base_node, attr = node.args[0], node.args[1]

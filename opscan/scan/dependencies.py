@@ -67,7 +67,8 @@ def companions() -> Companions:
     import yaml
 
     doc = yaml.safe_load((rules_dir() / "data" / "torch-companions.yaml").read_text(encoding="utf-8"))
-    pairs = {canonicalize_name(n): {str(k): str(v) for k, v in e["pairs"].items()} for n, e in doc["companions"].items()}
+    pairs = {canonicalize_name(n): {str(k): str(v) for k, v in e["pairs"].items()}
+             for n, e in doc["companions"].items()}
     sources = {canonicalize_name(n): e["source"] for n, e in {**doc["companions"], **doc["ended"]}.items()}
     ended = {canonicalize_name(n): (str(e["last"]), str(e["torch"])) for n, e in doc["ended"].items()}
     return Companions(pairs, sources, ended)

@@ -29,7 +29,8 @@ def _first_sentence(text: str) -> str:
 def _example_block(example) -> str:
     parts = []
     for path, text in example.files:
-        lang = "python" if path.endswith((".py", ".ipynb")) else ("cpp" if path.endswith((".cpp", ".cu", ".cuh", ".h", ".cc")) else "")
+        lang = "python" if path.endswith((".py", ".ipynb")) else (
+            "cpp" if path.endswith((".cpp", ".cu", ".cuh", ".h", ".cc")) else "")
         label = "" if path == "example.py" else f"`{path}`:\n\n"
         parts.append(f"{label}```{lang}\n{text.rstrip()}\n```")
     return "\n\n".join(parts)
@@ -44,8 +45,8 @@ def reference(rules: list[Rule]) -> str:
            "port, warning runs differently or slower, note is worth knowing.", "",
            "| code | name | category | severity | status | `opscan fix` |", "|---|---|---|---|---|---|"]
     for rule in rules:
-        out.append(f"| [{rule.id}](#{anchor(rule)}) | `{rule.name}` | {rule.category} | {rule.severity} | {rule.status} "
-                   f"| {_fix_label(rule)} |")
+        out.append(f"| [{rule.id}](#{anchor(rule)}) | `{rule.name}` | {rule.category} | {rule.severity} "
+                   f"| {rule.status} | {_fix_label(rule)} |")
     out += ["", "Categories: " + "; ".join(f"**{k}** — {v}" for k, v in CATEGORIES.items()) + ".", ""]
     out += ["Task kinds (`task:`, the port task a rule's findings go to; docs/tasks.md): "
             + "; ".join(f"**{k}** — {v}" for k, v in TASKS.items()) + ".", ""]
@@ -56,7 +57,8 @@ def reference(rules: list[Rule]) -> str:
                 f"*{rule.category} · {rule.severity} · {rule.status} · since {rule.since} · task {rule.task}*", "",
                 "### What it does", "", rule.what, "", "### Why", "", rule.why, "", "### Fix", "", rule.fix_doc]
         if rule.sources:
-            out += ["", "### Sources", ""] + [f"- <{s}>" if s.startswith("https://") else f"- `{s}` (shipped with opscan)"
+            out += ["", "### Sources", ""] + [f"- <{s}>" if s.startswith("https://")
+                                               else f"- `{s}` (shipped with opscan)"
                                                for s in rule.sources]
         out += _autofix_section(rule)
         invalid = [e for e in rule.examples if e.invalid]

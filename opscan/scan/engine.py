@@ -344,7 +344,8 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
             _input(builder, rules, "internal-error", line=getattr(hit.node, "lineno", 1),
                    value=f"rule {hit.rule.id} ({hit.rule.name}) failed here: {type(exc).__name__}: {exc}")
     for line, rule, exc in visitor.failures:
-        what = f"rule {rule.id} ({rule.name}) failed here" if rule is not None else "the analysis of this statement failed"
+        what = f"rule {rule.id} ({rule.name}) failed here" if rule is not None \
+            else "the analysis of this statement failed"
         detail = "nested too deeply to walk" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}"
         _input(builder, rules, "internal-error", line=line, value=f"{what}: {detail}")
     facts = file_facts(builder.relpath, tree, visitor.bindings, hits, where)

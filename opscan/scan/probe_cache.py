@@ -1,4 +1,5 @@
-"""Remembers, per installed torch, which attributes the suggested fixes rely on exist, so warm scans skip `import torch`.
+"""Remembers, per installed torch, which attributes the suggested fixes rely on exist, so warm scans
+skip `import torch`.
 
 Checking fixes against the installed torch (fixes.py) imports torch: about 1.5 s of CPU, more than a
 whole warm scan of a large tree. The answers only change when torch does, so they are kept in the

@@ -31,18 +31,30 @@ PLACEHOLDERS = {"value", "name", "leaf"}
 
 # The closed matcher vocabulary: kind -> the option keys it accepts (see docs/scan.md).
 CONTEXTS = {
-    "device-arg": "positional device argument: torch.device(...), .to(...), torch.autocast(...), torch.set_default_device(...), ...",
-    "device-keyword": "a device-named keyword (device=, device_type=, map_location=, device_map=, *_device=), parameter default, dict entry or argparse default",
-    "device-variable": "assignment to a device-named variable or attribute inside a function or class (self.device = ...)",
-    "device-constant": "a module-level constant holding the string and used as a device (reported once, at the definition)",
-    "availability-idiom": "`\"cuda\" if torch.cuda.is_available() else \"cpu\"` and its variants (reported at the conditional)",
-    "backend-arg": "the process-group backend: init_process_group(...), backend= keywords, backend-named variables and defaults",
+    "device-arg": "positional device argument: torch.device(...), .to(...), torch.autocast(...), "
+                  "torch.set_default_device(...), ...",
+    "device-keyword": "a device-named keyword (device=, device_type=, map_location=, device_map=, *_device=), "
+                      "parameter default, dict entry or argparse default",
+    "device-variable": "assignment to a device-named variable or attribute inside a function or class "
+                       "(self.device = ...)",
+    "device-constant": "a module-level constant holding the string and used as a device "
+                       "(reported once, at the definition)",
+    "availability-idiom": "`\"cuda\" if torch.cuda.is_available() else \"cpu\"` and its variants "
+                          "(reported at the conditional)",
+    "backend-arg": "the process-group backend: init_process_group(...), backend= keywords, "
+                   "backend-named variables and defaults",
     "backend-compare": "a comparison with a backend value: `backend == \"nccl\"`, `dist.get_backend() == \"nccl\"`",
-    "env-var": "an environment-variable name read or written: os.environ[...], os.getenv(...), os.environ.get/setdefault/pop(...), env= dicts",
-    "device-return": "a value returned by a function whose name says it gives a device (`def infer_device(): return \"cuda\"`)",
-    "device-compare": "a device-type test that selects code: `x.device.type == \"cuda\"`, `dev in (\"cuda\", \"npu\")`, `str(d).startswith(\"cuda\")`, `t.is_cuda` (the value is the type)",
-    "device-assert": "the same tests where failing raises: in an `assert`, `torch._check(...)`, or an `if` whose body raises",
-    "command": "the program a command runs: shutil.which(...), subprocess.run/call/check_output/Popen(...), os.system/popen(...)",
+    "env-var": "an environment-variable name read or written: os.environ[...], os.getenv(...), "
+               "os.environ.get/setdefault/pop(...), env= dicts",
+    "device-return": "a value returned by a function whose name says it gives a device "
+                     "(`def infer_device(): return \"cuda\"`)",
+    "device-compare": "a device-type test that selects code: `x.device.type == \"cuda\"`, "
+                      "`dev in (\"cuda\", \"npu\")`, `str(d).startswith(\"cuda\")`, `t.is_cuda` "
+                      "(the value is the type)",
+    "device-assert": "the same tests where failing raises: in an `assert`, `torch._check(...)`, "
+                     "or an `if` whose body raises",
+    "command": "the program a command runs: shutil.which(...), subprocess.run/call/check_output/Popen(...), "
+               "os.system/popen(...)",
 }
 MATCHERS: dict[str, dict[str, type | tuple]] = {
     "string": {"string": str, "in": list},
@@ -64,7 +76,8 @@ MATCHERS: dict[str, dict[str, type | tuple]] = {
 # What a `dependency` matcher judges (scan/dependencies.py implements each; docs/dependencies.md).
 DEPENDENCY_KINDS = {
     "torch-pin": "a torch requirement, conda spec or locked version that admits no torch the release pairs with",
-    "companion": "a package built for one torch (torchvision, torchaudio; installed metadata) that admits no paired torch",
+    "companion": "a package built for one torch (torchvision, torchaudio; installed metadata) "
+                 "that admits no paired torch",
     "ended": "a package with no build for any torch the release pairs with (torchtext)",
     "cuda-index": "a CUDA wheel index or find-links URL (`urls`), or a CUDA local version label (`labels`, `+cu121`)",
     "cuda-build": "a CUDA build of a package, by distribution name (`names`)",
@@ -231,7 +244,8 @@ def _template(path, where: str, text: Any) -> str:
         raise _fail(path, f"{where}: bad template: {exc}") from None
     unknown = fields - PLACEHOLDERS
     if unknown:
-        raise _fail(path, f"{where}: unknown placeholder(s) {sorted(unknown)}; use {{value}}, {{name}} or {{leaf}} (write {{{{ }}}} for braces)")
+        raise _fail(path, f"{where}: unknown placeholder(s) {sorted(unknown)}; use {{value}}, {{name}} or {{leaf}} "
+                          f"(write {{{{ }}}} for braces)")
     return text.strip()
 
 
@@ -271,11 +285,14 @@ def _examples(path, raw: Any) -> tuple[Example, ...]:
 CODEMODS = {
     "device-string": "a CUDA device string (\"cuda\", \"cuda:0\", f-string, %, .format) -> the module's device",
     "cuda-method": "`.cuda()` / `.cuda(i)` -> `.to(device)`",
-    "availability-idiom": "`\"cuda\" if torch.cuda.is_available() else \"cpu\"` -> torch.accelerator.current_accelerator(...)",
+    "availability-idiom": "`\"cuda\" if torch.cuda.is_available() else \"cpu\"` "
+                          "-> torch.accelerator.current_accelerator(...)",
     "torch-amp": "`torch.cuda.amp.autocast/GradScaler(...)` -> `torch.amp.*(device.type, ...)`",
     "accelerator-api": "a `torch.cuda.*` call -> its `torch.accelerator` equivalent (`replace`)",
-    "backend-for-device": "an `\"nccl\"` process-group backend -> torch.distributed.get_default_backend_for_device(device)",
-    "required-check": "a check that the script requires CUDA to start -> the same check of `torch.accelerator` (`replace`)",
+    "backend-for-device": "an `\"nccl\"` process-group backend "
+                          "-> torch.distributed.get_default_backend_for_device(device)",
+    "required-check": "a check that the script requires CUDA to start "
+                      "-> the same check of `torch.accelerator` (`replace`)",
 }
 FIX_SAFETY = ("safe", "unsafe")
 

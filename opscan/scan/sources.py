@@ -79,7 +79,8 @@ def suppressions(text: str) -> dict[int, frozenset[str]]:
             continue
         for match in SUPPRESS.finditer(tok.string):
             codes = match["codes"]
-            found = frozenset(c.strip().upper() for c in codes.split(",") if c.strip()) if codes is not None else frozenset([ALL])
+            found = frozenset(c.strip().upper() for c in codes.split(",") if c.strip()) if codes is not None \
+                else frozenset([ALL])
             out[tok.start[0]] = out.get(tok.start[0], frozenset()) | found
     return out
 
@@ -91,7 +92,8 @@ def comment_suppressions(lines: list[str], marker: str = "//") -> dict[int, froz
         match = re.search(r"(?:#|//)\s*opscan:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", line, re.I)
         if match:
             codes = match["codes"]
-            out[number] = frozenset(c.strip().upper() for c in codes.split(",") if c.strip()) if codes is not None else frozenset([ALL])
+            out[number] = frozenset(c.strip().upper() for c in codes.split(",") if c.strip()) if codes is not None \
+                else frozenset([ALL])
     return out
 
 

@@ -216,7 +216,8 @@ def own_paths(test: ast.AST, resolve) -> set[str]:
             if match:
                 out.add(match[1])
             parts = (resolve(node.func) or "").split(".")
-            if len(parts) >= 3 and parts[0] == "torch" and parts[-1] == "is_available" and parts[-2] in OTHER_ACCELERATORS:
+            if len(parts) >= 3 and parts[0] == "torch" and parts[-1] == "is_available" \
+                    and parts[-2] in OTHER_ACCELERATORS:
                 out.add(parts[-2])
     return out
 
@@ -332,6 +333,7 @@ def target_name(target: ast.AST) -> str | None:
         return target.id
     if isinstance(target, ast.Attribute):
         return target.attr
-    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
+    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) \
+            and isinstance(target.slice.value, str):
         return target.slice.value
     return None

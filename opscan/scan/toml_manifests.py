@@ -199,7 +199,8 @@ def read_pipfile(text: str) -> tuple[list[Entry], list[Problem]]:
             continue
         after = lines.section(section)
         for name, value in table.items():
-            line = lines.find(rf"^[ \t]*[\"']?{re.escape(name)}[\"']?[ \t]*=", after, regex=True) or lines.line_at(after)
+            line = lines.find(rf"^[ \t]*[\"']?{re.escape(name)}[\"']?[ \t]*=", after, regex=True) \
+                or lines.line_at(after)
             spec = value if isinstance(value, str) else str((value or {}).get("version", "")) \
                 if isinstance(value, dict) else ""
             spec = "" if spec.strip() in ("", "*") else spec.strip()

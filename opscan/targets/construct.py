@@ -118,8 +118,8 @@ def own_default_config(owner):
     try:
         config = owner.get_default_config()
     except Exception as exc:  # noqa: BLE001 - user code
-        raise TargetError(f"{owner.__name__}.get_default_config() failed: {type(exc).__name__}: {exc}".splitlines()[0]) \
-            from None
+        raise TargetError(f"{owner.__name__}.get_default_config() failed: {type(exc).__name__}: {exc}"
+                          .splitlines()[0]) from None
     fields = config if isinstance(config, dict) else getattr(config, "__dict__", {})
     filled = [k for k, v in list(fields.items()) if v is None and named_value(k) is not None]
     for key in filled:
@@ -369,7 +369,8 @@ def _from_name(cls):
     try:
         config = maker(variant[0])
     except Exception as exc:  # noqa: BLE001 - a config class of user code
-        raise TargetError(f"{cls.__name__}.from_name({variant[0]!r}) failed: {type(exc).__name__}: {exc}".splitlines()[0]) from None
+        raise TargetError(f"{cls.__name__}.from_name({variant[0]!r}) failed: {type(exc).__name__}: {exc}"
+                          .splitlines()[0]) from None
     return shrink(config), f"{cls.__name__}.from_name({variant[0]!r}) (the smallest variant of {variant[1]})"
 
 
@@ -413,7 +414,8 @@ def _returns(fn, cls) -> bool:
     except (TypeError, ValueError):
         return False
     if isinstance(hint, str):
-        return hint.split("[")[0].strip("'\"") in (cls.__qualname__, cls.__name__) or hint.endswith("." + cls.__qualname__)
+        return hint.split("[")[0].strip("'\"") in (cls.__qualname__, cls.__name__) \
+            or hint.endswith("." + cls.__qualname__)
     return inspect.isclass(hint) and issubclass(hint, cls)
 
 

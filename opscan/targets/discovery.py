@@ -190,7 +190,8 @@ def candidates(root: Path, *, trust_remote_code: bool = False, construct: bool =
     return Discovery(candidates=tuple(ordered) + tuple(_with_setup_calls(index, built, traced)), traced=traced)
 
 
-def _with_setup_calls(index: ProjectIndex, built: list[ModelCandidate], traced: tuple[str, ...]) -> list[ModelCandidate]:
+def _with_setup_calls(index: ProjectIndex, built: list[ModelCandidate],
+                      traced: tuple[str, ...]) -> list[ModelCandidate]:
     """The notes of the model classes to try, with the setup call the repository makes before calling
     one, and where (opscan/targets/call_sites.py, NOTE [setup calls]): the child makes it when the
     forward fails without it."""
@@ -305,7 +306,8 @@ def python_candidates(path: Path, rel: str, root: Path, trust_remote_code: bool 
 
 def _recipes(tree: ast.Module, rel: str, known: tuple = (frozenset(), frozenset()),
              root: Path | None = None, index: ProjectIndex | None = None) -> list[repo.Recipe]:
-    """The file's recipes; `known`: the repository's (model classes, base model classes) (NOTE [bases in other files])."""
+    """The file's recipes; `known`: the repository's (model classes, base model classes)
+    (NOTE [bases in other files])."""
     if Path(rel).name == "hubconf.py":
         return hubconf.hubconf_recipes(tree, rel, root)
     classes = _module_classes(tree, rel, known[0], index)
@@ -444,9 +446,10 @@ def _module_candidates(tree: ast.Module, rel: str, root: Path | None, folder: Pa
 
 
 def _repository_modules(index: ProjectIndex) -> tuple[frozenset[str], frozenset[str]]:
-    """(names of the nn.Module classes of the whole repository, those other ones derive from): bases followed across its files
-    (`class Llama3Model(Decoder)` with Decoder(BaseModel) and BaseModel(Module) in three other files):
-    what `_module_classes` adds to a file's own when recipes are read (NOTE [bases in other files])."""
+    """(names of the nn.Module classes of the whole repository, those other ones derive from): bases
+    followed across its files (`class Llama3Model(Decoder)` with Decoder(BaseModel) and BaseModel(Module)
+    in three other files): what `_module_classes` adds to a file's own when recipes are read
+    (NOTE [bases in other files])."""
     bases: dict[str, set[str]] = {}
     seeds: set[str] = set()
     for path in _walk(index):

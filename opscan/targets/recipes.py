@@ -5,9 +5,12 @@ how it was found, in the words the report shows:
 
 | target | how found |
 |---|---|
-| `repo:FILE:Class` | an nn.Module class whose constructor opscan fills: config classes with defaults (dataclasses, attrs/pydantic models, `__init__` defaults, `get_default_config()`), small values by parameter name, config files shipped beside it |
+| `repo:FILE:Class` | an nn.Module class whose constructor opscan fills: config classes with defaults
+                    (dataclasses, attrs/pydantic models, `__init__` defaults, `get_default_config()`),
+                    small values by parameter name, config files shipped beside it |
 | `repo:FILE:function` | a factory whose arguments have defaults, or take a name from a registry the file defines |
-| `repo:FILE:function` | the smallest variant of a registry of model functions (a dict/list of them, or a registering decorator: opscan/targets/registries.py) |
+| `repo:FILE:function` | the smallest variant of a registry of model functions (a dict/list of them,
+                       or a registering decorator: opscan/targets/registries.py) |
 | `repo:hubconf.py:entry` | a torch.hub entry point, called with `pretrained=False` |
 | `repo:README.md#N` | the N-th fenced Python block of a README/doc that builds a model and calls it |
 | `repo:FILE#main` | the file's `if __name__ == "__main__":` demo |
@@ -250,7 +253,8 @@ def wrapper_classes(classes: dict[str, ast.ClassDef]) -> set[str]:
         for arg in init.args.args + init.args.kwonlyargs if init is not None else []:
             hint = ast.unparse(arg.annotation).split(".")[-1].strip("'\"") if arg.annotation else ""
             spelled = {arg.arg.replace("_", "").lower(), arg.arg.replace("attn", "attention").replace("_", "").lower()}
-            if arg.arg in required_parameters(init) and (hint in classes and hint != name or spelled & (lowered - {name.lower()})):
+            if arg.arg in required_parameters(init) \
+                    and (hint in classes and hint != name or spelled & (lowered - {name.lower()})):
                 out.add(name)
     return out
 
@@ -288,8 +292,11 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
         if runs_on_import:
             how += f" (definitions of {PurePosixPath(rel).name} only: it runs code at import)"
         length = (node.end_lineno or node.lineno) - node.lineno
-        score = min(length, 400) + (150 if _MAIN_FILE.search(PurePosixPath(rel).stem) or "models" in rel.split("/") else 0) \
-            + (150 if _MAIN_CLASS.search(name) or name in wrappers and name.endswith("Wrapper") else 0) + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) + (50 if any(CONFIG_ARG.search(r) for r in required) else 0) \
+        score = min(length, 400) \
+            + (150 if _MAIN_FILE.search(PurePosixPath(rel).stem) or "models" in rel.split("/") else 0) \
+            + (150 if _MAIN_CLASS.search(name) or name in wrappers and name.endswith("Wrapper") else 0) \
+            + (200 if name.lower() == PurePosixPath(rel).stem.lower() else 0) \
+            + (50 if any(CONFIG_ARG.search(r) for r in required) else 0) \
             - (300 if _SKIP_PARTS & set(rel.split("/")[:-1]) else 0) - 20 * rel.count("/") \
             - (300 if name in bases else 0) - part_penalty(node, rel, wrappers) \
             - 300 * len(unnamed) - (200 if _SUPERSEDED.search(PurePosixPath(rel).stem) else 0)
@@ -347,7 +354,8 @@ def factory_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]
     """`repo:FILE:fn` for factories whose required arguments take a variant name from a registry."""
     registries = registry_names(tree)
     used = {c.func.id for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
-            for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id != node.name}
+            for c in ast.walk(node)
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id != node.name}
     out = []
     for fn in tree.body:   # CapWords functions that build a model from named sizes, e.g. MLPMixer(*, dim, depth)
         if isinstance(fn, ast.FunctionDef) and fn.name[:1].isupper() and fn not in factories \
@@ -355,7 +363,8 @@ def factory_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]
             part = (300 if fn.name in used else 0) \
                 + (200 if PART_NAME.search(fn.name) and not _MAIN_CLASS.search(fn.name) else 0)
             out.append(Recipe(f"repo:{rel}:{fn.name}", "repo-factory", rel, fn.lineno,
-                              f"{fn.name}({', '.join(sorted(required_parameters(fn)))}): small values chosen by parameter name",
+                              f"{fn.name}({', '.join(sorted(required_parameters(fn)))}): "
+                              "small values chosen by parameter name",
                               250 + min((fn.end_lineno or fn.lineno) - fn.lineno, 100) - part))
     for fn in factories:
         required = required_parameters(fn) - {"batch", "seq_len"}
@@ -377,7 +386,8 @@ def builder_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]
     (`def llama3_2_1b() -> TransformerDecoder`); the smallest size spelled in the name first."""
     out = []
     for fn in tree.body:
-        if not isinstance(fn, ast.FunctionDef) or fn.name.startswith("_") or fn in factories or required_parameters(fn) \
+        if not isinstance(fn, ast.FunctionDef) or fn.name.startswith("_") or fn in factories \
+                or required_parameters(fn) \
                 or fn.returns is None or not _MODEL_TYPE.search(ast.unparse(fn.returns).split(".")[-1].strip("'\"")):
             continue
         size = _SIZE_WORD.findall(fn.name)

@@ -107,7 +107,8 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
     elif isinstance(leaf, nn.Conv3d):
         main = torch.randn(b, leaf.in_channels, 4, 32, 32)
     elif isinstance(leaf, (nn.LSTM, nn.GRU)):
-        main = torch.randn(b, seq_len or 8, leaf.input_size) if leaf.batch_first else torch.randn(seq_len or 8, b, leaf.input_size)
+        main = torch.randn(b, seq_len or 8, leaf.input_size) if leaf.batch_first \
+            else torch.randn(seq_len or 8, b, leaf.input_size)
     elif any(re.search(r"Attention|Attn|Attend|Transformer", type(m).__name__) for m in model.modules()):
         main = torch.randn(b, seq_len or 16, leaf.in_features)   # a sequence of features
     else:

@@ -143,7 +143,8 @@ class Compiles:
         elements = sum(t.numel() for t in itertools.chain(module.parameters(), module.buffers()))
         if elements > MAX_EXPLAIN_ELEMENTS:
             region.not_explained = (f"the module has {elements:,} parameter and buffer elements (more than "
-                                    f"{MAX_EXPLAIN_ELEMENTS:,} are not copied to the CPU): trace a smaller configuration")
+                                    f"{MAX_EXPLAIN_ELEMENTS:,} are not copied to the CPU): "
+                                    "trace a smaller configuration")
             return
 
         def run():

@@ -1,7 +1,9 @@
 """Terminal report (rich): the sections in reading order, each from its own module.
 
-Order: the run (`opscan run` only: its answer leads), verdict, models found (when none was configured), port tasks, findings by file, ops and their coverage, torch.compile (docs/compile.md), summary. A section module has
-`section(report, console) -> None` and prints nothing when it has nothing to say.
+Order: the run (`opscan run` only: its answer leads), verdict, models found (when none was
+configured), port tasks, findings by file, ops and their coverage, torch.compile (docs/compile.md),
+summary. A section module has `section(report, console) -> None` and prints nothing when it has
+nothing to say.
 """
 
 from __future__ import annotations

@@ -48,7 +48,8 @@ def section(report: Report, console: Console) -> None:
         console.print(Text(f"  ops: {len(trace.ops)} — " + ", ".join(parts)))
         invented = sum(s.count for s in trace.stand_ins)
         console.print(Text(f"  stand-ins used: {invented}" + (
-            f" ({len(trace.stand_ins)} value{'s' if len(trace.stand_ins) != 1 else ''} invented; the branch a real run takes may differ: see Ops)" if invented else ""),
+            f" ({len(trace.stand_ins)} value{'s' if len(trace.stand_ins) != 1 else ''} invented; "
+            "the branch a real run takes may differ: see Ops)" if invented else ""),
             style="yellow" if invented else ""))
         if trace.host_ops:
             console.print(Text(f"  host ops (data loading, metrics): {len(trace.host_ops)}, not checked", style="dim"))

@@ -70,7 +70,8 @@ def _patterns(names: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern, re.Patter
     """For a rule's names: the words one of which a file needs (its pre-filter tokens), a site's
     name, an availability check's name, and the lines that can hold a site (or "neuron"/"cuda")."""
     alt = "|".join(map(re.escape, names))
-    words = tuple(w for n in names for w in (f'"{n}', f"'{n}", f"{n}_available", f"{n}_installed", f"{n}.is_available")) + (
+    words = tuple(w for n in names
+                  for w in (f'"{n}', f"'{n}", f"{n}_available", f"{n}_installed", f"{n}.is_available")) + (
         "accelerator",)
     lines = re.compile(r"""["'](?:%s|neuron|cuda)\b|(?:%s)(?:_available|_installed|\.is_available)|accelerator\s*="""
                        % (alt, alt))

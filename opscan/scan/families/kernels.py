@@ -42,7 +42,8 @@ def prepare(ctx: FileContext) -> None:
     ctx.own_ops = _registered_ops(ctx)
     ctx.extra_words |= set(ctx.kernels) | set(ctx.instances) | set(ctx.wrappers)
     ctx.full = any(pats is not None and any(t and t in ctx.text for t in _pattern_tokens(pats))
-                   for _, _, pats, _ in ctx.c.ext_calls) or bool(ctx.c.ext_calls and (_BUILD.search(ctx.text) or _MADE_BUILDER.search(ctx.text)))
+                   for _, _, pats, _ in ctx.c.ext_calls) \
+        or bool(ctx.c.ext_calls and (_BUILD.search(ctx.text) or _MADE_BUILDER.search(ctx.text)))
 
 
 # NOTE [op builders]
@@ -313,7 +314,8 @@ def _wrapper_reaches_kernel(ctx: FileContext, rule: Rule, call: ast.Call) -> boo
     if not (args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)
             and IDENT.match(args[0].value)):
         return True
-    op = args[1].value if len(args) > 1 and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str) else "op"
+    op = args[1].value if len(args) > 1 and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str) \
+        else "op"
     for pats, named, _ in ctx.c.names:
         if named is rule and any(p.startswith("torch.ops.") for p in pats.patterns):
             return pats.matches(f"torch.ops.{args[0].value}.{op}")

@@ -58,7 +58,8 @@ def check_call(ctx: FileContext, node: ast.Call, g: bool) -> None:
         _env_prefix(ctx, args[0], g)
     if qual in P.COMMAND_CALLS and args:
         command = args[0].elts[0] if isinstance(args[0], (ast.List, ast.Tuple)) and args[0].elts else args[0]
-        if isinstance(command, ast.BinOp) and isinstance(command.op, ast.Add) and isinstance(command.right, ast.Constant) \
+        if isinstance(command, ast.BinOp) and isinstance(command.op, ast.Add) \
+                and isinstance(command.right, ast.Constant) \
                 and isinstance(command.right.value, str):   # cuda_home + "/bin/nvcc": the program is the last part
             ctx.strings("command", [(command.right, command.right.value.rsplit("/", 1)[-1])], g)
         ctx.strings("command", P.string_values(command), g)
@@ -186,7 +187,8 @@ def check_dict(ctx: FileContext, node: ast.Dict, g: bool) -> None:
 
 
 def check_subscript(ctx: FileContext, node: ast.Subscript, g: bool) -> None:
-    if ctx.resolve(node.value) == P.ENV_MAPPING or (isinstance(node.value, ast.Name) and node.value.id in ctx.env_copies):
+    if ctx.resolve(node.value) == P.ENV_MAPPING \
+            or (isinstance(node.value, ast.Name) and node.value.id in ctx.env_copies):
         ctx.strings("env-var", P.string_values(node.slice), g)
     elif isinstance(node.ctx, ast.Store) and isinstance(node.slice, ast.Constant) \
             and isinstance(node.slice.value, str) and P.LOWER_ENV.match(node.slice.value):

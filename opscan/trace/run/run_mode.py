@@ -208,7 +208,8 @@ def _factory_numel(arguments: dict) -> int | None:
 
     try:
         if "size" in arguments:
-            return math.prod(int(n) for n in arguments["size"]) if all(type(n) is int for n in arguments["size"]) else None
+            return math.prod(int(n) for n in arguments["size"]) if all(type(n) is int for n in arguments["size"]) \
+                else None
         if "n" in arguments:
             m = arguments.get("m")
             return int(arguments["n"]) * int(arguments["n"] if m is None else m)

@@ -24,7 +24,8 @@ from opscan.zoo.execution import ZooRun
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}
-table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
+table{border-collapse:collapse;margin:.5em 0}\
+th,td{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
 th{background:#f3f3f3;cursor:pointer;position:sticky;top:0}th.num,td.num{text-align:right}
 .v-ready{background:#d9f2d9}.v-likely{background:#fde9b8}.v-fallback{background:#fff2cc}.v-unknown{background:#eee}
 .v-blocked{background:#f8d0d0}.v-incomplete{background:#e6e0f8}.v-failed{background:#f4b6b6}
@@ -38,7 +39,8 @@ _JS = """
 document.querySelectorAll('table.sortable').forEach(function(t){
  t.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){
   var b=t.tBodies[0],rows=Array.from(b.rows),asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';
-  rows.sort(function(x,y){var a=x.cells[i].dataset.v||x.cells[i].textContent,c=y.cells[i].dataset.v||y.cells[i].textContent;
+  rows.sort(function(x,y){\
+var a=x.cells[i].dataset.v||x.cells[i].textContent,c=y.cells[i].dataset.v||y.cells[i].textContent;
    var na=parseFloat(a),nc=parseFloat(c);var r=(!isNaN(na)&&!isNaN(nc))?na-nc:a.localeCompare(c);return asc?r:-r;});
   rows.forEach(function(r){b.appendChild(r);});});});});
 """

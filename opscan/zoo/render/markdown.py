@@ -65,17 +65,17 @@ def render(run: ZooRun, out: TextIO) -> None:
               "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|---|\n")
     for row in run.rows:
         note = f" ({row.note})" if row.note else ""
-        out.write(f"| {_esc(row.name)}{_esc(note)} | {verdict_label(row.verdict)} | {row.status} | {row.ops} | {row.native} "
-                  f"| {fallback(row)} | {row.counts.get('unsupported', 0)} | {row.counts.get('unknown', 0)} "
-                  f"| {new_compiles(row)} | {_esc(', '.join(row.custom_ops))} | {_esc('; '.join(row.stand_ins))} "
-                  f"| {row.seconds:.1f} | {_esc(explain(row))} |\n")
+        out.write(f"| {_esc(row.name)}{_esc(note)} | {verdict_label(row.verdict)} | {row.status} | {row.ops} "
+                  f"| {row.native} | {fallback(row)} | {row.counts.get('unsupported', 0)} "
+                  f"| {row.counts.get('unknown', 0)} | {new_compiles(row)} | {_esc(', '.join(row.custom_ops))} "
+                  f"| {_esc('; '.join(row.stand_ins))} | {row.seconds:.1f} | {_esc(explain(row))} |\n")
     columns = matrix_ops(run, MATRIX_OPS)
     if columns:
         status = {s.op: s.status for s in run.ops}
         out.write(f"\n## Op x model matrix (first {len(columns)} of {len(run.ops)} ops)\n\n"
-                  "Cell: status letter (N native, L limited, C composite, D device-or-cpu, F cpu-fallback, X unsupported, "
-                  "? unknown) and the phases that dispatch it (F forward, L loss, B backward, O optimizer, "
-                  "I inference only).\n\n")
+                  "Cell: status letter (N native, L limited, C composite, D device-or-cpu, F cpu-fallback, "
+                  "X unsupported, ? unknown) and the phases that dispatch it (F forward, L loss, B backward, "
+                  "O optimizer, I inference only).\n\n")
         out.write("| model | " + " | ".join(f"`{op}`" for op in columns) + " |\n")
         out.write("|---|" + "---|" * len(columns) + "\n")
         for row in run.rows:

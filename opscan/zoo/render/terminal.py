@@ -19,7 +19,8 @@ def render(run: ZooRun, out: TextIO, width: int | None = None) -> None:
                       highlight=False)
     table = Table(title="models", show_lines=False)
     for header in ("model", "verdict", "status", "ops", "native", "fallback", "unsup", "unknown", "s", "why"):
-        table.add_column(header, justify="right" if header in ("ops", "native", "fallback", "unsup", "unknown", "s") else "left",
+        table.add_column(header, justify="right" if header in ("ops", "native", "fallback", "unsup", "unknown", "s")
+                                 else "left",
                          overflow="fold")
     for row in run.rows:
         table.add_row(row.name + (f" ({row.note})" if row.note else ""), verdict_label(row.verdict), row.status,
