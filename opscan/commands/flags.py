@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from opscan.errors import UsageError
+from opscan.reporters import REPORTERS
 
 if TYPE_CHECKING:   # imported where used: `opscan scan` (the pre-commit hook) loads this module too
     from opscan.containment import Policy
     from opscan.isolation import Limits
 
-FORMATS = ("terminal", "json", "sarif", "github", "markdown", "dot")   # reporters/ REPORTERS: --format of a Report
+FORMATS = tuple(REPORTERS)   # --format of a Report: one per reporter (opscan/reporters/__init__.py)
 BACKEND_HELP = ("coverage-database release to check against, e.g. torchneuron==2.33.0 or 2.33.0 "
                 "(default: [tool.opscan] backend, else the newest TorchNeuron release); its device "
                 "profile shapes the trace, its torch pairing judges dependency manifests")

@@ -61,8 +61,9 @@ def test_every_opscan_command_in_the_docs_parses(doc, least):
 
 
 # What the walk-throughs of docs/contributing.md create (and revert): not in the tree.
-_WALKTHROUGH_FILES = {"rules/semi-structured-sparsity.yaml", "tests/targets/repos/NAME/", "tests/targets/repos/classctor",
-                      "tests/targets/repos/classctor/model.py", "coverage_db/torch-neuronx-xla-2.4.0.yaml",
+_WALKTHROUGH_FILES = {"rules/semi-structured-sparsity.yaml", "tests/targets/repos/NAME/",
+                      "tests/targets/repos/classctor", "tests/targets/repos/classctor/model.py",
+                      "coverage_db/torch-neuronx-xla-2.4.0.yaml",
                       "opscan/reporters/tasks_csv.py", "tests/reporters/golden/sample.csv"}
 
 
