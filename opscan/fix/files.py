@@ -104,8 +104,11 @@ def _fix_job(job: tuple) -> FileFix:
 
 
 def run_jobs(jobs: list[tuple], workers: int) -> list[FileFix]:
-    """The per-file fixes, in `workers` processes when there are several files (results in order)."""
-    if workers <= 1 or len(jobs) <= 1:
+    """The per-file fixes, in `workers` processes when there are enough files to pay for starting
+    them (POOL_MIN_FILES, as the scan; results in order)."""
+    from opscan.scan.workers import POOL_MIN_FILES
+
+    if workers <= 1 or len(jobs) < POOL_MIN_FILES:
         return [_fix_job(job) for job in jobs]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor

@@ -154,18 +154,19 @@ def test_a_notebook_with_a_cell_that_does_not_parse_is_not_touched(project, run_
 def test_worker_processes_give_the_same_result(tmp_path):
     from opscan.config import load_config
     from opscan.fix import fix_paths
+    from opscan.scan.workers import POOL_MIN_FILES   # fewer files are fixed in-process, as they are scanned
 
     results = []
     for jobs in (1, 2):
         folder = tmp_path / f"j{jobs}"
         folder.mkdir()
         (folder / "pyproject.toml").write_text("[project]\nname = 'p'\n")
-        for name in ("a.py", "b.py", "c.py"):
-            (folder / name).write_text(SOURCE)
+        for index in range(POOL_MIN_FILES):
+            (folder / f"m{index:02d}.py").write_text(SOURCE)
         run = fix_paths([folder], load_config, jobs=jobs)
         results.append(([(f.path, f.after, [o.status for o in f.outcomes]) for f in run.files]))
     assert results[0] == results[1]
-    assert [f[1] for f in results[0]] == [FIXED.encode()] * 3
+    assert [f[1] for f in results[0]] == [FIXED.encode()] * POOL_MIN_FILES
 
 
 def test_a_file_nested_too_deeply_for_the_fixer_is_left_and_the_others_fixed(tmp_path, run_cli):
