@@ -17,7 +17,7 @@ from opscan.records import ModelTrace, OpUsage
 from opscan.targets import call_sites
 from opscan.targets.discovery import candidates
 
-SETUPCALL = Path(__file__).resolve().parent.parent / "model" / "repos" / "setupcall"
+SETUPCALL = Path(__file__).resolve().parent / "repos" / "setupcall"
 
 TEST_FILE = '''import torch
 from model import ModelArgs, Transformer
