@@ -10,7 +10,7 @@ far less than wall time) over the runs, files parsed, parses, and files parsed m
 than once. Run it from a checkout; `--pythonpath DIR` runs another checkout's opscan instead
 (e.g. a worktree of main), to compare before and after.
 
-  python benchmarks/index_bench.py --tree repos=tests/model/repos --tree opscan=opscan --runs 5
+  python benchmarks/index_bench.py --tree repos=tests/targets/repos --tree opscan=opscan --runs 5
 """
 
 from __future__ import annotations
