@@ -124,7 +124,13 @@ import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (6 * 2**30, 6 * 2**30))
 from opscan.targets import trace_target
 trace = trace_target(sys.argv[1], inputs=("ids:int64[1,16]",))
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+# VmHWM: this process's own peak RSS. ru_maxrss would keep the high-water mark of the pytest
+# process it was forked from (Linux carries it across exec), gigabytes late in a full run.
+try:
+    status = open("/proc/self/status").read()
+    peak = next(int(l.split()[1]) for l in status.splitlines() if l.startswith("VmHWM:")) * 1024
+except (OSError, StopIteration):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"complete": trace.complete, "stopped_at": trace.stopped_at, "peak": peak,
                   "ops": sorted(u.op for u in trace.ops)}))
 '''
