@@ -1,0 +1,108 @@
+"""The records of a model's trace (ModelTrace, its stop and containment) and of the models found
+without running anything (ModelCandidate, Discovery)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from opscan.records.compile import CompileForecast, CompileRegion
+from opscan.records.ops import OpUsage, Shrink, StandIn
+
+
+@dataclass(frozen=True)
+class ModelTrace:
+    """The ops one model dispatched in one trace, and how complete the trace is."""
+
+    target: str
+    mode: str                            # "train" | "inference" | "both"
+    device: str
+    ops: tuple[OpUsage, ...] = ()
+    stand_ins: tuple[StandIn, ...] = ()
+    complete: bool = True
+    stopped_at: str = ""                 # when incomplete: which op / source line stopped it, and what to try
+    seconds: float = 0.0
+    # ops whose fake kernel opscan supplied, PyTorch's being stricter than the real kernels or
+    # missing ("fake kernel supplied by opscan for OP"; see opscan/trace/fakes.py), sorted
+    supplied_fakes: tuple[str, ...] = ()
+    # how the step was traced again after a stop, and why (e.g. "use_cache=False (with its cache
+    # the step stopped: ...)"); "" when it was traced as given
+    retried: str = ""
+    # `opscan run`: ops whose tensors were all on the host (CPU) while the script ran on the
+    # imitated device (data loading, metrics); listed apart, not checked against the database
+    host_ops: tuple[OpUsage, ...] = ()
+    shrink: Shrink | None = None         # the repeated layers and traced sizes (None: older traces)
+    compile: CompileForecast | None = None   # compile signatures per step (None: older traces)
+    compiled: tuple[CompileRegion, ...] = ()   # torch.compile regions met, in call order (docs/compile.md)
+    # the project code that ran to build the model, one line ("built by running README.md block 1"; "" when
+    # none: a model folder, a .pt2 file, a timm name) and which parts of the child's containment held
+    # (opscan/containment.py PARTS -> "held" or why not; () when the model was not traced in a contained child)
+    built_by: str = ""
+    containment: tuple[tuple[str, str], ...] = ()
+    steps: int | None = None             # `opscan run`: optimizer steps the script took (None: not a run)
+
+    @property
+    def stop(self) -> str:
+        """Where the step stopped (op, source line, exception), without what to try ("" when complete)."""
+        return self.stopped_at.split(STOP_HINT)[0]
+
+    @property
+    def hint(self) -> str:
+        """What the stop says to try ("" when it says nothing)."""
+        return self.stopped_at.partition(STOP_HINT)[2].strip()
+
+
+STOP_HINT = "; try:"   # joins a stop and its hint in ModelTrace.stopped_at (opscan/trace/tracer.py `_stopped`)
+
+
+def merge_containment(states: Iterable[tuple[tuple[str, str], ...]]) -> tuple[tuple[str, str], ...]:
+    """One (part, "held" or why not) tuple from several children's (see Report.containment)."""
+    merged: dict[str, str] = {}
+    for parts in states:
+        for part, state in parts:
+            if merged.get(part, "held") == "held":
+                merged[part] = state
+    return tuple(merged.items())
+
+
+def containment_line(parts: tuple[tuple[str, str], ...]) -> str:
+    """'containment: environment, network, files, processes held' or which parts did not and why."""
+    held = [p for p, s in parts if s == "held"]
+    words = [", ".join(held) + " held" if held else "nothing held"]
+    return "containment: " + "; ".join(words + [f"{p} not held ({s})" for p, s in parts if s != "held"])
+
+
+# Closed vocabulary of model candidates found without running anything (opscan/targets/discovery.py).
+CANDIDATE_KINDS: dict[str, str] = {
+    "hf-folder": "a folder holding a transformers config.json (model_type / architectures)",
+    "timm-folder": "a folder holding a timm config.json (architecture)",
+    "export": "a .pt2 file saved with torch.export.save",
+    "factory": "a function named like a model factory (build, make, create_model, get_model, ...)",
+    "module-class": "an nn.Module subclass no other code of its file builds (needs inputs)",
+    "from-pretrained": "a from_pretrained / from_config call on a local model folder",
+    "inline": "a model built inline in a script or notebook: no name to trace; write a factory",
+}
+
+
+@dataclass(frozen=True)
+class ModelCandidate:
+    """A model opscan found in a project by reading it (never by running it)."""
+
+    target: str                          # trace target: "model.py:build", "hf:models/llama", "pt2:m.pt2"
+    kind: str                            # one of CANDIDATE_KINDS
+    path: str                            # file or folder, relative to the project root
+    line: int = 0                        # for Python candidates
+    ready: bool = True                   # traceable as it is (False: needs inputs or a factory)
+    note: str = ""                       # what to do first, e.g. "needs remote code (auto_map): ..."
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What opscan found to trace when no model was configured (docs/check.md, "Three kinds of input")."""
+
+    traced: tuple[str, ...] = ()                 # targets traced with no configuration (PATH is the model)
+    refused: tuple[ModelCandidate, ...] = ()     # model inputs not built, each with its note
+    candidates: tuple[ModelCandidate, ...] = ()  # proposals for [[tool.opscan.models]] (`opscan init`)
+    # What the reporters print of it, set by the app (app.py `_discover`) so they never import discovery:
+    config_blocks: tuple[str, ...] = ()          # per candidate, its [[tool.opscan.models]] block (`opscan init`'s)
+    factory_hint: str = ""                       # how to write a factory opscan can call (discover.FACTORY_HINT)
