@@ -1,0 +1,59 @@
+"""Containment of the child that runs project code: no secrets, no network, no writes outside its scratch folder.
+
+Every child that runs a model's or a project's code (containment/process.py `run`, and the training
+command of `opscan parity run` through `command_prefix`) enters the containment before any of that
+code runs (`enter`). It has four parts (PARTS), each of which holds or not on a given machine, and
+the child says which held (`Held`, one line in the report, `containment` in the JSON):
+
+- environment: the child's variables are an allow-list (`child_environment`: what Python, torch,
+  the Hugging Face / torch caches, the locale and the thread pools read), never a name that reads
+  as a token, key, password or credential, plus the names of `--pass-env`. HOME and TMPDIR point
+  into the scratch folder. The variables the process started with are wiped from its memory too,
+  so `/proc/self/environ` shows none of them. Pure Python: it holds everywhere.
+- network: a new network namespace (only a loopback device, brought up, that reaches nothing
+  outside the child). Nothing is patched in Python: `_socket`, ctypes, curl in a subprocess all
+  meet the same empty namespace.
+- files: a new mount namespace in which every mount is read-only, the scratch folder is a
+  size-limited tmpfs (SCRATCH_SIZE: filling it ends in ENOSPC, not a full disk), the project
+  folder is an overlay whose writes land in the scratch folder (the project is unchanged), the
+  home folder's secret places (SECRET_PLACES) are covered by empty read-only mounts, /dev/shm is a
+  fresh tmpfs, and the folders the caller names (`Policy.writable`: `opscan parity`'s output
+  folder) stay writable. Files larger than SCRATCH_SIZE cannot be written at all (RLIMIT_FSIZE).
+- processes: a new PID namespace with a fresh /proc: the code sees no process of the machine
+  (not the parent's /proc/PID/environ), and when the child ends every process it started ends
+  with it (a daemon cannot outlive it). Without it, the child's process group is killed at the end.
+
+The namespaces are made with the libc `unshare` call (Python 3.11 has no os.unshare) in a new user
+namespace, which needs no privilege on Linux (uid and gid mapped to themselves); after setting
+them up the child drops every capability it had in them, so the code cannot undo a mount. Where
+the platform refuses (macOS, Windows, old kernels, a container whose seccomp profile forbids
+user namespaces), the run goes on and `Held` says which parts did not hold and why; on Linux
+without user namespaces, Landlock still restricts writes, secret reads and TCP where the kernel
+has it (NOTE [Landlock without namespaces]). `--require-containment` turns a part that does not
+hold into exit 2 before any project code runs.
+
+The package: policy.py (what the child may have, and what held), namespaces.py (the namespaces
+through libc), landlock.py (what holds without them), supervisor.py (`enter`, and the processes
+that watch the child), process.py (the contained child process every run of project code happens
+in: `run` -> `Ended`), outcome.py (what that end means for a trace), __main__.py (`python -m
+opscan.containment`: a command run contained). This module re-exports the public names of the
+policy, the supervisor and `landlock_abi`.
+
+Stdlib only; the parent never imports torch.
+"""
+
+from __future__ import annotations
+
+from opscan.containment.landlock import landlock_abi
+from opscan.containment.policy import (ALLOWED_NAMES, ALLOWED_PREFIXES, ContainmentUnavailable, HELD, Held, PARTS,
+                                       PROJECT_CODE_COMMANDS, Policy, READ_ONLY_COMMANDS, SCRATCH_SIZE, SECRET_PLACES,
+                                       SECRET_WORDS, allowed_name, child_environment, is_secret_name, not_contained,
+                                       real_home)
+from opscan.containment.supervisor import command_prefix, enter, held_here, prepare_scratch, remove_scratch
+
+__all__ = [
+    "ALLOWED_NAMES", "ALLOWED_PREFIXES", "ContainmentUnavailable", "HELD", "Held", "PARTS", "PROJECT_CODE_COMMANDS",
+    "Policy", "READ_ONLY_COMMANDS", "SCRATCH_SIZE", "SECRET_PLACES", "SECRET_WORDS", "allowed_name",
+    "child_environment", "command_prefix", "enter", "held_here", "is_secret_name", "landlock_abi", "not_contained",
+    "prepare_scratch", "real_home", "remove_scratch",
+]
