@@ -6,7 +6,7 @@ import ctypes
 import os
 import sys
 
-from opscan.containment.namespaces import PR_SET_NO_NEW_PRIVS, SYS_MOUNT_SETATTR, _lib
+from opscan.containment.namespaces import PR_SET_NO_NEW_PRIVS, SYS_MOUNT_SETATTR, lib
 from opscan.containment.policy import SECRET_PLACES, Policy
 
 
@@ -46,11 +46,11 @@ def landlock_abi() -> int:
     """The Landlock ABI version of this kernel (0: none)."""
     if not sys.platform.startswith("linux") or os.uname().machine not in SYS_MOUNT_SETATTR:
         return 0
-    version = _lib().syscall(ctypes.c_long(_LL_CREATE), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    version = lib().syscall(ctypes.c_long(_LL_CREATE), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
     return max(0, version)
 
 
-def _landlock(policy: Policy, scratch: str, home: str, why: str) -> dict[str, str]:
+def landlock(policy: Policy, scratch: str, home: str, why: str) -> dict[str, str]:
     """Restrict this process with Landlock (NOTE [Landlock without namespaces]); the parts' states."""
     abi = landlock_abi()
     if abi < 1:
@@ -59,7 +59,7 @@ def _landlock(policy: Policy, scratch: str, home: str, why: str) -> dict[str, st
     reads = _LL_READ_FILE | _LL_EXECUTE
     attr = _RulesetAttr(writes | reads | _LL_READ_DIR, 0b11 if abi >= 4 else 0, 0b11 if abi >= 6 else 0)
     size = 8 if abi < 4 else 16 if abi < 6 else 24
-    libc = _lib()
+    libc = lib()
     ruleset = libc.syscall(ctypes.c_long(_LL_CREATE), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     if ruleset < 0:
         return {}

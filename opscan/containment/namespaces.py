@@ -23,29 +23,29 @@ PR_CAP_AMBIENT_CLEAR_ALL = 4
 _libc = None
 
 
-def _lib():
+def lib():
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
     return _libc
 
 
-def _check(result: int, what: str) -> int:
+def check(result: int, what: str) -> int:
     if result == -1:
         code = ctypes.get_errno()
         raise ContainmentUnavailable(f"{what}: {errno.errorcode.get(code, code)}")
     return result
 
 
-def _unshare(flags: int) -> None:
-    _check(_lib().unshare(ctypes.c_int(flags)), "unshare")
+def unshare(flags: int) -> None:
+    check(lib().unshare(ctypes.c_int(flags)), "unshare")
 
 
-def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     def enc(s: str | None) -> bytes | None:
         return None if s is None else os.fsencode(s)
 
-    _check(_lib().mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+    check(lib().mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
            f"mount {target}")
 
 
@@ -59,12 +59,12 @@ def _mount_setattr(path: str, recursive: bool, set_: int = 0, clear: int = 0) ->
     if number is None:
         raise ContainmentUnavailable(f"mount_setattr: unknown on {os.uname().machine}")
     attr = _MountAttr(set_, clear, 0, 0)
-    _check(_lib().syscall(ctypes.c_long(number), ctypes.c_int(AT_FDCWD), os.fsencode(path),
+    check(lib().syscall(ctypes.c_long(number), ctypes.c_int(AT_FDCWD), os.fsencode(path),
                           ctypes.c_uint(AT_RECURSIVE if recursive else 0), ctypes.byref(attr),
                           ctypes.c_size_t(ctypes.sizeof(attr))), f"mount_setattr {path}")
 
 
-def _write(path: str, text: str) -> None:
+def write(path: str, text: str) -> None:
     fd = os.open(path, os.O_WRONLY)
     try:
         os.write(fd, text.encode())
@@ -72,12 +72,12 @@ def _write(path: str, text: str) -> None:
         os.close(fd)
 
 
-def _make_dirs(scratch: str) -> None:
+def make_dirs(scratch: str) -> None:
     for sub in ("home", "tmp", "hf_modules"):
         os.makedirs(os.path.join(scratch, sub), exist_ok=True)
 
 
-def _loopback_up() -> None:
+def loopback_up() -> None:
     import fcntl
     import socket
     import struct
@@ -89,14 +89,14 @@ def _loopback_up() -> None:
         fcntl.ioctl(sock, siocsifflags, struct.pack("16sH14x", b"lo", flags | iff_up))
 
 
-def _files(policy: Policy, scratch: str, home: str) -> None:
+def files(policy: Policy, scratch: str, home: str) -> None:
     """The mount namespace: everything read-only, scratch a tmpfs, the project an overlay into it,
     secret places covered, the writable folders bound again writable."""
     cwd = os.getcwd()
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount_setattr("/", True, set_=MOUNT_ATTR_RDONLY)
-    _mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={policy.scratch_size},mode=0700")
-    _make_dirs(scratch)
+    mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={policy.scratch_size},mode=0700")
+    make_dirs(scratch)
     # the writable folders, opened before an overlay of a folder above them could hide them
     real = {folder: os.open(folder, os.O_PATH | os.O_DIRECTORY) for folder in dict.fromkeys(policy.writable)
             if os.path.isdir(folder)}
@@ -108,22 +108,22 @@ def _files(policy: Policy, scratch: str, home: str) -> None:
         os.makedirs(work)
         escaped = folder.replace("\\", "\\\\").replace(",", "\\,").replace(":", "\\:")
         try:
-            _mount("overlay", folder, "overlay", 0, f"lowerdir={escaped},upperdir={upper},workdir={work},userxattr")
+            mount("overlay", folder, "overlay", 0, f"lowerdir={escaped},upperdir={upper},workdir={work},userxattr")
         except ContainmentUnavailable:
             pass   # writes into the folder then fail (read-only) instead of going to a copy
     for folder, fd in real.items():
-        _mount(f"/proc/self/fd/{fd}", folder, None, MS_BIND | MS_REC)
+        mount(f"/proc/self/fd/{fd}", folder, None, MS_BIND | MS_REC)
         _mount_setattr(folder, False, clear=MOUNT_ATTR_RDONLY)
         os.close(fd)
     if os.path.isdir("/dev/shm"):
-        _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=268435456,mode=1777")
+        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=268435456,mode=1777")
     os.chdir(cwd)   # the working folder as mounted now (an overlay's writes go to the copy)
     for place in SECRET_PLACES:
         path = os.path.join(home, place)
         if os.path.isdir(path) and not os.path.islink(path):
-            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4096,mode=0")
+            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4096,mode=0")
         elif os.path.lexists(path):
-            _mount("/dev/null", os.path.realpath(path), None, MS_BIND)
+            mount("/dev/null", os.path.realpath(path), None, MS_BIND)
             _mount_setattr(os.path.realpath(path), False, set_=MOUNT_ATTR_RDONLY)
 
 
@@ -132,9 +132,9 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def _drop_capabilities() -> None:
+def drop_capabilities() -> None:
     """Give up every capability held in the new namespaces, for good (no mount can be undone)."""
-    libc = _lib()
+    libc = lib()
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     for cap in range(64):

@@ -7,10 +7,10 @@ import os
 import signal
 import sys
 
-from opscan.containment.landlock import _landlock
+from opscan.containment.landlock import landlock
 from opscan.containment.namespaces import (CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, MS_NODEV,
-                                           MS_NOEXEC, MS_NOSUID, PR_SET_PDEATHSIG, _check, _drop_capabilities,
-                                           _files, _lib, _loopback_up, _make_dirs, _mount, _unshare, _write)
+                                           MS_NOEXEC, MS_NOSUID, PR_SET_PDEATHSIG, check, drop_capabilities,
+                                           files, lib, loopback_up, make_dirs, mount, unshare, write)
 from opscan.containment.policy import HELD, PARTS, ContainmentUnavailable, Held, Policy, child_environment, real_home
 
 
@@ -48,31 +48,31 @@ def enter(policy: Policy, scratch: str, *, then_exec: list[str] | None = None) -
     if not sys.platform.startswith("linux"):
         reason = f"no namespaces on {sys.platform}"
         parts.update({p: reason for p in PARTS if p not in parts})
-        _make_dirs(scratch)
+        make_dirs(scratch)
         return _finish(parts, policy, then_exec, env)
     uid, gid = os.getuid(), os.getgid()
     try:
-        _unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID)
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"{uid} {uid} 1")
-        _write("/proc/self/gid_map", f"{gid} {gid} 1")
+        unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID)
+        write("/proc/self/setgroups", "deny")
+        write("/proc/self/uid_map", f"{uid} {uid} 1")
+        write("/proc/self/gid_map", f"{gid} {gid} 1")
     except (ContainmentUnavailable, OSError) as exc:
         reason = f"user namespace refused: {exc}"
-        _make_dirs(scratch)
-        parts.update(_landlock(policy, scratch, real_home(environ), reason))
+        make_dirs(scratch)
+        parts.update(landlock(policy, scratch, real_home(environ), reason))
         parts.update({p: reason for p in PARTS if p not in parts})
         return _finish(parts, policy, then_exec, env)
     try:
-        _loopback_up()
+        loopback_up()
         parts["network"] = HELD
     except OSError as exc:   # the namespace has no route out either way; lo is only down
         parts["network"] = HELD if exc.errno else f"loopback: {exc}"
     try:
-        _files(policy, scratch, real_home(environ))
+        files(policy, scratch, real_home(environ))
         parts["files"] = HELD
     except (ContainmentUnavailable, OSError) as exc:
         parts["files"] = str(exc)
-        _make_dirs(scratch)
+        make_dirs(scratch)
     # NOTE [three processes]: the waiter (outside, reports the status to opscan), init (pid 1 of the
     # new PID namespace: a fresh /proc, reaps, and its end kills everything left in the namespace),
     # and the worker (pid 2) that runs the code. The code never runs as pid 1, which the kernel
@@ -83,18 +83,18 @@ def enter(policy: Policy, scratch: str, *, then_exec: list[str] | None = None) -
         _wait_and_exit(read_end)
     os.close(read_end)
     try:
-        _check(_lib().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl")
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        check(lib().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl")
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         parts["processes"] = HELD
     except (ContainmentUnavailable, OSError) as exc:
         parts["processes"] = f"a fresh /proc: {exc}"
     worker = os.fork()
     if worker:   # init
-        _drop_capabilities()
+        drop_capabilities()
         _init(worker, write_end)
     os.close(write_end)
-    _lib().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    _drop_capabilities()
+    lib().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    drop_capabilities()
     return _finish(parts, policy, then_exec, env)
 
 
