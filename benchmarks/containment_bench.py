@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from opscan import containment  # noqa: E402
 from opscan.containment import Policy  # noqa: E402
-from opscan.isolation import Limits, run  # noqa: E402
+from opscan.containment.process import Limits, run  # noqa: E402
 
 MODEL = """import torch
 from torch import nn
@@ -46,7 +46,7 @@ def build():
 def _one(func: str, kwargs: dict, method: str, contained: bool) -> float:
     limits = Limits(timeout=300, start_method=method, containment=Policy(enabled=contained))
     started = time.perf_counter()
-    ended = run(func, kwargs, limits, preload=("opscan.isolation",) if method == "forkserver" else ())
+    ended = run(func, kwargs, limits, preload=("opscan.containment.process",) if method == "forkserver" else ())
     seconds = time.perf_counter() - started
     if ended.how != "returned":
         raise SystemExit(f"{func} ({method}, contained={contained}) ended {ended.how}: {ended.error}")

@@ -66,7 +66,7 @@ def findings(tree: Path) -> list:
     """The findings `opscan fix` starts from (the scan of the tree under its config)."""
     os.environ["OPSCAN_NO_CACHE"] = "1"
     from opscan.config import load_config
-    from opscan.phases import scan
+    from opscan.pipeline.phases import scan
 
     return list(scan(tree.resolve(), load_config(tree)).findings)
 

@@ -57,7 +57,7 @@ def test_no_vocabulary_word_is_compared_outside_records():
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
-        if rel == "records.py":
+        if rel.startswith("records/"):
             continue
         for text in vocabulary_comparisons(path.read_text(encoding="utf-8")):
             if (rel, text) not in OTHER_VOCABULARIES:

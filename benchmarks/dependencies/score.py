@@ -23,7 +23,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from opscan.config import Config  # noqa: E402
-from opscan.phases import dependency_context  # noqa: E402
+from opscan.pipeline.phases import dependency_context  # noqa: E402
 from opscan.scan.engine import scan_paths  # noqa: E402
 
 SETS = {

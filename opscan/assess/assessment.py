@@ -13,13 +13,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from opscan import compile_check
+from opscan.assess import compile_check
 from opscan.plan.cost import CostConfig
 from opscan.records import (Coverage, Draft, Fallback, ModelTrace, OpCaveat, OpNote, OpUsage, Report, ScanFacts,
                             Shrink, Status, status_of)
 from opscan.plan import build_tasks
 from opscan.plan.measure import kernel_sources, usage
-from opscan.verdict import judge
+from opscan.assess.verdict import judge
 
 if TYPE_CHECKING:
     from opscan.db.release import Release

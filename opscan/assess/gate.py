@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from opscan.records import Report, Severity
-from opscan.verdict import blockers_of, judged_ops
+from opscan.assess.verdict import blockers_of, judged_ops
 
 
 def _error(report: Report) -> list[str]:

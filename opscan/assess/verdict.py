@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from opscan import compile_check
+from opscan.assess import compile_check
 from opscan.records import (BlockUnit, Blockers, Checked, Coverage, Finding, JudgedOps, ModelTrace, NotChecked,
                             NothingToCheck, Report, SourceCheck, Status, Task, TaskKind, Verdict, VerdictKind)
 

@@ -55,9 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_effective_config(args: argparse.Namespace):
     """[tool.opscan] for args.path with the command-line flags applied on top."""
-    from opscan.app import with_models
+    from opscan.pipeline.analyse import with_models
     from opscan.config import parse_fail_on
-    from opscan.config_checks import load_checked_config
+    from opscan.config.checks import load_checked_config
     from opscan.errors import InputError
 
     target = Path(args.path)
@@ -72,7 +72,7 @@ def load_effective_config(args: argparse.Namespace):
         ignore=codes(getattr(args, "ignore", None)),
     )
     if getattr(args, "backend", None):   # checked now, as the config's `backend` is, not when a trace first needs it
-        from opscan.config_checks import backend_problem
+        from opscan.config.checks import backend_problem
         from opscan.errors import UsageError
 
         problem = backend_problem(args.backend, config.db)
@@ -90,14 +90,14 @@ def _scan_options(args: argparse.Namespace):
     """`--environment`: the scan reads that environment's installed metadata (None: the defaults)."""
     if not getattr(args, "environment", None):
         return None
-    from opscan.phases import ScanOptions
+    from opscan.pipeline.phases import ScanOptions
 
     return ScanOptions(environment=args.environment)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the whole analysis of args.path and print it."""
-    from opscan.app import RunOptions, analyse
+    from opscan.pipeline.analyse import RunOptions, analyse
     from opscan.commands.flags import isolation_from
 
     config = load_effective_config(args)

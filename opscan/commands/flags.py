@@ -24,7 +24,7 @@ from opscan.reporters import REPORTERS
 
 if TYPE_CHECKING:   # imported where used: `opscan scan` (the pre-commit hook) loads this module too
     from opscan.containment import Policy
-    from opscan.isolation import Limits
+    from opscan.containment.process import Limits
 
 FORMATS = tuple(REPORTERS)   # --format of a Report: one per reporter (opscan/reporters/__init__.py)
 BACKEND_HELP = ("coverage-database release to check against, e.g. torchneuron==2.33.0 or 2.33.0 "
@@ -73,7 +73,7 @@ def retire_flag(parser: argparse.ArgumentParser, old: str, hint: str) -> None:
 def add_limit_arguments(parser, *, default_timeout: float | None = None, in_process: bool = True) -> None:
     """--timeout / --max-memory (and --in-process) of every command that runs model code
     (`default_timeout`: isolation.DEFAULT_TIMEOUT when None)."""
-    from opscan.isolation import DEFAULT_TIMEOUT
+    from opscan.containment.process import DEFAULT_TIMEOUT
 
     default_timeout = DEFAULT_TIMEOUT if default_timeout is None else default_timeout
     parser.add_argument("--timeout", metavar="SECONDS", default=f"{default_timeout:g}",
@@ -103,14 +103,14 @@ def add_containment_arguments(parser) -> None:
 
 def limits_from(args, start_method: str = "spawn") -> Limits:
     """Limits from parsed --timeout / --max-memory (UsageError for bad values)."""
-    from opscan.isolation import DEFAULT_TIMEOUT, Limits, default_max_memory
+    from opscan.containment.process import DEFAULT_TIMEOUT, Limits, default_max_memory
 
     timeout = parse_timeout(str(getattr(args, "timeout", DEFAULT_TIMEOUT)))
     raw = getattr(args, "max_memory", None)
     limits = Limits(timeout=timeout, max_memory=parse_size(raw) if raw is not None else default_max_memory(),
                     start_method=start_method, containment=policy_from(args))
     if limits.containment.require and not getattr(args, "in_process", False):
-        from opscan.isolation import check_containment
+        from opscan.containment.process import check_containment
 
         check_containment(limits)   # ContainmentError (exit 2) before any project code runs
     return limits
@@ -254,7 +254,7 @@ def gate(report, fail_on: tuple[str, ...], exit_zero: bool, allow_unchecked: boo
     """Exit code for `report`: 2 when a model given could not be checked (unless allow_unchecked),
     1 when a --fail-on condition is met (reasons on stderr unless `quiet`: the output has them),
     else 0 (opscan/gate.py)."""
-    from opscan.gate import could_not_check, failures
+    from opscan.assess.gate import could_not_check, failures
 
     reasons = failures(report, fail_on)
     for reason in reasons if not quiet else ():

@@ -107,7 +107,7 @@ def _without_models(data: dict, path: Path) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """Print the candidates; append the traceable ones to the configuration (unless --dry-run)."""
-    from opscan.app import relative_root
+    from opscan.pipeline.analyse import relative_root
     from opscan.targets.discovery import FACTORY_HINT, candidates, direct, toml_lines
     from opscan.errors import InputError
     from opscan.fsutil import atomic_write
@@ -181,7 +181,7 @@ def _built(discovery, root: Path, limits) -> list:
     from opscan.config import ModelConfig
     from opscan.targets.tries import ZeroConfig
     from opscan.errors import TraceError
-    from opscan.phases import trace
+    from opscan.pipeline.phases import trace
 
     tries, out = ZeroConfig(discovery), []
     by_target = {c.target: c for c in discovery.candidates}

@@ -123,7 +123,7 @@ def project_root(script: str, module: bool) -> Path:
 def assess_run(root: Path, config, trace, progress=None, on_error=None):
     """The Report of `opscan PATH` for `root` with `trace` as its trace phase (one small function,
     so the one assessment of the app can replace `analyse` here)."""
-    from opscan.app import Phases, analyse
+    from opscan.pipeline.analyse import Phases, analyse
 
     return analyse(root, config, phases=Phases.default(trace=trace), progress=progress, on_error=on_error)
 
@@ -131,11 +131,11 @@ def assess_run(root: Path, config, trace, progress=None, on_error=None):
 def run(args: argparse.Namespace) -> int:
     from opscan.commands.flags import gate, limits_from, progress, render_report
     from opscan.config import ModelConfig, parse_fail_on
-    from opscan.config_checks import load_checked_config
+    from opscan.config.checks import load_checked_config
     from opscan.errors import InputError, UsageError
-    from opscan.isolation import run as isolated
+    from opscan.containment.process import run as isolated
     from opscan.containment import PARTS
-    from opscan.outcome import IN_PROCESS, result_of, with_overlay
+    from opscan.containment.outcome import IN_PROCESS, result_of, with_overlay
 
     parsed = parse_command(args.script_command, args.device)
     if not parsed["module"] and not Path(parsed["script"]).is_file():

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from opscan.config import Check, Config, load_config
+from opscan.config.load import Check, Config, load_config
 
 
 def backend_problem(spec: str, db: Path | None = None) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 from opscan import errors
 from opscan.errors import ModelProcessError, TraceError
-from opscan.isolation import Ended, Limits, format_size, run
+from opscan.containment.process import Ended, Limits, format_size, run
 from opscan.records import ModelTrace
 
 # How a trace ended (a closed vocabulary; zoo rows carry it as `status`).

@@ -193,7 +193,7 @@ def check_containment(limits: Limits) -> Held:
     """Which parts of the containment a child gets here (a child that runs no project code);
     ContainmentError when the policy requires it and a part does not hold (exit 2, before any
     project code runs)."""
-    ended = run("opscan.containment:held_here", {}, replace(limits, timeout=60,
+    ended = run("opscan.containment.supervisor:held_here", {}, replace(limits, timeout=60,
                 containment=replace(limits.containment, require=False)))
     held = ended.containment or containment.not_contained(f"the child {ended.how}: {ended.error or ended.exitcode}")
     if limits.containment.require and not held.all:

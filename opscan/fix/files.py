@@ -131,7 +131,7 @@ def fix_paths(targets, config_for, unsafe: bool = False, write: bool = True, pro
         probe: torch lookup for replacements (default: the installed torch).
         jobs: worker processes for the files to rewrite (default: the CPUs; results are the same).
     """
-    from opscan.phases import scan
+    from opscan.pipeline.phases import scan
     from opscan.scan.fixes import TorchProbe
     from opscan.scan.rules import load_rules
     from opscan.scan.workers import default_jobs

@@ -17,18 +17,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from opscan import __version__
-from opscan import baseline as baselines
-from opscan import phases as default_phases
+from opscan.assess import baseline as baselines
+from opscan.pipeline import phases as default_phases
 from opscan.assess import assess
 from opscan.config import Config, ModelConfig
 from opscan.errors import (MissingDependencyError, MissingModulesError, ModelProcessError, OpscanError, TargetError,
                            TraceError, UsageError)
 from opscan.index import ProjectIndex
-from opscan.isolation import Limits, default_max_memory
+from opscan.containment.process import Limits, default_max_memory
 from opscan.records import (BaselineStatus, Checked, DeviceProfile, Discovery, Draft, Finding, ModelTrace,
                             NothingToCheck, Report, SourceCheck)
-from opscan.phases import ScanOptions, ScanOutcome, database_notes
-from opscan.verdict import NO_MODEL
+from opscan.pipeline.phases import ScanOptions, ScanOutcome, database_notes
+from opscan.assess.verdict import NO_MODEL
 
 if TYPE_CHECKING:
     from opscan.db import Release

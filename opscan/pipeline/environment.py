@@ -55,7 +55,7 @@ def torch_requirements(python: str) -> tuple[tuple[tuple[str, str, str], ...], s
         UsageError: the interpreter cannot be run or gives no answer.
     """
     if python == "current":
-        from opscan.metadata_probe import rows
+        from opscan.pipeline.metadata_probe import rows
 
         return _parse(rows()), sys.executable
     try:

@@ -1,4 +1,4 @@
-"""The default phase functions of a run, adapting the scan, db and trace packages for opscan.app.
+"""The default phase functions of a run, adapting the scan, db and trace packages for opscan.pipeline.analyse.
 
 Each adapter imports its package lazily: `opscan PATH` without torch still scans and checks the
 source, and says that tracing was skipped.
@@ -15,7 +15,7 @@ from typing import Any
 
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, TraceError
-from opscan.isolation import Limits
+from opscan.containment.process import Limits
 from opscan.records import DeviceProfile, Finding, ModelTrace, RuleInfo, ScanFacts, Shrink
 
 
@@ -104,7 +104,7 @@ def dependency_context(config: Config, environment: str | None = None):
         DatabaseError: the selected release does not exist.
         UsageError: `environment` is no Python interpreter opscan can read.
     """
-    from opscan.pairing import release_head
+    from opscan.pipeline.pairing import release_head
     from opscan.plan.libraries import shipped
     from opscan.scan.dependencies import DependencyContext, library_patterns
 
@@ -112,7 +112,7 @@ def dependency_context(config: Config, environment: str | None = None):
     installed: tuple = ()
     where = ""
     if environment:
-        from opscan.environment import torch_requirements
+        from opscan.pipeline.environment import torch_requirements
 
         installed, where = torch_requirements(environment)
     return DependencyContext(release=head.spec, torch=head.torch, pairs=head.describe(),
@@ -201,7 +201,7 @@ def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None, limits:
         raise
     except ImportError as exc:  # torch missing or broken
         raise MissingDependencyError(f"tracing needs PyTorch, which is not installed ({exc})", "torch") from exc
-    from opscan.outcome import trace_isolated
+    from opscan.containment.outcome import trace_isolated
 
     return at_real_size(trace_isolated(tracer_options(model, root, profile), limits), model, root)
 

@@ -13,7 +13,7 @@ import json
 import re
 from typing import TextIO
 
-from opscan.baseline import fingerprints
+from opscan.assess.baseline import fingerprints
 from opscan.records import Report, RuleInfo
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"

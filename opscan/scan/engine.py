@@ -501,7 +501,7 @@ def unused_suppression_findings(result: ScanResult, rules: RuleSet, known, read_
     """
     from dataclasses import replace
 
-    from opscan import suppressions as supp
+    from opscan.scan import suppressions as supp
 
     rule = rules.input_rule("unused-suppression")
     if rule is None:

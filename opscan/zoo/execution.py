@@ -12,8 +12,8 @@ from importlib import metadata
 
 from opscan import __version__
 from opscan.config import ModelConfig
-from opscan.isolation import Limits, default_max_memory
-from opscan.phases import tracer_options
+from opscan.containment.process import Limits, default_max_memory
+from opscan.pipeline.phases import tracer_options
 from opscan.records import DeviceProfile
 from opscan.zoo.cache import UNCACHED, Cache
 from opscan.zoo.jobs import DEFAULT_TRACER, Job, Outcome, trace_job, tracer_spec

@@ -1,4 +1,4 @@
-"""One zoo model = one Job, traced through opscan.isolation (the isolation `opscan trace` uses too);
+"""One zoo model = one Job, traced through opscan.containment.process (the isolation `opscan trace` uses too);
 how the child ended becomes the model's Outcome (opscan/outcome.py: the vocabulary `opscan PATH`
 shares). Every outcome is an Outcome, never an exception."""
 
@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from opscan.isolation import Limits, run
-from opscan.outcome import OUTCOMES, Outcome, outcome
+from opscan.containment.process import Limits, run
+from opscan.containment.outcome import OUTCOMES, Outcome, outcome
 
 DEFAULT_TRACER = "opscan.zoo.tracing:trace_model"
 # What a forkserver imports once, so each model's child starts with torch and transformers loaded.

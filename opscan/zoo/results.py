@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from opscan.records import PHASES, VERDICT_KINDS, Draft, ModelTrace, NothingToCheck, Report, Status, status_of
-from opscan.outcome import Outcome
+from opscan.containment.outcome import Outcome
 from opscan.targets.hf import upstream
 from opscan.zoo.selection import ZooTarget
 

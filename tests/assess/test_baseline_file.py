@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from opscan import baseline
+from opscan.assess import baseline
 from opscan.errors import InputError
 from opscan.records import Finding, Location
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from opscan import baseline
+from opscan.assess import baseline
 from opscan.scan import load_rules, scan_memory
 
 RULES = load_rules()

@@ -14,9 +14,9 @@ from rich.console import Console
 from tests.support.release import static_release
 
 from opscan.assess import assess
-from opscan.compile_check import judge
+from opscan.assess.compile_check import judge
 from opscan.config import CostConfig
-from opscan.gate import failures
+from opscan.assess.gate import failures
 from opscan.records import CompileRegion, Draft, GraphBreak, ModelTrace, NotChecked, OpSource, OpUsage, Report
 from opscan.reporters import json as json_reporter
 from opscan.reporters.terminal import compile as compile_section

@@ -224,7 +224,7 @@ def test_every_command_checks_the_release_and_the_selectors(tmp_path, run_cli, m
 
 def test_backend_and_db_are_checked_with_the_config(tmp_path, run_cli):
     """The release is the caller's check (opscan/config_checks.py), reported with the file's own."""
-    from opscan.config_checks import load_checked_config
+    from opscan.config.checks import load_checked_config
 
     root = _project(tmp_path, "[tool.opscan]\nbackend = 'torch-neuronx-xla==2.32.0'\ndb = 'mydb'\n")
     with pytest.raises(ConfigError) as caught:       # mydb holds only torchneuron 2.33.0
@@ -256,7 +256,7 @@ def test_backend_check_imports_no_torch(tmp_path):
 
     (tmp_path / "pyproject.toml").write_text("[tool.opscan]\nbackend = '9.9.9'\n")
     code = ("import sys; sys.modules['torch'] = None\n"
-            "from pathlib import Path\nfrom opscan.config_checks import load_checked_config\n"
+            "from pathlib import Path\nfrom opscan.config.checks import load_checked_config\n"
             "from opscan.errors import ConfigError\n"
             "try:\n    load_checked_config(Path(sys.argv[1]))\n"
             "except ConfigError as exc:\n    print(exc.problems[0])\n")

@@ -8,10 +8,10 @@ import dataclasses
 import pytest
 from tests.support.release import static_release
 
-from opscan.app import Phases, RunOptions, analyse
+from opscan.pipeline.analyse import Phases, RunOptions, analyse
 from opscan.commands.flags import add_limit_arguments, isolation_from
 from opscan.config import Config, ModelConfig
-from opscan.isolation import Limits
+from opscan.containment.process import Limits
 from opscan.records import ModelTrace, OpUsage
 
 
@@ -39,7 +39,7 @@ def test_the_limits_of_the_options_reach_the_tracer(tmp_path):
 def test_run_options_are_frozen_and_phases_are_explicit():
     with pytest.raises(dataclasses.FrozenInstanceError):
         RunOptions().trace = False   # type: ignore[misc]
-    from opscan import phases
+    from opscan.pipeline import phases
 
     assert Phases.default().trace is phases.trace
     with pytest.raises(TypeError, match="no such phase: tracer"):

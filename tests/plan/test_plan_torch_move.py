@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from opscan.config import Config
-from opscan.phases import dependency_context
+from opscan.pipeline.phases import dependency_context
 from opscan.plan import build_tasks
 from opscan.records import Coverage, ModelTrace, OpUsage
 from opscan.scan.engine import scan_memory

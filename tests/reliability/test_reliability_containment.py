@@ -332,7 +332,7 @@ def test_no_project_code_runs_nothing_of_the_repository(planted):
 @pytest.mark.slow
 @linux_namespaces
 def test_pass_env_gives_the_child_one_variable(tmp_path):
-    from opscan.isolation import Limits, run
+    from opscan.containment.process import Limits, run
 
     os.environ["OPSCAN_TEST_WANTED_TOKEN"] = "wanted-0123"
     os.environ["OPSCAN_TEST_OTHER_TOKEN"] = "other-0123"
@@ -353,9 +353,9 @@ def test_pass_env_gives_the_child_one_variable(tmp_path):
 def test_containment_holds_for_a_user_without_privileges():
     """As an ordinary user (uid 65534): the user namespace maps the uid to itself; every part holds.
     (The system's Python: this checkout's virtual environment may sit in a home no other user can read.)"""
-    code = ("from opscan.isolation import Limits, check_containment\n"
+    code = ("from opscan.containment.process import Limits, check_containment\n"
             "if __name__ == '__main__':\n    print(check_containment(Limits(timeout=60)).line())\n")
-    repo = Path(containment.__file__).resolve().parents[1]
+    repo = Path(containment.__file__).resolve().parents[2]
     env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "PYTHONPATH": str(repo)}
     done = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
                            "/usr/bin/python3", "-c", code], cwd="/", env=env, capture_output=True, text=True,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from opscan.config import Config
-from opscan.phases import dependency_context
+from opscan.pipeline.phases import dependency_context
 from opscan.scan.dependencies import DependencyContext
 from opscan.scan.engine import scan_memory, scan_paths, scan_source
 from opscan.scan.rules import load_rules
@@ -118,7 +118,7 @@ def test_a_release_file_given_with_db_picks_the_pairing(tmp_path, run_cli):
 
 def test_pairing_heads_pick_the_release_the_database_picks():
     from opscan.db import load_release
-    from opscan.pairing import release_head
+    from opscan.pipeline.pairing import release_head
 
     for spec in (None, "2.33.0", "torchneuron", "torch-neuronx-xla", "torch-neuronx-xla==2.3.0",
                  "torch-neuronx==2.14.3.0"):
@@ -185,7 +185,7 @@ def test_installed_metadata_replaces_the_tables(tmp_path, monkeypatch):
     (other / "METADATA").write_text("Metadata-Version: 2.1\nName: vision-helper\nVersion: 1.0\n"
                                     "Requires-Dist: torch>=2.1\nRequires-Dist: torch==1.0; extra == 'old'\n")
     monkeypatch.syspath_prepend(str(site))
-    from opscan.environment import torch_requirements
+    from opscan.pipeline.environment import torch_requirements
 
     installed, where = torch_requirements("current")
     assert ("xformers", "0.0.28.post1", "==2.5.0") in installed

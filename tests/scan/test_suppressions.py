@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from opscan.suppressions import CODE, unused
+from opscan.scan.suppressions import CODE, unused
 
 ACTIVE = {"OPS101", "OPS102"}
 KNOWN = ACTIVE | {"OPS500"}

@@ -9,7 +9,7 @@ from opscan.records import (
     BaselineStatus, Coverage, Evidence, Finding, Location, ModelTrace, OpSource, OpUsage, Report, RuleInfo,
 )
 from opscan.plan import build_tasks
-from opscan.verdict import judge
+from opscan.assess.verdict import judge
 
 URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/best-practices-pytorch-neuron.html"
 

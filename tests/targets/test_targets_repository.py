@@ -175,7 +175,7 @@ def test_registry_config_takes_the_debug_variant_and_cuts_layer_lists(monkeypatc
     monkeypatch.syspath_prepend(str(REPOS / "titanlike"))
     sys.modules.pop("triton", None)
     try:
-        from opscan.phases import cuda_only_packages
+        from opscan.pipeline.phases import cuda_only_packages
         from opscan.targets import absent, construct, repository
         with absent.gpu_only(cuda_only_packages()):   # what the parent passes the child
             repository.load(REPOS / "titanlike" / "tinytitan/models/tiny/model.py", REPOS / "titanlike")
@@ -191,7 +191,7 @@ def test_registry_config_takes_the_debug_variant_and_cuts_layer_lists(monkeypatc
 def test_gpu_only_libraries_come_from_the_catalog_in_the_childs_options():
     # one list: the catalog's CUDA-only packages (opscan/plan/libraries.yaml), passed to the child
     from opscan.config import ModelConfig
-    from opscan.phases import cuda_only_packages, tracer_options
+    from opscan.pipeline.phases import cuda_only_packages, tracer_options
     from opscan.plan.libraries import shipped
 
     packages = cuda_only_packages()

@@ -6,7 +6,7 @@ import pytest
 from tests.support.release import static_release
 from tests.support.zoo_fakes import FAKE_TRACER, STATUSES
 
-from opscan.isolation import Limits
+from opscan.containment.process import Limits
 from opscan.zoo.execution import run_zoo
 from opscan.zoo.selection import ZooTarget
 
