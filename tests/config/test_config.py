@@ -46,7 +46,7 @@ kernel-default-lines = 300
 """
 
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _project(tmp_path: Path, text: str, name: str = "pyproject.toml") -> Path:
@@ -212,7 +212,7 @@ def test_every_problem_in_one_run_selectors_and_backend_included(tmp_path, run_c
 @pytest.mark.parametrize("command", [("scan",), ("fix", "--diff"), ("trace", "m.py:build", "--in-process")])
 def test_every_command_checks_the_release_and_the_selectors(tmp_path, run_cli, monkeypatch, command):
     """config.py only reads the file; each command that loads it passes the release and rule checks
-    (opscan/config_checks.py), so a bad `backend` or `select` is the same exit 2 everywhere."""
+    (opscan/config/checks.py), so a bad `backend` or `select` is the same exit 2 everywhere."""
     _project(tmp_path, "[tool.opscan]\nselect = ['OPS1O1']\nbackend = '9.9.9'\n")
     (tmp_path / "m.py").write_text("x = 1\n")
     monkeypatch.chdir(tmp_path)
@@ -223,7 +223,7 @@ def test_every_command_checks_the_release_and_the_selectors(tmp_path, run_cli, m
 
 
 def test_backend_and_db_are_checked_with_the_config(tmp_path, run_cli):
-    """The release is the caller's check (opscan/config_checks.py), reported with the file's own."""
+    """The release is the caller's check (opscan/config/checks.py), reported with the file's own."""
     from opscan.config.checks import load_checked_config
 
     root = _project(tmp_path, "[tool.opscan]\nbackend = 'torch-neuronx-xla==2.32.0'\ndb = 'mydb'\n")
