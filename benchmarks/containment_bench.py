@@ -1,4 +1,4 @@
-"""The cost of the containment of a child that runs project code (opscan/containment.py).
+"""The cost of the containment of a child that runs project code (opscan/containment/).
 
 Runs the same child with and without containment, several times each, alternating, and prints
 the median wall time of each and the difference (the containment's cost per child):

@@ -1,4 +1,4 @@
-"""The closed vocabularies are typed once in opscan/records.py (NOTE [typed vocabularies]): no other
+"""The closed vocabularies are typed once in opscan/records/vocabulary.py (NOTE [typed vocabularies]): no other
 module compares their words, members serialise as the words, one ranking each, one task-kind table."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def test_no_vocabulary_word_is_compared_outside_records():
         for text in vocabulary_comparisons(path.read_text(encoding="utf-8")):
             if (rel, text) not in OTHER_VOCABULARIES:
                 found.append(f"opscan/{rel}: {text}")
-    assert found == [], "compare the members or predicates of records.py instead:\n" + "\n".join(found)
+    assert found == [], "compare the members or predicates of records/vocabulary.py instead:\n" + "\n".join(found)
 
 
 def test_the_walk_finds_what_it_forbids():

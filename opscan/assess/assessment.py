@@ -1,9 +1,9 @@
 """The one assessment after tracing: coverage, caveats, notes, port tasks and the verdict of a Report.
 
-`opscan PATH` (opscan/app.py), `opscan trace` (opscan/commands/trace.py) and every zoo row
+`opscan PATH` (opscan/pipeline/analyse.py), `opscan trace` (opscan/commands/trace.py) and every zoo row
 (opscan/zoo/results.py) hand what they traced and found to `assess`, so the three answer alike:
 the same op statuses (one lookup per op in one `db.Release`), the same caveats
-(opscan/db/caveats.py), the same tasks (opscan/plan) and the same verdict (opscan/verdict.py).
+(opscan/db/caveats.py), the same tasks (opscan/plan) and the same verdict (opscan/assess/verdict.py).
 A caller may leave parts out (the zoo has no findings, `opscan trace` no source), never redo them.
 """
 
@@ -33,7 +33,7 @@ NO_DATABASE = "no coverage database: every traced op is reported as unknown"
 # notes `opscan trace` gave (op counts per status, and how to turn unknown into known for a
 # release with a partial kernel list). What differs between them is only what they hand in:
 # findings and a project root (PATH), and why source or ops were not checked (for the verdict).
-# What they hand in is a `Draft` (opscan/records.py); what comes out is a `Report`.
+# What they hand in is a `Draft` (opscan/records/report.py); what comes out is a `Report`.
 
 
 def assess(draft: Draft, release: Release | None, *, project_root: Path | None = None,
@@ -133,7 +133,7 @@ def assess(draft: Draft, release: Release | None, *, project_root: Path | None =
 
 def fallback_costs(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...]) -> tuple[Fallback, ...]:
     """The cost per training step of every traced op that runs, or may run, on the CPU (NOTE
-    [fallback cost] in opscan/records.py): the bytes its train-step calls read and write on the
+    [fallback cost] in opscan/records/ops.py): the bytes its train-step calls read and write on the
     device (copied to the host and back), one sync and one call per call; scaled back to the real
     model where the trace was shrunk (NOTE [fallback scaling]); summed over the traces."""
     status = {c.op: c.status for c in coverage}

@@ -1,7 +1,7 @@
 """The CI gate: which `--fail-on` conditions a finished report meets (exit 1 when any does).
 
 The default condition, `error`, fails on exactly the blockers the verdict carries (NOTE
-[blockers] in opscan/verdict.py) and says them in the headline's words and count, so the verdict
+[blockers] in opscan/assess/verdict.py) and says them in the headline's words and count, so the verdict
 and the exit code never contradict each other: blocked exits 1, every other verdict exits 0 under
 the default gate. The other conditions are stricter opt-ins.
 

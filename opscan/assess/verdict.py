@@ -4,7 +4,7 @@
 says, in one line, whether the project will run on the backend. Kinds are the closed vocabulary
 `model.VERDICT_KINDS`, worst first: blocked, unknown, fallback, unchecked, likely, ready.
 
-The same facts decide the CI gate (opscan/gate.py): the default `--fail-on error` fails on exactly
+The same facts decide the CI gate (opscan/assess/gate.py): the default `--fail-on error` fails on exactly
 the blockers counted here, so a "blocked" verdict always exits 1 and any other verdict never does
 under the default gate.
 
@@ -160,7 +160,7 @@ def count_blockers(report: Report, ops: JudgedOps | None = None) -> Blockers:
                     libraries=len(libraries), unsupported_ops=len(unsupported),
                     unreadable_files=len(unreadable), syntax_errors=tuple(syntax[p] for p in sorted(syntax)),
                     dependencies=len(pins),
-                    compiled_fallback_ops=len(compiled))   # NOTE [compile semantics] in opscan/compile_check.py
+                    compiled_fallback_ops=len(compiled))   # NOTE [compile semantics] in opscan/assess/compile_check.py
 
 
 def blockers_of(report: Report) -> Blockers:
@@ -177,7 +177,7 @@ def judge(report: Report, *, ops_not_checked: str = "", source: SourceCheck = Ch
     Args:
         ops_not_checked: why no model was traced (shown when `report.traces` is empty);
             "" = the default reason, no model found.
-        source: whether the source was scanned (NOTE [checked or not] in opscan/records.py):
+        source: whether the source was scanned (NOTE [checked or not] in opscan/records/report.py):
             Checked(), NotChecked(why), or NothingToCheck() (the zoo judges models alone).
         unchecked: (target, why) of each model opscan was given (configured, --model, or PATH
             itself) but could not build or trace; carried in `Verdict.unchecked` for the gate.

@@ -331,7 +331,7 @@ def _probe(args: argparse.Namespace) -> int:
 
 
 def _contained(args: argparse.Namespace, func: str, kwargs: dict):
-    """`func(**kwargs)` in the contained child (opscan/isolation.py; docs/reliability.md), or in this
+    """`func(**kwargs)` in the contained child (opscan/containment/process.py; docs/reliability.md), or in this
     process with --in-process; the probe's own errors come back as they were raised."""
     from opscan.commands.flags import isolation_from
     from opscan.containment.process import run

@@ -1,7 +1,7 @@
 """Flags several commands share, defined once so they mean the same everywhere (docs/check.md, "Flags"):
 the release (--backend, --db) and the limits of the child process that runs model code
-(--timeout, --max-memory, --in-process; the child itself is opscan/isolation.py) and its
-containment (--pass-env, --require-containment; opscan/containment.py).
+(--timeout, --max-memory, --in-process; the child itself is opscan/containment/process.py) and its
+containment (--pass-env, --require-containment; opscan/containment/).
 
 It is also the one module of the helpers the commands share (docs/architecture.md): rule codes of
 --select / --ignore (`codes`), the progress display (`progress`), the one report writer
@@ -68,11 +68,11 @@ def retire_flag(parser: argparse.ArgumentParser, old: str, hint: str) -> None:
     parser.add_argument(old, nargs="?", action=_Retired, help=argparse.SUPPRESS)
 
 
-# --- limits of the child process that runs model code (opscan/isolation.py) ---------------------
+# --- limits of the child process that runs model code (opscan/containment/process.py) ---------------------
 
 def add_limit_arguments(parser, *, default_timeout: float | None = None, in_process: bool = True) -> None:
     """--timeout / --max-memory (and --in-process) of every command that runs model code
-    (`default_timeout`: isolation.DEFAULT_TIMEOUT when None)."""
+    (`default_timeout`: process.DEFAULT_TIMEOUT when None)."""
     from opscan.containment.process import DEFAULT_TIMEOUT
 
     default_timeout = DEFAULT_TIMEOUT if default_timeout is None else default_timeout
@@ -253,7 +253,7 @@ def gate(report, fail_on: tuple[str, ...], exit_zero: bool, allow_unchecked: boo
          quiet: bool = False) -> int:
     """Exit code for `report`: 2 when a model given could not be checked (unless allow_unchecked),
     1 when a --fail-on condition is met (reasons on stderr unless `quiet`: the output has them),
-    else 0 (opscan/gate.py)."""
+    else 0 (opscan/assess/gate.py)."""
     from opscan.assess.gate import could_not_check, failures
 
     reasons = failures(report, fail_on)

@@ -12,7 +12,7 @@ from opscan.commands.flags import positive_int
 
 HELP = ("run an unmodified training or inference script for N optimizer steps on fake tensors of the "
         "imitated device and report its ops as `opscan PATH` does")
-DESCRIPTION = HELP + (". The script really runs (in opscan's isolated child process, as `python SCRIPT "
+DESCRIPTION = HELP + (". The script really runs (in opscan's contained child process, as `python SCRIPT "
                       "ARGS` would, from the current directory): it reads its data and may write files. "
                       "No GPU and no weights are needed; see docs/run.md.")
 RUN_FUNCTION = "opscan.trace.run:run_script"   # the run mode's public API (opscan/trace/run/)

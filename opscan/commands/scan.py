@@ -1,6 +1,6 @@
 """`opscan scan`: the source-only view of `opscan PATH` (reads source only, never runs it).
 
-It runs the same analysis as `opscan PATH --no-trace` (opscan/app.py `analyse`): the same
+It runs the same analysis as `opscan PATH --no-trace` (opscan/pipeline/analyse.py `analyse`): the same
 `[tool.opscan]` config, file selection, rules (OPS003 included), baseline, verdict, `--fail-on`
 words and exit codes. What it adds are conveniences for scanning part of a tree: several PATHs
 (the pre-commit hook passes the staged files), `--root`, `--jobs`, the scan cache flags and

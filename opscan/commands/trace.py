@@ -131,7 +131,7 @@ def _configured_models():
 
 
 def run(args: argparse.Namespace) -> int:
-    """Trace, assess (opscan/assess.py, as `opscan PATH` does), render, and exit 0 (complete) or 1
+    """Trace, assess (opscan/assess/assessment.py, as `opscan PATH` does), render, and exit 0 (complete) or 1
     (a trace stopped early; its partial list is shown)."""
     from opscan.assess import assess
     from opscan.commands.flags import isolation_from, render_report

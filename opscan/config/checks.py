@@ -1,6 +1,6 @@
 """The checks of a configuration that need the coverage database or the rules (docs/config.md).
 
-opscan/config.py reads `[tool.opscan]` and checks what the file alone says (keys, types, values,
+opscan/config/load.py reads `[tool.opscan]` and checks what the file alone says (keys, types, values,
 paths); it imports neither the database nor the scan. The callers that load a configuration pass
 `CHECKS` (or call `load_checked_config`), so a `backend` that names no release and a `select` /
 `ignore` entry that names no rule are reported with the file's other problems, in one run.

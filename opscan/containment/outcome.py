@@ -1,6 +1,6 @@
-"""How a model's trace in an isolated child ended: one vocabulary for `opscan PATH`, `opscan trace` and the zoo.
+"""How a model's trace in an contained child ended: one vocabulary for `opscan PATH`, `opscan trace` and the zoo.
 
-opscan/isolation.py runs the child and says how the process ended (`Ended.how`: returned, raised,
+opscan/containment/process.py runs the child and says how the process ended (`Ended.how`: returned, raised,
 timed out, ...). This module says what that means for a trace, in the closed vocabulary OUTCOMES
 (`status_of`), and gives each caller its form of the same answer:
 
@@ -41,7 +41,7 @@ IN_PROCESS = "--in-process: in opscan's own process"   # what no part of the con
 
 @dataclass(frozen=True)
 class Outcome:
-    """How one isolated trace ended, as a zoo row keeps it."""
+    """How one contained trace ended, as a zoo row keeps it."""
 
     name: str
     status: str                    # one of OUTCOMES

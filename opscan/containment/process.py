@@ -1,6 +1,6 @@
 """Running a function in a child process under a time and memory limit, and saying how it ended.
 
-The one isolation mechanism of opscan: `opscan trace`, `opscan PATH` and `opscan zoo` all run
+The one containment mechanism of opscan: `opscan trace`, `opscan PATH` and `opscan zoo` all run
 model code through `run(func, kwargs, limits)`. It calls `func` ("pkg.module:name") in a child
 process started with `limits.start_method` (spawn: a fresh interpreter; forkserver: forks of a
 server that preloaded heavy imports, used by the zoo; fork) and returns an `Ended`: how the child
@@ -15,7 +15,7 @@ already has (a container's or `ulimit -v`): the child's limit is never set above
 limit is never changed, so a lower existing limit stays in force (`Ended.clamped`).
 
 This module knows nothing of traces: what an `Ended` means for a model's trace (one vocabulary
-for `opscan PATH`, `opscan trace` and the zoo) is opscan/outcome.py; the --timeout and
+for `opscan PATH`, `opscan trace` and the zoo) is opscan/containment/outcome.py; the --timeout and
 --max-memory flags are parsed in opscan/commands/flags.py. By default the child's stdout goes to
 stderr, so a model that prints cannot corrupt `--format json` on stdout; `capture_output=True`
 (the zoo) keeps it in a log whose last lines come back in `Ended.output`.
@@ -60,7 +60,7 @@ HOW: dict[str, str] = {
 class Limits:
     """What the child may use: wall seconds (None = no limit), bytes of address space (None = no
     limit of opscan's own), how the child process is started, and its containment
-    (opscan/containment.py: environment, network, files, processes)."""
+    (opscan/containment/policy.py PARTS: environment, network, files, processes)."""
 
     timeout: float | None = DEFAULT_TIMEOUT
     max_memory: int | None = None
@@ -70,7 +70,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class Ended:
-    """How one isolated call ended (see HOW)."""
+    """How one contained call ended (see HOW)."""
 
     how: str
     value: Any = None                     # "returned": what the function returned

@@ -197,7 +197,7 @@ def _suppress():
 
 
 def held_here() -> bool:
-    """The function of the child that only checks the containment (isolation.check_containment)."""
+    """The function of the child that only checks the containment (process.check_containment)."""
     return True
 
 

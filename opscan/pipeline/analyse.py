@@ -1,7 +1,7 @@
 """The phases of one run: config -> rules + db -> scan | trace -> assess (coverage, tasks, verdict) -> Report.
 
 `analyse(target, config, options)` is what `opscan PATH` runs, a short pipeline of named steps over
-records (NOTE [the pipeline of analyse]) ending in a `Draft` that opscan/assess.py judges into the
+records (NOTE [the pipeline of analyse]) ending in a `Draft` that opscan/assess/assessment.py judges into the
 Report; `RunOptions` is everything about the run that is not project configuration (the trace
 switch, baseline, limits, ...). Each phase is a plain function held in `Phases`, so tests can
 replace the tracer (or any phase) without torch. Analysis never prints; progress goes to an
@@ -40,11 +40,11 @@ Progress = Callable[[str, str], None]
 # `Phases` used to swap its defaults in at attribute access, and the trace limits of `opscan PATH`
 # reached the tracer through a context variable the command set around `analyse`. Both were
 # invisible at the call. Now the phases a run uses are chosen in one visible place
-# (`Phases.default`, read per run so tests may still monkeypatch opscan/phases.py) and the limits
+# (`Phases.default`, read per run so tests may still monkeypatch opscan/pipeline/phases.py) and the limits
 # are a field of the frozen `RunOptions`, passed to the trace phase as an argument.
 @dataclass(frozen=True)
 class Phases:
-    """The phase functions of a run (`Phases.default()`: those of opscan/phases.py)."""
+    """The phase functions of a run (`Phases.default()`: those of opscan/pipeline/phases.py)."""
 
     scan: Callable[..., ScanOutcome]                       # (target, config[, ScanOptions])
     database: Callable[[Config], Release | None]           # None: every traced op is unknown
@@ -52,7 +52,7 @@ class Phases:
 
     @classmethod
     def default(cls, **replaced: Callable) -> Phases:
-        """opscan/phases.py's functions, as that module holds them now (so tests may monkeypatch
+        """opscan/pipeline/phases.py's functions, as that module holds them now (so tests may monkeypatch
         it), with `replaced` ones instead (e.g. `Phases.default(trace=fake)`)."""
         chosen = {"scan": default_phases.scan, "database": default_phases.database,
                   "trace": default_phases.trace}
@@ -102,7 +102,7 @@ def relative_root(root: Path) -> str:
 # NOTE [the pipeline of analyse]: `analyse` is a row of named steps, each taking and returning
 # records (frozen dataclasses), so a step can be read, and tested, alone:
 #   start -> find_models -> load_database -> scan_source -> trace_models -> require_something
-#   -> apply_baseline -> draft_of -> assess (opscan/assess.py: Draft -> Report)
+#   -> apply_baseline -> draft_of -> assess (opscan/assess/assessment.py: Draft -> Report)
 # No step edits another's lists or reads state out of message text: each says what it found in
 # its result (`Found`, `Loaded`, `Traced`, `Kept`), the notes included, and `draft_of` joins them
 # in the order the run made them.
@@ -140,7 +140,7 @@ class Loaded:
 @dataclass(frozen=True)
 class Scanned:
     """What the source scan found (findings, notes, rules, facts), and whether there was source to
-    scan (NOTE [checked or not] in opscan/records.py)."""
+    scan (NOTE [checked or not] in opscan/records/report.py)."""
 
     outcome: ScanOutcome
     source: SourceCheck = Checked()
@@ -173,7 +173,7 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
 
     A model that cannot be built (TargetError) or whose process failed (ModelProcessError) raises,
     unless `on_error` is given: then it is passed there, noted in the report, and the other models
-    are still traced. What the traces show is judged once, in opscan/assess.py. A folder with
+    are still traced. What the traces show is judged once, in opscan/assess/assessment.py. A folder with
     nothing to check (no source file, no model) is a UsageError. The steps: NOTE [the pipeline of analyse].
     """
     options = options or RunOptions()

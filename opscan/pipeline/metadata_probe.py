@@ -1,7 +1,7 @@
 """Lists the installed distributions that require torch, from their metadata only (stdlib only).
 
 Run as a script by another environment's interpreter (`PYTHON -I metadata_probe.py`, see
-opscan/environment.py): it imports nothing of that environment, reads `importlib.metadata` and
+opscan/pipeline/environment.py): it imports nothing of that environment, reads `importlib.metadata` and
 prints JSON `[[name, version, [requirements naming torch]], ...]`.
 """
 

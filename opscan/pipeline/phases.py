@@ -96,9 +96,9 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
 
 def dependency_context(config: Config, environment: str | None = None):
     """What the dependency rules judge manifests against (scan/dependencies.py DependencyContext):
-    the torch pairing of the selected release (its file's head, opscan/pairing.py: the database is
+    the torch pairing of the selected release (its file's head, opscan/pipeline/pairing.py: the database is
     not loaded), the CUDA-only library catalog's distributions, and with `environment` the torch
-    requirements of the distributions installed there (opscan/environment.py).
+    requirements of the distributions installed there (opscan/pipeline/environment.py).
 
     Raises:
         DatabaseError: the selected release does not exist.
@@ -209,7 +209,7 @@ def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None, limits:
 def at_real_size(trace: ModelTrace, model: ModelConfig, root: Path | None = None) -> ModelTrace:
     """`trace` with the real step's size the model's configuration states (`real-layers`,
     `real-batch`, `real-seq-len`, `real-hidden`) written into its shrink record, so the assessment
-    scales the cost of CPU fallbacks back to it (NOTE [fallback scaling] in opscan/assess.py). The
+    scales the cost of CPU fallbacks back to it (NOTE [fallback scaling] in opscan/assess/assessment.py). The
     traced batch and sequence length are the configured `batch` / `seq-len` where the trace did not
     record them; a size stated for what the trace cannot measure (no layer stack found, no traced
     batch) is left unscaled, and the fallback's `scaled_by` says what was scaled. Without

@@ -69,7 +69,7 @@ class CompiledOp:
 
 @dataclass(frozen=True)
 class TorchCompile:
-    """torch.compile under TorchNeuron's rules (opscan/compile_check.py): the regions with their
+    """torch.compile under TorchNeuron's rules (opscan/assess/compile_check.py): the regions with their
     graph breaks, the options TorchNeuron rejects or ignores, and the ops with no kernel inside."""
 
     regions: tuple[tuple[str, CompileRegion], ...] = ()   # (trace target, region), in trace order

@@ -28,7 +28,7 @@ class Location:
 
     @property
     def site(self) -> tuple[str, int, int]:
-        """The unit of every count of sites (NOTE [sites] in opscan/verdict.py): one line of one
+        """The unit of every count of sites (NOTE [sites] in opscan/assess/verdict.py): one line of one
         file (or of one notebook cell); two findings on one line are one site."""
         return (self.path, self.cell or 0, self.line)
 
@@ -74,12 +74,12 @@ class Finding:
 
     @property
     def blocking(self) -> bool:
-        """An unguarded finding of severity error: it blocks the port (NOTE [blockers] in verdict.py)."""
+        """An unguarded finding of severity error: it blocks the port (NOTE [blockers] in assess/verdict.py)."""
         return self.severity is Severity.ERROR and not self.guarded
 
     @property
     def blocks_as(self) -> BlockUnit:
-        """What a blocking finding counts as in the blockers (NOTE [blockers] in verdict.py): "file"
+        """What a blocking finding counts as in the blockers (NOTE [blockers] in assess/verdict.py): "file"
         (opscan could not read it), "kernel", "library", "pin" (a manifest line holding torch off the
         release's pairing) or "site" (a line of code pinned to CUDA); "" when it does not block.
         Pins and sites are counted by `Location.site` within their task (NOTE [sites])."""

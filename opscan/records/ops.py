@@ -70,7 +70,7 @@ class OpUsage:
     # per dtype the op was called with: the source lines of those calls (at most five each), so a
     # caveat about one dtype points at the calls with that dtype; () in older traces
     dtype_sources: tuple[tuple[str, tuple[OpSource, ...]], ...] = ()
-    # how the train-step figures grow with the real model (NOTE [fallback scaling] in opscan/assess.py):
+    # how the train-step figures grow with the real model (NOTE [fallback scaling] in opscan/assess/assessment.py):
     # of step_calls, those inside the repeated layers (Shrink.layer_list); of step_bytes, the bytes
     # that grow with the layer count, with batch x sequence, and with both (the rest stay fixed)
     step_layer_calls: int = 0
@@ -162,7 +162,7 @@ class DeviceProfile:
 @dataclass(frozen=True)
 class Shrink:
     """How a trace is smaller than the model it stands for, where known (NOTE [fallback scaling] in
-    opscan/assess.py); 0 = not known, taken as traced."""
+    opscan/assess/assessment.py); 0 = not known, taken as traced."""
 
     layer_list: str = ""                 # module path of the repeated layers, e.g. "model.layers"
     layers: int = 0                      # layers traced (the list's length)

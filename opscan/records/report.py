@@ -38,7 +38,7 @@ class Task:
                                          # an op-gap kind of OP_TASKS or static-shapes; "" in hand-built tasks
     subject: str = ""                    # library: its package (flash_attn); kernel: its first name
     blocking_sites: int = 0              # sites (of `sites`) with a blocking finding, for tasks whose
-                                         # blockers are sites (not kernel, library): NOTE [sites] in verdict.py
+                                         # blockers are sites (not kernel, library): NOTE [sites] in assess/verdict.py
 
     def __post_init__(self) -> None:
         if self.depends_reasons and len(self.depends_reasons) != len(self.depends_on):
@@ -94,7 +94,7 @@ class OpNote:
 
 @dataclass(frozen=True)
 class Blockers:
-    """What blocks the port, counted once by the analysis (NOTE [blockers] in opscan/verdict.py):
+    """What blocks the port, counted once by the analysis (NOTE [blockers] in opscan/assess/verdict.py):
     the headline, the gate line, the summary, the JSON verdict and the preflight all read this."""
 
     sites: int = 0                       # places of unguarded error findings in code to change (CUDA pins)
@@ -165,7 +165,7 @@ class JudgedOps:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The one-line answer of a run, computed once by the analysis (opscan/verdict.py)."""
+    """The one-line answer of a run, computed once by the analysis (opscan/assess/verdict.py)."""
 
     kind: VerdictKind                    # one of VERDICT_KINDS
     headline: str                        # the line users read first
@@ -174,7 +174,7 @@ class Verdict:
     ops_checked: bool = False            # at least one model was traced and its ops looked up
     blockers: Blockers = field(default_factory=Blockers)   # what blocks (zero unless kind is "blocked")
     unchecked: tuple[str, ...] = ()      # models opscan was given but could not check, one line each
-                                         # ("TARGET: why"): the gate exits 2 on them (opscan/gate.py)
+                                         # ("TARGET: why"): the gate exits 2 on them (opscan/assess/gate.py)
     remedy: str = ""                     # the one remedy line for models that missed modules not
                                          # installed here (the manifest found, --allow-unchecked); "" = none
     ops: JudgedOps = field(default_factory=JudgedOps)   # the traced ops by status, as judged
@@ -184,7 +184,7 @@ class Verdict:
 
 
 # NOTE [checked or not]: whether a part of the answer (the project's source) was checked is one of
-# three facts, each its own type, read by the verdict (opscan/verdict.py): `Checked` (it was),
+# three facts, each its own type, read by the verdict (opscan/assess/verdict.py): `Checked` (it was),
 # `NotChecked(reason)` (it was not, and the verdict says why: a gap in the answer, so never
 # "ready"), `NothingToCheck(what)` (there is none of it: the zoo judges a model alone, with no
 # project source; not a gap).
@@ -215,7 +215,7 @@ SourceCheck = Checked | NotChecked | NothingToCheck
 @dataclass(frozen=True)
 class Draft:
     """What one run traced and found, before its assessment: `opscan.assess.assess` judges it into
-    a `Report` (coverage, caveats, tasks, verdict). Every caller of `assess` (opscan/app.py,
+    a `Report` (coverage, caveats, tasks, verdict). Every caller of `assess` (opscan/pipeline/analyse.py,
     `opscan trace`, the zoo) hands one in; what it could not check is part of it."""
 
     root: str
@@ -273,12 +273,12 @@ class Report:
 
     @property
     def blockers(self) -> Blockers:
-        """The verdict's blocking count (NOTE [blockers] in opscan/verdict.py); none without a verdict."""
+        """The verdict's blocking count (NOTE [blockers] in opscan/assess/verdict.py); none without a verdict."""
         return self.verdict.blockers if self.verdict is not None else Blockers()
 
     @property
     def sites(self) -> int:
-        """The sites of the port-task list (NOTE [sites] in opscan/verdict.py): the one sum the
+        """The sites of the port-task list (NOTE [sites] in opscan/assess/verdict.py): the one sum the
         summary, markdown, the GitHub summary and JSON `summary.sites` show."""
         return sum(len(t.sites) for t in self.tasks)
 

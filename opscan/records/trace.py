@@ -36,7 +36,7 @@ class ModelTrace:
     compiled: tuple[CompileRegion, ...] = ()   # torch.compile regions met, in call order (docs/compile.md)
     # the project code that ran to build the model, one line ("built by running README.md block 1"; "" when
     # none: a model folder, a .pt2 file, a timm name) and which parts of the child's containment held
-    # (opscan/containment.py PARTS -> "held" or why not; () when the model was not traced in a contained child)
+    # (opscan/containment/policy.py PARTS -> "held" or why not; () when the model was not traced in a contained child)
     built_by: str = ""
     containment: tuple[tuple[str, str], ...] = ()
     steps: int | None = None             # `opscan run`: optimizer steps the script took (None: not a run)
@@ -103,6 +103,6 @@ class Discovery:
     traced: tuple[str, ...] = ()                 # targets traced with no configuration (PATH is the model)
     refused: tuple[ModelCandidate, ...] = ()     # model inputs not built, each with its note
     candidates: tuple[ModelCandidate, ...] = ()  # proposals for [[tool.opscan.models]] (`opscan init`)
-    # What the reporters print of it, set by the app (app.py `_discover`) so they never import discovery:
+    # What the reporters print of it, set by the app (pipeline/analyse.py `_discover`) so they never import discovery:
     config_blocks: tuple[str, ...] = ()          # per candidate, its [[tool.opscan.models]] block (`opscan init`'s)
     factory_hint: str = ""                       # how to write a factory opscan can call (discover.FACTORY_HINT)

@@ -60,7 +60,7 @@ CATEGORIES: dict[str, str] = {
 # See docs/scan.md, "Task kinds".
 class BlockUnit(StrEnum):
     """What a blocking finding counts as in the blockers (`Finding.blocks_as`, NOTE [blockers] in
-    opscan/verdict.py); NONE for a finding that does not block."""
+    opscan/assess/verdict.py); NONE for a finding that does not block."""
 
     NONE = ""
     FILE = "file"
@@ -287,7 +287,7 @@ EVIDENCE_KINDS: dict[str, str] = {
 }
 
 # Closed vocabulary of verdict kinds, worst first (docs/check.md, "Verdict"). Computed once by
-# opscan/verdict.py in the analysis and carried in Report.verdict; reporters only read it.
+# opscan/assess/verdict.py in the analysis and carried in Report.verdict; reporters only read it.
 VERDICT_KINDS: dict[str, str] = {
     "blocked": "something will not run: an unguarded error finding (CUDA pin, custom kernel, CUDA-only "
                "library, a file opscan could not read) or an op the backend rejects",
@@ -323,7 +323,7 @@ class VerdictKind(StrEnum):
 
     @property
     def blocks(self) -> bool:
-        """Something will not run: the default gate exits 1 (opscan/gate.py)."""
+        """Something will not run: the default gate exits 1 (opscan/assess/gate.py)."""
         return self is VerdictKind.BLOCKED
 
     @property

@@ -119,7 +119,7 @@ def render(report: Report, out: TextIO) -> None:
         lines.extend(f"  {entry}" for entry in report.baseline.stale)
     totals = report.effort
     known = f", {report.baseline.known} known (baseline)" if report.baseline is not None else ""
-    blockers = report.blockers.count   # NOTE [blockers] in opscan/verdict.py
+    blockers = report.blockers.count   # NOTE [blockers] in opscan/assess/verdict.py
     lines.append(f"opscan: {len(report.findings)} {'new ' if known else ''}finding(s){known}, "
                  f"{blockers} blocker{'s' * (blockers != 1)}, "
                  f"{report.sites} site(s) in {len(report.tasks)} port task(s), "

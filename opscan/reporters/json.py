@@ -155,7 +155,7 @@ def _task(task: Task) -> dict:
         "depends_on": list(task.depends_on),
         "depends_reasons": [task.reason_for(dep) for dep in task.depends_on],
         "ops": list(task.ops),
-        "blocking_sites": task.blocking_sites,   # NOTE [sites] in opscan/verdict.py
+        "blocking_sites": task.blocking_sites,   # NOTE [sites] in opscan/assess/verdict.py
         "sites": [
             {"path": s.path, "line": s.line, "column": s.column, **({"cell": s.cell} if s.cell else {})}
             for s in task.sites
@@ -179,8 +179,8 @@ def summary(report: Report) -> dict:
         "by_status": {k: by_status.get(k, 0) for k in STATUSES},
         "custom_ops": sum(1 for usage, _ in ops if usage.custom),
         "tasks": len(report.tasks),
-        "sites": report.sites,                           # NOTE [sites] in opscan/verdict.py
-        "blockers": report.blockers.count,               # NOTE [blockers] in opscan/verdict.py
+        "sites": report.sites,                           # NOTE [sites] in opscan/assess/verdict.py
+        "blockers": report.blockers.count,               # NOTE [blockers] in opscan/assess/verdict.py
         "fixable": report.fixable,                       # what `opscan fix` rewrites (docs/fix.md)
         "effort_hours": totals.likely_hours,
         "effort_days": round(totals.days(totals.likely_hours), 2),
@@ -311,7 +311,7 @@ def _host_ops(report: Report) -> dict:
 
 
 def _blockers(blockers: Blockers) -> dict:
-    """The blocking count and its parts (NOTE [blockers] in opscan/verdict.py; docs/json.md)."""
+    """The blocking count and its parts (NOTE [blockers] in opscan/assess/verdict.py; docs/json.md)."""
     return {"count": blockers.count, "sites": blockers.sites, "files": blockers.files,
             "kernels": blockers.kernels, "libraries": blockers.libraries,
             "unsupported_ops": blockers.unsupported_ops, "unreadable_files": blockers.unreadable_files,

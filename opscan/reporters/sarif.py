@@ -2,7 +2,7 @@
 
 Paths are made relative to the directory opscan ran in (the checkout) by prefixing the report root
 when it is relative, with uriBaseId %SRCROOT%. Each result carries a `partialFingerprints` entry
-computed as baselines do (see NOTE [fingerprints] in opscan/baseline.py), so alerts survive moved
+computed as baselines do (see NOTE [fingerprints] in opscan/assess/baseline.py), so alerts survive moved
 lines. Ops the backend rejects or runs on the CPU are results too (rule ids `op/unsupported`,
 `op/cpu-fallback`), located at the user-code line that dispatched them.
 """

@@ -185,7 +185,7 @@ def _exec(path: Path, tree: ast.Module, dotted: str) -> types.ModuleType:
     module.__file__ = str(path)
     module.__package__ = dotted.rpartition(".")[0]
     sys.modules[name] = module
-    exec(compile(tree, str(path), "exec"), module.__dict__)   # noqa: S102 - the sandbox child only
+    exec(compile(tree, str(path), "exec"), module.__dict__)   # noqa: S102 - the contained child only
     return module
 
 
@@ -281,7 +281,7 @@ class _Captured(Exception):
 
 # NOTE [stopping at the model call]
 # A README example or a `__main__` demo builds the model as its authors meant and calls it with
-# real inputs. It runs here (the sandbox child) with every Parameter on `meta` (build_empty) and
+# real inputs. It runs here (the contained child) with every Parameter on `meta` (build_empty) and
 # nn.Module.__call__ replaced: the first call of a module from the example's own code (no module
 # call active) raises _Captured with that module and its arguments, so nothing after it runs: no
 # forward on real data, no training loop. The model is then traced as any other. `.cuda()` and

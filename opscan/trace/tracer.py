@@ -324,7 +324,7 @@ def _sum_shaped(*parts) -> tuple[tuple[int, int, int, int], ...]:
 def model_width(model) -> int:
     """The traced model's width (hidden size) where its modules show it, else 0: the size most of
     its normalization layers normalize over (LayerNorm, RMSNorm, ...: a transformer's hidden size),
-    else the input width most of its linear layers take. NOTE [fallback scaling] in opscan/assess.py."""
+    else the input width most of its linear layers take. NOTE [fallback scaling] in opscan/assess/assessment.py."""
     from collections import Counter
 
     norms: Counter = Counter()
@@ -341,7 +341,7 @@ def model_width(model) -> int:
 
 
 def layer_stack(model, wanted: int = 0, hidden: int = 0, seq_len: int = 0) -> tuple[LayerShapes, int]:
-    """The model's repeated layers (NOTE [fallback scaling] in opscan/assess.py) and their count:
+    """The model's repeated layers (NOTE [fallback scaling] in opscan/assess/assessment.py) and their count:
     of the nn.ModuleLists not inside another one, whose elements all hold parameters, the one of
     `wanted` length (the layer count the builder set, when known) holding the most parameters."""
     lists: list[tuple[str, nn.ModuleList]] = []

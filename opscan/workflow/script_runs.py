@@ -52,7 +52,7 @@ def run_once(command: Sequence[str], label: str, device: str, out_dir: Path,
              timeout: float | None = None, env: Mapping[str, str] | None = None,
              policy: Policy | None = None) -> RunOutcome:
     """Run `command` with TORCH_DEVICE=`device` and LOSS_DUMP=<out_dir>/<label>.json; with
-    `policy`, contained (opscan/containment.py: allow-listed environment, no network, writes only
+    `policy`, contained (opscan/containment/: allow-listed environment, no network, writes only
     into `out_dir` and a scratch folder; the working folder's writes go to a copy)."""
     loss_path = out_dir / f"{label}.json"
     output_path = out_dir / f"{label}.log"

@@ -1,10 +1,10 @@
-"""Zoo: a readiness matrix over whole model families, traced in isolated processes, locally or on Dask.
+"""Zoo: a readiness matrix over whole model families, traced in contained processes, locally or on Dask.
 
 Public API (docs/zoo.md):
 
     resolve(selection, config_dir, layers=None) -> list[ZooTarget]      # selection.py
     run_zoo(targets, release, *, options, tracer, workers, limits, cache, cluster, progress) -> ZooRun
-    (release: an opscan.db Release, the one coverage protocol; rows are judged by opscan/assess.py)
+    (release: an opscan.db Release, the one coverage protocol; rows are judged by opscan/assess/assessment.py)
     Limits(timeout, max_memory, start_method)   # opscan.containment.process.Limits; Cache(root, enabled)
     render: opscan.zoo.render.{terminal,jsonout,markdown,html}.render(run, out)
     diff: opscan.zoo.diff.{load,diff,render_text}

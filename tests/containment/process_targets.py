@@ -1,4 +1,4 @@
-"""Functions the isolation tests run in a child process (importable by module name)."""
+"""Functions the containment process tests run in a child process (importable by module name)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A model built narrower than the real one: the fallback cost scales its width too (issue 36; NOTE
-[fallback scaling] in opscan/assess.py), and says "not scaled: width" when the real width is unknown."""
+[fallback scaling] in opscan/assess/assessment.py), and says "not scaled: width" when the real width is unknown."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The steps of `analyse` (NOTE [the pipeline of analyse] in opscan/app.py), each records in, records out,
-and the Draft -> Report seam of opscan/assess.py."""
+"""The steps of `analyse` (NOTE [the pipeline of analyse] in opscan/pipeline/analyse.py), each records in, records out,
+and the Draft -> Report seam of opscan/assess/assessment.py."""
 
 from __future__ import annotations
 

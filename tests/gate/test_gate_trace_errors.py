@@ -48,7 +48,7 @@ def test_a_trace_error_makes_the_model_unchecked_and_the_run_exit_2(tmp_path, ru
     def trace(model, root, profile, limits=None):
         raise TraceError(f"trace of {model.target} failed inside the model code: ValueError: "
                          "Validation error for field 'hidden_size': expected int, got str (at m.py:3)",
-                         subject=f"trace of {model.target}")   # as opscan/outcome.py raises it
+                         subject=f"trace of {model.target}")   # as opscan/containment/outcome.py raises it
 
     monkeypatch.setattr(phases, "trace", trace)
     monkeypatch.setattr(phases, "database", _database)

@@ -1,4 +1,4 @@
-"""Containment of the child that runs project code (opscan/containment.py, docs/reliability.md).
+"""Containment of the child that runs project code (opscan/containment/, docs/reliability.md).
 
 A planted repository whose package and README block misbehave in every way the issue lists
 (markers under absolute paths outside, writes into the repository, dumps of os.environ, of

@@ -93,4 +93,4 @@ def report(**changes) -> Report:
     report = Report(**values)
     if "verdict" in changes:
         return report
-    return replace(report, verdict=judge(report))   # as the analysis does (opscan/app.py)
+    return replace(report, verdict=judge(report))   # as the analysis does (opscan/pipeline/analyse.py)

@@ -1,6 +1,6 @@
 """`opscan REPO` with no configuration builds the repository's own model (issue 24, point 1).
 
-The fixture repositories under tests/targets/repos/ are tiny; each run traces in the sandbox child
+The fixture repositories under tests/targets/repos/ are tiny; each run traces in the contained child
 as a user's run does. Asserted: what the JSON report shows (traced ops with their phases, how the
 model was found, the one-line reason of each candidate that could not be built) and what
 `opscan init` writes.
@@ -213,7 +213,7 @@ def test_repository_tests_build_the_model_opscan_cannot_guess(repo_report, repor
     assert "traced with no configuration: repo:tests/test_net.py::test_forward_shape: the test " \
            "tests/test_net.py::test_forward_shape (line 7), stopped at its model call; its first parameter set" in notes
     # a test that fails before its model call (it downloads weights: the contained child has no
-    # network, opscan/containment.py), in one line
+    # network, opscan/containment/), in one line
     assert any(n.startswith("not built: repo:tests/test_pretrained.py::test_pretrained_matches: the test failed "
                             "before its model call: URLError:") for n in notes)
     # a fixture of conftest.py (never run): skipped, in one line

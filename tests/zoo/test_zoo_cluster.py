@@ -1,4 +1,4 @@
-"""The cluster path: a Dask LocalCluster on loopback, with per-model isolation inside the worker."""
+"""The cluster path: a Dask LocalCluster on loopback, with per-model containment inside the worker."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 The run mode sits on the engine (opscan/trace/: recorder, fake tensors, the imitated device,
 standins, signatures) and adds what a whole script needs; the engine never imports it. Its public
 API is this module: commands/run.py calls `run_script` in process (`--in-process`) or names it
-("opscan.trace.run:run_script") for the isolated child (opscan/isolation.py); tests and benchmarks
+("opscan.trace.run:run_script") for the contained child (opscan/containment/process.py); tests and benchmarks
 use the same:
 
     run_script(script, argv=(), *, module=False, device="neuron", steps=1, nproc=None, env=None,
