@@ -20,8 +20,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from opscan.resources import rules_dir
-from opscan.scan import manifests, toml_manifests
-from opscan.scan.manifests import Entry, Problem
+from opscan.scan import docker_manifests, manifests, setup_manifests, toml_manifests
+from opscan.scan.manifests import Entry, Problem, decode_lines
 from opscan.scan.rules import DEPENDENCY_KINDS  # re-exported
 
 TORCH = "torch"
@@ -354,8 +354,8 @@ def read(kind: str, text: str) -> tuple[list[Entry], list[Problem]]:
     readers = {"pyproject": toml_manifests.read_pyproject, "pipfile": toml_manifests.read_pipfile,
                "uv-lock": toml_manifests.read_toml_lock, "poetry-lock": toml_manifests.read_toml_lock,
                "pdm-lock": toml_manifests.read_toml_lock, "pipfile-lock": toml_manifests.read_pipfile_lock,
-               "setup-py": manifests.read_setup_py, "setup-cfg": manifests.read_setup_cfg,
-               "conda": manifests.read_conda, "dockerfile": manifests.read_dockerfile}
+               "setup-py": setup_manifests.read_setup_py, "setup-cfg": setup_manifests.read_setup_cfg,
+               "conda": manifests.read_conda, "dockerfile": docker_manifests.read_dockerfile}
     return readers[kind](text)
 
 
@@ -434,5 +434,5 @@ def library_patterns(catalog_libraries) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(set(out)))
 
 
-__all__ = ["DEPENDENCY_KINDS", "EMPTY", "DependencyContext", "Problem", "admits_minor", "companions", "hits",
-           "library_patterns", "newest_minor", "relevant", "tokens"]
+__all__ = ["DEPENDENCY_KINDS", "EMPTY", "DependencyContext", "Problem", "admits_minor", "companions", "decode_lines",
+           "hits", "library_patterns", "newest_minor", "relevant", "tokens"]

@@ -85,7 +85,7 @@ DEPENDENCY_KINDS = {
     "conda-cuda": "a conda CUDA package (`names`), a CUDA build of one (`builds`) or a CUDA channel (`channels`)",
     "cuda-image": "a container base image that is a CUDA image (`images`)",
 }
-INPUT_KINDS = ("parse-error", "unreadable", "internal-error", "empty-file", "unused-suppression")
+INPUT_KINDS = ("parse-error", "unreadable", "internal-error", "empty-file", "unused-suppression", "unreadable-config")
 
 
 @dataclass(frozen=True)

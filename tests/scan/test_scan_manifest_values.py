@@ -1,0 +1,122 @@
+"""Values a manifest builds or spells indirectly: setup.py lists built in code, wheel URLs, Dockerfile
+ARG / ENV defaults and heredocs, undecodable lines (docs/dependencies.md, "What is read")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from opscan.config import Config
+from opscan.phases import dependency_context
+from opscan.scan.engine import scan_memory
+from opscan.scan.rules import load_rules
+
+RULES = load_rules()
+DEPS = dependency_context(Config(Path(__file__).resolve().parent))
+
+
+def _found(files: dict[str, str | bytes]) -> set[str]:
+    return {f"{f.location.path}:{f.location.line} {f.rule}" for f in scan_memory(files, RULES, deps=DEPS).findings
+            if f.category in ("dependency", "input")}
+
+
+def test_extras_and_requirements_built_in_setup_py_are_read():
+    setup = '''from setuptools import setup
+
+install_requires = ["numpy"]
+install_requires += ["torch==2.0.1"]
+extra_deps = {}
+extra_deps["gpu"] = [
+    "flash-attn>=2.4",
+    "megablocks==0.5.1",
+]
+extra_deps["te"] = ["transformer-engine[pytorch]>=1.0"]
+extra_deps["all"] = [dep for deps in extra_deps.values() for dep in deps]
+dev = ["pytest"]
+dev.append("torchvision==0.15.2")
+kwargs = dict(install_requires=install_requires, extras_require=extra_deps)
+
+setup(name="demo", tests_require=dev, **kwargs)
+'''
+    assert _found({"setup.py": setup}) == {
+        "setup.py:4 OPS501",    # += onto the install list
+        "setup.py:7 OPS506",    # flash-attn in extra_deps["gpu"], reached through extras_require=extra_deps
+        "setup.py:8 OPS506",    # megablocks
+        "setup.py:10 OPS506",   # transformer-engine
+        "setup.py:13 OPS502",   # appended to the tests_require list
+    }
+    findings = scan_memory({"setup.py": setup}, RULES, deps=DEPS).findings
+    assert {f.location.line for f in findings if f.guarded} == {7, 8, 10, 13}   # extras and tests stay guarded
+
+
+def test_a_setup_call_inside_a_function_and_a_comprehension_over_a_list():
+    setup = '''import setuptools
+BASE = ["torch>=1.13,<2.1", "einops"]
+
+def main():
+    reqs = [r for r in BASE]
+    setuptools.setup(name="x", install_requires=sorted(reqs))
+
+if __name__ == "__main__":
+    main()
+'''
+    assert _found({"setup.py": setup}) == {"setup.py:2 OPS501"}
+
+
+def test_wheel_urls_are_decoded_and_judged_as_pins():
+    requirements = (
+        "torch @ https://download.pytorch.org/whl/cu121/torch-2.1.0%2Bcu121-cp310-cp310-linux_x86_64.whl\n"
+        "https://download.pytorch.org/whl/cu118/torchvision-0.16.0%2Bcu118-cp310-cp310-linux_x86_64.whl\n"
+        "torch @ https://download.pytorch.org/whl/cpu/torch-2.13.0%2Bcpu-cp312-cp312-linux_x86_64.whl\n"
+        "mypkg @ https://example.org/mypkg-1.0.tar.gz\n"
+    )
+    assert _found({"requirements.txt": requirements}) == {
+        "requirements.txt:1 OPS501", "requirements.txt:1 OPS504",   # torch 2.1.0, its CUDA build
+        "requirements.txt:2 OPS502", "requirements.txt:2 OPS504",   # torchvision 0.16 is built for torch 2.1
+    }
+    dockerfile = ("FROM python:3.11-slim\n"
+                  "RUN pip install https://download.pytorch.org/whl/cu121/torch-2.1.0%2Bcu121-cp311-cp311-linux_x86_64.whl\n")
+    assert _found({"Dockerfile": dockerfile}) == {"Dockerfile:2 OPS501", "Dockerfile:2 OPS504"}
+
+
+def test_dockerfile_arg_and_env_defaults_are_substituted_at_the_line_that_writes_them():
+    dockerfile = '''ARG BASE=nvidia/cuda:12.1.0-devel-ubuntu22.04
+FROM ${BASE}
+ARG TORCH_VERSION=2.0.1
+ENV CUDA_TAG cu118
+ARG FROM_BUILD
+RUN pip install torch==${TORCH_VERSION} \\
+      --index-url https://download.pytorch.org/whl/${CUDA_TAG}
+RUN pip install "xformers==${XFORMERS:-0.0.22}" flash-attn==${FROM_BUILD}
+'''
+    assert _found({"Dockerfile": dockerfile}) == {
+        "Dockerfile:1 OPS508",   # FROM ${BASE}: the CUDA image ARG BASE names
+        "Dockerfile:3 OPS501",   # torch==${TORCH_VERSION}: the version ARG writes
+        "Dockerfile:4 OPS504",   # the CUDA index whose tag ENV writes
+        "Dockerfile:8 OPS506",   # xformers with its in-place default; flash-attn's version comes only at build time
+    }
+
+
+def test_heredoc_run_blocks_are_read_as_shell_lines():
+    dockerfile = '''FROM python:3.11-slim
+RUN <<EOT
+set -e
+pip install torch==2.0.1 \\
+    torchaudio==2.0.2
+EOT
+RUN python - <<PY
+print("pip install torch==1.0")
+PY
+RUN <<-'EOT' bash
+	pip install bitsandbytes
+	EOT
+'''
+    assert _found({"Dockerfile": dockerfile}) == {
+        "Dockerfile:4 OPS501", "Dockerfile:5 OPS502",   # inside the heredoc, each at its own line
+        "Dockerfile:11 OPS506",                          # a <<- heredoc, indented, with its shell named after it
+    }
+
+
+def test_an_undecodable_line_is_located_and_the_valid_lines_are_still_judged():
+    data = b"numpy>=1.24\n# caf\xe9 latin-1 comment\ntorch==2.0.1\nflash-attn\n"
+    assert _found({"requirements.txt": data}) == {
+        "requirements.txt:2 OPS001", "requirements.txt:3 OPS501", "requirements.txt:4 OPS506"}
