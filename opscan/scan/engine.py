@@ -673,7 +673,13 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
                                                   read=functools.partial(_read, index))]
     results = _second_pass(results, project, rules, functools.partial(_read, index), precheck, cache, deps,
                            index.scan_parse)
-    return mark_fixable(_collect(_dedupe_locks(results), check_fixes, probe), rules)
+    result = mark_fixable(_collect(_dedupe_locks(results), check_fixes, probe), rules)
+    from opscan.scan.includes import missing_includes   # a `-r` file that is not there (scan/includes.py)
+
+    missing = missing_includes(root, relpaths, rules, project.requirements)
+    if missing:
+        result = replace(result, findings=tuple(sorted(result.findings + tuple(missing), key=Finding.sort_key)))
+    return result
 
 
 def _read(index: ProjectIndex, relpath: str, abspath: str | None = None) -> bytes:

@@ -306,7 +306,18 @@ def _requirement_line(line: int, logical: str, entries: list, problems: list, in
 
 def included_files(text: str) -> list[str]:
     """The files a requirements file includes with `-r` / `-c` (as written, relative to it)."""
-    return read_requirements(text)[2]
+    return [name for _, name in include_lines(text)]
+
+
+def include_lines(text: str) -> list[tuple[int, str]]:
+    """(line, file as written) of each `-r` / `-c` include of a requirements file."""
+    out: list[tuple[int, str]] = []
+    for line, logical in _logical_lines(text):
+        found: list[str] = []
+        if logical.startswith("-"):
+            _requirement_line(line, logical, [], [], found)
+        out += [(line, name) for name in found]
+    return out
 
 
 # -- conda ---------------------------------------------------------------------------------------------

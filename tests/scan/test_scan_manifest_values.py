@@ -120,3 +120,18 @@ def test_an_undecodable_line_is_located_and_the_valid_lines_are_still_judged():
     data = b"numpy>=1.24\n# caf\xe9 latin-1 comment\ntorch==2.0.1\nflash-attn\n"
     assert _found({"requirements.txt": data}) == {
         "requirements.txt:2 OPS001", "requirements.txt:3 OPS501", "requirements.txt:4 OPS506"}
+
+
+def test_a_missing_include_is_located_and_the_rest_is_judged(tmp_path):
+    from opscan.scan.engine import scan_paths
+
+    (tmp_path / "requirements").mkdir()
+    (tmp_path / "requirements" / "base.txt").write_text("-r common.txt\n-c ../constraints.txt\ntorch==2.0.1\n")
+    (tmp_path / "requirements" / "common.txt").write_text("numpy\n")
+    (tmp_path / "requirements.txt").write_text("-r requirements/base.txt\n-r dev.txt\nflash-attn\n")
+    result = scan_paths(tmp_path, rules=RULES, check_fixes=False, deps=DEPS)
+    found = {f"{f.location.path}:{f.location.line} {f.rule}" for f in result.findings}
+    assert found == {"requirements/base.txt:2 OPS001",   # ../constraints.txt is not there
+                     "requirements/base.txt:3 OPS501",
+                     "requirements.txt:2 OPS001",        # dev.txt is not there
+                     "requirements.txt:3 OPS506"}
