@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from opscan.resources import rules_dir
-from opscan.scan import docker_manifests, manifests, setup_manifests, toml_manifests
+from opscan.scan import constraints, docker_manifests, manifests, setup_manifests, toml_manifests
 from opscan.scan.manifests import Entry, Problem, decode_lines
 from opscan.scan.rules import DEPENDENCY_KINDS  # re-exported
 
@@ -264,6 +264,26 @@ class _Judge:
             return f"{entry.name} {entry.version} from {entry.url}", entry.name
         return None
 
+    def held_back(self, entry: Entry) -> tuple[str, str] | None:
+        """NOTE [packages that hold torch back] in scan/constraints.py; a package the companion or
+        ended tables already judge is theirs."""
+        if entry.kind not in ("requirement", "locked", "conda") or not self.ctx.torch or entry.name == TORCH:
+            return None
+        if self.companion(entry) is not None or self.ended(entry) is not None:
+            return None
+        if entry.kind != "locked" and not entry.spec:
+            return None
+        message = constraints.held_back(entry.name, entry.spec, entry.version if entry.kind == "locked" else "",
+                                        self.ctx.torch, _admits)
+        return (message, entry.name) if message else None
+
+    def cuda_metadata(self, entry: Entry) -> tuple[str, str] | None:
+        """NOTE [cuda by metadata] in scan/constraints.py: outside the catalog, CUDA-only by what it requires."""
+        if entry.kind not in ("requirement", "conda") or not entry.name or self.cuda_library(entry) is not None:
+            return None
+        needs = constraints.cuda_requires(entry.name)
+        return (f"{entry.name} (its published metadata requires {', '.join(needs)})", entry.name) if needs else None
+
     def cuda_library(self, entry: Entry) -> tuple[str, str] | None:
         # what the project asks for: a lock's CUDA-only packages come with its torch (NOTE [locks])
         if entry.kind not in ("requirement", "conda") or not entry.name:
@@ -314,6 +334,8 @@ def tokens(dependency_rules, ctx: DependencyContext) -> tuple[tuple[str, ...], t
     table = companions()
     names.update(table.pairs)
     names.update(table.ended)
+    names.update(constraints.table().releases)
+    names.update(constraints.table().cuda)
     for pattern, _package in ctx.libraries:
         chunk = _chunk(pattern)
         if chunk:
@@ -396,6 +418,10 @@ def _judge(judge: _Judge, what: str, options: dict, entry: Entry) -> tuple[str, 
         return judge.cuda_index(entry, options.get("urls", ()), options.get("labels"))
     if what == "cuda-library":
         return judge.cuda_library(entry)
+    if what == "torch-constraint":
+        return judge.held_back(entry)
+    if what == "cuda-metadata":
+        return judge.cuda_metadata(entry)
     if what == "cuda-build":
         if entry.kind == "requirement" and entry.name and not judge.cuda_library(entry) \
                 and any(fnmatchcase(entry.name, p) for p in options.get("names", ())):

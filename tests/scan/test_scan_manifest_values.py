@@ -93,6 +93,7 @@ RUN pip install "xformers==${XFORMERS:-0.0.22}" flash-attn==${FROM_BUILD}
         "Dockerfile:3 OPS501",   # torch==${TORCH_VERSION}: the version ARG writes
         "Dockerfile:4 OPS504",   # the CUDA index whose tag ENV writes
         "Dockerfile:8 OPS506",   # xformers with its in-place default; flash-attn's version comes only at build time
+        "Dockerfile:8 OPS509",   # ... and xformers 0.0.22 requires torch 2.0.1 (the shipped table)
     }
 
 
@@ -135,3 +136,28 @@ def test_a_missing_include_is_located_and_the_rest_is_judged(tmp_path):
                      "requirements/base.txt:3 OPS501",
                      "requirements.txt:2 OPS001",        # dev.txt is not there
                      "requirements.txt:3 OPS506"}
+
+
+def test_packages_that_hold_torch_back_name_the_first_release_that_fits():
+    findings = scan_memory({"requirements.txt": "torch>=2.0\ntorchdata==0.6.1\nmosaicml<0.33\ntorchdata>=0.7.1\n"
+                                                "torchvision==0.12.0\ntorchcodec<0.10\nxformers\n"},
+                           RULES, deps=DEPS).findings
+    held = {f.location.line: f for f in findings if f.rule == "OPS509"}
+    assert sorted(held) == [2, 3, 5, 6]
+    assert "0.7.1" in held[2].message                   # torchdata 0.6.1 requires torch 2.0.1; 0.7.1 on admits 2.x
+    assert "no mosaicml release" in held[3].message     # every composer up to the newest gathered caps torch < 2.7.1
+    assert "0.15.0" in held[6].message                  # torchcodec 0.9 is built for torch 2.9; 0.15 for >= 2.11
+    assert held[2].subject == "torchdata" and held[2].task == "torch-version"
+
+
+def test_a_lock_is_judged_by_its_version_and_unknown_stays_unknown():
+    lock = ('[[package]]\nname = "torchdata"\nversion = "0.6.1"\n\n'
+            '[[package]]\nname = "torchcodec"\nversion = "0.12.0"\n')
+    found = _found({"uv.lock": lock})
+    assert found == {"uv.lock:3 OPS509"}   # torchcodec 0.12 declares no torch and no page gives it: unknown
+
+
+def test_a_package_cuda_only_by_its_metadata_is_a_warning():
+    findings = scan_memory({"requirements.txt": "unsloth\ncut-cross-entropy>=24\nnumpy\n"}, RULES, deps=DEPS).findings
+    cuda = [f for f in findings if f.rule == "OPS510"]
+    assert [f.location.line for f in cuda] == [1, 2] and all(f.severity == "warning" for f in cuda)
