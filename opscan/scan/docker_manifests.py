@@ -162,6 +162,8 @@ def _placed(entry: Entry, lines: dict[int, str], used: dict[str, int], physical:
     needle = entry.url or entry.text
     line = next((n for n, text in sorted(lines.items()) if needle and needle in text), entry.line)
     written = physical[line - 1] if 0 < line <= len(physical) else ""
+    if entry.kind == "image" and entry.name.split(":", 1)[0] in written:
+        return replace(entry, line=line)   # `FROM nvidia/cuda:${VERSION}`: the image is named here
     for value, where in sorted(used.items()):
         if value and value in needle and value not in written:
             return replace(entry, line=where)

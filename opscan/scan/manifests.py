@@ -181,7 +181,16 @@ def wheel_version(url: str) -> tuple[str, str] | None:
 
 
 def url_requirement(url: str, line: int) -> Entry | None:
-    """A bare wheel URL (`https://.../torch-2.1.0+cu121-...whl`) as the requirement it installs."""
+    """A bare wheel URL (`https://.../torch-2.1.0+cu121-...whl`, with an optional `; marker`) as
+    the requirement it installs; None when it is no wheel or its marker excludes a Linux x86_64 host."""
+    url, _, marker = url.partition(";")
+    url = url.strip()
+    if marker.strip():
+        try:
+            if not installs_on_linux(Marker(marker.strip())):
+                return None
+        except Exception:  # noqa: BLE001 - an unreadable marker: keep the requirement
+            pass
     wheel = wheel_version(url)
     if wheel is None:
         return None

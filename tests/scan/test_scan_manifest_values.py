@@ -161,3 +161,13 @@ def test_a_package_cuda_only_by_its_metadata_is_a_warning():
     findings = scan_memory({"requirements.txt": "unsloth\ncut-cross-entropy>=24\nnumpy\n"}, RULES, deps=DEPS).findings
     cuda = [f for f in findings if f.rule == "OPS510"]
     assert [f.location.line for f in cuda] == [1, 2] and all(f.severity == "warning" for f in cuda)
+
+
+def test_a_bare_wheel_url_keeps_its_marker_and_an_image_named_on_its_from_line_stays_there():
+    requirements = ("https://example.org/cpu/torch-2.1.2-cp310-cp310-manylinux2014_aarch64.whl ; "
+                    "platform_machine == \"aarch64\"\n"
+                    "https://example.org/cpu/torch-2.1.2%2Bcpu-cp310-cp310-linux_x86_64.whl ; "
+                    "platform_machine == \"x86_64\"\n")
+    assert _found({"requirements.txt": requirements}) == {"requirements.txt:2 OPS501"}
+    dockerfile = "ARG CUDA_VERSION=12.8.1\nFROM nvidia/cuda:${CUDA_VERSION}-base-ubuntu24.04\n"
+    assert _found({"Dockerfile": dockerfile}) == {"Dockerfile:2 OPS508"}
