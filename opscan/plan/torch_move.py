@@ -11,6 +11,7 @@ from pathlib import Path
 from opscan.records import Finding, TaskKind
 
 INSTALL_FACTS = Path(__file__).with_name("neuron-install.yaml")
+_NOT_STATED = frozenset({"", "unknown"})   # an install line no page gives (neuron-install.yaml)
 _TORCH_SUBJECT = re.compile(r"^torch (?P<pin>\d+\.\d+) to (?P<paired>\d+\.\d+(?:/\d+\.\d+)*)$")
 
 # NOTE [torch move]
@@ -113,8 +114,8 @@ def install_facts() -> InstallFacts:
     urls = {s["id"]: s["url"] for s in doc["sources"]}
     pairs = {}
     for pair in doc["pairs"]:
-        written = " ".join(str(pair.get("install", "unknown")).split())
-        line = "" if written == "unknown" else written
+        written = " ".join(str(pair.get("install") or "").split())
+        line = "" if written in _NOT_STATED else written
         source = urls[pair.get("install_source", pair["source"])]
         pairs[str(pair["torch"])] = (str(pair["torch_neuronx"]), line, source)
     caveats = tuple((" ".join(str(c["value"]).split()), urls[c["source"]]) for c in doc.get("caveats", ()))
