@@ -63,7 +63,7 @@ def load_effective_config(args: argparse.Namespace):
     target = Path(args.path)
     if not target.exists():
         raise InputError("no such file or folder", path=str(target))
-    config = load_checked_config(target)   # the release and the rule selectors checked with the file
+    config = load_checked_config(target, tolerant=True)   # the release and the rule selectors checked with the file
     config = config.override(
         backend=args.backend,
         db=Path(args.db).resolve() if getattr(args, "db", None) else None,

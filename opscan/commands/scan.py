@@ -86,7 +86,7 @@ def build_config(args: argparse.Namespace, root: Path):
     from opscan.config import parse_fail_on
     from opscan.config.checks import load_checked_config
 
-    config = load_checked_config(root)
+    config = load_checked_config(root, tolerant=True)
     return config.override(
         fail_on=parse_fail_on(args.fail_on) if args.fail_on else None,
         select=codes(args.select),

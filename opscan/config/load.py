@@ -15,12 +15,12 @@ their problems are still reported with the file's own, all at once.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from opscan.config_files import ConfigProblem, read_file
 from opscan.errors import ConfigError
 from opscan.plan.cost import CostConfig   # the cost model belongs to the plan; re-exported here
 
@@ -92,6 +92,8 @@ class Config:
     extra_rules: tuple[Path, ...] = ()      # folders of additional rule files
     parity: ParityConfig = field(default_factory=ParityConfig)
     cost: CostConfig = field(default_factory=CostConfig)
+    # configuration files met that could not be read (NOTE [unreadable config files])
+    problems: tuple[ConfigProblem, ...] = ()
 
     def override(self, **changes: Any) -> "Config":
         """A copy with the given fields replaced; `None` values leave a field as it is."""
@@ -121,49 +123,78 @@ Check = Callable[[dict[str, Any]], Iterable[tuple[str, str]]]
 
 # --- loading -----------------------------------------------------------------------------------
 
-def find_config(start: Path) -> tuple[Path | None, dict]:
-    """The first config file at or above `start`, and its opscan table ({} when none)."""
+# NOTE [unreadable config files]
+# The walk up from the scanned folder reads every pyproject.toml it meets until one holds
+# [tool.opscan] (or an opscan.toml). A file it cannot read (invalid TOML, not UTF-8, no permission)
+# is a ConfigProblem, never a stop of the whole scan:
+#   - not opscan's own (its text spells no `tool.opscan`): a pyproject of the project or of a folder
+#     above it. It is reported as one located OPS000 finding and the walk goes on upward;
+#   - opscan's own (an opscan.toml, or a pyproject whose text spells `tool.opscan`): the team's
+#     settings (fail-on, select, ...) cannot be applied. The commands that report (`opscan PATH`,
+#     `opscan scan`: `tolerant=True`) run with the defaults and report it as OPS005, an error that
+#     blocks, so the gate fails rather than drop a team's `fail-on` silently; every other command
+#     stops with exit 2 as before (ConfigError).
+# A file that reads but holds wrong keys or values is a ConfigError (exit 2) in every command.
+def locate_config(start: Path) -> tuple[Path | None, dict, tuple[ConfigProblem, ...]]:
+    """The first config file at or above `start`, its opscan table ({} when none), and the
+    configuration files met on the way that could not be read (NOTE [unreadable config files]).
+    An unreadable file of opscan's own ends the walk: (that file, {}, problems)."""
     start = start.resolve()
     folder = start if start.is_dir() else start.parent
+    problems: list[ConfigProblem] = []
     for candidate in (folder, *folder.parents):
         own = candidate / "opscan.toml"
         if own.is_file():
-            return own, _read_toml(own)
+            data = read_file(own)
+            if isinstance(data, ConfigProblem):
+                return own, {}, (*problems, data)
+            return own, data, tuple(problems)
         pyproject = candidate / "pyproject.toml"
         if pyproject.is_file():
-            data = _read_toml(pyproject)
-            table = data.get("tool", {}).get("opscan")
+            data = read_file(pyproject)
+            if isinstance(data, ConfigProblem):
+                problems.append(data)
+                if data.own:
+                    return pyproject, {}, tuple(problems)
+                continue
+            tool = data.get("tool")
+            table = tool.get("opscan") if isinstance(tool, dict) else None
             if table is not None:
                 if not isinstance(table, dict):
                     raise ConfigError("[tool.opscan] must be a table", path=str(pyproject))
-                return pyproject, table
-    return None, {}
+                return pyproject, table, tuple(problems)
+    return None, {}, tuple(problems)
 
 
-def _read_toml(path: Path) -> dict:
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from exc
-    except UnicodeDecodeError as exc:   # TOML is UTF-8 (tomllib decodes strictly)
-        raise ConfigError(f"not valid TOML: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset "
-                          f"{exc.start})", path=str(path)) from None
+def find_config(start: Path) -> tuple[Path | None, dict]:
+    """The first config file at or above `start`, and its opscan table ({} when none). Raises
+    ConfigError when opscan's own file cannot be read; other unreadable files are passed over."""
+    path, table, problems = locate_config(start)
+    _raise_own(problems)
+    return path, table
 
 
-def load_config(start: Path, checks: Sequence[Check] = ()) -> Config:
+def _raise_own(problems: tuple[ConfigProblem, ...]) -> None:
+    for problem in problems:
+        if problem.own:
+            raise ConfigError(problem.message, path=str(problem.path), line=problem.line)
+
+
+def load_config(start: Path, checks: Sequence[Check] = (), tolerant: bool = False) -> Config:
     """The configuration that applies to `start` (a file or folder). Raises ConfigError.
 
     `checks`: the caller's checks of the values (opscan/config_checks.py), their problems reported
-    with the file's own."""
+    with the file's own. `tolerant`: an unreadable file of opscan's own gives the defaults, with the
+    problem in `Config.problems`, instead of raising (NOTE [unreadable config files])."""
     start = Path(start)
-    path, table = find_config(start)
-    if path is None:
-        root = start.resolve()
-        return Config(root=root if root.is_dir() else root.parent)
-    return parse_table(table, path, checks)
+    path, table, problems = locate_config(start)
+    if not tolerant:
+        _raise_own(problems)
+    if path is None or any(p.own for p in problems):
+        here = start.resolve()
+        root = path.parent.resolve() if path is not None else here if here.is_dir() else here.parent
+        return Config(root=root, problems=problems)
+    return replace(parse_table(table, path, checks), problems=problems)
 
 
 def parse_table(table: dict, path: Path, checks: Sequence[Check] = ()) -> Config:

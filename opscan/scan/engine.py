@@ -232,16 +232,16 @@ def scan_manifest(relpath: str, data: bytes, rules: RuleSet, kind: str, deps=Non
     scanned = kind != "pyproject"   # a pyproject without dependency findings stays a build file
     if not compiled.dependencies:
         return FileResult(relpath, scanned=False, parsed=False)
-    text = _decoded(relpath, rules, data)
-    if isinstance(text, FileResult):
-        return text
+    text, undecodable = dependencies.decode_lines(data)   # a bad line costs itself only (NOTE [manifest lines])
     text = _universal_newlines(text)
     ctx = deps if deps is not None else dependencies.EMPTY
-    if not dependencies.relevant(text, tuple(compiled.dependencies), ctx):
+    if not undecodable and not dependencies.relevant(text, tuple(compiled.dependencies), ctx):
         count = text.count("\n") + (bool(text) and not text.endswith("\n"))
         return FileResult(relpath, scanned=scanned and kind != "setup-py", lines=count, parsed=False)
     lines = _split_lines(text)
     builder = _Builder(relpath, lines, comment_suppressions(lines, "#"))
+    for line, problem in undecodable:
+        _input(builder, rules, "unreadable", line=line, value=problem)
     try:
         hits, problems = dependencies.hits(relpath, kind, text, tuple(compiled.dependencies), ctx)
     except Exception as exc:  # noqa: BLE001 - NOTE [one rule, one file]: one bad manifest costs itself only
@@ -673,7 +673,13 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
                                                   read=functools.partial(_read, index))]
     results = _second_pass(results, project, rules, functools.partial(_read, index), precheck, cache, deps,
                            index.scan_parse)
-    return mark_fixable(_collect(_dedupe_locks(results), check_fixes, probe), rules)
+    result = mark_fixable(_collect(_dedupe_locks(results), check_fixes, probe), rules)
+    from opscan.scan.includes import missing_includes   # a `-r` file that is not there (scan/includes.py)
+
+    missing = missing_includes(root, relpaths, rules, project.requirements)
+    if missing:
+        result = replace(result, findings=tuple(sorted(result.findings + tuple(missing), key=Finding.sort_key)))
+    return result
 
 
 def _read(index: ProjectIndex, relpath: str, abspath: str | None = None) -> bytes:

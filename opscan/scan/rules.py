@@ -84,8 +84,11 @@ DEPENDENCY_KINDS = {
     "cuda-library": "a distribution of a CUDA-only library in the catalog (opscan/plan/libraries.yaml)",
     "conda-cuda": "a conda CUDA package (`names`), a CUDA build of one (`builds`) or a CUDA channel (`channels`)",
     "cuda-image": "a container base image that is a CUDA image (`images`)",
+    "torch-constraint": "a package whose admitted releases all require an unpaired torch, by the shipped table of "
+                        "published metadata (rules/data/torch-constraints.yaml)",
+    "cuda-metadata": "a package outside the catalog whose published metadata requires NVIDIA wheels or triton",
 }
-INPUT_KINDS = ("parse-error", "unreadable", "internal-error", "empty-file", "unused-suppression")
+INPUT_KINDS = ("parse-error", "unreadable", "internal-error", "empty-file", "unused-suppression", "unreadable-config")
 
 
 @dataclass(frozen=True)

@@ -264,3 +264,32 @@ def test_backend_check_imports_no_torch(tmp_path):
                           cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "tool.opscan.backend: no release 'torchneuron==9.9.9'" in proc.stdout
+
+
+# -- unreadable config files (NOTE [unreadable config files] in opscan/config.py) ------------------
+
+def test_an_unreadable_pyproject_above_is_passed_over_and_recorded(tmp_path):
+    (tmp_path / "opscan.toml").write_text('fail-on = ["warning"]\n')
+    inner = tmp_path / "pkg"
+    inner.mkdir()
+    (inner / "pyproject.toml").write_text("[project\nname = 'x'\n")
+    config = load_config(inner)
+    assert config.path == (tmp_path / "opscan.toml").resolve() and config.fail_on == ("warning",)
+    assert [(p.path.name, p.line, p.own) for p in config.problems] == [("pyproject.toml", 1, False)]
+
+
+def test_opscan_own_unreadable_config_raises_unless_tolerant(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.opscan]\nfail-on = ["warning"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path)
+    assert str(tmp_path / "pyproject.toml") in str(caught.value)
+    config = load_config(tmp_path, tolerant=True)
+    assert config.fail_on == ("error",) and config.root == tmp_path.resolve()   # the defaults, and the problem
+    assert [(p.path.name, p.own) for p in config.problems] == [("pyproject.toml", True)]
+    assert config.problems[0].line == 2
+
+
+def test_a_pyproject_is_opscans_own_by_its_text_even_when_broken(tmp_path):
+    (tmp_path / "pyproject.toml").write_bytes(b"[project]\nname = '\xff'\n[tool.opscan]\n")
+    config = load_config(tmp_path, tolerant=True)
+    assert [(p.line, p.own) for p in config.problems] == [(2, True)]
