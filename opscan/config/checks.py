@@ -62,5 +62,5 @@ CHECKS: tuple[Check, ...] = (check_backend, check_selectors)
 def load_checked_config(start: Path, tolerant: bool = False) -> Config:
     """`load_config(start)` with CHECKS: the configuration every command runs with. `tolerant`:
     opscan's own config file that cannot be read is reported, not raised (the commands that report
-    findings; NOTE [unreadable config files] in opscan/config.py)."""
+    findings; NOTE [unreadable config files] in opscan/config/load.py)."""
     return load_config(start, CHECKS, tolerant)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from opscan.config_files import ConfigProblem, read_file
+from opscan.config.toml_file import ConfigProblem, read_file
 from opscan.errors import ConfigError
 from opscan.plan.cost import CostConfig   # the cost model belongs to the plan; re-exported here
 

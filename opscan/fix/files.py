@@ -1,7 +1,7 @@
 """Runs `opscan fix` over files: the scan picks the files, each is re-read, fixed and written safely.
 
 # NOTE [fix writes]
-# 1. The scan (`opscan.phases.scan`, the same config, file selection and rule selection as
+# 1. The scan (`opscan.pipeline.phases.scan`, the same config, file selection and rule selection as
 #    `opscan PATH`) finds the files that have a fixable finding; nothing else is read again.
 # 2. Each such file is read once (bytes B) and scanned again from B (`scan_source`, pure), so the
 #    positions the codemods use are those of exactly the bytes being rewritten.

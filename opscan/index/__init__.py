@@ -1,6 +1,6 @@
 """One project index: each file of a run listed by one walk, read once and parsed once.
 
-`ProjectIndex(root)` is made once per run (opscan/app.py `analyse`) and handed to every stage
+`ProjectIndex(root)` is made once per run (opscan/pipeline/analyse.py `analyse`) and handed to every stage
 that reads the project's Python: the model search (opscan/targets/discovery.py, with the recipes,
 registries, tests and call sites it reads) and the source scan (opscan/scan/engine.py). It holds,
 per file, what was asked of it: the bytes (read with the scan's guarded read,

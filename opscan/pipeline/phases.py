@@ -89,7 +89,7 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
     # OPS003, when selected (rules/unused-suppression.yaml)
     extra = unused_suppressions(root, result, rules, rules.known)
     findings = tuple(sorted(result.findings + tuple(extra), key=Finding.sort_key))
-    if config.problems:   # NOTE [unreadable config files] in opscan/config.py
+    if config.problems:   # NOTE [unreadable config files] in opscan/config/load.py
         from opscan.scan.config_findings import config_findings, without_duplicates
 
         located = [(os.path.relpath(p.path, root).replace(os.sep, "/"), p) for p in config.problems]

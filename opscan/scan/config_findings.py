@@ -1,7 +1,7 @@
 """Configuration files opscan could not read, as located input findings (OPS005 / OPS000).
 
-opscan/config.py collects them while it walks up to `[tool.opscan]` (NOTE [unreadable config
-files] there); the scan phase (opscan/phases.py) turns them into findings here, and the rule
+opscan/config/load.py collects them while it walks up to `[tool.opscan]` (NOTE [unreadable config
+files] there); the scan phase (opscan/pipeline/phases.py) turns them into findings here, and the rule
 examples (opscan/scan/examples.py) do the same for an example's config files, so both paths are
 one. A problem of opscan's own config is `unreadable-config` (OPS005, an error that blocks); any
 other is `parse-error` (OPS000), as for a manifest opscan cannot read.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from opscan.config_files import OWN_NAME, ConfigProblem, read_toml
+from opscan.config.toml_file import OWN_NAME, ConfigProblem, read_toml
 from opscan.records import Finding, Location
 from opscan.scan.rules import RuleSet
 

@@ -2,7 +2,7 @@
 
 What a run knows beyond the file (the torch versions the selected TorchNeuron release pairs with,
 the CUDA-only library catalog, the installed distributions' torch requirements) arrives as one
-`DependencyContext`, built by opscan/phases.py from coverage_db and opscan/plan/libraries.yaml
+`DependencyContext`, built by opscan/pipeline/phases.py from coverage_db and opscan/plan/libraries.yaml
 (the scan imports neither). The companion tables (torchvision/torchaudio -> torch, packages that
 ended) are data: rules/data/torch-companions.yaml. NOTE [torch pins] says how a specifier is judged.
 """

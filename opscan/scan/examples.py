@@ -74,7 +74,7 @@ def check_rule(rule: Rule, rules: RuleSet | None = None, deps=None) -> list[Exam
         rules: the rule set to scan with. Default: `rule` alone, and only its own code is
             compared. With a full set, every code is compared (stricter: examples must mark
             all the findings they cause).
-        deps: the DependencyContext manifest examples are judged against (opscan/phases.py
+        deps: the DependencyContext manifest examples are judged against (opscan/pipeline/phases.py
             dependency_context: the release's torch pairing); None: no release known.
     """
     only = None

@@ -266,7 +266,7 @@ def test_backend_check_imports_no_torch(tmp_path):
     assert "tool.opscan.backend: no release 'torchneuron==9.9.9'" in proc.stdout
 
 
-# -- unreadable config files (NOTE [unreadable config files] in opscan/config.py) ------------------
+# -- unreadable config files (NOTE [unreadable config files] in opscan/config/load.py) ------------------
 
 def test_an_unreadable_pyproject_above_is_passed_over_and_recorded(tmp_path):
     (tmp_path / "opscan.toml").write_text('fail-on = ["warning"]\n')

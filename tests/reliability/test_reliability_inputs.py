@@ -142,7 +142,7 @@ CONFIGS = {
     "missing-rules-folder": ("pyproject.toml", b"[tool.opscan]\nextra-rules = ['no/such/folder']\n"),
 }
 # opscan's own config file that cannot be read at all (NOTE [unreadable config files] in
-# opscan/config.py): the reporting commands go on with the defaults and report OPS005 at its
+# opscan/config/load.py): the reporting commands go on with the defaults and report OPS005 at its
 # line, an error that fails the gate; under --exit-zero they exit 0 with the same finding.
 UNREADABLE_CONFIGS = {
     "toml-syntax": ("pyproject.toml", b"[tool.opscan\nfail-on = 'error'\n", 1),

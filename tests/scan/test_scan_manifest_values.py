@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from opscan.config import Config
-from opscan.phases import dependency_context
+from opscan.pipeline.phases import dependency_context
 from opscan.scan.engine import scan_memory
 from opscan.scan.rules import load_rules
 

@@ -1,8 +1,8 @@
 """A configuration file's TOML read from its bytes: the document, or why it cannot be read.
 
-Shared by opscan/config.py (the walk up to `[tool.opscan]`) and the scan's input findings
+Shared by opscan/config/load.py (the walk up to `[tool.opscan]`) and the scan's input findings
 (opscan/scan/config_findings.py), so both say the same of one file (NOTE [unreadable config
-files] in opscan/config.py). Imports nothing of opscan.
+files] in opscan/config/load.py). Imports nothing of opscan.
 """
 
 from __future__ import annotations
