@@ -7,8 +7,6 @@ exactly; only replaced nodes are printed anew).
 
 from __future__ import annotations
 
-import ast
-import warnings
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -16,6 +14,7 @@ import libcst as cst
 
 from opscan.fix import codemods, reasons
 from opscan.fix.context import Context
+from opscan.index import parse as parse_source
 from opscan.records import Finding
 
 GUARDED = ("inside a guard that protects CUDA-only work (e.g. `if torch.cuda.is_available():`): "
@@ -197,11 +196,17 @@ def _has_fix(finding: Finding, rules: dict) -> bool:
     return rule is not None and rule.autofix is not None
 
 
-def _parses(text: str) -> bool:
+def _parses(text: str | bytes) -> bool:
+    """Whether the rewrite parses, as the scan parses (newer syntax too: NOTE [newer syntax])."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text)
+        if isinstance(text, bytes):
+            from opscan.index import decode
+
+            decoded = decode(text)
+            if decoded is None:
+                return False
+            text = decoded
+        parse_source(text, "<rewrite>")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True
