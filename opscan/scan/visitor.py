@@ -246,7 +246,9 @@ class Visitor(FileContext):
         for check in _CHECKS.get(type(node), ()):
             check(self, node, g)
         guard = g or P.is_guard(node.test, self.resolve)
-        self._visit_test(node.test, g, ("", "chooses between two values"))
+        # the conditional's branches are what its availability check guards (NOTE [guards that protect CUDA-only code])
+        self._visit_test(node.test, g, ("", "chooses between two values"),
+                         self._spanning(self.guarding, (node.lineno, node.end_lineno or node.lineno)))
         body_g, else_g = (guard, guard) if self.is_idiom(node) else self._branch_guards(node.test, g, guard)
         if body_g is not None:
             self.visit(node.body, body_g)
@@ -259,10 +261,19 @@ class Visitor(FileContext):
         [short-circuit guards] in string_contexts.py)."""
         for check in _CHECKS.get(type(node), ()):
             check(self, node, g)
-        for value in node.values:
-            self.visit(value, g)
-            if not g and P.is_guard(value, self.resolve):
-                g = True
+        saved = self.guarding
+        try:
+            for i, value in enumerate(node.values):
+                rest = node.values[i + 1:]
+                if rest:   # what follows a check is what it guards (NOTE [guards that protect CUDA-only code])
+                    self.guarding = self._spanning(saved, (rest[0].lineno, rest[-1].end_lineno or rest[-1].lineno))
+                else:
+                    self.guarding = saved
+                self.visit(value, g)
+                if not g and P.is_guard(value, self.resolve):
+                    g = True
+        finally:
+            self.guarding = saved
 
     def v_if(self, node, g: bool) -> None:
         guard = g or P.is_guard(node.test, self.resolve)
@@ -288,6 +299,11 @@ class Visitor(FileContext):
             self.paths.pop()
         if else_g is not None:
             self._stmts(node.orelse, else_g)
+
+    @staticmethod
+    def _spanning(outer: tuple[int, int] | None, lines: tuple[int, int]) -> tuple[int, int]:
+        """The lines a check guards: `lines`, widened to the enclosing test's block when there is one."""
+        return lines if outer is None else (min(outer[0], lines[0]), max(outer[1], lines[1]))
 
     def _visit_test(self, test: ast.AST, g: bool, what: tuple[str, str],
                     guarding: tuple[int, int] | None = None) -> None:
