@@ -66,6 +66,8 @@ class FileResult:
     parsed: bool = True             # False: skipped by the pre-check (NOTE [pre-check])
     demos: tuple[tuple[int, int], ...] = ()   # its `if __name__ == "__main__":` blocks (NOTE [demo blocks])
     modules: tuple[str, ...] = ()   # the dotted names its imports name (demos.imported_modules)
+    members: tuple[tuple[str, str, int, str], ...] = ()   # (module, name, line, local) of its `_C`-style imports
+    # (NOTE [members of Python modules])
 
 
 @dataclass(frozen=True)
@@ -354,7 +356,7 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
     facts = file_facts(builder.relpath, tree, visitor.bindings, hits, where)
     return replace(builder.result(), exports=visitor.exports(), imports=tuple(sorted(set(visitor.own_imports))),
                    facts=facts, demos=demos.blocks(tree) if where is None else (),
-                   modules=demos.imported_modules(text, relpath))
+                   modules=demos.imported_modules(text, relpath), members=tuple(sorted(set(visitor.member_sources))))
 
 
 # NOTE [wrappers across files]
@@ -539,6 +541,7 @@ def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, che
                            project, rules, data.__getitem__, precheck, deps=deps)
     results = _demo_blocks(results, lambda: [(rel, blob) for rel, blob in data.items() if demos.is_script_doc(rel)],
                            lambda: [])
+    results = _python_members(results, rules, data.__contains__)
     return mark_fixable(_collect(_dedupe_locks(results), check_fixes), rules)
 
 
@@ -682,6 +685,7 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
     scanned = {r.path for r in results}
     others = functools.partial(_project_files, index, lambda rel: rel.endswith(".py") and rel not in scanned)
     results = _demo_blocks(results, functools.partial(_project_files, index, demos.is_script_doc), others)
+    results = _python_members(results, rules, lambda rel: (root / rel).is_file())
     return mark_fixable(_collect(_dedupe_locks(results), check_fixes, probe), rules)
 
 
@@ -698,6 +702,39 @@ def _demo_blocks(results: list[FileResult], docs, others) -> list[FileResult]:
         importers[rel] = demos.imported_modules(data.decode("utf-8", "replace"), rel)
     scripts = demos.run_as_scripts(data.decode("utf-8", "replace") for _, data in docs())
     return demos.demote(results, importers, scripts)
+
+
+# NOTE [members of Python modules]
+# `from .defaults import _C` names a package's compiled `_C` by the convention OPS305 follows, yet in
+# a detectron-style project `defaults.py` is a Python module and `_C` its config object. The file's
+# scan cannot tell (it is pure of its own bytes), so it records each such import as (module, name)
+# (`FileResult.members`); over the whole result, an import whose module is a Python file of the
+# tree (`pkg/config/defaults.py`, also under `src/`), or whose name is one (`pkg/_C.py`), is no
+# compiled extension: that file's extension findings on it (the import's OPS305 at its line, and
+# the OPS310 calls through the local name it binds) are dropped. A stat per such import, so warm runs stay as fast.
+def _python_members(results: list[FileResult], rules: RuleSet, exists) -> list[FileResult]:
+    """NOTE [members of Python modules]: drop extension findings on names Python modules of the tree define."""
+    if not any(r.members for r in results):
+        return results
+    compiled = rules.compiled
+    import_rules = {entry[-1].id for entry in (*compiled.extensions, *compiled.ext_members)}
+    call_rules = {entry[-1].id for entry in (*compiled.ext_calls, *compiled.ext_member_calls)}
+    out = []
+    for result in results:
+        imports, locals_ = set(), set()
+        for module, name, line, local in result.members:
+            base = module.replace(".", "/")
+            files = (f"{base}.py", f"{base}/{name}.py", f"{base}/{name}/__init__.py")
+            if any(exists(prefix + f) for prefix in ("", "src/") for f in files):
+                imports.add((line, name))
+                locals_.add(local)
+        if imports:
+            kept = [(f, r) for f, r in zip(result.findings, result.requires or [()] * len(result.findings))
+                    if not (f.rule in import_rules and (f.location.line, f.subject) in imports
+                            or f.rule in call_rules and f.subject in locals_)]
+            result = replace(result, findings=tuple(f for f, _ in kept), requires=tuple(r for _, r in kept))
+        out.append(result)
+    return out
 
 
 _DOC_BYTES = 1 << 20
@@ -747,6 +784,7 @@ def encode_result(result: FileResult) -> dict:
         "exports": list(result.exports), "imports": list(result.imports),
         "facts": encode_facts(result.facts), "parsed": result.parsed,
         "demos": [list(span) for span in result.demos], "modules": list(result.modules),
+        "members": [list(member) for member in result.members],
     }
 
 
@@ -762,5 +800,6 @@ def decode_result(data: dict) -> FileResult:
         tuple(Suppression(data["path"], s[0], tuple(s[1]), tuple(s[2])) for s in data["suppressions"]),
         data["scanned"], data["lines"], tuple(data.get("exports", ())), tuple(data.get("imports", ())),
         decode_facts(data.get("facts")), data.get("parsed", True),
-        tuple((int(a), int(b)) for a, b in data.get("demos", ())), tuple(data.get("modules", ())))
+        tuple((int(a), int(b)) for a, b in data.get("demos", ())), tuple(data.get("modules", ())),
+        tuple((str(a), str(b), int(c), str(d)) for a, b, c, d in data.get("members", ())))
 
