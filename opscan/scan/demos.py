@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from opscan.records import Finding, Severity
 
@@ -96,7 +98,7 @@ def imported_modules(text: str, relpath: str) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-def run_as_scripts(texts) -> tuple[frozenset[str], frozenset[str]]:
+def run_as_scripts(texts: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
     """The script paths (`tools/demo.py`) and modules (`pkg.cli`) that the given texts of the
     project's docs, shell scripts and build files run or name as entry points."""
     paths: set[str] = set()
@@ -114,15 +116,16 @@ def is_script_doc(relpath: str) -> bool:
     return base in _DOC_NAMES or base.endswith(_DOC_SUFFIXES) or base.startswith("README")
 
 
-def demote(results, importers: dict[str, tuple[str, ...]], scripts: tuple[frozenset[str], frozenset[str]]):
+def demote(results: Sequence[Any], importers: dict[str, tuple[str, ...]],
+           scripts: tuple[frozenset[str], frozenset[str]]) -> list[Any]:
     """The results with each finding inside a demo block of an imported library module turned into a
     warning naming the block (NOTE [demo blocks]); `importers`: relpath -> the modules it imports."""
     imported: dict[str, set[str]] = {}
-    for path, modules in importers.items():
-        for module in modules:
-            imported.setdefault(module, set()).add(path)
+    for path, names in importers.items():
+        for name in names:
+            imported.setdefault(name, set()).add(path)
     paths, modules = scripts
-    out = []
+    out: list[Any] = []
     for result in results:
         spans = getattr(result, "demos", ())
         if not spans or not result.findings or not result.path.endswith(".py"):
@@ -140,7 +143,7 @@ def demote(results, importers: dict[str, tuple[str, ...]], scripts: tuple[frozen
     return out
 
 
-def _in_block(finding: Finding, spans) -> Finding:
+def _in_block(finding: Finding, spans: Sequence[tuple[int, int]]) -> Finding:
     if finding.severity != Severity.ERROR:
         return finding
     for first, last in spans:

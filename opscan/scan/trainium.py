@@ -31,9 +31,13 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
+
+Resolve = Callable[[ast.AST], "str | None"]
 
 PAIRED_TORCH: tuple[tuple[int, int], ...] = ((2, 13), (2, 14))
 
@@ -91,10 +95,10 @@ class _TorchVersion:      # torch.__version__ (or a parsed copy): any patch rele
     minor: tuple[int, int]
 
 
-def on_trainium(test: ast.AST, resolve) -> Branch | None:
+def on_trainium(test: ast.AST, resolve: Resolve) -> Branch | None:
     """The branch `test` takes on Trainium with the paired torch, or None when that cannot be told
     (NOTE [the branch Trainium takes])."""
-    answers = set()
+    answers: set[bool] = set()
     cuda = False
     for minor in PAIRED_TORCH:
         value, uses_cuda = _Evaluator(resolve, minor).truth(test)
@@ -108,18 +112,18 @@ def on_trainium(test: ast.AST, resolve) -> Branch | None:
 
 
 class _Evaluator:
-    def __init__(self, resolve, minor: tuple[int, int]) -> None:
+    def __init__(self, resolve: Resolve, minor: tuple[int, int]) -> None:
         self.resolve = resolve
         self.minor = minor
         self.cuda = False
 
-    def truth(self, test: ast.AST):
+    def truth(self, test: ast.AST) -> tuple[Any, bool]:
         value = self.value(test)
         if value is UNKNOWN:
             return UNKNOWN, self.cuda
         return bool(value), self.cuda
 
-    def value(self, node: ast.AST):
+    def value(self, node: ast.AST) -> Any:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.BoolOp):
@@ -139,7 +143,7 @@ class _Evaluator:
                 return base.type if isinstance(base, _Device) else UNKNOWN
         return UNKNOWN
 
-    def _boolop(self, node: ast.BoolOp):
+    def _boolop(self, node: ast.BoolOp) -> Any:
         stop = isinstance(node.op, ast.Or)       # `or` stops at a true value, `and` at a false one
         unknown = False
         last = None
@@ -153,7 +157,7 @@ class _Evaluator:
             last = value
         return UNKNOWN if unknown else last
 
-    def _call(self, node: ast.Call):
+    def _call(self, node: ast.Call) -> Any:
         name = self.resolve(node.func) or ""
         if name == "torch.accelerator.current_accelerator":
             return _Device("neuron")
@@ -179,7 +183,7 @@ class _Evaluator:
             return False
         return UNKNOWN
 
-    def _torch_helper(self, name: str, node: ast.Call):
+    def _torch_helper(self, name: str, node: ast.Call) -> Any:
         """`is_torch_greater_or_equal("2.6")`, `is_torch_version(">=", "2.6")` of transformers / accelerate."""
         if not name.startswith(_HELPER_PACKAGES) or node.keywords:
             return UNKNOWN
@@ -191,7 +195,7 @@ class _Evaluator:
             return self._version_compare(args[0], args[1])
         return UNKNOWN
 
-    def _version(self, value):
+    def _version(self, value: Any) -> Any:
         if isinstance(value, (_TorchVersion, Version)):
             return value
         if isinstance(value, str):
@@ -201,7 +205,7 @@ class _Evaluator:
                 return UNKNOWN
         return UNKNOWN
 
-    def _compare(self, node: ast.Compare):
+    def _compare(self, node: ast.Compare) -> Any:
         if len(node.ops) != 1:
             return UNKNOWN
         op = node.ops[0]
@@ -226,7 +230,7 @@ class _Evaluator:
                     ">": left > right, ">=": left >= right}[symbol]
         return UNKNOWN
 
-    def _version_compare(self, symbol: str, text: str):
+    def _version_compare(self, symbol: str, text: str) -> Any:
         """`torch version SYMBOL text` for every patch release of the paired minor, or UNKNOWN."""
         try:
             other = Version(text)
