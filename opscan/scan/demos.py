@@ -29,7 +29,7 @@ from typing import Any
 
 from opscan.records import Finding, Severity
 
-_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([^\n#]*)|import[ \t]+([^\n#]*))", re.M)
+_IMPORT = re.compile(r"[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([^\n#]*)|import[ \t]+([^\n#]*))", re.M)
 _NAME = re.compile(r"[A-Za-z_][\w.]*")
 _SCRIPT_PATH = re.compile(r"(?<![\w/.-])\.?/?((?:[\w.-]+/)*[\w-]+\.py)\b")
 _SCRIPT_MODULE = re.compile(r"(?:^|\s)-m[ \t]+([A-Za-z_][\w.]*)")
@@ -74,7 +74,7 @@ def imported_modules(text: str, relpath: str) -> tuple[str, ...]:
     if not relpath.endswith("__init__.py"):
         package = package[:-1]
     out: set[str] = set()
-    for match in _IMPORT.finditer(text):
+    for match in _import_statements(text):
         dots, base, names, plain = match.groups()
         if plain is not None:   # import a.b as c, d
             for part in plain.split(","):
@@ -96,6 +96,21 @@ def imported_modules(text: str, relpath: str) -> tuple[str, ...]:
             if words and words[0] != "*":
                 out.add(f"{base}.{words[0]}")
     return tuple(sorted(out))
+
+
+def _import_statements(text: str):
+    """_IMPORT's matches, tried only at the start of the lines that spell "import" (a literal search
+    the regex engine does fast) instead of at every line: the same matches, a few times faster."""
+    seen = -1
+    pos = text.find("import")
+    while pos != -1:
+        start = text.rfind("\n", 0, pos) + 1
+        if start != seen:
+            seen = start
+            match = _IMPORT.match(text, start)
+            if match is not None:
+                yield match
+        pos = text.find("import", pos + 6)
 
 
 def run_as_scripts(texts: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
