@@ -8,7 +8,8 @@ the numbers compare two versions of the scanner on the same installed trees:
     python benchmarks/blocker_counts.py --site PATH/site-packages torch transformers --diff before.json
 
 `--diff` prints, per package and rule, the counts before and after, and the blocking sites that
-appeared or went away (path:line rule), so each change can be read one by one.
+appeared or went away (path:line rule), so each change can be read one by one; each run also
+records the scan's wall and CPU seconds (a single noisy run: compare several, interleaved).
 """
 
 from __future__ import annotations
@@ -24,14 +25,15 @@ from opscan.records import Severity
 from opscan.scan.engine import scan_paths
 
 
-def blockers(root: Path) -> tuple[list[str], Counter, float]:
-    """The blocking sites (`path:line RULE`) of one package folder, their count by rule, and the scan's seconds."""
-    start = time.perf_counter()
+def blockers(root: Path) -> tuple[list[str], Counter, float, float]:
+    """The blocking sites (`path:line RULE`) of one package folder, their count by rule, and the scan's
+    wall and CPU seconds (one process, no workers: CPU time is what machine load inflates least)."""
+    start, cpu = time.perf_counter(), time.process_time()
     result = scan_paths(root, check_fixes=False)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     sites = sorted(f"{f.location.path}:{f.location.line} {f.rule}" for f in result.findings
                    if f.severity == Severity.ERROR and not f.guarded)
-    return sites, Counter(site.rsplit(" ", 1)[1] for site in sites), seconds
+    return sites, Counter(site.rsplit(" ", 1)[1] for site in sites), seconds, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,9 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     now = {}
     for name in args.packages:
-        sites, by_rule, seconds = blockers(Path(args.site) / name)
+        sites, by_rule, seconds, cpu = blockers(Path(args.site) / name)
         now[name] = {"blockers": len(sites), "by_rule": dict(sorted(by_rule.items())), "sites": sites,
-                     "seconds": round(seconds, 1)}
+                     "seconds": round(seconds, 1), "cpu_seconds": round(cpu, 2)}
     if not args.diff:
         json.dump(now, sys.stdout, indent=1)
         print()
@@ -52,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     before = json.loads(Path(args.diff).read_text(encoding="utf-8"))
     for name, after in now.items():
         old = before.get(name, {"blockers": 0, "by_rule": {}, "sites": []})
-        print(f"{name}: {old['blockers']} -> {after['blockers']} blockers")
+        print(f"{name}: {old['blockers']} -> {after['blockers']} blockers; scan CPU {old.get('cpu_seconds', '?')} -> "
+              f"{after['cpu_seconds']} s")
         for rule in sorted(set(old["by_rule"]) | set(after["by_rule"])):
             a, b = old["by_rule"].get(rule, 0), after["by_rule"].get(rule, 0)
             if a != b:
