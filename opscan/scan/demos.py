@@ -1,4 +1,4 @@
-"""Demo blocks of library modules: findings under `if __name__ == "__main__":` in a module the project imports.
+"""Demo blocks of library modules: findings under `if __name__ == "__main__":` in a module the project imports."""
 
 # NOTE [demo blocks]
 # A library module often ends with a demo: `if __name__ == '__main__': model = ViT().cuda()`. That
@@ -17,7 +17,6 @@
 # cached with the file; the decision is made over the whole result (`demote`), so it follows the
 # tree as it is. A scan of some files only (the pre-commit hook) reads the other Python files of
 # the project for their imports, once, and only when a scanned file has a finding in such a block.
-"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What a test gives on Trainium with the paired torch: a small, closed evaluator of `if` and conditional tests.
+"""What a test gives on Trainium with the paired torch: a small, closed evaluator of `if` and conditional tests."""
 
 # NOTE [the branch Trainium takes]
 # A conditional is judged by the branch it takes on a Trainium host running the torch TorchNeuron
@@ -16,6 +16,7 @@
 #     no change);
 #   - `hasattr(M, "name")` is True when `M.name` is an API of the paired torch (PRESENT; absent
 #     names stay unknown, since a plugin such as torch_npu adds `torch.npu`);
+#   - literals: `if 0:`, `if False:` (`while` loops are not judged, only `if` and conditionals);
 #   - version tests: `torch.__version__` (a TorchVersion: it compares as a version) against a
 #     string, `packaging.version.parse/Version(...)` of both sides, and transformers' and
 #     accelerate's `is_torch_greater_or_equal("2.6")` / `is_torch_version(">=", "2.6")`, answered
@@ -26,7 +27,6 @@
 # accelerator's availability (`... if hasattr(torch, "accelerator") else "cuda"`: legacy code for
 # an older torch, no port work); when it rests on a CUDA check, the branch not taken is the CUDA path
 # the port has to handle, reported guarded as before. An unknown test keeps the judgement it had.
-"""
 
 from __future__ import annotations
 
