@@ -72,3 +72,16 @@ def test_the_fixer_rewrites_a_pep695_file_and_keeps_its_syntax():
     assert "def move[T: torch.Tensor = torch.Tensor](x: T) -> T:" in fixed.text
     assert ".cuda()" not in fixed.text and '"cuda' not in fixed.text
     assert found(fixed.text) == []
+
+
+def test_opscan_scan_and_fix_on_a_pep695_project(run_cli, tmp_path, monkeypatch):
+    (tmp_path / "gen.py").write_text(PEP695)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli("scan", ".", "--format", "json", "--no-cache")
+    assert code == 1 and '"OPS000"' not in out and out.count('"OPS101"') == 2
+    code, _, _ = run_cli("fix", ".")
+    assert code == 0
+    fixed = (tmp_path / "gen.py").read_text()
+    assert "class Box[T, *Ts, **P](torch.nn.Module):" in fixed and ".cuda()" not in fixed
+    code, out, _ = run_cli("scan", ".", "--format", "json", "--no-cache")
+    assert code == 0 and '"OPS000"' not in out
