@@ -95,7 +95,7 @@ class FileContext:
         self.builders: dict[str, str] = {}      # names bound to a JIT op builder (NOTE [op builders])
         self.dict_names: set[str] = set()       # module-level names bound to a dict literal (dispatch.py)
         self.member_sources: list[tuple[str, str, int, str]] = []   # (module, name, line, local name) of
-        # `_C`-style member imports (NOTE [members of Python modules] in engine.py)
+        # `_C`-style member imports (NOTE [members of Python modules] in members.py)
         self.native_classes: dict[str, str] = {}   # imported classes -> their native-library attribute
         self.native_objects: dict[str, str] = {}   # instances of those -> the same (NOTE [native libraries])
 

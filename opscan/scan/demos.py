@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -97,7 +97,7 @@ def imported_modules(text: str, relpath: str) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
-def _import_statements(text: str):
+def _import_statements(text: str) -> Iterator[re.Match[str]]:
     """_IMPORT's matches, tried only at the start of the lines that spell "import" (a literal search
     the regex engine does fast) instead of at every line: the same matches, a few times faster."""
     seen = -1
@@ -167,3 +167,37 @@ def _in_block(finding: Finding, spans: Sequence[tuple[int, int]]) -> Finding:
                            message=f"{finding.message} (in the `__main__` demo block, {where}, of a module the "
                                    "project imports: it runs only when the file is run itself)")
     return finding
+
+
+def apply(results: list[Any], docs: Callable[[], list[tuple[str, bytes]]],
+          others: Callable[[], list[tuple[str, bytes]]]) -> list[Any]:
+    """NOTE [demo blocks]: findings in the `__main__` demo block of an imported library
+    module become warnings naming the block. `docs()` and `others()` give (relpath, bytes) of the
+    project's docs and scripts, and of its Python files that were not scanned; both are read only
+    when a scanned file has an error inside such a block."""
+    if not any(r.demos and any(f.severity == Severity.ERROR and any(a <= f.location.line <= b for a, b in r.demos)
+                               for f in r.findings) for r in results):
+        return results
+    importers = {r.path: r.modules for r in results}
+    for rel, data in others():
+        importers[rel] = imported_modules(data.decode("utf-8", "replace"), rel)
+    scripts = run_as_scripts(data.decode("utf-8", "replace") for _, data in docs())
+    return demote(results, importers, scripts)
+
+
+_DOC_BYTES = 1 << 20
+
+
+def project_files(index: Any, keep: Callable[[str], bool], limit: int = 20_000) -> list[tuple[str, bytes]]:
+    """(relpath, bytes) of the project's files that `keep` accepts (by relative path), read through
+    the run's index and not kept; unreadable or large files are left out."""
+    out: list[tuple[str, bytes]] = []
+    for path in index.paths(lambda p: keep(index.rel(p)), limit=limit):
+        rel = index.rel(path)
+        try:
+            data = index.data(rel, keep=False)
+        except OSError:
+            continue
+        if len(data) <= _DOC_BYTES:
+            out.append((rel, data))
+    return out

@@ -17,8 +17,8 @@ from opscan.errors import InputError
 from opscan.fsutil import UnreadableFile, read_source_bytes
 from opscan.index import ProjectIndex
 from opscan.index import parse as parse_source
-from opscan.records import Finding, Location, ScanFacts, Severity
-from opscan.scan import demos, native
+from opscan.records import Finding, Location, ScanFacts
+from opscan.scan import demos, members, native
 from opscan.scan.facts import decode_facts, encode_facts, file_facts, merge
 from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, discover, manifest_kind
 from opscan.scan.matchers import from_import_names
@@ -67,7 +67,7 @@ class FileResult:
     demos: tuple[tuple[int, int], ...] = ()   # its `if __name__ == "__main__":` blocks (NOTE [demo blocks])
     modules: tuple[str, ...] = ()   # the dotted names its imports name (demos.imported_modules)
     members: tuple[tuple[str, str, int, str], ...] = ()   # (module, name, line, local) of its `_C`-style imports
-    # (NOTE [members of Python modules])
+    # (NOTE [members of Python modules] in members.py)
 
 
 @dataclass(frozen=True)
@@ -539,9 +539,9 @@ def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, che
     project = project_from_files(data, local_packages("", False, data))
     results = _second_pass([scan_source(rel, blob, rules, project, precheck, deps) for rel, blob in data.items()],
                            project, rules, data.__getitem__, precheck, deps=deps)
-    results = _demo_blocks(results, lambda: [(rel, blob) for rel, blob in data.items() if demos.is_script_doc(rel)],
-                           lambda: [])
-    results = _python_members(results, rules, data.__contains__)
+    results = demos.apply(results, lambda: [(rel, blob) for rel, blob in data.items() if demos.is_script_doc(rel)],
+                          lambda: [])
+    results = members.python_members(results, rules, data.__contains__)
     return mark_fixable(_collect(_dedupe_locks(results), check_fixes), rules)
 
 
@@ -683,76 +683,10 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
     results = _second_pass(results, project, rules, functools.partial(_read, index), precheck, cache, deps,
                            index.scan_parse)
     scanned = {r.path for r in results}
-    others = functools.partial(_project_files, index, lambda rel: rel.endswith(".py") and rel not in scanned)
-    results = _demo_blocks(results, functools.partial(_project_files, index, demos.is_script_doc), others)
-    results = _python_members(results, rules, lambda rel: (root / rel).is_file())
+    others = functools.partial(demos.project_files, index, lambda rel: rel.endswith(".py") and rel not in scanned)
+    results = demos.apply(results, functools.partial(demos.project_files, index, demos.is_script_doc), others)
+    results = members.python_members(results, rules, lambda rel: (root / rel).is_file())
     return mark_fixable(_collect(_dedupe_locks(results), check_fixes, probe), rules)
-
-
-def _demo_blocks(results: list[FileResult], docs, others) -> list[FileResult]:
-    """NOTE [demo blocks] (demos.py): findings in the `__main__` demo block of an imported library
-    module become warnings naming the block. `docs()` and `others()` give (relpath, bytes) of the
-    project's docs and scripts, and of its Python files that were not scanned; both are read only
-    when a scanned file has an error inside such a block."""
-    if not any(r.demos and any(f.severity == Severity.ERROR and any(a <= f.location.line <= b for a, b in r.demos)
-                               for f in r.findings) for r in results):
-        return results
-    importers = {r.path: r.modules for r in results}
-    for rel, data in others():
-        importers[rel] = demos.imported_modules(data.decode("utf-8", "replace"), rel)
-    scripts = demos.run_as_scripts(data.decode("utf-8", "replace") for _, data in docs())
-    return demos.demote(results, importers, scripts)
-
-
-# NOTE [members of Python modules]
-# `from .defaults import _C` names a package's compiled `_C` by the convention OPS305 follows, yet in
-# a detectron-style project `defaults.py` is a Python module and `_C` its config object. The file's
-# scan cannot tell (it is pure of its own bytes), so it records each such import as (module, name)
-# (`FileResult.members`); over the whole result, an import whose module is a Python file of the
-# tree (`pkg/config/defaults.py`, also under `src/`), or whose name is one (`pkg/_C.py`), is no
-# compiled extension: that file's extension findings on it (the import's OPS305 at its line, and
-# the OPS310 calls through the local name it binds) are dropped. A stat per such import, so warm runs stay as fast.
-def _python_members(results: list[FileResult], rules: RuleSet, exists) -> list[FileResult]:
-    """NOTE [members of Python modules]: drop extension findings on names Python modules of the tree define."""
-    if not any(r.members for r in results):
-        return results
-    compiled = rules.compiled
-    import_rules = {entry[-1].id for entry in (*compiled.extensions, *compiled.ext_members)}
-    call_rules = {entry[-1].id for entry in (*compiled.ext_calls, *compiled.ext_member_calls)}
-    out = []
-    for result in results:
-        imports, locals_ = set(), set()
-        for module, name, line, local in result.members:
-            base = module.replace(".", "/")
-            files = (f"{base}.py", f"{base}/{name}.py", f"{base}/{name}/__init__.py")
-            if any(exists(prefix + f) for prefix in ("", "src/") for f in files):
-                imports.add((line, name))
-                locals_.add(local)
-        if imports:
-            kept = [(f, r) for f, r in zip(result.findings, result.requires or [()] * len(result.findings))
-                    if not (f.rule in import_rules and (f.location.line, f.subject) in imports
-                            or f.rule in call_rules and f.subject in locals_)]
-            result = replace(result, findings=tuple(f for f, _ in kept), requires=tuple(r for _, r in kept))
-        out.append(result)
-    return out
-
-
-_DOC_BYTES = 1 << 20
-
-
-def _project_files(index: ProjectIndex, keep, limit: int = 20_000):
-    """(relpath, bytes) of the project's files that `keep` accepts (by relative path), read through
-    the run's index and not kept; unreadable or large files are left out."""
-    out = []
-    for path in index.paths(lambda p: keep(index.rel(p)), limit=limit):
-        rel = index.rel(path)
-        try:
-            data = index.data(rel, keep=False)
-        except OSError:
-            continue
-        if len(data) <= _DOC_BYTES:
-            out.append((rel, data))
-    return out
 
 
 def _read(index: ProjectIndex, relpath: str, abspath: str | None = None) -> bytes:
