@@ -76,7 +76,7 @@ def test_what_it_does_not_know_stays_unknown(test):
 
 
 def test_the_paired_torch_is_the_shipped_releases():
-    from opscan.pairing import release_head
+    from opscan.pipeline.pairing import release_head
 
     assert PAIRED_TORCH == tuple(tuple(int(p) for p in t.split(".")) for t in release_head().torch)
 
