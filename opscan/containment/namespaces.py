@@ -89,6 +89,14 @@ def loopback_up() -> None:
         fcntl.ioctl(sock, siocsifflags, struct.pack("16sH14x", b"lo", flags | iff_up))
 
 
+# NOTE [devices that take writes]
+# The root is made read-only recursively, /dev with it; but writing to /dev/null is how libraries
+# find a file type or drop output (dill, which torch.utils.data imports when it is installed, opens
+# /dev/null for writing at import), and a read-only /dev/null fails them with EROFS before any
+# model code. /dev/null and /dev/zero are bound again writable: what is written there vanishes.
+WRITABLE_DEVICES = ("/dev/null", "/dev/zero")
+
+
 def files(policy: Policy, scratch: str, home: str) -> None:
     """The mount namespace: everything read-only, scratch a tmpfs, the project an overlay into it,
     secret places covered, the writable folders bound again writable."""
@@ -117,6 +125,10 @@ def files(policy: Policy, scratch: str, home: str) -> None:
         os.close(fd)
     if os.path.isdir("/dev/shm"):
         mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=268435456,mode=1777")
+    for device in WRITABLE_DEVICES:   # NOTE [devices that take writes]
+        if os.path.exists(device) and not os.path.islink(device):
+            mount(device, device, None, MS_BIND)
+            _mount_setattr(device, False, clear=MOUNT_ATTR_RDONLY)
     os.chdir(cwd)   # the working folder as mounted now (an overlay's writes go to the copy)
     for place in SECRET_PLACES:
         path = os.path.join(home, place)

@@ -419,3 +419,13 @@ def test_parity_run_command_is_contained(tmp_path, run_cli, monkeypatch):
     assert not marker.exists()
     assert sorted(p.name for p in out_dir.iterdir()) == ["baseline.json", "baseline.log", "candidate.json",
                                                          "candidate.log"]
+
+
+@linux_namespaces
+def test_the_child_can_write_to_dev_null():
+    """Libraries write to /dev/null at import (dill, which torch.utils.data imports when installed):
+    the read-only root does not make it read-only (NOTE [devices that take writes])."""
+    from opscan.containment.process import Limits, run
+
+    ended = run("shutil:copyfile", {"src": os.__file__, "dst": "/dev/null"}, Limits(timeout=60))
+    assert (ended.how, ended.value) == ("returned", "/dev/null")
