@@ -22,6 +22,7 @@ from typing import Any
 
 from opscan.config.toml_file import ConfigProblem, read_file
 from opscan.errors import ConfigError
+from opscan.records import TrainStep
 from opscan.plan.cost import CostConfig   # the cost model belongs to the plan; re-exported here
 
 FAIL_ON: dict[str, str] = {
@@ -59,6 +60,10 @@ class ModelConfig:
     # the model search through the run's project index (opscan/targets/discovery.py `call_site_table`)
     # and handed to the trace's child as data: ((file, class), call_sites.Usage or None) pairs.
     call_sites: tuple = ()
+    # Not configurable either: the training step the project's training script constructs (loss,
+    # optimizer, AMP, clipping; opscan/targets/train_step.py), read statically for a model found with
+    # no configuration and traced in place of the stand-in parts (a records.TrainStep, or None).
+    step: TrainStep | None = None
 
 
 @dataclass(frozen=True)

@@ -366,7 +366,7 @@ def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str |
     """(Discovery, config): a model folder or exported program at PATH is traced as configured;
     otherwise (when `search`: runs that trace) the project's model candidates are read, never run,
     for the report and `opscan init`."""
-    from opscan.targets.discovery import call_site_table, candidates, direct
+    from opscan.targets.discovery import call_site_table, candidates, direct, step_plans
 
     found = direct(target, relative_root(target), trust_remote_code=trust_remote_code)
     if found is None and not search:
@@ -377,8 +377,9 @@ def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str |
         found = candidates(root, trust_remote_code=trust_remote_code, construct=True, index=index)
         found = _with_config_blocks(found)
         sites = call_site_table(index, found.traced)   # read here, handed to the child (NOTE [one project index])
+        steps = step_plans(index, found.traced)         # the training script's step, read here too
         return found, replace(config, models=tuple(ModelConfig(target=t, mode=mode or "train", call_sites=sites
-                                                               if t.startswith("repo:") else ())
+                                                               if t.startswith("repo:") else (), step=steps.get(t))
                                                    for t in found.traced))
     found = _with_config_blocks(found)
     models = tuple(ModelConfig(target=t, mode="inference" if t.startswith("pt2:") else (mode or "train"),

@@ -186,6 +186,8 @@ def tracer_options(model: ModelConfig, root: Path | None, profile: DeviceProfile
         options["gpu_only"] = cuda_only_packages()
     if model.call_sites:   # read in this process (NOTE [one project index]): the child does not read them again
         options["call_sites"] = model.call_sites
+    if model.step is not None:   # the training script's step, read in this process (opscan/targets/train_step.py)
+        options["step"] = model.step
     return {**options, **extra}
 
 

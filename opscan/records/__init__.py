@@ -27,7 +27,8 @@ from opscan.records.compile import (
     COMPILE_CAUSES, CompileEstimate, CompileForecast, CompileOption, CompileRegion, CompileStep, CompiledOp, GraphBreak,
     NewSignature, TorchCompile, VaryingOp)
 from opscan.records.trace import (
-    CANDIDATE_KINDS, Discovery, ModelCandidate, ModelTrace, STOP_HINT, containment_line, merge_containment)
+    CANDIDATE_KINDS, STEP_PARTS, STOP_HINT, Discovery, ModelCandidate, ModelTrace, StepPart, TrainStep,
+    containment_line, merge_containment)
 from opscan.records.report import (
     Blockers, Checked, Draft, EffortTotal, JudgedOps, NotChecked, NothingToCheck, OpCaveat, OpNote, Report, SourceCheck,
     Task, Verdict)
@@ -40,6 +41,7 @@ __all__ = [
     "LibraryUse", "Location", "ModelCandidate", "ModelTrace", "NewSignature", "NoKernel", "NotChecked",
     "NothingToCheck", "OP_STATUSES", "OP_TASKS", "OpCaveat", "OpName", "OpNote", "OpSource", "OpStatus", "OpUsage",
     "PHASES", "Report", "RuleInfo", "SEVERITIES", "STATUS", "STATUSES", "STOP_HINT", "ScanFacts", "Severity", "Shrink",
-    "SourceCheck", "StandIn", "Status", "TASKS", "Task", "TaskKind", "TorchCompile", "VERDICT_KINDS", "VaryingOp",
+    "STEP_PARTS", "SourceCheck", "StandIn", "Status", "StepPart", "TASKS", "Task", "TaskKind", "TorchCompile",
+    "TrainStep", "VERDICT_KINDS", "VaryingOp",
     "Verdict", "VerdictKind", "containment_line", "is_kernel_work", "merge_containment", "status_of",
 ]

@@ -9,6 +9,45 @@ from dataclasses import dataclass
 from opscan.records.compile import CompileForecast, CompileRegion
 from opscan.records.ops import OpUsage, Shrink, StandIn
 
+STEP_PARTS = ("loss", "optimizer", "amp", "clip")   # the parts of a training step, in the order they run
+
+
+@dataclass(frozen=True)
+class StepPart:
+    """One part of a training step: what it is and where it was read (NOTE [the step read from the
+    training script] in opscan/targets/train_step.py)."""
+
+    part: str              # one of STEP_PARTS
+    name: str              # "cross_entropy", "AdamW", "bfloat16", "clip_grad_norm_"; "sum of the outputs" (stand-in)
+    detail: str = ""       # "fused", "foreach", "max_norm=1.0", "GradScaler", or what was assumed and why
+    source: str = ""       # "train.py:42" where the script constructs it; "" = opscan's stand-in
+    applied: bool = True   # False: read from the script but not traced (detail says why)
+
+    @property
+    def words(self) -> str:
+        """"AdamW (fused) from train.py:42", "sum of the outputs (opscan's stand-in)"."""
+        said = f"{self.name} ({self.detail})" if self.detail else self.name
+        where = f" from {self.source}" if self.source else " (opscan's stand-in)"
+        return said + where + ("" if self.applied else ", not traced")
+
+
+@dataclass(frozen=True)
+class TrainStep:
+    """The training step a train-mode trace ran: its parts with where each came from. `script` is the
+    training script they were read from ("" when none was: every part is opscan's stand-in). Built
+    in the parent as the plan (opscan/targets/train_step.py) and returned by the child as what ran."""
+
+    script: str = ""
+    parts: tuple[StepPart, ...] = ()
+
+    def part(self, name: str) -> StepPart | None:
+        return next((p for p in self.parts if p.part == name), None)
+
+    @property
+    def own(self) -> bool:
+        """True when every part traced came from the project's training script (no stand-in part)."""
+        return bool(self.script) and all(p.source and p.applied for p in self.parts if p.part in ("loss", "optimizer"))
+
 
 @dataclass(frozen=True)
 class ModelTrace:
@@ -40,6 +79,8 @@ class ModelTrace:
     built_by: str = ""
     containment: tuple[tuple[str, str], ...] = ()
     steps: int | None = None             # `opscan run`: optimizer steps the script took (None: not a run)
+    step: TrainStep | None = None        # the parts of the train step traced and their sources (None: not traced
+                                         # by the model path in train mode, or an older trace)
 
     @property
     def stop(self) -> str:

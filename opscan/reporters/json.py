@@ -134,7 +134,15 @@ def _trace(trace: ModelTrace) -> dict:
         **({"built_by": trace.built_by} if trace.built_by else {}),
         **({"containment": dict(trace.containment)} if trace.containment else {}),
         **({"steps": trace.steps} if trace.steps is not None else {}),   # `opscan run` only
+        **({"step": _step(trace.step)} if trace.step is not None else {}),
     }
+
+
+def _step(step) -> dict:
+    """The training step a train-mode trace ran: its script ("" = none read) and each part with its source."""
+    return {"script": step.script, "own": step.own,
+            "parts": [{"part": p.part, "name": p.name, "detail": p.detail, "source": p.source,
+                       "applied": p.applied} for p in step.parts]}
 
 
 def _task(task: Task) -> dict:

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.records import DeviceProfile, ModelTrace
+from opscan.records import DeviceProfile, ModelTrace, TrainStep
 from opscan.targets.empty import build_empty, first_line
 from opscan.targets.folders import read_config
 from opscan.trace import tracer
@@ -33,9 +33,11 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
                  batch: int | None = None, seq_len: int | None = None,
                  project_root: str | None = None, fsdp: int | None = None,
                  trust_remote_code: bool = False, gpu_only: tuple[str, ...] = (), steps: int = 1,
-                 call_sites: tuple = ()) -> ModelTrace:
+                 call_sites: tuple = (), step: TrainStep | None = None) -> ModelTrace:
     """Build `target` and trace it on fake tensors: the ops it dispatches (see docs/trace.md).
-    `call_sites`: a `repo:` target's call sites as the parent read them (see `build`).
+    `call_sites`: a `repo:` target's call sites as the parent read them (see `build`). `step`: the
+    training step the project's script constructs (opscan/targets/train_step.py), traced in place
+    of the stand-in parts.
 
     A `pt2:FILE` target is an exported program: loaded and read, never run (opscan/targets/export.py).
     """
@@ -54,7 +56,7 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
 
     trace = tracer.trace(target, make, mode=mode, device=device, profile=profile, optimizer=optimizer,
                          optimizer_impl=optimizer_impl, amp=amp, inputs=inputs, project_root=project_root,
-                         fsdp=fsdp, steps=steps)
+                         fsdp=fsdp, steps=steps, step=step)
     if notes and notes[0]:   # what the builder did beyond building (a repository's setup call)
         trace = dataclasses.replace(trace, retried="; ".join(n for n in (notes[0], trace.retried) if n))
     return trace
