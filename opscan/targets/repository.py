@@ -303,13 +303,29 @@ def _capture(path: Path, block: str, root: Path, target: str) -> Built:
     for entry in (str(root), str(root / "src"), str(path.parent)):
         if entry not in sys.path:
             sys.path.insert(0, entry)
-    cwd = os.getcwd()
+    cwd, argv = os.getcwd(), sys.argv
     try:
         os.chdir(path.parent)
-        return stop_at_model_call(lambda: exec(compile(code, str(path), "exec"), namespace), target,   # noqa: S102
+        sys.argv = [str(path)]   # NOTE [a demo's own argv]
+        return stop_at_model_call(lambda: _exec_code(code, path, namespace), target,
                                   "the example ran to its end without calling a model")
     finally:
         os.chdir(cwd)
+        sys.argv = argv
+
+
+# NOTE [a demo's own argv]
+# A `__main__` demo (or a README block) that parses its command line once read opscan's own
+# arguments (`opscan REPO --format json`) and exited 2 in its parser. It runs with an argv of its
+# own: its file's path alone, so its parser takes its defaults; a demo that still exits (a required
+# option) is the candidate's one-line reason, never an exit of opscan.
+
+def _exec_code(code: ast.Module, path: Path, namespace: dict) -> None:
+    try:
+        exec(compile(code, str(path), "exec"), namespace)   # noqa: S102 - the contained child only
+    except SystemExit as exc:
+        raise TargetError(f"{path.name} exited ({exc.code}) before its model call, run with no "
+                          "command-line arguments (a required option?)") from None
 
 
 def stop_at_model_call(run, target: str, ran_through: str) -> Built:
@@ -363,6 +379,10 @@ def _cuda_is_cpu():
 
     def tto(self, *args, **kwargs):
         args, kwargs = fix(args, kwargs)
+        if self.is_meta:   # NOTE [moves of meta weights]
+            device, dtype, *_ = torch._C._nn._parse_to(*args, **kwargs)
+            if device is not None and device.type != "meta":
+                return tensor_to(self, dtype=dtype) if dtype is not None else self
         return tensor_to(self, *args, **kwargs)
 
     nn.Module.cuda = lambda self, *a, **k: self
@@ -373,6 +393,13 @@ def _cuda_is_cpu():
     finally:
         nn.Module.cuda, torch.Tensor.cuda, nn.Module.to, torch.Tensor.to = saved
 
+
+# NOTE [moves of meta weights]
+# Constructors often move themselves: `self.to(self.device)`, `self.to("cpu")`, `.cuda()` (answered
+# on the CPU, above). While a model is built its Parameters are on `meta` (build_empty), and torch
+# refuses to copy a meta tensor to any real device ("Cannot copy out of meta tensor"), so such a
+# constructor failed. A move of a meta tensor to a real device keeps it on `meta` (a dtype given
+# with it still applies): the trace makes every weight fake on the imitated device anyway.
 
 def _is_cuda(value) -> bool:
     return (isinstance(value, str) and value.startswith("cuda")) or \

@@ -190,6 +190,7 @@ class _Tracer:
                     lazy.lazy_to(buf, self.device)
                 elif buf is not None:
                     module._buffers[name] = self._convert(buf)
+            _follow_device(module, self.device)
         self.args = tuple(self._convert(a) for a in self.built.args)
         self.kwargs = {k: self._convert_value(v) if k in self.built.values else self._convert(v)
                        for k, v in self.built.kwargs.items()}
@@ -297,6 +298,20 @@ class _Tracer:
             raise
         except Exception as exc:  # noqa: BLE001 - any failure of model code ends the trace, kept partial
             return stopped_reason(exc, recorder, self.finder)
+
+
+# NOTE [a module's own device]
+# A model that keeps its device (`self.device = torch.device("cuda" if ... else "cpu")`, then
+# `x.to(self.device)` in forward) moves its inputs where it was built, not where its weights are
+# traced; the port sets that device to Trainium's. So a `torch.device` a module holds as a plain
+# attribute (CPU or CUDA) follows its parameters onto the traced device.
+
+def _follow_device(module: nn.Module, device: str) -> None:
+    if device == "meta":
+        return
+    for name, value in list(vars(module).items()):
+        if isinstance(value, torch.device) and value.type in ("cpu", "cuda") and not name.startswith("_"):
+            setattr(module, name, torch.device(device))
 
 
 def _step_parts(tracer: _Tracer, mode: str, amp: str | None) -> TrainStep | None:
