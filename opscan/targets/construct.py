@@ -22,7 +22,7 @@ from pathlib import Path
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.targets import factories, shipped
+from opscan.targets import factories, shipped, shrinking
 from opscan.targets.recipes import CONFIG_ARG, named_value  # config-like names; small values by name
 
 LAYER_NAMES = {"depth", "n_layer", "n_layers", "num_layers", "nlayers", "num_hidden_layers", "num_blocks",
@@ -73,7 +73,9 @@ def shipped_arguments(cls, folder: Path | None) -> tuple[dict, str] | None:
     if found is None:
         return None
     table, where = found
-    cut = shipped.shrink_counts(table)
+    cut = shipped.shrink_counts(table) if shrinking.enabled() else []
+    for words in cut:
+        shrinking.noted(words)
     words = f"{cls.__name__}(**{where}): constructor arguments from a config file beside it"
     return {k: v for k, v in table.items() if k in names}, words + (f" ({', '.join(cut)})" if cut else "")
 
@@ -503,7 +505,10 @@ _REGISTRY = re.compile(r"(config|configs|registry|models|variants|archs|name_to\
 
 
 def shrink(config):
-    """`--layers`-style shrinking: layer counts above 2 become 2 (attributes or dict keys)."""
+    """`--layers`-style shrinking: layer counts above 2 become 2 (attributes or dict keys); each cut
+    noted (opscan/targets/shrinking.py); nothing is cut under `shrinking.off()`."""
+    if not shrinking.enabled():
+        return config
     items = list(config.items()) if isinstance(config, dict) else \
         [(f.name, getattr(config, f.name, None)) for f in dataclasses.fields(config)] \
         if dataclasses.is_dataclass(config) and not isinstance(config, type) \
@@ -512,14 +517,17 @@ def shrink(config):
         if key in LAYER_NAMES and isinstance(value, list) and len(value) > 2 and len({type(v) for v in value}) == 1:
             try:
                 _set(config, key, value[:2])   # a list of per-layer configs (torchtitan's `layers`)
+                shrinking.noted(f"{key}: {len(value)} -> 2")
             except Exception:  # noqa: BLE001, S110 - a frozen config stays as it is
                 pass
         if key in LAYER_NAMES and isinstance(value, int) and not isinstance(value, bool) and value > 2:
             if isinstance(config, dict):
                 config[key] = 2
+                shrinking.noted(f"{key} {value} -> 2")
             else:
                 try:
                     object.__setattr__(config, key, 2)
+                    shrinking.noted(f"{key} {value} -> 2")
                 except Exception:  # noqa: BLE001 - a frozen or validating config stays as it is
                     pass
     return config
@@ -556,8 +564,11 @@ def retries(kwargs: dict, chosen: set[str], message: str):
 
 def cut_repeats(model: nn.Module, keep: int = 2) -> int:
     """`--layers`-style shrinking of a built model: each ModuleList / ModuleDict of more than `keep`
-    blocks of one type is cut to its first `keep` (NOTE [cutting repeated blocks]); how many were cut."""
+    blocks of one type is cut to its first `keep` (NOTE [cutting repeated blocks]); how many were cut
+    (none under `shrinking.off()`)."""
     cut = 0
+    if not shrinking.enabled():
+        return cut
     for sub in list(model.modules()):
         for name, child in list(sub.named_children()):
             if isinstance(child, (nn.ModuleList, nn.ModuleDict)) and len(child) > keep \
@@ -571,6 +582,8 @@ def cut_repeats(model: nn.Module, keep: int = 2) -> int:
                 for attr in ("num_layers", "n_layers", "n_layer", "depth"):
                     if isinstance(getattr(sub, attr, None), int) and getattr(sub, attr) > keep:
                         setattr(sub, attr, keep)
+    if cut:
+        shrinking.noted(f"{cut} repeated blocks cut")
     return cut
 
 

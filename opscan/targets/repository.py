@@ -32,6 +32,7 @@ from opscan.targets import (
     recipes,
     repo_inputs,
     setup_calls,
+    shrinking,
 )
 from opscan.targets.empty import build_empty, first_line
 from opscan.trace.spec import Built
@@ -60,11 +61,33 @@ def build_repo(target: str, *, batch: int | None, seq_len: int | None, project_r
             where, _, name = spec.rpartition(":")
             if not where or not name:
                 raise TargetError(f"bad target {target!r}: expected repo:FILE:NAME, repo:DOC#N or repo:FILE#main")
-            return _build_named(_path(where, root), name, root, batch, seq_len, target, dict(call_sites))
+            return _unshrunk_if_broken(lambda: _build_named(_path(where, root), name, root, batch, seq_len, target,
+                                                            dict(call_sites)))
     except TargetError:
         raise
     except Exception as exc:  # noqa: BLE001 - user code fails in many ways: one line
         raise TargetError(f"{target}: {type(exc).__name__}: {first_line(exc)}".splitlines()[0][:300]) from None
+
+
+def _unshrunk_if_broken(build) -> Built:
+    """`build()`; when it fails after opscan shrank what it builds, `build()` once more with nothing
+    shrunk (NOTE [retry unshrunk] in opscan/targets/loader.py), and the first error if that fails too."""
+    shrinking.reset()
+    try:
+        return build()
+    except Exception as exc:
+        cut = shrinking.cuts()
+        if not cut or not shrinking.enabled():
+            raise
+        first = exc
+    try:
+        with shrinking.off():
+            built = build()
+    except Exception:  # noqa: BLE001 - the unshrunk build failed too: the shrunk build's error is the reason
+        raise first from None
+    said = f"built unshrunk: shrunk ({', '.join(cut)}) it failed: {type(first).__name__}: {first_line(first)}"
+    built.note = "; ".join(n for n in (said[:300], built.note) if n)
+    return built
 
 
 def _path(where: str, root: Path) -> Path:

@@ -74,3 +74,25 @@ def test_a_demo_parses_its_own_command_line_not_opscans(repo_report, report_phas
     assert _complete(report) == ["repo:model.py#main"]
     assert TRAIN <= report_phases(report)
     assert "aten::_euclidean_dist" in {op["op"] for op in report["ops"]}   # torch.cdist, in the demo's model
+
+
+def test_a_model_that_shrinking_breaks_is_traced_unshrunk(repo_report, report_phases):
+    report = repo_report(REPOS / "staged")   # 4 stages cut to 2: the final norm expects the 4th stage's width
+    assert _complete(report) == ["repo:model.py:StagedNet"]
+    assert TRAIN <= report_phases(report)
+    retried = report["traces"][0]["retried"]
+    assert retried.startswith("built unshrunk (shrunk: 2 repeated blocks cut; the step stopped: aten::native_layer_norm")
+
+
+def test_a_config_that_shrinking_breaks_is_built_unshrunk(tmp_path, repo_report, report_phases):
+    (tmp_path / "model.py").write_text(
+        "from dataclasses import dataclass\nfrom torch import nn\n\n@dataclass\nclass NetConfig:\n"
+        "    n_layer: int = 4\n    widths: tuple = (8, 16, 32, 64)\n\n"
+        "class Net(nn.Module):\n    def __init__(self, config: NetConfig):\n        super().__init__()\n"
+        "        assert len(config.widths) == config.n_layer, 'one width per layer'\n"
+        "        self.layers = nn.Sequential(*[nn.Linear(a, b) for a, b in zip((4,) + config.widths, config.widths)])\n"
+        "    def forward(self, x):\n        return self.layers(x)\n", encoding="utf-8")
+    report = repo_report(tmp_path)
+    assert _complete(report) == ["repo:model.py:Net"] and TRAIN <= report_phases(report)
+    assert report["traces"][0]["retried"].startswith("built unshrunk: shrunk (n_layer 4 -> 2) it failed: "
+                                                     "AssertionError: one width per layer")
