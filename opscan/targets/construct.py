@@ -22,7 +22,7 @@ from pathlib import Path
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.targets import factories, shipped, shrinking
+from opscan.targets import config_files, factories, shipped, shrinking
 from opscan.targets.recipes import CONFIG_ARG, named_value  # config-like names; small values by name
 
 LAYER_NAMES = {"depth", "n_layer", "n_layers", "num_layers", "nlayers", "num_hidden_layers", "num_blocks",
@@ -32,8 +32,9 @@ VARIANT_ARG = re.compile(r"^(name|model_name|variant|arch|model_type|size|config
 SMALL = ("nano", "tiny", "mini", "small", "xs", "s", "base", "gpt2", "124m", "t", "b")
 
 
-def arguments(fn, module, folder: Path | None) -> tuple[dict, list[str]]:
-    """(kwargs for `fn`, how each was filled); TargetError naming the argument that could not be."""
+def arguments(fn, module, folder: Path | None, root: Path | None = None) -> tuple[dict, list[str]]:
+    """(kwargs for `fn`, how each was filled); TargetError naming the argument that could not be.
+    `root`: the repository, whose config files may hold a config argument (config_files.py)."""
     kwargs, how = {}, []
     given = sibling_defaults(fn, module)   # NOTE [arguments from a defaults function] in factories.py
     if given is not None:
@@ -48,6 +49,12 @@ def arguments(fn, module, folder: Path | None) -> tuple[dict, list[str]]:
         if inspect.isclass(fn) and CONFIG_ARG.search(name) and callable(getattr(fn, "get_default_config", None)):
             value, words = own_default_config(fn)
             kwargs[name] = value
+            how.append(words)
+            continue
+        annotated = _annotation_class(_own_nested(fn, param.annotation), module)
+        found = config_files.value_for(fn, name, root) if annotated is None else None
+        if found is not None:   # NOTE [configs from the repository's config files] in config_files.py
+            kwargs[name], words = found
             how.append(words)
             continue
         try:

@@ -322,6 +322,9 @@ def _class_how(name: str, required: set[str], init, configs: dict[str, ast.Class
     if imported:   # defined in another file: how it is built is known only in the child
         return f"{name}({imported}): a config built from its class (a registry variant by from_name, " \
                "its defaults, or fields by name)"
+    if any(CONFIG_ARG.search(r) for r in required):   # NOTE [configs from the repository's config files]
+        return f"{name}({', '.join(sorted(required))}): a config from the repository's config files " \
+               "(YAML, JSON, TOML, get_config()) holding what it reads, else small values chosen by parameter name"
     return f"{name}({', '.join(sorted(required))}): small values chosen by parameter name"
 
 

@@ -28,6 +28,7 @@ from opscan.errors import TargetError
 from opscan.targets import (
     absent,
     call_sites,
+    config_files,
     construct,
     recipes,
     repo_inputs,
@@ -217,7 +218,7 @@ def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str,
     obj = getattr(module, name, None)
     if obj is None:
         raise TargetError(f"{target}: {path.name} has no {name!r} once loaded")
-    kwargs, how = construct.arguments(obj, module, path.parent)
+    kwargs, how = construct.arguments(obj, module, path.parent, root=root)
     config = next((v for v in kwargs.values() if not isinstance(v, (int, float, str, bool))), kwargs)
     if construct.from_defaults(how):   # a factory's own words (`num_channels`: its width): its image size only
         config = {k: v for k, v in kwargs.items() if k in repo_inputs.IMAGE_NAMES}
@@ -237,6 +238,8 @@ def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str,
         construct.cut_repeats(result)
     config = getattr(result, "config", None) or getattr(result, "cfg", None) or config
     args, extra, note = _inputs(result, config, batch, seq_len, root, read or {})
+    configs = [w for w in how if config_files.WORDS in w]   # configs from the repository's config files
+    note = "; ".join(n for n in ("config " + "; ".join(configs) if configs else "", note) if n)
     return Built(result, args=args, kwargs=extra, description=target, note=note)
 
 

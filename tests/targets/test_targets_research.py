@@ -81,7 +81,8 @@ def test_a_model_that_shrinking_breaks_is_traced_unshrunk(repo_report, report_ph
     assert _complete(report) == ["repo:model.py:StagedNet"]
     assert TRAIN <= report_phases(report)
     retried = report["traces"][0]["retried"]
-    assert retried.startswith("built unshrunk (shrunk: 2 repeated blocks cut; the step stopped: aten::native_layer_norm")
+    assert retried.startswith("built unshrunk (shrunk: 2 repeated blocks cut; the step stopped: "
+                              "aten::native_layer_norm")
 
 
 def test_a_config_that_shrinking_breaks_is_built_unshrunk(tmp_path, repo_report, report_phases):
@@ -96,3 +97,37 @@ def test_a_config_that_shrinking_breaks_is_built_unshrunk(tmp_path, repo_report,
     assert _complete(report) == ["repo:model.py:Net"] and TRAIN <= report_phases(report)
     assert report["traces"][0]["retried"].startswith("built unshrunk: shrunk (n_layer 4 -> 2) it failed: "
                                                      "AssertionError: one width per layer")
+
+
+def test_config_arguments_come_from_the_yaml_files_that_hold_what_the_constructor_reads(repo_report, report_phases):
+    # TextToMel(preprocess_config, model_config): each read as subscripts, one through Encoder(model_config)
+    report = repo_report(REPOS / "yamlcfg")
+    assert _complete(report) == ["repo:model/tts.py:TextToMel"] and TRAIN <= report_phases(report)
+    retried = report["traces"][0]["retried"]
+    assert "preprocess_config from config/LJSpeech/preprocess.yaml" in retried
+    assert "model_config from config/LJSpeech/model.yaml" in retried and "encoder_layer 4 -> 2" in retried
+    # the training step the script takes: Adam and an L1 loss, from train.py
+    step = {p["part"]: (p["name"], p["source"]) for p in report["traces"][0]["step"]["parts"]}
+    assert step == {"loss": ("l1_loss", "train.py:18"), "optimizer": ("Adam", "train.py:16")}
+
+
+def test_a_config_module_get_config_is_evaluated_in_the_child(repo_report, report_phases):
+    report = repo_report(REPOS / "pycfg")   # LanguageModel(config) reading config.model.*, get_config() in configs/
+    assert _complete(report) == ["repo:network.py:LanguageModel"] and TRAIN <= report_phases(report)
+    assert report["traces"][0]["retried"].startswith("config config from configs/default.py:get_config()")
+
+
+def test_what_a_constructor_reads_from_its_config_argument(tmp_path, monkeypatch):
+    from opscan.targets.config_files import reads
+
+    (tmp_path / "cfgreads.py").write_text(
+        "class Inner:\n    def __init__(self, c):\n        self.n = c['n_layer']\n"
+        "class Outer:\n    def __init__(self, cfg):\n        self.a = cfg.model.dim\n"
+        "        self.b = cfg.get('dropout', 0.1)\n        self.c = getattr(cfg, 'bias', True)\n"
+        "        self.inner = Inner(cfg.model)\n        self.d = cfg['heads']\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import cfgreads
+
+    required, optional = reads(cfgreads.Outer, "cfg")
+    assert required == {("model", "dim"), ("model", "n_layer"), ("heads",)}
+    assert optional == {("dropout",), ("bias",)}
