@@ -39,14 +39,17 @@ class TrainStep:
 
     script: str = ""
     parts: tuple[StepPart, ...] = ()
+    backward: str = ""     # where the script calls `.backward()` ("train.py:27"; "" when not read)
 
     def part(self, name: str) -> StepPart | None:
         return next((p for p in self.parts if p.part == name), None)
 
     @property
     def own(self) -> bool:
-        """True when every part traced came from the project's training script (no stand-in part)."""
-        return bool(self.script) and all(p.source and p.applied for p in self.parts if p.part in ("loss", "optimizer"))
+        """True when the loss and the optimizer traced are the training script's (no stand-in among them)."""
+        loss, optimizer = self.part("loss"), self.part("optimizer")
+        return bool(self.script) and loss is not None and bool(loss.source) \
+            and optimizer is not None and bool(optimizer.source) and optimizer.applied
 
 
 @dataclass(frozen=True)

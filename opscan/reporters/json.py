@@ -140,7 +140,7 @@ def _trace(trace: ModelTrace) -> dict:
 
 def _step(step) -> dict:
     """The training step a train-mode trace ran: its script ("" = none read) and each part with its source."""
-    return {"script": step.script, "own": step.own,
+    return {"script": step.script, "own": step.own, "backward": step.backward,
             "parts": [{"part": p.part, "name": p.name, "detail": p.detail, "source": p.source,
                        "applied": p.applied} for p in step.parts]}
 

@@ -251,6 +251,6 @@ def plans(index: ProjectIndex, targets: tuple[str, ...], found: list[Script]) ->
         own = index.tree(rel, MAX_PYTHON_BYTES) if rel.endswith(".py") and rel != script.rel else None
         if own is not None and not step.part("optimizer"):
             step = train_step.merged(step, step_of(rel, own))
-        if step.parts:
+        if step.parts or step.backward:
             out[target] = step
     return out

@@ -66,7 +66,10 @@ def read_step(tree: ast.Module, rel: str, imports: Imports) -> TrainStep:
                                     f"{rel}:{scaler.lineno}")
         else:
             found["amp"] = StepPart("amp", amp.name, "; ".join(d for d in (amp.detail, "GradScaler") if d), amp.source)
-    return TrainStep(script=rel, parts=tuple(found[p] for p in ("loss", "optimizer", "amp", "clip") if p in found))
+    backward = next((c.lineno for c, _ in _calls(tree) if isinstance(c.func, ast.Attribute)
+                     and c.func.attr == "backward"), None)
+    return TrainStep(script=rel, parts=tuple(found[p] for p in ("loss", "optimizer", "amp", "clip") if p in found),
+                     backward=f"{rel}:{backward}" if backward is not None else "")
 
 
 def merged(first: TrainStep, more: TrainStep) -> TrainStep:
@@ -74,7 +77,7 @@ def merged(first: TrainStep, more: TrainStep) -> TrainStep:
     have = {p.part for p in first.parts}
     parts = first.parts + tuple(p for p in more.parts if p.part not in have)
     order = ("loss", "optimizer", "amp", "clip")
-    return TrainStep(first.script, tuple(sorted(parts, key=lambda p: order.index(p.part))))
+    return TrainStep(first.script, tuple(sorted(parts, key=lambda p: order.index(p.part))), first.backward)
 
 
 def _calls(tree: ast.Module):

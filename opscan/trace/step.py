@@ -150,6 +150,8 @@ def planned_loss(output, labels, plan: TrainStep | None):
         said = "the model's own loss (it returns a scalar or .loss)"
         if part is not None:   # the script's loss is what the model computes inside
             return own, replace(part, detail="; ".join(d for d in (part.detail, said) if d), applied=False)
+        if plan is not None and plan.backward:   # the script backpropagates what the model returns
+            return own, StepPart("loss", said, "the script calls backward on it", plan.backward)
         return own, StepPart("loss", said)
     if part is not None and part.name in _TARGETS:
         logits = _logits(output)

@@ -327,7 +327,9 @@ def _step_parts(tracer: _Tracer, mode: str, amp: str | None) -> TrainStep | None
         parts.setdefault(part.part, dataclasses.replace(part, detail="; ".join(
             d for d in (part.detail, "the step stopped before it") if d), applied=False))
     order = [p for p in STEP_PARTS if p in parts]
-    return TrainStep(tracer.plan.script if tracer.plan is not None else "", tuple(parts[p] for p in order))
+    plan = tracer.plan
+    return TrainStep(plan.script if plan is not None else "", tuple(parts[p] for p in order),
+                     plan.backward if plan is not None else "")
 
 
 def _accepts(model, name: str) -> bool:

@@ -120,6 +120,15 @@ def test_the_project_answers_with_the_fused_kernel_and_the_loss_ops_of_its_scrip
     assert "torch.bfloat16" in {d for op in report["ops"] for d in op["dtypes"]}   # under the script's autocast
 
 
+def test_a_model_that_computes_its_loss_keeps_it_as_the_scripts_own(repo_report):
+    report = repo_report(REPOS / "gpt")   # `logits, loss = model(x, y); loss.backward()` in train.py
+    step = report["traces"][0]["step"]
+    assert step["own"] and step["backward"] == "train.py:10"
+    parts = {p["part"]: p for p in step["parts"]}
+    assert parts["loss"]["source"] == "train.py:10" and parts["loss"]["name"].startswith("the model's own loss")
+    assert (parts["optimizer"]["name"], parts["optimizer"]["source"]) == ("AdamW", "train.py:6")
+
+
 def test_with_no_training_script_the_step_is_the_stand_in_and_says_so(repo_report):
     report = repo_report(REPOS / "constraint")
     step = report["traces"][0]["step"]
