@@ -13,6 +13,7 @@ the repository's config files]).
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 import re
 import textwrap
@@ -187,6 +188,33 @@ def value_for(fn, name: str, root: Path | None):
     words = f"{name} from {label} ({WORDS} {getattr(fn, '__name__', fn)} reads" + \
         (f"; {', '.join(cut)}" if cut else "") + ")"
     return config, words
+
+
+def covering(root: Path | None, wanted: set[str]) -> tuple[dict, str] | None:
+    """(a copy of the table, where: `configs/unet.yaml["model"]["params"]`) among the repository's
+    config files whose keys cover a constructor's required argument names (a model built as
+    `Net(**cfg["model"])`), the top level first, then the fewest other keys; else None."""
+    if root is None or not wanted:
+        return None
+    found = []
+    for label, data in candidates(root):
+        if type(data) is not dict:
+            continue
+        for keys, table in _tables(data):
+            if wanted <= set(table):
+                found.append((len(keys), len(set(table) - wanted), _size_rank(label), label, keys, table))
+    if not found:
+        return None
+    *_, label, keys, table = min(found, key=lambda f: f[:4])
+    return copy.deepcopy(table), label + "".join(f"[{k!r}]" for k in keys)
+
+
+def _tables(data: dict, keys: tuple = (), depth: int = 0):
+    yield keys, data
+    if depth < 3:
+        for key, value in data.items():
+            if isinstance(key, str) and isinstance(value, dict):
+                yield from _tables(value, (*keys, key), depth + 1)
 
 
 def _shrink(config: dict) -> list[str]:

@@ -60,7 +60,7 @@ def arguments(fn, module, folder: Path | None, root: Path | None = None) -> tupl
         try:
             value, words = fill(name, _own_nested(fn, param.annotation), module, folder)
         except TargetError:
-            table = shipped_arguments(fn, folder)
+            table = shipped_arguments(fn, folder, root)
             if table is None:
                 raise
             return {**{k: v for k, v in kwargs.items() if v is False}, **table[0]}, [table[1]]
@@ -69,21 +69,26 @@ def arguments(fn, module, folder: Path | None, root: Path | None = None) -> tupl
     return kwargs, how
 
 
-def shipped_arguments(cls, folder: Path | None) -> tuple[dict, str] | None:
+def shipped_arguments(cls, folder: Path | None, root: Path | None = None) -> tuple[dict, str] | None:
     """(kwargs, words) for a model class's required constructor arguments from a table of a config
-    file beside its code (NOTE [constructor arguments from a shipped file] in shipped.py), else None."""
+    file beside its code (NOTE [constructor arguments from a shipped file] in shipped.py), else of any
+    config file of the repository `root` (config_files.covering), else None."""
     if not inspect.isclass(cls):
         return None
     names = dict(parameters(cls))
     required = {n for n, p in names.items() if p.default is inspect.Parameter.empty}
     found = shipped.covering(folder, required, order=lambda p: (_size_rank(p.stem), p.as_posix()))
+    place = "a config file beside it"
+    if found is None:
+        found = config_files.covering(root, required)
+        place = f"a config file of the repository ({config_files.WORDS} it takes by name)"
     if found is None:
         return None
     table, where = found
     cut = shipped.shrink_counts(table) if shrinking.enabled() else []
     for words in cut:
         shrinking.noted(words)
-    words = f"{cls.__name__}(**{where}): constructor arguments from a config file beside it"
+    words = f"{cls.__name__}(**{where}): constructor arguments from {place}"
     return {k: v for k, v in table.items() if k in names}, words + (f" ({', '.join(cut)})" if cut else "")
 
 

@@ -131,3 +131,9 @@ def test_what_a_constructor_reads_from_its_config_argument(tmp_path, monkeypatch
     required, optional = reads(cfgreads.Outer, "cfg")
     assert required == {("model", "dim"), ("model", "n_layer"), ("heads",)}
     assert optional == {("dropout",), ("bias",)}
+
+
+def test_constructor_arguments_by_name_from_a_config_file_anywhere_in_the_repository(repo_report, report_phases):
+    report = repo_report(REPOS / "kwcfg")   # Vocoder(n_mels, upsample_factors, hidden): configs/vocoder/base.yaml
+    assert _complete(report) == ["repo:src/vocoder/model.py:Vocoder"] and TRAIN <= report_phases(report)
+    assert "Vocoder(**configs/vocoder/base.yaml['model'])" in report["traces"][0]["retried"]
