@@ -16,6 +16,7 @@ import ast
 import copy
 import inspect
 import re
+import sys
 import textwrap
 from pathlib import Path, PurePosixPath
 
@@ -307,17 +308,21 @@ def _python_configs(path: Path, root: Path) -> list[tuple[str, object]]:
     from opscan.targets.repository import load   # the repository's own import of the file
 
     rel = path.relative_to(root).as_posix()
+    argv = sys.argv
     try:
+        sys.argv = [str(path)]   # a config module that parses its command line at import takes its defaults
         module = load(path, root)
-    except Exception:  # noqa: BLE001 - a config module that does not import (a missing package) gives none
+    except (Exception, SystemExit):  # noqa: BLE001 - a config module that does not import (a missing package) gives none
         return []
+    finally:
+        sys.argv = argv
     out = []
     for maker in _PY_MAKERS:
         make = getattr(module, maker, None)
         if callable(make):
             try:
                 value = make()
-            except Exception:  # noqa: BLE001, S112 - user code
+            except (Exception, SystemExit):  # noqa: BLE001, S112 - user code
                 continue
             if _mapping_like(value):
                 out.append((f"{rel}:{maker}()", value))
