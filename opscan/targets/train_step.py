@@ -61,11 +61,12 @@ def read_step(tree: ast.Module, rel: str, imports: Imports) -> TrainStep:
     scaler = next((c for c, _ in _calls(tree) if (imports.resolve(c.func) or "") in _SCALER), None)
     if scaler is not None:
         amp = found.get("amp")
+        said = "GradScaler (its unscale and update ops are not traced)"
         if amp is None:
-            found["amp"] = StepPart("amp", "float16", "GradScaler; no autocast read: float16 assumed",
+            found["amp"] = StepPart("amp", "float16", f"{said}; no autocast read: float16 assumed",
                                     f"{rel}:{scaler.lineno}")
         else:
-            found["amp"] = StepPart("amp", amp.name, "; ".join(d for d in (amp.detail, "GradScaler") if d), amp.source)
+            found["amp"] = StepPart("amp", amp.name, "; ".join(d for d in (amp.detail, said) if d), amp.source)
     backward = next((c.lineno for c, _ in _calls(tree) if isinstance(c.func, ast.Attribute)
                      and c.func.attr == "backward"), None)
     return TrainStep(script=rel, parts=tuple(found[p] for p in ("loss", "optimizer", "amp", "clip") if p in found),
