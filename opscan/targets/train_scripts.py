@@ -228,7 +228,7 @@ def _module_file(index: ProjectIndex, dotted: str, script: str) -> str | None:
 
 
 def plans(index: ProjectIndex, targets: tuple[str, ...], found: list[Script]) -> dict[str, TrainStep]:
-    """For each `repo:` target, the step the training script that builds it constructs (else the first
+    """For each `repo:` or `FILE.py:NAME` target, the step the training script that builds it constructs (else the first
     training script's); a part the script leaves out (the optimizer a model's `configure_optimizers`
     builds) is read from the target's own file. {} when the repository has no training script."""
     if not found:
@@ -242,9 +242,9 @@ def plans(index: ProjectIndex, targets: tuple[str, ...], found: list[Script]) ->
 
     out = {}
     for target in targets:
-        if not target.startswith("repo:"):
-            continue
-        spec = target[len("repo:"):]
+        spec = target[len("repo:"):] if target.startswith("repo:") else target
+        if not target.startswith("repo:") and not spec.partition(":")[0].endswith(".py"):
+            continue   # a model folder, a timm name, an exported program: no script of the project builds it
         rel, _, name = spec.rpartition(":")
         script = next((s for s in found if name and s.line_of(name) is not None), found[0])
         step = step_of(script.rel, script.tree)

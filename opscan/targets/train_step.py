@@ -74,9 +74,10 @@ def read_step(tree: ast.Module, rel: str, imports: Imports) -> TrainStep:
 
 
 def merged(first: TrainStep, more: TrainStep) -> TrainStep:
-    """`first` with the parts it lacks taken from `more` (a file the script builds its optimizer in)."""
+    """`first` with the optimizer taken from `more` when it has none (a model's `configure_optimizers`:
+    the file the script builds its optimizer in); a loss there is the model's own, traced in its forward."""
     have = {p.part for p in first.parts}
-    parts = first.parts + tuple(p for p in more.parts if p.part not in have)
+    parts = first.parts + tuple(p for p in more.parts if p.part not in have and p.part == "optimizer")
     order = ("loss", "optimizer", "amp", "clip")
     return TrainStep(first.script, tuple(sorted(parts, key=lambda p: order.index(p.part))), first.backward)
 

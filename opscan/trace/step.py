@@ -146,12 +146,11 @@ def planned_loss(output, labels, plan: TrainStep | None):
     on the model's output]); the model's own loss when it returns one; else `pick_loss` (stand-in)."""
     part = plan.part("loss") if plan is not None else None
     own = _own_loss(output)
-    if own is not None:
+    if own is not None:   # traced in the model's forward; the script backpropagates it
         said = "the model's own loss (it returns a scalar or .loss)"
-        if part is not None:   # the script's loss is what the model computes inside
-            return own, replace(part, detail="; ".join(d for d in (part.detail, said) if d), applied=False)
-        if plan is not None and plan.backward:   # the script backpropagates what the model returns
-            return own, StepPart("loss", said, "the script calls backward on it", plan.backward)
+        if plan is not None and plan.backward:
+            also = f"the script's {part.name} ({part.source}) not applied again" if part is not None else ""
+            return own, StepPart("loss", said, also or "the script calls backward on it", plan.backward)
         return own, StepPart("loss", said)
     if part is not None and part.name in _TARGETS:
         logits = _logits(output)

@@ -99,8 +99,8 @@ def test_the_script_loss_applies_to_the_logits_the_model_returns():
     assert planned_loss(seg, None, plan("cross_entropy"))[0].dim() == 0
     assert planned_loss((logits, torch.zeros(2)), None, plan("mse_loss"))[0].dim() == 0
     own = (logits, (logits ** 2).mean())            # `logits, loss = model(x, y)`: the model's own loss
-    loss, part = planned_loss(own, None, plan("cross_entropy"))
-    assert loss is own[1] and not part.applied
+    loss, part = planned_loss(own, None, TrainStep("train.py", plan("cross_entropy").parts, "train.py:12"))
+    assert loss is own[1] and part.source == "train.py:12" and "cross_entropy (train.py:9) not applied" in part.detail
     loss, part = planned_loss(logits, None, None)    # no script: opscan's stand-in, said so
     assert part.name == "sum of the outputs" and part.source == ""
 
