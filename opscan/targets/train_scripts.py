@@ -21,7 +21,7 @@ from pathlib import PurePosixPath
 from opscan.index import ProjectIndex
 from opscan.records import TrainStep
 from opscan.targets import train_step
-from opscan.targets.recipes import Recipe
+from opscan.targets.recipes import Recipe, runs_code_on_import
 
 MAX_SCRIPTS = 8            # training scripts read at most (the best-ranked)
 MAX_PYTHON_BYTES = 2 << 20
@@ -31,20 +31,34 @@ _TRAIN_NAME = re.compile(r"^(train|training|pretrain|finetune|fine_tune|main|run
 
 @dataclass(frozen=True)
 class Script:
-    """A training script: where it is, and the names it builds (called directly, or through a function
-    of the repository it calls), with the line of the first call of each."""
+    """A training script: where it is, and what it builds (called directly, or through a function of
+    the repository it calls): the name, the line of the first call, and the file defining it ("" when
+    its import does not resolve to a file of the repository)."""
 
     rel: str
-    builds: tuple[tuple[str, int], ...]   # (name, line), e.g. ("GPT", 42)
+    builds: tuple[tuple[str, int, str], ...]   # (name, line, file), e.g. ("GPT", 42, "model.py")
     tree: ast.Module
 
-    def line_of(self, name: str) -> int | None:
-        return next((line for built, line in self.builds if built == name), None)
+    def line_of(self, name: str, rel: str | None = None) -> int | None:
+        """The line building `name` (defined in `rel`, when given: the file, or a package re-exporting it)."""
+        return next((line for built, line, where in self.builds if built == name
+                     and (rel is None or _same_file(where, rel))), None)
+
+
+def _same_file(where: str, rel: str) -> bool:
+    if not where:
+        return False
+    if where == rel:
+        return True
+    package = where.removesuffix("__init__.py")   # `from models import Net`, re-exported by models/__init__.py
+    return where.endswith("__init__.py") and rel.startswith(package)
 
 
 # NOTE [which training script]
-# A training script calls `.backward()` and builds or steps an optimizer (`torch.optim.X(...)`,
-# `.step()`), outside tests, docs and benchmarks. Several may (train.py, finetune.py,
+# A training script is a script (a `__main__` block, or code run at import: not a library module
+# whose Trainer class trains) that calls `.backward()` and builds or steps an optimizer
+# (`torch.optim.X(...)`, `.step()`), outside tests, docs and benchmarks. What it builds is read
+# outside its class bodies (a class's own parts are not what the script trains). Several may (train.py, finetune.py,
 # scripts/train_gan.py): the one at the root whose name starts like a training entry (train*,
 # pretrain*, finetune*, main*) comes first, then fewer folders deep, then by name; MAX_SCRIPTS are read.
 
@@ -59,11 +73,17 @@ def scripts(index: ProjectIndex) -> list[Script]:
         if not index.mentions(rel, b".backward(", MAX_PYTHON_BYTES):
             continue
         tree = index.tree(rel, MAX_PYTHON_BYTES)
-        if tree is None or not _trains(tree, index.imports(rel, tree)):
+        if tree is None or not _is_script(tree) or not _trains(tree, index.imports(rel, tree)):
             continue
         found.append((rel, tree))
     found.sort(key=lambda item: (not _TRAIN_NAME.match(PurePosixPath(item[0]).name), item[0].count("/"), item[0]))
     return [Script(rel, _builds(index, rel, tree), tree) for rel, tree in found[:MAX_SCRIPTS]]
+
+
+def _is_script(tree: ast.Module) -> bool:
+    """A script, not a library module: it has a `__main__` block or runs code at import."""
+    return any(isinstance(n, ast.If) and "__name__" in ast.unparse(n.test) for n in tree.body) \
+        or runs_code_on_import(tree)
 
 
 def _trains(tree: ast.Module, imports) -> bool:
@@ -79,23 +99,60 @@ def _trains(tree: ast.Module, imports) -> bool:
     return backward and step
 
 
-def _builds(index: ProjectIndex, rel: str, tree: ast.Module) -> tuple[tuple[str, int], ...]:
-    """The CapWords names the script calls, and (one level down) those the repository's functions it
-    calls build: `model = GPT(config)`, `model = build_model(cfg)` whose body calls `Net(...)`."""
-    imports = index.imports(rel, tree)
-    out: dict[str, int] = {}
-    own = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    for call in sorted((c for c in ast.walk(tree) if isinstance(c, ast.Call)), key=lambda c: (c.lineno, c.col_offset)):
+def _builds(index: ProjectIndex, rel: str, tree: ast.Module) -> tuple[tuple[str, int, str], ...]:
+    """What the script calls, with the file defining each, and (one level down) the CapWords names the
+    repository's functions it calls build: `model = GPT(config)`, `model = build_model(cfg)` whose body
+    calls `Net(...)`."""
+    out: dict[tuple[str, str], int] = {}
+    calls = [c for node in tree.body if not isinstance(node, ast.ClassDef)   # a class's own parts are not built
+             for c in ast.walk(node) if isinstance(c, ast.Call)]
+    for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
         name = _called(call)
         if not name:
             continue
-        out.setdefault(name, call.lineno)
-        body = own.get(name) or _function_of(index, imports.resolve(call.func) or "", name)
-        for inner in (c for c in ast.walk(body) if isinstance(c, ast.Call)) if body is not None else ():
+        where = _defined_in(index, rel, tree, call)
+        out.setdefault((name, where), call.lineno)
+        found = _function_at(index, where, name) if where else None
+        if found is None:
+            continue
+        home, body = found
+        home_tree = index.tree(home, MAX_PYTHON_BYTES)
+        for inner in (c for c in ast.walk(body) if isinstance(c, ast.Call)):
             inner_name = _called(inner)
-            if inner_name and inner_name[:1].isupper():
-                out.setdefault(inner_name, call.lineno)
-    return tuple(out.items())
+            if inner_name[:1].isupper() and home_tree is not None:
+                out.setdefault((inner_name, _defined_in(index, home, home_tree, inner)), call.lineno)
+    return tuple((name, line, where) for (name, where), line in out.items())
+
+
+def _defined_in(index: ProjectIndex, rel: str, tree: ast.Module, call: ast.Call) -> str:
+    """The repository file defining what `call` calls: the file itself for its own top-level
+    definitions, else the file its import resolves to; "" when neither."""
+    if isinstance(call.func, ast.Name) and any(isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name == call.func.id
+                                               for n in tree.body):
+        return rel
+    dotted = index.imports(rel, tree).resolve(call.func) or ""
+    module = dotted.rpartition(".")[0]
+    return _module_file(index, module, rel) or "" if module else ""
+
+
+def _function_at(index: ProjectIndex, rel: str, name: str) -> tuple[str, ast.FunctionDef] | None:
+    """(file, the function `name` it defines), following one re-export of a package's `__init__.py`."""
+    tree = index.tree(rel, MAX_PYTHON_BYTES)
+    if tree is None:
+        return None
+    found = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if found is not None:
+        return rel, found
+    for node in tree.body:   # `from .build import build_model` in a package's __init__.py
+        if isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names):
+            module = index.imports(rel, tree).absolute(node)
+            other = _module_file(index, module, rel) if module else None
+            if other and other != rel:
+                inner = index.tree(other, MAX_PYTHON_BYTES)
+                hit = next((n for n in inner.body if isinstance(n, ast.FunctionDef) and n.name == name), None) \
+                    if inner is not None else None
+                return (other, hit) if hit is not None else None
+    return None
 
 
 def _called(call: ast.Call) -> str:
@@ -107,28 +164,14 @@ def _called(call: ast.Call) -> str:
     return ""
 
 
-def _function_of(index: ProjectIndex, dotted: str, name: str) -> ast.FunctionDef | None:
-    """The repository's function `dotted` names (`models.build.build_model`), read through the index."""
-    module = dotted.rpartition(".")[0]
-    if not module:
-        return None
-    for rel in (module.replace(".", "/") + ".py", module.replace(".", "/") + "/__init__.py"):
-        for candidate in (rel, "src/" + rel):
-            if not index.mentions(candidate, name.encode(), MAX_PYTHON_BYTES):
-                continue
-            tree = index.tree(candidate, MAX_PYTHON_BYTES)
-            found = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None) \
-                if tree is not None else None
-            if found is not None:
-                return found
-    return None
-
-
 # NOTE [candidates the training scripts build]
 # A repository holds many models (baselines, parts, demos); the one its training script builds is
 # the one the team trains. A `repo:FILE:NAME` recipe whose NAME a training script calls (directly,
 # or in the body of a repository function the script calls: `build_model(cfg)` -> `Net(cfg)`)
 # gains BUILT_BONUS, above any class nothing builds, and its note says where the script builds it.
+# The name must be the file's: the script defines it, or its import resolves to FILE (or to the
+# package whose `__init__.py` re-exports it); four classes named `Unet` in four files are not all
+# built because a script builds one of them.
 BUILT_BONUS = 600
 
 
@@ -138,8 +181,8 @@ def boosted(recipes: list[Recipe], found: list[Script]) -> list[Recipe]:
     for recipe in recipes:
         spec = recipe.target[len("repo:"):]
         rel, _, name = spec.rpartition(":")
-        where = next(((s.rel, s.line_of(name)) for s in found if rel and "#" not in spec and "::" not in spec
-                      and s.line_of(name) is not None), None)
+        where = next(((s.rel, s.line_of(name, rel)) for s in found if rel and "#" not in spec and "::" not in spec
+                      and s.line_of(name, rel) is not None), None)
         if where is None:
             out.append(recipe)
             continue
@@ -246,7 +289,7 @@ def plans(index: ProjectIndex, targets: tuple[str, ...], found: list[Script]) ->
         if not target.startswith("repo:") and not spec.partition(":")[0].endswith(".py"):
             continue   # a model folder, a timm name, an exported program: no script of the project builds it
         rel, _, name = spec.rpartition(":")
-        script = next((s for s in found if name and s.line_of(name) is not None), found[0])
+        script = next((s for s in found if name and s.line_of(name, rel) is not None), found[0])
         step = step_of(script.rel, script.tree)
         own = index.tree(rel, MAX_PYTHON_BYTES) if rel.endswith(".py") and rel != script.rel else None
         if own is not None and not step.part("optimizer"):
