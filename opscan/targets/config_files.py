@@ -303,10 +303,20 @@ def _required(fn: ast.FunctionDef) -> list[str]:
     return [a.arg for a in args[:len(args) - len(fn.args.defaults)]]
 
 
+_LOADER: dict = {}   # "load": how the child imports a repository's file (opscan/targets/repository.py sets it)
+
+
+def use_loader(load) -> None:
+    """Import a repository's Python config modules with `load(path, root)` (repository.py's own import
+    of a file, which knows its package), given here so that this module does not import that one."""
+    _LOADER["load"] = load
+
+
 def _python_configs(path: Path, root: Path) -> list[tuple[str, object]]:
     """The configs a Python config module makes, run in this (the contained) process."""
-    from opscan.targets.repository import load   # the repository's own import of the file
-
+    load = _LOADER.get("load")
+    if load is None:
+        return []
     rel = path.relative_to(root).as_posix()
     argv = sys.argv
     try:

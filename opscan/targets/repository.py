@@ -126,6 +126,7 @@ def load(path: Path, root: Path) -> types.ModuleType:
         raise _missing(path, tree, dotted, package_root, root, exc) from None
 
 
+config_files.use_loader(load)   # Python config modules are imported as the model's module is
 MAX_MISSING = 20
 
 
