@@ -61,6 +61,9 @@ def _same_file(where: str, rel: str) -> bool:
 # outside its class bodies (a class's own parts are not what the script trains). Several may (train.py, finetune.py,
 # scripts/train_gan.py): the one at the root whose name starts like a training entry (train*,
 # pretrain*, finetune*, main*) comes first, then fewer folders deep, then by name; MAX_SCRIPTS are read.
+# A model's step is the one of the script that builds it (or picks it by name); a model no script
+# builds takes the step of the training script at the root (train.py), when there is one, and else
+# opscan's stand-in: a demo deep in a package that trains its own model says nothing of another.
 
 def scripts(index: ProjectIndex) -> list[Script]:
     """The repository's training scripts, best first (NOTE [which training script])."""
@@ -202,6 +205,10 @@ def boosted(recipes: list[Recipe], found: list[Script]) -> list[Recipe]:
 
 def by_name(found: list[Script], index: ProjectIndex) -> list[Recipe]:
     """`repo:FILE:NAME` for the factories the training scripts pick by name (NOTE [factories picked by name])."""
+    return [recipe for _, recipe in _picks(found, index)]
+
+
+def _picks(found: list[Script], index: ProjectIndex) -> list[tuple[Script, Recipe]]:
     out = []
     for script in found:
         defaults = _argparse_defaults(script.tree)
@@ -219,7 +226,7 @@ def by_name(found: list[Script], index: ProjectIndex) -> list[Recipe]:
                 continue
             how = f"{name}(): the model {script.rel} picks by name ({ast.unparse(node)}, the default of " \
                   f"--{option.replace('_', '-')}, line {node.lineno})"
-            out.append(Recipe(f"repo:{rel}:{name}", "repo-factory", rel, node.lineno, how, 900 + BUILT_BONUS))
+            out.append((script, Recipe(f"repo:{rel}:{name}", "repo-factory", rel, node.lineno, how, 900 + BUILT_BONUS)))
     return out
 
 
@@ -271,9 +278,9 @@ def _module_file(index: ProjectIndex, dotted: str, script: str) -> str | None:
 
 
 def plans(index: ProjectIndex, targets: tuple[str, ...], found: list[Script]) -> dict[str, TrainStep]:
-    """For each `repo:` or `FILE.py:NAME` target, the step the training script that builds it constructs (else the first
-    training script's); a part the script leaves out (the optimizer a model's `configure_optimizers`
-    builds) is read from the target's own file. {} when the repository has no training script."""
+    """For each `repo:` or `FILE.py:NAME` target, the step the training script that builds it (or picks it
+    by name) constructs, else the root training script's (NOTE [which training script]); an optimizer the
+    script does not build (a model's `configure_optimizers`) is read from the target's own file."""
     if not found:
         return {}
     read: dict[str, TrainStep] = {}
@@ -284,12 +291,16 @@ def plans(index: ProjectIndex, targets: tuple[str, ...], found: list[Script]) ->
         return read[rel]
 
     out = {}
+    picked = {recipe.target: script for script, recipe in _picks(found, index)}
+    main = found[0] if _TRAIN_NAME.match(found[0].rel) and "/" not in found[0].rel else None
     for target in targets:
         spec = target[len("repo:"):] if target.startswith("repo:") else target
         if not target.startswith("repo:") and not spec.partition(":")[0].endswith(".py"):
             continue   # a model folder, a timm name, an exported program: no script of the project builds it
         rel, _, name = spec.rpartition(":")
-        script = next((s for s in found if name and s.line_of(name, rel) is not None), found[0])
+        script = picked.get(target) or next((s for s in found if name and s.line_of(name, rel) is not None), main)
+        if script is None:   # NOTE [which training script]: no script builds it, and none at the root trains
+            continue
         step = step_of(script.rel, script.tree)
         own = index.tree(rel, MAX_PYTHON_BYTES) if rel.endswith(".py") and rel != script.rel else None
         if own is not None and not step.part("optimizer"):

@@ -155,7 +155,10 @@ def planned_loss(output, labels, plan: TrainStep | None):
     if part is not None and part.name in _TARGETS:
         logits = _logits(output)
         if logits is not None:
-            return _scripted(part, logits, labels), part
+            loss = _scripted(part, logits, labels)
+            if loss.dim():   # reduction='none': the script reduces it itself (`loss.mean()`)
+                return loss.mean(), replace(part, detail="; ".join(d for d in (part.detail, "then .mean()") if d))
+            return loss, part
         part = replace(part, detail="no floating-point output of two or more dimensions to apply it to",
                        applied=False)
     loss = pick_loss(output, labels)

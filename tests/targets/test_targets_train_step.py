@@ -98,6 +98,9 @@ def test_the_script_loss_applies_to_the_logits_the_model_returns():
     seg = torch.randn(2, 3, 4, 4, requires_grad=True)   # (B, C, H, W): the class dimension is the second
     assert planned_loss(seg, None, plan("cross_entropy"))[0].dim() == 0
     assert planned_loss((logits, torch.zeros(2)), None, plan("mse_loss"))[0].dim() == 0
+    unreduced = TrainStep("train.py", (StepPart("loss", "mse_loss", "reduction='none'", "train.py:9"),))
+    loss, part = planned_loss(logits, None, unreduced)   # the script reduces it itself: .mean()
+    assert loss.dim() == 0 and part.detail == "reduction='none'; then .mean()"
     own = (logits, (logits ** 2).mean())            # `logits, loss = model(x, y)`: the model's own loss
     loss, part = planned_loss(own, None, TrainStep("train.py", plan("cross_entropy").parts, "train.py:12"))
     assert loss is own[1] and part.source == "train.py:12" and "cross_entropy (train.py:9) not applied" in part.detail
@@ -119,6 +122,22 @@ def test_the_project_answers_with_the_fused_kernel_and_the_loss_ops_of_its_scrip
         "loss": ("train.py:23", True), "optimizer": ("train.py:17", True), "amp": ("train.py:21", True),
         "clip": ("train.py:25", True)}
     assert "torch.bfloat16" in {d for op in report["ops"] for d in op["dtypes"]}   # under the script's autocast
+
+
+def test_a_model_no_script_builds_takes_the_root_training_scripts_step_or_none(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "demo.py").write_text(   # a demo deep in the package that trains its own model
+        "import torch\nfrom torch import nn\nif __name__ == '__main__':\n    m = nn.Linear(2, 2)\n"
+        "    opt = torch.optim.SGD(m.parameters(), lr=0.1)\n    m(torch.zeros(1, 2)).sum().backward()\n"
+        "    opt.step()\n", encoding="utf-8")
+    index = ProjectIndex(tmp_path)
+    found = train_scripts.scripts(index)
+    assert [s.rel for s in found] == ["pkg/demo.py"]
+    assert train_scripts.plans(index, ("repo:pkg/net.py:Net",), found) == {}
+    (tmp_path / "train.py").write_text((tmp_path / "pkg" / "demo.py").read_text(encoding="utf-8"), encoding="utf-8")
+    index = ProjectIndex(tmp_path)
+    plan = train_scripts.plans(index, ("repo:pkg/net.py:Net",), train_scripts.scripts(index))
+    assert plan["repo:pkg/net.py:Net"].script == "train.py"
 
 
 def test_a_model_that_computes_its_loss_keeps_it_as_the_scripts_own(repo_report):
