@@ -16,7 +16,8 @@ So:
   (`accept-stand-in-step = true` in [tool.opscan]: the team states that the configured model's
   step is theirs); otherwise a verdict that would be `ready` is `likely`, its headline naming why,
   so `--fail-on not-ready` fails it. Worse verdicts are left as they are: the step is then one of
-  their details. A run with no step (the zoo, `opscan trace`, a source-only run) names none.
+  their details. A run with no step (the zoo, `opscan trace`, a source-only run) names none; models
+  traced in inference mode only (as configured) answer for a forward pass, named as such, not held.
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ def project_step(command: str) -> Step:
     return Step(StepKind.PROJECT, f"the training step of `{command}`", command=command)
 
 
+def forward_only(targets: list[str]) -> Step:
+    """No training step: the models were traced in inference mode (as configured): a forward pass."""
+    return Step(StepKind.NONE, f"no training step: the forward pass of {', '.join(targets)} (mode inference)")
+
+
 def stand_in_step(parts: str, why: str, accepted: bool = False) -> Step:
     """opscan's stand-in step; `why` says why the project's own was not traced and what to run."""
     text = f"a stand-in step: {parts}" + (f"; {why}" if why else "")
@@ -57,7 +63,7 @@ def apply(verdict: Verdict, step: Step | None) -> Verdict:
     if step is None:
         return verdict
     verdict = replace(verdict, step=step)
-    if verdict.kind is VerdictKind.READY and not step.kind.is_own and not step.accepted:
+    if verdict.kind is VerdictKind.READY and step.kind is StepKind.STAND_IN and not step.accepted:
         return replace(verdict, kind=VerdictKind.LIKELY,
                        headline="likely — the ops of a stand-in step, not the project's: " + _short(step))
     return verdict

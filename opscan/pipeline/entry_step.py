@@ -21,7 +21,7 @@ import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from opscan.assess.step import project_step, stand_in_parts, stand_in_step
+from opscan.assess.step import forward_only, project_step, stand_in_parts, stand_in_step
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, OpscanError
 from opscan.records import DeviceProfile, ModelTrace, Step, TrainingEntry
@@ -111,6 +111,8 @@ def step_of(traces: tuple[ModelTrace, ...], models: tuple[ModelConfig, ...], ent
         return project_step(shown_command(entered.chosen)) if entered.chosen else None
     if script_command and any(t.target.startswith("script:") for t in traces):
         return project_step(script_command)
+    if all(t.mode == "inference" for t in traces):
+        return forward_only([t.target for t in traces])
     model = next((m for m in models if any(t.target == m.target for t in traces)), None) or \
         (models[0] if models else ModelConfig(target=""))
     parts = stand_in_parts(model.optimizer, model.optimizer_impl, model.amp)

@@ -37,16 +37,20 @@ def find_entries(index) -> tuple[TrainingEntry, ...]:
     found = [*sources.documents(index), *sources.shell_scripts(index), *sources.makefiles(index)]
     ranked: list[tuple[tuple, TrainingEntry]] = []
     seen: set[tuple[str, str]] = set()
+    written: set[str] = set()   # the files written commands run: no main-step entry of their own
     for order, item in enumerate(found):
         entry = _entry(index, item.simple, item.kind, item.path, item.base, scripts, item.context)
         if entry is not None:
             ranked.append((_key(entry[1], item.kind, order), entry[0]))
+            written.add(entry[2])
     for order, (name, (_, line)) in enumerate(sorted(scripts.items()), len(found)):
         entry = _entry(index, Simple((name,), "", line), "project-script", "pyproject.toml", "", scripts)
         if entry is not None:
             ranked.append((_key(entry[1], "project-script", order), entry[0]))
+            written.add(entry[2])
     for order, item in enumerate(_main_steps(index), len(found) + len(scripts)):
-        ranked.append((_key(3, "main-step", order), item))
+        if item.path not in written:
+            ranked.append((_key(3, "main-step", order), item))
     out: list[TrainingEntry] = []
     for _, entry in sorted(ranked, key=lambda pair: pair[0]):
         key = (entry.command, entry.cwd)
@@ -66,15 +70,18 @@ def _key(score: int, kind: str, order: int) -> tuple:
 
 
 def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict[str, tuple[str, int]],
-           context: str = "") -> tuple[TrainingEntry, int] | None:
-    """The entry of a simple command and its evidence score (3 steps, 2 trainer, 1 name), or None
-    when it launches no training code of the project."""
+           context: str = "") -> tuple[TrainingEntry, int, str] | None:
+    """The entry of a simple command, its evidence score (3 steps, 2 trainer, 1 name) and the file it
+    runs, or None when it launches no training code of the project."""
     words = list(simple.words)
     head = PurePosixPath(words[0]).name
     entry_point = ""
     if head in scripts:   # a console script of [project.scripts]
         entry_point = scripts[head][0]
-        module = entry_point.split(":")[0]
+        module, _, function = entry_point.partition(":")
+        if not (training.named_for_training(head) or training.named_for_training(function)) or \
+                training.named_for_other_job(head) or training.named_for_other_job(function):
+            return None   # a console script of the package that does another job (serve, eval, ...)
         rel = _module_file(index, module, "")
         name = f"{module}:{entry_point.split(':')[1]}"
         cwd = ""
@@ -126,7 +133,7 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
         why += f"; not set by the text: {', '.join('$' + v for v in simple.unset)}"
     command = shlex.join(words)
     return TrainingEntry(command=command, kind=kind, path=path, line=simple.line, cwd=cwd, why=why,
-                         entry_point=entry_point), score
+                         entry_point=entry_point), score, rel
 
 
 _READ = {"readme": "README shell block", "docs": "shell block of", "shell-script": "shell script",

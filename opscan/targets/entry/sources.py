@@ -49,9 +49,8 @@ def documents(index) -> list[Found]:
             continue
         kind = "readme" if PurePosixPath(rel).name.lower().startswith("readme") and "/" not in rel else "docs"
         for first, block, console in _blocks(text, rel.lower().endswith(".rst")):
-            if console:   # a console session: only the prompted lines are commands
-                block = "\n".join(line.lstrip()[2:] if line.lstrip().startswith("$ ") else ""
-                                  for line in block.splitlines())
+            if console:   # a console session: only the prompted lines (and their continuations) are commands
+                block = _prompted_lines(block)
             out.extend(Found(simple, kind, rel) for simple in commands(block, Shell(), first))
     return out
 
@@ -157,6 +156,20 @@ def _blocks(text: str, rst: bool) -> list[tuple[int, str, bool]]:
             continue
         index += 1
     return out
+
+
+def _prompted_lines(block: str) -> str:
+    """A console session's commands: `$ ` lines and the lines they continue with `\\`; the rest blank
+    (its output), so line numbers stay those of the file."""
+    out, going = [], False
+    for line in block.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith("$ ") or going:
+            out.append(stripped[2:] if stripped.startswith("$ ") and not going else line)
+            going = line.rstrip().endswith("\\")
+        else:
+            out.append("")
+    return "\n".join(out)
 
 
 def _prompted(body: str) -> bool:
