@@ -62,7 +62,7 @@ def choose(target: Path, config: Config, *, trace: bool, project_code: bool, giv
         entry = given_entry(command)
         return Entered((entry, *(e for e in entries if e.command != entry.command)), entry)
     if config.models:
-        return Entered(entries, None, "models are configured ([[tool.opscan.models]] or --model)")
+        return Entered(entries, None, "models are configured: [[tool.opscan.models]] or --model")
     if not project_code:
         return Entered(entries, None, "--no-project-code: no training command is run")
     return Entered(entries, entries[0] if entries else None, "" if entries else "no training command found")
@@ -99,7 +99,8 @@ def others_note(entered: Entered) -> tuple[str, ...]:
     more = len(entered.entries) - len(others) - (1 if entered.chosen else 0)
     listed = "; ".join(f"`{shown_command(e)}` ({e.where})" for e in others)
     tail = f"; and {more} more" if more > 0 else ""
-    return (f"other training commands found (--entry picks one): {listed}{tail}",)
+    which = "other training commands found" if entered.chosen else "training commands found, none run"
+    return (f"{which} (--entry picks one): {listed}{tail}",)
 
 
 def step_of(traces: tuple[ModelTrace, ...], models: tuple[ModelConfig, ...], entered: Entered, ran: Ran | None,

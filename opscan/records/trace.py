@@ -136,7 +136,7 @@ ENTRY_KINDS: dict[str, str] = {
     "shell-script": "a line of a shell script of the project (scripts/train.sh), its variables expanded",
     "makefile": "a recipe line of a Makefile target",
     "project-script": "a console script of [project.scripts] in pyproject.toml",
-    "main-step": "a script that steps an optimizer under `if __name__ == \"__main__\":`",
+    "main-step": "a script that steps an optimizer when run: under `if __name__ == \"__main__\":` or at its top level",
 }
 
 

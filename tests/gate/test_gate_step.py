@@ -174,3 +174,19 @@ def test_an_inference_model_is_a_forward_pass_not_held(tmp_path):
     report = _analyse(root, calls)
     assert report.verdict.step.kind is StepKind.NONE and "forward pass" in report.verdict.step.text
     assert "stand-in" not in report.verdict.headline
+
+
+@pytest.mark.slow
+def test_the_issues_project_answers_with_its_own_step_with_no_configuration(run_cli):
+    """Issue 42's project (model.py, train.py with AdamW(fused=True), F.cross_entropy and gradient
+    clipping, its command in the README): `opscan PROJECT`, in the contained child, traces its own step."""
+    pytest.importorskip("torch")
+    root = Path(__file__).resolve().parents[1] / "targets" / "repos" / "trainstep"
+    code, out, err = run_cli(str(root), "--format", "json")
+    report = json.loads(out)
+    ops = {o["op"] for o in report["ops"]}
+    assert {"aten::_fused_adamw_", "aten::nll_loss_forward", "aten::_foreach_norm.Scalar"} <= ops, err
+    step = report["verdict"]["step"]
+    assert (step["kind"], step["command"]) == ("project", "python train.py --steps 1000 --batch-size 32")
+    assert [t["target"] for t in report["traces"]] == ["script:train.py"] and report["traces"][0]["complete"]
+    assert report["entries"][0]["kind"] == "readme"

@@ -93,10 +93,12 @@ def test_a_makefile_recipe_and_a_console_script(tmp_path):
     assert entry.entry_point == "pkg.cli:train"
 
 
-def test_a_script_stepping_an_optimizer_under_main_is_found_with_nothing_written(tmp_path):
-    root = _project(tmp_path, {"experiment.py": STEPS, "tests/test_train.py": STEPS,
-                               "notmain.py": STEPS.replace('if __name__ == "__main__":\n    main()\n', "")})
-    assert _found(root) == [("python experiment.py", "main-step", "")]
+def test_a_script_stepping_an_optimizer_when_run_is_found_with_nothing_written(tmp_path):
+    loop = "import torch\nopt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1)\nfor i in range(3):\n" \
+           "    opt.step()\n"
+    root = _project(tmp_path, {"experiment.py": STEPS, "tests/test_train.py": STEPS, "loop.py": loop,
+                               "library.py": STEPS.replace('if __name__ == "__main__":\n    main()\n', "")})
+    assert _found(root) == [("python experiment.py", "main-step", ""), ("python loop.py", "main-step", "")]
 
 
 def test_ranking_evidence_then_source_then_order(tmp_path):

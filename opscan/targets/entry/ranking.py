@@ -208,15 +208,21 @@ def _main_steps(index) -> list[TrainingEntry]:
         if any(p in ("tests", "test", "docs") for p in parts[:-1]) or name.startswith("test_") or \
                 name.endswith("_test.py") or name in ("setup.py", "conftest.py", "hubconf.py"):
             continue
-        if not (index.mentions(rel, b"__main__") and index.mentions(rel, b".step(")):
+        if not index.mentions(rel, b".step("):
             continue
         tree = index.tree(rel, max_bytes=2_000_000)
         if tree is None:
             continue
         main = training.is_main_script(tree)
         proof = training.evidence(tree)
-        if main and proof.steps and not (training.named_for_other_job(name) and not training.named_for_training(name)):
+        if not proof.steps or (training.named_for_other_job(name) and not training.named_for_training(name)):
+            continue
+        if main:
             out.append(TrainingEntry(command=shlex.join(["python", rel]), kind="main-step", path=rel, line=main,
                                      why=f"script {rel}:{main} runs under __main__; steps an optimizer "
                                          f"({rel}:{proof.steps})"))
+        elif training.at_top_level(tree, proof.steps):
+            out.append(TrainingEntry(command=shlex.join(["python", rel]), kind="main-step", path=rel,
+                                     line=proof.steps, why=f"script {rel} steps an optimizer at its top level "
+                                                           f"({rel}:{proof.steps})"))
     return out

@@ -99,6 +99,15 @@ def is_main_script(tree: ast.Module) -> int:
     return 0
 
 
+def at_top_level(tree: ast.Module, line: int) -> bool:
+    """Whether `line` is in a module-level statement that runs when the file is run (not in a
+    function or class body, which run only when called)."""
+    for node in tree.body:
+        if node.lineno <= line <= (node.end_lineno or node.lineno):
+            return not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    return False
+
+
 def imported_modules(tree: ast.Module) -> list[tuple[str, int]]:
     """(dotted module, level) of each import of the file, in order (for one level of following)."""
     out: list[tuple[str, int]] = []
