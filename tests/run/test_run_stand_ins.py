@@ -128,7 +128,8 @@ def test_torchvision_datasets_absent_or_downloading_are_synthetic(stand_ins, tmp
     assert mnist[0][0].size == (28, 28) and len(mnist) == 1024
     folder = datasets.ImageFolder(str(tmp_path / "imagenet" / "train"), transform=transforms.RandomResizedCrop(64))
     assert tuple(folder[3][0].size) == (64, 64) and len(folder.classes) == 10
-    assert [s for _, s in _subjects(stand_ins)] == ["CIFAR10", "MNIST", f"ImageFolder {tmp_path / 'imagenet' / 'train'}"]
+    folder = f"ImageFolder {tmp_path / 'imagenet' / 'train'}"
+    assert [s for _, s in _subjects(stand_ins)] == ["CIFAR10", "MNIST", folder]
     assert "3x32x32 uint8 images, 10 classes" in stand_ins.replaced[0].detail
 
 
@@ -175,4 +176,5 @@ def test_a_training_script_whose_tokens_and_weights_are_absent_runs_its_step(tmp
     ops = {u.op for u in trace.ops}
     assert {"aten::embedding", "aten::nll_loss_forward", "aten::_fused_adamw_"} & ops == \
         {"aten::embedding", "aten::nll_loss_forward"}   # AdamW of the imitated device: foreach, not fused
-    assert [(r.kind, r.path, r.line) for r in trace.replaced] == [("data", "train.py", 6), ("pretrained", "train.py", 8)]
+    assert [(r.kind, r.path, r.line) for r in trace.replaced] == [("data", "train.py", 6),
+                                                                  ("pretrained", "train.py", 8)]

@@ -67,7 +67,8 @@ def test_a_console_block_reads_only_prompted_lines_and_joins_continuations(tmp_p
 def test_a_shell_script_expands_its_variables_and_follows_cd(tmp_path):
     root = _project(tmp_path, {"src/pretrain.py": "from engine import train_one_epoch\n"
                                "if __name__ == '__main__':\n    train_one_epoch()\n",
-                               "src/engine.py": "def train_one_epoch(model=None, optimizer=None):\n    optimizer.step()\n",
+                               "src/engine.py": "def train_one_epoch(model=None, optimizer=None):\n"
+                                                "    optimizer.step()\n",
                                "scripts/pretrain.sh": """\
         #!/bin/bash
         MODEL=vit_base
