@@ -190,3 +190,31 @@ def test_the_issues_project_answers_with_its_own_step_with_no_configuration(run_
     assert (step["kind"], step["command"]) == ("project", "python train.py --steps 1000 --batch-size 32")
     assert [t["target"] for t in report["traces"]] == ["script:train.py"] and report["traces"][0]["complete"]
     assert report["entries"][0]["kind"] == "readme"
+
+
+@pytest.mark.slow
+def test_a_console_script_of_project_scripts_runs_its_function_with_the_commands_arguments(tmp_path):
+    pytest.importorskip("torch")
+    from opscan.index import ProjectIndex
+    from opscan.pipeline.entry_step import run_command
+    from opscan.targets.entry import find_entries
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "pkg" / "cli.py").write_text(
+        "import sys\nimport torch\nfrom .nets import Net\n"
+        "def train():\n    model = Net(int(sys.argv[sys.argv.index('--width') + 1]))\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    model(torch.randn(2, 4)).sum().backward()\n    optimizer.step()\n", encoding="utf-8")
+    (tmp_path / "pkg" / "nets.py").write_text(
+        "import torch\nclass Net(torch.nn.Linear):\n    def __init__(self, width):\n        super().__init__(4, width)\n",
+        encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n[project.scripts]\np-train = "pkg.cli:train"\n',
+                                             encoding="utf-8")
+    (tmp_path / "README.md").write_text("```sh\np-train --width 8\n```\n", encoding="utf-8")
+    entry = find_entries(ProjectIndex(tmp_path))[0]
+    assert (entry.command, entry.kind, entry.entry_point) == ("p-train --width 8", "readme", "pkg.cli:train")
+    trace, notes = run_command(entry, tmp_path, None, None)
+    assert trace.complete and trace.steps == 1, trace.stopped_at
+    ops = {u.op for u in (*trace.ops, *trace.host_ops)}   # nothing moved to a device: host ops
+    assert {"aten::addmm", "aten::t"} <= ops and trace.target == "script:pkg.cli:train"

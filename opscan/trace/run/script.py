@@ -159,10 +159,8 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         try:
             with _run_rules(device, requests, profile, recorder, compiles, standins):
                 if module and ":" in script:   # a console script: its function, as its launcher calls it
-                    import importlib
-
                     name, _, function = script.partition(":")
-                    sys.exit(getattr(importlib.import_module(name), function)())
+                    sys.exit(runpy.run_module(name, alter_sys=True)[function]())
                 elif module:
                     runpy.run_module(script, run_name="__main__", alter_sys=True)
                 else:
