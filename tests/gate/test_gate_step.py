@@ -207,7 +207,8 @@ def test_a_console_script_of_project_scripts_runs_its_function_with_the_commands
         "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
         "    model(torch.randn(2, 4)).sum().backward()\n    optimizer.step()\n", encoding="utf-8")
     (tmp_path / "pkg" / "nets.py").write_text(
-        "import torch\nclass Net(torch.nn.Linear):\n    def __init__(self, width):\n        super().__init__(4, width)\n",
+        "import torch\nclass Net(torch.nn.Linear):\n    def __init__(self, width):\n"
+        "        super().__init__(4, width)\n",
         encoding="utf-8")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n[project.scripts]\np-train = "pkg.cli:train"\n',
                                              encoding="utf-8")
