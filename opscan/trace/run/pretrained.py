@@ -115,11 +115,16 @@ def _timm(module, stand_ins: StandIns, patches: Patches) -> None:
 def _transformers(module, stand_ins: StandIns, patches: Patches) -> None:
     """`from_pretrained` of a model whose weights are not here: built from its config (NOTE [absent weights])."""
     from transformers import modeling_utils
-    from transformers.models.auto import auto_factory
+    from transformers.models.auto import auto_factory, modeling_auto
 
-    for owner in (modeling_utils.PreTrainedModel, auto_factory._BaseAutoModelClass):
-        original = owner.__dict__["from_pretrained"].__func__
-        patches.set(owner, "from_pretrained", classmethod(_from_pretrained(original, module, stand_ins)))
+    # each Auto class holds its own copy of from_pretrained (transformers' auto_class_update)
+    owners = [modeling_utils.PreTrainedModel, auto_factory._BaseAutoModelClass,
+              *(c for c in vars(modeling_auto).values()
+                if isinstance(c, type) and issubclass(c, auto_factory._BaseAutoModelClass))]
+    for owner in owners:
+        found = owner.__dict__.get("from_pretrained")
+        if isinstance(found, classmethod):
+            patches.set(owner, "from_pretrained", classmethod(_from_pretrained(found.__func__, module, stand_ins)))
 
 
 def _from_pretrained(original: Callable, module, stand_ins: StandIns) -> Callable:
@@ -139,6 +144,7 @@ def _from_pretrained(original: Callable, module, stand_ins: StandIns) -> Callabl
                     "resume_download", "proxies", "subfolder", "low_cpu_mem_usage", "device_map", "use_safetensors",
                     "variant", "ignore_mismatched_sizes", "output_loading_info"):
             kwargs.pop(key, None)
+        kwargs = {k: v for k, v in kwargs.items() if not k.startswith("_")}   # transformers' own (_from_auto)
         if hasattr(cls, "from_config"):   # an Auto class
             return cls.from_config(config, *args, **kwargs)
         return cls(config, *args, **{k: v for k, v in kwargs.items() if k not in ("trust_remote_code", "dtype",
