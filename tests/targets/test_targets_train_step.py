@@ -3,7 +3,7 @@
 `opscan REPO` with no configuration traces its model with the loss, optimizer (class and
 fused/foreach), AMP and clipping the training script builds, and records each part with the line
 it came from (`traces[].step` in JSON); with no training script, the step is opscan's stand-in and
-says so. Fixture: tests/targets/repos/trainstep (model.py + a train.py that trains at import with
+says so. Fixture: tests/targets/repos/scriptstep (model.py + a train.py that trains at import with
 `AdamW(fused=True)`, `F.cross_entropy`, bf16 autocast and `clip_grad_norm_`).
 """
 
@@ -32,7 +32,7 @@ def _step(source: str, rel: str = "train.py"):
 
 
 def test_the_fixture_script_gives_every_part_with_its_line():
-    index = ProjectIndex(REPOS / "trainstep")
+    index = ProjectIndex(REPOS / "scriptstep")
     found = train_scripts.scripts(index)
     assert [s.rel for s in found] == ["train.py"]
     plan = train_scripts.plans(index, ("repo:model.py:CharLM",), found)["repo:model.py:CharLM"]
@@ -109,7 +109,7 @@ def test_the_script_loss_applies_to_the_logits_the_model_returns():
 
 
 def test_the_project_answers_with_the_fused_kernel_and_the_loss_ops_of_its_script(repo_report, report_phases):
-    report = repo_report(REPOS / "trainstep")
+    report = repo_report(REPOS / "scriptstep")
     assert [t["target"] for t in report["traces"]] == ["repo:model.py:CharLM"]
     trace = report["traces"][0]
     assert trace["complete"]
