@@ -21,6 +21,7 @@ from opscan.records import (
     Report,
     Step,
     Task,
+    TrainStep,
 )
 
 SCHEMA_VERSION = 2   # 2: `verdict` (kind, headline, details, checked), `summary.sites`, `baseline.new`
@@ -135,13 +136,13 @@ def _trace(trace: ModelTrace) -> dict:
         **({"built_by": trace.built_by} if trace.built_by else {}),
         **({"containment": dict(trace.containment)} if trace.containment else {}),
         **({"steps": trace.steps} if trace.steps is not None else {}),   # `opscan run` only
-        **({"step": _step(trace.step)} if trace.step is not None else {}),
+        **({"step": _train_step(trace.step)} if trace.step is not None else {}),
         **({"replaced": [{"kind": r.kind, "subject": r.subject, "detail": r.detail, "path": r.path, "line": r.line}
                          for r in trace.replaced]} if trace.replaced else {}),   # stand-ins of a run (docs/run.md)
     }
 
 
-def _step(step) -> dict:
+def _train_step(step: TrainStep) -> dict:
     """The training step a train-mode trace ran: its script ("" = none read) and each part with its source."""
     return {"script": step.script, "own": step.own, "backward": step.backward,
             "parts": [{"part": p.part, "name": p.name, "detail": p.detail, "source": p.source,
