@@ -122,6 +122,8 @@ def test_the_project_answers_with_the_fused_kernel_and_the_loss_ops_of_its_scrip
         "loss": ("train.py:23", True), "optimizer": ("train.py:17", True), "amp": ("train.py:21", True),
         "clip": ("train.py:25", True)}
     assert "torch.bfloat16" in {d for op in report["ops"] for d in op["dtypes"]}   # under the script's autocast
+    verdict_step = report["verdict"]["step"]   # still a stand-in (the script did not run), named by its parts
+    assert verdict_step["kind"] == "stand-in" and "AdamW (fused) from train.py:17" in verdict_step["text"]
 
 
 def test_a_model_no_script_builds_takes_the_root_training_scripts_step_or_none(tmp_path):
