@@ -273,7 +273,7 @@ def test_terminal_report_names_what_ran_and_what_held(planted):
     tree, _, _, _ = planted
     done = _run([".", "--exit-zero"], tree)
     assert "built by running README.md block 1" in done.stdout
-    assert "containment: environment, network, files, processes held" in done.stdout
+    assert "containment: environment, network, files, ipc, keyring, processes, limits held" in done.stdout
 
 
 def _no_user_namespaces() -> tuple[str, ...]:
@@ -361,7 +361,7 @@ def test_containment_holds_for_a_user_without_privileges():
                            "/usr/bin/python3", "-c", code], cwd="/", env=env, capture_output=True, text=True,
                            timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "containment: environment, network, files, processes held"
+    assert done.stdout.strip() == "containment: environment, network, files, ipc, keyring, processes, limits held"
 
 
 # -- the environment allow-list (no child) ------------------------------------------------------------
