@@ -131,11 +131,16 @@ def policy_from(args) -> Policy:
             raise UsageError(f"--pass-env {name!r}: not an environment variable name (give the name, not NAME=VALUE)")
     from opscan.containment import MAX_PROCESSES, SCRATCH_SIZE, Policy
 
+    from opscan.containment import named_paths
+
     readable = []
     for path in getattr(args, "allow_read", None) or ():
         if not os.path.exists(path):
             raise UsageError(f"--allow-read {path!r}: no such file or folder")
         readable.append(os.path.abspath(path))
+    named = [getattr(args, "target", None), *(getattr(args, "model", None) or ()), getattr(args, "report", None),
+             *(getattr(args, "script_command", None) or ())]   # what the user named: the child reads it
+    readable += named_paths([str(word) for word in named if word], os.getcwd(), dict(os.environ))
     processes = getattr(args, "max_processes", None) or MAX_PROCESSES
     if processes < 8:
         raise UsageError(f"--max-processes {processes}: at least 8 (Python and torch start threads of their own)")

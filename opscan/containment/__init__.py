@@ -44,7 +44,7 @@ Stdlib only; the parent never imports torch.
 
 from __future__ import annotations
 
-from opscan.containment.allowlist import command_paths
+from opscan.containment.allowlist import named_paths
 from opscan.containment.landlock import landlock_abi
 from opscan.containment.policy import (ALLOWED_NAMES, ALLOWED_PREFIXES, ContainmentUnavailable, HELD, Held,
                                        MAX_PROCESSES, PARTS, PROJECT_CODE_COMMANDS, Policy, READ_ONLY_COMMANDS,
@@ -56,6 +56,6 @@ from opscan.containment.supervisor import command_prefix, enter, held_here, prep
 __all__ = [
     "ALLOWED_NAMES", "ALLOWED_PREFIXES", "ContainmentUnavailable", "HELD", "Held", "MAX_PROCESSES", "PARTS",
     "PROJECT_CODE_COMMANDS", "Policy", "READ_ONLY_COMMANDS", "SCRATCH_SIZE", "SECRET_PLACES", "SECRET_WORDS",
-    "allowed_name", "child_environment", "command_paths", "command_prefix", "enter", "held_here", "is_secret_name",
-    "landlock_abi", "not_contained", "prepare_scratch", "real_home", "remove_scratch",
+    "allowed_name", "child_environment", "command_prefix", "enter", "held_here", "is_secret_name",
+    "landlock_abi", "named_paths", "not_contained", "prepare_scratch", "real_home", "remove_scratch",
 ]

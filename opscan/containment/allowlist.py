@@ -262,19 +262,32 @@ def _opscan_paths() -> list[str]:
     return [package, str(resources.rules_dir()), str(resources.coverage_db_dir())]
 
 
-def command_paths(argv, cwd: str, environ: dict[str, str]) -> tuple[str, ...]:
-    """What a command the user typed (`opscan parity run -- python train.py ...`) names and the
-    child must read: each argument that is an existing file, with its folder (a script's imports sit
-    beside it) unless that folder is a home folder or holds one."""
+def named_paths(words, cwd: str, environ: dict[str, str]) -> tuple[str, ...]:
+    """What the user named on the command line and the child must read: a trace target
+    (`model.py:build`, `hf:FOLDER`, `pt2:FILE`), a report, the words of a command
+    (`opscan parity run -- python train.py`). Each word (or its part after a `scheme:` and before
+    a `:function`) that is an existing file gives its folder (a script's imports sit beside it),
+    an existing folder itself; never a home folder or a folder holding one (a file there is
+    given alone). Never a word from the repository's configuration: only the user's."""
     homes = homes_of(environ)
     found: list[str] = []
-    for word in argv:
-        path = os.path.abspath(os.path.join(cwd, word))
-        if not word or word.startswith("-") or not os.path.isfile(path):
+    for word in words:
+        if not word or word.startswith("-"):
             continue
-        folder = os.path.dirname(os.path.realpath(path))
-        keep_folder = folder != os.sep and not any(inside(home, folder) for home in homes)
-        found.append(folder if keep_folder else path)
+        scheme, colon, rest = word.partition(":")
+        candidates = [word, word.rsplit(":", 1)[0]]
+        if colon and scheme.isalnum() and len(scheme) > 1:
+            candidates += [rest, rest.rsplit(":", 1)[0]]
+        for candidate in candidates:
+            path = os.path.realpath(os.path.join(cwd, candidate)) if candidate else ""
+            if not path or not os.path.exists(path):
+                continue
+            folder = path if os.path.isdir(path) else os.path.dirname(path)
+            if folder != os.sep and not any(inside(home, folder) for home in homes):
+                found.append(folder)
+            elif not os.path.isdir(path):
+                found.append(path)
+            break
     return tuple(dict.fromkeys(found))
 
 

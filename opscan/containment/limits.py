@@ -56,11 +56,11 @@ def address_space_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
-def limit_processes(count: int, *, user_namespace: bool) -> str:
-    """Set RLIMIT_NPROC for the tree; "held" when it holds per tree, else which limit holds."""
+def limit_processes(count: int, uid: int, *, user_namespace: bool) -> str:
+    """Set RLIMIT_NPROC for the tree (`uid`: the user's, outside any namespace); "held" when it
+    holds per tree, else which limit holds."""
     import resource
 
-    uid = os.getuid()
     if uid == 0:
         return "root: RLIMIT_NPROC does not apply"   # the PID namespace's pid_max is set by pid 1
     per_tree = user_namespace and kernel_at_least(5, 14)

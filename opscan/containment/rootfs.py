@@ -93,6 +93,12 @@ def enter_root(root: str, cwd: str, fallback: str) -> str:
     return state
 
 
+def seal_sysctls() -> None:
+    """/proc/sys read-only (the namespaces' limits set by pid 1 stay as they are)."""
+    mount("/proc/sys", "/proc/sys", None, MS_BIND | MS_REC)
+    mount_setattr("/proc/sys", True, set_=MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+
+
 def fresh_proc() -> str:
     """Without a new root: a /proc of the new PID namespace over the host's (in pid 1)."""
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)

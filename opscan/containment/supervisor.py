@@ -66,15 +66,13 @@ def enter(policy: Policy, scratch: str, *, then_exec: list[str] | None = None) -
     in_cgroup = cgroup.join(os.path.basename(scratch.rstrip(os.sep)), memory, policy.max_processes)
     try:
         unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC)
-        write("/proc/self/setgroups", "deny")
-        write("/proc/self/uid_map", f"{uid} {uid} 1")
-        write("/proc/self/gid_map", f"{gid} {gid} 1")
+        _map_ids(0, uid, 0, gid)   # NOTE [two user namespaces]: root of the namespaces it sets up
     except (ContainmentUnavailable, OSError) as exc:
         reason = f"user namespace refused: {exc}"
         _make_dirs(scratch)
         parts.update(landlock(plan, policy, scratch, reason))
         parts["keyring"] = no_keyring()
-        nproc = HELD if in_cgroup else limits.limit_processes(policy.max_processes, user_namespace=False)
+        nproc = HELD if in_cgroup else limits.limit_processes(policy.max_processes, uid, user_namespace=False)
         parts["limits"] = HELD if in_cgroup else f"{reason}; {_per_process(nproc, memory)}"
         parts.update({p: reason for p in PARTS if p not in parts})
         drop_capabilities()   # as root: no capability left to the code (mounts, other users' processes)
@@ -92,7 +90,7 @@ def enter(policy: Policy, scratch: str, *, then_exec: list[str] | None = None) -
         rootfs.abandon(scratch)
         parts["files"] = f"the allow-list could not be built ({exc}); the host's files are read-only instead"
         parts["ipc"] = _fallback_files(policy, scratch)
-    nproc = HELD if in_cgroup else limits.limit_processes(policy.max_processes, user_namespace=True)
+    nproc = HELD if in_cgroup else limits.limit_processes(policy.max_processes, uid, user_namespace=True)
     # NOTE [three processes]: the waiter (outside, reports the status to opscan), init (pid 1 of the
     # new PID namespace: a fresh /proc, reaps, watches the tree's memory, and its end kills
     # everything left in the namespace), and the worker (pid 2) that runs the code. The code never
@@ -117,15 +115,41 @@ def enter(policy: Policy, scratch: str, *, then_exec: list[str] | None = None) -
     if uid == 0 and not in_cgroup:
         nproc = limits.limit_pids(policy.max_processes)
     parts["limits"] = HELD if nproc == HELD else f"{nproc}; memory per tree (watched by pid 1)"
+    try:
+        rootfs.seal_sysctls()   # the limits just set cannot be raised again from inside
+    except (ContainmentUnavailable, OSError) as exc:
+        parts["limits"] = f"/proc/sys stays writable: {exc}"
     worker = os.fork()
     if worker:   # init
         drop_capabilities()
         _init(worker, write_end, None if in_cgroup else memory)
     os.close(write_end)
     lib().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    try:   # NOTE [two user namespaces]: the code runs as the user's own uid again
+        unshare(CLONE_NEWUSER)
+        _map_ids(uid, 0, gid, 0)
+    except (ContainmentUnavailable, OSError):
+        pass   # it then sees itself as uid 0 of the namespace: no capability, nothing more to reach
     parts["keyring"] = no_keyring()
     drop_capabilities()
     return _finish(parts, policy, then_exec, env)
+
+
+# NOTE [two user namespaces]
+# The namespaces are made in a user namespace whose root (uid 0 inside) is the user, because some
+# of their settings can be changed only by that root: a PID namespace's pid_max and an IPC
+# namespace's SysV limits (kernel.shmmax/shmall) check the writer's uid against the namespace's
+# root, not its capabilities, so with the uid mapped to itself nobody could set them. After pid 1
+# has set them and made /proc/sys read-only (a bind mount the code cannot undo: it holds no
+# capability over the mount namespace), the worker enters a second user namespace, nested, that
+# maps the user's uid and gid back to themselves, so the code sees its own uid (`getpass`,
+# file owners) and holds no capability over the namespaces above.
+
+
+def _map_ids(inside_uid: int, outside_uid: int, inside_gid: int, outside_gid: int) -> None:
+    write("/proc/self/setgroups", "deny")
+    write("/proc/self/uid_map", f"{inside_uid} {outside_uid} 1")
+    write("/proc/self/gid_map", f"{inside_gid} {outside_gid} 1")
 
 
 def _cwd() -> str:

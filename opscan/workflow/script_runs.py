@@ -70,7 +70,7 @@ def run_once(command: Sequence[str], label: str, device: str, out_dir: Path,
             raise UsageError(f"parity run: command not found: {command[0]!r}")
         scratch = containment.prepare_scratch()
         run_vars = tuple((k, child_env[k]) for k in (DEVICE_VAR, DUMP_VAR, ROLE_VAR))
-        named = containment.command_paths(argv, os.getcwd(), child_env)   # the script the user named, and its folder
+        named = containment.named_paths(argv, os.getcwd(), child_env)   # the script the user named, and its folder
         policy = replace(policy, set_env=(*policy.set_env, *run_vars),
                          writable=tuple(dict.fromkeys((*policy.writable, str(out_dir.resolve())))),
                          readable=tuple(dict.fromkeys((*policy.readable, *named))))
