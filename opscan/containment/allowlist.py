@@ -256,10 +256,10 @@ def _loader_folders(conf: str = "/etc/ld.so.conf", depth: int = 0) -> list[str]:
 
 def _opscan_paths() -> list[str]:
     """opscan's package folder and its data (the built-in rules and coverage database)."""
-    from opscan import resources
+    from opscan.resources import coverage_db_dir, rules_dir
 
     package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-    return [package, str(resources.rules_dir()), str(resources.coverage_db_dir())]
+    return [package, str(rules_dir()), str(coverage_db_dir())]
 
 
 def named_paths(words, cwd: str, environ: dict[str, str]) -> tuple[str, ...]:

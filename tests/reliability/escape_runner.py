@@ -49,7 +49,7 @@ def main() -> None:
     from opscan.containment.process import Limits, run
 
     policy = Policy(overlays=tuple(request.get("overlays", ())), max_processes=request.get("max_processes", 512),
-                    scratch_size=request.get("scratch_size", 48 << 20))
+                    scratch_size=request.get("scratch_size", 48 << 20), enabled=request.get("contained", True))
     try:
         ended = run(request["func"], request["kwargs"], Limits(timeout=180, max_memory=request.get("max_memory"),
                                                                 containment=policy))

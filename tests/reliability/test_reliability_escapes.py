@@ -198,24 +198,46 @@ def _real_home_files(uid: int) -> list[str]:
         return []
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("user", USERS)
-def test_planted_code_reaches_no_socket_key_ipc_or_credential_file_outside(planted, user, mode):
-    _skip_unless_possible(user, mode)
+def _attempts(planted, uid: int) -> dict:
+    """The request that tries every way out of issue 41 from the planted tree."""
     base, home, repo, tag = planted["base"], planted["home"], planted["repo"], planted["tag"]
-    before = _hashes(base)
     secrets_to_read = [home / rel for rel in HOME_FILES] + [
         home / ".ssh" / "id_rsa", home / ".aws" / "credentials", home / "dotfiles" / "ssh" / "id_rsa",
         base / "outside-dotfiles" / "aws" / "credentials", base / ".env", repo / ".git" / "config",
-        Path("/etc/shadow"), *map(Path, _real_home_files(0 if user == "caller" and os.getuid() == 0 else NOBODY))]
+        Path("/etc/shadow"), *map(Path, _real_home_files(uid))]
     spec = {"read": [str(p) for p in secrets_to_read], "list": [str(home), str(base), str(repo / ".git")],
             "write": [str(planted["victim"]), str(base / ".env"), str(home / ".bashrc")],
             "unix": [str(base / "agent.sock"), f"@opscan-escapes-{tag}"], "port": planted["tcp"].sock.getsockname()[1],
             "sysv_key": planted["sysv_key"], "sysv_sizes": [1 << 20, 1 << 30], "mqueue": planted["mqueue"],
             "key_description": f"opscan-escapes-{tag}"}
-    request = {"func": "escape_probes:attempt", "kwargs": {"spec": spec}, "overlays": [str(repo)],
-               "keys": {f"opscan-escapes-{tag}": f"KEYRING-{tag}"}}
-    out, err = _contained(request, user, mode, cwd=repo, home=home)
+    return {"func": "escape_probes:attempt", "kwargs": {"spec": spec}, "overlays": [str(repo)],
+            "keys": {f"opscan-escapes-{tag}": f"KEYRING-{tag}"}}
+
+
+def test_the_planted_code_gets_out_when_not_contained(planted):
+    """The probes are real: uncontained, each way out of issue 41 works on this machine (so the
+    tests below cannot pass for want of a working attempt)."""
+    request = {**_attempts(planted, os.getuid()), "contained": False}
+    out, _ = _contained(request, "caller", "namespaces", cwd=planted["repo"], home=planted["home"])
+    reached = out["value"]
+    readable = [path for path, state in reached["read"].items() if state.startswith("READ:")]
+    assert {str(planted["home"] / ".ssh" / "id_rsa"), str(planted["base"] / ".env"),
+            str(planted["repo"] / ".git" / "config")} <= set(readable)
+    assert set(reached["unix"].values()) == {"CONNECTED"} and reached["tcp"] == "CONNECTED"
+    assert reached["sysv"] == {str(1 << 20): "CREATED", str(1 << 30): "CREATED"} and reached["mqueue"] == "CREATED"
+    assert planted["sysv_key"] in _sysv_keys() and _mqueue_exists(planted["mqueue"])   # they outlive the child
+    assert reached["wrote"][str(planted["victim"])] == "WROTE"
+    assert reached["keys"] == [f"KEYRING-{planted['tag']}"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("user", USERS)
+def test_planted_code_reaches_no_socket_key_ipc_or_credential_file_outside(planted, user, mode):
+    _skip_unless_possible(user, mode)
+    base, home, repo = planted["base"], planted["home"], planted["repo"]
+    before = _hashes(base)
+    uid = 0 if user == "caller" and os.getuid() == 0 else (os.getuid() if user == "caller" else NOBODY)
+    out, err = _contained(_attempts(planted, uid), user, mode, cwd=repo, home=home)
     assert out["how"] == "returned", out
     seen = json.dumps(out["value"]) + err
     assert [value for value in planted["secrets"] if value in seen] == [], "a secret reached the planted code"
