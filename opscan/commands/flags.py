@@ -139,7 +139,8 @@ def policy_from(args) -> Policy:
             raise UsageError(f"--allow-read {path!r}: no such file or folder")
         readable.append(os.path.abspath(path))
     named = [getattr(args, "target", None), *(getattr(args, "model", None) or ()), getattr(args, "report", None),
-             *(getattr(args, "script_command", None) or ())]   # what the user named: the child reads it
+             *(getattr(args, "script_command", None) or ()), *(getattr(args, "selection", None) or ())]
+    # what the user named (a trace target, a model folder, a script): the child reads it
     readable += named_paths([str(word) for word in named if word], os.getcwd(), dict(os.environ))
     processes = getattr(args, "max_processes", None) or MAX_PROCESSES
     if processes < 8:

@@ -5,7 +5,7 @@ and without user namespaces), and prints how it ended as one JSON line.
     python escape_runner.py REQUEST_JSON
 
 With `keys` in the request, it first joins a new session keyring and adds those keys (to it, and
-to the user keyring for a few minutes), as a user's login would have; they are revoked at the end.
+to the user keyring for two minutes), as a user's login would have; they are revoked at the end.
 """
 
 from __future__ import annotations
@@ -16,13 +16,15 @@ import os
 import sys
 
 _KEYCTL = {"x86_64": (248, 250), "aarch64": (217, 219)}   # add_key, keyctl
-KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_REVOKE, KEYCTL_SET_TIMEOUT = 1, 3, 15
+KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_REVOKE, KEYCTL_LINK, KEYCTL_SET_TIMEOUT = 1, 3, 8, 15
 
 
 def _add_keys(keys: dict[str, str]) -> list[int]:
     libc = ctypes.CDLL(None, use_errno=True)
     add_key, keyctl = _KEYCTL.get(os.uname().machine, (248, 250))
     libc.syscall(ctypes.c_long(keyctl), ctypes.c_long(KEYCTL_JOIN_SESSION_KEYRING), None)
+    # the user keyring linked in, as a login session has it (and so its keys can be revoked at the end)
+    libc.syscall(ctypes.c_long(keyctl), ctypes.c_long(KEYCTL_LINK), ctypes.c_long(-4), ctypes.c_long(-3))
     serials = []
     for ring in (-3, -4):   # the session keyring, the user keyring
         for description, data in keys.items():
@@ -30,7 +32,7 @@ def _add_keys(keys: dict[str, str]) -> list[int]:
                                   ctypes.c_size_t(len(data)), ctypes.c_long(ring))
             if serial > 0:
                 libc.syscall(ctypes.c_long(keyctl), ctypes.c_long(KEYCTL_SET_TIMEOUT), ctypes.c_long(serial),
-                             ctypes.c_long(300))
+                             ctypes.c_long(120))
                 serials.append(serial)
     return serials
 
