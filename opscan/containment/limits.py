@@ -24,7 +24,8 @@ from opscan.containment.policy import HELD
 #    - memory: pid 1 of the PID namespace (supervisor.py) sees every process of the tree in its
 #      own /proc and adds up their memory every WATCH_SECONDS: the resident anonymous and shared
 #      memory (statm, cheap), and, only when that sum is over the limit, the proportional share
-#      of each (smaps_rollup Pss_Anon + Pss_Shmem, so pages shared after a fork count once).
+#      of each (smaps_rollup Pss_Anon + Pss_Shmem, so pages shared after a fork count once; at
+#      most every EXACT_SECONDS, since that costs milliseconds per process).
 #      Over the limit, it ends every process of the tree (SIGKILL) and says so on stderr; the
 #      child is then reported as killed by SIGKILL (likely out of memory). Between two looks a
 #      tree can go over by what it allocates in WATCH_SECONDS; RLIMIT_AS still caps each process.
@@ -36,6 +37,7 @@ from opscan.containment.policy import HELD
 # (kernel.shmall / shmmax of that namespace, `ipc_limits`).
 
 WATCH_SECONDS = 0.1
+EXACT_SECONDS = 0.5   # the proportional shares are read at most this often
 PID_MAX_FLOOR = 301
 
 
@@ -136,18 +138,13 @@ def tree_memory(exact: bool, proc: str = "/proc") -> int:
     return total
 
 
-def over_limit(limit: int | None) -> int:
-    """The tree's memory when it is over `limit` (0 when it is not, or there is no limit)."""
-    if not limit or tree_memory(False) <= limit:
-        return 0
-    used = tree_memory(True)
-    return used if used > limit else 0
-
-
 def watch(worker: int, limit: int | None) -> int:
     """pid 1's loop: reap every process until the worker ends, ending the whole tree when its
     memory goes over `limit`; the worker's wait status."""
+    import time
+
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    exact_at = 0.0
     while True:
         while True:
             try:
@@ -158,11 +155,15 @@ def watch(worker: int, limit: int | None) -> int:
                 break
             if pid == worker:
                 return status
-        used = over_limit(limit)
+        used, now = 0, time.monotonic()
+        if limit and now - exact_at >= EXACT_SECONDS and tree_memory(False) > limit:
+            exact_at = now   # the cheap sum is over: the proportional shares decide (not at every look)
+            shares = tree_memory(True)
+            used = shares if shares > limit else 0
         if used:
             import sys
 
             print(f"opscan: the child's processes used {used / 2**30:.2f} GiB together, over the limit of "
-                  f"{limit / 2**30:.2f} GiB (--max-memory): all ended", file=sys.stderr, flush=True)
+                  f"{(limit or 0) / 2**30:.2f} GiB (--max-memory): all ended", file=sys.stderr, flush=True)
             os.kill(-1, signal.SIGKILL)   # from pid 1: every other process of the namespace
         signal.sigtimedwait({signal.SIGCHLD}, WATCH_SECONDS)

@@ -205,7 +205,8 @@ def _attempts(planted, uid: int) -> dict:
         home / ".ssh" / "id_rsa", home / ".aws" / "credentials", home / "dotfiles" / "ssh" / "id_rsa",
         base / "outside-dotfiles" / "aws" / "credentials", base / ".env", repo / ".git" / "config",
         Path("/etc/shadow"), *map(Path, _real_home_files(uid))]
-    spec = {"read": [str(p) for p in secrets_to_read], "list": [str(home), str(base), str(repo / ".git")],
+    spec = {"read": [str(p) for p in secrets_to_read],
+            "list": [str(home), str(base), str(repo / ".git"), "/run", "/var/run", "/home", "/root"],
             "write": [str(planted["victim"]), str(base / ".env"), str(home / ".bashrc")],
             "unix": [str(base / "agent.sock"), f"@opscan-escapes-{tag}"], "port": planted["tcp"].sock.getsockname()[1],
             "sysv_key": planted["sysv_key"], "sysv_sizes": [1 << 20, 1 << 30], "mqueue": planted["mqueue"],
@@ -253,6 +254,8 @@ def test_planted_code_reaches_no_socket_key_ipc_or_credential_file_outside(plant
         assert planted["agent"].accepted == 0 and planted["abstract"].accepted == 0
         listed = reached["listed"]   # only the mount points of the project and of the cache it is given
         assert listed[str(base)] == ["home", "repo"] and listed[str(home)] == [".cache"], listed
+        assert listed["/run"] == [] and not isinstance(listed["/var/run"], list), listed   # no socket of /run
+        assert not isinstance(listed["/home"], list) or listed["/home"] == [], listed
         assert not isinstance(listed[str(repo / ".git")], list) or listed[str(repo / ".git")] == [], listed
         assert reached["sysv"] == {str(1 << 20): "CREATED", str(1 << 30): "refused EINVAL"}   # over --scratch-size
         assert reached["mqueue"] == "CREATED"
