@@ -45,7 +45,9 @@ def build():
 
 
 def _one(func: str, kwargs: dict, method: str, contained: bool) -> float:
-    limits = Limits(timeout=300, start_method=method, containment=Policy(enabled=contained))
+    root = kwargs.get("project_root")   # a trace's project is an overlay in the child, as opscan PATH has it
+    limits = Limits(timeout=300, start_method=method,
+                    containment=Policy(enabled=contained, overlays=(root,) if root else ()))
     started = time.perf_counter()
     ended = run(func, kwargs, limits, preload=("opscan.containment.process",) if method == "forkserver" else ())
     seconds = time.perf_counter() - started
