@@ -23,7 +23,8 @@ from opscan.containment.policy import SECRET_PLACES, Policy
 # - the interpreter: sys.prefix and sys.base_prefix (a venv and the Python it was made from), the
 #   executable, every sys.path and PYTHONPATH entry; opscan's own package and data;
 # - the system: /usr (and /bin, /lib, ... which usually link into it), the library folders of
-#   /etc/ld.so.conf and LD_LIBRARY_PATH, the PATH folders, a few /etc files that libraries read
+#   /etc/ld.so.conf and LD_LIBRARY_PATH, the PATH folders outside the home folder (a script in
+#   ~/bin may hold a token; a venv's bin is there with the venv), a few /etc files libraries read
 #   (ETC_FILES: the loader's cache, time zone, certificates, ...; never passwd, shadow, pip.conf,
 #   gitconfig), a passwd/group/hosts/nsswitch.conf of the child's own (GENERATED), the parts of
 #   /sys that describe devices (SYS), a /dev of its own (DEV_NODES and the accelerators),
@@ -129,9 +130,11 @@ def make_plan(policy: Policy, scratch: str, child_env: dict[str, str], host: Hos
         builder.add(entry, RO)
     for path in SYSTEM:
         builder.add(path, RO, trusted=True)
-    for folder in (*_loader_folders(), *_split(host.environ.get("LD_LIBRARY_PATH")),
-                   *_split(host.environ.get("PATH"))):
+    for folder in (*_loader_folders(), *_split(host.environ.get("LD_LIBRARY_PATH"))):
         builder.add(folder, RO)
+    for folder in _split(host.environ.get("PATH")):   # programs: not a home folder's (~/bin, ~/.local/bin)
+        if not any(inside(os.path.realpath(folder), home) for home in host.homes):
+            builder.add(folder, RO)
     for name in ETC_FILES:
         builder.add(os.path.join("/etc", name), RO, trusted=True)
     for path in SYS:

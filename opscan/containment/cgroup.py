@@ -10,8 +10,9 @@ import os
 # manager (`user@UID.service`, `systemd-run --user --scope -p Delegate=yes`), a container given
 # its own cgroup namespace with a writable cgroup2 mount, or root on a cgroup2 host. cgroup v2
 # forbids processes in a cgroup whose controllers are enabled for its children, so opscan's own
-# cgroup cannot get a child with a memory limit; its parent can, when the parent is writable and
-# already enables `memory` and `pids` for its children. Then each contained child makes a
+# cgroup cannot get a child with a memory limit; its parent can, when the parent is delegated to
+# the user (owned by it; for root, marked delegated by systemd, never a system slice merely
+# because root may write it) and already enables `memory` and `pids` for its children. Then each contained child makes a
 # sibling cgroup of opscan's (`opscan-<scratch folder name>`), sets memory.max (the --max-memory
 # of the child: the whole tree, the tmpfs pages it writes included), memory.swap.max 0,
 # memory.oom.group (an OOM kill ends the whole tree) and pids.max (--max-processes), and moves
@@ -50,7 +51,7 @@ def own_cgroup(cgroup_file: str = "/proc/self/cgroup") -> str | None:
     return None
 
 
-def delegated_parent(fs: str | None, own: str | None) -> str | None:
+def delegated_parent(fs: str | None, own: str | None, uid: int | None = None) -> str | None:
     """The folder where sibling cgroups with memory and pids limits can be made, or None."""
     if not fs or not own or own == "/":
         return None
@@ -61,15 +62,37 @@ def delegated_parent(fs: str | None, own: str | None) -> str | None:
     except OSError:
         return None
     if not set(CONTROLLERS) <= enabled or not os.access(parent, os.W_OK | os.X_OK) \
-            or not os.access(os.path.join(parent, "cgroup.procs"), os.W_OK):
+            or not os.access(os.path.join(parent, "cgroup.procs"), os.W_OK) or not _delegated(parent, uid):
         return None
     return parent
 
 
-def join(name: str, memory: int | None, processes: int, *, fs: str | None = None, own: str | None = None) -> str | None:
+def _delegated(folder: str, uid: int | None) -> bool:
+    """Whether `folder` is given to this user: owned by it, or (root, who may write anywhere) marked
+    delegated by systemd (the `trusted.delegate` / `user.delegate` attribute); never a slice of the
+    system's merely because root can write it."""
+    uid = os.getuid() if uid is None else uid
+    try:
+        if uid != 0:
+            return os.stat(folder).st_uid == uid
+        return any(_has_attribute(folder, name) for name in ("trusted.delegate", "user.delegate"))
+    except OSError:
+        return False
+
+
+def _has_attribute(folder: str, name: str) -> bool:
+    try:
+        return os.getxattr(folder, name) not in (b"", b"0")
+    except OSError:
+        return False
+
+
+def join(name: str, memory: int | None, processes: int, *, fs: str | None = None, own: str | None = None,
+         uid: int | None = None) -> str | None:
     """Make the child's cgroup `name` with its limits and move this process into it: its path, or
     None where the cgroup tree is not delegated (or any step fails; nothing is left behind)."""
-    parent = delegated_parent(fs if fs is not None else mount_point(), own if own is not None else own_cgroup())
+    parent = delegated_parent(fs if fs is not None else mount_point(), own if own is not None else own_cgroup(),
+                              uid)
     if parent is None:
         return None
     group = os.path.join(parent, name)
@@ -92,9 +115,10 @@ def join(name: str, memory: int | None, processes: int, *, fs: str | None = None
     return group
 
 
-def remove(name: str, *, fs: str | None = None, own: str | None = None) -> None:
+def remove(name: str, *, fs: str | None = None, own: str | None = None, uid: int | None = None) -> None:
     """End what is left in the child's cgroup `name` and remove it (nothing when there is none)."""
-    parent = delegated_parent(fs if fs is not None else mount_point(), own if own is not None else own_cgroup())
+    parent = delegated_parent(fs if fs is not None else mount_point(), own if own is not None else own_cgroup(),
+                              uid)
     if parent is not None and os.path.isdir(os.path.join(parent, name)):
         _remove(os.path.join(parent, name))
 

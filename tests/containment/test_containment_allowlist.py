@@ -17,14 +17,15 @@ from opscan.containment.seccomp import program
 
 
 def _host(tmp_path: Path, home: Path, environ: dict[str, str] | None = None, sys_path=()) -> Host:
-    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", **(environ or {})}
+    env = {"HOME": str(home), "PATH": f"/usr/bin:/bin:{home / 'bin'}", **(environ or {})}
     return Host(environ=env, cwd=str(tmp_path / "work" / "repo"), sys_path=tuple(sys_path), prefixes=(),
                 executable="/usr/bin/true", homes=(str(home),))
 
 
 def _tree(tmp_path: Path) -> tuple[Path, Path]:
     home, repo = tmp_path / "home", tmp_path / "work" / "repo"
-    for folder in (home / ".ssh", home / "lib", repo / ".git", tmp_path / "work" / "other", tmp_path / "data" / "hf"):
+    for folder in (home / ".ssh", home / "lib", home / "bin", repo / ".git", tmp_path / "work" / "other",
+                   tmp_path / "data" / "hf"):
         folder.mkdir(parents=True)
     (home / ".ssh" / "id_rsa").write_text("key")
     (home / ".cache").symlink_to(tmp_path / "data")                 # a dotfiles home: ~/.cache is a link
@@ -40,7 +41,7 @@ def test_neither_the_home_nor_the_folder_above_the_project_is_ever_a_place(tmp_p
     plan = make_plan(Policy(overlays=(str(repo),)), str(tmp_path / "scratch"), {}, _host(tmp_path, home, environ))
     places = set(plan.places)
     assert plan.places[str(repo)] == OVERLAY and plan.places[str(home / "lib")] == RO
-    for never in (home, tmp_path / "work", home / ".ssh", Path("/"), Path("/etc"), Path("/home")):
+    for never in (home, tmp_path / "work", home / ".ssh", home / "bin", Path("/"), Path("/etc"), Path("/home")):
         assert str(never) not in places, never
     assert {str(home), str(tmp_path / "work"), str(home / ".ssh")} <= set(plan.refused)
     assert not any(place.startswith(str(home / ".ssh")) for place in places)
@@ -107,15 +108,21 @@ def _cgroups(tmp_path: Path, enabled: str) -> tuple[Path, str]:
 
 def test_a_delegated_cgroup_gets_a_sibling_with_the_trees_limits(tmp_path):
     fs, own = _cgroups(tmp_path, "cpu memory pids\n")
-    group = join("opscan-scratch-x", 800 << 20, 100, fs=str(fs), own=own)
+    uid = os.getuid() or 4321   # as root: the folder is given to another user, as systemd's user manager has it
+    if os.getuid() == 0:
+        os.chown(fs / "user.slice", uid, uid)
+    group = join("opscan-scratch-x", 800 << 20, 100, fs=str(fs), own=own, uid=uid)
     assert group == str(fs / "user.slice" / "opscan-scratch-x")
     values = {name: (Path(group) / name).read_text() for name in ("memory.max", "pids.max", "cgroup.procs")}
     assert values == {"memory.max": str(800 << 20), "pids.max": "100", "cgroup.procs": "0"}
 
 
 def test_a_cgroup_tree_that_is_not_delegated_is_left_alone(tmp_path):
-    fs, own = _cgroups(tmp_path, "cpu\n")
-    assert join("opscan-scratch-x", 800 << 20, 100, fs=str(fs), own=own) is None
+    fs, own = _cgroups(tmp_path, "cpu\n")                      # no memory controller for its children
+    assert join("opscan-scratch-x", 800 << 20, 100, fs=str(fs), own=own, uid=os.getuid()) is None
+    fs, own = _cgroups(tmp_path / "other", "memory pids\n")     # writable, but someone else's
+    assert join("opscan-scratch-x", 800 << 20, 100, fs=str(fs), own=own, uid=4321 + 1) is None
+    assert join("opscan-scratch-x", 800 << 20, 100, fs=str(fs), own=own, uid=0) is None   # root: no delegate mark
     assert not (fs / "user.slice" / "opscan-scratch-x").exists()
     assert join("opscan-scratch-x", None, 100, fs=str(fs), own="/") is None
 

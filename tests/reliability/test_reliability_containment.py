@@ -393,6 +393,12 @@ def test_pass_env_takes_a_name_not_an_assignment(run_cli):
     assert code == 2 and "--pass-env" in err
 
 
+def test_allow_read_and_max_processes_take_a_path_and_a_count(run_cli, tmp_path):
+    for flags in (("--allow-read", str(tmp_path / "missing")), ("--max-processes", "2"), ("--max-processes", "x")):
+        code, _, err = run_cli("trace", "x.py:build", *flags)
+        assert code == 2 and flags[0] in err, (flags, err)
+
+
 def test_require_containment_with_in_process_is_a_usage_error(run_cli):
     code, _, err = run_cli("trace", "x.py:build", "--require-containment", "--in-process")
     assert code == 2 and "--require-containment" in err
