@@ -162,7 +162,9 @@ class _Builder:
         self.refused: list[str] = []
         parents = [os.path.dirname(os.path.realpath(p)) for p in policy.overlays]   # `../.env` of the project
         self.guarded = tuple(dict.fromkeys((*host.homes, *parents, os.path.realpath(scratch))))
-        self.secrets = tuple(os.path.join(h, p) for h in host.homes for p in SECRET_PLACES)
+        secrets = [os.path.join(h, p) for h in host.homes for p in SECRET_PLACES]
+        # the secret places, and where a dotfiles home's links to them lead
+        self.secrets = tuple(dict.fromkeys((*secrets, *map(os.path.realpath, secrets))))
 
     def add(self, path: str, mode: str, *, trusted: bool = False) -> None:
         """Add `path` as a place (`trusted`: named by the user or by opscan, not by a variable)."""

@@ -65,10 +65,12 @@ def test_secret_places_are_hidden_inside_a_given_folder_even_through_a_link(tmp_
     home, _ = _tree(tmp_path)
     (tmp_path / "dotfiles" / "aws").mkdir(parents=True)
     (home / ".aws").symlink_to(tmp_path / "dotfiles" / "aws")
-    plan = make_plan(Policy(overlays=(str(home),)), str(tmp_path / "scratch"), {}, _host(tmp_path, home))
+    environ = {"PYTHONPATH": str(tmp_path / "dotfiles" / "aws")}   # a variable naming the link's target
+    plan = make_plan(Policy(overlays=(str(home),)), str(tmp_path / "scratch"), {}, _host(tmp_path, home, environ))
     assert plan.places[str(home)] == OVERLAY
     assert str(home / ".ssh") in plan.hidden
     assert not any(h.startswith(str(tmp_path / "dotfiles")) for h in plan.hidden)
+    assert str(tmp_path / "dotfiles" / "aws") not in plan.places
 
 
 def test_writable_and_readable_places_keep_their_mode(tmp_path):
