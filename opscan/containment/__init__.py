@@ -46,14 +46,16 @@ from __future__ import annotations
 
 from opscan.containment.landlock import landlock_abi
 from opscan.containment.policy import (ALLOWED_NAMES, ALLOWED_PREFIXES, ContainmentUnavailable, HELD, Held, PARTS,
-                                       PROJECT_CODE_COMMANDS, Policy, READ_ONLY_COMMANDS, SCRATCH_SIZE, SECRET_PLACES,
-                                       SECRET_WORDS, allowed_name, child_environment, is_secret_name, not_contained,
-                                       real_home)
+                                       PROJECT_CODE_COMMANDS, Policy, READ_ONLY_COMMANDS, SAFE_NAMES, SCRATCH_SIZE,
+                                       SECRET_PLACES, SECRET_WORDS, SHORT_SECRET_WORDS, allowed_name,
+                                       carried_environment, child_environment, is_secret_name, not_contained,
+                                       real_home, strip_credentials)
 from opscan.containment.supervisor import command_prefix, enter, held_here, prepare_scratch, remove_scratch
 
 __all__ = [
     "ALLOWED_NAMES", "ALLOWED_PREFIXES", "ContainmentUnavailable", "HELD", "Held", "PARTS", "PROJECT_CODE_COMMANDS",
-    "Policy", "READ_ONLY_COMMANDS", "SCRATCH_SIZE", "SECRET_PLACES", "SECRET_WORDS", "allowed_name",
-    "child_environment", "command_prefix", "enter", "held_here", "is_secret_name", "landlock_abi", "not_contained",
-    "prepare_scratch", "real_home", "remove_scratch",
+    "Policy", "READ_ONLY_COMMANDS", "SAFE_NAMES", "SCRATCH_SIZE", "SECRET_PLACES", "SECRET_WORDS",
+    "SHORT_SECRET_WORDS", "allowed_name", "carried_environment", "child_environment", "command_prefix", "enter",
+    "held_here", "is_secret_name", "landlock_abi", "not_contained", "prepare_scratch", "real_home", "remove_scratch",
+    "strip_credentials",
 ]
