@@ -6,7 +6,11 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from dataclasses import dataclass
+from typing import NoReturn
 
+from opscan.containment import codec
+from opscan.containment.interpreter import isolated_argv
 from opscan.containment.landlock import landlock
 from opscan.containment.namespaces import (CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER, MS_NODEV,
                                            MS_NOEXEC, MS_NOSUID, PR_SET_PDEATHSIG, check, drop_capabilities,
@@ -29,11 +33,12 @@ def remove_scratch(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def enter(policy: Policy, scratch: str, *, then_exec: list[str] | None = None) -> Held:
+def enter(policy: Policy, scratch: str, *, then_exec: list[str] | None = None, cwd: str | None = None) -> Held:
     """Contain this process (a fresh child, single-threaded, before any project code) and return
     which parts held. With the PID namespace, this process forks: the fork continues as the
     contained child (pid 1 of the new namespace) and this process only waits for it and ends with
-    its status, never returning. `then_exec`: a command the contained child execs (parity runs).
+    its status, never returning. `then_exec`: a command the contained child execs (parity runs),
+    in the folder `cwd` as the containment shows it.
     """
     environ = dict(os.environ)
     env = child_environment(environ, policy, scratch)
@@ -49,7 +54,7 @@ def enter(policy: Policy, scratch: str, *, then_exec: list[str] | None = None) -
         reason = f"no namespaces on {sys.platform}"
         parts.update({p: reason for p in PARTS if p not in parts})
         make_dirs(scratch)
-        return _finish(parts, policy, then_exec, env)
+        return _finish(parts, policy, then_exec, env, cwd)
     uid, gid = os.getuid(), os.getgid()
     try:
         unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID)
@@ -61,7 +66,7 @@ def enter(policy: Policy, scratch: str, *, then_exec: list[str] | None = None) -
         make_dirs(scratch)
         parts.update(landlock(policy, scratch, real_home(environ), reason))
         parts.update({p: reason for p in PARTS if p not in parts})
-        return _finish(parts, policy, then_exec, env)
+        return _finish(parts, policy, then_exec, env, cwd)
     try:
         loopback_up()
         parts["network"] = HELD
@@ -95,10 +100,11 @@ def enter(policy: Policy, scratch: str, *, then_exec: list[str] | None = None) -
     os.close(write_end)
     lib().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     drop_capabilities()
-    return _finish(parts, policy, then_exec, env)
+    return _finish(parts, policy, then_exec, env, cwd)
 
 
-def _finish(parts: dict[str, str], policy: Policy, then_exec: list[str] | None, env: dict) -> Held:
+def _finish(parts: dict[str, str], policy: Policy, then_exec: list[str] | None, env: dict,
+            cwd: str | None = None) -> Held:
     held = Held(tuple((p, parts.get(p, "not tried")) for p in PARTS))
     try:
         import resource
@@ -110,6 +116,12 @@ def _finish(parts: dict[str, str], policy: Policy, then_exec: list[str] | None, 
         if policy.require and not held.all:
             print(f"opscan: containment required but not had: {held.line()}", file=sys.stderr)
             os._exit(125)
+        if cwd is not None:
+            try:
+                os.chdir(cwd)
+            except OSError as exc:
+                print(f"opscan: cannot enter the working folder {cwd!r}: {exc}", file=sys.stderr)
+                os._exit(126)
         try:
             os.execvpe(then_exec[0], then_exec, env)
         except OSError as exc:
@@ -185,7 +197,8 @@ def _wait_and_exit(report: int) -> None:
     status = struct.unpack("i", data)[0]
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
-        signal.signal(number, signal.SIG_DFL)
+        if number not in (signal.SIGKILL, signal.SIGSTOP):   # those two have no handler to reset
+            signal.signal(number, signal.SIG_DFL)
         os.kill(os.getpid(), number)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
@@ -201,13 +214,29 @@ def held_here() -> bool:
     return True
 
 
-# --- commands started by opscan (`opscan parity run`) ---------------------------------------------
+# --- commands started by opscan (`opscan parity run`) ----------------------------------------------
 
-def command_prefix(policy: Policy, scratch: str) -> list[str]:
-    """argv that runs a command contained: `python -m opscan.containment SPEC -- COMMAND...`."""
-    import json
+@dataclass(frozen=True)
+class Launch:
+    """What the launcher needs: the containment, and the folder the command runs in."""
 
-    spec = {"pass_env": list(policy.pass_env), "require": policy.require, "writable": list(policy.writable),
-            "overlays": list(policy.overlays), "set_env": dict(policy.set_env), "scratch": scratch,
-            "scratch_size": policy.scratch_size}
-    return [sys.executable, "-m", "opscan.containment", json.dumps(spec, sort_keys=True), "--"]
+    policy: Policy
+    scratch: str
+    cwd: str
+
+
+def command_prefix(policy: Policy, scratch: str, cwd: str | None = None) -> list[str]:
+    """argv that runs a command contained, in `cwd` (default: this process's working folder): an
+    isolated interpreter (containment/interpreter.py) whose `main` contains itself, then execs it."""
+    spec = codec.dumps(Launch(policy, scratch, cwd or os.getcwd())).decode("ascii")
+    return [*isolated_argv("opscan.containment.supervisor", spec), "--"]
+
+
+def main(argv: list[str]) -> NoReturn:
+    """The launcher: `SPEC -- COMMAND...` (command_prefix), run contained; never returns."""
+    if len(argv) < 3 or argv[1] != "--":
+        print("usage: SPEC -- COMMAND ... (opscan.containment.supervisor.command_prefix)", file=sys.stderr)
+        os._exit(2)
+    wanted = codec.loads(argv[0].encode(), Launch)
+    enter(wanted.policy, wanted.scratch, then_exec=argv[2:], cwd=wanted.cwd)
+    raise AssertionError("not reached: enter execs the command")

@@ -1,0 +1,83 @@
+"""The interpreter of a child is opscan's until it is contained (issue 41, escape 2).
+
+The working folder holds `keyword.py`, `signal.py`, `socket.py`, ... (tests/support/planted.py):
+each leaves a marker outside when it runs uncontained. No child imports one before it is contained,
+through every start method, the check child and parity's launcher; PYTHONPATH pointing at them is
+not read before either; and the function still runs in the caller's working folder with the
+caller's sys.path (a module only the parent's sys.path reaches is imported, once contained).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from opscan.containment import Policy, command_prefix, prepare_scratch, remove_scratch
+from opscan.containment.interpreter import BOOT, isolated_argv
+from opscan.containment.process import START_METHODS, Limits, check_containment, run
+from tests.support.planted import markers_left, plant_shadowing
+
+linux_namespaces = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or subprocess.run(["unshare", "-Urn", "true"], capture_output=True).returncode,
+    reason="needs Linux user namespaces (unshare -Urn)")
+
+
+@pytest.fixture
+def hostile_folder(tmp_path, monkeypatch):
+    """The working folder, and PYTHONPATH, full of modules that shadow Python's; a project module
+    the parent's sys.path reaches."""
+    folder, markers, project = tmp_path / "repo", tmp_path / "markers", tmp_path / "project"
+    for path in (folder, markers, project):
+        path.mkdir()
+    plant_shadowing(folder, markers)
+    (project / "own_module.py").write_text("import os\n\ndef where():\n    return os.getcwd()\n")
+    monkeypatch.syspath_prepend(str(project))
+    monkeypatch.setenv("PYTHONPATH", str(folder))
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_FAKE-interpreter-test")
+    monkeypatch.chdir(folder)
+    return folder, markers
+
+
+@pytest.mark.parametrize("method", START_METHODS)
+@pytest.mark.parametrize("contained", [True, False], ids=["contained", "not-contained"])
+def test_no_child_imports_the_working_folders_modules(hostile_folder, method, contained):
+    folder, markers = hostile_folder
+    ended = run("own_module:where", {}, Limits(timeout=60, start_method=method,
+                                                containment=Policy(enabled=contained)))
+    assert ended.how == "returned", ended
+    assert ended.value == str(folder)          # it ran in the caller's folder, with the caller's sys.path
+    assert markers_left(markers) == []
+
+
+def test_the_check_child_imports_none_of_them(hostile_folder):
+    _, markers = hostile_folder
+    check_containment(Limits(timeout=60))
+    assert markers_left(markers) == []
+
+
+@linux_namespaces
+def test_parity_launcher_imports_none_of_them_before_it_is_contained(hostile_folder, tmp_path):
+    """The launcher is isolated; the command it runs (`python -c`, which puts "" first) does import
+    them, but contained: no marker reaches the folder outside."""
+    folder, markers = hostile_folder
+    scratch = prepare_scratch()
+    try:
+        code = "import keyword, socket, os; print(os.getcwd())"
+        done = subprocess.run([*command_prefix(Policy(), scratch), sys.executable, "-c", code], capture_output=True,
+                              text=True, timeout=120, cwd=scratch, env=dict(os.environ))
+    finally:
+        remove_scratch(scratch)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(folder)
+    assert markers_left(markers) == []
+
+
+def test_the_isolated_command_line():
+    argv = isolated_argv("opscan.containment.child", "call", "3", "4")
+    assert argv[:4] == [sys.executable, "-I", "-c", BOOT]
+    assert Path(argv[4], "opscan", "__init__.py").is_file()
+    assert argv[5:] == ["opscan.containment.child", "call", "3", "4"]
