@@ -36,4 +36,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def isolated_argv(module: str, *args: str) -> list[str]:
     """The command line of an isolated interpreter that runs `module.main(list(args))` (an opscan module)."""
-    return [sys.executable, "-I", "-c", BOOT, ROOT, module, *args]
+    return [sys.executable, "-I", *_flags(), "-c", BOOT, ROOT, module, *args]
+
+
+def _flags() -> list[str]:
+    """This interpreter's settings that `-I` would drop with their variables (PYTHONUTF8,
+    PYTHONDONTWRITEBYTECODE, PYTHONWARNINGS, PYTHONOPTIMIZE), as flags."""
+    flags = ["-X", "utf8"] if sys.flags.utf8_mode else []
+    flags += ["-B"] if sys.flags.dont_write_bytecode else []
+    flags += ["-O"] * sys.flags.optimize
+    return flags + [f"-W{option}" for option in sys.warnoptions]

@@ -1,14 +1,17 @@
-"""Running a function in a child process under a time and memory limit, and saying how it ended.
+"""Running a function in a contained child under a time and memory limit, and saying how it ended.
 
-The one containment mechanism of opscan: `opscan trace`, `opscan PATH` and `opscan zoo` all run
-model code through `run(func, kwargs, limits)`. It calls `func` ("pkg.module:name") in a child
-process started with `limits.start_method` (spawn: a fresh interpreter; forkserver: forks of a
-server that preloaded heavy imports, used by the zoo; fork) and returns an `Ended`: how the child
-ended (the closed vocabulary HOW: returned, raised, out of memory, timed out, killed by a signal,
-exited, not started) with what it returned or why it failed. It never raises for what the child
-did, and the parent never imports torch. What the model does cannot take opscan down with it: a
-hang is killed at the timeout, a segfault or an abort in native code ends only the child, an
-allocation past the limit becomes a MemoryError (or a kill) in the child.
+The one containment mechanism of opscan: `opscan trace`, `opscan PATH`, `opscan run`, `opscan zoo`
+and `opscan db probe` all run project code through `run(func, kwargs, limits, returns=TYPE)`. It
+calls `func` ("pkg.module:name") in a child started with `limits.start_method` (spawn: a fresh
+isolated interpreter; forkserver: forks of opscan's own fork server, which preloaded heavy imports,
+used by the zoo; fork: a fork of opscan; children.py), which contains itself before anything of the
+project runs (child.py), and returns an `Ended`: how the child ended (the closed vocabulary HOW:
+returned, raised, out of memory, timed out, killed by a signal, exited, not started, invalid) with
+what it returned, decoded as TYPE and nothing else (codec.py), or why it failed. It never raises for
+what the child did, and the parent never imports torch. What the model does cannot take opscan down
+with it: a hang is killed at the timeout, a segfault or an abort in native code ends only the
+child, an allocation past the limit becomes a MemoryError (or a kill) in the child, and what it
+writes on opscan's result pipe is at most an invalid answer.
 
 The memory limit (RLIMIT_AS of the child) is clamped to an address-space limit the process
 already has (a container's or `ulimit -v`): the child's limit is never set above it, and the hard
