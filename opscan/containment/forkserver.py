@@ -44,6 +44,10 @@ class ForkServer:
             theirs.close()
         self._send = threading.Lock()
 
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
     def alive(self) -> bool:
         return self._proc.poll() is None
 

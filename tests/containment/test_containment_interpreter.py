@@ -82,3 +82,19 @@ def test_the_isolated_command_line():
     assert argv[:2] == [sys.executable, "-I"] and argv[boot + 1] == BOOT
     assert Path(argv[boot + 2], "opscan", "__init__.py").is_file()
     assert argv[boot + 3:] == ["opscan.containment.child", "call", "3", "4"]
+
+
+def test_the_fork_server_starts_isolated_and_without_a_secret(hostile_folder):
+    """The zoo's fork server: no secret in the environment it was started with (it preloads torch
+    and transformers uncontained), no module of the working folder, the working folder not its own."""
+    from opscan.containment import carried_environment
+    from opscan.containment.forkserver import server_for
+
+    _, markers = hostile_folder
+    ended = run("os:getpid", {}, Limits(timeout=60, start_method="forkserver"))
+    assert ended.how == "returned", ended
+    server = server_for((), carried_environment(os.environ, Policy()))   # the one that ran it
+    environ = Path(f"/proc/{server.pid}/environ").read_bytes()
+    assert b"GITHUB_TOKEN" not in environ and b"ghp_FAKE" not in environ
+    assert os.readlink(f"/proc/{server.pid}/cwd") == "/"
+    assert markers_left(markers) == []
