@@ -4,8 +4,9 @@ Runs the same child with and without containment, several times each, alternatin
 the median wall time of each and the difference (the containment's cost per child):
 
 - `noop/spawn`: a child that runs nothing (`os:getpid`), started as `opscan PATH` / `opscan trace`
-  start theirs (spawn: a fresh interpreter);
-- `noop/forkserver`: the same, started as the zoo starts its children (forks of a server);
+  start theirs (spawn: a fresh isolated interpreter, `python -I`, that answers in JSON);
+- `noop/forkserver`: the same, started as the zoo starts its children (forks of opscan's own fork
+  server, itself started isolated);
 - `enter`: the time `containment.enter` itself takes inside the child (namespaces, mounts, the
   two forks), read from inside;
 - `trace/spawn` (with --trace): `opscan.targets.loader:trace_target` of a small model file.
