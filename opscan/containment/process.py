@@ -47,7 +47,7 @@ from opscan.errors import UsageError
 
 DEFAULT_TIMEOUT = 900.0  # seconds; a 70B-shape fake trace takes ~25 s here
 START_METHODS = ("spawn", "forkserver", "fork")
-ANSWER_LIMIT = 64 << 20    # bytes of one answer (a trace of a 70B-shape model is about 1 MB; docs/reliability.md)
+ANSWER_LIMIT = 64 << 20    # bytes of one answer frame (an 80-layer Llama's trace: 0.2 MB; containment_bench.py --codec)
 
 # How a child ended (a closed vocabulary; Ended.how is one of these).
 HOW: dict[str, str] = {
