@@ -82,6 +82,8 @@ def loads(data: bytes, kind: Any) -> Any:
         raw = json.loads(data)
     except RecursionError:
         raise InvalidData("nested too deeply to read") from None
+    except MemoryError:
+        raise InvalidData("too large to read into memory") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidData(f"not JSON: {str(exc)[:200]}") from None
     return decode(raw, kind)

@@ -47,6 +47,7 @@ from opscan.errors import UsageError
 
 DEFAULT_TIMEOUT = 900.0  # seconds; a 70B-shape fake trace takes ~25 s here
 START_METHODS = ("spawn", "forkserver", "fork")
+ERROR_LIMIT, MRO_LIMIT = 4000, 32   # characters of an answer's error and place; class names of its exception
 ANSWER_LIMIT = 64 << 20    # bytes of one answer frame (an 80-layer Llama's trace: 0.2 MB; containment_bench.py --codec)
 
 # How a child ended (a closed vocabulary; Ended.how is one of these).
@@ -212,6 +213,11 @@ def _ended(child: children.Child, policy: Policy, frames: list[bytes], state: st
     if answer is None:
         return _death(code, elapsed, _log_tail(log_path), held, common)
     fields = {f.name: getattr(answer, f.name) for f in dataclasses.fields(Answer) if f.name not in ("value", "seconds")}
+    fields["error"], fields["where"] = answer.error[:ERROR_LIMIT], answer.where[:ERROR_LIMIT]   # one line, whoever
+    fields["error_types"] = answer.error_types[:MRO_LIMIT]                                      # wrote the answer
+    if answer.opscan_error is not None:
+        name, message, path, line = answer.opscan_error
+        fields["opscan_error"] = (name[:200], message[:ERROR_LIMIT], path and path[:ERROR_LIMIT], line)
     return Ended(value=value, seconds=round(answer.seconds, 3), containment=held,
                  output=_log_tail(log_path) if answer.how != "returned" else "", **fields, **common)
 

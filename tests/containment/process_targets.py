@@ -108,6 +108,9 @@ def planted_answer(marker: str, kind: str) -> str:
         "made-up-error": frame(json.dumps({"how": "raised", "error": "x", "error_types": ["TargetError"],
                                            "opscan_error": ["Path", marker, None, None]}).encode()),
         "not-a-how": frame(json.dumps({"how": "signal", "value": None}).encode()),
+        "long-error": frame(json.dumps({"how": "raised", "error": "x" * (8 << 20), "error_types": ["E"] * 100_000,
+                                        "where": "y" * (4 << 20),
+                                        "opscan_error": ["TargetError", "z" * (4 << 20), "p" * 9000, 1]}).encode()),
     }
     for fd in writable_pipes():
         try:

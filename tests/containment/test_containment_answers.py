@@ -20,7 +20,7 @@ import pytest
 
 from opscan.containment.outcome import outcome, result_of
 from opscan.containment.process import START_METHODS, Limits, run
-from opscan.errors import ModelProcessError, TraceError
+from opscan.errors import ModelProcessError, OpscanError, TraceError
 from opscan.records import ModelTrace
 
 HERE = Path(__file__).resolve().parent
@@ -56,6 +56,18 @@ def test_a_made_up_error_class_is_never_looked_up_outside_opscan_errors(tmp_path
     with pytest.raises(TraceError) as info:   # not Path(...) raised, nor an exception trace
         result_of(ended, "trace of evil.py:build", limits)
     assert type(info.value) is TraceError and not marker.exists()
+
+
+def test_a_planted_error_is_one_line_of_bounded_length(tmp_path):
+    """An answer may be the model's own: its error, place and class names are cut to a line's length."""
+    limits = Limits(timeout=60)
+    ended = run("process_targets:planted_answer", {"marker": str(tmp_path / "pwned"), "kind": "long-error"}, limits,
+                returns=ModelTrace)
+    assert ended.how == "raised" and len(ended.error) <= 4000 and len(ended.where) <= 4000
+    assert len(ended.error_types) <= 32 and len(ended.opscan_error[1]) <= 4000 and len(ended.opscan_error[2]) <= 4000
+    with pytest.raises(OpscanError) as info:   # the TargetError it names, cut to size
+        result_of(ended, "trace of evil.py:build", limits)
+    assert type(info.value).__name__ == "TargetError" and len(str(info.value)) <= 10_000
 
 
 @pytest.mark.parametrize("method", START_METHODS)
