@@ -11,6 +11,23 @@ from opscan.records.ops import OpUsage, Shrink, StandIn
 
 
 @dataclass(frozen=True)
+class Replacement:
+    """Data or weights a run stood in for (opscan/trace/run/stand_ins.py): what, as the report names
+    it ("CIFAR10: 64 synthetic 3x32x32 uint8 images, 10 classes"), and the script line that asked."""
+
+    kind: str                            # "data" | "pretrained"
+    subject: str                         # what was asked for: "CIFAR10", "torch.hub.load", "data/train.bin"
+    detail: str                          # what answered instead, one line
+    path: str = ""                       # the line of the project's code that asked (relative), "" unknown
+    line: int = 0
+
+    def describe(self) -> str:
+        """"CIFAR10: 64 synthetic ... (train.py:12)": one line of the report."""
+        where = f" ({self.path}:{self.line})" if self.path else ""
+        return f"{self.subject}: {self.detail}{where}"
+
+
+@dataclass(frozen=True)
 class ModelTrace:
     """The ops one model dispatched in one trace, and how complete the trace is."""
 
@@ -40,6 +57,9 @@ class ModelTrace:
     built_by: str = ""
     containment: tuple[tuple[str, str], ...] = ()
     steps: int | None = None             # `opscan run`: optimizer steps the script took (None: not a run)
+    # what a run of the project's training command answered in place of data or weights it could not
+    # or would not read (absent, outside the project, or a download), in the order met (docs/run.md)
+    replaced: tuple[Replacement, ...] = ()
 
     @property
     def stop(self) -> str:
@@ -106,3 +126,33 @@ class Discovery:
     # What the reporters print of it, set by the app (pipeline/analyse.py `_discover`) so they never import discovery:
     config_blocks: tuple[str, ...] = ()          # per candidate, its [[tool.opscan.models]] block (`opscan init`'s)
     factory_hint: str = ""                       # how to write a factory opscan can call (discover.FACTORY_HINT)
+
+
+# Closed vocabulary of where a training command was read (opscan/targets/entry/; docs/check.md).
+ENTRY_KINDS: dict[str, str] = {
+    "given": "given with --entry or the `entry` key of [tool.opscan]",
+    "readme": "a shell block of the README",
+    "docs": "a shell block of a document under docs/ (or another Markdown file)",
+    "shell-script": "a line of a shell script of the project (scripts/train.sh), its variables expanded",
+    "makefile": "a recipe line of a Makefile target",
+    "project-script": "a console script of [project.scripts] in pyproject.toml",
+    "main-step": "a script that steps an optimizer when run: under `if __name__ == \"__main__\":` or at its top level",
+}
+
+
+@dataclass(frozen=True)
+class TrainingEntry:
+    """A command that trains the project, found by reading it (never by running it): the command as a
+    user types it, where it was read and why it ranks where it does (opscan/targets/entry/ranking.py)."""
+
+    command: str                         # "python train.py --config configs/small.yaml"
+    kind: str                            # one of ENTRY_KINDS
+    path: str = ""                       # the file it was read from, relative to the project root
+    line: int = 0
+    cwd: str = ""                        # the folder it runs from, relative to the root ("" = the root)
+    why: str = ""                        # how it ranks: "steps an optimizer (train.py:40)"
+    entry_point: str = ""                # a console script's `module:function` (kind project-script)
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}" if self.line else self.path

@@ -19,6 +19,7 @@ from opscan.records import (
     OpSource,
     OpUsage,
     Report,
+    Step,
     Task,
 )
 
@@ -134,6 +135,8 @@ def _trace(trace: ModelTrace) -> dict:
         **({"built_by": trace.built_by} if trace.built_by else {}),
         **({"containment": dict(trace.containment)} if trace.containment else {}),
         **({"steps": trace.steps} if trace.steps is not None else {}),   # `opscan run` only
+        **({"replaced": [{"kind": r.kind, "subject": r.subject, "detail": r.detail, "path": r.path, "line": r.line}
+                         for r in trace.replaced]} if trace.replaced else {}),   # stand-ins of a run (docs/run.md)
     }
 
 
@@ -205,7 +208,8 @@ def to_dict(report: Report) -> dict:
             "checked": {"source": report.verdict.source_checked, "ops": report.verdict.ops_checked},
             "blockers": _blockers(report.verdict.blockers),
             "unchecked": list(report.verdict.unchecked),   # models given but not checked: exit 2
-            "remedy": report.verdict.remedy},   # one line for every cause of missing modules ("" = none)
+            "remedy": report.verdict.remedy,   # one line for every cause of missing modules ("" = none)
+            **({"step": _step(report.verdict.step)} if report.verdict.step is not None else {})},
         "findings": [_finding(f) for f in sorted(report.findings, key=Finding.sort_key)],
         "ops": [_with_cost(_op(usage, models, coverage.get(usage.op)), costs.get(usage.op))
                 for usage, models in merge_ops(report.traces)],
@@ -221,6 +225,7 @@ def to_dict(report: Report) -> dict:
             "stale": list(report.baseline.stale)},
         "summary": summary(report),
         "discovery": None if report.discovery is None else _discovery(report.discovery),
+        **_entries(report),
         "compile": _compile(report),
         **_host_ops(report),
         **_containment(report),
@@ -301,6 +306,20 @@ def _containment(report: Report) -> dict:
         return {}
     parts = dict(report.containment)
     return {"containment": {"held": all(state == "held" for state in parts.values()), "parts": parts}}
+
+
+def _step(step: Step) -> dict:
+    """The step the verdict answered for (NOTE [the step answered for] in opscan/assess/step.py)."""
+    return {"kind": step.kind, "text": step.text, "command": step.command, "why": step.why,
+            "accepted": step.accepted}
+
+
+def _entries(report: Report) -> dict:
+    """The training commands found by reading, best first (the first was run unless a model was configured)."""
+    if not report.entries:
+        return {}
+    return {"entries": [{"command": e.command, "kind": e.kind, "path": e.path, "line": e.line, "cwd": e.cwd,
+                         "why": e.why} for e in report.entries]}
 
 
 def _host_ops(report: Report) -> dict:
