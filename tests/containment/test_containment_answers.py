@@ -24,8 +24,10 @@ from opscan.errors import ModelProcessError, OpscanError, TraceError
 from opscan.records import ModelTrace
 
 HERE = Path(__file__).resolve().parent
-KINDS = ("connection", "pickle", "framed-pickle", "huge", "over-limit", "deep", "wrong-types", "unknown-keys",
-         "not-a-how")
+KINDS = ("connection", "pickle", "framed-pickle", "huge", pytest.param("over-limit", marks=pytest.mark.slow), "deep",
+         "wrong-types", "unknown-keys", "not-a-how")
+# spawn in the quick loop; the other start methods with --slow (each case starts a child)
+METHODS = [m if m == "spawn" else pytest.param(m, marks=pytest.mark.slow) for m in START_METHODS]
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +35,7 @@ def _targets_importable(monkeypatch):
     monkeypatch.syspath_prepend(str(HERE))   # children get the parent's sys.path
 
 
-@pytest.mark.parametrize("method", START_METHODS)
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_planted_answer_runs_nothing_in_the_parent_and_ends_invalid(tmp_path, method, kind):
     marker = tmp_path / "pwned"
@@ -70,7 +72,7 @@ def test_a_planted_error_is_one_line_of_bounded_length(tmp_path):
     assert type(info.value).__name__ == "TargetError" and len(str(info.value)) <= 10_000
 
 
-@pytest.mark.parametrize("method", START_METHODS)
+@pytest.mark.parametrize("method", METHODS)
 def test_a_returned_object_is_not_data_and_is_not_sent(tmp_path, method):
     marker = tmp_path / "pwned"
     ended = run("process_targets:return_an_object", {"marker": str(marker)}, Limits(timeout=60, start_method=method),
@@ -79,7 +81,7 @@ def test_a_returned_object_is_not_data_and_is_not_sent(tmp_path, method):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("method", START_METHODS)
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("contained", [True, False], ids=["contained", "not-contained"])
 def test_the_child_holds_no_descriptor_of_the_parent_but_its_own_pipe(method, contained):
     """A pipe and a socket the parent holds (a resource tracker's, a server's) are not the child's,
@@ -104,6 +106,7 @@ def test_the_child_holds_no_descriptor_of_the_parent_but_its_own_pipe(method, co
     assert [t for t in held if t.startswith(("pipe:", "socket:"))] == [t for t in held if t.startswith("pipe:")][:1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", START_METHODS)
 def test_a_resource_tracker_of_the_parent_takes_no_order_from_the_child(tmp_path, method):
     """The parent runs a multiprocessing resource tracker (as multiprocessing's spawn children made

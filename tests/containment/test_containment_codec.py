@@ -73,7 +73,7 @@ def full(kind: Any) -> st.SearchStrategy:
 
 
 @pytest.mark.parametrize("kind", RESULT_TYPES + WIRE_TYPES, ids=repr)
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_every_result_type_round_trips(kind, data):
     value = data.draw(full(kind))
@@ -145,7 +145,7 @@ def test_nesting_past_the_limit_is_invalid_even_where_any_data_is_allowed():
         codec.loads(json.dumps(deep).encode(), Any)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(raw=_JSON | st.dictionaries(st.sampled_from([f.name for f in dataclasses.fields(ModelTrace)] + ["x"]),
                                    _JSON, max_size=6))
 def test_any_json_decodes_as_a_trace_or_is_invalid_never_an_other_exception(raw):

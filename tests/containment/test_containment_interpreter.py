@@ -42,7 +42,8 @@ def hostile_folder(tmp_path, monkeypatch):
     return folder, markers
 
 
-@pytest.mark.parametrize("method", START_METHODS)
+@pytest.mark.parametrize("method", [m if m == "spawn" else pytest.param(m, marks=pytest.mark.slow)
+                                    for m in START_METHODS])
 @pytest.mark.parametrize("contained", [True, False], ids=["contained", "not-contained"])
 def test_no_child_imports_the_working_folders_modules(hostile_folder, method, contained):
     folder, markers = hostile_folder
