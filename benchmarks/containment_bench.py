@@ -4,14 +4,17 @@ Runs the same child with and without containment, several times each, alternatin
 the median wall time of each and the difference (the containment's cost per child):
 
 - `noop/spawn`: a child that runs nothing (`os:getpid`), started as `opscan PATH` / `opscan trace`
-  start theirs (spawn: a fresh interpreter);
-- `noop/forkserver`: the same, started as the zoo starts its children (forks of a server);
+  start theirs (spawn: a fresh isolated interpreter, `python -I`, that answers in JSON);
+- `noop/forkserver`: the same, started as the zoo starts its children (forks of opscan's own fork
+  server, itself started isolated);
 - `enter`: the time `containment.enter` itself takes inside the child (the file allow-list, the
   namespaces, the new root and its mounts, pivot_root, the keyring filter, the limits, the two
   forks), read from inside;
-- `trace/spawn` (with --trace): `opscan.targets.loader:trace_target` of a small model file.
+- `trace/spawn` (with --trace): `opscan.targets.loader:trace_target` of a small model file;
+- `codec` (with --codec): the size of an 80-layer Llama's trace as the child sends it (JSON), and the
+  time to encode it and to decode it into records (containment/codec.py), in this process.
 
-    python benchmarks/containment_bench.py [--runs 7] [--trace]
+    python benchmarks/containment_bench.py [--runs 7] [--trace] [--codec]
 
 Results go to docs/benchmarks.md, "Containment".
 """
@@ -83,6 +86,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--trace", action="store_true", help="also time a small model's trace")
+    parser.add_argument("--codec", action="store_true", help="also time the answer of an 80-layer Llama's trace")
     args = parser.parse_args()
     cases = [("noop/spawn", "os:getpid", {}, "spawn"), ("noop/forkserver", "os:getpid", {}, "forkserver")]
     tmp = tempfile.mkdtemp(prefix="opscan-bench-")
@@ -103,7 +107,38 @@ def main() -> None:
         print(f"{name:16s} without {a:7.3f}  with {b:7.3f}  cost {b - a:+7.3f}  (max with {max(contained):.3f})")
     inside = enter_seconds(args.runs)
     print(f"{'enter':16s} median {statistics.median(inside):.4f}  max {max(inside):.4f}  (inside the child)")
+    if args.codec:
+        codec_seconds(Path(tmp), args.runs)
     containment.remove_scratch(tmp)
+
+
+def codec_seconds(tmp: Path, runs: int) -> None:
+    """An 80-layer copy of examples/models/hf/llama-tiny traced here; its answer encoded and decoded."""
+    import json
+    import shutil
+
+    from opscan.containment import codec
+    from opscan.records import ModelTrace
+    from opscan.targets.loader import trace_target
+    from opscan.trace import prepare
+
+    folder = tmp / "llama80"
+    shutil.copytree(ROOT / "examples" / "models" / "hf" / "llama-tiny", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["num_hidden_layers"] = 80
+    (folder / "config.json").write_text(json.dumps(config))
+    prepare()
+    trace = trace_target(f"hf:{folder}", mode="both")
+    encode, decode = [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        data = codec.dumps(trace)
+        encode.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        assert codec.loads(data, ModelTrace) == trace
+        decode.append(time.perf_counter() - started)
+    print(f"{'codec':16s} {len(trace.ops)} ops, {len(data)} bytes; encode {statistics.median(encode):.4f}  "
+          f"decode {statistics.median(decode):.4f}  (median seconds, 80-layer Llama, in this process)")
 
 
 if __name__ == "__main__":

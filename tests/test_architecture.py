@@ -173,18 +173,22 @@ print(json.dumps([phases.trace(ModelConfig(target="m.py:build"), Path("."), None
 def test_one_module_assesses_and_one_isolates():
     """Coverage, caveats, tasks and the verdict are computed in opscan/assess/assessment.py only (for
     `opscan PATH`, `opscan trace` and every zoo row); opscan/containment/process.py only runs a child
-    process, and the containment's mechanism (policy, namespaces, Landlock, supervisor) is stdlib."""
+    process, and the containment's mechanism (policy, namespaces, Landlock, supervisor, the child's
+    side, its codec, its starts and fork server) is stdlib."""
     calls = re.compile(r"(?<![\w.])(?:judge|build_tasks|op_caveats|annotate)\(")
     callers = sorted(path.relative_to(PKG).as_posix() for path in PKG.rglob("*.py")
                      if path.name not in ("verdict.py",) and path.parent.name not in ("plan",)
                      and any(not line.lstrip().startswith(("def ", "#", "`")) and calls.search(line)
                              for line in path.read_text(encoding="utf-8").splitlines()))
     assert callers == ["assess/assessment.py", "db/caveats.py"]   # db/caveats.py: op_caveats for loose usages
-    assert _opscan_imports(PKG / "containment" / "process.py") <= {"opscan", "opscan.errors", "opscan.containment"}
+    assert {i for i in _opscan_imports(PKG / "containment" / "process.py")
+            if not i.startswith("opscan.containment.")} <= {"opscan", "opscan.errors", "opscan.containment"}
     for name in ("policy", "namespaces", "rootfs", "landlock", "seccomp", "limits", "cgroup", "supervisor",
-                 "__main__"):   # stdlib; records for one line
+                 "interpreter", "child", "children", "codec", "forkserver"):
+        # stdlib; records for one line, errors for the child's exceptions
         imports = _opscan_imports(PKG / "containment" / f"{name}.py")
-        assert {i for i in imports if not _within(i, ("opscan.containment",))} <= {"opscan.records"}, name
+        assert {i for i in imports if not i.startswith("opscan.containment.")} <= {"opscan.records", "opscan",
+                                                                                 "opscan.containment"}, name
     imports = _opscan_imports(PKG / "containment" / "allowlist.py")   # and where opscan's data is
     assert {i for i in imports if not _within(i, ("opscan.containment",))} <= {"opscan.resources"}
 

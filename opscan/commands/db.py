@@ -343,7 +343,10 @@ def _contained(args: argparse.Namespace, func: str, kwargs: dict):
         from opscan.db.probe import probe
 
         return {"opscan.db.probe:probe": probe, "opscan.db.cache_stats:counted_replay": counted_replay}[func](**kwargs)
-    return result_of(run(func, kwargs, limits), f"db probe (--import {args.import_module or '-'})", limits)
+    returns = {"opscan.db.probe:probe": dict,   # the release document; counted_replay's (doc, per op, counters)
+               "opscan.db.cache_stats:counted_replay": tuple[dict, float, dict | None, dict | None]}[func]
+    return result_of(run(func, kwargs, limits, returns=returns), f"db probe (--import {args.import_module or '-'})",
+                     limits)
 
 
 def _probe_report(args: argparse.Namespace) -> int:

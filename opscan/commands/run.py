@@ -123,7 +123,10 @@ def run(args: argparse.Namespace) -> int:
             result, said = run_script(**options)
             result = replace(result, containment=tuple((part, IN_PROCESS) for part in PARTS))
         else:   # contained (docs/reliability.md): the project folder's writes go to a copy
-            ended = isolated(RUN_FUNCTION, options, with_overlay(limits, str(root)))
+            from opscan.records import ModelTrace
+
+            ended = isolated(RUN_FUNCTION, options, with_overlay(limits, str(root)),
+                             returns=tuple[ModelTrace, tuple[str, ...]])   # run_script's (trace, notes)
             result, said = result_of(ended, f"run of {name}", limits)
             result = replace(result, containment=ended.containment.parts if ended.containment else ())
         result = replace(result, built_by=f"ran the script {name}")

@@ -7,9 +7,11 @@ the child says which held (`Held`, one line in the report, `containment` in the 
 
 - environment: the child's variables are an allow-list (`child_environment`: what Python, torch,
   the Hugging Face / torch caches, the locale and the thread pools read), never a name that reads
-  as a token, key, password or credential, plus the names of `--pass-env`. HOME and TMPDIR point
-  into the scratch folder. The variables the process started with are wiped from its memory too,
-  so `/proc/self/environ` shows none of them. Pure Python: it holds everywhere.
+  as a token, key, password or credential (NOTE [secret names]), credentials inside URL values
+  taken out, plus the names of `--pass-env` (as they are). HOME and TMPDIR point into the scratch
+  folder. The child starts with the allow-list already (`carried_environment`), and the variables
+  it started with are wiped from its memory too, so `/proc/self/environ` shows none of them. Pure
+  Python: it holds everywhere.
 - network: a new network namespace (only a loopback device, brought up, that reaches nothing
   outside the child). Nothing is patched in Python: `_socket`, ctypes, curl in a subprocess all
   meet the same empty namespace; the machine's Unix sockets are not in its files.
@@ -39,12 +41,19 @@ without user namespaces, Landlock still restricts the child to the same allow-li
 refuses TCP where the kernel has it (NOTE [Landlock without namespaces]). `--require-containment`
 turns a part that does not hold into exit 2 before any project code runs.
 
+Before any of that, the child is opscan's: it starts as an isolated interpreter that takes the
+project's sys.path only once contained (interpreter.py, NOTE [opscan's interpreter until
+contained]), holds no descriptor of opscan but its own pipes, and what it sends back is data
+decoded by the declared type, never pickle (codec.py, NOTE [data only on the way back]).
+
 The package: policy.py (what the child may have, and what held), allowlist.py (its files),
 namespaces.py (the Linux calls through libc), rootfs.py (its new root), landlock.py (what holds
 without namespaces), seccomp.py (the keyring filter), limits.py and cgroup.py (the tree's limits),
-supervisor.py (`enter`, and the processes that watch the child), process.py (the contained child
-process every run of project code happens in: `run` -> `Ended`), outcome.py (what that end means
-for a trace), __main__.py (`python -m opscan.containment`: a command run contained). This module
+supervisor.py (`enter`, the processes that watch the child, and `opscan parity run`'s launcher),
+interpreter.py (the isolated command line of every child), child.py (the child's side: request,
+containment, call, answer), codec.py (the typed JSON between them), children.py (spawn, fork and
+forkserver starts, and the end of a child), forkserver.py (the zoo's fork server), process.py (the
+parent's side: `run` -> `Ended`), outcome.py (what that end means for a trace). This module
 re-exports the public names of the policy, the supervisor, `named_paths` and `landlock_abi`.
 
 Stdlib only; the parent never imports torch.
@@ -56,14 +65,15 @@ from opscan.containment.allowlist import named_paths
 from opscan.containment.landlock import landlock_abi
 from opscan.containment.policy import (ALLOWED_NAMES, ALLOWED_PREFIXES, ContainmentUnavailable, HELD, Held,
                                        MAX_PROCESSES, PARTS, PROJECT_CODE_COMMANDS, Policy, READ_ONLY_COMMANDS,
-                                       SCRATCH_SIZE, SECRET_PLACES,
-                                       SECRET_WORDS, allowed_name, child_environment, is_secret_name, not_contained,
-                                       real_home)
+                                       SAFE_NAMES, SCRATCH_SIZE, SECRET_PLACES, SECRET_WORDS, SHORT_SECRET_WORDS,
+                                       allowed_name, carried_environment, child_environment, is_secret_name,
+                                       not_contained, real_home, strip_credentials)
 from opscan.containment.supervisor import command_prefix, enter, held_here, prepare_scratch, remove_scratch
 
 __all__ = [
     "ALLOWED_NAMES", "ALLOWED_PREFIXES", "ContainmentUnavailable", "HELD", "Held", "MAX_PROCESSES", "PARTS",
-    "PROJECT_CODE_COMMANDS", "Policy", "READ_ONLY_COMMANDS", "SCRATCH_SIZE", "SECRET_PLACES", "SECRET_WORDS",
-    "allowed_name", "child_environment", "command_prefix", "enter", "held_here", "is_secret_name",
-    "landlock_abi", "named_paths", "not_contained", "prepare_scratch", "real_home", "remove_scratch",
+    "PROJECT_CODE_COMMANDS", "Policy", "READ_ONLY_COMMANDS", "SAFE_NAMES", "SCRATCH_SIZE", "SECRET_PLACES",
+    "SECRET_WORDS", "SHORT_SECRET_WORDS", "allowed_name", "carried_environment", "child_environment",
+    "command_prefix", "enter", "held_here", "is_secret_name", "landlock_abi", "named_paths", "not_contained",
+    "prepare_scratch", "real_home", "remove_scratch", "strip_credentials",
 ]

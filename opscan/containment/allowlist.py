@@ -11,9 +11,10 @@ from __future__ import annotations
 import glob
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from opscan.containment.policy import SECRET_PLACES, Policy
+from opscan.containment.policy import HIDDEN_BY_NAME, SECRET_PLACES, Policy
 
 # NOTE [file allow-list]
 # The child's file system is built from what it needs, never the host's with covers on known
@@ -76,9 +77,12 @@ class Host:
     homes: tuple[str, ...]
 
     @classmethod
-    def current(cls, environ: dict[str, str]) -> Host:
+    def current(cls, environ: dict[str, str], *, cwd: str | None = None, sys_path: Sequence[str] = ()) -> Host:
+        """This process: its interpreter and sys.path, plus `sys_path` (the entries the contained code
+        will take: an isolated child imports from the parent's sys.path only once contained), with
+        relative paths taken from `cwd` (default: this process's working folder)."""
         prefixes = (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)
-        return cls(environ=dict(environ), cwd=os.getcwd(), sys_path=tuple(sys.path),
+        return cls(environ=dict(environ), cwd=cwd or os.getcwd(), sys_path=tuple(dict.fromkeys((*sys.path, *sys_path))),
                    prefixes=tuple(dict.fromkeys(prefixes)), executable=sys.executable,
                    homes=homes_of(environ))
 
@@ -144,9 +148,9 @@ def make_plan(policy: Policy, scratch: str, child_env: dict[str, str], host: Hos
             builder.add(child_env[name], RO)
             for secret in CACHE_SECRETS:
                 builder.hide(os.path.join(child_env[name], secret))
-    token_path = host.environ.get("HF_TOKEN_PATH")
-    if token_path:
-        builder.hide(token_path)
+    for name in HIDDEN_BY_NAME:   # a token file named by a variable (carried to the child for this only)
+        if host.environ.get(name):
+            builder.hide(host.environ[name])
     for home in host.homes:
         for place in SECRET_PLACES:
             builder.hide(os.path.join(home, place))

@@ -30,7 +30,7 @@ OUTCOMES: dict[str, str] = {
     "build-error": "the model could not be built (config, import or constructor error)",
     "trace-error": "the model was built but the trace raised",
     "timeout": "the trace did not finish within the time limit and was killed",
-    "crash": "the trace process died (segfault, abort, killed)",
+    "crash": "the trace process died (segfault, abort, killed) or sent an answer that is not valid data",
     "out-of-memory": "the trace process hit the memory cap",
 }
 # Exceptions (by class name, bases included) that mean the model could not be built.
@@ -82,7 +82,7 @@ def outcome(name: str, ended: Ended, limits: Limits) -> Outcome:
         return Outcome(name, status, None, f"killed by SIGKILL (out of memory? memory cap {cap}){suffix}", seconds)
     if ended.how == "signal":
         return Outcome(name, status, None, f"process killed by {ended.signal}{suffix}", seconds)
-    if ended.how in ("not-started", "not-contained"):
+    if ended.how in ("not-started", "not-contained", "invalid"):
         return Outcome(name, status, None, ended.error, seconds)
     return Outcome(name, status, None, f"process exited with code {ended.exitcode} without a result{suffix}",
                    seconds)
@@ -99,9 +99,14 @@ def result_of(ended: Ended, what: str, limits: Limits) -> Any:
         return ended.value
     if ended.how == "not-contained":
         raise errors.ContainmentError(f"{what}: --require-containment: {ended.error}")
+    if ended.how == "invalid":
+        raise ModelProcessError(f"{what}: {ended.error}; none of it was used (the model's code may have written "
+                                "to opscan's result pipe)", subject=what)
     if ended.opscan_error is not None:
         cls_name, text, path, line = ended.opscan_error
-        cls = getattr(errors, cls_name, TraceError)
+        cls = getattr(errors, cls_name, None)
+        if not (isinstance(cls, type) and issubclass(cls, errors.OpscanError)):   # a name the child made up
+            cls = TraceError
         raise cls(text, path, line)
     if status in ("build-error", "trace-error"):
         raise TraceError(f"{what} failed inside the model code: {ended.error} (at {ended.where})", subject=what)
@@ -151,7 +156,7 @@ def trace_isolated(options: dict[str, Any], limits: Limits | None) -> ModelTrace
         return replace(trace, built_by=built_by(trace.target, bool(options.get("trust_remote_code"))),
                        containment=tuple((part, IN_PROCESS) for part in PARTS))
     what = f"trace of {options.get('target', '?')}"
-    ended = run(TRACE_FUNCTION, options, with_overlay(limits, options.get("project_root")))
+    ended = run(TRACE_FUNCTION, options, with_overlay(limits, options.get("project_root")), returns=ModelTrace)
     trace = result_of(ended, what, limits)
     return contained(trace, ended, options)
 

@@ -4,6 +4,7 @@ the secret places, the Policy, Held, and which commands run project code."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 
@@ -48,15 +49,34 @@ ALLOWED_NAMES = frozenset({
 })
 ALLOWED_PREFIXES = ("LC_", "HF_", "TRANSFORMERS_", "HUGGINGFACE_HUB_CACHE", "TORCH", "PYTORCH_", "TIMM_",
                     "NEURON_", "XLA_", "OMP_", "MKL_", "KMP_", "OPENBLAS_", "OPSCAN_")
-# A word of a name (split at "_") that makes it a secret even when its prefix is allowed (HF_TOKEN).
-SECRET_WORDS = frozenset({"TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASS", "PWD", "KEY", "KEYS",
-                          "APIKEY", "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "COOKIE", "SESSION", "PAT",
-                          "PRIVATE", "CERT", "SIGNATURE"})
+# NOTE [secret names]
+# A variable is kept from the child when its name reads as a secret: a long secret word anywhere in it
+# (HF_TOKEN2, HF_APITOKEN, TORCH_HUB_GITHUBTOKEN, MY_SECRETS_FILE), or a short one as a whole word
+# (AWS_ACCESS_KEY_ID, GH_PAT, DB_PASS, HF_AUTH_2: the name split at every character that is not a
+# letter), where a short word anywhere would catch too much (PATH, KEYBOARD, BYPASS, AUTHOR). A few
+# names the allow-list passes hold a long word and are no secret (SAFE_NAMES). Values are looked at
+# too: credentials written into a URL (postgres://user:password@host, https://token@host) are
+# taken out of every value the child is given (`strip_credentials`), never of a --pass-env one.
+SECRET_WORDS = frozenset({"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "APIKEY",
+                          "ACCESSKEY", "PRIVATEKEY", "COOKIE", "SIGNATURE"})
+SHORT_SECRET_WORDS = frozenset({"KEY", "KEYS", "PAT", "PASS", "PWD", "AUTH", "CREDS", "SESSION", "PRIVATE", "CERT",
+                                "SIG", "JWT", "OTP"})
+SAFE_NAMES = frozenset({"PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "TOKENIZERS_PARALLELISM",
+                        "HF_HUB_DISABLE_IMPLICIT_TOKEN"})
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether a variable's name reads as a secret (a word of it: TOKEN, KEY, SECRET, ...)."""
-    return bool(set(name.upper().split("_")) & SECRET_WORDS)
+    """Whether a variable's name reads as a secret (NOTE [secret names])."""
+    upper = name.upper()
+    if upper in SAFE_NAMES:
+        return False
+    return any(word in upper for word in SECRET_WORDS) or bool(set(re.findall("[A-Z]+", upper)) & SHORT_SECRET_WORDS)
+
+
+def strip_credentials(value: str) -> str:
+    """`value` with the user and password of every URL in it taken out (`postgres://u:pw@db/x` -> `postgres://db/x`)."""
+    return _URL_CREDENTIALS.sub(lambda m: m["scheme"], value) if "@" in value else value
 
 
 def allowed_name(name: str) -> bool:
@@ -82,7 +102,7 @@ def real_home(environ) -> str:
 def child_environment(environ, policy: Policy, scratch: str) -> dict[str, str]:
     """The child's variables: the allow-list of `environ`, --pass-env, the caches where they were,
     HOME and TMPDIR in `scratch`, and the policy's own (`Policy.set_env`)."""
-    env = {k: v for k, v in environ.items() if allowed_name(k)}
+    env = {k: strip_credentials(v) for k, v in environ.items() if allowed_name(k)}
     for name in policy.pass_env:
         if name in environ:
             env[name] = environ[name]
@@ -98,6 +118,23 @@ def child_environment(environ, policy: Policy, scratch: str) -> dict[str, str]:
     env["TMPDIR"] = os.path.join(scratch, "tmp")
     env.setdefault("PATH", os.defpath)
     env.update(policy.set_env)
+    return env
+
+
+# Variables that name where a secret file is (not the secret): the child's allow-list hides the file.
+HIDDEN_BY_NAME = ("HF_TOKEN_PATH",)
+
+
+def carried_environment(environ, policy: Policy) -> dict[str, str]:
+    """The variables a contained child (or a fork server) is started with, before it contains
+    itself: the allow-list, --pass-env and HOME (whose secret places the child covers), so that no
+    secret is in the child even before `enter` makes its environment (`child_environment`), and
+    the names that say where a secret file is (HIDDEN_BY_NAME: a path, no secret), so that the
+    child's file allow-list can hide that file (containment/allowlist.py); the code never gets them."""
+    env = {k: strip_credentials(v) for k, v in environ.items() if allowed_name(k)}
+    env.update({name: environ[name] for name in policy.pass_env if name in environ})
+    env.update({name: environ[name] for name in HIDDEN_BY_NAME if environ.get(name)})
+    env["HOME"] = real_home(environ)
     return env
 
 

@@ -1,14 +1,17 @@
-"""Running a function in a child process under a time and memory limit, and saying how it ended.
+"""Running a function in a contained child under a time and memory limit, and saying how it ended.
 
-The one containment mechanism of opscan: `opscan trace`, `opscan PATH` and `opscan zoo` all run
-model code through `run(func, kwargs, limits)`. It calls `func` ("pkg.module:name") in a child
-process started with `limits.start_method` (spawn: a fresh interpreter; forkserver: forks of a
-server that preloaded heavy imports, used by the zoo; fork) and returns an `Ended`: how the child
-ended (the closed vocabulary HOW: returned, raised, out of memory, timed out, killed by a signal,
-exited, not started) with what it returned or why it failed. It never raises for what the child
-did, and the parent never imports torch. What the model does cannot take opscan down with it: a
-hang is killed at the timeout, a segfault or an abort in native code ends only the child, an
-allocation past the limit becomes a MemoryError (or a kill) in the child.
+The one containment mechanism of opscan: `opscan trace`, `opscan PATH`, `opscan run`, `opscan zoo`
+and `opscan db probe` all run project code through `run(func, kwargs, limits, returns=TYPE)`. It
+calls `func` ("pkg.module:name") in a child started with `limits.start_method` (spawn: a fresh
+isolated interpreter; forkserver: forks of opscan's own fork server, which preloaded heavy imports,
+used by the zoo; fork: a fork of opscan; children.py), which contains itself before anything of the
+project runs (child.py), and returns an `Ended`: how the child ended (the closed vocabulary HOW:
+returned, raised, out of memory, timed out, killed by a signal, exited, not started, invalid) with
+what it returned, decoded as TYPE and nothing else (codec.py), or why it failed. It never raises for
+what the child did, and the parent never imports torch. What the model does cannot take opscan down
+with it: a hang is killed at the timeout, a segfault or an abort in native code ends only the
+child, an allocation past the limit becomes a MemoryError (or a kill) in the child, and what it
+writes on opscan's result pipe is at most an invalid answer.
 
 The memory limit (RLIMIT_AS of the child) is clamped to an address-space limit the process
 already has (a container's or `ulimit -v`): the child's limit is never set above it, and the hard
@@ -24,24 +27,28 @@ stderr, so a model that prints cannot corrupt `--format json` on stdout; `captur
 from __future__ import annotations
 
 import contextlib
-import importlib
-import multiprocessing
+import dataclasses
 import os
+import select
 import signal
 import sys
 import tempfile
 import time
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from opscan import containment, errors
-from opscan.containment import Held, Policy
+from opscan.containment import Held, Policy, children, codec
+from opscan.containment.child import HEADER, Answer, Request
+from opscan.containment.interpreter import NEUTRAL_FOLDER
+from opscan.containment.policy import carried_environment
 from opscan.errors import UsageError
 
 DEFAULT_TIMEOUT = 900.0  # seconds; a 70B-shape fake trace takes ~25 s here
 START_METHODS = ("spawn", "forkserver", "fork")
+ERROR_LIMIT, MRO_LIMIT = 4000, 32   # characters of an answer's error and place; class names of its exception
+ANSWER_LIMIT = 64 << 20    # bytes of one answer frame (an 80-layer Llama's trace: 0.2 MB; containment_bench.py --codec)
 
 # How a child ended (a closed vocabulary; Ended.how is one of these).
 HOW: dict[str, str] = {
@@ -53,6 +60,8 @@ HOW: dict[str, str] = {
     "exited": "the child exited without a result (sys.exit, os._exit)",
     "not-started": "the child process could not be started",
     "not-contained": "--require-containment: a part of the containment could not be had; nothing ran",
+    "invalid": "the child sent something that is not a valid answer (not JSON, too large, the wrong types); "
+               "none of it was used (Ended.error says why)",
 }
 
 
@@ -60,7 +69,7 @@ HOW: dict[str, str] = {
 class Limits:
     """What the child may use: wall seconds (None = no limit), bytes of address space (None = no
     limit of opscan's own), how the child process is started, and its containment
-    (opscan/containment/policy.py PARTS: environment, network, files, processes)."""
+    (opscan/containment/policy.py PARTS: environment, network, files, ipc, keyring, processes, limits)."""
 
     timeout: float | None = DEFAULT_TIMEOUT
     max_memory: int | None = None
@@ -125,63 +134,55 @@ def format_size(size: int | None) -> str:
 
 
 def run(func: str, kwargs: dict[str, Any], limits: Limits, *, capture_output: bool = False,
-        preload: Sequence[str] = ()) -> Ended:
-    """Call `func` ("module:name") with `kwargs` in a child process and say how it ended.
+        preload: Sequence[str] = (), returns: Any = Any) -> Ended:
+    """Call `func` ("module:name") with `kwargs` in a contained child and say how it ended.
 
-    `preload`: modules a forkserver imports once for all its children (ignored by other start
-    methods). A KeyboardInterrupt in the parent stops the child and propagates.
+    `returns`: the declared type of what `func` returns (ModelTrace, `tuple[ModelTrace, tuple[str, ...]]`,
+    ...): the answer is decoded as that type and nothing else (NOTE [data only on the way back] in
+    codec.py); `Any` takes plain JSON data. `preload`: modules a fork server imports once for all its
+    children (ignored by other start methods). A KeyboardInterrupt in the parent stops the child and
+    propagates.
     """
     if limits.start_method not in START_METHODS:
         raise UsageError(f"start method {limits.start_method!r}: expected one of {', '.join(START_METHODS)}")
-    ctx = multiprocessing.get_context(limits.start_method)
-    if limits.start_method == "forkserver" and preload:
-        ctx.set_forkserver_preload(list(preload))
     max_memory, clamped = effective_memory(limits.max_memory)
-    log_path = None
-    if capture_output:
-        fd, log_path = tempfile.mkstemp(prefix="opscan-child-", suffix=".log")
-        os.close(fd)
+    common: dict[str, Any] = {"max_memory": max_memory, "clamped": clamped}
     policy = limits.containment
+    log_path, out = None, 2
+    if capture_output:
+        out, log_path = tempfile.mkstemp(prefix="opscan-child-", suffix=".log")
     scratch = containment.prepare_scratch() if policy.enabled else None
-    receiver, sender = ctx.Pipe(duplex=False)
+    request = codec.dumps(Request(func, codec.encode_tagged(kwargs), max_memory, policy, scratch, _cwd(), _path()))
+    env = carried_environment(os.environ, policy) if policy.enabled else dict(os.environ)
+    request_r, request_w = os.pipe()
+    result_r, result_w = os.pipe()
     start = time.monotonic()
     child = None
     try:
-        child = ctx.Process(target=_child_main, args=(sender, func, kwargs, max_memory, log_path, policy, scratch),
-                            name=f"opscan: {func}", daemon=True)
         try:
-            with _allow_children():
-                child.start()
+            child = children.start(limits.start_method, request_r, result_w, out, env, preload)
         except OSError as exc:
-            sender.close()
-            return Ended("not-started", error=f"could not start the child process: {exc}",
-                         max_memory=max_memory, clamped=clamped)
-        sender.close()
+            return Ended("not-started", error=f"could not start the child process: {exc}", **common)
+        finally:
+            for fd in (request_r, result_w, *((out,) if log_path else ())):
+                os.close(fd)
+        _send(request_w, request)
+        request_w = -1
         try:
-            message, timed_out = _wait(child, receiver, limits.timeout)
+            frames, state = _collect(child, result_r, limits.timeout)
         except KeyboardInterrupt:
-            _stop(child)
+            children.stop(child)
             raise
-        elapsed = time.monotonic() - start
-        common = {"max_memory": max_memory, "clamped": clamped}
-        if message is None:
-            if timed_out:
-                _stop(child)
-                return Ended("timeout", seconds=round(elapsed, 3), output=_log_tail(log_path), **common)
-            _end_group(child, policy)
-            child.join(5)
-            return _death(child.exitcode, elapsed, _log_tail(log_path), common)
-        _end_group(child, policy)
-        child.join(5)
-        fields, seconds, held = message
-        output = _log_tail(log_path) if fields["how"] != "returned" else ""
-        return Ended(seconds=round(seconds, 3), output=output, containment=held, **fields, **common)
+        return _ended(child, policy, frames, state, time.monotonic() - start, returns, log_path, common)
     finally:
-        if child is not None and child.is_alive():
-            _stop(child)
+        if request_w >= 0:
+            os.close(request_w)
+        os.close(result_r)
         if child is not None:
-            _end_group(child, policy)
-        receiver.close()
+            children.stop(child)
+            if policy.enabled:
+                children.end_group(child)
+            children.close(child)
         if scratch:
             containment.remove_scratch(scratch)
         if log_path:
@@ -189,71 +190,134 @@ def run(func: str, kwargs: dict[str, Any], limits: Limits, *, capture_output: bo
                 os.unlink(log_path)
 
 
+def _ended(child: children.Child, policy: Policy, frames: list[bytes], state: str, elapsed: float, returns: Any,
+           log_path: str | None, common: dict[str, Any]) -> Ended:
+    """The Ended of a child from what it sent and how the wait ended (`_collect`)."""
+    held = None
+    try:
+        held = codec.loads(frames[0], Held | None) if frames else None
+        answer = codec.loads(frames[1], Answer) if len(frames) > 1 else None
+        value = codec.decode(answer.value, returns) if answer is not None and answer.how == "returned" else None
+    except codec.InvalidData as exc:
+        state = f"the child sent invalid data: {exc}"
+    if state == "timeout":
+        children.stop(child)
+        return Ended("timeout", seconds=round(elapsed, 3), output=_log_tail(log_path), containment=held, **common)
+    if state not in ("answered", "ended"):
+        children.stop(child)
+        return Ended("invalid", error=state, seconds=round(elapsed, 3), output=_log_tail(log_path),
+                     containment=held, **common)
+    if policy.enabled:
+        children.end_group(child)
+    code = children.wait(child, 5)
+    if answer is None:
+        return _death(code, elapsed, _log_tail(log_path), held, common)
+    fields = {f.name: getattr(answer, f.name) for f in dataclasses.fields(Answer) if f.name not in ("value", "seconds")}
+    fields["error"], fields["where"] = answer.error[:ERROR_LIMIT], answer.where[:ERROR_LIMIT]   # one line, whoever
+    fields["error_types"] = answer.error_types[:MRO_LIMIT]                                      # wrote the answer
+    if answer.opscan_error is not None:
+        name, message, path, line = answer.opscan_error
+        fields["opscan_error"] = (name[:200], message[:ERROR_LIMIT], path and path[:ERROR_LIMIT], line)
+    return Ended(value=value, seconds=round(answer.seconds, 3), containment=held,
+                 output=_log_tail(log_path) if answer.how != "returned" else "", **fields, **common)
+
+
+def _collect(child: children.Child, fd: int, timeout: float | None) -> tuple[list[bytes], str]:
+    """The frames the child sent (at most two) and how the wait ended: "answered", "ended" (the child
+    ended without both), "timeout", or why what it sent is not frames (too large)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    buffer, frames, open_ = bytearray(), [], True
+    os.set_blocking(fd, False)
+    while True:
+        if open_:
+            open_, problem = _read(fd, buffer, frames)
+            if problem or len(frames) >= 2:
+                return frames, problem or "answered"
+        if child.poll() is not None:
+            if open_:
+                _, problem = _read(fd, buffer, frames)   # what it wrote before it ended
+                if problem:
+                    return frames, problem
+            return frames, "answered" if len(frames) >= 2 else "ended"
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            return frames, "timeout"
+        waits = ([fd] if open_ else []) + ([child.exit_fd] if child.exit_fd >= 0 else [])
+        if child.exit_fd < 0:   # no pidfd: look again soon
+            remaining = 0.05 if remaining is None else min(remaining, 0.05)
+        select.select(waits, [], [], remaining)
+
+
+def _read(fd: int, buffer: bytearray, frames: list[bytes]) -> tuple[bool, str]:
+    """Read what is there into `buffer`, move whole frames to `frames`: (still open, problem or "")."""
+    open_ = True
+    while len(frames) < 2:
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            break
+        if not chunk:
+            open_ = False
+            break
+        buffer += chunk
+        while len(buffer) >= HEADER.size and len(frames) < 2:
+            (length,) = HEADER.unpack_from(buffer)
+            if length > ANSWER_LIMIT:
+                return open_, (f"the child sent invalid data: a frame of {format_size(length)}B, over the "
+                               f"limit of {format_size(ANSWER_LIMIT)}B")
+            if len(buffer) < HEADER.size + length:
+                break
+            frames.append(bytes(buffer[HEADER.size:HEADER.size + length]))
+            del buffer[:HEADER.size + length]
+    return open_, ""
+
+
+def _send(fd: int, data: bytes) -> None:
+    """Write the request and close the pipe (a child that ended before reading it is seen by _collect)."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:
+        return NEUTRAL_FOLDER
+
+
+def _path() -> tuple[str, ...]:
+    """This process's sys.path, each entry absolute (the child takes it once contained)."""
+    return tuple(dict.fromkeys(os.path.abspath(entry or ".") for entry in sys.path if isinstance(entry, str)))
+
+
 def check_containment(limits: Limits) -> Held:
     """Which parts of the containment a child gets here (a child that runs no project code);
     ContainmentError when the policy requires it and a part does not hold (exit 2, before any
     project code runs)."""
     ended = run("opscan.containment.supervisor:held_here", {}, replace(limits, timeout=60,
-                containment=replace(limits.containment, require=False)))
+                containment=replace(limits.containment, require=False)), returns=bool)
     held = ended.containment or containment.not_contained(f"the child {ended.how}: {ended.error or ended.exitcode}")
     if limits.containment.require and not held.all:
         raise errors.ContainmentError(f"--require-containment: {held.line()}")
     return held
 
 
-def _wait(child, receiver, timeout: float | None) -> tuple[Any, bool]:
-    """(the child's one message or None, whether the timeout passed first)."""
-    from multiprocessing.connection import wait
-
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        ready = wait([receiver, child.sentinel], remaining)
-        if receiver in ready:
-            try:
-                return receiver.recv(), False
-            except (EOFError, OSError):
-                return None, False
-        if child.sentinel in ready:
-            # The child may have sent its result just before exiting.
-            if receiver.poll(0):
-                continue
-            return None, False
-        if not ready:
-            return None, True
-
-
-def _end_group(child, policy: Policy) -> None:
-    """Kill what is left of the child's process group (the child leads one: containment.enter);
-    with the PID namespace its processes die with it anyway (NOTE [processes left behind])."""
-    # NOTE [processes left behind]
-    # A contained child is pid 1 of its own PID namespace: when it ends, the kernel kills every
-    # process in that namespace, so a daemon it forked cannot outlive it. Where there is no PID
-    # namespace, the child still leads its own session and process group, which is killed here;
-    # only a process that made its own session escapes that (the report says processes: not held).
-    if not policy.enabled or not child.pid or not hasattr(os, "killpg"):
-        return
-    with contextlib.suppress(OSError):
-        os.killpg(child.pid, signal.SIGKILL)
-
-
-def _stop(child) -> None:
-    child.terminate()
-    child.join(3)
-    if child.is_alive():
-        child.kill()
-        child.join(3)
-
-
-def _death(exitcode: int | None, elapsed: float, output: str, common: dict) -> Ended:
+def _death(exitcode: int | None, elapsed: float, output: str, held: Held | None, common: dict) -> Ended:
     """The Ended of a child that ended without sending a result."""
     if exitcode is not None and exitcode < 0:
         try:
             name = signal.Signals(-exitcode).name
         except ValueError:
             name = f"signal {-exitcode}"
-        return Ended("signal", signal=name, exitcode=exitcode, seconds=round(elapsed, 3), output=output, **common)
-    return Ended("exited", exitcode=exitcode, seconds=round(elapsed, 3), output=output, **common)
+        return Ended("signal", signal=name, exitcode=exitcode, seconds=round(elapsed, 3), output=output,
+                     containment=held, **common)
+    return Ended("exited", exitcode=exitcode, seconds=round(elapsed, 3), output=output, containment=held, **common)
 
 
 def _log_tail(path: str | None, lines: int = 2) -> str:
@@ -266,109 +330,3 @@ def _log_tail(path: str | None, lines: int = 2) -> str:
     except OSError:
         return ""
     return " | ".join(tail)[:300]
-
-
-@contextlib.contextmanager
-def _allow_children():
-    """Let a daemonic process (a Dask worker) start children; see NOTE [daemonic workers]."""
-    # NOTE [daemonic workers]
-    # Dask (and multiprocessing pools) run workers as daemonic processes, which multiprocessing
-    # refuses to let start children because it could not clean them up at exit. Our children are
-    # always joined or killed before `run` returns, so lifting the flag for the start is safe.
-    process = multiprocessing.current_process()
-    daemon = process._config.get("daemon")
-    if daemon:
-        process._config["daemon"] = False
-    try:
-        yield
-    finally:
-        if daemon:
-            process._config["daemon"] = daemon
-
-
-# Allocation failures that torch reports as RuntimeError under RLIMIT_AS (it has no exception
-# class for a failed CPU allocation, so its message is all there is to go by).
-_OOM_TEXT = ("MemoryError", "can't allocate memory", "DefaultCPUAllocator", "std::bad_alloc", "alloc_cpu.cpp")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else ""
-
-
-def _one_line(exc: BaseException, limit: int = 2000) -> str:
-    """Class and whole message on one line (the reason is often on a later line); only a message
-    past `limit` is shortened, and says by how much."""
-    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-    if len(text) > limit:
-        text = f"{text[:limit]}… ({len(text) - limit} more characters)"
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _describe(exc: BaseException) -> dict[str, Any]:
-    """The Ended fields the child sends for an exception: out of memory, or raised."""
-    chain, seen = exc, 0
-    while chain is not None and seen < 20:
-        if isinstance(chain, MemoryError) or any(t in f"{type(chain).__name__}: {chain}" for t in _OOM_TEXT):
-            text = _first_line(chain)
-            return {"how": "out-of-memory", "error": f"{type(chain).__name__}{': ' + text[:300] if text else ''}"}
-        chain, seen = chain.__cause__ or chain.__context__, seen + 1
-    frames = traceback.extract_tb(exc.__traceback__)
-    fields: dict[str, Any] = {
-        "how": "raised", "error": _one_line(exc),
-        "error_types": tuple(cls.__name__ for cls in type(exc).__mro__ if cls is not object),
-        "where": f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?",
-    }
-    if isinstance(exc, errors.OpscanError):
-        fields["opscan_error"] = (type(exc).__name__, exc.message, exc.path, exc.line)
-    return fields
-
-
-def _child_main(sender, func: str, kwargs: dict[str, Any], max_memory: int | None, log_path: str | None,
-                policy: Policy = Policy(enabled=False), scratch: str | None = None) -> None:
-    """Entry point of the child: limit, redirect output, contain, call, send one message."""
-    if log_path:
-        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        os.close(fd)
-    else:
-        os.dup2(2, 1)  # model prints go to stderr; stdout stays the parent's report
-        sys.stdout = sys.stderr
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crashing model leaves no core file behind
-    if max_memory is not None:
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        if soft == resource.RLIM_INFINITY or max_memory < soft:
-            resource.setrlimit(resource.RLIMIT_AS, (max_memory, hard))   # the hard limit stays as it was
-    first_pid = os.getpid()
-    held = containment.enter(policy, scratch) if policy.enabled and scratch else None
-    if held is not None and policy.require and not held.all:
-        sender.send(({"how": "not-contained", "error": held.line()}, 0.0, held))
-        sender.close()
-        return
-    start = time.perf_counter()
-    try:
-        module_name, _, name = func.partition(":")
-        target = importlib.import_module(module_name)
-        for part in name.split("."):
-            target = getattr(target, part)
-        fields: dict[str, Any] = {"how": "returned", "value": target(**kwargs)}
-    except BaseException as exc:  # noqa: BLE001 - everything the model raises is reported, not raised
-        fields = _describe(exc)
-    try:
-        sender.send((fields, time.perf_counter() - start, held))
-    except MemoryError:
-        sender.send(({"how": "out-of-memory", "error": "MemoryError while sending the result"}, 0.0, held))
-    except Exception as exc:  # noqa: BLE001 - an unpicklable result
-        sender.send(({"how": "raised", "error": f"could not send the result back: {type(exc).__name__}: {exc}",
-                      "error_types": (type(exc).__name__,), "where": func}, 0.0, held))
-    finally:
-        sender.close()
-    if os.getpid() != first_pid:
-        # the worker forked by containment.enter (NOTE [three processes]): end here, without running
-        # the multiprocessing exit handlers a second time (the waiter ends with this status)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)

@@ -6,9 +6,13 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NoReturn
 
-from opscan.containment import cgroup, limits, rootfs
+from opscan.containment import cgroup, codec, limits, rootfs
 from opscan.containment.allowlist import Host, generated_files, make_plan
+from opscan.containment.interpreter import isolated_argv
 from opscan.containment.landlock import landlock
 from opscan.containment.namespaces import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUSER,
                                            PR_SET_PDEATHSIG, check, drop_capabilities, lib, loopback_up, unshare,
@@ -34,15 +38,19 @@ def remove_scratch(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def enter(policy: Policy, scratch: str, *, then_exec: list[str] | None = None) -> Held:
+def enter(policy: Policy, scratch: str, *, then_exec: list[str] | None = None, cwd: str | None = None,
+          sys_path: Sequence[str] = ()) -> Held:
     """Contain this process (a fresh child, single-threaded, before any project code) and return
     which parts held. With the PID namespace, this process forks: the fork continues as the
     contained child (pid 1 of the new namespace) and this process only waits for it and ends with
     its status, never returning. `then_exec`: a command the contained child execs (parity runs).
-    The tree's memory limit is this process's address-space limit (process.py sets --max-memory
-    there before it enters; NOTE [tree limits]).
+    `cwd`: the folder the contained code runs in, as the containment shows it (default: this
+    process's); `sys_path`: the entries the code will import from besides this interpreter's (the
+    parent's sys.path, which an isolated child takes only once contained: child.py), read-only in
+    its files. The tree's memory limit is this process's address-space limit (child.py sets
+    --max-memory there before it enters; NOTE [tree limits]).
     """
-    environ, cwd = dict(os.environ), _cwd()
+    environ, cwd = dict(os.environ), cwd or _cwd()
     env = child_environment(environ, policy, scratch)
     parts: dict[str, str] = {}
     if hasattr(os, "setsid"):
@@ -56,8 +64,8 @@ def enter(policy: Policy, scratch: str, *, then_exec: list[str] | None = None) -
         reason = f"no namespaces on {sys.platform}"
         parts.update({p: reason for p in PARTS if p not in parts})
         _make_dirs(scratch)
-        return _finish(parts, policy, then_exec, env)
-    plan = make_plan(policy, scratch, env, Host.current(environ))
+        return _finish(parts, policy, then_exec, env, cwd)
+    plan = make_plan(policy, scratch, env, Host.current(environ, cwd=cwd, sys_path=sys_path))
     memory = limits.address_space_limit()
     uid, gid = os.getuid(), os.getgid()
     etc = generated_files(uid, gid, env["HOME"])
@@ -76,7 +84,7 @@ def enter(policy: Policy, scratch: str, *, then_exec: list[str] | None = None) -
         parts["limits"] = HELD if in_cgroup else f"{reason}; {_per_process(nproc, memory)}"
         parts.update({p: reason for p in PARTS if p not in parts})
         drop_capabilities()   # as root: no capability left to the code (mounts, other users' processes)
-        return _finish(parts, policy, then_exec, env)
+        return _finish(parts, policy, then_exec, env, cwd)
     try:
         loopback_up()
         parts["network"] = HELD
@@ -132,7 +140,7 @@ def enter(policy: Policy, scratch: str, *, then_exec: list[str] | None = None) -
         pass   # it then sees itself as uid 0 of the namespace: no capability, nothing more to reach
     parts["keyring"] = no_keyring()
     drop_capabilities()
-    return _finish(parts, policy, then_exec, env)
+    return _finish(parts, policy, then_exec, env, cwd)
 
 
 # NOTE [two user namespaces]
@@ -181,7 +189,8 @@ def _make_dirs(scratch: str) -> None:
         os.makedirs(os.path.join(scratch, sub), exist_ok=True)
 
 
-def _finish(parts: dict[str, str], policy: Policy, then_exec: list[str] | None, env: dict) -> Held:
+def _finish(parts: dict[str, str], policy: Policy, then_exec: list[str] | None, env: dict,
+            cwd: str | None = None) -> Held:
     held = Held(tuple((p, parts.get(p, "not tried")) for p in PARTS))
     try:
         import resource
@@ -193,6 +202,12 @@ def _finish(parts: dict[str, str], policy: Policy, then_exec: list[str] | None, 
         if policy.require and not held.all:
             print(f"opscan: containment required but not had: {held.line()}", file=sys.stderr)
             os._exit(125)
+        if cwd is not None:
+            try:
+                os.chdir(cwd)
+            except OSError as exc:
+                print(f"opscan: cannot enter the working folder {cwd!r}: {exc}", file=sys.stderr)
+                os._exit(126)
         try:
             os.execvpe(then_exec[0], then_exec, env)
         except OSError as exc:
@@ -262,7 +277,8 @@ def _wait_and_exit(report: int) -> None:
     status = struct.unpack("i", data)[0]
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
-        signal.signal(number, signal.SIG_DFL)
+        if number not in (signal.SIGKILL, signal.SIGSTOP):   # those two have no handler to reset
+            signal.signal(number, signal.SIG_DFL)
         os.kill(os.getpid(), number)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
@@ -278,14 +294,30 @@ def held_here() -> bool:
     return True
 
 
-# --- commands started by opscan (`opscan parity run`) ---------------------------------------------
+# --- commands started by opscan (`opscan parity run`) ----------------------------------------------
 
-def command_prefix(policy: Policy, scratch: str) -> list[str]:
-    """argv that runs a command contained: `python -m opscan.containment SPEC -- COMMAND...`."""
-    import json
+@dataclass(frozen=True)
+class Launch:
+    """What the launcher needs: the containment (the whole Policy, its --allow-read and
+    --max-processes included), the scratch folder, and the folder the command runs in."""
 
-    spec = {"pass_env": list(policy.pass_env), "require": policy.require, "writable": list(policy.writable),
-            "overlays": list(policy.overlays), "set_env": dict(policy.set_env), "scratch": scratch,
-            "scratch_size": policy.scratch_size, "readable": list(policy.readable),
-            "max_processes": policy.max_processes}
-    return [sys.executable, "-m", "opscan.containment", json.dumps(spec, sort_keys=True), "--"]
+    policy: Policy
+    scratch: str
+    cwd: str
+
+
+def command_prefix(policy: Policy, scratch: str, cwd: str | None = None) -> list[str]:
+    """argv that runs a command contained, in `cwd` (default: this process's working folder): an
+    isolated interpreter (containment/interpreter.py) whose `main` contains itself, then execs it."""
+    spec = codec.dumps(Launch(policy, scratch, cwd or os.getcwd())).decode("ascii")
+    return [*isolated_argv("opscan.containment.supervisor", spec), "--"]
+
+
+def main(argv: list[str]) -> NoReturn:
+    """The launcher: `SPEC -- COMMAND...` (command_prefix), run contained; never returns."""
+    if len(argv) < 3 or argv[1] != "--":
+        print("usage: SPEC -- COMMAND ... (opscan.containment.supervisor.command_prefix)", file=sys.stderr)
+        os._exit(2)
+    wanted = codec.loads(argv[0].encode(), Launch)
+    enter(wanted.policy, wanted.scratch, then_exec=argv[2:], cwd=wanted.cwd)
+    raise AssertionError("not reached: enter execs the command")

@@ -183,6 +183,7 @@ def run_command(entry: TrainingEntry, root: Path, profile: DeviceProfile | None,
         return replace(trace, containment=tuple((part, IN_PROCESS) for part in PARTS)), said
     from opscan.containment.process import run
 
-    ended = run(RUN_FUNCTION, options, with_overlay(limits, str(root)))
+    ended = run(RUN_FUNCTION, options, with_overlay(limits, str(root)),
+                returns=tuple[ModelTrace, tuple[str, ...]])   # run_script's (trace, notes)
     trace, said = result_of(ended, f"run of `{entry.command}`", limits)
     return replace(trace, containment=ended.containment.parts if ended.containment else ()), said

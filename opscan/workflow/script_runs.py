@@ -79,7 +79,7 @@ def run_once(command: Sequence[str], label: str, device: str, out_dir: Path,
     started = time.perf_counter()
     try:
         with output_path.open("wb") as output:
-            proc = subprocess.run(argv, env=child_env, stdout=output,
+            proc = subprocess.run(argv, env=child_env, stdout=output, cwd=scratch,   # the launcher starts in its own
                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=timeout)
     except FileNotFoundError:
         raise UsageError(f"parity run: command not found: {command[0]!r}") from None

@@ -10,6 +10,7 @@ from typing import Any
 
 from opscan.containment.process import Limits, run
 from opscan.containment.outcome import OUTCOMES, Outcome, outcome
+from opscan.records import ModelTrace
 
 DEFAULT_TRACER = "opscan.zoo.tracing:trace_model"
 # What a forkserver imports once, so each model's child starts with torch and transformers loaded.
@@ -35,7 +36,7 @@ def tracer_spec(tracer: str | Callable) -> str:
 def trace_job(job: Job, tracer: str | Callable, limits: Limits) -> Outcome:
     """Trace `job` with `tracer(target, **options)` in a child process under `limits`."""
     ended = run(tracer_spec(tracer), {**dict(job.options), "target": job.target}, limits,
-                capture_output=True, preload=PRELOAD)
+                capture_output=True, preload=PRELOAD, returns=ModelTrace)
     return outcome(job.name, ended, limits)
 
 

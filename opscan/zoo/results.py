@@ -35,7 +35,7 @@ ROW_FORMAT = "4"
 STOPS: dict[str, str] = {
     "transformers-bug": "transformers itself fails on this default config (reproduction in the row)",
     "missing-package": "the model needs a package that is not installed",
-    "limit": "the time or memory limit stopped it, or its process died",
+    "limit": "the time or memory limit stopped it, or its process died (or sent an answer that is not valid data)",
     "data-dependent": "control flow or shapes depend on tensor values (the stop came after stand-in values)",
     "opscan": "none of the above: a gap in opscan (inputs it does not generate, a tracer bug, ...)",
 }

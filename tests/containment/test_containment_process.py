@@ -148,21 +148,26 @@ print(json.dumps({{"how": ended.how, "torch_in_parent": "torch" in sys.modules}}
     assert out == {"how": "returned", "torch_in_parent": False}
 
 
-def test_one_module_isolates_model_code():
-    """Only opscan/containment/process.py starts child processes for model code and sets their limits
-    (the containment's supervisor, containment/supervisor.py, limits the size of the files they write;
-    containment/limits.py the tree's processes, from the address-space limit process.py set)."""
+def test_one_package_isolates_model_code():
+    """Only opscan/containment/ starts child processes for model code and sets their limits: the
+    child's own side sets them (child.py; the supervisor limits the size of the files they write,
+    limits.py the tree's processes, from the address-space limit child.py set), children.py and
+    forkserver.py start them, the supervisor forks the contained processes."""
     package = HERE.parents[1] / "opscan"
     users = {}
     for path in sorted(package.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
-        for needle in ("setrlimit", "RLIMIT_AS", ".Process(", "set_forkserver_preload", "unshare("):
+        for needle in ("setrlimit", "RLIMIT_AS", "os.fork(", "pass_fds", "unshare(", "import multiprocessing"):
             if needle in text:
                 users.setdefault(needle, []).append(path.relative_to(package).as_posix())
-    expected = {needle: ["containment/process.py"] for needle in ("setrlimit", "RLIMIT_AS", ".Process(",
-                                                                  "set_forkserver_preload")}
-    expected["setrlimit"] = ["containment/limits.py", "containment/process.py", "containment/supervisor.py"]
-    expected["RLIMIT_AS"] = ["containment/limits.py", "containment/process.py"]
-    expected["unshare("] = ["containment/namespaces.py", "containment/supervisor.py"]
-    assert users == expected
+    assert users == {
+        "setrlimit": ["containment/child.py", "containment/limits.py", "containment/supervisor.py"],
+        "RLIMIT_AS": ["containment/child.py", "containment/limits.py", "containment/process.py"],
+        "os.fork(": ["containment/children.py", "containment/forkserver.py", "containment/supervisor.py"],
+        "pass_fds": ["containment/children.py", "containment/forkserver.py"],
+        "unshare(": ["containment/namespaces.py", "containment/supervisor.py"],
+        # the scan's and fix's worker pools (no project code), and `opscan run`'s DataLoader workers
+        # loaded in the script's process: never the child of project code (no pickle on its way back)
+        "import multiprocessing": ["fix/files.py", "scan/workers.py"],
+    }
     assert not (package / "zoo" / "isolate.py").exists()

@@ -36,7 +36,15 @@ SECRETS = {"GITHUB_TOKEN": "ghp_FAKE0SECRET0GITHUB0TOKEN0123456789",
            "HF_TOKEN": "hf_FAKEhuggingFACEtoken0123456789",
            "NPM_TOKEN": "npm_FAKE0npm0token0123456789",
            "DATABASE_PASSWORD": "FAKE-db-password-0123456789",
-           "MY_SERVICE_CREDENTIALS": "FAKE-service-credentials-0123456789"}
+           "MY_SERVICE_CREDENTIALS": "FAKE-service-credentials-0123456789",
+           # secrets by other names (issue 41, escape 7): a long word inside a name, credentials in URLs
+           "HF_TOKEN2": "hf_FAKE0second0token0123456789",
+           "HF_APITOKEN": "hf_FAKE0api0token0123456789",
+           "TORCH_HUB_GITHUBTOKEN": "ghp_FAKE0torch0hub0token0123456789",
+           "OPSCAN_DB_URL": "postgres://opscan:FAKE-db-url-password-0123@db.invalid:5432/coverage",
+           "HF_ENDPOINT": "https://me:FAKE-hf-endpoint-password-0123@hf-mirror.invalid"}
+# What must never be seen: each value, and the password inside each URL (the rest of a URL passes).
+URL_PASSWORDS = ("FAKE-db-url-password-0123", "FAKE-hf-endpoint-password-0123")
 HOME_SECRETS = {".ssh/id_rsa": "FAKE-ssh-private-key-0123456789",
                 ".aws/credentials": "FAKE-aws-credentials-file-0123456789",
                 ".netrc": "machine example login me password FAKE-netrc-0123456789",
@@ -221,7 +229,11 @@ def _daemons(tag: str) -> list[int]:
 
 
 def _secret_values() -> list[str]:
-    return list(SECRETS.values()) + list(HOME_SECRETS.values())
+    return _variable_secrets() + list(HOME_SECRETS.values())
+
+
+def _variable_secrets() -> list[str]:
+    return [v for v in SECRETS.values() if "://" not in v] + list(URL_PASSWORDS)
 
 
 @pytest.fixture
@@ -297,9 +309,9 @@ def test_without_user_namespaces_the_run_still_traces_and_says_what_held(planted
     assert all(parts[p] != "held" and "user namespace refused" in parts[p] for p in ("network", "files", "processes"))
     assert "repo:README.md#1" in {t["target"] for t in report["traces"]}
     env_lines = [line for line in done.stderr.splitlines() if " ENV: " in line]
-    assert env_lines and not [v for v in SECRETS.values() if any(v in line for line in env_lines)]
+    assert env_lines and not [v for v in _variable_secrets() if any(v in line for line in env_lines)]
     self_lines = [line for line in done.stderr.splitlines() if " PROC-SELF: " in line]
-    assert self_lines and not [v for v in SECRETS.values() if any(v in line for line in self_lines)]
+    assert self_lines and not [v for v in _variable_secrets() if any(v in line for line in self_lines)]
     if containment.landlock_abi() >= 4:   # what Landlock still holds (NOTE [Landlock without namespaces])
         assert "Landlock" in parts["files"] and "Landlock refuses TCP" in parts["network"]
         assert listener.accepted == 0
@@ -383,9 +395,56 @@ def test_allow_list_passes_what_python_and_torch_need_and_never_a_secret(tmp_pat
         "TOKENIZERS_PARALLELISM": "false", "TORCH_HOME": "/caches/torch", "MY_OWN_SETTING": "1"}
     assert env["HOME"] == str(tmp_path / "home") and env["TMPDIR"] == str(tmp_path / "tmp")
     assert env["HF_HUB_OFFLINE"] == "1"
-    for name in (*SECRETS, "HF_HUB_TOKEN", "AZURE_CLIENT_SECRET", "SSH_AUTH_SOCK", "GOOGLE_APPLICATION_CREDENTIALS",
-                 "KUBECONFIG", "CI_JOB_TOKEN", "USER"):
+    for name in (*(n for n, v in SECRETS.items() if "://" not in v), "HF_HUB_TOKEN", "AZURE_CLIENT_SECRET",
+                 "SSH_AUTH_SOCK", "GOOGLE_APPLICATION_CREDENTIALS", "KUBECONFIG", "CI_JOB_TOKEN", "USER"):
         assert name not in env, name
+    assert env["OPSCAN_DB_URL"] == "postgres://db.invalid:5432/coverage"   # the URL passes, its credentials not
+    assert env["HF_ENDPOINT"] == "https://hf-mirror.invalid"
+
+
+@pytest.mark.parametrize("name", ["HF_TOKEN2", "HF_APITOKEN", "TORCH_HUB_GITHUBTOKEN", "HF_HUB_TOKEN", "CI_JOB_TOKEN",
+                                  "MY_SECRETS_FILE", "DB_PASSWORD2", "PGPASSWD", "GPG_PASSPHRASE",
+                                  "GOOGLE_APPLICATION_CREDENTIALS", "WANDB_APIKEY", "AWS_ACCESS_KEY_ID", "GH_PAT",
+                                  "DB_PASS", "HF_AUTH", "API_KEY2", "TORCH_KEY", "hf_token", "OPSCAN_SESSION"])
+def test_a_secret_by_any_name_is_kept_from_the_child(name):
+    """Long secret words anywhere in a name, short ones as whole words (issue 41, escape 7)."""
+    assert containment.is_secret_name(name)
+    assert name not in child_environment({name: "x-secret", "PATH": "/bin"}, Policy(), "/scratch")
+
+
+@pytest.mark.parametrize("name", ["PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "TOKENIZERS_PARALLELISM", "HF_HOME",
+                                  "TORCH_HOME", "OMP_NUM_THREADS", "PYTORCH_CUDA_ALLOC_CONF", "XLA_FLAGS",
+                                  "NEURON_RT_VISIBLE_CORES", "HF_HUB_DISABLE_TELEMETRY", "KEYBOARD_LAYOUT",
+                                  "BYPASS_PROXY", "AUTHOR_NAME", "PATCH_LEVEL", "TIMM_FUSED_ATTN"])
+def test_a_short_word_inside_another_word_is_no_secret(name):
+    assert not containment.is_secret_name(name)
+
+
+@pytest.mark.parametrize("value,kept", [
+    ("postgres://u:pw@db.invalid:5432/x", "postgres://db.invalid:5432/x"),
+    ("https://u:pw@hf-mirror.invalid/api", "https://hf-mirror.invalid/api"),
+    ("https://ghp_token@github.com/org/repo.git", "https://github.com/org/repo.git"),
+    ("https://u:p@ss:w@rd@host.invalid/x", "https://host.invalid/x"),                 # an @ in the password
+    ("https://a:1@one.invalid https://b:2@two.invalid", "https://one.invalid https://two.invalid"),
+    ("https://hf-mirror.invalid/api", "https://hf-mirror.invalid/api"),
+    ("me@example.invalid", "me@example.invalid"),                                    # no URL: as it is
+    ("/caches/hf", "/caches/hf"),
+])
+def test_credentials_inside_url_values_are_taken_out(value, kept, tmp_path):
+    env = child_environment({"HF_ENDPOINT": value, "OPSCAN_DB_URL": value}, Policy(), str(tmp_path))
+    assert env["HF_ENDPOINT"] == env["OPSCAN_DB_URL"] == kept
+
+
+def test_pass_env_passes_one_on_purpose_unstripped(tmp_path):
+    environ = {"HF_TOKEN2": "hf_wanted", "OPSCAN_DB_URL": "postgres://u:pw@db.invalid/x",
+               "HF_ENDPOINT": "https://u:pw@hf-mirror.invalid", "HF_APITOKEN": "hf_unwanted"}
+    policy = Policy(pass_env=("HF_TOKEN2", "OPSCAN_DB_URL"))
+    env = child_environment(environ, policy, str(tmp_path))
+    assert env["HF_TOKEN2"] == "hf_wanted" and env["OPSCAN_DB_URL"] == "postgres://u:pw@db.invalid/x"
+    assert env["HF_ENDPOINT"] == "https://hf-mirror.invalid" and "HF_APITOKEN" not in env
+    carried = containment.carried_environment({**environ, "HOME": "/home/me"}, policy)   # the child's start
+    assert carried == {"HF_TOKEN2": "hf_wanted", "OPSCAN_DB_URL": "postgres://u:pw@db.invalid/x",
+                       "HF_ENDPOINT": "https://hf-mirror.invalid", "HOME": "/home/me"}
 
 
 def test_pass_env_takes_a_name_not_an_assignment(run_cli):

@@ -110,7 +110,10 @@ SAFE_LOADERS = {"SafeLoader", "CSafeLoader", "_Loader", "BaseLoader", "CBaseLoad
 # Modules whose job is to import or execute a user's code, by design (trace, zoo, db probe) or to
 # import opscan's own modules / torch by name.
 IMPORTERS_ALLOWED = {"targets/loader.py", "db/probe.py", "db/replay.py", "cli.py", "commands/zoo.py",
-                     "reporters/__init__.py", "reporters/terminal/__init__.py", "containment/process.py",
+                     "reporters/__init__.py", "reporters/terminal/__init__.py",
+                     "containment/child.py",        # the function a child calls, once contained
+                     "containment/codec.py",        # the parent's own records named in its request
+                     "containment/forkserver.py",   # the modules a fork server preloads (torch, transformers)
                      "containment/outcome.py",
                      "scan/fixes.py", "targets/repository.py",
                      "db/cache_stats.py"}   # the backend's cache counters, read in the contained child
