@@ -66,6 +66,14 @@ def _env(case, cwd: Path) -> dict:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "HF_HUB_OFFLINE": "1", **case.env}
 
 
+def _error(stderr: str) -> str:
+    """The end of a run's stderr, its paths of this machine made relative (the results are committed):
+    the repository's root dropped (`benchmarks/run_real_record.py`), the home folder as `~`."""
+    text = stderr.strip()[-800:].replace(f"{ROOT}{os.sep}", "")
+    home = str(Path.home())
+    return text.replace(f"{home}{os.sep}", f"~{os.sep}") if home not in ("", os.sep) else text
+
+
 def _timed(command: list[str], cwd: Path, env: dict) -> tuple[subprocess.CompletedProcess, float]:
     started = time.perf_counter()
     out = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False)
@@ -78,7 +86,7 @@ def real_run(case, source: Path) -> dict:
     out, seconds = _timed([python, str(ROOT / "benchmarks" / "run_real_record.py"), "--json", "--steps",
                            str(case.steps), "--", "python", *case.command], cwd, _env(case, cwd))
     if out.returncode != 0:
-        return {"error": out.stderr.strip()[-800:], "seconds": seconds}
+        return {"error": _error(out.stderr), "seconds": seconds}
     return {"ops": json.loads(out.stdout.strip().splitlines()[-1]), "seconds": seconds}
 
 
@@ -89,7 +97,7 @@ def opscan_run(case, source: Path, device: str) -> dict:
                            "--format", "json", "--exit-zero", "--timeout", str(TIMEOUT), "--", "python",
                            *case.command_for(device)], cwd, _env(case, cwd))
     if out.returncode != 0 or not out.stdout.strip():
-        return {"error": out.stderr.strip()[-800:], "seconds": seconds}
+        return {"error": _error(out.stderr), "seconds": seconds}
     doc = json.loads(out.stdout)
     trace = (doc.get("traces") or [{}])[0]
     notes = [n for n in doc.get("notes", []) if any(w in n for w in ("ended after", "ran to its end", ": stopped;"))]
