@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -35,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from opscan import containment  # noqa: E402
 from opscan.containment import Policy  # noqa: E402
 from opscan.containment.process import Limits, run  # noqa: E402
+from opscan.records import ModelTrace  # noqa: E402
 
 MODEL = """import torch
 from torch import nn
@@ -47,12 +49,13 @@ def build():
 
 
 
-def _one(func: str, kwargs: dict, method: str, contained: bool) -> float:
+def _one(func: str, kwargs: dict, method: str, contained: bool, returns: Any) -> float:
     root = kwargs.get("project_root")   # a trace's project is an overlay in the child, as opscan PATH has it
     limits = Limits(timeout=300, start_method=method,
                     containment=Policy(enabled=contained, overlays=(root,) if root else ()))
     started = time.perf_counter()
-    ended = run(func, kwargs, limits, preload=("opscan.containment.process",) if method == "forkserver" else ())
+    ended = run(func, kwargs, limits, preload=("opscan.containment.process",) if method == "forkserver" else (),
+                returns=returns)   # decoded as the commands decode it (a trace: into its records)
     seconds = time.perf_counter() - started
     if ended.how != "returned":
         raise SystemExit(f"{func} ({method}, contained={contained}) ended {ended.how}: {ended.error}")
@@ -88,21 +91,22 @@ def main() -> None:
     parser.add_argument("--trace", action="store_true", help="also time a small model's trace")
     parser.add_argument("--codec", action="store_true", help="also time the answer of an 80-layer Llama's trace")
     args = parser.parse_args()
-    cases = [("noop/spawn", "os:getpid", {}, "spawn"), ("noop/forkserver", "os:getpid", {}, "forkserver")]
+    cases: list[tuple[str, str, dict, str, Any]] = [("noop/spawn", "os:getpid", {}, "spawn", int),
+                                                    ("noop/forkserver", "os:getpid", {}, "forkserver", int)]
     tmp = tempfile.mkdtemp(prefix="opscan-bench-")
     if args.trace:
         model = Path(tmp) / "tiny_model.py"
         model.write_text(MODEL)
         cases.append(("trace/spawn", "opscan.targets.loader:trace_target",
-                      {"target": f"{model}:build", "project_root": tmp}, "spawn"))
+                      {"target": f"{model}:build", "project_root": tmp}, "spawn", ModelTrace))
     print(f"python {sys.version.split()[0]}, {os.uname().sysname} {os.uname().release}, "
           f"{os.cpu_count()} cpus, {args.runs} runs each (median seconds)")
-    for name, func, kwargs, method in cases:
+    for name, func, kwargs, method, returns in cases:
         plain, contained = [], []
-        _one(func, kwargs, method, False)   # warm the page cache and the forkserver
+        _one(func, kwargs, method, False, returns)   # warm the page cache and the forkserver
         for _ in range(args.runs):
-            plain.append(_one(func, kwargs, method, False))
-            contained.append(_one(func, kwargs, method, True))
+            plain.append(_one(func, kwargs, method, False, returns))
+            contained.append(_one(func, kwargs, method, True, returns))
         a, b = statistics.median(plain), statistics.median(contained)
         print(f"{name:16s} without {a:7.3f}  with {b:7.3f}  cost {b - a:+7.3f}  (max with {max(contained):.3f})")
     inside = enter_seconds(args.runs)
@@ -118,7 +122,6 @@ def codec_seconds(tmp: Path, runs: int) -> None:
     import shutil
 
     from opscan.containment import codec
-    from opscan.records import ModelTrace
     from opscan.targets.loader import trace_target
     from opscan.trace import prepare
 
