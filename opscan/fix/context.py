@@ -222,11 +222,11 @@ def _words(source: str) -> set[str]:
 
 def _is_module_level(ctx: Context, node: cst.CSTNode, top: cst.CSTNode) -> bool:
     """True when `node` runs at import time (not inside a def or lambda body)."""
-    current = ctx.parents.get(node)
+    current = ctx.parent(node)
     while current is not None and current is not top:
         if isinstance(current, (cst.FunctionDef, cst.Lambda)):
             return False
-        current = ctx.parents.get(current)
+        current = ctx.parent(current)
     return not isinstance(top, cst.FunctionDef)
 
 
@@ -316,12 +316,20 @@ def _reusable_device(module: cst.Module, torch: str | None, insert_at: int, posi
         if not isinstance(small, cst.Assign) or len(small.targets) != 1 or \
                 not isinstance(small.targets[0].target, cst.Name):
             continue
-        code = module.code_for_node(small.value)
-        if f"{torch}.accelerator.current_accelerator(" in code and ".type" not in code.rsplit(")", 1)[-1]:
+        if _is_accelerator_device(small.value, torch):
             name = small.targets[0].target.value
             if _bindings(module, name) == 1:
                 return name, index
     return None
+
+
+def _is_accelerator_device(value: cst.BaseExpression, torch: str) -> bool:
+    """Whether `value` is the accelerator as a device: `<torch>.accelerator.current_accelerator(...)`,
+    alone or followed by `or <fallback>`. A value built from it is not (`(...).type` is a string, and
+    `current_accelerator().type if hasattr(torch, "accelerator") else "cuda"` a string or "cuda")."""
+    if isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.Or):
+        value = value.left
+    return isinstance(value, cst.Call) and _dotted_name(value.func) == f"{torch}.accelerator.current_accelerator"
 
 
 def _bindings(module: cst.Module, name: str) -> int:
