@@ -16,13 +16,8 @@ import libcst as cst
 
 from opscan.fix.context import DEVICE_CALLS, DEVICE_KEYWORDS, Context
 from opscan.fix.plans import Leave, Plan, no_device, replace_with, string_value
-from opscan.fix.precision import (
-    BF16_QUERIES,
-    bf16_choice,
-    bf16_test,
-    handles_guarded,
-    torch_amp,
-)
+from opscan.fix.precision import bf16_choice, bf16_test, torch_amp
+from opscan.fix.scope import BF16_QUERIES, LOOKUPS, handles_guarded
 
 __all__ = ["BF16_QUERIES", "CODEMODS", "LOOKUPS", "NAMED", "SIMPLE", "Leave", "Plan", "bf16_choice", "bf16_test",
            "handles_guarded"]
@@ -381,7 +376,6 @@ def backend_for_device(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
 
 
 # torch names codemods check besides the rules' `replace` targets (answered once per run: runner.py)
-LOOKUPS = ("torch.distributed.get_default_backend_for_device", "torch.accelerator.current_accelerator")
 
 SIMPLE: dict[str, Callable] = {
     "device-string": device_string,

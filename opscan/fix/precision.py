@@ -162,16 +162,8 @@ def _is_device_type_value(value) -> bool:
 # `"float16" if torch.cuda.is_available() and not torch.cuda.is_bf16_supported() else "bfloat16"`
 # (the same value on any CUDA host; the CUDA-only query stays behind its CUDA test). The same for
 # `X if torch.cuda.is_bf16_supported() else Y`. Other uses of the query (an `if` statement, a value
-# passed on) are left, saying what they now do off CUDA.
-BF16_QUERIES = frozenset({"torch.cuda.is_bf16_supported"})
-
-
-def handles_guarded(codemod: str, subject: str) -> bool:
-    """Whether the codemod rewrites a finding of `subject` inside an availability guard (the
-    bfloat16 choice keeps its guard); every other guarded finding is left."""
-    return codemod == "accelerator-api" and subject in BF16_QUERIES
-
-
+# passed on) are left, saying what they now do off CUDA. (BF16_QUERIES and handles_guarded are in
+# fix/scope.py, which the scan reads without loading libcst.)
 def bf16_choice(node: cst.CSTNode, ctx: Context) -> Plan | Leave:
     """`A if [cuda available and] cuda bf16 else B` -> `B if cuda available and not cuda bf16 else A`."""
     call = ctx.parent(node)

@@ -19,6 +19,7 @@ from opscan.index import ProjectIndex
 from opscan.index import parse as parse_source
 from opscan.records import Finding, Location, ScanFacts
 from opscan.scan import native
+from opscan.scan.enrichment import Enrichment, enriched
 from opscan.scan.facts import decode_facts, encode_facts, file_facts, merge
 from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, discover, manifest_kind
 from opscan.scan.matchers import from_import_names
@@ -64,6 +65,8 @@ class FileResult:
     imports: tuple[str, ...] = ()   # dotted names it imports from the scanned tree's own packages
     facts: ScanFacts = ScanFacts()  # NOTE [scan facts] (facts.py)
     parsed: bool = True             # False: skipped by the pre-check (NOTE [pre-check])
+    marked: bool = False            # the findings' `fixable` was set by an enrichment (NOTE [enrichments])
+    notes: tuple[str, ...] = ()     # one line per enrichment that failed on this file (NOTE [enrichments])
 
 
 @dataclass(frozen=True)
@@ -375,7 +378,8 @@ def _importers(results, wrappers: frozenset[str]) -> list[str]:
 
 
 def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, read,
-                 precheck: bool = True, cache=None, deps=None, parse=None) -> list[FileResult]:
+                 precheck: bool = True, cache=None, deps=None, parse=None,
+                 enrich: Enrichment | None = None) -> list[FileResult]:
     wrappers = _wrapper_facts(results)
     if not wrappers:
         return results
@@ -407,7 +411,11 @@ def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, re
             except (KeyError, TypeError, ValueError, IndexError):   # not intact: scan again
                 result = None
             if result is None:
-                result = scan_source(path, data, rules, project, precheck, deps, parse)
+                try:
+                    result = scan_file(path, data, rules, project, precheck, deps, parse, enrich)
+                except Exception as exc:  # noqa: BLE001 - NOTE [one rule, one file]: as in the first pass
+                    out.append(internal_error(path, exc, rules))
+                    continue
                 if cache is not None:
                     cache.put(key, encode_result(result))
         out.append(result)
@@ -469,17 +477,22 @@ def internal_error(relpath: str, exc: Exception, rules: RuleSet) -> FileResult:
     return builder.result()
 
 
-def _collect(results, check_fixes: bool, probe=None) -> ScanResult:
+def _collect(results, rules: RuleSet, check_fixes: bool, probe=None) -> ScanResult:
+    """The files' results as one ScanResult: findings sorted, `fixable` from the rules where no
+    enrichment set it, the fix check applied, the files' notes after the run's."""
+    by_id = {r.id: r for r in rules}
     findings: list[Finding] = []
     requires: list[tuple[str, ...]] = []
     supps: list[Suppression] = []
+    file_notes: list[str] = []
     scanned = lines = 0
     for result in results:
         scanned += result.scanned
         lines += result.lines
-        findings.extend(result.findings)
+        findings.extend(result.findings if result.marked else _rule_marked(result.findings, by_id))
         requires.extend(result.requires or [()] * len(result.findings))
         supps.extend(result.suppressions)
+        file_notes.extend(result.notes)
     order = sorted(range(len(findings)), key=lambda i: findings[i].sort_key())
     findings = [findings[i] for i in order]
     requires = [requires[i] for i in order]
@@ -487,7 +500,18 @@ def _collect(results, check_fixes: bool, probe=None) -> ScanResult:
     if check_fixes:
         findings, notes = _check_fixes(findings, requires, probe)
     return ScanResult(tuple(findings), scanned, tuple(sorted(supps, key=lambda s: (s.path, s.line))),
-                      tuple(notes), lines, merge(r.facts for r in results))
+                      tuple(notes + file_notes), lines, merge(r.facts for r in results))
+
+
+def _rule_marked(findings: tuple[Finding, ...], by_id: dict) -> list[Finding]:
+    """`fixable` from each finding's rule alone (`autofix`, docs/fix.md): the mark of a scan without
+    the fixer's plan (`scan_memory`, rule examples; NOTE [fixable is what fix fixes] in fix/preview.py)."""
+    out = []
+    for f in findings:
+        rule = by_id.get(f.rule)
+        fixable = rule is not None and rule.autofix is not None and rule.autofix.fixes(f.subject, f.guarded)
+        out.append(f if f.fixable == fixable else replace(f, fixable=fixable))
+    return out
 
 
 def unused_suppression_findings(result: ScanResult, rules: RuleSet, known, read_lines) -> list[Finding]:
@@ -533,7 +557,7 @@ def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, che
     project = project_from_files(data, local_packages("", False, data))
     results = _second_pass([scan_source(rel, blob, rules, project, precheck, deps) for rel, blob in data.items()],
                            project, rules, data.__getitem__, precheck, deps=deps)
-    return mark_fixable(_collect(_dedupe_locks(results), check_fixes), rules)
+    return _collect(_dedupe_locks(results), rules, check_fixes)
 
 
 # The lock files and the manifests whose versions they resolve (NOTE [manifests in the scan]).
@@ -588,14 +612,6 @@ def requirement_includes(root: Path, relpaths: list[str]) -> list[str]:
     return sorted(extra)
 
 
-def mark_fixable(result: ScanResult, rules: RuleSet) -> ScanResult:
-    """Set Finding.fixable from each finding's rule (`autofix`, docs/fix.md); derived, never cached."""
-    by_id = {r.id: r for r in rules}
-    findings = tuple(replace(f, fixable=True) if by_id.get(f.rule) is not None and by_id[f.rule].autofix is not None
-                     and by_id[f.rule].autofix.fixes(f.subject, f.guarded) else f for f in result.findings)
-    return replace(result, findings=findings)
-
-
 def read_project(root: Path, relpaths: list[str]) -> Project:
     """Project facts from the build files among `relpaths` and at the root, and its own packages."""
     build: dict[str, bytes] = {}
@@ -620,7 +636,7 @@ def read_project(root: Path, relpaths: list[str]) -> Project:
 
 def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclude=(), jobs: int = 1,
                check_fixes: bool = True, cache=None, probe=None, precheck: bool = True, deps=None,
-               index: ProjectIndex | None = None) -> ScanResult:
+               index: ProjectIndex | None = None, enrich: Enrichment | None = None) -> ScanResult:
     """Scan the files under `root` (or just `paths`, files or folders) with `rules`.
 
     Args:
@@ -638,6 +654,9 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
         deps: the DependencyContext manifests are judged against (None: no release known).
         index: the run's project index of `root` (opscan/index): files it read or parsed already
             (the model search ran first) are not read or parsed again; default a new one.
+        enrich: completes each file's result where it was scanned, cached with it (NOTE
+            [enrichments] in enrichment.py: fix/preview.py's fixable mark); None: `fixable` from
+            the rules alone.
     Raises:
         InputError: the root or a path does not exist.
     """
@@ -659,21 +678,30 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
         project = replace(project, requirements=frozenset(includes))
     if index is None or index.root != root:
         index = ProjectIndex(root)
-    scan = functools.partial(scan_source, project=project, precheck=precheck, deps=deps, parse=index.scan_parse)
+    scan = functools.partial(scan_file, project=project, precheck=precheck, deps=deps, parse=index.scan_parse,
+                             enrich=enrich)
     on_error = functools.partial(_on_error, rules=rules)
     codec = Codec(encode_result, decode_result, _worth_an_entry) if cache is not None else None
     if cache is not None:
         from opscan.scan.cache import facts_fingerprint
 
         cache = cache.salted(facts_fingerprint(project), "precheck" if precheck else "full",
-                             deps.fingerprint() if deps is not None else "no-deps")
+                             deps.fingerprint() if deps is not None else "no-deps",
+                             enrich.fingerprint() if enrich is not None else "no-enrichment")
     results = [result for _, result in scan_files(root, relpaths, scan, rules, jobs=jobs, cache=cache,
                                                   codec=codec, on_error=on_error,
                                                   full_walk=paths is None and not exclude,
-                                                  read=functools.partial(_read, index))]
+                                                  read=functools.partial(_read, index),
+                                                  prepare=enrich.prepare if enrich is not None else None)]
     results = _second_pass(results, project, rules, functools.partial(_read, index), precheck, cache, deps,
-                           index.scan_parse)
-    return mark_fixable(_collect(_dedupe_locks(results), check_fixes, probe), rules)
+                           index.scan_parse, enrich)
+    return _collect(_dedupe_locks(results), rules, check_fixes, probe)
+
+
+def scan_file(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY, precheck: bool = True,
+              deps=None, parse=None, enrich: Enrichment | None = None) -> FileResult:
+    """`scan_source`, then the run's enrichment of its result (NOTE [enrichments] in enrichment.py)."""
+    return enriched(relpath, data, scan_source(relpath, data, rules, project, precheck, deps, parse), rules, enrich)
 
 
 def _read(index: ProjectIndex, relpath: str, abspath: str | None = None) -> bytes:
@@ -699,11 +727,12 @@ def encode_result(result: FileResult) -> dict:
         "path": result.path, "scanned": result.scanned, "lines": result.lines,
         "findings": [[f.rule, f.name, f.category, f.severity, f.message, f.location.path, f.location.line,
                       f.location.column, f.location.end_line, f.location.end_column, f.location.cell, f.fix,
-                      f.guarded, f.snippet, f.task, f.subject] for f in result.findings],
+                      f.guarded, f.snippet, f.task, f.subject, f.fixable] for f in result.findings],
         "requires": [list(r) for r in result.requires],
         "suppressions": [[s.line, list(s.codes), list(s.used)] for s in result.suppressions],
         "exports": list(result.exports), "imports": list(result.imports),
         "facts": encode_facts(result.facts), "parsed": result.parsed,
+        "marked": result.marked, "notes": list(result.notes),
     }
 
 
@@ -712,11 +741,12 @@ def decode_result(data: dict) -> FileResult:
     findings = tuple(
         Finding(rule=f[0], name=f[1], category=f[2], severity=f[3], message=f[4],
                 location=Location(f[5], f[6], f[7], f[8], f[9], f[10]), fix=f[11], guarded=f[12], snippet=f[13],
-                task=f[14], subject=f[15])
+                task=f[14], subject=f[15], fixable=bool(f[16]) if len(f) > 16 else False)
         for f in data["findings"])
     return FileResult(
         data["path"], findings, tuple(tuple(r) for r in data["requires"]),
         tuple(Suppression(data["path"], s[0], tuple(s[1]), tuple(s[2])) for s in data["suppressions"]),
         data["scanned"], data["lines"], tuple(data.get("exports", ())), tuple(data.get("imports", ())),
-        decode_facts(data.get("facts")), data.get("parsed", True))
+        decode_facts(data.get("facts")), data.get("parsed", True), bool(data.get("marked", False)),
+        tuple(str(n) for n in data.get("notes", ())))
 

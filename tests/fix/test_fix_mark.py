@@ -1,0 +1,157 @@
+"""The scan's fixable mark (issue 40): planned in the scan's own per-file work, cached with the
+file's result, never stopping the scan (NOTE [fixable is what fix fixes] in opscan/fix/preview.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import libcst
+import pytest
+
+from opscan.config import Config
+from opscan.fix import codemods, file_plan
+from opscan.phases import ScanOptions, fixable_mark, scan
+from opscan.scan import load_rules, scan_paths
+from opscan.scan.cache import ResultCache
+
+FIXABLE = {   # three files with a finding the fixer rewrites
+    "a.py": "import torch\n\n# the largest of the three\nx = torch.zeros(1).to('cuda')\n",
+    "pkg/b.py": "import torch\n\n\ndef f(m):\n    return m.cuda()\n",
+    "pkg/c.py": "import torch\ntorch.cuda.synchronize()\n",
+}
+OTHERS = {    # a finding the fixer never tries, and files without findings
+    "flags.py": "import torch\ntorch.backends.cudnn.benchmark = True\n",
+    "clean.py": "import torch\nx = torch.zeros(1)\n",
+    "pkg/__init__.py": "",
+}
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return _tree(tmp_path / "proj", {**FIXABLE, **OTHERS})
+
+
+@pytest.fixture
+def parses(monkeypatch) -> list[int]:
+    """How many times libcst parses a module (in this process: the scans below run with --jobs 1)."""
+    count = [0]
+    real = libcst.parse_module
+
+    def counted(*args, **kwargs):
+        count[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(libcst, "parse_module", counted)
+    return count
+
+
+def _scan_json(run_cli, root: Path, *extra: str) -> tuple[int, dict]:
+    code, out, err = run_cli("scan", str(root), "--format", "json", "--jobs", "1", *extra)
+    assert "Traceback" not in err
+    return code, json.loads(out)
+
+
+def test_a_warm_scan_plans_nothing_and_a_cold_one_plans_each_fixable_file_once(project, parses, run_cli):
+    code, cold = _scan_json(run_cli, project)
+    assert code == 1 and parses[0] == len(FIXABLE)      # flags.py, clean.py, __init__.py: never parsed by libcst
+    assert sorted(f["path"] for f in cold["findings"] if f["fixable"]) == sorted(FIXABLE)
+    assert cold["summary"]["fixable"] == len(FIXABLE)
+    parses[0] = 0
+    code, warm = _scan_json(run_cli, project)
+    assert code == 1 and parses[0] == 0 and warm == cold
+    (project / "pkg" / "b.py").write_text(FIXABLE["pkg/b.py"] + "# touched\n", encoding="utf-8")
+    parses[0] = 0
+    _scan_json(run_cli, project)
+    assert parses[0] == 1                                  # only the changed file is planned again
+
+
+def test_the_mark_is_what_fix_rewrites(project, run_cli):
+    _, doc = _scan_json(run_cli, project)
+    code, out, err = run_cli("fix", "--diff", str(project))
+    assert code == 1 and f"would fix {doc['summary']['fixable']} of" in err
+
+
+def test_a_fixer_failure_is_one_note_and_the_scan_is_unchanged(project, run_cli, monkeypatch, tmp_path):
+    code, clean = _scan_json(run_cli, project)
+
+    def boom(node, ctx):
+        raise RuntimeError("planted failure")
+
+    monkeypatch.setitem(codemods.SIMPLE, "device-string", boom)    # a.py's `.to('cuda')` only
+    monkeypatch.setenv("OPSCAN_CACHE_DIR", str(tmp_path / "other-cache"))
+    planted_code, planted = _scan_json(run_cli, project)
+    assert planted_code == code == 1
+    assert planted["verdict"] == clean["verdict"] and planted["summary"]["blockers"] == clean["summary"]["blockers"]
+    strip = [{k: v for k, v in f.items() if k != "fixable"} for f in planted["findings"]]
+    assert strip == [{k: v for k, v in f.items() if k != "fixable"} for f in clean["findings"]]
+    assert [n for n in planted["notes"] if "not computed" in n] == [
+        "fixable not computed for a.py: RuntimeError: planted failure"]
+    assert sorted(f["path"] for f in planted["findings"] if f["fixable"]) == ["pkg/b.py", "pkg/c.py"]
+    # `opscan fix` leaves that file alone, says so on stderr, and fixes the others
+    code, out, err = run_cli("fix", "--diff", str(project))
+    assert code == 1 and "internal error: a.py" in err and "RuntimeError: planted failure" in err
+    assert "b/pkg/b.py" in out and "b/a.py" not in out
+    code, out, err = run_cli("fix", str(project))
+    assert code == 0 and "m.to(DEVICE)" in (project / "pkg" / "b.py").read_text()
+    assert (project / "a.py").read_text() == FIXABLE["a.py"]
+
+
+def test_a_file_over_the_size_bound_is_never_parsed_by_libcst(project, parses, run_cli, monkeypatch):
+    monkeypatch.setattr(file_plan, "MAX_FIX_BYTES", len(FIXABLE["a.py"]) - 1)   # a.py only is over it
+    assert all(len(text) <= file_plan.MAX_FIX_BYTES for rel, text in FIXABLE.items() if rel != "a.py")
+    _, doc = _scan_json(run_cli, project)
+    assert parses[0] == len(FIXABLE) - 1
+    assert [f["fixable"] for f in doc["findings"] if f["path"] == "a.py"] == [False]
+    assert any(n.startswith("fixable not computed for a.py: too large for the fixer") for n in doc["notes"])
+    parses[0] = 0
+    code, out, err = run_cli("fix", str(project))
+    assert code == 0 and parses[0] == len(FIXABLE) - 1
+    assert (project / "a.py").read_text() == FIXABLE["a.py"] and "too large for the fixer" in out
+
+
+class _Probe:
+    """A torch with or without `torch.accelerator.synchronize`, known by `identity`."""
+
+    installed = True
+    version = "2.13.0"
+
+    def __init__(self, identity: str, has_synchronize: bool) -> None:
+        self.identity = identity
+        self.missing = set() if has_synchronize else {"torch.accelerator.synchronize"}
+
+    def has(self, path: str) -> bool:
+        return path not in self.missing
+
+
+def test_the_cache_key_covers_the_torch_the_fixer_asks(project, tmp_path, parses):
+    rules = load_rules()
+
+    def marks(probe) -> dict[str, bool]:
+        cache = ResultCache(tmp_path / "cache", "salt")
+        result = scan_paths(project, rules=rules, cache=cache, check_fixes=False, enrich=fixable_mark(rules, probe))
+        return {f.location.path: f.fixable for f in result.findings}
+
+    full = marks(_Probe("torch-a", True))
+    assert full["pkg/c.py"] is True and parses[0] == len(FIXABLE)
+    parses[0] = 0
+    older = marks(_Probe("torch-b", False))      # another torch: planned again, not read from the cache
+    assert older["pkg/c.py"] is False and parses[0] == len(FIXABLE)
+    parses[0] = 0
+    assert marks(_Probe("torch-a", True)) == full and parses[0] == 0
+
+
+def test_the_same_marks_with_any_number_of_workers(tmp_path):
+    files = {f"m{i:02d}.py": FIXABLE["a.py"] if i % 3 else OTHERS["flags.py"] for i in range(40)}
+    root = _tree(tmp_path / "many", files)
+    one = scan(root, Config(root=root), ScanOptions(jobs=1, cache=False))
+    two = scan(root, Config(root=root), ScanOptions(jobs=2, cache=False))
+    assert one.findings == two.findings and one.notes == two.notes
+    assert sum(f.fixable for f in one.findings) == sum(1 for i in range(40) if i % 3)
