@@ -17,7 +17,8 @@ import ast
 import re
 
 import libcst as cst
-from libcst.metadata import PositionProvider
+
+from opscan.fix.positions import Positions
 
 CANONICAL = 'current_accelerator(check_available=True) or {torch}.device("cpu")'
 NAME_CHOICES = ("DEVICE", "ACCELERATOR_DEVICE", "_OPSCAN_DEVICE")
@@ -29,23 +30,26 @@ DEVICE_CALLS = frozenset({"to", "device", "set_default_device"})
 class Context:
     """The module being fixed, as codemods see it (built once per module, before any rewrite)."""
 
-    def __init__(self, wrapper: cst.MetadataWrapper, probe=None, prior: dict | None = None, source: str = "",
-                 bindings: tuple | None = None) -> None:
-        """`bindings`: the scan's import bindings of this module (model.ImportBinding, from
-        ScanResult.facts / FileResult.facts); the name torch is bound to is read from them. Without
-        them (a module fixed from text alone) the module's top-level imports are read instead."""
-        self.module = wrapper.module
+    def __init__(self, module: cst.Module, positions: Positions, probe=None, prior: dict | None = None,
+                 source: str = "", bindings: tuple | None = None) -> None:
+        """`positions`: where the module's nodes are (NOTE [positions per statement] in
+        fix/positions.py). `bindings`: the scan's import bindings of this module (records.ImportBinding,
+        from ScanResult.facts / FileResult.facts); the name torch is bound to is read from them.
+        Without them (a module fixed from text alone) the module's top-level imports are read instead."""
+        self.module = module
         self._parents: dict[int, cst.CSTNode | None] = {id(self.module): None}
-        self.positions = wrapper.resolve(PositionProvider)
+        self.positions = positions
         self.probe = probe
         if bindings is None:
             self.torch_alias, self.torch_index = _torch_import(self.module)
         else:
             self.torch_alias, self.torch_index = _torch_binding(self.module, self.positions, bindings)
+        # the whole file's text (the module may be planned elided: NOTE [planning on an elided module])
+        self.source = source or self.module.code
         # the words of the source, less module paths of imports: a superset of its identifiers
-        self.identifiers = _words(source or self.module.code)
+        self.identifiers = _words(self.source)
         self.insert_at = _insertion_index(self.module, self.torch_index)
-        self.reused = _reusable_device(self.module, self.torch_alias, self.insert_at, self.positions)
+        self.reused = _reusable_device(self.module, self.torch_alias, self.source)
         prior = prior or {}
         if self.torch_alias is None and prior.get("torch"):      # an earlier notebook cell imported it
             self.torch_alias, self.torch_index = prior["torch"], -1
@@ -78,6 +82,9 @@ class Context:
 
     def _descend(self, node: cst.CSTNode) -> None:
         target = self.positions.get(node)
+        if target is None and not self.positions.complete:   # in a statement not placed yet
+            self.positions.place_all()
+            target = self.positions.get(node)
         current: cst.CSTNode = self.module
         while current is not node:
             following = unplaced = None
@@ -305,7 +312,7 @@ def _insertion_index(module: cst.Module, torch_index: int) -> int:
     return index
 
 
-def _reusable_device(module: cst.Module, torch: str | None, insert_at: int, positions) -> tuple[str, int] | None:
+def _reusable_device(module: cst.Module, torch: str | None, source: str) -> tuple[str, int] | None:
     """A module-level `NAME = <torch>.accelerator.current_accelerator(...) or ...` bound once."""
     if torch is None:
         return None
@@ -318,7 +325,7 @@ def _reusable_device(module: cst.Module, torch: str | None, insert_at: int, posi
             continue
         if _is_accelerator_device(small.value, torch):
             name = small.targets[0].target.value
-            if _bindings(module, name) == 1:
+            if _bindings(source, name) == 1:
                 return name, index
     return None
 
@@ -332,10 +339,10 @@ def _is_accelerator_device(value: cst.BaseExpression, torch: str) -> bool:
     return isinstance(value, cst.Call) and _dotted_name(value.func) == f"{torch}.accelerator.current_accelerator"
 
 
-def _bindings(module: cst.Module, name: str) -> int:
-    """How many times `name` is bound anywhere in the module (stdlib ast: fast; 99 if unparsable)."""
+def _bindings(source: str, name: str) -> int:
+    """How many times `name` is bound anywhere in the module's source (stdlib ast: fast; 99 if unparsable)."""
     try:
-        tree = ast.parse(module.code)
+        tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return 99
     count = 0

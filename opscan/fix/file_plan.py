@@ -8,6 +8,7 @@ and libcst is needed only for a file the fixer would try.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -68,11 +69,15 @@ def too_large(size: int) -> str:
 
 
 def plan_file(rel: str, before: bytes, findings: list[Finding], rules: dict[str, Any], *, unsafe: bool = False,
-              probe: Probe | None = None, bindings: tuple[Any, ...] | None = None) -> FilePlan:
+              probe: Probe | None = None, bindings: tuple[Any, ...] | None = None,
+              outcomes_only: bool = False, tree: ast.Module | None = None) -> FilePlan:
     """Plan the fix of one file (`rel`, relative to its root) from its bytes and the scan's findings
     of those bytes. `rules`: rule id -> Rule; `bindings`: the scan's import bindings of the file
-    (ScanFacts.bindings), which name torch's alias. Raises what a codemod raises (a bug of opscan):
-    callers turn it into their own per-file outcome."""
+    (ScanFacts.bindings), which name torch's alias. `outcomes_only`: only the outcomes are wanted
+    (the fixable mark), so a module may be planned elided (NOTE [planning on an elided module] in
+    fix/elision.py) and `after` is not the file's rewrite; `tree`: the scan's parse of the file's
+    decoded text, newlines made `\n` (else parsed again when needed). Raises what a codemod raises (a bug of
+    opscan): callers turn it into their own per-file outcome."""
     from opscan.fix import manifest as manifest_fix
     from opscan.fix.module import SiteOutcome, fix_module, manual_outcome
     from opscan.fix.notebook import fix_notebook
@@ -98,11 +103,27 @@ def plan_file(rel: str, before: bytes, findings: list[Finding], rules: dict[str,
         if rel.endswith(".ipynb"):
             result = on_big_stack(fix_notebook, before, findings, rules, unsafe, probe)
         else:
-            result = on_big_stack(fix_module, before, findings, rules, unsafe, probe, bindings=bindings)
+            planned = _elided(before, findings, rules, tree) if outcomes_only else None
+            result = on_big_stack(fix_module, before, findings, rules, unsafe, probe, bindings=bindings,
+                                  planned=planned)
     except (RecursionError, MemoryError) as exc:   # nested too deeply for libcst: this file only is left
         return left(f"too deeply nested for the fixer ({type(exc).__name__})")
     after = result.text if isinstance(result.text, bytes) else result.text.encode("utf-8")
     return FilePlan(after, result.outcomes)
+
+
+def _elided(before: bytes, findings: list[Finding], rules: dict[str, Any], tree: ast.Module | None) -> str | None:
+    """The module to plan the outcomes on (NOTE [planning on an elided module]), or None: the whole file."""
+    from opscan.fix.elision import WHOLE_MODULE, elided
+    from opscan.scan.sources import DecodeError, decode
+
+    if any(has_fix(f, rules) and rules[f.rule].autofix.codemod in WHOLE_MODULE for f in findings):
+        return None
+    try:
+        text = decode(before)
+    except DecodeError:
+        return None
+    return elided(text, [(f.location.line, f.location.end_line or f.location.line) for f in findings], tree)
 
 
 T = TypeVar("T")

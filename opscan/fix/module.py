@@ -16,6 +16,7 @@ import libcst as cst
 
 from opscan.fix import codemods, reasons
 from opscan.fix.context import Context
+from opscan.fix.positions import Positions
 from opscan.records import Finding
 
 GUARDED = ("inside a guard that protects CUDA-only work (e.g. `if torch.cuda.is_available():`): "
@@ -137,41 +138,59 @@ class _Applier(cst.CSTTransformer):
     def __init__(self, planner: _Planner) -> None:
         super().__init__()
         self.plans = planner.plans
-        self.ctx = planner.ctx
-        self.needs = (planner.uses_device, planner.uses_torch)
 
     def on_leave(self, original_node, updated_node):
-        updated_node = super().on_leave(original_node, updated_node)   # leave_Module below
+        updated_node = super().on_leave(original_node, updated_node)
         plan = self.plans.get(id(original_node))
         if plan is not None:
             return plan.build(updated_node)
         return updated_node
 
-    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        added = self.ctx.definition(*self.needs)
-        if not added:
-            return updated_node
-        body = list(updated_node.body)
-        index = self.ctx.insert_at
-        return updated_node.with_changes(body=body[:index] + added + body[index:])
+
+def _apply(planner: _Planner) -> cst.Module:
+    """The module with the plans applied, visiting only the top-level statements that hold a plan's
+    target (the others keep their nodes, hence their bytes), and the device and `import torch`
+    added after the imports when the applied plans use them."""
+    ctx = planner.ctx
+    touched = {id(ctx.top_statement(plan.target)) for plan in planner.plans.values()}
+    applier = _Applier(planner)
+    body: list = []
+    for statement in ctx.module.body:
+        if id(statement) not in touched:
+            body.append(statement)
+            continue
+        new = statement.visit(applier)
+        if isinstance(new, cst.FlattenSentinel):
+            body.extend(new.nodes)
+        elif not isinstance(new, cst.RemovalSentinel):
+            body.append(new)
+    added = ctx.definition(planner.uses_device, planner.uses_torch)
+    if added:
+        index = ctx.insert_at
+        body = body[:index] + added + body[index:]
+    return ctx.module.with_changes(body=body)
 
 
 def fix_module(text: str | bytes, findings: list[Finding], rules: dict, unsafe: bool = False, probe=None,
-               prior: dict | None = None, bindings: tuple | None = None) -> SourceFix:
+               prior: dict | None = None, bindings: tuple | None = None, planned: str | None = None) -> SourceFix:
     """Fix one module's `findings` (all of this text). `rules`: rule id -> Rule.
 
     `text` may be bytes (then the result is bytes in the same encoding, newlines kept). `prior`
     carries what earlier cells of a notebook defined ({"device": NAME, "torch": ALIAS}) and is
     updated with what this one defines. Returns the text unchanged when it does not parse.
+    `planned`: plan on this text instead, `text` elided (NOTE [planning on an elided module] in
+    fix/elision.py): the outcomes are those of `text`, the result's text is `planned` rewritten.
     """
     try:
-        module = cst.parse_module(text)
+        module = cst.parse_module(planned if planned is not None else text)
     except (cst.ParserSyntaxError, RecursionError) as exc:
         reason = f"libcst cannot parse this file: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
         return SourceFix(text, tuple(SiteOutcome(f, "left", reason, "file-skipped") if _has_fix(f, rules) else
                                      manual_outcome(f, rules) for f in findings))
-    wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
-    ctx = Context(wrapper, probe, prior, text.decode("utf-8", "replace") if isinstance(text, bytes) else text,
+    # where the findings' nodes are (NOTE [positions per statement] in fix/positions.py)
+    positions = Positions(module, ((f.location.line, f.location.end_line or f.location.line) for f in findings))
+    ctx = Context(module, positions, probe, prior,
+                  text.decode("utf-8", "replace") if isinstance(text, bytes) else text,
                   bindings)   # `bindings`: the scan's import facts of this module (fix/context.py)
     planner = _Planner(ctx, rules, unsafe)
     outcomes = tuple(planner.outcome(f) for f in findings)
@@ -179,8 +198,8 @@ def fix_module(text: str | bytes, findings: list[Finding], rules: dict, unsafe: 
         prior.update(ctx.defined(False, False))
     if not planner.plans:
         return SourceFix(text, outcomes)
-    fixed = wrapper.module.visit(_Applier(planner))
-    new = fixed.bytes if isinstance(text, bytes) else fixed.code
+    fixed = _apply(planner)
+    new = fixed.code if planned is not None or not isinstance(text, bytes) else fixed.bytes
     parses = _parses(new)
     if parses and prior is not None:   # ... and what the rewrite added
         prior.update(ctx.defined(planner.uses_device, planner.uses_torch))

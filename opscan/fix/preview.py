@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -86,9 +87,11 @@ class FixableMark:
         self.prepare()
         return {**self.__dict__, "_probe": None}
 
-    def __call__(self, relpath: str, data: bytes, result: Any, rules: Any) -> Any:
+    def __call__(self, relpath: str, data: bytes, result: Any, rules: Any, tree: ast.Module | None = None) -> Any:
         """`result` (a scan/engine.py FileResult of `data`) with each finding's `fixable` set to
-        whether `opscan fix` rewrites it; raises what the plan raises (the engine makes it a note)."""
+        whether `opscan fix` rewrites it; `tree`: the scan's parse of the file, which the plan reuses
+        (NOTE [planning on an elided module] in fix/elision.py). Raises what the plan raises (the
+        engine makes it a note)."""
         by_id = {r.id: r for r in rules}
         findings = result.findings
         unmarked = tuple(replace(f, fixable=False) if f.fixable else f for f in findings)
@@ -101,7 +104,7 @@ class FixableMark:
         self.prepare()
         self.plans += 1
         plan = file_plan.plan_file(relpath, data, list(findings), by_id, probe=self._answers,
-                                   bindings=result.facts.bindings)
+                                   bindings=result.facts.bindings, outcomes_only=True, tree=tree)
         fixed = {_key(o.finding) for o in plan.outcomes if o.status == "fixed"}
         marked = tuple(f if f.fixable == (_key(f) in fixed) else replace(f, fixable=_key(f) in fixed)
                        for f in findings)

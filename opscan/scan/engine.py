@@ -6,6 +6,7 @@ or a content-addressed cache works on (see workers.py, cache.py). `scan_paths` r
 
 from __future__ import annotations
 
+import ast
 import functools
 import os
 import sys
@@ -700,8 +701,19 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
 
 def scan_file(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY, precheck: bool = True,
               deps=None, parse=None, enrich: Enrichment | None = None) -> FileResult:
-    """`scan_source`, then the run's enrichment of its result (NOTE [enrichments] in enrichment.py)."""
-    return enriched(relpath, data, scan_source(relpath, data, rules, project, precheck, deps, parse), rules, enrich)
+    """`scan_source`, then the run's enrichment of its result (NOTE [enrichments] in enrichment.py),
+    handed the tree the scan parsed (a Python file's), so that it never parses it again."""
+    if enrich is None:
+        return scan_source(relpath, data, rules, project, precheck, deps, parse)
+    trees: list[ast.Module] = []
+
+    def parsed(rel: str, text: str) -> ast.Module:
+        tree = parse(rel, text) if parse is not None else parse_source(text, rel)
+        trees.append(tree)
+        return tree
+
+    result = scan_source(relpath, data, rules, project, precheck, deps, parsed)
+    return enriched(relpath, data, result, rules, enrich, trees[-1] if trees else None)
 
 
 def _read(index: ProjectIndex, relpath: str, abspath: str | None = None) -> bytes:

@@ -15,6 +15,7 @@ was scanned, and failing per file into one note.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -28,16 +29,19 @@ class Enrichment(Protocol):
 
     def prepare(self) -> None: ...
 
-    def __call__(self, relpath: str, data: bytes, result: Any, rules: Any) -> Any: ...
+    def __call__(self, relpath: str, data: bytes, result: Any, rules: Any, tree: ast.Module | None = None) -> Any: ...
 
 
-def enriched(relpath: str, data: bytes, result: Any, rules: Any, enrich: Enrichment | None) -> Any:
-    """`result` (a FileResult of `data`) as `enrich` completes it; a file without findings is left as
-    it is, and an enrichment that raises gives the result unmarked with one note (NOTE [enrichments])."""
+def enriched(relpath: str, data: bytes, result: Any, rules: Any, enrich: Enrichment | None,
+             tree: ast.Module | None = None) -> Any:
+    """`result` (a FileResult of `data`) as `enrich` completes it; `tree`: the scan's parse of a
+    Python file's decoded text (newlines made `\n`), None when the scan did not parse it. A file
+    without findings is left as it is, and an enrichment that raises gives the result unmarked with
+    one note (NOTE [enrichments])."""
     if enrich is None or not result.findings:
         return result
     try:
-        return enrich(relpath, data, result, rules)
+        return enrich(relpath, data, result, rules, tree)
     except Exception as exc:  # noqa: BLE001 - NOTE [enrichments]: one file's annotation, never the scan
         unmarked = tuple(replace(f, fixable=False) if f.fixable else f for f in result.findings)
         reason = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__

@@ -155,3 +155,105 @@ def test_the_same_marks_with_any_number_of_workers(tmp_path):
     two = scan(root, Config(root=root), ScanOptions(jobs=2, cache=False))
     assert one.findings == two.findings and one.notes == two.notes
     assert sum(f.fixable for f in one.findings) == sum(1 for i in range(40) if i % 3)
+
+
+# -- planning on an elided module (NOTE [planning on an elided module] in opscan/fix/elision.py) -----
+ROOT = Path(__file__).resolve().parents[2]
+SHAPES = {   # forms where eliding could go wrong: every finding must get the whole file's outcome
+    "elif.py": ("import torch\n\n\ndef pick(a):\n    if a == 1:\n        x = 1\n    elif a == 2:\n"
+                "        x = torch.zeros(1).to('cuda')\n    else:\n        x = 3\n    return x\n"),
+    "branches.py": ("import torch\n\n\ndef f(m):\n    try:\n        m = m.cuda()\n    except RuntimeError:\n"
+                    "        m = None\n    finally:\n        pass\n    for i in range(3):\n        y = i\n"
+                    "    else:\n        torch.cuda.synchronize()\n    return m\n"),
+    "header.py": ("import torch\n\n\ndef f(x, device='cuda'):\n    a = 1\n    return x.to(device)\n\n\n"
+                  "with torch.autocast('cuda'):\n    z = 1\n    w = 2\n"),
+    "shared.py": "import torch\na = 1; b = torch.zeros(1).cuda()\nif a: c = 2\nclass K: d = torch.zeros(1).to('cuda')\n",
+    "methods.py": ("import os\n\nimport torch\n\n\nclass Model:\n    '''doc'''\n    size = 3\n\n"
+                   "    @property\n    def name(self):\n        return 'm'\n\n    def move(self, t):\n"
+                   "        # where it runs\n        t = t.cuda()\n        return t\n\n    def other(self):\n"
+                   "        return os.getcwd()\n\n\ndef helper():\n    return 1\n"),
+    "reuse.py": ("import torch\n\n\ndef f(x):\n    return x.to('cuda')\n\n\n"
+                 "dev = torch.accelerator.current_accelerator(check_available=True) or torch.device('cpu')\n"
+                 "y = torch.zeros(1).to('cuda')\n"),
+    "late_import.py": ("'''doc'''\nimport os\nlog = os.getenv('LOG')\nimport torch\n\n\ndef run(m):\n"
+                       "    torch.cuda.synchronize()\n    return m.cuda()\n"),
+    "deep.py": "y = " + " and ".join(["a"] * 600) + "\nimport torch\nx = torch.zeros(1).to('cuda')\n",
+}
+
+
+def _trees() -> dict[str, bytes]:
+    files = {f"shapes/{name}": text.encode() for name, text in SHAPES.items()}
+    for folder in (ROOT / "examples" / "nanogpt", ROOT / "tests" / "fix" / "fixtures", ROOT / "tests" / "run" / "fixtures"):
+        files.update({f"{folder.name}/{p.relative_to(folder).as_posix()}": p.read_bytes()
+                      for p in sorted(folder.rglob("*.py"))})
+    for rule in load_rules():
+        for number, example in enumerate(rule.autofix.examples if rule.autofix else ()):
+            files[f"examples/{rule.id}_{number}.py"] = example.before.encode()
+    return files
+
+
+def _outcomes(plan) -> list[tuple]:
+    return [(o.finding.rule, o.finding.location.line, o.finding.location.column, o.status, o.reason, o.detail)
+            for o in plan.outcomes]
+
+
+def _compare(files: dict[str, bytes]) -> tuple[int, int]:
+    """(files compared, of which planned elided): each file's outcomes planned whole and elided."""
+    from opscan.fix.preview import NotChecked
+    from opscan.scan import scan_source
+
+    rules = load_rules()
+    by_id = {r.id: r for r in rules}
+    elided = compared = 0
+    for rel, data in files.items():
+        findings = list(scan_source(rel, data, rules).findings)
+        if not findings:
+            continue
+        whole = file_plan.plan_file(rel, data, findings, by_id, probe=NotChecked())
+        quick = file_plan.plan_file(rel, data, findings, by_id, probe=NotChecked(), outcomes_only=True)
+        assert _outcomes(quick) == _outcomes(whole), rel
+        compared += 1
+        elided += file_plan._elided(data, findings, by_id, None) is not None
+    return compared, elided
+
+
+def test_the_elided_plan_gives_every_finding_the_whole_files_outcome():
+    compared, elided = _compare(_trees())
+    assert compared >= 40 and elided >= 7      # the comparison covers elided plans, not only whole ones
+
+
+@pytest.mark.slow
+def test_the_elided_plan_on_an_installed_library():
+    import importlib.util
+
+    spec = importlib.util.find_spec("transformers")      # read, never imported
+    if spec is None or not spec.origin:
+        pytest.skip("transformers is not installed")
+    root = Path(spec.origin).parent
+    rules = load_rules()
+    by_id = {r.id: r for r in rules}
+    from opscan.fix.scope import would_try
+    from opscan.scan import scan_source
+
+    files = {}
+    for path in sorted(root.rglob("*.py")):
+        data = path.read_bytes()
+        if would_try(scan_source(path.name, data, rules).findings, by_id):
+            files[path.relative_to(root).as_posix()] = data
+    compared, elided = _compare(files)
+    assert compared >= 20 and elided >= compared // 2
+
+
+def test_the_elided_module_keeps_every_finding_on_its_line_and_column():
+    import ast
+
+    from opscan.fix.elision import elided
+
+    text = SHAPES["methods.py"]
+    out = elided(text, [(17, 17)])
+    assert out is not None and out.count("\n") == text.count("\n")
+    ast.parse(out)
+    assert out.splitlines()[16] == text.splitlines()[16]           # `t = t.cuda()`, kept
+    assert "os.getcwd" not in out and "size = 3" not in out and "return 'm'" not in out
+    assert out.splitlines()[:3] == text.splitlines()[:3]           # the imports, kept
+    assert elided(SHAPES["deep.py"], [(3, 3)]) is None              # libcst's limit: planned whole
