@@ -19,8 +19,11 @@ that no codemod reads) elided, each kept node on its own line and column.
 #     statement that holds no finding blanked, and a block left empty given one `pass`;
 #   - a compound statement with a finding in its header (a decorator, a default, an `if` test, an
 #     `elif`), and any statement that shares a line with another, kept whole.
-# Every kept node keeps its line and column, the findings' nodes their ancestors, the top-level
-# statements their indices, so each finding gets the outcome the whole file gives it
+# The lines of elided statements are dropped (`Elided.line` maps a line of the file to its line in
+# the elided text; the findings and the scan's import bindings are moved with it, and the outcomes
+# handed back to the findings as they were). Every kept node keeps its column and its order, the
+# findings' nodes their ancestors, the top-level statements their indices, so each finding gets the
+# outcome the whole file gives it
 # (tests/fix/test_fix_mark.py compares both on the fixtures, the example and generated cases;
 # benchmarks/fix_bench.py and the crash guard, tools/crash_guard.py, compare the mark with `opscan
 # fix --diff` on real trees). Whether the rewrite parses is checked on the elided rewrite: the
@@ -36,15 +39,33 @@ that no codemod reads) elided, each kept node on its own line and column.
 from __future__ import annotations
 
 import ast
+import bisect
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 WHOLE_MODULE = frozenset({"availability-idiom", "torch-amp"})   # codemods that read the whole module
 DEEP = 200       # ast levels past which the file is planned whole (libcst gives up at about 500)
 _BLOCKS = ("body", "orelse", "finalbody")
 
 
-def elided(text: str, keep: Iterable[tuple[int, int]], tree: ast.Module | None = None) -> str | None:
+@dataclass(frozen=True)
+class Elided:
+    """The elided text and the lines of the file it dropped."""
+
+    text: str
+    dropped: tuple[int, ...]      # sorted line numbers of the file
+
+    def line(self, number: int) -> int:
+        """Where line `number` of the file is in the elided text (a dropped line: where it was)."""
+        return number - bisect.bisect_left(self.dropped, number)
+
+    def keeps(self, number: int) -> bool:
+        index = bisect.bisect_left(self.dropped, number)
+        return index == len(self.dropped) or self.dropped[index] != number
+
+
+def elided(text: str, keep: Iterable[tuple[int, int]], tree: ast.Module | None = None) -> Elided | None:
     """`text` (newlines made `\\n`) elided around the `keep` line ranges (the findings'); `tree`: its
     parse, when the caller has it (the scan's). None when nothing would be elided or the text does
     not parse."""
@@ -87,7 +108,7 @@ class _Elider:
         self.passes: dict[int, str] = {}    # line -> the `pass` written there (its indentation)
         self.blank: set[int] = set()
 
-    def run(self, tree: ast.Module) -> str | None:
+    def run(self, tree: ast.Module) -> Elided | None:
         body = tree.body
         for index, statement in enumerate(body):
             first, last = _span(statement)
@@ -98,11 +119,10 @@ class _Elider:
         if not self.blank and not self.passes:
             return None
         lines = list(self.lines)
-        for number in self.blank:
-            lines[number - 1] = ""
         for number, prefix in self.passes.items():
             lines[number - 1] = prefix + "pass"
-        return "\n".join(lines)
+        kept = [line for number, line in enumerate(lines, 1) if number not in self.blank]
+        return Elided("\n".join(kept), tuple(sorted(self.blank)))
 
     def _holds(self, first: int, last: int) -> bool:
         return any(a <= last and b >= first for a, b in self.keep)

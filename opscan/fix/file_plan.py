@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from opscan.fix.scope import fixable, lookups, would_try
@@ -20,6 +20,7 @@ __all__ = ["FilePlan", "AnsweredProbe", "fixable", "has_fix", "lookups", "on_big
            "would_try"]
 
 if TYPE_CHECKING:
+    from opscan.fix.elision import Elided
     from opscan.fix.module import SiteOutcome
 
 INPUT_RULES = ("parse-error", "unreadable-file")   # a file with these is never touched
@@ -103,16 +104,29 @@ def plan_file(rel: str, before: bytes, findings: list[Finding], rules: dict[str,
         if rel.endswith(".ipynb"):
             result = on_big_stack(fix_notebook, before, findings, rules, unsafe, probe)
         else:
-            planned = _elided(before, findings, rules, tree) if outcomes_only else None
-            result = on_big_stack(fix_module, before, findings, rules, unsafe, probe, bindings=bindings,
-                                  planned=planned)
+            cut = _elided(before, findings, rules, tree) if outcomes_only else None
+            if cut is not None:    # NOTE [planning on an elided module]: outcomes only
+                moved = [_moved(f, cut) for f in findings]
+                result = on_big_stack(fix_module, before, moved, rules, unsafe, probe, planned=cut.text,
+                                      bindings=None if bindings is None else tuple(
+                                          replace(b, line=cut.line(b.line), end_line=cut.line(b.end_line) if b.end_line
+                                                  else 0) for b in bindings if cut.keeps(b.line)))
+                return FilePlan(before, tuple(replace(o, finding=f) for o, f in zip(result.outcomes, findings)))
+            result = on_big_stack(fix_module, before, findings, rules, unsafe, probe, bindings=bindings)
     except (RecursionError, MemoryError) as exc:   # nested too deeply for libcst: this file only is left
         return left(f"too deeply nested for the fixer ({type(exc).__name__})")
     after = result.text if isinstance(result.text, bytes) else result.text.encode("utf-8")
     return FilePlan(after, result.outcomes)
 
 
-def _elided(before: bytes, findings: list[Finding], rules: dict[str, Any], tree: ast.Module | None) -> str | None:
+def _moved(finding: Finding, cut: Elided) -> Finding:
+    """The finding where its lines are in the elided text."""
+    loc = finding.location
+    return replace(finding, location=replace(loc, line=cut.line(loc.line),
+                                             end_line=cut.line(loc.end_line) if loc.end_line else 0))
+
+
+def _elided(before: bytes, findings: list[Finding], rules: dict[str, Any], tree: ast.Module | None) -> Elided | None:
     """The module to plan the outcomes on (NOTE [planning on an elided module]), or None: the whole file."""
     from opscan.fix.elision import WHOLE_MODULE, elided
     from opscan.scan.sources import DecodeError, decode

@@ -167,7 +167,8 @@ SHAPES = {   # forms where eliding could go wrong: every finding must get the wh
                     "    else:\n        torch.cuda.synchronize()\n    return m\n"),
     "header.py": ("import torch\n\n\ndef f(x, device='cuda'):\n    a = 1\n    return x.to(device)\n\n\n"
                   "with torch.autocast('cuda'):\n    z = 1\n    w = 2\n"),
-    "shared.py": "import torch\na = 1; b = torch.zeros(1).cuda()\nif a: c = 2\nclass K: d = torch.zeros(1).to('cuda')\n",
+    "shared.py": ("import torch\na = 1; b = torch.zeros(1).cuda()\nif a: c = 2\n"
+                  "class K: d = torch.zeros(1).to('cuda')\n"),
     "methods.py": ("import os\n\nimport torch\n\n\nclass Model:\n    '''doc'''\n    size = 3\n\n"
                    "    @property\n    def name(self):\n        return 'm'\n\n    def move(self, t):\n"
                    "        # where it runs\n        t = t.cuda()\n        return t\n\n    def other(self):\n"
@@ -183,7 +184,8 @@ SHAPES = {   # forms where eliding could go wrong: every finding must get the wh
 
 def _trees() -> dict[str, bytes]:
     files = {f"shapes/{name}": text.encode() for name, text in SHAPES.items()}
-    for folder in (ROOT / "examples" / "nanogpt", ROOT / "tests" / "fix" / "fixtures", ROOT / "tests" / "run" / "fixtures"):
+    for folder in (ROOT / "examples" / "nanogpt", ROOT / "tests" / "fix" / "fixtures",
+                   ROOT / "tests" / "run" / "fixtures"):
         files.update({f"{folder.name}/{p.relative_to(folder).as_posix()}": p.read_bytes()
                       for p in sorted(folder.rglob("*.py"))})
     for rule in load_rules():
@@ -250,10 +252,12 @@ def test_the_elided_module_keeps_every_finding_on_its_line_and_column():
     from opscan.fix.elision import elided
 
     text = SHAPES["methods.py"]
-    out = elided(text, [(17, 17)])
-    assert out is not None and out.count("\n") == text.count("\n")
-    ast.parse(out)
-    assert out.splitlines()[16] == text.splitlines()[16]           # `t = t.cuda()`, kept
-    assert "os.getcwd" not in out and "size = 3" not in out and "return 'm'" not in out
-    assert out.splitlines()[:3] == text.splitlines()[:3]           # the imports, kept
+    cut = elided(text, [(16, 16)])
+    assert cut is not None
+    ast.parse(cut.text)
+    assert text.splitlines()[15] == "        t = t.cuda()"
+    assert cut.text.splitlines()[cut.line(16) - 1] == "        t = t.cuda()"     # kept, on its column
+    assert "os.getcwd" not in cut.text and "size = 3" not in cut.text and "return 'm'" not in cut.text
+    assert cut.text.splitlines()[:3] == text.splitlines()[:3]                 # the imports, kept
+    assert not cut.keeps(20) and cut.keeps(16)
     assert elided(SHAPES["deep.py"], [(3, 3)]) is None              # libcst's limit: planned whole
