@@ -238,7 +238,7 @@ def _assigned_and_used_as_device(node: cst.CSTNode, ctx: Context) -> bool:
         return False
     name = assign.targets[0].target.value
     uses = 0
-    for other in _names(ctx.module, name):
+    for other in _names(ctx, name):
         parent = ctx.parent(other)
         if isinstance(parent, cst.AssignTarget):
             if parent is not assign.targets[0]:
@@ -250,13 +250,17 @@ def _assigned_and_used_as_device(node: cst.CSTNode, ctx: Context) -> bool:
     return uses > 0
 
 
-def _names(module: cst.Module, name: str):
-    stack: list[cst.CSTNode] = [module]
+def _names(ctx: Context, name: str):
+    """Every `Name` node spelling `name` in the module; the walk tells the context each node's
+    parent on the way, so asking for it later places nothing (NOTE [positions per statement])."""
+    stack: list[cst.CSTNode] = [ctx.module]
     while stack:
         node = stack.pop()
         if isinstance(node, cst.Name) and node.value == name:
             yield node
-        stack.extend(node.children)
+        children = node.children
+        ctx.contains(node, children)
+        stack.extend(children)
 
 
 # -- accelerator-api ------------------------------------------------------------------------------

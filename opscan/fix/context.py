@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 
 import libcst as cst
 
@@ -79,6 +80,11 @@ class Context:
         if key not in self._parents:
             self._descend(node)
         return self._parents.get(key)
+
+    def contains(self, node: cst.CSTNode, children: Sequence[cst.CSTNode]) -> None:
+        """Record that `node` is the parent of `children` (a codemod walking the module down)."""
+        for child in children:
+            self._parents[id(child)] = node
 
     def _descend(self, node: cst.CSTNode) -> None:
         target = self.positions.get(node)

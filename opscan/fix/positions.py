@@ -1,74 +1,134 @@
-"""Where the nodes of a module are, placed one top-level statement at a time, only where a fix looks.
+"""Where the nodes of a module are, placed one statement at a time, only where a fix looks.
 
 # NOTE [positions per statement]
 # libcst's PositionProvider places every node of a module by generating its code with position
 # tracking: on a 5,000-line file that costs more than the parse itself (0.5 s against 0.3 s), and
-# on the files of transformers the fixable mark spent most of its time there. A fix looks inside
-# the few statements holding its findings. So the top-level statements are placed by their code
-# alone (`module.code_for_node`, no tracking: the line each starts on, lines counted as libcst
-# counts them), and the nodes of one statement are placed by PositionProvider on a module holding
-# that statement only, then moved down to the line it starts on. That is exact: a parsed
+# a fix looks inside the few statements holding its findings. So statements are placed by their
+# code alone (`module.code_for_node`, no tracking: the line each starts on, lines counted as
+# libcst counts them), and the nodes of one statement are placed by PositionProvider on a module
+# holding that statement only, then moved down to the line it starts on. That is exact: a parsed
 # statement owns its whitespace (leading lines, indentation, newlines), so it generates the same
 # code alone as in its module, whose defaults (newline, indent) the one-statement module keeps.
-# The statements overlapping the findings' lines are placed up front; any other when a codemod
+# A statement inside a class, a function or another compound statement with one block (`with`,
+# `for`, `while`, `if` without `else`) is placed the same way inside `if True:` with the block's
+# whole indentation, so its columns are those of the file too; the lines of the statements of a
+# block are counted from the compound statement's own (its header is its lines less its block's).
+# The innermost such statement holding a finding is placed up front; any other when a codemod
 # first asks about one of its nodes (`place_all`: a codemod that reads the whole module).
+# tests/fix/test_fix_positions.py compares the placed positions with PositionProvider's.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, PositionProvider
 
 NEWLINE = re.compile(r"\r\n?|\n")   # what libcst's position tracking counts as a line break
+_END = 1 << 30
+
+
+def _span(start: int, count: int) -> CodeRange:
+    return CodeRange(CodePosition(start, 0), CodePosition(start + max(count, 1) - 1, _END))
 
 
 class Positions:
     """`node -> CodeRange` for the placed statements' nodes (as PositionProvider gives them), and a
-    whitespace-inclusive range for every top-level statement, placed or not."""
+    whitespace-inclusive range for every statement whose lines are known, placed or not."""
 
     def __init__(self, module: cst.Module, lines: Iterable[tuple[int, int]] = ()) -> None:
-        """`lines`: (first, last) line ranges whose statements are placed up front (the findings')."""
+        """`lines`: (first, last) line ranges whose innermost statements are placed up front (the findings')."""
         self.module = module
         self._placed: dict[cst.CSTNode, CodeRange] = {}
         self._spans: dict[cst.CSTNode, CodeRange] = {}
-        self._starts: list[int] = []      # per top-level statement: the line its code (leading lines too) starts on
-        line = 1 + sum(len(NEWLINE.split(module.code_for_node(h))) - 1 for h in module.header)
+        self._where: dict[cst.CSTNode, tuple[int, int, str]] = {}    # statement -> (first line, lines, indentation)
+        self._blocks: dict[cst.CSTNode, Sequence[cst.BaseStatement] | None] = {}
+        self._done: set[int] = set()      # ids of the placed statements
+        self.complete = False
+        line = 1 + sum(self._count(h) for h in module.header)
         for statement in module.body:
-            count = len(NEWLINE.split(module.code_for_node(statement))) - 1
-            self._starts.append(line)
-            self._spans[statement] = CodeRange(CodePosition(line, 0), CodePosition(line + max(count, 1) - 1, 1 << 30))
+            count = self._count(statement)
+            self._where[statement] = (line, count, "")
+            self._spans[statement] = _span(line, count)
             line += count
-        self._done: set[int] = set()
-        wanted = sorted(set(lines))
-        for index, statement in enumerate(module.body):
-            span = self._spans[statement]
-            if any(first <= span.end.line and last >= span.start.line for first, last in wanted):
-                self._place(index)
+        for first, last in sorted(set(lines)):
+            self._locate(first, last)
 
-    def _place(self, index: int) -> None:
-        if index in self._done:
+    def _count(self, node: cst.CSTNode) -> int:
+        return len(NEWLINE.split(self.module.code_for_node(node))) - 1
+
+    def _locate(self, first: int, last: int) -> None:
+        """Place the innermost statement holding lines first..last (every top-level one they overlap)."""
+        found = [s for s in self.module.body if self._overlaps(s, first, last)]
+        if len(found) != 1:
+            for statement in found:
+                self._place(statement)
             return
-        self._done.add(index)
-        statement = self.module.body[index]
-        alone = self.module.with_changes(body=(statement,), header=(), footer=(), has_trailing_newline=True)
-        shift = self._starts[index] - 1
+        statement = found[0]
+        while True:
+            inner = [s for s in self._inner(statement) if self._holds(s, first, last)]
+            if len(inner) != 1:
+                break
+            statement = inner[0]
+        self._place(statement)
+
+    def _overlaps(self, statement: cst.CSTNode, first: int, last: int) -> bool:
+        start, count, _ = self._where[statement]
+        return first <= start + count - 1 and last >= start
+
+    def _holds(self, statement: cst.CSTNode, first: int, last: int) -> bool:
+        start, count, _ = self._where[statement]
+        return start <= first and last <= start + count - 1
+
+    def _inner(self, statement: cst.CSTNode) -> Sequence[cst.BaseStatement]:
+        """The statements of a compound statement's one block, their lines known; () for any other."""
+        if statement in self._blocks:
+            return self._blocks[statement] or ()
+        self._blocks[statement] = None
+        block = getattr(statement, "body", None)
+        if not isinstance(block, cst.IndentedBlock) or any(getattr(statement, name, None) for name in
+                                                           ("orelse", "handlers", "finalbody")):
+            return ()
+        start, count, prefix = self._where[statement]
+        counts = [self._count(s) for s in block.body]
+        header = count - sum(counts) - sum(self._count(e) for e in block.footer)
+        if header < 1:
+            return ()
+        line = start + header
+        indent = prefix + (block.indent if block.indent is not None else self.module.default_indent)
+        for inner, lines in zip(block.body, counts):
+            self._where[inner] = (line, lines, indent)
+            self._spans[inner] = _span(line, lines)
+            line += lines
+        self._spans[block] = self._spans[statement]
+        self._blocks[statement] = block.body
+        return block.body
+
+    def _place(self, statement: cst.CSTNode) -> None:
+        if id(statement) in self._done:
+            return
+        self._done.add(id(statement))
+        start, _, prefix = self._where[statement]
+        if prefix:    # inside `if True:` with the block's indentation: the statement's code starts on line 2
+            shell = cst.If(test=cst.Name("True"), body=cst.IndentedBlock(body=[statement], indent=prefix))
+            shift = start - 2
+        else:
+            shell = statement
+            shift = start - 1
+        alone = self.module.with_changes(body=(shell,), header=(), footer=(), has_trailing_newline=True)
         for node, where in cst.MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider).items():
-            if node is alone:
+            if node is alone or (prefix and (node is shell or node is shell.body or node is shell.test)):
                 continue
             self._placed[node] = CodeRange(CodePosition(where.start.line + shift, where.start.column),
                                            CodePosition(where.end.line + shift, where.end.column))
 
     def place_all(self) -> None:
         """Place every statement (a codemod asked about a node of one not placed yet)."""
-        for index in range(len(self.module.body)):
-            self._place(index)
-
-    @property
-    def complete(self) -> bool:
-        return len(self._done) == len(self.module.body)
+        for statement in self.module.body:
+            self._place(statement)
+        self.complete = True
 
     def get(self, node: cst.CSTNode, default: CodeRange | None = None) -> CodeRange | None:
         placed = self._placed.get(node)
@@ -77,10 +137,13 @@ class Positions:
         return self._spans.get(node, default)
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
-        found = self.get(node)
+        found = self._placed.get(node)
+        if found is None and node in self._where:
+            self._place(node)
+            found = self._placed.get(node)
         if found is None and not self.complete:
             self.place_all()
-            found = self.get(node)
+            found = self._placed.get(node)
         if found is None:
             raise KeyError(node)
         return found

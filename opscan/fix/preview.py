@@ -77,11 +77,14 @@ class FixableMark:
         here = Path(__file__).resolve().parent
         return fingerprint("fixable", files_fingerprint(here.glob("*.py")), self.identity, str(file_plan.MAX_FIX_BYTES))
 
-    def prepare(self) -> None:
-        """Ask the probe its questions (in the parent, before any worker starts: workers never import torch)."""
+    def prepare(self, pooled: bool = False) -> None:
+        """Ask the probe its questions (in the parent, before any worker starts: workers never import
+        torch); before workers are forked (`pooled`), load the fixer once for all of them."""
         if self._answers is None:
             assert self._probe is not None
             self._answers = AnsweredProbe(self._probe, self._names)
+        if pooled:
+            import opscan.fix.module  # noqa: F401 - libcst and the codemods, inherited by the forked workers
 
     def __getstate__(self) -> dict[str, Any]:
         self.prepare()

@@ -6,8 +6,10 @@ was scanned, and failing per file into one note.
 # fix` rewrites each, fix/preview.py `FixableMark`). It runs in the scan's own per-file work
 # (scan/workers.py), right after `scan_source`, on the same bytes, in the same worker process,
 # and its result is cached with the file's (the engine salts the cache with its `fingerprint()`),
-# so a warm run does none of it. `prepare()` runs once in the parent before any file is read (a
-# warm run never calls it): what workers must not do themselves (import torch) happens there.
+# so a warm run does none of it. `prepare(pooled)` runs once in the parent before any file is read
+# (a warm run never calls it): what workers must not do themselves (import torch) happens there,
+# and, when worker processes are about to be forked (`pooled`), what each would do alike (import
+# libcst) is done once for all of them.
 # It never changes what the scan found: an enrichment that raises on one file leaves that file's
 # findings as the scan gave them (`marked=True`, nothing marked) with one note,
 # "WHAT not computed for FILE: reason"; the findings, verdict, gate and exit code are the scan's.
@@ -27,7 +29,7 @@ class Enrichment(Protocol):
 
     def fingerprint(self) -> str: ...
 
-    def prepare(self) -> None: ...
+    def prepare(self, pooled: bool = False) -> None: ...
 
     def __call__(self, relpath: str, data: bytes, result: Any, rules: Any, tree: ast.Module | None = None) -> Any: ...
 

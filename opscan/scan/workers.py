@@ -135,7 +135,7 @@ def scan_files(
     stats: RunStats | None = None,
     full_walk: bool = True,
     read: Callable[[str, str], bytes] | None = None,
-    prepare: Callable[[], None] | None = None,
+    prepare: Callable[[bool], None] | None = None,
 ) -> Iterator[tuple[str, Any]]:
     """Yield `(relpath, scan(relpath, bytes, rules))` for each file, sorted by relpath.
 
@@ -151,9 +151,10 @@ def scan_files(
         full_walk: relpaths is the whole tree, so index entries of other paths can be dropped.
         read: `read(relpath, abspath) -> bytes`, the guarded read of a file (the run's project index,
             opscan/index); None: opscan/fsutil.py `read_source_bytes`.
-        prepare: called once, in this process, before the first file is read (never when every
-            result comes from the stat index): what the scan function needs that workers must not
-            do themselves (NOTE [enrichments] in enrichment.py).
+        prepare: `prepare(pooled)` is called once, in this process, before the first file is read
+            (never when every result comes from the stat index; `pooled`: worker processes are
+            about to start): what the scan function needs that workers must not, or need not
+            each, do themselves (NOTE [enrichments] in enrichment.py).
     """
     if cache is not None and codec is None:
         raise ValueError("a cache needs a codec")
@@ -178,7 +179,7 @@ def scan_files(
     to_read = sum(1 for _, _, known in plan if known is None)
     workers = min(jobs, math.ceil(to_read / MAX_BATCH)) if to_read >= POOL_MIN_FILES else 1
     if prepare is not None and to_read:
-        prepare()
+        prepare(workers > 1)
     batch_size = max(1, min(MAX_BATCH, to_read // max(1, workers * 8)))
     ctx = (scan, rules, cache, codec, on_error, read)
     pool = None
