@@ -24,6 +24,7 @@ from opscan.scan.enrichment import Enrichment, enriched
 from opscan.scan.facts import decode_facts, encode_facts, file_facts, merge
 from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, discover, manifest_kind
 from opscan.scan.matchers import from_import_names
+from opscan.scan import prose
 from opscan.scan.fixes import check_fixes as _check_fixes
 from opscan.scan.project import EMPTY, Project, local_packages, packages_on_disk, project_from_files
 from opscan.scan.rules import Rule, RuleSet, load_rules
@@ -289,8 +290,9 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
     compiled = rules.compiled
     extra = _extra_words(project)
     blank = not text.strip()
-    if precheck and not blank and where is None and "\x00" not in text and not compiled.relevant(text, extra):
-        # skipped (NOTE [pre-check]): only the line count is needed, not the lines themselves
+    if precheck and not blank and where is None and "\x00" not in text and \
+            not (compiled.relevant(text, extra) and prose.relevant(compiled, text, extra)):
+        # skipped (NOTE [pre-check], NOTE [prose in the pre-check]): only the line count is needed
         count = text.count("\n") + (not text.endswith("\n"))
         return replace(_Builder(relpath, [], suppressions(text)).result(), lines=count, parsed=False,
                        imports=from_import_names(text))
