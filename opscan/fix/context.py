@@ -47,8 +47,7 @@ class Context:
             self.torch_alias, self.torch_index = _torch_binding(self.module, self.positions, bindings)
         # the whole file's text (the module may be planned elided: NOTE [planning on an elided module])
         self.source = source or self.module.code
-        # the words of the source, less module paths of imports: a superset of its identifiers
-        self.identifiers = _words(self.source)
+        self._identifiers: set[str] | None = None
         self.insert_at = _insertion_index(self.module, self.torch_index)
         self.reused = _reusable_device(self.module, self.torch_alias, self.source)
         prior = prior or {}
@@ -61,6 +60,14 @@ class Context:
         self.new_device = False          # True: the device is a new module-level variable
         self.device_asks = 0             # how many times a plan asked for the device / for torch:
         self.torch_asks = 0              # the planner keeps only what applied plans asked for
+
+    @property
+    def identifiers(self) -> set[str]:
+        """The words of the source, less module paths of imports: a superset of its identifiers
+        (read once, when a rewrite first needs a fresh name)."""
+        if self._identifiers is None:
+            self._identifiers = _words(self.source)
+        return self._identifiers
 
     # -- names --------------------------------------------------------------------------------
     def is_torch(self, node: cst.CSTNode, name: str) -> bool:
