@@ -19,7 +19,7 @@ from opscan.fsutil import UnreadableFile, read_source_bytes
 from opscan.index import ProjectIndex
 from opscan.index import parse as parse_source
 from opscan.records import Finding, Location, ScanFacts
-from opscan.scan import native
+from opscan.scan import large, native
 from opscan.scan.enrichment import Enrichment, enriched
 from opscan.scan.facts import decode_facts, encode_facts, file_facts, merge
 from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, discover, manifest_kind
@@ -318,7 +318,10 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree, text = _parse(text, relpath, where, builder, rules, parse)
+            if where is None and large.is_large(text):   # NOTE [very large files]: block by block
+                tree = large.lean_tree(text, relpath, compiled, extra)
+            else:
+                tree, text = _parse(text, relpath, where, builder, rules, parse)
     except SyntaxError as exc:
         line = exc.lineno or 1
         _input(builder, rules, "parse-error", line=line, col=max(1, exc.offset or 1), value=exc.msg)

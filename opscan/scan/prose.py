@@ -40,7 +40,7 @@ _LEXEMES = re.compile(r"""
 _REST_OF_LINE = re.compile(r"[ \t\f]*(?:\#[^\n]*)?(?:\n|\Z)")
 
 
-class _Lexer:
+class Lexer:
     """The strings and comments of a text, read in order as far as asked, with which are prose."""
 
     def __init__(self, text: str) -> None:
@@ -49,6 +49,7 @@ class _Lexer:
         self.starts: list[int] = []
         self.ends: list[int] = []
         self.prose: list[bool] = []
+        self.depths: list[int] = []    # brackets open in the code after each lexeme
         self.depth = 0                 # brackets open in the code read so far
         self.read = 0                  # where the last lexeme read ends
         self.done = False
@@ -73,6 +74,7 @@ class _Lexer:
         self.starts.append(start)
         self.ends.append(end)
         self.prose.append(prose)
+        self.depths.append(self.depth)
         self.read = end
 
     def _line_starts(self, line: int) -> bool:
@@ -86,12 +88,29 @@ class _Lexer:
         return index >= 0 and self.ends[index] >= len(before) and self.prose[index] and \
             self.text[self.starts[index]] == "#"
 
-    def in_prose(self, offset: int) -> bool:
-        """Whether `offset` lies in a comment or a string statement."""
+    def _at(self, offset: int) -> int:
+        """The index of the last lexeme starting at or before `offset` (-1: none), read so far."""
         while not self.done and self.read <= offset:
             self._next()
-        index = bisect.bisect_right(self.starts, offset) - 1
+        return bisect.bisect_right(self.starts, offset) - 1
+
+    def in_prose(self, offset: int) -> bool:
+        """Whether `offset` lies in a comment or a string statement."""
+        index = self._at(offset)
         return index >= 0 and offset < self.ends[index] and self.prose[index]
+
+    def inside(self, offset: int) -> bool:
+        """Whether `offset` lies in a string or a comment."""
+        index = self._at(offset)
+        return index >= 0 and offset < self.ends[index]
+
+    def depth_at(self, offset: int) -> int:
+        """The brackets open at `offset` (which lies in code)."""
+        index = self._at(offset)
+        depth, since = (self.depths[index], self.ends[index]) if index >= 0 else (0, 0)
+        gap = self.text[since:offset]
+        return max(0, depth + gap.count("(") + gap.count("[") + gap.count("{")
+                   - gap.count(")") - gap.count("]") - gap.count("}"))
 
 
 def relevant(compiled: Any, text: str, extra: frozenset[str] = frozenset()) -> bool:
@@ -100,7 +119,7 @@ def relevant(compiled: Any, text: str, extra: frozenset[str] = frozenset()) -> b
     code. `text`: a Python file's decoded text, newlines `\\n`."""
     if compiled.always or not (compiled.bounded or compiled.import_tokens or extra):   # as Compiled.relevant
         return True
-    lexer = _Lexer(text)
+    lexer = Lexer(text)
     regex = compiled.bounded_regex(extra)
     if regex is not None:
         for match in regex.finditer(text):
@@ -134,7 +153,7 @@ def _keyword_offsets(text: str) -> list[int]:
 
 def prose_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) offsets of the comments and string statements of `text` (newlines `\\n`), in order."""
-    lexer = _Lexer(text)
+    lexer = Lexer(text)
     while not lexer.done:
         lexer._next()
     return [(s, e) for s, e, p in zip(lexer.starts, lexer.ends, lexer.prose) if p]
