@@ -50,19 +50,20 @@ def lean_tree(text: str, relpath: str, compiled: Any, extra: frozenset[str]) -> 
     blocks = _blocks(text, starts)
     hot = _hot_lines(text, starts, compiled, extra)
     kept: dict[tuple[int, int], ast.stmt] = {}      # (first line, column) -> statement
-    dropped: list[tuple[int, int, int]] = []          # (first, last, block) of the statements left out
-    for number, (first, last) in enumerate(blocks):
+    spans: list[tuple[int, int]] = []                 # the kept statements' lines
+    for first, last in blocks:
         shift = first - 1
         for statement in _parse_block(text, starts, first, last, relpath):
             span = _span(statement, shift)
             if _keep(statement, span, hot):
                 kept[(span[0], statement.col_offset)] = _moved(statement, shift)
-            else:
-                dropped.append((*span, number))
+                spans.append(span)
     # statements that use a name a kept statement defines (a constant, a kernel, a wrapper)
     words = {name for statement in kept.values() for name in _defined(statement)}
     used = _word_lines(text, starts, words) if words else []
-    again = {block for first, last, block in dropped if _touches(first, last, used)}
+    spans.sort()
+    firsts = [b[0] for b in blocks]
+    again = {bisect.bisect_right(firsts, line) - 1 for line in used if not _within(line, spans)}
     for number in sorted(again):
         first, last = blocks[number]
         for statement in _parse_block(text, starts, first, last, relpath):
@@ -153,9 +154,16 @@ def _moved(statement: ast.stmt, shift: int) -> ast.stmt:
 
 def _span(statement: ast.stmt, shift: int = 0) -> tuple[int, int]:
     """(first, last) lines of the statement in the file, decorators included."""
-    decorators = getattr(statement, "decorator_list", ())
-    first = min([statement.lineno, *(d.lineno for d in decorators)])
+    first = statement.lineno
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and statement.decorator_list:
+        first = min(first, *(d.lineno for d in statement.decorator_list))
     return first + shift, (statement.end_lineno or statement.lineno) + shift
+
+
+def _within(line: int, spans: list[tuple[int, int]]) -> bool:
+    """Whether `line` lies in one of the sorted, disjoint (first, last) `spans`."""
+    index = bisect.bisect_right(spans, (line, 1 << 62)) - 1
+    return index >= 0 and spans[index][0] <= line <= spans[index][1]
 
 
 def _touches(first: int, last: int, lines: list[int]) -> bool:

@@ -53,6 +53,7 @@ class Lexer:
         self.depth = 0                 # brackets open in the code read so far
         self.read = 0                  # where the last lexeme read ends
         self.done = False
+        self._counted = (-2, 0, 0)     # depth_at's last answer: (lexeme index, offset, depth)
 
     def _next(self) -> None:
         match = next(self._matches, None)
@@ -108,9 +109,12 @@ class Lexer:
         """The brackets open at `offset` (which lies in code)."""
         index = self._at(offset)
         depth, since = (self.depths[index], self.ends[index]) if index >= 0 else (0, 0)
+        if self._counted[0] == index and self._counted[1] <= offset:    # counted from there before
+            depth, since = self._counted[2], self._counted[1]
         gap = self.text[since:offset]
-        return max(0, depth + gap.count("(") + gap.count("[") + gap.count("{")
-                   - gap.count(")") - gap.count("]") - gap.count("}"))
+        depth += gap.count("(") + gap.count("[") + gap.count("{") - gap.count(")") - gap.count("]") - gap.count("}")
+        self._counted = (index, offset, depth)
+        return max(0, depth)
 
 
 def relevant(compiled: Any, text: str, extra: frozenset[str] = frozenset()) -> bool:
