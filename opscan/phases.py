@@ -91,7 +91,7 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
                         jobs=default_jobs() if options.jobs is None else options.jobs,
                         check_fixes=options.check_fixes, cache=cache, probe=probe,
                         deps=dependency_context(config, options.environment), index=index,
-                        enrich=fixable_mark(rules, probe) if options.mark_fixable else None)
+                        enrich=fixable_mark() if options.mark_fixable else None)
     if cache is not None and probe is not None:   # a CachedProbe: remember new answers
         probe.save()
     # OPS003, when selected (rules/unused-suppression.yaml)
@@ -102,16 +102,12 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
                        facts=result.facts, ruleset=rules)
 
 
-def fixable_mark(rules, probe):
-    """The scan's enrichment that marks what `opscan fix` rewrites (fix/preview.py), asking `probe`
-    about the installed torch (None: `--no-fix-check`, every replacement taken to exist)."""
-    from opscan.fix.preview import FixableMark, NotChecked
-    from opscan.scan.probe_cache import torch_identity
+def fixable_mark():
+    """The scan's enrichment that marks what `opscan fix` rewrites (fix/preview.py); the scan's fix
+    check then unmarks what the installed torch cannot rewrite (scan/engine.py `_collect`)."""
+    from opscan.fix.preview import FixableMark
 
-    if probe is None:
-        return FixableMark(rules, NotChecked(), "not checked")
-    identity = getattr(probe, "identity", None) or (torch_identity() if probe.installed else None)
-    return FixableMark(rules, probe, identity or "no torch")
+    return FixableMark()
 
 
 def dependency_context(config: Config, environment: str | None = None):

@@ -48,6 +48,7 @@ class Context:
         # the whole file's text (the module may be planned elided: NOTE [planning on an elided module])
         self.source = source or self.module.code
         self._identifiers: set[str] | None = None
+        self.asked: list[str] = []       # the torch names codemods asked about, in order
         self.insert_at = _insertion_index(self.module, self.torch_index)
         self.reused = _reusable_device(self.module, self.torch_alias, self.source)
         prior = prior or {}
@@ -146,7 +147,9 @@ class Context:
         return expr
 
     def has(self, dotted: str) -> bool | None:
-        """Whether the installed torch has `dotted` (None: no torch here to ask)."""
+        """Whether the installed torch has `dotted` (None: no torch here to ask). Every name asked
+        is remembered (`asked`): a rewrite planned without torch relies on them."""
+        self.asked.append(dotted)
         if self.probe is None or not self.probe.installed:
             return None
         found = self.probe.has(dotted)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 
 import libcst as cst
@@ -35,6 +35,9 @@ class SiteOutcome:
     status: str          # "fixed" | "unsafe" (needs --unsafe-fixes) | "left" (no fix) | "manual" (no codemod)
     detail: str = ""     # fixed/unsafe: what the rewrite does; left/manual: why not, for this site
     reason: str = ""     # why it is not fixed: a code of reasons.REASONS ("" when fixed)
+    # the torch names the rewrite relies on: planned without torch (the fixable mark), it is left
+    # when one of them is missing from the installed torch (NOTE [fixable is what fix fixes])
+    needs: tuple[str, ...] = ()
 
 
 def manual_outcome(finding: Finding, rules: dict) -> SiteOutcome:
@@ -91,6 +94,13 @@ class _Planner:
         self.uses_device = self.uses_torch = False     # what the applied plans need defined
 
     def outcome(self, finding: Finding) -> SiteOutcome:
+        asked = len(self.ctx.asked)
+        outcome = self._outcome(finding)
+        if outcome.status == "fixed" and len(self.ctx.asked) > asked:
+            return replace(outcome, needs=tuple(sorted(set(self.ctx.asked[asked:]))))
+        return outcome
+
+    def _outcome(self, finding: Finding) -> SiteOutcome:
         rule = self.rules.get(finding.rule)
         if rule is None or rule.autofix is None:
             return manual_outcome(finding, self.rules)

@@ -69,6 +69,9 @@ class FileResult:
     parsed: bool = True             # False: skipped by the pre-check (NOTE [pre-check])
     marked: bool = False            # the findings' `fixable` was set by an enrichment (NOTE [enrichments])
     notes: tuple[str, ...] = ()     # one line per enrichment that failed on this file (NOTE [enrichments])
+    # per finding (or empty): the torch names its rewrite relies on; a fixable finding whose name the
+    # installed torch lacks is unmarked by `_collect` (NOTE [fixable is what fix fixes] in fix/preview.py)
+    fix_needs: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -489,6 +492,7 @@ def _collect(results, rules: RuleSet, check_fixes: bool, probe=None) -> ScanResu
     by_id = {r.id: r for r in rules}
     findings: list[Finding] = []
     requires: list[tuple[str, ...]] = []
+    needs: list[tuple[str, ...]] = []
     supps: list[Suppression] = []
     file_notes: list[str] = []
     scanned = lines = 0
@@ -497,16 +501,38 @@ def _collect(results, rules: RuleSet, check_fixes: bool, probe=None) -> ScanResu
         lines += result.lines
         findings.extend(result.findings if result.marked else _rule_marked(result.findings, by_id))
         requires.extend(result.requires or [()] * len(result.findings))
+        needs.extend(result.fix_needs or [()] * len(result.findings))
         supps.extend(result.suppressions)
         file_notes.extend(result.notes)
     order = sorted(range(len(findings)), key=lambda i: findings[i].sort_key())
     findings = [findings[i] for i in order]
     requires = [requires[i] for i in order]
+    needs = [needs[i] for i in order]
     notes: list[str] = []
     if check_fixes:
+        findings = _unmark_missing(findings, needs, probe)
         findings, notes = _check_fixes(findings, requires, probe)
     return ScanResult(tuple(findings), scanned, tuple(sorted(supps, key=lambda s: (s.path, s.line))),
                       tuple(notes + file_notes), lines, merge(r.facts for r in results))
+
+
+def _unmark_missing(findings: list[Finding], needs: list[tuple[str, ...]], probe) -> list[Finding]:
+    """`findings` with `fixable` unset where the rewrite relies on a torch name the installed torch
+    lacks (asked once each, through `probe`; none asked when no fixable finding relies on one)."""
+    wanted = sorted({name for f, names in zip(findings, needs) if f.fixable for name in names})
+    if not wanted:
+        return findings
+    if probe is None:
+        from opscan.scan.fixes import TorchProbe
+
+        probe = TorchProbe()
+    if not probe.installed:
+        return findings
+    missing = {name for name in wanted if not probe.has(name)}
+    if not missing or not probe.installed:     # asking may find torch broken: then nothing is unmarked
+        return findings
+    return [replace(f, fixable=False) if f.fixable and missing.intersection(names) else f
+            for f, names in zip(findings, needs)]
 
 
 def _rule_marked(findings: tuple[Finding, ...], by_id: dict) -> list[Finding]:
@@ -749,7 +775,7 @@ def encode_result(result: FileResult) -> dict:
         "suppressions": [[s.line, list(s.codes), list(s.used)] for s in result.suppressions],
         "exports": list(result.exports), "imports": list(result.imports),
         "facts": encode_facts(result.facts), "parsed": result.parsed,
-        "marked": result.marked, "notes": list(result.notes),
+        "marked": result.marked, "notes": list(result.notes), "fix_needs": [list(n) for n in result.fix_needs],
     }
 
 
@@ -765,5 +791,5 @@ def decode_result(data: dict) -> FileResult:
         tuple(Suppression(data["path"], s[0], tuple(s[1]), tuple(s[2])) for s in data["suppressions"]),
         data["scanned"], data["lines"], tuple(data.get("exports", ())), tuple(data.get("imports", ())),
         decode_facts(data.get("facts")), data.get("parsed", True), bool(data.get("marked", False)),
-        tuple(str(n) for n in data.get("notes", ())))
+        tuple(str(n) for n in data.get("notes", ())), tuple(tuple(n) for n in data.get("fix_needs", ())))
 

@@ -131,21 +131,35 @@ class _Probe:
         return path not in self.missing
 
 
-def test_the_cache_key_covers_the_torch_the_fixer_asks(project, tmp_path, parses):
+def test_the_installed_torch_is_asked_on_every_run_and_the_plan_is_cached(project, tmp_path, parses):
+    """A rewrite that relies on a name the installed torch lacks is not fixable (`opscan fix` leaves
+    it: missing-in-torch); the cached plan holds for any torch, so no run plans again for it."""
     rules = load_rules()
 
     def marks(probe) -> dict[str, bool]:
         cache = ResultCache(tmp_path / "cache", "salt")
-        result = scan_paths(project, rules=rules, cache=cache, check_fixes=False, enrich=fixable_mark(rules, probe))
+        result = scan_paths(project, rules=rules, cache=cache, probe=probe, enrich=fixable_mark())
         return {f.location.path: f.fixable for f in result.findings}
 
     full = marks(_Probe("torch-a", True))
     assert full["pkg/c.py"] is True and parses[0] == len(FIXABLE)
     parses[0] = 0
-    older = marks(_Probe("torch-b", False))      # another torch: planned again, not read from the cache
-    assert older["pkg/c.py"] is False and parses[0] == len(FIXABLE)
-    parses[0] = 0
+    older = marks(_Probe("torch-b", False))      # another torch, without torch.accelerator.synchronize
+    assert older["pkg/c.py"] is False and older["a.py"] is True and parses[0] == 0
     assert marks(_Probe("torch-a", True)) == full and parses[0] == 0
+
+
+def test_the_mark_without_the_replacement_is_what_fix_leaves(project, run_cli, monkeypatch):
+    from opscan.scan.fixes import TorchProbe
+
+    real = TorchProbe._lookup
+    monkeypatch.setattr(TorchProbe, "_lookup",
+                        lambda self, path: False if path == "torch.accelerator.synchronize" else real(self, path))
+    monkeypatch.setenv("OPSCAN_NO_CACHE", "1")
+    _, doc = _scan_json(run_cli, project)
+    assert [f["fixable"] for f in doc["findings"] if f["path"] == "pkg/c.py"] == [False]
+    code, out, err = run_cli("fix", "--diff", str(project))
+    assert f"would fix {doc['summary']['fixable']} of" in err and "torch.accelerator.synchronize" not in out
 
 
 def test_the_same_marks_with_any_number_of_workers(tmp_path):
@@ -201,7 +215,7 @@ def _outcomes(plan) -> list[tuple]:
 
 def _compare(files: dict[str, bytes]) -> tuple[int, int]:
     """(files compared, of which planned elided): each file's outcomes planned whole and elided."""
-    from opscan.fix.preview import NotChecked
+    from opscan.fix.preview import AllPresent
     from opscan.scan import scan_source
 
     rules = load_rules()
@@ -211,8 +225,8 @@ def _compare(files: dict[str, bytes]) -> tuple[int, int]:
         findings = list(scan_source(rel, data, rules).findings)
         if not findings:
             continue
-        whole = file_plan.plan_file(rel, data, findings, by_id, probe=NotChecked())
-        quick = file_plan.plan_file(rel, data, findings, by_id, probe=NotChecked(), outcomes_only=True)
+        whole = file_plan.plan_file(rel, data, findings, by_id, probe=AllPresent())
+        quick = file_plan.plan_file(rel, data, findings, by_id, probe=AllPresent(), outcomes_only=True)
         assert _outcomes(quick) == _outcomes(whole), rel
         compared += 1
         elided += file_plan._elided(data, findings, by_id, None) is not None
