@@ -97,7 +97,8 @@ class FixableMark:
         large = too_large(len(data))
         if large:
             return replace(result, findings=unmarked, marked=True, fix_needs=(),
-                           notes=result.notes + (f"fixable not computed for {result.path}: {large}",))
+                           notes=result.notes + (f"{result.path}: {large}: `opscan fix` leaves it, and nothing "
+                                                 "in it is marked fixable",))
         self.plans += 1
         plan = file_plan.plan_file(relpath, data, list(findings), by_id, probe=AllPresent(),
                                    bindings=result.facts.bindings, outcomes_only=True, tree=tree)
