@@ -77,22 +77,46 @@ def elided(text: str, keep: Iterable[tuple[int, int]], tree: ast.Module | None =
                 tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-    if _deeper_than(tree, DEEP):
+    lines = text.split("\n")
+    if _deep(tree.body, lines, DEEP):
         return None
-    return _Elider(text.split("\n"), sorted(set(keep))).run(tree)
+    return _Elider(lines, sorted(set(keep))).run(tree)
 
 
-def _deeper_than(tree: ast.AST, limit: int) -> bool:
-    """Whether the tree nests deeper than `limit` levels as libcst builds it (each operand of a
-    boolean chain one level more)."""
-    stack = [(tree, 0)]
+def _deep(body: list[ast.stmt], lines: list[str], limit: int) -> bool:
+    """Whether a statement of `body` nests its expressions deeper than `limit` levels as libcst
+    builds them. Every level takes at least two characters (an operator, a bracket, a dot and a
+    name), so only a statement whose own lines (a compound statement's header) hold more than
+    2 x `limit` characters is walked; the others are known shallow from their length."""
+    for statement in body:
+        blocks = [getattr(statement, name) for name in _BLOCKS if getattr(statement, name, None)]
+        blocks += [h.body for h in getattr(statement, "handlers", ())]
+        blocks += [c.body for c in getattr(statement, "cases", ())]
+        first, last = _span(statement)
+        if blocks:
+            last = min(s.lineno for block in blocks for s in block) - 1
+        if sum(len(lines[n - 1]) for n in range(first, last + 1)) > 2 * limit and _depth(statement) > limit:
+            return True
+        if any(_deep(block, lines, limit) for block in blocks):
+            return True
+    return False
+
+
+def _depth(statement: ast.stmt) -> int:
+    """How deep the expressions of a statement (not of its inner statements) nest, each operand of a
+    boolean chain one level more."""
+    deepest = 0
+    stack: list[tuple[ast.AST, int]] = [(value, 1) for name, value in ast.iter_fields(statement)
+                                        if name not in (*_BLOCKS, "handlers", "cases") and isinstance(value, ast.AST)]
+    stack += [(item, 1) for name, value in ast.iter_fields(statement)
+              if name not in (*_BLOCKS, "handlers", "cases") and isinstance(value, list)
+              for item in value if isinstance(item, ast.AST)]
     while stack:
         node, depth = stack.pop()
         depth += len(node.values) if isinstance(node, ast.BoolOp) else 1
-        if depth > limit:
-            return True
-        stack.extend((child, depth) for child in ast.iter_child_nodes(node))
-    return False
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in ast.iter_child_nodes(node) if not isinstance(child, ast.stmt))
+    return deepest
 
 
 def _span(statement: ast.stmt) -> tuple[int, int]:
