@@ -3,7 +3,6 @@
 Usage:
   python tools/crash_guard.py                       # every package of this interpreter's site-packages
   python tools/crash_guard.py --tree PATH [--tree PATH ...]
-  python tools/crash_guard.py --subset ci           # the CI subset (below)
   python tools/crash_guard.py --python .venv/bin/python --json results.json
 
 For each tree (a package folder of site-packages; the top-level modules together as one tree) it
@@ -18,13 +17,10 @@ runs, in fresh processes, with an empty cache folder of its own:
      fixes] in opscan/fix/preview.py): a difference is reported as a mismatch.
 Each failure is printed with the tree, the file and the cause; the exit code is 1 when there is
 any, 0 otherwise. The trees are only read: the scan and `fix --diff` never run project code and
-write nothing into them.
-
-The CI subset (`--subset ci`), chosen by a written rule so that it fits CI's time budget
-(docs/ci.md, "Crash guard"): the packages of the test environment that opscan's own
-dependencies and test tools bring (the `dev` extra's resolution: torch, transformers, numpy,
-libcst, ...), which is every package folder of site-packages except those of the `CI_SKIP` list,
-whose names are given with the measured reason. Without `--subset`, every package is checked.
+write nothing into them. CI (`.ci/run`) runs it over the whole site-packages of the test
+environment (the `dev` extra: torch, transformers, numpy, libcst, ...: 97 trees, 12,901 files), which
+took 9 minutes on the shared 2-core machine (docs/ci.md, "opscan's own CI"), well within CI's
+90-minute budget, so no subset is left out.
 """
 
 from __future__ import annotations
@@ -40,9 +36,6 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
-
-# Packages left out of the CI subset, each with why (measured on the 2-core CI machine, docs/ci.md).
-CI_SKIP: dict[str, str] = {}
 
 _SUMMARY = re.compile(r"would fix (\d+) of (\d+) finding")
 _INTERNAL = re.compile(r"^opscan: internal error: (.*)$", re.M)
@@ -133,7 +126,6 @@ def main() -> int:
     parser.add_argument("--tree", action="append", default=[], type=Path, help="a folder to check (repeatable)")
     parser.add_argument("--site-packages", type=Path, default=None,
                         help="check every package of this folder (default: the interpreter's site-packages)")
-    parser.add_argument("--subset", choices=("all", "ci"), default="all", help="all packages, or the CI subset")
     parser.add_argument("--python", default=sys.executable, help="the interpreter opscan runs in")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per command (default 1800)")
     parser.add_argument("--json", default="", help="write the rows to this file")
@@ -144,8 +136,6 @@ def main() -> int:
     else:
         site = args.site_packages or Path(sysconfig.get_paths()["purelib"])
         trees = trees_of(site.resolve())
-        if args.subset == "ci":
-            trees = [(n, p) for n, p in trees if n not in CI_SKIP]
     started = time.perf_counter()
     rows = []
     failed = 0
