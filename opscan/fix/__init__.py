@@ -21,14 +21,14 @@ if TYPE_CHECKING:
 
 __all__ = ["FileFix", "FixRun", "SiteOutcome", "SourceFix", "fix_paths", "fix_source"]
 
-_WHERE = {"FileFix": "files", "FixRun": "files", "fix_paths": "files",
-          "SiteOutcome": "module", "SourceFix": "module", "fix_source": "module"}
-
-
 def __getattr__(name: str) -> Any:
     """The public names, imported from their modules when first asked for."""
-    if name not in _WHERE:
-        raise AttributeError(f"module 'opscan.fix' has no attribute {name!r}")
-    import importlib
+    if name in ("FileFix", "FixRun", "fix_paths"):
+        from opscan.fix import files
 
-    return getattr(importlib.import_module(f"opscan.fix.{_WHERE[name]}"), name)
+        return getattr(files, name)
+    if name in ("SiteOutcome", "SourceFix", "fix_source"):
+        from opscan.fix import module
+
+        return getattr(module, name)
+    raise AttributeError(f"module 'opscan.fix' has no attribute {name!r}")

@@ -18,8 +18,11 @@ import re
 from collections.abc import Sequence
 
 import libcst as cst
+from libcst.metadata import CodeRange
 
 from opscan.fix.positions import Positions
+from opscan.fix.scope import Probe
+from opscan.records import ImportBinding
 
 CANONICAL = 'current_accelerator(check_available=True) or {torch}.device("cpu")'
 NAME_CHOICES = ("DEVICE", "ACCELERATOR_DEVICE", "_OPSCAN_DEVICE")
@@ -31,8 +34,9 @@ DEVICE_CALLS = frozenset({"to", "device", "set_default_device"})
 class Context:
     """The module being fixed, as codemods see it (built once per module, before any rewrite)."""
 
-    def __init__(self, module: cst.Module, positions: Positions, probe=None, prior: dict | None = None,
-                 source: str = "", bindings: tuple | None = None) -> None:
+    def __init__(self, module: cst.Module, positions: Positions, probe: Probe | None = None,
+                 prior: dict[str, str] | None = None, source: str = "",
+                 bindings: tuple[ImportBinding, ...] | None = None) -> None:
         """`positions`: where the module's nodes are (NOTE [positions per statement] in
         fix/positions.py). `bindings`: the scan's import bindings of this module (records.ImportBinding,
         from ScanResult.facts / FileResult.facts); the name torch is bound to is read from them.
@@ -196,14 +200,14 @@ class Context:
         return index >= self.insert_at or not _is_module_level(self, node, top)
 
     def top_statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        current = node
+        current: cst.CSTNode | None = node
         while current is not None and self.parent(current) is not self.module:
             current = self.parent(current)
         return current
 
-    def defined(self, device: bool, torch: bool) -> dict:
+    def defined(self, device: bool, torch: bool) -> dict[str, str]:
         """What this module binds for later notebook cells: the device name and torch's alias."""
-        out = {}
+        out: dict[str, str] = {}
         if self.torch_alias or torch:
             out["torch"] = self.torch
         if self.reused or (device and self.new_device):
@@ -253,7 +257,7 @@ def _is_module_level(ctx: Context, node: cst.CSTNode, top: cst.CSTNode) -> bool:
     return not isinstance(top, cst.FunctionDef)
 
 
-def _contains(outer, inner) -> bool:
+def _contains(outer: CodeRange, inner: CodeRange | None) -> bool:
     if inner is None:
         return True
     return (outer.start.line, outer.start.column) <= (inner.start.line, inner.start.column) and \
@@ -277,7 +281,8 @@ def _torch_import(module: cst.Module) -> tuple[str | None, int]:
     return None, -1
 
 
-def _torch_binding(module: cst.Module, positions, bindings) -> tuple[str | None, int]:
+def _torch_binding(module: cst.Module, positions: Positions, bindings: tuple[ImportBinding, ...]
+                   ) -> tuple[str | None, int]:
     """As _torch_import, from the scan's bindings: the first module-level `import torch [as X]` (or
     `import torch.sub`, which binds `torch`) that is a top-level statement, and that statement's index."""
     wanted = sorted((b.line, b.local) for b in bindings

@@ -11,13 +11,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from opscan.fix.scope import fixable, lookups, would_try
+from opscan.fix.scope import Probe, fixable, lookups, would_try
 from opscan.records import Finding
 
-__all__ = ["FilePlan", "AnsweredProbe", "fixable", "has_fix", "lookups", "on_big_stack", "plan_file", "too_large",
-           "would_try"]
+__all__ = ["FilePlan", "AnsweredProbe", "Probe", "fixable", "has_fix", "lookups", "on_big_stack", "plan_file",
+           "too_large", "would_try"]
 
 if TYPE_CHECKING:
     from opscan.fix.elision import Elided
@@ -35,15 +35,6 @@ INPUT_RULES = ("parse-error", "unreadable-file")   # a file with these is never 
 MAX_FIX_BYTES = 1 << 20
 
 FIX_STACK = 512 << 20   # bytes of C stack for one file's rewrite (NOTE [deep nesting and libcst])
-
-
-class Probe(Protocol):
-    """What the codemods ask of the installed torch (scan/fixes.py TorchProbe, or its answers)."""
-
-    installed: bool
-    version: str | None
-
-    def has(self, path: str) -> bool: ...
 
 
 @dataclass(frozen=True)

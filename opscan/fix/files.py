@@ -12,15 +12,26 @@
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from opscan.fix.file_plan import INPUT_RULES, AnsweredProbe, has_fix, plan_file
+from opscan.fix.file_plan import INPUT_RULES, AnsweredProbe, Probe, has_fix, plan_file
 from opscan.fix.module import SiteOutcome, manual_outcome
 from opscan.fix.scope import fixable, lookups, would_try
 from opscan.fsutil import UnreadableFile, atomic_write, read_source_bytes
 from opscan.records import Finding
+from opscan.scan.rule_records import Rule
+
+if TYPE_CHECKING:
+    from opscan.config import Config
+    from opscan.scan.rules import RuleSet
+
+# one file's work in a worker: (root, path relative to it, rules, unsafe, write, torch answers)
+FixJob = tuple[Path, str, tuple[Rule, ...], bool, bool, "Probe | None"]
 
 __all__ = ["INPUT_RULES", "AnsweredProbe", "FileFix", "FixRun", "fix_paths", "fixable", "lookups", "run_jobs"]
 
@@ -59,14 +70,14 @@ class FixRun:
         return sum(o.status == status for o in self.outcomes())
 
 
-def _fix_job(job: tuple) -> FileFix:
+def _fix_job(job: FixJob) -> FileFix:
     root, rel, rules, unsafe, write, probe = job
     from opscan.scan.rules import RuleSet
 
-    rules = RuleSet(rules)
-    by_id = {r.id: r for r in rules}
+    ruleset = RuleSet(rules)
+    by_id = {r.id: r for r in ruleset}
     try:
-        return _fix_file(root, rel, rules, by_id, unsafe, write, probe)
+        return _fix_file(root, rel, ruleset, by_id, unsafe, write, probe)
     except Exception as exc:  # noqa: BLE001 - NOTE [one file's failure]: this file only is left
         why = f"{type(exc).__name__}: {exc}"
         return FileFix(rel, str(root), failed=why,
@@ -81,7 +92,7 @@ def _fix_job(job: tuple) -> FileFix:
 # fixed. The scan's fixable mark catches the same failure per file into one note (fix/preview.py).
 
 
-def run_jobs(jobs: list[tuple], workers: int) -> list[FileFix]:
+def run_jobs(jobs: list[FixJob], workers: int) -> list[FileFix]:
     """The per-file fixes, in `workers` processes when there are enough files to pay for starting
     them (POOL_MIN_FILES, as the scan; results in order)."""
     from opscan.scan.workers import POOL_MIN_FILES
@@ -97,8 +108,8 @@ def run_jobs(jobs: list[tuple], workers: int) -> list[FileFix]:
         return list(pool.map(_fix_job, jobs))
 
 
-def fix_paths(targets, config_for, unsafe: bool = False, write: bool = True, probe=None,
-              jobs: int | None = None) -> FixRun:
+def fix_paths(targets: Iterable[str | os.PathLike[str]], config_for: Callable[[Path], Config], unsafe: bool = False,
+              write: bool = True, probe: Probe | None = None, jobs: int | None = None) -> FixRun:
     """Fix the files under each target (a file or folder).
 
     Args:
@@ -131,7 +142,7 @@ def fix_paths(targets, config_for, unsafe: bool = False, write: bool = True, pro
         by_path: dict[str, list[Finding]] = {}
         for finding in outcome.findings:
             by_path.setdefault(finding.location.path, []).append(finding)
-        work: list[tuple] = []
+        work: list[FixJob] = []
         for rel, findings in sorted(by_path.items()):
             path = (root / rel).resolve()
             if path in seen:
@@ -144,7 +155,7 @@ def fix_paths(targets, config_for, unsafe: bool = False, write: bool = True, pro
             work.append((root, rel, tuple(rules), unsafe, write, None))
         if work:
             answered = AnsweredProbe(probe, lookups(rules))
-            for item in run_jobs([job[:-1] + (answered,) for job in work], jobs):
+            for item in run_jobs([(*job[:5], answered) for job in work], jobs):
                 if item.skipped and not item.outcomes:   # not even read: the scan's findings, with the reason
                     item = replace(item, outcomes=tuple(
                         SiteOutcome(f, "left", f"file not touched: {item.skipped}", "file-skipped")
@@ -155,7 +166,8 @@ def fix_paths(targets, config_for, unsafe: bool = False, write: bool = True, pro
     return run
 
 
-def _fix_file(root: Path, rel: str, rules, by_id: dict, unsafe: bool, write: bool, probe) -> FileFix:
+def _fix_file(root: Path, rel: str, rules: RuleSet, by_id: dict[str, Rule], unsafe: bool, write: bool,
+              probe: Probe | None) -> FileFix:
     from opscan.fix.file_plan import too_large
     from opscan.scan.engine import scan_source
 
@@ -180,7 +192,8 @@ def _fix_file(root: Path, rel: str, rules, by_id: dict, unsafe: bool, write: boo
     return _write(path, rel, root, before, plan.after, plan.outcomes, write)
 
 
-def _write(path: Path, rel: str, root: Path, before: bytes, after: bytes, outcomes, write: bool) -> FileFix:
+def _write(path: Path, rel: str, root: Path, before: bytes, after: bytes, outcomes: tuple[SiteOutcome, ...],
+           write: bool) -> FileFix:
     """Write `after` over `before` atomically, unless the file changed on disk meanwhile (NOTE [fix writes])."""
     fixed = FileFix(rel, str(root), before, after, outcomes)
     if not write or after == before:

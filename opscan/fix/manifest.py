@@ -16,8 +16,10 @@ from __future__ import annotations
 from opscan.fix.module import SiteOutcome, manual_outcome
 from opscan.fix.scope import CUDA_INDEX, CUDA_LABEL, certain
 from opscan.records import Finding
+from opscan.scan.rule_records import Rule
 
-def fix_manifest(before: bytes, findings: list[Finding], rules: dict) -> tuple[bytes, tuple[SiteOutcome, ...]]:
+def fix_manifest(before: bytes, findings: list[Finding], rules: dict[str, Rule]
+                 ) -> tuple[bytes, tuple[SiteOutcome, ...]]:
     """(the rewritten bytes, an outcome per finding). Lines keep their endings; nothing else moves."""
     text = before.decode("utf-8")
     lines = text.splitlines(keepends=True)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import ast
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 from fnmatch import fnmatchcase
 
 import libcst as cst
@@ -17,7 +19,12 @@ import libcst as cst
 from opscan.fix import codemods, reasons
 from opscan.fix.context import Context
 from opscan.fix.positions import Positions
-from opscan.records import Finding
+from opscan.fix.scope import Probe
+from opscan.records import Finding, ImportBinding
+from opscan.scan.rule_records import Rule
+
+if TYPE_CHECKING:
+    from opscan.scan.rules import RuleSet
 
 GUARDED = ("inside a guard that protects CUDA-only work (e.g. `if torch.cuda.is_available():`): "
            "left alone; port the guarded block by hand")
@@ -40,7 +47,7 @@ class SiteOutcome:
     needs: tuple[str, ...] = ()
 
 
-def manual_outcome(finding: Finding, rules: dict) -> SiteOutcome:
+def manual_outcome(finding: Finding, rules: dict[str, Rule]) -> SiteOutcome:
     """The outcome of a finding whose rule declares no rewrite, with the reason (reasons.py)."""
     rule = rules.get(finding.rule)
     if rule is not None and rule.autofix is not None:    # a rule with a rewrite that does not apply here
@@ -64,7 +71,7 @@ def no_equivalent(subject: str) -> codemods.Leave:
 class SourceFix:
     """The result of fixing one module (or one notebook)."""
 
-    text: str
+    text: str | bytes          # bytes when the module was given as bytes
     outcomes: tuple[SiteOutcome, ...]
 
     @property
@@ -72,8 +79,9 @@ class SourceFix:
         return sum(o.status == "fixed" for o in self.outcomes)
 
 
-def matched_name(rule, subject: str) -> str | None:
+def matched_name(rule: Rule, subject: str) -> str | None:
     """The `replace` key a finding's subject (the dotted name the scan resolved) matches, or None."""
+    assert rule.autofix is not None
     for key, _ in rule.autofix.replace:
         if subject == key or fnmatchcase(subject, key):
             return key
@@ -81,7 +89,7 @@ def matched_name(rule, subject: str) -> str | None:
 
 
 class _Planner:
-    def __init__(self, ctx: Context, rules: dict, unsafe: bool) -> None:
+    def __init__(self, ctx: Context, rules: dict[str, Rule], unsafe: bool) -> None:
         self.ctx = ctx
         self.rules = rules
         self.unsafe = unsafe
@@ -128,7 +136,8 @@ class _Planner:
         self.uses_torch |= torch
         return SiteOutcome(finding, "fixed", result.note)
 
-    def _plan(self, rule, node: cst.CSTNode, subject: str):
+    def _plan(self, rule: Rule, node: cst.CSTNode, subject: str) -> codemods.Plan | codemods.Leave | None:
+        assert rule.autofix is not None
         codemod = rule.autofix.codemod
         if codemod in codemods.SIMPLE:
             return codemods.SIMPLE[codemod](node, self.ctx)
@@ -149,8 +158,12 @@ class _Applier(cst.CSTTransformer):
         super().__init__()
         self.plans = planner.plans
 
-    def on_leave(self, original_node, updated_node):
-        updated_node = super().on_leave(original_node, updated_node)
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode  # type: ignore[override]
+                 ) -> cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]:
+        left = super().on_leave(original_node, updated_node)
+        if not isinstance(left, cst.CSTNode):
+            return left
+        updated_node = left
         plan = self.plans.get(id(original_node))
         if plan is not None:
             return plan.build(updated_node)
@@ -164,7 +177,7 @@ def _apply(planner: _Planner) -> cst.Module:
     ctx = planner.ctx
     touched = {id(ctx.top_statement(plan.target)) for plan in planner.plans.values()}
     applier = _Applier(planner)
-    body: list = []
+    body: list[cst.BaseStatement] = []
     for statement in ctx.module.body:
         if id(statement) not in touched:
             body.append(statement)
@@ -181,8 +194,9 @@ def _apply(planner: _Planner) -> cst.Module:
     return ctx.module.with_changes(body=body)
 
 
-def fix_module(text: str | bytes, findings: list[Finding], rules: dict, unsafe: bool = False, probe=None,
-               prior: dict | None = None, bindings: tuple | None = None, planned: str | None = None) -> SourceFix:
+def fix_module(text: str | bytes, findings: list[Finding], rules: dict[str, Rule], unsafe: bool = False,
+               probe: Probe | None = None, prior: dict[str, str] | None = None,
+               bindings: tuple[ImportBinding, ...] | None = None, planned: str | None = None) -> SourceFix:
     """Fix one module's `findings` (all of this text). `rules`: rule id -> Rule.
 
     `text` may be bytes (then the result is bytes in the same encoding, newlines kept). `prior`
@@ -221,12 +235,12 @@ def fix_module(text: str | bytes, findings: list[Finding], rules: dict, unsafe: 
     return SourceFix(new, outcomes)
 
 
-def _has_fix(finding: Finding, rules: dict) -> bool:
+def _has_fix(finding: Finding, rules: dict[str, Rule]) -> bool:
     rule = rules.get(finding.rule)
     return rule is not None and rule.autofix is not None
 
 
-def _parses(text: str) -> bool:
+def _parses(text: str | bytes) -> bool:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -236,7 +250,8 @@ def _parses(text: str) -> bool:
     return True
 
 
-def fix_source(text: str, findings, rules, unsafe: bool = False, probe=None) -> SourceFix:
+def fix_source(text: str, findings: Iterable[Finding], rules: RuleSet | dict[str, Rule], unsafe: bool = False,
+               probe: Probe | None = None) -> SourceFix:
     """Fix a Python module's text given its findings; `rules` is a RuleSet or an id -> Rule mapping."""
     by_id = rules if isinstance(rules, dict) else {r.id: r for r in rules}
     return fix_module(text, list(findings), by_id, unsafe, probe)

@@ -43,8 +43,8 @@ class Positions:
         self.module = module
         self._placed: dict[cst.CSTNode, CodeRange] = {}
         self._spans: dict[cst.CSTNode, CodeRange] = {}
-        self._where: dict[cst.CSTNode, tuple[int, int, str]] = {}    # statement -> (first line, lines, indentation)
-        self._blocks: dict[cst.CSTNode, Sequence[cst.BaseStatement] | None] = {}
+        self._where: dict[cst.BaseStatement, tuple[int, int, str]] = {}   # statement -> (first line, lines, indent)
+        self._blocks: dict[cst.BaseStatement, Sequence[cst.BaseStatement] | None] = {}
         self._done: set[int] = set()      # ids of the placed statements
         self.complete = False
         line = 1 + sum(self._count(h) for h in module.header)
@@ -61,10 +61,10 @@ class Positions:
 
     def _locate(self, first: int, last: int) -> None:
         """Place the innermost statement holding lines first..last (every top-level one they overlap)."""
-        found = [s for s in self.module.body if self._overlaps(s, first, last)]
+        found: list[cst.BaseStatement] = [s for s in self.module.body if self._overlaps(s, first, last)]
         if len(found) != 1:
-            for statement in found:
-                self._place(statement)
+            for each in found:
+                self._place(each)
             return
         statement = found[0]
         while True:
@@ -74,15 +74,15 @@ class Positions:
             statement = inner[0]
         self._place(statement)
 
-    def _overlaps(self, statement: cst.CSTNode, first: int, last: int) -> bool:
+    def _overlaps(self, statement: cst.BaseStatement, first: int, last: int) -> bool:
         start, count, _ = self._where[statement]
         return first <= start + count - 1 and last >= start
 
-    def _holds(self, statement: cst.CSTNode, first: int, last: int) -> bool:
+    def _holds(self, statement: cst.BaseStatement, first: int, last: int) -> bool:
         start, count, _ = self._where[statement]
         return start <= first and last <= start + count - 1
 
-    def _inner(self, statement: cst.CSTNode) -> Sequence[cst.BaseStatement]:
+    def _inner(self, statement: cst.BaseStatement) -> Sequence[cst.BaseStatement]:
         """The statements of a compound statement's one block, their lines known; () for any other."""
         if statement in self._blocks:
             return self._blocks[statement] or ()
@@ -106,20 +106,23 @@ class Positions:
         self._blocks[statement] = block.body
         return block.body
 
-    def _place(self, statement: cst.CSTNode) -> None:
+    def _place(self, statement: cst.BaseStatement) -> None:
         if id(statement) in self._done:
             return
         self._done.add(id(statement))
         start, _, prefix = self._where[statement]
+        shell: cst.BaseStatement = statement
+        shift = start - 1
+        wrapper: tuple[cst.CSTNode, ...] = ()
         if prefix:    # inside `if True:` with the block's indentation: the statement's code starts on line 2
-            shell = cst.If(test=cst.Name("True"), body=cst.IndentedBlock(body=[statement], indent=prefix))
+            block = cst.IndentedBlock(body=[statement], indent=prefix)
+            test = cst.Name("True")
+            shell = cst.If(test=test, body=block)
             shift = start - 2
-        else:
-            shell = statement
-            shift = start - 1
+            wrapper = (shell, block, test)
         alone = self.module.with_changes(body=(shell,), header=(), footer=(), has_trailing_newline=True)
         for node, where in cst.MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider).items():
-            if node is alone or (prefix and (node is shell or node is shell.body or node is shell.test)):
+            if node is alone or any(node is w for w in wrapper):
                 continue
             self._placed[node] = CodeRange(CodePosition(where.start.line + shift, where.start.column),
                                            CodePosition(where.end.line + shift, where.end.column))
@@ -138,7 +141,7 @@ class Positions:
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         found = self._placed.get(node)
-        if found is None and node in self._where:
+        if found is None and isinstance(node, cst.BaseStatement) and node in self._where:
             self._place(node)
             found = self._placed.get(node)
         if found is None and not self.complete:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from opscan.records import Finding
 
@@ -21,6 +21,15 @@ LOOKUPS = ("torch.distributed.get_default_backend_for_device", "torch.accelerato
 INDEX_RULE = "cuda-wheel-index"
 CUDA_INDEX = re.compile(r"(https?://download\.pytorch\.org/whl/(?:nightly/|test/)?)cu\d+(?=/|\s|$|[\"'])")
 CUDA_LABEL = re.compile(r"\+cu\d+")
+
+
+class Probe(Protocol):
+    """What the codemods ask of the installed torch (scan/fixes.py TorchProbe, or its answers)."""
+
+    installed: bool
+    version: str | None
+
+    def has(self, path: str) -> bool: ...
 
 
 def handles_guarded(codemod: str, subject: str) -> bool:

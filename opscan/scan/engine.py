@@ -11,14 +11,16 @@ import functools
 import os
 import sys
 import warnings
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from opscan.errors import InputError
 from opscan.fsutil import UnreadableFile, read_source_bytes
 from opscan.index import ProjectIndex
 from opscan.index import parse as parse_source
-from opscan.records import Finding, Location, ScanFacts
+from opscan.records import Finding, Location, ScanFacts, Severity, TaskKind
 from opscan.scan import large, native
 from opscan.scan.enrichment import Enrichment, enriched
 from opscan.scan.facts import decode_facts, encode_facts, file_facts, merge
@@ -30,6 +32,15 @@ from opscan.scan.project import EMPTY, Project, local_packages, packages_on_disk
 from opscan.scan.rules import Rule, RuleSet, load_rules
 from opscan.scan.sources import ALL, DecodeError, char_column, comment_suppressions, decode, suppressions
 from opscan.scan.visitor import Visitor, own_imports
+
+if TYPE_CHECKING:
+    from opscan.scan.cache import ResultCache
+    from opscan.scan.context import Hit
+    from opscan.scan.dependencies import DependencyContext
+    from opscan.scan.fixes import TorchProbe
+
+ParseFn = Callable[[str, str], ast.Module]     # (relpath, text) -> tree: the run's one parse (opscan/index)
+ReadFn = Callable[[str], bytes]                # relpath -> the file's bytes
 
 
 _WALK_DEPTH = 20_000
@@ -118,16 +129,18 @@ class _Builder:
             line = local
         fix, requires = rule.fix_for(fix_name or name)
         finding = Finding(
-            rule=rule.id, name=rule.name, category=rule.category, severity=rule.severity_for(fix_name or name),
+            rule=rule.id, name=rule.name, category=rule.category,
+            severity=Severity(rule.severity_for(fix_name or name)),
             message=rule.format(rule.message_for(fix_name or name), value=value, name=name),
             location=Location(self.relpath, line, col, end_line or line, end_col or col, cell),
             fix=rule.format(fix, value=value, name=name), guarded=guarded, snippet=snippet,
-            task=task or rule.task, subject=subject,
+            task=TaskKind(task or rule.task), subject=subject,
         )
         self.findings.append((finding, requires))
 
-    def add_node(self, hit) -> None:
+    def add_node(self, hit: Hit) -> None:
         node = hit.node
+        assert isinstance(node, (ast.expr, ast.stmt, ast.alias, ast.arg, ast.keyword))   # nodes with positions
         line = node.lineno
         text = self.lines[line - 1] if line <= len(self.lines) else ""
         end_line = node.end_lineno or line
@@ -192,7 +205,8 @@ def _extra_words(project: Project) -> frozenset[str]:
 # `precheck=False` restores the old path (every file parsed, the visitor's own line filter only);
 # tests compare both (tests/scan/test_scan_files.py).
 def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY,
-                precheck: bool = True, deps=None, parse=None) -> FileResult:
+                precheck: bool = True, deps: DependencyContext | None = None, parse: ParseFn | None = None
+                ) -> FileResult:
     """Scan one file's bytes. Pure: the same inputs always give the same FileResult.
 
     Args:
@@ -232,7 +246,8 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
 # scanned=False). A line that cannot be read is OPS000 at that line; the rest of the file is
 # still judged. setup.py is a Python file too: both results are merged. A lock beside a manifest
 # that already reports the same package is not reported again (_dedupe_locks).
-def scan_manifest(relpath: str, data: bytes, rules: RuleSet, kind: str, deps=None) -> FileResult:
+def scan_manifest(relpath: str, data: bytes, rules: RuleSet, kind: str, deps: DependencyContext | None = None
+                  ) -> FileResult:
     """Findings of one dependency manifest (NOTE [manifests in the scan])."""
     from opscan.scan import dependencies
 
@@ -260,13 +275,13 @@ def scan_manifest(relpath: str, data: bytes, rules: RuleSet, kind: str, deps=Non
     for rule, line, value, name, subject, optional in hits:
         text_line = lines[line - 1] if 0 < line <= len(lines) else ""
         col = len(text_line) - len(text_line.lstrip()) + 1
-        builder.add(rule, line, col, value=value, name=name, subject=subject, guarded=optional)
+        builder.add(cast(Rule, rule), line, col, value=value, name=name, subject=subject, guarded=optional)
     result = builder.result()
     return replace(result, scanned=scanned or bool(result.findings), lines=len(lines))
 
 
 def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY,
-                 precheck: bool = True, parse=None) -> FileResult:
+                 precheck: bool = True, parse: ParseFn | None = None) -> FileResult:
     """scan_source for Python files, notebooks and native sources."""
     base = relpath.rsplit("/", 1)[-1]
     if base in BUILD_FILES and not base.endswith(".py"):
@@ -286,9 +301,10 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
             _input(builder, rules, "unreadable", value="not a readable notebook: JSON nested too deeply")
             return builder.result()
     else:
-        text = _decoded(relpath, rules, data)
-        if isinstance(text, FileResult):
-            return text
+        decoded = _decoded(relpath, rules, data)
+        if isinstance(decoded, FileResult):
+            return decoded
+        text = decoded
     text = _universal_newlines(text)
     compiled = rules.compiled
     extra = _extra_words(project)
@@ -355,10 +371,11 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
         except Exception as exc:  # noqa: BLE001 - NOTE [one rule, one file]
             _input(builder, rules, "internal-error", line=getattr(hit.node, "lineno", 1),
                    value=f"rule {hit.rule.id} ({hit.rule.name}) failed here: {type(exc).__name__}: {exc}")
-    for line, rule, exc in visitor.failures:
-        what = f"rule {rule.id} ({rule.name}) failed here" if rule is not None \
+    for line, failed, error in visitor.failures:
+        what = f"rule {failed.id} ({failed.name}) failed here" if failed is not None \
             else "the analysis of this statement failed"
-        detail = "nested too deeply to walk" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}"
+        detail = "nested too deeply to walk" if isinstance(error, RecursionError) \
+            else f"{type(error).__name__}: {error}"
         _input(builder, rules, "internal-error", line=line, value=f"{what}: {detail}")
     facts = file_facts(builder.relpath, tree, visitor.bindings, hits, where)
     return replace(builder.result(), exports=visitor.exports(), imports=tuple(sorted(set(visitor.own_imports))),
@@ -373,27 +390,27 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
 # first pass, the files that import an exported wrapper are scanned again with the wrappers added
 # to the project facts (`Project.wrappers`), so their calls are sites too. The second pass reads
 # only those files (usually a handful); its results are cached under a salt that adds the wrappers.
-def _wrapper_facts(results) -> frozenset[str]:
+def _wrapper_facts(results: Iterable[FileResult]) -> frozenset[str]:
     return frozenset(e for r in results for e in r.exports)
 
 
-def _importers(results, wrappers: frozenset[str]) -> list[str]:
+def _importers(results: Iterable[FileResult], wrappers: frozenset[str]) -> list[str]:
     """The files importing a wrapper: by its dotted name or any dotted tail of it."""
-    tails = set()
+    tails: set[str] = set()
     for wrapper in wrappers:
         parts = wrapper.rsplit("=", 1)[0].split(".")
         tails.update(".".join(parts[i:]) for i in range(len(parts)))
     return [r.path for r in results if not tails.isdisjoint(r.imports)]
 
 
-def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, read,
-                 precheck: bool = True, cache=None, deps=None, parse=None,
-                 enrich: Enrichment | None = None) -> list[FileResult]:
+def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, read: ReadFn,
+                 precheck: bool = True, cache: ResultCache | None = None, deps: DependencyContext | None = None,
+                 parse: ParseFn | None = None, enrich: Enrichment | None = None) -> list[FileResult]:
     wrappers = _wrapper_facts(results)
     if not wrappers:
         return results
-    again = set(_importers(results, wrappers))
-    if not again:
+    importers = set(_importers(results, wrappers))
+    if not importers:
         return results
     project = replace(project, wrappers=project.wrappers | wrappers)
     if cache is not None:   # the second pass' results, under a salt that also covers the wrappers
@@ -407,7 +424,7 @@ def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, re
     out = []
     for result in results:
         path = result.path
-        if path in again:
+        if path in importers:
             try:
                 data = read(path)
             except OSError:
@@ -415,18 +432,20 @@ def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, re
                 continue
             key = entry_key(path, content_hash(data)) if cache is not None else ""
             payload = cache.get(key) if cache is not None else None
+            again: FileResult | None
             try:
-                result = decode_result(payload) if payload is not None else None
+                again = decode_result(payload) if payload is not None else None
             except (KeyError, TypeError, ValueError, IndexError):   # not intact: scan again
-                result = None
-            if result is None:
+                again = None
+            if again is None:
                 try:
-                    result = scan_file(path, data, rules, project, precheck, deps, parse, enrich)
+                    again = scan_file(path, data, rules, project, precheck, deps, parse, enrich)
                 except Exception as exc:  # noqa: BLE001 - NOTE [one rule, one file]: as in the first pass
                     out.append(internal_error(path, exc, rules))
                     continue
                 if cache is not None:
-                    cache.put(key, encode_result(result))
+                    cache.put(key, encode_result(again))
+            result = again
         out.append(result)
     return out
 
@@ -444,7 +463,8 @@ def _split_lines(text: str) -> list[str]:
     return [line + "\n" for line in lines]
 
 
-def _parse(text: str, relpath: str, where, builder: "_Builder", rules: RuleSet, parse=None):
+def _parse(text: str, relpath: str, where: Sequence[tuple[int, int]] | None, builder: _Builder, rules: RuleSet,
+           parse: ParseFn | None = None) -> tuple[ast.Module, str]:
     """Parse `text` (a .py file through `parse`, the run's project index, when given); in a notebook,
     a code cell that does not parse is reported (OPS000 at its own cell and line) and blanked, so
     the other cells are still scanned. Returns (tree, text)."""
@@ -486,7 +506,8 @@ def internal_error(relpath: str, exc: Exception, rules: RuleSet) -> FileResult:
     return builder.result()
 
 
-def _collect(results, rules: RuleSet, check_fixes: bool, probe=None) -> ScanResult:
+def _collect(results: Sequence[FileResult], rules: RuleSet, check_fixes: bool,
+             probe: TorchProbe | None = None) -> ScanResult:
     """The files' results as one ScanResult: findings sorted, `fixable` from the rules where no
     enrichment set it, the fix check applied, the files' notes after the run's."""
     by_id = {r.id: r for r in rules}
@@ -516,7 +537,8 @@ def _collect(results, rules: RuleSet, check_fixes: bool, probe=None) -> ScanResu
                       tuple(notes + file_notes), lines, merge(r.facts for r in results))
 
 
-def _unmark_missing(findings: list[Finding], needs: list[tuple[str, ...]], probe) -> list[Finding]:
+def _unmark_missing(findings: list[Finding], needs: list[tuple[str, ...]], probe: TorchProbe | None
+                    ) -> list[Finding]:
     """`findings` with `fixable` unset where the rewrite relies on a torch name the installed torch
     lacks (asked once each, through `probe`; none asked when no fixable finding relies on one)."""
     wanted = sorted({name for f, names in zip(findings, needs) if f.fixable for name in names})
@@ -535,7 +557,7 @@ def _unmark_missing(findings: list[Finding], needs: list[tuple[str, ...]], probe
             for f, names in zip(findings, needs)]
 
 
-def _rule_marked(findings: tuple[Finding, ...], by_id: dict) -> list[Finding]:
+def _rule_marked(findings: tuple[Finding, ...], by_id: dict[str, Rule]) -> list[Finding]:
     """`fixable` from each finding's rule alone (`autofix`, docs/fix.md): the mark of a scan without
     the fixer's plan (`scan_memory`, rule examples; NOTE [fixable is what fix fixes] in fix/preview.py)."""
     out = []
@@ -546,7 +568,8 @@ def _rule_marked(findings: tuple[Finding, ...], by_id: dict) -> list[Finding]:
     return out
 
 
-def unused_suppression_findings(result: ScanResult, rules: RuleSet, known, read_lines) -> list[Finding]:
+def unused_suppression_findings(result: ScanResult, rules: RuleSet, known: Iterable[str],
+                                read_lines: Callable[[str], list[str] | None]) -> list[Finding]:
     """OPS003 findings (rules/unused-suppression.yaml) from the scan's per-file suppression usage.
 
     Args:
@@ -573,14 +596,15 @@ def unused_suppression_findings(result: ScanResult, rules: RuleSet, known, read_
         declared = {s.line: frozenset(s.codes) for s in items}
         used = [(s.line, code) for s in items for code in s.used]
         for finding in supp.unused(path, declared, used, active, set(known) | active, read_lines(path)):
-            out.append(replace(finding, rule=rule.id, name=rule.name, category=rule.category, severity=rule.severity,
+            out.append(replace(finding, rule=rule.id, name=rule.name, category=rule.category,
+                               severity=Severity(rule.severity),
                                message=rule.format(rule.message, value=finding.message),
-                               fix=rule.format(rule.fix), task=rule.task))
+                               fix=rule.format(rule.fix), task=TaskKind(rule.task)))
     return out
 
 
 def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, check_fixes: bool = False,
-                precheck: bool = True, deps=None) -> ScanResult:
+                precheck: bool = True, deps: DependencyContext | None = None) -> ScanResult:
     """Scan files held in memory (relative path -> content); used by rule examples and tests.
     `precheck=False`: parse every file (NOTE [pre-check]), for tests comparing both paths.
     `deps`: the DependencyContext manifests are judged against (scan/dependencies.py)."""
@@ -666,8 +690,10 @@ def read_project(root: Path, relpaths: list[str]) -> Project:
     return project_from_files(build, packages_on_disk(root))
 
 
-def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclude=(), jobs: int = 1,
-               check_fixes: bool = True, cache=None, probe=None, precheck: bool = True, deps=None,
+def scan_paths(root: Path | str, paths: Iterable[str | os.PathLike[str]] | None = None,
+               rules: RuleSet | None = None, exclude: Iterable[str] = (), jobs: int = 1,
+               check_fixes: bool = True, cache: ResultCache | None = None, probe: TorchProbe | None = None,
+               precheck: bool = True, deps: DependencyContext | None = None,
                index: ProjectIndex | None = None, enrich: Enrichment | None = None) -> ScanResult:
     """Scan the files under `root` (or just `paths`, files or folders) with `rules`.
 
@@ -731,7 +757,8 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
 
 
 def scan_file(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY, precheck: bool = True,
-              deps=None, parse=None, enrich: Enrichment | None = None) -> FileResult:
+              deps: DependencyContext | None = None, parse: ParseFn | None = None,
+              enrich: Enrichment | None = None) -> FileResult:
     """`scan_source`, then the run's enrichment of its result (NOTE [enrichments] in enrichment.py),
     handed the tree the scan parsed (a Python file's), so that it never parses it again."""
     if enrich is None:
@@ -744,7 +771,8 @@ def scan_file(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPT
         return tree
 
     result = scan_source(relpath, data, rules, project, precheck, deps, parsed)
-    return enriched(relpath, data, result, rules, enrich, trees[-1] if trees else None)
+    done: FileResult = enriched(relpath, data, result, rules, enrich, trees[-1] if trees else None)
+    return done
 
 
 def _read(index: ProjectIndex, relpath: str, abspath: str | None = None) -> bytes:
@@ -764,7 +792,7 @@ def _on_error(relpath: str, exc: Exception, rules: RuleSet) -> FileResult:
     return internal_error(relpath, exc, rules)
 
 
-def encode_result(result: FileResult) -> dict:
+def encode_result(result: FileResult) -> dict[str, Any]:
     """A FileResult as JSON-able data (for the cache)."""
     return {
         "path": result.path, "scanned": result.scanned, "lines": result.lines,
@@ -779,7 +807,7 @@ def encode_result(result: FileResult) -> dict:
     }
 
 
-def decode_result(data: dict) -> FileResult:
+def decode_result(data: dict[str, Any]) -> FileResult:
     """The inverse of encode_result."""
     findings = tuple(
         Finding(rule=f[0], name=f[1], category=f[2], severity=f[3], message=f[4],

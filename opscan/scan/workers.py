@@ -70,20 +70,26 @@ def default_jobs() -> int:
 
 
 # -- the per-file work, in a worker or in-process --------------------------------------------------
-_CTX: tuple | None = None
+ReadFn = Callable[[str, str], bytes]
+# what each file's work needs: (scan, rules, cache, codec, on_error, read), handed to the workers once
+Context = tuple[ScanFn, Any, "ResultCache | None", "Codec | None", "ErrorFn | None", "ReadFn | None"]
+_CTX: Context | None = None
 
 
-def _init(ctx: tuple) -> None:
+def _init(ctx: Context) -> None:
     global _CTX
     _CTX = ctx
 
 
-def _one(ctx: tuple, relpath: str, abspath: str) -> tuple[str, Any, str | None, str]:
+def _one(ctx: Context, relpath: str, abspath: str) -> tuple[str, Any, str | None, str]:
     scan, rules, cache, codec, on_error, read = ctx
     try:
         # Regular files only, never blocking (a FIFO), never through a link out of the tree.
-        data = read(relpath, abspath) if read is not None else \
-            read_source_bytes(Path(abspath), _tree_root(abspath, relpath))
+        if read is not None:
+            data = read(relpath, abspath)
+        else:
+            root = _tree_root(abspath, relpath)
+            data = read_source_bytes(Path(abspath), Path(root) if root is not None else None)
     except OSError as exc:
         if on_error is None:
             raise
@@ -91,6 +97,7 @@ def _one(ctx: tuple, relpath: str, abspath: str) -> tuple[str, Any, str | None, 
     sha = content_hash(data)
     key = entry_key(relpath, sha)
     if cache is not None:
+        assert codec is not None     # scan_files refuses a cache without one
         payload = cache.get(key)
         if payload is not None:
             try:
@@ -103,7 +110,7 @@ def _one(ctx: tuple, relpath: str, abspath: str) -> tuple[str, Any, str | None, 
         if on_error is None:
             raise
         return relpath, on_error(relpath, exc), None, "error"
-    if cache is not None:
+    if cache is not None and codec is not None:
         if codec.entry is None or codec.entry(result):
             cache.put(key, codec.encode(result))
     return relpath, result, sha, "scanned"
@@ -123,7 +130,7 @@ def _batch(items: list[tuple[str, str]]) -> list[tuple[str, Any, str | None, str
 
 # -- the run ---------------------------------------------------------------------------------------
 def scan_files(
-    root: str | os.PathLike,
+    root: str | os.PathLike[str],
     relpaths: Iterable[str],
     scan: ScanFn,
     rules: Any,
@@ -181,16 +188,16 @@ def scan_files(
     if prepare is not None and to_read:
         prepare(workers > 1)
     batch_size = max(1, min(MAX_BATCH, to_read // max(1, workers * 8)))
-    ctx = (scan, rules, cache, codec, on_error, read)
+    ctx: Context = (scan, rules, cache, codec, on_error, read)
     pool = None
     if workers > 1:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         pool = multiprocessing.get_context(method).Pool(workers, initializer=_init, initargs=(ctx,))
         stats.workers = workers
-    stat_of = {}
+    stat_of: dict[str, tuple[int, int, int] | None] = {}
     completed = False
     try:
-        slots: deque = deque()
+        slots: deque[tuple[str, Any]] = deque()
         batch: list[tuple[str, str]] = []
 
         def flush() -> None:
@@ -218,12 +225,14 @@ def scan_files(
                         stats.scanned += how == "scanned"
                         stats.cache_hits += how == "cache"
                         if index is not None and st is not None and sha is not None:
+                            assert codec is not None
                             index.record(rel, st, sha, codec.encode(result))
                     yield rel, result
 
         window = workers * WINDOW_PER_JOB if pool is not None else 0  # in-process: no look-ahead
         for rel, st, known in plan:
-            if known is not None:
+            if known is not None:     # found in the stat index: a cache with its codec, a stat
+                assert index is not None and cache is not None and codec is not None and st is not None
                 payload = index.payload(rel)
                 from_entry = payload is None
                 if from_entry:
