@@ -2,7 +2,7 @@
 
     python benchmarks/bench_check.py [PATH] [--runs N]
 
-Phase times come from the progress callback of opscan.app.analyse (the time until the next
+Phase times come from the progress callback of opscan.pipeline.analyse.analyse (the time until the next
 phase starts). Results for examples/nanogpt are recorded in docs/check.md.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 
 def phases_once(path: str) -> dict[str, float]:
-    from opscan.app import analyse
+    from opscan.pipeline.analyse import analyse
     from opscan.config import load_config
 
     marks: list[tuple[str, float]] = []

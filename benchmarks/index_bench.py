@@ -1,6 +1,6 @@
 """Times `opscan PATH`'s static part (model search + recipes + call sites + scan) and counts its parses.
 
-Runs `opscan.app.analyse` on each tree with the trace phase replaced by a stub (no child, no
+Runs `opscan.pipeline.analyse.analyse` on each tree with the trace phase replaced by a stub (no child, no
 torch: only what reads the project is timed) and no coverage database, in a fresh process per
 run, with the scan cache off (OPSCAN_NO_CACHE), `--jobs 1` and no fix check (which imports torch),
 so every file the run needs is read and parsed, and little else is timed. Counts every `ast.parse`
@@ -39,9 +39,9 @@ def counted(source, filename="<unknown>", *args, **kwargs):
         parses[full] += 1
     return real(source, filename, *args, **kwargs)
 ast.parse = counted
-from opscan.app import Phases, RunOptions, analyse
+from opscan.pipeline.analyse import Phases, RunOptions, analyse
 from opscan.config import Config
-from opscan.phases import ScanOptions
+from opscan.pipeline.phases import ScanOptions
 from opscan.records import ModelTrace
 trace = lambda model, project_root, profile, limits: ModelTrace(model.target, model.mode, "neuron", ())
 start, cpu = time.perf_counter(), time.process_time()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from opscan.zoo.cache import Cache
 from opscan.db import load_release
-from opscan.isolation import Limits
+from opscan.containment.process import Limits
 from opscan.zoo.execution import run_zoo
 from opscan.zoo.selection import family_models, resolve
 

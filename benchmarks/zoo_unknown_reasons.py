@@ -3,7 +3,7 @@
 Usage: python benchmarks/zoo_unknown_reasons.py ZOO.json [--backend SPEC]
 
 Prints the models per verdict, then every `unknown` model with its reasons, read from the row (the
-verdict's open points, opscan/verdict.py): an incomplete trace (with its stop class), ops of unknown
+verdict's open points, opscan/assess/verdict.py): an incomplete trace (with its stop class), ops of unknown
 status, each split by why the release says unknown (an entry that says so, e.g. BatchNorm in eval, or
 no entry at all: an unlisted op, which a release documenting its CPU fallback makes device-or-cpu),
 and known failures of the backend on the traced dtypes (release caveats). Exits 1 when a model is

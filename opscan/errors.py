@@ -9,10 +9,10 @@
     ├── InputError              a file given on the command line that cannot be read or understood
     ├── TargetError             a trace target that cannot be imported or built
     ├── TraceError              a trace that could not run at all (partial traces are results, not errors)
-    │   ├── ModelProcessError   the model's child process hung, crashed or ran out of memory (isolation.py)
+    │   ├── ModelProcessError   the model's child process hung, crashed or ran out of memory (containment/process.py)
     │   └── MissingDependencyError  a package tracing needs (torch) is not installed: no model can be traced
     ├── RunError                a command opscan runs for the user (`parity run`) that failed
-    └── ContainmentError        --require-containment, and a part of the containment cannot be had (containment.py)
+    └── ContainmentError        --require-containment, and a part of the containment cannot be had (containment/)
 """
 
 from __future__ import annotations

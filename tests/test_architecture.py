@@ -1,4 +1,5 @@
-"""Pins the package's shape: import direction between stages, and the CI/README contract."""
+"""Pins the package's shape: the root's modules, a package per phase, the import direction between
+stages, and the CI/README contract."""
 
 from __future__ import annotations
 
@@ -30,33 +31,28 @@ def _stage_files(stage: str) -> list[Path]:
     return sorted(target.rglob("*.py")) if target.is_dir() else [PKG / f"{stage}.py"]
 
 
-def test_records_import_nothing_of_opscan():
-    assert _opscan_imports(PKG / "records.py") == set()
-
-
 @pytest.mark.parametrize("stage,forbidden", [
-    ("scan", ("opscan.trace", "opscan.db", "opscan.plan", "opscan.reporters", "opscan.app", "opscan.cli")),
+    ("scan", ("opscan.trace", "opscan.db", "opscan.plan", "opscan.reporters", "opscan.pipeline", "opscan.cli")),
     # trace/ is the engine: the targets it traces are built above it (opscan/targets/), for the zoo above that.
-    ("trace", ("opscan.scan", "opscan.db", "opscan.plan", "opscan.reporters", "opscan.app", "opscan.cli",
-               "opscan.targets", "opscan.zoo", "opscan.phases")),
-    ("db", ("opscan.scan", "opscan.trace", "opscan.plan", "opscan.reporters", "opscan.app", "opscan.cli")),
+    ("trace", ("opscan.scan", "opscan.db", "opscan.plan", "opscan.reporters", "opscan.pipeline", "opscan.cli",
+               "opscan.targets", "opscan.zoo")),
+    ("db", ("opscan.scan", "opscan.trace", "opscan.plan", "opscan.reporters", "opscan.pipeline", "opscan.cli")),
     # Reporters read the finished report (its verdict included); they never plan or judge.
-    ("reporters", ("opscan.scan", "opscan.trace", "opscan.db", "opscan.app", "opscan.cli", "opscan.plan",
-                   "opscan.verdict", "opscan.gate")),
-    # config.py reads data; the release and the rule selectors are checked by its callers (config_checks.py).
-    ("config", ("opscan.scan", "opscan.db", "opscan.trace", "opscan.targets", "opscan.app",
-                "opscan.commands", "opscan.config_checks")),
+    ("reporters", ("opscan.scan", "opscan.trace", "opscan.db", "opscan.pipeline", "opscan.cli", "opscan.plan",
+                   "opscan.assess.verdict", "opscan.assess.gate")),
+    # config/load.py reads data; the release and the rule selectors are checked by its callers (config/checks.py).
+    ("config/load", ("opscan.scan", "opscan.db", "opscan.trace", "opscan.targets", "opscan.pipeline",
+                     "opscan.commands", "opscan.config.checks")),
     # The plan owns its cost model (plan/cost.py); config reads it from there, never the reverse.
-    ("plan", ("opscan.config", "opscan.scan", "opscan.trace", "opscan.db", "opscan.reporters", "opscan.app",
+    ("plan", ("opscan.config", "opscan.scan", "opscan.trace", "opscan.db", "opscan.reporters", "opscan.pipeline",
               "opscan.cli")),
     # The project index (opscan/index/) is read by the scan and by targets/: it imports neither.
     ("index", ("opscan.scan", "opscan.targets", "opscan.trace", "opscan.db", "opscan.plan", "opscan.reporters",
-               "opscan.app", "opscan.cli", "opscan.zoo", "opscan.phases", "opscan.commands")),
-    ("zoo/render", ("opscan.plan", "opscan.verdict", "opscan.gate", "opscan.scan", "opscan.db")),
+               "opscan.pipeline", "opscan.cli", "opscan.zoo", "opscan.commands")),
+    ("zoo/render", ("opscan.plan", "opscan.assess.verdict", "opscan.assess.gate", "opscan.scan", "opscan.db")),
     # targets/ build models for the engine below them; the zoo's orchestration and the commands are above.
-    ("targets", ("opscan.zoo", "opscan.scan", "opscan.db", "opscan.plan", "opscan.reporters", "opscan.app",
-                 "opscan.cli", "opscan.commands", "opscan.phases", "opscan.isolation",
-                 "opscan.outcome")),
+    ("targets", ("opscan.zoo", "opscan.scan", "opscan.db", "opscan.plan", "opscan.reporters", "opscan.pipeline",
+                 "opscan.cli", "opscan.commands", "opscan.containment.process", "opscan.containment.outcome")),
 ])
 def test_stages_do_not_import_each_other(stage, forbidden):
     for path in _stage_files(stage):
@@ -154,15 +150,15 @@ def test_targets_package_and_folders_import_nothing_heavy():
 
 
 def test_the_parent_of_a_trace_does_not_import_torch_or_the_targets_loader():
-    """`opscan PATH` traces in a child (opscan/isolation.py): the parent checks that torch is there
+    """`opscan PATH` traces in a child (opscan/containment/process.py): the parent checks that torch is there
     without importing it, and builds nothing (opscan/targets/loader.py is the child's)."""
     code = """
 import json, sys
 from pathlib import Path
-import opscan.outcome
-from opscan import phases
+import opscan.containment.outcome
+from opscan.pipeline import phases
 from opscan.config import ModelConfig
-opscan.outcome.trace_isolated = lambda options, limits: options["target"]
+opscan.containment.outcome.trace_isolated = lambda options, limits: options["target"]
 print(json.dumps([phases.trace(ModelConfig(target="m.py:build"), Path("."), None, None),
                   "torch" in sys.modules, "opscan.targets.loader" in sys.modules]))
 """
@@ -175,16 +171,22 @@ print(json.dumps([phases.trace(ModelConfig(target="m.py:build"), Path("."), None
 
 
 def test_one_module_assesses_and_one_isolates():
-    """Coverage, caveats, tasks and the verdict are computed in opscan/assess.py only (for `opscan
-    PATH`, `opscan trace` and every zoo row); opscan/isolation.py only runs a child process."""
+    """Coverage, caveats, tasks and the verdict are computed in opscan/assess/assessment.py only (for
+    `opscan PATH`, `opscan trace` and every zoo row); opscan/containment/process.py only runs a child
+    process, and the containment's mechanism (policy, namespaces, Landlock, supervisor) is stdlib."""
     calls = re.compile(r"(?<![\w.])(?:judge|build_tasks|op_caveats|annotate)\(")
     callers = sorted(path.relative_to(PKG).as_posix() for path in PKG.rglob("*.py")
                      if path.name not in ("verdict.py",) and path.parent.name not in ("plan",)
                      and any(not line.lstrip().startswith(("def ", "#", "`")) and calls.search(line)
                              for line in path.read_text(encoding="utf-8").splitlines()))
-    assert callers == ["assess.py", "db/caveats.py"]   # db/caveats.py: op_caveats for loose usages
-    assert _opscan_imports(PKG / "isolation.py") <= {"opscan", "opscan.errors", "opscan.containment"}
-    assert _opscan_imports(PKG / "containment.py") <= {"opscan.records"}   # stdlib; records for one line
+    assert callers == ["assess/assessment.py", "db/caveats.py"]   # db/caveats.py: op_caveats for loose usages
+    assert _opscan_imports(PKG / "containment" / "process.py") <= {"opscan", "opscan.errors", "opscan.containment"}
+    for name in ("policy", "namespaces", "rootfs", "landlock", "seccomp", "limits", "cgroup", "supervisor",
+                 "__main__"):   # stdlib; records for one line
+        imports = _opscan_imports(PKG / "containment" / f"{name}.py")
+        assert {i for i in imports if not _within(i, ("opscan.containment",))} <= {"opscan.records"}, name
+    imports = _opscan_imports(PKG / "containment" / "allowlist.py")   # and where opscan's data is
+    assert {i for i in imports if not _within(i, ("opscan.containment",))} <= {"opscan.resources"}
 
 
 # --- public seams (issue 37) --------------------------------------------------------------------------
@@ -257,7 +259,7 @@ def test_the_private_name_check_sees_both_forms(tmp_path, monkeypatch):
 def test_reporters_read_the_report_not_the_analysis():
     """A reporter imports the records, the errors, other reporters and the baseline's fingerprints
     (SARIF's partialFingerprints) only: nothing that analyses, discovers, traces or judges."""
-    allowed = ("opscan.records", "opscan.errors", "opscan.reporters", "opscan.baseline")
+    allowed = ("opscan.records", "opscan.errors", "opscan.reporters", "opscan.assess.baseline")
     for path in _stage_files("reporters"):
         bad = {name for name in _opscan_imports(path) if not name.startswith(allowed)}
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
@@ -303,12 +305,114 @@ def test_one_writer_of_command_output():
 
 def test_the_scan_command_loads_no_child_process_machinery():
     """`opscan scan` (the pre-commit hook) shares commands/flags.py with the commands that run model
-    code; building its parser imports neither opscan/isolation.py nor multiprocessing (start-up)."""
+    code; building its parser imports neither opscan/containment/ nor multiprocessing (start-up)."""
     import json
     import subprocess
 
     code = ("import json, sys\nfrom opscan.cli import build_parser\nbuild_parser('scan')\n"
-            "print(json.dumps([m in sys.modules for m in ('opscan.commands.flags', 'opscan.isolation', "
+            "print(json.dumps([m in sys.modules for m in ('opscan.commands.flags', 'opscan.containment.process', "
             "'opscan.containment', 'multiprocessing')]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert json.loads(out.stdout) == [True, False, False, False]
+
+
+# --- the layout (issue 45) ----------------------------------------------------------------------------
+
+# The root holds entry points and foundations only; every other module is in the package of its phase
+# (docs/architecture.md, "Where a new module goes").
+ROOT_MODULES = frozenset({"__init__", "__main__", "cli", "errors", "resources", "fsutil", "strict_yaml"})
+PHASE_PACKAGES = ("records", "config", "index", "scan", "targets", "trace", "containment", "db", "plan", "assess",
+                  "pipeline", "reporters", "commands", "fix", "workflow", "zoo")
+# Who may import the pipeline: the commands, and the orchestrators that run its steps (issue 45: the zoo
+# and `opscan fix` call the pipeline's steps instead of rebuilding them).
+PIPELINE_USERS = ("opscan.cli", "opscan.__main__", "opscan.commands", "opscan.pipeline", "opscan.zoo", "opscan.fix")
+# The stages below the pipeline: they never import it, the commands, nor the orchestrators above them.
+BELOW_PIPELINE = ("opscan.records", "opscan.errors", "opscan.config", "opscan.index", "opscan.scan", "opscan.targets",
+                  "opscan.trace", "opscan.containment", "opscan.db", "opscan.plan", "opscan.assess",
+                  "opscan.reporters")
+ABOVE_THEM = ("opscan.cli", "opscan.__main__", "opscan.commands", "opscan.pipeline", "opscan.zoo", "opscan.workflow")
+# containment/ runs project code contained: it reads records and errors, never the stages that analyse.
+# outcome.py names the child's trace function and says what project code built the model (targets/);
+# allowlist.py puts opscan's own data (the resources module finds it) in the child's files.
+CONTAINMENT_EXCEPTIONS = frozenset({("opscan.containment.outcome", "opscan.targets.loader"),
+                                    ("opscan.containment.outcome", "opscan.targets.project_code"),
+                                    ("opscan.containment.allowlist", "opscan.resources")})
+
+
+def _within(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def layout_problems() -> list[str]:
+    """Modules at the root beyond ROOT_MODULES, and phase packages that are missing."""
+    extra = sorted({path.stem for path in PKG.glob("*.py")} - ROOT_MODULES)
+    missing = [name for name in PHASE_PACKAGES if not (PKG / name / "__init__.py").is_file()]
+    return [f"opscan/{name}.py: at the root (move it into its phase's package)" for name in extra] + \
+        [f"opscan/{name}/: no such package" for name in missing]
+
+
+def direction_problems() -> list[str]:
+    """Imports against the one direction: commands -> pipeline -> {config, scan, trace, db, plan, assess, ...}
+    -> {records, errors}, at any level (function-level imports included)."""
+    found = []
+    for importer, imported in sorted(import_graph().edges):
+        if _within(importer, ("opscan.records",)) and not _within(imported, ("opscan.records",)):
+            found.append(f"{importer} -> {imported}: records import nothing of opscan but records")
+        elif importer == "opscan.errors":
+            found.append(f"{importer} -> {imported}: errors import nothing of opscan")
+        elif _within(importer, ("opscan.containment",)) and not _within(
+                imported, ("opscan.containment", "opscan.records", "opscan.errors")) and imported != "opscan" \
+                and (importer, imported) not in CONTAINMENT_EXCEPTIONS:
+            found.append(f"{importer} -> {imported}: containment reads records and errors only")
+        elif _within(importer, BELOW_PIPELINE) and _within(imported, ABOVE_THEM):
+            found.append(f"{importer} -> {imported}: a stage imports what stands above it")
+        elif _within(imported, ("opscan.pipeline",)) and not _within(importer, PIPELINE_USERS):
+            found.append(f"{importer} -> {imported}: only the commands and the orchestrators run the pipeline")
+        elif _within(imported, ("opscan.commands", "opscan.cli")) and not _within(
+                importer, ("opscan.commands", "opscan.cli", "opscan.__main__")):
+            found.append(f"{importer} -> {imported}: nothing imports the commands")
+    return found
+
+
+def test_the_root_keeps_entry_points_and_foundations_and_each_phase_has_its_package():
+    assert layout_problems() == []
+
+
+def test_imports_go_one_way():
+    assert direction_problems() == []
+
+
+def test_the_layout_checks_find_planted_violations(tmp_path, monkeypatch):
+    """Each check fails on a planted violation: a module at the root, a missing phase package, records
+    importing the scan, containment importing the trace, the scan importing the pipeline, the
+    trace importing the zoo, the plan importing a command."""
+    package = tmp_path / "opscan"
+    package.mkdir()
+    for name in ROOT_MODULES:
+        (package / f"{name}.py").write_text("")
+    for name in PHASE_PACKAGES:
+        if name != "workflow":
+            (package / name).mkdir()
+            (package / name / "__init__.py").write_text("")
+    (package / "helpers.py").write_text("")
+    (package / "records" / "report.py").write_text("from opscan.scan import engine\n")
+    (package / "scan" / "engine.py").write_text("def run():\n    from opscan.pipeline import phases\n")
+    (package / "pipeline" / "phases.py").write_text("")
+    (package / "containment" / "process.py").write_text("import opscan.trace.tracer\n")
+    (package / "trace" / "tracer.py").write_text("from opscan.zoo import jobs\n")
+    (package / "zoo" / "jobs.py").write_text("from opscan.pipeline import phases\n")   # allowed: an orchestrator
+    (package / "plan" / "cost.py").write_text("from opscan.commands.flags import codes\n")
+    (package / "commands" / "flags.py").write_text("from opscan.pipeline import phases\n")   # allowed
+    (package / "containment" / "outcome.py").write_text("from opscan.targets import loader\n")   # allowed
+    (package / "targets" / "loader.py").write_text("")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "PKG", package)
+    assert layout_problems() == ["opscan/helpers.py: at the root (move it into its phase's package)",
+                                 "opscan/workflow/: no such package"]
+    assert [line.split(":")[0] for line in direction_problems()] == [
+        "opscan.containment.process -> opscan.trace.tracer",
+        "opscan.plan.cost -> opscan.commands.flags",
+        "opscan.records.report -> opscan.scan.engine",
+        "opscan.scan.engine -> opscan.pipeline.phases",
+        "opscan.trace.tracer -> opscan.zoo.jobs",
+    ]

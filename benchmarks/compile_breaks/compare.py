@@ -11,7 +11,7 @@ last and never tuned on):
     eagerly. Recorded per region (the line of the torch.compile call or decorator): explain's
     graph_count, graph_break_count and each break reason's innermost frame in the script (line).
     This harness shares no code with opscan.
-  - opscan: `opscan run --format json --exit-zero -- python SCRIPT` (the isolated child, the imitated
+  - opscan: `opscan run --format json --exit-zero -- python SCRIPT` (the contained child, the imitated
     neuron device, fake tensors); its `compile.torch_compile.regions`.
   - the same script with torch.compile made the identity (so the run is the one opscan made before
     it explained anything): the time the graph-break check adds.

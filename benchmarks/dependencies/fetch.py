@@ -50,6 +50,26 @@ PACKAGES: list[tuple[str, str, str, str, str]] = [
 ]
 
 
+def _direct(requirement: str, filename: str) -> Path | None:
+    """The sdist downloaded as a file from pip's configured index (no build step runs: `pip download`
+    of an sdist prepares its metadata, which runs the package's build backend); None when the index
+    does not list it (then pip downloads it, as before)."""
+    import urllib.request
+
+    sys.path.insert(0, str(HERE.parents[1] / "tools"))
+    from gather_torch_constraints import files, index_url  # pip's index, read at run time
+
+    name = requirement.split("==", 1)[0]
+    url = next((u for f, u in files(index_url(), name) if f == filename), None)
+    if url is None:
+        return None
+    target = recall_fetch.DOWNLOADS / filename
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with urllib.request.urlopen(url.split("#", 1)[0], timeout=300) as response:
+        target.write_bytes(response.read())
+    return target
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check that every package is unpacked")
@@ -64,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         dest = CORPUS / name
         if dest.is_dir():
             continue
-        archive = recall_fetch._download(requirement, filename, _SDIST)
+        archive = _direct(requirement, filename) or recall_fetch._download(requirement, filename, _SDIST)
         got = recall_fetch._sha256(archive)
         if got != sha:
             archive.unlink()

@@ -45,7 +45,7 @@ def _tree(base: Path, kind: str, count: int) -> Path:
 def _time_in_process(root: Path, runs: int) -> float:
     sys.path.insert(0, str(ROOT))
     from opscan.config import Config
-    from opscan.phases import dependency_context
+    from opscan.pipeline.phases import dependency_context
     from opscan.scan.engine import scan_paths
     from opscan.scan.rules import load_rules
 

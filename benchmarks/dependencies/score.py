@@ -23,13 +23,15 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from opscan.config import Config  # noqa: E402
-from opscan.phases import dependency_context  # noqa: E402
+from opscan.pipeline.phases import dependency_context  # noqa: E402
 from opscan.scan.engine import scan_paths  # noqa: E402
 
 SETS = {
     "fixtures": (ROOT / "tests" / "scan" / "manifests", HERE / "labels_fixtures.csv", None),
     "dev": (HERE / "corpus", HERE / "labels_dev.csv", HERE / "files_dev.txt"),
     "heldout": (HERE / "corpus", HERE / "labels_heldout.csv", HERE / "files_heldout.txt"),
+    # the second held-out part (issue #43, HELDOUT2.md): fetch_heldout2.py copies its files
+    "heldout2": (HERE / "corpus" / "heldout2", HERE / "labels_heldout2.csv", HERE / "files_heldout2.txt"),
 }
 
 
@@ -57,16 +59,19 @@ def score(name: str) -> dict:
     result = scan_paths(root, [root / f for f in files], jobs=1, check_fixes=False, deps=deps)
     found: dict[tuple[str, int], list[str]] = {}
     for finding in result.findings:
-        if finding.category == "dependency" or finding.rule == "OPS000":
+        if finding.category == "dependency" or finding.rule in ("OPS000", "OPS001"):
             found.setdefault((finding.location.path, finding.location.line), []).append(
                 f"{finding.rule} {finding.severity}")
     hit = sorted(k for k in labels if k in found)
     miss = sorted(k for k in labels if k not in found)
     extra = sorted((k, v) for k, v in found.items() if k not in labels and k[0] in files)
     wrong_errors = [(k, v) for k, v in extra if any(r.startswith(("OPS501 error", "OPS502 error")) for r in v)]
+    # every error on an unlabelled line, for the hand classification (HELDOUT2.md, "Scoring")
+    unlabelled_errors = [(k, v) for k, v in extra if any(" error" in r for r in v)]
     return {"set": name, "files": len(files), "labels": len(labels), "found": len(hit),
             "recall": len(hit) / len(labels) if labels else 1.0, "missed": miss, "extra": extra,
-            "errors_on_admitting_specifiers": wrong_errors, "labels_by_key": labels}
+            "errors_on_admitting_specifiers": wrong_errors, "unlabelled_errors": unlabelled_errors,
+            "labels_by_key": labels}
 
 
 def main() -> int:
@@ -76,7 +81,8 @@ def main() -> int:
     out = score(args.set)
     print(f"{out['set']}: {out['files']} files, {out['labels']} labelled lines, found {out['found']} "
           f"(recall {out['recall']:.0%}); {len(out['extra'])} finding line(s) without a label; "
-          f"{len(out['errors_on_admitting_specifiers'])} OPS501/OPS502 error(s) on unlabelled lines")
+          f"{len(out['errors_on_admitting_specifiers'])} OPS501/OPS502 error(s) on unlabelled lines; "
+          f"{len(out['unlabelled_errors'])} unlabelled line(s) with an error")
     for key in out["missed"]:
         print(f"  missed {key[0]}:{key[1]}  ({out['labels_by_key'][key]})")
     for key, rules in out["extra"]:

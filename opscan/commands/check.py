@@ -17,6 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", action="append", metavar="TARGET", default=None,
                         help="trace this model instead of the configured ones (file.py:NAME, "
                              "module:NAME, hf:PATH, timm:NAME); repeatable")
+    parser.add_argument("--entry", metavar="COMMAND", default=None,
+                        help="the training command whose step is traced (e.g. \"python pretrain.py --model "
+                             "vit_base\"), instead of the one found by reading the project (default: "
+                             "[tool.opscan] entry, else the best found; docs/check.md)")
     parser.add_argument("--mode", choices=("train", "inference", "both"), default=None,
                         help="trace mode for every model (default: as configured, else train)")
     add_backend_argument(parser)   # one --backend RELEASE and one --db FILE meaning in every command
@@ -55,15 +59,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_effective_config(args: argparse.Namespace):
     """[tool.opscan] for args.path with the command-line flags applied on top."""
-    from opscan.app import with_models
+    from opscan.pipeline.analyse import with_models
     from opscan.config import parse_fail_on
-    from opscan.config_checks import load_checked_config
+    from opscan.config.checks import load_checked_config
     from opscan.errors import InputError
 
     target = Path(args.path)
     if not target.exists():
         raise InputError("no such file or folder", path=str(target))
-    config = load_checked_config(target)   # the release and the rule selectors checked with the file
+    config = load_checked_config(target, tolerant=True)   # the release and the rule selectors checked with the file
     config = config.override(
         backend=args.backend,
         db=Path(args.db).resolve() if getattr(args, "db", None) else None,
@@ -72,7 +76,7 @@ def load_effective_config(args: argparse.Namespace):
         ignore=codes(getattr(args, "ignore", None)),
     )
     if getattr(args, "backend", None):   # checked now, as the config's `backend` is, not when a trace first needs it
-        from opscan.config_checks import backend_problem
+        from opscan.config.checks import backend_problem
         from opscan.errors import UsageError
 
         problem = backend_problem(args.backend, config.db)
@@ -90,14 +94,14 @@ def _scan_options(args: argparse.Namespace):
     """`--environment`: the scan reads that environment's installed metadata (None: the defaults)."""
     if not getattr(args, "environment", None):
         return None
-    from opscan.phases import ScanOptions
+    from opscan.pipeline.phases import ScanOptions
 
     return ScanOptions(environment=args.environment)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the whole analysis of args.path and print it."""
-    from opscan.app import RunOptions, analyse
+    from opscan.pipeline.analyse import RunOptions, analyse
     from opscan.commands.flags import isolation_from
 
     config = load_effective_config(args)
@@ -106,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         trust_remote_code=getattr(args, "trust_remote_code", False), mode=getattr(args, "mode", None),
         limits=isolation_from(args),   # each model's code runs in a contained child process (docs/reliability.md)
         scan=_scan_options(args),
-        project_code=not getattr(args, "no_project_code", False))
+        project_code=not getattr(args, "no_project_code", False), entry=getattr(args, "entry", None) or "")
     errors = []   # models that could not be checked; the verdict carries them (Verdict.unchecked)
     with progress() as update:
         report = analyse(Path(args.path), config, options, progress=update, on_error=errors.append)

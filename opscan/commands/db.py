@@ -331,11 +331,11 @@ def _probe(args: argparse.Namespace) -> int:
 
 
 def _contained(args: argparse.Namespace, func: str, kwargs: dict):
-    """`func(**kwargs)` in the contained child (opscan/isolation.py; docs/reliability.md), or in this
+    """`func(**kwargs)` in the contained child (opscan/containment/process.py; docs/reliability.md), or in this
     process with --in-process; the probe's own errors come back as they were raised."""
     from opscan.commands.flags import isolation_from
-    from opscan.isolation import run
-    from opscan.outcome import result_of
+    from opscan.containment.process import run
+    from opscan.containment.outcome import result_of
 
     limits = isolation_from(args)
     if limits is None:

@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from opscan.commands.flags import codes
-    from opscan.config_checks import load_checked_config
+    from opscan.config.checks import load_checked_config
     from opscan.fix import fix_paths
 
     targets = [Path(p) for p in args.paths] or [Path(".")]

@@ -1,7 +1,7 @@
 """Flags several commands share, defined once so they mean the same everywhere (docs/check.md, "Flags"):
 the release (--backend, --db) and the limits of the child process that runs model code
-(--timeout, --max-memory, --in-process; the child itself is opscan/isolation.py) and its
-containment (--pass-env, --require-containment; opscan/containment.py).
+(--timeout, --max-memory, --in-process; the child itself is opscan/containment/process.py) and its
+containment (--pass-env, --require-containment; opscan/containment/).
 
 It is also the one module of the helpers the commands share (docs/architecture.md): rule codes of
 --select / --ignore (`codes`), the progress display (`progress`), the one report writer
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import re
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ from opscan.reporters import REPORTERS
 
 if TYPE_CHECKING:   # imported where used: `opscan scan` (the pre-commit hook) loads this module too
     from opscan.containment import Policy
-    from opscan.isolation import Limits
+    from opscan.containment.process import Limits
 
 FORMATS = tuple(REPORTERS)   # --format of a Report: one per reporter (opscan/reporters/__init__.py)
 BACKEND_HELP = ("coverage-database release to check against, e.g. torchneuron==2.33.0 or 2.33.0 "
@@ -68,12 +69,12 @@ def retire_flag(parser: argparse.ArgumentParser, old: str, hint: str) -> None:
     parser.add_argument(old, nargs="?", action=_Retired, help=argparse.SUPPRESS)
 
 
-# --- limits of the child process that runs model code (opscan/isolation.py) ---------------------
+# --- limits of the child process that runs model code (opscan/containment/process.py) ---------------------
 
 def add_limit_arguments(parser, *, default_timeout: float | None = None, in_process: bool = True) -> None:
     """--timeout / --max-memory (and --in-process) of every command that runs model code
-    (`default_timeout`: isolation.DEFAULT_TIMEOUT when None)."""
-    from opscan.isolation import DEFAULT_TIMEOUT
+    (`default_timeout`: process.DEFAULT_TIMEOUT when None)."""
+    from opscan.containment.process import DEFAULT_TIMEOUT
 
     default_timeout = DEFAULT_TIMEOUT if default_timeout is None else default_timeout
     parser.add_argument("--timeout", metavar="SECONDS", default=f"{default_timeout:g}",
@@ -96,21 +97,27 @@ def add_containment_arguments(parser) -> None:
     parser.add_argument("--scratch-size", metavar="SIZE", default=None,
                         help="size of the child's scratch folder, the only place it may write "
                         "(a memory-backed tmpfs; default 2G)")
+    parser.add_argument("--allow-read", metavar="PATH", action="append", default=[],
+                        help="let the child read this file or folder too (repeatable; a data set, a "
+                        "model outside the project); otherwise it reads only what it needs to run")
+    parser.add_argument("--max-processes", metavar="N", type=positive_int, default=None,
+                        help="processes and threads the child's whole tree may have (default 512)")
     parser.add_argument("--require-containment", action="store_true",
                         help="exit 2 instead of running project code when a part of the containment "
-                        "(environment, network, files, processes) cannot be had on this machine")
+                        "(environment, network, files, ipc, keyring, processes, limits) cannot be had "
+                        "on this machine")
 
 
 def limits_from(args, start_method: str = "spawn") -> Limits:
     """Limits from parsed --timeout / --max-memory (UsageError for bad values)."""
-    from opscan.isolation import DEFAULT_TIMEOUT, Limits, default_max_memory
+    from opscan.containment.process import DEFAULT_TIMEOUT, Limits, default_max_memory
 
     timeout = parse_timeout(str(getattr(args, "timeout", DEFAULT_TIMEOUT)))
     raw = getattr(args, "max_memory", None)
     limits = Limits(timeout=timeout, max_memory=parse_size(raw) if raw is not None else default_max_memory(),
                     start_method=start_method, containment=policy_from(args))
     if limits.containment.require and not getattr(args, "in_process", False):
-        from opscan.isolation import check_containment
+        from opscan.containment.process import check_containment
 
         check_containment(limits)   # ContainmentError (exit 2) before any project code runs
     return limits
@@ -122,8 +129,22 @@ def policy_from(args) -> Policy:
     for name in names:
         if not name or "=" in name or not name.replace("_", "a").isalnum():
             raise UsageError(f"--pass-env {name!r}: not an environment variable name (give the name, not NAME=VALUE)")
-    from opscan.containment import SCRATCH_SIZE, Policy
+    from opscan.containment import MAX_PROCESSES, SCRATCH_SIZE, Policy
 
+    from opscan.containment import named_paths
+
+    readable = []
+    for path in getattr(args, "allow_read", None) or ():
+        if not os.path.exists(path):
+            raise UsageError(f"--allow-read {path!r}: no such file or folder")
+        readable.append(os.path.abspath(path))
+    named = [getattr(args, "target", None), *(getattr(args, "model", None) or ()), getattr(args, "report", None),
+             *(getattr(args, "script_command", None) or ()), *(getattr(args, "selection", None) or ())]
+    # what the user named (a trace target, a model folder, a script): the child reads it
+    readable += named_paths([str(word) for word in named if word], os.getcwd(), dict(os.environ))
+    processes = getattr(args, "max_processes", None) or MAX_PROCESSES
+    if processes < 8:
+        raise UsageError(f"--max-processes {processes}: at least 8 (Python and torch start threads of their own)")
     raw = getattr(args, "scratch_size", None)
     size = SCRATCH_SIZE
     if raw is not None:
@@ -133,7 +154,8 @@ def policy_from(args) -> Policy:
         size = int(float(match[1]) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[match[2].lower()])
         if size < 1 << 20:
             raise UsageError(f"--scratch-size {raw}: at least 1M")
-    return Policy(pass_env=names, require=bool(getattr(args, "require_containment", False)), scratch_size=size)
+    return Policy(pass_env=names, require=bool(getattr(args, "require_containment", False)), scratch_size=size,
+                  readable=tuple(dict.fromkeys(readable)), max_processes=processes)
 
 
 def isolation_from(args) -> Limits | None:
@@ -253,8 +275,8 @@ def gate(report, fail_on: tuple[str, ...], exit_zero: bool, allow_unchecked: boo
          quiet: bool = False) -> int:
     """Exit code for `report`: 2 when a model given could not be checked (unless allow_unchecked),
     1 when a --fail-on condition is met (reasons on stderr unless `quiet`: the output has them),
-    else 0 (opscan/gate.py)."""
-    from opscan.gate import could_not_check, failures
+    else 0 (opscan/assess/gate.py)."""
+    from opscan.assess.gate import could_not_check, failures
 
     reasons = failures(report, fail_on)
     for reason in reasons if not quiet else ():

@@ -2,7 +2,7 @@
 
 Candidates come from opscan/targets/discovery.py (read, not run). When none is traceable as it is, the
 ways to build the repository's model with no configuration (`repo:` targets) are tried, each traced
-once in the sandbox child as `opscan REPO` does, and the ones that worked are written. The `[[tool.opscan.models]]`
+once in the contained child as `opscan REPO` does, and the ones that worked are written. The `[[tool.opscan.models]]`
 blocks are appended to the file that holds the project's opscan configuration (pyproject.toml, or
 opscan.toml; a new opscan.toml when the project has neither): existing text is kept byte for byte,
 targets already configured are not added again, and the new text is parsed before it is written.
@@ -18,7 +18,7 @@ from pathlib import Path
 from opscan.targets.recipes import REPO_KINDS
 
 HELP = ("find the models of PATH and add them to [[tool.opscan.models]]; when none can be traced as it is, "
-        "tries to build them, which runs project code in an isolated child process (--no-build: only read)")
+        "tries to build them, which runs project code in a contained child process (--no-build: only read)")
 MARK = "# Models found by `opscan init` (docs/check.md). Remove the ones you do not want traced."
 
 
@@ -107,7 +107,7 @@ def _without_models(data: dict, path: Path) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """Print the candidates; append the traceable ones to the configuration (unless --dry-run)."""
-    from opscan.app import relative_root
+    from opscan.pipeline.analyse import relative_root
     from opscan.targets.discovery import FACTORY_HINT, candidates, direct, toml_lines
     from opscan.errors import InputError
     from opscan.fsutil import atomic_write
@@ -174,14 +174,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _built(discovery, root: Path, limits) -> list:
-    """The `repo:` targets tried as `opscan REPO` tries them (traced in the sandbox child): the ones
+    """The `repo:` targets tried as `opscan REPO` tries them (traced in the contained child): the ones
     that worked are ready, with how they were found; the others carry their one-line reason."""
     from dataclasses import replace
 
     from opscan.config import ModelConfig
     from opscan.targets.tries import ZeroConfig
     from opscan.errors import TraceError
-    from opscan.phases import trace
+    from opscan.pipeline.phases import trace
 
     tries, out = ZeroConfig(discovery), []
     by_target = {c.target: c for c in discovery.candidates}

@@ -131,7 +131,7 @@ def _run_pair(args, command, settings):
     from dataclasses import replace
 
     from opscan.commands.flags import policy_from
-    from opscan.isolation import Limits, check_containment
+    from opscan.containment.process import Limits, check_containment
     from opscan.workflow.script_runs import run_pair
 
     target = args.target_device or settings.target_device or "neuron"

@@ -42,8 +42,8 @@ def _read_report(path: str):
 
 def _scan(path: Path):
     """Analyse PATH as `opscan PATH` does; the checklist reads the finished Report."""
-    from opscan.app import analyse
-    from opscan.config_checks import load_checked_config
+    from opscan.pipeline.analyse import analyse
+    from opscan.config.checks import load_checked_config
     from opscan.workflow.preflight import from_report
 
     if not path.exists():

@@ -68,7 +68,7 @@ def _test(args: argparse.Namespace) -> int:
     from opscan.fix.examples import check_autofix   # `autofix` before/after examples (docs/fix.md)
 
     from opscan.config import Config
-    from opscan.phases import dependency_context
+    from opscan.pipeline.phases import dependency_context
 
     deps = dependency_context(Config(Path.cwd()))   # manifest examples: the newest TorchNeuron release's pairing
     for rule in rules:

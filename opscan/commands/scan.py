@@ -1,6 +1,6 @@
 """`opscan scan`: the source-only view of `opscan PATH` (reads source only, never runs it).
 
-It runs the same analysis as `opscan PATH --no-trace` (opscan/app.py `analyse`): the same
+It runs the same analysis as `opscan PATH --no-trace` (opscan/pipeline/analyse.py `analyse`): the same
 `[tool.opscan]` config, file selection, rules (OPS003 included), baseline, verdict, `--fail-on`
 words and exit codes. What it adds are conveniences for scanning part of a tree: several PATHs
 (the pre-commit hook passes the staged files), `--root`, `--jobs`, the scan cache flags and
@@ -84,9 +84,9 @@ def _root_and_paths(args: argparse.Namespace) -> tuple[Path, tuple[Path, ...]]:
 def build_config(args: argparse.Namespace, root: Path):
     """[tool.opscan] that applies to `root`, with this command's flags on top (as `opscan PATH` does)."""
     from opscan.config import parse_fail_on
-    from opscan.config_checks import load_checked_config
+    from opscan.config.checks import load_checked_config
 
-    config = load_checked_config(root)
+    config = load_checked_config(root, tolerant=True)
     return config.override(
         fail_on=parse_fail_on(args.fail_on) if args.fail_on else None,
         select=codes(args.select),
@@ -109,10 +109,10 @@ def _dedupe(folders: tuple[Path, ...]) -> tuple[Path, ...]:
 
 def build_report(args: argparse.Namespace):
     """The source-only Report for parsed arguments, and the effective config."""
-    from opscan.app import RunOptions, analyse
+    from opscan.pipeline.analyse import RunOptions, analyse
     from opscan.errors import UsageError
-    from opscan.phases import ScanOptions
-    from opscan.verdict import SOURCE_ONLY
+    from opscan.pipeline.phases import ScanOptions
+    from opscan.assess.verdict import SOURCE_ONLY
 
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
             from opscan.errors import UsageError
 
             raise UsageError("--concise is a terminal view: drop --format / --output")
-        from opscan.gate import failures
+        from opscan.assess.gate import failures
 
         met = [] if args.exit_zero else [c for c in config.fail_on if failures(report, (c,))]
         render(report, sys.stdout, met)   # the gate's conditions in its one line

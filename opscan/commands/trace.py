@@ -78,7 +78,7 @@ def configured_release(backend: str | None, db: str | None) -> tuple[str | None,
     """
     if backend is not None and db is not None:
         return backend, db
-    from opscan.config_checks import load_checked_config
+    from opscan.config.checks import load_checked_config
 
     config = load_checked_config(Path.cwd())
     if backend is None:
@@ -123,7 +123,7 @@ def _models(args: argparse.Namespace) -> tuple[list, Path]:
 
 def _configured_models():
     try:
-        from opscan.config_checks import load_checked_config
+        from opscan.config.checks import load_checked_config
     except ImportError:
         return (), Path.cwd()
     config = load_checked_config(Path.cwd())
@@ -131,12 +131,12 @@ def _configured_models():
 
 
 def run(args: argparse.Namespace) -> int:
-    """Trace, assess (opscan/assess.py, as `opscan PATH` does), render, and exit 0 (complete) or 1
+    """Trace, assess (opscan/assess/assessment.py, as `opscan PATH` does), render, and exit 0 (complete) or 1
     (a trace stopped early; its partial list is shown)."""
     from opscan.assess import assess
     from opscan.commands.flags import isolation_from, render_report
-    from opscan.outcome import trace_isolated
-    from opscan.phases import at_real_size, tracer_options
+    from opscan.containment.outcome import trace_isolated
+    from opscan.pipeline.phases import at_real_size, tracer_options
 
     limits = isolation_from(args)
     models, root = _models(args)

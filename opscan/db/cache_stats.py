@@ -49,7 +49,7 @@ def difference(before: dict[str, int] | None, after: dict[str, int] | None) -> d
 
 def forecast(report: Path) -> list[tuple[str, int]]:
     """(what, compiles) the report's JSON forecasts: `compile.estimate.counts` (NOTE [compile counts]
-    in opscan/compile_check.py: the first step's eager signatures, a later step's new ones, the
+    in opscan/assess/compile_check.py: the first step's eager signatures, a later step's new ones, the
     torch.compile graphs); a report written without an estimate: the first step's signatures."""
     try:
         doc = json.loads(Path(report).read_text(encoding="utf-8"))

@@ -32,7 +32,7 @@ __all__ = ["CONFIDENCES", "NO_KERNEL_MODES", "DtypeFallback", "Entry", "KnownFai
 class Release:
     """A backend release as the database knows it. Build with `opscan.db.load_release`.
 
-    The one coverage protocol: everything that judges traced ops (opscan/assess.py, the zoo's
+    The one coverage protocol: everything that judges traced ops (opscan/assess/assessment.py, the zoo's
     rows and op ranking) asks a Release: `lookup(op)`, `status(op)`, `spec`, `key`, `profile()`.
     """
 

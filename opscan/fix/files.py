@@ -1,7 +1,7 @@
 """Runs `opscan fix` over files: the scan picks the files, each is re-read, fixed and written safely.
 
 # NOTE [fix writes]
-# 1. The scan (`opscan.phases.scan`, the same config, file selection and rule selection as
+# 1. The scan (`opscan.pipeline.phases.scan`, the same config, file selection and rule selection as
 #    `opscan PATH`) finds the files that have a fixable finding; nothing else is read again.
 # 2. Each such file is read once (bytes B) and scanned again from B (`scan_source`, pure), so the
 #    positions the codemods use are those of exactly the bytes being rewritten.
@@ -120,7 +120,7 @@ def fix_paths(targets: Iterable[str | os.PathLike[str]], config_for: Callable[[P
         probe: torch lookup for replacements (default: the installed torch).
         jobs: worker processes for the files to rewrite (default: the CPUs; results are the same).
     """
-    from opscan.phases import ScanOptions, scan
+    from opscan.pipeline.phases import ScanOptions, scan
     from opscan.scan.fixes import TorchProbe
     from opscan.scan.rules import load_rules
     from opscan.scan.workers import default_jobs

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from opscan.plan.cost import CostConfig
 from opscan.records import Coverage, Fallback, Finding, Location, ModelTrace, OpUsage, Task
-from opscan.plan import grouping, libraries, ordering, sizing, task_kinds
+from opscan.plan import grouping, libraries, ordering, sizing, task_kinds, torch_move
 from opscan.plan.measure import Usage
 
 __all__ = ["build_tasks", "total_days"]
@@ -41,13 +41,9 @@ def _title(draft: grouping.Draft) -> str:
     ops = [u.op for u in draft.ops]
     shown = ", ".join(f"`{op}`" for op in ops[:3]) + (f" and {len(ops) - 3} more" if len(ops) > 3 else "")
     n_ops = f"{len(ops)} op{'s' * (len(ops) != 1)}"
-    paired = sorted({d[1] for d in (sizing.torch_distance(f.subject) for f in draft.findings) if d is not None})
-    torch = "/".join(paired) if paired else "the torch the release pairs with"
-    if paired:   # the subject names every paired minor: show them all ("2.13/2.14")
-        torch = next(f.subject.split(" to ", 1)[1] for f in draft.findings if sizing.torch_distance(f.subject))
-    text = draft.kind.title.format(sites=where, name=draft.name, count=len(ops), n_ops=n_ops, ops=shown,
-                                   torch=torch)
-    return text
+    if draft.kind is task_kinds.TORCH_VERSION_KIND:   # NOTE [torch move]
+        return torch_move.title(draft.findings, where)
+    return draft.kind.title.format(sites=where, name=draft.name, count=len(ops), n_ops=n_ops, ops=shown)
 
 
 def _text(draft: grouping.Draft, book: libraries.Catalog,
@@ -63,6 +59,9 @@ def _text(draft: grouping.Draft, book: libraries.Catalog,
         family = sizing.family_of(draft, book)
         if family is not None:
             return family.replacement, family.why, family.sources
+    if kind is task_kinds.TORCH_VERSION_KIND:   # what moves with torch, and the install lines (NOTE [torch move])
+        action, extra = torch_move.action(kind.action, draft.findings)
+        return action, kind.why, tuple(dict.fromkeys((*kind.sources, *extra)))
     why = kind.why
     if kind in (task_kinds.FALLBACK_KIND, task_kinds.MAYBE_FALLBACK_KIND):   # NOTE [fallback cost] in records.py
         costs = [fallbacks[u.op] for u in draft.ops if u.op in fallbacks]
@@ -105,7 +104,8 @@ def build_tasks(findings: tuple[Finding, ...], traces: tuple[ModelTrace, ...],
     static = grouping.static_shapes(traces)
     if static is not None:
         drafts.append(static)
-    deps = ordering.dependencies({d.id: d.kind.id for d in drafts})
+    upgrade = any(d.kind is task_kinds.TORCH_VERSION_KIND and torch_move.upgrade(d.findings) for d in drafts)
+    deps = ordering.dependencies({d.id: d.kind.id for d in drafts}, upgrade=upgrade)
     tasks = []
     for draft in drafts:
         estimate = sizing.size(draft, cost, usage, book)

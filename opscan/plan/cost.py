@@ -1,7 +1,7 @@
 """The cost model's parameters (`[tool.opscan.cost]`): what one site, file, task, kernel or op costs.
 
 It lives in plan/ so the layers run one way: config reads it from here to check the table
-(opscan/config.py); plan never imports config.
+(opscan/config/load.py); plan never imports config.
 """
 
 from __future__ import annotations

@@ -59,8 +59,16 @@ EDGES: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def dependencies(kinds: dict[str, str]) -> dict[str, tuple[tuple[str, str], ...]]:
-    """For each task id (-> its kind id), the (task id, reason) pairs that must come first, sorted."""
+# When the torch task is an upgrade (a pin of the installed package keeps torch off the pairing:
+# NOTE [torch move] in plan/torch_move.py), it comes before every other task, with this reason.
+UPGRADE = "torch-version"
+UPGRADE_FIRST = ("every other task is done and tested on the torch this upgrade brings: the code, its ops "
+                 "and its libraries are judged for the paired torch")
+
+
+def dependencies(kinds: dict[str, str], upgrade: bool = False) -> dict[str, tuple[tuple[str, str], ...]]:
+    """For each task id (-> its kind id), the (task id, reason) pairs that must come first, sorted.
+    `upgrade`: the torch task moves torch, so it precedes every task (UPGRADE_FIRST)."""
     by_kind: dict[str, list[str]] = {}
     for task_id, kind in kinds.items():
         by_kind.setdefault(kind, []).append(task_id)
@@ -72,6 +80,9 @@ def dependencies(kinds: dict[str, str]) -> dict[str, tuple[tuple[str, str], ...]
                 for other in by_kind.get(before, ()):
                     if other != task_id:
                         deps.setdefault(other, reason)
+        if upgrade and kind != UPGRADE:
+            for other in by_kind.get(UPGRADE, ()):
+                deps.setdefault(other, UPGRADE_FIRST)
         out[task_id] = tuple(sorted(deps.items()))
     return out
 

@@ -3,12 +3,12 @@ code shows, with the arithmetic spelled out (NOTE [effort model]; docs/tasks.md,
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from opscan.records import Location
 from opscan.plan.cost import CostConfig
-from opscan.plan import task_kinds
+from opscan.plan import task_kinds, torch_move
+from opscan.plan.torch_move import torch_distance
 from opscan.plan.grouping import Draft
 from opscan.plan.libraries import Catalog, KernelFamily, Range
 from opscan.plan.measure import Usage
@@ -196,35 +196,19 @@ def _kernel(draft: Draft, cost: CostConfig, usage: Usage, book: Catalog) -> Esti
     return Estimate(low, likely, high, basis)
 
 
-_TORCH_SUBJECT = re.compile(r"^torch (?P<pin>\d+\.\d+) to (?P<paired>\d+\.\d+(?:/\d+\.\d+)*)$")
-
-
-def torch_distance(subject: str) -> tuple[str, str, int] | None:
-    """(pinned minor, nearest paired minor, minor versions between) from an OPS501 subject
-    (`torch 2.0 to 2.13/2.14`, NOTE [torch pins] in scan/dependencies.py); None for other subjects.
-    torch 1.x counts 1.13 -> 2.0 as one step."""
-    match = _TORCH_SUBJECT.match(subject)
-    if not match:
-        return None
-
-    def ordinal(minor: str) -> int:
-        major, rest = (int(p) for p in minor.split("."))
-        return rest if major >= 2 else rest - 14
-
-    pin = ordinal(match["pin"])
-    paired = min(match["paired"].split("/"), key=lambda m: abs(ordinal(m) - pin))
-    return match["pin"], paired, abs(ordinal(paired) - pin)
-
-
 def _torch_move(draft: Draft, cost: CostConfig) -> Estimate:
-    """The torch move: the edits, plus torch-minor-hours per minor version crossed (NOTE [effort model])."""
+    """The torch move: the edits, plus torch-minor-hours per minor version a governing pin must cross
+    (NOTE [effort model]; NOTE [torch move] in plan/torch_move.py: other files' pins are edits only)."""
     edit, text = _edits(draft, cost)
-    distances = [d for d in (torch_distance(f.subject) for f in draft.findings) if d is not None]
     check = cost.task_hours
-    if not distances:
+    farthest = torch_move.upgrade(draft.findings)
+    if farthest is None:
+        others = any(torch_distance(f.subject) for f in draft.findings)
+        why = ("no torch pin to move in the installed package: the pins found are in extras, tests, examples "
+               "or CI files, edits only") if others else "no torch pin to move: the packages only"
         return _scaled(edit + check, cost.mechanical_low, cost.mechanical_high,
-                       f"{text} + {_num(check)} h to check (no torch pin to move: the packages only)", "range")
-    pin, paired, steps = max(distances, key=lambda d: d[2])
+                       f"{text} + {_num(check)} h to check ({why})", "range")
+    pin, paired, steps = farthest
     move = steps * cost.torch_minor_hours
     return _scaled(edit + check + move, cost.mechanical_low, cost.mechanical_high,
                    f"torch {pin} -> {paired}: {steps} minor version(s) x {_num(cost.torch_minor_hours)} h "

@@ -106,7 +106,7 @@ SOURCE_KINDS: tuple[Kind, ...] = (
 # The dependency manifests' tasks (rules OPS501-OPS508, docs/dependencies.md). The torch move comes
 # first: the ops are judged for the torch the release pairs with (ordering.EDGES).
 TORCH_VERSION_KIND = Kind(
-    "torch-version", "move to torch {torch} with the packages that pin it ({sites})",
+    "torch-version", "upgrade to the paired torch and the packages built for it ({sites})",   # torch_move.title
     "move the torch requirement to a version the release pairs with, and with it every package built "
     "for one torch (torchvision, torchaudio, xformers, ...); drop packages with no build for it "
     "(torchtext); install from PyTorch's CPU wheel index instead of a CUDA one; relock",

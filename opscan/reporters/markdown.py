@@ -75,7 +75,9 @@ def render(report: Report, out: TextIO) -> None:
         alert = ALERT.get(judged.kind)
         verdict_line = f"**Verdict ({judged.kind}): {judged.headline}**"
         lines += ([f"> [!{alert}]", f"> {verdict_line}"] if alert else [verdict_line]) + [""]
-        if judged.blockers.count:   # NOTE [blockers] in opscan/verdict.py: the gate's count
+        if judged.step is not None:   # NOTE [the step answered for]
+            lines += [f"Step: {judged.step.text}.", ""]
+        if judged.blockers.count:   # NOTE [blockers] in opscan/assess/verdict.py: the gate's count
             n = judged.blockers.count
             lines += [(f"Blockers: **{n}** ({judged.blockers.describe()}): each fails the default gate "
                        "(`--fail-on error`)."), ""]
@@ -136,7 +138,7 @@ def render(report: Report, out: TextIO) -> None:
             cost = costs.get(c.op)
             per_step = (f"{size(cost.bytes_per_step)}, {cost.syncs_per_step} syncs"
                         if cost is not None and cost.calls_per_step else "")
-            if per_step and cost.scaled_by:   # NOTE [fallback scaling] in opscan/assess.py
+            if per_step and cost.scaled_by:   # NOTE [fallback scaling] in opscan/assess/assessment.py
                 per_step += (f" (scaled back: {cost.scaled_by}; as traced {size(cost.traced_bytes)}, "
                              f"{cost.traced_syncs} syncs)")
             lines.append(f"| `{c.op}` | {c.status} | {per_step} | {_cell(evidence)} |")

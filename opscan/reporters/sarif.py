@@ -2,7 +2,7 @@
 
 Paths are made relative to the directory opscan ran in (the checkout) by prefixing the report root
 when it is relative, with uriBaseId %SRCROOT%. Each result carries a `partialFingerprints` entry
-computed as baselines do (see NOTE [fingerprints] in opscan/baseline.py), so alerts survive moved
+computed as baselines do (see NOTE [fingerprints] in opscan/assess/baseline.py), so alerts survive moved
 lines. Ops the backend rejects or runs on the CPU are results too (rule ids `op/unsupported`,
 `op/cpu-fallback`), located at the user-code line that dispatched them.
 """
@@ -13,7 +13,7 @@ import json
 import re
 from typing import TextIO
 
-from opscan.baseline import fingerprints
+from opscan.assess.baseline import fingerprints
 from opscan.records import Report, RuleInfo
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -95,13 +95,16 @@ def _verdict(report: Report) -> dict:
     if judged is None:
         return {}
     level = {"ready": "note", "blocked": "error"}.get(judged.kind, "warning")
-    text = f"opscan verdict ({judged.kind}): {judged.headline}" + "".join(f"; {d}" for d in judged.details)
+    step = [f"step: {judged.step.text}"] if judged.step is not None else []   # NOTE [the step answered for]
+    text = f"opscan verdict ({judged.kind}): {judged.headline}" + "".join(f"; {d}" for d in [*step, *judged.details])
     return {
         "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": [
             {"level": level, "message": {"text": text}, "descriptor": {"id": f"verdict/{judged.kind}"}}]}],
         "properties": {"verdict": {"kind": judged.kind, "headline": judged.headline,
                                    "details": list(judged.details),
-                                   "checked": {"source": judged.source_checked, "ops": judged.ops_checked}}},
+                                   "checked": {"source": judged.source_checked, "ops": judged.ops_checked},
+                                   **({"step": {"kind": judged.step.kind, "text": judged.step.text}}
+                                      if judged.step is not None else {})}},
     }
 
 

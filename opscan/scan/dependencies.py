@@ -2,7 +2,7 @@
 
 What a run knows beyond the file (the torch versions the selected TorchNeuron release pairs with,
 the CUDA-only library catalog, the installed distributions' torch requirements) arrives as one
-`DependencyContext`, built by opscan/phases.py from coverage_db and opscan/plan/libraries.yaml
+`DependencyContext`, built by opscan/pipeline/phases.py from coverage_db and opscan/plan/libraries.yaml
 (the scan imports neither). The companion tables (torchvision/torchaudio -> torch, packages that
 ended) are data: rules/data/torch-companions.yaml. NOTE [torch pins] says how a specifier is judged.
 """
@@ -20,8 +20,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from opscan.resources import rules_dir
-from opscan.scan import manifests, toml_manifests
-from opscan.scan.manifests import Entry, Problem
+from opscan.scan import constraints, docker_manifests, manifests, setup_manifests, toml_manifests
+from opscan.scan.manifests import Entry, Problem, decode_lines
 from opscan.scan.rules import DEPENDENCY_KINDS  # re-exported
 
 TORCH = "torch"
@@ -264,6 +264,26 @@ class _Judge:
             return f"{entry.name} {entry.version} from {entry.url}", entry.name
         return None
 
+    def held_back(self, entry: Entry) -> tuple[str, str] | None:
+        """NOTE [packages that hold torch back] in scan/constraints.py; a package the companion or
+        ended tables already judge is theirs."""
+        if entry.kind not in ("requirement", "locked", "conda") or not self.ctx.torch or entry.name == TORCH:
+            return None
+        if self.companion(entry) is not None or self.ended(entry) is not None:
+            return None
+        if entry.kind != "locked" and not entry.spec:
+            return None
+        message = constraints.held_back(entry.name, entry.spec, entry.version if entry.kind == "locked" else "",
+                                        self.ctx.torch, _admits)
+        return (message, entry.name) if message else None
+
+    def cuda_metadata(self, entry: Entry) -> tuple[str, str] | None:
+        """NOTE [cuda by metadata] in scan/constraints.py: outside the catalog, CUDA-only by what it requires."""
+        if entry.kind not in ("requirement", "conda") or not entry.name or self.cuda_library(entry) is not None:
+            return None
+        needs = constraints.cuda_requires(entry.name)
+        return (f"{entry.name} (its published metadata requires {', '.join(needs)})", entry.name) if needs else None
+
     def cuda_library(self, entry: Entry) -> tuple[str, str] | None:
         # what the project asks for: a lock's CUDA-only packages come with its torch (NOTE [locks])
         if entry.kind not in ("requirement", "conda") or not entry.name:
@@ -314,6 +334,8 @@ def tokens(dependency_rules, ctx: DependencyContext) -> tuple[tuple[str, ...], t
     table = companions()
     names.update(table.pairs)
     names.update(table.ended)
+    names.update(constraints.table().releases)
+    names.update(constraints.table().cuda)
     for pattern, _package in ctx.libraries:
         chunk = _chunk(pattern)
         if chunk:
@@ -354,8 +376,8 @@ def read(kind: str, text: str) -> tuple[list[Entry], list[Problem]]:
     readers = {"pyproject": toml_manifests.read_pyproject, "pipfile": toml_manifests.read_pipfile,
                "uv-lock": toml_manifests.read_toml_lock, "poetry-lock": toml_manifests.read_toml_lock,
                "pdm-lock": toml_manifests.read_toml_lock, "pipfile-lock": toml_manifests.read_pipfile_lock,
-               "setup-py": manifests.read_setup_py, "setup-cfg": manifests.read_setup_cfg,
-               "conda": manifests.read_conda, "dockerfile": manifests.read_dockerfile}
+               "setup-py": setup_manifests.read_setup_py, "setup-cfg": setup_manifests.read_setup_cfg,
+               "conda": manifests.read_conda, "dockerfile": docker_manifests.read_dockerfile}
     return readers[kind](text)
 
 
@@ -396,6 +418,10 @@ def _judge(judge: _Judge, what: str, options: dict, entry: Entry) -> tuple[str, 
         return judge.cuda_index(entry, options.get("urls", ()), options.get("labels"))
     if what == "cuda-library":
         return judge.cuda_library(entry)
+    if what == "torch-constraint":
+        return judge.held_back(entry)
+    if what == "cuda-metadata":
+        return judge.cuda_metadata(entry)
     if what == "cuda-build":
         if entry.kind == "requirement" and entry.name and not judge.cuda_library(entry) \
                 and any(fnmatchcase(entry.name, p) for p in options.get("names", ())):
@@ -434,5 +460,5 @@ def library_patterns(catalog_libraries) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(set(out)))
 
 
-__all__ = ["DEPENDENCY_KINDS", "EMPTY", "DependencyContext", "Problem", "admits_minor", "companions", "hits",
-           "library_patterns", "newest_minor", "relevant", "tokens"]
+__all__ = ["DEPENDENCY_KINDS", "EMPTY", "DependencyContext", "Problem", "admits_minor", "companions", "decode_lines",
+           "hits", "library_patterns", "newest_minor", "relevant", "tokens"]

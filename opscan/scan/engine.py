@@ -21,7 +21,7 @@ from opscan.fsutil import UnreadableFile, read_source_bytes
 from opscan.index import ProjectIndex
 from opscan.index import parse as parse_source
 from opscan.records import Finding, Location, ScanFacts, Severity, TaskKind
-from opscan.scan import large, native
+from opscan.scan import demos, large, members, native
 from opscan.scan.enrichment import Enrichment, enriched
 from opscan.scan.facts import decode_facts, encode_facts, file_facts, merge
 from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, discover, manifest_kind
@@ -83,6 +83,10 @@ class FileResult:
     # per finding (or empty): the torch names its rewrite relies on; a fixable finding whose name the
     # installed torch lacks is unmarked by `_collect` (NOTE [fixable is what fix fixes] in fix/preview.py)
     fix_needs: tuple[tuple[str, ...], ...] = ()
+    demos: tuple[tuple[int, int], ...] = ()   # its `if __name__ == "__main__":` blocks (NOTE [demo blocks])
+    modules: tuple[str, ...] = ()   # the dotted names its imports name (demos.imported_modules)
+    members: tuple[tuple[str, str, int, str], ...] = ()   # (module, name, line, local) of its `_C`-style imports
+    # (NOTE [members of Python modules] in members.py)
 
 
 @dataclass(frozen=True)
@@ -255,16 +259,16 @@ def scan_manifest(relpath: str, data: bytes, rules: RuleSet, kind: str, deps: De
     scanned = kind != "pyproject"   # a pyproject without dependency findings stays a build file
     if not compiled.dependencies:
         return FileResult(relpath, scanned=False, parsed=False)
-    text = _decoded(relpath, rules, data)
-    if isinstance(text, FileResult):
-        return text
+    text, undecodable = dependencies.decode_lines(data)   # a bad line costs itself only (NOTE [manifest lines])
     text = _universal_newlines(text)
     ctx = deps if deps is not None else dependencies.EMPTY
-    if not dependencies.relevant(text, tuple(compiled.dependencies), ctx):
+    if not undecodable and not dependencies.relevant(text, tuple(compiled.dependencies), ctx):
         count = text.count("\n") + (bool(text) and not text.endswith("\n"))
         return FileResult(relpath, scanned=scanned and kind != "setup-py", lines=count, parsed=False)
     lines = _split_lines(text)
     builder = _Builder(relpath, lines, comment_suppressions(lines, "#"))
+    for line, why in undecodable:
+        _input(builder, rules, "unreadable", line=line, value=why)
     try:
         hits, problems = dependencies.hits(relpath, kind, text, tuple(compiled.dependencies), ctx)
     except Exception as exc:  # noqa: BLE001 - NOTE [one rule, one file]: one bad manifest costs itself only
@@ -314,7 +318,7 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
         # skipped (NOTE [pre-check], NOTE [prose in the pre-check]): only the line count is needed
         count = text.count("\n") + (not text.endswith("\n"))
         return replace(_Builder(relpath, [], suppressions(text)).result(), lines=count, parsed=False,
-                       imports=from_import_names(text))
+                       imports=from_import_names(text), modules=demos.imported_modules(text, relpath))
     lines = _split_lines(text) if where is None else text.split("\n")
     builder = _Builder(relpath, lines, suppressions(text), where)
     if blank:
@@ -352,7 +356,8 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
         _input(builder, rules, "unreadable", value=f"cannot parse: {exc}")
         return builder.result()
     if not relevant:   # not walked, but its own-package imports may name a wrapper (NOTE [wrappers across files])
-        return replace(builder.result(), imports=own_imports(tree, relpath, project.packages))
+        return replace(builder.result(), imports=own_imports(tree, relpath, project.packages),
+                       modules=demos.imported_modules(text, relpath))
     limit = sys.getrecursionlimit()
     try:
         # Deeply nested expressions (long `a + b + ...` chains) recurse once per level; Python
@@ -379,7 +384,8 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
         _input(builder, rules, "internal-error", line=line, value=f"{what}: {detail}")
     facts = file_facts(builder.relpath, tree, visitor.bindings, hits, where)
     return replace(builder.result(), exports=visitor.exports(), imports=tuple(sorted(set(visitor.own_imports))),
-                   facts=facts)
+                   facts=facts, demos=demos.blocks(tree) if where is None else (),
+                   modules=demos.imported_modules(text, relpath), members=tuple(sorted(set(visitor.member_sources))))
 
 
 # NOTE [wrappers across files]
@@ -580,7 +586,7 @@ def unused_suppression_findings(result: ScanResult, rules: RuleSet, known: Itera
     """
     from dataclasses import replace
 
-    from opscan import suppressions as supp
+    from opscan.scan import suppressions as supp
 
     rule = rules.input_rule("unused-suppression")
     if rule is None:
@@ -613,6 +619,9 @@ def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, che
     project = project_from_files(data, local_packages("", False, data))
     results = _second_pass([scan_source(rel, blob, rules, project, precheck, deps) for rel, blob in data.items()],
                            project, rules, data.__getitem__, precheck, deps=deps)
+    results = demos.apply(results, lambda: [(rel, blob) for rel, blob in data.items() if demos.is_script_doc(rel)],
+                          lambda: [])
+    results = members.python_members(results, rules, data.__contains__)
     return _collect(_dedupe_locks(results), rules, check_fixes)
 
 
@@ -753,7 +762,17 @@ def scan_paths(root: Path | str, paths: Iterable[str | os.PathLike[str]] | None 
                                                   prepare=enrich.prepare if enrich is not None else None)]
     results = _second_pass(results, project, rules, functools.partial(_read, index), precheck, cache, deps,
                            index.scan_parse, enrich)
-    return _collect(_dedupe_locks(results), rules, check_fixes, probe)
+    scanned = {r.path for r in results}
+    others = functools.partial(demos.project_files, index, lambda rel: rel.endswith(".py") and rel not in scanned)
+    results = demos.apply(results, functools.partial(demos.project_files, index, demos.is_script_doc), others)
+    results = members.python_members(results, rules, lambda rel: (root / rel).is_file())
+    result = _collect(_dedupe_locks(results), rules, check_fixes, probe)
+    from opscan.scan.includes import missing_includes   # a `-r` file that is not there (scan/includes.py)
+
+    missing = missing_includes(root, relpaths, rules, project.requirements)
+    if missing:
+        result = replace(result, findings=tuple(sorted(result.findings + tuple(missing), key=Finding.sort_key)))
+    return result
 
 
 def scan_file(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY, precheck: bool = True,
@@ -804,6 +823,8 @@ def encode_result(result: FileResult) -> dict[str, Any]:
         "exports": list(result.exports), "imports": list(result.imports),
         "facts": encode_facts(result.facts), "parsed": result.parsed,
         "marked": result.marked, "notes": list(result.notes), "fix_needs": [list(n) for n in result.fix_needs],
+        "demos": [list(span) for span in result.demos], "modules": list(result.modules),
+        "members": [list(member) for member in result.members],
     }
 
 
@@ -819,5 +840,7 @@ def decode_result(data: dict[str, Any]) -> FileResult:
         tuple(Suppression(data["path"], s[0], tuple(s[1]), tuple(s[2])) for s in data["suppressions"]),
         data["scanned"], data["lines"], tuple(data.get("exports", ())), tuple(data.get("imports", ())),
         decode_facts(data.get("facts")), data.get("parsed", True), bool(data.get("marked", False)),
-        tuple(str(n) for n in data.get("notes", ())), tuple(tuple(n) for n in data.get("fix_needs", ())))
+        tuple(str(n) for n in data.get("notes", ())), tuple(tuple(n) for n in data.get("fix_needs", ())),
+        tuple((int(a), int(b)) for a, b in data.get("demos", ())), tuple(data.get("modules", ())),
+        tuple((str(a), str(b), int(c), str(d)) for a, b, c, d in data.get("members", ())))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from opscan.records import Finding
 from opscan.scan.dependencies import DependencyContext
@@ -55,6 +55,12 @@ def run_example(example: Example, rules: RuleSet, only: str | None = None,
         texts = dict(example.files)
         known = {r.id for r in load_rules()}
         unused = unused_suppression_findings(result, rules, known, lambda path: texts[path].splitlines())
+    if "unreadable-config" in rules.compiled.inputs:   # OPS005: the config files the walk would read
+        from opscan.scan.config_findings import config_findings, file_problems, without_duplicates
+
+        data = {k: v.encode("utf-8") if isinstance(v, str) else v for k, v in example.files}
+        result = replace(result, findings=without_duplicates(result.findings,
+                                                            config_findings(file_problems(data), rules)))
     found = {f"{f.location.path}:{f.location.line} {f.rule}" for f in (*result.findings, *unused)}
     expected = expectations(example) if example.invalid else set()
     if only is not None:
@@ -71,7 +77,7 @@ def check_rule(rule: Rule, rules: RuleSet | None = None, deps: DependencyContext
         rules: the rule set to scan with. Default: `rule` alone, and only its own code is
             compared. With a full set, every code is compared (stricter: examples must mark
             all the findings they cause).
-        deps: the DependencyContext manifest examples are judged against (opscan/phases.py
+        deps: the DependencyContext manifest examples are judged against (opscan/pipeline/phases.py
             dependency_context: the release's torch pairing); None: no release known.
     """
     only = None

@@ -9,16 +9,15 @@ manifests (pyproject.toml, Pipfile, the locks) are read by scan/toml_manifests.p
 
 from __future__ import annotations
 
-import ast
-import configparser
 import re
-import shlex
+from urllib.parse import unquote
 from dataclasses import dataclass, replace
 
 import yaml
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion
 
 from opscan.scan.files import manifest_kind  # noqa: F401 - re-exported: the kind of a manifest by its name
 
@@ -56,6 +55,29 @@ class Problem:
 
     line: int
     message: str
+
+
+# NOTE [manifest lines]
+# A manifest is text read line by line: a line that is not valid UTF-8 is one OPS001 finding at
+# that line and is read as blank, so the valid lines around it are still judged (a requirements
+# file with one Latin-1 comment keeps its torch pin). A UTF-8 byte-order mark is dropped.
+def decode_lines(data: bytes) -> tuple[str, list[tuple[int, str]]]:
+    """(text, [(line, problem)]): the file as UTF-8 text, each undecodable line blanked and named."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8"), []
+    except UnicodeDecodeError:
+        pass
+    lines, problems = [], []
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            lines.append("")
+            problems.append((number, f"line {number} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column "
+                                     f"{exc.start + 1}); the rest of the file is read"))
+    return "\n".join(lines), problems
 
 
 # -- lines ------------------------------------------------------------------------------------------------
@@ -132,8 +154,47 @@ def requirement(text: str, line: int) -> Entry | Problem | None:
         return Problem(line, f"not a requirement: {text.strip()!r} ({str(exc).splitlines()[0]})")
     if not installs_on_linux(req.marker):
         return None
-    return Entry(line, "requirement", canonicalize_name(req.name), str(req.specifier), url=req.url or "",
-                 text=text.strip())
+    spec, url = str(req.specifier), unquote(req.url or "")
+    wheel = wheel_version(url) if url else None
+    if wheel is not None and wheel[0] == canonicalize_name(req.name):
+        spec = f"=={wheel[1]}"
+    return Entry(line, "requirement", canonicalize_name(req.name), spec, url=url, text=text.strip())
+
+
+# NOTE [wheel URLs]
+# A requirement may name a wheel by URL (`torch @ https://.../torch-2.1.0%2Bcu121-cp310-...whl`, or
+# the bare URL in a requirements file or a `pip install` line). The URL is percent-decoded and the
+# wheel file name (PEP 427, read by `packaging.utils.parse_wheel_filename`) gives the version, local
+# label included: the entry is judged as the pin `torch==2.1.0+cu121` (OPS501 on the version,
+# OPS504 on the CUDA label and the CUDA index of the URL). A URL that is no wheel (an sdist, a git
+# URL) gives no version and is judged by its index only.
+def wheel_version(url: str) -> tuple[str, str] | None:
+    """(canonical name, version) of the wheel a URL points at, or None."""
+    filename = unquote(url.split("#", 1)[0].split("?", 1)[0]).rsplit("/", 1)[-1]
+    if not filename.endswith(".whl"):
+        return None
+    try:
+        name, version, _build, _tags = parse_wheel_filename(filename)
+    except (InvalidWheelFilename, InvalidVersion):
+        return None
+    return str(name), str(version)
+
+
+def url_requirement(url: str, line: int) -> Entry | None:
+    """A bare wheel URL (`https://.../torch-2.1.0+cu121-...whl`, with an optional `; marker`) as
+    the requirement it installs; None when it is no wheel or its marker excludes a Linux x86_64 host."""
+    url, _, marker = url.partition(";")
+    url = url.strip()
+    if marker.strip():
+        try:
+            if not installs_on_linux(Marker(marker.strip())):
+                return None
+        except Exception:  # noqa: BLE001 - an unreadable marker: keep the requirement
+            pass
+    wheel = wheel_version(url)
+    if wheel is None:
+        return None
+    return Entry(line, "requirement", wheel[0], f"=={wheel[1]}", url=unquote(url), text=url)
 
 
 _INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links")
@@ -161,7 +222,7 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def _physical(entries: list, start: int, first: int, physical: list[str]) -> None:
+def to_physical(entries: list, start: int, first: int, physical: list[str]) -> None:
     """Entries added from one logical line (from index `start` on) are moved to the physical line
     of a continued command that spells them (`--index-url URL` on the second line of a RUN)."""
     for i in range(start, len(entries)):
@@ -201,8 +262,8 @@ def pip_arguments(tokens: list[str], line: int, entries: list, problems: list | 
         if "$" in token or (not strict and ("/" in token and "://" not in token or token in (".",))):
             i += 1
             continue
-        if "://" in token and "@" not in token:   # a bare wheel or archive URL
-            entries.append(Entry(line, "index", url=token, text=token))
+        if "://" in token and "@" not in token:   # a bare wheel or archive URL (NOTE [wheel URLs])
+            entries.append(url_requirement(token, line) or Entry(line, "index", url=unquote(token), text=token))
             i += 1
             continue
         got = requirement(token, line)
@@ -223,7 +284,7 @@ def read_requirements(text: str) -> tuple[list[Entry], list[Problem], list[str]]
     for line, logical in _logical_lines(text):
         start = len(entries)
         _requirement_line(line, logical, entries, problems, includes)
-        _physical(entries, start, line, physical)
+        to_physical(entries, start, line, physical)
     return entries, problems, includes
 
 
@@ -241,8 +302,11 @@ def _requirement_line(line: int, logical: str, entries: list, problems: list, in
     if " -" in logical and not re.match(r"^\S+\s*;", logical):   # `pkg --hash=...` options after it
         logical = logical.split(" -", 1)[0]
     if logical.startswith(("http://", "https://", "file:", "git+")) or logical.startswith((".", "/")):
-        if "cu1" in logical or "cuda" in logical or "nvidia" in logical:
-            entries.append(Entry(line, "index", url=logical, text=logical))
+        wheel = url_requirement(logical, line)   # NOTE [wheel URLs]
+        if wheel is not None:
+            entries.append(wheel)
+        elif "cu1" in logical or "cuda" in logical or "nvidia" in logical:
+            entries.append(Entry(line, "index", url=unquote(logical), text=logical))
         return
     got = requirement(logical, line)
     if isinstance(got, (Entry, Problem)):
@@ -251,101 +315,18 @@ def _requirement_line(line: int, logical: str, entries: list, problems: list, in
 
 def included_files(text: str) -> list[str]:
     """The files a requirements file includes with `-r` / `-c` (as written, relative to it)."""
-    return read_requirements(text)[2]
+    return [name for _, name in include_lines(text)]
 
 
-# -- setup.py / setup.cfg -----------------------------------------------------------------------------
-
-_SETUP_KEYWORDS = ("install_requires", "extras_require", "setup_requires", "tests_require")
-
-
-def read_setup_py(text: str) -> tuple[list[Entry], list[Problem]]:
-    """`install_requires`, `extras_require`, `setup_requires` of setup() calls, read with `ast`: list
-    literals, and module-level names bound to one (`REQUIRED = [...]`)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return [], []   # the Python scan reports it (OPS000)
-    names: dict[str, ast.expr] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            names[node.targets[0].id] = node.value
-    entries: list[Entry] = []
-    problems: list[Problem] = []
-
-    def strings(node, depth: int = 0):
-        if depth > 3 or node is None:
-            return
-        if isinstance(node, ast.Name) and node.id in names:
-            yield from strings(names[node.id], depth + 1)
-        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            for item in node.elts:
-                yield from strings(item, depth + 1)
-        elif isinstance(node, ast.Dict):
-            for item in node.values:
-                yield from strings(item, depth + 1)
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            yield from strings(node.left, depth + 1)
-            yield from strings(node.right, depth + 1)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            yield node
-
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if called != "setup":
-            continue
-        for keyword in node.keywords:
-            if keyword.arg not in _SETUP_KEYWORDS:
-                continue
-            optional = keyword.arg in ("extras_require", "tests_require")
-            for const in strings(keyword.value):
-                for part in const.value.splitlines():
-                    if part.strip() and not part.strip().startswith("#"):
-                        got = requirement(part, const.lineno)
-                        if isinstance(got, Entry):
-                            entries.append(replace(got, optional=optional))
-                        elif isinstance(got, Problem):
-                            problems.append(got)
-    return entries, problems
-
-
-def read_setup_cfg(text: str) -> tuple[list[Entry], list[Problem]]:
-    """setup.cfg: `[options] install_requires` / `setup_requires` and `[options.extras_require]`."""
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        parser.read_string(text)
-    except configparser.Error as exc:
-        line = getattr(exc, "lineno", None) or 1
-        return [], [Problem(line, f"not a readable setup.cfg: {str(exc).splitlines()[0]}")]
-    entries: list[Entry] = []
-    problems: list[Problem] = []
-    section, key = "", ""
-    for number, raw in enumerate(text.splitlines(), 1):
-        stripped = raw.strip()
-        if stripped.startswith("[") and stripped.endswith("]"):
-            section, key = stripped[1:-1].strip(), ""
-            continue
-        if not stripped or stripped.startswith(("#", ";")):
-            continue
-        value = ""
-        if not raw[:1].isspace() and ("=" in raw or ":" in raw):
-            key, _, value = re.split(r"([=:])", raw, maxsplit=1)
-            key = key.strip()
-            value = value.strip()
-        else:
-            value = stripped
-        wanted = (section == "options" and key in _SETUP_KEYWORDS) or section == "options.extras_require"
-        if wanted and value and not value.startswith(("file:", "attr:")):
-            value = re.sub(r"\s+#.*$", "", value)
-            got = requirement(value, number)
-            if isinstance(got, Entry):
-                entries.append(replace(got, optional=section == "options.extras_require" or key == "tests_require"))
-            elif isinstance(got, Problem):
-                problems.append(got)
-    return entries, problems
+def include_lines(text: str) -> list[tuple[int, str]]:
+    """(line, file as written) of each `-r` / `-c` include of a requirements file."""
+    out: list[tuple[int, str]] = []
+    for line, logical in _logical_lines(text):
+        found: list[str] = []
+        if logical.startswith("-"):
+            _requirement_line(line, logical, [], [], found)
+        out += [(line, name) for name in found]
+    return out
 
 
 # -- conda ---------------------------------------------------------------------------------------------
@@ -411,45 +392,3 @@ def read_conda(text: str) -> tuple[list[Entry], list[Problem]]:
                 line = lines.find(rf"^[ \t]*-[ \t]*[\"']?{re.escape(value)}", start, regex=True) or after or 1
                 pip_arguments(value.split(), line, entries, problems, strict=not value.startswith("-"))
     return entries, problems
-
-
-# -- Dockerfiles -----------------------------------------------------------------------------------------
-
-_PIP = re.compile(r"(?:^|[\s;&|(])(?:[\w./-]*python[\d.]*\s+-m\s+)?(?:uv\s+)?pip[\d.]*\s+install\s+(?P<args>[^;&|]*)")
-_CONDA = re.compile(r"(?:^|[\s;&|(])(?:conda|mamba|micromamba)\s+install\s+(?P<args>[^;&|]*)")
-
-
-def read_dockerfile(text: str) -> tuple[list[Entry], list[Problem]]:
-    """FROM images, and the packages and indexes of `pip install` / `conda install` in RUN lines."""
-    entries: list[Entry] = []
-    physical = text.splitlines()
-    for line, logical in _logical_lines(text):
-        word, _, rest = logical.partition(" ")
-        word = word.upper()
-        if word == "FROM":
-            parts = [p for p in rest.split() if not p.startswith("--")]
-            if parts:
-                entries.append(Entry(line, "image", parts[0], text=parts[0]))
-                tag = re.match(r"^(?:[\w.-]+/)?pytorch/pytorch:(\d+\.\d+(?:\.\d+)?)", parts[0])
-                if tag:   # PyTorch's images are named for the torch they hold
-                    entries.append(Entry(line, "requirement", "torch", f"=={tag[1]}", text=parts[0]))
-        elif word == "RUN":
-            start = len(entries)
-            for match in _PIP.finditer(rest):
-                try:
-                    tokens = shlex.split(match["args"], posix=True)
-                except ValueError:
-                    tokens = match["args"].split()
-                pip_arguments(tokens, line, entries, None, strict=False)
-            for match in _CONDA.finditer(rest):
-                args = match["args"].split()
-                for i, token in enumerate(args):
-                    if token in ("-c", "--channel") and i + 1 < len(args):
-                        entries.append(Entry(line, "index", name=args[i + 1], url=args[i + 1], text=args[i + 1]))
-                    elif not token.startswith("-") and (i == 0 or args[i - 1] not in ("-c", "--channel", "-n",
-                                                                                       "--name", "-p", "--prefix")):
-                        name, spec, build = conda_spec(token.strip("'\""))
-                        if name:
-                            entries.append(Entry(line, "conda", name, spec, build=build, text=token))
-            _physical(entries, start, line, physical)
-    return entries, []

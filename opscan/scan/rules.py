@@ -46,6 +46,8 @@ CONTEXTS = {
     "backend-compare": "a comparison with a backend value: `backend == \"nccl\"`, `dist.get_backend() == \"nccl\"`",
     "env-var": "an environment-variable name read or written: os.environ[...], os.getenv(...), "
                "os.environ.get/setdefault/pop(...), env= dicts",
+    "env-default": "the default of an environment lookup: os.environ.get(NAME, DEFAULT), os.getenv(NAME, DEFAULT), "
+                   "os.environ.setdefault(NAME, DEFAULT): what runs when the variable is not set",
     "device-return": "a value returned by a function whose name says it gives a device "
                      "(`def infer_device(): return \"cuda\"`)",
     "device-compare": "a device-type test that selects code: `x.device.type == \"cuda\"`, "
@@ -84,8 +86,11 @@ DEPENDENCY_KINDS = {
     "cuda-library": "a distribution of a CUDA-only library in the catalog (opscan/plan/libraries.yaml)",
     "conda-cuda": "a conda CUDA package (`names`), a CUDA build of one (`builds`) or a CUDA channel (`channels`)",
     "cuda-image": "a container base image that is a CUDA image (`images`)",
+    "torch-constraint": "a package whose admitted releases all require an unpaired torch, by the shipped table of "
+                        "published metadata (rules/data/torch-constraints.yaml)",
+    "cuda-metadata": "a package outside the catalog whose published metadata requires NVIDIA wheels or triton",
 }
-INPUT_KINDS = ("parse-error", "unreadable", "internal-error", "empty-file", "unused-suppression")
+INPUT_KINDS = ("parse-error", "unreadable", "internal-error", "empty-file", "unused-suppression", "unreadable-config")
 
 
 @dataclass(frozen=True)

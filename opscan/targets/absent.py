@@ -22,7 +22,7 @@ from opscan.errors import MissingModulesError
 # tensor during the trace fails, and the candidate says so in its one line. Which libraries are
 # GPU-only is the catalog's answer (the packages of opscan/plan/libraries.yaml, one source of
 # truth): targets never import the plan, so the parent passes them in the child's options
-# (`gpu_only`, opscan/phases.py `tracer_options`) and a build holds them while it runs (`gpu_only`).
+# (`gpu_only`, opscan/pipeline/phases.py `tracer_options`) and a build holds them while it runs (`gpu_only`).
 _GPU_ONLY: tuple[str, ...] = ()
 
 

@@ -8,7 +8,7 @@ or a parameter annotated with the class (`def generate(model: Transformer, ...)`
 variable it reads the methods of the class that set state (their body assigns an attribute:
 `setup_caches`, `init_cache`, ...) called as statements before the variable is called, and the call
 itself (`model(x, input_pos)`: its arguments' names). Used by opscan/targets/discovery.py (the candidate's
-note) and, identically, by opscan/targets/repository.py in the sandbox child (NOTE [setup calls]).
+note) and, identically, by opscan/targets/repository.py in the contained child (NOTE [setup calls]).
 """
 
 from __future__ import annotations

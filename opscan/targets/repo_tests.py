@@ -7,12 +7,12 @@ subclasses) whose body builds one of the repository's model classes (or calls a 
 file, and calls what it built. At most one test per file and MAX_TEST_TARGETS in all (`keep`).
 The target is `repo:FILE::TEST` or `repo:FILE::CLASS::TEST`.
 
-Built in the sandbox child (`build_test`): the test module is imported (the repository's
+Built in the contained child (`build_test`): the test module is imported (the repository's
 conftest.py is not run), the test is called with its first `@pytest.mark.parametrize` set (read
 from the decorator's literal) and the simple fixtures opscan can give (`tmp_path`, `monkeypatch`,
 fixtures of the same file taking only those), and stopped at its first model call, which is taken
 with its inputs (NOTE [stopping at the model call] in repository.py). It runs in a temporary
-working directory in the contained child (opscan/containment.py: no network), so it writes nothing
+working directory in the contained child (opscan/containment/: no network), so it writes nothing
 into the repository and fetches nothing (NOTE [running a repository's test]).
 """
 
@@ -234,7 +234,7 @@ def _literal_names(deco: ast.Call) -> list[str]:
     return [a.strip() for a in names.split(",")] if isinstance(names, str) else list(names)
 
 
-# --- the sandbox child --------------------------------------------------------------------------------
+# --- the contained child --------------------------------------------------------------------------------
 
 # NOTE [running a repository's test]
 # The test runs as pytest would run it, minus what only pytest's machinery gives: its module is
@@ -246,7 +246,7 @@ def _literal_names(deco: ast.Call) -> list[str]:
 # setUp; a plain class, then setup_method). Every Parameter is on `meta` and nn.Module.__call__
 # raises at the first model call (repository.py `stop_at_model_call`), so the test's assertions on
 # outputs never run. Its working directory is a temporary folder (in the child's scratch folder),
-# and the child has no network (opscan/containment.py: a network namespace, not patched sockets),
+# and the child has no network (opscan/containment/: a network namespace, not patched sockets),
 # so a test that downloads a checkpoint fails in one line instead of fetching it, and nothing is
 # written into the repository.
 

@@ -1,4 +1,4 @@
-"""The repository's setup calls, made before its model's forward (sandbox child side).
+"""The repository's setup calls, made before its model's forward (contained child side).
 
 `prepare(model, args, kwargs, usage)` calls the setup methods the repository calls on an instance
 before calling it (opscan/targets/call_sites.py: NOTE [setup calls]), their arguments filled by

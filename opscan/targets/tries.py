@@ -43,7 +43,7 @@ class Attempt:
 
 class ZeroConfig:
     """`opscan REPO` with nothing configured: the targets found are traced in turn (each in the
-    sandbox child) until MAIN_MODELS were traced or ZERO_CONFIG_SECONDS passed (or, once one was
+    contained child) until MAIN_MODELS were traced or ZERO_CONFIG_SECONDS passed (or, once one was
     traced, would pass were the next try as long as that one). One that cannot be
     built is a one-line note, not an error; one that was traced is noted with how it was found."""
 

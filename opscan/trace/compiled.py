@@ -20,7 +20,7 @@ while a trace or `opscan run` is in progress by `Compiles.compile`:
 - `RegionOps`, a dispatch mode entered with the recorder, notes the ops dispatched while a
   region's forward runs, and the backward ops of the autograd nodes those ops made (the compiled
   graph's backward, which AOTAutograd compiles too).
-The verdict under compile semantics is judged above the trace (opscan/compile_check.py).
+The verdict under compile semantics is judged above the trace (opscan/assess/compile_check.py).
 """
 
 from __future__ import annotations

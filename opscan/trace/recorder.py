@@ -284,7 +284,7 @@ WIDTH_MULTIPLES = (1, 2, 3, 4)   # a dim of k x the traced hidden size grows wit
 
 class LayerShapes:
     """Which of a call's bytes grow with the layer count and which with batch x sequence (NOTE
-    [fallback scaling] in opscan/assess.py): a call is inside the layers when its module path is
+    [fallback scaling] in opscan/assess/assessment.py): a call is inside the layers when its module path is
     under `layer_list`; a tensor is weight-sized when its shape is a parameter's (of the layers
     only: `layer`), fixed when it holds at most one element, and activation-sized otherwise."""
 

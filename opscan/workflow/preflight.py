@@ -269,7 +269,7 @@ def _coverage_checks(report: Assessed | None, source: str, unknown_missing: bool
 
 
 def _json_blockers(report: dict) -> int | None:
-    """The verdict's blocking count in a JSON report (NOTE [blockers] in opscan/verdict.py): what the
+    """The verdict's blocking count in a JSON report (NOTE [blockers] in opscan/assess/verdict.py): what the
     headline and the gate count, read, never counted again; None when the report does not carry it."""
     verdict = report.get("verdict")
     blockers = verdict.get("blockers") if isinstance(verdict, dict) else None

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from opscan.config import find_config
-from opscan.config_checks import load_checked_config
+from opscan.config.checks import load_checked_config
 
 
 @dataclass(frozen=True)

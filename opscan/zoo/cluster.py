@@ -1,4 +1,4 @@
-"""The cluster path: the same isolated traces, scheduled by Dask distributed (optional extra)."""
+"""The cluster path: the same contained traces, scheduled by Dask distributed (optional extra)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def address_from_env() -> str | None:
 
 
 def run_on_dask(jobs: list[Job], tracer: str, address: str, workers: int, limits) -> Iterator[Outcome]:
-    """Submit one task per model; each task traces in a child process of the worker (isolation holds).
+    """Submit one task per model; each task traces in a child process of the worker (containment holds).
 
     `address` is a scheduler address (tcp://host:8786) or "local" to start a loopback LocalCluster
     with `workers` single-threaded worker processes.

@@ -1,4 +1,4 @@
-"""The zoo run: cache look-ups, isolated traces on a local pool or a cluster, then rows and op ranking."""
+"""The zoo run: cache look-ups, contained traces on a local pool or a cluster, then rows and op ranking."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from importlib import metadata
 
 from opscan import __version__
 from opscan.config import ModelConfig
-from opscan.isolation import Limits, default_max_memory
-from opscan.phases import tracer_options
+from opscan.containment.process import Limits, default_max_memory
+from opscan.pipeline.phases import tracer_options
 from opscan.records import DeviceProfile
 from opscan.zoo.cache import UNCACHED, Cache
 from opscan.zoo.jobs import DEFAULT_TRACER, Job, Outcome, trace_job, tracer_spec
@@ -83,7 +83,7 @@ def job_options(target: ZooTarget, options: dict, tracer: str) -> dict:
 
 
 def _local(jobs: list[Job], tracer: str, workers: int, limits: Limits) -> Iterator[Outcome]:
-    """A process pool: `workers` threads, each supervising one isolated child process at a time."""
+    """A process pool: `workers` threads, each supervising one contained child process at a time."""
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         futures = [pool.submit(trace_job, job, tracer, limits) for job in jobs]
         for future in as_completed(futures):
@@ -94,7 +94,7 @@ def run_zoo(targets: list[ZooTarget], release, *, options: dict | None = None,
             tracer: str | Callable = DEFAULT_TRACER, workers: int = 2, limits: Limits | None = None,
             cache: Cache | None = None, cluster: str | None = None,
             progress: Callable[[int, int, Row], None] | None = None) -> ZooRun:
-    """Trace every target in isolation (or take it from the cache) and judge it against `release`
+    """Trace every target in a contained child (or take it from the cache) and judge it against `release`
     (an opscan.db Release; its `key` changes with its content, so an edited release re-judges rows).
     `cluster` is a Dask scheduler address (or "local" for a LocalCluster); None runs locally.
     """

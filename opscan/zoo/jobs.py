@@ -1,5 +1,5 @@
-"""One zoo model = one Job, traced through opscan.isolation (the isolation `opscan trace` uses too);
-how the child ended becomes the model's Outcome (opscan/outcome.py: the vocabulary `opscan PATH`
+"""One zoo model = one Job, traced through opscan.containment.process (the containment `opscan trace` uses too);
+how the child ended becomes the model's Outcome (opscan/containment/outcome.py: the vocabulary `opscan PATH`
 shares). Every outcome is an Outcome, never an exception."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from opscan.isolation import Limits, run
-from opscan.outcome import OUTCOMES, Outcome, outcome
+from opscan.containment.process import Limits, run
+from opscan.containment.outcome import OUTCOMES, Outcome, outcome
 
 DEFAULT_TRACER = "opscan.zoo.tracing:trace_model"
 # What a forkserver imports once, so each model's child starts with torch and transformers loaded.
@@ -18,7 +18,7 @@ PRELOAD = ("opscan.zoo.tracing", "torch", "transformers", "transformers.modeling
 
 @dataclass(frozen=True)
 class Job:
-    """What one isolated child needs: the tracer target and the tracer's keyword options."""
+    """What one contained child needs: the tracer target and the tracer's keyword options."""
 
     name: str
     target: str

@@ -1,15 +1,15 @@
-"""Rows and the op x model matrix: a traced model judged against one coverage release (opscan/assess.py)."""
+"""Rows and the op x model matrix: a traced model judged against one coverage release (opscan/assess/assessment.py)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
 from opscan.records import PHASES, VERDICT_KINDS, Draft, ModelTrace, NothingToCheck, Report, Status, status_of
-from opscan.outcome import Outcome
+from opscan.containment.outcome import Outcome
 from opscan.targets.hf import upstream
 from opscan.zoo.selection import ZooTarget
 
-# A model's verdict is the analysis verdict of its trace (opscan/assess.py, as `opscan PATH` and
+# A model's verdict is the analysis verdict of its trace (opscan/assess/assessment.py, as `opscan PATH` and
 # `opscan trace` judge it), without a source scan (a zoo model has no project source); "failed" is
 # the zoo's own row state: nothing to judge. An incomplete trace is "unknown" (not proven) unless
 # what it saw already blocks.
@@ -181,7 +181,7 @@ def classify(target: ZooTarget, outcome: Outcome | None, status: str, error: str
 
 
 def assess_trace(trace: ModelTrace, release) -> Report:
-    """The one assessment (opscan/assess.py) of one traced model against `release`: its coverage,
+    """The one assessment (opscan/assess/assessment.py) of one traced model against `release`: its coverage,
     caveats, tasks and verdict, as `opscan trace` gives them for the same model."""
     from opscan.assess import assess
 

@@ -58,7 +58,7 @@ def test_eval_mode_batchnorm_is_what_the_readme_says(release):
 
 
 def test_the_verdict_table_states_the_confidence_ready_needs():
-    from opscan.verdict import READY_CONFIDENCE
+    from opscan.assess.verdict import READY_CONFIDENCE
 
     claim = _claim("coverage_db/README.md", r"\| `ready` \|[^|]*\|[^|]*at `(\w+)` confidence \(a composite at "
                                             r"`(\w+)` or better")

@@ -11,7 +11,7 @@ import pytest
 
 from opscan.config import Config
 from opscan.fix import codemods, file_plan
-from opscan.phases import ScanOptions, fixable_mark, scan
+from opscan.pipeline.phases import ScanOptions, fixable_mark, scan
 from opscan.scan import load_rules, scan_paths
 from opscan.scan.cache import ResultCache
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from opscan import phases
+from opscan.pipeline import phases
 from opscan.records import ModelTrace, OpSource, OpUsage
 
 TRAIN = '''import torch

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from opscan.app import RunOptions, analyse
+from opscan.pipeline.analyse import RunOptions, analyse
 from opscan.config import load_config
-from opscan.gate import failures
+from opscan.assess.gate import failures
 from opscan.reporters import render
 from opscan.reporters.terminal import summary
 from opscan.reporters.terminal import tasks as task_section

@@ -9,7 +9,7 @@ import pytest
 from tests.support.release import static_release
 
 from opscan.assess import assess
-from opscan.gate import failures
+from opscan.assess.gate import failures
 from dataclasses import replace
 
 from opscan.records import Draft, ModelTrace, NothingToCheck, OpSource, OpUsage, Report

@@ -108,7 +108,7 @@ def test_batch_and_sequence_scale_the_activation_bytes_when_the_real_ones_are_st
 def test_a_stated_real_step_size_scales_the_tokens_and_a_model_without_it_is_unchanged(shrunk):
     trace, traced_report = shrunk
     from opscan.config import ModelConfig
-    from opscan.phases import at_real_size
+    from opscan.pipeline.phases import at_real_size
 
     assert at_real_size(trace, ModelConfig(target="x")) is trace                  # nothing stated
     stated = at_real_size(trace, ModelConfig(target="x", real_batch=8, real_seq_len=256))

@@ -1,5 +1,5 @@
 """A model built narrower than the real one: the fallback cost scales its width too (issue 36; NOTE
-[fallback scaling] in opscan/assess.py), and says "not scaled: width" when the real width is unknown."""
+[fallback scaling] in opscan/assess/assessment.py), and says "not scaled: width" when the real width is unknown."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def narrow(tmp_path_factory):
 @pytest.mark.slow
 def test_a_4096_wide_model_traced_64_wide_scales_the_fallback_bytes_by_its_width(narrow):
     from opscan.config import ModelConfig
-    from opscan.phases import at_real_size
+    from opscan.pipeline.phases import at_real_size
 
     folder, trace = narrow
     assert trace.shrink.hidden == 64                                  # the LayerNorm's width
@@ -73,7 +73,7 @@ def test_a_4096_wide_model_traced_64_wide_scales_the_fallback_bytes_by_its_width
 @pytest.mark.slow
 def test_without_the_real_width_the_cost_says_width_was_not_scaled(narrow):
     from opscan.config import ModelConfig
-    from opscan.phases import at_real_size
+    from opscan.pipeline.phases import at_real_size
 
     folder, trace = narrow
     as_traced = {f.op: f for f in fallback_costs((at_real_size(trace, ModelConfig(target="m.py:make"), folder),),

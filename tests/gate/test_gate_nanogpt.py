@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 def report():
     """The real run (scan + trace + coverage + plan), from the repository root like the README."""
     pytest.importorskip("torch")
-    from opscan.app import analyse
+    from opscan.pipeline.analyse import analyse
     from opscan.commands.check import load_effective_config
     import argparse
 

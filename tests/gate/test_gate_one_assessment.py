@@ -1,4 +1,5 @@
-"""`opscan trace`, `opscan PATH` and `opscan zoo` judge one model with the one assessment (opscan/assess.py)."""
+"""`opscan trace`, `opscan PATH` and `opscan zoo` judge one model with the one assessment
+(opscan/assess/assessment.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The steps of `analyse` (NOTE [the pipeline of analyse] in opscan/app.py), each records in, records out,
-and the Draft -> Report seam of opscan/assess.py."""
+"""The steps of `analyse` (NOTE [the pipeline of analyse] in opscan/pipeline/analyse.py), each records in, records out,
+and the Draft -> Report seam of opscan/assess/assessment.py."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ import json
 import pytest
 from tests.support.release import static_release
 
-from opscan.app import (Found, Kept, Loaded, Phases, Run, RunOptions, Scanned, Traced, analyse, apply_baseline,
-                        draft_of, find_models, require_something, scan_source, start, trace_models)
+from opscan.pipeline.analyse import (Found, Kept, Loaded, Phases, Run, RunOptions, Scanned, Traced, analyse,
+                                     apply_baseline, draft_of, find_models, require_something, scan_source, start,
+                                     trace_models)
 from opscan.assess import assess
 from opscan.config import Config, ModelConfig
 from opscan.errors import InputError, MissingDependencyError, ModelProcessError, TargetError, UsageError
-from opscan.isolation import Ended, Limits
-from opscan.outcome import result_of
-from opscan.phases import ScanOutcome
+from opscan.containment.process import Ended, Limits
+from opscan.containment.outcome import result_of
+from opscan.pipeline.phases import ScanOutcome
 from opscan.records import (Checked, Discovery, Draft, Finding, Location, ModelTrace, NotChecked, NothingToCheck,
                             OpUsage, Report)
 
@@ -144,7 +145,7 @@ def _finding(path: str, line: int) -> Finding:
 
 
 def test_the_baseline_keeps_only_new_findings_and_a_narrowed_run_finds_no_stale_entry_elsewhere(tmp_path):
-    from opscan import baseline
+    from opscan.assess import baseline
 
     known, new = _finding("a.py", 1), _finding("a.py", 2)
     (tmp_path / "a.py").write_text("x = 1\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from tests.support.release import static_release
 
-from opscan.app import Phases, analyse
+from opscan.pipeline.analyse import Phases, analyse
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, TraceError
 from opscan.records import ModelTrace
@@ -41,14 +41,14 @@ def test_other_trace_errors_do_not_stop_the_next_model_whatever_their_text(tmp_p
 
 def test_a_trace_error_makes_the_model_unchecked_and_the_run_exit_2(tmp_path, run_cli, monkeypatch):
     """"failed inside the model code" is not a pass: the verdict lists it, the gate exits 2."""
-    from opscan import phases
+    from opscan.pipeline import phases
 
     (tmp_path / "m.py").write_text("x = 1\n")
 
     def trace(model, root, profile, limits=None):
         raise TraceError(f"trace of {model.target} failed inside the model code: ValueError: "
                          "Validation error for field 'hidden_size': expected int, got str (at m.py:3)",
-                         subject=f"trace of {model.target}")   # as opscan/outcome.py raises it
+                         subject=f"trace of {model.target}")   # as opscan/containment/outcome.py raises it
 
     monkeypatch.setattr(phases, "trace", trace)
     monkeypatch.setattr(phases, "database", _database)

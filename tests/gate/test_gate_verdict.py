@@ -11,12 +11,12 @@ import pytest
 
 
 from tests.support import sample
-from opscan.gate import failures
+from opscan.assess.gate import failures
 from opscan.records import (
     VERDICT_KINDS, BaselineStatus, Coverage, Evidence, Finding, Location, ModelTrace, NotChecked, NothingToCheck,
     OpSource, OpUsage,
 )
-from opscan.verdict import judge
+from opscan.assess.verdict import judge
 
 SNAPSHOT = Evidence("source-snapshot", "pre-release source snapshot", repo="aws-neuron/torch-neuronx", commit="abc")
 DOCUMENTED = Evidence("documented", "listed in the docs", url="https://example.invalid/doc", date="2026-01-01")
@@ -159,7 +159,7 @@ def test_the_zoo_reads_the_same_verdict():
 
     from tests.support.release import static_release
 
-    from opscan.outcome import Outcome
+    from opscan.containment.outcome import Outcome
     from opscan.zoo.render import markdown
     from opscan.zoo.render.common import verdict_label
     from opscan.zoo.results import assess_trace, build_row

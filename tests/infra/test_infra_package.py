@@ -114,5 +114,5 @@ def test_wheel_carries_the_command_and_the_data(tmp_path):
     releases = "opscan/_data/coverage_db/"   # the release files; sources/ holds the generator's inputs
     assert sorted(n[len(releases):] for n in names if n.startswith(releases) and n.endswith(".yaml")
                   and "/" not in n[len(releases):]) == dbs
-    assert "opscan/__main__.py" in names and "opscan/isolation.py" in names
+    assert "opscan/__main__.py" in names and "opscan/containment/process.py" in names
     assert "opscan/plan/libraries.yaml" in names          # the library catalog ships with the code

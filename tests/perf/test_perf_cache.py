@@ -220,7 +220,7 @@ def test_rules_salt_sees_any_change_of_a_rule_file(tmp_path: Path) -> None:
 
 
 def _cli_cache(folder: Path, rules) -> ResultCache:
-    """The cache as `opscan scan` builds it (opscan/phases.py): salt = version, code, rules."""
+    """The cache as `opscan scan` builds it (opscan/pipeline/phases.py): salt = version, code, rules."""
     return ResultCache(folder, cache_mod.scan_salt(cache_mod.rules_salt(rules)))
 
 

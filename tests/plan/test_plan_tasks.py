@@ -14,7 +14,7 @@ from opscan.plan import build_tasks, total_days
 from opscan.plan.measure import kernel_sources
 from opscan.scan import scan_paths
 from opscan.plan.ordering import graph
-from opscan.verdict import judge
+from opscan.assess.verdict import judge
 
 
 def verdict(report):

@@ -132,16 +132,22 @@ def test_malformed_db_file(kind, tmp_path, run_cli):
     assert not marker.exists(), "a YAML tag executed code"
 
 
-# -- configuration --------------------------------------------------------------------------------
+# -- configuration ---------------------------------------------------------------------------------
+# Keys and values opscan reads but rejects: exit 2, one line naming the file (every command).
 CONFIGS = {
-    "toml-syntax": ("pyproject.toml", b"[tool.opscan\nfail-on = 'error'\n"),
     "unknown-key": ("pyproject.toml", b"[tool.opscan]\ncolour = 'red'\n"),
     "wrong-type": ("pyproject.toml", b"[tool.opscan]\nexclude = 3\n"),
     "not-a-table": ("pyproject.toml", b"[tool]\nopscan = 1\n"),
     "bad-fail-on": ("pyproject.toml", b"[tool.opscan]\nfail-on = ['sometimes']\n"),
     "missing-rules-folder": ("pyproject.toml", b"[tool.opscan]\nextra-rules = ['no/such/folder']\n"),
-    "not-utf8": ("pyproject.toml", b"[tool.opscan]\nexclude = ['\xff']\n"),
-    "opscan-toml-syntax": ("opscan.toml", b"exclude = [\n"),
+}
+# opscan's own config file that cannot be read at all (NOTE [unreadable config files] in
+# opscan/config/load.py): the reporting commands go on with the defaults and report OPS005 at its
+# line, an error that fails the gate; under --exit-zero they exit 0 with the same finding.
+UNREADABLE_CONFIGS = {
+    "toml-syntax": ("pyproject.toml", b"[tool.opscan\nfail-on = 'error'\n", 1),
+    "not-utf8": ("pyproject.toml", b"[tool.opscan]\nexclude = ['\xff']\n", 2),
+    "opscan-toml-syntax": ("opscan.toml", b"exclude = [\n", 1),
 }
 
 
@@ -152,6 +158,52 @@ def test_malformed_config(kind, tmp_path, run_cli):
     code, out, err = run_cli("check", str(tree), "--no-trace", "--format", "json")
     assert code == 2, (out, err)
     one_error_line(err, name)
+
+
+@pytest.mark.parametrize("command", ["check", "scan"])
+@pytest.mark.parametrize("exit_zero", [False, True])
+@pytest.mark.parametrize("kind", sorted(UNREADABLE_CONFIGS))
+def test_unreadable_config_is_a_finding_that_fails_the_gate(kind, exit_zero, command, tmp_path, run_cli):
+    name, data, line = UNREADABLE_CONFIGS[kind]
+    tree = write_tree(tmp_path / "proj", {**GOOD, name: data, "dev.py": b"import torch\nx = torch.zeros(1).cuda()\n"})
+    args = [command, str(tree), "--format", "json"] + (["--no-trace"] if command == "check" else [])
+    code, out, err = run_cli(*args, *(["--exit-zero"] if exit_zero else []))
+    assert code == (0 if exit_zero else 1), (out, err)
+    findings = json.loads(out)["findings"]
+    assert [(f["rule"], f["path"], f["line"]) for f in findings if f["category"] == "input"] == [("OPS005", name, line)]
+    assert any(f["rule"] == "OPS105" and f["path"] == "dev.py" for f in findings)   # the rest is scanned
+    assert json.loads(out)["verdict"]["kind"] == "blocked"
+
+
+def test_an_unreadable_config_still_stops_the_commands_that_act_on_it(tmp_path, run_cli):
+    tree = write_tree(tmp_path / "proj", {**GOOD, "opscan.toml": b"exclude = [\n"})
+    code, out, err = run_cli("fix", str(tree), "--diff")
+    assert code == 2, (out, err)
+    one_error_line(err, "opscan.toml")
+
+
+@pytest.mark.parametrize("exit_zero", [False, True])
+@pytest.mark.parametrize("where", ["root", "above"])
+def test_a_malformed_pyproject_at_the_root_or_above_is_one_located_finding(where, exit_zero, tmp_path, run_cli):
+    top = tmp_path / "top"
+    tree = write_tree(top / "proj", {**GOOD, "clean.py": b"x = 1\n"})
+    folder = tree if where == "root" else top
+    (folder / "pyproject.toml").write_bytes(b"[project]\nname = 'x'\nversion = \n")
+    code, out, err = run_cli("check", str(tree), "--no-trace", "--format", "json",
+                             *(["--exit-zero"] if exit_zero else []))
+    assert code in ((0,) if exit_zero else (0, 1)) and "Traceback" not in err, (out, err)
+    inputs = [(f["rule"], f["path"], f["line"]) for f in json.loads(out)["findings"] if f["category"] == "input"]
+    path = "pyproject.toml" if where == "root" else "../pyproject.toml"
+    assert inputs == [("OPS000", path, 3)]
+
+
+def test_a_config_above_a_malformed_pyproject_is_still_found(tmp_path, run_cli):
+    top = tmp_path / "top"
+    tree = write_tree(top / "proj", {**GOOD, "pyproject.toml": b"[project\n"})
+    (top / "opscan.toml").write_text('ignore = ["OPS105"]\n')
+    code, out, err = run_cli("check", str(tree), "--no-trace", "--format", "json")
+    found = {(f["rule"], f["path"]) for f in json.loads(out)["findings"]}
+    assert ("OPS000", "pyproject.toml") in found and not any(rule == "OPS105" for rule, _ in found), found
 
 
 # -- baselines ------------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ import pytest
 
 from opscan.errors import TargetError, TraceError, UsageError
 from opscan.commands.flags import parse_size, parse_timeout
-from opscan.isolation import Limits, run
-from opscan.outcome import result_of
+from opscan.containment.process import Limits, run
+from opscan.containment.outcome import result_of
 
 HERE = Path(__file__).resolve().parent
 

@@ -110,14 +110,15 @@ SAFE_LOADERS = {"SafeLoader", "CSafeLoader", "_Loader", "BaseLoader", "CBaseLoad
 # Modules whose job is to import or execute a user's code, by design (trace, zoo, db probe) or to
 # import opscan's own modules / torch by name.
 IMPORTERS_ALLOWED = {"targets/loader.py", "db/probe.py", "db/replay.py", "cli.py", "commands/zoo.py",
-                     "reporters/__init__.py", "reporters/terminal/__init__.py", "isolation.py", "outcome.py",
+                     "reporters/__init__.py", "reporters/terminal/__init__.py", "containment/process.py",
+                     "containment/outcome.py",
                      "scan/fixes.py", "targets/repository.py",
                      "db/cache_stats.py"}   # the backend's cache counters, read in the contained child
-# The module of `opscan run`, whose job is to run the user's script (in the isolated child, docs/run.md).
+# The module of `opscan run`, whose job is to run the user's script (in the contained child, docs/run.md).
 SCRIPT_RUNNERS_ALLOWED = {"trace/run/script.py"}
 # The construction of a repository's own models (issue 24), whose job is to execute the definitions of
 # a model file (a training script without its top-level statements) or a README / __main__ example,
-# in the isolated child only (docs/repositories.md); test_the_parent_... in tests/test_architecture.py
+# in the contained child only (docs/repositories.md); test_the_parent_... in tests/test_architecture.py
 # pins that the parent of a trace never imports the targets loader.
 EXEC_ALLOWED = {"targets/repository.py"}
 

@@ -215,7 +215,7 @@ def test_a_cpu_run_under_accelerate_launch_dispatches_a_real_runs_ops(tmp_path, 
 
 @needs_accelerate
 def test_opscan_run_accelerate_launch_end_to_end(tmp_path, monkeypatch):
-    """Through the CLI and opscan's isolated child: the launcher's environment reaches the script."""
+    """Through the CLI and opscan's contained child: the launcher's environment reaches the script."""
     import shutil
 
     from opscan.cli import main

@@ -13,7 +13,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 @pytest.fixture(scope="module")
 def gpt_neuron(tmp_path_factory):
-    """`opscan run --format json -- python gpt_train.py` in a project folder (isolated child)."""
+    """`opscan run --format json -- python gpt_train.py` in a project folder (contained child)."""
     pytest.importorskip("torch")
     from opscan.cli import main
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from opscan.config import Config
-from opscan.phases import dependency_context
+from opscan.pipeline.phases import dependency_context
 from opscan.scan.dependencies import DependencyContext
 from opscan.scan.engine import scan_memory, scan_paths, scan_source
 from opscan.scan.rules import load_rules
@@ -48,7 +48,7 @@ def test_conda_environment_with_the_nvidia_channel_and_a_cuda_meta_package():
     assert _found(FIXTURES / "conda-env") == {
         "environment.yml:4 OPS507", "environment.yml:8 OPS501", "environment.yml:9 OPS502",
         "environment.yml:10 OPS507", "environment.yml:11 OPS507", "environment.yml:15 OPS504",
-        "environment.yml:16 OPS506",
+        "environment.yml:16 OPS506", "environment.yml:16 OPS509",   # xformers 0.0.23.post1 requires torch 2.1.2
     }
 
 
@@ -80,6 +80,7 @@ def test_setup_py_read_with_ast_and_setup_cfg_and_extras_are_guarded():
         ("setup.py", 4, "OPS501", False), ("setup.py", 6, "OPS506", False),
         ("setup.py", 14, "OPS506", True),    # extras_require: reported, never a blocker
         ("setup.cfg", 6, "OPS501", False),
+        ("setup.cfg", 7, "OPS509", False),   # torchvision 0.14.1 requires torch 1.13.1 (its published metadata)
     }
     assert {f.subject for f in result.findings if f.location.line == 14} == {"causal_conv1d", "triton"}
 
@@ -118,7 +119,7 @@ def test_a_release_file_given_with_db_picks_the_pairing(tmp_path, run_cli):
 
 def test_pairing_heads_pick_the_release_the_database_picks():
     from opscan.db import load_release
-    from opscan.pairing import release_head
+    from opscan.pipeline.pairing import release_head
 
     for spec in (None, "2.33.0", "torchneuron", "torch-neuronx-xla", "torch-neuronx-xla==2.3.0",
                  "torch-neuronx==2.14.3.0"):
@@ -185,7 +186,7 @@ def test_installed_metadata_replaces_the_tables(tmp_path, monkeypatch):
     (other / "METADATA").write_text("Metadata-Version: 2.1\nName: vision-helper\nVersion: 1.0\n"
                                     "Requires-Dist: torch>=2.1\nRequires-Dist: torch==1.0; extra == 'old'\n")
     monkeypatch.syspath_prepend(str(site))
-    from opscan.environment import torch_requirements
+    from opscan.pipeline.environment import torch_requirements
 
     installed, where = torch_requirements("current")
     assert ("xformers", "0.0.28.post1", "==2.5.0") in installed
@@ -193,8 +194,10 @@ def test_installed_metadata_replaces_the_tables(tmp_path, monkeypatch):
     deps = dependency_context(Config(HERE), "current")
     found = _memory({"requirements.txt": "xformers==0.0.28.post1\nvision-helper\nxformers==0.0.20\n"}, deps)
     # line 1: its installed metadata pins torch 2.5 (OPS502) and it is a CUDA-only library (OPS506);
-    # line 2 requires torch>=2.1 (admits 2.13); line 3 is not the installed version: the table decides (none)
-    assert found == {"requirements.txt:1 OPS502", "requirements.txt:1 OPS506", "requirements.txt:3 OPS506"}
+    # line 2 requires torch>=2.1 (admits 2.13); line 3 is not the installed version: the shipped table
+    # decides (xformers 0.0.20 requires torch 2.0.1: OPS509)
+    assert found == {"requirements.txt:1 OPS502", "requirements.txt:1 OPS506", "requirements.txt:3 OPS506",
+                     "requirements.txt:3 OPS509"}
 
 
 def test_environment_that_cannot_run_is_a_usage_error(tmp_path, run_cli):

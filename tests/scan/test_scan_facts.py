@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from opscan.app import RunOptions, analyse
+from opscan.pipeline.analyse import RunOptions, analyse
 from opscan.config import load_config
 from opscan.records import FunctionSpan, ImportBinding, LibraryUse
 from opscan.scan import decode_result, encode_result, scan_memory, scan_paths, scan_source

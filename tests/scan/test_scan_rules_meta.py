@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from opscan.config import Config
-from opscan.phases import dependency_context
+from opscan.pipeline.phases import dependency_context
 from opscan.scan.docs import readme_block, reference, with_readme_block
 from opscan.scan.examples import check_rule
 from opscan.scan.rules import load_rule_dir, load_rules
@@ -47,7 +47,7 @@ def test_every_rule_file_loads_and_ids_and_names_are_unique():
 def test_codes_sit_in_their_category_range_and_003_is_the_unused_suppression_rule():
     for rule in ALL:
         assert rule.id.startswith(RANGES[rule.category]), rule.id
-    from opscan import suppressions
+    from opscan.scan import suppressions
 
     ops003 = ALL.by_id("OPS003")
     assert (ops003.id, ops003.name) == (suppressions.CODE, suppressions.NAME)

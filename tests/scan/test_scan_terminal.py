@@ -55,7 +55,7 @@ def _long_paths_report() -> Report:
     from opscan.records import Coverage, ModelTrace, OpSource, OpUsage
     from opscan.plan import build_tasks
     from opscan.config import CostConfig
-    from opscan.verdict import judge
+    from opscan.assess.verdict import judge
 
     found = tuple(
         Finding(rule="OPS101", name="hardcoded-cuda-device", category="device-string", severity="error",

@@ -9,7 +9,7 @@ from opscan.records import (
     BaselineStatus, Coverage, Evidence, Finding, Location, ModelTrace, OpSource, OpUsage, Report, RuleInfo,
 )
 from opscan.plan import build_tasks
-from opscan.verdict import judge
+from opscan.assess.verdict import judge
 
 URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/best-practices-pytorch-neuron.html"
 
@@ -93,4 +93,4 @@ def report(**changes) -> Report:
     report = Report(**values)
     if "verdict" in changes:
         return report
-    return replace(report, verdict=judge(report))   # as the analysis does (opscan/app.py)
+    return replace(report, verdict=judge(report))   # as the analysis does (opscan/pipeline/analyse.py)

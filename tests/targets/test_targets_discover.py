@@ -155,7 +155,7 @@ def test_the_report_carries_what_the_terminal_prints_of_discovery(tmp_path):
     report (Discovery.config_blocks / factory_hint); the terminal reporter prints them from there."""
     import io
 
-    from opscan.app import RunOptions, analyse
+    from opscan.pipeline.analyse import RunOptions, analyse
     from opscan.config import Config
     from opscan.reporters.terminal import make_console, render
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from opscan.app import Phases, RunOptions, analyse
+from opscan.pipeline.analyse import Phases, RunOptions, analyse
 from opscan.config import Config, ModelConfig
 from opscan.index import ProjectIndex
 from opscan.records import ModelTrace, OpUsage
@@ -145,7 +145,7 @@ def test_one_walk_skips_the_one_list_and_hidden_folders(tmp_path):
 
 def test_the_tracer_options_carry_the_call_sites_and_the_child_uses_them(tmp_path, monkeypatch):
     pytest.importorskip("torch")
-    from opscan.phases import tracer_options
+    from opscan.pipeline.phases import tracer_options
     from opscan.targets import repository
 
     (tmp_path / "net.py").write_text("import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"

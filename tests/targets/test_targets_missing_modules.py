@@ -72,7 +72,7 @@ def test_the_remedy_names_the_manifest_found(tmp_path):
 
 def test_one_remedy_line_after_the_causes():
     from opscan.records import Report
-    from opscan.verdict import judge
+    from opscan.assess.verdict import judge
 
     why = "ModuleNotFoundError: No module named 'x' (not installed here)"
     remedy = "install the project's requirements (requirements.txt found) into this environment, or pass " \
@@ -86,7 +86,7 @@ def test_one_remedy_line_after_the_causes():
 
 def test_one_line_per_distinct_cause():
     from opscan.records import Report
-    from opscan.verdict import judge
+    from opscan.assess.verdict import judge
 
     why = "ModuleNotFoundError: No module named 'x' (not installed here); install ..."
     verdict = judge(Report(root="r", tool_version="0"), unchecked=(("repo:a.py:A", why), ("repo:b.py:B", why),

@@ -1,6 +1,6 @@
 """`opscan REPO` with no configuration builds the repository's own model (issue 24, point 1).
 
-The fixture repositories under tests/targets/repos/ are tiny; each run traces in the sandbox child
+The fixture repositories under tests/targets/repos/ are tiny; each run traces in the contained child
 as a user's run does. Asserted: what the JSON report shows (traced ops with their phases, how the
 model was found, the one-line reason of each candidate that could not be built) and what
 `opscan init` writes.
@@ -31,9 +31,11 @@ def test_gpt_with_a_defaults_dataclass_is_traced_in_train_mode(repo_report, repo
     assert TRAIN <= report_phases(report)
     assert "aten::embedding" in {op["op"] for op in report["ops"]}
     assert "traced with no configuration: repo:model.py:GPT: GPT(GPTConfig()): a dataclass with a default " \
-           "for every field" in report["notes"]
-    # train.py trains at import: it is never run (it would fail on its missing train.bin)
-    assert not any("train.bin" in note for note in report["notes"])
+           "for every field; the training script train.py builds it (line 5)" in report["notes"]
+    # train.py trains at import: run first as the training command (contained), it stops where the
+    # missing train.bin, loaded with torch.load, is used as a tensor; the model path follows, said so
+    assert any(n.startswith("training command `python train.py` was not a training step") for n in report["notes"])
+    assert report["verdict"]["step"]["kind"] == "stand-in"
 
 
 def test_registry_variant_and_hubconf_entry(repo_report, report_phases):
@@ -175,7 +177,7 @@ def test_registry_config_takes_the_debug_variant_and_cuts_layer_lists(monkeypatc
     monkeypatch.syspath_prepend(str(REPOS / "titanlike"))
     sys.modules.pop("triton", None)
     try:
-        from opscan.phases import cuda_only_packages
+        from opscan.pipeline.phases import cuda_only_packages
         from opscan.targets import absent, construct, repository
         with absent.gpu_only(cuda_only_packages()):   # what the parent passes the child
             repository.load(REPOS / "titanlike" / "tinytitan/models/tiny/model.py", REPOS / "titanlike")
@@ -191,7 +193,7 @@ def test_registry_config_takes_the_debug_variant_and_cuts_layer_lists(monkeypatc
 def test_gpu_only_libraries_come_from_the_catalog_in_the_childs_options():
     # one list: the catalog's CUDA-only packages (opscan/plan/libraries.yaml), passed to the child
     from opscan.config import ModelConfig
-    from opscan.phases import cuda_only_packages, tracer_options
+    from opscan.pipeline.phases import cuda_only_packages, tracer_options
     from opscan.plan.libraries import shipped
 
     packages = cuda_only_packages()
@@ -213,7 +215,7 @@ def test_repository_tests_build_the_model_opscan_cannot_guess(repo_report, repor
     assert "traced with no configuration: repo:tests/test_net.py::test_forward_shape: the test " \
            "tests/test_net.py::test_forward_shape (line 7), stopped at its model call; its first parameter set" in notes
     # a test that fails before its model call (it downloads weights: the contained child has no
-    # network, opscan/containment.py), in one line
+    # network, opscan/containment/), in one line
     assert any(n.startswith("not built: repo:tests/test_pretrained.py::test_pretrained_matches: the test failed "
                             "before its model call: URLError:") for n in notes)
     # a fixture of conftest.py (never run): skipped, in one line

@@ -1,7 +1,7 @@
 """`opscan REPO` with no configuration: registries of model functions, and setup calls learned from the
 repository's own call sites (issue 24, point 1; docs/repositories.md).
 
-Fixture repositories under tests/targets/repos/ (tiny; traced in the sandbox child as a user's run is):
+Fixture repositories under tests/targets/repos/ (tiny; traced in the contained child as a user's run is):
 - modelfns: a DiT-style class built only by size functions gathered in a dict registry;
 - registered: timm-style model functions registered by a decorator, building through a helper;
 - setupcall: a gpt-fast-style KV-cache model whose forward asserts `setup_caches` ran (generate.py

@@ -242,12 +242,12 @@ def test_cli_missing_report(report_file, run_cli):
 
 
 def test_cli_scans_path_through_the_app(tmp_path, monkeypatch, run_cli):
-    """Without --report, preflight runs opscan.app.analyse on PATH (replaced here by a fake)."""
+    """Without --report, preflight runs opscan.pipeline.analyse.analyse on PATH (replaced here by a fake)."""
     from dataclasses import replace
 
-    from opscan import app
+    from opscan.pipeline import analyse as app
     from opscan.records import Coverage, Finding, Location, ModelTrace, OpUsage, Report
-    from opscan.verdict import judge
+    from opscan.assess.verdict import judge
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("CPU_FALLBACK_COMMAND", raising=False)
@@ -278,7 +278,7 @@ def test_the_checklist_reads_a_report_as_its_json_says_it():
 
     from opscan.records import Coverage, Finding, Location, ModelTrace, OpUsage, Report
     from opscan.reporters.json import to_dict
-    from opscan.verdict import judge
+    from opscan.assess.verdict import judge
 
     report = Report(
         root=".", tool_version="test",

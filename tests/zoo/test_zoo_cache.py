@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.support.release import static_release
 from tests.support.zoo_fakes import FAKE_TRACER, STATUSES, logging, traced
 
-from opscan.isolation import Limits
+from opscan.containment.process import Limits
 from opscan.zoo.cache import Cache, trace_from_dict, trace_to_dict
 from opscan.zoo.execution import run_zoo, toolchain, trace_key
 from opscan.zoo.selection import ZooTarget

@@ -1,4 +1,4 @@
-"""The cluster path: a Dask LocalCluster on loopback, with per-model isolation inside the worker."""
+"""The cluster path: a Dask LocalCluster on loopback, with per-model containment inside the worker."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from tests.support.release import static_release
 from tests.support.zoo_fakes import FAKE_TRACER, STATUSES
 
-from opscan.isolation import Limits
+from opscan.containment.process import Limits
 from opscan.zoo.execution import run_zoo
 from opscan.zoo.selection import ZooTarget
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from tests.support.zoo_fakes import FAKE_TRACER
 
-from opscan.isolation import Limits
+from opscan.containment.process import Limits
 from opscan.zoo.jobs import Job, trace_job
 from opscan.zoo.execution import run_zoo
 from opscan.zoo.selection import ZooTarget

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from opscan.config import ModelConfig
-from opscan.phases import tracer_options
+from opscan.pipeline.phases import tracer_options
 from opscan.records import DeviceProfile
 from opscan.zoo.execution import job_options, trace_key
 from opscan.zoo.jobs import DEFAULT_TRACER

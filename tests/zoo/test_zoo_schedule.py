@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.support.release import static_release
 from tests.support.zoo_fakes import FAKE_TRACER, STATUSES, logging, started
 
-from opscan.isolation import Limits
+from opscan.containment.process import Limits
 from opscan.zoo.cache import Cache
 from opscan.zoo.execution import run_zoo
 from opscan.zoo.schedule import longest_first

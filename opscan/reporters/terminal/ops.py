@@ -96,7 +96,7 @@ def section(report: Report, console: Console) -> None:
         for text, number in notes.items():
             console.print(Text(f"  [{number}] {text}", style="dim"))
     scaled = [f for f in report.fallbacks if f.scaled_by]
-    if scaled:   # NOTE [fallback scaling] in opscan/assess.py
+    if scaled:   # NOTE [fallback scaling] in opscan/assess/assessment.py
         how = "; ".join(sorted({f.scaled_by for f in scaled}))
         traced = sum(f.traced_bytes for f in scaled)
         console.print(Text(f"  * CPU fallback cost per training step scaled back to the real model ({how}): "

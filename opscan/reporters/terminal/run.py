@@ -16,7 +16,7 @@ def runs(report: Report) -> list[ModelTrace]:
 
 def where_ops_run(trace: ModelTrace, report: Report) -> dict[str, int]:
     """The run's distinct device ops by where they run: on the device, may fall back to the CPU,
-    rejected by the backend, unknown (the status facts of records.py)."""
+    rejected by the backend, unknown (the status facts of records/vocabulary.py)."""
     coverage = {c.op: c.status for c in report.coverage}
     out = {"device": 0, "fallback": 0, "rejected": 0, "unknown": 0}
     for usage in trace.ops:

@@ -29,11 +29,11 @@ def section(report: Report, console: Console) -> None:
         head.append(f", {known} known (hidden by the baseline)", style="")
     if guarded:
         head.append(f" ({guarded} guarded)", style="dim")
-    blockers = report.blockers   # the verdict's and the gate's count (NOTE [blockers] in opscan/verdict.py)
+    blockers = report.blockers   # the verdict's and the gate's count (NOTE [blockers] in opscan/assess/verdict.py)
     if blockers.count:   # with the headline's words, so the two read as one count
         head.append(f"; {blockers.count} blocker{'s' * (blockers.count != 1)} ({blockers.describe()})",
                     style="bold red")
-    if report.tasks:   # the same count as the task list (NOTE [sites] in opscan/verdict.py)
+    if report.tasks:   # the same count as the task list (NOTE [sites] in opscan/assess/verdict.py)
         sites = report.sites
         head.append(f"; {sites} site{'s' * (sites != 1)} in {len(report.tasks)} port "
                     f"task{'s' * (len(report.tasks) != 1)}", style="")

@@ -36,7 +36,7 @@ LAYER_KEYS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder
 FIRST_K_KEYS = ("first_k_dense_replace", "num_dense_layers", "first_k_dense")
 # The key of config.json recording the layer counts cut ({"num_hidden_layers": [32, 2], ...}): the
 # hf builder reads it back so a trace knows the real model's depth (NOTE [fallback scaling] in
-# opscan/assess.py); transformers keeps an unknown key as a plain config attribute.
+# opscan/assess/assessment.py); transformers keeps an unknown key as a plain config attribute.
 SHRUNK_KEY = "opscan_shrunk_layers"
 # Keys naming layers that do not place them (multi-token-prediction heads sit outside the stack).
 HARMLESS_LAYER_KEYS = ("num_nextn_predict_layers",)

@@ -13,7 +13,7 @@ from torch.utils._pytree import tree_flatten, tree_map_only
 from opscan.trace.fakes import patched
 
 # NOTE [loader workers]
-# A DataLoader with num_workers > 0 forks worker processes: opscan's isolated child may not have
+# A DataLoader with num_workers > 0 forks worker processes: opscan's contained child may not have
 # children, and fake tensors cannot cross processes. So the run loads each batch in the script's
 # own process and says so at the line that built the loader. A real
 # worker's batch takes a path of its own, which dispatches ops a num_workers=0 loader does not: the

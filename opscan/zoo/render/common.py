@@ -43,7 +43,7 @@ def fallback(row: Row) -> int:
 
 def cost_basis(run: ZooRun) -> str:
     """What the MB/step figures stand for: scaled back to each model's real layer count when the
-    run cut layers (`--layers`; NOTE [fallback scaling] in opscan/assess.py), else as traced."""
+    run cut layers (`--layers`; NOTE [fallback scaling] in opscan/assess/assessment.py), else as traced."""
     layers = run.meta.get("layers")
     if layers:
         return (f"scaled back from the {layers} traced layers to each model's real layer count (calls and "

@@ -1,0 +1,477 @@
+"""The phases of one run: config -> rules + db -> scan | trace -> assess (coverage, tasks, verdict) -> Report.
+
+`analyse(target, config, options)` is what `opscan PATH` runs, a short pipeline of named steps over
+records (NOTE [the pipeline of analyse]) ending in a `Draft` that opscan/assess/assessment.py judges into the
+Report; `RunOptions` is everything about the run that is not project configuration (the trace
+switch, baseline, limits, ...). Each phase is a plain function held in `Phases`, so tests can
+replace the tracer (or any phase) without torch. Analysis never prints; progress goes to an
+optional `progress(event, detail)` callback that the command renders.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from opscan import __version__
+from opscan.assess import baseline as baselines
+from opscan.pipeline import phases as default_phases
+from opscan.assess import assess
+from opscan.config import Config, ModelConfig
+from opscan.errors import (MissingDependencyError, MissingModulesError, ModelProcessError, OpscanError, TargetError,
+                           TraceError, UsageError)
+from opscan.index import ProjectIndex
+from opscan.containment.process import Limits, default_max_memory
+from opscan.pipeline import entry_step
+from opscan.records import (BaselineStatus, Checked, DeviceProfile, Discovery, Draft, Finding, ModelTrace,
+                            NothingToCheck, Report, SourceCheck, Step)
+from opscan.pipeline.phases import ScanOptions, ScanOutcome, database_notes
+from opscan.assess.verdict import NO_MODEL
+
+if TYPE_CHECKING:
+    from opscan.db import Release
+
+Progress = Callable[[str, str], None]
+
+
+# NOTE [explicit phases and limits]
+# `Phases` used to swap its defaults in at attribute access, and the trace limits of `opscan PATH`
+# reached the tracer through a context variable the command set around `analyse`. Both were
+# invisible at the call. Now the phases a run uses are chosen in one visible place
+# (`Phases.default`, read per run so tests may still monkeypatch opscan/pipeline/phases.py) and the limits
+# are a field of the frozen `RunOptions`, passed to the trace phase as an argument.
+@dataclass(frozen=True)
+class Phases:
+    """The phase functions of a run (`Phases.default()`: those of opscan/pipeline/phases.py)."""
+
+    scan: Callable[..., ScanOutcome]                       # (target, config[, ScanOptions])
+    database: Callable[[Config], Release | None]           # None: every traced op is unknown
+    trace: Callable[[ModelConfig, Path, DeviceProfile | None, Limits | None], ModelTrace]
+    # a training command run for its step: (TrainingEntry, root, profile, limits) -> (ModelTrace, notes)
+    command: Callable[..., tuple[ModelTrace, tuple[str, ...]]] = default_phases.command
+
+    @classmethod
+    def default(cls, **replaced: Callable) -> Phases:
+        """opscan/pipeline/phases.py's functions, as that module holds them now (so tests may monkeypatch
+        it), with `replaced` ones instead (e.g. `Phases.default(trace=fake)`)."""
+        chosen = {"scan": default_phases.scan, "database": default_phases.database,
+                  "trace": default_phases.trace, "command": default_phases.command}
+        unknown = set(replaced) - set(chosen)
+        if unknown:
+            raise TypeError(f"no such phase: {', '.join(sorted(unknown))}")
+        return cls(**{**chosen, **replaced})
+
+
+def _default_limits() -> Limits:
+    return Limits(max_memory=default_max_memory())
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How one run goes, beside the project's configuration (defaults: what `opscan PATH` does)."""
+
+    trace: bool = True                     # False: source only (`--no-trace`, `opscan scan`)
+    untraced: str = "tracing skipped (--no-trace)"   # what the verdict says when `trace` is False
+    baseline: Path | None = None           # report only findings not recorded in this file
+    scan: ScanOptions | None = None        # `opscan scan PATH...`: files, jobs, cache
+    trust_remote_code: bool = False        # a model folder found at PATH may run its own code
+    mode: str | None = None                # trace mode of a model found at PATH (default train)
+    # The child process each model's code runs in (docs/reliability.md); None: in this process.
+    limits: Limits | None = field(default_factory=_default_limits)
+    # False (`--no-project-code`): models found with no configuration are built only when that runs
+    # no code of the project (model folders, .pt2 files); configured models are built as given
+    project_code: bool = True
+    # `--entry`: the training command whose step is traced, instead of the one found by reading
+    # (NOTE [the training command first] in opscan/pipeline/entry_step.py); "" = `entry`, else found
+    entry: str = ""
+    # `opscan run`: the command it ran, whose step is the project's own (NOTE [the step answered for])
+    script_command: str = ""
+
+
+def _backend_label(spec: str) -> str:
+    """The release a source-only run names (the database is not loaded to resolve it)."""
+    if not spec:
+        return "torchneuron (newest release)"
+    return f"torchneuron=={spec}" if spec[:1].isdigit() else spec
+
+
+def relative_root(root: Path) -> str:
+    """The root as reporters show it: relative to the working directory when inside it."""
+    try:
+        rel = os.path.relpath(root, Path.cwd())
+    except ValueError:
+        return root.as_posix()
+    return Path(rel).as_posix() if not rel.startswith("..") else root.as_posix()
+
+
+# NOTE [the pipeline of analyse]: `analyse` is a row of named steps, each taking and returning
+# records (frozen dataclasses), so a step can be read, and tested, alone:
+#   start -> find_models -> load_database -> scan_source -> trace_models -> require_something
+#   -> apply_baseline -> draft_of -> assess (opscan/assess/assessment.py: Draft -> Report)
+# No step edits another's lists or reads state out of message text: each says what it found in
+# its result (`Found`, `Loaded`, `Traced`, `Kept`), the notes included, and `draft_of` joins them
+# in the order the run made them.
+@dataclass(frozen=True)
+class Run:
+    """Where one run looks: the target as given (resolved), the folder it is in, the files a
+    pre-commit run was given (`narrowed`), and the baseline's entries (read before any trace)."""
+
+    target: Path
+    root: Path
+    narrowed: tuple[Path, ...] = ()
+    baseline: Path | None = None
+    entries: tuple[baselines.Entry, ...] | None = None   # the baseline's entries (None: no baseline)
+    index: ProjectIndex | None = None    # each file of the run listed, read and parsed once (NOTE [one project index])
+
+
+@dataclass(frozen=True)
+class Found:
+    """The models the run traces: the configuration with the models found at PATH when none was
+    configured, what discovery found (None: not run), and the notes of that choice."""
+
+    config: Config
+    discovery: Discovery | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The coverage database of the run (None: not needed, or none), and its notes."""
+
+    release: Release | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """What the source scan found (findings, notes, rules, facts), and whether there was source to
+    scan (NOTE [checked or not] in opscan/records/report.py)."""
+
+    outcome: ScanOutcome
+    source: SourceCheck = Checked()
+
+
+@dataclass(frozen=True)
+class Traced:
+    """What tracing the models gave: the traces, the models given that could not be checked
+    ((target, why): the gate exits 2), why no ops were checked when none were, and the notes."""
+
+    traces: tuple[ModelTrace, ...] = ()
+    unchecked: tuple[tuple[str, str], ...] = ()
+    ops_not_checked: str = ""
+    notes: tuple[str, ...] = ()
+    missing: bool = False                # a model missed modules not installed here (one remedy line)
+    step: Step | None = None             # the step the traces answer for (NOTE [the step answered for])
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The findings the report keeps after the baseline (all of them without one), and how they compared."""
+
+    findings: tuple[Finding, ...]
+    baseline: BaselineStatus | None = None
+
+
+def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
+            phases: Phases | None = None, progress: Progress | None = None,
+            on_error: Callable[[OpscanError], None] | None = None) -> Report:
+    """Run every phase for `target` (a folder or file) under `config` and `options`; the Report.
+
+    A model that cannot be built (TargetError) or whose process failed (ModelProcessError) raises,
+    unless `on_error` is given: then it is passed there, noted in the report, and the other models
+    are still traced. What the traces show is judged once, in opscan/assess/assessment.py. A folder with
+    nothing to check (no source file, no model) is a UsageError. The steps: NOTE [the pipeline of analyse].
+    """
+    options = options or RunOptions()
+    phases = phases or Phases.default()
+    say = progress or (lambda event, detail: None)
+    run = start(target, options)
+    entered = entry_step.choose(run.target, config, trace=options.trace and not run.narrowed,
+                                project_code=options.project_code, given=options.entry, index=run.index)
+    found = find_models(run, config, options)
+    loaded = load_database(found.config, options, phases, say, needed=entered.chosen is not None)
+    scanned = scan_source(run, found, options, phases, say)
+    traced = trace_models(run, found, loaded.release, options, phases, say, on_error, entered)
+    require_something(run, found, scanned.outcome, traced)
+    kept = apply_baseline(run, scanned.outcome.findings)
+    say("phase", "checking op coverage and planning port tasks")
+    draft = replace(draft_of(run, found, loaded, scanned, traced, kept), entries=entered.entries)
+    return assess(draft, loaded.release, project_root=run.root, cost=found.config.cost, facts=scanned.outcome.facts)
+
+
+def start(target: Path, options: RunOptions) -> Run:
+    """The run's target and root; the baseline is read here, so a bad one fails before any trace."""
+    target = Path(target).resolve()
+    scan = options.scan
+    entries = baselines.load(options.baseline) if options.baseline is not None else None
+    root = target if target.is_dir() else target.parent
+    return Run(target=target, root=root, narrowed=tuple(scan.paths) if scan is not None and scan.paths else (),
+               baseline=options.baseline, entries=None if entries is None else tuple(entries),
+               index=ProjectIndex(root))
+
+
+def find_models(run: Run, config: Config, options: RunOptions) -> Found:
+    """The models to trace: the configured ones; with none configured (and no files given, as
+    pre-commit does), the model PATH is, or the project's candidates (opscan/targets/discovery.py)."""
+    if config.models or run.narrowed:
+        return Found(config)
+    discovery, config = _discover(run.target, config, options.trust_remote_code, options.mode,
+                                  search=options.trace, index=run.index)
+    if discovery is None or options.project_code:
+        return Found(config, discovery)
+    return _without_project_code(discovery, config, options.trust_remote_code)
+
+
+def load_database(config: Config, options: RunOptions, phases: Phases, say: Progress, needed: bool = False) -> Loaded:
+    """The coverage database, only needed to judge traced ops: a source-only run skips loading it
+    (`needed`: a training command will be run)."""
+    if not (options.trace and (config.models or needed)):
+        return Loaded()
+    say("phase", "loading the coverage database")
+    release = phases.database(config)
+    return Loaded(release, tuple(database_notes(release, config)))
+
+
+def scan_source(run: Run, found: Found, options: RunOptions, phases: Phases, say: Progress) -> Scanned:
+    """The scan of the project's source, and whether there was source to scan (PATH may be a model
+    file: a .pt2 file or a config.json, traced with nothing to scan)."""
+    say("phase", "scanning source")
+    if found.discovery is not None and found.discovery.traced and run.target.is_file():
+        return Scanned(ScanOutcome(), NothingToCheck())
+    # the findings come marked with what `opscan fix` rewrites (NOTE [fixable is what fix fixes])
+    return Scanned(phases.scan(run.target, found.config, options.scan, index=run.index))
+
+
+def trace_models(run: Run, found: Found, release: Release | None, options: RunOptions, phases: Phases,
+                 say: Progress, on_error: Callable[[OpscanError], None] | None,
+                 entered: entry_step.Entered | None = None) -> Traced:
+    """The project's training command run first, when one was chosen (NOTE [the training command
+    first]); then, unless it trained, each model traced in turn (those found with no configuration:
+    NOTE [zero-configuration tries]). The Traced says which step its traces answer for.
+
+    A model whose process failed, or that could not be built, is a trace that stopped plus a model
+    not checked (or raises, without `on_error`); a TraceError means that model was not traced, and a
+    missing dependency (no torch) that no model can be: the rest are not tried.
+    """
+    entered = entered or entry_step.Entered()
+    ran = None
+    if entered.chosen is not None and options.trace:
+        say("trace", f"running the training command `{entry_step.shown_command(entered.chosen)}`")
+        profile = release.profile() if release is not None else None
+        ran = entry_step.run_chosen(entered, run.root, profile, options.limits, phases.command)
+        if ran.trained and ran.trace is not None and (found.discovery is not None or not found.config.models):
+            return Traced((ran.trace,), notes=ran.notes + entry_step.others_note(entered),
+                          step=entry_step.step_of((ran.trace,), (), entered, ran, found.config))
+    traced = _trace_models(run, found, release, options, phases, say, on_error)
+    notes = (ran.notes if ran is not None else ()) + traced.notes + entry_step.others_note(entered)
+    traces = traced.traces
+    if ran is not None and ran.trace is not None and (ran.trained or (ran.trace.ops and not traces)):
+        # the configured models beside the command's step; or nothing else traced: the run's ops kept
+        traces = (ran.trace, *traces)
+    step = entry_step.step_of(traces, found.config.models, entered, ran, found.config, options.script_command)
+    return replace(traced, traces=traces, notes=notes, step=step)
+
+
+def _trace_models(run: Run, found: Found, release: Release | None, options: RunOptions, phases: Phases,
+                  say: Progress, on_error: Callable[[OpscanError], None] | None) -> Traced:
+    models, discovery = found.config.models, found.discovery
+    refused = tuple((c.target, c.note) for c in discovery.refused) if discovery else ()
+    if not models:
+        return Traced(unchecked=refused, ops_not_checked=(options.untraced if not options.trace else "")
+                      or _no_model(discovery) or NO_MODEL)
+    if not options.trace:
+        return Traced(unchecked=refused, ops_not_checked=options.untraced,
+                      notes=(f"{options.untraced}: the verdict covers the source only",))
+    from opscan.targets.tries import ZeroConfig
+
+    profile = release.profile() if release is not None else None
+    tries = ZeroConfig(discovery)   # found, not configured: tried in turn (opscan/targets/discovery.py)
+    traces: list[ModelTrace] = []
+    unchecked = list(refused)
+    notes: list[str] = []
+    not_traced = ""
+    missing = False   # a model's module missed modules not installed here: one remedy line (Verdict.remedy)
+    for index, model in enumerate(models, 1):
+        if tries.done():
+            break
+        say("trace", f"tracing {model.target} ({model.mode}) [{index}/{len(models)}]")
+        trace = lambda model=model: phases.trace(model, run.root, profile, options.limits)   # noqa: E731
+        try:
+            if tries:
+                attempt = tries.attempt(trace, model.target)
+                notes.append(attempt.note)
+                traces.extend((attempt.trace,) if attempt.trace is not None else ())
+                continue
+            traces.append(trace())
+        except ModelProcessError as exc:   # hung, crashed or out of memory: exit 2, keep the rest
+            if on_error is None:
+                raise
+            on_error(exc)
+            unchecked.append((model.target, exc.reason))
+            traces.append(ModelTrace(model.target, model.mode, "neuron", complete=False, stopped_at=str(exc)))
+        except TraceError as exc:
+            not_traced = str(exc)
+            if isinstance(exc, MissingDependencyError):   # no model can be traced: stop trying
+                unchecked.extend((m.target, exc.reason) for m in models[index - 1:])
+                break
+            unchecked.append((model.target, exc.reason))
+        except TargetError as exc:
+            if on_error is None:
+                raise
+            on_error(exc)
+            missing = missing or isinstance(exc, MissingModulesError)
+            unchecked.append((model.target, exc.reason))
+            traces.append(ModelTrace(model.target, model.mode, "neuron", complete=False,
+                                     stopped_at=f"the model could not be built: {exc}"))
+        say("traced", model.target)
+    if tries and not traces and not not_traced:
+        # NOTE [zero-configuration tries]: one try that fails beside one that traced is a note (the
+        # targets are opscan's guesses); when none could be built the ops were not checked, and the
+        # gate says so as for any model given (exit 2 unless --allow-unchecked; issue 27).
+        not_traced = f"no model of the repository could be built ({len(tries.failed)} tried; see the notes)"
+        unchecked.extend(tries.failed)
+    return Traced(tuple(traces), tuple(unchecked), not_traced, tuple(notes), missing or tries.missing)
+
+
+def require_something(run: Run, found: Found, scanned: ScanOutcome, traced: Traced) -> None:
+    """A UsageError when a folder holds nothing to check: no source file, no model (configured or found)."""
+    if scanned.files_scanned or traced.traces or found.config.models or not run.target.is_dir() \
+            or run.narrowed or traced.unchecked:
+        return
+    no_model = _no_model(found.discovery)
+    raise UsageError("nothing to check: no Python, notebook or C++/CUDA source file (after include/"
+                     "exclude) and no model (looked for [[tool.opscan.models]], --model, a model "
+                     "folder with config.json, a .pt2 file)"
+                     + (f"; {no_model}" if no_model else ""), path=str(run.target))
+
+
+def apply_baseline(run: Run, findings: tuple[Finding, ...] | list[Finding]) -> Kept:
+    """The findings a baseline does not know (all of them without one), and how they compared."""
+    if run.entries is None:
+        return Kept(tuple(findings))
+    entries = run.entries
+    if run.narrowed:   # entries of files not scanned are not stale
+        entries = tuple(e for e in entries if _within(run.root / e.path, run.narrowed))
+    applied = baselines.apply(findings, entries)
+    status = BaselineStatus(
+        path=relative_root(Path(run.baseline).resolve()), known=applied.known,
+        stale=tuple(f"{e.path}:{e.line}: {e.rule} {e.message}" for e in applied.stale))
+    return Kept(tuple(applied.new), status)
+
+
+def draft_of(run: Run, found: Found, loaded: Loaded, scanned: Scanned, traced: Traced, kept: Kept) -> Draft:
+    """The Draft the steps make together, for `assess`; the notes in the order the run made them."""
+    root = run.root
+    fired = {f.rule for f in kept.findings}
+    traces = traced.traces
+    return Draft(
+        root=relative_root(root),
+        tool_version=__version__,
+        findings=tuple(sorted(kept.findings, key=Finding.sort_key)),
+        traces=traces,
+        backend=_backend_label(found.config.backend),
+        files_scanned=scanned.outcome.files_scanned,
+        notes=found.notes + loaded.notes + tuple(scanned.outcome.notes) + traced.notes,
+        baseline=kept.baseline,
+        hours_per_day=found.config.cost.hours_per_day,
+        rules=tuple(sorted((r for r in scanned.outcome.rules if r.id in fired), key=lambda r: r.id)),
+        project_sources=tuple(sorted({s.path for t in traces for u in t.ops for s in u.sources
+                                      if (root / s.path).is_file()})) if traces else None,
+        discovery=found.discovery,
+        source=scanned.source,
+        ops_not_checked=traced.ops_not_checked,
+        unchecked=traced.unchecked,
+        remedy=_remedy(root) if traced.missing else "",
+        step=traced.step,
+    )
+
+
+def _remedy(root: Path) -> str:
+    """The one remedy line for models that missed modules not installed here."""
+    from opscan.targets.absent import remedy
+    return remedy(root)
+
+
+def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str | None = None,
+              search: bool = True, index: ProjectIndex | None = None):
+    """(Discovery, config): a model folder or exported program at PATH is traced as configured;
+    otherwise (when `search`: runs that trace) the project's model candidates are read, never run,
+    for the report and `opscan init`."""
+    from opscan.targets.discovery import call_site_table, candidates, direct, step_plans
+
+    found = direct(target, relative_root(target), trust_remote_code=trust_remote_code)
+    if found is None and not search:
+        return None, config
+    if found is None:   # a repository: what builds with no configuration is tried (issue 24)
+        root = target if target.is_dir() else target.parent
+        index = index if index is not None else ProjectIndex(root)
+        found = candidates(root, trust_remote_code=trust_remote_code, construct=True, index=index)
+        found = _with_config_blocks(found)
+        sites = call_site_table(index, found.traced)   # read here, handed to the child (NOTE [one project index])
+        steps = step_plans(index, found.traced)         # the training script's step, read here too
+        return found, replace(config, models=tuple(ModelConfig(target=t, mode=mode or "train", call_sites=sites
+                                                               if t.startswith("repo:") else (), step=steps.get(t))
+                                                   for t in found.traced))
+    found = _with_config_blocks(found)
+    models = tuple(ModelConfig(target=t, mode="inference" if t.startswith("pt2:") else (mode or "train"),
+                               trust_remote_code=trust_remote_code) for t in found.traced)
+    return found, replace(config, models=models)
+
+
+def _with_config_blocks(found):
+    """`found` with what the reporters print of it (they read the report, never discovery): each
+    candidate's [[tool.opscan.models]] block, as `opscan init` writes it, and the factory hint."""
+    from opscan.targets.discovery import FACTORY_HINT, toml_lines
+
+    return replace(found, config_blocks=tuple(toml_lines(c) for c in found.candidates), factory_hint=FACTORY_HINT)
+
+
+def _without_project_code(discovery: Discovery, config: Config, trust_remote_code: bool) -> Found:
+    """The models found, without those whose building runs project code (`--no-project-code`), and a note on them."""
+    from opscan.targets.project_code import runs_project_code
+
+    dropped = [t for t in discovery.traced if runs_project_code(t, trust_remote_code)]
+    if not dropped:
+        return Found(config, discovery)
+    more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
+    note = (f"--no-project-code: {len(dropped)} model(s) found whose building runs the project's code "
+            f"were not built ({', '.join(dropped[:3])}{more})")
+    kept = tuple(t for t in discovery.traced if t not in dropped)
+    return Found(replace(config, models=tuple(m for m in config.models if m.target in kept)),
+                 replace(discovery, traced=kept), (note,))
+
+
+def _no_model(discovery) -> str:
+    """Why no model was traced, from what discovery found (for the verdict)."""
+    if discovery is None:
+        return ""
+    if discovery.refused:
+        return f"{discovery.refused[0].target} not traced: {discovery.refused[0].note}"
+    ready = [c.target for c in discovery.candidates if c.ready]
+    if ready:
+        more = f" and {len(ready) - 3} more" if len(ready) > 3 else ""
+        return (f"no model configured; found {', '.join(ready[:3])}{more} (`opscan init` adds "
+                "them to [[tool.opscan.models]])")
+    return ""
+
+
+def _within(path: Path, paths: tuple[Path, ...]) -> bool:
+    """Whether `path` is one of `paths` or inside one of them."""
+    path = path.resolve()
+    return any(path == p or p in path.parents for p in (Path(x).resolve() for x in paths))
+
+
+def with_models(config: Config, targets: list[str] | None, mode: str | None) -> Config:
+    """`--model TARGET` replaces the configured models; `--mode` applies to every model."""
+    models = config.models
+    if targets:
+        models = tuple(ModelConfig(target=t) for t in targets)
+    if mode:
+        models = tuple(replace(m, mode=mode) for m in models)
+    return replace(config, models=models)
+
+
+__all__ = ["OpscanError", "Phases", "RunOptions", "ScanOutcome", "analyse", "with_models"]

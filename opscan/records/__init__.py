@@ -1,0 +1,50 @@
+"""The data opscan passes between its phases: frozen dataclasses only, importing nothing of opscan
+outside records/.
+
+Analysis (scan, trace, db, plan) produces these; reporters only read them. Every tuple field is
+kept sorted by its producer so that the same input gives the same bytes out. The records are
+split by stage, each name re-exported here: `from opscan.records import Finding` is the way in.
+
+- vocabulary.py: the closed vocabularies as types and their facts (NOTE [typed vocabularies])
+- ops.py: traced ops, their sources, coverage and evidence, fallback costs, profile, shrink
+- findings.py: the source scan's findings, kernel sources, rules, baseline status, scan facts
+- compile.py: torch.compile regions, options, the compile estimate and forecast
+- trace.py: a model's trace and the models found without running anything
+- report.py: tasks, caveats, notes, blockers, the verdict, the Draft and the Report
+"""
+
+from __future__ import annotations
+
+from opscan.records.vocabulary import (
+    BlockUnit, CATEGORIES, CAVEAT_KINDS, EVIDENCE_KINDS, NoKernel, OP_STATUSES, OP_TASKS, OpStatus, PHASES, SEVERITIES,
+    STATUS, STATUSES, STEP_KINDS, Severity, Status, StepKind, TASKS, TaskKind, VERDICT_KINDS, VerdictKind,
+    status_of)
+from opscan.records.ops import (
+    Coverage, DeviceProfile, Evidence, Fallback, OpName, OpSource, OpUsage, Shrink, StandIn)
+from opscan.records.findings import (
+    BaselineStatus, Finding, FunctionSpan, ImportBinding, KERNEL_SOURCE_KINDS, KernelSource, LibraryUse, Location,
+    RuleInfo, ScanFacts, is_kernel_work)
+from opscan.records.compile import (
+    COMPILE_CAUSES, CompileEstimate, CompileForecast, CompileOption, CompileRegion, CompileStep, CompiledOp, GraphBreak,
+    NewSignature, TorchCompile, VaryingOp)
+from opscan.records.trace import (
+    CANDIDATE_KINDS, ENTRY_KINDS, STEP_PARTS, STOP_HINT, Discovery, ModelCandidate, ModelTrace, Replacement, StepPart,
+    TrainStep, TrainingEntry,
+    containment_line, merge_containment)
+from opscan.records.report import (
+    Blockers, Checked, Draft, EffortTotal, JudgedOps, NotChecked, NothingToCheck, OpCaveat, OpNote, Report, SourceCheck,
+    Step, Task, Verdict)
+
+__all__ = [
+    "BaselineStatus", "BlockUnit", "Blockers", "CANDIDATE_KINDS", "CATEGORIES", "CAVEAT_KINDS", "COMPILE_CAUSES",
+    "Checked", "CompileEstimate", "CompileForecast", "CompileOption", "CompileRegion", "CompileStep", "CompiledOp",
+    "Coverage", "DeviceProfile", "Discovery", "Draft", "ENTRY_KINDS", "EVIDENCE_KINDS", "EffortTotal", "Evidence",
+    "Fallback",
+    "Finding", "FunctionSpan", "GraphBreak", "ImportBinding", "JudgedOps", "KERNEL_SOURCE_KINDS", "KernelSource",
+    "LibraryUse", "Location", "ModelCandidate", "ModelTrace", "NewSignature", "NoKernel", "NotChecked",
+    "NothingToCheck", "OP_STATUSES", "OP_TASKS", "OpCaveat", "OpName", "OpNote", "OpSource", "OpStatus", "OpUsage",
+    "PHASES", "Replacement", "Report", "RuleInfo", "SEVERITIES", "STATUS", "STATUSES", "STOP_HINT", "ScanFacts",
+    "Severity", "Shrink", "STEP_KINDS", "STEP_PARTS", "SourceCheck", "StandIn", "Status", "Step", "StepKind",
+    "StepPart", "TASKS", "Task", "TaskKind", "TorchCompile", "TrainStep", "TrainingEntry", "VERDICT_KINDS", "VaryingOp",
+    "Verdict", "VerdictKind", "containment_line", "is_kernel_work", "merge_containment", "status_of",
+]

@@ -1,0 +1,198 @@
+"""Dockerfiles read as manifests, never built: FROM images and the installs of RUN commands.
+
+`ARG` and `ENV` defaults are substituted within the file and heredoc RUN blocks are read as shell
+lines (NOTE [Dockerfile values]). Entries are scan/manifests.py's.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, replace
+
+from opscan.scan.manifests import Entry, Problem, conda_spec, pip_arguments
+
+_PIP = re.compile(r"(?:^|[\s;&|(])(?:[\w./-]*python[\d.]*\s+-m\s+)?(?:uv\s+)?pip[\d.]*\s+install\s+(?P<args>[^;&|]*)")
+_CONDA = re.compile(r"(?:^|[\s;&|(])(?:conda|mamba|micromamba)\s+install\s+(?P<args>[^;&|]*)")
+_HEREDOC = re.compile(r"<<(?P<dash>-?)\s*(?P<quote>[\"']?)(?P<word>[A-Za-z_][A-Za-z0-9_]*)(?P=quote)")
+_VARIABLE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?P<op>:?[-+=?])?(?P<alt>[^}]*)\}"
+                       r"|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))")
+_SHELLS = ("", "bash", "sh", "/bin/bash", "/bin/sh", "set")
+
+# NOTE [Dockerfile values]
+# A Dockerfile is read as instructions: physical lines joined at `\`, `#` lines dropped. `ARG NAME=x`
+# and `ENV NAME=x` (and `ENV NAME x`) set a variable from that line on; `$NAME`, `${NAME}` and
+# `${NAME:-default}` in FROM and RUN are replaced by its value (or the default written in place),
+# so `ARG TORCH_VERSION=2.0.1` ... `pip install torch==${TORCH_VERSION}` is `torch==2.0.1` and
+# `FROM ${BASE}` is the base image ARG names. An entry whose text came from a variable is placed on
+# the ARG / ENV line that wrote it: that is the line a port changes. A variable with no value in
+# the file (`--build-arg` only) stays unresolved and its token is skipped. `RUN <<EOF` heredocs
+# (and `RUN bash <<EOF`) are shell lines, each read at its own line; a heredoc fed to another
+# program (`RUN python - <<EOF`) is not shell and is skipped.
+
+
+@dataclass(frozen=True)
+class _Instruction:
+    line: int                        # where its text starts
+    word: str                        # FROM, RUN, ARG, ENV, ...
+    rest: str                        # the arguments, continuation lines joined
+    lines: tuple[int, ...]           # the physical lines it spans
+
+
+def _instructions(physical: list[str]) -> list[_Instruction]:
+    out: list[_Instruction] = []
+    i = 0
+    while i < len(physical):
+        raw = physical[i]
+        if not raw.strip() or raw.lstrip().startswith("#"):
+            i += 1
+            continue
+        first, spans, text = i + 1, [i + 1], raw.rstrip()
+        while text.endswith("\\") and i + 1 < len(physical):
+            i += 1
+            if physical[i].lstrip().startswith("#"):
+                continue
+            spans.append(i + 1)
+            text = text[:-1] + " " + physical[i].rstrip()
+        i += 1
+        word, _, rest = text.strip().partition(" ")
+        word = word.upper()
+        heredoc = _HEREDOC.search(rest) if word == "RUN" else None
+        if heredoc is None:
+            out.append(_Instruction(first, word, rest.strip(), tuple(spans)))
+            continue
+        before = rest[:heredoc.start()].strip().split()
+        shell = not before or before[0].rsplit("/", 1)[-1] in ("bash", "sh") or before[0].startswith("--")
+        body_start = i
+        while i < len(physical) and (physical[i].strip() if heredoc["dash"] else physical[i]) != heredoc["word"]:
+            i += 1
+        if shell:
+            out += [replace(b, line=b.line + body_start, lines=tuple(n + body_start for n in b.lines))
+                    for b in _shell_lines(physical[body_start:i])]
+        i += 1   # the closing word
+    return out
+
+
+def _shell_lines(body: list[str]) -> list[_Instruction]:
+    """The lines of a heredoc RUN block as RUN instructions (lines 1-based within the block)."""
+    out = []
+    i = 0
+    while i < len(body):
+        first, text = i + 1, body[i].rstrip()
+        spans = [i + 1]
+        while text.endswith("\\") and i + 1 < len(body):
+            i += 1
+            spans.append(i + 1)
+            text = text[:-1] + " " + body[i].rstrip()
+        i += 1
+        if text.strip() and not text.lstrip().startswith("#"):
+            out.append(_Instruction(first, "RUN", text.strip(), tuple(spans)))
+    return out
+
+
+class _Variables:
+    """ARG / ENV values in file order, and the line each was written on (NOTE [Dockerfile values])."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, tuple[str, int]] = {}
+
+    def define(self, instruction: _Instruction) -> None:
+        rest = instruction.rest
+        try:
+            words = shlex.split(rest, posix=True)
+        except ValueError:
+            words = rest.split()
+        if instruction.word == "ENV" and len(words) >= 2 and "=" not in words[0]:   # ENV NAME value
+            self.values[words[0]] = (self.expand(" ".join(words[1:]))[0], instruction.line)
+            return
+        for word in words:
+            name, eq, value = word.partition("=")
+            if eq:
+                self.values[name] = (self.expand(value)[0], instruction.line)
+            elif instruction.word == "ARG" and name not in self.values:
+                self.values[name] = ("", 0)   # declared, value given only at build time
+
+    def expand(self, text: str) -> tuple[str, dict[str, int]]:
+        """`text` with known variables replaced, and the values used -> the line that wrote each."""
+        used: dict[str, int] = {}
+
+        def one(match: re.Match) -> str:
+            name = match["braced"] or match["bare"]
+            value, line = self.values.get(name, ("", 0))
+            op, alt = match["op"] or "", match["alt"] or ""
+            if op.endswith("+"):
+                return alt if value else ""
+            if not value and op.endswith(("-", "=")) and "$" not in alt:
+                return alt
+            if not value:
+                return match[0]
+            if line:
+                used[value] = line
+            return value
+
+        return _VARIABLE.sub(one, text), used
+
+
+def read_dockerfile(text: str) -> tuple[list[Entry], list[Problem]]:
+    """FROM images, and the packages and indexes of `pip install` / `conda install` in RUN lines,
+    with ARG / ENV values substituted and heredoc RUN blocks read (NOTE [Dockerfile values])."""
+    physical = text.splitlines()
+    variables = _Variables()
+    entries: list[Entry] = []
+    for instruction in _instructions(physical):
+        if instruction.word in ("ARG", "ENV"):
+            variables.define(instruction)
+            continue
+        if instruction.word not in ("FROM", "RUN"):
+            continue
+        rest, used = variables.expand(instruction.rest)
+        start = len(entries)
+        if instruction.word == "FROM":
+            _from(rest, instruction.line, entries)
+        else:
+            _run(rest, instruction.line, entries)
+        lines = {n: variables.expand(physical[n - 1])[0] for n in instruction.lines}
+        for i in range(start, len(entries)):
+            entries[i] = _placed(entries[i], lines, used, physical)
+    return entries, []
+
+
+def _placed(entry: Entry, lines: dict[int, str], used: dict[str, int], physical: list[str]) -> Entry:
+    """The entry at the physical line that spells it, or at the ARG / ENV line of a value it took."""
+    needle = entry.url or entry.text
+    line = next((n for n, text in sorted(lines.items()) if needle and needle in text), entry.line)
+    written = physical[line - 1] if 0 < line <= len(physical) else ""
+    if entry.kind == "image" and entry.name.split(":", 1)[0] in written:
+        return replace(entry, line=line)   # `FROM nvidia/cuda:${VERSION}`: the image is named here
+    for value, where in sorted(used.items()):
+        if value and value in needle and value not in written:
+            return replace(entry, line=where)
+    return replace(entry, line=line)
+
+
+def _from(rest: str, line: int, entries: list[Entry]) -> None:
+    parts = [p for p in rest.split() if not p.startswith("--")]
+    if parts and "$" not in parts[0]:
+        entries.append(Entry(line, "image", parts[0], text=parts[0]))
+        tag = re.match(r"^(?:[\w.-]+/)?pytorch/pytorch:(\d+\.\d+(?:\.\d+)?)", parts[0])
+        if tag:   # PyTorch's images are named for the torch they hold
+            entries.append(Entry(line, "requirement", "torch", f"=={tag[1]}", text=parts[0]))
+
+
+def _run(rest: str, line: int, entries: list[Entry]) -> None:
+    for match in _PIP.finditer(rest):
+        try:
+            tokens = shlex.split(match["args"], posix=True)
+        except ValueError:
+            tokens = match["args"].split()
+        pip_arguments(tokens, line, entries, None, strict=False)
+    for match in _CONDA.finditer(rest):
+        args = match["args"].split()
+        for i, token in enumerate(args):
+            if token in ("-c", "--channel") and i + 1 < len(args):
+                entries.append(Entry(line, "index", name=args[i + 1], url=args[i + 1], text=args[i + 1]))
+            elif not token.startswith("-") and (i == 0 or args[i - 1] not in ("-c", "--channel", "-n",
+                                                                               "--name", "-p", "--prefix")):
+                name, spec, build = conda_spec(token.strip("'\""))
+                if name:
+                    entries.append(Entry(line, "conda", name, spec, build=build, text=token))

@@ -1,0 +1,173 @@
+"""Values a manifest builds or spells indirectly: setup.py lists built in code, wheel URLs, Dockerfile
+ARG / ENV defaults and heredocs, undecodable lines (docs/dependencies.md, "What is read")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from opscan.config import Config
+from opscan.pipeline.phases import dependency_context
+from opscan.scan.engine import scan_memory
+from opscan.scan.rules import load_rules
+
+RULES = load_rules()
+DEPS = dependency_context(Config(Path(__file__).resolve().parent))
+
+
+def _found(files: dict[str, str | bytes]) -> set[str]:
+    return {f"{f.location.path}:{f.location.line} {f.rule}" for f in scan_memory(files, RULES, deps=DEPS).findings
+            if f.category in ("dependency", "input")}
+
+
+def test_extras_and_requirements_built_in_setup_py_are_read():
+    setup = '''from setuptools import setup
+
+install_requires = ["numpy"]
+install_requires += ["torch==2.0.1"]
+extra_deps = {}
+extra_deps["gpu"] = [
+    "flash-attn>=2.4",
+    "megablocks==0.5.1",
+]
+extra_deps["te"] = ["transformer-engine[pytorch]>=1.0"]
+extra_deps["all"] = [dep for deps in extra_deps.values() for dep in deps]
+dev = ["pytest"]
+dev.append("torchvision==0.15.2")
+kwargs = dict(install_requires=install_requires, extras_require=extra_deps)
+
+setup(name="demo", tests_require=dev, **kwargs)
+'''
+    assert _found({"setup.py": setup}) == {
+        "setup.py:4 OPS501",    # += onto the install list
+        "setup.py:7 OPS506",    # flash-attn in extra_deps["gpu"], reached through extras_require=extra_deps
+        "setup.py:8 OPS506",    # megablocks
+        "setup.py:10 OPS506",   # transformer-engine
+        "setup.py:13 OPS502",   # appended to the tests_require list
+    }
+    findings = scan_memory({"setup.py": setup}, RULES, deps=DEPS).findings
+    assert {f.location.line for f in findings if f.guarded} == {7, 8, 10, 13}   # extras and tests stay guarded
+
+
+def test_a_setup_call_inside_a_function_and_a_comprehension_over_a_list():
+    setup = '''import setuptools
+BASE = ["torch>=1.13,<2.1", "einops"]
+
+def main():
+    reqs = [r for r in BASE]
+    setuptools.setup(name="x", install_requires=sorted(reqs))
+
+if __name__ == "__main__":
+    main()
+'''
+    assert _found({"setup.py": setup}) == {"setup.py:2 OPS501"}
+
+
+def test_wheel_urls_are_decoded_and_judged_as_pins():
+    requirements = (
+        "torch @ https://download.pytorch.org/whl/cu121/torch-2.1.0%2Bcu121-cp310-cp310-linux_x86_64.whl\n"
+        "https://download.pytorch.org/whl/cu118/torchvision-0.16.0%2Bcu118-cp310-cp310-linux_x86_64.whl\n"
+        "torch @ https://download.pytorch.org/whl/cpu/torch-2.13.0%2Bcpu-cp312-cp312-linux_x86_64.whl\n"
+        "mypkg @ https://example.org/mypkg-1.0.tar.gz\n"
+    )
+    assert _found({"requirements.txt": requirements}) == {
+        "requirements.txt:1 OPS501", "requirements.txt:1 OPS504",   # torch 2.1.0, its CUDA build
+        "requirements.txt:2 OPS502", "requirements.txt:2 OPS504",   # torchvision 0.16 is built for torch 2.1
+    }
+    dockerfile = ("FROM python:3.11-slim\n"
+                  "RUN pip install https://download.pytorch.org/whl/cu121/torch-2.1.0%2Bcu121-cp311-cp311-linux_x86_64.whl\n")
+    assert _found({"Dockerfile": dockerfile}) == {"Dockerfile:2 OPS501", "Dockerfile:2 OPS504"}
+
+
+def test_dockerfile_arg_and_env_defaults_are_substituted_at_the_line_that_writes_them():
+    dockerfile = '''ARG BASE=nvidia/cuda:12.1.0-devel-ubuntu22.04
+FROM ${BASE}
+ARG TORCH_VERSION=2.0.1
+ENV CUDA_TAG cu118
+ARG FROM_BUILD
+RUN pip install torch==${TORCH_VERSION} \\
+      --index-url https://download.pytorch.org/whl/${CUDA_TAG}
+RUN pip install "xformers==${XFORMERS:-0.0.22}" flash-attn==${FROM_BUILD}
+'''
+    assert _found({"Dockerfile": dockerfile}) == {
+        "Dockerfile:1 OPS508",   # FROM ${BASE}: the CUDA image ARG BASE names
+        "Dockerfile:3 OPS501",   # torch==${TORCH_VERSION}: the version ARG writes
+        "Dockerfile:4 OPS504",   # the CUDA index whose tag ENV writes
+        "Dockerfile:8 OPS506",   # xformers with its in-place default; flash-attn's version comes only at build time
+        "Dockerfile:8 OPS509",   # ... and xformers 0.0.22 requires torch 2.0.1 (the shipped table)
+    }
+
+
+def test_heredoc_run_blocks_are_read_as_shell_lines():
+    dockerfile = '''FROM python:3.11-slim
+RUN <<EOT
+set -e
+pip install torch==2.0.1 \\
+    torchaudio==2.0.2
+EOT
+RUN python - <<PY
+print("pip install torch==1.0")
+PY
+RUN <<-'EOT' bash
+	pip install bitsandbytes
+	EOT
+'''
+    assert _found({"Dockerfile": dockerfile}) == {
+        "Dockerfile:4 OPS501", "Dockerfile:5 OPS502",   # inside the heredoc, each at its own line
+        "Dockerfile:11 OPS506",                          # a <<- heredoc, indented, with its shell named after it
+    }
+
+
+def test_an_undecodable_line_is_located_and_the_valid_lines_are_still_judged():
+    data = b"numpy>=1.24\n# caf\xe9 latin-1 comment\ntorch==2.0.1\nflash-attn\n"
+    assert _found({"requirements.txt": data}) == {
+        "requirements.txt:2 OPS001", "requirements.txt:3 OPS501", "requirements.txt:4 OPS506"}
+
+
+def test_a_missing_include_is_located_and_the_rest_is_judged(tmp_path):
+    from opscan.scan.engine import scan_paths
+
+    (tmp_path / "requirements").mkdir()
+    (tmp_path / "requirements" / "base.txt").write_text("-r common.txt\n-c ../constraints.txt\ntorch==2.0.1\n")
+    (tmp_path / "requirements" / "common.txt").write_text("numpy\n")
+    (tmp_path / "requirements.txt").write_text("-r requirements/base.txt\n-r dev.txt\nflash-attn\n")
+    result = scan_paths(tmp_path, rules=RULES, check_fixes=False, deps=DEPS)
+    found = {f"{f.location.path}:{f.location.line} {f.rule}" for f in result.findings}
+    assert found == {"requirements/base.txt:2 OPS001",   # ../constraints.txt is not there
+                     "requirements/base.txt:3 OPS501",
+                     "requirements.txt:2 OPS001",        # dev.txt is not there
+                     "requirements.txt:3 OPS506"}
+
+
+def test_packages_that_hold_torch_back_name_the_first_release_that_fits():
+    findings = scan_memory({"requirements.txt": "torch>=2.0\ntorchdata==0.6.1\nmosaicml<0.33\ntorchdata>=0.7.1\n"
+                                                "torchvision==0.12.0\ntorchcodec<0.10\nxformers\n"},
+                           RULES, deps=DEPS).findings
+    held = {f.location.line: f for f in findings if f.rule == "OPS509"}
+    assert sorted(held) == [2, 3, 5, 6]
+    assert "0.7.1" in held[2].message                   # torchdata 0.6.1 requires torch 2.0.1; 0.7.1 on admits 2.x
+    assert "no mosaicml release" in held[3].message     # every composer up to the newest gathered caps torch < 2.7.1
+    assert "0.15.0" in held[6].message                  # torchcodec 0.9 is built for torch 2.9; 0.15 for >= 2.11
+    assert held[2].subject == "torchdata" and held[2].task == "torch-version"
+
+
+def test_a_lock_is_judged_by_its_version_and_unknown_stays_unknown():
+    lock = ('[[package]]\nname = "torchdata"\nversion = "0.6.1"\n\n'
+            '[[package]]\nname = "torchcodec"\nversion = "0.12.0"\n')
+    found = _found({"uv.lock": lock})
+    assert found == {"uv.lock:3 OPS509"}   # torchcodec 0.12 declares no torch and no page gives it: unknown
+
+
+def test_a_package_cuda_only_by_its_metadata_is_a_warning():
+    findings = scan_memory({"requirements.txt": "unsloth\ncut-cross-entropy>=24\nnumpy\n"}, RULES, deps=DEPS).findings
+    cuda = [f for f in findings if f.rule == "OPS510"]
+    assert [f.location.line for f in cuda] == [1, 2] and all(f.severity == "warning" for f in cuda)
+
+
+def test_a_bare_wheel_url_keeps_its_marker_and_an_image_named_on_its_from_line_stays_there():
+    requirements = ("https://example.org/cpu/torch-2.1.2-cp310-cp310-manylinux2014_aarch64.whl ; "
+                    "platform_machine == \"aarch64\"\n"
+                    "https://example.org/cpu/torch-2.1.2%2Bcpu-cp310-cp310-linux_x86_64.whl ; "
+                    "platform_machine == \"x86_64\"\n")
+    assert _found({"requirements.txt": requirements}) == {"requirements.txt:2 OPS501"}
+    dockerfile = "ARG CUDA_VERSION=12.8.1\nFROM nvidia/cuda:${CUDA_VERSION}-base-ubuntu24.04\n"
+    assert _found({"Dockerfile": dockerfile}) == {"Dockerfile:2 OPS508"}
