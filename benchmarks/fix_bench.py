@@ -63,23 +63,28 @@ def fetch(name: str, work: Path) -> Path:
 
 
 def findings(tree: Path) -> list:
-    """The findings `opscan fix` starts from (the scan of the tree under its config)."""
+    """The findings `opscan fix` starts from (the scan of the tree under its config, no fixable mark)."""
     os.environ["OPSCAN_NO_CACHE"] = "1"
     from opscan.config import load_config
-    from opscan.pipeline.phases import scan
+    from opscan.pipeline.phases import ScanOptions, scan
 
-    return list(scan(tree.resolve(), load_config(tree)).findings)
+    return list(scan(tree.resolve(), load_config(tree), ScanOptions(mark_fixable=False)).findings)
 
 
 def fixable(tree: Path, found: list) -> tuple[int, float]:
-    """(findings marked fixable, seconds): the mark every report shows, planned as `opscan fix`
-    plans it (opscan/fix/preview.py; issue 35: it must equal what the fix rewrites, and 0 after)."""
+    """(findings marked fixable, seconds): the mark every report shows, planned in the scan's own
+    per-file work as `opscan fix` plans it (opscan/fix/preview.py; issue 35: it must equal what the
+    fix rewrites, and 0 after). The seconds are the cold scan with the mark minus the same scan
+    without it (`found`'s), both uncached: what the mark adds to a cold `opscan scan`."""
     from opscan.config import load_config
-    from opscan.fix.preview import mark_scanned
+    from opscan.pipeline.phases import ScanOptions, scan
 
     start = time.perf_counter()
-    marked = mark_scanned(tree.resolve(), tuple(found), load_config(tree))
-    return sum(f.fixable for f in marked), time.perf_counter() - start
+    scan(tree.resolve(), load_config(tree), ScanOptions(mark_fixable=False))
+    plain = time.perf_counter() - start
+    start = time.perf_counter()
+    marked = scan(tree.resolve(), load_config(tree)).findings
+    return sum(f.fixable for f in marked), max(0.0, time.perf_counter() - start - plain)
 
 
 def snapshot(tree: Path) -> dict[str, bytes]:

@@ -35,6 +35,15 @@ of the per-round ratios, and the 1-minute load average around each run.
 Example (what docs/benchmarks.md used):
   python benchmarks/scan_bench.py --tree transformers=/path/to/transformers --runs 5 \
       --tools opscan-cold,opscan-warm,opscan-touch,ruff-all,ruff-default,ruff-default-warm
+
+--gate [NAME=TREE] is the speed check of CI (issue 40, docs/ci.md "Speed gate"): the interleaved
+rounds above on the tree (default: transformers' source as installed in this environment, which
+the `dev` extra pins; ruff from the same environment), then the pre-commit hook on one file of it
+(`opscan scan --concise FILE`, the tree's largest, with the tree's cache warm and after that file
+changed); it prints each ratio against its goal (GOALS: cold <= 1.0x ruff --select ALL, warm <=
+0.25x ruff's default rules, the hook under 1 s) and exits 1 only on a gross regression (LIMITS:
+the median cold ratio over 2.0, the median warm ratio over 1.0), so a loaded CI machine does not
+fail it while a slowdown like issue 40's (cold 2.5x, warm 6.6-10x) does.
 """
 
 from __future__ import annotations
@@ -268,6 +277,84 @@ def interleaved(args, name: str, tree: Path) -> dict:
     }
 
 
+GOALS = {"cold": 1.0, "warm": 0.25, "hook": 1.0}      # ratios to ruff; the hook in seconds
+LIMITS = {"cold": 2.0, "warm": 1.0}                     # CI fails beyond these (gross regressions)
+
+
+def regressions(cold: float, warm: float) -> list[str]:
+    """The ratios past CI's limits (LIMITS): a gross regression, not a goal missed."""
+    return [k for k, ratio in (("cold", cold), ("warm", warm)) if ratio > LIMITS[k]]
+
+
+def hook_seconds(args, tree: Path, runs: int) -> dict:
+    """The pre-commit hook on one file of `tree` (its largest), in a copy of the tree: `opscan scan
+    --concise FILE`, the tree's cache warm; the file unchanged, then changed before each run."""
+    work = Path(tempfile.mkdtemp(prefix="scan-bench-hook-"))
+    copy = work / "tree"
+    shutil.copytree(tree, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    tree = copy
+    target = max(py_files(tree), key=lambda p: p.stat().st_size)
+    original = target.read_bytes()
+    cache = work / "cache"
+    base = [args.python, "-m", "opscan", "scan", "--cache-dir", str(cache)]
+    out: dict = {"file": str(target.relative_to(tree)), "lines": original.count(b"\n")}
+    try:
+        measure(base + [str(tree), "--format", "json"])            # the tree's cache, as after a first run
+        hook = base + ["--concise", "--root", str(tree), str(target)]
+        out["unchanged"] = [measure(hook)["seconds"] for _ in range(runs)]
+        changed = []
+        for n in range(runs):
+            target.write_bytes(original + f"# scan-bench hook {n}\n".encode())
+            changed.append(measure(hook)["seconds"])
+        out["changed"] = changed
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def gate(args, spec: str) -> int:
+    """The speed check of CI (module docstring, --gate): prints the ratios against the goals,
+    returns 1 on a gross regression."""
+    name, _, path = spec.partition("=")
+    if not path:
+        import importlib.util
+
+        found = importlib.util.find_spec(name or "transformers")     # located, never imported
+        if found is None or not found.origin:
+            print(f"scan-bench: no tree given and {name or 'transformers'} is not installed", file=sys.stderr)
+            return 2
+        name, path = name or "transformers", str(Path(found.origin).parent)
+    tree = Path(path).resolve()
+    row = interleaved(args, name, tree)
+    hook = hook_seconds(args, tree, args.runs)
+    row["hook"] = hook
+    cold, warm = row["cold_ratio_median"], row["warm_ratio_median"]
+    slowest_hook = max(hook["unchanged"] + hook["changed"])
+    lines = [
+        f"{name}: {row['files']} files, {row['runs']} interleaved rounds, load {min(row['load_1min'])}-"
+        f"{max(row['load_1min'])} (1-minute average: wall times on a loaded machine are inflated)",
+        f"  cold: opscan {row['median']['opscan-cold']:.2f} s / ruff --select ALL {row['median']['ruff-all']:.2f} s"
+        f" = {cold:.2f}x (goal <= {GOALS['cold']}x, CI fails over {LIMITS['cold']}x)",
+        f"  warm: opscan {row['median']['opscan-warm']:.2f} s / ruff default (cache warm) "
+        f"{row['median']['ruff-default-warm']:.2f} s = {warm:.2f}x (goal <= {GOALS['warm']}x, CI fails over "
+        f"{LIMITS['warm']}x)",
+        f"  pre-commit hook on {hook['file']} ({hook['lines']} lines): unchanged "
+        f"{', '.join(f'{s:.2f}' for s in hook['unchanged'])} s, changed "
+        f"{', '.join(f'{s:.2f}' for s in hook['changed'])} s (goal < {GOALS['hook']:.0f} s)",
+        "  goals: " + ", ".join(f"{k} {'met' if ok else 'NOT met'}" for k, ok in
+                                (("cold", cold <= GOALS["cold"]), ("warm", warm <= GOALS["warm"]),
+                                 ("hook", slowest_hook < GOALS["hook"]))),
+    ]
+    print("\n".join(lines), flush=True)
+    if args.results:
+        Path(args.results).write_text(json.dumps(row, indent=1) + "\n")
+    failed = regressions(cold, warm)
+    if failed:
+        print(f"scan-bench: gross speed regression ({', '.join(failed)}): see docs/benchmarks.md", file=sys.stderr)
+        return 1
+    return 0
+
+
 def memory_scaling(args, name: str, tree: Path) -> list[dict]:
     """Cold opscan (--no-cache) on 1x, 2x, 4x hard-linked copies of `tree`."""
     out = []
@@ -357,6 +444,8 @@ def main() -> int:
     p.add_argument("--scale-runs", type=int, default=1)
     p.add_argument("--interleave", metavar="NAME=PATH", default="",
                    help="issue 26's goal pairs, interleaved (see the module docstring); JSON to --results")
+    p.add_argument("--gate", metavar="NAME[=PATH]", nargs="?", const="transformers", default=None,
+                   help="CI's speed check (module docstring): exit 1 on a gross regression")
     p.add_argument("--python", default=sys.executable, help="interpreter with opscan installed")
     p.add_argument("--opscan-arg", action="append", default=[], help="extra opscan scan argument")
     p.add_argument("--bench-bin", default=str(Path(sys.executable).parent),
@@ -365,6 +454,8 @@ def main() -> int:
     p.add_argument("--table", action="store_true", help="only print the table of --results")
     args = p.parse_args()
 
+    if args.gate is not None:
+        return gate(args, args.gate)
     if args.interleave:
         name, _, path = args.interleave.partition("=")
         row = interleaved(args, name, Path(path).resolve())

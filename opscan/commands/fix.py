@@ -43,6 +43,10 @@ def run(args: argparse.Namespace) -> int:
         return load_checked_config(target).override(select=codes(args.select), ignore=codes(args.ignore))
 
     result = fix_paths(targets, config_for, unsafe=args.unsafe_fixes, write=not args.diff)
+    for item in result.files:   # NOTE [one file's failure] in opscan/fix/files.py: that file only was left
+        if item.failed:
+            print(f"opscan: internal error: {item.path}: the fixer failed on this file and left it unchanged "
+                  f"(an opscan bug: please report it): {item.failed}", file=sys.stderr)
     out = sys.stdout
     if args.diff:
         changed = [f for f in result.files if f.changed]

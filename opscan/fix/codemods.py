@@ -10,19 +10,15 @@ with `--unsafe-fixes`). See docs/fix.md for each codemod's cases.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import cast
 
 import libcst as cst
 
 from opscan.fix.context import DEVICE_CALLS, DEVICE_KEYWORDS, Context
 from opscan.fix.plans import Leave, Plan, no_device, replace_with, string_value
-from opscan.fix.precision import (
-    BF16_QUERIES,
-    bf16_choice,
-    bf16_test,
-    handles_guarded,
-    torch_amp,
-)
+from opscan.fix.precision import bf16_choice, bf16_test, torch_amp
+from opscan.fix.scope import BF16_QUERIES, LOOKUPS, handles_guarded
 
 __all__ = ["BF16_QUERIES", "CODEMODS", "LOOKUPS", "NAMED", "SIMPLE", "Leave", "Plan", "bf16_choice", "bf16_test",
            "handles_guarded"]
@@ -105,7 +101,8 @@ def device_string(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
             return no_device(ctx)
         quote = node.func.value.quote if isinstance(node.func.value, cst.SimpleString) else '"'
 
-        def build(old: cst.CSTNode) -> cst.CSTNode:
+        def build(target: cst.CSTNode) -> cst.CSTNode:
+            old = cast(cst.Call, target)
             template = cst.SimpleString(f"{quote}{{}}{value[4:]}{quote}")
             args = [cst.Arg(device_type, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), *old.args]
             return old.with_changes(func=old.func.with_changes(value=template), args=args)
@@ -115,7 +112,9 @@ def device_string(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
 
 def _sole_argument_of_torch_device(node: cst.CSTNode, ctx: Context) -> cst.Call | None:
     arg = ctx.parent(node)
-    call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+    if not isinstance(arg, cst.Arg):
+        return None
+    call = ctx.parent(arg)
     if isinstance(call, cst.Call) and len(call.args) == 1 and arg.keyword is None and not arg.star \
             and ctx.is_torch(call.func, "torch.device"):
         return call
@@ -150,8 +149,9 @@ def _fstring(node: cst.FormattedString, ctx: Context) -> Plan | Leave | None:
     if device_type is None:
         return no_device(ctx)
 
-    def build(old: cst.CSTNode) -> cst.CSTNode:
-        head = old.parts[0]
+    def build(target: cst.CSTNode) -> cst.CSTNode:
+        old = cast(cst.FormattedString, target)
+        head = cast(cst.FormattedStringText, old.parts[0])
         parts = [cst.FormattedStringExpression(device_type), head.with_changes(value=head.value[4:]), *old.parts[1:]]
         return old.with_changes(parts=[p for p in parts
                                        if not (isinstance(p, cst.FormattedStringText) and not p.value)])
@@ -190,14 +190,15 @@ def cuda_method(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
     unsafe = bool(index) and not (len(index) == 1 and isinstance(index[0].value, cst.Name)
                                   and index[0].value.value == "None")
 
-    def build(old: cst.CSTNode) -> cst.CSTNode:
+    def build(target: cst.CSTNode) -> cst.CSTNode:
+        old = cast(cst.Call, target)
         kept = [a for a in old.args if a.keyword is not None and a.keyword.value != "device"]
         args = [cst.Arg(device, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if kept
                         else cst.MaybeSentinel.DEFAULT)]
         args += kept
         if args and kept:
             args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        return old.with_changes(func=old.func.with_changes(attr=cst.Name("to")), args=args)
+        return old.with_changes(func=cast(cst.Attribute, old.func).with_changes(attr=cst.Name("to")), args=args)
     del rest
     if unsafe:
         return Plan(node, build, "unsafe", "`.cuda(i)` -> `.to(device)` drops the index i: right once the process "
@@ -243,7 +244,7 @@ def _assigned_and_used_as_device(node: cst.CSTNode, ctx: Context) -> bool:
         return False
     name = assign.targets[0].target.value
     uses = 0
-    for other in _names(ctx.module, name):
+    for other in _names(ctx, name):
         parent = ctx.parent(other)
         if isinstance(parent, cst.AssignTarget):
             if parent is not assign.targets[0]:
@@ -255,13 +256,17 @@ def _assigned_and_used_as_device(node: cst.CSTNode, ctx: Context) -> bool:
     return uses > 0
 
 
-def _names(module: cst.Module, name: str):
-    stack: list[cst.CSTNode] = [module]
+def _names(ctx: Context, name: str) -> Iterator[cst.Name]:
+    """Every `Name` node spelling `name` in the module; the walk tells the context each node's
+    parent on the way, so asking for it later places nothing (NOTE [positions per statement])."""
+    stack: list[cst.CSTNode] = [ctx.module]
     while stack:
         node = stack.pop()
         if isinstance(node, cst.Name) and node.value == name:
             yield node
-        stack.extend(node.children)
+        children = node.children
+        ctx.contains(node, children)
+        stack.extend(children)
 
 
 # -- accelerator-api ------------------------------------------------------------------------------
@@ -302,18 +307,20 @@ def accelerator_api(node: cst.CSTNode, ctx: Context, replacement: str) -> Plan |
     expr = ctx.parent(call)
     line = ctx.parent(expr) if isinstance(expr, cst.Expr) else None
     if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
-        def build(old: cst.CSTNode) -> cst.CSTNode:
+        def build(target: cst.CSTNode) -> cst.CSTNode:
             # the call on its own line under the test (never `if ...: call()`, ruff E701); a
             # trailing comment stays with the call, the indentation is the module's own
-            inner = old.body[0].value
-            call_line = cst.SimpleStatementLine([old.body[0].with_changes(value=inner.with_changes(func=new),
-                                                                          semicolon=cst.MaybeSentinel.DEFAULT)],
+            old = cast(cst.SimpleStatementLine, target)
+            statement = cast(cst.Expr, old.body[0])
+            inner = cast(cst.Call, statement.value)
+            call_line = cst.SimpleStatementLine([statement.with_changes(value=inner.with_changes(func=new),
+                                                                        semicolon=cst.MaybeSentinel.DEFAULT)],
                                                 trailing_whitespace=old.trailing_whitespace)
             return cst.If(test=available, body=cst.IndentedBlock([call_line]), leading_lines=old.leading_lines)
         return Plan(line, build, "safe", f"-> `{replacement}`, run only when an accelerator is present")
     if replacement in CPU_VALUES:
-        def build_value(old: cst.CSTNode) -> cst.CSTNode:
-            return cst.IfExp(test=available, body=old.with_changes(func=new),
+        def build_value(target: cst.CSTNode) -> cst.CSTNode:
+            return cst.IfExp(test=available, body=cast(cst.Call, target).with_changes(func=new),
                              orelse=cst.parse_expression(CPU_VALUES[replacement]),
                              lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         return Plan(call, build_value, "safe", f"-> `{replacement}` ({CPU_VALUES[replacement]} without an accelerator)")
@@ -339,7 +346,8 @@ def required_check(node: cst.CSTNode, ctx: Context, replacement: str) -> Plan | 
 def _nccl_choice(node: cst.CSTNode, ctx: Context) -> cst.IfExp | None:
     """`"nccl" if dist.is_nccl_available() else "gloo"` holding `node` (its "nccl" or its test's name):
     the choice PyTorch makes by device, rewritten whole so no part of it is left pinned."""
-    for candidate in (ctx.parent(node), ctx.parent(ctx.parent(node)) if ctx.parent(node) is not None else None):
+    above = ctx.parent(node)
+    for candidate in (above, ctx.parent(above) if above is not None else None):
         if isinstance(candidate, cst.IfExp) and string_value(candidate.body) == "nccl" \
                 and string_value(candidate.orelse) == "gloo" and isinstance(candidate.test, cst.Call) \
                 and (candidate.body is node or candidate.test.func is node):
@@ -381,15 +389,15 @@ def backend_for_device(node: cst.CSTNode, ctx: Context) -> Plan | Leave | None:
 
 
 # torch names codemods check besides the rules' `replace` targets (answered once per run: runner.py)
-LOOKUPS = ("torch.distributed.get_default_backend_for_device", "torch.accelerator.current_accelerator")
 
-SIMPLE: dict[str, Callable] = {
+SIMPLE: dict[str, Callable[[cst.CSTNode, Context], Plan | Leave | None]] = {
     "device-string": device_string,
     "cuda-method": cuda_method,
     "availability-idiom": availability_idiom,
     "backend-for-device": backend_for_device,
 }
-NAMED: dict[str, Callable] = {          # take the replacement of the matched name (`replace`)
+# take the replacement of the matched name (`replace`)
+NAMED: dict[str, Callable[[cst.CSTNode, Context, str], Plan | Leave | None]] = {
     "torch-amp": torch_amp,
     "accelerator-api": accelerator_api,
     "required-check": required_check,

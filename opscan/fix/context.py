@@ -15,9 +15,14 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 
 import libcst as cst
-from libcst.metadata import PositionProvider
+from libcst.metadata import CodeRange
+
+from opscan.fix.positions import Positions
+from opscan.fix.scope import Probe
+from opscan.records import ImportBinding
 
 CANONICAL = 'current_accelerator(check_available=True) or {torch}.device("cpu")'
 NAME_CHOICES = ("DEVICE", "ACCELERATOR_DEVICE", "_OPSCAN_DEVICE")
@@ -29,23 +34,27 @@ DEVICE_CALLS = frozenset({"to", "device", "set_default_device"})
 class Context:
     """The module being fixed, as codemods see it (built once per module, before any rewrite)."""
 
-    def __init__(self, wrapper: cst.MetadataWrapper, probe=None, prior: dict | None = None, source: str = "",
-                 bindings: tuple | None = None) -> None:
-        """`bindings`: the scan's import bindings of this module (model.ImportBinding, from
-        ScanResult.facts / FileResult.facts); the name torch is bound to is read from them. Without
-        them (a module fixed from text alone) the module's top-level imports are read instead."""
-        self.module = wrapper.module
+    def __init__(self, module: cst.Module, positions: Positions, probe: Probe | None = None,
+                 prior: dict[str, str] | None = None, source: str = "",
+                 bindings: tuple[ImportBinding, ...] | None = None) -> None:
+        """`positions`: where the module's nodes are (NOTE [positions per statement] in
+        fix/positions.py). `bindings`: the scan's import bindings of this module (records.ImportBinding,
+        from ScanResult.facts / FileResult.facts); the name torch is bound to is read from them.
+        Without them (a module fixed from text alone) the module's top-level imports are read instead."""
+        self.module = module
         self._parents: dict[int, cst.CSTNode | None] = {id(self.module): None}
-        self.positions = wrapper.resolve(PositionProvider)
+        self.positions = positions
         self.probe = probe
         if bindings is None:
             self.torch_alias, self.torch_index = _torch_import(self.module)
         else:
             self.torch_alias, self.torch_index = _torch_binding(self.module, self.positions, bindings)
-        # the words of the source, less module paths of imports: a superset of its identifiers
-        self.identifiers = _words(source or self.module.code)
+        # the whole file's text (the module may be planned elided: NOTE [planning on an elided module])
+        self.source = source or self.module.code
+        self._identifiers: set[str] | None = None
+        self.asked: list[str] = []       # the torch names codemods asked about, in order
         self.insert_at = _insertion_index(self.module, self.torch_index)
-        self.reused = _reusable_device(self.module, self.torch_alias, self.insert_at, self.positions)
+        self.reused = _reusable_device(self.module, self.torch_alias, self.source)
         prior = prior or {}
         if self.torch_alias is None and prior.get("torch"):      # an earlier notebook cell imported it
             self.torch_alias, self.torch_index = prior["torch"], -1
@@ -56,6 +65,14 @@ class Context:
         self.new_device = False          # True: the device is a new module-level variable
         self.device_asks = 0             # how many times a plan asked for the device / for torch:
         self.torch_asks = 0              # the planner keeps only what applied plans asked for
+
+    @property
+    def identifiers(self) -> set[str]:
+        """The words of the source, less module paths of imports: a superset of its identifiers
+        (read once, when a rewrite first needs a fresh name)."""
+        if self._identifiers is None:
+            self._identifiers = _words(self.source)
+        return self._identifiers
 
     # -- names --------------------------------------------------------------------------------
     def is_torch(self, node: cst.CSTNode, name: str) -> bool:
@@ -76,8 +93,16 @@ class Context:
             self._descend(node)
         return self._parents.get(key)
 
+    def contains(self, node: cst.CSTNode, children: Sequence[cst.CSTNode]) -> None:
+        """Record that `node` is the parent of `children` (a codemod walking the module down)."""
+        for child in children:
+            self._parents[id(child)] = node
+
     def _descend(self, node: cst.CSTNode) -> None:
         target = self.positions.get(node)
+        if target is None and not self.positions.complete:   # in a statement not placed yet
+            self.positions.place_all()
+            target = self.positions.get(node)
         current: cst.CSTNode = self.module
         while current is not node:
             following = unplaced = None
@@ -126,7 +151,9 @@ class Context:
         return expr
 
     def has(self, dotted: str) -> bool | None:
-        """Whether the installed torch has `dotted` (None: no torch here to ask)."""
+        """Whether the installed torch has `dotted` (None: no torch here to ask). Every name asked
+        is remembered (`asked`): a rewrite planned without torch relies on them."""
+        self.asked.append(dotted)
         if self.probe is None or not self.probe.installed:
             return None
         found = self.probe.has(dotted)
@@ -173,14 +200,14 @@ class Context:
         return index >= self.insert_at or not _is_module_level(self, node, top)
 
     def top_statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        current = node
+        current: cst.CSTNode | None = node
         while current is not None and self.parent(current) is not self.module:
             current = self.parent(current)
         return current
 
-    def defined(self, device: bool, torch: bool) -> dict:
+    def defined(self, device: bool, torch: bool) -> dict[str, str]:
         """What this module binds for later notebook cells: the device name and torch's alias."""
-        out = {}
+        out: dict[str, str] = {}
         if self.torch_alias or torch:
             out["torch"] = self.torch
         if self.reused or (device and self.new_device):
@@ -222,15 +249,15 @@ def _words(source: str) -> set[str]:
 
 def _is_module_level(ctx: Context, node: cst.CSTNode, top: cst.CSTNode) -> bool:
     """True when `node` runs at import time (not inside a def or lambda body)."""
-    current = ctx.parents.get(node)
+    current = ctx.parent(node)
     while current is not None and current is not top:
         if isinstance(current, (cst.FunctionDef, cst.Lambda)):
             return False
-        current = ctx.parents.get(current)
+        current = ctx.parent(current)
     return not isinstance(top, cst.FunctionDef)
 
 
-def _contains(outer, inner) -> bool:
+def _contains(outer: CodeRange, inner: CodeRange | None) -> bool:
     if inner is None:
         return True
     return (outer.start.line, outer.start.column) <= (inner.start.line, inner.start.column) and \
@@ -254,7 +281,8 @@ def _torch_import(module: cst.Module) -> tuple[str | None, int]:
     return None, -1
 
 
-def _torch_binding(module: cst.Module, positions, bindings) -> tuple[str | None, int]:
+def _torch_binding(module: cst.Module, positions: Positions, bindings: tuple[ImportBinding, ...]
+                   ) -> tuple[str | None, int]:
     """As _torch_import, from the scan's bindings: the first module-level `import torch [as X]` (or
     `import torch.sub`, which binds `torch`) that is a top-level statement, and that statement's index."""
     wanted = sorted((b.line, b.local) for b in bindings
@@ -305,7 +333,7 @@ def _insertion_index(module: cst.Module, torch_index: int) -> int:
     return index
 
 
-def _reusable_device(module: cst.Module, torch: str | None, insert_at: int, positions) -> tuple[str, int] | None:
+def _reusable_device(module: cst.Module, torch: str | None, source: str) -> tuple[str, int] | None:
     """A module-level `NAME = <torch>.accelerator.current_accelerator(...) or ...` bound once."""
     if torch is None:
         return None
@@ -316,18 +344,26 @@ def _reusable_device(module: cst.Module, torch: str | None, insert_at: int, posi
         if not isinstance(small, cst.Assign) or len(small.targets) != 1 or \
                 not isinstance(small.targets[0].target, cst.Name):
             continue
-        code = module.code_for_node(small.value)
-        if f"{torch}.accelerator.current_accelerator(" in code and ".type" not in code.rsplit(")", 1)[-1]:
+        if _is_accelerator_device(small.value, torch):
             name = small.targets[0].target.value
-            if _bindings(module, name) == 1:
+            if _bindings(source, name) == 1:
                 return name, index
     return None
 
 
-def _bindings(module: cst.Module, name: str) -> int:
-    """How many times `name` is bound anywhere in the module (stdlib ast: fast; 99 if unparsable)."""
+def _is_accelerator_device(value: cst.BaseExpression, torch: str) -> bool:
+    """Whether `value` is the accelerator as a device: `<torch>.accelerator.current_accelerator(...)`,
+    alone or followed by `or <fallback>`. A value built from it is not (`(...).type` is a string, and
+    `current_accelerator().type if hasattr(torch, "accelerator") else "cuda"` a string or "cuda")."""
+    if isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.Or):
+        value = value.left
+    return isinstance(value, cst.Call) and _dotted_name(value.func) == f"{torch}.accelerator.current_accelerator"
+
+
+def _bindings(source: str, name: str) -> int:
+    """How many times `name` is bound anywhere in the module's source (stdlib ast: fast; 99 if unparsable)."""
     try:
-        tree = ast.parse(module.code)
+        tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return 99
     count = 0

@@ -6,12 +6,13 @@ result parses, and fixing `after` again changes nothing.
 
 from __future__ import annotations
 
+from opscan.fix.file_plan import Probe
 from opscan.fix.module import fix_source
 from opscan.scan.engine import scan_memory
 from opscan.scan.rules import Rule, RuleSet
 
 
-def check_autofix(rule: Rule, probe=None) -> list[str]:
+def check_autofix(rule: Rule, probe: Probe | None = None) -> list[str]:
     """Problems with `rule`'s autofix examples (empty: all pass, or the rule has no autofix)."""
     if rule.autofix is None:
         return []
@@ -28,9 +29,10 @@ def check_autofix(rule: Rule, probe=None) -> list[str]:
     return problems
 
 
-def _fix(text: str, rules: RuleSet, unsafe: bool, probe) -> str:
+def _fix(text: str, rules: RuleSet, unsafe: bool, probe: Probe | None) -> str:
     findings = scan_memory({"example.py": text}, rules).findings
-    return fix_source(text, findings, rules, unsafe=unsafe, probe=probe).text
+    fixed = fix_source(text, findings, rules, unsafe=unsafe, probe=probe).text
+    return fixed if isinstance(fixed, str) else fixed.decode("utf-8")     # text in, text out
 
 
 def _indent(text: str) -> str:

@@ -13,28 +13,13 @@ versions, what replaces the library, are not certain from the file alone (docs/d
 
 from __future__ import annotations
 
-import re
-
 from opscan.fix.module import SiteOutcome, manual_outcome
+from opscan.fix.scope import CUDA_INDEX, CUDA_LABEL, certain
 from opscan.records import Finding
+from opscan.scan.rule_records import Rule
 
-INDEX_RULE = "cuda-wheel-index"
-CUDA_INDEX = re.compile(r"(https?://download\.pytorch\.org/whl/(?:nightly/|test/)?)cu\d+(?=/|\s|$|[\"'])")
-CUDA_LABEL = re.compile(r"\+cu\d+")
-
-
-def certain(finding: Finding, rules: dict, text: str | None = None) -> bool:
-    """Whether the finding is a CUDA index on PyTorch's own server (and, given the file's text, that no
-    `+cuXXX` label in it depends on that index)."""
-    rule = rules.get(finding.rule)
-    if rule is None or rule.name != INDEX_RULE or finding.subject != "index" or finding.guarded:
-        return False
-    if not CUDA_INDEX.search(finding.snippet or ""):
-        return False
-    return text is None or CUDA_LABEL.search(text) is None
-
-
-def fix_manifest(before: bytes, findings: list[Finding], rules: dict) -> tuple[bytes, tuple[SiteOutcome, ...]]:
+def fix_manifest(before: bytes, findings: list[Finding], rules: dict[str, Rule]
+                 ) -> tuple[bytes, tuple[SiteOutcome, ...]]:
     """(the rewritten bytes, an outcome per finding). Lines keep their endings; nothing else moves."""
     text = before.decode("utf-8")
     lines = text.splitlines(keepends=True)

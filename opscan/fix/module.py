@@ -7,15 +7,23 @@ exactly; only replaced nodes are printed anew).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 from fnmatch import fnmatchcase
 
 import libcst as cst
 
 from opscan.fix import codemods, reasons
 from opscan.fix.context import Context
+from opscan.fix.positions import Positions
+from opscan.fix.scope import Probe
 from opscan.index import parse as parse_source
-from opscan.records import Finding
+from opscan.records import Finding, ImportBinding
+from opscan.scan.rule_records import Rule
+
+if TYPE_CHECKING:
+    from opscan.scan.rules import RuleSet
 
 GUARDED = ("inside a guard that protects CUDA-only work (e.g. `if torch.cuda.is_available():`): "
            "left alone; port the guarded block by hand")
@@ -38,7 +46,7 @@ AVAILABILITY_TEST = codemods.Leave("an availability test: replace this guard by 
                                    "for CUDA-only work first)", "decision")
 
 
-def availability_leave(rule, finding: Finding) -> codemods.Leave:
+def availability_leave(rule: Rule, finding: Finding) -> codemods.Leave:
     """Why an availability test is left, as the scan advised it (NOTE [the scan's advice and the fixer agree])."""
     plain = rule.format(rule.fix_for(finding.subject)[0], name=finding.subject)
     return AVAILABILITY_TEST if finding.fix == plain else AVAILABILITY_GUARD
@@ -52,9 +60,12 @@ class SiteOutcome:
     status: str          # "fixed" | "unsafe" (needs --unsafe-fixes) | "left" (no fix) | "manual" (no codemod)
     detail: str = ""     # fixed/unsafe: what the rewrite does; left/manual: why not, for this site
     reason: str = ""     # why it is not fixed: a code of reasons.REASONS ("" when fixed)
+    # the torch names the rewrite relies on: planned without torch (the fixable mark), it is left
+    # when one of them is missing from the installed torch (NOTE [fixable is what fix fixes])
+    needs: tuple[str, ...] = ()
 
 
-def manual_outcome(finding: Finding, rules: dict) -> SiteOutcome:
+def manual_outcome(finding: Finding, rules: dict[str, Rule]) -> SiteOutcome:
     """The outcome of a finding whose rule declares no rewrite, with the reason (reasons.py)."""
     rule = rules.get(finding.rule)
     if rule is not None and rule.autofix is not None:    # a rule with a rewrite that does not apply here
@@ -79,7 +90,7 @@ def no_equivalent(subject: str) -> codemods.Leave:
 class SourceFix:
     """The result of fixing one module (or one notebook)."""
 
-    text: str
+    text: str | bytes          # bytes when the module was given as bytes
     outcomes: tuple[SiteOutcome, ...]
 
     @property
@@ -87,8 +98,9 @@ class SourceFix:
         return sum(o.status == "fixed" for o in self.outcomes)
 
 
-def matched_name(rule, subject: str) -> str | None:
+def matched_name(rule: Rule, subject: str) -> str | None:
     """The `replace` key a finding's subject (the dotted name the scan resolved) matches, or None."""
+    assert rule.autofix is not None
     for key, _ in rule.autofix.replace:
         if subject == key or fnmatchcase(subject, key):
             return key
@@ -96,7 +108,7 @@ def matched_name(rule, subject: str) -> str | None:
 
 
 class _Planner:
-    def __init__(self, ctx: Context, rules: dict, unsafe: bool) -> None:
+    def __init__(self, ctx: Context, rules: dict[str, Rule], unsafe: bool) -> None:
         self.ctx = ctx
         self.rules = rules
         self.unsafe = unsafe
@@ -109,6 +121,13 @@ class _Planner:
         self.uses_device = self.uses_torch = False     # what the applied plans need defined
 
     def outcome(self, finding: Finding) -> SiteOutcome:
+        asked = len(self.ctx.asked)
+        outcome = self._outcome(finding)
+        if outcome.status == "fixed" and len(self.ctx.asked) > asked:
+            return replace(outcome, needs=tuple(sorted(set(self.ctx.asked[asked:]))))
+        return outcome
+
+    def _outcome(self, finding: Finding) -> SiteOutcome:
         rule = self.rules.get(finding.rule)
         if rule is None or rule.autofix is None:
             return manual_outcome(finding, self.rules)
@@ -136,7 +155,8 @@ class _Planner:
         self.uses_torch |= torch
         return SiteOutcome(finding, "fixed", result.note)
 
-    def _plan(self, rule, node: cst.CSTNode, finding: Finding):
+    def _plan(self, rule: Rule, node: cst.CSTNode, finding: Finding) -> codemods.Plan | codemods.Leave | None:
+        assert rule.autofix is not None
         subject = finding.subject
         codemod = rule.autofix.codemod
         if codemod in codemods.SIMPLE:
@@ -157,41 +177,64 @@ class _Applier(cst.CSTTransformer):
     def __init__(self, planner: _Planner) -> None:
         super().__init__()
         self.plans = planner.plans
-        self.ctx = planner.ctx
-        self.needs = (planner.uses_device, planner.uses_torch)
 
-    def on_leave(self, original_node, updated_node):
-        updated_node = super().on_leave(original_node, updated_node)   # leave_Module below
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode  # type: ignore[override]
+                 ) -> cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel[cst.CSTNode]:
+        left = super().on_leave(original_node, updated_node)
+        if not isinstance(left, cst.CSTNode):
+            return left
+        updated_node = left
         plan = self.plans.get(id(original_node))
         if plan is not None:
             return plan.build(updated_node)
         return updated_node
 
-    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        added = self.ctx.definition(*self.needs)
-        if not added:
-            return updated_node
-        body = list(updated_node.body)
-        index = self.ctx.insert_at
-        return updated_node.with_changes(body=body[:index] + added + body[index:])
+
+def _apply(planner: _Planner) -> cst.Module:
+    """The module with the plans applied, visiting only the top-level statements that hold a plan's
+    target (the others keep their nodes, hence their bytes), and the device and `import torch`
+    added after the imports when the applied plans use them."""
+    ctx = planner.ctx
+    touched = {id(ctx.top_statement(plan.target)) for plan in planner.plans.values()}
+    applier = _Applier(planner)
+    body: list[cst.BaseStatement] = []
+    for statement in ctx.module.body:
+        if id(statement) not in touched:
+            body.append(statement)
+            continue
+        new = statement.visit(applier)
+        if isinstance(new, cst.FlattenSentinel):
+            body.extend(new.nodes)
+        elif not isinstance(new, cst.RemovalSentinel):
+            body.append(new)
+    added = ctx.definition(planner.uses_device, planner.uses_torch)
+    if added:
+        index = ctx.insert_at
+        body = body[:index] + added + body[index:]
+    return ctx.module.with_changes(body=body)
 
 
-def fix_module(text: str | bytes, findings: list[Finding], rules: dict, unsafe: bool = False, probe=None,
-               prior: dict | None = None, bindings: tuple | None = None) -> SourceFix:
+def fix_module(text: str | bytes, findings: list[Finding], rules: dict[str, Rule], unsafe: bool = False,
+               probe: Probe | None = None, prior: dict[str, str] | None = None,
+               bindings: tuple[ImportBinding, ...] | None = None, planned: str | None = None) -> SourceFix:
     """Fix one module's `findings` (all of this text). `rules`: rule id -> Rule.
 
     `text` may be bytes (then the result is bytes in the same encoding, newlines kept). `prior`
     carries what earlier cells of a notebook defined ({"device": NAME, "torch": ALIAS}) and is
     updated with what this one defines. Returns the text unchanged when it does not parse.
+    `planned`: plan on this text instead, `text` elided (NOTE [planning on an elided module] in
+    fix/elision.py): the outcomes are those of `text`, the result's text is `planned` rewritten.
     """
     try:
-        module = cst.parse_module(text)
+        module = cst.parse_module(planned if planned is not None else text)
     except (cst.ParserSyntaxError, RecursionError) as exc:
         reason = f"libcst cannot parse this file: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
         return SourceFix(text, tuple(SiteOutcome(f, "left", reason, "file-skipped") if _has_fix(f, rules) else
                                      manual_outcome(f, rules) for f in findings))
-    wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
-    ctx = Context(wrapper, probe, prior, text.decode("utf-8", "replace") if isinstance(text, bytes) else text,
+    # where the findings' nodes are (NOTE [positions per statement] in fix/positions.py)
+    positions = Positions(module, ((f.location.line, f.location.end_line or f.location.line) for f in findings))
+    ctx = Context(module, positions, probe, prior,
+                  text.decode("utf-8", "replace") if isinstance(text, bytes) else text,
                   bindings)   # `bindings`: the scan's import facts of this module (fix/context.py)
     planner = _Planner(ctx, rules, unsafe)
     outcomes = tuple(planner.outcome(f) for f in findings)
@@ -199,8 +242,8 @@ def fix_module(text: str | bytes, findings: list[Finding], rules: dict, unsafe: 
         prior.update(ctx.defined(False, False))
     if not planner.plans:
         return SourceFix(text, outcomes)
-    fixed = wrapper.module.visit(_Applier(planner))
-    new = fixed.bytes if isinstance(text, bytes) else fixed.code
+    fixed = _apply(planner)
+    new = fixed.code if planned is not None or not isinstance(text, bytes) else fixed.bytes
     parses = _parses(new)
     if parses and prior is not None:   # ... and what the rewrite added
         prior.update(ctx.defined(planner.uses_device, planner.uses_torch))
@@ -212,7 +255,7 @@ def fix_module(text: str | bytes, findings: list[Finding], rules: dict, unsafe: 
     return SourceFix(new, outcomes)
 
 
-def _has_fix(finding: Finding, rules: dict) -> bool:
+def _has_fix(finding: Finding, rules: dict[str, Rule]) -> bool:
     rule = rules.get(finding.rule)
     return rule is not None and rule.autofix is not None
 
@@ -233,7 +276,8 @@ def _parses(text: str | bytes) -> bool:
     return True
 
 
-def fix_source(text: str, findings, rules, unsafe: bool = False, probe=None) -> SourceFix:
+def fix_source(text: str, findings: Iterable[Finding], rules: RuleSet | dict[str, Rule], unsafe: bool = False,
+               probe: Probe | None = None) -> SourceFix:
     """Fix a Python module's text given its findings; `rules` is a RuleSet or an id -> Rule mapping."""
     by_id = rules if isinstance(rules, dict) else {r.id: r for r in rules}
     return fix_module(text, list(findings), by_id, unsafe, probe)

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import json
 import re
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]   # (not in the standard library's stubs)
+from typing import Any
 
 from opscan.fix.module import SiteOutcome, SourceFix, fix_module, manual_outcome
+from opscan.fix.scope import Probe
 from opscan.records import Finding
+from opscan.scan.rule_records import Rule
 
 MAGIC = re.compile(r"^(\s*)[%!]")
 _WS = re.compile(r"[ \t\n\r]*")
@@ -30,9 +33,10 @@ class _Reader:
         self.spans: list[tuple[int, int, object]] = []   # per code cell: (start, end, value)
 
     def skip(self, pos: int) -> int:
-        return _WS.match(self.text, pos).end()
+        match = _WS.match(self.text, pos)
+        return match.end() if match is not None else pos     # the pattern matches anywhere (maybe empty)
 
-    def value(self, pos: int, path: tuple = ()) -> tuple[object, int]:
+    def value(self, pos: int, path: tuple[str | int, ...] = ()) -> tuple[object, int]:
         pos = self.skip(pos)
         char = self.text[pos:pos + 1]
         if char == "{":
@@ -40,17 +44,19 @@ class _Reader:
         if char == "[":
             return self._array(pos + 1, path)
         if char == '"':
-            return scanstring(self.text, pos + 1)
+            found: tuple[str, int] = scanstring(self.text, pos + 1)
+            return found
         for word, val in (("true", True), ("false", False), ("null", None)):
             if self.text.startswith(word, pos):
                 return val, pos + len(word)
         match = _NUMBER.match(self.text, pos)
         if not match:
             raise ValueError(f"unexpected character at offset {pos}")
-        return json.loads(match.group()), match.end()
+        number: object = json.loads(match.group())
+        return number, match.end()
 
-    def _object(self, pos: int, path: tuple) -> tuple[dict, int]:
-        out: dict = {}
+    def _object(self, pos: int, path: tuple[str | int, ...]) -> tuple[dict[str, Any], int]:
+        out: dict[str, Any] = {}
         pos = self.skip(pos)
         if self.text[pos:pos + 1] == "}":
             return out, pos + 1
@@ -74,8 +80,8 @@ class _Reader:
                 return out, pos + 1
             raise ValueError(f"expected ',' or '}}' at offset {pos}")
 
-    def _array(self, pos: int, path: tuple) -> tuple[list, int]:
-        out: list = []
+    def _array(self, pos: int, path: tuple[str | int, ...]) -> tuple[list[Any], int]:
+        out: list[Any] = []
         pos = self.skip(pos)
         if self.text[pos:pos + 1] == "]":
             return out, pos + 1
@@ -144,11 +150,12 @@ def _remagic(source: str, saved: dict[str, str]) -> str:
     return source
 
 
-def fix_notebook(data: bytes, findings: list[Finding], rules: dict, unsafe: bool = False, probe=None) -> SourceFix:
+def fix_notebook(data: bytes, findings: list[Finding], rules: dict[str, Rule], unsafe: bool = False,
+                 probe: Probe | None = None) -> SourceFix:
     """Fix the code cells of a notebook given its findings (located by cell and line in cell)."""
     text = data.decode("utf-8")
     cells = code_cells(text)
-    prior: dict = {}
+    prior: dict[str, str] = {}
     outcomes: list[SiteOutcome] = []
     pieces: list[str] = []
     last = 0
@@ -166,7 +173,8 @@ def fix_notebook(data: bytes, findings: list[Finding], rules: dict, unsafe: bool
         body, saved = unmagicked
         result = fix_module(body, mine, rules, unsafe, probe, prior)
         outcomes.extend(result.outcomes)
-        new_source = _remagic(result.text, saved)
+        fixed = result.text if isinstance(result.text, str) else result.text.decode("utf-8")   # text in, text out
+        new_source = _remagic(fixed, saved)
         if new_source != source:
             pieces.append(text[last:start])
             pieces.append(_encode(new_source, text[start:end], raw))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from opscan.fix.context import Context
@@ -28,7 +30,8 @@ def torch_amp(node: cst.CSTNode, ctx: Context, replacement: str) -> Plan | Leave
     func = ctx.dotted(replacement)
     autocast = replacement.endswith("autocast")
 
-    def build(old: cst.CSTNode) -> cst.CSTNode:
+    def build(target: cst.CSTNode) -> cst.CSTNode:
+        old = cast(cst.Call, target)
         args = list(old.args)
         if autocast:   # torch.amp.autocast(device_type, dtype, enabled, ...): positions differ
             args = [a.with_changes(keyword=cst.Name(AUTOCAST_POSITIONAL[i]), equal=cst.AssignEqual(
@@ -87,10 +90,11 @@ def _autocast_device_names(ctx: Context) -> list[str]:
     return out
 
 
-def _bound_before(call: cst.Call, name: str, ctx: Context):
+def _bound_before(call: cst.Call, name: str, ctx: Context) -> cst.BaseExpression | bool:
     """How `name` is bound where `call` runs: the value it was assigned (an expression), True for a
     function parameter, False when it has no unconditional binding in scope before the call."""
-    functions, current = [], ctx.parent(call)
+    functions: list[cst.FunctionDef] = []
+    current = ctx.parent(call)
     while current is not None:
         if isinstance(current, cst.FunctionDef):
             functions.append(current)
@@ -139,12 +143,12 @@ def _assigned(statement: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
         else:
             hit = isinstance(small, cst.AnnAssign) and small.value is not None and \
                 isinstance(small.target, cst.Name) and small.target.value == name
-        if hit:
+        if hit and isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
             out.append(small.value)
     return out
 
 
-def _is_device_type_value(value) -> bool:
+def _is_device_type_value(value: cst.BaseExpression) -> bool:
     """A string, a conditional choosing between strings, or `<x>.type`: the value of a device type."""
     if isinstance(value, cst.IfExp):
         return _is_device_type_value(value.body) and _is_device_type_value(value.orelse)
@@ -162,16 +166,8 @@ def _is_device_type_value(value) -> bool:
 # `"float16" if torch.cuda.is_available() and not torch.cuda.is_bf16_supported() else "bfloat16"`
 # (the same value on any CUDA host; the CUDA-only query stays behind its CUDA test). The same for
 # `X if torch.cuda.is_bf16_supported() else Y`. Other uses of the query (an `if` statement, a value
-# passed on) are left, saying what they now do off CUDA.
-BF16_QUERIES = frozenset({"torch.cuda.is_bf16_supported"})
-
-
-def handles_guarded(codemod: str, subject: str) -> bool:
-    """Whether the codemod rewrites a finding of `subject` inside an availability guard (the
-    bfloat16 choice keeps its guard); every other guarded finding is left."""
-    return codemod == "accelerator-api" and subject in BF16_QUERIES
-
-
+# passed on) are left, saying what they now do off CUDA. (BF16_QUERIES and handles_guarded are in
+# fix/scope.py, which the scan reads without loading libcst.)
 def bf16_choice(node: cst.CSTNode, ctx: Context) -> Plan | Leave:
     """`A if [cuda available and] cuda bf16 else B` -> `B if cuda available and not cuda bf16 else A`."""
     call = ctx.parent(node)
@@ -182,7 +178,7 @@ def bf16_choice(node: cst.CSTNode, ctx: Context) -> Plan | Leave:
     test = ctx.parent(call)
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         boolean = ctx.parent(test)
-        ifexp = ctx.parent(boolean)
+        ifexp = ctx.parent(boolean) if boolean is not None else None
         if isinstance(boolean, cst.BooleanOperation) and isinstance(ifexp, cst.IfExp) and ifexp.test is boolean:
             return Leave("the bfloat16 choice, already rewritten: its other branch only on a CUDA GPU without "
                          "bfloat16; the CUDA query stays behind its CUDA test", "guard")
@@ -198,7 +194,8 @@ def bf16_choice(node: cst.CSTNode, ctx: Context) -> Plan | Leave:
         return Leave(off_cuda, "decision")
     new_available = available if available is not None else cst.Call(ctx.dotted("torch.cuda.is_available"), [])
 
-    def build(old: cst.CSTNode) -> cst.CSTNode:
+    def build(target: cst.CSTNode) -> cst.CSTNode:
+        old = cast(cst.IfExp, target)
         query = old.test.right if isinstance(old.test, cst.BooleanOperation) else old.test
         keep = old.test.left if isinstance(old.test, cst.BooleanOperation) else new_available
         negated = cst.UnaryOperation(cst.Not(), query.with_changes(lpar=[], rpar=[]))

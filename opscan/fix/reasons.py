@@ -6,6 +6,8 @@ a sentence for that site (`SiteOutcome.detail`); the report groups the findings 
 
 from __future__ import annotations
 
+from opscan.scan.rule_records import Rule
+
 REASONS: dict[str, str] = {
     "unsafe": "the rewrite may change what the code does on CUDA: applied only with --unsafe-fixes",
     "guard": "an availability test, or code it guards: it keeps CUDA-only work off other devices",
@@ -49,7 +51,7 @@ BY_TASK: dict[str, tuple[str, str]] = {
 DEFAULT = ("no-codemod", "no automatic rewrite for this rule: see the finding's fix")
 
 
-def manual(rule) -> tuple[str, str]:
+def manual(rule: Rule | None) -> tuple[str, str]:
     """(reason code, sentence) for a finding whose rule declares no rewrite (`rule` may be None)."""
     if rule is None:
         return DEFAULT

@@ -241,11 +241,8 @@ def scan_source(run: Run, found: Found, options: RunOptions, phases: Phases, say
     say("phase", "scanning source")
     if found.discovery is not None and found.discovery.traced and run.target.is_file():
         return Scanned(ScanOutcome(), NothingToCheck())
-    outcome = phases.scan(run.target, found.config, options.scan, index=run.index)
-    # fixable = what `opscan fix` rewrites (opscan/fix/preview.py)
-    from opscan.fix.preview import mark_scanned
-    return Scanned(replace(outcome, findings=mark_scanned(run.root, outcome.findings, found.config, options.scan,
-                                                                rules=outcome.ruleset)))
+    # the findings come marked with what `opscan fix` rewrites (NOTE [fixable is what fix fixes])
+    return Scanned(phases.scan(run.target, found.config, options.scan, index=run.index))
 
 
 def trace_models(run: Run, found: Found, release: Release | None, options: RunOptions, phases: Phases,

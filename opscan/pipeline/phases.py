@@ -42,6 +42,9 @@ class ScanOptions:
     cache_dir: str | None = None         # None = $OPSCAN_CACHE_DIR, else ~/.cache/opscan
     check_fixes: bool = True             # check suggested replacements against the installed torch
     environment: str | None = None       # `--environment PYTHON`: read its installed distributions' metadata
+    # plan `opscan fix` per file for the findings' `fixable` (NOTE [fixable is what fix fixes] in
+    # fix/preview.py); `opscan fix` itself, which plans every file it fixes anyway, turns it off
+    mark_fixable: bool = True
 
 
 def rule_info(rule) -> RuleInfo:
@@ -80,11 +83,16 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
         folder = default_cache_dir(options.cache_dir)
         cache = ResultCache(folder, scan_salt(rules_salt(rules)))
         probe = CachedProbe(folder) if options.check_fixes else None
+    elif options.check_fixes:
+        from opscan.scan.fixes import TorchProbe
+
+        probe = TorchProbe()
     result = scan_paths(root, paths, rules=rules, exclude=config.exclude,
                         jobs=default_jobs() if options.jobs is None else options.jobs,
                         check_fixes=options.check_fixes, cache=cache, probe=probe,
-                        deps=dependency_context(config, options.environment), index=index)
-    if probe is not None:
+                        deps=dependency_context(config, options.environment), index=index,
+                        enrich=fixable_mark() if options.mark_fixable else None)
+    if cache is not None and probe is not None:   # a CachedProbe: remember new answers
         probe.save()
     # OPS003, when selected (rules/unused-suppression.yaml)
     extra = unused_suppressions(root, result, rules, rules.known)
@@ -97,6 +105,14 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
     infos = tuple(rule_info(r) for r in rules)
     return ScanOutcome(findings=findings, files_scanned=result.files_scanned, rules=infos, notes=result.notes,
                        facts=result.facts, ruleset=rules)
+
+
+def fixable_mark():
+    """The scan's enrichment that marks what `opscan fix` rewrites (fix/preview.py); the scan's fix
+    check then unmarks what the installed torch cannot rewrite (scan/engine.py `_collect`)."""
+    from opscan.fix.preview import FixableMark
+
+    return FixableMark()
 
 
 def dependency_context(config: Config, environment: str | None = None):

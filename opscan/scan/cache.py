@@ -50,9 +50,12 @@ import shutil
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opscan.fsutil import atomic_write
+
+if TYPE_CHECKING:
+    from opscan.scan.rules import RuleSet
 
 CACHE_DIR_ENV = "OPSCAN_CACHE_DIR"
 FORMAT = "v1"
@@ -104,7 +107,7 @@ def code_fingerprint() -> str:
                               *(package / "records").glob("*.py"), *extra])
 
 
-def rules_salt(rules) -> str:
+def rules_salt(rules: RuleSet) -> str:
     """All a cached result depends on in a RuleSet: its fingerprint() plus the bytes of every rule
     file (so a change of a rule's name, category or `requires` also invalidates old results)."""
     parts: list[str | bytes] = [rules.fingerprint()]
@@ -124,7 +127,7 @@ def scan_salt(rules_fingerprint: str, *extra: str) -> str:
     return fingerprint(__version__, code_fingerprint(), rules_fingerprint, *extra)
 
 
-def default_cache_dir(override: str | os.PathLike | None = None) -> Path:
+def default_cache_dir(override: str | os.PathLike[str] | None = None) -> Path:
     """Where the scan cache lives (see NOTE [scan cache]); never inside the scanned tree by default."""
     if override:
         return Path(override)
@@ -153,7 +156,7 @@ def stat_key(st: os.stat_result) -> tuple[int, int, int]:
 class ResultCache:
     """Per-file results by content hash under one salt; never raises on I/O, only stops writing."""
 
-    def __init__(self, directory: str | os.PathLike, salt: str) -> None:
+    def __init__(self, directory: str | os.PathLike[str], salt: str) -> None:
         self.directory = Path(directory)
         self.salt = salt
         self.base = self.directory / FORMAT / salt[:32]
@@ -249,8 +252,8 @@ class ResultCache:
 class StatIndex:
     """relpath -> (size, mtime_ns, inode, content sha) as last seen; see NOTE [scan cache]."""
 
-    def __init__(self, entries: dict[str, list] | None = None, written_ns: int = 0) -> None:
-        self.entries: dict[str, list] = entries or {}
+    def __init__(self, entries: dict[str, list[Any]] | None = None, written_ns: int = 0) -> None:
+        self.entries: dict[str, list[Any]] = entries or {}
         self.written_ns = written_ns
         self.seen: set[str] = set()
         self.changed = False

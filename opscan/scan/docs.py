@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from opscan.records import CATEGORIES, TASKS
-from opscan.scan.rules import CONTEXTS, Rule
+from opscan.scan.rules import CONTEXTS, Example, Rule
 
 START = "<!-- rules:start -->"
 END = "<!-- rules:end -->"
@@ -26,7 +26,7 @@ def _first_sentence(text: str) -> str:
     return sentence
 
 
-def _example_block(example) -> str:
+def _example_block(example: Example) -> str:
     parts = []
     for path, text in example.files:
         lang = "python" if path.endswith((".py", ".ipynb")) else (

@@ -6,27 +6,41 @@ or a content-addressed cache works on (see workers.py, cache.py). `scan_paths` r
 
 from __future__ import annotations
 
+import ast
 import functools
 import os
 import sys
 import warnings
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from opscan.errors import InputError
 from opscan.fsutil import UnreadableFile, read_source_bytes
 from opscan.index import ProjectIndex
 from opscan.index import parse as parse_source
-from opscan.records import Finding, Location, ScanFacts
-from opscan.scan import demos, members, native
+from opscan.records import Finding, Location, ScanFacts, Severity, TaskKind
+from opscan.scan import demos, large, members, native
+from opscan.scan.enrichment import Enrichment, enriched
 from opscan.scan.facts import decode_facts, encode_facts, file_facts, merge
 from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, discover, manifest_kind
 from opscan.scan.matchers import from_import_names
+from opscan.scan import prose
 from opscan.scan.fixes import check_fixes as _check_fixes
 from opscan.scan.project import EMPTY, Project, local_packages, packages_on_disk, project_from_files
 from opscan.scan.rules import Rule, RuleSet, load_rules
 from opscan.scan.sources import ALL, DecodeError, char_column, comment_suppressions, decode, suppressions
 from opscan.scan.visitor import Visitor, own_imports
+
+if TYPE_CHECKING:
+    from opscan.scan.cache import ResultCache
+    from opscan.scan.context import Hit
+    from opscan.scan.dependencies import DependencyContext
+    from opscan.scan.fixes import TorchProbe
+
+ParseFn = Callable[[str, str], ast.Module]     # (relpath, text) -> tree: the run's one parse (opscan/index)
+ReadFn = Callable[[str], bytes]                # relpath -> the file's bytes
 
 
 _WALK_DEPTH = 20_000
@@ -64,6 +78,11 @@ class FileResult:
     imports: tuple[str, ...] = ()   # dotted names it imports from the scanned tree's own packages
     facts: ScanFacts = ScanFacts()  # NOTE [scan facts] (facts.py)
     parsed: bool = True             # False: skipped by the pre-check (NOTE [pre-check])
+    marked: bool = False            # the findings' `fixable` was set by an enrichment (NOTE [enrichments])
+    notes: tuple[str, ...] = ()     # one line per enrichment that failed on this file (NOTE [enrichments])
+    # per finding (or empty): the torch names its rewrite relies on; a fixable finding whose name the
+    # installed torch lacks is unmarked by `_collect` (NOTE [fixable is what fix fixes] in fix/preview.py)
+    fix_needs: tuple[tuple[str, ...], ...] = ()
     demos: tuple[tuple[int, int], ...] = ()   # its `if __name__ == "__main__":` blocks (NOTE [demo blocks])
     modules: tuple[str, ...] = ()   # the dotted names its imports name (demos.imported_modules)
     members: tuple[tuple[str, str, int, str], ...] = ()   # (module, name, line, local) of its `_C`-style imports
@@ -114,16 +133,18 @@ class _Builder:
             line = local
         fix, requires = rule.fix_for(fix_name or name)
         finding = Finding(
-            rule=rule.id, name=rule.name, category=rule.category, severity=rule.severity_for(fix_name or name),
+            rule=rule.id, name=rule.name, category=rule.category,
+            severity=Severity(rule.severity_for(fix_name or name)),
             message=rule.format(rule.message_for(fix_name or name), value=value, name=name),
             location=Location(self.relpath, line, col, end_line or line, end_col or col, cell),
             fix=rule.format(fix, value=value, name=name), guarded=guarded, snippet=snippet,
-            task=task or rule.task, subject=subject,
+            task=TaskKind(task or rule.task), subject=subject,
         )
         self.findings.append((finding, requires))
 
-    def add_node(self, hit) -> None:
+    def add_node(self, hit: Hit) -> None:
         node = hit.node
+        assert isinstance(node, (ast.expr, ast.stmt, ast.alias, ast.arg, ast.keyword))   # nodes with positions
         line = node.lineno
         text = self.lines[line - 1] if line <= len(self.lines) else ""
         end_line = node.end_lineno or line
@@ -188,7 +209,8 @@ def _extra_words(project: Project) -> frozenset[str]:
 # `precheck=False` restores the old path (every file parsed, the visitor's own line filter only);
 # tests compare both (tests/scan/test_scan_files.py).
 def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY,
-                precheck: bool = True, deps=None, parse=None) -> FileResult:
+                precheck: bool = True, deps: DependencyContext | None = None, parse: ParseFn | None = None
+                ) -> FileResult:
     """Scan one file's bytes. Pure: the same inputs always give the same FileResult.
 
     Args:
@@ -228,7 +250,8 @@ def scan_source(relpath: str, data: bytes, rules: RuleSet, project: Project = EM
 # scanned=False). A line that cannot be read is OPS000 at that line; the rest of the file is
 # still judged. setup.py is a Python file too: both results are merged. A lock beside a manifest
 # that already reports the same package is not reported again (_dedupe_locks).
-def scan_manifest(relpath: str, data: bytes, rules: RuleSet, kind: str, deps=None) -> FileResult:
+def scan_manifest(relpath: str, data: bytes, rules: RuleSet, kind: str, deps: DependencyContext | None = None
+                  ) -> FileResult:
     """Findings of one dependency manifest (NOTE [manifests in the scan])."""
     from opscan.scan import dependencies
 
@@ -244,8 +267,8 @@ def scan_manifest(relpath: str, data: bytes, rules: RuleSet, kind: str, deps=Non
         return FileResult(relpath, scanned=scanned and kind != "setup-py", lines=count, parsed=False)
     lines = _split_lines(text)
     builder = _Builder(relpath, lines, comment_suppressions(lines, "#"))
-    for line, problem in undecodable:
-        _input(builder, rules, "unreadable", line=line, value=problem)
+    for line, why in undecodable:
+        _input(builder, rules, "unreadable", line=line, value=why)
     try:
         hits, problems = dependencies.hits(relpath, kind, text, tuple(compiled.dependencies), ctx)
     except Exception as exc:  # noqa: BLE001 - NOTE [one rule, one file]: one bad manifest costs itself only
@@ -256,13 +279,13 @@ def scan_manifest(relpath: str, data: bytes, rules: RuleSet, kind: str, deps=Non
     for rule, line, value, name, subject, optional in hits:
         text_line = lines[line - 1] if 0 < line <= len(lines) else ""
         col = len(text_line) - len(text_line.lstrip()) + 1
-        builder.add(rule, line, col, value=value, name=name, subject=subject, guarded=optional)
+        builder.add(cast(Rule, rule), line, col, value=value, name=name, subject=subject, guarded=optional)
     result = builder.result()
     return replace(result, scanned=scanned or bool(result.findings), lines=len(lines))
 
 
 def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY,
-                 precheck: bool = True, parse=None) -> FileResult:
+                 precheck: bool = True, parse: ParseFn | None = None) -> FileResult:
     """scan_source for Python files, notebooks and native sources."""
     base = relpath.rsplit("/", 1)[-1]
     if base in BUILD_FILES and not base.endswith(".py"):
@@ -282,15 +305,17 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
             _input(builder, rules, "unreadable", value="not a readable notebook: JSON nested too deeply")
             return builder.result()
     else:
-        text = _decoded(relpath, rules, data)
-        if isinstance(text, FileResult):
-            return text
+        decoded = _decoded(relpath, rules, data)
+        if isinstance(decoded, FileResult):
+            return decoded
+        text = decoded
     text = _universal_newlines(text)
     compiled = rules.compiled
     extra = _extra_words(project)
     blank = not text.strip()
-    if precheck and not blank and where is None and "\x00" not in text and not compiled.relevant(text, extra):
-        # skipped (NOTE [pre-check]): only the line count is needed, not the lines themselves
+    if precheck and not blank and where is None and "\x00" not in text and \
+            not (compiled.relevant(text, extra) and prose.relevant(compiled, text, extra)):
+        # skipped (NOTE [pre-check], NOTE [prose in the pre-check]): only the line count is needed
         count = text.count("\n") + (not text.endswith("\n"))
         return replace(_Builder(relpath, [], suppressions(text)).result(), lines=count, parsed=False,
                        imports=from_import_names(text), modules=demos.imported_modules(text, relpath))
@@ -316,7 +341,10 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree, text = _parse(text, relpath, where, builder, rules, parse)
+            if where is None and large.is_large(text):   # NOTE [very large files]: block by block
+                tree = large.lean_tree(text, relpath, compiled, extra)
+            else:
+                tree, text = _parse(text, relpath, where, builder, rules, parse)
     except SyntaxError as exc:
         line = exc.lineno or 1
         _input(builder, rules, "parse-error", line=line, col=max(1, exc.offset or 1), value=exc.msg)
@@ -348,10 +376,11 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
         except Exception as exc:  # noqa: BLE001 - NOTE [one rule, one file]
             _input(builder, rules, "internal-error", line=getattr(hit.node, "lineno", 1),
                    value=f"rule {hit.rule.id} ({hit.rule.name}) failed here: {type(exc).__name__}: {exc}")
-    for line, rule, exc in visitor.failures:
-        what = f"rule {rule.id} ({rule.name}) failed here" if rule is not None \
+    for line, failed, error in visitor.failures:
+        what = f"rule {failed.id} ({failed.name}) failed here" if failed is not None \
             else "the analysis of this statement failed"
-        detail = "nested too deeply to walk" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}"
+        detail = "nested too deeply to walk" if isinstance(error, RecursionError) \
+            else f"{type(error).__name__}: {error}"
         _input(builder, rules, "internal-error", line=line, value=f"{what}: {detail}")
     facts = file_facts(builder.relpath, tree, visitor.bindings, hits, where)
     return replace(builder.result(), exports=visitor.exports(), imports=tuple(sorted(set(visitor.own_imports))),
@@ -367,26 +396,27 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
 # first pass, the files that import an exported wrapper are scanned again with the wrappers added
 # to the project facts (`Project.wrappers`), so their calls are sites too. The second pass reads
 # only those files (usually a handful); its results are cached under a salt that adds the wrappers.
-def _wrapper_facts(results) -> frozenset[str]:
+def _wrapper_facts(results: Iterable[FileResult]) -> frozenset[str]:
     return frozenset(e for r in results for e in r.exports)
 
 
-def _importers(results, wrappers: frozenset[str]) -> list[str]:
+def _importers(results: Iterable[FileResult], wrappers: frozenset[str]) -> list[str]:
     """The files importing a wrapper: by its dotted name or any dotted tail of it."""
-    tails = set()
+    tails: set[str] = set()
     for wrapper in wrappers:
         parts = wrapper.rsplit("=", 1)[0].split(".")
         tails.update(".".join(parts[i:]) for i in range(len(parts)))
     return [r.path for r in results if not tails.isdisjoint(r.imports)]
 
 
-def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, read,
-                 precheck: bool = True, cache=None, deps=None, parse=None) -> list[FileResult]:
+def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, read: ReadFn,
+                 precheck: bool = True, cache: ResultCache | None = None, deps: DependencyContext | None = None,
+                 parse: ParseFn | None = None, enrich: Enrichment | None = None) -> list[FileResult]:
     wrappers = _wrapper_facts(results)
     if not wrappers:
         return results
-    again = set(_importers(results, wrappers))
-    if not again:
+    importers = set(_importers(results, wrappers))
+    if not importers:
         return results
     project = replace(project, wrappers=project.wrappers | wrappers)
     if cache is not None:   # the second pass' results, under a salt that also covers the wrappers
@@ -400,7 +430,7 @@ def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, re
     out = []
     for result in results:
         path = result.path
-        if path in again:
+        if path in importers:
             try:
                 data = read(path)
             except OSError:
@@ -408,14 +438,20 @@ def _second_pass(results: list[FileResult], project: Project, rules: RuleSet, re
                 continue
             key = entry_key(path, content_hash(data)) if cache is not None else ""
             payload = cache.get(key) if cache is not None else None
+            again: FileResult | None
             try:
-                result = decode_result(payload) if payload is not None else None
+                again = decode_result(payload) if payload is not None else None
             except (KeyError, TypeError, ValueError, IndexError):   # not intact: scan again
-                result = None
-            if result is None:
-                result = scan_source(path, data, rules, project, precheck, deps, parse)
+                again = None
+            if again is None:
+                try:
+                    again = scan_file(path, data, rules, project, precheck, deps, parse, enrich)
+                except Exception as exc:  # noqa: BLE001 - NOTE [one rule, one file]: as in the first pass
+                    out.append(internal_error(path, exc, rules))
+                    continue
                 if cache is not None:
-                    cache.put(key, encode_result(result))
+                    cache.put(key, encode_result(again))
+            result = again
         out.append(result)
     return out
 
@@ -433,7 +469,8 @@ def _split_lines(text: str) -> list[str]:
     return [line + "\n" for line in lines]
 
 
-def _parse(text: str, relpath: str, where, builder: "_Builder", rules: RuleSet, parse=None):
+def _parse(text: str, relpath: str, where: Sequence[tuple[int, int]] | None, builder: _Builder, rules: RuleSet,
+           parse: ParseFn | None = None) -> tuple[ast.Module, str]:
     """Parse `text` (a .py file through `parse`, the run's project index, when given); in a notebook,
     a code cell that does not parse is reported (OPS000 at its own cell and line) and blanked, so
     the other cells are still scanned. Returns (tree, text)."""
@@ -475,28 +512,70 @@ def internal_error(relpath: str, exc: Exception, rules: RuleSet) -> FileResult:
     return builder.result()
 
 
-def _collect(results, check_fixes: bool, probe=None) -> ScanResult:
+def _collect(results: Sequence[FileResult], rules: RuleSet, check_fixes: bool,
+             probe: TorchProbe | None = None) -> ScanResult:
+    """The files' results as one ScanResult: findings sorted, `fixable` from the rules where no
+    enrichment set it, the fix check applied, the files' notes after the run's."""
+    by_id = {r.id: r for r in rules}
     findings: list[Finding] = []
     requires: list[tuple[str, ...]] = []
+    needs: list[tuple[str, ...]] = []
     supps: list[Suppression] = []
+    file_notes: list[str] = []
     scanned = lines = 0
     for result in results:
         scanned += result.scanned
         lines += result.lines
-        findings.extend(result.findings)
+        findings.extend(result.findings if result.marked else _rule_marked(result.findings, by_id))
         requires.extend(result.requires or [()] * len(result.findings))
+        needs.extend(result.fix_needs or [()] * len(result.findings))
         supps.extend(result.suppressions)
+        file_notes.extend(result.notes)
     order = sorted(range(len(findings)), key=lambda i: findings[i].sort_key())
     findings = [findings[i] for i in order]
     requires = [requires[i] for i in order]
+    needs = [needs[i] for i in order]
     notes: list[str] = []
     if check_fixes:
+        findings = _unmark_missing(findings, needs, probe)
         findings, notes = _check_fixes(findings, requires, probe)
     return ScanResult(tuple(findings), scanned, tuple(sorted(supps, key=lambda s: (s.path, s.line))),
-                      tuple(notes), lines, merge(r.facts for r in results))
+                      tuple(notes + file_notes), lines, merge(r.facts for r in results))
 
 
-def unused_suppression_findings(result: ScanResult, rules: RuleSet, known, read_lines) -> list[Finding]:
+def _unmark_missing(findings: list[Finding], needs: list[tuple[str, ...]], probe: TorchProbe | None
+                    ) -> list[Finding]:
+    """`findings` with `fixable` unset where the rewrite relies on a torch name the installed torch
+    lacks (asked once each, through `probe`; none asked when no fixable finding relies on one)."""
+    wanted = sorted({name for f, names in zip(findings, needs) if f.fixable for name in names})
+    if not wanted:
+        return findings
+    if probe is None:
+        from opscan.scan.fixes import TorchProbe
+
+        probe = TorchProbe()
+    if not probe.installed:
+        return findings
+    missing = {name for name in wanted if not probe.has(name)}
+    if not missing or not probe.installed:     # asking may find torch broken: then nothing is unmarked
+        return findings
+    return [replace(f, fixable=False) if f.fixable and missing.intersection(names) else f
+            for f, names in zip(findings, needs)]
+
+
+def _rule_marked(findings: tuple[Finding, ...], by_id: dict[str, Rule]) -> list[Finding]:
+    """`fixable` from each finding's rule alone (`autofix`, docs/fix.md): the mark of a scan without
+    the fixer's plan (`scan_memory`, rule examples; NOTE [fixable is what fix fixes] in fix/preview.py)."""
+    out = []
+    for f in findings:
+        rule = by_id.get(f.rule)
+        fixable = rule is not None and rule.autofix is not None and rule.autofix.fixes(f.subject, f.guarded)
+        out.append(f if f.fixable == fixable else replace(f, fixable=fixable))
+    return out
+
+
+def unused_suppression_findings(result: ScanResult, rules: RuleSet, known: Iterable[str],
+                                read_lines: Callable[[str], list[str] | None]) -> list[Finding]:
     """OPS003 findings (rules/unused-suppression.yaml) from the scan's per-file suppression usage.
 
     Args:
@@ -523,14 +602,15 @@ def unused_suppression_findings(result: ScanResult, rules: RuleSet, known, read_
         declared = {s.line: frozenset(s.codes) for s in items}
         used = [(s.line, code) for s in items for code in s.used]
         for finding in supp.unused(path, declared, used, active, set(known) | active, read_lines(path)):
-            out.append(replace(finding, rule=rule.id, name=rule.name, category=rule.category, severity=rule.severity,
+            out.append(replace(finding, rule=rule.id, name=rule.name, category=rule.category,
+                               severity=Severity(rule.severity),
                                message=rule.format(rule.message, value=finding.message),
-                               fix=rule.format(rule.fix), task=rule.task))
+                               fix=rule.format(rule.fix), task=TaskKind(rule.task)))
     return out
 
 
 def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, check_fixes: bool = False,
-                precheck: bool = True, deps=None) -> ScanResult:
+                precheck: bool = True, deps: DependencyContext | None = None) -> ScanResult:
     """Scan files held in memory (relative path -> content); used by rule examples and tests.
     `precheck=False`: parse every file (NOTE [pre-check]), for tests comparing both paths.
     `deps`: the DependencyContext manifests are judged against (scan/dependencies.py)."""
@@ -542,7 +622,7 @@ def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, che
     results = demos.apply(results, lambda: [(rel, blob) for rel, blob in data.items() if demos.is_script_doc(rel)],
                           lambda: [])
     results = members.python_members(results, rules, data.__contains__)
-    return mark_fixable(_collect(_dedupe_locks(results), check_fixes), rules)
+    return _collect(_dedupe_locks(results), rules, check_fixes)
 
 
 # The lock files and the manifests whose versions they resolve (NOTE [manifests in the scan]).
@@ -597,14 +677,6 @@ def requirement_includes(root: Path, relpaths: list[str]) -> list[str]:
     return sorted(extra)
 
 
-def mark_fixable(result: ScanResult, rules: RuleSet) -> ScanResult:
-    """Set Finding.fixable from each finding's rule (`autofix`, docs/fix.md); derived, never cached."""
-    by_id = {r.id: r for r in rules}
-    findings = tuple(replace(f, fixable=True) if by_id.get(f.rule) is not None and by_id[f.rule].autofix is not None
-                     and by_id[f.rule].autofix.fixes(f.subject, f.guarded) else f for f in result.findings)
-    return replace(result, findings=findings)
-
-
 def read_project(root: Path, relpaths: list[str]) -> Project:
     """Project facts from the build files among `relpaths` and at the root, and its own packages."""
     build: dict[str, bytes] = {}
@@ -627,9 +699,11 @@ def read_project(root: Path, relpaths: list[str]) -> Project:
     return project_from_files(build, packages_on_disk(root))
 
 
-def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclude=(), jobs: int = 1,
-               check_fixes: bool = True, cache=None, probe=None, precheck: bool = True, deps=None,
-               index: ProjectIndex | None = None) -> ScanResult:
+def scan_paths(root: Path | str, paths: Iterable[str | os.PathLike[str]] | None = None,
+               rules: RuleSet | None = None, exclude: Iterable[str] = (), jobs: int = 1,
+               check_fixes: bool = True, cache: ResultCache | None = None, probe: TorchProbe | None = None,
+               precheck: bool = True, deps: DependencyContext | None = None,
+               index: ProjectIndex | None = None, enrich: Enrichment | None = None) -> ScanResult:
     """Scan the files under `root` (or just `paths`, files or folders) with `rules`.
 
     Args:
@@ -647,6 +721,9 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
         deps: the DependencyContext manifests are judged against (None: no release known).
         index: the run's project index of `root` (opscan/index): files it read or parsed already
             (the model search ran first) are not read or parsed again; default a new one.
+        enrich: completes each file's result where it was scanned, cached with it (NOTE
+            [enrichments] in enrichment.py: fix/preview.py's fixable mark); None: `fixable` from
+            the rules alone.
     Raises:
         InputError: the root or a path does not exist.
     """
@@ -668,31 +745,53 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
         project = replace(project, requirements=frozenset(includes))
     if index is None or index.root != root:
         index = ProjectIndex(root)
-    scan = functools.partial(scan_source, project=project, precheck=precheck, deps=deps, parse=index.scan_parse)
+    scan = functools.partial(scan_file, project=project, precheck=precheck, deps=deps, parse=index.scan_parse,
+                             enrich=enrich)
     on_error = functools.partial(_on_error, rules=rules)
     codec = Codec(encode_result, decode_result, _worth_an_entry) if cache is not None else None
     if cache is not None:
         from opscan.scan.cache import facts_fingerprint
 
         cache = cache.salted(facts_fingerprint(project), "precheck" if precheck else "full",
-                             deps.fingerprint() if deps is not None else "no-deps")
+                             deps.fingerprint() if deps is not None else "no-deps",
+                             enrich.fingerprint() if enrich is not None else "no-enrichment")
     results = [result for _, result in scan_files(root, relpaths, scan, rules, jobs=jobs, cache=cache,
                                                   codec=codec, on_error=on_error,
                                                   full_walk=paths is None and not exclude,
-                                                  read=functools.partial(_read, index))]
+                                                  read=functools.partial(_read, index),
+                                                  prepare=enrich.prepare if enrich is not None else None)]
     results = _second_pass(results, project, rules, functools.partial(_read, index), precheck, cache, deps,
-                           index.scan_parse)
+                           index.scan_parse, enrich)
     scanned = {r.path for r in results}
     others = functools.partial(demos.project_files, index, lambda rel: rel.endswith(".py") and rel not in scanned)
     results = demos.apply(results, functools.partial(demos.project_files, index, demos.is_script_doc), others)
     results = members.python_members(results, rules, lambda rel: (root / rel).is_file())
-    result = mark_fixable(_collect(_dedupe_locks(results), check_fixes, probe), rules)
+    result = _collect(_dedupe_locks(results), rules, check_fixes, probe)
     from opscan.scan.includes import missing_includes   # a `-r` file that is not there (scan/includes.py)
 
     missing = missing_includes(root, relpaths, rules, project.requirements)
     if missing:
         result = replace(result, findings=tuple(sorted(result.findings + tuple(missing), key=Finding.sort_key)))
     return result
+
+
+def scan_file(relpath: str, data: bytes, rules: RuleSet, project: Project = EMPTY, precheck: bool = True,
+              deps: DependencyContext | None = None, parse: ParseFn | None = None,
+              enrich: Enrichment | None = None) -> FileResult:
+    """`scan_source`, then the run's enrichment of its result (NOTE [enrichments] in enrichment.py),
+    handed the tree the scan parsed (a Python file's), so that it never parses it again."""
+    if enrich is None:
+        return scan_source(relpath, data, rules, project, precheck, deps, parse)
+    trees: list[ast.Module] = []
+
+    def parsed(rel: str, text: str) -> ast.Module:
+        tree = parse(rel, text) if parse is not None else parse_source(text, rel)
+        trees.append(tree)
+        return tree
+
+    result = scan_source(relpath, data, rules, project, precheck, deps, parsed)
+    done: FileResult = enriched(relpath, data, result, rules, enrich, trees[-1] if trees else None)
+    return done
 
 
 def _read(index: ProjectIndex, relpath: str, abspath: str | None = None) -> bytes:
@@ -712,34 +811,36 @@ def _on_error(relpath: str, exc: Exception, rules: RuleSet) -> FileResult:
     return internal_error(relpath, exc, rules)
 
 
-def encode_result(result: FileResult) -> dict:
+def encode_result(result: FileResult) -> dict[str, Any]:
     """A FileResult as JSON-able data (for the cache)."""
     return {
         "path": result.path, "scanned": result.scanned, "lines": result.lines,
         "findings": [[f.rule, f.name, f.category, f.severity, f.message, f.location.path, f.location.line,
                       f.location.column, f.location.end_line, f.location.end_column, f.location.cell, f.fix,
-                      f.guarded, f.snippet, f.task, f.subject] for f in result.findings],
+                      f.guarded, f.snippet, f.task, f.subject, f.fixable] for f in result.findings],
         "requires": [list(r) for r in result.requires],
         "suppressions": [[s.line, list(s.codes), list(s.used)] for s in result.suppressions],
         "exports": list(result.exports), "imports": list(result.imports),
         "facts": encode_facts(result.facts), "parsed": result.parsed,
+        "marked": result.marked, "notes": list(result.notes), "fix_needs": [list(n) for n in result.fix_needs],
         "demos": [list(span) for span in result.demos], "modules": list(result.modules),
         "members": [list(member) for member in result.members],
     }
 
 
-def decode_result(data: dict) -> FileResult:
+def decode_result(data: dict[str, Any]) -> FileResult:
     """The inverse of encode_result."""
     findings = tuple(
         Finding(rule=f[0], name=f[1], category=f[2], severity=f[3], message=f[4],
                 location=Location(f[5], f[6], f[7], f[8], f[9], f[10]), fix=f[11], guarded=f[12], snippet=f[13],
-                task=f[14], subject=f[15])
+                task=f[14], subject=f[15], fixable=bool(f[16]) if len(f) > 16 else False)
         for f in data["findings"])
     return FileResult(
         data["path"], findings, tuple(tuple(r) for r in data["requires"]),
         tuple(Suppression(data["path"], s[0], tuple(s[1]), tuple(s[2])) for s in data["suppressions"]),
         data["scanned"], data["lines"], tuple(data.get("exports", ())), tuple(data.get("imports", ())),
-        decode_facts(data.get("facts")), data.get("parsed", True),
+        decode_facts(data.get("facts")), data.get("parsed", True), bool(data.get("marked", False)),
+        tuple(str(n) for n in data.get("notes", ())), tuple(tuple(n) for n in data.get("fix_needs", ())),
         tuple((int(a), int(b)) for a, b in data.get("demos", ())), tuple(data.get("modules", ())),
         tuple((str(a), str(b), int(c), str(d)) for a, b, c, d in data.get("members", ())))
 

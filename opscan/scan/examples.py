@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from opscan.records import Finding
+from opscan.scan.dependencies import DependencyContext
 from opscan.scan.engine import scan_memory, unused_suppression_findings
 from opscan.scan.rules import Example, Rule, RuleSet, load_rules
 
@@ -43,11 +45,12 @@ def expectations(example: Example) -> set[str]:
     return out
 
 
-def run_example(example: Example, rules: RuleSet, only: str | None = None, deps=None) -> tuple[set[str], set[str]]:
+def run_example(example: Example, rules: RuleSet, only: str | None = None,
+                deps: DependencyContext | None = None) -> tuple[set[str], set[str]]:
     """(expected, found) "path:line CODE" sets; with `only`, both are limited to that rule id.
     `deps`: the DependencyContext manifests are judged against (the caller's release)."""
     result = scan_memory(dict(example.files), rules, deps=deps)
-    unused: list = []
+    unused: list[Finding] = []
     if "unused-suppression" in rules.compiled.inputs:   # OPS003 judges the suppressions of the scan
         texts = dict(example.files)
         known = {r.id for r in load_rules()}
@@ -66,7 +69,7 @@ def run_example(example: Example, rules: RuleSet, only: str | None = None, deps=
     return expected, found
 
 
-def check_rule(rule: Rule, rules: RuleSet | None = None, deps=None) -> list[ExampleFailure]:
+def check_rule(rule: Rule, rules: RuleSet | None = None, deps: DependencyContext | None = None) -> list[ExampleFailure]:
     """Run every example of `rule`.
 
     Args:

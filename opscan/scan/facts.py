@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable, Sequence
 from operator import attrgetter
+from typing import Any, cast
 
 from opscan.records import FunctionSpan, ImportBinding, LibraryUse, ScanFacts, TaskKind, is_kernel_work
 
@@ -29,7 +31,8 @@ _BINDING_ORDER = attrgetter("path", "line", "local", "target", "module_level", "
 REFERENCE = re.compile(r"(?:^|_)(?:ref|reference|naive|torch|pytorch|eager|fallback|native|slow)(?:_|$)", re.I)
 
 
-def file_facts(path: str, tree: ast.Module, bindings, hits, where=None) -> ScanFacts:
+def file_facts(path: str, tree: ast.Module, bindings: Iterable[tuple[int, int, str, str, bool]],
+               hits: Iterable[Any], where: Sequence[tuple[int, int]] | None = None) -> ScanFacts:
     """The facts of one walked file.
 
     Args:
@@ -39,7 +42,7 @@ def file_facts(path: str, tree: ast.Module, bindings, hits, where=None) -> ScanF
         hits: the walk's hits (context.Hit), after every family finished.
         where: for a notebook, (cell, line in cell) per line of the joined source; else None.
     """
-    out = []
+    out: list[ImportBinding] = []
     for line, end, local, target, module_level in bindings:
         cell = None
         if where is not None:
@@ -50,7 +53,7 @@ def file_facts(path: str, tree: ast.Module, bindings, hits, where=None) -> ScanF
         out.append(ImportBinding(path, line, local, target, module_level, cell, end))
     if where is not None:   # notebook lines are cell-local: the plan measures .py files only
         return ScanFacts(bindings=tuple(sorted(out, key=_BINDING_ORDER)))
-    library_hits = []
+    library_hits: list[Any] = []
     kernel_lines: set[int] = set()
     has_kernel = False
     for hit in hits:
@@ -83,9 +86,9 @@ def file_facts(path: str, tree: ast.Module, bindings, hits, where=None) -> ScanF
                      references)
 
 
-def merge(facts) -> ScanFacts:
+def merge(many: Iterable[ScanFacts | None]) -> ScanFacts:
     """One ScanFacts from many (each tuple sorted)."""
-    facts = [f for f in facts if f is not None]
+    facts = [f for f in many if f is not None]
     return ScanFacts(
         tuple(sorted((b for f in facts for b in f.bindings), key=_BINDING_ORDER)),
         tuple(sorted(u for f in facts for u in f.libraries)),
@@ -93,7 +96,7 @@ def merge(facts) -> ScanFacts:
         tuple(sorted({p for f in facts for p in f.references})))
 
 
-def encode_facts(facts: ScanFacts) -> dict:
+def encode_facts(facts: ScanFacts) -> dict[str, Any]:
     """ScanFacts as JSON-able data (for the scan cache)."""
     return {"bindings": [[b.path, b.line, b.local, b.target, b.module_level, b.cell, b.end_line]
                          for b in facts.bindings],
@@ -102,7 +105,7 @@ def encode_facts(facts: ScanFacts) -> dict:
             "references": list(facts.references)}
 
 
-def decode_facts(data: dict | None) -> ScanFacts:
+def decode_facts(data: dict[str, Any] | None) -> ScanFacts:
     """The inverse of encode_facts (no data: no facts)."""
     if not data:
         return ScanFacts()
@@ -147,14 +150,16 @@ class _Walked:
         self.loads: dict[str, int] = {}
         for node in ast.walk(tree):
             kind = type(node)
-            if kind is ast.Attribute:
-                parents.add(id(node.value))
-                attributes.append(node)
+            if kind is ast.Attribute:   # `type() is`: faster than isinstance on every node of the file
+                attribute = cast(ast.Attribute, node)
+                parents.add(id(attribute.value))
+                attributes.append(attribute)
             elif kind is ast.Name:
-                if isinstance(node.ctx, ast.Load):
-                    self.loads[node.id] = self.loads.get(node.id, 0) + 1
+                name = cast(ast.Name, node)
+                if isinstance(name.ctx, ast.Load):
+                    self.loads[name.id] = self.loads.get(name.id, 0) + 1
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-                self.functions.append(node)
+                self.functions.append(cast("ast.FunctionDef | ast.AsyncFunctionDef", node))
         self.chains = [chain for chain in (_dotted(a) for a in attributes
                                            if id(a) not in parents and isinstance(a.ctx, ast.Load)) if chain]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -50,7 +51,7 @@ def _manifest(name: str, rel: str) -> bool:
     return bool(manifest_kind(rel))
 
 
-def _skip_dir(entry: os.DirEntry) -> bool:
+def _skip_dir(entry: os.DirEntry[str]) -> bool:
     return skipped_folder(entry.name, entry.path)   # the one skip list (opscan/index/walk.py)
 
 
@@ -77,7 +78,8 @@ def relative(path: Path, root: Path) -> str:
             return path.as_posix()
 
 
-def discover(root: Path, paths=None, exclude=()) -> list[str]:
+def discover(root: Path, paths: Iterable[str | os.PathLike[str]] | None = None,
+             exclude: Iterable[str] = ()) -> list[str]:
     """Relative paths (sorted, unique) of the files to scan.
 
     Args:

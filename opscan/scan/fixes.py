@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from dataclasses import replace
+from typing import Any
 
 from opscan.records import Finding
 
@@ -21,7 +22,7 @@ class TorchProbe:
 
     def __init__(self) -> None:
         self._known: dict[str, bool] = {}
-        self._torch = None
+        self._torch: Any = None
         self.version: str | None = None
         self.installed = importlib.util.find_spec("torch") is not None
 

@@ -169,17 +169,22 @@ class Compiled:
         regex = self.bounded_regex(extra)
         if regex is not None and regex.search(text) is not None:
             return True
-        if "imports" not in self.regexes:   # import matchers' tokens, and names imported by name
+        imports = self.import_regex()
+        # An import matcher fires on import statements only: its tokens are looked for there
+        # ("rotary_emb" the flash-attn module, not `self.rotary_emb` in every model file).
+        return imports is not None and imports.search(import_statements(text)) is not None
+
+    def import_regex(self) -> re.Pattern | None:
+        """The tokens looked for in import statements: import matchers' modules, and attribute tokens
+        an import names (`from torch import library`); cached."""
+        if "imports" not in self.regexes:
             words = dict(self.import_tokens)
             for word, (left, right) in self.bounded.items():
                 if left == ATTR:   # `from torch import library`: an attribute token, bound by an import
                     old = words.get(word, (EDGE, right))
                     words[word] = (join_bound(old[0], EDGE), join_bound(old[1], right))
             self.regexes["imports"] = bounded_regex(words)
-        imports = self.regexes["imports"]
-        # An import matcher fires on import statements only: its tokens are looked for there
-        # ("rotary_emb" the flash-attn module, not `self.rotary_emb` in every model file).
-        return imports is not None and imports.search(import_statements(text)) is not None
+        return self.regexes["imports"]
 
 
 def compile_rules(rules: tuple[Rule, ...]) -> Compiled:

@@ -35,9 +35,11 @@ def python_members(results: list[Any], rules: RuleSet, exists: Callable[[str], b
                 imports.add((line, name))
                 locals_.add(local)
         if imports:
-            kept = [(f, r) for f, r in zip(result.findings, result.requires or [()] * len(result.findings))
+            blank = [()] * len(result.findings)   # requires and fix_needs run beside the findings
+            kept = [(f, r, n) for f, r, n in zip(result.findings, result.requires or blank, result.fix_needs or blank)
                     if not (f.rule in import_rules and (f.location.line, f.subject) in imports
                             or f.rule in call_rules and f.subject in locals_)]
-            result = replace(result, findings=tuple(f for f, _ in kept), requires=tuple(r for _, r in kept))
+            result = replace(result, findings=tuple(f for f, _, _ in kept), requires=tuple(r for _, r, _ in kept),
+                             fix_needs=tuple(n for _, _, n in kept) if result.fix_needs else ())
         out.append(result)
     return out

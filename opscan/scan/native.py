@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from fnmatch import fnmatchcase
+from typing import Any
+
+from opscan.scan.rule_records import Rule
 
 MAGIC = re.compile(r"^\s*[%!]")
 
 
-def native_hits(relpath: str, text: str, files_rules) -> list[tuple[object, int, str]]:
+def native_hits(relpath: str, text: str, files_rules: Iterable[tuple[tuple[str, ...], Any, Rule]]
+                ) -> list[tuple[Rule, int, str]]:
     """(rule, line, value) for each `file` matcher that fires on this file: one per rule and file.
 
     The line is the first match of `contains` (or 1 without it); the value is the number of
     matches, e.g. "3 TORCH_LIBRARY blocks".
     """
     base = relpath.rsplit("/", 1)[-1]
-    out = []
+    out: list[tuple[Rule, int, str]] = []
     for globs, contains, rule in files_rules:
         if not any(fnmatchcase(base, g) or fnmatchcase(relpath, g) for g in globs):
             continue

@@ -46,7 +46,7 @@ def torch_identity() -> str | None:
 class CachedProbe(TorchProbe):
     """A TorchProbe that answers from the cache folder and imports torch only for new questions."""
 
-    def __init__(self, directory: str | os.PathLike) -> None:
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
         super().__init__()
         self.identity = torch_identity() if self.installed else None
         self.path = Path(directory) / f"probe-{self.identity[:24]}.json" if self.identity else None
@@ -56,6 +56,8 @@ class CachedProbe(TorchProbe):
             self._load()
 
     def _load(self) -> None:
+        if self.path is None:
+            return
         try:
             raw = self.path.read_bytes()
             header, sep, body = raw.partition(b"\n")

@@ -8,7 +8,9 @@ run time (f-strings, variables) are not known statically and are skipped.
 from __future__ import annotations
 
 import ast
+import os
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 EXTENSION_CALLS = ("Extension", "CppExtension", "CUDAExtension", "SyclExtension", "Pybind11Extension",
@@ -62,7 +64,7 @@ def pyproject_extensions(data: bytes) -> set[str]:
     return {m["name"] for m in modules if isinstance(m, dict) and isinstance(m.get("name"), str)}
 
 
-def local_packages(root_name: str, root_is_package: bool, relpaths) -> frozenset[str]:
+def local_packages(root_name: str, root_is_package: bool, relpaths: Iterable[str]) -> frozenset[str]:
     """Top-level modules the scanned tree defines: its own packages are not third-party imports.
 
     The root itself when it is a package, its top-level packages and modules, and those under
@@ -80,7 +82,7 @@ def local_packages(root_name: str, root_is_package: bool, relpaths) -> frozenset
     return frozenset(n for n in names if n.isidentifier())
 
 
-def packages_on_disk(root) -> frozenset[str]:
+def packages_on_disk(root: str | os.PathLike[str]) -> frozenset[str]:
     """local_packages() for a folder on disk: its own top level (and `src/`), whatever is scanned."""
     from pathlib import Path
 

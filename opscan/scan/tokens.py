@@ -28,17 +28,14 @@ with those of a walk of every statement of every file.
 from __future__ import annotations
 
 import re
+import re._parser as sre_parse   # Python >= 3.11 (pyproject.toml requires-python)
+from collections.abc import Iterable
+from re._constants import (AT, AT_BEGINNING, AT_BEGINNING_STRING, AT_BOUNDARY, AT_END, AT_END_STRING, BRANCH,
+                           CATEGORY, CATEGORY_SPACE, IN, LITERAL, MAX_REPEAT, MIN_REPEAT, SUBPATTERN)
+from typing import Any
 
-try:  # Python >= 3.11
-    import re._parser as sre_parse  # type: ignore[import-not-found]
-    from re._constants import (AT, AT_BEGINNING, AT_BEGINNING_STRING, AT_BOUNDARY, AT_END,  # type: ignore
-                               AT_END_STRING, BRANCH, CATEGORY, CATEGORY_SPACE, IN, LITERAL, MAX_REPEAT,
-                               MIN_REPEAT, SUBPATTERN)
-except ImportError:  # pragma: no cover
-    import sre_parse  # type: ignore[no-redef]
-    from sre_constants import (AT, AT_BEGINNING, AT_BEGINNING_STRING, AT_BOUNDARY, AT_END,  # type: ignore
-                               AT_END_STRING, BRANCH, CATEGORY, CATEGORY_SPACE, IN, LITERAL, MAX_REPEAT,
-                               MIN_REPEAT, SUBPATTERN)
+Items = list[tuple[Any, Any]]    # a parsed regex: (opcode, argument) pairs (re._parser.SubPattern items)
+Trie = dict[str, "Trie"]         # literal_regex's trie of characters ("" ends a word)
 
 MIN_TOKEN = 3
 
@@ -77,7 +74,7 @@ def regex_bounded_tokens(pattern: str, string: bool = True) -> frozenset[tuple[s
     return found
 
 
-def _char_class(op, arg) -> int:
+def _char_class(op: Any, arg: Any) -> int:
     """EDGE if the item matches only characters that cannot continue an identifier, else ANY."""
     if op is LITERAL:
         return ANY if chr(arg) in _ID else EDGE
@@ -87,7 +84,7 @@ def _char_class(op, arg) -> int:
     return ANY
 
 
-def _end_class(items: list, before: int) -> int:
+def _end_class(items: Items, before: int) -> int:
     """What the text matched by `items` (preceded by `before`) ends with, as a left bound."""
     if not items:
         return before
@@ -107,7 +104,7 @@ def _end_class(items: list, before: int) -> int:
     return _char_class(op, arg)
 
 
-def _start_class(items: list, after: int) -> int:
+def _start_class(items: Items, after: int) -> int:
     """What the text matched by `items` (followed by `after`) starts with, as a right bound."""
     if not items:
         return after
@@ -127,11 +124,11 @@ def _start_class(items: list, after: int) -> int:
     return _char_class(op, arg)
 
 
-def _seq_tokens(items: list, before: int = ANY, after: int = ANY) -> frozenset[tuple[str, int, int]] | None:
+def _seq_tokens(items: Items, before: int = ANY, after: int = ANY) -> frozenset[tuple[str, int, int]] | None:
     best: frozenset[tuple[str, int, int]] | None = None
     run, start = "", 0
 
-    def consider(tokens) -> None:
+    def consider(tokens: frozenset[tuple[str, int, int]] | None) -> None:
         nonlocal best
         if tokens and all(len(t[0]) >= MIN_TOKEN for t in tokens):
             if best is None or min(len(t[0]) for t in tokens) > min(len(t[0]) for t in best):
@@ -205,24 +202,24 @@ def pattern_bounded_token(pattern: str, attribute: bool = True) -> tuple[str, in
     return max(preferred, key=lambda c: len(c[0]))
 
 
-def literal_regex(words, prune: bool = True) -> re.Pattern | None:
+def literal_regex(words: Iterable[str], prune: bool = True) -> re.Pattern[str] | None:
     """A regex finding any of `words` as a substring, as a trie (much faster than a flat alternation).
 
     `prune`: a word containing another is dropped ("cuda" covers "_cuda"); without it (bounded
     words, where "cuda" does not cover "cudart") every word stays, longer branches first."""
-    words = sorted(set(words))
+    unique = sorted(set(words))
     if prune:
-        words = [w for w in words if not any(o != w and o in w for o in words)]
-    if not words:
+        unique = [w for w in unique if not any(o != w and o in w for o in unique)]
+    if not unique:
         return None
-    trie: dict = {}
-    for word in words:
+    trie: Trie = {}
+    for word in unique:
         node = trie
         for ch in word:
             node = node.setdefault(ch, {})
         node[""] = {}
 
-    def build(node: dict) -> str:
+    def build(node: Trie) -> str:
         if "" in node and (prune or len(node) == 1):
             return ""   # a shorter word already matches: no need to go on
         alts = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch]
@@ -252,10 +249,10 @@ def _weight(ch: str) -> int:
     return CHAR_FREQUENCY.get(ch, 2)
 
 
-def _pivots(words) -> frozenset[str]:
+def _pivots(words: Iterable[str]) -> frozenset[str]:
     """Characters such that every word holds one, of small total frequency (greedy weighted set
     cover: the cheapest character per word covered, ties by the character)."""
-    left, chosen = set(words), set()
+    left, chosen = set(words), set[str]()
     while left:
         best = min({ch for word in left for ch in word},
                    key=lambda ch: (_weight(ch) / sum(ch in word for word in left), ch))
@@ -275,7 +272,7 @@ def _pivots(words) -> frozenset[str]:
 # The regex matches exactly where the token occurs within its bounds (the match starts at the
 # pivot, not at the token: callers use only whether, and on which line, one occurs). About 3x
 # faster than a trie of the tokens by their first character, on transformers' source.
-def bounded_regex(words: dict[str, tuple[int, int]]) -> re.Pattern | None:
+def bounded_regex(words: dict[str, tuple[int, int]]) -> re.Pattern[str] | None:
     """One regex finding any word within its (left, right) bounds (NOTE [pivot characters])."""
     if not words:
         return None

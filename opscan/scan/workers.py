@@ -70,20 +70,26 @@ def default_jobs() -> int:
 
 
 # -- the per-file work, in a worker or in-process --------------------------------------------------
-_CTX: tuple | None = None
+ReadFn = Callable[[str, str], bytes]
+# what each file's work needs: (scan, rules, cache, codec, on_error, read), handed to the workers once
+Context = tuple[ScanFn, Any, "ResultCache | None", "Codec | None", "ErrorFn | None", "ReadFn | None"]
+_CTX: Context | None = None
 
 
-def _init(ctx: tuple) -> None:
+def _init(ctx: Context) -> None:
     global _CTX
     _CTX = ctx
 
 
-def _one(ctx: tuple, relpath: str, abspath: str) -> tuple[str, Any, str | None, str]:
+def _one(ctx: Context, relpath: str, abspath: str) -> tuple[str, Any, str | None, str]:
     scan, rules, cache, codec, on_error, read = ctx
     try:
         # Regular files only, never blocking (a FIFO), never through a link out of the tree.
-        data = read(relpath, abspath) if read is not None else \
-            read_source_bytes(Path(abspath), _tree_root(abspath, relpath))
+        if read is not None:
+            data = read(relpath, abspath)
+        else:
+            root = _tree_root(abspath, relpath)
+            data = read_source_bytes(Path(abspath), Path(root) if root is not None else None)
     except OSError as exc:
         if on_error is None:
             raise
@@ -91,6 +97,7 @@ def _one(ctx: tuple, relpath: str, abspath: str) -> tuple[str, Any, str | None, 
     sha = content_hash(data)
     key = entry_key(relpath, sha)
     if cache is not None:
+        assert codec is not None     # scan_files refuses a cache without one
         payload = cache.get(key)
         if payload is not None:
             try:
@@ -103,7 +110,7 @@ def _one(ctx: tuple, relpath: str, abspath: str) -> tuple[str, Any, str | None, 
         if on_error is None:
             raise
         return relpath, on_error(relpath, exc), None, "error"
-    if cache is not None:
+    if cache is not None and codec is not None:
         if codec.entry is None or codec.entry(result):
             cache.put(key, codec.encode(result))
     return relpath, result, sha, "scanned"
@@ -123,7 +130,7 @@ def _batch(items: list[tuple[str, str]]) -> list[tuple[str, Any, str | None, str
 
 # -- the run ---------------------------------------------------------------------------------------
 def scan_files(
-    root: str | os.PathLike,
+    root: str | os.PathLike[str],
     relpaths: Iterable[str],
     scan: ScanFn,
     rules: Any,
@@ -135,6 +142,7 @@ def scan_files(
     stats: RunStats | None = None,
     full_walk: bool = True,
     read: Callable[[str, str], bytes] | None = None,
+    prepare: Callable[[bool], None] | None = None,
 ) -> Iterator[tuple[str, Any]]:
     """Yield `(relpath, scan(relpath, bytes, rules))` for each file, sorted by relpath.
 
@@ -150,6 +158,10 @@ def scan_files(
         full_walk: relpaths is the whole tree, so index entries of other paths can be dropped.
         read: `read(relpath, abspath) -> bytes`, the guarded read of a file (the run's project index,
             opscan/index); None: opscan/fsutil.py `read_source_bytes`.
+        prepare: `prepare(pooled)` is called once, in this process, before the first file is read
+            (never when every result comes from the stat index; `pooled`: worker processes are
+            about to start): what the scan function needs that workers must not, or need not
+            each, do themselves (NOTE [enrichments] in enrichment.py).
     """
     if cache is not None and codec is None:
         raise ValueError("a cache needs a codec")
@@ -173,17 +185,19 @@ def scan_files(
     stats.files = len(plan)
     to_read = sum(1 for _, _, known in plan if known is None)
     workers = min(jobs, math.ceil(to_read / MAX_BATCH)) if to_read >= POOL_MIN_FILES else 1
+    if prepare is not None and to_read:
+        prepare(workers > 1)
     batch_size = max(1, min(MAX_BATCH, to_read // max(1, workers * 8)))
-    ctx = (scan, rules, cache, codec, on_error, read)
+    ctx: Context = (scan, rules, cache, codec, on_error, read)
     pool = None
     if workers > 1:
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         pool = multiprocessing.get_context(method).Pool(workers, initializer=_init, initargs=(ctx,))
         stats.workers = workers
-    stat_of = {}
+    stat_of: dict[str, tuple[int, int, int] | None] = {}
     completed = False
     try:
-        slots: deque = deque()
+        slots: deque[tuple[str, Any]] = deque()
         batch: list[tuple[str, str]] = []
 
         def flush() -> None:
@@ -211,12 +225,14 @@ def scan_files(
                         stats.scanned += how == "scanned"
                         stats.cache_hits += how == "cache"
                         if index is not None and st is not None and sha is not None:
+                            assert codec is not None
                             index.record(rel, st, sha, codec.encode(result))
                     yield rel, result
 
         window = workers * WINDOW_PER_JOB if pool is not None else 0  # in-process: no look-ahead
         for rel, st, known in plan:
-            if known is not None:
+            if known is not None:     # found in the stat index: a cache with its codec, a stat
+                assert index is not None and cache is not None and codec is not None and st is not None
                 payload = index.payload(rel)
                 from_entry = payload is None
                 if from_entry:

@@ -56,3 +56,10 @@ def test_sample_files_and_table(bench, tmp_path: Path) -> None:
     text = bench.table([row, fast])
     assert text.splitlines()[2].startswith("| t | 20 | 200 | ruff-all | 3 | 1.00 |")
     assert "cold / ruff --select ALL (goal <= 3): 2.50" in bench.ratios([row, fast])
+
+
+def test_the_speed_gate_fails_on_gross_regressions_only(bench) -> None:
+    assert bench.regressions(2.5, 0.2) == ["cold"]          # issue 40's cold scan
+    assert bench.regressions(0.9, 6.6) == ["warm"]          # ... and its warm scan
+    assert bench.regressions(1.3, 0.4) == []                # goals missed, no gross regression
+    assert bench.GOALS["cold"] < bench.LIMITS["cold"] and bench.GOALS["warm"] < bench.LIMITS["warm"]

@@ -48,41 +48,26 @@ def _project(tmp_path: Path) -> Path:
     return root
 
 
-def _counting(monkeypatch, root: Path, planned: Counter | None = None) -> Counter:
-    """Every `ast.parse` of a file of `root`, by its path relative to it (whoever parses it); with
-    `planned`, the parses made while the fixable mark plans `opscan fix` are counted there instead."""
+def _counting(monkeypatch, root: Path) -> Counter:
+    """Every `ast.parse` of a file of `root`, by its path relative to it (whoever parses it)."""
     parses: Counter = Counter()
     real = ast.parse
     files = {p.relative_to(root).as_posix() for p in root.rglob("*.py")}
-    planning = []
 
     def counted(source, filename="<unknown>", *args, **kwargs):
         name = Path(str(filename)).as_posix()
         rel = next((f for f in files if name == f or name.endswith("/" + f)), None)
         if rel is not None:
-            (planned if planning and planned is not None else parses)[rel] += 1
+            parses[rel] += 1
         return real(source, filename, *args, **kwargs)
 
     monkeypatch.setattr(ast, "parse", counted)
-    if planned is not None:
-        from opscan.fix import preview
-        real_mark = preview.mark_scanned
-
-        def marking(*args, **kwargs):
-            planning.append(True)
-            try:
-                return real_mark(*args, **kwargs)
-            finally:
-                planning.pop()
-
-        monkeypatch.setattr(preview, "mark_scanned", marking)
     return parses
 
 
 def test_opscan_path_parses_each_file_once(tmp_path, monkeypatch):
     root = _project(tmp_path)
-    planned: Counter = Counter()
-    parses = _counting(monkeypatch, root, planned)
+    parses = _counting(monkeypatch, root)
     traced, handed = [], {}
 
     def trace(model, project_root, profile, limits):
@@ -105,10 +90,9 @@ def test_opscan_path_parses_each_file_once(tmp_path, monkeypatch):
     assert parses, "the counter saw no parse"
     assert {rel: n for rel, n in parses.items() if n > 1} == {}
     assert {"model.py", "generate.py", "kernels.py", "tests/test_model.py"} <= set(parses)
-    # The one exception (NOTE [fixable is what fix fixes] in opscan/fix/preview.py): the fixable mark
-    # plans `opscan fix` as `fix --diff` does, which scans again the files the fixer would rewrite,
-    # and only those (here kernels.py, with its "cuda"), once each.
-    assert dict(planned) == {"kernels.py": 1}
+    # the fixable mark plans `opscan fix` from the scan's own parse and findings (NOTE [fixable is
+    # what fix fixes] in opscan/fix/preview.py): no second parse, even of kernels.py, which it planned
+    assert [f.fixable for f in report.findings if f.rule == "OPS101"] == [True]
 
 
 def test_the_index_walks_reads_and_parses_once(tmp_path):
