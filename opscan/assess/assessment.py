@@ -96,7 +96,8 @@ def assess(draft: Draft, release: Release | None, *, project_root: Path | None =
         version = registry.torch_version()
         pairing = (release.pairing_warning(version) or "") if version is not None else ""
     return replace(report, verdict=judge(report, ops_not_checked=draft.ops_not_checked, source=draft.source,
-                                         unchecked=draft.unchecked, pairing=pairing, remedy=draft.remedy))
+                                         unchecked=draft.unchecked, pairing=pairing, remedy=draft.remedy,
+                                         source_only=draft.source_only))
 
 
 # NOTE [fallback scaling]

@@ -171,7 +171,8 @@ def blockers_of(report: Report) -> Blockers:
 # --- the verdict ---------------------------------------------------------------------------------
 
 def judge(report: Report, *, ops_not_checked: str = "", source: SourceCheck = Checked(),
-          unchecked: tuple[tuple[str, str], ...] = (), pairing: str = "", remedy: str = "") -> Verdict:
+          unchecked: tuple[tuple[str, str], ...] = (), pairing: str = "", remedy: str = "",
+          source_only: bool = False) -> Verdict:
     """The verdict of `report`.
 
     Args:
@@ -187,6 +188,8 @@ def judge(report: Report, *, ops_not_checked: str = "", source: SourceCheck = Ch
         remedy: one line for every model that missed modules not installed here (their causes name
             the modules; NOTE [every missing module at once] in opscan/targets/absent.py): shown
             once, after the "could not check" lines, and carried in `Verdict.remedy`.
+        source_only: the run asked for the source alone (no trace asked for): carried in
+            `Verdict.source_only`, which `--fail-on not-ready` reads (opscan/assess/gate.py).
     """
     causes: dict[str, list[str]] = {}   # one line per distinct cause, naming its models in order
     for target, why in unchecked:
@@ -196,7 +199,7 @@ def judge(report: Report, *, ops_not_checked: str = "", source: SourceCheck = Ch
         ops_not_checked = f"could not check {_plural(len(unchecked), 'model')}"
     verdict = _judge(report, ops_not_checked, source, {target for target, _ in unchecked}, pairing)
     details = tuple(f"could not check {line}" for line in lines) + ((remedy,) if remedy else ()) + verdict.details
-    return replace(verdict, details=details, unchecked=lines, remedy=remedy)
+    return replace(verdict, details=details, unchecked=lines, remedy=remedy, source_only=source_only)
 
 
 def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked: set[str],

@@ -178,6 +178,8 @@ class Verdict:
     remedy: str = ""                     # the one remedy line for models that missed modules not
                                          # installed here (the manifest found, --allow-unchecked); "" = none
     ops: JudgedOps = field(default_factory=JudgedOps)   # the traced ops by status, as judged
+    source_only: bool = False            # the run asked for the source alone (--no-trace, `opscan scan`,
+                                         # the hook): `--fail-on not-ready` judges its source verdict
 
     def __post_init__(self) -> None:   # NOTE [typed vocabularies]
         object.__setattr__(self, "kind", VerdictKind(self.kind))
@@ -236,6 +238,7 @@ class Draft:
                                                   # built or traced (the gate exits 2 on them)
     remedy: str = ""                     # the one remedy line for models that missed modules not
                                          # installed here (the manifest found, --allow-unchecked); "" = none
+    source_only: bool = False            # the run asked for the source alone (no trace was asked for)
 
 
 @dataclass(frozen=True)
