@@ -61,11 +61,10 @@ def assess(draft: Draft, release: Release | None, *, project_root: Path | None =
     caveats: tuple[OpCaveat, ...] = ()
     on_ops: tuple[OpNote, ...] = ()
     if release is not None and traces:
-        from opscan.db.annotate import annotate, op_notes, with_dtype_fallbacks
+        from opscan.db.annotate import annotate, op_notes, traced_dtypes
         from opscan.db.caveats import op_caveats
 
-        coverage, coverage_notes = annotate(release, ops)
-        coverage = with_dtype_fallbacks(release, coverage, traces)
+        coverage, coverage_notes = annotate(release, ops, traced_dtypes(traces))   # per dtype, parts too
         on_ops = op_notes(release, ops)
         notes.extend(coverage_notes)
         notes.extend(sdpa_assumption(release, ops))

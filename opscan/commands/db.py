@@ -418,7 +418,9 @@ def _import_compat(args: argparse.Namespace) -> int:
         raise DatabaseError("no readable row in the compatibility table", args.table)
     doc = release_doc(rows, base_doc, args.release, args.date, torch=tuple(args.torch),
                       neuron_sdk=args.neuron_sdk or "", url=args.url or TABLE_URL, unknown=tuple(unknown))
-    _write_release(doc, out, f"Imported by `opscan db import-compat` from {Path(args.table).name}, extending "
+    from opscan.db.writer import write_checked
+
+    write_checked(doc, out, f"Imported by `opscan db import-compat` from {Path(args.table).name}, extending "
                              f"{base.spec}. Regenerate rather than edit.\nSchema: coverage_db/README.md in the "
                              "opscan source.", f"{args.table} merged into {base.path}")
     by_status: dict[str, int] = {}
@@ -433,33 +435,3 @@ def _import_compat(args: argparse.Namespace) -> int:
           f"pairs with torch {', '.join(args.torch)}")
     return 0
 
-
-def _write_release(doc: dict, out: Path, header: str, made_from: str) -> None:
-    """Write the release document to `out` atomically, with the mode a new file gets (or the old
-    file's), after proving it loads; every failure is one error naming the user's paths: `out`, and
-    `made_from` (the table and the release it extends) when the merged document does not load."""
-    import tempfile
-
-    from opscan.db.loader import load_file
-    from opscan.db.writer import dump
-    from opscan.errors import DatabaseError
-    from opscan.fsutil import atomic_write
-
-    text = dump(doc, header)
-    with tempfile.TemporaryDirectory(prefix="opscan-import-") as folder:   # a file opscan cannot load is
-        check = Path(folder) / out.name                                     # never left behind
-        check.write_text(text, encoding="utf-8")
-        try:
-            load_file(check, check_registry=False)
-        except DatabaseError as exc:
-            where = f" at line {exc.line} of the merged file" if exc.line is not None else ""
-            raise DatabaseError(f"the merged release does not load{where}: {exc.message}; nothing written",
-                                made_from) from None
-    try:
-        if out.parent != Path(""):
-            out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(out, text)
-    except OSError as exc:
-        folder = next((f for f in out.parents if f.exists()), None)
-        why = f"{folder} is not a folder" if folder is not None and not folder.is_dir() else exc.strerror or str(exc)
-        raise DatabaseError(f"cannot write the release file: {why}", str(out)) from None

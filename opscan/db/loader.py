@@ -6,6 +6,7 @@ import datetime
 import re
 from pathlib import Path
 
+from opscan.db.entries import DTYPE_EFFECTS
 from opscan.db.release import (
     CONFIDENCES,
     NO_KERNEL_MODES,
@@ -51,7 +52,7 @@ _ENTRY = {"op": True, "status": True, "evidence": True, "confidence": True, "not
 _FAILURE = {"packet": True, "dtype": False, "case": False, "ops": False, "parts": False, "reasons": False,
             "tests": True, "more_tests": False, "evidence": True}
 _DTYPE_FALLBACK = {"op": True, "dtypes": True, "evidence": True, "note": False}
-_NARROWING = {"dtype": True, "computed_as": True, "evidence": True, "note": False}
+_NARROWING = {"dtype": True, "computed_as": False, "evidence": True, "note": False, "effect": False}
 _UNLISTED = {"status": True, "evidence": True, "confidence": True, "note": False}
 _PACKAGE = {"name": True, "version": True, "torch": True}
 _PROFILE = {"sdpa_policy": True, "evidence": False, "note": False}
@@ -170,7 +171,7 @@ def _real(name: str, known, line: int | None, packet: bool = False) -> str:
         return name
     if known.exists(name) or (packet and known.is_packet(name)):
         return name
-    raise _Problem(known.why_not(name) + " (the release pairs with that torch: its `packages`)", line)
+    raise _Problem(known.why_not(name, packet) + " (the release pairs with that torch: its `packages`)", line)
 
 
 def _entry(item, sources, op_names: str, parent_line, known=None) -> Entry:
@@ -288,12 +289,17 @@ def _narrowing(doc, sources) -> tuple[Narrowing, ...]:
     out: list[Narrowing] = []
     for item in items:
         _keys(item, _NARROWING, "dtype narrowing", _line(items))
-        dtype = _choice(item, "dtype", NARROWED, "dtype narrowing")
+        effect = _choice(item, "effect", tuple(DTYPE_EFFECTS), "dtype narrowing") if "effect" in item else "narrowed"
+        dtype = _choice(item, "dtype", NARROWED if effect == "narrowed" else DTYPES, "dtype narrowing")
         if any(n.dtype == dtype for n in out):
             raise _Problem(f"dtype_narrowing: {dtype} is listed twice", _line(item))
-        out.append(Narrowing(dtype=dtype, computed_as=_choice(item, "computed_as", DTYPES, f"narrowing of {dtype}"),
+        if (effect == "narrowed") != ("computed_as" in item):
+            raise _Problem(f"dtype_narrowing: {dtype}: computed_as is " + ("required when the dtype is narrowed"
+                           if effect == "narrowed" else f"only for effect narrowed, not {effect}"), _line(item))
+        out.append(Narrowing(dtype=dtype, computed_as=_choice(item, "computed_as", DTYPES, f"narrowing of {dtype}")
+                             if effect == "narrowed" else "",
                              sources=_evidence_ids(item, sources, f"narrowing of {dtype}"),
-                             note=_text(item, "note", dtype) if "note" in item else ""))
+                             note=_text(item, "note", dtype) if "note" in item else "", effect=effect))
     return tuple(out)
 
 

@@ -104,19 +104,20 @@ class Operators:
             return self.overloads(name)
         return ()
 
-    def why_not(self, name: str) -> str:
-        """Why `name` is refused, in one phrase naming what the packet has."""
+    def why_not(self, name: str, packet: bool = False) -> str:
+        """Why `name` (an operator, or with `packet` an overload packet) is refused, in one phrase
+        naming what its packet has."""
         pairing = "torch " + " or ".join(self.minors)
         if self.is_packet(name):
             shown = ", ".join(o.partition(".")[2] or "default" for o in self.overloads(name)[:8])
             more = len(self.overloads(name)) - 8
             return (f"{name} is an overload packet, not an operator of {pairing}: name its overloads "
                     f"({shown}{f', and {more} more' if more > 0 else ''})")
-        packet = name.split(".")[0]
-        if "." in name.partition("::")[2] and packet in self._packets:
-            shown = ", ".join(o.partition(".")[2] or "default" for o in self.overloads(packet)[:8])
+        base = name.split(".")[0]
+        if "." in name.partition("::")[2] and base in self._packets:
+            shown = ", ".join(o.partition(".")[2] or "default" for o in self.overloads(base)[:8])
             return f"{name}: no such overload in {pairing} (the packet has: {shown})"
-        return f"{name}: no such operator in {pairing}"
+        return f"{name}: no such {'overload packet' if packet else 'operator'} in {pairing}"
 
 
 def for_release(torch_minors: Iterable[str]) -> Operators:

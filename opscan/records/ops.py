@@ -139,6 +139,8 @@ class Coverage:
     confidence: str = "low"              # "high" | "medium" | "low"
     via: str = ""                        # how the answer was found, e.g. "overload packet aten::add"
     parts: tuple[str, ...] = ()          # for composite: the ops it expands into
+    confidence_note: str = ""            # why the confidence is not high, in a phrase ("" when high):
+                                         # "listed at medium confidence", "one level below its part ..."
 
     def __post_init__(self) -> None:   # NOTE [typed vocabularies]
         object.__setattr__(self, "status", Status(self.status))
