@@ -176,3 +176,6 @@ class Shrink:
     hidden: int = 0                      # the traced model's width (hidden size), where the trace found it
     real_hidden: int = 0                 # the real model's width, when known (--real-hidden, config.json)
     hidden_from: str = ""                # where the real width was read ("--real-hidden", "config.json")
+    roles: str = ""                      # how dims were told apart when sizes coincide (NOTE [sizes by role] in
+                                         # opscan/trace/roles.py): "" by value (nothing coincides), "probe N"
+                                         # (a second trace at sequence N), or "not told apart: why" (width unscaled)

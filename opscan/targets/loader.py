@@ -283,6 +283,8 @@ def _build_timm(name: str, *, batch, project_root: str | None = None) -> Built:
 
 def _override(built: Built, specs: tuple[InputSpec, ...], target: str) -> Built:
     """Apply --input specs: by keyword name, or by position for a numeric NAME."""
+    if specs:
+        built.resized = None   # given inputs are the user's: no other length of them to trace (NOTE [sizes by role])
     if not specs:
         if not built.args and not built.kwargs:
             raise TargetError(f"{target}: no example inputs; give --input NAME:DTYPE[SHAPE] "

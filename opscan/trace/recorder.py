@@ -106,6 +106,7 @@ class Recorder(TorchDispatchMode):
         self.data_values = False          # an op whose outputs hold values is one of the data pipeline
         self._dynamic = False             # the op being dispatched got a data-dependent stand-in size
         self.signatures_only = False      # a later step of `opscan trace --steps N`: compile signatures only
+        self.calls: list | None = None    # each recorded call's tensors as classified, in order, when kept
 
     # -- module tracking (global forward hooks installed by the runner) --
     def enter_module(self, module, args) -> None:
@@ -234,7 +235,9 @@ class Recorder(TorchDispatchMode):
         self.dtypes[name].update(str(t.dtype) for t in tensors)
         on_device = [t for t in tensors if t.device.type == self.device_type]
         self.bytes[name] += sum(t.numel() * t.element_size() for t in on_device)
-        self.layers.split(self.scaling[name], source, on_device, self.shaped[name])
+        call = self.layers.split(self.scaling[name], source, on_device, self.shaped[name])
+        if self.calls is not None:   # NOTE [sizes by role] in opscan/trace/roles.py
+            self.calls.append((name, call))
         if source is not None and source.path:
             self.sources[name][source] += 1
             for dtype in {str(t.dtype) for t in tensors}:
@@ -280,6 +283,8 @@ class Recorder(TorchDispatchMode):
 
 
 WIDTH_MULTIPLES = (1, 2, 3, 4)   # a dim of k x the traced hidden size grows with the width
+# One recorded call's device tensors as LayerShapes.split classified them: (class, shape, bytes, activation).
+Call = tuple[tuple[int, tuple[int, ...], int, bool], ...]
 
 
 class LayerShapes:
@@ -295,12 +300,14 @@ class LayerShapes:
         self.hidden, self.seq_len = hidden, seq_len    # traced width and sequence length (0: not known)
         self.widths = frozenset(hidden * k for k in WIDTH_MULTIPLES) if hidden else frozenset()
 
-    def split(self, into: list[int], source: OpSource | None, tensors, shaped: Counter | None = None) -> None:
+    def split(self, into: list[int], source: OpSource | None, tensors, shaped: Counter | None = None) -> Call:
         """Add one call's bytes to `into` = [calls in the layers, x layers, x tokens, x both], and
-        to `shaped[(class, width dims, extra sequence dims)]` (NOTE [fallback scaling])."""
+        to `shaped[(class, width dims, extra sequence dims)]` (NOTE [fallback scaling]); returns the
+        call's tensors as classified, (class, shape, bytes, activation) each."""
         module = (source.module if source is not None else "") + "."
         inside = bool(self.prefix) and module.startswith(self.prefix)
         into[0] += inside
+        call = []
         for t in tensors:
             size = t.numel() * t.element_size()
             shape = tuple(t.shape)
@@ -313,7 +320,9 @@ class LayerShapes:
                 kind = 1 if shape in self.layer else 0
             into[kind] += size if kind else 0
             if shaped is not None:
-                shaped[(kind,) + self.dims(shape, activation and t.numel() > 1)] += size
+                shaped[(kind,) + self.dims(shape, activation)] += size
+            call.append((kind, shape, size, activation))
+        return tuple(call)
 
     def dims(self, shape: tuple, activation: bool) -> tuple[int, int]:
         """(width dims, extra sequence dims) of a tensor: dims equal to the traced hidden size or a

@@ -20,9 +20,9 @@ from opscan.trace import device as devices
 from opscan.trace import fakes
 from opscan.trace import fsdp as fsdps
 from opscan.trace import lazy, logs
-from opscan.trace import numbers, signatures
+from opscan.trace import numbers, roles, signatures
 from opscan.trace import step as steps
-from opscan.trace.recorder import MAX_SOURCES, LayerShapes, Recorder
+from opscan.trace.recorder import MAX_SOURCES, LayerShapes, Recorder, canonical_name
 from opscan.trace.sources import SourceFinder
 from opscan.trace.spec import Built, InputSpec, parse_input, placeholder_spec
 
@@ -92,8 +92,11 @@ def _build_and_run(target, build, mode, device, profile, optimizer, optimizer_im
                 inference = tracer.run("inference", optimizer, optimizer_impl, amp)
                 train = tracer.run("train", optimizer, optimizer_impl, amp)
                 result = _merge(target, device, inference, train)
+                result.calls = train.calls
             else:
                 result = tracer.run(mode, optimizer, optimizer_impl, amp)
+            if tracer.probe_len and mode != "inference":   # NOTE [sizes by role]
+                tracer.tell_roles(result, optimizer, optimizer_impl, amp)
     result.shrink = tracer.shrink
     result.compiled = compiles.regions()
     return result
@@ -127,9 +130,57 @@ class _Tracer:
         wanted = built.shrink or Shrink()
         hidden = wanted.hidden or model_width(self.model)
         self.layers, found = layer_stack(self.model, wanted.layers, hidden=hidden, seq_len=wanted.seq_len)
+        self.probe_len, told = self._roles(wanted.seq_len, hidden)
         self.shrink = dataclasses.replace(wanted, layer_list=self.layers.prefix[:-1], layers=found,
                                           real_layers=wanted.real_layers if found == wanted.layers else 0,
-                                          hidden=hidden)
+                                          hidden=hidden, roles=told)
+
+    def _roles(self, seq_len: int, hidden: int) -> tuple[int, str]:
+        """(the sequence length of a second trace that tells sizes apart, or 0; Shrink.roles) for sizes
+        that coincide (NOTE [sizes by role] in opscan/trace/roles.py)."""
+        if not hidden:
+            return 0, ""
+        sizes = roles.model_sizes(self.model, hidden)
+        if seq_len and roles.coincides(seq_len, sizes):
+            other = roles.distinct_length(seq_len, sizes)
+            if self.built.resized is not None and other != seq_len:
+                return other, ""
+            return 0, (f"not told apart: the sequence length {seq_len} is also a size of the model "
+                       "(trace with another --seq-len)")
+        if not seq_len:
+            hit = roles.input_size_collision((*self.built.args, *self.built.kwargs.values()), hidden)
+            if hit:
+                return 0, (f"not told apart: an input size, {hit}, is also a multiple of the width {hidden} "
+                           "(make the example inputs' sizes differ from the model's)")
+        return 0, ""
+
+    def tell_roles(self, result: _Result, optimizer, optimizer_impl, amp) -> None:
+        """Trace the training step once more at `probe_len` and set each op's bytes by role from the two
+        traces (NOTE [sizes by role]); the ops, counts and signatures stay the first trace's."""
+        seq_len = self.shrink.seq_len
+        resized = self.built.resized
+        main = result.calls
+        kwargs, compiles = self.kwargs, self.compiles
+        if resized is None or main is None:
+            return
+        try:
+            self.kwargs = {k: self._convert_value(v) if k in self.built.values else self._convert(v)
+                           for k, v in resized(self.probe_len).items()}
+            self.compiles = None
+            probe = self.run("train", optimizer, optimizer_impl, amp)
+        finally:
+            self.kwargs, self.compiles = kwargs, compiles
+        shaped = roles.by_role(main, probe.calls or [], seq_len, self.probe_len, self.shrink.hidden)
+        if shaped is None:
+            self.shrink = dataclasses.replace(self.shrink, roles=(
+                f"not told apart: the sequence length {seq_len} is also a size of the model, and a second "
+                f"trace at {self.probe_len} did not line up call by call"))
+            return
+        by_op = {canonical_name(name): counts for name, counts in shaped.items()}
+        result.ops = tuple(dataclasses.replace(u, step_shape_bytes=tuple(
+            (*key, n) for key, n in sorted(by_op[u.op].items()) if n)) if u.step_calls and u.op in by_op else u
+            for u in result.ops)
+        self.shrink = dataclasses.replace(self.shrink, roles=f"probe {self.probe_len}")
 
     # -- fake parameters, buffers and inputs --
     def _fake(self, shape, dtype, requires_grad=False):
@@ -203,6 +254,8 @@ class _Tracer:
     def run(self, mode: str, optimizer: str, optimizer_impl: str | None, amp: str | None, extra=None):
         extra = extra or {}
         recorder = Recorder(self.finder, self.device, self.names, self.layers)
+        if self.probe_len and mode == "train":
+            recorder.calls = []   # NOTE [sizes by role]: each call's tensors, to compare with a second trace
         opt = None
         if mode == "train":
             self.model.train()
@@ -234,6 +287,7 @@ class _Tracer:
                 hook.remove()
         result = _Result(recorder.usages(mode), recorder.stand_in_list(), not stopped, stopped,
                          tuple(sorted(recorder.supplied)))
+        result.calls = recorder.calls
         result.compile = signatures.forecast(recorder.compile_log)
         result.compile_log = recorder.compile_log
         if stopped and not extra and "use_cache" not in self.kwargs and _accepts(self.model, "use_cache"):
@@ -310,6 +364,7 @@ class _Result:
         self.compile: CompileForecast | None = None
         self.compile_log: signatures.CompileLog | None = None   # what `compile` was made from
         self.compiled: tuple = ()   # CompileRegion of the torch.compile calls met
+        self.calls: list | None = None   # the train step's calls as classified (NOTE [sizes by role])
 
 
 def _sum_shaped(*parts) -> tuple[tuple[int, int, int, int], ...]:

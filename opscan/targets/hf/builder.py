@@ -134,8 +134,10 @@ def build_hf(path_text: str, *, batch: int | None, seq_len: int | None,
     train_only = () if seq2seq else ("labels",)
     extra = value_inputs(model, config)   # per architecture (opscan/targets/hf/architectures.py)
     values = tuple(name for name in kwargs if name in VALUE_INPUTS or name in extra)
+    axial = seq_len is None and getattr(config, "axial_pos_embds", False)   # reformer: one length only
+    resized = None if axial else (lambda length: task_inputs(model, config, batch or DEFAULT_BATCH, length, given))
     return Built(model, kwargs=kwargs, description=f"hf:{path_text}", train_only=train_only, values=values,
-                 shrink=traced_size(config, kwargs))
+                 shrink=traced_size(config, kwargs), resized=resized)
 
 
 def traced_size(config, kwargs: dict) -> Shrink:
