@@ -37,7 +37,8 @@ def widths(hidden: int) -> frozenset[int]:
 def model_sizes(model, hidden: int) -> frozenset[int]:
     """Every size a dim of the model's tensors can have besides the batch and the sequence: the dims
     of its parameters and buffers, and the width multiples."""
-    dims = {int(d) for t in (*model.parameters(), *model.buffers()) for d in t.shape}
+    tensors = (*model.parameters(), *model.buffers()) if hasattr(model, "parameters") else ()
+    dims = {int(d) for t in tensors for d in t.shape}
     return frozenset(d for d in dims | widths(hidden) if d > 1)
 
 
