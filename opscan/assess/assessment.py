@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from opscan.assess import compile_check
+from opscan.assess.library_ops import known_libraries
 from opscan.plan.cost import CostConfig
 from opscan.records import (Coverage, Draft, Fallback, ModelTrace, OpCaveat, OpNote, OpUsage, Report, ScanFacts,
-                            Shrink, Status, status_of)
+                            Shrink, Status, TaskKind, status_of)
 from opscan.plan import build_tasks
 from opscan.plan.measure import kernel_sources, usage
 from opscan.assess.verdict import judge
@@ -75,9 +76,12 @@ def assess(draft: Draft, release: Release | None, *, project_root: Path | None =
     findings = draft.findings
     measured = project_root if findings else None   # the root whose files the tasks measure
     fallbacks = fallback_costs(traces, coverage)
+    minors = tuple(p.torch for p in release.packages) if release is not None else ()
+    known = known_libraries((u.op for t in traces for u in t.ops if u.custom), minors,   # NOTE [library ops]
+                            {f.subject for f in findings if f.task == TaskKind.LIBRARY and f.subject})
     tasks = build_tasks(findings, traces, coverage, cost,
                         kernel_sources(measured, findings, facts) if measured is not None else None,
-                        usage(findings, facts) if measured is not None else None, fallbacks=fallbacks)
+                        usage(findings, facts) if measured is not None else None, fallbacks=fallbacks, known=known)
     compiled = compile_check.judge(traces, coverage, release=release)   # NOTE [compile semantics]
     tasks = compile_check.plan(tasks, compiled)
     report = Report(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections import Counter, defaultdict
 
@@ -69,6 +70,23 @@ def collect_tensors(value, found: list) -> list:
     return found
 
 
+# NOTE [ops of the step]
+# The trace lists the work the backend receives in the step. A call that touches no tensor (a
+# library's version or capability query: torchvision's import-time `torch.ops.torchvision.
+# _cuda_version()`, torchvision/extension.py) gives the device nothing to do, and a library's own op
+# called while a module is being imported (its self-check at import time) is no op of the model:
+# neither is recorded. (A custom op of a known library the step does call is that library's
+# question: opscan/assess/assessment.py `library_ops`, never a kernel to port.)
+def _importing() -> bool:
+    """Whether a module is being imported on this thread (a frame of importlib's on the stack)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 class StandInLoop(RuntimeError):
     """A loop whose exit depends on tensor values keeps asking for stand-ins."""
 
@@ -131,7 +149,11 @@ class Recorder(TorchDispatchMode):
         module = self.module_stack[-1] if self.module_stack else ""
         if frame is None:
             return OpSource("", 0, module)
-        return OpSource(self.finder.name(frame[0]), frame[1], module)
+        # NOTE [sites the user can change]: a library's line also names the project's line that reached it
+        site = None if self.finder.is_project(frame[0]) else self.finder.site_frame(3)
+        if site is None:
+            return OpSource(self.finder.name(frame[0]), frame[1], module)
+        return OpSource(self.finder.name(frame[0]), frame[1], module, site[0], site[1])
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -218,8 +240,10 @@ class Recorder(TorchDispatchMode):
     def _record(self, name, source, args, kwargs, out) -> None:
         inputs = collect_tensors(kwargs, collect_tensors(args, []))
         tensors = collect_tensors(out, list(inputs))
-        if tensors and not any(t.device.type == self.device_type for t in tensors):
-            return  # runs on another device (e.g. AdamW's CPU step counters): not the backend's op
+        if not tensors or not any(t.device.type == self.device_type for t in tensors):
+            return  # NOTE [ops of the step]: no tensor, or none on the device: not the backend's work
+        if name.partition("::")[0] not in TORCH_NAMESPACES and _importing():
+            return  # NOTE [ops of the step]: a library's op run while a module is imported
         phase = self.phase
         if phase == "forward" and source is not None and "/transformers/loss/" in "/" + source.path:
             phase = "loss"

@@ -50,6 +50,7 @@ from opscan.trace import (
 from opscan.trace import numbers, signatures
 from opscan.trace.run import (
     checkpoints,
+    configured,
     libraries,
     loaders,
     loop_exits,
@@ -195,6 +196,7 @@ def _run_rules(device: str, requests, profile, recorder: ScriptRecorder, compile
                         fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(),
                         loaders.in_process(requests.note), run_mode.host_reads(recorder),
                         checkpoints.checkpoints(recorder), libraries.real_answers(), lazy.lazy(),
+                        configured.loader_sites(recorder.finder),   # NOTE [sites the user can change]
                         signatures.tail_batches(recorder.compile_log, collect_tensors),
                         numbers.number_shapes(recorder.compile_log), recorder,
                         compiled.RegionOps(compiles)):
