@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from opscan.db import registry
-from opscan.db.entries import CONFIDENCES, DtypeFallback, Entry, Narrowing, Package
+from opscan.db.entries import CONFIDENCES, DtypeFallback, Entry, KnownFailure, Narrowing, Package
 from opscan.records import Coverage, Evidence, NoKernel, OpName, Status, status_of
 
 
@@ -33,6 +33,7 @@ class Release(Protocol):
     def evidence(self, ids: tuple[str, ...]) -> tuple[Evidence, ...]: ...
     def pairs_with_torch(self, version: str) -> bool: ...
     def dtype_limits(self, op: str) -> frozenset[str]: ...
+    def failures_for(self, op: str) -> tuple[KnownFailure, ...]: ...
     def dtype_rule(self, dtype: str) -> Narrowing | None: ...
 
 
@@ -249,7 +250,11 @@ def _for_dtype(release: Release, listed: Coverage, dtype: str) -> Coverage:
                         via=f"{release.spec} {what} {dtype}" + (f" ({rule.note})" if rule.note else ""))
     limits = release.dtype_limits(op)
     if listed.status is Status.LIMITED and limits and dtype not in limits:
-        return replace(listed, status=Status.NATIVE,
+        # the rows about the other dtypes are no evidence for this one (their sources are dropped)
+        rows = {e for f in release.failures_for(op) if f.dtype in limits and not f.case
+                for e in release.evidence(f.sources)}
+        kept = tuple(e for e in listed.evidence if e not in rows) or listed.evidence
+        return replace(listed, status=Status.NATIVE, evidence=kept,
                        via=f"{listed.via} (limited for {', '.join(sorted(limits))}; has a kernel for {dtype})")
     return listed
 

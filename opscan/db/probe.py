@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from opscan.errors import DatabaseError, UsageError
-from opscan.records import EVIDENCE_KINDS, STATUSES, OpName
+from opscan.records import EVIDENCE_KINDS, STATUSES, OpName, Status
 
 SAMPLE_DTYPES = ("float32", "bfloat16", "float64", "int64")
 _FELL_BACK = re.compile(r"Operator '([^']+)' fell back to CPU")
@@ -364,7 +364,7 @@ def probe(import_module: str | None = None, samples: bool = False, name: str | N
                         "install": f"{install.text} / torch {install.torch}", "date": date, "compared": True})
     ops = [_entry(op, results.get(op)) for op in registered]
     fallbacks = [row for row in (fallback_row(e["op"], results.get(e["op"])) for e in ops
-                                 if e["status"] == "limited") if row]
+                                 if Status(e["status"]) is Status.LIMITED) if row]
     sdpa = "overrideable" if "aten::_scaled_dot_product_fused_attention_overrideable" in registered else "math"
     sdpa_how = "from the registered kernels"
     if samples:

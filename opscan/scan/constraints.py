@@ -136,22 +136,3 @@ def cuda_requires(name: str) -> tuple[str, ...]:
     """The NVIDIA / triton requirements `name`'s published metadata declares (NOTE [cuda by metadata])."""
     return table().cuda.get(name, ())
 
-
-def known_package(name: str) -> bool:
-    """Whether opscan's tables know the package `name` (an import or pip name): the torch companion
-    table (rules/data/torch-companions.yaml) or the table of packages that constrain torch."""
-    from opscan.scan.dependencies import companions
-
-    canonical = canonicalize_name(name)
-    known = companions()
-    return canonical in known.pairs or canonical in known.ended or canonical in table().releases
-
-
-def library_namespace(name: str) -> str:
-    """The namespace of `torch.ops.<ns>.<op>` (or `torch.ops.<ns>`) when it is a package opscan's tables
-    know (`torch.ops.torchvision.nms` -> torchvision: that library's op, NOTE [library ops] in
-    opscan/assess/library_ops.py), else ""."""
-    parts = name.split(".")
-    if len(parts) < 3 or parts[:2] != ["torch", "ops"]:
-        return ""
-    return parts[2] if known_package(parts[2]) else ""

@@ -27,10 +27,11 @@ Where a tensor's shape comes from is carried along the ops as an origin (cause, 
 - a device op passes the strongest origin of its inputs on to its outputs (data-dependent first);
 - a module's buffers are the model's constants, not data: a buffer made from Python data when the
   model was built (BERT's `position_ids = torch.arange(...)`) carries no origin once the module runs;
-- an op with no input origin whose int argument is a size of a tensor the data made in this step,
-  and whose output has that size (`position_ids[:, :seq_length]` with the batch's length), takes
-  that tensor's origin: the size came from the data (matched by value: a model size equal to a
-  batch's size by chance is taken for the batch's too).
+- a view of a tensor with no origin (a slice, a narrow, an expand or a view of a constant) whose
+  int argument is a size of a tensor the data made in this step, and whose output has that size
+  (`position_ids[:, :seq_length]` with the batch's length), takes that tensor's origin: the size
+  came from the data (matched by value: a model size equal to a batch's size by chance is taken for
+  the batch's too).
 A new signature of a later step is explained by the origin of its inputs; one with none came from a
 Python number that became a shape at the op's own line.
 
@@ -186,6 +187,10 @@ _SIZED = ("aten::expand", "aten::view", "aten::_unsafe_view", "aten::reshape", "
           "aten::broadcast_to", "aten::as_strided")
 
 
+# views of a tensor cut or shaped by int sizes: where a constant (a buffer) takes the data's size
+_CUT = ("aten::slice", "aten::narrow", "aten::expand", "aten::view", "aten::_unsafe_view", "aten::reshape")
+
+
 class _Symbol(str):
     """A size argument written as its symbol (NOTE [unknown sizes])."""
 
@@ -269,8 +274,8 @@ class CompileLog:
         if number is not None and (number[1] is None or any(number[1] in tuple(t.shape) for t in outputs)):
             found.insert(0, number[0])
         given = _best(found)
-        if given is None and outputs and self.origins.sizes:   # a size from the data, as an int (NOTE [shape origins])
-            given = self._sized_by_data(args, kwargs, outputs)
+        if given is None and outputs and inputs and self.origins.sizes and name.startswith(_CUT):
+            given = self._sized_by_data(args, kwargs, outputs)   # a constant cut to the data's size
         if name.startswith(_SIZED) and inputs and self.origins.unknown(inputs[0]):
             args = _symbolic_sizes(args, inputs[0], self.origins.unknown(inputs[0]))
         sig = signature(name, args, kwargs, self.origins.unknown)

@@ -7,7 +7,7 @@ import ast
 
 from opscan.records import TaskKind
 from opscan.scan import string_contexts as P
-from opscan.scan.constraints import library_namespace
+from opscan.scan.dependencies import library_namespace
 from opscan.scan.context import FileContext, callee_matches, kernel_name
 
 

@@ -89,7 +89,7 @@ def default_length(model, config, start: int) -> int:
     """The sequence length opscan chooses: `start`, or the largest below it that no size of the model
     has (NOTE [sizes by role] in opscan/trace/roles.py: a sequence equal to a model size cannot be told
     apart from it when fallback bytes are scaled)."""
-    from opscan.targets.hf.builder import config_width
+    from opscan.targets.hf.shapes import config_width
     from opscan.trace.roles import distinct_length, model_sizes
 
     return distinct_length(start, model_sizes(model, config_width(config)))
