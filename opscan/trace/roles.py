@@ -22,11 +22,13 @@ S x S score, and the width factor is lost (64x low at --real-hidden 4096). So:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Iterable
 
-from opscan.trace.recorder import WIDTH_MULTIPLES, Call
+from opscan.records import OpUsage, Shrink
+from opscan.trace.recorder import WIDTH_MULTIPLES, Call, canonical_name
 
 
 def widths(hidden: int) -> frozenset[int]:
@@ -109,3 +111,39 @@ def by_role(main: list[tuple[str, Call]], probe: list[tuple[str, Call]], seq_len
                 dims = min(2, sum(1 for d, e in zip(shape, shape2) if d == e and d in width)), 1 if power >= 2 else 0
             shaped[(kind, *dims)] += size
     return out
+
+
+def plan(model, built, seq_len: int, hidden: int) -> tuple[int, str]:
+    """(the sequence length of a second trace that tells sizes apart, or 0; Shrink.roles) for a model
+    and its built inputs (`spec.Built`) whose sizes coincide (NOTE [sizes by role])."""
+    if not hidden:
+        return 0, ""
+    sizes = model_sizes(model, hidden)
+    if seq_len and coincides(seq_len, sizes):
+        other = distinct_length(seq_len, sizes)
+        if built.resized is not None and other != seq_len:
+            return other, ""
+        return 0, (f"not told apart: the sequence length {seq_len} is also a size of the model "
+                   "(trace with another --seq-len)")
+    if not seq_len:
+        hit = input_size_collision((*built.args, *built.kwargs.values()), hidden)
+        if hit:
+            return 0, (f"not told apart: an input size, {hit}, is also a multiple of the width {hidden} "
+                       "(make the example inputs' sizes differ from the model's)")
+    return 0, ""
+
+
+def told(ops: tuple[OpUsage, ...], main: list, probe: list, shrink: Shrink, probe_len: int
+         ) -> tuple[tuple[OpUsage, ...], Shrink]:
+    """The ops with their train-step bytes by role from two traces, and the shrink record saying how
+    (NOTE [sizes by role]); the ops unchanged and the width said not told apart when the traces'
+    calls do not line up."""
+    shaped = by_role(main, probe, shrink.seq_len, probe_len, shrink.hidden)
+    if shaped is None:
+        return ops, dataclasses.replace(shrink, roles=(
+            f"not told apart: the sequence length {shrink.seq_len} is also a size of the model, and a second "
+            f"trace at {probe_len} did not line up call by call"))
+    by_op = {canonical_name(name): counts for name, counts in shaped.items()}
+    out = tuple(dataclasses.replace(u, step_shape_bytes=tuple((*key, n) for key, n in sorted(by_op[u.op].items()) if n))
+                if u.step_calls and u.op in by_op else u for u in ops)
+    return out, dataclasses.replace(shrink, roles=f"probe {probe_len}")

@@ -22,7 +22,7 @@ from opscan.trace import fsdp as fsdps
 from opscan.trace import lazy, logs
 from opscan.trace import numbers, roles, signatures
 from opscan.trace import step as steps
-from opscan.trace.recorder import MAX_SOURCES, LayerShapes, Recorder, canonical_name
+from opscan.trace.recorder import MAX_SOURCES, LayerShapes, Recorder
 from opscan.trace.sources import SourceFinder
 from opscan.trace.spec import Built, InputSpec, parse_input, placeholder_spec
 
@@ -130,39 +130,19 @@ class _Tracer:
         wanted = built.shrink or Shrink()
         hidden = wanted.hidden or model_width(self.model)
         self.layers, found = layer_stack(self.model, wanted.layers, hidden=hidden, seq_len=wanted.seq_len)
-        self.probe_len, told = self._roles(wanted.seq_len, hidden)
+        self.probe_len, told = roles.plan(self.model, self.built, wanted.seq_len, hidden)
         self.shrink = dataclasses.replace(wanted, layer_list=self.layers.prefix[:-1], layers=found,
                                           real_layers=wanted.real_layers if found == wanted.layers else 0,
                                           hidden=hidden, roles=told)
 
-    def _roles(self, seq_len: int, hidden: int) -> tuple[int, str]:
-        """(the sequence length of a second trace that tells sizes apart, or 0; Shrink.roles) for sizes
-        that coincide (NOTE [sizes by role] in opscan/trace/roles.py)."""
-        if not hidden:
-            return 0, ""
-        sizes = roles.model_sizes(self.model, hidden)
-        if seq_len and roles.coincides(seq_len, sizes):
-            other = roles.distinct_length(seq_len, sizes)
-            if self.built.resized is not None and other != seq_len:
-                return other, ""
-            return 0, (f"not told apart: the sequence length {seq_len} is also a size of the model "
-                       "(trace with another --seq-len)")
-        if not seq_len:
-            hit = roles.input_size_collision((*self.built.args, *self.built.kwargs.values()), hidden)
-            if hit:
-                return 0, (f"not told apart: an input size, {hit}, is also a multiple of the width {hidden} "
-                           "(make the example inputs' sizes differ from the model's)")
-        return 0, ""
-
     def tell_roles(self, result: _Result, optimizer, optimizer_impl, amp) -> None:
         """Trace the training step once more at `probe_len` and set each op's bytes by role from the two
-        traces (NOTE [sizes by role]); the ops, counts and signatures stay the first trace's."""
-        seq_len = self.shrink.seq_len
-        resized = self.built.resized
-        main = result.calls
-        kwargs, compiles = self.kwargs, self.compiles
+        traces (NOTE [sizes by role] in opscan/trace/roles.py); the ops, counts and signatures stay the
+        first trace's."""
+        resized, main = self.built.resized, result.calls
         if resized is None or main is None:
             return
+        kwargs, compiles = self.kwargs, self.compiles
         try:
             self.kwargs = {k: self._convert_value(v) if k in self.built.values else self._convert(v)
                            for k, v in resized(self.probe_len).items()}
@@ -170,17 +150,7 @@ class _Tracer:
             probe = self.run("train", optimizer, optimizer_impl, amp)
         finally:
             self.kwargs, self.compiles = kwargs, compiles
-        shaped = roles.by_role(main, probe.calls or [], seq_len, self.probe_len, self.shrink.hidden)
-        if shaped is None:
-            self.shrink = dataclasses.replace(self.shrink, roles=(
-                f"not told apart: the sequence length {seq_len} is also a size of the model, and a second "
-                f"trace at {self.probe_len} did not line up call by call"))
-            return
-        by_op = {canonical_name(name): counts for name, counts in shaped.items()}
-        result.ops = tuple(dataclasses.replace(u, step_shape_bytes=tuple(
-            (*key, n) for key, n in sorted(by_op[u.op].items()) if n)) if u.step_calls and u.op in by_op else u
-            for u in result.ops)
-        self.shrink = dataclasses.replace(self.shrink, roles=f"probe {self.probe_len}")
+        result.ops, self.shrink = roles.told(result.ops, main, probe.calls or [], self.shrink, self.probe_len)
 
     # -- fake parameters, buffers and inputs --
     def _fake(self, shape, dtype, requires_grad=False):
