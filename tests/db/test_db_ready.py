@@ -115,7 +115,7 @@ def test_a_planted_stale_list_never_reaches_ready(run_cli, tmp_path):
     assert "below high confidence" in verdict["headline"] and "aten::relu" in verdict["headline"]
     # the real reason, not a guess about the list (issue 44): the file lists them at medium
     assert "stale or partial" not in verdict["headline"]
-    assert "lists it at medium confidence" in verdict["headline"]
+    assert "lists them at medium confidence" in verdict["headline"]
 
 
 def test_a_dtype_fallback_hits_only_the_dtypes_it_names(tmp_path):
