@@ -136,7 +136,7 @@ tok = BertTokenizerFast(vocab_file="vocab.txt")
 texts = ["the cat sat on the mat", "a good movie", "the dog was very bad", "not a good movie is was",
          "the movie", "a cat", "the dog sat", "very very good movie the cat sat on a mat"] * 4
 data = [dict(tok(t), labels=i % 2) for i, t in enumerate(texts)]
-loader = DataLoader(data, batch_size=4, shuffle=True,
+loader = DataLoader(data, batch_size=4, shuffle=False,   # batches of 8, 12, 8 tokens
                     collate_fn=DataCollatorWithPadding(tok))
 model = BertForSequenceClassification(BertConfig.from_pretrained("."))
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
