@@ -74,6 +74,17 @@ def load_file(path: Path, check_registry: bool = True) -> Release:
     return release
 
 
+def load_text(text: str, path: Path) -> Release:
+    """A release document's text, checked as `load_file` checks a file (errors name `path` and the
+    line): a file about to be written is proven to load before it is (no temporary file)."""
+    from opscan.strict_yaml import parse_yaml
+
+    try:
+        return _build(Path(path), parse_yaml(text))
+    except _Problem as exc:
+        raise DatabaseError(str(exc), str(path), exc.line) from None
+
+
 def _with_warnings(release: Release, warnings: tuple[str, ...]) -> Release:
     from dataclasses import replace
 

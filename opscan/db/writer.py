@@ -105,18 +105,13 @@ def write_checked(doc: dict, out: Path, header: str, made_from: str) -> None:
     """Write the release document to `out` atomically, with the mode a new file gets (or the old
     file's), after proving it loads; every failure is one error naming the user's paths: `out`, and
     `made_from` (the table and the release it extends) when the merged document does not load."""
-    import tempfile
-
-    from opscan.db.loader import load_file
+    from opscan.db.loader import load_text
 
     text = dump(doc, header)
-    with tempfile.TemporaryDirectory(prefix="opscan-import-") as folder:   # a file opscan cannot load is
-        check = Path(folder) / out.name                                     # never left behind
-        check.write_text(text, encoding="utf-8")
-        try:
-            load_file(check, check_registry=False)
-        except DatabaseError as exc:
-            where = f" at line {exc.line} of the merged file" if exc.line is not None else ""
-            raise DatabaseError(f"the merged release does not load{where}: {exc.message}; nothing written",
-                                made_from) from None
+    try:   # a file opscan cannot load is never written
+        load_text(text, out)
+    except DatabaseError as exc:
+        where = f" at line {exc.line} of the merged file" if exc.line is not None else ""
+        raise DatabaseError(f"the merged release does not load{where}: {exc.message}; nothing written",
+                            made_from) from None
     write_atomic(out, text)
