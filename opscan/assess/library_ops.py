@@ -46,6 +46,9 @@ def known_libraries(ops: Iterable[str], torch_minors: Iterable[str], packages: I
     """op -> its library, for the custom ops whose namespace is a library opscan's tables know; and
     package -> the same, for the `packages` (library findings' subjects: `torch.ops.torchvision.nms`
     in the source) that are such a library."""
+    ops, packages = list(ops), list(packages)
+    if not ops and not packages:   # nothing to ask: the tables are not read (their load costs ~0.3 s)
+        return {}
     from opscan.plan.libraries import shipped
     from opscan.scan.constraints import table
     from opscan.scan.dependencies import companions

@@ -126,6 +126,7 @@ def _known_failures(release: Release, merged) -> list[OpCaveat]:
     composite's part), and one per traced op for the special-case rows (`known-failure-case`: a test
     variant, or another op's decomposition)."""
     out, cases = [], {}
+    reached = {op: parts_reached(release, op) for op in merged}   # each traced op's composite parts, once
     for failure in release.known_failures:
         dtype = f"torch.{failure.dtype}" if failure.dtype else ""
         through: dict[str, str] = {}   # traced op -> the part the row names ("" itself)
@@ -135,8 +136,7 @@ def _known_failures(release: Release, merged) -> list[OpCaveat]:
             if _hits(failure, op) and not _index_int64(failure, op):
                 through[op] = ""
             elif failure.dtype and not failure.case:
-                part = next((p for p in parts_reached(release, op)
-                             if _names(failure, p) and not _index_int64(failure, p)), None)
+                part = next((p for p in reached[op] if _names(failure, p) and not _index_int64(failure, p)), None)
                 if part is not None:
                     through[op] = part
         ops = sorted(through)
