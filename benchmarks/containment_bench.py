@@ -6,8 +6,9 @@ the median wall time of each and the difference (the containment's cost per chil
 - `noop/spawn`: a child that runs nothing (`os:getpid`), started as `opscan PATH` / `opscan trace`
   start theirs (spawn: a fresh interpreter);
 - `noop/forkserver`: the same, started as the zoo starts its children (forks of a server);
-- `enter`: the time `containment.enter` itself takes inside the child (namespaces, mounts, the
-  two forks), read from inside;
+- `enter`: the time `containment.enter` itself takes inside the child (the file allow-list, the
+  namespaces, the new root and its mounts, pivot_root, the keyring filter, the limits, the two
+  forks), read from inside;
 - `trace/spawn` (with --trace): `opscan.targets.loader:trace_target` of a small model file.
 
     python benchmarks/containment_bench.py [--runs 7] [--trace]
@@ -44,7 +45,9 @@ def build():
 
 
 def _one(func: str, kwargs: dict, method: str, contained: bool) -> float:
-    limits = Limits(timeout=300, start_method=method, containment=Policy(enabled=contained))
+    root = kwargs.get("project_root")   # a trace's project is an overlay in the child, as opscan PATH has it
+    limits = Limits(timeout=300, start_method=method,
+                    containment=Policy(enabled=contained, overlays=(root,) if root else ()))
     started = time.perf_counter()
     ended = run(func, kwargs, limits, preload=("opscan.containment.process",) if method == "forkserver" else ())
     seconds = time.perf_counter() - started

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from opscan.records import (OP_STATUSES, OP_TASKS, STATUSES, TASKS, VERDICT_KINDS, Coverage, Finding, JudgedOps,
-                            Location, NoKernel, Severity, Status, Task, TaskKind, Verdict, VerdictKind, status_of)
+                            Location, NoKernel, Severity, Status, StepKind, Task, TaskKind, Verdict, VerdictKind,
+                            status_of)
 
 PACKAGE = Path(__file__).resolve().parents[1] / "opscan"
-WORDS = {m.value for vocabulary in (Severity, Status, VerdictKind, TaskKind, NoKernel) for m in vocabulary}
+WORDS = {m.value for vocabulary in (Severity, Status, VerdictKind, TaskKind, NoKernel, StepKind) for m in vocabulary}
 
 # Comparisons of the same words that are another vocabulary, each with its reason.
 OTHER_VOCABULARIES = {

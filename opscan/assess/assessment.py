@@ -20,6 +20,7 @@ from opscan.records import (Coverage, Draft, Fallback, ModelTrace, OpCaveat, OpN
                             Shrink, Status, TaskKind, status_of)
 from opscan.plan import build_tasks
 from opscan.plan.measure import kernel_sources, usage
+from opscan.assess import step
 from opscan.assess.verdict import judge
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def assess(draft: Draft, release: Release | None, *, project_root: Path | None =
         files_scanned=draft.files_scanned, notes=tuple(notes), baseline=draft.baseline,
         hours_per_day=draft.hours_per_day, rules=draft.rules, project_sources=draft.project_sources,
         discovery=draft.discovery, caveats=tuple(caveats), fallbacks=fallbacks, release_notes=on_ops,
-        torch_compile=compiled)
+        torch_compile=compiled, entries=draft.entries)
     report = replace(report, compile_estimate=compile_check.estimate(report, cost))   # NOTE [compile counts]
     pairing = ""
     if release is not None and traces:
@@ -98,9 +99,9 @@ def assess(draft: Draft, release: Release | None, *, project_root: Path | None =
 
         version = registry.torch_version()
         pairing = (release.pairing_warning(version) or "") if version is not None else ""
-    return replace(report, verdict=judge(report, ops_not_checked=draft.ops_not_checked, source=draft.source,
-                                         unchecked=draft.unchecked, pairing=pairing, remedy=draft.remedy,
-                                         source_only=draft.source_only))
+    verdict = judge(report, ops_not_checked=draft.ops_not_checked, source=draft.source, unchecked=draft.unchecked,
+                    pairing=pairing, remedy=draft.remedy, source_only=draft.source_only)
+    return replace(report, verdict=step.apply(verdict, draft.step if traces else None))   # NOTE [the step answered for]
 
 
 # NOTE [fallback scaling]

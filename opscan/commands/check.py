@@ -17,6 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", action="append", metavar="TARGET", default=None,
                         help="trace this model instead of the configured ones (file.py:NAME, "
                              "module:NAME, hf:PATH, timm:NAME); repeatable")
+    parser.add_argument("--entry", metavar="COMMAND", default=None,
+                        help="the training command whose step is traced (e.g. \"python pretrain.py --model "
+                             "vit_base\"), instead of the one found by reading the project (default: "
+                             "[tool.opscan] entry, else the best found; docs/check.md)")
     parser.add_argument("--mode", choices=("train", "inference", "both"), default=None,
                         help="trace mode for every model (default: as configured, else train)")
     add_backend_argument(parser)   # one --backend RELEASE and one --db FILE meaning in every command
@@ -106,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         trust_remote_code=getattr(args, "trust_remote_code", False), mode=getattr(args, "mode", None),
         limits=isolation_from(args),   # each model's code runs in a contained child process (docs/reliability.md)
         scan=_scan_options(args),
-        project_code=not getattr(args, "no_project_code", False))
+        project_code=not getattr(args, "no_project_code", False), entry=getattr(args, "entry", None) or "")
     errors = []   # models that could not be checked; the verdict carries them (Verdict.unchecked)
     with progress() as update:
         report = analyse(Path(args.path), config, options, progress=update, on_error=errors.append)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import re
 import sys
 from pathlib import Path
@@ -96,9 +97,15 @@ def add_containment_arguments(parser) -> None:
     parser.add_argument("--scratch-size", metavar="SIZE", default=None,
                         help="size of the child's scratch folder, the only place it may write "
                         "(a memory-backed tmpfs; default 2G)")
+    parser.add_argument("--allow-read", metavar="PATH", action="append", default=[],
+                        help="let the child read this file or folder too (repeatable; a data set, a "
+                        "model outside the project); otherwise it reads only what it needs to run")
+    parser.add_argument("--max-processes", metavar="N", type=positive_int, default=None,
+                        help="processes and threads the child's whole tree may have (default 512)")
     parser.add_argument("--require-containment", action="store_true",
                         help="exit 2 instead of running project code when a part of the containment "
-                        "(environment, network, files, processes) cannot be had on this machine")
+                        "(environment, network, files, ipc, keyring, processes, limits) cannot be had "
+                        "on this machine")
 
 
 def limits_from(args, start_method: str = "spawn") -> Limits:
@@ -122,8 +129,22 @@ def policy_from(args) -> Policy:
     for name in names:
         if not name or "=" in name or not name.replace("_", "a").isalnum():
             raise UsageError(f"--pass-env {name!r}: not an environment variable name (give the name, not NAME=VALUE)")
-    from opscan.containment import SCRATCH_SIZE, Policy
+    from opscan.containment import MAX_PROCESSES, SCRATCH_SIZE, Policy
 
+    from opscan.containment import named_paths
+
+    readable = []
+    for path in getattr(args, "allow_read", None) or ():
+        if not os.path.exists(path):
+            raise UsageError(f"--allow-read {path!r}: no such file or folder")
+        readable.append(os.path.abspath(path))
+    named = [getattr(args, "target", None), *(getattr(args, "model", None) or ()), getattr(args, "report", None),
+             *(getattr(args, "script_command", None) or ()), *(getattr(args, "selection", None) or ())]
+    # what the user named (a trace target, a model folder, a script): the child reads it
+    readable += named_paths([str(word) for word in named if word], os.getcwd(), dict(os.environ))
+    processes = getattr(args, "max_processes", None) or MAX_PROCESSES
+    if processes < 8:
+        raise UsageError(f"--max-processes {processes}: at least 8 (Python and torch start threads of their own)")
     raw = getattr(args, "scratch_size", None)
     size = SCRATCH_SIZE
     if raw is not None:
@@ -133,7 +154,8 @@ def policy_from(args) -> Policy:
         size = int(float(match[1]) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[match[2].lower()])
         if size < 1 << 20:
             raise UsageError(f"--scratch-size {raw}: at least 1M")
-    return Policy(pass_env=names, require=bool(getattr(args, "require_containment", False)), scratch_size=size)
+    return Policy(pass_env=names, require=bool(getattr(args, "require_containment", False)), scratch_size=size,
+                  readable=tuple(dict.fromkeys(readable)), max_processes=processes)
 
 
 def isolation_from(args) -> Limits | None:

@@ -9,14 +9,16 @@ from dataclasses import replace
 from pathlib import Path
 
 from opscan.commands.flags import positive_int
+from opscan.containment.outcome import RUN_FUNCTION   # the run mode's function (opscan/trace/run/)
+from opscan.targets.entry.launch import PROJECT_MARKERS, parse_command, project_root
+
+__all__ = ["PROJECT_MARKERS", "RUN_FUNCTION", "parse_command", "project_root", "run"]
 
 HELP = ("run an unmodified training or inference script for N optimizer steps on fake tensors of the "
         "imitated device and report its ops as `opscan PATH` does")
 DESCRIPTION = HELP + (". The script really runs (in opscan's contained child process, as `python SCRIPT "
                       "ARGS` would, from the current directory): it reads its data and may write files. "
                       "No GPU and no weights are needed; see docs/run.md.")
-RUN_FUNCTION = "opscan.trace.run:run_script"   # the run mode's public API (opscan/trace/run/)
-PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,64 +71,21 @@ def _split_at_dashes(parser: argparse.ArgumentParser) -> None:
     parser.parse_known_args = parse_known_args  # type: ignore[method-assign]
 
 
-def parse_command(command: list[str], device: str = "neuron") -> dict:
-    """{"script", "argv", "module", "nproc", "env", "summary"} of `python SCRIPT ARGS`, `python -m MODULE
-    ARGS`, `torchrun [OPTIONS] SCRIPT ARGS`, `accelerate launch [OPTIONS] SCRIPT ARGS` (NOTE [accelerate
-    launch]) or `SCRIPT.py ARGS`. `env`: the variables the launcher sets for the script. Raises UsageError."""
-    from opscan.commands.accelerate_launch import parse_accelerate
-    from opscan.errors import UsageError
-
-    words = list(command[1:] if command[:1] == ["--"] else command)
-    if not words:
-        raise UsageError("expected the script's command after `--`, e.g. opscan run -- python train.py")
-    nproc = None
-    head = Path(words[0]).name
-    if head.startswith("python"):
-        words = words[1:]
-        if words[:2] == ["-m", "torch.distributed.run"] or words[:2] == ["-m", "torch.distributed.launch"]:
-            head, words = "torchrun", words[1:]
-        elif words[:2] == ["-m", "accelerate.commands.launch"]:
-            head, words = "accelerate", ["accelerate", "launch", *words[2:]]
-    if head == "accelerate-launch":   # accelerate's second console script
-        head, words = "accelerate", ["accelerate", "launch", *words[1:]]
-    if head == "accelerate":
-        if words[1:2] != ["launch"]:
-            raise UsageError(f"`{' '.join(words[:2])}`: of accelerate's commands "
-                             "only `accelerate launch` runs a script")
-        return parse_accelerate(words[2:], device)
-    if head == "torchrun":
-        words = words[1:]
-        while words and words[0].startswith("-") and words[0] not in ("-m", "--module"):
-            flag, _, value = words.pop(0).partition("=")
-            takes = flag not in ("--standalone", "--no-python", "--no_python", "--run-path", "--run_path")
-            if takes and not value and words:
-                value = words.pop(0)
-            if flag in ("--nproc-per-node", "--nproc_per_node") and value.isdigit():
-                nproc = int(value)
-    module = bool(words) and words[0] in ("-m", "--module")
-    if module:
-        words = words[1:]
-    if not words or words[0].startswith("-"):
-        raise UsageError(f"no script in the command {' '.join(command)!r}: expected python SCRIPT ARGS, "
-                         "python -m MODULE ARGS, torchrun SCRIPT ARGS or accelerate launch SCRIPT ARGS")
-    return {"script": words[0], "argv": words[1:], "module": module, "nproc": nproc, "env": {}, "summary": ""}
-
-
-def project_root(script: str, module: bool) -> Path:
-    """The script's project: the nearest folder up from it with pyproject.toml, setup.py or .git."""
-    start = Path.cwd() if module else Path(script).resolve().parent
-    for folder in (start, *start.parents):
-        if any((folder / marker).exists() for marker in PROJECT_MARKERS):
-            return folder
-    return start
-
-
-def assess_run(root: Path, config, trace, progress=None, on_error=None):
+def assess_run(root: Path, config, trace, progress=None, on_error=None, command: str = ""):
     """The Report of `opscan PATH` for `root` with `trace` as its trace phase (one small function,
-    so the one assessment of the app can replace `analyse` here)."""
-    from opscan.pipeline.analyse import Phases, analyse
+    so the one assessment of the app can replace `analyse` here); `command` is the one run, whose
+    step the verdict names (NOTE [the step answered for])."""
+    from opscan.pipeline.analyse import Phases, RunOptions, analyse
 
-    return analyse(root, config, phases=Phases.default(trace=trace), progress=progress, on_error=on_error)
+    return analyse(root, config, RunOptions(script_command=command), phases=Phases.default(trace=trace),
+                   progress=progress, on_error=on_error)
+
+
+def _shown(command: list[str]) -> str:
+    """The script's command as typed (the words after `--`)."""
+    import shlex
+
+    return shlex.join(command[1:] if command[:1] == ["--"] else command)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -179,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
 
     errors: list = []
     with progress() as update:
-        report = assess_run(root, config, trace, update, errors.append)
+        report = assess_run(root, config, trace, update, errors.append, command=_shown(args.script_command))
     report = replace(report, notes=report.notes + tuple(notes))
     render_report(report, args.format, args.output)
     code = gate(report, config.fail_on, args.exit_zero)

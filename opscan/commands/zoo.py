@@ -102,6 +102,8 @@ def _release_choice(args) -> tuple[str | None, str | None]:
 def run(args) -> int:
     if args.selection[0] == "diff":
         return _diff(args)
+    from dataclasses import replace
+
     from opscan.zoo.cache import Cache
     from opscan.zoo.cluster import address_from_env
     from opscan.commands.flags import limits_from
@@ -116,7 +118,10 @@ def run(args) -> int:
     cache = Cache(args.cache_dir, enabled=not args.no_cache)
     spec, db = _release_choice(args)
     release = load_release(spec, Path(db) if db else None)
-    targets = resolve(args.selection, cache.root / "configs", args.layers, args.dtype)
+    configs = (cache.root / "configs").resolve()   # the default configs written here, read by each child
+    targets = resolve(args.selection, configs, args.layers, args.dtype)
+    limits = replace(limits, containment=replace(limits.containment,
+                                                 readable=(*limits.containment.readable, str(configs))))
     options = {"mode": args.mode, "device": args.device}
     if args.batch:
         options["batch"] = args.batch

@@ -22,6 +22,7 @@ from typing import Any
 
 from opscan.config.toml_file import ConfigProblem, read_file
 from opscan.errors import ConfigError
+from opscan.records import TrainStep
 from opscan.plan.cost import CostConfig   # the cost model belongs to the plan; re-exported here
 
 FAIL_ON: dict[str, str] = {
@@ -62,6 +63,10 @@ class ModelConfig:
     # the model search through the run's project index (opscan/targets/discovery.py `call_site_table`)
     # and handed to the trace's child as data: ((file, class), call_sites.Usage or None) pairs.
     call_sites: tuple = ()
+    # Not configurable either: the training step the project's training script constructs (loss,
+    # optimizer, AMP, clipping; opscan/targets/train_step.py), read statically for a model found with
+    # no configuration and traced in place of the stand-in parts (a records.TrainStep, or None).
+    step: TrainStep | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,10 @@ class Config:
     models: tuple[ModelConfig, ...] = ()
     fail_on: tuple[str, ...] = ("error",)
     allow_unchecked: bool = False           # a model given but not checkable does not exit 2 (source gate alone)
+    # the project's training command, run for its step instead of the one found by reading ("" = found;
+    # opscan/targets/entry/), and whether a stand-in step may be `ready` (NOTE [the step answered for])
+    entry: str = ""
+    accept_stand_in_step: bool = False
     baseline: Path | None = None
     extra_rules: tuple[Path, ...] = ()      # folders of additional rule files
     parity: ParityConfig = field(default_factory=ParityConfig)
@@ -210,7 +219,7 @@ def parse_table(table: dict, path: Path, checks: Sequence[Check] = ()) -> Config
     base = path.parent.resolve()
     known = {
         "include", "exclude", "select", "ignore", "backend", "db", "models", "fail-on",
-        "allow-unchecked", "baseline", "extra-rules", "parity", "cost",
+        "allow-unchecked", "baseline", "extra-rules", "parity", "cost", "entry", "accept-stand-in-step",
     }
     checker.unknown(table, known, prefix)
     values: dict[str, Any] = {}
@@ -228,6 +237,12 @@ def parse_table(table: dict, path: Path, checks: Sequence[Check] = ()) -> Config
         checker.add(prefix + "db", f"{table['db']!r} does not exist (a release file or a folder of them)")
     if "allow-unchecked" in table:
         values["allow_unchecked"] = checker.boolean(table["allow-unchecked"], prefix + "allow-unchecked")
+    if "accept-stand-in-step" in table:
+        values["accept_stand_in_step"] = checker.boolean(table["accept-stand-in-step"], prefix + "accept-stand-in-step")
+    if "entry" in table:
+        values["entry"] = checker.string(table["entry"], prefix + "entry").strip()
+        if isinstance(table["entry"], str) and not values["entry"]:
+            checker.add(prefix + "entry", "an empty command (write the training command, e.g. \"python train.py\")")
     if "extra-rules" in table:
         folders = checker.strings(table["extra-rules"], prefix + "extra-rules")
         resolved = []

@@ -19,7 +19,8 @@ def _main(argv: list[str]) -> None:
     spec = json.loads(argv[0])
     policy = Policy(pass_env=tuple(spec["pass_env"]), require=spec["require"], writable=tuple(spec["writable"]),
                     overlays=tuple(spec["overlays"]), set_env=tuple(spec["set_env"].items()),
-                    scratch_size=spec["scratch_size"])
+                    scratch_size=spec["scratch_size"], readable=tuple(spec["readable"]),
+                    max_processes=spec["max_processes"])
     held = enter(policy, spec["scratch"], then_exec=argv[2:])
     raise AssertionError(f"not reached: {held}")
 

@@ -6,8 +6,9 @@ import ctypes
 import os
 import sys
 
+from opscan.containment.allowlist import DEV_NODES, GENERATED, RW, Plan, accelerator_nodes, inside
 from opscan.containment.namespaces import PR_SET_NO_NEW_PRIVS, SYS_MOUNT_SETATTR, lib
-from opscan.containment.policy import SECRET_PLACES, Policy
+from opscan.containment.policy import Policy
 
 
 # --- Landlock: what holds without user namespaces ---------------------------------------------------
@@ -15,16 +16,20 @@ from opscan.containment.policy import SECRET_PLACES, Policy
 # NOTE [Landlock without namespaces]
 # Where no user namespace can be made (a container's seccomp profile, user.max_user_namespaces=0),
 # Linux 5.13+ may still offer Landlock, which needs no privilege: the child restricts itself before
-# any project code runs. Writes are allowed only beneath the scratch folder, the writable folders
-# and /dev (device files); reads and execution everywhere except the home folder's secret places
-# (granted entry by entry along the paths to them, so those places get no rule; listing folders
-# stays allowed, so their file names remain visible); TCP connect and bind nowhere (ABI 4+);
-# (ABI 6+) no signals to, or abstract unix sockets of, processes outside it. What it does not give,
-# the parts say: the scratch folder is on the disk (each file capped by RLIMIT_FSIZE), writes into
-# the project fail instead of going to a copy, UDP and other sockets still leave, other processes'
-# /proc entries stay readable (as root, the parent's /proc/PID/environ was, in a test), and a
-# process that makes its own session outlives the child. So the parts are reported "not held",
-# with what Landlock did hold.
+# any project code runs, with the same allow-list as the new root (NOTE [file allow-list] in
+# containment/allowlist.py): reads and execution only beneath its places (a place's hidden paths,
+# its .git or token files, are left out by granting its other entries one by one), the host's
+# passwd, group, hosts and nsswitch.conf for the ones the new root writes itself, /proc, the safe
+# /dev nodes and the accelerators; writes only beneath the scratch folder, the writable folders,
+# those nodes and /dev/shm; TCP connect and bind nowhere (ABI 4+); (ABI 6+) no signals to, or
+# abstract unix sockets of, processes outside it. Folders outside the places cannot be listed or
+# read, but a path's existence still shows (stat is not restricted). What it does not give, the
+# parts say: the scratch folder is on the disk (each file capped by RLIMIT_FSIZE, not their sum),
+# writes into the project fail instead of going to a copy, UDP and unix sockets still reach out
+# (ssh-agent, docker.sock), SysV shared memory, message queues and the host's /dev/shm are shared
+# (/dev/shm stays writable: Python's semaphores live there), other processes' /proc entries stay
+# readable, and a process that makes its own session outlives the child. So network, files, ipc
+# and processes are reported "not held", with what Landlock did hold.
 
 _LL_CREATE, _LL_ADD_RULE, _LL_RESTRICT = 444, 445, 446
 _LL_EXECUTE, _LL_WRITE_FILE, _LL_READ_FILE, _LL_READ_DIR = 1, 2, 4, 8
@@ -50,14 +55,14 @@ def landlock_abi() -> int:
     return max(0, version)
 
 
-def landlock(policy: Policy, scratch: str, home: str, why: str) -> dict[str, str]:
+def landlock(plan: Plan, policy: Policy, scratch: str, why: str) -> dict[str, str]:
     """Restrict this process with Landlock (NOTE [Landlock without namespaces]); the parts' states."""
     abi = landlock_abi()
     if abi < 1:
         return {}
     writes = _LL_WRITE_FILE | _LL_WRITES | (_LL_REFER if abi >= 2 else 0) | (_LL_TRUNCATE if abi >= 3 else 0)
-    reads = _LL_READ_FILE | _LL_EXECUTE
-    attr = _RulesetAttr(writes | reads | _LL_READ_DIR, 0b11 if abi >= 4 else 0, 0b11 if abi >= 6 else 0)
+    reads = _LL_READ_FILE | _LL_EXECUTE | _LL_READ_DIR
+    attr = _RulesetAttr(writes | reads, 0b11 if abi >= 4 else 0, 0b11 if abi >= 6 else 0)
     size = 8 if abi < 4 else 16 if abi < 6 else 24
     libc = lib()
     ruleset = libc.syscall(ctypes.c_long(_LL_CREATE), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
@@ -77,39 +82,49 @@ def landlock(policy: Policy, scratch: str, home: str, why: str) -> dict[str, str
         os.close(fd)
 
     try:
-        allow("/", _LL_READ_DIR)
-        secrets = [os.path.realpath(os.path.join(home, place)) for place in SECRET_PLACES
-                   if os.path.lexists(os.path.join(home, place))]
-        _allow_reads_but(os.sep, secrets, lambda path: allow(path, reads))
+        for path, mode in plan.places.items():
+            hidden = [h for h in plan.hidden if inside(h, path)]
+            access = reads | (writes if mode == RW else 0)
+            if hidden:   # its folders stay listable, the files of its hidden paths unreadable
+                allow(path, _LL_READ_DIR)
+                _allow_reads_but(path, hidden, lambda entry, access=access: allow(entry, access))
+            else:
+                allow(path, access)
+        for name in GENERATED:
+            allow(f"/etc/{name}", reads)
+        allow("/proc", reads)
         for folder in (scratch, *policy.writable):
-            allow(folder, writes | reads | _LL_READ_DIR)
-        allow("/dev", writes & ~_LL_WRITES | _LL_WRITE_FILE | reads)
+            allow(folder, writes | reads)
+        for node in (*(f"/dev/{name}" for name in DEV_NODES), "/dev/ptmx", "/dev/pts", *accelerator_nodes()):
+            allow(node, _LL_READ_FILE | _LL_WRITE_FILE | (_LL_READ_DIR if os.path.isdir(node) else 0))
+        allow("/dev/shm", writes | reads)
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or \
                 libc.syscall(ctypes.c_long(_LL_RESTRICT), ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
             return {}
     finally:
         os.close(ruleset)
-    tcp = "Landlock refuses TCP; UDP and other sockets are not restricted" if abi >= 4 \
+    tcp = "Landlock refuses TCP; UDP and unix sockets (ssh-agent, docker.sock) are not restricted" if abi >= 4 \
         else "Landlock ABI < 4: no network rules"
     return {"network": f"{why}; {tcp}",
-            "files": f"{why}; Landlock: writes only in the scratch folder, the home folder's secret places "
-                     "unreadable, but the scratch folder is on the disk and writes into the project fail",
+            "files": f"{why}; Landlock: only the allow-list is readable and only the scratch folder writable, "
+                     "but the scratch folder is on the disk and writes into the project fail",
+            "ipc": f"{why}; SysV shared memory, message queues and the host's /dev/shm are shared",
             "processes": f"{why}; the child's process group is killed at the end, but a process that makes "
                          "its own session outlives it, and other processes' /proc entries stay readable"}
 
 
-def _allow_reads_but(folder: str, secrets: list[str], allow) -> None:
-    """Call `allow` on every entry of `folder` and below that holds none of `secrets`, never on a
-    secret or a folder above one (those are entered instead)."""
+def _allow_reads_but(folder: str, hidden: list[str], allow) -> None:
+    """Call `allow` on every entry of `folder` and below that holds none of `hidden`, never on a
+    hidden path or a folder above one (those are entered instead)."""
     try:
         entries = sorted(os.listdir(folder))
     except OSError:
         return
     for name in entries:
         path = os.path.join(folder, name)
-        if path in secrets or os.path.islink(path):   # a link is checked where it leads: no rule of its own
+        if path in hidden or os.path.islink(path):   # a link is allowed where it leads, not by its own rule
             continue
-        if any(secret.startswith(path.rstrip(os.sep) + os.sep) for secret in secrets):
-            _allow_reads_but(path, secrets, allow)
+        if any(inside(h, path) for h in hidden):
+            _allow_reads_but(path, hidden, allow)
         else:
             allow(path)

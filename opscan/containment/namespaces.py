@@ -1,5 +1,5 @@
-"""The Linux namespaces of the contained child through libc: unshare, mounts (read-only, scratch
-tmpfs, the project's overlay, secret places covered), the loopback device, capabilities dropped."""
+"""The Linux calls of the contained child through libc: unshare, mount, mount_setattr, pivot_root,
+the loopback device, capabilities dropped (the file system itself is built by containment/rootfs.py)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,19 @@ import ctypes
 import errno
 import os
 
-from opscan.containment.policy import SECRET_PLACES, ContainmentUnavailable, Policy
+from opscan.containment.policy import ContainmentUnavailable
 
 
 # --- libc ---------------------------------------------------------------------------------------
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
+CLONE_NEWIPC = 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
+MNT_DETACH = 2
 AT_FDCWD, AT_RECURSIVE = -100, 0x8000
-MOUNT_ATTR_RDONLY = 0x1
+MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID, MOUNT_ATTR_NODEV = 0x1, 0x2, 0x4
 SYS_MOUNT_SETATTR = {"x86_64": 442, "aarch64": 442}
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT = 1, 38, 24, 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 
@@ -41,12 +44,30 @@ def unshare(flags: int) -> None:
     check(lib().unshare(ctypes.c_int(flags)), "unshare")
 
 
-def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    def enc(s: str | None) -> bytes | None:
-        return None if s is None else os.fsencode(s)
+def _enc(s: str | None) -> bytes | None:
+    return None if s is None else os.fsencode(s)
 
-    check(lib().mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
-           f"mount {target}")
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    check(lib().mount(_enc(source), _enc(target), _enc(fstype), ctypes.c_ulong(flags), _enc(data)),
+          f"mount {target}")
+
+
+def umount(target: str) -> None:
+    """Detach `target` (MNT_DETACH: at once, even while in use)."""
+    check(lib().umount2(_enc(target), ctypes.c_int(MNT_DETACH)), f"umount {target}")
+
+
+def pivot_root(new_root: str) -> None:
+    """Make `new_root` (a mount point) the root of this mount namespace and detach the old root
+    (the `pivot_root(".", ".")` form: no folder for the old root is needed)."""
+    number = SYS_PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        raise ContainmentUnavailable(f"pivot_root: unknown on {os.uname().machine}")
+    os.chdir(new_root)
+    check(lib().syscall(ctypes.c_long(number), b".", b"."), "pivot_root")
+    umount(".")
+    os.chdir("/")
 
 
 class _MountAttr(ctypes.Structure):
@@ -54,14 +75,14 @@ class _MountAttr(ctypes.Structure):
                 ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
 
 
-def _mount_setattr(path: str, recursive: bool, set_: int = 0, clear: int = 0) -> None:
+def mount_setattr(path: str, recursive: bool, set_: int = 0, clear: int = 0) -> None:
     number = SYS_MOUNT_SETATTR.get(os.uname().machine)
     if number is None:
         raise ContainmentUnavailable(f"mount_setattr: unknown on {os.uname().machine}")
     attr = _MountAttr(set_, clear, 0, 0)
     check(lib().syscall(ctypes.c_long(number), ctypes.c_int(AT_FDCWD), os.fsencode(path),
-                          ctypes.c_uint(AT_RECURSIVE if recursive else 0), ctypes.byref(attr),
-                          ctypes.c_size_t(ctypes.sizeof(attr))), f"mount_setattr {path}")
+                        ctypes.c_uint(AT_RECURSIVE if recursive else 0), ctypes.byref(attr),
+                        ctypes.c_size_t(ctypes.sizeof(attr))), f"mount_setattr {path}")
 
 
 def write(path: str, text: str) -> None:
@@ -70,11 +91,6 @@ def write(path: str, text: str) -> None:
         os.write(fd, text.encode())
     finally:
         os.close(fd)
-
-
-def make_dirs(scratch: str) -> None:
-    for sub in ("home", "tmp", "hf_modules"):
-        os.makedirs(os.path.join(scratch, sub), exist_ok=True)
 
 
 def loopback_up() -> None:
@@ -89,51 +105,8 @@ def loopback_up() -> None:
         fcntl.ioctl(sock, siocsifflags, struct.pack("16sH14x", b"lo", flags | iff_up))
 
 
-def files(policy: Policy, scratch: str, home: str) -> None:
-    """The mount namespace: everything read-only, scratch a tmpfs, the project an overlay into it,
-    secret places covered, the writable folders bound again writable."""
-    cwd = os.getcwd()
-    mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _mount_setattr("/", True, set_=MOUNT_ATTR_RDONLY)
-    mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={policy.scratch_size},mode=0700")
-    make_dirs(scratch)
-    # the writable folders, opened before an overlay of a folder above them could hide them
-    real = {folder: os.open(folder, os.O_PATH | os.O_DIRECTORY) for folder in dict.fromkeys(policy.writable)
-            if os.path.isdir(folder)}
-    for index, folder in enumerate(dict.fromkeys(policy.overlays)):
-        if not os.path.isdir(folder) or _inside(folder, scratch):
-            continue
-        upper, work = (os.path.join(scratch, ".overlay", str(index), part) for part in ("upper", "work"))
-        os.makedirs(upper)
-        os.makedirs(work)
-        escaped = folder.replace("\\", "\\\\").replace(",", "\\,").replace(":", "\\:")
-        try:
-            mount("overlay", folder, "overlay", 0, f"lowerdir={escaped},upperdir={upper},workdir={work},userxattr")
-        except ContainmentUnavailable:
-            pass   # writes into the folder then fail (read-only) instead of going to a copy
-    for folder, fd in real.items():
-        mount(f"/proc/self/fd/{fd}", folder, None, MS_BIND | MS_REC)
-        _mount_setattr(folder, False, clear=MOUNT_ATTR_RDONLY)
-        os.close(fd)
-    if os.path.isdir("/dev/shm"):
-        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=268435456,mode=1777")
-    os.chdir(cwd)   # the working folder as mounted now (an overlay's writes go to the copy)
-    for place in SECRET_PLACES:
-        path = os.path.join(home, place)
-        if os.path.isdir(path) and not os.path.islink(path):
-            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4096,mode=0")
-        elif os.path.lexists(path):
-            mount("/dev/null", os.path.realpath(path), None, MS_BIND)
-            _mount_setattr(os.path.realpath(path), False, set_=MOUNT_ATTR_RDONLY)
-
-
-def _inside(path: str, folder: str) -> bool:
-    path, folder = os.path.realpath(path), os.path.realpath(folder)
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
-
-
 def drop_capabilities() -> None:
-    """Give up every capability held in the new namespaces, for good (no mount can be undone)."""
+    """Give up every capability held (in the new namespaces, or as root without them), for good."""
     libc = lib()
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)

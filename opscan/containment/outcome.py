@@ -36,6 +36,8 @@ OUTCOMES: dict[str, str] = {
 # Exceptions (by class name, bases included) that mean the model could not be built.
 BUILD_ERRORS = ("TargetError", "ImportError")
 TRACE_FUNCTION = "opscan.targets.loader:trace_target"
+# `opscan run`'s script and `opscan PATH`'s training command run there (opscan/trace/run/)
+RUN_FUNCTION = "opscan.trace.run:run_script"
 IN_PROCESS = "--in-process: in opscan's own process"   # what no part of the containment is, then
 
 

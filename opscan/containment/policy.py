@@ -10,11 +10,17 @@ from dataclasses import dataclass, field
 PARTS: dict[str, str] = {
     "environment": "the child's environment is an allow-list: no token, key or credential reaches it",
     "network": "a new network namespace: no connection leaves the child",
-    "files": "read-only mounts: writes only inside the scratch folder; the home folder's secret places are hidden",
+    "files": "the child's file system is an allow-list (the interpreter, opscan, the project as an overlay, "
+             "the caches), read-only; writes only inside its scratch folder",
+    "ipc": "a new IPC namespace and a fresh /dev/shm: shared memory, semaphores and message queues are "
+           "the child's own and end with it",
+    "keyring": "a new session keyring, and no keyring system call: no key of the user can be read",
     "processes": "a new PID namespace: no other process visible, none outlives the child",
+    "limits": "memory and the number of processes are limited for the child's whole process tree",
 }
 HELD = "held"
 SCRATCH_SIZE = 2 << 30     # bytes of the child's scratch tmpfs (and the largest file it may write)
+MAX_PROCESSES = 512        # processes and threads of the child's whole tree (--max-processes)
 
 # Which commands run project code, and how (docs/reliability.md, "Which commands run project code";
 # tests/reliability/test_reliability_containment_docs.py keeps that table, this one and the
@@ -97,7 +103,8 @@ def child_environment(environ, policy: Policy, scratch: str) -> dict[str, str]:
 
 # --- the policy and what held ----------------------------------------------------------------------
 
-# The home folder's places that hold credentials: covered by an empty mount in the child.
+# The home folder's places that hold credentials: never in the child, even inside a folder it is
+# given (a project that is the home folder; NOTE [file allow-list] in containment/allowlist.py).
 SECRET_PLACES = (
     ".ssh", ".aws", ".azure", ".config/gcloud", ".config/gh", ".config/hub", ".config/git/credentials",
     ".config/rclone", ".netrc", ".docker", ".kube", ".git-credentials", ".gnupg", ".pypirc", ".npmrc",
@@ -111,8 +118,9 @@ SECRET_PLACES = (
 @dataclass(frozen=True)
 class Policy:
     """What a contained child may have: variables it is given by name, folders it may write
-    besides its scratch folder, folders whose writes go to a copy, and whether the run must stop
-    when a part of the containment cannot be had."""
+    besides its scratch folder, folders whose writes go to a copy, folders it may read besides
+    what it needs (containment/allowlist.py), how many processes its tree may have, and whether
+    the run must stop when a part of the containment cannot be had."""
 
     pass_env: tuple[str, ...] = ()             # --pass-env NAME
     require: bool = False                      # --require-containment
@@ -121,6 +129,8 @@ class Policy:
     set_env: tuple[tuple[str, str], ...] = ()  # variables the caller sets (parity's TORCH_DEVICE)
     enabled: bool = True                       # False: the child is not contained (opscan's own tests)
     scratch_size: int = SCRATCH_SIZE
+    readable: tuple[str, ...] = ()             # --allow-read PATH (and what the user named: a trace target)
+    max_processes: int = MAX_PROCESSES         # --max-processes
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "set_env", tuple(dict(self.set_env).items()))

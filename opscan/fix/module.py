@@ -7,8 +7,6 @@ exactly; only replaced nodes are printed anew).
 
 from __future__ import annotations
 
-import ast
-import warnings
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -16,14 +14,34 @@ import libcst as cst
 
 from opscan.fix import codemods, reasons
 from opscan.fix.context import Context
+from opscan.index import parse as parse_source
 from opscan.records import Finding
 
 GUARDED = ("inside a guard that protects CUDA-only work (e.g. `if torch.cuda.is_available():`): "
            "left alone; port the guarded block by hand")
 
 
-AVAILABILITY_TEST = codemods.Leave("an availability test: a guard for CUDA-only work (torch.accelerator.is_available() "
-                                   "would also be true on neuron and run that work there); decide by hand", "guard")
+# NOTE [the scan's advice and the fixer agree]
+# An availability test (`torch.cuda.is_available()`) is never rewritten: what it decides must move
+# with it. Why it is left follows the scan's advice for that very finding, so the two never say
+# opposite things about one line: where the scan found CUDA-only work behind the check (its
+# `#guards-cuda-only` fix, NOTE [guards that protect CUDA-only code], also for what follows it in
+# `and`/`or` or a conditional) the fixer keeps it as a guard; where the scan advises the
+# device-agnostic check, the fixer leaves that change to a person ("decision"), since the code the
+# check decides must be ported with it. The finding's fix is compared with its rule's own
+# replacement fix (rule data), never read for words.
+AVAILABILITY_GUARD = codemods.Leave("an availability test that keeps CUDA-only work off other devices: leave it a "
+                                    "CUDA check (torch.accelerator.is_available() is true on neuron and would run "
+                                    "that work there)", "guard")
+AVAILABILITY_TEST = codemods.Leave("an availability test: replace this guard by hand, together with the code it "
+                                   "decides, as the finding's fix says (not automatic: that code must be checked "
+                                   "for CUDA-only work first)", "decision")
+
+
+def availability_leave(rule, finding: Finding) -> codemods.Leave:
+    """Why an availability test is left, as the scan advised it (NOTE [the scan's advice and the fixer agree])."""
+    plain = rule.format(rule.fix_for(finding.subject)[0], name=finding.subject)
+    return AVAILABILITY_TEST if finding.fix == plain else AVAILABILITY_GUARD
 
 
 @dataclass(frozen=True)
@@ -43,7 +61,8 @@ def manual_outcome(finding: Finding, rules: dict) -> SiteOutcome:
         if finding.guarded:
             return SiteOutcome(finding, "left", GUARDED, "guard")
         if finding.subject in codemods.GUARD_NAMES and rule.autofix.codemod != "required-check":
-            return SiteOutcome(finding, "left", AVAILABILITY_TEST.reason, "guard")
+            leave = availability_leave(rule, finding)
+            return SiteOutcome(finding, "left", leave.reason, leave.kind)
         if not rule.autofix.covers(finding.subject):
             return SiteOutcome(finding, "left", no_equivalent(finding.subject).reason, "no-equivalent")
         return SiteOutcome(finding, "unsafe", "the rule's rewrite is unsafe", "unsafe")
@@ -100,7 +119,7 @@ class _Planner:
         result = None
         asks = (self.ctx.device_asks, self.ctx.torch_asks)
         for node in nodes:
-            result = self._plan(rule, node, finding.subject)
+            result = self._plan(rule, node, finding)
             if result is not None:
                 break
         device, torch = self.ctx.device_asks > asks[0], self.ctx.torch_asks > asks[1]
@@ -117,14 +136,15 @@ class _Planner:
         self.uses_torch |= torch
         return SiteOutcome(finding, "fixed", result.note)
 
-    def _plan(self, rule, node: cst.CSTNode, subject: str):
+    def _plan(self, rule, node: cst.CSTNode, finding: Finding):
+        subject = finding.subject
         codemod = rule.autofix.codemod
         if codemod in codemods.SIMPLE:
             return codemods.SIMPLE[codemod](node, self.ctx)
         if not isinstance(node, (cst.Name, cst.Attribute)):
             return None
         if subject in codemods.GUARD_NAMES and codemod != "required-check":
-            return codemods.bf16_test(node, self.ctx) or AVAILABILITY_TEST
+            return codemods.bf16_test(node, self.ctx) or availability_leave(rule, finding)
         if codemod == "accelerator-api" and subject in codemods.BF16_QUERIES:
             return codemods.bf16_choice(node, self.ctx)
         key = matched_name(rule, subject)
@@ -197,11 +217,17 @@ def _has_fix(finding: Finding, rules: dict) -> bool:
     return rule is not None and rule.autofix is not None
 
 
-def _parses(text: str) -> bool:
+def _parses(text: str | bytes) -> bool:
+    """Whether the rewrite parses, as the scan parses (newer syntax too: NOTE [newer syntax])."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text)
+        if isinstance(text, bytes):
+            from opscan.index import decode
+
+            decoded = decode(text)
+            if decoded is None:
+                return False
+            text = decoded
+        parse_source(text, "<rewrite>")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True

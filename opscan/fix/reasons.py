@@ -9,7 +9,7 @@ from __future__ import annotations
 REASONS: dict[str, str] = {
     "unsafe": "the rewrite may change what the code does on CUDA: applied only with --unsafe-fixes",
     "guard": "an availability test, or code it guards: it keeps CUDA-only work off other devices",
-    "decision": "what the code should do on a Neuron device is a choice, not a rewrite",
+    "decision": "what the code should do on a Neuron device is a choice, not a rewrite (the finding's fix says how)",
     "port-task": "port work the plan sizes: a custom kernel or a CUDA-only library",
     "no-equivalent": "PyTorch has no device-agnostic replacement",
     "missing-in-torch": "the replacement is not in the installed torch",

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from opscan.fsutil import read_source_bytes
-from opscan.index import walk
+from opscan.index import newer_syntax, walk
 from opscan.index.resolver import Imports
 
 MAX_FILES = walk.MAX_FILES
@@ -191,10 +191,18 @@ class ProjectIndex:
 
 
 def parse(text: str, filename: str) -> ast.Module:
-    """The one parse of a project's file (warnings, e.g. invalid escapes, are the scan's to report)."""
+    """The one parse of a project's file (warnings, e.g. invalid escapes, are the scan's to report).
+    Syntax newer than the running interpreter's (PEP 695) is read with the same positions (NOTE
+    [newer syntax] in index/newer_syntax.py); what neither parser reads raises `ast`'s SyntaxError."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ast.parse(text, filename=filename)
+        try:
+            return ast.parse(text, filename=filename)
+        except SyntaxError:
+            tree = newer_syntax.parse(text, filename)
+            if tree is None:
+                raise
+            return tree
 
 
 __all__ = ["MAX_FILES", "ProjectIndex", "decode", "parse"]

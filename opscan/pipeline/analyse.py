@@ -25,8 +25,9 @@ from opscan.errors import (MissingDependencyError, MissingModulesError, ModelPro
                            TraceError, UsageError)
 from opscan.index import ProjectIndex
 from opscan.containment.process import Limits, default_max_memory
+from opscan.pipeline import entry_step
 from opscan.records import (BaselineStatus, Checked, DeviceProfile, Discovery, Draft, Finding, ModelTrace,
-                            NothingToCheck, Report, SourceCheck)
+                            NothingToCheck, Report, SourceCheck, Step)
 from opscan.pipeline.phases import ScanOptions, ScanOutcome, database_notes
 from opscan.assess.verdict import NO_MODEL
 
@@ -49,13 +50,15 @@ class Phases:
     scan: Callable[..., ScanOutcome]                       # (target, config[, ScanOptions])
     database: Callable[[Config], Release | None]           # None: every traced op is unknown
     trace: Callable[[ModelConfig, Path, DeviceProfile | None, Limits | None], ModelTrace]
+    # a training command run for its step: (TrainingEntry, root, profile, limits) -> (ModelTrace, notes)
+    command: Callable[..., tuple[ModelTrace, tuple[str, ...]]] = default_phases.command
 
     @classmethod
     def default(cls, **replaced: Callable) -> Phases:
         """opscan/pipeline/phases.py's functions, as that module holds them now (so tests may monkeypatch
         it), with `replaced` ones instead (e.g. `Phases.default(trace=fake)`)."""
         chosen = {"scan": default_phases.scan, "database": default_phases.database,
-                  "trace": default_phases.trace}
+                  "trace": default_phases.trace, "command": default_phases.command}
         unknown = set(replaced) - set(chosen)
         if unknown:
             raise TypeError(f"no such phase: {', '.join(sorted(unknown))}")
@@ -81,6 +84,11 @@ class RunOptions:
     # False (`--no-project-code`): models found with no configuration are built only when that runs
     # no code of the project (model folders, .pt2 files); configured models are built as given
     project_code: bool = True
+    # `--entry`: the training command whose step is traced, instead of the one found by reading
+    # (NOTE [the training command first] in opscan/pipeline/entry_step.py); "" = `entry`, else found
+    entry: str = ""
+    # `opscan run`: the command it ran, whose step is the project's own (NOTE [the step answered for])
+    script_command: str = ""
 
 
 def _backend_label(spec: str) -> str:
@@ -157,6 +165,7 @@ class Traced:
     notes: tuple[str, ...] = ()
     missing: bool = False                # a model missed modules not installed here (one remedy line)
     source_only: bool = False            # no trace was asked for (--no-trace, `opscan scan`, the hook)
+    step: Step | None = None             # the step the traces answer for (NOTE [the step answered for])
 
 
 @dataclass(frozen=True)
@@ -181,14 +190,16 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
     phases = phases or Phases.default()
     say = progress or (lambda event, detail: None)
     run = start(target, options)
+    entered = entry_step.choose(run.target, config, trace=options.trace and not run.narrowed,
+                                project_code=options.project_code, given=options.entry, index=run.index)
     found = find_models(run, config, options)
-    loaded = load_database(found.config, options, phases, say)
+    loaded = load_database(found.config, options, phases, say, needed=entered.chosen is not None)
     scanned = scan_source(run, found, options, phases, say)
-    traced = trace_models(run, found, loaded.release, options, phases, say, on_error)
+    traced = trace_models(run, found, loaded.release, options, phases, say, on_error, entered)
     require_something(run, found, scanned.outcome, traced)
     kept = apply_baseline(run, scanned.outcome.findings)
     say("phase", "checking op coverage and planning port tasks")
-    draft = draft_of(run, found, loaded, scanned, traced, kept)
+    draft = replace(draft_of(run, found, loaded, scanned, traced, kept), entries=entered.entries)
     return assess(draft, loaded.release, project_root=run.root, cost=found.config.cost, facts=scanned.outcome.facts)
 
 
@@ -215,9 +226,10 @@ def find_models(run: Run, config: Config, options: RunOptions) -> Found:
     return _without_project_code(discovery, config, options.trust_remote_code)
 
 
-def load_database(config: Config, options: RunOptions, phases: Phases, say: Progress) -> Loaded:
-    """The coverage database, only needed to judge traced ops: a source-only run skips loading it."""
-    if not (options.trace and config.models):
+def load_database(config: Config, options: RunOptions, phases: Phases, say: Progress, needed: bool = False) -> Loaded:
+    """The coverage database, only needed to judge traced ops: a source-only run skips loading it
+    (`needed`: a training command will be run)."""
+    if not (options.trace and (config.models or needed)):
         return Loaded()
     say("phase", "loading the coverage database")
     release = phases.database(config)
@@ -238,13 +250,37 @@ def scan_source(run: Run, found: Found, options: RunOptions, phases: Phases, say
 
 
 def trace_models(run: Run, found: Found, release: Release | None, options: RunOptions, phases: Phases,
-                 say: Progress, on_error: Callable[[OpscanError], None] | None) -> Traced:
-    """Each model traced in turn (those found with no configuration: NOTE [zero-configuration tries]).
+                 say: Progress, on_error: Callable[[OpscanError], None] | None,
+                 entered: entry_step.Entered | None = None) -> Traced:
+    """The project's training command run first, when one was chosen (NOTE [the training command
+    first]); then, unless it trained, each model traced in turn (those found with no configuration:
+    NOTE [zero-configuration tries]). The Traced says which step its traces answer for.
 
     A model whose process failed, or that could not be built, is a trace that stopped plus a model
     not checked (or raises, without `on_error`); a TraceError means that model was not traced, and a
     missing dependency (no torch) that no model can be: the rest are not tried.
     """
+    entered = entered or entry_step.Entered()
+    ran = None
+    if entered.chosen is not None and options.trace:
+        say("trace", f"running the training command `{entry_step.shown_command(entered.chosen)}`")
+        profile = release.profile() if release is not None else None
+        ran = entry_step.run_chosen(entered, run.root, profile, options.limits, phases.command)
+        if ran.trained and ran.trace is not None and (found.discovery is not None or not found.config.models):
+            return Traced((ran.trace,), notes=ran.notes + entry_step.others_note(entered),
+                          step=entry_step.step_of((ran.trace,), (), entered, ran, found.config))
+    traced = _trace_models(run, found, release, options, phases, say, on_error)
+    notes = (ran.notes if ran is not None else ()) + traced.notes + entry_step.others_note(entered)
+    traces = traced.traces
+    if ran is not None and ran.trace is not None and (ran.trained or (ran.trace.ops and not traces)):
+        # the configured models beside the command's step; or nothing else traced: the run's ops kept
+        traces = (ran.trace, *traces)
+    step = entry_step.step_of(traces, found.config.models, entered, ran, found.config, options.script_command)
+    return replace(traced, traces=traces, notes=notes, step=step)
+
+
+def _trace_models(run: Run, found: Found, release: Release | None, options: RunOptions, phases: Phases,
+                  say: Progress, on_error: Callable[[OpscanError], None] | None) -> Traced:
     models, discovery = found.config.models, found.discovery
     refused = tuple((c.target, c.note) for c in discovery.refused) if discovery else ()
     if not models:
@@ -354,6 +390,7 @@ def draft_of(run: Run, found: Found, loaded: Loaded, scanned: Scanned, traced: T
         unchecked=traced.unchecked,
         remedy=_remedy(root) if traced.missing else "",
         source_only=traced.source_only,
+        step=traced.step,
     )
 
 
@@ -368,7 +405,7 @@ def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str |
     """(Discovery, config): a model folder or exported program at PATH is traced as configured;
     otherwise (when `search`: runs that trace) the project's model candidates are read, never run,
     for the report and `opscan init`."""
-    from opscan.targets.discovery import call_site_table, candidates, direct
+    from opscan.targets.discovery import call_site_table, candidates, direct, step_plans
 
     found = direct(target, relative_root(target), trust_remote_code=trust_remote_code)
     if found is None and not search:
@@ -379,8 +416,9 @@ def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str |
         found = candidates(root, trust_remote_code=trust_remote_code, construct=True, index=index)
         found = _with_config_blocks(found)
         sites = call_site_table(index, found.traced)   # read here, handed to the child (NOTE [one project index])
+        steps = step_plans(index, found.traced)         # the training script's step, read here too
         return found, replace(config, models=tuple(ModelConfig(target=t, mode=mode or "train", call_sites=sites
-                                                               if t.startswith("repo:") else ())
+                                                               if t.startswith("repo:") else (), step=steps.get(t))
                                                    for t in found.traced))
     found = _with_config_blocks(found)
     models = tuple(ModelConfig(target=t, mode="inference" if t.startswith("pt2:") else (mode or "train"),

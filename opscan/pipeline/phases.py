@@ -186,6 +186,8 @@ def tracer_options(model: ModelConfig, root: Path | None, profile: DeviceProfile
         options["gpu_only"] = cuda_only_packages()
     if model.call_sites:   # read in this process (NOTE [one project index]): the child does not read them again
         options["call_sites"] = model.call_sites
+    if model.step is not None:   # the training script's step, read in this process (opscan/targets/train_step.py)
+        options["step"] = model.step
     return {**options, **extra}
 
 
@@ -195,6 +197,21 @@ def cuda_only_packages() -> tuple[str, ...]:
     from opscan.plan.libraries import shipped
 
     return tuple(sorted({package for library in shipped().libraries for package in library.packages}))
+
+
+def command(entry, root: Path, profile: DeviceProfile | None, limits: Limits | None):
+    """Run a training command (a records.TrainingEntry) for one optimizer step, as `opscan run` runs
+    it, in a child under `limits` (None: in this process): (ModelTrace, notes). NOTE [the training
+    command first] in opscan/pipeline/entry_step.py."""
+    try:
+        from opscan.trace import INSTALL_HINT  # noqa: F401 - torch is installed (the run happens in a child)
+    except TraceError:
+        raise
+    except ImportError as exc:  # torch missing or broken
+        raise MissingDependencyError(f"tracing needs PyTorch, which is not installed ({exc})", "torch") from exc
+    from opscan.pipeline.entry_step import run_command
+
+    return run_command(entry, root, profile, limits)
 
 
 def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None, limits: Limits | None) -> ModelTrace:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from opscan.records.vocabulary import (
     BlockUnit, CATEGORIES, CAVEAT_KINDS, EVIDENCE_KINDS, NoKernel, OP_STATUSES, OP_TASKS, OpStatus, PHASES, SEVERITIES,
-    STATUS, STATUSES, Severity, Status, TASKS, TaskKind, VERDICT_KINDS, VerdictKind, status_of)
+    STATUS, STATUSES, STEP_KINDS, Severity, Status, StepKind, TASKS, TaskKind, VERDICT_KINDS, VerdictKind,
+    status_of)
 from opscan.records.ops import (
     Coverage, DeviceProfile, Evidence, Fallback, OpName, OpSource, OpUsage, Shrink, StandIn)
 from opscan.records.findings import (
@@ -27,19 +28,23 @@ from opscan.records.compile import (
     COMPILE_CAUSES, CompileEstimate, CompileForecast, CompileOption, CompileRegion, CompileStep, CompiledOp, GraphBreak,
     NewSignature, TorchCompile, VaryingOp)
 from opscan.records.trace import (
-    CANDIDATE_KINDS, Discovery, ModelCandidate, ModelTrace, STOP_HINT, containment_line, merge_containment)
+    CANDIDATE_KINDS, ENTRY_KINDS, STEP_PARTS, STOP_HINT, Discovery, ModelCandidate, ModelTrace, Replacement, StepPart,
+    TrainStep, TrainingEntry,
+    containment_line, merge_containment)
 from opscan.records.report import (
     Blockers, Checked, Draft, EffortTotal, JudgedOps, NotChecked, NothingToCheck, OpCaveat, OpNote, Report, SourceCheck,
-    Task, Verdict)
+    Step, Task, Verdict)
 
 __all__ = [
     "BaselineStatus", "BlockUnit", "Blockers", "CANDIDATE_KINDS", "CATEGORIES", "CAVEAT_KINDS", "COMPILE_CAUSES",
     "Checked", "CompileEstimate", "CompileForecast", "CompileOption", "CompileRegion", "CompileStep", "CompiledOp",
-    "Coverage", "DeviceProfile", "Discovery", "Draft", "EVIDENCE_KINDS", "EffortTotal", "Evidence", "Fallback",
+    "Coverage", "DeviceProfile", "Discovery", "Draft", "ENTRY_KINDS", "EVIDENCE_KINDS", "EffortTotal", "Evidence",
+    "Fallback",
     "Finding", "FunctionSpan", "GraphBreak", "ImportBinding", "JudgedOps", "KERNEL_SOURCE_KINDS", "KernelSource",
     "LibraryUse", "Location", "ModelCandidate", "ModelTrace", "NewSignature", "NoKernel", "NotChecked",
     "NothingToCheck", "OP_STATUSES", "OP_TASKS", "OpCaveat", "OpName", "OpNote", "OpSource", "OpStatus", "OpUsage",
-    "PHASES", "Report", "RuleInfo", "SEVERITIES", "STATUS", "STATUSES", "STOP_HINT", "ScanFacts", "Severity", "Shrink",
-    "SourceCheck", "StandIn", "Status", "TASKS", "Task", "TaskKind", "TorchCompile", "VERDICT_KINDS", "VaryingOp",
+    "PHASES", "Replacement", "Report", "RuleInfo", "SEVERITIES", "STATUS", "STATUSES", "STOP_HINT", "ScanFacts",
+    "Severity", "Shrink", "STEP_KINDS", "STEP_PARTS", "SourceCheck", "StandIn", "Status", "Step", "StepKind",
+    "StepPart", "TASKS", "Task", "TaskKind", "TorchCompile", "TrainStep", "TrainingEntry", "VERDICT_KINDS", "VaryingOp",
     "Verdict", "VerdictKind", "containment_line", "is_kernel_work", "merge_containment", "status_of",
 ]

@@ -10,8 +10,8 @@ from typing import Literal
 from opscan.records.compile import CompileEstimate, TorchCompile
 from opscan.records.findings import BaselineStatus, Finding, Location, RuleInfo
 from opscan.records.ops import Coverage, Evidence, Fallback, OpSource
-from opscan.records.trace import Discovery, ModelTrace, merge_containment
-from opscan.records.vocabulary import Status, TaskKind, VerdictKind
+from opscan.records.trace import Discovery, ModelTrace, TrainingEntry, merge_containment
+from opscan.records.vocabulary import Status, StepKind, TaskKind, VerdictKind
 
 
 @dataclass(frozen=True)
@@ -164,6 +164,21 @@ class JudgedOps:
 
 
 @dataclass(frozen=True)
+class Step:
+    """The training step a verdict answered for (NOTE [the step answered for] in opscan/assess/step.py):
+    the project's own (its training command, run) or opscan's stand-in around a model it built."""
+
+    kind: StepKind                       # one of STEP_KINDS
+    text: str                            # the sentence every format shows: "the training step of `python train.py`"
+    command: str = ""                    # the command whose step was traced ("" for a stand-in)
+    why: str = ""                        # a stand-in: why the project's own step was not traced
+    accepted: bool = False               # a stand-in the configuration says is right (`stand-in-step = "accept"`)
+
+    def __post_init__(self) -> None:   # NOTE [typed vocabularies]
+        object.__setattr__(self, "kind", StepKind(self.kind))
+
+
+@dataclass(frozen=True)
 class Verdict:
     """The one-line answer of a run, computed once by the analysis (opscan/assess/verdict.py)."""
 
@@ -180,6 +195,7 @@ class Verdict:
     ops: JudgedOps = field(default_factory=JudgedOps)   # the traced ops by status, as judged
     source_only: bool = False            # the run asked for the source alone (--no-trace, `opscan scan`,
                                          # the hook): `--fail-on not-ready` judges its source verdict
+    step: Step | None = None             # the step the ops come from (None: no step is judged, as in the zoo)
 
     def __post_init__(self) -> None:   # NOTE [typed vocabularies]
         object.__setattr__(self, "kind", VerdictKind(self.kind))
@@ -239,6 +255,8 @@ class Draft:
     remedy: str = ""                     # the one remedy line for models that missed modules not
                                          # installed here (the manifest found, --allow-unchecked); "" = none
     source_only: bool = False            # the run asked for the source alone (no trace was asked for)
+    step: Step | None = None             # the step the traces answer for (None: not judged, as in the zoo)
+    entries: tuple[TrainingEntry, ...] = ()   # the training commands found, best first (the one run first)
 
 
 @dataclass(frozen=True)
@@ -267,6 +285,7 @@ class Report:
     torch_compile: TorchCompile | None = None   # torch.compile under TorchNeuron's rules (None: none met)
     # compile seconds from the user's assumption (None: nothing counted)
     compile_estimate: CompileEstimate | None = None
+    entries: tuple[TrainingEntry, ...] = ()   # the training commands found by reading, best first
 
     @property
     def containment(self) -> tuple[tuple[str, str], ...]:

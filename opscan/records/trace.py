@@ -9,6 +9,65 @@ from dataclasses import dataclass
 from opscan.records.compile import CompileForecast, CompileRegion
 from opscan.records.ops import OpUsage, Shrink, StandIn
 
+STEP_PARTS = ("loss", "optimizer", "amp", "clip")   # the parts of a training step, in the order they run
+
+
+@dataclass(frozen=True)
+class StepPart:
+    """One part of a training step: what it is and where it was read (NOTE [the step read from the
+    training script] in opscan/targets/train_step.py)."""
+
+    part: str              # one of STEP_PARTS
+    name: str              # "cross_entropy", "AdamW", "bfloat16", "clip_grad_norm_"; "sum of the outputs" (stand-in)
+    detail: str = ""       # "fused", "foreach", "max_norm=1.0", "GradScaler", or what was assumed and why
+    source: str = ""       # "train.py:42" where the script constructs it; "" = opscan's stand-in
+    applied: bool = True   # False: read from the script but not traced (detail says why)
+
+    @property
+    def words(self) -> str:
+        """"AdamW (fused) from train.py:42", "sum of the outputs (opscan's stand-in)"."""
+        said = f"{self.name} ({self.detail})" if self.detail else self.name
+        where = f" from {self.source}" if self.source else " (opscan's stand-in)"
+        return said + where + ("" if self.applied else ", not traced")
+
+
+@dataclass(frozen=True)
+class TrainStep:
+    """The training step a train-mode trace ran: its parts with where each came from. `script` is the
+    training script they were read from ("" when none was: every part is opscan's stand-in). Built
+    in the parent as the plan (opscan/targets/train_step.py) and returned by the child as what ran."""
+
+    script: str = ""
+    parts: tuple[StepPart, ...] = ()
+    backward: str = ""     # where the script calls `.backward()` ("train.py:27"; "" when not read)
+
+    def part(self, name: str) -> StepPart | None:
+        return next((p for p in self.parts if p.part == name), None)
+
+    @property
+    def own(self) -> bool:
+        """True when the loss and the optimizer traced are the training script's (no stand-in among them)."""
+        loss, optimizer = self.part("loss"), self.part("optimizer")
+        return bool(self.script) and loss is not None and bool(loss.source) \
+            and optimizer is not None and bool(optimizer.source) and optimizer.applied
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """Data or weights a run stood in for (opscan/trace/run/stand_ins.py): what, as the report names
+    it ("CIFAR10: 64 synthetic 3x32x32 uint8 images, 10 classes"), and the script line that asked."""
+
+    kind: str                            # "data" | "pretrained"
+    subject: str                         # what was asked for: "CIFAR10", "torch.hub.load", "data/train.bin"
+    detail: str                          # what answered instead, one line
+    path: str = ""                       # the line of the project's code that asked (relative), "" unknown
+    line: int = 0
+
+    def describe(self) -> str:
+        """"CIFAR10: 64 synthetic ... (train.py:12)": one line of the report."""
+        where = f" ({self.path}:{self.line})" if self.path else ""
+        return f"{self.subject}: {self.detail}{where}"
+
 
 @dataclass(frozen=True)
 class ModelTrace:
@@ -40,6 +99,11 @@ class ModelTrace:
     built_by: str = ""
     containment: tuple[tuple[str, str], ...] = ()
     steps: int | None = None             # `opscan run`: optimizer steps the script took (None: not a run)
+    step: TrainStep | None = None        # the parts of the train step traced and their sources (None: not traced
+                                         # by the model path in train mode, or an older trace)
+    # what a run of the project's training command answered in place of data or weights it could not
+    # or would not read (absent, outside the project, or a download), in the order met (docs/run.md)
+    replaced: tuple[Replacement, ...] = ()
 
     @property
     def stop(self) -> str:
@@ -106,3 +170,33 @@ class Discovery:
     # What the reporters print of it, set by the app (pipeline/analyse.py `_discover`) so they never import discovery:
     config_blocks: tuple[str, ...] = ()          # per candidate, its [[tool.opscan.models]] block (`opscan init`'s)
     factory_hint: str = ""                       # how to write a factory opscan can call (discover.FACTORY_HINT)
+
+
+# Closed vocabulary of where a training command was read (opscan/targets/entry/; docs/check.md).
+ENTRY_KINDS: dict[str, str] = {
+    "given": "given with --entry or the `entry` key of [tool.opscan]",
+    "readme": "a shell block of the README",
+    "docs": "a shell block of a document under docs/ (or another Markdown file)",
+    "shell-script": "a line of a shell script of the project (scripts/train.sh), its variables expanded",
+    "makefile": "a recipe line of a Makefile target",
+    "project-script": "a console script of [project.scripts] in pyproject.toml",
+    "main-step": "a script that steps an optimizer when run: under `if __name__ == \"__main__\":` or at its top level",
+}
+
+
+@dataclass(frozen=True)
+class TrainingEntry:
+    """A command that trains the project, found by reading it (never by running it): the command as a
+    user types it, where it was read and why it ranks where it does (opscan/targets/entry/ranking.py)."""
+
+    command: str                         # "python train.py --config configs/small.yaml"
+    kind: str                            # one of ENTRY_KINDS
+    path: str = ""                       # the file it was read from, relative to the project root
+    line: int = 0
+    cwd: str = ""                        # the folder it runs from, relative to the root ("" = the root)
+    why: str = ""                        # how it ranks: "steps an optimizer (train.py:40)"
+    entry_point: str = ""                # a console script's `module:function` (kind project-script)
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}" if self.line else self.path

@@ -340,6 +340,29 @@ class VerdictKind(StrEnum):
 _VERDICT_ORDER: tuple[VerdictKind, ...] = tuple(VerdictKind)
 
 
+# The step a verdict answered for (records/report.py `Step`; NOTE [the step answered for] in
+# opscan/assess/step.py).
+STEP_KINDS: dict[str, str] = {
+    "project": "the project's own training step: its training command, run for one optimizer step",
+    "stand-in": "opscan's stand-in step around a model it built (output summed, its optimizer): the "
+                "project's loss, optimizer options, AMP and clipping were not traced",
+    "none": "no step was traced",
+}
+
+
+class StepKind(StrEnum):
+    """What step the ops of a verdict come from (STEP_KINDS says each)."""
+
+    PROJECT = "project"
+    STAND_IN = "stand-in"
+    NONE = "none"
+
+    @property
+    def is_own(self) -> bool:
+        """The project's own step: the only one a `ready` may rest on, unless configured otherwise."""
+        return self is StepKind.PROJECT
+
+
 # What a release says an op with no kernel does (its `no_kernel:` eager and compile behaviour;
 # docs/coverage-db.md), as TorchCompile.no_kernel_compile holds it.
 class NoKernel(StrEnum):

@@ -95,7 +95,8 @@ def render(report: Report, out: TextIO) -> None:
     verdict_level = ""
     if judged is not None:   # a caution (warning) unless ready; an error when blocked
         verdict_level = "notice" if judged.kind.is_ready else "error" if judged.kind.blocks else "warning"
-        lines.append(_command(verdict_level, judged.headline + "".join(f"; {d}" for d in judged.details),
+        step = [f"step: {judged.step.text}"] if judged.step is not None else []   # NOTE [the step answered for]
+        lines.append(_command(verdict_level, judged.headline + "".join(f"; {d}" for d in [*step, *judged.details]),
                               title=f"opscan verdict: {judged.kind}"))
     overflow: list[str] = []
     for level, items in annotations(report).items():

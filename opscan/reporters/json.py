@@ -19,7 +19,9 @@ from opscan.records import (
     OpSource,
     OpUsage,
     Report,
+    Step,
     Task,
+    TrainStep,
 )
 
 SCHEMA_VERSION = 2   # 2: `verdict` (kind, headline, details, checked), `summary.sites`, `baseline.new`
@@ -134,7 +136,17 @@ def _trace(trace: ModelTrace) -> dict:
         **({"built_by": trace.built_by} if trace.built_by else {}),
         **({"containment": dict(trace.containment)} if trace.containment else {}),
         **({"steps": trace.steps} if trace.steps is not None else {}),   # `opscan run` only
+        **({"step": _train_step(trace.step)} if trace.step is not None else {}),
+        **({"replaced": [{"kind": r.kind, "subject": r.subject, "detail": r.detail, "path": r.path, "line": r.line}
+                         for r in trace.replaced]} if trace.replaced else {}),   # stand-ins of a run (docs/run.md)
     }
+
+
+def _train_step(step: TrainStep) -> dict:
+    """The training step a train-mode trace ran: its script ("" = none read) and each part with its source."""
+    return {"script": step.script, "own": step.own, "backward": step.backward,
+            "parts": [{"part": p.part, "name": p.name, "detail": p.detail, "source": p.source,
+                       "applied": p.applied} for p in step.parts]}
 
 
 def _task(task: Task) -> dict:
@@ -206,7 +218,8 @@ def to_dict(report: Report) -> dict:
             "checked": {"source": report.verdict.source_checked, "ops": report.verdict.ops_checked},
             "blockers": _blockers(report.verdict.blockers),
             "unchecked": list(report.verdict.unchecked),   # models given but not checked: exit 2
-            "remedy": report.verdict.remedy},   # one line for every cause of missing modules ("" = none)
+            "remedy": report.verdict.remedy,   # one line for every cause of missing modules ("" = none)
+            **({"step": _step(report.verdict.step)} if report.verdict.step is not None else {})},
         "findings": [_finding(f) for f in sorted(report.findings, key=Finding.sort_key)],
         "ops": [_with_cost(_op(usage, models, coverage.get(usage.op)), costs.get(usage.op))
                 for usage, models in merge_ops(report.traces)],
@@ -222,6 +235,7 @@ def to_dict(report: Report) -> dict:
             "stale": list(report.baseline.stale)},
         "summary": summary(report),
         "discovery": None if report.discovery is None else _discovery(report.discovery),
+        **_entries(report),
         "compile": _compile(report),
         **_host_ops(report),
         **_containment(report),
@@ -302,6 +316,20 @@ def _containment(report: Report) -> dict:
         return {}
     parts = dict(report.containment)
     return {"containment": {"held": all(state == "held" for state in parts.values()), "parts": parts}}
+
+
+def _step(step: Step) -> dict:
+    """The step the verdict answered for (NOTE [the step answered for] in opscan/assess/step.py)."""
+    return {"kind": step.kind, "text": step.text, "command": step.command, "why": step.why,
+            "accepted": step.accepted}
+
+
+def _entries(report: Report) -> dict:
+    """The training commands found by reading, best first (the first was run unless a model was configured)."""
+    if not report.entries:
+        return {}
+    return {"entries": [{"command": e.command, "kind": e.kind, "path": e.path, "line": e.line, "cwd": e.cwd,
+                         "why": e.why} for e in report.entries]}
 
 
 def _host_ops(report: Report) -> dict:

@@ -75,6 +75,8 @@ def render(report: Report, out: TextIO) -> None:
         alert = ALERT.get(judged.kind)
         verdict_line = f"**Verdict ({judged.kind}): {judged.headline}**"
         lines += ([f"> [!{alert}]", f"> {verdict_line}"] if alert else [verdict_line]) + [""]
+        if judged.step is not None:   # NOTE [the step answered for]
+            lines += [f"Step: {judged.step.text}.", ""]
         if judged.blockers.count:   # NOTE [blockers] in opscan/assess/verdict.py: the gate's count
             n = judged.blockers.count
             lines += [(f"Blockers: **{n}** ({judged.blockers.describe()}): each fails the default gate "

@@ -95,13 +95,16 @@ def _verdict(report: Report) -> dict:
     if judged is None:
         return {}
     level = {"ready": "note", "blocked": "error"}.get(judged.kind, "warning")
-    text = f"opscan verdict ({judged.kind}): {judged.headline}" + "".join(f"; {d}" for d in judged.details)
+    step = [f"step: {judged.step.text}"] if judged.step is not None else []   # NOTE [the step answered for]
+    text = f"opscan verdict ({judged.kind}): {judged.headline}" + "".join(f"; {d}" for d in [*step, *judged.details])
     return {
         "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": [
             {"level": level, "message": {"text": text}, "descriptor": {"id": f"verdict/{judged.kind}"}}]}],
         "properties": {"verdict": {"kind": judged.kind, "headline": judged.headline,
                                    "details": list(judged.details),
-                                   "checked": {"source": judged.source_checked, "ops": judged.ops_checked}}},
+                                   "checked": {"source": judged.source_checked, "ops": judged.ops_checked},
+                                   **({"step": {"kind": judged.step.kind, "text": judged.step.text}}
+                                      if judged.step is not None else {})}},
     }
 
 

@@ -98,8 +98,10 @@ def code_fingerprint() -> str:
     results of older code even when the version number did not change."""
     here = Path(__file__).resolve().parent
     package = here.parent
-    extra = [package / name for name in ("model.py", "fsutil.py") if (package / name).is_file()]
-    return files_fingerprint([*here.rglob("*.py"), *extra])   # the scan (families/ included) and what it imports
+    extra = [package / name for name in ("fsutil.py",) if (package / name).is_file()]
+    # the scan (families/ included) and what it imports: the index parses and resolves for it, the records
+    return files_fingerprint([*here.rglob("*.py"), *(package / "index").glob("*.py"),
+                              *(package / "records").glob("*.py"), *extra])
 
 
 def rules_salt(rules) -> str:

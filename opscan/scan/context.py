@@ -16,6 +16,7 @@ from opscan.scan import string_contexts as P
 from opscan.scan.matchers import Compiled
 from opscan.index.resolver import Imports, dotted
 from opscan.scan.rules import Rule
+from opscan.scan.trainium import on_trainium
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,9 @@ class FileContext:
         self.env_copies: set[str] = set()       # names bound to a copy of os.environ (strings.py)
         self.collections: dict[str, list] = {}  # module-level tables of device strings (strings.py)
         self.builders: dict[str, str] = {}      # names bound to a JIT op builder (NOTE [op builders])
+        self.dict_names: set[str] = set()       # module-level names bound to a dict literal (dispatch.py)
+        self.member_sources: list[tuple[str, str, int, str]] = []   # (module, name, line, local name) of
+        # `_C`-style member imports (NOTE [members of Python modules] in members.py)
         self.native_classes: dict[str, str] = {}   # imported classes -> their native-library attribute
         self.native_objects: dict[str, str] = {}   # instances of those -> the same (NOTE [native libraries])
 
@@ -132,33 +136,47 @@ class FileContext:
         return segment if segment and len(segment) <= 80 else value
 
     def is_idiom(self, node: ast.IfExp) -> bool:
-        """`"cuda" if torch.cuda.is_available() else "cpu"`: the availability idiom."""
+        """`"cuda" if torch.cuda.is_available() else "cpu"`: the availability idiom (a test whose
+        Trainium answer rests on no CUDA check is not one: NOTE [the branch Trainium takes])."""
         key = id(node)
         if key not in self._idiom:
             found = False
-            if P.is_availability_test(node.test, self.resolve):
+            if P.is_availability_test(node.test, self.resolve) and \
+                    getattr(on_trainium(node.test, self.resolve), "cuda", True):
                 values = P.string_values(node.body, self.is_idiom) + P.string_values(node.orelse, self.is_idiom)
                 found = any(regex.search(v) for regex, _ in self.c.strings.get("availability-idiom", ())
                             for _, v in values)
             self._idiom[key] = found
         return self._idiom[key]
 
-    def device(self, context: str, expr: ast.AST | None, guarded: bool) -> None:
+    def branches(self, expr: ast.AST, guarded: bool) -> list[tuple[ast.AST, bool]]:
+        """The parts of `expr` that run on Trainium, each with whether it is guarded: a conditional
+        whose test has a Trainium answer gives its taken branch (and its CUDA branch, guarded, when
+        the answer rests on a CUDA check); NOTE [the branch Trainium takes] (scan/trainium.py)."""
+        if isinstance(expr, ast.IfExp) and not self.is_idiom(expr):
+            branch = on_trainium(expr.test, self.resolve)
+            if branch is not None:
+                taken, dead = (expr.body, expr.orelse) if branch.value else (expr.orelse, expr.body)
+                return self.branches(taken, guarded) + (self.branches(dead, True) if branch.cuda else [])
+        return [(expr, guarded)]
+
+    def device(self, context: str, expr: ast.AST | None, guarded: bool, name: str = "") -> None:
         """Apply the device-string matchers of `context` to an expression in a device position."""
         if expr is None:
             return
         if isinstance(expr, ast.Name) and expr.id in self.constants and self.imports.alias.get(expr.id) is None:
             for const in self.constants[expr.id]:
                 const.used = True
-        values = P.string_values(expr, self.is_idiom)
         own = self.own_paths()
-        if own:   # NOTE [another accelerator's own path]
-            values = [(node, value) for node, value in values if value.split(":", 1)[0] not in own]
-        if isinstance(expr, ast.IfExp) and not guarded and P.is_guard(expr.test, self.resolve):
-            # `"cuda" if is_cuda_available() else "cpu"`-like choices: the strings are guarded
-            self.strings(context, values, True)
-        else:
-            self.strings(context, values, guarded)
+        for part, g in self.branches(expr, guarded):
+            values = P.string_values(part, self.is_idiom)
+            if own:   # NOTE [another accelerator's own path]
+                values = [(node, value) for node, value in values if value.split(":", 1)[0] not in own]
+            if isinstance(part, ast.IfExp) and not g and P.is_guard(part.test, self.resolve):
+                # `"cuda" if is_cuda_available() else "cpu"`-like choices: the strings are guarded
+                self.strings(context, values, True, name)
+            else:
+                self.strings(context, values, g, name)
 
     def own_paths(self) -> set[str]:
         """The other accelerators whose own code path is being visited: tested by an enclosing `if`

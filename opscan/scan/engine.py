@@ -18,7 +18,7 @@ from opscan.fsutil import UnreadableFile, read_source_bytes
 from opscan.index import ProjectIndex
 from opscan.index import parse as parse_source
 from opscan.records import Finding, Location, ScanFacts
-from opscan.scan import native
+from opscan.scan import demos, members, native
 from opscan.scan.facts import decode_facts, encode_facts, file_facts, merge
 from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, discover, manifest_kind
 from opscan.scan.matchers import from_import_names
@@ -64,6 +64,10 @@ class FileResult:
     imports: tuple[str, ...] = ()   # dotted names it imports from the scanned tree's own packages
     facts: ScanFacts = ScanFacts()  # NOTE [scan facts] (facts.py)
     parsed: bool = True             # False: skipped by the pre-check (NOTE [pre-check])
+    demos: tuple[tuple[int, int], ...] = ()   # its `if __name__ == "__main__":` blocks (NOTE [demo blocks])
+    modules: tuple[str, ...] = ()   # the dotted names its imports name (demos.imported_modules)
+    members: tuple[tuple[str, str, int, str], ...] = ()   # (module, name, line, local) of its `_C`-style imports
+    # (NOTE [members of Python modules] in members.py)
 
 
 @dataclass(frozen=True)
@@ -289,7 +293,7 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
         # skipped (NOTE [pre-check]): only the line count is needed, not the lines themselves
         count = text.count("\n") + (not text.endswith("\n"))
         return replace(_Builder(relpath, [], suppressions(text)).result(), lines=count, parsed=False,
-                       imports=from_import_names(text))
+                       imports=from_import_names(text), modules=demos.imported_modules(text, relpath))
     lines = _split_lines(text) if where is None else text.split("\n")
     builder = _Builder(relpath, lines, suppressions(text), where)
     if blank:
@@ -324,7 +328,8 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
         _input(builder, rules, "unreadable", value=f"cannot parse: {exc}")
         return builder.result()
     if not relevant:   # not walked, but its own-package imports may name a wrapper (NOTE [wrappers across files])
-        return replace(builder.result(), imports=own_imports(tree, relpath, project.packages))
+        return replace(builder.result(), imports=own_imports(tree, relpath, project.packages),
+                       modules=demos.imported_modules(text, relpath))
     limit = sys.getrecursionlimit()
     try:
         # Deeply nested expressions (long `a + b + ...` chains) recurse once per level; Python
@@ -350,7 +355,8 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
         _input(builder, rules, "internal-error", line=line, value=f"{what}: {detail}")
     facts = file_facts(builder.relpath, tree, visitor.bindings, hits, where)
     return replace(builder.result(), exports=visitor.exports(), imports=tuple(sorted(set(visitor.own_imports))),
-                   facts=facts)
+                   facts=facts, demos=demos.blocks(tree) if where is None else (),
+                   modules=demos.imported_modules(text, relpath), members=tuple(sorted(set(visitor.member_sources))))
 
 
 # NOTE [wrappers across files]
@@ -533,6 +539,9 @@ def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, che
     project = project_from_files(data, local_packages("", False, data))
     results = _second_pass([scan_source(rel, blob, rules, project, precheck, deps) for rel, blob in data.items()],
                            project, rules, data.__getitem__, precheck, deps=deps)
+    results = demos.apply(results, lambda: [(rel, blob) for rel, blob in data.items() if demos.is_script_doc(rel)],
+                          lambda: [])
+    results = members.python_members(results, rules, data.__contains__)
     return mark_fixable(_collect(_dedupe_locks(results), check_fixes), rules)
 
 
@@ -673,6 +682,10 @@ def scan_paths(root: Path | str, paths=None, rules: RuleSet | None = None, exclu
                                                   read=functools.partial(_read, index))]
     results = _second_pass(results, project, rules, functools.partial(_read, index), precheck, cache, deps,
                            index.scan_parse)
+    scanned = {r.path for r in results}
+    others = functools.partial(demos.project_files, index, lambda rel: rel.endswith(".py") and rel not in scanned)
+    results = demos.apply(results, functools.partial(demos.project_files, index, demos.is_script_doc), others)
+    results = members.python_members(results, rules, lambda rel: (root / rel).is_file())
     result = mark_fixable(_collect(_dedupe_locks(results), check_fixes, probe), rules)
     from opscan.scan.includes import missing_includes   # a `-r` file that is not there (scan/includes.py)
 
@@ -710,6 +723,8 @@ def encode_result(result: FileResult) -> dict:
         "suppressions": [[s.line, list(s.codes), list(s.used)] for s in result.suppressions],
         "exports": list(result.exports), "imports": list(result.imports),
         "facts": encode_facts(result.facts), "parsed": result.parsed,
+        "demos": [list(span) for span in result.demos], "modules": list(result.modules),
+        "members": [list(member) for member in result.members],
     }
 
 
@@ -724,5 +739,7 @@ def decode_result(data: dict) -> FileResult:
         data["path"], findings, tuple(tuple(r) for r in data["requires"]),
         tuple(Suppression(data["path"], s[0], tuple(s[1]), tuple(s[2])) for s in data["suppressions"]),
         data["scanned"], data["lines"], tuple(data.get("exports", ())), tuple(data.get("imports", ())),
-        decode_facts(data.get("facts")), data.get("parsed", True))
+        decode_facts(data.get("facts")), data.get("parsed", True),
+        tuple((int(a), int(b)) for a, b in data.get("demos", ())), tuple(data.get("modules", ())),
+        tuple((str(a), str(b), int(c), str(d)) for a, b, c, d in data.get("members", ())))
 

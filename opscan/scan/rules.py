@@ -46,6 +46,8 @@ CONTEXTS = {
     "backend-compare": "a comparison with a backend value: `backend == \"nccl\"`, `dist.get_backend() == \"nccl\"`",
     "env-var": "an environment-variable name read or written: os.environ[...], os.getenv(...), "
                "os.environ.get/setdefault/pop(...), env= dicts",
+    "env-default": "the default of an environment lookup: os.environ.get(NAME, DEFAULT), os.getenv(NAME, DEFAULT), "
+                   "os.environ.setdefault(NAME, DEFAULT): what runs when the variable is not set",
     "device-return": "a value returned by a function whose name says it gives a device "
                      "(`def infer_device(): return \"cuda\"`)",
     "device-compare": "a device-type test that selects code: `x.device.type == \"cuda\"`, "

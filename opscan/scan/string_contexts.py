@@ -30,6 +30,23 @@ DEVICE_ARG_CALLS: dict[str, int] = {
     "torch.cuda.set_rng_state": 1,      # set_rng_state(state, "cuda"): the device is the second argument
     "torch.cuda.get_rng_state": 0,
 }
+# NOTE [disabled autocast]: `torch.autocast("cuda", enabled=False)` (or the decorator) turns CUDA's
+# autocast off for a region. It runs without error where CUDA is absent, but it switches off CUDA's
+# autocast only: under a `neuron` autocast the region stays in lower precision. Its device string
+# is therefore a warning (numerics differ), not an error: the strings get the match name
+# AUTOCAST_DISABLED, whose `fixes` entry in rules/hardcoded-cuda-device.yaml sets the severity.
+AUTOCAST_CALLS = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"})
+AUTOCAST_DISABLED = "#autocast-disabled"
+
+
+def disables_autocast(call: ast.Call) -> bool:
+    """`enabled=False` (keyword, or the third positional argument of `autocast(device, dtype, enabled)`)."""
+    value = keyword_value(call, "enabled")
+    if value is None and len(call.args) >= 3 and not any(isinstance(a, ast.Starred) for a in call.args[:3]):
+        value = call.args[2]
+    return isinstance(value, ast.Constant) and value.value is False
+
+
 # Functions of an accelerator's namespace take a device first (`torch.cuda.get_device_properties("cuda")`,
 # `torch.xpu.set_device("xpu:0")`): a string there is a device.
 ACCELERATOR_CALL = re.compile(r"^torch\.(?:cuda|xpu|mps|npu|mtia|hpu|accelerator|neuron)\.[a-z_]+$")
@@ -82,6 +99,8 @@ BACKEND_CALL_NAMES = ("get_backend", "get_default_backend_for_device")
 ENV_ARG_CALLS = {"os.getenv", "os.putenv", "os.unsetenv", "os.environ.get", "os.environ.setdefault",
                  "os.environ.pop", "os.environ.__getitem__", "os.environ.__setitem__", "os.getenvb"}
 ENV_ARG_METHODS = {"setenv", "delenv"}        # pytest monkeypatch
+# Environment lookups with a default (argument 1, or `default=`): the value when the variable is unset.
+ENV_DEFAULT_CALLS = {"os.getenv", "os.environ.get", "os.environ.setdefault"}
 ENV_MAPPING = "os.environ"
 ENV_DICT_CALLS = {"os.environ.update"}
 # CUDA/NCCL variables in the lower case a launcher upper-cases (`env["nccl_p2p_disable"] = "1"`, then

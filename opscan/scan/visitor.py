@@ -25,6 +25,7 @@ from opscan.scan.families.kernels import exports as _exports
 from opscan.scan.matchers import IMPORT_STATEMENT
 from opscan.index.resolver import Imports
 from opscan.scan.rules import Rule
+from opscan.scan.trainium import on_trainium
 
 __all__ = ["Hit", "Visitor", "own_imports"]
 
@@ -103,8 +104,11 @@ class Visitor(FileContext):
                 self.imports.add(stmt)
             elif isinstance(stmt, ast.If):
                 g = guarded or P.is_guard(stmt.test, self.resolve)
-                self._prepass(stmt.body, g)
-                self._prepass(stmt.orelse, g)
+                body_g, else_g = self._branch_guards(stmt.test, guarded, g)
+                if body_g is not None:
+                    self._prepass(stmt.body, body_g)
+                if else_g is not None:
+                    self._prepass(stmt.orelse, else_g)
                 continue
             elif isinstance(stmt, ast.Try):
                 self._prepass(stmt.body, guarded or P.catches_import_error(stmt))
@@ -143,6 +147,11 @@ class Visitor(FileContext):
             self._body(node, g)
 
     def _body(self, node: ast.AST, g: bool, skip: set[int] | frozenset = frozenset()) -> None:
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body:
+            dead = self._dead_rest(body)
+            if dead:
+                skip = set(skip) | dead
         for child in ast.iter_child_nodes(node):
             if id(child) in skip:
                 continue
@@ -155,7 +164,10 @@ class Visitor(FileContext):
             self.visit(child, g)
 
     def _stmts(self, stmts: list[ast.stmt], g: bool) -> None:
+        dead = self._dead_rest(stmts)
         for child in stmts:
+            if id(child) in dead:
+                break
             if self._is_hot(child):
                 self._statement(child, g)
                 if not g and isinstance(child, ast.If) and P.guards_the_rest(child, self.resolve):
@@ -167,6 +179,28 @@ class Visitor(FileContext):
             self.visit(node, g)
         except (Exception, RecursionError) as exc:  # noqa: BLE001 - NOTE [one rule, one file]
             self.failures.append((node.lineno, _failing_rule(exc), exc))
+
+    def _branch_guards(self, test: ast.AST, g: bool, guard: bool) -> tuple[bool | None, bool | None]:
+        """How the body and the else of an `if` on `test` are walked: guarded or not, or None when
+        not at all (NOTE [the branch Trainium takes] in trainium.py); `guard`: today's judgement,
+        kept when the test has no Trainium answer."""
+        branch = on_trainium(test, self.resolve)
+        if branch is None:
+            return guard, guard
+        dead = True if branch.cuda else None
+        return (g, dead) if branch.value else (dead, g)
+
+    def _dead_rest(self, stmts: list[ast.stmt]) -> set[int]:
+        """The statements after `if hasattr(torch, "accelerator"): return ...` (a test Trainium
+        answers True without a CUDA check, whose block ends in return / continue / break): they
+        never run there (NOTE [the branch Trainium takes])."""
+        for i, stmt in enumerate(stmts[:-1]):
+            if isinstance(stmt, ast.If) and not stmt.orelse and stmt.body \
+                    and isinstance(stmt.body[-1], (ast.Return, ast.Continue, ast.Break)):
+                branch = on_trainium(stmt.test, self.resolve)
+                if branch is not None and branch.value and not branch.cuda:
+                    return {id(rest) for rest in stmts[i + 1:]}
+        return set()
 
     def _checked(self, node: ast.AST, g: bool) -> None:
         """A node the walk has no special order for: its checks, then its children."""
@@ -212,9 +246,14 @@ class Visitor(FileContext):
         for check in _CHECKS.get(type(node), ()):
             check(self, node, g)
         guard = g or P.is_guard(node.test, self.resolve)
-        self._visit_test(node.test, g, ("", "chooses between two values"))
-        self.visit(node.body, guard)
-        self.visit(node.orelse, guard)
+        # the conditional's branches are what its availability check guards (NOTE [guards that protect CUDA-only code])
+        self._visit_test(node.test, g, ("", "chooses between two values"),
+                         self._spanning(self.guarding, (node.lineno, node.end_lineno or node.lineno)))
+        body_g, else_g = (guard, guard) if self.is_idiom(node) else self._branch_guards(node.test, g, guard)
+        if body_g is not None:
+            self.visit(node.body, body_g)
+        if else_g is not None:
+            self.visit(node.orelse, else_g)
 
     def v_boolop(self, node: ast.BoolOp, g: bool) -> None:
         """`torch.cuda.is_available() and torch.cuda.is_bf16_supported()`: what follows a device
@@ -222,10 +261,19 @@ class Visitor(FileContext):
         [short-circuit guards] in string_contexts.py)."""
         for check in _CHECKS.get(type(node), ()):
             check(self, node, g)
-        for value in node.values:
-            self.visit(value, g)
-            if not g and P.is_guard(value, self.resolve):
-                g = True
+        saved = self.guarding
+        try:
+            for i, value in enumerate(node.values):
+                rest = node.values[i + 1:]
+                if rest:   # what follows a check is what it guards (NOTE [guards that protect CUDA-only code])
+                    self.guarding = self._spanning(saved, (rest[0].lineno, rest[-1].end_lineno or rest[-1].lineno))
+                else:
+                    self.guarding = saved
+                self.visit(value, g)
+                if not g and P.is_guard(value, self.resolve):
+                    g = True
+        finally:
+            self.guarding = saved
 
     def v_if(self, node, g: bool) -> None:
         guard = g or P.is_guard(node.test, self.resolve)
@@ -242,12 +290,20 @@ class Visitor(FileContext):
         for check in _CHECKS.get(type(node), ()):
             check(self, node, g)
         self._visit_test(node.test, g, test, body)
+        body_g, else_g = self._branch_guards(node.test, g, guard) if isinstance(node, ast.If) else (guard, guard)
         self.paths.append(P.own_paths(node.test, self.resolve))   # NOTE [another accelerator's own path]
         try:
-            self._stmts(node.body, guard)
+            if body_g is not None:
+                self._stmts(node.body, body_g)
         finally:
             self.paths.pop()
-        self._stmts(node.orelse, guard)
+        if else_g is not None:
+            self._stmts(node.orelse, else_g)
+
+    @staticmethod
+    def _spanning(outer: tuple[int, int] | None, lines: tuple[int, int]) -> tuple[int, int]:
+        """The lines a check guards: `lines`, widened to the enclosing test's block when there is one."""
+        return lines if outer is None else (min(outer[0], lines[0]), max(outer[1], lines[1]))
 
     def _visit_test(self, test: ast.AST, g: bool, what: tuple[str, str],
                     guarding: tuple[int, int] | None = None) -> None:

@@ -17,7 +17,11 @@ Public API:
     read_config(path) -> FolderConfig                       # folders.py: kind "hf-folder" | "timm-folder" | ""
 Module map: folders (config.json) ; loader (target string -> spec.Built -> opscan.trace.tracer)
 -> empty (empty weights), hf/ (builder, inputs, layouts, architectures, shapes; repair,
-upstream, defaults for the zoo's default configs) ; export (pt2: loading).
+upstream, defaults for the zoo's default configs) ; export (pt2: loading). A repository with no
+configuration: discovery -> recipes, registries, hubconf, repo_tests, train_scripts (the training
+scripts: what they build, factories picked by name, the step plans) and train_step (the step a
+script constructs), all read statically in the parent; repository -> construct, config_files (configs
+from the repository's config files), shrinking (retry unshrunk), in the contained child.
 """
 
 from __future__ import annotations

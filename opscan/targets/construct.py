@@ -22,7 +22,7 @@ from pathlib import Path
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.targets import factories, shipped
+from opscan.targets import config_files, factories, shipped, shrinking
 from opscan.targets.recipes import CONFIG_ARG, named_value  # config-like names; small values by name
 
 LAYER_NAMES = {"depth", "n_layer", "n_layers", "num_layers", "nlayers", "num_hidden_layers", "num_blocks",
@@ -32,8 +32,9 @@ VARIANT_ARG = re.compile(r"^(name|model_name|variant|arch|model_type|size|config
 SMALL = ("nano", "tiny", "mini", "small", "xs", "s", "base", "gpt2", "124m", "t", "b")
 
 
-def arguments(fn, module, folder: Path | None) -> tuple[dict, list[str]]:
-    """(kwargs for `fn`, how each was filled); TargetError naming the argument that could not be."""
+def arguments(fn, module, folder: Path | None, root: Path | None = None) -> tuple[dict, list[str]]:
+    """(kwargs for `fn`, how each was filled); TargetError naming the argument that could not be.
+    `root`: the repository, whose config files may hold a config argument (config_files.py)."""
     kwargs, how = {}, []
     given = sibling_defaults(fn, module)   # NOTE [arguments from a defaults function] in factories.py
     if given is not None:
@@ -50,10 +51,16 @@ def arguments(fn, module, folder: Path | None) -> tuple[dict, list[str]]:
             kwargs[name] = value
             how.append(words)
             continue
+        annotated = _annotation_class(_own_nested(fn, param.annotation), module)
+        found = config_files.value_for(fn, name, root) if annotated is None else None
+        if found is not None:   # NOTE [configs from the repository's config files] in config_files.py
+            kwargs[name], words = found
+            how.append(words)
+            continue
         try:
             value, words = fill(name, _own_nested(fn, param.annotation), module, folder)
         except TargetError:
-            table = shipped_arguments(fn, folder)
+            table = shipped_arguments(fn, folder, root)
             if table is None:
                 raise
             return {**{k: v for k, v in kwargs.items() if v is False}, **table[0]}, [table[1]]
@@ -62,19 +69,26 @@ def arguments(fn, module, folder: Path | None) -> tuple[dict, list[str]]:
     return kwargs, how
 
 
-def shipped_arguments(cls, folder: Path | None) -> tuple[dict, str] | None:
+def shipped_arguments(cls, folder: Path | None, root: Path | None = None) -> tuple[dict, str] | None:
     """(kwargs, words) for a model class's required constructor arguments from a table of a config
-    file beside its code (NOTE [constructor arguments from a shipped file] in shipped.py), else None."""
+    file beside its code (NOTE [constructor arguments from a shipped file] in shipped.py), else of any
+    config file of the repository `root` (config_files.covering), else None."""
     if not inspect.isclass(cls):
         return None
     names = dict(parameters(cls))
     required = {n for n, p in names.items() if p.default is inspect.Parameter.empty}
     found = shipped.covering(folder, required, order=lambda p: (_size_rank(p.stem), p.as_posix()))
+    place = "a config file beside it"
+    if found is None:
+        found = config_files.covering(root, required)
+        place = f"a config file of the repository ({config_files.WORDS} it takes by name)"
     if found is None:
         return None
     table, where = found
-    cut = shipped.shrink_counts(table)
-    words = f"{cls.__name__}(**{where}): constructor arguments from a config file beside it"
+    cut = shipped.shrink_counts(table) if shrinking.enabled() else []
+    for words in cut:
+        shrinking.noted(words)
+    words = f"{cls.__name__}(**{where}): constructor arguments from {place}"
     return {k: v for k, v in table.items() if k in names}, words + (f" ({', '.join(cut)})" if cut else "")
 
 
@@ -503,7 +517,10 @@ _REGISTRY = re.compile(r"(config|configs|registry|models|variants|archs|name_to\
 
 
 def shrink(config):
-    """`--layers`-style shrinking: layer counts above 2 become 2 (attributes or dict keys)."""
+    """`--layers`-style shrinking: layer counts above 2 become 2 (attributes or dict keys); each cut
+    noted (opscan/targets/shrinking.py); nothing is cut under `shrinking.off()`."""
+    if not shrinking.enabled():
+        return config
     items = list(config.items()) if isinstance(config, dict) else \
         [(f.name, getattr(config, f.name, None)) for f in dataclasses.fields(config)] \
         if dataclasses.is_dataclass(config) and not isinstance(config, type) \
@@ -512,14 +529,17 @@ def shrink(config):
         if key in LAYER_NAMES and isinstance(value, list) and len(value) > 2 and len({type(v) for v in value}) == 1:
             try:
                 _set(config, key, value[:2])   # a list of per-layer configs (torchtitan's `layers`)
+                shrinking.noted(f"{key}: {len(value)} -> 2")
             except Exception:  # noqa: BLE001, S110 - a frozen config stays as it is
                 pass
         if key in LAYER_NAMES and isinstance(value, int) and not isinstance(value, bool) and value > 2:
             if isinstance(config, dict):
                 config[key] = 2
+                shrinking.noted(f"{key} {value} -> 2")
             else:
                 try:
                     object.__setattr__(config, key, 2)
+                    shrinking.noted(f"{key} {value} -> 2")
                 except Exception:  # noqa: BLE001 - a frozen or validating config stays as it is
                     pass
     return config
@@ -556,8 +576,11 @@ def retries(kwargs: dict, chosen: set[str], message: str):
 
 def cut_repeats(model: nn.Module, keep: int = 2) -> int:
     """`--layers`-style shrinking of a built model: each ModuleList / ModuleDict of more than `keep`
-    blocks of one type is cut to its first `keep` (NOTE [cutting repeated blocks]); how many were cut."""
+    blocks of one type is cut to its first `keep` (NOTE [cutting repeated blocks]); how many were cut
+    (none under `shrinking.off()`)."""
     cut = 0
+    if not shrinking.enabled():
+        return cut
     for sub in list(model.modules()):
         for name, child in list(sub.named_children()):
             if isinstance(child, (nn.ModuleList, nn.ModuleDict)) and len(child) > keep \
@@ -571,6 +594,8 @@ def cut_repeats(model: nn.Module, keep: int = 2) -> int:
                 for attr in ("num_layers", "n_layers", "n_layer", "depth"):
                     if isinstance(getattr(sub, attr, None), int) and getattr(sub, attr) > keep:
                         setattr(sub, attr, keep)
+    if cut:
+        shrinking.noted(f"{cut} repeated blocks cut")
     return cut
 
 

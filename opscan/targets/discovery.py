@@ -31,7 +31,7 @@ from opscan.errors import TargetError
 from opscan.index import MAX_FILES, ProjectIndex
 from opscan.index.resolver import Imports
 from opscan.records import Discovery, ModelCandidate
-from opscan.targets import call_sites, hubconf, registries, repo_tests, shipped
+from opscan.targets import call_sites, hubconf, registries, repo_tests, shipped, train_scripts
 from opscan.targets import factories as factories_
 from opscan.targets import recipes as repo
 from opscan.targets.folders import NO_TRUST_NOTE, TIMM_FOLDER, read_config, remote_code
@@ -184,8 +184,13 @@ def candidates(root: Path, *, trust_remote_code: bool = False, construct: bool =
     ordered = sorted(unique.values(), key=lambda c: (_RANK[c.kind], not c.ready, c.path, c.line, c.target))
     if ways is None:
         return Discovery(candidates=tuple(ordered))
-    built = [ModelCandidate(target=w.target, kind=w.kind, path=w.path, line=w.line, note=w.how)
-             for w in repo.rank(repo_tests.keep(ways)) if w.target not in unique]
+    trained = train_scripts.scripts(index)   # NOTE [candidates the training scripts build]
+    ways = train_scripts.boosted(ways, trained) + train_scripts.by_name(trained, index)
+    built, seen = [], set(unique)
+    for w in repo.rank(repo_tests.keep(ways)):
+        if w.target not in seen:
+            seen.add(w.target)
+            built.append(ModelCandidate(target=w.target, kind=w.kind, path=w.path, line=w.line, note=w.how))
     traced = zero_config_targets(ordered, built)
     return Discovery(candidates=tuple(ordered) + tuple(_with_setup_calls(index, built, traced)), traced=traced)
 
@@ -225,6 +230,12 @@ def call_site_table(index: ProjectIndex, targets: tuple[str, ...]) -> tuple:
     return tuple(sorted(table.items(), key=lambda item: item[0]))
 
 
+def step_plans(index: ProjectIndex, targets: tuple[str, ...]) -> dict:
+    """The training step each `repo:` target's training script constructs (opscan/targets/train_scripts.py
+    `plans`): target -> records.TrainStep, handed to the trace's child as data (ModelConfig.step)."""
+    return train_scripts.plans(index, targets, train_scripts.scripts(index))
+
+
 def _class_names(tree: ast.Module) -> set[str]:
     return {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
 
@@ -238,14 +249,21 @@ def zero_config_targets(found: list[ModelCandidate], built: list[ModelCandidate]
                            or cand.kind == "factory" and _model_factory(cand) and cand.path not in files):
             first.append(cand.target)
             files |= {cand.path} if cand.kind == "factory" else set()
-    rest = []
+    rest, hubs = [], []
     for cand in built:
         if cand.path in files:
             continue
         files.add(cand.path)
-        rest.append(cand.target)
+        (hubs if cand.kind == "hubconf" else rest).append(cand.target)
     helpers = [c.target for c in found if c.ready and c.kind == "factory" and not _model_factory(c)]
-    return tuple((first + rest + helpers)[:MAX_TRIES])
+    return tuple((hubs + first + rest + helpers)[:MAX_TRIES])   # NOTE [hub entries first]
+
+
+# NOTE [hub entries first]
+# A `hubconf.py` entry point is the authors' own way to build their model (torch.hub calls it), so
+# it is tried before anything else: before ready factories, whose number is not bounded (a research
+# repository has many `create_*`/`build_*` functions, each of its own file) and which once used up
+# every one of the MAX_TRIES before the hub entry was reached.
 
 
 _MODEL_WORD = re.compile(r"model|net|gpt|llm|transformer|vit|unet|encoder|decoder|classifier|policy", re.IGNORECASE)

@@ -20,8 +20,9 @@ import torch
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.records import DeviceProfile, ModelTrace
+from opscan.records import DeviceProfile, ModelTrace, TrainStep
 from opscan.targets.empty import build_empty, first_line
+from opscan.targets import shrinking
 from opscan.targets.folders import read_config
 from opscan.trace import tracer
 from opscan.trace.spec import Built, InputPlaceholder, InputSpec
@@ -33,9 +34,11 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
                  batch: int | None = None, seq_len: int | None = None,
                  project_root: str | None = None, fsdp: int | None = None,
                  trust_remote_code: bool = False, gpu_only: tuple[str, ...] = (), steps: int = 1,
-                 call_sites: tuple = ()) -> ModelTrace:
+                 call_sites: tuple = (), step: TrainStep | None = None) -> ModelTrace:
     """Build `target` and trace it on fake tensors: the ops it dispatches (see docs/trace.md).
-    `call_sites`: a `repo:` target's call sites as the parent read them (see `build`).
+    `call_sites`: a `repo:` target's call sites as the parent read them (see `build`). `step`: the
+    training step the project's script constructs (opscan/targets/train_step.py), traced in place
+    of the stand-in parts.
 
     A `pt2:FILE` target is an exported program: loaded and read, never run (opscan/targets/export.py).
     """
@@ -52,12 +55,36 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
         notes.append(built.note)
         return built
 
-    trace = tracer.trace(target, make, mode=mode, device=device, profile=profile, optimizer=optimizer,
-                         optimizer_impl=optimizer_impl, amp=amp, inputs=inputs, project_root=project_root,
-                         fsdp=fsdp, steps=steps)
-    if notes and notes[0]:   # what the builder did beyond building (a repository's setup call)
-        trace = dataclasses.replace(trace, retried="; ".join(n for n in (notes[0], trace.retried) if n))
+    def run() -> ModelTrace:
+        notes.clear()
+        got = tracer.trace(target, make, mode=mode, device=device, profile=profile, optimizer=optimizer,
+                           optimizer_impl=optimizer_impl, amp=amp, inputs=inputs, project_root=project_root,
+                           fsdp=fsdp, steps=steps, step=step)
+        if notes and notes[0]:   # what the builder did beyond building (a repository's setup call)
+            got = dataclasses.replace(got, retried="; ".join(n for n in (notes[0], got.retried) if n))
+        return got
+
+    shrinking.reset()
+    trace = run()
+    cut = shrinking.cuts()
+    if target.startswith("repo:") and not trace.complete and cut and shrinking.enabled():
+        with shrinking.off():   # NOTE [retry unshrunk]
+            retry = run()
+        if retry.complete or len(retry.ops) > len(trace.ops):
+            said = f"built unshrunk (shrunk: {', '.join(cut)}; the step stopped: {trace.stop})"
+            trace = dataclasses.replace(retry, retried="; ".join(n for n in (said, retry.retried) if n))
     return trace
+
+
+# NOTE [retry unshrunk]
+# opscan shrinks what it builds with no configuration (layer counts of a config to 2, repeated blocks
+# of a built model to 2): the ops do not depend on depth, and a shallow model traces fast. Some
+# models do not survive it: a staged model cut to fewer stages feeds its last stage's width to a
+# norm sized for the full width, a constructor asserts its stage list matches its depth. Fake
+# tensors hold no memory, so the full model can be traced too: when a shrunk `repo:` build fails
+# (opscan/targets/repository.py) or its step stops, it is built and traced once more with nothing
+# cut, and that is kept when it builds (or its step gets further). The trace's `retried` says so,
+# naming what was cut and where the shrunk step stopped.
 
 
 def build(target: str, *, batch: int | None, seq_len: int | None, inputs: tuple[InputSpec, ...],

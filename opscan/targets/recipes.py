@@ -322,6 +322,9 @@ def _class_how(name: str, required: set[str], init, configs: dict[str, ast.Class
     if imported:   # defined in another file: how it is built is known only in the child
         return f"{name}({imported}): a config built from its class (a registry variant by from_name, " \
                "its defaults, or fields by name)"
+    if any(CONFIG_ARG.search(r) for r in required):   # NOTE [configs from the repository's config files]
+        return f"{name}({', '.join(sorted(required))}): a config from the repository's config files " \
+               "(YAML, JSON, TOML, get_config()) holding what it reads, else small values chosen by parameter name"
     return f"{name}({', '.join(sorted(required))}): small values chosen by parameter name"
 
 
@@ -410,6 +413,13 @@ def registry_names(tree: ast.Module) -> list[str]:
     return out
 
 
+# NOTE [toy demos]
+# Helper files end with `__main__` demos that build a part with toy sizes (`PositionalEncoding(8)`
+# on an `nn.Embedding(8, 10)`): run to their first model call they trace, and two of them once
+# ended the search (MAIN_MODELS) before the repository's model was tried. A demo ranks with the
+# whole models only in a file named like a model and when it builds a class not named like a part;
+# any other demo ranks below every model class (-200), to be tried when nothing better builds.
+
 def main_recipe(tree: ast.Module, rel: str, classes: set[str]) -> Recipe | None:
     """`repo:FILE#main` when the file's `__main__` block builds one of its classes and calls it."""
     for node in tree.body:
@@ -417,7 +427,8 @@ def main_recipe(tree: ast.Module, rel: str, classes: set[str]) -> Recipe | None:
             body = ast.Module(body=node.body, type_ignores=[])
             built = {ast.unparse(c.func).split(".")[-1] for c in ast.walk(body) if isinstance(c, ast.Call)}
             if built & classes:
-                score = 250 if _MAIN_FILE.search(PurePosixPath(rel).stem) else 100
+                whole = {c for c in built & classes if not (PART_NAME.search(c) and not _MAIN_CLASS.search(c))}
+                score = 250 if _MAIN_FILE.search(PurePosixPath(rel).stem) and whole else -200   # NOTE [toy demos]
                 return Recipe(f"repo:{rel}#main", "main-demo", rel, node.lineno,
                               f"the `__main__` demo of {rel} (line {node.lineno}), stopped at its first model call",
                               score)

@@ -28,10 +28,12 @@ from opscan.errors import TargetError
 from opscan.targets import (
     absent,
     call_sites,
+    config_files,
     construct,
     recipes,
     repo_inputs,
     setup_calls,
+    shrinking,
 )
 from opscan.targets.empty import build_empty, first_line
 from opscan.trace.spec import Built
@@ -60,11 +62,33 @@ def build_repo(target: str, *, batch: int | None, seq_len: int | None, project_r
             where, _, name = spec.rpartition(":")
             if not where or not name:
                 raise TargetError(f"bad target {target!r}: expected repo:FILE:NAME, repo:DOC#N or repo:FILE#main")
-            return _build_named(_path(where, root), name, root, batch, seq_len, target, dict(call_sites))
+            return _unshrunk_if_broken(lambda: _build_named(_path(where, root), name, root, batch, seq_len, target,
+                                                            dict(call_sites)))
     except TargetError:
         raise
     except Exception as exc:  # noqa: BLE001 - user code fails in many ways: one line
         raise TargetError(f"{target}: {type(exc).__name__}: {first_line(exc)}".splitlines()[0][:300]) from None
+
+
+def _unshrunk_if_broken(build) -> Built:
+    """`build()`; when it fails after opscan shrank what it builds, `build()` once more with nothing
+    shrunk (NOTE [retry unshrunk] in opscan/targets/loader.py), and the first error if that fails too."""
+    shrinking.reset()
+    try:
+        return build()
+    except Exception as exc:
+        cut = shrinking.cuts()
+        if not cut or not shrinking.enabled():
+            raise
+        first = exc
+    try:
+        with shrinking.off():
+            built = build()
+    except Exception:  # noqa: BLE001 - the unshrunk build failed too: the shrunk build's error is the reason
+        raise first from None
+    said = f"built unshrunk: shrunk ({', '.join(cut)}) it failed: {type(first).__name__}: {first_line(first)}"
+    built.note = "; ".join(n for n in (said[:300], built.note) if n)
+    return built
 
 
 def _path(where: str, root: Path) -> Path:
@@ -102,6 +126,7 @@ def load(path: Path, root: Path) -> types.ModuleType:
         raise _missing(path, tree, dotted, package_root, root, exc) from None
 
 
+config_files.use_loader(load)   # Python config modules are imported as the model's module is
 MAX_MISSING = 20
 
 
@@ -194,7 +219,7 @@ def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str,
     obj = getattr(module, name, None)
     if obj is None:
         raise TargetError(f"{target}: {path.name} has no {name!r} once loaded")
-    kwargs, how = construct.arguments(obj, module, path.parent)
+    kwargs, how = construct.arguments(obj, module, path.parent, root=root)
     config = next((v for v in kwargs.values() if not isinstance(v, (int, float, str, bool))), kwargs)
     if construct.from_defaults(how):   # a factory's own words (`num_channels`: its width): its image size only
         config = {k: v for k, v in kwargs.items() if k in repo_inputs.IMAGE_NAMES}
@@ -214,6 +239,8 @@ def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str,
         construct.cut_repeats(result)
     config = getattr(result, "config", None) or getattr(result, "cfg", None) or config
     args, extra, note = _inputs(result, config, batch, seq_len, root, read or {})
+    configs = [w for w in how if config_files.WORDS in w]   # configs from the repository's config files
+    note = "; ".join(n for n in ("config " + "; ".join(configs) if configs else "", note) if n)
     return Built(result, args=args, kwargs=extra, description=target, note=note)
 
 
@@ -303,13 +330,29 @@ def _capture(path: Path, block: str, root: Path, target: str) -> Built:
     for entry in (str(root), str(root / "src"), str(path.parent)):
         if entry not in sys.path:
             sys.path.insert(0, entry)
-    cwd = os.getcwd()
+    cwd, argv = os.getcwd(), sys.argv
     try:
         os.chdir(path.parent)
-        return stop_at_model_call(lambda: exec(compile(code, str(path), "exec"), namespace), target,   # noqa: S102
+        sys.argv = [str(path)]   # NOTE [a demo's own argv]
+        return stop_at_model_call(lambda: _exec_code(code, path, namespace), target,
                                   "the example ran to its end without calling a model")
     finally:
         os.chdir(cwd)
+        sys.argv = argv
+
+
+# NOTE [a demo's own argv]
+# A `__main__` demo (or a README block) that parses its command line once read opscan's own
+# arguments (`opscan REPO --format json`) and exited 2 in its parser. It runs with an argv of its
+# own: its file's path alone, so its parser takes its defaults; a demo that still exits (a required
+# option) is the candidate's one-line reason, never an exit of opscan.
+
+def _exec_code(code: ast.Module, path: Path, namespace: dict) -> None:
+    try:
+        exec(compile(code, str(path), "exec"), namespace)   # noqa: S102 - the contained child only
+    except SystemExit as exc:
+        raise TargetError(f"{path.name} exited ({exc.code}) before its model call, run with no "
+                          "command-line arguments (a required option?)") from None
 
 
 def stop_at_model_call(run, target: str, ran_through: str) -> Built:
@@ -363,6 +406,10 @@ def _cuda_is_cpu():
 
     def tto(self, *args, **kwargs):
         args, kwargs = fix(args, kwargs)
+        if self.is_meta:   # NOTE [moves of meta weights]
+            device, dtype, *_ = torch._C._nn._parse_to(*args, **kwargs)
+            if device is not None and device.type != "meta":
+                return tensor_to(self, dtype=dtype) if dtype is not None else self
         return tensor_to(self, *args, **kwargs)
 
     nn.Module.cuda = lambda self, *a, **k: self
@@ -373,6 +420,13 @@ def _cuda_is_cpu():
     finally:
         nn.Module.cuda, torch.Tensor.cuda, nn.Module.to, torch.Tensor.to = saved
 
+
+# NOTE [moves of meta weights]
+# Constructors often move themselves: `self.to(self.device)`, `self.to("cpu")`, `.cuda()` (answered
+# on the CPU, above). While a model is built its Parameters are on `meta` (build_empty), and torch
+# refuses to copy a meta tensor to any real device ("Cannot copy out of meta tensor"), so such a
+# constructor failed. A move of a meta tensor to a real device keeps it on `meta` (a dtype given
+# with it still applies): the trace makes every weight fake on the imitated device anyway.
 
 def _is_cuda(value) -> bool:
     return (isinstance(value, str) and value.startswith("cuda")) or \

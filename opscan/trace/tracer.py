@@ -14,7 +14,9 @@ import torch
 from torch import nn
 
 from opscan.errors import TraceError, UsageError
-from opscan.records import CompileForecast, DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES, Shrink, StandIn
+from opscan.records import (
+    CompileForecast, DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES, STEP_PARTS, Shrink, StandIn, StepPart,
+    TrainStep)
 from opscan.trace import compiled
 from opscan.trace import device as devices
 from opscan.trace import fakes
@@ -25,6 +27,7 @@ from opscan.trace import step as steps
 from opscan.trace.recorder import MAX_SOURCES, LayerShapes, Recorder
 from opscan.trace.sources import SourceFinder
 from opscan.trace.spec import Built, InputSpec, parse_input, placeholder_spec
+from opscan.trace.step import planned_amp
 
 MODES = ("train", "inference", "both")
 
@@ -38,14 +41,17 @@ except TraceError:
 def trace(target: str, build: Callable[[tuple[InputSpec, ...]], Built], *, mode: str = "train",
           device: str = "neuron", profile: DeviceProfile | None = None, optimizer: str = "adamw",
           optimizer_impl: str | None = None, amp: str | None = None, inputs=(),
-          project_root: str | None = None, fsdp: int | None = None, steps: int = 1) -> ModelTrace:
+          project_root: str | None = None, fsdp: int | None = None, steps: int = 1,
+          step: TrainStep | None = None) -> ModelTrace:
     """Check the options, `build(specs)` the model, trace it on fake tensors and return the ops it
     dispatches as the ModelTrace of `target` (see docs/trace.md).
 
     `inputs` are `--input` specs (InputSpec or their text); `build` applies them to its inputs
     (opscan/targets/loader.py). The build runs under the trace's log capture and clock. `steps`:
     the step is run that many times, the later ones recording compile signatures only (the ops,
-    counts and costs are the first step's; docs/trace.md, "Compile signatures").
+    counts and costs are the first step's; docs/trace.md, "Compile signatures"). `step`: the training
+    step a project's script constructs (loss, optimizer, AMP, clipping; opscan/targets/train_step.py),
+    applied in train mode in place of the stand-in parts; the trace's `step` says what ran.
     """
     if steps < 1:
         raise UsageError(f"--steps must be at least 1, not {steps}")
@@ -53,6 +59,7 @@ def trace(target: str, build: Callable[[tuple[InputSpec, ...]], Built], *, mode:
         raise UsageError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
     if device not in devices.DEVICES:
         raise UsageError(f"unknown device {device!r} (known: {', '.join(devices.DEVICES)})")
+    amp = amp or (planned_amp(step) if mode != "inference" and device != "meta" else None)
     if amp is not None and device == "meta":
         raise UsageError("--amp needs --device neuron, cpu or cuda (autocast has no meta device)")
     fsdp = fsdps.check_world_size(fsdp)
@@ -71,16 +78,16 @@ def trace(target: str, build: Callable[[tuple[InputSpec, ...]], Built], *, mode:
     started = time.perf_counter()
     with logs.captured():   # torch's log records stay off the terminal (see opscan/trace/logs.py)
         result = _build_and_run(target, build, mode, device, profile, optimizer, optimizer_impl, amp,
-                                specs, project_root, fsdp, steps)
+                                specs, project_root, fsdp, steps, step)
     return ModelTrace(target=target, mode=mode, device=device, ops=result.ops,
                       stand_ins=result.stand_ins, complete=result.complete,
                       stopped_at=result.stopped_at, seconds=round(time.perf_counter() - started, 3),
                       supplied_fakes=result.supplied, retried=result.retried, shrink=result.shrink,
-                      compile=result.compile, compiled=result.compiled)
+                      compile=result.compile, compiled=result.compiled, step=result.step)
 
 
 def _build_and_run(target, build, mode, device, profile, optimizer, optimizer_impl, amp, specs,
-                   project_root, fsdp, steps=1) -> _Result:
+                   project_root, fsdp, steps=1, plan=None) -> _Result:
     compiles = compiled.Compiles(SourceFinder(project_root))   # NOTE [compiled regions]
     with compiled.compiling(compiles):
         built = build(specs)
@@ -88,6 +95,7 @@ def _build_and_run(target, build, mode, device, profile, optimizer, optimizer_im
             tracer = _Tracer(built, device, profile, project_root, mesh)
             tracer.steps = steps
             tracer.compiles = compiles
+            tracer.plan = plan
             if mode == "both":
                 inference = tracer.run("inference", optimizer, optimizer_impl, amp)
                 train = tracer.run("train", optimizer, optimizer_impl, amp)
@@ -117,6 +125,8 @@ class _Tracer:
         self.finder = SourceFinder(project_root)
         self.finder.stop_code = _Tracer._step.__code__
         self.steps = 1   # steps to run (trace(steps=)): the later ones record compile signatures only
+        self.plan: TrainStep | None = None   # the script's step (trace(step=)); self.parts: what ran of it
+        self.parts: dict[str, StepPart] = {}
         self.fake_mode = devices.FakeMode(allow_non_fake_inputs=True) if device != "meta" else None
         self.model = built.model
         self.compiles: compiled.Compiles | None = None   # set by the caller: torch.compile regions
@@ -201,6 +211,7 @@ class _Tracer:
                     lazy.lazy_to(buf, self.device)
                 elif buf is not None:
                     module._buffers[name] = self._convert(buf)
+            _follow_device(module, self.device)
         self.args = tuple(self._convert(a) for a in self.built.args)
         self.kwargs = {k: self._convert_value(v) if k in self.built.values else self._convert(v)
                        for k, v in self.built.kwargs.items()}
@@ -223,6 +234,7 @@ class _Tracer:
     # -- one step --
     def run(self, mode: str, optimizer: str, optimizer_impl: str | None, amp: str | None, extra=None):
         extra = extra or {}
+        self.parts = {}
         recorder = Recorder(self.finder, self.device, self.names, self.layers)
         if self.probe_len and mode == "train":
             recorder.calls = []   # NOTE [sizes by role]: each call's tensors, to compare with a second trace
@@ -230,7 +242,9 @@ class _Tracer:
         if mode == "train":
             self.model.train()
             params = [p for p in self.model.parameters() if p.requires_grad]
-            opt = steps.make_optimizer(optimizer, optimizer_impl, params) if params else None
+            opt = None
+            if params:
+                opt, self.parts["optimizer"] = steps.planned_optimizer(self.plan, optimizer, optimizer_impl, params)
         else:
             self.model.eval()
         hooks = (
@@ -258,6 +272,7 @@ class _Tracer:
         result = _Result(recorder.usages(mode), recorder.stand_in_list(), not stopped, stopped,
                          tuple(sorted(recorder.supplied)))
         result.calls = recorder.calls
+        result.step = _step_parts(self, mode, amp)
         result.compile = signatures.forecast(recorder.compile_log)
         result.compile_log = recorder.compile_log
         if stopped and not extra and "use_cache" not in self.kwargs and _accepts(self.model, "use_cache"):
@@ -289,13 +304,16 @@ class _Tracer:
             with steps.autocast(self.device, amp):
                 output = self.model(*self.args, **{**self.kwargs, **extra})
                 recorder.phase = "loss"
-                loss = steps.pick_loss(output, self.labels)
+                loss, self.parts["loss"] = steps.planned_loss(output, self.labels, self.plan)
             if loss is None:
                 return "loss: the model's output has no floating-point tensor that requires grad; " \
                        "try: return a scalar loss (or an output with .loss) from the model or factory"
             recorder.phase = "backward"
             loss.backward()
             recorder.phase = "optimizer"
+            clip = steps.planned_clip(self.plan, [p for p in self.model.parameters() if p.grad is not None])
+            if clip is not None:
+                self.parts["clip"] = clip
             if opt is not None:
                 opt.step()
                 opt.zero_grad(set_to_none=True)
@@ -304,6 +322,38 @@ class _Tracer:
             raise
         except Exception as exc:  # noqa: BLE001 - any failure of model code ends the trace, kept partial
             return stopped_reason(exc, recorder, self.finder)
+
+
+# NOTE [a module's own device]
+# A model that keeps its device (`self.device = torch.device("cuda" if ... else "cpu")`, then
+# `x.to(self.device)` in forward) moves its inputs where it was built, not where its weights are
+# traced; the port sets that device to Trainium's. So a `torch.device` a module holds as a plain
+# attribute (CPU or CUDA) follows its parameters onto the traced device.
+
+def _follow_device(module: nn.Module, device: str) -> None:
+    if device == "meta":
+        return
+    for name, value in list(vars(module).items()):
+        if isinstance(value, torch.device) and value.type in ("cpu", "cuda") and not name.startswith("_"):
+            setattr(module, name, torch.device(device))
+
+
+def _step_parts(tracer: _Tracer, mode: str, amp: str | None) -> TrainStep | None:
+    """What ran of the training step: the parts traced, each with its source (the plan's) or none
+    (opscan's stand-in); the plan's parts that never ran (the step stopped first) kept, not applied."""
+    if mode == "inference":
+        return None
+    parts = dict(tracer.parts)
+    planned = tracer.plan.part("amp") if tracer.plan is not None else None
+    if amp is not None:
+        parts["amp"] = planned if planned is not None and planned.name == amp else StepPart("amp", amp, "--amp")
+    for part in tracer.plan.parts if tracer.plan is not None else ():
+        parts.setdefault(part.part, dataclasses.replace(part, detail="; ".join(
+            d for d in (part.detail, "the step stopped before it") if d), applied=False))
+    order = [p for p in STEP_PARTS if p in parts]
+    plan = tracer.plan
+    return TrainStep(plan.script if plan is not None else "", tuple(parts[p] for p in order),
+                     plan.backward if plan is not None else "")
 
 
 def _accepts(model, name: str) -> bool:
@@ -335,6 +385,7 @@ class _Result:
         self.compile_log: signatures.CompileLog | None = None   # what `compile` was made from
         self.compiled: tuple = ()   # CompileRegion of the torch.compile calls met
         self.calls: list | None = None   # the train step's calls as classified (NOTE [sizes by role])
+        self.step: TrainStep | None = None   # the training step's parts that ran (train mode)
 
 
 def _sum_shaped(*parts) -> tuple[tuple[int, int, int, int], ...]:
@@ -484,6 +535,7 @@ def _merge(target: str, device: str, inference: _Result, train: _Result) -> _Res
     retried = "; ".join(f"{m}: {r.retried}" for m, r in (("inference", inference), ("train", train)) if r.retried)
     result = _Result(tuple(by_name[k] for k in sorted(by_name)), ordered, not stopped, stopped, supplied,
                      retried)
+    result.step = train.step
     if inference.compile_log is not None and train.compile_log is not None:   # distinct signatures per phase
         result.compile = signatures.forecast(signatures.merged(inference.compile_log, train.compile_log))
     else:

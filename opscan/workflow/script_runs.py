@@ -70,8 +70,10 @@ def run_once(command: Sequence[str], label: str, device: str, out_dir: Path,
             raise UsageError(f"parity run: command not found: {command[0]!r}")
         scratch = containment.prepare_scratch()
         run_vars = tuple((k, child_env[k]) for k in (DEVICE_VAR, DUMP_VAR, ROLE_VAR))
+        named = containment.named_paths(argv, os.getcwd(), child_env)   # the script the user named, and its folder
         policy = replace(policy, set_env=(*policy.set_env, *run_vars),
-                         writable=tuple(dict.fromkeys((*policy.writable, str(out_dir.resolve())))))
+                         writable=tuple(dict.fromkeys((*policy.writable, str(out_dir.resolve())))),
+                         readable=tuple(dict.fromkeys((*policy.readable, *named))))
         argv = containment.command_prefix(policy, scratch) + argv
         child_env = containment.child_environment(child_env, policy, scratch)
     started = time.perf_counter()

@@ -150,7 +150,8 @@ print(json.dumps({{"how": ended.how, "torch_in_parent": "torch" in sys.modules}}
 
 def test_one_module_isolates_model_code():
     """Only opscan/containment/process.py starts child processes for model code and sets their limits
-    (the containment's supervisor, containment/supervisor.py, limits the size of the files they write)."""
+    (the containment's supervisor, containment/supervisor.py, limits the size of the files they write;
+    containment/limits.py the tree's processes, from the address-space limit process.py set)."""
     package = HERE.parents[1] / "opscan"
     users = {}
     for path in sorted(package.rglob("*.py")):
@@ -160,7 +161,8 @@ def test_one_module_isolates_model_code():
                 users.setdefault(needle, []).append(path.relative_to(package).as_posix())
     expected = {needle: ["containment/process.py"] for needle in ("setrlimit", "RLIMIT_AS", ".Process(",
                                                                   "set_forkserver_preload")}
-    expected["setrlimit"] = ["containment/process.py", "containment/supervisor.py"]
+    expected["setrlimit"] = ["containment/limits.py", "containment/process.py", "containment/supervisor.py"]
+    expected["RLIMIT_AS"] = ["containment/limits.py", "containment/process.py"]
     expected["unshare("] = ["containment/namespaces.py", "containment/supervisor.py"]
     assert users == expected
     assert not (package / "zoo" / "isolate.py").exists()

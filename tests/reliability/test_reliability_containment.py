@@ -79,7 +79,7 @@ def _planted(where):
                 say("HOME-FILE", f"refused {type(exc).__name__}")
     for path in (os.path.join(MARKERS, f"{where}-marker"), os.path.join(REPO, f"{where}-written.txt"),
                  os.path.join(FAKE_HOME, f"{where}-written.txt"), f"/tmp/opscan-planted-{TAG}-{where}",
-                 os.path.join(os.getcwd(), f"{where}-cwd.txt")):
+                 f"/opscan-planted-{TAG}-{where}", os.path.join(os.getcwd(), f"{where}-cwd.txt")):
         try:
             with open(path, "w") as handle:
                 handle.write(os.environ.get("GITHUB_TOKEN", "no token"))
@@ -187,9 +187,11 @@ def _plant(tmp_path: Path, port: int, tag: str) -> dict[str, Path]:
     repo, markers, home = tmp_path / "repo", tmp_path / "markers", tmp_path / "home"
     for folder in (repo / "pkg", markers, home):
         folder.mkdir(parents=True)
-    for rel, text in HOME_SECRETS.items():
-        (home / rel).parent.mkdir(parents=True, exist_ok=True)
-        (home / rel).write_text(text)
+    for rel, text in HOME_SECRETS.items():   # ~/.ssh is a link into a dotfiles folder (issue 41)
+        path = home / rel.replace(".ssh/", "dotfiles/ssh/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (home / ".ssh").symlink_to(home / "dotfiles" / "ssh")
     values = (f"PORT = {port}\nTAG = {tag!r}\nPARENT_PID = {os.getpid()}\nMARKERS = {str(markers)!r}\n"
               f"REPO = {str(repo)!r}\nFAKE_HOME = {str(home)!r}\nHOME_FILES = {sorted(HOME_SECRETS)!r}\n")
     (repo / "pkg" / "__init__.py").write_text("")
@@ -232,7 +234,7 @@ def planted(tmp_path):
     listener.close()
     for pid in _daemons(tag):   # never leave one behind, whatever the test found
         os.kill(pid, 9)
-    for leftover in Path("/tmp").glob(f"opscan-planted-{tag}-*"):
+    for leftover in [*Path("/tmp").glob(f"opscan-planted-{tag}-*"), *Path("/").glob(f"opscan-planted-{tag}-*")]:
         leftover.unlink()
 
 
@@ -258,10 +260,12 @@ def test_planted_repository_gets_no_secret_no_network_no_write_and_is_still_trac
     assert "aten::relu" in {op["op"] for op in report["ops"]}
     assert listener.accepted == 0                                     # 0 connections
     assert "PLANTED package CTYPES-CONNECT: -1" in done.stderr
-    wrote = [line for line in done.stderr.splitlines() if " WROTE: " in line]
-    assert wrote and all(str(tree["repo"]) in line for line in wrote)   # only the repository's copy took writes:
-    assert {name: _tree(path) for name, path in tree.items()} == before   # repo, markers, home unchanged
-    assert not list(Path("/tmp").glob(f"opscan-planted-{tag}-*"))
+    wrote = [line.split(" WROTE: ")[1] for line in done.stderr.splitlines() if " WROTE: " in line]
+    # only the repository's copy and the child's own /tmp (its scratch tmpfs) took writes ...
+    assert wrote and all(path.startswith((str(tree["repo"]), "/tmp/")) for path in wrote), wrote
+    assert f"PLANTED package WRITE-REFUSED: /opscan-planted-{tag}-package" in done.stderr
+    assert {name: _tree(path) for name, path in tree.items()} == before   # ... the host's repo, markers, home unchanged
+    assert not list(Path("/tmp").glob(f"opscan-planted-{tag}-*")) and not list(Path("/").glob("opscan-planted-*"))
     assert "PLANTED package DISK: full after" in done.stderr         # the scratch tmpfs filled, not the disk
     assert _daemons(tag) == []                                        # 0 processes left behind
     assert "PLANTED readme PROC-PARENT: absent" in done.stderr       # a fresh /proc: no other process
@@ -273,7 +277,7 @@ def test_terminal_report_names_what_ran_and_what_held(planted):
     tree, _, _, _ = planted
     done = _run([".", "--exit-zero"], tree)
     assert "built by running README.md block 1" in done.stdout
-    assert "containment: environment, network, files, processes held" in done.stdout
+    assert "containment: environment, network, files, ipc, keyring, processes, limits held" in done.stdout
 
 
 def _no_user_namespaces() -> tuple[str, ...]:
@@ -361,7 +365,7 @@ def test_containment_holds_for_a_user_without_privileges():
                            "/usr/bin/python3", "-c", code], cwd="/", env=env, capture_output=True, text=True,
                            timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "containment: environment, network, files, processes held"
+    assert done.stdout.strip() == "containment: environment, network, files, ipc, keyring, processes, limits held"
 
 
 # -- the environment allow-list (no child) ------------------------------------------------------------
@@ -387,6 +391,12 @@ def test_allow_list_passes_what_python_and_torch_need_and_never_a_secret(tmp_pat
 def test_pass_env_takes_a_name_not_an_assignment(run_cli):
     code, _, err = run_cli("trace", "x.py:build", "--pass-env", "A=1")
     assert code == 2 and "--pass-env" in err
+
+
+def test_allow_read_and_max_processes_take_a_path_and_a_count(run_cli, tmp_path):
+    for flags in (("--allow-read", str(tmp_path / "missing")), ("--max-processes", "2"), ("--max-processes", "x")):
+        code, _, err = run_cli("trace", "x.py:build", *flags)
+        assert code == 2 and flags[0] in err, (flags, err)
 
 
 def test_require_containment_with_in_process_is_a_usage_error(run_cli):
@@ -419,3 +429,13 @@ def test_parity_run_command_is_contained(tmp_path, run_cli, monkeypatch):
     assert not marker.exists()
     assert sorted(p.name for p in out_dir.iterdir()) == ["baseline.json", "baseline.log", "candidate.json",
                                                          "candidate.log"]
+
+
+@linux_namespaces
+def test_the_child_can_write_to_dev_null():
+    """Libraries write to /dev/null at import (dill, which torch.utils.data imports when installed):
+    the read-only root does not make it read-only (NOTE [devices that take writes])."""
+    from opscan.containment.process import Limits, run
+
+    ended = run("shutil:copyfile", {"src": os.__file__, "dst": "/dev/null"}, Limits(timeout=60))
+    assert (ended.how, ended.value) == ("returned", "/dev/null")

@@ -32,7 +32,8 @@ def test_every_command_that_runs_project_code_has_the_containment_flags():
         if len(words) > 1:
             action = action._subparsers._group_actions[0].choices[words[1]]
         flags = {opt for a in action._actions for opt in a.option_strings}
-        assert {"--pass-env", "--require-containment", "--scratch-size"} <= flags, words
+        assert {"--pass-env", "--require-containment", "--scratch-size", "--allow-read", "--max-processes"} <= flags, \
+            words
 
 
 def test_the_platform_table_names_every_part():

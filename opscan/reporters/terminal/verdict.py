@@ -21,6 +21,8 @@ def section(report: Report, console: Console) -> None:
         return
     style, mark = STYLE[judged.kind]
     _hanging(console, f"{mark} ", judged.headline, style)
+    if judged.step is not None:   # NOTE [the step answered for]
+        _hanging(console, "  · ", f"step: {judged.step.text}", "dim")
     if judged.ops_checked:
         _hanging(console, "  · ", f"ops checked against {report.backend or 'an unknown backend release'}", "dim")
     for detail in judged.details:

@@ -26,7 +26,10 @@ from opscan.scan.matchers import literal_regex
 # that already names "neuron" is done and not reported. Inside a dispatch, other accelerators' device
 # strings are part of it (consumed, so OPS104 does not report them again); a unit that only pins a
 # device (`x.to("mps")`, nothing chosen) stays OPS104's. `getattr`/`hasattr` attribute names
-# (`hasattr(torch, "npu")`) are API probes, not sites.
+# (`hasattr(torch, "npu")`) are API probes, not sites. Dictionary keys are names, not devices: a
+# string tested against a variable that holds a dict's key (`'gpu' not in key` in `for key, deps in
+# extras.items()`, or over a dict literal bound at module level) chooses no device, and neither
+# does a dict whose values are all lists of strings (`extras = {"gpu": ["cupy"]}`: requirements).
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _TABLES = (ast.Tuple, ast.List, ast.Set)
@@ -40,6 +43,7 @@ class _Unit:
         self.neuron = False
         self.cuda = False
         self.idioms: list[ast.IfExp] = []   # availability choices, reported by OPS104 otherwise
+        self.keys: set[str] = set()         # names that hold a dict's key (NOTE [device dispatch])
 
 
 def prepare(ctx: FileContext) -> None:
@@ -94,6 +98,8 @@ def _touches(node: ast.AST, lines: list[int]) -> bool:
 
 def _units(ctx: FileContext, tree: ast.Module, name_re: re.Pattern, avail_re: re.Pattern, lines: list[int]):
     """Every unit of the file that can hold a site, with its sites (NOTE [device dispatch])."""
+    ctx.dict_names = {t.id for stmt in tree.body if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Dict)
+                      for t in stmt.targets if isinstance(t, ast.Name)}
     pending: list[ast.AST] = []
     for stmt in tree.body:
         if not _touches(stmt, lines):
@@ -166,12 +172,24 @@ def _site(ctx: FileContext, node: ast.AST, unit: _Unit, skip: set[int], name_re:
             if acc and id(node) not in skip:
                 add(node, acc, False)
         return
+    if isinstance(node, (ast.For, ast.comprehension)):
+        _dict_keys(ctx, node, unit)
     if isinstance(node, ast.Compare):
+        if any(isinstance(p, ast.Name) and p.id in unit.keys for p in (node.left, *node.comparators)):
+            for part in (node.left, *node.comparators):   # `'gpu' not in key`: a key, not a device
+                skip.add(id(part))
+            return
         for part in (node.left, *node.comparators):
             choices(part)
     elif isinstance(node, _TABLES):
         choices(node)
     elif isinstance(node, ast.Dict):
+        if node.values and all(isinstance(v, _TABLES) and all(isinstance(e, ast.Constant) and isinstance(e.value, str)
+                                                               for e in v.elts) for v in node.values):
+            for key in node.keys:    # {"gpu": ["cupy"], ...}: requirement lists by name, not a dispatch
+                if key is not None:
+                    skip.add(id(key))
+            return
         for key in node.keys:
             choices(key)
     elif isinstance(node, ast.Return):
@@ -195,6 +213,21 @@ def _site(ctx: FileContext, node: ast.AST, unit: _Unit, skip: set[int], name_re:
         if any((isinstance(t, ast.Name) and t.id == "accelerator")
                or (isinstance(t, ast.Attribute) and t.attr == "accelerator") for t in targets):
             _accelerator(node.value, add, name_re)
+
+
+def _dict_keys(ctx: FileContext, node: ast.For | ast.comprehension, unit: _Unit) -> None:
+    """The loop variable that holds a dict's key: `for k, v in d.items()`, `for k in d.keys()`, or
+    `for k in d` over a dict literal bound at module level."""
+    source = node.iter
+    if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) \
+            and source.func.attr in ("items", "keys"):
+        target = node.target.elts[0] if isinstance(node.target, ast.Tuple) and node.target.elts else node.target
+    elif isinstance(source, ast.Name) and source.id in ctx.dict_names:
+        target = node.target
+    else:
+        return
+    if isinstance(target, ast.Name):
+        unit.keys.add(target.id)
 
 
 def _accelerator(value: ast.AST, add, name_re: re.Pattern) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 
+from opscan.records import Severity
 from opscan.scan.context import FileContext
 
 # An import of a matched name (`from torch.cuda import Event`) looks up its fix and severity as
@@ -36,10 +37,11 @@ def check_import(ctx: FileContext, node: ast.Import | ast.ImportFrom, g: bool) -
                 ctx.hit(rule, node, g, name=candidate, subject=package, unit=package)
         libraries |= packages
     for pats, rule in ctx.c.import_names:   # `import torch.cuda`, `from torch.cuda.amp import X`
-        for candidate in (members if isinstance(node, ast.ImportFrom) else modules):
-            if candidate.split(".", 1)[0] in ctx.c.roots and pats.matches(candidate):
-                ctx.hit(rule, node, g, name=candidate, fix_name=candidate + IMPORT_SUFFIX)
-                break
+        matched = [candidate for candidate in (members if isinstance(node, ast.ImportFrom) else modules)
+                   if candidate.split(".", 1)[0] in ctx.c.roots and pats.matches(candidate)]
+        if matched:   # one site per statement, as severe as its most severe name (the first of those)
+            best = max(matched, key=lambda c: Severity(rule.severity_for(c + IMPORT_SUFFIX)).rank)
+            ctx.hit(rule, node, g, name=best, fix_name=best + IMPORT_SUFFIX)
     for regex, relative, rule in ctx.c.extensions:
         leaves: set[str] = set()
         for candidate in modules + members:
@@ -52,16 +54,32 @@ def check_import(ctx: FileContext, node: ast.Import | ast.ImportFrom, g: bool) -
             if leaf not in leaves and (declared or own or named):
                 leaves.add(leaf)
                 ctx.hit(rule, node, g, name=candidate, subject=leaf, unit=leaf)
+                if own and not declared and "." in candidate:
+                    ctx.member_sources.append(_member(node, candidate))
     if ctx.c.ext_members and not local:   # `import pkg._C as C`, `from pkg import _C` (never torch's own)
         for regex, rule in ctx.c.ext_members:
             for candidate in members + [m for m in modules if "." in m]:
                 leaf = candidate.rsplit(".", 1)[-1]
                 if "." in candidate and not _torch_own(candidate) and regex.search(leaf):
                     ctx.hit(rule, node, g, name=candidate, subject=leaf, unit=leaf)
+                    if not any(candidate == d or candidate.endswith("." + d) for d in ctx.extensions):
+                        ctx.member_sources.append(_member(node, candidate))
     for name, full in ctx.bound:   # NOTE [native modules bound by calls]: later calls into them are sites
         rule = ctx.extension_module(full, relative=local)
         if rule is not None:
             ctx.ext_locals[name] = rule
+
+
+def _member(node: ast.Import | ast.ImportFrom, candidate: str) -> tuple[str, str, int, str]:
+    """(module, name, line, local name) of a `_C`-style member import (NOTE [members of Python modules])."""
+    module, name = candidate.rsplit(".", 1)
+    local = name
+    for alias in node.names:
+        if isinstance(node, ast.ImportFrom) and candidate.endswith("." + alias.name):
+            local = alias.asname or alias.name
+        elif isinstance(node, ast.Import) and alias.name == candidate:
+            local = alias.asname or alias.name
+    return module, name, node.lineno, local
 
 
 def _torch_own(dotted: str) -> bool:

@@ -27,10 +27,16 @@ def bind(ctx: FileContext, stmt: ast.stmt, guarded: bool) -> None:
             return
         for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
             if isinstance(target, ast.Name):
-                vals = P.string_values(value, ctx.is_idiom)
-                if vals:
-                    ctx.constants.setdefault(target.id, []).append(Constant(target.id, vals, guarded))
-                elif isinstance(value, P.TABLES):   # SUPPORTED = ["cuda", "cpu", "xpu"]: a table of device types
+                parts = ctx.branches(value, guarded)   # NOTE [the branch Trainium takes]
+                found = False
+                for part, g in parts:
+                    vals = P.string_values(part, ctx.is_idiom)
+                    if vals:
+                        found = True
+                        ctx.constants.setdefault(target.id, []).append(Constant(target.id, vals, g))
+                if found or parts != [(value, guarded)]:
+                    continue
+                if isinstance(value, P.TABLES):   # SUPPORTED = ["cuda", "cpu", "xpu"]: a table of device types
                     items = P.compared_strings(value)
                     if any(P.CUDA_LITERAL.match(v) for _, v in items):
                         ctx.collections[target.id] = items
@@ -64,15 +70,16 @@ def check_call(ctx: FileContext, node: ast.Call, g: bool) -> None:
             ctx.strings("command", [(command.right, command.right.value.rsplit("/", 1)[-1])], g)
         ctx.strings("command", P.string_values(command), g)
     pos = P.DEVICE_ARG_CALLS.get(qual) if qual else P.DEVICE_ARG_METHODS.get(method or "")
+    disabled = P.AUTOCAST_DISABLED if qual in P.AUTOCAST_CALLS and P.disables_autocast(node) else ""
     if pos is not None and 0 <= pos < len(args) and not any(isinstance(a, ast.Starred) for a in args[:pos + 1]):
-        ctx.device("device-arg", args[pos], g)
+        ctx.device("device-arg", args[pos], g, disabled)
     if qual == "torch.device":
         ctx.device("device-arg", P.keyword_value(node, "type"), g)
     elif qual and args and P.ACCELERATOR_CALL.match(qual):   # torch.cuda.get_device_capability("cuda")
         ctx.device("device-arg", args[0], g)
     for kw in node.keywords:
         if kw.arg and P.DEVICE_NAME.match(kw.arg):
-            ctx.device("device-keyword", kw.value, g)
+            ctx.device("device-keyword", kw.value, g, disabled)
         elif kw.arg and P.BACKEND_NAME.match(kw.arg):
             ctx.strings("backend-arg", P.string_values(kw.value), g)
         elif kw.arg == "env" and isinstance(kw.value, ast.Dict):
@@ -86,6 +93,10 @@ def check_call(ctx: FileContext, node: ast.Call, g: bool) -> None:
         ctx.strings("backend-arg", P.string_values(args[bpos]), g)
     if (qual in P.ENV_ARG_CALLS or method in P.ENV_ARG_METHODS) and args:
         ctx.strings("env-var", P.string_values(args[0]), g)
+    if qual in P.ENV_DEFAULT_CALLS:   # os.environ.get("DEV", "cuda"): the device when DEV is unset
+        default = args[1] if len(args) >= 2 else P.keyword_value(node, "default")
+        if default is not None:
+            ctx.strings("env-default", P.string_values(default), g)
     if qual in P.ENV_DICT_CALLS:
         for arg in args:
             if isinstance(arg, ast.Dict):

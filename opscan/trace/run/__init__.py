@@ -7,7 +7,7 @@ API is this module: commands/run.py calls `run_script` in process (`--in-process
 use the same:
 
     run_script(script, argv=(), *, module=False, device="neuron", steps=1, nproc=None, env=None,
-               profile=None, project_root=None, cwd=None)
+               profile=None, project_root=None, cwd=None, stand_ins=False)
         -> (opscan.records.ModelTrace, notes)      # NOTE [running a script] in script.py
     RUN_DEVICES, RUN_HINT
 
@@ -15,7 +15,9 @@ Module map (private to the run mode): script (the run: phases, steps, the host r
 redirect (CUDA requests answered as the port would), run_mode (the run's fake mode: host data keeps
 its values), loaders (DataLoader workers in the script's process), checkpoints (saves and loads),
 loop_exits (forced loop exits), neuron_package (TorchNeuron's package on the imitated device),
-libraries (what libraries ask about fake tensors).
+libraries (what libraries ask about fake tensors), stand_ins / stand_in_hooks / data_stand_ins /
+media_stand_ins / pretrained (data and weights stood in for when `stand_ins`: `opscan PATH`'s run of
+the project's training command, NOTE [stand-ins for data and weights]).
 """
 
 from __future__ import annotations

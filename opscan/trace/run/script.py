@@ -52,6 +52,8 @@ from opscan.trace.run import (
     checkpoints,
     configured,
     libraries,
+    stand_in_hooks,
+    stand_ins as standing,
     loaders,
     loop_exits,
     neuron_package,
@@ -123,12 +125,16 @@ class ScriptRecorder(Recorder):
 
 def run_script(script: str, argv=(), *, module: bool = False, device: str = "neuron", steps: int | None = 1,
                nproc: int | None = None, env: dict | None = None, profile: DeviceProfile | None = None,
-               project_root: str | None = None, cwd: str | None = None) -> tuple[ModelTrace, tuple[str, ...]]:
-    """Run `script` (a path, or a module name when `module`) with `argv` on fake tensors.
+               project_root: str | None = None, cwd: str | None = None,
+               stand_ins: bool = False) -> tuple[ModelTrace, tuple[str, ...]]:
+    """Run `script` (a path, a module name when `module`, or a console script's `module:function`)
+    with `argv` on fake tensors.
 
     Returns (the trace, notes: how the run ended and each CUDA request answered, with its line).
     `steps`: optimizer steps to run (None: to the end); `nproc`: world size of a fake process group;
-    `env`: environment variables its launcher sets (accelerate launch's), set during the run only.
+    `env`: environment variables its launcher sets (accelerate launch's), set during the run only;
+    `stand_ins`: data and weights absent, outside `project_root` or remote are stood in for (NOTE
+    [stand-ins for data and weights] in stand_ins.py; `opscan PATH`'s run of the training command).
     """
     if device not in RUN_DEVICES:
         raise UsageError(f"unknown device {device!r} (known: {', '.join(RUN_DEVICES)})")
@@ -144,6 +150,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
     requests = redirects.Requests(finder)
     compiles = compiled.Compiles(finder, requests)   # NOTE [compiled regions]
     counter = _Steps(steps, recorder)
+    standins = standing.StandIns(project_root, finder) if stand_ins else None
     started = time.perf_counter()
     stopped, ended = "", "ran to its end"
     package = neuron_package.findable(requests.note) if device == "neuron" else contextlib.nullcontext()
@@ -151,8 +158,11 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
             _distributed(nproc, device) as dist_note, \
             _phases(recorder, counter), package:
         try:
-            with _run_rules(device, requests, profile, recorder, compiles):
-                if module:
+            with _run_rules(device, requests, profile, recorder, compiles, standins):
+                if module and ":" in script:   # a console script: its function, as its launcher calls it
+                    name, _, function = script.partition(":")
+                    sys.exit(runpy.run_module(name, alter_sys=True)[function]())
+                elif module:
                     runpy.run_module(script, run_name="__main__", alter_sys=True)
                 else:
                     runpy.run_path(script, run_name="__main__")
@@ -180,12 +190,13 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         seconds=round(time.perf_counter() - started, 3), supplied_fakes=tuple(sorted(recorder.supplied)),
         host_ops=recorder.host.usages(mode) if recorder.host is not None else (), steps=counter.total,
         compile=recorder.forecast(ended != "ran to its end"),
-        compiled=compiles.regions())
+        compiled=compiles.regions(), replaced=tuple(standins.replaced) if standins is not None else ())
     return trace, tuple(notes)
 
 
 @contextlib.contextmanager
-def _run_rules(device: str, requests, profile, recorder: ScriptRecorder, compiles: compiled.Compiles):
+def _run_rules(device: str, requests, profile, recorder: ScriptRecorder, compiles: compiled.Compiles,
+               standins: standing.StandIns | None = None):
     """The fake mode, the answers and rules of NOTE [running a script] and the recorder, entered in
     this order (one ExitStack: Python allows 20 nested blocks in a function); torch.compile records
     its regions and their ops (NOTE [compiled regions])."""
@@ -195,7 +206,8 @@ def _run_rules(device: str, requests, profile, recorder: ScriptRecorder, compile
                         devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(),
                         fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(),
                         loaders.in_process(requests.note), run_mode.host_reads(recorder),
-                        checkpoints.checkpoints(recorder), libraries.real_answers(), lazy.lazy(),
+                        checkpoints.checkpoints(recorder), stand_in_hooks.installed(standins),
+                        libraries.real_answers(), lazy.lazy(),
                         configured.loader_sites(recorder.finder),   # NOTE [sites the user can change]
                         signatures.tail_batches(recorder.compile_log, collect_tensors),
                         numbers.number_shapes(recorder.compile_log), recorder,

@@ -1,0 +1,188 @@
+"""The training step of `opscan PATH`: the project's training command chosen (read, never run, by
+opscan/targets/entry/), run as `opscan run` runs it (contained, on fake tensors, one optimizer step,
+data and weights it cannot read stood in), kept when it trained, else the model path taken in its
+place; and the `Step` the verdict names (NOTE [the step answered for] in opscan/assess/step.py).
+
+NOTE [the training command first]
+With no `[[tool.opscan.models]]`, `opscan PATH` runs the best training command it read (or the one
+`--entry` / `entry` gives) before it builds any model: the project's own step is the answer the
+team needs. The run counts when it trained: it ended after its optimizer step, or ran to its end
+after a backward pass. Otherwise (it stopped before its first step, failed, timed out, or ran no
+backward) the reason is a note and the model path of today follows (the model search, each
+candidate tried in turn, under opscan's stand-in step), so nothing is lost; when that path builds
+nothing either, the stopped run's ops are kept (an incomplete trace: the verdict says so).
+Configured models are traced as configured (the team chose them); `entry` / `--entry` runs the
+command beside them. `--no-project-code` runs no command found by reading.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from opscan.assess.step import forward_only, project_step, script_parts, stand_in_parts, stand_in_step
+from opscan.config import Config, ModelConfig
+from opscan.errors import MissingDependencyError, OpscanError
+from opscan.records import DeviceProfile, ModelTrace, Step, TrainingEntry
+
+MAX_LISTED = 5   # other training commands named in the notes
+
+
+@dataclass(frozen=True)
+class Entered:
+    """The training commands read (best first) and the one to run (None: none is run, `why_not` says why)."""
+
+    entries: tuple[TrainingEntry, ...] = ()
+    chosen: TrainingEntry | None = None
+    why_not: str = ""
+
+
+@dataclass(frozen=True)
+class Ran:
+    """The run of the chosen command: its trace (None: it could not start), whether it is the
+    project's step (`trained`), why not, and the notes it made."""
+
+    trace: ModelTrace | None
+    trained: bool
+    why: str = ""
+    notes: tuple[str, ...] = ()
+
+
+def choose(target: Path, config: Config, *, trace: bool, project_code: bool, given: str = "",
+           index=None) -> Entered:
+    """The entries of the project at `target` and the one to run (NOTE [the training command first])."""
+    if not trace or not target.is_dir():
+        return Entered()
+    from opscan.targets.entry import find_entries, given_entry
+
+    entries = find_entries(index) if index is not None else ()
+    command = given or config.entry
+    if command:
+        entry = given_entry(command)
+        return Entered((entry, *(e for e in entries if e.command != entry.command)), entry)
+    if config.models:
+        return Entered(entries, None, "models are configured: [[tool.opscan.models]] or --model")
+    if not project_code:
+        return Entered(entries, None, "--no-project-code: no training command is run")
+    return Entered(entries, entries[0] if entries else None, "" if entries else "no training command found")
+
+
+def run_chosen(entered: Entered, root: Path, profile: DeviceProfile | None, limits, command) -> Ran:
+    """Run `entered.chosen` with the phase `command(entry, root, profile, limits)`; what it gave."""
+    entry = entered.chosen
+    assert entry is not None
+    shown = shown_command(entry)
+    try:
+        trace, said = command(entry, root, profile, limits)
+    except MissingDependencyError:
+        raise
+    except OpscanError as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return Ran(None, False, why, (f"training command `{shown}` could not run: {why}",))
+    notes = [f"training command `{shown}`: {entry.why}"] if entry.why else []
+    notes.extend(said)
+    notes.extend(f"stood in for {r.kind}: {r.describe()}" for r in trace.replaced)
+    trained = trace.complete and bool(trace.steps or trace.mode == "train")
+    why = "" if trained else (f"it stopped: {trace.stop}" if not trace.complete else
+                              "it ran to its end without a backward pass or an optimizer step")
+    if not trained:
+        notes.append(f"training command `{shown}` was not a training step ({why}): the model path follows")
+    return Ran(replace(trace, built_by=f"ran the training command `{shown}`"), trained, why, tuple(notes))
+
+
+def others_note(entered: Entered) -> tuple[str, ...]:
+    """One note listing the other training commands read (what `--entry` may pick)."""
+    others = [e for e in entered.entries if e is not entered.chosen][:MAX_LISTED]
+    if not others:
+        return ()
+    more = len(entered.entries) - len(others) - (1 if entered.chosen else 0)
+    listed = "; ".join(f"`{shown_command(e)}` ({e.where})" for e in others)
+    tail = f"; and {more} more" if more > 0 else ""
+    which = "other training commands found" if entered.chosen else "training commands found, none run"
+    return (f"{which} (--entry picks one): {listed}{tail}",)
+
+
+def step_of(traces: tuple[ModelTrace, ...], models: tuple[ModelConfig, ...], entered: Entered, ran: Ran | None,
+            config: Config, script_command: str = "") -> Step | None:
+    """The step the traces answer for (None: nothing traced)."""
+    if not traces:
+        return None
+    if ran is not None and ran.trace is not None and any(t is ran.trace for t in traces):
+        return project_step(shown_command(entered.chosen)) if entered.chosen else None
+    if script_command and any(t.target.startswith("script:") for t in traces):
+        return project_step(script_command)
+    if all(t.mode == "inference" for t in traces):
+        return forward_only([t.target for t in traces])
+    model = next((m for m in models if any(t.target == m.target for t in traces)), None) or \
+        (models[0] if models else ModelConfig(target=""))
+    scripted = next((t.step for t in traces if t.step is not None and t.step.script), None)
+    # the parts the training script constructs (NOTE [the step read from the training script]), else the stand-in's
+    parts = script_parts(scripted) if scripted is not None else \
+        stand_in_parts(model.optimizer, model.optimizer_impl, model.amp)
+    return stand_in_step(parts, _why_stand_in(entered, ran), config.accept_stand_in_step)
+
+
+def _why_stand_in(entered: Entered, ran: Ran | None) -> str:
+    if ran is not None and entered.chosen is not None:
+        return (f"`{shown_command(entered.chosen)}` was not traced ({ran.why}); run `opscan run -- "
+                f"{entered.chosen.command}` once its data is in place")
+    if entered.entries:
+        best = entered.entries[0]
+        script = _script_of(best)
+        because = f" ({entered.why_not})" if entered.why_not else ""
+        return f"{script} was not traced{because}: run `opscan run -- {best.command}` or set `entry`"
+    return ("no training command found (README, docs, scripts, Makefile, [project.scripts], __main__ scripts "
+            "stepping an optimizer): set `entry` in [tool.opscan] or run `opscan run -- python TRAIN.py`")
+
+
+def shown_command(entry: TrainingEntry) -> str:
+    """The command as a user types it from the project root (`cd src && python train.py`)."""
+    return f"cd {entry.cwd} && {entry.command}" if entry.cwd else entry.command
+
+
+def _script_of(entry: TrainingEntry) -> str:
+    from opscan.targets.entry.launch import parse_command
+
+    try:
+        return parse_command(shlex.split(entry.command))["script"]
+    except (OpscanError, ValueError):
+        return entry.command
+
+
+def run_command(entry: TrainingEntry, root: Path, profile: DeviceProfile | None,
+                limits) -> tuple[ModelTrace, tuple]:
+    """Run `entry` as `opscan run` runs a command (the contained child, the run's function), one
+    optimizer step on the imitated device, with the run's data and weight stand-ins
+    (docs/run.md, "Stand-ins"); `limits` None runs it in this process. Raises as the run's child does."""
+    from opscan.containment.outcome import RUN_FUNCTION, result_of, with_overlay
+    from opscan.errors import UsageError
+    from opscan.targets.entry.launch import parse_command
+
+    try:
+        words = shlex.split(entry.command)
+    except ValueError as exc:
+        raise UsageError(f"entry: cannot read the command {entry.command!r}: {exc}") from exc
+    cwd = (root / entry.cwd).resolve()
+    if entry.entry_point:   # a console script: its function called with its arguments
+        parsed = {"script": entry.entry_point, "argv": words[1:], "module": True, "nproc": None, "env": {}}
+    else:
+        parsed = parse_command(words, "neuron")
+    script = parsed["script"] if parsed["module"] else str((cwd / parsed["script"]).resolve())
+    if not parsed["module"] and not Path(script).is_file():
+        raise UsageError(f"entry `{entry.command}`: no such script {parsed['script']} (from {cwd})")
+    options = {"script": script, "argv": list(parsed["argv"]), "module": parsed["module"], "device": "neuron",
+               "steps": 1, "nproc": parsed["nproc"], "env": parsed["env"], "profile": profile,
+               "project_root": str(root), "cwd": str(cwd), "stand_ins": True}
+    if limits is None:
+        from opscan.containment import PARTS
+        from opscan.containment.outcome import IN_PROCESS
+        from opscan.trace.run import run_script
+
+        trace, said = run_script(**options)
+        return replace(trace, containment=tuple((part, IN_PROCESS) for part in PARTS)), said
+    from opscan.containment.process import run
+
+    ended = run(RUN_FUNCTION, options, with_overlay(limits, str(root)))
+    trace, said = result_of(ended, f"run of `{entry.command}`", limits)
+    return replace(trace, containment=ended.containment.parts if ended.containment else ()), said

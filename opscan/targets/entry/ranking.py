@@ -1,0 +1,228 @@
+"""The training commands of a project, read (never run) and ranked: which one `opscan PATH` runs.
+
+NOTE [training command ranking]
+Every command read (opscan/targets/entry/sources.py: README and docs shell blocks, shell scripts,
+Makefile recipes, [project.scripts]; and scripts that step an optimizer under `__main__`) is kept
+only when it launches Python code of the project (`python SCRIPT`, `python -m MODULE`, `torchrun`,
+`accelerate launch`, a console script of [project.scripts]) whose file exists, from the folder the
+text runs it in (else from the folder of the file it was read in), and when that code trains
+(NOTE [what trains] in training.py). Then, best first:
+1. the evidence that it trains: it steps an optimizer (in the script, or a project module it
+   imports) > a library's trainer runs its loop > only its name says training;
+2. where it was read: README > docs > shell script > Makefile > [project.scripts] > a script that
+   steps an optimizer under `__main__` with no command written anywhere (the authors' written
+   command carries their arguments and configs);
+3. the order of reading (the walk is breadth first and sorted: the same on every machine).
+The same command (same words, same folder) read twice is kept once, at its best place. `--entry`
+(or `entry` in [tool.opscan]) is not ranked: it is the one run, the others are listed.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import PurePosixPath
+
+from opscan.records import TrainingEntry
+from opscan.targets.entry import sources, training
+from opscan.targets.entry.shell_words import Simple
+
+SOURCE_ORDER = ("given", "readme", "docs", "shell-script", "makefile", "project-script", "main-step")
+MAX_ENTRIES = 12
+MAX_MAIN_SCRIPTS = 400
+
+
+def find_entries(index) -> tuple[TrainingEntry, ...]:
+    """The project's training commands, best first (NOTE [training command ranking])."""
+    scripts = sources.project_scripts(index)
+    found = [*sources.documents(index), *sources.shell_scripts(index), *sources.makefiles(index)]
+    ranked: list[tuple[tuple, TrainingEntry]] = []
+    seen: set[tuple[str, str]] = set()
+    written: set[str] = set()   # the files written commands run: no main-step entry of their own
+    for order, item in enumerate(found):
+        entry = _entry(index, item.simple, item.kind, item.path, item.base, scripts, item.context)
+        if entry is not None:
+            ranked.append((_key(entry[1], item.kind, order), entry[0]))
+            written.add(entry[2])
+    for order, (name, (_, line)) in enumerate(sorted(scripts.items()), len(found)):
+        entry = _entry(index, Simple((name,), "", line), "project-script", "pyproject.toml", "", scripts)
+        if entry is not None:
+            ranked.append((_key(entry[1], "project-script", order), entry[0]))
+            written.add(entry[2])
+    for order, item in enumerate(_main_steps(index), len(found) + len(scripts)):
+        if item.path not in written:
+            ranked.append((_key(3, "main-step", order), item))
+    out: list[TrainingEntry] = []
+    for _, entry in sorted(ranked, key=lambda pair: pair[0]):
+        key = (entry.command, entry.cwd)
+        if key not in seen:
+            seen.add(key)
+            out.append(entry)
+    return tuple(out[:MAX_ENTRIES])
+
+
+def given_entry(command: str) -> TrainingEntry:
+    """The command of `--entry` (or `entry` in the configuration), as given."""
+    return TrainingEntry(command=command.strip(), kind="given", why="given (--entry or `entry` in [tool.opscan])")
+
+
+def _key(score: int, kind: str, order: int) -> tuple:
+    return (-score, SOURCE_ORDER.index(kind), order)
+
+
+def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict[str, tuple[str, int]],
+           context: str = "") -> tuple[TrainingEntry, int, str] | None:
+    """The entry of a simple command, its evidence score (3 steps, 2 trainer, 1 name) and the file it
+    runs, or None when it launches no training code of the project."""
+    words = list(simple.words)
+    head = PurePosixPath(words[0]).name
+    entry_point = ""
+    if head in scripts:   # a console script of [project.scripts]
+        entry_point = scripts[head][0]
+        module, _, function = entry_point.partition(":")
+        if not (training.named_for_training(head) or training.named_for_training(function)) or \
+                training.named_for_other_job(head) or training.named_for_other_job(function):
+            return None   # a console script of the package that does another job (serve, eval, ...)
+        rel = _module_file(index, module, "")
+        name = f"{module}:{entry_point.split(':')[1]}"
+        cwd = ""
+    else:
+        launched = _launched(words)
+        if launched is None:
+            return None
+        target, is_module = launched
+        rel, cwd = None, simple.cwd
+        for folder in dict.fromkeys((simple.cwd, base)):
+            rel = _module_file(index, target, folder) if is_module else _script_file(index, target, folder)
+            if rel is not None:
+                cwd = folder
+                break
+        name = target
+    if rel is None:
+        return None
+    tree = index.tree(rel, max_bytes=2_000_000)
+    if tree is None:
+        return None
+    proof = training.evidence(tree)
+    where = rel
+    if not proof.trains:
+        for module, level in training.imported_modules(tree):
+            other = _imported_file(index, rel, module, level)
+            if other is None:
+                continue
+            other_tree = index.tree(other, max_bytes=2_000_000)
+            if other_tree is not None:
+                proof = training.evidence(other_tree)
+                if proof.trains:
+                    where = other
+                    break
+    named = training.named_for_training(name) or training.named_for_training(rel) or \
+        (kind == "makefile" and training.named_for_training(context))
+    if proof.steps:
+        score, why = 3, f"steps an optimizer ({where}:{proof.steps})"
+    elif proof.trainer:
+        score, why = 2, f"a trainer runs its loop ({where}:{proof.trainer})"
+    elif named and not training.named_for_other_job(name):
+        score, why = 1, f"named for training ({name})"
+    else:
+        return None
+    if training.named_for_other_job(PurePosixPath(rel).name) and not proof.steps:
+        return None
+    read = f"{path}:{simple.line}" if simple.line else path
+    why = f"{_READ[kind]} {read}" + (f" (make {context})" if context else "") + f"; {why}"
+    if simple.unset:
+        why += f"; not set by the text: {', '.join('$' + v for v in simple.unset)}"
+    command = shlex.join(words)
+    return TrainingEntry(command=command, kind=kind, path=path, line=simple.line, cwd=cwd, why=why,
+                         entry_point=entry_point), score, rel
+
+
+_READ = {"readme": "README shell block", "docs": "shell block of", "shell-script": "shell script",
+         "makefile": "Makefile recipe", "project-script": "[project.scripts] of", "main-step": "script"}
+
+
+def _launched(words: list[str]) -> tuple[str, bool] | None:
+    """(script path or module, is a module) a launch command runs, or None (not a Python launch)."""
+    from opscan.errors import UsageError
+    from opscan.targets.entry.launch import parse_command
+
+    head = PurePosixPath(words[0]).name
+    if not (head.startswith("python") or head in ("torchrun", "accelerate", "accelerate-launch")
+            or words[0].endswith(".py")):
+        return None
+    if head.startswith("python") and (len(words) < 2 or words[1] in ("-c", "-")):
+        return None
+    try:
+        parsed = parse_command(words, "neuron")
+    except (UsageError, OSError, ValueError):
+        return None
+    return parsed["script"], bool(parsed["module"])
+
+
+def _script_file(index, script: str, cwd: str) -> str | None:
+    if script.startswith(("/", "~", "$")):
+        return None
+    rel = str(PurePosixPath(cwd) / script) if cwd else script
+    rel = str(PurePosixPath(*[p for p in PurePosixPath(rel).parts if p != "."]))
+    if rel.startswith("..") or not rel.endswith(".py"):
+        return None
+    return rel if (index.root / rel).is_file() else None
+
+
+def _module_file(index, module: str, cwd: str) -> str | None:
+    parts = module.split(".")
+    for base in dict.fromkeys((cwd, "", "src")):
+        stem = PurePosixPath(base, *parts) if base else PurePosixPath(*parts)
+        for rel in (f"{stem}.py", f"{stem}/__main__.py"):
+            if (index.root / rel).is_file():
+                return rel
+    return None
+
+
+def _imported_file(index, importer: str, module: str, level: int) -> str | None:
+    """The project file a (possibly relative) import of `importer` names, or None."""
+    if not module and not level:
+        return None
+    if level:
+        base = PurePosixPath(importer).parent
+        for _ in range(level - 1):
+            base = base.parent
+        parts = [p for p in module.split(".") if p]
+        stem = PurePosixPath(base, *parts)
+        for rel in (f"{stem}.py", f"{stem}/__init__.py"):
+            if (index.root / rel).is_file():
+                return rel.removeprefix("./")
+        return None
+    folder = str(PurePosixPath(importer).parent)
+    return _module_file(index, module, "" if folder == "." else folder)
+
+
+def _main_steps(index) -> list[TrainingEntry]:
+    """Scripts that step an optimizer and run under `if __name__ == "__main__":` (kind main-step)."""
+    out: list[TrainingEntry] = []
+    for count, path in enumerate(index.paths(lambda p: p.suffix == ".py"), 1):
+        if count > MAX_MAIN_SCRIPTS:
+            break
+        rel = index.rel(path)
+        parts = PurePosixPath(rel).parts
+        name = parts[-1]
+        if any(p in ("tests", "test", "docs") for p in parts[:-1]) or name.startswith("test_") or \
+                name.endswith("_test.py") or name in ("setup.py", "conftest.py", "hubconf.py"):
+            continue
+        if not index.mentions(rel, b".step("):
+            continue
+        tree = index.tree(rel, max_bytes=2_000_000)
+        if tree is None:
+            continue
+        main = training.is_main_script(tree)
+        proof = training.evidence(tree)
+        if not proof.steps or (training.named_for_other_job(name) and not training.named_for_training(name)):
+            continue
+        if main:
+            out.append(TrainingEntry(command=shlex.join(["python", rel]), kind="main-step", path=rel, line=main,
+                                     why=f"script {rel}:{main} runs under __main__; steps an optimizer "
+                                         f"({rel}:{proof.steps})"))
+        elif training.at_top_level(tree, proof.steps):
+            out.append(TrainingEntry(command=shlex.join(["python", rel]), kind="main-step", path=rel,
+                                     line=proof.steps, why=f"script {rel} steps an optimizer at its top level "
+                                                           f"({rel}:{proof.steps})"))
+    return out

@@ -1,0 +1,179 @@
+"""Where a project writes its training command down, read as text (never run): the shell blocks of
+its README and docs, its shell scripts, its Makefile recipes and its `[project.scripts]`; each gives
+the simple commands it holds (opscan/targets/entry/shell_words.py) with where they were read.
+Stdlib only; every file through the run's project index (each file read once).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from opscan.targets.entry.shell_words import Shell, Simple, commands
+
+SHELL_LANGUAGES = frozenset({"", "sh", "bash", "shell", "console", "zsh", "shell-session", "bash-session",
+                             "shellsession", "text", "none", "cmd"})
+_FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+-]*)")
+_RST_BLOCK = re.compile(r"^\.\. (?:code-block|code|sourcecode)::\s*(\w*)\s*$")
+MAX_SHELL_SCRIPTS = 200
+MAX_DOCUMENTS = 200
+
+
+@dataclass(frozen=True)
+class Found:
+    """A simple command read from `path` (relative to the root), of the entry kind `kind`."""
+
+    simple: Simple
+    kind: str
+    path: str
+    context: str = ""                    # a Makefile target's name
+    base: str = ""                       # the file's folder: a script path not found from the root is
+                                         # looked for from there (a `scripts/train.sh` run as `bash train.sh`)
+
+
+def documents(index) -> list[Found]:
+    """Commands of the shell blocks of README files (kind `readme`) and other Markdown / reST files,
+    docs/ first (kind `docs`), in the order of the walk."""
+    out: list[Found] = []
+    count = 0
+    for path in index.paths(lambda p: p.suffix.lower() in (".md", ".rst", ".markdown") or
+                            p.name.lower() in ("readme", "readme.txt")):
+        rel = index.rel(path)
+        count += 1
+        if count > MAX_DOCUMENTS:
+            break
+        text = index.text(rel, max_bytes=2_000_000)
+        if text is None:
+            continue
+        kind = "readme" if PurePosixPath(rel).name.lower().startswith("readme") and "/" not in rel else "docs"
+        for first, block, console in _blocks(text, rel.lower().endswith(".rst")):
+            if console:   # a console session: only the prompted lines (and their continuations) are commands
+                block = _prompted_lines(block)
+            out.extend(Found(simple, kind, rel) for simple in commands(block, Shell(), first))
+    return out
+
+
+def shell_scripts(index) -> list[Found]:
+    """Commands of the project's shell scripts (`*.sh`, `*.bash`), each read with its own variables."""
+    out: list[Found] = []
+    for count, path in enumerate(index.paths(lambda p: p.suffix in (".sh", ".bash")), 1):
+        if count > MAX_SHELL_SCRIPTS:
+            break
+        rel = index.rel(path)
+        text = index.text(rel, max_bytes=500_000)
+        if text is None:
+            continue
+        folder = str(PurePosixPath(rel).parent)
+        out.extend(Found(simple, "shell-script", rel, base="" if folder == "." else folder)
+                   for simple in commands(text, Shell()))   # run from the root, as READMEs say (`bash scripts/x.sh`)
+    return out
+
+
+def makefiles(index) -> list[Found]:
+    """Commands of the recipes of the project's Makefiles, `$(VAR)` expanded; the target named."""
+    out: list[Found] = []
+    for path in index.paths(lambda p: p.name in ("Makefile", "makefile", "GNUmakefile")):
+        rel = index.rel(path)
+        if rel.count("/") > 1:
+            continue
+        text = index.text(rel, max_bytes=500_000)
+        if text is None:
+            continue
+        folder = str(PurePosixPath(rel).parent)
+        variables: dict[str, str] = {}
+        target = ""
+        for number, raw in enumerate(text.splitlines(), 1):
+            if raw.startswith("\t") and target:
+                line = re.sub(r"\$\((\w+)\)|\$\{(\w+)\}",
+                              lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), raw.strip())
+                line = line.lstrip("@-+ ")
+                shell = Shell(variables=dict(variables), cwd="" if folder == "." else folder)
+                out.extend(Found(simple, "makefile", rel, target) for simple in commands(line, shell, number))
+                continue
+            assign = re.match(r"^([A-Za-z_]\w*)\s*(::=|:=|\?=|=)\s*(.*)$", raw)
+            if assign:
+                name, how, value = assign.groups()
+                if how != "?=" or name not in variables:   # `?=` sets only what is not set
+                    variables[name] = value.strip()
+                continue
+            rule = re.match(r"^([A-Za-z0-9_.\-/]+)\s*:(?!=)", raw)
+            target = rule.group(1) if rule else ("" if raw and not raw.startswith("\t") else target)
+    return out
+
+
+def project_scripts(index) -> dict[str, tuple[str, int]]:
+    """[project.scripts] (and [tool.poetry.scripts]) of the root's pyproject.toml: name -> (`module:function`, line)."""
+    text = index.text("pyproject.toml", max_bytes=1_000_000)
+    if text is None:
+        return {}
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError):
+        return {}
+    found: dict[str, str] = {}
+    for table in (data.get("project", {}).get("scripts", {}),
+                  data.get("tool", {}).get("poetry", {}).get("scripts", {})):
+        if isinstance(table, dict):
+            found.update({k: v for k, v in table.items() if isinstance(v, str) and ":" in v})
+    lines = text.splitlines()
+    out: dict[str, tuple[str, int]] = {}
+    for name, target in found.items():
+        pattern = re.compile(rf"^\s*['\"]?{re.escape(name)}['\"]?\s*=")
+        line = next((n for n, raw in enumerate(lines, 1) if pattern.match(raw)), 0)
+        out[name] = (target, line)
+    return out
+
+
+def _blocks(text: str, rst: bool) -> list[tuple[int, str, bool]]:
+    """(first line, text, is a console session) of each shell code block of a Markdown or reST text."""
+    out: list[tuple[int, str, bool]] = []
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        fence = _FENCE.match(line)
+        if fence:
+            marker, language = fence.group(2), fence.group(3).lower()
+            end = index + 1
+            while end < len(lines) and not lines[end].lstrip().startswith(marker[:3]):
+                end += 1
+            if language in SHELL_LANGUAGES:
+                body = "\n".join(lines[index + 1:end])
+                out.append((index + 2, body, language in ("console", "shell-session", "bash-session",
+                                                          "shellsession") or _prompted(body)))
+            index = end + 1
+            continue
+        block = _RST_BLOCK.match(line.strip()) if rst else None
+        if block and block.group(1).lower() in SHELL_LANGUAGES:
+            end = index + 1
+            while end < len(lines) and (not lines[end].strip() or lines[end].startswith((" ", "\t"))):
+                end += 1
+            body = "\n".join(lines[index + 1:end])
+            out.append((index + 2, body, _prompted(body)))
+            index = end
+            continue
+        index += 1
+    return out
+
+
+def _prompted_lines(block: str) -> str:
+    """A console session's commands: `$ ` lines and the lines they continue with `\\`; the rest blank
+    (its output), so line numbers stay those of the file."""
+    out, going = [], False
+    for line in block.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith("$ ") or going:
+            out.append(stripped[2:] if stripped.startswith("$ ") and not going else line)
+            going = line.rstrip().endswith("\\")
+        else:
+            out.append("")
+    return "\n".join(out)
+
+
+def _prompted(body: str) -> bool:
+    """Every command line of the block starts with a `$ ` prompt (the rest is output)."""
+    lines = [line.strip() for line in body.splitlines() if line.strip()]
+    return bool(lines) and any(line.startswith("$ ") for line in lines) and \
+        all(line.startswith("$ ") for line in lines if line.startswith(("python", "torchrun", "accelerate")))

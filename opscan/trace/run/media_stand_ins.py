@@ -1,0 +1,113 @@
+"""Media files a run stands in for (NOTE [stand-ins for data and weights] in stand_ins.py): the images
+and audio clips a dataset's manifest (a CSV or JSON list shipped with the project) names but that are
+not here. An absent image opens as a synthetic RGB picture, an absent clip reads as one second of
+synthetic mono audio at 16 kHz, in the types each library returns; the dataset's own code (its
+transforms, its feature extraction, its padding) runs on them as on the real files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import numpy as np
+
+from opscan.trace.run.stand_ins import Patches, StandIns
+
+IMAGE_SIDE = 256
+RATE = 16_000
+SECONDS = 1.0
+
+
+def install(stand_ins: StandIns, patches: Patches) -> dict[str, Callable]:
+    """The readers patched when the script (or a library it uses) imports them."""
+    return {"PIL.Image": lambda module: _pil(module, stand_ins, patches),
+            "cv2": lambda module: _cv2(module, stand_ins, patches),
+            "soundfile": lambda module: _soundfile(module, stand_ins, patches),
+            "torchaudio": lambda module: _torchaudio(module, stand_ins, patches),
+            "librosa": lambda module: _librosa(module, stand_ins, patches)}
+
+
+def _absent(path, stand_ins: StandIns) -> bool:
+    return isinstance(path, (str, os.PathLike)) and stand_ins.answers(path)
+
+
+def _pixels() -> np.ndarray:
+    return np.random.default_rng(0).integers(0, 256, size=(IMAGE_SIDE, IMAGE_SIDE, 3), dtype=np.uint8)
+
+
+def _wave(rate: int = RATE) -> np.ndarray:
+    return (np.random.default_rng(0).standard_normal(int(rate * SECONDS)) * 0.1).astype(np.float32)
+
+
+def _pil(module, stand_ins: StandIns, patches: Patches) -> None:
+    original = module.open
+
+    def open_(fp, *args, **kwargs):
+        if _absent(fp, stand_ins):
+            stand_ins.record("data", "PIL.Image.open", f"a synthetic {IMAGE_SIDE}x{IMAGE_SIDE} RGB image for each "
+                             "absent image file (first: " + os.fspath(fp) + ")")
+            return module.fromarray(_pixels(), mode="RGB")
+        return original(fp, *args, **kwargs)
+
+    patches.set(module, "open", open_)
+
+
+def _cv2(module, stand_ins: StandIns, patches: Patches) -> None:
+    original = module.imread
+
+    def imread(filename, *args, **kwargs):
+        if _absent(filename, stand_ins):
+            stand_ins.record("data", "cv2.imread", f"a synthetic {IMAGE_SIDE}x{IMAGE_SIDE}x3 uint8 BGR image for each "
+                             "absent image file (first: " + os.fspath(filename) + ")")
+            return _pixels()
+        return original(filename, *args, **kwargs)
+
+    patches.set(module, "imread", imread)
+
+
+def _clip(what: str, path, stand_ins: StandIns) -> None:
+    stand_ins.record("data", what, f"{SECONDS:g} s of synthetic mono audio at {RATE} Hz for each absent clip "
+                     f"(first: {os.fspath(path)})")
+
+
+def _soundfile(module, stand_ins: StandIns, patches: Patches) -> None:
+    original = module.read
+
+    def read(file, *args, **kwargs):
+        if _absent(file, stand_ins):
+            _clip("soundfile.read", file, stand_ins)
+            dtype = kwargs.get("dtype", "float64")
+            return _wave().astype(dtype if dtype in ("float32", "float64") else "float64"), RATE
+        return original(file, *args, **kwargs)
+
+    patches.set(module, "read", read)
+
+
+def _torchaudio(module, stand_ins: StandIns, patches: Patches) -> None:
+    original = getattr(module, "load", None)
+    if original is None:
+        return
+
+    def load(uri, *args, **kwargs):
+        if _absent(uri, stand_ins):
+            import torch
+
+            _clip("torchaudio.load", uri, stand_ins)
+            return torch.from_numpy(_wave()).unsqueeze(0), RATE
+        return original(uri, *args, **kwargs)
+
+    patches.set(module, "load", load)
+
+
+def _librosa(module, stand_ins: StandIns, patches: Patches) -> None:
+    original = module.load
+
+    def load(path, *args, sr=22050, **kwargs):
+        if _absent(path, stand_ins):
+            rate = sr or RATE
+            _clip("librosa.load", path, stand_ins)
+            return _wave(rate), rate
+        return original(path, *args, sr=sr, **kwargs)
+
+    patches.set(module, "load", load)

@@ -1,0 +1,80 @@
+"""The stand-ins of NOTE [stand-ins for data and weights] (stand_ins.py) put in place for a run:
+numpy's and torch's readers at once, each library's when the script imports it (an import hook,
+so opscan never imports a library the script does not use), all put back after the run."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import importlib.util
+import sys
+from collections.abc import Callable
+
+from opscan.trace.run import data_stand_ins, media_stand_ins, pretrained
+from opscan.trace.run.stand_ins import Patches, StandIns
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls `patch(module)` right after a watched module is executed (NOTE [stand-ins for data and weights])."""
+
+    def __init__(self, watched: dict[str, Callable]) -> None:
+        self.watched = watched
+        self._busy: set[str] = set()
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.watched or name in self._busy:
+            return None
+        self._busy.add(name)
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        finally:
+            self._busy.discard(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        loader, patch = spec.loader, self.watched[name]
+
+        class Loader(importlib.abc.Loader):
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                patch(module)
+
+        spec.loader = Loader()
+        return spec
+
+
+@contextlib.contextmanager
+def installed(stand_ins: StandIns | None):
+    """Inside: every stand-in of NOTE [stand-ins for data and weights] answers (nothing when None)."""
+    if stand_ins is None:
+        yield
+        return
+    patches = Patches()
+    watched: dict[str, Callable] = {}
+    for part in (data_stand_ins, media_stand_ins, pretrained):
+        watched.update(part.install(stand_ins, patches))
+    done: set[str] = set()
+
+    def once(name: str, patch: Callable) -> Callable:
+        def run(module) -> None:
+            if name not in done:
+                done.add(name)
+                patch(sys.modules.get(name, module))   # a lazy package may have replaced its module object
+        return run
+
+    hooks = {name: once(name, patch) for name, patch in watched.items()}
+    for name, patch in hooks.items():
+        if name in sys.modules:
+            patch(sys.modules[name])
+    finder = _AfterImport(hooks)
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(finder)
+        patches.undo()

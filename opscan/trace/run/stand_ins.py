@@ -1,0 +1,99 @@
+"""Data and weights a run of the project's training command stands in for: what lies outside the
+project, is absent, or would be downloaded is answered by synthetic data of the right types and
+shapes, or by the model's own initialisation; each one recorded (records.Replacement).
+
+NOTE [stand-ins for data and weights]
+`opscan PATH` runs the project's training command (opscan/pipeline/entry_step.py) on a machine that
+has neither its dataset nor its pretrained weights, and must not read what lies outside the
+project nor download anything. The ops of a step depend on the types and shapes of what the step
+reads, not on its values, so each common way of reading data or weights gets an answer of the
+right kind when what it asks for is absent, outside the project, or remote:
+- data (data_stand_ins.py): torchvision's datasets and ImageFolder, Hugging Face
+  `datasets.load_dataset`, `np.memmap` / `np.load` / `np.fromfile` token files; and the media a
+  manifest (CSV, JSON) names (media_stand_ins.py): `PIL.Image.open`, `cv2.imread`,
+  `soundfile.read`, `torchaudio.load`, `librosa.load`;
+- weights (pretrained.py): `torch.hub.load_state_dict_from_url` (torchvision's `weights=` and
+  `pretrained=True`), `torch.hub.load`, timm's `pretrained=True`, transformers' `from_pretrained`
+  of a model whose config is here but whose weights are not, `torch.load` of a missing checkpoint:
+  the model keeps its own initialisation (the trace needs shapes, not values).
+A file that exists inside the project is read as in a real run: the stand-ins never change what a
+run with its data in place does (`opscan run` keeps them off: it runs where the data is). Each
+answer is named in the report with the script line that asked ("CIFAR10: 1024 synthetic 3x32x32
+uint8 images, 10 classes (train.py:21)"). Libraries are patched when the script imports them (an
+import hook), never imported by opscan: a script that does not use torchvision never loads it.
+The synthetic values come from their own generator (seed 0), never the script's random streams.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+from opscan.records import Replacement
+
+SAMPLES = 1024   # synthetic samples of a dataset stood in for: enough batches for a step and an eval pass
+
+
+class StandIns:
+    """What a run stood in for, and the one rule of when it does (NOTE [stand-ins for data and weights])."""
+
+    def __init__(self, project_root: str | None, finder) -> None:
+        self.root = os.path.realpath(project_root) if project_root else ""
+        self.finder = finder
+        self.replaced: list[Replacement] = []
+        self._seen: set[tuple[str, str, int]] = set()
+
+    def answers(self, path) -> bool:
+        """Whether a read of `path` is stood in for: not a file or folder of the project (absent, or outside it)."""
+        if path is None:
+            return False
+        try:
+            text = os.fspath(path)
+        except TypeError:
+            return False
+        if not isinstance(text, str) or not text:
+            return False
+        if "://" in text:   # a URL: a download
+            return True
+        full = os.path.realpath(os.path.expanduser(text))
+        inside = not self.root or full == self.root or full.startswith(self.root + os.sep)
+        return not (inside and os.path.exists(full))
+
+    def record(self, kind: str, subject: str, detail: str) -> None:
+        """Name one stand-in at the innermost line of the project's code that asked for it."""
+        path, line = self._line()
+        key = (subject, path, line)
+        if key not in self._seen:
+            self._seen.add(key)
+            self.replaced.append(Replacement(kind, subject, detail, path, line))
+
+    def _line(self) -> tuple[str, int]:
+        frame = sys._getframe(2)
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if self.root and os.path.abspath(name).startswith(self.root + os.sep) and self.finder.is_user(name):
+                return self.finder.name(name), frame.f_lineno
+            frame = frame.f_back
+        return "", 0
+
+
+class Patches:
+    """Attributes set for the run and put back after it (also on modules imported during the run)."""
+
+    def __init__(self) -> None:
+        self._undo: list[tuple[object, str, bool, object]] = []
+
+    def set(self, owner, name: str, value) -> None:
+        had = name in vars(owner)
+        self._undo.append((owner, name, had, vars(owner).get(name)))
+        setattr(owner, name, value)
+
+    def undo(self) -> None:
+        for owner, name, had, previous in reversed(self._undo):
+            if had:
+                setattr(owner, name, previous)
+            else:
+                with contextlib.suppress(AttributeError):
+                    delattr(owner, name)
+        self._undo.clear()

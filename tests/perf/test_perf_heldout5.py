@@ -1,0 +1,143 @@
+"""benchmarks/repos/score_heldout5.py: what counts as answering a held-out research repository
+(issue 42), judged on hand-made opscan reports; the committed labels and recipe agree."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+REPOS = ROOT / "benchmarks" / "repos"
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    spec = importlib.util.spec_from_file_location("score_heldout5", REPOS / "score_heldout5.py")
+    module = importlib.util.module_from_spec(spec)
+    with pytest.MonkeyPatch.context() as patch:   # dataclasses look their module up while it loads
+        patch.setitem(sys.modules, "score_heldout5", module)
+        spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture()
+def label(scorer):
+    return scorer.Label(name="proj", repo="o/proj", command="python train.py --cfg a.yaml",
+                        scripts=("train.py", "gae/train.py"), models=("pkg/model.py:Net",),
+                        builders=("pkg/model.py:build_net",), examples=("README.md:40", "tests/test_net.py::test_fwd"))
+
+
+TRAIN = ["forward", "loss", "backward", "optimizer"]
+
+
+def report(*traces, phases=TRAIN, candidates=()):
+    """An opscan JSON report with the given traces; every trace dispatches one op in `phases`."""
+    return {
+        "traces": [dict({"mode": "train", "complete": True, "stopped_at": ""}, **t) for t in traces],
+        "ops": [{"op": "aten::addmm", "phases": list(phases), "models": [t["target"] for t in traces]}],
+        "discovery": {"candidates": list(candidates)},
+        "notes": [], "verdict": {"headline": "likely"},
+    }
+
+
+def test_the_command_traced_to_its_optimizer_step_answers(scorer, label) -> None:
+    got = scorer.judge(label, report({"target": "script:train.py", "steps": 1}))
+    assert got.answered and "script:train.py" in got.reason
+
+
+def test_a_module_or_dotted_script_is_the_same_script(scorer, label) -> None:
+    assert scorer.judge(label, report({"target": "script:./train.py", "steps": 1})).answered
+    assert scorer.judge(label, report({"target": "script:gae.train", "steps": 1})).answered
+
+
+def test_another_script_does_not_answer(scorer, label) -> None:
+    got = scorer.judge(label, report({"target": "script:eval.py", "steps": 1}))
+    assert not got.answered and "script:eval.py" in got.reason
+
+
+def test_a_script_run_with_no_optimizer_step_does_not_answer(scorer, label) -> None:
+    assert not scorer.judge(label, report({"target": "script:train.py", "steps": 0})).answered
+
+
+def test_the_main_model_or_its_builder_answers(scorer, label) -> None:
+    assert scorer.judge(label, report({"target": "repo:pkg/model.py:Net"})).answered
+    assert scorer.judge(label, report({"target": "repo:pkg/model.py:build_net"})).answered
+
+
+def test_a_part_or_another_model_does_not_answer(scorer, label) -> None:
+    got = scorer.judge(label, report({"target": "repo:pkg/model.py:Block"}, {"target": "repo:pkg/other.py:Net"}))
+    assert not got.answered
+    assert "repo:pkg/model.py:Block" in got.reason and "repo:pkg/other.py:Net" in got.reason
+
+
+@pytest.mark.parametrize("trace, phases", [
+    ({"target": "repo:pkg/model.py:Net", "complete": False, "stopped_at": "aten::foo at model.py:3"}, TRAIN),
+    ({"target": "repo:pkg/model.py:Net", "mode": "inference"}, ["forward"]),
+    ({"target": "repo:pkg/model.py:Net"}, ["forward", "loss", "backward"]),     # no optimizer step
+    ({"target": "script:train.py", "steps": 1}, ["forward", "loss"]),             # no backward
+])
+def test_the_main_model_traced_short_of_a_train_step_does_not_answer(scorer, label, trace, phases) -> None:
+    assert not scorer.judge(label, report(trace, phases=phases)).answered
+
+
+def test_a_readme_block_counts_by_its_opening_line(scorer, label) -> None:
+    readme = {"target": "repo:README.md#2", "kind": "readme", "path": "README.md", "line": 40}
+    assert scorer.judge(label, report({"target": "repo:README.md#2"}, candidates=[readme])).answered
+    other = dict(readme, line=12)
+    assert not scorer.judge(label, report({"target": "repo:README.md#2"}, candidates=[other])).answered
+
+
+def test_a_listed_test_answers(scorer, label) -> None:
+    assert scorer.judge(label, report({"target": "repo:tests/test_net.py::test_fwd"})).answered
+
+
+def test_the_command_is_preferred_to_the_model_when_both_answer(scorer, label) -> None:
+    got = scorer.judge(label, report({"target": "repo:pkg/model.py:Net"}, {"target": "script:train.py", "steps": 1}))
+    assert got.answered and "training command" in got.reason
+
+
+def test_no_report_or_nothing_traced_does_not_answer(scorer, label) -> None:
+    assert not scorer.judge(label, None).answered
+    empty = dict(report(), traces=[], unchecked=["repo:pkg/model.py:Net: cannot choose a value for 'cfg'"])
+    got = scorer.judge(label, empty)
+    assert not got.answered and "cannot choose a value" in got.reason
+
+
+def test_score_reads_saved_reports_and_counts(scorer, label, tmp_path) -> None:
+    other = scorer.Label("other", "o/other", "python main.py", ("main.py",), ("m.py:M",), (), ())
+    third = scorer.Label("third", "o/third", "python main.py", ("main.py",), ("m.py:M",), (), ())
+    (tmp_path / "proj.json").write_text(json.dumps(report({"target": "script:train.py", "steps": 1})))
+    (tmp_path / "other.json").write_text("Traceback (most recent call last):")   # not JSON
+    judgements = scorer.score([label, other, third], tmp_path)
+    assert [j.answered for j in judgements] == [True, False, False]
+    assert "held out 5: 1/3 answered" in scorer.summary(judgements)
+
+
+def test_a_saved_report_is_not_run_again_without_again(scorer, label, tmp_path) -> None:
+    (tmp_path / "proj.json").write_text("{}")
+    with pytest.raises(SystemExit, match="already run"):
+        scorer.planned([label], set(), tmp_path, again=False)
+    assert scorer.planned([label], set(), tmp_path, again=True) == [label]
+    with pytest.raises(SystemExit, match="not labelled: nope"):
+        scorer.planned([label], {"nope"}, tmp_path, again=True)
+
+
+def test_the_committed_labels_cover_the_recipe(scorer) -> None:
+    labels = scorer.load_labels()
+    recipe = tomllib.loads((REPOS / "heldout5.toml").read_text(encoding="utf-8"))["repository"]
+    assert len(labels) == 12
+    assert [(lb.name, lb.repo) for lb in labels] == [(r["name"], r["repo"]) for r in recipe]
+    assert all(len(r["commit"]) == 40 and 300 <= r["lines"] <= 17000 for r in recipe)
+
+
+def test_a_label_without_its_model_is_refused(scorer, tmp_path) -> None:
+    bad = tmp_path / "labels.toml"
+    bad.write_text('[[repository]]\nname = "a"\nrepo = "o/a"\ncommand = "python t.py"\n'
+                   'scripts = ["t.py"]\nmodels = ["Net"]\n')
+    with pytest.raises(SystemExit, match="not FILE.py:NAME"):
+        scorer.load_labels(bad)

@@ -1,0 +1,87 @@
+"""Syntax newer than the interpreter's (PEP 695) is scanned and fixed as usual (NOTE [newer syntax])."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from opscan.fix.module import fix_source
+from opscan.index import parse
+from opscan.scan import load_rules, scan_memory
+
+RULES = load_rules()
+
+PEP695 = textwrap.dedent('''\
+    import torch
+
+    type Pair[T] = tuple[T, T]
+    type Table = dict[
+        str,   # a comment inside
+        int,
+    ]
+
+
+    def move[T: torch.Tensor = torch.Tensor](x: T) -> T:
+        return x.cuda()
+
+
+    class Box[T, *Ts, **P](torch.nn.Module):
+        def __init__(self, v: T):
+            super().__init__()
+            self.v = v.to("cuda")
+
+        def later[
+            U,
+        ](self, u: U) -> U:
+            return u.to("cuda:1")
+    ''')
+
+
+def found(source: str) -> list[tuple[str, int, int]]:
+    return [(f.rule, f.location.line, f.location.column) for f in scan_memory({"m.py": source}, RULES).findings]
+
+
+def test_pep695_findings_are_reported_at_their_lines_and_columns():
+    assert found(PEP695) == [("OPS105", 11, 12), ("OPS101", 17, 23), ("OPS101", 22, 21)]
+
+
+def test_the_tree_keeps_every_position_of_the_source():
+    tree = parse(PEP695, "m.py")
+    lines = PEP695.splitlines()
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+    for call in calls:   # each call's text is where the tree says it is
+        assert lines[call.lineno - 1][call.col_offset:].startswith(ast.unparse(call.func.value))
+    assert [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))] == ["move", "Box"]
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\ndef f[T](x:\n    return x.cuda()\n",        # a real syntax error in a generic function
+    "import torch\ntype = X = \nx.cuda()\n",
+    "import torch\nx = (\nx.cuda()\n",
+])
+def test_a_real_syntax_error_is_still_ops000(source):
+    assert [rule for rule, _, _ in found(source)] == ["OPS000"]
+
+
+def test_the_fixer_rewrites_a_pep695_file_and_keeps_its_syntax():
+    findings = scan_memory({"m.py": PEP695}, RULES).findings
+    fixed = fix_source(PEP695, findings, RULES)
+    assert [o.status for o in fixed.outcomes] == ["fixed"] * 3
+    assert "def move[T: torch.Tensor = torch.Tensor](x: T) -> T:" in fixed.text
+    assert ".cuda()" not in fixed.text and '"cuda' not in fixed.text
+    assert found(fixed.text) == []
+
+
+def test_opscan_scan_and_fix_on_a_pep695_project(run_cli, tmp_path, monkeypatch):
+    (tmp_path / "gen.py").write_text(PEP695)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli("scan", ".", "--format", "json", "--no-cache")
+    assert code == 1 and '"OPS000"' not in out and out.count('"OPS101"') == 2
+    code, _, _ = run_cli("fix", ".")
+    assert code == 0
+    fixed = (tmp_path / "gen.py").read_text()
+    assert "class Box[T, *Ts, **P](torch.nn.Module):" in fixed and ".cuda()" not in fixed
+    code, out, _ = run_cli("scan", ".", "--format", "json", "--no-cache")
+    assert code == 0 and '"OPS000"' not in out

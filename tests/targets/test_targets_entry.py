@@ -1,0 +1,132 @@
+"""The training command found by reading (opscan/targets/entry/): each source, the ranking, what is
+left out; nothing of the project is run (a marker file a run would write stays absent)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from opscan.index import ProjectIndex
+from opscan.targets.entry import find_entries, given_entry
+from opscan.targets.entry.shell_words import commands
+
+STEPS = """\
+import torch
+MARKER = __import__("pathlib").Path(__file__).with_name("RAN")
+MARKER.write_text("the script ran")
+def main():
+    model = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.AdamW(model.parameters())
+    model(torch.randn(1, 2)).sum().backward()
+    optimizer.step()
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return tmp_path
+
+
+def _found(root: Path) -> list[tuple[str, str, str]]:
+    return [(e.command, e.kind, e.cwd) for e in find_entries(ProjectIndex(root))]
+
+
+def test_a_readme_shell_block_gives_the_command_with_its_arguments(tmp_path):
+    root = _project(tmp_path, {"train.py": STEPS, "README.md": """\
+        # demo
+        ```bash
+        pip install -r requirements.txt
+        python data/prepare.py
+        python train.py --config configs/small.yaml
+        python sample.py --ckpt out/ckpt.pt
+        ```
+        """, "data/prepare.py": "print('prepare')\n", "sample.py": "print('sample')\n"})
+    found = _found(root)
+    assert found[0] == ("python train.py --config configs/small.yaml", "readme", "")
+    assert not any("prepare" in c or "sample" in c for c, _, _ in found)   # other jobs than training
+    assert not (root / "RAN").exists()
+
+
+def test_a_console_block_reads_only_prompted_lines_and_joins_continuations(tmp_path):
+    root = _project(tmp_path, {"main.py": STEPS, "docs/usage.md": """\
+        ```console
+        $ torchrun --nproc_per_node 8 main.py \\
+            --epochs 3
+        Epoch 1: loss 2.3
+        python main.py --ignored output line
+        ```
+        """})
+    assert _found(root)[0] == ("torchrun --nproc_per_node 8 main.py --epochs 3", "docs", "")
+
+
+def test_a_shell_script_expands_its_variables_and_follows_cd(tmp_path):
+    root = _project(tmp_path, {"src/pretrain.py": "from engine import train_one_epoch\n"
+                               "if __name__ == '__main__':\n    train_one_epoch()\n",
+                               "src/engine.py": "def train_one_epoch(model=None, optimizer=None):\n"
+                                                "    optimizer.step()\n",
+                               "scripts/pretrain.sh": """\
+        #!/bin/bash
+        MODEL=vit_base
+        ARGS="--epochs 1 --lr 3e-4"
+        cd src && CUDA_VISIBLE_DEVICES=0 nohup python pretrain.py --model $MODEL $ARGS --data $DATA_ROOT > log 2>&1 &
+        """})
+    entries = find_entries(ProjectIndex(root))
+    assert (entries[0].command, entries[0].kind, entries[0].cwd) == (
+        "python pretrain.py --model vit_base --epochs 1 --lr 3e-4 --data '$DATA_ROOT'", "shell-script", "src")
+    assert "engine.py:2" in entries[0].why and "$DATA_ROOT" in entries[0].why   # evidence one import away; unset
+
+
+def test_a_makefile_recipe_and_a_console_script(tmp_path):
+    root = _project(tmp_path, {"Makefile": "PY ?= python3\nEPOCHS := 2\ntrain:\n\t@$(PY) fit.py --epochs $(EPOCHS)\n",
+                               "fit.py": STEPS,
+                               "pyproject.toml": '[project]\nname = "p"\n[project.scripts]\n'
+                                                 'p-train = "pkg.cli:train"\np-serve = "pkg.cli:serve"\n',
+                               "pkg/__init__.py": "", "pkg/cli.py": STEPS.replace("def main", "def train")})
+    found = _found(root)
+    assert ("python3 fit.py --epochs 2", "makefile", "") in found
+    assert ("p-train", "project-script", "") in found and not any(c == "p-serve" for c, _, _ in found)
+    entry = next(e for e in find_entries(ProjectIndex(root)) if e.kind == "project-script")
+    assert entry.entry_point == "pkg.cli:train"
+
+
+def test_a_script_stepping_an_optimizer_when_run_is_found_with_nothing_written(tmp_path):
+    loop = "import torch\nopt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1)\nfor i in range(3):\n" \
+           "    opt.step()\n"
+    root = _project(tmp_path, {"experiment.py": STEPS, "tests/test_train.py": STEPS, "loop.py": loop,
+                               "library.py": STEPS.replace('if __name__ == "__main__":\n    main()\n', "")})
+    assert _found(root) == [("python experiment.py", "main-step", ""), ("python loop.py", "main-step", "")]
+
+
+def test_ranking_evidence_then_source_then_order(tmp_path):
+    root = _project(tmp_path, {
+        "train.py": STEPS, "finetune.py": "import sys\nprint(sys.argv)\n",   # named for training only
+        "README.md": "```sh\npython finetune.py --lr 1\npython train.py --lr 2\n```\n",
+        "scripts/run.sh": "python train.py --lr 3\n"})
+    found = [c for c, _, _ in _found(root)]
+    # steps an optimizer beats a name; README before a shell script; a written file has no main-step entry
+    assert found == ["python train.py --lr 2", "python train.py --lr 3", "python finetune.py --lr 1"]
+
+
+def test_commands_whose_script_is_not_in_the_project_are_left_out(tmp_path):
+    root = _project(tmp_path, {"README.md": "```sh\npython train.py\npython -m pkg.train\n"
+                                            "python /opt/other/train.py\n```\n"})
+    assert _found(root) == []
+    (root / "pkg").mkdir()
+    (root / "pkg" / "train.py").write_text(STEPS, encoding="utf-8")
+    assert _found(root) == [("python -m pkg.train", "readme", "")]
+
+
+def test_a_given_entry_is_taken_as_written():
+    entry = given_entry("  python pretrain.py --model vit_base ")
+    assert (entry.command, entry.kind) == ("python pretrain.py --model vit_base", "given")
+
+
+def test_shell_words_split_a_line_into_simple_commands():
+    found = commands("X=1\nexport Y=two\ncd a && python t.py $X ${Y} ${Z:-zed} | tee log; time python u.py\n")
+    assert [(c.words, c.cwd) for c in found] == [(("python", "t.py", "1", "two", "zed"), "a"),
+                                                 (("tee", "log"), "a"), (("python", "u.py"), "a")]

@@ -1,0 +1,139 @@
+"""The model path on research code (issue 42, part B): each cause the issue saw in public research
+repositories, on a small fixture under tests/targets/repos/ written the way such code is written.
+
+- the real model is never tried: a factory the training script picks by name (byname), a
+  `hubconf.py` entry behind more ready factories than MAX_TRIES, toy `__main__` demos of helper files;
+- a constructor that moves itself (`self.to(self.device)`) on the meta device (todevice);
+- a `__main__` demo run with opscan's own command line (demoargs).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from opscan.targets.discovery import candidates
+from opscan.targets.tries import MAX_TRIES
+
+pytest.importorskip("torch")
+
+REPOS = Path(__file__).resolve().parent / "repos"
+TRAIN = {"forward", "backward", "optimizer"}
+
+
+def _complete(report: dict) -> list[str]:
+    return [t["target"] for t in report["traces"] if t["complete"]]
+
+
+def test_a_factory_the_training_script_picks_by_name_is_traced_with_its_step(repo_report, report_phases):
+    report = repo_report(REPOS / "byname")
+    assert _complete(report)[0] == "repo:models/__init__.py:resnet20"   # --arch's default, not a part
+    assert TRAIN <= report_phases(report)
+    assert any(n.startswith("traced with no configuration: repo:models/__init__.py:resnet20: ")
+               and "the default of --arch" in n for n in report["notes"])
+    step = {p["part"]: (p["name"], p["source"]) for p in report["traces"][0]["step"]["parts"]}
+    assert step == {"loss": ("cross_entropy", "train.py:18"), "optimizer": ("SGD", "train.py:19")}
+    assert "aten::nll_loss_forward" in {op["op"] for op in report["ops"]}
+
+
+def test_a_hub_entry_is_tried_before_more_ready_factories_than_the_tries(tmp_path):
+    for index in range(MAX_TRIES + 2):
+        (tmp_path / f"net{index}.py").write_text(
+            "from torch import nn\n\ndef create_model():\n    return nn.Linear(4, 4)\n", encoding="utf-8")
+    (tmp_path / "hubconf.py").write_text(
+        "dependencies = ['torch']\nfrom torch import nn\n\ndef small_net(pretrained=False):\n"
+        "    return nn.Linear(4, 4)\n", encoding="utf-8")
+    found = candidates(tmp_path, construct=True)
+    assert len(found.traced) == MAX_TRIES and found.traced[0] == "repo:hubconf.py:small_net"
+
+
+def test_toy_demos_of_helper_files_rank_below_the_model_classes(tmp_path):
+    (tmp_path / "synth.py").write_text(   # neither file nor class named like a model: a low score
+        "from torch import nn\nclass Tacotron(nn.Module):\n    def __init__(self, dim=8):\n        super().__init__()\n"
+        "        self.l = nn.Linear(dim, dim)\n    def forward(self, x):\n        return self.l(x)\n", encoding="utf-8")
+    for helper in ("pos_utils.py", "helpers.py"):
+        (tmp_path / helper).write_text(
+            "import torch\nfrom torch import nn\nclass PositionalEncoding(nn.Module):\n"
+            "    def __init__(self, n):\n        super().__init__()\n        self.e = nn.Embedding(n, 10)\n"
+            "    def forward(self, x):\n        return self.e(x)\n"
+            "if __name__ == '__main__':\n    m = PositionalEncoding(8)\n    print(m(torch.arange(8)))\n",
+            encoding="utf-8")
+    traced = candidates(tmp_path, construct=True).traced
+    assert traced[0] == "repo:synth.py:Tacotron"   # before the two demos, which would end the search
+
+
+def test_a_constructor_that_moves_itself_builds_on_meta_and_its_device_follows(repo_report, report_phases):
+    report = repo_report(REPOS / "todevice")   # self.to(self.device) in __init__, x.to(self.device) in forward
+    assert _complete(report) == ["repo:model.py:Classifier"]
+    assert TRAIN <= report_phases(report)
+
+
+def test_a_demo_parses_its_own_command_line_not_opscans(repo_report, report_phases):
+    report = repo_report(REPOS / "demoargs")   # argparse in __main__; Net(n_codes, width) has no defaults
+    assert _complete(report) == ["repo:model.py#main"]
+    assert TRAIN <= report_phases(report)
+    assert "aten::_euclidean_dist" in {op["op"] for op in report["ops"]}   # torch.cdist, in the demo's model
+
+
+def test_a_model_that_shrinking_breaks_is_traced_unshrunk(repo_report, report_phases):
+    report = repo_report(REPOS / "staged")   # 4 stages cut to 2: the final norm expects the 4th stage's width
+    assert _complete(report) == ["repo:model.py:StagedNet"]
+    assert TRAIN <= report_phases(report)
+    retried = report["traces"][0]["retried"]
+    assert retried.startswith("built unshrunk (shrunk: 2 repeated blocks cut; the step stopped: "
+                              "aten::native_layer_norm")
+
+
+def test_a_config_that_shrinking_breaks_is_built_unshrunk(tmp_path, repo_report, report_phases):
+    (tmp_path / "model.py").write_text(
+        "from dataclasses import dataclass\nfrom torch import nn\n\n@dataclass\nclass NetConfig:\n"
+        "    n_layer: int = 4\n    widths: tuple = (8, 16, 32, 64)\n\n"
+        "class Net(nn.Module):\n    def __init__(self, config: NetConfig):\n        super().__init__()\n"
+        "        assert len(config.widths) == config.n_layer, 'one width per layer'\n"
+        "        self.layers = nn.Sequential(*[nn.Linear(a, b) for a, b in zip((4,) + config.widths, config.widths)])\n"
+        "    def forward(self, x):\n        return self.layers(x)\n", encoding="utf-8")
+    report = repo_report(tmp_path)
+    assert _complete(report) == ["repo:model.py:Net"] and TRAIN <= report_phases(report)
+    assert report["traces"][0]["retried"].startswith("built unshrunk: shrunk (n_layer 4 -> 2) it failed: "
+                                                     "AssertionError: one width per layer")
+
+
+def test_config_arguments_come_from_the_yaml_files_that_hold_what_the_constructor_reads(repo_report, report_phases):
+    # TextToMel(preprocess_config, model_config): each read as subscripts, one through Encoder(model_config)
+    report = repo_report(REPOS / "yamlcfg")
+    assert _complete(report) == ["repo:model/tts.py:TextToMel"] and TRAIN <= report_phases(report)
+    retried = report["traces"][0]["retried"]
+    assert "preprocess_config from config/LJSpeech/preprocess.yaml" in retried
+    assert "model_config from config/LJSpeech/model.yaml" in retried and "encoder_layer 4 -> 2" in retried
+    # the training step the script takes: Adam and an L1 loss, from train.py
+    step = {p["part"]: (p["name"], p["source"]) for p in report["traces"][0]["step"]["parts"]}
+    assert step == {"loss": ("l1_loss", "train.py:18"), "optimizer": ("Adam", "train.py:16")}
+
+
+def test_a_config_module_get_config_is_evaluated_in_the_child(repo_report, report_phases):
+    report = repo_report(REPOS / "pycfg")   # LanguageModel(config) reading config.model.*, get_config() in configs/
+    assert _complete(report) == ["repo:network.py:LanguageModel"] and TRAIN <= report_phases(report)
+    assert report["traces"][0]["retried"].startswith("config config from configs/default.py:get_config()")
+
+
+def test_what_a_constructor_reads_from_its_config_argument(tmp_path, monkeypatch):
+    from opscan.targets.config_files import reads
+
+    (tmp_path / "cfgreads.py").write_text(
+        "class Inner:\n    def __init__(self, c):\n        self.n = c['n_layer']\n"
+        "class Outer:\n    def __init__(self, cfg):\n        self.a = cfg.model.dim\n"
+        "        self.b = cfg.get('dropout', 0.1)\n        self.c = getattr(cfg, 'bias', True)\n"
+        "        self.inner = Inner(cfg.model)\n        self.d = cfg['heads']\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import cfgreads
+
+    required, optional = reads(cfgreads.Outer, "cfg")
+    assert required == {("model", "dim"), ("model", "n_layer"), ("heads",)}
+    assert optional == {("dropout",), ("bias",)}
+
+
+def test_constructor_arguments_by_name_from_a_config_file_anywhere_in_the_repository(repo_report, report_phases):
+    report = repo_report(REPOS / "kwcfg")   # Vocoder(n_mels, upsample_factors, hidden): configs/vocoder/base.yaml
+    assert _complete(report) == ["repo:src/vocoder/model.py:Vocoder"] and TRAIN <= report_phases(report)
+    assert "Vocoder(**configs/vocoder/base.yaml['model'])" in report["traces"][0]["retried"]
