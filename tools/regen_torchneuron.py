@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from opscan.db import failing_tests as ft  # noqa: E402
-from opscan.db import registry  # noqa: E402
+from opscan.db import operators  # noqa: E402
 from opscan.db.writer import dump  # noqa: E402
 
 SOURCES = ROOT / "coverage_db" / "sources"
@@ -210,10 +210,26 @@ def _limited_note(failures: list[dict]) -> str:
             + (f" ({'; '.join(reasons)})" if reasons else "") + " (opscan db show lists the tests)")
 
 
+# NOTE [registrations that name no operator]
+# The snapshot registers some kernels under names that are no operator of the torch 2.33 pairs
+# with: a packet name (`aten::div`: `div` has no default overload) or an overload torch does not
+# define (`aten::topk.out`, `aten::_foreach_sub.Tensor`). torch.library keeps such a kernel under
+# the name it was given (checked with torch 2.13: `Library("aten", "IMPL").impl("div", fn,
+# "PrivateUse1")` registers a kernel on `aten::div` and none on `aten::div.Tensor`), so no traced op
+# reaches it. Such a name is no entry (NOTE [op names resolve] in opscan/db/operators.py: it would
+# match nothing, and the loader refuses it); the release's notes list each with its file and line.
+def _unreal(extract: dict, base: dict) -> list[dict]:
+    """The registrations whose name is no operator of the paired torch (NOTE [registrations that name no operator])."""
+    known = operators.for_release(p["torch"] for p in base.get("packages", ()))
+    return [r for r in extract["registrations"] if known.complete and not known.exists(r["op"])]
+
+
 def build(extract: dict, base: dict) -> str:
     """The release file's text."""
     packets, reducing = ft.torch_packets()
-    kernels = frozenset(r["op"] for r in extract["registrations"])
+    unreal = _unreal(extract, base)
+    dropped = {r["op"] for r in unreal}
+    kernels = frozenset(r["op"] for r in extract["registrations"]) - dropped
     rows, not_rows, harness = _rows(extract, packets, reducing, ft.torch_apis())
     release_notes, unmapped = _release_notes(extract, packets, reducing, ft.torch_apis(), kernels)
     failures = []
@@ -247,7 +263,10 @@ def build(extract: dict, base: dict) -> str:
     entries.update(curated)
 
     doc = {k: v for k, v in base.items() if k != "entries"}
-    strange = [op for op in kernels if registry.op_exists(op) is False]
+    pairing = " or ".join(sorted({operators.minor(p["torch"]) for p in base.get("packages", ())}))
+    places = {}
+    for r in unreal:
+        places.setdefault(r["op"], []).append(f"{r['path'].rsplit('/', 1)[-1]}:{r['line']}")
     mapped = (sum(len(r["tests"]) for r in rows.values() if "snapshot-tests" in r["sources"])
               + not_rows.get("not traced", 0))
     total = sum(len(v) for v in extract["failing_tests"].values())
@@ -255,9 +274,10 @@ def build(extract: dict, base: dict) -> str:
         f"Native entries are the {len(kernels)} aten overloads with a PrivateUse1 kernel in a public pre-release "
         "source snapshot (April 2026, six months before 2.33), read by tools/snapshot_extract.py: evidence, not "
         "proof. Probe a 2.33 install (opscan db probe) to make this exact.",
-        f"Names are kept as the snapshot spells them; {len(strange)} of them are not overloads of torch "
-        f"{registry.torch_version()} (e.g. packet names like aten::div with no default overload) and so match "
-        "no traced op.",
+        f"Not entries: {len(dropped)} registrations of the snapshot name no operator of torch {pairing} "
+        "(a packet with no default overload, or an overload torch does not define), so no traced op reaches "
+        "their kernel (tools/regen_torchneuron.py NOTE [registrations that name no operator]): "
+        + "; ".join(f"{op} ({', '.join(places[op])})" for op in sorted(places)) + ".",
         *base.get("notes", []),
         f"Known failures: the pre-release source records {total} upstream PyTorch test methods failing on neuron "
         f"(tests/pytorch_tests/failing_test_methods); {mapped} name an op and are recorded under known_failures "

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from opscan.assess import compile_check
+from opscan.assess.library_ops import known_libraries
 from opscan.plan.cost import CostConfig
 from opscan.records import (Coverage, Draft, Fallback, ModelTrace, OpCaveat, OpNote, OpUsage, Report, ScanFacts,
-                            Shrink, Status, status_of)
+                            Shrink, Status, TaskKind, status_of)
 from opscan.plan import build_tasks
 from opscan.plan.measure import kernel_sources, usage
 from opscan.assess import step
@@ -62,11 +63,10 @@ def assess(draft: Draft, release: Release | None, *, project_root: Path | None =
     caveats: tuple[OpCaveat, ...] = ()
     on_ops: tuple[OpNote, ...] = ()
     if release is not None and traces:
-        from opscan.db.annotate import annotate, op_notes, with_dtype_fallbacks
+        from opscan.db.annotate import annotate, op_notes, traced_dtypes
         from opscan.db.caveats import op_caveats
 
-        coverage, coverage_notes = annotate(release, ops)
-        coverage = with_dtype_fallbacks(release, coverage, traces)
+        coverage, coverage_notes = annotate(release, ops, traced_dtypes(traces))   # per dtype, parts too
         on_ops = op_notes(release, ops)
         notes.extend(coverage_notes)
         notes.extend(sdpa_assumption(release, ops))
@@ -77,9 +77,12 @@ def assess(draft: Draft, release: Release | None, *, project_root: Path | None =
     findings = draft.findings
     measured = project_root if findings else None   # the root whose files the tasks measure
     fallbacks = fallback_costs(traces, coverage)
+    minors = tuple(p.torch for p in release.packages) if release is not None else ()
+    known = known_libraries((u.op for t in traces for u in t.ops if u.custom), minors,   # NOTE [library ops]
+                            {f.subject for f in findings if f.task == TaskKind.LIBRARY and f.subject})
     tasks = build_tasks(findings, traces, coverage, cost,
                         kernel_sources(measured, findings, facts) if measured is not None else None,
-                        usage(findings, facts) if measured is not None else None, fallbacks=fallbacks)
+                        usage(findings, facts) if measured is not None else None, fallbacks=fallbacks, known=known)
     compiled = compile_check.judge(traces, coverage, release=release)   # NOTE [compile semantics]
     tasks = compile_check.plan(tasks, compiled)
     report = Report(
@@ -97,7 +100,7 @@ def assess(draft: Draft, release: Release | None, *, project_root: Path | None =
         version = registry.torch_version()
         pairing = (release.pairing_warning(version) or "") if version is not None else ""
     verdict = judge(report, ops_not_checked=draft.ops_not_checked, source=draft.source, unchecked=draft.unchecked,
-                    pairing=pairing, remedy=draft.remedy)
+                    pairing=pairing, remedy=draft.remedy, source_only=draft.source_only)
     return replace(report, verdict=step.apply(verdict, draft.step if traces else None))   # NOTE [the step answered for]
 
 
@@ -129,8 +132,8 @@ def assess(draft: Draft, release: Release | None, *, project_root: Path | None =
 # is an estimate: layers are taken as alike (a first-k-dense MoE stack scales its MoE-only ops over
 # all layers), a tensor not growing at all (a fixed-size buffer that is no parameter) is scaled
 # with the tokens, a weight-shaped activation is taken as a weight, a head count or head size
-# (neither is the width) is not scaled, and a dim that equals the traced width by chance is
-# taken as the width.
+# (neither is the width) is not scaled, and a dim of a parameter-shaped tensor that equals the
+# traced width by chance is taken as the width.
 
 
 def fallback_costs(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...]) -> tuple[Fallback, ...]:
@@ -150,7 +153,7 @@ def fallback_costs(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...
                 cost[1] += use.step_calls
                 cost[2] += bytes_
                 cost[3] += calls
-                if factors.how and (bytes_ != use.step_bytes or calls != use.step_calls):
+                if factors.how and (bytes_ != use.step_bytes or calls != use.step_calls or factors.unsure):
                     cost[4].add(factors.how)
     out = []
     for op, (bytes_, calls, real_bytes, real_calls, how) in sorted(totals.items()):
@@ -171,22 +174,31 @@ class Factors:
     seq: float = 1.0                 # sequence alone (the second S of an [.., S, S] tensor)
     width: float = 1.0               # per dim of the hidden size
     how: str = ""                    # what was scaled, and "not scaled: width" when the width was not
+    unsure: bool = False             # a width to scale, but sizes that could not be told apart (NOTE [sizes by role])
 
 
 def scale_factors(shrink: Shrink | None) -> Factors:
-    """The scale factors of a trace (NOTE [fallback scaling])."""
+    """The scale factors of a trace (NOTE [fallback scaling]); dims whose sizes coincide and could not
+    be told apart are not scaled in width, and `how` says why (NOTE [sizes by role] in opscan/trace/roles.py)."""
     if shrink is None:
         return Factors()
     layers, tokens, how = ratios(shrink)
     seq = shrink.real_seq_len / shrink.seq_len if shrink.real_seq_len and shrink.seq_len else 1.0
     width = 1.0
-    if shrink.real_hidden and shrink.hidden and shrink.real_hidden != shrink.hidden:
+    unsure = shrink.roles.startswith("not told apart")
+    if shrink.real_hidden and shrink.hidden and shrink.real_hidden != shrink.hidden and not unsure:
         width = shrink.real_hidden / shrink.hidden
         how = "; ".join(filter(None, (how, f"width {shrink.hidden} -> {shrink.real_hidden}"
                                            + (f" ({shrink.hidden_from})" if shrink.hidden_from else ""))))
+    elif shrink.real_hidden and shrink.hidden and shrink.real_hidden != shrink.hidden:
+        seq = 1.0   # the [.., S, S] dims are as unsure as the width's
+        how = "; ".join(filter(None, (how, f"not scaled: width {shrink.hidden} -> {shrink.real_hidden} ("
+                                           f"{shrink.roles.removeprefix('not told apart: ')})")))
     elif how and not (shrink.real_hidden and shrink.hidden):   # equal widths: nothing to scale
         how += "; not scaled: width" + ("" if shrink.hidden else " (traced width not found)")
-    return Factors(layers, tokens, seq, width, how)
+    if shrink.roles.startswith("probe ") and (width != 1.0 or seq != 1.0):
+        how += f"; the sequence told apart from equal model sizes by a second trace at {shrink.roles[6:]}"
+    return Factors(layers, tokens, seq, width, how, unsure=unsure and width == 1.0 and "not scaled: width " in how)
 
 
 def ratios(shrink: Shrink | None) -> tuple[float, float, str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from opscan.records import Report, Severity
+from opscan.records import Report, Severity, VerdictKind
 from opscan.assess.verdict import blockers_of, judged_ops
 
 
@@ -60,10 +60,25 @@ def _custom_kernel(report: Report) -> list[str]:
     return [f"custom-kernel: {len(sites)} custom-kernel finding(s), {len(custom_ops)} custom op(s)"]
 
 
+# NOTE [not ready]: `not-ready` is the gate of a team that wants CI to pass only on proven
+# support: every verdict short of `ready` fails where ops were checked (or were meant to be: a run
+# that found no model is not proven). A run that asked for the source alone (`--no-trace`,
+# `opscan scan`, the pre-commit hook) cannot be `ready` by design; it is judged on its source
+# verdict: `unchecked` (the source holds nothing open, the ops were left out as asked) passes,
+# `unknown` (a guarded kernel, known findings hidden by a baseline) and `blocked` fail.
+def _not_ready(report: Report) -> list[str]:
+    verdict = report.verdict
+    if verdict is None or verdict.kind is VerdictKind.READY:
+        return []
+    if verdict.source_only and verdict.kind is VerdictKind.UNCHECKED:
+        return []
+    return [f"not-ready: the verdict is {verdict.kind}: {verdict.headline}"]
+
+
 # The `--fail-on` conditions (config.FAIL_ON says each) and the lines each one's failure gives.
 CONDITIONS: dict[str, Callable[[Report], list[str]]] = {
     "error": _error, "warning": _warning, "fallback": _fallback, "unknown": _unknown,
-    "custom-kernel": _custom_kernel,
+    "custom-kernel": _custom_kernel, "not-ready": _not_ready,
 }
 
 

@@ -171,7 +171,8 @@ def blockers_of(report: Report) -> Blockers:
 # --- the verdict ---------------------------------------------------------------------------------
 
 def judge(report: Report, *, ops_not_checked: str = "", source: SourceCheck = Checked(),
-          unchecked: tuple[tuple[str, str], ...] = (), pairing: str = "", remedy: str = "") -> Verdict:
+          unchecked: tuple[tuple[str, str], ...] = (), pairing: str = "", remedy: str = "",
+          source_only: bool = False) -> Verdict:
     """The verdict of `report`.
 
     Args:
@@ -187,6 +188,8 @@ def judge(report: Report, *, ops_not_checked: str = "", source: SourceCheck = Ch
         remedy: one line for every model that missed modules not installed here (their causes name
             the modules; NOTE [every missing module at once] in opscan/targets/absent.py): shown
             once, after the "could not check" lines, and carried in `Verdict.remedy`.
+        source_only: the run asked for the source alone (no trace asked for): carried in
+            `Verdict.source_only`, which `--fail-on not-ready` reads (opscan/assess/gate.py).
     """
     causes: dict[str, list[str]] = {}   # one line per distinct cause, naming its models in order
     for target, why in unchecked:
@@ -196,7 +199,7 @@ def judge(report: Report, *, ops_not_checked: str = "", source: SourceCheck = Ch
         ops_not_checked = f"could not check {_plural(len(unchecked), 'model')}"
     verdict = _judge(report, ops_not_checked, source, {target for target, _ in unchecked}, pairing)
     details = tuple(f"could not check {line}" for line in lines) + ((remedy,) if remedy else ()) + verdict.details
-    return replace(verdict, details=details, unchecked=lines, remedy=remedy)
+    return replace(verdict, details=details, unchecked=lines, remedy=remedy, source_only=source_only)
 
 
 def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked: set[str],
@@ -249,8 +252,9 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
     if maybe:
         details.append(f"{_plural(len(maybe), 'op')} may run on the CPU (not listed; the release documents "
                        f"that an op without a kernel falls back to the CPU): {_names(maybe)}")
+    notes = {op: by_op[op].confidence_note for op in weak.get("confidence", ())}   # why each is below high
     if weak:
-        details.append(_unverified_text(weak, dates))
+        details.append(_unverified_text(weak, dates, notes))
     if pairing:
         details.append(pairing)
     caveats = report.caveats   # release facts the traced dtypes hit (opscan/db/caveats.py)
@@ -306,12 +310,13 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
     if weak or pairing:
         said = []
         if weak:
-            said.append(f"unverified: {_unverified_counts(weak, dates)}")
+            said.append(f"unverified: {_unverified_counts(weak, dates, notes)}")
         if pairing:
             said.append(pairing.split(";")[0])   # "installed torch 2.13.0 does not pair with SPEC (...)"
         return _verdict(VerdictKind.LIKELY, judged,
                         f"likely — {'; '.join(said)}; confirm with `opscan db probe --report` on a "
-                        "paired install", [d for d in details if d not in (_unverified_text(weak, dates), pairing)],
+                        "paired install",
+                        [d for d in details if d not in (_unverified_text(weak, dates, notes), pairing)],
                         source_checked, ops_checked)
     return _verdict(VerdictKind.READY, judged, "ready", details, source_checked, ops_checked)
 
@@ -335,7 +340,8 @@ def _fallback_headline(fallback: list[str], maybe: list[str]) -> str:
     return text + (f"; {_plural(len(fallback), 'op')} on CPU fallback" if fallback else "")
 
 
-def _unverified_counts(weak: dict[str, list[str]], dates: dict[str, set[str]] | None = None) -> str:
+def _unverified_counts(weak: dict[str, list[str]], dates: dict[str, set[str]] | None = None,
+                       notes: dict[str, str] | None = None) -> str:
     """What the evidence of the unverified ops is, e.g. "31 ops rest on kernels registered in a
     pre-release source snapshot of 2026-04-21"."""
     def of(why: str) -> str:
@@ -355,14 +361,21 @@ def _unverified_counts(weak: dict[str, list[str]], dates: dict[str, set[str]] | 
         parts.append(f"{_plural(n, 'op')} on opscan's inference only")
     if weak.get("confidence"):
         ops = sorted(weak["confidence"])
-        parts.append(f"{_plural(len(ops), 'op')} below high confidence ({_names(ops, 3)}: a stale or partial "
-                     "list, `opscan db show OP` says why)")
+        by_note: dict[str, list[str]] = {}   # the real reason of each (Coverage.confidence_note), grouped
+        for op in ops:
+            by_note.setdefault((notes or {}).get(op) or "its evidence is below high confidence", []).append(op)
+        said = "; ".join(f"{_names(named, 3)}: {note.replace(' it ', ' them ') if len(named) > 1 else note}"
+                         for note, named in sorted(by_note.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:3])
+        more = f"; and {len(by_note) - 3} more reasons" if len(by_note) > 3 else ""
+        parts.append(f"{_plural(len(ops), 'op')} below high confidence ({said}{more}; `opscan db show OP` says more)")
     return ", ".join(parts)
 
 
-def _unverified_text(weak: dict[str, list[str]], dates: dict[str, set[str]] | None = None) -> str:
+def _unverified_text(weak: dict[str, list[str]], dates: dict[str, set[str]] | None = None,
+                     notes: dict[str, str] | None = None) -> str:
     count = sum(len(v) for v in weak.values())
-    return (f"{_plural(count, 'op')} supported only on unverified evidence ({_unverified_counts(weak, dates)}): "
+    return (f"{_plural(count, 'op')} supported only on unverified evidence "
+            f"({_unverified_counts(weak, dates, notes)}): "
             "confirm with `opscan db probe` on a Trainium instance")
 
 

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="judge dependency manifests by the torch requirements of the distributions "
                              "installed for PYTHON (or `current`), not the tables (docs/dependencies.md)")
     parser.add_argument("--fail-on", action="append", metavar="WHAT", default=None,
-                        help="exit 1 on: error, warning, fallback, unknown, custom-kernel "
+                        help="exit 1 on: error, warning, fallback, unknown, custom-kernel, not-ready "
                              "(comma list or repeated; default: [tool.opscan] fail-on, else error)")
     parser.add_argument("--baseline", metavar="FILE", default=None,
                         help="report only findings not recorded in FILE (see `opscan baseline`)")

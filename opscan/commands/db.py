@@ -386,13 +386,10 @@ def _probe_report(args: argparse.Namespace) -> int:
 
 def _import_compat(args: argparse.Namespace) -> int:
     """Exit 0: the merged release was written; 2: nothing was written (an unreadable or refused row,
-    an existing --out without --replace). NOTE [merging a compatibility table] in opscan/db/compat.py."""
-    import os
-    import tempfile
-
-    from opscan.db.compat import TABLE_URL, read_table, release_doc, unknown_ops
-    from opscan.db.loader import load_file
-    from opscan.db.writer import dump
+    an existing --out without --replace, an --out that cannot be written). NOTE [merging a
+    compatibility table] in opscan/db/compat.py."""
+    from opscan.db.compat import TABLE_URL, conflicts, read_table, release_doc, resolve
+    from opscan.db.operators import for_release
     from opscan.errors import DatabaseError, UsageError
     from opscan.strict_yaml import load_checked
 
@@ -402,44 +399,42 @@ def _import_compat(args: argparse.Namespace) -> int:
     for minor in args.torch:
         if not re.fullmatch(r"\d+\.\d+", minor):
             raise UsageError(f"--torch {minor!r}: give a torch minor version such as 2.14")
-    base = _load(args.extends if args.extends and not Path(args.extends).is_file() else None,
-                 args.extends if args.extends and Path(args.extends).is_file() else None)
+    known = for_release(args.torch)
+    if known.missing:   # NOTE [op names resolve]: the names are checked against the paired torch
+        raise UsageError(f"--torch {', '.join(known.missing)}: opscan has no operator list for that torch "
+                         "(coverage_db/operators/; tools/operator_lists.py makes one), and it is not the "
+                         "installed torch, so the table's op names cannot be checked")
+    extends = Path(args.extends) if args.extends and Path(args.extends).is_file() else None
+    base = _load(args.extends if args.extends and extends is None else None, str(extends) if extends else None)
     base_doc = load_checked(base.path, lambda data: data, DatabaseError, "cannot read release file")
-    rows, skipped = read_table(Path(args.table))
-    unknown = unknown_ops(rows, set(base.entries))
+    read, skipped = read_table(Path(args.table))
+    rows, unknown = resolve(read, known)
     refused = [] if args.allow_unknown else [
-        (row.line, f"{row.op}: no such op in the installed torch or in {base.spec} (a typo? --allow-unknown keeps "
-                   "it as a note)") for row in unknown]
-    problems = sorted([(s.line, s.cause) for s in skipped] + refused)
+        (row.line, f"{known.why_not(row.op)} (a typo? --allow-unknown keeps it as a note)") for row in unknown]
+    problems = sorted([(s.line, s.cause) for s in skipped] + refused + conflicts(rows))
     for line, cause in problems:
         print(f"{args.table}:{line}: {cause}", file=sys.stderr)
     if problems:
         raise DatabaseError(f"{len(problems)} row{'s' * (len(problems) != 1)} not read or refused; nothing written "
                             f"(first at line {problems[0][0]})", args.table)
-    if not rows:
+    if not read:
         raise DatabaseError("no readable row in the compatibility table", args.table)
     doc = release_doc(rows, base_doc, args.release, args.date, torch=tuple(args.torch),
                       neuron_sdk=args.neuron_sdk or "", url=args.url or TABLE_URL, unknown=tuple(unknown))
-    text = dump(doc, f"Imported by `opscan db import-compat` from {Path(args.table).name}, extending {base.spec}. "
-                     "Regenerate rather than edit.\nSchema: coverage_db/README.md in the opscan source.")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        load_file(Path(temp), check_registry=False)       # a file opscan cannot load is never left behind
-        os.replace(temp, out)
-    finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
+    from opscan.db.writer import write_checked
+
+    write_checked(doc, out, f"Imported by `opscan db import-compat` from {Path(args.table).name}, extending "
+                             f"{base.spec}. Regenerate rather than edit.\nSchema: coverage_db/README.md in the "
+                             "opscan source.", f"{args.table} merged into {base.path}")
     by_status: dict[str, int] = {}
-    table_ops = {row.op for row in rows if row.op and row not in unknown}
+    table_ops = {row.op for row in rows if row.op}
     for entry in doc["ops"]:
         if entry["op"] in table_ops:
             by_status[entry["status"]] = by_status.get(entry["status"], 0) + 1
     counts = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items())) or "no aten op entries"
     fallbacks = len([f for f in doc.get("dtype_fallbacks") or [] if f["op"] in table_ops])
-    print(f"wrote {out}: {len(rows)} rows read ({counts}; {fallbacks} per-dtype fallbacks), "
+    print(f"wrote {out}: {len(read)} rows read ({counts}; {fallbacks} per-dtype fallbacks), "
           f"{len(unknown)} unknown ops kept as a note, merged into {base.spec} ({len(doc['ops'])} entries), "
           f"pairs with torch {', '.join(args.torch)}")
     return 0
+

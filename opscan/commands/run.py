@@ -37,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_backend_argument(parser)
     add_db_argument(parser)
     parser.add_argument("--fail-on", action="append", metavar="WHAT", default=None,
-                        help="exit 1 on: error, warning, fallback, unknown, custom-kernel (as `opscan PATH`)")
+                        help="exit 1 on: error, warning, fallback, unknown, custom-kernel, not-ready "
+                             "(as `opscan PATH`)")
     parser.add_argument("--exit-zero", action="store_true", help="always exit 0 (report-only runs)")
     parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format")
     parser.add_argument("--output", "-o", metavar="FILE", default=None, help="write the report to FILE")

@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="terminal", help="output format (default: terminal)")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.add_argument("--fail-on", action="append", metavar="WHAT", default=None,
-                        help="exit 1 on: error, warning, fallback, unknown, custom-kernel "
+                        help="exit 1 on: error, warning, fallback, unknown, custom-kernel, not-ready "
                              "(comma list or repeated; default: [tool.opscan] fail-on, else error)")
     parser.add_argument("--exit-zero", action="store_true", help="always exit 0 (report-only runs)")
     parser.add_argument("--baseline", metavar="FILE", default=None,

@@ -32,6 +32,9 @@ FAIL_ON: dict[str, str] = {
     "fallback": "any traced op that runs, or may run, on the CPU (cpu-fallback, device-or-cpu)",
     "unknown": "any traced op whose status on the backend is unknown",
     "custom-kernel": "any custom kernel (source finding of category custom-kernel, or custom op)",
+    "not-ready": "any verdict other than `ready` where ops were checked (likely, unchecked, fallback, "
+                 "unknown, blocked); a source-only run (--no-trace, `opscan scan`, the pre-commit hook) "
+                 "is judged on its source: it fails unless the source holds nothing open",
 }
 MODES = ("train", "inference", "both")
 DEFAULT_BACKEND = ""   # "" = the newest TorchNeuron release in the coverage database

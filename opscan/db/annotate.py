@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from opscan.db import registry
-from opscan.db.lookup import check
+from opscan.db.lookup import check, for_model
 from opscan.db.release import Release
 from opscan.records import STATUSES, Coverage, ModelTrace, OpName, OpNote, Status
 
@@ -51,9 +51,21 @@ def op_notes(release: Release, op_names: Iterable[str]) -> tuple[OpNote, ...]:
 _ALWAYS_COUNTED = (Status.NATIVE, Status.CPU_FALLBACK, Status.UNKNOWN)
 
 
-def annotate(release: Release, op_names: Iterable[str]) -> tuple[tuple[Coverage, ...], tuple[str, ...]]:
-    """(coverage sorted by op, notes): a torch pairing warning, the counts line, what unknown means."""
-    coverage = check(release, op_names)
+def traced_dtypes(traces: Iterable[ModelTrace]) -> dict[str, set[str]]:
+    """op -> every dtype the traces called it with (OpUsage.dtypes, "torch.float32")."""
+    out: dict[str, set[str]] = {}
+    for trace in traces:
+        for usage in trace.ops:
+            out.setdefault(usage.op, set()).update(usage.dtypes)
+    return out
+
+
+def annotate(release: Release, op_names: Iterable[str], dtypes: Mapping[str, Iterable[str]] | None = None
+             ) -> tuple[tuple[Coverage, ...], tuple[str, ...]]:
+    """(coverage sorted by op, notes): a torch pairing warning, the counts line, what unknown means.
+    With `dtypes` (op -> the dtypes the model calls it with, `traced_dtypes`), each op is judged for
+    those dtypes, its composite parts too (NOTE [dtypes after decomposition] in opscan/db/lookup.py)."""
+    coverage = check(release, op_names, dtypes)
     notes = list(release_notes(release))
     counts = status_counts(coverage)
     shown = ", ".join(f"{n} {s}" for s, n in counts.items() if n or s in _ALWAYS_COUNTED)
@@ -73,28 +85,12 @@ def annotate(release: Release, op_names: Iterable[str]) -> tuple[tuple[Coverage,
 
 def with_dtype_fallbacks(release: Release, coverage: Iterable[Coverage],
                          traces: Iterable[ModelTrace]) -> tuple[Coverage, ...]:
-    """`coverage` with each op the release runs on the CPU for a dtype the trace called it with
-    (`dtype_fallbacks:`, e.g. a compatibility table's "CPU_FALLBACK: float32") turned `cpu-fallback`
-    for this model, citing that row. The only place a per-dtype fallback changes an op's status:
-    the verdict and the fallback cost read the coverage it returns (a float32 model using an op
-    that falls back for float32 is never "ready"). The op's fallback cost then counts all its calls
-    (the trace records bytes per op, not per dtype), an upper bound when the model also calls it
-    with dtypes the backend runs."""
-    rows = {f.op: f for f in release.dtype_fallbacks}
-    if not rows:
-        return tuple(coverage)
-    dtypes: dict[str, set[str]] = {}
-    for trace in traces:
-        for usage in trace.ops:
-            dtypes.setdefault(usage.op, set()).update(d.removeprefix("torch.") for d in usage.dtypes)
-    out = []
-    for answer in coverage:
-        row = rows.get(answer.op)
-        hit = sorted(set(row.dtypes) & dtypes.get(answer.op, set())) if row is not None else []
-        if hit and answer.status.has_kernel:
-            answer = Coverage(op=answer.op, status="cpu-fallback", evidence=release.evidence(row.sources),
-                              confidence=answer.confidence,
-                              via=f"falls back to the CPU for {', '.join(hit)}, a dtype this model calls it with"
-                                  + (f" ({row.note})" if row.note else ""))
-        out.append(answer)
-    return tuple(out)
+    """`coverage` judged again for the dtypes the traces called each op with (`for_model`: a
+    per-dtype CPU fallback such as a compatibility table's "CPU_FALLBACK: float32" makes the op, or a
+    composite reaching it on that dtype, `cpu-fallback` for this model). The assessment does the same
+    in one step (`annotate` given `traced_dtypes`); the op's fallback cost then counts all its calls
+    (the trace records bytes per op, not per dtype), an upper bound when the model also calls it with
+    dtypes the backend runs."""
+    dtypes = traced_dtypes(traces)
+    return tuple(for_model(release, answer.op, dtypes.get(answer.op, ())) if dtypes.get(answer.op) else answer
+                 for answer in coverage)

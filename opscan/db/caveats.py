@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from opscan.db import registry
+from opscan.db.lookup import parts_reached
 from opscan.db.release import Release
 from opscan.records import ModelTrace, OpCaveat, OpName, OpSource, OpUsage
 
@@ -116,15 +117,29 @@ def usages_caveats(release: Release, usages: Iterable[OpUsage]) -> tuple[OpCavea
 # (`test_arange_neuron`: many arguments, no dtype), an op another op decomposes into (`dstack` ->
 # `cat`) -- is a `known-failure-case`: shown under the verdict with the tests and reasons, since
 # the trace records ops and dtypes, not the arguments or values that make the case.
+# A traced composite reaches its parts with its own dtypes (NOTE [dtypes after decomposition] in
+# opscan/db/lookup.py): a plain row on a part fires for the traced op, naming the part
+# (`aten::_foreach_lerp_.Scalar` on float64 reaches `aten::lerp_.Scalar`, whose float64 test fails
+# with "Float64 data type is not supported on Neuron"); the other rows stay with the ops they name.
 def _known_failures(release: Release, merged) -> list[OpCaveat]:
-    """One caveat per plain row the traced ops and dtypes hit (`known-failure`), and one per traced op
-    for the special-case rows (`known-failure-case`: a test variant, or another op's decomposition)."""
+    """One caveat per plain row the traced ops and dtypes hit (`known-failure`; directly, or through a
+    composite's part), and one per traced op for the special-case rows (`known-failure-case`: a test
+    variant, or another op's decomposition)."""
     out, cases = [], {}
+    reached = {op: parts_reached(release, op) for op in merged}   # each traced op's composite parts, once
     for failure in release.known_failures:
         dtype = f"torch.{failure.dtype}" if failure.dtype else ""
-        ops = sorted(op for op, (dtypes, _) in merged.items()
-                     if _hits(failure, op) and (not dtype or dtype in dtypes)
-                     and not (failure.dtype == "int64" and registry.has_index_argument(op)))
+        through: dict[str, str] = {}   # traced op -> the part the row names ("" itself)
+        for op, (dtypes, _) in merged.items():
+            if dtype and dtype not in dtypes:
+                continue
+            if _hits(failure, op) and not _index_int64(failure, op):
+                through[op] = ""
+            elif failure.dtype and not failure.case:
+                part = next((p for p in reached[op] if _names(failure, p) and not _index_int64(failure, p)), None)
+                if part is not None:
+                    through[op] = part
+        ops = sorted(through)
         if not ops:
             continue
         if failure.case or not failure.dtype or any(op in failure.parts for op in ops):   # NOTE [failure cases]
@@ -133,9 +148,10 @@ def _known_failures(release: Release, merged) -> list[OpCaveat]:
             continue
         basis = release.evidence(failure.sources)[0].text
         sources, lines = _lines(merged, ops, dtype)
+        named = [f"{op} (through {through[op]})" if through[op] else op for op in ops]
         out.append(OpCaveat(
             kind="known-failure",
-            message=(f"{', '.join(ops)} with {dtype or 'any dtype'}: {failure.count} upstream test"
+            message=(f"{', '.join(named)} with {dtype or 'any dtype'}: {failure.count} upstream test"
                      f"{'s' * (failure.count != 1)} fail{'s' * (failure.count == 1)} on "
                      f"{release.device} for {'this dtype' if dtype else 'this op'} "
                      f"({_tests(failure.tests, failure.more_tests)}{_reasons(failure)}; {basis}){lines}"),
@@ -163,6 +179,18 @@ def _hits(failure, op: str) -> bool:
         return False
 
 
+def _names(failure, op: str) -> bool:
+    """Whether the row names `op` itself: among its ops, or (a row without ops or parts) its packet."""
+    if failure.ops or failure.parts:
+        return op in failure.ops
+    return _packet(op) == failure.packet
+
+
+def _index_int64(failure, op: str) -> bool:
+    """An int64 row on an op taking an index tensor: the trace's int64 there is the index, not data."""
+    return failure.dtype == "int64" and registry.has_index_argument(op)
+
+
 def _tests(tests: tuple[str, ...], more: int = 0) -> str:
     hidden = len(tests) - 3 + more if len(tests) > 3 else more
     return ", ".join(tests[:3]) + (f" and {hidden} more" if hidden > 0 else "")
@@ -184,12 +212,21 @@ def _case(failure, op: str) -> str:
     return head + (f" ({' / '.join(failure.reasons)})" if failure.reasons else "")
 
 
+def _arithmetic(release: Release, op: str) -> bool:
+    """int64 arithmetic in `op` or in a part of its composite (NOTE [int64 arithmetic beyond indexing])."""
+    return any(OpName.parse(x).name in INT64_ARITHMETIC for x in (op, *parts_reached(release, op)))
+
+
 def _narrowing(release: Release, merged) -> list[OpCaveat]:
+    """The release's narrowed dtypes the traced ops compute in (its other dtype rules change an op's
+    status instead: NOTE [dtypes after decomposition] in opscan/db/lookup.py)."""
     out = []
     for rule in release.narrowing:
+        if rule.effect != "narrowed":
+            continue
         dtype = f"torch.{rule.dtype}"
         ops = sorted(op for op, (dtypes, _) in merged.items() if dtype in dtypes
-                     and (rule.dtype != "int64" or OpName.parse(op).name in INT64_ARITHMETIC))
+                     and (rule.dtype != "int64" or _arithmetic(release, op)))
         if not ops:
             continue
         what = "computes in" if rule.dtype != "int64" else "does arithmetic in"

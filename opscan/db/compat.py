@@ -39,16 +39,21 @@ release's document with
     SDPA profile and dtype narrowing kept (the table does not speak of them);
   - `packages` replaced by the pairing the user states (`--torch`, `--neuron-sdk`): the extended
     release's packages pair with the extended release, not with this one.
-Rows naming an aten op neither the installed torch nor the extended release knows are refused
-(`--allow-unknown` keeps them as a note). The import is all-or-nothing: one unreadable or refused
-row and nothing is written; an existing output file is replaced only with `--replace`.
+Every op name a row gives is resolved against the operators of the torch the release pairs with
+(`--torch`; NOTE [op names resolve] in opscan/db/operators.py): a packet name with no default
+overload (`aten::div`) stands for every overload of the packet, and a name that resolves to nothing
+(`aten::sortt.values`) is refused (`--allow-unknown` keeps it as a note). Two rows that say different
+things of one operator (directly, or through a packet) are refused too, naming both lines: the
+table's order decides nothing. The import is all-or-nothing: one unreadable or refused row and
+nothing is written; an existing output file is replaced only with `--replace`; the file is written
+with the mode a new file gets here (the umask's), never a temporary file's 0600.
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from opscan.db.loader import DTYPES
@@ -81,6 +86,7 @@ class Row:
     op: str = ""                 # CPU_FALLBACK (or an aten API cell): the canonical aten op name
     dtypes: tuple[str, ...] = ()
     limits: str = ""
+    packet: str = ""             # the packet name the row gave, when `op` is one of its overloads
 
 
 @dataclass(frozen=True)
@@ -196,12 +202,49 @@ def read_table(path: Path) -> tuple[list[Row], list[Skipped]]:
     return rows, skipped
 
 
-def unknown_ops(rows: list[Row], known: set[str]) -> list[Row]:
-    """The rows naming an aten op neither the installed torch nor the extended release knows
-    (`aten::sortt.values`): a typo or a newer torch's op, never written as an entry."""
-    from opscan.db import registry
+def resolve(rows: list[Row], known) -> tuple[list[Row], list[Row]]:
+    """(the rows with each op name resolved to the real operators it stands for, the rows naming
+    none): a packet name with no default overload (`aten::div`) becomes one row per overload of the
+    paired torch, a real name stays as it is (NOTE [op names resolve] in opscan/db/operators.py).
+    `known` is the paired torch's `operators.Operators`. Rows without an op (public API rows) are kept."""
+    out: list[Row] = []
+    unknown: list[Row] = []
+    for row in rows:
+        if not row.op:
+            out.append(row)
+            continue
+        found = known.resolve(row.op)
+        if not found:
+            unknown.append(row)
+        out.extend(row if op == row.op else replace(row, op=op, packet=row.op) for op in found)
+    return out, unknown
 
-    return [row for row in rows if row.op and row.op not in known and not registry.op_exists(row.op)]
+
+def _claim(row: Row) -> tuple:
+    """What a row says of its op: its value, how, and the dtypes that fall back ("all" for every one)."""
+    falls_back = (row.dtypes or ("all",)) if row.value == "CPU_FALLBACK" else ()
+    return row.value, row.how, falls_back
+
+
+def _said(row: Row) -> str:
+    if row.value == "CPU_FALLBACK":
+        return "CPU_FALLBACK" + (f" for {', '.join(row.dtypes)}" if row.dtypes else " (every dtype)")
+    return f"{row.value} {row.how}".strip()
+
+
+def conflicts(rows: list[Row]) -> list[tuple[int, str]]:
+    """(line, cause) of each row that says something else of an op than an earlier row does (two
+    rows on one op must agree: the table's order decides nothing), naming both lines and both claims."""
+    first: dict[str, Row] = {}
+    out = []
+    for row in sorted((r for r in rows if r.op), key=lambda r: r.line):
+        seen = first.setdefault(row.op, row)
+        if seen is not row and _claim(seen) != _claim(row):
+            via = f" (through {row.packet})" if row.packet else ""
+            name = row.op if row.api == row.op else f"{row.api}: {row.op}"
+            out.append((row.line, f"{name}{via}: {_said(row)} here, but line {seen.line} ({seen.api}) "
+                                  f"says {_said(seen)}; two rows on one operator must agree"))
+    return out
 
 
 def release_doc(rows: list[Row], base: dict, release: str, date: str, *, torch: tuple[str, ...],
@@ -224,14 +267,18 @@ def release_doc(rows: list[Row], base: dict, release: str, date: str, *, torch: 
             continue
         entry = entries.setdefault(row.op, {"op": row.op, "apis": [], "dtypes": set(), "all": False, "value": row.value,
                                             "how": row.how})
-        entry["apis"].append(row.api)
+        entry["apis"].append(row.api if not row.packet else f"{row.api} ({row.packet})")
         if row.value == "CPU_FALLBACK":
             entry["all"] = entry["all"] or not row.dtypes
             entry["dtypes"].update(row.dtypes)
         if _rank(row.value) > _rank(entry["value"]):
             entry["value"] = row.value
-    plain_failures = {op for f in doc.get("known_failures") or [] if f.get("dtype") and not f.get("case")
-                      for op in f.get("ops") or ()}
+    plain = [f for f in doc.get("known_failures") or [] if f.get("dtype") and not f.get("case")]
+
+    def fails(op: str) -> bool:   # as the loader's _check_failures: the row's ops, or its whole packet
+        return any(op in (f.get("ops") or ()) or (not f.get("ops") and not f.get("parts")
+                                                  and f["packet"] == op.split(".")[0]) for f in plain)
+
     ops = {item["op"]: item for item in doc.get("ops") or []}
     fallbacks = {item["op"]: item for item in doc.get("dtype_fallbacks") or []}
     for op, e in sorted(entries.items()):
@@ -250,7 +297,7 @@ def release_doc(rows: list[Row], base: dict, release: str, date: str, *, torch: 
             if e["how"] != "Native":
                 continue            # Host-only / process group: says nothing about a device kernel
             status, note = "native", f"runs on the Neuron device (compatibility table: {apis})"
-            if op in plain_failures:   # the loader keeps an op with failing tests from plain native
+            if fails(op):   # the loader keeps an op with failing tests from plain native
                 status, note = "limited", note + "; upstream tests fail for some dtypes (opscan db show " + op + ")"
         ops[op] = {"op": op, "status": status, "evidence": [source_id], "confidence": "high", "note": note}
     spec = f"{base['backend']}=={base['release']}"

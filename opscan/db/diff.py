@@ -63,7 +63,8 @@ def _meta(release: Release) -> dict[str, str]:
         "kernel_list": release.kernel_list,
         "unlisted": release.unlisted.status,
         "sdpa_policy": release.sdpa_policy,
-        "dtype_narrowing": ", ".join(f"{n.dtype} as {n.computed_as}" for n in release.narrowing),
+        "dtype_narrowing": ", ".join(f"{n.dtype} as {n.computed_as}" if n.effect == "narrowed"
+                                     else f"{n.dtype} {n.effect}" for n in release.narrowing),
         "known_failures": f"{len(release.known_failures)} op/dtype rows" if release.known_failures else "",
     }
 

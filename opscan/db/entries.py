@@ -61,14 +61,25 @@ class DtypeFallback:
     note: str = ""
 
 
+# What a release says it does with a dtype (`dtype_narrowing:` rows; NOTE [dtypes after
+# decomposition] in opscan/db/lookup.py says how each reaches a model's ops).
+DTYPE_EFFECTS = {
+    "narrowed": "computed in a narrower dtype (`computed_as`) by default: a caveat on the ops computing in it",
+    "cpu-fallback": "not supported on the device: an op with a kernel runs on the CPU for this dtype",
+    "raises": "not supported: an op with a kernel raises for this dtype (a blocker)",
+}
+
+
 @dataclass(frozen=True)
 class Narrowing:
-    """A dtype the backend computes in a narrower dtype by default (float64 as float32)."""
+    """What the backend does with one dtype by default: computes it narrower (float64 as float32),
+    runs it on the CPU, or raises (`effect`, one of DTYPE_EFFECTS)."""
 
     dtype: str                        # "float64"
-    computed_as: str                  # "float32"
+    computed_as: str                  # "float32" ("" unless the effect is narrowed)
     sources: tuple[str, ...]
     note: str = ""
+    effect: str = "narrowed"
 
 
 NO_KERNEL_MODES = ("cpu-fallback", "error", "unknown")

@@ -6,6 +6,7 @@ import datetime
 import re
 from pathlib import Path
 
+from opscan.db.entries import DTYPE_EFFECTS
 from opscan.db.release import (
     CONFIDENCES,
     NO_KERNEL_MODES,
@@ -51,7 +52,7 @@ _ENTRY = {"op": True, "status": True, "evidence": True, "confidence": True, "not
 _FAILURE = {"packet": True, "dtype": False, "case": False, "ops": False, "parts": False, "reasons": False,
             "tests": True, "more_tests": False, "evidence": True}
 _DTYPE_FALLBACK = {"op": True, "dtypes": True, "evidence": True, "note": False}
-_NARROWING = {"dtype": True, "computed_as": True, "evidence": True, "note": False}
+_NARROWING = {"dtype": True, "computed_as": False, "evidence": True, "note": False, "effect": False}
 _UNLISTED = {"status": True, "evidence": True, "confidence": True, "note": False}
 _PACKAGE = {"name": True, "version": True, "torch": True}
 _PROFILE = {"sdpa_policy": True, "evidence": False, "note": False}
@@ -71,6 +72,17 @@ def load_file(path: Path, check_registry: bool = True) -> Release:
 
         release = _with_warnings(release, registry_warnings(release))
     return release
+
+
+def load_text(text: str, path: Path) -> Release:
+    """A release document's text, checked as `load_file` checks a file (errors name `path` and the
+    line): a file about to be written is proven to load before it is (no temporary file)."""
+    from opscan.strict_yaml import parse_yaml
+
+    try:
+        return _build(Path(path), parse_yaml(text))
+    except _Problem as exc:
+        raise DatabaseError(str(exc), str(path), exc.line) from None
 
 
 def _with_warnings(release: Release, warnings: tuple[str, ...]) -> Release:
@@ -163,9 +175,20 @@ def _canonical(text, op_names: str, line: int | None) -> str:
     return text
 
 
-def _entry(item, sources, op_names: str, parent_line) -> Entry:
+def _real(name: str, known, line: int | None, packet: bool = False) -> str:
+    """`name`, when it is an operator (or, `packet`, an overload packet) of the release's paired torch;
+    else a load error at `line` (NOTE [op names resolve] in opscan/db/operators.py). `known` None: not checked."""
+    if known is None or not known.complete:
+        return name
+    if known.exists(name) or (packet and known.is_packet(name)):
+        return name
+    raise _Problem(known.why_not(name, packet) + " (the release pairs with that torch: its `packages`)", line)
+
+
+def _entry(item, sources, op_names: str, parent_line, known=None) -> Entry:
     _keys(item, _ENTRY, "op entry", parent_line)
-    op = _canonical(item["op"], op_names, _line(item, "op"))
+    op = _real(_canonical(item["op"], op_names, _line(item, "op")), known, _line(item, "op"),
+               packet=op_names == "packet")
     status = Status(_choice(item, "status", STATUSES, op))
     ids = _evidence_ids(item, sources, op)
     confidence = _choice(item, "confidence", CONFIDENCES, op)
@@ -181,7 +204,8 @@ def _entry(item, sources, op_names: str, parent_line) -> Entry:
             raise _Problem(f"{op}: parts are only for status composite", _line(item, "parts"))
         if not isinstance(raw, list) or not raw:
             raise _Problem(f"{op}: composite needs parts (the ops it expands into)", _line(item))
-        parts = tuple(_canonical(p, "overload", _line(item, "parts")) for p in raw)
+        parts = tuple(_real(_canonical(p, "overload", _line(item, "parts")), known, _line(item, "parts"))
+                      for p in raw)
     note = _text(item, "note", op) if "note" in item else ""
     since = _date(item, "since", op) if "since" in item else ""
     return Entry(op=op, status=status.value, sources=ids, confidence=confidence, note=note, parts=parts,
@@ -197,12 +221,12 @@ def _date(mapping, key: str, what: str) -> str:
     return value
 
 
-def _strings(item, key: str, what: str, ops: bool = False) -> tuple[str, ...]:
+def _strings(item, key: str, what: str, ops: bool = False, known=None) -> tuple[str, ...]:
     raw = item.get(key, [])
     if not isinstance(raw, list) or not all(isinstance(t, str) and t for t in raw):
         raise _Problem(f"{what}: {key} must be a list of non-empty strings", _line(item, key))
     if ops:
-        return tuple(_canonical(op, "overload", _line(item, key)) for op in raw)
+        return tuple(_real(_canonical(op, "overload", _line(item, key)), known, _line(item, key)) for op in raw)
     return tuple(raw)
 
 
@@ -216,7 +240,7 @@ def _count(item, key: str, what: str) -> int:
 _RELEASE_NOTE = {"packet": True, "text": True, "ops": False, "parts": False, "evidence": True, "tests": False}
 
 
-def _release_notes(doc, sources) -> tuple[ReleaseNote, ...]:
+def _release_notes(doc, sources, known=None) -> tuple[ReleaseNote, ...]:
     """Release facts about one op packet each (release.ReleaseNote), sorted by packet, one per packet."""
     items = doc.get("release_notes") or []
     if not isinstance(items, list):
@@ -224,11 +248,14 @@ def _release_notes(doc, sources) -> tuple[ReleaseNote, ...]:
     out: list[ReleaseNote] = []
     for item in items:
         _keys(item, _RELEASE_NOTE, "release note", _line(items))
-        packet = _canonical(item["packet"], "packet", _line(item, "packet"))
+        packet = _real(_canonical(item["packet"], "packet", _line(item, "packet")), known, _line(item, "packet"),
+                       packet=True)
         what = f"release note {packet}"
         note = ReleaseNote(packet=packet, text=_text(item, "text", what),
-                           sources=_evidence_ids(item, sources, what), ops=_strings(item, "ops", what, ops=True),
-                           parts=_strings(item, "parts", what, ops=True), tests=_strings(item, "tests", what))
+                           sources=_evidence_ids(item, sources, what),
+                           ops=_strings(item, "ops", what, ops=True, known=known),
+                           parts=_strings(item, "parts", what, ops=True, known=known),
+                           tests=_strings(item, "tests", what))
         if out and packet <= out[-1].packet:
             raise _Problem(f"release_notes must be sorted by packet, without repeats: {packet} comes after "
                            f"{out[-1].packet}", _line(item))
@@ -236,7 +263,7 @@ def _release_notes(doc, sources) -> tuple[ReleaseNote, ...]:
     return tuple(out)
 
 
-def _known_failures(doc, sources) -> tuple[KnownFailure, ...]:
+def _known_failures(doc, sources, known=None) -> tuple[KnownFailure, ...]:
     """Rows of failing upstream tests: (packet, dtype or any, case), the ops a trace sees for them."""
     items = doc.get("known_failures") or []
     if not isinstance(items, list):
@@ -244,7 +271,8 @@ def _known_failures(doc, sources) -> tuple[KnownFailure, ...]:
     out: list[KnownFailure] = []
     for item in items:
         _keys(item, _FAILURE, "known failure", _line(items))
-        packet = _canonical(item["packet"], "packet", _line(item, "packet"))
+        packet = _real(_canonical(item["packet"], "packet", _line(item, "packet")), known, _line(item, "packet"),
+                       packet=True)
         dtype = _choice(item, "dtype", DTYPES, f"known failure {packet}") if "dtype" in item else ""
         what = f"known failure {packet} {dtype or '(any dtype)'}"
         tests = _strings(item, "tests", what)
@@ -253,7 +281,8 @@ def _known_failures(doc, sources) -> tuple[KnownFailure, ...]:
         failure = KnownFailure(packet=packet, dtype=dtype, tests=tests,
                                sources=_evidence_ids(item, sources, f"known failure {packet}"),
                                case=_text(item, "case", what) if "case" in item else "",
-                               ops=_strings(item, "ops", what, ops=True), parts=_strings(item, "parts", what, ops=True),
+                               ops=_strings(item, "ops", what, ops=True, known=known),
+                               parts=_strings(item, "parts", what, ops=True, known=known),
                                reasons=_strings(item, "reasons", what), more_tests=_count(item, "more_tests", what))
         key = (failure.packet, failure.dtype, failure.case)
         if out and key <= (out[-1].packet, out[-1].dtype, out[-1].case):
@@ -271,16 +300,21 @@ def _narrowing(doc, sources) -> tuple[Narrowing, ...]:
     out: list[Narrowing] = []
     for item in items:
         _keys(item, _NARROWING, "dtype narrowing", _line(items))
-        dtype = _choice(item, "dtype", NARROWED, "dtype narrowing")
+        effect = _choice(item, "effect", tuple(DTYPE_EFFECTS), "dtype narrowing") if "effect" in item else "narrowed"
+        dtype = _choice(item, "dtype", NARROWED if effect == "narrowed" else DTYPES, "dtype narrowing")
         if any(n.dtype == dtype for n in out):
             raise _Problem(f"dtype_narrowing: {dtype} is listed twice", _line(item))
-        out.append(Narrowing(dtype=dtype, computed_as=_choice(item, "computed_as", DTYPES, f"narrowing of {dtype}"),
+        if (effect == "narrowed") != ("computed_as" in item):
+            raise _Problem(f"dtype_narrowing: {dtype}: computed_as is " + ("required when the dtype is narrowed"
+                           if effect == "narrowed" else f"only for effect narrowed, not {effect}"), _line(item))
+        out.append(Narrowing(dtype=dtype, computed_as=_choice(item, "computed_as", DTYPES, f"narrowing of {dtype}")
+                             if effect == "narrowed" else "",
                              sources=_evidence_ids(item, sources, f"narrowing of {dtype}"),
-                             note=_text(item, "note", dtype) if "note" in item else ""))
+                             note=_text(item, "note", dtype) if "note" in item else "", effect=effect))
     return tuple(out)
 
 
-def _dtype_fallbacks(doc, sources, entries: dict[str, Entry]) -> tuple[DtypeFallback, ...]:
+def _dtype_fallbacks(doc, sources, entries: dict[str, Entry], known=None) -> tuple[DtypeFallback, ...]:
     """Ops that run on the CPU for some dtypes only, sorted by op; each op's entry must be `limited`."""
     items = doc.get("dtype_fallbacks") or []
     if not isinstance(items, list):
@@ -288,7 +322,7 @@ def _dtype_fallbacks(doc, sources, entries: dict[str, Entry]) -> tuple[DtypeFall
     out: list[DtypeFallback] = []
     for item in items:
         _keys(item, _DTYPE_FALLBACK, "dtype fallback", _line(items))
-        op = _canonical(item["op"], "overload", _line(item, "op"))
+        op = _real(_canonical(item["op"], "overload", _line(item, "op")), known, _line(item, "op"))
         what = f"dtype fallback {op}"
         dtypes = _strings(item, "dtypes", what)
         if not dtypes or any(d not in DTYPES for d in dtypes):
@@ -363,20 +397,21 @@ def _build(path: Path, doc) -> Release:
         if "evidence" in prof:
             sdpa_sources = _evidence_ids(prof, sources, "profile")
 
+    known = _paired_operators(packages)
     ops = doc["ops"]
     if not isinstance(ops, list):
         raise _Problem("ops must be a list", _line(doc, "ops"))
     entries: dict[str, Entry] = {}
     previous = ""
     for item in ops:
-        entry = _entry(item, sources, op_names, _line(ops))
+        entry = _entry(item, sources, op_names, _line(ops), known)
         if entry.op in entries:
             raise _Problem(f"duplicate entry for {entry.op} (first at line {entries[entry.op].line})", entry.line)
         if previous and entry.op < previous:
             raise _Problem(f"ops must be sorted by name: {entry.op} comes after {previous}", entry.line)
         entries[entry.op] = entry
         previous = entry.op
-    known_failures = _known_failures(doc, sources)
+    known_failures = _known_failures(doc, sources, known)
     _check_failures(entries, known_failures)
     narrowing = _narrowing(doc, sources)
     environment = _environment(doc)
@@ -390,10 +425,20 @@ def _build(path: Path, doc) -> Release:
         kernel_list=kernel_list, sources=sources, entries=entries, unlisted=unlisted,
         packages=tuple(packages), released=_text(doc, "released", "release file") if "released" in doc else "",
         sdpa_policy=sdpa, sdpa_sources=sdpa_sources, notes=tuple(notes), known_failures=known_failures,
-        release_notes=_release_notes(doc, sources),
+        release_notes=_release_notes(doc, sources, known),
         narrowing=narrowing, environment=environment, no_kernel=_no_kernel(doc, sources, kernel_list),
-        dtype_fallbacks=_dtype_fallbacks(doc, sources, entries),
+        dtype_fallbacks=_dtype_fallbacks(doc, sources, entries, known),
     )
+
+
+def _paired_operators(packages: list[Package]):
+    """The operators of the torch the release pairs with (NOTE [op names resolve] in
+    opscan/db/operators.py), or None when the file names no pairing."""
+    if not packages:
+        return None
+    from opscan.db.operators import for_release
+
+    return for_release(p.torch for p in packages)
 
 
 def _no_kernel(doc, sources, kernel_list: str) -> NoKernel | None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from opscan.errors import DatabaseError, UsageError
-from opscan.records import EVIDENCE_KINDS, STATUSES, OpName
+from opscan.records import EVIDENCE_KINDS, STATUSES, OpName, Status
 
 SAMPLE_DTYPES = ("float32", "bfloat16", "float64", "int64")
 _FELL_BACK = re.compile(r"Operator '([^']+)' fell back to CPU")
@@ -363,6 +363,8 @@ def probe(import_module: str | None = None, samples: bool = False, name: str | N
                         "text": f"sample inputs run on {install.text} and compared with the CPU",
                         "install": f"{install.text} / torch {install.torch}", "date": date, "compared": True})
     ops = [_entry(op, results.get(op)) for op in registered]
+    fallbacks = [row for row in (fallback_row(e["op"], results.get(e["op"])) for e in ops
+                                 if Status(e["status"]) is Status.LIMITED) if row]
     sdpa = "overrideable" if "aten::_scaled_dot_product_fused_attention_overrideable" in registered else "math"
     sdpa_how = "from the registered kernels"
     if samples:
@@ -401,6 +403,7 @@ def probe(import_module: str | None = None, samples: bool = False, name: str | N
             "No sample inputs were run (--samples): run-time fallbacks inside registered kernels are not seen.",
         ],
         "ops": ops,
+        **({"dtype_fallbacks": fallbacks} if fallbacks else {}),
     }
 
 
@@ -434,6 +437,15 @@ def environment(install: Install) -> dict:
         "instance_type": instance_type(),
         "env": {name: os.environ.get(name, "(unset)") for name in FALLBACK_ENV},
     }
+
+
+def fallback_row(op: str, result: SampleResult | None, source: str = "samples") -> dict | None:
+    """The `dtype_fallbacks` row of a `limited` op that fell back to the CPU for some dtypes and ran on
+    the device for others (NOTE [dtypes after decomposition] in opscan/db/lookup.py), or None."""
+    if result is None or not result.fell_back or not result.ran:
+        return None
+    return {"op": op, "dtypes": sorted(result.fell_back), "evidence": [source],
+            "note": f"fell back to the CPU for {', '.join(sorted(result.fell_back))} on sample inputs"}
 
 
 def _entry(op: str, result: SampleResult | None) -> dict:

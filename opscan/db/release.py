@@ -88,9 +88,10 @@ class Release:
         hit = self.entries.get(name.packet)
         return (hit, f"overload packet {name.packet} listed") if hit else (None, "")
 
-    def lookup(self, op: str) -> Coverage:
-        """Status, evidence and confidence for one op; see NOTE [lookup order] in lookup.py."""
-        return answer(self, op)
+    def lookup(self, op: str, dtype: str = "") -> Coverage:
+        """Status, evidence and confidence for one op (called with `dtype`, e.g. "float32", when given);
+        see NOTE [lookup order] and NOTE [dtypes after decomposition] in lookup.py."""
+        return answer(self, op, dtype)
 
     def status(self, op: str) -> str:
         """The status of `lookup(op)` (answers are cached per op)."""
@@ -108,6 +109,33 @@ class Release:
             native = [op for op in native if registry.op_exists(op)]
         return DeviceProfile(name=self.spec, device=self.device, native_ops=tuple(native),
                              sdpa_policy=self.sdpa_policy)
+
+    @cached_property
+    def _dtype_limits(self) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+        by_op: dict[str, set[str]] = {}
+        by_packet: dict[str, set[str]] = {}
+        for row in self.dtype_fallbacks:
+            by_op.setdefault(row.op, set()).update(row.dtypes)
+        for failure in self.known_failures:
+            if failure.dtype and not failure.case:
+                if failure.ops or failure.parts:
+                    for op in failure.ops:
+                        by_op.setdefault(op, set()).add(failure.dtype)
+                else:
+                    by_packet.setdefault(failure.packet, set()).add(failure.dtype)
+        return ({op: frozenset(d) for op, d in by_op.items()}, {p: frozenset(d) for p, d in by_packet.items()})
+
+    def dtype_limits(self, op: str) -> frozenset[str]:
+        """The dtypes a row of this release names as `op`'s limits: a `dtype_fallbacks` row, or a plain
+        known-failure row (one dtype, no case) listing the op (a row without `ops` or `parts`: every
+        overload of its packet). An op of `limited` status with such rows is limited for these dtypes
+        only (NOTE [dtypes after decomposition] in opscan/db/lookup.py); empty: none stated per dtype."""
+        by_op, by_packet = self._dtype_limits
+        return by_op.get(op, frozenset()) | by_packet.get(OpName.parse(op).packet, frozenset())
+
+    def dtype_rule(self, dtype: str) -> Narrowing | None:
+        """The release's rule for `dtype` ("float64"), if it states one (`dtype_narrowing:`)."""
+        return next((rule for rule in self.narrowing if rule.dtype == dtype), None)
 
     def failures_for(self, op: str) -> tuple[KnownFailure, ...]:
         """The known failures that concern `op` (its packet's rows, or rows listing it among their ops)."""

@@ -7,7 +7,8 @@ import json
 import time
 from pathlib import Path
 
-from opscan.db.probe import SampleResult, probe, run_samples
+from opscan.db.probe import SampleResult, fallback_row, probe, run_samples
+from opscan.records import Status
 from opscan.errors import UsageError
 
 # NOTE [model replay]
@@ -92,7 +93,12 @@ def replay(report: Path, import_module: str | None = None, name: str | None = No
                f"Replay time: {per_op:.3f} s per op on this install."])
     if failures:
         doc["known_failures"] = sorted(failures, key=lambda f: (f["packet"], f["dtype"]))
+    fallbacks = [fallback_row(op, results[op]) for op in sorted(ops)
+                 if Status(entries[op]["status"]) is Status.LIMITED]
+    if any(fallbacks):   # per dtype, so a model calling it with one of them gets it as cpu-fallback
+        doc["dtype_fallbacks"] = [row for row in fallbacks if row]
     return doc, per_op
+
 
 
 def _entry(op: str, dtypes: tuple[str, ...], result: SampleResult | None) -> tuple[dict, list[dict]]:

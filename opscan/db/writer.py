@@ -87,7 +87,8 @@ def dump(doc: dict, header: str = "") -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file in the same folder and os.replace."""
+    """Write `text` to `path` through a temporary file in the same folder and os.replace, with the
+    mode a new file gets here (or the old file's); a failure is one error naming `path`."""
     from opscan.fsutil import atomic_write
 
     path = Path(path)
@@ -95,4 +96,22 @@ def write_atomic(path: Path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, text)   # temp file + fsync + os.replace (docs/reliability.md)
     except OSError as exc:
-        raise DatabaseError(f"cannot write release file: {exc}", str(path)) from None
+        folder = next((f for f in path.parents if f.exists()), None)
+        why = f"{folder} is not a folder" if folder is not None and not folder.is_dir() else exc.strerror or str(exc)
+        raise DatabaseError(f"cannot write the release file: {why}", str(path)) from None
+
+
+def write_checked(doc: dict, out: Path, header: str, made_from: str) -> None:
+    """Write the release document to `out` atomically, with the mode a new file gets (or the old
+    file's), after proving it loads; every failure is one error naming the user's paths: `out`, and
+    `made_from` (the table and the release it extends) when the merged document does not load."""
+    from opscan.db.loader import load_text
+
+    text = dump(doc, header)
+    try:   # a file opscan cannot load is never written
+        load_text(text, out)
+    except DatabaseError as exc:
+        where = f" at line {exc.line} of the merged file" if exc.line is not None else ""
+        raise DatabaseError(f"the merged release does not load{where}: {exc.message}; nothing written",
+                            made_from) from None
+    write_atomic(out, text)

@@ -164,6 +164,7 @@ class Traced:
     ops_not_checked: str = ""
     notes: tuple[str, ...] = ()
     missing: bool = False                # a model missed modules not installed here (one remedy line)
+    source_only: bool = False            # no trace was asked for (--no-trace, `opscan scan`, the hook)
     step: Step | None = None             # the step the traces answer for (NOTE [the step answered for])
 
 
@@ -281,9 +282,9 @@ def _trace_models(run: Run, found: Found, release: Release | None, options: RunO
     refused = tuple((c.target, c.note) for c in discovery.refused) if discovery else ()
     if not models:
         return Traced(unchecked=refused, ops_not_checked=(options.untraced if not options.trace else "")
-                      or _no_model(discovery) or NO_MODEL)
+                      or _no_model(discovery) or NO_MODEL, source_only=not options.trace)
     if not options.trace:
-        return Traced(unchecked=refused, ops_not_checked=options.untraced,
+        return Traced(unchecked=refused, ops_not_checked=options.untraced, source_only=True,
                       notes=(f"{options.untraced}: the verdict covers the source only",))
     from opscan.targets.tries import ZeroConfig
 
@@ -385,6 +386,7 @@ def draft_of(run: Run, found: Found, loaded: Loaded, scanned: Scanned, traced: T
         ops_not_checked=traced.ops_not_checked,
         unchecked=traced.unchecked,
         remedy=_remedy(root) if traced.missing else "",
+        source_only=traced.source_only,
         step=traced.step,
     )
 

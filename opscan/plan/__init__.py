@@ -54,6 +54,8 @@ def _text(draft: grouping.Draft, book: libraries.Catalog,
         entry = book.library(draft.name)
         if entry is not None:
             return entry.replacement, entry.why, tuple(dict.fromkeys((*entry.sources, *kind.sources)))
+        if draft.known is not None:   # NOTE [library ops] in opscan/assess/library_ops.py
+            return library_ops_text(draft, draft.known)
         return kind.action, f"no catalog entry for `{draft.name}`; {kind.why}", kind.sources
     if kind is task_kinds.KERNEL_KIND:
         family = sizing.family_of(draft, book)
@@ -83,6 +85,20 @@ def _text(draft: grouping.Draft, book: libraries.Catalog,
     return kind.action, why, kind.sources
 
 
+def library_ops_text(draft: grouping.Draft, known: grouping.KnownLibrary) -> tuple[str, str, tuple[str, ...]]:
+    """(action, why, sources) of a task made from a known library's own ops (NOTE [library ops])."""
+    names = [u.op for u in draft.ops] or [f"torch.ops.{known.package}.*"]   # the calls the source makes
+    ops = ", ".join(f"`{op}`" for op in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    build = known.builds or f"the {known.package} build made for the release's torch"
+    action = (f"install {build}, then check {known.package}'s ops on a Trainium instance (`opscan db probe "
+              f"--import {known.package}`); where one does not run there, use the library's PyTorch path or "
+              "ask its maintainers")
+    why = (f"{ops} {'is' if len(names) == 1 else 'are'} {known.package}'s own "
+           f"op{'s' * (len(names) != 1)}, not the model's: its build decides whether they run on the device, "
+           "and no Neuron kernel is listed for them (status unknown)")
+    return action, why, tuple(filter(None, (known.source,)))
+
+
 def _priority(draft: grouping.Draft) -> int:
     if draft.blocking:
         return 1
@@ -92,15 +108,17 @@ def _priority(draft: grouping.Draft) -> int:
 def build_tasks(findings: tuple[Finding, ...], traces: tuple[ModelTrace, ...],
                 coverage: tuple[Coverage, ...], cost: CostConfig | None = None,
                 kernel_sources: Mapping[Location, tuple[tuple[str, int], ...]] | None = None,
-                usage: Usage | None = None, fallbacks: tuple[Fallback, ...] = ()) -> tuple[Task, ...]:
+                usage: Usage | None = None, fallbacks: tuple[Fallback, ...] = (),
+                known: Mapping[str, grouping.KnownLibrary] | None = None) -> tuple[Task, ...]:
     """The port tasks for one report, in dependency order (NOTE [task edges] in plan/ordering.py),
     each sized as a range (NOTE [effort model] in plan/sizing.py); `fallbacks`: the ops' CPU
-    fallback costs (opscan.assess.fallback_costs), which the fallback tasks state."""
+    fallback costs (opscan.assess.fallback_costs), which the fallback tasks state; `known`: the
+    custom ops of known libraries (op -> library), each that library's task, not a kernel's."""
     cost = cost or CostConfig()
     usage = usage or Usage()
     book = libraries.shipped()
     by_op = {c.op: c for c in coverage}
-    drafts = grouping.group(findings, _merged_ops(traces), by_op, kernel_sources or {})
+    drafts = grouping.group(findings, _merged_ops(traces), by_op, kernel_sources or {}, known)
     static = grouping.static_shapes(traces)
     if static is not None:
         drafts.append(static)

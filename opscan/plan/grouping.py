@@ -5,9 +5,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from opscan.records import Coverage, Finding, KernelSource, Location, OpUsage, status_of
+from opscan.records import Coverage, Finding, KernelSource, Location, OpSource, OpUsage, status_of
 from opscan.plan import task_kinds
 from opscan.plan.task_kinds import Kind
+
+
+@dataclass(frozen=True)
+class KnownLibrary:
+    """The library a custom op's namespace belongs to (`torchvision::nms` -> torchvision), as the
+    assessment found it in opscan's tables: that library's question, never a kernel to port (NOTE
+    [library ops] in opscan/assess/library_ops.py)."""
+
+    package: str                 # its import name, the task's subject: "torchvision"
+    builds: str = ""             # the build paired with the release's torch: "torchvision 0.28 (torch 2.13)"
+    source: str = ""             # where that pairing is stated
 
 
 @dataclass
@@ -23,6 +34,7 @@ class Draft:
     kernel_sources: list[KernelSource] = field(default_factory=list)   # distinct, in order found
     names: list[str] = field(default_factory=list)  # every kernel name in a kernel task
     places: list[Location] = field(default_factory=list)   # sites found by the trace (static-shapes)
+    known: KnownLibrary | None = None               # a library task made from a known library's own ops
 
     @property
     def kernel_lines(self) -> int | None:
@@ -33,7 +45,7 @@ class Draft:
     def sites(self) -> tuple[Location, ...]:
         """One location per site (`Location.site`: a line of a file), its first, sorted (NOTE [sites])."""
         locations = {f.location for f in self.findings}
-        locations |= {Location(s.path, s.line) for op in self.ops for s in op.sources}
+        locations |= {site_of(s) for op in self.ops for s in op.sources}
         locations |= set(self.places)
         first: dict[tuple, Location] = {}
         for location in sorted(locations):
@@ -54,6 +66,13 @@ class Draft:
     def blocking(self) -> bool:
         """An unguarded error finding, or an op the backend rejects."""
         return any(f.blocking for f in self.findings) or self.kind is task_kinds.UNSUPPORTED_KIND
+
+
+def site_of(source: OpSource) -> Location:
+    """A traced op's task site: the project's line the user can change, the library's line as its cause
+    (NOTE [sites the user can change] in opscan/trace/sources.py)."""
+    path, line = source.site
+    return Location(path, line, cause=f"{source.path}:{source.line}" if source.site_path else "")
 
 
 class _Union:
@@ -133,8 +152,10 @@ def _manifest_only_libraries(drafts: dict[str, Draft]) -> None:
 
 
 def group(findings: tuple[Finding, ...], ops: list[OpUsage], coverage: Mapping[str, Coverage],
-          kernel_sources: Mapping[Location, tuple] | None = None) -> list[Draft]:
-    """Drafts for every port task the findings and traced ops call for."""
+          kernel_sources: Mapping[Location, tuple] | None = None,
+          libraries: Mapping[str, KnownLibrary] | None = None) -> list[Draft]:
+    """Drafts for every port task the findings and traced ops call for; `libraries`: the custom ops
+    of known libraries (op -> its library), which join that library's task, not a kernel's."""
     drafts: dict[str, Draft] = {}
     kernel_findings: list[Finding] = []
     custom_ops: list[OpUsage] = []
@@ -149,9 +170,19 @@ def group(findings: tuple[Finding, ...], ops: list[OpUsage], coverage: Mapping[s
         if kind is task_kinds.LIBRARY_KIND:
             name = task_kinds.library_name(finding)
             task_id = f"library:{name}"
-        drafts.setdefault(task_id, Draft(kind, task_id, name, name)).findings.append(finding)
+        draft = drafts.setdefault(task_id, Draft(kind, task_id, name, name))
+        draft.findings.append(finding)
+        if kind is task_kinds.LIBRARY_KIND and name in (libraries or {}):   # NOTE [library ops]
+            draft.known = (libraries or {})[name]
     for usage in ops:
         status = status_of(coverage[usage.op].status if usage.op in coverage else "unknown")
+        known = (libraries or {}).get(usage.op)
+        if usage.custom and known is not None:   # NOTE [library ops]: that library's question
+            task_id = f"library:{known.package}"
+            draft = drafts.setdefault(task_id, Draft(task_kinds.LIBRARY_KIND, task_id, known.package, known.package))
+            draft.ops.append(usage)
+            draft.known = draft.known or known
+            continue
         if usage.custom:
             custom_ops.append(usage)
             continue
@@ -169,7 +200,7 @@ def group(findings: tuple[Finding, ...], ops: list[OpUsage], coverage: Mapping[s
 def static_shapes(traces) -> Draft | None:
     """The "make shapes static" task of the traces' compile forecasts: one site per line that makes
     a shape change between steps (the varying ops' origins), None when no shape varies."""
-    places = sorted({Location(v.origin.path, v.origin.line) for t in traces if t.compile is not None
+    places = sorted({site_of(v.origin) for t in traces if t.compile is not None
                      for v in t.compile.varying if v.origin is not None and v.origin.path})
     if not places:
         return None

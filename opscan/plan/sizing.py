@@ -110,6 +110,9 @@ def _mechanical(draft: Draft, cost: CostConfig) -> Estimate:
 
 def _library(draft: Draft, cost: CostConfig, usage: Usage, book: Catalog) -> Estimate:
     entry = book.library(draft.name)
+    if entry is None and draft.known is not None and cost.library_hours <= 0:   # NOTE [library ops]: no port
+        return Estimate(0.0, 0.0, 0.0, f"`{draft.name}`'s own ops: installing its paired build and probing them "
+                        "is not sized (give [tool.opscan.cost] library-hours to assume a figure)", sized=False)
     edit, text = _edits(draft, cost)
     uses = [u for u in (usage.library(f) for f in draft.findings) if u is not None]
     measured = len(uses) == len(draft.findings) and bool(uses)

@@ -20,6 +20,8 @@ class Location:
     end_line: int = 0
     end_column: int = 0
     cell: int | None = None
+    cause: str = ""      # a task site from a traced op: the library line (`path:line`) it stands for, when
+                         # the site is the project's line that reaches it (NOTE [sites the user can change])
 
     def __str__(self) -> str:
         if self.cell is not None:

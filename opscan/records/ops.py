@@ -43,11 +43,21 @@ class OpName:
 
 @dataclass(frozen=True, order=True)
 class OpSource:
-    """Where an op was dispatched from: the first frame in the user's code and the module path."""
+    """Where an op was dispatched from: the first frame in the user's code and the module path; and,
+    when that frame is a library's, the line of the project the user can change (NOTE [sites the
+    user can change] in opscan/trace/sources.py): the first frame in the project, or the call that
+    configures the library (a DataLoader's `collate_fn`)."""
 
     path: str
     line: int
     module: str = ""     # e.g. "model.layers.3.mlp.down_proj"; "" outside any module
+    site_path: str = ""  # the project's line for a library's `path:line` ("" when path is the project's, or
+    site_line: int = 0   # no frame of the project called it: an hf: model traced by opscan)
+
+    @property
+    def site(self) -> tuple[str, int]:
+        """The line a port task points at: the project's line, else `path:line` itself."""
+        return (self.site_path, self.site_line) if self.site_path else (self.path, self.line)
 
 
 @dataclass(frozen=True)
@@ -139,6 +149,8 @@ class Coverage:
     confidence: str = "low"              # "high" | "medium" | "low"
     via: str = ""                        # how the answer was found, e.g. "overload packet aten::add"
     parts: tuple[str, ...] = ()          # for composite: the ops it expands into
+    confidence_note: str = ""            # why the confidence is not high, in a phrase ("" when high):
+                                         # "listed at medium confidence", "one level below its part ..."
 
     def __post_init__(self) -> None:   # NOTE [typed vocabularies]
         object.__setattr__(self, "status", Status(self.status))
@@ -174,3 +186,6 @@ class Shrink:
     hidden: int = 0                      # the traced model's width (hidden size), where the trace found it
     real_hidden: int = 0                 # the real model's width, when known (--real-hidden, config.json)
     hidden_from: str = ""                # where the real width was read ("--real-hidden", "config.json")
+    roles: str = ""                      # how dims were told apart when sizes coincide (NOTE [sizes by role] in
+                                         # opscan/trace/roles.py): "" by value (nothing coincides), "probe N"
+                                         # (a second trace at sequence N), or "not told apart: why" (width unscaled)

@@ -193,6 +193,8 @@ class Verdict:
     remedy: str = ""                     # the one remedy line for models that missed modules not
                                          # installed here (the manifest found, --allow-unchecked); "" = none
     ops: JudgedOps = field(default_factory=JudgedOps)   # the traced ops by status, as judged
+    source_only: bool = False            # the run asked for the source alone (--no-trace, `opscan scan`,
+                                         # the hook): `--fail-on not-ready` judges its source verdict
     step: Step | None = None             # the step the ops come from (None: no step is judged, as in the zoo)
 
     def __post_init__(self) -> None:   # NOTE [typed vocabularies]
@@ -252,6 +254,7 @@ class Draft:
                                                   # built or traced (the gate exits 2 on them)
     remedy: str = ""                     # the one remedy line for models that missed modules not
                                          # installed here (the manifest found, --allow-unchecked); "" = none
+    source_only: bool = False            # the run asked for the source alone (no trace was asked for)
     step: Step | None = None             # the step the traces answer for (None: not judged, as in the zoo)
     entries: tuple[TrainingEntry, ...] = ()   # the training commands found, best first (the one run first)
 

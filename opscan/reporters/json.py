@@ -169,7 +169,8 @@ def _task(task: Task) -> dict:
         "ops": list(task.ops),
         "blocking_sites": task.blocking_sites,   # NOTE [sites] in opscan/assess/verdict.py
         "sites": [
-            {"path": s.path, "line": s.line, "column": s.column, **({"cell": s.cell} if s.cell else {})}
+            {"path": s.path, "line": s.line, "column": s.column, **({"cell": s.cell} if s.cell else {}),
+             **({"cause": s.cause} if s.cause else {})}   # NOTE [sites the user can change]
             for s in task.sites
         ],
     }

@@ -135,3 +135,4 @@ def _fits(torch_spec: str, paired: tuple[str, ...], admits: Callable[[str, str],
 def cuda_requires(name: str) -> tuple[str, ...]:
     """The NVIDIA / triton requirements `name`'s published metadata declares (NOTE [cuda by metadata])."""
     return table().cuda.get(name, ())
+

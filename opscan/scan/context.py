@@ -101,10 +101,10 @@ class FileContext:
 
     # -- recording ------------------------------------------------------------------------------
     def hit(self, rule: Rule, node: ast.AST, guarded: bool, value: str = "", name: str = "",
-            subject: str | None = None, fix_name: str = "", unit: str = "") -> None:
+            subject: str | None = None, fix_name: str = "", unit: str = "", task: str = "") -> None:
         """Record a hit once per (rule, node[, unit]); `subject` defaults to the matched string value,
         else the matched name. `unit` tells apart hits of one rule on one statement (an import's
-        aliases: `import cupy, flash_attn`)."""
+        aliases: `import cupy, flash_attn`); `task` overrides the rule's task kind (NOTE [library ops])."""
         key = (rule.id, id(node), unit)
         if key in self._seen:
             return
@@ -120,7 +120,7 @@ class FileContext:
 
 # NOTE [subjects]: a kernel rule's subject is a kernel name, never a symbol
             subject = kernel_name(None, name) if rule.task == TaskKind.KERNEL else (value or name)
-        self.hits.append(Hit(rule, node, value, name, guarded, subject, fix_name=fix_name))
+        self.hits.append(Hit(rule, node, value, name, guarded, subject, task=str(task), fix_name=fix_name))
 
     def strings(self, context: str, values, guarded: bool, name: str = "") -> None:
         """Apply the string matchers of `context` to (node, value) pairs."""

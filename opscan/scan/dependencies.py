@@ -462,3 +462,21 @@ def library_patterns(catalog_libraries) -> tuple[tuple[str, str], ...]:
 
 __all__ = ["DEPENDENCY_KINDS", "EMPTY", "DependencyContext", "Problem", "admits_minor", "companions", "decode_lines",
            "hits", "library_patterns", "newest_minor", "relevant", "tokens"]
+
+
+def known_package(name: str) -> bool:
+    """Whether opscan's tables know the package `name` (an import or pip name): the torch companion
+    table (rules/data/torch-companions.yaml) or the table of packages that constrain torch."""
+    canonical = canonicalize_name(name)
+    known = companions()
+    return canonical in known.pairs or canonical in known.ended or canonical in constraints.table().releases
+
+
+def library_namespace(name: str) -> str:
+    """The namespace of `torch.ops.<ns>.<op>` (or `torch.ops.<ns>`) when it is a package opscan's tables
+    know (`torch.ops.torchvision.nms` -> torchvision: that library's op, NOTE [library ops] in
+    opscan/assess/library_ops.py), else ""."""
+    parts = name.split(".")
+    if len(parts) < 3 or parts[:2] != ["torch", "ops"]:
+        return ""
+    return parts[2] if known_package(parts[2]) else ""

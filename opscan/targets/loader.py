@@ -185,13 +185,19 @@ def _resolve(target: str, project_root: str | None):
         module = _import_file(path, project_root)
         label = str(path)
     else:
-        if project_root:   # the project's module, whatever the current folder holds
+        module = None
+        if project_root:   # the project's module, whatever the current folder or sys.path holds
             root = str(Path(project_root).resolve())
             if root in sys.path:
                 sys.path.remove(root)
-            sys.path.insert(0, root)
+            sys.path.insert(0, root)   # for its own absolute imports of sibling modules
         try:
-            module = importlib.import_module(where)
+            if project_root:   # NOTE [the project's module first] in opscan/targets/project_modules.py
+                from opscan.targets.project_modules import import_project_module
+
+                module = import_project_module(where, Path(project_root))
+            if module is None:
+                module = importlib.import_module(where)
         except ImportError as exc:
             raise TargetError(f"cannot import module {where!r}: {first_line(exc)}".splitlines()[0]) from None
         except Exception as exc:  # noqa: BLE001
@@ -304,6 +310,8 @@ def _build_timm(name: str, *, batch, project_root: str | None = None) -> Built:
 
 def _override(built: Built, specs: tuple[InputSpec, ...], target: str) -> Built:
     """Apply --input specs: by keyword name, or by position for a numeric NAME."""
+    if specs:
+        built.resized = None   # given inputs are the user's: no other length of them to trace (NOTE [sizes by role])
     if not specs:
         if not built.args and not built.kwargs:
             raise TargetError(f"{target}: no example inputs; give --input NAME:DTYPE[SHAPE] "

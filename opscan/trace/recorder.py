@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections import Counter, defaultdict
 
@@ -69,6 +70,23 @@ def collect_tensors(value, found: list) -> list:
     return found
 
 
+# NOTE [ops of the step]
+# The trace lists the work the backend receives in the step. A call that touches no tensor (a
+# library's version or capability query: torchvision's import-time `torch.ops.torchvision.
+# _cuda_version()`, torchvision/extension.py) gives the device nothing to do, and a library's own op
+# called while a module is being imported (its self-check at import time) is no op of the model:
+# neither is recorded. (A custom op of a known library the step does call is that library's
+# question: opscan/assess/assessment.py `library_ops`, never a kernel to port.)
+def _importing() -> bool:
+    """Whether a module is being imported on this thread (a frame of importlib's on the stack)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 class StandInLoop(RuntimeError):
     """A loop whose exit depends on tensor values keeps asking for stand-ins."""
 
@@ -106,6 +124,7 @@ class Recorder(TorchDispatchMode):
         self.data_values = False          # an op whose outputs hold values is one of the data pipeline
         self._dynamic = False             # the op being dispatched got a data-dependent stand-in size
         self.signatures_only = False      # a later step of `opscan trace --steps N`: compile signatures only
+        self.calls: list | None = None    # each recorded call's tensors as classified, in order, when kept
 
     # -- module tracking (global forward hooks installed by the runner) --
     def enter_module(self, module, args) -> None:
@@ -130,7 +149,11 @@ class Recorder(TorchDispatchMode):
         module = self.module_stack[-1] if self.module_stack else ""
         if frame is None:
             return OpSource("", 0, module)
-        return OpSource(self.finder.name(frame[0]), frame[1], module)
+        # NOTE [sites the user can change]: a library's line also names the project's line that reached it
+        site = None if self.finder.is_project(frame[0]) else self.finder.site_frame(3)
+        if site is None:
+            return OpSource(self.finder.name(frame[0]), frame[1], module)
+        return OpSource(self.finder.name(frame[0]), frame[1], module, site[0], site[1])
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -217,8 +240,10 @@ class Recorder(TorchDispatchMode):
     def _record(self, name, source, args, kwargs, out) -> None:
         inputs = collect_tensors(kwargs, collect_tensors(args, []))
         tensors = collect_tensors(out, list(inputs))
-        if tensors and not any(t.device.type == self.device_type for t in tensors):
-            return  # runs on another device (e.g. AdamW's CPU step counters): not the backend's op
+        if not tensors or not any(t.device.type == self.device_type for t in tensors):
+            return  # NOTE [ops of the step]: no tensor, or none on the device: not the backend's work
+        if name.partition("::")[0] not in TORCH_NAMESPACES and _importing():
+            return  # NOTE [ops of the step]: a library's op run while a module is imported
         phase = self.phase
         if phase == "forward" and source is not None and "/transformers/loss/" in "/" + source.path:
             phase = "loss"
@@ -234,7 +259,9 @@ class Recorder(TorchDispatchMode):
         self.dtypes[name].update(str(t.dtype) for t in tensors)
         on_device = [t for t in tensors if t.device.type == self.device_type]
         self.bytes[name] += sum(t.numel() * t.element_size() for t in on_device)
-        self.layers.split(self.scaling[name], source, on_device, self.shaped[name])
+        call = self.layers.split(self.scaling[name], source, on_device, self.shaped[name])
+        if self.calls is not None:   # NOTE [sizes by role] in opscan/trace/roles.py
+            self.calls.append((name, call))
         if source is not None and source.path:
             self.sources[name][source] += 1
             for dtype in {str(t.dtype) for t in tensors}:
@@ -280,6 +307,8 @@ class Recorder(TorchDispatchMode):
 
 
 WIDTH_MULTIPLES = (1, 2, 3, 4)   # a dim of k x the traced hidden size grows with the width
+# One recorded call's device tensors as LayerShapes.split classified them: (class, shape, bytes, activation).
+Call = tuple[tuple[int, tuple[int, ...], int, bool], ...]
 
 
 class LayerShapes:
@@ -295,12 +324,14 @@ class LayerShapes:
         self.hidden, self.seq_len = hidden, seq_len    # traced width and sequence length (0: not known)
         self.widths = frozenset(hidden * k for k in WIDTH_MULTIPLES) if hidden else frozenset()
 
-    def split(self, into: list[int], source: OpSource | None, tensors, shaped: Counter | None = None) -> None:
+    def split(self, into: list[int], source: OpSource | None, tensors, shaped: Counter | None = None) -> Call:
         """Add one call's bytes to `into` = [calls in the layers, x layers, x tokens, x both], and
-        to `shaped[(class, width dims, extra sequence dims)]` (NOTE [fallback scaling])."""
+        to `shaped[(class, width dims, extra sequence dims)]` (NOTE [fallback scaling]); returns the
+        call's tensors as classified, (class, shape, bytes, activation) each."""
         module = (source.module if source is not None else "") + "."
         inside = bool(self.prefix) and module.startswith(self.prefix)
         into[0] += inside
+        call = []
         for t in tensors:
             size = t.numel() * t.element_size()
             shape = tuple(t.shape)
@@ -313,7 +344,9 @@ class LayerShapes:
                 kind = 1 if shape in self.layer else 0
             into[kind] += size if kind else 0
             if shaped is not None:
-                shaped[(kind,) + self.dims(shape, activation and t.numel() > 1)] += size
+                shaped[(kind,) + self.dims(shape, activation)] += size
+            call.append((kind, shape, size, activation))
+        return tuple(call)
 
     def dims(self, shape: tuple, activation: bool) -> tuple[int, int]:
         """(width dims, extra sequence dims) of a tensor: dims equal to the traced hidden size or a

@@ -24,7 +24,14 @@ Where a tensor's shape comes from is carried along the ops as an origin (cause, 
   the loop's `for batch in loader` line for torch's default collate;
 - a DataLoader whose last batch is short (`drop_last=False`, a dataset size not divisible by the
   batch size) marks the batches it yields: the ops they feed see a tail batch once per epoch;
-- a device op passes the strongest origin of its inputs on to its outputs (data-dependent first).
+- a device op passes the strongest origin of its inputs on to its outputs (data-dependent first);
+- a module's buffers are the model's constants, not data: a buffer made from Python data when the
+  model was built (BERT's `position_ids = torch.arange(...)`) carries no origin once the module runs;
+- a view of a tensor with no origin (a slice, a narrow, an expand or a view of a constant) whose
+  int argument is a size of a tensor the data made in this step, and whose output has that size
+  (`position_ids[:, :seq_length]` with the batch's length), takes that tensor's origin: the size
+  came from the data (matched by value: a model size equal to a batch's size by chance is taken for
+  the batch's too).
 A new signature of a later step is explained by the origin of its inputs; one with none came from a
 Python number that became a shape at the op's own line.
 
@@ -120,6 +127,7 @@ class Origins:
         self.read_at: OpSource | None = None
         self.number: tuple | None = None       # (origin, value) of a stand-in number given to the running torch call
         self._symbols = 0       # symbols given in this step (u0, u1, ...)
+        self.sizes: dict[int, tuple] = {}      # a size of a tensor the data made in this step -> its origin
 
     def unknown(self, t) -> dict[int, str] | None:
         """The sizes of `t` the data decides, {dim: symbol} (NOTE [unknown sizes]); None: all known."""
@@ -138,6 +146,10 @@ class Origins:
         """A new symbol for a size the data decides, numbered from u0 in each step."""
         self._symbols += 1
         return f"u{self._symbols - 1}"
+
+    def forget(self, t) -> None:
+        """`t` carries no origin (a module's buffer: the model's constant, NOTE [shape origins])."""
+        self._by_id.pop(id(t), None)
 
     def get(self, t) -> tuple | None:
         held = self._by_id.get(id(t))
@@ -175,6 +187,10 @@ _SIZED = ("aten::expand", "aten::view", "aten::_unsafe_view", "aten::reshape", "
           "aten::broadcast_to", "aten::as_strided")
 
 
+# views of a tensor cut or shaped by int sizes: where a constant (a buffer) takes the data's size
+_CUT = ("aten::slice", "aten::narrow", "aten::expand", "aten::view", "aten::_unsafe_view", "aten::reshape")
+
+
 class _Symbol(str):
     """A size argument written as its symbol (NOTE [unknown sizes])."""
 
@@ -194,6 +210,19 @@ def _symbolic_sizes(args, source, unknown: dict[int, str]) -> tuple:
             out[k] = sizes
             break
     return tuple(out)
+
+
+def _ints(values) -> list[int]:
+    """The plain ints among call arguments, one level into lists, tuples and slices."""
+    out: list[int] = []
+    for value in values:
+        if type(value) is int:
+            out.append(value)
+        elif isinstance(value, (list, tuple)):
+            out.extend(v for v in value if type(v) is int)
+        elif isinstance(value, slice):
+            out.extend(v for v in (value.start, value.stop, value.step) if type(v) is int)
+    return out
 
 
 def _best(origins: list[tuple]) -> tuple | None:
@@ -232,6 +261,8 @@ class CompileLog:
                 continue
             shape = tuple(p.shape)
             self.fixed.update((shape, shape[::-1]))
+        for b in module.buffers(recurse=False):   # the model's constants carry no data origin (NOTE [shape origins])
+            self.origins.forget(b)
 
     def record(self, name: str, phase: str, source: OpSource | None, args, kwargs, inputs: list,
                outputs: list, *, data: bool, dynamic: bool) -> None:
@@ -243,6 +274,8 @@ class CompileLog:
         if number is not None and (number[1] is None or any(number[1] in tuple(t.shape) for t in outputs)):
             found.insert(0, number[0])
         given = _best(found)
+        if given is None and outputs and inputs and self.origins.sizes and name.startswith(_CUT):
+            given = self._sized_by_data(args, kwargs, outputs)   # a constant cut to the data's size
         if name.startswith(_SIZED) and inputs and self.origins.unknown(inputs[0]):
             args = _symbolic_sizes(args, inputs[0], self.origins.unknown(inputs[0]))
         sig = signature(name, args, kwargs, self.origins.unknown)
@@ -271,6 +304,18 @@ class CompileLog:
         for t in outputs:   # an in-place op's output keeps its origin; a fixed shape gets none
             if not any(t is i for i in inputs) and _numel(t) != 1 and tuple(t.shape) not in self.fixed:
                 self.origins.set(t, made)
+                if made[0] == "data":
+                    for size in t.shape:
+                        if isinstance(size, int) and size > 1:
+                            self.origins.sizes.setdefault(size, made)
+
+    def _sized_by_data(self, args, kwargs, outputs: list) -> tuple | None:
+        """The origin of a size the data made in this step that an int argument gives and an output has."""
+        shapes = {d for t in outputs for d in t.shape if isinstance(d, int)}
+        for value in _ints((*args, *kwargs.values())):
+            if value in shapes and value in self.origins.sizes:
+                return self.origins.sizes[value]
+        return None
 
     def _unknown_sizes(self, name: str, args, inputs: list, outputs: list, dynamic: bool) -> None:
         """Mark the sizes of `outputs` the data decides (NOTE [unknown sizes])."""
@@ -331,6 +376,7 @@ class CompileLog:
         self.segments.append((key, self.current))
         self.current = {}
         self.origins.prune()
+        self.origins.sizes = {}
 
 
 def steps_of(log: CompileLog, *, drop_rest: bool) -> list[dict[str, Seen]]:

@@ -24,6 +24,17 @@ _STDLIB_DIRS = tuple(
 )
 
 
+# NOTE [sites the user can change]
+# An op's source is the first frame in "user" code, which includes the libraries a model runs on
+# (transformers' modeling file, its tokenizer's pad): the line that dispatched it. A port task's site
+# must be a line the user can change: so when that frame is a library's, the source also names the
+# project's line that reached it (`OpSource.site_path/site_line`): the first frame inside the project
+# (not a site-packages folder in it), or, for the ops a DataLoader's collate function dispatches while
+# the loop fetches a batch, the call that configures it: the `collate_fn=` of the DataLoader call
+# (or, when that is a name, the line that assigned it), found where the script built the loader
+# (opscan/trace/run/configured.py). Tasks point at that line and give the library's as the cause
+# (`Location.cause`); an op no frame of the project reached (an `hf:` model traced by opscan) keeps
+# its library line.
 class SourceFinder:
     """Finds the first user frame on the stack and names it relative to the project (cached)."""
 
@@ -35,8 +46,11 @@ class SourceFinder:
             key=len, reverse=True,
         )
         self._is_user: dict[str, bool] = {}
+        self._is_project: dict[str, bool] = {}
         self.stop_code = None  # the code object of the frame that runs the step: callers are not the model
         self._names: dict[str, str] = {}
+        self.configured: tuple[str, int] | None = None   # the call configuring the library running now
+                                                         # (NOTE [sites the user can change]): (path, line)
 
     def is_user(self, filename: str) -> bool:
         """True for a frame in the user's (or the model library's) code."""
@@ -51,6 +65,34 @@ class SourceFinder:
             )
             self._is_user[filename] = known
         return known
+
+    def is_project(self, filename: str) -> bool:
+        """True for a file of the project (under its root, not in a site-packages folder in it)."""
+        known = self._is_project.get(filename)
+        if known is None:
+            path = os.path.abspath(filename)
+            known = self.is_user(filename) and path.startswith(self.root) and not any(
+                part in ("site-packages", "dist-packages") for part in Path(path[len(self.root):]).parts)
+            self._is_project[filename] = known
+        return known
+
+    def site_frame(self, depth: int = 2) -> tuple[str, int] | None:
+        """(name, line) of the line the user can change for the op being dispatched, when its first user
+        frame is a library's (NOTE [sites the user can change]); None when that frame is the project's
+        or no frame of the project is on the stack."""
+        frame = sys._getframe(depth)
+        stop = self.stop_code
+        first = True
+        while frame is not None and frame.f_code is not stop:
+            filename = frame.f_code.co_filename
+            if self.is_user(filename):
+                if self.is_project(filename):
+                    return None if first else (self.name(filename), frame.f_lineno)
+                if first and self.configured is not None:
+                    return self.configured
+                first = False
+            frame = frame.f_back
+        return None
 
     def name(self, filename: str) -> str:
         """The path shown for `filename`: relative to the project, else to its sys.path entry."""

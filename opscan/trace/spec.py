@@ -6,6 +6,7 @@ No torch is imported here: opscan/targets/ builds a `Built`, opscan/trace/tracer
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -71,6 +72,8 @@ class Built:
                                       # `--layers` cut it, where the builder knows them (records.Shrink)
     note: str = ""                    # what the builder did beyond building (a setup call it made):
                                       # the trace's `retried` says it (opscan/targets/loader.py)
+    resized: Callable[[int], dict] | None = None   # the keyword inputs at another sequence length, where
+                                      # the builder makes them (NOTE [sizes by role] in opscan/trace/roles.py)
 
 
 @dataclass(frozen=True)

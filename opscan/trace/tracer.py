@@ -22,7 +22,7 @@ from opscan.trace import device as devices
 from opscan.trace import fakes
 from opscan.trace import fsdp as fsdps
 from opscan.trace import lazy, logs
-from opscan.trace import numbers, signatures
+from opscan.trace import numbers, roles, signatures
 from opscan.trace import step as steps
 from opscan.trace.recorder import MAX_SOURCES, LayerShapes, Recorder
 from opscan.trace.sources import SourceFinder
@@ -100,8 +100,11 @@ def _build_and_run(target, build, mode, device, profile, optimizer, optimizer_im
                 inference = tracer.run("inference", optimizer, optimizer_impl, amp)
                 train = tracer.run("train", optimizer, optimizer_impl, amp)
                 result = _merge(target, device, inference, train)
+                result.calls = train.calls
             else:
                 result = tracer.run(mode, optimizer, optimizer_impl, amp)
+            if tracer.probe_len and mode != "inference":   # NOTE [sizes by role]
+                tracer.tell_roles(result, optimizer, optimizer_impl, amp)
     result.shrink = tracer.shrink
     result.compiled = compiles.regions()
     return result
@@ -137,9 +140,27 @@ class _Tracer:
         wanted = built.shrink or Shrink()
         hidden = wanted.hidden or model_width(self.model)
         self.layers, found = layer_stack(self.model, wanted.layers, hidden=hidden, seq_len=wanted.seq_len)
+        self.probe_len, told = roles.plan(self.model, self.built, wanted.seq_len, hidden)
         self.shrink = dataclasses.replace(wanted, layer_list=self.layers.prefix[:-1], layers=found,
                                           real_layers=wanted.real_layers if found == wanted.layers else 0,
-                                          hidden=hidden)
+                                          hidden=hidden, roles=told)
+
+    def tell_roles(self, result: _Result, optimizer, optimizer_impl, amp) -> None:
+        """Trace the training step once more at `probe_len` and set each op's bytes by role from the two
+        traces (NOTE [sizes by role] in opscan/trace/roles.py); the ops, counts and signatures stay the
+        first trace's."""
+        resized, main = self.built.resized, result.calls
+        if resized is None or main is None:
+            return
+        kwargs, compiles = self.kwargs, self.compiles
+        try:
+            self.kwargs = {k: self._convert_value(v) if k in self.built.values else self._convert(v)
+                           for k, v in resized(self.probe_len).items()}
+            self.compiles = None
+            probe = self.run("train", optimizer, optimizer_impl, amp)
+        finally:
+            self.kwargs, self.compiles = kwargs, compiles
+        result.ops, self.shrink = roles.told(result.ops, main, probe.calls or [], self.shrink, self.probe_len)
 
     # -- fake parameters, buffers and inputs --
     def _fake(self, shape, dtype, requires_grad=False):
@@ -215,6 +236,8 @@ class _Tracer:
         extra = extra or {}
         self.parts = {}
         recorder = Recorder(self.finder, self.device, self.names, self.layers)
+        if self.probe_len and mode == "train":
+            recorder.calls = []   # NOTE [sizes by role]: each call's tensors, to compare with a second trace
         opt = None
         if mode == "train":
             self.model.train()
@@ -248,6 +271,7 @@ class _Tracer:
                 hook.remove()
         result = _Result(recorder.usages(mode), recorder.stand_in_list(), not stopped, stopped,
                          tuple(sorted(recorder.supplied)))
+        result.calls = recorder.calls
         result.step = _step_parts(self, mode, amp)
         result.compile = signatures.forecast(recorder.compile_log)
         result.compile_log = recorder.compile_log
@@ -360,6 +384,7 @@ class _Result:
         self.compile: CompileForecast | None = None
         self.compile_log: signatures.CompileLog | None = None   # what `compile` was made from
         self.compiled: tuple = ()   # CompileRegion of the torch.compile calls met
+        self.calls: list | None = None   # the train step's calls as classified (NOTE [sizes by role])
         self.step: TrainStep | None = None   # the training step's parts that ran (train mode)
 
 

@@ -22,8 +22,8 @@ INFERENCE_ONLY = "I"
 # Part of the row cache key: rows of an older format are judged again from their cached trace
 # (2: rows carry the release caveats of the trace;
 # 3: `blockers` lists only ops that cannot run; ops that may run on the CPU are `fallbacks`;
-# 4: with their cost, `fallback_bytes`).
-ROW_FORMAT = "4"
+# 4: with their cost, `fallback_bytes`; 5: each op's status for the model's dtypes, `statuses`).
+ROW_FORMAT = "5"
 
 # NOTE [stop classes]
 # Every row that is not `ok` carries the class of its stop (`Row.stop`), judged from structured
@@ -78,6 +78,8 @@ class Row:
     fallback_bytes: dict[str, int] = field(default_factory=dict)   # op -> host<->device bytes per step
     compiles: int | None = None                # compile signatures of the traced step (None: not known)
     new_compiles: int | None = None            # new compiles per later step (new_per_step; None: not known)
+    statuses: dict[str, str] = field(default_factory=dict)   # op -> its status for this model (per dtype,
+                                               # NOTE [dtypes after decomposition] in opscan/db/lookup.py)
 
     @property
     def native(self) -> int:
@@ -144,6 +146,7 @@ def build_row(target: ZooTarget, outcome: Outcome | None, release, cached: bool 
                ops=len(trace.ops), counts=dict(sorted(counts.items())), blockers=tuple(sorted(blockers)),
                custom_ops=tuple(sorted(u.op for u in trace.ops if u.custom)), stand_ins=stand_ins,
                op_cells=dict(sorted(cells.items())), seconds=outcome.seconds, cached=cached,
+               statuses={op: str(statuses.get(op, Status.UNKNOWN)) for op in sorted(cells)},
                caveats=tuple(f"{c.kind}: {', '.join(c.ops)}" for c in report.caveats),
                fallbacks=tuple(sorted(fallbacks)),
                fallback_bytes={f.op: f.bytes_per_step for f in report.fallbacks},
@@ -198,7 +201,8 @@ def op_stats(rows: list[Row], release) -> list[OpStat]:
             steps[op] = steps.get(op, 0) + (cell != INFERENCE_ONLY)
     stats = []
     for op, models in users.items():
-        status = release.status(op)
+        judged = [row.statuses[op] for row in rows if op in row.statuses]   # each model's, for its dtypes
+        status = max(judged, key=lambda s: status_of(s).rank) if judged else release.status(op)
         step_count = steps[op]
         blocks = len(models) if keeps_from_running(status) else 0
         cost = max((row.fallback_bytes.get(op, 0) for row in rows), default=0)

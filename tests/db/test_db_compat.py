@@ -165,3 +165,96 @@ def test_a_dtype_fallback_row_needs_a_limited_entry_and_known_dtypes(tmp_path):
                         "dtypes must be")):
         with pytest.raises(DatabaseError, match=cause):
             load_file(write(tmp_path, bad, name="bad.yaml"), check_registry=False)
+
+
+# ---- issue 44: names resolve to real operators, duplicates agree, the file is written as the user expects ----
+
+DIV = ("## torch\n\n| API | Status | Limitations |\n|---|---|---|\n"
+       "| torch.div | CPU_FALLBACK | aten::div for float32 |\n"                 # line 5: a packet name
+       "| torch.true_divide | CPU_FALLBACK | aten::div.Tensor for float32 |\n")  # line 6: agrees with it
+
+
+def test_a_packet_name_stands_for_every_overload_so_the_div_row_fires(run_cli, tmp_path):
+    from opscan.db import operators
+    from opscan.db.annotate import with_dtype_fallbacks
+    from opscan.records import ModelTrace, OpUsage
+
+    (tmp_path / "t.md").write_text(DIV, encoding="utf-8")
+    code, _, err = _import(run_cli, tmp_path / "t.md", tmp_path / "r.yaml")
+    assert (code, err) == (0, "")
+    release = load_file(tmp_path / "r.yaml")
+    overloads = operators.Operators(["2.13"]).overloads("aten::div")
+    assert "aten::div" not in release.entries and "aten::div.Tensor" in overloads
+    assert {f.op for f in release.dtype_fallbacks} >= set(overloads)
+    assert all(release.entries[op].status == "limited" for op in overloads)
+    usage = OpUsage("aten::div.Tensor", 1, ("forward",), ("torch.float32",))   # `x / 2` on float32
+    (answer,) = with_dtype_fallbacks(release, (release.lookup("aten::div.Tensor"),),
+                                     (ModelTrace("m", "train", "neuron", (usage,)),))
+    assert answer.status == "cpu-fallback"
+
+
+def test_disagreeing_rows_on_one_operator_are_an_error_naming_both_lines(run_cli, tmp_path):
+    table = tmp_path / "t.md"
+    table.write_text(DIV + "| torch.floor_divide | CPU_FALLBACK | aten::div.Tensor for int64 |\n"   # line 7
+                     + "| torch.sort | CPU_FALLBACK | aten::sort |\n"
+                     + "| torch.Tensor.sort | Y | Native |\n", encoding="utf-8")
+    out = tmp_path / "r.yaml"
+    code, _, err = _import(run_cli, table, out)
+    assert code == 2 and not out.exists()
+    (line,) = [x for x in err.splitlines() if x.startswith(f"{table}:7:")]
+    assert "aten::div.Tensor" in line and "line 5" in line        # the row it contradicts, through the packet
+    # the same operator twice with another value: Y Native for an aten cell after a CPU_FALLBACK
+    table.write_text("## torch\n\n| API | Status | Limitations |\n|---|---|---|\n"
+                     "| torch.sort | CPU_FALLBACK | aten::sort |\n"
+                     "\n## torch.ops.aten\n\n| Operator | Supported | Notes |\n|---|---|---|\n"
+                     "| aten::sort | Y | Native |\n", encoding="utf-8")
+    code, _, err = _import(run_cli, table, out)
+    assert code == 2 and err.startswith(f"{table}:11:") and "line 5" in err.splitlines()[0]
+
+
+def test_an_out_path_under_a_file_is_one_line_naming_it(run_cli, tmp_path):
+    (tmp_path / "t.md").write_text(DIV, encoding="utf-8")
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    code, out, err = _import(run_cli, tmp_path / "t.md", tmp_path / "afile" / "r.yaml")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert str(tmp_path / "afile" / "r.yaml") in err and f"{tmp_path / 'afile'} is not a folder" in err
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o002, 0o664)])
+def test_the_release_file_gets_the_mode_of_a_new_file(run_cli, tmp_path, umask, mode):
+    import os
+    import stat
+
+    (tmp_path / "t.md").write_text(DIV, encoding="utf-8")
+    old = os.umask(umask)
+    try:
+        assert _import(run_cli, tmp_path / "t.md", tmp_path / "r.yaml")[0] == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "r.yaml").stat().st_mode) == mode
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.yaml", "t.md"]     # no temporary file left
+
+
+def test_extending_a_file_names_the_users_paths(run_cli, tmp_path, monkeypatch):
+    """A base whose plain known-failure row covers a whole packet: the table's Y Native is `limited`
+    (the merge follows the loader's rule); a merged file that still fails to load names the table
+    and the extended file, never a deleted temporary file."""
+    from tests.support.db_files import doc, write
+
+    base = write(tmp_path, doc(known_failures=[{"packet": "aten::relu", "dtype": "float64", "evidence": ["probe"],
+                                               "tests": ["t"]}]), name="base.yaml")
+    table = tmp_path / "t.md"
+    table.write_text("## torch.ops.aten\n\n| Operator | Supported | Notes |\n|---|---|---|\n"
+                     "| aten::relu | Y | Native |\n", encoding="utf-8")
+    code, _, err = _import(run_cli, table, tmp_path / "r.yaml", "--extends", str(base))
+    assert (code, err) == (0, "")
+    assert load_file(tmp_path / "r.yaml").entries["aten::relu"].status == "limited"
+
+    import opscan.db.compat as compat
+
+    real = compat.release_doc
+    monkeypatch.setattr(compat, "release_doc", lambda *a, **k: dict(real(*a, **k), op_names="packet"))
+    code, _, err = _import(run_cli, table, tmp_path / "s.yaml", "--extends", str(base))
+    assert code == 2 and not (tmp_path / "s.yaml").exists()
+    assert str(table) in err and str(base) in err and ".tmp" not in err and "merged file" in err

@@ -93,13 +93,44 @@ def test_missing_file_is_a_database_error(tmp_path):
     assert "cannot read" in _error(tmp_path / "absent.yaml").message
 
 
-def test_ops_unknown_to_this_torch_are_warnings_not_errors(tmp_path):
+def test_ops_unknown_to_a_torch_without_a_shipped_list_are_warnings_not_errors(tmp_path):
     pytest.importorskip("torch")
     ops = BASE["ops"] + [{"op": "aten::zz_not_an_op", "status": "native", "evidence": ["probe"],
                           "confidence": "high"}]
-    release = load_file(write(tmp_path, doc(ops=ops)))
+    unlisted = [{"name": "test-backend", "version": "1.0.0", "torch": "2.99"}]
+    release = load_file(write(tmp_path, doc(ops=ops, packages=unlisted)))
     assert any("aten::zz_not_an_op: no such operator" in w for w in release.warnings)
     assert "aten::zz_not_an_op" in release.entries
+
+
+@pytest.mark.parametrize("where, row", [
+    ("ops", {"op": "aten::zz_not_an_op", "status": "native", "evidence": ["probe"], "confidence": "high"}),
+    ("ops", {"op": "aten::div", "status": "native", "evidence": ["probe"], "confidence": "high"}),
+    ("ops", {"op": "aten::topk.out", "status": "native", "evidence": ["probe"], "confidence": "high"}),
+    ("known_failures", {"packet": "aten::relu", "dtype": "float64", "ops": ["aten::relu.bogus"],
+                        "evidence": ["probe"], "tests": ["t"]}),
+    ("known_failures", {"packet": "aten::nothing_like_it", "evidence": ["probe"], "tests": ["t"]}),
+])
+def test_every_op_name_is_an_operator_of_the_paired_torch_or_refused_with_its_line(tmp_path, where, row):
+    """NOTE [op names resolve]: checked against the shipped operator list of the paired torch (2.13
+    here), with no torch needed: a packet name with no default overload is refused, naming its overloads."""
+    from opscan.db import operators
+
+    assert operators.names("2.13") is not None and "aten::div.Tensor" in operators.names("2.13")
+    document = doc()
+    if where == "ops":
+        document["ops"] = sorted(document["ops"] + [row], key=lambda e: e["op"])
+    else:
+        document[where] = [row]
+    path = write(tmp_path, document)
+    with pytest.raises(DatabaseError) as error:
+        load_file(path, check_registry=False)
+    text = str(error.value)
+    assert text.startswith(f"{path}:") and text.split(":")[1].isdigit()
+    name = row.get("op") or row.get("ops", [row.get("packet")])[0]
+    assert name in text and "torch 2.13" in text
+    if name == "aten::div":
+        assert "overload packet" in text and "Tensor" in text
 
 
 # ---- meta-tests over every shipped file --------------------------------------------------------
@@ -141,9 +172,11 @@ def test_torchneuron_233_never_claims_more_than_its_evidence():
         if entry.status == "native":
             assert "snapshot" in entry.sources and entry.confidence == "low"
     assert release.sources["snapshot"].text == "pre-release source, unverified for 2.33"
-    # 403 snapshot registrations (tools/snapshot_extract.py) + _scaled_grouped_mm (unknown); limited
+    # 377 snapshot registrations that name an operator of torch 2.13 or 2.14 (of 403: NOTE [registrations
+    # that name no operator] in tools/regen_torchneuron.py) + _scaled_grouped_mm (unknown); limited
     # exactly where a failing test or an xfail names one dtype (no special case)
-    assert len(release.entries) == 404
+    assert len(release.entries) == 378
+    assert "aten::div" not in release.entries and "aten::div.out" in release.entries
     by_status = {}
     for entry in release.entries.values():
         by_status.setdefault(entry.status, set()).add(entry.op)

@@ -98,6 +98,10 @@ def test_samples_catch_a_run_time_fallback(probed_samples):
     relu = release.entries["aten::relu"]
     assert relu.status == "limited"
     assert relu.note == "falls back to CPU at run time for float64 (ran on the device for float32, int64)"
+    # per dtype (issue 44): a model calling relu on float64 runs it on the CPU, on float32 on the device
+    assert [(f.op, f.dtypes) for f in release.dtype_fallbacks] == [("aten::relu", ("float64",))]
+    assert release.lookup("aten::relu", "float64").status == "cpu-fallback"
+    assert release.lookup("aten::relu", "float32").status == "native"
     # results that matched the CPU for every dtype: native at high confidence
     mm = release.entries["aten::mm"]
     assert (mm.status, mm.confidence, mm.sources) == ("native", "high", ("probe", "samples"))

@@ -103,6 +103,9 @@ def test_a_planted_stale_list_never_reaches_ready(run_cli, tmp_path):
     text = (REPO / "coverage_db" / "torch-neuronx-xla-2.32.0.yaml").read_text(encoding="utf-8")
     assert text.count('torch: "2.9"') == 1
     stale = tmp_path / "stale.yaml"
+    # paired with the installed torch, its op names are checked against it: `_s_where` (torch 1.x) is
+    # no operator of it and is refused (NOTE [op names resolve] in opscan/db/operators.py); drop it
+    text = "".join(line for line in text.splitlines(keepends=True) if '"aten::_s_where"' not in line)
     stale.write_text(text.replace('torch: "2.9"', f'torch: "{minor}"'), encoding="utf-8")
     data = _run(run_cli, _project(tmp_path / "relu", "relu()"), stale)
     assert {o["evidence"][0]["kind"] for o in data["ops"]} == {"documented"}
@@ -110,6 +113,9 @@ def test_a_planted_stale_list_never_reaches_ready(run_cli, tmp_path):
     verdict = data["verdict"]
     assert verdict["kind"] == "likely"
     assert "below high confidence" in verdict["headline"] and "aten::relu" in verdict["headline"]
+    # the real reason, not a guess about the list (issue 44): the file lists them at medium
+    assert "stale or partial" not in verdict["headline"]
+    assert "lists them at medium confidence" in verdict["headline"]
 
 
 def test_a_dtype_fallback_hits_only_the_dtypes_it_names(tmp_path):
@@ -132,9 +138,10 @@ def test_a_dtype_fallback_hits_only_the_dtypes_it_names(tmp_path):
 
     assert release.lookup("aten::_linalg_svd").status == "limited"
     assert status("aten::_linalg_svd", "torch.float64") == "cpu-fallback"     # "falls back for float64"
-    assert status("aten::_linalg_svd", "torch.float32") == "limited"          # float32 runs on the device
+    # per dtype (issue 44): a dtype no row names has the kernel, so the op is native for that model
+    assert status("aten::_linalg_svd", "torch.float32") == "native"           # float32 runs on the device
     assert status("aten::cumsum", "torch.float32") == "cpu-fallback"
-    assert status("aten::cumsum", "torch.bfloat16") == "limited"
+    assert status("aten::cumsum", "torch.bfloat16") == "native"
     assert status("aten::relu", "torch.float32") == "native"                  # no per-dtype row
     # the one assessment uses it: the verdict and the fallback cost (4 train-step calls, 4096 bytes)
     from opscan.assess import assess

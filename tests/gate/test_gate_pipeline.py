@@ -124,7 +124,7 @@ def test_a_missing_dependency_stops_tracing_and_leaves_every_model_left_unchecke
 def test_no_trace_says_why_and_notes_that_the_verdict_covers_the_source_only(tmp_path):
     options = RunOptions(trace=False, untraced="tracing skipped (--no-trace)", limits=None)
     got = _traced(tmp_path, _config(tmp_path, "a.py:build"), lambda *a: pytest.fail("traced"), options)
-    assert got == Traced(ops_not_checked="tracing skipped (--no-trace)",
+    assert got == Traced(ops_not_checked="tracing skipped (--no-trace)", source_only=True,
                          notes=("tracing skipped (--no-trace): the verdict covers the source only",))
     assert _traced(tmp_path, _config(tmp_path), lambda *a: None).ops_not_checked.startswith("no model found")
 

@@ -109,7 +109,8 @@ DANGEROUS_CALLS = {"eval", "exec", "yaml.unsafe_load", "yaml.full_load", "yaml.l
 SAFE_LOADERS = {"SafeLoader", "CSafeLoader", "_Loader", "BaseLoader", "CBaseLoader", "StrictLoader"}
 # Modules whose job is to import or execute a user's code, by design (trace, zoo, db probe) or to
 # import opscan's own modules / torch by name.
-IMPORTERS_ALLOWED = {"targets/loader.py", "db/probe.py", "db/replay.py", "cli.py", "commands/zoo.py",
+IMPORTERS_ALLOWED = {"targets/loader.py", "targets/project_modules.py",   # a target's module, in the child
+                     "db/probe.py", "db/replay.py", "cli.py", "commands/zoo.py",
                      "reporters/__init__.py", "reporters/terminal/__init__.py",
                      "containment/child.py",        # the function a child calls, once contained
                      "containment/codec.py",        # the parent's own records named in its request

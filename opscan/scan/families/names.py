@@ -7,6 +7,7 @@ import ast
 
 from opscan.records import TaskKind
 from opscan.scan import string_contexts as P
+from opscan.scan.dependencies import library_namespace
 from opscan.scan.context import FileContext, callee_matches, kernel_name
 
 
@@ -32,6 +33,10 @@ def check_name(ctx: FileContext, node: ast.Name | ast.Attribute, g: bool) -> Non
     for pats, rule, _ in ctx.c.names:
         if pats.matches(name):
             matched = True
+            library = library_namespace(name) if rule.task == TaskKind.KERNEL else ""
+            if library:   # NOTE [library ops] in opscan/assess/library_ops.py: that library's, not a kernel
+                ctx.hit(rule, node, g, name=name, subject=library, task=TaskKind.LIBRARY.value)
+                continue
             subject = kernel_name(ctx.calls.get(id(node)), name) if rule.task == TaskKind.KERNEL else name
             ctx.hit(rule, node, g, name=name, subject=subject)
             if ctx.guarding is not None:
@@ -56,7 +61,11 @@ def check_call(ctx: FileContext, node: ast.Call, g: bool) -> None:
                 reached += ".{op}"   # a namespace reached, its ops unknown
             for pats, rule, _ in ctx.c.names:
                 if pats.matches(reached):
-                    ctx.hit(rule, node, g, name=reached, subject=kernel_name(None, reached))
+                    library = library_namespace(reached) if rule.task == TaskKind.KERNEL else ""
+                    if library:   # NOTE [library ops]
+                        ctx.hit(rule, node, g, name=reached, subject=library, task=TaskKind.LIBRARY.value)
+                    else:
+                        ctx.hit(rule, node, g, name=reached, subject=kernel_name(None, reached))
     for calls, most, rule in ctx.c.arity:   # torch.is_autocast_enabled(): the CUDA form
         if callee_matches(calls, qual, method) and len(args) <= most and not any(
                 kw.arg is None or P.DEVICE_NAME.match(kw.arg) for kw in node.keywords):

@@ -17,7 +17,7 @@ from opscan.targets.folders import NO_TRUST_NOTE, config_path, read_config, remo
 from opscan.targets.hf.architectures import value_inputs
 from opscan.targets.hf.defaults import SHRUNK_KEY
 from opscan.targets.hf.inputs import task_inputs
-from opscan.targets.hf.shapes import VALUE_INPUTS
+from opscan.targets.hf.shapes import VALUE_INPUTS, WIDTH_KEYS, config_width  # noqa: F401 - WIDTH_KEYS re-exported
 from opscan.trace.spec import Built
 
 DEFAULT_BATCH = 2
@@ -134,8 +134,10 @@ def build_hf(path_text: str, *, batch: int | None, seq_len: int | None,
     train_only = () if seq2seq else ("labels",)
     extra = value_inputs(model, config)   # per architecture (opscan/targets/hf/architectures.py)
     values = tuple(name for name in kwargs if name in VALUE_INPUTS or name in extra)
+    axial = seq_len is None and getattr(config, "axial_pos_embds", False)   # reformer: one length only
+    resized = None if axial else (lambda length: task_inputs(model, config, batch or DEFAULT_BATCH, length, given))
     return Built(model, kwargs=kwargs, description=f"hf:{path_text}", train_only=train_only, values=values,
-                 shrink=traced_size(config, kwargs))
+                 shrink=traced_size(config, kwargs), resized=resized)
 
 
 def traced_size(config, kwargs: dict) -> Shrink:
@@ -155,20 +157,6 @@ def traced_size(config, kwargs: dict) -> Shrink:
     width = config_width(config)   # the model's own config: its width is the real one (only layers are cut)
     return Shrink(layers=int(cut[1]), real_layers=int(cut[0]), batch=int(batch), seq_len=int(seq),
                   hidden=width, real_hidden=width, hidden_from="config.json" if width else "")
-
-
-WIDTH_KEYS = ("hidden_size", "n_embd", "d_model", "dim")   # what configs call the model's width
-
-
-def config_width(config) -> int:
-    """The width (hidden size) a config states, the top level's or its text config's; 0 when none."""
-    for where in (config, getattr(config, "text_config", None)):
-        data = where if isinstance(where, dict) else getattr(where, "__dict__", {})
-        for key in WIDTH_KEYS:
-            value = data.get(key) if isinstance(data, dict) else None
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value
-    return 0
 
 
 def config_dtype(config):

@@ -85,6 +85,16 @@ def _main_name(model) -> str:
     return main if isinstance(main, str) else "input_ids"
 
 
+def default_length(model, config, start: int) -> int:
+    """The sequence length opscan chooses: `start`, or the largest below it that no size of the model
+    has (NOTE [sizes by role] in opscan/trace/roles.py: a sequence equal to a model size cannot be told
+    apart from it when fallback bytes are scaled)."""
+    from opscan.targets.hf.shapes import config_width
+    from opscan.trace.roles import distinct_length, model_sizes
+
+    return distinct_length(start, model_sizes(model, config_width(config)))
+
+
 def _main_inputs(model, config, batch: int, seq_len: int | None, gen) -> dict:
     arch = type(model).__name__
     main = _main_name(model)
@@ -97,7 +107,7 @@ def _main_inputs(model, config, batch: int, seq_len: int | None, gen) -> dict:
         if not isinstance(limit, int) or limit <= 0:   # xlnet says -1: no limit
             text = sub_config(config, "text_config")            # a dual encoder's text tower has one
             limit = int_field(text, "max_position_embeddings") if text is not config else None
-        seq = seq_len or min(DEFAULT_SEQ_LEN, limit or DEFAULT_SEQ_LEN)
+        seq = seq_len or default_length(model, config, min(DEFAULT_SEQ_LEN, limit or DEFAULT_SEQ_LEN))
         axial = getattr(config, "axial_pos_shape", None)
         if seq_len is None and getattr(config, "axial_pos_embds", False) and isinstance(axial, (list, tuple)):
             seq = math.prod(axial)   # reformer trains only on sequences of exactly this length

@@ -212,3 +212,17 @@ def waveform(model, config, params: dict, batch: int, seq_len: int | None, gen):
     if not codec:
         return torch.randn(batch, samples, generator=gen)
     return torch.randn(batch, channels or 1, samples, generator=gen)
+
+
+WIDTH_KEYS = ("hidden_size", "n_embd", "d_model", "dim")   # what configs call the model's width
+
+
+def config_width(config) -> int:
+    """The width (hidden size) a config states, the top level's or its text config's; 0 when none."""
+    for where in (config, getattr(config, "text_config", None)):
+        data = where if isinstance(where, dict) else getattr(where, "__dict__", {})
+        for key in WIDTH_KEYS:
+            value = data.get(key) if isinstance(data, dict) else None
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return 0

@@ -50,6 +50,7 @@ from opscan.trace import (
 from opscan.trace import numbers, signatures
 from opscan.trace.run import (
     checkpoints,
+    configured,
     libraries,
     stand_in_hooks,
     stand_ins as standing,
@@ -207,6 +208,7 @@ def _run_rules(device: str, requests, profile, recorder: ScriptRecorder, compile
                         loaders.in_process(requests.note), run_mode.host_reads(recorder),
                         checkpoints.checkpoints(recorder), stand_in_hooks.installed(standins),
                         libraries.real_answers(), lazy.lazy(),
+                        configured.loader_sites(recorder.finder),   # NOTE [sites the user can change]
                         signatures.tail_batches(recorder.compile_log, collect_tensors),
                         numbers.number_shapes(recorder.compile_log), recorder,
                         compiled.RegionOps(compiles)):
