@@ -164,3 +164,14 @@ def test_a_script_that_trains_when_run_through_a_helper_or_a_function_of_its_own
     script = why["python script.py"]
     assert "runs train_epoch of train_epoch.py" in script and "train_epoch.py:4" in script
     assert not (root / "RAN").exists()
+
+
+def test_a_script_that_only_uses_a_class_of_a_training_module_is_no_command(tmp_path):
+    # generating with the model class of a module that also trains is not training: only the function
+    # that steps, called or handed on (as `m.train_epoch`), makes the script a command
+    helper = "import torch\nclass Net(torch.nn.Module):\n    pass\n" + HELPER_STEPS
+    root = _project(tmp_path, {
+        "lm.py": helper,
+        "use_net.py": "import lm\nif __name__ == '__main__':\n    net = lm.Net()\n",
+        "run.py": "import lm\nif __name__ == '__main__':\n    lm.train_epoch(lm.Net(), None, [])\n"})
+    assert [c for c, _, _ in _found(root)] == ["python run.py"]

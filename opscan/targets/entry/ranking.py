@@ -256,20 +256,27 @@ def _trains_when_run(index, rel: str, tree) -> tuple[int, str, int, str] | None:
             return score, rel, line, " trains at its top level"
         if function and function in reached:
             return score, rel, line, f" calls {function}() when run"
-    for module, level, local in training.imported_names(tree):
+    for module, level, name, local in training.imported_names(tree):
         if local not in reached:
             continue
-        other = _imported_file(index, rel, module, level)
-        if other is None and not level:   # `from pkg import mod`: the name may be a module of the project
-            other = _imported_file(index, rel, f"{module}.{local}" if module else local, level)
+        other = _imported_file(index, rel, module, level) if not name else None
+        if name:   # `from m import f`: f of the module m, or the module m.f of a package
+            other = _imported_file(index, rel, f"{module}.{name}" if module else name, level)
+            if other is None:
+                other = _imported_file(index, rel, module, level)
+            else:
+                name = ""
         if other is None or other == rel:
             continue
         other_tree = index.tree(other, max_bytes=2_000_000)
         if other_tree is None:
             continue
         theirs = training.evidence(other_tree)
-        if theirs.steps:
-            return 3, other, theirs.steps, f" runs {local} of {other} when run"
-        if theirs.trainer:
-            return 2, other, theirs.trainer, f" runs {local} of {other} when run"
+        for line, score in ((theirs.steps, 3), (theirs.trainer, 2)):
+            if not line:
+                continue
+            function = training.function_of(other_tree, line)
+            called = bool(function) and (function == name if name else f"{local}.{function}" in reached)
+            if called or training.at_top_level(other_tree, line):   # the file runs it, or the import does
+                return score, other, line, f" runs {function or 'the module'} of {other} when run"
     return None

@@ -112,13 +112,16 @@ def top_level_references(tree: ast.Module) -> set[str]:
     """The names the code that runs when the file is run refers to: its module-level statements that
     do work (`_runs`; the `__main__` block included) and, followed through, the bodies of the module's
     functions they name (NOTE [scripts that train when run] in ranking.py). `f(...)`,
-    `mp.Process(target=f)` and `m.f(...)` (as `m`) all count: a name handed on is as good as a call."""
+    `mp.Process(target=f)` and `m.f(...)` (as `m` and `m.f`) all count: a name handed on is as good as
+    a call."""
     functions = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     seen: set[str] = set()
     queue: list[ast.AST] = [node for node in tree.body if _runs(node)]
     while queue:
         for node in ast.walk(queue.pop()):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in seen:
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                seen.add(f"{node.value.id}.{node.attr}")   # `m.f` of an imported module `m`
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in seen:
                 seen.add(node.id)
                 if node.id in functions:
                     queue.append(functions[node.id])
@@ -143,15 +146,16 @@ def function_of(tree: ast.Module, line: int) -> str:
     return ""
 
 
-def imported_names(tree: ast.Module) -> list[tuple[str, int, str]]:
-    """(dotted module, level, local name) of each module-level import: `from m import f as g` gives
-    (m, 0, g); `import a.b as c` gives (a.b, 0, c); `import a.b` gives (a.b, 0, a)."""
-    out: list[tuple[str, int, str]] = []
+def imported_names(tree: ast.Module) -> list[tuple[str, int, str, str]]:
+    """(dotted module, level, name imported, local name) of each module-level import: `from m import f
+    as g` gives (m, 0, f, g); `import a.b as c` gives (a.b, 0, "", c); `import a` gives (a, 0, "", a)
+    (a dotted `import a.b` without `as` binds `a`, not the module: left out)."""
+    out: list[tuple[str, int, str, str]] = []
     for node in tree.body:
         if isinstance(node, ast.Import):
-            out.extend((a.name, 0, a.asname or a.name.split(".")[0]) for a in node.names)
+            out.extend((a.name, 0, "", a.asname or a.name) for a in node.names if a.asname or "." not in a.name)
         elif isinstance(node, ast.ImportFrom):
-            out.extend((node.module or "", node.level, a.asname or a.name) for a in node.names if a.name != "*")
+            out.extend((node.module or "", node.level, a.name, a.asname or a.name) for a in node.names if a.name != "*")
     return out
 
 
