@@ -169,7 +169,7 @@ def fix_paths(targets: Iterable[str | os.PathLike[str]], config_for: Callable[[P
 def _fix_file(root: Path, rel: str, rules: RuleSet, by_id: dict[str, Rule], unsafe: bool, write: bool,
               probe: Probe | None) -> FileFix:
     from opscan.fix.file_plan import too_large
-    from opscan.scan.engine import scan_source
+    from opscan.scan.file_scan import scan_source
 
     path = root / rel
     if path.is_symlink():

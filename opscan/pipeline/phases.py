@@ -57,7 +57,7 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
     """The source scan of `target` under `config` (rules, include/exclude, unused suppressions);
     `options.paths` narrows it to some files or folders under the target (paths stay relative to it).
     `index`: the run's project index (opscan/index), whose reads and parses the scan shares."""
-    from opscan.scan.engine import scan_paths
+    from opscan.scan.tree import scan_paths
     from opscan.scan.files import discover
     from opscan.scan.rules import load_rules
     from opscan.scan.workers import default_jobs
@@ -109,7 +109,7 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
 
 def fixable_mark():
     """The scan's enrichment that marks what `opscan fix` rewrites (fix/preview.py); the scan's fix
-    check then unmarks what the installed torch cannot rewrite (scan/engine.py `_collect`)."""
+    check then unmarks what the installed torch cannot rewrite (scan/collect.py `collect`)."""
     from opscan.fix.preview import FixableMark
 
     return FixableMark()
@@ -156,8 +156,8 @@ def _included(rel: str, patterns: tuple[str, ...], root: Path, config_root: Path
 
 
 def unused_suppressions(root: Path, result, rules, known: set[str]) -> list[Finding]:
-    """OPS003 findings from the scan's per-file suppression usage (opscan.scan.engine)."""
-    from opscan.scan.engine import unused_suppression_findings
+    """OPS003 findings from the scan's per-file suppression usage (opscan/scan/suppressions.py)."""
+    from opscan.scan.suppressions import unused_suppression_findings
 
     def read_lines(path: str) -> list[str] | None:
         try:

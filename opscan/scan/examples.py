@@ -7,7 +7,8 @@ from dataclasses import dataclass, replace
 
 from opscan.records import Finding
 from opscan.scan.dependencies import DependencyContext
-from opscan.scan.engine import scan_memory, unused_suppression_findings
+from opscan.scan.suppressions import unused_suppression_findings
+from opscan.scan.tree import scan_memory
 from opscan.scan.rules import Example, Rule, RuleSet, load_rules
 
 EXPECT = re.compile(r"(?:#|//)\s*expect:\s*(?P<codes>[A-Z][A-Z0-9]*\d{3}(?:\s*,\s*[A-Z][A-Z0-9]*\d{3})*)")

@@ -9,16 +9,22 @@ line was silenced at all. Codes of rules that are not active in this run (desele
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from opscan.records import Finding, Location
+from opscan.records import Finding, Location, Severity, TaskKind
+
+if TYPE_CHECKING:
+    from opscan.scan.results import ScanResult, Suppression
+    from opscan.scan.rules import RuleSet
 
 CODE = "OPS003"
 NAME = "unused-suppression"
 ALL = "*"
 
-# The rule itself (severity, docs, fix, examples) is data: rules/unused-suppression.yaml; the scan
-# engine (opscan.scan.engine.unused_suppression_findings) runs this check when that rule is selected.
+# The rule itself (severity, docs, fix, examples) is data: rules/unused-suppression.yaml;
+# `unused_suppression_findings` runs this check when that rule is selected.
 
 
 def unused(path: str, declared: Mapping[int, frozenset[str]], used: Iterable[tuple[int, str]],
@@ -60,5 +66,36 @@ def unused(path: str, declared: Mapping[int, frozenset[str]], used: Iterable[tup
 
 def _finding(path: str, line: int, message: str, snippet: str) -> Finding:
     column = snippet.find("#") + 1 if "#" in snippet else 1
-    return Finding(rule=CODE, name=NAME, category="input", severity="warning", message=message,
+    return Finding(rule=CODE, name=NAME, category="input", severity=Severity.WARNING, message=message,
                    location=Location(path, line, column), snippet=snippet)
+
+
+def unused_suppression_findings(result: ScanResult, rules: RuleSet, known: Iterable[str],
+                                read_lines: Callable[[str], list[str] | None]) -> list[Finding]:
+    """OPS003 findings (rules/unused-suppression.yaml) from the scan's per-file suppression usage.
+
+    Args:
+        result: the scan, with its suppressions and which codes they silenced.
+        rules: the rules that ran; nothing is reported when the unused-suppression rule is not among them.
+        known: every rule code opscan knows (built-in and extra rules, selected or not).
+        read_lines: path -> the file's lines (for the snippet), or None when unreadable.
+    """
+    rule = rules.input_rule("unused-suppression")
+    if rule is None:
+        return []
+    by_path: dict[str, list[Suppression]] = {}
+    for item in result.suppressions:
+        by_path.setdefault(item.path, []).append(item)
+    active = {r.id for r in rules}
+    out: list[Finding] = []
+    for path, items in sorted(by_path.items()):
+        if path.endswith(".ipynb"):   # suppression lines there are not cell lines: not judged
+            continue
+        declared = {s.line: frozenset(s.codes) for s in items}
+        used = [(s.line, code) for s in items for code in s.used]
+        for finding in unused(path, declared, used, active, set(known) | active, read_lines(path)):
+            out.append(replace(finding, rule=rule.id, name=rule.name, category=rule.category,
+                               severity=Severity(rule.severity),
+                               message=rule.format(rule.message, value=finding.message),
+                               fix=rule.format(rule.fix), task=TaskKind(rule.task)))
+    return out
