@@ -91,12 +91,10 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
                         jobs=default_jobs() if options.jobs is None else options.jobs,
                         check_fixes=options.check_fixes, cache=cache, probe=probe,
                         deps=dependency_context(config, options.environment), index=index,
-                        enrich=fixable_mark() if options.mark_fixable else None)
+                        enrich=fixable_mark() if options.mark_fixable else None, unused_suppressions=True)
     if cache is not None and probe is not None:   # a CachedProbe: remember new answers
         probe.save()
-    # OPS003, when selected (rules/unused-suppression.yaml)
-    extra = unused_suppressions(root, result, rules, rules.known)
-    findings = tuple(sorted(result.findings + tuple(extra), key=Finding.sort_key))
+    findings = result.findings   # OPS003 included, when selected (rules/unused-suppression.yaml)
     if config.problems:   # NOTE [unreadable config files] in opscan/config/load.py
         from opscan.scan.config_findings import config_findings, without_duplicates
 
@@ -153,19 +151,6 @@ def _included(rel: str, patterns: tuple[str, ...], root: Path, config_root: Path
             if fnmatchcase(path, pattern) or (pattern.startswith("**/") and fnmatchcase(path, pattern[3:])):
                 return True
     return False
-
-
-def unused_suppressions(root: Path, result, rules, known: set[str]) -> list[Finding]:
-    """OPS003 findings from the scan's per-file suppression usage (opscan/scan/suppressions.py)."""
-    from opscan.scan.suppressions import unused_suppression_findings
-
-    def read_lines(path: str) -> list[str] | None:
-        try:
-            return (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            return None
-
-    return unused_suppression_findings(result, rules, known, read_lines)
 
 
 def database(config: Config):

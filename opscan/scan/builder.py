@@ -67,7 +67,8 @@ class Builder:
     def result(self, scanned: bool = True) -> FileResult:
         pairs = sorted(self.findings, key=lambda p: p[0].sort_key())
         supps = tuple(
-            Suppression(self.relpath, line, tuple(sorted(codes)), tuple(sorted(self.used.get(line, ()))))
+            Suppression(self.relpath, line, tuple(sorted(codes)), tuple(sorted(self.used.get(line, ()))),
+                        self.lines[line - 1].rstrip("\r\n") if 0 < line <= len(self.lines) else "")
             for line, codes in sorted(self.supp.items()))
         return FileResult(self.relpath, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), supps,
                           scanned, len(self.lines))

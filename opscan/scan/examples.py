@@ -53,9 +53,8 @@ def run_example(example: Example, rules: RuleSet, only: str | None = None,
     result = scan_memory(dict(example.files), rules, deps=deps)
     unused: list[Finding] = []
     if "unused-suppression" in rules.compiled.inputs:   # OPS003 judges the suppressions of the scan
-        texts = dict(example.files)
         known = {r.id for r in load_rules()}
-        unused = unused_suppression_findings(result, rules, known, lambda path: texts[path].splitlines())
+        unused = unused_suppression_findings(result, rules, known)
     if "unreadable-config" in rules.compiled.inputs:   # OPS005: the config files the walk would read
         from opscan.scan.config_findings import config_findings, file_problems, without_duplicates
 

@@ -180,7 +180,8 @@ def _scan_python(relpath: str, data: bytes, rules: RuleSet, project: Project = E
             not (compiled.relevant(text, extra) and prose.relevant(compiled, text, extra)):
         # skipped (NOTE [pre-check], NOTE [prose in the pre-check]): only the line count is needed
         count = text.count("\n") + (not text.endswith("\n"))
-        return replace(Builder(relpath, [], suppressions(text)).result(), lines=count, parsed=False,
+        supp = suppressions(text)   # their lines are kept for OPS003 (suppressions.py), split only when there are some
+        return replace(Builder(relpath, _split_lines(text) if supp else [], supp).result(), lines=count, parsed=False,
                        imports=from_import_names(text), modules=demos.imported_modules(text, relpath))
     lines = _split_lines(text) if where is None else text.split("\n")
     builder = Builder(relpath, lines, suppressions(text), where)

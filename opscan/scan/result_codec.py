@@ -17,7 +17,7 @@ def encode_result(result: FileResult) -> dict[str, Any]:
                       f.location.column, f.location.end_line, f.location.end_column, f.location.cell, f.fix,
                       f.guarded, f.snippet, f.task, f.subject, f.fixable] for f in result.findings],
         "requires": [list(r) for r in result.requires],
-        "suppressions": [[s.line, list(s.codes), list(s.used)] for s in result.suppressions],
+        "suppressions": [[s.line, list(s.codes), list(s.used), s.text] for s in result.suppressions],
         "exports": list(result.exports), "imports": list(result.imports),
         "facts": encode_facts(result.facts), "parsed": result.parsed,
         "marked": result.marked, "notes": list(result.notes), "fix_needs": [list(n) for n in result.fix_needs],
@@ -35,7 +35,8 @@ def decode_result(data: dict[str, Any]) -> FileResult:
         for f in data["findings"])
     return FileResult(
         data["path"], findings, tuple(tuple(r) for r in data["requires"]),
-        tuple(Suppression(data["path"], s[0], tuple(s[1]), tuple(s[2])) for s in data["suppressions"]),
+        tuple(Suppression(data["path"], s[0], tuple(s[1]), tuple(s[2]), str(s[3]) if len(s) > 3 else "")
+              for s in data["suppressions"]),
         data["scanned"], data["lines"], tuple(data.get("exports", ())), tuple(data.get("imports", ())),
         decode_facts(data.get("facts")), data.get("parsed", True), bool(data.get("marked", False)),
         tuple(str(n) for n in data.get("notes", ())), tuple(tuple(n) for n in data.get("fix_needs", ())),

@@ -7,14 +7,6 @@ from dataclasses import dataclass
 from opscan.records import Finding, ScanFacts
 from opscan.scan.sources import ALL
 
-# NOTE [one rule, one file]
-# A rule that raises on one statement of one file costs only that statement: the visitor records
-# (line, rule, exception) and walks on (visitor.py `_statement`), and a hit whose finding cannot
-# be built is dropped alone. Each becomes an OPS002 finding at that line naming the rule, so the
-# gap is visible while the file's other findings, and every other file, are kept. Only a failure
-# outside any statement (or in reading the file) costs the whole file (workers.py `on_error`).
-
-
 @dataclass(frozen=True)
 class Suppression:
     """One `# opscan: ignore[...]` comment and which of its codes hid a finding in this run."""
@@ -23,6 +15,7 @@ class Suppression:
     line: int
     codes: tuple[str, ...]           # ("*",) for a bare `# opscan: ignore`
     used: tuple[str, ...] = ()       # the codes that matched a finding (sorted)
+    text: str = ""                   # its line, as the scan read it: OPS003's snippet (the file is not read again)
 
 
 @dataclass(frozen=True)

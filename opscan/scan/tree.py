@@ -27,6 +27,7 @@ from opscan.scan.project import Project, local_packages, packages_on_disk, proje
 from opscan.scan.result_codec import decode_result, encode_result
 from opscan.scan.results import FileResult, ScanResult
 from opscan.scan.rules import RuleSet, load_rules
+from opscan.scan.suppressions import unused_suppression_findings
 from opscan.scan.wrappers import second_pass
 
 if TYPE_CHECKING:
@@ -104,7 +105,8 @@ def scan_paths(root: Path | str, paths: Iterable[str | os.PathLike[str]] | None 
                rules: RuleSet | None = None, exclude: Iterable[str] = (), jobs: int = 1,
                check_fixes: bool = True, cache: ResultCache | None = None, probe: TorchProbe | None = None,
                precheck: bool = True, deps: DependencyContext | None = None,
-               index: ProjectIndex | None = None, enrich: Enrichment | None = None) -> ScanResult:
+               index: ProjectIndex | None = None, enrich: Enrichment | None = None,
+               unused_suppressions: bool = False) -> ScanResult:
     """Scan the files under `root` (or just `paths`, files or folders) with `rules`.
 
     Args:
@@ -125,6 +127,8 @@ def scan_paths(root: Path | str, paths: Iterable[str | os.PathLike[str]] | None 
         enrich: completes each file's result where it was scanned, cached with it (NOTE
             [enrichments] in enrichment.py: fix/preview.py's fixable mark); None: `fixable` from
             the rules alone.
+        unused_suppressions: add OPS003 (suppressions.py) when the rules select it, from the
+            suppressions the scan recorded (no file is read again).
     Raises:
         InputError: the root or a path does not exist.
     """
@@ -170,9 +174,11 @@ def scan_paths(root: Path | str, paths: Iterable[str | os.PathLike[str]] | None 
     result = collect(dedupe_locks(results), rules, check_fixes, probe)
     from opscan.scan.includes import missing_includes   # a `-r` file that is not there (scan/includes.py)
 
-    missing = missing_includes(root, relpaths, rules, project.requirements)
-    if missing:
-        result = replace(result, findings=tuple(sorted(result.findings + tuple(missing), key=Finding.sort_key)))
+    extra = missing_includes(root, relpaths, rules, project.requirements)
+    if unused_suppressions:
+        extra += unused_suppression_findings(result, rules, rules.known)
+    if extra:
+        result = replace(result, findings=tuple(sorted(result.findings + tuple(extra), key=Finding.sort_key)))
     return result
 
 
