@@ -120,7 +120,8 @@ def fix_paths(targets: Iterable[str | os.PathLike[str]], config_for: Callable[[P
         probe: torch lookup for replacements (default: the installed torch).
         jobs: worker processes for the files to rewrite (default: the CPUs; results are the same).
     """
-    from opscan.pipeline.phases import ScanOptions, scan
+    from opscan.pipeline.options import ScanOptions
+    from opscan.pipeline.phases import scan
     from opscan.scan.fixes import TorchProbe
     from opscan.scan.rules import load_rules
     from opscan.scan.workers import default_jobs

@@ -16,6 +16,7 @@ from typing import Any
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, TraceError
 from opscan.containment.process import Limits
+from opscan.pipeline.options import ScanOptions
 from opscan.records import DeviceProfile, Finding, ModelTrace, RuleInfo, ScanFacts, Shrink
 
 
@@ -30,21 +31,6 @@ class ScanOutcome:
     facts: ScanFacts = ScanFacts()       # what the scan learnt beside its findings (opscan/scan/facts.py)
     # the RuleSet the scan ran (the fixable mark plans with it); None: none
     ruleset: object = field(default=None, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class ScanOptions:
-    """How `opscan scan` narrows and runs the same scan (defaults: what `opscan PATH` does)."""
-
-    paths: tuple[Path, ...] = ()         # files or folders under the target; () = the whole target
-    jobs: int | None = None              # worker processes; None = the number of CPUs
-    cache: bool = True                   # read and write the scan cache (OPSCAN_NO_CACHE also turns it off)
-    cache_dir: str | None = None         # None = $OPSCAN_CACHE_DIR, else ~/.cache/opscan
-    check_fixes: bool = True             # check suggested replacements against the installed torch
-    environment: str | None = None       # `--environment PYTHON`: read its installed distributions' metadata
-    # plan `opscan fix` per file for the findings' `fixable` (NOTE [fixable is what fix fixes] in
-    # fix/preview.py); `opscan fix` itself, which plans every file it fixes anyway, turns it off
-    mark_fixable: bool = True
 
 
 def rule_info(rule) -> RuleInfo:
