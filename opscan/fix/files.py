@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from opscan.fix.file_plan import INPUT_RULES, AnsweredProbe, Probe, has_fix, plan_file
 from opscan.fix.module import SiteOutcome, manual_outcome
@@ -123,7 +123,6 @@ def fix_paths(targets: Iterable[str | os.PathLike[str]], config_for: Callable[[P
     from opscan.pipeline.options import ScanOptions
     from opscan.pipeline.phases import scan
     from opscan.scan.fixes import TorchProbe
-    from opscan.scan.rules import load_rules
     from opscan.scan.workers import default_jobs
 
     started = time.perf_counter()
@@ -138,7 +137,7 @@ def fix_paths(targets: Iterable[str | os.PathLike[str]], config_for: Callable[[P
         outcome = scan(target, config, ScanOptions(mark_fixable=False))   # this run plans every file itself
         run.findings += len(outcome.findings)
         run.notes.extend(outcome.notes)
-        rules = load_rules(extra_dirs=config.extra_rules, select=config.select, ignore=config.ignore)
+        rules = cast("RuleSet", outcome.ruleset)   # the rules the scan step loaded and ran (not loaded again)
         by_id = {r.id: r for r in rules}
         by_path: dict[str, list[Finding]] = {}
         for finding in outcome.findings:

@@ -57,7 +57,7 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
         relpaths = discover(root, paths or [target], config.exclude)
         paths = [root / rel for rel in relpaths if _included(rel, config.include, root, config.root)]
         if not paths:
-            return ScanOutcome(rules=tuple(rule_info(r) for r in rules),
+            return ScanOutcome(rules=tuple(rule_info(r) for r in rules), ruleset=rules,
                                notes=(f"no file under {root} matches include = {list(config.include)}",))
     elif target.is_file() and paths is None:
         paths = [target]
@@ -201,9 +201,12 @@ def command(entry, root: Path, profile: DeviceProfile | None, limits: Limits | N
     return run_command(entry, root, profile, limits)
 
 
-def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None, limits: Limits | None) -> ModelTrace:
+def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None, limits: Limits | None,
+          **extra: Any) -> ModelTrace:
     """Trace one configured model on the imitated `neuron` device, in a child process under
-    `limits` (docs/reliability.md); `limits` None traces in this process (`--in-process`)."""
+    `limits` (docs/reliability.md); `limits` None traces in this process (`--in-process`).
+    `extra`: tracer options that are not part of a model's configuration (`opscan trace`'s
+    `--device`, `--fsdp`, `--steps`: `tracer_options`)."""
     try:
         from opscan.trace import INSTALL_HINT  # noqa: F401 - torch is installed (the trace runs in a child)
     except TraceError:
@@ -212,7 +215,7 @@ def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None, limits:
         raise MissingDependencyError(f"tracing needs PyTorch, which is not installed ({exc})", "torch") from exc
     from opscan.containment.outcome import trace_isolated
 
-    return at_real_size(trace_isolated(tracer_options(model, root, profile), limits), model, root)
+    return at_real_size(trace_isolated(tracer_options(model, root, profile, **extra), limits), model, root)
 
 
 def at_real_size(trace: ModelTrace, model: ModelConfig, root: Path | None = None) -> ModelTrace:
