@@ -90,7 +90,7 @@ def companions() -> Companions:
 # CUDA index or label of torch and its companions (OPS504). Direct CUDA builds and CUDA-only
 # libraries are reported where the project asks for them (requirements, pyproject, conda).
 # A lock's finding on a package its manifest beside it already reports is dropped
-# (engine._dedupe_locks): the manifest line changes, the lock is regenerated.
+# (locks.py `dedupe_locks`): the manifest line changes, the lock is regenerated.
 @lru_cache(maxsize=4096)
 def _spec(text: str) -> SpecifierSet | None:
     try:

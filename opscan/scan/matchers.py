@@ -145,7 +145,7 @@ class Compiled:
     import_tokens: dict[str, tuple[int, int]] = field(default_factory=dict)   # the same, in imports only
     always: bool = False            # some matcher has no token: every file is parsed
     roots: frozenset[str] = frozenset()   # first components of name/decorator patterns
-    regexes: dict = field(default_factory=dict)   # extra names -> token_regex (engine's cache)
+    regexes: dict = field(default_factory=dict)   # extra names -> token_regex (the per-file scan's cache)
 
     def token_regex(self, extra: frozenset[str] = frozenset()) -> re.Pattern | None:
         """One regex finding any token (substring) or any `extra` word; cached per `extra`."""
