@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 from opscan.records import Severity
-from opscan.scan.engine import scan_paths
+from opscan.scan.tree import scan_paths
 
 
 def blockers(root: Path) -> tuple[list[str], Counter, float, float]:

@@ -66,7 +66,8 @@ def findings(tree: Path) -> list:
     """The findings `opscan fix` starts from (the scan of the tree under its config, no fixable mark)."""
     os.environ["OPSCAN_NO_CACHE"] = "1"
     from opscan.config import load_config
-    from opscan.pipeline.phases import ScanOptions, scan
+    from opscan.pipeline.options import ScanOptions
+    from opscan.pipeline.phases import scan
 
     return list(scan(tree.resolve(), load_config(tree), ScanOptions(mark_fixable=False)).findings)
 
@@ -77,7 +78,8 @@ def fixable(tree: Path, found: list) -> tuple[int, float]:
     fix rewrites, and 0 after). The seconds are the cold scan with the mark minus the same scan
     without it (`found`'s), both uncached: what the mark adds to a cold `opscan scan`."""
     from opscan.config import load_config
-    from opscan.pipeline.phases import ScanOptions, scan
+    from opscan.pipeline.options import ScanOptions
+    from opscan.pipeline.phases import scan
 
     start = time.perf_counter()
     scan(tree.resolve(), load_config(tree), ScanOptions(mark_fixable=False))

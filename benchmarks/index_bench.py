@@ -41,7 +41,7 @@ def counted(source, filename="<unknown>", *args, **kwargs):
 ast.parse = counted
 from opscan.pipeline.analyse import Phases, RunOptions, analyse
 from opscan.config import Config
-from opscan.pipeline.phases import ScanOptions
+from opscan.pipeline.options import ScanOptions
 from opscan.records import ModelTrace
 trace = lambda model, project_root, profile, limits: ModelTrace(model.target, model.mode, "neuron", ())
 start, cpu = time.perf_counter(), time.process_time()

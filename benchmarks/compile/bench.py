@@ -62,7 +62,7 @@ _CWD: Path | None = None   # the folder the scripts run from (None: a fresh temp
 
 def real_steps(script: Path, argv: list[str], steps: int) -> list[set[tuple[str, int]]]:
     """Each optimizer step's (signature, line) pairs in a real CPU run (segments grouped as
-    signatures.steps_of); the line: the innermost one of the script's folder on the stack."""
+    forecast.steps_of); the line: the innermost one of the script's folder on the stack."""
     import torch
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
     from torch.utils._python_dispatch import TorchDispatchMode

@@ -46,7 +46,7 @@ def _time_in_process(root: Path, runs: int) -> float:
     sys.path.insert(0, str(ROOT))
     from opscan.config import Config
     from opscan.pipeline.phases import dependency_context
-    from opscan.scan.engine import scan_paths
+    from opscan.scan.tree import scan_paths
     from opscan.scan.rules import load_rules
 
     rules = load_rules()

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from opscan.config import Config  # noqa: E402
 from opscan.pipeline.phases import dependency_context  # noqa: E402
-from opscan.scan.engine import scan_paths  # noqa: E402
+from opscan.scan.tree import scan_paths  # noqa: E402
 
 SETS = {
     "fixtures": (ROOT / "tests" / "scan" / "manifests", HERE / "labels_fixtures.csv", None),

@@ -94,14 +94,15 @@ def _scan_options(args: argparse.Namespace):
     """`--environment`: the scan reads that environment's installed metadata (None: the defaults)."""
     if not getattr(args, "environment", None):
         return None
-    from opscan.pipeline.phases import ScanOptions
+    from opscan.pipeline.options import ScanOptions
 
     return ScanOptions(environment=args.environment)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the whole analysis of args.path and print it."""
-    from opscan.pipeline.analyse import RunOptions, analyse
+    from opscan.pipeline.analyse import analyse
+    from opscan.pipeline.options import RunOptions
     from opscan.commands.flags import isolation_from
 
     config = load_effective_config(args)

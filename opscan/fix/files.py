@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from opscan.fix.file_plan import INPUT_RULES, AnsweredProbe, Probe, has_fix, plan_file
 from opscan.fix.module import SiteOutcome, manual_outcome
@@ -120,9 +120,9 @@ def fix_paths(targets: Iterable[str | os.PathLike[str]], config_for: Callable[[P
         probe: torch lookup for replacements (default: the installed torch).
         jobs: worker processes for the files to rewrite (default: the CPUs; results are the same).
     """
-    from opscan.pipeline.phases import ScanOptions, scan
+    from opscan.pipeline.options import ScanOptions
+    from opscan.pipeline.phases import scan
     from opscan.scan.fixes import TorchProbe
-    from opscan.scan.rules import load_rules
     from opscan.scan.workers import default_jobs
 
     started = time.perf_counter()
@@ -137,7 +137,7 @@ def fix_paths(targets: Iterable[str | os.PathLike[str]], config_for: Callable[[P
         outcome = scan(target, config, ScanOptions(mark_fixable=False))   # this run plans every file itself
         run.findings += len(outcome.findings)
         run.notes.extend(outcome.notes)
-        rules = load_rules(extra_dirs=config.extra_rules, select=config.select, ignore=config.ignore)
+        rules = cast("RuleSet", outcome.ruleset)   # the rules the scan step loaded and ran (not loaded again)
         by_id = {r.id: r for r in rules}
         by_path: dict[str, list[Finding]] = {}
         for finding in outcome.findings:
@@ -169,7 +169,7 @@ def fix_paths(targets: Iterable[str | os.PathLike[str]], config_for: Callable[[P
 def _fix_file(root: Path, rel: str, rules: RuleSet, by_id: dict[str, Rule], unsafe: bool, write: bool,
               probe: Probe | None) -> FileFix:
     from opscan.fix.file_plan import too_large
-    from opscan.scan.engine import scan_source
+    from opscan.scan.file_scan import scan_source
 
     path = root / rel
     if path.is_symlink():

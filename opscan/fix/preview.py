@@ -62,7 +62,7 @@ class FixableMark:
     (NOTE [fixable is what fix fixes]). Called by the scan's workers as
     `mark(relpath, data, result, rules, tree) -> result`. The plan asks no torch: each finding
     fixed carries the torch names its rewrite relies on (`FileResult.fix_needs`), and the scan
-    unmarks it when the installed torch lacks one (scan/engine.py `_collect`), so a cached mark
+    unmarks it when the installed torch lacks one (scan/collect.py `collect`), so a cached mark
     holds for any torch."""
 
     what = "fixable"        # the note's word: "fixable not computed for FILE: reason"
@@ -84,7 +84,7 @@ class FixableMark:
             import opscan.fix.module  # noqa: F401 - libcst and the codemods, inherited by the forked workers
 
     def __call__(self, relpath: str, data: bytes, result: Any, rules: Any, tree: ast.Module | None = None) -> Any:
-        """`result` (a scan/engine.py FileResult of `data`) with each finding's `fixable` set to
+        """`result` (a scan/results.py FileResult of `data`) with each finding's `fixable` set to
         whether `opscan fix` rewrites it, with torch's every replacement taken to exist, and the
         torch names each rewrite relies on in `fix_needs`; `tree`: the scan's parse of the file,
         which the plan reuses (NOTE [planning on an elided module] in fix/elision.py). Raises what

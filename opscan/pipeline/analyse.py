@@ -2,8 +2,8 @@
 
 `analyse(target, config, options)` is what `opscan PATH` runs, a short pipeline of named steps over
 records (NOTE [the pipeline of analyse]) ending in a `Draft` that opscan/assess/assessment.py judges into the
-Report; `RunOptions` is everything about the run that is not project configuration (the trace
-switch, baseline, limits, ...). Each phase is a plain function held in `Phases`, so tests can
+Report; `RunOptions` (opscan/pipeline/options.py) is everything about the run that is not project
+configuration (the trace switch, baseline, limits, ...). Each phase is a plain function held in `Phases`, so tests can
 replace the tracer (or any phase) without torch. Analysis never prints; progress goes to an
 optional `progress(event, detail)` callback that the command renders.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,11 +24,12 @@ from opscan.config import Config, ModelConfig
 from opscan.errors import (MissingDependencyError, MissingModulesError, ModelProcessError, OpscanError, TargetError,
                            TraceError, UsageError)
 from opscan.index import ProjectIndex
-from opscan.containment.process import Limits, default_max_memory
+from opscan.containment.process import Limits
 from opscan.pipeline import entry_step
 from opscan.records import (BaselineStatus, Checked, DeviceProfile, Discovery, Draft, Finding, ModelTrace,
                             NothingToCheck, Report, SourceCheck, Step)
-from opscan.pipeline.phases import ScanOptions, ScanOutcome, database_notes
+from opscan.pipeline.options import RunOptions, ScanOptions
+from opscan.pipeline.phases import ScanOutcome, database_notes
 from opscan.assess.verdict import NO_MODEL
 
 if TYPE_CHECKING:
@@ -63,32 +64,6 @@ class Phases:
         if unknown:
             raise TypeError(f"no such phase: {', '.join(sorted(unknown))}")
         return cls(**{**chosen, **replaced})
-
-
-def _default_limits() -> Limits:
-    return Limits(max_memory=default_max_memory())
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How one run goes, beside the project's configuration (defaults: what `opscan PATH` does)."""
-
-    trace: bool = True                     # False: source only (`--no-trace`, `opscan scan`)
-    untraced: str = "tracing skipped (--no-trace)"   # what the verdict says when `trace` is False
-    baseline: Path | None = None           # report only findings not recorded in this file
-    scan: ScanOptions | None = None        # `opscan scan PATH...`: files, jobs, cache
-    trust_remote_code: bool = False        # a model folder found at PATH may run its own code
-    mode: str | None = None                # trace mode of a model found at PATH (default train)
-    # The child process each model's code runs in (docs/reliability.md); None: in this process.
-    limits: Limits | None = field(default_factory=_default_limits)
-    # False (`--no-project-code`): models found with no configuration are built only when that runs
-    # no code of the project (model folders, .pt2 files); configured models are built as given
-    project_code: bool = True
-    # `--entry`: the training command whose step is traced, instead of the one found by reading
-    # (NOTE [the training command first] in opscan/pipeline/entry_step.py); "" = `entry`, else found
-    entry: str = ""
-    # `opscan run`: the command it ran, whose step is the project's own (NOTE [the step answered for])
-    script_command: str = ""
 
 
 def _backend_label(spec: str) -> str:
@@ -476,4 +451,4 @@ def with_models(config: Config, targets: list[str] | None, mode: str | None) -> 
     return replace(config, models=models)
 
 
-__all__ = ["OpscanError", "Phases", "RunOptions", "ScanOutcome", "analyse", "with_models"]
+__all__ = ["OpscanError", "Phases", "RunOptions", "ScanOptions", "ScanOutcome", "analyse", "with_models"]

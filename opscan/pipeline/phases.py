@@ -16,6 +16,7 @@ from typing import Any
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, TraceError
 from opscan.containment.process import Limits
+from opscan.pipeline.options import ScanOptions
 from opscan.records import DeviceProfile, Finding, ModelTrace, RuleInfo, ScanFacts, Shrink
 
 
@@ -32,21 +33,6 @@ class ScanOutcome:
     ruleset: object = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
-class ScanOptions:
-    """How `opscan scan` narrows and runs the same scan (defaults: what `opscan PATH` does)."""
-
-    paths: tuple[Path, ...] = ()         # files or folders under the target; () = the whole target
-    jobs: int | None = None              # worker processes; None = the number of CPUs
-    cache: bool = True                   # read and write the scan cache (OPSCAN_NO_CACHE also turns it off)
-    cache_dir: str | None = None         # None = $OPSCAN_CACHE_DIR, else ~/.cache/opscan
-    check_fixes: bool = True             # check suggested replacements against the installed torch
-    environment: str | None = None       # `--environment PYTHON`: read its installed distributions' metadata
-    # plan `opscan fix` per file for the findings' `fixable` (NOTE [fixable is what fix fixes] in
-    # fix/preview.py); `opscan fix` itself, which plans every file it fixes anyway, turns it off
-    mark_fixable: bool = True
-
-
 def rule_info(rule) -> RuleInfo:
     """A scan Rule as reporters see it."""
     return RuleInfo(id=rule.id, name=rule.name, severity=rule.severity, category=rule.category,
@@ -57,7 +43,7 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
     """The source scan of `target` under `config` (rules, include/exclude, unused suppressions);
     `options.paths` narrows it to some files or folders under the target (paths stay relative to it).
     `index`: the run's project index (opscan/index), whose reads and parses the scan shares."""
-    from opscan.scan.engine import scan_paths
+    from opscan.scan.tree import scan_paths
     from opscan.scan.files import discover
     from opscan.scan.rules import load_rules
     from opscan.scan.workers import default_jobs
@@ -71,7 +57,7 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
         relpaths = discover(root, paths or [target], config.exclude)
         paths = [root / rel for rel in relpaths if _included(rel, config.include, root, config.root)]
         if not paths:
-            return ScanOutcome(rules=tuple(rule_info(r) for r in rules),
+            return ScanOutcome(rules=tuple(rule_info(r) for r in rules), ruleset=rules,
                                notes=(f"no file under {root} matches include = {list(config.include)}",))
     elif target.is_file() and paths is None:
         paths = [target]
@@ -91,12 +77,10 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
                         jobs=default_jobs() if options.jobs is None else options.jobs,
                         check_fixes=options.check_fixes, cache=cache, probe=probe,
                         deps=dependency_context(config, options.environment), index=index,
-                        enrich=fixable_mark() if options.mark_fixable else None)
+                        enrich=fixable_mark() if options.mark_fixable else None, unused_suppressions=True)
     if cache is not None and probe is not None:   # a CachedProbe: remember new answers
         probe.save()
-    # OPS003, when selected (rules/unused-suppression.yaml)
-    extra = unused_suppressions(root, result, rules, rules.known)
-    findings = tuple(sorted(result.findings + tuple(extra), key=Finding.sort_key))
+    findings = result.findings   # OPS003 included, when selected (rules/unused-suppression.yaml)
     if config.problems:   # NOTE [unreadable config files] in opscan/config/load.py
         from opscan.scan.config_findings import config_findings, without_duplicates
 
@@ -109,7 +93,7 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
 
 def fixable_mark():
     """The scan's enrichment that marks what `opscan fix` rewrites (fix/preview.py); the scan's fix
-    check then unmarks what the installed torch cannot rewrite (scan/engine.py `_collect`)."""
+    check then unmarks what the installed torch cannot rewrite (scan/collect.py `collect`)."""
     from opscan.fix.preview import FixableMark
 
     return FixableMark()
@@ -153,19 +137,6 @@ def _included(rel: str, patterns: tuple[str, ...], root: Path, config_root: Path
             if fnmatchcase(path, pattern) or (pattern.startswith("**/") and fnmatchcase(path, pattern[3:])):
                 return True
     return False
-
-
-def unused_suppressions(root: Path, result, rules, known: set[str]) -> list[Finding]:
-    """OPS003 findings from the scan's per-file suppression usage (opscan.scan.engine)."""
-    from opscan.scan.engine import unused_suppression_findings
-
-    def read_lines(path: str) -> list[str] | None:
-        try:
-            return (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            return None
-
-    return unused_suppression_findings(result, rules, known, read_lines)
 
 
 def database(config: Config):
@@ -230,9 +201,12 @@ def command(entry, root: Path, profile: DeviceProfile | None, limits: Limits | N
     return run_command(entry, root, profile, limits)
 
 
-def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None, limits: Limits | None) -> ModelTrace:
+def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None, limits: Limits | None,
+          **extra: Any) -> ModelTrace:
     """Trace one configured model on the imitated `neuron` device, in a child process under
-    `limits` (docs/reliability.md); `limits` None traces in this process (`--in-process`)."""
+    `limits` (docs/reliability.md); `limits` None traces in this process (`--in-process`).
+    `extra`: tracer options that are not part of a model's configuration (`opscan trace`'s
+    `--device`, `--fsdp`, `--steps`: `tracer_options`)."""
     try:
         from opscan.trace import INSTALL_HINT  # noqa: F401 - torch is installed (the trace runs in a child)
     except TraceError:
@@ -241,7 +215,7 @@ def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None, limits:
         raise MissingDependencyError(f"tracing needs PyTorch, which is not installed ({exc})", "torch") from exc
     from opscan.containment.outcome import trace_isolated
 
-    return at_real_size(trace_isolated(tracer_options(model, root, profile), limits), model, root)
+    return at_real_size(trace_isolated(tracer_options(model, root, profile, **extra), limits), model, root)
 
 
 def at_real_size(trace: ModelTrace, model: ModelConfig, root: Path | None = None) -> ModelTrace:

@@ -29,6 +29,7 @@ from opscan.targets import (
     absent,
     call_sites,
     config_files,
+    constraints,
     construct,
     recipes,
     repo_inputs,
@@ -235,8 +236,8 @@ def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str,
         result = next((item for item in result if isinstance(item, nn.Module)), result)
     if not isinstance(result, nn.Module):
         raise TargetError(f"{target}: returned {type(result).__name__}, not an nn.Module")
-    if not how:   # nothing was sized by opscan: a builder or defaults at full depth (NOTE [cutting repeated blocks])
-        construct.cut_repeats(result)
+    if not how:   # nothing sized by opscan: a builder or defaults at full depth (NOTE [cutting repeated blocks])
+        shrinking.cut_repeats(result)
     config = getattr(result, "config", None) or getattr(result, "cfg", None) or config
     args, extra, note = _inputs(result, config, batch, seq_len, root, read or {})
     configs = [w for w in how if config_files.WORDS in w]   # configs from the repository's config files
@@ -282,18 +283,18 @@ def _usage(model: nn.Module, root: Path, read: dict | None = None):
 
 def _construct(obj, kwargs: dict, how: list[str]):
     """`obj(**kwargs)` on meta; when a constraint between the values opscan chose fails, the
-    variants of construct.retries (NOTE [constructor constraints] in construct.py), first that builds."""
+    variants of constraints.retries (NOTE [constructor constraints] in constraints.py), first that builds."""
     try:
         return build_empty(lambda: obj(**kwargs))
-    except construct.RETRY_ERRORS as exc:
+    except constraints.RETRY_ERRORS as exc:
         chosen = {w.split("=")[0] for w in how if "=" in w and w.split("=")[0].isidentifier()}
         if not chosen:
             raise
         first = exc
-    for variant, words in construct.retries(kwargs, chosen, str(first)):
+    for variant, words in constraints.retries(kwargs, chosen, str(first)):
         try:
             result = build_empty(lambda variant=variant: obj(**variant))
-        except construct.RETRY_ERRORS:
+        except constraints.RETRY_ERRORS:
             continue
         how.append(words)
         return result

@@ -22,6 +22,7 @@ from opscan.trace import device as devices
 from opscan.trace import fakes
 from opscan.trace import fsdp as fsdps
 from opscan.trace import lazy, logs
+from opscan.trace import forecast as compile_forecast
 from opscan.trace import numbers, roles, signatures
 from opscan.trace import step as steps
 from opscan.trace.recorder import MAX_SOURCES, LayerShapes, Recorder
@@ -273,7 +274,7 @@ class _Tracer:
                          tuple(sorted(recorder.supplied)))
         result.calls = recorder.calls
         result.step = _step_parts(self, mode, amp)
-        result.compile = signatures.forecast(recorder.compile_log)
+        result.compile = compile_forecast.forecast(recorder.compile_log)
         result.compile_log = recorder.compile_log
         if stopped and not extra and "use_cache" not in self.kwargs and _accepts(self.model, "use_cache"):
             # NOTE [cache stops]: a training step never reads its KV cache, yet transformers builds one
@@ -537,8 +538,8 @@ def _merge(target: str, device: str, inference: _Result, train: _Result) -> _Res
                      retried)
     result.step = train.step
     if inference.compile_log is not None and train.compile_log is not None:   # distinct signatures per phase
-        result.compile = signatures.forecast(signatures.merged(inference.compile_log, train.compile_log))
+        result.compile = compile_forecast.forecast(compile_forecast.merged(inference.compile_log, train.compile_log))
     else:
-        result.compile = signatures.joined(inference.compile, train.compile)
+        result.compile = compile_forecast.joined(inference.compile, train.compile)
     return result
 

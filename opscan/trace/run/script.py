@@ -47,6 +47,7 @@ from opscan.trace import (
     lazy,
     logs,
 )
+from opscan.trace import forecast as compile_forecast
 from opscan.trace import numbers, signatures
 from opscan.trace.run import (
     checkpoints,
@@ -112,14 +113,14 @@ class ScriptRecorder(Recorder):
         super()._record(name, source, args, kwargs, out)
 
     def end_step(self, optimizer) -> None:
-        """An optimizer took a step: the compile signatures' segment ends (signatures.steps_of)."""
+        """An optimizer took a step: the compile signatures' segment ends (forecast.py `steps_of`)."""
         self.compile_log.close(id(optimizer))
         if self.host is not None:
             self.host.compile_log.close(id(optimizer))
 
     def forecast(self, stopped_by_steps: bool):
         """The run's CompileForecast (the partial step it stopped in left out)."""
-        return signatures.forecast(self.compile_log, self.host.compile_log if self.host is not None else None,
+        return compile_forecast.forecast(self.compile_log, self.host.compile_log if self.host is not None else None,
                                    drop_rest=stopped_by_steps)
 
 
