@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import NamedTuple
 
 from opscan.assess import compile_check
 from opscan.records import (BlockUnit, Blockers, Checked, Coverage, Finding, JudgedOps, ModelTrace, NotChecked,
@@ -198,8 +199,9 @@ def judge(report: Report, *, ops_not_checked: str = "", source: SourceCheck = Ch
     if unchecked and all(t.target in dict(unchecked) for t in report.traces):
         ops_not_checked = f"could not check {_plural(len(unchecked), 'model')}"
     verdict = _judge(report, ops_not_checked, source, {target for target, _ in unchecked}, pairing)
-    details = tuple(f"could not check {line}" for line in lines) + ((remedy,) if remedy else ()) + verdict.details
-    return replace(verdict, details=details, unchecked=lines, remedy=remedy, source_only=source_only)
+    gaps = tuple(f"could not check {line}" for line in lines) + ((remedy,) if remedy else ())
+    return replace(verdict, details=gaps + verdict.details, not_checked=gaps + verdict.not_checked, unchecked=lines,
+                   remedy=remedy, source_only=source_only)
 
 
 def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked: set[str],
@@ -224,16 +226,14 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
     incomplete = [t for t in report.traces if not t.complete and t.target not in unchecked]
     known = report.baseline.known if report.baseline is not None else 0
 
-    details: list[str] = []
-    if not ops_checked:
-        details.append(f"ops: not checked — {ops_not_checked or NO_MODEL}")
-    if source_not_checked:
-        details.append(f"source: not checked — {source_not_checked}")
+    ops_gap = "" if ops_checked else f"ops: not checked — {ops_not_checked or NO_MODEL}"
+    source_gap = f"source: not checked — {source_not_checked}" if source_not_checked else ""
+    stopped = [f"trace of {trace.target} stopped early: {trace.stopped_at}" for trace in incomplete]
+    gaps = Gaps([g for g in (ops_gap, source_gap) if g] + stopped, stopped)   # what the answer does not cover
+    details: list[str] = []   # the caveats: what the answer rests on
     if report.baseline is not None:
-        details.append(f"baseline {report.baseline.path}: {known} known, {len(report.findings)} new "
-                       f"finding{'s' * (len(report.findings) != 1)}")
-    for trace in incomplete:
-        details.append(f"trace of {trace.target} stopped early: {trace.stopped_at}")
+        details.append(f"baseline {report.baseline.path}: {known} known, "
+                       f"{_plural(len(report.findings), 'new finding')}")
     if unknown:
         details.append(f"{len(unknown)} of {_plural(len(status), 'traced op')} "
                        f"{'has' if len(unknown) == 1 else 'have'} unknown status on {report.backend or 'the backend'}")
@@ -266,7 +266,8 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
         headline = "blocked by " + blockers.describe()
         if known:
             headline += f" (new; {known} known hidden by the baseline)"
-        return _verdict(VerdictKind.BLOCKED, judged, headline, details, source_checked, ops_checked, blockers)
+        return _verdict(VerdictKind.BLOCKED, judged, headline, gaps.all, details, source_checked, ops_checked,
+                        blockers)
 
     to_check = [t for t in tasks if t.kind in (TaskKind.KERNEL, TaskKind.LIBRARY)]
     open_points = []
@@ -290,10 +291,10 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
                            f"{len(report.findings)} new")
     if open_points:
         return _verdict(VerdictKind.UNKNOWN, judged, "no blockers found, but not proven: " + ", ".join(open_points),
-                        details, source_checked, ops_checked)
+                        gaps.all, details, source_checked, ops_checked)
     if fallback or maybe:
-        return _verdict(VerdictKind.FALLBACK, judged, _fallback_headline(fallback, maybe), details, source_checked,
-                        ops_checked)
+        return _verdict(VerdictKind.FALLBACK, judged, _fallback_headline(fallback, maybe), gaps.all, details,
+                        source_checked, ops_checked)
     if not ops_checked or source_not_checked:
         findings = [f for f in report.findings if f.category != "input"]
         scanned = ("source: no CUDA pins" if not findings else
@@ -305,8 +306,8 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
             scanned = "source: none to scan"
         ops = (f"ops: not checked — {ops_not_checked or NO_MODEL}" if not ops_checked else
                f"ops: {_plural(len(status), 'traced op')}, none known to fail")
-        return _verdict(VerdictKind.UNCHECKED, judged, f"{scanned}; {ops}",
-                        [d for d in details if not d.startswith(("ops:", "source:"))], source_checked, ops_checked)
+        return _verdict(VerdictKind.UNCHECKED, judged, f"{scanned}; {ops}", gaps.stopped,   # the headline says the rest
+                        details, source_checked, ops_checked)
     if weak or pairing:
         said = []
         if weak:
@@ -316,9 +317,9 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
         return _verdict(VerdictKind.LIKELY, judged,
                         f"likely — {'; '.join(said)}; confirm with `opscan db probe --report` on a "
                         "paired install",
-                        [d for d in details if d not in (_unverified_text(weak, dates, notes), pairing)],
+                        gaps.all, [d for d in details if d not in (_unverified_text(weak, dates, notes), pairing)],
                         source_checked, ops_checked)
-    return _verdict(VerdictKind.READY, judged, "ready", details, source_checked, ops_checked)
+    return _verdict(VerdictKind.READY, judged, "ready", gaps.all, details, source_checked, ops_checked)
 
 
 def size(count: int) -> str:
@@ -379,10 +380,18 @@ def _unverified_text(weak: dict[str, list[str]], dates: dict[str, set[str]] | No
             "confirm with `opscan db probe` on a Trainium instance")
 
 
-def _verdict(kind: VerdictKind, judged: JudgedOps, headline: str, details: list[str], source: bool, ops: bool,
-             blockers: Blockers = NO_BLOCKERS) -> Verdict:
-    return Verdict(kind, headline, tuple(details), source_checked=source, ops_checked=ops, blockers=blockers,
-                   ops=judged)
+class Gaps(NamedTuple):
+    """What the answer does not cover, as the verdict's first lines: `all` of them, and the traces
+    that `stopped` early (the rest are said by an "unchecked" headline itself)."""
+
+    all: list[str]
+    stopped: list[str]
+
+
+def _verdict(kind: VerdictKind, judged: JudgedOps, headline: str, gaps: list[str], details: list[str], source: bool,
+             ops: bool, blockers: Blockers = NO_BLOCKERS) -> Verdict:
+    return Verdict(kind, headline, tuple(gaps) + tuple(details), source_checked=source, ops_checked=ops,
+                   blockers=blockers, ops=judged, not_checked=tuple(gaps))
 
 
 def compile_lines(traces: Iterable[ModelTrace]) -> list[str]:
