@@ -48,8 +48,9 @@ def section(report: Report, console: Console) -> None:
         if trace.built_by:
             console.print(Text(f"  {trace.built_by}", style="dim"))
         if not trace.complete:
-            console.print(Text(f"  ! trace stopped early (ops below are those seen until then): "
-                               f"{trace.stopped_at}", style="bold yellow"))
+            why = "why: under the verdict" if report.verdict is not None else trace.stopped_at   # said once
+            console.print(Text(f"  ! the trace stopped early: the ops below are those seen until then ({why})",
+                               style="bold yellow"))
         if trace.retried:
             console.print(Text(f"  ~ traced with {trace.retried}", style="yellow"))
         for op in trace.supplied_fakes:
