@@ -45,7 +45,7 @@ NO_MODEL = "no model found (configure [[tool.opscan.models]] or pass --model)"
 SOURCE_ONLY = "`opscan scan` reads the source only (`opscan PATH` also traces the model)"
 
 
-def _plural(count: int, word: str, plural: str | None = None) -> str:
+def plural(count: int, word: str, plural: str | None = None) -> str:
     return f"{count} {word if count == 1 else (plural or word + 's')}"
 
 
@@ -197,7 +197,7 @@ def judge(report: Report, *, ops_not_checked: str = "", source: SourceCheck = Ch
         causes.setdefault(why, []).append(target)
     lines = tuple(f"{', '.join(dict.fromkeys(targets))}: {why}" for why, targets in causes.items())
     if unchecked and all(t.target in dict(unchecked) for t in report.traces):
-        ops_not_checked = f"could not check {_plural(len(unchecked), 'model')}"
+        ops_not_checked = f"could not check {plural(len(unchecked), 'model')}"
     verdict = _judge(report, ops_not_checked, source, {target for target, _ in unchecked}, pairing)
     gaps = tuple(f"could not check {line}" for line in lines) + ((remedy,) if remedy else ())
     return replace(verdict, details=gaps + verdict.details, not_checked=gaps + verdict.not_checked, unchecked=lines,
@@ -233,9 +233,9 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
     details: list[str] = []   # the caveats: what the answer rests on
     if report.baseline is not None:
         details.append(f"baseline {report.baseline.path}: {known} known, "
-                       f"{_plural(len(report.findings), 'new finding')}")
+                       f"{plural(len(report.findings), 'new finding')}")
     if unknown:
-        details.append(f"{len(unknown)} of {_plural(len(status), 'traced op')} "
+        details.append(f"{len(unknown)} of {plural(len(status), 'traced op')} "
                        f"{'has' if len(unknown) == 1 else 'have'} unknown status on {report.backend or 'the backend'}")
     cost = {f.op: f for f in report.fallbacks}
     moved = sum(f.bytes_per_step for f in cost.values())
@@ -245,12 +245,12 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
         how = "; ".join(sorted({f.scaled_by for f in cost.values() if f.scaled_by}))
         details.append(f"CPU fallbacks would copy {size(moved)} between host and device per training step "
                        f"{f'scaled back to the real model ({how})' if how else 'at the traced shapes'}, "
-                       f"with {_plural(calls, 'sync')} ("
+                       f"with {plural(calls, 'sync')} ("
                        + ", ".join(f"{f.op} {size(f.bytes_per_step)}" for f in costly) + ")")
     if fallback:
-        details.append(f"{_plural(len(fallback), 'op')} on CPU fallback: {_names(fallback)}")
+        details.append(f"{plural(len(fallback), 'op')} on CPU fallback: {_names(fallback)}")
     if maybe:
-        details.append(f"{_plural(len(maybe), 'op')} may run on the CPU (not listed; the release documents "
+        details.append(f"{plural(len(maybe), 'op')} may run on the CPU (not listed; the release documents "
                        f"that an op without a kernel falls back to the CPU): {_names(maybe)}")
     notes = {op: by_op[op].confidence_note for op in weak.get("confidence", ())}   # why each is below high
     if weak:
@@ -272,17 +272,17 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
     to_check = [t for t in tasks if t.kind in (TaskKind.KERNEL, TaskKind.LIBRARY)]
     open_points = []
     if unknown:
-        open_points.append(f"{_plural(len(unknown), 'op')} of unknown status")
+        open_points.append(f"{plural(len(unknown), 'op')} of unknown status")
     if to_check:
-        open_points.append(_plural(len(to_check), "custom kernel or library", "custom kernels or libraries")
+        open_points.append(plural(len(to_check), "custom kernel or library", "custom kernels or libraries")
                            + " to check")
     if incomplete:
-        open_points.append(_plural(len(incomplete), "incomplete trace"))
+        open_points.append(plural(len(incomplete), "incomplete trace"))
     if unchecked and ops_checked:   # others were traced: never "ready" with a model left unchecked
-        open_points.append(_plural(len(unchecked), "model") + " not checked")
+        open_points.append(plural(len(unchecked), "model") + " not checked")
     failing = [c for c in caveats if c.kind == "known-failure"]   # narrowing caveats are numerics notes
     if failing:
-        open_points.append(_plural(len(failing), "known failure") + " of the backend on the traced dtypes")
+        open_points.append(plural(len(failing), "known failure") + " of the backend on the traced dtypes")
     compiled = compile_check.open_point(report.torch_compile)   # NOTE [compile semantics]
     if compiled:
         open_points.append(compiled)
@@ -298,14 +298,14 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
     if not ops_checked or source_not_checked:
         findings = [f for f in report.findings if f.category != "input"]
         scanned = ("source: no CUDA pins" if not findings else
-                   f"source: no blockers ({_plural(len(findings), 'finding')} that "
+                   f"source: no blockers ({plural(len(findings), 'finding')} that "
                    f"{'does' if len(findings) == 1 else 'do'} not block)")
         if source_not_checked:
             scanned = f"source: not checked — {source_not_checked}"
         elif isinstance(source, NothingToCheck):
             scanned = "source: none to scan"
         ops = (f"ops: not checked — {ops_not_checked or NO_MODEL}" if not ops_checked else
-               f"ops: {_plural(len(status), 'traced op')}, none known to fail")
+               f"ops: {plural(len(status), 'traced op')}, none known to fail")
         return _verdict(VerdictKind.UNCHECKED, judged, f"{scanned}; {ops}", gaps.stopped,   # the headline says the rest
                         details, source_checked, ops_checked)
     if weak or pairing:
@@ -336,9 +336,9 @@ def _names(ops: list[str], shown: int = 5) -> str:
 def _fallback_headline(fallback: list[str], maybe: list[str]) -> str:
     """"runs with possible CPU fallbacks: 2 ops may run on the CPU (aten::sort, aten::topk)"."""
     if not maybe:
-        return f"runs with {_plural(len(fallback), 'op')} on CPU fallback"
-    text = f"runs with possible CPU fallbacks: {_plural(len(maybe), 'op')} may run on the CPU ({_names(maybe, 3)})"
-    return text + (f"; {_plural(len(fallback), 'op')} on CPU fallback" if fallback else "")
+        return f"runs with {plural(len(fallback), 'op')} on CPU fallback"
+    text = f"runs with possible CPU fallbacks: {plural(len(maybe), 'op')} may run on the CPU ({_names(maybe, 3)})"
+    return text + (f"; {plural(len(fallback), 'op')} on CPU fallback" if fallback else "")
 
 
 def _unverified_counts(weak: dict[str, list[str]], dates: dict[str, set[str]] | None = None,
@@ -351,15 +351,15 @@ def _unverified_counts(weak: dict[str, list[str]], dates: dict[str, set[str]] | 
     parts = []
     if weak.get("source-snapshot"):
         n = len(weak["source-snapshot"])
-        parts.append(f"{_plural(n, 'op')} rest{'s' * (n == 1)} on kernels registered in a pre-release source "
+        parts.append(f"{plural(n, 'op')} rest{'s' * (n == 1)} on kernels registered in a pre-release source "
                      f"snapshot{of('source-snapshot')}")
     if weak.get("registered"):
         n = len(weak["registered"])
-        parts.append(f"{_plural(n, 'op')} only registered on a probed install{of('registered')}, never run "
+        parts.append(f"{plural(n, 'op')} only registered on a probed install{of('registered')}, never run "
                      "(probe without --samples)")
     if weak.get("inferred"):
         n = len(weak["inferred"])
-        parts.append(f"{_plural(n, 'op')} on opscan's inference only")
+        parts.append(f"{plural(n, 'op')} on opscan's inference only")
     if weak.get("confidence"):
         ops = sorted(weak["confidence"])
         by_note: dict[str, list[str]] = {}   # the real reason of each (Coverage.confidence_note), grouped
@@ -368,14 +368,14 @@ def _unverified_counts(weak: dict[str, list[str]], dates: dict[str, set[str]] | 
         said = "; ".join(f"{_names(named, 3)}: {note.replace(' it ', ' them ') if len(named) > 1 else note}"
                          for note, named in sorted(by_note.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:3])
         more = f"; and {len(by_note) - 3} more reasons" if len(by_note) > 3 else ""
-        parts.append(f"{_plural(len(ops), 'op')} below high confidence ({said}{more}; `opscan db show OP` says more)")
+        parts.append(f"{plural(len(ops), 'op')} below high confidence ({said}{more}; `opscan db show OP` says more)")
     return ", ".join(parts)
 
 
 def _unverified_text(weak: dict[str, list[str]], dates: dict[str, set[str]] | None = None,
                      notes: dict[str, str] | None = None) -> str:
     count = sum(len(v) for v in weak.values())
-    return (f"{_plural(count, 'op')} supported only on unverified evidence "
+    return (f"{plural(count, 'op')} supported only on unverified evidence "
             f"({_unverified_counts(weak, dates, notes)}): "
             "confirm with `opscan db probe` on a Trainium instance")
 
@@ -399,12 +399,13 @@ def compile_lines(traces: Iterable[ModelTrace]) -> list[str]:
     opscan/trace/signatures.py): the first step's compiles, the later steps' new ones and the lines
     that make them; a signature is one compile of TorchNeuron's eager cache, never a time."""
     out = []
-    forecasts = [(t, t.compile) for t in traces if t.compile is not None and t.compile.steps]
+    forecasts = [(t, t.compile) for t in traces   # a trace that stopped before any op forecasts nothing
+                 if t.compile is not None and t.compile.steps and t.ops]
     for trace, forecast in forecasts:
         steps, varying = forecast.steps, forecast.varying
         made = {(s.source.path, s.source.line): s.op.removeprefix("aten::") for s in trace.stand_ins
                 if s.source is not None and s.kind != "item"}
-        text = f"the first step compiles {_plural(len(steps[0].signatures), 'signature')}"
+        text = f"the first step compiles {plural(len(steps[0].signatures), 'signature')}"
         later = [sum(1 for n in step.new if n.cause != "first-run") for step in steps[1:]]
         late = sum(1 for step in steps[1:] for n in step.new if n.cause == "first-run")
 
@@ -422,10 +423,12 @@ def compile_lines(traces: Iterable[ModelTrace]) -> list[str]:
             mean = round(sum(later) / len(later))
             text += f"; each later step about {mean} new one{'s' * (mean != 1)}, from {where(('data', 'number'))}"
         elif any(later):
-            brought = ", ".join(f"step {n} {count}" for n, count in enumerate(later, 2) if count)
-            text += f"; new ones in a later step ({brought}), from {where(('data', 'number'))}"
+            brought = ", ".join(f"{count} in step {n}" for n, count in enumerate(later, 2) if count)
+            text += f"; new ones in some later steps ({brought}), from {where(('data', 'number'))}"
+        elif len(later) == 1:
+            text += "; the later step run brought no new shape"
         elif later:
-            text += f"; no later step run ({len(later)}) brought a new shape"
+            text += f"; none of the {len(later)} later steps run brought a new shape"
         if late:
             text += f"; {late} more compile{'s' * (late != 1)} in code first run after the first step"
         guessed = where(("data-dependent",))

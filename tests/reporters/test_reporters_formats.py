@@ -104,7 +104,7 @@ def test_github_at_most_10_per_level_most_important_first():
     assert errors[0].startswith("::error title=opscan verdict%3A blocked::blocked by 20 CUDA-pinned sites in 20 files")
     assert "guarded" not in errors[1]
     assert "f05.py" in errors[1]                       # unguarded before guarded
-    assert "17 more error annotation(s)" in errors[-1]
+    assert "17 more error annotations" in errors[-1]
     plain = [line for line in lines if line.startswith("  error file=")]
     assert len(plain) == 17                            # the rest are still in the log
 
