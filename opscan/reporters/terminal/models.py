@@ -33,7 +33,7 @@ def section(report: Report, console: Console) -> None:
     other = [c for c in found.candidates if not c.ready]
     if not found.candidates:
         console.print(Text("No model found to trace (no model factory, nn.Module class, model folder or "
-                           ".pt2 file), so the ops were not checked. To check them, " + hint,
+                           ".pt2 file). To check the ops, " + hint,
                            style="yellow"))
         console.print()
         return
