@@ -88,3 +88,15 @@ def test_no_table_splits_a_word(width):
     split += sorted(p for p in places if not any(w.endswith(p) for w in words))   # `folder/…/name.py:12`
     assert split == []
     assert not any(line.strip() in {"more", "s"} for line in lines)               # no word left alone below its row
+
+
+def test_the_gate_leaves_its_lines_to_the_report_on_the_same_screen(capsys):
+    """On a terminal the report already says why the run fails; the exit code stays the same."""
+    from opscan.commands.flags import gate
+
+    report = _report()
+    assert gate(report, ("error",), exit_zero=False) == 2                         # piped, a file, CI: stderr says it
+    err = capsys.readouterr().err
+    assert f"could not check hf:broken: {WHY}" in err and "opscan: fail-on error" in err
+    assert gate(report, ("error",), exit_zero=False, shown=True) == 2             # the report on the screen
+    assert capsys.readouterr().err == ""

@@ -10,7 +10,7 @@ from rich.text import Text
 from opscan.records import Report
 from opscan.reporters.tasklist import PRIORITY, sites_by_file, task_effort, total
 from opscan.reporters.terminal.location import budget, fit
-from opscan.reporters.terminal.top import PRIORITY_STYLE
+from opscan.reporters.terminal.top import PRIORITY_STYLE, longest_word
 from opscan.reporters.words import plural
 
 
@@ -41,7 +41,7 @@ def section(report: Report, console: Console) -> None:
     table = Table(title=Text(f"Port tasks and their sites — {total(report)}", style="bold"),
                   title_justify="left", show_edge=False, pad_edge=False, expand=False)
     table.add_column("#", justify="right", style="dim")
-    table.add_column("task", overflow="fold", ratio=1)
+    table.add_column("task", overflow="fold", ratio=1, min_width=longest_word(report, console))   # NOTE [whole words]
     table.add_column("priority", no_wrap=True)
     table.add_column("effort (range)", justify="right", no_wrap=True)
     for i, task in enumerate(report.tasks):

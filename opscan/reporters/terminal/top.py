@@ -21,6 +21,14 @@ TOP = 5
 PRIORITY_STYLE = {1: "red", 2: "yellow", 3: "green"}
 
 
+def longest_word(report: Report, console: Console) -> int:
+    """NOTE [whole words]: rich wraps a cell at spaces and folds only a word longer than its column,
+    mid-word; a task column at least as wide as the longest word of a title (an op name), up to half
+    the console, never folds one."""
+    words = [w for t in report.tasks for w in t.title.replace("`", "").split()]
+    return min(max(map(len, words), default=1), console.width // 2)
+
+
 def section(report: Report, console: Console) -> None:
     """Print the first TOP tasks (title, priority, likely effort) and how many more follow."""
     if not report.tasks:
@@ -28,7 +36,7 @@ def section(report: Report, console: Console) -> None:
     console.print(Text(f"Port tasks — {total(report)}", style="bold"))
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="dim", expand=False)
     table.add_column("#", justify="right", no_wrap=True, style="dim")
-    table.add_column("task", overflow="fold", ratio=1)   # wraps at spaces: NOTE [whole words]
+    table.add_column("task", overflow="fold", ratio=1, min_width=longest_word(report, console))   # NOTE [whole words]
     table.add_column("priority", no_wrap=True)
     table.add_column("effort", justify="right", no_wrap=True)
     hours_per_day = report.hours_per_day or 8.0
