@@ -438,5 +438,5 @@ def compile_lines(traces: Iterable[ModelTrace]) -> list[str]:
         if tails:
             text += f"; a short last batch compiles again once per epoch ({'; '.join(tails)})"
         prefix = f"{trace.target}: " if len(forecasts) > 1 else ""
-        out.append(prefix + text + " (signatures, not seconds: compile time is not measured)")
+        out.append(prefix + text + " (a count of compiles, not a time: compile time is not measured)")
     return out

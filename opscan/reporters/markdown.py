@@ -137,11 +137,11 @@ def render(report: Report, out: TextIO) -> None:
         for c in gaps:
             evidence = "; ".join(e.text + (f" ([link]({e.url}))" if e.url else "") for e in c.evidence) or "none"
             cost = costs.get(c.op)
-            per_step = (f"{size(cost.bytes_per_step)}, {cost.syncs_per_step} syncs"
+            per_step = (f"{size(cost.bytes_per_step)}, {plural(cost.syncs_per_step, 'sync')}"
                         if cost is not None and cost.calls_per_step else "")
             if per_step and cost.scaled_by:   # NOTE [fallback scaling] in opscan/assess/assessment.py
                 per_step += (f" (scaled back: {cost.scaled_by}; as traced {size(cost.traced_bytes)}, "
-                             f"{cost.traced_syncs} syncs)")
+                             f"{plural(cost.traced_syncs, 'sync')})")
             lines.append(f"| `{c.op}` | {c.status} | {per_step} | {_cell(evidence)} |")
         lines.append("")
     if report.release_notes:   # release facts about traced ops that are no known failure (never the verdict)
