@@ -219,13 +219,14 @@ def details(check: TorchCompile | None) -> list[str]:
 def compile_counts(report: Report) -> tuple[tuple[str, int], ...]:
     """(what, how many compiles) the report counts (NOTE [compile counts])."""
     counts = []
-    forecasts = [t.compile for t in report.traces if t.compile is not None and t.compile.steps]
+    forecasts = [t.compile for t in report.traces   # a trace that stopped before any op forecasts nothing
+                 if t.compile is not None and t.compile.steps and t.ops]
     if forecasts:
-        counts.append(("first step (eager signatures)",
+        counts.append(("eager signatures in the first step",
                        len({s for f in forecasts for s in f.steps[0].signatures})))
         later = [sum(1 for n in step.new if n.cause != "first-run") for f in forecasts for step in f.steps[1:]]
         if later:
-            counts.append(("a later step (new eager signatures, the most of the steps run)", max(later)))
+            counts.append(("new eager signatures in the busiest later step", max(later)))
     check = report.torch_compile
     if check is not None and any(r.explained for _t, r in check.regions):
         counts.append(("torch.compile graphs (first call of each region)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from opscan.commands.flags import (FORMATS, add_backend_argument, add_db_argument, codes, gate, progress,
+from opscan.commands.flags import (FORMATS, add_backend_argument, add_db_argument, codes, gate, on_screen, progress,
                                   render_report)
 
 HELP = "the whole answer for PATH: source scan, model trace, op coverage, port tasks (the default command)"
@@ -116,4 +116,5 @@ def run(args: argparse.Namespace) -> int:
     with progress() as update:
         report = analyse(Path(args.path), config, options, progress=update, on_error=errors.append)
     render_report(report, args.format, args.output)
-    return gate(report, config.fail_on, args.exit_zero, args.allow_unchecked or config.allow_unchecked)
+    return gate(report, config.fail_on, args.exit_zero, args.allow_unchecked or config.allow_unchecked,
+                shown=on_screen(args.format, args.output))

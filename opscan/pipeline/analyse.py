@@ -307,8 +307,11 @@ def _trace_models(run: Run, found: Found, release: Release | None, options: RunO
         # NOTE [zero-configuration tries]: one try that fails beside one that traced is a note (the
         # targets are opscan's guesses); when none could be built the ops were not checked, and the
         # gate says so as for any model given (exit 2 unless --allow-unchecked; issue 27).
-        not_traced = f"no model of the repository could be built ({len(tries.failed)} tried; see the notes)"
+        # Each failed try is then a "could not check" line of the verdict, so not a note as well
+        # (the reason is said once).
+        not_traced = f"no model of the repository could be built ({len(tries.failed)} tried)"
         unchecked.extend(tries.failed)
+        notes = [a.note for a in tries.attempts if a.traced]
     return Traced(tuple(traces), tuple(unchecked), not_traced, tuple(notes), missing or tries.missing)
 
 

@@ -184,7 +184,8 @@ class Verdict:
 
     kind: VerdictKind                    # one of VERDICT_KINDS
     headline: str                        # the line users read first
-    details: tuple[str, ...] = ()        # caveats shown under the headline
+    details: tuple[str, ...] = ()        # every line under the headline: first what was not checked
+                                         # (`not_checked`), then the caveats (`caveats`)
     source_checked: bool = False         # the source scan ran
     ops_checked: bool = False            # at least one model was traced and its ops looked up
     blockers: Blockers = field(default_factory=Blockers)   # what blocks (zero unless kind is "blocked")
@@ -196,9 +197,18 @@ class Verdict:
     source_only: bool = False            # the run asked for the source alone (--no-trace, `opscan scan`,
                                          # the hook): `--fail-on not-ready` judges its source verdict
     step: Step | None = None             # the step the ops come from (None: no step is judged, as in the zoo)
+    not_checked: tuple[str, ...] = ()    # the first lines of `details`: what the answer does not cover
+                                         # (a model not built, ops or source not checked, a trace cut short)
 
     def __post_init__(self) -> None:   # NOTE [typed vocabularies]
         object.__setattr__(self, "kind", VerdictKind(self.kind))
+        if self.details[:len(self.not_checked)] != self.not_checked:
+            raise ValueError("Verdict.not_checked must be the first lines of Verdict.details")
+
+    @property
+    def caveats(self) -> tuple[str, ...]:
+        """The lines of `details` after what was not checked: what the answer rests on."""
+        return self.details[len(self.not_checked):]
 
 
 # NOTE [checked or not]: whether a part of the answer (the project's source) was checked is one of

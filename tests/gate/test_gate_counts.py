@@ -118,7 +118,7 @@ def _check_counts(report) -> None:
     where = [int(n) for n in re.findall(r"\*\*Where:\*\* (\d+) site", markdown)]
     assert where == [len(t.sites) for t in report.tasks if t.sites]
     total = sum(len(t.sites) for t in report.tasks)
-    assert f"{total} site(s) in {len(report.tasks)} task(s)" in markdown
+    assert f"{total} sites in {len(report.tasks)} tasks" in markdown
     # JSON summary and the terminal summary line
     assert json.loads(_text("json", report))["summary"]["sites"] == total
     out = io.StringIO()

@@ -38,9 +38,11 @@ def section(report: Report, console: Console) -> None:
         name = trace.target.removeprefix("script:")
         steps = f"{trace.steps} optimizer step{'s' if trace.steps != 1 else ''}"
         ended = f"{steps} run" if trace.complete else f"stopped early after {steps}"
-        head = Text(f"Run of {name} on {trace.device}: {ended}", style="bold" if trace.complete else "bold yellow")
+        said = not trace.complete and report.verdict is not None   # why: under the verdict, said once
+        head = Text(f"Run of {name} on {trace.device}: {ended}" + (" (why: under the verdict)" if said else ""),
+                    style="bold" if trace.complete else "bold yellow")
         console.print(head)
-        if not trace.complete:
+        if not trace.complete and not said:
             console.print(Text(f"  stopped: {trace.stopped_at}", style="yellow"))
         counts = where_ops_run(trace, report)
         parts = [f"{counts['device']} on the device", f"{counts['fallback']} may fall back to the CPU",
