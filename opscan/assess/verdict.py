@@ -35,7 +35,8 @@ from dataclasses import replace
 
 from opscan.assess import compile_check
 from opscan.records import (BlockUnit, Blockers, Checked, Coverage, Finding, JudgedOps, ModelTrace, NotChecked,
-                            NothingToCheck, Report, SourceCheck, Status, Task, TaskKind, Verdict, VerdictKind)
+                            NothingToCheck, Report, SourceCheck, Status, Task, TaskKind, Verdict, VerdictKind,
+                            joined_stop)
 
 VERIFIED_EVIDENCE = ("documented", "probed")   # probed counts only when `Evidence.compared` (see `unverified`)
 
@@ -233,7 +234,7 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
         details.append(f"baseline {report.baseline.path}: {known} known, {len(report.findings)} new "
                        f"finding{'s' * (len(report.findings) != 1)}")
     for trace in incomplete:
-        details.append(f"trace of {trace.target} stopped early: {trace.stopped_at}")
+        details.append(f"trace of {trace.target} stopped early: {joined_stop(trace.stopped_at, trace.stop_hint)}")
     if unknown:
         details.append(f"{len(unknown)} of {_plural(len(status), 'traced op')} "
                        f"{'has' if len(unknown) == 1 else 'have'} unknown status on {report.backend or 'the backend'}")

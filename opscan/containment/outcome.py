@@ -21,7 +21,7 @@ from typing import Any
 from opscan import errors
 from opscan.errors import ModelProcessError, TraceError
 from opscan.containment.process import Ended, Limits, format_size, run
-from opscan.records import ModelTrace
+from opscan.records import ModelTrace, joined_stop
 
 # How a trace ended (a closed vocabulary; zoo rows carry it as `status`).
 OUTCOMES: dict[str, str] = {
@@ -69,7 +69,8 @@ def outcome(name: str, ended: Ended, limits: Limits) -> Outcome:
     status, seconds = status_of(ended), ended.seconds
     if status in ("ok", "partial"):
         trace = ended.value
-        return Outcome(name, status, trace, trace.stopped_at if status == "partial" else "", seconds)
+        stop = joined_stop(trace.stopped_at, trace.stop_hint) if status == "partial" else ""
+        return Outcome(name, status, trace, stop, seconds)
     cap = format_size(ended.max_memory) + (" (an existing limit)" if ended.clamped else "")
     if status in ("build-error", "trace-error"):
         return Outcome(name, status, None, ended.error + _at(ended.where), seconds, tuple(ended.error_types))

@@ -84,7 +84,7 @@ def run_chosen(entered: Entered, root: Path, profile: DeviceProfile | None, limi
     notes.extend(said)
     notes.extend(f"stood in for {r.kind}: {r.describe()}" for r in trace.replaced)
     trained = trace.complete and bool(trace.steps or trace.mode == "train")
-    why = "" if trained else (f"it stopped: {trace.stop}" if not trace.complete else
+    why = "" if trained else (f"it stopped: {trace.stopped_at}" if not trace.complete else
                               "it ran to its end without a backward pass or an optimizer step")
     if not trained:
         notes.append(f"training command `{shown}` was not a training step ({why}): the model path follows")

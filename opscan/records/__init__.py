@@ -30,7 +30,7 @@ from opscan.records.compile import (
 from opscan.records.trace import (
     CANDIDATE_KINDS, ENTRY_KINDS, STEP_PARTS, STOP_HINT, Discovery, ModelCandidate, ModelTrace, Replacement, StepPart,
     TrainStep, TrainingEntry,
-    containment_line, merge_containment)
+    containment_line, joined_stop, merge_containment, split_stop)
 from opscan.records.report import (
     Blockers, Checked, Draft, EffortTotal, JudgedOps, NotChecked, NothingToCheck, OpCaveat, OpNote, Report, SourceCheck,
     Step, Task, Verdict)
@@ -46,5 +46,6 @@ __all__ = [
     "PHASES", "Replacement", "Report", "RuleInfo", "SEVERITIES", "STATUS", "STATUSES", "STOP_HINT", "ScanFacts",
     "Severity", "Shrink", "STEP_KINDS", "STEP_PARTS", "SourceCheck", "StandIn", "Status", "Step", "StepKind",
     "StepPart", "TASKS", "Task", "TaskKind", "TorchCompile", "TrainStep", "TrainingEntry", "VERDICT_KINDS", "VaryingOp",
-    "Verdict", "VerdictKind", "containment_line", "is_kernel_work", "merge_containment", "status_of",
+    "Verdict", "VerdictKind", "containment_line", "is_kernel_work", "joined_stop", "merge_containment",
+    "split_stop", "status_of",
 ]

@@ -79,7 +79,7 @@ class ModelTrace:
     ops: tuple[OpUsage, ...] = ()
     stand_ins: tuple[StandIn, ...] = ()
     complete: bool = True
-    stopped_at: str = ""                 # when incomplete: which op / source line stopped it, and what to try
+    stopped_at: str = ""                 # when incomplete: which op / source line / exception stopped it
     seconds: float = 0.0
     # ops whose fake kernel opscan supplied, PyTorch's being stricter than the real kernels or
     # missing ("fake kernel supplied by opscan for OP"; see opscan/trace/fakes.py), sorted
@@ -104,19 +104,25 @@ class ModelTrace:
     # what a run of the project's training command answered in place of data or weights it could not
     # or would not read (absent, outside the project, or a download), in the order met (docs/run.md)
     replaced: tuple[Replacement, ...] = ()
-
-    @property
-    def stop(self) -> str:
-        """Where the step stopped (op, source line, exception), without what to try ("" when complete)."""
-        return self.stopped_at.split(STOP_HINT)[0]
-
-    @property
-    def hint(self) -> str:
-        """What the stop says to try ("" when it says nothing)."""
-        return self.stopped_at.partition(STOP_HINT)[2].strip()
+    stop_hint: str = ""                  # what to try about the stop ("" when it says nothing)
 
 
-STOP_HINT = "; try:"   # joins a stop and its hint in ModelTrace.stopped_at (opscan/trace/tracer.py `_stopped`)
+# NOTE [stop and hint]: a trace's stop (`stopped_at`: op, source line, exception) and what to try
+# (`stop_hint`) are two fields. Reports and traces cached before they were split hold one string,
+# `<stop>; try: <hint>`: `split_stop` reads it back into the two; `joined_stop` writes the one-line
+# form the reports print.
+STOP_HINT = "; try:"
+
+
+def split_stop(text: str) -> tuple[str, str]:
+    """(stop, hint) of a stop as written before the hint had its own field ("" hint when none)."""
+    stop, _, hint = text.partition(STOP_HINT)
+    return stop, hint.strip()
+
+
+def joined_stop(stop: str, hint: str) -> str:
+    """`<stop>; try: <hint>` (the stop alone when there is no hint): one line of a report."""
+    return f"{stop}{STOP_HINT} {hint}" if hint else stop
 
 
 def merge_containment(states: Iterable[tuple[tuple[str, str], ...]]) -> tuple[tuple[str, str], ...]:

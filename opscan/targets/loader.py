@@ -71,7 +71,7 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
         with shrinking.off():   # NOTE [retry unshrunk]
             retry = run()
         if retry.complete or len(retry.ops) > len(trace.ops):
-            said = f"built unshrunk (shrunk: {', '.join(cut)}; the step stopped: {trace.stop})"
+            said = f"built unshrunk (shrunk: {', '.join(cut)}; the step stopped: {trace.stopped_at})"
             trace = dataclasses.replace(retry, retried="; ".join(n for n in (said, retry.retried) if n))
     return trace
 

@@ -95,7 +95,7 @@ class ZeroConfig:
         else:
             if target.startswith("repo:") and not trace.complete and not trace.ops:
                 # a guessed construction whose step stopped before its first op: not a model traced
-                got = Attempt(target, None, f"its step stopped before any op: {trace.stop}", trace.hint)
+                got = Attempt(target, None, f"its step stopped before any op: {trace.stopped_at}", trace.stop_hint)
             else:   # a guessed construction is timed; a model folder or factory is always tried
                 got = Attempt(target, trace, how=self.how.get(target, ""),
                               seconds=time.monotonic() - began if target.startswith("repo:") else 0.0)

@@ -37,8 +37,8 @@ def test_the_run_comes_first_then_the_source():
 
 
 def test_a_stopped_run_says_so_first():
-    text = _text(_run_report(complete=False, stopped_at="aten::mm at train.py:3: ValueError: x; try: --device cpu",
-                             steps=0))
+    text = _text(_run_report(complete=False, stopped_at="aten::mm at train.py:3: ValueError: x",
+                             stop_hint="--device cpu", steps=0))
     assert text.splitlines()[:2] == ["Run of train.py on neuron: stopped early after 0 optimizer steps",
                                      "  stopped: aten::mm at train.py:3: ValueError: x; try: --device cpu"]
 

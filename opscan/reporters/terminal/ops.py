@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opscan.records import STATUS, Coverage, OpStatus, OpUsage, Report, containment_line, status_of
+from opscan.records import STATUS, Coverage, OpStatus, OpUsage, Report, containment_line, joined_stop, status_of
 from opscan.reporters.json import merge_ops
 from opscan.reporters.tasklist import size
 from opscan.reporters.terminal.location import budget, fit
@@ -49,7 +49,7 @@ def section(report: Report, console: Console) -> None:
             console.print(Text(f"  {trace.built_by}", style="dim"))
         if not trace.complete:
             console.print(Text(f"  ! trace stopped early (ops below are those seen until then): "
-                               f"{trace.stopped_at}", style="bold yellow"))
+                               f"{joined_stop(trace.stopped_at, trace.stop_hint)}", style="bold yellow"))
         if trace.retried:
             console.print(Text(f"  ~ traced with {trace.retried}", style="yellow"))
         for op in trace.supplied_fakes:
