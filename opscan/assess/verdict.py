@@ -36,9 +36,11 @@ from dataclasses import replace
 from opscan.assess import compile_check
 from opscan.records import (BlockUnit, Blockers, Checked, Coverage, Finding, JudgedOps, ModelTrace, NotChecked,
                             NothingToCheck, Report, SourceCheck, Status, Task, TaskKind, Verdict, VerdictKind,
-                            joined_stop)
+                            joined_stop, CaveatKind, Category, EvidenceKind)
 
-VERIFIED_EVIDENCE = ("documented", "probed")   # probed counts only when `Evidence.compared` (see `unverified`)
+# probed counts only when `Evidence.compared` (see `unverified`)
+VERIFIED_EVIDENCE = (EvidenceKind.DOCUMENTED, EvidenceKind.PROBED)
+DATED_EVIDENCE = (EvidenceKind.SOURCE_SNAPSHOT, EvidenceKind.PROBED)   # unverified evidence the headline dates
 
 NO_BLOCKERS = Blockers()
 NO_MODEL = "no model found (configure [[tool.opscan.models]] or pass --model)"
@@ -97,12 +99,12 @@ def unverified(coverage: Coverage) -> str:
     if coverage.status.decomposes and not coverage.parts and coverage.evidence:
         return ""
     kinds = {e.kind for e in coverage.evidence}
-    if "source-snapshot" in kinds:
+    if EvidenceKind.SOURCE_SNAPSHOT in kinds:
         return "source-snapshot"
-    if "documented" in kinds or any(e.kind == "probed" and e.compared for e in coverage.evidence):
+    if EvidenceKind.DOCUMENTED in kinds or any(e.kind is EvidenceKind.PROBED and e.compared for e in coverage.evidence):
         needed = READY_CONFIDENCE["composite" if coverage.status.decomposes else "op"]
         return "" if coverage.confidence in needed else "confidence"
-    if "probed" in kinds:   # a registration read from the dispatcher, never run (probe without --samples)
+    if EvidenceKind.PROBED in kinds:   # a registration read from the dispatcher, never run (probe without --samples)
         return "registered"
     return "inferred"
 
@@ -218,7 +220,7 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
             if why:
                 weak.setdefault(why, []).append(op)
                 dates.setdefault(why, set()).update(e.date for e in by_op[op].evidence
-                                                    if e.date and e.kind in ("source-snapshot", "probed"))
+                                                    if e.date and e.kind in DATED_EVIDENCE)
     ops_checked = any(t.target not in unchecked for t in report.traces)
     source_checked = isinstance(source, Checked)
     source_not_checked = source.reason if isinstance(source, NotChecked) else ""   # a gap in the answer
@@ -280,7 +282,7 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
         open_points.append(_plural(len(incomplete), "incomplete trace"))
     if unchecked and ops_checked:   # others were traced: never "ready" with a model left unchecked
         open_points.append(_plural(len(unchecked), "model") + " not checked")
-    failing = [c for c in caveats if c.kind == "known-failure"]   # narrowing caveats are numerics notes
+    failing = [c for c in caveats if c.kind is CaveatKind.KNOWN_FAILURE]   # narrowing caveats are numerics notes
     if failing:
         open_points.append(_plural(len(failing), "known failure") + " of the backend on the traced dtypes")
     compiled = compile_check.open_point(report.torch_compile)   # NOTE [compile semantics]
@@ -296,7 +298,7 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
         return _verdict(VerdictKind.FALLBACK, judged, _fallback_headline(fallback, maybe), details, source_checked,
                         ops_checked)
     if not ops_checked or source_not_checked:
-        findings = [f for f in report.findings if f.category != "input"]
+        findings = [f for f in report.findings if f.category is not Category.INPUT]
         scanned = ("source: no CUDA pins" if not findings else
                    f"source: no blockers ({_plural(len(findings), 'finding')} that "
                    f"{'does' if len(findings) == 1 else 'do'} not block)")

@@ -11,7 +11,7 @@ from opscan.records.compile import CompileEstimate, TorchCompile
 from opscan.records.findings import BaselineStatus, Finding, Location, RuleInfo
 from opscan.records.ops import Coverage, Evidence, Fallback, OpSource
 from opscan.records.trace import Discovery, ModelTrace, TrainingEntry, merge_containment
-from opscan.records.vocabulary import Status, StepKind, TaskKind, VerdictKind
+from opscan.records.vocabulary import CaveatKind, Status, StepKind, TaskKind, VerdictKind
 
 
 @dataclass(frozen=True)
@@ -69,13 +69,16 @@ class Task:
 class OpCaveat:
     """A release fact that applies to how the trace uses some ops (opscan/db/caveats.py)."""
 
-    kind: str                            # one of CAVEAT_KINDS
+    kind: CaveatKind                     # one of CAVEAT_KINDS
     message: str                         # one line: what happens and to which ops
     ops: tuple[str, ...]                 # the traced ops it applies to, sorted
     dtypes: tuple[str, ...] = ()         # the traced dtypes involved, e.g. ("torch.float64",)
     sources: tuple[OpSource, ...] = ()   # where the trace dispatched those ops (model source lines)
     evidence: tuple[Evidence, ...] = ()  # the release facts behind it
     tests: tuple[str, ...] = ()          # known-failure: the failing upstream test methods
+
+    def __post_init__(self) -> None:   # NOTE [typed vocabularies]
+        object.__setattr__(self, "kind", CaveatKind(self.kind))
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from opscan.index import ProjectIndex
-from opscan.records import TrainStep
+from opscan.records import TrainStep, CandidateKind
 from opscan.targets import train_step
 from opscan.targets.recipes import Recipe, runs_code_on_import
 
@@ -226,7 +226,8 @@ def _picks(found: list[Script], index: ProjectIndex) -> list[tuple[Script, Recip
                 continue
             how = f"{name}(): the model {script.rel} picks by name ({ast.unparse(node)}, the default of " \
                   f"--{option.replace('_', '-')}, line {node.lineno})"
-            out.append((script, Recipe(f"repo:{rel}:{name}", "repo-factory", rel, node.lineno, how, 900 + BUILT_BONUS)))
+            out.append((script, Recipe(f"repo:{rel}:{name}", CandidateKind.REPO_FACTORY, rel, node.lineno, how,
+                                       900 + BUILT_BONUS)))
     return out
 
 
