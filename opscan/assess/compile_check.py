@@ -39,8 +39,8 @@ import re
 from dataclasses import replace
 
 from opscan.plan.cost import CostConfig, compile_seconds
-from opscan.records import (CompiledOp, CompileEstimate, CompileOption, Coverage, ModelTrace, NoKernel, Report, Status,
-                            TaskKind, TorchCompile)
+from opscan.records import (CompiledOp, CompileEstimate, CompileOption, Coverage, ModelTrace, NoKernel, Report,
+                            Status, TaskKind, TorchCompile, CompileCause)
 
 ENV_VARS_URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html"
 SNAPSHOT_DOC = ("https://github.com/parmoham-aws/test-repo-parmoham/blob/98154b867aa24562a3213e520d9ad7fd41032291/"
@@ -217,7 +217,8 @@ def compile_counts(report: Report) -> tuple[tuple[str, int], ...]:
     if forecasts:
         counts.append(("first step (eager signatures)",
                        len({s for f in forecasts for s in f.steps[0].signatures})))
-        later = [sum(1 for n in step.new if n.cause != "first-run") for f in forecasts for step in f.steps[1:]]
+        later = [sum(1 for n in step.new if n.cause != CompileCause.FIRST_RUN)
+                 for f in forecasts for step in f.steps[1:]]
         if later:
             counts.append(("a later step (new eager signatures, the most of the steps run)", max(later)))
     check = report.torch_compile

@@ -36,7 +36,7 @@ from dataclasses import replace
 from opscan.assess import compile_check
 from opscan.records import (BlockUnit, Blockers, Checked, Coverage, Finding, JudgedOps, ModelTrace, NotChecked,
                             NothingToCheck, Report, SourceCheck, Status, Task, TaskKind, Verdict, VerdictKind,
-                            joined_stop, CaveatKind, Category, EvidenceKind)
+                            joined_stop, CaveatKind, Category, EvidenceKind, CompileCause)
 
 # probed counts only when `Evidence.compared` (see `unverified`)
 VERIFIED_EVIDENCE = (EvidenceKind.DOCUMENTED, EvidenceKind.PROBED)
@@ -399,8 +399,8 @@ def compile_lines(traces: Iterable[ModelTrace]) -> list[str]:
         made = {(s.source.path, s.source.line): s.op.removeprefix("aten::") for s in trace.stand_ins
                 if s.source is not None and s.kind != "item"}
         text = f"the first step compiles {_plural(len(steps[0].signatures), 'signature')}"
-        later = [sum(1 for n in step.new if n.cause != "first-run") for step in steps[1:]]
-        late = sum(1 for step in steps[1:] for n in step.new if n.cause == "first-run")
+        later = [sum(1 for n in step.new if n.cause != CompileCause.FIRST_RUN) for step in steps[1:]]
+        late = sum(1 for step in steps[1:] for n in step.new if n.cause == CompileCause.FIRST_RUN)
 
         def where(causes: tuple[str, ...]) -> str:
             counts: dict[tuple[str, int, str], int] = {}
@@ -409,7 +409,7 @@ def compile_lines(traces: Iterable[ModelTrace]) -> list[str]:
                     key = (v.origin.path, v.origin.line, v.cause)
                     counts[key] = counts.get(key, 0) + max(1, v.new_signatures)
             ranked = sorted(counts, key=lambda k: (-counts[k], k))[:3]
-            return ", ".join(f"{p}:{n} ({made.get((p, n), c) if c == 'data-dependent' else c})"
+            return ", ".join(f"{p}:{n} ({made.get((p, n), c) if c == CompileCause.DATA_DEPENDENT else c})"
                              for p, n, c in ranked)
 
         if later and all(later):
@@ -425,7 +425,7 @@ def compile_lines(traces: Iterable[ModelTrace]) -> list[str]:
         guessed = where(("data-dependent",))
         if guessed:
             text += f"; sizes the data decides likely make new ones every step, from {guessed}"
-        tails = sorted({v.detail for v in varying if v.cause == "tail-batch"})
+        tails = sorted({v.detail for v in varying if v.cause == CompileCause.TAIL_BATCH})
         if tails:
             text += f"; a short last batch compiles again once per epoch ({'; '.join(tails)})"
         prefix = f"{trace.target}: " if len(forecasts) > 1 else ""

@@ -6,7 +6,23 @@ a sentence for that site (`SiteOutcome.detail`); the report groups the findings 
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from opscan.scan.rule_records import Rule
+
+class FixStatus(StrEnum):
+    """What `opscan fix` did with one finding (SiteOutcome.status)."""
+
+    FIXED = "fixed"      # rewritten
+    UNSAFE = "unsafe"    # a rewrite exists, applied only with --unsafe-fixes
+    LEFT = "left"        # the rule has a rewrite, but not for this site
+    MANUAL = "manual"    # the rule has no rewrite (no codemod)
+
+    @property
+    def left(self) -> bool:
+        """Not rewritten, and no flag would rewrite it (left or manual)."""
+        return self in (FixStatus.LEFT, FixStatus.MANUAL)
+
 
 REASONS: dict[str, str] = {
     "unsafe": "the rewrite may change what the code does on CUDA: applied only with --unsafe-fixes",

@@ -25,8 +25,8 @@ from opscan.records.findings import (
     BaselineStatus, Finding, FunctionSpan, ImportBinding, KERNEL_SOURCE_KINDS, KernelSource, KernelSourceKind,
     LibraryUse, Location, RuleInfo, ScanFacts, is_kernel_work)
 from opscan.records.compile import (
-    COMPILE_CAUSES, CompileEstimate, CompileForecast, CompileOption, CompileRegion, CompileStep, CompiledOp,
-    GraphBreak, NewSignature, TorchCompile, VaryingOp)
+    COMPILE_CAUSES, CompileCause, CompileEstimate, CompileForecast, CompileOption, CompileRegion, CompileStep,
+    CompiledOp, GraphBreak, NewSignature, TorchCompile, VaryingOp)
 from opscan.records.trace import (
     CANDIDATE_KINDS, ENTRY_KINDS, STEP_PARTS, STOP_HINT, CandidateKind, Discovery, EntryKind, ModelCandidate,
     ModelTrace, Replacement, StepPart, TrainStep, TrainingEntry, containment_line, joined_stop, merge_containment,
@@ -37,15 +37,15 @@ from opscan.records.report import (
 
 __all__ = [
     "BaselineStatus", "Blockers", "BlockUnit", "CANDIDATE_KINDS", "CandidateKind", "CATEGORIES", "Category",
-    "CAVEAT_KINDS", "CaveatKind", "Checked", "COMPILE_CAUSES", "CompiledOp", "CompileEstimate", "CompileForecast",
-    "CompileOption", "CompileRegion", "CompileStep", "containment_line", "Coverage", "DeviceProfile", "Discovery",
-    "Draft", "EffortTotal", "ENTRY_KINDS", "EntryKind", "Evidence", "EVIDENCE_KINDS", "EvidenceKind", "Fallback",
-    "Finding", "FunctionSpan", "GraphBreak", "ImportBinding", "is_kernel_work", "joined_stop", "JudgedOps",
-    "KERNEL_SOURCE_KINDS", "KernelSource", "KernelSourceKind", "LibraryUse", "Location", "merge_containment",
-    "ModelCandidate", "ModelTrace", "NewSignature", "NoKernel", "NotChecked", "NothingToCheck", "OP_STATUSES",
-    "OP_TASKS", "OpCaveat", "OpName", "OpNote", "OpSource", "OpStatus", "OpUsage", "PHASES", "Replacement", "Report",
-    "RuleInfo", "ScanFacts", "SEVERITIES", "Severity", "Shrink", "SourceCheck", "split_stop", "StandIn", "STATUS",
-    "Status", "status_of", "STATUSES", "Step", "STEP_KINDS", "STEP_PARTS", "StepKind", "StepPart", "STOP_HINT",
-    "Task", "TaskKind", "TASKS", "TorchCompile", "TrainingEntry", "TrainStep", "VaryingOp", "Verdict",
-    "VERDICT_KINDS", "VerdictKind",
+    "CAVEAT_KINDS", "CaveatKind", "Checked", "COMPILE_CAUSES", "CompileCause", "CompiledOp", "CompileEstimate",
+    "CompileForecast", "CompileOption", "CompileRegion", "CompileStep", "containment_line", "Coverage",
+    "DeviceProfile", "Discovery", "Draft", "EffortTotal", "ENTRY_KINDS", "EntryKind", "Evidence", "EVIDENCE_KINDS",
+    "EvidenceKind", "Fallback", "Finding", "FunctionSpan", "GraphBreak", "ImportBinding", "is_kernel_work",
+    "joined_stop", "JudgedOps", "KERNEL_SOURCE_KINDS", "KernelSource", "KernelSourceKind", "LibraryUse", "Location",
+    "merge_containment", "ModelCandidate", "ModelTrace", "NewSignature", "NoKernel", "NotChecked", "NothingToCheck",
+    "OP_STATUSES", "OP_TASKS", "OpCaveat", "OpName", "OpNote", "OpSource", "OpStatus", "OpUsage", "PHASES",
+    "Replacement", "Report", "RuleInfo", "ScanFacts", "SEVERITIES", "Severity", "Shrink", "SourceCheck", "split_stop",
+    "StandIn", "STATUS", "Status", "status_of", "STATUSES", "Step", "STEP_KINDS", "STEP_PARTS", "StepKind",
+    "StepPart", "STOP_HINT", "Task", "TaskKind", "TASKS", "TorchCompile", "TrainingEntry", "TrainStep", "VaryingOp",
+    "Verdict", "VERDICT_KINDS", "VerdictKind",
 ]
