@@ -16,13 +16,14 @@ from collections.abc import Callable
 
 from opscan.records import Report, Severity, VerdictKind
 from opscan.assess.verdict import blockers_of, judged_ops
+from opscan.reporters.texts import blockers_words
 
 
 def _error(report: Report) -> list[str]:
     blockers = blockers_of(report)
     if not blockers.count:
         return []
-    return [f"error: {blockers.count} blocker{'s' * (blockers.count != 1)} ({blockers.describe()})"]
+    return [f"error: {blockers.count} blocker{'s' * (blockers.count != 1)} ({blockers_words(blockers)})"]
 
 
 def _warning(report: Report) -> list[str]:

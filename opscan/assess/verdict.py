@@ -37,6 +37,7 @@ from opscan.assess import compile_check
 from opscan.records import (BlockUnit, Blockers, Checked, Coverage, Finding, JudgedOps, ModelTrace, NotChecked,
                             NothingToCheck, Report, SourceCheck, Status, Task, TaskKind, Verdict, VerdictKind,
                             joined_stop, CaveatKind, Category, EvidenceKind, CompileCause)
+from opscan.reporters.texts import blockers_words
 
 # probed counts only when `Evidence.compared` (see `unverified`)
 VERIFIED_EVIDENCE = (EvidenceKind.DOCUMENTED, EvidenceKind.PROBED)
@@ -266,7 +267,7 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
     details.extend(compile_check.details(report.torch_compile))   # torch.compile under TorchNeuron's rules
     tasks = report.tasks
     if blockers.count:
-        headline = "blocked by " + blockers.describe()
+        headline = "blocked by " + blockers_words(blockers)
         if known:
             headline += f" (new; {known} known hidden by the baseline)"
         return _verdict(VerdictKind.BLOCKED, judged, headline, details, source_checked, ops_checked, blockers)

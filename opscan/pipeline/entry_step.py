@@ -25,6 +25,7 @@ from opscan.assess.step import forward_only, project_step, script_parts, stand_i
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, OpscanError
 from opscan.records import DeviceProfile, ModelTrace, Step, TrainingEntry
+from opscan.reporters.texts import replacement_words
 
 MAX_LISTED = 5   # other training commands named in the notes
 
@@ -82,7 +83,7 @@ def run_chosen(entered: Entered, root: Path, profile: DeviceProfile | None, limi
         return Ran(None, False, why, (f"training command `{shown}` could not run: {why}",))
     notes = [f"training command `{shown}`: {entry.why}"] if entry.why else []
     notes.extend(said)
-    notes.extend(f"stood in for {r.kind}: {r.describe()}" for r in trace.replaced)
+    notes.extend(f"stood in for {r.kind}: {replacement_words(r)}" for r in trace.replaced)
     trained = trace.complete and bool(trace.steps or trace.mode == "train")
     why = "" if trained else (f"it stopped: {trace.stopped_at}" if not trace.complete else
                               "it ran to its end without a backward pass or an optimizer step")

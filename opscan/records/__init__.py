@@ -29,7 +29,7 @@ from opscan.records.compile import (
     CompiledOp, GraphBreak, NewSignature, TorchCompile, VaryingOp)
 from opscan.records.trace import (
     CANDIDATE_KINDS, ENTRY_KINDS, STEP_PARTS, STOP_HINT, CandidateKind, Discovery, EntryKind, ModelCandidate,
-    ModelTrace, Replacement, StepPart, TrainStep, TrainingEntry, containment_line, joined_stop, merge_containment,
+    ModelTrace, Replacement, StepPart, TrainStep, TrainingEntry, joined_stop, merge_containment,
     split_stop)
 from opscan.records.report import (
     Blockers, Checked, Draft, EffortTotal, JudgedOps, NotChecked, NothingToCheck, OpCaveat, OpNote, Report,
@@ -38,7 +38,7 @@ from opscan.records.report import (
 __all__ = [
     "BaselineStatus", "Blockers", "BlockUnit", "CANDIDATE_KINDS", "CandidateKind", "CATEGORIES", "Category",
     "CAVEAT_KINDS", "CaveatKind", "Checked", "COMPILE_CAUSES", "CompileCause", "CompiledOp", "CompileEstimate",
-    "CompileForecast", "CompileOption", "CompileRegion", "CompileStep", "containment_line", "Coverage",
+    "CompileForecast", "CompileOption", "CompileRegion", "CompileStep", "Coverage",
     "DeviceProfile", "Discovery", "Draft", "EffortTotal", "ENTRY_KINDS", "EntryKind", "Evidence", "EVIDENCE_KINDS",
     "EvidenceKind", "Fallback", "Finding", "FunctionSpan", "GraphBreak", "ImportBinding", "is_kernel_work",
     "joined_stop", "JudgedOps", "KERNEL_SOURCE_KINDS", "KernelSource", "KernelSourceKind", "LibraryUse", "Location",

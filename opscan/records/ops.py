@@ -158,10 +158,6 @@ class Coverage:
     def __post_init__(self) -> None:   # NOTE [typed vocabularies]
         object.__setattr__(self, "status", Status(self.status))
 
-    def label(self) -> str:
-        """The status with its first evidence, as reports show it: "native (probed on torch-neuronx 2.14.3.0)"."""
-        return f"{self.status} ({self.evidence[0].text})" if self.evidence else self.status
-
 
 @dataclass(frozen=True)
 class DeviceProfile:

@@ -24,13 +24,6 @@ class StepPart:
     source: str = ""       # "train.py:42" where the script constructs it; "" = opscan's stand-in
     applied: bool = True   # False: read from the script but not traced (detail says why)
 
-    @property
-    def words(self) -> str:
-        """"AdamW (fused) from train.py:42", "sum of the outputs (opscan's stand-in)"."""
-        said = f"{self.name} ({self.detail})" if self.detail else self.name
-        where = f" from {self.source}" if self.source else " (opscan's stand-in)"
-        return said + where + ("" if self.applied else ", not traced")
-
 
 @dataclass(frozen=True)
 class TrainStep:
@@ -63,11 +56,6 @@ class Replacement:
     detail: str                          # what answered instead, one line
     path: str = ""                       # the line of the project's code that asked (relative), "" unknown
     line: int = 0
-
-    def describe(self) -> str:
-        """"CIFAR10: 64 synthetic ... (train.py:12)": one line of the report."""
-        where = f" ({self.path}:{self.line})" if self.path else ""
-        return f"{self.subject}: {self.detail}{where}"
 
 
 @dataclass(frozen=True)
@@ -134,13 +122,6 @@ def merge_containment(states: Iterable[tuple[tuple[str, str], ...]]) -> tuple[tu
             if merged.get(part, "held") == "held":
                 merged[part] = state
     return tuple(merged.items())
-
-
-def containment_line(parts: tuple[tuple[str, str], ...]) -> str:
-    """'containment: environment, network, files, processes held' or which parts did not and why."""
-    held = [p for p, s in parts if s == "held"]
-    words = [", ".join(held) + " held" if held else "nothing held"]
-    return "containment: " + "; ".join(words + [f"{p} not held ({s})" for p, s in parts if s != "held"])
 
 
 class CandidateKind(StrEnum):

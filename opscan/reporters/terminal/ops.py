@@ -6,7 +6,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opscan.records import STATUS, Coverage, OpStatus, OpUsage, Report, containment_line, joined_stop, status_of
+from opscan.records import STATUS, Coverage, OpStatus, OpUsage, Report, joined_stop, status_of
+from opscan.reporters.texts import containment_line
 from opscan.reporters.json import merge_ops
 from opscan.reporters.tasklist import size
 from opscan.reporters.terminal.location import budget, fit

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from opscan.records import CATEGORIES, SEVERITIES, Report
+from opscan.reporters.texts import blockers_words
 
 
 def section(report: Report, console: Console) -> None:
@@ -31,7 +32,7 @@ def section(report: Report, console: Console) -> None:
         head.append(f" ({guarded} guarded)", style="dim")
     blockers = report.blockers   # the verdict's and the gate's count (NOTE [blockers] in opscan/assess/verdict.py)
     if blockers.count:   # with the headline's words, so the two read as one count
-        head.append(f"; {blockers.count} blocker{'s' * (blockers.count != 1)} ({blockers.describe()})",
+        head.append(f"; {blockers.count} blocker{'s' * (blockers.count != 1)} ({blockers_words(blockers)})",
                     style="bold red")
     if report.tasks:   # the same count as the task list (NOTE [sites] in opscan/assess/verdict.py)
         sites = report.sites
