@@ -8,7 +8,7 @@ from pathlib import Path
 from opscan import __version__
 from opscan.commands.flags import positive_int
 from opscan.errors import UsageError
-from opscan.records import Draft, NotChecked
+from opscan.records import Draft, NotChecked, Target
 
 HELP = "list every aten op a model dispatches (forward, loss, backward, optimizer), traced without weights"
 
@@ -112,8 +112,12 @@ def _models(args: argparse.Namespace) -> tuple[list, Path]:
     flags = {key: value for key, value in flags.items() if value}   # a flag given replaces the configured value
     if getattr(args, "trust_remote_code", False):
         flags["trust_remote_code"] = True
-    if args.target:
-        return [replace(ModelConfig(target=args.target), **flags)], Path.cwd()
+    if args.target:   # parsed here, once (NOTE [targets parsed once]): a bad TARGET is a one-line usage error
+        try:
+            target = Target.parse(args.target)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        return [replace(ModelConfig(target=target), **flags)], Path.cwd()
     models, root = _configured_models()
     if not models:
         raise UsageError("no TARGET given and no [[tool.opscan.models]] in pyproject.toml; "

@@ -27,7 +27,7 @@ from opscan.index import ProjectIndex
 from opscan.containment.process import Limits, default_max_memory
 from opscan.pipeline import entry_step
 from opscan.records import (BaselineStatus, Checked, DeviceProfile, Discovery, Draft, Finding, ModelTrace,
-                            NothingToCheck, Report, SourceCheck, Step)
+                            NothingToCheck, Report, SourceCheck, Step, Target, TargetKind)
 from opscan.pipeline.phases import ScanOptions, ScanOutcome, database_notes
 from opscan.assess.verdict import NO_MODEL
 
@@ -425,11 +425,12 @@ def _discover(target: Path, trust_remote_code: bool, mode: str | None = None,
         found = _with_config_blocks(found)
         sites = call_site_table(index, found.traced)   # read here, handed to the child (NOTE [one project index])
         steps = step_plans(index, found.traced)         # the training script's step, read here too
+        targets = [Target.parse(t) for t in found.traced]   # NOTE [targets parsed once]
         return found, tuple(ModelConfig(target=t, mode=mode or "train", call_sites=sites
-                                        if t.startswith("repo:") else (), step=steps.get(t)) for t in found.traced)
+                                        if t.kind is TargetKind.REPO else (), step=steps.get(t)) for t in targets)
     found = _with_config_blocks(found)
-    models = tuple(ModelConfig(target=t, mode="inference" if t.startswith("pt2:") else (mode or "train"),
-                               trust_remote_code=trust_remote_code) for t in found.traced)
+    models = tuple(ModelConfig(target=t, mode="inference" if t.kind is TargetKind.EXPORT else (mode or "train"),
+                               trust_remote_code=trust_remote_code) for t in map(Target.parse, found.traced))
     return found, models
 
 
@@ -477,10 +478,14 @@ def _within(path: Path, paths: tuple[Path, ...]) -> bool:
 
 
 def with_models(config: Config, targets: list[str] | None, mode: str | None) -> Config:
-    """`--model TARGET` replaces the configured models; `--mode` applies to every model."""
+    """`--model TARGET` replaces the configured models; `--mode` applies to every model. A TARGET
+    that is none of the target forms is a one-line UsageError naming it (NOTE [targets parsed once])."""
     models = config.models
     if targets:
-        models = tuple(ModelConfig(target=t) for t in targets)
+        try:
+            models = tuple(ModelConfig(target=Target.parse(t)) for t in targets)
+        except ValueError as exc:
+            raise UsageError(f"--model: {exc}") from None
     if mode:
         models = tuple(replace(m, mode=mode) for m in models)
     return replace(config, models=models)

@@ -10,6 +10,7 @@ split by stage, each name re-exported here: `from opscan.records import Finding`
 - findings.py: the source scan's findings, kernel sources, rules, baseline status, scan facts
 - compile.py: torch.compile regions, options, the compile estimate and forecast
 - trace.py: a model's trace and the models found without running anything
+- target.py: what to trace, a target string parsed once (NOTE [targets parsed once])
 - report.py: tasks, caveats, notes, blockers, the verdict, the Draft and the Report
 """
 
@@ -31,11 +32,13 @@ from opscan.records.trace import (
     CANDIDATE_KINDS, ENTRY_KINDS, STEP_PARTS, STOP_HINT, CandidateKind, Discovery, EntryKind, ModelCandidate,
     ModelTrace, Replacement, StepPart, TrainStep, TrainingEntry, joined_stop, merge_containment,
     split_stop)
+from opscan.records.target import TARGET_FORMS, Target, TargetKind
 from opscan.records.report import (
     Blockers, Checked, Draft, EffortTotal, JudgedOps, NotChecked, NothingToCheck, OpCaveat, OpNote, Report,
     SourceCheck, Step, Task, Verdict)
 
 __all__ = [
+    "TARGET_FORMS", "Target", "TargetKind",
     "BaselineStatus", "Blockers", "BlockUnit", "CANDIDATE_KINDS", "CandidateKind", "CATEGORIES", "Category",
     "CAVEAT_KINDS", "CaveatKind", "Checked", "COMPILE_CAUSES", "CompileCause", "CompiledOp", "CompileEstimate",
     "CompileForecast", "CompileOption", "CompileRegion", "CompileStep", "Coverage",

@@ -30,7 +30,7 @@ from pathlib import Path
 from opscan.errors import TargetError
 from opscan.index import MAX_FILES, ProjectIndex
 from opscan.index.resolver import Imports
-from opscan.records import Discovery, ModelCandidate, CandidateKind
+from opscan.records import Discovery, ModelCandidate, CandidateKind, Target, TargetKind
 from opscan.targets import call_sites, hubconf, registries, repo_tests, shipped, train_scripts
 from opscan.targets import factories as factories_
 from opscan.targets import recipes as repo
@@ -217,9 +217,9 @@ def call_site_table(index: ProjectIndex, targets: tuple[str, ...]) -> tuple:
     of another file (a factory building one it imports) is not among them: the child reads it."""
     table = {}
     for target in targets:
-        spec = target[len("repo:"):] if target.startswith("repo:") else ""
-        rel, _, name = spec.rpartition(":")
-        if not rel or not name or "::" in spec or "#" in spec or not rel.endswith(".py"):
+        parsed = Target.parse(target)
+        rel, name = parsed.where, parsed.name
+        if parsed.kind is not TargetKind.REPO or not rel or "#" in parsed.spec or not rel.endswith(".py"):
             continue
         tree = index.tree(rel, MAX_PYTHON_BYTES)
         if tree is None:
@@ -429,12 +429,13 @@ def _module_candidates(tree: ast.Module, rel: str, root: Path | None, folder: Pa
             else:
                 note = import_note
             target = f"{rel}:{fn.name}"
-            if not note and (defaults or not factories_.returns_example(fn)):   # NOTE [factories of a package]
-                target = f"repo:{target}"
+            built = not note and (defaults or not factories_.returns_example(fn))
+            if built:   # NOTE [factories of a package]: opscan builds it, as a repository's factory
+                target = f"{TargetKind.REPO}:{target}"
                 note = f"{fn.name}(**{defaults}()): its required arguments from {defaults}() of its file, " \
                        "the model the first of what it returns" if defaults else ""
             out.append(ModelCandidate(target=target, kind=CandidateKind.FACTORY, path=rel, line=fn.lineno,
-                                      ready=not note or target.startswith("repo:"), note=note))
+                                      ready=not note or bool(built), note=note))
         for name, node in classes.items():
             if name in built_inside or node.name.startswith("_"):
                 continue

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from opscan.errors import MissingModulesError, ModelProcessError, TargetError
-from opscan.records import ModelTrace
+from opscan.records import ModelTrace, Target, TargetKind
 from opscan.targets.recipes import REPO_KINDS
 
 MAX_TRIES = 6              # zero-configuration targets tried at most (docs/repositories.md)
@@ -28,6 +28,7 @@ class Attempt:
     how: str = ""                  # how the target was found (a traced try's note)
     seconds: float = 0.0
     missing: bool = False          # not built because modules are not installed here (Verdict.remedy)
+    guessed: bool = False          # a `repo:` construction opscan guessed (timed; counts only with ops)
 
     @property
     def traced(self) -> bool:
@@ -70,7 +71,7 @@ class ZeroConfig:
     @property
     def last_traced(self) -> float:
         """Seconds the last traced `repo:` try took (0.0: none yet)."""
-        return next((a.seconds for a in reversed(self.attempts) if a.traced and a.target.startswith("repo:")), 0.0)
+        return next((a.seconds for a in reversed(self.attempts) if a.traced and a.guessed), 0.0)
 
     def done(self) -> bool:
         """True when no further target should be tried: MAIN_MODELS traced, the time is up, or (once
@@ -86,19 +87,21 @@ class ZeroConfig:
         """The result of tracing `target` with `run()` (a TraceError other than a process failure
         propagates: the engine, not the target, failed); kept in `attempts`."""
         began = time.monotonic()
+        guessed = Target.parse(target).kind is TargetKind.REPO   # a construction opscan guessed, timed
         try:
             trace = run()
         except (TargetError, ModelProcessError) as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             got = Attempt(target, None, reason.removeprefix(target + ": "),
-                          missing=isinstance(exc, MissingModulesError))
+                          missing=isinstance(exc, MissingModulesError), guessed=guessed)
         else:
-            if target.startswith("repo:") and not trace.complete and not trace.ops:
+            if guessed and not trace.complete and not trace.ops:
                 # a guessed construction whose step stopped before its first op: not a model traced
-                got = Attempt(target, None, f"its step stopped before any op: {trace.stopped_at}", trace.stop_hint)
+                got = Attempt(target, None, f"its step stopped before any op: {trace.stopped_at}", trace.stop_hint,
+                              guessed=True)
             else:   # a guessed construction is timed; a model folder or factory is always tried
                 got = Attempt(target, trace, how=self.how.get(target, ""),
-                              seconds=time.monotonic() - began if target.startswith("repo:") else 0.0)
+                              seconds=time.monotonic() - began if guessed else 0.0, guessed=guessed)
         self.attempts.append(got)
         return got
 

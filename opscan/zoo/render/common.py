@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from opscan.records import OP_STATUSES, status_of
+from opscan.records import OP_STATUSES, status_of, Target, TargetKind
 from opscan.zoo.results import STOPS, VERDICT_ORDER, Row, Stop
 from opscan.zoo.execution import ZooRun
 from opscan.containment.outcome import TraceStatus
@@ -81,7 +81,8 @@ def headline(run: ZooRun) -> str:
 def explain(row: Row) -> str:
     """The row's one-line explanation: its error, else the ops that keep it from being ready."""
     if row.error:
-        path = row.target[3:] if row.target.startswith("hf:") else ""
+        target = Target.of(row.target)
+        path = target.spec if target is not None and target.kind is TargetKind.HF else ""
         text = row.error.replace(f"{path}/config.json: ", "").replace(f"{path}/", "") if path else row.error
         return f"[{STOP_LABELS.get(row.stop, row.stop)}] {text}" if row.stop else text
     if row.blockers:
