@@ -192,7 +192,7 @@ class Held:
 
     def line(self) -> str:
         """One line: 'containment: environment, network, files, processes held' or which did not and why."""
-        from opscan.reporters.texts import containment_line
+        from opscan.records import containment_line
 
         return containment_line(self.parts)
 

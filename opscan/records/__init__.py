@@ -29,8 +29,8 @@ from opscan.records.compile import (
     COMPILE_CAUSES, CompileCause, CompileEstimate, CompileForecast, CompileOption, CompileRegion, CompileStep,
     CompiledOp, GraphBreak, NewSignature, TorchCompile, VaryingOp)
 from opscan.records.trace import (
-    CANDIDATE_KINDS, ENTRY_KINDS, STEP_PARTS, STOP_HINT, CandidateKind, Discovery, EntryKind, ModelCandidate,
-    ModelTrace, Replacement, StepPart, TrainStep, TrainingEntry, joined_stop, merge_containment,
+    CANDIDATE_KINDS, ENTRY_KINDS, STEP_PARTS, STOP_HINT, CandidateKind, Discovery, containment_line, EntryKind,
+    ModelCandidate, ModelTrace, Replacement, StepPart, TrainStep, TrainingEntry, joined_stop, merge_containment,
     split_stop)
 from opscan.records.target import TARGET_FORMS, Target, TargetKind
 from opscan.records.report import (
@@ -38,10 +38,9 @@ from opscan.records.report import (
     SourceCheck, Step, Task, Verdict)
 
 __all__ = [
-    "TARGET_FORMS", "Target", "TargetKind",
     "BaselineStatus", "Blockers", "BlockUnit", "CANDIDATE_KINDS", "CandidateKind", "CATEGORIES", "Category",
     "CAVEAT_KINDS", "CaveatKind", "Checked", "COMPILE_CAUSES", "CompileCause", "CompiledOp", "CompileEstimate",
-    "CompileForecast", "CompileOption", "CompileRegion", "CompileStep", "Coverage",
+    "CompileForecast", "CompileOption", "CompileRegion", "CompileStep", "containment_line", "Coverage",
     "DeviceProfile", "Discovery", "Draft", "EffortTotal", "ENTRY_KINDS", "EntryKind", "Evidence", "EVIDENCE_KINDS",
     "EvidenceKind", "Fallback", "Finding", "FunctionSpan", "GraphBreak", "ImportBinding", "is_kernel_work",
     "joined_stop", "JudgedOps", "KERNEL_SOURCE_KINDS", "KernelSource", "KernelSourceKind", "LibraryUse", "Location",
@@ -49,6 +48,6 @@ __all__ = [
     "OP_STATUSES", "OP_TASKS", "OpCaveat", "OpName", "OpNote", "OpSource", "OpStatus", "OpUsage", "PHASES",
     "Replacement", "Report", "RuleInfo", "ScanFacts", "SEVERITIES", "Severity", "Shrink", "SourceCheck", "split_stop",
     "StandIn", "STATUS", "Status", "status_of", "STATUSES", "Step", "STEP_KINDS", "STEP_PARTS", "StepKind",
-    "StepPart", "STOP_HINT", "Task", "TaskKind", "TASKS", "TorchCompile", "TrainingEntry", "TrainStep", "VaryingOp",
-    "Verdict", "VERDICT_KINDS", "VerdictKind",
+    "StepPart", "STOP_HINT", "Target", "TARGET_FORMS", "TargetKind", "Task", "TaskKind", "TASKS", "TorchCompile",
+    "TrainingEntry", "TrainStep", "VaryingOp", "Verdict", "VERDICT_KINDS", "VerdictKind",
 ]

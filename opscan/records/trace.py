@@ -124,6 +124,15 @@ def merge_containment(states: Iterable[tuple[tuple[str, str], ...]]) -> tuple[tu
     return tuple(merged.items())
 
 
+def containment_line(parts: tuple[tuple[str, str], ...]) -> str:
+    """'containment: environment, network, files, processes held' or which parts did not and why.
+    The one sentence of records/ (NOTE [records hold data] in opscan/reporters/texts.py): the
+    contained child's side says it too, and reads records and errors only."""
+    held = [p for p, s in parts if s == "held"]
+    words = [", ".join(held) + " held" if held else "nothing held"]
+    return "containment: " + "; ".join(words + [f"{p} not held ({s})" for p, s in parts if s != "held"])
+
+
 class CandidateKind(StrEnum):
     """What a model candidate found without running anything is (opscan/targets/discovery.py)."""
 

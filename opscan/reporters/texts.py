@@ -9,13 +9,18 @@ it as the reporters do.
 
 from __future__ import annotations
 
-from opscan.records import Blockers, Coverage, Replacement, StepPart
+from opscan.records import Blockers, Coverage, Replacement, StepPart, containment_line
 
 # NOTE [records hold data]: a record of opscan/records/ holds values a program reads (counts,
 # kinds, places), never a sentence built from them: which words describe a count, how a place is
 # quoted and in which order the parts are said is the reporters' choice, made here once. What the
 # report stores as its own content (the verdict's headline, its details, the notes) is built with
-# these functions when the analysis writes it.
+# these functions when the analysis writes it. One sentence stays in records/: the containment
+# line (records.containment_line), which the contained child's side says too (opscan/containment/
+# reads records and errors only); the reporters take it from here, as the others.
+
+__all__ = ["blockers_words", "containment_line", "coverage_label", "plural", "replacement_words",
+           "step_part_words"]
 
 
 def plural(count: int, word: str, many: str = "") -> str:
@@ -59,13 +64,6 @@ def replacement_words(replacement: Replacement) -> str:
     """"CIFAR10: 64 synthetic ... (train.py:12)": one line of the report."""
     where = f" ({replacement.path}:{replacement.line})" if replacement.path else ""
     return f"{replacement.subject}: {replacement.detail}{where}"
-
-
-def containment_line(parts: tuple[tuple[str, str], ...]) -> str:
-    """'containment: environment, network, files, processes held' or which parts did not and why."""
-    held = [p for p, s in parts if s == "held"]
-    words = [", ".join(held) + " held" if held else "nothing held"]
-    return "containment: " + "; ".join(words + [f"{p} not held ({s})" for p, s in parts if s != "held"])
 
 
 def coverage_label(coverage: Coverage) -> str:

@@ -440,7 +440,7 @@ def unknown_selectors(rules, patterns) -> list[str]:
     import difflib
 
     rules = list(rules)
-    words = sorted({r.id for r in rules} | {r.name for r in rules} | {r.category for r in rules})
+    words = sorted({r.id for r in rules} | {r.name for r in rules} | {r.category.value for r in rules})
     out = []
     for pattern in dict.fromkeys(patterns):
         if pattern and any(_selected(r, (pattern,)) for r in rules):
