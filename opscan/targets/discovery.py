@@ -202,7 +202,7 @@ def _with_setup_calls(index: ProjectIndex, built: list[ModelCandidate],
     forward fails without it."""
     out = []
     for cand in built:
-        found = call_sites.usage(index, cand.path, cand.target.rpartition(":")[2], setups_only=True) \
+        found = call_sites.usage(index, cand.path, Target.parse(cand.target).name, setups_only=True) \
             if cand.kind is CandidateKind.REPO_CLASS and cand.target in traced else None
         if found is not None:
             cand = dataclasses.replace(cand, note=f"{cand.note}; if its forward fails without it: {found.words()}")
@@ -273,7 +273,7 @@ def _model_factory(cand: ModelCandidate) -> bool:
     """A factory named like it builds a model (`build`, `create_model`, `make_unet`), outside tests
     and docs: tried first. Other `build_*` helpers (torchtitan's `build_device_memory_monitor`,
     `build_*_test_list`) come after the repository's model classes."""
-    name = cand.target.rpartition(":")[2]
+    name = Target.parse(cand.target).name
     return (name in FACTORY_NAMES or bool(_MODEL_WORD.search(name))) and \
         not set(cand.path.split("/")[:-1]) & {"tests", "test", "testing", "docs", "examples"}
 
