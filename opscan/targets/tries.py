@@ -28,11 +28,15 @@ class Attempt:
     how: str = ""                  # how the target was found (a traced try's note)
     seconds: float = 0.0
     missing: bool = False          # not built because modules are not installed here (Verdict.remedy)
-    guessed: bool = False          # a `repo:` construction opscan guessed (timed; counts only with ops)
 
     @property
     def traced(self) -> bool:
         return self.trace is not None
+
+    @property
+    def guessed(self) -> bool:
+        """A `repo:` construction opscan guessed (timed; counts only with ops)."""
+        return Target.parse(self.target).kind is TargetKind.REPO
 
     @property
     def note(self) -> str:
@@ -93,15 +97,14 @@ class ZeroConfig:
         except (TargetError, ModelProcessError) as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             got = Attempt(target, None, reason.removeprefix(target + ": "),
-                          missing=isinstance(exc, MissingModulesError), guessed=guessed)
+                          missing=isinstance(exc, MissingModulesError))
         else:
             if guessed and not trace.complete and not trace.ops:
                 # a guessed construction whose step stopped before its first op: not a model traced
-                got = Attempt(target, None, f"its step stopped before any op: {trace.stopped_at}", trace.stop_hint,
-                              guessed=True)
+                got = Attempt(target, None, f"its step stopped before any op: {trace.stopped_at}", trace.stop_hint)
             else:   # a guessed construction is timed; a model folder or factory is always tried
                 got = Attempt(target, trace, how=self.how.get(target, ""),
-                              seconds=time.monotonic() - began if guessed else 0.0, guessed=guessed)
+                              seconds=time.monotonic() - began if guessed else 0.0)
         self.attempts.append(got)
         return got
 
