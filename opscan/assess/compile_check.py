@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from opscan.plan.cost import CostConfig, compile_seconds
 from opscan.records import (CompiledOp, CompileEstimate, CompileOption, Coverage, ModelTrace, NoKernel, Report,
-                            Severity, Status, Task, TaskKind, TorchCompile)
+                            Severity, Status, Task, TaskKind, TorchCompile, CompileCause)
 
 if TYPE_CHECKING:
     from opscan.db import Release
@@ -224,7 +224,8 @@ def compile_counts(report: Report) -> tuple[tuple[str, int], ...]:
     if forecasts:
         counts.append(("eager signatures in the first step",
                        len({s for f in forecasts for s in f.steps[0].signatures})))
-        later = [sum(1 for n in step.new if n.cause != "first-run") for f in forecasts for step in f.steps[1:]]
+        later = [sum(1 for n in step.new if n.cause != CompileCause.FIRST_RUN)
+                 for f in forecasts for step in f.steps[1:]]
         if later:
             counts.append(("new eager signatures in the busiest later step", max(later)))
     check = report.torch_compile

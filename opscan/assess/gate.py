@@ -15,14 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from opscan.records import Report, Severity, VerdictKind
-from opscan.assess.verdict import plural, blockers_of, judged_ops
+from opscan.assess.verdict import blockers_of, judged_ops, plural
+from opscan.reporters.texts import blockers_words
 
 
 def _error(report: Report) -> list[str]:
     blockers = blockers_of(report)
     if not blockers.count:
         return []
-    return [f"error: {plural(blockers.count, 'blocker')} ({blockers.describe()})"]
+    return [f"error: {plural(blockers.count, 'blocker')} ({blockers_words(blockers)})"]
 
 
 def _warning(report: Report) -> list[str]:

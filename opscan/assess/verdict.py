@@ -36,9 +36,13 @@ from typing import NamedTuple
 
 from opscan.assess import compile_check
 from opscan.records import (BlockUnit, Blockers, Checked, Coverage, Finding, JudgedOps, ModelTrace, NotChecked,
-                            NothingToCheck, Report, SourceCheck, Status, Task, TaskKind, Verdict, VerdictKind)
+                            NothingToCheck, Report, SourceCheck, Status, Task, TaskKind, Verdict, VerdictKind,
+                            joined_stop, CaveatKind, Category, EvidenceKind, CompileCause)
+from opscan.reporters.texts import blockers_words
 
-VERIFIED_EVIDENCE = ("documented", "probed")   # probed counts only when `Evidence.compared` (see `unverified`)
+# probed counts only when `Evidence.compared` (see `unverified`)
+VERIFIED_EVIDENCE = (EvidenceKind.DOCUMENTED, EvidenceKind.PROBED)
+DATED_EVIDENCE = (EvidenceKind.SOURCE_SNAPSHOT, EvidenceKind.PROBED)   # unverified evidence the headline dates
 
 NO_BLOCKERS = Blockers()
 NO_MODEL = "no model found (configure [[tool.opscan.models]] or pass --model)"
@@ -97,12 +101,12 @@ def unverified(coverage: Coverage) -> str:
     if coverage.status.decomposes and not coverage.parts and coverage.evidence:
         return ""
     kinds = {e.kind for e in coverage.evidence}
-    if "source-snapshot" in kinds:
+    if EvidenceKind.SOURCE_SNAPSHOT in kinds:
         return "source-snapshot"
-    if "documented" in kinds or any(e.kind == "probed" and e.compared for e in coverage.evidence):
+    if EvidenceKind.DOCUMENTED in kinds or any(e.kind is EvidenceKind.PROBED and e.compared for e in coverage.evidence):
         needed = READY_CONFIDENCE["composite" if coverage.status.decomposes else "op"]
         return "" if coverage.confidence in needed else "confidence"
-    if "probed" in kinds:   # a registration read from the dispatcher, never run (probe without --samples)
+    if EvidenceKind.PROBED in kinds:   # a registration read from the dispatcher, never run (probe without --samples)
         return "registered"
     return "inferred"
 
@@ -219,7 +223,7 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
             if why:
                 weak.setdefault(why, []).append(op)
                 dates.setdefault(why, set()).update(e.date for e in by_op[op].evidence
-                                                    if e.date and e.kind in ("source-snapshot", "probed"))
+                                                    if e.date and e.kind in DATED_EVIDENCE)
     ops_checked = any(t.target not in unchecked for t in report.traces)
     source_checked = isinstance(source, Checked)
     source_not_checked = source.reason if isinstance(source, NotChecked) else ""   # a gap in the answer
@@ -228,7 +232,8 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
 
     ops_gap = "" if ops_checked else f"ops: not checked — {ops_not_checked or NO_MODEL}"
     source_gap = f"source: not checked — {source_not_checked}" if source_not_checked else ""
-    stopped = [f"trace of {trace.target} stopped early: {trace.stopped_at}" for trace in incomplete]
+    stopped = [f"trace of {trace.target} stopped early: {joined_stop(trace.stopped_at, trace.stop_hint)}"
+               for trace in incomplete]
     gaps = Gaps([g for g in (ops_gap, source_gap) if g] + stopped, stopped)   # what the answer does not cover
     details: list[str] = []   # the caveats: what the answer rests on
     if report.baseline is not None:
@@ -263,7 +268,7 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
     details.extend(compile_check.details(report.torch_compile))   # torch.compile under TorchNeuron's rules
     tasks = report.tasks
     if blockers.count:
-        headline = "blocked by " + blockers.describe()
+        headline = "blocked by " + blockers_words(blockers)
         if known:
             headline += f" (new; {known} known hidden by the baseline)"
         return _verdict(VerdictKind.BLOCKED, judged, headline, gaps.all, details, source_checked, ops_checked,
@@ -280,7 +285,7 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
         open_points.append(plural(len(incomplete), "incomplete trace"))
     if unchecked and ops_checked:   # others were traced: never "ready" with a model left unchecked
         open_points.append(plural(len(unchecked), "model") + " not checked")
-    failing = [c for c in caveats if c.kind == "known-failure"]   # narrowing caveats are numerics notes
+    failing = [c for c in caveats if c.kind is CaveatKind.KNOWN_FAILURE]   # narrowing caveats are numerics notes
     if failing:
         open_points.append(plural(len(failing), "known failure") + " of the backend on the traced dtypes")
     compiled = compile_check.open_point(report.torch_compile)   # NOTE [compile semantics]
@@ -296,7 +301,7 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
         return _verdict(VerdictKind.FALLBACK, judged, _fallback_headline(fallback, maybe), gaps.all, details,
                         source_checked, ops_checked)
     if not ops_checked or source_not_checked:
-        findings = [f for f in report.findings if f.category != "input"]
+        findings = [f for f in report.findings if f.category is not Category.INPUT]
         scanned = ("source: no CUDA pins" if not findings else
                    f"source: no blockers ({plural(len(findings), 'finding')} that "
                    f"{'does' if len(findings) == 1 else 'do'} not block)")
@@ -406,8 +411,8 @@ def compile_lines(traces: Iterable[ModelTrace]) -> list[str]:
         made = {(s.source.path, s.source.line): s.op.removeprefix("aten::") for s in trace.stand_ins
                 if s.source is not None and s.kind != "item"}
         text = f"the first step compiles {plural(len(steps[0].signatures), 'signature')}"
-        later = [sum(1 for n in step.new if n.cause != "first-run") for step in steps[1:]]
-        late = sum(1 for step in steps[1:] for n in step.new if n.cause == "first-run")
+        later = [sum(1 for n in step.new if n.cause != CompileCause.FIRST_RUN) for step in steps[1:]]
+        late = sum(1 for step in steps[1:] for n in step.new if n.cause == CompileCause.FIRST_RUN)
 
         def where(causes: tuple[str, ...]) -> str:
             counts: dict[tuple[str, int, str], int] = {}
@@ -416,7 +421,7 @@ def compile_lines(traces: Iterable[ModelTrace]) -> list[str]:
                     key = (v.origin.path, v.origin.line, v.cause)
                     counts[key] = counts.get(key, 0) + max(1, v.new_signatures)
             ranked = sorted(counts, key=lambda k: (-counts[k], k))[:3]
-            return ", ".join(f"{p}:{n} ({made.get((p, n), c) if c == 'data-dependent' else c})"
+            return ", ".join(f"{p}:{n} ({made.get((p, n), c) if c == CompileCause.DATA_DEPENDENT else c})"
                              for p, n, c in ranked)
 
         if later and all(later):
@@ -434,7 +439,7 @@ def compile_lines(traces: Iterable[ModelTrace]) -> list[str]:
         guessed = where(("data-dependent",))
         if guessed:
             text += f"; sizes the data decides likely make new ones every step, from {guessed}"
-        tails = sorted({v.detail for v in varying if v.cause == "tail-batch"})
+        tails = sorted({v.detail for v in varying if v.cause == CompileCause.TAIL_BATCH})
         if tails:
             text += f"; a short last batch compiles again once per epoch ({'; '.join(tails)})"
         prefix = f"{trace.target}: " if len(forecasts) > 1 else ""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from opscan import __version__
 from opscan.commands.flags import positive_int
 from opscan.errors import UsageError
-from opscan.records import Draft, NotChecked
+from opscan.records import Draft, NotChecked, Target
 
 if TYPE_CHECKING:
     from opscan.config import Config
@@ -114,8 +114,12 @@ def _models(args: argparse.Namespace, config: Config) -> tuple[list, Path]:
     flags = {key: value for key, value in flags.items() if value}   # a flag given replaces the configured value
     if getattr(args, "trust_remote_code", False):
         flags["trust_remote_code"] = True
-    if args.target:
-        return [replace(ModelConfig(target=args.target), **flags)], Path.cwd()
+    if args.target:   # parsed here, once (NOTE [targets parsed once]): a bad TARGET is a one-line usage error
+        try:
+            target = Target.parse(args.target)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        return [replace(ModelConfig(target=target), **flags)], Path.cwd()
     if not config.models:
         raise UsageError("no TARGET given and no [[tool.opscan.models]] in pyproject.toml; "
                          "e.g. opscan trace model.py:build")

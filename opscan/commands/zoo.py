@@ -89,7 +89,7 @@ def _diff(args) -> int:
     from opscan.commands.flags import write_output
 
     write_output(text, str(args.output) if args.output else None)
-    return 1 if any(c.kind in ("broke", "regressed") for c in changes) else 0
+    return 1 if any(c.kind.worse for c in changes) else 0
 
 
 def _release(args):

@@ -39,6 +39,7 @@ from opscan.fix import file_plan
 from opscan.fix.file_plan import too_large
 from opscan.fix.scope import would_try
 from opscan.records import Finding
+from opscan.fix.reasons import FixStatus
 
 
 def _key(finding: Finding) -> tuple[str, str, int | None, int, int]:
@@ -102,7 +103,7 @@ class FixableMark:
         self.plans += 1
         plan = file_plan.plan_file(relpath, data, list(findings), by_id, probe=AllPresent(),
                                    bindings=result.facts.bindings, outcomes_only=True, tree=tree)
-        fixed = {_key(o.finding): o.needs for o in plan.outcomes if o.status == "fixed"}
+        fixed = {_key(o.finding): o.needs for o in plan.outcomes if o.status is FixStatus.FIXED}
         marked = tuple(f if f.fixable == (_key(f) in fixed) else replace(f, fixable=_key(f) in fixed)
                        for f in findings)
         needs = tuple(fixed.get(_key(f), ()) for f in findings)

@@ -17,7 +17,7 @@ from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, TraceError
 from opscan.containment.process import Limits
 from opscan.pipeline.options import ScanOptions
-from opscan.records import DeviceProfile, Finding, ModelTrace, RuleInfo, ScanFacts, Shrink
+from opscan.records import DeviceProfile, Finding, ModelTrace, RuleInfo, ScanFacts, Shrink, Target, TargetKind
 
 
 @dataclass(frozen=True)
@@ -164,12 +164,12 @@ def tracer_options(model: ModelConfig, root: Path | None, profile: DeviceProfile
     the project the model belongs to (None for the zoo's models, which belong to none). `extra`:
     options that are not part of a model's configuration (device, fsdp, the zoo tracer's fill_unset)."""
     options: dict[str, Any] = dict(
-        target=model.target, mode=model.mode, device="neuron", profile=profile, optimizer=model.optimizer,
+        target=str(model.target), mode=model.mode, device="neuron", profile=profile, optimizer=model.optimizer,
         optimizer_impl=model.optimizer_impl or None, amp=model.amp or None, inputs=tuple(model.inputs),
         batch=model.batch, seq_len=model.seq_len, project_root=str(root) if root is not None else None)
     if model.trust_remote_code:
         options["trust_remote_code"] = True
-    if model.target.startswith("repo:"):   # NOTE [GPU-only kernel libraries] in opscan/targets/absent.py
+    if model.target.kind is TargetKind.REPO:   # NOTE [GPU-only kernel libraries] in opscan/targets/absent.py
         options["gpu_only"] = cuda_only_packages()
     if model.call_sites:   # read in this process (NOTE [one project index]): the child does not read them again
         options["call_sites"] = model.call_sites
@@ -246,14 +246,14 @@ def at_real_size(trace: ModelTrace, model: ModelConfig, root: Path | None = None
     return dataclasses.replace(trace, shrink=dataclasses.replace(shrink, **changes))
 
 
-def folder_width(target: str, root: Path | None) -> int:
+def folder_width(target: Target, root: Path | None) -> int:
     """The width (`hidden_size`, `n_embd`, `d_model`) of the config.json beside a `file.py:NAME`
     target's file, or 0 (no such file, no width in it, not a file target)."""
     import json
 
-    path, sep, _ = target.rpartition(":")
-    if not sep or not path.endswith(".py") or path.startswith(("hf:", "timm:", "repo:", "pt2:")):
+    if not target.is_file:
         return 0
+    path = target.where
     here = Path(path) if Path(path).is_absolute() or root is None else Path(root) / path
     try:
         data = json.loads((here.parent / "config.json").read_text(encoding="utf-8"))

@@ -8,6 +8,7 @@ from typing import TextIO
 from opscan.records import Report, status_of
 from opscan.reporters.words import plural
 from opscan.reporters.tasklist import PRIORITY, size, sites_by_file, task_effort, total
+from opscan.reporters.texts import blockers_words
 
 MAX_SITE_FILES = 50   # beyond this many files a task lists the count only
 # GitHub alert per verdict kind: only "ready" is shown without a caution.
@@ -80,7 +81,7 @@ def render(report: Report, out: TextIO) -> None:
             lines += [f"Step: {judged.step.text}.", ""]
         if judged.blockers.count:   # NOTE [blockers] in opscan/assess/verdict.py: the gate's count
             n = judged.blockers.count
-            lines += [(f"Blockers: **{n}** ({judged.blockers.describe()}): each fails the default gate "
+            lines += [(f"Blockers: **{n}** ({blockers_words(judged.blockers)}): each fails the default gate "
                        "(`--fail-on error`)."), ""]
         lines += [f"- {detail}" for detail in judged.details]
         if judged.details:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from opscan.records import Finding, Location, Severity, TaskKind
+from opscan.records import Category, Finding, Location, Severity, TaskKind
 
 if TYPE_CHECKING:
     from opscan.scan.results import ScanResult, Suppression
@@ -70,7 +70,7 @@ def unused(path: str, declared: Mapping[int, frozenset[str]], used: Iterable[tup
 
 def _finding(path: str, line: int, message: str, snippet: str) -> Finding:
     column = snippet.find("#") + 1 if "#" in snippet else 1
-    return Finding(rule=CODE, name=NAME, category="input", severity=Severity.WARNING, message=message,
+    return Finding(rule=CODE, name=NAME, category=Category.INPUT, severity=Severity.WARNING, message=message,
                    location=Location(path, line, column), snippet=snippet)
 
 

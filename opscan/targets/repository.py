@@ -38,6 +38,7 @@ from opscan.targets import (
 )
 from opscan.targets.empty import build_empty, first_line
 from opscan.trace.spec import Built
+from opscan.records import Target
 
 
 def build_repo(target: str, *, batch: int | None, seq_len: int | None, project_root: str | None,
@@ -48,7 +49,8 @@ def build_repo(target: str, *, batch: int | None, seq_len: int | None, project_r
     (opscan/targets/discovery.py `call_site_table`); a class not among them is read here."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    spec = target[len("repo:"):]
+    parsed = Target.parse(target)   # a `repo:` target (opscan/targets/loader.py dispatches by its kind)
+    spec = parsed.spec
     root = Path(project_root or ".").resolve()
     where, hash_, block = spec.rpartition("#")
     try:
@@ -60,7 +62,7 @@ def build_repo(target: str, *, batch: int | None, seq_len: int | None, project_r
             if hash_ and where:
                 path = _path(where, root)
                 return _capture(path, block, root, target)
-            where, _, name = spec.rpartition(":")
+            where, name = parsed.where, parsed.name
             if not where or not name:
                 raise TargetError(f"bad target {target!r}: expected repo:FILE:NAME, repo:DOC#N or repo:FILE#main")
             return _unshrunk_if_broken(lambda: _build_named(_path(where, root), name, root, batch, seq_len, target,

@@ -4,7 +4,7 @@ signatures vary; `merged` and `joined` put the two modes of `--mode both` togeth
 
 from __future__ import annotations
 
-from opscan.records import PHASES, OpSource
+from opscan.records import PHASES, CompileCause, OpSource
 from opscan.trace.signatures import CompileLog, Seen
 
 
@@ -87,10 +87,10 @@ def forecast(log: CompileLog, host: CompileLog | None = None, *, drop_rest: bool
                 seen = step[sig]
                 cause, origin = _cause(seen)
                 if (seen.op, _key(seen.source)) not in calls:
-                    cause, origin = "first-run", seen.source
+                    cause, origin = CompileCause.FIRST_RUN, seen.source
                 new.append(NewSignature(sig, seen.op, tuple(p for p in PHASES if p in seen.phases),
                                         seen.source, cause, origin))
-                if cause != "first-run":
+                if cause != CompileCause.FIRST_RUN:
                     vary(seen.op, cause, origin, seen.source, number)
         earlier |= set(step)
         calls |= {(seen.op, _key(seen.source)) for seen in step.values()}
@@ -101,13 +101,13 @@ def forecast(log: CompileLog, host: CompileLog | None = None, *, drop_rest: bool
             if seen.origin is None:
                 continue
             cause, origin, tail = seen.origin
-            if cause == "data-dependent":
+            if cause == CompileCause.DATA_DEPENDENT:
                 vary(seen.op, cause, origin, seen.source)
             elif tail and (seen.op, "data", origin) not in varying:
-                vary(seen.op, "tail-batch", origin, seen.source, detail=tail)
+                vary(seen.op, CompileCause.TAIL_BATCH, origin, seen.source, detail=tail)
     ordered = sorted(varying.items(), key=lambda kv: (kv[0][0], kv[0][1], _key(kv[0][2])))
-    likely = sum(1 for seen in steps[-1].values() if seen.origin is not None and seen.origin[0] == "data-dependent") \
-        if steps else 0
+    likely = sum(1 for seen in steps[-1].values()
+                 if seen.origin is not None and seen.origin[0] == CompileCause.DATA_DEPENDENT) if steps else 0
     return CompileForecast(tuple(out), tuple(
         VaryingOp(op, cause, origin, tuple(sorted(v[0], key=_key))[:5], tuple(sorted(v[1])), v[2], v[3])
         for (op, cause, origin), v in ordered), likely)

@@ -58,7 +58,7 @@ import weakref
 
 import torch
 
-from opscan.records import OpSource
+from opscan.records import CompileCause, OpSource
 
 # the causes of a shape that changes between steps, strongest first (docs/json.md, "compile")
 CAUSES = {
@@ -304,7 +304,7 @@ class CompileLog:
         for t in outputs:   # an in-place op's output keeps its origin; a fixed shape gets none
             if not any(t is i for i in inputs) and _numel(t) != 1 and tuple(t.shape) not in self.fixed:
                 self.origins.set(t, made)
-                if made[0] == "data":
+                if made[0] == CompileCause.DATA:
                     for size in t.shape:
                         if isinstance(size, int) and size > 1:
                             self.origins.sizes.setdefault(size, made)

@@ -6,7 +6,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opscan.records import STATUS, Coverage, OpStatus, OpUsage, Report, containment_line, status_of
+from opscan.records import STATUS, Coverage, OpStatus, OpUsage, Report, joined_stop, status_of
+from opscan.reporters.texts import containment_line
 from opscan.reporters.json import merge_ops
 from opscan.reporters.tasklist import size
 from opscan.reporters.terminal.location import budget, fit
@@ -51,7 +52,8 @@ def section(report: Report, console: Console) -> None:
         if trace.built_by:
             console.print(Text(f"  {trace.built_by}", style="dim"))
         if not trace.complete:
-            why = "why: under the verdict" if report.verdict is not None else trace.stopped_at   # said once
+            why = ("why: under the verdict" if report.verdict is not None
+                   else joined_stop(trace.stopped_at, trace.stop_hint))   # said once
             console.print(Text(f"  ! the trace stopped early: the ops below are those seen until then ({why})",
                                style="bold yellow"))
         if trace.retried:

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from opscan.records import CATEGORIES, SEVERITIES, Report
 from opscan.reporters.terminal.verdict import hanging
+from opscan.reporters.texts import blockers_words
 from opscan.reporters.words import plural
 
 
@@ -33,7 +34,7 @@ def section(report: Report, console: Console) -> None:
         head.append(f" ({guarded} guarded)", style="dim")
     blockers = report.blockers   # the verdict's and the gate's count (NOTE [blockers] in opscan/assess/verdict.py)
     if blockers.count:   # with the headline's words, so the two read as one count
-        head.append(f"; {plural(blockers.count, 'blocker')} ({blockers.describe()})",
+        head.append(f"; {plural(blockers.count, 'blocker')} ({blockers_words(blockers)})",
                     style="bold red")
     if report.tasks:   # the same count as the task list (NOTE [sites] in opscan/assess/verdict.py)
         sites = report.sites

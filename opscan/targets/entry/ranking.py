@@ -22,11 +22,11 @@ from __future__ import annotations
 import shlex
 from pathlib import PurePosixPath
 
-from opscan.records import TrainingEntry
+from opscan.records import TrainingEntry, EntryKind
 from opscan.targets.entry import sources, training
 from opscan.targets.entry.shell_words import Simple
 
-SOURCE_ORDER = ("given", "readme", "docs", "shell-script", "makefile", "project-script", "main-step")
+SOURCE_ORDER = tuple(EntryKind)   # given, readme, docs, shell-script, makefile, project-script, main-step
 MAX_ENTRIES = 12
 MAX_MAIN_SCRIPTS = 400
 
@@ -44,13 +44,13 @@ def find_entries(index) -> tuple[TrainingEntry, ...]:
             ranked.append((_key(entry[1], item.kind, order), entry[0]))
             written.add(entry[2])
     for order, (name, (_, line)) in enumerate(sorted(scripts.items()), len(found)):
-        entry = _entry(index, Simple((name,), "", line), "project-script", "pyproject.toml", "", scripts)
+        entry = _entry(index, Simple((name,), "", line), EntryKind.PROJECT_SCRIPT, "pyproject.toml", "", scripts)
         if entry is not None:
-            ranked.append((_key(entry[1], "project-script", order), entry[0]))
+            ranked.append((_key(entry[1], EntryKind.PROJECT_SCRIPT, order), entry[0]))
             written.add(entry[2])
     for order, (score, item) in enumerate(_main_steps(index), len(found) + len(scripts)):
         if item.path not in written:
-            ranked.append((_key(score, "main-step", order), item))
+            ranked.append((_key(score, EntryKind.MAIN_STEP, order), item))
     out: list[TrainingEntry] = []
     for _, entry in sorted(ranked, key=lambda pair: pair[0]):
         key = (entry.command, entry.cwd)
@@ -62,7 +62,8 @@ def find_entries(index) -> tuple[TrainingEntry, ...]:
 
 def given_entry(command: str) -> TrainingEntry:
     """The command of `--entry` (or `entry` in the configuration), as given."""
-    return TrainingEntry(command=command.strip(), kind="given", why="given (--entry or `entry` in [tool.opscan])")
+    return TrainingEntry(command=command.strip(), kind=EntryKind.GIVEN,
+                         why="given (--entry or `entry` in [tool.opscan])")
 
 
 def _key(score: int, kind: str, order: int) -> tuple:
@@ -116,7 +117,7 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
                     where = other
                     break
     named = training.named_for_training(name) or training.named_for_training(rel) or \
-        (kind == "makefile" and training.named_for_training(context))
+        (kind == EntryKind.MAKEFILE and training.named_for_training(context))
     if proof.steps:
         score, why = 3, f"steps an optimizer ({where}:{proof.steps})"
     elif proof.trainer:
@@ -136,8 +137,10 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
                          entry_point=entry_point), score, rel
 
 
-_READ = {"readme": "README shell block", "docs": "shell block of", "shell-script": "shell script",
-         "makefile": "Makefile recipe", "project-script": "[project.scripts] of", "main-step": "script"}
+_READ = {EntryKind.README: "README shell block", EntryKind.DOCS: "shell block of",
+         EntryKind.SHELL_SCRIPT: "shell script", EntryKind.MAKEFILE: "Makefile recipe",
+         EntryKind.PROJECT_SCRIPT: "[project.scripts] of",
+         EntryKind.MAIN_STEP: "script"}
 
 
 def _launched(words: list[str]) -> tuple[str, bool] | None:
@@ -235,7 +238,7 @@ def _main_steps(index) -> list[tuple[int, TrainingEntry]]:
             continue
         what = f"steps an optimizer ({where}:{line})" if score == 3 else f"a trainer runs its loop ({where}:{line})"
         main = training.is_main_script(tree)
-        out.append((score, TrainingEntry(command=shlex.join(["python", rel]), kind="main-step", path=rel,
+        out.append((score, TrainingEntry(command=shlex.join(["python", rel]), kind=EntryKind.MAIN_STEP, path=rel,
                                          line=main or line if where == rel else main or 1,
                                          why=f"script {rel}{how}; {what}")))
     return out
