@@ -21,8 +21,6 @@ def section(report: Report, console: Console) -> None:
     if judged is None or not count:
         return
     console.print(Text(f"Caveats ({count})", style="bold"))
-    if judged.step is not None:   # NOTE [the step answered for]
-        hanging(console, "  · ", f"step: {judged.step.text}", "dim")
     for detail in judged.caveats:
         hanging(console, "  · ", detail, "dim")
     baseline = report.baseline

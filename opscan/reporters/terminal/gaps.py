@@ -12,12 +12,13 @@ from opscan.reporters.words import plural
 
 
 def caveat_count(report: Report) -> int:
-    """The caveats caveats.py lists: the verdict's, the stand-in step, stale baseline entries (one)."""
+    """The caveats caveats.py lists: the verdict's and stale baseline entries (one). The step the
+    verdict answered for is no caveat: it is said under the verdict (verdict.py)."""
     judged = report.verdict
     if judged is None:
         return 0
     stale = report.baseline is not None and bool(report.baseline.stale)
-    return len(judged.caveats) + (judged.step is not None) + stale
+    return len(judged.caveats) + stale
 
 
 def section(report: Report, console: Console) -> None:

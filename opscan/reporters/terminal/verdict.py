@@ -16,12 +16,15 @@ STYLE = {"blocked": ("bold red", "✗"), "unknown": ("bold yellow", "?"), "fallb
 
 
 def section(report: Report, console: Console) -> None:
-    """Print the verdict's headline (what was not checked and the caveats follow the top tasks)."""
+    """Print the verdict's headline and the step it answered for (what was not checked and the caveats
+    follow the top tasks)."""
     judged = report.verdict
     if judged is None:   # a hand-built report without a verdict
         return
     style, mark = STYLE[judged.kind]
     hanging(console, f"{mark} ", judged.headline, style)
+    if judged.step is not None:   # what the answer is about (NOTE [the step answered for]): under the verdict
+        hanging(console, "  · ", f"step: {judged.step.text}", "dim")
     console.print()
 
 
