@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -46,7 +47,16 @@ def test_the_readme_test_command_lints_then_runs_every_test():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     quick_start = re.findall(r"```sh\n(.*?)```", readme, flags=re.S)[0]
     command = [line for line in quick_start.splitlines() if line and not line.startswith("#")][1]
-    assert re.search(r"ruff check \. && .*pytest -q --slow$", command), command
+    assert re.search(r"&& scripts/check && scripts/test --slow$", command), command
+    check = (ROOT / "scripts" / "check").read_text(encoding="utf-8")
+    assert "-m ruff check ." in check and "-m mypy" in check
+    test = (ROOT / "scripts" / "test").read_text(encoding="utf-8")
+    assert re.search(r'-m pytest -q -n auto --dist loadgroup "\$@"', test)
+
+
+def test_the_scripts_are_executable():
+    for name in ("test", "check"):
+        assert os.access(ROOT / "scripts" / name, os.X_OK), f"scripts/{name} is not executable"
 
 
 def _collected(*args: str) -> str:
