@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 # test folders that are a topic across the package rather than one of its subpackages
@@ -68,6 +70,7 @@ def _collected(*args: str) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_a_plain_run_leaves_out_the_slow_tests_and_slow_runs_them():
     every = _collected("--slow")
     quick = _collected()

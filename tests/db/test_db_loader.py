@@ -165,6 +165,7 @@ def test_shipped_file_is_clean(path):
     assert list(release.entries) == sorted(release.entries)
 
 
+@pytest.mark.slow
 def test_torchneuron_233_never_claims_more_than_its_evidence():
     release = load_file(next(p for p in SHIPPED if p.name == "torchneuron-2.33.0.yaml"))
     assert release.kernel_list == "partial" and release.unlisted.status == "unknown"

@@ -36,6 +36,7 @@ def shrunk(tmp_path_factory):
     return trace, assess(Draft(root="", tool_version="", traces=(trace,), source=NothingToCheck()), release)
 
 
+@pytest.mark.slow
 def test_the_trace_records_its_shrink_and_which_calls_are_inside_the_layers(shrunk):
     trace, _ = shrunk
     # the sequence opscan chooses is no size of the model: min(128, 64 positions) = 64 is 2 x the width 32,

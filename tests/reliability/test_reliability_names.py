@@ -30,6 +30,7 @@ def _run(root: Path, *args: str) -> subprocess.CompletedProcess:
                           env=env)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "sarif", "github", "markdown", "terminal"])
 def test_odd_file_names_in_every_format(odd_tree, fmt):
     proc = _run(odd_tree, "check", ".", "--no-trace", "--format", fmt)
@@ -47,6 +48,7 @@ def test_odd_file_names_in_every_format(odd_tree, fmt):
         assert commands[0].startswith("::error title=opscan verdict%3A blocked::")
 
 
+@pytest.mark.slow
 def test_odd_file_names_in_scan_json(odd_tree):
     proc = _run(odd_tree, "scan", ".", "--format", "json")
     assert proc.returncode == 1 and b"Traceback" not in proc.stderr

@@ -26,6 +26,7 @@ def gpt_neuron(tmp_path_factory):
     return code, json.loads(out.read_text()), project
 
 
+@pytest.mark.slow
 def test_exit_code_is_the_gates(gpt_neuron):
     code, doc, _ = gpt_neuron
     assert doc["findings"], "the script's project is scanned"
@@ -114,6 +115,7 @@ def test_a_torchrun_ddp_script_runs_as_rank_0_of_a_fake_process_group(tmp_path, 
     assert "c10d::allreduce_" in ops and "aten::_foreach_lerp_.Scalar" in ops
 
 
+@pytest.mark.slow
 def test_cuda_spellings_run_on_the_imitated_device_and_compile_runs_eager(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     from opscan.trace.run import run_script

@@ -19,6 +19,7 @@ TRAIN = {"forward", "backward", "optimizer"}
 
 
 
+@pytest.mark.slow
 def test_factories_of_a_package_import_relatively_and_take_a_defaults_function(repo_report, report_phases):
     report = repo_report(REPOS / "pkgfactory")
     assert [t["target"] for t in report["traces"]] == ["repo:zoo/model_factory.py:create_model",
@@ -32,6 +33,7 @@ def test_factories_of_a_package_import_relatively_and_take_a_defaults_function(r
     assert not any("relative import" in n for n in report["notes"])
 
 
+@pytest.mark.slow
 def test_hubconf_entry_points_imported_from_the_package(repo_report, report_phases):
     report = repo_report(REPOS / "hubimports")
     # imported entries count; the smallest backbone first (vits before vitb/vitl, backbones before
@@ -46,6 +48,7 @@ def test_hubconf_entry_points_imported_from_the_package(repo_report, report_phas
            "tinyvit_vits8(pretrained=False), imported from vitzoo.hub.backbones" in report["notes"]
 
 
+@pytest.mark.slow
 def test_model_class_arguments_from_a_nested_table_of_a_config_file_beside_it(repo_report, report_phases):
     report = repo_report(REPOS / "shippedcfg")
     first = report["traces"][0]
@@ -56,6 +59,7 @@ def test_model_class_arguments_from_a_nested_table_of_a_config_file_beside_it(re
            "arguments from a config file beside it (n_flows 12 -> 2, WN_config.n_layers 8 -> 2)" in report["notes"]
 
 
+@pytest.mark.slow
 def test_a_file_target_of_a_package_is_imported_as_its_package_imports_it(run_cli):
     target = f"{REPOS / 'pkgfactory' / 'zoo' / 'model_factory.py'}:create_model"
     code, out, err = run_cli("trace", target, "--input", "0:float32[2,3,16,16]", "--format", "json")

@@ -28,6 +28,7 @@ def _ops(trace):
     return {u.op: u for u in trace.ops}
 
 
+@pytest.mark.slow
 def test_collectives_in_their_phases(sharded):
     assert sharded.complete, sharded.stopped_at
     ops = _ops(sharded)
@@ -51,6 +52,7 @@ def test_superset_of_the_plain_step(plain, sharded):
     assert {"c10d", "fsdp"} <= added
 
 
+@pytest.mark.slow
 def test_deterministic_and_group_is_gone(plain, sharded):
     import torch.distributed as dist
 

@@ -26,6 +26,7 @@ def mixed_run():
                    workers=2, limits=Limits(timeout=3, max_memory=None, start_method="forkserver"))
 
 
+@pytest.mark.slow
 def test_every_model_is_a_row_and_failures_say_why(mixed_run):
     rows = {row.name: row for row in mixed_run.rows}
     assert list(rows) == sorted(rows)  # sorted, one per target
@@ -79,6 +80,7 @@ def test_memory_cap_turns_a_hog_into_an_out_of_memory_row():
     assert "memory cap" in outcome.error
 
 
+@pytest.mark.slow
 def test_zoo_command_survives_a_crash(run_cli, tmp_path, monkeypatch, coverage):
     import opscan.db as cov
 

@@ -36,6 +36,7 @@ def _ops(trace) -> set[str]:
     return {u.op for u in trace.ops}
 
 
+@pytest.mark.slow
 def test_the_unset_fields_a_build_and_step_need_are_filled_and_the_trace_says_so(tmp_path):
     target = _config(tmp_path, "dots1", DOTS1)
     with pytest.raises(TargetError, match="building Dots1ForCausalLM failed: TypeError"):
