@@ -90,6 +90,20 @@ def test_scanning_never_runs_the_scanned_code(tmp_path, command, launcher):
     assert list(markers_dir.iterdir()) == []
 
 
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_scanning_in_process_never_runs_the_scanned_code(tmp_path, run_cli, monkeypatch, command):
+    """The quick loop's twin of the test above: the same planted checkout, each command in this
+    process (the launchers' own sys.path is what the slow test adds)."""
+    tree = tmp_path / "checkout"
+    markers_dir = tmp_path / "markers"
+    markers_dir.mkdir()
+    markers = _plant(tree, markers_dir)
+    monkeypatch.chdir(tree)
+    code, _, err = run_cli(*(a.replace("{tmp}", str(tmp_path)) for a in COMMANDS[command]))
+    assert code in (0, 1), err
+    assert sorted(m.name for m in markers if m.exists()) == [] and list(markers_dir.iterdir()) == []
+
+
 @pytest.mark.slow
 def test_setup_py_is_read_not_run(tmp_path):
     """setup.py is parsed for the extension names it declares (a later `import evil_cuda` is a
