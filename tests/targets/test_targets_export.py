@@ -96,6 +96,14 @@ def test_a_bad_file_is_one_line_naming_it(tmp_path, run_cli):
     assert code == 2 and str(bad) in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_bad_file_is_one_line_naming_it_in_process(tmp_path, run_cli):
+    """The quick loop's twin of the test above, without the contained child."""
+    bad = tmp_path / "broken.pt2"
+    bad.write_bytes(b"not a zip archive")
+    code, _, err = run_cli("trace", f"pt2:{bad}", "--in-process")
+    assert code == 2 and str(bad) in err and len(err.strip().splitlines()) == 1
+
+
 @pytest.mark.slow
 def test_reading_an_export_runs_no_user_code(tmp_path):
     """As tests/reliability/test_reliability_safety.py does for the scan: modules named like the
