@@ -143,6 +143,7 @@ def test_the_expected_releases_ship():
                                          "torch-neuronx-xla-2.3.0.yaml"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_shipped_file_is_clean(path):
     release = load_file(path)  # strict: sorted, no duplicates, closed vocabularies

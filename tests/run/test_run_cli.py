@@ -35,6 +35,7 @@ def test_exit_code_is_the_gates(gpt_neuron):
     assert code == (1 if errors else 0)
 
 
+@pytest.mark.slow
 def test_ops_are_traced_with_phases_on_the_imitated_device(gpt_neuron):
     _, doc, _ = gpt_neuron
     (trace,) = doc["traces"]
@@ -50,6 +51,7 @@ def test_ops_are_traced_with_phases_on_the_imitated_device(gpt_neuron):
     assert any(s["path"] == "gpt_train.py" and s["module"] for s in attn["sources"])
 
 
+@pytest.mark.slow
 def test_host_ops_are_listed_apart(gpt_neuron):
     _, doc, _ = gpt_neuron
     host = {op["op"] for op in doc["host_ops"]}
@@ -58,6 +60,7 @@ def test_host_ops_are_listed_apart(gpt_neuron):
     assert all("status" not in op for op in doc["host_ops"])
 
 
+@pytest.mark.slow
 def test_cuda_requests_are_answered_and_reported(gpt_neuron):
     _, doc, _ = gpt_neuron
     notes = "\n".join(doc["notes"])

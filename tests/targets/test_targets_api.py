@@ -88,6 +88,7 @@ def test_hf_without_config(run_cli, tmp_path):
     assert "no config.json" in one_line_error(run_cli, f"hf:{tmp_path}")
 
 
+@pytest.mark.slow
 def test_hf_bad_json(run_cli, tmp_path):
     (tmp_path / "config.json").write_text("{not json")
     assert "not valid JSON" in one_line_error(run_cli, f"hf:{tmp_path}")

@@ -44,6 +44,7 @@ def test_export_ops_are_a_subset_of_the_traced_inference_ops(traced_inference):
     assert {"aten::addmm", "aten::t", "aten::native_layer_norm", "aten::embedding", "aten::bmm"} <= _ops(exported)
 
 
+@pytest.mark.slow
 def test_saved_level_differs_from_the_trace_only_by_composite_implicit_ops(traced_inference):
     """The ops as saved (`linear`, `layer_norm`, `scaled_dot_product_attention`) are ones the
     dispatcher decomposes before a backend sees them: every difference is explained by that."""
@@ -54,11 +55,13 @@ def test_saved_level_differs_from_the_trace_only_by_composite_implicit_ops(trace
         assert torch._C._dispatch_has_kernel_for_dispatch_key(op, "CompositeImplicitAutograd"), op
 
 
+@pytest.mark.slow
 def test_core_level_is_what_a_compiler_receives():
     core = _ops(trace_export(f"pt2:{PT2}", project_root=str(EXAMPLE), level="core"))
     assert "aten::permute" in core and "aten::t" not in core        # t is decomposed in Core ATen
 
 
+@pytest.mark.slow
 def test_sources_come_from_the_stack_traces():
     ops = {u.op: u for u in trace_export(f"pt2:{PT2}", project_root=str(EXAMPLE)).ops}
     sources = {(s.path, s.module) for s in ops["aten::addmm"].sources}

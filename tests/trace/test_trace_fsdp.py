@@ -44,6 +44,7 @@ def test_collectives_in_their_phases(sharded):
     assert not any(u.custom for u in sharded.ops)
 
 
+@pytest.mark.slow
 def test_superset_of_the_plain_step(plain, sharded):
     assert plain.complete
     missing = set(_ops(plain)) - set(_ops(sharded))

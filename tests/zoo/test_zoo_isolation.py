@@ -44,6 +44,7 @@ def test_every_model_is_a_row_and_failures_say_why(mixed_run):
     assert rows["fake:gamma"].verdict == "unknown" and "aten::sort" in rows["fake:gamma"].error   # incomplete
 
 
+@pytest.mark.slow
 def test_row_counts_custom_ops_and_stand_ins(mixed_run):
     beta = next(r for r in mixed_run.rows if r.name == "fake:beta")
     assert beta.counts == {"cpu-fallback": 1, "native": 1, "unsupported": 1}
@@ -55,6 +56,7 @@ def test_row_counts_custom_ops_and_stand_ins(mixed_run):
     assert beta.op_cells["aten::mm"] == "FBO"
 
 
+@pytest.mark.slow
 def test_ops_ranked_by_models_blocked_and_training_step(mixed_run):
     ops = [s.op for s in mixed_run.ops]
     # ops that block first; then mm (3 models, every step) before add (2 models); a CPU fallback

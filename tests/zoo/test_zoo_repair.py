@@ -69,6 +69,7 @@ def test_rope_parameters_missing_for_a_listed_layer_type_get_the_documented_defa
     assert {"aten::cos", "aten::sin"} <= _ops(trace)
 
 
+@pytest.mark.slow
 def test_a_fill_that_does_not_complete_the_trace_is_not_kept(tmp_path):
     # dbrx: its attention config lacks rope_theta (filled: documented default), then its step
     # clamps with clip_qkv None, which has no known value: the row keeps the original failure
