@@ -31,8 +31,11 @@ def run_cli(capsys):
 
 @pytest.fixture(autouse=True)
 def _own_scan_cache(tmp_path_factory, monkeypatch):
-    """Each test gets its own scan cache folder: no results carried between tests, none in ~/.cache."""
+    """Each test gets its own scan cache folder: no results carried between tests, none in ~/.cache.
+    And the same environment in one process or under pytest-xdist, whose workers set COLUMNS=80: the
+    terminal report takes its width from COLUMNS (tests that want one set it)."""
     monkeypatch.setenv("OPSCAN_CACHE_DIR", str(tmp_path_factory.mktemp("opscan-cache")))
+    monkeypatch.delenv("COLUMNS", raising=False)
 
 
 def pytest_report_header(config):
