@@ -104,6 +104,7 @@ def test_bad_world_size_cli(run_cli, value):
     assert code == 2 and "--fsdp" in err and out == ""
 
 
+@pytest.mark.slow
 def test_cli_json_and_coverage(run_cli, tmp_path):
     out_file = tmp_path / "r.json"
     code, _, err = run_cli("trace", LLAMA, "--fsdp", "2", "--backend", "torchneuron==2.33.0",
