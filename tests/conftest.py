@@ -43,8 +43,9 @@ def pytest_report_header(config):
 
 
 # NOTE [slow opt-in]
-# Tests marked `slow` (real models, subprocesses) are left out of a plain `pytest`, the quick loop
-# of a change; `pytest --slow` runs every test (the README's test command and .ci/run pass it).
+# Tests marked `slow` (real models, subprocesses, big inputs) are left out of a plain `pytest` and of
+# `scripts/test`, the quick loop of a change; `--slow` runs every test (the README's test command,
+# `scripts/test --slow`, and .ci/run pass it). What counts as slow: docs/contributing.md.
 # A run that chooses by marker (`-m timm`, `-m slow`) decides for itself: nothing is left out then.
 def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", default=False,
