@@ -17,6 +17,18 @@ REPOS = Path(__file__).resolve().parent / "repos"
 TRAIN = {"forward", "backward", "optimizer"}
 
 
+def test_the_factories_and_the_hub_entries_are_found_statically_in_order():
+    """The quick loop's part of the tests below (which trace them): what discovery tries, and in
+    which order, read without building anything."""
+    from opscan.targets.discovery import candidates
+
+    assert candidates(REPOS / "pkgfactory", construct=True).traced[:2] == (
+        "repo:zoo/model_factory.py:create_model", "repo:zoo/script_util.py:create_model_and_schedule")
+    hub = candidates(REPOS / "hubimports", construct=True)
+    assert [c.target for c in hub.candidates if c.kind == "hubconf"] == [
+        "repo:hubconf.py:tinyvit_vits8", "repo:hubconf.py:tinyvit_vitb8", "repo:hubconf.py:tinyvit_vitl8",
+        "repo:hubconf.py:tinyvit_vits8_lc"]
+    assert hub.traced[0] == "repo:hubconf.py:tinyvit_vits8"
 
 
 @pytest.mark.slow
