@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import builtins
 import os
 import subprocess
@@ -211,6 +212,18 @@ def test_symlinks_loops_and_links_out_of_the_tree(outside_secret, fmt):
             if path.startswith(("leak.py", "linked_dir")):
                 assert all(f["category"] == "input" for f in findings), findings
             assert not path.startswith("..")
+
+
+def test_symlinks_out_of_the_tree_in_process(outside_secret, scan_json):
+    """The quick loop's twin of the test above, the scan in this process."""
+    code, doc, err = scan_json(outside_secret)
+    assert code == 1 and "SECRET-ghp_abc123" not in json.dumps(doc) + err
+    found = by_path(doc)
+    assert found["good_a.py"] and found["good_b.py"]
+    for path, findings in found.items():
+        if path.startswith(("leak.py", "linked_dir")):
+            assert all(f["category"] == "input" for f in findings), findings
+        assert not path.startswith("..")
 
 
 def test_file_over_the_size_limit_is_reported_not_read(tmp_path, scan_json, monkeypatch):
