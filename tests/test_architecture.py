@@ -424,3 +424,74 @@ def test_the_layout_checks_find_planted_violations(tmp_path, monkeypatch):
         "opscan.scan.engine -> opscan.pipeline.phases",
         "opscan.trace.tracer -> opscan.zoo.jobs",
     ]
+
+
+# --- rooms with one job each (issue 45) ------------------------------------------------------------
+
+# The big rooms split by job: each job's names are defined in its module and in no other module of
+# its package (scan/engine.py held the first seven, targets/construct.py the shrinking and variants,
+# trace/signatures.py the forecast, pipeline/analyse.py and phases.py the options).
+JOBS = {
+    "scan/file_scan.py": {"scan_source", "scan_file", "scan_manifest"},          # the per-file scan
+    "scan/tree.py": {"scan_paths", "scan_memory", "read_project"},                # the tree run
+    "scan/wrappers.py": {"second_pass"},                                          # its second pass
+    "scan/suppressions.py": {"unused", "unused_suppression_findings"},            # OPS003
+    "scan/locks.py": {"dedupe_locks"},                                            # lock dedupe
+    "scan/collect.py": {"collect"},                                               # results -> ScanResult
+    "scan/result_codec.py": {"encode_result", "decode_result"},                   # cache encoding
+    "scan/results.py": {"FileResult", "ScanResult", "Suppression"},
+    "scan/builder.py": {"Builder", "internal_error"},
+    "targets/construct.py": {"arguments"},
+    "targets/shrinking.py": {"shrink", "cut_repeats"},
+    "targets/variants.py": {"pick_variant", "size_in_name"},
+    "targets/constraints.py": {"retries"},
+    "trace/signatures.py": {"signature", "CompileLog"},
+    "trace/forecast.py": {"forecast", "merged", "joined", "steps_of"},
+    "pipeline/options.py": {"RunOptions", "ScanOptions"},
+}
+MAX_LINES = 500   # a room that grows past this holds more than one job again
+
+
+def _top_level_names(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+    return names
+
+
+def job_problems() -> list[str]:
+    found = []
+    for rel, names in sorted(JOBS.items()):
+        path = PKG / rel
+        if not path.is_file():
+            found.append(f"opscan/{rel}: missing")
+            continue
+        if len(path.read_text(encoding="utf-8").splitlines()) > MAX_LINES:
+            found.append(f"opscan/{rel}: over {MAX_LINES} lines")
+        missing = names - _top_level_names(path)
+        if missing:
+            found.append(f"opscan/{rel}: does not define {sorted(missing)}")
+        for other in sorted(path.parent.glob("*.py")):   # its package (subpackages have their own jobs)
+            if other != path:
+                for name in sorted(names & _top_level_names(other)):
+                    found.append(f"{other.relative_to(PKG.parent)} defines {name} (opscan/{rel}'s job)")
+    return found
+
+
+def test_each_room_holds_one_job():
+    assert not (PKG / "scan" / "engine.py").exists()
+    assert job_problems() == []
+
+
+def test_the_job_check_finds_a_job_defined_twice(tmp_path, monkeypatch):
+    package = tmp_path / "opscan"
+    (package / "scan").mkdir(parents=True)
+    (package / "scan" / "tree.py").write_text("def scan_paths(): pass\ndef scan_memory(): pass\n")
+    (package / "scan" / "engine.py").write_text("def scan_paths(): pass\n")
+    monkeypatch.setattr(sys.modules[__name__], "JOBS", {"scan/tree.py": {"scan_paths", "scan_memory", "read_project"},
+                                                       "scan/locks.py": {"dedupe_locks"}})
+    monkeypatch.setattr(sys.modules[__name__], "PKG", package)
+    assert job_problems() == ["opscan/scan/locks.py: missing",
+                              "opscan/scan/tree.py: does not define ['read_project']",
+                              "opscan/scan/engine.py defines scan_paths (opscan/scan/tree.py's job)"]

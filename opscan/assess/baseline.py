@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from opscan.errors import InputError
-from opscan.records import Finding
+from opscan.records import Finding, Report
 
 BASELINE_VERSION = 2
 FINGERPRINT_TEXT = {
@@ -102,7 +102,7 @@ def _line_key(finding: Finding, version: int) -> str:
 def fingerprints(findings: tuple[Finding, ...] | list[Finding],
                  version: int = BASELINE_VERSION) -> list[tuple[Finding, str]]:
     """Each finding with its fingerprint (see NOTE [fingerprints]) of format `version`, in file order."""
-    seen: Counter = Counter()
+    seen: Counter[tuple[str, str, str]] = Counter()
     out = []
     for finding in sorted(findings, key=Finding.sort_key):
         text = _line_key(finding, version)
@@ -209,7 +209,8 @@ def apply(findings: tuple[Finding, ...], baseline: tuple[Entry, ...]) -> Applied
     return Applied(tuple(new), known, tuple(sorted(stale, key=lambda e: (e.path, e.line, e.rule))))
 
 
-def filter_report(report, path: Path, shown_path: str | None = None, unchecked: tuple[str, ...] = ("OPS003",)):
+def filter_report(report: Report, path: Path, shown_path: str | None = None,
+                  unchecked: tuple[str, ...] = ("OPS003",)) -> Report:
     """`report` with only the findings not in the baseline at `path`, and its BaselineStatus set.
 
     For `opscan scan`, which does not run the `unchecked` checks (unused suppressions, OPS003):

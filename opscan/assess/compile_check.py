@@ -36,11 +36,17 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from opscan.plan.cost import CostConfig, compile_seconds
-from opscan.records import (CompiledOp, CompileEstimate, CompileOption, Coverage, ModelTrace, NoKernel, Report, Status,
-                            TaskKind, TorchCompile)
+from opscan.records import (CompiledOp, CompileEstimate, CompileOption, Coverage, ModelTrace, NoKernel, Report,
+                            Severity, Status, Task, TaskKind, TorchCompile, CompileCause)
+
+if TYPE_CHECKING:
+    from opscan.db import Release
+    from opscan.scan.rule_records import Rule
 
 ENV_VARS_URL = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html"
 SNAPSHOT_DOC = ("https://github.com/parmoham-aws/test-repo-parmoham/blob/98154b867aa24562a3213e520d9ad7fd41032291/"
@@ -64,7 +70,7 @@ NO_KERNEL = tuple(s for s in Status if not s.runs_on_device and not s.blocks)
 COMPILE_CALLS = ("torch.compile", ".compile")
 
 
-def option_rules(rules) -> list[tuple[str, re.Pattern, object]]:
+def option_rules(rules: Iterable[Rule]) -> list[tuple[str, re.Pattern[str], Rule]]:
     """(keyword, value regex, rule) of every rule matching a keyword value of torch.compile."""
     out = []
     for rule in rules:
@@ -85,8 +91,8 @@ def _text(value_repr: str) -> str:
     return value if isinstance(value, str) else value_repr
 
 
-def judge(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...], rules=None,
-          release=None) -> TorchCompile | None:
+def judge(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...], rules: Iterable[Rule] | None = None,
+          release: Release | None = None) -> TorchCompile | None:
     """torch.compile under TorchNeuron's rules (NOTE [compile semantics]); None when no trace compiled.
     `release`: its `no_kernel.compile` says what an op with no kernel does in a compiled graph."""
     regions = tuple((t.target, replace(r, ops=tuple(op for op in r.ops if op in {u.op for u in t.ops})))
@@ -98,14 +104,14 @@ def judge(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...], rules=
 
         rules = load_rules()
     checks = option_rules(rules)
-    options: dict[tuple, CompileOption] = {}
+    options: dict[tuple[str, int, str, str], CompileOption] = {}
     for _target, region in regions:
         for name, value in region.options:
             text = _text(value)
             for keyword, regex, rule in checks:
                 if keyword == name and regex.search(text):
                     key = (region.path, region.line, name, rule.id)
-                    options[key] = CompileOption(name, value, rule.id, rule.severity,
+                    options[key] = CompileOption(name, value, rule.id, Severity(rule.severity),
                                                  rule.format(rule.message, value=text),
                                                  rule.sources[0] if rule.sources else "", region.path, region.line)
     status = {c.op: c.status for c in coverage}
@@ -115,17 +121,17 @@ def judge(traces: tuple[ModelTrace, ...], coverage: tuple[Coverage, ...], rules=
             if status.get(op) in NO_KERNEL:
                 where.setdefault(op, set()).add(f"{region.path}:{region.line}")
     ops = tuple(CompiledOp(op, status[op], tuple(sorted(places))) for op, places in sorted(where.items()))
-    rule = getattr(release, "no_kernel", None) if release is not None else None
-    mode = NoKernel(rule.compile) if rule is not None and rule.compile in FALLBACK_TEXT else NoKernel.UNKNOWN
-    sources = FALLBACK_SOURCES
-    if rule is not None:
-        sources += tuple(e.url for e in release.evidence(rule.sources) if getattr(e, "url", None))
+    said = getattr(release, "no_kernel", None) if release is not None else None   # the release's no_kernel rule
+    mode = NoKernel(said.compile) if said is not None and said.compile in FALLBACK_TEXT else NoKernel.UNKNOWN
+    sources: tuple[str, ...] = FALLBACK_SOURCES
+    if said is not None and release is not None:
+        sources += tuple(url for e in release.evidence(said.sources) if (url := getattr(e, "url", None)))
     return TorchCompile(regions=regions, options=tuple(options[k] for k in sorted(options)), no_kernel_ops=ops,
                         fallback_rule=FALLBACK_TEXT[mode], fallback_sources=tuple(dict.fromkeys(sources)),
                         no_kernel_compile=mode)
 
 
-def plan(tasks: tuple, check: TorchCompile | None) -> tuple:
+def plan(tasks: tuple[Task, ...], check: TorchCompile | None) -> tuple[Task, ...]:
     """The port tasks with the CPU-fallback task saying where its ops run inside a compiled region and
     what to do, made a blocker when the release says they raise there (NOTE [compile semantics]); re-ordered."""
     from opscan.plan import ordering, task_kinds as kinds
@@ -151,7 +157,7 @@ def plan(tasks: tuple, check: TorchCompile | None) -> tuple:
         out.append(task)
     every = (*kinds.SOURCE_KINDS, kinds.LIBRARY_KIND, kinds.KERNEL_KIND, kinds.UNSUPPORTED_KIND,
              kinds.FALLBACK_KIND, kinds.UNKNOWN_KIND, kinds.MAYBE_FALLBACK_KIND)
-    stage = {k.id: k.stage for k in every}
+    stage: dict[str, str] = {k.id: k.stage for k in every}
     return ordering.order(out, {t.id: stage.get(t.kind, "performance") for t in out})
 
 
@@ -213,13 +219,15 @@ def details(check: TorchCompile | None) -> list[str]:
 def compile_counts(report: Report) -> tuple[tuple[str, int], ...]:
     """(what, how many compiles) the report counts (NOTE [compile counts])."""
     counts = []
-    forecasts = [t.compile for t in report.traces if t.compile is not None and t.compile.steps]
+    forecasts = [t.compile for t in report.traces   # a trace that stopped before any op forecasts nothing
+                 if t.compile is not None and t.compile.steps and t.ops]
     if forecasts:
-        counts.append(("first step (eager signatures)",
+        counts.append(("eager signatures in the first step",
                        len({s for f in forecasts for s in f.steps[0].signatures})))
-        later = [sum(1 for n in step.new if n.cause != "first-run") for f in forecasts for step in f.steps[1:]]
+        later = [sum(1 for n in step.new if n.cause != CompileCause.FIRST_RUN)
+                 for f in forecasts for step in f.steps[1:]]
         if later:
-            counts.append(("a later step (new eager signatures, the most of the steps run)", max(later)))
+            counts.append(("new eager signatures in the busiest later step", max(later)))
     check = report.torch_compile
     if check is not None and any(r.explained for _t, r in check.regions):
         counts.append(("torch.compile graphs (first call of each region)",
@@ -236,7 +244,7 @@ def estimate(report: Report, cost: CostConfig | None) -> CompileEstimate | None:
     return CompileEstimate(cost.compile_seconds_per_signature, counts, compile_seconds(counts, cost))
 
 
-def _names(ops) -> str:
+def _names(ops: Iterable[CompiledOp]) -> str:
     names = [o.op for o in ops]
     return ", ".join(names[:5]) + (" …" if len(names) > 5 else "")
 

@@ -15,24 +15,25 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from opscan.records import Report, Severity, VerdictKind
-from opscan.assess.verdict import blockers_of, judged_ops
+from opscan.assess.verdict import blockers_of, judged_ops, plural
+from opscan.reporters.texts import blockers_words
 
 
 def _error(report: Report) -> list[str]:
     blockers = blockers_of(report)
     if not blockers.count:
         return []
-    return [f"error: {blockers.count} blocker{'s' * (blockers.count != 1)} ({blockers.describe()})"]
+    return [f"error: {plural(blockers.count, 'blocker')} ({blockers_words(blockers)})"]
 
 
 def _warning(report: Report) -> list[str]:
     out = []
     hits = [f for f in report.findings if f.severity.at_least(Severity.WARNING)]
     if hits:
-        out.append(f"warning: {len(hits)} finding(s) of severity warning or error (guarded ones included)")
+        out.append(f"warning: {plural(len(hits), 'finding')} of severity warning or error (guarded ones included)")
     unsupported = judged_ops(report).unsupported
     if unsupported:
-        out.append(f"warning: {len(unsupported)} unsupported op(s): {', '.join(unsupported[:5])}")
+        out.append(f"warning: {plural(len(unsupported), 'unsupported op')}: {', '.join(unsupported[:5])}")
     return out
 
 
@@ -40,16 +41,16 @@ def _fallback(report: Report) -> list[str]:
     out = []
     ops = judged_ops(report)
     if ops.fallback:
-        out.append(f"fallback: {len(ops.fallback)} op(s) on CPU fallback: {', '.join(ops.fallback[:5])}")
+        out.append(f"fallback: {plural(len(ops.fallback), 'op')} on CPU fallback: {', '.join(ops.fallback[:5])}")
     if ops.maybe_fallback:
-        out.append(f"fallback: {len(ops.maybe_fallback)} op(s) that may run on the CPU: "
+        out.append(f"fallback: {plural(len(ops.maybe_fallback), 'op')} that may run on the CPU: "
                    f"{', '.join(ops.maybe_fallback[:5])}")
     return out
 
 
 def _unknown(report: Report) -> list[str]:
     hits = judged_ops(report).unknown
-    return [f"unknown: {len(hits)} op(s) of unknown status: {', '.join(hits[:5])}"] if hits else []
+    return [f"unknown: {plural(len(hits), 'op')} of unknown status: {', '.join(hits[:5])}"] if hits else []
 
 
 def _custom_kernel(report: Report) -> list[str]:
@@ -57,7 +58,7 @@ def _custom_kernel(report: Report) -> list[str]:
     sites = [f for f in report.findings if f.is_kernel]
     if not (sites or custom_ops):
         return []
-    return [f"custom-kernel: {len(sites)} custom-kernel finding(s), {len(custom_ops)} custom op(s)"]
+    return [f"custom-kernel: {plural(len(sites), 'custom-kernel finding')}, {plural(len(custom_ops), 'custom op')}"]
 
 
 # NOTE [not ready]: `not-ready` is the gate of a team that wants CI to pass only on proven

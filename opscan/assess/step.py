@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from opscan.records import Step, StepKind, TrainStep, Verdict, VerdictKind
+from opscan.reporters.texts import step_part_words
 
 OPTIMIZER_NAMES = {"adamw": "AdamW", "adam": "Adam", "sgd": "SGD", "adafactor": "Adafactor", "rmsprop": "RMSprop",
                    "adagrad": "Adagrad", "lion": "Lion"}
@@ -43,7 +44,7 @@ def script_parts(step: TrainStep) -> str:
     """"cross_entropy from train.py:23, AdamW (fused) from train.py:17, ...": the parts of the model
     path's step as it read them from the training script (NOTE [the step read from the training
     script] in opscan/targets/train_step.py), each with its source or said to be opscan's stand-in."""
-    return ", ".join(p.words for p in step.parts)
+    return ", ".join(step_part_words(p) for p in step.parts)
 
 
 def project_step(command: str) -> Step:

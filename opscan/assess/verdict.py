@@ -32,19 +32,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import NamedTuple
 
 from opscan.assess import compile_check
 from opscan.records import (BlockUnit, Blockers, Checked, Coverage, Finding, JudgedOps, ModelTrace, NotChecked,
-                            NothingToCheck, Report, SourceCheck, Status, Task, TaskKind, Verdict, VerdictKind)
+                            NothingToCheck, Report, SourceCheck, Status, Task, TaskKind, Verdict, VerdictKind,
+                            joined_stop, CaveatKind, Category, EvidenceKind, CompileCause)
+from opscan.reporters.texts import blockers_words
 
-VERIFIED_EVIDENCE = ("documented", "probed")   # probed counts only when `Evidence.compared` (see `unverified`)
+# probed counts only when `Evidence.compared` (see `unverified`)
+VERIFIED_EVIDENCE = (EvidenceKind.DOCUMENTED, EvidenceKind.PROBED)
+DATED_EVIDENCE = (EvidenceKind.SOURCE_SNAPSHOT, EvidenceKind.PROBED)   # unverified evidence the headline dates
 
 NO_BLOCKERS = Blockers()
 NO_MODEL = "no model found (configure [[tool.opscan.models]] or pass --model)"
 SOURCE_ONLY = "`opscan scan` reads the source only (`opscan PATH` also traces the model)"
 
 
-def _plural(count: int, word: str, plural: str | None = None) -> str:
+def plural(count: int, word: str, plural: str | None = None) -> str:
     return f"{count} {word if count == 1 else (plural or word + 's')}"
 
 
@@ -96,12 +101,12 @@ def unverified(coverage: Coverage) -> str:
     if coverage.status.decomposes and not coverage.parts and coverage.evidence:
         return ""
     kinds = {e.kind for e in coverage.evidence}
-    if "source-snapshot" in kinds:
+    if EvidenceKind.SOURCE_SNAPSHOT in kinds:
         return "source-snapshot"
-    if "documented" in kinds or any(e.kind == "probed" and e.compared for e in coverage.evidence):
+    if EvidenceKind.DOCUMENTED in kinds or any(e.kind is EvidenceKind.PROBED and e.compared for e in coverage.evidence):
         needed = READY_CONFIDENCE["composite" if coverage.status.decomposes else "op"]
         return "" if coverage.confidence in needed else "confidence"
-    if "probed" in kinds:   # a registration read from the dispatcher, never run (probe without --samples)
+    if EvidenceKind.PROBED in kinds:   # a registration read from the dispatcher, never run (probe without --samples)
         return "registered"
     return "inferred"
 
@@ -196,10 +201,11 @@ def judge(report: Report, *, ops_not_checked: str = "", source: SourceCheck = Ch
         causes.setdefault(why, []).append(target)
     lines = tuple(f"{', '.join(dict.fromkeys(targets))}: {why}" for why, targets in causes.items())
     if unchecked and all(t.target in dict(unchecked) for t in report.traces):
-        ops_not_checked = f"could not check {_plural(len(unchecked), 'model')}"
+        ops_not_checked = f"could not check {plural(len(unchecked), 'model')}"
     verdict = _judge(report, ops_not_checked, source, {target for target, _ in unchecked}, pairing)
-    details = tuple(f"could not check {line}" for line in lines) + ((remedy,) if remedy else ()) + verdict.details
-    return replace(verdict, details=details, unchecked=lines, remedy=remedy, source_only=source_only)
+    gaps = tuple(f"could not check {line}" for line in lines) + ((remedy,) if remedy else ())
+    return replace(verdict, details=gaps + verdict.details, not_checked=gaps + verdict.not_checked, unchecked=lines,
+                   remedy=remedy, source_only=source_only)
 
 
 def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked: set[str],
@@ -217,25 +223,24 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
             if why:
                 weak.setdefault(why, []).append(op)
                 dates.setdefault(why, set()).update(e.date for e in by_op[op].evidence
-                                                    if e.date and e.kind in ("source-snapshot", "probed"))
+                                                    if e.date and e.kind in DATED_EVIDENCE)
     ops_checked = any(t.target not in unchecked for t in report.traces)
     source_checked = isinstance(source, Checked)
     source_not_checked = source.reason if isinstance(source, NotChecked) else ""   # a gap in the answer
     incomplete = [t for t in report.traces if not t.complete and t.target not in unchecked]
     known = report.baseline.known if report.baseline is not None else 0
 
-    details: list[str] = []
-    if not ops_checked:
-        details.append(f"ops: not checked — {ops_not_checked or NO_MODEL}")
-    if source_not_checked:
-        details.append(f"source: not checked — {source_not_checked}")
+    ops_gap = "" if ops_checked else f"ops: not checked — {ops_not_checked or NO_MODEL}"
+    source_gap = f"source: not checked — {source_not_checked}" if source_not_checked else ""
+    stopped = [f"trace of {trace.target} stopped early: {joined_stop(trace.stopped_at, trace.stop_hint)}"
+               for trace in incomplete]
+    gaps = Gaps([g for g in (ops_gap, source_gap) if g] + stopped, stopped)   # what the answer does not cover
+    details: list[str] = []   # the caveats: what the answer rests on
     if report.baseline is not None:
-        details.append(f"baseline {report.baseline.path}: {known} known, {len(report.findings)} new "
-                       f"finding{'s' * (len(report.findings) != 1)}")
-    for trace in incomplete:
-        details.append(f"trace of {trace.target} stopped early: {trace.stopped_at}")
+        details.append(f"baseline {report.baseline.path}: {known} known, "
+                       f"{plural(len(report.findings), 'new finding')}")
     if unknown:
-        details.append(f"{len(unknown)} of {_plural(len(status), 'traced op')} "
+        details.append(f"{len(unknown)} of {plural(len(status), 'traced op')} "
                        f"{'has' if len(unknown) == 1 else 'have'} unknown status on {report.backend or 'the backend'}")
     cost = {f.op: f for f in report.fallbacks}
     moved = sum(f.bytes_per_step for f in cost.values())
@@ -245,12 +250,12 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
         how = "; ".join(sorted({f.scaled_by for f in cost.values() if f.scaled_by}))
         details.append(f"CPU fallbacks would copy {size(moved)} between host and device per training step "
                        f"{f'scaled back to the real model ({how})' if how else 'at the traced shapes'}, "
-                       f"with {_plural(calls, 'sync')} ("
+                       f"with {plural(calls, 'sync')} ("
                        + ", ".join(f"{f.op} {size(f.bytes_per_step)}" for f in costly) + ")")
     if fallback:
-        details.append(f"{_plural(len(fallback), 'op')} on CPU fallback: {_names(fallback)}")
+        details.append(f"{plural(len(fallback), 'op')} on CPU fallback: {_names(fallback)}")
     if maybe:
-        details.append(f"{_plural(len(maybe), 'op')} may run on the CPU (not listed; the release documents "
+        details.append(f"{plural(len(maybe), 'op')} may run on the CPU (not listed; the release documents "
                        f"that an op without a kernel falls back to the CPU): {_names(maybe)}")
     notes = {op: by_op[op].confidence_note for op in weak.get("confidence", ())}   # why each is below high
     if weak:
@@ -263,25 +268,26 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
     details.extend(compile_check.details(report.torch_compile))   # torch.compile under TorchNeuron's rules
     tasks = report.tasks
     if blockers.count:
-        headline = "blocked by " + blockers.describe()
+        headline = "blocked by " + blockers_words(blockers)
         if known:
             headline += f" (new; {known} known hidden by the baseline)"
-        return _verdict(VerdictKind.BLOCKED, judged, headline, details, source_checked, ops_checked, blockers)
+        return _verdict(VerdictKind.BLOCKED, judged, headline, gaps.all, details, source_checked, ops_checked,
+                        blockers)
 
     to_check = [t for t in tasks if t.kind in (TaskKind.KERNEL, TaskKind.LIBRARY)]
     open_points = []
     if unknown:
-        open_points.append(f"{_plural(len(unknown), 'op')} of unknown status")
+        open_points.append(f"{plural(len(unknown), 'op')} of unknown status")
     if to_check:
-        open_points.append(_plural(len(to_check), "custom kernel or library", "custom kernels or libraries")
+        open_points.append(plural(len(to_check), "custom kernel or library", "custom kernels or libraries")
                            + " to check")
     if incomplete:
-        open_points.append(_plural(len(incomplete), "incomplete trace"))
+        open_points.append(plural(len(incomplete), "incomplete trace"))
     if unchecked and ops_checked:   # others were traced: never "ready" with a model left unchecked
-        open_points.append(_plural(len(unchecked), "model") + " not checked")
-    failing = [c for c in caveats if c.kind == "known-failure"]   # narrowing caveats are numerics notes
+        open_points.append(plural(len(unchecked), "model") + " not checked")
+    failing = [c for c in caveats if c.kind is CaveatKind.KNOWN_FAILURE]   # narrowing caveats are numerics notes
     if failing:
-        open_points.append(_plural(len(failing), "known failure") + " of the backend on the traced dtypes")
+        open_points.append(plural(len(failing), "known failure") + " of the backend on the traced dtypes")
     compiled = compile_check.open_point(report.torch_compile)   # NOTE [compile semantics]
     if compiled:
         open_points.append(compiled)
@@ -290,23 +296,23 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
                            f"{len(report.findings)} new")
     if open_points:
         return _verdict(VerdictKind.UNKNOWN, judged, "no blockers found, but not proven: " + ", ".join(open_points),
-                        details, source_checked, ops_checked)
+                        gaps.all, details, source_checked, ops_checked)
     if fallback or maybe:
-        return _verdict(VerdictKind.FALLBACK, judged, _fallback_headline(fallback, maybe), details, source_checked,
-                        ops_checked)
+        return _verdict(VerdictKind.FALLBACK, judged, _fallback_headline(fallback, maybe), gaps.all, details,
+                        source_checked, ops_checked)
     if not ops_checked or source_not_checked:
-        findings = [f for f in report.findings if f.category != "input"]
+        findings = [f for f in report.findings if f.category is not Category.INPUT]
         scanned = ("source: no CUDA pins" if not findings else
-                   f"source: no blockers ({_plural(len(findings), 'finding')} that "
+                   f"source: no blockers ({plural(len(findings), 'finding')} that "
                    f"{'does' if len(findings) == 1 else 'do'} not block)")
         if source_not_checked:
             scanned = f"source: not checked — {source_not_checked}"
         elif isinstance(source, NothingToCheck):
             scanned = "source: none to scan"
         ops = (f"ops: not checked — {ops_not_checked or NO_MODEL}" if not ops_checked else
-               f"ops: {_plural(len(status), 'traced op')}, none known to fail")
-        return _verdict(VerdictKind.UNCHECKED, judged, f"{scanned}; {ops}",
-                        [d for d in details if not d.startswith(("ops:", "source:"))], source_checked, ops_checked)
+               f"ops: {plural(len(status), 'traced op')}, none known to fail")
+        return _verdict(VerdictKind.UNCHECKED, judged, f"{scanned}; {ops}", gaps.stopped,   # the headline says the rest
+                        details, source_checked, ops_checked)
     if weak or pairing:
         said = []
         if weak:
@@ -316,9 +322,9 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
         return _verdict(VerdictKind.LIKELY, judged,
                         f"likely — {'; '.join(said)}; confirm with `opscan db probe --report` on a "
                         "paired install",
-                        [d for d in details if d not in (_unverified_text(weak, dates, notes), pairing)],
+                        gaps.all, [d for d in details if d not in (_unverified_text(weak, dates, notes), pairing)],
                         source_checked, ops_checked)
-    return _verdict(VerdictKind.READY, judged, "ready", details, source_checked, ops_checked)
+    return _verdict(VerdictKind.READY, judged, "ready", gaps.all, details, source_checked, ops_checked)
 
 
 def size(count: int) -> str:
@@ -335,9 +341,9 @@ def _names(ops: list[str], shown: int = 5) -> str:
 def _fallback_headline(fallback: list[str], maybe: list[str]) -> str:
     """"runs with possible CPU fallbacks: 2 ops may run on the CPU (aten::sort, aten::topk)"."""
     if not maybe:
-        return f"runs with {_plural(len(fallback), 'op')} on CPU fallback"
-    text = f"runs with possible CPU fallbacks: {_plural(len(maybe), 'op')} may run on the CPU ({_names(maybe, 3)})"
-    return text + (f"; {_plural(len(fallback), 'op')} on CPU fallback" if fallback else "")
+        return f"runs with {plural(len(fallback), 'op')} on CPU fallback"
+    text = f"runs with possible CPU fallbacks: {plural(len(maybe), 'op')} may run on the CPU ({_names(maybe, 3)})"
+    return text + (f"; {plural(len(fallback), 'op')} on CPU fallback" if fallback else "")
 
 
 def _unverified_counts(weak: dict[str, list[str]], dates: dict[str, set[str]] | None = None,
@@ -350,15 +356,15 @@ def _unverified_counts(weak: dict[str, list[str]], dates: dict[str, set[str]] | 
     parts = []
     if weak.get("source-snapshot"):
         n = len(weak["source-snapshot"])
-        parts.append(f"{_plural(n, 'op')} rest{'s' * (n == 1)} on kernels registered in a pre-release source "
+        parts.append(f"{plural(n, 'op')} rest{'s' * (n == 1)} on kernels registered in a pre-release source "
                      f"snapshot{of('source-snapshot')}")
     if weak.get("registered"):
         n = len(weak["registered"])
-        parts.append(f"{_plural(n, 'op')} only registered on a probed install{of('registered')}, never run "
+        parts.append(f"{plural(n, 'op')} only registered on a probed install{of('registered')}, never run "
                      "(probe without --samples)")
     if weak.get("inferred"):
         n = len(weak["inferred"])
-        parts.append(f"{_plural(n, 'op')} on opscan's inference only")
+        parts.append(f"{plural(n, 'op')} on opscan's inference only")
     if weak.get("confidence"):
         ops = sorted(weak["confidence"])
         by_note: dict[str, list[str]] = {}   # the real reason of each (Coverage.confidence_note), grouped
@@ -367,22 +373,30 @@ def _unverified_counts(weak: dict[str, list[str]], dates: dict[str, set[str]] | 
         said = "; ".join(f"{_names(named, 3)}: {note.replace(' it ', ' them ') if len(named) > 1 else note}"
                          for note, named in sorted(by_note.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:3])
         more = f"; and {len(by_note) - 3} more reasons" if len(by_note) > 3 else ""
-        parts.append(f"{_plural(len(ops), 'op')} below high confidence ({said}{more}; `opscan db show OP` says more)")
+        parts.append(f"{plural(len(ops), 'op')} below high confidence ({said}{more}; `opscan db show OP` says more)")
     return ", ".join(parts)
 
 
 def _unverified_text(weak: dict[str, list[str]], dates: dict[str, set[str]] | None = None,
                      notes: dict[str, str] | None = None) -> str:
     count = sum(len(v) for v in weak.values())
-    return (f"{_plural(count, 'op')} supported only on unverified evidence "
+    return (f"{plural(count, 'op')} supported only on unverified evidence "
             f"({_unverified_counts(weak, dates, notes)}): "
             "confirm with `opscan db probe` on a Trainium instance")
 
 
-def _verdict(kind: VerdictKind, judged: JudgedOps, headline: str, details: list[str], source: bool, ops: bool,
-             blockers: Blockers = NO_BLOCKERS) -> Verdict:
-    return Verdict(kind, headline, tuple(details), source_checked=source, ops_checked=ops, blockers=blockers,
-                   ops=judged)
+class Gaps(NamedTuple):
+    """What the answer does not cover, as the verdict's first lines: `all` of them, and the traces
+    that `stopped` early (the rest are said by an "unchecked" headline itself)."""
+
+    all: list[str]
+    stopped: list[str]
+
+
+def _verdict(kind: VerdictKind, judged: JudgedOps, headline: str, gaps: list[str], details: list[str], source: bool,
+             ops: bool, blockers: Blockers = NO_BLOCKERS) -> Verdict:
+    return Verdict(kind, headline, tuple(gaps) + tuple(details), source_checked=source, ops_checked=ops,
+                   blockers=blockers, ops=judged, not_checked=tuple(gaps))
 
 
 def compile_lines(traces: Iterable[ModelTrace]) -> list[str]:
@@ -390,14 +404,15 @@ def compile_lines(traces: Iterable[ModelTrace]) -> list[str]:
     opscan/trace/signatures.py): the first step's compiles, the later steps' new ones and the lines
     that make them; a signature is one compile of TorchNeuron's eager cache, never a time."""
     out = []
-    forecasts = [(t, t.compile) for t in traces if t.compile is not None and t.compile.steps]
+    forecasts = [(t, t.compile) for t in traces   # a trace that stopped before any op forecasts nothing
+                 if t.compile is not None and t.compile.steps and t.ops]
     for trace, forecast in forecasts:
         steps, varying = forecast.steps, forecast.varying
         made = {(s.source.path, s.source.line): s.op.removeprefix("aten::") for s in trace.stand_ins
                 if s.source is not None and s.kind != "item"}
-        text = f"the first step compiles {_plural(len(steps[0].signatures), 'signature')}"
-        later = [sum(1 for n in step.new if n.cause != "first-run") for step in steps[1:]]
-        late = sum(1 for step in steps[1:] for n in step.new if n.cause == "first-run")
+        text = f"the first step compiles {plural(len(steps[0].signatures), 'signature')}"
+        later = [sum(1 for n in step.new if n.cause != CompileCause.FIRST_RUN) for step in steps[1:]]
+        late = sum(1 for step in steps[1:] for n in step.new if n.cause == CompileCause.FIRST_RUN)
 
         def where(causes: tuple[str, ...]) -> str:
             counts: dict[tuple[str, int, str], int] = {}
@@ -406,25 +421,27 @@ def compile_lines(traces: Iterable[ModelTrace]) -> list[str]:
                     key = (v.origin.path, v.origin.line, v.cause)
                     counts[key] = counts.get(key, 0) + max(1, v.new_signatures)
             ranked = sorted(counts, key=lambda k: (-counts[k], k))[:3]
-            return ", ".join(f"{p}:{n} ({made.get((p, n), c) if c == 'data-dependent' else c})"
+            return ", ".join(f"{p}:{n} ({made.get((p, n), c) if c == CompileCause.DATA_DEPENDENT else c})"
                              for p, n, c in ranked)
 
         if later and all(later):
             mean = round(sum(later) / len(later))
             text += f"; each later step about {mean} new one{'s' * (mean != 1)}, from {where(('data', 'number'))}"
         elif any(later):
-            brought = ", ".join(f"step {n} {count}" for n, count in enumerate(later, 2) if count)
-            text += f"; new ones in a later step ({brought}), from {where(('data', 'number'))}"
+            brought = ", ".join(f"{count} in step {n}" for n, count in enumerate(later, 2) if count)
+            text += f"; new ones in some later steps ({brought}), from {where(('data', 'number'))}"
+        elif len(later) == 1:
+            text += "; the later step run brought no new shape"
         elif later:
-            text += f"; no later step run ({len(later)}) brought a new shape"
+            text += f"; none of the {len(later)} later steps run brought a new shape"
         if late:
             text += f"; {late} more compile{'s' * (late != 1)} in code first run after the first step"
         guessed = where(("data-dependent",))
         if guessed:
             text += f"; sizes the data decides likely make new ones every step, from {guessed}"
-        tails = sorted({v.detail for v in varying if v.cause == "tail-batch"})
+        tails = sorted({v.detail for v in varying if v.cause == CompileCause.TAIL_BATCH})
         if tails:
             text += f"; a short last batch compiles again once per epoch ({'; '.join(tails)})"
         prefix = f"{trace.target}: " if len(forecasts) > 1 else ""
-        out.append(prefix + text + " (signatures, not seconds: compile time is not measured)")
+        out.append(prefix + text + " (a count of compiles, not a time: compile time is not measured)")
     return out

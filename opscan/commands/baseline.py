@@ -25,7 +25,8 @@ def run(args: argparse.Namespace) -> int:
     """Scan args.path (source only: baselines hold findings) and write the baseline atomically."""
     from opscan import __version__
     from opscan.assess import baseline as baselines
-    from opscan.pipeline.analyse import Phases, RunOptions, analyse
+    from opscan.pipeline.analyse import Phases, analyse
+    from opscan.pipeline.options import RunOptions
     from opscan.commands.check import load_effective_config
 
     args.backend = args.db = args.fail_on = args.model = args.mode = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from opscan.commands.flags import (FORMATS, add_backend_argument, add_db_argument, codes, gate, progress,
+from opscan.commands.flags import (FORMATS, add_backend_argument, add_db_argument, codes, gate, on_screen, progress,
                                   render_report)
 
 HELP = "the whole answer for PATH: source scan, model trace, op coverage, port tasks (the default command)"
@@ -94,14 +94,15 @@ def _scan_options(args: argparse.Namespace):
     """`--environment`: the scan reads that environment's installed metadata (None: the defaults)."""
     if not getattr(args, "environment", None):
         return None
-    from opscan.pipeline.phases import ScanOptions
+    from opscan.pipeline.options import ScanOptions
 
     return ScanOptions(environment=args.environment)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the whole analysis of args.path and print it."""
-    from opscan.pipeline.analyse import RunOptions, analyse
+    from opscan.pipeline.analyse import analyse
+    from opscan.pipeline.options import RunOptions
     from opscan.commands.flags import isolation_from
 
     config = load_effective_config(args)
@@ -115,4 +116,5 @@ def run(args: argparse.Namespace) -> int:
     with progress() as update:
         report = analyse(Path(args.path), config, options, progress=update, on_error=errors.append)
     render_report(report, args.format, args.output)
-    return gate(report, config.fail_on, args.exit_zero, args.allow_unchecked or config.allow_unchecked)
+    return gate(report, config.fail_on, args.exit_zero, args.allow_unchecked or config.allow_unchecked,
+                shown=on_screen(args.format, args.output))

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from opscan.errors import OpscanError, UsageError
+from opscan.reporters.texts import coverage_label
 
 HELP = "the TorchNeuron coverage database: list releases, show an op, diff releases, validate, probe"
 
@@ -196,7 +197,7 @@ def _show(args: argparse.Namespace) -> int:
     for note in notes:
         print(note)
     for c in answers:
-        print(f"\n{c.op}: {c.label()}  [confidence {c.confidence}]")
+        print(f"\n{c.op}: {coverage_label(c)}  [confidence {c.confidence}]")
         print(f"  via: {c.via}")
         if c.parts:
             print(f"  parts: {', '.join(c.parts)}")

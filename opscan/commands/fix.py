@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from opscan.errors import InputError
+from opscan.fix.reasons import FixStatus
 
 HELP = "apply the automatic fixes (device strings, .cuda(), torch.cuda.amp, torch.cuda.*, NCCL) in place"
 
@@ -78,7 +79,7 @@ def _where(outcome) -> str:
 
 def _report(result, out, show_left: bool) -> None:
     for item in result.files:
-        fixed = [o for o in item.outcomes if o.status == "fixed"]
+        fixed = [o for o in item.outcomes if o.status is FixStatus.FIXED]
         if item.written:
             out.write(f"fixed {item.path} ({len(fixed)} fix{'es' if len(fixed) != 1 else ''})\n")
             for o in fixed:
@@ -95,7 +96,7 @@ def _left(result, out, show_left: bool) -> None:
     unless `show_left` (each still says why)."""
     from opscan.fix.reasons import REASONS
 
-    left = [o for o in result.outcomes() if o.status != "fixed"]
+    left = [o for o in result.outcomes() if o.status is not FixStatus.FIXED]
     if not left:
         return
     out.write(f"\nnot fixed automatically ({len(left)}), by reason:\n")
@@ -107,28 +108,28 @@ def _left(result, out, show_left: bool) -> None:
         out.write(f"  {reason} ({len(items)}): {REASONS.get(reason, reason)}\n")
         counted: dict[str, Counter] = {}
         for o in items:
-            if o.status == "manual" and not show_left:
+            if o.status is FixStatus.MANUAL and not show_left:
                 counted.setdefault(o.detail, Counter())[o.finding.rule] += 1
                 continue
-            label = " (use --unsafe-fixes)" if o.status == "unsafe" else ""
+            label = " (use --unsafe-fixes)" if o.status is FixStatus.UNSAFE else ""
             out.write(f"    {_where(o)} {o.finding.rule}{label}: {o.detail}\n")
         for detail, rules in counted.items():
             names = ", ".join(f"{rule} x{n}" for rule, n in sorted(rules.items()))
             out.write(f"    {names}: {detail}\n")
-    if any(o.status == "manual" for o in left) and not show_left:
+    if any(o.status is FixStatus.MANUAL for o in left) and not show_left:
         out.write("  (--show-left lists each finding of the rules without an automatic fix)\n")
 
 
 def _summary(result, would: bool = False) -> str:
     files = sum(f.changed for f in result.files)
-    fixed = result.count("fixed")
+    fixed = result.count(FixStatus.FIXED)
     verb = "would fix" if would else "fixed"
     parts = [(f"{verb} {fixed} of {result.findings} finding{'s' if result.findings != 1 else ''} "
              f"in {files} file{'s' if files != 1 else ''}")]
-    unsafe = result.count("unsafe")
+    unsafe = result.count(FixStatus.UNSAFE)
     if unsafe:
         parts.append(f"{unsafe} more with --unsafe-fixes")
-    left = Counter(o.finding.rule for o in result.outcomes() if o.status in ("left", "manual"))
+    left = Counter(o.finding.rule for o in result.outcomes() if o.status.left)
     if left:
         parts.append(f"{sum(left.values())} left ("
                      + ", ".join(f"{rule} x{n}" for rule, n in sorted(left.items())) + ")")

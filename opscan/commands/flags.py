@@ -271,22 +271,29 @@ def render_report(report, fmt: str, output: str | None) -> None:
     write_output(buffer.getvalue(), output)
 
 
+def on_screen(fmt: str, output: str | None) -> bool:
+    """The terminal report went to the screen the gate's stderr lines would go to: the report
+    already says each of them (the verdict, what was not checked), so they are not said twice."""
+    return fmt == "terminal" and output is None and sys.stdout.isatty() and sys.stderr.isatty()
+
+
 def gate(report, fail_on: tuple[str, ...], exit_zero: bool, allow_unchecked: bool = False,
-         quiet: bool = False) -> int:
+         quiet: bool = False, shown: bool = False) -> int:
     """Exit code for `report`: 2 when a model given could not be checked (unless allow_unchecked),
     1 when a --fail-on condition is met (reasons on stderr unless `quiet`: the output has them),
-    else 0 (opscan/assess/gate.py)."""
+    else 0 (opscan/assess/gate.py). `shown`: the report is on the screen (`on_screen`): no reason,
+    "could not check" or remedy line on stderr, the exit code alone."""
     from opscan.assess.gate import could_not_check, failures
 
     reasons = failures(report, fail_on)
-    for reason in reasons if not quiet else ():
+    for reason in reasons if not (quiet or shown) else ():
         print(f"opscan: fail-on {reason}", file=sys.stderr)
     unchecked = could_not_check(report)
-    for line in unchecked:   # the whole reason, one line each
+    for line in unchecked if not shown else ():   # the whole reason, one line each
         print(f"opscan: error: could not check {line}", file=sys.stderr)
     remedy = report.verdict.remedy if report.verdict is not None else ""
-    if unchecked and remedy and not allow_unchecked:   # once, after the causes (NOTE [every missing module at once])
-        print(f"opscan: {remedy}", file=sys.stderr)
+    if unchecked and remedy and not allow_unchecked and not shown:   # once, after the causes
+        print(f"opscan: {remedy}", file=sys.stderr)                   # (NOTE [every missing module at once])
     if unchecked and allow_unchecked:
         print("opscan: --allow-unchecked: the gate judges what was checked", file=sys.stderr)
     if unchecked and not allow_unchecked:

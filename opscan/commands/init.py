@@ -16,6 +16,7 @@ import tomllib
 from pathlib import Path
 
 from opscan.targets.recipes import REPO_KINDS
+from opscan.records import CandidateKind, Target, TargetKind
 
 HELP = ("find the models of PATH and add them to [[tool.opscan.models]]; when none can be traced as it is, "
         "tries to build them, which runs project code in a contained child process (--no-build: only read)")
@@ -119,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
     root = target.resolve()
     own = direct(root, ".", trust_remote_code=args.trust_remote_code)
     if own is not None:   # the folder is a model itself: name it relative to the config file's folder
-        found = [ModelCandidate(target=t, kind="export" if t.startswith("pt2:") else "hf-folder", path=".")
+        found = [ModelCandidate(target=t, kind=CandidateKind.EXPORT if Target.parse(t).kind is TargetKind.EXPORT
+                                 else CandidateKind.HF_FOLDER, path=".")
                  for t in own.traced] + list(own.refused)
     else:
         discovery = candidates(root, trust_remote_code=args.trust_remote_code, construct=True)
@@ -204,10 +206,11 @@ def _rebase(cand, root: Path, base: Path):
 
     if base == root:
         return cand
-    kind, sep, rest = cand.target.partition(":")
+    target = Target.parse(cand.target)
+    kind, rest = target.kind, target.spec
     rel = root.relative_to(base).as_posix() if root.is_relative_to(base) else None
     if rel is None:
         return cand
-    if kind in ("hf", "timm", "pt2", "repo"):
+    if target.kind.prefixed:
         return replace(cand, target=f"{kind}:{rel}/{rest}".replace("/./", "/").rstrip("/."))
     return replace(cand, target=f"{rel}/{cand.target}")

@@ -75,7 +75,8 @@ def assess_run(root: Path, config, trace, progress=None, on_error=None, command:
     """The Report of `opscan PATH` for `root` with `trace` as its trace phase (one small function,
     so the one assessment of the app can replace `analyse` here); `command` is the one run, whose
     step the verdict names (NOTE [the step answered for])."""
-    from opscan.pipeline.analyse import Phases, RunOptions, analyse
+    from opscan.pipeline.analyse import Phases, analyse
+    from opscan.pipeline.options import RunOptions
 
     return analyse(root, config, RunOptions(script_command=command), phases=Phases.default(trace=trace),
                    progress=progress, on_error=on_error)

@@ -109,9 +109,10 @@ def _dedupe(folders: tuple[Path, ...]) -> tuple[Path, ...]:
 
 def build_report(args: argparse.Namespace):
     """The source-only Report for parsed arguments, and the effective config."""
-    from opscan.pipeline.analyse import RunOptions, analyse
+    from opscan.pipeline.analyse import analyse
+    from opscan.pipeline.options import RunOptions
     from opscan.errors import UsageError
-    from opscan.pipeline.phases import ScanOptions
+    from opscan.pipeline.options import ScanOptions
     from opscan.assess.verdict import SOURCE_ONLY
 
     if args.jobs is not None and args.jobs < 1:

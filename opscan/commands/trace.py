@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from opscan import __version__
 from opscan.commands.flags import positive_int
 from opscan.errors import UsageError
-from opscan.records import Draft, NotChecked
+from opscan.records import Draft, NotChecked, Target
+
+if TYPE_CHECKING:
+    from opscan.config import Config
 
 HELP = "list every aten op a model dispatches (forward, loss, backward, optimizer), traced without weights"
 
@@ -70,33 +74,31 @@ def _world_size(text: str) -> int:
     return value
 
 
-def configured_release(backend: str | None, db: str | None) -> tuple[str | None, str | None]:
-    """(release spec, db path) from the flags, else from [tool.opscan] of the working directory.
+def configured(backend: str | None, db: str | None, need_models: bool = False) -> Config:
+    """[tool.opscan] of the working directory with `--backend` / `--db` in place of its own, read
+    only when a flag is not given or its models are needed (`need_models`).
 
-    `opscan trace`, `opscan zoo` and `opscan PATH` so pick the same release: the flag, else the
-    project's `backend` / `db`, else the newest TorchNeuron release of the shipped database.
+    `opscan trace`, `opscan zoo` and `opscan PATH` so load the same release (the pipeline's
+    `database` step): the flag, else the project's `backend` / `db`, else the newest TorchNeuron
+    release of the shipped database.
     """
-    if backend is not None and db is not None:
-        return backend, db
+    from dataclasses import replace
+
+    from opscan.config import Config
+
+    if backend is not None and db is not None and not need_models:
+        return Config(root=Path.cwd(), backend=backend, db=Path(db) if db else None)
     from opscan.config.checks import load_checked_config
 
     config = load_checked_config(Path.cwd())
-    if backend is None:
-        backend = config.backend or None
-    if db is None and config.db is not None:
-        db = str(config.db)
-    return backend, db
+    if backend is not None:
+        config = replace(config, backend=backend)
+    if db is not None:
+        config = replace(config, db=Path(db) if db else None)
+    return config
 
 
-def _release(args: argparse.Namespace):
-    """The coverage-db release --backend / --db / [tool.opscan] chose (default: the newest TorchNeuron one)."""
-    from opscan.db import load_release
-
-    backend, db = configured_release(getattr(args, "backend", None), getattr(args, "db", None))
-    return load_release(backend, Path(db) if db else None)
-
-
-def _models(args: argparse.Namespace) -> tuple[list, Path]:
+def _models(args: argparse.Namespace, config: Config) -> tuple[list, Path]:
     """(the models to trace, as ModelConfig with the flags applied; the project root they live in)."""
     from dataclasses import replace
 
@@ -112,22 +114,16 @@ def _models(args: argparse.Namespace) -> tuple[list, Path]:
     flags = {key: value for key, value in flags.items() if value}   # a flag given replaces the configured value
     if getattr(args, "trust_remote_code", False):
         flags["trust_remote_code"] = True
-    if args.target:
-        return [replace(ModelConfig(target=args.target), **flags)], Path.cwd()
-    models, root = _configured_models()
-    if not models:
+    if args.target:   # parsed here, once (NOTE [targets parsed once]): a bad TARGET is a one-line usage error
+        try:
+            target = Target.parse(args.target)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        return [replace(ModelConfig(target=target), **flags)], Path.cwd()
+    if not config.models:
         raise UsageError("no TARGET given and no [[tool.opscan.models]] in pyproject.toml; "
                          "e.g. opscan trace model.py:build")
-    return [replace(model, **flags) for model in models], root
-
-
-def _configured_models():
-    try:
-        from opscan.config.checks import load_checked_config
-    except ImportError:
-        return (), Path.cwd()
-    config = load_checked_config(Path.cwd())
-    return config.models, config.root
+    return [replace(model, **flags) for model in config.models], config.root
 
 
 def run(args: argparse.Namespace) -> int:
@@ -135,17 +131,18 @@ def run(args: argparse.Namespace) -> int:
     (a trace stopped early; its partial list is shown)."""
     from opscan.assess import assess
     from opscan.commands.flags import isolation_from, render_report
-    from opscan.containment.outcome import trace_isolated
-    from opscan.pipeline.phases import at_real_size, tracer_options
+    from opscan.pipeline import phases
 
     limits = isolation_from(args)
-    models, root = _models(args)
-    release = _release(args)   # loaded once: the device profile of the trace, then coverage and caveats
+    config = configured(getattr(args, "backend", None), getattr(args, "db", None), need_models=not args.target)
+    models, root = _models(args, config)
+    # the pipeline's steps, as `opscan PATH` runs them: the release, loaded once (the device profile
+    # of the trace, then coverage and caveats), and each model traced in its child
+    release = phases.database(config)
     profile = release.profile()
     extra = {"device": args.device, **({"fsdp": args.fsdp} if getattr(args, "fsdp", None) is not None else {}),
              **({"steps": args.steps} if getattr(args, "steps", None) else {})}
-    traces = tuple(at_real_size(trace_isolated(tracer_options(model, root, profile, **extra), limits), model, root)
-                   for model in models)
+    traces = tuple(phases.trace(model, root, profile, limits, **extra) for model in models)
     report = assess(Draft(root=str(Path.cwd()), tool_version=__version__, traces=traces,
                           source=NotChecked(TRACE_ONLY)), release)
     render_report(report, args.format, args.output)   # the one report writer (commands/flags.py)

@@ -89,14 +89,16 @@ def _diff(args) -> int:
     from opscan.commands.flags import write_output
 
     write_output(text, str(args.output) if args.output else None)
-    return 1 if any(c.kind in ("broke", "regressed") for c in changes) else 0
+    return 1 if any(c.kind.worse for c in changes) else 0
 
 
-def _release_choice(args) -> tuple[str | None, str | None]:
-    """(--backend, --db), each falling back to [tool.opscan] of the working directory, as `opscan trace` does."""
-    from opscan.commands.trace import configured_release
+def _release(args):
+    """The release of --backend / --db, each falling back to [tool.opscan] of the working directory,
+    loaded by the pipeline's `database` step, as `opscan trace` and `opscan PATH` load it."""
+    from opscan.commands.trace import configured
+    from opscan.pipeline.phases import database
 
-    return configured_release(args.backend, args.db)
+    return database(configured(args.backend, args.db))
 
 
 def run(args) -> int:
@@ -107,7 +109,6 @@ def run(args) -> int:
     from opscan.zoo.cache import Cache
     from opscan.zoo.cluster import address_from_env
     from opscan.commands.flags import limits_from
-    from opscan.db import load_release
     from opscan.zoo.jobs import DEFAULT_TRACER
     from opscan.zoo.execution import run_zoo
     from opscan.zoo.selection import resolve
@@ -116,8 +117,7 @@ def run(args) -> int:
         raise UsageError("--workers and --layers must be >= 1")
     limits = limits_from(args, start_method=args.start_method)
     cache = Cache(args.cache_dir, enabled=not args.no_cache)
-    spec, db = _release_choice(args)
-    release = load_release(spec, Path(db) if db else None)
+    release = _release(args)
     configs = (cache.root / "configs").resolve()   # the default configs written here, read by each child
     targets = resolve(args.selection, configs, args.layers, args.dtype)
     limits = replace(limits, containment=replace(limits.containment,

@@ -22,7 +22,7 @@ from typing import Any
 
 from opscan.config.toml_file import ConfigProblem, read_file
 from opscan.errors import ConfigError
-from opscan.records import TrainStep
+from opscan.records import TrainStep, Target
 from opscan.plan.cost import CostConfig   # the cost model belongs to the plan; re-exported here
 
 FAIL_ON: dict[str, str] = {
@@ -44,7 +44,7 @@ DEFAULT_BACKEND = ""   # "" = the newest TorchNeuron release in the coverage dat
 class ModelConfig:
     """One model to trace; the fields are the options of `opscan trace` (see docs/trace.md)."""
 
-    target: str                      # file.py:NAME, package.module:NAME, hf:PATH, timm:NAME or pt2:FILE
+    target: Target                   # file.py:NAME, package.module:NAME, hf:PATH, timm:NAME or pt2:FILE
     inputs: tuple[str, ...] = ()     # example inputs, `NAME:DTYPE[SHAPE]` (e.g. "idx:int64[2,64]")
     mode: str = "train"              # train | inference | both
     batch: int | None = None         # batch size for generated inputs
@@ -67,6 +67,9 @@ class ModelConfig:
     # optimizer, AMP, clipping; opscan/targets/train_step.py), read statically for a model found with
     # no configuration and traced in place of the stand-in parts (a records.TrainStep, or None).
     step: TrainStep | None = None
+
+    def __post_init__(self) -> None:   # NOTE [targets parsed once]: a string given here is parsed (ValueError)
+        object.__setattr__(self, "target", Target.parse(self.target))
 
 
 @dataclass(frozen=True)
@@ -293,10 +296,14 @@ def _models(raw: Any, where: str, checker: "_Checker") -> tuple[ModelConfig, ...
         if "target" not in item:
             checker.add(here, "missing required key `target` (e.g. \"model.py:build\")")
             continue
-        target = checker.string(item["target"], here + ".target")
-        if target and ":" not in target:
-            checker.add(here + ".target", f"{target!r} is not file.py:NAME, module:NAME, hf:PATH, timm:NAME "
-                        "or pt2:FILE")
+        text = checker.string(item["target"], here + ".target")
+        if not isinstance(item["target"], str):
+            continue
+        try:   # the one parser (NOTE [targets parsed once])
+            target = Target.parse(text)
+        except ValueError as exc:
+            checker.add(here + ".target", str(exc))
+            continue
         mode = checker.string(item.get("mode", "train"), here + ".mode")
         if mode not in MODES:
             checker.add(here + ".mode", f"unknown mode {mode!r} (choose from {', '.join(MODES)})")

@@ -16,15 +16,46 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from opscan import errors
 from opscan.errors import ModelProcessError, TraceError
-from opscan.containment.process import Ended, Limits, format_size, run
-from opscan.records import ModelTrace
+from opscan.containment.process import Ended, How, Limits, format_size, run
+from opscan.records import ModelTrace, joined_stop
 
-# How a trace ended (a closed vocabulary; zoo rows carry it as `status`).
-OUTCOMES: dict[str, str] = {
+class TraceStatus(StrEnum):
+    """How a trace ended (Outcome.status; zoo rows carry it as `status`)."""
+
+    OK = "ok"
+    PARTIAL = "partial"
+    BUILD_ERROR = "build-error"
+    TRACE_ERROR = "trace-error"
+    TIMEOUT = "timeout"
+    CRASH = "crash"
+    OUT_OF_MEMORY = "out-of-memory"
+
+    @property
+    def description(self) -> str:
+        return _OUTCOMES[self]
+
+    @property
+    def traced(self) -> bool:
+        """The child returned a trace (complete or not)."""
+        return self in (TraceStatus.OK, TraceStatus.PARTIAL)
+
+    @property
+    def failed_in_model(self) -> bool:
+        """The model's code raised: while building it, or in its step."""
+        return self in (TraceStatus.BUILD_ERROR, TraceStatus.TRACE_ERROR)
+
+    @property
+    def limit(self) -> bool:
+        """A limit stopped it, or its process died (NOTE [stop classes] in opscan/zoo/results.py)."""
+        return self in (TraceStatus.TIMEOUT, TraceStatus.OUT_OF_MEMORY, TraceStatus.CRASH)
+
+
+_OUTCOMES: dict[str, str] = {
     "ok": "traced completely",
     "partial": "traced, but the trace stopped early (see the row's error)",
     "build-error": "the model could not be built (config, import or constructor error)",
@@ -33,6 +64,7 @@ OUTCOMES: dict[str, str] = {
     "crash": "the trace process died (segfault, abort, killed) or sent an answer that is not valid data",
     "out-of-memory": "the trace process hit the memory cap",
 }
+OUTCOMES: dict[str, str] = {k.value: k.description for k in TraceStatus}
 # Exceptions (by class name, bases included) that mean the model could not be built.
 BUILD_ERRORS = ("TargetError", "ImportError")
 TRACE_FUNCTION = "opscan.targets.loader:trace_target"
@@ -46,43 +78,49 @@ class Outcome:
     """How one contained trace ended, as a zoo row keeps it."""
 
     name: str
-    status: str                    # one of OUTCOMES
+    status: TraceStatus            # one of OUTCOMES
     trace: ModelTrace | None = None
     error: str = ""
     seconds: float = 0.0           # build + trace time inside the child (wall time to the kill if it died)
     error_types: tuple[str, ...] = ()   # "build-error" / "trace-error": the exception's class names, bases included
 
+    def __post_init__(self) -> None:   # NOTE [typed vocabularies] in opscan/records/vocabulary.py
+        object.__setattr__(self, "status", TraceStatus(self.status))
 
-def status_of(ended: Ended) -> str:
+
+def status_of(ended: Ended) -> TraceStatus:
     """The OUTCOMES status of a trace that ended as `ended` (the one place this is decided)."""
-    if ended.how == "returned":
-        return "ok" if getattr(ended.value, "complete", True) else "partial"
-    if ended.how == "raised":
-        return "build-error" if set(BUILD_ERRORS) & set(ended.error_types) else "trace-error"
-    if ended.how in ("out-of-memory", "timeout"):
-        return ended.how
-    return "crash"   # signal, exited, not-started
+    if ended.how is How.RETURNED:
+        return TraceStatus.OK if getattr(ended.value, "complete", True) else TraceStatus.PARTIAL
+    if ended.how is How.RAISED:
+        return TraceStatus.BUILD_ERROR if set(BUILD_ERRORS) & set(ended.error_types) else TraceStatus.TRACE_ERROR
+    if ended.how is How.OUT_OF_MEMORY:
+        return TraceStatus.OUT_OF_MEMORY
+    if ended.how is How.TIMEOUT:
+        return TraceStatus.TIMEOUT
+    return TraceStatus.CRASH   # signal, exited, not-started
 
 
 def outcome(name: str, ended: Ended, limits: Limits) -> Outcome:
     """The zoo row's view of how the child ended (short errors: a row is one line)."""
     status, seconds = status_of(ended), ended.seconds
-    if status in ("ok", "partial"):
+    if status.traced:
         trace = ended.value
-        return Outcome(name, status, trace, trace.stopped_at if status == "partial" else "", seconds)
+        stop = joined_stop(trace.stopped_at, trace.stop_hint) if status is TraceStatus.PARTIAL else ""
+        return Outcome(name, status, trace, stop, seconds)
     cap = format_size(ended.max_memory) + (" (an existing limit)" if ended.clamped else "")
-    if status in ("build-error", "trace-error"):
+    if status.failed_in_model:
         return Outcome(name, status, None, ended.error + _at(ended.where), seconds, tuple(ended.error_types))
-    if status == "out-of-memory":
+    if status is TraceStatus.OUT_OF_MEMORY:
         return Outcome(name, status, None, f"{ended.error} [{_asked(ended.error)}memory cap {cap}]", seconds)
-    if status == "timeout":
+    if status is TraceStatus.TIMEOUT:
         return Outcome(name, status, None, f"no result after {limits.timeout:g} s; killed", seconds)
     suffix = f"; last output: {ended.output}" if ended.output else ""
-    if ended.how == "signal" and ended.signal == "SIGKILL":
+    if ended.how is How.SIGNAL and ended.signal == "SIGKILL":
         return Outcome(name, status, None, f"killed by SIGKILL (out of memory? memory cap {cap}){suffix}", seconds)
-    if ended.how == "signal":
+    if ended.how is How.SIGNAL:
         return Outcome(name, status, None, f"process killed by {ended.signal}{suffix}", seconds)
-    if ended.how in ("not-started", "not-contained", "invalid"):
+    if ended.how in (How.NOT_STARTED, How.NOT_CONTAINED, How.INVALID):
         return Outcome(name, status, None, ended.error, seconds)
     return Outcome(name, status, None, f"process exited with code {ended.exitcode} without a result{suffix}",
                    seconds)
@@ -95,11 +133,11 @@ def result_of(ended: Ended, what: str, limits: Limits) -> Any:
     timeout, crash or memory exhaustion, and TraceError for other exceptions in the model's code.
     """
     status = status_of(ended)
-    if status in ("ok", "partial"):
+    if status.traced:
         return ended.value
-    if ended.how == "not-contained":
+    if ended.how is How.NOT_CONTAINED:
         raise errors.ContainmentError(f"{what}: --require-containment: {ended.error}")
-    if ended.how == "invalid":
+    if ended.how is How.INVALID:
         raise ModelProcessError(f"{what}: {ended.error}; none of it was used (the model's code may have written "
                                 "to opscan's result pipe)", subject=what)
     if ended.opscan_error is not None:
@@ -108,14 +146,14 @@ def result_of(ended: Ended, what: str, limits: Limits) -> Any:
         if not (isinstance(cls, type) and issubclass(cls, errors.OpscanError)):   # a name the child made up
             cls = TraceError
         raise cls(text, path, line)
-    if status in ("build-error", "trace-error"):
+    if status.failed_in_model:
         raise TraceError(f"{what} failed inside the model code: {ended.error} (at {ended.where})", subject=what)
-    if status == "timeout":
+    if status is TraceStatus.TIMEOUT:
         raise ModelProcessError(
             f"{what} timed out after {ended.seconds:.0f} s (limit --timeout {limits.timeout:g}); the model may "
             "hang (a blocking call, an endless loop, a collective waiting for other ranks): "
             "raise --timeout, or trace a smaller shape (--batch, --seq-len)", subject=what)
-    if status == "out-of-memory":
+    if status is TraceStatus.OUT_OF_MEMORY:
         raise ModelProcessError(
             f"{what} ran out of memory (limit {describe_memory(ended, limits)}): {ended.error}; raise "
             "--max-memory, or trace a smaller shape (--batch, --seq-len); a fake-tensor trace needs little "
@@ -123,19 +161,19 @@ def result_of(ended: Ended, what: str, limits: Limits) -> Any:
             "__init__) are the usual cause", subject=what)
     # NOTE [not started]: a child that could not be started is a "crash" row in the zoo, but for
     # `opscan PATH` it says nothing about the model: a TraceError (the trace is skipped with a note).
-    if ended.how == "not-started":
+    if ended.how is How.NOT_STARTED:
         raise TraceError(f"{what}: {ended.error}")
-    if ended.how == "signal" and ended.signal == "SIGSEGV":
+    if ended.how is How.SIGNAL and ended.signal == "SIGSEGV":
         raise ModelProcessError(
             f"{what} crashed: the model's process died of a segmentation fault (SIGSEGV) in native "
             "code (a C/C++ extension, ctypes, or a torch bug); opscan itself is unharmed: "
             "check the model's compiled extensions, or run the model once on CPU to reproduce", subject=what)
-    if ended.how == "signal" and ended.signal == "SIGKILL":
+    if ended.how is How.SIGNAL and ended.signal == "SIGKILL":
         raise ModelProcessError(
             f"{what} was killed (SIGKILL), most likely by the system's out-of-memory killer "
             f"(limit {describe_memory(ended, limits)}): lower --max-memory so the "
             "limit is hit first, or trace a smaller shape (--batch, --seq-len)", subject=what)
-    if ended.how == "signal":
+    if ended.how is How.SIGNAL:
         raise ModelProcessError(f"{what} crashed: the model's process died of {ended.signal}; "
                                 "run the model once on CPU to reproduce", subject=what)
     raise ModelProcessError(f"{what} ended without a result (exit code {ended.exitcode}); the model code "

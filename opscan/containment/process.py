@@ -36,6 +36,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any
 
 from opscan import containment, errors
@@ -50,8 +51,25 @@ START_METHODS = ("spawn", "forkserver", "fork")
 ERROR_LIMIT, MRO_LIMIT = 4000, 32   # characters of an answer's error and place; class names of its exception
 ANSWER_LIMIT = 64 << 20    # bytes of one answer frame (an 80-layer Llama's trace: 0.2 MB; containment_bench.py --codec)
 
-# How a child ended (a closed vocabulary; Ended.how is one of these).
-HOW: dict[str, str] = {
+class How(StrEnum):
+    """How a child ended (Ended.how; NOTE [typed vocabularies] in opscan/records/vocabulary.py)."""
+
+    RETURNED = "returned"
+    RAISED = "raised"
+    OUT_OF_MEMORY = "out-of-memory"
+    TIMEOUT = "timeout"
+    SIGNAL = "signal"
+    EXITED = "exited"
+    NOT_STARTED = "not-started"
+    NOT_CONTAINED = "not-contained"
+    INVALID = "invalid"
+
+    @property
+    def description(self) -> str:
+        return _HOW[self]
+
+
+_HOW: dict[str, str] = {
     "returned": "the function returned; Ended.value is its result",
     "raised": "the function raised an exception (Ended.error, Ended.error_types, Ended.where)",
     "out-of-memory": "an allocation failed under the memory limit",
@@ -63,6 +81,7 @@ HOW: dict[str, str] = {
     "invalid": "the child sent something that is not a valid answer (not JSON, too large, the wrong types); "
                "none of it was used (Ended.error says why)",
 }
+HOW: dict[str, str] = {k.value: k.description for k in How}
 
 
 @dataclass(frozen=True)
@@ -81,7 +100,7 @@ class Limits:
 class Ended:
     """How one contained call ended (see HOW)."""
 
-    how: str
+    how: How
     value: Any = None                     # "returned": what the function returned
     error: str = ""                       # "raised" / "out-of-memory": "Type: first line of the message"
     error_types: tuple[str, ...] = ()     # "raised": the exception's class names, its own first, then bases
@@ -94,6 +113,9 @@ class Ended:
     max_memory: int | None = None         # the address-space limit in force in the child (bytes)
     clamped: bool = False                 # max_memory is an existing limit below the one asked for
     containment: Held | None = None       # which parts of the containment held (None: not contained)
+
+    def __post_init__(self) -> None:   # NOTE [typed vocabularies] in opscan/records/vocabulary.py
+        object.__setattr__(self, "how", How(self.how))
 
 
 def default_max_memory() -> int | None:
@@ -162,7 +184,7 @@ def run(func: str, kwargs: dict[str, Any], limits: Limits, *, capture_output: bo
         try:
             child = children.start(limits.start_method, request_r, result_w, out, env, preload)
         except OSError as exc:
-            return Ended("not-started", error=f"could not start the child process: {exc}", **common)
+            return Ended(How.NOT_STARTED, error=f"could not start the child process: {exc}", **common)
         finally:
             for fd in (request_r, result_w, *((out,) if log_path else ())):
                 os.close(fd)
@@ -197,15 +219,15 @@ def _ended(child: children.Child, policy: Policy, frames: list[bytes], state: st
     try:
         held = codec.loads(frames[0], Held | None) if frames else None
         answer = codec.loads(frames[1], Answer) if len(frames) > 1 else None
-        value = codec.decode(answer.value, returns) if answer is not None and answer.how == "returned" else None
+        value = codec.decode(answer.value, returns) if answer is not None and answer.how == How.RETURNED else None
     except codec.InvalidData as exc:
         state = f"the child sent invalid data: {exc}"
     if state == "timeout":
         children.stop(child)
-        return Ended("timeout", seconds=round(elapsed, 3), output=_log_tail(log_path), containment=held, **common)
+        return Ended(How.TIMEOUT, seconds=round(elapsed, 3), output=_log_tail(log_path), containment=held, **common)
     if state not in ("answered", "ended"):
         children.stop(child)
-        return Ended("invalid", error=state, seconds=round(elapsed, 3), output=_log_tail(log_path),
+        return Ended(How.INVALID, error=state, seconds=round(elapsed, 3), output=_log_tail(log_path),
                      containment=held, **common)
     if policy.enabled:
         children.end_group(child)
@@ -214,12 +236,13 @@ def _ended(child: children.Child, policy: Policy, frames: list[bytes], state: st
         return _death(code, elapsed, _log_tail(log_path), held, common)
     fields = {f.name: getattr(answer, f.name) for f in dataclasses.fields(Answer) if f.name not in ("value", "seconds")}
     fields["error"], fields["where"] = answer.error[:ERROR_LIMIT], answer.where[:ERROR_LIMIT]   # one line, whoever
+    fields["how"] = How(answer.how)
     fields["error_types"] = answer.error_types[:MRO_LIMIT]                                      # wrote the answer
     if answer.opscan_error is not None:
         name, message, path, line = answer.opscan_error
         fields["opscan_error"] = (name[:200], message[:ERROR_LIMIT], path and path[:ERROR_LIMIT], line)
     return Ended(value=value, seconds=round(answer.seconds, 3), containment=held,
-                 output=_log_tail(log_path) if answer.how != "returned" else "", **fields, **common)
+                 output=_log_tail(log_path) if answer.how != How.RETURNED else "", **fields, **common)
 
 
 def _collect(child: children.Child, fd: int, timeout: float | None) -> tuple[list[bytes], str]:
@@ -315,9 +338,9 @@ def _death(exitcode: int | None, elapsed: float, output: str, held: Held | None,
             name = signal.Signals(-exitcode).name
         except ValueError:
             name = f"signal {-exitcode}"
-        return Ended("signal", signal=name, exitcode=exitcode, seconds=round(elapsed, 3), output=output,
+        return Ended(How.SIGNAL, signal=name, exitcode=exitcode, seconds=round(elapsed, 3), output=output,
                      containment=held, **common)
-    return Ended("exited", exitcode=exitcode, seconds=round(elapsed, 3), output=output, containment=held, **common)
+    return Ended(How.EXITED, exitcode=exitcode, seconds=round(elapsed, 3), output=output, containment=held, **common)
 
 
 def _log_tail(path: str | None, lines: int = 2) -> str:

@@ -69,7 +69,9 @@ def annotate(release: Release, op_names: Iterable[str], dtypes: Mapping[str, Ite
     notes = list(release_notes(release))
     counts = status_counts(coverage)
     shown = ", ".join(f"{n} {s}" for s, n in counts.items() if n or s in _ALWAYS_COUNTED)
-    notes.append(f"coverage against {release.spec}: {len(coverage)} ops: {shown}")
+    n = len(coverage)
+    notes.append(f"coverage against {release.spec}: {n} op{'s' * (n != 1)}: {shown}" if n else
+                 f"coverage against {release.spec}: no op traced")
     if counts["unknown"] and release.kernel_list == "partial":
         notes.append(f"{release.spec} lists only some ops ({release.unlisted.note}); run `opscan db probe` on "
                      "an install to turn unknown into native or cpu-fallback")

@@ -65,7 +65,7 @@ def forecast(report: Path) -> list[tuple[str, int]]:
     steps = section.get("steps")
     if isinstance(steps, list) and steps and isinstance(steps[0], dict) \
             and isinstance(steps[0].get("signatures"), list):
-        return [("first step (eager signatures)", len(steps[0]["signatures"]))]
+        return [("eager signatures in the first step", len(steps[0]["signatures"]))]
     return []
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from opscan.records import NoKernel as NoKernelMode
 from opscan.records import OpName
 
 CONFIDENCES = ("high", "medium", "low")
@@ -82,7 +83,8 @@ class Narrowing:
     effect: str = "narrowed"
 
 
-NO_KERNEL_MODES = ("cpu-fallback", "error", "unknown")
+# the words of records.NoKernel, in the order the database's errors list them
+NO_KERNEL_MODES = tuple(m.value for m in (NoKernelMode.CPU_FALLBACK, NoKernelMode.ERROR, NoKernelMode.UNKNOWN))
 
 
 @dataclass(frozen=True)

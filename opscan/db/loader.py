@@ -20,7 +20,7 @@ from opscan.db.release import (
     Release,
 )
 from opscan.errors import DatabaseError
-from opscan.records import EVIDENCE_KINDS, STATUSES, Evidence, OpName, Status
+from opscan.records import EVIDENCE_KINDS, STATUSES, Evidence, OpName, Status, EvidenceKind
 from opscan.strict_yaml import YamlProblem, check_keys as _keys, line_of as _line, load_checked
 
 SCHEMA_VERSION = 1
@@ -141,7 +141,7 @@ def _sources(doc) -> dict[str, Evidence]:
         fields = {k: _text(item, k, f"source {sid}") for k in ("url", "date", "repo", "commit", "install")
                   if k in item}
         compared = item.get("compared", False)
-        if not isinstance(compared, bool) or (compared and kind != "probed"):
+        if not isinstance(compared, bool) or (compared and kind != EvidenceKind.PROBED):
             raise _Problem(f"source {sid}: compared must be true or false, and only probed evidence can be "
                            "compared (results checked against the CPU)", _line(item, "compared"))
         out[sid] = Evidence(kind=kind, text=_text(item, "text", f"source {sid}"), compared=compared, **fields)
@@ -192,7 +192,7 @@ def _entry(item, sources, op_names: str, parent_line, known=None) -> Entry:
     status = Status(_choice(item, "status", STATUSES, op))
     ids = _evidence_ids(item, sources, op)
     confidence = _choice(item, "confidence", CONFIDENCES, op)
-    if status.has_kernel and all(sources[i].kind == "inferred" for i in ids):
+    if status.has_kernel and all(sources[i].kind is EvidenceKind.INFERRED for i in ids):
         raise _Problem(f"{op}: {status} needs a documented, probed or source-snapshot source, "
                        "not only an inference", _line(item, "evidence"))
     if status is Status.LIMITED and not item.get("note"):

@@ -8,7 +8,7 @@ from typing import Protocol
 
 from opscan.db import registry
 from opscan.db.entries import CONFIDENCES, DtypeFallback, Entry, KnownFailure, Narrowing, Package
-from opscan.records import Coverage, Evidence, NoKernel, OpName, Status, status_of
+from opscan.records import Coverage, Evidence, NoKernel, OpName, Status, status_of, EvidenceKind
 
 
 class Release(Protocol):
@@ -162,7 +162,7 @@ def expand_packets(names: Iterable[str]) -> list[str]:
 
 
 def _inferred(text: str) -> Evidence:
-    return Evidence(kind="inferred", text=text)
+    return Evidence(kind=EvidenceKind.INFERRED, text=text)
 
 
 def _lookup(release: Release, op: str, stack: tuple[str, ...], dtype: str = "") -> Coverage:
@@ -313,7 +313,7 @@ def _judge(release: Release, op: str, parts: tuple[str, ...], stack: tuple[str, 
         note = _part_note(max(subs, key=lambda c: CONFIDENCES.index(c.confidence)), derived)
     if status.decomposes:
         weakest = max(subs, key=lambda c: CONFIDENCES.index(c.confidence))
-        basis = next((e.text for e in weakest.evidence if e.kind != "inferred"), "")
+        basis = next((e.text for e in weakest.evidence if e.kind is not EvidenceKind.INFERRED), "")
         text = f"decomposes into {arrow}, all with kernels" + (f" ({basis})" if basis else "")
     else:
         why = worst.evidence[0].text if worst.evidence else worst.via
@@ -325,7 +325,7 @@ def _judge(release: Release, op: str, parts: tuple[str, ...], stack: tuple[str, 
     # other part `empty_strided` is no evidence about it (issue 36)
     deciding = subs if status.decomposes else [c for c in subs if c.status == worst.status]
     for sub in deciding:
-        evidence.extend(e for e in sub.evidence if e.kind != "inferred" and e not in evidence)
+        evidence.extend(e for e in sub.evidence if e.kind is not EvidenceKind.INFERRED and e not in evidence)
     return Coverage(op=op, status=status, evidence=tuple(evidence), confidence=lowest,
                     via=f"{how} -> {arrow}", parts=parts, confidence_note=note)
 

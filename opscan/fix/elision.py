@@ -25,7 +25,7 @@ that no codemod reads) elided, each kept node on its own line and column.
 # findings' nodes their ancestors, the top-level statements their indices, so each finding gets the
 # outcome the whole file gives it
 # (tests/fix/test_fix_mark.py compares both on the fixtures, the example and generated cases;
-# benchmarks/fix_bench.py and the crash guard, tools/crash_guard.py, compare the mark with `opscan
+# benchmarks/speed/fix_bench.py and the crash guard, tools/crash_guard.py, compare the mark with `opscan
 # fix --diff` on real trees). Whether the rewrite parses is checked on the elided rewrite: the
 # changed statements are the same, and what surrounds them parses in both. One thing the elided
 # statements could still change is whether libcst reads the file at all: its trees nest once per

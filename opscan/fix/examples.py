@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from opscan.fix.file_plan import Probe
 from opscan.fix.module import fix_source
-from opscan.scan.engine import scan_memory
+from opscan.scan.tree import scan_memory
 from opscan.scan.rules import Rule, RuleSet
 
 

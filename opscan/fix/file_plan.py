@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from opscan.fix.scope import Probe, fixable, lookups, would_try
 from opscan.records import Finding
+from opscan.fix.reasons import FixStatus
 
 __all__ = ["FilePlan", "AnsweredProbe", "Probe", "fixable", "has_fix", "lookups", "on_big_stack", "plan_file",
            "too_large", "would_try"]
@@ -76,7 +77,7 @@ def plan_file(rel: str, before: bytes, findings: list[Finding], rules: dict[str,
     from opscan.scan.files import manifest_kind
 
     def left(why: str) -> FilePlan:
-        return FilePlan(before, tuple(SiteOutcome(f, "left", f"file not touched: {why}", "file-skipped")
+        return FilePlan(before, tuple(SiteOutcome(f, FixStatus.LEFT, f"file not touched: {why}", "file-skipped")
                                       if has_fix(f, rules) else manual_outcome(f, rules) for f in findings), why)
 
     kind = manifest_kind(rel)

@@ -17,10 +17,11 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from opscan.fix.file_plan import INPUT_RULES, AnsweredProbe, Probe, has_fix, plan_file
 from opscan.fix.module import SiteOutcome, manual_outcome
+from opscan.fix.reasons import FixStatus
 from opscan.fix.scope import fixable, lookups, would_try
 from opscan.fsutil import UnreadableFile, atomic_write, read_source_bytes
 from opscan.records import Finding
@@ -66,7 +67,7 @@ class FixRun:
     def outcomes(self) -> list[SiteOutcome]:
         return [o for f in self.files for o in f.outcomes]
 
-    def count(self, status: str) -> int:
+    def count(self, status: FixStatus) -> int:
         return sum(o.status == status for o in self.outcomes())
 
 
@@ -120,9 +121,9 @@ def fix_paths(targets: Iterable[str | os.PathLike[str]], config_for: Callable[[P
         probe: torch lookup for replacements (default: the installed torch).
         jobs: worker processes for the files to rewrite (default: the CPUs; results are the same).
     """
-    from opscan.pipeline.phases import ScanOptions, scan
+    from opscan.pipeline.options import ScanOptions
+    from opscan.pipeline.phases import scan
     from opscan.scan.fixes import TorchProbe
-    from opscan.scan.rules import load_rules
     from opscan.scan.workers import default_jobs
 
     started = time.perf_counter()
@@ -137,7 +138,7 @@ def fix_paths(targets: Iterable[str | os.PathLike[str]], config_for: Callable[[P
         outcome = scan(target, config, ScanOptions(mark_fixable=False))   # this run plans every file itself
         run.findings += len(outcome.findings)
         run.notes.extend(outcome.notes)
-        rules = load_rules(extra_dirs=config.extra_rules, select=config.select, ignore=config.ignore)
+        rules = cast("RuleSet", outcome.ruleset)   # the rules the scan step loaded and ran (not loaded again)
         by_id = {r.id: r for r in rules}
         by_path: dict[str, list[Finding]] = {}
         for finding in outcome.findings:
@@ -158,7 +159,7 @@ def fix_paths(targets: Iterable[str | os.PathLike[str]], config_for: Callable[[P
             for item in run_jobs([(*job[:5], answered) for job in work], jobs):
                 if item.skipped and not item.outcomes:   # not even read: the scan's findings, with the reason
                     item = replace(item, outcomes=tuple(
-                        SiteOutcome(f, "left", f"file not touched: {item.skipped}", "file-skipped")
+                        SiteOutcome(f, FixStatus.LEFT, f"file not touched: {item.skipped}", "file-skipped")
                         if has_fix(f, by_id) else manual_outcome(f, by_id) for f in by_path[item.path]))
                 run.files.append(item)
     run.files.sort(key=lambda f: (f.root, f.path))
@@ -169,7 +170,7 @@ def fix_paths(targets: Iterable[str | os.PathLike[str]], config_for: Callable[[P
 def _fix_file(root: Path, rel: str, rules: RuleSet, by_id: dict[str, Rule], unsafe: bool, write: bool,
               probe: Probe | None) -> FileFix:
     from opscan.fix.file_plan import too_large
-    from opscan.scan.engine import scan_source
+    from opscan.scan.file_scan import scan_source
 
     path = root / rel
     if path.is_symlink():
@@ -204,9 +205,9 @@ def _write(path: Path, rel: str, root: Path, before: bytes, after: bytes, outcom
         current = None
     if current != before:
         return FileFix(rel, str(root), before, before, tuple(
-            SiteOutcome(o.finding, "left", "the file changed on disk while it was being fixed: not overwritten",
+            SiteOutcome(o.finding, FixStatus.LEFT, "the file changed on disk while it was being fixed: not overwritten",
                         "file-skipped")
-            if o.status == "fixed" else o for o in outcomes), skipped="changed on disk during the fix")
+            if o.status is FixStatus.FIXED else o for o in outcomes), skipped="changed on disk during the fix")
     try:
         atomic_write(path, after)
     except OSError as exc:

@@ -17,6 +17,7 @@ from opscan.fix.module import SiteOutcome, manual_outcome
 from opscan.fix.scope import CUDA_INDEX, CUDA_LABEL, certain
 from opscan.records import Finding
 from opscan.scan.rule_records import Rule
+from opscan.fix.reasons import FixStatus
 
 def fix_manifest(before: bytes, findings: list[Finding], rules: dict[str, Rule]
                  ) -> tuple[bytes, tuple[SiteOutcome, ...]]:
@@ -30,11 +31,11 @@ def fix_manifest(before: bytes, findings: list[Finding], rules: dict[str, Rule]
         if not certain(finding, rules):
             outcomes.append(manual_outcome(finding, rules))
         elif labelled:
-            outcomes.append(SiteOutcome(finding, "left", "a `+cuXXX` local label in this file is only on the CUDA "
-                                        "index: change the label and the index together", "decision"))
+            outcomes.append(SiteOutcome(finding, FixStatus.LEFT, "a `+cuXXX` local label in this file is only on the "
+                                        "CUDA index: change the label and the index together", "decision"))
         elif 0 < line <= len(lines) and CUDA_INDEX.search(lines[line - 1]):
             lines[line - 1] = CUDA_INDEX.sub(r"\1cpu", lines[line - 1])
-            outcomes.append(SiteOutcome(finding, "fixed", "PyTorch's CUDA wheel index -> its CPU wheel index"))
+            outcomes.append(SiteOutcome(finding, FixStatus.FIXED, "PyTorch's CUDA wheel index -> its CPU wheel index"))
         else:
-            outcomes.append(SiteOutcome(finding, "left", "the index is not on the line the scan found", "form"))
+            outcomes.append(SiteOutcome(finding, FixStatus.LEFT, "the index is not on the line the scan found", "form"))
     return "".join(lines).encode("utf-8"), tuple(outcomes)

@@ -15,6 +15,7 @@ from fnmatch import fnmatchcase
 import libcst as cst
 
 from opscan.fix import codemods, reasons
+from opscan.fix.reasons import FixStatus
 from opscan.fix.context import Context
 from opscan.fix.positions import Positions
 from opscan.fix.scope import Probe
@@ -57,12 +58,15 @@ class SiteOutcome:
     """What `opscan fix` did with one finding."""
 
     finding: Finding
-    status: str          # "fixed" | "unsafe" (needs --unsafe-fixes) | "left" (no fix) | "manual" (no codemod)
+    status: FixStatus    # fixed | unsafe (needs --unsafe-fixes) | left (no fix here) | manual (no codemod)
     detail: str = ""     # fixed/unsafe: what the rewrite does; left/manual: why not, for this site
     reason: str = ""     # why it is not fixed: a code of reasons.REASONS ("" when fixed)
     # the torch names the rewrite relies on: planned without torch (the fixable mark), it is left
     # when one of them is missing from the installed torch (NOTE [fixable is what fix fixes])
     needs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:   # NOTE [typed vocabularies] in opscan/records/vocabulary.py
+        object.__setattr__(self, "status", FixStatus(self.status))
 
 
 def manual_outcome(finding: Finding, rules: dict[str, Rule]) -> SiteOutcome:
@@ -70,15 +74,15 @@ def manual_outcome(finding: Finding, rules: dict[str, Rule]) -> SiteOutcome:
     rule = rules.get(finding.rule)
     if rule is not None and rule.autofix is not None:    # a rule with a rewrite that does not apply here
         if finding.guarded:
-            return SiteOutcome(finding, "left", GUARDED, "guard")
+            return SiteOutcome(finding, FixStatus.LEFT, GUARDED, "guard")
         if finding.subject in codemods.GUARD_NAMES and rule.autofix.codemod != "required-check":
             leave = availability_leave(rule, finding)
-            return SiteOutcome(finding, "left", leave.reason, leave.kind)
+            return SiteOutcome(finding, FixStatus.LEFT, leave.reason, leave.kind)
         if not rule.autofix.covers(finding.subject):
-            return SiteOutcome(finding, "left", no_equivalent(finding.subject).reason, "no-equivalent")
-        return SiteOutcome(finding, "unsafe", "the rule's rewrite is unsafe", "unsafe")
+            return SiteOutcome(finding, FixStatus.LEFT, no_equivalent(finding.subject).reason, "no-equivalent")
+        return SiteOutcome(finding, FixStatus.UNSAFE, "the rule's rewrite is unsafe", "unsafe")
     code, why = reasons.manual(rule)
-    return SiteOutcome(finding, "manual", why, code)
+    return SiteOutcome(finding, FixStatus.MANUAL, why, code)
 
 
 def no_equivalent(subject: str) -> codemods.Leave:
@@ -95,7 +99,7 @@ class SourceFix:
 
     @property
     def fixed(self) -> int:
-        return sum(o.status == "fixed" for o in self.outcomes)
+        return sum(o.status is FixStatus.FIXED for o in self.outcomes)
 
 
 def matched_name(rule: Rule, subject: str) -> str | None:
@@ -123,7 +127,7 @@ class _Planner:
     def outcome(self, finding: Finding) -> SiteOutcome:
         asked = len(self.ctx.asked)
         outcome = self._outcome(finding)
-        if outcome.status == "fixed" and len(self.ctx.asked) > asked:
+        if outcome.status is FixStatus.FIXED and len(self.ctx.asked) > asked:
             return replace(outcome, needs=tuple(sorted(set(self.ctx.asked[asked:]))))
         return outcome
 
@@ -132,7 +136,7 @@ class _Planner:
         if rule is None or rule.autofix is None:
             return manual_outcome(finding, self.rules)
         if finding.guarded and not codemods.handles_guarded(rule.autofix.codemod, finding.subject):
-            return SiteOutcome(finding, "left", GUARDED, "guard")
+            return SiteOutcome(finding, FixStatus.LEFT, GUARDED, "guard")
         loc = finding.location
         nodes = self.by_range.get((loc.line, loc.column, loc.end_line, loc.end_column), [])
         result = None
@@ -143,17 +147,17 @@ class _Planner:
                 break
         device, torch = self.ctx.device_asks > asks[0], self.ctx.torch_asks > asks[1]
         if result is None:
-            return SiteOutcome(finding, "left", "no rewrite for this form: fix by hand", "form")
+            return SiteOutcome(finding, FixStatus.LEFT, "no rewrite for this form: fix by hand", "form")
         if isinstance(result, codemods.Leave):
-            return SiteOutcome(finding, "left", result.reason, result.kind)
+            return SiteOutcome(finding, FixStatus.LEFT, result.reason, result.kind)
         if "unsafe" in (result.safety, rule.autofix.safety) and not self.unsafe:
-            return SiteOutcome(finding, "unsafe", result.note, "unsafe")
+            return SiteOutcome(finding, FixStatus.UNSAFE, result.note, "unsafe")
         if id(result.target) in self.plans:
-            return SiteOutcome(finding, "fixed", "rewritten with another finding at the same place")
+            return SiteOutcome(finding, FixStatus.FIXED, "rewritten with another finding at the same place")
         self.plans[id(result.target)] = result
         self.uses_device |= device
         self.uses_torch |= torch
-        return SiteOutcome(finding, "fixed", result.note)
+        return SiteOutcome(finding, FixStatus.FIXED, result.note)
 
     def _plan(self, rule: Rule, node: cst.CSTNode, finding: Finding) -> codemods.Plan | codemods.Leave | None:
         assert rule.autofix is not None
@@ -229,7 +233,7 @@ def fix_module(text: str | bytes, findings: list[Finding], rules: dict[str, Rule
         module = cst.parse_module(planned if planned is not None else text)
     except (cst.ParserSyntaxError, RecursionError) as exc:
         reason = f"libcst cannot parse this file: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-        return SourceFix(text, tuple(SiteOutcome(f, "left", reason, "file-skipped") if _has_fix(f, rules) else
+        return SourceFix(text, tuple(SiteOutcome(f, FixStatus.LEFT, reason, "file-skipped") if _has_fix(f, rules) else
                                      manual_outcome(f, rules) for f in findings))
     # where the findings' nodes are (NOTE [positions per statement] in fix/positions.py)
     positions = Positions(module, ((f.location.line, f.location.end_line or f.location.line) for f in findings))
@@ -250,8 +254,8 @@ def fix_module(text: str | bytes, findings: list[Finding], rules: dict[str, Rule
     if not parses:   # never write code that does not parse (a bug in a codemod): leave the file
         reason = "the rewrite did not parse (an opscan bug: please report it); file left unchanged"
         return SourceFix(text,
-                         tuple(SiteOutcome(o.finding, "left", reason, "file-skipped") if o.status == "fixed" else o
-                                     for o in outcomes))
+                         tuple(SiteOutcome(o.finding, FixStatus.LEFT, reason, "file-skipped")
+                                     if o.status is FixStatus.FIXED else o for o in outcomes))
     return SourceFix(new, outcomes)
 
 

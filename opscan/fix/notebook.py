@@ -19,6 +19,7 @@ from opscan.fix.module import SiteOutcome, SourceFix, fix_module, manual_outcome
 from opscan.fix.scope import Probe
 from opscan.records import Finding
 from opscan.scan.rule_records import Rule
+from opscan.fix.reasons import FixStatus
 
 MAGIC = re.compile(r"^(\s*)[%!]")
 _WS = re.compile(r"[ \t\n\r]*")
@@ -165,7 +166,8 @@ def fix_notebook(data: bytes, findings: list[Finding], rules: dict[str, Rule], u
             continue
         unmagicked = _unmagic(source)
         if unmagicked is None:
-            outcomes.extend(SiteOutcome(f, "left", "a whole-cell magic: not Python", "file-skipped") for f in mine)
+            outcomes.extend(SiteOutcome(f, FixStatus.LEFT, "a whole-cell magic: not Python", "file-skipped")
+                            for f in mine)
             continue
         if not mine:     # nothing to fix here, but later cells may use its `import torch` or device
             fix_module(unmagicked[0], [], rules, unsafe, probe, prior)

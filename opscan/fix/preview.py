@@ -39,6 +39,7 @@ from opscan.fix import file_plan
 from opscan.fix.file_plan import too_large
 from opscan.fix.scope import would_try
 from opscan.records import Finding
+from opscan.fix.reasons import FixStatus
 
 
 def _key(finding: Finding) -> tuple[str, str, int | None, int, int]:
@@ -62,7 +63,7 @@ class FixableMark:
     (NOTE [fixable is what fix fixes]). Called by the scan's workers as
     `mark(relpath, data, result, rules, tree) -> result`. The plan asks no torch: each finding
     fixed carries the torch names its rewrite relies on (`FileResult.fix_needs`), and the scan
-    unmarks it when the installed torch lacks one (scan/engine.py `_collect`), so a cached mark
+    unmarks it when the installed torch lacks one (scan/collect.py `collect`), so a cached mark
     holds for any torch."""
 
     what = "fixable"        # the note's word: "fixable not computed for FILE: reason"
@@ -84,7 +85,7 @@ class FixableMark:
             import opscan.fix.module  # noqa: F401 - libcst and the codemods, inherited by the forked workers
 
     def __call__(self, relpath: str, data: bytes, result: Any, rules: Any, tree: ast.Module | None = None) -> Any:
-        """`result` (a scan/engine.py FileResult of `data`) with each finding's `fixable` set to
+        """`result` (a scan/results.py FileResult of `data`) with each finding's `fixable` set to
         whether `opscan fix` rewrites it, with torch's every replacement taken to exist, and the
         torch names each rewrite relies on in `fix_needs`; `tree`: the scan's parse of the file,
         which the plan reuses (NOTE [planning on an elided module] in fix/elision.py). Raises what
@@ -102,7 +103,7 @@ class FixableMark:
         self.plans += 1
         plan = file_plan.plan_file(relpath, data, list(findings), by_id, probe=AllPresent(),
                                    bindings=result.facts.bindings, outcomes_only=True, tree=tree)
-        fixed = {_key(o.finding): o.needs for o in plan.outcomes if o.status == "fixed"}
+        fixed = {_key(o.finding): o.needs for o in plan.outcomes if o.status is FixStatus.FIXED}
         marked = tuple(f if f.fixable == (_key(f) in fixed) else replace(f, fixable=_key(f) in fixed)
                        for f in findings)
         needs = tuple(fixed.get(_key(f), ()) for f in findings)

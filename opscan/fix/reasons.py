@@ -6,9 +6,46 @@ a sentence for that site (`SiteOutcome.detail`); the report groups the findings 
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from opscan.scan.rule_records import Rule
 
-REASONS: dict[str, str] = {
+
+class FixStatus(StrEnum):
+    """What `opscan fix` did with one finding (SiteOutcome.status)."""
+
+    FIXED = "fixed"      # rewritten
+    UNSAFE = "unsafe"    # a rewrite exists, applied only with --unsafe-fixes
+    LEFT = "left"        # the rule has a rewrite, but not for this site
+    MANUAL = "manual"    # the rule has no rewrite (no codemod)
+
+    @property
+    def left(self) -> bool:
+        """Not rewritten, and no flag would rewrite it (left or manual)."""
+        return self in (FixStatus.LEFT, FixStatus.MANUAL)
+
+
+class Reason(StrEnum):
+    """Why `opscan fix` left a finding (SiteOutcome.reason; REASONS says each)."""
+
+    UNSAFE = "unsafe"
+    GUARD = "guard"
+    DECISION = "decision"
+    PORT_TASK = "port-task"
+    NO_EQUIVALENT = "no-equivalent"
+    MISSING_IN_TORCH = "missing-in-torch"
+    FORM = "form"
+    NO_DEVICE = "no-device"
+    NO_CODEMOD = "no-codemod"
+    FILE_SKIPPED = "file-skipped"
+    NOT_PORT_WORK = "not-port-work"
+
+    @property
+    def description(self) -> str:
+        return _REASONS[self]
+
+
+_REASONS: dict[str, str] = {
     "unsafe": "the rewrite may change what the code does on CUDA: applied only with --unsafe-fixes",
     "guard": "an availability test, or code it guards: it keeps CUDA-only work off other devices",
     "decision": "what the code should do on a Neuron device is a choice, not a rewrite (the finding's fix says how)",
@@ -21,6 +58,7 @@ REASONS: dict[str, str] = {
     "file-skipped": "the file was not rewritten",
     "not-port-work": "not port work: an input opscan could not read, or a note about opscan's own run",
 }
+REASONS: dict[str, str] = {k.value: k.description for k in Reason}
 
 # Rules without an `autofix`: why, by rule name first, then by the rule's task kind (model.TASKS).
 BY_NAME: dict[str, tuple[str, str]] = {

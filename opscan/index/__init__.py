@@ -2,7 +2,7 @@
 
 `ProjectIndex(root)` is made once per run (opscan/pipeline/analyse.py `analyse`) and handed to every stage
 that reads the project's Python: the model search (opscan/targets/discovery.py, with the recipes,
-registries, tests and call sites it reads) and the source scan (opscan/scan/engine.py). It holds,
+registries, tests and call sites it reads) and the source scan (opscan/scan/tree.py). It holds,
 per file, what was asked of it: the bytes (read with the scan's guarded read,
 opscan/fsutil.py `read_source_bytes`), the text (decoded as the interpreter decodes it), the
 `ast` tree (parsed by `parse`, the one parse of a project file) and the module-level import

@@ -2,8 +2,8 @@
 
 `analyse(target, config, options)` is what `opscan PATH` runs, a short pipeline of named steps over
 records (NOTE [the pipeline of analyse]) ending in a `Draft` that opscan/assess/assessment.py judges into the
-Report; `RunOptions` is everything about the run that is not project configuration (the trace
-switch, baseline, limits, ...). Each phase is a plain function held in `Phases`, so tests can
+Report; `RunOptions` (opscan/pipeline/options.py) is everything about the run that is not project
+configuration (the trace switch, baseline, limits, ...). Each phase is a plain function held in `Phases`, so tests can
 replace the tracer (or any phase) without torch. Analysis never prints; progress goes to an
 optional `progress(event, detail)` callback that the command renders.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,11 +24,12 @@ from opscan.config import Config, ModelConfig
 from opscan.errors import (MissingDependencyError, MissingModulesError, ModelProcessError, OpscanError, TargetError,
                            TraceError, UsageError)
 from opscan.index import ProjectIndex
-from opscan.containment.process import Limits, default_max_memory
+from opscan.containment.process import Limits
 from opscan.pipeline import entry_step
 from opscan.records import (BaselineStatus, Checked, DeviceProfile, Discovery, Draft, Finding, ModelTrace,
-                            NothingToCheck, Report, SourceCheck, Step)
-from opscan.pipeline.phases import ScanOptions, ScanOutcome, database_notes
+                            NothingToCheck, Report, SourceCheck, Step, Target, TargetKind)
+from opscan.pipeline.options import RunOptions, ScanOptions
+from opscan.pipeline.phases import ScanOutcome, database_notes
 from opscan.assess.verdict import NO_MODEL
 
 if TYPE_CHECKING:
@@ -63,32 +64,6 @@ class Phases:
         if unknown:
             raise TypeError(f"no such phase: {', '.join(sorted(unknown))}")
         return cls(**{**chosen, **replaced})
-
-
-def _default_limits() -> Limits:
-    return Limits(max_memory=default_max_memory())
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How one run goes, beside the project's configuration (defaults: what `opscan PATH` does)."""
-
-    trace: bool = True                     # False: source only (`--no-trace`, `opscan scan`)
-    untraced: str = "tracing skipped (--no-trace)"   # what the verdict says when `trace` is False
-    baseline: Path | None = None           # report only findings not recorded in this file
-    scan: ScanOptions | None = None        # `opscan scan PATH...`: files, jobs, cache
-    trust_remote_code: bool = False        # a model folder found at PATH may run its own code
-    mode: str | None = None                # trace mode of a model found at PATH (default train)
-    # The child process each model's code runs in (docs/reliability.md); None: in this process.
-    limits: Limits | None = field(default_factory=_default_limits)
-    # False (`--no-project-code`): models found with no configuration are built only when that runs
-    # no code of the project (model folders, .pt2 files); configured models are built as given
-    project_code: bool = True
-    # `--entry`: the training command whose step is traced, instead of the one found by reading
-    # (NOTE [the training command first] in opscan/pipeline/entry_step.py); "" = `entry`, else found
-    entry: str = ""
-    # `opscan run`: the command it ran, whose step is the project's own (NOTE [the step answered for])
-    script_command: str = ""
 
 
 def _backend_label(spec: str) -> str:
@@ -127,14 +102,24 @@ class Run:
     index: ProjectIndex | None = None    # each file of the run listed, read and parsed once (NOTE [one project index])
 
 
+# NOTE [found beside the configuration]: the models found at PATH when none was configured are
+# carried here, beside the user's configuration, never written into it: `Found.config` is the
+# configuration as the user gave it, `Found.models` what the run traces (the configured models, else
+# the discovered ones), and every later step reads the latter.
 @dataclass(frozen=True)
 class Found:
-    """The models the run traces: the configuration with the models found at PATH when none was
-    configured, what discovery found (None: not run), and the notes of that choice."""
+    """The models the run traces: the user's configuration (unchanged), what discovery found (None:
+    not run), the notes of that choice, and the models found at PATH when none was configured."""
 
     config: Config
     discovery: Discovery | None = None
     notes: tuple[str, ...] = ()
+    discovered: tuple[ModelConfig, ...] = ()
+
+    @property
+    def models(self) -> tuple[ModelConfig, ...]:
+        """What the run traces: the configured models, else those found at PATH."""
+        return self.config.models or self.discovered
 
 
 @dataclass(frozen=True)
@@ -193,7 +178,7 @@ def analyse(target: Path, config: Config, options: RunOptions | None = None, *,
     entered = entry_step.choose(run.target, config, trace=options.trace and not run.narrowed,
                                 project_code=options.project_code, given=options.entry, index=run.index)
     found = find_models(run, config, options)
-    loaded = load_database(found.config, options, phases, say, needed=entered.chosen is not None)
+    loaded = load_database(found, options, phases, say, needed=entered.chosen is not None)
     scanned = scan_source(run, found, options, phases, say)
     traced = trace_models(run, found, loaded.release, options, phases, say, on_error, entered)
     require_something(run, found, scanned.outcome, traced)
@@ -219,21 +204,21 @@ def find_models(run: Run, config: Config, options: RunOptions) -> Found:
     pre-commit does), the model PATH is, or the project's candidates (opscan/targets/discovery.py)."""
     if config.models or run.narrowed:
         return Found(config)
-    discovery, config = _discover(run.target, config, options.trust_remote_code, options.mode,
+    discovery, models = _discover(run.target, options.trust_remote_code, options.mode,
                                   search=options.trace, index=run.index)
     if discovery is None or options.project_code:
-        return Found(config, discovery)
-    return _without_project_code(discovery, config, options.trust_remote_code)
+        return Found(config, discovery, discovered=models)
+    return _without_project_code(discovery, config, models, options.trust_remote_code)
 
 
-def load_database(config: Config, options: RunOptions, phases: Phases, say: Progress, needed: bool = False) -> Loaded:
+def load_database(found: Found, options: RunOptions, phases: Phases, say: Progress, needed: bool = False) -> Loaded:
     """The coverage database, only needed to judge traced ops: a source-only run skips loading it
     (`needed`: a training command will be run)."""
-    if not (options.trace and (config.models or needed)):
+    if not (options.trace and (found.models or needed)):
         return Loaded()
     say("phase", "loading the coverage database")
-    release = phases.database(config)
-    return Loaded(release, tuple(database_notes(release, config)))
+    release = phases.database(found.config)
+    return Loaded(release, tuple(database_notes(release, found.config)))
 
 
 def scan_source(run: Run, found: Found, options: RunOptions, phases: Phases, say: Progress) -> Scanned:
@@ -263,7 +248,7 @@ def trace_models(run: Run, found: Found, release: Release | None, options: RunOp
         say("trace", f"running the training command `{entry_step.shown_command(entered.chosen)}`")
         profile = release.profile() if release is not None else None
         ran = entry_step.run_chosen(entered, run.root, profile, options.limits, phases.command)
-        if ran.trained and ran.trace is not None and (found.discovery is not None or not found.config.models):
+        if ran.trained and ran.trace is not None and (found.discovery is not None or not found.models):
             return Traced((ran.trace,), notes=ran.notes + entry_step.others_note(entered),
                           step=entry_step.step_of((ran.trace,), (), entered, ran, found.config))
     traced = _trace_models(run, found, release, options, phases, say, on_error)
@@ -272,13 +257,13 @@ def trace_models(run: Run, found: Found, release: Release | None, options: RunOp
     if ran is not None and ran.trace is not None and (ran.trained or (ran.trace.ops and not traces)):
         # the configured models beside the command's step; or nothing else traced: the run's ops kept
         traces = (ran.trace, *traces)
-    step = entry_step.step_of(traces, found.config.models, entered, ran, found.config, options.script_command)
+    step = entry_step.step_of(traces, found.models, entered, ran, found.config, options.script_command)
     return replace(traced, traces=traces, notes=notes, step=step)
 
 
 def _trace_models(run: Run, found: Found, release: Release | None, options: RunOptions, phases: Phases,
                   say: Progress, on_error: Callable[[OpscanError], None] | None) -> Traced:
-    models, discovery = found.config.models, found.discovery
+    models, discovery = found.models, found.discovery
     refused = tuple((c.target, c.note) for c in discovery.refused) if discovery else ()
     if not models:
         return Traced(unchecked=refused, ops_not_checked=(options.untraced if not options.trace else "")
@@ -332,14 +317,17 @@ def _trace_models(run: Run, found: Found, release: Release | None, options: RunO
         # NOTE [zero-configuration tries]: one try that fails beside one that traced is a note (the
         # targets are opscan's guesses); when none could be built the ops were not checked, and the
         # gate says so as for any model given (exit 2 unless --allow-unchecked; issue 27).
-        not_traced = f"no model of the repository could be built ({len(tries.failed)} tried; see the notes)"
+        # Each failed try is then a "could not check" line of the verdict, so not a note as well
+        # (the reason is said once).
+        not_traced = f"no model of the repository could be built ({len(tries.failed)} tried)"
         unchecked.extend(tries.failed)
+        notes = [a.note for a in tries.attempts if a.traced]
     return Traced(tuple(traces), tuple(unchecked), not_traced, tuple(notes), missing or tries.missing)
 
 
 def require_something(run: Run, found: Found, scanned: ScanOutcome, traced: Traced) -> None:
     """A UsageError when a folder holds nothing to check: no source file, no model (configured or found)."""
-    if scanned.files_scanned or traced.traces or found.config.models or not run.target.is_dir() \
+    if scanned.files_scanned or traced.traces or found.models or not run.target.is_dir() \
             or run.narrowed or traced.unchecked:
         return
     no_model = _no_model(found.discovery)
@@ -397,16 +385,17 @@ def _remedy(root: Path) -> str:
     return remedy(root)
 
 
-def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str | None = None,
-              search: bool = True, index: ProjectIndex | None = None):
-    """(Discovery, config): a model folder or exported program at PATH is traced as configured;
-    otherwise (when `search`: runs that trace) the project's model candidates are read, never run,
-    for the report and `opscan init`."""
+def _discover(target: Path, trust_remote_code: bool, mode: str | None = None,
+              search: bool = True, index: ProjectIndex | None = None
+              ) -> tuple[Discovery | None, tuple[ModelConfig, ...]]:
+    """(Discovery, the models to trace): a model folder or exported program at PATH is traced as if
+    configured; otherwise (when `search`: runs that trace) the project's model candidates are read,
+    never run, for the report and `opscan init` (NOTE [found beside the configuration])."""
     from opscan.targets.discovery import call_site_table, candidates, direct, step_plans
 
     found = direct(target, relative_root(target), trust_remote_code=trust_remote_code)
     if found is None and not search:
-        return None, config
+        return None, ()
     if found is None:   # a repository: what builds with no configuration is tried (issue 24)
         root = target if target.is_dir() else target.parent
         index = index if index is not None else ProjectIndex(root)
@@ -414,13 +403,13 @@ def _discover(target: Path, config: Config, trust_remote_code: bool, mode: str |
         found = _with_config_blocks(found)
         sites = call_site_table(index, found.traced)   # read here, handed to the child (NOTE [one project index])
         steps = step_plans(index, found.traced)         # the training script's step, read here too
-        return found, replace(config, models=tuple(ModelConfig(target=t, mode=mode or "train", call_sites=sites
-                                                               if t.startswith("repo:") else (), step=steps.get(t))
-                                                   for t in found.traced))
+        targets = [Target.parse(t) for t in found.traced]   # NOTE [targets parsed once]
+        return found, tuple(ModelConfig(target=t, mode=mode or "train", call_sites=sites
+                                        if t.kind is TargetKind.REPO else (), step=steps.get(t)) for t in targets)
     found = _with_config_blocks(found)
-    models = tuple(ModelConfig(target=t, mode="inference" if t.startswith("pt2:") else (mode or "train"),
-                               trust_remote_code=trust_remote_code) for t in found.traced)
-    return found, replace(config, models=models)
+    models = tuple(ModelConfig(target=t, mode="inference" if t.kind is TargetKind.EXPORT else (mode or "train"),
+                               trust_remote_code=trust_remote_code) for t in map(Target.parse, found.traced))
+    return found, models
 
 
 def _with_config_blocks(found):
@@ -431,19 +420,19 @@ def _with_config_blocks(found):
     return replace(found, config_blocks=tuple(toml_lines(c) for c in found.candidates), factory_hint=FACTORY_HINT)
 
 
-def _without_project_code(discovery: Discovery, config: Config, trust_remote_code: bool) -> Found:
+def _without_project_code(discovery: Discovery, config: Config, models: tuple[ModelConfig, ...],
+                          trust_remote_code: bool) -> Found:
     """The models found, without those whose building runs project code (`--no-project-code`), and a note on them."""
     from opscan.targets.project_code import runs_project_code
 
     dropped = [t for t in discovery.traced if runs_project_code(t, trust_remote_code)]
     if not dropped:
-        return Found(config, discovery)
+        return Found(config, discovery, discovered=models)
     more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
     note = (f"--no-project-code: {len(dropped)} model(s) found whose building runs the project's code "
             f"were not built ({', '.join(dropped[:3])}{more})")
     kept = tuple(t for t in discovery.traced if t not in dropped)
-    return Found(replace(config, models=tuple(m for m in config.models if m.target in kept)),
-                 replace(discovery, traced=kept), (note,))
+    return Found(config, replace(discovery, traced=kept), (note,), tuple(m for m in models if m.target in kept))
 
 
 def _no_model(discovery) -> str:
@@ -467,13 +456,17 @@ def _within(path: Path, paths: tuple[Path, ...]) -> bool:
 
 
 def with_models(config: Config, targets: list[str] | None, mode: str | None) -> Config:
-    """`--model TARGET` replaces the configured models; `--mode` applies to every model."""
+    """`--model TARGET` replaces the configured models; `--mode` applies to every model. A TARGET
+    that is none of the target forms is a one-line UsageError naming it (NOTE [targets parsed once])."""
     models = config.models
     if targets:
-        models = tuple(ModelConfig(target=t) for t in targets)
+        try:
+            models = tuple(ModelConfig(target=Target.parse(t)) for t in targets)
+        except ValueError as exc:
+            raise UsageError(f"--model: {exc}") from None
     if mode:
         models = tuple(replace(m, mode=mode) for m in models)
     return replace(config, models=models)
 
 
-__all__ = ["OpscanError", "Phases", "RunOptions", "ScanOutcome", "analyse", "with_models"]
+__all__ = ["OpscanError", "Phases", "RunOptions", "ScanOptions", "ScanOutcome", "analyse", "with_models"]

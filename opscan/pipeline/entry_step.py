@@ -24,7 +24,8 @@ from pathlib import Path
 from opscan.assess.step import forward_only, project_step, script_parts, stand_in_parts, stand_in_step
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, OpscanError
-from opscan.records import DeviceProfile, ModelTrace, Step, TrainingEntry
+from opscan.records import DeviceProfile, ModelTrace, Step, TrainingEntry, TargetKind, Target
+from opscan.reporters.texts import replacement_words
 
 MAX_LISTED = 5   # other training commands named in the notes
 
@@ -82,9 +83,9 @@ def run_chosen(entered: Entered, root: Path, profile: DeviceProfile | None, limi
         return Ran(None, False, why, (f"training command `{shown}` could not run: {why}",))
     notes = [f"training command `{shown}`: {entry.why}"] if entry.why else []
     notes.extend(said)
-    notes.extend(f"stood in for {r.kind}: {r.describe()}" for r in trace.replaced)
+    notes.extend(f"stood in for {r.kind}: {replacement_words(r)}" for r in trace.replaced)
     trained = trace.complete and bool(trace.steps or trace.mode == "train")
-    why = "" if trained else (f"it stopped: {trace.stop}" if not trace.complete else
+    why = "" if trained else (f"it stopped: {trace.stopped_at}" if not trace.complete else
                               "it ran to its end without a backward pass or an optimizer step")
     if not trained:
         notes.append(f"training command `{shown}` was not a training step ({why}): the model path follows")
@@ -110,17 +111,24 @@ def step_of(traces: tuple[ModelTrace, ...], models: tuple[ModelConfig, ...], ent
         return None
     if ran is not None and ran.trace is not None and any(t is ran.trace for t in traces):
         return project_step(shown_command(entered.chosen)) if entered.chosen else None
-    if script_command and any(t.target.startswith("script:") for t in traces):
+    if script_command and any(_kind(t.target) is TargetKind.SCRIPT for t in traces):
         return project_step(script_command)
     if all(t.mode == "inference" for t in traces):
         return forward_only([t.target for t in traces])
     model = next((m for m in models if any(t.target == m.target for t in traces)), None) or \
-        (models[0] if models else ModelConfig(target=""))
+        (models[0] if models else None)
     scripted = next((t.step for t in traces if t.step is not None and t.step.script), None)
     # the parts the training script constructs (NOTE [the step read from the training script]), else the stand-in's
     parts = script_parts(scripted) if scripted is not None else \
-        stand_in_parts(model.optimizer, model.optimizer_impl, model.amp)
+        stand_in_parts(*((model.optimizer, model.optimizer_impl, model.amp) if model is not None else
+                         (ModelConfig.optimizer, ModelConfig.optimizer_impl, ModelConfig.amp)))
     return stand_in_step(parts, _why_stand_in(entered, ran), config.accept_stand_in_step)
+
+
+def _kind(target: str) -> TargetKind | None:
+    """The kind of a trace's target (None: no target form, e.g. a hand-built trace's)."""
+    parsed = Target.of(target)
+    return parsed.kind if parsed is not None else None
 
 
 def _why_stand_in(entered: Entered, ran: Ran | None) -> str:

@@ -16,7 +16,8 @@ from typing import Any
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, TraceError
 from opscan.containment.process import Limits
-from opscan.records import DeviceProfile, Finding, ModelTrace, RuleInfo, ScanFacts, Shrink
+from opscan.pipeline.options import ScanOptions
+from opscan.records import DeviceProfile, Finding, ModelTrace, RuleInfo, ScanFacts, Shrink, Target, TargetKind
 
 
 @dataclass(frozen=True)
@@ -32,21 +33,6 @@ class ScanOutcome:
     ruleset: object = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
-class ScanOptions:
-    """How `opscan scan` narrows and runs the same scan (defaults: what `opscan PATH` does)."""
-
-    paths: tuple[Path, ...] = ()         # files or folders under the target; () = the whole target
-    jobs: int | None = None              # worker processes; None = the number of CPUs
-    cache: bool = True                   # read and write the scan cache (OPSCAN_NO_CACHE also turns it off)
-    cache_dir: str | None = None         # None = $OPSCAN_CACHE_DIR, else ~/.cache/opscan
-    check_fixes: bool = True             # check suggested replacements against the installed torch
-    environment: str | None = None       # `--environment PYTHON`: read its installed distributions' metadata
-    # plan `opscan fix` per file for the findings' `fixable` (NOTE [fixable is what fix fixes] in
-    # fix/preview.py); `opscan fix` itself, which plans every file it fixes anyway, turns it off
-    mark_fixable: bool = True
-
-
 def rule_info(rule) -> RuleInfo:
     """A scan Rule as reporters see it."""
     return RuleInfo(id=rule.id, name=rule.name, severity=rule.severity, category=rule.category,
@@ -57,7 +43,7 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
     """The source scan of `target` under `config` (rules, include/exclude, unused suppressions);
     `options.paths` narrows it to some files or folders under the target (paths stay relative to it).
     `index`: the run's project index (opscan/index), whose reads and parses the scan shares."""
-    from opscan.scan.engine import scan_paths
+    from opscan.scan.tree import scan_paths
     from opscan.scan.files import discover
     from opscan.scan.rules import load_rules
     from opscan.scan.workers import default_jobs
@@ -71,7 +57,7 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
         relpaths = discover(root, paths or [target], config.exclude)
         paths = [root / rel for rel in relpaths if _included(rel, config.include, root, config.root)]
         if not paths:
-            return ScanOutcome(rules=tuple(rule_info(r) for r in rules),
+            return ScanOutcome(rules=tuple(rule_info(r) for r in rules), ruleset=rules,
                                notes=(f"no file under {root} matches include = {list(config.include)}",))
     elif target.is_file() and paths is None:
         paths = [target]
@@ -91,12 +77,10 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
                         jobs=default_jobs() if options.jobs is None else options.jobs,
                         check_fixes=options.check_fixes, cache=cache, probe=probe,
                         deps=dependency_context(config, options.environment), index=index,
-                        enrich=fixable_mark() if options.mark_fixable else None)
+                        enrich=fixable_mark() if options.mark_fixable else None, unused_suppressions=True)
     if cache is not None and probe is not None:   # a CachedProbe: remember new answers
         probe.save()
-    # OPS003, when selected (rules/unused-suppression.yaml)
-    extra = unused_suppressions(root, result, rules, rules.known)
-    findings = tuple(sorted(result.findings + tuple(extra), key=Finding.sort_key))
+    findings = result.findings   # OPS003 included, when selected (rules/unused-suppression.yaml)
     if config.problems:   # NOTE [unreadable config files] in opscan/config/load.py
         from opscan.scan.config_findings import config_findings, without_duplicates
 
@@ -109,7 +93,7 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
 
 def fixable_mark():
     """The scan's enrichment that marks what `opscan fix` rewrites (fix/preview.py); the scan's fix
-    check then unmarks what the installed torch cannot rewrite (scan/engine.py `_collect`)."""
+    check then unmarks what the installed torch cannot rewrite (scan/collect.py `collect`)."""
     from opscan.fix.preview import FixableMark
 
     return FixableMark()
@@ -155,19 +139,6 @@ def _included(rel: str, patterns: tuple[str, ...], root: Path, config_root: Path
     return False
 
 
-def unused_suppressions(root: Path, result, rules, known: set[str]) -> list[Finding]:
-    """OPS003 findings from the scan's per-file suppression usage (opscan.scan.engine)."""
-    from opscan.scan.engine import unused_suppression_findings
-
-    def read_lines(path: str) -> list[str] | None:
-        try:
-            return (root / path).read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            return None
-
-    return unused_suppression_findings(result, rules, known, read_lines)
-
-
 def database(config: Config):
     """The chosen release of the coverage database (an opscan.db Release; `config.db` replaces the
     shipped folder). None only from a replaced phase: then every traced op is unknown."""
@@ -193,12 +164,12 @@ def tracer_options(model: ModelConfig, root: Path | None, profile: DeviceProfile
     the project the model belongs to (None for the zoo's models, which belong to none). `extra`:
     options that are not part of a model's configuration (device, fsdp, the zoo tracer's fill_unset)."""
     options: dict[str, Any] = dict(
-        target=model.target, mode=model.mode, device="neuron", profile=profile, optimizer=model.optimizer,
+        target=str(model.target), mode=model.mode, device="neuron", profile=profile, optimizer=model.optimizer,
         optimizer_impl=model.optimizer_impl or None, amp=model.amp or None, inputs=tuple(model.inputs),
         batch=model.batch, seq_len=model.seq_len, project_root=str(root) if root is not None else None)
     if model.trust_remote_code:
         options["trust_remote_code"] = True
-    if model.target.startswith("repo:"):   # NOTE [GPU-only kernel libraries] in opscan/targets/absent.py
+    if model.target.kind is TargetKind.REPO:   # NOTE [GPU-only kernel libraries] in opscan/targets/absent.py
         options["gpu_only"] = cuda_only_packages()
     if model.call_sites:   # read in this process (NOTE [one project index]): the child does not read them again
         options["call_sites"] = model.call_sites
@@ -230,9 +201,12 @@ def command(entry, root: Path, profile: DeviceProfile | None, limits: Limits | N
     return run_command(entry, root, profile, limits)
 
 
-def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None, limits: Limits | None) -> ModelTrace:
+def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None, limits: Limits | None,
+          **extra: Any) -> ModelTrace:
     """Trace one configured model on the imitated `neuron` device, in a child process under
-    `limits` (docs/reliability.md); `limits` None traces in this process (`--in-process`)."""
+    `limits` (docs/reliability.md); `limits` None traces in this process (`--in-process`).
+    `extra`: tracer options that are not part of a model's configuration (`opscan trace`'s
+    `--device`, `--fsdp`, `--steps`: `tracer_options`)."""
     try:
         from opscan.trace import INSTALL_HINT  # noqa: F401 - torch is installed (the trace runs in a child)
     except TraceError:
@@ -241,7 +215,7 @@ def trace(model: ModelConfig, root: Path, profile: DeviceProfile | None, limits:
         raise MissingDependencyError(f"tracing needs PyTorch, which is not installed ({exc})", "torch") from exc
     from opscan.containment.outcome import trace_isolated
 
-    return at_real_size(trace_isolated(tracer_options(model, root, profile), limits), model, root)
+    return at_real_size(trace_isolated(tracer_options(model, root, profile, **extra), limits), model, root)
 
 
 def at_real_size(trace: ModelTrace, model: ModelConfig, root: Path | None = None) -> ModelTrace:
@@ -272,14 +246,14 @@ def at_real_size(trace: ModelTrace, model: ModelConfig, root: Path | None = None
     return dataclasses.replace(trace, shrink=dataclasses.replace(shrink, **changes))
 
 
-def folder_width(target: str, root: Path | None) -> int:
+def folder_width(target: Target, root: Path | None) -> int:
     """The width (`hidden_size`, `n_embd`, `d_model`) of the config.json beside a `file.py:NAME`
     target's file, or 0 (no such file, no width in it, not a file target)."""
     import json
 
-    path, sep, _ = target.rpartition(":")
-    if not sep or not path.endswith(".py") or path.startswith(("hf:", "timm:", "repo:", "pt2:")):
+    if not target.is_file:
         return 0
+    path = target.where
     here = Path(path) if Path(path).is_absolute() or root is None else Path(root) / path
     try:
         data = json.loads((here.parent / "config.json").read_text(encoding="utf-8"))

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from opscan.records import Coverage, Finding, KernelSource, Location, OpSource, OpUsage, status_of
+from opscan.records import (Coverage, Finding, KernelSource, Location, OpSource, OpUsage, status_of, Category,
+                            KernelSourceKind)
 from opscan.plan import task_kinds
 from opscan.plan.task_kinds import Kind
 
@@ -108,7 +109,8 @@ def _kernels(findings: list[Finding], ops: list[OpUsage], sources: Mapping[Locat
         name = task_kinds.kernel_name(finding)
         nodes = [f"file:{finding.location.path}"] + ([f"name:{name}"] if name else [])
         # a source file or a stated name joins; a decorated function is its finding's own file
-        nodes += [src.key for src in kernel_sources(sources.get(finding.location, ())) if src.kind != "function"]
+        nodes += [src.key for src in kernel_sources(sources.get(finding.location, ()))
+                  if src.kind is not KernelSourceKind.FUNCTION]
         union.join(*nodes)
         keys.append((finding, nodes))
     for usage in ops:
@@ -125,7 +127,7 @@ def _kernels(findings: list[Finding], ops: list[OpUsage], sources: Mapping[Locat
         if isinstance(item, Finding):
             draft.findings.append(item)
             for src in kernel_sources(sources.get(item.location, ())):
-                if src.kind != "name" and src not in draft.kernel_sources:
+                if src.kind is not KernelSourceKind.NAME and src not in draft.kernel_sources:
                     draft.kernel_sources.append(src)
         else:
             draft.ops.append(item)
@@ -145,7 +147,7 @@ def _manifest_only_libraries(drafts: dict[str, Draft]) -> None:
     requirement is dropped with the other CUDA builds (the `cuda-packages` task, docs/dependencies.md)."""
     for task_id in [k for k, d in drafts.items() if d.kind is task_kinds.LIBRARY_KIND]:
         draft = drafts[task_id]
-        if draft.findings and all(f.category == "dependency" for f in draft.findings):
+        if draft.findings and all(f.category is Category.DEPENDENCY for f in draft.findings):
             del drafts[task_id]
             kind = task_kinds.CUDA_PACKAGES_KIND
             drafts.setdefault(kind.id, Draft(kind, kind.id)).findings.extend(draft.findings)

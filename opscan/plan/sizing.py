@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from opscan.records import Location
+from opscan.records import Location, KernelSourceKind
 from opscan.plan.cost import CostConfig
 from opscan.plan import task_kinds, torch_move
 from opscan.plan.torch_move import torch_distance
@@ -165,7 +165,7 @@ def _kernel_count(draft: Draft, family: KernelFamily | None) -> int:
     are functions (Triton, numba); C++ glue, headers and op registrations are not kernels."""
     functions = family is not None and family.id in FUNCTION_FAMILIES
     return sum(1 for src in draft.kernel_sources
-               if src.is_cuda_file or (functions and src.kind == "function"))
+               if src.is_cuda_file or (functions and src.kind is KernelSourceKind.FUNCTION))
 
 
 def _kernel(draft: Draft, cost: CostConfig, usage: Usage, book: Catalog) -> Estimate:

@@ -153,7 +153,7 @@ FALLBACK_KIND = Kind(
     (URL_BEST_PRACTICES,), "performance", True)
 
 UNKNOWN_KIND = Kind(
-    "unknown-ops", "{n_ops} of unknown status: probe them on a Trn2 instance (`opscan db probe`)",
+    "unknown-ops", "{n_ops} of unknown status: probe on a Trn2 instance (`opscan db probe`)",
     "run `opscan db probe` on a Trn2/Trn3 instance with the matching torch-neuronx and add the "
     "results to the coverage database",
     "the per-op compatibility table of TorchNeuron is linked from its API reference but no "

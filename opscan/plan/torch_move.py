@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from opscan.records import Finding, TaskKind
+from opscan.records import Finding, TaskKind, Category
 
 INSTALL_FACTS = Path(__file__).with_name("neuron-install.yaml")
 _NOT_STATED = frozenset({"", "unknown"})   # an install line no page gives (neuron-install.yaml)
@@ -38,7 +38,7 @@ _ROOT_ONLY = re.compile(r"(^|[-_.])(dockerfile|containerfile|environment|env|con
 
 def governs(finding: Finding) -> bool:
     """Whether a dependency finding sits on a pin that governs the installed package (NOTE [torch move])."""
-    if finding.category != "dependency" or finding.guarded:
+    if finding.category is not Category.DEPENDENCY or finding.guarded:
         return False
     parts = finding.location.path.split("/")
     words = {w.lower() for part in parts for w in re.split(r"[-_.]", part) if w}

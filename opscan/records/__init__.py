@@ -10,41 +10,44 @@ split by stage, each name re-exported here: `from opscan.records import Finding`
 - findings.py: the source scan's findings, kernel sources, rules, baseline status, scan facts
 - compile.py: torch.compile regions, options, the compile estimate and forecast
 - trace.py: a model's trace and the models found without running anything
+- target.py: what to trace, a target string parsed once (NOTE [targets parsed once])
 - report.py: tasks, caveats, notes, blockers, the verdict, the Draft and the Report
 """
 
 from __future__ import annotations
 
 from opscan.records.vocabulary import (
-    BlockUnit, CATEGORIES, CAVEAT_KINDS, EVIDENCE_KINDS, NoKernel, OP_STATUSES, OP_TASKS, OpStatus, PHASES, SEVERITIES,
-    STATUS, STATUSES, STEP_KINDS, Severity, Status, StepKind, TASKS, TaskKind, VERDICT_KINDS, VerdictKind,
-    status_of)
+    BlockUnit, CATEGORIES, CAVEAT_KINDS, Category, CaveatKind, EVIDENCE_KINDS, EvidenceKind, NoKernel, OP_STATUSES,
+    OP_TASKS, OpStatus, PHASES, SEVERITIES, STATUS, STATUSES, STEP_KINDS, Severity, Status, StepKind, TASKS, TaskKind,
+    VERDICT_KINDS, VerdictKind, status_of)
 from opscan.records.ops import (
     Coverage, DeviceProfile, Evidence, Fallback, OpName, OpSource, OpUsage, Shrink, StandIn)
 from opscan.records.findings import (
-    BaselineStatus, Finding, FunctionSpan, ImportBinding, KERNEL_SOURCE_KINDS, KernelSource, LibraryUse, Location,
-    RuleInfo, ScanFacts, is_kernel_work)
+    BaselineStatus, Finding, FunctionSpan, ImportBinding, KERNEL_SOURCE_KINDS, KernelSource, KernelSourceKind,
+    LibraryUse, Location, RuleInfo, ScanFacts, is_kernel_work)
 from opscan.records.compile import (
-    COMPILE_CAUSES, CompileEstimate, CompileForecast, CompileOption, CompileRegion, CompileStep, CompiledOp, GraphBreak,
-    NewSignature, TorchCompile, VaryingOp)
+    COMPILE_CAUSES, CompileCause, CompileEstimate, CompileForecast, CompileOption, CompileRegion, CompileStep,
+    CompiledOp, GraphBreak, NewSignature, TorchCompile, VaryingOp)
 from opscan.records.trace import (
-    CANDIDATE_KINDS, ENTRY_KINDS, STEP_PARTS, STOP_HINT, Discovery, ModelCandidate, ModelTrace, Replacement, StepPart,
-    TrainStep, TrainingEntry,
-    containment_line, merge_containment)
+    CANDIDATE_KINDS, ENTRY_KINDS, STEP_PARTS, STOP_HINT, CandidateKind, Discovery, containment_line, EntryKind,
+    ModelCandidate, ModelTrace, Replacement, StepPart, TrainStep, TrainingEntry, joined_stop, merge_containment,
+    split_stop)
+from opscan.records.target import TARGET_FORMS, Target, TargetKind
 from opscan.records.report import (
-    Blockers, Checked, Draft, EffortTotal, JudgedOps, NotChecked, NothingToCheck, OpCaveat, OpNote, Report, SourceCheck,
-    Step, Task, Verdict)
+    Blockers, Checked, Draft, EffortTotal, JudgedOps, NotChecked, NothingToCheck, OpCaveat, OpNote, Report,
+    SourceCheck, Step, Task, Verdict)
 
 __all__ = [
-    "BaselineStatus", "BlockUnit", "Blockers", "CANDIDATE_KINDS", "CATEGORIES", "CAVEAT_KINDS", "COMPILE_CAUSES",
-    "Checked", "CompileEstimate", "CompileForecast", "CompileOption", "CompileRegion", "CompileStep", "CompiledOp",
-    "Coverage", "DeviceProfile", "Discovery", "Draft", "ENTRY_KINDS", "EVIDENCE_KINDS", "EffortTotal", "Evidence",
-    "Fallback",
-    "Finding", "FunctionSpan", "GraphBreak", "ImportBinding", "JudgedOps", "KERNEL_SOURCE_KINDS", "KernelSource",
-    "LibraryUse", "Location", "ModelCandidate", "ModelTrace", "NewSignature", "NoKernel", "NotChecked",
-    "NothingToCheck", "OP_STATUSES", "OP_TASKS", "OpCaveat", "OpName", "OpNote", "OpSource", "OpStatus", "OpUsage",
-    "PHASES", "Replacement", "Report", "RuleInfo", "SEVERITIES", "STATUS", "STATUSES", "STOP_HINT", "ScanFacts",
-    "Severity", "Shrink", "STEP_KINDS", "STEP_PARTS", "SourceCheck", "StandIn", "Status", "Step", "StepKind",
-    "StepPart", "TASKS", "Task", "TaskKind", "TorchCompile", "TrainStep", "TrainingEntry", "VERDICT_KINDS", "VaryingOp",
-    "Verdict", "VerdictKind", "containment_line", "is_kernel_work", "merge_containment", "status_of",
+    "BaselineStatus", "Blockers", "BlockUnit", "CANDIDATE_KINDS", "CandidateKind", "CATEGORIES", "Category",
+    "CAVEAT_KINDS", "CaveatKind", "Checked", "COMPILE_CAUSES", "CompileCause", "CompiledOp", "CompileEstimate",
+    "CompileForecast", "CompileOption", "CompileRegion", "CompileStep", "containment_line", "Coverage",
+    "DeviceProfile", "Discovery", "Draft", "EffortTotal", "ENTRY_KINDS", "EntryKind", "Evidence", "EVIDENCE_KINDS",
+    "EvidenceKind", "Fallback", "Finding", "FunctionSpan", "GraphBreak", "ImportBinding", "is_kernel_work",
+    "joined_stop", "JudgedOps", "KERNEL_SOURCE_KINDS", "KernelSource", "KernelSourceKind", "LibraryUse", "Location",
+    "merge_containment", "ModelCandidate", "ModelTrace", "NewSignature", "NoKernel", "NotChecked", "NothingToCheck",
+    "OP_STATUSES", "OP_TASKS", "OpCaveat", "OpName", "OpNote", "OpSource", "OpStatus", "OpUsage", "PHASES",
+    "Replacement", "Report", "RuleInfo", "ScanFacts", "SEVERITIES", "Severity", "Shrink", "SourceCheck", "split_stop",
+    "StandIn", "STATUS", "Status", "status_of", "STATUSES", "Step", "STEP_KINDS", "STEP_PARTS", "StepKind",
+    "StepPart", "STOP_HINT", "Target", "TARGET_FORMS", "TargetKind", "Task", "TaskKind", "TASKS", "TorchCompile",
+    "TrainingEntry", "TrainStep", "VaryingOp", "Verdict", "VERDICT_KINDS", "VerdictKind",
 ]

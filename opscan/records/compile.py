@@ -4,6 +4,7 @@ compile estimate and the forecast of compile signatures per step."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from opscan.records.ops import OpSource
 from opscan.records.vocabulary import NoKernel, Severity, Status
@@ -147,5 +148,15 @@ class CompileForecast:
     likely_new: int = 0
 
 
-# The causes of a shape that changes between steps (opscan/trace/signatures.py CAUSES says each).
-COMPILE_CAUSES = ("data-dependent", "data", "number", "tail-batch", "first-run")
+class CompileCause(StrEnum):
+    """The cause of a shape that changes between steps, strongest first (opscan/trace/signatures.py
+    CAUSES says each)."""
+
+    DATA_DEPENDENT = "data-dependent"
+    DATA = "data"
+    NUMBER = "number"
+    TAIL_BATCH = "tail-batch"
+    FIRST_RUN = "first-run"
+
+
+COMPILE_CAUSES = tuple(c.value for c in CompileCause)

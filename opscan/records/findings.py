@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from opscan.records.vocabulary import BlockUnit, Severity, TaskKind
+from enum import StrEnum
+
+from opscan.records.vocabulary import BlockUnit, Category, Severity, TaskKind
 
 
 @dataclass(frozen=True, order=True)
@@ -39,7 +41,7 @@ def is_kernel_work(task: str, category: str) -> bool:
     """The one test of "is this kernel work", for a finding (Finding.is_kernel) and the scan's hits:
     its task kind is `kernel` (the scan gives an import of a kernel's own language next to that
     kernel the task too, NOTE [subjects]); without a task kind (hand-built) it goes by its category."""
-    return task == TaskKind.KERNEL if task else category == "custom-kernel"
+    return task == TaskKind.KERNEL if task else category == Category.CUSTOM_KERNEL
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class Finding:
 
     rule: str            # stable code, e.g. "OPS101"
     name: str            # kebab-case rule name, e.g. "hardcoded-cuda-device"
-    category: str        # one of CATEGORIES
+    category: Category   # one of CATEGORIES
     severity: Severity   # one of SEVERITIES
     message: str
     location: Location
@@ -62,6 +64,7 @@ class Finding:
 
     def __post_init__(self) -> None:   # NOTE [typed vocabularies]
         object.__setattr__(self, "severity", Severity(self.severity))
+        object.__setattr__(self, "category", Category(self.category))
         if self.task:
             object.__setattr__(self, "task", TaskKind(self.task))
 
@@ -87,7 +90,7 @@ class Finding:
         Pins and sites are counted by `Location.site` within their task (NOTE [sites])."""
         if not self.blocking:
             return BlockUnit.NONE
-        if self.category == "input":
+        if self.category is Category.INPUT:
             return BlockUnit.FILE
         if self.is_kernel:
             return BlockUnit.KERNEL
@@ -96,50 +99,61 @@ class Finding:
         return BlockUnit.PIN if self.task is TaskKind.TORCH_VERSION else BlockUnit.SITE
 
 
-# Closed vocabulary of kernel-source kinds (KernelSource.kind).
-KERNEL_SOURCE_KINDS: dict[str, str] = {
+class KernelSourceKind(StrEnum):
+    """What a piece of kernel code is (KernelSource.kind)."""
+
+    FILE = "file"
+    FUNCTION = "function"
+    NAME = "name"
+
+    @property
+    def description(self) -> str:
+        return _KERNEL_SOURCE_KINDS[self]
+
+
+_KERNEL_SOURCE_KINDS: dict[str, str] = {
     "file": "a native source file (.cu, C++) flagged itself or named in a build call",
     "function": "a decorated kernel function (`@triton.jit`, `@cuda.jit`), from its first line",
     "name": "an extension or op name stated in a build call (joins the code that uses it; no lines)",
 }
+KERNEL_SOURCE_KINDS: dict[str, str] = {k.value: k.description for k in KernelSourceKind}
 
 
 @dataclass(frozen=True, order=True)
 class KernelSource:
     """A piece of kernel code behind a custom-kernel finding, measured by reading (never running) it."""
 
-    kind: str                # one of KERNEL_SOURCE_KINDS
+    kind: KernelSourceKind   # one of KERNEL_SOURCE_KINDS
     path: str = ""           # file / function: relative to the scanned root, `/` separators
     line: int = 0            # function: its first line (decorators included)
     name: str = ""           # name: the extension or op name, e.g. "fused_gelu_cuda"
     lines: int = 0           # non-blank lines measured (0 for a name)
 
     def __post_init__(self) -> None:
-        if self.kind not in KERNEL_SOURCE_KINDS:
-            raise ValueError(f"kernel source kind {self.kind!r}: expected one of {', '.join(KERNEL_SOURCE_KINDS)}")
+        object.__setattr__(self, "kind", KernelSourceKind(self.kind))   # NOTE [typed vocabularies]
 
     @property
     def key(self) -> str:
         """Identity of the code (what joins findings into one kernel task): `file:PATH`,
         `function:PATH:LINE`, `name:NAME`."""
-        if self.kind == "name":
+        if self.kind is KernelSourceKind.NAME:
             return f"name:{self.name}"
-        return f"function:{self.path}:{self.line}" if self.kind == "function" else f"file:{self.path}"
+        return f"function:{self.path}:{self.line}" if self.kind is KernelSourceKind.FUNCTION else f"file:{self.path}"
 
     @property
     def is_cuda_file(self) -> bool:
         """A `.cu` file: one kernel of its own (C++ glue and headers are not)."""
-        return self.kind == "file" and self.path.endswith(".cu")
+        return self.kind is KernelSourceKind.FILE and self.path.endswith(".cu")
 
     @classmethod
     def parse(cls, text: str, lines: int = 0) -> KernelSource:
         """From the measuring code's (id, lines) pairs: `name:NAME`, `PATH:LINE` (a function) or `PATH`."""
         if text.startswith("name:"):
-            return cls("name", name=text[5:])
+            return cls(KernelSourceKind.NAME, name=text[5:])
         path, _, line = text.rpartition(":")
         if path and line.isdigit():
-            return cls("function", path=path, line=int(line), lines=lines)
-        return cls("file", path=text, lines=lines)
+            return cls(KernelSourceKind.FUNCTION, path=path, line=int(line), lines=lines)
+        return cls(KernelSourceKind.FILE, path=text, lines=lines)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from opscan.records.vocabulary import Status
+from opscan.records.vocabulary import EvidenceKind, Status
 
 
 _OP_NAME = re.compile(r"^(?P<ns>[A-Za-z_][A-Za-z0-9_]*)::(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
@@ -128,7 +128,7 @@ class StandIn:
 class Evidence:
     """Why the database says what it says about an op."""
 
-    kind: str                    # one of EVIDENCE_KINDS
+    kind: EvidenceKind           # one of EVIDENCE_KINDS
     text: str                    # one line a person can read, e.g. "pre-release source, unverified for 2.33"
     url: str | None = None
     date: str | None = None
@@ -137,6 +137,9 @@ class Evidence:
     install: str | None = None   # for probed evidence: e.g. "torch-neuronx 2.14.3.0 / torch 2.14.0"
     compared: bool = False       # probed evidence: results were run and compared with the CPU
                                  # (`--samples`, `--report`); a registration alone proves less
+
+    def __post_init__(self) -> None:   # NOTE [typed vocabularies]
+        object.__setattr__(self, "kind", EvidenceKind(self.kind))
 
 
 @dataclass(frozen=True)
@@ -154,10 +157,6 @@ class Coverage:
 
     def __post_init__(self) -> None:   # NOTE [typed vocabularies]
         object.__setattr__(self, "status", Status(self.status))
-
-    def label(self) -> str:
-        """The status with its first evidence, as reports show it: "native (probed on torch-neuronx 2.14.3.0)"."""
-        return f"{self.status} ({self.evidence[0].text})" if self.evidence else self.status
 
 
 @dataclass(frozen=True)

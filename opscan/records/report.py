@@ -11,7 +11,7 @@ from opscan.records.compile import CompileEstimate, TorchCompile
 from opscan.records.findings import BaselineStatus, Finding, Location, RuleInfo
 from opscan.records.ops import Coverage, Evidence, Fallback, OpSource
 from opscan.records.trace import Discovery, ModelTrace, TrainingEntry, merge_containment
-from opscan.records.vocabulary import Status, StepKind, TaskKind, VerdictKind
+from opscan.records.vocabulary import CaveatKind, Status, StepKind, TaskKind, VerdictKind
 
 
 @dataclass(frozen=True)
@@ -69,13 +69,16 @@ class Task:
 class OpCaveat:
     """A release fact that applies to how the trace uses some ops (opscan/db/caveats.py)."""
 
-    kind: str                            # one of CAVEAT_KINDS
+    kind: CaveatKind                     # one of CAVEAT_KINDS
     message: str                         # one line: what happens and to which ops
     ops: tuple[str, ...]                 # the traced ops it applies to, sorted
     dtypes: tuple[str, ...] = ()         # the traced dtypes involved, e.g. ("torch.float64",)
     sources: tuple[OpSource, ...] = ()   # where the trace dispatched those ops (model source lines)
     evidence: tuple[Evidence, ...] = ()  # the release facts behind it
     tests: tuple[str, ...] = ()          # known-failure: the failing upstream test methods
+
+    def __post_init__(self) -> None:   # NOTE [typed vocabularies]
+        object.__setattr__(self, "kind", CaveatKind(self.kind))
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,8 @@ class OpNote:
 @dataclass(frozen=True)
 class Blockers:
     """What blocks the port, counted once by the analysis (NOTE [blockers] in opscan/assess/verdict.py):
-    the headline, the gate line, the summary, the JSON verdict and the preflight all read this."""
+    the headline, the gate line, the summary, the JSON verdict and the preflight all read this (their
+    words: opscan/reporters/texts.py `blockers_words`)."""
 
     sites: int = 0                       # places of unguarded error findings in code to change (CUDA pins)
     files: int = 0                       # the files those sites are in
@@ -113,32 +117,6 @@ class Blockers:
         """The blocking count: every item above is one thing to fix before the code runs."""
         return (self.sites + self.kernels + self.libraries + self.unsupported_ops + self.unreadable_files
                 + self.compiled_fallback_ops + self.dependencies)
-
-    def describe(self) -> str:
-        """"12 CUDA-pinned sites in 2 files, 3 custom kernels": the words of the headline and the gate."""
-        def n(count: int, word: str, plural: str = "") -> str:
-            return f"{count} {word if count == 1 else (plural or word + 's')}"
-        parts = []
-        if self.sites:
-            parts.append(f"{n(self.sites, 'CUDA-pinned site')} in {n(self.files, 'file')}")
-        if self.dependencies:   # first: the torch move comes before every other task (docs/dependencies.md)
-            parts.insert(0, n(self.dependencies, "dependency pin") + " off the paired torch")
-        if self.kernels:
-            parts.append(n(self.kernels, "custom kernel"))
-        if self.libraries:
-            parts.append(n(self.libraries, "CUDA-only library", "CUDA-only libraries"))
-        if self.unsupported_ops:
-            parts.append(n(self.unsupported_ops, "unsupported op"))
-        if self.compiled_fallback_ops:
-            parts.append(n(self.compiled_fallback_ops, "op") + " with no kernel in torch.compile regions")
-        if self.syntax_errors:   # named with file and line: a syntax error is not an unreadable file
-            where = ", ".join(self.syntax_errors[:3]) + (" …" if len(self.syntax_errors) > 3 else "")
-            count = len(self.syntax_errors)
-            parts.append(f"{'a syntax error' if count == 1 else n(count, 'syntax error')} ({where})")
-        if self.unreadable_files - len(self.syntax_errors):
-            parts.append(n(self.unreadable_files - len(self.syntax_errors), "file opscan could not read",
-                           "files opscan could not read"))
-        return ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -184,7 +162,8 @@ class Verdict:
 
     kind: VerdictKind                    # one of VERDICT_KINDS
     headline: str                        # the line users read first
-    details: tuple[str, ...] = ()        # caveats shown under the headline
+    details: tuple[str, ...] = ()        # every line under the headline: first what was not checked
+                                         # (`not_checked`), then the caveats (`caveats`)
     source_checked: bool = False         # the source scan ran
     ops_checked: bool = False            # at least one model was traced and its ops looked up
     blockers: Blockers = field(default_factory=Blockers)   # what blocks (zero unless kind is "blocked")
@@ -196,9 +175,18 @@ class Verdict:
     source_only: bool = False            # the run asked for the source alone (--no-trace, `opscan scan`,
                                          # the hook): `--fail-on not-ready` judges its source verdict
     step: Step | None = None             # the step the ops come from (None: no step is judged, as in the zoo)
+    not_checked: tuple[str, ...] = ()    # the first lines of `details`: what the answer does not cover
+                                         # (a model not built, ops or source not checked, a trace cut short)
 
     def __post_init__(self) -> None:   # NOTE [typed vocabularies]
         object.__setattr__(self, "kind", VerdictKind(self.kind))
+        if self.details[:len(self.not_checked)] != self.not_checked:
+            raise ValueError("Verdict.not_checked must be the first lines of Verdict.details")
+
+    @property
+    def caveats(self) -> tuple[str, ...]:
+        """The lines of `details` after what was not checked: what the answer rests on."""
+        return self.details[len(self.not_checked):]
 
 
 # NOTE [checked or not]: whether a part of the answer (the project's source) was checked is one of

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 
 from opscan.records.compile import CompileForecast, CompileRegion
 from opscan.records.ops import OpUsage, Shrink, StandIn
@@ -22,13 +23,6 @@ class StepPart:
     detail: str = ""       # "fused", "foreach", "max_norm=1.0", "GradScaler", or what was assumed and why
     source: str = ""       # "train.py:42" where the script constructs it; "" = opscan's stand-in
     applied: bool = True   # False: read from the script but not traced (detail says why)
-
-    @property
-    def words(self) -> str:
-        """"AdamW (fused) from train.py:42", "sum of the outputs (opscan's stand-in)"."""
-        said = f"{self.name} ({self.detail})" if self.detail else self.name
-        where = f" from {self.source}" if self.source else " (opscan's stand-in)"
-        return said + where + ("" if self.applied else ", not traced")
 
 
 @dataclass(frozen=True)
@@ -63,11 +57,6 @@ class Replacement:
     path: str = ""                       # the line of the project's code that asked (relative), "" unknown
     line: int = 0
 
-    def describe(self) -> str:
-        """"CIFAR10: 64 synthetic ... (train.py:12)": one line of the report."""
-        where = f" ({self.path}:{self.line})" if self.path else ""
-        return f"{self.subject}: {self.detail}{where}"
-
 
 @dataclass(frozen=True)
 class ModelTrace:
@@ -79,7 +68,7 @@ class ModelTrace:
     ops: tuple[OpUsage, ...] = ()
     stand_ins: tuple[StandIn, ...] = ()
     complete: bool = True
-    stopped_at: str = ""                 # when incomplete: which op / source line stopped it, and what to try
+    stopped_at: str = ""                 # when incomplete: which op / source line / exception stopped it
     seconds: float = 0.0
     # ops whose fake kernel opscan supplied, PyTorch's being stricter than the real kernels or
     # missing ("fake kernel supplied by opscan for OP"; see opscan/trace/fakes.py), sorted
@@ -104,19 +93,25 @@ class ModelTrace:
     # what a run of the project's training command answered in place of data or weights it could not
     # or would not read (absent, outside the project, or a download), in the order met (docs/run.md)
     replaced: tuple[Replacement, ...] = ()
-
-    @property
-    def stop(self) -> str:
-        """Where the step stopped (op, source line, exception), without what to try ("" when complete)."""
-        return self.stopped_at.split(STOP_HINT)[0]
-
-    @property
-    def hint(self) -> str:
-        """What the stop says to try ("" when it says nothing)."""
-        return self.stopped_at.partition(STOP_HINT)[2].strip()
+    stop_hint: str = ""                  # what to try about the stop ("" when it says nothing)
 
 
-STOP_HINT = "; try:"   # joins a stop and its hint in ModelTrace.stopped_at (opscan/trace/tracer.py `_stopped`)
+# NOTE [stop and hint]: a trace's stop (`stopped_at`: op, source line, exception) and what to try
+# (`stop_hint`) are two fields. Reports and traces cached before they were split hold one string,
+# `<stop>; try: <hint>`: `split_stop` reads it back into the two; `joined_stop` writes the one-line
+# form the reports print.
+STOP_HINT = "; try:"
+
+
+def split_stop(text: str) -> tuple[str, str]:
+    """(stop, hint) of a stop as written before the hint had its own field ("" hint when none)."""
+    stop, _, hint = text.partition(STOP_HINT)
+    return stop, hint.strip()
+
+
+def joined_stop(stop: str, hint: str) -> str:
+    """`<stop>; try: <hint>` (the stop alone when there is no hint): one line of a report."""
+    return f"{stop}{STOP_HINT} {hint}" if hint else stop
 
 
 def merge_containment(states: Iterable[tuple[tuple[str, str], ...]]) -> tuple[tuple[str, str], ...]:
@@ -130,14 +125,48 @@ def merge_containment(states: Iterable[tuple[tuple[str, str], ...]]) -> tuple[tu
 
 
 def containment_line(parts: tuple[tuple[str, str], ...]) -> str:
-    """'containment: environment, network, files, processes held' or which parts did not and why."""
+    """'containment: environment, network, files, processes held' or which parts did not and why.
+    The one sentence of records/ (NOTE [records hold data] in opscan/reporters/texts.py): the
+    contained child's side says it too, and reads records and errors only."""
     held = [p for p, s in parts if s == "held"]
     words = [", ".join(held) + " held" if held else "nothing held"]
     return "containment: " + "; ".join(words + [f"{p} not held ({s})" for p, s in parts if s != "held"])
 
 
-# Closed vocabulary of model candidates found without running anything (opscan/targets/discovery.py).
-CANDIDATE_KINDS: dict[str, str] = {
+class CandidateKind(StrEnum):
+    """What a model candidate found without running anything is (opscan/targets/discovery.py)."""
+
+    HF_FOLDER = "hf-folder"
+    TIMM_FOLDER = "timm-folder"
+    EXPORT = "export"
+    FACTORY = "factory"
+    MODULE_CLASS = "module-class"
+    FROM_PRETRAINED = "from-pretrained"
+    INLINE = "inline"
+    # what a repository builds with no configuration (opscan/targets/recipes.py, docs/repositories.md)
+    REPO_CLASS = "repo-class"
+    REPO_FACTORY = "repo-factory"
+    HUBCONF = "hubconf"
+    README = "readme"
+    MAIN_DEMO = "main-demo"
+    REPO_TEST = "repo-test"
+
+    @property
+    def description(self) -> str:
+        return _CANDIDATE_KINDS[self]
+
+    @property
+    def is_folder(self) -> bool:
+        """A model folder (transformers or timm): traced as it is."""
+        return self in (CandidateKind.HF_FOLDER, CandidateKind.TIMM_FOLDER)
+
+    @property
+    def from_repository(self) -> bool:
+        """Built by a recipe from a repository's own code with no configuration (`repo:` targets)."""
+        return self in _REPO_KINDS
+
+
+_CANDIDATE_KINDS: dict[str, str] = {
     "hf-folder": "a folder holding a transformers config.json (model_type / architectures)",
     "timm-folder": "a folder holding a timm config.json (architecture)",
     "export": "a .pt2 file saved with torch.export.save",
@@ -145,7 +174,16 @@ CANDIDATE_KINDS: dict[str, str] = {
     "module-class": "an nn.Module subclass no other code of its file builds (needs inputs)",
     "from-pretrained": "a from_pretrained / from_config call on a local model folder",
     "inline": "a model built inline in a script or notebook: no name to trace; write a factory",
+    "repo-class": "an nn.Module class built with a config opscan makes (defaults, names, shipped config files)",
+    "repo-factory": "a factory called with its defaults, or with a variant name from the file's registry",
+    "hubconf": "a torch.hub entry point (hubconf.py) called with pretrained=False",
+    "readme": "a fenced Python example in a README or doc that builds a model and calls it",
+    "main-demo": "an `if __name__ == \"__main__\":` demo, run until its first model call",
+    "repo-test": "a test of the repository that builds a model and calls it, run until its model call",
 }
+_REPO_KINDS = frozenset({CandidateKind.REPO_CLASS, CandidateKind.REPO_FACTORY, CandidateKind.HUBCONF,
+                         CandidateKind.README, CandidateKind.MAIN_DEMO, CandidateKind.REPO_TEST})
+CANDIDATE_KINDS: dict[str, str] = {k.value: k.description for k in CandidateKind}
 
 
 @dataclass(frozen=True)
@@ -153,11 +191,14 @@ class ModelCandidate:
     """A model opscan found in a project by reading it (never by running it)."""
 
     target: str                          # trace target: "model.py:build", "hf:models/llama", "pt2:m.pt2"
-    kind: str                            # one of CANDIDATE_KINDS
+    kind: CandidateKind                  # one of CANDIDATE_KINDS
     path: str                            # file or folder, relative to the project root
     line: int = 0                        # for Python candidates
     ready: bool = True                   # traceable as it is (False: needs inputs or a factory)
     note: str = ""                       # what to do first, e.g. "needs remote code (auto_map): ..."
+
+    def __post_init__(self) -> None:   # NOTE [typed vocabularies]
+        object.__setattr__(self, "kind", CandidateKind(self.kind))
 
 
 @dataclass(frozen=True)
@@ -172,8 +213,23 @@ class Discovery:
     factory_hint: str = ""                       # how to write a factory opscan can call (discover.FACTORY_HINT)
 
 
-# Closed vocabulary of where a training command was read (opscan/targets/entry/; docs/check.md).
-ENTRY_KINDS: dict[str, str] = {
+class EntryKind(StrEnum):
+    """Where a training command was read (opscan/targets/entry/; docs/check.md)."""
+
+    GIVEN = "given"
+    README = "readme"
+    DOCS = "docs"
+    SHELL_SCRIPT = "shell-script"
+    MAKEFILE = "makefile"
+    PROJECT_SCRIPT = "project-script"
+    MAIN_STEP = "main-step"
+
+    @property
+    def description(self) -> str:
+        return _ENTRY_KINDS[self]
+
+
+_ENTRY_KINDS: dict[str, str] = {
     "given": "given with --entry or the `entry` key of [tool.opscan]",
     "readme": "a shell block of the README",
     "docs": "a shell block of a document under docs/ (or another Markdown file)",
@@ -182,6 +238,7 @@ ENTRY_KINDS: dict[str, str] = {
     "project-script": "a console script of [project.scripts] in pyproject.toml",
     "main-step": "a script that steps an optimizer when run: under `if __name__ == \"__main__\":` or at its top level",
 }
+ENTRY_KINDS: dict[str, str] = {k.value: k.description for k in EntryKind}
 
 
 @dataclass(frozen=True)
@@ -190,12 +247,15 @@ class TrainingEntry:
     user types it, where it was read and why it ranks where it does (opscan/targets/entry/ranking.py)."""
 
     command: str                         # "python train.py --config configs/small.yaml"
-    kind: str                            # one of ENTRY_KINDS
+    kind: EntryKind                      # one of ENTRY_KINDS
     path: str = ""                       # the file it was read from, relative to the project root
     line: int = 0
     cwd: str = ""                        # the folder it runs from, relative to the root ("" = the root)
     why: str = ""                        # how it ranks: "steps an optimizer (train.py:40)"
     entry_point: str = ""                # a console script's `module:function` (kind project-script)
+
+    def __post_init__(self) -> None:   # NOTE [typed vocabularies]
+        object.__setattr__(self, "kind", EntryKind(self.kind))
 
     @property
     def where(self) -> str:

@@ -1,6 +1,7 @@
 """The closed vocabularies as types, with the facts callers decide by (NOTE [typed vocabularies]):
 severities, block units, task kinds, op statuses, verdict kinds, what an op with no kernel does, and
-the vocabularies kept as described words (categories, evidence, caveats, phases)."""
+finding categories, evidence kinds and op caveats; each member has its description (the dicts of
+words and descriptions, SEVERITIES and the like, are views of the types)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-SEVERITIES: dict[str, str] = {
-    "error": "blocks the port: the code will not run, or will run on the wrong device",
-    "warning": "runs, but slower, differently, or only with a manual step",
-    "note": "worth knowing; no change strictly needed",
-}
-
-
 # NOTE [typed vocabularies]: each closed vocabulary a caller decides by (severities, op statuses,
 # verdict kinds, task kinds, a release's no-kernel behaviour) is a `StrEnum` here, with the
 # predicates callers need as properties, so that no other module compares the words themselves
-# (tests/test_vocabularies.py walks opscan/ for such comparisons). A member is its string: it
+# (tests/test_vocabularies.py walks opscan/ for such comparisons). Each member has its
+# `description`; the dicts of words and descriptions (SEVERITIES, CATEGORIES, ...) are views of
+# the types, kept for the places that list them. A member is its string: it
 # compares, hashes, formats and serialises (JSON) as the word, so reports are unchanged. The
 # records holding one (Finding.severity, Coverage.status, Verdict.kind, Task.kind, ...) turn a
 # word into its member when built; a word outside the vocabulary is a ValueError.
@@ -28,6 +24,10 @@ class Severity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
     NOTE = "note"
+
+    @property
+    def description(self) -> str:
+        return _SEVERITIES[self]
 
     @property
     def rank(self) -> int:
@@ -40,17 +40,41 @@ class Severity(StrEnum):
 
 
 _SEVERITY_RANK: dict[Severity, int] = {Severity.NOTE: 0, Severity.WARNING: 1, Severity.ERROR: 2}
-
-CATEGORIES: dict[str, str] = {
-    "device-string": "a hard-coded device choice (\"cuda\", \"cuda:0\", ...)",
-    "cuda-api": "a CUDA-only API or setting (torch.cuda.*, cudnn, NCCL, CUDA env vars, ...)",
-    "custom-kernel": "code that defines, builds, loads or calls a custom kernel",
-    "cuda-only-lib": "an import of a library that only runs on CUDA",
-    "device-dispatch": "a place that chooses among other accelerators (npu, xpu, mps, ...) by name: "
-                       "where the port adds neuron",
-    "input": "a file opscan could not read or parse, or a problem in opscan's own run",
-    "dependency": "a dependency manifest line that installs a torch or a CUDA build TorchNeuron cannot use",
+_SEVERITIES: dict[Severity, str] = {
+    Severity.ERROR: "blocks the port: the code will not run, or will run on the wrong device",
+    Severity.WARNING: "runs, but slower, differently, or only with a manual step",
+    Severity.NOTE: "worth knowing; no change strictly needed",
 }
+SEVERITIES: dict[str, str] = {k.value: k.description for k in Severity}
+
+
+class Category(StrEnum):
+    """What a rule (and its findings) is about (docs/scan.md)."""
+
+    DEVICE_STRING = "device-string"
+    CUDA_API = "cuda-api"
+    CUSTOM_KERNEL = "custom-kernel"
+    CUDA_ONLY_LIB = "cuda-only-lib"
+    DEVICE_DISPATCH = "device-dispatch"
+    INPUT = "input"
+    DEPENDENCY = "dependency"
+
+    @property
+    def description(self) -> str:
+        return _CATEGORIES[self]
+
+
+_CATEGORIES: dict[Category, str] = {
+    Category.DEVICE_STRING: "a hard-coded device choice (\"cuda\", \"cuda:0\", ...)",
+    Category.CUDA_API: "a CUDA-only API or setting (torch.cuda.*, cudnn, NCCL, CUDA env vars, ...)",
+    Category.CUSTOM_KERNEL: "code that defines, builds, loads or calls a custom kernel",
+    Category.CUDA_ONLY_LIB: "an import of a library that only runs on CUDA",
+    Category.DEVICE_DISPATCH: "a place that chooses among other accelerators (npu, xpu, mps, ...) by name: "
+                              "where the port adds neuron",
+    Category.INPUT: "a file opscan could not read or parse, or a problem in opscan's own run",
+    Category.DEPENDENCY: "a dependency manifest line that installs a torch or a CUDA build TorchNeuron cannot use",
+}
+CATEGORIES: dict[str, str] = {k.value: k.description for k in Category}
 
 # NOTE [task kinds]: the one table of port-task kinds (TaskKind, below, each with its description
 # and where it comes from). Rules declare a `rule` kind in their YAML (`task:`, the TASKS view;
@@ -279,16 +303,30 @@ def status_of(name: str | None) -> OpStatus:
 # every value of Task.kind.
 OP_TASKS: dict[str, str] = {k.value: k.description for k in TaskKind if k.origin == "op"}
 
-EVIDENCE_KINDS: dict[str, str] = {
-    "documented": "stated in the backend's published documentation (URL and date)",
-    "probed": "read from the dispatcher of a real install (which install, when)",
-    "source-snapshot": "found in a snapshot of the backend's source (repository and commit)",
-    "inferred": "derived by opscan from other facts (the derivation is stated)",
+class EvidenceKind(StrEnum):
+    """Where a fact of the coverage database comes from (Evidence.kind)."""
+
+    DOCUMENTED = "documented"
+    PROBED = "probed"
+    SOURCE_SNAPSHOT = "source-snapshot"
+    INFERRED = "inferred"
+
+    @property
+    def description(self) -> str:
+        return _EVIDENCE_KINDS[self]
+
+
+_EVIDENCE_KINDS: dict[EvidenceKind, str] = {
+    EvidenceKind.DOCUMENTED: "stated in the backend's published documentation (URL and date)",
+    EvidenceKind.PROBED: "read from the dispatcher of a real install (which install, when)",
+    EvidenceKind.SOURCE_SNAPSHOT: "found in a snapshot of the backend's source (repository and commit)",
+    EvidenceKind.INFERRED: "derived by opscan from other facts (the derivation is stated)",
 }
+EVIDENCE_KINDS: dict[str, str] = {k.value: k.description for k in EvidenceKind}
 
 # Closed vocabulary of verdict kinds, worst first (docs/check.md, "Verdict"). Computed once by
 # opscan/assess/verdict.py in the analysis and carried in Report.verdict; reporters only read it.
-VERDICT_KINDS: dict[str, str] = {
+_VERDICT_KINDS: dict[str, str] = {
     "blocked": "something will not run: an unguarded error finding (CUDA pin, custom kernel, CUDA-only "
                "library, a file opscan could not read) or an op the backend rejects",
     "unknown": "no blocker found, but not proven: ops of unknown status, an incomplete trace, kernels or "
@@ -316,6 +354,10 @@ class VerdictKind(StrEnum):
     READY = "ready"
 
     @property
+    def description(self) -> str:
+        return _VERDICT_KINDS[self]
+
+    @property
     def rank(self) -> int:
         """How bad, 0 best: the one ranking of verdicts (ready 0, likely 1, unchecked 2, fallback 3,
         unknown 4, blocked 5), read by the zoo's diff and the reporters."""
@@ -338,11 +380,12 @@ class VerdictKind(StrEnum):
 
 
 _VERDICT_ORDER: tuple[VerdictKind, ...] = tuple(VerdictKind)
+VERDICT_KINDS: dict[str, str] = {k.value: k.description for k in VerdictKind}
 
 
 # The step a verdict answered for (records/report.py `Step`; NOTE [the step answered for] in
 # opscan/assess/step.py).
-STEP_KINDS: dict[str, str] = {
+_STEP_KINDS: dict[str, str] = {
     "project": "the project's own training step: its training command, run for one optimizer step",
     "stand-in": "opscan's stand-in step around a model it built (output summed, its optimizer): the "
                 "project's loss, optimizer options, AMP and clipping were not traced",
@@ -358,9 +401,16 @@ class StepKind(StrEnum):
     NONE = "none"
 
     @property
+    def description(self) -> str:
+        return _STEP_KINDS[self]
+
+    @property
     def is_own(self) -> bool:
         """The project's own step: the only one a `ready` may rest on, unless configured otherwise."""
         return self is StepKind.PROJECT
+
+
+STEP_KINDS: dict[str, str] = {k.value: k.description for k in StepKind}
 
 
 # What a release says an op with no kernel does (its `no_kernel:` eager and compile behaviour;
@@ -375,7 +425,20 @@ class NoKernel(StrEnum):
 
 # Closed vocabulary of op caveats: release facts that apply to how a trace uses its ops (which
 # dtypes), computed by opscan/db/caveats.py and carried in Report.caveats (docs/coverage-db.md).
-CAVEAT_KINDS: dict[str, str] = {
+class CaveatKind(StrEnum):
+    """A kind of op caveat (OpCaveat.kind)."""
+
+    KNOWN_FAILURE = "known-failure"
+    KNOWN_FAILURE_CASE = "known-failure-case"
+    FLOAT64_NARROWED = "float64-narrowed"
+    INT64_NARROWED = "int64-narrowed"
+
+    @property
+    def description(self) -> str:
+        return _CAVEAT_KINDS[self]
+
+
+_CAVEAT_KINDS: dict[str, str] = {
     "known-failure": "the backend's own test lists record failing tests for this op with a dtype the trace uses",
     "known-failure-case": "the backend's own tests fail for this op in a special case (a test variant, or an op "
                           "that decomposes into it); the trace cannot tell whether the model hits that case",
@@ -383,5 +446,7 @@ CAVEAT_KINDS: dict[str, str] = {
     "int64-narrowed": "the backend computes int64 as int32 by default; the trace does int64 arithmetic "
                       "beyond indexing",
 }
+
+CAVEAT_KINDS: dict[str, str] = {k.value: k.description for k in CaveatKind}
 
 PHASES = ("forward", "loss", "backward", "optimizer")

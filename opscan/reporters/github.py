@@ -13,6 +13,7 @@ from typing import TextIO
 
 from opscan.records import Report
 from opscan.reporters.sarif import uri
+from opscan.reporters.words import plural
 
 LIMIT = 10
 _LEVEL = {"error": "error", "warning": "warning", "note": "notice"}
@@ -106,7 +107,7 @@ def render(report: Report, out: TextIO) -> None:
             continue
         shown, rest = items[:room - 1], items[room - 1:]
         lines.extend(line for _, line in shown)
-        lines.append(_command(level, f"{len(rest)} more {level} annotation(s) not shown here "
+        lines.append(_command(level, f"{len(rest)} more {level} annotation{'s' * (len(rest) != 1)} not shown here "
                                      "(GitHub shows 10 per level); they follow in the log",
                               title=f"opscan: {len(rest)} more"))
         overflow.extend(_plain(line) for _, line in rest)
@@ -121,9 +122,9 @@ def render(report: Report, out: TextIO) -> None:
     totals = report.effort
     known = f", {report.baseline.known} known (baseline)" if report.baseline is not None else ""
     blockers = report.blockers.count   # NOTE [blockers] in opscan/assess/verdict.py
-    lines.append(f"opscan: {len(report.findings)} {'new ' if known else ''}finding(s){known}, "
-                 f"{blockers} blocker{'s' * (blockers != 1)}, "
-                 f"{report.sites} site(s) in {len(report.tasks)} port task(s), "
+    lines.append(f"opscan: {plural(len(report.findings), 'new finding' if known else 'finding')}{known}, "
+                 f"{plural(blockers, 'blocker')}, "
+                 f"{plural(report.sites, 'site')} in {plural(len(report.tasks), 'port task')}, "
                  f"{totals.days(totals.likely_hours):.1f} engineer-days likely "
                  f"({totals.days(totals.low_hours):.1f}-{totals.days(totals.high_hours):.1f})")
     out.write("\n".join(lines) + "\n")

@@ -124,6 +124,7 @@ def _trace(trace: ModelTrace) -> dict:
         "device": trace.device,
         "complete": trace.complete,
         "stopped_at": trace.stopped_at,
+        "stop_hint": trace.stop_hint,
         "distinct_ops": len(trace.ops),
         "stand_ins": [
             {"op": s.op, "kind": s.kind, "value": s.value, "count": s.count,

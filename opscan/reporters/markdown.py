@@ -6,7 +6,9 @@ from collections import Counter
 from typing import TextIO
 
 from opscan.records import Report, status_of
+from opscan.reporters.words import plural
 from opscan.reporters.tasklist import PRIORITY, size, sites_by_file, task_effort, total
+from opscan.reporters.texts import blockers_words
 
 MAX_SITE_FILES = 50   # beyond this many files a task lists the count only
 # GitHub alert per verdict kind: only "ready" is shown without a caution.
@@ -58,7 +60,7 @@ def _task_section(index: int, report: Report) -> list[str]:
         lines.append("- **Ops:** " + ", ".join(f"`{op}`" for op in task.ops))
     files = sites_by_file(task)
     if files:
-        lines.append(f"- **Where:** {len(task.sites)} site(s) in {len(files)} file(s)")
+        lines.append(f"- **Where:** {plural(len(task.sites), 'site')} in {plural(len(files), 'file')}")
         for path, numbers in files[:MAX_SITE_FILES]:
             lines.append(f"  - `{path}`: line{'s' * (len(numbers) > 1)} {', '.join(map(str, numbers))}")
         if len(files) > MAX_SITE_FILES:
@@ -79,7 +81,7 @@ def render(report: Report, out: TextIO) -> None:
             lines += [f"Step: {judged.step.text}.", ""]
         if judged.blockers.count:   # NOTE [blockers] in opscan/assess/verdict.py: the gate's count
             n = judged.blockers.count
-            lines += [(f"Blockers: **{n}** ({judged.blockers.describe()}): each fails the default gate "
+            lines += [(f"Blockers: **{n}** ({blockers_words(judged.blockers)}): each fails the default gate "
                        "(`--fail-on error`)."), ""]
         lines += [f"- {detail}" for detail in judged.details]
         if judged.details:
@@ -88,10 +90,10 @@ def render(report: Report, out: TextIO) -> None:
     ops = {u.op for t in report.traces for u in t.ops}
     lines += [
         f"Backend: `{report.backend or 'unknown'}` · opscan {report.tool_version} · "
-        f"{report.files_scanned} file(s) scanned · {len(report.findings)} "
-        f"{'new ' if report.baseline is not None else ''}finding(s) · "
-        f"{report.sites} site(s) in {len(report.tasks)} task(s) · "
-        f"{len(ops)} op(s) traced"
+        f"{plural(report.files_scanned, 'file')} scanned · "
+        f"{plural(len(report.findings), 'new finding' if report.baseline is not None else 'finding')} · "
+        f"{plural(report.sites, 'site')} in {plural(len(report.tasks), 'task')} · "
+        f"{plural(len(ops), 'op')} traced"
         + (" (" + ", ".join(f"{n} {s}" for s, n in sorted(status.items())) + ")" if status else ""),
         "",
     ]
@@ -136,11 +138,11 @@ def render(report: Report, out: TextIO) -> None:
         for c in gaps:
             evidence = "; ".join(e.text + (f" ([link]({e.url}))" if e.url else "") for e in c.evidence) or "none"
             cost = costs.get(c.op)
-            per_step = (f"{size(cost.bytes_per_step)}, {cost.syncs_per_step} syncs"
+            per_step = (f"{size(cost.bytes_per_step)}, {plural(cost.syncs_per_step, 'sync')}"
                         if cost is not None and cost.calls_per_step else "")
             if per_step and cost.scaled_by:   # NOTE [fallback scaling] in opscan/assess/assessment.py
                 per_step += (f" (scaled back: {cost.scaled_by}; as traced {size(cost.traced_bytes)}, "
-                             f"{cost.traced_syncs} syncs)")
+                             f"{plural(cost.traced_syncs, 'sync')})")
             lines.append(f"| `{c.op}` | {c.status} | {per_step} | {_cell(evidence)} |")
         lines.append("")
     if report.release_notes:   # release facts about traced ops that are no known failure (never the verdict)

@@ -32,12 +32,18 @@ def task_effort(task: Task, hours_per_day: float = 8.0) -> str:
 
 
 def total(report: Report) -> str:
-    """Total effort: `9.9 engineer-days likely (6.1-17.3)`, plus the tasks that are not sized."""
+    """Total effort: `9.9 engineer-days likely (6.1-17.3)` (in hours below 0.05 days, which reads
+    `0.0` in days: `0.28 engineer-hours likely (0.2-0.6)`), plus the tasks that are not sized."""
     totals = report.effort
     days = totals.days
-    text = f"{days(totals.likely_hours):.1f} engineer-days likely"
-    if totals.low_hours != totals.high_hours:
-        text += f" ({days(totals.low_hours):.1f}-{days(totals.high_hours):.1f})"
+    if 0 < totals.likely_hours < 0.05 * totals.hours_per_day:   # "0.0 engineer-days" says nothing: hours
+        text = f"{round(totals.likely_hours, 2):g} engineer-hours likely"
+        if totals.low_hours != totals.high_hours:
+            text += f" ({round(totals.low_hours, 1):g}-{round(totals.high_hours, 1):g})"
+    else:
+        text = f"{days(totals.likely_hours):.1f} engineer-days likely"
+        if totals.low_hours != totals.high_hours:
+            text += f" ({days(totals.low_hours):.1f}-{days(totals.high_hours):.1f})"
     if totals.unsized:
         n = len(totals.unsized)
         text += f" + {n} task{'s' * (n != 1)} not sized"

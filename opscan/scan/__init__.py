@@ -8,18 +8,12 @@ Public API (pinned by tests/scan/test_scan_api.py):
     scan_memory(files, rules=None) -> ScanResult                        (in-memory files)
 """
 
-from opscan.scan.engine import (
-    FileResult,
-    ScanResult,
-    Suppression,
-    decode_result,
-    encode_result,
-    scan_memory,
-    scan_paths,
-    scan_source,
-)
+from opscan.scan.file_scan import scan_source
 from opscan.scan.project import EMPTY, Project
+from opscan.scan.result_codec import decode_result, encode_result
+from opscan.scan.results import FileResult, ScanResult, Suppression
 from opscan.scan.rules import Rule, RuleSet, load_rule_file, load_rules
+from opscan.scan.tree import scan_memory, scan_paths
 
 __all__ = [
     "EMPTY", "FileResult", "Project", "Rule", "RuleSet", "ScanResult", "Suppression", "decode_result",

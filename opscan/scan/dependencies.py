@@ -90,7 +90,7 @@ def companions() -> Companions:
 # CUDA index or label of torch and its companions (OPS504). Direct CUDA builds and CUDA-only
 # libraries are reported where the project asks for them (requirements, pyproject, conda).
 # A lock's finding on a package its manifest beside it already reports is dropped
-# (engine._dedupe_locks): the manifest line changes, the lock is regenerated.
+# (locks.py `dedupe_locks`): the manifest line changes, the lock is regenerated.
 @lru_cache(maxsize=4096)
 def _spec(text: str) -> SpecifierSet | None:
     try:
@@ -352,7 +352,7 @@ def _variants(word: str) -> set[str]:
 # each rule pattern's longest literal part, and as whole names (not inside another word: `fla` is
 # not in `flask`) the companion and catalog names, with `-`, `_` and `.` spelt either way. A
 # requirements file of web packages costs one regex search, like a Python file that spells no
-# pre-filter token (NOTE [pre-check] in engine.py).
+# pre-filter token (NOTE [pre-check] in file_scan.py).
 @lru_cache(maxsize=16)
 def _token_regex(words: tuple[str, ...], names: tuple[str, ...]) -> re.Pattern:
     spelled = sorted({v for w in words for v in _variants(w)}, key=len, reverse=True)

@@ -1,4 +1,4 @@
-"""Generates the rule reference (docs/rules.md and the README block) from the rule files."""
+"""Generates the rule reference (docs/rules.md and the README's summary by category) from the rule files."""
 
 from __future__ import annotations
 
@@ -43,10 +43,12 @@ def reference(rules: list[Rule]) -> str:
            "Generated from `rules/*.yaml` by `opscan rules docs`; do not edit by hand (a test checks it).",
            "Suppress a finding with `# opscan: ignore[CODE]` on its line. Severities: error blocks the "
            "port, warning runs differently or slower, note is worth knowing.", "",
-           "| code | name | category | severity | status | `opscan fix` |", "|---|---|---|---|---|---|"]
+           "| code | name | category | severity | status | `opscan fix` | what it flags |",
+           "|---|---|---|---|---|---|---|"]
     for rule in rules:
+        what = _first_sentence(rule.what).replace("|", "\\|")
         out.append(f"| [{rule.id}](#{anchor(rule)}) | `{rule.name}` | {rule.category} | {rule.severity} "
-                   f"| {rule.status} | {_fix_label(rule)} |")
+                   f"| {rule.status} | {_fix_label(rule)} | {what} |")
     out += ["", "Categories: " + "; ".join(f"**{k}** — {v}" for k, v in CATEGORIES.items()) + ".", ""]
     out += ["Task kinds (`task:`, the port task a rule's findings go to; docs/tasks.md): "
             + "; ".join(f"**{k}** — {v}" for k, v in TASKS.items()) + ".", ""]
@@ -94,16 +96,23 @@ def _autofix_section(rule: Rule) -> list[str]:
 
 
 def readme_block(rules: list[Rule]) -> str:
-    """The README's rule table, between the START and END markers."""
+    """The README's rule summary (one row per category), between the START and END markers.
+
+    The README keeps to one screen: each rule's name, severity and what it flags are in the
+    reference (docs/rules.md); here, each category says what it flags and links its rules.
+    """
     rules = sorted(rules, key=lambda r: r.id)
-    lines = [START, "## Rules", "",
-             "Generated from `rules/*.yaml` by `opscan rules docs`; details and examples in "
-             "[docs/rules.md](docs/rules.md).", "",
-             "| code | name | category | severity | what it flags |", "|---|---|---|---|---|"]
+    by_category: dict[str, list[Rule]] = {}
     for rule in rules:
-        what = _first_sentence(rule.what).replace("|", "\\|")
-        lines.append(f"| [{rule.id}](docs/rules.md#{anchor(rule)}) | `{rule.name}` | {rule.category} | "
-                     f"{rule.severity} | {what} |")
+        by_category.setdefault(rule.category, []).append(rule)
+    lines = [START, "## Rules", "",
+             f"{len(rules)} rules, generated from `rules/*.yaml` by `opscan rules docs`; every rule with its "
+             "severity, examples and fix in [docs/rules.md](docs/rules.md).", "",
+             "| category | what it flags | rules |", "|---|---|---|"]
+    for category, members in by_category.items():
+        what = CATEGORIES.get(category, "").replace("|", "\\|")
+        codes = ", ".join(f"[{rule.id}](docs/rules.md#{anchor(rule)})" for rule in members)
+        lines.append(f"| {category} | {what} | {codes} |")
     lines.append(END)
     return "\n".join(lines) + "\n"
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass, replace
 
 from opscan.records import Finding
 from opscan.scan.dependencies import DependencyContext
-from opscan.scan.engine import scan_memory, unused_suppression_findings
+from opscan.scan.suppressions import unused_suppression_findings
+from opscan.scan.tree import scan_memory
 from opscan.scan.rules import Example, Rule, RuleSet, load_rules
 
 EXPECT = re.compile(r"(?:#|//)\s*expect:\s*(?P<codes>[A-Z][A-Z0-9]*\d{3}(?:\s*,\s*[A-Z][A-Z0-9]*\d{3})*)")
@@ -52,9 +53,8 @@ def run_example(example: Example, rules: RuleSet, only: str | None = None,
     result = scan_memory(dict(example.files), rules, deps=deps)
     unused: list[Finding] = []
     if "unused-suppression" in rules.compiled.inputs:   # OPS003 judges the suppressions of the scan
-        texts = dict(example.files)
         known = {r.id for r in load_rules()}
-        unused = unused_suppression_findings(result, rules, known, lambda path: texts[path].splitlines())
+        unused = unused_suppression_findings(result, rules, known)
     if "unreadable-config" in rules.compiled.inputs:   # OPS005: the config files the walk would read
         from opscan.scan.config_findings import config_findings, file_problems, without_duplicates
 

@@ -6,7 +6,7 @@ needs a literal of its regular expression ("cuda", "nccl"), a name matcher the l
 component of its pattern ("cuda" for `torch.cuda.*`, even when reached through an alias, because
 the alias' own import line spells it), an import matcher the module's last component, and so on.
 A file containing none of the tokens within their bounds (NOTE [pre-filter bounds], tokens.py)
-is never parsed (NOTE [pre-check], engine.py); inside a parsed file only statements whose lines
+is never parsed (NOTE [pre-check], file_scan.py); inside a parsed file only statements whose lines
 contain a token within its bounds (or an import, or an alias, constant or kernel name bound to
 one) are visited. A matcher whose regular expression has no literal of 3+ characters disables
 the pre-filter (always active); a `member` prefix is looked for in import statements only, so it
@@ -90,7 +90,7 @@ _FROM = re.compile(r"from[ \t]")
 
 def from_import_names(text: str) -> tuple[str, ...]:
     """The names `from X import ...` statements of `text` bring in (sorted, `as` names and
-    comments dropped): what a skipped file may use of another file (NOTE [pre-check] in engine.py).
+    comments dropped): what a skipped file may use of another file (NOTE [pre-check] in file_scan.py).
 
     FROM_IMPORT's matches, found from each `from ` (a literal the regex engine skips to) instead of
     trying its `^` or `;` at every position: five times faster, the same matches in the same order."""
@@ -145,7 +145,7 @@ class Compiled:
     import_tokens: dict[str, tuple[int, int]] = field(default_factory=dict)   # the same, in imports only
     always: bool = False            # some matcher has no token: every file is parsed
     roots: frozenset[str] = frozenset()   # first components of name/decorator patterns
-    regexes: dict = field(default_factory=dict)   # extra names -> token_regex (engine's cache)
+    regexes: dict = field(default_factory=dict)   # extra names -> token_regex (the per-file scan's cache)
 
     def token_regex(self, extra: frozenset[str] = frozenset()) -> re.Pattern | None:
         """One regex finding any token (substring) or any `extra` word; cached per `extra`."""

@@ -24,10 +24,10 @@ class Project:
     extensions: frozenset[str] = frozenset()   # dotted module names of compiled extensions
     packages: frozenset[str] = frozenset()     # top-level modules of the scanned tree itself
     # the tree's own thin wrappers of kernel-registration / custom-op lookup APIs, as
-    # "dotted.module.function=RULEID" (found by a first pass: engine.py NOTE [wrappers across files])
+    # "dotted.module.function=RULEID" (found by a first pass: wrappers.py NOTE [wrappers across files])
     wrappers: frozenset[str] = frozenset()
     # files other requirements files include with `-r`/`-c` whose names do not say they are one
-    # (`-r extra.txt`): scanned as requirements files (engine.py NOTE [manifests in the scan])
+    # (`-r extra.txt`): scanned as requirements files (file_scan.py NOTE [manifests in the scan])
     requirements: frozenset[str] = frozenset()
 
 

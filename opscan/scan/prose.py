@@ -1,7 +1,7 @@
 """A Python file's prose, which no rule reads: its comments and string statements (docstrings).
 
 # NOTE [prose in the pre-check]
-# The file pre-check (NOTE [pre-check] in engine.py) looks for the rules' tokens in the text. On
+# The file pre-check (NOTE [pre-check] in file_scan.py) looks for the rules' tokens in the text. On
 # transformers, 351 of the 494 files it let through had no finding: the token was in a docstring
 # ("under torch.compile", `>>> device = "cuda" if ...`) or a comment, and parsing those 320k lines
 # was the larger part of a cold scan. A rule never reads a comment, nor a string that is a

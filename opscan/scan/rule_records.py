@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
+from opscan.records import Category
+
 
 @dataclass(frozen=True)
 class Matcher:
@@ -81,7 +83,7 @@ class Rule:
     name: str
     status: str
     since: str
-    category: str
+    category: Category
     severity: str
     message: str
     match: tuple[Matcher, ...]

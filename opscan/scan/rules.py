@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from opscan.errors import RuleError, UsageError
-from opscan.records import CATEGORIES, SEVERITIES, TASKS
+from opscan.records import CATEGORIES, SEVERITIES, TASKS, Category
 from opscan.resources import coverage_db_dir, rules_dir
 from opscan.scan.matchers import Compiled, compile_rules
 from opscan.scan.rule_records import AutoFix, Example, FixEntry, FixExample, Matcher, Rule
@@ -414,7 +414,7 @@ def load_rule_file(path: Path) -> Rule:
         _check_type(path, "requires", requires, list)
     return Rule(
         id=rule_id, name=name, status=raw["status"], since=str(raw["since"]),
-        category=raw["category"], severity=raw["severity"],
+        category=Category(raw["category"]), severity=raw["severity"],
         message=_template(path, "message", raw["message"]),
         match=matchers, what=docs["what"].strip(), why=docs["why"].strip(), fix_doc=docs["fix"].strip(),
         fix=_template(path, "fix", raw["fix"]), requires=tuple(requires), fixes=_fixes(path, raw.get("fixes")),
@@ -440,7 +440,7 @@ def unknown_selectors(rules, patterns) -> list[str]:
     import difflib
 
     rules = list(rules)
-    words = sorted({r.id for r in rules} | {r.name for r in rules} | {r.category for r in rules})
+    words = sorted({r.id for r in rules} | {r.name for r in rules} | {r.category.value for r in rules})
     out = []
     for pattern in dict.fromkeys(patterns):
         if pattern and any(_selected(r, (pattern,)) for r in rules):
@@ -490,7 +490,7 @@ def load_rules(extra_dirs=(), select=(), ignore=(), builtin: bool = True) -> Rul
         raise UsageError(problems[0] if len(problems) == 1 else "; ".join(problems))
     chosen = [r for r in rules if r.status != "removed"]
     if select:
-        chosen = [r for r in chosen if _selected(r, tuple(select)) or r.category == "input"]
+        chosen = [r for r in chosen if _selected(r, tuple(select)) or r.category is Category.INPUT]
     if ignore:
         chosen = [r for r in chosen if not _selected(r, tuple(ignore))]
     known = frozenset(r.id for r in rules if r.status != "removed")

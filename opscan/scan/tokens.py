@@ -19,7 +19,7 @@ the source text for a rule to possibly match there (derived from the rule, never
 Like the tokens themselves, this assumes the source spells the literal as it is matched (no
 escapes such as `"\x6epu"`, no implicit concatenation splitting it, no space after a dot): the
 visitor's values come from literals in the same way. The file pre-check (Compiled.relevant, NOTE
-[pre-check] in engine.py) and the visitor's per-line filter (visitor.py `_hot_lines`) both use the
+[pre-check] in file_scan.py) and the visitor's per-line filter (visitor.py `_hot_lines`) both use the
 bounded tokens; the plain substring tokens of NOTE [pre-filter tokens] remain for `precheck=False`
 and for testing the names imports bind. tests/perf/test_perf_identical.py compares the findings
 with those of a walk of every statement of every file.

@@ -4,7 +4,7 @@
 The scan uses the stdlib `ast` (C parser, ~175k lines/s here) plus its own import resolver
 (resolver.py) instead of libcst + QualifiedNameProvider (~650 lines/s measured on real files):
 the findings are the same, because every rule needs only names, literals, positions (ast gives
-1-based lines and 0-based UTF-8 byte columns with end positions; engine.py converts them to
+1-based lines and 0-based UTF-8 byte columns with end positions; builder.py converts them to
 characters) and enclosing `if` tests. Statements whose lines hold no pre-filter token (NOTE
 [pre-filter tokens]) are not visited at all.
 

@@ -3,8 +3,9 @@
 `arguments(fn, module)` fills what a class or factory needs: config classes with defaults
 (dataclasses, attrs, pydantic, `__init__` defaults, `get_default_config()`), nested configs, a
 variant name from a registry the module defines, config files shipped beside the code, else small
-values by parameter name (NAMED). Configs are shrunk as `--layers` does (LAYER_NAMES -> 2).
-A built model is shrunk by `cut_repeats` when opscan sized nothing itself. Inputs are
+values by parameter name (NAMED). Configs are shrunk as `--layers` does, and a built model whose
+sizes opscan chose none of has its repeated blocks cut: shrinking.py's job; the smallest variant
+of a registry is variants.py's, the retries of a broken constraint constraints.py's. Inputs are
 opscan/targets/repo_inputs.py's job. Used by opscan/targets/repository.py.
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-import math
 import re
 import sys
 import textwrap
@@ -22,14 +22,10 @@ from pathlib import Path
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.targets import config_files, factories, shipped, shrinking
+from opscan.targets import config_files, factories, shipped, shrinking, variants
 from opscan.targets.recipes import CONFIG_ARG, named_value  # config-like names; small values by name
-
-LAYER_NAMES = {"depth", "n_layer", "n_layers", "num_layers", "nlayers", "num_hidden_layers", "num_blocks",
-               "n_blocks", "layers"}
 CONFIG_CLASS = re.compile(r"(Config|Args|Cfg|Params|HParams|Settings|Conf)$")
 VARIANT_ARG = re.compile(r"^(name|model_name|variant|arch|model_type|size|config_name|model|version)$")
-SMALL = ("nano", "tiny", "mini", "small", "xs", "s", "base", "gpt2", "124m", "t", "b")
 
 
 def arguments(fn, module, folder: Path | None, root: Path | None = None) -> tuple[dict, list[str]]:
@@ -77,7 +73,7 @@ def shipped_arguments(cls, folder: Path | None, root: Path | None = None) -> tup
         return None
     names = dict(parameters(cls))
     required = {n for n, p in names.items() if p.default is inspect.Parameter.empty}
-    found = shipped.covering(folder, required, order=lambda p: (_size_rank(p.stem), p.as_posix()))
+    found = shipped.covering(folder, required, order=lambda p: (variants.size_rank(p.stem), p.as_posix()))
     place = "a config file beside it"
     if found is None:
         found = config_files.covering(root, required)
@@ -116,7 +112,7 @@ def sibling_defaults(fn, module) -> tuple[dict, str] | None:
         return None
     accepts = dict(parameters(fn))
     anything = any(p.kind == p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
-    kwargs = shrink({k: v for k, v in values.items() if k in accepts or anything})
+    kwargs = shrinking.shrink({k: v for k, v in values.items() if k in accepts or anything})
     return kwargs, f"{fn.__name__}(**{name}())"
 
 
@@ -137,16 +133,16 @@ def own_default_config(owner):
     fields = config if isinstance(config, dict) else getattr(config, "__dict__", {})
     filled = [k for k, v in list(fields.items()) if v is None and named_value(k) is not None]
     for key in filled:
-        _set(config, key, named_value(key))
+        shrinking.set_field(config, key, named_value(key))
     cleared = [k for k, v in list(fields.items()) if filled and VARIANT_ARG.match(k) and isinstance(v, str)
-               and set(filled) & (LAYER_NAMES | _SIZE_FIELDS)]
+               and set(filled) & (shrinking.LAYER_NAMES | _SIZE_FIELDS)]
     for key in cleared:
-        _set(config, key, None)
+        shrinking.set_field(config, key, None)
     words = f"{owner.__name__}.get_default_config()"
     if filled:
         words += f" ({', '.join(f'{k}={named_value(k)}' for k in filled)} by name"
         words += f"; {', '.join(cleared)} cleared)" if cleared else ")"
-    return shrink(config), words
+    return shrinking.shrink(config), words
 
 
 # NOTE [own default config]
@@ -155,13 +151,6 @@ def own_default_config(owner):
 # the user sets either a named variant or the sizes. opscan fills every unset size by name; then a
 # string variant field would ask for a second, conflicting choice, so it is cleared (the sizes win).
 _SIZE_FIELDS = {"n_head", "n_heads", "heads", "num_heads", "n_embd", "dim", "d_model", "hidden_size", "embed_dim"}
-
-
-def _set(config, key, value):
-    if isinstance(config, dict):
-        config[key] = value
-    else:
-        setattr(config, key, value)
 
 
 def _own_nested(fn, annotation):
@@ -270,7 +259,7 @@ def fill(name: str, annotation, module, folder: Path | None):
         if errors:
             raise TargetError(errors[0])
     if VARIANT_ARG.match(name):
-        variant = pick_variant(module)
+        variant = variants.pick_variant(module)
         if variant is not None:
             return variant[0], f"{name}={variant[0]!r} (the smallest variant of {variant[1]})"
     if named_value(name) is not None:
@@ -343,7 +332,7 @@ def make_config(cls, module, folder: Path | None):
         for key, value in list(vars(config).items()):
             if value is None and named_value(key) is not None:
                 setattr(config, key, named_value(key))
-        return shrink(config), f"{cls.__name__}.get_default_config() (unset sizes filled by name)"
+        return shrinking.shrink(config), f"{cls.__name__}.get_default_config() (unset sizes filled by name)"
     required = {}
     for name, param in parameters(cls):
         if param.default is inspect.Parameter.empty:
@@ -354,13 +343,14 @@ def make_config(cls, module, folder: Path | None):
             return registered
     if not required:
         try:
-            return shrink(cls()), f"{cls.__name__}(): a default for every field"
+            return shrinking.shrink(cls()), f"{cls.__name__}(): a default for every field"
         except Exception as exc:  # noqa: BLE001 - a config class of user code
             raise TargetError(f"{cls.__name__}() failed: {type(exc).__name__}: {exc}".splitlines()[0]) from None
     shipped = shipped_config(folder, set(required))
     if shipped is not None:
         data, where = shipped
-        return shrink(cls(**{k: v for k, v in data.items() if k in _names(cls)})), f"{cls.__name__} from {where}"
+        config = shrinking.shrink(cls(**{k: v for k, v in data.items() if k in _names(cls)}))
+        return config, f"{cls.__name__} from {where}"
     values = {}
     for name, annotation in required.items():
         nested = _annotation_class(annotation, module)
@@ -370,14 +360,15 @@ def make_config(cls, module, folder: Path | None):
             values[name] = named_value(name)
         else:
             raise TargetError(f"{cls.__name__} needs {name!r}, which has no default and no config file beside it")
-    return shrink(cls(**values)), f"{cls.__name__}({', '.join(f'{k}=…' for k in values)}): fields filled by name"
+    filled = ", ".join(f"{k}=…" for k in values)
+    return shrinking.shrink(cls(**values)), f"{cls.__name__}({filled}): fields filled by name"
 
 
 def _from_name(cls):
     """`cls.from_name(NAME)` with the smallest variant of a registry its module defines, else None."""
     maker = getattr(cls, "from_name", None)
     home = sys.modules.get(getattr(cls, "__module__", ""))
-    variant = pick_variant(home) if callable(maker) and home is not None else None
+    variant = variants.pick_variant(home) if callable(maker) and home is not None else None
     if variant is None:
         return None
     try:
@@ -385,7 +376,7 @@ def _from_name(cls):
     except Exception as exc:  # noqa: BLE001 - a config class of user code
         raise TargetError(f"{cls.__name__}.from_name({variant[0]!r}) failed: {type(exc).__name__}: {exc}"
                           .splitlines()[0]) from None
-    return shrink(config), f"{cls.__name__}.from_name({variant[0]!r}) (the smallest variant of {variant[1]})"
+    return shrinking.shrink(config), f"{cls.__name__}.from_name({variant[0]!r}) (the smallest variant of {variant[1]})"
 
 
 # NOTE [registries of configs]
@@ -410,7 +401,7 @@ def registry_config(cls):
                 continue
             if not all(isinstance(v, cls) or callable(v) and _returns(v, cls) for v in registry.values()):
                 continue
-            key = min(registry, key=lambda k: (_size_rank(k), k))
+            key = min(registry, key=lambda k: (variants.size_rank(k), k))
             value = registry[key]
             try:
                 config = value if isinstance(value, cls) else value(**_call_defaults(value, module))
@@ -418,7 +409,7 @@ def registry_config(cls):
                 raise
             except Exception as exc:  # noqa: BLE001 - user code
                 raise TargetError(f"{reg_name}[{key!r}] failed: {type(exc).__name__}: {exc}".splitlines()[0]) from None
-            return shrink(config), f"{cls.__qualname__} from the registry {reg_name}[{key!r}]"
+            return shrinking.shrink(config), f"{cls.__qualname__} from the registry {reg_name}[{key!r}]"
     return None
 
 
@@ -463,146 +454,12 @@ def shipped_config(folder: Path | None, wanted: set[str]) -> tuple[dict, str] | 
     for base in (folder, folder / "configs", folder / "config", folder.parent / "configs"):
         if base.is_dir():
             files.extend(sorted(p for p in base.iterdir() if p.suffix in (".json", ".yaml", ".yml", ".toml")))
-    for path in sorted(files, key=lambda p: (_size_rank(p.stem), p.as_posix())):
+    for path in sorted(files, key=lambda p: (variants.size_rank(p.stem), p.as_posix())):
         data = _read(path)
         if isinstance(data, dict) and wanted <= set(data):
             return data, path.name
     return None
 
 
-def _size_rank(stem: str) -> float:
-    """Smaller first: a size spelled in the name (`pythia-14m`, `llama3_2_1b`, `0.5B`), else a
-    small-sounding word (SMALL), else last."""
-    if stem.lower().startswith(("debug", "test", "toy")):
-        return -1.0
-    millions = size_in_name(stem)
-    if millions is not None:
-        return math.log10(millions + 1)
-    lowered = stem.lower()
-    return 10 + next((i for i, word in enumerate(SMALL) if word in re.split(r"[-_.]", lowered)), len(SMALL))
-
-
-_SIZE = re.compile(r"(?:^|[-_.])(0_\d+|\d+(?:\.\d+)?)([mb])(?=$|[-_.])", re.IGNORECASE)
-
-
-def size_in_name(name: str) -> float | None:
-    """The parameter count (millions) spelled in a variant's name, e.g. 14 for `pythia-14m`, 500 for `0_5b`
-    (`4k`, `32K` are context lengths, not sizes; so is a later `1M`)."""
-    found = _SIZE.findall(name)
-    if not found:
-        return None
-    number, unit = found[0]   # the first: `Qwen2.5-14B-Instruct-1M` is 14B (1M is its context)
-    return float(number.replace("_", ".")) * {"m": 1.0, "b": 1e3}[unit.lower()]
-
-
 def _read(path: Path):
     return shipped.read(path)
-
-
-def pick_variant(module) -> tuple[str, str] | None:
-    """(the smallest-sounding key, the registry's name) of a module-level dict of named variants."""
-    items = sorted(vars(module).items(), key=lambda item: (not _REGISTRY.search(item[0]), item[0]))
-    for name, value in items:
-        if isinstance(value, dict) and value and all(isinstance(k, str) for k in value) and not name.startswith("__"):
-            keys = sorted(value, key=lambda k: (_size_rank(k), k))
-            return keys[0], name
-        if isinstance(value, (list, tuple)) and value and all(isinstance(k, str) for k in value) \
-                and re.search(r"(models|variants|archs|names|configs)$", name, re.IGNORECASE):
-            keys = sorted(value, key=lambda k: (_size_rank(k), k))
-            return keys[0], name
-    return None
-
-
-_REGISTRY = re.compile(r"(config|configs|registry|models|variants|archs|name_to\w*)$", re.IGNORECASE)
-
-
-def shrink(config):
-    """`--layers`-style shrinking: layer counts above 2 become 2 (attributes or dict keys); each cut
-    noted (opscan/targets/shrinking.py); nothing is cut under `shrinking.off()`."""
-    if not shrinking.enabled():
-        return config
-    items = list(config.items()) if isinstance(config, dict) else \
-        [(f.name, getattr(config, f.name, None)) for f in dataclasses.fields(config)] \
-        if dataclasses.is_dataclass(config) and not isinstance(config, type) \
-        else list(getattr(config, "__dict__", {}).items())   # slots dataclasses have no __dict__
-    for key, value in items:
-        if key in LAYER_NAMES and isinstance(value, list) and len(value) > 2 and len({type(v) for v in value}) == 1:
-            try:
-                _set(config, key, value[:2])   # a list of per-layer configs (torchtitan's `layers`)
-                shrinking.noted(f"{key}: {len(value)} -> 2")
-            except Exception:  # noqa: BLE001, S110 - a frozen config stays as it is
-                pass
-        if key in LAYER_NAMES and isinstance(value, int) and not isinstance(value, bool) and value > 2:
-            if isinstance(config, dict):
-                config[key] = 2
-                shrinking.noted(f"{key} {value} -> 2")
-            else:
-                try:
-                    object.__setattr__(config, key, 2)
-                    shrinking.noted(f"{key} {value} -> 2")
-                except Exception:  # noqa: BLE001 - a frozen or validating config stays as it is
-                    pass
-    return config
-
-
-# NOTE [constructor constraints]
-# Values chosen one by one by name can break a constraint between them (transformer-in-transformer
-# asserts `patch_size % pixel_size == 0`, both named sizes). When the constructor raises an
-# AssertionError/ValueError (or a ZeroDivisionError), the arguments opscan chose are varied one at
-# a time over small powers of two (2 ... 128), those the error message names (`pixel size` ->
-# `pixel_size`) first, at most MAX_RETRIES constructions (each on `meta`, so cheap); the first that
-# builds is taken and the report says which value changed.
-MAX_RETRIES = 32
-RETRY_ERRORS = (AssertionError, ValueError, ZeroDivisionError)
-_LADDER = (2, 4, 8, 16, 32, 64, 128)
-
-
-def retries(kwargs: dict, chosen: set[str], message: str):
-    """(kwargs, words) variants of `kwargs`: one int argument opscan chose changed at a time (NOTE
-    [constructor constraints]); those named in `message` first; at most MAX_RETRIES."""
-    said = message.lower().replace("_", " ")
-    names = [k for k in kwargs if k in chosen and isinstance(kwargs[k], int) and not isinstance(kwargs[k], bool)]
-    names.sort(key=lambda k: k.replace("_", " ") not in said)   # stable: the signature order otherwise
-    count = 0
-    for name in names:
-        for value in _LADDER:
-            if value == kwargs[name]:
-                continue
-            if count >= MAX_RETRIES:
-                return
-            count += 1
-            yield {**kwargs, name: value}, f"{name}={value} (retried: {kwargs[name]} broke a constraint)"
-
-
-def cut_repeats(model: nn.Module, keep: int = 2) -> int:
-    """`--layers`-style shrinking of a built model: each ModuleList / ModuleDict of more than `keep`
-    blocks of one type is cut to its first `keep` (NOTE [cutting repeated blocks]); how many were cut
-    (none under `shrinking.off()`)."""
-    cut = 0
-    if not shrinking.enabled():
-        return cut
-    for sub in list(model.modules()):
-        for name, child in list(sub.named_children()):
-            if isinstance(child, (nn.ModuleList, nn.ModuleDict)) and len(child) > keep \
-                    and len({type(m) for m in child.values()} if isinstance(child, nn.ModuleDict)
-                            else {type(m) for m in child}) == 1:
-                items = list(child.items()) if isinstance(child, nn.ModuleDict) else list(enumerate(child))
-                cut += len(items) - keep
-                kept = nn.ModuleDict(dict(items[:keep])) if isinstance(child, nn.ModuleDict) \
-                    else nn.ModuleList([m for _, m in items[:keep]])
-                setattr(sub, name, kept)
-                for attr in ("num_layers", "n_layers", "n_layer", "depth"):
-                    if isinstance(getattr(sub, attr, None), int) and getattr(sub, attr) > keep:
-                        setattr(sub, attr, keep)
-    if cut:
-        shrinking.noted(f"{cut} repeated blocks cut")
-    return cut
-
-
-# NOTE [cutting repeated blocks]
-# A builder with no arguments (torchtune's `llama3_2_1b()`) builds the full depth (on `meta`, so
-# no memory). Its ops do not depend on how many identical blocks it repeats, so, as `--layers`
-# does for configs, every ModuleList/ModuleDict holding more than two blocks of one class keeps
-# its first two (and a `num_layers`-style count beside it follows). Only a model built with no
-# argument filled by opscan is cut: one whose sizes opscan chose is already small, and cutting
-# it could break what its constructor derived from the depth (x-transformers' layer order).

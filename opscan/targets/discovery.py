@@ -30,7 +30,7 @@ from pathlib import Path
 from opscan.errors import TargetError
 from opscan.index import MAX_FILES, ProjectIndex
 from opscan.index.resolver import Imports
-from opscan.records import Discovery, ModelCandidate
+from opscan.records import Discovery, ModelCandidate, CandidateKind, Target, TargetKind
 from opscan.targets import call_sites, hubconf, registries, repo_tests, shipped, train_scripts
 from opscan.targets import factories as factories_
 from opscan.targets import recipes as repo
@@ -135,7 +135,7 @@ def direct(path: Path, label: str | None = None, *, trust_remote_code: bool = Fa
 def _unreadable(path: Path, folder: str, shown: str) -> ModelCandidate | None:
     """A model folder whose config.json does not parse: refused, with the parse error (file and line)."""
     why = unreadable_config(path, shown)
-    return ModelCandidate(target=f"hf:{folder}", kind="hf-folder", path=folder, ready=False,
+    return ModelCandidate(target=f"hf:{folder}", kind=CandidateKind.HF_FOLDER, path=folder, ready=False,
                           note=why) if why else None
 
 
@@ -171,7 +171,7 @@ def candidates(root: Path, *, trust_remote_code: bool = False, construct: bool =
             if one is not None:
                 found.append(one)
         elif path.suffix == ".pt2":
-            found.append(ModelCandidate(target=f"pt2:{rel}", kind="export", path=rel))
+            found.append(ModelCandidate(target=f"pt2:{rel}", kind=CandidateKind.EXPORT, path=rel))
         elif path.suffix == ".py":
             found.extend(python_candidates(path, rel, root, trust_remote_code, ways, known, index))
             if ways is not None and repo_tests.is_test_file(path.name):
@@ -202,8 +202,8 @@ def _with_setup_calls(index: ProjectIndex, built: list[ModelCandidate],
     forward fails without it."""
     out = []
     for cand in built:
-        found = call_sites.usage(index, cand.path, cand.target.rpartition(":")[2], setups_only=True) \
-            if cand.kind == "repo-class" and cand.target in traced else None
+        found = call_sites.usage(index, cand.path, Target.parse(cand.target).name, setups_only=True) \
+            if cand.kind is CandidateKind.REPO_CLASS and cand.target in traced else None
         if found is not None:
             cand = dataclasses.replace(cand, note=f"{cand.note}; if its forward fails without it: {found.words()}")
         out.append(cand)
@@ -217,9 +217,9 @@ def call_site_table(index: ProjectIndex, targets: tuple[str, ...]) -> tuple:
     of another file (a factory building one it imports) is not among them: the child reads it."""
     table = {}
     for target in targets:
-        spec = target[len("repo:"):] if target.startswith("repo:") else ""
-        rel, _, name = spec.rpartition(":")
-        if not rel or not name or "::" in spec or "#" in spec or not rel.endswith(".py"):
+        parsed = Target.parse(target)
+        rel, name = parsed.where, parsed.name
+        if parsed.kind is not TargetKind.REPO or not rel or "#" in parsed.spec or not rel.endswith(".py"):
             continue
         tree = index.tree(rel, MAX_PYTHON_BYTES)
         if tree is None:
@@ -245,17 +245,17 @@ def zero_config_targets(found: list[ModelCandidate], built: list[ModelCandidate]
     exports, then the best-ranked `repo:` recipes (at most one per file, MAX_TRIES in all)."""
     first, files = [], set()   # a file's own factory is enough (its first)
     for cand in found:
-        if cand.ready and (cand.kind in ("hf-folder", "timm-folder")
-                           or cand.kind == "factory" and _model_factory(cand) and cand.path not in files):
+        if cand.ready and (cand.kind.is_folder
+                           or cand.kind is CandidateKind.FACTORY and _model_factory(cand) and cand.path not in files):
             first.append(cand.target)
-            files |= {cand.path} if cand.kind == "factory" else set()
+            files |= {cand.path} if cand.kind is CandidateKind.FACTORY else set()
     rest, hubs = [], []
     for cand in built:
         if cand.path in files:
             continue
         files.add(cand.path)
-        (hubs if cand.kind == "hubconf" else rest).append(cand.target)
-    helpers = [c.target for c in found if c.ready and c.kind == "factory" and not _model_factory(c)]
+        (hubs if cand.kind is CandidateKind.HUBCONF else rest).append(cand.target)
+    helpers = [c.target for c in found if c.ready and c.kind is CandidateKind.FACTORY and not _model_factory(c)]
     return tuple((hubs + first + rest + helpers)[:MAX_TRIES])   # NOTE [hub entries first]
 
 
@@ -273,13 +273,14 @@ def _model_factory(cand: ModelCandidate) -> bool:
     """A factory named like it builds a model (`build`, `create_model`, `make_unet`), outside tests
     and docs: tried first. Other `build_*` helpers (torchtitan's `build_device_memory_monitor`,
     `build_*_test_list`) come after the repository's model classes."""
-    name = cand.target.rpartition(":")[2]
+    name = Target.parse(cand.target).name
     return (name in FACTORY_NAMES or bool(_MODEL_WORD.search(name))) and \
         not set(cand.path.split("/")[:-1]) & {"tests", "test", "testing", "docs", "examples"}
 
 
-_RANK = {"factory": 0, "hf-folder": 1, "timm-folder": 1, "export": 2, "from-pretrained": 3,
-         "module-class": 4, "inline": 5, **{kind: 6 for kind in repo.REPO_KINDS}}
+_RANK = {CandidateKind.FACTORY: 0, CandidateKind.HF_FOLDER: 1, CandidateKind.TIMM_FOLDER: 1, CandidateKind.EXPORT: 2,
+         CandidateKind.FROM_PRETRAINED: 3, CandidateKind.MODULE_CLASS: 4, CandidateKind.INLINE: 5,
+         **{kind: 6 for kind in CandidateKind if kind.from_repository}}
 
 
 def _walk(index: ProjectIndex, docs: bool = False):
@@ -382,7 +383,7 @@ def notebook_candidates(path: Path, rel: str, index: ProjectIndex | None = None)
             continue
         found = _module_candidates(tree, rel, None, path.parent, False, notebook=True)
         if found:
-            return [ModelCandidate(target=f"{rel}:cell {index}", kind="inline", path=rel, line=index,
+            return [ModelCandidate(target=f"{rel}:cell {index}", kind=CandidateKind.INLINE, path=rel, line=index,
                                    ready=False, note="a model is built in a notebook, which cannot be "
                                    "traced by name: write a factory (5 lines)")]
     return []
@@ -428,20 +429,21 @@ def _module_candidates(tree: ast.Module, rel: str, root: Path | None, folder: Pa
             else:
                 note = import_note
             target = f"{rel}:{fn.name}"
-            if not note and (defaults or not factories_.returns_example(fn)):   # NOTE [factories of a package]
-                target = f"repo:{target}"
+            built = not note and (defaults or not factories_.returns_example(fn))
+            if built:   # NOTE [factories of a package]: opscan builds it, as a repository's factory
+                target = f"{TargetKind.REPO}:{target}"
                 note = f"{fn.name}(**{defaults}()): its required arguments from {defaults}() of its file, " \
                        "the model the first of what it returns" if defaults else ""
-            out.append(ModelCandidate(target=target, kind="factory", path=rel, line=fn.lineno,
-                                      ready=not note or target.startswith("repo:"), note=note))
+            out.append(ModelCandidate(target=target, kind=CandidateKind.FACTORY, path=rel, line=fn.lineno,
+                                      ready=not note or bool(built), note=note))
         for name, node in classes.items():
             if name in built_inside or node.name.startswith("_"):
                 continue
             init_args = _init_required(node)
             why = f"{name}({', '.join(init_args)}) needs constructor arguments" if init_args else \
                   f"{name} needs example inputs: add inputs = [\"NAME:DTYPE[SHAPE]\"]"
-            out.append(ModelCandidate(target=f"{rel}:{name}", kind="module-class", path=rel, line=node.lineno,
-                                      ready=False, note=f"{why}; or write a factory (5 lines)"))
+            out.append(ModelCandidate(target=f"{rel}:{name}", kind=CandidateKind.MODULE_CLASS, path=rel,
+                                      line=node.lineno, ready=False, note=f"{why}; or write a factory (5 lines)"))
     for call in loading:
         if not call.args:
             continue
@@ -452,12 +454,12 @@ def _module_candidates(tree: ast.Module, rel: str, root: Path | None, folder: Pa
         if local is not None:
             one = folder_candidate(root / local, local, trust_remote_code)
             if one is not None:
-                out.append(ModelCandidate(target=one.target, kind="from-pretrained", path=rel, line=call.lineno,
-                                          ready=one.ready, note=one.note))
+                out.append(ModelCandidate(target=one.target, kind=CandidateKind.FROM_PRETRAINED, path=rel,
+                                          line=call.lineno, ready=one.ready, note=one.note))
     if not factories and runs_on_import or notebook:
         inline = _inline_build(tree, classes)
         if inline is not None:
-            out.append(ModelCandidate(target=f"{rel}:{inline}", kind="inline", path=rel, line=inline,
+            out.append(ModelCandidate(target=f"{rel}:{inline}", kind=CandidateKind.INLINE, path=rel, line=inline,
                                       ready=False, note="a model is built inline here, with no name opscan "
                                       "could trace: write a factory (5 lines)"))
     return out
@@ -589,8 +591,8 @@ def toml_lines(candidate: ModelCandidate, config_name: str = "pyproject.toml") -
     """The `[[tool.opscan.models]]` block (or `[[models]]` for opscan.toml) for one candidate."""
     header = "[[models]]" if config_name == "opscan.toml" else "[[tool.opscan.models]]"
     lines = [header, f"target = {json.dumps(candidate.target)}"]
-    if candidate.kind == "export":
+    if candidate.kind is CandidateKind.EXPORT:
         lines.append('mode = "inference"     # an exported program holds the forward only')
-    if candidate.kind in repo.REPO_KINDS and candidate.note:
+    if candidate.kind.from_repository and candidate.note:
         lines.insert(1, f"# {candidate.note}")
     return "\n".join(lines) + "\n"

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from opscan.errors import TargetError
-from opscan.records import DeviceProfile, ModelTrace
+from opscan.records import DeviceProfile, ModelTrace, Target, TargetKind
 from opscan.trace.export import trace_program
 
 
@@ -82,10 +82,16 @@ def load(path: Path):
                           f"{type(exc).__name__}: {first}", path=str(path)) from None
 
 
+def _exported_file(target: str) -> str:
+    """The file of a `pt2:FILE` target; a bare path (`opscan trace model.pt2`) is the file itself."""
+    parsed = Target.of(target)
+    return parsed.spec if parsed is not None and parsed.kind is TargetKind.EXPORT else target
+
+
 def trace_export(target: str, *, profile: DeviceProfile | None = None, project_root: str | None = None,
                  level: str = "dispatch", device: str = "neuron") -> ModelTrace:
     """The ops of the exported program `pt2:PATH` at `level`, as an inference ModelTrace."""
     started = time.perf_counter()
-    path = resolve(target[4:] if target.startswith("pt2:") else target, project_root)
+    path = resolve(_exported_file(target), project_root)
     return trace_program(target, load(path), profile=profile, project_root=project_root or str(path.parent),
                          level=level, device=device, started=started)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from opscan.errors import TargetError
 
-HF_FOLDER = "hf-folder"        # a transformers config: `model_type` / `architectures`
-TIMM_FOLDER = "timm-folder"    # a timm config: `architecture`
+HF_FOLDER = "hf-folder"        # a transformers config (records.CandidateKind.HF_FOLDER): stdlib only here
+TIMM_FOLDER = "timm-folder"    # a timm config: `architecture` (records.CandidateKind.TIMM_FOLDER)
 
 NO_TRUST_NOTE = ("config.json asks for remote code (auto_map: {where}); opscan does not run a "
                  "model folder's own Python unless given --trust-remote-code (it then runs in the "

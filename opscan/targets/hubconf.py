@@ -14,6 +14,7 @@ from pathlib import Path
 
 from opscan.targets.recipes import Recipe
 from opscan.targets.registries import variant_rank
+from opscan.records import CandidateKind
 
 # NOTE [hub entry order]
 # A hubconf lists a family of models; one entry is tried (one recipe per file). Entries that are
@@ -58,7 +59,7 @@ def hubconf_recipes(tree: ast.Module, rel: str, root: Path | None = None) -> lis
         how = f"torch.hub entry point {name}(pretrained=False)"
         if entries[name]:
             how += f", imported from {entries[name]}"
-        out.append(Recipe(f"repo:{rel}:{name}", "hubconf", rel, line, how, 600 - index))
+        out.append(Recipe(f"repo:{rel}:{name}", CandidateKind.HUBCONF, rel, line, how, 600 - index))
     return out
 
 

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.records import DeviceProfile, ModelTrace, TrainStep
+from opscan.records import DeviceProfile, ModelTrace, TrainStep, TARGET_FORMS, Target, TargetKind
 from opscan.targets.empty import build_empty, first_line
 from opscan.targets import shrinking
 from opscan.targets.folders import read_config
@@ -41,8 +41,10 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
     of the stand-in parts.
 
     A `pt2:FILE` target is an exported program: loaded and read, never run (opscan/targets/export.py).
+    A string that is no target is a TargetError naming it (the child's edge: NOTE [targets parsed once]).
     """
-    if target.startswith("pt2:"):
+    target = parse_target(target)
+    if target.kind is TargetKind.EXPORT:
         from opscan.targets.export import trace_export
 
         return trace_export(target, profile=profile, project_root=project_root, device=device)
@@ -67,11 +69,11 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
     shrinking.reset()
     trace = run()
     cut = shrinking.cuts()
-    if target.startswith("repo:") and not trace.complete and cut and shrinking.enabled():
+    if target.kind is TargetKind.REPO and not trace.complete and cut and shrinking.enabled():
         with shrinking.off():   # NOTE [retry unshrunk]
             retry = run()
         if retry.complete or len(retry.ops) > len(trace.ops):
-            said = f"built unshrunk (shrunk: {', '.join(cut)}; the step stopped: {trace.stop})"
+            said = f"built unshrunk (shrunk: {', '.join(cut)}; the step stopped: {trace.stopped_at})"
             trace = dataclasses.replace(retry, retried="; ".join(n for n in (said, retry.retried) if n))
     return trace
 
@@ -87,6 +89,14 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
 # naming what was cut and where the shrunk step stopped.
 
 
+def parse_target(target: str) -> Target:
+    """`target` parsed (a Target as it is); a string that is no target is a one-line TargetError."""
+    try:
+        return Target.parse(target)
+    except ValueError as exc:
+        raise TargetError(str(exc)) from None
+
+
 def build(target: str, *, batch: int | None, seq_len: int | None, inputs: tuple[InputSpec, ...],
           project_root: str | None, trust_remote_code: bool = False, gpu_only: tuple[str, ...] = (),
           call_sites: tuple = ()) -> Built:
@@ -99,30 +109,31 @@ def build(target: str, *, batch: int | None, seq_len: int | None, inputs: tuple[
     `repo:` target, how the repository calls its file's model classes, read by the parent
     (opscan/targets/discovery.py `call_site_table`): the child does not read the tree for them.
     """
-    if target.startswith("hf:"):
+    target = parse_target(target)
+    if target.kind is TargetKind.HF:
         from opscan.targets.hf.builder import build_hf
-        where = target[3:]
+        where = target.spec
         # A relative path is looked up like a file target: in the project first, then here.
         where = str(_in_project(Path(where), project_root))
         built = build_hf(where, batch=batch, seq_len=seq_len, trust_remote_code=trust_remote_code,
                          given=tuple(spec.name for spec in inputs))
-    elif target.startswith("repo:"):   # a repository's model with no configuration (issue 24)
+    elif target.kind is TargetKind.REPO:   # a repository's model with no configuration (issue 24)
         from opscan.targets.repository import build_repo
         built = build_repo(target, batch=batch, seq_len=seq_len, project_root=project_root, gpu_only=gpu_only,
                            call_sites=call_sites)
-    elif target.startswith("timm:"):
-        built = _build_timm(target[5:], batch=batch, project_root=project_root)
+    elif target.kind is TargetKind.TIMM:
+        built = _build_timm(target.spec, batch=batch, project_root=project_root)
     else:
         built = _build_object(target, batch=batch, seq_len=seq_len, project_root=project_root)
     return _override(built, inputs, target)
 
 
 def _split(target: str) -> tuple[str, str]:
-    where, sep, name = target.rpartition(":")
-    if not sep or not where or not name:
-        raise TargetError(f"bad target {target!r}: expected path/to/file.py:NAME, package.module:NAME, "
-                          "hf:PATH, timm:NAME or pt2:FILE")
-    return where, name
+    """(file or module, name) of a `where:NAME` target."""
+    parsed = parse_target(target)
+    if parsed.kind.prefixed:
+        raise TargetError(f"bad target {target!r}: expected {TARGET_FORMS}")
+    return parsed.where, parsed.name
 
 
 def _import_file(path: Path, project_root: str | None):

@@ -1,4 +1,4 @@
-"""Which project code building a target runs, in one line for the report (stdlib only).
+"""Which project code building a target runs, in one line for the report (stdlib and records only).
 
 `built_by(target)` says what ran ("built by running README.md block 1"), or "" when building the
 target runs no code of the project: a model folder (config.json read by transformers' own
@@ -8,17 +8,22 @@ only configured models and the targets for which it is "" (docs/reliability.md).
 
 from __future__ import annotations
 
+from opscan.records import Target, TargetKind
+
 
 def built_by(target: str, trust_remote_code: bool = False) -> str:
     """The line the report shows for a model built by running project code; "" when none ran."""
-    kind, _, spec = target.partition(":")
-    if kind in ("pt2", "timm") or (kind == "hf" and not trust_remote_code):
+    parsed = Target.of(target)
+    if parsed is None:
         return ""
-    if kind == "hf":
+    kind, spec = parsed.kind, parsed.spec
+    if kind in (TargetKind.EXPORT, TargetKind.TIMM) or (kind is TargetKind.HF and not trust_remote_code):
+        return ""
+    if kind is TargetKind.HF:
         return f"built by running the remote code of {spec} (trust-remote-code)"
-    if kind == "script":
+    if kind is TargetKind.SCRIPT:
         return f"ran the script {spec}"
-    if kind == "repo":
+    if kind is TargetKind.REPO:
         if "::" in spec:
             file, _, test = spec.partition("::")
             return f"built by running the test {file}::{test}"
@@ -28,10 +33,7 @@ def built_by(target: str, trust_remote_code: bool = False) -> str:
                 f"built by running {where} block {block}"
         file, _, name = spec.rpartition(":")
         return f"built by importing {file} and calling {name}"
-    if ":" in spec or kind:   # file.py:NAME or pkg.module:NAME (a configured factory)
-        module, _, name = target.rpartition(":")
-        return f"built by importing {module} and calling {name}"
-    return ""
+    return f"built by importing {parsed.where} and calling {parsed.name}"   # file.py:NAME or pkg.module:NAME
 
 
 def runs_project_code(target: str, trust_remote_code: bool = False) -> bool:

@@ -30,15 +30,10 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from opscan.targets import factories
+from opscan.records import CandidateKind
 
-REPO_KINDS = {
-    "repo-class": "an nn.Module class built with a config opscan makes (defaults, names, shipped config files)",
-    "repo-factory": "a factory called with its defaults, or with a variant name from the file's registry",
-    "hubconf": "a torch.hub entry point (hubconf.py) called with pretrained=False",
-    "readme": "a fenced Python example in a README or doc that builds a model and calls it",
-    "main-demo": "an `if __name__ == \"__main__\":` demo, run until its first model call",
-    "repo-test": "a test of the repository that builds a model and calls it, run until its model call",
-}
+# The kinds of what a repository builds with no configuration (a view of records.CandidateKind).
+REPO_KINDS: dict[str, str] = {k.value: k.description for k in CandidateKind if k.from_repository}
 
 # Small values by parameter name (the child fills required arguments with them: construct.py).
 NAMED: dict[str, object] = {}
@@ -109,7 +104,7 @@ class Recipe:
     """One way to build a model of the repository: its target, how it was found, and its rank."""
 
     target: str
-    kind: str                 # one of REPO_KINDS
+    kind: CandidateKind       # one of REPO_KINDS
     path: str
     line: int
     how: str                  # one line, e.g. "GPT(GPTConfig()): a dataclass with a default for every field"
@@ -300,7 +295,7 @@ def class_recipes(tree: ast.Module, rel: str, roots: dict[str, ast.ClassDef], ru
             - (300 if _SKIP_PARTS & set(rel.split("/")[:-1]) else 0) - 20 * rel.count("/") \
             - (300 if name in bases else 0) - part_penalty(node, rel, wrappers) \
             - 300 * len(unnamed) - (200 if _SUPERSEDED.search(PurePosixPath(rel).stem) else 0)
-        out.append(Recipe(f"repo:{rel}:{name}", "repo-class", rel, node.lineno, how, score))
+        out.append(Recipe(f"repo:{rel}:{name}", CandidateKind.REPO_CLASS, rel, node.lineno, how, score))
     return out
 
 
@@ -365,7 +360,7 @@ def factory_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]
                 and required_parameters(fn) and all(named_value(r) is not None for r in required_parameters(fn)):
             part = (300 if fn.name in used else 0) \
                 + (200 if PART_NAME.search(fn.name) and not _MAIN_CLASS.search(fn.name) else 0)
-            out.append(Recipe(f"repo:{rel}:{fn.name}", "repo-factory", rel, fn.lineno,
+            out.append(Recipe(f"repo:{rel}:{fn.name}", CandidateKind.REPO_FACTORY, rel, fn.lineno,
                               f"{fn.name}({', '.join(sorted(required_parameters(fn)))}): "
                               "small values chosen by parameter name",
                               250 + min((fn.end_lineno or fn.lineno) - fn.lineno, 100) - part))
@@ -375,7 +370,7 @@ def factory_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]
             continue
         if registries and len(required) == 1:
             arg = next(iter(required))
-            out.append(Recipe(f"repo:{rel}:{fn.name}", "repo-factory", rel, fn.lineno,
+            out.append(Recipe(f"repo:{rel}:{fn.name}", CandidateKind.REPO_FACTORY, rel, fn.lineno,
                               f"{fn.name}({arg}=...): a variant name from the registry {registries[0]}", 300))
     return out
 
@@ -396,7 +391,7 @@ def builder_recipes(tree: ast.Module, rel: str, factories: list[ast.FunctionDef]
         size = _SIZE_WORD.findall(fn.name)
         millions = float(size[0][0].replace("_", ".")) * (1000 if size[0][1].lower() == "b" else 1) if size else None
         penalty = int(20 * math.log10(millions + 1)) if millions is not None else 100
-        out.append(Recipe(f"repo:{rel}:{fn.name}", "repo-factory", rel, fn.lineno,
+        out.append(Recipe(f"repo:{rel}:{fn.name}", CandidateKind.REPO_FACTORY, rel, fn.lineno,
                           f"{fn.name}() -> {ast.unparse(fn.returns)}: a builder with no required argument "
                           "(repeated blocks cut to 2)", 600 - penalty))
     return out
@@ -429,7 +424,7 @@ def main_recipe(tree: ast.Module, rel: str, classes: set[str]) -> Recipe | None:
             if built & classes:
                 whole = {c for c in built & classes if not (PART_NAME.search(c) and not _MAIN_CLASS.search(c))}
                 score = 250 if _MAIN_FILE.search(PurePosixPath(rel).stem) and whole else -200   # NOTE [toy demos]
-                return Recipe(f"repo:{rel}#main", "main-demo", rel, node.lineno,
+                return Recipe(f"repo:{rel}#main", CandidateKind.MAIN_DEMO, rel, node.lineno,
                               f"the `__main__` demo of {rel} (line {node.lineno}), stopped at its first model call",
                               score)
     return None
@@ -448,7 +443,7 @@ def readme_recipes(text: str, rel: str) -> list[Recipe]:
         called = {ast.unparse(c.func) for c in ast.walk(tree) if isinstance(c, ast.Call)}
         imports = any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body)
         if imports and "torch" in code and names & called:
-            out.append(Recipe(f"repo:{rel}#{index}", "readme", rel, line,
+            out.append(Recipe(f"repo:{rel}#{index}", CandidateKind.README, rel, line,
                               f"the fenced example {index} of {rel} (line {line}), stopped at its model call",
                               700 if "/" not in rel else 350))
     return out
@@ -503,7 +498,8 @@ def required_parameters(fn) -> set[str]:
     return set(factories.required(fn)) if fn is not None else set()
 
 
-_FIRST = ("readme", "hubconf")   # the repository's examples come first, whatever the scores below them
+# the repository's examples come first, whatever the scores below them
+_FIRST = (CandidateKind.README, CandidateKind.HUBCONF)
 
 
 def rank(recipes: list[Recipe]) -> list[Recipe]:

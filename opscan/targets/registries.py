@@ -23,6 +23,7 @@ import re
 
 from opscan.targets.factories import required
 from opscan.targets.recipes import Recipe
+from opscan.records import CandidateKind
 
 REGISTRY_SCORE = 590      # just below the repository's own examples and sized builders (NOTE [main model])
 
@@ -95,14 +96,14 @@ def registry_recipes(tree: ast.Module, rel: str, classes: set[str]) -> list[Reci
             continue   # a registry of classes: the class recipes build them (their constructor filled)
         fn = functions[value]
         shown = f"[{key!r}]" if key != value else ""
-        out.append(Recipe(f"repo:{rel}:{value}", "repo-factory", rel, fn.lineno,
+        out.append(Recipe(f"repo:{rel}:{value}", CandidateKind.REPO_FACTORY, rel, fn.lineno,
                           f"{value}({_call_words(fn)}): the smallest variant of the registry {names[0]}{shown} of "
                           f"{len(entries)} model functions (repeated blocks cut to 2)", REGISTRY_SCORE))
     registered = [functions[n] for n in sorted(usable) if any(_registers(d) for d in functions[n].decorator_list)]
     if len(registered) >= 1:
         fn = min(registered, key=lambda f: variant_rank(f.name))
         decorator = next(ast.unparse(d) for d in fn.decorator_list if _registers(d))
-        out.append(Recipe(f"repo:{rel}:{fn.name}", "repo-factory", rel, fn.lineno,
+        out.append(Recipe(f"repo:{rel}:{fn.name}", CandidateKind.REPO_FACTORY, rel, fn.lineno,
                           f"{fn.name}({_call_words(fn)}): the smallest of {len(registered)} model functions "
                           f"registered by @{decorator} (repeated blocks cut to 2)", REGISTRY_SCORE))
     unique: dict[str, Recipe] = {}

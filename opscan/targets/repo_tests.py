@@ -24,6 +24,7 @@ from pathlib import PurePosixPath
 
 from opscan.targets import absent
 from opscan.targets.recipes import Recipe
+from opscan.records import CandidateKind
 
 MAX_TEST_TARGETS = 3     # test targets kept for a repository (the best, one per file)
 SIMPLE_FIXTURES = frozenset({"tmp_path", "monkeypatch"})   # given by opscan; a same-file fixture too
@@ -79,7 +80,7 @@ def test_recipes(tree: ast.Module, rel: str, models: frozenset[str]) -> list[Rec
         how += "; its first parameter set"
     if missing:
         how += f"; it takes the fixture {missing[0]!r}, which opscan cannot give"
-    return [Recipe(f"repo:{rel}::{name}", "repo-test", rel, node.lineno, how, score)]
+    return [Recipe(f"repo:{rel}::{name}", CandidateKind.REPO_TEST, rel, node.lineno, how, score)]
 
 
 _FETCH_CALLS = {"from_pretrained", "load_state_dict_from_url", "hf_hub_download", "snapshot_download",
@@ -101,7 +102,7 @@ def _fetches(node: ast.AST, fetchers: set[str]) -> bool:
 
 def keep(recipes: list[Recipe]) -> list[Recipe]:
     """`recipes` with at most MAX_TEST_TARGETS `repo-test` ones (the best-ranked)."""
-    tests = sorted((r for r in recipes if r.kind == "repo-test"), key=lambda r: (-r.score, r.path, r.line))
+    tests = sorted((r for r in recipes if r.kind is CandidateKind.REPO_TEST), key=lambda r: (-r.score, r.path, r.line))
     dropped = set(tests[MAX_TEST_TARGETS:])
     return [r for r in recipes if r not in dropped]
 

@@ -29,6 +29,7 @@ from opscan.targets import (
     absent,
     call_sites,
     config_files,
+    constraints,
     construct,
     recipes,
     repo_inputs,
@@ -37,6 +38,7 @@ from opscan.targets import (
 )
 from opscan.targets.empty import build_empty, first_line
 from opscan.trace.spec import Built
+from opscan.records import Target
 
 
 def build_repo(target: str, *, batch: int | None, seq_len: int | None, project_root: str | None,
@@ -47,7 +49,8 @@ def build_repo(target: str, *, batch: int | None, seq_len: int | None, project_r
     (opscan/targets/discovery.py `call_site_table`); a class not among them is read here."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    spec = target[len("repo:"):]
+    parsed = Target.parse(target)   # a `repo:` target (opscan/targets/loader.py dispatches by its kind)
+    spec = parsed.spec
     root = Path(project_root or ".").resolve()
     where, hash_, block = spec.rpartition("#")
     try:
@@ -59,7 +62,7 @@ def build_repo(target: str, *, batch: int | None, seq_len: int | None, project_r
             if hash_ and where:
                 path = _path(where, root)
                 return _capture(path, block, root, target)
-            where, _, name = spec.rpartition(":")
+            where, name = parsed.where, parsed.name
             if not where or not name:
                 raise TargetError(f"bad target {target!r}: expected repo:FILE:NAME, repo:DOC#N or repo:FILE#main")
             return _unshrunk_if_broken(lambda: _build_named(_path(where, root), name, root, batch, seq_len, target,
@@ -235,8 +238,8 @@ def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str,
         result = next((item for item in result if isinstance(item, nn.Module)), result)
     if not isinstance(result, nn.Module):
         raise TargetError(f"{target}: returned {type(result).__name__}, not an nn.Module")
-    if not how:   # nothing was sized by opscan: a builder or defaults at full depth (NOTE [cutting repeated blocks])
-        construct.cut_repeats(result)
+    if not how:   # nothing sized by opscan: a builder or defaults at full depth (NOTE [cutting repeated blocks])
+        shrinking.cut_repeats(result)
     config = getattr(result, "config", None) or getattr(result, "cfg", None) or config
     args, extra, note = _inputs(result, config, batch, seq_len, root, read or {})
     configs = [w for w in how if config_files.WORDS in w]   # configs from the repository's config files
@@ -282,18 +285,18 @@ def _usage(model: nn.Module, root: Path, read: dict | None = None):
 
 def _construct(obj, kwargs: dict, how: list[str]):
     """`obj(**kwargs)` on meta; when a constraint between the values opscan chose fails, the
-    variants of construct.retries (NOTE [constructor constraints] in construct.py), first that builds."""
+    variants of constraints.retries (NOTE [constructor constraints] in constraints.py), first that builds."""
     try:
         return build_empty(lambda: obj(**kwargs))
-    except construct.RETRY_ERRORS as exc:
+    except constraints.RETRY_ERRORS as exc:
         chosen = {w.split("=")[0] for w in how if "=" in w and w.split("=")[0].isidentifier()}
         if not chosen:
             raise
         first = exc
-    for variant, words in construct.retries(kwargs, chosen, str(first)):
+    for variant, words in constraints.retries(kwargs, chosen, str(first)):
         try:
             result = build_empty(lambda variant=variant: obj(**variant))
-        except construct.RETRY_ERRORS:
+        except constraints.RETRY_ERRORS:
             continue
         how.append(words)
         return result

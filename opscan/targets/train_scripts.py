@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from opscan.index import ProjectIndex
-from opscan.records import TrainStep
+from opscan.records import TrainStep, CandidateKind, Target, TargetKind
 from opscan.targets import train_step
 from opscan.targets.recipes import Recipe, runs_code_on_import
 
@@ -226,7 +226,8 @@ def _picks(found: list[Script], index: ProjectIndex) -> list[tuple[Script, Recip
                 continue
             how = f"{name}(): the model {script.rel} picks by name ({ast.unparse(node)}, the default of " \
                   f"--{option.replace('_', '-')}, line {node.lineno})"
-            out.append((script, Recipe(f"repo:{rel}:{name}", "repo-factory", rel, node.lineno, how, 900 + BUILT_BONUS)))
+            out.append((script, Recipe(f"repo:{rel}:{name}", CandidateKind.REPO_FACTORY, rel, node.lineno, how,
+                                       900 + BUILT_BONUS)))
     return out
 
 
@@ -294,10 +295,10 @@ def plans(index: ProjectIndex, targets: tuple[str, ...], found: list[Script]) ->
     picked = {recipe.target: script for script, recipe in _picks(found, index)}
     main = found[0] if _TRAIN_NAME.match(found[0].rel) and "/" not in found[0].rel else None
     for target in targets:
-        spec = target[len("repo:"):] if target.startswith("repo:") else target
-        if not target.startswith("repo:") and not spec.partition(":")[0].endswith(".py"):
+        parsed = Target.parse(target)
+        if parsed.kind is not TargetKind.REPO and not parsed.is_file:
             continue   # a model folder, a timm name, an exported program: no script of the project builds it
-        rel, _, name = spec.rpartition(":")
+        rel, name = (parsed.where, parsed.name) if parsed.where else (parsed.spec, "")
         script = picked.get(target) or next((s for s in found if name and s.line_of(name, rel) is not None), main)
         if script is None:   # NOTE [which training script]: no script builds it, and none at the root trains
             continue

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from opscan.errors import MissingModulesError, ModelProcessError, TargetError
-from opscan.records import ModelTrace
+from opscan.records import ModelTrace, Target, TargetKind
 from opscan.targets.recipes import REPO_KINDS
 
 MAX_TRIES = 6              # zero-configuration targets tried at most (docs/repositories.md)
@@ -32,6 +32,11 @@ class Attempt:
     @property
     def traced(self) -> bool:
         return self.trace is not None
+
+    @property
+    def guessed(self) -> bool:
+        """A `repo:` construction opscan guessed (timed; counts only with ops)."""
+        return Target.parse(self.target).kind is TargetKind.REPO
 
     @property
     def note(self) -> str:
@@ -70,7 +75,7 @@ class ZeroConfig:
     @property
     def last_traced(self) -> float:
         """Seconds the last traced `repo:` try took (0.0: none yet)."""
-        return next((a.seconds for a in reversed(self.attempts) if a.traced and a.target.startswith("repo:")), 0.0)
+        return next((a.seconds for a in reversed(self.attempts) if a.traced and a.guessed), 0.0)
 
     def done(self) -> bool:
         """True when no further target should be tried: MAIN_MODELS traced, the time is up, or (once
@@ -86,6 +91,7 @@ class ZeroConfig:
         """The result of tracing `target` with `run()` (a TraceError other than a process failure
         propagates: the engine, not the target, failed); kept in `attempts`."""
         began = time.monotonic()
+        guessed = Target.parse(target).kind is TargetKind.REPO   # a construction opscan guessed, timed
         try:
             trace = run()
         except (TargetError, ModelProcessError) as exc:
@@ -93,12 +99,12 @@ class ZeroConfig:
             got = Attempt(target, None, reason.removeprefix(target + ": "),
                           missing=isinstance(exc, MissingModulesError))
         else:
-            if target.startswith("repo:") and not trace.complete and not trace.ops:
+            if guessed and not trace.complete and not trace.ops:
                 # a guessed construction whose step stopped before its first op: not a model traced
-                got = Attempt(target, None, f"its step stopped before any op: {trace.stop}", trace.hint)
+                got = Attempt(target, None, f"its step stopped before any op: {trace.stopped_at}", trace.stop_hint)
             else:   # a guessed construction is timed; a model folder or factory is always tried
                 got = Attempt(target, trace, how=self.how.get(target, ""),
-                              seconds=time.monotonic() - began if target.startswith("repo:") else 0.0)
+                              seconds=time.monotonic() - began if guessed else 0.0)
         self.attempts.append(got)
         return got
 

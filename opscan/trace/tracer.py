@@ -22,6 +22,7 @@ from opscan.trace import device as devices
 from opscan.trace import fakes
 from opscan.trace import fsdp as fsdps
 from opscan.trace import lazy, logs
+from opscan.trace import forecast as compile_forecast
 from opscan.trace import numbers, roles, signatures
 from opscan.trace import step as steps
 from opscan.trace.recorder import MAX_SOURCES, LayerShapes, Recorder
@@ -81,7 +82,8 @@ def trace(target: str, build: Callable[[tuple[InputSpec, ...]], Built], *, mode:
                                 specs, project_root, fsdp, steps, step)
     return ModelTrace(target=target, mode=mode, device=device, ops=result.ops,
                       stand_ins=result.stand_ins, complete=result.complete,
-                      stopped_at=result.stopped_at, seconds=round(time.perf_counter() - started, 3),
+                      stopped_at=result.stopped_at, stop_hint=result.stop_hint,
+                      seconds=round(time.perf_counter() - started, 3),
                       supplied_fakes=result.supplied, retried=result.retried, shrink=result.shrink,
                       compile=result.compile, compiled=result.compiled, step=result.step)
 
@@ -251,29 +253,29 @@ class _Tracer:
             nn.modules.module.register_module_forward_pre_hook(recorder.enter_module),
             nn.modules.module.register_module_forward_hook(recorder.exit_module, always_call=True),
         )
-        stopped = ""
+        stopped, hint = "", ""
         try:
             with self._mode(), devices.sdpa_context(self.device, self.profile), fakes.fake_deepcopy(), \
                     fakes.identity_conversions(), fakes.fake_format(), fakes.real_one_hot(), \
                     _numbers(mode, recorder), recorder, \
                     (compiled.RegionOps(self.compiles) if self.compiles is not None else contextlib.nullcontext()):
-                stopped = self._step(mode, recorder, opt, amp, extra)
+                stopped, hint = self._step(mode, recorder, opt, amp, extra)
                 recorder.compile_log.close("step")
                 for _ in range(self.steps - 1):   # later steps: their compile signatures only
                     if stopped:
                         break
                     recorder.signatures_only = True
                     recorder.phase = "forward"
-                    stopped = self._step(mode, recorder, opt, amp, extra)
+                    stopped, hint = self._step(mode, recorder, opt, amp, extra)
                     recorder.compile_log.close("step")
         finally:
             for hook in hooks:
                 hook.remove()
         result = _Result(recorder.usages(mode), recorder.stand_in_list(), not stopped, stopped,
-                         tuple(sorted(recorder.supplied)))
+                         tuple(sorted(recorder.supplied)), stop_hint=hint)
         result.calls = recorder.calls
         result.step = _step_parts(self, mode, amp)
-        result.compile = signatures.forecast(recorder.compile_log)
+        result.compile = compile_forecast.forecast(recorder.compile_log)
         result.compile_log = recorder.compile_log
         if stopped and not extra and "use_cache" not in self.kwargs and _accepts(self.model, "use_cache"):
             # NOTE [cache stops]: a training step never reads its KV cache, yet transformers builds one
@@ -284,30 +286,30 @@ class _Tracer:
             # that stops is traced once more without the cache, as training scripts run it
             # (`use_cache=False`); when that completes the trace says so, else both stops are given.
             retry = self.run(mode, optimizer, optimizer_impl, amp, {"use_cache": False})
-            first = stopped.split("; try:")[0]
-            if retry.stopped_at.split("; try:")[0] == first:
+            if retry.stopped_at == stopped:
                 return result        # the same stop without the cache: the cache was not the problem
-            retry.retried = f"use_cache=False (with its cache the step stopped: {first})"
+            retry.retried = f"use_cache=False (with its cache the step stopped: {stopped})"
             if not retry.complete:   # both stops are the answer; the ops: the step's without the cache
                 retry.retried = "use_cache=False"
-                retry.stopped_at = f"with its cache: {first}; with use_cache=False: {retry.stopped_at}"
+                retry.stopped_at = f"with its cache: {stopped}; with use_cache=False: {retry.stopped_at}"
             return retry
         return result
 
-    def _step(self, mode, recorder, opt, amp, extra) -> str:
+    def _step(self, mode, recorder, opt, amp, extra) -> tuple[str, str]:
+        """("", "") when the step ran, else its stop and what to try (NOTE [stop and hint])."""
         try:
             if mode == "inference":
                 kwargs = {k: v for k, v in {**self.kwargs, **extra}.items() if k not in self.built.train_only}
                 with torch.no_grad(), steps.autocast(self.device, amp):
                     self.model(*self.args, **kwargs)
-                return ""
+                return "", ""
             with steps.autocast(self.device, amp):
                 output = self.model(*self.args, **{**self.kwargs, **extra})
                 recorder.phase = "loss"
                 loss, self.parts["loss"] = steps.planned_loss(output, self.labels, self.plan)
             if loss is None:
-                return "loss: the model's output has no floating-point tensor that requires grad; " \
-                       "try: return a scalar loss (or an output with .loss) from the model or factory"
+                return ("loss: the model's output has no floating-point tensor that requires grad",
+                        "return a scalar loss (or an output with .loss) from the model or factory")
             recorder.phase = "backward"
             loss.backward()
             recorder.phase = "optimizer"
@@ -317,7 +319,7 @@ class _Tracer:
             if opt is not None:
                 opt.step()
                 opt.zero_grad(set_to_none=True)
-            return ""
+            return "", ""
         except (UsageError, TraceError):
             raise
         except Exception as exc:  # noqa: BLE001 - any failure of model code ends the trace, kept partial
@@ -377,8 +379,9 @@ def _numbers(mode: str, recorder: Recorder):
 
 
 class _Result:
-    def __init__(self, ops, stand_ins, complete, stopped_at, supplied=(), retried=""):
+    def __init__(self, ops, stand_ins, complete, stopped_at, supplied=(), retried="", stop_hint=""):
         self.ops, self.stand_ins, self.complete, self.stopped_at = ops, stand_ins, complete, stopped_at
+        self.stop_hint = stop_hint
         self.supplied, self.retried = supplied, retried
         self.shrink: Shrink | None = None
         self.compile: CompileForecast | None = None
@@ -457,14 +460,14 @@ _HINTS = (
 )
 
 
-# Every hint follows "try: " in the message, so none starts with "try" itself.
+# Every hint follows "try: " where a report prints it (records.joined_stop), so none starts with "try" itself.
 DEFAULT_HINT = ("--device cpu or --mode inference, to see whether the problem is device- or "
                 "backward-specific; set OPSCAN_TRACE_DEBUG=1 for the full traceback")
 
 
 def stopped_reason(exc: BaseException, recorder: Recorder, finder: SourceFinder,
-                   default_hint: str = DEFAULT_HINT) -> str:
-    """`<op> at <file>:<line>: <why>; try: <hint>` for an exception that ended the trace
+                   default_hint: str = DEFAULT_HINT) -> tuple[str, str]:
+    """(`<op> at <file>:<line>: <why>`, what to try) for an exception that ended the trace
     (`default_hint` names options of the command that traced: `opscan run` has no --mode)."""
     where = None
     for frame, line in traceback.walk_tb(exc.__traceback__):
@@ -488,7 +491,7 @@ def stopped_reason(exc: BaseException, recorder: Recorder, finder: SourceFinder,
     invented = sum(recorder.stand_ins.values())
     if invented:   # the stop may come from a branch a real run would not take
         why += f" (after {invented} stand-in value{'s' if invented > 1 else ''}: data-dependent control flow)"
-    return f"{op} at {where or 'an unknown place'}: {why}; try: {hint}"
+    return f"{op} at {where or 'an unknown place'}: {why}", hint
 
 
 def _union_by_dtype(a, b) -> tuple:
@@ -533,12 +536,13 @@ def _merge(target: str, device: str, inference: _Result, train: _Result) -> _Res
                            key=lambda s: (s.op, s.source or OpSource("", 0), s.kind, s.value)))
     supplied = tuple(sorted(set(inference.supplied) | set(train.supplied)))
     retried = "; ".join(f"{m}: {r.retried}" for m, r in (("inference", inference), ("train", train)) if r.retried)
+    hints = dict.fromkeys(r.stop_hint for r in (inference, train) if r.stopped_at and r.stop_hint)
     result = _Result(tuple(by_name[k] for k in sorted(by_name)), ordered, not stopped, stopped, supplied,
-                     retried)
+                     retried, "; ".join(hints))
     result.step = train.step
     if inference.compile_log is not None and train.compile_log is not None:   # distinct signatures per phase
-        result.compile = signatures.forecast(signatures.merged(inference.compile_log, train.compile_log))
+        result.compile = compile_forecast.forecast(compile_forecast.merged(inference.compile_log, train.compile_log))
     else:
-        result.compile = signatures.joined(inference.compile, train.compile)
+        result.compile = compile_forecast.joined(inference.compile, train.compile)
     return result
 

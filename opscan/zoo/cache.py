@@ -17,6 +17,7 @@ from opscan.records import (
     Shrink,
     StandIn,
     VaryingOp,
+    split_stop,
 )
 from opscan.zoo.jobs import Outcome
 
@@ -56,6 +57,8 @@ def trace_from_dict(data: dict) -> ModelTrace:
                                                   for d, found in u.get("dtype_sources", ()))}) for u in data["ops"])
     stand_ins = tuple(StandIn(**{**s, "source": _source(s.get("source"))}) for s in data["stand_ins"])
     shrink = Shrink(**data["shrink"]) if data.get("shrink") else None
+    if "stop_hint" not in data:   # cached before the hint had its own field (NOTE [stop and hint])
+        data = {**data, **dict(zip(("stopped_at", "stop_hint"), split_stop(data.get("stopped_at", ""))))}
     return ModelTrace(**{**data, "ops": ops, "stand_ins": stand_ins, "shrink": shrink,
                          "supplied_fakes": tuple(data.get("supplied_fakes", ())),
                          "compile": _compile(data.get("compile"))})

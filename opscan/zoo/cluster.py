@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from opscan.errors import UsageError
 from opscan.zoo.jobs import Job, Outcome, trace_job
+from opscan.containment.outcome import TraceStatus
 
 ENV_VAR = "DASK_SCHEDULER_ADDRESS"
 
@@ -46,7 +47,7 @@ def run_on_dask(jobs: list[Job], tracer: str, address: str, workers: int, limits
             try:
                 yield future.result()
             except Exception as exc:  # noqa: BLE001 - a lost worker is this model's row
-                yield Outcome(names[future.key], "crash", None,
+                yield Outcome(names[future.key], TraceStatus.CRASH, None,
                               f"cluster task failed: {type(exc).__name__}: {exc}"[:300])
     finally:
         client.close()

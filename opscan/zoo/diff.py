@@ -4,18 +4,42 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from opscan.errors import InputError
 from opscan.records import VerdictKind
 from opscan.zoo.render.jsonout import SCHEMA, SCHEMAS_READ
+from opscan.zoo.results import RowVerdict
+from opscan.containment.outcome import TraceStatus
 
 # Lower is better: the one ranking of verdicts (records.VerdictKind.rank), then the zoo's own row
 # state "failed" (nothing to judge) worst; "incomplete" is only in files written before the zoo used
 # the analysis verdict (it is now "unknown").
 RANK = {**{kind.value: kind.rank for kind in VerdictKind}, "incomplete": VerdictKind.UNKNOWN.rank,
-        "failed": VerdictKind.BLOCKED.rank + 1}
-KINDS: dict[str, str] = {
+        RowVerdict.FAILED: VerdictKind.BLOCKED.rank + 1}
+class ChangeKind(StrEnum):
+    """How a model changed between two zoo runs (Change.kind), in the order the diff lists them."""
+
+    BECAME_READY = "became-ready"
+    BROKE = "broke"
+    IMPROVED = "improved"
+    REGRESSED = "regressed"
+    OPS_CHANGED = "ops-changed"
+    ADDED = "added"
+    REMOVED = "removed"
+
+    @property
+    def description(self) -> str:
+        return _KINDS[self]
+
+    @property
+    def worse(self) -> bool:
+        """A worse answer than before (`opscan zoo diff` exits 1)."""
+        return self in (ChangeKind.BROKE, ChangeKind.REGRESSED)
+
+
+_KINDS: dict[str, str] = {
     "became-ready": "not ready before, ready now",
     "broke": "ready before, not ready now",
     "improved": "a better verdict, still not ready",
@@ -24,6 +48,7 @@ KINDS: dict[str, str] = {
     "added": "only in the new run",
     "removed": "only in the old run",
 }
+KINDS: dict[str, str] = {k.value: k.description for k in ChangeKind}
 
 
 @dataclass(frozen=True)
@@ -31,7 +56,7 @@ class Change:
     """One model whose verdict or blocking ops changed between two zoo runs."""
 
     model: str
-    kind: str                      # one of KINDS
+    kind: ChangeKind               # one of KINDS
     old: str = ""                  # old verdict
     new: str = ""                  # new verdict
     fixed: tuple[str, ...] = ()    # ops that blocked before and do not now
@@ -58,29 +83,29 @@ def diff(old: dict, new: dict) -> list[Change]:
     for name in sorted(set(before) | set(after)):
         a, b = before.get(name), after.get(name)
         if a is None:
-            changes.append(Change(name, "added", new=b["verdict"], error=b.get("error", "")))
+            changes.append(Change(name, ChangeKind.ADDED, new=b["verdict"], error=b.get("error", "")))
             continue
         if b is None:
-            changes.append(Change(name, "removed", old=a["verdict"]))
+            changes.append(Change(name, ChangeKind.REMOVED, old=a["verdict"]))
             continue
         fixed = tuple(sorted(set(a.get("blockers", ())) - set(b.get("blockers", ()))))
         broke = tuple(sorted(set(b.get("blockers", ())) - set(a.get("blockers", ()))))
         va, vb = a["verdict"], b["verdict"]
         ready_before, ready_now = va == VerdictKind.READY, vb == VerdictKind.READY
         if not ready_before and ready_now:
-            kind = "became-ready"
+            kind = ChangeKind.BECAME_READY
         elif ready_before and not ready_now:
-            kind = "broke"
+            kind = ChangeKind.BROKE
         elif RANK.get(vb, 9) < RANK.get(va, 9):
-            kind = "improved"
+            kind = ChangeKind.IMPROVED
         elif RANK.get(vb, 9) > RANK.get(va, 9):
-            kind = "regressed"
+            kind = ChangeKind.REGRESSED
         elif fixed or broke:
-            kind = "ops-changed"
+            kind = ChangeKind.OPS_CHANGED
         else:
             continue
         changes.append(Change(name, kind, va, vb, fixed, broke, b.get("error", "")))
-    order = list(KINDS)
+    order = list(ChangeKind)
     return sorted(changes, key=lambda c: (order.index(c.kind), c.model))
 
 
@@ -99,8 +124,8 @@ def op_changes(old: dict, new: dict) -> tuple[int, list[OpChange]]:
     """The op sets of the models complete (status ok) in both runs: how many were compared, and the
     models whose ops or cells differ, by model name. Op sets do not depend on the coverage release,
     so this tells a change of the tracer from a change of the database."""
-    before = {m["name"]: m for m in old["models"] if m.get("status") == "ok"}
-    after = {m["name"]: m for m in new["models"] if m.get("status") == "ok"}
+    before = {m["name"]: m for m in old["models"] if m.get("status") == TraceStatus.OK}
+    after = {m["name"]: m for m in new["models"] if m.get("status") == TraceStatus.OK}
     both = sorted(set(before) & set(after))
     changes = []
     for name in both:
@@ -132,7 +157,7 @@ def render_text(changes: list[Change], old: dict, new: dict) -> str:
                 detail += f"; fixed: {', '.join(c.fixed)}"
             if c.new_blockers:
                 detail += f"; now blocked by: {', '.join(c.new_blockers)}"
-            if c.error and c.new in ("failed", "incomplete"):
+            if c.error and c.new in (RowVerdict.FAILED, "incomplete"):
                 detail += f"; error: {c.error}"
             lines.append(f"  {c.model}: {detail}")
     return "\n".join(lines) + "\n"

@@ -14,7 +14,7 @@ from opscan import __version__
 from opscan.config import ModelConfig
 from opscan.containment.process import Limits, default_max_memory
 from opscan.pipeline.phases import tracer_options
-from opscan.records import DeviceProfile
+from opscan.records import DeviceProfile, TargetKind
 from opscan.zoo.cache import UNCACHED, Cache
 from opscan.zoo.jobs import DEFAULT_TRACER, Job, Outcome, trace_job, tracer_spec
 from opscan.zoo.results import ROW_FORMAT, OpStat, Row, build_row, op_stats, row_from_dict, row_to_dict
@@ -77,7 +77,7 @@ def job_options(target: ZooTarget, options: dict, tracer: str) -> dict:
         raise ValueError(f"zoo options not understood: {sorted(unknown)}")
     model = ModelConfig(target=target.target, **{k: v for k, v in options.items() if k in _MODEL_FIELDS})
     extra = {k: v for k, v in options.items() if k == "device"}
-    if tracer == DEFAULT_TRACER and target.model_type and target.target.startswith("hf:"):
+    if tracer == DEFAULT_TRACER and target.model_type and model.target.kind is TargetKind.HF:
         extra["fill_unset"] = True
     return tracer_options(model, None, options.get("profile"), **extra)
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 
-from opscan.records import PHASES, VERDICT_KINDS, Draft, ModelTrace, NothingToCheck, Report, Status, status_of
-from opscan.containment.outcome import Outcome
+from opscan.records import (PHASES, Draft, VerdictKind, ModelTrace, NothingToCheck, Report, Status, status_of,
+                            CompileCause)
+from opscan.containment.outcome import Outcome, TraceStatus
 from opscan.targets.hf import upstream
 from opscan.zoo.selection import ZooTarget
 
@@ -13,10 +15,23 @@ from opscan.zoo.selection import ZooTarget
 # `opscan trace` judge it), without a source scan (a zoo model has no project source); "failed" is
 # the zoo's own row state: nothing to judge. An incomplete trace is "unknown" (not proven) unless
 # what it saw already blocks.
-VERDICTS: dict[str, str] = {
-    **{kind: VERDICT_KINDS[kind] for kind in ("ready", "likely", "fallback", "unknown", "blocked")},
-    "failed": "the model could not be built or traced (see error)",
-}
+class RowVerdict(StrEnum):
+    """A zoo row's verdict: a verdict kind of the analysis, or the zoo's own "failed"."""
+
+    READY = VerdictKind.READY.value
+    LIKELY = VerdictKind.LIKELY.value
+    FALLBACK = VerdictKind.FALLBACK.value
+    UNKNOWN = VerdictKind.UNKNOWN.value
+    BLOCKED = VerdictKind.BLOCKED.value
+    FAILED = "failed"
+
+    @property
+    def description(self) -> str:
+        return "the model could not be built or traced (see error)" if self is RowVerdict.FAILED \
+            else VerdictKind(self.value).description
+
+
+VERDICTS: dict[str, str] = {k.value: k.description for k in RowVerdict}
 VERDICT_ORDER = tuple(VERDICTS)
 INFERENCE_ONLY = "I"
 # Part of the row cache key: rows of an older format are judged again from their cached trace
@@ -32,14 +47,28 @@ ROW_FORMAT = "5"
 # missing package (the build raised ImportError), a limit (timeout, memory cap, crash), stand-in
 # values used before the stop (data-dependent control flow or shapes), else opscan's own gap
 # (a bug or a missing feature to fix: every such row is one to look at).
-STOPS: dict[str, str] = {
+class Stop(StrEnum):
+    """The class of a row's stop (Row.stop; NOTE [stop classes])."""
+
+    TRANSFORMERS_BUG = "transformers-bug"
+    MISSING_PACKAGE = "missing-package"
+    LIMIT = "limit"
+    DATA_DEPENDENT = "data-dependent"
+    OPSCAN = "opscan"
+
+    @property
+    def description(self) -> str:
+        return _STOPS[self]
+
+
+_STOPS: dict[str, str] = {
     "transformers-bug": "transformers itself fails on this default config (reproduction in the row)",
     "missing-package": "the model needs a package that is not installed",
     "limit": "the time or memory limit stopped it, or its process died (or sent an answer that is not valid data)",
     "data-dependent": "control flow or shapes depend on tensor values (the stop came after stand-in values)",
     "opscan": "none of the above: a gap in opscan (inputs it does not generate, a tracer bug, ...)",
 }
-LIMITS = ("timeout", "out-of-memory", "crash")
+STOPS: dict[str, str] = {k.value: k.description for k in Stop}
 
 
 def keeps_from_running(status: str) -> bool:
@@ -49,7 +78,7 @@ def keeps_from_running(status: str) -> bool:
     fact = status_of(status)
     return not (fact.runs_on_device or fact.may_fall_back)
 # stage of a known transformers bug, by row status (opscan/targets/hf/upstream.py)
-_STAGES = {"build-error": "build", "partial": "step", "trace-error": "step"}
+_STAGES = {TraceStatus.BUILD_ERROR: "build", TraceStatus.PARTIAL: "step", TraceStatus.TRACE_ERROR: "step"}
 
 
 @dataclass(frozen=True)
@@ -114,11 +143,11 @@ def build_row(target: ZooTarget, outcome: Outcome | None, release, cached: bool 
     """Judge one outcome against `release` (an opscan.db Release) with the one assessment."""
     base = {"name": target.name, "target": target.target, "family": target.family, "note": target.note}
     if outcome is None:  # could not even be prepared
-        stop, error = classify(target, None, "build-error", target.error)
-        return Row(**base, status="build-error", verdict="failed", error=error, stop=stop)
+        stop, error = classify(target, None, TraceStatus.BUILD_ERROR, target.error)
+        return Row(**base, status=TraceStatus.BUILD_ERROR, verdict=RowVerdict.FAILED, error=error, stop=stop)
     stop, error = classify(target, outcome, outcome.status, outcome.error)
     if outcome.trace is None:
-        return Row(**base, status=outcome.status, verdict="failed", error=error,
+        return Row(**base, status=outcome.status, verdict=RowVerdict.FAILED, error=error,
                    seconds=outcome.seconds, cached=cached, stop=stop)
     trace = outcome.trace
     # what opscan did to finish the trace belongs to the row (see opscan/trace/fakes.py, runner.py)
@@ -161,26 +190,27 @@ def new_per_step(forecast) -> int | None:
     without a forecast (an older cached row, an exported program)."""
     if forecast is None or not forecast.steps:
         return None
-    later = [sum(1 for n in step.new if n.cause != "first-run") for step in forecast.steps[1:]]
+    later = [sum(1 for n in step.new if n.cause != CompileCause.FIRST_RUN) for step in forecast.steps[1:]]
     seen = round(sum(later) / len(later)) if later else 0
     return max(seen, forecast.likely_new)
 
 
 def classify(target: ZooTarget, outcome: Outcome | None, status: str, error: str) -> tuple[str, str]:
     """(stop class, error) of a row (see NOTE [stop classes]); a known transformers bug extends the error."""
-    if status == "ok":
+    status = TraceStatus(status)
+    if status is TraceStatus.OK:
         return "", error
     if target.model_type:  # only default configs: a user's own config may fail for its own reasons
         bug = upstream.known(target.model_type, "config" if outcome is None else _STAGES.get(status, ""))
         if bug is not None:
-            return "transformers-bug", f"{error}; {upstream.explain(bug)}"
+            return Stop.TRANSFORMERS_BUG, f"{error}; {upstream.explain(bug)}"
     if outcome is not None and "ImportError" in outcome.error_types:
-        return "missing-package", error
-    if status in LIMITS:
-        return "limit", error
+        return Stop.MISSING_PACKAGE, error
+    if status.limit:
+        return Stop.LIMIT, error
     if outcome is not None and outcome.trace is not None and outcome.trace.stand_ins:
-        return "data-dependent", error
-    return "opscan", error
+        return Stop.DATA_DEPENDENT, error
+    return Stop.OPSCAN, error
 
 
 def assess_trace(trace: ModelTrace, release) -> Report:

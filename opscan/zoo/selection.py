@@ -10,6 +10,7 @@ from pathlib import Path
 
 from opscan.errors import InputError, UsageError
 from opscan.targets.folders import config_path
+from opscan.records import Target, TargetKind
 
 
 @dataclass(frozen=True)
@@ -120,9 +121,9 @@ def _quiet_transformers():
 
 def _plain(spec: str) -> ZooTarget:
     """A target the tracer understands directly (file.py:NAME, pkg.mod:NAME, hf:PATH)."""
-    head = spec.split(":", 1)[0]
-    path = Path(head)
-    data = path.read_bytes() if head.endswith(".py") and path.is_file() else spec.encode()
+    target = Target.parse(spec)
+    path = Path(target.where)
+    data = path.read_bytes() if target.is_file and path.is_file() else spec.encode()
     return ZooTarget(name=spec, target=spec, family="explicit", config_hash=hash_bytes(spec.encode() + data))
 
 
@@ -153,13 +154,15 @@ def resolve(selection: list[str], config_dir: Path, layers: int | None = None,
         for spec in (s.strip() for s in item.split(",")):
             if not spec:
                 continue
+            parsed = Target.of(spec)   # a target, or a family of the zoo's (hf:causal-lm, hf:*, timm:*)
+            kind = parsed.kind if parsed is not None else None
             if spec.startswith("@") or spec.endswith((".txt", ".targets")):
                 targets = resolve(read_target_file(Path(spec.lstrip("@"))), config_dir, layers, dtype)
-            elif spec.startswith("timm:"):
+            elif kind is TargetKind.TIMM:
                 targets = _timm(spec)
-            elif spec.startswith("hf:"):
+            elif kind is TargetKind.HF:
                 targets = _hf_spec(spec, config_dir, layers, dtype)
-            elif ":" in spec:
+            elif parsed is not None:   # file.py:NAME, pkg.mod:NAME, pt2:FILE, ...: as given
                 targets = [_plain(spec)]
             else:
                 raise UsageError(f"cannot understand selection '{spec}': use hf:causal-lm, hf:*, "

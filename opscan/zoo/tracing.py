@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from opscan.errors import TargetError
-from opscan.records import ModelTrace
+from opscan.records import ModelTrace, Target, TargetKind
 
 
 def trace_model(target: str, *, fill_unset: bool = False, **options) -> ModelTrace:
@@ -18,7 +18,7 @@ def trace_model(target: str, *, fill_unset: bool = False, **options) -> ModelTra
     from opscan.targets.loader import trace_target
 
     try:
-        if fill_unset and target.startswith("hf:"):
+        if fill_unset and Target.parse(target).kind is TargetKind.HF:
             from opscan.targets.hf.repair import trace_repaired
 
             return trace_repaired(trace_target, target, options)

@@ -86,7 +86,8 @@ def test_the_declared_type_decides_not_the_data():
     back = codec.loads(codec.dumps(trace), ModelTrace)
     assert back == trace and type(back.ops) is tuple and type(back.ops[0].sources[0]) is OpSource
     # the same data under `Any` stays plain data: nothing is built
-    assert codec.loads(codec.dumps(trace), Any)["ops"][0]["sources"] == [{"path": "m.py", "line": 3, "module": ""}]
+    plain = codec.loads(codec.dumps(trace), Any)["ops"][0]["sources"]
+    assert type(plain) is list and type(plain[0]) is dict and plain[0]["path"] == "m.py" and plain[0]["line"] == 3
 
 
 def _trace_json(**changes) -> dict:

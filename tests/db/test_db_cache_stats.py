@@ -50,7 +50,7 @@ def test_forecast_reads_the_reports_compile_counts(tmp_path):
     no_estimate.write_text(json.dumps({"ops": [], "compile": {
         "steps": [{"signatures": ["aten::mm((2, 8):float32;(8, 16):float32)", "aten::relu((2, 16):float32)"]}],
         "estimate": None}}))
-    assert cache_stats.forecast(no_estimate) == [("first step (eager signatures)", 2)]
+    assert cache_stats.forecast(no_estimate) == [("eager signatures in the first step", 2)]
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"ops": []}))   # a report written before the compile section
     assert cache_stats.forecast(old) == []
@@ -94,14 +94,14 @@ def test_probe_report_prints_the_counters_and_the_forecast(tmp_path):
     assert report.exists(), done.stderr
     counts = {c["what"]: c["compiles"] for c in json.loads(report.read_text())["compile"]["estimate"]["counts"]}
     assert counts["torch.compile graphs (first call of each region)"] == 1
-    first = counts["first step (eager signatures)"]
+    first = counts["eager signatures in the first step"]
     assert first > 0
     with_counters = _opscan("db", "probe", "--import", "toy_backend", "--report", str(report),
                             "--out", str(tmp_path / "a.yaml"), fake=True)
     assert with_counters.returncode == 0, with_counters.stderr
     assert ("compilation cache counters during the replay (torch_neuronx._C._get_compilation_cache_stats): "
             "memory_hits +0, persistent_hits +2, persistent_misses +7") in with_counters.stdout
-    assert (f"the report forecasts: {first} first step (eager signatures), "
+    assert (f"the report forecasts: {first} eager signatures in the first step, "
             "1 torch.compile graphs (first call of each region)") in with_counters.stdout
     without = _opscan("db", "probe", "--import", "toy_backend", "--report", str(report),
                       "--out", str(tmp_path / "b.yaml"), fake=False)

@@ -12,6 +12,7 @@ from tests.support.db_files import BASE, doc, write
 from opscan.db import check, load_file, load_release, registry
 from opscan.errors import DatabaseError
 from opscan.records import Coverage, Evidence
+from opscan.reporters.texts import coverage_label
 
 torch = pytest.importorskip("torch")
 
@@ -26,7 +27,7 @@ def test_exact_overload_entry(complete):
     c = complete.lookup("aten::mm")
     assert (c.status, c.confidence, c.via) == ("native", "high", "listed as aten::mm")
     assert c.evidence[0].kind == "probed"
-    assert c.label() == "native (probed on test-backend 1.0.0)"
+    assert coverage_label(c) == "native (probed on test-backend 1.0.0)"
 
 
 def test_default_overload_is_normalised(complete):
@@ -122,7 +123,7 @@ def test_xla_line_answers_by_overload_packet():
 def test_torchneuron_233_answers_with_low_confidence_snapshot_evidence():
     tn = load_release("torchneuron==2.33.0")
     c = tn.lookup("aten::add.Tensor")
-    assert c.label() == "native (pre-release source, unverified for 2.33)"
+    assert coverage_label(c) == "native (pre-release source, unverified for 2.33)"
     assert c.confidence == "low" and c.evidence[0].kind == "source-snapshot"
     assert c.evidence[0].commit == "98154b867aa24562a3213e520d9ad7fd41032291"
     unlisted = tn.lookup("aten::mse_loss_backward")   # no kernel listed: documented eager CPU fallback
@@ -176,8 +177,8 @@ def test_db_file_and_folder(tmp_path):
 
 
 def test_label_without_evidence():
-    assert Coverage("aten::mm", "unknown").label() == "unknown"
-    assert Coverage("aten::mm", "native", (Evidence("probed", "probed on x 1"),)).label() == \
+    assert coverage_label(Coverage("aten::mm", "unknown")) == "unknown"
+    assert coverage_label(Coverage("aten::mm", "native", (Evidence("probed", "probed on x 1"),))) == \
         "native (probed on x 1)"
 
 

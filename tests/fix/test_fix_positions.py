@@ -14,7 +14,7 @@ from opscan.fix.positions import Positions
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "examples" / "nanogpt").rglob("*.py"))
 LARGE = sorted([*(ROOT / "tests" / "run" / "fixtures").glob("*.py"), *(ROOT / "opscan" / "fix").glob("*.py"),
-                ROOT / "opscan" / "scan" / "engine.py", *(ROOT / "opscan" / "records").glob("*.py")])
+                ROOT / "opscan" / "scan" / "file_scan.py", *(ROOT / "opscan" / "records").glob("*.py")])
 ODD = {   # indentation, decorators, comments, line endings and continuation lines of every kind
     "tabs.py": "class A:\n\tx = 1\n\n\t@property\n\tdef f(self):\n\t\t# note\n\t\treturn (1 +\n\t\t\t2)\n",
     "crlf.py": "import os\r\n\r\nclass B:\r\n    def g(self):\r\n        return [\r\n            1,\r\n        ]\r\n",

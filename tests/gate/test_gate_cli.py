@@ -226,7 +226,7 @@ def test_a_syntax_error_is_named_with_file_and_line(tmp_path, run_cli):
     (tmp_path / "ok.py").write_text("x = 1\n")
     code, out, _ = run_cli(str(tmp_path), "--no-trace")
     assert code == 1 and out.splitlines()[0] == "✗ blocked by a syntax error (bad.py:2)"
-    # a file is parsed when it spells a rule token (NOTE [pre-check] in scan/engine.py): "cuda" here
+    # a file is parsed when it spells a rule token (NOTE [pre-check] in scan/file_scan.py): "cuda" here
     (tmp_path / "worse.py").write_text("def g(:\n    return 'cuda'\n")
     code, out, _ = run_cli(str(tmp_path), "--no-trace", "--format", "json")
     verdict = json.loads(out)["verdict"]

@@ -17,6 +17,7 @@ from opscan.reporters import render
 from opscan.reporters.terminal import summary
 from opscan.reporters.terminal import tasks as task_section
 from opscan.workflow import preflight
+from opscan.reporters.texts import blockers_words
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -118,7 +119,7 @@ def _check_counts(report) -> None:
     where = [int(n) for n in re.findall(r"\*\*Where:\*\* (\d+) site", markdown)]
     assert where == [len(t.sites) for t in report.tasks if t.sites]
     total = sum(len(t.sites) for t in report.tasks)
-    assert f"{total} site(s) in {len(report.tasks)} task(s)" in markdown
+    assert f"{total} sites in {len(report.tasks)} tasks" in markdown
     # JSON summary and the terminal summary line
     assert json.loads(_text("json", report))["summary"]["sites"] == total
     out = io.StringIO()
@@ -126,7 +127,7 @@ def _check_counts(report) -> None:
     summary.section(report, console)
     task_section.section(report, console)
     assert f"{total} sites in {len(report.tasks)} port tasks" in out.getvalue()
-    assert f"; {count} blockers ({blockers.describe()}); " in " ".join(out.getvalue().split())
+    assert f"; {count} blockers ({blockers_words(blockers)}); " in " ".join(out.getvalue().split())
     assert doc["summary"]["fixable"] == sum(f.fixable for f in report.findings)
     assert [t["blocking_sites"] for t in doc["tasks"]] == [t.blocking_sites for t in report.tasks]
 

@@ -40,7 +40,7 @@ def test_only_unlisted_ops_runs_with_possible_cpu_fallbacks_and_names_them():
     assert verdict.blockers.count == 0
     assert failures(report, ("error",)) == []                      # the default gate passes
     assert failures(report, ("fallback",)) == [
-        "fallback: 2 op(s) that may run on the CPU: aten::sort.stable, aten::topk"]
+        "fallback: 2 ops that may run on the CPU: aten::sort.stable, aten::topk"]
     assert any("under torch.compile: unknown" in note for note in report.notes)
     assert [t.kind for t in report.tasks if t.group == "op"] == ["may-fall-back"]
     # the cost of each, per training step, from the trace (NOTE [fallback cost])

@@ -116,8 +116,8 @@ def test_a_stated_real_step_size_scales_the_tokens_and_a_model_without_it_is_unc
     from opscan.config import ModelConfig
     from opscan.pipeline.phases import at_real_size
 
-    assert at_real_size(trace, ModelConfig(target="x")) is trace                  # nothing stated
-    stated = at_real_size(trace, ModelConfig(target="x", real_batch=8, real_seq_len=256))
+    assert at_real_size(trace, ModelConfig(target="m.py:build")) is trace                  # nothing stated
+    stated = at_real_size(trace, ModelConfig(target="m.py:build", real_batch=8, real_seq_len=256))
     assert (stated.shrink.real_batch, stated.shrink.real_seq_len) == (8, 256)
     assert (stated.shrink.batch, stated.shrink.seq_len, stated.shrink.real_layers) == (2, 48, 8)
     release = static_release({"aten::mm": "native"}, kind="documented", no_kernel=EAGER_FALLBACK)

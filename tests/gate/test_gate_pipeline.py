@@ -64,6 +64,18 @@ def test_configured_models_are_traced_as_given_without_discovery(tmp_path):
     assert find_models(start(tmp_path, OPTIONS), config, OPTIONS) == Found(config)
 
 
+def test_models_found_at_path_are_carried_beside_the_configuration_not_in_it(tmp_path):
+    """NOTE [found beside the configuration]: the user's Config comes back as given."""
+    (tmp_path / "m.pt2").write_bytes(b"")
+    config = _config(tmp_path)
+    found = find_models(start(tmp_path / "m.pt2", OPTIONS), config, OPTIONS)
+    assert found.config is config and config.models == ()
+    assert [(m.target.rpartition("/")[2], m.mode) for m in found.models] == [("m.pt2", "inference")]
+    assert found.discovery is not None and found.discovery.traced == tuple(m.target for m in found.models)
+    own_code = RunOptions(limits=None, project_code=False)   # a .pt2 file runs no project code: kept
+    assert find_models(start(tmp_path / "m.pt2", own_code), config, own_code).models == found.models
+
+
 def test_a_model_file_has_no_source_to_scan_and_the_scan_is_not_run(tmp_path):
     (tmp_path / "m.pt2").write_bytes(b"")
     calls: list[str] = []

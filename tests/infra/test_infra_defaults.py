@@ -75,12 +75,13 @@ def test_trace_path_and_zoo_agree_without_flags(run_cli, project):
 
 def test_trace_takes_the_project_release(project):
     """Without flags `opscan trace` uses [tool.opscan] backend, like `opscan PATH`."""
-    from opscan.commands.trace import _release
+    from opscan.commands.trace import configured
+    from opscan.pipeline.phases import database   # the pipeline's step, as `opscan PATH` loads it
 
     older = next(r for r in _shipped() if r.spec != load_release(None).spec)
     (project / "pyproject.toml").write_text(f'[tool.opscan]\nbackend = "{older.spec}"\n')
-    assert _release(argparse.Namespace(backend=None, db=None)).spec == older.spec
-    assert _release(argparse.Namespace(backend=load_release(None).spec, db=None)).spec == load_release(None).spec
+    assert database(configured(None, None)).spec == older.spec
+    assert database(configured(load_release(None).spec, None)).spec == load_release(None).spec
 
 
 def _shipped():

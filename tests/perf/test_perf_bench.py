@@ -1,4 +1,4 @@
-"""benchmarks/scan_bench.py measures what it says: wall time, exit code, peak RSS, samples."""
+"""benchmarks/speed/scan_bench.py measures what it says: wall time, exit code, peak RSS, samples."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("scan_bench", ROOT / "benchmarks" / "scan_bench.py")
+    spec = importlib.util.spec_from_file_location("scan_bench", ROOT / "benchmarks" / "speed" / "scan_bench.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -1,4 +1,4 @@
-"""benchmarks/repos/score_heldout5.py: what counts as answering a held-out research repository
+"""benchmarks/accuracy/repos/score_heldout5.py: what counts as answering a held-out research repository
 (issue 42), judged on hand-made opscan reports; the committed labels and recipe agree."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-REPOS = ROOT / "benchmarks" / "repos"
+REPOS = ROOT / "benchmarks" / "accuracy" / "repos"
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from opscan.scan.cache import ResultCache, scan_salt
-from opscan.scan.engine import scan_paths
+from opscan.scan.tree import scan_paths
 from opscan.scan.rules import load_rules
 
 SUBSET = ("models/llama", "models/mixtral", "models/bert", "utils", "integrations")

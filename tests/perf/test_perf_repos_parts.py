@@ -1,4 +1,4 @@
-"""benchmarks/repos: the set's parts (development, held out 2, 3 and 4), run.py's choice of part
+"""benchmarks/accuracy/repos: the set's parts (development, held out 2, 3 and 4), run.py's choice of part
 and its table, the lock's pins and left-out names, and a mirror lacking a blob."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-REPOS = ROOT / "benchmarks" / "repos"
+REPOS = ROOT / "benchmarks" / "accuracy" / "repos"
 
 
 def _load(name: str):

@@ -1,4 +1,4 @@
-"""benchmarks/scripts: every case names a pinned repository, a known Python and a data maker; the
+"""benchmarks/accuracy/scripts: every case names a pinned repository, a known Python and a data maker; the
 fake Cora files read as pytorch/examples' gat reads them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "benchmarks" / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[2] / "benchmarks" / "accuracy" / "scripts"
 
 
 @pytest.fixture(scope="module")

@@ -79,5 +79,6 @@ def test_the_printed_plan_shows_the_hours(tmp_path, run_cli):
     root = _project(tmp_path, {"train.py": TF32})
     code, out, _ = run_cli(str(root), "--no-trace", "--fail-on", "warning")
     assert code == 1                                              # warnings fail only when asked
-    row = next(line for line in out.splitlines() if "guard cuDNN / TF32 flags" in line)
+    top, row = [line for line in out.splitlines() if "guard cuDNN / TF32 flags" in line]   # first screen, details
+    assert "0.52 h" in top and "one-off" in top
     assert "0.52 h (0.4-1 h)" in row and "one-off" in row

@@ -8,7 +8,7 @@ from opscan.config import Config
 from opscan.pipeline.phases import dependency_context
 from opscan.plan import build_tasks
 from opscan.records import Coverage, ModelTrace, OpUsage
-from opscan.scan.engine import scan_memory
+from opscan.scan.tree import scan_memory
 from opscan.scan.rules import load_rules
 
 DEPS = dependency_context(Config(Path(__file__).parent))

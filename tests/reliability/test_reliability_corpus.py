@@ -93,7 +93,7 @@ def test_line_separators_python_does_not_split_on(tmp_path):
 def test_file_vanishes_between_listing_and_reading(tmp_path, scan_json, monkeypatch):
     write_tree(tmp_path, GOOD)
     (tmp_path / "gone.py").write_bytes(CUDA_LINE.encode())
-    import opscan.scan.engine as engine
+    import opscan.scan.tree as engine
 
     real = engine.discover
 
@@ -162,7 +162,7 @@ def test_file_swapped_for_fifo_mid_scan_does_not_hang(tmp_path):
     driver = tmp_path.parent / f"{tmp_path.name}_driver.py"
     driver.write_text(
         "import os, sys\n"
-        "import opscan.scan.engine as engine\n"
+        "import opscan.scan.tree as engine\n"
         "real = engine.discover\n"
         "def swap(*a, **k):\n"
         "    found = real(*a, **k)\n"

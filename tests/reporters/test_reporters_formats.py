@@ -35,11 +35,11 @@ def test_golden(fmt, name):
 
 
 def test_terminal_golden_in_fixed_width_console():
-    from opscan.reporters.terminal import tasks, verdict
+    from opscan.reporters.terminal import caveats, gaps, tasks, top, verdict
 
     out = io.StringIO()
     console = Console(file=out, width=100, color_system=None, highlight=False, soft_wrap=False)
-    for section in (verdict, tasks):       # the sections this area owns
+    for section in (verdict, top, gaps, tasks, caveats):   # the first screen, the task details, the caveats
         section.section(sample.report(), console)
     text = out.getvalue()
     check("sample.terminal.txt", text)
@@ -104,7 +104,7 @@ def test_github_at_most_10_per_level_most_important_first():
     assert errors[0].startswith("::error title=opscan verdict%3A blocked::blocked by 20 CUDA-pinned sites in 20 files")
     assert "guarded" not in errors[1]
     assert "f05.py" in errors[1]                       # unguarded before guarded
-    assert "17 more error annotation(s)" in errors[-1]
+    assert "17 more error annotations" in errors[-1]
     plain = [line for line in lines if line.startswith("  error file=")]
     assert len(plain) == 17                            # the rest are still in the log
 
@@ -146,7 +146,7 @@ def test_terminal_recap_repeats_the_verdict_with_the_total():
     last = " ".join(out.getvalue().split("─")[-1].split())   # after the rule; it wraps at a space
     report = sample.report()
     totals = report.effort
-    shown = (f"8 port task(s), {totals.likely_hours / 8:.1f} engineer-days likely "
+    shown = (f"8 port tasks, {totals.likely_hours / 8:.1f} engineer-days likely "
              f"({totals.low_hours / 8:.1f}-{totals.high_hours / 8:.1f})")
     assert last.startswith("✗ blocked by 4 CUDA-pinned sites") and shown in last
     assert totals.low_hours < totals.likely_hours < totals.high_hours

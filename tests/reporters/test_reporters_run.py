@@ -37,10 +37,11 @@ def test_the_run_comes_first_then_the_source():
 
 
 def test_a_stopped_run_says_so_first():
-    text = _text(_run_report(complete=False, stopped_at="aten::mm at train.py:3: ValueError: x; try: --device cpu",
-                             steps=0))
-    assert text.splitlines()[:2] == ["Run of train.py on neuron: stopped early after 0 optimizer steps",
-                                     "  stopped: aten::mm at train.py:3: ValueError: x; try: --device cpu"]
+    text = _text(_run_report(complete=False, stopped_at="aten::mm at train.py:3: ValueError: x",
+                             stop_hint="--device cpu", steps=0))
+    lines = text.splitlines()
+    assert lines[0] == "Run of train.py on neuron: stopped early after 0 optimizer steps (why: under the verdict)"
+    assert " ".join(text.split()).count("aten::mm at train.py:3: ValueError: x; try: --device cpu") == 1   # once
 
 
 def test_no_run_section_without_a_script_run():

@@ -196,7 +196,8 @@ def test_a_cpu_run_under_accelerate_launch_dispatches_a_real_runs_ops(tmp_path, 
 
     monkeypatch.chdir(tmp_path)
     parsed = parse("--mixed_precision", "bf16", str(FIXTURES / "accelerate_train.py"), device="cpu")
-    spec = importlib.util.spec_from_file_location("run_real_record", ROOT / "benchmarks" / "run_real_record.py")
+    spec = importlib.util.spec_from_file_location("run_real_record",
+                                                  ROOT / "benchmarks" / "accuracy" / "run_real_record.py")
     recorder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(recorder)
     with monkeypatch.context() as env:

@@ -36,7 +36,8 @@ def test_an_optimizer_built_before_the_move_steps_on_the_imitated_device(tmp_pat
 def test_the_same_script_on_the_cpu_lists_a_real_runs_ops(name, tmp_path, monkeypatch):
     from opscan.trace.run import run_script
 
-    spec = importlib.util.spec_from_file_location("run_real_record", ROOT / "benchmarks" / "run_real_record.py")
+    spec = importlib.util.spec_from_file_location("run_real_record",
+                                                  ROOT / "benchmarks" / "accuracy" / "run_real_record.py")
     real_record = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(real_record)
     monkeypatch.chdir(tmp_path)

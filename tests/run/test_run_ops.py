@@ -1,7 +1,7 @@
 """`opscan run --device cpu` lists the ops a real CPU run of the same unmodified script dispatches.
 
 Each fixture script is run twice: for real on the CPU by the benchmark recorder
-(benchmarks/run_real_record.py), and on fake tensors by the engine of `opscan run`; their op-overload
+(benchmarks/accuracy/run_real_record.py), and on fake tensors by the engine of `opscan run`; their op-overload
 sets must agree to Jaccard >= 0.95 (docs/run.md, "How it is tested").
 """
 
@@ -19,7 +19,8 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def _real_recorder():
-    spec = importlib.util.spec_from_file_location("run_real_record", ROOT / "benchmarks" / "run_real_record.py")
+    spec = importlib.util.spec_from_file_location("run_real_record",
+                                                  ROOT / "benchmarks" / "accuracy" / "run_real_record.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -68,5 +68,5 @@ def test_a_stopped_run_hints_at_run_options(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     trace, _ = run_script(str(script), device="neuron", steps=1, project_root=str(tmp_path))
     assert "ValueError" in trace.stopped_at and "train.py:2" in trace.stopped_at
-    hinted = _flags(trace.stopped_at.split("try:", 1)[1])
+    hinted = _flags(trace.stop_hint)
     assert hinted and hinted <= _options("run")

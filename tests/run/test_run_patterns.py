@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _real_recorder():
-    spec = importlib.util.spec_from_file_location("run_real_record", ROOT / "benchmarks" / "run_real_record.py")
+    spec = importlib.util.spec_from_file_location("run_real_record",
+                                                  ROOT / "benchmarks" / "accuracy" / "run_real_record.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

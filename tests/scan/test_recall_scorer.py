@@ -1,6 +1,6 @@
-"""benchmarks/recall: the labels are well-formed and the scorer counts what docs/benchmarks.md says.
+"""benchmarks/accuracy/recall: the labels are well-formed and the scorer counts what docs/benchmarks.md says.
 
-The corpus itself is fetched at run time (benchmarks/recall/fetch.py), so these tests only read the
+The corpus itself is fetched at run time (benchmarks/accuracy/recall/fetch.py), so these tests only read the
 labels and run the scorer's matching on made-up findings."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-RECALL = ROOT / "benchmarks" / "recall"
+RECALL = ROOT / "benchmarks" / "accuracy" / "recall"
 
 
 def _score_module():
@@ -29,7 +29,7 @@ def test_labels_are_unique_known_categories_in_listed_files_and_pinned_packages(
     packages = {f.split("/", 1)[0] for f in files}
     fetch = (RECALL / "fetch.py").read_text(encoding="utf-8")
     assert len(packages) >= 8 and all(f'("{p}", ' in fetch for p in packages)
-    assert "benchmarks/recall/corpus/" in (ROOT / ".gitignore").read_text(encoding="utf-8")
+    assert "benchmarks/accuracy/recall/corpus/" in (ROOT / ".gitignore").read_text(encoding="utf-8")
 
 
 def test_scorer_matches_file_line_and_category_and_skips_notes():

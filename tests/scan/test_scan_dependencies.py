@@ -11,7 +11,7 @@ import pytest
 from opscan.config import Config
 from opscan.pipeline.phases import dependency_context
 from opscan.scan.dependencies import DependencyContext
-from opscan.scan.engine import scan_memory, scan_paths, scan_source
+from opscan.scan import scan_memory, scan_paths, scan_source
 from opscan.scan.rules import load_rules
 
 HERE = Path(__file__).resolve().parent

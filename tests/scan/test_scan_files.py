@@ -97,7 +97,7 @@ def test_the_projects_own_packages_are_not_cuda_only_libraries(tmp_path):
     assert [(f.rule, f.location.line) for f in result.findings] == [("OPS401", 1)]
 
 
-# -- the pre-check: which files are parsed at all (NOTE [pre-check] in engine.py) -------------------
+# -- the pre-check: which files are parsed at all (NOTE [pre-check] in file_scan.py) -------------------
 RULES = load_rules()
 REPO = Path(__file__).resolve().parents[2]
 

@@ -21,7 +21,7 @@ class FakeProbe(TorchProbe):
 
 def _scan(source: str):
     result = scan_memory({"m.py": source}, RULES)
-    from opscan.scan.engine import scan_source
+    from opscan.scan.file_scan import scan_source
     from opscan.scan.project import EMPTY
 
     file_result = scan_source("m.py", source.encode(), RULES, EMPTY)

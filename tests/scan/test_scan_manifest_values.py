@@ -7,7 +7,7 @@ from pathlib import Path
 
 from opscan.config import Config
 from opscan.pipeline.phases import dependency_context
-from opscan.scan.engine import scan_memory
+from opscan.scan.tree import scan_memory
 from opscan.scan.rules import load_rules
 
 RULES = load_rules()
@@ -124,7 +124,7 @@ def test_an_undecodable_line_is_located_and_the_valid_lines_are_still_judged():
 
 
 def test_a_missing_include_is_located_and_the_rest_is_judged(tmp_path):
-    from opscan.scan.engine import scan_paths
+    from opscan.scan.tree import scan_paths
 
     (tmp_path / "requirements").mkdir()
     (tmp_path / "requirements" / "base.txt").write_text("-r common.txt\n-c ../constraints.txt\ntorch==2.0.1\n")

@@ -17,7 +17,8 @@ def test_unused_codes_and_bare_ignores_are_reported():
     declared = {3: frozenset({"OPS101", "OPS102"}), 5: frozenset({"*"}), 7: frozenset({"OPS999"})}
     lines = ["", "", "x.cuda()  # opscan: ignore[OPS101, OPS102]", "", "y = 1  # opscan: ignore", "",
              "z = 2  # opscan: ignore[OPS999]"]
-    found = unused("a.py", declared, [(3, "OPS101")], ACTIVE, KNOWN, lines)
+    texts = {number: text for number, text in enumerate(lines, 1) if number in declared}   # as the scan keeps them
+    found = unused("a.py", declared, [(3, "OPS101")], ACTIVE, KNOWN, texts)
     assert [(f.rule, f.location.line) for f in found] == [(CODE, 3), (CODE, 5), (CODE, 7)]
     assert "OPS102" in found[0].message and "OPS101" not in found[0].message
     assert "unknown rule code(s) OPS999" in found[2].message

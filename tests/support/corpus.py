@@ -40,7 +40,7 @@ CORPUS: dict[str, tuple[bytes, dict]] = {
     "py2_print.py": (b'import torch\nprint "hello"\nx = x.to("cuda")\n', {"input": True, "line": 2}),
     "half_written.py": (b'import torch\ndef train(model:\n    model.to("cuda")\n    for x in\n',
                         {"input": True}),
-    # a file spelling no rule token is not parsed (NOTE [pre-check] in scan/engine.py): the broken
+    # a file spelling no rule token is not parsed (NOTE [pre-check] in scan/file_scan.py): the broken
     # files below carry the CUDA line, so their syntax error is what the scan meets
     "bad_indent.py": (b"def f():\n  x = 1\n    y = 2\n" + CUDA_LINE.encode(), {"input": True, "line": 3}),
     # encodings

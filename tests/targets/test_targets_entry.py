@@ -130,3 +130,48 @@ def test_shell_words_split_a_line_into_simple_commands():
     found = commands("X=1\nexport Y=two\ncd a && python t.py $X ${Y} ${Z:-zed} | tee log; time python u.py\n")
     assert [(c.words, c.cwd) for c in found] == [(("python", "t.py", "1", "two", "zed"), "a"),
                                                  (("tee", "log"), "a"), (("python", "u.py"), "a")]
+
+
+HELPER_STEPS = """\
+def train_epoch(model, optimizer, loader):
+    for x in loader:
+        model(x).sum().backward()
+        optimizer.step()
+"""
+
+
+def test_a_script_that_trains_when_run_through_a_helper_or_a_function_of_its_own(tmp_path):
+    # NOTE [scripts that train when run]: module-level training through a project helper, a function
+    # of the file called at its end, a function handed to a process; a module that only names a
+    # trainer in a table, and a library module whose stepping function nothing runs, are no commands
+    root = _project(tmp_path, {
+        "train_epoch.py": HELPER_STEPS,
+        "script.py": "import torch\nfrom train_epoch import train_epoch\nmodel = torch.nn.Linear(2, 2)\n"
+                     "opt = torch.optim.Adam(model.parameters())\nfor epoch in range(2):\n"
+                     "    loss = train_epoch(model, opt, [torch.randn(1, 2)])\n",
+        "ddpm.py": "import torch\ndef fit(model):\n    optimizer = torch.optim.AdamW(model.parameters())\n"
+                   "    optimizer.step()\nmodel = torch.nn.Linear(2, 2)\nfit(model)\n",
+        "launcher.py": "import torch.multiprocessing as mp\nfrom train_epoch import train_epoch\n"
+                       "if __name__ == '__main__':\n    p = mp.Process(target=train_epoch, args=())\n    p.start()\n",
+        "registry.py": "from train_epoch import train_epoch\nTRAINERS = {'epoch': train_epoch}\n",
+        "library.py": "import torch\ndef fit(model):\n    optimizer = torch.optim.AdamW(model.parameters())\n"
+                      "    optimizer.step()\n"})
+    found = _found(root)
+    assert [c for c, _, _ in found] == ["python ddpm.py", "python launcher.py", "python script.py"]
+    assert {k for _, k, _ in found} == {"main-step"}
+    why = {e.command: e.why for e in find_entries(ProjectIndex(root))}
+    assert "calls fit() when run" in why["python ddpm.py"] and "ddpm.py:4" in why["python ddpm.py"]
+    script = why["python script.py"]
+    assert "runs train_epoch of train_epoch.py" in script and "train_epoch.py:4" in script
+    assert not (root / "RAN").exists()
+
+
+def test_a_script_that_only_uses_a_class_of_a_training_module_is_no_command(tmp_path):
+    # generating with the model class of a module that also trains is not training: only the function
+    # that steps, called or handed on (as `m.train_epoch`), makes the script a command
+    helper = "import torch\nclass Net(torch.nn.Module):\n    pass\n" + HELPER_STEPS
+    root = _project(tmp_path, {
+        "lm.py": helper,
+        "use_net.py": "import lm\nif __name__ == '__main__':\n    net = lm.Net()\n",
+        "run.py": "import lm\nif __name__ == '__main__':\n    lm.train_epoch(lm.Net(), None, [])\n"})
+    assert [c for c, _, _ in _found(root)] == ["python run.py"]

@@ -163,3 +163,57 @@ def test_the_tracer_options_carry_the_call_sites_and_the_child_uses_them(tmp_pat
     assert reads == []                                       # handed over: the child read nothing
     repository._usage(net, tmp_path.resolve(), {})
     assert [args[1:] for args in reads] == [("net.py", "Net")]   # not handed over: read in the child
+
+
+def _counting_reads(monkeypatch, root: Path) -> Counter:
+    """Every open of a file of `root` for reading, by its path relative to it (whoever reads it):
+    the scan's guarded read (`os.open`) and `open`/`Path.read_text`/`Path.read_bytes` alike."""
+    import builtins
+    import io
+    import os
+
+    reads: Counter = Counter()
+    real_os_open, real_open = os.open, builtins.open
+
+    def note(path, flags_or_mode) -> None:
+        try:
+            rel = Path(os.fsdecode(path)).resolve().relative_to(root.resolve()).as_posix()
+        except (TypeError, ValueError):
+            return
+        writing = (flags_or_mode & (os.O_WRONLY | os.O_RDWR)) if isinstance(flags_or_mode, int) \
+            else any(c in flags_or_mode for c in "wax+")
+        if not writing and (root / rel).is_file():
+            reads[rel] += 1
+
+    def os_open(path, flags, *args, **kwargs):
+        note(path, flags)
+        return real_os_open(path, flags, *args, **kwargs)
+
+    def py_open(file, mode="r", *args, **kwargs):
+        if isinstance(file, (str, bytes, os.PathLike)):
+            note(file, mode)
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(builtins, "open", py_open)
+    monkeypatch.setattr(io, "open", py_open)
+    return reads
+
+
+def test_opscan_path_reads_each_file_once_unused_suppressions_included(tmp_path, monkeypatch):
+    """OPS003 is a job of the scan: its snippet is the line the scan read, no file is read again."""
+    root = _project(tmp_path)
+    (root / "quiet.py").write_text("import torch\n\ny = torch.ones(2)  # opscan: ignore[OPS101]\n", encoding="utf-8")
+    reads = _counting_reads(monkeypatch, root)
+
+    def trace(model, project_root, profile, limits):
+        return ModelTrace(model.target, model.mode, "neuron", (OpUsage("aten::mm", 1, ("forward",)),))
+
+    report = analyse(root, Config(root=root), RunOptions(limits=None, scan=None),
+                     phases=Phases.default(trace=trace, database=lambda _config: None))
+    unused = [f for f in report.findings if f.rule == "OPS003"]
+    assert [(f.location.path, f.location.line, f.snippet) for f in unused] == [
+        ("quiet.py", 3, "y = torch.ones(2)  # opscan: ignore[OPS101]")]
+    assert unused[0].location.column == len("y = torch.ones(2)  #")
+    assert reads["quiet.py"] == 1 and reads["kernels.py"] == 1
+    assert {rel: n for rel, n in reads.items() if n > 1} == {}

@@ -37,14 +37,14 @@ def test_a_target_that_cannot_be_built_is_an_attempt_with_its_reason():
 
 def test_a_guessed_construction_whose_step_stopped_before_any_op_gives_the_stop_and_the_hint_apart():
     stopped = ModelTrace("repo:a.py:A", "train", "neuron", complete=False,
-                         stopped_at="(before any op) at a.py:3: ValueError: no; try: --mode inference")
+                         stopped_at="(before any op) at a.py:3: ValueError: no", stop_hint="--mode inference")
     got = ZeroConfig(FOUND).attempt(lambda: stopped, "repo:a.py:A")
     assert (got.trace, got.stop, got.hint) == (
         None, "its step stopped before any op: (before any op) at a.py:3: ValueError: no", "--mode inference")
     assert got.note == ("not built: repo:a.py:A: its step stopped before any op: "
                         "(before any op) at a.py:3: ValueError: no")
     # a model folder is a model, however far its step got
-    folder = ModelTrace("hf:models/c", "train", "neuron", complete=False, stopped_at="x at y:1: E: e; try: z")
+    folder = ModelTrace("hf:models/c", "train", "neuron", complete=False, stopped_at="x at y:1: E: e", stop_hint="z")
     assert ZeroConfig(FOUND).attempt(lambda: folder, "hf:models/c").trace is folder
 
 

@@ -6,7 +6,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from opscan.trace.signatures import CompileLog, forecast, signature, steps_of, written  # noqa: E402
+from opscan.trace.forecast import forecast, steps_of  # noqa: E402
+from opscan.trace.signatures import CompileLog, signature, written  # noqa: E402
 
 F32 = torch.float32
 

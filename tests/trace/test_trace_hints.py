@@ -1,4 +1,5 @@
-"""A trace that stops early says what to try, once: `...; try: <hint>`, never "try: try ..."."""
+"""A trace that stops early says what to try, once, in its own field (`stop_hint`; NOTE [stop and hint]),
+printed `...; try: <hint>`, never "try: try ..."."""
 
 from __future__ import annotations
 
@@ -38,5 +39,5 @@ def test_stopped_trace_names_the_hint_once(tmp_path):
     trace = trace_target("broken.py:build", mode="inference", project_root=str(tmp_path))
     assert not trace.complete
     assert "ValueError: model code failed on purpose" in trace.stopped_at
-    assert trace.stopped_at.count("try") == 1, trace.stopped_at
-    assert "; try: --device cpu or --mode inference" in trace.stopped_at
+    assert "try" not in trace.stopped_at, trace.stopped_at
+    assert trace.stop_hint.startswith("--device cpu or --mode inference")

@@ -26,7 +26,8 @@ TRACE = ModelTrace(
         OpUsage("mylib::fused_rope", 2, ("forward",), ("torch.float32",), (), ("train",), custom=True),
     ),
     stand_ins=(StandIn("aten::nonzero", "dynamic-shape", "upper bound 8 rows", 4, OpSource("model.py", 30)),),
-    complete=False, stopped_at="mylib::other at model.py:40: RuntimeError: no fake; try: register_fake",
+    complete=False, stopped_at="mylib::other at model.py:40: RuntimeError: no fake",
+    stop_hint="register_fake",
 )
 
 

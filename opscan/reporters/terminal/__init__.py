@@ -1,9 +1,10 @@
 """Terminal report (rich): the sections in reading order, each from its own module.
 
-Order: the run (`opscan run` only: its answer leads), verdict, models found (when none was
-configured), port tasks, findings by file, ops and their coverage, torch.compile (docs/compile.md),
-summary. A section module has `section(report, console) -> None` and prints nothing when it has
-nothing to say.
+Order (NOTE [the first screen] in top.py): the run (`opscan run` only: its answer leads), the
+verdict, the top port tasks, what was not checked and the caveats' count; then the details: models
+found (when none was configured), every port task with its sites, findings by file, ops and their
+coverage, torch.compile (docs/compile.md), the caveats in full, the summary. A section module has
+`section(report, console) -> None` and prints nothing when it has nothing to say.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from rich.console import Console
 
 from opscan.records import Report
 
-SECTIONS = ("run", "verdict", "models", "tasks", "findings", "ops", "compile", "summary")
+SECTIONS = ("run", "verdict", "top", "gaps", "models", "tasks", "findings", "ops", "compile", "caveats", "summary")
 
 
 PIPED_WIDTH = 120   # NOTE [piped output]

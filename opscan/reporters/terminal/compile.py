@@ -7,10 +7,7 @@ from rich.console import Console
 from rich.text import Text
 
 from opscan.records import NoKernel, Report, Severity
-
-
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}{'s' * (count != 1)}"
+from opscan.reporters.words import plural as _n
 
 
 def section(report: Report, console: Console) -> None:
@@ -61,3 +58,4 @@ def section(report: Report, console: Console) -> None:
             total = ", ".join(f"{sec:g} s for {what}" for what, sec in estimate.seconds)
             console.print(Text(f"compile time, assumed {estimate.seconds_per_signature:g} s per signature "
                                f"([tool.opscan.cost]; not measured): {total}", style="dim"))
+    console.print()

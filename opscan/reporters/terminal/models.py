@@ -20,17 +20,12 @@ def section(report: Report, console: Console) -> None:
     if found is None:
         return
     traced = {t.target for t in report.traces if t.ops or t.complete}   # a model never built is not traced
-    for target in found.traced:
-        if target in traced:
-            console.print(Text(f"Model: {target} (PATH is a model: traced with no configuration)", style="bold"))
-        else:
-            console.print(Text(f"Model not traced: {target} (PATH is a model; it could not be built: "
-                               "the reason is above)", style="bold yellow"))
-    for cand in found.refused:
-        console.print(Text(f"Model not traced: {cand.target}", style="bold yellow"))
-        console.print(Text(f"  {cand.note}", style="dim"))
-    if found.traced or found.refused:
+    shown = [t for t in found.traced if t in traced]   # one not built, or refused, is said once: gaps.py
+    for target in shown:
+        console.print(Text(f"Model: {target} (found by opscan, traced with no configuration)", style="bold"))
+    if shown:
         console.print()
+    if found.traced or found.refused:
         return
     hint = found.factory_hint
     blocks = dict(zip(found.candidates, found.config_blocks))
@@ -38,7 +33,7 @@ def section(report: Report, console: Console) -> None:
     other = [c for c in found.candidates if not c.ready]
     if not found.candidates:
         console.print(Text("No model found to trace (no model factory, nn.Module class, model folder or "
-                           ".pt2 file), so the ops were not checked. To check them, " + hint,
+                           ".pt2 file). To check the ops, " + hint,
                            style="yellow"))
         console.print()
         return

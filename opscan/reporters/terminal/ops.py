@@ -6,10 +6,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opscan.records import STATUS, Coverage, OpStatus, OpUsage, Report, containment_line, status_of
+from opscan.records import STATUS, Coverage, OpStatus, OpUsage, Report, joined_stop, status_of
+from opscan.reporters.texts import containment_line
 from opscan.reporters.json import merge_ops
 from opscan.reporters.tasklist import size
 from opscan.reporters.terminal.location import budget, fit
+from opscan.reporters.terminal.verdict import hanging
+from opscan.reporters.words import plural
 
 _PHASE_SHORT = {"forward": "fwd", "loss": "loss", "backward": "bwd", "optimizer": "opt"}
 WIDE = 150   # from this console width on, the first source gets its own column
@@ -40,16 +43,19 @@ def section(report: Report, console: Console) -> None:
     for trace in traces:
         dispatches = sum(u.count for u in trace.ops)
         head = Text(f"  {trace.target}  ", style="bold")
-        head.append(f"{trace.mode} on {trace.device}: {len(trace.ops)} ops, {dispatches} dispatches",
+        head.append(f"{trace.mode} on {trace.device}: {plural(len(trace.ops), 'op')}, "
+                    f"{plural(dispatches, 'dispatch', 'dispatches')}",
                     style="")
         if trace.seconds:
-            head.append(f", {trace.seconds:.1f} s", style="dim")
+            head.append(f", {trace.seconds:.1f}s", style="dim")   # one word: never wrapped apart from its unit
         console.print(head)
         if trace.built_by:
             console.print(Text(f"  {trace.built_by}", style="dim"))
         if not trace.complete:
-            console.print(Text(f"  ! trace stopped early (ops below are those seen until then): "
-                               f"{trace.stopped_at}", style="bold yellow"))
+            why = ("why: under the verdict" if report.verdict is not None
+                   else joined_stop(trace.stopped_at, trace.stop_hint))   # said once
+            console.print(Text(f"  ! the trace stopped early: the ops below are those seen until then ({why})",
+                               style="bold yellow"))
         if trace.retried:
             console.print(Text(f"  ~ traced with {trace.retried}", style="yellow"))
         for op in trace.supplied_fakes:
@@ -73,11 +79,11 @@ def section(report: Report, console: Console) -> None:
     table.add_column("phases", no_wrap=True)
     if show_modes:
         table.add_column("modes", no_wrap=True)
-    table.add_column("dtypes", overflow="fold", max_width=16)
+    table.add_column("dtypes", no_wrap=True)   # packed into lines of whole names (packed)
     if coverage:
         table.add_column("status", no_wrap=True)
     if wide:
-        table.add_column("first source", overflow="fold")
+        table.add_column("first source", overflow="ellipsis")   # fitted to its room: NOTE [whole locations]
     notes = _evidence_notes(merged, coverage)
     # the first source fits its column whole (NOTE [whole locations] in location.py)
     width = budget(console, _WIDE_OTHER if wide else _NARROW_OTHER)
@@ -94,7 +100,7 @@ def section(report: Report, console: Console) -> None:
     console.print(table)
     if coverage:
         for text, number in notes.items():
-            console.print(Text(f"  [{number}] {text}", style="dim"))
+            hanging(console, f"  [{number}] ", text, "dim")
     scaled = [f for f in report.fallbacks if f.scaled_by]
     if scaled:   # NOTE [fallback scaling] in opscan/assess/assessment.py
         how = "; ".join(sorted({f.scaled_by for f in scaled}))
@@ -104,11 +110,26 @@ def section(report: Report, console: Console) -> None:
     if report.release_notes:   # release facts about traced ops that are no known failure (never the verdict)
         console.print(Text("release notes on traced ops:", style="bold"))
         for note in report.release_notes:
-            console.print(Text(f"  {note.packet} ({VIA[note.via]} {', '.join(note.ops)}): {note.text}", style="dim"))
+            hanging(console, "  ", f"{note.packet} ({VIA[note.via]} {', '.join(note.ops)}): {note.text}", "dim")
     console.print()
 
 
 VIA = {"op": "traced:", "overload": "traced as", "part": "decomposed, its parts traced:"}
+
+
+DTYPES_WIDTH = 16   # the dtypes column: names packed into lines of at most this many characters
+
+
+def packed(words: list[str], width: int, sep: str = ",") -> str:
+    """`words` joined by `sep` into lines of at most `width` characters, a line break only between
+    two words (NOTE [whole words]: rich folds a word longer than its column mid-word)."""
+    lines: list[str] = []
+    for word in words:
+        if lines and len(lines[-1]) + len(sep) + len(word) <= width:
+            lines[-1] += sep + word
+        else:
+            lines.append(word)
+    return (sep + "\n").join(lines)
 
 
 def _evidence_notes(merged, coverage: dict[str, Coverage]) -> dict[str, int]:
@@ -130,7 +151,8 @@ def _op_width(console: Console, merged, coverage: dict, show_modes: bool, costs:
         + (14 if costs else 0)   # " 1.2 KiB/step*" after a fallback's status
     others = [max([5] + [len(str(u.count)) for u, _ in merged]),
               max([6] + [len(",".join(_PHASE_SHORT.get(p, p) for p in u.phases)) for u, _ in merged]),
-              min(16, max([6] + [len(",".join(d.replace("torch.", "") for d in u.dtypes)) for u, _ in merged]))]
+              max([6] + [len(line) for u, _ in merged
+                         for line in packed([d.replace("torch.", "") for d in u.dtypes], DTYPES_WIDTH).split("\n")])]
     if show_modes:
         others.append(5)
     if coverage:
@@ -162,13 +184,17 @@ def _row(usage: OpUsage, cov: Coverage | None, show_modes: bool, with_status: bo
     if usage.custom:
         name.append(" [custom]", style="magenta")
     phases = ",".join(_PHASE_SHORT.get(p, p) for p in usage.phases)
-    dtypes = ",".join(d.replace("torch.", "") for d in usage.dtypes)
+    dtypes = packed([d.replace("torch.", "") for d in usage.dtypes], DTYPES_WIDTH)
     source = ""
-    if usage.sources:
+    if usage.sources:   # on one line: the module only where it fits beside the place
         first = usage.sources[0]
-        source = fit(first.path, f":{first.line}", width) + (f" ({first.module})" if first.module else "")
-        if len(usage.sources) > 1:
-            source += f"  +{len(usage.sources) - 1} more"
+        others = len(usage.sources) - 1
+        for more in ((f"  +{others} more", f" +{others}") if others else ("",)):   # the short form if need be
+            source = fit(first.path, f":{first.line}", width - len(more))
+            if len(source + more) <= width:
+                break
+        module = f" ({first.module})" if first.module else ""
+        source += (module if len(source + module + more) <= width else "") + more
     row = [name, str(usage.count), phases]
     if show_modes:
         only = len(usage.modes) == 1

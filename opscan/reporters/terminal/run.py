@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from opscan.records import ModelTrace, Report, status_of
+from opscan.records import ModelTrace, Report, joined_stop, status_of
 
 
 def runs(report: Report) -> list[ModelTrace]:
@@ -38,10 +38,12 @@ def section(report: Report, console: Console) -> None:
         name = trace.target.removeprefix("script:")
         steps = f"{trace.steps} optimizer step{'s' if trace.steps != 1 else ''}"
         ended = f"{steps} run" if trace.complete else f"stopped early after {steps}"
-        head = Text(f"Run of {name} on {trace.device}: {ended}", style="bold" if trace.complete else "bold yellow")
+        said = not trace.complete and report.verdict is not None   # why: under the verdict, said once
+        head = Text(f"Run of {name} on {trace.device}: {ended}" + (" (why: under the verdict)" if said else ""),
+                    style="bold" if trace.complete else "bold yellow")
         console.print(head)
-        if not trace.complete:
-            console.print(Text(f"  stopped: {trace.stopped_at}", style="yellow"))
+        if not trace.complete and not said:
+            console.print(Text(f"  stopped: {joined_stop(trace.stopped_at, trace.stop_hint)}", style="yellow"))
         counts = where_ops_run(trace, report)
         parts = [f"{counts['device']} on the device", f"{counts['fallback']} may fall back to the CPU",
                  f"{counts['unknown']} unknown"] + ([f"{counts['rejected']} rejected"] if counts["rejected"] else [])

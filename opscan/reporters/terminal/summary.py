@@ -9,6 +9,9 @@ from rich.table import Table
 from rich.text import Text
 
 from opscan.records import CATEGORIES, SEVERITIES, Report
+from opscan.reporters.terminal.verdict import hanging
+from opscan.reporters.texts import blockers_words
+from opscan.reporters.words import plural
 
 
 def section(report: Report, console: Console) -> None:
@@ -16,27 +19,26 @@ def section(report: Report, console: Console) -> None:
     files (a trace alone) prints only its notes."""
     if not report.files_scanned and not report.findings:
         for note in report.notes:
-            console.print(Text(f"note: {note}", style="dim"))
+            hanging(console, "note: ", note, "dim")
         return
     counts = Counter((f.category, f.severity) for f in report.findings)
     guarded = sum(1 for f in report.findings if f.guarded)
     known = report.baseline.known if report.baseline is not None else None
     new = "new " if known is not None else ""
     head = Text("Summary", style="bold")
-    head.append(f" — {report.files_scanned} file{'s' if report.files_scanned != 1 else ''} scanned, "
-                f"{len(report.findings)} {new}finding{'s' if len(report.findings) != 1 else ''}", style="")
+    head.append(f" — {plural(report.files_scanned, 'file')} scanned, {plural(len(report.findings), new + 'finding')}",
+                style="")
     if known is not None:
         head.append(f", {known} known (hidden by the baseline)", style="")
     if guarded:
         head.append(f" ({guarded} guarded)", style="dim")
     blockers = report.blockers   # the verdict's and the gate's count (NOTE [blockers] in opscan/assess/verdict.py)
     if blockers.count:   # with the headline's words, so the two read as one count
-        head.append(f"; {blockers.count} blocker{'s' * (blockers.count != 1)} ({blockers.describe()})",
+        head.append(f"; {plural(blockers.count, 'blocker')} ({blockers_words(blockers)})",
                     style="bold red")
     if report.tasks:   # the same count as the task list (NOTE [sites] in opscan/assess/verdict.py)
         sites = report.sites
-        head.append(f"; {sites} site{'s' * (sites != 1)} in {len(report.tasks)} port "
-                    f"task{'s' * (len(report.tasks) != 1)}", style="")
+        head.append(f"; {plural(sites, 'site')} in {plural(len(report.tasks), 'port task')}", style="")
     console.print(head)
     if report.findings:
         table = Table(show_edge=False, pad_edge=False, expand=False, box=None)
@@ -54,7 +56,7 @@ def section(report: Report, console: Console) -> None:
     else:
         console.print(Text("No CUDA pins found.", style="green"))
     for note in report.notes:
-        console.print(Text(f"note: {note}", style="dim"))
+        hanging(console, "note: ", note, "dim")
     fixable = report.fixable
     if fixable:   # last, as ruff ends with its fixable count (docs/fix.md)
         console.print(Text(f"{fixable} fixable with `opscan fix`", style="green"))

@@ -1,4 +1,5 @@
-"""Terminal section: the port-task list as one compact table, with the total in engineer-days."""
+"""Terminal section: every port task with its effort range and its sites, in the details (the top
+tasks lead the report: top.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from rich.text import Text
 from opscan.records import Report
 from opscan.reporters.tasklist import PRIORITY, sites_by_file, task_effort, total
 from opscan.reporters.terminal.location import budget, fit
-
-_PRIORITY_STYLE = {1: "red", 2: "yellow", 3: "green"}
+from opscan.reporters.terminal.top import PRIORITY_STYLE, longest_word
+from opscan.reporters.words import plural
 
 
 # Columns of a task row besides the task text: number, priority, effort and the table's rules.
@@ -29,7 +30,7 @@ def _where(report: Report, index: int, width: int) -> str:
         suffix = next((s for s in suffixes if len(path.rpartition("/")[2] + s) <= width), suffixes[-1])
         shown.append(fit(path, suffix, width))
     if len(files) > 2:
-        shown.append(f"(+{len(files) - 2} files)")
+        shown.append(f"(+{plural(len(files) - 2, 'file')})")
     return "\n".join(shown)
 
 
@@ -37,10 +38,10 @@ def section(report: Report, console: Console) -> None:
     """Print the task table; nothing when there are no tasks."""
     if not report.tasks:
         return
-    table = Table(title=Text(f"Port tasks — {total(report)}", style="bold"),
+    table = Table(title=Text(f"Port tasks and their sites — {total(report)}", style="bold"),
                   title_justify="left", show_edge=False, pad_edge=False, expand=False)
     table.add_column("#", justify="right", style="dim")
-    table.add_column("task", overflow="fold", ratio=1)
+    table.add_column("task", overflow="fold", ratio=1, min_width=longest_word(report, console))   # NOTE [whole words]
     table.add_column("priority", no_wrap=True)
     table.add_column("effort (range)", justify="right", no_wrap=True)
     for i, task in enumerate(report.tasks):
@@ -49,7 +50,7 @@ def section(report: Report, console: Console) -> None:
         if where:
             body.append(f"\n{where}", style="dim")
         table.add_row(str(i + 1), body,
-                      Text(PRIORITY.get(task.priority, "?"), style=_PRIORITY_STYLE.get(task.priority, "")),
+                      Text(PRIORITY.get(task.priority, "?"), style=PRIORITY_STYLE.get(task.priority, "")),
                       task_effort(task, report.hours_per_day))
     console.print(table)
     console.print(Text("  details: --format markdown (every site, why, sources), --format dot (graph)",

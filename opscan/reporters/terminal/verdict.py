@@ -1,4 +1,4 @@
-"""Terminal section: the verdict line, first thing on screen, with its caveats (read from the report)."""
+"""Terminal section: the verdict line, first thing on screen (its caveats are folded: caveats.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from rich.text import Text
 
 from opscan.records import Report
 from opscan.reporters.tasklist import total
+from opscan.reporters.words import plural
 
 # Only "ready" is green: "likely" (unverified evidence) and "unchecked" (half not checked) are cautions.
 STYLE = {"blocked": ("bold red", "✗"), "unknown": ("bold yellow", "?"), "fallback": ("bold yellow", "!"),
@@ -15,32 +16,16 @@ STYLE = {"blocked": ("bold red", "✗"), "unknown": ("bold yellow", "?"), "fallb
 
 
 def section(report: Report, console: Console) -> None:
-    """Print the verdict and the caveats under it."""
+    """Print the verdict's headline (what was not checked and the caveats follow the top tasks)."""
     judged = report.verdict
     if judged is None:   # a hand-built report without a verdict
         return
     style, mark = STYLE[judged.kind]
-    _hanging(console, f"{mark} ", judged.headline, style)
-    if judged.step is not None:   # NOTE [the step answered for]
-        _hanging(console, "  · ", f"step: {judged.step.text}", "dim")
-    if judged.ops_checked:
-        _hanging(console, "  · ", f"ops checked against {report.backend or 'an unknown backend release'}", "dim")
-    for detail in judged.details:
-        _hanging(console, "  · ", detail, "dim")
-    if report.baseline is not None:
-        stale = len(report.baseline.stale)
-        if stale:
-            console.print(Text(f"  · baseline {report.baseline.path}: {stale} stale entr{'y' if stale == 1 else 'ies'}",
-                               style="dim"), soft_wrap=True)
-        for entry in report.baseline.stale[:10]:
-            console.print(Text(f"      stale: {entry}", style="dim"), soft_wrap=True)
-        if stale > 10:
-            console.print(Text(f"      … and {stale - 10} more (run `opscan baseline` to refresh)", style="dim"),
-                          soft_wrap=True)
+    hanging(console, f"{mark} ", judged.headline, style)
     console.print()
 
 
-def _hanging(console: Console, mark: str, text: str, style: str) -> None:
+def hanging(console: Console, mark: str, text: str, style: str) -> None:
     """`mark text`, wrapped at spaces to the console width under the text's first column (so a
     `path:line` in it stays whole: NOTE [whole locations] in location.py)."""
     grid = Table.grid()
@@ -56,6 +41,7 @@ def recap(report: Report, console: Console) -> None:
     if judged is None:
         return
     style, mark = STYLE[judged.kind]
-    text = judged.headline + (f" — {len(report.tasks)} port task(s), {total(report)}" if report.tasks else "")
+    tasks = len(report.tasks)
+    text = judged.headline + (f" — {plural(tasks, 'port task')}, {total(report)}" if tasks else "")
     console.rule(style="dim")
-    _hanging(console, f"{mark} ", text, style)
+    hanging(console, f"{mark} ", text, style)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from opscan.scan.context import FileContext, Hit, lines_text
+from opscan.records import Category
 
 GUARD_SUFFIX = "#guards-cuda-only"
 
@@ -37,9 +38,10 @@ def _cuda_only(hit: Hit) -> bool:
     """Whether a hit is work that only CUDA can do: a kernel, a CUDA-only library, a CUDA setting, or
     a CUDA API that has no device-agnostic replacement opscan can apply (its rule's `autofix`)."""
     rule = hit.rule
-    if rule.category in ("custom-kernel", "cuda-only-lib"):
+    if rule.category in (Category.CUSTOM_KERNEL, Category.CUDA_ONLY_LIB):
         return True
-    if rule.category != "cuda-api" or hit.name.endswith((".is_available", ".is_initialized", ".device_count")):
+    if rule.category is not Category.CUDA_API or \
+            hit.name.endswith((".is_available", ".is_initialized", ".device_count")):
         return False
     # a CUDA API is device-agnostic work when its rule's automatic fix rewrites it to an equivalent
     return rule.autofix is None or rule.autofix.safety != "safe" or not rule.autofix.covers(hit.name)

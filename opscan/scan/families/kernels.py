@@ -7,7 +7,7 @@ import ast
 import re
 from dataclasses import replace
 
-from opscan.records import TaskKind
+from opscan.records import TaskKind, Category
 from opscan.scan.context import IDENT, FileContext, kernel_name
 from opscan.scan.families import natives
 from opscan.scan.matchers import NamePatterns, pattern_token
@@ -280,7 +280,7 @@ def _wraps(ctx: FileContext, fn: ast.AST) -> Rule | None:
             name = ctx.resolve(node)
         if name:
             for pats, rule, _ in ctx.c.names:
-                if rule.category == "custom-kernel" and pats.matches(name):
+                if rule.category is Category.CUSTOM_KERNEL and pats.matches(name):
                     return rule
     return None
 

@@ -17,7 +17,7 @@ from opscan.scan.rules import Rule
 #     ever given to a function of a loaded library: the receiver (`lib`) is one, wherever it came
 #     from, and each declaration and each bare probe (`lib.cadam32bit_grad_fp32`, a statement that
 #     raises when the library lacks it) is a site (not for Windows' own DLLs: `ctypes.WinDLL(...)`);
-#   - across files (as the wrappers, engine.py NOTE [wrappers across files]): a file exports its
+#   - across files (as the wrappers, wrappers.py NOTE [wrappers across files]): a file exports its
 #     module-level names bound to a native library (`lib`, "pkg.mod.lib=OPS310@") and the attributes
 #     its classes set to one (`self.lib = ct.cdll.LoadLibrary(...)` in `class CUDASetup`,
 #     "pkg.mod.CUDASetup=OPS310@lib"); a file importing them binds the name, or follows the class

@@ -2,7 +2,7 @@
 
 NOTE [training command ranking]
 Every command read (opscan/targets/entry/sources.py: README and docs shell blocks, shell scripts,
-Makefile recipes, [project.scripts]; and scripts that step an optimizer under `__main__`) is kept
+Makefile recipes, [project.scripts]; and scripts that train when run) is kept
 only when it launches Python code of the project (`python SCRIPT`, `python -m MODULE`, `torchrun`,
 `accelerate launch`, a console script of [project.scripts]) whose file exists, from the folder the
 text runs it in (else from the folder of the file it was read in), and when that code trains
@@ -10,8 +10,8 @@ text runs it in (else from the folder of the file it was read in), and when that
 1. the evidence that it trains: it steps an optimizer (in the script, or a project module it
    imports) > a library's trainer runs its loop > only its name says training;
 2. where it was read: README > docs > shell script > Makefile > [project.scripts] > a script that
-   steps an optimizer under `__main__` with no command written anywhere (the authors' written
-   command carries their arguments and configs);
+   trains when run with no command written anywhere (NOTE [scripts that train when run]; the
+   authors' written command carries their arguments and configs);
 3. the order of reading (the walk is breadth first and sorted: the same on every machine).
 The same command (same words, same folder) read twice is kept once, at its best place. `--entry`
 (or `entry` in [tool.opscan]) is not ranked: it is the one run, the others are listed.
@@ -22,11 +22,11 @@ from __future__ import annotations
 import shlex
 from pathlib import PurePosixPath
 
-from opscan.records import TrainingEntry
+from opscan.records import TrainingEntry, EntryKind
 from opscan.targets.entry import sources, training
 from opscan.targets.entry.shell_words import Simple
 
-SOURCE_ORDER = ("given", "readme", "docs", "shell-script", "makefile", "project-script", "main-step")
+SOURCE_ORDER = tuple(EntryKind)   # given, readme, docs, shell-script, makefile, project-script, main-step
 MAX_ENTRIES = 12
 MAX_MAIN_SCRIPTS = 400
 
@@ -44,13 +44,13 @@ def find_entries(index) -> tuple[TrainingEntry, ...]:
             ranked.append((_key(entry[1], item.kind, order), entry[0]))
             written.add(entry[2])
     for order, (name, (_, line)) in enumerate(sorted(scripts.items()), len(found)):
-        entry = _entry(index, Simple((name,), "", line), "project-script", "pyproject.toml", "", scripts)
+        entry = _entry(index, Simple((name,), "", line), EntryKind.PROJECT_SCRIPT, "pyproject.toml", "", scripts)
         if entry is not None:
-            ranked.append((_key(entry[1], "project-script", order), entry[0]))
+            ranked.append((_key(entry[1], EntryKind.PROJECT_SCRIPT, order), entry[0]))
             written.add(entry[2])
-    for order, item in enumerate(_main_steps(index), len(found) + len(scripts)):
+    for order, (score, item) in enumerate(_main_steps(index), len(found) + len(scripts)):
         if item.path not in written:
-            ranked.append((_key(3, "main-step", order), item))
+            ranked.append((_key(score, EntryKind.MAIN_STEP, order), item))
     out: list[TrainingEntry] = []
     for _, entry in sorted(ranked, key=lambda pair: pair[0]):
         key = (entry.command, entry.cwd)
@@ -62,7 +62,8 @@ def find_entries(index) -> tuple[TrainingEntry, ...]:
 
 def given_entry(command: str) -> TrainingEntry:
     """The command of `--entry` (or `entry` in the configuration), as given."""
-    return TrainingEntry(command=command.strip(), kind="given", why="given (--entry or `entry` in [tool.opscan])")
+    return TrainingEntry(command=command.strip(), kind=EntryKind.GIVEN,
+                         why="given (--entry or `entry` in [tool.opscan])")
 
 
 def _key(score: int, kind: str, order: int) -> tuple:
@@ -116,7 +117,7 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
                     where = other
                     break
     named = training.named_for_training(name) or training.named_for_training(rel) or \
-        (kind == "makefile" and training.named_for_training(context))
+        (kind == EntryKind.MAKEFILE and training.named_for_training(context))
     if proof.steps:
         score, why = 3, f"steps an optimizer ({where}:{proof.steps})"
     elif proof.trainer:
@@ -136,8 +137,10 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
                          entry_point=entry_point), score, rel
 
 
-_READ = {"readme": "README shell block", "docs": "shell block of", "shell-script": "shell script",
-         "makefile": "Makefile recipe", "project-script": "[project.scripts] of", "main-step": "script"}
+_READ = {EntryKind.README: "README shell block", EntryKind.DOCS: "shell block of",
+         EntryKind.SHELL_SCRIPT: "shell script", EntryKind.MAKEFILE: "Makefile recipe",
+         EntryKind.PROJECT_SCRIPT: "[project.scripts] of",
+         EntryKind.MAIN_STEP: "script"}
 
 
 def _launched(words: list[str]) -> tuple[str, bool] | None:
@@ -196,9 +199,22 @@ def _imported_file(index, importer: str, module: str, level: int) -> str | None:
     return _module_file(index, module, "" if folder == "." else folder)
 
 
-def _main_steps(index) -> list[TrainingEntry]:
-    """Scripts that step an optimizer and run under `if __name__ == "__main__":` (kind main-step)."""
-    out: list[TrainingEntry] = []
+# NOTE [scripts that train when run]
+# With no command written anywhere, a script is a training command (kind main-step) when running it
+# trains: the code that runs when the file is run (its module-level statements, its `__main__` block,
+# and the functions of the file they name, followed through: training.top_level_references) reaches
+# an optimizer's step or a trainer's loop (NOTE [what trains]), in the file itself or, one level
+# down as for written commands, in a project module it imports and names there (`from train_epoch
+# import train_epoch` then `train_epoch(...)` in a module-level loop; `mp.Process(target=train)`).
+# A `__main__` block and a step anywhere in the file counts as before. Research code often trains
+# at module level through a helper of its own, or inside a function the file calls at its end; a
+# library module with a step but nothing that runs it is still no command.
+
+
+def _main_steps(index) -> list[tuple[int, TrainingEntry]]:
+    """Scripts that train when run (NOTE [scripts that train when run]), with their evidence score
+    (3 steps, 2 a trainer's loop), kind main-step."""
+    out: list[tuple[int, TrainingEntry]] = []
     for count, path in enumerate(index.paths(lambda p: p.suffix == ".py"), 1):
         if count > MAX_MAIN_SCRIPTS:
             break
@@ -206,23 +222,64 @@ def _main_steps(index) -> list[TrainingEntry]:
         parts = PurePosixPath(rel).parts
         name = parts[-1]
         if any(p in ("tests", "test", "docs") for p in parts[:-1]) or name.startswith("test_") or \
-                name.endswith("_test.py") or name in ("setup.py", "conftest.py", "hubconf.py"):
+                name.endswith("_test.py") or name in ("setup.py", "conftest.py", "hubconf.py", "__init__.py"):
             continue
-        if not index.mentions(rel, b".step("):
+        if not (index.mentions(rel, b".step(") or index.mentions(rel, b".train(") or index.mentions(rel, b".fit(")
+                or index.mentions(rel, b"import")):
             continue
         tree = index.tree(rel, max_bytes=2_000_000)
         if tree is None:
             continue
-        main = training.is_main_script(tree)
-        proof = training.evidence(tree)
-        if not proof.steps or (training.named_for_other_job(name) and not training.named_for_training(name)):
+        found = _trains_when_run(index, rel, tree)
+        if found is None:
             continue
-        if main:
-            out.append(TrainingEntry(command=shlex.join(["python", rel]), kind="main-step", path=rel, line=main,
-                                     why=f"script {rel}:{main} runs under __main__; steps an optimizer "
-                                         f"({rel}:{proof.steps})"))
-        elif training.at_top_level(tree, proof.steps):
-            out.append(TrainingEntry(command=shlex.join(["python", rel]), kind="main-step", path=rel,
-                                     line=proof.steps, why=f"script {rel} steps an optimizer at its top level "
-                                                           f"({rel}:{proof.steps})"))
+        score, where, line, how = found
+        if training.named_for_other_job(name) and not (score == 3 and where == rel):
+            continue
+        what = f"steps an optimizer ({where}:{line})" if score == 3 else f"a trainer runs its loop ({where}:{line})"
+        main = training.is_main_script(tree)
+        out.append((score, TrainingEntry(command=shlex.join(["python", rel]), kind=EntryKind.MAIN_STEP, path=rel,
+                                         line=main or line if where == rel else main or 1,
+                                         why=f"script {rel}{how}; {what}")))
     return out
+
+
+def _trains_when_run(index, rel: str, tree) -> tuple[int, str, int, str] | None:
+    """(score, file, line, how it is reached) when running `rel` trains, else None."""
+    main = training.is_main_script(tree)
+    reached = training.top_level_references(tree)
+    proof = training.evidence(tree)
+    for line, score in ((proof.steps, 3), (proof.trainer, 2)):
+        if not line:
+            continue
+        function = training.function_of(tree, line)
+        if main:
+            return score, rel, line, f":{main} runs under __main__"
+        if training.at_top_level(tree, line):
+            return score, rel, line, " trains at its top level"
+        if function and function in reached:
+            return score, rel, line, f" calls {function}() when run"
+    for module, level, name, local in training.imported_names(tree):
+        if local not in reached:
+            continue
+        other = _imported_file(index, rel, module, level) if not name else None
+        if name:   # `from m import f`: f of the module m, or the module m.f of a package
+            other = _imported_file(index, rel, f"{module}.{name}" if module else name, level)
+            if other is None:
+                other = _imported_file(index, rel, module, level)
+            else:
+                name = ""
+        if other is None or other == rel:
+            continue
+        other_tree = index.tree(other, max_bytes=2_000_000)
+        if other_tree is None:
+            continue
+        theirs = training.evidence(other_tree)
+        for line, score in ((theirs.steps, 3), (theirs.trainer, 2)):
+            if not line:
+                continue
+            function = training.function_of(other_tree, line)
+            called = bool(function) and (function == name if name else f"{local}.{function}" in reached)
+            if called or training.at_top_level(other_tree, line):   # the file runs it, or the import does
+                return score, other, line, f" runs {function or 'the module'} of {other} when run"
+    return None

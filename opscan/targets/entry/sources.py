@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from opscan.targets.entry.shell_words import Shell, Simple, commands
+from opscan.records import EntryKind
 
 SHELL_LANGUAGES = frozenset({"", "sh", "bash", "shell", "console", "zsh", "shell-session", "bash-session",
                              "shellsession", "text", "none", "cmd"})
@@ -47,7 +48,8 @@ def documents(index) -> list[Found]:
         text = index.text(rel, max_bytes=2_000_000)
         if text is None:
             continue
-        kind = "readme" if PurePosixPath(rel).name.lower().startswith("readme") and "/" not in rel else "docs"
+        kind = EntryKind.README if PurePosixPath(rel).name.lower().startswith("readme") and "/" not in rel \
+            else EntryKind.DOCS
         for first, block, console in _blocks(text, rel.lower().endswith(".rst")):
             if console:   # a console session: only the prompted lines (and their continuations) are commands
                 block = _prompted_lines(block)
@@ -66,7 +68,7 @@ def shell_scripts(index) -> list[Found]:
         if text is None:
             continue
         folder = str(PurePosixPath(rel).parent)
-        out.extend(Found(simple, "shell-script", rel, base="" if folder == "." else folder)
+        out.extend(Found(simple, EntryKind.SHELL_SCRIPT, rel, base="" if folder == "." else folder)
                    for simple in commands(text, Shell()))   # run from the root, as READMEs say (`bash scripts/x.sh`)
     return out
 
@@ -90,7 +92,7 @@ def makefiles(index) -> list[Found]:
                               lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), raw.strip())
                 line = line.lstrip("@-+ ")
                 shell = Shell(variables=dict(variables), cwd="" if folder == "." else folder)
-                out.extend(Found(simple, "makefile", rel, target) for simple in commands(line, shell, number))
+                out.extend(Found(simple, EntryKind.MAKEFILE, rel, target) for simple in commands(line, shell, number))
                 continue
             assign = re.match(r"^([A-Za-z_]\w*)\s*(::=|:=|\?=|=)\s*(.*)$", raw)
             if assign:

@@ -108,6 +108,57 @@ def at_top_level(tree: ast.Module, line: int) -> bool:
     return False
 
 
+def top_level_references(tree: ast.Module) -> set[str]:
+    """The names the code that runs when the file is run refers to: its module-level statements that
+    do work (`_runs`; the `__main__` block included) and, followed through, the bodies of the module's
+    functions they name (NOTE [scripts that train when run] in ranking.py). `f(...)`,
+    `mp.Process(target=f)` and `m.f(...)` (as `m` and `m.f`) all count: a name handed on is as good as
+    a call."""
+    functions = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    seen: set[str] = set()
+    queue: list[ast.AST] = [node for node in tree.body if _runs(node)]
+    while queue:
+        for node in ast.walk(queue.pop()):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                seen.add(f"{node.value.id}.{node.attr}")   # `m.f` of an imported module `m`
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in seen:
+                seen.add(node.id)
+                if node.id in functions:
+                    queue.append(functions[node.id])
+    return seen
+
+
+def _runs(node: ast.stmt) -> bool:
+    """A module-level statement that does work when the file runs: a call, a loop, a `with`, an `if`
+    (the `__main__` block), a `try`, or an assignment of a call's result; not a definition, an import
+    or a table of names (`TRAINERS = {"a": Trainer}` names a trainer without running it)."""
+    if isinstance(node, (ast.Expr, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.If, ast.Try)):
+        return True
+    return isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and isinstance(node.value, ast.Call)
+
+
+def function_of(tree: ast.Module, line: int) -> str:
+    """The name of the module-level function whose body holds `line` ("" when none does)."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.lineno <= line <= (node.end_lineno or node.lineno):
+            return node.name
+    return ""
+
+
+def imported_names(tree: ast.Module) -> list[tuple[str, int, str, str]]:
+    """(dotted module, level, name imported, local name) of each module-level import: `from m import f
+    as g` gives (m, 0, f, g); `import a.b as c` gives (a.b, 0, "", c); `import a` gives (a, 0, "", a)
+    (a dotted `import a.b` without `as` binds `a`, not the module: left out)."""
+    out: list[tuple[str, int, str, str]] = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            out.extend((a.name, 0, "", a.asname or a.name) for a in node.names if a.asname or "." not in a.name)
+        elif isinstance(node, ast.ImportFrom):
+            out.extend((node.module or "", node.level, a.name, a.asname or a.name) for a in node.names if a.name != "*")
+    return out
+
+
 def imported_modules(tree: ast.Module) -> list[tuple[str, int]]:
     """(dotted module, level) of each import of the file, in order (for one level of following)."""
     out: list[tuple[str, int]] = []

@@ -222,7 +222,7 @@ def _blamed(reads: list[Read]) -> Fill | None:
 
 def _stop(trace: ModelTrace) -> str:
     """Where a step stopped (op, source line, exception), without the hint: what a fill must change."""
-    return trace.stop
+    return trace.stopped_at
 
 
 def _config(folder: Path):

@@ -47,6 +47,7 @@ from opscan.trace import (
     lazy,
     logs,
 )
+from opscan.trace import forecast as compile_forecast
 from opscan.trace import numbers, signatures
 from opscan.trace.run import (
     checkpoints,
@@ -112,14 +113,14 @@ class ScriptRecorder(Recorder):
         super()._record(name, source, args, kwargs, out)
 
     def end_step(self, optimizer) -> None:
-        """An optimizer took a step: the compile signatures' segment ends (signatures.steps_of)."""
+        """An optimizer took a step: the compile signatures' segment ends (forecast.py `steps_of`)."""
         self.compile_log.close(id(optimizer))
         if self.host is not None:
             self.host.compile_log.close(id(optimizer))
 
     def forecast(self, stopped_by_steps: bool):
         """The run's CompileForecast (the partial step it stopped in left out)."""
-        return signatures.forecast(self.compile_log, self.host.compile_log if self.host is not None else None,
+        return compile_forecast.forecast(self.compile_log, self.host.compile_log if self.host is not None else None,
                                    drop_rest=stopped_by_steps)
 
 
@@ -152,7 +153,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
     counter = _Steps(steps, recorder)
     standins = standing.StandIns(project_root, finder) if stand_ins else None
     started = time.perf_counter()
-    stopped, ended = "", "ran to its end"
+    stopped, hint, ended = "", "", "ran to its end"
     package = neuron_package.findable(requests.note) if device == "neuron" else contextlib.nullcontext()
     with logs.captured(), _as_main(script, argv, module, cwd), _environment(env or {}), \
             _distributed(nproc, device) as dist_note, \
@@ -176,7 +177,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         except Exception as exc:  # noqa: BLE001 - the script's failure ends the run, kept partial
             from opscan.trace.tracer import stopped_reason
 
-            stopped = stopped_reason(exc, recorder, finder, RUN_HINT)
+            stopped, hint = stopped_reason(exc, recorder, finder, RUN_HINT)
     label = _name(script, module, project_root)
     notes = [f"{label}: {ended if not stopped else 'stopped'}; {counter.describe()}"]
     notes.extend(f"{label}: {line}" for line in requests.lines())
@@ -187,6 +188,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
     trace = ModelTrace(
         target=f"script:{label}", mode=mode, device=device, ops=recorder.usages(mode),
         stand_ins=recorder.stand_in_list(), complete=not stopped, stopped_at=stopped,
+        stop_hint=hint,
         seconds=round(time.perf_counter() - started, 3), supplied_fakes=tuple(sorted(recorder.supplied)),
         host_ops=recorder.host.usages(mode) if recorder.host is not None else (), steps=counter.total,
         compile=recorder.forecast(ended != "ran to its end"),

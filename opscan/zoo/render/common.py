@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from opscan.records import OP_STATUSES, status_of
-from opscan.zoo.results import STOPS, VERDICT_ORDER, Row
+from opscan.records import OP_STATUSES, status_of, Target, TargetKind
+from opscan.zoo.results import STOPS, VERDICT_ORDER, Row, Stop
 from opscan.zoo.execution import ZooRun
+from opscan.containment.outcome import TraceStatus
 
 SHORT = {s.name: s.short for s in OP_STATUSES}   # one-letter status labels of the matrix (model.OpStatus)
 
@@ -52,16 +53,16 @@ def cost_basis(run: ZooRun) -> str:
     return "at the traced shapes"
 
 
-STOP_LABELS = {"transformers-bug": "transformers bug", "missing-package": "missing package",
-               "limit": "limit", "data-dependent": "data-dependent", "opscan": "opscan gap"}
+STOP_LABELS = {Stop.TRANSFORMERS_BUG: "transformers bug", Stop.MISSING_PACKAGE: "missing package",
+               Stop.LIMIT: "limit", Stop.DATA_DEPENDENT: "data-dependent", Stop.OPSCAN: "opscan gap"}
 
 
 def stop_counts(run: ZooRun) -> dict[str, int]:
     """Rows that are not ok, per stop class (opscan/zoo/results.py, NOTE [stop classes])."""
     counts = {s: 0 for s in STOPS}
     for row in run.rows:
-        if row.status != "ok":
-            stop = row.stop or "opscan"    # files written before stop classes existed
+        if row.status != TraceStatus.OK:
+            stop = row.stop or Stop.OPSCAN    # files written before stop classes existed
             counts[stop] = counts.get(stop, 0) + 1
     return counts
 
@@ -70,7 +71,7 @@ def headline(run: ZooRun) -> str:
     counts = verdict_counts(run)
     parts = ", ".join(f"{n} {verdict_label(v)}" for v, n in counts.items() if n)
     total = len(run.rows)
-    ok = sum(row.status == "ok" for row in run.rows)
+    ok = sum(row.status == TraceStatus.OK for row in run.rows)
     share = f"{100 * ok / total:.1f}%" if total else "-"
     stops = ", ".join(f"{n} {STOP_LABELS.get(s, s)}" for s, n in stop_counts(run).items() if n)
     return (f"{total} models against {run.meta.get('backend', '?')}: {parts}; "
@@ -80,7 +81,8 @@ def headline(run: ZooRun) -> str:
 def explain(row: Row) -> str:
     """The row's one-line explanation: its error, else the ops that keep it from being ready."""
     if row.error:
-        path = row.target[3:] if row.target.startswith("hf:") else ""
+        target = Target.of(row.target)
+        path = target.spec if target is not None and target.kind is TargetKind.HF else ""
         text = row.error.replace(f"{path}/config.json: ", "").replace(f"{path}/", "") if path else row.error
         return f"[{STOP_LABELS.get(row.stop, row.stop)}] {text}" if row.stop else text
     if row.blockers:

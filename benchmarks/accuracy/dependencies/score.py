@@ -1,0 +1,94 @@
+"""Scores opscan's dependency findings against labelled manifest lines (docs/dependencies.md, "Accuracy").
+
+A label row is a manifest line a port must change (file,line,reason), written by reading the
+manifest before opscan was run on it (LABELLING.md). A labelled line is found when opscan reports
+any finding of category `dependency` (or a CUDA-only-library finding) at that line. Every
+finding in a listed file on a line without a label is listed as extra; an error on a torch or
+companion specifier that admits a paired torch would be one of them (the goal: none).
+
+    python benchmarks/accuracy/dependencies/score.py fixtures     # tests/scan/manifests, labels_fixtures.csv
+    python benchmarks/accuracy/dependencies/score.py dev          # corpus/ (fetch.py), labels_dev.csv, files_dev.txt
+    python benchmarks/accuracy/dependencies/score.py heldout      # corpus/, labels_heldout.csv, files_heldout.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+sys.path.insert(0, str(ROOT))
+
+from opscan.config import Config  # noqa: E402
+from opscan.pipeline.phases import dependency_context  # noqa: E402
+from opscan.scan.tree import scan_paths  # noqa: E402
+
+SETS = {
+    "fixtures": (ROOT / "tests" / "scan" / "manifests", HERE / "labels_fixtures.csv", None),
+    "dev": (HERE / "corpus", HERE / "labels_dev.csv", HERE / "files_dev.txt"),
+    "heldout": (HERE / "corpus", HERE / "labels_heldout.csv", HERE / "files_heldout.txt"),
+    # the second held-out part (issue #43, HELDOUT2.md): fetch_heldout2.py copies its files
+    "heldout2": (HERE / "corpus" / "heldout2", HERE / "labels_heldout2.csv", HERE / "files_heldout2.txt"),
+}
+
+
+def _labels(path: Path) -> dict[tuple[str, int], str]:
+    with path.open(encoding="utf-8") as handle:
+        return {(row["file"], int(row["line"])): row["reason"] for row in csv.DictReader(handle)}
+
+
+def _files(path: Path | None, root: Path, labels) -> list[str]:
+    if path is None:
+        return sorted({p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()})
+    listed = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()
+              if line.strip() and not line.startswith("#")]
+    return sorted(set(listed) | {f for f, _ in labels})
+
+
+def score(name: str) -> dict:
+    root, labels_path, files_path = SETS[name]
+    labels = _labels(labels_path)
+    files = _files(files_path, root, labels)
+    missing = [f for f in files if not (root / f).is_file()]
+    if missing:
+        raise SystemExit(f"{len(missing)} listed file(s) are missing under {root} (run fetch.py): {missing[:3]}")
+    deps = dependency_context(Config(root))
+    result = scan_paths(root, [root / f for f in files], jobs=1, check_fixes=False, deps=deps)
+    found: dict[tuple[str, int], list[str]] = {}
+    for finding in result.findings:
+        if finding.category == "dependency" or finding.rule in ("OPS000", "OPS001"):
+            found.setdefault((finding.location.path, finding.location.line), []).append(
+                f"{finding.rule} {finding.severity}")
+    hit = sorted(k for k in labels if k in found)
+    miss = sorted(k for k in labels if k not in found)
+    extra = sorted((k, v) for k, v in found.items() if k not in labels and k[0] in files)
+    wrong_errors = [(k, v) for k, v in extra if any(r.startswith(("OPS501 error", "OPS502 error")) for r in v)]
+    # every error on an unlabelled line, for the hand classification (HELDOUT2.md, "Scoring")
+    unlabelled_errors = [(k, v) for k, v in extra if any(" error" in r for r in v)]
+    return {"set": name, "files": len(files), "labels": len(labels), "found": len(hit),
+            "recall": len(hit) / len(labels) if labels else 1.0, "missed": miss, "extra": extra,
+            "errors_on_admitting_specifiers": wrong_errors, "unlabelled_errors": unlabelled_errors,
+            "labels_by_key": labels}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("set", choices=sorted(SETS))
+    args = parser.parse_args()
+    out = score(args.set)
+    print(f"{out['set']}: {out['files']} files, {out['labels']} labelled lines, found {out['found']} "
+          f"(recall {out['recall']:.0%}); {len(out['extra'])} finding line(s) without a label; "
+          f"{len(out['errors_on_admitting_specifiers'])} OPS501/OPS502 error(s) on unlabelled lines; "
+          f"{len(out['unlabelled_errors'])} unlabelled line(s) with an error")
+    for key in out["missed"]:
+        print(f"  missed {key[0]}:{key[1]}  ({out['labels_by_key'][key]})")
+    for key, rules in out["extra"]:
+        print(f"  extra  {key[0]}:{key[1]}  {', '.join(rules)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
