@@ -31,8 +31,11 @@ def run_cli(capsys):
 
 @pytest.fixture(autouse=True)
 def _own_scan_cache(tmp_path_factory, monkeypatch):
-    """Each test gets its own scan cache folder: no results carried between tests, none in ~/.cache."""
+    """Each test gets its own scan cache folder: no results carried between tests, none in ~/.cache.
+    And the same environment in one process or under pytest-xdist, whose workers set COLUMNS=80: the
+    terminal report takes its width from COLUMNS (tests that want one set it)."""
     monkeypatch.setenv("OPSCAN_CACHE_DIR", str(tmp_path_factory.mktemp("opscan-cache")))
+    monkeypatch.delenv("COLUMNS", raising=False)
 
 
 def pytest_report_header(config):
@@ -40,8 +43,9 @@ def pytest_report_header(config):
 
 
 # NOTE [slow opt-in]
-# Tests marked `slow` (real models, subprocesses) are left out of a plain `pytest`, the quick loop
-# of a change; `pytest --slow` runs every test (the README's test command and .ci/run pass it).
+# Tests marked `slow` (real models, subprocesses, big inputs) are left out of a plain `pytest` and of
+# `scripts/test`, the quick loop of a change; `--slow` runs every test (the README's test command,
+# `scripts/test --slow`, and .ci/run pass it). What counts as slow: docs/contributing.md.
 # A run that chooses by marker (`-m timm`, `-m slow`) decides for itself: nothing is left out then.
 def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", default=False,

@@ -126,6 +126,7 @@ def _rotated(cycle: list[str]) -> list[str]:
     return ordered + [ordered[0]]
 
 
+@pytest.mark.slow
 def test_the_import_graph_sees_known_edges():
     graph = import_graph()
     assert graph.has_edge("opscan.targets.loader", "opscan.trace.tracer")      # from opscan.trace import tracer
@@ -236,6 +237,7 @@ def _private_names_used_across_modules() -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_no_module_uses_another_modules_private_names():
     """A name with a leading underscore is its module's own; what another module needs is public."""
     assert _private_names_used_across_modules() == []
@@ -269,6 +271,7 @@ def test_reporters_read_the_report_not_the_analysis():
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
 
 
+@pytest.mark.slow
 def test_the_run_mode_has_one_public_face():
     """opscan run's machinery lives in opscan/trace/run/: the engine (the rest of trace/) never imports
     it, and outside it only its package (opscan.trace.run: run_script, ...) is imported."""
@@ -382,6 +385,7 @@ def test_the_root_keeps_entry_points_and_foundations_and_each_phase_has_its_pack
     assert layout_problems() == []
 
 
+@pytest.mark.slow
 def test_imports_go_one_way():
     assert direction_problems() == []
 

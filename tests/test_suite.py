@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
@@ -46,7 +49,16 @@ def test_the_readme_test_command_lints_then_runs_every_test():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     quick_start = re.findall(r"```sh\n(.*?)```", readme, flags=re.S)[0]
     command = [line for line in quick_start.splitlines() if line and not line.startswith("#")][1]
-    assert re.search(r"ruff check \. && .*pytest -q --slow$", command), command
+    assert re.search(r"&& scripts/check && scripts/test --slow$", command), command
+    check = (ROOT / "scripts" / "check").read_text(encoding="utf-8")
+    assert "-m ruff check ." in check and "-m mypy" in check
+    test = (ROOT / "scripts" / "test").read_text(encoding="utf-8")
+    assert re.search(r'-m pytest -q -n auto --dist loadgroup "\$@"', test)
+
+
+def test_the_scripts_are_executable():
+    for name in ("test", "check"):
+        assert os.access(ROOT / "scripts" / name, os.X_OK), f"scripts/{name} is not executable"
 
 
 def _collected(*args: str) -> str:
@@ -58,6 +70,7 @@ def _collected(*args: str) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_a_plain_run_leaves_out_the_slow_tests_and_slow_runs_them():
     every = _collected("--slow")
     quick = _collected()

@@ -18,9 +18,16 @@ runs, in fresh processes, with an empty cache folder of its own:
 Each failure is printed with the tree, the file and the cause; the exit code is 1 when there is
 any, 0 otherwise. The trees are only read: the scan and `fix --diff` never run project code and
 write nothing into them. CI (`.ci/run`) runs it over the whole site-packages of the test
-environment (the `dev` extra: torch, transformers, numpy, libcst, ...: 97 trees, 12,901 files), which
-took 9 minutes on the shared 2-core machine (docs/ci.md, "opscan's own CI"), well within CI's
-90-minute budget, so no subset is left out.
+environment (the `dev` extra: torch, transformers, numpy, libcst, ...: 97 trees, 12,901 files), so
+no subset is left out; `--jobs` trees are checked at once (default: the CPUs), the largest first,
+and the rows are printed in the trees' order whatever the number of jobs. The times: docs/ci.md,
+"opscan's own CI".
+
+# NOTE [trees at once]
+Each command already spreads one tree's files over the CPUs, but most of the 97 trees are small:
+their run is the interpreter's start, opscan's imports, the rules' load and an in-process scan,
+one CPU busy and the other idle, twice per tree. Checking two trees at once fills the idle CPU;
+starting with the largest trees (by Python files) keeps the last one running alone short.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 _SUMMARY = re.compile(r"would fix (\d+) of (\d+) finding")
@@ -121,6 +129,13 @@ def check(name: str, paths: list[Path], python: str, timeout: float) -> dict:
     return row
 
 
+def _cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", action="append", default=[], type=Path, help="a folder to check (repeatable)")
@@ -128,6 +143,8 @@ def main() -> int:
                         help="check every package of this folder (default: the interpreter's site-packages)")
     parser.add_argument("--python", default=sys.executable, help="the interpreter opscan runs in")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per command (default 1800)")
+    parser.add_argument("--jobs", "-j", type=int, default=_cpus(),
+                        help="trees checked at once (default: the CPUs; NOTE [trees at once])")
     parser.add_argument("--json", default="", help="write the rows to this file")
     args = parser.parse_args()
 
@@ -139,17 +156,22 @@ def main() -> int:
     started = time.perf_counter()
     rows = []
     failed = 0
-    for name, paths in trees:
-        row = check(name, paths, args.python, args.timeout)
-        rows.append(row)
-        status = "FAIL" if row["failures"] else "ok"
-        print(f"{status} {name}: {row.get('files', '?')} files, {row.get('findings', '?')} findings, "
-              f"scan {row.get('scan_seconds', '?')} s, fix --diff {row.get('fix_seconds', '?')} s", flush=True)
-        for failure in row["failures"]:
-            print(f"    {failure}", flush=True)
-        failed += bool(row["failures"])
+    # NOTE [trees at once]: the largest first, the rows in the trees' order
+    size = [sum(1 for p in paths for _ in (p.rglob("*.py") if p.is_dir() else [p])) for _, paths in trees]
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {i: pool.submit(check, *trees[i], args.python, args.timeout)
+                   for i in sorted(range(len(trees)), key=lambda i: (-size[i], i))}
+        for i in range(len(trees)):
+            row = futures[i].result()
+            rows.append(row)
+            status = "FAIL" if row["failures"] else "ok"
+            print(f"{status} {row['tree']}: {row.get('files', '?')} files, {row.get('findings', '?')} findings, "
+                  f"scan {row.get('scan_seconds', '?')} s, fix --diff {row.get('fix_seconds', '?')} s", flush=True)
+            for failure in row["failures"]:
+                print(f"    {failure}", flush=True)
+            failed += bool(row["failures"])
     total = time.perf_counter() - started
-    print(f"\n{len(rows)} trees, {failed} with failures, {total:.0f} s", flush=True)
+    print(f"\n{len(rows)} trees, {failed} with failures, {total:.0f} s ({args.jobs} at once)", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"seconds": round(total, 1), "rows": rows}, indent=1) + "\n")
     return 1 if failed else 0

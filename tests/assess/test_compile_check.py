@@ -8,6 +8,8 @@ import io
 import json
 from dataclasses import replace
 
+import pytest
+
 from rich.console import Console
 
 
@@ -120,6 +122,7 @@ def test_the_same_op_outside_any_region_falls_back_without_blocking():
     assert report.verdict.kind == "fallback" and report.verdict.blockers.count == 0
 
 
+@pytest.mark.slow
 def test_unknown_ops_inside_a_region_are_named_not_counted():
     report = _assessed(statuses={"aten::addmm": "native", "aten::relu": "native"},   # sort: unknown
                        no_kernel=None)

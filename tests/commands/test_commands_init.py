@@ -6,6 +6,8 @@ import shutil
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from opscan.config import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,6 +95,7 @@ def test_model_folder_and_nothing_found(tmp_path, run_cli):
     assert not (empty / "opscan.toml").exists()
 
 
+@pytest.mark.slow
 def test_a_folder_of_model_folders_traces_the_first_ones(run_cli):
     """No source and no model configured: the model folders found are traced (the first two, in order)."""
     code, out, err = run_cli(str(ROOT / "examples" / "models" / "hf"), "--format", "json")
@@ -102,6 +105,7 @@ def test_a_folder_of_model_folders_traces_the_first_ones(run_cli):
     assert "traced with no configuration: hf:bert-tiny: a transformers model folder" in report["notes"]
 
 
+@pytest.mark.slow
 def test_report_of_an_unconfigured_repository_runs_its_training_script_and_lists_its_factory(tmp_path, run_cli):
     # its train.py steps an optimizer at its top level: run first (NOTE [the training command first]),
     # its token files stood in for; the factory is still what `opscan init` proposes

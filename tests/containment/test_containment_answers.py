@@ -60,6 +60,7 @@ def test_a_made_up_error_class_is_never_looked_up_outside_opscan_errors(tmp_path
     assert type(info.value) is TraceError and not marker.exists()
 
 
+@pytest.mark.slow
 def test_a_planted_error_is_one_line_of_bounded_length(tmp_path):
     """An answer may be the model's own: its error, place and class names are cut to a line's length."""
     limits = Limits(timeout=60)

@@ -72,6 +72,7 @@ def full(kind: Any) -> st.SearchStrategy:
     return st.from_type(kind)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", RESULT_TYPES + WIRE_TYPES, ids=repr)
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
@@ -185,6 +186,7 @@ def test_the_request_keeps_its_types_and_rebuilds_only_opscan_records():
         codec.decode_tagged({"$": "record", "type": "opscan.containment.codec:loads", "v": {}})
 
 
+@pytest.mark.slow
 def test_every_contained_call_declares_what_it_returns():
     """Each call of process.run in opscan names the type of its answer (`returns=`): none takes
     the data as it comes."""

@@ -105,6 +105,7 @@ print(json.dumps({"limit": LIMIT, "how": ended.how, "child": ended.value and end
     assert out["max_memory"] == out["limit"] and out["clamped"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
 def test_allocation_past_the_existing_limit_names_it():
     out = _in_fresh_python(_SET_LIMIT + """
@@ -122,6 +123,7 @@ print(json.dumps({"how": ended.how, "message": message}))
     assert "--max-memory 64G, clamped to the existing address-space limit" in out["message"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
 def test_zoo_models_trace_under_an_existing_lower_limit():
     """Under a ulimit below the zoo's --max-memory every model used to be a "crash"."""
@@ -136,6 +138,7 @@ print(json.dumps({"status": outcome.status, "error": outcome.error}))
     assert out == {"status": "ok", "error": ""}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", START_METHODS)
 def test_the_parent_never_imports_torch(method):
     pytest.importorskip("torch")

@@ -6,6 +6,8 @@ import inspect
 import subprocess
 import sys
 
+import pytest
+
 import opscan.db as db
 
 
@@ -17,6 +19,7 @@ def test_public_api_is_pinned():
         assert callable(getattr(db.Release, method))
 
 
+@pytest.mark.slow
 def test_commands_work_without_torch(repo_root):
     code = ("import sys; sys.modules['torch'] = None\n"
             "from opscan.cli import main\n"

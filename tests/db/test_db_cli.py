@@ -20,6 +20,7 @@ def test_list(run_cli):
     assert rows[-1]["by_status"] == {"native": 356, "limited": 21, "unknown": 1} and rows[-1]["unlisted"] == "unknown"
 
 
+@pytest.mark.slow
 def test_show_terminal_and_json(run_cli):
     code, out, err = run_cli("db", "show", "aten::add.Tensor", "aten::_foreach_sqrt")
     assert code == 0, err

@@ -54,6 +54,7 @@ def test_a_table_with_unreadable_rows_writes_nothing_and_exits_2(run_cli, tmp_pa
     assert out.read_text(encoding="utf-8") == "kept\n"
 
 
+@pytest.mark.slow
 def test_out_onto_an_existing_file_is_refused_unless_replace(run_cli, tmp_path):
     good = tmp_path / "table.md"
     good.write_text("## torch\n\n| API | Status | Limitations |\n|---|---|---|\n"
@@ -68,6 +69,7 @@ def test_out_onto_an_existing_file_is_refused_unless_replace(run_cli, tmp_path):
     assert load_file(out).entries["aten::sort"].status == "cpu-fallback"
 
 
+@pytest.mark.slow
 def test_unknown_op_names_are_refused_with_their_line_or_kept_as_a_note(run_cli, tmp_path):
     planted = tmp_path / "table.md"
     planted.write_text("## torch\n\n| API | Status | Limitations |\n|---|---|---|\n"
@@ -89,6 +91,7 @@ def test_unknown_op_names_are_refused_with_their_line_or_kept_as_a_note(run_cli,
     assert release.entries["aten::cumsum"].status == "limited"
 
 
+@pytest.mark.slow
 def test_the_pairing_is_required_and_recorded(run_cli, tmp_path):
     good = tmp_path / "table.md"
     good.write_text("## torch\n\n| API | Status | Limitations |\n|---|---|---|\n"
@@ -105,6 +108,7 @@ def test_the_pairing_is_required_and_recorded(run_cli, tmp_path):
     assert release.pairs_with_torch("2.14.0") and not release.pairs_with_torch("2.12.1")
 
 
+@pytest.mark.slow
 def test_a_realistic_table_round_trips_into_a_release_that_keeps_what_it_extends(run_cli, tmp_path):
     text, expected = table()
     source = tmp_path / "torch_api_compatibility.md"
@@ -174,6 +178,7 @@ DIV = ("## torch\n\n| API | Status | Limitations |\n|---|---|---|\n"
        "| torch.true_divide | CPU_FALLBACK | aten::div.Tensor for float32 |\n")  # line 6: agrees with it
 
 
+@pytest.mark.slow
 def test_a_packet_name_stands_for_every_overload_so_the_div_row_fires(run_cli, tmp_path):
     from opscan.db import operators
     from opscan.db.annotate import with_dtype_fallbacks
@@ -212,6 +217,7 @@ def test_disagreeing_rows_on_one_operator_are_an_error_naming_both_lines(run_cli
     assert code == 2 and err.startswith(f"{table}:11:") and "line 5" in err.splitlines()[0]
 
 
+@pytest.mark.slow
 def test_an_out_path_under_a_file_is_one_line_naming_it(run_cli, tmp_path):
     (tmp_path / "t.md").write_text(DIV, encoding="utf-8")
     (tmp_path / "afile").write_text("x", encoding="utf-8")
@@ -221,6 +227,7 @@ def test_an_out_path_under_a_file_is_one_line_naming_it(run_cli, tmp_path):
     assert str(tmp_path / "afile" / "r.yaml") in err and f"{tmp_path / 'afile'} is not a folder" in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o002, 0o664)])
 def test_the_release_file_gets_the_mode_of_a_new_file(run_cli, tmp_path, umask, mode):
     import os

@@ -19,6 +19,7 @@ def _expansion(op):
     return expansion
 
 
+@pytest.mark.slow
 def test_ops_one_sample_could_not_expand_now_expand():
     # normalized_shape from the input, an einsum contraction, int64 class targets, a group count
     assert _expansion("aten::layer_norm").parts == ("aten::native_layer_norm",)

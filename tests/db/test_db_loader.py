@@ -143,6 +143,7 @@ def test_the_expected_releases_ship():
                                          "torch-neuronx-xla-2.3.0.yaml"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_shipped_file_is_clean(path):
     release = load_file(path)  # strict: sorted, no duplicates, closed vocabularies
@@ -165,6 +166,7 @@ def test_shipped_file_is_clean(path):
     assert list(release.entries) == sorted(release.entries)
 
 
+@pytest.mark.slow
 def test_torchneuron_233_never_claims_more_than_its_evidence():
     release = load_file(next(p for p in SHIPPED if p.name == "torchneuron-2.33.0.yaml"))
     assert release.kernel_list == "partial" and release.unlisted.status == "unknown"

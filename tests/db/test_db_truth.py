@@ -165,6 +165,7 @@ def test_known_failure_caveat_when_the_trace_uses_the_failing_dtype():
     assert "test_scatter_add__neuron_complex64" in hit.message and hit.message.endswith("it (any dtype): model.py:7")
 
 
+@pytest.mark.slow
 def test_an_index_tensor_is_not_an_int64_dtype_of_the_op():
     release = load_release("torchneuron==2.33.0")
     # scatter_reduce fails for int64 data; here int64 is only the index: no caveat

@@ -31,6 +31,7 @@ def built() -> str:
     return regen.build(*regen.load_inputs())
 
 
+@pytest.mark.slow
 def test_the_shipped_file_equals_the_generated_output(built):
     regen = _tool("regen_torchneuron")
     assert regen.TARGET.read_text(encoding="utf-8") == built, (
@@ -87,6 +88,7 @@ def test_what_a_user_sees_after_the_audit():
     assert release.lookup("aten::_native_batch_norm_legit_no_training").status == "device-or-cpu"
 
 
+@pytest.mark.slow
 def test_the_script_runs_as_a_command():
     pytest.importorskip("torch")
     done = subprocess.run([sys.executable, str(TOOLS / "regen_torchneuron.py"), "--check"], cwd=ROOT,

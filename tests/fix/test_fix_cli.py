@@ -151,6 +151,7 @@ def test_a_notebook_with_a_cell_that_does_not_parse_is_not_touched(project, run_
     assert "skipped nb.ipynb" in out
 
 
+@pytest.mark.slow
 def test_worker_processes_give_the_same_result(tmp_path):
     from opscan.config import load_config
     from opscan.fix import fix_paths
@@ -169,6 +170,7 @@ def test_worker_processes_give_the_same_result(tmp_path):
     assert [f[1] for f in results[0]] == [FIXED.encode()] * POOL_MIN_FILES
 
 
+@pytest.mark.slow
 def test_a_file_nested_too_deeply_for_the_fixer_is_left_and_the_others_fixed(tmp_path, run_cli):
     # ast reads a 20,000-operand `and` chain flat; libcst's parser recurses once per operand (a
     # segfault on the main thread's stack: NOTE [deep nesting and libcst]) and its visitors past

@@ -37,6 +37,7 @@ def written_lines(before: dict[str, list[str]], after: dict[str, list[str]]) -> 
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tree", sorted(TREES))
 def test_no_line_the_fixer_wrote_is_an_error_of_the_gate(tree, tmp_path, run_cli):
     folder = tmp_path / tree
@@ -148,6 +149,7 @@ def _fixable_everywhere(folder: Path, run_cli) -> int:
     return count
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tree", sorted(TREES) + ["bf16-choice"])
 def test_the_fixable_count_is_what_fix_rewrites(tree, tmp_path, run_cli):
     folder = tmp_path / tree

@@ -233,6 +233,7 @@ def _compare(files: dict[str, bytes]) -> tuple[int, int]:
     return compared, elided
 
 
+@pytest.mark.slow
 def test_the_elided_plan_gives_every_finding_the_whole_files_outcome():
     compared, elided = _compare(_trees())
     assert compared >= 40 and elided >= 7      # the comparison covers elided plans, not only whole ones

@@ -71,6 +71,7 @@ def _train(folder: Path, dump: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_fixed_nanogpt_runs_on_cpu_with_exact_parity(tmp_path, repo_root, run_cli, monkeypatch):
     original, fixed = tmp_path / "original", tmp_path / "fixed"
     shutil.copytree(repo_root / "examples" / "nanogpt", original)

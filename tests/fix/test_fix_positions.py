@@ -51,6 +51,7 @@ def test_placed_positions_are_position_providers(name):
     _compare(name, cst.parse_module(ODD[name]), 40)
 
 
+@pytest.mark.slow
 def test_placed_positions_on_the_example():
     for name, module in _modules(SOURCES).items():
         _compare(name, module, 6)

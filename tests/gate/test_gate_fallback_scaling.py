@@ -36,6 +36,7 @@ def shrunk(tmp_path_factory):
     return trace, assess(Draft(root="", tool_version="", traces=(trace,), source=NothingToCheck()), release)
 
 
+@pytest.mark.slow
 def test_the_trace_records_its_shrink_and_which_calls_are_inside_the_layers(shrunk):
     trace, _ = shrunk
     # the sequence opscan chooses is no size of the model: min(128, 64 positions) = 64 is 2 x the width 32,
@@ -47,6 +48,7 @@ def test_the_trace_records_its_shrink_and_which_calls_are_inside_the_layers(shru
     assert ops["aten::embedding"].step_layer_calls == 0                               # before the layers
 
 
+@pytest.mark.slow
 def test_an_op_inside_the_layers_scales_by_the_layer_ratio_and_one_outside_does_not(shrunk):
     _, report = shrunk
     costs = {f.op: f for f in report.fallbacks}
@@ -63,6 +65,7 @@ def test_an_op_inside_the_layers_scales_by_the_layer_ratio_and_one_outside_does_
     assert foreach.traced_bytes < foreach.bytes_per_step < foreach.traced_bytes * 4
 
 
+@pytest.mark.slow
 def test_every_output_shows_the_scaled_and_the_traced_cost(shrunk):
     _, report = shrunk
     from opscan.reporters import markdown
@@ -107,6 +110,7 @@ def test_batch_and_sequence_scale_the_activation_bytes_when_the_real_ones_are_st
     assert (same.bytes_per_step, same.calls_per_step, same.scaled_by) == (1000, 3, "")
 
 
+@pytest.mark.slow
 def test_a_stated_real_step_size_scales_the_tokens_and_a_model_without_it_is_unchanged(shrunk):
     trace, traced_report = shrunk
     from opscan.config import ModelConfig

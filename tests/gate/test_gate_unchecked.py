@@ -36,6 +36,7 @@ def test_truncated_config_json_names_the_parse_error_with_file_and_line(tmp_path
     assert report["verdict"]["checked"]["ops"] is False and report["traces"] == []
 
 
+@pytest.mark.slow
 def test_random_bytes_are_not_json_and_not_blamed_on_model_code(tmp_path, run_cli, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _folder(tmp_path, bytes(range(200, 256)) * 4)

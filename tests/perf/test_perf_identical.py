@@ -56,14 +56,17 @@ def _same(result, reference) -> None:
     assert result.files_scanned == reference.files_scanned
 
 
+@pytest.mark.slow
 def test_prefilter_and_pruning_change_nothing(tree: Path, reference) -> None:
     _same(scan_paths(tree, jobs=1, check_fixes=False), reference)
 
 
+@pytest.mark.slow
 def test_workers_change_nothing(tree: Path, reference) -> None:
     _same(scan_paths(tree, jobs=2, check_fixes=False), reference)
 
 
+@pytest.mark.slow
 def test_cache_cold_warm_and_rehashed_change_nothing(tree: Path, reference, tmp_path: Path) -> None:
     rules = load_rules()
     cache = ResultCache(tmp_path / "cache", scan_salt(rules.fingerprint()))

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import networkx as nx
 
 from opscan.plan import ordering
@@ -16,6 +18,7 @@ from opscan.records import Task
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_a_scan_imports_neither_networkx_nor_rules_twice(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text("import torch\ntorch.cuda.synchronize()\nx = x.to('cuda')\n")
     code = ("import sys, atexit\n"

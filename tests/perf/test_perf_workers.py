@@ -81,6 +81,7 @@ def _run(root: Path, rules: dict, **kwargs) -> tuple[list, RunStats]:
     return out, stats
 
 
+@pytest.mark.slow
 def test_same_sorted_output_for_any_jobs_and_cache(tree: Path, tmp_path: Path) -> None:
     rules = _rules(tmp_path)
     reference, stats = _run(tree, rules, jobs=1)

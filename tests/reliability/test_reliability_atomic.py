@@ -85,6 +85,7 @@ def _run(limit: int, args: list[str]) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(OUTPUT_COMMANDS))
 def test_output_interrupted_by_full_disk_keeps_old_file(command, tree, tmp_path):
     out = tmp_path / "out" / "report.txt"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import builtins
 import os
 import subprocess
@@ -27,6 +28,7 @@ def good_alone(tmp_path_factory, scan_json):
     return by_path(scan_json(root)[1])
 
 
+@pytest.mark.slow
 def test_corpus_run_completes(corpus_run):
     code, doc, err, _ = corpus_run
     assert code == 1, err                       # findings of severity error, not a crash (2)
@@ -66,6 +68,7 @@ def test_good_files_unaffected_by_neighbours(corpus_run, good_alone):
     assert [f["rule"] for f in got["good_a.py"]] == ["OPS105", "OPS101"]
 
 
+@pytest.mark.slow
 def test_ten_megabyte_file(tmp_path, scan_json):
     data = big_file()
     assert len(data) > 10_000_000
@@ -136,6 +139,7 @@ def _run_cli_subprocess(args: list[str], cwd: Path, timeout: float = 60) -> subp
                           text=True, timeout=timeout, env=env)
 
 
+@pytest.mark.slow
 def test_fifo_and_special_files_never_block(tmp_path):
     """A FIFO named x.py (opening it would block forever) and a dangling link are passed over."""
     write_tree(tmp_path, GOOD)
@@ -150,6 +154,7 @@ def test_fifo_and_special_files_never_block(tmp_path):
     assert all(f["category"] == "input" for f in found.get("fifo.py", []) + found.get("dangling.py", []))
 
 
+@pytest.mark.slow
 def test_file_swapped_for_fifo_mid_scan_does_not_hang(tmp_path):
     """Between listing and reading a file becomes a FIFO: the read must not block the run."""
     write_tree(tmp_path, GOOD)
@@ -190,6 +195,7 @@ def outside_secret(tmp_path):
     return tree
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "terminal"])
 def test_symlinks_loops_and_links_out_of_the_tree(outside_secret, fmt):
     """Loops terminate; files reached through links that leave the tree are not read, so their
@@ -206,6 +212,18 @@ def test_symlinks_loops_and_links_out_of_the_tree(outside_secret, fmt):
             if path.startswith(("leak.py", "linked_dir")):
                 assert all(f["category"] == "input" for f in findings), findings
             assert not path.startswith("..")
+
+
+def test_symlinks_out_of_the_tree_in_process(outside_secret, scan_json):
+    """The quick loop's twin of the test above, the scan in this process."""
+    code, doc, err = scan_json(outside_secret)
+    assert code == 1 and "SECRET-ghp_abc123" not in json.dumps(doc) + err
+    found = by_path(doc)
+    assert found["good_a.py"] and found["good_b.py"]
+    for path, findings in found.items():
+        if path.startswith(("leak.py", "linked_dir")):
+            assert all(f["category"] == "input" for f in findings), findings
+        assert not path.startswith("..")
 
 
 def test_file_over_the_size_limit_is_reported_not_read(tmp_path, scan_json, monkeypatch):

@@ -118,6 +118,7 @@ def _db_variants(marker: Path) -> dict[str, str | bytes]:
 DB_KINDS = sorted(_db_variants(Path("/x")))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", DB_KINDS)
 def test_malformed_db_file(kind, tmp_path, run_cli):
     marker = tmp_path / "PWNED"

@@ -134,6 +134,7 @@ def _one_line(proc) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["hang_model.py:build", "hang_forward.py:build"])
 def test_trace_hang_times_out(models, target):
     start = time.monotonic()
@@ -142,16 +143,19 @@ def test_trace_hang_times_out(models, target):
     assert time.monotonic() - start < 120
 
 
+@pytest.mark.slow
 def test_trace_segfault(models):
     line = _one_line(_trace(models, "segv_model.py:build", "--timeout", "120"))
     assert "segmentation fault" in line and "segv_model.py:build" in line
 
 
+@pytest.mark.slow
 def test_trace_out_of_memory(models):
     line = _one_line(_trace(models, "oom_model.py:build", "--max-memory", "3G", "--timeout", "120"))
     assert ("out of memory" in line or "out-of-memory" in line) and "--max-memory 3G" in line
 
 
+@pytest.mark.slow
 def test_trace_still_works_isolated(models):
     proc = _trace(models, "ok_model.py:build", "--mode", "inference", "--format", "json",
                   "--timeout", "120", "--max-memory", "8G")
@@ -165,6 +169,7 @@ def test_trace_limit_flags_validated(models, flag, value):
     assert flag in line
 
 
+@pytest.mark.slow
 def test_whole_answer_isolates_configured_models(tmp_path):
     """`opscan PATH` traces the models of [tool.opscan] the same way: a hanging model is one line,
     exit 2, and the rest of the report (the source scan) is still printed."""

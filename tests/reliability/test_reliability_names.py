@@ -30,6 +30,7 @@ def _run(root: Path, *args: str) -> subprocess.CompletedProcess:
                           env=env)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "sarif", "github", "markdown", "terminal"])
 def test_odd_file_names_in_every_format(odd_tree, fmt):
     proc = _run(odd_tree, "check", ".", "--no-trace", "--format", fmt)
@@ -47,7 +48,24 @@ def test_odd_file_names_in_every_format(odd_tree, fmt):
         assert commands[0].startswith("::error title=opscan verdict%3A blocked::")
 
 
+@pytest.mark.slow
 def test_odd_file_names_in_scan_json(odd_tree):
     proc = _run(odd_tree, "scan", ".", "--format", "json")
     assert proc.returncode == 1 and b"Traceback" not in proc.stderr
     assert len(json.loads(proc.stdout.decode("utf-8"))["findings"]) == len(NAMES)
+
+
+@pytest.mark.parametrize("fmt", ["json", "github"])
+def test_odd_file_names_in_process(odd_tree, run_cli, monkeypatch, fmt):
+    """The quick loop's twin of the two tests above: the same tree, the CLI in this process."""
+    monkeypatch.chdir(odd_tree)
+    code, out, err = run_cli("check", ".", "--no-trace", "--format", fmt)
+    assert code == 1, err
+    out.encode("utf-8")                         # every name came out as valid text
+    if fmt == "json":
+        paths = sorted(f["path"] for f in json.loads(out)["findings"])
+        assert len(paths) == len(NAMES) and "bad\\xff.py" in paths
+    else:
+        commands = [line for line in out.splitlines() if line.startswith("::")]
+        assert not any(line.startswith("::error file=x.py") for line in commands)
+        assert sum(line.startswith("::error file=") for line in commands) == len(NAMES)

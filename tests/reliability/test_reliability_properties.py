@@ -38,6 +38,7 @@ def _signature(result) -> list:
     return [(f.rule, f.location.line, f.location.column, f.location.cell, f.message) for f in result.findings]
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 @given(source=programs)
 def test_generated_programs_never_crash_the_scanner(source):
@@ -90,6 +91,7 @@ def mixed_tree(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_findings_same_whatever_jobs_and_cache(mixed_tree, tmp_path):
     """In-process, a pool of 2, a cold cache and a warm cache: the same findings, in the same order."""
     runs = {"jobs1": scan_paths(mixed_tree, jobs=1, check_fixes=False),
@@ -111,6 +113,7 @@ def test_findings_same_whatever_jobs_and_cache(mixed_tree, tmp_path):
         assert result.files_scanned == runs["jobs1"].files_scanned, name
 
 
+@pytest.mark.slow
 def test_cli_output_same_whatever_jobs_and_cache(mixed_tree, tmp_path):
     flags = _scan_flags()
     base = ["scan", str(mixed_tree), "--format", "json", "--no-fix-check"]
@@ -128,6 +131,7 @@ def test_cli_output_same_whatever_jobs_and_cache(mixed_tree, tmp_path):
         assert got == first, name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "sarif", "markdown", "github", "terminal"])
 def test_same_inputs_give_byte_identical_reports(mixed_tree, tmp_path, fmt):
     """Two runs (one with --output) give the same bytes, and nothing of the run's time or order leaks."""
@@ -141,6 +145,7 @@ def test_same_inputs_give_byte_identical_reports(mixed_tree, tmp_path, fmt):
     assert target.read_text(encoding="utf-8") == out1
 
 
+@pytest.mark.slow
 def test_scan_json_byte_identical_across_runs(mixed_tree):
     assert _cli("scan", str(mixed_tree), "--format", "json") == _cli("scan", str(mixed_tree), "--format", "json")
 

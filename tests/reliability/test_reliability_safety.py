@@ -64,6 +64,7 @@ COMMANDS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 @pytest.mark.parametrize("launcher", ["python -m opscan", "console script"])
 def test_scanning_never_runs_the_scanned_code(tmp_path, command, launcher):
@@ -89,6 +90,21 @@ def test_scanning_never_runs_the_scanned_code(tmp_path, command, launcher):
     assert list(markers_dir.iterdir()) == []
 
 
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_scanning_in_process_never_runs_the_scanned_code(tmp_path, run_cli, monkeypatch, command):
+    """The quick loop's twin of the test above: the same planted checkout, each command in this
+    process (the launchers' own sys.path is what the slow test adds)."""
+    tree = tmp_path / "checkout"
+    markers_dir = tmp_path / "markers"
+    markers_dir.mkdir()
+    markers = _plant(tree, markers_dir)
+    monkeypatch.chdir(tree)
+    code, _, err = run_cli(*(a.replace("{tmp}", str(tmp_path)) for a in COMMANDS[command]))
+    assert code in (0, 1), err
+    assert sorted(m.name for m in markers if m.exists()) == [] and list(markers_dir.iterdir()) == []
+
+
+@pytest.mark.slow
 def test_setup_py_is_read_not_run(tmp_path):
     """setup.py is parsed for the extension names it declares (a later `import evil_cuda` is a
     finding), yet it is never executed."""
@@ -138,6 +154,7 @@ def _sources():
         yield path.relative_to(PACKAGE).as_posix(), ast.parse(path.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_no_eval_exec_pickle_or_unsafe_yaml_in_opscan():
     problems = []
     for rel, tree in _sources():
@@ -167,6 +184,7 @@ def test_the_strict_yaml_loader_is_a_safe_loader():
         parse_yaml("x: !!python/object/apply:os.system ['true']\n")
 
 
+@pytest.mark.slow
 def test_only_the_tracing_side_imports_modules_by_name():
     """importlib / __import__ appear only where importing user code is the point (trace, zoo, probe)
     or where opscan imports its own modules; the scan package in particular never does."""
@@ -234,6 +252,7 @@ def _forge_cache(cache_dir: Path) -> int:
     return forged
 
 
+@pytest.mark.slow
 def test_a_cache_committed_by_a_pull_request_cannot_hide_findings(tmp_path):
     """A pull request can commit a `.opscan_cache/` whose entries it forged (valid checksums, empty
     results). By default the cache lives outside the scanned tree, so such a folder is never read,

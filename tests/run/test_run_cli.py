@@ -26,6 +26,7 @@ def gpt_neuron(tmp_path_factory):
     return code, json.loads(out.read_text()), project
 
 
+@pytest.mark.slow
 def test_exit_code_is_the_gates(gpt_neuron):
     code, doc, _ = gpt_neuron
     assert doc["findings"], "the script's project is scanned"
@@ -34,6 +35,7 @@ def test_exit_code_is_the_gates(gpt_neuron):
     assert code == (1 if errors else 0)
 
 
+@pytest.mark.slow
 def test_ops_are_traced_with_phases_on_the_imitated_device(gpt_neuron):
     _, doc, _ = gpt_neuron
     (trace,) = doc["traces"]
@@ -49,6 +51,7 @@ def test_ops_are_traced_with_phases_on_the_imitated_device(gpt_neuron):
     assert any(s["path"] == "gpt_train.py" and s["module"] for s in attn["sources"])
 
 
+@pytest.mark.slow
 def test_host_ops_are_listed_apart(gpt_neuron):
     _, doc, _ = gpt_neuron
     host = {op["op"] for op in doc["host_ops"]}
@@ -57,6 +60,7 @@ def test_host_ops_are_listed_apart(gpt_neuron):
     assert all("status" not in op for op in doc["host_ops"])
 
 
+@pytest.mark.slow
 def test_cuda_requests_are_answered_and_reported(gpt_neuron):
     _, doc, _ = gpt_neuron
     notes = "\n".join(doc["notes"])
@@ -114,6 +118,7 @@ def test_a_torchrun_ddp_script_runs_as_rank_0_of_a_fake_process_group(tmp_path, 
     assert "c10d::allreduce_" in ops and "aten::_foreach_lerp_.Scalar" in ops
 
 
+@pytest.mark.slow
 def test_cuda_spellings_run_on_the_imitated_device_and_compile_runs_eager(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     from opscan.trace.run import run_script

@@ -42,6 +42,7 @@ def _scripts(token_file: Path) -> dict[str, list[str]]:
             "lazy_train.py": [], "infinite_loader.py": [], "sparse_graph.py": []}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gpt_train.py", "gan_train.py", "sgd_loop.py", "tokens_train.py",
                                   "seeded_workers.py", "lazy_train.py", "infinite_loader.py", "sparse_graph.py"])
 def test_fake_cpu_run_dispatches_the_ops_of_a_real_cpu_run(name, token_file, tmp_path, monkeypatch):
@@ -87,6 +88,7 @@ def test_a_script_without_torch_optim_runs_to_its_end(tmp_path, monkeypatch):
     assert not any(s.op == "aten::_local_scalar_dense" for s in trace.stand_ins)
 
 
+@pytest.mark.slow
 def test_a_loop_that_stand_ins_never_end_has_its_exit_forced(tmp_path, monkeypatch):
     """`if loss < 1e-3: break` on a `.item()` stand-in: where the run would stop (StandInLoop), the
     stand-in at that line becomes 0.0, the loop ends and the script's last lines run (NOTE [forced

@@ -64,6 +64,7 @@ def test_a_cuda_grad_scaler_and_autocast_are_disabled_on_a_cpu_run_as_torch_disa
     assert _ops(trace) == real
 
 
+@pytest.mark.slow
 def test_the_same_grad_scaler_runs_on_the_imitated_device(tmp_path, monkeypatch):
     from opscan.trace.run import run_script
 
@@ -116,6 +117,7 @@ LOADER = """
 """
 
 
+@pytest.mark.slow
 def test_a_loader_with_workers_loads_in_the_run_and_says_so(tmp_path, monkeypatch):
     real, trace, notes = _both(tmp_path, monkeypatch, LOADER)
     assert trace.complete, trace.stopped_at
@@ -273,6 +275,7 @@ HF_SAVE_PRETRAINED = """
 """
 
 
+@pytest.mark.slow
 def test_a_transformers_model_trains_with_the_real_runs_mask_and_saves_its_fake_weights(tmp_path, monkeypatch):
     pytest.importorskip("transformers")
     pytest.importorskip("safetensors")

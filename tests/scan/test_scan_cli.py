@@ -100,6 +100,7 @@ def test_rules_docs_check_passes_in_this_checkout(run_cli):
     assert code == 0, out
 
 
+@pytest.mark.slow
 def test_scan_runs_without_torch(tmp_path):
     """A subprocess where importing torch fails: the scan still works and says fixes were unchecked."""
     (tmp_path / "a.py").write_text("import torch\ntorch.cuda.synchronize()\n", encoding="utf-8")

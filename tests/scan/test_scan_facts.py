@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from opscan.pipeline.analyse import RunOptions, analyse
 from opscan.config import load_config
 from opscan.records import FunctionSpan, ImportBinding, LibraryUse
@@ -58,6 +60,7 @@ def test_import_cupy_flash_attn_gives_a_flash_attn_task_end_to_end(tmp_path, mon
     assert "2 call site(s)" in tasks["library:cupy"].effort_basis, tasks["library:cupy"].effort_basis
 
 
+@pytest.mark.slow
 def test_cli_json_lists_both_libraries(tmp_path):
     (tmp_path / "m.py").write_text(TWO_LIBRARIES)
     out = subprocess.run([sys.executable, "-m", "opscan", str(tmp_path), "--no-trace", "--format", "json"],

@@ -158,6 +158,7 @@ def _tree_files(root: Path) -> dict[str, bytes]:
             if p.is_file() and p.suffix in (".py", ".ipynb", ".cu", ".cpp", ".toml")}
 
 
+@pytest.mark.slow
 def test_precheck_gives_the_same_findings_on_examples_and_rule_examples(tmp_path):
     """The same findings with and without the pre-check: the repository's examples/ tree, and every
     rule's examples as one tree (so each file also sees the others' names)."""

@@ -78,6 +78,7 @@ def test_prose_on_real_files():
         assert prose_spans(text) == reference_spans(text), path
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(source=hypothesmith.from_grammar())
 def test_prose_is_never_code(source):

@@ -22,6 +22,7 @@ RANGES = {"input": "OPS0", "device-string": "OPS1", "cuda-api": "OPS2", "custom-
 DEPS = dependency_context(Config(Path.cwd()))   # dependency manifests' examples: the shipped newest release's pairing
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", list(ALL), ids=lambda r: f"{r.id}-{r.name}")
 def test_examples_with_the_full_rule_set(rule):
     """Valid examples give nothing and invalid ones exactly their `# expect:` lines, all rules on."""

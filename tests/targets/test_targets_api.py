@@ -25,31 +25,37 @@ def one_line_error(run_cli, *args) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_missing_file(run_cli, tmp_path):
     line = one_line_error(run_cli, f"{tmp_path}/nope.py:Model")
     assert "nope.py" in line and "no such file" in line
 
 
+@pytest.mark.slow
 def test_import_error_in_target_names_file_and_line(run_cli, tmp_path):
     (tmp_path / "broken.py").write_text("import torch\n\nimport not_a_module_anywhere\n")
     line = one_line_error(run_cli, f"{tmp_path}/broken.py:Model")
     assert "broken.py:3:" in line and "ModuleNotFoundError" in line
 
 
+@pytest.mark.slow
 def test_syntax_error_in_target(run_cli, tmp_path):
     (tmp_path / "bad.py").write_text("def f(:\n")
     assert "syntax error" in one_line_error(run_cli, f"{tmp_path}/bad.py:f")
 
 
+@pytest.mark.slow
 def test_wrong_name_lists_what_exists(run_cli):
     line = one_line_error(run_cli, "examples/models/mlp.py:Nope")
     assert "'Nope'" in line and "make_mlp" in line
 
 
+@pytest.mark.slow
 def test_unknown_module(run_cli):
     assert "cannot import module" in one_line_error(run_cli, "no_such_pkg_xyz.models:Net")
 
 
+@pytest.mark.slow
 def test_target_without_name(run_cli):
     assert "expected path/to/file.py:NAME" in one_line_error(run_cli, "examples/models/mlp.py")
 
@@ -60,29 +66,35 @@ def test_bad_input_specs(run_cli, spec):
     assert "--input" in line
 
 
+@pytest.mark.slow
 def test_class_without_inputs_asks_for_them(run_cli):
     assert "--input" in one_line_error(run_cli, "examples/models/mlp.py:TinyMLP")
 
 
+@pytest.mark.slow
 def test_factory_that_raises(run_cli, tmp_path):
     (tmp_path / "f.py").write_text("def build():\n    raise ValueError('no config')\n")
     assert "no config" in one_line_error(run_cli, f"{tmp_path}/f.py:build")
 
 
+@pytest.mark.slow
 def test_factory_returning_something_else(run_cli, tmp_path):
     (tmp_path / "f.py").write_text("def build():\n    return 42\n")
     assert "expected an nn.Module" in one_line_error(run_cli, f"{tmp_path}/f.py:build")
 
 
+@pytest.mark.slow
 def test_hf_without_config(run_cli, tmp_path):
     assert "no config.json" in one_line_error(run_cli, f"hf:{tmp_path}")
 
 
+@pytest.mark.slow
 def test_hf_bad_json(run_cli, tmp_path):
     (tmp_path / "config.json").write_text("{not json")
     assert "not valid JSON" in one_line_error(run_cli, f"hf:{tmp_path}")
 
 
+@pytest.mark.slow
 def test_hf_unknown_model_type(run_cli, tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "no-such-arch"}')
     assert "unknown model_type 'no-such-arch'" in one_line_error(run_cli, f"hf:{tmp_path}")
@@ -96,6 +108,7 @@ def _timm_importable() -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_timm_importable(), reason="timm imports here: the error path cannot be shown")
 def test_timm_missing_gives_install_hint(run_cli):
     line = one_line_error(run_cli, "timm:resnet18")

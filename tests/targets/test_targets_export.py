@@ -34,6 +34,7 @@ def _ops(trace) -> set[str]:
     return {u.op for u in trace.ops}
 
 
+@pytest.mark.slow
 def test_export_ops_are_a_subset_of_the_traced_inference_ops(traced_inference):
     exported = trace_export(f"pt2:{PT2}", project_root=str(EXAMPLE))
     assert exported.mode == "inference" and exported.complete
@@ -43,6 +44,7 @@ def test_export_ops_are_a_subset_of_the_traced_inference_ops(traced_inference):
     assert {"aten::addmm", "aten::t", "aten::native_layer_norm", "aten::embedding", "aten::bmm"} <= _ops(exported)
 
 
+@pytest.mark.slow
 def test_saved_level_differs_from_the_trace_only_by_composite_implicit_ops(traced_inference):
     """The ops as saved (`linear`, `layer_norm`, `scaled_dot_product_attention`) are ones the
     dispatcher decomposes before a backend sees them: every difference is explained by that."""
@@ -53,11 +55,13 @@ def test_saved_level_differs_from_the_trace_only_by_composite_implicit_ops(trace
         assert torch._C._dispatch_has_kernel_for_dispatch_key(op, "CompositeImplicitAutograd"), op
 
 
+@pytest.mark.slow
 def test_core_level_is_what_a_compiler_receives():
     core = _ops(trace_export(f"pt2:{PT2}", project_root=str(EXAMPLE), level="core"))
     assert "aten::permute" in core and "aten::t" not in core        # t is decomposed in Core ATen
 
 
+@pytest.mark.slow
 def test_sources_come_from_the_stack_traces():
     ops = {u.op: u for u in trace_export(f"pt2:{PT2}", project_root=str(EXAMPLE)).ops}
     sources = {(s.path, s.module) for s in ops["aten::addmm"].sources}
@@ -66,6 +70,7 @@ def test_sources_come_from_the_stack_traces():
     assert ops["aten::embedding"].dtypes == ("torch.float32", "torch.int64")
 
 
+@pytest.mark.slow
 def test_device_profile_decides_native_ops_and_attention():
     profile = DeviceProfile(name="test", native_ops=("aten::linear",), sdpa_policy="overrideable")
     ops = _ops(trace_export(f"pt2:{PT2}", project_root=str(EXAMPLE), profile=profile))
@@ -73,6 +78,7 @@ def test_device_profile_decides_native_ops_and_attention():
     assert SDPA_OVERRIDEABLE in ops and "aten::bmm" not in ops
 
 
+@pytest.mark.slow
 def test_the_script_beside_the_example_regenerates_it(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(EXAMPLE))
     import make_export
@@ -85,6 +91,7 @@ def test_the_script_beside_the_example_regenerates_it(tmp_path, monkeypatch):
     assert b"/site-packages/torch" not in PT2.read_bytes() and str(ROOT).encode() not in PT2.read_bytes()
 
 
+@pytest.mark.slow
 def test_a_bad_file_is_one_line_naming_it(tmp_path, run_cli):
     bad = tmp_path / "broken.pt2"
     bad.write_bytes(b"not a zip archive")
@@ -92,6 +99,15 @@ def test_a_bad_file_is_one_line_naming_it(tmp_path, run_cli):
     assert code == 2 and str(bad) in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_bad_file_is_one_line_naming_it_in_process(tmp_path, run_cli):
+    """The quick loop's twin of the test above, without the contained child."""
+    bad = tmp_path / "broken.pt2"
+    bad.write_bytes(b"not a zip archive")
+    code, _, err = run_cli("trace", f"pt2:{bad}", "--in-process")
+    assert code == 2 and str(bad) in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
 def test_reading_an_export_runs_no_user_code(tmp_path):
     """As tests/reliability/test_reliability_safety.py does for the scan: modules named like the
     ones in the program (its model's module, the script that made it) write a marker when imported;
@@ -149,6 +165,7 @@ def _crafted(tmp_path: Path, marker: Path) -> Path:
     return evil
 
 
+@pytest.mark.slow
 def test_a_crafted_file_cannot_run_code_through_pickle(tmp_path, run_cli):
     """torch.export.load falls back to an unsafe torch.load for stored artifacts: opscan keeps every
     load weights-only (NOTE [no pickle from a .pt2] in opscan/trace/export.py)."""

@@ -17,8 +17,21 @@ REPOS = Path(__file__).resolve().parent / "repos"
 TRAIN = {"forward", "backward", "optimizer"}
 
 
+def test_the_factories_and_the_hub_entries_are_found_statically_in_order():
+    """The quick loop's part of the tests below (which trace them): what discovery tries, and in
+    which order, read without building anything."""
+    from opscan.targets.discovery import candidates
+
+    assert candidates(REPOS / "pkgfactory", construct=True).traced[:2] == (
+        "repo:zoo/model_factory.py:create_model", "repo:zoo/script_util.py:create_model_and_schedule")
+    hub = candidates(REPOS / "hubimports", construct=True)
+    assert [c.target for c in hub.candidates if c.kind == "hubconf"] == [
+        "repo:hubconf.py:tinyvit_vits8", "repo:hubconf.py:tinyvit_vitb8", "repo:hubconf.py:tinyvit_vitl8",
+        "repo:hubconf.py:tinyvit_vits8_lc"]
+    assert hub.traced[0] == "repo:hubconf.py:tinyvit_vits8"
 
 
+@pytest.mark.slow
 def test_factories_of_a_package_import_relatively_and_take_a_defaults_function(repo_report, report_phases):
     report = repo_report(REPOS / "pkgfactory")
     assert [t["target"] for t in report["traces"]] == ["repo:zoo/model_factory.py:create_model",
@@ -32,6 +45,7 @@ def test_factories_of_a_package_import_relatively_and_take_a_defaults_function(r
     assert not any("relative import" in n for n in report["notes"])
 
 
+@pytest.mark.slow
 def test_hubconf_entry_points_imported_from_the_package(repo_report, report_phases):
     report = repo_report(REPOS / "hubimports")
     # imported entries count; the smallest backbone first (vits before vitb/vitl, backbones before
@@ -46,6 +60,7 @@ def test_hubconf_entry_points_imported_from_the_package(repo_report, report_phas
            "tinyvit_vits8(pretrained=False), imported from vitzoo.hub.backbones" in report["notes"]
 
 
+@pytest.mark.slow
 def test_model_class_arguments_from_a_nested_table_of_a_config_file_beside_it(repo_report, report_phases):
     report = repo_report(REPOS / "shippedcfg")
     first = report["traces"][0]
@@ -56,6 +71,7 @@ def test_model_class_arguments_from_a_nested_table_of_a_config_file_beside_it(re
            "arguments from a config file beside it (n_flows 12 -> 2, WN_config.n_layers 8 -> 2)" in report["notes"]
 
 
+@pytest.mark.slow
 def test_a_file_target_of_a_package_is_imported_as_its_package_imports_it(run_cli):
     target = f"{REPOS / 'pkgfactory' / 'zoo' / 'model_factory.py'}:create_model"
     code, out, err = run_cli("trace", target, "--input", "0:float32[2,3,16,16]", "--format", "json")

@@ -95,6 +95,7 @@ def _remote_folder(root: Path, marker: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_remote_code_is_not_run_without_trust(tmp_path, run_cli, monkeypatch):
     monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path / "hf-modules"))
     marker = tmp_path / "RAN"
@@ -111,6 +112,7 @@ def test_remote_code_is_not_run_without_trust(tmp_path, run_cli, monkeypatch):
     assert code == 2 and "--trust-remote-code" in err and not marker.exists()
 
 
+@pytest.mark.slow
 def test_remote_code_runs_in_the_trace_child_when_trusted(tmp_path, run_cli, monkeypatch):
     monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path / "hf-modules"))
     marker = tmp_path / "RAN"

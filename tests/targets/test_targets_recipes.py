@@ -17,6 +17,7 @@ TRAIN = {"forward", "backward", "optimizer"}
 
 
 
+@pytest.mark.slow
 def test_the_model_is_tried_before_its_parts_losses_and_activations(repo_report):
     # Tower composes FeedForward (a CapWords function of its file) and layers/mlp.py's Mlp; Swish
     # holds no parameter, PairLoss is a loss; each is longer than Tower, which once put them first
@@ -33,6 +34,7 @@ def test_the_model_is_tried_before_its_parts_losses_and_activations(repo_report)
                                  "num_tokens): small values chosen by parameter name"
 
 
+@pytest.mark.slow
 def test_a_variant_ranks_below_its_base_and_gets_the_arguments_it_passes_on(repo_report):
     # SuperResModel(UNetModel).__init__(self, in_channels, *args, **kwargs): the base's required
     # model_channels, out_channels, num_res_blocks, attention_resolutions are filled by name too

@@ -24,6 +24,7 @@ TRAIN = {"forward", "backward", "optimizer"}
 
 
 
+@pytest.mark.slow
 def test_gpt_with_a_defaults_dataclass_is_traced_in_train_mode(repo_report, report_phases):
     report = repo_report(REPOS / "gpt")
     assert [t["target"] for t in report["traces"]] == ["repo:model.py:GPT"]
@@ -38,6 +39,7 @@ def test_gpt_with_a_defaults_dataclass_is_traced_in_train_mode(repo_report, repo
     assert report["verdict"]["step"]["kind"] == "stand-in"
 
 
+@pytest.mark.slow
 def test_registry_variant_and_hubconf_entry(repo_report, report_phases):
     registry = repo_report(REPOS / "registry")
     assert [t["target"] for t in registry["traces"]] == ["repo:nets.py:create_model"]
@@ -49,6 +51,7 @@ def test_registry_variant_and_hubconf_entry(repo_report, report_phases):
     assert any("torch.hub entry point convnet_small(pretrained=False)" in n for n in hub["notes"])
 
 
+@pytest.mark.slow
 def test_readme_example_is_run_to_its_model_call_and_unbuildable_classes_say_why(repo_report, report_phases):
     report = repo_report(REPOS / "readme")
     assert [t["target"] for t in report["traces"]] == ["repo:README.md#1"]
@@ -60,6 +63,7 @@ def test_readme_example_is_run_to_its_model_call_and_unbuildable_classes_say_why
            "'tokenizer_name'" in report["notes"]
 
 
+@pytest.mark.slow
 def test_script_that_trains_at_import_is_built_from_its_definitions(repo_report, report_phases):
     report = repo_report(REPOS / "script")
     assert [t["target"] for t in report["traces"]] == ["repo:train.py:CharModel"]
@@ -76,6 +80,7 @@ def test_discovery_is_static_and_ranked():
     assert "train.py:31" in {c.target for c in script.candidates if c.kind == "inline"}
 
 
+@pytest.mark.slow
 def test_init_writes_the_model_that_was_built(tmp_path, run_cli, repo_report, report_phases):
     project = tmp_path / "gpt"
     shutil.copytree(REPOS / "gpt", project)
@@ -94,6 +99,7 @@ def _traced(report: dict) -> list[str]:
     return [t["target"] for t in report["traces"] if t["complete"]]
 
 
+@pytest.mark.slow
 def test_layers_of_raw_parameters_are_sized_from_what_they_declare(repo_report, report_phases):
     report = repo_report(REPOS / "siren")   # F.linear on raw Parameters: no nn.Linear to size from
     assert _traced(report) == ["repo:sirenlib/siren.py:SineNet"]
@@ -101,6 +107,7 @@ def test_layers_of_raw_parameters_are_sized_from_what_they_declare(repo_report, 
     assert {"aten::sin", "aten::linear"} <= {op["op"] for op in report["ops"]}
 
 
+@pytest.mark.slow
 def test_wrapper_is_built_around_its_model_argument_with_the_inputs_its_forward_needs(repo_report, report_phases):
     report = repo_report(REPOS / "wrapper")
     # TransformerWrapper is built inside Seq2Seq, yet it is the model: it takes AttentionLayers
@@ -112,6 +119,7 @@ def test_wrapper_is_built_around_its_model_argument_with_the_inputs_its_forward_
     assert "aten::mean.dim" in {op["op"] for op in report["ops"]}
 
 
+@pytest.mark.slow
 def test_config_from_name_takes_the_smallest_registry_variant(repo_report, report_phases):
     # Config() (n_head 7 for n_embd 4096) and the 7b variant fail the model's assert; tinylm-1m builds
     report = repo_report(REPOS / "registryname")
@@ -121,6 +129,7 @@ def test_config_from_name_takes_the_smallest_registry_variant(repo_report, repor
                for n in report["notes"])
 
 
+@pytest.mark.slow
 def test_builder_function_with_no_arguments_smallest_size_first(repo_report, report_phases):
     # tiny_70b() fails (96 % 5 heads); tiny_1m() is tried first as the smaller size its name spells
     report = repo_report(REPOS / "builders")
@@ -138,6 +147,7 @@ def test_builders_rank_by_the_size_their_name_spells():
     assert "repo:zoo/tiny/_model_builders.py:tiny_70b" not in found.traced   # one per file
 
 
+@pytest.mark.slow
 def test_defaults_from_the_model_class_own_get_default_config(repo_report, report_phases):
     report = repo_report(REPOS / "owndefaults")
     assert [t["target"] for t in report["traces"]] == ["repo:tinygpt/model.py:GPT"]
@@ -147,6 +157,7 @@ def test_defaults_from_the_model_class_own_get_default_config(repo_report, repor
            "own default config, unset sizes filled by name" in report["notes"]
 
 
+@pytest.mark.slow
 def test_a_constraint_between_sizes_is_retried_with_other_small_values(repo_report, report_phases):
     report = repo_report(REPOS / "constraint")
     assert [t["target"] for t in report["traces"]] == ["repo:tntlib/tnt.py:TNT"]
@@ -155,6 +166,7 @@ def test_a_constraint_between_sizes_is_retried_with_other_small_values(repo_repo
     assert not any(n.startswith("not built: repo:tntlib/tnt.py:TNT") for n in report["notes"])
 
 
+@pytest.mark.slow
 def test_model_with_inherited_constructor_built_from_a_registry_of_config_functions(repo_report, report_phases):
     # TinyModel(Decoder) in another file than its base; its config from `tiny_configs` (functions
     # returning TinyModel.Config, "debugmodel" first, attn_backend from model_registry's default);
@@ -203,6 +215,7 @@ def test_gpu_only_libraries_come_from_the_catalog_in_the_childs_options():
     assert "gpu_only" not in tracer_options(ModelConfig(target="model.py:build"), REPOS, None)
 
 
+@pytest.mark.slow
 def test_repository_tests_build_the_model_opscan_cannot_guess(repo_report, report_phases):
     # tabnet's Net(categories=(3, 4), num_continuous=2) has no value opscan can name; its tests build it
     report = repo_report(REPOS / "tested")

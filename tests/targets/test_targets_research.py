@@ -26,6 +26,7 @@ def _complete(report: dict) -> list[str]:
     return [t["target"] for t in report["traces"] if t["complete"]]
 
 
+@pytest.mark.slow
 def test_a_factory_the_training_script_picks_by_name_is_traced_with_its_step(repo_report, report_phases):
     report = repo_report(REPOS / "byname")
     assert _complete(report)[0] == "repo:models/__init__.py:resnet20"   # --arch's default, not a part
@@ -63,12 +64,14 @@ def test_toy_demos_of_helper_files_rank_below_the_model_classes(tmp_path):
     assert traced[0] == "repo:synth.py:Tacotron"   # before the two demos, which would end the search
 
 
+@pytest.mark.slow
 def test_a_constructor_that_moves_itself_builds_on_meta_and_its_device_follows(repo_report, report_phases):
     report = repo_report(REPOS / "todevice")   # self.to(self.device) in __init__, x.to(self.device) in forward
     assert _complete(report) == ["repo:model.py:Classifier"]
     assert TRAIN <= report_phases(report)
 
 
+@pytest.mark.slow
 def test_a_demo_parses_its_own_command_line_not_opscans(repo_report, report_phases):
     report = repo_report(REPOS / "demoargs")   # argparse in __main__; Net(n_codes, width) has no defaults
     assert _complete(report) == ["repo:model.py#main"]
@@ -76,6 +79,7 @@ def test_a_demo_parses_its_own_command_line_not_opscans(repo_report, report_phas
     assert "aten::_euclidean_dist" in {op["op"] for op in report["ops"]}   # torch.cdist, in the demo's model
 
 
+@pytest.mark.slow
 def test_a_model_that_shrinking_breaks_is_traced_unshrunk(repo_report, report_phases):
     report = repo_report(REPOS / "staged")   # 4 stages cut to 2: the final norm expects the 4th stage's width
     assert _complete(report) == ["repo:model.py:StagedNet"]
@@ -85,6 +89,7 @@ def test_a_model_that_shrinking_breaks_is_traced_unshrunk(repo_report, report_ph
                               "aten::native_layer_norm")
 
 
+@pytest.mark.slow
 def test_a_config_that_shrinking_breaks_is_built_unshrunk(tmp_path, repo_report, report_phases):
     (tmp_path / "model.py").write_text(
         "from dataclasses import dataclass\nfrom torch import nn\n\n@dataclass\nclass NetConfig:\n"
@@ -99,6 +104,7 @@ def test_a_config_that_shrinking_breaks_is_built_unshrunk(tmp_path, repo_report,
                                                      "AssertionError: one width per layer")
 
 
+@pytest.mark.slow
 def test_config_arguments_come_from_the_yaml_files_that_hold_what_the_constructor_reads(repo_report, report_phases):
     # TextToMel(preprocess_config, model_config): each read as subscripts, one through Encoder(model_config)
     report = repo_report(REPOS / "yamlcfg")
@@ -111,6 +117,7 @@ def test_config_arguments_come_from_the_yaml_files_that_hold_what_the_constructo
     assert step == {"loss": ("l1_loss", "train.py:18"), "optimizer": ("Adam", "train.py:16")}
 
 
+@pytest.mark.slow
 def test_a_config_module_get_config_is_evaluated_in_the_child(repo_report, report_phases):
     report = repo_report(REPOS / "pycfg")   # LanguageModel(config) reading config.model.*, get_config() in configs/
     assert _complete(report) == ["repo:network.py:LanguageModel"] and TRAIN <= report_phases(report)
@@ -133,6 +140,7 @@ def test_what_a_constructor_reads_from_its_config_argument(tmp_path, monkeypatch
     assert optional == {("dropout",), ("bias",)}
 
 
+@pytest.mark.slow
 def test_constructor_arguments_by_name_from_a_config_file_anywhere_in_the_repository(repo_report, report_phases):
     report = repo_report(REPOS / "kwcfg")   # Vocoder(n_mels, upsample_factors, hidden): configs/vocoder/base.yaml
     assert _complete(report) == ["repo:src/vocoder/model.py:Vocoder"] and TRAIN <= report_phases(report)

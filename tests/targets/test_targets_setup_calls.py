@@ -30,6 +30,7 @@ def _ops(report: dict) -> set[str]:
     return {op["op"] for op in report["ops"]}
 
 
+@pytest.mark.slow
 def test_registry_of_model_functions_builds_the_smallest_variant(repo_report, report_phases):
     report = repo_report(REPOS / "modelfns")
     assert [t["target"] for t in report["traces"]] == ["repo:tinydit/models.py:TinyDiT_S_2"]
@@ -44,6 +45,7 @@ def test_registry_of_model_functions_builds_the_smallest_variant(repo_report, re
     assert not any(c["target"].endswith(":TinyDiT") for c in report["discovery"]["candidates"])
 
 
+@pytest.mark.slow
 def test_decorator_registered_model_functions(repo_report, report_phases):
     report = repo_report(REPOS / "registered")
     assert report["traces"][0]["target"] == "repo:zoo.py:mixer_tiny_16"   # pretrained=False: no weights asked
@@ -60,6 +62,7 @@ def test_variant_order():
                                                "DiT-XL/2"]
 
 
+@pytest.mark.slow
 def test_setup_call_from_the_repository_is_made_before_the_forward(repo_report, report_phases):
     report = repo_report(REPOS / "setupcall")
     traces = {t["target"]: t for t in report["traces"]}

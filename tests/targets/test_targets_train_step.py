@@ -108,6 +108,7 @@ def test_the_script_loss_applies_to_the_logits_the_model_returns():
     assert part.name == "sum of the outputs" and part.source == ""
 
 
+@pytest.mark.slow
 def test_the_project_answers_with_the_fused_kernel_and_the_loss_ops_of_its_script(repo_report, report_phases):
     report = repo_report(REPOS / "scriptstep")
     assert [t["target"] for t in report["traces"]] == ["repo:model.py:CharLM"]
@@ -142,6 +143,7 @@ def test_a_model_no_script_builds_takes_the_root_training_scripts_step_or_none(t
     assert plan["repo:pkg/net.py:Net"].script == "train.py"
 
 
+@pytest.mark.slow
 def test_a_model_that_computes_its_loss_keeps_it_as_the_scripts_own(repo_report):
     report = repo_report(REPOS / "gpt")   # `logits, loss = model(x, y); loss.backward()` in train.py
     step = report["traces"][0]["step"]
@@ -151,6 +153,7 @@ def test_a_model_that_computes_its_loss_keeps_it_as_the_scripts_own(repo_report)
     assert (parts["optimizer"]["name"], parts["optimizer"]["source"]) == ("AdamW", "train.py:6")
 
 
+@pytest.mark.slow
 def test_with_no_training_script_the_step_is_the_stand_in_and_says_so(repo_report):
     report = repo_report(REPOS / "constraint")
     step = report["traces"][0]["step"]

@@ -59,6 +59,7 @@ def test_supplied_kernel_refuses_what_the_cpu_kernel_refuses():
     assert fakes.supply(aten.mm.default, (a, a), {}) is None  # opscan supplies nothing for mm
 
 
+@pytest.mark.slow
 def test_fp32_moe_traces_completely_and_says_the_kernel_was_supplied(tmp_path, repo_root):
     config = json.loads((repo_root / "examples/models/hf/mixtral-tiny/config.json").read_text())
     config["dtype"] = "float32"
@@ -74,6 +75,7 @@ def test_fp32_moe_traces_completely_and_says_the_kernel_was_supplied(tmp_path, r
     assert trace_target(f"hf:{tmp_path}", mode="inference", batch=2, seq_len=16).supplied_fakes == ()
 
 
+@pytest.mark.slow
 def test_torch_error_logs_stay_off_the_terminal(tmp_path, repo_root):
     # PyTorch logs "failed while attempting to run meta for aten._grouped_mm" with a traceback
     # each time its fake kernel refuses fp32; `opscan trace` prints none of it

@@ -28,6 +28,7 @@ def _ops(trace):
     return {u.op: u for u in trace.ops}
 
 
+@pytest.mark.slow
 def test_collectives_in_their_phases(sharded):
     assert sharded.complete, sharded.stopped_at
     ops = _ops(sharded)
@@ -43,6 +44,7 @@ def test_collectives_in_their_phases(sharded):
     assert not any(u.custom for u in sharded.ops)
 
 
+@pytest.mark.slow
 def test_superset_of_the_plain_step(plain, sharded):
     assert plain.complete
     missing = set(_ops(plain)) - set(_ops(sharded))
@@ -51,6 +53,7 @@ def test_superset_of_the_plain_step(plain, sharded):
     assert {"c10d", "fsdp"} <= added
 
 
+@pytest.mark.slow
 def test_deterministic_and_group_is_gone(plain, sharded):
     import torch.distributed as dist
 
@@ -101,6 +104,7 @@ def test_bad_world_size_cli(run_cli, value):
     assert code == 2 and "--fsdp" in err and out == ""
 
 
+@pytest.mark.slow
 def test_cli_json_and_coverage(run_cli, tmp_path):
     out_file = tmp_path / "r.json"
     code, _, err = run_cli("trace", LLAMA, "--fsdp", "2", "--backend", "torchneuron==2.33.0",

@@ -136,6 +136,7 @@ print(json.dumps({"complete": trace.complete, "stopped_at": trace.stopped_at, "p
 '''
 
 
+@pytest.mark.slow
 def test_huge_embedding_builds_and_traces_in_small_memory(tmp_path):
     (tmp_path / "huge.py").write_text(HUGE_MODEL)
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(MEASURE), f"{tmp_path}/huge.py:Huge"],

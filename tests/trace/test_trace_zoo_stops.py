@@ -145,6 +145,7 @@ def test_when_both_steps_stop_both_stops_are_given(tmp_path):
     assert "aten::addmm" in {u.op for u in trace.ops}   # the ops of the step without the cache
 
 
+@pytest.mark.slow
 def test_a_head_that_passes_use_cache_through_kwargs_is_retried(tmp_path):
     # GraniteMoeHybridForCausalLM.forward has no use_cache parameter, its base model has; with only
     # mamba layers its cache refuses the attention-layer calls (get_seq_length in transformers 5.24,
@@ -161,6 +162,7 @@ def test_a_head_that_passes_use_cache_through_kwargs_is_retried(tmp_path):
     assert "cache_utils.py" in trace.retried   # the stop is the cache's, named by its line
 
 
+@pytest.mark.slow
 def test_split_sizes_from_stand_ins_are_scaled_and_match_a_real_step(tmp_path):
     # JetMoe splits tokens by expert_size.tolist(): stand-ins (1 each) that do not add up
     pytest.importorskip("transformers")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support.release import static_release
 from tests.support.zoo_fakes import FAKE_TRACER, STATUSES, logging, traced
 
@@ -17,6 +19,7 @@ def _targets(*names: str) -> list[ZooTarget]:
     return [ZooTarget(name=n, target=n, family="test", config_hash=n) for n in names]
 
 
+@pytest.mark.slow
 def test_second_run_comes_from_cache_and_new_release_rechecks_without_tracing(tmp_path, trace_log):
     cache = Cache(tmp_path / "cache")
     targets = _targets("fake:alpha", "fake:beta", "fake:hang")

@@ -27,6 +27,7 @@ def _targets(*names: str) -> list[ZooTarget]:
     return [ZooTarget(name=n, target=n, family="test", config_hash=n) for n in names]
 
 
+@pytest.mark.slow
 def test_cluster_rows_match_local_and_a_segfault_does_not_kill_the_worker(scheduler):
     cov = static_release(STATUSES, "fakeneuron==1.0")
     limits = Limits(timeout=2, max_memory=None, start_method="forkserver")
@@ -42,6 +43,7 @@ def test_cluster_rows_match_local_and_a_segfault_does_not_kill_the_worker(schedu
     assert again.rows[0].verdict == "unknown"   # an incomplete trace is not proven
 
 
+@pytest.mark.slow
 def test_cluster_address_from_environment(scheduler, monkeypatch, run_cli, tmp_path):
     import opscan.db as cov
 

@@ -26,6 +26,7 @@ def mixed_run():
                    workers=2, limits=Limits(timeout=3, max_memory=None, start_method="forkserver"))
 
 
+@pytest.mark.slow
 def test_every_model_is_a_row_and_failures_say_why(mixed_run):
     rows = {row.name: row for row in mixed_run.rows}
     assert list(rows) == sorted(rows)  # sorted, one per target
@@ -43,6 +44,7 @@ def test_every_model_is_a_row_and_failures_say_why(mixed_run):
     assert rows["fake:gamma"].verdict == "unknown" and "aten::sort" in rows["fake:gamma"].error   # incomplete
 
 
+@pytest.mark.slow
 def test_row_counts_custom_ops_and_stand_ins(mixed_run):
     beta = next(r for r in mixed_run.rows if r.name == "fake:beta")
     assert beta.counts == {"cpu-fallback": 1, "native": 1, "unsupported": 1}
@@ -54,6 +56,7 @@ def test_row_counts_custom_ops_and_stand_ins(mixed_run):
     assert beta.op_cells["aten::mm"] == "FBO"
 
 
+@pytest.mark.slow
 def test_ops_ranked_by_models_blocked_and_training_step(mixed_run):
     ops = [s.op for s in mixed_run.ops]
     # ops that block first; then mm (3 models, every step) before add (2 models); a CPU fallback
@@ -79,6 +82,7 @@ def test_memory_cap_turns_a_hog_into_an_out_of_memory_row():
     assert "memory cap" in outcome.error
 
 
+@pytest.mark.slow
 def test_zoo_command_survives_a_crash(run_cli, tmp_path, monkeypatch, coverage):
     import opscan.db as cov
 

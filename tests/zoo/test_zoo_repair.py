@@ -36,6 +36,7 @@ def _ops(trace) -> set[str]:
     return {u.op for u in trace.ops}
 
 
+@pytest.mark.slow
 def test_the_unset_fields_a_build_and_step_need_are_filled_and_the_trace_says_so(tmp_path):
     target = _config(tmp_path, "dots1", DOTS1)
     with pytest.raises(TargetError, match="building Dots1ForCausalLM failed: TypeError"):
@@ -68,6 +69,7 @@ def test_rope_parameters_missing_for_a_listed_layer_type_get_the_documented_defa
     assert {"aten::cos", "aten::sin"} <= _ops(trace)
 
 
+@pytest.mark.slow
 def test_a_fill_that_does_not_complete_the_trace_is_not_kept(tmp_path):
     # dbrx: its attention config lacks rope_theta (filled: documented default), then its step
     # clamps with clip_qkv None, which has no known value: the row keeps the original failure

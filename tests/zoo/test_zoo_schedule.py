@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support.release import static_release
 from tests.support.zoo_fakes import FAKE_TRACER, STATUSES, logging, started
 
@@ -24,6 +26,7 @@ def test_unknown_times_first_by_name_then_longest_first():
     assert longest_first(list(times), str, times.get) == ["b", "d", "c", "e", "a"]
 
 
+@pytest.mark.slow
 def test_a_second_run_starts_the_model_the_first_run_timed_longest(tmp_path, trace_log):
     cache = Cache(tmp_path / "cache")
     first = run_zoo(_targets("fake:alpha", "fake:beta", "fake:slow"), COVERAGE, tracer=FAKE_TRACER,

@@ -34,6 +34,7 @@ def test_entries_are_unique_one_line_and_name_their_stage():
         assert "opscan" not in bug.repro, bug.model_type                        # reproduces without opscan
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(upstream.installed() != upstream.CHECKED,
                     reason=f"the entries were checked against transformers {upstream.CHECKED}")
 def test_every_reproduction_still_raises_its_error(tmp_path):

@@ -21,6 +21,7 @@ def _valid_boxes(bbox, ids):
     assert (bbox[..., 0] <= bbox[..., 2]).all() and (bbox[..., 1] <= bbox[..., 3]).all()
 
 
+@pytest.mark.slow
 def test_bros_gets_word_boxes_and_layoutlm_keeps_its_inputs(tmp_path):
     # BROS cannot run without bbox ("You have to specify bbox"); its relative box embedding is
     # sinusoidal (sin / cos of box deltas). LayoutLM takes the same argument optionally and keeps
@@ -38,6 +39,7 @@ def test_bros_gets_word_boxes_and_layoutlm_keeps_its_inputs(tmp_path):
     assert "bbox" not in build_hf(layoutlm, batch=None, seq_len=None).kwargs
 
 
+@pytest.mark.slow
 def test_udop_gets_word_boxes_for_its_position_biases(tmp_path):
     # "Bbox is required for horizontal relative position bias"
     path = _write(tmp_path, {"model_type": "udop", "architectures": ["UdopModel"], "d_model": 32, "d_kv": 8,
@@ -50,6 +52,7 @@ def test_udop_gets_word_boxes_for_its_position_biases(tmp_path):
     assert "aten::embedding" in _ops(trace)
 
 
+@pytest.mark.slow
 def test_molmo2_trains_with_its_token_types(tmp_path):
     # "`mm_token_type_ids` is required as a model input when training": a text-only prompt's are 0
     vision = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
@@ -69,6 +72,7 @@ def test_molmo2_trains_with_its_token_types(tmp_path):
     assert "aten::embedding_dense_backward" in _ops(trace)
 
 
+@pytest.mark.slow
 def test_an_audio_encoder_gets_its_frame_mask(tmp_path):
     # AudioFlamingo3's encoder reads its frame lengths from input_features_mask (no default)
     path = _write(tmp_path, {"model_type": "audioflamingo3_encoder", "architectures": ["AudioFlamingo3Encoder"],
@@ -82,6 +86,7 @@ def test_an_audio_encoder_gets_its_frame_mask(tmp_path):
     assert "aten::convolution" in _ops(trace)
 
 
+@pytest.mark.slow
 def test_aimv2_gets_images_with_its_text(tmp_path):
     # Aimv2Model scores texts against images without a `return_loss` argument: both towers run
     path = _write(tmp_path, {"model_type": "aimv2", "architectures": ["Aimv2Model"], "projection_dim": 16,
@@ -102,6 +107,7 @@ TVP = {"model_type": "tvp", "architectures": ["TvpModel"], **TEXT, "max_position
                            "depths": [1, 1, 1, 1], "layer_type": "basic", "out_features": ["stage4"]}}
 
 
+@pytest.mark.slow
 def test_tvp_gets_its_video_frames(tmp_path):
     # TVP grounds text in a video: (batch, num_frames, 3, max_img_size, max_img_size). Batch 1:
     # transformers' TVP views its column position embeddings as (batch, ...), which holds for one
@@ -123,6 +129,7 @@ FASTSPEECH = {"model_type": "fastspeech2_conformer", "architectures": ["FastSpee
               "energy_predictor_layers": 1, "energy_predictor_channels": 16, "max_source_positions": 64}
 
 
+@pytest.mark.slow
 def test_fastspeech2_gets_consistent_speech_targets(tmp_path):
     # training needs all four targets; the spectrogram is as long as the longest utterance (the
     # durations' row sums) and padded with -100, what its loss masks
@@ -141,6 +148,7 @@ def test_fastspeech2_gets_consistent_speech_targets(tmp_path):
     assert value_inputs(model, model.config) == ("duration_labels",)   # keyed on its model_type
 
 
+@pytest.mark.slow
 def test_fastspeech2_trains_on_its_targets(tmp_path):
     # the durations decide the spectrogram length: they are traced with their values (Built.values)
     path = _write(tmp_path, FASTSPEECH)
@@ -170,6 +178,7 @@ SAM2_VIDEO = {"model_type": "sam2_video", "architectures": ["Sam2VideoModel"], "
               "memory_fuser_intermediate_dim": 64, "memory_attention_rope_feat_sizes": [8, 8]}
 
 
+@pytest.mark.slow
 def test_a_video_tracker_gets_an_inference_session(tmp_path):
     # Sam2VideoModel's forward takes a Sam2VideoInferenceSession (frames + a click), not tensors;
     # it runs under torch.inference_mode: an inference trace

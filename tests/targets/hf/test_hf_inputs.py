@@ -34,6 +34,7 @@ def test_a_dual_encoder_gets_text_and_images(tmp_path):
     assert {"aten::convolution", "aten::embedding"} <= _ops(trace)
 
 
+@pytest.mark.slow
 def test_a_vision_tower_gets_patches_and_their_grid(tmp_path):
     # GLM-4V's vision tower takes cut patches (patches, C * T * P * P) and grid_thw; the grid's
     # values shape the step and are traced with their values, not stand-ins
@@ -51,6 +52,7 @@ def test_a_vision_tower_gets_patches_and_their_grid(tmp_path):
     assert not [s for s in trace.stand_ins if s.op == "aten::_local_scalar_dense"]
 
 
+@pytest.mark.slow
 def test_a_conformer_audio_encoder_gets_frames_by_bins(tmp_path):
     # Parakeet takes (batch, frames, mel bins); Whisper-style (batch, bins, frames) stopped it
     path = _write(tmp_path, {
@@ -104,6 +106,7 @@ def test_a_per_sample_loss_is_summed():
 # ----------------------------------------------------------------------------- layouts per model type
 # (the layouts of architectures.ARCHITECTURES) and the rules that cover several models
 
+@pytest.mark.slow
 def test_a_tower_whose_conv_takes_each_patch_as_an_image_gets_patch_images(tmp_path):
     # Kimi-K2.5's vision tower runs its Conv2d on every cut patch: (patches, C, P, P) with grid_thw
     path = _write(tmp_path, {
@@ -147,6 +150,7 @@ def test_a_base_audio_decoder_with_one_embedding_per_codebook_gets_a_row_per_cod
     assert trace.complete, trace.stopped_at
 
 
+@pytest.mark.slow
 def test_a_spectrogram_image_model_gets_4d_features(tmp_path):
     # CLAP's audio tower starts with a BatchNorm2d over the mel bins: (batch, 1, frames, bins)
     path = _write(tmp_path, {
@@ -163,6 +167,7 @@ def test_a_spectrogram_image_model_gets_4d_features(tmp_path):
         any("batch_norm" in op for op in _ops(trace))
 
 
+@pytest.mark.slow
 def test_a_chunked_encoder_gets_bins_by_whole_chunks_and_a_mask_over_frames(tmp_path):
     # Qwen3-ASR's encoder: (batch, bins, frames), frames a multiple of 2 * n_window; its mask
     # (batch, frames)
@@ -214,6 +219,7 @@ def test_an_image_pair_matcher_gets_pairs(tmp_path):
     assert made["pixel_values"].shape == (2, 2, 3, 224, 224)
 
 
+@pytest.mark.slow
 def test_a_prompted_segmenter_gets_image_prompt_and_mask_of_half_height(tmp_path):
     # SegGPT stacks the prompt above the image: each is (batch, C, image_size[0] / 2, image_size[1])
     path = _write(tmp_path, {
