@@ -33,12 +33,15 @@ def test_json_ops_shape_and_determinism(run_cli, tmp_path):
     assert first.read_bytes() == second.read_bytes()
 
 
-def test_terminal_lists_ops_with_sources(run_cli):
+def test_terminal_lists_ops_with_sources(run_cli, monkeypatch):
     code, out, _ = run_cli("trace", "examples/models/mlp.py:make_mlp")
     assert code == 0
     assert "aten::gelu_backward" in out
-    assert "examples/models/mlp.py:17 (mlp.act)" in out
+    assert "examples/models/mlp.py:17\n" in out     # at 80 columns: the place, on its own line
     assert "train on neuron" in out
+    monkeypatch.setenv("COLUMNS", "160")               # wide: the source column, with the module
+    code, out, _ = run_cli("trace", "examples/models/mlp.py:make_mlp")
+    assert code == 0 and "examples/models/mlp.py:17 (mlp.act)" in out
 
 
 def test_partial_trace_exits_1_and_says_where(run_cli):
