@@ -56,9 +56,9 @@ class Constraints:
 @lru_cache(maxsize=1)
 def table() -> Constraints:
     """The shipped table (loaded once per process)."""
-    import yaml
+    from opscan.strict_yaml import shipped_data
 
-    doc = yaml.safe_load((rules_dir() / "data" / "torch-constraints.yaml").read_text(encoding="utf-8"))
+    doc = shipped_data((rules_dir() / "data" / "torch-constraints.yaml").read_text(encoding="utf-8"))
     releases: dict[str, tuple[Release, ...]] = {}
     cuda: dict[str, tuple[str, ...]] = {}
     for name, entry in (doc.get("packages") or {}).items():

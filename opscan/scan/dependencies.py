@@ -64,9 +64,9 @@ class Companions:
 @lru_cache(maxsize=1)
 def companions() -> Companions:
     """The shipped companion tables (loaded once per process)."""
-    import yaml
+    from opscan.strict_yaml import shipped_data
 
-    doc = yaml.safe_load((rules_dir() / "data" / "torch-companions.yaml").read_text(encoding="utf-8"))
+    doc = shipped_data((rules_dir() / "data" / "torch-companions.yaml").read_text(encoding="utf-8"))
     pairs = {canonicalize_name(n): {str(k): str(v) for k, v in e["pairs"].items()}
              for n, e in doc["companions"].items()}
     sources = {canonicalize_name(n): e["source"] for n, e in {**doc["companions"], **doc["ended"]}.items()}
