@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from opscan.records import (OP_STATUSES, OP_TASKS, STATUSES, TASKS, VERDICT_KINDS, Coverage, Finding, JudgedOps,
-                            Location, NoKernel, Severity, Status, Task, TaskKind, Verdict, VerdictKind,
+from opscan.records import (MODES, OP_STATUSES, OP_TASKS, STATUSES, TASKS, VERDICT_KINDS, Coverage, Finding,
+                            JudgedOps, Location, Mode, NoKernel, Severity, Status, Task, TaskKind, Verdict, VerdictKind,
                             status_of)
 
 PACKAGE = Path(__file__).resolve().parents[1] / "opscan"
@@ -120,7 +120,7 @@ def test_the_vocabularies_found_are_those_of_the_package():
             "records/target.py", "containment/outcome.py", "containment/process.py", "zoo/results.py", "zoo/diff.py",
             "fix/reasons.py"} == set(VOCABULARIES)
     assert {"blocked", "cpu-fallback", "custom-kernel", "probed", "hubconf", "main-step", "partial", "limit",
-            "became-ready", "fixed", "first-run", "known-failure", "returned"} <= WORDS
+            "became-ready", "fixed", "first-run", "known-failure", "returned", "inference"} <= WORDS
 
 
 def test_the_walk_finds_what_it_forbids():
@@ -180,6 +180,10 @@ def test_one_ranking_of_verdicts_and_of_severities():
     new = {"models": [{"name": f"m{i}", "verdict": b} for i, b in enumerate(rows.values())]}
     assert [(c.model, c.kind) for c in diff(old, new)] == [("m2", "became-ready"), ("m0", "regressed"),
                                                            ("m1", "regressed")]
+
+
+def test_trace_modes():
+    assert MODES == ("train", "inference", "both") and [m for m in Mode if m.trains] == [Mode.TRAIN, Mode.BOTH]
 
 
 def test_status_predicates_are_the_status_facts():

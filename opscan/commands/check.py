@@ -7,6 +7,7 @@ from pathlib import Path
 
 from opscan.commands.flags import (FORMATS, add_backend_argument, add_db_argument, codes, gate, on_screen, progress,
                                   render_report)
+from opscan.records import MODES
 
 HELP = "the whole answer for PATH: source scan, model trace, op coverage, port tasks (the default command)"
 
@@ -21,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the training command whose step is traced (e.g. \"python pretrain.py --model "
                              "vit_base\"), instead of the one found by reading the project (default: "
                              "[tool.opscan] entry, else the best found; docs/check.md)")
-    parser.add_argument("--mode", choices=("train", "inference", "both"), default=None,
+    parser.add_argument("--mode", choices=MODES, default=None,
                         help="trace mode for every model (default: as configured, else train)")
     add_backend_argument(parser)   # one --backend RELEASE and one --db FILE meaning in every command
     add_db_argument(parser)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from opscan import __version__
 from opscan.commands.flags import positive_int
 from opscan.errors import UsageError
-from opscan.records import Draft, NotChecked, Target
+from opscan.records import MODES, Draft, NotChecked, Target
 
 if TYPE_CHECKING:
     from opscan.config import Config
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="file.py:NAME, package.module:NAME, hf:PATH (config.json or its folder) or "
                         "timm:NAME; NAME is an nn.Module class or a factory. Default: the models in "
                         "[tool.opscan] of pyproject.toml")
-    parser.add_argument("--mode", choices=("train", "inference", "both"), default=None,
+    parser.add_argument("--mode", choices=MODES, default=None,
                         help="train: forward, loss, backward, optimizer step (default); inference: "
                         "eval() + no_grad; both: trace the two and mark ops seen in only one")
     parser.add_argument("--device", choices=("neuron", "cpu", "cuda", "meta"), default="neuron",

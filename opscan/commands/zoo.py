@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from opscan.errors import UsageError
+from opscan.records import MODES
 
 HELP = "readiness matrix over model families (hf:causal-lm, hf:*, lists); `zoo diff OLD.json NEW.json`"
 FORMATS = ("terminal", "json", "markdown", "html")
@@ -18,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="hf:causal-lm, hf:* (every base architecture), hf:FAMILY, hf:MODEL_TYPE, "
                              "hf:PATH, timm:*, file.py:NAME, pkg.mod:NAME, @targets.txt; several allowed. "
                              "`diff OLD.json NEW.json` compares two runs")
-    parser.add_argument("--mode", choices=("train", "inference", "both"), default="train")
+    parser.add_argument("--mode", choices=MODES, default="train")
     from opscan.commands.flags import add_backend_argument, add_db_argument, retire_flag
     from opscan.commands.flags import add_limit_arguments
     from opscan.zoo.execution import ZOO_TIMEOUT

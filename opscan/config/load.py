@@ -22,7 +22,7 @@ from typing import Any
 
 from opscan.config.toml_file import ConfigProblem, read_file
 from opscan.errors import ConfigError
-from opscan.records import TrainStep, Target
+from opscan.records import MODES, Mode, TrainStep, Target
 from opscan.plan.cost import CostConfig   # the cost model belongs to the plan; re-exported here
 
 FAIL_ON: dict[str, str] = {
@@ -36,7 +36,6 @@ FAIL_ON: dict[str, str] = {
                  "unknown, blocked); a source-only run (--no-trace, `opscan scan`, the pre-commit hook) "
                  "is judged on its source: it fails unless the source holds nothing open",
 }
-MODES = ("train", "inference", "both")
 DEFAULT_BACKEND = ""   # "" = the newest TorchNeuron release in the coverage database
 
 
@@ -304,7 +303,7 @@ def _models(raw: Any, where: str, checker: "_Checker") -> tuple[ModelConfig, ...
         except ValueError as exc:
             checker.add(here + ".target", str(exc))
             continue
-        mode = checker.string(item.get("mode", "train"), here + ".mode")
+        mode = checker.string(item.get("mode", Mode.TRAIN), here + ".mode")
         if mode not in MODES:
             checker.add(here + ".mode", f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
         models.append(ModelConfig(

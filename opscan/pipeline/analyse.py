@@ -26,7 +26,7 @@ from opscan.errors import (MissingDependencyError, MissingModulesError, ModelPro
 from opscan.index import ProjectIndex
 from opscan.containment.process import Limits
 from opscan.pipeline import entry_step
-from opscan.records import (BaselineStatus, Checked, DeviceProfile, Discovery, Draft, Finding, ModelTrace,
+from opscan.records import (BaselineStatus, Checked, DeviceProfile, Discovery, Draft, Finding, Mode, ModelTrace,
                             NothingToCheck, Report, SourceCheck, Step, Target, TargetKind)
 from opscan.pipeline.options import RunOptions, ScanOptions
 from opscan.pipeline.phases import ScanOutcome, database_notes
@@ -404,10 +404,10 @@ def _discover(target: Path, trust_remote_code: bool, mode: str | None = None,
         sites = call_site_table(index, found.traced)   # read here, handed to the child (NOTE [one project index])
         steps = step_plans(index, found.traced)         # the training script's step, read here too
         targets = [Target.parse(t) for t in found.traced]   # NOTE [targets parsed once]
-        return found, tuple(ModelConfig(target=t, mode=mode or "train", call_sites=sites
+        return found, tuple(ModelConfig(target=t, mode=mode or Mode.TRAIN, call_sites=sites
                                         if t.kind is TargetKind.REPO else (), step=steps.get(t)) for t in targets)
     found = _with_config_blocks(found)
-    models = tuple(ModelConfig(target=t, mode="inference" if t.kind is TargetKind.EXPORT else (mode or "train"),
+    models = tuple(ModelConfig(target=t, mode=Mode.INFERENCE if t.kind is TargetKind.EXPORT else (mode or Mode.TRAIN),
                                trust_remote_code=trust_remote_code) for t in map(Target.parse, found.traced))
     return found, models
 

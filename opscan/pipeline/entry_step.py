@@ -24,7 +24,7 @@ from pathlib import Path
 from opscan.assess.step import forward_only, project_step, script_parts, stand_in_parts, stand_in_step
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, OpscanError
-from opscan.records import DeviceProfile, ModelTrace, Step, TrainingEntry, TargetKind, Target
+from opscan.records import DeviceProfile, Mode, ModelTrace, Step, TrainingEntry, TargetKind, Target
 from opscan.reporters.texts import replacement_words
 
 MAX_LISTED = 5   # other training commands named in the notes
@@ -84,7 +84,7 @@ def run_chosen(entered: Entered, root: Path, profile: DeviceProfile | None, limi
     notes = [f"training command `{shown}`: {entry.why}"] if entry.why else []
     notes.extend(said)
     notes.extend(f"stood in for {r.kind}: {replacement_words(r)}" for r in trace.replaced)
-    trained = trace.complete and bool(trace.steps or trace.mode == "train")
+    trained = trace.complete and bool(trace.steps or trace.mode == Mode.TRAIN)
     why = "" if trained else (f"it stopped: {trace.stopped_at}" if not trace.complete else
                               "it ran to its end without a backward pass or an optimizer step")
     if not trained:
@@ -113,7 +113,7 @@ def step_of(traces: tuple[ModelTrace, ...], models: tuple[ModelConfig, ...], ent
         return project_step(shown_command(entered.chosen)) if entered.chosen else None
     if script_command and any(_kind(t.target) is TargetKind.SCRIPT for t in traces):
         return project_step(script_command)
-    if all(t.mode == "inference" for t in traces):
+    if all(t.mode == Mode.INFERENCE for t in traces):
         return forward_only([t.target for t in traces])
     model = next((m for m in models if any(t.target == m.target for t in traces)), None) or \
         (models[0] if models else None)

@@ -29,9 +29,9 @@ from opscan.records.compile import (
     COMPILE_CAUSES, CompileCause, CompileEstimate, CompileForecast, CompileOption, CompileRegion, CompileStep,
     CompiledOp, GraphBreak, NewSignature, TorchCompile, VaryingOp)
 from opscan.records.trace import (
-    CANDIDATE_KINDS, ENTRY_KINDS, STEP_PARTS, STOP_HINT, CandidateKind, Discovery, containment_line, EntryKind,
-    ModelCandidate, ModelTrace, Replacement, StepPart, TrainStep, TrainingEntry, joined_stop, merge_containment,
-    split_stop)
+    CANDIDATE_KINDS, ENTRY_KINDS, MODES, STEP_PARTS, STOP_HINT, CandidateKind, Discovery, containment_line,
+    EntryKind, Mode, ModelCandidate, ModelTrace, Replacement, StepPart, TrainStep, TrainingEntry, joined_stop,
+    merge_containment, split_stop)
 from opscan.records.target import TARGET_FORMS, Target, TargetKind
 from opscan.records.report import (
     Blockers, Checked, Draft, EffortTotal, JudgedOps, NotChecked, NothingToCheck, OpCaveat, OpNote, Report,
@@ -44,7 +44,8 @@ __all__ = [
     "DeviceProfile", "Discovery", "Draft", "EffortTotal", "ENTRY_KINDS", "EntryKind", "Evidence", "EVIDENCE_KINDS",
     "EvidenceKind", "Fallback", "Finding", "FunctionSpan", "GraphBreak", "ImportBinding", "is_kernel_work",
     "joined_stop", "JudgedOps", "KERNEL_SOURCE_KINDS", "KernelSource", "KernelSourceKind", "LibraryUse", "Location",
-    "merge_containment", "ModelCandidate", "ModelTrace", "NewSignature", "NoKernel", "NotChecked", "NothingToCheck",
+    "merge_containment", "Mode", "MODES", "ModelCandidate", "ModelTrace", "NewSignature", "NoKernel", "NotChecked",
+    "NothingToCheck",
     "OP_STATUSES", "OP_TASKS", "OpCaveat", "OpName", "OpNote", "OpSource", "OpStatus", "OpUsage", "PHASES",
     "Replacement", "Report", "RuleInfo", "ScanFacts", "SEVERITIES", "Severity", "Shrink", "SourceCheck", "split_stop",
     "StandIn", "STATUS", "Status", "status_of", "STATUSES", "Step", "STEP_KINDS", "STEP_PARTS", "StepKind",

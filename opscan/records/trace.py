@@ -13,6 +13,22 @@ from opscan.records.ops import OpUsage, Shrink, StandIn
 STEP_PARTS = ("loss", "optimizer", "amp", "clip")   # the parts of a training step, in the order they run
 
 
+class Mode(StrEnum):
+    """What step a model is traced for (`--mode`, `[[tool.opscan.models]] mode`; docs/trace.md)."""
+
+    TRAIN = "train"           # forward, loss, backward and the optimizer step
+    INFERENCE = "inference"   # forward only, under no_grad
+    BOTH = "both"             # an inference trace and a train trace, their ops merged
+
+    @property
+    def trains(self) -> bool:
+        """The trace runs a training step (train or both)."""
+        return self is not Mode.INFERENCE
+
+
+MODES = tuple(m.value for m in Mode)   # the words, in the order --mode lists them
+
+
 @dataclass(frozen=True)
 class StepPart:
     """One part of a training step: what it is and where it was read (NOTE [the step read from the
@@ -63,7 +79,7 @@ class ModelTrace:
     """The ops one model dispatched in one trace, and how complete the trace is."""
 
     target: str
-    mode: str                            # "train" | "inference" | "both"
+    mode: str                            # one of MODES (a Mode)
     device: str
     ops: tuple[OpUsage, ...] = ()
     stand_ins: tuple[StandIn, ...] = ()

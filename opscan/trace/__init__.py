@@ -24,13 +24,13 @@ from __future__ import annotations
 import importlib.util
 
 from opscan.errors import MissingDependencyError
+from opscan.records import MODES
 
 INSTALL_HINT = "pip install 'opscan-neuron[trace]' (and pin torch to the version you train with)"
 
 if importlib.util.find_spec("torch") is None:
     raise MissingDependencyError(f"tracing needs PyTorch, which is not installed: {INSTALL_HINT}", "torch")
 
-MODES = ("train", "inference", "both")
 DEVICES = ("neuron", "cpu", "cuda", "meta")
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from opscan.errors import TargetError
-from opscan.records import DeviceProfile, ModelTrace, OpSource, OpUsage
+from opscan.records import DeviceProfile, Mode, ModelTrace, OpSource, OpUsage
 from opscan.trace.recorder import MAX_SOURCES, TORCH_NAMESPACES, canonical_name
 
 LEVELS = ("exported", "dispatch", "core")
@@ -176,7 +176,7 @@ def ops_of(program, project_root: str | None, rename: dict[str, str] | None = No
             op=canonical_name(name), count=counts[name], phases=("forward",),
             dtypes=tuple(sorted(dtypes[name])),
             sources=tuple(sorted(src for src, _ in ranked[:MAX_SOURCES])),
-            modes=("inference",), custom=name.partition("::")[0] not in TORCH_NAMESPACES))
+            modes=(Mode.INFERENCE,), custom=name.partition("::")[0] not in TORCH_NAMESPACES))
     return tuple(sorted(usages, key=lambda u: u.op))
 
 
@@ -192,5 +192,5 @@ def trace_program(target: str, program, *, profile: DeviceProfile | None = None,
     with warnings.catch_warnings():   # torch's deprecation chatter while unflattening the program
         warnings.simplefilter("ignore")
         ops = ops_of(decomposed(program, level, profile), project_root, rename)
-    return ModelTrace(target=target, mode="inference", device=device, ops=ops, complete=True,
+    return ModelTrace(target=target, mode=Mode.INFERENCE, device=device, ops=ops, complete=True,
                       seconds=round(time.perf_counter() - started, 3))

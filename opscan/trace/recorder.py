@@ -13,7 +13,7 @@ from torch._subclasses.fake_tensor import (
 )
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from opscan.records import PHASES, OpSource, OpUsage, StandIn
+from opscan.records import PHASES, Mode, OpSource, OpUsage, StandIn
 from opscan.trace import fakes
 from opscan.trace.device import BACKEND_KEYS, has_own_kernel
 from opscan.trace.signatures import DYNAMIC_KINDS, CompileLog
@@ -287,12 +287,12 @@ class Recorder(TorchDispatchMode):
                 sources=top,
                 modes=(mode,),
                 custom=name.partition("::")[0] not in TORCH_NAMESPACES,
-                step_calls=self.counts[name] if mode == "train" else 0,
-                step_bytes=self.bytes[name] if mode == "train" else 0,
+                step_calls=self.counts[name] if mode == Mode.TRAIN else 0,
+                step_bytes=self.bytes[name] if mode == Mode.TRAIN else 0,
                 dtype_sources=tuple((dtype, _top(found)) for dtype, found in sorted(self.dtype_sources[name].items())),
-                **(_scaling(self.scaling[name]) if mode == "train" else {}),
+                **(_scaling(self.scaling[name]) if mode == Mode.TRAIN else {}),
                 step_shape_bytes=(tuple((*key, n) for key, n in sorted(self.shaped[name].items()) if n)
-                                  if mode == "train" else ()),
+                                  if mode == Mode.TRAIN else ()),
             ))
         return tuple(sorted(out, key=lambda u: u.op))
 

@@ -15,8 +15,8 @@ from torch import nn
 
 from opscan.errors import TraceError, UsageError
 from opscan.records import (
-    CompileForecast, DeviceProfile, ModelTrace, OpSource, OpUsage, PHASES, STEP_PARTS, Shrink, StandIn, StepPart,
-    TrainStep)
+    CompileForecast, DeviceProfile, MODES, Mode, ModelTrace, OpSource, OpUsage, PHASES, STEP_PARTS, Shrink, StandIn,
+    StepPart, TrainStep)
 from opscan.trace import compiled
 from opscan.trace import device as devices
 from opscan.trace import fakes
@@ -30,8 +30,6 @@ from opscan.trace.sources import SourceFinder
 from opscan.trace.spec import Built, InputSpec, parse_input, placeholder_spec
 from opscan.trace.step import planned_amp
 
-MODES = ("train", "inference", "both")
-
 # Register `neuron` before anything runs a backward in this process (see opscan.trace.prepare).
 try:
     devices.ensure_neuron()
@@ -39,7 +37,7 @@ except TraceError:
     pass  # PrivateUse1 is taken by another backend: only --device neuron needs it, and says so
 
 
-def trace(target: str, build: Callable[[tuple[InputSpec, ...]], Built], *, mode: str = "train",
+def trace(target: str, build: Callable[[tuple[InputSpec, ...]], Built], *, mode: str = Mode.TRAIN,
           device: str = "neuron", profile: DeviceProfile | None = None, optimizer: str = "adamw",
           optimizer_impl: str | None = None, amp: str | None = None, inputs=(),
           project_root: str | None = None, fsdp: int | None = None, steps: int = 1,
@@ -60,7 +58,7 @@ def trace(target: str, build: Callable[[tuple[InputSpec, ...]], Built], *, mode:
         raise UsageError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
     if device not in devices.DEVICES:
         raise UsageError(f"unknown device {device!r} (known: {', '.join(devices.DEVICES)})")
-    amp = amp or (planned_amp(step) if mode != "inference" and device != "meta" else None)
+    amp = amp or (planned_amp(step) if Mode(mode).trains and device != "meta" else None)
     if amp is not None and device == "meta":
         raise UsageError("--amp needs --device neuron, cpu or cuda (autocast has no meta device)")
     fsdp = fsdps.check_world_size(fsdp)
@@ -98,14 +96,14 @@ def _build_and_run(target, build, mode, device, profile, optimizer, optimizer_im
             tracer.steps = steps
             tracer.compiles = compiles
             tracer.plan = plan
-            if mode == "both":
-                inference = tracer.run("inference", optimizer, optimizer_impl, amp)
-                train = tracer.run("train", optimizer, optimizer_impl, amp)
+            if mode == Mode.BOTH:
+                inference = tracer.run(Mode.INFERENCE, optimizer, optimizer_impl, amp)
+                train = tracer.run(Mode.TRAIN, optimizer, optimizer_impl, amp)
                 result = _merge(target, device, inference, train)
                 result.calls = train.calls
             else:
                 result = tracer.run(mode, optimizer, optimizer_impl, amp)
-            if tracer.probe_len and mode != "inference":   # NOTE [sizes by role]
+            if tracer.probe_len and Mode(mode).trains:   # NOTE [sizes by role]
                 tracer.tell_roles(result, optimizer, optimizer_impl, amp)
     result.shrink = tracer.shrink
     result.compiled = compiles.regions()
@@ -159,7 +157,7 @@ class _Tracer:
             self.kwargs = {k: self._convert_value(v) if k in self.built.values else self._convert(v)
                            for k, v in resized(self.probe_len).items()}
             self.compiles = None
-            probe = self.run("train", optimizer, optimizer_impl, amp)
+            probe = self.run(Mode.TRAIN, optimizer, optimizer_impl, amp)
         finally:
             self.kwargs, self.compiles = kwargs, compiles
         result.ops, self.shrink = roles.told(result.ops, main, probe.calls or [], self.shrink, self.probe_len)
@@ -238,10 +236,10 @@ class _Tracer:
         extra = extra or {}
         self.parts = {}
         recorder = Recorder(self.finder, self.device, self.names, self.layers)
-        if self.probe_len and mode == "train":
+        if self.probe_len and mode == Mode.TRAIN:
             recorder.calls = []   # NOTE [sizes by role]: each call's tensors, to compare with a second trace
         opt = None
-        if mode == "train":
+        if mode == Mode.TRAIN:
             self.model.train()
             params = [p for p in self.model.parameters() if p.requires_grad]
             opt = None
@@ -298,7 +296,7 @@ class _Tracer:
     def _step(self, mode, recorder, opt, amp, extra) -> tuple[str, str]:
         """("", "") when the step ran, else its stop and what to try (NOTE [stop and hint])."""
         try:
-            if mode == "inference":
+            if mode == Mode.INFERENCE:
                 kwargs = {k: v for k, v in {**self.kwargs, **extra}.items() if k not in self.built.train_only}
                 with torch.no_grad(), steps.autocast(self.device, amp):
                     self.model(*self.args, **kwargs)
@@ -343,7 +341,7 @@ def _follow_device(module: nn.Module, device: str) -> None:
 def _step_parts(tracer: _Tracer, mode: str, amp: str | None) -> TrainStep | None:
     """What ran of the training step: the parts traced, each with its source (the plan's) or none
     (opscan's stand-in); the plan's parts that never ran (the step stopped first) kept, not applied."""
-    if mode == "inference":
+    if mode == Mode.INFERENCE:
         return None
     parts = dict(tracer.parts)
     planned = tracer.plan.part("amp") if tracer.plan is not None else None
@@ -375,7 +373,7 @@ def _accepts(model, name: str) -> bool:
 def _numbers(mode: str, recorder: Recorder):
     """NOTE [numbers that become shapes] in a training step only: its torch function mode makes
     `has_torch_function` true, which turns off inference fast paths (nn.TransformerEncoderLayer's)."""
-    return numbers.number_shapes(recorder.compile_log) if mode == "train" else contextlib.nullcontext()
+    return numbers.number_shapes(recorder.compile_log) if mode == Mode.TRAIN else contextlib.nullcontext()
 
 
 class _Result:
@@ -530,12 +528,13 @@ def _merge(target: str, device: str, inference: _Result, train: _Result) -> _Res
         key = (s.op, s.kind, s.value, s.source)
         old = stand_ins.get(key)
         stand_ins[key] = s if old is None else StandIn(s.op, s.kind, s.value, old.count + s.count, s.source)
-    stopped = "; ".join(f"{m}: {r.stopped_at}" for m, r in (("inference", inference), ("train", train))
+    stopped = "; ".join(f"{m}: {r.stopped_at}" for m, r in ((Mode.INFERENCE, inference), (Mode.TRAIN, train))
                         if r.stopped_at)
     ordered = tuple(sorted(stand_ins.values(),
                            key=lambda s: (s.op, s.source or OpSource("", 0), s.kind, s.value)))
     supplied = tuple(sorted(set(inference.supplied) | set(train.supplied)))
-    retried = "; ".join(f"{m}: {r.retried}" for m, r in (("inference", inference), ("train", train)) if r.retried)
+    retried = "; ".join(f"{m}: {r.retried}" for m, r in ((Mode.INFERENCE, inference), (Mode.TRAIN, train))
+                        if r.retried)
     hints = dict.fromkeys(r.stop_hint for r in (inference, train) if r.stopped_at and r.stop_hint)
     result = _Result(tuple(by_name[k] for k in sorted(by_name)), ordered, not stopped, stopped, supplied,
                      retried, "; ".join(hints))

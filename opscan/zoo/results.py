@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
-from opscan.records import (PHASES, Draft, VerdictKind, ModelTrace, NothingToCheck, Report, Status, status_of,
+from opscan.records import (PHASES, Draft, Mode, VerdictKind, ModelTrace, NothingToCheck, Report, Status, status_of,
                             CompileCause)
 from opscan.containment.outcome import Outcome, TraceStatus
 from opscan.targets.hf import upstream
@@ -135,7 +135,7 @@ def _letters(phases: tuple[str, ...]) -> str:
 
 def _cell(usage, trace: ModelTrace) -> str:
     """Matrix cell: the phase letters (F, L, B, O) of a training step, or "I" for inference only."""
-    train = "train" in usage.modes or (not usage.modes and trace.mode in ("train", "both"))
+    train = Mode.TRAIN in usage.modes or (not usage.modes and trace.mode in (Mode.TRAIN, Mode.BOTH))
     return _letters(usage.phases) if train else INFERENCE_ONLY
 
 

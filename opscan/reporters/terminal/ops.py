@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from opscan.records import STATUS, Coverage, OpStatus, OpUsage, Report, joined_stop, status_of
+from opscan.records import STATUS, Coverage, Mode, OpStatus, OpUsage, Report, joined_stop, status_of
 from opscan.reporters.texts import containment_line
 from opscan.reporters.json import merge_ops
 from opscan.reporters.tasklist import size
@@ -19,7 +19,7 @@ WIDE = 150   # from this console width on, the first source gets its own column
 OP_COLUMN = 48       # widest op column below WIDE
 _NARROW_OTHER = 56   # the other columns of a narrow table (count, phases, dtypes, status, padding)
 _WIDE_OTHER = 110    # the columns before "first source" in a wide table
-_MODE_SHORT = {"inference": "inf", "train": "train"}
+_MODE_SHORT = {Mode.INFERENCE: "inf", Mode.TRAIN: "train"}
 
 
 def _status_style(status: OpStatus) -> str:
@@ -69,7 +69,7 @@ def section(report: Report, console: Console) -> None:
     coverage = {c.op: c for c in report.coverage}
     costs = {f.op: f for f in report.fallbacks}   # ops that may run on the CPU: bytes per step (model.Fallback)
     merged = merge_ops(report.traces)
-    show_modes = any(t.mode == "both" for t in report.traces)
+    show_modes = any(t.mode == Mode.BOTH for t in report.traces)
     wide = console.width >= WIDE
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     op_width = None if wide else _op_width(console, merged, coverage, show_modes, bool(costs))
@@ -198,7 +198,7 @@ def _row(usage: OpUsage, cov: Coverage | None, show_modes: bool, with_status: bo
     row = [name, str(usage.count), phases]
     if show_modes:
         only = len(usage.modes) == 1
-        row.append(Text(_MODE_SHORT.get(usage.modes[0], usage.modes[0]) + " only" if only else "both",
+        row.append(Text(_MODE_SHORT.get(usage.modes[0], usage.modes[0]) + " only" if only else Mode.BOTH,
                         style="yellow" if only else ""))
     row.append(dtypes)
     if with_status:

@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from opscan.errors import TraceError, UsageError
-from opscan.records import DeviceProfile, ModelTrace
+from opscan.records import DeviceProfile, Mode, ModelTrace
 from opscan.trace import (
     compiled,
     fakes,
@@ -184,7 +184,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
     notes.extend(f"{label}: {line}" for line in recorder.loop_exits.notes())
     if dist_note:
         notes.append(f"{label}: {dist_note}")
-    mode = "train" if recorder.backwards or counter.total else "inference"
+    mode = Mode.TRAIN if recorder.backwards or counter.total else Mode.INFERENCE
     trace = ModelTrace(
         target=f"script:{label}", mode=mode, device=device, ops=recorder.usages(mode),
         stand_ins=recorder.stand_in_list(), complete=not stopped, stopped_at=stopped,
