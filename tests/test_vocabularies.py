@@ -58,6 +58,9 @@ OTHER_VOCABULARIES = {
     ("scan/rules.py", "r.status != 'removed'"): "a rule's status (preview / stable / deprecated / removed)",
     ("db/samples.py", "kind == 'number'"): "a sample argument's kind (the probe's inputs), not a compile cause",
     ("scan/project.py", "k.arg == 'name'"): "a keyword argument's name (setup(name=...)), not a kernel source",
+    ("targets/recipes.py", "i.name == 'forward'"): "a method's name (an nn.Module's forward), not an op phase",
+    ("targets/train_scripts.py", "call.func.attr == 'backward'"): "a method's name (`loss.backward()`), not a phase",
+    ("targets/train_step.py", "c.func.attr == 'backward'"): "a method's name (`loss.backward()`), not a phase",
 }
 
 

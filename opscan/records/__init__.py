@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from opscan.records.vocabulary import (
     BlockUnit, CATEGORIES, CAVEAT_KINDS, Category, CaveatKind, EVIDENCE_KINDS, EvidenceKind, NoKernel, OP_STATUSES,
-    OP_TASKS, OpStatus, PHASES, SEVERITIES, STATUS, STATUSES, STEP_KINDS, Severity, Status, StepKind, TASKS, TaskKind,
-    VERDICT_KINDS, VerdictKind, status_of)
+    OP_TASKS, OpStatus, PHASES, Phase, SEVERITIES, STATUS, STATUSES, STEP_KINDS, Severity, Status, StepKind, TASKS,
+    TaskKind, VERDICT_KINDS, VerdictKind, status_of)
 from opscan.records.ops import (
     Coverage, DeviceProfile, Evidence, Fallback, OpName, OpSource, OpUsage, Shrink, StandIn)
 from opscan.records.findings import (
@@ -30,8 +30,8 @@ from opscan.records.compile import (
     CompiledOp, GraphBreak, NewSignature, TorchCompile, VaryingOp)
 from opscan.records.trace import (
     CANDIDATE_KINDS, ENTRY_KINDS, MODES, STEP_PARTS, STOP_HINT, CandidateKind, Discovery, containment_line,
-    EntryKind, Mode, ModelCandidate, ModelTrace, Replacement, StepPart, TrainStep, TrainingEntry, joined_stop,
-    merge_containment, split_stop)
+    EntryKind, Mode, ModelCandidate, ModelTrace, Replacement, StepPart, StepPartKind, TrainStep, TrainingEntry,
+    joined_stop, merge_containment, split_stop)
 from opscan.records.target import TARGET_FORMS, Target, TargetKind
 from opscan.records.report import (
     Blockers, Checked, Draft, EffortTotal, JudgedOps, NotChecked, NothingToCheck, OpCaveat, OpNote, Report,
@@ -46,9 +46,9 @@ __all__ = [
     "joined_stop", "JudgedOps", "KERNEL_SOURCE_KINDS", "KernelSource", "KernelSourceKind", "LibraryUse", "Location",
     "merge_containment", "Mode", "MODES", "ModelCandidate", "ModelTrace", "NewSignature", "NoKernel", "NotChecked",
     "NothingToCheck",
-    "OP_STATUSES", "OP_TASKS", "OpCaveat", "OpName", "OpNote", "OpSource", "OpStatus", "OpUsage", "PHASES",
+    "OP_STATUSES", "OP_TASKS", "OpCaveat", "OpName", "OpNote", "OpSource", "OpStatus", "OpUsage", "PHASES", "Phase",
     "Replacement", "Report", "RuleInfo", "ScanFacts", "SEVERITIES", "Severity", "Shrink", "SourceCheck", "split_stop",
     "StandIn", "STATUS", "Status", "status_of", "STATUSES", "Step", "STEP_KINDS", "STEP_PARTS", "StepKind",
-    "StepPart", "STOP_HINT", "Target", "TARGET_FORMS", "TargetKind", "Task", "TaskKind", "TASKS", "TorchCompile",
-    "TrainingEntry", "TrainStep", "VaryingOp", "Verdict", "VERDICT_KINDS", "VerdictKind",
+    "StepPart", "StepPartKind", "STOP_HINT", "Target", "TARGET_FORMS", "TargetKind", "Task", "TaskKind", "TASKS",
+    "TorchCompile", "TrainingEntry", "TrainStep", "VaryingOp", "Verdict", "VERDICT_KINDS", "VerdictKind",
 ]

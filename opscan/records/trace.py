@@ -10,7 +10,16 @@ from enum import StrEnum
 from opscan.records.compile import CompileForecast, CompileRegion
 from opscan.records.ops import OpUsage, Shrink, StandIn
 
-STEP_PARTS = ("loss", "optimizer", "amp", "clip")   # the parts of a training step, in the order they run
+class StepPartKind(StrEnum):
+    """What a part of a training step is (StepPart.part), in the order the parts run."""
+
+    LOSS = "loss"             # the loss function on the outputs
+    OPTIMIZER = "optimizer"   # the optimizer and its implementation (fused, foreach)
+    AMP = "amp"               # autocast's dtype (GradScaler with float16)
+    CLIP = "clip"             # gradient clipping
+
+
+STEP_PARTS = tuple(k.value for k in StepPartKind)   # the words, in the order the parts run
 
 
 class Mode(StrEnum):
@@ -34,7 +43,7 @@ class StepPart:
     """One part of a training step: what it is and where it was read (NOTE [the step read from the
     training script] in opscan/targets/train_step.py)."""
 
-    part: str              # one of STEP_PARTS
+    part: str              # one of STEP_PARTS (a StepPartKind)
     name: str              # "cross_entropy", "AdamW", "bfloat16", "clip_grad_norm_"; "sum of the outputs" (stand-in)
     detail: str = ""       # "fused", "foreach", "max_norm=1.0", "GradScaler", or what was assumed and why
     source: str = ""       # "train.py:42" where the script constructs it; "" = opscan's stand-in
@@ -57,7 +66,7 @@ class TrainStep:
     @property
     def own(self) -> bool:
         """True when the loss and the optimizer traced are the training script's (no stand-in among them)."""
-        loss, optimizer = self.part("loss"), self.part("optimizer")
+        loss, optimizer = self.part(StepPartKind.LOSS), self.part(StepPartKind.OPTIMIZER)
         return bool(self.script) and loss is not None and bool(loss.source) \
             and optimizer is not None and bool(optimizer.source) and optimizer.applied
 

@@ -449,4 +449,13 @@ _CAVEAT_KINDS: dict[str, str] = {
 
 CAVEAT_KINDS: dict[str, str] = {k.value: k.description for k in CaveatKind}
 
-PHASES = ("forward", "loss", "backward", "optimizer")
+class Phase(StrEnum):
+    """The part of a step an op was dispatched in (OpUsage.phases), in the order a training step runs."""
+
+    FORWARD = "forward"       # the model's forward (all of an inference trace)
+    LOSS = "loss"             # the loss on the outputs (a transformers loss module's ops count here too)
+    BACKWARD = "backward"     # the autograd backward of the loss
+    OPTIMIZER = "optimizer"   # the optimizer's step
+
+
+PHASES = tuple(p.value for p in Phase)   # the words, in step order (OpUsage.phases keeps this order)

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from opscan.records import (
     CATEGORIES,
+    PHASES,
     SEVERITIES,
     STATUSES,
     Blockers,
@@ -74,7 +75,7 @@ def merge_ops(traces: tuple[ModelTrace, ...]) -> list[tuple[OpUsage, tuple[str, 
             merged[usage.op] = OpUsage(
                 op=usage.op,
                 count=prev.count + usage.count,
-                phases=tuple(p for p in ("forward", "loss", "backward", "optimizer")
+                phases=tuple(p for p in PHASES
                              if p in prev.phases or p in usage.phases),
                 dtypes=tuple(sorted(set(prev.dtypes) | set(usage.dtypes))),
                 sources=tuple(sorted(set(prev.sources) | set(usage.sources))),

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from opscan.index import ProjectIndex
-from opscan.records import TrainStep, CandidateKind, Target, TargetKind
+from opscan.records import StepPartKind, TrainStep, CandidateKind, Target, TargetKind
 from opscan.targets import train_step
 from opscan.targets.recipes import Recipe, runs_code_on_import
 
@@ -304,7 +304,7 @@ def plans(index: ProjectIndex, targets: tuple[str, ...], found: list[Script]) ->
             continue
         step = step_of(script.rel, script.tree)
         own = index.tree(rel, MAX_PYTHON_BYTES) if rel.endswith(".py") and rel != script.rel else None
-        if own is not None and not step.part("optimizer"):
+        if own is not None and not step.part(StepPartKind.OPTIMIZER):
             step = train_step.merged(step, step_of(rel, own))
         if step.parts or step.backward:
             out[target] = step

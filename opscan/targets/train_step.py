@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 
 from opscan.index.resolver import Imports
-from opscan.records import StepPart, TrainStep
+from opscan.records import StepPart, StepPartKind, TrainStep
 
 # NOTE [the step read from the training script]
 # Without a training command that can run (issue 42, part A), the model path traces a step of its
@@ -63,10 +63,11 @@ def read_step(tree: ast.Module, rel: str, imports: Imports) -> TrainStep:
         amp = found.get("amp")
         said = "GradScaler (its unscale and update ops are not traced)"
         if amp is None:
-            found["amp"] = StepPart("amp", "float16", f"{said}; no autocast read: float16 assumed",
-                                    f"{rel}:{scaler.lineno}")
+            found[StepPartKind.AMP] = StepPart(StepPartKind.AMP, "float16",
+                                               f"{said}; no autocast read: float16 assumed", f"{rel}:{scaler.lineno}")
         else:
-            found["amp"] = StepPart("amp", amp.name, "; ".join(d for d in (amp.detail, said) if d), amp.source)
+            found[StepPartKind.AMP] = StepPart(StepPartKind.AMP, amp.name,
+                                               "; ".join(d for d in (amp.detail, said) if d), amp.source)
     backward = next((c.lineno for c, _ in _calls(tree) if isinstance(c.func, ast.Attribute)
                      and c.func.attr == "backward"), None)
     return TrainStep(script=rel, parts=tuple(found[p] for p in ("loss", "optimizer", "amp", "clip") if p in found),
@@ -77,7 +78,7 @@ def merged(first: TrainStep, more: TrainStep) -> TrainStep:
     """`first` with the optimizer taken from `more` when it has none (a model's `configure_optimizers`:
     the file the script builds its optimizer in); a loss there is the model's own, traced in its forward."""
     have = {p.part for p in first.parts}
-    parts = first.parts + tuple(p for p in more.parts if p.part not in have and p.part == "optimizer")
+    parts = first.parts + tuple(p for p in more.parts if p.part not in have and p.part == StepPartKind.OPTIMIZER)
     order = ("loss", "optimizer", "amp", "clip")
     return TrainStep(first.script, tuple(sorted(parts, key=lambda p: order.index(p.part))), first.backward)
 
@@ -109,9 +110,9 @@ def _calls(tree: ast.Module):
 def _loss(call: ast.Call, name: str) -> StepPart | None:
     last = name.rpartition(".")[2]
     if name.startswith(_FUNCTIONAL) and last in LOSSES:
-        return StepPart("loss", last, _keywords(call))
+        return StepPart(StepPartKind.LOSS, last, _keywords(call))
     if name.startswith(_NN) and last in LOSS_CLASSES:
-        return StepPart("loss", LOSS_CLASSES[last], _keywords(call, f"nn.{last}"))
+        return StepPart(StepPartKind.LOSS, LOSS_CLASSES[last], _keywords(call, f"nn.{last}"))
     return None
 
 
@@ -131,13 +132,13 @@ def _optimizer(call: ast.Call, name: str) -> StepPart | None:
     for impl in ("fused", "foreach"):
         value = next((k.value for k in call.keywords if k.arg == impl), None)
         if isinstance(value, ast.Constant) and value.value is True:
-            return StepPart("optimizer", cls, impl)
+            return StepPart(StepPartKind.OPTIMIZER, cls, impl)
         if value is not None and not isinstance(value, ast.Constant):
-            return StepPart("optimizer", cls, f"{impl}={ast.unparse(value)} is no literal: foreach assumed")
+            return StepPart(StepPartKind.OPTIMIZER, cls, f"{impl}={ast.unparse(value)} is no literal: foreach assumed")
     if any(k.arg is None for k in call.keywords):   # **extra_args: what it holds is not read
         spread = next(ast.unparse(k.value) for k in call.keywords if k.arg is None)
-        return StepPart("optimizer", cls, f"**{spread} is no literal: foreach assumed")
-    return StepPart("optimizer", cls)
+        return StepPart(StepPartKind.OPTIMIZER, cls, f"**{spread} is no literal: foreach assumed")
+    return StepPart(StepPartKind.OPTIMIZER, cls)
 
 
 def _amp(call: ast.Call, name: str) -> StepPart | None:
@@ -147,14 +148,14 @@ def _amp(call: ast.Call, name: str) -> StepPart | None:
     if value is None and len(call.args) > 1 and name in ("torch.autocast", "torch.amp.autocast"):
         value = call.args[1]
     if value is None:   # autocast on CUDA defaults to float16
-        return StepPart("amp", "float16", "autocast's default dtype on CUDA")
+        return StepPart(StepPartKind.AMP, "float16", "autocast's default dtype on CUDA")
     word = ast.unparse(value).rpartition(".")[2]
     if isinstance(value, ast.Constant) and isinstance(value.value, str):
         word = value.value
     dtype = _DTYPES.get(word)
     if dtype is None:
-        return StepPart("amp", "bfloat16", f"dtype={ast.unparse(value)} is no literal: bfloat16 assumed")
-    return StepPart("amp", dtype)
+        return StepPart(StepPartKind.AMP, "bfloat16", f"dtype={ast.unparse(value)} is no literal: bfloat16 assumed")
+    return StepPart(StepPartKind.AMP, dtype)
 
 
 def _clip(call: ast.Call, name: str) -> StepPart | None:
@@ -166,6 +167,6 @@ def _clip(call: ast.Call, name: str) -> StepPart | None:
         value = call.args[1]
     key = "max_norm" if last == "clip_grad_norm_" else "clip_value"
     if isinstance(value, ast.Constant) and isinstance(value.value, (int, float)) and not isinstance(value.value, bool):
-        return StepPart("clip", last, f"{key}={float(value.value)}")
+        return StepPart(StepPartKind.CLIP, last, f"{key}={float(value.value)}")
     said = f"{key}={ast.unparse(value)} is no literal: 1.0 assumed" if value is not None else f"{key}=1.0 assumed"
-    return StepPart("clip", last, said)
+    return StepPart(StepPartKind.CLIP, last, said)

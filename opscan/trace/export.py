@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from opscan.errors import TargetError
-from opscan.records import DeviceProfile, Mode, ModelTrace, OpSource, OpUsage
+from opscan.records import DeviceProfile, Mode, ModelTrace, OpSource, OpUsage, Phase
 from opscan.trace.recorder import MAX_SOURCES, TORCH_NAMESPACES, canonical_name
 
 LEVELS = ("exported", "dispatch", "core")
@@ -173,7 +173,7 @@ def ops_of(program, project_root: str | None, rename: dict[str, str] | None = No
     for name in sorted(counts):
         ranked = sorted(sources[name].items(), key=lambda kv: (-kv[1], kv[0]))
         usages.append(OpUsage(
-            op=canonical_name(name), count=counts[name], phases=("forward",),
+            op=canonical_name(name), count=counts[name], phases=(Phase.FORWARD,),
             dtypes=tuple(sorted(dtypes[name])),
             sources=tuple(sorted(src for src, _ in ranked[:MAX_SOURCES])),
             modes=(Mode.INFERENCE,), custom=name.partition("::")[0] not in TORCH_NAMESPACES))

@@ -13,7 +13,7 @@ from torch._subclasses.fake_tensor import (
 )
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from opscan.records import PHASES, Mode, OpSource, OpUsage, StandIn
+from opscan.records import PHASES, Mode, OpSource, Phase, OpUsage, StandIn
 from opscan.trace import fakes
 from opscan.trace.device import BACKEND_KEYS, has_own_kernel
 from opscan.trace.signatures import DYNAMIC_KINDS, CompileLog
@@ -103,7 +103,7 @@ class Recorder(TorchDispatchMode):
         self._decomposed: dict = {}   # per OpOverload: _decomposes (NOTE [inference mode])
         self.module_names = module_names
         self.module_stack: list[str] = []
-        self.phase = "forward"
+        self.phase = Phase.FORWARD
         self.counts: Counter[str] = Counter()
         self.phases: dict[str, set[str]] = defaultdict(set)
         self.dtypes: dict[str, set[str]] = defaultdict(set)
@@ -139,7 +139,7 @@ class Recorder(TorchDispatchMode):
     # -- the mode --
     def source(self) -> OpSource | None:
         """Where the op being dispatched now comes from (in backward: its forward op)."""
-        if self.phase == "backward":
+        if self.phase == Phase.BACKWARD:
             node = torch._C._current_autograd_node()
             if node is not None:
                 known = self._fwd_sources.get(node._sequence_nr())
@@ -245,9 +245,9 @@ class Recorder(TorchDispatchMode):
         if name.partition("::")[0] not in TORCH_NAMESPACES and _importing():
             return  # NOTE [ops of the step]: a library's op run while a module is imported
         phase = self.phase
-        if phase == "forward" and source is not None and "/transformers/loss/" in "/" + source.path:
-            phase = "loss"
-        if phase in ("forward", "loss") and source is not None:
+        if phase == Phase.FORWARD and source is not None and "/transformers/loss/" in "/" + source.path:
+            phase = Phase.LOSS
+        if phase in (Phase.FORWARD, Phase.LOSS) and source is not None:
             self._fwd_sources.setdefault(torch._C._autograd._get_sequence_nr() - 1, source)
         if self.signatures_only:
             outputs = tensors[len(inputs):]

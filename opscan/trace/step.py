@@ -12,7 +12,7 @@ from torch import nn
 from torch.utils._pytree import tree_leaves
 
 from opscan.errors import UsageError
-from opscan.records import StepPart, TrainStep
+from opscan.records import StepPart, StepPartKind, TrainStep
 
 OPTIMIZER_IMPLS = ("foreach", "fused", "for-loop")
 
@@ -109,14 +109,14 @@ def autocast(device: str, amp: str | None):
 
 def planned_amp(plan: TrainStep | None) -> str | None:
     """The autocast dtype the plan's script uses ("bfloat16" / "float16"), else None."""
-    part = plan.part("amp") if plan is not None else None
+    part = plan.part(StepPartKind.AMP) if plan is not None else None
     return part.name if part is not None and part.name in ("bfloat16", "float16") else None
 
 
 def planned_optimizer(plan: TrainStep | None, name: str, impl: str | None, params):
     """(optimizer, its StepPart): the plan's torch.optim class and implementation when it has one that
     torch.optim knows, else `name` / `impl` (opscan's stand-in, or the configured optimizer)."""
-    part = plan.part("optimizer") if plan is not None else None
+    part = plan.part(StepPartKind.OPTIMIZER) if plan is not None else None
     why = ""
     if part is not None and part.name.lower() in optimizer_names():
         chosen = part.detail if part.detail in OPTIMIZER_IMPLS else None
@@ -133,7 +133,7 @@ def planned_optimizer(plan: TrainStep | None, name: str, impl: str | None, param
     traced = f"{type(opt).__name__} ({_impl_of(opt)})"
     if part is not None:
         return opt, replace(part, detail=f"{why}: {traced} traced instead", applied=False)
-    return opt, StepPart("optimizer", type(opt).__name__, _impl_of(opt))
+    return opt, StepPart(StepPartKind.OPTIMIZER, type(opt).__name__, _impl_of(opt))
 
 
 def _impl_of(opt) -> str:
@@ -144,14 +144,14 @@ def _impl_of(opt) -> str:
 def planned_loss(output, labels, plan: TrainStep | None):
     """(loss, its StepPart): the plan's loss applied to the model's output (NOTE [the script's loss
     on the model's output]); the model's own loss when it returns one; else `pick_loss` (stand-in)."""
-    part = plan.part("loss") if plan is not None else None
+    part = plan.part(StepPartKind.LOSS) if plan is not None else None
     own = _own_loss(output)
     if own is not None:   # traced in the model's forward; the script backpropagates it
         said = "the model's own loss (it returns a scalar or .loss)"
         if plan is not None and plan.backward:
             also = f"the script's {part.name} ({part.source}) not applied again" if part is not None else ""
-            return own, StepPart("loss", said, also or "the script calls backward on it", plan.backward)
-        return own, StepPart("loss", said)
+            return own, StepPart(StepPartKind.LOSS, said, also or "the script calls backward on it", plan.backward)
+        return own, StepPart(StepPartKind.LOSS, said)
     if part is not None and part.name in _TARGETS:
         logits = _logits(output)
         if logits is not None:
@@ -164,7 +164,7 @@ def planned_loss(output, labels, plan: TrainStep | None):
     loss = pick_loss(output, labels)
     name = "cross_entropy with opscan's labels" if labels is not None and isinstance(output, torch.Tensor) \
         else "sum of the outputs"
-    return loss, part if part is not None else StepPart("loss", name)
+    return loss, part if part is not None else StepPart(StepPartKind.LOSS, name)
 
 
 # NOTE [the script's loss on the model's output]
@@ -239,7 +239,7 @@ def _literal_keywords(detail: str) -> dict:
 
 def planned_clip(plan: TrainStep | None, params) -> StepPart | None:
     """Clip the gradients of `params` as the plan's script does (after backward, before the step)."""
-    part = plan.part("clip") if plan is not None else None
+    part = plan.part(StepPartKind.CLIP) if plan is not None else None
     if part is None:
         return None
     key, _, value = part.detail.partition(" ")[0].partition("=")

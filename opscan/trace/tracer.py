@@ -15,8 +15,8 @@ from torch import nn
 
 from opscan.errors import TraceError, UsageError
 from opscan.records import (
-    CompileForecast, DeviceProfile, MODES, Mode, ModelTrace, OpSource, OpUsage, PHASES, STEP_PARTS, Shrink, StandIn,
-    StepPart, TrainStep)
+    CompileForecast, DeviceProfile, MODES, Mode, ModelTrace, OpSource, OpUsage, PHASES, Phase, STEP_PARTS, Shrink,
+    StandIn, StepPart, StepPartKind, TrainStep)
 from opscan.trace import compiled
 from opscan.trace import device as devices
 from opscan.trace import fakes
@@ -244,7 +244,8 @@ class _Tracer:
             params = [p for p in self.model.parameters() if p.requires_grad]
             opt = None
             if params:
-                opt, self.parts["optimizer"] = steps.planned_optimizer(self.plan, optimizer, optimizer_impl, params)
+                opt, self.parts[StepPartKind.OPTIMIZER] = steps.planned_optimizer(self.plan, optimizer, optimizer_impl,
+                                                                                  params)
         else:
             self.model.eval()
         hooks = (
@@ -263,7 +264,7 @@ class _Tracer:
                     if stopped:
                         break
                     recorder.signatures_only = True
-                    recorder.phase = "forward"
+                    recorder.phase = Phase.FORWARD
                     stopped, hint = self._step(mode, recorder, opt, amp, extra)
                     recorder.compile_log.close("step")
         finally:
@@ -303,17 +304,17 @@ class _Tracer:
                 return "", ""
             with steps.autocast(self.device, amp):
                 output = self.model(*self.args, **{**self.kwargs, **extra})
-                recorder.phase = "loss"
-                loss, self.parts["loss"] = steps.planned_loss(output, self.labels, self.plan)
+                recorder.phase = Phase.LOSS
+                loss, self.parts[StepPartKind.LOSS] = steps.planned_loss(output, self.labels, self.plan)
             if loss is None:
                 return ("loss: the model's output has no floating-point tensor that requires grad",
                         "return a scalar loss (or an output with .loss) from the model or factory")
-            recorder.phase = "backward"
+            recorder.phase = Phase.BACKWARD
             loss.backward()
-            recorder.phase = "optimizer"
+            recorder.phase = Phase.OPTIMIZER
             clip = steps.planned_clip(self.plan, [p for p in self.model.parameters() if p.grad is not None])
             if clip is not None:
-                self.parts["clip"] = clip
+                self.parts[StepPartKind.CLIP] = clip
             if opt is not None:
                 opt.step()
                 opt.zero_grad(set_to_none=True)
@@ -344,9 +345,10 @@ def _step_parts(tracer: _Tracer, mode: str, amp: str | None) -> TrainStep | None
     if mode == Mode.INFERENCE:
         return None
     parts = dict(tracer.parts)
-    planned = tracer.plan.part("amp") if tracer.plan is not None else None
+    planned = tracer.plan.part(StepPartKind.AMP) if tracer.plan is not None else None
     if amp is not None:
-        parts["amp"] = planned if planned is not None and planned.name == amp else StepPart("amp", amp, "--amp")
+        parts[StepPartKind.AMP] = planned if planned is not None and planned.name == amp else \
+            StepPart(StepPartKind.AMP, amp, "--amp")
     for part in tracer.plan.parts if tracer.plan is not None else ():
         parts.setdefault(part.part, dataclasses.replace(part, detail="; ".join(
             d for d in (part.detail, "the step stopped before it") if d), applied=False))

@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from opscan.errors import TraceError, UsageError
-from opscan.records import DeviceProfile, Mode, ModelTrace
+from opscan.records import DeviceProfile, Mode, ModelTrace, Phase
 from opscan.trace import (
     compiled,
     fakes,
@@ -98,8 +98,8 @@ class ScriptRecorder(Recorder):
             if id(module) not in self.module_names:
                 for name, sub in module.named_modules(remove_duplicate=False):
                     self.module_names.setdefault(id(sub), name)
-            if self.phase == "optimizer":
-                self.phase = "forward"
+            if self.phase == Phase.OPTIMIZER:
+                self.phase = Phase.FORWARD
         super().enter_module(module, args)
 
     def _record(self, name, source, args, kwargs, out) -> None:
@@ -240,7 +240,7 @@ class _Steps:
     def pre(self, optimizer, args, kwargs) -> None:
         if self.limit is not None and self.counts.get(id(optimizer), 0) >= self.limit:
             raise StepsDone
-        self.recorder.phase = "optimizer"
+        self.recorder.phase = Phase.OPTIMIZER
 
     def post(self, optimizer, args, kwargs) -> None:
         self.counts[id(optimizer)] = self.counts.get(id(optimizer), 0) + 1
@@ -265,15 +265,15 @@ def _phases(recorder: ScriptRecorder, counter: _Steps):
     backward, grad = torch.autograd.backward, torch.autograd.grad
 
     def run_backward(*args, **kwargs):
-        recorder.phase = "backward"
+        recorder.phase = Phase.BACKWARD
         recorder.backwards += 1
         try:
             return backward(*args, **kwargs)
         finally:
-            recorder.phase = "optimizer"
+            recorder.phase = Phase.OPTIMIZER
 
     def run_grad(*args, **kwargs):
-        previous, recorder.phase = recorder.phase, "backward"
+        previous, recorder.phase = recorder.phase, Phase.BACKWARD
         recorder.backwards += 1
         try:
             return grad(*args, **kwargs)
