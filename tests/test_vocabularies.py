@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from opscan.records import (MODES, OP_STATUSES, OP_TASKS, STATUSES, TASKS, VERDICT_KINDS, Coverage, Finding,
-                            JudgedOps, Location, Mode, NoKernel, Severity, Status, Task, TaskKind, Verdict, VerdictKind,
-                            status_of)
+from opscan.records import (CONFIDENCES, MODES, OP_STATUSES, OP_TASKS, STATUSES, TASKS, VERDICT_KINDS, Confidence,
+                            Coverage, Finding, JudgedOps, Location, Mode, NoKernel, Severity, Status, Task, TaskKind,
+                            Verdict, VerdictKind, status_of)
 
 PACKAGE = Path(__file__).resolve().parents[1] / "opscan"
 
@@ -187,6 +187,12 @@ def test_one_ranking_of_verdicts_and_of_severities():
 
 def test_trace_modes():
     assert MODES == ("train", "inference", "both") and [m for m in Mode if m.trains] == [Mode.TRAIN, Mode.BOTH]
+
+
+def test_confidence_levels():
+    assert CONFIDENCES == ("high", "medium", "low")
+    assert [c.lower() for c in Confidence] == [Confidence.MEDIUM, Confidence.LOW, Confidence.LOW]
+    assert Confidence.HIGH.lower(5) is Confidence.LOW
 
 
 def test_status_predicates_are_the_status_facts():

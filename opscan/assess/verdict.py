@@ -35,9 +35,9 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from opscan.assess import compile_check
-from opscan.records import (BlockUnit, Blockers, Checked, Coverage, Finding, JudgedOps, ModelTrace, NotChecked,
-                            NothingToCheck, Report, SourceCheck, Status, Task, TaskKind, Verdict, VerdictKind,
-                            joined_stop, CaveatKind, Category, EvidenceKind, CompileCause)
+from opscan.records import (BlockUnit, Blockers, Checked, Confidence, Coverage, Finding, JudgedOps, ModelTrace,
+                            NotChecked, NothingToCheck, Report, SourceCheck, Status, Task, TaskKind, Verdict,
+                            VerdictKind, joined_stop, CaveatKind, Category, EvidenceKind, CompileCause)
 from opscan.reporters.texts import blockers_words
 
 # probed counts only when `Evidence.compared` (see `unverified`)
@@ -112,7 +112,7 @@ def unverified(coverage: Coverage) -> str:
 
 
 # the confidence an op's answer needs for "ready" (a composite ranks one below its weakest part)
-READY_CONFIDENCE = {"op": ("high",), "composite": ("high", "medium")}
+READY_CONFIDENCE = {"op": (Confidence.HIGH,), "composite": (Confidence.HIGH, Confidence.MEDIUM)}
 
 
 # --- sites --------------------------------------------------------------------------------------

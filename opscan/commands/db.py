@@ -354,7 +354,7 @@ def _probe_report(args: argparse.Namespace) -> int:
     """`db probe --report`: the report's ops replayed and compared (NOTE [model replay] in db/replay.py)."""
     from opscan.db.probe import write_probe
     from opscan.db.replay import report_ops
-    from opscan.records import Status
+    from opscan.records import Confidence, Status
 
     if args.samples or args.dtypes:
         raise UsageError("--report replays the report's ops with the report's dtypes: "
@@ -373,7 +373,7 @@ def _probe_report(args: argparse.Namespace) -> int:
             statuses[entry["status"]] = statuses.get(entry["status"], 0) + 1
     counts = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
     failed = [e["op"] for e in doc["ops"]
-              if e["op"] in replayed and not (e["status"] == Status.NATIVE and e["confidence"] == "high")]
+              if e["op"] in replayed and not (e["status"] == Status.NATIVE and e["confidence"] == Confidence.HIGH)]
     print(f"wrote {args.out}: {len(replayed)} ops of {Path(args.report).name} replayed on "
           f"{doc['backend']}=={doc['release']} (device '{doc['device']}'), {per_op:.3f} s per op: {counts}; "
           f"{len(doc['ops']) - len(replayed & {e['op'] for e in doc['ops']})} other registered kernels listed as "

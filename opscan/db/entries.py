@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from opscan.records import CONFIDENCES as CONFIDENCES   # the words of records.Confidence, strongest first
 from opscan.records import NoKernel as NoKernelMode
 from opscan.records import OpName
-
-CONFIDENCES = ("high", "medium", "low")
 
 
 @dataclass(frozen=True)

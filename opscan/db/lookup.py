@@ -8,7 +8,7 @@ from typing import Protocol
 
 from opscan.db import registry
 from opscan.db.entries import CONFIDENCES, DtypeFallback, Entry, KnownFailure, Narrowing, Package
-from opscan.records import Coverage, Evidence, NoKernel, OpName, Status, status_of, EvidenceKind
+from opscan.records import Confidence, Coverage, Evidence, NoKernel, OpName, Status, status_of, EvidenceKind
 
 
 class Release(Protocol):
@@ -69,7 +69,7 @@ _SDPA_KERNEL = "aten::_scaled_dot_product_fused_attention_overrideable"
 
 def lower(confidence: str, steps: int = 1) -> str:
     """One (or `steps`) confidence level(s) lower; low stays low."""
-    return CONFIDENCES[min(CONFIDENCES.index(confidence) + steps, len(CONFIDENCES) - 1)]
+    return Confidence(confidence).lower(steps)
 
 
 def _weakest(*levels: str) -> str:
@@ -214,7 +214,7 @@ def _answer(release: Release, op: str, stack: tuple[str, ...], dtype: str = "") 
             parts = (_SDPA_KERNEL,) + (parts if release.sdpa_policy == "overrideable-4d" else ())
             how = f"SDPA policy {release.sdpa_policy}"
         confidence = expansion.confidence
-        why = "" if confidence == "high" else "its composite kernel traced with only some sample inputs"
+        why = "" if confidence == Confidence.HIGH else "its composite kernel traced with only some sample inputs"
         if not _pairs(release):
             confidence = lower(confidence)
             how += " (not the torch this release pairs with)"
@@ -226,7 +226,7 @@ def _answer(release: Release, op: str, stack: tuple[str, ...], dtype: str = "") 
 
 def _listed_note(release: Release, entry: Entry) -> str:
     """Why a listed op's confidence is below high: the release file lists it so ("" at high)."""
-    if entry.confidence == "high":
+    if entry.confidence == Confidence.HIGH:
         return ""
     return f"{release.spec} lists it at {entry.confidence} confidence" + (f" ({entry.note})" if entry.note else "")
 
@@ -307,7 +307,7 @@ def _judge(release: Release, op: str, parts: tuple[str, ...], stack: tuple[str, 
     status = worst.status if worst.status not in (Status.NATIVE, Status.COMPOSITE) else Status.COMPOSITE
     weakest_part = _weakest(*(c.confidence for c in subs))
     lowest = _weakest(confidence, lower(weakest_part) if derived else weakest_part)
-    if lowest == "high":
+    if lowest == Confidence.HIGH:
         note = ""
     elif lowest != confidence or not note:   # the parts decide it (NOTE [composite confidence])
         note = _part_note(max(subs, key=lambda c: CONFIDENCES.index(c.confidence)), derived)

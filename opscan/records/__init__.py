@@ -17,9 +17,9 @@ split by stage, each name re-exported here: `from opscan.records import Finding`
 from __future__ import annotations
 
 from opscan.records.vocabulary import (
-    BlockUnit, CATEGORIES, CAVEAT_KINDS, Category, CaveatKind, EVIDENCE_KINDS, EvidenceKind, NoKernel, OP_STATUSES,
-    OP_TASKS, OpStatus, PHASES, Phase, SEVERITIES, STATUS, STATUSES, STEP_KINDS, Severity, Status, StepKind, TASKS,
-    TaskKind, VERDICT_KINDS, VerdictKind, status_of)
+    BlockUnit, CATEGORIES, CAVEAT_KINDS, CONFIDENCES, Category, CaveatKind, Confidence, EVIDENCE_KINDS, EvidenceKind,
+    NoKernel, OP_STATUSES, OP_TASKS, OpStatus, PHASES, Phase, SEVERITIES, STATUS, STATUSES, STEP_KINDS, Severity,
+    Status, StepKind, TASKS, TaskKind, VERDICT_KINDS, VerdictKind, status_of)
 from opscan.records.ops import (
     Coverage, DeviceProfile, Evidence, Fallback, OpName, OpSource, OpUsage, Shrink, StandIn)
 from opscan.records.findings import (
@@ -39,7 +39,8 @@ from opscan.records.report import (
 
 __all__ = [
     "BaselineStatus", "Blockers", "BlockUnit", "CANDIDATE_KINDS", "CandidateKind", "CATEGORIES", "Category",
-    "CAVEAT_KINDS", "CaveatKind", "Checked", "COMPILE_CAUSES", "CompileCause", "CompiledOp", "CompileEstimate",
+    "CAVEAT_KINDS", "CaveatKind", "Checked", "CONFIDENCES", "Confidence", "COMPILE_CAUSES", "CompileCause",
+    "CompiledOp", "CompileEstimate",
     "CompileForecast", "CompileOption", "CompileRegion", "CompileStep", "containment_line", "Coverage",
     "DeviceProfile", "Discovery", "Draft", "EffortTotal", "ENTRY_KINDS", "EntryKind", "Evidence", "EVIDENCE_KINDS",
     "EvidenceKind", "Fallback", "Finding", "FunctionSpan", "GraphBreak", "ImportBinding", "is_kernel_work",

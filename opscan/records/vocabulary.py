@@ -423,6 +423,23 @@ class NoKernel(StrEnum):
     UNKNOWN = "unknown"
 
 
+class Confidence(StrEnum):
+    """How sure an op's coverage answer is (Coverage.confidence, a release file's `confidence:`),
+    strongest first (docs/coverage-db.md)."""
+
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+    def lower(self, steps: int = 1) -> Confidence:
+        """One (or `steps`) level(s) lower; low stays low."""
+        levels = list(Confidence)
+        return levels[min(levels.index(self) + steps, len(levels) - 1)]
+
+
+CONFIDENCES = tuple(c.value for c in Confidence)   # the words, strongest first
+
+
 # Closed vocabulary of op caveats: release facts that apply to how a trace uses its ops (which
 # dtypes), computed by opscan/db/caveats.py and carried in Report.caveats (docs/coverage-db.md).
 class CaveatKind(StrEnum):
