@@ -121,7 +121,7 @@ def test_every_allowed_comparison_still_exists():
 def test_the_vocabularies_found_are_those_of_the_package():
     assert {"records/vocabulary.py", "records/findings.py", "records/trace.py", "records/compile.py",
             "records/target.py", "containment/outcome.py", "containment/process.py", "zoo/results.py", "zoo/diff.py",
-            "fix/reasons.py"} == set(VOCABULARIES)
+            "fix/reasons.py", "workflow/preflight.py"} == set(VOCABULARIES)
     assert {"blocked", "cpu-fallback", "custom-kernel", "probed", "hubconf", "main-step", "partial", "limit",
             "became-ready", "fixed", "first-run", "known-failure", "returned", "inference"} <= WORDS
 

@@ -20,6 +20,7 @@ import importlib.metadata
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 
 from opscan.records import Report, Status
 from opscan.workflow.neuronx_lines import classify, torch_release
@@ -84,13 +85,29 @@ def from_json(doc: dict) -> Assessed:
                     blockers=_json_blockers(doc), first_tasks=len(tasks))
 
 
+class CheckStatus(StrEnum):
+    """How one line of the checklist came out (docs/workflow.md)."""
+
+    OK = "ok"
+    WARN = "warn"     # may not work as is: look at it
+    FAIL = "fail"     # will not work as is: not ready
+    STOP = "stop"     # the plan has no way back (no rollback path): not ready
+    INFO = "info"     # a fact, no judgement (the installed torch; no Trainium on this machine)
+    SKIP = "skip"     # not checked (no report, no ops)
+
+    @property
+    def blocks(self) -> bool:
+        """The checklist is not ready while a line has this status."""
+        return self in (CheckStatus.FAIL, CheckStatus.STOP)
+
+
 @dataclass(frozen=True)
 class Check:
     """One line of the checklist."""
 
     id: str
     title: str
-    status: str                          # ok | warn | fail | stop | info | skip
+    status: str                          # a CheckStatus
     value: str
     detail: str = ""
     sources: tuple[str, ...] = ()
@@ -110,7 +127,7 @@ class Checklist:
 
     @property
     def ready(self) -> bool:
-        return not any(c.status in ("fail", "stop") for c in self.checks)
+        return not any(CheckStatus(c.status).blocks for c in self.checks)
 
 
 def _version(name: str, lookup: Callable[[str], str]) -> str | None:
@@ -161,31 +178,31 @@ def probe(environ: Mapping[str, str] | None = None,
 def _torch_checks(p: Probe) -> list[Check]:
     checks = []
     if p.torch_version is None:
-        checks.append(Check("torch", "torch version", "warn", "not installed",
+        checks.append(Check("torch", "torch version", CheckStatus.WARN, "not installed",
                             "this machine cannot run the job; the rest of the checklist still applies"))
     else:
-        checks.append(Check("torch", "torch version", "info", p.torch_version))
+        checks.append(Check("torch", "torch version", CheckStatus.INFO, p.torch_version))
     if p.neuronx_version is None:
-        checks.append(Check("torch-neuronx", "torch-neuronx version", "warn", "not installed",
+        checks.append(Check("torch-neuronx", "torch-neuronx version", CheckStatus.WARN, "not installed",
                             "needed on the Trainium host: torch-neuronx 2.13.x with torch 2.13 or "
                             "2.14.x with torch 2.14 (Neuron SDK 2.33.0)",
                             (classify("2.14.3.0").sources[0],)))
         return checks
     line = classify(p.neuronx_version)
-    status = {"native": "ok", "xla": "fail", "unknown": "warn"}[line.line]
+    status = {"native": CheckStatus.OK, "xla": CheckStatus.FAIL, "unknown": CheckStatus.WARN}[line.line]
     checks.append(Check("torch-neuronx", "torch-neuronx version and line", status,
                         f"{p.neuronx_version} ({line.line})", line.detail, line.sources))
     have = torch_release(p.torch_version) if p.torch_version else None
     if line.torch is None or have is None:
-        checks.append(Check("pairing", "torch-neuronx pairs with this torch", "warn", "cannot tell",
+        checks.append(Check("pairing", "torch-neuronx pairs with this torch", CheckStatus.WARN, "cannot tell",
                             "torch not installed" if have is None else line.detail, line.sources))
     elif line.torch == have:
-        checks.append(Check("pairing", "torch-neuronx pairs with this torch", "ok",
+        checks.append(Check("pairing", "torch-neuronx pairs with this torch", CheckStatus.OK,
                             f"torch {have[0]}.{have[1]} <-> torch-neuronx {p.neuronx_version}",
                             "", line.sources))
     else:
         want = f"{line.torch[0]}.{line.torch[1]}"
-        checks.append(Check("pairing", "torch-neuronx pairs with this torch", "fail",
+        checks.append(Check("pairing", "torch-neuronx pairs with this torch", CheckStatus.FAIL,
                             f"torch {p.torch_version} with torch-neuronx {p.neuronx_version}",
                             f"torch-neuronx {p.neuronx_version} pairs with torch {want}: install the "
                             f"torch-neuronx family matching torch {have[0]}.{have[1]}, or torch {want}",
@@ -199,21 +216,21 @@ def _device_checks(p: Probe) -> list[Check]:
     shown = visible or "none"
     checks = []
     if requested is None:
-        checks.append(Check("device", "device requested (TORCH_DEVICE)", "warn", "not set",
+        checks.append(Check("device", "device requested (TORCH_DEVICE)", CheckStatus.WARN, "not set",
                             "the job chooses its own device; set TORCH_DEVICE=neuron for the port"))
     else:
-        checks.append(Check("device", "device requested (TORCH_DEVICE)", "info", requested))
+        checks.append(Check("device", "device requested (TORCH_DEVICE)", CheckStatus.INFO, requested))
     note = f" ({p.accelerator_note})" if p.accelerator_note else ""
     want = (requested or "").split(":")[0]
     if visible == "neuron":
-        detail, status = "Trainium visible to torch", "ok"
+        detail, status = "Trainium visible to torch", CheckStatus.OK
     else:
-        detail, status = f"no Trainium visible on this machine{note}", "info"
+        detail, status = f"no Trainium visible on this machine{note}", CheckStatus.INFO
     if want and want != "cpu":
         if want == visible:
-            status, detail = "ok", f"the requested device {want!r} is the visible accelerator"
+            status, detail = CheckStatus.OK, f"the requested device {want!r} is the visible accelerator"
         else:
-            status = "fail"
+            status = CheckStatus.FAIL
             detail = f"TORCH_DEVICE={requested} but the visible accelerator is {shown}{note}"
     checks.append(Check("accelerator", "accelerator visible (torch.accelerator)", status, shown,
                         detail, (SRC_ACCELERATOR,)))
@@ -223,9 +240,9 @@ def _device_checks(p: Probe) -> list[Check]:
 def _coverage_checks(report: Assessed | None, source: str, unknown_missing: bool,
                      exit_on_missing: bool) -> tuple[list[Check], tuple, tuple, tuple, int | None]:
     if report is None:
-        check = Check("coverage", "op coverage of the configured models", "skip", "not checked",
+        check = Check("coverage", "op coverage of the configured models", CheckStatus.SKIP, "not checked",
                       "give --report REPORT.json (from `opscan PATH --format json`) or a PATH to scan")
-        blockers = Check("blockers", "scan blockers", "skip", "not checked", check.detail)
+        blockers = Check("blockers", "scan blockers", CheckStatus.SKIP, "not checked", check.detail)
         return [check, blockers], (), (), (), None
     ops = report.ops
     statuses: dict[str, int] = {}
@@ -241,29 +258,30 @@ def _coverage_checks(report: Assessed | None, source: str, unknown_missing: bool
     where = f"models: {', '.join(models)}" if models else "no model traced"
     checks = []
     if not ops:
-        checks.append(Check("coverage", "op coverage of the configured models", "skip", "no ops",
+        checks.append(Check("coverage", "op coverage of the configured models", CheckStatus.SKIP, "no ops",
                             f"{where} in {source}; configure [[tool.opscan.models]] to check ops"))
     else:
         rule = "cpu-fallback, unsupported" + (", unknown" if unknown_missing else "")
         if missing:
-            status = "fail" if exit_on_missing else "warn"
+            status = CheckStatus.FAIL if exit_on_missing else CheckStatus.WARN
             detail = (f"{len(missing)} op(s) without a Neuron kernel ({rule}): "
                       + ", ".join(sorted(missing)[:10]) + (" ..." if len(missing) > 10 else ""))
         elif unknown:
-            status, detail = "warn", f"{len(unknown)} op(s) of unknown status (not counted as missing)"
+            status, detail = CheckStatus.WARN, f"{len(unknown)} op(s) of unknown status (not counted as missing)"
         else:
-            status, detail = "ok", "every traced op has a Neuron kernel"
+            status, detail = CheckStatus.OK, "every traced op has a Neuron kernel"
         checks.append(Check("coverage", "op coverage of the configured models", status,
                             f"{len(ops)} ops: {counts}", f"{detail}; {where} ({source})",
                             (SRC_FALLBACK_DEFAULT,)))
     blockers = report.blockers
     if blockers is None:
-        checks.append(Check("blockers", "scan blockers (the verdict's blocking count)", "skip", "not in the report",
+        checks.append(Check("blockers", "scan blockers (the verdict's blocking count)", CheckStatus.SKIP,
+                            "not in the report",
                             f"the report has no `verdict.blockers` (made by an older opscan): run "
                             f"`opscan PATH --format json` again; {source}"))
     else:
         checks.append(Check("blockers", "scan blockers (the verdict's blocking count)",
-                            "ok" if blockers == 0 else "warn", str(blockers),
+                            CheckStatus.OK if blockers == 0 else CheckStatus.WARN, str(blockers),
                             f"{report.first_tasks} priority-1 port task(s); {source}"))
     return checks, tuple(sorted(missing)), tuple(sorted(unknown)), tuple(sorted(statuses.items())), blockers
 
@@ -282,10 +300,10 @@ def _rollback_check(p: Probe, configured: str | None, config_source: str) -> Che
         detail = f"from {config_source}"
         if p.fallback_env and p.fallback_env != configured:
             detail += f" ({FALLBACK_VAR} differs: {p.fallback_env})"
-        return Check("rollback", "rollback path", "ok", configured, detail)
+        return Check("rollback", "rollback path", CheckStatus.OK, configured, detail)
     if p.fallback_env:
-        return Check("rollback", "rollback path", "ok", p.fallback_env, f"from ${FALLBACK_VAR}")
-    return Check("rollback", "rollback path", "stop", NO_FALLBACK,
+        return Check("rollback", "rollback path", CheckStatus.OK, p.fallback_env, f"from ${FALLBACK_VAR}")
+    return Check("rollback", "rollback path", CheckStatus.STOP, NO_FALLBACK,
                  "document the command that sends the job back to the old device: "
                  f"[tool.opscan.parity] fallback-command, or ${FALLBACK_VAR}")
 

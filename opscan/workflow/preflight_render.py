@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from opscan.workflow.preflight import Checklist
+from opscan.workflow.preflight import Checklist, CheckStatus
 
 SCHEMA_VERSION = 1
-_MARK = {"ok": "OK", "warn": "WARN", "fail": "FAIL", "stop": "STOP", "info": "INFO", "skip": "SKIP"}
+_MARK = {s: s.value.upper() for s in CheckStatus}   # OK, WARN, FAIL, STOP, INFO, SKIP
 
 
 def to_dict(checklist: Checklist, exit_on_missing: bool = False) -> dict:
