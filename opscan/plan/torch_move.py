@@ -108,9 +108,9 @@ class InstallFacts:
 @lru_cache(maxsize=1)
 def install_facts() -> InstallFacts:
     """The shipped install facts (read once)."""
-    import yaml
+    from opscan.strict_yaml import shipped_data
 
-    doc = yaml.safe_load(INSTALL_FACTS.read_text(encoding="utf-8"))
+    doc = shipped_data(INSTALL_FACTS.read_text(encoding="utf-8"))
     urls = {s["id"]: s["url"] for s in doc["sources"]}
     pairs = {}
     for pair in doc["pairs"]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from opscan.records import Finding, ScanFacts
-from opscan.scan.sources import ALL
 
 @dataclass(frozen=True)
 class Suppression:
@@ -55,6 +54,3 @@ class ScanResult:
     lines: int = 0
     facts: ScanFacts = ScanFacts()   # of every walked file (NOTE [scan facts] in facts.py)
 
-    def unused_suppressions(self) -> tuple[Suppression, ...]:
-        """Suppression comments that hid nothing (for an unused-suppression check, OPS003)."""
-        return tuple(s for s in self.suppressions if not s.used or (ALL not in s.codes and set(s.used) != set(s.codes)))
