@@ -9,6 +9,8 @@ companion specifier that admits a paired torch would be one of them (the goal: n
     python benchmarks/accuracy/dependencies/score.py fixtures     # tests/scan/manifests, labels_fixtures.csv
     python benchmarks/accuracy/dependencies/score.py dev          # corpus/ (fetch.py), labels_dev.csv, files_dev.txt
     python benchmarks/accuracy/dependencies/score.py heldout      # corpus/, labels_heldout.csv, files_heldout.txt
+    python benchmarks/accuracy/dependencies/score.py heldout2     # corpus/heldout2/ (fetch_heldout2.py), HELDOUT2.md
+    python benchmarks/accuracy/dependencies/score.py heldout3     # corpus/heldout3/ (fetch_heldout3.py), HELDOUT3.md
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ SETS = {
     "heldout": (HERE / "corpus", HERE / "labels_heldout.csv", HERE / "files_heldout.txt"),
     # the second held-out part (issue #43, HELDOUT2.md): fetch_heldout2.py copies its files
     "heldout2": (HERE / "corpus" / "heldout2", HERE / "labels_heldout2.csv", HERE / "files_heldout2.txt"),
+    # the third held-out part (issue #43, HELDOUT3.md): fetch_heldout3.py copies its files; scored once, by the lead
+    "heldout3": (HERE / "corpus" / "heldout3", HERE / "labels_heldout3.csv", HERE / "files_heldout3.txt"),
 }
+FETCH = {"heldout2": "fetch_heldout2.py", "heldout3": "fetch_heldout3.py"}
 
 
 def _labels(path: Path) -> dict[tuple[str, int], str]:
@@ -54,7 +59,8 @@ def score(name: str) -> dict:
     files = _files(files_path, root, labels)
     missing = [f for f in files if not (root / f).is_file()]
     if missing:
-        raise SystemExit(f"{len(missing)} listed file(s) are missing under {root} (run fetch.py): {missing[:3]}")
+        raise SystemExit(f"{len(missing)} listed file(s) are missing under {root} "
+                         f"(run {FETCH.get(name, 'fetch.py')}): {missing[:3]}")
     deps = dependency_context(Config(root))
     result = scan_paths(root, [root / f for f in files], jobs=1, check_fixes=False, deps=deps)
     found: dict[tuple[str, int], list[str]] = {}
