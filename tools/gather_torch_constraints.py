@@ -61,7 +61,8 @@ _CODEC_README = f"{_CODEC}/blob/78ed5ad8b9ca735b0757ffa34f4426b371315a37/README.
 _AO = "https://github.com/pytorch/ao"
 # torchao's own `torchao_pytorch_compatible_versions` (torchao/__init__.py of v0.16.0, removed by #4154): the
 # exact torch each release's C++ extensions were built against (another torch: they are not loaded)
-_AO_TABLE = f"{_AO}/blob/3c1065ca6ff2eb8a48262bd7c31ded2fffe0d15e/torchao/__init__.py (torchao_pytorch_compatible_versions)"
+_AO_TABLE = (f"{_AO}/blob/3c1065ca6ff2eb8a48262bd7c31ded2fffe0d15e/torchao/__init__.py "
+             "(torchao_pytorch_compatible_versions)")
 # from 0.17.0 on: `min_torch_version = _parse_version("2.11.0")` in torchao/__init__.py (#4154, tags v0.17.0, v0.18.0)
 _AO_MIN = f"{_AO}/commit/f0f9a052657e062d0d5e5739aebf6aae8f852cb8 (min_torch_version 2.11.0)"
 _REC = ("https://github.com/meta-pytorch/torchrec/blob/ddb6a07614ba664e06d66e27d090b29a73800cc4/"
