@@ -33,7 +33,7 @@ _SCRIPT = re.compile(r"(?:^|[\s;&|(])(?:(?:bash|sh|source|\.)\s+\S+|\./\S+|pytho
 # the file (`--build-arg` only) stays unresolved and its token is skipped. `RUN <<EOF` heredocs
 # (and `RUN bash <<EOF`) are shell lines, each read at its own line; a heredoc fed to another
 # program (`RUN python - <<EOF`) is not shell and is skipped.
-# Variables are entries too (NOTE [build variables] in scan/dependencies.py): each ARG / ENV value
+# Variables are entries too (NOTE [build variables] in scan/build_variables.py): each ARG / ENV value
 # written in the file, each `NAME=value` / `export NAME=value` of a RUN line, and, marked `read`,
 # each ARG / ENV value a later RUN reads: by `$NAME`, or because that RUN runs a script or a build
 # (`bash install.sh`, `./build.sh`, `python setup.py`, `make`), which sees every ARG and ENV value
