@@ -10,6 +10,7 @@ central directory, then that member): no wheel is downloaded whole. Requests are
     python tools/gather_torch_constraints.py                  # every package below -> the YAML
     python tools/gather_torch_constraints.py torchdata vllm   # only these (merged into the YAML)
     python tools/gather_torch_constraints.py --dry-run torchdata
+    python tools/gather_torch_constraints.py --docs-only      # the docs' tables again, offline
 
 A row of the table is a run of consecutive releases whose torch requirement is the same, with its
 source: the wheel file name and sha256 the metadata was read from (first and last release of the
@@ -55,6 +56,17 @@ TIMEOUT = 120
 # or a minor) -> the torch it is built for, with the page that states it. Used where a release's
 # metadata declares no torch requirement; a release matching none stays unknown.
 _CODEC = "https://github.com/meta-pytorch/torchcodec"
+# README of torchcodec at 78ed5ad8 (2026-08-21): its "Compatibility with `torch` versions" table
+_CODEC_README = f"{_CODEC}/blob/78ed5ad8b9ca735b0757ffa34f4426b371315a37/README.md (compatibility table)"
+_AO = "https://github.com/pytorch/ao"
+# torchao's own `torchao_pytorch_compatible_versions` (torchao/__init__.py of v0.16.0, removed by #4154): the
+# exact torch each release's C++ extensions were built against (another torch: they are not loaded)
+_AO_TABLE = (f"{_AO}/blob/3c1065ca6ff2eb8a48262bd7c31ded2fffe0d15e/torchao/__init__.py "
+             "(torchao_pytorch_compatible_versions)")
+# from 0.17.0 on: `min_torch_version = _parse_version("2.11.0")` in torchao/__init__.py (#4154, tags v0.17.0, v0.18.0)
+_AO_MIN = f"{_AO}/commit/f0f9a052657e062d0d5e5739aebf6aae8f852cb8 (min_torch_version 2.11.0)"
+_REC = ("https://github.com/meta-pytorch/torchrec/blob/ddb6a07614ba664e06d66e27d090b29a73800cc4/"
+        "docs/source/setup-torchrec.rst (\"TorchRec 0.8 is compatible with PyTorch 2.4\", 1.0 with 2.5)")
 DOCS_ROWS = {
     "torchcodec": [
         ("0.0.3", "==2.4.*", f"{_CODEC}/pull/652.diff (README compatibility table)"),
@@ -67,16 +79,38 @@ DOCS_ROWS = {
         ("0.7", "==2.8.*", f"{_CODEC}/pull/1096.diff (README compatibility table)"),
         ("0.8", "==2.9.*", f"{_CODEC}/pull/1096.diff (README compatibility table)"),
         ("0.9", "==2.9.*", f"{_CODEC}/pull/1096.diff (README compatibility table)"),
+        ("0.10", "==2.10.*", _CODEC_README),
+        ("0.11", "==2.11.*", _CODEC_README),
+        ("0.12", ">=2.11", _CODEC_README),
+        ("0.13", ">=2.11", _CODEC_README),
+        ("0.14", ">=2.11", _CODEC_README),
         ("0.15", ">=2.11", f"{_CODEC}/releases/tag/v0.15.0 (\"compatible with torch >= 2.11\")"),
+        ("0.16", ">=2.11", _CODEC_README),
+    ],
+    # exact releases only: 0.14.0 and 0.14.1 were built against different torches
+    "torchao": [
+        ("0.12.0", ">=2.5.0,<2.8", f"{_AO}/issues/2919 (torchao release compatibility table: 2.7.1, 2.6.0, 2.5.0)"),
+        ("0.13.0", "==2.8.0", _AO_TABLE),
+        ("0.14.0", "==2.8.0", _AO_TABLE),
+        ("0.14.1", "==2.9.0", _AO_TABLE),
+        ("0.15.0", "==2.9.1", _AO_TABLE),
+        ("0.16.0", "==2.10.0", _AO_TABLE),
+        ("0.17.0", ">=2.11.0", _AO_MIN),
+        ("0.18.0", ">=2.11.0", _AO_MIN),
+    ],
+    "torchrec": [
+        ("0.8", "==2.4.*", _REC),
+        ("1.0", "==2.5.*", _REC),
     ],
 }
+EXACT = {"torchao"}   # DOCS_ROWS of these name exact releases, not minors
 
 
 def docs_row(name: str, version: Version) -> tuple[str, str] | None:
     """(torch specifier, source) a package's docs state for this release, or None."""
     text = str(version)
     for release, spec, source in DOCS_ROWS.get(name, ()):
-        if text == release or text.startswith(release + "."):
+        if text == release or (name not in EXACT and text.startswith(release + ".")):
             return spec, source
     return None
 
@@ -268,26 +302,57 @@ def gather(index: str, name: str, progress, newest: int = 0) -> dict:
         stated = docs_row(canonicalize_name(name), version) if spec == "-" else None
         if stated is not None:   # the wheel declares no torch; the package's docs state it
             spec, source = stated
-        if rows and rows[-1]["torch"] == spec:
-            rows[-1]["last"] = str(version)
-            rows[-1]["releases"].append(str(version))
-            rows[-1]["source"] = rows[-1]["source"].split(" ... ")[0] + " ... " + source
-        else:
-            rows.append({"first": str(version), "last": str(version), "torch": spec, "releases": [str(version)],
-                         "source": source})
+        _add(rows, str(version), spec, source)
         progress(f"  {name} {version}: torch{spec}")
     return {"rows": rows, "cuda_requires": sorted(cuda)}
+
+
+def _add(rows: list[dict], version: str, spec: str, source: str) -> None:
+    """Appends one release to the rows (a run of equal torch requirements grows; its source names
+    the first and the last release's)."""
+    if rows and rows[-1]["torch"] == spec:
+        rows[-1]["last"] = version
+        rows[-1]["releases"].append(version)
+        rows[-1]["source"] = rows[-1]["source"].split(" ... ")[0] + " ... " + source.split(" ... ")[-1]
+    else:
+        rows.append({"first": version, "last": version, "torch": spec, "releases": [version], "source": source})
+
+
+def reapply_docs(name: str, entry: dict) -> dict:
+    """The shipped rows of `name` with DOCS_ROWS applied again, without reading the index: a release
+    whose metadata declares no torch (`-`) takes what the package's docs state for it (`--docs-only`)."""
+    rows: list[dict] = []
+    for row in entry.get("rows") or ():
+        parts = str(row["source"]).split(" ... ")
+        documented = row["torch"] != "-" and not parts[0].startswith("Requires-Dist")
+        for version in row["releases"]:
+            spec = "-" if documented else str(row["torch"])   # a docs row is re-derived from DOCS_ROWS
+            source = parts[0] if version == row["first"] else parts[-1] if version == row["last"] else \
+                f"Requires-Dist of a {name} {version} wheel"
+            if documented:
+                source = "Requires-Dist of its wheels: no torch"
+            stated = docs_row(canonicalize_name(name), Version(str(version))) if spec == "-" else None
+            if stated is not None:
+                spec, source = stated
+            _add(rows, str(version), spec, source)
+    return {**entry, "rows": rows}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("packages", nargs="*", help="only these (default: every package of the script)")
     parser.add_argument("--dry-run", action="store_true", help="print the rows, write nothing")
+    parser.add_argument("--docs-only", action="store_true",
+                        help="apply the docs' tables (DOCS_ROWS) to the shipped rows again; no index is read")
     args = parser.parse_args(argv)
-    index = index_url()
-    wanted = args.packages or [*TORCH_BOUND, *CUDA_CHECKED]
     doc = yaml.safe_load(OUT.read_text(encoding="utf-8")) if OUT.is_file() else {}
     packages = doc.get("packages") or {}
+    if args.docs_only:
+        for name in args.packages or sorted(DOCS_ROWS):
+            packages[canonicalize_name(name)] = reapply_docs(name, packages.get(canonicalize_name(name)) or {})
+        return _write({**doc, "packages": dict(sorted(packages.items()))}, args.dry_run)
+    index = index_url()
+    wanted = args.packages or [*TORCH_BOUND, *CUDA_CHECKED]
     for name in wanted:
         print(f"{name}:", file=sys.stderr)
         packages[canonicalize_name(name)] = gather(index, name, lambda text: print(text, file=sys.stderr),
@@ -300,8 +365,12 @@ def main(argv: list[str] | None = None) -> int:
         "packages": dict(sorted(packages.items())),
         "not_gathered": SDIST_ONLY,
     }
+    return _write(out, args.dry_run)
+
+
+def _write(out: dict, dry_run: bool) -> int:
     text = _HEADER + yaml.safe_dump(out, sort_keys=False, width=110)
-    if args.dry_run:
+    if dry_run:
         print(text)
     else:
         OUT.write_text(text, encoding="utf-8")

@@ -103,7 +103,7 @@ def dependency_context(config: Config, environment: str | None = None):
     """What the dependency rules judge manifests against (scan/dependencies.py DependencyContext):
     the torch pairing of the selected release (its file's head, opscan/pipeline/pairing.py: the database is
     not loaded), the CUDA-only library catalog's distributions, and with `environment` the torch
-    requirements of the distributions installed there (opscan/pipeline/environment.py).
+    and CUDA requirements of the distributions installed there (opscan/pipeline/environment.py).
 
     Raises:
         DatabaseError: the selected release does not exist.
@@ -115,14 +115,15 @@ def dependency_context(config: Config, environment: str | None = None):
 
     head = release_head(config.backend or None, config.db)
     installed: tuple = ()
+    installed_cuda: tuple = ()
     where = ""
     if environment:
-        from opscan.pipeline.environment import torch_requirements
+        from opscan.pipeline.environment import installed_metadata
 
-        installed, where = torch_requirements(environment)
+        installed, installed_cuda, where = installed_metadata(environment)
     return DependencyContext(release=head.spec, torch=head.torch, pairs=head.describe(),
                              libraries=library_patterns(shipped().libraries), installed=installed,
-                             environment=where)
+                             installed_cuda=installed_cuda, environment=where)
 
 
 def _included(rel: str, patterns: tuple[str, ...], root: Path, config_root: Path) -> bool:

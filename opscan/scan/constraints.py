@@ -36,7 +36,10 @@ from opscan.resources import rules_dir
 # A package not in the CUDA-only library catalog whose published metadata requires NVIDIA's wheels
 # (`nvidia-*`, `*-cu12`) or triton unconditionally (`cuda_requires` in the table: quack-kernels,
 # liger-kernel, ...) is CUDA-only by what it installs: OPS510, a warning (lower confidence than the
-# catalog's reviewed entries: the package may still run without a GPU).
+# catalog's reviewed entries: the package may still run without a GPU). With `--environment`, a
+# distribution installed there in the version the manifest admits is judged by its installed
+# metadata instead (opscan/pipeline/environment.py): what that build requires on Linux, outside
+# extras; the table decides only for packages the environment does not have in that version.
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from opscan.resources import rules_dir
-from opscan.scan import constraints, docker_manifests, manifests, setup_manifests, toml_manifests
+from opscan.scan import build_variables, constraints, docker_manifests, manifests, setup_manifests, toml_manifests
 from opscan.scan.manifests import Entry, Problem, decode_lines
 from opscan.scan.rules import DEPENDENCY_KINDS  # re-exported
 
@@ -37,6 +37,9 @@ class DependencyContext:
     pairs: str = ""                                 # "torch-neuronx 2.13.3.0 with torch 2.13, ..."
     libraries: tuple[tuple[str, str], ...] = ()     # (distribution pattern, catalog package) of CUDA-only libraries
     installed: tuple[tuple[str, str, str], ...] = ()   # (distribution, version, its torch requirement)
+    # (distribution, version, the NVIDIA wheels / triton it requires, "" for none) of the installed
+    # distributions whose metadata names torch, NVIDIA wheels or triton
+    installed_cuda: tuple[tuple[str, str, str], ...] = ()
     environment: str = ""                           # the interpreter the installed metadata was read from
 
     def fingerprint(self) -> str:
@@ -269,18 +272,36 @@ class _Judge:
         ended tables already judge is theirs."""
         if entry.kind not in ("requirement", "locked", "conda") or not self.ctx.torch or entry.name == TORCH:
             return None
-        if self.companion(entry) is not None or self.ended(entry) is not None:
-            return None
+        if self.companion(entry) is not None or self.ended(entry) is not None or self._installed(entry):
+            return None   # the installed metadata (OPS502) replaces the table for the installed version
         if entry.kind != "locked" and not entry.spec:
             return None
         message = constraints.held_back(entry.name, entry.spec, entry.version if entry.kind == "locked" else "",
                                         self.ctx.torch, _admits)
         return (message, entry.name) if message else None
 
+    def _installed(self, entry: Entry) -> bool:
+        """Whether the entry asks for the version installed in --environment (its metadata judges it)."""
+        for name, version, _torch in self.ctx.installed:
+            if name == entry.name:
+                if entry.kind == "locked":
+                    return entry.version == version
+                spec = _spec(entry.spec) if entry.spec else None
+                return spec is None or spec.contains(version, prereleases=True)
+        return False
+
     def cuda_metadata(self, entry: Entry) -> tuple[str, str] | None:
         """NOTE [cuda by metadata] in scan/constraints.py: outside the catalog, CUDA-only by what it requires."""
         if entry.kind not in ("requirement", "conda") or not entry.name or self.cuda_library(entry) is not None:
             return None
+        for name, version, required in self.ctx.installed_cuda:   # the environment's own metadata first
+            if name == entry.name:
+                spec = _spec(entry.spec) if entry.kind == "requirement" and entry.spec else None
+                if spec is not None and not spec.contains(version, prereleases=True):
+                    break   # the manifest asks for another version: the table decides
+                where = self.ctx.environment or "this environment"
+                return (f"{entry.name} ({version} installed in {where} requires {required})", entry.name) \
+                    if required else None
         needs = constraints.cuda_requires(entry.name)
         return (f"{entry.name} (its published metadata requires {', '.join(needs)})", entry.name) if needs else None
 
@@ -438,6 +459,8 @@ def _judge(judge: _Judge, what: str, options: dict, entry: Entry) -> tuple[str, 
                 any(fnmatchcase(entry.url.lower(), p) for p in options.get("channels", ())):
             return f"channel {entry.url}", entry.url
         return None
+    if what in ("cuda-build-variable", "cuda-selector-default"):
+        return build_variables.judge(what, options, entry)
     if what == "cuda-image":
         if entry.kind == "image" and any(fnmatchcase(entry.name.lower(), p) for p in options.get("images", ())):
             return entry.name, entry.name.split(":", 1)[0]

@@ -18,6 +18,10 @@ _HEREDOC = re.compile(r"<<(?P<dash>-?)\s*(?P<quote>[\"']?)(?P<word>[A-Za-z_][A-Z
 _VARIABLE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?P<op>:?[-+=?])?(?P<alt>[^}]*)\}"
                        r"|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))")
 _SHELLS = ("", "bash", "sh", "/bin/bash", "/bin/sh", "set")
+# `NAME=value cmd` and `export NAME=value` in a RUN line (upper-case names: environment variables)
+_SETS = re.compile(r"(?:^|[\s;&|(])(?:export\s+)?(?P<name>[A-Z_][A-Z0-9_]*)=(?P<value>[^\s;&|]*)")
+# a RUN that runs a script or a build, which may read any variable of its environment
+_SCRIPT = re.compile(r"(?:^|[\s;&|(])(?:(?:bash|sh|source|\.)\s+\S+|\./\S+|python[\d.]*\s+(?!-m\s+pip)\S+\.py|make\b)")
 
 # NOTE [Dockerfile values]
 # A Dockerfile is read as instructions: physical lines joined at `\`, `#` lines dropped. `ARG NAME=x`
@@ -29,6 +33,11 @@ _SHELLS = ("", "bash", "sh", "/bin/bash", "/bin/sh", "set")
 # the file (`--build-arg` only) stays unresolved and its token is skipped. `RUN <<EOF` heredocs
 # (and `RUN bash <<EOF`) are shell lines, each read at its own line; a heredoc fed to another
 # program (`RUN python - <<EOF`) is not shell and is skipped.
+# Variables are entries too (NOTE [build variables] in scan/build_variables.py): each ARG / ENV value
+# written in the file, each `NAME=value` / `export NAME=value` of a RUN line, and, marked `read`,
+# each ARG / ENV value a later RUN reads: by `$NAME`, or because that RUN runs a script or a build
+# (`bash install.sh`, `./build.sh`, `python setup.py`, `make`), which sees every ARG and ENV value
+# in its environment. An ENV that copies an ARG (`ENV X=${X}`) keeps the ARG line as the value's.
 
 
 @dataclass(frozen=True)
@@ -103,14 +112,31 @@ class _Variables:
         except ValueError:
             words = rest.split()
         if instruction.word == "ENV" and len(words) >= 2 and "=" not in words[0]:   # ENV NAME value
-            self.values[words[0]] = (self.expand(" ".join(words[1:]))[0], instruction.line)
+            self._set(words[0], " ".join(words[1:]), instruction.line)
             return
         for word in words:
             name, eq, value = word.partition("=")
             if eq:
-                self.values[name] = (self.expand(value)[0], instruction.line)
+                self._set(name, value, instruction.line)
             elif instruction.word == "ARG" and name not in self.values:
                 self.values[name] = ("", 0)   # declared, value given only at build time
+
+    def _set(self, name: str, raw: str, line: int) -> None:
+        value, used = self.expand(raw)
+        if value and set(used) == {value}:   # `ENV X=${X}`: the value is the ARG line's
+            line = used[value]
+        self.values[name] = (value, line)
+
+    def entries(self, rest: str) -> list[Entry]:
+        """The values a RUN reads (`$NAME`, or all of them when it runs a script), at the lines that
+        wrote them (NOTE [Dockerfile values])."""
+        script = _SCRIPT.search(rest) is not None
+        out = []
+        for name, (value, line) in sorted(self.values.items()):
+            if line and value and "$" not in value and (script or re.search(
+                    r"\$(?:\{" + re.escape(name) + r"[}:]|" + re.escape(name) + r"(?![A-Za-z0-9_]))", rest)):
+                out.append(Entry(line, "variable", name, value, text=f"{name}={value}", read=True))
+        return out
 
     def expand(self, text: str) -> tuple[str, dict[str, int]]:
         """`text` with known variables replaced, and the values used -> the line that wrote each."""
@@ -142,6 +168,9 @@ def read_dockerfile(text: str) -> tuple[list[Entry], list[Problem]]:
     for instruction in _instructions(physical):
         if instruction.word in ("ARG", "ENV"):
             variables.define(instruction)
+            entries += [Entry(line, "variable", name, value, text=f"{name}={value}")
+                        for name, (value, line) in sorted(variables.values.items())
+                        if line == instruction.line and value]
             continue
         if instruction.word not in ("FROM", "RUN"):
             continue
@@ -151,9 +180,13 @@ def read_dockerfile(text: str) -> tuple[list[Entry], list[Problem]]:
             _from(rest, instruction.line, entries)
         else:
             _run(rest, instruction.line, entries)
+            entries += [Entry(instruction.line, "variable", m["name"], m["value"], text=m[0].strip().split()[-1])
+                        for m in _SETS.finditer(rest)]
         lines = {n: variables.expand(physical[n - 1])[0] for n in instruction.lines}
         for i in range(start, len(entries)):
             entries[i] = _placed(entries[i], lines, used, physical)
+        if instruction.word == "RUN":
+            entries += variables.entries(instruction.rest)
     return entries, []
 
 

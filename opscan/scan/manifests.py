@@ -28,6 +28,8 @@ from opscan.scan.files import manifest_kind  # noqa: F401 - re-exported: the kin
 #   index        a package index or wheel location (--index-url, [[tool.uv.index]], a conda channel)
 #   conda        a conda package (name, spec converted to a PEP 440 specifier where it can be, build)
 #   image        a container base image (FROM)
+#   variable     a Dockerfile ARG / ENV value or a variable a RUN line sets (name as written, spec: the
+#                value; read: a later RUN reads it, NOTE [Dockerfile values])
 # Names are canonical (PEP 503: `Flash_Attn` -> `flash-attn`); conda's `pytorch` is `torch`.
 # Lines come from the text itself (tomllib and json give none): the first line at or after the
 # section that spells the value, so a value written twice is found twice, in order.
@@ -39,7 +41,7 @@ class Entry:
     """One thing a manifest asks to install, at its line (NOTE [manifest entries])."""
 
     line: int
-    kind: str                  # requirement | locked | index | conda | image
+    kind: str                  # requirement | locked | index | conda | image | variable
     name: str = ""             # canonical distribution name (or the image, the channel)
     spec: str = ""             # PEP 440 specifier text ("" = any version)
     version: str = ""          # locked version, or a conda build's version
@@ -47,6 +49,7 @@ class Entry:
     text: str = ""             # as written (the requirement, the match spec, the image)
     build: str = ""            # conda build string
     optional: bool = False     # an extra, a dependency group, dev dependencies: installed only when asked
+    read: bool = False         # a variable a later RUN reads ($NAME, or a script it runs)
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,10 @@ DEPENDENCY_KINDS = {
     "torch-constraint": "a package whose admitted releases all require an unpaired torch, by the shipped table of "
                         "published metadata (rules/data/torch-constraints.yaml)",
     "cuda-metadata": "a package outside the catalog whose published metadata requires NVIDIA wheels or triton",
+    "cuda-build-variable": "a Dockerfile variable (`names`) set to a value that makes an install build CUDA code "
+                           "(`DS_BUILD_OPS=1`)",
+    "cuda-selector-default": "a Dockerfile ARG / ENV default (`names`) that selects a CUDA build (`labels`: the "
+                             "values) and that a later RUN reads",
 }
 INPUT_KINDS = ("parse-error", "unreadable", "internal-error", "empty-file", "unused-suppression", "unreadable-config")
 

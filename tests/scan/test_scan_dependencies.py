@@ -204,3 +204,24 @@ def test_environment_that_cannot_run_is_a_usage_error(tmp_path, run_cli):
     (tmp_path / "requirements.txt").write_text("torch==2.0.1\n")
     code, _, err = run_cli("scan", str(tmp_path), "--environment", str(tmp_path / "no-python"))
     assert code == 2 and "--environment" in err and len(err.strip().splitlines()) == 1
+
+
+def test_installed_metadata_makes_a_package_cuda_only_by_what_it_requires(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    for name, version, requires in (
+            ("fastkernels", "1.2", ["torch>=2.0", "nvidia-cublas-cu12==12.4.5.8",
+                                    "triton>=3.0; sys_platform == 'linux'", "nvidia-nccl-cu12; extra == 'dist'"]),
+            ("lmdeploy", "0.16.0", ["torch>=2.0"]),          # the table says CUDA; this build requires no NVIDIA wheel
+            ("winonly", "1.0", ["torch", "nvidia-cudnn-cu12; sys_platform == 'win32'"])):
+        info = site / f"{name}-{version}.dist-info"
+        info.mkdir(parents=True)
+        lines = "".join(f"Requires-Dist: {r}\n" for r in requires)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{lines}")
+    monkeypatch.syspath_prepend(str(site))
+    deps = dependency_context(Config(HERE), "current")
+    assert ("fastkernels", "1.2", "nvidia-cublas-cu12, triton") in deps.installed_cuda
+    found = _memory({"requirements.txt": "fastkernels\nlmdeploy==0.16.0\nwinonly\nfastkernels==1.0\n"}, deps)
+    # line 1: the installed 1.2 requires NVIDIA's cuBLAS and triton (OPS510); line 2: the installed
+    # lmdeploy requires none (the environment replaces the table); line 3: only on Windows; line 4
+    # asks for another version than the installed one and no table knows the package
+    assert found == {"requirements.txt:1 OPS510"}

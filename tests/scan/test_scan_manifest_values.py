@@ -92,6 +92,7 @@ RUN pip install "xformers==${XFORMERS:-0.0.22}" flash-attn==${FROM_BUILD}
         "Dockerfile:1 OPS508",   # FROM ${BASE}: the CUDA image ARG BASE names
         "Dockerfile:3 OPS501",   # torch==${TORCH_VERSION}: the version ARG writes
         "Dockerfile:4 OPS504",   # the CUDA index whose tag ENV writes
+        "Dockerfile:4 OPS512",   # ... a CUDA default a RUN reads (a note)
         "Dockerfile:8 OPS506",   # xformers with its in-place default; flash-attn's version comes only at build time
         "Dockerfile:8 OPS509",   # ... and xformers 0.0.22 requires torch 2.0.1 (the shipped table)
     }
@@ -146,15 +147,15 @@ def test_packages_that_hold_torch_back_name_the_first_release_that_fits():
     assert sorted(held) == [2, 3, 5, 6]
     assert "0.7.1" in held[2].message                   # torchdata 0.6.1 requires torch 2.0.1; 0.7.1 on admits 2.x
     assert "no mosaicml release" in held[3].message     # every composer up to the newest gathered caps torch < 2.7.1
-    assert "0.15.0" in held[6].message                  # torchcodec 0.9 is built for torch 2.9; 0.15 for >= 2.11
+    assert "0.12.0" in held[6].message                  # torchcodec 0.9 is built for torch 2.9; 0.12 on for >= 2.11
     assert held[2].subject == "torchdata" and held[2].task == "torch-version"
 
 
 def test_a_lock_is_judged_by_its_version_and_unknown_stays_unknown():
     lock = ('[[package]]\nname = "torchdata"\nversion = "0.6.1"\n\n'
-            '[[package]]\nname = "torchcodec"\nversion = "0.12.0"\n')
+            '[[package]]\nname = "torchcodec"\nversion = "0.17.0"\n')
     found = _found({"uv.lock": lock})
-    assert found == {"uv.lock:3 OPS509"}   # torchcodec 0.12 declares no torch and no page gives it: unknown
+    assert found == {"uv.lock:3 OPS509"}   # torchcodec 0.17 declares no torch and no page read gives it: unknown
 
 
 def test_a_package_cuda_only_by_its_metadata_is_a_warning():
@@ -171,3 +172,40 @@ def test_a_bare_wheel_url_keeps_its_marker_and_an_image_named_on_its_from_line_s
     assert _found({"requirements.txt": requirements}) == {"requirements.txt:2 OPS501"}
     dockerfile = "ARG CUDA_VERSION=12.8.1\nFROM nvidia/cuda:${CUDA_VERSION}-base-ubuntu24.04\n"
     assert _found({"Dockerfile": dockerfile}) == {"Dockerfile:2 OPS508"}
+
+
+def test_limits_stated_only_in_a_packages_docs_hold_torch_back():
+    requirements = ("torchcodec>=0.3.0,<0.12.0\n"     # 0.11 is built for torch 2.11 (README), 0.12 on for >= 2.11
+                    "torchao==0.16.0\n"               # built against torch 2.10.0 (torchao's own table)
+                    "torchao>=0.17\n"                 # >= 2.11: admits the paired torch
+                    "torchrec==1.0.0\n"               # compatible with torch 2.5 (torchrec's setup page)
+                    "torchrec>=1.1\n")                # no page states 1.1 on: unknown
+    findings = scan_memory({"requirements.txt": requirements}, RULES, deps=DEPS).findings
+    held = {f.location.line: f.message for f in findings if f.rule == "OPS509"}
+    assert sorted(held) == [1, 2, 4]
+    assert "0.12.0" in held[1] and "0.17.0" in held[2]
+
+
+def test_deepspeed_ops_built_at_install_and_build_variables_are_found():
+    dockerfile = ("FROM python:3.11-slim\n"
+                  "ENV DS_BUILD_OPS=0\n"
+                  "RUN DS_BUILD_OPS=1 DS_BUILD_AIO=0 pip install deepspeed\n"
+                  "RUN export DS_BUILD_FUSED_ADAM=1 && \\\n"
+                  "    pip install deepspeed\n"
+                  "ARG TORCH_CUDA_ARCH_LIST=\"8.0;9.0\"\n"
+                  "ENV CUDA_VISIBLE_DEVICES=0\n")
+    assert _found({"Dockerfile": dockerfile}) == {"Dockerfile:3 OPS511", "Dockerfile:4 OPS511", "Dockerfile:6 OPS511"}
+
+
+def test_a_cuda_default_is_a_note_only_when_a_later_run_reads_it():
+    read = ("FROM ubuntu:24.04\n"
+            "ARG APP_TORCH_MODE=cuda\n"
+            "ENV APP_TORCH_MODE=${APP_TORCH_MODE} APP_DEVICE=cuda PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\n"
+            "RUN ./install.sh --reinstall\n")
+    findings = scan_memory({"Dockerfile": read}, RULES, deps=DEPS).findings
+    notes = [f for f in findings if f.rule == "OPS512"]
+    assert [(f.location.line, f.severity) for f in notes] == [(2, "note")]   # the ARG line that writes the value
+    unread = "FROM ubuntu:24.04\nARG APP_TORCH_MODE=cuda\nRUN pip install numpy\n"
+    assert _found({"Dockerfile": unread}) == set()
+    after = "FROM ubuntu:24.04\nRUN bash install.sh\nARG APP_TORCH_MODE=cuda\n"   # defined after the only RUN
+    assert _found({"Dockerfile": after}) == set()
