@@ -1,8 +1,11 @@
-"""Scores held-out 5 (issue 42): did `opscan REPO`, with no configuration, answer each research
-repository by a complete train-mode trace of its own training command or of its main model?
+"""Scores a held-out set of issue 42 (`--set heldout5` or `--set heldout6`): did `opscan REPO`, with no
+configuration, answer each research repository by a complete train-mode trace of its own training
+command or of its main model?
 
-The labels (heldout5_labels.toml, written by hand before any run) say, per repository, the training
-scripts, the model class that command trains and what builds it. A repository is **answered** when
+The labels (heldout5_labels.toml, heldout6_labels.toml: written by hand before any run) say, per
+repository, the training scripts, the model class that command trains and what builds it (a model a
+repository takes from a library is written module:NAME; its builder in the repository is what a
+trace can match). Both sets are judged by the same rule. A repository is **answered** when
 one trace of opscan's JSON report
 - is complete, in train mode, and its ops reach the backward and optimizer phases (a script's run
   also took at least one optimizer step), and
@@ -12,13 +15,14 @@ one trace of opscan's JSON report
 A part of the model, another model of the repository, a stand-in built elsewhere or a trace that
 stopped does not count; each repository's line says why.
 
-    python benchmarks/accuracy/repos/score_heldout5.py [--results DIR]     # score the saved reports
-    python benchmarks/accuracy/repos/score_heldout5.py --run [NAME ...]     # run opscan once, then score
+    python benchmarks/accuracy/repos/score_heldout.py --set SET [--results DIR]   # score the saved reports
+    python benchmarks/accuracy/repos/score_heldout.py --set SET --run [NAME ...]  # run opscan once, then score
 
-`--run` runs `python -m opscan corpus/heldout5/NAME --format json --exit-zero` with the corpus
-environment's interpreter (fetch_heldout5.py --venv), one repository at a time, and saves each report
-in results/heldout5/NAME.json (git-ignored) with runs.json (seconds, load, exit code). It refuses to
-overwrite a saved report unless `--again` is given: the held-out part is run once, at the end.
+`--run` runs `python -m opscan corpus/SET/NAME --format json --exit-zero` with the set's corpus
+environment's interpreter (fetch_SET.py --venv), one repository at a time, and saves each report
+in results/SET/NAME.json (git-ignored) with runs.json (seconds, load, exit code). It refuses to
+overwrite a saved report unless `--again` is given: a held-out part is run once, at the end.
+score_heldout5.py is this scorer with `--set heldout5` (the command held-out 5's results were made with).
 """
 
 from __future__ import annotations
@@ -34,12 +38,34 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-LABELS = HERE / "heldout5_labels.toml"
-CORPUS = HERE / "corpus" / "heldout5"
-PYTHON = CORPUS / "_venv" / "bin" / "python"
-RESULTS = HERE / "results" / "heldout5"
 LIMIT = 900.0   # seconds per repository before the run is called not answered (a run, not a goal)
 GOAL = 8
+
+
+@dataclass(frozen=True)
+class HeldOutSet:
+    """One held-out set: its labels, its exported corpus (with _venv), where its reports are saved."""
+    name: str
+    title: str
+
+    @property
+    def labels(self) -> Path:
+        return HERE / f"{self.name}_labels.toml"
+
+    @property
+    def corpus(self) -> Path:
+        return HERE / "corpus" / self.name
+
+    @property
+    def python(self) -> Path:
+        return self.corpus / "_venv" / "bin" / "python"
+
+    @property
+    def results(self) -> Path:
+        return HERE / "results" / self.name
+
+
+SETS = {s.name: s for s in (HeldOutSet("heldout5", "held out 5"), HeldOutSet("heldout6", "held out 6"))}
 
 
 @dataclass(frozen=True)
@@ -60,8 +86,17 @@ class Judgement:
     reason: str
 
 
-def load_labels(path: Path = LABELS) -> list[Label]:
-    """The labels, checked: unique names, at least one script and one model, FILE:NAME forms."""
+def _is_ref(ref: str, library_ok: bool) -> bool:
+    """FILE.py:NAME (a file of the repository), or, where `library_ok`, module.path:NAME (a library's)."""
+    where, _, name = ref.partition(":")
+    if not name or not where:
+        return False
+    dotted = "/" not in where and all(part.isidentifier() for part in where.split("."))
+    return where.endswith(".py") or (library_ok and dotted)
+
+
+def load_labels(path: Path = SETS["heldout5"].labels) -> list[Label]:
+    """The labels, checked: unique names, at least one script and one model, FILE.py:NAME forms."""
     rows = tomllib.loads(path.read_text(encoding="utf-8"))["repository"]
     labels = []
     for row in rows:
@@ -69,9 +104,14 @@ def load_labels(path: Path = LABELS) -> list[Label]:
                       tuple(row.get("builders", ())), tuple(row.get("examples", ())))
         if not label.scripts or not label.models:
             raise SystemExit(f"{path.name}: {label.name}: a label needs its training scripts and model")
-        for ref in label.models + label.builders:
-            if ":" not in ref or not ref.split(":", 1)[0].endswith(".py"):
+        for ref in label.models:
+            if not _is_ref(ref, library_ok=True):
+                raise SystemExit(f"{path.name}: {label.name}: {ref!r} is not FILE.py:NAME (or module:NAME)")
+        for ref in label.builders:
+            if not _is_ref(ref, library_ok=False):
                 raise SystemExit(f"{path.name}: {label.name}: {ref!r} is not FILE.py:NAME")
+        if not any(ref.split(":", 1)[0].endswith(".py") for ref in label.models + label.builders):
+            raise SystemExit(f"{path.name}: {label.name}: no model or builder is a file of the repository")
         labels.append(label)
     if len({label.name for label in labels}) != len(labels):
         raise SystemExit(f"{path.name}: a repository is labelled twice")
@@ -99,7 +139,7 @@ def what_it_is(label: Label, report: dict, target: str) -> str:
     if not target.startswith("repo:"):
         return ""
     ref = target.removeprefix("repo:")
-    if ref in label.models:
+    if ref in label.models and ref.split(":", 1)[0].endswith(".py"):   # a library's model is documentation
         return f"its main model ({ref})"
     if ref in label.builders:
         return f"its main model, built by {ref}"
@@ -157,10 +197,10 @@ def score(labels: list[Label], results: Path) -> list[Judgement]:
     return out
 
 
-def summary(judgements: list[Judgement]) -> str:
+def summary(judgements: list[Judgement], title: str = SETS["heldout5"].title) -> str:
     lines = [f"{'answered' if j.answered else 'not answered'}: {j.name}: {j.reason}" for j in judgements]
     answered = sum(j.answered for j in judgements)
-    lines.append(f"held out 5: {answered}/{len(judgements)} answered by a complete train-mode trace of their own "
+    lines.append(f"{title}: {answered}/{len(judgements)} answered by a complete train-mode trace of their own "
                  f"training command or main model (goal >= {GOAL})")
     return "\n".join(lines) + "\n"
 
@@ -169,30 +209,31 @@ def planned(labels: list[Label], wanted: set[str], results: Path, again: bool) -
     """The repositories to run: those named (all without names), none already run unless `again`."""
     unknown = wanted - {label.name for label in labels}
     if unknown:
-        raise SystemExit("score_heldout5.py: not labelled: " + ", ".join(sorted(unknown)))
+        raise SystemExit("score_heldout.py: not labelled: " + ", ".join(sorted(unknown)))
     chosen = [label for label in labels if not wanted or label.name in wanted]
     done = [label.name for label in chosen if (results / f"{label.name}.json").exists()]
     if done and not again:
-        raise SystemExit("score_heldout5.py: already run (the held-out part runs once; --again to redo): "
+        raise SystemExit("score_heldout.py: already run (the held-out part runs once; --again to redo): "
                          + ", ".join(done))
     return chosen
 
 
-def run(chosen: list[Label], results: Path) -> None:
-    """opscan on each repository, one at a time, in the corpus environment; reports saved."""
-    if not PYTHON.exists():
-        raise SystemExit("score_heldout5.py: no corpus environment "
-                         "(python benchmarks/accuracy/repos/fetch_heldout5.py --venv)")
+def run(chosen: list[Label], results: Path, held_out: HeldOutSet = SETS["heldout5"]) -> None:
+    """opscan on each repository, one at a time, in the set's corpus environment; reports saved."""
+    python = held_out.python
+    if not python.exists():
+        raise SystemExit(f"score_heldout.py: no corpus environment for {held_out.name} "
+                         f"(python benchmarks/accuracy/repos/fetch_{held_out.name}.py --venv)")
     results.mkdir(parents=True, exist_ok=True)
     log_path = results / "runs.json"
     log = json.loads(log_path.read_text(encoding="utf-8")) if log_path.exists() else {}
     for label in chosen:
-        folder = CORPUS / label.name
+        folder = held_out.corpus / label.name
         if not folder.is_dir():
-            raise SystemExit(f"score_heldout5.py: {label.name} is not exported (fetch_heldout5.py)")
+            raise SystemExit(f"score_heldout.py: {label.name} is not exported (fetch_{held_out.name}.py)")
         load, start = os.getloadavg()[0], time.monotonic()
         try:
-            done = subprocess.run([str(PYTHON), "-m", "opscan", str(folder), "--format", "json", "--exit-zero"],
+            done = subprocess.run([str(python), "-m", "opscan", str(folder), "--format", "json", "--exit-zero"],
                                   capture_output=True, text=True, timeout=LIMIT, check=False)
             out, code, err = done.stdout, done.returncode, done.stderr
         except subprocess.TimeoutExpired:
@@ -208,14 +249,17 @@ def run(chosen: list[Label], results: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="repositories to run (default: all twelve)")
+    parser.add_argument("--set", required=True, choices=sorted(SETS), help="the held-out set")
     parser.add_argument("--run", action="store_true", help="run opscan on them first (once)")
     parser.add_argument("--again", action="store_true", help="with --run: overwrite saved reports")
-    parser.add_argument("--results", type=Path, default=RESULTS, help="the folder of saved reports")
+    parser.add_argument("--results", type=Path, help="the folder of saved reports (default: results/SET)")
     args = parser.parse_args(argv)
-    labels = load_labels()
+    held_out = SETS[args.set]
+    results = args.results or held_out.results
+    labels = load_labels(held_out.labels)
     if args.run:
-        run(planned(labels, set(args.names), args.results, args.again), args.results)
-    print(summary(score(labels, args.results)), end="")
+        run(planned(labels, set(args.names), results, args.again), results, held_out)
+    print(summary(score(labels, results), held_out.title), end="")
     return 0
 
 
