@@ -163,6 +163,7 @@ def test_the_summary_names_the_set(scorer, label, tmp_path) -> None:
     assert "held out 6: 0/1 answered" in scorer.summary(judgements, scorer.SETS["heldout6"].title)
 
 
+@pytest.mark.slow   # runs the scorer's command line in a subprocess
 def test_held_out_5s_command_is_this_scorer_with_its_set(tmp_path) -> None:
     """score_heldout5.py (the command held-out 5's results were made with) scores held-out 5's labels."""
     (tmp_path / "semi-supervised-learning.json").write_text(json.dumps(report({"target": "script:main.py",
