@@ -1,10 +1,12 @@
-"""benchmarks/accuracy/repos/score_heldout5.py: what counts as answering a held-out research repository
-(issue 42), judged on hand-made opscan reports; the committed labels and recipe agree."""
+"""benchmarks/accuracy/repos/score_heldout.py: what counts as answering a held-out research repository
+(issue 42, held-out 5 and 6), judged on hand-made opscan reports; the committed labels and recipes
+agree; score_heldout5.py is the same scorer with held-out 5's set."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -17,10 +19,10 @@ REPOS = ROOT / "benchmarks" / "accuracy" / "repos"
 
 @pytest.fixture(scope="module")
 def scorer():
-    spec = importlib.util.spec_from_file_location("score_heldout5", REPOS / "score_heldout5.py")
+    spec = importlib.util.spec_from_file_location("score_heldout", REPOS / "score_heldout.py")
     module = importlib.util.module_from_spec(spec)
     with pytest.MonkeyPatch.context() as patch:   # dataclasses look their module up while it loads
-        patch.setitem(sys.modules, "score_heldout5", module)
+        patch.setitem(sys.modules, "score_heldout", module)
         spec.loader.exec_module(module)
     return module
 
@@ -127,12 +129,52 @@ def test_a_saved_report_is_not_run_again_without_again(scorer, label, tmp_path) 
         scorer.planned([label], {"nope"}, tmp_path, again=True)
 
 
-def test_the_committed_labels_cover_the_recipe(scorer) -> None:
-    labels = scorer.load_labels()
-    recipe = tomllib.loads((REPOS / "heldout5.toml").read_text(encoding="utf-8"))["repository"]
+@pytest.mark.parametrize("name", ["heldout5", "heldout6"])
+def test_the_committed_labels_cover_the_recipe(scorer, name) -> None:
+    held_out = scorer.SETS[name]
+    labels = scorer.load_labels(held_out.labels)
+    recipe = tomllib.loads((REPOS / f"{name}.toml").read_text(encoding="utf-8"))["repository"]
     assert len(labels) == 12
     assert [(lb.name, lb.repo) for lb in labels] == [(r["name"], r["repo"]) for r in recipe]
     assert all(len(r["commit"]) == 40 and 300 <= r["lines"] <= 17000 for r in recipe)
+
+
+def test_the_two_sets_share_no_repository_or_owner(scorer) -> None:
+    five, six = (scorer.load_labels(scorer.SETS[n].labels) for n in ("heldout5", "heldout6"))
+    assert not {lb.repo.split("/")[0].lower() for lb in five} & {lb.repo.split("/")[0].lower() for lb in six}
+
+
+def test_each_set_reads_and_writes_its_own_files(scorer) -> None:
+    five, six = scorer.SETS["heldout5"], scorer.SETS["heldout6"]
+    assert {five.labels, five.corpus, five.results, five.python}.isdisjoint(
+        {six.labels, six.corpus, six.results, six.python})
+    assert five.labels.name == "heldout5_labels.toml" and six.results.name == "heldout6"
+
+
+def test_a_library_model_is_documented_and_its_builder_answers(scorer) -> None:
+    label = scorer.Label("lib", "o/lib", "python train.py", ("train.py",), ("torchvision.models:resnet50",),
+                         ("models/__init__.py:get_model",), ())
+    assert scorer.judge(label, report({"target": "repo:models/__init__.py:get_model"})).answered
+    assert not scorer.judge(label, report({"target": "repo:torchvision.models:resnet50"})).answered
+
+
+def test_the_summary_names_the_set(scorer, label, tmp_path) -> None:
+    judgements = scorer.score([label], tmp_path)
+    assert "held out 6: 0/1 answered" in scorer.summary(judgements, scorer.SETS["heldout6"].title)
+
+
+@pytest.mark.slow   # runs the scorer's command line in a subprocess
+def test_held_out_5s_command_is_this_scorer_with_its_set(tmp_path) -> None:
+    """score_heldout5.py (the command held-out 5's results were made with) scores held-out 5's labels."""
+    (tmp_path / "semi-supervised-learning.json").write_text(json.dumps(report({"target": "script:main.py",
+                                                                              "steps": 1})))
+    done = subprocess.run([sys.executable, str(REPOS / "score_heldout5.py"), "--results", str(tmp_path)],
+                          capture_output=True, text=True, check=True)
+    assert "answered: semi-supervised-learning: script:main.py" in done.stdout
+    assert "held out 5: 1/12 answered" in done.stdout
+    refused = subprocess.run([sys.executable, str(REPOS / "score_heldout.py"), "--results", str(tmp_path)],
+                             capture_output=True, text=True, check=False)
+    assert refused.returncode == 2 and "--set" in refused.stderr
 
 
 def test_a_label_without_its_model_is_refused(scorer, tmp_path) -> None:
@@ -141,3 +183,44 @@ def test_a_label_without_its_model_is_refused(scorer, tmp_path) -> None:
                    'scripts = ["t.py"]\nmodels = ["Net"]\n')
     with pytest.raises(SystemExit, match="not FILE.py:NAME"):
         scorer.load_labels(bad)
+
+
+@pytest.mark.parametrize("models, builders, why", [
+    (["torchvision.models:resnet50"], [], "no model or builder is a file of the repository"),
+    (["m.py:Net"], ["torchvision.models:resnet50"], "not FILE.py:NAME"),   # a builder must be the repository's
+    (["a/b:Net"], ["m.py:build"], "not FILE.py:NAME"),
+])
+def test_a_library_model_needs_a_builder_of_the_repository(scorer, tmp_path, models, builders, why) -> None:
+    bad = tmp_path / "labels.toml"
+    bad.write_text('[[repository]]\nname = "a"\nrepo = "o/a"\ncommand = "python t.py"\n'
+                   f'scripts = ["t.py"]\nmodels = {json.dumps(models)}\nbuilders = {json.dumps(builders)}\n')
+    with pytest.raises(SystemExit, match=why):
+        scorer.load_labels(bad)
+
+
+@pytest.fixture(scope="module")
+def fetcher():
+    with pytest.MonkeyPatch.context() as patch:   # it imports its sibling scripts through sys.path
+        patch.syspath_prepend(str(REPOS))
+        spec = importlib.util.spec_from_file_location("fetch_heldout6", REPOS / "fetch_heldout6.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module
+
+
+def test_held_out_6s_environment_is_one_install_of_the_union(fetcher) -> None:
+    data = fetcher.recipe()
+    wanted = fetcher.requirements(data)
+    assert wanted[:len(data["environment"]["base"])] == data["environment"]["base"]
+    assert len(wanted) == len(set(wanted))
+    union = {r for row in data["repository"] for r in row["requirements"]}
+    assert set(wanted) == set(data["environment"]["base"]) | union
+    assert all(row["imports"] for row in data["repository"])
+
+
+def test_held_out_6s_recipe_refuses_a_repository_without_its_imports(fetcher, tmp_path) -> None:
+    bad = tmp_path / "recipe.toml"
+    bad.write_text('[environment]\nbase = []\n[[repository]]\nname = "a"\nrepo = "o/a"\n'
+                   f'commit = "{"0" * 40}"\nrequirements = ["numpy"]\n')
+    with pytest.raises(SystemExit, match="imports"):
+        fetcher.recipe(bad)

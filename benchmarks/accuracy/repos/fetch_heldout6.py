@@ -1,0 +1,151 @@
+"""Rebuilds the held-out 6 corpus (issue 42): twelve research repositories at their pinned commits,
+and the one environment they run in.
+
+The recipe is heldout6.toml (chosen by the rule in HELDOUT6.md). Each repository is exported with
+`git archive` from a local mirror (`--mirror DIR`, holding DIR/<owner>+<name>/repo, a bare git
+directory or a checkout's .git) or else cloned, into benchmarks/accuracy/repos/corpus/heldout6/<name>/
+(git-ignored: third-party code is never committed); a blob the mirror lacks is left out and named.
+`--venv` builds corpus/heldout6/_venv: `python3 -m venv`, then ONE pip call with the [environment]
+base (torch 2.13.0, torchvision 0.28.0, setuptools < 81), the union of every repository's
+`requirements` and opscan (editable) from `--opscan DIR` (default: the checkout this script lives
+in): one resolver, so that the versions fit together, and so that `score_heldout.py --set heldout6
+--run` runs opscan where the repositories' dependencies are. `heldout6_venv.lock` is its pip freeze.
+`--check-imports` imports, in that environment, the modules each repository's training command
+imports from its dependencies (the recipe's `imports`): never the repository's own code, never opscan.
+`--lines NAME` prints criterion 6's count for one repository (every line of every *.py file).
+
+    python benchmarks/accuracy/repos/fetch_heldout6.py --mirror DIR   # export what is missing
+    python benchmarks/accuracy/repos/fetch_heldout6.py --venv [--opscan DIR]
+    python benchmarks/accuracy/repos/fetch_heldout6.py --check-imports
+    python benchmarks/accuracy/repos/fetch_heldout6.py --check        # exit 1 unless all twelve are exported
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import tomllib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+RECIPE = HERE / "heldout6.toml"
+CORPUS = HERE / "corpus" / "heldout6"
+VENV = CORPUS / "_venv"
+LOCK = HERE / "heldout6_venv.lock"
+sys.path.insert(0, str(HERE))
+from fetch import _export_present  # noqa: E402  (a sibling script, as run.py imports it)
+from fetch_heldout5 import _git_dir, python_lines  # noqa: E402
+
+
+def recipe(path: Path = RECIPE) -> dict:
+    """The recipe, checked for what the rest reads: unique names, 40-digit commits, imports listed."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    names = [r["name"] for r in data["repository"]]
+    if len(set(names)) != len(names):
+        raise SystemExit(f"{path.name}: a name is given twice")
+    for row in data["repository"]:
+        if len(row["commit"]) != 40:
+            raise SystemExit(f"{path.name}: {row['name']}: commit must be 40 hex digits")
+        if not row.get("imports"):
+            raise SystemExit(f"{path.name}: {row['name']}: `imports` must list the modules to check")
+    return data
+
+
+def export(name: str, slug: str, commit: str, mirror: Path | None) -> None:
+    """corpus/heldout6/<name>/ as the tree of `commit`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        git_dir = _git_dir(mirror, slug) if mirror is not None else Path(tmp) / "repo.git"
+        if mirror is None:
+            subprocess.run(["git", "clone", "--bare", "--quiet", f"https://github.com/{slug}", str(git_dir)],
+                           check=True)
+        partial = CORPUS / (name + ".partial")
+        done = subprocess.run(["git", "--git-dir", str(git_dir), "archive", "--format=tar", commit],
+                              check=False, capture_output=True)
+        if done.returncode == 0:
+            with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tf:
+                tf.extractall(partial, filter="data")
+        else:
+            _export_present(git_dir, commit, partial)
+    partial.rename(CORPUS / name)
+
+
+def requirements(data: dict) -> list[str]:
+    """The base, then every repository's requirements, each once, in recipe order."""
+    seen: dict[str, None] = {}
+    for req in [*data["environment"]["base"], *(r for row in data["repository"] for r in row["requirements"])]:
+        seen.setdefault(req, None)
+    return list(seen)
+
+
+def build_venv(data: dict, opscan: Path) -> None:
+    """corpus/heldout6/_venv: one pip call (the base, the union, opscan editable), then the lock."""
+    if not (VENV / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    pip = [str(VENV / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    env = dict(os.environ, PIP_FIND_LINKS="")   # a local +cpu wheel would win over the index's 2.13.0
+    subprocess.run([*pip, *requirements(data), "-e", str(opscan)], check=True, env=env)
+    frozen = subprocess.run([str(VENV / "bin" / "python"), "-m", "pip", "freeze", "--all", "--exclude-editable"],
+                            check=True, capture_output=True, text=True).stdout
+    LOCK.write_text("# pip freeze of corpus/heldout6/_venv (fetch_heldout6.py --venv)\n" + frozen, encoding="utf-8")
+
+
+def check_imports(data: dict) -> list[str]:
+    """One line per repository: its dependency modules import in the corpus environment, or the error."""
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        raise SystemExit("fetch_heldout6.py: no corpus environment (fetch_heldout6.py --venv)")
+    lines = []
+    for row in data["repository"]:
+        code = "; ".join(f"import {module}" for module in row["imports"])
+        done = subprocess.run([str(python), "-W", "ignore", "-c", code], capture_output=True, text=True,
+                              check=False, cwd=tempfile.gettempdir())   # never the repository's folder
+        error = (done.stderr.strip().splitlines() or [""])[-1]
+        lines.append(f"{row['name']}: " + ("ok (" + ", ".join(row["imports"]) + ")" if done.returncode == 0
+                                           else "FAILED: " + error))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mirror", type=Path, help="a folder of git mirrors (DIR/<owner>+<name>/repo)")
+    parser.add_argument("--check", action="store_true", help="exit 1 unless every repository is exported")
+    parser.add_argument("--venv", action="store_true", help="build corpus/heldout6/_venv")
+    parser.add_argument("--opscan", type=Path, default=ROOT, help="the opscan checkout to install (editable)")
+    parser.add_argument("--check-imports", action="store_true", help="import each repository's dependencies")
+    parser.add_argument("--lines", metavar="NAME", help="criterion 6's count for one repository (needs --mirror)")
+    args = parser.parse_args(argv)
+    data = recipe()
+    if args.lines:
+        row = next((r for r in data["repository"] if r["name"] == args.lines), None)
+        if row is None or args.mirror is None:
+            raise SystemExit("fetch_heldout6.py: --lines takes a name of heldout6.toml, with --mirror")
+        print(python_lines(_git_dir(args.mirror, row["repo"]), row["commit"]))
+        return 0
+    if args.check_imports:
+        lines = check_imports(data)
+        print("\n".join(lines))
+        return 1 if any("FAILED" in line for line in lines) else 0
+    missing = [r["name"] for r in data["repository"] if not (CORPUS / r["name"]).is_dir()]
+    if args.check:
+        print("missing: " + ", ".join(missing) if missing else "all exported")
+        return 1 if missing else 0
+    CORPUS.mkdir(parents=True, exist_ok=True)
+    for row in data["repository"]:
+        if row["name"] in missing:
+            export(row["name"], row["repo"], row["commit"], args.mirror)
+            print(f"exported {row['name']} at {row['commit'][:12]}")
+    if args.venv:
+        if not (args.opscan / "pyproject.toml").is_file():
+            raise SystemExit(f"fetch_heldout6.py: {args.opscan}: not an opscan checkout (no pyproject.toml)")
+        build_venv(data, args.opscan.resolve())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
