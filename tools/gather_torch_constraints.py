@@ -43,8 +43,13 @@ from packaging.version import InvalidVersion, Version
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "rules" / "data" / "torch-constraints.yaml"
 # packages whose releases pin torch (issue #43; docs/dependencies.md, "Packages that hold torch back")
+# (the first line: PyTorch's companions and trainers issue 43 named; the second: packages research
+# repositories pin that publish wheels whose Requires-Dist may pin torch, added after the third
+# held-out part: finetuner-commons==0.13.10 requires torch~=2.0.1). Any package with wheels can be
+# added here: its rows are what its metadata says, nothing is assumed for a package not listed.
 TORCH_BOUND = ("torchvision", "torchaudio", "torchtext", "torchdata", "torchcodec", "torchrec", "torchao",
-               "torchtune", "xformers", "vllm", "mosaicml", "composer", "megablocks")
+               "torchtune", "xformers", "vllm", "mosaicml", "composer", "megablocks",
+               "finetuner-commons", "tensordict", "torchrl")
 # packages whose metadata may make them CUDA-only without being in the catalog (NOTE [cuda by metadata])
 # (their newest releases only: what a project installs today)
 CUDA_CHECKED = ("unsloth", "unsloth-zoo", "cut-cross-entropy", "lmdeploy")
@@ -67,7 +72,14 @@ _AO_TABLE = (f"{_AO}/blob/3c1065ca6ff2eb8a48262bd7c31ded2fffe0d15e/torchao/__ini
 _AO_MIN = f"{_AO}/commit/f0f9a052657e062d0d5e5739aebf6aae8f852cb8 (min_torch_version 2.11.0)"
 _REC = ("https://github.com/meta-pytorch/torchrec/blob/ddb6a07614ba664e06d66e27d090b29a73800cc4/"
         "docs/source/setup-torchrec.rst (\"TorchRec 0.8 is compatible with PyTorch 2.4\", 1.0 with 2.5)")
+# torchaudio's installation page of 2.11.0, "Compatibility Matrix": "TorchAudio 2.11 is built against
+# PyTorch's stable ABI and therefore supports PyTorch 2.11 and all later versions" (row "2.11 and
+# above"); the 2.11.0 wheels declare no torch (2.11.1 declares torch>=2.11: its release notes)
+_AUDIO_MATRIX = "https://docs.pytorch.org/audio/2.11.0/installation.html (Compatibility Matrix: \"2.11 and above\")"
 DOCS_ROWS = {
+    "torchaudio": [
+        ("2.11", ">=2.11", _AUDIO_MATRIX),
+    ],
     "torchcodec": [
         ("0.0.3", "==2.4.*", f"{_CODEC}/pull/652.diff (README compatibility table)"),
         ("0.1", "==2.5.*", f"{_CODEC}/pull/652.diff (README compatibility table)"),
@@ -309,8 +321,10 @@ def gather(index: str, name: str, progress, newest: int = 0) -> dict:
 
 def _add(rows: list[dict], version: str, spec: str, source: str) -> None:
     """Appends one release to the rows (a run of equal torch requirements grows; its source names
-    the first and the last release's)."""
-    if rows and rows[-1]["torch"] == spec:
+    the first and the last release's). A release whose requirement a package's docs state never
+    joins a run read from metadata, nor the reverse: each run has one kind of source."""
+    from_metadata = source.startswith("Requires-Dist")
+    if rows and rows[-1]["torch"] == spec and rows[-1]["source"].startswith("Requires-Dist") == from_metadata:
         rows[-1]["last"] = version
         rows[-1]["releases"].append(version)
         rows[-1]["source"] = rows[-1]["source"].split(" ... ")[0] + " ... " + source.split(" ... ")[-1]

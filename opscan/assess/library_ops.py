@@ -36,9 +36,16 @@ def paired_builds(package: str, torch_minors: Iterable[str]) -> tuple[str, str]:
     minors = sorted({".".join(m.split("+")[0].split(".")[:2]) for m in torch_minors})
     builds = [f"{version} (torch {minor})" for minor in minors for version, torch in sorted(pairs.items())
               if torch == minor]
+    first, since = table.later.get(_canonical(package), ("", ""))
+    if not builds and first and minors and all(_release(m) >= _release(since) for m in minors):
+        builds = [f"{first} or later (every torch from {since} on)"]
     if not builds:
         return "", ""
     return f"{package} {' or '.join(builds)}", table.sources.get(_canonical(package), "")
+
+
+def _release(minor: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in minor.split(".") if p.isdigit())
 
 
 def known_libraries(ops: Iterable[str], torch_minors: Iterable[str], packages: Iterable[str] = ()

@@ -62,6 +62,7 @@ class Companions:
     pairs: dict
     sources: dict
     ended: dict
+    later: dict   # name -> (package minor, torch minor): releases from that minor support every later torch
 
 
 @lru_cache(maxsize=1)
@@ -74,7 +75,9 @@ def companions() -> Companions:
              for n, e in doc["companions"].items()}
     sources = {canonicalize_name(n): e["source"] for n, e in {**doc["companions"], **doc["ended"]}.items()}
     ended = {canonicalize_name(n): (str(e["last"]), str(e["torch"])) for n, e in doc["ended"].items()}
-    return Companions(pairs, sources, ended)
+    later = {canonicalize_name(n): (str(e["later"]["from"]), str(e["later"]["torch"]))
+             for n, e in doc["companions"].items() if e.get("later")}
+    return Companions(pairs, sources, ended, later)
 
 
 # NOTE [torch pins]
@@ -223,7 +226,7 @@ class _Judge:
             torch_minor = pairs.get(_minor(entry.version))
             if torch_minor and torch_minor not in self.ctx.torch:
                 return (f"{entry.name} {entry.version} (locked) is built for torch {torch_minor}; "
-                        f"{self._wanted(pairs)}"), entry.name
+                        f"{self._wanted(pairs, entry.name)}"), entry.name
             return None
         spec = _spec(entry.spec) if entry.spec else None
         if spec is None:
@@ -235,14 +238,19 @@ class _Judge:
         if not admitted or admits_minor(spec, after) or any(pairs[m] in self.ctx.torch for m in admitted):
             return None   # unknown versions, or one that pairs
         torches = sorted({pairs[m] for m in admitted}, key=Version)
-        return (f"{entry.name}{entry.spec} is built for torch {', '.join(torches)}; {self._wanted(pairs)}"), entry.name
+        return (f"{entry.name}{entry.spec} is built for torch {', '.join(torches)}; "
+                f"{self._wanted(pairs, entry.name)}"), entry.name
 
-    def _wanted(self, pairs: dict) -> str:
-        """"torch 2.13/2.14 needs 0.28/0.29" from the table (or "no version in the table pairs")."""
+    def _wanted(self, pairs: dict, name: str = "") -> str:
+        """"torch 2.13/2.14 needs 0.28/0.29" from the table, "needs 2.11 or later" from its `later`
+        row (or "no version in the table pairs")."""
         wanted = [m for m in sorted(pairs, key=Version) if pairs[m] in self.ctx.torch]
-        if not wanted:
-            return f"no version in its table is built for torch {self.ctx.paired}"
-        return f"torch {self.ctx.paired} needs {'/'.join(wanted)}"
+        if wanted:
+            return f"torch {self.ctx.paired} needs {'/'.join(wanted)}"
+        first, torch_minor = self.table.later.get(name, ("", ""))
+        if first and all(Version(m) >= Version(torch_minor) for m in self.ctx.torch):
+            return f"torch {self.ctx.paired} needs {first} or later (built for every torch from {torch_minor} on)"
+        return f"no version in its table is built for torch {self.ctx.paired}"
 
     def ended(self, entry: Entry) -> tuple[str, str] | None:
         if entry.kind not in ("requirement", "locked", "conda") or entry.name not in self.table.ended:
@@ -351,7 +359,7 @@ def tokens(dependency_rules, ctx: DependencyContext) -> tuple[tuple[str, ...], t
                 if chunk:
                     (names if key == "names" and "*" not in pattern and "?" not in pattern else words).add(chunk)
         if matcher.get("labels"):
-            words.add("+cu")
+            words.update(("+cu", "%2bcu"))   # a wheel URL spells the label percent-encoded
     table = companions()
     names.update(table.pairs)
     names.update(table.ended)
@@ -370,8 +378,9 @@ def _variants(word: str) -> set[str]:
 
 # NOTE [manifest pre-check]
 # A manifest is read only when its lower-cased text spells one of the tokens: torch, cuda, nvidia,
-# each rule pattern's longest literal part, and as whole names (not inside another word: `fla` is
-# not in `flask`) the companion and catalog names, with `-`, `_` and `.` spelt either way. A
+# each rule pattern's longest literal part (`+cu` also as `%2bcu`: a wheel URL's label), and as
+# whole names (not inside another word: `fla` is not in `flask`) the companion and catalog names,
+# with `-`, `_` and `.` spelt either way. A
 # requirements file of web packages costs one regex search, like a Python file that spells no
 # pre-filter token (NOTE [pre-check] in file_scan.py).
 @lru_cache(maxsize=16)

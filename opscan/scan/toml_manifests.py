@@ -11,10 +11,12 @@ import re
 import tomllib
 from dataclasses import replace
 
+from urllib.parse import unquote
+
 from packaging.markers import Marker
 from packaging.utils import canonicalize_name
 
-from opscan.scan.manifests import Entry, Problem, TextLines, installs_on_linux, requirement
+from opscan.scan.manifests import Entry, Problem, TextLines, installs_on_linux, requirement, wheel_version
 
 
 def _toml(text: str) -> dict | Problem:
@@ -152,6 +154,7 @@ def read_pyproject(text: str) -> tuple[list[Entry], list[Problem]]:
     uv = tool.get("uv") if isinstance(tool.get("uv"), dict) else {}
     if uv:
         _sources(uv.get("index"), lines, entries)
+        _uv_sources(uv.get("sources"), lines, lines.section("tool.uv.sources"), entries)
         for key in ("dev-dependencies", "constraint-dependencies", "override-dependencies"):
             _requirement_list(uv.get(key), lines, lines.section("tool.uv"), entries, problems,
                               optional=key == "dev-dependencies")
@@ -172,18 +175,59 @@ def read_pyproject(text: str) -> tuple[list[Entry], list[Problem]]:
     return entries, problems
 
 
+# NOTE [uv sources]
+# `[tool.uv.sources]` says where uv takes a package from: `{ url = ... }`, `{ path = ... }`,
+# `{ git = ... }`, `{ index = ... }`, or a list of such tables, each with an optional `marker`.
+# A source whose marker excludes a Linux x86_64 host is skipped (as a requirement's marker is).
+# A url or path naming a wheel is read as the requirement it installs (NOTE [wheel URLs] in
+# manifests.py: percent-decoded, `vllm-0.21.0%2Bcu129-...whl` is the pin `vllm==0.21.0+cu129`,
+# judged like any pin: its CUDA label, its torch version, its package). Another url or a git
+# source is a location, judged by the index rule's URL patterns only. An index source names the
+# `[[tool.uv.index]]` a package comes from: the index's own line is judged (`uv_sources` gives the
+# packages pinned to it for its message). A source table of another shape is skipped.
+def _source_items(sources) -> list[tuple[str, dict]]:
+    """(canonical package, source table) of the tables that apply on a Linux x86_64 host."""
+    out: list[tuple[str, dict]] = []
+    if not isinstance(sources, dict):
+        return out
+    for name, value in sources.items():
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, dict):
+                continue
+            if isinstance(item.get("marker"), str):
+                try:
+                    if not installs_on_linux(Marker(item["marker"])):
+                        continue
+                except Exception:  # noqa: BLE001 - an unreadable marker: keep the source
+                    pass
+            out.append((canonicalize_name(str(name)), item))
+    return out
+
+
+def _uv_sources(sources, lines: TextLines, after: int, entries: list) -> None:
+    """Entries of `[tool.uv.sources]` url, path and git sources (NOTE [uv sources])."""
+    for name, item in _source_items(sources):
+        for key in ("url", "path", "git"):
+            where = item.get(key)
+            if not isinstance(where, str) or not where:
+                continue
+            line = _quoted_line(lines, where, after)
+            wheel = wheel_version(where) if key != "git" else None
+            if wheel is not None and wheel[0] == name:
+                entries.append(Entry(line, "requirement", name, f"=={wheel[1]}", url=unquote(where),
+                                     text=f"{name} = {{ {key} = {where!r} }}"))
+            elif key != "path":
+                entries.append(Entry(line, "index", url=unquote(where), text=f"{name} = {{ {key} = {where!r} }}"))
+
+
 def uv_sources(text: str) -> dict[str, str]:
-    """`[tool.uv.sources]`: package -> the index name it is pinned to (for the index rule's message)."""
+    """`[tool.uv.sources]`: package -> the index name it is pinned to on Linux (for the index
+    rule's message; NOTE [uv sources])."""
     doc = _toml(text)
     if isinstance(doc, Problem):
         return {}
     sources = ((doc.get("tool") or {}).get("uv") or {}).get("sources") or {}
-    out = {}
-    for name, value in sources.items():
-        for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, dict) and isinstance(item.get("index"), str):
-                out[canonicalize_name(name)] = item["index"]
-    return out
+    return {name: item["index"] for name, item in _source_items(sources) if isinstance(item.get("index"), str)}
 
 
 def read_pipfile(text: str) -> tuple[list[Entry], list[Problem]]:
