@@ -7,7 +7,8 @@ commit with `git show COMMIT:PATH`, so what is scored is what was labelled.
 
     python benchmarks/accuracy/dependencies/fetch_heldout2.py --mirror DIR   # DIR/<owner>+<name>/repo
 
-The third held-out part (HELDOUT3.md) is copied the same way by fetch_heldout3.py (main("heldout3")).
+The third and fourth held-out parts (HELDOUT3.md, HELDOUT4.md) are copied the same way by fetch_heldout3.py
+(main("heldout3")) and fetch_heldout4.py (main("heldout4")).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def main(argv: list[str] | None = None, part: str = "heldout2") -> int:
-    """Copies the files of `part` (heldout2.txt / files_heldout2.txt, or heldout3's) into corpus/<part>/."""
+    """Copies the files of `part` (heldout2.txt / files_heldout2.txt, or heldout3's, heldout4's) into corpus/<part>/."""
     out = HERE / "corpus" / part
     parser = argparse.ArgumentParser(description=f"Copies the {part} manifests out of the repository snapshots.")
     parser.add_argument("--mirror", default=os.environ.get("OPSCAN_MIRROR", ""),

@@ -11,6 +11,7 @@ companion specifier that admits a paired torch would be one of them (the goal: n
     python benchmarks/accuracy/dependencies/score.py heldout      # corpus/, labels_heldout.csv, files_heldout.txt
     python benchmarks/accuracy/dependencies/score.py heldout2     # corpus/heldout2/ (fetch_heldout2.py), HELDOUT2.md
     python benchmarks/accuracy/dependencies/score.py heldout3     # corpus/heldout3/ (fetch_heldout3.py), HELDOUT3.md
+    python benchmarks/accuracy/dependencies/score.py heldout4     # corpus/heldout4/ (fetch_heldout4.py), HELDOUT4.md
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ SETS = {
     "heldout2": (HERE / "corpus" / "heldout2", HERE / "labels_heldout2.csv", HERE / "files_heldout2.txt"),
     # the third held-out part (issue #43, HELDOUT3.md): fetch_heldout3.py copies its files; scored once, by the lead
     "heldout3": (HERE / "corpus" / "heldout3", HERE / "labels_heldout3.csv", HERE / "files_heldout3.txt"),
+    # the fourth held-out part (issue #43, HELDOUT4.md): fetch_heldout4.py copies its files; scored once, by the lead
+    "heldout4": (HERE / "corpus" / "heldout4", HERE / "labels_heldout4.csv", HERE / "files_heldout4.txt"),
 }
-FETCH = {"heldout2": "fetch_heldout2.py", "heldout3": "fetch_heldout3.py"}
+FETCH = {"heldout2": "fetch_heldout2.py", "heldout3": "fetch_heldout3.py", "heldout4": "fetch_heldout4.py"}
 
 
 def _labels(path: Path) -> dict[tuple[str, int], str]:
