@@ -42,6 +42,14 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import libcst as cst
+    from libcst.metadata import CodeRange
+
+    Positions = Mapping[cst.CSTNode, CodeRange]
 
 MAX_BYTES = 2_000_000
 _CANDIDATE = re.compile(r"^[ \t]*(?:(?:async[ \t]+)?(?:def|class)[ \t]+\w+[ \t]*\[|type[ \t]+\w+[ \t]*[\[=])"
@@ -107,19 +115,19 @@ def _blank(lines: list[str], first: int, start: int, last: int, end: int, keep: 
 Edits = dict[tuple[int, int], str]
 
 
-def _fstring_edits(positions, lines: list[str]) -> Edits | None:
+def _fstring_edits(positions: Positions, lines: list[str]) -> Edits | None:
     """The characters to change (0-based row, column -> character) so that every f-string this
     interpreter rejects reads as a tuple of its expressions (NOTE [newer f-strings]); None when one
     cannot be rewritten."""
     import libcst as cst
 
-    def text_of(where) -> str:
+    def text_of(where: CodeRange) -> str:
         first, last = where.start.line - 1, where.end.line - 1
         if first == last:
             return lines[first][where.start.column:where.end.column]
         return "\n".join([lines[first][where.start.column:], *lines[first + 1:last], lines[last][:where.end.column]])
 
-    def rejected(node) -> bool:
+    def rejected(node: cst.CSTNode) -> bool:
         try:
             ast.parse("(" + text_of(positions[node]) + ")", mode="eval")
         except SyntaxError:
@@ -128,7 +136,7 @@ def _fstring_edits(positions, lines: list[str]) -> Edits | None:
             return True
         return False
 
-    units: list = []
+    units: list[cst.CSTNode] = []
     inside: set[int] = set()        # parts of a concatenation: rewritten with the outermost one
     concatenations = [node for node in positions if isinstance(node, cst.ConcatenatedString)]
     for node in concatenations:
@@ -151,10 +159,10 @@ def _fstring_edits(positions, lines: list[str]) -> Edits | None:
     return edits
 
 
-def _rewrite(unit, positions, lines: list[str], edits: Edits) -> bool:
+def _rewrite(unit: cst.CSTNode, positions: Positions, lines: list[str], edits: Edits) -> bool:
     import libcst as cst
 
-    def cells(where):
+    def cells(where: CodeRange) -> Iterator[tuple[int, int]]:
         """(row, column) of each character of a range, in order (line breaks excluded)."""
         for row in range(where.start.line - 1, where.end.line):
             lo = where.start.column if row == where.start.line - 1 else 0
@@ -162,7 +170,8 @@ def _rewrite(unit, positions, lines: list[str], edits: Edits) -> bool:
             for column in range(lo, hi):
                 yield row, column
 
-    strings, expressions = [unit], []
+    strings: list[cst.CSTNode] = [unit]
+    expressions: list[cst.BaseExpression] = []
     while strings:
         node = strings.pop()
         if isinstance(node, cst.ConcatenatedString):
