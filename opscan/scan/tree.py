@@ -58,8 +58,9 @@ def requirement_includes(root: Path, relpaths: list[str]) -> list[str]:
     are one (`-r dev.txt`), relative to the root; read only when a requirements file names one."""
     from opscan.scan.manifests import included_files
 
-    listed = {rel for rel in relpaths if manifest_kind(rel)}
-    queue = [rel for rel in relpaths if manifest_kind(rel) == "requirements"]
+    kinds = {rel: kind for rel in relpaths if (kind := manifest_kind(rel))}
+    listed = set(kinds)
+    queue = [rel for rel, kind in kinds.items() if kind == "requirements"]
     extra: list[str] = []
     while queue:
         rel = queue.pop()
@@ -92,8 +93,9 @@ def read_project(root: Path, relpaths: list[str]) -> Project:
     candidates = [r for r in relpaths if r.rsplit("/", 1)[-1] in BUILD_FILES]
     candidates += [f"{folder}/{name}" if folder else name for folder in sorted(folders) for name in BUILD_FILES]
     listed = set(relpaths)
+    base = str(root)
     for rel in dict.fromkeys(candidates):
-        if rel in build or (rel not in listed and not os.path.isfile(root / rel)):   # a stat, not a read
+        if rel in build or (rel not in listed and not os.path.isfile(os.path.join(base, rel))):   # a stat, not a read
             continue
         try:
             build[rel] = read_source_bytes(root / rel, root)
