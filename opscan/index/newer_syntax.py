@@ -77,38 +77,67 @@ def parse(text: str, filename: str) -> ast.Module | None:
         elif isinstance(node, cst.TypeAlias):
             ranges.append((where.start.line, where.start.column, where.end.line, where.end.column, "pass"))
     lines = text.split("\n")
+    # a statement's range holds its `;` (`type X = int; y = 1`): the `;` stays, after `pass`
+    ranges = [(first, start, last, _before_semicolon(lines[last - 1], start if first == last else 0, end), keep)
+              if keep else (first, start, last, end, keep) for first, start, last, end, keep in ranges]
     edits = _fstring_edits(positions, lines) if _FSTRING.search(text) else {}
     if edits is None or not (ranges or edits):
         return None
-    rows: dict[int, list[str]] = {}
+    rows = _Rows(lines)
     for (row, column), char in edits.items():
-        rows.setdefault(row, list(lines[row]))[column] = char
-    for row, chars in rows.items():
-        lines[row] = "".join(chars)
+        rows.put(row, column, char)
     for first, start, last, end, keep in ranges:   # after the f-strings: a blanked alias may hold one
-        if not _blank(lines, first - 1, start, last - 1, end, keep):
+        if not _blank(rows, first - 1, start, last - 1, end, keep):
             return None
     try:
-        return ast.parse("\n".join(lines), filename=filename)
+        return ast.parse("\n".join(rows.text()), filename=filename)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 
-def _blank(lines: list[str], first: int, start: int, last: int, end: int, keep: str) -> bool:
+def _before_semicolon(line: str, start: int, end: int) -> int:
+    """`end` moved back over a statement's trailing `;` and the blanks around it."""
+    while end > start and line[end - 1] in " \t;":
+        end -= 1
+    return end
+
+
+class _Rows:
+    """The lines being rewritten, character by character. `ast` gives columns as UTF-8 byte offsets
+    (the scan turns them into characters with the original line: scan/sources.py `char_column`),
+    so each character is replaced by one of the same byte length: a blanked `é` is two spaces, and
+    every other character keeps its byte offset as well as its line."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.rows: dict[int, list[str]] = {}
+
+    def put(self, row: int, column: int, char: str) -> None:
+        """Write the ASCII `char` over the original character at (row, column), padded with spaces."""
+        chars = self.rows.setdefault(row, list(self.lines[row]))
+        chars[column] = char + " " * (len(self.lines[row][column].encode("utf-8", "surrogatepass")) - 1)
+
+    def text(self) -> list[str]:
+        return ["".join(self.rows[n]) if n in self.rows else line for n, line in enumerate(self.lines)]
+
+
+def _blank(rows: _Rows, first: int, start: int, last: int, end: int, keep: str) -> bool:
     """Blank the range (0-based lines, character columns, end exclusive) in place, writing `keep` at
     its start and a `\\` before each line break inside it; False when a line break has no room."""
     for row in range(first, last + 1):
-        line = lines[row]
         lo = start if row == first else 0
-        hi = end if row == last else len(line)
-        blanked = " " * (hi - lo)
-        if row == first and keep:
-            blanked = keep + blanked[len(keep):]
+        hi = end if row == last else len(rows.lines[row])
+        if row == first and lo + len(keep) > hi:
+            return False
+        if row != last and (hi - lo == 0 or (row == first and keep and hi - lo <= len(keep))):
+            return False   # no room for the line break's `\\` after `keep`
+        for column in range(lo, hi):
+            rows.put(row, column, " ")
+        if row == first:
+            for n, char in enumerate(keep):
+                rows.put(row, lo + n, char)
         if row != last:
-            if hi - lo == 0 or (row == first and keep and hi - lo <= len(keep)):
-                return False
-            blanked = blanked[:-1] + "\\"
-        lines[row] = line[:lo] + blanked + line[hi:]
+            rows.put(row, hi - 1, "\\")
     return True
 
 

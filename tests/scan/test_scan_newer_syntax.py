@@ -131,3 +131,21 @@ def test_a_real_syntax_error_beside_a_pep701_fstring_is_still_ops000(source):
 def test_pep758_except_without_parentheses_stays_a_documented_limit():
     source = "import torch\ntry:\n    x = torch.zeros(1).cuda()\nexcept ValueError, TypeError:\n    pass\n"
     assert [rule for rule, _, _ in found(source)] == ["OPS000"]
+
+
+def test_non_ascii_text_blanked_or_rewritten_keeps_the_columns_after_it():
+    """`ast` columns are UTF-8 byte offsets: a blanked `é` or `└` must keep its bytes, or every
+    finding after it on its line moves (NOTE [newer f-strings], `_Rows`)."""
+    source = textwrap.dedent('''\
+        import torch
+
+        names = {"é": 1}
+        x = f"└── {names["é"]} ünï" + str(torch.zeros(1).cuda())
+        type Größe = dict[str, "Ü"]; y = torch.ones(1).cuda()
+        def f[T: "Ä"](v: T): return v.to("cuda")
+        ''')
+    lines = source.splitlines()
+    expected = [("OPS105", 4, lines[3].index("torch.zeros") + 1), ("OPS105", 5, lines[4].index("torch.ones") + 1),
+                ("OPS101", 6, lines[5].index('"cuda"') + 1)]
+    assert expected == [("OPS105", 4, 35), ("OPS105", 5, 34), ("OPS101", 6, 34)]
+    assert found(source) == expected
