@@ -10,7 +10,8 @@
 # error. Its `ast` tree is then made from the same text with those constructs blanked in place:
 #   - a type-parameter list `[T: int, *Ts]` becomes spaces (`def f   (x: T)` is valid 3.11);
 #   - a type alias statement becomes `pass` followed by spaces.
-# Every other character keeps its line and column, so findings are reported where they are and the
+# Every other character keeps its line, column and UTF-8 byte offset (a blanked non-ASCII character
+# becomes as many spaces as it has bytes: `_Rows`), so findings are reported where they are and the
 # scan's snippets (read from the original text) are right. What is blanked runs nothing when the
 # module is imported (type parameters and alias values are evaluated lazily, as annotations), so
 # no finding can be lost there: the scan never reports annotations. Line breaks inside a blanked
