@@ -20,24 +20,43 @@ and a JSON body. Entries are written to a temporary file and renamed into place 
 reader that finds a torn, truncated, edited or foreign entry ignores it and the file is scanned
 again; an entry is never trusted without its checksum.
 
-Warm runs: `v1/<salt>/index-<root hash>.json` maps each relative path to (size, mtime_ns, inode,
-content sha, result) as seen the last time. A file whose stat matches is not even read, and its
-result comes from the index itself: a warm run opens one cache file, not one per scanned file
-(on transformers' 2,912 files, the per-entry reads were most of a warm run's scan phase). The
-entry files stay the source for a file whose stat changed but whose bytes did not (a `touch`, a
-checkout) and for an index written by an older opscan (4-item entries: result from the entry).
+Warm runs: the tree-level index `v1/<salt>/index-<root hash>.json`, one file per (scanned root,
+salt), maps each relative path to its stat signature (size, mtime_ns, inode, ctime_ns), content
+sha and encoded result, as seen the last time. It is read in one go: a file whose signature
+matches is not even read, and its result comes from the index itself, so a warm run opens one
+cache file, not one per scanned file. A file whose signature changed goes through the per-file,
+content-keyed path above (read, hash, entry file, else scan); the entry files stay the source for
+a file whose stat changed but whose bytes did not (a `touch`, a checkout). The index is written
+like an entry (temporary file, then rename: a reader sees the old index or the new one, never a
+half-written one; of two scans at once, the last rename wins and the other's records are only
+lost, each index being whole) and carries the checksum of its body in its header: a torn,
+edited, older-format or foreign index is ignored (the run reads every file, as cold), never a
+crash.
 
 # NOTE [stat validation]
-The stat triple is (size, mtime_ns, inode): any write through the file system changes mtime (and
-usually size); a replace by rename (editors, git checkout) changes the inode even when size and
-mtime are restored. It is ambiguous only when the file was written within the clock's
-granularity of the index write (the "racy git" problem: a second write in the same tick leaves
-the same stat). So a file whose mtime lies within RACY_NS (2 s: coarser than any common file
-system's granularity, FAT's included) of the moment the index was written is not trusted: it
-is re-read and its content hash compared (the content-hash fallback), still without re-scanning
-when the bytes are the same, and its entry is rewritten so that the next index can trust it.
+The stat signature is (size, mtime_ns, inode, ctime_ns), what git's index compares too (less
+uid/gid/dev: a restored or re-mounted tree changes those without changing a byte): any write
+through the file system changes mtime (and usually size); a replace by rename (editors, git
+checkout) changes the inode even when size and mtime are restored; and ctime, which no user call
+can set, changes with every write, rename or chmod, so an edit whose mtime was put back (`touch
+-d`, `cp -p`, an archive extracted over the tree) is still seen. It is ambiguous only when the
+file was written within the clock's granularity of the index write (the "racy git" problem: a
+second write in the same tick leaves the same stat). So a file whose mtime lies within RACY_NS
+(2 s: coarser than any common file system's granularity, FAT's included) of the moment the index
+was written is not trusted: it is re-read and its content hash compared (the content-hash
+fallback), still without re-scanning when the bytes are the same, and its entry is rewritten so
+that the next index can trust it. As in git, ctime is compared but not checked for raciness.
+What it misses, as ruff's cache (keyed on modification time and permissions) and git's index do:
+a write that keeps the size and puts back mtime and ctime, which takes changing the system clock
+or writing to the block device under the file system (root only, and a tree whose owner does
+that can fool any checker); a write of the same size that also puts back an old mtime, both
+within one tick of the file system's clock of the moment this run read the file (the ctime then
+looks unchanged); and a file system that reports no ctime or a constant one (some network and
+FUSE file systems) together with an editor that restores mtime. Neither happens to
+a tree edited, checked out or unpacked by ordinary means; `--no-cache` scans everything.
 What a result depends on besides the file (opscan version, scanner code, rules, config-selected
-rule set, project facts) is in the salt: any change gives another index and other entries.
+rule set, options, project facts, the installed-torch check) is in the salt: any change gives
+another index and other entries.
 """
 
 from __future__ import annotations
@@ -148,9 +167,12 @@ def entry_key(relpath: str, sha: str) -> str:
     return fingerprint(relpath, sha)
 
 
-def stat_key(st: os.stat_result) -> tuple[int, int, int]:
-    """The part of a stat the index compares: (size, mtime_ns, inode)."""
-    return (st.st_size, st.st_mtime_ns, st.st_ino)
+Signature = tuple[int, int, int, int]
+
+
+def stat_key(st: os.stat_result) -> Signature:
+    """The part of a stat the index compares: (size, mtime_ns, inode, ctime_ns) (NOTE [stat validation])."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 class ResultCache:
@@ -250,7 +272,10 @@ class ResultCache:
 
 
 class StatIndex:
-    """relpath -> (size, mtime_ns, inode, content sha) as last seen; see NOTE [scan cache]."""
+    """relpath -> [size, mtime_ns, inode, ctime_ns, content sha, encoded result] as last seen (the
+    result may be absent); see NOTE [scan cache] and NOTE [stat validation]."""
+
+    FORMAT = b"index2 "   # in the header: an index of another layout is ignored, never misread
 
     def __init__(self, entries: dict[str, list[Any]] | None = None, written_ns: int = 0) -> None:
         self.entries: dict[str, list[Any]] = entries or {}
@@ -260,43 +285,44 @@ class StatIndex:
 
     @classmethod
     def load(cls, path: Path) -> "StatIndex":
+        """The index at `path`; empty when absent, torn, edited, of another format or not an index."""
         try:
             raw = path.read_bytes()
             header, sep, body = raw.partition(b"\n")
-            if not sep or header != _HEADER + b"index " + hashlib.sha256(body).hexdigest().encode():
+            if not sep or header != _HEADER + cls.FORMAT + hashlib.sha256(body).hexdigest().encode():
                 return cls()
             data = json.loads(body)
             entries = data["files"]
             written = int(data["written_ns"])
             if not isinstance(entries, dict):
                 return cls()
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return cls()
         return cls(entries, written)
 
-    def lookup(self, relpath: str, st: tuple[int, int, int]) -> str | None:
-        """The content sha of `relpath` if its stat_key is unchanged and not racy, else None."""
+    def lookup(self, relpath: str, st: Signature) -> str | None:
+        """The content sha of `relpath` if its signature (stat_key) is unchanged and not racy, else None."""
         self.seen.add(relpath)
         entry = self.entries.get(relpath)
         if (
-            isinstance(entry, list) and len(entry) in (4, 5)
-            and entry[0] == st[0] and entry[1] == st[1] and entry[2] == st[2]
+            type(entry) is list and len(entry) in (5, 6)
+            and entry[0] == st[0] and entry[1] == st[1] and entry[2] == st[2] and entry[3] == st[3]
             and st[1] + RACY_NS < self.written_ns
-            and isinstance(entry[3], str)
+            and type(entry[4]) is str
         ):
-            return entry[3]
+            return entry[4]
         return None
 
     def payload(self, relpath: str) -> Any | None:
         """The result stored with `relpath`'s entry (after a lookup that matched), or None."""
         entry = self.entries.get(relpath)
-        return entry[4] if isinstance(entry, list) and len(entry) == 5 else None
+        return entry[5] if type(entry) is list and len(entry) == 6 else None
 
-    def record(self, relpath: str, st: tuple[int, int, int], sha: str, payload: Any = None) -> None:
+    def record(self, relpath: str, st: Signature, sha: str, payload: Any = None) -> None:
         """Remember that `relpath`, whose stat_key was `st` before it was read, had content `sha`
         (and gave `payload`, the encoded result, kept in the index for warm runs)."""
         self.seen.add(relpath)
-        entry = [st[0], st[1], st[2], sha] + ([payload] if payload is not None else [])
+        entry = [st[0], st[1], st[2], st[3], sha] + ([payload] if payload is not None else [])
         if self.entries.get(relpath) != entry or st[1] + RACY_NS >= self.written_ns:
             # a racy entry is rewritten so that a later index, written later, can trust it
             self.entries[relpath] = entry
@@ -307,13 +333,14 @@ class StatIndex:
             self.changed = True
 
     def save(self, path: Path, prune: bool = True) -> None:
-        """Write the index; with `prune` (a full walk), paths not seen in this run are dropped."""
+        """Write the index (atomically: NOTE [scan cache]); with `prune` (a full walk), paths not
+        seen in this run are dropped."""
         files = self.entries
         if prune:
             files = {k: v for k, v in self.entries.items() if k in self.seen}
         body = json.dumps({"written_ns": time.time_ns(), "files": files},
                           sort_keys=True, separators=(",", ":")).encode()
-        header = _HEADER + b"index " + hashlib.sha256(body).hexdigest().encode()
+        header = _HEADER + self.FORMAT + hashlib.sha256(body).hexdigest().encode()
         atomic_write(path, header + b"\n" + body)
 
 

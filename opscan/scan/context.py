@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -38,7 +39,7 @@ class Constant:
     """A module-level string constant (`DEVICE = "cuda"`), reported where it is used as a device."""
 
     name: str
-    values: list
+    values: list[tuple[ast.AST, str]]   # (node, string) as string_contexts.string_values gives them
     guarded: bool
     used: bool = False
 
@@ -59,7 +60,7 @@ class FileContext:
         self.imports = Imports(relpath)
         self.resolve = self.imports.resolve
         self.hits: list[Hit] = []
-        self._seen: set[tuple] = set()
+        self._seen: set[tuple[object, ...]] = set()
         self.consumed: set[int] = set()         # nodes a matcher has reported as part of a larger one
         self.constants: dict[str, list[Constant]] = {}
         self.kernels: dict[str, Rule] = {}      # launchable kernel functions of the file
@@ -91,7 +92,7 @@ class FileContext:
         self._idiom: dict[int, bool] = {}
         self.paths: list[set[str]] = []         # other accelerators tested by the enclosing `if`s
         self.env_copies: set[str] = set()       # names bound to a copy of os.environ (strings.py)
-        self.collections: dict[str, list] = {}  # module-level tables of device strings (strings.py)
+        self.collections: dict[str, list[tuple[ast.AST, str]]] = {}  # module-level device-string tables (strings.py)
         self.builders: dict[str, str] = {}      # names bound to a JIT op builder (NOTE [op builders])
         self.dict_names: set[str] = set()       # module-level names bound to a dict literal (dispatch.py)
         self.member_sources: list[tuple[str, str, int, str]] = []   # (module, name, line, local name) of
@@ -122,7 +123,7 @@ class FileContext:
             subject = kernel_name(None, name) if rule.task == TaskKind.KERNEL else (value or name)
         self.hits.append(Hit(rule, node, value, name, guarded, subject, task=str(task), fix_name=fix_name))
 
-    def strings(self, context: str, values, guarded: bool, name: str = "") -> None:
+    def strings(self, context: str, values: Sequence[tuple[ast.AST, str]], guarded: bool, name: str = "") -> None:
         """Apply the string matchers of `context` to (node, value) pairs."""
         for regex, rule in self.c.strings.get(context, ()):
             for node, value in values:
@@ -188,7 +189,7 @@ class FileContext:
             out |= P.function_accelerators(function)
         return out
 
-    def device_test(self, values, g: bool, true_on_neuron: bool) -> None:
+    def device_test(self, values: Sequence[tuple[ast.AST, str]], g: bool, true_on_neuron: bool) -> None:
         """A device-type test against `values`; `true_on_neuron`: what it gives for a Neuron device
         (`== "cuda"` False, `!= "cuda"` True). It fails on Neuron (OPS107) when that answer is the
         one that raises (NOTE [device-type tests])."""
@@ -227,8 +228,8 @@ class FileContext:
         if any(full == d or full.endswith("." + d) for d in self.extensions):
             return self.c.ext_calls[0][3]
         own = full.split(".", 1)[0] in self.packages
-        for regex, rel, _, rule in self.c.ext_calls:
-            if regex is not None and not own and regex.search(full):
+        for says_compiled, rel, _, rule in self.c.ext_calls:
+            if says_compiled is not None and not own and says_compiled.search(full):
                 return rule   # a name that says compiled, outside the project's own (Python) packages
             if relative and rel is not None and rel.search(leaf):
                 return rule

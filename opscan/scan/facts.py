@@ -17,6 +17,7 @@ use, kernel functions and PyTorch reference paths, from the scan's own parse and
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from operator import attrgetter
@@ -96,25 +97,55 @@ def merge(many: Iterable[ScanFacts | None]) -> ScanFacts:
         tuple(sorted({p for f in facts for p in f.references})))
 
 
-def encode_facts(facts: ScanFacts) -> dict[str, Any]:
-    """ScanFacts as JSON-able data (for the scan cache)."""
-    return {"bindings": [[b.path, b.line, b.local, b.target, b.module_level, b.cell, b.end_line]
-                         for b in facts.bindings],
-            "libraries": [[u.path, u.line, u.package, list(u.names), u.call_sites] for u in facts.libraries],
-            "kernels": [[k.path, k.line, k.def_line, k.lines, k.name] for k in facts.kernels],
-            "references": list(facts.references)}
+def encode_facts(facts: ScanFacts, path: str = "") -> dict[str, Any] | None:
+    """ScanFacts as JSON-able data (for the scan cache); None when there are none. The bindings of
+    `path` (the file the facts are of) are written without their path, the bulk of a tree's index."""
+    if not (facts.bindings or facts.libraries or facts.kernels or facts.references):
+        return None
+    out: dict[str, Any] = {"bindings": [
+        [b.line, b.local, b.target, b.module_level, b.cell, b.end_line] if b.path == path and path else
+        [b.path, b.line, b.local, b.target, b.module_level, b.cell, b.end_line] for b in facts.bindings]}
+    if facts.libraries:
+        out["libraries"] = [[u.path, u.line, u.package, list(u.names), u.call_sites] for u in facts.libraries]
+    if facts.kernels:
+        out["kernels"] = [[k.path, k.line, k.def_line, k.lines, k.name] for k in facts.kernels]
+    if facts.references:
+        out["references"] = list(facts.references)
+    return out
 
 
-def decode_facts(data: dict[str, Any] | None) -> ScanFacts:
+def decode_facts(data: dict[str, Any] | None, path: str = "") -> ScanFacts:
     """The inverse of encode_facts (no data: no facts)."""
     if not data:
         return ScanFacts()
     return ScanFacts(
-        tuple(ImportBinding(*b) for b in data["bindings"]),
-        tuple(LibraryUse(u[0], u[1], u[2], tuple(u[3]), u[4]) for u in data["libraries"]),
-        tuple(FunctionSpan(*k) for k in data["kernels"]),
-        tuple(data["references"]))
+        _bindings(data["bindings"], path),
+        tuple(LibraryUse(u[0], u[1], u[2], tuple(u[3]), u[4]) for u in data.get("libraries", ())),
+        tuple(FunctionSpan(*k) for k in data.get("kernels", ())),
+        tuple(data.get("references", ())))
 
+
+# NOTE [decoding bindings]
+# A warm scan of transformers decodes ~10,000 ImportBindings from the tree's index, and the
+# generated __init__ of a frozen dataclass sets each field through object.__setattr__: about
+# 3 us a record, a tenth of the whole warm run. A record is made here as its __init__ would
+# leave it (its __dict__ filled with the same fields, in order); records with __slots__ or a
+# __post_init__ (an __init__ that does more than store its fields) go through their __init__.
+# tests/scan/test_scan_facts.py compares both ways field by field.
+_BINDING_FIELDS = tuple(f.name for f in dataclasses.fields(ImportBinding))
+_PLAIN_BINDING = not hasattr(ImportBinding, "__slots__") and not hasattr(ImportBinding, "__post_init__")
+
+
+def _bindings(rows: Iterable[Sequence[Any]], path: str) -> tuple[ImportBinding, ...]:
+    full = [row if len(row) == 7 else (path, *row) for row in rows]
+    if not _PLAIN_BINDING:
+        return tuple(ImportBinding(*row) for row in full)
+    new, fields, out = object.__new__, _BINDING_FIELDS, []
+    for row in full:
+        binding = new(ImportBinding)
+        binding.__dict__.update(zip(fields, row))
+        out.append(binding)
+    return tuple(out)
 
 
 def _statement_bindings(node: ast.Import | ast.ImportFrom, package: str) -> list[tuple[str, str]]:

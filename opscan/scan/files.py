@@ -20,20 +20,24 @@ MANIFEST_KINDS = ("requirements", "pyproject", "setup-py", "setup-cfg", "pipfile
                   "pdm-lock", "pipfile-lock", "conda", "dockerfile")
 
 
+_FIXED_MANIFESTS = {"pyproject.toml": "pyproject", "setup.py": "setup-py", "setup.cfg": "setup-cfg",
+                    "Pipfile": "pipfile", "uv.lock": "uv-lock", "poetry.lock": "poetry-lock", "pdm.lock": "pdm-lock",
+                    "Pipfile.lock": "pipfile-lock"}
+
+
 def manifest_kind(relpath: str) -> str:
     """The kind of manifest a path is by its name, or "" when it is none."""
     parts = relpath.rsplit("/", 2)
     base = parts[-1]
     low = base.lower()
+    if low.endswith(".py") and not low.startswith(("dockerfile", "containerfile")):
+        return _FIXED_MANIFESTS.get(base, "")   # most of a tree: only setup.py is one
     folder = parts[-2].lower() if len(parts) > 1 else ""
     if low.endswith((".txt", ".in")) and ("requirements" in low or "constraints" in low or folder == "requirements"
                                           or low.startswith("requirements")):
         return "requirements"
-    fixed = {"pyproject.toml": "pyproject", "setup.py": "setup-py", "setup.cfg": "setup-cfg", "Pipfile": "pipfile",
-             "uv.lock": "uv-lock", "poetry.lock": "poetry-lock", "pdm.lock": "pdm-lock",
-             "Pipfile.lock": "pipfile-lock"}
-    if base in fixed:
-        return fixed[base]
+    if base in _FIXED_MANIFESTS:
+        return _FIXED_MANIFESTS[base]
     if low.endswith((".yml", ".yaml")) and (low.startswith(("environment", "conda", "env.", "env-", "env_"))
                                             or "conda" in low):
         return "conda"

@@ -10,6 +10,7 @@ manifests (pyproject.toml, Pipfile, the locks) are read by scan/toml_manifests.p
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from urllib.parse import unquote
 from dataclasses import dataclass, replace
 
@@ -125,7 +126,7 @@ class TextLines:
         return match.end() if match else 0
 
 
-def _plain(text: str, needle: str):
+def _plain(text: str, needle: str) -> Iterator[int]:
     start = text.find(needle)
     while start >= 0:
         yield start
@@ -225,7 +226,7 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def to_physical(entries: list, start: int, first: int, physical: list[str]) -> None:
+def to_physical(entries: list[Entry], start: int, first: int, physical: list[str]) -> None:
     """Entries added from one logical line (from index `start` on) are moved to the physical line
     of a continued command that spells them (`--index-url URL` on the second line of a RUN)."""
     for i in range(start, len(entries)):
@@ -239,7 +240,8 @@ def to_physical(entries: list, start: int, first: int, physical: list[str]) -> N
                 break
 
 
-def pip_arguments(tokens: list[str], line: int, entries: list, problems: list | None, strict: bool) -> None:
+def pip_arguments(tokens: list[str], line: int, entries: list[Entry], problems: list[Problem] | None,
+                  strict: bool) -> None:
     """Entries of a pip argument list (a requirements line, or the words after `pip install`).
     `strict`: an argument that is no requirement is a Problem (requirements files); in a shell
     command it is skipped (it may be a variable, a path, an option opscan does not know)."""
@@ -271,7 +273,7 @@ def pip_arguments(tokens: list[str], line: int, entries: list, problems: list | 
             continue
         got = requirement(token, line)
         if isinstance(got, Problem):
-            if strict:
+            if strict and problems is not None:
                 problems.append(got)
         elif got is not None:
             entries.append(got)
@@ -291,7 +293,8 @@ def read_requirements(text: str) -> tuple[list[Entry], list[Problem], list[str]]
     return entries, problems, includes
 
 
-def _requirement_line(line: int, logical: str, entries: list, problems: list, includes: list) -> None:
+def _requirement_line(line: int, logical: str, entries: list[Entry], problems: list[Problem],
+                      includes: list[str]) -> None:
     """The entries of one logical line of a requirements file."""
     if logical.startswith("-"):
         tokens = logical.split()
@@ -312,8 +315,10 @@ def _requirement_line(line: int, logical: str, entries: list, problems: list, in
             entries.append(Entry(line, "index", url=unquote(logical), text=logical))
         return
     got = requirement(logical, line)
-    if isinstance(got, (Entry, Problem)):
-        (entries if isinstance(got, Entry) else problems).append(got)
+    if isinstance(got, Entry):
+        entries.append(got)
+    elif isinstance(got, Problem):
+        problems.append(got)
 
 
 def included_files(text: str) -> list[str]:

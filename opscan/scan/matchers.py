@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from opscan.scan.rule_records import Matcher, Rule
@@ -33,18 +34,19 @@ class NamePatterns:
 
     patterns: tuple[str, ...]
     unless: tuple[str, ...] = ()
-    _yes: re.Pattern | None = field(default=None, compare=False, repr=False)
-    _no: re.Pattern | None = field(default=None, compare=False, repr=False)
+    _yes: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    _no: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_yes", _translate(self.patterns))
         object.__setattr__(self, "_no", _translate(self.unless))
 
     def matches(self, name: str) -> bool:
-        return self._yes.match(name) is not None and (self._no is None or self._no.match(name) is None)
+        return self._yes is not None and self._yes.match(name) is not None \
+            and (self._no is None or self._no.match(name) is None)
 
 
-def _translate(patterns: tuple[str, ...]) -> re.Pattern | None:
+def _translate(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     """One regex for fnmatch-style dotted patterns (`*` may cross dots; `X.*` also matches X)."""
     if not patterns:
         return None
@@ -118,23 +120,23 @@ def from_import_names(text: str) -> tuple[str, ...]:
 class Compiled:
     """The rules of a run indexed by matcher kind, plus the pre-filter tokens."""
 
-    strings: dict[str, list[tuple[re.Pattern, Rule]]] = field(default_factory=dict)   # context -> ...
+    strings: dict[str, list[tuple[re.Pattern[str], Rule]]] = field(default_factory=dict)   # context -> ...
     names: list[tuple[NamePatterns, Rule, tuple[str, ...]]] = field(default_factory=list)
     imports: list[tuple[NamePatterns, Rule]] = field(default_factory=list)
     methods: dict[str, list[Rule]] = field(default_factory=dict)
-    keywords: list[tuple[tuple[str, ...], str, re.Pattern, Rule]] = field(default_factory=list)
+    keywords: list[tuple[tuple[str, ...], str, re.Pattern[str], Rule]] = field(default_factory=list)
     decorators: list[tuple[NamePatterns, bool, Rule]] = field(default_factory=list)
-    extensions: list[tuple[re.Pattern | None, re.Pattern | None, Rule]] = field(default_factory=list)
+    extensions: list[tuple[re.Pattern[str] | None, re.Pattern[str] | None, Rule]] = field(default_factory=list)
     # extension-call: (module regex, relative-member regex, calls whose result is a native module, rule)
-    ext_calls: list[tuple[re.Pattern | None, re.Pattern | None, "NamePatterns | None", Rule]] = field(
+    ext_calls: list[tuple[re.Pattern[str] | None, re.Pattern[str] | None, "NamePatterns | None", Rule]] = field(
         default_factory=list)
     # `member`: (regex over the last component, rule) of extension-import / extension-call matchers
-    ext_members: list[tuple[re.Pattern, Rule]] = field(default_factory=list)
-    ext_member_calls: list[tuple[re.Pattern, Rule]] = field(default_factory=list)
+    ext_members: list[tuple[re.Pattern[str], Rule]] = field(default_factory=list)
+    ext_member_calls: list[tuple[re.Pattern[str], Rule]] = field(default_factory=list)
     import_names: list[tuple[NamePatterns, Rule]] = field(default_factory=list)   # name matchers with `imports`
     arity: list[tuple[tuple[str, ...], int, Rule]] = field(default_factory=list)    # call matchers with `max-args`
     exact_names: dict[str, list[Rule]] = field(default_factory=dict)   # wildcard-free name patterns
-    files: list[tuple[tuple[str, ...], re.Pattern | None, Rule]] = field(default_factory=list)
+    files: list[tuple[tuple[str, ...], re.Pattern[str] | None, Rule]] = field(default_factory=list)
     inputs: dict[str, Rule] = field(default_factory=dict)
     dependencies: list[tuple[object, Rule]] = field(default_factory=list)   # (dependency matcher, rule)
     dispatch: list[tuple[tuple[str, ...], Rule]] = field(default_factory=list)   # accelerator names
@@ -145,15 +147,16 @@ class Compiled:
     import_tokens: dict[str, tuple[int, int]] = field(default_factory=dict)   # the same, in imports only
     always: bool = False            # some matcher has no token: every file is parsed
     roots: frozenset[str] = frozenset()   # first components of name/decorator patterns
-    regexes: dict = field(default_factory=dict)   # extra names -> token_regex (the per-file scan's cache)
+    # extra names -> token_regex (the per-file scan's cache)
+    regexes: dict[object, re.Pattern[str] | None] = field(default_factory=dict)
 
-    def token_regex(self, extra: frozenset[str] = frozenset()) -> re.Pattern | None:
+    def token_regex(self, extra: frozenset[str] = frozenset()) -> re.Pattern[str] | None:
         """One regex finding any token (substring) or any `extra` word; cached per `extra`."""
         if extra not in self.regexes:
             self.regexes[extra] = literal_regex(set(self.tokens) | set(extra))
         return self.regexes[extra]
 
-    def bounded_regex(self, extra: frozenset[str] = frozenset()) -> re.Pattern | None:
+    def bounded_regex(self, extra: frozenset[str] = frozenset()) -> re.Pattern[str] | None:
         """One regex finding any bounded token within its bounds, or any `extra` word as a whole
         identifier (NOTE [pre-filter bounds]); cached per `extra`."""
         key = ("file", extra)
@@ -174,7 +177,7 @@ class Compiled:
         # ("rotary_emb" the flash-attn module, not `self.rotary_emb` in every model file).
         return imports is not None and imports.search(import_statements(text)) is not None
 
-    def import_regex(self) -> re.Pattern | None:
+    def import_regex(self) -> re.Pattern[str] | None:
         """The tokens looked for in import statements: import matchers' modules, and attribute tokens
         an import names (`from torch import library`); cached."""
         if "imports" not in self.regexes:
@@ -196,7 +199,7 @@ def compile_rules(rules: tuple[Rule, ...]) -> Compiled:
     names: list[str] = []
     bounded: dict[str, tuple[int, int]] = {}
 
-    def bneed(found) -> None:
+    def bneed(found: Sequence[tuple[str, int, int]] | None) -> None:
         """Add bounded tokens (text, left, right); None: no token, every file is parsed."""
         if found is None:
             out.always = True
@@ -205,7 +208,7 @@ def compile_rules(rules: tuple[Rule, ...]) -> Compiled:
             old = bounded.get(text, (left, right))
             bounded[text] = (join_bound(old[0], left), join_bound(old[1], right))   # the weaker covers both
 
-    def need(token, bounds=None) -> None:
+    def need(token: str | None, bounds: Sequence[tuple[str, int, int]] | None = None) -> None:
         """Add a substring token (the visitor's line filter) and, unless given `bounds`, the same
         token unbounded for the file pre-check; None: no token."""
         if token:
@@ -225,19 +228,27 @@ def compile_rules(rules: tuple[Rule, ...]) -> Compiled:
             need(pattern_token(pattern), ())
         whole = {part for part in pattern.lstrip(".").split(".") if not re.search(r"[*?\[\]]", part)}
         if not any(bounded.get(c, (EDGE + 1,))[0] <= EDGE and bounded[c][1] <= EDGE for c in whole):
-            bneed([pattern_bounded_token(pattern)] if pattern_bounded_token(pattern) else None)
+            bounded_token = pattern_bounded_token(pattern)
+            bneed([bounded_token] if bounded_token else None)
     out.tokens = frozenset(tokens)
     out.bounded = bounded
     out.roots = frozenset(roots)
     return out
 
 
-def _bounds_of(pattern: str, attribute: bool = True) -> list | None:
+def _literal_prefix(pattern: str) -> str:
+    """The identifier characters a regex starts with (after an optional `^`): "" when none."""
+    found = re.match(r"\^?([A-Za-z0-9_]*)", pattern)
+    return found[1] if found else ""
+
+
+def _bounds_of(pattern: str, attribute: bool = True) -> list[tuple[str, int, int]] | None:
     token = pattern_bounded_token(pattern, attribute)
     return [token] if token else None
 
 
-def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], names: list[str]) -> None:
+def _compile_one(out: Compiled, rule: Rule, m: Matcher, need: Callable[..., None], roots: set[str],
+                 names: list[str]) -> None:
     kind = m.kind
     if kind == "string":
         regex = re.compile(m.get("string"))
@@ -284,10 +295,11 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
         out.imports.append((NamePatterns(m.get("import"), m.get("unless", ())), rule))
         for p in m.get("import"):   # found in import statements only (Compiled.relevant)
             need(pattern_token(p), ())
-            for text, left, right in _bounds_of(p, attribute=False) or [(pattern_token(p), ANY, ANY)]:
-                if text is None:
-                    need(None)
-                    continue
+            token = pattern_token(p)
+            bounds = _bounds_of(p, attribute=False) or ([(token, ANY, ANY)] if token is not None else [])
+            if not bounds:
+                need(None)
+            for text, left, right in bounds:
                 old = out.import_tokens.get(text, (left, right))
                 out.import_tokens[text] = (join_bound(old[0], left), join_bound(old[1], right))
     elif kind == "method":
@@ -313,11 +325,11 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
         # literal prefix>" ("import _C"), which the import statement itself spells.
         module, relative = m.get("module"), m.get("relative")
         if relative:
-            prefix = re.match(r"\^?([A-Za-z0-9_]*)", relative)[1]
+            prefix = _literal_prefix(relative)
             need("import " + prefix if prefix else None, [("import " + prefix, EDGE, ANY)])
         member = m.get("member")
         if member:   # `import pkg._C as C`, `from pkg import _C`: the name is read in import statements
-            prefix = re.match(r"\^?([A-Za-z0-9_]*)", member)[1]
+            prefix = _literal_prefix(member)
             if prefix:
                 need(prefix, ())
                 old = out.import_tokens.get(prefix, (EDGE, ANY))
@@ -349,9 +361,9 @@ def _compile_one(out: Compiled, rule: Rule, m: Matcher, need, roots: set[str], n
         out.files.append((m.get("file"), re.compile(contains, re.M) if contains else None, rule))
     elif kind == "dispatch":
         # quoted names and availability checks: "mps" alone is in every `json.dumps`
-        names = tuple(m.get("dispatch"))
-        out.dispatch.append((names, rule))
-        for name in names:
+        spelled = tuple(m.get("dispatch"))
+        out.dispatch.append((spelled, rule))
+        for name in spelled:
             for token in (f'"{name}', f"'{name}", f"{name}_available", f"{name}_installed", f"{name}.is_available"):
                 need(token)
     elif kind == "input":

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import string
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,7 +60,7 @@ CONTEXTS = {
     "command": "the program a command runs: shutil.which(...), subprocess.run/call/check_output/Popen(...), "
                "os.system/popen(...)",
 }
-MATCHERS: dict[str, dict[str, type | tuple]] = {
+MATCHERS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "string": {"string": str, "in": list},
     "name": {"name": list, "unless": list, "uses-unless": list, "instance-methods": list, "imports": bool,
              "required-to-start": bool},
@@ -108,9 +110,9 @@ class RuleSet:
 
     rules: tuple[Rule, ...]
     known: frozenset[str] = field(default=frozenset(), compare=False)
-    _compiled: list = field(default_factory=list, compare=False, repr=False)
+    _compiled: list[Compiled] = field(default_factory=list, compare=False, repr=False)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Rule]:
         return iter(self.rules)
 
     def __len__(self) -> int:
@@ -148,7 +150,7 @@ def _fail(path: Path | str, message: str, line: int | None = None) -> RuleError:
     return RuleError(message, path=str(path), line=line)
 
 
-def _check_type(path, where: str, value: Any, expected) -> None:
+def _check_type(path: Path, where: str, value: Any, expected: type | tuple[type, ...]) -> None:
     if expected is list:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value) or not value:
             raise _fail(path, f"{where}: expected a non-empty list of strings")
@@ -162,14 +164,14 @@ def _check_type(path, where: str, value: Any, expected) -> None:
         raise _fail(path, f"{where}: expected a non-empty string")
 
 
-def _check_regex(path, where: str, pattern: str) -> None:
+def _check_regex(path: Path, where: str, pattern: str) -> None:
     try:
         re.compile(pattern)
     except re.error as exc:
         raise _fail(path, f"{where}: bad regular expression {pattern!r}: {exc}") from None
 
 
-def _matcher(path, raw: Any, index: int) -> Matcher:
+def _matcher(path: Path, raw: Any, index: int) -> Matcher:
     where = f"match[{index}]"
     if not isinstance(raw, dict) or not raw:
         raise _fail(path, f"{where}: expected a mapping")
@@ -229,7 +231,7 @@ def shipped_file(entry: str) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def _sources(path, raw: Any, line: int | None) -> tuple[str, ...]:
+def _sources(path: Path, raw: Any, line: int | None) -> tuple[str, ...]:
     """`sources`: every entry a public https URL or a file opscan ships (rules/..., coverage_db/...)."""
     if raw is None:
         return ()
@@ -244,7 +246,7 @@ def _sources(path, raw: Any, line: int | None) -> tuple[str, ...]:
     return tuple(raw)
 
 
-def _template(path, where: str, text: Any) -> str:
+def _template(path: Path, where: str, text: Any) -> str:
     if not isinstance(text, str) or not text.strip():
         raise _fail(path, f"{where}: expected a non-empty string")
     try:
@@ -258,7 +260,7 @@ def _template(path, where: str, text: Any) -> str:
     return text.strip()
 
 
-def _examples(path, raw: Any) -> tuple[Example, ...]:
+def _examples(path: Path, raw: Any) -> tuple[Example, ...]:
     if not isinstance(raw, dict):
         raise _fail(path, "examples: expected a mapping with `invalid` and `valid`")
     out: list[Example] = []
@@ -272,6 +274,7 @@ def _examples(path, raw: Any) -> tuple[Example, ...]:
         for i, item in enumerate(items):
             where = f"examples.{kind}[{i}]"
             expect: tuple[str, ...] = ()
+            files: tuple[tuple[str, str], ...]
             if isinstance(item, str):
                 files = (("example.py", item),)
             elif (isinstance(item, dict) and "files" in item and set(item) <= {"files", "expect"}
@@ -306,7 +309,7 @@ CODEMODS = {
 FIX_SAFETY = ("safe", "unsafe")
 
 
-def _autofix(path, raw: Any) -> AutoFix | None:
+def _autofix(path: Path, raw: Any) -> AutoFix | None:
     if raw is None:
         return None
     allowed = ("codemod", "safety", "replace", "examples")
@@ -338,7 +341,7 @@ def _autofix(path, raw: Any) -> AutoFix | None:
     return AutoFix(raw["codemod"], raw["safety"], tuple(sorted(replace.items())), tuple(out))
 
 
-def _fixes(path, raw: Any) -> tuple[FixEntry, ...]:
+def _fixes(path: Path, raw: Any) -> tuple[FixEntry, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, list):
@@ -435,7 +438,7 @@ def load_rule_dir(directory: Path) -> list[Rule]:
     return [load_rule_file(p) for p in files]
 
 
-def unknown_selectors(rules, patterns) -> list[str]:
+def unknown_selectors(rules: Iterable[Rule], patterns: Iterable[str]) -> list[str]:
     """One problem line per entry of `patterns` that selects no rule, with the closest valid one.
 
     A selector is a rule code, a prefix of at least one code ("OPS2"), a rule name or a category
@@ -464,7 +467,8 @@ def _selected(rule: Rule, patterns: tuple[str, ...]) -> bool:
     return any(rule.id.startswith(p) or rule.name == p or rule.category == p for p in patterns)
 
 
-def load_rules(extra_dirs=(), select=(), ignore=(), builtin: bool = True) -> RuleSet:
+def load_rules(extra_dirs: Iterable[str | os.PathLike[str]] = (), select: Sequence[str] = (),
+               ignore: Sequence[str] = (), builtin: bool = True) -> RuleSet:
     """Load the built-in rules plus `extra_dirs`, keep `select`ed ones, drop `ignore`d ones.
 
     Args:

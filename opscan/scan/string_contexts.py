@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
+
+Resolve = Callable[[ast.AST], str | None]   # the file's import resolver (index.resolver.Imports.resolve)
 
 # Callables whose positional argument N is a device (dotted names after import resolution).
 DEVICE_ARG_CALLS: dict[str, int] = {
@@ -119,7 +122,7 @@ _GUARD_NAME = re.compile(r"^is_\w*(available|installed|cuda|gpu)\w*$|^has_cuda$|
 _DEVICE_STRINGS = re.compile(r"^(cuda|mps|xpu|npu|hpu|xla|gpu|cpu|meta|neuron)(:\d+)?$")
 
 
-def is_guard(test: ast.AST, resolve) -> bool:
+def is_guard(test: ast.AST, resolve: Resolve) -> bool:
     """Whether an `if`/`while` test checks the device or an accelerator library's availability."""
     for node in ast.walk(test):
         if isinstance(node, ast.Call):
@@ -143,7 +146,7 @@ def is_guard(test: ast.AST, resolve) -> bool:
     return False
 
 
-def guards_the_rest(stmt: ast.stmt, resolve) -> bool:
+def guards_the_rest(stmt: ast.stmt, resolve: Resolve) -> bool:
     """NOTE [short-circuit guards]: whether a statement is an early exit on a device check
     (`if not torch.cuda.is_available(): return`, `... continue`, `... break`), so that the
     statements after it in the same block run only on the device it checked and are guarded. An
@@ -153,7 +156,7 @@ def guards_the_rest(stmt: ast.stmt, resolve) -> bool:
     return isinstance(stmt.body[-1], (ast.Return, ast.Continue, ast.Break)) and fails_off_device(stmt.test, resolve)
 
 
-def fails_off_device(test: ast.AST, resolve) -> bool:
+def fails_off_device(test: ast.AST, resolve: Resolve) -> bool:
     """Whether a test is true when the device it checks is missing: `not torch.cuda.is_available()`,
     `torch.cuda.device_count() == 0` (or `< 1`), `device.type != "cuda"`, or an `or` holding one.
     (`if torch.cuda.is_available(): return ...` is the opposite: what follows is the other path.)"""
@@ -185,7 +188,7 @@ _OFF_DEVICE = {"torch.cuda.is_available": False, "torch.cuda.device_count": 0, "
 _EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
 
 
-def neuron_answer(test: ast.AST, resolve):
+def neuron_answer(test: ast.AST, resolve: Resolve) -> bool | int | None:
     """What `test` gives on a Neuron machine (no CUDA), or None when that cannot be told."""
     if isinstance(test, ast.Call) and not test.args:
         return _OFF_DEVICE.get(resolve(test.func) or "")
@@ -209,7 +212,7 @@ def neuron_answer(test: ast.AST, resolve):
     return None
 
 
-def exits(body: list[ast.stmt], resolve) -> bool:
+def exits(body: list[ast.stmt], resolve: Resolve) -> bool:
     """Whether a block ends the program or raises: its first or last statement is a `raise` or a
     call of sys.exit / exit / quit / os._exit."""
     if not body:
@@ -224,7 +227,7 @@ def exits(body: list[ast.stmt], resolve) -> bool:
     return False
 
 
-def own_paths(test: ast.AST, resolve) -> set[str]:
+def own_paths(test: ast.AST, resolve: Resolve) -> set[str]:
     """The other accelerators whose availability an `if` test checks (`is_xla_installed()`,
     `torch.xpu.is_available()`, `torch.backends.mps.is_available()`)."""
     out: set[str] = set()
@@ -246,7 +249,7 @@ def function_accelerators(name: str) -> set[str]:
     return set(name.lower().split("_")) & set(OTHER_ACCELERATORS)
 
 
-def is_availability_test(test: ast.AST, resolve) -> bool:
+def is_availability_test(test: ast.AST, resolve: Resolve) -> bool:
     """Whether a conditional's test asks if an accelerator is there (the `"cuda" if ... else` idiom)."""
     for node in ast.walk(test):
         if isinstance(node, ast.Call):
@@ -256,7 +259,7 @@ def is_availability_test(test: ast.AST, resolve) -> bool:
     return False
 
 
-def catches_import_error(node: ast.Try) -> bool:
+def catches_import_error(node: ast.Try | ast.TryStar) -> bool:
     """Whether a try statement has a handler for ImportError (an optional import)."""
     for handler in node.handlers:
         kinds = handler.type
@@ -270,7 +273,8 @@ def catches_import_error(node: ast.Try) -> bool:
     return False
 
 
-def string_values(expr: ast.AST, skip_ifexp=lambda node: False) -> list[tuple[ast.AST, str]]:
+def string_values(expr: ast.AST, skip_ifexp: Callable[[ast.IfExp], bool] = lambda node: False
+                  ) -> list[tuple[ast.AST, str]]:
     """The strings an expression may evaluate to, each with the node to report.
 
     f-strings, `%` and `.format` templates and `"cuda:" + x` render their holes as "0", so that
@@ -282,12 +286,14 @@ def string_values(expr: ast.AST, skip_ifexp=lambda node: False) -> list[tuple[as
     return out
 
 
-def _collect(expr, out, skip_ifexp, report) -> None:
+def _collect(expr: ast.AST, out: list[tuple[ast.AST, str]], skip_ifexp: Callable[[ast.IfExp], bool],
+             report: ast.AST) -> None:
     if isinstance(expr, ast.Constant):
         if isinstance(expr.value, str):
             out.append((report, expr.value))
     elif isinstance(expr, ast.JoinedStr):
-        text = "".join(v.value if isinstance(v, ast.Constant) else "0" for v in expr.values)
+        text = "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "0"
+                       for v in expr.values)
         out.append((report, text))
     elif isinstance(expr, ast.BinOp) and isinstance(expr.left, ast.Constant) and isinstance(expr.left.value, str):
         if isinstance(expr.op, ast.Add):

@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from opscan.errors import InputError
 from opscan.fsutil import read_source_bytes
@@ -20,7 +20,6 @@ from opscan.scan import demos, members
 from opscan.scan.builder import internal_error
 from opscan.scan.collect import collect
 from opscan.scan.enrichment import Enrichment
-from opscan.scan.file_scan import scan_file, scan_source
 from opscan.scan.files import BUILD_FILES, discover, manifest_kind
 from opscan.scan.locks import dedupe_locks
 from opscan.scan.project import Project, local_packages, packages_on_disk, project_from_files
@@ -41,6 +40,8 @@ def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, che
     """Scan files held in memory (relative path -> content); used by rule examples and tests.
     `precheck=False`: parse every file (NOTE [pre-check]), for tests comparing both paths.
     `deps`: the DependencyContext manifests are judged against (scan/dependencies.py)."""
+    from opscan.scan.file_scan import scan_source
+
     rules = rules if rules is not None else load_rules()
     data = {k: v.encode("utf-8") if isinstance(v, str) else v for k, v in sorted(files.items())}
     project = project_from_files(data, local_packages("", False, data))
@@ -57,8 +58,9 @@ def requirement_includes(root: Path, relpaths: list[str]) -> list[str]:
     are one (`-r dev.txt`), relative to the root; read only when a requirements file names one."""
     from opscan.scan.manifests import included_files
 
-    listed = {rel for rel in relpaths if manifest_kind(rel)}
-    queue = [rel for rel in relpaths if manifest_kind(rel) == "requirements"]
+    kinds = {rel: kind for rel in relpaths if (kind := manifest_kind(rel))}
+    listed = set(kinds)
+    queue = [rel for rel, kind in kinds.items() if kind == "requirements"]
     extra: list[str] = []
     while queue:
         rel = queue.pop()
@@ -91,8 +93,9 @@ def read_project(root: Path, relpaths: list[str]) -> Project:
     candidates = [r for r in relpaths if r.rsplit("/", 1)[-1] in BUILD_FILES]
     candidates += [f"{folder}/{name}" if folder else name for folder in sorted(folders) for name in BUILD_FILES]
     listed = set(relpaths)
+    base = str(root)
     for rel in dict.fromkeys(candidates):
-        if rel in build or (rel not in listed and not os.path.isfile(root / rel)):   # a stat, not a read
+        if rel in build or (rel not in listed and not os.path.isfile(os.path.join(base, rel))):   # a stat, not a read
             continue
         try:
             build[rel] = read_source_bytes(root / rel, root)
@@ -150,7 +153,7 @@ def scan_paths(root: Path | str, paths: Iterable[str | os.PathLike[str]] | None 
         project = replace(project, requirements=frozenset(includes))
     if index is None or index.root != root:
         index = ProjectIndex(root)
-    scan = functools.partial(scan_file, project=project, precheck=precheck, deps=deps, parse=index.scan_parse,
+    scan = functools.partial(_scan_file, project=project, precheck=precheck, deps=deps, parse=index.scan_parse,
                              enrich=enrich)
     on_error = functools.partial(_on_error, rules=rules)
     codec = Codec(encode_result, decode_result, _worth_an_entry) if cache is not None else None
@@ -188,6 +191,14 @@ def _read(index: ProjectIndex, relpath: str, abspath: str | None = None) -> byte
     if relpath.startswith("../") or os.path.isabs(relpath):
         return read_source_bytes(Path(abspath) if abspath else index.root / relpath, None)
     return index.data(relpath, keep=False)
+
+
+def _scan_file(relpath: str, data: bytes, rules: RuleSet, **options: Any) -> FileResult:
+    """file_scan.scan_file, imported on the first file that is read: a warm run, whose results all
+    come from the cache's tree index, never loads the scanner (its visitor, families and lexers)."""
+    from opscan.scan.file_scan import scan_file
+
+    return scan_file(relpath, data, rules, **options)
 
 
 def _worth_an_entry(result: FileResult) -> bool:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from collections.abc import Callable
+from typing import Any
 
 from opscan.scan import string_contexts as P
 from opscan.scan.context import FileContext, Hit, lines_text
@@ -146,7 +148,7 @@ class Visitor(FileContext):
         else:
             self._body(node, g)
 
-    def _body(self, node: ast.AST, g: bool, skip: set[int] | frozenset = frozenset()) -> None:
+    def _body(self, node: ast.AST, g: bool, skip: set[int] | frozenset[int] = frozenset()) -> None:
         body = getattr(node, "body", None)
         if isinstance(body, list) and body:
             dead = self._dead_rest(body)
@@ -208,7 +210,7 @@ class Visitor(FileContext):
             check(self, node, g)
         self._body(node, g)
 
-    def v_import(self, node, g: bool) -> None:
+    def v_import(self, node: ast.Import | ast.ImportFrom, g: bool) -> None:
         self.bound = self.imports.add(node)
         end = node.end_lineno or node.lineno
         module_level = not self.depth
@@ -217,7 +219,7 @@ class Visitor(FileContext):
         for check in _CHECKS.get(type(node), ()):
             check(self, node, g)
 
-    def v_name(self, node, g: bool) -> None:
+    def v_name(self, node: ast.Name | ast.Attribute, g: bool) -> None:
         self.resolved = name = self.resolve(node)
         for check in _CHECKS.get(type(node), ()):
             check(self, node, g)
@@ -275,7 +277,7 @@ class Visitor(FileContext):
         finally:
             self.guarding = saved
 
-    def v_if(self, node, g: bool) -> None:
+    def v_if(self, node: ast.If | ast.While, g: bool) -> None:
         guard = g or P.is_guard(node.test, self.resolve)
         body = (node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno)
         if P.exits(node.body, self.resolve):
@@ -338,7 +340,7 @@ class Visitor(FileContext):
         if node.msg is not None:
             self.visit(node.msg, g)
 
-    def v_try(self, node, g: bool) -> None:
+    def v_try(self, node: ast.Try | ast.TryStar, g: bool) -> None:
         for check in _CHECKS.get(type(node), ()):
             check(self, node, g)
         self._stmts(node.body, g or P.catches_import_error(node))
@@ -347,20 +349,21 @@ class Visitor(FileContext):
         self._stmts(node.orelse, g)
         self._stmts(node.finalbody, g)
 
-    def v_def(self, node, g: bool) -> None:
+    def v_def(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, g: bool) -> None:
         for check in _CHECKS.get(type(node), ()):
             check(self, node, g)
         if not isinstance(node, ast.ClassDef):
             self.functions.append(node.name)
         self.depth += 1
         try:   # annotations are types, not code that runs on a device: not visited
-            self._body(node, g, {id(node.returns)} if getattr(node, "returns", None) is not None else frozenset())
+            returns = None if isinstance(node, ast.ClassDef) else node.returns
+            self._body(node, g, {id(returns)} if returns is not None else frozenset())
         finally:
             self.depth -= 1
             if not isinstance(node, ast.ClassDef):
                 self.functions.pop()
 
-    def v_lambda(self, node, g: bool) -> None:
+    def v_lambda(self, node: ast.Lambda, g: bool) -> None:
         for check in _CHECKS.get(type(node), ()):
             check(self, node, g)
         self.depth += 1
@@ -369,7 +372,7 @@ class Visitor(FileContext):
         finally:
             self.depth -= 1
 
-    def v_assign(self, node, g: bool) -> None:
+    def v_assign(self, node: ast.Assign | ast.AnnAssign, g: bool) -> None:
         for check in _CHECKS.get(type(node), ()):
             check(self, node, g)
         self._body(node, g, {id(node.annotation)} if isinstance(node, ast.AnnAssign) else frozenset())
@@ -420,11 +423,11 @@ def _WORD(ch: str) -> bool:
 _BIND = tuple(f.bind for f in FAMILIES if hasattr(f, "bind"))
 _PREPARE = tuple(f.prepare for f in FAMILIES if hasattr(f, "prepare"))
 _FINISH = tuple(f.finish for f in FAMILIES if hasattr(f, "finish"))
-_CHECKS: dict[type, tuple] = {}
+_CHECKS: dict[type, tuple[Callable[..., None], ...]] = {}
 for _family in FAMILIES:
     for _type, _fn in getattr(_family, "CHECKS", {}).items():
         _CHECKS[_type] = (*_CHECKS.get(_type, ()), _fn)
-_DISPATCH: dict[type, object] = {t: Visitor._checked for t in _CHECKS}
+_DISPATCH: dict[type, Callable[[Visitor, Any, bool], None]] = {t: Visitor._checked for t in _CHECKS}
 _DISPATCH.update({
     ast.Import: Visitor.v_import,
     ast.ImportFrom: Visitor.v_import,

@@ -4,8 +4,9 @@
 `scan_files` takes the relative paths of a tree and a pure function `scan(relpath, data, rules)`
 and yields `(relpath, result)` sorted by path, whatever the number of workers: the output of a
 run does not depend on `--jobs` or on what was cached. Per file, cheapest first:
-  1. stat; if (size, mtime_ns, inode) matches the stat index, the file is not read at all and
-     its result is decoded from the index (or its cache entry; NOTE [stat validation], cache.py);
+  1. stat; if its signature (size, mtime_ns, inode, ctime_ns) matches the tree's index, the file
+     is not read at all and its result is decoded from the index (or its cache entry; NOTE [stat
+     validation], cache.py);
   2. otherwise (in a worker) read it, hash it; a cache entry for that content and path is used;
   3. otherwise scan it and store the result.
 Step 2-3 run in a pool of `jobs` processes (fork where available, so the rules are not
@@ -19,7 +20,6 @@ are in flight. A file that cannot be read, or whose scan raises, goes to `on_err
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from opscan.fsutil import read_source_bytes
-from opscan.scan.cache import ResultCache, content_hash, entry_key, stat_key
+from opscan.scan.cache import ResultCache, Signature, content_hash, entry_key, stat_key
 
 ScanFn = Callable[[str, bytes, Any], Any]
 ErrorFn = Callable[[str, Exception], Any]
@@ -174,7 +174,7 @@ def scan_files(
         index = cache.load_index(root_path)
 
     # Pass 1: stat every file (cheap) to know how many must be read, and so whether to use a pool.
-    plan: list[tuple[str, tuple[int, int, int] | None, str | None]] = []
+    plan: list[tuple[str, Signature | None, str | None]] = []
     for rel in sorted(set(relpaths)):
         try:
             st = stat_key(os.stat(os.path.join(root, rel)))
@@ -191,10 +191,12 @@ def scan_files(
     ctx: Context = (scan, rules, cache, codec, on_error, read)
     pool = None
     if workers > 1:
+        import multiprocessing   # only when there is work for a pool (a warm run has none)
+
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         pool = multiprocessing.get_context(method).Pool(workers, initializer=_init, initargs=(ctx,))
         stats.workers = workers
-    stat_of: dict[str, tuple[int, int, int] | None] = {}
+    stat_of: dict[str, Signature | None] = {}
     completed = False
     try:
         slots: deque[tuple[str, Any]] = deque()
@@ -243,7 +245,7 @@ def scan_files(
                     except Exception:  # noqa: BLE001 - corrupt entry: read and rescan below
                         result = payload = None
                 if payload is not None:
-                    if from_entry:   # an index of an older opscan: keep the result in it from now on
+                    if from_entry:   # an entry recorded without its result: keep the result in it from now on
                         index.record(rel, st, known, payload)
                     flush()
                     stats.unread += 1

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 
 from opscan.scan.builder import internal_error
 from opscan.scan.enrichment import Enrichment
-from opscan.scan.file_scan import ParseFn, scan_file
 from opscan.scan.project import Project
 from opscan.scan.result_codec import decode_result, encode_result
 from opscan.scan.results import FileResult
 from opscan.scan.rules import RuleSet
 
 if TYPE_CHECKING:
+    from opscan.scan.file_scan import ParseFn
     from opscan.scan.cache import ResultCache
     from opscan.scan.dependencies import DependencyContext
 
@@ -79,6 +79,8 @@ def second_pass(results: list[FileResult], project: Project, rules: RuleSet, rea
                 again = None
             if again is None:
                 try:
+                    from opscan.scan.file_scan import scan_file   # the scanner: only when a file is re-scanned
+
                     again = scan_file(path, data, rules, project, precheck, deps, parse, enrich)
                 except Exception as exc:  # noqa: BLE001 - NOTE [one rule, one file]: as in the first pass
                     out.append(internal_error(path, exc, rules))

@@ -127,11 +127,14 @@ def test_files_fingerprint_changes_with_any_byte(tmp_path: Path) -> None:
     assert files_fingerprint([a, b]) != before
 
 
-def _old_file(path: Path, text: str) -> tuple[int, int, int]:
+def _old_file(path: Path, text: str) -> tuple[int, int, int, int]:
+    """A file written an hour ago: its signature, with the ctime it would have then (the real one,
+    which os.utime sets to now, is racy for 2 s: NOTE [stat validation])."""
     path.write_text(text)
     past = time.time() - 3600
     os.utime(path, (past, past))
-    return stat_key(path.stat())
+    size, mtime, inode, _ = stat_key(path.stat())
+    return (size, mtime, inode, mtime)
 
 
 def test_stat_index_round_trip_and_racy_entries(tmp_path: Path, cache: ResultCache) -> None:
@@ -149,10 +152,13 @@ def test_stat_index_round_trip_and_racy_entries(tmp_path: Path, cache: ResultCac
     assert again.lookup("old.py", old) == "a" * 64
     # a file modified within RACY_NS of the index write is not trusted
     assert again.lookup("new.py", new) is None
-    # any change of size, mtime or inode is a miss
-    assert again.lookup("old.py", (old[0] + 1, old[1], old[2])) is None
-    assert again.lookup("old.py", (old[0], old[1] + 1, old[2])) is None
-    assert again.lookup("old.py", (old[0], old[1], old[2] + 1)) is None
+    # any change of size, mtime, inode or ctime is a miss
+    assert again.lookup("old.py", (old[0] + 1, old[1], old[2], old[3])) is None
+    assert again.lookup("old.py", (old[0], old[1] + 1, old[2], old[3])) is None
+    assert again.lookup("old.py", (old[0], old[1], old[2] + 1, old[3])) is None
+    assert again.lookup("old.py", (old[0], old[1], old[2], old[3] + 1)) is None
+    # a file whose mtime was put back after an edit (`touch -d`): its real, recent ctime is racy
+    assert again.lookup("old.py", stat_key((root / "old.py").stat())) is None
 
 
 def test_stat_index_prunes_only_full_walks(tmp_path: Path, cache: ResultCache) -> None:
@@ -255,10 +261,10 @@ def test_warm_runs_read_no_file_and_invalidate_on_version_rules_and_selection(tm
     (index,) = folder.rglob("index-*.json")
     header, _, body = index.read_bytes().partition(b"\n")
     data = json.loads(body)
-    assert all(len(entry) == 5 for entry in data["files"].values())
-    data["files"]["a.py"][4]["findings"] = data["files"]["a.py"][4]["findings"][:1]   # drop OPS201
+    assert all(len(entry) == 6 for entry in data["files"].values())
+    data["files"]["a.py"][5]["findings"] = data["files"]["a.py"][5]["findings"][:1]   # drop OPS201
     body = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
-    index.write_bytes(b"opscan-cache 1 index " + cache_mod.hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    index.write_bytes(b"opscan-cache 1 index2 " + cache_mod.hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
     assert run() == truth[:1]   # no file was read: the (tampered) index answered
 
     monkeypatch.setattr(opscan, "__version__", "99.0")

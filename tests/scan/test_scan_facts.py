@@ -91,6 +91,32 @@ def test_facts_survive_the_result_cache_round_trip():
     assert decode_result(json.loads(json.dumps(encode_result(result)))) == result
 
 
+def test_every_field_survives_the_compact_encoding():
+    """The codec leaves out defaults and writes dotted names as one string (NOTE [decoding
+    bindings], result_codec.py): every field, odd names and another file's bindings come back."""
+    from dataclasses import fields, replace
+
+    from opscan.records import ScanFacts
+    from opscan.scan.results import Suppression
+
+    result = scan_source("m.py", TWO_LIBRARIES.encode(), load_rules())
+    other = ImportBinding("other.py", 3, "np", "numpy", False, 2, 4)
+    full = replace(result, scanned=False, parsed=False, marked=True, notes=("a note",), exports=("a.b=OPS101", "c d"),
+                   imports=("pkg.mod",), modules=("", "x.y"), demos=((5, 9),), members=(("m", "_C", 3, "C"),),
+                   fix_needs=(("torch.accelerator",),) * len(result.findings),
+                   suppressions=(Suppression("m.py", 2, ("OPS101",), ("OPS101",), "x = 1"),),
+                   facts=replace(result.facts, bindings=result.facts.bindings + (other,), references=("m.py",)))
+    back = decode_result(json.loads(json.dumps(encode_result(full))))
+    assert back == full
+    for name in (f.name for f in fields(full)):
+        assert getattr(back, name) == getattr(full, name), name
+    for made, built in zip(back.facts.bindings, full.facts.bindings):   # built the fast way, same record
+        assert vars(made) == vars(built) and hash(made) == hash(built) and not made < built
+    empty = replace(result, findings=(), requires=(), fix_needs=(), facts=ScanFacts())
+    assert set(encode_result(empty)) <= {"path", "lines", "imports", "modules"}   # nothing at its default
+    assert decode_result(encode_result(empty)) == empty
+
+
 def test_a_file_the_prefilter_skips_states_no_facts(tmp_path):
     (tmp_path / "plain.py").write_text("import os\nprint(os.getcwd())\n")
     (tmp_path / "m.py").write_text(TWO_LIBRARIES)

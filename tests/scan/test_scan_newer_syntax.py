@@ -1,8 +1,9 @@
-"""Syntax newer than the interpreter's (PEP 695) is scanned and fixed as usual (NOTE [newer syntax])."""
+"""Syntax newer than the interpreter's (PEP 695, PEP 701) is scanned and fixed as usual (NOTE [newer syntax])."""
 
 from __future__ import annotations
 
 import ast
+import sys
 import textwrap
 
 import pytest
@@ -85,3 +86,66 @@ def test_opscan_scan_and_fix_on_a_pep695_project(run_cli, tmp_path, monkeypatch)
     assert "class Box[T, *Ts, **P](torch.nn.Module):" in fixed and ".cuda()" not in fixed
     code, out, _ = run_cli("scan", ".", "--format", "json", "--no-cache")
     assert code == 0 and '"OPS000"' not in out
+
+
+# PEP 701 f-strings (NOTE [newer f-strings]): valid on 3.12+, rejected by `ast` on 3.11
+PEP701 = textwrap.dedent('''\
+    import torch
+
+    names = {"dev": "cuda"}
+    label = f"{names["dev"]}: {torch.zeros(1).cuda()}" "!"
+    wide = f"{label!r:{len(label)}}"
+    report = f"""{
+        torch.ones(2).to("cuda")   # a comment inside a field
+    }"""
+    joined = f"{"\\n".join(names)}"
+    nested = f"{f"{names["dev"]}"}"
+    model = torch.nn.Linear(1, 1).cuda()
+    ''')
+
+
+def test_pep701_findings_are_reported_at_their_lines_and_columns():
+    # inside a field with nested same quotes (line 4), inside a multi-line field with a comment
+    # (line 7), and outside any f-string (lines 3, 11), each at its own column
+    assert found(PEP701) == [("OPS101", 3, 17), ("OPS105", 4, 28), ("OPS101", 7, 22), ("OPS105", 11, 9)]
+
+
+def test_a_pep701_tree_keeps_every_position_of_the_source():
+    tree = parse(PEP701, "m.py")
+    lines = PEP701.splitlines()
+    names = [n for n in ast.walk(tree) if isinstance(n, ast.Name)]
+    assert {n.id for n in names} >= {"names", "label", "torch", "len", "model"}
+    for name in names:
+        assert lines[name.lineno - 1][name.col_offset:name.end_col_offset] == name.id
+
+
+@pytest.mark.parametrize("source", [
+    'import torch\nx = f"{d["k"]}"\ny = (\nz.cuda()\n',   # a PEP 701 f-string and a real syntax error
+    'import torch\nx = f"{d["k"]"\nz.cuda()\n',           # an unterminated field
+])
+def test_a_real_syntax_error_beside_a_pep701_fstring_is_still_ops000(source):
+    assert [rule for rule, _, _ in found(source)] == ["OPS000"]
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 14), reason="PEP 758 is this interpreter's own grammar")
+def test_pep758_except_without_parentheses_stays_a_documented_limit():
+    source = "import torch\ntry:\n    x = torch.zeros(1).cuda()\nexcept ValueError, TypeError:\n    pass\n"
+    assert [rule for rule, _, _ in found(source)] == ["OPS000"]
+
+
+def test_non_ascii_text_blanked_or_rewritten_keeps_the_columns_after_it():
+    """`ast` columns are UTF-8 byte offsets: a blanked `é` or `└` must keep its bytes, or every
+    finding after it on its line moves (NOTE [newer f-strings], `_Rows`)."""
+    source = textwrap.dedent('''\
+        import torch
+
+        names = {"é": 1}
+        x = f"└── {names["é"]} ünï" + str(torch.zeros(1).cuda())
+        type Größe = dict[str, "Ü"]; y = torch.ones(1).cuda()
+        def f[T: "Ä"](v: T): return v.to("cuda")
+        ''')
+    lines = source.splitlines()
+    expected = [("OPS105", 4, lines[3].index("torch.zeros") + 1), ("OPS105", 5, lines[4].index("torch.ones") + 1),
+                ("OPS101", 6, lines[5].index('"cuda"') + 1)]
+    assert expected == [("OPS105", 4, 35), ("OPS105", 5, 34), ("OPS101", 6, 34)]
+    assert found(source) == expected

@@ -7,9 +7,10 @@ import ast
 import bisect
 import functools
 import re
+from collections.abc import Callable, Iterator, Sequence
 
 from opscan.scan.context import FileContext
-from opscan.scan.matchers import literal_regex
+from opscan.scan.tokens import literal_regex
 
 # NOTE [device dispatch]
 # Code that already supports another accelerator names it: `device.type == "npu"`, `return "xpu"`
@@ -39,7 +40,7 @@ class _Unit:
     """The sites of one unit: (line, col, node, accelerator, is a choice)."""
 
     def __init__(self) -> None:
-        self.sites: list[tuple[int, int, ast.AST, str, bool]] = []
+        self.sites: list[tuple[int, int, ast.expr, str, bool]] = []
         self.neuron = False
         self.cuda = False
         self.idioms: list[ast.IfExp] = []   # availability choices, reported by OPS104 otherwise
@@ -49,7 +50,7 @@ class _Unit:
 def prepare(ctx: FileContext) -> None:
     for names, rule in ctx.c.dispatch:
         words, name_re, avail_re, line_re = _patterns(names)
-        if not words.search(ctx.text):   # one pass of a literal trie over the text
+        if words is None or not words.search(ctx.text):   # one pass of a literal trie over the text
             continue
         # only statements whose lines can hold a site (or the "neuron"/"cuda" of one) are walked
         text = ctx.text
@@ -70,7 +71,8 @@ def prepare(ctx: FileContext) -> None:
 
 
 @functools.lru_cache(maxsize=8)
-def _patterns(names: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern, re.Pattern, re.Pattern]:
+def _patterns(names: tuple[str, ...]
+              ) -> tuple[re.Pattern[str] | None, re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """For a rule's names: the words one of which a file needs (its pre-filter tokens), a site's
     name, an availability check's name, and the lines that can hold a site (or "neuron"/"cuda")."""
     alt = "|".join(map(re.escape, names))
@@ -84,9 +86,10 @@ def _patterns(names: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern, re.Patter
 
 
 _LINE = re.compile(r"^", re.M)
+Add = Callable[[ast.expr, str, bool], None]   # records a site: (node, accelerator, is a choice)
 
 
-def _touches(node: ast.AST, lines: list[int]) -> bool:
+def _touches(node: ast.stmt, lines: list[int]) -> bool:
     """Whether one of `lines` falls within the node (decorators included)."""
     start = node.lineno
     decorators = getattr(node, "decorator_list", None)
@@ -96,11 +99,12 @@ def _touches(node: ast.AST, lines: list[int]) -> bool:
     return i < len(lines) and lines[i] <= (node.end_lineno or start)
 
 
-def _units(ctx: FileContext, tree: ast.Module, name_re: re.Pattern, avail_re: re.Pattern, lines: list[int]):
+def _units(ctx: FileContext, tree: ast.Module, name_re: re.Pattern[str], avail_re: re.Pattern[str],
+           lines: list[int]) -> Iterator[_Unit]:
     """Every unit of the file that can hold a site, with its sites (NOTE [device dispatch])."""
     ctx.dict_names = {t.id for stmt in tree.body if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Dict)
                       for t in stmt.targets if isinstance(t, ast.Name)}
-    pending: list[ast.AST] = []
+    pending: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef] = []
     for stmt in tree.body:
         if not _touches(stmt, lines):
             continue
@@ -122,8 +126,9 @@ def _units(ctx: FileContext, tree: ast.Module, name_re: re.Pattern, avail_re: re
         yield unit
 
 
-def _collect(ctx: FileContext, nodes: list[ast.AST], unit: _Unit, pending: list[ast.AST],
-             name_re: re.Pattern, avail_re: re.Pattern, lines: list[int]) -> None:
+def _collect(ctx: FileContext, nodes: Sequence[ast.AST], unit: _Unit,
+             pending: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef],
+             name_re: re.Pattern[str], avail_re: re.Pattern[str], lines: list[int]) -> None:
     skip: set[int] = set()
     stack = list(reversed(nodes))
     while stack:
@@ -139,16 +144,16 @@ def _collect(ctx: FileContext, nodes: list[ast.AST], unit: _Unit, pending: list[
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
-def _name(node: ast.AST, name_re: re.Pattern) -> str | None:
+def _name(node: ast.AST, name_re: re.Pattern[str]) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         match = name_re.match(node.value)
         return match[1] if match else None
     return None
 
 
-def _site(ctx: FileContext, node: ast.AST, unit: _Unit, skip: set[int], name_re: re.Pattern,
-          avail_re: re.Pattern) -> None:
-    def add(sub: ast.AST, acc: str, choice: bool) -> None:
+def _site(ctx: FileContext, node: ast.AST, unit: _Unit, skip: set[int], name_re: re.Pattern[str],
+          avail_re: re.Pattern[str]) -> None:
+    def add(sub: ast.expr, acc: str, choice: bool) -> None:
         skip.add(id(sub))
         unit.sites.append((sub.lineno, sub.col_offset, sub, acc, choice))
 
@@ -159,7 +164,7 @@ def _site(ctx: FileContext, node: ast.AST, unit: _Unit, skip: set[int], name_re:
         items = expr.elts if isinstance(expr, _TABLES) else [expr]
         for item in items:
             acc = _name(item, name_re)
-            if acc and id(item) not in skip:
+            if acc and isinstance(item, ast.expr) and id(item) not in skip:
                 add(item, acc, True)
 
     if isinstance(node, ast.Constant):
@@ -230,7 +235,7 @@ def _dict_keys(ctx: FileContext, node: ast.For | ast.comprehension, unit: _Unit)
         unit.keys.add(target.id)
 
 
-def _accelerator(value: ast.AST, add, name_re: re.Pattern) -> None:
+def _accelerator(value: ast.AST, add: Add, name_re: re.Pattern[str]) -> None:
     """`accelerator="cuda"` / `"gpu"`: a framework's accelerator picked by name."""
     if isinstance(value, ast.Constant) and isinstance(value.value, str):
         acc = _name(value, name_re) or ("cuda" if value.value == "cuda" else None)
@@ -238,7 +243,7 @@ def _accelerator(value: ast.AST, add, name_re: re.Pattern) -> None:
             add(value, acc, True)
 
 
-def _availability(ctx: FileContext, test: ast.AST, add, avail_re: re.Pattern) -> bool:
+def _availability(ctx: FileContext, test: ast.AST, add: Add, avail_re: re.Pattern[str]) -> bool:
     """Calls in an `if` test that check another accelerator's availability (whether there is one)."""
     found = False
     for sub in ast.walk(test):

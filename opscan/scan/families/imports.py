@@ -65,9 +65,9 @@ def check_import(ctx: FileContext, node: ast.Import | ast.ImportFrom, g: bool) -
                     if not any(candidate == d or candidate.endswith("." + d) for d in ctx.extensions):
                         ctx.member_sources.append(_member(node, candidate))
     for name, full in ctx.bound:   # NOTE [native modules bound by calls]: later calls into them are sites
-        rule = ctx.extension_module(full, relative=local)
-        if rule is not None:
-            ctx.ext_locals[name] = rule
+        bound_rule = ctx.extension_module(full, relative=local)
+        if bound_rule is not None:
+            ctx.ext_locals[name] = bound_rule
 
 
 def _member(node: ast.Import | ast.ImportFrom, candidate: str) -> tuple[str, str, int, str]:

@@ -10,7 +10,8 @@ from dataclasses import replace
 from opscan.records import TaskKind, Category
 from opscan.scan.context import IDENT, FileContext, kernel_name
 from opscan.scan.families import natives
-from opscan.scan.matchers import NamePatterns, pattern_token
+from opscan.scan.matchers import NamePatterns
+from opscan.scan.tokens import pattern_token
 from opscan.index.resolver import dotted
 from opscan.scan.rules import Rule
 
@@ -156,7 +157,7 @@ def exports(ctx: FileContext) -> tuple[str, ...]:
 
 
 # -- checks -----------------------------------------------------------------------------------
-def check_def(ctx: FileContext, node: ast.AST, g: bool) -> None:
+def check_def(ctx: FileContext, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, g: bool) -> None:
     seen_rules: set[str] = set()
     for decorator in node.decorator_list:
         name = ctx.resolve(decorator.func if isinstance(decorator, ast.Call) else decorator)
@@ -171,7 +172,7 @@ def check_def(ctx: FileContext, node: ast.AST, g: bool) -> None:
 def check_call(ctx: FileContext, node: ast.Call, g: bool) -> None:
     func = node.func
     receiver = dotted(func.value) if isinstance(func, ast.Attribute) else None
-    if receiver is not None and receiver in ctx.ext_locals:   # ext.fwd(...), self.ops.adam_update(...)
+    if isinstance(func, ast.Attribute) and receiver is not None and receiver in ctx.ext_locals:   # ext.fwd(...)
         ctx.hit(ctx.ext_locals[receiver], node, g, name=f"{receiver}.{func.attr}", subject=receiver)
     builder = _builder(func)
     if builder is None and isinstance(func, ast.Attribute) and func.attr in ("load", "jit_load"):

@@ -55,7 +55,8 @@ def check_call(ctx: FileContext, node: ast.Call, g: bool) -> None:
     args = node.args
     if id(node) not in ctx.consumed:
         reached = ctx.getattr_name(node)   # getattr(torch.ops, "ns"): a use of torch.ops.ns
-        if reached is not None and (func.id == "getattr" or reached.startswith("torch.ops.")):  # hasattr: a probe
+        if reached is not None and (isinstance(func, ast.Name) and func.id == "getattr"
+                                    or reached.startswith("torch.ops.")):  # hasattr: a probe
             ctx.consumed.add(id(args[0]))   # `torch.ops.ns` in `hasattr(torch.ops.ns, "op")`: one site, this one
             if reached.count(".") == 2 and reached.startswith("torch.ops."):
                 reached += ".{op}"   # a namespace reached, its ops unknown

@@ -114,9 +114,10 @@ def check_assign(ctx: FileContext, node: ast.Assign | ast.AnnAssign, g: bool) ->
         base = value.value
         owner = dotted(base) if not isinstance(base, ast.Call) else (dotted(base.func) or "").split(".", 1)[0]
         attr = ctx.native_objects.get(owner or "") or ctx.native_classes.get(owner or "")
-        if attr == value.attr:
+        rule = _rule(ctx) if attr == value.attr else None
+        if rule is not None:
             for local in locals_:
-                ctx.ext_locals[local] = _rule(ctx)
+                ctx.ext_locals[local] = rule
 
 
 def check_expr(ctx: FileContext, node: ast.Expr, g: bool) -> None:
