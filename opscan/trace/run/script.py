@@ -58,6 +58,7 @@ from opscan.trace.run import (
     loaders,
     loop_exits,
     neuron_package,
+    package_root,
     run_mode,
 )
 from opscan.trace import device as devices
@@ -151,11 +152,12 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
     requests = redirects.Requests(finder)
     compiles = compiled.Compiles(finder, requests)   # NOTE [compiled regions]
     counter = _Steps(steps, recorder)
-    standins = standing.StandIns(project_root, finder) if stand_ins else None
+    standins = standing.StandIns(project_root, finder, None if module else script) if stand_ins else None
     started = time.perf_counter()
     stopped, hint, ended = "", "", "ran to its end"
     package = neuron_package.findable(requests.note) if device == "neuron" else contextlib.nullcontext()
-    with logs.captured(), _as_main(script, argv, module, cwd), _environment(env or {}), \
+    extra_path, path_note = package_root.package_root(script, project_root) if stand_ins and not module else ("", "")
+    with logs.captured(), _as_main(script, argv, module, cwd, extra_path), _environment(env or {}), \
             _distributed(nproc, device) as dist_note, \
             _phases(recorder, counter), package:
         try:
@@ -180,6 +182,8 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
             stopped, hint = stopped_reason(exc, recorder, finder, RUN_HINT)
     label = _name(script, module, project_root)
     notes = [f"{label}: {ended if not stopped else 'stopped'}; {counter.describe()}"]
+    if path_note:
+        notes.append(f"{label}: {path_note}")
     notes.extend(f"{label}: {line}" for line in requests.lines())
     notes.extend(f"{label}: {line}" for line in recorder.loop_exits.notes())
     if dist_note:
@@ -310,8 +314,9 @@ def _foreach_as_real():
 
 
 @contextlib.contextmanager
-def _as_main(script: str, argv, module: bool, cwd: str | None):
-    """sys.argv, sys.path[0] and the working directory as `python SCRIPT ARGS` sets them."""
+def _as_main(script: str, argv, module: bool, cwd: str | None, extra_path: str = ""):
+    """sys.argv, sys.path[0] and the working directory as `python SCRIPT ARGS` sets them (and
+    `extra_path` last on sys.path: NOTE [a script inside its package] in package_root.py)."""
     saved = (list(sys.argv), list(sys.path), os.getcwd())
     if cwd:
         os.chdir(cwd)
@@ -321,6 +326,8 @@ def _as_main(script: str, argv, module: bool, cwd: str | None):
         sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     else:
         sys.path.insert(0, os.getcwd())
+    if extra_path and extra_path not in sys.path:
+        sys.path.append(extra_path)
     sys.argv = [script, *argv]
     try:
         with contextlib.redirect_stdout(sys.stderr):   # the script's prints: stdout is the report's
