@@ -60,6 +60,7 @@ from opscan.trace.run import (
     neuron_package,
     package_root,
     run_mode,
+    workers as worker_processes,
 )
 from opscan.trace import device as devices
 from opscan.trace.run import redirect as redirects
@@ -153,6 +154,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
     compiles = compiled.Compiles(finder, requests)   # NOTE [compiled regions]
     counter = _Steps(steps, recorder)
     standins = standing.StandIns(project_root, finder, None if module else script) if stand_ins else None
+    workers = worker_processes.Workers() if stand_ins else None   # NOTE [training in worker processes]
     started = time.perf_counter()
     stopped, hint, ended = "", "", "ran to its end"
     package = neuron_package.findable(requests.note) if device == "neuron" else contextlib.nullcontext()
@@ -161,7 +163,8 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
             _distributed(nproc, device) as dist_note, \
             _phases(recorder, counter), package:
         try:
-            with _run_rules(device, requests, profile, recorder, compiles, standins):
+            with _run_rules(device, requests, profile, recorder, compiles, standins), \
+                    worker_processes.imitated(workers):
                 if module and ":" in script:   # a console script: its function, as its launcher calls it
                     name, _, function = script.partition(":")
                     sys.exit(runpy.run_module(name, alter_sys=True)[function]())
@@ -186,6 +189,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         notes.append(f"{label}: {path_note}")
     notes.extend(f"{label}: {line}" for line in requests.lines())
     notes.extend(f"{label}: {line}" for line in recorder.loop_exits.notes())
+    notes.extend(f"{label}: {line}" for line in (workers.notes() if workers is not None else ()))
     if dist_note:
         notes.append(f"{label}: {dist_note}")
     mode = Mode.TRAIN if recorder.backwards or counter.total else Mode.INFERENCE
