@@ -184,3 +184,28 @@ def test_options_objects_come_from_the_parser_holding_what_the_constructor_reads
     assert params.rnn_size == 650 and "train_lm.py" in words and "use_gpu=False, vocab_size=256" in words
     assert value_for(lmopts.Other, "args", tmp_path) is None   # no parser holds quantum_flux
     assert value_for(lmopts.LM, "encoder", tmp_path) is None    # not an options object's name
+
+
+def test_a_recurrent_model_holding_state_of_its_own_batch_size_gets_time_major_inputs_of_it():
+    import torch
+    from torch import nn
+
+    from opscan.targets.repo_inputs import example_inputs
+
+    class TimeMajorLM(nn.Module):   # the word-language-model style: (time, batch) and a hidden state of batch_size
+        def __init__(self, params):
+            super().__init__()
+            self.batch_size = params["batch_size"]
+            self.embed = nn.Embedding(50, 8)
+            self.lstm = nn.LSTM(8, 12)
+            self.out = nn.Linear(12, 50)
+            self.hidden = (torch.zeros(1, self.batch_size, 12), torch.zeros(1, self.batch_size, 12))
+
+        def forward(self, sequence):
+            out, self.hidden = self.lstm(self.embed(sequence), self.hidden)
+            return self.out(out)
+
+    model = TimeMajorLM({"batch_size": 5})
+    (tokens,), _ = example_inputs(model, {"batch_size": 5}, None, None)[:2]
+    assert tokens.shape[1] == 5 and tokens.dtype == torch.long
+    assert model(tokens).shape[:2] == tokens.shape
