@@ -251,7 +251,8 @@ def trace_models(run: Run, found: Found, release: Release | None, options: RunOp
         tried, skipped = 0, ()
         while (following := entry_step.next_entry(entered, ran, run.root, tried)) is not None:
             entered, said = following   # NOTE [a command that cannot import here] in entry_step.py
-            tried, skipped = tried + 1, skipped + ran.notes + (said,)
+            kept = tuple(n for n in ran.notes if not n.endswith("the model path follows"))   # the next runs instead
+            tried, skipped = tried + 1, skipped + kept + (said,)
             say("trace", f"running the training command `{entry_step.shown_command(entered.chosen)}`")
             ran = entry_step.run_chosen(entered, run.root, profile, options.limits, phases.command)
         ran = replace(ran, notes=skipped + ran.notes)
