@@ -181,3 +181,16 @@ def test_h5py_itself_opens_an_absent_file_as_token_datasets_and_a_real_file_as_i
     assert h5py.File(str(tmp_path / "made.h5"), "r")["train"][:].tolist() == list(range(5))
     assert len(h5py.File("processed_valid.h5", "r")["valid"][:]) > 100_000
     assert [r.subject for r in project.replaced] == ["h5py.File('processed_valid.h5')"]
+
+
+@pytest.mark.slow
+def test_a_run_stopped_by_an_absent_file_no_stand_in_knows_says_so(tmp_path):
+    from opscan.trace.run import run_script
+
+    script = tmp_path / "train.py"
+    script.write_text("import pickle\nwith open('datasets/graphs.pkl', 'rb') as f:\n    adj, x, y = pickle.load(f)\n",
+                      encoding="utf-8")
+    trace, _ = run_script(str(script), project_root=str(tmp_path), cwd=str(tmp_path), stand_ins=True, device="cpu")
+    assert not trace.complete and "no stand-in for datasets/graphs.pkl" in trace.stopped_at
+    plain, _ = run_script(str(script), project_root=str(tmp_path), cwd=str(tmp_path), device="cpu")
+    assert "FileNotFoundError" in plain.stopped_at and "no stand-in" not in plain.stopped_at

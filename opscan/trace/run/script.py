@@ -183,6 +183,8 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
             from opscan.trace.tracer import stopped_reason
 
             stopped, hint = stopped_reason(exc, recorder, finder, RUN_HINT)
+            if standins is not None:
+                stopped += standing.unanswered(exc, standins)
     label = _name(script, module, project_root)
     notes = [f"{label}: {ended if not stopped else 'stopped'}; {counter.describe()}"]
     if path_note:

@@ -80,6 +80,16 @@ class StandIns:
         return "", 0
 
 
+def unanswered(exc: BaseException, stand_ins: StandIns) -> str:
+    """"; no stand-in for FILE ..." when a run stopped on an absent file no stand-in answers, else ""."""
+    name = getattr(exc, "filename", None)
+    if not isinstance(exc, FileNotFoundError) or not isinstance(name, (str, os.PathLike)) \
+            or not stand_ins.answers(name):
+        return ""
+    return (f"; no stand-in for {os.fspath(name)}: a file the project's own code opens, in a format no "
+            "stand-in knows (its structure is not written where opscan reads)")
+
+
 class Patches:
     """Attributes set for the run and put back after it (also on modules imported during the run)."""
 
