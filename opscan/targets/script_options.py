@@ -15,15 +15,20 @@ holding the most of what the constructor reads wins (then one in an options modu
 reads the same: `params["rnn_size"]`); a read the parser lacks is filled by its name
 (recipes.named_value: `vocab_size`, `seq_length`; a `use_*` flag False) and named in the report
 as chosen; a read that neither gives leaves the argument to the other ways of filling it.
-Required options are taken as absent (their value is the default, None): the README command's own
-arguments are not applied here.
+When the README (README.md, .rst, .txt at the root) writes a command `python FILE ...` of the
+parser's own file, its arguments are applied as argparse would apply them (options of the file's
+`add_argument` calls with their `type`, `action` and `nargs`; unknown ones ignored) and the words say
+so; a required option the command does not give is None.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
+import io
 import re
+import shlex
 from pathlib import Path
 
 from opscan.index import walk
@@ -37,7 +42,11 @@ _OPTIONS_FILE = re.compile(r"(^|_)(opts|options|args|arguments|flags|config|pars
 _OPTIONS_FUNCTION = re.compile(r"^(parse_opts?|get_args|parse_args|get_parser|get_opts?|arg_parse|options|"
                                r"build_parser|make_parser|argparser)$")
 _SKIP_DIRS = {"tests", "test", ".github", "docs", "node_modules"}
-_CACHE: dict[Path, list[tuple[str, dict, bool]]] = {}
+_CACHE: dict[Path, list[tuple[str, dict, bool, str]]] = {}
+_README = ("README.md", "README.rst", "README.txt", "README", "readme.md")
+_COMMAND = re.compile(r"python[0-9.]*\s+(?:-u\s+)?(\S+\.py)(?=\s|$)(.*)")
+_TYPES = {"int": int, "float": float, "str": str}
+_ACTIONS = ("store", "store_true", "store_false", "append", "count")
 
 
 class Options(argparse.Namespace):
@@ -71,16 +80,16 @@ def value_for(fn, name: str, root: Path | None):
     if not wanted:
         return None
     best = None
-    for label, options, module_like in parsers(Path(root)):
+    for label, options, module_like, applied in parsers(Path(root)):
         held = len(wanted & options.keys())
         if not held:
             continue
         key = (-held, not module_like, label)
         if best is None or key < best[0]:
-            best = (key, label, options)
+            best = (key, label, options, applied)
     if best is None:
         return None
-    _, label, options = best
+    _, label, options, applied = best
     values = dict(options)
     chosen = []
     for field in sorted(wanted - values.keys()):
@@ -89,7 +98,7 @@ def value_for(fn, name: str, root: Path | None):
             return None
         values[field] = value
         chosen.append(f"{field}={value!r}")
-    words = f"{name} from {WORDS} {label} ({len(options)} options"
+    words = f"{name} from {WORDS} {label} ({len(options)} options{applied}"
     words += f"; not among them, chosen by name: {', '.join(chosen)})" if chosen else ")"
     return Options(**values), words
 
@@ -100,8 +109,9 @@ def _by_name(field: str):
     return named_value(field)
 
 
-def parsers(root: Path) -> list[tuple[str, dict, bool]]:
-    """(label, {dest: default}, is an options module) of every file of `root` that adds arguments."""
+def parsers(root: Path) -> list[tuple[str, dict, bool, str]]:
+    """(label, {dest: value}, is an options module, words on the README command applied) of every
+    file of `root` that adds arguments."""
     root = root.resolve()
     if root in _CACHE:
         return _CACHE[root]
@@ -124,9 +134,15 @@ def parsers(root: Path) -> list[tuple[str, dict, bool]]:
             continue
         options = options_of(tree)
         if options:
+            label = path.relative_to(root).as_posix()
             module_like = bool(_OPTIONS_FILE.search(path.stem)) or any(
                 isinstance(n, ast.FunctionDef) and _OPTIONS_FUNCTION.match(n.name) for n in tree.body)
-            found.append((path.relative_to(root).as_posix(), options, module_like))
+            applied = ""
+            command = readme_command(root, label)
+            if command is not None:
+                options, changed = apply(tree, options, command[1])
+                applied = f"; with the arguments of the README's `{command[0]}`" if changed else ""
+            found.append((label, options, module_like, applied))
     _CACHE[root] = found
     return found
 
@@ -134,7 +150,12 @@ def parsers(root: Path) -> list[tuple[str, dict, bool]]:
 def options_of(tree: ast.AST) -> dict:
     """{dest: default} of the `add_argument(...)` calls of a parsed file (NOTE [options from the
     training script's parser])."""
-    options: dict = {}
+    return {dest: _default(keywords) for dest, _, keywords in _calls(tree)}
+
+
+def _calls(tree: ast.AST) -> list[tuple[str, list[str], dict]]:
+    """(dest, flags, keywords) of each `add_argument(...)` call, the first of each dest."""
+    out, seen = [], set()
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "add_argument"):
@@ -147,10 +168,62 @@ def options_of(tree: ast.AST) -> dict:
             if not longs:
                 continue
             dest = longs[0].lstrip("-").replace("-", "_")
-        if not dest.isidentifier() or dest in options:
+        if not dest.isidentifier() or dest in seen:
             continue
-        options[dest] = _default(keywords)
-    return options
+        seen.add(dest)
+        out.append((dest, flags, keywords))
+    return out
+
+
+def readme_command(root: Path, label: str) -> tuple[str, list[str]] | None:
+    """(the command, its arguments) of the first `python LABEL ...` line of the root README, else None."""
+    for name in _README:
+        try:
+            text = (root / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.replace("\\\n", " ").splitlines():
+            found = _COMMAND.search(line)
+            if found is None or found.group(1).removeprefix("./") != label:
+                continue
+            rest = found.group(2).split("`")[0].split("|")[0].split("&&")[0].split(";")[0]
+            try:
+                return f"python {label}{rest.rstrip()}", shlex.split(rest)
+            except ValueError:
+                continue
+    return None
+
+
+def apply(tree: ast.AST, options: dict, args: list[str]) -> tuple[dict, list[str]]:
+    """`options` with `args` parsed as the file's parser parses them (its flagged options only);
+    the dests the arguments changed."""
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False, allow_abbrev=False)
+    for dest, flags, keywords in _calls(tree):
+        if not flags or not all(f.startswith("-") for f in flags):
+            continue
+        kwargs: dict = {"dest": dest, "default": options.get(dest)}
+        action = _literal(keywords.get("action"))
+        if isinstance(action, str) and action in _ACTIONS:
+            kwargs["action"] = action
+        stores = kwargs.get("action", "store") in ("store", "append")
+        kind = keywords.get("type")
+        if stores and isinstance(kind, ast.Name) and kind.id in _TYPES:
+            kwargs["type"] = _TYPES[kind.id]
+        nargs = _literal(keywords.get("nargs"))
+        if stores and (nargs in ("?", "*", "+") or isinstance(nargs, int)):
+            kwargs["nargs"] = nargs
+        try:
+            parser.add_argument(*flags, **kwargs)
+        except (argparse.ArgumentError, ValueError, TypeError):
+            continue
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):   # argparse's own messages: not the report's
+            known, _ = parser.parse_known_args(args)
+    except (argparse.ArgumentError, SystemExit, ValueError, TypeError):
+        return options, []
+    values = vars(known)
+    changed = [d for d, v in values.items() if v != options.get(d)]
+    return {**options, **values}, changed
 
 
 def _default(keywords: dict):

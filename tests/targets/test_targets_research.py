@@ -184,6 +184,15 @@ def test_options_objects_come_from_the_parser_holding_what_the_constructor_reads
     assert (params["rnn_size"], params["vocab_size"], params["use_gpu"]) == (650, 256, False)
     assert params.rnn_size == 650 and "train_lm.py" in words and "use_gpu=False, vocab_size=256" in words
     assert value_for(lmopts.Other, "args", tmp_path) is None   # no parser holds quantum_flux
+    # the README's command of that file: its arguments applied as its parser would
+    readme = tmp_path / "readme_repo"
+    readme.mkdir()
+    (readme / "train_lm.py").write_text((tmp_path / "train_lm.py").read_text(), encoding="utf-8")
+    (readme / "README.md").write_text("```\npython train_lm.py --data_dir . --rnn-size 32 --layers 3 \\\n"
+                                      "    --cpu --unknown 1\n```\n", encoding="utf-8")
+    params, words = value_for(lmopts.LM, "params", readme)
+    assert (params["rnn_size"], params["rnn_layers"], params["cpu"], params["data_dir"]) == (32, 3.0, True, ".")
+    assert "with the arguments of the README's `python train_lm.py --data_dir . --rnn-size 32" in words
     assert value_for(lmopts.LM, "encoder", tmp_path) is None    # not an options object's name
 
 
