@@ -188,9 +188,10 @@ def readme_command(root: Path, label: str) -> tuple[str, list[str]] | None:
                 continue
             rest = found.group(2).split("`")[0].split("|")[0].split("&&")[0].split(";")[0]
             try:
-                return f"python {label}{rest.rstrip()}", shlex.split(rest)
+                args = shlex.split(rest)
             except ValueError:
                 continue
+            return shlex.join(["python", label, *args]), args
     return None
 
 
