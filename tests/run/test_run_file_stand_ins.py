@@ -54,6 +54,8 @@ def test_other_absent_files_fail_as_they_would_and_writes_are_untouched(project,
         open("data/train_captions.csv")
     with pytest.raises(FileNotFoundError):
         open("data/features.pkl", "rb")
+    with pytest.raises(FileNotFoundError):   # a tokenizer is not a vocabulary of words
+        open("tokenizer.json")
     with open("vocab.json", "w") as handle:   # a vocabulary the script writes is written
         handle.write("{}")
     assert json.loads((tmp_path / "vocab.json").read_text()) == {} and project.replaced == []

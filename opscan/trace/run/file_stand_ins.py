@@ -36,7 +36,7 @@ from opscan.trace.run.stand_ins import Patches, StandIns
 
 SPECIALS = ("<pad>", "<unk>", "<s>", "</s>", "<sos>", "<eos>", "eos", "<start>", "<end>", "<mask>")
 VOCABULARY = re.compile(r"(^|[_\-.])(vocab|vocabulary|word2idx|word_to_idx|w2i|token2id|dict|dictionary|"
-                        r"tokens?|wordmap|word_map)", re.IGNORECASE)
+                        r"tokens?|wordmap|word_map)([_\-.]|$)", re.IGNORECASE)   # not tokenizer.json
 VOCABULARY_SUFFIXES = (".json", ".txt", ".pkl", ".pickle", ".vocab")
 
 
