@@ -248,6 +248,14 @@ def trace_models(run: Run, found: Found, release: Release | None, options: RunOp
         say("trace", f"running the training command `{entry_step.shown_command(entered.chosen)}`")
         profile = release.profile() if release is not None else None
         ran = entry_step.run_chosen(entered, run.root, profile, options.limits, phases.command)
+        tried, skipped = 0, ()
+        while (following := entry_step.next_entry(entered, ran, run.root, tried)) is not None:
+            entered, said = following   # NOTE [a command that cannot import here] in entry_step.py
+            kept = tuple(n for n in ran.notes if not n.endswith("the model path follows"))   # the next runs instead
+            tried, skipped = tried + 1, skipped + kept + (said,)
+            say("trace", f"running the training command `{entry_step.shown_command(entered.chosen)}`")
+            ran = entry_step.run_chosen(entered, run.root, profile, options.limits, phases.command)
+        ran = replace(ran, notes=skipped + ran.notes)
         if ran.trained and ran.trace is not None and (found.discovery is not None or not found.models):
             return Traced((ran.trace,), notes=ran.notes + entry_step.others_note(entered),
                           step=entry_step.step_of((ran.trace,), (), entered, ran, found.config))

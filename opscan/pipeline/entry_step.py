@@ -17,6 +17,7 @@ command beside them. `--no-project-code` runs no command found by reading.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -37,6 +38,7 @@ class Entered:
     entries: tuple[TrainingEntry, ...] = ()
     chosen: TrainingEntry | None = None
     why_not: str = ""
+    given: bool = False   # the user named it (--entry, `entry` in the settings): never replaced
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ def choose(target: Path, config: Config, *, trace: bool, project_code: bool, giv
     command = given or config.entry
     if command:
         entry = given_entry(command)
-        return Entered((entry, *(e for e in entries if e.command != entry.command)), entry)
+        return Entered((entry, *(e for e in entries if e.command != entry.command)), entry, given=True)
     if config.models:
         return Entered(entries, None, "models are configured: [[tool.opscan.models]] or --model")
     if not project_code:
@@ -90,6 +92,40 @@ def run_chosen(entered: Entered, root: Path, profile: DeviceProfile | None, limi
     if not trained:
         notes.append(f"training command `{shown}` was not a training step ({why}): the model path follows")
     return Ran(replace(trace, built_by=f"ran the training command `{shown}`"), trained, why, tuple(notes))
+
+
+# NOTE [a command that cannot import here]
+# The command ranked first may need a library the environment lacks (`python train_blip.py` importing
+# transformers, left out of a research environment's requirements): it stops before any op with
+# `ModuleNotFoundError` of a module that is not the project's. That says nothing about the project's
+# training, only about this environment, so the next command found whose script differs is run
+# instead (at most MAX_NEXT more), and a note says which and why. A command the user named is
+# never replaced; any other failure (absent data, a bug of the script) keeps the command: it is
+# the project's training, and the model path follows as before.
+MAX_NEXT = 2
+_MISSING = re.compile(r"^\(before any op\) at .*?ModuleNotFoundError: No module named '([\w.]+)'")
+
+
+def next_entry(entered: Entered, ran: Ran, root: Path, tried: int) -> tuple[Entered, str] | None:
+    """(the Entered with the next command chosen, the note) when the chosen one stopped on a library
+    missing here (NOTE [a command that cannot import here]), else None."""
+    if entered.given or entered.chosen is None or ran.trained or ran.trace is None or tried >= MAX_NEXT:
+        return None
+    missing = _MISSING.match(ran.trace.stopped_at or "")
+    if missing is None:
+        return None
+    top = missing.group(1).split(".")[0]
+    if (root / top).is_dir() or (root / f"{top}.py").is_file():   # the project's own module: not the environment
+        return None
+    scripts = {_script_of(entered.chosen)}
+    order = list(entered.entries)
+    start = order.index(entered.chosen) + 1 if entered.chosen in order else 0
+    following = next((e for e in order[start:] if _script_of(e) not in scripts), None)
+    if following is None:
+        return None
+    note = (f"training command `{shown_command(entered.chosen)}` needs `{top}`, not installed here: the next "
+            f"command found is run instead, `{shown_command(following)}`")
+    return replace(entered, chosen=following), note
 
 
 def others_note(entered: Entered) -> tuple[str, ...]:

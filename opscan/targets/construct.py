@@ -22,7 +22,7 @@ from pathlib import Path
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.targets import config_files, factories, shipped, shrinking, variants
+from opscan.targets import config_files, factories, script_options, shipped, shrinking, variants
 from opscan.targets.recipes import CONFIG_ARG, named_value  # config-like names; small values by name
 CONFIG_CLASS = re.compile(r"(Config|Args|Cfg|Params|HParams|Settings|Conf)$")
 VARIANT_ARG = re.compile(r"^(name|model_name|variant|arch|model_type|size|config_name|model|version)$")
@@ -49,6 +49,8 @@ def arguments(fn, module, folder: Path | None, root: Path | None = None) -> tupl
             continue
         annotated = _annotation_class(_own_nested(fn, param.annotation), module)
         found = config_files.value_for(fn, name, root) if annotated is None else None
+        if found is None and annotated is None:   # NOTE [options from the training script's parser]
+            found = script_options.value_for(fn, name, root)
         if found is not None:   # NOTE [configs from the repository's config files] in config_files.py
             kwargs[name], words = found
             how.append(words)

@@ -75,6 +75,10 @@ def named_value(name: str):
 # A parameter named like a config object (`config`, `cfg`, `hparams`, ...): read here and by the
 # child's constructor filling (opscan/targets/construct.py), one pattern.
 CONFIG_ARG = re.compile(r"(config|conf|cfg|args|hparams|params|settings|options)$", re.IGNORECASE)
+# ... and one named like the options object a training script's argparse returns (`Model(opt)`):
+# NOTE [options from the training script's parser] in script_options.py.
+OPTIONS_ARG = re.compile(r"^(opt|opts|option|options|args|arg|params|hparams|hps|hp|flags|cfg|config|conf)$",
+                         re.IGNORECASE)
 _MAIN_FILE = re.compile(r"(^|_)(model|models|modeling|net|network|gpt|transformer|unet|vit|arch)", re.IGNORECASE)
 _MAIN_CLASS = re.compile(r"(GPT|Transformer|Model|Net|UNet|Unet|ViT|LM|Llama|Diffusion|Encoder|Classifier)$")
 _SUPERSEDED = re.compile(r"(^|[_-])(old|legacy|deprecated|backup|bak|orig)$", re.IGNORECASE)   # glow_old.py: ranks low
@@ -317,9 +321,11 @@ def _class_how(name: str, required: set[str], init, configs: dict[str, ast.Class
     if imported:   # defined in another file: how it is built is known only in the child
         return f"{name}({imported}): a config built from its class (a registry variant by from_name, " \
                "its defaults, or fields by name)"
-    if any(CONFIG_ARG.search(r) for r in required):   # NOTE [configs from the repository's config files]
+    if any(CONFIG_ARG.search(r) or OPTIONS_ARG.match(r) for r in required):   # NOTE [configs from the
+        # repository's config files], NOTE [options from the training script's parser]
         return f"{name}({', '.join(sorted(required))}): a config from the repository's config files " \
-               "(YAML, JSON, TOML, get_config()) holding what it reads, else small values chosen by parameter name"
+               "(YAML, JSON, TOML, get_config()) or its argparse defaults holding what it reads, else small " \
+               "values chosen by parameter name"
     return f"{name}({', '.join(sorted(required))}): small values chosen by parameter name"
 
 

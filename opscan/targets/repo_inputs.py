@@ -85,7 +85,11 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
     arguments left out unless the forward needs them (probe_inputs). A required argument whose name
     says nothing is named by the repository's own call (`call`: a call_sites.Call, whose argument at
     that position, `model(x, input_pos)`, names it; `kinds`: how the repository makes a name)."""
-    b = batch or 2
+    rnn = next((m for m in model.modules() if isinstance(m, nn.RNNBase)), None)
+    # NOTE [recurrent state sized by the model]: a model holding its recurrent state sized by its own
+    # `batch_size` (`self.hidden = self.init_hidden()`) takes inputs of that batch, time-major when
+    # its recurrent layer is (an embedding feeding an `nn.LSTM` without batch_first reads (time, batch))
+    b = batch or (_size(config, ("batch_size",), 0, model) if rnn is not None else 0) or 2
     params = passed_on(model, parameters(model.forward))
     leaf = _first_leaf(model, params[0][0] if params else "")
     side = _size(config, IMAGE_NAMES, 0, model)
@@ -97,7 +101,8 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
     if isinstance(leaf, nn.Embedding):
         t = seq_len or min(_size(config, ("block_size", "max_seq_len", "seq_len", "context_length", "n_ctx",
                                           "max_position_embeddings", "n_positions", "max_len"), 16, model), 32)
-        main = torch.randint(0, leaf.num_embeddings, (b, t))
+        time_major = rnn is not None and not rnn.batch_first
+        main = torch.randint(0, leaf.num_embeddings, (t, b) if time_major else (b, t))
     elif isinstance(leaf, nn.Conv2d):
         side = side or _size(config, ("input_size", "resolution", "sample_size"), 0, model) \
             or _size(_holder(model, leaf), IMAGE_NAMES + ("input_size",), 64)

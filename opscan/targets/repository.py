@@ -33,6 +33,7 @@ from opscan.targets import (
     construct,
     recipes,
     repo_inputs,
+    script_options,
     setup_calls,
     shrinking,
 )
@@ -242,7 +243,8 @@ def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str,
         shrinking.cut_repeats(result)
     config = getattr(result, "config", None) or getattr(result, "cfg", None) or config
     args, extra, note = _inputs(result, config, batch, seq_len, root, read or {})
-    configs = [w for w in how if config_files.WORDS in w]   # configs from the repository's config files
+    configs = [w for w in how if config_files.WORDS in w   # configs from the repository's config files
+               or script_options.WORDS in w]             # or from its argparse parsers
     note = "; ".join(n for n in ("config " + "; ".join(configs) if configs else "", note) if n)
     return Built(result, args=args, kwargs=extra, description=target, note=note)
 

@@ -4,11 +4,14 @@ repositories, on a small fixture under tests/targets/repos/ written the way such
 - the real model is never tried: a factory the training script picks by name (byname), a
   `hubconf.py` entry behind more ready factories than MAX_TRIES, toy `__main__` demos of helper files;
 - a constructor that moves itself (`self.to(self.device)`) on the meta device (todevice);
-- a `__main__` demo run with opscan's own command line (demoargs).
+- a `__main__` demo run with opscan's own command line (demoargs);
+- a model taking the options object its training script's argparse returns (optsmodel).
 """
 
 from __future__ import annotations
 
+import ast
+import json
 from pathlib import Path
 
 import pytest
@@ -145,3 +148,91 @@ def test_constructor_arguments_by_name_from_a_config_file_anywhere_in_the_reposi
     report = repo_report(REPOS / "kwcfg")   # Vocoder(n_mels, upsample_factors, hidden): configs/vocoder/base.yaml
     assert _complete(report) == ["repo:src/vocoder/model.py:Vocoder"] and TRAIN <= report_phases(report)
     assert "Vocoder(**configs/vocoder/base.yaml['model'])" in report["traces"][0]["retried"]
+
+
+@pytest.mark.slow
+def test_a_model_taking_the_training_scripts_options_is_built_from_its_parsers_defaults(repo_report, report_phases):
+    # Captioner(opt): opt from opts.parse_opt(); vocab_size and seq_length set by train.py from absent data
+    report = repo_report(REPOS / "optsmodel")
+    assert _complete(report) == ["repo:models/captioner.py:Captioner"] and TRAIN <= report_phases(report)
+    retried = report["traces"][0]["retried"]
+    assert "opt from the argparse defaults of opts.py (11 options" in retried
+    assert "chosen by name: seq_length=64, vocab_size=256" in retried
+
+
+def test_options_objects_come_from_the_parser_holding_what_the_constructor_reads(tmp_path, monkeypatch):
+    from opscan.targets.script_options import options_of, value_for
+
+    (tmp_path / "lmopts.py").write_text(
+        "class LM:\n    def __init__(self, params):\n        self.h = params['rnn_size']\n"
+        "        self.v = params['vocab_size']\n        self.g = params['use_gpu']\n"
+        "class Other:\n    def __init__(self, args):\n        self.q = args.quantum_flux\n", encoding="utf-8")
+    (tmp_path / "train_lm.py").write_text(
+        "import argparse\np = argparse.ArgumentParser()\n"
+        "p.add_argument('--rnn-size', type=int, default=650)\np.add_argument('--data_dir', required=True)\n"
+        "p.add_argument('--layers', dest='rnn_layers', type=float, default='2')\n"
+        "p.add_argument('--out', default=os.path.join('a', 'b'))\np.add_argument('--cpu', action='store_true')\n",
+        encoding="utf-8")
+    (tmp_path / "eval.py").write_text("import argparse\np = argparse.ArgumentParser()\np.add_argument('--beam')\n",
+                                      encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import lmopts
+
+    options = options_of(ast.parse((tmp_path / "train_lm.py").read_text()))
+    assert options == {"rnn_size": 650, "data_dir": None, "rnn_layers": 2.0, "out": None, "cpu": False}
+    params, words = value_for(lmopts.LM, "params", tmp_path)
+    assert (params["rnn_size"], params["vocab_size"], params["use_gpu"]) == (650, 256, False)
+    assert params.rnn_size == 650 and "train_lm.py" in words and "use_gpu=False, vocab_size=256" in words
+    assert value_for(lmopts.Other, "args", tmp_path) is None   # no parser holds quantum_flux
+    # the README's command of that file: its arguments applied as its parser would
+    readme = tmp_path / "readme_repo"
+    readme.mkdir()
+    (readme / "train_lm.py").write_text((tmp_path / "train_lm.py").read_text(), encoding="utf-8")
+    (readme / "README.md").write_text("```\npython train_lm.py --data_dir . --rnn-size 32 --layers 3 \\\n"
+                                      "    --cpu --unknown 1\n```\n", encoding="utf-8")
+    params, words = value_for(lmopts.LM, "params", readme)
+    assert (params["rnn_size"], params["rnn_layers"], params["cpu"], params["data_dir"]) == (32, 3.0, True, ".")
+    assert "with the arguments of the README's `python train_lm.py --data_dir . --rnn-size 32" in words
+    assert value_for(lmopts.LM, "encoder", tmp_path) is None    # not an options object's name
+
+
+def test_a_recurrent_model_holding_state_of_its_own_batch_size_gets_time_major_inputs_of_it():
+    import torch
+    from torch import nn
+
+    from opscan.targets.repo_inputs import example_inputs
+
+    class TimeMajorLM(nn.Module):   # the word-language-model style: (time, batch) and a hidden state of batch_size
+        def __init__(self, params):
+            super().__init__()
+            self.batch_size = params["batch_size"]
+            self.embed = nn.Embedding(50, 8)
+            self.lstm = nn.LSTM(8, 12)
+            self.out = nn.Linear(12, 50)
+            self.hidden = (torch.zeros(1, self.batch_size, 12), torch.zeros(1, self.batch_size, 12))
+
+        def forward(self, sequence):
+            out, self.hidden = self.lstm(self.embed(sequence), self.hidden)
+            return self.out(out)
+
+    model = TimeMajorLM({"batch_size": 5})
+    (tokens,), _ = example_inputs(model, {"batch_size": 5}, None, None)[:2]
+    assert tokens.shape[1] == 5 and tokens.dtype == torch.long
+    assert model(tokens).shape[:2] == tokens.shape
+
+
+@pytest.mark.slow
+def test_a_command_needing_a_library_not_installed_here_gives_way_to_the_next(repo_report, run_cli):
+    # NOTE [a command that cannot import here]: train_vlm.py (first in the README) imports a library
+    # this environment lacks; train.py, the next command, runs and answers
+    report = repo_report(REPOS / "twocommands")
+    assert _complete(report) == ["script:train.py"]
+    assert any("`python train_vlm.py --epochs 2` needs `vlm_toolkit_not_installed`, not installed here: the next "
+               "command found is run instead, `python train.py --epochs 2`" in n for n in report["notes"])
+    assert report["verdict"]["step"]["kind"] != "stand-in"
+    # a command the user names is never replaced
+    code, out, _ = run_cli(str(REPOS / "twocommands"), "--format", "json", "--exit-zero",
+                           "--entry", "python train_vlm.py --epochs 2")
+    given = json.loads(out)
+    assert code == 0 and "script:train.py" not in _complete(given)
+    assert not any("the next command found is run instead" in n for n in given["notes"])

@@ -1,33 +1,23 @@
 """Datasets a run stands in for (NOTE [stand-ins for data and weights] in stand_ins.py): torchvision's
-datasets and folders, Hugging Face `datasets.load_dataset`, numpy token files. Each answers with
-synthetic samples of the types and shapes the real one gives, built as the real class builds its
-own attributes, so the class's own `__getitem__`, `__len__` and transforms run as in a real run.
+datasets and folders (torchvision_stand_ins.py, from the table of torchvision_table.py), Hugging Face
+`datasets.load_dataset`, numpy token files. Each answers with synthetic samples of the types and
+shapes the real one gives.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Callable
 
 import numpy as np
 
-from opscan.trace.run.stand_ins import SAMPLES, Patches, StandIns
+from opscan.trace.run import torchvision_stand_ins
+from opscan.trace.run.stand_ins import Patches, StandIns
 
 TOKENS = 1 << 20          # elements of a token file stood in for (a few thousand batches of any block size)
 TOKEN_VALUES = 64         # token ids drawn below this: within any vocabulary
 FOLDER_CLASSES = 10       # classes of an absent image folder (its count is not written anywhere we may read)
-FOLDER_SIZE = 256         # side of an absent folder's images (transforms resize them as the script says)
 HF_ROWS = 256             # rows per split of a Hugging Face dataset stood in for
-
-# torchvision dataset -> (layout, channels, side, classes): how the class keeps its samples
-TORCHVISION = {
-    "MNIST": ("mnist", 1, 28, 10), "FashionMNIST": ("mnist", 1, 28, 10), "KMNIST": ("mnist", 1, 28, 10),
-    "CIFAR10": ("cifar", 3, 32, 10), "CIFAR100": ("cifar", 3, 32, 100),
-    "SVHN": ("chw", 3, 32, 10), "STL10": ("chw", 3, 96, 10),
-    "ImageNet": ("folder", 3, FOLDER_SIZE, 1000), "DatasetFolder": ("folder", 3, FOLDER_SIZE, FOLDER_CLASSES),
-}
-
 
 def rng() -> np.random.Generator:
     """The stand-ins' own generator: the script's random streams are never drawn from."""
@@ -37,7 +27,7 @@ def rng() -> np.random.Generator:
 def install(stand_ins: StandIns, patches: Patches) -> dict[str, Callable]:
     """numpy's readers patched now; torchvision's and datasets' when the script imports them."""
     _numpy(stand_ins, patches)
-    return {"torchvision.datasets": lambda module: _torchvision(module, stand_ins, patches),
+    return {"torchvision.datasets": lambda module: torchvision_stand_ins.install(module, stand_ins, patches),
             "datasets": lambda module: _hf_datasets(module, stand_ins, patches)}
 
 
@@ -84,98 +74,6 @@ def _numpy(stand_ins: StandIns, patches: Patches) -> None:
     patches.set(np, "memmap", StoodInMemmap)
     patches.set(np, "load", load_)
     patches.set(np, "fromfile", fromfile_)
-
-
-# --- torchvision -------------------------------------------------------------------------------
-
-def _torchvision(module, stand_ins: StandIns, patches: Patches) -> None:
-    for name, shape in TORCHVISION.items():
-        cls = getattr(module, name, None)
-        if cls is None or "__init__" not in vars(cls):
-            continue
-        patches.set(cls, "__init__", _dataset_init(cls.__init__, name, shape, stand_ins))
-
-
-def _dataset_init(original: Callable, name: str, shape: tuple, stand_ins: StandIns) -> Callable:
-    signature = inspect.signature(original)
-
-    def __init__(self, *args, **kwargs):
-        bound = signature.bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        given = dict(bound.arguments)
-        given.update(given.pop("kwargs", {}) or {})
-        root = given.get("root")
-        if not stand_ins.answers(root):
-            if "download" in bound.arguments:
-                bound.arguments["download"] = False   # never downloaded: present, or stood in for below
-            try:
-                original(*bound.args, **bound.kwargs)
-                return
-            except (RuntimeError, OSError, ValueError):   # incomplete or unreadable: stood in for
-                pass
-        what = _fill(self, given, shape)
-        label = type(self).__name__ + (f" {os.fspath(root)}" if shape[0] == "folder" and root is not None else "")
-        stand_ins.record("data", label, what)
-
-    return __init__
-
-
-def _fill(dataset, given: dict, shape: tuple) -> str:
-    """Set the attributes the dataset's class reads its samples from, synthetic; what they are."""
-    from torchvision.datasets.vision import VisionDataset
-
-    layout, channels, side, classes = shape
-    root = given.get("root")
-    VisionDataset.__init__(dataset, root, transform=given.get("transform"),
-                           target_transform=given.get("target_transform"))
-    draw = rng()
-    labels = draw.integers(0, classes, size=SAMPLES)
-    kind = f"{SAMPLES} synthetic {channels}x{side}x{side} uint8 images, {classes} classes"
-    if layout == "mnist":
-        import torch
-
-        dataset.train = given.get("train", True)
-        dataset.data = torch.from_numpy(draw.integers(0, 256, size=(SAMPLES, side, side), dtype=np.uint8))
-        dataset.targets = torch.from_numpy(labels.astype(np.int64))
-        return kind
-    if layout == "cifar":
-        dataset.train = given.get("train", True)
-        dataset.data = draw.integers(0, 256, size=(SAMPLES, side, side, channels), dtype=np.uint8)
-        dataset.targets = [int(v) for v in labels]
-        dataset.classes = [f"class_{i}" for i in range(classes)]
-        dataset.class_to_idx = {c: i for i, c in enumerate(dataset.classes)}
-        return kind
-    if layout == "chw":
-        dataset.split = given.get("split", "train")
-        dataset.data = draw.integers(0, 256, size=(SAMPLES, channels, side, side), dtype=np.uint8)
-        dataset.labels = labels.astype(np.int64)
-        dataset.classes = [f"class_{i}" for i in range(classes)]
-        return kind
-    # an image folder: samples named as in the folder, each image made when the loader reads it
-    names = [f"class_{i}" for i in range(classes)]
-    folder = os.fspath(root) if root is not None else ""
-    dataset.classes = names
-    dataset.class_to_idx = {c: i for i, c in enumerate(names)}
-    dataset.samples = [(os.path.join(folder, names[int(y)], f"{n}.jpg"), int(y)) for n, y in enumerate(labels)]
-    dataset.targets = [s[1] for s in dataset.samples]
-    dataset.imgs = dataset.samples
-    dataset.extensions = given.get("extensions")
-    dataset.loader = _image_loader(side)
-    if "split" in given:   # ImageNet
-        dataset.split = given.get("split")
-        dataset.wnids, dataset.wnid_to_idx = names, dataset.class_to_idx
-    return kind + (" (an absent folder: its class count is not known here)" if classes == FOLDER_CLASSES else "")
-
-
-def _image_loader(side: int) -> Callable:
-    from PIL import Image
-
-    draw = rng()
-
-    def load(path):
-        return Image.fromarray(draw.integers(0, 256, size=(side, side, 3), dtype=np.uint8), mode="RGB")
-
-    return load
 
 
 # --- Hugging Face datasets ---------------------------------------------------------------------

@@ -58,7 +58,9 @@ from opscan.trace.run import (
     loaders,
     loop_exits,
     neuron_package,
+    package_root,
     run_mode,
+    workers as worker_processes,
 )
 from opscan.trace import device as devices
 from opscan.trace.run import redirect as redirects
@@ -151,15 +153,18 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
     requests = redirects.Requests(finder)
     compiles = compiled.Compiles(finder, requests)   # NOTE [compiled regions]
     counter = _Steps(steps, recorder)
-    standins = standing.StandIns(project_root, finder) if stand_ins else None
+    standins = standing.StandIns(project_root, finder, None if module else script) if stand_ins else None
+    workers = worker_processes.Workers() if stand_ins else None   # NOTE [training in worker processes]
     started = time.perf_counter()
     stopped, hint, ended = "", "", "ran to its end"
     package = neuron_package.findable(requests.note) if device == "neuron" else contextlib.nullcontext()
-    with logs.captured(), _as_main(script, argv, module, cwd), _environment(env or {}), \
+    extra_path, path_note = package_root.package_root(script, project_root) if stand_ins and not module else ("", "")
+    with logs.captured(), _as_main(script, argv, module, cwd, extra_path), _environment(env or {}), \
             _distributed(nproc, device) as dist_note, \
             _phases(recorder, counter), package:
         try:
-            with _run_rules(device, requests, profile, recorder, compiles, standins):
+            with _run_rules(device, requests, profile, recorder, compiles, standins), \
+                    worker_processes.imitated(workers):
                 if module and ":" in script:   # a console script: its function, as its launcher calls it
                     name, _, function = script.partition(":")
                     sys.exit(runpy.run_module(name, alter_sys=True)[function]())
@@ -178,10 +183,15 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
             from opscan.trace.tracer import stopped_reason
 
             stopped, hint = stopped_reason(exc, recorder, finder, RUN_HINT)
+            if standins is not None:
+                stopped += standing.unanswered(exc, standins)
     label = _name(script, module, project_root)
     notes = [f"{label}: {ended if not stopped else 'stopped'}; {counter.describe()}"]
+    if path_note:
+        notes.append(f"{label}: {path_note}")
     notes.extend(f"{label}: {line}" for line in requests.lines())
     notes.extend(f"{label}: {line}" for line in recorder.loop_exits.notes())
+    notes.extend(f"{label}: {line}" for line in (workers.notes() if workers is not None else ()))
     if dist_note:
         notes.append(f"{label}: {dist_note}")
     mode = Mode.TRAIN if recorder.backwards or counter.total else Mode.INFERENCE
@@ -310,8 +320,9 @@ def _foreach_as_real():
 
 
 @contextlib.contextmanager
-def _as_main(script: str, argv, module: bool, cwd: str | None):
-    """sys.argv, sys.path[0] and the working directory as `python SCRIPT ARGS` sets them."""
+def _as_main(script: str, argv, module: bool, cwd: str | None, extra_path: str = ""):
+    """sys.argv, sys.path[0] and the working directory as `python SCRIPT ARGS` sets them (and
+    `extra_path` last on sys.path: NOTE [a script inside its package] in package_root.py)."""
     saved = (list(sys.argv), list(sys.path), os.getcwd())
     if cwd:
         os.chdir(cwd)
@@ -321,6 +332,8 @@ def _as_main(script: str, argv, module: bool, cwd: str | None):
         sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     else:
         sys.path.insert(0, os.getcwd())
+    if extra_path and extra_path not in sys.path:
+        sys.path.append(extra_path)
     sys.argv = [script, *argv]
     try:
         with contextlib.redirect_stdout(sys.stderr):   # the script's prints: stdout is the report's

@@ -10,7 +10,7 @@ import importlib.util
 import sys
 from collections.abc import Callable
 
-from opscan.trace.run import data_stand_ins, media_stand_ins, pretrained
+from opscan.trace.run import data_stand_ins, file_stand_ins, media_stand_ins, pretrained
 from opscan.trace.run.stand_ins import Patches, StandIns
 
 
@@ -55,7 +55,7 @@ def installed(stand_ins: StandIns | None):
         return
     patches = Patches()
     watched: dict[str, Callable] = {}
-    for part in (data_stand_ins, media_stand_ins, pretrained):
+    for part in (data_stand_ins, file_stand_ins, media_stand_ins, pretrained):
         watched.update(part.install(stand_ins, patches))
     done: set[str] = set()
 

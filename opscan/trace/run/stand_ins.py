@@ -11,7 +11,8 @@ right kind when what it asks for is absent, outside the project, or remote:
 - data (data_stand_ins.py): torchvision's datasets and ImageFolder, Hugging Face
   `datasets.load_dataset`, `np.memmap` / `np.load` / `np.fromfile` token files; and the media a
   manifest (CSV, JSON) names (media_stand_ins.py): `PIL.Image.open`, `cv2.imread`,
-  `soundfile.read`, `torchaudio.load`, `librosa.load`;
+  `soundfile.read`, `torchaudio.load`, `librosa.load`; and files the script opens itself
+  (file_stand_ins.py): `h5py.File`, vocabulary files, paths relative to the script's own folder;
 - weights (pretrained.py): `torch.hub.load_state_dict_from_url` (torchvision's `weights=` and
   `pretrained=True`), `torch.hub.load`, timm's `pretrained=True`, transformers' `from_pretrained`
   of a model whose config is here but whose weights are not, `torch.load` of a missing checkpoint:
@@ -38,8 +39,9 @@ SAMPLES = 1024   # synthetic samples of a dataset stood in for: enough batches f
 class StandIns:
     """What a run stood in for, and the one rule of when it does (NOTE [stand-ins for data and weights])."""
 
-    def __init__(self, project_root: str | None, finder) -> None:
+    def __init__(self, project_root: str | None, finder, script: str | None = None) -> None:
         self.root = os.path.realpath(project_root) if project_root else ""
+        self.script_dir = os.path.dirname(os.path.abspath(script)) if script else ""   # file_stand_ins.py
         self.finder = finder
         self.replaced: list[Replacement] = []
         self._seen: set[tuple[str, str, int]] = set()
@@ -76,6 +78,16 @@ class StandIns:
                 return self.finder.name(name), frame.f_lineno
             frame = frame.f_back
         return "", 0
+
+
+def unanswered(exc: BaseException, stand_ins: StandIns) -> str:
+    """"; no stand-in for FILE ..." when a run stopped on an absent file no stand-in answers, else ""."""
+    name = getattr(exc, "filename", None)
+    if not isinstance(exc, FileNotFoundError) or not isinstance(name, (str, os.PathLike)) \
+            or not stand_ins.answers(name):
+        return ""
+    return (f"; no stand-in for {os.fspath(name)}: a file the project's own code opens, in a format no "
+            "stand-in knows (its structure is not written where opscan reads)")
 
 
 class Patches:

@@ -1,0 +1,181 @@
+"""Files a run stands in for (NOTE [stand-ins for data and weights] in stand_ins.py) that no dataset
+class wraps: `h5py.File` of an absent file, an absent vocabulary file opened with `open()`, and a
+relative path absent from the working directory that the script's own folder holds.
+
+NOTE [files opened by the script]
+Research code reads its preprocessed data itself: `h5py.File(path, 'r')[key][:]`, `json.load(open(
+'vocab.json'))`, `open('data/ind.cora.x', 'rb')`. What each holds is not written anywhere opscan may
+read, so each answer states its assumption:
+- an absent HDF5 file opens as a file whose every dataset is a 1-D array of synthetic int64 token ids
+  below data_stand_ins.TOKEN_VALUES (the common layout of a language model's preprocessed corpus);
+  `[:]`, `[i]`, `[a:b]`, `len()`, `.shape`, `.dtype` answer as h5py's do;
+- an absent file whose name says it is a vocabulary (`vocab*`, `word2idx*`, `*dict*`, `tokens*`;
+  `.json`, `.txt`, `.pkl`/`.pickle`) opens as a vocabulary of TOKEN_VALUES entries: a JSON object or
+  pickled dict word -> index (special tokens first), or one word a line; its indices are those the
+  token stand-ins draw, so a vocabulary's size and a corpus's token ids agree;
+- a relative path absent from the working directory but present under the running script's folder
+  is read from there, as the script run from its own folder reads it (a README command written
+  from the repository root for a script that reads paths relative to itself);
+any other absent file fails as it would, and the run's stop names it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import json
+import os
+import pickle
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+from opscan.trace.run.data_stand_ins import TOKEN_VALUES, TOKENS, tokens
+from opscan.trace.run.stand_ins import Patches, StandIns
+
+SPECIALS = ("<pad>", "<unk>", "<s>", "</s>", "<sos>", "<eos>", "eos", "<start>", "<end>", "<mask>")
+VOCABULARY = re.compile(r"(^|[_\-.])(vocab|vocabulary|word2idx|word_to_idx|w2i|token2id|dict|dictionary|"
+                        r"tokens?|wordmap|word_map)([_\-.]|$)", re.IGNORECASE)   # not tokenizer.json
+VOCABULARY_SUFFIXES = (".json", ".txt", ".pkl", ".pickle", ".vocab")
+
+
+def install(stand_ins: StandIns, patches: Patches) -> dict[str, Callable]:
+    """`open` patched now; h5py when the script imports it."""
+    _open(stand_ins, patches)
+    return {"h5py": lambda module: _h5py(module, stand_ins, patches)}
+
+
+def vocabulary() -> dict[str, int]:
+    """The stood-in vocabulary: special tokens first, TOKEN_VALUES entries in all."""
+    words = list(SPECIALS) + [f"word{i}" for i in range(len(SPECIALS), TOKEN_VALUES)]
+    return {word: i for i, word in enumerate(words)}
+
+
+def is_vocabulary(path: str) -> bool:
+    name = os.path.basename(path)
+    return name.lower().endswith(VOCABULARY_SUFFIXES) and bool(VOCABULARY.search(name))
+
+
+# --- open() ------------------------------------------------------------------------------------
+
+def _open(stand_ins: StandIns, patches: Patches) -> None:
+    original = builtins.open
+
+    def open_(file, mode="r", *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and not any(c in str(mode) for c in "wax+"):
+            path = os.fspath(file)
+            if isinstance(path, str) and path and stand_ins.answers(path):
+                local = _beside_script(path, stand_ins)
+                if local:
+                    shown = os.path.relpath(local, stand_ins.root) if stand_ins.root else local
+                    stand_ins.record("data", path, f"read from {shown} (absent from the working directory; "
+                                     "the script's own folder holds it)")
+                    return original(local, mode, *args, **kwargs)
+                if "://" not in path and is_vocabulary(path):
+                    stand_ins.record("data", path, f"a synthetic vocabulary of {TOKEN_VALUES} entries (special "
+                                     "tokens first; a vocabulary assumed from the file's name)")
+                    return _vocabulary_file(path, "b" in str(mode))
+        return original(file, mode, *args, **kwargs)
+
+    patches.set(builtins, "open", open_)
+
+
+def _beside_script(path: str, stand_ins: StandIns) -> str:
+    """`path` under the script's folder when it is relative, absent here and present there."""
+    folder = stand_ins.script_dir
+    if not folder or os.path.isabs(path) or os.path.exists(path):
+        return ""
+    candidate = os.path.join(folder, path)
+    if os.path.realpath(folder) == os.path.realpath(os.getcwd()) or stand_ins.answers(candidate):
+        return ""
+    return candidate
+
+
+def _vocabulary_file(path: str, binary: bool):
+    words = vocabulary()
+    if path.lower().endswith((".pkl", ".pickle")):
+        return io.BytesIO(pickle.dumps(words))
+    text = json.dumps(words) if path.lower().endswith(".json") else "".join(f"{w}\n" for w in words)
+    return io.BytesIO(text.encode("utf-8")) if binary else io.StringIO(text)
+
+
+# --- h5py --------------------------------------------------------------------------------------
+
+class StoodInDataset:
+    """An HDF5 dataset of synthetic token ids, read as h5py reads one (NOTE [files opened by the script])."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._data = tokens(np.int64)
+        self.attrs: dict = {}
+
+    shape = property(lambda self: self._data.shape)
+    dtype = property(lambda self: self._data.dtype)
+    size = property(lambda self: self._data.size)
+    ndim = property(lambda self: self._data.ndim)
+
+    def __getitem__(self, index):
+        return self._data[()] if index == () or index is Ellipsis else self._data[index]
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __array__(self, dtype=None, copy=None):
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def read_direct(self, dest, source_sel=None, dest_sel=None) -> None:
+        dest[dest_sel if dest_sel is not None else ()] = self._data[source_sel if source_sel is not None else ()]
+
+
+class StoodInFile:
+    """An absent HDF5 file opened for reading: every key is a StoodInDataset."""
+
+    def __init__(self, path: str) -> None:
+        self.filename = path
+        self.mode = "r"
+        self.attrs: dict = {}
+        self._datasets: dict[str, StoodInDataset] = {}
+
+    def __getitem__(self, key) -> StoodInDataset:
+        key = str(key)
+        return self._datasets.setdefault(key, StoodInDataset(key))
+
+    def get(self, key, default=None):
+        return self[key]
+
+    def __contains__(self, key) -> bool:
+        return True
+
+    def keys(self):
+        return list(self._datasets)
+
+    def __iter__(self):
+        return iter(list(self._datasets))
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+def _h5py(module, stand_ins: StandIns, patches: Patches) -> None:
+    original = module.File
+
+    class File(original):   # isinstance checks keep working on real files
+        def __new__(cls, name, mode="r", *args, **kwargs):
+            if isinstance(name, (str, os.PathLike)) and mode in (None, "r") and stand_ins.answers(name):
+                stand_ins.record("data", f"h5py.File({os.fspath(name)!r})", f"each dataset read as {TOKENS} "
+                                 f"synthetic int64 token ids below {TOKEN_VALUES} (a 1-D token array assumed: "
+                                 "the file's layout is not written here)")
+                return StoodInFile(os.fspath(name))
+            return super().__new__(cls)
+
+    patches.set(module, "File", File)
