@@ -121,9 +121,14 @@ def dependency_context(config: Config, environment: str | None = None):
         from opscan.pipeline.environment import installed_metadata
 
         installed, installed_cuda, where = installed_metadata(environment)
+    catalog = shipped()
     return DependencyContext(release=head.spec, torch=head.torch, pairs=head.describe(),
-                             libraries=library_patterns(shipped().libraries), installed=installed,
-                             installed_cuda=installed_cuda, environment=where)
+                             libraries=library_patterns(catalog.libraries), installed=installed,
+                             installed_cuda=installed_cuda, environment=where,
+                             cpu_since=tuple(sorted((lib.packages[0], lib.cpu_since.version)
+                                                    for lib in catalog.libraries if lib.cpu_since)),
+                             cuda_extras=tuple(sorted((extra.distribution, extra.extras)
+                                                      for extra in catalog.cuda_extras)))
 
 
 def _included(rel: str, patterns: tuple[str, ...], root: Path, config_root: Path) -> bool:

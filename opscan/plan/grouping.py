@@ -144,13 +144,18 @@ def _kernels(findings: list[Finding], ops: list[OpUsage], sources: Mapping[Locat
 def _manifest_only_libraries(drafts: dict[str, Draft]) -> None:
     """A CUDA-only library only a dependency manifest names (OPS506; no code imports it as a
     library: unused, or the language of a kernel task, like `triton`) is no library port: its
-    requirement is dropped with the other CUDA builds (the `cuda-packages` task, docs/dependencies.md)."""
+    requirement is dropped with the other CUDA builds (the `cuda-packages` task, docs/dependencies.md).
+    A requirement that admits a release with CPU wheels (OPS513) installs as it is: with no code
+    calling the library there is nothing to port, so it joins no task (NOTE [CPU-capable releases]
+    in opscan/plan/libraries.py)."""
     for task_id in [k for k, d in drafts.items() if d.kind is task_kinds.LIBRARY_KIND]:
         draft = drafts[task_id]
         if draft.findings and all(f.category is Category.DEPENDENCY for f in draft.findings):
             del drafts[task_id]
             kind = task_kinds.CUDA_PACKAGES_KIND
-            drafts.setdefault(kind.id, Draft(kind, kind.id)).findings.extend(draft.findings)
+            moved = [f for f in draft.findings if f.name != "cpu-capable-library-dependency"]
+            if moved:
+                drafts.setdefault(kind.id, Draft(kind, kind.id)).findings.extend(moved)
 
 
 def group(findings: tuple[Finding, ...], ops: list[OpUsage], coverage: Mapping[str, Coverage],

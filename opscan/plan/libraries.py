@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
 from opscan.errors import CatalogError
 from opscan.strict_yaml import YamlProblem, check_keys as _keys, line_of, load_checked
 
@@ -18,9 +20,11 @@ SCHEMA_VERSION = 1
 CATALOG_PATH = Path(__file__).with_name("libraries.yaml")
 SIZES = ("small", "medium", "large")
 
-_TOP = {"schema_version": True, "sizes": True, "libraries": True, "kernel_families": True}
+_TOP = {"schema_version": True, "sizes": True, "libraries": True, "kernel_families": True, "cuda_extras": False}
 _LIBRARY = {"id": True, "packages": True, "size": True, "replacement": True, "why": True, "hours": True,
-            "call_site_minutes": True, "api": False, "sources": True, "distributions": False}
+            "call_site_minutes": True, "api": False, "sources": True, "distributions": False, "cpu_since": False}
+_CPU_SINCE = {"version": True, "why": True, "sources": True}
+_EXTRA = {"distribution": True, "extras": True, "why": True, "sources": True}
 _PART = {"names": True, "size": True, "replacement": True, "why": True, "hours": True}
 _FAMILY = {"id": True, "rules": True, "replacement": True, "why": True, "factor": True, "sources": True}
 _RANGE = {"low": True, "likely": True, "high": True}
@@ -50,6 +54,39 @@ class ApiPart:
 
 
 @dataclass(frozen=True)
+class CpuSince:
+    """From which release a catalog library's wheels also run on CPU (NOTE [CPU-capable releases])."""
+
+    version: str
+    why: str
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CudaExtra:
+    """Extras of a distribution that install its CUDA kernels (`aqlm[gpu]`, `sglang[srt]`): the bare
+    distribution, or its CPU extra, installs and runs without them (NOTE [CUDA extras])."""
+
+    distribution: str
+    extras: tuple[str, ...]
+    why: str
+    sources: tuple[str, ...]
+
+
+# NOTE [CPU-capable releases]
+# A library the catalog calls CUDA-only may gain CPU wheels in a later release (bitsandbytes'
+# multi-backend support). `cpu_since` names that release with its source: a requirement that admits
+# only earlier releases still installs a CUDA-only build (OPS506, an error); one that admits that
+# release or a later one installs and runs on a CPU host (OPS513, a warning naming the release): the
+# code that calls the library still needs its port (OPS401 on its imports is unchanged).
+# NOTE [CUDA extras]
+# Some distributions run on CPU but have an extra that is their CUDA install (`aqlm[gpu]`: the
+# Triton and CUDA kernels; `sglang[srt]`: sgl-kernel, flashinfer, cuda-python). `cuda_extras` lists
+# them with sources; a requirement that asks for one of those extras is judged as a CUDA-only
+# library (OPS506), the bare distribution or another extra is not.
+
+
+@dataclass(frozen=True)
 class Library:
     """One CUDA-only library: what replaces it on TorchNeuron, how big that is, and why."""
 
@@ -65,6 +102,9 @@ class Library:
     # the distributions (pip names, fnmatch patterns) that install it; () = its packages' names
     # (`flash_attn` -> `flash-attn`): read by the dependency rules (OPS506, docs/dependencies.md)
     distributions: tuple[str, ...] = ()
+    # NOTE [CPU-capable releases]: the first release whose published wheels install and run on a CPU
+    # host (bitsandbytes 0.46.0), with why and sources; None: no release does
+    cpu_since: CpuSince | None = None
 
     def part_for(self, name: str) -> ApiPart | None:
         """The first API part that covers an imported name, else None (the entry's own hours)."""
@@ -88,6 +128,7 @@ class Catalog:
     libraries: tuple[Library, ...]
     families: tuple[KernelFamily, ...]
     sizes: dict
+    cuda_extras: tuple[CudaExtra, ...] = ()
 
     def library(self, package: str) -> Library | None:
         """The entry covering a top-level package (a library finding's subject); None: no entry."""
@@ -179,7 +220,35 @@ def _library(raw, seen_ids: dict, seen_packages: dict, line: int | None) -> Libr
                              _range(item, "hours", part_what)))
     return Library(lib_id, packages, _size(raw, what), _text(raw, "replacement", what), _text(raw, "why", what),
                    _range(raw, "hours", what), _number(raw, "call_site_minutes", what), tuple(parts),
-                   _urls(raw, what), _strings(raw, "distributions", what) if "distributions" in raw else ())
+                   _urls(raw, what), _strings(raw, "distributions", what) if "distributions" in raw else (),
+                   _cpu_since(raw, what) if "cpu_since" in raw else None)
+
+
+def _version(mapping, key: str, what: str) -> str:
+    text = _text(mapping, key, what)
+    try:
+        Version(text)
+    except InvalidVersion:
+        raise YamlProblem(f"{what}: {key!r} {text!r} is not a version", line_of(mapping, key)) from None
+    return text
+
+
+def _cpu_since(raw, what: str) -> CpuSince:
+    item = raw["cpu_since"]
+    _keys(item, _CPU_SINCE, f"{what} cpu_since", line_of(raw, "cpu_since"))
+    return CpuSince(_version(item, "version", f"{what} cpu_since"), _text(item, "why", f"{what} cpu_since"),
+                    _urls(item, f"{what} cpu_since"))
+
+
+def _extra(raw, seen: dict, line: int | None) -> CudaExtra:
+    _keys(raw, _EXTRA, "cuda_extras entry", line)
+    name = _text(raw, "distribution", "cuda_extras entry")
+    what = f"cuda_extras {name}"
+    if name in seen:
+        raise YamlProblem(f"duplicate cuda_extras distribution {name!r} (first at line {seen[name]})",
+                          line_of(raw, "distribution"))
+    seen[name] = line_of(raw, "distribution")
+    return CudaExtra(name, _strings(raw, "extras", what), _text(raw, "why", what), _urls(raw, what))
 
 
 def _family(raw, seen_ids: dict, seen_rules: dict, line: int | None) -> KernelFamily:
@@ -218,7 +287,14 @@ def _build(doc) -> Catalog:
     for raw in items:
         families.append(_family(raw, fam_ids, rules,
                                 line_of(raw) if isinstance(raw, dict) else getattr(items, 'line', None)))
-    return Catalog(tuple(libraries), tuple(families), {k: " ".join(v.split()) for k, v in sizes.items()})
+    extras, seen = [], {}
+    items = doc.get("cuda_extras", [])
+    if not isinstance(items, list):
+        raise YamlProblem("cuda_extras must be a list", line_of(doc, "cuda_extras"))
+    for raw in items:
+        extras.append(_extra(raw, seen, line_of(raw) if isinstance(raw, dict) else getattr(items, 'line', None)))
+    return Catalog(tuple(libraries), tuple(families), {k: " ".join(v.split()) for k, v in sizes.items()},
+                   tuple(extras))
 
 
 def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:
@@ -232,5 +308,6 @@ def shipped() -> Catalog:
     return load_catalog(CATALOG_PATH)
 
 
-__all__ = ["CATALOG_PATH", "SIZES", "ApiPart", "Catalog", "CatalogError", "KernelFamily", "Library", "Range",
+__all__ = ["CATALOG_PATH", "SIZES", "ApiPart", "Catalog", "CatalogError", "CpuSince", "CudaExtra", "KernelFamily",
+           "Library", "Range",
            "load_catalog", "shipped"]

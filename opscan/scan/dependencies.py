@@ -36,6 +36,11 @@ class DependencyContext:
     torch: tuple[str, ...] = ()                     # torch minors the release pairs with ("2.13", "2.14")
     pairs: str = ""                                 # "torch-neuronx 2.13.3.0 with torch 2.13, ..."
     libraries: tuple[tuple[str, str], ...] = ()     # (distribution pattern, catalog package) of CUDA-only libraries
+    # (catalog package, first release whose wheels also run on CPU): NOTE [CPU-capable releases] in
+    # opscan/plan/libraries.py
+    cpu_since: tuple[tuple[str, str], ...] = ()
+    # (distribution, extras that are its CUDA install): NOTE [CUDA extras] in opscan/plan/libraries.py
+    cuda_extras: tuple[tuple[str, tuple[str, ...]], ...] = ()
     installed: tuple[tuple[str, str, str], ...] = ()   # (distribution, version, its torch requirement)
     # (distribution, version, the NVIDIA wheels / triton it requires, "" for none) of the installed
     # distributions whose metadata names torch, NVIDIA wheels or triton
@@ -181,9 +186,10 @@ def _labels(entry: Entry, regex: re.Pattern) -> str:
 
 
 class _Judge:
-    def __init__(self, ctx: DependencyContext, sources: dict[str, str]) -> None:
+    def __init__(self, ctx: DependencyContext, sources: dict[str, str], own: str = "") -> None:
         self.ctx = ctx
         self.sources = sources   # uv: package -> index name
+        self.own = own           # the manifest's own project (`sglang[srt]` in sglang's extras: a self-reference)
         self.table = companions()
 
     def torch_pin(self, entry: Entry) -> tuple[str, str] | None:
@@ -318,7 +324,49 @@ class _Judge:
         if entry.kind not in ("requirement", "conda") or not entry.name:
             return None
         package = _library_of(entry.name, self.ctx.libraries)
-        return (entry.name, package) if package else None
+        if package and self._cpu_release(entry, package):
+            return None   # OPS513's: NOTE [CPU-capable releases] in opscan/plan/libraries.py
+        if package:
+            return entry.name, package
+        for name, extras in self.ctx.cuda_extras:   # NOTE [CUDA extras] in opscan/plan/libraries.py
+            chosen = [extra for extra in entry.extras if extra in extras]
+            if entry.kind == "requirement" and name == entry.name and chosen and entry.name != self.own:
+                return f"{entry.name}[{','.join(chosen)}]", entry.name
+        return None
+
+    def cpu_capable(self, entry: Entry) -> tuple[str, str] | None:
+        """A catalog library's requirement that admits a release with CPU wheels (NOTE [CPU-capable releases])."""
+        if entry.kind not in ("requirement", "conda") or not entry.name:
+            return None
+        package = _library_of(entry.name, self.ctx.libraries)
+        first = self._cpu_release(entry, package) if package else ""
+        return (f"{entry.text or entry.name} admits {entry.name} {first} or later", package) if first else None
+
+    def _cpu_release(self, entry: Entry, package: str) -> str:
+        """The library's first CPU-capable release when the entry admits it or a later one, else ""."""
+        first = dict(self.ctx.cpu_since).get(package, "")
+        if not first:
+            return ""
+        spec = _spec(entry.spec) if entry.spec else SpecifierSet()
+        if spec is None:
+            return ""
+        return first if _admits_from(spec, Version(first)) else ""
+
+
+def _admits_from(spec: SpecifierSet, first: Version) -> bool:
+    """Whether `spec` admits `first` or a later release: `first`, the versions the specifier names
+    at or after it (and their next patch and minor), and a far later one are tried."""
+    candidates = {first, Version("9999")}
+    for item in spec:
+        text = item.version.removesuffix(".*")
+        try:
+            named = Version(text)
+        except InvalidVersion:
+            continue
+        release = named.release + (0,) * (3 - len(named.release))
+        candidates |= {named, Version(f"{release[0]}.{release[1]}.{release[2] + 1}"),
+                       Version(f"{release[0]}.{release[1] + 1}.0")}
+    return any(spec.contains(c, prereleases=True) for c in candidates if c >= first)
 
 
 @lru_cache(maxsize=4096)
@@ -369,6 +417,7 @@ def tokens(dependency_rules, ctx: DependencyContext) -> tuple[tuple[str, ...], t
         chunk = _chunk(pattern)
         if chunk:
             (words if "*" in pattern else names).add(chunk)
+    names.update(name for name, _extras in ctx.cuda_extras)
     return tuple(sorted(words)), tuple(sorted(names))
 
 
@@ -418,7 +467,8 @@ def hits(relpath: str, kind: str, text: str, dependency_rules, ctx: DependencyCo
     image); `optional`: the entry is in an extra or a dependency group (reported guarded: it never
     blocks, like code under an availability check)."""
     entries, problems = read(kind, text)
-    judge = _Judge(ctx, toml_manifests.uv_sources(text) if kind == "pyproject" else {})
+    judge = _Judge(ctx, toml_manifests.uv_sources(text) if kind == "pyproject" else {},
+                   toml_manifests.project_name(text) if kind == "pyproject" else "")
     out: list[tuple[object, int, str, str, str, bool]] = []
     seen: set[tuple[str, int, str]] = set()
     for matcher, rule in dependency_rules:
@@ -448,6 +498,8 @@ def _judge(judge: _Judge, what: str, options: dict, entry: Entry) -> tuple[str, 
         return judge.cuda_index(entry, options.get("urls", ()), options.get("labels"))
     if what == "cuda-library":
         return judge.cuda_library(entry)
+    if what == "cpu-capable-library":
+        return judge.cpu_capable(entry)
     if what == "torch-constraint":
         return judge.held_back(entry)
     if what == "cuda-metadata":

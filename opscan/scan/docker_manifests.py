@@ -28,9 +28,14 @@ _SCRIPT = re.compile(r"(?:^|[\s;&|(])(?:(?:bash|sh|source|\.)\s+\S+|\./\S+|pytho
 # and `ENV NAME=x` (and `ENV NAME x`) set a variable from that line on; `$NAME`, `${NAME}` and
 # `${NAME:-default}` in FROM and RUN are replaced by its value (or the default written in place),
 # so `ARG TORCH_VERSION=2.0.1` ... `pip install torch==${TORCH_VERSION}` is `torch==2.0.1` and
-# `FROM ${BASE}` is the base image ARG names. An entry whose text came from a variable is placed on
-# the ARG / ENV line that wrote it: that is the line a port changes. A variable with no value in
-# the file (`--build-arg` only) stays unresolved and its token is skipped. `RUN <<EOF` heredocs
+# `FROM ${BASE}` is the base image ARG names. A requirement is placed on the install line that names
+# its package (`pip install flash-attn==${FLASH_ATTN_VERSION}`, a wheel URL `.../flash_attn-${V}-...whl`):
+# that line is the one a port changes (drops or fences), whatever variable gives the version. Any
+# other entry whose text came from a variable (`pip install ${PACKAGES}`, `--index-url ${INDEX}`,
+# `FROM ${BASE}`) is placed on the ARG / ENV line that wrote it: that is the line a port changes.
+# A variable with no value in the file (`--build-arg` only) stays unresolved and its token is
+# skipped (a wheel URL keeps its file name's package and version when those two are resolved:
+# NOTE [partly resolved wheels] in scan/manifests.py). `RUN <<EOF` heredocs
 # (and `RUN bash <<EOF`) are shell lines, each read at its own line; a heredoc fed to another
 # program (`RUN python - <<EOF`) is not shell and is skipped.
 # Variables are entries too (NOTE [build variables] in scan/build_variables.py): each ARG / ENV value
@@ -197,10 +202,19 @@ def _placed(entry: Entry, lines: dict[int, str], used: dict[str, int], physical:
     written = physical[line - 1] if 0 < line <= len(physical) else ""
     if entry.kind == "image" and entry.name.split(":", 1)[0] in written:
         return replace(entry, line=line)   # `FROM nvidia/cuda:${VERSION}`: the image is named here
+    if entry.kind == "requirement" and entry.name and _names(entry.name, written):
+        return replace(entry, line=line)   # `pip install flash-attn==${VERSION}`: the package is named here
     for value, where in sorted(used.items()):
         if value and value in needle and value not in written:
             return replace(entry, line=where)
     return replace(entry, line=line)
+
+
+def _names(name: str, written: str) -> bool:
+    """Whether a line spells the distribution `name` itself (`flash_attn-${V}` and `Flash-Attn==` spell
+    `flash-attn`; `torchvision` does not spell `torch`)."""
+    pattern = r"[-_.]+".join(re.escape(part) for part in re.split(r"[-_.]+", name))
+    return re.search(rf"(?<![A-Za-z0-9_.-]){pattern}(?![A-Za-z0-9_])(?!-[A-Za-z])", written, re.I) is not None
 
 
 def _from(rest: str, line: int, entries: list[Entry]) -> None:

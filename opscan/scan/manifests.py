@@ -18,7 +18,7 @@ import yaml
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
-from packaging.version import InvalidVersion
+from packaging.version import InvalidVersion, Version
 
 from opscan.scan.files import manifest_kind  # noqa: F401 - re-exported: the kind of a manifest by its name
 
@@ -51,6 +51,7 @@ class Entry:
     build: str = ""            # conda build string
     optional: bool = False     # an extra, a dependency group, dev dependencies: installed only when asked
     read: bool = False         # a variable a later RUN reads ($NAME, or a script it runs)
+    extras: tuple[str, ...] = ()   # the extras a requirement asks for (`aqlm[gpu]`), canonical, sorted
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,8 @@ def requirement(text: str, line: int) -> Entry | Problem | None:
     wheel = wheel_version(url) if url else None
     if wheel is not None and wheel[0] == canonicalize_name(req.name):
         spec = f"=={wheel[1]}"
-    return Entry(line, "requirement", canonicalize_name(req.name), spec, url=url, text=text.strip())
+    return Entry(line, "requirement", canonicalize_name(req.name), spec, url=url, text=text.strip(),
+                 extras=tuple(sorted(canonicalize_name(e) for e in req.extras)))
 
 
 # NOTE [wheel URLs]
@@ -182,6 +184,46 @@ def wheel_version(url: str) -> tuple[str, str] | None:
     except (InvalidWheelFilename, InvalidVersion):
         return None
     return str(name), str(version)
+
+
+# NOTE [partly resolved wheels]
+# A Dockerfile may build a wheel URL from variables it cannot resolve (`${RELEASE}/flash_attn-2.8.3+cu130torch2.12-
+# ${PYTAG}-${PYTAG}-${PLATFORM}.whl`: the release URL and the tags are set by the RUN line's shell). The file
+# name's first two fields (distribution and version, PEP 427) are read when they hold no variable; the
+# rest of the name is not needed to judge the package and its version.
+_WHEEL_HEAD = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9_.]*)-(?P<version>[A-Za-z0-9_.!+]+)-[^/]*\.whl$")
+
+
+def partial_wheel(token: str, line: int) -> Entry | None:
+    """The requirement of a wheel URL or path whose file name starts `name-version-` with no variable
+    in those two fields (NOTE [partly resolved wheels]); None otherwise."""
+    filename = unquote(token.strip("'\"").split("#", 1)[0].split("?", 1)[0]).rsplit("/", 1)[-1]
+    match = _WHEEL_HEAD.match(filename)
+    if match is None:
+        return None
+    try:
+        version = str(Version(match["version"]))
+    except InvalidVersion:
+        return None
+    return Entry(line, "requirement", canonicalize_name(match["name"]), f"=={version}", url=unquote(token),
+                 text=token)
+
+
+# NOTE [find-links pages of one torch]
+# Extension projects publish their CUDA builds on one find-links page per torch and CUDA pair (PyG:
+# `-f https://data.pyg.org/whl/torch-2.1.0+cu121.html`, formerly `pytorch-geometric.com/whl/...`). The
+# page name is a CUDA build (OPS504's `urls`) and names the torch the builds are compiled against:
+# the page is read as the pin `torch==2.1.0` too (judged by OPS501 as a torch pin), since its wheels
+# load only with that torch. A page with no torch version in its name is judged as an index only.
+_TORCH_PAGE = re.compile(r"/torch-(?P<version>\d+\.\d+(?:\.\d+)?)(?:\+[A-Za-z0-9]+)?\.html$")
+
+
+def find_links_torch(url: str, line: int) -> Entry | None:
+    """The torch pin a find-links page of one torch's builds stands for, or None."""
+    match = _TORCH_PAGE.search(unquote(url).split("#", 1)[0].split("?", 1)[0])
+    if match is None:
+        return None
+    return Entry(line, "requirement", "torch", f"=={match['version']}", text=url)
 
 
 def url_requirement(url: str, line: int) -> Entry | None:
@@ -204,7 +246,12 @@ def url_requirement(url: str, line: int) -> Entry | None:
 _INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links")
 _SKIP_VALUE = ("-r", "--requirement", "-c", "--constraint", "--trusted-host", "--hash", "-e", "--editable",
                "--prefix", "--target", "-t", "--root", "--src", "--python-version", "--platform", "--abi",
-               "--implementation", "--cache-dir", "--log", "--progress-bar", "--report", "--upgrade-strategy")
+               "--implementation", "--cache-dir", "--log", "--progress-bar", "--report", "--upgrade-strategy",
+               "--no-binary", "--only-binary", "--config-settings", "-C", "--global-option", "--build-option",
+               # uv pip install's options that take a value (a package name, a file, a setting)
+               "--reinstall-package", "--upgrade-package", "-P", "--no-build-package", "--no-binary-package",
+               "--only-binary-package", "--excludes", "--overrides", "--build-constraints", "-b", "--python",
+               "-p", "--exclude-newer", "--index-strategy", "--extra", "--group", "--torch-backend")
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
@@ -260,8 +307,16 @@ def pip_arguments(tokens: list[str], line: int, entries: list[Entry], problems: 
                     value = token[2:]
                 if name in _INDEX_OPTIONS and value:
                     entries.append(Entry(line, "index", url=value, text=f"{name} {value}"))
+                    if name in ("-f", "--find-links"):
+                        _append(entries, find_links_torch(value, line))
             elif token[:2] in ("-i", "-f") and len(token) > 2:
                 entries.append(Entry(line, "index", url=token[2:], text=token))
+                if token[:2] == "-f":
+                    _append(entries, find_links_torch(token[2:], line))
+            i += 1
+            continue
+        if "$" in token and token.strip("'\"").endswith(".whl"):   # NOTE [partly resolved wheels]
+            _append(entries, partial_wheel(token, line))
             i += 1
             continue
         if "$" in token or (not strict and ("/" in token and "://" not in token or token in (".",))):
@@ -278,6 +333,11 @@ def pip_arguments(tokens: list[str], line: int, entries: list[Entry], problems: 
         elif got is not None:
             entries.append(got)
         i += 1
+
+
+def _append(entries: list, entry: Entry | None) -> None:
+    if entry is not None:
+        entries.append(entry)
 
 
 def read_requirements(text: str) -> tuple[list[Entry], list[Problem], list[str]]:

@@ -85,7 +85,10 @@ DEPENDENCY_KINDS = {
     "ended": "a package with no build for any torch the release pairs with (torchtext)",
     "cuda-index": "a CUDA wheel index or find-links URL (`urls`), or a CUDA local version label (`labels`, `+cu121`)",
     "cuda-build": "a CUDA build of a package, by distribution name (`names`)",
-    "cuda-library": "a distribution of a CUDA-only library in the catalog (opscan/plan/libraries.yaml)",
+    "cuda-library": "a distribution of a CUDA-only library in the catalog (opscan/plan/libraries.yaml), or an extra "
+                    "the catalog names as a distribution's CUDA install (`aqlm[gpu]`)",
+    "cpu-capable-library": "a requirement of a catalog library that admits a release whose wheels also run on CPU "
+                           "(the catalog's `cpu_since`)",
     "conda-cuda": "a conda CUDA package (`names`), a CUDA build of one (`builds`) or a CUDA channel (`channels`)",
     "cuda-image": "a container base image that is a CUDA image (`images`)",
     "torch-constraint": "a package whose admitted releases all require an unpaired torch, by the shipped table of "

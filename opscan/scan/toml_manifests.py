@@ -230,6 +230,17 @@ def uv_sources(text: str) -> dict[str, str]:
     return {name: item["index"] for name, item in _source_items(sources) if isinstance(item.get("index"), str)}
 
 
+def project_name(text: str) -> str:
+    """`[project] name` (canonical) of a pyproject.toml, or "": its extras may name the project itself
+    (`all = ["sglang[srt]"]`), which is a reference to its own extra, judged at that extra's lines."""
+    doc = _toml(text)
+    if isinstance(doc, Problem):
+        return ""
+    project = doc.get("project")
+    name = project.get("name") if isinstance(project, dict) else None
+    return canonicalize_name(name) if isinstance(name, str) else ""
+
+
 def read_pipfile(text: str) -> tuple[list[Entry], list[Problem]]:
     """Pipfile: [packages], [dev-packages] and [[source]] urls."""
     doc = _toml(text)

@@ -72,6 +72,16 @@ def test_a_library_only_a_manifest_names_is_dropped_with_the_cuda_builds():
     assert [s.path for s in tasks["cuda-packages"].sites] == ["pyproject.toml"]
 
 
+def test_a_library_requirement_with_cpu_wheels_is_no_drop_task_but_its_imports_stay_a_port():
+    alone, findings = _tasks({"requirements.txt": "bitsandbytes>=0.46\neetq\n"})
+    assert {f.rule for f in findings} == {"OPS513", "OPS506"}
+    assert [s.path + ":" + str(s.line) for s in alone["cuda-packages"].sites] == ["requirements.txt:2"]   # eetq only
+    used, _ = _tasks({"requirements.txt": "bitsandbytes>=0.46\n",
+                      "train.py": "import bitsandbytes as bnb\nopt = bnb.optim.AdamW8bit([])\n"})
+    assert "cuda-packages" not in used
+    assert {s.path for s in used["library:bitsandbytes"].sites} == {"requirements.txt", "train.py"}
+
+
 def _doubled(title: str) -> list[str]:
     words = title.lower().replace("(", " ").split()
     return [a for a, b in zip(words, words[1:]) if a == b]

@@ -34,7 +34,7 @@ def test_uv_project_with_a_cuda_index_in_its_sources_and_its_lock():
     assert _found(FIXTURES / "uv-cuda") == {
         "pyproject.toml:6 OPS501",     # torch==2.4.1
         "pyproject.toml:9 OPS506",     # flash-attn (Linux marker: installed on Trainium)
-        "pyproject.toml:10 OPS506",    # bitsandbytes
+        "pyproject.toml:10 OPS513",    # bitsandbytes>=0.43 admits 0.46.0 on, whose wheels run on CPU (a warning)
         "pyproject.toml:21 OPS504",    # [[tool.uv.index]] url; the lock's CUDA torch is not reported again
     }
     result = scan_paths(FIXTURES / "uv-cuda", rules=RULES, check_fixes=False, deps=DEPS)

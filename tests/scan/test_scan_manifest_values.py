@@ -90,7 +90,7 @@ RUN pip install "xformers==${XFORMERS:-0.0.22}" flash-attn==${FROM_BUILD}
 '''
     assert _found({"Dockerfile": dockerfile}) == {
         "Dockerfile:1 OPS508",   # FROM ${BASE}: the CUDA image ARG BASE names
-        "Dockerfile:3 OPS501",   # torch==${TORCH_VERSION}: the version ARG writes
+        "Dockerfile:6 OPS501",   # torch==${TORCH_VERSION}: on the install line that names torch
         "Dockerfile:4 OPS504",   # the CUDA index whose tag ENV writes
         "Dockerfile:4 OPS512",   # ... a CUDA default a RUN reads (a note)
         "Dockerfile:8 OPS506",   # xformers with its in-place default; flash-attn's version comes only at build time
@@ -114,7 +114,7 @@ RUN <<-'EOT' bash
 '''
     assert _found({"Dockerfile": dockerfile}) == {
         "Dockerfile:4 OPS501", "Dockerfile:5 OPS502",   # inside the heredoc, each at its own line
-        "Dockerfile:11 OPS506",                          # a <<- heredoc, indented, with its shell named after it
+        "Dockerfile:11 OPS513",   # a <<- heredoc, indented, with its shell named after it (bitsandbytes: CPU wheels)
     }
 
 
