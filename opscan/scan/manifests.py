@@ -335,7 +335,7 @@ def pip_arguments(tokens: list[str], line: int, entries: list[Entry], problems: 
         i += 1
 
 
-def _append(entries: list, entry: Entry | None) -> None:
+def _append(entries: list[Entry], entry: Entry | None) -> None:
     if entry is not None:
         entries.append(entry)
 
