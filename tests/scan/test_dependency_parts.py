@@ -1,5 +1,5 @@
 """benchmarks/accuracy/dependencies: the held-out parts' files agree with each other (labels, file lists,
-pinned snapshots; HELDOUT2-4.md), the scorer reads labels and file lists as documented, and the fetch
+pinned snapshots; HELDOUT2-5.md), the scorer reads labels and file lists as documented, and the fetch
 script copies each listed file at its pinned commit.
 
 The parts' manifests are copied at run time (fetch_heldout*.py), so these tests read only the tracked
@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPS = ROOT / "benchmarks" / "accuracy" / "dependencies"
-PARTS = ("heldout2", "heldout3", "heldout4")
+PARTS = ("heldout2", "heldout3", "heldout4", "heldout5")
 
 
 def _load(name: str):

@@ -7,8 +7,9 @@ commit with `git show COMMIT:PATH`, so what is scored is what was labelled.
 
     python benchmarks/accuracy/dependencies/fetch_heldout2.py --mirror DIR   # DIR/<owner>+<name>/repo
 
-The third and fourth held-out parts (HELDOUT3.md, HELDOUT4.md) are copied the same way by fetch_heldout3.py
-(main("heldout3")) and fetch_heldout4.py (main("heldout4")).
+The third, fourth and fifth held-out parts (HELDOUT3.md, HELDOUT4.md, HELDOUT5.md) are copied the same
+way by fetch_heldout3.py (main("heldout3")), fetch_heldout4.py (main("heldout4")) and fetch_heldout5.py
+(main("heldout5")).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ companion specifier that admits a paired torch would be one of them (the goal: n
     python benchmarks/accuracy/dependencies/score.py heldout2     # corpus/heldout2/ (fetch_heldout2.py), HELDOUT2.md
     python benchmarks/accuracy/dependencies/score.py heldout3     # corpus/heldout3/ (fetch_heldout3.py), HELDOUT3.md
     python benchmarks/accuracy/dependencies/score.py heldout4     # corpus/heldout4/ (fetch_heldout4.py), HELDOUT4.md
+    python benchmarks/accuracy/dependencies/score.py heldout5     # corpus/heldout5/ (fetch_heldout5.py), HELDOUT5.md
 """
 
 from __future__ import annotations
@@ -39,8 +40,11 @@ SETS = {
     "heldout3": (HERE / "corpus" / "heldout3", HERE / "labels_heldout3.csv", HERE / "files_heldout3.txt"),
     # the fourth held-out part (issue #43, HELDOUT4.md): fetch_heldout4.py copies its files; scored once, by the lead
     "heldout4": (HERE / "corpus" / "heldout4", HERE / "labels_heldout4.csv", HERE / "files_heldout4.txt"),
+    # the fifth held-out part (issue #43, HELDOUT5.md): fetch_heldout5.py copies its files; scored once, by the lead
+    "heldout5": (HERE / "corpus" / "heldout5", HERE / "labels_heldout5.csv", HERE / "files_heldout5.txt"),
 }
-FETCH = {"heldout2": "fetch_heldout2.py", "heldout3": "fetch_heldout3.py", "heldout4": "fetch_heldout4.py"}
+FETCH = {"heldout2": "fetch_heldout2.py", "heldout3": "fetch_heldout3.py", "heldout4": "fetch_heldout4.py",
+         "heldout5": "fetch_heldout5.py"}
 
 
 def _labels(path: Path) -> dict[tuple[str, int], str]:
