@@ -5,10 +5,10 @@ from __future__ import annotations
 from itertools import groupby
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from opscan.records import Finding, Report
+from opscan.reporters.terminal.grid import FindingsGrid
 from opscan.reporters.terminal.location import fit
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
@@ -50,16 +50,13 @@ def section(report: Report, console: Console) -> None:
     for path, group in groupby(findings, key=lambda f: f.location.path):
         console.print()
         console.print(Text(fit(path, "", console.width), style="bold underline"))   # location.py
-        grid = Table.grid(padding=(0, 1), expand=False)
-        grid.add_column(style="dim", no_wrap=True, justify="right")
-        grid.add_column(no_wrap=True)
-        grid.add_column(ratio=1)
+        rows = []   # printed as a Table.grid would print them: NOTE [the findings grid] in grid.py
         last_fix = None
         for finding in group:
             style = SEVERITY_STYLE.get(finding.severity, "")
             code = Text(finding.rule, style=style)
             code.append(f" {finding.severity}", style=style)
-            grid.add_row(" " + _where(finding), code, _body(finding, finding.fix != last_fix, snippet_max))
+            rows.append((Text(" " + _where(finding)), code, _body(finding, finding.fix != last_fix, snippet_max)))
             last_fix = finding.fix
-        console.print(grid)
+        console.print(FindingsGrid(rows))
     console.print()
