@@ -323,6 +323,38 @@ def test_the_scan_command_loads_no_child_process_machinery():
     assert json.loads(out.stdout) == [True, False, False, False]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["terminal", "json"])
+def test_a_source_scan_imports_no_model_or_child_machinery(tmp_path: Path, fmt: str) -> None:
+    """A whole `opscan scan` of a small project (findings, a requirements file, its cache written then
+    read) imports nothing of what finds, builds, traces or isolates models: no opscan.targets,
+    opscan.trace, opscan.db, opscan.zoo, no containment beyond the Limits it carries (policy.py);
+    warm, with one job, no multiprocessing either (NOTE [a source scan imports no targets] in
+    pipeline/analyse.py)."""
+    import json
+    import subprocess
+
+    project = tmp_path / "proj"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pkg" / "model.py").write_text("import torch\nx = torch.zeros(2).cuda()\n"
+                                              "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n")
+    (project / "requirements.txt").write_text("torch==2.4.0\nflash-attn\n")
+    code = ("import io, json, sys, contextlib\nfrom opscan import cli\nout = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out):\n"
+            f"    code = cli.main(['scan', {str(project)!r}, '--format', {fmt!r}, '--jobs', '1', '--cache-dir', "
+            f"{str(tmp_path / 'cache')!r}])\n"
+            "print(json.dumps([code, len(out.getvalue()) > 0, sorted(m for m in sys.modules if m.startswith(("
+            "'opscan.targets', 'opscan.trace', 'opscan.db', 'opscan.zoo', 'opscan.containment.', 'multiprocessing'))"
+            ")]))")
+    for run in ("cold", "warm"):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+        exit_code, printed, loaded = json.loads(done.stdout.splitlines()[-1])
+        assert exit_code == 1 and printed, (run, done.stdout, done.stderr)     # the .cuda() call blocks
+        if run == "cold":   # the fix check's first question imports torch (and torch multiprocessing)
+            loaded = [m for m in loaded if not m.startswith("multiprocessing")]
+        assert loaded == ["opscan.containment.policy"], run
+
+
 # --- the layout (issue 45) ----------------------------------------------------------------------------
 
 # The root holds entry points and foundations only; every other module is in the package of its phase

@@ -29,7 +29,9 @@ extrapolated by lines (marked "extrapolated"). --memory-scaling TREE scans 1x, 2
 Results are merged into --results (JSON, keyed by tree and tool), so slow tools measured once can
 be combined with fast ones measured later; --table prints the table from that file alone.
 --interleave TREE times the two goal pairs of issue 26 in one run, interleaved round by round
-(opscan cold, ruff --select ALL --no-cache, opscan warm, ruff default with its cache warm), so
+(opscan cold, ruff --select ALL --no-cache, opscan warm --format json, opscan warm with the
+terminal report (`opscan-warm-terminal`: the default format, what a user sees), ruff default with
+its cache warm), so
 that machine load hits both sides of each ratio alike; it reports per-pair medians, the median
 of the per-round ratios, and the 1-minute load average around each run.
 Example (what docs/benchmarks.md used):
@@ -42,7 +44,8 @@ the `dev` extra pins; ruff from the same environment), then the pre-commit hook 
 (`opscan scan --concise FILE`, the tree's largest, with the tree's cache warm and after that file
 changed); it prints each ratio against its goal (GOALS: cold <= 1.0x ruff --select ALL, warm <=
 0.25x ruff's default rules, the hook under 1 s) and exits 1 only on a gross regression (LIMITS:
-the median cold ratio over 2.0, the median warm ratio over 1.0), so a loaded CI machine does not
+the median cold ratio over 2.0, the median warm ratio over 1.0; warm is the worse of the JSON and
+the terminal report), so a loaded CI machine does not
 fail it while a slowdown like issue 40's (cold 2.5x, warm 6.6-10x) does.
 """
 
@@ -149,9 +152,11 @@ def sample_files(files: list[Path], target_lines: int) -> tuple[list[Path], int]
 
 
 # -- commands ----------------------------------------------------------------------------------
-def opscan_cmd(args, tree: Path, cache: Path, extra: list[str]) -> list[str]:
-    return [args.python, "-m", "opscan", "scan", str(tree), "--format", "json", "--cache-dir",
-            str(cache), *extra]
+def opscan_cmd(args, tree: Path, cache: Path, extra: list[str], fmt: str = "json") -> list[str]:
+    """`opscan scan TREE`; fmt "terminal" is the default report (rich, what a user sees), sent to a
+    pipe here, so it is rendered at rich's default width for a non-terminal (80 columns)."""
+    fmt_args = [] if fmt == "terminal" else ["--format", fmt]
+    return [args.python, "-m", "opscan", "scan", str(tree), *fmt_args, "--cache-dir", str(cache), *extra]
 
 
 def ruff_cmd(args, targets: list[str], select_all: bool, concise: bool, cache: Path | None):
@@ -243,6 +248,7 @@ def interleaved(args, name: str, tree: Path) -> dict:
     work = Path(tempfile.mkdtemp(prefix="scan-bench-il-"))
     cache, ruff_cache = work / "cache", work / "ruff"
     cold = opscan_cmd(args, tree, cache, list(args.opscan_arg))
+    terminal = opscan_cmd(args, tree, cache, list(args.opscan_arg), fmt="terminal")
     ruff_all = ruff_cmd(args, [str(tree)], True, False, None)
     ruff_warm = ruff_cmd(args, [str(tree)], False, False, ruff_cache)
     rounds: list[dict] = []
@@ -257,7 +263,8 @@ def interleaved(args, name: str, tree: Path) -> dict:
         for n in range(args.runs):
             shutil.rmtree(cache / "v1", ignore_errors=True)
             row = {"opscan-cold": measure(cold), "ruff-all": measure(ruff_all),
-                   "opscan-warm": measure(cold), "ruff-default-warm": measure(ruff_warm)}
+                   "opscan-warm": measure(cold), "opscan-warm-terminal": measure(terminal),
+                   "ruff-default-warm": measure(ruff_warm)}
             rounds.append(row)
             print(f"  round {n + 1}: " + ", ".join(f"{k} {v['seconds']:.2f} s" for k, v in row.items())
                   + f", load {row['opscan-cold']['load']:.1f}", file=sys.stderr, flush=True)
@@ -270,6 +277,8 @@ def interleaved(args, name: str, tree: Path) -> dict:
         "cold_ratio_median": statistics.median(r["opscan-cold"]["seconds"] / r["ruff-all"]["seconds"] for r in rounds),
         "warm_ratio_median": statistics.median(r["opscan-warm"]["seconds"] / r["ruff-default-warm"]["seconds"]
                                                for r in rounds),
+        "warm_terminal_ratio_median": statistics.median(
+            r["opscan-warm-terminal"]["seconds"] / r["ruff-default-warm"]["seconds"] for r in rounds),
         "rc": sorted({v["rc"] for r in rounds for v in r.values()}),
         "load_1min": [round(r[k]["load"], 2) for r in rounds for k in r],
         "rounds": [{k: round(v["seconds"], 3) for k, v in r.items()} for r in rounds],
@@ -281,8 +290,10 @@ GOALS = {"cold": 1.0, "warm": 0.25, "hook": 1.0}      # ratios to ruff; the hook
 LIMITS = {"cold": 2.0, "warm": 1.0}                     # CI fails beyond these (gross regressions)
 
 
-def regressions(cold: float, warm: float) -> list[str]:
-    """The ratios past CI's limits (LIMITS): a gross regression, not a goal missed."""
+def regressions(cold: float, warm: float, warm_terminal: float = 0.0) -> list[str]:
+    """The ratios past CI's limits (LIMITS): a gross regression, not a goal missed. Warm is judged
+    on the worse of its two reports (JSON, and the terminal report a user sees by default)."""
+    warm = max(warm, warm_terminal)
     return [k for k, ratio in (("cold", cold), ("warm", warm)) if ratio > LIMITS[k]]
 
 
@@ -328,27 +339,31 @@ def gate(args, spec: str) -> int:
     row = interleaved(args, name, tree)
     hook = hook_seconds(args, tree, args.runs)
     row["hook"] = hook
-    cold, warm = row["cold_ratio_median"], row["warm_ratio_median"]
+    # The warm goal and limit hold for both reports: JSON (what tools read) and the terminal report
+    # (what a user sees by default); the worse of the two is judged.
+    cold, warm_json, warm_term = row["cold_ratio_median"], row["warm_ratio_median"], row["warm_terminal_ratio_median"]
     slowest_hook = max(hook["unchanged"] + hook["changed"])
     lines = [
         f"{name}: {row['files']} files, {row['runs']} interleaved rounds, load {min(row['load_1min'])}-"
         f"{max(row['load_1min'])} (1-minute average: wall times on a loaded machine are inflated)",
         f"  cold: opscan {row['median']['opscan-cold']:.2f} s / ruff --select ALL {row['median']['ruff-all']:.2f} s"
         f" = {cold:.2f}x (goal <= {GOALS['cold']}x, CI fails over {LIMITS['cold']}x)",
-        f"  warm: opscan {row['median']['opscan-warm']:.2f} s / ruff default (cache warm) "
-        f"{row['median']['ruff-default-warm']:.2f} s = {warm:.2f}x (goal <= {GOALS['warm']}x, CI fails over "
-        f"{LIMITS['warm']}x)",
+        f"  warm: opscan --format json {row['median']['opscan-warm']:.2f} s, terminal report "
+        f"{row['median']['opscan-warm-terminal']:.2f} s / ruff default (cache warm) "
+        f"{row['median']['ruff-default-warm']:.2f} s = {warm_json:.2f}x json, {warm_term:.2f}x terminal "
+        f"(goal <= {GOALS['warm']}x, CI fails over {LIMITS['warm']}x, the worse of the two judged)",
         f"  pre-commit hook on {hook['file']} ({hook['lines']} lines): unchanged "
         f"{', '.join(f'{s:.2f}' for s in hook['unchanged'])} s, changed "
         f"{', '.join(f'{s:.2f}' for s in hook['changed'])} s (goal < {GOALS['hook']:.0f} s)",
         "  goals: " + ", ".join(f"{k} {'met' if ok else 'NOT met'}" for k, ok in
-                                (("cold", cold <= GOALS["cold"]), ("warm", warm <= GOALS["warm"]),
+                                (("cold", cold <= GOALS["cold"]), ("warm json", warm_json <= GOALS["warm"]),
+                                 ("warm terminal", warm_term <= GOALS["warm"]),
                                  ("hook", slowest_hook < GOALS["hook"]))),
     ]
     print("\n".join(lines), flush=True)
     if args.results:
         Path(args.results).write_text(json.dumps(row, indent=1) + "\n")
-    failed = regressions(cold, warm)
+    failed = regressions(cold, warm_json, warm_term)
     if failed:
         print(f"scan-bench: gross speed regression ({', '.join(failed)}): see docs/benchmarks.md", file=sys.stderr)
         return 1

@@ -1,9 +1,11 @@
 """Warm `opscan scan` of one tree by two checkouts, interleaved run by run: wall and CPU seconds.
 
-    python benchmarks/speed/warm_ab.py --before ../base [--after .] [--tree PATH] [--pairs 15] [--json OUT]
+    python benchmarks/speed/warm_ab.py --before ../base [--after .] [--tree PATH] [--pairs 15]
+        [--format json|terminal|sarif] [--json OUT]
 
 `--before`/`--after` are opscan checkouts (e.g. `git archive COMMIT | tar -x -C ../base`); each run
-is `python -m opscan scan TREE --format json --cache-dir CACHE` started in that checkout, so its
+is `python -m opscan scan TREE --format json --cache-dir CACHE` (`--format terminal`: no --format,
+the default report a user sees, rendered to a pipe) started in that checkout, so its
 own `opscan` is imported, with this interpreter and a cache of its own filled by two untimed runs
 first. The runs alternate (before, after, before, ...), so machine load hits both alike: on a
 shared machine compare the CPU columns and the minima, and quote the load. The tree defaults to
@@ -26,10 +28,11 @@ import time
 from pathlib import Path
 
 
-def run(python: str, checkout: Path, tree: Path, cache: Path) -> tuple[float, float]:
+def run(python: str, checkout: Path, tree: Path, cache: Path, fmt: str = "json") -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([python, "-m", "opscan", "scan", str(tree), "--format", "json", "--cache-dir", str(cache)],
+    fmt_args = [] if fmt == "terminal" else ["--format", fmt]
+    subprocess.run([python, "-m", "opscan", "scan", str(tree), *fmt_args, "--cache-dir", str(cache)],
                    cwd=checkout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -48,6 +51,8 @@ def main() -> int:
     parser.add_argument("--after", default=Path("."), type=Path, help="the checkout measured (default: here)")
     parser.add_argument("--tree", type=Path, help="the tree scanned (default: transformers' installed source)")
     parser.add_argument("--pairs", type=int, default=15, help="interleaved runs of each checkout")
+    parser.add_argument("--format", default="json", choices=["json", "terminal", "sarif"],
+                        help="the report measured (terminal: the default one)")
     parser.add_argument("--label-before", help="what --before is, in the results (default: its folder name)")
     parser.add_argument("--label-after", help="what --after is, in the results (default: its git commit)")
     parser.add_argument("--json", type=Path, help="write the results here (no path of this machine in it)")
@@ -68,15 +73,15 @@ def main() -> int:
             subprocess.run([sys.executable, "-m", "compileall", "-q", "opscan"], cwd=checkout, check=True,
                            stdout=subprocess.DEVNULL)   # as an installed package is
             for _ in range(2):
-                run(sys.executable, checkout, tree, cache)
+                run(sys.executable, checkout, tree, cache, args.format)
         for _ in range(args.pairs):
             for name, checkout, cache in zip(rows, checkouts, caches):
-                rows[name].append(run(sys.executable, checkout, tree, cache))
+                rows[name].append(run(sys.executable, checkout, tree, cache, args.format))
             loads.append(round(os.getloadavg()[0], 2))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     labels = [args.label_before or checkouts[0].name, args.label_after or _commit(checkouts[1])]
-    out: dict = {"tree": tree.name, "pairs": args.pairs, "load_1min": loads,
+    out: dict = {"tree": tree.name, "format": args.format, "pairs": args.pairs, "load_1min": loads,
                  "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     for name, label in zip(rows, labels):
         walls, cpus = [w for w, _ in rows[name]], [c for _, c in rows[name]]

@@ -61,14 +61,37 @@ Stdlib only; the parent never imports torch.
 
 from __future__ import annotations
 
-from opscan.containment.allowlist import named_paths
-from opscan.containment.landlock import landlock_abi
+from typing import TYPE_CHECKING
+
 from opscan.containment.policy import (ALLOWED_NAMES, ALLOWED_PREFIXES, ContainmentUnavailable, HELD, Held,
                                        MAX_PROCESSES, PARTS, PROJECT_CODE_COMMANDS, Policy, READ_ONLY_COMMANDS,
                                        SAFE_NAMES, SCRATCH_SIZE, SECRET_PLACES, SECRET_WORDS, SHORT_SECRET_WORDS,
                                        allowed_name, carried_environment, child_environment, is_secret_name,
                                        not_contained, real_home, strip_credentials)
-from opscan.containment.supervisor import command_prefix, enter, held_here, prepare_scratch, remove_scratch
+
+# The supervisor's, the allow-list's and Landlock's names are imported on first use (PEP 562): a
+# run that starts no child (`opscan scan`) carries a Policy and Limits (policy.py) and nothing else
+# of the package. Each module that uses them imports them itself (child.py imports `enter` before
+# any containment), so no name is first imported inside a contained child.
+_LAZY = {"named_paths": "allowlist", "landlock_abi": "landlock", "command_prefix": "supervisor",
+         "enter": "supervisor", "held_here": "supervisor", "prepare_scratch": "supervisor",
+         "remove_scratch": "supervisor"}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from opscan.containment.allowlist import named_paths
+    from opscan.containment.landlock import landlock_abi
+    from opscan.containment.supervisor import command_prefix, enter, held_here, prepare_scratch, remove_scratch
 
 __all__ = [
     "ALLOWED_NAMES", "ALLOWED_PREFIXES", "ContainmentUnavailable", "HELD", "Held", "MAX_PROCESSES", "PARTS",

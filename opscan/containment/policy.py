@@ -202,3 +202,28 @@ class Held:
 
 def not_contained(reason: str) -> Held:
     return Held(tuple((part, reason) for part in PARTS))
+
+
+DEFAULT_TIMEOUT = 900.0  # seconds; a 70B-shape fake trace takes ~25 s here
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the child may use: wall seconds (None = no limit), bytes of address space (None = no
+    limit of opscan's own), how the child process is started (process.py START_METHODS), and its
+    containment (PARTS: environment, network, files, ipc, keyring, processes, limits). Run by
+    containment/process.py `run`; defined here with the Policy it holds, so that a run which starts
+    no child can carry its default limits without importing the machinery that starts one."""
+
+    timeout: float | None = DEFAULT_TIMEOUT
+    max_memory: int | None = None
+    start_method: str = "spawn"
+    containment: Policy = Policy()
+
+
+def default_max_memory() -> int | None:
+    """Three quarters of physical memory (so a runaway model fails before the machine swaps), or None."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 3 // 4)
+    except (ValueError, OSError, AttributeError):
+        return None

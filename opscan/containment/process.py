@@ -43,10 +43,12 @@ from opscan import containment, errors
 from opscan.containment import Held, Policy, children, codec
 from opscan.containment.child import HEADER, Answer, Request
 from opscan.containment.interpreter import NEUTRAL_FOLDER
-from opscan.containment.policy import carried_environment
+# Limits, its DEFAULT_TIMEOUT and default_max_memory live in policy.py (a run that starts no child,
+# `opscan scan`, builds its default Limits without importing this module) and are re-exported here
+from opscan.containment.policy import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT, Limits, carried_environment
+from opscan.containment.policy import default_max_memory as default_max_memory
 from opscan.errors import UsageError
 
-DEFAULT_TIMEOUT = 900.0  # seconds; a 70B-shape fake trace takes ~25 s here
 START_METHODS = ("spawn", "forkserver", "fork")
 ERROR_LIMIT, MRO_LIMIT = 4000, 32   # characters of an answer's error and place; class names of its exception
 ANSWER_LIMIT = 64 << 20    # bytes of one answer frame (an 80-layer Llama's trace: 0.2 MB; containment_bench.py --codec)
@@ -85,18 +87,6 @@ HOW: dict[str, str] = {k.value: k.description for k in How}
 
 
 @dataclass(frozen=True)
-class Limits:
-    """What the child may use: wall seconds (None = no limit), bytes of address space (None = no
-    limit of opscan's own), how the child process is started, and its containment
-    (opscan/containment/policy.py PARTS: environment, network, files, ipc, keyring, processes, limits)."""
-
-    timeout: float | None = DEFAULT_TIMEOUT
-    max_memory: int | None = None
-    start_method: str = "spawn"
-    containment: Policy = Policy()
-
-
-@dataclass(frozen=True)
 class Ended:
     """How one contained call ended (see HOW)."""
 
@@ -116,14 +106,6 @@ class Ended:
 
     def __post_init__(self) -> None:   # NOTE [typed vocabularies] in opscan/records/vocabulary.py
         object.__setattr__(self, "how", How(self.how))
-
-
-def default_max_memory() -> int | None:
-    """Three quarters of physical memory (so a runaway model fails before the machine swaps), or None."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 3 // 4)
-    except (ValueError, OSError, AttributeError):
-        return None
 
 
 def effective_memory(requested: int | None) -> tuple[int | None, bool]:

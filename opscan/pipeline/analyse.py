@@ -17,14 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from opscan import __version__
-from opscan.assess import baseline as baselines
 from opscan.pipeline import phases as default_phases
 from opscan.assess import assess
 from opscan.config import Config, ModelConfig
 from opscan.errors import (MissingDependencyError, MissingModulesError, ModelProcessError, OpscanError, TargetError,
                            TraceError, UsageError)
 from opscan.index import ProjectIndex
-from opscan.containment.process import Limits
 from opscan.pipeline import entry_step
 from opscan.records import (BaselineStatus, Checked, DeviceProfile, Discovery, Draft, Finding, Mode, ModelTrace,
                             NothingToCheck, Report, SourceCheck, Step, Target, TargetKind)
@@ -33,6 +31,8 @@ from opscan.pipeline.phases import ScanOutcome, database_notes
 from opscan.assess.verdict import NO_MODEL
 
 if TYPE_CHECKING:
+    from opscan.assess import baseline as baselines
+    from opscan.containment.process import Limits
     from opscan.db import Release
 
 Progress = Callable[[str, str], None]
@@ -192,7 +192,11 @@ def start(target: Path, options: RunOptions) -> Run:
     """The run's target and root; the baseline is read here, so a bad one fails before any trace."""
     target = Path(target).resolve()
     scan = options.scan
-    entries = baselines.load(options.baseline) if options.baseline is not None else None
+    entries = None
+    if options.baseline is not None:
+        from opscan.assess import baseline as baselines
+
+        entries = baselines.load(options.baseline)
     root = target if target.is_dir() else target.parent
     return Run(target=target, root=root, narrowed=tuple(scan.paths) if scan is not None and scan.paths else (),
                baseline=options.baseline, entries=None if entries is None else tuple(entries),
@@ -352,6 +356,8 @@ def apply_baseline(run: Run, findings: tuple[Finding, ...] | list[Finding]) -> K
     entries = run.entries
     if run.narrowed:   # entries of files not scanned are not stale
         entries = tuple(e for e in entries if _within(run.root / e.path, run.narrowed))
+    from opscan.assess import baseline as baselines
+
     applied = baselines.apply(findings, entries)
     status = BaselineStatus(
         path=relative_root(Path(run.baseline).resolve()), known=applied.known,
@@ -399,6 +405,8 @@ def _discover(target: Path, trust_remote_code: bool, mode: str | None = None,
     """(Discovery, the models to trace): a model folder or exported program at PATH is traced as if
     configured; otherwise (when `search`: runs that trace) the project's model candidates are read,
     never run, for the report and `opscan init` (NOTE [found beside the configuration])."""
+    if not search and not _may_be_a_model(target):
+        return None, ()
     from opscan.targets.discovery import call_site_table, candidates, direct, step_plans
 
     found = direct(target, relative_root(target), trust_remote_code=trust_remote_code)
@@ -418,6 +426,29 @@ def _discover(target: Path, trust_remote_code: bool, mode: str | None = None,
     models = tuple(ModelConfig(target=t, mode=Mode.INFERENCE if t.kind is TargetKind.EXPORT else (mode or Mode.TRAIN),
                                trust_remote_code=trust_remote_code) for t in map(Target.parse, found.traced))
     return found, models
+
+
+# NOTE [a source scan imports no targets]
+# A warm `opscan scan` of transformers' source took ~0.3 s, of which ~0.15 s was importing modules,
+# some of them for nothing: the model discovery (opscan/targets/discovery.py and the repository
+# readers it imports, ~7 ms) for the one check of whether PATH itself is a model folder, the
+# baseline reader with no baseline (~5 ms), and the child-process machinery (containment/process.py,
+# the supervisor, Landlock, the allow-list, subprocess: ~10 ms) for the default Limits that every
+# RunOptions carries. Now: `direct` is asked only when PATH could be a model (`_may_be_a_model`, a
+# superset of what `direct` accepts: tests/pipeline/test_pipeline_source_only.py), the baseline
+# is read where a run has one, Limits (and its defaults) live in containment/policy.py beside the
+# Policy they hold, and the containment package loads its supervisor's, allow-list's and Landlock's
+# names on first use (PEP 562). tests/test_architecture.py runs a whole `opscan scan` in a
+# subprocess and names what must stay out of sys.modules.
+def _may_be_a_model(target: Path) -> bool:
+    """False when `direct` (opscan/targets/discovery.py) surely finds no model at `target`: not a
+    `.pt2` or `config.json` file, nor a folder holding either (NOTE [a source scan imports no targets])."""
+    if target.is_file():
+        return target.suffix == ".pt2" or target.name == "config.json"
+    try:
+        return (target / "config.json").exists() or any(p.suffix == ".pt2" for p in target.iterdir())
+    except OSError:
+        return True   # let `direct` say what it says of a folder it cannot list
 
 
 def _with_config_blocks(found):

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from opscan.containment.process import Limits, default_max_memory
+# not process.py: a run that starts no child does not import it (NOTE [a source scan imports no targets])
+from opscan.containment.policy import Limits, default_max_memory
 
 
 @dataclass(frozen=True)

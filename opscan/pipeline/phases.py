@@ -11,13 +11,15 @@ import dataclasses
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, TraceError
-from opscan.containment.process import Limits
 from opscan.pipeline.options import ScanOptions
 from opscan.records import DeviceProfile, Finding, ModelTrace, RuleInfo, ScanFacts, Shrink, Target, TargetKind
+
+if TYPE_CHECKING:
+    from opscan.containment.process import Limits
 
 
 @dataclass(frozen=True)

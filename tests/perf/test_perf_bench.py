@@ -62,4 +62,6 @@ def test_the_speed_gate_fails_on_gross_regressions_only(bench) -> None:
     assert bench.regressions(2.5, 0.2) == ["cold"]          # issue 40's cold scan
     assert bench.regressions(0.9, 6.6) == ["warm"]          # ... and its warm scan
     assert bench.regressions(1.3, 0.4) == []                # goals missed, no gross regression
+    assert bench.regressions(0.9, 0.3, 1.2) == ["warm"]     # the terminal report slow, JSON fast
+    assert bench.regressions(0.9, 0.3, 0.5) == []
     assert bench.GOALS["cold"] < bench.LIMITS["cold"] and bench.GOALS["warm"] < bench.LIMITS["warm"]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from itertools import groupby
 
-from rich.console import Console
-from rich.table import Table
+from rich.console import Console, Group, NewLine, RenderableType
 from rich.text import Text
 
 from opscan.records import Finding, Report
+from opscan.reporters.terminal.grid import FindingsGrid
 from opscan.reporters.terminal.location import fit
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "note": "cyan"}
@@ -46,20 +46,20 @@ def section(report: Report, console: Console) -> None:
     findings = sorted(report.findings, key=Finding.sort_key)
     snippet_max = min(SNIPPET_MAX, console.width - 26)   # one line beside "  12:5 OPS101 warning "
     files = len({f.location.path for f in findings})
-    console.print(Text(f"Findings — {len(findings)} in {files} file{'s' if files != 1 else ''}", style="bold"))
+    # one print of the whole section: the same lines as a print of each part (~0.03-0.09 ms a print)
+    parts: list[RenderableType] = [
+        Text(f"Findings — {len(findings)} in {files} file{'s' if files != 1 else ''}", style="bold")]
     for path, group in groupby(findings, key=lambda f: f.location.path):
-        console.print()
-        console.print(Text(fit(path, "", console.width), style="bold underline"))   # location.py
-        grid = Table.grid(padding=(0, 1), expand=False)
-        grid.add_column(style="dim", no_wrap=True, justify="right")
-        grid.add_column(no_wrap=True)
-        grid.add_column(ratio=1)
+        parts.append(NewLine())
+        parts.append(Text(fit(path, "", console.width), style="bold underline"))   # location.py
+        rows = []   # printed as a Table.grid would print them: NOTE [the findings grid] in grid.py
         last_fix = None
         for finding in group:
             style = SEVERITY_STYLE.get(finding.severity, "")
             code = Text(finding.rule, style=style)
             code.append(f" {finding.severity}", style=style)
-            grid.add_row(" " + _where(finding), code, _body(finding, finding.fix != last_fix, snippet_max))
+            rows.append((Text(" " + _where(finding)), code, _body(finding, finding.fix != last_fix, snippet_max)))
             last_fix = finding.fix
-        console.print(grid)
-    console.print()
+        parts.append(FindingsGrid(rows))
+    parts.append(NewLine())
+    console.print(Group(*parts))
