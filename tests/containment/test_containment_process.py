@@ -170,7 +170,9 @@ def test_one_package_isolates_model_code():
         "pass_fds": ["containment/children.py", "containment/forkserver.py"],
         "unshare(": ["containment/namespaces.py", "containment/supervisor.py"],
         # the scan's and fix's worker pools (no project code), and `opscan run`'s DataLoader workers
-        # loaded in the script's process: never the child of project code (no pickle on its way back)
-        "import multiprocessing": ["fix/files.py", "scan/workers.py"],
+        # loaded in the script's process: never the child of project code (no pickle on its way back);
+        # trace/run/workers.py runs inside the contained child, where it replaces the script's own
+        # worker processes (mp.Process, torch.multiprocessing.spawn) by a call in that process
+        "import multiprocessing": ["fix/files.py", "scan/workers.py", "trace/run/workers.py"],
     }
     assert not (package / "zoo" / "isolate.py").exists()
