@@ -1,5 +1,8 @@
-"""Rebuilds the held-out 6 corpus (issue 42): twelve research repositories at their pinned commits,
+"""Rebuilds the held-out 6 or 7 corpus (issue 42): twelve research repositories at their pinned commits,
 and the one environment they run in.
+
+`--set heldout7` reads heldout7.toml (the rule in HELDOUT7.md) and writes corpus/heldout7/ and
+heldout7_venv.lock instead; every path below reads `heldout7` for `heldout6` then.
 
 The recipe is heldout6.toml (chosen by the rule in HELDOUT6.md). Each repository is exported with
 `git archive` from a local mirror (`--mirror DIR`, holding DIR/<owner>+<name>/repo, a bare git
@@ -18,6 +21,7 @@ imports from its dependencies (the recipe's `imports`): never the repository's o
     python benchmarks/accuracy/repos/fetch_heldout6.py --venv [--opscan DIR]
     python benchmarks/accuracy/repos/fetch_heldout6.py --check-imports
     python benchmarks/accuracy/repos/fetch_heldout6.py --check        # exit 1 unless all twelve are exported
+    python benchmarks/accuracy/repos/fetch_heldout6.py --set heldout7 --mirror DIR --venv
 """
 
 from __future__ import annotations
