@@ -1,5 +1,5 @@
 """benchmarks/accuracy/repos/score_heldout.py: what counts as answering a held-out research repository
-(issue 42, held-out 5 and 6), judged on hand-made opscan reports; the committed labels and recipes
+(issue 42, held-out 5, 6 and 7), judged on hand-made opscan reports; the committed labels and recipes
 agree; score_heldout5.py is the same scorer with held-out 5's set."""
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def test_a_saved_report_is_not_run_again_without_again(scorer, label, tmp_path) 
         scorer.planned([label], {"nope"}, tmp_path, again=True)
 
 
-@pytest.mark.parametrize("name", ["heldout5", "heldout6"])
+@pytest.mark.parametrize("name", ["heldout5", "heldout6", "heldout7"])
 def test_the_committed_labels_cover_the_recipe(scorer, name) -> None:
     held_out = scorer.SETS[name]
     labels = scorer.load_labels(held_out.labels)
@@ -139,16 +139,26 @@ def test_the_committed_labels_cover_the_recipe(scorer, name) -> None:
     assert all(len(r["commit"]) == 40 and 300 <= r["lines"] <= 17000 for r in recipe)
 
 
-def test_the_two_sets_share_no_repository_or_owner(scorer) -> None:
-    five, six = (scorer.load_labels(scorer.SETS[n].labels) for n in ("heldout5", "heldout6"))
-    assert not {lb.repo.split("/")[0].lower() for lb in five} & {lb.repo.split("/")[0].lower() for lb in six}
+def test_no_two_sets_share_a_repository_or_owner(scorer) -> None:
+    owners = {n: {lb.repo.split("/")[0].lower() for lb in scorer.load_labels(scorer.SETS[n].labels)}
+              for n in ("heldout5", "heldout6", "heldout7")}
+    assert all(len(o) >= 11 for o in owners.values())   # held-out 5 has two repositories of one owner
+    assert not owners["heldout5"] & owners["heldout6"]
+    assert not (owners["heldout5"] | owners["heldout6"]) & owners["heldout7"]
 
 
 def test_each_set_reads_and_writes_its_own_files(scorer) -> None:
-    five, six = scorer.SETS["heldout5"], scorer.SETS["heldout6"]
-    assert {five.labels, five.corpus, five.results, five.python}.isdisjoint(
-        {six.labels, six.corpus, six.results, six.python})
-    assert five.labels.name == "heldout5_labels.toml" and six.results.name == "heldout6"
+    files = [{s.labels, s.corpus, s.results, s.python} for s in scorer.SETS.values()]
+    assert len(files) == 3 and all(a.isdisjoint(b) for i, a in enumerate(files) for b in files[i + 1:])
+    assert scorer.SETS["heldout5"].labels.name == "heldout5_labels.toml"
+    assert scorer.SETS["heldout7"].results.name == "heldout7"
+
+
+def test_a_missing_corpus_names_the_command_that_builds_it(scorer, label, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(scorer, "HERE", tmp_path)   # no corpus, no environment there
+    for name, command in (("heldout6", "fetch_heldout6.py --venv"), ("heldout7", "fetch_heldout6.py --set heldout7")):
+        with pytest.raises(SystemExit, match=command):
+            scorer.run([label], tmp_path / "results", scorer.SETS[name])
 
 
 def test_a_library_model_is_documented_and_its_builder_answers(scorer) -> None:
@@ -208,8 +218,9 @@ def fetcher():
     return module
 
 
-def test_held_out_6s_environment_is_one_install_of_the_union(fetcher) -> None:
-    data = fetcher.recipe()
+@pytest.mark.parametrize("name", ["heldout6", "heldout7"])
+def test_each_environment_is_one_install_of_the_union(fetcher, name) -> None:
+    data = fetcher.recipe(REPOS / f"{name}.toml")
     wanted = fetcher.requirements(data)
     assert wanted[:len(data["environment"]["base"])] == data["environment"]["base"]
     assert len(wanted) == len(set(wanted))
@@ -224,3 +235,21 @@ def test_held_out_6s_recipe_refuses_a_repository_without_its_imports(fetcher, tm
                    f'commit = "{"0" * 40}"\nrequirements = ["numpy"]\n')
     with pytest.raises(SystemExit, match="imports"):
         fetcher.recipe(bad)
+
+
+def test_the_fetcher_points_at_the_set_it_is_given(fetcher) -> None:
+    try:
+        fetcher.use_set("heldout7")
+        assert fetcher.RECIPE.name == "heldout7.toml" and fetcher.LOCK.name == "heldout7_venv.lock"
+        assert fetcher.VENV == REPOS / "corpus" / "heldout7" / "_venv"
+        assert [r["name"] for r in fetcher.recipe()["repository"]][:2] == [
+            "fed-recon", "classifier-free-diffusion-guidance-Pytorch"]
+    finally:
+        fetcher.use_set("heldout6")
+    assert fetcher.recipe()["repository"][0]["repo"] == "LOG-postech/Sassha"
+
+
+def test_the_fetcher_refuses_an_unknown_set(fetcher, capsys) -> None:
+    with pytest.raises(SystemExit):
+        fetcher.main(["--set", "heldout9", "--check"])
+    assert "heldout9" in capsys.readouterr().err

@@ -1,5 +1,8 @@
-"""Rebuilds the held-out 6 corpus (issue 42): twelve research repositories at their pinned commits,
+"""Rebuilds the held-out 6 or 7 corpus (issue 42): twelve research repositories at their pinned commits,
 and the one environment they run in.
+
+`--set heldout7` reads heldout7.toml (the rule in HELDOUT7.md) and writes corpus/heldout7/ and
+heldout7_venv.lock instead; every path below reads `heldout7` for `heldout6` then.
 
 The recipe is heldout6.toml (chosen by the rule in HELDOUT6.md). Each repository is exported with
 `git archive` from a local mirror (`--mirror DIR`, holding DIR/<owner>+<name>/repo, a bare git
@@ -18,6 +21,7 @@ imports from its dependencies (the recipe's `imports`): never the repository's o
     python benchmarks/accuracy/repos/fetch_heldout6.py --venv [--opscan DIR]
     python benchmarks/accuracy/repos/fetch_heldout6.py --check-imports
     python benchmarks/accuracy/repos/fetch_heldout6.py --check        # exit 1 unless all twelve are exported
+    python benchmarks/accuracy/repos/fetch_heldout6.py --set heldout7 --mirror DIR --venv
 """
 
 from __future__ import annotations
@@ -38,22 +42,30 @@ RECIPE = HERE / "heldout6.toml"
 CORPUS = HERE / "corpus" / "heldout6"
 VENV = CORPUS / "_venv"
 LOCK = HERE / "heldout6_venv.lock"
+SETS = ("heldout6", "heldout7")   # one fetcher for held-out 6 and 7: `--set` picks the recipe
+
+
+def use_set(name: str) -> None:
+    """Points RECIPE, CORPUS, VENV and LOCK at one set's files (held-out 6 unless told)."""
+    global RECIPE, CORPUS, VENV, LOCK
+    RECIPE, CORPUS = HERE / f"{name}.toml", HERE / "corpus" / name
+    VENV, LOCK = CORPUS / "_venv", HERE / f"{name}_venv.lock"
 sys.path.insert(0, str(HERE))
 from fetch import _export_present  # noqa: E402  (a sibling script, as run.py imports it)
 from fetch_heldout5 import _git_dir, python_lines  # noqa: E402
 
 
-def recipe(path: Path = RECIPE) -> dict:
+def recipe(path: Path | None = None) -> dict:
     """The recipe, checked for what the rest reads: unique names, 40-digit commits, imports listed."""
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    data = tomllib.loads((path or RECIPE).read_text(encoding="utf-8"))
     names = [r["name"] for r in data["repository"]]
     if len(set(names)) != len(names):
-        raise SystemExit(f"{path.name}: a name is given twice")
+        raise SystemExit(f"{(path or RECIPE).name}: a name is given twice")
     for row in data["repository"]:
         if len(row["commit"]) != 40:
-            raise SystemExit(f"{path.name}: {row['name']}: commit must be 40 hex digits")
+            raise SystemExit(f"{(path or RECIPE).name}: {row['name']}: commit must be 40 hex digits")
         if not row.get("imports"):
-            raise SystemExit(f"{path.name}: {row['name']}: `imports` must list the modules to check")
+            raise SystemExit(f"{(path or RECIPE).name}: {row['name']}: `imports` must list the modules to check")
     return data
 
 
@@ -92,7 +104,8 @@ def build_venv(data: dict, opscan: Path) -> None:
     subprocess.run([*pip, *requirements(data), "-e", str(opscan)], check=True, env=env)
     frozen = subprocess.run([str(VENV / "bin" / "python"), "-m", "pip", "freeze", "--all", "--exclude-editable"],
                             check=True, capture_output=True, text=True).stdout
-    LOCK.write_text("# pip freeze of corpus/heldout6/_venv (fetch_heldout6.py --venv)\n" + frozen, encoding="utf-8")
+    header = f"# pip freeze of corpus/{CORPUS.name}/_venv (fetch_heldout6.py --set {CORPUS.name} --venv)\n"
+    LOCK.write_text(header + frozen, encoding="utf-8")
 
 
 def check_imports(data: dict) -> list[str]:
@@ -113,6 +126,7 @@ def check_imports(data: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", choices=SETS, default="heldout6", help="the held-out set (default heldout6)")
     parser.add_argument("--mirror", type=Path, help="a folder of git mirrors (DIR/<owner>+<name>/repo)")
     parser.add_argument("--check", action="store_true", help="exit 1 unless every repository is exported")
     parser.add_argument("--venv", action="store_true", help="build corpus/heldout6/_venv")
@@ -120,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-imports", action="store_true", help="import each repository's dependencies")
     parser.add_argument("--lines", metavar="NAME", help="criterion 6's count for one repository (needs --mirror)")
     args = parser.parse_args(argv)
+    use_set(args.set)
     data = recipe()
     if args.lines:
         row = next((r for r in data["repository"] if r["name"] == args.lines), None)

@@ -1,4 +1,4 @@
-"""Scores a held-out set of issue 42 (`--set heldout5` or `--set heldout6`): did `opscan REPO`, with no
+"""Scores a held-out set of issue 42 (`--set heldout5`, `heldout6` or `heldout7`): did `opscan REPO`, with no
 configuration, answer each research repository by a complete train-mode trace of its own training
 command or of its main model?
 
@@ -65,7 +65,8 @@ class HeldOutSet:
         return HERE / "results" / self.name
 
 
-SETS = {s.name: s for s in (HeldOutSet("heldout5", "held out 5"), HeldOutSet("heldout6", "held out 6"))}
+SETS = {s.name: s for s in (HeldOutSet("heldout5", "held out 5"), HeldOutSet("heldout6", "held out 6"),
+                                     HeldOutSet("heldout7", "held out 7"))}
 
 
 @dataclass(frozen=True)
@@ -218,19 +219,25 @@ def planned(labels: list[Label], wanted: set[str], results: Path, again: bool) -
     return chosen
 
 
+def _fetcher(held_out: HeldOutSet) -> str:
+    """The command that exports a set and builds its environment (held-out 7 shares held-out 6's)."""
+    script = "fetch_heldout6.py --set heldout7" if held_out.name == "heldout7" else f"fetch_{held_out.name}.py"
+    return f"python benchmarks/accuracy/repos/{script}"
+
+
 def run(chosen: list[Label], results: Path, held_out: HeldOutSet = SETS["heldout5"]) -> None:
     """opscan on each repository, one at a time, in the set's corpus environment; reports saved."""
     python = held_out.python
     if not python.exists():
         raise SystemExit(f"score_heldout.py: no corpus environment for {held_out.name} "
-                         f"(python benchmarks/accuracy/repos/fetch_{held_out.name}.py --venv)")
+                         f"({_fetcher(held_out)} --venv)")
     results.mkdir(parents=True, exist_ok=True)
     log_path = results / "runs.json"
     log = json.loads(log_path.read_text(encoding="utf-8")) if log_path.exists() else {}
     for label in chosen:
         folder = held_out.corpus / label.name
         if not folder.is_dir():
-            raise SystemExit(f"score_heldout.py: {label.name} is not exported (fetch_{held_out.name}.py)")
+            raise SystemExit(f"score_heldout.py: {label.name} is not exported ({_fetcher(held_out)})")
         load, start = os.getloadavg()[0], time.monotonic()
         try:
             done = subprocess.run([str(python), "-m", "opscan", str(folder), "--format", "json", "--exit-zero"],
