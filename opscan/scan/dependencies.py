@@ -538,7 +538,7 @@ def _judge(judge: _Judge, what: str, options: dict, entry: Entry) -> tuple[str, 
 
 
 # NOTE [catalog repositories]
-# A VCS URL installed without a name (NOTE [nameless VCS URLs] in scan/manifests.py) is matched by its
+# A VCS URL installed without a name (NOTE [nameless VCS URLs] in scan/vcs_urls.py) is matched by its
 # inferred name like any requirement, and also by its repository: a catalog library's source that is
 # a repository's home page (`https://github.com/NVlabs/tiny-cuda-nn`, exactly owner and name, no deeper
 # path) is that library's repository, so `git+https://github.com/NVlabs/tiny-cuda-nn#subdirectory=...`

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 from dataclasses import dataclass, replace
 
 import yaml
@@ -20,6 +20,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from opscan.scan import vcs_urls
 from opscan.scan.files import manifest_kind  # noqa: F401 - re-exported: the kind of a manifest by its name
 
 # NOTE [manifest entries]
@@ -52,7 +53,8 @@ class Entry:
     optional: bool = False     # an extra, a dependency group, dev dependencies: installed only when asked
     read: bool = False         # a variable a later RUN reads ($NAME, or a script it runs)
     extras: tuple[str, ...] = ()   # the extras a requirement asks for (`aqlm[gpu]`), canonical, sorted
-    # a VCS URL installed without a name: where its name was inferred from (NOTE [nameless VCS URLs])
+    # a VCS URL installed without a name: the repository its name was inferred from
+    # (NOTE [nameless VCS URLs] in scan/vcs_urls.py)
     inferred: str = ""
 
 
@@ -245,37 +247,15 @@ def url_requirement(url: str, line: int) -> Entry | None:
     return Entry(line, "requirement", wheel[0], f"=={wheel[1]}", url=unquote(url), text=url)
 
 
-# NOTE [nameless VCS URLs]
-# `pip install git+https://github.com/NVlabs/tiny-cuda-nn.git@<ref>#subdirectory=bindings/torch` names
-# no distribution: pip learns it only by building the checkout, which opscan never does. The name is
-# inferred from the URL: the `#egg=` fragment when given (pip's older spelling of the name), else
-# the repository's own name (the last path part without `.git` and the `@ref`). The entry keeps
-# `inferred` (the repository, `github.com/owner/repo`) so the judge can say the name is inferred and
-# can also match the repository against the catalog's home pages (NOTE [catalog repositories] in
-# scan/dependencies.py). A variable in the ref (`@v${GSPLAT_VERSION}`) does not hide the name; one in
-# the repository path does (the entry is skipped). The name is never used to claim a version.
-_VCS = ("git+", "hg+", "svn+", "bzr+")
-
-
 def vcs_requirement(token: str, line: int) -> Entry | None:
-    """The inferred requirement of a VCS URL without a name, or None (NOTE [nameless VCS URLs])."""
+    """The requirement a VCS URL without a name installs, its name inferred (NOTE [nameless VCS
+    URLs] in scan/vcs_urls.py), or None."""
+    inferred = vcs_urls.inferred_name(token)
+    if inferred is None:
+        return None
     url = token.strip().strip("'\"")
-    if not url.lower().startswith(_VCS):
-        return None
-    base, _, fragment = url.partition("#")
-    parts = urlsplit(base.split("+", 1)[1])
-    path = parts.path.split("@", 1)[0].rstrip("/")
-    if ":" in path and not parts.netloc:   # git+git@github.com:owner/repo.git (scp-like)
-        path = path.split(":", 1)[1]
-    segments = [s for s in path.split("/") if s]
-    repo = segments[-1].removesuffix(".git") if segments else ""
-    egg = re.search(r"(?:^|&)egg=([A-Za-z0-9][A-Za-z0-9._-]*)", fragment)
-    name = egg[1] if egg else repo
-    if not name or "$" in name or "$" in path or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        return None
-    host = (parts.netloc.rsplit("@", 1)[-1] or "").lower()
-    where = "/".join([host] + segments[-2:-1] + [repo]).lower()
-    return Entry(line, "requirement", canonicalize_name(name), "", url=unquote(url), text=url, inferred=where)
+    return Entry(line, "requirement", canonicalize_name(inferred.name), "", url=unquote(url), text=url,
+                 inferred=inferred.repository)
 
 
 _INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links")
@@ -352,7 +332,7 @@ def pip_arguments(tokens: list[str], line: int, entries: list[Entry], problems: 
                     _append(entries, find_links_torch(token[2:], line))
             i += 1
             continue
-        if token.strip("'\"").lower().startswith(_VCS):   # NOTE [nameless VCS URLs]
+        if vcs_urls.is_vcs(token):   # NOTE [nameless VCS URLs]
             _append(entries, vcs_requirement(token, line))
             i += 1
             continue

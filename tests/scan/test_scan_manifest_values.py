@@ -209,13 +209,15 @@ def test_a_vcs_url_without_a_name_is_judged_by_its_inferred_name_and_repository(
                     "-e git+https://example.org/fork.git@main#egg=gsplat\n"
                     "git+https://github.com/microsoft/DeepSpeed.git@v0.16.0\n"   # DeepSpeed runs without CUDA
                     "git+https://github.com/mattloper/chumpy@9b045ff\n"
-                    "git+https://${HOST}/org/${REPO}.git\n")
+                    "git+https://${HOST}/org/${REPO}.git\n"
+                    "git+git@github.com:NVlabs/nvdiffrast.git@v0.3.3\n")
     findings = scan_memory({"Dockerfile": dockerfile, "requirements.txt": requirements}, RULES, deps=DEPS).findings
     libraries = sorted((f.location.path, f.location.line, f.subject) for f in findings if f.rule == "OPS506")
     assert libraries == [("Dockerfile", 2, "tinycudann"), ("Dockerfile", 3, "gsplat"),
-                         ("requirements.txt", 1, "flash_attn"), ("requirements.txt", 2, "gsplat")]
+                         ("requirements.txt", 1, "flash_attn"), ("requirements.txt", 2, "gsplat"),
+                         ("requirements.txt", 6, "nvdiffrast")]
     assert all("inferred" in f.message for f in findings if f.rule == "OPS506")
-    assert not [f for f in findings if f.location.path == "requirements.txt" and f.location.line > 2
+    assert not [f for f in findings if f.location.path == "requirements.txt" and 2 < f.location.line < 6
                 and f.severity == "error"]
 
 
