@@ -221,8 +221,8 @@ def _placed(entry: Entry, lines: dict[int, str], used: dict[str, int], physical:
     if entry.kind == "image":   # NOTE [CUDA images from variables]
         cuda = _CUDA_TAG.search(entry.name)
         where = next((at for value, at in sorted(used.items())
-                      if cuda and value and value not in written
-                      and (value.startswith(cuda["version"]) or cuda["version"].startswith(value))), 0)
+                      if cuda and value and value not in written   # the value spells the whole version, in place
+                      and value.startswith(cuda["version"]) and entry.name.startswith(value, cuda.start("version"))), 0)
         if not where and entry.name.split(":", 1)[0] not in written:
             where = next((at for value, at in sorted(used.items()) if value and value in needle
                           and value not in written), 0)   # `FROM ${BASE_IMAGE}`
