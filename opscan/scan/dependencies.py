@@ -306,8 +306,9 @@ class _Judge:
 
     def cuda_metadata(self, entry: Entry) -> tuple[str, str] | None:
         """NOTE [cuda by metadata] in scan/constraints.py: outside the catalog, CUDA-only by what it requires."""
-        if entry.kind not in ("requirement", "conda") or not entry.name or self.cuda_library(entry) is not None:
-            return None
+        if entry.kind not in ("requirement", "conda") or not entry.name or entry.inferred \
+                or self.cuda_library(entry) is not None:
+            return None   # an inferred name (NOTE [nameless VCS URLs]) is no proven distribution
         for name, version, required in self.ctx.installed_cuda:   # the environment's own metadata first
             if name == entry.name:
                 spec = _spec(entry.spec) if entry.kind == "requirement" and entry.spec else None
@@ -324,8 +325,13 @@ class _Judge:
         if entry.kind not in ("requirement", "conda") or not entry.name:
             return None
         package = _library_of(entry.name, self.ctx.libraries)
+        if not package and entry.inferred:   # NOTE [catalog repositories]
+            package = _library_of(entry.inferred, self.ctx.libraries)
         if package and self._cpu_release(entry, package):
             return None   # OPS513's: NOTE [CPU-capable releases] in opscan/plan/libraries.py
+        if package and entry.inferred:   # a URL without a name: say the name is inferred
+            how = "its #egg= name" if "egg=" in entry.url else "the repository"
+            return f"{entry.name} (a URL without a name: inferred from {how}, {entry.inferred})", package
         if package:
             return entry.name, package
         for name, extras in self.ctx.cuda_extras:   # NOTE [CUDA extras] in opscan/plan/libraries.py
@@ -524,16 +530,43 @@ def _judge(judge: _Judge, what: str, options: dict, entry: Entry) -> tuple[str, 
         return build_variables.judge(what, options, entry)
     if what == "cuda-image":
         if entry.kind == "image" and any(fnmatchcase(entry.name.lower(), p) for p in options.get("images", ())):
-            return entry.name, entry.name.split(":", 1)[0]
+            # at an ARG line, the value names its FROM (NOTE [CUDA images from variables] in docker_manifests.py)
+            value = entry.text if entry.text.startswith(f"{entry.name} (") else entry.name
+            return value, entry.name.split(":", 1)[0]
         return None
     return None
 
 
+# NOTE [catalog repositories]
+# A VCS URL installed without a name (NOTE [nameless VCS URLs] in scan/vcs_urls.py) is matched by its
+# inferred name like any requirement, and also by its repository: a catalog library's source that is
+# a repository's home page (`https://github.com/NVlabs/tiny-cuda-nn`, exactly owner and name, no deeper
+# path) is that library's repository, so `git+https://github.com/NVlabs/tiny-cuda-nn#subdirectory=...`
+# is the catalog's tinycudann though the repository's name is no distribution name. The package is
+# the library's package whose name is the repository's without separators (`tiny-cuda-nn` ->
+# `tinycudann`), else its first. A library that is only a part of its repository's project (its
+# `distributions` name none of its packages: deepspeed_ops covers `deepspeed-kernels` while the
+# DeepSpeed repository builds `deepspeed`, which runs without CUDA) gives no repository: its
+# repository's checkout is not the CUDA-only part. Only nameless URLs are matched this way (a
+# named requirement is judged by its name).
+_REPOSITORY = re.compile(r"^https://github\.com/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$")
+
+
 def library_patterns(catalog_libraries) -> tuple[tuple[str, str], ...]:
     """(distribution pattern, package) pairs of catalog libraries: their `distributions`, else their
-    packages' canonical names (`flash_attn` -> `flash-attn`). For phases.py, which reads the catalog."""
+    packages' canonical names (`flash_attn` -> `flash-attn`), and their repositories (NOTE [catalog
+    repositories]). For phases.py, which reads the catalog."""
     out = []
     for library in catalog_libraries:
+        declared = {canonicalize_name(d) for d in getattr(library, "distributions", ())}
+        whole = not declared or any(canonicalize_name(p) in declared for p in library.packages)
+        for source in getattr(library, "sources", ()) if whole else ():
+            home = _REPOSITORY.match(str(source))
+            if home:
+                flat = re.sub(r"[-_.]", "", home[2]).lower()
+                package = next((p for p in library.packages if re.sub(r"[-_.]", "", p).lower() == flat),
+                               library.packages[0])
+                out.append((f"github.com/{home[1]}/{home[2]}".lower(), package))
         patterns = getattr(library, "distributions", ()) or tuple(canonicalize_name(p) for p in library.packages)
         for pattern in patterns:
             pattern = canonicalize_name(pattern) if "*" not in pattern else pattern.lower()

@@ -23,6 +23,24 @@ _SETS = re.compile(r"(?:^|[\s;&|(])(?:export\s+)?(?P<name>[A-Z_][A-Z0-9_]*)=(?P<
 # a RUN that runs a script or a build, which may read any variable of its environment
 _SCRIPT = re.compile(r"(?:^|[\s;&|(])(?:(?:bash|sh|source|\.)\s+\S+|\./\S+|python[\d.]*\s+(?!-m\s+pip)\S+\.py|make\b)")
 
+# the CUDA version of an image tag (`nvidia/cuda:11.8.0-devel-...`, `pytorch/pytorch:1.9.0-cuda11.1-...`)
+_CUDA_TAG = re.compile(r"cuda[:-]?(?P<version>\d+(?:\.\d+)*)", re.I)
+
+# NOTE [CUDA images from variables]
+# A base image whose CUDA part comes from an ARG / ENV default (`ARG CUDA="11.1"` then
+# `FROM pytorch/pytorch:${PYTORCH}-cuda${CUDA}-cudnn${CUDNN}-devel`; `ARG NVIDIA_CUDA_VERSION=11.8.0`
+# feeding `FROM nvidia/cuda:${NVIDIA_CUDA_VERSION}-devel-...` and `...-runtime-...`) is reported at the
+# ARG line that writes that CUDA version, one finding per FROM, whose value names the FROM line
+# (`nvidia/cuda:11.8.0-devel-ubuntu22.04 (the FROM at line 17)`); an image given whole by a variable
+# (`FROM ${BUILD_BASE_IMAGE}`) is reported at the line that writes it, named the same way. Why the
+# ARG line: it is the one place the file says which CUDA the images are built on (two FROM lines
+# share it; a `--build-arg` overrides it there), it is where a reader of the file looks for the
+# build's versions (the torch version of a PyTorch image is reported at its ARG line too), and two
+# labellers of real Dockerfiles, independently, put the line a port changes there. The FROM line
+# named in the value is the other line the port edits (the base image itself changes to one without
+# CUDA). An image whose CUDA part is written on the FROM line (`FROM nvidia/cuda:12.1.0-devel`, or
+# `nvidia/cuda:${TAG}` where the ARG holds no CUDA version) is reported on the FROM line.
+
 # NOTE [Dockerfile values]
 # A Dockerfile is read as instructions: physical lines joined at `\`, `#` lines dropped. `ARG NAME=x`
 # and `ENV NAME=x` (and `ENV NAME x`) set a variable from that line on; `$NAME`, `${NAME}` and
@@ -200,8 +218,17 @@ def _placed(entry: Entry, lines: dict[int, str], used: dict[str, int], physical:
     needle = entry.url or entry.text
     line = next((n for n, text in sorted(lines.items()) if needle and needle in text), entry.line)
     written = physical[line - 1] if 0 < line <= len(physical) else ""
-    if entry.kind == "image" and entry.name.split(":", 1)[0] in written:
-        return replace(entry, line=line)   # `FROM nvidia/cuda:${VERSION}`: the image is named here
+    if entry.kind == "image":   # NOTE [CUDA images from variables]
+        cuda = _CUDA_TAG.search(entry.name)
+        where = next((at for value, at in sorted(used.items())
+                      if cuda and value and value not in written   # the value spells the whole version, in place
+                      and value.startswith(cuda["version"]) and entry.name.startswith(value, cuda.start("version"))), 0)
+        if not where and entry.name.split(":", 1)[0] not in written:
+            where = next((at for value, at in sorted(used.items()) if value and value in needle
+                          and value not in written), 0)   # `FROM ${BASE_IMAGE}`
+        if where:
+            return replace(entry, line=where, text=f"{entry.name} (the FROM at line {line})")
+        return replace(entry, line=line)
     if entry.kind == "requirement" and entry.name and _names(entry.name, written):
         return replace(entry, line=line)   # `pip install flash-attn==${VERSION}`: the package is named here
     for value, where in sorted(used.items()):

@@ -20,6 +20,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from opscan.scan import vcs_urls
 from opscan.scan.files import manifest_kind  # noqa: F401 - re-exported: the kind of a manifest by its name
 
 # NOTE [manifest entries]
@@ -52,6 +53,9 @@ class Entry:
     optional: bool = False     # an extra, a dependency group, dev dependencies: installed only when asked
     read: bool = False         # a variable a later RUN reads ($NAME, or a script it runs)
     extras: tuple[str, ...] = ()   # the extras a requirement asks for (`aqlm[gpu]`), canonical, sorted
+    # a VCS URL installed without a name: the repository its name was inferred from
+    # (NOTE [nameless VCS URLs] in scan/vcs_urls.py)
+    inferred: str = ""
 
 
 @dataclass(frozen=True)
@@ -243,6 +247,17 @@ def url_requirement(url: str, line: int) -> Entry | None:
     return Entry(line, "requirement", wheel[0], f"=={wheel[1]}", url=unquote(url), text=url)
 
 
+def vcs_requirement(token: str, line: int) -> Entry | None:
+    """The requirement a VCS URL without a name installs, its name inferred (NOTE [nameless VCS
+    URLs] in scan/vcs_urls.py), or None."""
+    inferred = vcs_urls.inferred_name(token)
+    if inferred is None:
+        return None
+    url = token.strip().strip("'\"")
+    return Entry(line, "requirement", canonicalize_name(inferred.name), "", url=unquote(url), text=url,
+                 inferred=inferred.repository)
+
+
 _INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links")
 _SKIP_VALUE = ("-r", "--requirement", "-c", "--constraint", "--trusted-host", "--hash", "-e", "--editable",
                "--prefix", "--target", "-t", "--root", "--src", "--python-version", "--platform", "--abi",
@@ -305,6 +320,8 @@ def pip_arguments(tokens: list[str], line: int, entries: list[Entry], problems: 
                     value, i = tokens[i + 1], i + 1
                 elif name in _INDEX_OPTIONS and len(name) == 2 and len(token) > 2:   # -ihttps://...
                     value = token[2:]
+                if name in ("-e", "--editable") and value:   # NOTE [nameless VCS URLs]
+                    _append(entries, vcs_requirement(value, line))
                 if name in _INDEX_OPTIONS and value:
                     entries.append(Entry(line, "index", url=value, text=f"{name} {value}"))
                     if name in ("-f", "--find-links"):
@@ -313,6 +330,10 @@ def pip_arguments(tokens: list[str], line: int, entries: list[Entry], problems: 
                 entries.append(Entry(line, "index", url=token[2:], text=token))
                 if token[:2] == "-f":
                     _append(entries, find_links_torch(token[2:], line))
+            i += 1
+            continue
+        if vcs_urls.is_vcs(token):   # NOTE [nameless VCS URLs]
+            _append(entries, vcs_requirement(token, line))
             i += 1
             continue
         if "$" in token and token.strip("'\"").endswith(".whl"):   # NOTE [partly resolved wheels]
@@ -368,7 +389,7 @@ def _requirement_line(line: int, logical: str, entries: list[Entry], problems: l
     if " -" in logical and not re.match(r"^\S+\s*;", logical):   # `pkg --hash=...` options after it
         logical = logical.split(" -", 1)[0]
     if logical.startswith(("http://", "https://", "file:", "git+")) or logical.startswith((".", "/")):
-        wheel = url_requirement(logical, line)   # NOTE [wheel URLs]
+        wheel = url_requirement(logical, line) or vcs_requirement(logical, line)   # NOTE [wheel URLs]
         if wheel is not None:
             entries.append(wheel)
         elif "cu1" in logical or "cuda" in logical or "nvidia" in logical:

@@ -16,7 +16,8 @@ from urllib.parse import unquote
 from packaging.markers import Marker
 from packaging.utils import canonicalize_name
 
-from opscan.scan.manifests import Entry, Problem, TextLines, installs_on_linux, requirement, wheel_version
+from opscan.scan.manifests import (Entry, Problem, TextLines, find_links_torch, installs_on_linux, requirement,
+                                    wheel_version)
 
 
 def _toml(text: str) -> dict | Problem:
@@ -158,12 +159,9 @@ def read_pyproject(text: str) -> tuple[list[Entry], list[Problem]]:
         for key in ("dev-dependencies", "constraint-dependencies", "override-dependencies"):
             _requirement_list(uv.get(key), lines, lines.section("tool.uv"), entries, problems,
                               optional=key == "dev-dependencies")
-        if isinstance(uv.get("extra-index-url"), list):
-            for url in uv["extra-index-url"]:
-                entries.append(Entry(_quoted_line(lines, str(url), 0), "index", url=str(url), text=str(url)))
-        if isinstance(uv.get("index-url"), str):
-            entries.append(Entry(_quoted_line(lines, uv["index-url"], 0), "index", url=uv["index-url"],
-                                 text=uv["index-url"]))
+        _uv_locations(uv, lines, entries)
+        if isinstance(uv.get("pip"), dict):
+            _uv_locations(uv["pip"], lines, entries)
     pdm = tool.get("pdm") if isinstance(tool.get("pdm"), dict) else {}
     if pdm:
         _sources(pdm.get("source"), lines, entries)
@@ -173,6 +171,29 @@ def read_pyproject(text: str) -> tuple[list[Entry], list[Problem]]:
                 _requirement_list(values, lines, lines.section("tool.pdm.dev-dependencies"), entries, problems,
                                   optional=True)
     return entries, problems
+
+
+# NOTE [uv locations]
+# uv reads where it installs from in `[tool.uv]` (its project interface) and `[tool.uv.pip]` (its pip
+# interface): `index-url` (one URL), `extra-index-url` and `find-links` (lists of URLs or paths;
+# find-links are flat pages or folders of wheels, like pip's `--find-links`), beside the
+# `[[tool.uv.index]]` tables (uv's settings reference, https://docs.astral.sh/uv/reference/settings/).
+# Each is an index entry at its quoted line, judged by the index rule's URL patterns (OPS504); a
+# find-links page of one torch's builds (`.../torch-2.1.0+cu121.html`) is also judged as a torch pin,
+# as in a requirements file. PDM's find-links are `[[tool.pdm.source]]` tables with
+# `type = "find_links"` (read with the other sources); pip reads no pyproject.toml table of settings.
+def _uv_locations(table: dict, lines: TextLines, entries: list) -> None:
+    """Index entries of `index-url`, `extra-index-url` and `find-links` in a uv table (NOTE [uv locations])."""
+    for key in ("index-url", "extra-index-url", "find-links"):
+        value = table.get(key)
+        for url in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
+            if isinstance(url, str) and url:
+                line = _quoted_line(lines, url, 0)
+                entries.append(Entry(line, "index", url=url, text=url))
+                if key == "find-links":
+                    found = find_links_torch(url, line)
+                    if found is not None:
+                        entries.append(found)
 
 
 # NOTE [uv sources]

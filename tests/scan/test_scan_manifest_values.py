@@ -164,14 +164,61 @@ def test_a_package_cuda_only_by_its_metadata_is_a_warning():
     assert [f.location.line for f in cuda] == [1, 2] and all(f.severity == "warning" for f in cuda)
 
 
-def test_a_bare_wheel_url_keeps_its_marker_and_an_image_named_on_its_from_line_stays_there():
+def test_a_bare_wheel_url_keeps_its_marker_and_a_cuda_image_is_found_where_its_cuda_version_is_written():
     requirements = ("https://example.org/cpu/torch-2.1.2-cp310-cp310-manylinux2014_aarch64.whl ; "
                     "platform_machine == \"aarch64\"\n"
                     "https://example.org/cpu/torch-2.1.2%2Bcpu-cp310-cp310-linux_x86_64.whl ; "
                     "platform_machine == \"x86_64\"\n")
     assert _found({"requirements.txt": requirements}) == {"requirements.txt:2 OPS501"}
     dockerfile = "ARG CUDA_VERSION=12.8.1\nFROM nvidia/cuda:${CUDA_VERSION}-base-ubuntu24.04\n"
-    assert _found({"Dockerfile": dockerfile}) == {"Dockerfile:2 OPS508"}
+    assert _found({"Dockerfile": dockerfile}) == {"Dockerfile:1 OPS508"}   # NOTE [CUDA images from variables]
+    written = "ARG TAG=12.8.1-base-ubuntu24.04\nFROM nvidia/cuda:12.8.1-base-ubuntu24.04\nFROM nvidia/cuda:${TAG}\n"
+    assert _found({"Dockerfile": written}) == {"Dockerfile:2 OPS508", "Dockerfile:1 OPS508"}
+
+
+def test_one_cuda_version_feeding_two_images_gives_one_finding_per_image_at_its_arg_line():
+    dockerfile = ("ARG PYTORCH=\"1.9.0\"\nARG CUDA=\"11.1\"\nARG NVIDIA_CUDA_VERSION=11.8.0\n"
+                  "FROM pytorch/pytorch:${PYTORCH}-cuda${CUDA}-cudnn8-devel\n"
+                  "FROM nvidia/cuda:${NVIDIA_CUDA_VERSION}-devel-ubuntu22.04 AS build\n"
+                  "FROM nvidia/cuda:${NVIDIA_CUDA_VERSION}-runtime-ubuntu22.04\n")
+    images = [f for f in scan_memory({"Dockerfile": dockerfile}, RULES, deps=DEPS).findings if f.rule == "OPS508"]
+    assert sorted(f.location.line for f in images) == [2, 3, 3]
+    # each names the FROM line the port also edits, and the two images of line 3 stay apart
+    assert sorted("line 4" in f.message for f in images) == [False, False, True]
+    assert len({f.message for f in images if f.location.line == 3}) == 2
+    assert all(f.severity == "warning" for f in images)
+    assert "Dockerfile:1 OPS501" in _found({"Dockerfile": dockerfile})   # the image's torch, at its ARG
+
+
+def test_uv_find_links_and_pip_settings_are_wheel_locations():
+    pyproject = ('[project]\nname = "rl"\ndependencies = ["torch>=2.0"]\n\n[tool.uv]\n'
+                 'find-links = ["https://download.pytorch.org/whl/cu118", "wheels/"]\n\n'
+                 '[tool.uv.pip]\nindex-url = "https://download.pytorch.org/whl/cu121"\n'
+                 'find-links = ["https://data.pyg.org/whl/torch-2.1.0+cu121.html"]\n')
+    assert _found({"pyproject.toml": pyproject}) == {"pyproject.toml:6 OPS504", "pyproject.toml:9 OPS504",
+                                                     "pyproject.toml:10 OPS504", "pyproject.toml:10 OPS501"}
+    cpu = pyproject.replace("cu118", "cpu").replace("cu121", "cpu")
+    assert _found({"pyproject.toml": cpu}) == {"pyproject.toml:10 OPS501"}   # torch-2.1.0 builds: a torch pin
+
+
+def test_a_vcs_url_without_a_name_is_judged_by_its_inferred_name_and_repository():
+    dockerfile = ("FROM python:3.10-slim\n"
+                  "RUN pip install \"git+https://github.com/NVlabs/tiny-cuda-nn.git@b3473c8#subdirectory=bindings/torch\"\n"
+                  "RUN V=\"$(cat v)\" && pip install git+https://github.com/nerfstudio-project/gsplat.git@v${V}\n")
+    requirements = ("git+https://github.com/Dao-AILab/flash-attention@v2.6.3\n"
+                    "-e git+https://example.org/fork.git@main#egg=gsplat\n"
+                    "git+https://github.com/microsoft/DeepSpeed.git@v0.16.0\n"   # DeepSpeed runs without CUDA
+                    "git+https://github.com/mattloper/chumpy@9b045ff\n"
+                    "git+https://${HOST}/org/${REPO}.git\n"
+                    "git+git@github.com:NVlabs/nvdiffrast.git@v0.3.3\n")
+    findings = scan_memory({"Dockerfile": dockerfile, "requirements.txt": requirements}, RULES, deps=DEPS).findings
+    libraries = sorted((f.location.path, f.location.line, f.subject) for f in findings if f.rule == "OPS506")
+    assert libraries == [("Dockerfile", 2, "tinycudann"), ("Dockerfile", 3, "gsplat"),
+                         ("requirements.txt", 1, "flash_attn"), ("requirements.txt", 2, "gsplat"),
+                         ("requirements.txt", 6, "nvdiffrast")]
+    assert all("inferred" in f.message for f in findings if f.rule == "OPS506")
+    assert not [f for f in findings if f.location.path == "requirements.txt" and 2 < f.location.line < 6
+                and f.severity == "error"]
 
 
 def test_limits_stated_only_in_a_packages_docs_hold_torch_back():
