@@ -75,7 +75,7 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
            context: str = "") -> tuple[TrainingEntry, int, str] | None:
     """The entry of a simple command, its evidence score (3 steps, 2 trainer, 1 name) and the file it
     runs, or None when it launches no training code of the project."""
-    words = list(simple.words)
+    words = _python_launcher(list(simple.words))
     head = PurePosixPath(words[0]).name
     entry_point = ""
     if head in scripts:   # a console script of [project.scripts]
@@ -146,6 +146,15 @@ _READ = {EntryKind.README: "README shell block", EntryKind.DOCS: "shell block of
          EntryKind.SHELL_SCRIPT: "shell script", EntryKind.MAKEFILE: "Makefile recipe",
          EntryKind.PROJECT_SCRIPT: "[project.scripts] of",
          EntryKind.MAIN_STEP: "script"}
+
+
+def _python_launcher(words: list[str]) -> list[str]:
+    """`py [-3[.X]] SCRIPT ...` (the Python launcher of Windows, as READMEs written there give it) as
+    `python SCRIPT ...`; any other command as it is."""
+    if words[:1] != ["py"] or len(words) < 2:
+        return words
+    rest = words[2:] if re.fullmatch(r"-[23](\.\d+)?(-64|-32)?", words[1]) else words[1:]
+    return ["python", *rest]
 
 
 def _launched(words: list[str]) -> tuple[str, bool] | None:
