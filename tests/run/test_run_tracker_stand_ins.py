@@ -202,3 +202,43 @@ def test_a_script_that_logs_to_wandb_and_tensorboard_and_tokenizes_with_tiktoken
                                                                   ("tracker", "train.py", 7),
                                                                   ("tracker", "train.py", 8)]
     assert not (project / "runs").exists()
+
+
+@pytest.mark.slow
+def test_a_datasets_random_augmentation_draws_real_values_on_the_stand_in_data(project):
+    """NOTE [the data side on real values]: an augmentation in `__getitem__` draws its factor and
+    checks it (as torchvision's ColorJitter does); under fakes the draw is a stand-in value that fails
+    the check, on the data side it is a real draw, and the step is traced."""
+    from opscan.trace.run import run_script
+
+    script = project / "train.py"
+    script.write_text(textwrap.dedent("""\
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+        class Jittered(Dataset):
+            def __init__(self):
+                self.images = np.load("data/images.npy")   # absent: stood in for
+            def __len__(self):
+                return 64
+            def __getitem__(self, i):
+                image = torch.rand(3, 8, 8)
+                hue = float(torch.empty(1).uniform_(-0.25, 0.25))
+                if not -0.5 <= hue <= 0.5:
+                    raise ValueError(f"hue_factor ({hue}) is not in [-0.5, 0.5]")
+                if hue > 0:
+                    image = image.flip(-1)
+                return image, i % 10
+
+        model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(192, 10)).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in DataLoader(Jittered(), batch_size=8, shuffle=True, num_workers=2):
+            loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        """), encoding="utf-8")
+    trace, notes = run_script(str(script), project_root=str(project), cwd=str(project), stand_ins=True)
+    assert trace.complete and trace.steps == 1, trace.stopped_at
+    assert {"aten::addmm", "aten::nll_loss_forward"} <= {u.op for u in trace.ops}

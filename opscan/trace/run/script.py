@@ -217,7 +217,8 @@ def _run_rules(device: str, requests, profile, recorder: ScriptRecorder, compile
                         compiled.compiling(compiles),
                         devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(),
                         fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(),
-                        loaders.in_process(requests.note), run_mode.host_reads(recorder),
+                        loaders.in_process(requests.note, real_data=standins is not None),
+                        run_mode.host_reads(recorder),
                         checkpoints.checkpoints(recorder), stand_in_hooks.installed(standins),
                         libraries.real_answers(), lazy.lazy(),
                         configured.loader_sites(recorder.finder),   # NOTE [sites the user can change]
