@@ -242,3 +242,69 @@ def test_a_datasets_random_augmentation_draws_real_values_on_the_stand_in_data(p
     trace, notes = run_script(str(script), project_root=str(project), cwd=str(project), stand_ins=True)
     assert trace.complete and trace.steps == 1, trace.stopped_at
     assert {"aten::addmm", "aten::nll_loss_forward"} <= {u.op for u in trace.ops}
+
+
+TRANSFORMS = {
+    "torchvision/__init__.py": "",
+    "torchvision/transforms/__init__.py": "from .transforms import *\n",
+    "torchvision/transforms/transforms.py": """\
+        import torch
+        __all__ = ["Compose", "ColorJitter"]
+        class Compose:
+            def __init__(self, transforms):
+                self.transforms = transforms
+            def __call__(self, image):
+                for t in self.transforms:
+                    image = t(image)
+                return image
+        class ColorJitter(torch.nn.Module):
+            def forward(self, image):
+                hue = float(torch.empty(1).uniform_(-0.25, 0.25))
+                if not -0.5 <= hue <= 0.5:
+                    raise ValueError(f"hue_factor ({hue}) is not in [-0.5, 0.5]")
+                return image.flip(-1) if hue > 0 else image
+        """,
+}
+
+
+@pytest.mark.slow
+def test_an_augmentation_applied_in_the_training_loop_draws_real_values(project, tmp_path, monkeypatch):
+    """SimCLR's way: each image of the batch augmented twice in the loop (torchvision's transforms
+    written here as a package with ColorJitter's draw and check)."""
+    from opscan.trace.run import run_script
+
+    site = tmp_path / "vision_site"
+    for name, text in TRANSFORMS.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
+        monkeypatch.delitem(sys.modules, name)
+    script = project / "train.py"
+    script.write_text(textwrap.dedent("""\
+        import numpy as np
+        import torch
+        import torchvision.transforms as transforms
+        from torch.utils.data import DataLoader, TensorDataset
+
+        augment = transforms.Compose([transforms.ColorJitter()])
+        images = torch.from_numpy(np.load("data/images.npy").astype("float32")[:192].reshape(-1, 3, 8, 8))
+        loader = DataLoader(TensorDataset(images, torch.zeros(len(images), dtype=torch.long)), batch_size=4)
+        model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(192, 16)).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for b, _ in loader:
+            x_1 = torch.zeros_like(b).cuda()
+            for i, x in enumerate(b):
+                x_1[i] = augment(x)
+            loss = model(x_1).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        """), encoding="utf-8")
+    try:
+        trace, notes = run_script(str(script), project_root=str(project), cwd=str(project), stand_ins=True)
+    finally:
+        for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
+            del sys.modules[name]
+    assert trace.complete and trace.steps == 1, trace.stopped_at
+    assert "aten::addmm" in {u.op for u in trace.ops}
