@@ -210,5 +210,6 @@ def test_required_options_of_a_script_nothing_writes_a_command_for_are_filled_an
 
 def test_the_windows_python_launcher_of_a_readme_is_a_python_command_and_ranks_first(tmp_path):
     root = _project(tmp_path, {"main.py": STEPS, "image_only.py": STEPS,
-                               "README.md": "## multimodal\n```\npy main.py\n```\n## image only\n```\npy -3 image_only.py\n```\n"})
+                               "README.md": "## multimodal\n```\npy main.py\n```\n"
+                                            "## image only\n```\npy -3 image_only.py\n```\n"})
     assert _found(root) == [("python main.py", "readme", ""), ("python image_only.py", "readme", "")]

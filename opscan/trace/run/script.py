@@ -52,6 +52,7 @@ from opscan.trace import numbers, signatures
 from opscan.trace.run import (
     checkpoints,
     configured,
+    generators,
     libraries,
     stand_in_hooks,
     stand_ins as standing,
@@ -214,6 +215,7 @@ def _run_rules(device: str, requests, profile, recorder: ScriptRecorder, compile
     its regions and their ops (NOTE [compiled regions])."""
     with contextlib.ExitStack() as stack:
         for manager in (run_mode.RunMode(allow_non_fake_inputs=True), redirects.answering(device, requests),
+                        generators.imitated(device, requests.note),
                         compiled.compiling(compiles),
                         devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(),
                         fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(),
