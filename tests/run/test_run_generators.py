@@ -58,3 +58,23 @@ def test_an_optimizer_drawing_hutchinson_probes_on_the_device_takes_its_step(tmp
     assert trace.complete and trace.steps == 1, trace.stopped_at
     assert any(u.op.startswith("aten::randint") for u in trace.ops)
     assert any("torch.Generator('neuron')" in n and "train.py:12" in n for n in notes)
+
+
+@pytest.mark.slow
+def test_a_model_wrapped_in_data_parallel_for_several_gpus_takes_its_step(tmp_path):
+    """NOTE [DataParallel of one device] in opscan/trace/run/script.py."""
+    from opscan.trace.run import run_script
+
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        model = torch.nn.DataParallel(torch.nn.Linear(8, 2)).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        loss = model(torch.randn(4, 8).cuda()).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        torch.save(model.module.state_dict(), "model.pt")
+        """), encoding="utf-8")
+    trace, notes = run_script(str(script), project_root=str(tmp_path), cwd=str(tmp_path), stand_ins=True)
+    assert trace.complete and trace.steps == 1, trace.stopped_at
+    assert "aten::addmm" in {u.op for u in trace.ops}

@@ -388,8 +388,11 @@ def _distributed(nproc: int | None, device: str):
         return original_init("fake", store=FakeStore(), rank=0, world_size=world)
 
     original_init = dist.init_process_group
+    data_parallel = _PassThrough if device != "cpu" else torch.nn.DataParallel   # NOTE [DataParallel of one device]
     with fakes.patched(dist, "init_process_group", init_process_group), \
-            fakes.patched(torch.nn.parallel, "DistributedDataParallel", _PassThrough):
+            fakes.patched(torch.nn.parallel, "DistributedDataParallel", _PassThrough), \
+            fakes.patched(torch.nn, "DataParallel", data_parallel), \
+            fakes.patched(torch.nn.parallel, "DataParallel", data_parallel):
         try:
             yield (f"rank 0 of {world} on a fake process group" if nproc else "")
         finally:
@@ -406,8 +409,17 @@ def _distributed(nproc: int | None, device: str):
                     os.environ[key] = value
 
 
+# NOTE [DataParallel of one device]
+# `model = torch.nn.DataParallel(model).cuda()` (research code written for several GPUs) asks
+# torch's CUDA device list and guards in its constructor, which the imitated device has not. The
+# run imitates one device, and DataParallel over one device calls its module on the inputs as they
+# are: so on the imitated device it is the same pass-through as DistributedDataParallel (`.module`,
+# forward). On the CPU torch's own runs (it calls the module directly when no GPU is there).
+
+
 class _PassThrough(nn.Module):
-    """DistributedDataParallel as seen by the script: `.module`, `no_sync()`, forward."""
+    """DistributedDataParallel (and DataParallel of one device) as seen by the script: `.module`,
+    `no_sync()`, forward."""
 
     def __init__(self, module, *args, **kwargs) -> None:
         super().__init__()
