@@ -213,3 +213,12 @@ def test_the_windows_python_launcher_of_a_readme_is_a_python_command_and_ranks_f
                                "README.md": "## multimodal\n```\npy main.py\n```\n"
                                             "## image only\n```\npy -3 image_only.py\n```\n"})
     assert _found(root) == [("python main.py", "readme", ""), ("python image_only.py", "readme", "")]
+
+
+def test_a_command_written_as_inline_code_in_the_readmes_prose_is_read_after_its_blocks(tmp_path):
+    root = _project(tmp_path, {"main.py": STEPS, "finetune.py": STEPS, "test.py": STEPS,
+                               "README.md": "### Getting started\n* 1. Train: `python main.py`. </br>\n"
+                                            "* 2. Test: `python test.py`.\n* `pip install -r x.txt`\n"
+                                            "```sh\npython finetune.py --lr 1\n```\n"})
+    assert [(c, k) for c, k, _ in _found(root)][:2] == [("python finetune.py --lr 1", "readme"),
+                                                        ("python main.py", "readme")]
