@@ -113,6 +113,8 @@ def child_environment(environ, policy: Policy, scratch: str) -> dict[str, str]:
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TRANSFORMERS_OFFLINE", "1")
     env.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    env["WANDB_MODE"] = "disabled"   # wandb's documented off switch: no login, no network (NOTE [inert trackers])
+    env["WANDB_SILENT"] = "true"
     env["HF_MODULES_CACHE"] = os.path.join(scratch, "hf_modules")   # remote code is written here
     env["HOME"] = os.path.join(scratch, "home")
     env["TMPDIR"] = os.path.join(scratch, "tmp")

@@ -37,6 +37,7 @@ from opscan.targets import (
     setup_calls,
     shrinking,
 )
+from opscan.targets import import_roots
 from opscan.targets.empty import build_empty, first_line
 from opscan.trace.spec import Built
 from opscan.records import Target
@@ -110,10 +111,13 @@ def load(path: Path, root: Path) -> types.ModuleType:
     package_root = path.parent
     while (package_root / "__init__.py").is_file():
         package_root = package_root.parent
+    if package_root == path.parent and import_roots.relative_imports(tree):   # NOTE [namespace packages and
+        package_root = import_roots.namespace_root(path, root)                # own folders] in import_roots.py
     for entry in (str(root), str(root / "src"), str(package_root), str(path.parent)):
         if entry not in sys.path:
             sys.path.insert(0, entry)
     dotted = ".".join(path.relative_to(package_root).with_suffix("").parts)
+    import_roots.own_folders_first(tree, path.parent, root)
     for _ in range(len(absent.packages())):   # NOTE [GPU-only kernel libraries] in absent.py
         try:
             return _load(path, tree, dotted, package_root)

@@ -61,6 +61,21 @@ def test_other_absent_files_fail_as_they_would_and_writes_are_untouched(project,
     assert json.loads((tmp_path / "vocab.json").read_text()) == {} and project.replaced == []
 
 
+def test_an_absent_text_corpus_reads_as_plain_text_and_a_binary_read_still_fails(project):
+    """A character-level language model's `open('data/tiny_shakespeare.txt').read()`."""
+    with open("data/tiny_shakespeare.txt", encoding="utf-8") as handle:
+        text = handle.read()
+    assert len(text) == file_stand_ins.TEXT_CHARS and 20 < len(set(text)) < 40 and text.count("\n") > 1000
+    assert set(text.split()) <= set(file_stand_ins.TEXT_WORDS)
+    with open("data/input.txt") as handle:   # the same text every time: the stand-ins' own generator
+        assert handle.read() == text
+    with pytest.raises(FileNotFoundError):
+        open("data/ml-1m.txt", "rb")
+    assert [(r.kind, r.subject) for r in project.replaced] == [("data", "data/tiny_shakespeare.txt"),
+                                                              ("data", "data/input.txt")]
+    assert "assumed" in project.replaced[0].detail
+
+
 def test_a_relative_path_only_the_scripts_folder_holds_is_read_from_there(project, tmp_path):
     (tmp_path / "lm" / "data").mkdir()
     (tmp_path / "lm" / "data" / "ind.x").write_text("from the script's folder", encoding="utf-8")

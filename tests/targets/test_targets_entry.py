@@ -175,3 +175,50 @@ def test_a_script_that_only_uses_a_class_of_a_training_module_is_no_command(tmp_
         "use_net.py": "import lm\nif __name__ == '__main__':\n    net = lm.Net()\n",
         "run.py": "import lm\nif __name__ == '__main__':\n    lm.train_epoch(lm.Net(), None, [])\n"})
     assert [c for c, _, _ in _found(root)] == ["python run.py"]
+
+
+REQUIRED = STEPS.replace("def main():", """\
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--dataset", required=True)
+parser.add_argument("--epochs", type=int, required=True)
+parser.add_argument("--mode", choices=["train", "eval"], required=True)
+parser.add_argument("--lr", type=float, default=0.1)
+def main():""")
+
+
+def test_a_readme_command_written_from_the_scripts_folder_runs_there(tmp_path):
+    """"code in `python` folder", then `python main.py --dataset=ml-1m`: the file is python/main.py."""
+    root = _project(tmp_path, {"python/main.py": REQUIRED, "python/model.py": "import torch\n",
+                               "README.md": "code in `python` folder.\n\n```\npython main.py --dataset=ml-1m "
+                                            "--epochs=3 --mode=train\n```\n"})
+    assert _found(root) == [("python main.py --dataset=ml-1m --epochs=3 --mode=train", "readme", "python")]
+    # a folder the README does not name holds main.py too: still the one named
+    _project(tmp_path, {"other/main.py": REQUIRED})
+    assert _found(root)[0] == ("python main.py --dataset=ml-1m --epochs=3 --mode=train", "readme", "python")
+    # two named folders holding it: nothing is guessed, the scripts found training stand
+    _project(tmp_path, {"README.md": "code in `python` and in `other`.\n\n```\npython main.py --dataset=x\n```\n"})
+    assert [kind for _, kind, _ in _found(root)] == ["main-step", "main-step"]
+
+
+def test_required_options_of_a_script_nothing_writes_a_command_for_are_filled_and_said(tmp_path):
+    root = _project(tmp_path, {"main.py": REQUIRED})
+    (entry,) = find_entries(ProjectIndex(root))
+    assert entry.command == "python main.py --dataset dataset --epochs 1 --mode train"
+    assert "assumed" in entry.why and "--mode train (its first choice)" in entry.why
+
+
+def test_the_windows_python_launcher_of_a_readme_is_a_python_command_and_ranks_first(tmp_path):
+    root = _project(tmp_path, {"main.py": STEPS, "image_only.py": STEPS,
+                               "README.md": "## multimodal\n```\npy main.py\n```\n"
+                                            "## image only\n```\npy -3 image_only.py\n```\n"})
+    assert _found(root) == [("python main.py", "readme", ""), ("python image_only.py", "readme", "")]
+
+
+def test_a_command_written_as_inline_code_in_the_readmes_prose_is_read_after_its_blocks(tmp_path):
+    root = _project(tmp_path, {"main.py": STEPS, "finetune.py": STEPS, "test.py": STEPS,
+                               "README.md": "### Getting started\n* 1. Train: `python main.py`. </br>\n"
+                                            "* 2. Test: `python test.py`.\n* `pip install -r x.txt`\n"
+                                            "```sh\npython finetune.py --lr 1\n```\n"})
+    assert [(c, k) for c, k, _ in _found(root)][:2] == [("python finetune.py --lr 1", "readme"),
+                                                        ("python main.py", "readme")]

@@ -19,11 +19,12 @@ The same command (same words, same folder) read twice is kept once, at its best 
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import PurePosixPath
 
 from opscan.records import TrainingEntry, EntryKind
-from opscan.targets.entry import sources, training
+from opscan.targets.entry import required_args, sources, training
 from opscan.targets.entry.shell_words import Simple
 
 SOURCE_ORDER = tuple(EntryKind)   # given, readme, docs, shell-script, makefile, project-script, main-step
@@ -74,7 +75,7 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
            context: str = "") -> tuple[TrainingEntry, int, str] | None:
     """The entry of a simple command, its evidence score (3 steps, 2 trainer, 1 name) and the file it
     runs, or None when it launches no training code of the project."""
-    words = list(simple.words)
+    words = _python_launcher(list(simple.words))
     head = PurePosixPath(words[0]).name
     entry_point = ""
     if head in scripts:   # a console script of [project.scripts]
@@ -97,6 +98,10 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
             if rel is not None:
                 cwd = folder
                 break
+        if rel is None and not is_module and kind in (EntryKind.README, EntryKind.DOCS):
+            found = _script_in_subfolder(index, target, simple.cwd or base, path)
+            if found is not None:
+                rel, cwd = found
         name = target
     if rel is None:
         return None
@@ -143,6 +148,15 @@ _READ = {EntryKind.README: "README shell block", EntryKind.DOCS: "shell block of
          EntryKind.MAIN_STEP: "script"}
 
 
+def _python_launcher(words: list[str]) -> list[str]:
+    """`py [-3[.X]] SCRIPT ...` (the Python launcher of Windows, as READMEs written there give it) as
+    `python SCRIPT ...`; any other command as it is."""
+    if words[:1] != ["py"] or len(words) < 2:
+        return words
+    rest = words[2:] if re.fullmatch(r"-[23](\.\d+)?(-64|-32)?", words[1]) else words[1:]
+    return ["python", *rest]
+
+
 def _launched(words: list[str]) -> tuple[str, bool] | None:
     """(script path or module, is a module) a launch command runs, or None (not a Python launch)."""
     from opscan.errors import UsageError
@@ -169,6 +183,40 @@ def _script_file(index, script: str, cwd: str) -> str | None:
     if rel.startswith("..") or not rel.endswith(".py"):
         return None
     return rel if (index.root / rel).is_file() else None
+
+
+# NOTE [a written command run from its script's folder]
+# A README often writes the command as it is typed in the folder that holds the code, and says so
+# in prose ("code in `python` folder", then `python main.py --dataset=ml-1m`), where the file is
+# `python/main.py`. When a README's or doc's `python SCRIPT` names no file from the folder it runs
+# in, the script is looked for one folder down: when exactly one subfolder holds SCRIPT, that
+# folder is not a package (a package's module is run with -m) and the text names the folder as a
+# word (`python`, "cd src", not `pkg.train`), the command is that one, run from that subfolder
+# (where the script's relative paths point). Two or more subfolders holding it: nothing is guessed.
+
+
+def _script_in_subfolder(index, script: str, cwd: str, document: str) -> tuple[str, str] | None:
+    """(the file, its folder) of a written `python SCRIPT` found one folder below `cwd`, when one
+    only (NOTE [a written command run from its script's folder])."""
+    if script.startswith(("/", "~", "$", "..")) or not script.endswith(".py"):
+        return None
+    try:
+        text = index.data(document).decode("utf-8", "replace")
+    except OSError:
+        return None
+    base = PurePosixPath(cwd) if cwd else PurePosixPath()
+    tail = PurePosixPath(*[p for p in PurePosixPath(script).parts if p != "."])
+    name = tail.name
+    found = []
+    for path in index.paths(lambda p: p.name == name):
+        rel = PurePosixPath(index.rel(path))
+        parts = rel.parts[len(base.parts):] if rel.parts[:len(base.parts)] == base.parts else ()
+        if len(parts) == len(tail.parts) + 1 and PurePosixPath(*parts[1:]) == tail:
+            folder = str(base / parts[0])
+            named = re.search(rf"(?<![\w./-]){re.escape(parts[0])}(?![\w.-])", text)
+            if named and not (index.root / folder / "__init__.py").is_file():
+                found.append((str(rel), folder))
+    return found[0] if len(found) == 1 else None
 
 
 def _module_file(index, module: str, cwd: str) -> str | None:
@@ -237,9 +285,10 @@ def _main_steps(index) -> list[tuple[int, TrainingEntry]]:
             continue
         what = f"steps an optimizer ({where}:{line})" if score == 3 else f"a trainer runs its loop ({where}:{line})"
         main = training.is_main_script(tree)
-        out.append((score, TrainingEntry(command=shlex.join(["python", rel]), kind=EntryKind.MAIN_STEP, path=rel,
-                                         line=main or line if where == rel else main or 1,
-                                         why=f"script {rel}{how}; {what}")))
+        extra, said = required_args.filled(tree)
+        out.append((score, TrainingEntry(command=shlex.join(["python", rel, *extra]), kind=EntryKind.MAIN_STEP,
+                                         path=rel, line=main or line if where == rel else main or 1,
+                                         why=f"script {rel}{how}; {what}{said}")))
     return out
 
 

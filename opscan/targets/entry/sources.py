@@ -18,6 +18,13 @@ SHELL_LANGUAGES = frozenset({"", "sh", "bash", "shell", "console", "zsh", "shell
                              "shellsession", "text", "none", "cmd"})
 _FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+-]*)")
 _RST_BLOCK = re.compile(r"^\.\. (?:code-block|code|sourcecode)::\s*(\w*)\s*$")
+# NOTE [inline commands]
+# READMEs also give the command in prose, as inline code: "2. Train: `python main.py`." A Markdown
+# inline code span (single backticks, outside code blocks) that starts with a Python launcher
+# (`python`, `python3`, `py`, `torchrun`, `accelerate launch`) is read as a command too, after the
+# document's code blocks (a block is the authors' fuller command): the ranking then keeps it only
+# when its script exists and trains, as for any command.
+_INLINE = re.compile(r"(?<!`)`((?:python3?|py|torchrun|accelerate launch) [^`\n]+)`(?!`)")
 MAX_SHELL_SCRIPTS = 200
 MAX_DOCUMENTS = 200
 
@@ -131,6 +138,7 @@ def project_scripts(index) -> dict[str, tuple[str, int]]:
 def _blocks(text: str, rst: bool) -> list[tuple[int, str, bool]]:
     """(first line, text, is a console session) of each shell code block of a Markdown or reST text."""
     out: list[tuple[int, str, bool]] = []
+    inline: list[tuple[int, str, bool]] = []
     lines = text.splitlines()
     index = 0
     while index < len(lines):
@@ -156,8 +164,9 @@ def _blocks(text: str, rst: bool) -> list[tuple[int, str, bool]]:
             out.append((index + 2, body, _prompted(body)))
             index = end
             continue
+        inline.extend((index + 1, span, False) for span in _INLINE.findall(line) if not rst)
         index += 1
-    return out
+    return out + inline   # NOTE [inline commands]: after the document's blocks
 
 
 def _prompted_lines(block: str) -> str:

@@ -16,6 +16,10 @@ read, so each answer states its assumption:
 - a relative path absent from the working directory but present under the running script's folder
   is read from there, as the script run from its own folder reads it (a README command written
   from the repository root for a script that reads paths relative to itself);
+- any other absent `.txt` file opened in text mode reads as a plain-text corpus (a character- or
+  word-level language model's `input.txt`, `tiny_shakespeare.txt`): TEXT_CHARS characters of common
+  English words, ten a line, drawn with the stand-ins' own generator (an assumption stated in the
+  report: a file of another layout, `user item` pairs, fails at the line that parses it);
 any other absent file fails as it would, and the run's stop names it.
 """
 
@@ -37,6 +41,11 @@ from opscan.trace.run.stand_ins import Patches, StandIns
 SPECIALS = ("<pad>", "<unk>", "<s>", "</s>", "<sos>", "<eos>", "eos", "<start>", "<end>", "<mask>")
 VOCABULARY = re.compile(r"(^|[_\-.])(vocab|vocabulary|word2idx|word_to_idx|w2i|token2id|dict|dictionary|"
                         r"tokens?|wordmap|word_map)([_\-.]|$)", re.IGNORECASE)   # not tokenizer.json
+TEXT_CHARS = 1 << 18   # characters of an absent plain-text corpus stood in for (a few hundred batches)
+TEXT_WORDS = ("the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by",
+              "on", "not", "he", "she", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
+              "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there", "been",
+              "king", "lord", "love", "time", "day", "night", "world", "man", "good", "now", "well", "come")
 VOCABULARY_SUFFIXES = (".json", ".txt", ".pkl", ".pickle", ".vocab")
 
 
@@ -76,9 +85,23 @@ def _open(stand_ins: StandIns, patches: Patches) -> None:
                     stand_ins.record("data", path, f"a synthetic vocabulary of {TOKEN_VALUES} entries (special "
                                      "tokens first; a vocabulary assumed from the file's name)")
                     return _vocabulary_file(path, "b" in str(mode))
+                if "://" not in path and path.lower().endswith(".txt") and "b" not in str(mode):
+                    stand_ins.record("data", path, f"a synthetic plain text of {TEXT_CHARS} characters (English "
+                                     "words, lines of ten; a text corpus assumed from the .txt suffix)")
+                    return io.StringIO(synthetic_text())
         return original(file, mode, *args, **kwargs)
 
     patches.set(builtins, "open", open_)
+
+
+def synthetic_text(chars: int = 0) -> str:
+    """TEXT_CHARS characters of English words drawn with the stand-ins' own generator, ten a line."""
+    from opscan.trace.run.data_stand_ins import rng
+
+    picks = rng().integers(0, len(TEXT_WORDS), size=(chars or TEXT_CHARS) // 4)
+    words = [TEXT_WORDS[i] for i in picks]
+    text = "\n".join(" ".join(words[i:i + 10]) for i in range(0, len(words), 10)) + "\n"
+    return text[:chars or TEXT_CHARS]
 
 
 def _beside_script(path: str, stand_ins: StandIns) -> str:

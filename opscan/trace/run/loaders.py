@@ -36,10 +36,27 @@ from opscan.trace.fakes import patched
 # script's own random state is saved before and restored after, as a worker's seeding happens in
 # another process and never touches the main one's.
 
+# NOTE [the data side on real values]
+# Where the run stands in for the data (`opscan PATH`: NOTE [stand-ins for data and weights]), the
+# samples are synthetic but real (numpy arrays, PIL images, host tensors), and a dataset's
+# `__getitem__` and its transforms run on them as on real data: a random augmentation draws its
+# parameters (`ColorJitter`: `float(torch.empty(1).uniform_(a, b))`), checks them and branches on
+# them. Under the run's fake mode those draws would be fake tensors whose values are counted
+# stand-ins, and a stand-in value can fail the library's own check (a hue factor of 1.0 outside
+# [-0.5, 0.5]). So a DataLoader's fetch (the dataset's items and the collate) runs with the fake
+# mode unset: the data side makes real CPU tensors with real values, and fake tensors begin where
+# the batch meets the fake mode again: the first op of the step on it (a move to the device, the
+# model's first layer), which takes it as host data (NOTE [host values] in run_mode.py). A fetch
+# that fails on real values (a dataset holding the run's own fake tensors) is fetched again under
+# the fake mode, as without this. `opscan run` keeps the fake mode throughout: it runs where the
+# data is, and its ops are compared to a real run's.
+
+
 @contextlib.contextmanager
-def in_process(note):
+def in_process(note, real_data: bool = False):
     """Inside: a DataLoader built with num_workers > 0 loads in this process, as its workers would;
-    `note(what)` is told at the line that built it."""
+    `note(what)` is told at the line that built it. `real_data`: each fetch runs on real values
+    (NOTE [the data side on real values])."""
     from torch.utils.data import DataLoader
 
     original = DataLoader.__init__
@@ -63,11 +80,31 @@ def in_process(note):
         workers = getattr(self, "_opscan_workers", None)
         if workers is not None:
             workers.start(iterator, self.dataset)
+        if real_data and getattr(iterator, "_dataset_fetcher", None) is not None:
+            _fetch_real(iterator._dataset_fetcher)
         return iterator
 
     get = DataLoader._get_iterator
     with patched(DataLoader, "__init__", __init__), patched(DataLoader, "_get_iterator", get_iterator):
         yield
+
+
+def _fetch_real(fetcher) -> None:
+    """The fetcher's batches made on real values (NOTE [the data side on real values])."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    fetch = fetcher.fetch
+
+    def fetch_real(index):
+        try:
+            with unset_fake_temporarily():
+                return fetch(index)
+        except StopIteration:
+            raise
+        except Exception:   # noqa: BLE001 - the data side needs the run's fakes: fetched as before
+            return fetch(index)
+
+    fetcher.fetch = fetch_real
 
 
 class _Workers:

@@ -52,6 +52,7 @@ from opscan.trace import numbers, signatures
 from opscan.trace.run import (
     checkpoints,
     configured,
+    generators,
     libraries,
     stand_in_hooks,
     stand_ins as standing,
@@ -214,10 +215,12 @@ def _run_rules(device: str, requests, profile, recorder: ScriptRecorder, compile
     its regions and their ops (NOTE [compiled regions])."""
     with contextlib.ExitStack() as stack:
         for manager in (run_mode.RunMode(allow_non_fake_inputs=True), redirects.answering(device, requests),
+                        generators.imitated(device, requests.note),
                         compiled.compiling(compiles),
                         devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(),
                         fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(),
-                        loaders.in_process(requests.note), run_mode.host_reads(recorder),
+                        loaders.in_process(requests.note, real_data=standins is not None),
+                        run_mode.host_reads(recorder),
                         checkpoints.checkpoints(recorder), stand_in_hooks.installed(standins),
                         libraries.real_answers(), lazy.lazy(),
                         configured.loader_sites(recorder.finder),   # NOTE [sites the user can change]
@@ -385,8 +388,11 @@ def _distributed(nproc: int | None, device: str):
         return original_init("fake", store=FakeStore(), rank=0, world_size=world)
 
     original_init = dist.init_process_group
+    data_parallel = _PassThrough if device != "cpu" else torch.nn.DataParallel   # NOTE [DataParallel of one device]
     with fakes.patched(dist, "init_process_group", init_process_group), \
-            fakes.patched(torch.nn.parallel, "DistributedDataParallel", _PassThrough):
+            fakes.patched(torch.nn.parallel, "DistributedDataParallel", _PassThrough), \
+            fakes.patched(torch.nn, "DataParallel", data_parallel), \
+            fakes.patched(torch.nn.parallel, "DataParallel", data_parallel):
         try:
             yield (f"rank 0 of {world} on a fake process group" if nproc else "")
         finally:
@@ -403,8 +409,17 @@ def _distributed(nproc: int | None, device: str):
                     os.environ[key] = value
 
 
+# NOTE [DataParallel of one device]
+# `model = torch.nn.DataParallel(model).cuda()` (research code written for several GPUs) asks
+# torch's CUDA device list and guards in its constructor, which the imitated device has not. The
+# run imitates one device, and DataParallel over one device calls its module on the inputs as they
+# are: so on the imitated device it is the same pass-through as DistributedDataParallel (`.module`,
+# forward). On the CPU torch's own runs (it calls the module directly when no GPU is there).
+
+
 class _PassThrough(nn.Module):
-    """DistributedDataParallel as seen by the script: `.module`, `no_sync()`, forward."""
+    """DistributedDataParallel (and DataParallel of one device) as seen by the script: `.module`,
+    `no_sync()`, forward."""
 
     def __init__(self, module, *args, **kwargs) -> None:
         super().__init__()

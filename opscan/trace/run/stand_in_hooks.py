@@ -10,7 +10,8 @@ import importlib.util
 import sys
 from collections.abc import Callable
 
-from opscan.trace.run import data_stand_ins, file_stand_ins, media_stand_ins, pretrained
+from opscan.trace.run import (data_stand_ins, file_stand_ins, media_stand_ins, pretrained, real_transforms,
+                              tokenizer_stand_ins, trackers)
 from opscan.trace.run.stand_ins import Patches, StandIns
 
 
@@ -47,6 +48,14 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _both(first: Callable, second: Callable) -> Callable:
+    """Two parts' patches of one module, in order."""
+    def run(module) -> None:
+        first(module)
+        second(module)
+    return run
+
+
 @contextlib.contextmanager
 def installed(stand_ins: StandIns | None):
     """Inside: every stand-in of NOTE [stand-ins for data and weights] answers (nothing when None)."""
@@ -55,8 +64,10 @@ def installed(stand_ins: StandIns | None):
         return
     patches = Patches()
     watched: dict[str, Callable] = {}
-    for part in (data_stand_ins, file_stand_ins, media_stand_ins, pretrained):
-        watched.update(part.install(stand_ins, patches))
+    for part in (data_stand_ins, file_stand_ins, media_stand_ins, pretrained, tokenizer_stand_ins, trackers,
+                 real_transforms):
+        for name, patch in part.install(stand_ins, patches).items():
+            watched[name] = _both(watched[name], patch) if name in watched else patch
     done: set[str] = set()
 
     def once(name: str, patch: Callable) -> Callable:

@@ -27,7 +27,7 @@ class Discriminator(nn.Module):
         return self.fc(self.features(x))
 
 
-text = open("input.txt").read()            # not shipped: running this script fails here
+text = open("input.dat").read()            # not shipped: running this script fails here
 model = CharModel(VOCAB, 32)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 for step in range(1000):
