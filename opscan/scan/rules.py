@@ -15,7 +15,7 @@ from opscan.records import CATEGORIES, SEVERITIES, TASKS, Category
 from opscan.resources import coverage_db_dir, rules_dir
 from opscan.scan.matchers import Compiled, compile_rules
 from opscan.scan.rule_records import AutoFix, Example, FixEntry, FixExample, Matcher, Rule
-from opscan.scan.rules_memo import RulesMemo
+from opscan.scan.rules_memo import RulesMemo, close_memo, open_memo
 from opscan.strict_yaml import YamlProblem, line_of, parse_yaml
 
 __all__ = ["AutoFix", "Example", "FixEntry", "FixExample", "Matcher", "Rule", "RuleSet", "load_rule_dir",
@@ -500,7 +500,9 @@ def load_rules(extra_dirs: Iterable[str | os.PathLike[str]] = (), select: Sequen
         RuleError: a file that does not load, or an id or name used twice.
         UsageError: a `select` or `ignore` entry that selects no rule (see unknown_selectors).
     """
-    memo = RulesMemo(memo_dir) if memo_dir is not None else None
+    memo = open_memo(memo_dir) if memo_dir is not None else None
+    if memo is None:
+        close_memo()   # the shipped tables this run reads are not answered from another run's folder
     rules: list[Rule] = load_rule_dir(rules_dir(), memo) if builtin else []
     for extra in extra_dirs:
         extra = Path(extra)
