@@ -34,6 +34,9 @@ def _own_scan_cache(tmp_path_factory, monkeypatch):
     """Each test gets its own scan cache folder: no results carried between tests, none in ~/.cache.
     And the same environment in one process or under pytest-xdist, whose workers set COLUMNS=80: the
     terminal report takes its width from COLUMNS (tests that want one set it)."""
+    from opscan.scan.rules_memo import close_memo
+
+    close_memo()   # no memo of parsed YAML carried from another test's cache folder (NOTE [rules memo])
     monkeypatch.setenv("OPSCAN_CACHE_DIR", str(tmp_path_factory.mktemp("opscan-cache")))
     monkeypatch.delenv("COLUMNS", raising=False)
 

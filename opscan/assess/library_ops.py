@@ -18,6 +18,7 @@ never reach here (NOTE [ops of the step] in opscan/trace/recorder.py).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 from opscan.plan.grouping import KnownLibrary
 
@@ -48,6 +49,21 @@ def _release(minor: str) -> tuple[int, ...]:
     return tuple(int(p) for p in minor.split(".") if p.isdigit())
 
 
+@lru_cache(maxsize=1)
+def constrained_packages() -> frozenset[str]:
+    """The (canonical) names of the packages in the table of packages that constrain torch
+    (rules/data/torch-constraints.yaml), the keys of scan/constraints.py `table().releases`: the
+    names are all an assessment asks of that table, and building its ~1,000 releases' versions took
+    2/3 of the table's load (issue 40's warm scan)."""
+    from packaging.utils import canonicalize_name
+
+    from opscan.resources import rules_dir
+    from opscan.strict_yaml import shipped_data
+
+    doc = shipped_data((rules_dir() / "data" / "torch-constraints.yaml").read_text(encoding="utf-8"))
+    return frozenset(canonicalize_name(name) for name in (doc.get("packages") or {}))
+
+
 def known_libraries(ops: Iterable[str], torch_minors: Iterable[str], packages: Iterable[str] = ()
                     ) -> dict[str, KnownLibrary]:
     """op -> its library, for the custom ops whose namespace is a library opscan's tables know; and
@@ -57,11 +73,10 @@ def known_libraries(ops: Iterable[str], torch_minors: Iterable[str], packages: I
     if not ops and not packages:   # nothing to ask: the tables are not read (their load costs ~0.3 s)
         return {}
     from opscan.plan.libraries import shipped
-    from opscan.scan.constraints import table
     from opscan.scan.dependencies import companions
 
     minors = tuple(torch_minors)
-    known = set(companions().pairs) | set(companions().ended) | set(table().releases)
+    known = set(companions().pairs) | set(companions().ended) | constrained_packages()
     catalog = {_canonical(p) for entry in shipped().libraries for p in entry.packages}
     out = {}
     for op in ops:

@@ -49,7 +49,7 @@ def _key(version: str) -> tuple:
 
 def read_head(path: Path) -> Head:
     """The head of one release file; DatabaseError when it cannot be read or names no backend."""
-    import yaml
+    from opscan.strict_yaml import safe_data, yaml_error
 
     path = Path(path)
     try:
@@ -69,8 +69,8 @@ def read_head(path: Path) -> Head:
             seen = seen or top[1] == "packages"
         head.append(line)
     try:
-        doc = yaml.safe_load("\n".join(head)) if seen else yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        doc = safe_data("\n".join(head)) if seen else safe_data(text)
+    except yaml_error() as exc:
         raise DatabaseError(f"not valid YAML: {exc}", str(path)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("backend"), str):
         raise DatabaseError("not a release file (no `backend`)", str(path))

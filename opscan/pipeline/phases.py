@@ -53,7 +53,12 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
     options = options or ScanOptions()
     target = Path(target).resolve()
     root = target if target.is_dir() else target.parent
-    rules = load_rules(extra_dirs=config.extra_rules, select=config.select, ignore=config.ignore)
+    folder = None
+    if options.cache and not os.environ.get("OPSCAN_NO_CACHE"):   # the scan cache (docs/benchmarks.md, "Cache")
+        from opscan.scan.cache import default_cache_dir
+
+        folder = default_cache_dir(options.cache_dir)
+    rules = load_rules(extra_dirs=config.extra_rules, select=config.select, ignore=config.ignore, memo_dir=folder)
     paths = [Path(p).resolve() for p in options.paths] or None
     if config.include:
         relpaths = discover(root, paths or [target], config.exclude)
@@ -64,11 +69,10 @@ def scan(target: Path, config: Config, options: ScanOptions | None = None, *, in
     elif target.is_file() and paths is None:
         paths = [target]
     cache = probe = None
-    if options.cache and not os.environ.get("OPSCAN_NO_CACHE"):   # the scan cache (docs/benchmarks.md, "Cache")
-        from opscan.scan.cache import ResultCache, default_cache_dir, rules_salt, scan_salt
+    if folder is not None:
+        from opscan.scan.cache import ResultCache, rules_salt, scan_salt
         from opscan.scan.probe_cache import CachedProbe
 
-        folder = default_cache_dir(options.cache_dir)
         cache = ResultCache(folder, scan_salt(rules_salt(rules)))
         probe = CachedProbe(folder) if options.check_fixes else None
     elif options.check_fixes:

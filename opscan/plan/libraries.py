@@ -299,7 +299,7 @@ def _build(doc) -> Catalog:
 
 def load_catalog(path: Path | str = CATALOG_PATH) -> Catalog:
     """Load and check a catalog file. Raises CatalogError naming the file and line."""
-    return load_checked(path, _build, CatalogError, "cannot read the library catalog")
+    return load_checked(path, _build, CatalogError, "cannot read the library catalog", memo=True)
 
 
 @lru_cache(maxsize=1)

@@ -14,15 +14,31 @@ import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from opscan.resources import rules_dir
-from opscan.scan import build_variables, constraints, docker_manifests, manifests, setup_manifests, toml_manifests
-from opscan.scan.manifests import Entry, Problem, decode_lines
 from opscan.scan.rules import DEPENDENCY_KINDS  # re-exported
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+
+    from opscan.scan.manifests import Entry, Problem, decode_lines
+
+# NOTE [what a scan without manifests imports]
+# A scan reads DependencyContext, library_patterns and companions from here on every run, even a
+# warm one whose manifests are all cached; the manifest parsers (scan/manifests.py and the others:
+# ~75 regexes), packaging's specifiers and tags, and the constraints table are imported by the
+# functions that read or judge a manifest, when they first run (issue 40's warm scan: ~16 ms).
+
+
+def __getattr__(name: str) -> Any:   # PEP 562: the re-exports of scan/manifests.py, imported when asked
+    if name in ("Problem", "decode_lines"):
+        from opscan.scan import manifests
+
+        return getattr(manifests, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 TORCH = "torch"
 _PATCHES = tuple(range(0, 21))   # NOTE [torch pins]
@@ -73,6 +89,8 @@ class Companions:
 @lru_cache(maxsize=1)
 def companions() -> Companions:
     """The shipped companion tables (loaded once per process)."""
+    from packaging.utils import canonicalize_name
+
     from opscan.strict_yaml import shipped_data
 
     doc = shipped_data((rules_dir() / "data" / "torch-companions.yaml").read_text(encoding="utf-8"))
@@ -104,6 +122,8 @@ def companions() -> Companions:
 # (locks.py `dedupe_locks`): the manifest line changes, the lock is regenerated.
 @lru_cache(maxsize=4096)
 def _spec(text: str) -> SpecifierSet | None:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     try:
         return SpecifierSet(re.sub(r"\+[A-Za-z0-9.]+", "", text))
     except InvalidSpecifier:
@@ -212,6 +232,8 @@ class _Judge:
                 f"({self.ctx.pairs})"), f"torch {newest} to {self.ctx.paired}" if newest else TORCH
 
     def companion(self, entry: Entry) -> tuple[str, str] | None:
+        from packaging.utils import canonicalize_name
+
         if entry.kind not in ("requirement", "locked", "conda") or not self.ctx.torch:
             return None
         installed = {canonicalize_name(d): (v, req) for d, v, req in self.ctx.installed}
@@ -284,6 +306,8 @@ class _Judge:
     def held_back(self, entry: Entry) -> tuple[str, str] | None:
         """NOTE [packages that hold torch back] in scan/constraints.py; a package the companion or
         ended tables already judge is theirs."""
+        from opscan.scan import constraints
+
         if entry.kind not in ("requirement", "locked", "conda") or not self.ctx.torch or entry.name == TORCH:
             return None
         if self.companion(entry) is not None or self.ended(entry) is not None or self._installed(entry):
@@ -306,6 +330,8 @@ class _Judge:
 
     def cuda_metadata(self, entry: Entry) -> tuple[str, str] | None:
         """NOTE [cuda by metadata] in scan/constraints.py: outside the catalog, CUDA-only by what it requires."""
+        from opscan.scan import constraints
+
         if entry.kind not in ("requirement", "conda") or not entry.name or entry.inferred \
                 or self.cuda_library(entry) is not None:
             return None   # an inferred name (NOTE [nameless VCS URLs]) is no proven distribution
@@ -350,6 +376,8 @@ class _Judge:
 
     def _cpu_release(self, entry: Entry, package: str) -> str:
         """The library's first CPU-capable release when the entry admits it or a later one, else ""."""
+        from packaging.specifiers import SpecifierSet
+
         first = dict(self.ctx.cpu_since).get(package, "")
         if not first:
             return ""
@@ -404,6 +432,8 @@ def _chunk(pattern: str) -> str:
 def tokens(dependency_rules, ctx: DependencyContext) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(substrings, names): lower-case texts one of which a manifest must spell to be judged at
     all (NOTE [manifest pre-check]); names count only as whole names (`fla`, not in `flask`)."""
+    from opscan.scan import constraints
+
     words = {"torch", "cuda", "nvidia"}
     names: set[str] = set()
     for matcher, _rule in dependency_rules:
@@ -455,6 +485,8 @@ def relevant(text: str, dependency_rules, ctx: DependencyContext) -> bool:
 
 def read(kind: str, text: str) -> tuple[list[Entry], list[Problem]]:
     """The entries and problems of a manifest of `kind` (scan/files.py manifest_kind)."""
+    from opscan.scan import docker_manifests, manifests, setup_manifests, toml_manifests
+
     if kind == "requirements":
         entries, problems, _ = manifests.read_requirements(text)
         return entries, problems
@@ -472,6 +504,8 @@ def hits(relpath: str, kind: str, text: str, dependency_rules, ctx: DependencyCo
     it could not read. `name` picks a rule's `fixes` entry (the matched distribution, channel or
     image); `optional`: the entry is in an extra or a dependency group (reported guarded: it never
     blocks, like code under an availability check)."""
+    from opscan.scan import toml_manifests
+
     entries, problems = read(kind, text)
     judge = _Judge(ctx, toml_manifests.uv_sources(text) if kind == "pyproject" else {},
                    toml_manifests.project_name(text) if kind == "pyproject" else "")
@@ -494,6 +528,8 @@ def hits(relpath: str, kind: str, text: str, dependency_rules, ctx: DependencyCo
 
 
 def _judge(judge: _Judge, what: str, options: dict, entry: Entry) -> tuple[str, str] | None:
+    from opscan.scan import build_variables
+
     if what == "torch-pin":
         return judge.torch_pin(entry)
     if what == "companion":
@@ -556,6 +592,8 @@ def library_patterns(catalog_libraries) -> tuple[tuple[str, str], ...]:
     """(distribution pattern, package) pairs of catalog libraries: their `distributions`, else their
     packages' canonical names (`flash_attn` -> `flash-attn`), and their repositories (NOTE [catalog
     repositories]). For phases.py, which reads the catalog."""
+    from packaging.utils import canonicalize_name
+
     out = []
     for library in catalog_libraries:
         declared = {canonicalize_name(d) for d in getattr(library, "distributions", ())}
@@ -584,6 +622,10 @@ __all__ = ["DEPENDENCY_KINDS", "EMPTY", "DependencyContext", "Problem", "admits_
 def known_package(name: str) -> bool:
     """Whether opscan's tables know the package `name` (an import or pip name): the torch companion
     table (rules/data/torch-companions.yaml) or the table of packages that constrain torch."""
+    from packaging.utils import canonicalize_name
+
+    from opscan.scan import constraints
+
     canonical = canonicalize_name(name)
     known = companions()
     return canonical in known.pairs or canonical in known.ended or canonical in constraints.table().releases

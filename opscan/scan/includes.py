@@ -12,7 +12,6 @@ from pathlib import Path
 
 from opscan.records import Finding, Location
 from opscan.scan.files import manifest_kind
-from opscan.scan.manifests import include_lines
 from opscan.scan.rules import RuleSet
 
 
@@ -33,6 +32,8 @@ def missing_includes(root: Path, relpaths: list[str], rules: RuleSet,
             continue
         if "-r" not in text and "-c" not in text and "--requirement" not in text and "--constraint" not in text:
             continue
+        from opscan.scan.manifests import include_lines   # a warm scan of a tree without includes never parses one
+
         folder = (root / rel).parent
         for line, name in include_lines(text):
             if "$" in name or "://" in name or os.path.isfile(folder / name):

@@ -15,6 +15,7 @@ from opscan.records import CATEGORIES, SEVERITIES, TASKS, Category
 from opscan.resources import coverage_db_dir, rules_dir
 from opscan.scan.matchers import Compiled, compile_rules
 from opscan.scan.rule_records import AutoFix, Example, FixEntry, FixExample, Matcher, Rule
+from opscan.scan.rules_memo import RulesMemo, close_memo, open_memo
 from opscan.strict_yaml import YamlProblem, line_of, parse_yaml
 
 __all__ = ["AutoFix", "Example", "FixEntry", "FixExample", "Matcher", "Rule", "RuleSet", "load_rule_dir",
@@ -371,14 +372,29 @@ def _fixes(path: Path, raw: Any) -> tuple[FixEntry, ...]:
     return tuple(out)
 
 
-def load_rule_file(path: Path) -> Rule:
-    """Load and validate one rule file; raises RuleError naming the file and the problem."""
+def load_rule_file(path: Path, memo: RulesMemo | None = None) -> Rule:
+    """Load and validate one rule file; raises RuleError naming the file and the problem.
+    `memo`: parsed documents by the file's bytes (NOTE [rules memo] in scan/rules_memo.py)."""
     try:
-        raw = parse_yaml(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
+        remembered = memo.get(data) if memo is not None else None
+        if remembered is not None:
+            try:
+                return _build_rule(path, remembered)
+            except (RuleError, LookupError, TypeError, ValueError, AttributeError):
+                pass   # raised again from a fresh parse, which knows the lines
+        raw = parse_yaml(data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n"))   # as read_text
     except (OSError, UnicodeDecodeError) as exc:
         raise _fail(path, f"cannot read rule file: {exc}") from None
     except YamlProblem as exc:   # invalid YAML, or a key given twice in one mapping
         raise _fail(path, str(exc), exc.line) from None
+    rule = _build_rule(path, raw)
+    if memo is not None:
+        memo.put(data, raw)
+    return rule
+
+
+def _build_rule(path: Path, raw: Any) -> Rule:
     if not isinstance(raw, dict):
         raise _fail(path, "expected a mapping at the top level", 1)
     for key in raw:
@@ -433,12 +449,12 @@ def load_rule_file(path: Path) -> Rule:
     )
 
 
-def load_rule_dir(directory: Path) -> list[Rule]:
+def load_rule_dir(directory: Path, memo: RulesMemo | None = None) -> list[Rule]:
     """Every *.yaml / *.yml rule file in `directory` (not recursive), sorted by file name."""
     if not directory.is_dir():
         raise RuleError("rule directory not found", path=str(directory))
     files = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
-    return [load_rule_file(p) for p in files]
+    return [load_rule_file(p, memo) for p in files]
 
 
 def unknown_selectors(rules: Iterable[Rule], patterns: Iterable[str]) -> list[str]:
@@ -471,7 +487,7 @@ def _selected(rule: Rule, patterns: tuple[str, ...]) -> bool:
 
 
 def load_rules(extra_dirs: Iterable[str | os.PathLike[str]] = (), select: Sequence[str] = (),
-               ignore: Sequence[str] = (), builtin: bool = True) -> RuleSet:
+               ignore: Sequence[str] = (), builtin: bool = True, memo_dir: Path | None = None) -> RuleSet:
     """Load the built-in rules plus `extra_dirs`, keep `select`ed ones, drop `ignore`d ones.
 
     Args:
@@ -479,14 +495,20 @@ def load_rules(extra_dirs: Iterable[str | os.PathLike[str]] = (), select: Sequen
         select: codes, code prefixes ("OPS2"), rule names or categories to keep (empty: all).
         ignore: the same, to drop; applied after `select`.
         builtin: load the shipped rules too.
+        memo_dir: the folder of the memo of parsed rule files (the scan cache's; NOTE [rules memo]).
     Raises:
         RuleError: a file that does not load, or an id or name used twice.
         UsageError: a `select` or `ignore` entry that selects no rule (see unknown_selectors).
     """
-    rules: list[Rule] = load_rule_dir(rules_dir()) if builtin else []
+    memo = open_memo(memo_dir) if memo_dir is not None else None
+    if memo is None:
+        close_memo()   # the shipped tables this run reads are not answered from another run's folder
+    rules: list[Rule] = load_rule_dir(rules_dir(), memo) if builtin else []
     for extra in extra_dirs:
         extra = Path(extra)
-        rules.extend([load_rule_file(extra)] if extra.is_file() else load_rule_dir(extra))
+        rules.extend([load_rule_file(extra, memo)] if extra.is_file() else load_rule_dir(extra, memo))
+    if memo is not None:
+        memo.save()
     seen_id: dict[str, str] = {}
     seen_name: dict[str, str] = {}
     for rule in rules:

@@ -56,8 +56,6 @@ def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, che
 def requirement_includes(root: Path, relpaths: list[str]) -> list[str]:
     """The files the discovered requirements files include (`-r`/`-c`) whose names do not say they
     are one (`-r dev.txt`), relative to the root; read only when a requirements file names one."""
-    from opscan.scan.manifests import included_files
-
     kinds = {rel: kind for rel in relpaths if (kind := manifest_kind(rel))}
     listed = set(kinds)
     queue = [rel for rel, kind in kinds.items() if kind == "requirements"]
@@ -70,6 +68,8 @@ def requirement_includes(root: Path, relpaths: list[str]) -> list[str]:
             continue
         if "-r" not in text and "-c" not in text and "--requirement" not in text and "--constraint" not in text:
             continue
+        from opscan.scan.manifests import included_files   # only for a file that may include one
+
         folder = rel.rpartition("/")[0]
         for name in included_files(text):
             candidate = os.path.normpath(os.path.join(folder, name)).replace(os.sep, "/")

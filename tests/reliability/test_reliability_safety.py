@@ -133,7 +133,8 @@ IMPORTERS_ALLOWED = {"targets/loader.py", "targets/project_modules.py",   # a ta
                      "containment/forkserver.py",   # the modules a fork server preloads (torch, transformers)
                      "containment/outcome.py",
                      "scan/fixes.py", "targets/repository.py",
-                     "db/cache_stats.py"}   # the backend's cache counters, read in the contained child
+                     "db/cache_stats.py",   # the backend's cache counters, read in the contained child
+                     "scan/__init__.py", "containment/__init__.py"}   # their own modules on first use (PEP 562)
 # The module of `opscan run`, whose job is to run the user's script (in the contained child, docs/run.md).
 SCRIPT_RUNNERS_ALLOWED = {"trace/run/script.py"}
 # The construction of a repository's own models (issue 24), whose job is to execute the definitions of
