@@ -1,5 +1,5 @@
 """benchmarks/accuracy/dependencies: the held-out parts' files agree with each other (labels, file lists,
-pinned snapshots; HELDOUT2-5.md), the scorer reads labels and file lists as documented, and the fetch
+pinned snapshots; HELDOUT2-6.md), the scorer reads labels and file lists as documented, and the fetch
 script copies each listed file at its pinned commit.
 
 The parts' manifests are copied at run time (fetch_heldout*.py), so these tests read only the tracked
@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPS = ROOT / "benchmarks" / "accuracy" / "dependencies"
-PARTS = ("heldout2", "heldout3", "heldout4", "heldout5")
+PARTS = ("heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
 
 
 def _load(name: str):
@@ -75,6 +75,19 @@ def test_fourth_part_meets_its_rule_counts(score):
     _, labels_path, files_path = score.SETS["heldout4"]
     labels = score._labels(labels_path)
     assert len(_pins("heldout4")) == 12 and len(labels) >= 25   # HELDOUT4.md: 12 repositories, >= 25 lines
+
+
+def test_sixth_part_meets_its_rule_counts(score):
+    _, labels_path, files_path = score.SETS["heldout6"]
+    labels = score._labels(labels_path)
+    assert len(_pins("heldout6")) == 9 and len(labels) >= 25   # HELDOUT6.md: 9 repositories, 53 lines (aim 25)
+
+
+def test_scorer_counts_found_labels_per_file(score):
+    labels = {("a/requirements.txt", 3): "r", ("a/requirements.txt", 9): "r", ("b/Dockerfile", 1): "r"}
+    hit = [("a/requirements.txt", 9)]
+    assert score._by_file(labels, hit) == {"a/requirements.txt": (1, 2), "b/Dockerfile": (0, 1)}
+    assert score._by_file({}, []) == {}
 
 
 def test_scorer_reads_labels_and_files_as_documented(score, tmp_path):

@@ -13,6 +13,10 @@ companion specifier that admits a paired torch would be one of them (the goal: n
     python benchmarks/accuracy/dependencies/score.py heldout3     # corpus/heldout3/ (fetch_heldout3.py), HELDOUT3.md
     python benchmarks/accuracy/dependencies/score.py heldout4     # corpus/heldout4/ (fetch_heldout4.py), HELDOUT4.md
     python benchmarks/accuracy/dependencies/score.py heldout5     # corpus/heldout5/ (fetch_heldout5.py), HELDOUT5.md
+    python benchmarks/accuracy/dependencies/score.py heldout6     # corpus/heldout6/ (fetch_heldout6.py), HELDOUT6.md
+
+Each file holding labels gets its own found/labelled count below the total, so a part whose labels
+crowd into one file (HELDOUT6.md: 30 of 53 in one export) can be read with and without it.
 """
 
 from __future__ import annotations
@@ -42,9 +46,11 @@ SETS = {
     "heldout4": (HERE / "corpus" / "heldout4", HERE / "labels_heldout4.csv", HERE / "files_heldout4.txt"),
     # the fifth held-out part (issue #43, HELDOUT5.md): fetch_heldout5.py copies its files; scored once, by the lead
     "heldout5": (HERE / "corpus" / "heldout5", HERE / "labels_heldout5.csv", HERE / "files_heldout5.txt"),
+    # the sixth held-out part (issue #43, HELDOUT6.md): fetch_heldout6.py copies its files; scored once, by the lead
+    "heldout6": (HERE / "corpus" / "heldout6", HERE / "labels_heldout6.csv", HERE / "files_heldout6.txt"),
 }
 FETCH = {"heldout2": "fetch_heldout2.py", "heldout3": "fetch_heldout3.py", "heldout4": "fetch_heldout4.py",
-         "heldout5": "fetch_heldout5.py"}
+         "heldout5": "fetch_heldout5.py", "heldout6": "fetch_heldout6.py"}
 
 
 def _labels(path: Path) -> dict[tuple[str, int], str]:
@@ -58,6 +64,16 @@ def _files(path: Path | None, root: Path, labels) -> list[str]:
     listed = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()
               if line.strip() and not line.startswith("#")]
     return sorted(set(listed) | {f for f, _ in labels})
+
+
+def _by_file(labels, hit) -> dict[str, tuple[int, int]]:
+    """(found, labelled) per file holding labels, in file order."""
+    counts: dict[str, list[int]] = {}
+    for key in labels:
+        counts.setdefault(key[0], [0, 0])[1] += 1
+    for key in hit:
+        counts[key[0]][0] += 1
+    return {f: (found, labelled) for f, (found, labelled) in sorted(counts.items())}
 
 
 def score(name: str) -> dict:
@@ -84,7 +100,7 @@ def score(name: str) -> dict:
     return {"set": name, "files": len(files), "labels": len(labels), "found": len(hit),
             "recall": len(hit) / len(labels) if labels else 1.0, "missed": miss, "extra": extra,
             "errors_on_admitting_specifiers": wrong_errors, "unlabelled_errors": unlabelled_errors,
-            "labels_by_key": labels}
+            "labels_by_key": labels, "by_file": _by_file(labels, hit)}
 
 
 def main() -> int:
@@ -96,6 +112,8 @@ def main() -> int:
           f"(recall {out['recall']:.0%}); {len(out['extra'])} finding line(s) without a label; "
           f"{len(out['errors_on_admitting_specifiers'])} OPS501/OPS502 error(s) on unlabelled lines; "
           f"{len(out['unlabelled_errors'])} unlabelled line(s) with an error")
+    for path, (found, labelled) in out["by_file"].items():
+        print(f"  file   {path}: found {found} of {labelled}")
     for key in out["missed"]:
         print(f"  missed {key[0]}:{key[1]}  ({out['labels_by_key'][key]})")
     for key, rules in out["extra"]:
