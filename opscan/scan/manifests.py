@@ -9,6 +9,7 @@ manifests (pyproject.toml, Pipfile, the locks) are read by scan/toml_manifests.p
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Iterator
 from urllib.parse import unquote
@@ -69,11 +70,27 @@ class Problem:
 # NOTE [manifest lines]
 # A manifest is text read line by line: a line that is not valid UTF-8 is one OPS001 finding at
 # that line and is read as blank, so the valid lines around it are still judged (a requirements
-# file with one Latin-1 comment keeps its torch pin). A UTF-8 byte-order mark is dropped.
+# file with one Latin-1 comment keeps its torch pin). A UTF-8 byte-order mark is dropped. A file that
+# starts with a UTF-16 or UTF-32 byte-order mark is decoded by it, as pip decodes a requirements file
+# (Windows editors and `pip freeze > file` in PowerShell write UTF-16); a file with NUL bytes and no
+# such mark is not text opscan can read line by line: one OPS001 at line 1, not one per line.
+_WIDE_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+              (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
 def decode_lines(data: bytes) -> tuple[str, list[tuple[int, str]]]:
     """(text, [(line, problem)]): the file as UTF-8 text, each undecodable line blanked and named."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
+    for bom, encoding in _WIDE_BOMS:   # NOTE [manifest lines]: UTF-32's marks first (they start like UTF-16's)
+        if data.startswith(bom):
+            try:
+                return data.decode(encoding), []
+            except UnicodeDecodeError as exc:
+                return "", [(1, f"the file starts with a {encoding.upper()} byte-order mark but is not valid "
+                                f"{encoding.upper()} (byte {exc.start}); not read")]
+    if b"\x00" in data:
+        return "", [(1, "the file holds NUL bytes: not UTF-8 text (UTF-16 without a byte-order mark?); not read")]
     try:
         return data.decode("utf-8"), []
     except UnicodeDecodeError:

@@ -114,11 +114,12 @@ def test_bitsandbytes_imports_stay_a_port_task_whatever_the_requirement():
 def test_the_shipped_catalog_gives_cpu_since_and_cuda_extras_with_sources():
     catalog = shipped()
     since = {lib.id: lib.cpu_since for lib in catalog.libraries if lib.cpu_since}
-    assert set(since) == {"bitsandbytes"} and since["bitsandbytes"].version == "0.46.0"
+    assert set(since) == {"bitsandbytes", "nvtx"} and since["bitsandbytes"].version == "0.46.0"
+    assert since["nvtx"].version == "0"     # its calls do nothing without a profiler: every release
     assert all(url.startswith("https://") for value in since.values() for url in value.sources)
     extras = {extra.distribution: extra.extras for extra in catalog.cuda_extras}
     assert extras["aqlm"] == ("gpu",) and "srt" in extras["sglang"]
-    assert dict(DEPS.cpu_since) == {"bitsandbytes": "0.46.0"}
+    assert dict(DEPS.cpu_since) == {"bitsandbytes": "0.46.0", "nvtx": "0"}
 
 
 @pytest.mark.parametrize(("text", "cause"), [

@@ -256,3 +256,15 @@ def test_a_cuda_default_is_a_note_only_when_a_later_run_reads_it():
     assert _found({"Dockerfile": unread}) == set()
     after = "FROM ubuntu:24.04\nRUN bash install.sh\nARG APP_TORCH_MODE=cuda\n"   # defined after the only RUN
     assert _found({"Dockerfile": after}) == set()
+
+
+def test_a_utf16_requirements_file_is_read_as_pip_reads_it():
+    """NOTE [manifest lines]: a byte-order mark of UTF-16 or UTF-32 decodes the file (pip's own reading);
+    one with NUL bytes and no mark is one OPS001 at line 1, never one finding per line."""
+    text = "numpy>=1.24\r\ntorch==2.0.1\r\nflash-attn\r\n"
+    for encoding in ("utf-16", "utf-16-be", "utf-32"):
+        data = text.encode(encoding)
+        if encoding == "utf-16-be":
+            data = b"\xfe\xff" + data
+        assert _found({"requirements.txt": data}) == {"requirements.txt:2 OPS501", "requirements.txt:3 OPS506"}
+    assert _found({"requirements.txt": text.encode("utf-16-le")}) == {"requirements.txt:1 OPS001"}
