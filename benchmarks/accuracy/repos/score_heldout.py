@@ -1,6 +1,6 @@
-"""Scores a held-out set of issue 42 (`--set heldout5`, `heldout6` or `heldout7`): did `opscan REPO`, with no
-configuration, answer each research repository by a complete train-mode trace of its own training
-command or of its main model?
+"""Scores a held-out set of issue 42 (`--set heldout5`, `heldout6`, `heldout7` or `heldout8`): did
+`opscan REPO`, with no configuration, answer each research repository by a complete train-mode trace
+of its own training command or of its main model?
 
 The labels (heldout5_labels.toml, heldout6_labels.toml: written by hand before any run) say, per
 repository, the training scripts, the model class that command trains and what builds it (a model a
@@ -66,7 +66,7 @@ class HeldOutSet:
 
 
 SETS = {s.name: s for s in (HeldOutSet("heldout5", "held out 5"), HeldOutSet("heldout6", "held out 6"),
-                                     HeldOutSet("heldout7", "held out 7"))}
+                                     HeldOutSet("heldout7", "held out 7"), HeldOutSet("heldout8", "held out 8"))}
 
 
 @dataclass(frozen=True)
@@ -220,8 +220,9 @@ def planned(labels: list[Label], wanted: set[str], results: Path, again: bool) -
 
 
 def _fetcher(held_out: HeldOutSet) -> str:
-    """The command that exports a set and builds its environment (held-out 7 shares held-out 6's)."""
-    script = "fetch_heldout6.py --set heldout7" if held_out.name == "heldout7" else f"fetch_{held_out.name}.py"
+    """The command that exports a set and builds its environment (held-out 7 and 8 share held-out 6's)."""
+    shared = held_out.name in ("heldout7", "heldout8")
+    script = f"fetch_heldout6.py --set {held_out.name}" if shared else f"fetch_{held_out.name}.py"
     return f"python benchmarks/accuracy/repos/{script}"
 
 
