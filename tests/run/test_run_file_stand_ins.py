@@ -211,3 +211,33 @@ def test_a_run_stopped_by_an_absent_file_no_stand_in_knows_says_so(tmp_path):
     assert not trace.complete and "no stand-in for datasets/graphs.pkl" in trace.stopped_at
     plain, _ = run_script(str(script), project_root=str(tmp_path), cwd=str(tmp_path), device="cpu")
     assert "FileNotFoundError" in plain.stopped_at and "no stand-in" not in plain.stopped_at
+
+
+def test_a_librarys_own_package_data_is_read_as_it_is_never_stood_in(tmp_path, monkeypatch):
+    """NOTE [a library's own files]: librosa's pooch `registry.txt` read with open() in the child
+    was answered with synthetic text ("Invalid entry in Pooch registry file")."""
+    import sysconfig
+
+    from opscan.trace.run import stand_ins as stand_ins_module
+
+    site = tmp_path / "site-packages"
+    (site / "audiolib" / "data").mkdir(parents=True)
+    (site / "audiolib" / "data" / "registry.txt").write_text("clip.ogg sha256:00ff\n", encoding="utf-8")
+    (site / "audiolib" / "vocab.json").write_text('{"a": 0}', encoding="utf-8")
+    project_dir = tmp_path / "project"
+    project_dir.mkdir()
+    monkeypatch.chdir(project_dir)
+    monkeypatch.setattr(stand_ins_module, "_LIBRARY_ROOTS",
+                        [*stand_ins_module.library_roots(), os.path.realpath(site)])
+    assert os.path.realpath(sysconfig.get_paths()["purelib"]) in stand_ins_module.library_roots()
+    made = StandIns(str(project_dir), SourceFinder(str(project_dir)), str(project_dir / "train.py"))
+    with installed(made):
+        with open(site / "audiolib" / "data" / "registry.txt") as handle:
+            assert handle.read() == "clip.ogg sha256:00ff\n"
+        with open(site / "audiolib" / "vocab.json") as handle:
+            assert json.load(handle) == {"a": 0}
+        with pytest.raises(FileNotFoundError):   # a library's absent file fails as it would
+            open(site / "audiolib" / "data" / "missing.txt")
+        with open(tmp_path / "elsewhere" / "corpus.txt") as handle:   # data outside the project: stood in
+            assert len(handle.read()) == file_stand_ins.TEXT_CHARS
+    assert [r.subject for r in made.replaced] == [str(tmp_path / "elsewhere" / "corpus.txt")]
