@@ -241,3 +241,42 @@ def test_a_librarys_own_package_data_is_read_as_it_is_never_stood_in(tmp_path, m
         with open(tmp_path / "elsewhere" / "corpus.txt") as handle:   # data outside the project: stood in
             assert len(handle.read()) == file_stand_ins.TEXT_CHARS
     assert [r.subject for r in made.replaced] == [str(tmp_path / "elsewhere" / "corpus.txt")]
+
+
+def test_a_project_module_named_like_a_patched_library_is_imported_untouched(tmp_path, monkeypatch):
+    """NOTE [only the real library is patched]: CycleGAN-pytorch's own `datasets.py` met the Hugging
+    Face stand-in ("partially initialized module 'datasets' has no attribute 'load_dataset'")."""
+    import importlib
+    import sys
+
+    import PIL.Image
+
+    from opscan.trace.run.stand_in_hooks import is_library
+
+    own = {"datasets": "class ImageDataset:\n    pass\n",
+           "h5py": "def File(name, mode='r'):\n    return ('own', name)\n",
+           "wandb": "def init(**kwargs):\n    return 'own run'\n",
+           "tiktoken": "def get_encoding(name):\n    return 'own encoding'\n",
+           "transformers": "class AutoModel:\n    pass\n"}
+    for name, text in own.items():
+        (tmp_path / f"{name}.py").write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    saved = {name: sys.modules.pop(name) for name in own if name in sys.modules}
+    made = StandIns(str(tmp_path), SourceFinder(str(tmp_path)), str(tmp_path / "train.py"))
+    real_open = PIL.Image.open
+    try:
+        with installed(made):
+            modules = {name: importlib.import_module(name) for name in own}
+            assert PIL.Image.open is not real_open   # the installed library is still patched
+        assert PIL.Image.open is real_open
+        assert all(os.path.dirname(m.__file__) == str(tmp_path) for m in modules.values())
+        assert modules["h5py"].File("x.h5") == ("own", "x.h5") and modules["wandb"].init() == "own run"
+        assert modules["tiktoken"].get_encoding("gpt2") == "own encoding"
+        assert hasattr(modules["datasets"], "ImageDataset") and made.replaced == []
+        assert not is_library(modules["datasets"].__spec__, str(tmp_path))
+        assert is_library(PIL.Image.__spec__, str(tmp_path))
+    finally:
+        for name in own:
+            sys.modules.pop(name, None)
+        sys.modules.update(saved)
