@@ -260,3 +260,23 @@ def test_paths_that_resolve_from_both_folders_or_outside_the_project_move_nothin
         "A = 'configs/base.yaml'\nB = '../../data'\nC = 'https://host/x/y'\n", encoding="utf-8")
     assert own_folder(str(tmp_path / "proj" / "src" / "train.py"), str(tmp_path / "proj"),
                       str(tmp_path / "proj")) == ("", "")
+
+
+def test_inline_code_written_with_three_backticks_on_one_line_opens_no_block(tmp_path):
+    """"```python setup.py install```" read as a fence swallowed the README's usage block up to its
+    opening fence (gpackage-gcn-torch): a backtick fence's info string holds no backtick."""
+    root = _project(tmp_path, {"pkg/train_gdp.py": STEPS, "README.md": """\
+        ## Installation
+
+        ```python setup.py install```
+
+        ## Usage
+
+        ```bash
+        $ cd pkg
+
+        # GDP dataset
+        $ python train_gdp.py
+        ```
+        """})
+    assert _found(root)[0] == ("python train_gdp.py", "readme", "pkg")
