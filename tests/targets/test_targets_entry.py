@@ -228,6 +228,7 @@ def _gcn_like(root: Path) -> None:
     """A script written for `cd pygcn && python train.py`: its data path is relative to its folder."""
     (root / "data" / "cora").mkdir(parents=True)
     (root / "data" / "cora" / "cora.content").write_text("1 0.5 0.25\n2 0.75 0.125\n", encoding="utf-8")
+    (root / "data" / "cora" / "cora.cites").write_text("1 2\n", encoding="utf-8")
     (root / "pygcn").mkdir()
     (root / "pygcn" / "utils.py").write_text(
         "import numpy as np\n\ndef load_data(path='../data/cora/', dataset='cora'):\n"
@@ -246,6 +247,8 @@ def test_a_script_whose_relative_paths_resolve_only_from_its_folder_runs_from_th
     script = str(tmp_path / "pygcn" / "train.py")
     assert own_folder(script, str(tmp_path), str(tmp_path)) == (str((tmp_path / "pygcn").resolve()), "../data/cora/")
     assert own_folder(script, str(tmp_path / "pygcn"), str(tmp_path)) == ("", "")   # already there
+    (tmp_path / "pygcn" / "a_eval.py").write_text("DATA = '../data/cora/cora.cites'\n", encoding="utf-8")
+    assert own_folder(script, str(tmp_path), str(tmp_path))[1] == "../data/cora/"   # the imported module's first
     (tmp_path / "pygcn" / "eval.py").write_text("OUT = 'data/cora/cora.content'\n", encoding="utf-8")
     assert own_folder(script, str(tmp_path), str(tmp_path)) == ("", "")   # a path only the root resolves: stay
 

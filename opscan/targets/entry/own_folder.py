@@ -45,17 +45,35 @@ def _relative_paths(folder: str, script: str) -> list[str]:
     files = [os.path.realpath(script)]
     with os.scandir(folder) as entries:
         siblings = sorted(e.path for e in entries if e.name.endswith(".py") and e.is_file())
-    files += [f for f in siblings if os.path.realpath(f) != files[0]][:MAX_FILES]
+    siblings = [f for f in siblings if os.path.realpath(f) != files[0]][:MAX_FILES]
+    script_tree = _parsed(files[0])
+    if script_tree is not None:   # the script first, then the modules it imports (the note names one)
+        imported = _imports(script_tree)
+        siblings.sort(key=lambda f: os.path.basename(f)[:-3] not in imported)
     found: list[str] = []
-    for name in files:
-        try:
-            text = Path(name).read_bytes()[:MAX_BYTES].decode("utf-8", "replace")
-            tree = ast.parse(text)
-        except (OSError, SyntaxError, ValueError):
-            continue
-        found += [node.value for node in ast.walk(tree)
-                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and _path_like(node.value)]
+    for tree in [script_tree, *(_parsed(name) for name in siblings)]:
+        if tree is not None:
+            found += [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
+                      and isinstance(node.value, str) and _path_like(node.value)]
     return list(dict.fromkeys(found))
+
+
+def _parsed(name: str) -> ast.Module | None:
+    try:
+        return ast.parse(Path(name).read_bytes()[:MAX_BYTES].decode("utf-8", "replace"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _imports(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(part for alias in node.names for part in alias.name.split("."))
+        elif isinstance(node, ast.ImportFrom):
+            names.update((node.module or "").split("."))
+            names.update(alias.name for alias in node.names)
+    return names
 
 
 def _path_like(text: str) -> bool:
