@@ -13,17 +13,16 @@ from collections.abc import Callable
 
 from opscan.trace.run import (data_stand_ins, file_stand_ins, media_stand_ins, pretrained, real_transforms,
                               tokenizer_stand_ins, trackers)
-from opscan.trace.run.stand_ins import Patches, StandIns, library_roots
+from opscan.trace.run.stand_ins import Patches, StandIns
 
 # NOTE [only the real library is patched]
 # A hook watches a module by its name (`datasets`, `h5py`, `wandb`, `torchvision`), and a project may
 # have its own module of that name (CycleGAN-pytorch's `datasets.py`, found first on the script's
 # import path). Patching it ran the Hugging Face stand-in on the project's half-imported module
 # ("partially initialized module 'datasets' has no attribute 'load_dataset'"). A watched module is
-# patched only when its file lies among the interpreter's installed code (stand_ins.library_roots:
-# site-packages, the prefixes), never inside the project; a project module of the same name is
-# imported and run untouched, and the real library, if the project also imports it under that name,
-# is not reachable anyway.
+# patched only when its file lies outside the project (site-packages, an editable install of
+# another checkout, a folder on PYTHONPATH); a module of the project, by its file, is imported and
+# run untouched. A module with no file (built-in, a namespace with no folder) is not patched.
 
 
 def _origins(spec) -> list[str]:
@@ -35,12 +34,9 @@ def _origins(spec) -> list[str]:
 
 
 def is_library(spec, root: str) -> bool:
-    """Whether a module's spec is the installed library's (NOTE [only the real library is patched])."""
+    """Whether a module's spec is a library's, not the project's (NOTE [only the real library is patched])."""
     origins = [os.path.realpath(o) for o in _origins(spec)]
-    roots = library_roots()
-    return bool(origins) and all(
-        not (root and (o == root or o.startswith(root + os.sep)))
-        and any(o == r or o.startswith(r + os.sep) for r in roots) for o in origins)
+    return bool(origins) and not any(root and (o == root or o.startswith(root + os.sep)) for o in origins)
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
