@@ -280,3 +280,18 @@ def test_a_project_module_named_like_a_patched_library_is_imported_untouched(tmp
         for name in own:
             sys.modules.pop(name, None)
         sys.modules.update(saved)
+
+
+def test_a_module_beside_the_script_importing_the_package_puts_the_root_on_the_import_path(tmp_path):
+    """gpackage-gcn-torch: `cd pygcn && python train_gdp.py`, whose `from models_gdp import GCN` has
+    `from pygcn.layers import GraphConvolution` (the package installed by setup.py)."""
+    root = tmp_path / "repo"
+    (root / "pygcn").mkdir(parents=True)
+    (root / "pygcn" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "pygcn" / "layers.py").write_text("import torch\n", encoding="utf-8")
+    (root / "pygcn" / "models_gdp.py").write_text("from pygcn.layers import torch\n", encoding="utf-8")
+    (root / "pygcn" / "train_gdp.py").write_text("import os\nfrom models_gdp import torch\n", encoding="utf-8")
+    (root / "pygcn" / "other.py").write_text("import os, json\n", encoding="utf-8")
+    path, note = package_root(str(root / "pygcn" / "train_gdp.py"), str(root))
+    assert path == os.path.realpath(root) and "`pygcn`" in note
+    assert package_root(str(root / "pygcn" / "other.py"), str(root)) == ("", "")   # imports neither
