@@ -283,3 +283,11 @@ def test_inline_code_written_with_three_backticks_on_one_line_opens_no_block(tmp
         ```
         """})
     assert _found(root)[0] == ("python train_gdp.py", "readme", "pkg")
+
+
+def test_a_placeholder_in_angle_brackets_is_dropped_with_its_option_not_read_as_a_redirection():
+    """NOTE [placeholders]: PVCGAN_Torch's README `python Train.py -s <int>` left `-s` valueless."""
+    found = commands("python Train.py -s <int>\npython main.py <config.yaml> --epochs 2 > log.txt\n"
+                     "python eval.py < inputs.txt\n")
+    assert [c.words for c in found] == [("python", "Train.py"), ("python", "main.py", "--epochs", "2"),
+                                        ("python", "eval.py")]
