@@ -215,6 +215,16 @@ def run_command(entry: TrainingEntry, root: Path, profile: DeviceProfile | None,
     script = parsed["script"] if parsed["module"] else str((cwd / parsed["script"]).resolve())
     if not parsed["module"] and not Path(script).is_file():
         raise UsageError(f"entry `{entry.command}`: no such script {parsed['script']} (from {cwd})")
+    moved = ""
+    if not parsed["module"]:   # NOTE [a script run from its own folder] (opscan/targets/entry/own_folder.py)
+        from opscan.targets.entry.own_folder import own_folder
+
+        folder, because = own_folder(script, str(cwd), str(root))
+        if folder:
+            cwd = Path(folder)
+            moved = (f"{Path(script).relative_to(root.resolve()).as_posix()}: run from its own folder "
+                     f"{cwd.relative_to(root.resolve()).as_posix()}/ (its relative path {because!r} exists only from "
+                     "there, as `cd` into it and running the script reads it)")
     options = {"script": script, "argv": list(parsed["argv"]), "module": parsed["module"], "device": "neuron",
                "steps": 1, "nproc": parsed["nproc"], "env": parsed["env"], "profile": profile,
                "project_root": str(root), "cwd": str(cwd), "stand_ins": True}
@@ -224,10 +234,14 @@ def run_command(entry: TrainingEntry, root: Path, profile: DeviceProfile | None,
         from opscan.trace.run import run_script
 
         trace, said = run_script(**options)
-        return replace(trace, containment=tuple((part, IN_PROCESS) for part in PARTS)), said
+        return replace(trace, containment=tuple((part, IN_PROCESS) for part in PARTS)), _with(said, moved)
     from opscan.containment.process import run
 
     ended = run(RUN_FUNCTION, options, with_overlay(limits, str(root)),
                 returns=tuple[ModelTrace, tuple[str, ...]])   # run_script's (trace, notes)
     trace, said = result_of(ended, f"run of `{entry.command}`", limits)
-    return replace(trace, containment=ended.containment.parts if ended.containment else ()), said
+    return replace(trace, containment=ended.containment.parts if ended.containment else ()), _with(said, moved)
+
+
+def _with(said: tuple, note: str) -> tuple:
+    return (*said, note) if note else said

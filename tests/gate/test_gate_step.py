@@ -219,3 +219,20 @@ def test_a_console_script_of_project_scripts_runs_its_function_with_the_commands
     assert trace.complete and trace.steps == 1, trace.stopped_at
     ops = {u.op for u in (*trace.ops, *trace.host_ops)}   # nothing moved to a device: host ops
     assert {"aten::addmm", "aten::t"} <= ops and trace.target == "script:pkg.cli:train"
+
+
+@pytest.mark.slow
+def test_a_script_reading_beside_itself_with_numpy_runs_its_step_from_its_folder(tmp_path):
+    """NOTE [a script run from its own folder]: numpy's loader checks the path itself, so only the
+    working directory answers it; the run says it moved."""
+    pytest.importorskip("torch")
+    from opscan.pipeline.entry_step import run_command
+    from opscan.records import TrainingEntry
+    from tests.targets.test_targets_entry import _gcn_like
+
+    _gcn_like(tmp_path)
+    entry = TrainingEntry("python pygcn/train.py", "main-step", "pygcn/train.py", 1)
+    trace, notes = run_command(entry, tmp_path, None, None)
+    assert trace.complete and trace.steps == 1, trace.stopped_at
+    assert "aten::addmm" in {u.op for u in (*trace.ops, *trace.host_ops)} and trace.replaced == ()
+    assert any("run from its own folder pygcn/" in n for n in notes), notes

@@ -211,3 +211,87 @@ def test_a_run_stopped_by_an_absent_file_no_stand_in_knows_says_so(tmp_path):
     assert not trace.complete and "no stand-in for datasets/graphs.pkl" in trace.stopped_at
     plain, _ = run_script(str(script), project_root=str(tmp_path), cwd=str(tmp_path), device="cpu")
     assert "FileNotFoundError" in plain.stopped_at and "no stand-in" not in plain.stopped_at
+
+
+def test_a_librarys_own_package_data_is_read_as_it_is_never_stood_in(tmp_path, monkeypatch):
+    """NOTE [a library's own files]: librosa's pooch `registry.txt` read with open() in the child
+    was answered with synthetic text ("Invalid entry in Pooch registry file")."""
+    import sysconfig
+
+    from opscan.trace.run import stand_ins as stand_ins_module
+
+    site = tmp_path / "site-packages"
+    (site / "audiolib" / "data").mkdir(parents=True)
+    (site / "audiolib" / "data" / "registry.txt").write_text("clip.ogg sha256:00ff\n", encoding="utf-8")
+    (site / "audiolib" / "vocab.json").write_text('{"a": 0}', encoding="utf-8")
+    project_dir = tmp_path / "project"
+    project_dir.mkdir()
+    monkeypatch.chdir(project_dir)
+    monkeypatch.setattr(stand_ins_module, "_LIBRARY_ROOTS",
+                        [*stand_ins_module.library_roots(), os.path.realpath(site)])
+    assert os.path.realpath(sysconfig.get_paths()["purelib"]) in stand_ins_module.library_roots()
+    made = StandIns(str(project_dir), SourceFinder(str(project_dir)), str(project_dir / "train.py"))
+    with installed(made):
+        with open(site / "audiolib" / "data" / "registry.txt") as handle:
+            assert handle.read() == "clip.ogg sha256:00ff\n"
+        with open(site / "audiolib" / "vocab.json") as handle:
+            assert json.load(handle) == {"a": 0}
+        with pytest.raises(FileNotFoundError):   # a library's absent file fails as it would
+            open(site / "audiolib" / "data" / "missing.txt")
+        with open(tmp_path / "elsewhere" / "corpus.txt") as handle:   # data outside the project: stood in
+            assert len(handle.read()) == file_stand_ins.TEXT_CHARS
+    assert [r.subject for r in made.replaced] == [str(tmp_path / "elsewhere" / "corpus.txt")]
+
+
+def test_a_project_module_named_like_a_patched_library_is_imported_untouched(tmp_path, monkeypatch):
+    """NOTE [only the real library is patched]: CycleGAN-pytorch's own `datasets.py` met the Hugging
+    Face stand-in ("partially initialized module 'datasets' has no attribute 'load_dataset'")."""
+    import importlib
+    import sys
+
+    import PIL.Image
+
+    from opscan.trace.run.stand_in_hooks import is_library
+
+    own = {"datasets": "class ImageDataset:\n    pass\n",
+           "h5py": "def File(name, mode='r'):\n    return ('own', name)\n",
+           "wandb": "def init(**kwargs):\n    return 'own run'\n",
+           "tiktoken": "def get_encoding(name):\n    return 'own encoding'\n",
+           "transformers": "class AutoModel:\n    pass\n"}
+    for name, text in own.items():
+        (tmp_path / f"{name}.py").write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    saved = {name: sys.modules.pop(name) for name in own if name in sys.modules}
+    made = StandIns(str(tmp_path), SourceFinder(str(tmp_path)), str(tmp_path / "train.py"))
+    real_open = PIL.Image.open
+    try:
+        with installed(made):
+            modules = {name: importlib.import_module(name) for name in own}
+            assert PIL.Image.open is not real_open   # the installed library is still patched
+        assert PIL.Image.open is real_open
+        assert all(os.path.dirname(m.__file__) == str(tmp_path) for m in modules.values())
+        assert modules["h5py"].File("x.h5") == ("own", "x.h5") and modules["wandb"].init() == "own run"
+        assert modules["tiktoken"].get_encoding("gpt2") == "own encoding"
+        assert hasattr(modules["datasets"], "ImageDataset") and made.replaced == []
+        assert not is_library(modules["datasets"].__spec__, str(tmp_path))
+        assert is_library(PIL.Image.__spec__, str(tmp_path))
+    finally:
+        for name in own:
+            sys.modules.pop(name, None)
+        sys.modules.update(saved)
+
+
+def test_a_module_beside_the_script_importing_the_package_puts_the_root_on_the_import_path(tmp_path):
+    """gpackage-gcn-torch: `cd pygcn && python train_gdp.py`, whose `from models_gdp import GCN` has
+    `from pygcn.layers import GraphConvolution` (the package installed by setup.py)."""
+    root = tmp_path / "repo"
+    (root / "pygcn").mkdir(parents=True)
+    (root / "pygcn" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "pygcn" / "layers.py").write_text("import torch\n", encoding="utf-8")
+    (root / "pygcn" / "models_gdp.py").write_text("from pygcn.layers import torch\n", encoding="utf-8")
+    (root / "pygcn" / "train_gdp.py").write_text("import os\nfrom models_gdp import torch\n", encoding="utf-8")
+    (root / "pygcn" / "other.py").write_text("import os, json\n", encoding="utf-8")
+    path, note = package_root(str(root / "pygcn" / "train_gdp.py"), str(root))
+    assert path == os.path.realpath(root) and "`pygcn`" in note
+    assert package_root(str(root / "pygcn" / "other.py"), str(root)) == ("", "")   # imports neither

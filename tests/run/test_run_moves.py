@@ -58,3 +58,20 @@ def test_module_casts_swap_fake_parameters_in_place(tmp_path, monkeypatch):
     linear = next(u for u in trace.ops if u.op == "aten::addmm")
     assert {"torch.bfloat16", "torch.float32"} <= set(linear.dtypes)
     assert "aten::_foreach_add_.List" in {u.op for u in trace.ops if "optimizer" in u.phases}   # SGD momentum
+
+
+def test_torch_device_in_every_form_real_torch_accepts_runs_on_the_imitated_device(tmp_path, monkeypatch):
+    """NOTE [torch.device under the imitation]: `torch.device("cuda", local_rank)` was refused
+    ("argument 'type' (position 1) must be str, not torch.device")."""
+    import torch
+
+    from opscan.trace.run import run_script
+
+    for args, kwargs in ((("cpu",), {}), (("cpu", 0), {}), ((), {"type": "cpu"}), ((torch.device("cpu"),), {}),
+                         (("meta",), {})):   # the fixture's CPU forms, as real torch makes them
+        assert str(torch.device(*args, **kwargs)) in ("cpu", "cpu:0", "meta")
+    monkeypatch.chdir(tmp_path)
+    script = FIXTURES / "device_forms.py"
+    trace, _notes = run_script(str(script), device="neuron", steps=1, project_root=str(script.parent))
+    assert trace.complete and trace.steps == 1, trace.stopped_at
+    assert "aten::addmm" in {u.op for u in trace.ops} and "aten::addmm" not in {u.op for u in trace.host_ops}

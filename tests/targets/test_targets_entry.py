@@ -222,3 +222,72 @@ def test_a_command_written_as_inline_code_in_the_readmes_prose_is_read_after_its
                                             "```sh\npython finetune.py --lr 1\n```\n"})
     assert [(c, k) for c, k, _ in _found(root)][:2] == [("python finetune.py --lr 1", "readme"),
                                                         ("python main.py", "readme")]
+
+
+def _gcn_like(root: Path) -> None:
+    """A script written for `cd pygcn && python train.py`: its data path is relative to its folder."""
+    (root / "data" / "cora").mkdir(parents=True)
+    (root / "data" / "cora" / "cora.content").write_text("1 0.5 0.25\n2 0.75 0.125\n", encoding="utf-8")
+    (root / "data" / "cora" / "cora.cites").write_text("1 2\n", encoding="utf-8")
+    (root / "pygcn").mkdir()
+    (root / "pygcn" / "utils.py").write_text(
+        "import numpy as np\n\ndef load_data(path='../data/cora/', dataset='cora'):\n"
+        "    return np.genfromtxt('{}{}.content'.format(path, dataset))\n", encoding="utf-8")
+    (root / "pygcn" / "train.py").write_text(
+        "import torch\nfrom utils import load_data\nx = torch.tensor(load_data(), dtype=torch.float32)\n"
+        "model = torch.nn.Linear(3, 2)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "model(x).sum().backward()\noptimizer.step()\n", encoding="utf-8")
+
+
+def test_a_script_whose_relative_paths_resolve_only_from_its_folder_runs_from_there(tmp_path):
+    """NOTE [a script run from its own folder]: pygcn's `python pygcn/train.py` from the root."""
+    from opscan.targets.entry.own_folder import own_folder
+
+    _gcn_like(tmp_path)
+    script = str(tmp_path / "pygcn" / "train.py")
+    assert own_folder(script, str(tmp_path), str(tmp_path)) == (str((tmp_path / "pygcn").resolve()), "../data/cora/")
+    assert own_folder(script, str(tmp_path / "pygcn"), str(tmp_path)) == ("", "")   # already there
+    (tmp_path / "pygcn" / "a_eval.py").write_text("DATA = '../data/cora/cora.cites'\n", encoding="utf-8")
+    assert own_folder(script, str(tmp_path), str(tmp_path))[1] == "../data/cora/"   # the imported module's first
+    (tmp_path / "pygcn" / "eval.py").write_text("OUT = 'data/cora/cora.content'\n", encoding="utf-8")
+    assert own_folder(script, str(tmp_path), str(tmp_path)) == ("", "")   # a path only the root resolves: stay
+
+
+def test_paths_that_resolve_from_both_folders_or_outside_the_project_move_nothing(tmp_path):
+    from opscan.targets.entry.own_folder import own_folder
+
+    (tmp_path / "proj" / "src" / "configs").mkdir(parents=True)
+    (tmp_path / "proj" / "configs").mkdir()
+    (tmp_path / "data").mkdir()   # beside the project, not inside it
+    (tmp_path / "proj" / "src" / "train.py").write_text(
+        "A = 'configs/base.yaml'\nB = '../../data'\nC = 'https://host/x/y'\n", encoding="utf-8")
+    assert own_folder(str(tmp_path / "proj" / "src" / "train.py"), str(tmp_path / "proj"),
+                      str(tmp_path / "proj")) == ("", "")
+
+
+def test_inline_code_written_with_three_backticks_on_one_line_opens_no_block(tmp_path):
+    """"```python setup.py install```" read as a fence swallowed the README's usage block up to its
+    opening fence (gpackage-gcn-torch): a backtick fence's info string holds no backtick."""
+    root = _project(tmp_path, {"pkg/train_gdp.py": STEPS, "README.md": """\
+        ## Installation
+
+        ```python setup.py install```
+
+        ## Usage
+
+        ```bash
+        $ cd pkg
+
+        # GDP dataset
+        $ python train_gdp.py
+        ```
+        """})
+    assert _found(root)[0] == ("python train_gdp.py", "readme", "pkg")
+
+
+def test_a_placeholder_in_angle_brackets_is_dropped_with_its_option_not_read_as_a_redirection():
+    """NOTE [placeholders]: PVCGAN_Torch's README `python Train.py -s <int>` left `-s` valueless."""
+    found = commands("python Train.py -s <int>\npython main.py <config.yaml> --epochs 2 > log.txt\n"
+                     "python eval.py < inputs.txt\n")
+    assert [c.words for c in found] == [("python", "Train.py"), ("python", "main.py", "--epochs", "2"),
+                                        ("python", "eval.py")]

@@ -39,7 +39,7 @@ def test_a_module_of_a_folder_without_init_imports_its_siblings_relatively(tmp_p
     assert module.SmallLM.block.__name__ == "Block"
 
 
-def test_a_files_own_module_folder_comes_before_a_root_package_of_that_name(tmp_path, clean):
+def test_a_files_own_module_folder_comes_before_a_root_package_of_that_name(tmp_path, clean, monkeypatch):
     root = _write(tmp_path, {
         "optim42/__init__.py": "from .sam import SAM\n",
         "optim42/sam.py": "class SAM:\n    pass\n",
@@ -48,7 +48,7 @@ def test_a_files_own_module_folder_comes_before_a_root_package_of_that_name(tmp_
         "image/train.py": "from optim42 import SAM\n"})
     import importlib
 
-    sys.path.insert(0, str(root))
+    monkeypatch.syspath_prepend(str(root))
     assert importlib.import_module("optim42").SAM   # the root package, imported first by another file
     module = load(root / "language" / "modeling" / "model.py", root)
     assert module.GPT.opt.__name__ == "SophiaG"

@@ -25,6 +25,9 @@ SEPARATORS = frozenset({"&&", "||", ";", "|", "&"})
 REDIRECTS = re.compile(r"^(\d*>>?|\d*<|&>|\d*>&\d*)")
 _VAR = re.compile(r"\$\{(\w+)(?::?-([^}]*))?\}|\$(\w+)")
 _ASSIGN = re.compile(r"^(?:export\s+)?([A-Za-z_]\w*)=(.*)$")
+# a README's `<int>`, `<path_to_data>` where the reader puts a value: not a redirection (NOTE [placeholders])
+_PLACEHOLDER = re.compile(r"(?<!\S)<[A-Za-z_][\w.-]*>(?!\S)")
+_HOLE = "__opscan_placeholder__"
 
 
 @dataclass
@@ -93,14 +96,14 @@ def commands(text: str, shell: Shell | None = None, first: int = 1) -> list[Simp
             continue
         shell.unset.clear()
         try:
-            lexer = shlex.shlex(shell.expand(line), posix=True, punctuation_chars=";&|<>")
+            lexer = shlex.shlex(_PLACEHOLDER.sub(_HOLE, shell.expand(line)), posix=True, punctuation_chars=";&|<>")
             lexer.whitespace_split = True
             lexer.commenters = "#"
             words = list(lexer)
         except ValueError:   # an unclosed quote: not a command a user could type
             continue
         for part in _split(words):
-            part = _program_first(part)
+            part = _program_first(_unfilled(part))
             if not part:
                 continue
             if part[0] == "cd":
@@ -141,6 +144,25 @@ def _split(words: list[str]) -> list[list[str]]:
             continue
         parts[-1].append(word)
     return [p for p in parts if p]
+
+
+def _unfilled(words: list[str]) -> list[str]:
+    """The words with each placeholder dropped, and the option it was the value of.
+
+    NOTE [placeholders]
+    `python Train.py -s <int>` is a README's way of saying "put a number here"; read as shell, `<int>`
+    is a redirection from a file `int>` and left `-s` without its value (argparse then exits 2). A
+    word `<name>` alone between spaces is a placeholder: it and its option are dropped, so the
+    option's default applies, or, when it is required, a value is chosen for it as for any
+    required argument (required_args.py)."""
+    out: list[str] = []
+    for word in words:
+        if word == _HOLE:
+            if out and out[-1].startswith("-") and "=" not in out[-1] and len(out) > 1:
+                out.pop()
+            continue
+        out.append(word)
+    return out
 
 
 def _program_first(words: list[str]) -> list[str]:

@@ -144,6 +144,8 @@ def _blocks(text: str, rst: bool) -> list[tuple[int, str, bool]]:
     while index < len(lines):
         line = lines[index]
         fence = _FENCE.match(line)
+        if fence and fence.group(2).startswith("`") and "`" in line[fence.end(2):]:
+            fence = None   # "```python setup.py install```": inline code (a backtick fence's info has no backtick)
         if fence:
             marker, language = fence.group(2), fence.group(3).lower()
             end = index + 1

@@ -4,15 +4,18 @@ NOTE [a script inside its package]
 `python gae/train.py` puts `gae/` first on sys.path, so the script's `from gae.model import ...`
 finds no package `gae` unless the project is installed (`pip install -e .`) or run with the root on
 PYTHONPATH, which research READMEs often leave unsaid. When the script's folder is a package folder
-inside the project (it holds `__init__.py`) and the script imports that package by name, the run
-puts the project root at the end of sys.path, as an editable install would, and its notes say so:
-the command as written would stop at that import.
+inside the project (it holds `__init__.py`) and the script, or a module beside it (imported by
+bare name: `from models import Net` whose models.py has `from gae.layers import ...`), imports that
+package by name, the run puts the project root at the end of sys.path, as an editable install
+would, and its notes say so: the command as written would stop at that import.
 """
 
 from __future__ import annotations
 
 import os
 import re
+
+MAX_SIBLINGS = 40   # modules beside the script read for an import of the package
 
 
 def package_root(script: str, project_root: str | None) -> tuple[str, str]:
@@ -26,13 +29,33 @@ def package_root(script: str, project_root: str | None) -> tuple[str, str]:
     top = os.path.relpath(folder, root).split(os.sep)[0]
     if not os.path.isfile(os.path.join(root, top, "__init__.py")):
         return "", ""
+    imports = re.compile(rf"^\s*(from\s+{re.escape(top)}(\.|\s)|import\s+{re.escape(top)}(\.|\s|,|$))", re.MULTILINE)
+    if not any(imports.search(_source(name)) for name in _beside(script, folder)):
+        return "", ""
+    return root, (f"the project root put on the import path: the script (or a module beside it) imports its own "
+                  f"package `{top}` (as an installed package gives it; `python SCRIPT` alone stops at that import)")
+
+
+def _beside(script: str, folder: str) -> list[str]:
+    """The script, then the modules of its folder it imports by bare name (`from models import Net`)."""
     try:
-        with open(script, encoding="utf-8", errors="replace") as handle:
-            source = handle.read()
+        with os.scandir(folder) as entries:
+            siblings = sorted(e.path for e in entries if e.name.endswith(".py") and e.is_file())
     except OSError:
-        return "", ""
-    if not re.search(rf"^\s*(from\s+{re.escape(top)}(\.|\s)|import\s+{re.escape(top)}(\.|\s|,|$))", source,
-                     re.MULTILINE):
-        return "", ""
-    return root, (f"the project root put on the import path: the script imports its own package `{top}` "
-                  "(as an installed package gives it; `python SCRIPT` alone stops at that import)")
+        siblings = []
+    source = _source(script)
+    return [script, *(name for name in siblings[:MAX_SIBLINGS] if os.path.realpath(name) != os.path.realpath(script)
+                      and _imported(os.path.basename(name)[:-3], source))]
+
+
+def _imported(module: str, source: str) -> bool:
+    return bool(re.search(rf"^\s*(from\s+{re.escape(module)}\s+import|import\s+([\w.]+\s*,\s*)*{re.escape(module)}"
+                          r"(\s|,|$))", source, re.MULTILINE))
+
+
+def _source(name: str) -> str:
+    try:
+        with open(name, encoding="utf-8", errors="replace") as handle:
+            return handle.read(1 << 20)
+    except OSError:
+        return ""

@@ -129,6 +129,8 @@ class DeviceRedirect(TorchFunctionMode):
             return args[0].to(self.device, non_blocking=non_blocking)
         if func == _IS_CUDA:
             return args[0].device.type == self.device.type and self.device.type != "cpu"
+        if func is torch.device:   # NOTE [torch.device under the imitation]
+            return self._device(args, kwargs)
         if func is torch.Tensor.pin_memory and self.device.type != "cpu":
             return args[0]   # host memory is not modelled; the copy that follows is traced
         if "device" in kwargs:
@@ -142,6 +144,30 @@ class DeviceRedirect(TorchFunctionMode):
                 self.requests.note("a 'cuda' device argument runs on the imitated device")
                 args = new_args
         return func(*args, **kwargs)
+
+
+    def _device(self, args, kwargs) -> torch.device:
+        """`torch.device(...)` in any form real torch accepts; a CUDA one is the imitated device.
+
+        NOTE [torch.device under the imitation]
+        Since torch 2 the constructor of torch.device is itself a torch function, so the generic
+        rewrite of "cuda" arguments below turned `torch.device("cuda", local_rank)` into
+        `torch.device(device('neuron:0'), 0)`, which torch refuses ("argument 'type' (position 1)
+        must be str, not torch.device"). The device is made by real torch from the script's own
+        arguments (every form it accepts: a string with or without an index, a type and an index,
+        `type=`/`index=` keywords, a device, an int index), then a CUDA result becomes the imitated
+        device (one device: every CUDA index is its index 0). A bare int means the current
+        accelerator's device, CUDA on the machine the script was written for.
+        """
+        if len(args) == 1 and not kwargs and isinstance(args[0], int) and not isinstance(args[0], bool) \
+                and args[0] >= 0:
+            made = torch.device("cuda", args[0])
+        else:
+            made = torch.device(*args, **kwargs)   # the mode is off inside its handler: real torch
+        mapped = self.map(made)
+        if mapped is not made:
+            self.requests.note("torch.device('cuda') is the imitated device")
+        return mapped
 
 
 def _module_to(redirect: DeviceRedirect):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import importlib.abc
 import importlib.util
+import os
 import sys
 from collections.abc import Callable
 
@@ -14,12 +15,36 @@ from opscan.trace.run import (data_stand_ins, file_stand_ins, media_stand_ins, p
                               tokenizer_stand_ins, trackers)
 from opscan.trace.run.stand_ins import Patches, StandIns
 
+# NOTE [only the real library is patched]
+# A hook watches a module by its name (`datasets`, `h5py`, `wandb`, `torchvision`), and a project may
+# have its own module of that name (CycleGAN-pytorch's `datasets.py`, found first on the script's
+# import path). Patching it ran the Hugging Face stand-in on the project's half-imported module
+# ("partially initialized module 'datasets' has no attribute 'load_dataset'"). A watched module is
+# patched only when its file lies outside the project (site-packages, an editable install of
+# another checkout, a folder on PYTHONPATH); a module of the project, by its file, is imported and
+# run untouched. A module with no file (built-in, a namespace with no folder) is not patched.
+
+
+def _origins(spec) -> list[str]:
+    if spec is None:
+        return []
+    if spec.origin and spec.origin not in ("built-in", "frozen", "namespace"):
+        return [spec.origin]
+    return list(spec.submodule_search_locations or [])
+
+
+def is_library(spec, root: str) -> bool:
+    """Whether a module's spec is a library's, not the project's (NOTE [only the real library is patched])."""
+    origins = [os.path.realpath(o) for o in _origins(spec)]
+    return bool(origins) and not any(root and (o == root or o.startswith(root + os.sep)) for o in origins)
+
 
 class _AfterImport(importlib.abc.MetaPathFinder):
     """Calls `patch(module)` right after a watched module is executed (NOTE [stand-ins for data and weights])."""
 
-    def __init__(self, watched: dict[str, Callable]) -> None:
+    def __init__(self, watched: dict[str, Callable], root: str = "") -> None:
         self.watched = watched
+        self.root = root
         self._busy: set[str] = set()
 
     def find_spec(self, name, path=None, target=None):
@@ -32,7 +57,8 @@ class _AfterImport(importlib.abc.MetaPathFinder):
             spec = None
         finally:
             self._busy.discard(name)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module") \
+                or not is_library(spec, self.root):
             return None
         loader, patch = spec.loader, self.watched[name]
 
@@ -79,9 +105,9 @@ def installed(stand_ins: StandIns | None):
 
     hooks = {name: once(name, patch) for name, patch in watched.items()}
     for name, patch in hooks.items():
-        if name in sys.modules:
+        if name in sys.modules and is_library(getattr(sys.modules[name], "__spec__", None), stand_ins.root):
             patch(sys.modules[name])
-    finder = _AfterImport(hooks)
+    finder = _AfterImport(hooks, stand_ins.root)
     sys.meta_path.insert(0, finder)
     try:
         yield

@@ -60,6 +60,8 @@ class StandIns:
             return True
         full = os.path.realpath(os.path.expanduser(text))
         inside = not self.root or full == self.root or full.startswith(self.root + os.sep)
+        if not inside and _under(full, library_roots()):   # NOTE [a library's own files]
+            return False
         return not (inside and os.path.exists(full))
 
     def record(self, kind: str, subject: str, detail: str) -> None:
@@ -88,6 +90,36 @@ def unanswered(exc: BaseException, stand_ins: StandIns) -> str:
         return ""
     return (f"; no stand-in for {os.fspath(name)}: a file the project's own code opens, in a format no "
             "stand-in knows (its structure is not written where opscan reads)")
+
+
+def library_roots() -> tuple[str, ...]:
+    """The folders of the running interpreter's installed code: its prefixes, stdlib and site-packages.
+
+    NOTE [a library's own files]
+    The stand-ins answer for data outside the project, never for the installed code's own files: a
+    library reading its package data (librosa's pooch registry `registry.txt`, a tokenizer's merges,
+    a font) reads the real file, whether it exists or not, as in any run. Without this the `.txt`
+    and vocabulary stand-ins of file_stand_ins.py answered librosa's registry with synthetic text.
+    """
+    if not _LIBRARY_ROOTS:
+        import site
+        import sysconfig
+
+        folders = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
+        folders.update(sysconfig.get_paths().get(key, "") for key in ("stdlib", "platstdlib", "purelib", "platlib"))
+        with contextlib.suppress(AttributeError):
+            folders.update(site.getsitepackages())
+        with contextlib.suppress(AttributeError):
+            folders.add(site.getusersitepackages())
+        _LIBRARY_ROOTS.extend(sorted({os.path.realpath(f) for f in folders if f and f != os.sep}))
+    return tuple(_LIBRARY_ROOTS)
+
+
+_LIBRARY_ROOTS: list[str] = []
+
+
+def _under(path: str, folders: tuple[str, ...]) -> bool:
+    return any(path == folder or path.startswith(folder + os.sep) for folder in folders)
 
 
 class Patches:
