@@ -295,3 +295,30 @@ def test_a_module_beside_the_script_importing_the_package_puts_the_root_on_the_i
     path, note = package_root(str(root / "pygcn" / "train_gdp.py"), str(root))
     assert path == os.path.realpath(root) and "`pygcn`" in note
     assert package_root(str(root / "pygcn" / "other.py"), str(root)) == ("", "")   # imports neither
+
+
+def test_a_librarys_own_read_of_an_absent_text_file_is_never_answered(tmp_path, monkeypatch):
+    """Held-out 8: transformers read a cache `version.txt` (absent in the child) and got synthetic
+    words ("invalid literal for int()"); a synthetic file answers the project's reads only."""
+    from opscan.trace.run import stand_ins as stand_ins_module
+
+    site = tmp_path / "site-packages"
+    (site / "cachelib").mkdir(parents=True)
+    (site / "cachelib" / "__init__.py").write_text(
+        "def version(path):\n    with open(path) as handle:\n        return int(handle.read())\n", encoding="utf-8")
+    project_dir = tmp_path / "project"
+    project_dir.mkdir()
+    monkeypatch.chdir(project_dir)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(stand_ins_module, "_LIBRARY_ROOTS", [])   # recomputed with the site-packages on sys.path
+    import importlib
+
+    cachelib = importlib.import_module("cachelib")
+    assert os.path.realpath(site) in stand_ins_module.library_roots()
+    made = StandIns(str(project_dir), SourceFinder(str(project_dir)), str(project_dir / "train.py"))
+    with installed(made):
+        with pytest.raises(FileNotFoundError):
+            cachelib.version(str(tmp_path / "cache" / "version.txt"))
+        with open(tmp_path / "elsewhere" / "corpus.txt") as handle:   # the project's own read: stood in
+            assert len(handle.read()) == file_stand_ins.TEXT_CHARS
+    assert [r.subject for r in made.replaced] == [str(tmp_path / "elsewhere" / "corpus.txt")]

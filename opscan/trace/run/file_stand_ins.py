@@ -31,6 +31,7 @@ import json
 import os
 import pickle
 import re
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -81,6 +82,8 @@ def _open(stand_ins: StandIns, patches: Patches) -> None:
                     stand_ins.record("data", path, f"read from {shown} (absent from the working directory; "
                                      "the script's own folder holds it)")
                     return original(local, mode, *args, **kwargs)
+                if stand_ins.asked_by_library(sys._getframe(1)):
+                    return original(file, mode, *args, **kwargs)   # NOTE [a library's own files]
                 if "://" not in path and is_vocabulary(path):
                     stand_ins.record("data", path, f"a synthetic vocabulary of {TOKEN_VALUES} entries (special "
                                      "tokens first; a vocabulary assumed from the file's name)")

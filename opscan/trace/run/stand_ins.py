@@ -72,6 +72,12 @@ class StandIns:
             self._seen.add(key)
             self.replaced.append(Replacement(kind, subject, detail, path, line))
 
+    def asked_by_library(self, frame) -> bool:
+        """Whether `frame` (the caller of a patched reader) is installed code: a synthetic file answers
+        the project's reads, never a library's own (NOTE [a library's own files])."""
+        name = frame.f_code.co_filename if frame is not None else ""
+        return bool(name) and _under(os.path.realpath(name), library_roots())
+
     def _line(self) -> tuple[str, int]:
         frame = sys._getframe(2)
         while frame is not None:
@@ -100,6 +106,9 @@ def library_roots() -> tuple[str, ...]:
     library reading its package data (librosa's pooch registry `registry.txt`, a tokenizer's merges,
     a font) reads the real file, whether it exists or not, as in any run. Without this the `.txt`
     and vocabulary stand-ins of file_stand_ins.py answered librosa's registry with synthetic text.
+    Nor does a synthetic text or vocabulary file answer a read that installed code makes itself
+    (`StandIns.asked_by_library`): a library reading a cache file outside any site-packages
+    (transformers' hub cache, a `version.txt`) reads the real file, or fails as it would.
     """
     if not _LIBRARY_ROOTS:
         import site
@@ -111,6 +120,9 @@ def library_roots() -> tuple[str, ...]:
             folders.update(site.getsitepackages())
         with contextlib.suppress(AttributeError):
             folders.add(site.getusersitepackages())
+        # a child started by the interpreter's real path sees its environment's site-packages only on
+        # sys.path, not in sys.prefix or site's answers
+        folders.update(p for p in sys.path if os.path.basename(p.rstrip(os.sep)) in ("site-packages", "dist-packages"))
         _LIBRARY_ROOTS.extend(sorted({os.path.realpath(f) for f in folders if f and f != os.sep}))
     return tuple(_LIBRARY_ROOTS)
 
