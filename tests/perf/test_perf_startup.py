@@ -25,7 +25,7 @@ def test_a_scan_imports_neither_networkx_nor_rules_twice(tmp_path: Path) -> None
             "import opscan.scan.rules as R\n"
             "calls = []\n"
             "real = R.load_rule_dir\n"
-            "R.load_rule_dir = lambda d: calls.append(d) or real(d)\n"
+            "R.load_rule_dir = lambda d, *a: calls.append(d) or real(d, *a)\n"
             "atexit.register(lambda: sys.stderr.write(f\"\\nNX={'networkx' in sys.modules} LOADS={len(calls)}\\n\"))\n"
             "from opscan.cli import main\n"
             "sys.exit(main(sys.argv[1:]))\n")
