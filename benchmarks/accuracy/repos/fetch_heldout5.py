@@ -55,12 +55,17 @@ def _git_dir(mirror: Path, slug: str) -> Path:
 
 def export(name: str, slug: str, commit: str, mirror: Path | None) -> None:
     """corpus/heldout5/<name>/ as the tree of `commit`."""
+    export_into(CORPUS, name, slug, commit, mirror)
+
+
+def export_into(corpus: Path, name: str, slug: str, commit: str, mirror: Path | None) -> None:
+    """corpus/<name>/ as the tree of `commit` (from the mirror's git directory, else a bare clone)."""
     with tempfile.TemporaryDirectory() as tmp:
         git_dir = _git_dir(mirror, slug) if mirror is not None else Path(tmp) / "repo.git"
         if mirror is None:
             subprocess.run(["git", "clone", "--bare", "--quiet", f"https://github.com/{slug}", str(git_dir)],
                            check=True)
-        partial = CORPUS / (name + ".partial")
+        partial = corpus / (name + ".partial")
         done = subprocess.run(["git", "--git-dir", str(git_dir), "archive", "--format=tar", commit],
                               check=False, capture_output=True)
         if done.returncode == 0:
@@ -68,7 +73,7 @@ def export(name: str, slug: str, commit: str, mirror: Path | None) -> None:
                 tf.extractall(partial, filter="data")
         else:
             _export_present(git_dir, commit, partial)
-    partial.rename(CORPUS / name)
+    partial.rename(corpus / name)
 
 
 def python_lines(git_dir: Path, commit: str) -> int:

@@ -29,11 +29,9 @@ imports from its dependencies (the recipe's `imports`): never the repository's o
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import tomllib
 from pathlib import Path
@@ -53,8 +51,7 @@ def use_set(name: str) -> None:
     RECIPE, CORPUS = HERE / f"{name}.toml", HERE / "corpus" / name
     VENV, LOCK = CORPUS / "_venv", HERE / f"{name}_venv.lock"
 sys.path.insert(0, str(HERE))
-from fetch import _export_present  # noqa: E402  (a sibling script, as run.py imports it)
-from fetch_heldout5 import _git_dir, python_lines  # noqa: E402
+from fetch_heldout5 import _git_dir, export_into, python_lines  # noqa: E402
 
 
 def recipe(path: Path | None = None) -> dict:
@@ -72,21 +69,8 @@ def recipe(path: Path | None = None) -> dict:
 
 
 def export(name: str, slug: str, commit: str, mirror: Path | None) -> None:
-    """corpus/heldout6/<name>/ as the tree of `commit`."""
-    with tempfile.TemporaryDirectory() as tmp:
-        git_dir = _git_dir(mirror, slug) if mirror is not None else Path(tmp) / "repo.git"
-        if mirror is None:
-            subprocess.run(["git", "clone", "--bare", "--quiet", f"https://github.com/{slug}", str(git_dir)],
-                           check=True)
-        partial = CORPUS / (name + ".partial")
-        done = subprocess.run(["git", "--git-dir", str(git_dir), "archive", "--format=tar", commit],
-                              check=False, capture_output=True)
-        if done.returncode == 0:
-            with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tf:
-                tf.extractall(partial, filter="data")
-        else:
-            _export_present(git_dir, commit, partial)
-    partial.rename(CORPUS / name)
+    """corpus/heldout6/<name>/ (or the chosen set's) as the tree of `commit`."""
+    export_into(CORPUS, name, slug, commit, mirror)
 
 
 def requirements(data: dict) -> list[str]:
