@@ -109,7 +109,8 @@ def decode_lines(data: bytes) -> tuple[str, list[tuple[int, str]]]:
 # -- lines ------------------------------------------------------------------------------------------------
 
 class TextLines:
-    """Finds the line of a value in a file's text, in order: a value written twice is found twice."""
+    """Finds the line of a value in a file's text, in order: a value written twice is found twice
+    (each occurrence, by its offset, handed out once; a line holding two values gives both)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -134,10 +135,10 @@ class TextLines:
         found = (m.start() for m in re.finditer(pattern, self.text[after:], re.M)) if regex \
             else _plain(self.text[after:], pattern)
         first = 0
-        for start in found:
+        for start in found:   # each occurrence is handed out once: two values on one line are two finds
             line = self.line_at(after + start)
-            if line not in self.used:
-                self.used.add(line)
+            if after + start not in self.used:
+                self.used.add(after + start)
                 return line
             first = first or line
         return first

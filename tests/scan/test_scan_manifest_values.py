@@ -268,3 +268,14 @@ def test_a_utf16_requirements_file_is_read_as_pip_reads_it():
             data = b"\xfe\xff" + data
         assert _found({"requirements.txt": data}) == {"requirements.txt:2 OPS501", "requirements.txt:3 OPS506"}
     assert _found({"requirements.txt": text.encode("utf-16-le")}) == {"requirements.txt:1 OPS001"}
+
+
+def test_a_requirement_is_found_on_its_own_line_when_another_value_shares_the_line():
+    """Held-out part 6: three extras, each one line of several requirements; the flash-attn of the
+    middle one was reported on the next line (the line already handed out to its transformers pin)."""
+    pyproject = ('[project]\nname = "x"\nversion = "0"\n[project.optional-dependencies]\n'
+                 'a = ["transformers==4.49.0", "flash-attn>=2.6.3", "accelerate"]\n'
+                 'b = ["transformers==4.49.0", "flash-attn>=2.6.3", "accelerate"]\n'
+                 'c = ["flash-attn>=2.6.3"]\n')
+    assert _found({"pyproject.toml": pyproject}) == {"pyproject.toml:5 OPS506", "pyproject.toml:6 OPS506",
+                                                    "pyproject.toml:7 OPS506"}
