@@ -6,6 +6,7 @@ calls `judge` for the two matcher kinds.
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
+from urllib.parse import urlsplit
 
 from opscan.scan.manifests import Entry
 
@@ -17,7 +18,9 @@ from opscan.scan.manifests import Entry
 # but an off value (``, `0`, `false`, `no`, `off`). cuda-selector-default, at lower confidence (a
 # note): an ARG / ENV default that names a CUDA build (`cuda`, `cu121`, `cuda12.1`: the rule's
 # `labels`) under a name that says torch or CUDA (`CODEX_TORCH_MODE=cuda`), read by a later RUN
-# (by `$NAME`, or by a script or build that RUN runs). What the script does with it is not read:
+# (by `$NAME`, or by a script or build that RUN runs), or a default that is the URL of a CUDA
+# build's wheel index (`ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/nightly/cu132`, a
+# path segment that is one of the labels) handed to such a script. What the script does with it is not read:
 # the finding says the default probably selects the CUDA build; runtime settings
 # (`PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync`, `CUDA_VISIBLE_DEVICES=0`) name no build and
 # are not judged. A CUDA version used in an index URL (`ARG CUDA=cu121` ... `--index-url
@@ -36,6 +39,11 @@ def judge(what: str, options: dict, entry: Entry) -> tuple[str, str] | None:
     if what == "cuda-build-variable":
         return (entry.text, entry.name) if entry.spec.strip("'\"").lower() not in _OFF else None
     labels = options.get("labels")
-    if entry.read and labels is not None and labels.fullmatch(entry.spec.strip("'\"")):
+    value = entry.spec.strip("'\"")
+    if not entry.read or labels is None:
+        return None
+    if labels.fullmatch(value):
         return entry.text, entry.name
+    if "://" in value and any(labels.fullmatch(part) for part in urlsplit(value).path.split("/")):
+        return entry.text, entry.name   # a wheel index of a CUDA build (`.../whl/nightly/cu132`) for a script
     return None
