@@ -53,11 +53,6 @@ def _git_dir(mirror: Path, slug: str) -> Path:
     return base / ".git" if (base / ".git").is_dir() else base
 
 
-def export(name: str, slug: str, commit: str, mirror: Path | None) -> None:
-    """corpus/heldout5/<name>/ as the tree of `commit`."""
-    export_into(CORPUS, name, slug, commit, mirror)
-
-
 def export_into(corpus: Path, name: str, slug: str, commit: str, mirror: Path | None) -> None:
     """corpus/<name>/ as the tree of `commit` (from the mirror's git directory, else a bare clone)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,6 +69,22 @@ def export_into(corpus: Path, name: str, slug: str, commit: str, mirror: Path | 
         else:
             _export_present(git_dir, commit, partial)
     partial.rename(corpus / name)
+
+
+def check_exported(data: dict, corpus: Path) -> int:
+    """`--check`: prints what is missing from `corpus`; 1 when something is."""
+    missing = [r["name"] for r in data["repository"] if not (corpus / r["name"]).is_dir()]
+    print("missing: " + ", ".join(missing) if missing else "all exported")
+    return 1 if missing else 0
+
+
+def export_missing(data: dict, corpus: Path, mirror: Path | None) -> None:
+    """Exports every repository of the recipe `data` not yet in `corpus`."""
+    corpus.mkdir(parents=True, exist_ok=True)
+    for row in data["repository"]:
+        if not (corpus / row["name"]).is_dir():
+            export_into(corpus, row["name"], row["repo"], row["commit"], mirror)
+            print(f"exported {row['name']} at {row['commit'][:12]}")
 
 
 def python_lines(git_dir: Path, commit: str) -> int:
@@ -120,15 +131,9 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("fetch_heldout5.py: --lines takes a name of heldout5.toml, with --mirror")
         print(python_lines(_git_dir(args.mirror, row["repo"]), row["commit"]))
         return 0
-    missing = [r["name"] for r in data["repository"] if not (CORPUS / r["name"]).is_dir()]
     if args.check:
-        print("missing: " + ", ".join(missing) if missing else "all exported")
-        return 1 if missing else 0
-    CORPUS.mkdir(parents=True, exist_ok=True)
-    for row in data["repository"]:
-        if row["name"] in missing:
-            export(row["name"], row["repo"], row["commit"], args.mirror)
-            print(f"exported {row['name']} at {row['commit'][:12]}")
+        return check_exported(data, CORPUS)
+    export_missing(data, CORPUS, args.mirror)
     if args.venv:
         build_venv(data)
     return 0

@@ -51,7 +51,7 @@ def use_set(name: str) -> None:
     RECIPE, CORPUS = HERE / f"{name}.toml", HERE / "corpus" / name
     VENV, LOCK = CORPUS / "_venv", HERE / f"{name}_venv.lock"
 sys.path.insert(0, str(HERE))
-from fetch_heldout5 import _git_dir, export_into, python_lines  # noqa: E402
+from fetch_heldout5 import _git_dir, check_exported, export_missing, python_lines  # noqa: E402
 
 
 def recipe(path: Path | None = None) -> dict:
@@ -66,11 +66,6 @@ def recipe(path: Path | None = None) -> dict:
         if not row.get("imports"):
             raise SystemExit(f"{(path or RECIPE).name}: {row['name']}: `imports` must list the modules to check")
     return data
-
-
-def export(name: str, slug: str, commit: str, mirror: Path | None) -> None:
-    """corpus/heldout6/<name>/ (or the chosen set's) as the tree of `commit`."""
-    export_into(CORPUS, name, slug, commit, mirror)
 
 
 def requirements(data: dict) -> list[str]:
@@ -132,15 +127,9 @@ def main(argv: list[str] | None = None) -> int:
         lines = check_imports(data)
         print("\n".join(lines))
         return 1 if any("FAILED" in line for line in lines) else 0
-    missing = [r["name"] for r in data["repository"] if not (CORPUS / r["name"]).is_dir()]
     if args.check:
-        print("missing: " + ", ".join(missing) if missing else "all exported")
-        return 1 if missing else 0
-    CORPUS.mkdir(parents=True, exist_ok=True)
-    for row in data["repository"]:
-        if row["name"] in missing:
-            export(row["name"], row["repo"], row["commit"], args.mirror)
-            print(f"exported {row['name']} at {row['commit'][:12]}")
+        return check_exported(data, CORPUS)
+    export_missing(data, CORPUS, args.mirror)
     if args.venv:
         if not (args.opscan / "pyproject.toml").is_file():
             raise SystemExit(f"fetch_heldout6.py: {args.opscan}: not an opscan checkout (no pyproject.toml)")
