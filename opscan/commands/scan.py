@@ -127,6 +127,27 @@ def build_report(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    """The scan; a warm run of an unchanged tree replays the last run's output (NOTE [report replay])."""
+    if args.no_cache or args.output or getattr(args, "environment", None):
+        return _run(args)
+    from opscan.commands import replay
+    from opscan.scan.cache import default_cache_dir
+
+    try:
+        cache_dir = default_cache_dir(args.cache_dir)
+        key = replay.invocation_key(vars(args))
+    except (OSError, ValueError):   # e.g. the working folder was removed: no replay, no record
+        return _run(args)
+    code = replay.replay(cache_dir, key)
+    if code is not None:
+        return code
+    with replay.Recorder(cache_dir, key) as recorder:
+        code = _run(args)
+    recorder.save(code)
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
     from opscan.commands.flags import gate, render_report
 
     report, config = build_report(args)

@@ -7,9 +7,10 @@ REPORTERS maps a `--format` value to the module that renders it; each module has
 from __future__ import annotations
 
 import importlib
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from opscan.records import Report
+if TYPE_CHECKING:   # the command line reads REPORTERS (--format) before any report exists
+    from opscan.records import Report
 
 REPORTERS: dict[str, str] = {
     "terminal": "opscan.reporters.terminal",

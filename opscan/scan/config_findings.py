@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from opscan.config.toml_file import OWN_NAME, ConfigProblem, read_toml
-from opscan.records import Finding, Location
+from opscan.records import Finding, Location, Severity, TaskKind
 from opscan.scan.rules import RuleSet
 
 CONFIG_NAMES = ("pyproject.toml", OWN_NAME)
@@ -28,9 +28,9 @@ def config_findings(problems: Iterable[tuple[str, ConfigProblem]], rules: RuleSe
         if rule is None:
             continue
         out.append(Finding(
-            rule=rule.id, name=rule.name, category=rule.category, severity=rule.severity,
+            rule=rule.id, name=rule.name, category=rule.category, severity=Severity(rule.severity),
             message=rule.format(rule.message, value=problem.message), location=Location(relpath, problem.line),
-            fix=rule.format(rule.fix), task=rule.task))
+            fix=rule.format(rule.fix), task=TaskKind(rule.task) if rule.task else ""))
     return sorted(out, key=Finding.sort_key)
 
 

@@ -93,7 +93,7 @@ class RulesMemo:
             return {}
         return {k: v for k, v in doc["files"].items() if isinstance(v, dict)}
 
-    def get(self, data: bytes) -> dict | None:
+    def get(self, data: bytes) -> dict[str, Any] | None:
         """The document memoised for these bytes, or None."""
         key = _key(data)
         doc = self._used.get(key)
@@ -151,7 +151,7 @@ def _encode(value: Any) -> Any:
     raise TypeError(f"not memoised: {type(value).__name__}")
 
 
-def _decode(obj: dict) -> Any:
+def _decode(obj: dict[str, Any]) -> Any:
     if len(obj) == 1:
         if _DATE in obj:
             return datetime.date.fromisoformat(obj[_DATE])

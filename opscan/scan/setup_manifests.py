@@ -209,6 +209,8 @@ def read_setup_py(text: str) -> tuple[list[Entry], list[Problem]]:
 
 
 def _add(const: ast.Constant, optional: bool, entries: list[Entry], problems: list[Problem]) -> None:
+    if not isinstance(const.value, str):
+        return
     for offset, part in enumerate(const.value.splitlines()):
         part = re.sub(r"\s+#.*$", "", part).strip()
         if part and not part.startswith(("#", "-")):
