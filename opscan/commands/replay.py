@@ -115,13 +115,16 @@ def replay(cache_dir: Path, key: str) -> int | None:
                 return None
             if now is not None and now[0] != "dir" and now[1] >= written - RACY_NS:   # mtime only, as
                 return None                                                          # git and the stat index
-        streams = (sys.stdout, sys.stderr)
-        for stream, text in chunks:
-            streams[int(stream)].write(str(text))
+        output = [(int(stream), str(text)) for stream, text in chunks]
+        if any(stream not in (0, 1) for stream, _ in output):
+            return None
     except (OSError, ValueError, TypeError, KeyError, IndexError):
         return None
-    for stream in streams:
-        stream.flush()
+    streams = (sys.stdout, sys.stderr)   # a closed pipe raises here, as in a run (the command line's exit)
+    for stream, text in output:
+        streams[stream].write(text)
+    for each in streams:
+        each.flush()
     return code
 
 
