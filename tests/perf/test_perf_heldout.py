@@ -1,5 +1,5 @@
 """benchmarks/accuracy/repos/score_heldout.py: what counts as answering a held-out research repository
-(issue 42, held-out 5 to 8), judged on hand-made opscan reports; the committed labels and recipes
+(issue 42, held-out 5 to 9), judged on hand-made opscan reports; the committed labels and recipes
 agree; score_heldout5.py is the same scorer with held-out 5's set."""
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def test_a_saved_report_is_not_run_again_without_again(scorer, label, tmp_path) 
         scorer.planned([label], {"nope"}, tmp_path, again=True)
 
 
-@pytest.mark.parametrize("name", ["heldout5", "heldout6", "heldout7", "heldout8"])
+@pytest.mark.parametrize("name", ["heldout5", "heldout6", "heldout7", "heldout8", "heldout9"])
 def test_the_committed_labels_cover_the_recipe(scorer, name) -> None:
     held_out = scorer.SETS[name]
     labels = scorer.load_labels(held_out.labels)
@@ -141,25 +141,28 @@ def test_the_committed_labels_cover_the_recipe(scorer, name) -> None:
 
 def test_no_two_sets_share_a_repository_or_owner(scorer) -> None:
     owners = {n: {lb.repo.split("/")[0].lower() for lb in scorer.load_labels(scorer.SETS[n].labels)}
-              for n in ("heldout5", "heldout6", "heldout7", "heldout8")}
+              for n in ("heldout5", "heldout6", "heldout7", "heldout8", "heldout9")}
     assert all(len(o) >= 11 for o in owners.values())   # held-out 5 has two repositories of one owner
-    assert not owners["heldout5"] & owners["heldout6"]
-    assert not (owners["heldout5"] | owners["heldout6"]) & owners["heldout7"]
-    assert not (owners["heldout5"] | owners["heldout6"] | owners["heldout7"]) & owners["heldout8"]
+    earlier: set[str] = set()
+    for name in ("heldout5", "heldout6", "heldout7", "heldout8", "heldout9"):
+        assert not earlier & owners[name], name
+        earlier |= owners[name]
 
 
 def test_each_set_reads_and_writes_its_own_files(scorer) -> None:
     files = [{s.labels, s.corpus, s.results, s.python} for s in scorer.SETS.values()]
-    assert len(files) == 4 and all(a.isdisjoint(b) for i, a in enumerate(files) for b in files[i + 1:])
+    assert len(files) == 5 and all(a.isdisjoint(b) for i, a in enumerate(files) for b in files[i + 1:])
     assert scorer.SETS["heldout5"].labels.name == "heldout5_labels.toml"
     assert scorer.SETS["heldout7"].results.name == "heldout7"
     assert scorer.SETS["heldout8"].labels.name == "heldout8_labels.toml"
+    assert scorer.SETS["heldout9"].corpus.name == "heldout9"
 
 
 def test_a_missing_corpus_names_the_command_that_builds_it(scorer, label, tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(scorer, "HERE", tmp_path)   # no corpus, no environment there
     for name, command in (("heldout6", "fetch_heldout6.py --venv"), ("heldout7", "fetch_heldout6.py --set heldout7"),
-                          ("heldout8", "fetch_heldout6.py --set heldout8")):
+                          ("heldout8", "fetch_heldout6.py --set heldout8"),
+                          ("heldout9", "fetch_heldout6.py --set heldout9")):
         with pytest.raises(SystemExit, match=command):
             scorer.run([label], tmp_path / "results", scorer.SETS[name])
 
@@ -221,7 +224,7 @@ def fetcher():
     return module
 
 
-@pytest.mark.parametrize("name", ["heldout6", "heldout7", "heldout8"])
+@pytest.mark.parametrize("name", ["heldout6", "heldout7", "heldout8", "heldout9"])
 def test_each_environment_is_one_install_of_the_union(fetcher, name) -> None:
     data = fetcher.recipe(REPOS / f"{name}.toml")
     wanted = fetcher.requirements(data)
@@ -251,6 +254,10 @@ def test_the_fetcher_points_at_the_set_it_is_given(fetcher) -> None:
         assert fetcher.RECIPE.name == "heldout8.toml" and fetcher.LOCK.name == "heldout8_venv.lock"
         assert fetcher.VENV == REPOS / "corpus" / "heldout8" / "_venv"
         assert fetcher.recipe()["repository"][0]["repo"] == "PkuDavidGuan/Distillation"
+        fetcher.use_set("heldout9")
+        assert fetcher.RECIPE.name == "heldout9.toml" and fetcher.LOCK.name == "heldout9_venv.lock"
+        assert fetcher.VENV == REPOS / "corpus" / "heldout9" / "_venv"
+        assert fetcher.recipe()["repository"][0]["repo"] == "MyJerry1996/ape_learning"
     finally:
         fetcher.use_set("heldout6")
     assert fetcher.recipe()["repository"][0]["repo"] == "LOG-postech/Sassha"
@@ -258,5 +265,5 @@ def test_the_fetcher_points_at_the_set_it_is_given(fetcher) -> None:
 
 def test_the_fetcher_refuses_an_unknown_set(fetcher, capsys) -> None:
     with pytest.raises(SystemExit):
-        fetcher.main(["--set", "heldout9", "--check"])
-    assert "heldout9" in capsys.readouterr().err
+        fetcher.main(["--set", "heldout10", "--check"])
+    assert "heldout10" in capsys.readouterr().err
