@@ -316,10 +316,11 @@ GOALS = {"cold": 1.0, "warm": 0.25, "hook": 1.0}      # ratios to ruff; the hook
 LIMITS = {"cold": 2.0, "warm": 1.0}                     # CI fails beyond these (gross regressions)
 
 
-def regressions(cold: float, warm: float, warm_terminal: float = 0.0) -> list[str]:
+def regressions(cold: float, warm: float, warm_terminal: float = 0.0, warm_rescan: float = 0.0) -> list[str]:
     """The ratios past CI's limits (LIMITS): a gross regression, not a goal missed. Warm is judged
-    on the worse of its two reports (JSON, and the terminal report a user sees by default)."""
-    warm = max(warm, warm_terminal)
+    on the worse of its two reports (JSON, and the terminal report a user sees by default) and of
+    the per-file warm path (the replay put aside: a slower scan after any edit is not hidden by it)."""
+    warm = max(warm, warm_terminal, warm_rescan)
     return [k for k, ratio in (("cold", cold), ("warm", warm)) if ratio > LIMITS[k]]
 
 
@@ -379,7 +380,7 @@ def gate(args, spec: str) -> int:
         f"{row['median']['ruff-default-warm']:.2f} s = {warm_json:.2f}x json, {warm_term:.2f}x terminal "
         f"(goal <= {GOALS['warm']}x, CI fails over {LIMITS['warm']}x, the worse of the two judged)",
         f"  warm without the report replay (the per-file cache path, as after an edit elsewhere; "
-        f"reported, not judged): json {row['median']['opscan-warm-rescan']:.2f} s = "
+        f"no goal, CI fails over {LIMITS['warm']}x): json {row['median']['opscan-warm-rescan']:.2f} s = "
         f"{row['warm_rescan_ratio_median']:.2f}x",
         f"  pre-commit hook on {hook['file']} ({hook['lines']} lines): unchanged "
         f"{', '.join(f'{s:.2f}' for s in hook['unchanged'])} s, changed "
@@ -392,7 +393,7 @@ def gate(args, spec: str) -> int:
     print("\n".join(lines), flush=True)
     if args.results:
         Path(args.results).write_text(json.dumps(row, indent=1) + "\n")
-    failed = regressions(cold, warm_json, warm_term)
+    failed = regressions(cold, warm_json, warm_term, row["warm_rescan_ratio_median"])
     if failed:
         print(f"scan-bench: gross speed regression ({', '.join(failed)}): see docs/benchmarks.md", file=sys.stderr)
         return 1

@@ -64,4 +64,6 @@ def test_the_speed_gate_fails_on_gross_regressions_only(bench) -> None:
     assert bench.regressions(1.3, 0.4) == []                # goals missed, no gross regression
     assert bench.regressions(0.9, 0.3, 1.2) == ["warm"]     # the terminal report slow, JSON fast
     assert bench.regressions(0.9, 0.3, 0.5) == []
+    assert bench.regressions(0.9, 0.05, 0.04, 6.6) == ["warm"]  # replayed fast, the per-file path slow
+    assert bench.regressions(0.9, 0.05, 0.04, 0.3) == []
     assert bench.GOALS["cold"] < bench.LIMITS["cold"] and bench.GOALS["warm"] < bench.LIMITS["warm"]
