@@ -130,10 +130,11 @@ class TextLines:
     def offset(self, line: int) -> int:
         return self.starts[min(max(line, 1), len(self.starts)) - 1]
 
-    def find(self, pattern: str, after: int = 0, regex: bool = False) -> int:
-        """The first line at or after offset `after` holding `pattern` not handed out yet; 0 if none."""
-        found = (m.start() for m in re.finditer(pattern, self.text[after:], re.M)) if regex \
-            else _plain(self.text[after:], pattern)
+    def find(self, pattern: str, after: int = 0, regex: bool = False, before: int | None = None) -> int:
+        """The first line at or after offset `after` (and before offset `before`, when given) holding
+        `pattern` not handed out yet; 0 if none."""
+        window = self.text[after:] if before is None else self.text[after:before]
+        found = (m.start() for m in re.finditer(pattern, window, re.M)) if regex else _plain(window, pattern)
         first = 0
         for start in found:   # each occurrence is handed out once: two values on one line are two finds
             line = self.line_at(after + start)
@@ -384,6 +385,14 @@ def read_requirements(text: str) -> tuple[list[Entry], list[Problem], list[str]]
     entries: list[Entry] = []
     problems: list[Problem] = []
     includes: list[str] = []
+    if conda_list(text):   # NOTE [conda lists under a requirements name]
+        for line, logical in _logical_lines(text):
+            name, spec, build = conda_spec(logical)
+            if name and not logical.startswith("-"):
+                entries.append(Entry(line, "conda", name, spec, build=build, text=logical))
+            elif not logical.startswith("-"):
+                problems.append(Problem(line, f"not a conda match spec: {logical!r}"))
+        return entries, problems, includes
     physical = text.splitlines()
     for line, logical in _logical_lines(text):
         start = len(entries)
@@ -404,8 +413,7 @@ def _requirement_line(line: int, logical: str, entries: list[Entry], problems: l
             includes.append(head[2:])
         pip_arguments(tokens, line, entries, None, strict=False)
         return
-    if " -" in logical and not re.match(r"^\S+\s*;", logical):   # `pkg --hash=...` options after it
-        logical = logical.split(" -", 1)[0]
+    logical = _without_options(logical)   # `pkg ; marker --hash=...`: the options after it
     if logical.startswith(("http://", "https://", "file:", "git+")) or logical.startswith((".", "/")):
         wheel = url_requirement(logical, line) or vcs_requirement(logical, line)   # NOTE [wheel URLs]
         if wheel is not None:
@@ -418,6 +426,43 @@ def _requirement_line(line: int, logical: str, entries: list[Entry], problems: l
         entries.append(got)
     elif isinstance(got, Problem):
         problems.append(got)
+
+
+# NOTE [conda lists under a requirements name]
+# `conda list --export > requirements.txt` writes one `name=version=build` per line under a
+# `# platform: linux-64` header, the file `conda create --file` reads. pip cannot read it, and
+# reading it as pip requirements gave one OPS000 error per line (93 in one repository of the
+# precision sweep). A requirements-named file with that header, or whose lines are mostly
+# `name=version=build`, is read as conda match specs (`conda_spec`), as an environment file's
+# dependencies are: `pytorch=1.7.1=py3.8_cuda11.0...` is a torch pin, `cudatoolkit=11.0.221=...`
+# a conda CUDA package. `@EXPLICIT` lists of package URLs are not read as specs.
+_CONDA_EXPORT = re.compile(r"^[A-Za-z0-9_.\-]+=[^=\s]+=\S+$")
+
+
+def conda_list(text: str) -> bool:
+    """Whether a requirements-named file is a conda package list (NOTE [conda lists under a requirements name])."""
+    if "@EXPLICIT" in text:
+        return False
+    if re.search(r"^#\s*platform:\s*\S+", text, re.M):
+        return True
+    logical = [entry for _, entry in _logical_lines(text)]
+    return bool(logical) and 2 * sum(bool(_CONDA_EXPORT.match(entry)) for entry in logical) > len(logical)
+
+
+# NOTE [options after a requirement]
+# pip accepts per-requirement options after the requirement and its marker (`--hash=sha256:...`,
+# `--config-settings`, written by pip-compile and `uv pip compile --generate-hashes` on continued
+# lines). They start at the first ` -` / ` --` outside a quoted marker string; a marker's own
+# values (`platform_release >= "5.4-aws"`) are quoted, so they are kept.
+_OPTION_START = re.compile(r"""\s--?[A-Za-z]|"[^"]*"|'[^']*'""")
+
+
+def _without_options(logical: str) -> str:
+    """A requirements line without the pip options written after its requirement."""
+    for match in _OPTION_START.finditer(logical):
+        if match.group(0)[0] not in "\"'":
+            return logical[:match.start()].rstrip()
+    return logical
 
 
 def included_files(text: str) -> list[str]:
@@ -497,5 +542,8 @@ def read_conda(text: str) -> tuple[list[Entry], list[Problem]]:
                 if not isinstance(value, str):
                     continue
                 line = lines.find(rf"^[ \t]*-[ \t]*[\"']?{re.escape(value)}", start, regex=True) or after or 1
-                pip_arguments(value.split(), line, entries, problems, strict=not value.startswith("-"))
+                if value.strip().startswith("-") or re.search(r"\s-", value):
+                    pip_arguments(value.split(), line, entries, problems, strict=not value.startswith("-"))
+                else:   # one requirement, spaces allowed as in a requirements file (`torch == 1.7.1`)
+                    _requirement_line(line, value.strip(), entries, problems, [])
     return entries, problems

@@ -1,0 +1,114 @@
+"""Patterns the precision sweep found (issue #43, docs/dependencies.md "Precision sweep"): each
+fixture reproduces the pattern, not a corpus file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from opscan.config import Config
+from opscan.pipeline.phases import dependency_context
+from opscan.scan.rules import load_rules
+from opscan.scan.tree import scan_memory
+
+RULES = load_rules()
+DEPS = dependency_context(Config(Path(__file__).resolve().parent))
+
+
+def _found(files: dict[str, str | bytes]) -> set[str]:
+    return {f"{f.location.path}:{f.location.line} {f.rule}" for f in scan_memory(files, RULES, deps=DEPS).findings
+            if f.category in ("dependency", "input")}
+
+
+def test_a_lock_package_without_a_version_does_not_shift_the_next_packages_lines():
+    lock = '''version = 1
+
+[[package]]
+name = "demo"
+source = { editable = "." }
+dependencies = [
+    { name = "torch" },
+]
+
+[[package]]
+name = "tomli"
+version = "2.2.1"
+source = { registry = "https://example.org/simple" }
+
+[[package]]
+name = "torch"
+version = "2.5.1"
+source = { registry = "https://example.org/simple" }
+
+[[package]]
+name = "torchaudio"
+version = "2.5.1"
+source = { registry = "https://example.org/simple" }
+'''
+    # torch 2.5.1 is on line 17 and torchaudio's version on line 22 (not tomli's 12 and torch's 17)
+    assert _found({"uv.lock": lock}) == {"uv.lock:17 OPS501", "uv.lock:22 OPS502"}
+
+
+def test_hashes_after_a_marker_are_options_not_part_of_the_requirement():
+    text = ('av==16.1.0 ; platform_machine == "x86_64" \\\n'
+            '    --hash=sha256:05ad70933ac3b8ef896a820ea64b33b6cca91a5fac5259cb9ba7fa010435be15\n'
+            'torch==2.1.2 ; platform_machine == "x86_64" \\\n'
+            '    --hash=sha256:0816143530624a5a93bc5494f8c6eeaf77549b9366709c2ac8566c1e9bff6df5\n'
+            'numpy==1.26.4 ; platform_release >= "5.4-aws" --hash=sha256:00\n')
+    assert _found({"requirements.txt": text}) == {"requirements.txt:3 OPS501"}   # no OPS000 on lines 1 and 5
+
+
+def test_a_conda_environment_pip_entry_may_hold_spaces():
+    env = '''name: demo
+dependencies:
+  - python=3.9
+  - pip:
+      - transformers == 4.21.1
+      - torch == 1.7.1
+'''
+    assert _found({"environment.yml": env}) == {"environment.yml:6 OPS501"}
+
+
+def test_a_setup_py_string_joined_with_an_unknown_version_is_unknown_not_a_parse_error():
+    setup = '''from setuptools import setup
+from version import CORE_VERSION
+TORCH = "2.0.1"
+setup(name="demo", install_requires=[
+    "bigdl-core==" + CORE_VERSION,
+    "torch==" + TORCH,
+    "intel-extra==" + CORE_VERSION + ";platform_system=='Windows'",
+])
+'''
+    assert _found({"setup.py": setup}) == {"setup.py:6 OPS501"}   # the known join is judged, the others skipped
+
+
+def test_a_conda_export_saved_as_requirements_is_read_as_conda_specs():
+    text = '''# This file may be used to create an environment using:
+# $ conda create --name <env> --file <this file>
+# platform: linux-64
+_libgcc_mutex=0.1=main
+absl-py=0.9.0=pypi_0
+cudatoolkit=10.0.130=0
+numpy=1.18.1=py37h4f9e942_0
+pytorch=1.2.0=py3.7_cuda10.0.130_cudnn7.6.2_0
+'''
+    found = _found({"requirements.txt": text})
+    assert not any(f.endswith("OPS000") for f in found)   # one OPS000 per line before
+    assert {"requirements.txt:6 OPS507", "requirements.txt:8 OPS501"} <= found
+
+
+def test_a_plain_requirements_file_with_an_odd_line_is_not_taken_for_a_conda_list():
+    text = "torch==2.0.1\nnumpy=1.2=py\nscipy\nrequests\n"
+    assert _found({"requirements.txt": text}) == {"requirements.txt:1 OPS501", "requirements.txt:2 OPS000"}
+
+
+def test_the_cuda_toolkit_meta_package_is_a_cuda_build():
+    assert _found({"requirements.txt": "cuda-toolkit[cudart]==13.0.3.0\nnumpy\n"}) == {"requirements.txt:1 OPS505"}
+
+
+def test_force_cuda_in_arg_env_and_run_is_a_cuda_build_variable():
+    docker = '''FROM python:3.11-slim
+ARG FORCE_CUDA="1"
+ENV FORCE_CUDA=0
+RUN FORCE_CUDA=1 pip install "git+https://github.com/facebookresearch/pytorch3d.git@stable"
+'''
+    assert _found({"Dockerfile": docker}) == {"Dockerfile:2 OPS511", "Dockerfile:4 OPS511"}
