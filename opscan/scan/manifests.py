@@ -359,6 +359,10 @@ def pip_arguments(tokens: list[str], line: int, entries: list[Entry], problems: 
             _append(entries, partial_wheel(token, line))
             i += 1
             continue
+        if "$" not in token and "://" not in token and token.strip("'\"").endswith(".whl"):   # a local wheel file
+            _append(entries, url_requirement(token.strip("'\""), line))   # its name gives package and version
+            i += 1
+            continue
         if "$" in token or (not strict and ("/" in token and "://" not in token or token in (".",))):
             i += 1
             continue

@@ -112,3 +112,15 @@ ENV FORCE_CUDA=0
 RUN FORCE_CUDA=1 pip install "git+https://github.com/facebookresearch/pytorch3d.git@stable"
 '''
     assert _found({"Dockerfile": docker}) == {"Dockerfile:2 OPS511", "Dockerfile:4 OPS511"}
+
+
+def test_pip_called_by_its_path_and_a_downloaded_wheel_file_are_installs():
+    docker = '''FROM python:3.11-slim
+RUN curl -o /tmp/flash_attn-2.8.3+cu12torch2.8cxx11abiFALSE-cp311-cp311-linux_x86_64.whl https://example.org/w \\
+    && pip install --no-cache-dir /tmp/flash_attn-2.8.3+cu12torch2.8cxx11abiFALSE-cp311-cp311-linux_x86_64.whl
+RUN /opt/conda/bin/pip install /tmp/app.whl \\
+    --extra-index-url=https://download.pytorch.org/whl/cu126
+'''
+    # the wheel file on the install's line (not the download's): flash-attn, a CUDA build; the CUDA
+    # index of a pip called by its path
+    assert _found({"Dockerfile": docker}) == {"Dockerfile:3 OPS504", "Dockerfile:3 OPS506", "Dockerfile:5 OPS504"}
