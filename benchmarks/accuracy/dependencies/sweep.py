@@ -25,6 +25,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -173,6 +174,34 @@ def scan(table: Path, workers: int) -> int:
     return 0
 
 
+# the words of a line a port may have to change (the brief of the sweep, step 3): torch, a CUDA label,
+# NVIDIA's wheels, cuda, triton, a CUDA base image, the CUDA build variables
+MENTIONS = re.compile(r"torch|\bcu1\d\d?\b|cu1\d\d|nvidia-|cuda|triton|FORCE_CUDA|TORCH_CUDA_ARCH_LIST", re.I)
+
+
+def unfound(table: Path, out: Path) -> int:
+    """Lines of the exported manifests that mention MENTIONS and got no finding (candidate misses)."""
+    with table.open(encoding="utf-8") as handle:
+        hit = {(r["repo"], r["file"], int(r["line"])) for r in csv.DictReader(handle)}
+    rows = []
+    for folder in sorted(p for p in OUT.iterdir() if p.is_dir()):
+        repo = folder.name.replace("+", "/", 1)
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            rel = path.relative_to(folder).as_posix()
+            text = path.read_bytes().decode("utf-8", errors="replace")
+            for number, line in enumerate(text.splitlines(), 1):
+                stripped = line.strip()
+                if stripped and not stripped.startswith("#") and MENTIONS.search(stripped) \
+                        and (repo, rel, number) not in hit:
+                    rows.append({"repo": repo, "file": rel, "line": number, "text": stripped[:200]})
+    with out.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["repo", "file", "line", "text"], lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"{len(rows)} lines mention torch / CUDA / triton and got no finding -> {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", default=os.environ.get("OPSCAN_MIRROR", ""),
@@ -182,7 +211,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scan-only", action="store_true", help="scan the last export, do not export")
     parser.add_argument("--table", type=Path, default=TABLE)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--unfound", type=Path, metavar="CSV",
+                        help="list the lines that mention torch / CUDA and got no finding in --table, into CSV")
     args = parser.parse_args(argv)
+    if args.unfound:
+        return unfound(args.table, args.unfound)
     if args.pin:
         if not args.names:
             parser.error("--pin needs --names")
