@@ -348,9 +348,11 @@ class _Judge:
 
     def cuda_library(self, entry: Entry) -> tuple[str, str] | None:
         # what the project asks for: a lock's CUDA-only packages come with its torch (NOTE [locks])
-        if entry.kind not in ("requirement", "conda") or not entry.name:
+        if entry.kind not in ("requirement", "conda", "path") or not entry.name:
             return None
         package = _library_of(entry.name, self.ctx.libraries)
+        if package and entry.kind == "path":   # NOTE [local folders] in scan/manifests.py
+            return f"{entry.name} (a local folder: the name is its folder's, {entry.url})", package
         if not package and entry.inferred:   # NOTE [catalog repositories]
             package = _library_of(entry.inferred, self.ctx.libraries)
         if package and self._cpu_release(entry, package):

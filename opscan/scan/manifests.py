@@ -31,6 +31,8 @@ from opscan.scan.files import manifest_kind  # noqa: F401 - re-exported: the kin
 #   index        a package index or wheel location (--index-url, [[tool.uv.index]], a conda channel)
 #   conda        a conda package (name, spec converted to a PEP 440 specifier where it can be, build)
 #   image        a container base image (FROM)
+#   path         a local folder installed by path (`pip install ./third_party/simple-knn`, `-e submodules/x`):
+#                name: the folder's, canonical; judged only against the catalog (NOTE [local folders])
 #   variable     a Dockerfile ARG / ENV value or a variable a RUN line sets (name as written, spec: the
 #                value; read: a later RUN reads it, NOTE [Dockerfile values])
 # Names are canonical (PEP 503: `Flash_Attn` -> `flash-attn`); conda's `pytorch` is `torch`.
@@ -44,7 +46,7 @@ class Entry:
     """One thing a manifest asks to install, at its line (NOTE [manifest entries])."""
 
     line: int
-    kind: str                  # requirement | locked | index | conda | image | variable
+    kind: str                  # requirement | locked | index | conda | image | path | variable
     name: str = ""             # canonical distribution name (or the image, the channel)
     spec: str = ""             # PEP 440 specifier text ("" = any version)
     version: str = ""          # locked version, or a conda build's version
@@ -277,6 +279,28 @@ def vcs_requirement(token: str, line: int) -> Entry | None:
                  inferred=inferred.repository)
 
 
+# NOTE [local folders]
+# `pip install ./third_party/simple-knn` or `-e submodules/diff-gaussian-rasterization` installs a
+# checkout that ships with the project (often a git submodule of a CUDA extension). Its distribution
+# name is known only by building it, which opscan never does; the folder's name usually is the
+# project's. Such an entry (kind `path`) is judged only against the catalog of CUDA-only libraries
+# (OPS506, its value saying the name is the folder's): never as a version pin, nor by published
+# metadata, since a folder name is no proven distribution name. `.`, archives, wheels and files are
+# not folders; a variable in the path hides it.
+_ARCHIVES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2", ".txt", ".in", ".toml", ".cfg", ".py")
+
+
+def path_requirement(token: str, line: int) -> Entry | None:
+    """A local folder a pip install names (NOTE [local folders]), or None."""
+    path = token.strip().strip("'\"").split("#", 1)[0].split("[", 1)[0].rstrip("/")
+    if not path or "$" in path or "://" in path or path.lower().endswith(_ARCHIVES) or vcs_urls.is_vcs(path):
+        return None
+    name = path.rsplit("/", 1)[-1]
+    if name in ("", ".", "..") or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        return None
+    return Entry(line, "path", canonicalize_name(name), url=path, text=token.strip())
+
+
 _INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links")
 _SKIP_VALUE = ("-r", "--requirement", "-c", "--constraint", "--trusted-host", "--hash", "-e", "--editable",
                "--prefix", "--target", "-t", "--root", "--src", "--python-version", "--platform", "--abi",
@@ -339,8 +363,8 @@ def pip_arguments(tokens: list[str], line: int, entries: list[Entry], problems: 
                     value, i = tokens[i + 1], i + 1
                 elif name in _INDEX_OPTIONS and len(name) == 2 and len(token) > 2:   # -ihttps://...
                     value = token[2:]
-                if name in ("-e", "--editable") and value:   # NOTE [nameless VCS URLs]
-                    _append(entries, vcs_requirement(value, line))
+                if name in ("-e", "--editable") and value:   # NOTE [nameless VCS URLs], [local folders]
+                    _append(entries, vcs_requirement(value, line) or path_requirement(value, line))
                 if name in _INDEX_OPTIONS and value:
                     entries.append(Entry(line, "index", url=value, text=f"{name} {value}"))
                     if name in ("-f", "--find-links"):
@@ -361,6 +385,10 @@ def pip_arguments(tokens: list[str], line: int, entries: list[Entry], problems: 
             continue
         if "$" not in token and "://" not in token and token.strip("'\"").endswith(".whl"):   # a local wheel file
             _append(entries, url_requirement(token.strip("'\""), line))   # its name gives package and version
+            i += 1
+            continue
+        if "$" not in token and "://" not in token and (token.startswith((".", "/")) or "/" in token):
+            _append(entries, path_requirement(token, line))   # NOTE [local folders]
             i += 1
             continue
         if "$" in token or (not strict and ("/" in token and "://" not in token or token in (".",))):
@@ -419,7 +447,8 @@ def _requirement_line(line: int, logical: str, entries: list[Entry], problems: l
         return
     logical = _without_options(logical)   # `pkg ; marker --hash=...`: the options after it
     if logical.startswith(("http://", "https://", "file:", "git+")) or logical.startswith((".", "/")):
-        wheel = url_requirement(logical, line) or vcs_requirement(logical, line)   # NOTE [wheel URLs]
+        wheel = url_requirement(logical, line) or vcs_requirement(logical, line) \
+            or path_requirement(logical, line)   # NOTE [wheel URLs], [local folders]
         if wheel is not None:
             entries.append(wheel)
         elif "cu1" in logical or "cuda" in logical or "nvidia" in logical:

@@ -124,3 +124,17 @@ RUN /opt/conda/bin/pip install /tmp/app.whl \\
     # the wheel file on the install's line (not the download's): flash-attn, a CUDA build; the CUDA
     # index of a pip called by its path
     assert _found({"Dockerfile": docker}) == {"Dockerfile:3 OPS504", "Dockerfile:3 OPS506", "Dockerfile:5 OPS504"}
+
+
+def test_a_local_folder_installed_by_path_is_judged_against_the_catalog_by_its_name():
+    docker = '''FROM python:3.11-slim
+RUN pip install submodules/diff-gaussian-rasterization ./submodules/simple-knn -e third_party/apex
+RUN pip install -e . ./mypkg ./dist/mypkg-1.0.tar.gz
+'''
+    requirements = "-e ./third_party/simple-knn\n./vendor/torch\nnumpy\n"
+    findings = scan_memory({"Dockerfile": docker, "requirements.txt": requirements}, RULES, deps=DEPS).findings
+    got = sorted((f.location.path, f.location.line, f.rule, f.subject) for f in findings if f.category == "dependency")
+    # three catalog libraries on the first install line and one in the requirements file; `.`, an
+    # unknown folder, an archive and a folder named torch (no version: never a pin) give nothing
+    assert got == [("Dockerfile", 2, "OPS506", "apex"), ("Dockerfile", 2, "OPS506", "diff_gaussian_rasterization"),
+                   ("Dockerfile", 2, "OPS506", "simple_knn"), ("requirements.txt", 1, "OPS506", "simple_knn")]
