@@ -37,6 +37,7 @@ ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 
 from opscan.scan.files import manifest_kind  # noqa: E402
+from opscan.scan.manifests import decode_lines  # noqa: E402
 
 OUT = HERE / "corpus" / "sweep"
 LIST = HERE / "sweep.txt"
@@ -118,13 +119,13 @@ def export(mirror: Path) -> int:
 
 
 def _line_text(path: Path, line: int) -> str:
+    """The text of a finding's line, decoded as opscan decodes the manifest (a UTF-16 file too)."""
     try:
-        lines = path.read_bytes().splitlines()
+        text, _ = decode_lines(path.read_bytes())
     except OSError:
         return ""
-    if 0 < line <= len(lines):
-        return lines[line - 1].decode("utf-8", errors="replace").strip()[:300]
-    return ""
+    lines = text.splitlines()
+    return lines[line - 1].strip()[:300] if 0 < line <= len(lines) else ""
 
 
 def _scan_one(folder: Path) -> list[dict]:
