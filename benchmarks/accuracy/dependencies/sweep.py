@@ -16,7 +16,9 @@ only a pyproject.toml without findings is "nothing to check", exit 2 by design: 
                                                                              # folder names at HEAD
 
 The table goes to results/sweep-findings.csv unless --table says otherwise. Judge it with
-sweep_judgements.csv (one row per error: the label rule of HELDOUT2.md) and `sweep_score.py`.
+sweep_judgements.csv (one row per error: the label rule of HELDOUT2.md) and
+`sweep.py --precision sweep_judgements.csv`; `--unfound CSV` lists the lines that mention torch or
+CUDA and got no finding (the cheap look for misses).
 """
 
 from __future__ import annotations
@@ -203,6 +205,21 @@ def unfound(table: Path, out: Path) -> int:
     return 0
 
 
+def precision(judgements: Path) -> int:
+    """Error precision before and after from sweep_judgements.csv (`seen`: before | after | both;
+    `judgement`: port | outside | input | false, HELDOUT2.md's label rule, docs/dependencies.md)."""
+    with judgements.open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    for side in ("before", "after"):
+        kept = [r for r in rows if r["seen"] in (side, "both")]
+        counts = {j: sum(r["judgement"] == j for r in kept) for j in ("port", "outside", "input", "false")}
+        total = len(kept) or 1
+        print(f"{side}: {len(kept)} errors; {counts}; precision (port / all) {counts['port'] / total:.3f}; "
+              f"wrong judgements (false) {counts['false']}; on lines a port need not change "
+              f"(outside + input + false) {counts['outside'] + counts['input'] + counts['false']}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", default=os.environ.get("OPSCAN_MIRROR", ""),
@@ -214,7 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--unfound", type=Path, metavar="CSV",
                         help="list the lines that mention torch / CUDA and got no finding in --table, into CSV")
+    parser.add_argument("--precision", type=Path, metavar="CSV", help="print error precision from a judgements CSV")
     args = parser.parse_args(argv)
+    if args.precision:
+        return precision(args.precision)
     if args.unfound:
         return unfound(args.table, args.unfound)
     if args.pin:
