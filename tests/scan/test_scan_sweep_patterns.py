@@ -138,3 +138,14 @@ RUN pip install -e . ./mypkg ./dist/mypkg-1.0.tar.gz
     # unknown folder, an archive and a folder named torch (no version: never a pin) give nothing
     assert got == [("Dockerfile", 2, "OPS506", "apex"), ("Dockerfile", 2, "OPS506", "diff_gaussian_rasterization"),
                    ("Dockerfile", 2, "OPS506", "simple_knn"), ("requirements.txt", 1, "OPS506", "simple_knn")]
+
+
+def test_a_manifest_named_for_other_hardware_is_not_judged():
+    pin = "torch==2.9.0\nflash-attn==2.7.3\n"
+    files = {"requirements.txt": pin, "requirements_rocm.txt": pin, "deps/requirements_cuda12_arm.txt": pin,
+             "requirements/npu.txt": pin,
+             "docker/docker-rocm/Dockerfile": "FROM rocm/pytorch:latest\nRUN pip install torch==2.9.0\n",
+             "robot/arm/requirements.txt": pin}
+    found = {key.split(" ")[0].rsplit(":", 1)[0] for key in _found(files)}
+    # the x86_64 Linux files are judged (a robot's arm/ folder is no Arm host); ROCm, Arm and NPU ones are not
+    assert found == {"requirements.txt", "robot/arm/requirements.txt"}
