@@ -10,7 +10,8 @@ import re
 import shlex
 from dataclasses import dataclass, replace
 
-from opscan.scan.manifests import Entry, Problem, conda_spec, pip_arguments
+from opscan.scan.conda_manifests import conda_spec
+from opscan.scan.manifests import Entry, Problem, pip_arguments
 
 # pip, pip3, uv pip, python -m pip, also called by path (`/opt/conda/bin/pip install`)
 _PIP = re.compile(r"(?:^|[\s;&|(])(?:[\w./-]*python[\d.]*\s+-m\s+)?(?:[\w.-]*/)*(?:uv\s+)?pip[\d.]*\s+install\s+"
