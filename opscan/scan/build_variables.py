@@ -14,7 +14,8 @@ from opscan.scan.manifests import Entry
 # Dockerfile variables (scan/docker_manifests.py) are judged two ways. cuda-build-variable: a
 # variable whose owner documents that setting it builds CUDA code at install (`DS_BUILD_OPS=1`,
 # `DS_BUILD_FUSED_ADAM=1`: DeepSpeed compiles those ops with nvcc; `TORCH_CUDA_ARCH_LIST`: the CUDA
-# architectures torch.utils.cpp_extension builds for) set in ARG, ENV or a RUN line to anything
+# architectures torch.utils.cpp_extension builds for; `FORCE_CUDA=1`: PyTorch3D's and
+# similar extension builds include CUDA with no GPU visible) set in ARG, ENV or a RUN line to anything
 # but an off value (``, `0`, `false`, `no`, `off`). cuda-selector-default, at lower confidence (a
 # note): an ARG / ENV default that names a CUDA build (`cuda`, `cu121`, `cuda12.1`: the rule's
 # `labels`) under a name that says torch or CUDA (`CODEX_TORCH_MODE=cuda`), read by a later RUN

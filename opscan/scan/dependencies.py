@@ -348,9 +348,11 @@ class _Judge:
 
     def cuda_library(self, entry: Entry) -> tuple[str, str] | None:
         # what the project asks for: a lock's CUDA-only packages come with its torch (NOTE [locks])
-        if entry.kind not in ("requirement", "conda") or not entry.name:
+        if entry.kind not in ("requirement", "conda", "path") or not entry.name:
             return None
         package = _library_of(entry.name, self.ctx.libraries)
+        if package and entry.kind == "path":   # NOTE [local folders] in scan/manifests.py
+            return f"{entry.name} (a local folder: the name is its folder's, {entry.url})", package
         if not package and entry.inferred:   # NOTE [catalog repositories]
             package = _library_of(entry.inferred, self.ctx.libraries)
         if package and self._cpu_release(entry, package):
@@ -485,16 +487,18 @@ def relevant(text: str, dependency_rules, ctx: DependencyContext) -> bool:
 
 def read(kind: str, text: str) -> tuple[list[Entry], list[Problem]]:
     """The entries and problems of a manifest of `kind` (scan/files.py manifest_kind)."""
-    from opscan.scan import docker_manifests, manifests, setup_manifests, toml_manifests
+    from opscan.scan import conda_manifests, docker_manifests, manifests, setup_manifests, toml_manifests
 
     if kind == "requirements":
+        if conda_manifests.conda_list(text):   # NOTE [conda lists under a requirements name]
+            return conda_manifests.read_conda_list(text)
         entries, problems, _ = manifests.read_requirements(text)
         return entries, problems
     readers = {"pyproject": toml_manifests.read_pyproject, "pipfile": toml_manifests.read_pipfile,
                "uv-lock": toml_manifests.read_toml_lock, "poetry-lock": toml_manifests.read_toml_lock,
                "pdm-lock": toml_manifests.read_toml_lock, "pipfile-lock": toml_manifests.read_pipfile_lock,
                "setup-py": setup_manifests.read_setup_py, "setup-cfg": setup_manifests.read_setup_cfg,
-               "conda": manifests.read_conda, "dockerfile": docker_manifests.read_dockerfile}
+               "conda": conda_manifests.read_conda, "dockerfile": docker_manifests.read_dockerfile}
     return readers[kind](text)
 
 

@@ -10,10 +10,13 @@ import re
 import shlex
 from dataclasses import dataclass, replace
 
-from opscan.scan.manifests import Entry, Problem, conda_spec, pip_arguments
+from opscan.scan.conda_manifests import conda_spec
+from opscan.scan.manifests import Entry, Problem, pip_arguments
 
-_PIP = re.compile(r"(?:^|[\s;&|(])(?:[\w./-]*python[\d.]*\s+-m\s+)?(?:uv\s+)?pip[\d.]*\s+install\s+(?P<args>[^;&|]*)")
-_CONDA = re.compile(r"(?:^|[\s;&|(])(?:conda|mamba|micromamba)\s+install\s+(?P<args>[^;&|]*)")
+# pip, pip3, uv pip, python -m pip, also called by path (`/opt/conda/bin/pip install`)
+_PIP = re.compile(r"(?:^|[\s;&|(])(?:[\w./-]*python[\d.]*\s+-m\s+)?(?:[\w.-]*/)*(?:uv\s+)?pip[\d.]*\s+install\s+"
+                  r"(?P<args>[^;&|]*)")
+_CONDA = re.compile(r"(?:^|[\s;&|(])(?:[\w.-]*/)*(?:conda|mamba|micromamba)\s+install\s+(?P<args>[^;&|]*)")
 _HEREDOC = re.compile(r"<<(?P<dash>-?)\s*(?P<quote>[\"']?)(?P<word>[A-Za-z_][A-Za-z0-9_]*)(?P=quote)")
 _VARIABLE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?P<op>:?[-+=?])?(?P<alt>[^}]*)\}"
                        r"|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))")
@@ -216,7 +219,11 @@ def read_dockerfile(text: str) -> tuple[list[Entry], list[Problem]]:
 def _placed(entry: Entry, lines: dict[int, str], used: dict[str, int], physical: list[str]) -> Entry:
     """The entry at the physical line that spells it, or at the ARG / ENV line of a value it took."""
     needle = entry.url or entry.text
-    line = next((n for n, text in sorted(lines.items()) if needle and needle in text), entry.line)
+    # a value written before the install too (`curl -o /tmp/x.whl URL && pip install /tmp/x.whl`) is on
+    # the install's line: the lines from the first that says `install` are searched first
+    ordered = sorted(lines.items())
+    begin = next((i for i, (_, text) in enumerate(ordered) if re.search(r"\binstall\b", text)), 0)
+    line = next((n for n, text in ordered[begin:] + ordered[:begin] if needle and needle in text), entry.line)
     written = physical[line - 1] if 0 < line <= len(physical) else ""
     if entry.kind == "image":   # NOTE [CUDA images from variables]
         cuda = _CUDA_TAG.search(entry.name)

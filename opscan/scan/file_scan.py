@@ -17,7 +17,7 @@ from opscan.scan import demos, large, native, prose
 from opscan.scan.builder import Builder, add_input
 from opscan.scan.enrichment import Enrichment, enriched
 from opscan.scan.facts import file_facts
-from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, manifest_kind
+from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, manifest_kind, other_hardware
 from opscan.scan.matchers import from_import_names
 from opscan.scan.project import EMPTY, Project
 from opscan.scan.results import FileResult
@@ -120,7 +120,7 @@ def scan_manifest(relpath: str, data: bytes, rules: RuleSet, kind: str, deps: De
 
     compiled = rules.compiled
     scanned = kind != "pyproject"   # a pyproject without dependency findings stays a build file
-    if not compiled.dependencies:
+    if not compiled.dependencies or other_hardware(relpath):   # NOTE [manifests for other hardware]
         return FileResult(relpath, scanned=False, parsed=False)
     text, undecodable = dependencies.decode_lines(data)   # a bad line costs itself only (NOTE [manifest lines])
     text = _universal_newlines(text)

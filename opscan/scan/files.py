@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -44,6 +45,34 @@ def manifest_kind(relpath: str) -> str:
     if low in ("dockerfile", "containerfile") or low.startswith(("dockerfile.", "dockerfile-", "containerfile."))\
             or low.endswith((".dockerfile", ".containerfile")):
         return "dockerfile"
+    return ""
+
+
+# NOTE [manifests for other hardware]
+# A Trainium host is an x86_64 Linux machine with no GPU, so the install a port changes never reads a
+# manifest written for other hardware: a ROCm, Ascend NPU or Intel XPU build, an Arm (aarch64) host or
+# macOS / Windows. A requirement whose environment marker excludes Linux x86_64 is skipped for that
+# reason; a manifest whose own name says so (`requirements_rocm.txt`, `requirements_cuda12_arm.txt`,
+# `requirements/npu.txt`, `Dockerfile.rocm`, a `docker-rocm/` or `xpu/` folder) is the same
+# statement made by the file, and is not judged either (the precision sweep: 43 errors on such files,
+# every one a line the port need not change). Words are whole parts of the name split at `/ . _ -`;
+# `arm`, `mac` and `win` count in the file's own name only (a robot's `arm/` folder is no Arm host).
+_OTHER_HARDWARE = {"rocm", "hip", "npu", "ascend", "xpu", "aarch64", "arm64", "macos", "osx", "darwin", "mps",
+                   "windows", "win32", "win64"}
+_OTHER_HARDWARE_NAME = _OTHER_HARDWARE | {"arm", "mac", "win"}
+
+
+def other_hardware(relpath: str) -> str:
+    """The word of a manifest's path saying it is for other hardware than a Trainium host, or ""
+    (NOTE [manifests for other hardware])."""
+    *folders, name = relpath.lower().split("/")
+    for word in re.split(r"[._-]+", name):
+        if word in _OTHER_HARDWARE_NAME:
+            return word
+    for folder in folders:
+        for word in re.split(r"[._-]+", folder):
+            if word in _OTHER_HARDWARE:
+                return word
     return ""
 
 

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from urllib.parse import unquote
 from dataclasses import dataclass, replace
 
-import yaml
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -31,6 +30,8 @@ from opscan.scan.files import manifest_kind  # noqa: F401 - re-exported: the kin
 #   index        a package index or wheel location (--index-url, [[tool.uv.index]], a conda channel)
 #   conda        a conda package (name, spec converted to a PEP 440 specifier where it can be, build)
 #   image        a container base image (FROM)
+#   path         a local folder installed by path (`pip install ./third_party/simple-knn`, `-e submodules/x`):
+#                name: the folder's, canonical; judged only against the catalog (NOTE [local folders])
 #   variable     a Dockerfile ARG / ENV value or a variable a RUN line sets (name as written, spec: the
 #                value; read: a later RUN reads it, NOTE [Dockerfile values])
 # Names are canonical (PEP 503: `Flash_Attn` -> `flash-attn`); conda's `pytorch` is `torch`.
@@ -44,7 +45,7 @@ class Entry:
     """One thing a manifest asks to install, at its line (NOTE [manifest entries])."""
 
     line: int
-    kind: str                  # requirement | locked | index | conda | image | variable
+    kind: str                  # requirement | locked | index | conda | image | path | variable
     name: str = ""             # canonical distribution name (or the image, the channel)
     spec: str = ""             # PEP 440 specifier text ("" = any version)
     version: str = ""          # locked version, or a conda build's version
@@ -130,10 +131,11 @@ class TextLines:
     def offset(self, line: int) -> int:
         return self.starts[min(max(line, 1), len(self.starts)) - 1]
 
-    def find(self, pattern: str, after: int = 0, regex: bool = False) -> int:
-        """The first line at or after offset `after` holding `pattern` not handed out yet; 0 if none."""
-        found = (m.start() for m in re.finditer(pattern, self.text[after:], re.M)) if regex \
-            else _plain(self.text[after:], pattern)
+    def find(self, pattern: str, after: int = 0, regex: bool = False, before: int | None = None) -> int:
+        """The first line at or after offset `after` (and before offset `before`, when given) holding
+        `pattern` not handed out yet; 0 if none."""
+        window = self.text[after:] if before is None else self.text[after:before]
+        found = (m.start() for m in re.finditer(pattern, window, re.M)) if regex else _plain(window, pattern)
         first = 0
         for start in found:   # each occurrence is handed out once: two values on one line are two finds
             line = self.line_at(after + start)
@@ -276,6 +278,28 @@ def vcs_requirement(token: str, line: int) -> Entry | None:
                  inferred=inferred.repository)
 
 
+# NOTE [local folders]
+# `pip install ./third_party/simple-knn` or `-e submodules/diff-gaussian-rasterization` installs a
+# checkout that ships with the project (often a git submodule of a CUDA extension). Its distribution
+# name is known only by building it, which opscan never does; the folder's name usually is the
+# project's. Such an entry (kind `path`) is judged only against the catalog of CUDA-only libraries
+# (OPS506, its value saying the name is the folder's): never as a version pin, nor by published
+# metadata, since a folder name is no proven distribution name. `.`, archives, wheels and files are
+# not folders; a variable in the path hides it.
+_ARCHIVES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2", ".txt", ".in", ".toml", ".cfg", ".py")
+
+
+def path_requirement(token: str, line: int) -> Entry | None:
+    """A local folder a pip install names (NOTE [local folders]), or None."""
+    path = token.strip().strip("'\"").split("#", 1)[0].split("[", 1)[0].rstrip("/")
+    if not path or "$" in path or "://" in path or path.lower().endswith(_ARCHIVES) or vcs_urls.is_vcs(path):
+        return None
+    name = path.rsplit("/", 1)[-1]
+    if name in ("", ".", "..") or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        return None
+    return Entry(line, "path", canonicalize_name(name), url=path, text=token.strip())
+
+
 _INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links")
 _SKIP_VALUE = ("-r", "--requirement", "-c", "--constraint", "--trusted-host", "--hash", "-e", "--editable",
                "--prefix", "--target", "-t", "--root", "--src", "--python-version", "--platform", "--abi",
@@ -287,7 +311,7 @@ _SKIP_VALUE = ("-r", "--requirement", "-c", "--constraint", "--trusted-host", "-
                "-p", "--exclude-newer", "--index-strategy", "--extra", "--group", "--torch-backend")
 
 
-def _logical_lines(text: str) -> list[tuple[int, str]]:
+def logical_lines(text: str) -> list[tuple[int, str]]:
     """(first line, joined text) of each logical line: `\\` continuations joined, comments removed."""
     out, buf, first = [], "", 0
     for number, raw in enumerate(text.splitlines(), 1):
@@ -338,8 +362,8 @@ def pip_arguments(tokens: list[str], line: int, entries: list[Entry], problems: 
                     value, i = tokens[i + 1], i + 1
                 elif name in _INDEX_OPTIONS and len(name) == 2 and len(token) > 2:   # -ihttps://...
                     value = token[2:]
-                if name in ("-e", "--editable") and value:   # NOTE [nameless VCS URLs]
-                    _append(entries, vcs_requirement(value, line))
+                if name in ("-e", "--editable") and value:   # NOTE [nameless VCS URLs], [local folders]
+                    _append(entries, vcs_requirement(value, line) or path_requirement(value, line))
                 if name in _INDEX_OPTIONS and value:
                     entries.append(Entry(line, "index", url=value, text=f"{name} {value}"))
                     if name in ("-f", "--find-links"):
@@ -356,6 +380,14 @@ def pip_arguments(tokens: list[str], line: int, entries: list[Entry], problems: 
             continue
         if "$" in token and token.strip("'\"").endswith(".whl"):   # NOTE [partly resolved wheels]
             _append(entries, partial_wheel(token, line))
+            i += 1
+            continue
+        if "$" not in token and "://" not in token and token.strip("'\"").endswith(".whl"):   # a local wheel file
+            _append(entries, url_requirement(token.strip("'\""), line))   # its name gives package and version
+            i += 1
+            continue
+        if "$" not in token and "://" not in token and (token.startswith((".", "/")) or "/" in token):
+            _append(entries, path_requirement(token, line))   # NOTE [local folders]
             i += 1
             continue
         if "$" in token or (not strict and ("/" in token and "://" not in token or token in (".",))):
@@ -385,14 +417,14 @@ def read_requirements(text: str) -> tuple[list[Entry], list[Problem], list[str]]
     problems: list[Problem] = []
     includes: list[str] = []
     physical = text.splitlines()
-    for line, logical in _logical_lines(text):
+    for line, logical in logical_lines(text):
         start = len(entries)
-        _requirement_line(line, logical, entries, problems, includes)
+        requirement_line(line, logical, entries, problems, includes)
         to_physical(entries, start, line, physical)
     return entries, problems, includes
 
 
-def _requirement_line(line: int, logical: str, entries: list[Entry], problems: list[Problem],
+def requirement_line(line: int, logical: str, entries: list[Entry], problems: list[Problem],
                       includes: list[str]) -> None:
     """The entries of one logical line of a requirements file."""
     if logical.startswith("-"):
@@ -404,10 +436,10 @@ def _requirement_line(line: int, logical: str, entries: list[Entry], problems: l
             includes.append(head[2:])
         pip_arguments(tokens, line, entries, None, strict=False)
         return
-    if " -" in logical and not re.match(r"^\S+\s*;", logical):   # `pkg --hash=...` options after it
-        logical = logical.split(" -", 1)[0]
+    logical = _without_options(logical)   # `pkg ; marker --hash=...`: the options after it
     if logical.startswith(("http://", "https://", "file:", "git+")) or logical.startswith((".", "/")):
-        wheel = url_requirement(logical, line) or vcs_requirement(logical, line)   # NOTE [wheel URLs]
+        wheel = url_requirement(logical, line) or vcs_requirement(logical, line) \
+            or path_requirement(logical, line)   # NOTE [wheel URLs], [local folders]
         if wheel is not None:
             entries.append(wheel)
         elif "cu1" in logical or "cuda" in logical or "nvidia" in logical:
@@ -420,6 +452,22 @@ def _requirement_line(line: int, logical: str, entries: list[Entry], problems: l
         problems.append(got)
 
 
+# NOTE [options after a requirement]
+# pip accepts per-requirement options after the requirement and its marker (`--hash=sha256:...`,
+# `--config-settings`, written by pip-compile and `uv pip compile --generate-hashes` on continued
+# lines). They start at the first ` -` / ` --` outside a quoted marker string; a marker's own
+# values (`platform_release >= "5.4-aws"`) are quoted, so they are kept.
+_OPTION_START = re.compile(r"""\s--?[A-Za-z]|"[^"]*"|'[^']*'""")
+
+
+def _without_options(logical: str) -> str:
+    """A requirements line without the pip options written after its requirement."""
+    for match in _OPTION_START.finditer(logical):
+        if match.group(0)[0] not in "\"'":
+            return logical[:match.start()].rstrip()
+    return logical
+
+
 def included_files(text: str) -> list[str]:
     """The files a requirements file includes with `-r` / `-c` (as written, relative to it)."""
     return [name for _, name in include_lines(text)]
@@ -428,74 +476,9 @@ def included_files(text: str) -> list[str]:
 def include_lines(text: str) -> list[tuple[int, str]]:
     """(line, file as written) of each `-r` / `-c` include of a requirements file."""
     out: list[tuple[int, str]] = []
-    for line, logical in _logical_lines(text):
+    for line, logical in logical_lines(text):
         found: list[str] = []
         if logical.startswith("-"):
-            _requirement_line(line, logical, [], [], found)
+            requirement_line(line, logical, [], [], found)
         out += [(line, name) for name in found]
     return out
-
-
-# -- conda ---------------------------------------------------------------------------------------------
-
-def conda_spec(spec: str) -> tuple[str, str, str]:
-    """A conda match spec (`pytorch=2.0.1=py3.10_cuda11.8*`, `cudatoolkit 11.3`, `nvidia::cuda-nvcc`) as
-    (canonical name, PEP 440 specifier or "", build string)."""
-    spec = spec.strip()
-    if "::" in spec:
-        spec = spec.split("::", 1)[1]
-    spec = re.sub(r"\[.*\]$", "", spec)
-    match = re.match(r"^([A-Za-z0-9_.\-]+)\s*(.*)$", spec)
-    if not match:
-        return "", "", ""
-    name, rest = match[1], match[2].strip()
-    build = ""
-    version = rest
-    if " " in rest:
-        version, build = rest.split(None, 1)
-    elif rest.count("=") >= 2 and not rest.startswith(("==", ">=", "<=", "!=")):
-        version, build = rest[1:].split("=", 1) if rest.startswith("=") else rest.split("=", 1)
-    elif rest.startswith("==") and rest[2:].count("=") == 1:
-        version, build = rest[2:].split("=", 1)
-        version = "==" + version
-    version = version.strip()
-    if version.startswith("=") and not version.startswith("=="):
-        version = version[1:]
-    if version and version[0].isdigit():
-        version = f"=={version}" if "*" in version or version.count(".") >= 2 else f"=={version}.*"
-    name = CONDA_NAMES.get(name.lower(), name)
-    return canonicalize_name(name), version, build.strip()
-
-
-def read_conda(text: str) -> tuple[list[Entry], list[Problem]]:
-    """environment.yml: `channels`, `dependencies` (match specs) and their `pip:` list."""
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        return [], [Problem(mark.line + 1 if mark else 1, f"not valid YAML: {getattr(exc, 'problem', exc)}")]
-    if not isinstance(doc, dict) or not isinstance(doc.get("dependencies"), list):
-        return [], []   # not a conda environment
-    lines = TextLines(text)
-    entries: list[Entry] = []
-    problems: list[Problem] = []
-    for channel in doc.get("channels") or []:
-        if isinstance(channel, str):
-            line = lines.find(rf"^[ \t]*-[ \t]*[\"']?{re.escape(channel)}[\"']?\s*(#.*)?$", 0, regex=True) or 1
-            entries.append(Entry(line, "index", name=channel, url=channel, text=channel))
-    after = lines.find(r"^dependencies\s*:", 0, regex=True)
-    start = lines.offset(after)
-    for item in doc["dependencies"]:
-        if isinstance(item, str):
-            line = lines.find(rf"^[ \t]*-[ \t]*[\"']?{re.escape(item)}", start, regex=True) or after or 1
-            name, spec, build = conda_spec(item)
-            if name:
-                entries.append(Entry(line, "conda", name, spec, build=build, text=item, url=item.split("::")[0]
-                                     if "::" in item else ""))
-        elif isinstance(item, dict) and isinstance(item.get("pip"), list):
-            for value in item["pip"]:
-                if not isinstance(value, str):
-                    continue
-                line = lines.find(rf"^[ \t]*-[ \t]*[\"']?{re.escape(value)}", start, regex=True) or after or 1
-                pip_arguments(value.split(), line, entries, problems, strict=not value.startswith("-"))
-    return entries, problems

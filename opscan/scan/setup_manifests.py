@@ -11,6 +11,7 @@ import configparser
 import re
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import cast
 
 from opscan.scan.manifests import Entry, Problem, requirement
 
@@ -23,6 +24,7 @@ _PASS_THROUGH = ("list", "sorted", "set", "tuple", "frozenset")   # calls that k
 # build them, in source order, as one namespace (module level, and the bodies of `if`, `try`,
 # `with`, `for` and of functions, where `setup()` is often called):
 #   NAME = [...] / (...) / {...}; NAME = {"gpu": [...]} and dict(gpu=[...]); NAME = A + B; [*A, "x"];
+#   "torch==" + VERSION (one string when VERSION is a known string; else unknown, never "torch==");
 #   NAME += [...]; NAME.append("x") / .extend([...]) / .update({...}); NAME["gpu"] = [...];
 #   list(...), sorted(...), set(...) of one of these; `[x for x in A]` and
 #   `[r for rs in D.values() for r in rs]` (comprehensions whose element is a loop variable over
@@ -67,6 +69,9 @@ class _Values:
                 else:
                     table[_key(key)] = self.strings(self.of(item, depth + 1))
             return table
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and \
+                (_is_text(node.left) or _is_text(node.right)):
+            return self._joined(node, depth)
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.BitOr)):
             left, right = self.of(node.left, depth + 1), self.of(node.right, depth + 1)
             if isinstance(left, dict) and isinstance(right, dict):
@@ -82,6 +87,16 @@ class _Values:
         if isinstance(node, ast.Call):
             return self._call(node, depth)
         return None
+
+    def _joined(self, node: ast.BinOp, depth: int) -> Value:
+        """`"torch==" + VERSION`: one string when both sides are known strings, else unknown (None),
+        never the list of its parts (`"x=="` alone is no requirement the file writes)."""
+        parts = [self.of(side, depth + 1) for side in (node.left, node.right)]
+        if not all(isinstance(p, list) and len(p) == 1 for p in parts):
+            return None
+        left, right = cast(Strings, parts[0])[0], cast(Strings, parts[1])[0]
+        joined = ast.Constant(value=str(left.value) + str(right.value))
+        return [ast.copy_location(joined, left)]
 
     def _call(self, node: ast.Call, depth: int) -> Value:
         func = node.func
@@ -152,6 +167,16 @@ class _Values:
         elif isinstance(target, (ast.Tuple, ast.List)):
             for item in target.elts:
                 self._assign(item, None)
+
+
+def _is_text(node: ast.expr) -> bool:
+    """A string expression: a str literal, an f-string, or a `+` of one."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) \
+        and (_is_text(node.left) or _is_text(node.right))
 
 
 def _key(node: ast.expr) -> str:

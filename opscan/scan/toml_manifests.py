@@ -298,7 +298,12 @@ def read_toml_lock(text: str) -> tuple[list[Entry], list[Problem]]:
             continue
         name = package["name"]
         line = lines.find(rf"^[ \t]*name[ \t]*=[ \t]*[\"']{re.escape(name)}[\"']", 0, regex=True)
-        version_line = lines.find(r"^[ \t]*version[ \t]*=", lines.offset(line), regex=True) if line else 0
+        # NOTE [lock versions]: a package's version is looked for in its own [[package]] table only
+        # (uv writes none for a workspace member whose version is dynamic; searching on would hand
+        # the next package's version line to this one and shift every later package by one)
+        end = _next_package(lines.text, lines.offset(line) + 1) if line else None
+        version_line = lines.find(r"^[ \t]*version[ \t]*=", lines.offset(line), regex=True, before=end) \
+            if line else 0
         source = package.get("source")
         url = ""
         if isinstance(source, dict):
@@ -307,6 +312,12 @@ def read_toml_lock(text: str) -> tuple[list[Entry], list[Problem]]:
                              version=str(package.get("version", "")), url=url,
                              text=f"{name} {package.get('version', '')}"))
     return entries, []
+
+
+def _next_package(text: str, after: int) -> int | None:
+    """The offset of the next `[[package]]` header at or after `after` (None: the package runs to the end)."""
+    match = re.compile(r"^[ \t]*\[\[package\]\]", re.M).search(text, after)
+    return match.start() if match else None
 
 
 def read_pipfile_lock(text: str) -> tuple[list[Entry], list[Problem]]:
