@@ -6,6 +6,7 @@ calls `judge` for the two matcher kinds.
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
+from typing import Any
 from urllib.parse import urlsplit
 
 from opscan.scan.manifests import Entry
@@ -29,7 +30,7 @@ from opscan.scan.manifests import Entry
 _OFF = ("", "0", "false", "no", "off")
 
 
-def judge(what: str, options: dict, entry: Entry) -> tuple[str, str] | None:
+def judge(what: str, options: dict[str, Any], entry: Entry) -> tuple[str, str] | None:
     """(value, subject) when a `variable` entry is a finding of the matcher `what` with its compiled
     `options` (`names`: variable-name patterns; `labels`: the CUDA selector values), else None."""
     if entry.kind != "variable" or "$" in entry.spec:

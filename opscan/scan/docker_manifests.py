@@ -168,16 +168,16 @@ class _Variables:
         """`text` with known variables replaced, and the values used -> the line that wrote each."""
         used: dict[str, int] = {}
 
-        def one(match: re.Match) -> str:
+        def one(match: re.Match[str]) -> str:
             name = match["braced"] or match["bare"]
             value, line = self.values.get(name, ("", 0))
-            op, alt = match["op"] or "", match["alt"] or ""
+            op, alt = str(match["op"] or ""), str(match["alt"] or "")
             if op.endswith("+"):
                 return alt if value else ""
             if not value and op.endswith(("-", "=")) and "$" not in alt:
                 return alt
             if not value:
-                return match[0]
+                return str(match[0])
             if line:
                 used[value] = line
             return value

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from opscan.records import Finding, Location
+from opscan.records import Finding, Location, Severity, TaskKind
 from opscan.scan.files import manifest_kind
 from opscan.scan.rules import RuleSet
 
@@ -40,9 +40,9 @@ def missing_includes(root: Path, relpaths: list[str], rules: RuleSet,
                 continue
             snippet = text.splitlines()[line - 1] if line <= len(text.splitlines()) else ""
             out.append(Finding(
-                rule=rule.id, name=rule.name, category=rule.category, severity=rule.severity,
+                rule=rule.id, name=rule.name, category=rule.category, severity=Severity(rule.severity),
                 message=rule.format(rule.message, value=f"it includes `{name}`, which does not exist "
                                                         "(pip stops here); the other lines are still judged"),
                 location=Location(rel, line, 1), fix=rule.format(rule.fix), snippet=snippet.strip(),
-                task=rule.task))
+                task=TaskKind(rule.task) if rule.task else ""))
     return out
