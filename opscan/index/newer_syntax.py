@@ -1,4 +1,4 @@
-"""Python newer than the running interpreter's grammar (PEP 695), read as `ast` trees with the same positions."""
+"""Python newer than the running interpreter's grammar (PEP 695, 701, 758), read as `ast` trees, positions kept."""
 
 # NOTE [newer syntax]
 # A project written for Python 3.12+ uses syntax the interpreter opscan runs on may not know:
@@ -23,9 +23,16 @@
 # tree); anything else stays the original SyntaxError: a real syntax error is still OPS000.
 # PEP 701 f-strings (3.12: `f"{d["k"]}"`, a line break or a comment inside a replacement field,
 # a backslash in its expression) take the same route (NOTE [newer f-strings]). PEP 758 (3.14:
-# `except A, B:` without parentheses) is read by libcst too, but has no rewrite that keeps every
-# column (the parentheses need two characters the clause may not have room for): such a file stays
-# OPS000 on an interpreter older than 3.14 (docs/scan.md, "Limits").
+# `except A, B:` without parentheses) too (NOTE [except without parentheses]).
+
+# NOTE [except without parentheses]
+# Python 3.14 reads `except A, B:` (and `except* A, B:`) as `except (A, B):`. The rewrite gives the
+# tuple its parentheses: `(` over the blank that must separate `except` from its first name, and
+# `)` over a blank between the last name and the colon when there is one, else inserted there.
+# An inserted `)` moves what follows it on that line one byte to the right in the rewritten text;
+# the `ast` tree is put back in place after the parse (every position on that line past the
+# insertion one byte to the left), so a finding in the handler's one-line body (`except A, B:
+# x.cuda()`) is still reported at its column. Nothing else on the line changes.
 
 # NOTE [newer f-strings]
 # An f-string that `ast` of this interpreter rejects (its own text, tried alone) is rewritten in
@@ -56,12 +63,13 @@ MAX_BYTES = 2_000_000
 _CANDIDATE = re.compile(r"^[ \t]*(?:(?:async[ \t]+)?(?:def|class)[ \t]+\w+[ \t]*\[|type[ \t]+\w+[ \t]*[\[=])"
                         r"|;[ \t]*type[ \t]+\w+", re.M)
 _FSTRING = re.compile(r"(?<![\w.])(?:[fF][rR]?|[rR][fF])['\"]")
+_EXCEPT = re.compile(r"^[ \t]*except\*?[ \t]+[^(\s][^:\n]*,", re.M)   # PEP 758 (a candidate)
 
 
 def parse(text: str, filename: str) -> ast.Module | None:
     """The `ast` tree of `text` when it is valid Python of a newer grammar (NOTE [newer syntax]),
     with every node at its place in `text`; None when it is not (the caller's SyntaxError stands)."""
-    if len(text) > MAX_BYTES or not (_CANDIDATE.search(text) or _FSTRING.search(text)):
+    if len(text) > MAX_BYTES or not (_CANDIDATE.search(text) or _FSTRING.search(text) or _EXCEPT.search(text)):
         return None
     import libcst as cst
     from libcst.metadata import MetadataWrapper, PositionProvider
@@ -82,6 +90,9 @@ def parse(text: str, filename: str) -> ast.Module | None:
     ranges = [(first, start, last, _before_semicolon(lines[last - 1], start if first == last else 0, end), keep)
               if keep else (first, start, last, end, keep) for first, start, last, end, keep in ranges]
     edits = _fstring_edits(positions, lines) if _FSTRING.search(text) else {}
+    inserts: list[tuple[int, int]] = []
+    if edits is not None and _EXCEPT.search(text) and not _except_edits(positions, lines, edits, inserts):
+        return None
     if edits is None or not (ranges or edits):
         return None
     rows = _Rows(lines)
@@ -90,10 +101,60 @@ def parse(text: str, filename: str) -> ast.Module | None:
     for first, start, last, end, keep in ranges:   # after the f-strings: a blanked alias may hold one
         if not _blank(rows, first - 1, start, last - 1, end, keep):
             return None
+    rewritten = rows.text()
+    shifts: dict[int, list[int]] = {}
+    for row, column in sorted(inserts, reverse=True):   # right to left: earlier columns stay valid
+        line = rewritten[row]
+        rewritten[row] = line[:column] + ")" + line[column:]
+        shifts.setdefault(row + 1, []).append(len(line[:column].encode("utf-8", "surrogatepass")))
     try:
-        return ast.parse("\n".join(rows.text()), filename=filename)
+        tree = ast.parse("\n".join(rewritten), filename=filename)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    if shifts:
+        _unshift(tree, shifts)
+    return tree
+
+
+def _except_edits(positions: Positions, lines: list[str], edits: Edits, inserts: list[tuple[int, int]]) -> bool:
+    """Parentheses for every `except A, B:` tuple (NOTE [except without parentheses]): characters to
+    change in `edits`, `)` to insert in `inserts` (0-based row, character column); False when a
+    clause has no blank before its first name."""
+    import libcst as cst
+
+    for node in positions:
+        if not isinstance(node, (cst.ExceptHandler, cst.ExceptStarHandler)):
+            continue
+        kind = node.type
+        if not isinstance(kind, cst.Tuple) or kind.lpar:
+            continue
+        where = positions[kind]
+        row, column = where.start.line - 1, where.start.column
+        if column == 0 or lines[row][column - 1] not in " \t":
+            return False
+        edits[(row, column - 1)] = "("
+        row, column = where.end.line - 1, where.end.column
+        if column < len(lines[row]) and lines[row][column] in " \t":
+            edits[(row, column)] = ")"
+        else:
+            inserts.append((row, column))
+    return True
+
+
+def _unshift(tree: ast.AST, shifts: dict[int, list[int]]) -> None:
+    """Put back every position that an inserted `)` moved: on line L, a byte offset past an insertion
+    point is one less for each such point (NOTE [except without parentheses])."""
+    for node in ast.walk(tree):
+        if not isinstance(node, _POSITIONED):
+            continue
+        if node.lineno in shifts:
+            node.col_offset -= len([at for at in shifts[node.lineno] if node.col_offset > at])
+        end, column = node.end_lineno, node.end_col_offset
+        if end is not None and end in shifts and column is not None:
+            node.end_col_offset = column - len([at for at in shifts[end] if column > at])
+
+
+_POSITIONED = (ast.expr, ast.stmt, ast.excepthandler, ast.arg, ast.keyword, ast.alias, ast.pattern)
 
 
 def _before_semicolon(line: str, start: int, end: int) -> int:

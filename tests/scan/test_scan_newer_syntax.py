@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import sys
 import textwrap
 
 import pytest
@@ -127,9 +126,32 @@ def test_a_real_syntax_error_beside_a_pep701_fstring_is_still_ops000(source):
     assert [rule for rule, _, _ in found(source)] == ["OPS000"]
 
 
-@pytest.mark.skipif(sys.version_info >= (3, 14), reason="PEP 758 is this interpreter's own grammar")
-def test_pep758_except_without_parentheses_stays_a_documented_limit():
-    source = "import torch\ntry:\n    x = torch.zeros(1).cuda()\nexcept ValueError, TypeError:\n    pass\n"
+def test_pep758_except_without_parentheses_is_read_with_every_column_kept():
+    """`except A, B:` (3.14) gets its parentheses in the rewrite; a `)` inserted before the colon
+    moves nothing of the tree (NOTE [except without parentheses])."""
+    source = ("import torch\n"
+              "try:\n"
+              "    x = torch.zeros(1).cuda()\n"
+              "except ValueError, TypeError: y = torch.ones(1).cuda()\n"
+              "try:\n"
+              "    pass\n"
+              "except* KeyError,   IndexError :\n"
+              "    z = torch.empty(1).to(\"cuda\")\n")
+    lines = source.splitlines()
+    assert found(source) == [("OPS105", 3, lines[2].index("torch") + 1), ("OPS105", 4, lines[3].index("torch") + 1),
+                             ("OPS101", 8, lines[7].index('"cuda"') + 1)]
+    tree = parse(source, "m.py")
+    handlers = [n for n in ast.walk(tree) if isinstance(n, ast.ExceptHandler)]
+    assert [[ast.unparse(e) for e in h.type.elts] for h in handlers] == [["ValueError", "TypeError"],
+                                                                         ["KeyError", "IndexError"]]
+    for node in ast.walk(tree):   # every name and call is where the tree says it is
+        if isinstance(node, (ast.Name, ast.Call)) and node.lineno == node.end_lineno:
+            text = lines[node.lineno - 1].encode()[node.col_offset:node.end_col_offset].decode()
+            assert text == ast.unparse(node).replace("'", '"'), text
+
+
+def test_a_real_syntax_error_beside_an_except_tuple_is_still_ops000():
+    source = "import torch\ntry:\n    x = torch.zeros(1).cuda()\nexcept ValueError, TypeError:\n    pass\nx = (\n"
     assert [rule for rule, _, _ in found(source)] == ["OPS000"]
 
 
