@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from packaging.version import InvalidVersion, Version
 
@@ -22,9 +22,15 @@ from opscan.resources import rules_dir
 from opscan.scan.rules import DEPENDENCY_KINDS  # re-exported
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from packaging.specifiers import SpecifierSet
 
     from opscan.scan.manifests import Entry, Problem, decode_lines
+    from opscan.scan.rule_records import Matcher, Rule
+
+    DependencyRules = tuple[tuple[Matcher, Rule], ...]   # (dependency matcher, rule) of a run
+    Hit = tuple[Rule, int, str, str, str, bool]          # a finding of hits(): its docstring names the parts
 
 # NOTE [what a scan without manifests imports]
 # A scan reads DependencyContext, library_patterns and companions from here on every run, even a
@@ -80,10 +86,11 @@ EMPTY = DependencyContext()
 class Companions:
     """rules/data/torch-companions.yaml: package minor -> torch minor, and packages that ended."""
 
-    pairs: dict
-    sources: dict
-    ended: dict
-    later: dict   # name -> (package minor, torch minor): releases from that minor support every later torch
+    pairs: dict[str, dict[str, str]]    # name -> {package minor: torch minor}
+    sources: dict[str, str]             # name -> the page its row comes from
+    ended: dict[str, tuple[str, str]]   # name -> (last release, the torch minor it is built for)
+    # name -> (package minor, torch minor): releases from that minor support every later torch
+    later: dict[str, tuple[str, str]]
 
 
 @lru_cache(maxsize=1)
@@ -94,12 +101,14 @@ def companions() -> Companions:
     from opscan.strict_yaml import shipped_data
 
     doc = shipped_data((rules_dir() / "data" / "torch-companions.yaml").read_text(encoding="utf-8"))
-    pairs = {canonicalize_name(n): {str(k): str(v) for k, v in e["pairs"].items()}
-             for n, e in doc["companions"].items()}
-    sources = {canonicalize_name(n): e["source"] for n, e in {**doc["companions"], **doc["ended"]}.items()}
-    ended = {canonicalize_name(n): (str(e["last"]), str(e["torch"])) for n, e in doc["ended"].items()}
-    later = {canonicalize_name(n): (str(e["later"]["from"]), str(e["later"]["torch"]))
-             for n, e in doc["companions"].items() if e.get("later")}
+    rows, gone = doc["companions"], doc["ended"]
+    pairs: dict[str, dict[str, str]] = {
+        canonicalize_name(n): {str(k): str(v) for k, v in e["pairs"].items()} for n, e in rows.items()}
+    sources: dict[str, str] = {canonicalize_name(n): e["source"] for n, e in {**rows, **gone}.items()}
+    ended: dict[str, tuple[str, str]] = {canonicalize_name(n): (str(e["last"]), str(e["torch"]))
+                                         for n, e in gone.items()}
+    later: dict[str, tuple[str, str]] = {canonicalize_name(n): (str(e["later"]["from"]), str(e["later"]["torch"]))
+                                         for n, e in rows.items() if e.get("later")}
     return Companions(pairs, sources, ended, later)
 
 
@@ -197,7 +206,7 @@ def newest_minor(spec: SpecifierSet) -> str:
     return _newest(str(spec))
 
 
-def _labels(entry: Entry, regex: re.Pattern) -> str:
+def _labels(entry: Entry, regex: re.Pattern[str]) -> str:
     for text in (entry.spec, entry.version, entry.url):
         match = regex.search(text or "")
         if match:
@@ -236,7 +245,7 @@ class _Judge:
 
         if entry.kind not in ("requirement", "locked", "conda") or not self.ctx.torch:
             return None
-        installed = {canonicalize_name(d): (v, req) for d, v, req in self.ctx.installed}
+        installed: dict[str, tuple[str, str]] = {canonicalize_name(d): (v, req) for d, v, req in self.ctx.installed}
         if entry.name in installed:   # the environment's own metadata replaces the tables
             version, torch_req = installed[entry.name]
             chosen = entry.version if entry.kind == "locked" else version
@@ -269,7 +278,7 @@ class _Judge:
         return (f"{entry.name}{entry.spec} is built for torch {', '.join(torches)}; "
                 f"{self._wanted(pairs, entry.name)}"), entry.name
 
-    def _wanted(self, pairs: dict, name: str = "") -> str:
+    def _wanted(self, pairs: dict[str, str], name: str = "") -> str:
         """"torch 2.13/2.14 needs 0.28/0.29" from the table, "needs 2.11 or later" from its `later`
         row (or "no version in the table pairs")."""
         wanted = [m for m in sorted(pairs, key=Version) if pairs[m] in self.ctx.torch]
@@ -288,7 +297,8 @@ class _Judge:
             return None
         return f"{entry.name} (last release {last}, for torch {torch_minor})", entry.name
 
-    def cuda_index(self, entry: Entry, urls, labels: re.Pattern | None) -> tuple[str, str] | None:
+    def cuda_index(self, entry: Entry, urls: tuple[str, ...], labels: re.Pattern[str] | None
+                   ) -> tuple[str, str] | None:
         if entry.kind == "index" and entry.url and any(fnmatchcase(entry.url.lower(), p) for p in urls):
             via = [name for name, index in sorted(self.sources.items()) if index and index == entry.name]
             extra = f" (the `[tool.uv.sources]` index of {', '.join(via)})" if via else ""
@@ -412,7 +422,9 @@ def _library_of(name: str, libraries: tuple[tuple[str, str], ...]) -> str:
 
 
 @lru_cache(maxsize=64)
-def _compile(matcher) -> dict:
+def _compile(matcher: Matcher) -> dict[str, Any]:
+    """A matcher's options with its regexes compiled and its patterns lower-cased (the values differ
+    by key: build_variables.judge reads the same dict)."""
     out = dict(matcher.options)
     if "labels" in out:
         out["labels"] = re.compile(out["labels"], re.I)
@@ -431,7 +443,7 @@ def _chunk(pattern: str) -> str:
 
 
 @lru_cache(maxsize=16)
-def tokens(dependency_rules, ctx: DependencyContext) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def tokens(dependency_rules: DependencyRules, ctx: DependencyContext) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(substrings, names): lower-case texts one of which a manifest must spell to be judged at
     all (NOTE [manifest pre-check]); names count only as whole names (`fla`, not in `flask`)."""
     from opscan.scan import constraints
@@ -471,7 +483,7 @@ def _variants(word: str) -> set[str]:
 # requirements file of web packages costs one regex search, like a Python file that spells no
 # pre-filter token (NOTE [pre-check] in file_scan.py).
 @lru_cache(maxsize=16)
-def _token_regex(words: tuple[str, ...], names: tuple[str, ...]) -> re.Pattern:
+def _token_regex(words: tuple[str, ...], names: tuple[str, ...]) -> re.Pattern[str]:
     spelled = sorted({v for w in words for v in _variants(w)}, key=len, reverse=True)
     whole = sorted({v for w in names for v in _variants(w)}, key=len, reverse=True)
     parts = [re.escape(w) for w in spelled]
@@ -480,7 +492,7 @@ def _token_regex(words: tuple[str, ...], names: tuple[str, ...]) -> re.Pattern:
     return re.compile("|".join(parts))
 
 
-def relevant(text: str, dependency_rules, ctx: DependencyContext) -> bool:
+def relevant(text: str, dependency_rules: DependencyRules, ctx: DependencyContext) -> bool:
     """The manifest pre-check (NOTE [manifest pre-check])."""
     return _token_regex(*tokens(dependency_rules, ctx)).search(text.lower()) is not None
 
@@ -502,8 +514,8 @@ def read(kind: str, text: str) -> tuple[list[Entry], list[Problem]]:
     return readers[kind](text)
 
 
-def hits(relpath: str, kind: str, text: str, dependency_rules, ctx: DependencyContext
-         ) -> tuple[list[tuple[object, int, str, str, str, bool]], list[Problem]]:
+def hits(relpath: str, kind: str, text: str, dependency_rules: DependencyRules, ctx: DependencyContext
+         ) -> tuple[list[Hit], list[Problem]]:
     """(rule, line, value, name, subject, optional) for each finding of a manifest, and the lines
     it could not read. `name` picks a rule's `fixes` entry (the matched distribution, channel or
     image); `optional`: the entry is in an extra or a dependency group (reported guarded: it never
@@ -513,7 +525,7 @@ def hits(relpath: str, kind: str, text: str, dependency_rules, ctx: DependencyCo
     entries, problems = read(kind, text)
     judge = _Judge(ctx, toml_manifests.uv_sources(text) if kind == "pyproject" else {},
                    toml_manifests.project_name(text) if kind == "pyproject" else "")
-    out: list[tuple[object, int, str, str, str, bool]] = []
+    out: list[Hit] = []
     seen: set[tuple[str, int, str]] = set()
     for matcher, rule in dependency_rules:
         what = matcher.get("dependency")
@@ -531,7 +543,7 @@ def hits(relpath: str, kind: str, text: str, dependency_rules, ctx: DependencyCo
     return out, problems
 
 
-def _judge(judge: _Judge, what: str, options: dict, entry: Entry) -> tuple[str, str] | None:
+def _judge(judge: _Judge, what: str, options: dict[str, Any], entry: Entry) -> tuple[str, str] | None:
     from opscan.scan import build_variables
 
     if what == "torch-pin":
@@ -592,7 +604,19 @@ def _judge(judge: _Judge, what: str, options: dict, entry: Entry) -> tuple[str, 
 _REPOSITORY = re.compile(r"^https://github\.com/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$")
 
 
-def library_patterns(catalog_libraries) -> tuple[tuple[str, str], ...]:
+class CatalogLibrary(Protocol):
+    """What library_patterns reads of a catalog library (opscan/plan/libraries.py `Library`, which the
+    scan does not import)."""
+
+    @property
+    def packages(self) -> tuple[str, ...]: ...
+    @property
+    def distributions(self) -> tuple[str, ...]: ...
+    @property
+    def sources(self) -> tuple[str, ...]: ...
+
+
+def library_patterns(catalog_libraries: Iterable[CatalogLibrary]) -> tuple[tuple[str, str], ...]:
     """(distribution pattern, package) pairs of catalog libraries: their `distributions`, else their
     packages' canonical names (`flash_attn` -> `flash-attn`), and their repositories (NOTE [catalog
     repositories]). For phases.py, which reads the catalog."""
@@ -600,16 +624,16 @@ def library_patterns(catalog_libraries) -> tuple[tuple[str, str], ...]:
 
     out = []
     for library in catalog_libraries:
-        declared = {canonicalize_name(d) for d in getattr(library, "distributions", ())}
+        declared = {canonicalize_name(d) for d in library.distributions}
         whole = not declared or any(canonicalize_name(p) in declared for p in library.packages)
-        for source in getattr(library, "sources", ()) if whole else ():
+        for source in library.sources if whole else ():
             home = _REPOSITORY.match(str(source))
             if home:
                 flat = re.sub(r"[-_.]", "", home[2]).lower()
                 package = next((p for p in library.packages if re.sub(r"[-_.]", "", p).lower() == flat),
                                library.packages[0])
                 out.append((f"github.com/{home[1]}/{home[2]}".lower(), package))
-        patterns = getattr(library, "distributions", ()) or tuple(canonicalize_name(p) for p in library.packages)
+        patterns = library.distributions or tuple(canonicalize_name(p) for p in library.packages)
         for pattern in patterns:
             pattern = canonicalize_name(pattern) if "*" not in pattern else pattern.lower()
             # the package a distribution installs: the one its name starts with (`cuml-cu12` -> cuml)

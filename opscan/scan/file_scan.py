@@ -9,7 +9,7 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from opscan.index import parse as parse_source
 from opscan.records import Finding
@@ -21,7 +21,7 @@ from opscan.scan.files import BUILD_FILES, NATIVE_SUFFIXES, manifest_kind, other
 from opscan.scan.matchers import from_import_names
 from opscan.scan.project import EMPTY, Project
 from opscan.scan.results import FileResult
-from opscan.scan.rules import Rule, RuleSet
+from opscan.scan.rules import RuleSet
 from opscan.scan.sources import DecodeError, comment_suppressions, decode, suppressions
 from opscan.scan.visitor import Visitor, own_imports
 
@@ -142,7 +142,7 @@ def scan_manifest(relpath: str, data: bytes, rules: RuleSet, kind: str, deps: De
     for rule, line, value, name, subject, optional in hits:
         text_line = lines[line - 1] if 0 < line <= len(lines) else ""
         col = len(text_line) - len(text_line.lstrip()) + 1
-        builder.add(cast(Rule, rule), line, col, value=value, name=name, subject=subject, guarded=optional)
+        builder.add(rule, line, col, value=value, name=name, subject=subject, guarded=optional)
     result = builder.result()
     return replace(result, scanned=scanned or bool(result.findings), lines=len(lines))
 

@@ -138,7 +138,7 @@ class Compiled:
     exact_names: dict[str, list[Rule]] = field(default_factory=dict)   # wildcard-free name patterns
     files: list[tuple[tuple[str, ...], re.Pattern[str] | None, Rule]] = field(default_factory=list)
     inputs: dict[str, Rule] = field(default_factory=dict)
-    dependencies: list[tuple[object, Rule]] = field(default_factory=list)   # (dependency matcher, rule)
+    dependencies: list[tuple[Matcher, Rule]] = field(default_factory=list)   # (dependency matcher, rule)
     dispatch: list[tuple[tuple[str, ...], Rule]] = field(default_factory=list)   # accelerator names
     # name matchers with `required-to-start`: only an availability check whose Neuron answer raises
     required: list[tuple[NamePatterns, Rule]] = field(default_factory=list)

@@ -60,8 +60,12 @@ def pyproject_extensions(data: bytes) -> set[str]:
         doc = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError):
         return set()
-    modules = doc.get("tool", {}).get("setuptools", {}).get("ext-modules", [])
-    return {m["name"] for m in modules if isinstance(m, dict) and isinstance(m.get("name"), str)}
+    # each level checked: `tool = "x"` or `ext-modules = 3` is valid TOML and once ended the whole scan
+    tool = doc.get("tool")
+    setuptools = tool.get("setuptools") if isinstance(tool, dict) else None
+    modules = setuptools.get("ext-modules") if isinstance(setuptools, dict) else None
+    return {m["name"] for m in modules if isinstance(m, dict) and isinstance(m.get("name"), str)} \
+        if isinstance(modules, list) else set()
 
 
 def local_packages(root_name: str, root_is_package: bool, relpaths: Iterable[str]) -> frozenset[str]:

@@ -10,7 +10,7 @@ import json
 import re
 import tomllib
 from dataclasses import replace
-
+from typing import Any
 from urllib.parse import unquote
 
 from packaging.markers import Marker
@@ -20,13 +20,19 @@ from opscan.scan.manifests import (Entry, Problem, TextLines, find_links_torch, 
                                     wheel_version)
 
 
-def _toml(text: str) -> dict | Problem:
+def _toml(text: str) -> dict[str, Any] | Problem:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         match = re.search(r"line (\d+)", str(exc))
         line = int(match[1]) if match else (text.count("\n") + 1 if "end of document" in str(exc) else 1)
         return Problem(line, f"not valid TOML: {exc}")
+
+
+def _table(doc: dict[str, Any], key: str) -> dict[str, Any]:
+    """`doc[key]` when it is a table, else an empty one (a hand-written `tool = "x"` is no table)."""
+    value = doc.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def _quoted_line(lines: TextLines, value: str, after: int) -> int:
@@ -37,7 +43,7 @@ def _quoted_line(lines: TextLines, value: str, after: int) -> int:
     return lines.find(value, after) or lines.line_at(after)
 
 
-def _requirement_list(values, lines: TextLines, after: int, entries: list, problems: list,
+def _requirement_list(values: object, lines: TextLines, after: int, entries: list[Entry], problems: list[Problem],
                       optional: bool = False) -> None:
     if not isinstance(values, list):
         return
@@ -79,7 +85,8 @@ def poetry_specifier(constraint: str) -> str:
     return ",".join(out)
 
 
-def _poetry_dependencies(table, lines: TextLines, after: int, entries: list, optional: bool = False) -> None:
+def _poetry_dependencies(table: object, lines: TextLines, after: int, entries: list[Entry],
+                         optional: bool = False) -> None:
     if not isinstance(table, dict):
         return
     for name, value in table.items():
@@ -87,7 +94,8 @@ def _poetry_dependencies(table, lines: TextLines, after: int, entries: list, opt
             continue
         line = lines.find(rf"^[ \t]*[\"']?{re.escape(name)}[\"']?[ \t]*=", after, regex=True) or lines.line_at(after)
         for item in value if isinstance(value, list) else [value]:
-            spec, url, marker, extra = "", "", None, optional
+            spec, url, extra = "", "", optional
+            marker: Marker | None = None
             if isinstance(item, str):
                 spec = poetry_specifier(item)
             elif isinstance(item, dict):
@@ -108,7 +116,7 @@ def _poetry_dependencies(table, lines: TextLines, after: int, entries: list, opt
                                  optional=extra))
 
 
-def _sources(items, lines: TextLines, entries: list, key: str = "url") -> None:
+def _sources(items: object, lines: TextLines, entries: list[Entry], key: str = "url") -> None:
     for item in items if isinstance(items, list) else []:
         if isinstance(item, dict) and isinstance(item.get(key), str):
             url = item[key]
@@ -125,7 +133,7 @@ def read_pyproject(text: str) -> tuple[list[Entry], list[Problem]]:
     lines = TextLines(text)
     entries: list[Entry] = []
     problems: list[Problem] = []
-    project = doc.get("project") if isinstance(doc.get("project"), dict) else {}
+    project = _table(doc, "project")
     _requirement_list(project.get("dependencies"), lines, lines.section("project"), entries, problems)
     extras = project.get("optional-dependencies")
     if isinstance(extras, dict):
@@ -140,19 +148,19 @@ def read_pyproject(text: str) -> tuple[list[Entry], list[Problem]]:
     build = doc.get("build-system")
     if isinstance(build, dict):
         _requirement_list(build.get("requires"), lines, lines.section("build-system"), entries, problems)
-    tool = doc.get("tool") if isinstance(doc.get("tool"), dict) else {}
-    poetry = tool.get("poetry") if isinstance(tool.get("poetry"), dict) else {}
+    tool = _table(doc, "tool")
+    poetry = _table(tool, "poetry")
     if poetry:
         _poetry_dependencies(poetry.get("dependencies"), lines, lines.section("tool.poetry.dependencies"), entries)
         _poetry_dependencies(poetry.get("dev-dependencies"), lines, lines.section("tool.poetry.dev-dependencies"),
                              entries, optional=True)
-        for name, group in (poetry.get("group") or {}).items():
+        for name, group in _table(poetry, "group").items():
             if isinstance(group, dict):
                 _poetry_dependencies(group.get("dependencies"), lines,
                                      lines.section(f"tool.poetry.group.{name}.dependencies"), entries,
                                      optional=bool(group.get("optional")) or name != "main")
         _sources(poetry.get("source"), lines, entries)
-    uv = tool.get("uv") if isinstance(tool.get("uv"), dict) else {}
+    uv = _table(tool, "uv")
     if uv:
         _sources(uv.get("index"), lines, entries)
         _uv_sources(uv.get("sources"), lines, lines.section("tool.uv.sources"), entries)
@@ -160,9 +168,8 @@ def read_pyproject(text: str) -> tuple[list[Entry], list[Problem]]:
             _requirement_list(uv.get(key), lines, lines.section("tool.uv"), entries, problems,
                               optional=key == "dev-dependencies")
         _uv_locations(uv, lines, entries)
-        if isinstance(uv.get("pip"), dict):
-            _uv_locations(uv["pip"], lines, entries)
-    pdm = tool.get("pdm") if isinstance(tool.get("pdm"), dict) else {}
+        _uv_locations(_table(uv, "pip"), lines, entries)
+    pdm = _table(tool, "pdm")
     if pdm:
         _sources(pdm.get("source"), lines, entries)
         dev = pdm.get("dev-dependencies")
@@ -182,7 +189,7 @@ def read_pyproject(text: str) -> tuple[list[Entry], list[Problem]]:
 # find-links page of one torch's builds (`.../torch-2.1.0+cu121.html`) is also judged as a torch pin,
 # as in a requirements file. PDM's find-links are `[[tool.pdm.source]]` tables with
 # `type = "find_links"` (read with the other sources); pip reads no pyproject.toml table of settings.
-def _uv_locations(table: dict, lines: TextLines, entries: list) -> None:
+def _uv_locations(table: dict[str, Any], lines: TextLines, entries: list[Entry]) -> None:
     """Index entries of `index-url`, `extra-index-url` and `find-links` in a uv table (NOTE [uv locations])."""
     for key in ("index-url", "extra-index-url", "find-links"):
         value = table.get(key)
@@ -206,9 +213,9 @@ def _uv_locations(table: dict, lines: TextLines, entries: list) -> None:
 # source is a location, judged by the index rule's URL patterns only. An index source names the
 # `[[tool.uv.index]]` a package comes from: the index's own line is judged (`uv_sources` gives the
 # packages pinned to it for its message). A source table of another shape is skipped.
-def _source_items(sources) -> list[tuple[str, dict]]:
+def _source_items(sources: object) -> list[tuple[str, dict[str, Any]]]:
     """(canonical package, source table) of the tables that apply on a Linux x86_64 host."""
-    out: list[tuple[str, dict]] = []
+    out: list[tuple[str, dict[str, Any]]] = []
     if not isinstance(sources, dict):
         return out
     for name, value in sources.items():
@@ -225,7 +232,7 @@ def _source_items(sources) -> list[tuple[str, dict]]:
     return out
 
 
-def _uv_sources(sources, lines: TextLines, after: int, entries: list) -> None:
+def _uv_sources(sources: object, lines: TextLines, after: int, entries: list[Entry]) -> None:
     """Entries of `[tool.uv.sources]` url, path and git sources (NOTE [uv sources])."""
     for name, item in _source_items(sources):
         for key in ("url", "path", "git"):
@@ -247,7 +254,7 @@ def uv_sources(text: str) -> dict[str, str]:
     doc = _toml(text)
     if isinstance(doc, Problem):
         return {}
-    sources = ((doc.get("tool") or {}).get("uv") or {}).get("sources") or {}
+    sources = _table(_table(doc, "tool"), "uv").get("sources")
     return {name: item["index"] for name, item in _source_items(sources) if isinstance(item.get("index"), str)}
 
 
@@ -293,7 +300,8 @@ def read_toml_lock(text: str) -> tuple[list[Entry], list[Problem]]:
         return [], [doc]
     lines = TextLines(text)
     entries: list[Entry] = []
-    for package in doc.get("package") or []:
+    packages = doc.get("package")
+    for package in packages if isinstance(packages, list) else []:
         if not isinstance(package, dict) or not isinstance(package.get("name"), str):
             continue
         name = package["name"]
@@ -340,7 +348,7 @@ def read_pipfile_lock(text: str) -> tuple[list[Entry], list[Problem]]:
             line = lines.find(f'"{name}": {{', lines.offset(after)) or 1
             entries.append(Entry(line, "locked", canonicalize_name(name), version=version.lstrip("="),
                                  text=f"{name} {version}"))
-    meta = doc.get("_meta") if isinstance(doc.get("_meta"), dict) else {}
+    meta = _table(doc, "_meta")
     _sources(meta.get("sources"), lines, entries)
     return entries, []
 

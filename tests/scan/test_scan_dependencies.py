@@ -225,3 +225,21 @@ def test_installed_metadata_makes_a_package_cuda_only_by_what_it_requires(tmp_pa
     # lmdeploy requires none (the environment replaces the table); line 3: only on Windows; line 4
     # asks for another version than the installed one and no table knows the package
     assert found == {"requirements.txt:1 OPS510"}
+
+
+@pytest.mark.parametrize("manifest, pinned", [
+    # `[tool] uv = "..."`: uv_sources reached `.get` on the string and the whole file was lost (OPS002)
+    ('[project]\nname = "a"\ndependencies = ["torch==2.1.0"]\n\n[tool]\nuv = "managed"\n', 3),
+    # `[tool.poetry] group = "..."`: `.items()` on the string, the same loss
+    ('[tool.poetry]\ngroup = "dev"\n\n[tool.poetry.dependencies]\ntorch = "2.1.0"\n', 5),
+])
+def test_a_table_written_as_a_value_costs_itself_only(manifest: str, pinned: int):
+    # a key TOML allows but the tools read as a table: skipped, the rest of the manifest still judged
+    assert _memory({"pyproject.toml": manifest}) == {f"pyproject.toml:{pinned} OPS501"}
+
+
+def test_a_lock_whose_packages_are_no_array_of_tables_is_read_as_empty():
+    # `package = 3` raised TypeError (iterating an int; the comment passes the pre-check): now no
+    # entries and no OPS002, the manifest beside it still judged
+    found = _memory({"uv.lock": "version = 1\npackage = 3   # torch\n", "requirements.txt": "torch==2.1.0\n"})
+    assert found == {"requirements.txt:1 OPS501"}

@@ -169,6 +169,15 @@ def test_extension_imports_declared_in_setup_py_and_pyproject():
         ("OPS305", "pkg/__init__.py", 1), ("OPS305", "pkg/__init__.py", 2)]
 
 
+@pytest.mark.parametrize("pyproject", ['tool = "x"\n', '[tool]\nsetuptools = "x"\n',
+                                       '[tool.setuptools]\next-modules = 3\n'])
+def test_a_pyproject_whose_tables_are_values_ends_no_scan(pyproject: str):
+    # the project's own extension modules are read from pyproject.toml before any file is scanned:
+    # a value where a table is read raised AttributeError / TypeError and ended the whole scan
+    result = scan_memory({"pyproject.toml": pyproject, "train.py": "x = x.to('cuda')\n"}, RULES)
+    assert [(f.rule, f.location.path) for f in result.findings] == [("OPS101", "train.py")]
+
+
 def test_notebook_cells_are_scanned_with_cell_numbers():
     import json
 
