@@ -53,7 +53,8 @@ def configured_targets(path: Path) -> set[str]:
     if not path.is_file():
         return set()
     data = _parse(path.read_bytes().decode("utf-8", errors="replace"), path)
-    table = data.get("tool", {}).get("opscan", {}) if path.name == "pyproject.toml" else data
+    tool = data.get("tool") if path.name == "pyproject.toml" else None
+    table = (tool.get("opscan", {}) if isinstance(tool, dict) else {}) if path.name == "pyproject.toml" else data
     models = table.get("models", []) if isinstance(table, dict) else []
     models = [models] if isinstance(models, dict) else models
     return {m.get("target") for m in models if isinstance(m, dict)} if isinstance(models, list) else set()

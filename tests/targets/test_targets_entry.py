@@ -291,3 +291,10 @@ def test_a_placeholder_in_angle_brackets_is_dropped_with_its_option_not_read_as_
                      "python eval.py < inputs.txt\n")
     assert [c.words for c in found] == [("python", "Train.py"), ("python", "main.py", "--epochs", "2"),
                                         ("python", "eval.py")]
+
+
+def test_a_pyproject_whose_tool_table_is_a_value_ends_no_search(tmp_path):
+    """`tool = "x"` is valid TOML: the search for console scripts reads past it (no traceback), and
+    the commands found elsewhere are still found."""
+    root = _project(tmp_path, {"train.py": STEPS, "pyproject.toml": 'tool = "x"\n[project]\nname = "p"\n'})
+    assert ("python train.py", "main-step", "") in _found(root)

@@ -122,9 +122,8 @@ def project_scripts(index) -> dict[str, tuple[str, int]]:
     except (tomllib.TOMLDecodeError, ValueError):
         return {}
     found: dict[str, str] = {}
-    for table in (data.get("project", {}).get("scripts", {}),
-                  data.get("tool", {}).get("poetry", {}).get("scripts", {})):
-        if isinstance(table, dict):
+    for table in (_table(data, "project", "scripts"), _table(data, "tool", "poetry", "scripts")):
+        if table:
             found.update({k: v for k, v in table.items() if isinstance(v, str) and ":" in v})
     lines = text.splitlines()
     out: dict[str, tuple[str, int]] = {}
@@ -190,3 +189,13 @@ def _prompted(body: str) -> bool:
     lines = [line.strip() for line in body.splitlines() if line.strip()]
     return bool(lines) and any(line.startswith("$ ") for line in lines) and \
         all(line.startswith("$ ") for line in lines if line.startswith(("python", "torchrun", "accelerate")))
+
+
+def _table(data: dict, *keys: str) -> dict:
+    """data[k1][k2]... when each level is a table, else {} (valid TOML may hold a value there: `tool = "x"`)."""
+    for key in keys:
+        value = data.get(key)
+        if not isinstance(value, dict):
+            return {}
+        data = value
+    return data
