@@ -502,18 +502,24 @@ def read(kind: str, text: str) -> tuple[list[Entry], list[Problem]]:
     return readers[kind](text)
 
 
+Hit = tuple[object, int, str, str, str, bool, str]
+
+
 def hits(relpath: str, kind: str, text: str, dependency_rules, ctx: DependencyContext
-         ) -> tuple[list[tuple[object, int, str, str, str, bool]], list[Problem]]:
-    """(rule, line, value, name, subject, optional) for each finding of a manifest, and the lines
-    it could not read. `name` picks a rule's `fixes` entry (the matched distribution, channel or
-    image); `optional`: the entry is in an extra or a dependency group (reported guarded: it never
-    blocks, like code under an availability check)."""
-    from opscan.scan import toml_manifests
+         ) -> tuple[list[Hit], list[Problem]]:
+    """(rule, line, value, name, subject, optional, cpu_extra) for each finding of a manifest, and
+    the lines it could not read. `name` picks a rule's `fixes` entry (the matched distribution,
+    channel or image); `optional`: the entry is in an extra or a dependency group (reported guarded:
+    it never blocks, like code under an availability check); `cpu_extra`: the entry's extra is a
+    CUDA alternative of that CPU extra of the same manifest (NOTE [CUDA alternatives]), else ""."""
+    from opscan.scan import alternatives, setup_manifests, toml_manifests
 
     entries, problems = read(kind, text)
     judge = _Judge(ctx, toml_manifests.uv_sources(text) if kind == "pyproject" else {},
                    toml_manifests.project_name(text) if kind == "pyproject" else "")
-    out: list[tuple[object, int, str, str, str, bool]] = []
+    extras = toml_manifests.extra_names(text) if kind == "pyproject" else \
+        setup_manifests.setup_cfg_extras(text) if kind == "setup-cfg" else ()
+    out: list[Hit] = []
     seen: set[tuple[str, int, str]] = set()
     for matcher, rule in dependency_rules:
         what = matcher.get("dependency")
@@ -527,7 +533,8 @@ def hits(relpath: str, kind: str, text: str, dependency_rules, ctx: DependencyCo
             if key in seen:
                 continue
             seen.add(key)
-            out.append((rule, entry.line, value, entry.name or entry.text, subject, entry.optional))
+            out.append((rule, entry.line, value, entry.name or entry.text, subject, entry.optional,
+                        alternatives.cpu_extra(entry.extra, extras)))
     return out, problems
 
 
