@@ -135,9 +135,3 @@ def test_the_full_scan_finds_the_sibling_on_disk_and_the_gate_passes(tmp_path: P
     (finding,) = [f for f in result.findings if f.rule == "OPS506"]
     assert finding.severity is Severity.WARNING and finding.guarded and not finding.blocking
 
-
-def test_opscan_fix_leaves_a_cuda_alternatives_index_for_its_cuda_hosts():
-    index = "--extra-index-url https://download.pytorch.org/whl/cu121\ntorch\n"
-    files = {"requirements.gpu.txt": index, "requirements.cpu.txt": "numpy\n", "requirements.txt": index}
-    fixable = {f.location.path: f.fixable for f in _findings(files) if f.rule == "OPS504"}
-    assert fixable == {"requirements.gpu.txt": False, "requirements.txt": True}
