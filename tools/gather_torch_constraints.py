@@ -45,11 +45,12 @@ OUT = ROOT / "rules" / "data" / "torch-constraints.yaml"
 # packages whose releases pin torch (issue #43; docs/dependencies.md, "Packages that hold torch back")
 # (the first line: PyTorch's companions and trainers issue 43 named; the second: packages research
 # repositories pin that publish wheels whose Requires-Dist may pin torch, added after the third
-# held-out part: finetuner-commons==0.13.10 requires torch~=2.0.1). Any package with wheels can be
+# held-out part: finetuner-commons==0.13.10 requires torch~=2.0.1; monai after the seventh: monai
+# 1.5.0 requires torch<2.7.0,>=2.4.1). Any package with wheels can be
 # added here: its rows are what its metadata says, nothing is assumed for a package not listed.
 TORCH_BOUND = ("torchvision", "torchaudio", "torchtext", "torchdata", "torchcodec", "torchrec", "torchao",
                "torchtune", "xformers", "vllm", "mosaicml", "composer", "megablocks",
-               "finetuner-commons", "tensordict", "torchrl")
+               "finetuner-commons", "tensordict", "torchrl", "monai")
 # packages whose metadata may make them CUDA-only without being in the catalog (NOTE [cuda by metadata])
 # (their newest releases only: what a project installs today)
 CUDA_CHECKED = ("unsloth", "unsloth-zoo", "cut-cross-entropy", "lmdeploy")

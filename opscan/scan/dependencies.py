@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from opscan.scan.rule_records import Matcher, Rule
 
     DependencyRules = tuple[tuple[Matcher, Rule], ...]   # (dependency matcher, rule) of a run
-    Hit = tuple[Rule, int, str, str, str, bool]          # a finding of hits(): its docstring names the parts
+    Hit = tuple[Rule, int, str, str, str, bool, str]     # a finding of hits(): its docstring names the parts
 
 # NOTE [what a scan without manifests imports]
 # A scan reads DependencyContext, library_patterns and companions from here on every run, even a
@@ -516,15 +516,18 @@ def read(kind: str, text: str) -> tuple[list[Entry], list[Problem]]:
 
 def hits(relpath: str, kind: str, text: str, dependency_rules: DependencyRules, ctx: DependencyContext
          ) -> tuple[list[Hit], list[Problem]]:
-    """(rule, line, value, name, subject, optional) for each finding of a manifest, and the lines
-    it could not read. `name` picks a rule's `fixes` entry (the matched distribution, channel or
-    image); `optional`: the entry is in an extra or a dependency group (reported guarded: it never
-    blocks, like code under an availability check)."""
-    from opscan.scan import toml_manifests
+    """(rule, line, value, name, subject, optional, cpu_extra) for each finding of a manifest, and
+    the lines it could not read. `name` picks a rule's `fixes` entry (the matched distribution,
+    channel or image); `optional`: the entry is in an extra or a dependency group (reported guarded:
+    it never blocks, like code under an availability check); `cpu_extra`: the entry's extra is a
+    CUDA alternative of that CPU extra of the same manifest (NOTE [CUDA alternatives]), else ""."""
+    from opscan.scan import alternatives, setup_manifests, toml_manifests
 
     entries, problems = read(kind, text)
     judge = _Judge(ctx, toml_manifests.uv_sources(text) if kind == "pyproject" else {},
                    toml_manifests.project_name(text) if kind == "pyproject" else "")
+    extras = toml_manifests.extra_names(text) if kind == "pyproject" else \
+        setup_manifests.setup_cfg_extras(text) if kind == "setup-cfg" else ()
     out: list[Hit] = []
     seen: set[tuple[str, int, str]] = set()
     for matcher, rule in dependency_rules:
@@ -539,7 +542,8 @@ def hits(relpath: str, kind: str, text: str, dependency_rules: DependencyRules, 
             if key in seen:
                 continue
             seen.add(key)
-            out.append((rule, entry.line, value, entry.name or entry.text, subject, entry.optional))
+            out.append((rule, entry.line, value, entry.name or entry.text, subject, entry.optional,
+                        alternatives.cpu_extra(entry.extra, extras)))
     return out, problems
 
 

@@ -139,11 +139,20 @@ def scan_manifest(relpath: str, data: bytes, rules: RuleSet, kind: str, deps: De
         return builder.result()
     for problem in problems:
         add_input(builder, rules, "parse-error", line=problem.line, value=problem.message)
-    for rule, line, value, name, subject, optional in hits:
+    alternative: dict[tuple[str, int, str], str] = {}   # NOTE [CUDA alternatives] in scan/alternatives.py
+    for rule, line, value, name, subject, optional, cpu_extra in hits:
         text_line = lines[line - 1] if 0 < line <= len(lines) else ""
         col = len(text_line) - len(text_line.lstrip()) + 1
         builder.add(rule, line, col, value=value, name=name, subject=subject, guarded=optional)
+        if cpu_extra:
+            alternative[(rule.id, line, subject)] = cpu_extra
     result = builder.result()
+    if alternative:
+        from opscan.scan.alternatives import demote
+
+        result = replace(result, findings=tuple(
+            demote(f, alternative[key]) if (key := (f.rule, f.location.line, f.subject)) in alternative else f
+            for f in result.findings))
     return replace(result, scanned=scanned or bool(result.findings), lines=len(lines))
 
 

@@ -53,6 +53,7 @@ class Entry:
     text: str = ""             # as written (the requirement, the match spec, the image)
     build: str = ""            # conda build string
     optional: bool = False     # an extra, a dependency group, dev dependencies: installed only when asked
+    extra: str = ""            # the extra or dependency group it is listed under (NOTE [CUDA alternatives])
     read: bool = False         # a variable a later RUN reads ($NAME, or a script it runs)
     extras: tuple[str, ...] = ()   # the extras a requirement asks for (`aqlm[gpu]`), canonical, sorted
     # a VCS URL installed without a name: the repository its name was inferred from

@@ -246,6 +246,17 @@ def _add(const: ast.Constant, optional: bool, entries: list[Entry], problems: li
                 problems.append(got)
 
 
+def setup_cfg_extras(text: str) -> tuple[str, ...]:
+    """The names of `[options.extras_require]` in a setup.cfg, empty ones included (NOTE [CUDA
+    alternatives] in scan/alternatives.py)."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return ()
+    return tuple(parser["options.extras_require"]) if parser.has_section("options.extras_require") else ()
+
+
 def read_setup_cfg(text: str) -> tuple[list[Entry], list[Problem]]:
     """setup.cfg: `[options] install_requires` / `setup_requires` and `[options.extras_require]`."""
     parser = configparser.ConfigParser(interpolation=None)
@@ -276,7 +287,8 @@ def read_setup_cfg(text: str) -> tuple[list[Entry], list[Problem]]:
             value = re.sub(r"\s+#.*$", "", value)
             got = requirement(value, number)
             if isinstance(got, Entry):
-                entries.append(replace(got, optional=section == "options.extras_require" or key == "tests_require"))
+                extra = key if section == "options.extras_require" else ""
+                entries.append(replace(got, optional=bool(extra) or key == "tests_require", extra=extra))
             elif isinstance(got, Problem):
                 problems.append(got)
     return entries, problems

@@ -44,7 +44,7 @@ def _quoted_line(lines: TextLines, value: str, after: int) -> int:
 
 
 def _requirement_list(values: object, lines: TextLines, after: int, entries: list[Entry], problems: list[Problem],
-                      optional: bool = False) -> None:
+                      optional: bool = False, extra: str = "") -> None:
     if not isinstance(values, list):
         return
     for value in values:
@@ -52,7 +52,7 @@ def _requirement_list(values: object, lines: TextLines, after: int, entries: lis
             continue   # a {include-group = ...} table of dependency groups
         got = requirement(value, _quoted_line(lines, value, after))
         if isinstance(got, Entry):
-            entries.append(replace(got, optional=optional) if optional else got)
+            entries.append(replace(got, optional=optional, extra=extra) if optional else got)
         elif isinstance(got, Problem):
             problems.append(got)
 
@@ -138,13 +138,13 @@ def read_pyproject(text: str) -> tuple[list[Entry], list[Problem]]:
     extras = project.get("optional-dependencies")
     if isinstance(extras, dict):
         after = lines.section("project.optional-dependencies")
-        for values in extras.values():
-            _requirement_list(values, lines, after, entries, problems, optional=True)
+        for name, values in extras.items():
+            _requirement_list(values, lines, after, entries, problems, optional=True, extra=str(name))
     groups = doc.get("dependency-groups")
     if isinstance(groups, dict):
         after = lines.section("dependency-groups")
-        for values in groups.values():
-            _requirement_list(values, lines, after, entries, problems, optional=True)
+        for name, values in groups.items():
+            _requirement_list(values, lines, after, entries, problems, optional=True, extra=str(name))
     build = doc.get("build-system")
     if isinstance(build, dict):
         _requirement_list(build.get("requires"), lines, lines.section("build-system"), entries, problems)
@@ -256,6 +256,19 @@ def uv_sources(text: str) -> dict[str, str]:
         return {}
     sources = _table(_table(doc, "tool"), "uv").get("sources")
     return {name: item["index"] for name, item in _source_items(sources) if isinstance(item.get("index"), str)}
+
+
+def extra_names(text: str) -> tuple[str, ...]:
+    """The names of a pyproject's extras and dependency groups, empty ones included (NOTE [CUDA
+    alternatives] in scan/alternatives.py: a CPU-named extra with nothing in it is still the CPU path)."""
+    doc = _toml(text)
+    if isinstance(doc, Problem):
+        return ()
+    out: list[str] = []
+    for table in (_table(doc, "project").get("optional-dependencies"), doc.get("dependency-groups")):
+        if isinstance(table, dict):
+            out.extend(str(name) for name in table)
+    return tuple(out)
 
 
 def project_name(text: str) -> str:

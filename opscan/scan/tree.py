@@ -16,7 +16,7 @@ from opscan.errors import InputError
 from opscan.fsutil import read_source_bytes
 from opscan.index import ProjectIndex
 from opscan.records import Finding
-from opscan.scan import demos, members
+from opscan.scan import alternatives, demos, members
 from opscan.scan.builder import internal_error
 from opscan.scan.collect import collect
 from opscan.scan.enrichment import Enrichment
@@ -50,7 +50,20 @@ def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, che
     results = demos.apply(results, lambda: [(rel, blob) for rel, blob in data.items() if demos.is_script_doc(rel)],
                           lambda: [])
     results = members.python_members(results, rules, data.__contains__)
+    results = alternatives.apply_files(results, lambda folder: _names_in(data, folder))
     return collect(dedupe_locks(results), rules, check_fixes)
+
+
+def _names_in(paths: Iterable[str], folder: str) -> list[str]:
+    """The file names directly in `folder` among relative paths."""
+    return [p.rpartition("/")[2] for p in paths if p.rpartition("/")[0] == folder]
+
+
+def _names_on_disk(root: Path, folder: str) -> list[str]:
+    try:
+        return [entry.name for entry in os.scandir(root / folder) if entry.is_file()]
+    except OSError:
+        return []
 
 
 def requirement_includes(root: Path, relpaths: list[str]) -> list[str]:
@@ -174,6 +187,7 @@ def scan_paths(root: Path | str, paths: Iterable[str | os.PathLike[str]] | None 
     others = functools.partial(demos.project_files, index, lambda rel: rel.endswith(".py") and rel not in scanned)
     results = demos.apply(results, functools.partial(demos.project_files, index, demos.is_script_doc), others)
     results = members.python_members(results, rules, lambda rel: (root / rel).is_file())
+    results = alternatives.apply_files(results, functools.partial(_names_on_disk, root))
     result = collect(dedupe_locks(results), rules, check_fixes, probe)
     from opscan.scan.includes import missing_includes   # a `-r` file that is not there (scan/includes.py)
 

@@ -45,3 +45,14 @@ def test_other_indexes_are_never_rewritten(tmp_path, run_cli):
     (tmp_path / "requirements.txt").write_text(text)
     run_cli("fix", str(tmp_path))
     assert (tmp_path / "requirements.txt").read_text() == text
+
+
+def test_a_cuda_alternative_of_a_cpu_path_keeps_its_index(tmp_path, run_cli):
+    # NOTE [CUDA alternatives]: requirements.gpu.txt beside requirements.cpu.txt stays for CUDA hosts
+    index = "--extra-index-url https://download.pytorch.org/whl/cu121\ntorch\n"
+    (tmp_path / "requirements.gpu.txt").write_text(index)
+    (tmp_path / "requirements.cpu.txt").write_text("numpy\n")
+    (tmp_path / "requirements.txt").write_text(index)
+    run_cli("fix", str(tmp_path))
+    assert (tmp_path / "requirements.gpu.txt").read_text() == index
+    assert (tmp_path / "requirements.txt").read_text().startswith("--extra-index-url https://download.pytorch.org/whl/cpu")

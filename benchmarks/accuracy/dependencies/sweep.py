@@ -17,7 +17,8 @@ only a pyproject.toml without findings is "nothing to check", exit 2 by design: 
 
 The table goes to results/sweep-findings.csv unless --table says otherwise. Judge it with
 sweep_judgements.csv (one row per error: the label rule of HELDOUT2.md) and
-`sweep.py --precision sweep_judgements.csv`; `--unfound CSV` lists the lines that mention torch or
+`sweep.py --precision sweep_judgements.csv` (`--of TABLE`: also a later table's errors, by the same
+rows); `--unfound CSV` lists the lines that mention torch or
 CUDA and got no finding (the cheap look for misses).
 """
 
@@ -205,14 +206,25 @@ def unfound(table: Path, out: Path) -> int:
     return 0
 
 
-def precision(judgements: Path) -> int:
+def precision(judgements: Path, table: Path | None = None) -> int:
     """Error precision before and after from sweep_judgements.csv (`seen`: before | after | both;
-    `judgement`: port | outside | input | false, HELDOUT2.md's label rule, docs/dependencies.md)."""
+    `judgement`: port | outside | input | false, HELDOUT2.md's label rule, docs/dependencies.md).
+    With `table` (a later sweep's findings, `--of`): its errors (distinct file, line, rule, subject)
+    judged by the same rows; an error no row judges is counted `unjudged` and listed, to be judged."""
     with judgements.open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    for side in ("before", "after"):
-        kept = [r for r in rows if r["seen"] in (side, "both")]
-        counts = {j: sum(r["judgement"] == j for r in kept) for j in ("port", "outside", "input", "false")}
+    sides: list[tuple[str, list[dict]]] = [(side, [r for r in rows if r["seen"] in (side, "both")])
+                                           for side in ("before", "after")]
+    if table is not None:
+        judged = {(r["repo"], r["file"], r["line"], r["rule"], r["subject"]): r for r in rows}
+        with table.open(encoding="utf-8") as handle:
+            errors = {(r["repo"], r["file"], r["line"], r["rule"], r["subject"]) for r in csv.DictReader(handle)
+                      if r["severity"] == "error"}
+        for key in sorted(errors - set(judged)):
+            print("unjudged error:", *key)
+        sides.append((table.name, [judged.get(k, {"judgement": "unjudged"}) for k in sorted(errors)]))
+    for side, kept in sides:
+        counts = {j: sum(r["judgement"] == j for r in kept) for j in ("port", "outside", "input", "false", "unjudged")}
         total = len(kept) or 1
         print(f"{side}: {len(kept)} errors; {counts}; precision (port / all) {counts['port'] / total:.3f}; "
               f"wrong judgements (false) {counts['false']}; on lines a port need not change "
@@ -232,9 +244,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unfound", type=Path, metavar="CSV",
                         help="list the lines that mention torch / CUDA and got no finding in --table, into CSV")
     parser.add_argument("--precision", type=Path, metavar="CSV", help="print error precision from a judgements CSV")
+    parser.add_argument("--of", type=Path, metavar="TABLE",
+                        help="with --precision: also judge this findings table's errors by the same rows")
     args = parser.parse_args(argv)
     if args.precision:
-        return precision(args.precision)
+        return precision(args.precision, args.of)
     if args.unfound:
         return unfound(args.table, args.unfound)
     if args.pin:
