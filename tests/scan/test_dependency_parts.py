@@ -139,3 +139,23 @@ def test_fetch_copies_each_listed_file_at_its_pinned_commit(tmp_path, monkeypatc
     (here / "files_partx.txt").write_text("proj/missing.txt\n", encoding="utf-8")
     with pytest.raises(SystemExit, match=r"proj/missing.txt: cannot read"):
         fetch.main(["--mirror", str(tmp_path / "mirror")], part="partx")
+
+
+def test_the_plan_check_judges_the_upgrade_first_and_its_install_lines():
+    """plan_check.py (issue #43's plan goals) on hand-made reports: the upgrade first with every task
+    after it, the install (or the words saying it is unknown) at the end of its action."""
+    check = _load("plan_check").check
+    install = "...; then install the release: torch 2.14: `python -m pip install --upgrade torch-neuronx`"
+    unknown = "...; then install the release: torch 2.13 ...: the exact install line is unknown"
+    upgrade = {"id": "torch-version", "kind": "torch-version", "title": "upgrade to torch 2.13/2.14 ...",
+               "action": install, "depends_on": []}
+    code = {"id": "device-agnostic", "kind": "device-agnostic", "title": "t", "action": "a",
+            "depends_on": ["torch-version"]}
+    later = {"id": "ops", "kind": "ops", "title": "t", "action": "a", "depends_on": ["device-agnostic"]}
+    assert check({"tasks": [upgrade, code, later]}) == ("ok", "")
+    assert check({"tasks": [dict(upgrade, action=unknown), code]})[0] == "ok"
+    assert check({"tasks": [code, upgrade]})[0] == "not-first"
+    assert check({"tasks": [upgrade, dict(code, depends_on=[])]})[0] == "not-first"
+    assert check({"tasks": [dict(upgrade, action="move the torch requirement"), code]})[0] == "no-install"
+    align = dict(upgrade, title="align torch pins and CUDA builds with the release's torch 2.13/2.14")
+    assert check({"tasks": [code, align]})[0] == "no-upgrade"
