@@ -53,6 +53,7 @@ from opscan.trace.run import (
     checkpoints,
     configured,
     generators,
+    host_sequences,
     libraries,
     stand_in_hooks,
     stand_ins as standing,
@@ -220,7 +221,7 @@ def _run_rules(device: str, requests, profile, recorder: ScriptRecorder, compile
                         devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(),
                         fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(),
                         loaders.in_process(requests.note, real_data=standins is not None),
-                        run_mode.host_reads(recorder),
+                        run_mode.host_reads(recorder), host_sequences.HostSequences(),
                         checkpoints.checkpoints(recorder), stand_in_hooks.installed(standins),
                         libraries.real_answers(), lazy.lazy(),
                         configured.loader_sites(recorder.finder),   # NOTE [sites the user can change]

@@ -1,0 +1,40 @@
+"""Tensors built from lists of host tensors that hold values (NOTE [tensors built from host
+tensors] in opscan/trace/run/host_sequences.py): the data code runs as in a real run, and on the
+CPU the run lists a real run's ops."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = Path(__file__).resolve().parent / "fixtures" / "host_sequences.py"
+
+
+def test_a_dataset_building_tensors_from_lists_of_host_tensors_reaches_its_steps(tmp_path, monkeypatch):
+    from opscan.trace.run import run_script
+
+    monkeypatch.chdir(tmp_path)
+    trace, notes = run_script(str(SCRIPT), device="neuron", steps=2, project_root=str(SCRIPT.parent))
+    assert trace.complete, trace.stopped_at   # torch.Tensor(list of 0-d host tensors) used to stop it
+    assert "ended after 2 optimizer steps" in notes[0]
+    assert "aten::mse_loss" in {u.op for u in trace.ops}
+
+
+@pytest.mark.slow
+def test_on_the_cpu_the_run_lists_a_real_runs_ops(tmp_path, monkeypatch):
+    from opscan.trace.run import run_script
+
+    spec = importlib.util.spec_from_file_location("run_real_record",
+                                                  ROOT / "benchmarks" / "accuracy" / "run_real_record.py")
+    real_record = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(real_record)
+    monkeypatch.chdir(tmp_path)
+    real = real_record.record(str(SCRIPT), [], steps=2)
+    trace, _ = run_script(str(SCRIPT), device="cpu", steps=2, project_root=str(SCRIPT.parent))
+    assert trace.complete, trace.stopped_at
+    assert {u.op for u in trace.ops} | {u.op for u in trace.host_ops} == real
