@@ -1,6 +1,8 @@
-"""Tensors built from lists of host tensors that hold values (NOTE [tensors built from host
-tensors] in opscan/trace/run/host_sequences.py): the data code runs as in a real run, and on the
-CPU the run lists a real run's ops."""
+"""Host data the script builds and moves (opscan/trace/run/): tensors built from lists of host
+tensors that hold values (NOTE [tensors built from host tensors] in host_sequences.py) and a sparse
+adjacency moved to the imitated device and multiplied there (NOTE [sparse tensors moved to the
+device] in run_mode.py): the data code runs as in a real run, and on the CPU the run lists a real
+run's ops."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ pytest.importorskip("torch")
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).resolve().parent / "fixtures" / "host_sequences.py"
+SPARSE = Path(__file__).resolve().parent / "fixtures" / "sparse_propagation.py"
 
 
 def test_a_dataset_building_tensors_from_lists_of_host_tensors_reaches_its_steps(tmp_path, monkeypatch):
@@ -25,8 +28,21 @@ def test_a_dataset_building_tensors_from_lists_of_host_tensors_reaches_its_steps
     assert "aten::mse_loss" in {u.op for u in trace.ops}
 
 
+def test_a_sparse_adjacency_moved_to_the_device_is_multiplied_there_through_the_step(tmp_path, monkeypatch):
+    from opscan.trace.run import run_script
+
+    monkeypatch.chdir(tmp_path)
+    trace, notes = run_script(str(SPARSE), device="neuron", steps=1, project_root=str(SPARSE.parent))
+    assert trace.complete, trace.stopped_at   # the move and the sparse mm used to run real neuron kernels
+    assert "ended after 1 optimizer step" in notes[0]
+    device_ops = {u.op for u in trace.ops}
+    assert "aten::_sparse_addmm" in device_ops and "aten::_to_copy" in device_ops
+    assert "aten::_sparse_addmm" not in {u.op for u in trace.host_ops}
+
+
 @pytest.mark.slow
-def test_on_the_cpu_the_run_lists_a_real_runs_ops(tmp_path, monkeypatch):
+@pytest.mark.parametrize("script", [SCRIPT, SPARSE], ids=["lists", "sparse"])
+def test_on_the_cpu_the_run_lists_a_real_runs_ops(script, tmp_path, monkeypatch):
     from opscan.trace.run import run_script
 
     spec = importlib.util.spec_from_file_location("run_real_record",
@@ -34,7 +50,7 @@ def test_on_the_cpu_the_run_lists_a_real_runs_ops(tmp_path, monkeypatch):
     real_record = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(real_record)
     monkeypatch.chdir(tmp_path)
-    real = real_record.record(str(SCRIPT), [], steps=2)
-    trace, _ = run_script(str(SCRIPT), device="cpu", steps=2, project_root=str(SCRIPT.parent))
+    real = real_record.record(str(script), [], steps=2)
+    trace, _ = run_script(str(script), device="cpu", steps=2, project_root=str(script.parent))
     assert trace.complete, trace.stopped_at
     assert {u.op for u in trace.ops} | {u.op for u in trace.host_ops} == real

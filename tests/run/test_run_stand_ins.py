@@ -134,6 +134,22 @@ def test_torchvision_datasets_absent_or_downloading_are_synthetic(stand_ins, tmp
 
 
 @pytest.mark.extras
+def test_an_absent_folder_given_its_own_loader_is_read_by_that_loader(stand_ins, tmp_path):
+    datasets = pytest.importorskip("torchvision.datasets")
+    read = []
+
+    def features(path):   # the script's loader: filter banks of an audio file, as arrays
+        read.append(path)
+        return torch.zeros(1, 64, 64)
+
+    folder = datasets.DatasetFolder(root=str(tmp_path / "LibriSpeech"), loader=features, extensions=(".flac", ".wav"))
+    sample, label = folder[2]
+    assert tuple(sample.shape) == (1, 64, 64) and 0 <= label < len(folder.classes)
+    assert read and read[0].endswith(".flac") and read[0].startswith(str(tmp_path / "LibriSpeech"))
+    assert "own loader" in stand_ins.replaced[0].detail
+
+
+@pytest.mark.extras
 def test_load_dataset_of_the_hub_is_synthetic_with_the_datasets_columns(stand_ins):
     datasets = pytest.importorskip("datasets")
     glue = datasets.load_dataset("glue", "sst2")

@@ -170,3 +170,17 @@ def test_a_command_asking_for_another_job_ranks_after_the_training_one(tmp_path)
     assert [e.command for e in found] == ["python main.py --epochs 200 --test_path data/test.csv",
                                           "python main.py --load_model best.pth --test_only testset --gpu -1"]
     assert "another job" in found[1].why
+
+
+def test_a_required_positional_of_a_script_nothing_writes_a_command_for_is_filled_and_said(tmp_path):
+    script = STEPS.replace("def main():", """\
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument('path', type=str, help='path of specified dataset')
+parser.add_argument('steps', type=int)
+parser.add_argument('extra', nargs='?')
+parser.add_argument('-d', '--data', default='celeba', choices=['celeba', 'lsun'])
+def main():""")
+    (entry,) = _entries(_project(tmp_path, {"train.py": script}))
+    assert entry.command == "python train.py path 1"   # `extra` may be left out; `--data` has its default
+    assert "path (a placeholder: its own name, positional)" in entry.why

@@ -43,8 +43,15 @@ class RunMode(devices.FakeMode):
                 return kept
         if func is torch.ops.aten._coalesced_.default:
             return self._coalesced(func, types, args, kwargs)
+        if func is torch.ops.aten._to_copy.default:
+            moved = self._sparse_moved(func, types, args, kwargs or {})
+            if moved is not None:
+                return moved
         if any(_host_data(t) for t in tree_leaves((args, kwargs))):
             args, kwargs = tree_map_only(torch.Tensor, self._host_constant, (args, kwargs or {}))
+        device = _sparse_device(args, kwargs)
+        if device is not None:
+            return self._sparse_on_host(func, types, args, kwargs, device)
         out = super().dispatch(func, types, args, kwargs)
         return _distinct_outputs(self, func, out) if isinstance(out, tuple) else out
 
@@ -137,6 +144,38 @@ class RunMode(devices.FakeMode):
         finally:
             t.constant = held
 
+    def _sparse_moved(self, func, types, args, kwargs):
+        """A sparse COO tensor moved to the imitated device (NOTE [sparse tensors moved to the device])."""
+        src = args[0] if args else None
+        target = kwargs.get("device")
+        if getattr(src, "layout", None) != torch.sparse_coo or target is None or torch.device(target).type == "cpu":
+            return None
+        out = self.dispatch(func, types, args, {**kwargs, "device": torch.device("cpu")})
+        device = torch.device(target)
+        out.constant = None   # values do not follow a tensor onto the device (NOTE [host values])
+        out.fake_device = device if device.index is not None else torch.device(device.type, 0)
+        return out
+
+    def _sparse_on_host(self, func, types, args, kwargs, device: torch.device):
+        """An op on a sparse tensor of the imitated device, dispatched as on the host and its
+        results placed on the device (NOTE [sparse tensors moved to the device])."""
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        moved = [t for t in tree_leaves((args, kwargs)) if isinstance(t, FakeTensor) and t.fake_device == device]
+        for t in moved:
+            t.fake_device = torch.device("cpu")
+        try:
+            out = super().dispatch(func, types, args, kwargs)
+        finally:
+            for t in moved:
+                t.fake_device = device
+        inputs = {id(t) for t in moved}
+        for t in tree_leaves(out):
+            if isinstance(t, FakeTensor) and t.fake_device.type == "cpu" and id(t) not in inputs:
+                t.constant = None
+                t.fake_device = device
+        return out
+
     def _host_constant(self, t):
         if not _host_data(t):
             return t
@@ -180,6 +219,15 @@ class RunMode(devices.FakeMode):
 # them), and a sparse tensor's coalesced flag is set on the fake tensor and on its values without
 # constant propagation (which would convert the same tensor again, without end). Other sparse
 # layouts (CSR, CSC, BSR) are not kept: they are fake sparse tensors without values.
+# NOTE [sparse tensors moved to the device]
+# FakeTensorMode has no fake kernel for moving a sparse tensor (`_to_copy` of a COO tensor): it runs
+# the real one on zeros of the target device, and the imitated device has no real kernels (a graph
+# recommender's normalised adjacency, `graph.coalesce().to(device)`, stopped the run there). The
+# move is made on the host as for a CPU target, and the result is placed on the device without
+# values, as a dense tensor moved there is. Its ops (`torch.sparse.mm(graph, embeddings)` and their
+# backward) have no fake kernels either: an op with a sparse argument on the imitated device is
+# dispatched as on the host (torch's fallback on zeros of those shapes, on the CPU) and its results
+# are placed on the device, without values. The op is recorded as the device op it is.
 # NOTE [host random stream]
 # A script seeds the host generator once and every random op on the host draws from it: a module's
 # weight init (`uniform_`, `normal_` of nn.Linear's reset_parameters, on the CPU before `.to(device)`),
@@ -221,6 +269,16 @@ def _factory_numel(arguments: dict) -> int | None:
         return 1   # scalar_tensor
     except (TypeError, ValueError, ZeroDivisionError):
         return None
+
+
+def _sparse_device(args, kwargs) -> torch.device | None:
+    """The imitated device of a sparse COO fake tensor among the op's arguments, or None."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    for t in tree_leaves((args, kwargs)):
+        if isinstance(t, FakeTensor) and t.layout == torch.sparse_coo and t.fake_device.type != "cpu":
+            return t.fake_device
+    return None
 
 
 def _host_data(t) -> bool:
