@@ -184,3 +184,24 @@ def main():""")
     (entry,) = _entries(_project(tmp_path, {"train.py": script}))
     assert entry.command == "python train.py path 1"   # `extra` may be left out; `--data` has its default
     assert "path (a placeholder: its own name, positional)" in entry.why
+
+
+def test_capitalised_placeholders_take_a_config_file_of_the_project_or_are_left_out(tmp_path):
+    root = _project(tmp_path, {"run.py": STEPS, "config/bert_only.json": "{}", "config/bert_hinge.json": "{}",
+                               "README.md": """\
+        - Train: `python run.py -r -m CONFIG_FILE`
+        ```
+        python run.py --data_dir DATA_DIR --pattern TRAIN --split TEST --epochs 3 PATH
+        ```
+        """})
+    found = {e.command: e.why for e in _entries(root)}
+    # a value in capitals is kept; a placeholder is dropped with its option, or is a config file of the project
+    assert "python run.py --pattern TRAIN --split TEST --epochs 3" in found
+    assert "python run.py -r -m config/bert_hinge.json" in found
+    assert "assumed" in found["python run.py -r -m config/bert_hinge.json"]
+
+
+def test_a_capitalised_word_naming_a_file_of_the_project_is_its_value(tmp_path):
+    root = _project(tmp_path, {"train.py": STEPS, "DATA_DIR/x.txt": "x",
+                               "README.md": "```\npython train.py DATA_DIR\n```\n"})
+    assert _entries(root)[0].command == "python train.py DATA_DIR"

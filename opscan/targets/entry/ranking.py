@@ -27,7 +27,7 @@ import shlex
 from pathlib import PurePosixPath
 
 from opscan.records import TrainingEntry, EntryKind
-from opscan.targets.entry import purpose, required_args, sources, training
+from opscan.targets.entry import placeholders, purpose, required_args, sources, training
 from opscan.targets.entry.shell_words import Simple
 
 SOURCE_ORDER = tuple(EntryKind)   # given, readme, docs, shell-script, makefile, project-script, main-step
@@ -138,10 +138,17 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
         return None
     if training.named_for_other_job(PurePosixPath(rel).name) and not proof.steps:
         return None
+    if not entry_point:   # NOTE [capitalised placeholders] in placeholders.py
+        after = next((i + 1 for i, w in enumerate(words) if w == name), len(words))
+        words, assumed = placeholders.filled(index, words, cwd, after)
+    else:
+        assumed = ""
     read = f"{path}:{simple.line}" if simple.line else path
     why = f"{_READ[kind]} {read}" + (f" (make {context})" if context else "") + f"; {why}"
     if simple.unset:
         why += f"; not set by the text: {', '.join('$' + v for v in simple.unset)}"
+    if assumed:
+        why += f"; placeholders: {assumed}"
     aside = purpose.set_aside(simple.words)
     if aside:   # NOTE [commands set aside by their options]
         why += f"; ranked after the others: it {aside}"

@@ -186,7 +186,24 @@ class RunMode(devices.FakeMode):
 
     def _kept_copy(self, args, kwargs):
         target = kwargs.get("device")
-        return None if target is not None and torch.device(target).type != "cpu" else super()._kept_copy(args, kwargs)
+        if target is not None and torch.device(target).type != "cpu":
+            return self._small_on_device(args, kwargs, torch.device(target))
+        return super()._kept_copy(args, kwargs)
+
+    def _small_on_device(self, args, kwargs, device: torch.device):
+        """A few host values moved to the imitated device keep them (NOTE [a few values on the device])."""
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        src = args[0] if args else None
+        if not isinstance(src, FakeTensor) or src.constant is None or len(args) != 1 or \
+                src.layout != torch.strided or src.numel() > DEVICE_NUMEL:
+            return None
+        dtype = kwargs.get("dtype") or src.dtype
+        if not dtype.is_floating_point:   # labels and indices lose their values, as before
+            return None
+        with no_dispatch():
+            real = src.constant.to(dtype=dtype).clone()
+        return devices.FakeMode._kept_fake(self, real, device)
 
 
 # NOTE [host values]
@@ -228,6 +245,17 @@ class RunMode(devices.FakeMode):
 # backward) have no fake kernels either: an op with a sparse argument on the imitated device is
 # dispatched as on the host (torch's fallback on zeros of those shapes, on the CPU) and its results
 # are placed on the device, without values. The op is recorded as the device op it is.
+# NOTE [a few values on the device]
+# Values stay on the host (NOTE [host values]), except a few: a floating-point host tensor of at
+# most DEVICE_NUMEL elements moved to the imitated device keeps its values there (an ODE solver's
+# time points `torch.tensor([0, t]).to(device)`, a scale), so the code that checks or steps
+# through them (`assert grid[0] == t[0]`, `torch.ceil((t1 - t0) / h).item()`) reads the real run's
+# numbers, not stand-ins. Ops whose inputs all hold values compute them on the host and keep the
+# result on the device (NOTE [inputs with values] in device.py); an op with a model's tensor (no
+# values) is fake as before. Integer tensors (labels, indices: torch's loss decompositions mix them
+# with the model's outputs in ops that would then run real kernels of the device), batches and
+# larger data lose their values when moved, as before.
+DEVICE_NUMEL = 64
 # NOTE [host random stream]
 # A script seeds the host generator once and every random op on the host draws from it: a module's
 # weight init (`uniform_`, `normal_` of nn.Linear's reset_parameters, on the CPU before `.to(device)`),
