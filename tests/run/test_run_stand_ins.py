@@ -194,3 +194,21 @@ def test_a_training_script_whose_tokens_and_weights_are_absent_runs_its_step(tmp
         {"aten::embedding", "aten::nll_loss_forward"}   # AdamW of the imitated device: foreach, not fused
     assert [(r.kind, r.path, r.line) for r in trace.replaced] == [("data", "train.py", 6),
                                                                   ("pretrained", "train.py", 8)]
+
+
+def test_an_absent_clip_is_long_enough_for_a_speech_pipelines_crop(stand_ins, tmp_path):
+    import types
+
+    from opscan.trace.run import media_stand_ins
+    from opscan.trace.run.stand_ins import Patches
+
+    soundfile = types.SimpleNamespace(read=lambda *a, **k: (_ for _ in ()).throw(OSError("absent")))
+    patches = Patches()
+    media_stand_ins.install(stand_ins, patches)["soundfile"](soundfile)
+    try:
+        wave, rate = soundfile.read(str(tmp_path / "LibriSpeech" / "103" / "1.flac"), dtype="float32")
+    finally:
+        patches.undo()
+    kept = wave[int(0.25 * rate):-int(0.25 * rate)]   # trimmed, then 64 frames of 10 ms taken
+    assert rate == 16000 and wave.dtype == np.float32 and len(kept) >= 64 * rate // 100
+    assert stand_ins.replaced[-1].subject == "soundfile.read" and "assumed" in stand_ins.replaced[-1].detail
