@@ -23,6 +23,13 @@ _LEAVES = (nn.Embedding, nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.LSTM, nn
 IN_NAMES = ("dim_in", "in_dim", "input_dim", "in_features", "in_channels", "input_channels", "d_in", "dim")
 IMAGE_NAMES = ("image_size", "img_size")
 CHANNEL_NAMES = ("channels", "in_channels", "in_chans", "num_channels", "input_channels")
+# NOTE [points a 1-D model pools over]
+# A point-cloud or sequence model over Conv1d layers often pools its whole input with a fixed window
+# (`nn.MaxPool1d(num_points)`, PointNet's symmetric function): fewer points than that window give
+# an output of size 0. Its input length is the model's own count (`num_points`, `npoints`,
+# `points_per_patch`, `seq_len`: a config's or the model's attribute), else the widest MaxPool1d
+# window, else 256.
+LENGTH_NAMES = ("num_points", "npoints", "n_points", "points_per_patch", "num_point", "seq_len", "sequence_length")
 
 
 _IDS_ARG = re.compile(r"^(idx|ids|input_ids|token_ids|tokens|tok|text|src|input_tokens)$")
@@ -107,8 +114,11 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
         side = side or _size(config, ("input_size", "resolution", "sample_size"), 0, model) \
             or _size(_holder(model, leaf), IMAGE_NAMES + ("input_size",), 64)
         main = torch.randn(b, leaf.in_channels, side, side)
-    elif isinstance(leaf, nn.Conv1d):
-        main = torch.randn(b, leaf.in_channels, seq_len or 256)
+    elif isinstance(leaf, nn.Conv1d):   # NOTE [points a 1-D model pools over]
+        length = seq_len or _size(config, LENGTH_NAMES, 0, model) or max(
+            (m.kernel_size if isinstance(m.kernel_size, int) else m.kernel_size[0]
+             for m in model.modules() if isinstance(m, nn.MaxPool1d)), default=0)
+        main = torch.randn(b, leaf.in_channels, length or 256)
     elif isinstance(leaf, nn.Conv3d):
         main = torch.randn(b, leaf.in_channels, 4, 32, 32)
     elif isinstance(leaf, (nn.LSTM, nn.GRU)):

@@ -37,7 +37,7 @@ from opscan.targets import (
     setup_calls,
     shrinking,
 )
-from opscan.targets import import_roots
+from opscan.targets import absent_weights, import_roots
 from opscan.targets.empty import build_empty, first_line
 from opscan.trace.spec import Built
 from opscan.records import Target
@@ -56,7 +56,8 @@ def build_repo(target: str, *, batch: int | None, seq_len: int | None, project_r
     root = Path(project_root or ".").resolve()
     where, hash_, block = spec.rpartition("#")
     try:
-        with _no_downloads(), _cuda_is_cpu(), absent.gpu_only(gpu_only or absent.packages()):
+        with _no_downloads(), absent_weights.answered() as weights, _cuda_is_cpu(), \
+                absent.gpu_only(gpu_only or absent.packages()):
             if "::" in spec:   # a repository's test (opscan/targets/repo_tests.py)
                 from opscan.targets.repo_tests import build_test
                 file, _, test = spec.partition("::")
@@ -67,8 +68,12 @@ def build_repo(target: str, *, batch: int | None, seq_len: int | None, project_r
             where, name = parsed.where, parsed.name
             if not where or not name:
                 raise TargetError(f"bad target {target!r}: expected repo:FILE:NAME, repo:DOC#N or repo:FILE#main")
-            return _unshrunk_if_broken(lambda: _build_named(_path(where, root), name, root, batch, seq_len, target,
-                                                            dict(call_sites)))
+            built = _unshrunk_if_broken(lambda: _build_named(_path(where, root), name, root, batch, seq_len, target,
+                                                             dict(call_sites)))
+            said = absent_weights.note(weights)   # NOTE [pretrained weights on the model path]
+            if said:
+                built.note = "; ".join(n for n in (built.note, said) if n)
+            return built
     except TargetError:
         raise
     except Exception as exc:  # noqa: BLE001 - user code fails in many ways: one line
@@ -321,7 +326,8 @@ class _Captured(Exception):
 # nn.Module.__call__ replaced: the first call of a module from the example's own code (no module
 # call active) raises _Captured with that module and its arguments, so nothing after it runs: no
 # forward on real data, no training loop. The model is then traced as any other. `.cuda()` and
-# `device="cuda"` are answered on the CPU, and downloads raise (weights are never fetched).
+# `device="cuda"` are answered on the CPU, file downloads raise, and pretrained weights keep the
+# model's own initialisation (NOTE [pretrained weights on the model path] in absent_weights.py).
 
 def _capture(path: Path, block: str, root: Path, target: str) -> Built:
     if block == "main":
@@ -387,14 +393,14 @@ def _no_downloads():
     import torch.hub
 
     def refuse(*args, **kwargs):
-        raise TargetError("opscan does not download weights (the example asks for pretrained ones)")
+        raise TargetError("opscan does not download files (the example asks for one)")
 
-    saved = (torch.hub.download_url_to_file, torch.hub.load_state_dict_from_url)
-    torch.hub.download_url_to_file = torch.hub.load_state_dict_from_url = refuse
+    saved = torch.hub.download_url_to_file
+    torch.hub.download_url_to_file = refuse   # weights: NOTE [pretrained weights on the model path]
     try:
         yield
     finally:
-        torch.hub.download_url_to_file, torch.hub.load_state_dict_from_url = saved
+        torch.hub.download_url_to_file = saved
 
 
 @contextlib.contextmanager

@@ -134,6 +134,22 @@ def test_torchvision_datasets_absent_or_downloading_are_synthetic(stand_ins, tmp
 
 
 @pytest.mark.extras
+def test_an_absent_folder_given_its_own_loader_is_read_by_that_loader(stand_ins, tmp_path):
+    datasets = pytest.importorskip("torchvision.datasets")
+    read = []
+
+    def features(path):   # the script's loader: filter banks of an audio file, as arrays
+        read.append(path)
+        return torch.zeros(1, 64, 64)
+
+    folder = datasets.DatasetFolder(root=str(tmp_path / "LibriSpeech"), loader=features, extensions=(".flac", ".wav"))
+    sample, label = folder[2]
+    assert tuple(sample.shape) == (1, 64, 64) and 0 <= label < len(folder.classes)
+    assert read and read[0].endswith(".flac") and read[0].startswith(str(tmp_path / "LibriSpeech"))
+    assert "own loader" in stand_ins.replaced[0].detail
+
+
+@pytest.mark.extras
 def test_load_dataset_of_the_hub_is_synthetic_with_the_datasets_columns(stand_ins):
     datasets = pytest.importorskip("datasets")
     glue = datasets.load_dataset("glue", "sst2")
@@ -178,3 +194,21 @@ def test_a_training_script_whose_tokens_and_weights_are_absent_runs_its_step(tmp
         {"aten::embedding", "aten::nll_loss_forward"}   # AdamW of the imitated device: foreach, not fused
     assert [(r.kind, r.path, r.line) for r in trace.replaced] == [("data", "train.py", 6),
                                                                   ("pretrained", "train.py", 8)]
+
+
+def test_an_absent_clip_is_long_enough_for_a_speech_pipelines_crop(stand_ins, tmp_path):
+    import types
+
+    from opscan.trace.run import media_stand_ins
+    from opscan.trace.run.stand_ins import Patches
+
+    soundfile = types.SimpleNamespace(read=lambda *a, **k: (_ for _ in ()).throw(OSError("absent")))
+    patches = Patches()
+    media_stand_ins.install(stand_ins, patches)["soundfile"](soundfile)
+    try:
+        wave, rate = soundfile.read(str(tmp_path / "LibriSpeech" / "103" / "1.flac"), dtype="float32")
+    finally:
+        patches.undo()
+    kept = wave[int(0.25 * rate):-int(0.25 * rate)]   # trimmed, then 64 frames of 10 ms taken
+    assert rate == 16000 and wave.dtype == np.float32 and len(kept) >= 64 * rate // 100
+    assert stand_ins.replaced[-1].subject == "soundfile.read" and "assumed" in stand_ins.replaced[-1].detail

@@ -236,3 +236,25 @@ def test_a_command_needing_a_library_not_installed_here_gives_way_to_the_next(re
     given = json.loads(out)
     assert code == 0 and "script:train.py" not in _complete(given)
     assert not any("the next command found is run instead" in n for n in given["notes"])
+
+
+def test_a_point_model_pooling_over_its_points_gets_that_many_points():
+    from torch import nn
+
+    from opscan.targets.repo_inputs import example_inputs
+
+    class PointFeatures(nn.Module):   # PointNet's symmetric function: one max over all the points
+        def __init__(self, num_points=500):
+            super().__init__()
+            self.num_points = num_points
+            self.conv = nn.Conv1d(3, 16, 1)
+            self.pool = nn.MaxPool1d(num_points)
+            self.fc = nn.Linear(16, 3)
+
+        def forward(self, x):
+            return self.fc(self.pool(self.conv(x)).view(-1, 16))
+
+    for model in (PointFeatures(), PointFeatures(300)):
+        (points,), _ = example_inputs(model, None, None, None)[:2]
+        assert points.shape[1:] == (3, model.num_points)
+        assert model(points).shape == (points.shape[0], 3)   # 256 points gave a pooled size of 0

@@ -11,7 +11,9 @@ text runs it in (else from the folder of the file it was read in), and when that
    imports) > a library's trainer runs its loop > only its name says training;
 2. where it was read: README > docs > shell script > Makefile > [project.scripts] > a script that
    trains when run with no command written anywhere (NOTE [scripts that train when run]; the
-   authors' written command carries their arguments and configs);
+   authors' written command carries their arguments and configs); then a command whose options
+   force the CPU or ask for another job comes after the others read there (NOTE [commands set
+   aside by their options] in purpose.py);
 3. the order of reading (the walk is breadth first and sorted: the same on every machine).
 The same command (same words, same folder) read twice is kept once, at its best place. `--entry`
 (or `entry` in [tool.opscan]) is not ranked: it is the one run, the others are listed.
@@ -19,12 +21,13 @@ The same command (same words, same folder) read twice is kept once, at its best 
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from pathlib import PurePosixPath
 
 from opscan.records import TrainingEntry, EntryKind
-from opscan.targets.entry import required_args, sources, training
+from opscan.targets.entry import placeholders, purpose, required_args, sources, training
 from opscan.targets.entry.shell_words import Simple
 
 SOURCE_ORDER = tuple(EntryKind)   # given, readme, docs, shell-script, makefile, project-script, main-step
@@ -42,7 +45,8 @@ def find_entries(index) -> tuple[TrainingEntry, ...]:
     for order, item in enumerate(found):
         entry = _entry(index, item.simple, item.kind, item.path, item.base, scripts, item.context)
         if entry is not None:
-            ranked.append((_key(entry[1], item.kind, order), entry[0]))
+            aside = bool(purpose.set_aside(item.simple.words))   # NOTE [commands set aside by their options]
+            ranked.append((_key(entry[1], item.kind, order, aside), entry[0]))
             written.add(entry[2])
     for order, (name, (_, line)) in enumerate(sorted(scripts.items()), len(found)):
         entry = _entry(index, Simple((name,), "", line), EntryKind.PROJECT_SCRIPT, "pyproject.toml", "", scripts)
@@ -67,8 +71,8 @@ def given_entry(command: str) -> TrainingEntry:
                          why="given (--entry or `entry` in [tool.opscan])")
 
 
-def _key(score: int, kind: str, order: int) -> tuple:
-    return (-score, SOURCE_ORDER.index(kind), order)
+def _key(score: int, kind: str, order: int, aside: bool = False) -> tuple:
+    return (-score, SOURCE_ORDER.index(kind), aside, order)
 
 
 def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict[str, tuple[str, int]],
@@ -93,7 +97,8 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
             return None
         target, is_module = launched
         rel, cwd = None, simple.cwd
-        for folder in dict.fromkeys((simple.cwd, base)):
+        within = posixpath.normpath(posixpath.join(base, simple.cwd)) if base and simple.cwd else base
+        for folder in dict.fromkeys((simple.cwd, within, base)):   # NOTE [a document's own folder]
             rel = _module_file(index, target, folder) if is_module else _script_file(index, target, folder)
             if rel is not None:
                 cwd = folder
@@ -133,10 +138,24 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
         return None
     if training.named_for_other_job(PurePosixPath(rel).name) and not proof.steps:
         return None
+    if not entry_point:   # NOTE [capitalised placeholders] in placeholders.py
+        after = next((i + 1 for i, w in enumerate(words) if w == name), len(words))
+        words, assumed = placeholders.filled(index, words, cwd, after)
+    else:
+        assumed = ""
     read = f"{path}:{simple.line}" if simple.line else path
     why = f"{_READ[kind]} {read}" + (f" (make {context})" if context else "") + f"; {why}"
     if simple.unset:
         why += f"; not set by the text: {', '.join('$' + v for v in simple.unset)}"
+    if assumed:
+        why += f"; placeholders: {assumed}"
+    aside = purpose.set_aside(simple.words)
+    if aside:   # NOTE [commands set aside by their options]
+        why += f"; ranked after the others: it {aside}"
+    if simple.via:   # NOTE [a script invoked with its arguments]
+        why += f"; {simple.via}"
+    if simple.read_as:   # NOTE [documentation continuations]
+        why += f"; read as the author meant: {', '.join(simple.read_as)}"
     command = shlex.join(words)
     return TrainingEntry(command=command, kind=kind, path=path, line=simple.line, cwd=cwd, why=why,
                          entry_point=entry_point), score, rel

@@ -9,8 +9,11 @@ the command: `shlex` splits the words, `VAR=value` and `export VAR=value` lines 
 variable), `cd DIR` moves the folder the following commands run from, and everything past a
 redirection or a background `&` is dropped. What the text does not set (`$1`, `$DATA_ROOT` from
 the user's shell) stays as written and is named in the entry's reason; a path that does not exist
-is then answered by the run's data stand-ins. Loops, conditionals and functions are not followed:
-their lines are read as lines.
+is then answered by the run's data stand-ins. A script read alone runs with no arguments (`"$@"` is
+nothing, `$#` is 0; `$1` stays as written); read as a README invokes it, its arguments are the
+README's (NOTE [a script invoked with its arguments] in sources.py). An `if` whose test the text
+decides keeps the branch it selects (NOTE [branches the arguments select] in shell_branches.py);
+loops, `case` and functions are not followed: their lines are read as lines.
 """
 
 from __future__ import annotations
@@ -20,14 +23,19 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from opscan.targets.entry.shell_branches import Branches, decide, segments
+
 WRAPPERS = frozenset({"nohup", "time", "exec", "env", "command", "sudo"})
 SEPARATORS = frozenset({"&&", "||", ";", "|", "&"})
 REDIRECTS = re.compile(r"^(\d*>>?|\d*<|&>|\d*>&\d*)")
-_VAR = re.compile(r"\$\{(\w+)(?::?-([^}]*))?\}|\$(\w+)")
+_VAR = re.compile(r"\$\{(\w+|[@*#])(?::?-([^}]*))?\}|\$(\w+|[@*#])")
+_ALL_QUOTED = re.compile(r'"\$(?:[@*]|\{[@*]\})"')
 _ASSIGN = re.compile(r"^(?:export\s+)?([A-Za-z_]\w*)=(.*)$")
 # a README's `<int>`, `<path_to_data>` where the reader puts a value: not a redirection (NOTE [placeholders])
-_PLACEHOLDER = re.compile(r"(?<!\S)<[A-Za-z_][\w.-]*>(?!\S)")
-_HOLE = "__opscan_placeholder__"
+_PLACEHOLDER = re.compile(r"(?<!\S)<([A-Za-z_][\w.-]*)>(?!\S)")
+_HOLE = "__opscan_placeholder__"   # + the placeholder's name
+# `bash run.sh ARGS` (NOTE [a script invoked with its arguments])
+INVOKERS = frozenset({"bash", "sh", "zsh", "source", "."})
 
 
 @dataclass
@@ -37,17 +45,31 @@ class Shell:
     variables: dict[str, str] = field(default_factory=dict)
     cwd: str = ""                         # relative to the project root ("" = the root)
     unset: set[str] = field(default_factory=set)   # variables used but never set
+    arguments: tuple[str, ...] | None = None       # the script's arguments, when a text invokes it
+                                                   # (NOTE [a script invoked with its arguments])
 
     def expand(self, text: str) -> str:
+        given = self.arguments or ()
+        text = _ALL_QUOTED.sub(lambda _: shlex.join(given), text)   # `"$@"`: each argument one word
+
         def one(match: re.Match) -> str:
             name = match.group(1) or match.group(3)
             default = match.group(2)
             if name in self.variables:
-                return self.variables[name]
-            if default is not None:
-                return default
-            self.unset.add(name)
-            return match.group(0)
+                value = self.variables[name]
+            elif name in ("@", "*"):
+                value = " ".join(given)   # none when the script is read alone (`bash train.sh`)
+            elif name == "#":
+                value = str(len(given))
+            elif name.isdigit() and self.arguments is not None and \
+                    not _PLACEHOLDER.fullmatch(given[int(name) - 1] if 0 < int(name) <= len(given) else ""):
+                value = given[int(name) - 1] if 0 < int(name) <= len(given) else ""
+            else:   # never set, or invoked with a placeholder (`bash run.sh <gpu_id> msl`): unknown
+                if default is not None:
+                    return default
+                self.unset.add(name)
+                return match.group(0)
+            return default if default is not None and not value else value
         return _VAR.sub(one, text)
 
 
@@ -59,29 +81,55 @@ class Simple:
     cwd: str
     line: int
     unset: tuple[str, ...] = ()
+    read_as: tuple[str, ...] = ()         # how the text was read beyond the shell (NOTE [documentation continuations])
+    via: str = ""                         # the invocation of the script it was read in
+                                          # (NOTE [a script invoked with its arguments])
 
 
-def logical_lines(text: str, first: int = 1) -> list[tuple[int, str]]:
-    """(line number, text) of each logical line: `\\` continuations joined, prompts (`$ `, `>>> ` is
+# NOTE [documentation continuations]
+# A README is documentation: its commands are read as the author meant them, even where a shell
+# would read them otherwise, and the entry's reason says so. Two ways of writing a long command
+# that a shell misreads:
+# - a `\` followed by spaces and a `# comment` (`--teacher_name wrn-28-4 \   # the teacher`):
+#   bash reads an escaped space (a stray `' '` argument) and ends the command at the comment; the
+#   author meant a continuation with a note beside it;
+# - PowerShell's backtick at the end of a line (`python src/main.py `` then `--lr 0.001 ``): the
+#   author's shell continues the line there; in bash it opens a command substitution.
+# Both are read as continuations; nothing else changes (a `\` inside quotes before `#` is rare
+# enough in a command that it is not told apart).
+_COMMENTED_CONTINUATION = re.compile(r"(?<=\s)\\\s+#.*$")
+_BACKTICK_CONTINUATION = re.compile(r"(?<=\s)`$")
+COMMENTED = "a `\\` before a comment read as a line continuation"
+BACKTICKS = "PowerShell backticks read as line continuations"
+
+
+def logical_lines(text: str, first: int = 1) -> list[tuple[int, str, tuple[str, ...]]]:
+    """(line number, text, how it was read) of each logical line: `\\` continuations joined (and the
+    documentation's continuations: NOTE [documentation continuations]), prompts (`$ `, `>>> ` is
     not shell) and comments dropped."""
-    out: list[tuple[int, str]] = []
-    pending, start = "", first
+    out: list[tuple[int, str, tuple[str, ...]]] = []
+    pending, start, read_as = "", first, ()
     for number, raw in enumerate(text.splitlines(), first):
         line = raw.rstrip()
         if not pending:
-            start = number
+            start, read_as = number, ()
             stripped = line.lstrip()
             if stripped.startswith("$ "):
                 line = stripped[2:]
+        for pattern, said in ((_COMMENTED_CONTINUATION, COMMENTED), (_BACKTICK_CONTINUATION, BACKTICKS)):
+            match = pattern.search(line)
+            if match and not line.lstrip().startswith("#"):
+                line = line[:match.start()].rstrip() + " \\"
+                read_as = read_as if said in read_as else (*read_as, said)
         if line.endswith("\\"):
             pending += line[:-1] + " "
             continue
         joined = (pending + line).strip()
         pending = ""
         if joined and not joined.startswith("#"):
-            out.append((start, joined))
+            out.append((start, joined, read_as))
     if pending.strip():
-        out.append((start, pending.strip()))
+        out.append((start, pending.strip(), read_as))
     return out
 
 
@@ -89,30 +137,44 @@ def commands(text: str, shell: Shell | None = None, first: int = 1) -> list[Simp
     """The simple commands of shell `text`, in order, with the shell's state followed (NOTE [shell read, not run])."""
     shell = shell if shell is not None else Shell()
     found: list[Simple] = []
-    for number, line in logical_lines(text, first):
-        assigned = _ASSIGN.match(line)
-        if assigned and _one_word(assigned.group(2)):
-            shell.variables[assigned.group(1)] = _unquote(shell.expand(assigned.group(2)))
-            continue
-        shell.unset.clear()
-        try:
-            lexer = shlex.shlex(_PLACEHOLDER.sub(_HOLE, shell.expand(line)), posix=True, punctuation_chars=";&|<>")
-            lexer.whitespace_split = True
-            lexer.commenters = "#"
-            words = list(lexer)
-        except ValueError:   # an unclosed quote: not a command a user could type
-            continue
-        for part in _split(words):
-            part = _program_first(_unfilled(part))
-            if not part:
-                continue
-            if part[0] == "cd":
-                target = part[1] if len(part) > 1 else ""
-                if target and not target.startswith(("/", "~", "$", "-")):
-                    shell.cwd = _moved(shell.cwd, target)
-                continue
-            found.append(Simple(tuple(part), shell.cwd, number, tuple(sorted(shell.unset))))
+    branches = Branches()
+    for number, line_read, read_as in logical_lines(text, first):
+        for line in segments(line_read):
+            if branches.control(line, lambda test: decide(shell.expand(test))) or not branches.running:
+                continue   # NOTE [branches the arguments select]
+            _command(line, shell, number, read_as, found)
     return found
+
+
+def _command(line: str, shell: Shell, number: int, read_as: tuple[str, ...], found: list[Simple]) -> None:
+    """Read one segment of a logical line: an assignment sets a variable, `cd` moves, the rest are
+    simple commands appended to `found`."""
+    assigned = _ASSIGN.match(line)
+    if assigned and _one_word(assigned.group(2)):
+        shell.variables[assigned.group(1)] = _unquote(shell.expand(assigned.group(2)))
+        return
+    shell.unset.clear()
+    try:
+        lexer = shlex.shlex(_PLACEHOLDER.sub(_HOLE + r"\1", shell.expand(line)), posix=True,
+                            punctuation_chars=";&|<>")
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        words = list(lexer)
+    except ValueError:   # an unclosed quote: not a command a user could type
+        return
+    for part in _split(words):
+        part = _program_first(part)
+        invokes = bool(part) and (part[0] in INVOKERS or part[0].endswith((".sh", ".bash")))
+        part = [f"<{w.removeprefix(_HOLE)}>" if w.startswith(_HOLE) else w for w in part] if invokes \
+            else _unfilled(part)
+        if not part:
+            continue
+        if part[0] == "cd":
+            target = part[1] if len(part) > 1 else ""
+            if target and not target.startswith(("/", "~", "$", "-")):
+                shell.cwd = _moved(shell.cwd, target)
+            continue
+        found.append(Simple(tuple(part), shell.cwd, number, tuple(sorted(shell.unset)), read_as))
 
 
 def _moved(cwd: str, target: str) -> str:
@@ -154,10 +216,11 @@ def _unfilled(words: list[str]) -> list[str]:
     is a redirection from a file `int>` and left `-s` without its value (argparse then exits 2). A
     word `<name>` alone between spaces is a placeholder: it and its option are dropped, so the
     option's default applies, or, when it is required, a value is chosen for it as for any
-    required argument (required_args.py)."""
+    required argument (required_args.py). An argument of a shell script's invocation (`bash run.sh
+    <gpu_id> msl`) stays as written: dropping it would move the next one to its place, `$1`."""
     out: list[str] = []
     for word in words:
-        if word == _HOLE:
+        if word.startswith(_HOLE):
             if out and out[-1].startswith("-") and "=" not in out[-1] and len(out) > 1:
                 out.pop()
             continue

@@ -6,12 +6,14 @@ Stdlib only; every file through the run's project index (each file read once).
 
 from __future__ import annotations
 
+import posixpath
 import re
+import shlex
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
-from opscan.targets.entry.shell_words import Shell, Simple, commands
+from opscan.targets.entry.shell_words import INVOKERS, Shell, Simple, commands
 from opscan.records import EntryKind
 
 SHELL_LANGUAGES = frozenset({"", "sh", "bash", "shell", "console", "zsh", "shell-session", "bash-session",
@@ -41,6 +43,14 @@ class Found:
                                          # looked for from there (a `scripts/train.sh` run as `bash train.sh`)
 
 
+# NOTE [a document's own folder]
+# A README one folder down (`code/README.md`, `DinoImpl/README.md`) writes its commands from its own
+# folder: `cd fbank_net/training; python clean_100.py` means `code/fbank_net/training/clean_100.py`.
+# A document's commands are looked for from the root first (docs/ pages usually write them from
+# there), then from the document's folder joined with the folder its text `cd`s into, then from the
+# document's folder; as for a shell script, the first that holds the script is where it runs.
+
+
 def documents(index) -> list[Found]:
     """Commands of the shell blocks of README files (kind `readme`) and other Markdown / reST files,
     docs/ first (kind `docs`), in the order of the walk."""
@@ -57,11 +67,55 @@ def documents(index) -> list[Found]:
             continue
         kind = EntryKind.README if PurePosixPath(rel).name.lower().startswith("readme") and "/" not in rel \
             else EntryKind.DOCS
+        folder = str(PurePosixPath(rel).parent)
         for first, block, console in _blocks(text, rel.lower().endswith(".rst")):
             if console:   # a console session: only the prompted lines (and their continuations) are commands
                 block = _prompted_lines(block)
-            out.extend(Found(simple, kind, rel) for simple in commands(block, Shell(), first))
+            for simple in commands(block, Shell(), first):
+                base = "" if folder == "." else folder   # NOTE [a document's own folder]
+                out.append(Found(simple, kind, rel, base=base))
+                out.extend(_through_script(index, simple, kind, rel, base))
     return out
+
+
+# NOTE [a script invoked with its arguments]
+# A README often runs a shell script rather than Python (`bash run.sh cpu msl`, `source
+# scripts/train.sh`, `./train.sh configs/a.yaml`). Read alone, that script's `$1`, `$2` are unknown
+# (they stay as written, a literal `'$2'` argument), and both branches of its `if [[ "$1" == "cpu"
+# ]]` are read. Read as the README invokes it, its positional parameters are the README's words
+# (`$1`=cpu, `$2`=msl, `$@`, `$#`; a parameter past them is empty, `${3:-x}` takes its default),
+# its `if`s follow the branch those values select (NOTE [branches the arguments select]), and it
+# runs from the folder the README runs it in. Its commands are then the README's (kind readme or
+# docs, at the README's line, ranked as the README's), their reason naming the script and its line.
+# One level only: a script the invoked script invokes is read alone, as any shell script.
+
+
+def _through_script(index, simple: Simple, kind: str, path: str, base: str) -> list[Found]:
+    """The commands of the project shell script `simple` invokes, read with its arguments (NOTE [a
+    script invoked with its arguments]); none when it invokes none."""
+    words = list(simple.words)
+    if words[0] in INVOKERS:
+        words = words[1:]
+        while words and words[0].startswith("-"):   # `bash -x run.sh`
+            words = words[1:]
+    elif not words[0].endswith((".sh", ".bash")):
+        return []
+    if not words or not words[0].endswith((".sh", ".bash")) or words[0].startswith(("/", "~", "$")):
+        return []
+    within = posixpath.normpath(posixpath.join(base, simple.cwd)) if base and simple.cwd else base
+    for folder in dict.fromkeys((simple.cwd, within, base)):
+        rel = posixpath.normpath(posixpath.join(folder, words[0]) if folder else words[0])
+        if rel.startswith("..") or not (index.root / rel).is_file():
+            continue
+        text = index.text(rel, max_bytes=500_000)
+        if text is None:
+            return []
+        invoked = shlex.join(simple.words)
+        shell = Shell(cwd=folder, arguments=tuple(words[1:]))
+        own = posixpath.dirname(rel)
+        return [Found(replace(inner, line=simple.line, via=f"through `{invoked}` ({rel}:{inner.line})"), kind, path,
+                      base=own) for inner in commands(text, shell)]
+    return []
 
 
 def shell_scripts(index) -> list[Found]:

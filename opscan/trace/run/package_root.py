@@ -16,6 +16,16 @@ import os
 import re
 
 MAX_SIBLINGS = 40   # modules beside the script read for an import of the package
+# NOTE [an absolute import path of the author's machine]
+# Research scripts put a folder of the author's machine on the import path, then import from it by
+# bare name: `sys.path.insert(1, '/home/xuanyu/acl_2022/src/')`, `from trainer import *`. On any
+# other machine that folder does not exist and the import stops the run. When such a literal
+# absolute path (in the script or a module beside it that it imports) does not exist and its tail
+# names a folder of the project (`src`, `acl_2022/src`: the longest tail that exists under the
+# project root), that project folder is put at the end of sys.path, as the author's own folder was
+# on theirs, and the notes say so. A path that exists is left alone; nothing outside the project is
+# added.
+_INSERTED = re.compile(r"sys\.path\.(?:insert|append)\(\s*(?:[\w.+-]+\s*,\s*)?[rRuU]?['\"](/[^'\"\n]+)['\"]\s*\)")
 
 
 def package_root(script: str, project_root: str | None) -> tuple[str, str]:
@@ -34,6 +44,30 @@ def package_root(script: str, project_root: str | None) -> tuple[str, str]:
         return "", ""
     return root, (f"the project root put on the import path: the script (or a module beside it) imports its own "
                   f"package `{top}` (as an installed package gives it; `python SCRIPT` alone stops at that import)")
+
+
+def absolute_inserts(script: str, project_root: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(project folders to append to sys.path, their notes) for the absolute import paths of the
+    author's machine the script inserts (NOTE [an absolute import path of the author's machine])."""
+    if not project_root:
+        return (), ()
+    root = os.path.realpath(project_root)
+    folders: list[str] = []
+    notes: list[str] = []
+    for name in _beside(script, os.path.dirname(os.path.realpath(script))):
+        for written in _INSERTED.findall(_source(name)):
+            if os.path.exists(written):
+                continue
+            parts = [p for p in written.split("/") if p]
+            for start in range(len(parts)):
+                tail = os.path.join(root, *parts[start:])
+                if os.path.isdir(tail) and os.path.realpath(tail).startswith(root + os.sep):
+                    if tail not in folders:
+                        folders.append(tail)
+                        notes.append(f"the import path {written!r} of {os.path.basename(name)} (a folder of the "
+                                     f"author's machine) read as the project's {os.path.relpath(tail, root)}/")
+                    break
+    return tuple(folders), tuple(notes)
 
 
 def _beside(script: str, folder: str) -> list[str]:

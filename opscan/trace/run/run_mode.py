@@ -43,8 +43,15 @@ class RunMode(devices.FakeMode):
                 return kept
         if func is torch.ops.aten._coalesced_.default:
             return self._coalesced(func, types, args, kwargs)
+        if func is torch.ops.aten._to_copy.default:
+            moved = self._sparse_moved(func, types, args, kwargs or {})
+            if moved is not None:
+                return moved
         if any(_host_data(t) for t in tree_leaves((args, kwargs))):
             args, kwargs = tree_map_only(torch.Tensor, self._host_constant, (args, kwargs or {}))
+        device = _sparse_device(args, kwargs)
+        if device is not None:
+            return self._sparse_on_host(func, types, args, kwargs, device)
         out = super().dispatch(func, types, args, kwargs)
         return _distinct_outputs(self, func, out) if isinstance(out, tuple) else out
 
@@ -137,6 +144,38 @@ class RunMode(devices.FakeMode):
         finally:
             t.constant = held
 
+    def _sparse_moved(self, func, types, args, kwargs):
+        """A sparse COO tensor moved to the imitated device (NOTE [sparse tensors moved to the device])."""
+        src = args[0] if args else None
+        target = kwargs.get("device")
+        if getattr(src, "layout", None) != torch.sparse_coo or target is None or torch.device(target).type == "cpu":
+            return None
+        out = self.dispatch(func, types, args, {**kwargs, "device": torch.device("cpu")})
+        device = torch.device(target)
+        out.constant = None   # values do not follow a tensor onto the device (NOTE [host values])
+        out.fake_device = device if device.index is not None else torch.device(device.type, 0)
+        return out
+
+    def _sparse_on_host(self, func, types, args, kwargs, device: torch.device):
+        """An op on a sparse tensor of the imitated device, dispatched as on the host and its
+        results placed on the device (NOTE [sparse tensors moved to the device])."""
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        moved = [t for t in tree_leaves((args, kwargs)) if isinstance(t, FakeTensor) and t.fake_device == device]
+        for t in moved:
+            t.fake_device = torch.device("cpu")
+        try:
+            out = super().dispatch(func, types, args, kwargs)
+        finally:
+            for t in moved:
+                t.fake_device = device
+        inputs = {id(t) for t in moved}
+        for t in tree_leaves(out):
+            if isinstance(t, FakeTensor) and t.fake_device.type == "cpu" and id(t) not in inputs:
+                t.constant = None
+                t.fake_device = device
+        return out
+
     def _host_constant(self, t):
         if not _host_data(t):
             return t
@@ -147,7 +186,24 @@ class RunMode(devices.FakeMode):
 
     def _kept_copy(self, args, kwargs):
         target = kwargs.get("device")
-        return None if target is not None and torch.device(target).type != "cpu" else super()._kept_copy(args, kwargs)
+        if target is not None and torch.device(target).type != "cpu":
+            return self._small_on_device(args, kwargs, torch.device(target))
+        return super()._kept_copy(args, kwargs)
+
+    def _small_on_device(self, args, kwargs, device: torch.device):
+        """A few host values moved to the imitated device keep them (NOTE [a few values on the device])."""
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        src = args[0] if args else None
+        if not isinstance(src, FakeTensor) or src.constant is None or len(args) != 1 or \
+                src.layout != torch.strided or src.numel() > DEVICE_NUMEL:
+            return None
+        dtype = kwargs.get("dtype") or src.dtype
+        if not dtype.is_floating_point:   # labels and indices lose their values, as before
+            return None
+        with no_dispatch():
+            real = src.constant.to(dtype=dtype).clone()
+        return devices.FakeMode._kept_fake(self, real, device)
 
 
 # NOTE [host values]
@@ -180,6 +236,26 @@ class RunMode(devices.FakeMode):
 # them), and a sparse tensor's coalesced flag is set on the fake tensor and on its values without
 # constant propagation (which would convert the same tensor again, without end). Other sparse
 # layouts (CSR, CSC, BSR) are not kept: they are fake sparse tensors without values.
+# NOTE [sparse tensors moved to the device]
+# FakeTensorMode has no fake kernel for moving a sparse tensor (`_to_copy` of a COO tensor): it runs
+# the real one on zeros of the target device, and the imitated device has no real kernels (a graph
+# recommender's normalised adjacency, `graph.coalesce().to(device)`, stopped the run there). The
+# move is made on the host as for a CPU target, and the result is placed on the device without
+# values, as a dense tensor moved there is. Its ops (`torch.sparse.mm(graph, embeddings)` and their
+# backward) have no fake kernels either: an op with a sparse argument on the imitated device is
+# dispatched as on the host (torch's fallback on zeros of those shapes, on the CPU) and its results
+# are placed on the device, without values. The op is recorded as the device op it is.
+# NOTE [a few values on the device]
+# Values stay on the host (NOTE [host values]), except a few: a floating-point host tensor of at
+# most DEVICE_NUMEL elements moved to the imitated device keeps its values there (an ODE solver's
+# time points `torch.tensor([0, t]).to(device)`, a scale), so the code that checks or steps
+# through them (`assert grid[0] == t[0]`, `torch.ceil((t1 - t0) / h).item()`) reads the real run's
+# numbers, not stand-ins. Ops whose inputs all hold values compute them on the host and keep the
+# result on the device (NOTE [inputs with values] in device.py); an op with a model's tensor (no
+# values) is fake as before. Integer tensors (labels, indices: torch's loss decompositions mix them
+# with the model's outputs in ops that would then run real kernels of the device), batches and
+# larger data lose their values when moved, as before.
+DEVICE_NUMEL = 64
 # NOTE [host random stream]
 # A script seeds the host generator once and every random op on the host draws from it: a module's
 # weight init (`uniform_`, `normal_` of nn.Linear's reset_parameters, on the CPU before `.to(device)`),
@@ -221,6 +297,16 @@ def _factory_numel(arguments: dict) -> int | None:
         return 1   # scalar_tensor
     except (TypeError, ValueError, ZeroDivisionError):
         return None
+
+
+def _sparse_device(args, kwargs) -> torch.device | None:
+    """The imitated device of a sparse COO fake tensor among the op's arguments, or None."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    for t in tree_leaves((args, kwargs)):
+        if isinstance(t, FakeTensor) and t.layout == torch.sparse_coo and t.fake_device.type != "cpu":
+            return t.fake_device
+    return None
 
 
 def _host_data(t) -> bool:

@@ -53,6 +53,7 @@ from opscan.trace.run import (
     checkpoints,
     configured,
     generators,
+    host_sequences,
     libraries,
     stand_in_hooks,
     stand_ins as standing,
@@ -160,7 +161,10 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
     stopped, hint, ended = "", "", "ran to its end"
     package = neuron_package.findable(requests.note) if device == "neuron" else contextlib.nullcontext()
     extra_path, path_note = package_root.package_root(script, project_root) if stand_ins and not module else ("", "")
-    with logs.captured(), _as_main(script, argv, module, cwd, extra_path), _environment(env or {}), \
+    inserted, insert_notes = package_root.absolute_inserts(script, project_root) if stand_ins and not module \
+        else ((), ())
+    extra_paths = tuple(p for p in (extra_path, *inserted) if p)
+    with logs.captured(), _as_main(script, argv, module, cwd, extra_paths), _environment(env or {}), \
             _distributed(nproc, device) as dist_note, \
             _phases(recorder, counter), package:
         try:
@@ -190,6 +194,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
     notes = [f"{label}: {ended if not stopped else 'stopped'}; {counter.describe()}"]
     if path_note:
         notes.append(f"{label}: {path_note}")
+    notes.extend(f"{label}: {line}" for line in insert_notes)
     notes.extend(f"{label}: {line}" for line in requests.lines())
     notes.extend(f"{label}: {line}" for line in recorder.loop_exits.notes())
     notes.extend(f"{label}: {line}" for line in (workers.notes() if workers is not None else ()))
@@ -220,7 +225,7 @@ def _run_rules(device: str, requests, profile, recorder: ScriptRecorder, compile
                         devices.sdpa_context(device, profile), fakes.fake_deepcopy(), fakes.identity_conversions(),
                         fakes.fake_format(), fakes.real_one_hot(), _foreach_as_real(),
                         loaders.in_process(requests.note, real_data=standins is not None),
-                        run_mode.host_reads(recorder),
+                        run_mode.host_reads(recorder), host_sequences.HostSequences(),
                         checkpoints.checkpoints(recorder), stand_in_hooks.installed(standins),
                         libraries.real_answers(), lazy.lazy(),
                         configured.loader_sites(recorder.finder),   # NOTE [sites the user can change]
@@ -323,9 +328,10 @@ def _foreach_as_real():
 
 
 @contextlib.contextmanager
-def _as_main(script: str, argv, module: bool, cwd: str | None, extra_path: str = ""):
+def _as_main(script: str, argv, module: bool, cwd: str | None, extra_paths: tuple[str, ...] = ()):
     """sys.argv, sys.path[0] and the working directory as `python SCRIPT ARGS` sets them (and
-    `extra_path` last on sys.path: NOTE [a script inside its package] in package_root.py)."""
+    `extra_paths` last on sys.path: NOTE [a script inside its package] and NOTE [an absolute import
+    path of the author's machine] in package_root.py)."""
     saved = (list(sys.argv), list(sys.path), os.getcwd())
     if cwd:
         os.chdir(cwd)
@@ -335,8 +341,9 @@ def _as_main(script: str, argv, module: bool, cwd: str | None, extra_path: str =
         sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     else:
         sys.path.insert(0, os.getcwd())
-    if extra_path and extra_path not in sys.path:
-        sys.path.append(extra_path)
+    for extra in extra_paths:
+        if extra not in sys.path:
+            sys.path.append(extra)
     sys.argv = [script, *argv]
     try:
         with contextlib.redirect_stdout(sys.stderr):   # the script's prints: stdout is the report's

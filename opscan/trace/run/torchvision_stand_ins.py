@@ -111,17 +111,44 @@ def _fill(dataset, given: dict, row: Row) -> str:
     # an image folder: samples named as in the folder, each image made when the loader reads it
     names = [f"class_{i}" for i in range(row.classes)]
     folder = os.fspath(root) if root is not None else ""
+    own = _own_loader(given.get("loader"))
+    extensions = given.get("extensions")
+    suffix = (extensions if isinstance(extensions, str) else (list(extensions or ()) or [".jpg"])[0]) if own else ".jpg"
+    suffix = suffix if suffix.startswith(".") else f".{suffix}"
     dataset.classes = names
     dataset.class_to_idx = {c: i for i, c in enumerate(names)}
-    dataset.samples = [(os.path.join(folder, names[int(y)], f"{n}.jpg"), int(y)) for n, y in enumerate(labels)]
+    dataset.samples = [(os.path.join(folder, names[int(y)], f"{n}{suffix}"), int(y)) for n, y in enumerate(labels)]
     dataset.targets = [s[1] for s in dataset.samples]
     dataset.imgs = dataset.samples
-    dataset.extensions = given.get("extensions")
-    dataset.loader = _image_loader(side)
+    dataset.extensions = extensions
+    dataset.loader = own or _image_loader(side)
+    if own:   # NOTE [a folder read by the script's own loader]
+        kind = (f"{SAMPLES} samples named *{suffix} in {row.classes} classes (source: {row.source}), each read "
+                "by the dataset's own loader (an absent file answered by its reader's stand-in)")
     if "split" in given:   # ImageNet
         dataset.split = given.get("split")
         dataset.wnids, dataset.wnid_to_idx = names, dataset.class_to_idx
     return kind
+
+
+# NOTE [a folder read by the script's own loader]
+# `DatasetFolder(root, loader=own_loader, extensions=(".flac", ".wav"))` names its samples by those
+# extensions and reads each with the script's loader: audio features, a `.npy` array, an image.
+# Standing in with synthetic PIL images would hand the script's collate something it never gets (a
+# PIL image where its loader returns arrays). So a folder dataset given its own loader keeps it: its
+# synthetic samples are named with the first extension given, and the loader reads each absent file
+# through the reader's own stand-in (librosa, soundfile, PIL, cv2: media_stand_ins.py), or fails as
+# the real one would on a format no stand-in knows. torchvision's default loader keeps the table's
+# synthetic images.
+
+
+def _own_loader(loader) -> Callable | None:
+    """The loader a folder dataset was given, when it is the script's own (not torchvision's default)."""
+    if not callable(loader):
+        return None
+    from torchvision.datasets import folder
+
+    return None if loader in (folder.default_loader, folder.pil_loader, folder.accimage_loader) else loader
 
 
 def _image_loader(side: int) -> Callable:

@@ -1,0 +1,71 @@
+"""Capitalised placeholders of a written command (`python run.py -r -m CONFIG_FILE`, `python
+train.py -d celeba PATH`), read as the author meant them (NOTE [capitalised placeholders]). Stdlib
+only; reads the project's file index, never runs anything.
+
+NOTE [capitalised placeholders]
+READMEs write where the reader puts a value in capitals: `-m CONFIG_FILE`, `--data_dir DATA_DIR`,
+a positional `PATH`. Run as written, the script gets the word itself. A word is such a placeholder
+when it is all capitals (letters, digits, `_`), one of its parts names what goes there (`PATH`,
+`FILE`, `DIR`, `FOLDER`, `ROOT`, `CONFIG`, `CFG`, `CKPT`, `CHECKPOINT`, `YOUR`), and no file or
+folder of that name exists where the command runs (`--pattern TRAIN` and `--split TEST` are values,
+not placeholders). Then:
+- a config placeholder (a part `CONFIG`, `CFG` or `CONF`) where the project has a config folder
+  (`config/`, `configs/`, `conf/`, `cfg/` beside the command) is its first config file in name order
+  (`config/bert_hinge.json`), said as assumed;
+- any other placeholder is dropped with the option it is the value of, as an `<int>` is (NOTE
+  [placeholders] in shell_words.py): the option's default applies, or a required positional is
+  filled from the script's declaration (NOTE [required options filled]).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+_CAPITALS = re.compile(r"[A-Z][A-Z0-9_]*[A-Z0-9]")
+_SAYS = frozenset({"PATH", "FILE", "DIR", "FOLDER", "ROOT", "CONFIG", "CFG", "CONF", "CKPT", "CHECKPOINT", "YOUR"})
+_CONFIG = frozenset({"CONFIG", "CFG", "CONF"})
+_CONFIG_FOLDERS = ("config", "configs", "conf", "cfg")
+_CONFIG_FILES = (".json", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".py")
+
+
+def filled(index, words: list[str], cwd: str, first: int) -> tuple[list[str], str]:
+    """(the words with their capitalised placeholders answered, what was assumed) for the words from
+    `first` on (the script's arguments) of a command run from `cwd` (NOTE [capitalised placeholders])."""
+    out = list(words[:first])
+    said: list[str] = []
+    for word in words[first:]:
+        if not _is_placeholder(index, word, cwd):
+            out.append(word)
+            continue
+        config = _first_config(index, cwd) if _CONFIG & set(word.split("_")) else ""
+        if config:
+            out.append(config)
+            said.append(f"{word} read as {config}, the first config file there (assumed)")
+            continue
+        if len(out) > first and out[-1].startswith("-") and "=" not in out[-1]:
+            said.append(f"{out[-1]} {word} left out (a placeholder: the default applies)")
+            out.pop()
+        else:
+            said.append(f"{word} left out (a placeholder)")
+    return out, "; ".join(said)
+
+
+def _is_placeholder(index, word: str, cwd: str) -> bool:
+    if not _CAPITALS.fullmatch(word) or not _SAYS & set(word.split("_")):
+        return False
+    rel = str(PurePosixPath(cwd) / word) if cwd else word
+    return not (index.root / rel).exists()
+
+
+def _first_config(index, cwd: str) -> str:
+    """The first config file (name order) of the command folder's config folder, relative to it."""
+    base = index.root / cwd if cwd else index.root
+    for name in _CONFIG_FOLDERS:
+        folder = base / name
+        if not folder.is_dir():
+            continue
+        files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.suffix.lower() in _CONFIG_FILES)
+        if files:
+            return f"{name}/{files[0]}"
+    return ""

@@ -1,0 +1,62 @@
+"""An absolute import path of the author's machine read as the project folder it names (NOTE [an
+absolute import path of the author's machine] in opscan/trace/run/package_root.py)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from opscan.trace.run.package_root import absolute_inserts
+
+RUN = """\
+import sys
+sys.path.insert(1, '/home/someone/acl_2022/src/')
+from trainer import train
+if __name__ == "__main__":
+    train()
+"""
+TRAINER = """\
+import torch
+def train():
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.AdamW(model.parameters())
+    model(torch.randn(3, 4)).sum().backward()
+    optimizer.step()
+"""
+
+
+def _project(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+def test_an_absent_absolute_path_whose_tail_is_a_project_folder_maps_to_it(tmp_path):
+    root = _project(tmp_path, {"run.py": RUN, "src/trainer.py": TRAINER})
+    folders, notes = absolute_inserts(str(root / "run.py"), str(root))
+    assert folders == (str(root / "src"),) and "src/" in notes[0]
+
+
+def test_a_path_that_exists_or_names_no_project_folder_is_left_alone(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = _project(tmp_path / "project", {
+        "run.py": f"import sys\nsys.path.append('{outside}')\nsys.path.insert(0, '/opt/tools/lib')\n",
+        "src/trainer.py": TRAINER})
+    assert absolute_inserts(str(root / "run.py"), str(root)) == ((), ())
+
+
+def test_the_run_imports_from_the_mapped_folder_and_steps(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from opscan.trace.run import run_script
+
+    root = _project(tmp_path, {"run.py": RUN, "src/trainer.py": TRAINER})
+    monkeypatch.chdir(root)
+    trace, notes = run_script(str(root / "run.py"), device="neuron", steps=1, project_root=str(root),
+                              stand_ins=True)   # as `opscan PATH` runs a training command
+    assert trace.complete, trace.stopped_at
+    assert trace.steps == 1 and trace.mode == "train"
+    assert any("author's machine" in note for note in notes)

@@ -1,0 +1,207 @@
+"""Training commands as READMEs write them (opscan/targets/entry/): continuations the author meant
+(NOTE [documentation continuations]), a shell script run with the README's arguments and the branch
+they select (NOTE [a script invoked with its arguments], NOTE [branches the arguments select]), a
+README one folder down (NOTE [a document's own folder]) and commands set aside by their options
+(NOTE [commands set aside by their options]). Nothing of the project is run."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from opscan.index import ProjectIndex
+from opscan.targets.entry import find_entries
+from opscan.targets.entry.shell_branches import decide
+from opscan.targets.entry.shell_words import commands
+
+STEPS = """\
+import torch
+MARKER = __import__("pathlib").Path(__file__).with_name("RAN")
+MARKER.write_text("the script ran")
+def main():
+    model = torch.nn.Linear(2, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(1, 2)).sum().backward()
+    optimizer.step()
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return tmp_path
+
+
+def _entries(root: Path):
+    found = find_entries(ProjectIndex(root))
+    assert not any(root.rglob("RAN"))   # read, never run
+    return found
+
+
+def test_a_continuation_followed_by_a_comment_continues_the_command(tmp_path):
+    root = _project(tmp_path, {"train.py": STEPS, "README.md": """\
+        ```shell
+        python train.py \\
+            --teacher_name wrn-28-4 \\        # the teacher network
+            --dataset cifar100 \\             # train on CIFAR-100
+            --tensorboard                     # log with tensorboard
+        ```
+        """})
+    first = _entries(root)[0]
+    assert first.command == "python train.py --teacher_name wrn-28-4 --dataset cifar100 --tensorboard"
+    assert "line continuation" in first.why
+
+
+def test_powershell_backtick_continuations_continue_the_command(tmp_path):
+    root = _project(tmp_path, {"src/main.py": STEPS, "README.md": """\
+        ```bash
+        python src/main.py `
+        --output_dir experiments `
+        --name "SMPModel" `
+        --epochs 300
+        ```
+        """})
+    first = _entries(root)[0]
+    assert first.command == "python src/main.py --output_dir experiments --name SMPModel --epochs 300"
+    assert "PowerShell" in first.why
+
+
+def test_a_comment_line_and_a_real_escape_are_left_as_the_shell_reads_them():
+    # a `\` at the end of a comment line continues nothing; an escaped space inside a word stays one
+    words = [c.words for c in commands("# python a.py \\   # note\npython b.py my\\ file\n")]
+    assert words == [("python", "b.py", "my file")]
+
+
+RUN_SH = """\
+gpu_n=$1
+DATASET=$2
+EPOCHS=${3:-100}
+if [[ "$gpu_n" == "cpu" ]]; then
+    python main.py \\
+        -dataset $DATASET \\
+        -epoch $EPOCHS \\
+        -device 'cpu'
+else
+    CUDA_VISIBLE_DEVICES=$gpu_n  python main.py \\
+        -dataset $DATASET \\
+        -epoch $EPOCHS
+fi
+exec /bin/bash
+"""
+
+
+def test_a_readme_running_a_shell_script_gives_its_arguments_and_the_branch_they_select(tmp_path):
+    root = _project(tmp_path, {"main.py": STEPS, "run.sh": RUN_SH, "README.md": """\
+        ```
+            # cpu
+            bash run.sh cpu msl
+            # gpu
+            bash run.sh 0 msl 5
+        ```
+        """})
+    found = [(e.command, e.kind, e.line) for e in _entries(root)]
+    # the accelerator's command first; the CPU one set aside by its `-device cpu`; each ran one branch
+    assert found[:2] == [("python main.py -dataset msl -epoch 5", "readme", 5),
+                         ("python main.py -dataset msl -epoch 100 -device cpu", "readme", 3)]
+    # read alone, the script's arguments are unknown: both branches, `$2` as written
+    assert ("python main.py -dataset '$2' -epoch 100 -device cpu", "shell-script", 5) in found
+    assert ("python main.py -dataset '$2' -epoch 100", "shell-script", 10) in found
+
+
+def test_a_placeholder_argument_leaves_its_parameter_unknown(tmp_path):
+    root = _project(tmp_path, {"main.py": STEPS, "run.sh": RUN_SH, "README.md": """\
+        ```
+        bash run.sh <gpu_id> msl
+        ```
+        """})
+    commands_found = [e.command for e in _entries(root) if e.kind == "readme"]
+    # `$1` unknown: both branches; `$2` is msl, not shifted into `$1`'s place
+    assert commands_found == ["python main.py -dataset msl -epoch 100",
+                              "python main.py -dataset msl -epoch 100 -device cpu"]
+
+
+def test_a_sourced_script_under_scripts_runs_from_where_the_readme_runs_it(tmp_path):
+    root = _project(tmp_path, {"train.py": STEPS, "scripts/kd.sh": 'python3 train.py --kd_method kd "$@"\n',
+                               "README.md": "```shell\nsource scripts/kd.sh --epochs 2\n```\n"})
+    first = _entries(root)[0]
+    assert (first.command, first.kind, first.cwd) == ("python3 train.py --kd_method kd --epochs 2", "readme", "")
+    assert "scripts/kd.sh:1" in first.why
+
+
+@pytest.mark.parametrize(("test", "value"), [
+    ('[[ "cpu" == "cpu" ]]', True), ("[ gpu = cpu ]", False), ("[ a != b ]", True), ('[ -z "" ]', True),
+    ("[ -n x ]", True), ("! [ a = a ]", False), ("test a = a", True), ("[[ cuda0 == cuda* ]]", True),
+    ('[ "$X" = cpu ]', None), ("[ -f data.txt ]", None), ("grep -q x y", None)])
+def test_a_branch_is_decided_only_by_the_forms_it_can_read(test, value):
+    assert decide(test) is value
+
+
+def test_a_readme_one_folder_down_runs_its_commands_from_its_own_folder(tmp_path):
+    root = _project(tmp_path, {"code/fbank/training/clean_100.py": STEPS, "code/README.md": """\
+        # Training
+        ```
+        cd fbank/training/
+
+        python clean_100.py # train with all clean data
+        ```
+        """, "copy/fbank/training/clean_100.py": STEPS})
+    first = _entries(root)[0]
+    assert (first.command, first.cwd) == ("python clean_100.py", "code/fbank/training")
+
+
+def test_a_command_asking_for_another_job_ranks_after_the_training_one(tmp_path):
+    root = _project(tmp_path, {"main.py": STEPS, "README.md": """\
+        ## Testing
+        ```bash
+        python main.py --load_model best.pth --test_only testset --gpu -1
+        ```
+        ## Training
+        ```bash
+        python main.py --epochs 200 --test_path data/test.csv
+        ```
+        """})
+    found = _entries(root)
+    assert [e.command for e in found] == ["python main.py --epochs 200 --test_path data/test.csv",
+                                          "python main.py --load_model best.pth --test_only testset --gpu -1"]
+    assert "another job" in found[1].why
+
+
+def test_a_required_positional_of_a_script_nothing_writes_a_command_for_is_filled_and_said(tmp_path):
+    script = STEPS.replace("def main():", """\
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument('path', type=str, help='path of specified dataset')
+parser.add_argument('steps', type=int)
+parser.add_argument('extra', nargs='?')
+parser.add_argument('-d', '--data', default='celeba', choices=['celeba', 'lsun'])
+def main():""")
+    (entry,) = _entries(_project(tmp_path, {"train.py": script}))
+    assert entry.command == "python train.py path 1"   # `extra` may be left out; `--data` has its default
+    assert "path (a placeholder: its own name, positional)" in entry.why
+
+
+def test_capitalised_placeholders_take_a_config_file_of_the_project_or_are_left_out(tmp_path):
+    root = _project(tmp_path, {"run.py": STEPS, "config/bert_only.json": "{}", "config/bert_hinge.json": "{}",
+                               "README.md": """\
+        - Train: `python run.py -r -m CONFIG_FILE`
+        ```
+        python run.py --data_dir DATA_DIR --pattern TRAIN --split TEST --epochs 3 PATH
+        ```
+        """})
+    found = {e.command: e.why for e in _entries(root)}
+    # a value in capitals is kept; a placeholder is dropped with its option, or is a config file of the project
+    assert "python run.py --pattern TRAIN --split TEST --epochs 3" in found
+    assert "python run.py -r -m config/bert_hinge.json" in found
+    assert "assumed" in found["python run.py -r -m config/bert_hinge.json"]
+
+
+def test_a_capitalised_word_naming_a_file_of_the_project_is_its_value(tmp_path):
+    root = _project(tmp_path, {"train.py": STEPS, "DATA_DIR/x.txt": "x",
+                               "README.md": "```\npython train.py DATA_DIR\n```\n"})
+    assert _entries(root)[0].command == "python train.py DATA_DIR"
