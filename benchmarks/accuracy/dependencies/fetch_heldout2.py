@@ -7,10 +7,10 @@ commit with `git show COMMIT:PATH`, so what is scored is what was labelled.
 
     python benchmarks/accuracy/dependencies/fetch_heldout2.py --mirror DIR   # DIR/<owner>+<name>/repo
 
-The third to eighth held-out parts (HELDOUT3.md to HELDOUT8.md) are copied the same way by
+The third to ninth held-out parts (HELDOUT3.md to HELDOUT9.md) are copied the same way by
 fetch_heldout3.py (main("heldout3")), fetch_heldout4.py (main("heldout4")), fetch_heldout5.py
-(main("heldout5")), fetch_heldout6.py (main("heldout6")), fetch_heldout7.py (main("heldout7"))
-and fetch_heldout8.py (main("heldout8")).
+(main("heldout5")), fetch_heldout6.py (main("heldout6")), fetch_heldout7.py (main("heldout7")),
+fetch_heldout8.py (main("heldout8")) and fetch_heldout9.py (main("heldout9")).
 """
 
 from __future__ import annotations
