@@ -102,6 +102,17 @@ def test_bitsandbytes_is_an_error_only_when_no_admitted_release_runs_on_cpu(spec
     assert _found({"requirements.txt": f"bitsandbytes{spec}\n"}) == {f"requirements.txt:1 {rule}"}
 
 
+@pytest.mark.parametrize(("line", "rule"), [
+    ("autoawq>=0.2.8", "OPS513"), ("autoawq", "OPS513"), ("autoawq==0.2.9", "OPS513"),
+    ("autoawq==0.2.5", "OPS506"), ("autoawq<0.2.9", "OPS506"),
+    ("autoawq-kernels", "OPS506"), ("autoawq-kernels==0.0.9", "OPS506"),   # the CUDA extension itself
+])
+def test_autoawq_has_a_cpu_path_from_0_2_9_and_its_kernels_none(line, rule):
+    """autoawq's README from 0.2.9 lists Intel CPUs (`autoawq[cpu]`); autoawq-kernels, its CUDA
+    extension, is a catalog library of its own with no CPU release (found by the ninth held-out part)."""
+    assert _found({"requirements.txt": f"{line}\n"}) == {f"requirements.txt:1 {rule}"}
+
+
 def test_bitsandbytes_imports_stay_a_port_task_whatever_the_requirement():
     files = {"requirements.txt": "bitsandbytes>=0.46\n",
              "train.py": "import bitsandbytes as bnb\nopt = bnb.optim.AdamW8bit([])\n"}
@@ -114,12 +125,13 @@ def test_bitsandbytes_imports_stay_a_port_task_whatever_the_requirement():
 def test_the_shipped_catalog_gives_cpu_since_and_cuda_extras_with_sources():
     catalog = shipped()
     since = {lib.id: lib.cpu_since for lib in catalog.libraries if lib.cpu_since}
-    assert set(since) == {"bitsandbytes", "nvtx"} and since["bitsandbytes"].version == "0.46.0"
+    assert set(since) == {"bitsandbytes", "nvtx", "awq"} and since["bitsandbytes"].version == "0.46.0"
+    assert since["awq"].version == "0.2.9"  # autoawq's CPU path (its 0.2.9 README); autoawq-kernels stays CUDA-only
     assert since["nvtx"].version == "0"     # its calls do nothing without a profiler: every release
     assert all(url.startswith("https://") for value in since.values() for url in value.sources)
     extras = {extra.distribution: extra.extras for extra in catalog.cuda_extras}
     assert extras["aqlm"] == ("gpu",) and "srt" in extras["sglang"]
-    assert dict(DEPS.cpu_since) == {"bitsandbytes": "0.46.0", "nvtx": "0"}
+    assert dict(DEPS.cpu_since) == {"bitsandbytes": "0.46.0", "nvtx": "0", "awq": "0.2.9"}
 
 
 @pytest.mark.parametrize(("text", "cause"), [
