@@ -129,7 +129,7 @@ def test_a_saved_report_is_not_run_again_without_again(scorer, label, tmp_path) 
         scorer.planned([label], {"nope"}, tmp_path, again=True)
 
 
-@pytest.mark.parametrize("name", ["heldout5", "heldout6", "heldout7", "heldout8", "heldout9"])
+@pytest.mark.parametrize("name", ["heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10"])
 def test_the_committed_labels_cover_the_recipe(scorer, name) -> None:
     held_out = scorer.SETS[name]
     labels = scorer.load_labels(held_out.labels)
@@ -141,28 +141,30 @@ def test_the_committed_labels_cover_the_recipe(scorer, name) -> None:
 
 def test_no_two_sets_share_a_repository_or_owner(scorer) -> None:
     owners = {n: {lb.repo.split("/")[0].lower() for lb in scorer.load_labels(scorer.SETS[n].labels)}
-              for n in ("heldout5", "heldout6", "heldout7", "heldout8", "heldout9")}
+              for n in ("heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10")}
     assert all(len(o) >= 11 for o in owners.values())   # held-out 5 has two repositories of one owner
     earlier: set[str] = set()
-    for name in ("heldout5", "heldout6", "heldout7", "heldout8", "heldout9"):
+    for name in ("heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10"):
         assert not earlier & owners[name], name
         earlier |= owners[name]
 
 
 def test_each_set_reads_and_writes_its_own_files(scorer) -> None:
     files = [{s.labels, s.corpus, s.results, s.python} for s in scorer.SETS.values()]
-    assert len(files) == 5 and all(a.isdisjoint(b) for i, a in enumerate(files) for b in files[i + 1:])
+    assert len(files) == 6 and all(a.isdisjoint(b) for i, a in enumerate(files) for b in files[i + 1:])
     assert scorer.SETS["heldout5"].labels.name == "heldout5_labels.toml"
     assert scorer.SETS["heldout7"].results.name == "heldout7"
     assert scorer.SETS["heldout8"].labels.name == "heldout8_labels.toml"
     assert scorer.SETS["heldout9"].corpus.name == "heldout9"
+    assert scorer.SETS["heldout10"].labels.name == "heldout10_labels.toml"
 
 
 def test_a_missing_corpus_names_the_command_that_builds_it(scorer, label, tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(scorer, "HERE", tmp_path)   # no corpus, no environment there
     for name, command in (("heldout6", "fetch_heldout6.py --venv"), ("heldout7", "fetch_heldout6.py --set heldout7"),
                           ("heldout8", "fetch_heldout6.py --set heldout8"),
-                          ("heldout9", "fetch_heldout6.py --set heldout9")):
+                          ("heldout9", "fetch_heldout6.py --set heldout9"),
+                          ("heldout10", "fetch_heldout6.py --set heldout10")):
         with pytest.raises(SystemExit, match=command):
             scorer.run([label], tmp_path / "results", scorer.SETS[name])
 
@@ -224,7 +226,7 @@ def fetcher():
     return module
 
 
-@pytest.mark.parametrize("name", ["heldout6", "heldout7", "heldout8", "heldout9"])
+@pytest.mark.parametrize("name", ["heldout6", "heldout7", "heldout8", "heldout9", "heldout10"])
 def test_each_environment_is_one_install_of_the_union(fetcher, name) -> None:
     data = fetcher.recipe(REPOS / f"{name}.toml")
     wanted = fetcher.requirements(data)
@@ -258,6 +260,10 @@ def test_the_fetcher_points_at_the_set_it_is_given(fetcher) -> None:
         assert fetcher.RECIPE.name == "heldout9.toml" and fetcher.LOCK.name == "heldout9_venv.lock"
         assert fetcher.VENV == REPOS / "corpus" / "heldout9" / "_venv"
         assert fetcher.recipe()["repository"][0]["repo"] == "MyJerry1996/ape_learning"
+        fetcher.use_set("heldout10")
+        assert fetcher.RECIPE.name == "heldout10.toml" and fetcher.LOCK.name == "heldout10_venv.lock"
+        assert fetcher.VENV == REPOS / "corpus" / "heldout10" / "_venv"
+        assert len(fetcher.recipe()["repository"]) == 12
     finally:
         fetcher.use_set("heldout6")
     assert fetcher.recipe()["repository"][0]["repo"] == "LOG-postech/Sassha"
@@ -265,5 +271,5 @@ def test_the_fetcher_points_at_the_set_it_is_given(fetcher) -> None:
 
 def test_the_fetcher_refuses_an_unknown_set(fetcher, capsys) -> None:
     with pytest.raises(SystemExit):
-        fetcher.main(["--set", "heldout10", "--check"])
-    assert "heldout10" in capsys.readouterr().err
+        fetcher.main(["--set", "heldout11", "--check"])
+    assert "heldout11" in capsys.readouterr().err
