@@ -89,13 +89,60 @@ class StandIns:
 
 
 def unanswered(exc: BaseException, stand_ins: StandIns) -> str:
-    """"; no stand-in for FILE ..." when a run stopped on an absent file no stand-in answers, else ""."""
+    """"; no stand-in for FILE ..." when a run stopped on an absent file no stand-in answers, "; a
+    download from HOST ..." when it stopped on a connection the contained run refuses (NOTE [a
+    download no stand-in knows]), else ""."""
+    host = _refused_host(exc)
+    if host is not None:
+        return (f"; a download from {host or 'the network'}: the contained run has no network, and no "
+                "stand-in knows what the project's own code fetches there (put the file in the project, "
+                "or pass --entry with a command that reads local data)")
     name = getattr(exc, "filename", None)
     if not isinstance(exc, FileNotFoundError) or not isinstance(name, (str, os.PathLike)) \
             or not stand_ins.answers(name):
         return ""
     return (f"; no stand-in for {os.fspath(name)}: a file the project's own code opens, in a format no "
             "stand-in knows (its structure is not written where opscan reads)")
+
+
+# NOTE [a download no stand-in knows]
+# A script that fetches its data itself (`requests.get` of a `.npz` on a code host, `urllib`'s
+# `urlretrieve`) reaches a socket the containment refuses; the library then raises its own
+# connection error (requests' ConnectionError, urllib's URLError, a bare OSError) deep in its
+# adapters, and the stop reason named that library's line alone. The reason now says what it is:
+# a download, from which host (read from the error's text, or a `host` of the library's frames in
+# its traceback, through its chain), that no stand-in answers.
+# Told by the error's class (a connection or URL error of the library, or the socket errors) in
+# the exception or its causes; a file that is absent stays the absent-file reason above.
+_CONNECTION_ERRORS = ("ConnectionError", "URLError", "MaxRetryError", "NewConnectionError",
+                      "ConnectTimeout", "gaierror", "ConnectionRefusedError", "NameResolutionError")
+
+
+def _refused_host(exc: BaseException) -> str | None:
+    """The host a connection error names ("" when it names none), or None when `exc` is not one."""
+    import re
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    found = False
+    text = ""
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        tb = current.__traceback__
+        while tb is not None:   # the library's own frames: urllib's `host`, http.client's
+            host = tb.tb_frame.f_locals.get("host")
+            if isinstance(host, str) and host:
+                text += f" host='{host}'"
+            tb = tb.tb_next
+        if any(type(current).__name__ == name or
+               any(base.__name__ == name for base in type(current).__mro__) for name in _CONNECTION_ERRORS):
+            found = True
+        text += " " + str(current)
+        current = current.__cause__ or current.__context__
+    if not found:
+        return None
+    match = re.search(r"host='([^']+)'", text) or re.search(r"\w+://([^/\s:'\"]+)", text)
+    return match.group(1) if match else ""
 
 
 def library_roots() -> tuple[str, ...]:
