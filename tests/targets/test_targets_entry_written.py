@@ -223,10 +223,12 @@ def test_a_module_command_runs_from_the_folder_that_holds_its_package(tmp_path):
 
 
 def test_a_test_script_stepping_through_a_shared_module_ranks_after_the_training_script(tmp_path):
-    shared = STEPS.replace("def main():", "def fit():").replace("    main()", "    fit()")
+    shared = STEPS.replace("def main():", "def fit():").split("if __name__")[0]   # a module, not a script
     runner = "from models.vae import fit\nif __name__ == '__main__':\n    fit()\n"
+    trainer = "import pytorch_lightning as pl\nfrom models.vae import Model\ntrainer = pl.Trainer()\n" \
+        "trainer.fit(Model())\n"   # the training script's evidence is a trainer's loop, not a step
     root = _project(tmp_path, {"models/__init__.py": "", "models/vae.py": shared,
-                               "test.py": runner, "train.py": runner, "README.md": """\
+                               "test.py": runner, "train.py": trainer, "README.md": """\
         ## Evaluate
         ```bash
         python test.py --model_type beta_vae --checkpoint ckpt.pth
@@ -237,6 +239,6 @@ def test_a_test_script_stepping_through_a_shared_module_ranks_after_the_training
         ```
         """})
     found = _entries(root)
-    assert [e.command for e in found][:2] == ["python train.py --model_type beta_vae --epochs 50",
-                                              "python test.py --model_type beta_vae --checkpoint ckpt.pth"]
+    assert [e.command for e in found] == ["python train.py --model_type beta_vae --epochs 50",
+                                          "python test.py --model_type beta_vae --checkpoint ckpt.pth"]
     assert "another job" in found[1].why

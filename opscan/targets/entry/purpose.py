@@ -14,9 +14,10 @@ and still run when it is the only one. An option of another job is a bare job wo
 `--predict`); `--test_path data/test.json` names a file a training command reads, not a job.
 A script named for another job (`test.py`, `evaluate.py`) that steps no optimizer itself, only
 through a project module it imports (a model class with its own `train_step`), is set aside the
-same way: `sh run_test.sh` running `python test.py --checkpoint $checkpoint_file` ranks after
-the README's `python train.py ...` (a test command reaching a shared trainer module is still
-a test command).
+same way, and its evidence counts as a name's only (NOTE [training command ranking]): `sh
+run_test.sh` running `python test.py --checkpoint $checkpoint_file` ranks after the README's
+`python train.py ...` whose Lightning trainer runs its loop (a test command reaching a shared
+module that steps is still a test command).
 """
 
 from __future__ import annotations

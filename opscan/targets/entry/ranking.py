@@ -150,7 +150,10 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
         why += f"; not set by the text: {', '.join('$' + v for v in simple.unset)}"
     if assumed:
         why += f"; placeholders: {assumed}"
-    aside = purpose.set_aside(simple.words) or purpose.other_job_script(PurePosixPath(rel).name, where != rel)
+    other_job = purpose.other_job_script(PurePosixPath(rel).name, where != rel)
+    if other_job:   # its step is a module's it imports: weaker evidence than a trainer of its own
+        score = 1
+    aside = purpose.set_aside(simple.words) or other_job
     if aside:   # NOTE [commands set aside by their options]
         why += f"; ranked after the others: it {aside}"
     if simple.via:   # NOTE [a script invoked with its arguments]
