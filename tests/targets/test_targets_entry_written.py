@@ -207,6 +207,17 @@ def test_a_capitalised_word_naming_a_file_of_the_project_is_its_value(tmp_path):
     assert _entries(root)[0].command == "python train.py DATA_DIR"
 
 
+def test_a_config_override_list_keeps_its_capitalised_keys(tmp_path):
+    # NOTE [capitalised placeholders]: yacs' KEY VALUE pairs; OUTPUT_DIR is a key, not a placeholder
+    root = _project(tmp_path, {"tools/train.py": STEPS, "configs/base.yml": "x: 1\n", "exp/run_cuhk.sh": """\
+        python3 tools/train.py --config_file='configs/base.yml' OUTPUT_DIR "/data/ckpt/cuhk03" OURS.ALPHA "8.0"
+        """})
+    first = _entries(root)[0]
+    assert first.command == "python3 tools/train.py --config_file=configs/base.yml OUTPUT_DIR /data/ckpt/cuhk03 " \
+        "OURS.ALPHA 8.0"
+    assert "placeholder" not in first.why
+
+
 def test_a_module_command_runs_from_the_folder_that_holds_its_package(tmp_path):
     # NOTE [a module run from the folder that holds its package]: `cd src` in an earlier block
     root = _project(tmp_path, {"src/main/__init__.py": "", "src/main/twotower.py": STEPS, "README.md": """\
