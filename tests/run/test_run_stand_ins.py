@@ -251,3 +251,51 @@ def test_a_script_downloading_its_data_stops_with_the_download_named(tmp_path):
     trace, _ = run_script(str(script), project_root=str(tmp_path), cwd=str(tmp_path), stand_ins=True)
     assert not trace.complete and trace.steps == 0
     assert "download" in trace.stopped_at and "127.0.0.1" in trace.stopped_at
+
+
+def test_an_empty_listing_of_an_absent_folder_is_named_when_the_run_stops_on_it(stand_ins, tmp_path):
+    """NOTE [an empty listing of absent data]: os.walk and glob of a folder not here list nothing
+    (nothing is stood in for) and the stop on the empty dataset names the folder."""
+    import glob
+
+    from opscan.trace.run.stand_ins import unanswered
+
+    (tmp_path / "present").mkdir()
+    assert list(os.walk(tmp_path / "present")) == [(str(tmp_path / "present"), [], [])]
+    assert glob.glob(str(tmp_path / "present" / "*.png")) == []
+    assert unanswered(ValueError("empty range for randrange() (0, 0, 0)"), stand_ins) == ""   # it exists
+    assert list(os.walk("../BSD68/cropped/clean")) == []
+    assert glob.glob("/path/to/ukb/*/T1/T1_brain.nii.gz") == []
+    said = unanswered(ValueError("empty range for randrange() (0, 0, 0)"), stand_ins)
+    assert "../BSD68/cropped/clean" in said and "/path/to/ukb" not in said   # the first listing
+    assert [folder for folder, _, _ in stand_ins.listed] == ["../BSD68/cropped/clean", "/path/to/ukb"]
+    assert not stand_ins.replaced   # named in the stop reason, not stood in for
+
+
+@pytest.mark.slow
+def test_a_dataset_of_an_absent_folder_stops_with_the_folder_named(tmp_path):
+    from opscan.trace.run import run_script
+
+    (tmp_path / "env.py").write_text(textwrap.dedent("""\
+        import os
+        import random
+        class Images:
+            def __init__(self, folder):
+                self.files = [os.path.join(r, f) for r, _, fs in os.walk(folder) for f in fs if f.endswith(".png")]
+            def __len__(self):
+                return len(self.files)
+        def reset(dataset):
+            return dataset.files[random.randint(0, len(dataset) - 1)]
+        """), encoding="utf-8")
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        from env import Images, reset
+        dataset = Images("../BSD68/cropped/clean")
+        first = reset(dataset)
+        model = torch.nn.Linear(4, 2)
+        torch.optim.SGD(model.parameters(), lr=0.1).step()
+        """), encoding="utf-8")
+    trace, _ = run_script(str(script), project_root=str(tmp_path), cwd=str(tmp_path), stand_ins=True)
+    assert not trace.complete and trace.steps == 0
+    assert "../BSD68/cropped/clean" in trace.stopped_at and "env.py:5" in trace.stopped_at

@@ -45,6 +45,7 @@ class StandIns:
         self.finder = finder
         self.replaced: list[Replacement] = []
         self._seen: set[tuple[str, str, int]] = set()
+        self.listed: list[tuple[str, str, int]] = []   # listings.py: (absent folder, path, line)
 
     def answers(self, path) -> bool:
         """Whether a read of `path` is stood in for: not a file or folder of the project (absent, or outside it)."""
@@ -72,6 +73,12 @@ class StandIns:
             self._seen.add(key)
             self.replaced.append(Replacement(kind, subject, detail, path, line))
 
+    def empty_listing(self, folder: str) -> None:
+        """Remember a listing of an absent folder at the project's line that asked (listings.py)."""
+        path, line = self._line()
+        if not any(seen == folder for seen, _, _ in self.listed):
+            self.listed.append((folder, path, line))
+
     def asked_by_library(self, frame) -> bool:
         """Whether `frame` (the caller of a patched reader) is installed code: a synthetic file answers
         the project's reads, never a library's own (NOTE [a library's own files])."""
@@ -98,6 +105,12 @@ def unanswered(exc: BaseException, stand_ins: StandIns) -> str:
                 "stand-in knows what the project's own code fetches there (put the file in the project, "
                 "or pass --entry with a command that reads local data)")
     name = getattr(exc, "filename", None)
+    if isinstance(exc, (ValueError, IndexError, ZeroDivisionError, StopIteration)) and stand_ins.listed:
+        # the errors of an empty dataset (listings.py)
+        folder, path, line = stand_ins.listed[0]
+        where = f" ({path}:{line})" if path else ""
+        return (f"; the project's code listed {folder}{where}, which is not here: its dataset is empty "
+                "(no stand-in lists synthetic files: NOTE [an empty listing of absent data])")
     if not isinstance(exc, FileNotFoundError) or not isinstance(name, (str, os.PathLike)) \
             or not stand_ins.answers(name):
         return ""
