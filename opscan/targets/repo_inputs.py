@@ -44,12 +44,48 @@ def _first_leaf(model: nn.Module, first_arg: str = ""):
         embedding = next((m for m in model.modules() if isinstance(m, nn.Embedding)), None)
         if embedding is not None:
             return embedding
+    embedding = _embeds_first_arg(model, first_arg)
+    if embedding is not None:
+        return embedding
     for sub in model.modules():
         if isinstance(sub, _LEAVES):
             return sub
         if any(p is not None and p.dim() >= 2 for p in sub._parameters.values()) \
                 and not any(True for child in sub.children() for _ in child.parameters()):
             return _declared_leaf(model, sub)   # a layer of its own, not a model holding a few tokens
+    return None
+
+
+# NOTE [an input the forward embeds]
+# A forward whose first argument has a name that says nothing (`input_tensor`, `x`) may still hand
+# it to an embedding (`self.embedding(self.filter_oov(input_tensor, n))`) while a Linear registered
+# earlier (an encoder-decoder adapter) is the first layer of `model.modules()`: a float input then
+# fails in `aten::embedding` (Long indices expected). The forward's source is read (never run): a
+# call `self.NAME(...)` whose arguments hold the first parameter, where `self.NAME` is an
+# nn.Embedding, makes that embedding the input's first consumer, so the input is token indices.
+
+
+def _embeds_first_arg(model: nn.Module, first_arg: str) -> nn.Embedding | None:
+    """The model's own nn.Embedding its forward calls on its first argument (NOTE [an input the
+    forward embeds]), or None."""
+    import ast
+    import textwrap
+
+    if not first_arg:
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(type(model).forward)))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return None
+    calls = sorted((node for node in ast.walk(tree) if isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "self"), key=lambda node: (node.lineno, node.col_offset))
+    for call in calls:
+        layer = getattr(model, call.func.attr, None) if isinstance(call.func, ast.Attribute) else None
+        if not isinstance(layer, nn.Embedding):
+            continue
+        if any(isinstance(n, ast.Name) and n.id == first_arg for arg in call.args for n in ast.walk(arg)):
+            return layer
     return None
 
 

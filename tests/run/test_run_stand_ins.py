@@ -212,3 +212,90 @@ def test_an_absent_clip_is_long_enough_for_a_speech_pipelines_crop(stand_ins, tm
     kept = wave[int(0.25 * rate):-int(0.25 * rate)]   # trimmed, then 64 frames of 10 ms taken
     assert rate == 16000 and wave.dtype == np.float32 and len(kept) >= 64 * rate // 100
     assert stand_ins.replaced[-1].subject == "soundfile.read" and "assumed" in stand_ins.replaced[-1].detail
+
+
+def test_a_stop_on_a_refused_connection_names_the_download_and_its_host(tmp_path):
+    """NOTE [a download no stand-in knows]: requests' ConnectionError (an OSError whose text names
+    the host) and urllib's URLError around a refused socket read as a download; an absent file and
+    any other error do not."""
+    import urllib.error
+
+    from opscan.trace.run.stand_ins import unanswered
+
+    made = StandIns(str(tmp_path), SourceFinder(str(tmp_path)))
+
+    class ConnectionError(OSError):   # requests.exceptions.ConnectionError's name and base
+        pass
+
+    said = unanswered(ConnectionError("HTTPSConnectionPool(host='github.com', port=443): Max retries "
+                                      "exceeded with url: /org/data/blob/master/shapes.npz?raw=true"), made)
+    assert "github.com" in said and "download" in said
+    wrapped = urllib.error.URLError(ConnectionRefusedError(111, "Connection refused"))
+    assert "download" in unanswered(wrapped, made)
+    assert unanswered(ValueError("empty range for randrange()"), made) == ""
+    assert "download" not in unanswered(FileNotFoundError(2, "No such file", "data/x.gz"), made)
+
+
+@pytest.mark.slow
+def test_a_script_downloading_its_data_stops_with_the_download_named(tmp_path):
+    from opscan.trace.run import run_script
+
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""\
+        import urllib.request
+        import torch
+        data = urllib.request.urlopen("http://127.0.0.1:9/dsprites.npz").read()
+        model = torch.nn.Linear(4, 2)
+        torch.optim.SGD(model.parameters(), lr=0.1).step()
+        """), encoding="utf-8")
+    trace, _ = run_script(str(script), project_root=str(tmp_path), cwd=str(tmp_path), stand_ins=True)
+    assert not trace.complete and trace.steps == 0
+    assert "download" in trace.stopped_at and "127.0.0.1" in trace.stopped_at
+
+
+def test_an_empty_listing_of_an_absent_folder_is_named_when_the_run_stops_on_it(stand_ins, tmp_path):
+    """NOTE [an empty listing of absent data]: os.walk and glob of a folder not here list nothing
+    (nothing is stood in for) and the stop on the empty dataset names the folder."""
+    import glob
+
+    from opscan.trace.run.stand_ins import unanswered
+
+    (tmp_path / "present").mkdir()
+    assert list(os.walk(tmp_path / "present")) == [(str(tmp_path / "present"), [], [])]
+    assert glob.glob(str(tmp_path / "present" / "*.png")) == []
+    assert unanswered(ValueError("empty range for randrange() (0, 0, 0)"), stand_ins) == ""   # it exists
+    assert list(os.walk("../BSD68/cropped/clean")) == []
+    assert glob.glob("/path/to/ukb/*/T1/T1_brain.nii.gz") == []
+    said = unanswered(ValueError("empty range for randrange() (0, 0, 0)"), stand_ins)
+    assert "../BSD68/cropped/clean" in said and "/path/to/ukb" not in said   # the first listing
+    assert [folder for folder, _, _ in stand_ins.listed] == ["../BSD68/cropped/clean", "/path/to/ukb"]
+    assert not stand_ins.replaced   # named in the stop reason, not stood in for
+
+
+@pytest.mark.slow
+def test_a_dataset_of_an_absent_folder_stops_with_the_folder_named(tmp_path):
+    from opscan.trace.run import run_script
+
+    (tmp_path / "env.py").write_text(textwrap.dedent("""\
+        import os
+        import random
+        class Images:
+            def __init__(self, folder):
+                self.files = [os.path.join(r, f) for r, _, fs in os.walk(folder) for f in fs if f.endswith(".png")]
+            def __len__(self):
+                return len(self.files)
+        def reset(dataset):
+            return dataset.files[random.randint(0, len(dataset) - 1)]
+        """), encoding="utf-8")
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""\
+        import torch
+        from env import Images, reset
+        dataset = Images("../BSD68/cropped/clean")
+        first = reset(dataset)
+        model = torch.nn.Linear(4, 2)
+        torch.optim.SGD(model.parameters(), lr=0.1).step()
+        """), encoding="utf-8")
+    trace, _ = run_script(str(script), project_root=str(tmp_path), cwd=str(tmp_path), stand_ins=True)
+    assert not trace.complete and trace.steps == 0
+    assert "../BSD68/cropped/clean" in trace.stopped_at and "env.py:5" in trace.stopped_at

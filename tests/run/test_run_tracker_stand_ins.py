@@ -308,3 +308,23 @@ def test_an_augmentation_applied_in_the_training_loop_draws_real_values(project,
             del sys.modules[name]
     assert trace.complete and trace.steps == 1, trace.stopped_at
     assert "aten::addmm" in {u.op for u in trace.ops}
+
+
+def test_a_tokenizer_class_of_its_own_with_no_files_here_is_stood_in_for(stand_ins, project, monkeypatch):
+    # NOTE [a tokenizer class of its own]: BertTokenizer named by the script, not AutoTokenizer
+    transformers = pytest.importorskip("transformers")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import os
+
+    class WordPieceTokenizer(transformers.PreTrainedTokenizer):   # BertTokenizer of transformers 4
+        vocab_files_names = {"vocab_file": "vocab.txt"}
+
+        def __init__(self, vocab_file=None, **kwargs):
+            if not os.path.isfile(vocab_file):   # TypeError with no vocabulary file found
+                raise ValueError(f"Can't find a vocabulary file at path '{vocab_file}'")
+            super().__init__(**kwargs)
+
+    tokenizer = WordPieceTokenizer.from_pretrained("nobody/bert-not-here")
+    ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize("offenses were made"))
+    assert len(ids) == 3 and all(isinstance(i, int) and i < len(tokenizer) for i in ids)
+    assert _subjects(stand_ins) == [("tokenizer", "WordPieceTokenizer.from_pretrained('nobody/bert-not-here')")]

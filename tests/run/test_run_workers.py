@@ -58,6 +58,28 @@ def test_spawn_runs_one_worker_with_rank_zero():
     assert log == [("train", 0)] and workers.notes()[1].endswith("`_train` x3")
 
 
+class _Manager:
+    def train(self, log):
+        torch.zeros(1, requires_grad=True).sum().backward()
+        log.append(("trained",))
+
+
+def _main(rank, manager, log):   # the backward pass is in a trainer method, not in this source
+    log.append(("main", rank))
+    manager.train(log)
+
+
+def test_spawn_runs_rank_zero_even_when_its_training_is_in_a_method_it_calls():
+    log: list = []
+    workers = Workers()
+    with imitated(workers):
+        import torch.multiprocessing as mp
+
+        mp.spawn(_main, args=(_Manager(), log), nprocs=2, join=True)
+    assert not trains(_main) and log == [("main", 0), ("trained",)]
+    assert workers.notes()[1].endswith("`_main`")
+
+
 @pytest.mark.slow
 def test_an_a3c_style_script_is_traced_through_its_training_worker(tmp_path):
     from opscan.trace.run import run_script

@@ -205,3 +205,51 @@ def test_a_capitalised_word_naming_a_file_of_the_project_is_its_value(tmp_path):
     root = _project(tmp_path, {"train.py": STEPS, "DATA_DIR/x.txt": "x",
                                "README.md": "```\npython train.py DATA_DIR\n```\n"})
     assert _entries(root)[0].command == "python train.py DATA_DIR"
+
+
+def test_a_config_override_list_keeps_its_capitalised_keys(tmp_path):
+    # NOTE [capitalised placeholders]: yacs' KEY VALUE pairs; OUTPUT_DIR is a key, not a placeholder
+    root = _project(tmp_path, {"tools/train.py": STEPS, "configs/base.yml": "x: 1\n", "exp/run_cuhk.sh": """\
+        python3 tools/train.py --config_file='configs/base.yml' OUTPUT_DIR "/data/ckpt/cuhk03" OURS.ALPHA "8.0"
+        """})
+    first = _entries(root)[0]
+    assert first.command == "python3 tools/train.py --config_file=configs/base.yml OUTPUT_DIR /data/ckpt/cuhk03 " \
+        "OURS.ALPHA 8.0"
+    assert "placeholder" not in first.why
+
+
+def test_a_module_command_runs_from_the_folder_that_holds_its_package(tmp_path):
+    # NOTE [a module run from the folder that holds its package]: `cd src` in an earlier block
+    root = _project(tmp_path, {"src/main/__init__.py": "", "src/main/twotower.py": STEPS, "README.md": """\
+        4. ```bash
+           cd src
+           mkdir data
+           ```
+        5. ```bash
+           python -m main.twotower --batch-size 8
+           ```
+        """})
+    first = _entries(root)[0]
+    assert (first.command, first.cwd) == ("python -m main.twotower --batch-size 8", "src")
+
+
+def test_a_test_script_stepping_through_a_shared_module_ranks_after_the_training_script(tmp_path):
+    shared = STEPS.replace("def main():", "def fit():").split("if __name__")[0]   # a module, not a script
+    runner = "from models.vae import fit\nif __name__ == '__main__':\n    fit()\n"
+    trainer = "import pytorch_lightning as pl\nfrom models.vae import Model\ntrainer = pl.Trainer()\n" \
+        "trainer.fit(Model())\n"   # the training script's evidence is a trainer's loop, not a step
+    root = _project(tmp_path, {"models/__init__.py": "", "models/vae.py": shared,
+                               "test.py": runner, "train.py": trainer, "README.md": """\
+        ## Evaluate
+        ```bash
+        python test.py --model_type beta_vae --checkpoint ckpt.pth
+        ```
+        ## Train
+        ```bash
+        python train.py --model_type beta_vae --epochs 50
+        ```
+        """})
+    found = _entries(root)
+    assert [e.command for e in found] == ["python train.py --model_type beta_vae --epochs 50",
+                                          "python test.py --model_type beta_vae --checkpoint ckpt.pth"]
+    assert "another job" in found[1].why

@@ -258,3 +258,32 @@ def test_a_point_model_pooling_over_its_points_gets_that_many_points():
         (points,), _ = example_inputs(model, None, None, None)[:2]
         assert points.shape[1:] == (3, model.num_points)
         assert model(points).shape == (points.shape[0], 3)   # 256 points gave a pooled size of 0
+
+
+def test_an_input_the_forward_embeds_is_token_indices_whatever_layer_comes_first():
+    # NOTE [an input the forward embeds]: a Linear adapter registered before the embedding, and a
+    # first argument named `input_tensor` handed to the embedding through a helper
+    import torch
+    from torch import nn
+
+    from opscan.targets.repo_inputs import example_inputs
+
+    class Summarizer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.adapter = nn.Linear(24, 12)
+            self.embedding = nn.Embedding(40, 8)
+            self.encoder = nn.GRU(8, 12)
+
+        def filter_oov(self, tensor, size):
+            return tensor.clamp(max=39)
+
+        def forward(self, input_tensor, target_tensor=None):
+            embedded = self.embedding(self.filter_oov(input_tensor, 40))
+            out, _ = self.encoder(embedded)
+            return self.adapter(torch.cat([out, out], -1))
+
+    model = Summarizer()
+    (tokens,), _ = example_inputs(model, None, None, None)[:2]
+    assert tokens.dtype == torch.long and int(tokens.max()) < 40
+    assert model(tokens).shape[-1] == 12

@@ -15,6 +15,10 @@ not placeholders). Then:
 - any other placeholder is dropped with the option it is the value of, as an `<int>` is (NOTE
   [placeholders] in shell_words.py): the option's default applies, or a required positional is
   filled from the script's declaration (NOTE [required options filled]).
+A command that passes a config system's override list (yacs' and detectron2's `KEY VALUE` pairs
+after the options: `OURS.ALPHA "8.0" OUTPUT_DIR "/data/..."`, told by a capitalised dotted key such
+as `OURS.ALPHA` or `MODEL.DEVICE_ID`) has no capitalised placeholders: its capitalised words are
+keys (`OUTPUT_DIR`), and dropping one would leave the list of an odd length.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import re
 from pathlib import PurePosixPath
 
 _CAPITALS = re.compile(r"[A-Z][A-Z0-9_]*[A-Z0-9]")
+_KEY = re.compile(r"[A-Z][A-Z0-9_]*(\.[A-Z][A-Z0-9_]*)+")   # a yacs key: MODEL.DEVICE_ID
 _SAYS = frozenset({"PATH", "FILE", "DIR", "FOLDER", "ROOT", "CONFIG", "CFG", "CONF", "CKPT", "CHECKPOINT", "YOUR"})
 _CONFIG = frozenset({"CONFIG", "CFG", "CONF"})
 _CONFIG_FOLDERS = ("config", "configs", "conf", "cfg")
@@ -34,6 +39,8 @@ def filled(index, words: list[str], cwd: str, first: int) -> tuple[list[str], st
     `first` on (the script's arguments) of a command run from `cwd` (NOTE [capitalised placeholders])."""
     out = list(words[:first])
     said: list[str] = []
+    if any(_KEY.fullmatch(word) for word in words[first:]):   # an override list: keys, not placeholders
+        return list(words), ""
     for word in words[first:]:
         if not _is_placeholder(index, word, cwd):
             out.append(word)

@@ -12,6 +12,12 @@ ranking]: a README's CPU command still comes before a shell script's); it is sti
 and still run when it is the only one. An option of another job is a bare job word, or one with
 `only` (`--eval`, `--evaluate`, `--test`, `--test_only`, `--eval_only`, `--inference`,
 `--predict`); `--test_path data/test.json` names a file a training command reads, not a job.
+A script named for another job (`test.py`, `evaluate.py`) that steps no optimizer itself, only
+through a project module it imports (a model class with its own `train_step`), is set aside the
+same way, and its evidence counts as a name's only (NOTE [training command ranking]): `sh
+run_test.sh` running `python test.py --checkpoint $checkpoint_file` ranks after the README's
+`python train.py ...` whose Lightning trainer runs its loop (a test command reaching a shared
+module that steps is still a test command).
 """
 
 from __future__ import annotations
@@ -22,6 +28,16 @@ _DEVICE_OPTIONS = frozenset({"device", "accelerator", "devices"})
 _GPU_OPTIONS = frozenset({"gpu", "gpus", "gpu_id", "gpu_ids", "gpuid", "cuda", "cuda_device"})
 _CPU_FLAGS = frozenset({"cpu", "no_cuda", "nocuda", "use_cpu", "cpu_only", "no_gpu", "disable_cuda"})
 _JOBS = frozenset({"eval", "evaluate", "evaluation", "test", "testing", "inference", "infer", "predict"})
+
+
+def other_job_script(name: str, steps_elsewhere: bool) -> str:
+    """Why a script named for another job is set aside (NOTE [commands set aside by their options]):
+    only when its optimizer step is found in a module it imports (`steps_elsewhere`), else ""."""
+    from opscan.targets.entry.training import named_for_other_job
+
+    if steps_elsewhere and named_for_other_job(name):
+        return f"runs {name}, named for another job than training, whose optimizer steps in a module it imports"
+    return ""
 
 
 def set_aside(words: tuple[str, ...] | list[str]) -> str:

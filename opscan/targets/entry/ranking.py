@@ -45,7 +45,7 @@ def find_entries(index) -> tuple[TrainingEntry, ...]:
     for order, item in enumerate(found):
         entry = _entry(index, item.simple, item.kind, item.path, item.base, scripts, item.context)
         if entry is not None:
-            aside = bool(purpose.set_aside(item.simple.words))   # NOTE [commands set aside by their options]
+            aside = bool(entry[3])   # NOTE [commands set aside by their options]
             ranked.append((_key(entry[1], item.kind, order, aside), entry[0]))
             written.add(entry[2])
     for order, (name, (_, line)) in enumerate(sorted(scripts.items()), len(found)):
@@ -76,9 +76,10 @@ def _key(score: int, kind: str, order: int, aside: bool = False) -> tuple:
 
 
 def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict[str, tuple[str, int]],
-           context: str = "") -> tuple[TrainingEntry, int, str] | None:
-    """The entry of a simple command, its evidence score (3 steps, 2 trainer, 1 name) and the file it
-    runs, or None when it launches no training code of the project."""
+           context: str = "") -> tuple[TrainingEntry, int, str, str] | None:
+    """The entry of a simple command, its evidence score (3 steps, 2 trainer, 1 name), the file it
+    runs and why it is set aside ("" when it is not), or None when it launches no training code of
+    the project."""
     words = _python_launcher(list(simple.words))
     head = PurePosixPath(words[0]).name
     entry_point = ""
@@ -101,7 +102,7 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
         for folder in dict.fromkeys((simple.cwd, within, base)):   # NOTE [a document's own folder]
             rel = _module_file(index, target, folder) if is_module else _script_file(index, target, folder)
             if rel is not None:
-                cwd = folder
+                cwd = _module_folder(rel, target) if is_module else folder
                 break
         if rel is None and not is_module and kind in (EntryKind.README, EntryKind.DOCS):
             found = _script_in_subfolder(index, target, simple.cwd or base, path)
@@ -149,7 +150,10 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
         why += f"; not set by the text: {', '.join('$' + v for v in simple.unset)}"
     if assumed:
         why += f"; placeholders: {assumed}"
-    aside = purpose.set_aside(simple.words)
+    other_job = purpose.other_job_script(PurePosixPath(rel).name, where != rel)
+    if other_job:   # its step is a module's it imports: weaker evidence than a trainer of its own
+        score = 1
+    aside = purpose.set_aside(simple.words) or other_job
     if aside:   # NOTE [commands set aside by their options]
         why += f"; ranked after the others: it {aside}"
     if simple.via:   # NOTE [a script invoked with its arguments]
@@ -158,7 +162,7 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
         why += f"; read as the author meant: {', '.join(simple.read_as)}"
     command = shlex.join(words)
     return TrainingEntry(command=command, kind=kind, path=path, line=simple.line, cwd=cwd, why=why,
-                         entry_point=entry_point), score, rel
+                         entry_point=entry_point), score, rel, aside
 
 
 _READ = {EntryKind.README: "README shell block", EntryKind.DOCS: "shell block of",
@@ -246,6 +250,22 @@ def _module_file(index, module: str, cwd: str) -> str | None:
             if (index.root / rel).is_file():
                 return rel
     return None
+
+
+# NOTE [a module run from the folder that holds its package]
+# `python -m main.twotower` finds `main` on sys.path, whose first entry is the working directory. A
+# README often writes it after a `cd src` in an earlier block, or not at all, while the package is
+# `src/main/twotower.py`. The module file is looked for from the command's folder, the project root
+# and `src/` (_module_file); the command then runs from the folder where it was found, so that the
+# contained child's sys.path[0] (its working directory) holds the package, as the author's shell did.
+
+
+def _module_folder(rel: str, module: str) -> str:
+    """The folder `python -m module` must run from for `module` to be the file `rel`."""
+    parts = PurePosixPath(rel).parts
+    depth = len(module.split(".")) + (PurePosixPath(rel).name == "__main__.py")
+    folder = str(PurePosixPath(*parts[:len(parts) - depth])) if len(parts) > depth else ""
+    return "" if folder == "." else folder
 
 
 def _imported_file(index, importer: str, module: str, level: int) -> str | None:

@@ -45,6 +45,7 @@ class StandIns:
         self.finder = finder
         self.replaced: list[Replacement] = []
         self._seen: set[tuple[str, str, int]] = set()
+        self.listed: list[tuple[str, str, int]] = []   # listings.py: (absent folder, path, line)
 
     def answers(self, path) -> bool:
         """Whether a read of `path` is stood in for: not a file or folder of the project (absent, or outside it)."""
@@ -72,6 +73,12 @@ class StandIns:
             self._seen.add(key)
             self.replaced.append(Replacement(kind, subject, detail, path, line))
 
+    def empty_listing(self, folder: str) -> None:
+        """Remember a listing of an absent folder at the project's line that asked (listings.py)."""
+        path, line = self._line()
+        if not any(seen == folder for seen, _, _ in self.listed):
+            self.listed.append((folder, path, line))
+
     def asked_by_library(self, frame) -> bool:
         """Whether `frame` (the caller of a patched reader) is installed code: a synthetic file answers
         the project's reads, never a library's own (NOTE [a library's own files])."""
@@ -89,13 +96,66 @@ class StandIns:
 
 
 def unanswered(exc: BaseException, stand_ins: StandIns) -> str:
-    """"; no stand-in for FILE ..." when a run stopped on an absent file no stand-in answers, else ""."""
+    """"; no stand-in for FILE ..." when a run stopped on an absent file no stand-in answers, "; a
+    download from HOST ..." when it stopped on a connection the contained run refuses (NOTE [a
+    download no stand-in knows]), else ""."""
+    host = _refused_host(exc)
+    if host is not None:
+        return (f"; a download from {host or 'the network'}: the contained run has no network, and no "
+                "stand-in knows what the project's own code fetches there (put the file in the project, "
+                "or pass --entry with a command that reads local data)")
     name = getattr(exc, "filename", None)
+    if isinstance(exc, (ValueError, IndexError, ZeroDivisionError, StopIteration)) and stand_ins.listed:
+        # the errors of an empty dataset (listings.py)
+        folder, path, line = stand_ins.listed[0]
+        where = f" ({path}:{line})" if path else ""
+        return (f"; the project's code listed {folder}{where}, which is not here: its dataset is empty "
+                "(no stand-in lists synthetic files: NOTE [an empty listing of absent data])")
     if not isinstance(exc, FileNotFoundError) or not isinstance(name, (str, os.PathLike)) \
             or not stand_ins.answers(name):
         return ""
     return (f"; no stand-in for {os.fspath(name)}: a file the project's own code opens, in a format no "
             "stand-in knows (its structure is not written where opscan reads)")
+
+
+# NOTE [a download no stand-in knows]
+# A script that fetches its data itself (`requests.get` of a `.npz` on a code host, `urllib`'s
+# `urlretrieve`) reaches a socket the containment refuses; the library then raises its own
+# connection error (requests' ConnectionError, urllib's URLError, a bare OSError) deep in its
+# adapters, and the stop reason named that library's line alone. The reason now says what it is:
+# a download, from which host (read from the error's text, or a `host` of the library's frames in
+# its traceback, through its chain), that no stand-in answers.
+# Told by the error's class (a connection or URL error of the library, or the socket errors) in
+# the exception or its causes; a file that is absent stays the absent-file reason above.
+_CONNECTION_ERRORS = ("ConnectionError", "URLError", "MaxRetryError", "NewConnectionError",
+                      "ConnectTimeout", "gaierror", "ConnectionRefusedError", "NameResolutionError")
+
+
+def _refused_host(exc: BaseException) -> str | None:
+    """The host a connection error names ("" when it names none), or None when `exc` is not one."""
+    import re
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    found = False
+    text = ""
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        tb = current.__traceback__
+        while tb is not None:   # the library's own frames: urllib's `host`, http.client's
+            host = tb.tb_frame.f_locals.get("host")
+            if isinstance(host, str) and host:
+                text += f" host='{host}'"
+            tb = tb.tb_next
+        if any(type(current).__name__ == name or
+               any(base.__name__ == name for base in type(current).__mro__) for name in _CONNECTION_ERRORS):
+            found = True
+        text += " " + str(current)
+        current = current.__cause__ or current.__context__
+    if not found:
+        return None
+    match = re.search(r"host='([^']+)'", text) or re.search(r"\w+://([^/\s:'\"]+)", text)
+    return match.group(1) if match else ""
 
 
 def library_roots() -> tuple[str, ...]:

@@ -1,5 +1,6 @@
 """Tokenizers a run stands in for (NOTE [stand-ins for data and weights] in stand_ins.py): tiktoken's
-encodings and Hugging Face's `AutoTokenizer.from_pretrained` of a hub name whose files are not here.
+encodings and Hugging Face's `AutoTokenizer.from_pretrained` (and a tokenizer class's own, NOTE [a
+tokenizer class of its own]) of a hub name whose files are not here.
 
 NOTE [stand-in tokenizers]
 A tokenizer's files are a download (tiktoken fetches GPT-2's BPE ranks on first use; a hub name's
@@ -120,6 +121,13 @@ class StandInTokenizer:
     def batch_decode(self, batch, *args, **kwargs) -> list[str]:
         return [self.decode(ids) for ids in batch]
 
+    def tokenize(self, text, *args, **kwargs) -> list[str]:
+        """Whitespace-separated words (a word-piece tokenizer's count is at least this)."""
+        return str(text).split()
+
+    def convert_ids_to_tokens(self, ids, *args, **kwargs):
+        return [self.unk_token for _ in ids] if isinstance(ids, list) else self.unk_token
+
     def convert_tokens_to_ids(self, tokens):
         return [self.unk_token_id for _ in tokens] if isinstance(tokens, list) else self.unk_token_id
 
@@ -169,7 +177,24 @@ def _transformers(module, stand_ins: StandIns, patches: Patches) -> None:
         from transformers.models.auto import tokenization_auto
     except ImportError:
         return
-    owner = tokenization_auto.AutoTokenizer
+    _stand_in_from_pretrained(module, tokenization_auto.AutoTokenizer, stand_ins, patches)
+    try:   # NOTE [a tokenizer class of its own]
+        from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+    except ImportError:
+        return
+    _stand_in_from_pretrained(module, PreTrainedTokenizerBase, stand_ins, patches)
+
+
+# NOTE [a tokenizer class of its own]
+# Research code names its tokenizer class (`BertTokenizer.from_pretrained('bert-large-uncased')`,
+# often picked from a table of model/tokenizer/name triples) as often as AutoTokenizer. Every
+# concrete tokenizer inherits `from_pretrained` from PreTrainedTokenizerBase, so that one method is
+# stood in for the same way: read as in a real run when its files are here or in the local cache,
+# else a stand-in tokenizer named after the class that asked. Without it, the class's own
+# constructor ran with no vocabulary file (`os.path.isfile(None)` in BertTokenizer).
+
+
+def _stand_in_from_pretrained(module, owner, stand_ins: StandIns, patches: Patches) -> None:
     found = owner.__dict__.get("from_pretrained")
     original = found.__func__ if isinstance(found, (classmethod, staticmethod)) else None
     if original is None:
@@ -180,7 +205,7 @@ def _transformers(module, stand_ins: StandIns, patches: Patches) -> None:
             return original(cls, name, *args, **kwargs)   # its files are in the project: read as in a real run
         try:
             return original(cls, name, *args, **{**kwargs, "local_files_only": True})
-        except (OSError, ValueError):
+        except (OSError, ValueError, TypeError):   # TypeError: a class built with no vocabulary file
             pass
         size, said = ASSUMED_VOCABULARY, f"{ASSUMED_VOCABULARY} tokens (assumed: GPT-2's; no config of it is here)"
         try:
@@ -189,7 +214,7 @@ def _transformers(module, stand_ins: StandIns, patches: Patches) -> None:
                 size, said = config.vocab_size, f"{config.vocab_size} tokens (its config's vocab_size)"
         except (OSError, ValueError):
             pass
-        stand_ins.record("tokenizer", f"AutoTokenizer.from_pretrained({os.fspath(name)!r})",
+        stand_ins.record("tokenizer", f"{cls.__name__}.from_pretrained({os.fspath(name)!r})",
                          f"not downloaded: a stand-in tokenizer of text as UTF-8 bytes, vocabulary {said}")
         return StandInTokenizer(os.fspath(name), size)
 

@@ -8,6 +8,9 @@ reach. In a run of the project's training command (`opscan PATH`), the workers a
 first worker whose target trains (its source calls `.backward(`) runs in the run's own process when
 it is started, so its step is traced; the other workers (more copies of it, an evaluation loop that
 waits for checkpoints) are not started, as if the workers count were 1; `join()` returns at once;
+`spawn(fn, nprocs=N)` starts N copies of one function, the distributed pattern (`mp.spawn(main,
+args=(manager,), nprocs=world_size)`), so its rank 0 runs whether or not `fn`'s own source shows
+the backward pass (it is often in a trainer method `fn` calls: `manager.train(model, loaders)`);
 `share_memory()` keeps the model as it is (one process shares nothing).
 Each choice is a note of the run. `opscan run` keeps real processes: it runs the command as written.
 """
@@ -43,10 +46,12 @@ class Workers:
         self.ran: str = ""
         self.skipped: list[str] = []
 
-    def start(self, target, args=(), kwargs=None) -> None:
+    def start(self, target, args=(), kwargs=None, copies: bool = False) -> None:
+        """Run `target` here when it is the first worker that trains (`copies`: every worker runs
+        this one function, so it is the training whatever its own source shows)."""
         if target is None:
             return
-        if self.ran or not trains(target):
+        if self.ran or not (copies or trains(target)):
             self.skipped.append(_name(target))
             return
         self.ran = _name(target)
@@ -94,7 +99,7 @@ class Workers:
         return Process
 
     def spawn(self, fn, args=(), nprocs=1, join=True, daemon=False, start_method="spawn"):
-        self.start(fn, (0, *tuple(args)))
+        self.start(fn, (0, *tuple(args)), copies=True)
         self.skipped.extend([_name(fn)] * (max(int(nprocs or 1), 1) - 1))
 
 
