@@ -32,7 +32,8 @@ A record is not replayed when any input's signature differs (or a missing file n
 input was changed within RACY_NS of the record's writing (the "racy git" rule of NOTE [stat
 validation]: a second write in the same clock tick could leave the same signature), or when the
 record is unreadable or foreign. What it misses is what the stat index misses (NOTE [stat
-validation]); `--no-cache` never replays.
+validation]), and a read by native code that opens files without Python's audit events (none in
+the scan's path: its parsers are given bytes Python read); `--no-cache` never replays.
 """
 
 from __future__ import annotations
