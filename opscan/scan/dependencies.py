@@ -571,6 +571,10 @@ def _judge(judge: _Judge, what: str, options: dict[str, Any], entry: Entry) -> t
                 and any(fnmatchcase(entry.name, p) for p in options.get("names", ())):
             return entry.name, entry.name
         return None
+    if what == "apt-cuda":
+        if entry.kind == "apt" and any(fnmatchcase(entry.name, p) for p in options.get("names", ())):
+            return entry.text, entry.name
+        return None
     if what == "conda-cuda":
         if entry.kind == "conda" and not judge.cuda_library(entry):
             if any(fnmatchcase(entry.name, p) for p in options.get("names", ())):

@@ -17,6 +17,8 @@ from opscan.scan.manifests import Entry, Problem, pip_arguments
 _PIP = re.compile(r"(?:^|[\s;&|(])(?:[\w./-]*python[\d.]*\s+-m\s+)?(?:[\w.-]*/)*(?:uv\s+)?pip[\d.]*\s+install\s+"
                   r"(?P<args>[^;&|]*)")
 _CONDA = re.compile(r"(?:^|[\s;&|(])(?:[\w.-]*/)*(?:conda|mamba|micromamba)\s+install\s+(?P<args>[^;&|]*)")
+# apt-get / apt install, options before `install` allowed (`apt-get -y --no-install-recommends install`)
+_APT = re.compile(r"(?:^|[\s;&|(])(?:[\w.-]*/)*apt(?:-get)?\s+(?:-\S+\s+)*install\s+(?P<args>[^;&|]*)")
 _HEREDOC = re.compile(r"<<(?P<dash>-?)\s*(?P<quote>[\"']?)(?P<word>[A-Za-z_][A-Za-z0-9_]*)(?P=quote)")
 _VARIABLE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?P<op>:?[-+=?])?(?P<alt>[^}]*)\}"
                        r"|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))")
@@ -267,6 +269,14 @@ def _run(rest: str, line: int, entries: list[Entry]) -> None:
         except ValueError:
             tokens = match["args"].split()
         pip_arguments(tokens, line, entries, None, strict=False)
+    for match in _APT.finditer(rest):   # system packages: judged by name only (rules/apt-cuda-package.yaml)
+        for token in match["args"].split():
+            if token.startswith("#"):   # a shell comment ends the command
+                break
+            if not token.startswith("-") and token != "\\":
+                name = token.strip("'\"").split("=", 1)[0]
+                if re.fullmatch(r"[a-z0-9][a-z0-9+.-]*", name):
+                    entries.append(Entry(line, "apt", name, text=name))   # the name: its place in the file
     for match in _CONDA.finditer(rest):
         args = match["args"].split()
         for i, token in enumerate(args):

@@ -91,6 +91,7 @@ DEPENDENCY_KINDS = {
     "cpu-capable-library": "a requirement of a catalog library that admits a release whose wheels also run on CPU "
                            "(the catalog's `cpu_since`)",
     "conda-cuda": "a conda CUDA package (`names`), a CUDA build of one (`builds`) or a CUDA channel (`channels`)",
+    "apt-cuda": "a system package of NVIDIA's CUDA, cuDNN, NCCL or TensorRT installed by apt in a Dockerfile (`names`)",
     "cuda-image": "a container base image that is a CUDA image (`images`)",
     "torch-constraint": "a package whose admitted releases all require an unpaired torch, by the shipped table of "
                         "published metadata (rules/data/torch-constraints.yaml)",
