@@ -174,3 +174,18 @@ RUN uv pip install "${WHEEL}" --reinstall-package fastvideo-kernel --no-deps
 RUN uv pip install --excludes docker/uv-excludes ".[dev]" --upgrade-package flash-attn
 '''
     assert _found({"Dockerfile": dockerfile}) == set()
+
+
+def test_apt_installs_of_nvidia_packages_are_found_on_each_package_line():
+    """OPS514: a continued `apt-get install` whose versions come from an ARG (the tenth held-out
+    part's Dockerfile): each NVIDIA package on its own line, other system packages left alone."""
+    dockerfile = ('ARG TRT=10.0.1.6-1+cuda12.4\n'
+                  'FROM ubuntu:22.04\n'
+                  'RUN apt-get update && \\\n'
+                  '    apt-get install -y --no-install-recommends \\\n'
+                  '      build-essential \\\n'
+                  '      cuda-nvcc-12-4 \\\n'
+                  '      "libnvinfer-dev=${TRT}" \\\n'
+                  '      libcups2 && \\\n'
+                  '    rm -rf /var/lib/apt/lists/*\n')
+    assert _found({"Dockerfile": dockerfile}) == {"Dockerfile:6 OPS514", "Dockerfile:7 OPS514"}
