@@ -90,12 +90,52 @@ RUN pip install "xformers==${XFORMERS:-0.0.22}" flash-attn==${FROM_BUILD}
 '''
     assert _found({"Dockerfile": dockerfile}) == {
         "Dockerfile:1 OPS508",   # FROM ${BASE}: the CUDA image ARG BASE names
-        "Dockerfile:6 OPS501",   # torch==${TORCH_VERSION}: on the install line that names torch
+        "Dockerfile:3 OPS501",   # torch==${TORCH_VERSION}: at the ARG that writes the version
         "Dockerfile:4 OPS504",   # the CUDA index whose tag ENV writes
         "Dockerfile:4 OPS512",   # ... a CUDA default a RUN reads (a note)
         "Dockerfile:8 OPS506",   # xformers with its in-place default; flash-attn's version comes only at build time
         "Dockerfile:8 OPS509",   # ... and xformers 0.0.22 requires torch 2.0.1 (the shipped table)
     }
+
+
+def test_a_pinned_version_from_an_arg_default_is_reported_once_at_the_arg_line_naming_its_uses():
+    dockerfile = '''FROM python:3.11-slim
+ARG TORCH_VERSION=2.8.0+cpu
+ARG TORCHAUDIO_VERSION=2.8.0+cpu
+ARG XFORMERS_VERSION=0.0.22
+ARG FLASH_VERSION=2.5.0
+RUN pip install "torch==${TORCH_VERSION}" "torchaudio==${TORCHAUDIO_VERSION}" \\
+      --index-url https://download.pytorch.org/whl/cpu
+RUN if [ "$MODE" = "full" ]; then \\
+      pip install "torch==${TORCH_VERSION}" xformers==${XFORMERS_VERSION}; fi
+RUN pip install flash-attn==${FLASH_VERSION}
+'''
+    findings = [f for f in scan_memory({"Dockerfile": dockerfile}, RULES, deps=DEPS).findings
+                if f.category == "dependency"]
+    assert {f"{f.location.line} {f.rule}" for f in findings} == {
+        "2 OPS501",   # one torch finding at its ARG, for both installs (no second error at lines 6 and 9)
+        "3 OPS502",   # torchaudio's version: its ARG
+        "4 OPS509",   # xformers 0.0.22 holds torch at 2.0.1: its version's ARG
+        "9 OPS506",   # ... while xformers itself (CUDA-only, by name) stays on its install line
+        "10 OPS506",  # flash-attn is judged by its name: the install line, which the port drops
+    }
+    torch = next(f for f in findings if f.rule == "OPS501")
+    assert "used by lines 6, 9" in torch.message
+    assert "used by line 6" in next(f for f in findings if f.rule == "OPS502").message
+
+
+def test_a_version_written_on_the_install_line_stays_there():
+    dockerfile = '''FROM python:3.11-slim
+ARG TORCH_VERSION=2.14.0
+ARG INDEX=https://download.pytorch.org/whl/cpu
+RUN pip install torch==2.0.1 --index-url ${INDEX}
+RUN pip install "torch==${OTHER:-2.1.0}"
+RUN pip install torch==${TORCH_VERSION}
+'''
+    assert _found({"Dockerfile": dockerfile}) == {
+        "Dockerfile:4 OPS501",   # written in place, though a variable gives the index
+        "Dockerfile:5 OPS501",   # an in-place default
+    }                            # (line 6: torch 2.14 from its ARG, paired: nothing at 2 nor 6)
 
 
 def test_heredoc_run_blocks_are_read_as_shell_lines():
