@@ -319,3 +319,39 @@ def test_a_requirement_is_found_on_its_own_line_when_another_value_shares_the_li
                  'c = ["flash-attn>=2.6.3"]\n')
     assert _found({"pyproject.toml": pyproject}) == {"pyproject.toml:5 OPS506", "pyproject.toml:6 OPS506",
                                                     "pyproject.toml:7 OPS506"}
+
+
+def test_dynamic_dependencies_written_in_the_projects_own_tool_table_are_read():
+    pyproject = '''[build-system]
+requires = []
+build-backend = "_backend"
+backend-path = ["."]
+
+[project]
+name = "model-connect"
+dynamic = ["version", "dependencies"]
+
+[tool.model-connect.package]
+base-version = "0.1.0"
+dependencies = [
+    "numpy>=1.24",
+    "cuda-python>=13.0.3,<14",
+]
+
+[tool.other]
+dependencies = ["flash-attn>=2"]
+'''
+    assert _found({"pyproject.toml": pyproject}) == {"pyproject.toml:14 OPS506"}   # cuda-python; not [tool.other]
+    findings = scan_memory({"pyproject.toml": pyproject}, RULES, deps=DEPS).findings
+    assert not any(f.guarded for f in findings if f.rule == "OPS506")   # base dependencies: not an extra
+
+
+def test_the_own_tool_table_is_not_read_when_dependencies_are_not_dynamic():
+    pyproject = '''[project]
+name = "model-connect"
+dependencies = ["numpy"]
+
+[tool.model-connect]
+dependencies = ["cuda-python"]
+'''
+    assert _found({"pyproject.toml": pyproject}) == set()
