@@ -361,6 +361,10 @@ class _Judge:
         if entry.kind not in ("requirement", "conda", "path") or not entry.name:
             return None
         package = _library_of(entry.name, self.ctx.libraries)
+        if entry.kind == "path" and entry.inferred:   # NOTE [cloned checkouts] in scan/docker_clones.py
+            package = package or _library_of(entry.inferred, self.ctx.libraries)
+            return (f"{entry.name} (a clone of {entry.url} installed from source: the catalog names its repository)",
+                    package) if package else None
         if package and entry.kind == "path":   # NOTE [local folders] in scan/manifests.py
             return f"{entry.name} (a local folder: the name is its folder's, {entry.url})", package
         if not package and entry.inferred:   # NOTE [catalog repositories]

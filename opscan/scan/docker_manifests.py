@@ -11,6 +11,7 @@ import shlex
 from dataclasses import dataclass, replace
 
 from opscan.scan.conda_manifests import conda_spec
+from opscan.scan.docker_clones import Clones
 from opscan.scan.manifests import Entry, Problem, pip_arguments
 
 # pip, pip3, uv pip, python -m pip, also called by path (`/opt/conda/bin/pip install`)
@@ -195,8 +196,11 @@ def read_dockerfile(text: str) -> tuple[list[Entry], list[Problem]]:
     with ARG / ENV values substituted and heredoc RUN blocks read (NOTE [Dockerfile values])."""
     physical = text.splitlines()
     variables = _Variables()
+    clones = Clones()   # NOTE [cloned checkouts] in scan/docker_clones.py
     entries: list[Entry] = []
     for instruction in _instructions(physical):
+        if instruction.word == "WORKDIR":
+            clones.workdir_to(variables.expand(instruction.rest)[0])
         if instruction.word in ("ARG", "ENV"):
             variables.define(instruction)
             entries += [Entry(line, "variable", name, value, text=f"{name}={value}")
@@ -211,6 +215,7 @@ def read_dockerfile(text: str) -> tuple[list[Entry], list[Problem]]:
             _from(rest, instruction.line, entries)
         else:
             _run(rest, instruction.line, entries)
+            entries += clones.run(rest, instruction.line)
             entries += [Entry(instruction.line, "variable", m["name"], m["value"], text=m[0].strip().split()[-1])
                         for m in _SETS.finditer(rest)]
         lines = {n: variables.expand(physical[n - 1])[0] for n in instruction.lines}

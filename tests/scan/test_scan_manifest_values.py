@@ -355,3 +355,32 @@ dependencies = ["numpy"]
 dependencies = ["cuda-python"]
 '''
     assert _found({"pyproject.toml": pyproject}) == set()
+
+
+def test_a_cloned_repository_installed_from_source_is_judged_by_the_catalog():
+    dockerfile = '''FROM python:3.11-slim
+WORKDIR /workspace
+RUN git clone https://github.com/NetEase-FuXi/EETQ.git
+WORKDIR /workspace/EETQ
+RUN git submodule update --init --recursive
+RUN pip install .
+RUN git clone --depth 1 https://github.com/NVlabs/tiny-cuda-nn /opt/tcnn && cd /opt/tcnn && pip install -e .
+RUN git clone https://github.com/example/EETQ-notes.git notes && cd notes && pip install .
+'''
+    assert _found({"Dockerfile": dockerfile}) == {
+        "Dockerfile:6 OPS506",   # EETQ: the catalog's by its name
+        "Dockerfile:7 OPS506",   # cloned into /opt/tcnn: the catalog's tiny-cuda-nn by its repository
+    }                            # line 8: a repository the catalog does not name: nothing
+
+
+def test_an_install_from_source_of_no_clone_of_the_file_gives_nothing():
+    dockerfile = '''FROM python:3.11-slim
+RUN git clone https://github.com/NetEase-FuXi/EETQ.git
+RUN pip install .
+RUN cd EETQ && cd .. && pip install .
+RUN git clone https://github.com/NetEase-FuXi/${REPO}.git && cd ${REPO} && pip install .
+COPY . /EETQ-copy
+WORKDIR /app
+RUN pip install .
+'''
+    assert _found({"Dockerfile": dockerfile}) == set()   # line 3: the image's root is not the clone
