@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from opscan.config import Config
 from opscan.pipeline.phases import dependency_context
 from opscan.scan.tree import scan_memory
@@ -384,3 +386,17 @@ WORKDIR /app
 RUN pip install .
 '''
     assert _found({"Dockerfile": dockerfile}) == set()   # line 3: the image's root is not the clone
+
+
+@pytest.mark.slow
+def test_sarif_locates_an_arg_written_version_at_its_arg_line(run_cli, tmp_path: Path):
+    import json
+
+    (tmp_path / "Dockerfile").write_text('FROM python:3.11-slim\nARG TORCH_VERSION=2.8.0+cpu\n'
+                                         'RUN pip install "torch==${TORCH_VERSION}"\n', encoding="utf-8")
+    (tmp_path / "main.py").write_text("import torch\n", encoding="utf-8")
+    code, out, err = run_cli("scan", str(tmp_path), "--format", "sarif", "--exit-zero")
+    assert code == 0, err
+    results = [r for r in json.loads(out)["runs"][0]["results"] if r["ruleId"] == "OPS501"]
+    assert [r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in results] == [2]
+    assert "used by line 3" in results[0]["message"]["text"]
