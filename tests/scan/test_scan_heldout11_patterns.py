@@ -121,3 +121,12 @@ def test_openmmlab_find_links_folders_name_the_cuda_build_and_the_torch(page, ru
              "Dockerfile": f"FROM python:3.10-slim\nRUN pip install mmcv-full==1.6.0 -f {page}\n"}
     assert _rules_at(files, "requirements.txt", 1) == rules
     assert _rules_at(files, "Dockerfile", 2) == rules
+
+
+def test_a_find_links_folder_from_variables_reports_each_part_at_its_own_arg():
+    docker = ("FROM python:3.10-slim\nARG CUDA_VERSION=cu118\nARG TORCH_VERSION=torch2.0\n"
+              "RUN pip install detectron2 -f https://example.org/wheels/${CUDA_VERSION}/${TORCH_VERSION}/index.html\n")
+    got = {(line, rule) for (_path, line, rule) in _seen({"Dockerfile": docker})}
+    # the CUDA build at the ARG that writes `cu118`, the torch 2.0 pin at the one that writes `torch2.0`
+    assert {(2, "OPS504"), (3, "OPS501")} <= got
+    assert (2, "OPS501") not in got
