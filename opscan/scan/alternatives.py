@@ -20,8 +20,10 @@ from opscan.scan.results import FileResult
 # CPU path to take. What counts, conservatively:
 # - a name is split into tokens at `-`, `_` and `.` (a file: its name without the extension);
 #   it is **CUDA-named** when a token is `gpu`, `cuda`, `cudaNN`, `cuNN` / `cuNNN` (`cu118`,
-#   `cu12`), `tensorrt` or `trt` / `trtNN` (TensorRT runs on NVIDIA GPUs only), and **CPU-named**
-#   when a token is `cpu` or `cpuonly`; a name that is both is neither.
+#   `cu12`), `nvidia` (the GPU's maker: `requirements_nvidia.txt`, `requirements_nvidia_12.txt`,
+#   the CUDA major after it being a version number), `tensorrt` or `trt` / `trtNN` (TensorRT runs
+#   on NVIDIA GPUs only), and **CPU-named** when a token is `cpu` or `cpuonly`; a name that is
+#   both is neither.
 # - an **extra** (or dependency group) is an alternative when it is CUDA-named and the same
 #   manifest (pyproject.toml `[project.optional-dependencies]` / `[dependency-groups]`, setup.cfg
 #   `[options.extras_require]`) has a CPU-named extra, empty or not (the message names the one of
@@ -39,13 +41,19 @@ from opscan.scan.results import FileResult
 #   (`download.pytorch.org/whl/cpu`) or a `+cpu` build, and names no CUDA wheel index (`/whl/cuNNN`)
 #   nor a `+cuNNN` build. The text is the file's own (its ARG defaults included), read as bytes,
 #   never run.
+# Another platform's install path is not a CUDA alternative and never the CPU path: a ROCm, Apple
+# silicon (`apple`, `mps`, `macos`), Arm, NPU or XPU file is not judged at all, CPU sibling or not
+# (NOTE [manifests for other hardware] in scan/files.py: a Trainium host never reads it), and its
+# own word keeps it out of a CUDA file's stem (`requirements_rocm.txt` is no default of
+# `requirements_nvidia.txt`).
 # A CUDA-named file or extra with no CPU path beside it stays as it was (NVTabular's
 # `requirements/gpu.txt` beside `base.txt`; `requirements-cu128.txt` beside a plain
-# `requirements.txt` that says nothing of CPU torch; `Dockerfile.gpu` beside a `Dockerfile` with a
+# `requirements.txt` that says nothing of CPU torch; `requirements_nvidia.txt` beside
+# `requirements.txt` alone; `Dockerfile.gpu` beside a `Dockerfile` with a
 # CUDA index; `Dockerfile.dev.x86` is named neither). Not covered: setup.py extras (read through
 # values that lose their keys), Poetry extras; a file whose sibling is not on disk (or, in
 # `scan_memory`, not among the files given).
-_CUDA = re.compile(r"gpu|cuda\d*|cu\d{2,3}|tensorrt|trt\d*")
+_CUDA = re.compile(r"gpu|cuda\d*|cu\d{2,3}|nvidia|tensorrt|trt\d*")
 _CPU = re.compile(r"cpu|cpuonly")
 _SPLIT = re.compile(r"[-_.]+")
 _FILE_KINDS = ("requirements", "conda", "dockerfile")

@@ -251,10 +251,13 @@ def _placed(entry: Entry, lines: dict[int, str], used: dict[str, int], physical:
         # `pip install flash-attn==${VERSION}`: the package is named here; the version's own line is kept
         return replace(entry, line=line, version_line=_version_line(entry, physical[line - 1], values)
                        if entry.spec and 0 < line <= len(physical) else 0)
-    for value, where in sorted(used.items()):
-        if value and value in needle and value not in written:
-            return replace(entry, line=where)
-    return replace(entry, line=line)
+    # a value the entry's text holds and the install line does not spell: its ARG / ENV line; of several
+    # (`.../${CUDA_VERSION}/${TORCH_VERSION}/index.html`), the one holding the pinned version first
+    held = [(value, where) for value, where in sorted(used.items())
+            if value and value in needle and value not in written]
+    version = entry.spec.lstrip("=<>!~") if entry.kind == "requirement" else ""
+    where = next((at for value, at in held if version and version in value), held[0][1] if held else 0)
+    return replace(entry, line=where or line)
 
 
 def _version_line(entry: Entry, raw: str, values: dict[str, tuple[str, int]]) -> int:

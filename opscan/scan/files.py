@@ -56,10 +56,11 @@ def manifest_kind(relpath: str) -> str:
 # `requirements/npu.txt`, `Dockerfile.rocm`, a `docker-rocm/` or `xpu/` folder) is the same
 # statement made by the file, and is not judged either (the precision sweep: 43 errors on such files,
 # every one a line the port need not change). Words are whole parts of the name split at `/ . _ -`;
-# `arm`, `mac` and `win` count in the file's own name only (a robot's `arm/` folder is no Arm host).
+# `arm`, `mac`, `win` and `apple` (`requirements_apple-silicon.txt`: a Mac) count in the file's own
+# name only (a robot's `arm/` folder is no Arm host).
 _OTHER_HARDWARE = {"rocm", "hip", "npu", "ascend", "xpu", "aarch64", "arm64", "macos", "osx", "darwin", "mps",
                    "windows", "win32", "win64"}
-_OTHER_HARDWARE_NAME = _OTHER_HARDWARE | {"arm", "mac", "win"}
+_OTHER_HARDWARE_NAME = _OTHER_HARDWARE | {"arm", "mac", "win", "apple"}
 
 
 def other_hardware(relpath: str) -> str:

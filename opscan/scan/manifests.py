@@ -242,8 +242,12 @@ def partial_wheel(token: str, line: int) -> Entry | None:
 # `-f https://data.pyg.org/whl/torch-2.1.0+cu121.html`, formerly `pytorch-geometric.com/whl/...`). The
 # page name is a CUDA build (OPS504's `urls`) and names the torch the builds are compiled against:
 # the page is read as the pin `torch==2.1.0` too (judged by OPS501 as a torch pin), since its wheels
-# load only with that torch. A page with no torch version in its name is judged as an index only.
-_TORCH_PAGE = re.compile(r"/torch-(?P<version>\d+\.\d+(?:\.\d+)?)(?:\+[A-Za-z0-9]+)?\.html$")
+# load only with that torch. OpenMMLab's pages are folders instead (`-f
+# https://download.openmmlab.com/mmcv/dist/cu101/torch1.6.0/index.html`, its CPU builds under `cpu/`:
+# mmcv's installation docs), read the same way. A page with no torch version in its name is judged
+# as an index only.
+_TORCH_PAGE = re.compile(r"/torch-(?P<version>\d+\.\d+(?:\.\d+)?)(?:\+[A-Za-z0-9]+)?\.html$"
+                         r"|/(?:cu\d{2,3}|cpu)/torch(?P<folder>\d+\.\d+(?:\.\d+)?)/(?:index\.html)?$")
 
 
 def find_links_torch(url: str, line: int) -> Entry | None:
@@ -251,7 +255,7 @@ def find_links_torch(url: str, line: int) -> Entry | None:
     match = _TORCH_PAGE.search(unquote(url).split("#", 1)[0].split("?", 1)[0])
     if match is None:
         return None
-    return Entry(line, "requirement", "torch", f"=={match['version']}", text=url)
+    return Entry(line, "requirement", "torch", f"=={match['version'] or match['folder']}", text=url)
 
 
 def url_requirement(url: str, line: int) -> Entry | None:
@@ -403,6 +407,7 @@ def pip_arguments(tokens: list[str], line: int, entries: list[Entry], problems: 
             continue
         got = requirement(token, line)
         if isinstance(got, Problem):
+            entries.extend(_build_tag(token, line))   # NOTE [build tags] in scan/build_tags.py
             if strict and problems is not None:
                 problems.append(got)
         elif got is not None:
@@ -453,7 +458,14 @@ def requirement_line(line: int, logical: str, entries: list[Entry], problems: li
     if isinstance(got, Entry):
         entries.append(got)
     elif isinstance(got, Problem):
+        entries.extend(_build_tag(logical, line))   # NOTE [build tags]: the line stays a problem too
         problems.append(got)
+
+
+def _build_tag(text: str, line: int) -> list[Entry]:
+    from opscan.scan.build_tags import build_tag   # it reads Entry from here
+
+    return build_tag(text, line)
 
 
 # NOTE [options after a requirement]
