@@ -141,3 +141,48 @@ def test_the_joined_model_is_built_from_its_packages_parts_and_traced(tmp_path, 
     assert complete[:1] == ["repo:models/S2VTAttModel.py:S2VTAttModel"]
     ops = {op["op"] for op in report["ops"]}
     assert {"aten::_thnn_fused_gru_cell", "aten::addmm"} & ops
+
+
+def _captioner(needs_targets: bool):
+    import torch
+    from torch import nn
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.max_length = 7
+            self.embedding = nn.Embedding(30, 6)
+            self.out = nn.Linear(6 + 4, 30)
+
+        def forward(self, encoder_outputs, targets=None):
+            if targets is None and not needs_targets:
+                targets = torch.zeros(encoder_outputs.shape[0], self.max_length, dtype=torch.long,
+                                      device=encoder_outputs.device)
+            words = self.embedding(targets)   # teacher forcing: the ground-truth words
+            context = encoder_outputs.mean(1, keepdim=True).expand(-1, self.max_length - 1, -1)
+            return self.out(torch.cat([words[:, :self.max_length - 1], context], 2))
+
+    class Captioner(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.GRU(8, 4, batch_first=True)
+            self.decoder = Decoder()
+
+        def forward(self, vid_feats, target_variable=None):
+            return self.decoder(self.encoder(vid_feats)[0], target_variable)
+
+    return Captioner()
+
+
+def test_targets_a_decoder_embeds_are_made_as_token_indices_of_its_max_length():
+    """NOTE [optional inputs the forward needs]: `forward(vid_feats, target_variable=None)` whose
+    decoder embeds the targets in train mode."""
+    from opscan.targets.repo_inputs import example_inputs
+
+    model = _captioner(needs_targets=True)
+    args, kwargs = example_inputs(model, None, None, None)[:2]
+    targets = kwargs["target_variable"]
+    assert targets.shape == (args[0].shape[0], 7) and int(targets.max()) < 30
+    assert model(*args, **kwargs).shape[:2] == (args[0].shape[0], 6)
+    args, kwargs = example_inputs(_captioner(needs_targets=False), None, None, None)[:2]
+    assert kwargs == {}   # a forward that runs without them is given none
