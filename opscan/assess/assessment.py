@@ -17,7 +17,7 @@ from opscan.assess import compile_check
 from opscan.assess.library_ops import known_libraries
 from opscan.plan.cost import CostConfig
 from opscan.records import (Coverage, Draft, Fallback, ModelTrace, OpCaveat, OpNote, OpUsage, Report, ScanFacts,
-                            Shrink, Status, TaskKind, status_of)
+                            Shrink, Status, StepKind, TaskKind, status_of)
 from opscan.plan import build_tasks
 from opscan.plan.measure import kernel_sources, usage
 from opscan.assess import step
@@ -101,7 +101,9 @@ def assess(draft: Draft, release: Release | None, *, project_root: Path | None =
         pairing = (release.pairing_warning(version) or "") if version is not None else ""
     verdict = judge(report, ops_not_checked=draft.ops_not_checked, source=draft.source, unchecked=draft.unchecked,
                     pairing=pairing, remedy=draft.remedy, source_only=draft.source_only)
-    return replace(report, verdict=step.apply(verdict, draft.step if traces else None))   # NOTE [the step answered for]
+    stopped = draft.step if draft.step is not None and draft.step.kind is StepKind.NONE and draft.step.command else None
+    return replace(report, verdict=step.apply(verdict, draft.step if traces else stopped))   # NOTE [the step answered
+    # for]; with nothing traced, only NOTE [a command that stopped, nothing traced] (opscan/pipeline/entry_step.py)
 
 
 # NOTE [fallback scaling]

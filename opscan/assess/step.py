@@ -71,6 +71,9 @@ def apply(verdict: Verdict, step: Step | None) -> Verdict:
     if step is None:
         return verdict
     verdict = replace(verdict, step=step)
+    if step.kind is StepKind.NONE and step.command and not verdict.ops_checked:
+        # NOTE [a command that stopped, nothing traced] in opscan/pipeline/entry_step.py
+        return replace(verdict, headline=f"{verdict.headline}; `{step.command}` {step.why}")
     if verdict.kind is VerdictKind.READY and step.kind is StepKind.STAND_IN and not step.accepted:
         return replace(verdict, kind=VerdictKind.LIKELY,
                        headline="likely — the ops of a stand-in step, not the project's: " + _short(step))

@@ -25,7 +25,7 @@ from pathlib import Path
 from opscan.assess.step import forward_only, project_step, script_parts, stand_in_parts, stand_in_step
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, OpscanError
-from opscan.records import DeviceProfile, Mode, ModelTrace, Step, TrainingEntry, TargetKind, Target
+from opscan.records import DeviceProfile, Mode, ModelTrace, Step, StepKind, TrainingEntry, TargetKind, Target
 from opscan.reporters.texts import replacement_words
 
 MAX_LISTED = 5   # other training commands named in the notes
@@ -142,9 +142,9 @@ def others_note(entered: Entered) -> tuple[str, ...]:
 
 def step_of(traces: tuple[ModelTrace, ...], models: tuple[ModelConfig, ...], entered: Entered, ran: Ran | None,
             config: Config, script_command: str = "") -> Step | None:
-    """The step the traces answer for (None: nothing traced)."""
+    """The step the traces answer for (None: nothing traced and no command run)."""
     if not traces:
-        return None
+        return stopped_step(entered, ran)
     if ran is not None and ran.trace is not None and any(t is ran.trace for t in traces):
         return project_step(shown_command(entered.chosen)) if entered.chosen else None
     if script_command and any(_kind(t.target) is TargetKind.SCRIPT for t in traces):
@@ -159,6 +159,38 @@ def step_of(traces: tuple[ModelTrace, ...], models: tuple[ModelConfig, ...], ent
         stand_in_parts(*((model.optimizer, model.optimizer_impl, model.amp) if model is not None else
                          (ModelConfig.optimizer, ModelConfig.optimizer_impl, ModelConfig.amp)))
     return stand_in_step(parts, _why_stand_in(entered, ran), config.accept_stand_in_step)
+
+
+# NOTE [a command that stopped, nothing traced]
+# When the training command ran and stopped before its first optimizer step and the model path then
+# built nothing, the headline used to name only the source's blockers ("blocked by 3 CUDA-pinned
+# sites in 3 files"): a user read it as the reason nothing was traced, though the run had answered
+# every CUDA request (CUDA-pinned sites are what to change for the device, never what stops a run
+# here) and stopped on something else. The verdict then names a step of kind `none`: the command,
+# where and why it stopped ("`python train.py` stopped before its first optimizer step:
+# FileNotFoundError at utils.py:143"), and every headline gains that clause.
+_STOP = re.compile(r"(?:\(before any op\) )?at (?:(?:aten|torchvision|\w+)::[\w.]+ at )?([^\s:]+:\d+): ([\w.]+)")
+
+
+def stopped_step(entered: Entered, ran: Ran | None) -> Step | None:
+    """The step of NOTE [a command that stopped, nothing traced], else None."""
+    if ran is None or entered.chosen is None or ran.trained:
+        return None
+    shown = shown_command(entered.chosen)
+    return Step(StepKind.NONE, f"no step traced: `{shown}` {stop_words(ran)}; the model path built no model",
+                command=shown, why=stop_words(ran))
+
+
+def stop_words(ran: Ran) -> str:
+    """"stopped before its first optimizer step: FileNotFoundError at utils.py:143" (short: headlines)."""
+    stopped = ran.trace.stopped_at if ran.trace is not None else ""
+    if ran.trace is None:
+        return f"could not run: {ran.why}"[:160]
+    if ran.trace.complete:
+        return "ran to its end without a backward pass or an optimizer step"
+    found = _STOP.search(stopped or "")
+    where = f": {found.group(2).rstrip(':')} at {found.group(1)}" if found else f": {stopped}"[:160]
+    return f"stopped before its first optimizer step{where}"
 
 
 def _kind(target: str) -> TargetKind | None:

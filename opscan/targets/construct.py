@@ -272,17 +272,27 @@ def fill(name: str, annotation, module, folder: Path | None):
 # NOTE [wrappers]
 # A wrapper takes the model's body as an argument (`TransformerWrapper(attn_layers: AttentionLayers)`,
 # `Wrapper(encoder)`). That argument is built first, the same way: from its annotation when it
-# names an nn.Module class, else from a class of the module whose name is the argument's
-# (`attn_layers` -> AttentionLayers / AttnLayers, `encoder` -> Encoder). torch.nn's own classes
-# are never guessed (they need sizes opscan cannot tie to the wrapper's).
+# names an nn.Module class, else from a class of the module (or of its package, which re-exports its
+# siblings) whose name is the argument's (`attn_layers` -> AttentionLayers / AttnLayers, `encoder`
+# -> Encoder), else the one class there whose name starts with it (`encoder` -> EncoderRNN, when no
+# other does). torch.nn's own classes are never guessed (they need sizes opscan cannot tie to the
+# wrapper's).
 
 def part_class(name: str, cls, module):
     """The nn.Module class to build for a wrapper's argument (NOTE [wrappers]), else None."""
     if cls is not None and issubclass(cls, nn.Module):
         return None if cls.__module__.startswith("torch.") else cls
     wanted = {name.replace("_", "").lower(), name.replace("attn", "attention").replace("_", "").lower()}
-    return next((value for value in vars(module).values() if inspect.isclass(value) and issubclass(value, nn.Module)
-                 and not value.__module__.startswith("torch.") and value.__name__.lower() in wanted), None)
+    package = sys.modules.get(module.__name__.rpartition(".")[0]) if "." in module.__name__ else None
+    classes = [value for owner in (module, package) if owner is not None for value in vars(owner).values()
+               if inspect.isclass(value) and issubclass(value, nn.Module) and not value.__module__.startswith("torch.")]
+    exact = next((value for value in classes if value.__name__.lower() in wanted), None)
+    if exact is not None or len(name) < 5:
+        return exact
+    # `encoder` -> EncoderRNN, re-exported by the wrapper's package (`from .EncoderRNN import EncoderRNN`)
+    prefixed = sorted({value for value in classes if value.__name__.lower().startswith(tuple(wanted))},
+                      key=lambda value: value.__name__)
+    return prefixed[0] if len(prefixed) == 1 else None
 
 
 def make_part(cls, module, folder: Path | None):

@@ -14,6 +14,16 @@ packages come before namespace portions whatever the order of sys.path). So each
 the file imports that its own folder holds as a folder without `__init__.py`, while another of
 that name is found elsewhere, is put in sys.modules as a namespace of the file's folder first, then
 the other.
+
+NOTE [the folder the README runs from]
+A README that runs its training from a sub-project (`cd generative_pt && python ./network.py`, or
+`PYTHONPATH=generative_pt`) makes that folder the import root of every module below it: its
+`source/models/seq2seq.py` imports `from source.modules.embedder import Embedder`, a top-level
+`source` that exists only in `generative_pt/`. Imported from the repository root, the model stopped at
+"No module named 'source'". So a file whose absolute imports name a top-level module that neither
+the root, `src/`, its package root nor its own folder holds, but a folder between its own and the
+root does (as a folder or a `.py`), is imported with that nearest folder first on sys.path: where
+the README's `cd` or PYTHONPATH puts it. Nothing outside the project is added.
 """
 
 from __future__ import annotations
@@ -33,14 +43,41 @@ def namespace_root(path: Path, root: Path) -> Path:
     return root if root in path.parents else path.parent
 
 
+def imported_tops(tree: ast.Module) -> set[str]:
+    """The top-level names of a file's absolute imports."""
+    names = {a.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+    return names | {node.module.split(".")[0] for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom) and not node.level and node.module}
+
+
+def _holds(folder: Path, name: str) -> bool:
+    return (folder / name).is_dir() or (folder / f"{name}.py").is_file()
+
+
+def run_roots(tree: ast.Module, path: Path, root: Path, searched: tuple[Path, ...]) -> list[Path]:
+    """The folders between `path`'s own and `root` that hold a top-level module `tree` imports and no
+    folder of `searched` holds, nearest first (NOTE [the folder the README runs from])."""
+    if root not in path.parents:
+        return []
+    found: list[Path] = []
+    for name in sorted(imported_tops(tree)):
+        if any(_holds(folder, name) for folder in searched):
+            continue
+        for folder in path.parents:
+            if folder == root:
+                break
+            if folder != path.parent and _holds(folder, name):
+                if folder not in found:
+                    found.append(folder)
+                break
+    return sorted(found, key=lambda f: -len(f.parts))
+
+
 def own_folders_first(tree: ast.Module, folder: Path, root: Path) -> None:
     """The namespaces of NOTE [namespace packages and own folders], for the top-level names `tree` imports."""
     if folder == root:
         return
-    names = {a.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
-    names |= {node.module.split(".")[0] for node in ast.walk(tree)
-              if isinstance(node, ast.ImportFrom) and not node.level and node.module}
-    for name in sorted(names):
+    for name in sorted(imported_tops(tree)):
         own = folder / name
         if not own.is_dir() or (own / "__init__.py").is_file():
             continue

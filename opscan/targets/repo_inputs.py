@@ -246,6 +246,8 @@ def _classes(config, model: nn.Module) -> int:
 TIME_NAMES = ("t", "time", "timestep", "timesteps", "sigma", "sigmas", "noise_level", "times")
 _IMAGE_ARG = re.compile(r"^(images?|imgs?|pixel_values|pixels|video)$")
 _CONTEXT_ARG = re.compile(r"(tokens|context|memory|embeds|embeddings|encoder_hidden_states|cond)$")
+_TARGET_ARG = re.compile(r"^(targets?|labels?|target_\w+|tgt\w*|captions?)$")
+_LENGTH_NAMES = ("max_length", "max_len", "max_seq_len", "seq_len", "max_seq_length")
 
 
 # NOTE [optional inputs the forward needs]
@@ -254,7 +256,10 @@ _CONTEXT_ARG = re.compile(r"(tokens|context|memory|embeds|embeddings|encoder_hid
 # buffers on meta too: no compute, no memory) with the inputs as made; only if that fails, each
 # optional argument named like an input (images; tokens, context, memory, embeddings) is added in
 # turn, then all of them, and the first set whose meta forward passes is taken. If no set passes
-# (a forward that cannot run on meta at all) the inputs stay as made.
+# (a forward that cannot run on meta at all) the inputs stay as made. Targets a decoder embeds in
+# train mode (`forward(vid_feats, target_variable=None)`, `self.embedding(targets)`: a captioning
+# model's teacher forcing) are such an input too: token indices below the first embedding's size,
+# (batch, its holder's `max_length` / `max_len`, else 16).
 
 def probe_inputs(model: nn.Module, args: tuple, kwargs: dict, config, main: torch.Tensor) -> tuple[tuple, dict]:
     """The inputs, plus the optional ones the forward turns out to need (NOTE above)."""
@@ -268,6 +273,8 @@ def probe_inputs(model: nn.Module, args: tuple, kwargs: dict, config, main: torc
             extra[name] = torch.randn(main.shape[0], _size(config, CHANNEL_NAMES, 3, model), side, side)
         elif _CONTEXT_ARG.search(name) and width:
             extra[name] = torch.randn(main.shape[0], 8, width)
+        elif _TARGET_ARG.match(name) and (targets := _embedded_targets(model, main.shape[0])) is not None:
+            extra[name] = targets
     if not extra or runs_on_meta(model, args, kwargs):
         return args, kwargs
     for name, value in [*extra.items(), ("", None)]:
@@ -275,6 +282,15 @@ def probe_inputs(model: nn.Module, args: tuple, kwargs: dict, config, main: torc
         if runs_on_meta(model, args, tried):
             return args, tried
     return args, kwargs
+
+
+def _embedded_targets(model: nn.Module, batch: int) -> torch.Tensor | None:
+    """Token indices for targets the model embeds (NOTE [optional inputs the forward needs]), else None."""
+    holder = next((m for m in model.modules() if any(isinstance(c, nn.Embedding) for c in m.children())), None)
+    if holder is None:
+        return None
+    embedding = next(c for c in holder.children() if isinstance(c, nn.Embedding))
+    return torch.randint(0, embedding.num_embeddings, (batch, _size(None, _LENGTH_NAMES, 16, holder)))
 
 
 def runs_on_meta(model: nn.Module, args: tuple, kwargs: dict, uncopyable: bool = False) -> bool:

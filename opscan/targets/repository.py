@@ -121,6 +121,11 @@ def load(path: Path, root: Path) -> types.ModuleType:
     for entry in (str(root), str(root / "src"), str(package_root), str(path.parent)):
         if entry not in sys.path:
             sys.path.insert(0, entry)
+    searched = (root, root / "src", package_root, path.parent)
+    for folder in reversed(import_roots.run_roots(tree, path, root, searched)):   # NOTE [the folder the
+        if str(folder) in sys.path:                                              # README runs from]
+            sys.path.remove(str(folder))
+        sys.path.insert(0, str(folder))
     dotted = ".".join(path.relative_to(package_root).with_suffix("").parts)
     import_roots.own_folders_first(tree, path.parent, root)
     for _ in range(len(absent.packages())):   # NOTE [GPU-only kernel libraries] in absent.py

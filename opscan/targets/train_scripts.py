@@ -176,11 +176,26 @@ def _called(call: ast.Call) -> str:
 # package whose `__init__.py` re-exports it); four classes named `Unet` in four files are not all
 # built because a script builds one of them.
 BUILT_BONUS = 600
+# NOTE [parts the training script joins]
+# A script may build the parts of its model and join them: `encoder = EncoderRNN(...)`, `decoder =
+# DecoderRNN(...)`, `model = S2VTAttModel(encoder, decoder)`. All three are built by the script, but
+# the model the team trains is the one that owns the others: traced alone, a decoder needs the
+# encoder's outputs (`encoder_hidden`), which nothing but the encoder makes. So a built class whose
+# instance (a name assigned from its call) the script passes to another built class's constructor is
+# a part: it ranks PART_BONUS lower, and the owner ranks first among what that script builds (above
+# its parts and above a model the script builds whole in another branch, `if opt.model ==
+# 'S2VTModel'`: the owner is the fuller model, an assumption its note states; `--entry` or
+# `[[tool.opscan.models]]` picks another).
+PART_BONUS = 150
 
 
 def boosted(recipes: list[Recipe], found: list[Script]) -> list[Recipe]:
-    """`recipes` with those a training script builds raised (NOTE [candidates the training scripts build])."""
-    out = []
+    """`recipes` with those a training script builds raised (NOTE [candidates the training scripts build]),
+    the owner of parts the script joins above them (NOTE [parts the training script joins])."""
+    joined = [_joined(s) for s in found]
+    out: list[Recipe] = []
+    owned: list[tuple[int, int]] = []   # (index in out, script) of each owner: raised once all are scored
+    by: list[int] = []   # the script that builds each recipe of out (-1: none)
     for recipe in recipes:
         spec = recipe.target[len("repo:"):]
         rel, _, name = spec.rpartition(":")
@@ -188,10 +203,48 @@ def boosted(recipes: list[Recipe], found: list[Script]) -> list[Recipe]:
                       and s.line_of(name, rel) is not None), None)
         if where is None:
             out.append(recipe)
+            by.append(-1)
             continue
-        out.append(replace(recipe, score=recipe.score + BUILT_BONUS,
-                           how=f"{recipe.how}; the training script {where[0]} builds it (line {where[1]})"))
+        how = f"{recipe.how}; the training script {where[0]} builds it (line {where[1]})"
+        score = recipe.score + BUILT_BONUS
+        script = next(i for i, s in enumerate(found) if s.rel == where[0])
+        parts, owners = joined[script]
+        if name in owners:
+            owned.append((len(out), script))
+            how += f", joining {', '.join(sorted(owners[name]))} (ranked first of what it builds: the fuller model)"
+        elif name in parts:
+            score -= PART_BONUS
+            how += f", as a part of {parts[name]}"
+        out.append(replace(recipe, score=score, how=how))
+        by.append(script)
+    for at, script in owned:
+        best = max(r.score for r, s in zip(out, by) if s == script)
+        out[at] = replace(out[at], score=max(out[at].score, best + 1))
     return out
+
+
+def _joined(script: Script) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """({part class: the class it is passed to}, {owner class: its parts}) of NOTE [parts the training
+    script joins]: names assigned from a built class's call, then passed to another built class's call."""
+    built = {name for name, _, _ in script.builds}
+    made: dict[str, str] = {}   # variable -> the built class it was assigned from
+    for node in ast.walk(script.tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _called(node.value) in built:
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    made[target.id] = _called(node.value)
+    parts: dict[str, str] = {}
+    owners: dict[str, set[str]] = {}
+    for node in ast.walk(script.tree):
+        if not isinstance(node, ast.Call) or _called(node) not in built:
+            continue
+        owner = _called(node)
+        for arg in (*node.args, *(k.value for k in node.keywords)):
+            part = made.get(arg.id) if isinstance(arg, ast.Name) else None
+            if part and part != owner:
+                parts.setdefault(part, owner)
+                owners.setdefault(owner, set()).add(part)
+    return parts, owners
 
 
 # NOTE [factories picked by name]

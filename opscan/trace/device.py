@@ -77,6 +77,9 @@ def ensure_neuron() -> None:
                          "in this process; use --device cpu")
     torch.utils.backend_registration._setup_privateuseone_for_python_backend(
         "neuron", backend_module=_BackendModule())
+    from opscan.trace import meta_kernels
+
+    meta_kernels.register()   # NOTE [fused recurrent cells]
     _NEURON_READY = True
 
 

@@ -236,3 +236,35 @@ def test_a_script_reading_beside_itself_with_numpy_runs_its_step_from_its_folder
     assert trace.complete and trace.steps == 1, trace.stopped_at
     assert "aten::addmm" in {u.op for u in (*trace.ops, *trace.host_ops)} and trace.replaced == ()
     assert any("run from its own folder pygcn/" in n for n in notes), notes
+
+
+class _NothingBuilds(Calls):
+    def trace(self, model, root, profile, limits):
+        self.ran.append(f"trace {model.target}")
+        raise TraceError("cannot choose a value for the required argument 'd_latent'")
+
+
+@pytest.mark.parametrize("fmt", ["json", "markdown", "terminal"])
+def test_a_command_that_stopped_with_nothing_traced_is_named_in_the_headline_and_step(tmp_path, fmt):
+    """NOTE [a command that stopped, nothing traced]: not only the source's blockers."""
+    stopped = _trace("script:train.py", ops=(), complete=False, steps=0,
+                     stopped_at="(before any op) at utils.py:143: FileNotFoundError: [Errno 2] No such file or "
+                                "directory: './data/train.pickle'")
+    calls = _NothingBuilds(stopped)
+    report = _analyse(_project(tmp_path), calls)
+    assert calls.ran[0] == "command python train.py --lr 3e-4" and not report.verdict.ops_checked
+    step = report.verdict.step
+    assert step.kind is StepKind.NONE and step.command == "python train.py --lr 3e-4"
+    assert report.verdict.headline.endswith(
+        "; `python train.py --lr 3e-4` stopped before its first optimizer step: FileNotFoundError at utils.py:143")
+    from importlib import import_module
+
+    out = io.StringIO()
+    import_module(REPORTERS[fmt]).render(report, out)
+    assert "FileNotFoundError at utils.py:143" in " ".join(out.getvalue().split())
+
+
+def test_a_stopped_command_is_not_in_the_headline_when_the_model_path_traced(tmp_path):
+    stopped = _trace("script:train.py", ops=(), complete=False, steps=0, stopped_at="KeyError at train.py:3")
+    report = _analyse(_project(tmp_path), Calls(stopped))
+    assert report.verdict.step.kind is StepKind.STAND_IN and "stopped before" not in report.verdict.headline

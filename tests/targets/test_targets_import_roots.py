@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from opscan.errors import MissingModulesError
 from opscan.targets.repository import load
 
 
@@ -53,3 +54,28 @@ def test_a_files_own_module_folder_comes_before_a_root_package_of_that_name(tmp_
     module = load(root / "language" / "modeling" / "model.py", root)
     assert module.GPT.opt.__name__ == "SophiaG"
     assert importlib.import_module("optim42.sam").SAM.__name__ == "SAM"   # the root's modules still found
+
+
+def test_a_module_importing_a_package_of_the_folder_its_readme_runs_from_imports(tmp_path, clean):
+    """`cd generative && python network.py`: generative/src42q/models/seq2seq.py imports `src42q.modules`,
+    a top-level package only generative/ holds (NOTE [the folder the README runs from])."""
+    root = _write(tmp_path, {
+        "generative/README.md": "cd generative && python network.py\n",
+        "generative/src42q/models/seq2seq.py": "from src42q.modules.embedder import Embedder\n"
+                                             "class Seq2Seq:\n    embedder = Embedder\n",
+        "generative/src42q/modules/embedder.py": "WHERE = 'generative'\nclass Embedder:\n    pass\n",
+        "retrieval/src42q/modules/embedder.py": "WHERE = 'retrieval'\nclass Embedder:\n    pass\n",
+        "generative/network.py": "from src42q.models.seq2seq import Seq2Seq\n"})
+    module = load(root / "generative" / "src42q" / "models" / "seq2seq.py", root)
+    assert module.Seq2Seq.embedder.__name__ == "Embedder"
+    assert sys.modules["src42q.modules.embedder"].WHERE == "generative"   # the nearest folder, not another's
+    assert str(root / "retrieval") not in sys.path
+
+
+def test_a_module_importing_what_no_folder_of_the_project_holds_still_fails_as_missing(tmp_path, clean):
+    root = _write(tmp_path, {
+        "generative/src43q/models/seq2seq.py": "from absent43q.modules import Embedder\n",
+        "generative/src43q/__init__.py": ""})
+    with pytest.raises(MissingModulesError, match="absent43q"):
+        load(root / "generative" / "src43q" / "models" / "seq2seq.py", root)
+    assert str(root / "generative") not in sys.path

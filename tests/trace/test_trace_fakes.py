@@ -165,3 +165,50 @@ def test_a_device_with_its_own_one_hot_kernel_lists_the_op_itself(tmp_path):
     assert trace.complete, trace.stopped_at
     ops = {u.op for u in trace.ops}
     assert "aten::one_hot" in ops and "aten::scatter_.value" not in ops
+
+
+RECURRENT = '''import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(16, 32, batch_first=True)
+        self.lstm = nn.LSTM(32, 8, batch_first=True)
+
+    def forward(self, x):
+        return self.lstm(self.gru(x)[0])[0]
+
+
+def build():
+    return Encoder(), (torch.randn(2, 5, 16),)
+'''
+
+
+def test_the_gru_cells_meta_kernels_give_the_shapes_of_the_fused_kernels():
+    """NOTE [fused recurrent cells]: hy [B, H] and a workspace [B, 5H]; the gradients of the gates,
+    hx and the biases backward."""
+    from opscan.trace import meta_kernels
+
+    meta_kernels.register()
+    gates, hx = torch.empty(4, 24, device="meta"), torch.empty(4, 8, device="meta")
+    bias = torch.empty(24, device="meta")
+    hy, workspace = aten._thnn_fused_gru_cell(gates, gates, hx, bias, bias)
+    assert (tuple(hy.shape), tuple(workspace.shape)) == ((4, 8), (4, 40))
+    grads = aten._thnn_fused_gru_cell_backward(hy, workspace, True)
+    assert [tuple(g.shape) for g in grads] == [(4, 24), (4, 24), (4, 8), (24,), (24,)]
+    assert [tuple(g.shape) for g in aten._thnn_fused_gru_cell_backward(hy, workspace, False)][3:] == [(0,), (0,)]
+
+
+@pytest.mark.parametrize("device", ["neuron", "cpu"])
+def test_a_gru_and_an_lstm_trace_in_train_mode_on_each_device(tmp_path, device):
+    (tmp_path / "recurrent.py").write_text(RECURRENT, encoding="utf-8")
+    trace = trace_target(f"{tmp_path}/recurrent.py:build", mode="train", device=device)
+    assert trace.complete, trace.stopped_at
+    ops = {u.op for u in trace.ops}
+    if device == "neuron":   # the fused cells an accelerator is handed
+        assert {"aten::_thnn_fused_gru_cell", "aten::_thnn_fused_gru_cell_backward",
+                "aten::_thnn_fused_lstm_cell"} <= ops
+    else:   # the CPU runs the cells' own ops
+        assert not {o for o in ops if o.startswith("aten::_thnn_fused")}

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 
 from opscan.records import Replacement
 
@@ -46,6 +47,8 @@ class StandIns:
         self.replaced: list[Replacement] = []
         self._seen: set[tuple[str, str, int]] = set()
         self.listed: list[tuple[str, str, int]] = []   # listings.py: (absent folder, path, line)
+        self.kept: tuple[str, ...] = ()   # folders whose files the run wrote itself (outside_writes.py)
+        self.written: Callable[[str], object] = lambda path: None   # outside_writes.py: its copy of path
 
     def answers(self, path) -> bool:
         """Whether a read of `path` is stood in for: not a file or folder of the project (absent, or outside it)."""
@@ -61,6 +64,8 @@ class StandIns:
             return True
         full = os.path.realpath(os.path.expanduser(text))
         inside = not self.root or full == self.root or full.startswith(self.root + os.sep)
+        if not inside and (_under(full, self.kept) and os.path.exists(full) or self.written(text)):
+            return False   # written by this run (NOTE [writes outside the project])
         if not inside and _under(full, library_roots()):   # NOTE [a library's own files]
             return False
         return not (inside and os.path.exists(full))
