@@ -253,3 +253,43 @@ def test_a_test_script_stepping_through_a_shared_module_ranks_after_the_training
     assert [e.command for e in found] == ["python train.py --model_type beta_vae --epochs 50",
                                           "python test.py --model_type beta_vae --checkpoint ckpt.pth"]
     assert "another job" in found[1].why
+
+
+def test_a_config_placeholder_leaves_the_scripts_own_default_config_and_reads_a_joined_option(tmp_path):
+    # NOTE [capitalised placeholders]: `--cfg_file=CONFIG_FILE` (ObjectReassembly's README); the
+    # script's default names a file of the project, the config folder's first file is a base others extend
+    script = STEPS.replace("def main():", "import argparse\n"
+                           "parser = argparse.ArgumentParser()\n"
+                           "parser.add_argument('--cfg_file', default='config/extractor/ours.yml')\n"
+                           "parser.add_argument('--data', default='missing/data.yml')\n"
+                           "def main():")
+    root = _project(tmp_path, {"train.py": script, "config/base.yml": "a: 1\n",
+                               "config/extractor/ours.yml": "a: 2\n", "README.md": """\
+        ```
+        python train.py --cfg_file=CONFIG_FILE
+        ```
+        """})
+    first = _entries(root)[0]
+    assert first.command == "python train.py"
+    assert "config/extractor/ours.yml" in first.why and "assumed" in first.why
+
+
+@pytest.mark.parametrize("readme, command", [
+    # a default that names no file of the project: the config folder's first file, joined to its option
+    ("python train.py --data=CONFIG_FILE", "python train.py --data=config/base.yml"),
+    # an option with no default at all: the same
+    ("python train.py --other CONFIG_FILE", "python train.py --other config/base.yml"),
+    # a joined placeholder that is no config: dropped with its option
+    ("python train.py --out=DATA_DIR --epochs 3", "python train.py --epochs 3"),
+    # a joined value in capitals that is no placeholder stays
+    ("python train.py --split=TEST", "python train.py --split=TEST"),
+])
+def test_a_config_placeholder_without_a_default_of_the_script_takes_the_first_config_file(tmp_path, readme, command):
+    script = STEPS.replace("def main():", "import argparse\n"
+                           "parser = argparse.ArgumentParser()\n"
+                           "parser.add_argument('--data', default='missing/data.yml')\n"
+                           "parser.add_argument('--other')\n"
+                           "def main():")
+    root = _project(tmp_path, {"train.py": script, "config/base.yml": "a: 1\n",
+                               "README.md": f"```\n{readme}\n```\n"})
+    assert _entries(root)[0].command == command

@@ -141,7 +141,7 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
         return None
     if not entry_point:   # NOTE [capitalised placeholders] in placeholders.py
         after = next((i + 1 for i, w in enumerate(words) if w == name), len(words))
-        words, assumed = placeholders.filled(index, words, cwd, after)
+        words, assumed = placeholders.filled(index, words, cwd, after, tree)
     else:
         assumed = ""
     read = f"{path}:{simple.line}" if simple.line else path
