@@ -255,6 +255,24 @@ def test_a_test_script_stepping_through_a_shared_module_ranks_after_the_training
     assert "another job" in found[1].why
 
 
+def test_a_help_command_ranks_after_the_training_command_written_after_it(tmp_path):
+    # NOTE [commands set aside by their options]: `--help` prints the parser's help; `-h 64` is a value
+    root = _project(tmp_path, {"train.py": STEPS, "other.py": STEPS, "README.md": """\
+        ```
+        python train.py --help
+        ```
+        ```
+        python train.py --epochs 3
+        ```
+        ```
+        python other.py -h 64
+        ```
+        """})
+    found = _entries(root)
+    assert [e.command for e in found] == ["python train.py --epochs 3", "python other.py -h 64",
+                                          "python train.py --help"]
+    assert "help" in found[2].why and "help" not in found[1].why
+
 def test_a_config_placeholder_leaves_the_scripts_own_default_config_and_reads_a_joined_option(tmp_path):
     # NOTE [capitalised placeholders]: `--cfg_file=CONFIG_FILE` (ObjectReassembly's README); the
     # script's default names a file of the project, the config folder's first file is a base others extend

@@ -12,6 +12,9 @@ ranking]: a README's CPU command still comes before a shell script's); it is sti
 and still run when it is the only one. An option of another job is a bare job word, or one with
 `only` (`--eval`, `--evaluate`, `--test`, `--test_only`, `--eval_only`, `--inference`,
 `--predict`); `--test_path data/test.json` names a file a training command reads, not a job.
+`--help` asks for the parser's help text, which argparse prints before it exits: no training
+(ObjectReassembly's README gives `python feature_extractor.py --help` under its training command;
+`-h` alone is not read so, as a script without argparse's help may use it for a height).
 A script named for another job (`test.py`, `evaluate.py`) that steps no optimizer itself, only
 through a project module it imports (a model class with its own `train_step`), is set aside the
 same way, and its evidence counts as a name's only (NOTE [training command ranking]): `sh
@@ -56,6 +59,8 @@ def set_aside(words: tuple[str, ...] | list[str]) -> str:
             return f"forces the CPU ({word} -1)" if not equals else f"forces the CPU ({word})"
         if name in _CPU_FLAGS:
             return f"forces the CPU ({word})"
+        if word == "--help":
+            return "asks its script for its help text (--help)"
         parts = name.split("_")
         if parts[0] in _JOBS and (len(parts) == 1 or parts[1:] == ["only"]):
             return f"asks its script for another job than training ({word})"
