@@ -36,8 +36,12 @@ from opscan.targets import shipped, shrinking
 # argument, or a module-level `_C` / `cfg` / `config` / `C` built as a config node; those are
 # executed in the contained child only. The config holding every required read wins; among several,
 # the one holding the most reads, then the one with the fewest other top-level keys, then the
-# smallest-sounding file name. A plain mapping is given with attribute access too (AttrDict), so
-# `cfg.model.dim` and `cfg["model"]["dim"]` both read it; layer counts in it become 2 (as `--layers`).
+# smallest-sounding file name. Where no config holds them at its top level, a table inside one does
+# (`args.k` and `args.dropout` of `DGCNN(args)`, held by `model:` of `config/extractor/ours.yml`,
+# as the training script passes `get_model(cfg.model)`): the shallowest such table, then the same
+# order; the words name it (`config/extractor/ours.yml['model']`), an assumption like the rest.
+# A plain mapping is given with attribute access too (AttrDict), so `cfg.model.dim` and
+# `cfg["model"]["dim"]` both read it; layer counts in it become 2 (as `--layers`).
 MAX_DATA_FILES = 300
 MAX_PY_CONFIGS = 12
 _DATA = (".yaml", ".yml", ".json", ".toml")
@@ -171,14 +175,15 @@ def value_for(fn, name: str, root: Path | None):
     if not required:
         return None
     best = None
-    for label, data in candidates(root):
-        if not all(_has(data, p) for p in required):
-            continue
-        held = sum(_has(data, p) for p in optional)
-        extra = len(data) - len({p[0] for p in required | optional}) if isinstance(data, dict) else 0
-        key = (-held, extra, _size_rank(label), label)
-        if best is None or key < best[0]:
-            best = (key, label, data)
+    for label, whole in candidates(root):
+        for keys, data in (_tables(whole) if isinstance(whole, dict) else [((), whole)]):
+            if not all(_has(data, p) for p in required):
+                continue
+            held = sum(_has(data, p) for p in optional)
+            extra = len(data) - len({p[0] for p in required | optional}) if isinstance(data, dict) else 0
+            key = (len(keys), -held, extra, _size_rank(label), label, keys)
+            if best is None or key < best[0]:
+                best = (key, label + "".join(f"[{k!r}]" for k in keys), data)
     if best is None:
         return None
     _, label, data = best

@@ -143,6 +143,32 @@ def test_what_a_constructor_reads_from_its_config_argument(tmp_path, monkeypatch
     assert optional == {("dropout",), ("bias",)}
 
 
+
+def test_a_table_inside_a_config_answers_when_no_config_holds_the_reads_at_its_top(tmp_path, monkeypatch):
+    # NOTE [configs from the repository's config files]: DGCNN(args) reads args.k, args.dropout, which
+    # the YAML holds under `model:` (ObjectReassembly's `get_model(cfg.model)`)
+    from opscan.targets.config_files import value_for
+
+    (tmp_path / "nested_reads.py").write_text(
+        "class Net:\n    def __init__(self, args):\n        self.k = args.k\n        self.p = args.dropout\n"
+        "class Other:\n    def __init__(self, args):\n        self.q = args.quantum_flux\n", encoding="utf-8")
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "ours.yml").write_text(
+        "exp:\n  seed: 1\nmodel:\n  extractor: ours\n  dropout: 0.5\n  k: 20\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import nested_reads
+
+    config, words = value_for(nested_reads.Net, "args", tmp_path)
+    assert (config.k, config.dropout) == (20, 0.5) and "config/ours.yml['model']" in words
+    assert value_for(nested_reads.Other, "args", tmp_path) is None   # nothing holds quantum_flux
+    # a config holding the reads at its top level comes first (configs are read once per root)
+    other = tmp_path / "other"
+    (other / "config").mkdir(parents=True)
+    (other / "config" / "ours.yml").write_text((tmp_path / "config" / "ours.yml").read_text(), encoding="utf-8")
+    (other / "config" / "zflat.yml").write_text("k: 7\ndropout: 0.1\n", encoding="utf-8")
+    config, words = value_for(nested_reads.Net, "args", other)
+    assert config.k == 7 and "config/zflat.yml" in words and "[" not in words.split(" (")[0]
+
 @pytest.mark.slow
 def test_constructor_arguments_by_name_from_a_config_file_anywhere_in_the_repository(repo_report, report_phases):
     report = repo_report(REPOS / "kwcfg")   # Vocoder(n_mels, upsample_factors, hidden): configs/vocoder/base.yaml
