@@ -3,12 +3,10 @@ absolute import path of the author's machine] in opscan/trace/run/package_root.p
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
 import pytest
 
 from opscan.trace.run.package_root import absolute_inserts
+from tests.support.corpus import write_sources
 
 # the project's own path edits, spelt so that tests/test_suite.py (no test edits sys.path) reads no
 # edit of this test's own in them
@@ -30,15 +28,8 @@ def train():
 """
 
 
-def _project(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(textwrap.dedent(text), encoding="utf-8")
-    return root
-
-
 def test_an_absent_absolute_path_whose_tail_is_a_project_folder_maps_to_it(tmp_path):
-    root = _project(tmp_path, {"run.py": RUN, "src/trainer.py": TRAINER})
+    root = write_sources(tmp_path, {"run.py": RUN, "src/trainer.py": TRAINER})
     folders, notes = absolute_inserts(str(root / "run.py"), str(root))
     assert folders == (str(root / "src"),) and "src/" in notes[0]
 
@@ -46,7 +37,7 @@ def test_an_absent_absolute_path_whose_tail_is_a_project_folder_maps_to_it(tmp_p
 def test_a_path_that_exists_or_names_no_project_folder_is_left_alone(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
-    root = _project(tmp_path / "project", {
+    root = write_sources(tmp_path / "project", {
         "run.py": f"import sys\n{APPEND}('{outside}')\n{INSERT}(0, '/opt/tools/lib')\n",
         "src/trainer.py": TRAINER})
     assert absolute_inserts(str(root / "run.py"), str(root)) == ((), ())
@@ -56,7 +47,7 @@ def test_the_run_imports_from_the_mapped_folder_and_steps(tmp_path, monkeypatch)
     pytest.importorskip("torch")
     from opscan.trace.run import run_script
 
-    root = _project(tmp_path, {"run.py": RUN, "src/trainer.py": TRAINER})
+    root = write_sources(tmp_path, {"run.py": RUN, "src/trainer.py": TRAINER})
     monkeypatch.chdir(root)
     trace, notes = run_script(str(root / "run.py"), device="neuron", steps=1, project_root=str(root),
                               stand_ins=True)   # as `opscan PATH` runs a training command

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 from pathlib import Path
 
 # A line that the scanner must report as a hard-coded device (category device-string).
@@ -88,6 +89,11 @@ GOOD = {
     "good_a.py": b'import torch\nmodel = model.cuda()\nx = torch.zeros(3, device="cuda")\n',
     "good_b.py": b'import torch\ntorch.cuda.synchronize()\n',
 }
+
+
+def write_sources(root: Path, files: dict[str, str]) -> Path:
+    """A small project from its files' texts (each dedented, UTF-8)."""
+    return write_tree(root, {rel: textwrap.dedent(text).encode("utf-8") for rel, text in files.items()})
 
 
 def write_tree(root: Path, files: dict[str, bytes]) -> Path:

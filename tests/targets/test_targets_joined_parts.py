@@ -6,12 +6,11 @@ names start with the argument's (NOTE [wrappers] in opscan/targets/construct.py)
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
 
 import pytest
 
 from opscan.targets.discovery import candidates
+from tests.support.corpus import write_sources
 
 pytest.importorskip("torch")
 
@@ -106,15 +105,8 @@ FILES = {
 }
 
 
-def _project(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(textwrap.dedent(text), encoding="utf-8")
-    return root
-
-
 def test_the_class_that_joins_the_parts_ranks_above_them_and_above_a_model_built_whole(tmp_path):
-    found = candidates(_project(tmp_path, FILES), construct=True)
+    found = candidates(write_sources(tmp_path, FILES), construct=True)
     order = [t for t in found.traced if t.startswith("repo:models/")]
     assert order[0] == "repo:models/S2VTAttModel.py:S2VTAttModel"
     assert order.index("repo:models/S2VTModel.py:S2VTModel") < order.index("repo:models/DecoderRNN.py:DecoderRNN")
@@ -127,7 +119,7 @@ def test_models_built_apart_are_neither_parts_nor_owners(tmp_path):
     files = dict(FILES)
     files["train.py"] = FILES["train.py"].replace(
         "model = S2VTAttModel(encoder, decoder)", "model = S2VTAttModel(EncoderRNN(8, 16), DecoderRNN(20, 16))")
-    found = candidates(_project(tmp_path, files), construct=True)
+    found = candidates(write_sources(tmp_path, files), construct=True)
     notes = " ".join(c.note for c in found.candidates)
     assert "as a part of" not in notes and "joining" not in notes
 
@@ -136,7 +128,7 @@ def test_models_built_apart_are_neither_parts_nor_owners(tmp_path):
 def test_the_joined_model_is_built_from_its_packages_parts_and_traced(tmp_path, repo_report):
     files = {k: v for k, v in FILES.items() if k != "train.py"}   # no command: the model path answers
     files["train.py"] = FILES["train.py"].replace("if __name__ == '__main__':", "if __name__ == '__never__':")
-    report = repo_report(_project(tmp_path, files))
+    report = repo_report(write_sources(tmp_path, files))
     complete = [t["target"] for t in report["traces"] if t["complete"] and t["mode"] == "train"]
     assert complete[:1] == ["repo:models/S2VTAttModel.py:S2VTAttModel"]
     ops = {op["op"] for op in report["ops"]}
