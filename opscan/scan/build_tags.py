@@ -4,11 +4,10 @@ build and the torch it was made for (NOTE [build tags])."""
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
-
-from opscan.scan.manifests import Entry
 
 # NOTE [build tags]
 # Older toolboxes published their CUDA builds under versions that are not PEP 440: OpenMMLab's
@@ -28,7 +27,16 @@ _CUDA_PART = re.compile(r"\+(?:cu\d{2,3}|cuda\d+(?:\.\d+)?)(?=$|[+._-])")   # OP
 _TORCH_PART = re.compile(r"(?:^|[+._-])torch(?P<version>\d+\.\d+(?:\.\d+)?)(?=$|[+_-]|\.(?!\d))")
 
 
-def build_tag(text: str, line: int) -> list[Entry]:
+class Tagged(NamedTuple):
+    """One requirement a build-tagged pin stands for (manifests.py makes it an entry at its line)."""
+
+    name: str       # canonical distribution name
+    spec: str       # "" (the package: its version is unknown) or "==X.Y[.Z]" (the torch it was built for)
+    version: str    # the version as written ("" for the torch part)
+    text: str       # the pin as written
+
+
+def build_tag(text: str) -> list[Tagged]:
     """The package and the torch a non-PEP 440 build-tagged pin stands for (NOTE [build tags]), or []."""
     token = text.strip().strip("'\"")
     match = _PIN.fullmatch(token)
@@ -44,7 +52,7 @@ def build_tag(text: str, line: int) -> list[Entry]:
     cuda, torch = _CUDA_PART.search(tag), _TORCH_PART.search(tag)
     if cuda is None and torch is None:
         return []
-    entries = [Entry(line, "requirement", canonicalize_name(match["name"]), "", version=version, text=token)]
+    tagged = [Tagged(canonicalize_name(match["name"]), "", version, token)]
     if torch is not None:
-        entries.append(Entry(line, "requirement", "torch", f"=={torch['version']}", text=token))
-    return entries
+        tagged.append(Tagged("torch", f"=={torch['version']}", "", token))
+    return tagged

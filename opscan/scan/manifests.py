@@ -21,6 +21,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from opscan.scan import vcs_urls
+from opscan.scan.build_tags import build_tag
 from opscan.scan.files import manifest_kind  # noqa: F401 - re-exported: the kind of a manifest by its name
 
 # NOTE [manifest entries]
@@ -463,9 +464,8 @@ def requirement_line(line: int, logical: str, entries: list[Entry], problems: li
 
 
 def _build_tag(text: str, line: int) -> list[Entry]:
-    from opscan.scan.build_tags import build_tag   # it reads Entry from here
-
-    return build_tag(text, line)
+    return [Entry(line, "requirement", tag.name, tag.spec, version=tag.version, text=tag.text)
+            for tag in build_tag(text)]
 
 
 # NOTE [options after a requirement]

@@ -100,13 +100,13 @@ def test_a_build_tag_in_a_requirements_file_is_also_an_unreadable_line():
 
 
 def test_build_tag_reads_only_a_non_pep440_pin_with_a_cuda_or_torch_part():
-    (mmcv, torch) = build_tag("'mmcv-full==latest+torch1.6.0+cu101'", 7)
-    assert (mmcv.name, mmcv.spec, mmcv.version, mmcv.line) == ("mmcv-full", "", "latest+torch1.6.0+cu101", 7)
+    (mmcv, torch) = build_tag("'mmcv-full==latest+torch1.6.0+cu101'")
+    assert (mmcv.name, mmcv.spec, mmcv.version) == ("mmcv-full", "", "latest+torch1.6.0+cu101")
     assert (torch.name, torch.spec) == ("torch", "==1.6.0")
-    assert build_tag("mmcv-full==1.7.0+cu117", 1) == []          # valid: packaging's
-    assert build_tag("mmcv-full>=latest+cu101", 1) == []          # only an exact pin
-    assert build_tag("mmcv-full==latest+build7", 1) == []         # no CUDA nor torch part
-    assert build_tag("mmcv-full==latest+torchvision0.7", 1) == []  # torchvision is not torch
+    assert build_tag("mmcv-full==1.7.0+cu117") == []          # valid: packaging's
+    assert build_tag("mmcv-full>=latest+cu101") == []          # only an exact pin
+    assert build_tag("mmcv-full==latest+build7") == []         # no CUDA nor torch part
+    assert build_tag("mmcv-full==latest+torchvision0.7") == []  # torchvision is not torch
 
 
 @pytest.mark.parametrize(("page", "rules"), [
