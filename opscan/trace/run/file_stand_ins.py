@@ -20,6 +20,8 @@ read, so each answer states its assumption:
   word-level language model's `input.txt`, `tiny_shakespeare.txt`): TEXT_CHARS characters of common
   English words, ten a line, drawn with the stand-ins' own generator (an assumption stated in the
   report: a file of another layout, `user item` pairs, fails at the line that parses it);
+- an absent JSON, JSON-lines, pickle or text-table file whose use the code around its `open()`
+  shows answers with data of that shape (table_stand_ins.py: NOTE [data shaped by its use]);
 any other absent file fails as it would, and the run's stop names it.
 """
 
@@ -88,6 +90,12 @@ def _open(stand_ins: StandIns, patches: Patches) -> None:
                     stand_ins.record("data", path, f"a synthetic vocabulary of {TOKEN_VALUES} entries (special "
                                      "tokens first; a vocabulary assumed from the file's name)")
                     return _vocabulary_file(path, "b" in str(mode))
+                if "://" not in path:   # JSON, JSON lines, pickles, tables: NOTE [data shaped by its use]
+                    from opscan.trace.run.table_stand_ins import opened
+
+                    shaped = opened(path, str(mode), sys._getframe(1), stand_ins)
+                    if shaped is not None:
+                        return shaped
                 if "://" not in path and path.lower().endswith(".txt") and "b" not in str(mode):
                     stand_ins.record("data", path, f"a synthetic plain text of {TEXT_CHARS} characters (English "
                                      "words, lines of ten; a text corpus assumed from the .txt suffix)")

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from opscan.trace.run import (data_stand_ins, file_stand_ins, listings, media_stand_ins, pretrained,
+from opscan.trace.run import (data_stand_ins, file_stand_ins, listings, media_stand_ins, pretrained, table_stand_ins,
                               real_transforms, tokenizer_stand_ins, trackers)
 from opscan.trace.run.stand_ins import Patches, StandIns
 
@@ -90,8 +90,8 @@ def installed(stand_ins: StandIns | None):
         return
     patches = Patches()
     watched: dict[str, Callable] = {}
-    for part in (data_stand_ins, file_stand_ins, media_stand_ins, pretrained, tokenizer_stand_ins, trackers,
-                 real_transforms, listings):
+    for part in (data_stand_ins, file_stand_ins, table_stand_ins, media_stand_ins, pretrained, tokenizer_stand_ins,
+                 trackers, real_transforms, listings):
         for name, patch in part.install(stand_ins, patches).items():
             watched[name] = _both(watched[name], patch) if name in watched else patch
     done: set[str] = set()

@@ -1,0 +1,275 @@
+"""Absent data files answered with data shaped by their use (NOTE [stand-ins for data and weights] in
+stand_ins.py): JSON, JSON lines, pickles, text tables read line by line, `np.loadtxt` /
+`np.genfromtxt` and `pd.read_csv` of a file that is not here.
+
+NOTE [data shaped by its use]
+Research code reads its preprocessed data itself (`json.load(open('data/caption.json'))`,
+`pickle.load(f)` of a list of SMILES strings, `for line in open(p): src, tgt = line.split('\\t')`,
+`np.loadtxt('readings.txt')`), and what the file holds is written nowhere but in the code that reads
+it. So the code is read (data_shapes.py: the project's own source, with `ast`, never run) from the
+load site through the function around it and, for `self.x`, the class: string subscripts make a dict
+with those keys (`item['caption']`), keys formatted from an int (`'video%i' % ix`) a dict of RECORDS
+such keys, iteration, integer indices and `len` a list of RECORDS records (nested lists hold INNER),
+`line.split(sep)` unpacked into k names (or indexed up to k-1) a line of k columns (a list reached
+through keys alone holds RECORDS: `data['annotations']`), `int(x)` /
+`float(x)` / a numeric comparison numbers, a value joined into a path (`os.path.join(root,
+item['file'])`) a file name the image stand-ins answer, a name that says vocabulary (`word_to_ix`)
+the stood-in vocabulary, and anything else a short text of the stood-in vocabulary's words. The
+answer is serialised in the format its reader takes (JSON text, JSON lines, a pickle, a delimited
+text table) and the report states the assumption with the lines it was read from
+("data/caption.json: assumed {'video%d' % i: {'final_captions': [[str, ...], ...]}} (json.load),
+read from dataloader.py:26, 63"). Where no use is readable (the value is handed to a function of a
+library, or the file is read whole with `read()`), nothing is made up: an absent `.txt` read whole
+stays the plain-text stand-in of file_stand_ins.py, anything else fails at its own line and the stop
+names the file. A file of another layout than the one assumed fails where the code parses it (its
+line in the stop reason). Real files, inside the project, are always read as they are.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import os
+import pickle
+import sys
+from collections.abc import Callable
+
+import numpy as np
+
+from opscan.trace.run import data_shapes
+from opscan.trace.run.data_shapes import Reader, Shape
+from opscan.trace.run.stand_ins import SAMPLES, Patches, StandIns
+
+RECORDS = 256    # records of a list (or keys of a formatted-key dict) stood in for
+INNER = 4        # elements of a list inside a record (captions of a video, tokens of a field)
+COLUMNS = 8      # columns of a table whose width its use does not say (an assumption, stated)
+_JSON = ("json", "ujson", "orjson", "simplejson")
+_PICKLE = ("pickle", "pkl", "cPickle", "pk", "cpickle", "dill", "joblib")
+
+
+def install(stand_ins: StandIns, patches: Patches) -> dict[str, Callable]:
+    """numpy's text readers patched now; pandas' when the script imports it (open(): file_stand_ins.py)."""
+    _numpy(stand_ins, patches)
+    return {"pandas": lambda module: _pandas(module, stand_ins, patches)}
+
+
+def opened(path: str, mode: str, frame, stand_ins: StandIns):
+    """A file object for the absent `path` the project's code at `frame` opens, shaped by how that code
+    uses it (NOTE [data shaped by its use]); None when its use is not readable."""
+    found = data_shapes.call_at(frame.f_code.co_filename, frame.f_lineno, ("open",))
+    if found is None:
+        return None
+    call, reader = found
+    form, shape = _file_use(call, reader, 0)
+    if shape.kind == "sized":   # the loaded value itself only sized: records
+        shape.kind = "list"
+    binary = "b" in mode
+    if not form or not shape.known() or (form == "pickle") != binary:
+        return None
+    if form == "lines":
+        if shape.item is None or shape.item.kind in ("", "str"):
+            return None   # lines read as plain text: file_stand_ins.py's text stand-in, when a .txt
+        text = "".join(_line(shape.item, i) + "\n" for i in range(RECORDS))
+    elif form == "json":
+        text = json.dumps(make(shape))
+    else:
+        data = pickle.dumps(make(shape))
+        _record(stand_ins, path, form, shape, reader)
+        return io.BytesIO(data)
+    _record(stand_ins, path, form, shape, reader)
+    return io.BytesIO(text.encode("utf-8")) if binary else io.StringIO(text)
+
+
+def _record(stand_ins: StandIns, path: str, form: str, shape: Shape, reader: Reader) -> None:
+    how = {"json": "json.load", "pickle": "pickle.load", "lines": "read line by line"}[form]
+    described = (f"{RECORDS} lines of {shape.item.describe()}" if form == "lines" and shape.item is not None
+                 else _counted(shape))
+    stand_ins.record("data", path, f"assumed {described} ({how}), read from {_lines(reader, shape)}")
+
+
+def _counted(shape: Shape) -> str:
+    if shape.kind == "list" and shape.item is not None:
+        return f"a list of {RECORDS} {shape.item.describe()} records"
+    return shape.describe()
+
+
+def _lines(reader: Reader, shape: Shape) -> str:
+    seen: set[int] = set()
+
+    def walk(s: Shape | None) -> None:
+        if s is None:
+            return
+        seen.update(s.lines)
+        for sub in (*s.keys.values(), *s.templates.values(), *s.columns, s.item):
+            walk(sub)
+    walk(shape)
+    return f"{reader.filename}:" + ", ".join(str(n) for n in sorted(n for n in seen if n))
+
+
+# --- the file object's use -----------------------------------------------------------------------
+
+def _file_use(node: ast.AST, reader: Reader, depth: int) -> tuple[str, Shape]:
+    """How the file object `node` is read: ("json" | "pickle" | "lines", the shape of what is read)."""
+    parent = reader.parent(node)
+    if parent is None or depth > 4:
+        return "", Shape()
+    if isinstance(parent, ast.Call) and node in parent.args:
+        func = parent.func
+        owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else ""
+        name = data_shapes._called(parent)
+        if name == "load" and owner in _JSON:
+            return "json", reader.used(parent)
+        if name == "load" and owner in _PICKLE:
+            return "pickle", reader.used(parent)
+        if name == "reader" and owner == "csv":
+            rows = reader.used(parent)
+            if rows.item is not None:
+                rows.item = Shape("row", sep=",", columns=rows.item.columns, lines=rows.item.lines)
+            return "lines", rows
+        if name in ("enumerate", "tqdm", "iter", "list"):
+            return "lines", reader.used(node)
+        return "", Shape()
+    if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
+        return "lines", reader.used(node)
+    if isinstance(parent, ast.Attribute) and parent.value is node and parent.attr == "readlines":
+        call = reader.parent(parent)
+        return ("lines", reader.used(call)) if call is not None else ("", Shape())
+    target = None
+    if isinstance(parent, ast.withitem):
+        target, body = parent.optional_vars, reader.parent(parent)
+    elif isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+        target, body = parent.targets[0], reader.scope(parent)
+    if isinstance(target, ast.Name) and body is not None:
+        for use in ast.walk(body):
+            if isinstance(use, ast.Name) and use.id == target.id and isinstance(use.ctx, ast.Load):
+                form, shape = _file_use(use, reader, depth + 1)
+                if form:
+                    return form, shape
+    return "", Shape()
+
+
+# --- synthetic values --------------------------------------------------------------------------
+
+def make(shape: Shape, index: int = 0, count: int = RECORDS):
+    """A value of `shape` (the index-th of its kind: values differ between records)."""
+    from opscan.trace.run.file_stand_ins import vocabulary
+
+    kind = shape.kind
+    if kind == "dict":
+        if shape.vocabulary and not shape.keys:
+            return vocabulary()
+        made = {key: make(sub, index, count) for key, sub in shape.keys.items()}   # {'annotations': [RECORDS]}
+        for template, sub in shape.templates.items():
+            made.update({template % i: make(sub, i, INNER) for i in range(count)})
+        return made
+    if kind == "list":
+        if shape.item is None and shape.columns:
+            return [make(column, index, INNER) for column in shape.columns]
+        return [make(shape.item or Shape(), i, INNER) for i in range(count)]
+    if kind == "json":
+        return make(shape.item or Shape("dict"), index)
+    if kind == "row":
+        return _line(shape, index)
+    return _leaf(kind, index)
+
+
+def _leaf(kind: str, index: int, words: int = 6):
+    from opscan.trace.run.data_stand_ins import TOKEN_VALUES
+    from opscan.trace.run.file_stand_ins import SPECIALS
+
+    if kind == "int":
+        return index % TOKEN_VALUES
+    if kind == "float":
+        return round(float(np.random.default_rng(index).standard_normal()), 4)
+    if kind == "path":
+        return f"{index:06d}.jpg"
+    if kind == "word":
+        return f"word{SPECIALS and len(SPECIALS) + index % (TOKEN_VALUES - len(SPECIALS))}"
+    first = len(SPECIALS)
+    return " ".join(f"word{first + (index * 7 + j * 13) % (TOKEN_VALUES - first)}" for j in range(words))
+
+
+def _line(shape: Shape, index: int) -> str:
+    """One text line: a JSON record, a row of columns, or a short text."""
+    if shape.kind == "json":
+        return json.dumps(make(shape, index))
+    if shape.kind != "row":
+        return _leaf("str", index)
+    sep = shape.sep if shape.sep is not None else " "
+    cells = [_leaf(column.kind, index, words=1 if sep.isspace() or not sep else 4)
+             for column in (shape.columns or [Shape("str")])]
+    return sep.join(str(cell) for cell in cells)
+
+
+# --- numpy and pandas readers ------------------------------------------------------------------
+
+def _table_shape(frame, names: tuple[str, ...]) -> tuple[Shape, Reader | None]:
+    found = data_shapes.call_at(frame.f_code.co_filename, frame.f_lineno, names) if frame is not None else None
+    if found is None:
+        return Shape(), None
+    call, reader = found
+    return reader.used(call), reader
+
+
+def _numpy(stand_ins: StandIns, patches: Patches) -> None:
+    for name in ("loadtxt", "genfromtxt"):
+        patches.set(np, name, _numpy_reader(getattr(np, name), name, stand_ins))
+
+
+def _numpy_reader(original: Callable, name: str, stand_ins: StandIns) -> Callable:
+    def read(fname, *args, **kwargs):
+        frame = sys._getframe(1)
+        if not isinstance(fname, (str, os.PathLike)) or not stand_ins.answers(fname) \
+                or stand_ins.asked_by_library(frame):
+            return original(fname, *args, **kwargs)
+        shape, reader = _table_shape(frame, (name,))
+        dtype = np.dtype(kwargs.get("dtype") or float)
+        usecols = kwargs.get("usecols")
+        width = len(usecols) if isinstance(usecols, (list, tuple)) else \
+            len(shape.item.columns) if shape.item is not None and shape.item.columns else 0
+        data = np.random.default_rng(0).standard_normal((SAMPLES, width) if width else SAMPLES)
+        data = np.abs(data * 8).astype(dtype) if dtype.kind in "iu" else data.astype(dtype)
+        if kwargs.get("unpack") and width:
+            data = data.T
+        told = f"{width} columns, read from {_lines(reader, shape)}" if width and reader else \
+            "one column: its width is not used where the code reads it"
+        stand_ins.record("data", os.fspath(fname), f"{SAMPLES} synthetic rows of {dtype.name} values ({told}; "
+                         f"np.{name})")
+        return data
+    return read
+
+
+def _pandas(module, stand_ins: StandIns, patches: Patches) -> None:
+    for name in ("read_csv", "read_table"):
+        original = getattr(module, name, None)
+        if original is not None:
+            patches.set(module, name, _pandas_reader(module, original, name, stand_ins))
+
+
+def _pandas_reader(module, original: Callable, name: str, stand_ins: StandIns) -> Callable:
+    def read(filepath_or_buffer, *args, **kwargs):
+        frame = sys._getframe(1)
+        path = filepath_or_buffer
+        if not isinstance(path, (str, os.PathLike)) or not stand_ins.answers(path) \
+                or stand_ins.asked_by_library(frame):
+            return original(filepath_or_buffer, *args, **kwargs)
+        shape, reader = _table_shape(frame, (name,))
+        names = kwargs.get("names") or kwargs.get("usecols")
+        columns = list(names) if isinstance(names, (list, tuple)) else list(shape.keys) or \
+            [f"c{i}" for i in range(COLUMNS)]
+        rows = SAMPLES
+        data = {}
+        for i, column in enumerate(columns):
+            kind = shape.keys[column].kind if column in shape.keys else "float"
+            data[column] = [_leaf(kind, r) for r in range(rows)] if kind in ("str", "path") else \
+                np.random.default_rng(i).standard_normal(rows).astype(np.float32 if kind == "float" else np.float64)
+            if kind == "int":
+                data[column] = np.arange(rows) % 64
+        made = module.DataFrame(data)
+        where = f", read from {_lines(reader, shape)}" if reader is not None and shape.keys else \
+            f" ({COLUMNS} float columns assumed: no column is named where the code reads it)" if not names else ""
+        stand_ins.record("data", os.fspath(path), f"{rows} synthetic rows, columns {', '.join(map(str, columns))}"
+                         f"{where} (pd.{name})")
+        return made
+    return read

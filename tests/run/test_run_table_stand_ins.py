@@ -1,0 +1,195 @@
+"""Absent data files answered with data shaped by how the project's code uses them (NOTE [data shaped
+by its use] in opscan/trace/run/table_stand_ins.py), synthetic files of an absent media folder and
+output folders whose parents are absent (opscan/trace/run/listings.py). Each case is a small
+project file run under the stand-ins, as the training command's child runs it."""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+import textwrap
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from opscan.trace.run.stand_in_hooks import installed
+from opscan.trace.run.stand_ins import SAMPLES, StandIns
+from opscan.trace.run.table_stand_ins import INNER, RECORDS
+from opscan.trace.sources import SourceFinder
+
+
+def _run(root, code: str, call: str = "main"):
+    """Write `code` as the project's loader.py and call its `call` under the stand-ins."""
+    path = root / "loader.py"
+    path.write_text(textwrap.dedent(code), encoding="utf-8")
+    made = StandIns(str(root), SourceFinder(str(root)), str(path))
+    spec = importlib.util.spec_from_file_location(f"loader_{abs(hash(str(root)))}", path)
+    module = importlib.util.module_from_spec(spec)
+    with installed(made):
+        spec.loader.exec_module(module)
+        result = getattr(module, call)()
+    return result, made.replaced
+
+
+@pytest.fixture()
+def root(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_caption_json_becomes_records_with_the_keys_the_code_reads(root):
+    result, replaced = _run(root, """\
+        import json, os
+
+        def main():
+            data = json.load(open('data/captions.json'))
+            pairs = []
+            for item in data['annotations']:
+                pairs.append((int(item['image_id']), item['caption'].lower()))
+            files = [os.path.join('images', data['images'][i]['file_name']) for i in range(len(data['images']))]
+            return pairs, files
+        """)
+    pairs, files = result
+    assert len(pairs) == RECORDS and isinstance(pairs[0][0], int) and isinstance(pairs[0][1], str)
+    assert len(files) == RECORDS and files[0].endswith(".jpg")
+    assert [(r.subject, r.path, r.line) for r in replaced] == [("data/captions.json", "loader.py", 4)]
+    assert "'annotations'" in replaced[0].detail and "loader.py:" in replaced[0].detail
+
+
+def test_jsonl_lines_and_formatted_keys_follow_the_code_into_its_methods(root):
+    result, replaced = _run(root, """\
+        import json
+
+        class Data:
+            def __init__(self):
+                self.rows = []
+                with open('data/train.jsonl', encoding='utf-8') as f:
+                    for line in f:
+                        record = json.loads(line.strip())
+                        self.rows.append(self.parse(record['text'], record['label']))
+                self.captions = json.load(open('data/caption.json'))
+
+            def parse(self, text, label):
+                return text.split(), float(label)
+
+            def get(self, ix):
+                return [len(c) for c in self.captions['video%i' % ix]['final_captions']]
+
+        def main():
+            data = Data()
+            return data.rows, data.get(3)
+        """)
+    rows, captions = result
+    assert len(rows) == RECORDS and isinstance(rows[0][1], float) and rows[0][0]
+    assert len(captions) == INNER and all(n > 0 for n in captions)
+    assert [r.subject for r in replaced] == ["data/train.jsonl", "data/caption.json"]
+
+
+def test_a_whitespace_table_and_a_pickled_list_get_their_columns_and_items(root):
+    result, replaced = _run(root, """\
+        import pickle
+
+        def main():
+            pairs = []
+            for line in open('data/ml-1m.txt'):
+                user, item, rating = line.split()
+                pairs.append((int(user), int(item), float(rating)))
+            with open('data/smiles.pickle', 'rb') as f:
+                smiles = pickle.load(f)
+            kept = [s for s in smiles if len(s) <= 120]
+            return pairs, kept
+        """)
+    pairs, kept = result
+    assert len(pairs) == RECORDS and all(isinstance(v, t) for v, t in zip(pairs[0], (int, int, float)))
+    assert len(kept) == RECORDS and isinstance(kept[0], str)
+    assert [r.subject for r in replaced] == ["data/ml-1m.txt", "data/smiles.pickle"]
+    assert "3 column(s) split on whitespace" in replaced[0].detail
+
+
+def test_loadtxt_gives_a_column_or_the_table_its_indices_use(root):
+    result, replaced = _run(root, """\
+        import numpy as np
+
+        def main():
+            load = np.loadtxt('readings.txt', dtype=np.float32)
+            table = np.loadtxt('table.csv', delimiter=',')
+            return load, table[:, 4]
+        """)
+    load, column = result
+    assert load.shape == (SAMPLES,) and load.dtype == np.float32 and column.shape == (SAMPLES,)
+    assert [r.subject for r in replaced] == ["readings.txt", "table.csv"]
+    assert "5 columns" in replaced[1].detail
+
+
+def test_a_use_that_is_not_readable_or_the_wrong_mode_still_fails_and_real_files_are_read(root):
+    (root / "data").mkdir()
+    (root / "data" / "real.json").write_text('{"a": [1, 2]}', encoding="utf-8")
+    result, replaced = _run(root, """\
+        import json, pickle
+
+        def opaque():
+            with open('data/graphs.pkl', 'rb') as f:
+                adj, x, y = pickle.load(f)
+
+        def text_mode():
+            return pickle.load(open('data/list.pkl'))['items']
+
+        def main():
+            failed = []
+            for fn in (opaque, text_mode):
+                try:
+                    fn()
+                except FileNotFoundError as exc:
+                    failed.append(exc.filename)
+            real = json.load(open('data/real.json'))
+            return failed, real['a']
+        """)
+    failed, real = result
+    assert failed == ["data/graphs.pkl", "data/list.pkl"] and real == [1, 2] and replaced == []
+
+
+def test_a_glob_of_an_absent_image_folder_lists_files_the_image_stand_in_reads(root):
+    pil = pytest.importorskip("PIL.Image")
+    (root / "real").mkdir()
+    (root / "real" / "a.jpg").write_bytes(b"")
+    result, replaced = _run(root, """\
+        import glob
+        from PIL import Image
+
+        def main():
+            paths = sorted(glob.glob('/data/crowd/images/*.jpg'), key=lambda p: int(''.join(filter(str.isdigit, p))))
+            maps = glob.glob('/data/crowd/gt/*.mat')
+            real = glob.glob('real/*.jpg')
+            return paths, maps, real, Image.open(paths[0]).size
+        """)
+    paths, maps, real, size = result
+    assert len(paths) == 64 and maps == [] and real == ["real/a.jpg"] and size == (256, 256)
+    assert pil is not None and [r.subject for r in replaced] == ["/data/crowd/images/*.jpg", "PIL.Image.open"]
+
+
+def test_mkdir_of_an_output_folder_makes_its_absent_parents_inside_the_project_only(root):
+    result, replaced = _run(root, """\
+        import os
+
+        def main():
+            os.mkdir('runs/weights/best')
+            try:
+                os.mkdir('/nonexistent-root-folder/x/y')
+            except FileNotFoundError:
+                return 'outside refused'
+        """)
+    assert result == "outside refused" and os.path.isdir(root / "runs" / "weights" / "best")
+    assert [r.subject for r in replaced] == ["runs/weights/best"]
+
+
+def test_nothing_is_answered_without_the_stand_ins(root):
+    (root / "loader.py").write_text("import json\ndef main():\n    return json.load(open('x.json'))['a']\n")
+    spec = importlib.util.spec_from_file_location("plain_loader", root / "loader.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(FileNotFoundError):
+        module.main()
+    assert glob.glob("/data/crowd/images/*.jpg") == []
