@@ -8,6 +8,7 @@ from __future__ import annotations
 import glob
 import importlib.util
 import os
+import shutil
 import textwrap
 
 import numpy as np
@@ -193,3 +194,98 @@ def test_nothing_is_answered_without_the_stand_ins(root):
     with pytest.raises(FileNotFoundError):
         module.main()
     assert glob.glob("/data/crowd/images/*.jpg") == []
+
+
+def test_an_hdf5_map_indexed_in_two_dimensions_is_a_2d_float_map(root):
+    import types
+
+    from opscan.trace.run.file_stand_ins import StoodInFile
+    from opscan.trace.run.table_stand_ins import h5_dimensions
+
+    (root / "dataset.py").write_text(textwrap.dedent("""\
+        import h5py, numpy as np
+
+        def load(path, dy, dx):
+            gt_file = h5py.File(path)
+            target = np.asarray(gt_file['density'])
+            tokens = gt_file['ids'][:]
+            return target[dy:dy + 64, dx:dx + 64], tokens
+        """), encoding="utf-8")
+    frame = types.SimpleNamespace(f_code=types.SimpleNamespace(co_filename=str(root / "dataset.py")), f_lineno=4)
+    dims = h5_dimensions(frame)
+    assert dims == {"density": 2, "ids": 1}
+    stood_in = StoodInFile("gt.h5", dims)
+    assert np.asarray(stood_in["density"]).ndim == 2 and np.asarray(stood_in["density"]).dtype == np.float32
+    assert np.asarray(stood_in["ids"]).ndim == 1
+
+
+def test_an_empty_placeholder_data_file_is_read_as_absent_and_a_file_with_content_as_it_is(root):
+    (root / "data").mkdir()
+    (root / "data" / "demo.train").write_text("", encoding="utf-8")
+    (root / "data" / "demo.dev").write_text("hello\tworld\n", encoding="utf-8")
+    (root / "data" / "empty.py").write_text("", encoding="utf-8")
+    result, replaced = _run(root, """\
+        def read(path):
+            data = []
+            with open(path, 'r', encoding='utf-8') as f:
+                for line in f:
+                    src, tgt = line.strip().split('\\t')[:2]
+                    data.append({'src': src, 'tgt': tgt})
+            return data
+
+        def main():
+            return read('data/demo.train'), read('data/demo.dev'), open('data/empty.py').read()
+        """)
+    train, dev, code = result
+    assert len(train) == RECORDS and train[0]["src"] and dev == [{"src": "hello", "tgt": "world"}] and code == ""
+    assert [r.subject for r in replaced] == ["data/demo.train"]
+
+
+@pytest.mark.slow
+def test_a_caption_dataset_and_a_readings_table_absent_train_a_step_and_are_named(tmp_path):
+    """A captioning script's own dataset (caption JSON with formatted keys, a vocabulary JSON, an
+    output folder under an absent `runs/`) and a forecasting script's `np.loadtxt` table: each takes
+    its optimizer step on data shaped by its code; without the stand-ins each stops on its file."""
+    from opscan.trace.run import run_script
+
+    (tmp_path / "captions.py").write_text(textwrap.dedent("""\
+        import json, os
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+        class Captions(Dataset):
+            def __init__(self):
+                self.captions = json.load(open('data/caption.json'))
+                info = json.load(open('data/info.json'))
+                self.word_to_ix = info['word_to_ix']
+                self.videos = info['videos']['train']
+
+            def __len__(self):
+                return len(self.videos)
+
+            def __getitem__(self, ix):
+                words = self.captions['video%i' % ix]['final_captions'][0]
+                label = torch.zeros(8, dtype=torch.long)
+                for j, w in enumerate(words[:8]):
+                    label[j] = self.word_to_ix[w]
+                return label
+
+        if __name__ == '__main__':
+            os.mkdir('runs/save')
+            data = Captions()
+            embed, head = torch.nn.Embedding(len(data.word_to_ix), 16), torch.nn.Linear(16, len(data.word_to_ix))
+            optimizer = torch.optim.Adam(list(embed.parameters()) + list(head.parameters()))
+            for labels in DataLoader(data, batch_size=4):
+                logits = head(embed(labels))
+                loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())
+                loss.backward()
+                optimizer.step()
+        """), encoding="utf-8")
+    trace, _ = run_script(str(tmp_path / "captions.py"), project_root=str(tmp_path), cwd=str(tmp_path),
+                          stand_ins=True, device="cpu")
+    assert trace.complete and trace.steps == 1, trace.stopped_at
+    assert "aten::nll_loss_forward" in {u.op for u in trace.ops}
+    assert [r.subject for r in trace.replaced] == ["runs/save", "data/caption.json", "data/info.json"]
+    shutil.rmtree(tmp_path / "runs")   # not contained here: the first run's folder is real
+    plain, _ = run_script(str(tmp_path / "captions.py"), project_root=str(tmp_path), cwd=str(tmp_path), device="cpu")
+    assert not plain.complete and "FileNotFoundError" in plain.stopped_at

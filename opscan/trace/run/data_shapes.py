@@ -13,9 +13,10 @@ import io
 import os
 from dataclasses import dataclass, field
 
-DEPTH = 8   # uses followed through names and keys, at most (a cycle of assignments stops there)
+DEPTH = 32   # steps of uses followed through names, keys and calls, at most (cycles stop on their own)
 _STRING_METHODS = {"strip", "lower", "upper", "rstrip", "lstrip", "replace", "encode", "decode", "casefold"}
-_PASS_THROUGH = {"enumerate", "tqdm", "list", "sorted", "reversed", "tuple", "iter", "trange"}
+_PASS_THROUGH = {"enumerate", "tqdm", "list", "sorted", "reversed", "tuple", "iter", "trange", "asarray", "array",
+                 "ascontiguousarray"}
 _PATH_JOINS = {"join", "Path", "PurePath"}
 
 
@@ -251,10 +252,13 @@ class Reader:
             return Shape("dict", templates={template: inner}, lines=line)
         if isinstance(index, ast.Slice):
             return Shape("list", lines=line).merge(inner if inner.kind == "list" else Shape())
-        if isinstance(index, ast.Tuple):   # numpy: data[:, 3]
+        if isinstance(index, ast.Tuple):   # numpy: data[:, 3] (a column), map[y0:y1, x0:x1] (2-D)
             width = max((e.value for e in index.elts if isinstance(e, ast.Constant) and isinstance(e.value, int)),
-                        default=0)
-            return Shape("list", item=Shape("list", columns=[Shape("float")] * (width + 1)), lines=line)
+                        default=-1)
+            inner = Shape("list", columns=[Shape("float")] * (width + 1)) if width >= 0 else Shape("list")
+            for _ in range(len(index.elts) - 2):
+                inner = Shape("list", item=inner)
+            return Shape("list", item=inner, lines=line)
         if isinstance(index, ast.Constant) and isinstance(index.value, int) and index.value >= 0:
             return Shape("list", columns=[Shape()] * index.value + [inner], lines=line)
         return Shape("list", item=inner, lines=line)

@@ -139,9 +139,13 @@ def _vocabulary_file(path: str, binary: bool):
 class StoodInDataset:
     """An HDF5 dataset of synthetic token ids, read as h5py reads one (NOTE [files opened by the script])."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, ndim: int = 1) -> None:
+        from opscan.trace.run.media_stand_ins import IMAGE_SIDE
+
         self.name = name
-        self._data = tokens(np.int64)
+        # a map indexed in 2 or more dimensions (`target[y0:y1, x0:x1]`): float32, the image stand-in's size
+        self._data = tokens(np.int64) if ndim < 2 else \
+            np.random.default_rng(0).random((IMAGE_SIDE, IMAGE_SIDE, 3)[:ndim], dtype=np.float32)
         self.attrs: dict = {}
 
     shape = property(lambda self: self._data.shape)
@@ -168,15 +172,18 @@ class StoodInDataset:
 class StoodInFile:
     """An absent HDF5 file opened for reading: every key is a StoodInDataset."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, dims: dict[str, int] | None = None) -> None:
         self.filename = path
         self.mode = "r"
         self.attrs: dict = {}
         self._datasets: dict[str, StoodInDataset] = {}
+        self._dims = dims or {}   # key -> dimensions its use indexes (table_stand_ins.h5_dimensions)
 
     def __getitem__(self, key) -> StoodInDataset:
         key = str(key)
-        return self._datasets.setdefault(key, StoodInDataset(key))
+        if key not in self._datasets:
+            self._datasets[key] = StoodInDataset(key, self._dims.get(key, 1))
+        return self._datasets[key]
 
     def get(self, key, default=None):
         return self[key]
@@ -206,10 +213,15 @@ def _h5py(module, stand_ins: StandIns, patches: Patches) -> None:
     class File(original):   # isinstance checks keep working on real files
         def __new__(cls, name, mode="r", *args, **kwargs):
             if isinstance(name, (str, os.PathLike)) and mode in (None, "r") and stand_ins.answers(name):
-                stand_ins.record("data", f"h5py.File({os.fspath(name)!r})", f"each dataset read as {TOKENS} "
+                from opscan.trace.run.table_stand_ins import h5_dimensions
+
+                dims = h5_dimensions(sys._getframe(1))
+                maps = ", ".join(f"{key!r} a {n}-D float32 map" for key, n in dims.items() if n >= 2)
+                stand_ins.record("data", f"h5py.File({os.fspath(name)!r})", (f"{maps} (indexed so where it is read); "
+                                 if maps else "") + f"each {'other ' if maps else ''}dataset read as {TOKENS} "
                                  f"synthetic int64 token ids below {TOKEN_VALUES} (a 1-D token array assumed: "
                                  "the file's layout is not written here)")
-                return StoodInFile(os.fspath(name))
+                return StoodInFile(os.fspath(name), dims)
             return super().__new__(cls)
 
     patches.set(module, "File", File)

@@ -174,7 +174,7 @@ def make(shape: Shape, index: int = 0, count: int = RECORDS):
     return _leaf(kind, index)
 
 
-def _leaf(kind: str, index: int, words: int = 6):
+def _leaf(kind: str, index: int, words: int = 4):
     from opscan.trace.run.data_stand_ins import TOKEN_VALUES
     from opscan.trace.run.file_stand_ins import SPECIALS
 
@@ -200,6 +200,21 @@ def _line(shape: Shape, index: int) -> str:
     cells = [_leaf(column.kind, index, words=1 if sep.isspace() or not sep else 4)
              for column in (shape.columns or [Shape("str")])]
     return sep.join(str(cell) for cell in cells)
+
+
+def h5_dimensions(frame) -> dict[str, int]:
+    """Key -> the dimensions the code indexes it in, for an h5py.File opened at `frame`."""
+    shape, _ = _table_shape(frame, ("File",))
+    if shape.kind != "dict":
+        return {}
+    return {key: _depth(sub) for key, sub in shape.keys.items()}
+
+
+def _depth(shape: Shape) -> int:
+    depth = 0
+    while shape.kind == "list":
+        depth, shape = depth + 1, shape.item or Shape()
+    return depth
 
 
 # --- numpy and pandas readers ------------------------------------------------------------------
