@@ -289,3 +289,48 @@ def test_a_caption_dataset_and_a_readings_table_absent_train_a_step_and_are_name
     shutil.rmtree(tmp_path / "runs")   # not contained here: the first run's folder is real
     plain, _ = run_script(str(tmp_path / "captions.py"), project_root=str(tmp_path), cwd=str(tmp_path), device="cpu")
     assert not plain.complete and "FileNotFoundError" in plain.stopped_at
+
+
+def test_a_loaded_value_is_followed_into_a_class_and_a_keyword_argument_of_this_file(root):
+    result, replaced = _run(root, """\
+        import pickle
+
+        class Pairs:
+            def __init__(self, records, scale=1.0):
+                self.items = [(r['user'], float(r['score']) * scale) for r in records]
+
+        def build(data):
+            return Pairs(data)
+
+        def main():
+            with open('data/ratings.pkl', 'rb') as f:
+                loaded = pickle.load(f)
+            return build(data=loaded).items
+        """)
+    assert len(result) == RECORDS and isinstance(result[0][1], float)
+    assert "'user'" in replaced[0].detail and "'score': float" in replaced[0].detail
+
+
+def test_gzip_text_lines_and_a_gzipped_pickle_are_answered_as_open_of_them(root):
+    result, replaced = _run(root, """\
+        import gzip, pickle
+
+        def read(filename):
+            pairs = []
+            open_ = gzip.open if filename.endswith('.gz') else open
+            with open_(filename, 'rt', encoding='utf-8') as f:
+                for i, line in enumerate(f):
+                    pair = line.strip().split('\\t')
+                    if len(pair) != 2:
+                        continue
+                    pairs.append((pair[0].split(), pair[1].split()))
+            return pairs
+
+        def main():
+            with gzip.open('data/feats.pkl.gz', 'rb') as f:
+                feats = pickle.load(f)
+            return read('data/cnndm.gz'), [float(v['score']) for v in feats]
+        """)
+    pairs, scores = result
+    assert len(pairs) == RECORDS and all(pair[0] and pair[1] for pair in pairs) and len(scores) == RECORDS
+    assert [r.subject for r in replaced] == ["data/feats.pkl.gz", "data/cnndm.gz"]

@@ -113,13 +113,15 @@ def tree(filename: str) -> tuple[ast.Module, dict[int, ast.AST]] | None:
 
 
 def call_at(filename: str, line: int, names: tuple[str, ...]) -> tuple[ast.Call, Reader] | None:
-    """The call of one of `names` (a function or method name) spanning `line` of `filename`."""
+    """The call of one of `names` (a function or method name; "<with>": any call a `with` enters)
+    spanning `line` of `filename`."""
     parsed = tree(filename)
     if parsed is None:
         return None
     module, parents = parsed
-    found = [node for node in ast.walk(module) if isinstance(node, ast.Call) and _called(node) in names
-             and node.lineno <= line <= (node.end_lineno or node.lineno)]
+    found = [node for node in ast.walk(module) if isinstance(node, ast.Call) and node.lineno <= line <=
+             (node.end_lineno or node.lineno) and (_called(node) in names or "<with>" in names and
+                                                   isinstance(parents.get(id(node)), ast.withitem))]
     if not found:
         return None
     call = min(found, key=lambda node: (node.end_lineno or node.lineno) - node.lineno)
@@ -196,6 +198,9 @@ class Reader:
         while self.parent(module) is not None:
             module = self.parent(module)   # type: ignore[assignment]
         found = [n for n in ast.walk(module) if isinstance(n, ast.FunctionDef) and n.name == name]
+        if not found and isinstance(func, ast.Name):   # a class of this file: its __init__
+            found = [m for n in ast.walk(module) if isinstance(n, ast.ClassDef) and n.name == name
+                     for m in n.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"]
         return found[0] if len(found) == 1 else None
 
     def bound_in(self, function: ast.FunctionDef, name: str, depth: int) -> Shape:
@@ -223,6 +228,11 @@ class Reader:
             return Shape("word", lines=line)
         if isinstance(parent, ast.Call) and node in parent.args:
             return self._argument(parent, node, depth, line)
+        if isinstance(parent, ast.keyword) and parent.arg:   # f(data=x): the parameter of that name
+            call = self.parent(parent)
+            callee = self._callee(call) if isinstance(call, ast.Call) else None
+            if callee is not None:
+                return self.bound_in(callee, parent.arg, depth + 1)
         if isinstance(parent, ast.Attribute) and parent.value is node:
             return self._method(parent, depth, line)
         if isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node:
@@ -276,7 +286,8 @@ class Reader:
         callee = self._callee(parent)
         if callee is not None:
             params = [a.arg for a in callee.args.posonlyargs + callee.args.args]
-            if params and params[0] in ("self", "cls") and isinstance(parent.func, ast.Attribute):
+            if params and params[0] in ("self", "cls") and (isinstance(parent.func, ast.Attribute)
+                                                            or callee.name == "__init__"):
                 params = params[1:]
             position = parent.args.index(node)   # type: ignore[arg-type]
             if position < len(params):

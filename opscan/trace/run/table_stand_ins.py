@@ -51,13 +51,34 @@ _PICKLE = ("pickle", "pkl", "cPickle", "pk", "cpickle", "dill", "joblib")
 def install(stand_ins: StandIns, patches: Patches) -> dict[str, Callable]:
     """numpy's text readers patched now; pandas' when the script imports it (open(): file_stand_ins.py)."""
     _numpy(stand_ins, patches)
-    return {"pandas": lambda module: _pandas(module, stand_ins, patches)}
+    return {"pandas": lambda module: _pandas(module, stand_ins, patches),
+            "gzip": lambda module: _compressed(module, stand_ins, patches),
+            "bz2": lambda module: _compressed(module, stand_ins, patches)}
+
+
+def _compressed(module, stand_ins: StandIns, patches: Patches) -> None:
+    """`gzip.open` / `bz2.open` of an absent file: answered as `open()` of it (the file's content,
+    uncompressed, shaped by its use)."""
+    original = module.open
+
+    def open_(filename, mode="rb", *args, **kwargs):
+        frame = sys._getframe(1)
+        if isinstance(filename, (str, os.PathLike)) and not any(c in str(mode) for c in "wax+") \
+                and stand_ins.answers(filename) and not stand_ins.asked_by_library(frame):
+            shaped = opened(os.fspath(filename), str(mode).replace("t", "") if "t" in str(mode) else "rb",
+                            frame, stand_ins)
+            if shaped is not None:
+                return shaped
+        return original(filename, mode, *args, **kwargs)
+
+    patches.set(module, "open", open_)
 
 
 def opened(path: str, mode: str, frame, stand_ins: StandIns):
     """A file object for the absent `path` the project's code at `frame` opens, shaped by how that code
     uses it (NOTE [data shaped by its use]); None when its use is not readable."""
-    found = data_shapes.call_at(frame.f_code.co_filename, frame.f_lineno, ("open",))
+    found = data_shapes.call_at(frame.f_code.co_filename, frame.f_lineno, ("open",)) or \
+        data_shapes.call_at(frame.f_code.co_filename, frame.f_lineno, ("<with>",))   # `with opener(path) as f`
     if found is None:
         return None
     call, reader = found
