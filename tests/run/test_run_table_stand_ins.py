@@ -334,3 +334,33 @@ def test_gzip_text_lines_and_a_gzipped_pickle_are_answered_as_open_of_them(root)
     pairs, scores = result
     assert len(pairs) == RECORDS and all(pair[0] and pair[1] for pair in pairs) and len(scores) == RECORDS
     assert [r.subject for r in replaced] == ["data/feats.pkl.gz", "data/cnndm.gz"]
+
+
+def test_a_loading_helper_of_another_project_file_is_shaped_by_its_callers(root):
+    (root / "utils").mkdir()
+    (root / "utils" / "io_utils.py").write_text(textwrap.dedent("""\
+        import json
+
+        def load_jsonl(filename):
+            with open(filename) as f:
+                return [json.loads(line.strip()) for line in f]
+
+        def load_json(filename):
+            with open(filename) as f:
+                return json.load(f)
+        """), encoding="utf-8")
+    result, replaced = _run(root, """\
+        import sys
+        sys.path.insert(0, '.')
+        from utils.io_utils import load_json, load_jsonl
+
+        def main():
+            queries = [(q['query_id'], q['desc']) for q in load_jsonl('data/train.jsonl')]
+            meta = load_json('data/video_meta.json')
+            return queries, meta['duration'] + 1.0
+        """)
+    queries, duration = result
+    assert len(queries) == RECORDS and isinstance(queries[0][1], str) and isinstance(duration, float)
+    assert [(r.subject, r.path) for r in replaced] == [("data/train.jsonl", "utils/io_utils.py"),
+                                                       ("data/video_meta.json", "utils/io_utils.py")]
+    assert "loader.py:" in replaced[0].detail and "'query_id'" in replaced[0].detail

@@ -31,7 +31,7 @@ class Shape:
     columns: list[Shape] = field(default_factory=list)         # row (a split line) or a list unpacked into names
     sep: str | None = None                           # row: the separator split on (None: whitespace)
     vocabulary: bool = False                         # a dict indexed by words (named word_to_ix, vocab, ...)
-    lines: list[int] = field(default_factory=list)   # the lines of the project's code that used it
+    lines: list[tuple[str, int]] = field(default_factory=list)   # (file, line) of the code that used it
 
     def merge(self, other: Shape) -> Shape:
         if other.kind and (not self.kind or _RANK[other.kind] > _RANK[self.kind]):
@@ -112,7 +112,7 @@ def tree(filename: str) -> tuple[ast.Module, dict[int, ast.AST]] | None:
     return _TREES[filename]
 
 
-def call_at(filename: str, line: int, names: tuple[str, ...]) -> tuple[ast.Call, Reader] | None:
+def call_at(filename: str, line: int, names: tuple[str, ...], root: str = "") -> tuple[ast.Call, Reader] | None:
     """The call of one of `names` (a function or method name; "<with>": any call a `with` enters)
     spanning `line` of `filename`."""
     parsed = tree(filename)
@@ -125,7 +125,12 @@ def call_at(filename: str, line: int, names: tuple[str, ...]) -> tuple[ast.Call,
     if not found:
         return None
     call = min(found, key=lambda node: (node.end_lineno or node.lineno) - node.lineno)
-    return call, Reader(parents, os.path.basename(filename))
+    return call, Reader(parents, _shown(filename, root), root)
+
+
+def _shown(filename: str, root: str) -> str:
+    inside = root and filename.startswith(root + os.sep)
+    return os.path.relpath(filename, root) if inside else os.path.basename(filename)
 
 
 def _called(call: ast.Call) -> str:
@@ -138,10 +143,12 @@ def _called(call: ast.Call) -> str:
 class Reader:
     """Follows one value's uses through the function (and class) around its load site."""
 
-    def __init__(self, parents: dict[int, ast.AST], filename: str) -> None:
+    def __init__(self, parents: dict[int, ast.AST], filename: str, root: str = "",
+                 seen: set[tuple[int, str]] | None = None) -> None:
         self.parents = parents
         self.filename = filename
-        self._seen: set[tuple[int, str]] = set()
+        self.root = root
+        self._seen: set[tuple[int, str]] = seen if seen is not None else set()
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         return self.parents.get(id(node))
@@ -216,10 +223,28 @@ class Reader:
         self._seen.discard(key)
         return shape
 
+    def _returned(self, node: ast.Return, depth: int) -> Shape:
+        """The shape the callers of the function around `node` need of what it returns: the calls of
+        its name in the project's own files (a name defined once in the project)."""
+        function = self.scope(node)
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.name.startswith("__"):
+            return Shape()
+        key = (id(function), "<return>")
+        if key in self._seen or depth > DEPTH:
+            return Shape()
+        self._seen.add(key)
+        shape = Shape()
+        for filename, call in _calls(self.root, function.name):
+            parsed = tree(filename)
+            if parsed is not None:
+                shape.merge(Reader(parsed[1], _shown(filename, self.root), self.root, self._seen).used(call, depth + 1))
+        self._seen.discard(key)
+        return shape
+
     def used(self, node: ast.AST, depth: int = 0) -> Shape:
         """The shape the value of expression `node` must have, from its parent in the code."""
         parent = self.parent(node)
-        line = [getattr(node, "lineno", 0)]
+        line = [(self.filename, getattr(node, "lineno", 0))]
         if parent is None or depth > DEPTH:
             return Shape()
         if isinstance(parent, ast.Subscript) and parent.value is node:
@@ -246,6 +271,17 @@ class Reader:
             return self.bound(parent.target, parent, depth)
         if isinstance(parent, ast.withitem) and parent.optional_vars is not None:
             return self.bound(parent.optional_vars, parent, depth)
+        if isinstance(parent, (ast.ListComp, ast.GeneratorExp, ast.SetComp)) and parent.elt is node:
+            outer = self.used(parent, depth + 1)   # [f(x) for x in xs]: each element of what it makes
+            return outer.item or Shape()
+        if isinstance(parent, ast.Return) and self.root:   # `def load_json(p): return json.load(...)`
+            return self._returned(parent, depth)
+        if isinstance(parent, ast.BinOp) and not isinstance(parent.op, ast.Mod):   # x + 1.0, x / 2
+            other = parent.right if parent.left is node else parent.left
+            if isinstance(other, ast.Constant) and isinstance(other.value, (int, float)) \
+                    and not isinstance(other.value, bool):
+                return Shape("float" if isinstance(other.value, float) or isinstance(parent.op, ast.Div) else "int",
+                             lines=line)
         if isinstance(parent, ast.Compare) and any(isinstance(c, ast.Constant) and isinstance(c.value, (int, float))
                                                   and not isinstance(c.value, bool) for c in parent.comparators):
             number = next(c.value for c in parent.comparators if isinstance(c, ast.Constant))
@@ -326,6 +362,37 @@ class Reader:
                 return Shape("dict", keys={call.args[0].value: self.used(call, depth + 1)}, lines=line)
             return Shape("dict", lines=line)
         return Shape()
+
+
+PROJECT_FILES = 3000   # project files read for the callers of a loading function, at most
+_SKIP = {".git", "site-packages", "dist-packages", "node_modules", "__pycache__", "venv", ".venv", "_venv", ".tox"}
+_INDEX: dict[str, tuple[dict[str, int], dict[str, list[tuple[str, ast.Call]]]]] = {}
+
+
+def _calls(root: str, name: str) -> list[tuple[str, ast.Call]]:
+    """The calls of `name` in the project's Python files, when exactly one of them defines `name`."""
+    if root not in _INDEX:
+        defined: dict[str, int] = {}
+        calls: dict[str, list[tuple[str, ast.Call]]] = {}
+        count = 0
+        for folder, folders, files in os.walk(root):
+            folders[:] = sorted(f for f in folders if f not in _SKIP and not f.startswith("."))
+            for file in sorted(files):
+                if not file.endswith(".py") or count >= PROJECT_FILES:
+                    continue
+                count += 1
+                path = os.path.join(folder, file)
+                parsed = tree(path)
+                if parsed is None:
+                    continue
+                for node in ast.walk(parsed[0]):
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        defined[node.name] = defined.get(node.name, 0) + 1
+                    elif isinstance(node, ast.Call) and _called(node):
+                        calls.setdefault(_called(node), []).append((path, node))
+        _INDEX[root] = (defined, calls)
+    defined, calls = _INDEX[root]
+    return calls.get(name, []) if defined.get(name) == 1 else []
 
 
 def _own(scope: ast.AST):

@@ -215,7 +215,7 @@ def _h5py(module, stand_ins: StandIns, patches: Patches) -> None:
             if isinstance(name, (str, os.PathLike)) and mode in (None, "r") and stand_ins.answers(name):
                 from opscan.trace.run.table_stand_ins import h5_dimensions
 
-                dims = h5_dimensions(sys._getframe(1))
+                dims = h5_dimensions(sys._getframe(1), stand_ins.root)
                 maps = ", ".join(f"{key!r} a {n}-D float32 map" for key, n in dims.items() if n >= 2)
                 stand_ins.record("data", f"h5py.File({os.fspath(name)!r})", (f"{maps} (indexed so where it is read); "
                                  if maps else "") + f"each {'other ' if maps else ''}dataset read as {TOKENS} "

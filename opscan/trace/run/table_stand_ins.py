@@ -77,8 +77,9 @@ def _compressed(module, stand_ins: StandIns, patches: Patches) -> None:
 def opened(path: str, mode: str, frame, stand_ins: StandIns):
     """A file object for the absent `path` the project's code at `frame` opens, shaped by how that code
     uses it (NOTE [data shaped by its use]); None when its use is not readable."""
-    found = data_shapes.call_at(frame.f_code.co_filename, frame.f_lineno, ("open",)) or \
-        data_shapes.call_at(frame.f_code.co_filename, frame.f_lineno, ("<with>",))   # `with opener(path) as f`
+    where = (frame.f_code.co_filename, frame.f_lineno)
+    found = data_shapes.call_at(*where, ("open",), stand_ins.root) or \
+        data_shapes.call_at(*where, ("<with>",), stand_ins.root)   # `with opener(path) as f`
     if found is None:
         return None
     call, reader = found
@@ -116,7 +117,8 @@ def _counted(shape: Shape) -> str:
 
 
 def _lines(reader: Reader, shape: Shape) -> str:
-    seen: set[int] = set()
+    """"loader.py:4, 9; train.py:41": the lines the shape was read from, by file."""
+    seen: set[tuple[str, int]] = set()
 
     def walk(s: Shape | None) -> None:
         if s is None:
@@ -125,7 +127,11 @@ def _lines(reader: Reader, shape: Shape) -> str:
         for sub in (*s.keys.values(), *s.templates.values(), *s.columns, s.item):
             walk(sub)
     walk(shape)
-    return f"{reader.filename}:" + ", ".join(str(n) for n in sorted(n for n in seen if n))
+    files: dict[str, list[int]] = {}
+    for name, line in sorted(seen):
+        if line:
+            files.setdefault(name, []).append(line)
+    return "; ".join(f"{name}:" + ", ".join(map(str, lines)) for name, lines in files.items()) or reader.filename
 
 
 # --- the file object's use -----------------------------------------------------------------------
@@ -223,9 +229,9 @@ def _line(shape: Shape, index: int) -> str:
     return sep.join(str(cell) for cell in cells)
 
 
-def h5_dimensions(frame) -> dict[str, int]:
+def h5_dimensions(frame, root: str = "") -> dict[str, int]:
     """Key -> the dimensions the code indexes it in, for an h5py.File opened at `frame`."""
-    shape, _ = _table_shape(frame, ("File",))
+    shape, _ = _table_shape(frame, ("File",), root)
     if shape.kind != "dict":
         return {}
     return {key: _depth(sub) for key, sub in shape.keys.items()}
@@ -240,8 +246,8 @@ def _depth(shape: Shape) -> int:
 
 # --- numpy and pandas readers ------------------------------------------------------------------
 
-def _table_shape(frame, names: tuple[str, ...]) -> tuple[Shape, Reader | None]:
-    found = data_shapes.call_at(frame.f_code.co_filename, frame.f_lineno, names) if frame is not None else None
+def _table_shape(frame, names: tuple[str, ...], root: str = "") -> tuple[Shape, Reader | None]:
+    found = data_shapes.call_at(frame.f_code.co_filename, frame.f_lineno, names, root) if frame is not None else None
     if found is None:
         return Shape(), None
     call, reader = found
@@ -259,7 +265,7 @@ def _numpy_reader(original: Callable, name: str, stand_ins: StandIns) -> Callabl
         if not isinstance(fname, (str, os.PathLike)) or not stand_ins.answers(fname) \
                 or stand_ins.asked_by_library(frame):
             return original(fname, *args, **kwargs)
-        shape, reader = _table_shape(frame, (name,))
+        shape, reader = _table_shape(frame, (name,), stand_ins.root)
         dtype = np.dtype(kwargs.get("dtype") or float)
         usecols = kwargs.get("usecols")
         width = len(usecols) if isinstance(usecols, (list, tuple)) else \
@@ -290,7 +296,7 @@ def _pandas_reader(module, original: Callable, name: str, stand_ins: StandIns) -
         if not isinstance(path, (str, os.PathLike)) or not stand_ins.answers(path) \
                 or stand_ins.asked_by_library(frame):
             return original(filepath_or_buffer, *args, **kwargs)
-        shape, reader = _table_shape(frame, (name,))
+        shape, reader = _table_shape(frame, (name,), stand_ins.root)
         names = kwargs.get("names") or kwargs.get("usecols")
         columns = list(names) if isinstance(names, (list, tuple)) else list(shape.keys) or \
             [f"c{i}" for i in range(COLUMNS)]
