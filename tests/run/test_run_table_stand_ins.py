@@ -364,3 +364,17 @@ def test_a_loading_helper_of_another_project_file_is_shaped_by_its_callers(root)
     assert [(r.subject, r.path) for r in replaced] == [("data/train.jsonl", "utils/io_utils.py"),
                                                        ("data/video_meta.json", "utils/io_utils.py")]
     assert "loader.py:" in replaced[0].detail and "'query_id'" in replaced[0].detail
+
+
+def test_a_table_read_in_binary_mode_gets_byte_lines(root):
+    result, replaced = _run(root, """\
+        def main():
+            rows = []
+            with open('data/edges.tsv', 'rb') as f:
+                for line in f:
+                    a, b, w = line.split(b'\\t')
+                    rows.append((int(a), int(b), float(w)))
+            return rows
+        """)
+    assert len(result) == RECORDS and isinstance(result[0][2], float)
+    assert [r.subject for r in replaced] == ["data/edges.tsv"]

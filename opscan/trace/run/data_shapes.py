@@ -343,8 +343,9 @@ class Reader:
             return outer if outer.kind in ("row", "json") else Shape("str", lines=line)
         if parent.attr == "split" and called:
             assert isinstance(call, ast.Call)
-            sep = call.args[0].value if call.args and isinstance(call.args[0], ast.Constant) \
-                and isinstance(call.args[0].value, str) else None
+            value = call.args[0].value if call.args and isinstance(call.args[0], ast.Constant) else None
+            sep = value.decode("utf-8", "replace") if isinstance(value, bytes) else value if isinstance(value, str) \
+                else None
             outer = self.used(call, depth + 1)
             return Shape("row", sep=sep, columns=list(outer.columns), lines=line)
         if parent.attr in ("items", "values") and called:

@@ -87,7 +87,7 @@ def opened(path: str, mode: str, frame, stand_ins: StandIns):
     if shape.kind == "sized":   # the loaded value itself only sized: records
         shape.kind = "list"
     binary = "b" in mode
-    if not form or not shape.known() or (form == "pickle") != binary:
+    if not form or not shape.known() or (form == "pickle" and not binary):   # text and JSON: bytes too
         return None
     if form == "lines":
         if shape.item is None or shape.item.kind in ("", "str"):
