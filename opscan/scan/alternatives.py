@@ -31,15 +31,27 @@ from opscan.scan.results import FileResult
 #   once the CUDA ones (and the version numbers right after them: `cuda12_9`) and the CPU ones are
 #   taken out, with the same extension (`deps/requirements_torch_gpu_cuda12_9.txt` and
 #   `deps/requirements_torch_cpu.txt`; `requirements/gpu.txt` and `requirements/cpu.txt`).
-# A CUDA-named file or extra with no CPU-named sibling stays as it was (NVTabular's
+# - a **Dockerfile** likewise, its whole name split into tokens (`Dockerfile.gpu` and
+#   `Dockerfile.cpu`; `gpu.Dockerfile` and `cpu.Dockerfile`: the stem is `dockerfile`).
+# - an **unnamed default** (a sibling of the same kind and stem named neither CUDA nor CPU:
+#   `requirements.txt` for `requirements-gpu.txt`, `Dockerfile` for `Dockerfile.gpu`) is the CPU
+#   path only when its own text selects CPU torch: it names PyTorch's CPU wheel index
+#   (`download.pytorch.org/whl/cpu`) or a `+cpu` build, and names no CUDA wheel index (`/whl/cuNNN`)
+#   nor a `+cuNNN` build. The text is the file's own (its ARG defaults included), read as bytes,
+#   never run.
+# A CUDA-named file or extra with no CPU path beside it stays as it was (NVTabular's
 # `requirements/gpu.txt` beside `base.txt`; `requirements-cu128.txt` beside a plain
-# `requirements.txt`: a default that is not named CPU is not taken for one). Not covered: setup.py
-# extras (read through values that lose their keys), Dockerfiles, Poetry extras; a file whose
-# sibling is not on disk (or, in `scan_memory`, not among the files given).
+# `requirements.txt` that says nothing of CPU torch; `Dockerfile.gpu` beside a `Dockerfile` with a
+# CUDA index; `Dockerfile.dev.x86` is named neither). Not covered: setup.py extras (read through
+# values that lose their keys), Poetry extras; a file whose sibling is not on disk (or, in
+# `scan_memory`, not among the files given).
 _CUDA = re.compile(r"gpu|cuda\d*|cu\d{2,3}|tensorrt|trt\d*")
 _CPU = re.compile(r"cpu|cpuonly")
 _SPLIT = re.compile(r"[-_.]+")
-_FILE_KINDS = ("requirements", "conda")
+_FILE_KINDS = ("requirements", "conda", "dockerfile")
+_CPU_TORCH = re.compile(rb"download\.pytorch\.org/whl/cpu\b|\+cpu\b")
+_CUDA_TORCH = re.compile(rb"download\.pytorch\.org/whl/cu\d|\+cu\d{2,3}\b")
+_MAX_READ = 1 << 20   # a default larger than this is not read (it is not taken for the CPU path)
 
 
 def _tokens(name: str) -> list[str]:
@@ -80,26 +92,40 @@ def cpu_extra(extra: str, extras: Iterable[str]) -> str:
     return cpu[0][1] if cpu else ""
 
 
-def _split_name(base: str) -> tuple[str, str]:
+def _split_name(base: str, kind: str = "") -> tuple[str, str]:
+    if kind == "dockerfile":   # `Dockerfile.gpu`: the suffix is the name's, not an extension
+        return base, ""
     stem, dot, ext = base.rpartition(".")
     return (stem, dot + ext) if dot and stem else (base, "")
 
 
-def cpu_sibling(relpath: str, names_in_folder: Iterable[str]) -> str:
-    """The CPU-named sibling (same folder, kind, stem and extension) of a CUDA-named requirements or
-    conda file, as a path like `relpath`, else ""."""
+def cpu_selected(text: bytes | None) -> bool:
+    """Whether an unnamed default's text selects CPU torch and no CUDA build (NOTE [CUDA alternatives])."""
+    return text is not None and len(text) <= _MAX_READ and _CPU_TORCH.search(text) is not None \
+        and _CUDA_TORCH.search(text) is None
+
+
+def cpu_sibling(relpath: str, names_in_folder: Iterable[str],
+                read: Callable[[str], bytes | None] | None = None) -> str:
+    """The CPU path beside a CUDA-named requirements, conda or Dockerfile (same folder, kind, stem and
+    extension): a CPU-named sibling, else an unnamed default whose text selects CPU torch (when
+    `read` is given), as a path like `relpath`, else ""."""
     folder, _, base = relpath.rpartition("/")
     kind = manifest_kind(relpath)
-    stem, ext = _split_name(base)
+    stem, ext = _split_name(base, kind)
     if kind not in _FILE_KINDS or not cuda_named(stem):
         return ""
+    defaults = []
     for other in sorted(names_in_folder):
-        other_stem, other_ext = _split_name(other)
+        other_stem, other_ext = _split_name(other, kind)
         path = f"{folder}/{other}" if folder else other
-        if other_ext == ext and cpu_named(other_stem) and _stem(other_stem) == _stem(stem) \
-                and manifest_kind(path) == kind:
+        if other_ext != ext or _stem(other_stem) != _stem(stem) or manifest_kind(path) != kind:
+            continue
+        if cpu_named(other_stem):
             return path
-    return ""
+        if not cuda_named(other_stem) and not any(_CPU.fullmatch(t) for t in _tokens(other_stem)):
+            defaults.append(path)
+    return next((path for path in defaults if read is not None and cpu_selected(read(path))), "")
 
 
 def demote(finding: Finding, cpu_path: str) -> Finding:
@@ -111,14 +137,17 @@ def demote(finding: Finding, cpu_path: str) -> Finding:
     return replace(finding, severity=severity, guarded=True, message=message)
 
 
-def apply_files(results: list[FileResult], names_in_folder: Callable[[str], Iterable[str]]) -> list[FileResult]:
-    """Findings of CUDA-named requirements / conda files with a CPU-named sibling, demoted
-    (NOTE [CUDA alternatives]). `names_in_folder(folder)`: the file names in that folder."""
+def apply_files(results: list[FileResult], names_in_folder: Callable[[str], Iterable[str]],
+                read: Callable[[str], bytes | None] | None = None) -> list[FileResult]:
+    """Findings of CUDA-named requirements / conda files and Dockerfiles with a CPU path beside them,
+    demoted (NOTE [CUDA alternatives]). `names_in_folder(folder)`: the file names in that folder;
+    `read(relpath)`: a sibling's bytes (None when unreadable), for an unnamed default."""
     out = []
     for result in results:
-        if result.findings and manifest_kind(result.path) in _FILE_KINDS and cuda_named(
-                _split_name(result.path.rpartition("/")[2])[0]):
-            sibling = cpu_sibling(result.path, names_in_folder(result.path.rpartition("/")[0]))
+        kind = manifest_kind(result.path)
+        if result.findings and kind in _FILE_KINDS and cuda_named(
+                _split_name(result.path.rpartition("/")[2], kind)[0]):
+            sibling = cpu_sibling(result.path, names_in_folder(result.path.rpartition("/")[0]), read)
             if sibling:
                 result = replace(result, findings=tuple(demote(f, sibling) for f in result.findings))
         out.append(result)

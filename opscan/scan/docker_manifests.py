@@ -11,6 +11,7 @@ import shlex
 from dataclasses import dataclass, replace
 
 from opscan.scan.conda_manifests import conda_spec
+from opscan.scan.docker_clones import Clones
 from opscan.scan.manifests import Entry, Problem, pip_arguments
 
 # pip, pip3, uv pip, python -m pip, also called by path (`/opt/conda/bin/pip install`)
@@ -53,7 +54,10 @@ _CUDA_TAG = re.compile(r"cuda[:-]?(?P<version>\d+(?:\.\d+)*)", re.I)
 # so `ARG TORCH_VERSION=2.0.1` ... `pip install torch==${TORCH_VERSION}` is `torch==2.0.1` and
 # `FROM ${BASE}` is the base image ARG names. A requirement is placed on the install line that names
 # its package (`pip install flash-attn==${FLASH_ATTN_VERSION}`, a wheel URL `.../flash_attn-${V}-...whl`):
-# that line is the one a port changes (drops or fences), whatever variable gives the version. Any
+# that line is the one a port changes (drops or fences), whatever variable gives the version; the
+# ARG / ENV line of its version is kept with it (`version_line`), and a finding judged by the version
+# (OPS501, OPS502, OPS509) is reported there (NOTE [versions written by a Dockerfile variable] in
+# scan/dependencies.py). Any
 # other entry whose text came from a variable (`pip install ${PACKAGES}`, `--index-url ${INDEX}`,
 # `FROM ${BASE}`) is placed on the ARG / ENV line that wrote it: that is the line a port changes.
 # A variable with no value in the file (`--build-arg` only) stays unresolved and its token is
@@ -192,8 +196,11 @@ def read_dockerfile(text: str) -> tuple[list[Entry], list[Problem]]:
     with ARG / ENV values substituted and heredoc RUN blocks read (NOTE [Dockerfile values])."""
     physical = text.splitlines()
     variables = _Variables()
+    clones = Clones()   # NOTE [cloned checkouts] in scan/docker_clones.py
     entries: list[Entry] = []
     for instruction in _instructions(physical):
+        if instruction.word == "WORKDIR":
+            clones.workdir_to(variables.expand(instruction.rest)[0])
         if instruction.word in ("ARG", "ENV"):
             variables.define(instruction)
             entries += [Entry(line, "variable", name, value, text=f"{name}={value}")
@@ -208,17 +215,19 @@ def read_dockerfile(text: str) -> tuple[list[Entry], list[Problem]]:
             _from(rest, instruction.line, entries)
         else:
             _run(rest, instruction.line, entries)
+            entries += clones.run(rest, instruction.line)
             entries += [Entry(instruction.line, "variable", m["name"], m["value"], text=m[0].strip().split()[-1])
                         for m in _SETS.finditer(rest)]
         lines = {n: variables.expand(physical[n - 1])[0] for n in instruction.lines}
         for i in range(start, len(entries)):
-            entries[i] = _placed(entries[i], lines, used, physical)
+            entries[i] = _placed(entries[i], lines, used, physical, variables.values)
         if instruction.word == "RUN":
             entries += variables.entries(instruction.rest)
     return entries, []
 
 
-def _placed(entry: Entry, lines: dict[int, str], used: dict[str, int], physical: list[str]) -> Entry:
+def _placed(entry: Entry, lines: dict[int, str], used: dict[str, int], physical: list[str],
+            values: dict[str, tuple[str, int]]) -> Entry:
     """The entry at the physical line that spells it, or at the ARG / ENV line of a value it took."""
     needle = entry.url or entry.text
     # a value written before the install too (`curl -o /tmp/x.whl URL && pip install /tmp/x.whl`) is on
@@ -239,11 +248,26 @@ def _placed(entry: Entry, lines: dict[int, str], used: dict[str, int], physical:
             return replace(entry, line=where, text=f"{entry.name} (the FROM at line {line})")
         return replace(entry, line=line)
     if entry.kind == "requirement" and entry.name and _names(entry.name, written):
-        return replace(entry, line=line)   # `pip install flash-attn==${VERSION}`: the package is named here
+        # `pip install flash-attn==${VERSION}`: the package is named here; the version's own line is kept
+        return replace(entry, line=line, version_line=_version_line(entry, physical[line - 1], values)
+                       if entry.spec and 0 < line <= len(physical) else 0)
     for value, where in sorted(used.items()):
         if value and value in needle and value not in written:
             return replace(entry, line=where)
     return replace(entry, line=line)
+
+
+def _version_line(entry: Entry, raw: str, values: dict[str, tuple[str, int]]) -> int:
+    """The ARG / ENV line whose value is the version of `entry` as the install line spells it
+    (`torch==${TORCH_VERSION}`, `torch==$V`), or 0 (NOTE [versions written by a Dockerfile variable]
+    in scan/dependencies.py)."""
+    pattern = r"[-_.]+".join(re.escape(part) for part in re.split(r"[-_.]+", entry.name))
+    spelled = re.search(rf"(?<![A-Za-z0-9_.-]){pattern}(?:\[[^\]]*\])?\s*[=<>!~]=?=?\s*"
+                        r"\$\{?(?P<name>[A-Za-z_][A-Za-z0-9_]*)", raw, re.I)
+    if spelled is None:
+        return 0
+    value, line = values.get(spelled["name"], ("", 0))
+    return line if value and value in entry.spec else 0
 
 
 def _names(name: str, written: str) -> bool:

@@ -59,6 +59,9 @@ class Entry:
     # a VCS URL installed without a name: the repository its name was inferred from
     # (NOTE [nameless VCS URLs] in scan/vcs_urls.py)
     inferred: str = ""
+    # a Dockerfile requirement whose version an ARG / ENV default wrote: that line (NOTE [Dockerfile
+    # values] in scan/docker_manifests.py); `line` stays the install line that names the package
+    version_line: int = 0
 
 
 @dataclass(frozen=True)

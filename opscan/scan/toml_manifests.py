@@ -169,6 +169,7 @@ def read_pyproject(text: str) -> tuple[list[Entry], list[Problem]]:
                               optional=key == "dev-dependencies")
         _uv_locations(uv, lines, entries)
         _uv_locations(_table(uv, "pip"), lines, entries)
+    _own_tool_dependencies(project, tool, lines, entries, problems)
     pdm = _table(tool, "pdm")
     if pdm:
         _sources(pdm.get("source"), lines, entries)
@@ -178,6 +179,32 @@ def read_pyproject(text: str) -> tuple[list[Entry], list[Problem]]:
                 _requirement_list(values, lines, lines.section("tool.pdm.dev-dependencies"), entries, problems,
                                   optional=True)
     return entries, problems
+
+
+# NOTE [dynamic dependencies in the project's own table]
+# A project whose `[project] dynamic` lists "dependencies" has them filled by its build backend
+# (PEP 621). When the backend is the project's own (an in-tree backend, `backend-path`, reading
+# `[tool.<its name>...]`), that table is where the base dependencies are written: a `dependencies`
+# array of strings in a table under `[tool.<project name>]` (the name as `[project] name` spells it,
+# or canonical) is read as the base dependencies, at its lines. Nothing else of a tool table is
+# read: another tool's `dependencies` key (`[tool.foo] dependencies`) is that tool's, and a project
+# that does not declare its dependencies dynamic has them in `[project]`.
+def _own_tool_dependencies(project: dict[str, Any], tool: dict[str, Any], lines: TextLines,
+                           entries: list[Entry], problems: list[Problem]) -> None:
+    dynamic = project.get("dynamic")
+    name = project.get("name")
+    if not isinstance(dynamic, list) or "dependencies" not in dynamic or not isinstance(name, str):
+        return
+    own = next((key for key in tool if key == name or canonicalize_name(key) == canonicalize_name(name)), None)
+    stack: list[tuple[str, object]] = [(f"tool.{own}", tool[own])] if own is not None else []
+    while stack:
+        header, table = stack.pop()
+        if not isinstance(table, dict):
+            continue
+        values = table.get("dependencies")
+        if isinstance(values, list) and values and all(isinstance(v, str) for v in values):
+            _requirement_list(values, lines, lines.section(header), entries, problems)
+        stack += [(f"{header}.{key}", value) for key, value in sorted(table.items(), reverse=True)]
 
 
 # NOTE [uv locations]

@@ -50,13 +50,24 @@ def scan_memory(files: dict[str, bytes | str], rules: RuleSet | None = None, che
     results = demos.apply(results, lambda: [(rel, blob) for rel, blob in data.items() if demos.is_script_doc(rel)],
                           lambda: [])
     results = members.python_members(results, rules, data.__contains__)
-    results = alternatives.apply_files(results, lambda folder: _names_in(data, folder))
+    results = alternatives.apply_files(results, lambda folder: _names_in(data, folder), data.get)
     return collect(dedupe_locks(results), rules, check_fixes)
 
 
 def _names_in(paths: Iterable[str], folder: str) -> list[str]:
     """The file names directly in `folder` among relative paths."""
     return [p.rpartition("/")[2] for p in paths if p.rpartition("/")[0] == folder]
+
+
+def _small_file(root: Path, relpath: str) -> bytes | None:
+    """A sibling manifest's bytes, or None when unreadable or over 1 MiB (NOTE [CUDA alternatives])."""
+    try:
+        path = root / relpath
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > 1 << 20:
+            return None
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def _names_on_disk(root: Path, folder: str) -> list[str]:
@@ -187,7 +198,8 @@ def scan_paths(root: Path | str, paths: Iterable[str | os.PathLike[str]] | None 
     others = functools.partial(demos.project_files, index, lambda rel: rel.endswith(".py") and rel not in scanned)
     results = demos.apply(results, functools.partial(demos.project_files, index, demos.is_script_doc), others)
     results = members.python_members(results, rules, lambda rel: (root / rel).is_file())
-    results = alternatives.apply_files(results, functools.partial(_names_on_disk, root))
+    results = alternatives.apply_files(results, functools.partial(_names_on_disk, root),
+                                       functools.partial(_small_file, root))
     result = collect(dedupe_locks(results), rules, check_fixes, probe)
     from opscan.scan.includes import missing_includes   # a `-r` file that is not there (scan/includes.py)
 

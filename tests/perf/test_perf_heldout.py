@@ -129,7 +129,7 @@ def test_a_saved_report_is_not_run_again_without_again(scorer, label, tmp_path) 
         scorer.planned([label], {"nope"}, tmp_path, again=True)
 
 
-@pytest.mark.parametrize("name", ["heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10"])
+@pytest.mark.parametrize("name", ["heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11"])
 def test_the_committed_labels_cover_the_recipe(scorer, name) -> None:
     held_out = scorer.SETS[name]
     labels = scorer.load_labels(held_out.labels)
@@ -141,22 +141,24 @@ def test_the_committed_labels_cover_the_recipe(scorer, name) -> None:
 
 def test_no_two_sets_share_a_repository_or_owner(scorer) -> None:
     owners = {n: {lb.repo.split("/")[0].lower() for lb in scorer.load_labels(scorer.SETS[n].labels)}
-              for n in ("heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10")}
+              for n in ("heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10",
+                        "heldout11")}
     assert all(len(o) >= 11 for o in owners.values())   # held-out 5 has two repositories of one owner
     earlier: set[str] = set()
-    for name in ("heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10"):
+    for name in ("heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11"):
         assert not earlier & owners[name], name
         earlier |= owners[name]
 
 
 def test_each_set_reads_and_writes_its_own_files(scorer) -> None:
     files = [{s.labels, s.corpus, s.results, s.python} for s in scorer.SETS.values()]
-    assert len(files) == 6 and all(a.isdisjoint(b) for i, a in enumerate(files) for b in files[i + 1:])
+    assert len(files) == 7 and all(a.isdisjoint(b) for i, a in enumerate(files) for b in files[i + 1:])
     assert scorer.SETS["heldout5"].labels.name == "heldout5_labels.toml"
     assert scorer.SETS["heldout7"].results.name == "heldout7"
     assert scorer.SETS["heldout8"].labels.name == "heldout8_labels.toml"
     assert scorer.SETS["heldout9"].corpus.name == "heldout9"
     assert scorer.SETS["heldout10"].labels.name == "heldout10_labels.toml"
+    assert scorer.SETS["heldout11"].labels.name == "heldout11_labels.toml"
 
 
 def test_a_missing_corpus_names_the_command_that_builds_it(scorer, label, tmp_path, monkeypatch) -> None:
@@ -164,7 +166,8 @@ def test_a_missing_corpus_names_the_command_that_builds_it(scorer, label, tmp_pa
     for name, command in (("heldout6", "fetch_heldout6.py --venv"), ("heldout7", "fetch_heldout6.py --set heldout7"),
                           ("heldout8", "fetch_heldout6.py --set heldout8"),
                           ("heldout9", "fetch_heldout6.py --set heldout9"),
-                          ("heldout10", "fetch_heldout6.py --set heldout10")):
+                          ("heldout10", "fetch_heldout6.py --set heldout10"),
+                          ("heldout11", "fetch_heldout6.py --set heldout11")):
         with pytest.raises(SystemExit, match=command):
             scorer.run([label], tmp_path / "results", scorer.SETS[name])
 
@@ -226,7 +229,7 @@ def fetcher():
     return module
 
 
-@pytest.mark.parametrize("name", ["heldout6", "heldout7", "heldout8", "heldout9", "heldout10"])
+@pytest.mark.parametrize("name", ["heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11"])
 def test_each_environment_is_one_install_of_the_union(fetcher, name) -> None:
     data = fetcher.recipe(REPOS / f"{name}.toml")
     wanted = fetcher.requirements(data)
@@ -264,6 +267,10 @@ def test_the_fetcher_points_at_the_set_it_is_given(fetcher) -> None:
         assert fetcher.RECIPE.name == "heldout10.toml" and fetcher.LOCK.name == "heldout10_venv.lock"
         assert fetcher.VENV == REPOS / "corpus" / "heldout10" / "_venv"
         assert len(fetcher.recipe()["repository"]) == 12
+        fetcher.use_set("heldout11")
+        assert fetcher.RECIPE.name == "heldout11.toml" and fetcher.LOCK.name == "heldout11_venv.lock"
+        assert fetcher.VENV == REPOS / "corpus" / "heldout11" / "_venv"
+        assert fetcher.recipe()["repository"][0]["repo"] == "leisoul/FPNET"
     finally:
         fetcher.use_set("heldout6")
     assert fetcher.recipe()["repository"][0]["repo"] == "LOG-postech/Sassha"
@@ -271,5 +278,46 @@ def test_the_fetcher_points_at_the_set_it_is_given(fetcher) -> None:
 
 def test_the_fetcher_refuses_an_unknown_set(fetcher, capsys) -> None:
     with pytest.raises(SystemExit):
-        fetcher.main(["--set", "heldout11", "--check"])
-    assert "heldout11" in capsys.readouterr().err
+        fetcher.main(["--set", "heldout12", "--check"])
+    assert "heldout12" in capsys.readouterr().err
+
+
+def test_build_constraints_reach_pip_as_a_constraints_file(fetcher, tmp_path, monkeypatch) -> None:
+    """held-out 11's [environment] build_constraints: pip (and its isolated sdist builds) get them."""
+    calls: list[tuple[list[str], dict]] = []
+
+    def fake_run(cmd, **kwargs):
+        env = kwargs.get("env") or {}
+        seen = Path(env["PIP_CONSTRAINT"]).read_text(encoding="utf-8") if "PIP_CONSTRAINT" in env else None
+        calls.append((list(cmd), {"constraints": seen}))
+        return subprocess.CompletedProcess(cmd, 0, stdout="numpy==2.0\n", stderr="")
+
+    (tmp_path / "_venv" / "bin").mkdir(parents=True)
+    (tmp_path / "_venv" / "bin" / "python").write_text("")
+    monkeypatch.setattr(fetcher, "VENV", tmp_path / "_venv")
+    monkeypatch.setattr(fetcher, "LOCK", tmp_path / "lock.txt")
+    monkeypatch.setattr(fetcher.subprocess, "run", fake_run)
+    data = {"environment": {"base": ["torch===2.13.0"], "build_constraints": ["setuptools<81"]},
+            "repository": [{"requirements": ["visdom"]}]}
+    fetcher.build_venv(data, tmp_path)
+    install = next(c for c in calls if "install" in c[0])
+    assert install[1]["constraints"] == "setuptools<81\n"
+    assert "visdom" in install[0] and "torch===2.13.0" in install[0]
+    del data["environment"]["build_constraints"]
+    calls.clear()
+    fetcher.build_venv(data, tmp_path)
+    assert next(c for c in calls if "install" in c[0])[1]["constraints"] is None
+
+
+def test_a_library_model_without_a_builder_must_be_said(scorer, tmp_path) -> None:
+    """A label whose model is only a library's needs `library_model = true`; then only its script answers."""
+    row = ('[[repository]]\nname = "gec"\nrepo = "o/gec"\ncommand = "python train.py"\n'
+           'scripts = ["train.py"]\nmodels = ["transformers:T5ForConditionalGeneration"]\n')
+    path = tmp_path / "labels.toml"
+    path.write_text(row, encoding="utf-8")
+    with pytest.raises(SystemExit, match="no model or builder is a file of the repository"):
+        scorer.load_labels(path)
+    path.write_text(row + "library_model = true\n", encoding="utf-8")
+    (label,) = scorer.load_labels(path)
+    assert scorer.judge(label, report({"target": "script:train.py"})).answered
+    assert not scorer.judge(label, report({"target": "repo:train.py:main"})).answered

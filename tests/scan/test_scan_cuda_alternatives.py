@@ -1,6 +1,7 @@
 """CUDA alternatives of a CPU install path (NOTE [CUDA alternatives] in opscan/scan/alternatives.py):
-a CUDA-named extra or requirements / conda file beside a CPU-named one reports warnings, guarded,
-that name the CPU path; without a CPU-named sibling nothing changes."""
+a CUDA-named extra, requirements / conda file or Dockerfile beside a CPU-named one (or an unnamed
+default that selects CPU torch) reports warnings, guarded, that name the CPU path; without one
+nothing changes."""
 
 from __future__ import annotations
 
@@ -135,3 +136,56 @@ def test_the_full_scan_finds_the_sibling_on_disk_and_the_gate_passes(tmp_path: P
     (finding,) = [f for f in result.findings if f.rule == "OPS506"]
     assert finding.severity is Severity.WARNING and finding.guarded and not finding.blocking
 
+
+
+GPU_DOCKERFILE = "FROM python:3.11-slim\nRUN pip install flash-attn==2.5.8\n"
+CPU_DEFAULT = ("FROM python:3.11-slim\nARG TORCH_VERSION=2.8.0+cpu\n"
+               "RUN pip install torch==${TORCH_VERSION} --index-url https://download.pytorch.org/whl/cpu\n")
+
+
+def test_a_cuda_dockerfile_beside_a_cpu_named_one_is_a_warning_naming_it():
+    for gpu, cpu in (("Dockerfile.gpu", "Dockerfile.cpu"), ("docker/gpu.Dockerfile", "docker/cpu.Dockerfile"),
+                     ("Dockerfile.cuda", "Dockerfile.cpu")):
+        got = _by_line(_findings({gpu: GPU_DOCKERFILE, cpu: "FROM python:3.11-slim\n"}))
+        assert got[(gpu, 2)] == ("OPS506", "warning", True, True), gpu
+
+
+def test_an_unnamed_default_that_selects_cpu_torch_is_the_cpu_path():
+    for gpu, default, text in (("config/Dockerfile.gpu", "config/Dockerfile", CPU_DEFAULT),
+                               ("requirements-gpu.txt", "requirements.txt",
+                                "--index-url https://download.pytorch.org/whl/cpu\ntorch==2.13.0\n"),
+                               ("requirements-gpu.txt", "requirements.txt", "torch==2.13.0+cpu\n")):
+        got = _by_line(_findings({gpu: "flash-attn==2.5.8\n" if gpu.endswith(".txt") else GPU_DOCKERFILE,
+                                  default: text}))
+        line = 1 if gpu.endswith(".txt") else 2
+        assert got[(gpu, line)] == ("OPS506", "warning", True, True), gpu
+    # the default itself, the path to port, keeps its errors
+    assert _by_line(_findings({"Dockerfile.gpu": GPU_DOCKERFILE, "Dockerfile": CPU_DEFAULT}))[("Dockerfile", 2)] \
+        == ("OPS501", "error", False, False)
+
+
+def test_an_unnamed_default_that_does_not_select_cpu_torch_is_no_cpu_path():
+    cases = [
+        {"Dockerfile.gpu": GPU_DOCKERFILE, "Dockerfile": "FROM python:3.11-slim\nRUN pip install numpy\n"},   # silent
+        {"Dockerfile.gpu": GPU_DOCKERFILE,   # CPU and CUDA builds both: not a CPU path
+         "Dockerfile": CPU_DEFAULT + "RUN pip install torch --index-url https://download.pytorch.org/whl/cu121\n"},
+        {"Dockerfile.gpu": GPU_DOCKERFILE, "Dockerfile.api": CPU_DEFAULT},     # another stem (`api`)
+        {"Dockerfile.gpu": GPU_DOCKERFILE, "Dockerfile.community-cpu": CPU_DEFAULT},   # another stem
+        {"Dockerfile.dev.x86": GPU_DOCKERFILE, "Dockerfile": CPU_DEFAULT},    # not CUDA-named
+        {"docker/Dockerfile.gpu": GPU_DOCKERFILE, "Dockerfile": CPU_DEFAULT},   # another folder
+        {"requirements-gpu.txt": "flash-attn==2.5.8\n", "requirements.txt": "torch==2.13.0+cu121\n"},
+        {"requirements-gpu.txt": "flash-attn==2.5.8\n", "requirements.in": "torch==2.13.0+cpu\n"},  # extension
+    ]
+    for files in cases:
+        (path,) = [p for p in files if files[p] in (GPU_DOCKERFILE, "flash-attn==2.5.8\n")]
+        line = 1 if path.endswith(".txt") else 2
+        assert _by_line(_findings(files))[(path, line)] == ("OPS506", "error", False, False), files
+
+
+def test_the_full_scan_reads_the_default_on_disk(tmp_path: Path):
+    (tmp_path / "Dockerfile.gpu").write_text(GPU_DOCKERFILE, encoding="utf-8")
+    (tmp_path / "Dockerfile").write_text(CPU_DEFAULT, encoding="utf-8")
+    (tmp_path / "main.py").write_text("import numpy\n", encoding="utf-8")
+    result = scan_paths(tmp_path, paths=[tmp_path / "Dockerfile.gpu"], rules=RULES, deps=DEPS)
+    (finding,) = [f for f in result.findings if f.rule == "OPS506"]
+    assert finding.severity is Severity.WARNING and finding.guarded

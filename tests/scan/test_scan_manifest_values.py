@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from opscan.config import Config
 from opscan.pipeline.phases import dependency_context
 from opscan.scan.tree import scan_memory
@@ -90,12 +92,52 @@ RUN pip install "xformers==${XFORMERS:-0.0.22}" flash-attn==${FROM_BUILD}
 '''
     assert _found({"Dockerfile": dockerfile}) == {
         "Dockerfile:1 OPS508",   # FROM ${BASE}: the CUDA image ARG BASE names
-        "Dockerfile:6 OPS501",   # torch==${TORCH_VERSION}: on the install line that names torch
+        "Dockerfile:3 OPS501",   # torch==${TORCH_VERSION}: at the ARG that writes the version
         "Dockerfile:4 OPS504",   # the CUDA index whose tag ENV writes
         "Dockerfile:4 OPS512",   # ... a CUDA default a RUN reads (a note)
         "Dockerfile:8 OPS506",   # xformers with its in-place default; flash-attn's version comes only at build time
         "Dockerfile:8 OPS509",   # ... and xformers 0.0.22 requires torch 2.0.1 (the shipped table)
     }
+
+
+def test_a_pinned_version_from_an_arg_default_is_reported_once_at_the_arg_line_naming_its_uses():
+    dockerfile = '''FROM python:3.11-slim
+ARG TORCH_VERSION=2.8.0+cpu
+ARG TORCHAUDIO_VERSION=2.8.0+cpu
+ARG XFORMERS_VERSION=0.0.22
+ARG FLASH_VERSION=2.5.0
+RUN pip install "torch==${TORCH_VERSION}" "torchaudio==${TORCHAUDIO_VERSION}" \\
+      --index-url https://download.pytorch.org/whl/cpu
+RUN if [ "$MODE" = "full" ]; then \\
+      pip install "torch==${TORCH_VERSION}" xformers==${XFORMERS_VERSION}; fi
+RUN pip install flash-attn==${FLASH_VERSION}
+'''
+    findings = [f for f in scan_memory({"Dockerfile": dockerfile}, RULES, deps=DEPS).findings
+                if f.category == "dependency"]
+    assert {f"{f.location.line} {f.rule}" for f in findings} == {
+        "2 OPS501",   # one torch finding at its ARG, for both installs (no second error at lines 6 and 9)
+        "3 OPS502",   # torchaudio's version: its ARG
+        "4 OPS509",   # xformers 0.0.22 holds torch at 2.0.1: its version's ARG
+        "9 OPS506",   # ... while xformers itself (CUDA-only, by name) stays on its install line
+        "10 OPS506",  # flash-attn is judged by its name: the install line, which the port drops
+    }
+    torch = next(f for f in findings if f.rule == "OPS501")
+    assert "used by lines 6, 9" in torch.message
+    assert "used by line 6" in next(f for f in findings if f.rule == "OPS502").message
+
+
+def test_a_version_written_on_the_install_line_stays_there():
+    dockerfile = '''FROM python:3.11-slim
+ARG TORCH_VERSION=2.14.0
+ARG INDEX=https://download.pytorch.org/whl/cpu
+RUN pip install torch==2.0.1 --index-url ${INDEX}
+RUN pip install "torch==${OTHER:-2.1.0}"
+RUN pip install torch==${TORCH_VERSION}
+'''
+    assert _found({"Dockerfile": dockerfile}) == {
+        "Dockerfile:4 OPS501",   # written in place, though a variable gives the index
+        "Dockerfile:5 OPS501",   # an in-place default
+    }                            # (line 6: torch 2.14 from its ARG, paired: nothing at 2 nor 6)
 
 
 def test_heredoc_run_blocks_are_read_as_shell_lines():
@@ -279,3 +321,82 @@ def test_a_requirement_is_found_on_its_own_line_when_another_value_shares_the_li
                  'c = ["flash-attn>=2.6.3"]\n')
     assert _found({"pyproject.toml": pyproject}) == {"pyproject.toml:5 OPS506", "pyproject.toml:6 OPS506",
                                                     "pyproject.toml:7 OPS506"}
+
+
+def test_dynamic_dependencies_written_in_the_projects_own_tool_table_are_read():
+    pyproject = '''[build-system]
+requires = []
+build-backend = "_backend"
+backend-path = ["."]
+
+[project]
+name = "model-connect"
+dynamic = ["version", "dependencies"]
+
+[tool.model-connect.package]
+base-version = "0.1.0"
+dependencies = [
+    "numpy>=1.24",
+    "cuda-python>=13.0.3,<14",
+]
+
+[tool.other]
+dependencies = ["flash-attn>=2"]
+'''
+    assert _found({"pyproject.toml": pyproject}) == {"pyproject.toml:14 OPS506"}   # cuda-python; not [tool.other]
+    findings = scan_memory({"pyproject.toml": pyproject}, RULES, deps=DEPS).findings
+    assert not any(f.guarded for f in findings if f.rule == "OPS506")   # base dependencies: not an extra
+
+
+def test_the_own_tool_table_is_not_read_when_dependencies_are_not_dynamic():
+    pyproject = '''[project]
+name = "model-connect"
+dependencies = ["numpy"]
+
+[tool.model-connect]
+dependencies = ["cuda-python"]
+'''
+    assert _found({"pyproject.toml": pyproject}) == set()
+
+
+def test_a_cloned_repository_installed_from_source_is_judged_by_the_catalog():
+    dockerfile = '''FROM python:3.11-slim
+WORKDIR /workspace
+RUN git clone https://github.com/NetEase-FuXi/EETQ.git
+WORKDIR /workspace/EETQ
+RUN git submodule update --init --recursive
+RUN pip install .
+RUN git clone --depth 1 https://github.com/NVlabs/tiny-cuda-nn /opt/tcnn && cd /opt/tcnn && pip install -e .
+RUN git clone https://github.com/example/EETQ-notes.git notes && cd notes && pip install .
+'''
+    assert _found({"Dockerfile": dockerfile}) == {
+        "Dockerfile:6 OPS506",   # EETQ: the catalog's by its name
+        "Dockerfile:7 OPS506",   # cloned into /opt/tcnn: the catalog's tiny-cuda-nn by its repository
+    }                            # line 8: a repository the catalog does not name: nothing
+
+
+def test_an_install_from_source_of_no_clone_of_the_file_gives_nothing():
+    dockerfile = '''FROM python:3.11-slim
+RUN git clone https://github.com/NetEase-FuXi/EETQ.git
+RUN pip install .
+RUN cd EETQ && cd .. && pip install .
+RUN git clone https://github.com/NetEase-FuXi/${REPO}.git && cd ${REPO} && pip install .
+COPY . /EETQ-copy
+WORKDIR /app
+RUN pip install .
+'''
+    assert _found({"Dockerfile": dockerfile}) == set()   # line 3: the image's root is not the clone
+
+
+@pytest.mark.slow
+def test_sarif_locates_an_arg_written_version_at_its_arg_line(run_cli, tmp_path: Path):
+    import json
+
+    (tmp_path / "Dockerfile").write_text('FROM python:3.11-slim\nARG TORCH_VERSION=2.8.0+cpu\n'
+                                         'RUN pip install "torch==${TORCH_VERSION}"\n', encoding="utf-8")
+    (tmp_path / "main.py").write_text("import torch\n", encoding="utf-8")
+    code, out, err = run_cli("scan", str(tmp_path), "--format", "sarif", "--exit-zero")
+    assert code == 0, err
+    results = [r for r in json.loads(out)["runs"][0]["results"] if r["ruleId"] == "OPS501"]
+    assert [r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in results] == [2]
+    assert "used by line 3" in results[0]["message"]["text"]

@@ -18,6 +18,7 @@ companion specifier that admits a paired torch would be one of them (the goal: n
     python benchmarks/accuracy/dependencies/score.py heldout8     # corpus/heldout8/ (fetch_heldout8.py), HELDOUT8.md
     python benchmarks/accuracy/dependencies/score.py heldout9     # corpus/heldout9/ (fetch_heldout9.py), HELDOUT9.md
     python benchmarks/accuracy/dependencies/score.py heldout10    # corpus/heldout10/ (fetch_heldout10.py), HELDOUT10.md
+    python benchmarks/accuracy/dependencies/score.py heldout11    # corpus/heldout11/ (fetch_heldout11.py), HELDOUT11.md
 
 Each file holding labels gets its own found/labelled count below the total, so a part whose labels
 crowd into one file (HELDOUT6.md: 30 of 53 in one export; HELDOUT7.md: 24 of 38; HELDOUT9.md: 21 of 28;
@@ -61,10 +62,13 @@ SETS = {
     "heldout9": (HERE / "corpus" / "heldout9", HERE / "labels_heldout9.csv", HERE / "files_heldout9.txt"),
     # the tenth held-out part (issue #43, HELDOUT10.md): fetch_heldout10.py copies its files; scored once, by the lead
     "heldout10": (HERE / "corpus" / "heldout10", HERE / "labels_heldout10.csv", HERE / "files_heldout10.txt"),
+    # the eleventh held-out part (issue #43, HELDOUT11.md): fetch_heldout11.py copies its files; scored once by the lead
+    "heldout11": (HERE / "corpus" / "heldout11", HERE / "labels_heldout11.csv", HERE / "files_heldout11.txt"),
 }
 FETCH = {"heldout2": "fetch_heldout2.py", "heldout3": "fetch_heldout3.py", "heldout4": "fetch_heldout4.py",
          "heldout5": "fetch_heldout5.py", "heldout6": "fetch_heldout6.py", "heldout7": "fetch_heldout7.py",
-         "heldout8": "fetch_heldout8.py", "heldout9": "fetch_heldout9.py", "heldout10": "fetch_heldout10.py"}
+         "heldout8": "fetch_heldout8.py", "heldout9": "fetch_heldout9.py", "heldout10": "fetch_heldout10.py",
+         "heldout11": "fetch_heldout11.py"}
 
 
 def _labels(path: Path) -> dict[tuple[str, int], str]:

@@ -1,9 +1,9 @@
-"""Rebuilds the held-out 6, 7, 8, 9 or 10 corpus (issue 42): twelve research repositories at their pinned commits,
+"""Rebuilds the held-out 6, 7, 8, 9, 10 or 11 corpus (issue 42): twelve research repositories at their pinned commits,
 and the one environment they run in.
 
-`--set heldout7` (or `heldout8`, `heldout9`, `heldout10`) reads heldout7.toml (heldout8.toml, heldout9.toml,
-heldout10.toml; the rules in HELDOUT7.md to HELDOUT10.md) and writes corpus/heldout7/ and heldout7_venv.lock instead;
-every path below reads `heldout7` (`heldout8`, `heldout9`, `heldout10`) for `heldout6` then.
+`--set heldout7` (or `heldout8` to `heldout11`) reads heldout7.toml (heldout8.toml to
+heldout11.toml; the rules in HELDOUT7.md to HELDOUT11.md) and writes corpus/heldout7/ and heldout7_venv.lock instead;
+every path below reads `heldout7` (`heldout8` to `heldout11`) for `heldout6` then.
 
 The recipe is heldout6.toml (chosen by the rule in HELDOUT6.md). Each repository is exported with
 `git archive` from a local mirror (`--mirror DIR`, holding DIR/<owner>+<name>/repo, a bare git
@@ -26,6 +26,7 @@ imports from its dependencies (the recipe's `imports`): never the repository's o
     python benchmarks/accuracy/repos/fetch_heldout6.py --set heldout8 --mirror DIR --venv --opscan DIR
     python benchmarks/accuracy/repos/fetch_heldout6.py --set heldout9 --mirror DIR --venv --opscan DIR
     python benchmarks/accuracy/repos/fetch_heldout6.py --set heldout10 --mirror DIR --venv --opscan DIR
+    python benchmarks/accuracy/repos/fetch_heldout6.py --set heldout11 --mirror DIR --venv --opscan DIR
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ RECIPE = HERE / "heldout6.toml"
 CORPUS = HERE / "corpus" / "heldout6"
 VENV = CORPUS / "_venv"
 LOCK = HERE / "heldout6_venv.lock"
-SETS = ("heldout6", "heldout7", "heldout8", "heldout9", "heldout10")   # one fetcher for held-out 6 to 10
+SETS = ("heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11")   # one fetcher for held-out 6 to 11
 
 
 def use_set(name: str) -> None:
@@ -84,7 +85,15 @@ def build_venv(data: dict, opscan: Path) -> None:
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
     pip = [str(VENV / "bin" / "python"), "-m", "pip", "install", "--quiet"]
     env = dict(os.environ, PIP_FIND_LINKS="")   # a local +cpu wheel would win over the index's 2.13.0
-    subprocess.run([*pip, *requirements(data), "-e", str(opscan)], check=True, env=env)
+    with tempfile.TemporaryDirectory() as scratch:
+        # [environment] build_constraints (held-out 11): pins for the isolated builds of sdists too
+        # (visdom's setup.py imports pkg_resources, which setuptools >= 81 no longer ships); pip's
+        # build subprocesses read PIP_CONSTRAINT from the environment.
+        if data["environment"].get("build_constraints"):
+            constraints = Path(scratch) / "constraints.txt"
+            constraints.write_text("\n".join(data["environment"]["build_constraints"]) + "\n", encoding="utf-8")
+            env["PIP_CONSTRAINT"] = str(constraints)
+        subprocess.run([*pip, *requirements(data), "-e", str(opscan)], check=True, env=env)
     frozen = subprocess.run([str(VENV / "bin" / "python"), "-m", "pip", "freeze", "--all", "--exclude-editable"],
                             check=True, capture_output=True, text=True).stdout
     header = f"# pip freeze of corpus/{CORPUS.name}/_venv (fetch_heldout6.py --set {CORPUS.name} --venv)\n"
