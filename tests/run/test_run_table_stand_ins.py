@@ -378,3 +378,21 @@ def test_a_table_read_in_binary_mode_gets_byte_lines(root):
         """)
     assert len(result) == RECORDS and isinstance(result[0][2], float)
     assert [r.subject for r in replaced] == ["data/edges.tsv"]
+
+
+def test_a_table_whose_width_only_the_file_knows_is_not_made_up(root):
+    """GloVe vectors: `vec = line[1:]` takes as many columns as the file has; a stand-in of some
+    width would fail far away (an embedding of width 0), so the open fails at its own line."""
+    result, replaced = _run(root, """\
+        import numpy as np
+
+        def main():
+            try:
+                with open('data/glove.6B.100d.txt', 'rb') as f:
+                    for line in f:
+                        line = line.split()
+                        word, vec = line[0].decode('utf-8'), np.array(line[1:], dtype=np.float32)
+            except FileNotFoundError as exc:
+                return exc.filename
+        """)
+    assert result == "data/glove.6B.100d.txt" and replaced == []

@@ -31,6 +31,7 @@ class Shape:
     columns: list[Shape] = field(default_factory=list)         # row (a split line) or a list unpacked into names
     sep: str | None = None                           # row: the separator split on (None: whitespace)
     vocabulary: bool = False                         # a dict indexed by words (named word_to_ix, vocab, ...)
+    rest: bool = False                               # sliced open-ended past a column (`line[1:]`): width not known
     lines: list[tuple[str, int]] = field(default_factory=list)   # (file, line) of the code that used it
 
     def merge(self, other: Shape) -> Shape:
@@ -49,6 +50,7 @@ class Shape:
                 self.columns.append(sub)
         self.sep = self.sep if self.sep is not None else other.sep
         self.vocabulary = self.vocabulary or other.vocabulary
+        self.rest = self.rest or other.rest
         self.lines = sorted(set(self.lines) | set(other.lines))
         return self
 
@@ -61,6 +63,8 @@ class Shape:
             return any(c.known() for c in self.columns) or (self.item is not None and self.item.known())
         if self.kind == "json":
             return self.item is not None and self.item.known()
+        if self.kind == "row":   # a line whose columns past k are taken as a rest: its width is the file's
+            return not self.rest
         return bool(self.kind)
 
     def describe(self, depth: int = 0) -> str:
@@ -296,8 +300,9 @@ class Reader:
         template = _template(index)
         if template:
             return Shape("dict", templates={template: inner}, lines=line)
-        if isinstance(index, ast.Slice):
-            return Shape("list", lines=line).merge(inner if inner.kind == "list" else Shape())
+        if isinstance(index, ast.Slice):   # `vec = line[1:]`: as many more columns as the file has
+            rest = index.upper is None and isinstance(index.lower, ast.Constant) and bool(index.lower.value)
+            return Shape("list", rest=rest, lines=line).merge(inner if inner.kind == "list" else Shape())
         if isinstance(index, ast.Tuple):   # numpy: data[:, 3] (a column), map[y0:y1, x0:x1] (2-D)
             width = max((e.value for e in index.elts if isinstance(e, ast.Constant) and isinstance(e.value, int)),
                         default=-1)
@@ -347,7 +352,7 @@ class Reader:
             sep = value.decode("utf-8", "replace") if isinstance(value, bytes) else value if isinstance(value, str) \
                 else None
             outer = self.used(call, depth + 1)
-            return Shape("row", sep=sep, columns=list(outer.columns), lines=line)
+            return Shape("row", sep=sep, columns=list(outer.columns), rest=outer.rest, lines=line)
         if parent.attr in ("items", "values") and called:
             assert isinstance(call, ast.Call)
             outer = self.used(call, depth + 1)
