@@ -350,8 +350,8 @@ def test_a_loading_helper_of_another_project_file_is_shaped_by_its_callers(root)
                 return json.load(f)
         """), encoding="utf-8")
     result, replaced = _run(root, """\
-        import sys
-        sys.path.insert(0, '.')
+        import os, sys
+        sys.path.insert(0, os.getcwd())
         from utils.io_utils import load_json, load_jsonl
 
         def main():
@@ -396,3 +396,27 @@ def test_a_table_whose_width_only_the_file_knows_is_not_made_up(root):
                 return exc.filename
         """)
     assert result == "data/glove.6B.100d.txt" and replaced == []
+
+
+def test_a_loading_helper_used_for_files_of_two_layouts_is_shaped_by_the_caller_that_ran(root):
+    (root / "io_utils.py").write_text(textwrap.dedent("""\
+        import json
+
+        def load_json(filename):
+            with open(filename) as f:
+                return json.load(f)
+        """), encoding="utf-8")
+    result, replaced = _run(root, """\
+        import os, sys
+        sys.path.insert(0, os.getcwd())
+        from io_utils import load_json
+
+        def main():
+            queries = [q['query'] for q in load_json('data/train.json')]
+            corpus = {name: float(duration) for name, duration in load_json('data/corpus.json').items()}
+            return queries, corpus
+        """)
+    queries, corpus = result
+    assert len(queries) == RECORDS and isinstance(queries[0], str)
+    assert corpus and all(isinstance(v, float) for v in corpus.values())
+    assert [r.subject for r in replaced] == ["data/train.json", "data/corpus.json"]

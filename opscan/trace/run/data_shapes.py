@@ -116,7 +116,8 @@ def tree(filename: str) -> tuple[ast.Module, dict[int, ast.AST]] | None:
     return _TREES[filename]
 
 
-def call_at(filename: str, line: int, names: tuple[str, ...], root: str = "") -> tuple[ast.Call, Reader] | None:
+def call_at(filename: str, line: int, names: tuple[str, ...], root: str = "",
+            stack: tuple[tuple[str, int], ...] = ()) -> tuple[ast.Call, Reader] | None:
     """The call of one of `names` (a function or method name; "<with>": any call a `with` enters)
     spanning `line` of `filename`."""
     parsed = tree(filename)
@@ -129,7 +130,7 @@ def call_at(filename: str, line: int, names: tuple[str, ...], root: str = "") ->
     if not found:
         return None
     call = min(found, key=lambda node: (node.end_lineno or node.lineno) - node.lineno)
-    return call, Reader(parents, _shown(filename, root), root)
+    return call, Reader(parents, _shown(filename, root), root, stack=stack)
 
 
 def _shown(filename: str, root: str) -> str:
@@ -148,10 +149,11 @@ class Reader:
     """Follows one value's uses through the function (and class) around its load site."""
 
     def __init__(self, parents: dict[int, ast.AST], filename: str, root: str = "",
-                 seen: set[tuple[int, str]] | None = None) -> None:
+                 seen: set[tuple[int, str]] | None = None, stack: tuple[tuple[str, int], ...] = ()) -> None:
         self.parents = parents
         self.filename = filename
         self.root = root
+        self.stack = stack   # the run's callers of the load site: (file, line), innermost first
         self._seen: set[tuple[int, str]] = seen if seen is not None else set()
 
     def parent(self, node: ast.AST) -> ast.AST | None:
@@ -228,8 +230,9 @@ class Reader:
         return shape
 
     def _returned(self, node: ast.Return, depth: int) -> Shape:
-        """The shape the callers of the function around `node` need of what it returns: the calls of
-        its name in the project's own files (a name defined once in the project)."""
+        """The shape the caller of the function around `node` needs of what it returns: the run's own
+        caller (`self.stack`), else every call of its name in the project's own files (a name defined
+        once in the project)."""
         function = self.scope(node)
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.name.startswith("__"):
             return Shape()
@@ -238,7 +241,15 @@ class Reader:
             return Shape()
         self._seen.add(key)
         shape = Shape()
-        for filename, call in _calls(self.root, function.name):
+        for i, (filename, line) in enumerate(self.stack):   # the caller this run came from: its use alone
+            found = call_at(filename, line, (function.name,), self.root, self.stack[i + 1:])
+            if found is not None:
+                call, reader = found
+                reader._seen = self._seen
+                shape = reader.used(call, depth + 1)
+                self._seen.discard(key)
+                return shape
+        for filename, call in _calls(self.root, function.name):   # no run's caller known: every call
             parsed = tree(filename)
             if parsed is not None:
                 shape.merge(Reader(parsed[1], _shown(filename, self.root), self.root, self._seen).used(call, depth + 1))

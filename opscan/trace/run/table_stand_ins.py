@@ -78,8 +78,9 @@ def opened(path: str, mode: str, frame, stand_ins: StandIns):
     """A file object for the absent `path` the project's code at `frame` opens, shaped by how that code
     uses it (NOTE [data shaped by its use]); None when its use is not readable."""
     where = (frame.f_code.co_filename, frame.f_lineno)
-    found = data_shapes.call_at(*where, ("open",), stand_ins.root) or \
-        data_shapes.call_at(*where, ("<with>",), stand_ins.root)   # `with opener(path) as f`
+    stack = callers(frame, stand_ins.root)
+    found = data_shapes.call_at(*where, ("open",), stand_ins.root, stack) or \
+        data_shapes.call_at(*where, ("<with>",), stand_ins.root, stack)   # `with opener(path) as f`
     if found is None:
         return None
     call, reader = found
@@ -101,6 +102,19 @@ def opened(path: str, mode: str, frame, stand_ins: StandIns):
         return io.BytesIO(data)
     _record(stand_ins, path, form, shape, reader)
     return io.BytesIO(text.encode("utf-8")) if binary else io.StringIO(text)
+
+
+def callers(frame, root: str, most: int = 24) -> tuple[tuple[str, int], ...]:
+    """(file, line) of the project's frames that called `frame`'s function, innermost first: a
+    loading helper's value is shaped by the caller this run came from."""
+    found: list[tuple[str, int]] = []
+    current = getattr(frame, "f_back", None)
+    while current is not None and len(found) < most:
+        name = current.f_code.co_filename
+        if root and os.path.abspath(name).startswith(root + os.sep):
+            found.append((name, current.f_lineno))
+        current = current.f_back
+    return tuple(found)
 
 
 def _record(stand_ins: StandIns, path: str, form: str, shape: Shape, reader: Reader) -> None:
@@ -247,7 +261,8 @@ def _depth(shape: Shape) -> int:
 # --- numpy and pandas readers ------------------------------------------------------------------
 
 def _table_shape(frame, names: tuple[str, ...], root: str = "") -> tuple[Shape, Reader | None]:
-    found = data_shapes.call_at(frame.f_code.co_filename, frame.f_lineno, names, root) if frame is not None else None
+    found = data_shapes.call_at(frame.f_code.co_filename, frame.f_lineno, names, root,
+                                callers(frame, root)) if frame is not None else None
     if found is None:
         return Shape(), None
     call, reader = found
