@@ -13,6 +13,8 @@ import io
 import os
 from dataclasses import dataclass, field
 
+from opscan.trace.run.data_stand_ins import VOCABULARY
+
 DEPTH = 32   # steps of uses followed through names, keys and calls, at most (cycles stop on their own)
 _STRING_METHODS = {"strip", "lower", "upper", "rstrip", "lstrip", "replace", "encode", "decode", "casefold"}
 _PASS_THROUGH = {"enumerate", "tqdm", "list", "sorted", "reversed", "tuple", "iter", "trange", "asarray", "array",
@@ -445,6 +447,4 @@ def _name(node: ast.AST) -> str:
 
 
 def _vocabulary_name(name: str) -> bool:
-    from opscan.trace.run.file_stand_ins import VOCABULARY
-
     return bool(VOCABULARY.search(name)) or name.lower() in ("word_to_ix", "word2ix", "stoi", "w2idx")

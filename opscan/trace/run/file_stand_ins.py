@@ -32,18 +32,15 @@ import io
 import json
 import os
 import pickle
-import re
 import sys
 from collections.abc import Callable
 
 import numpy as np
 
-from opscan.trace.run.data_stand_ins import TOKEN_VALUES, TOKENS, tokens
+from opscan.trace.run.data_stand_ins import TOKEN_VALUES, TOKENS, VOCABULARY, tokens, vocabulary
+from opscan.trace.run.table_stand_ins import h5_dimensions, opened
 from opscan.trace.run.stand_ins import Patches, StandIns
 
-SPECIALS = ("<pad>", "<unk>", "<s>", "</s>", "<sos>", "<eos>", "eos", "<start>", "<end>", "<mask>")
-VOCABULARY = re.compile(r"(^|[_\-.])(vocab|vocabulary|word2idx|word_to_idx|w2i|token2id|dict|dictionary|"
-                        r"tokens?|wordmap|word_map)([_\-.]|$)", re.IGNORECASE)   # not tokenizer.json
 TEXT_CHARS = 1 << 18   # characters of an absent plain-text corpus stood in for (a few hundred batches)
 TEXT_WORDS = ("the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by",
               "on", "not", "he", "she", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
@@ -56,12 +53,6 @@ def install(stand_ins: StandIns, patches: Patches) -> dict[str, Callable]:
     """`open` patched now; h5py when the script imports it."""
     _open(stand_ins, patches)
     return {"h5py": lambda module: _h5py(module, stand_ins, patches)}
-
-
-def vocabulary() -> dict[str, int]:
-    """The stood-in vocabulary: special tokens first, TOKEN_VALUES entries in all."""
-    words = list(SPECIALS) + [f"word{i}" for i in range(len(SPECIALS), TOKEN_VALUES)]
-    return {word: i for i, word in enumerate(words)}
 
 
 def is_vocabulary(path: str) -> bool:
@@ -91,8 +82,6 @@ def _open(stand_ins: StandIns, patches: Patches) -> None:
                                      "tokens first; a vocabulary assumed from the file's name)")
                     return _vocabulary_file(path, "b" in str(mode))
                 if "://" not in path:   # JSON, JSON lines, pickles, tables: NOTE [data shaped by its use]
-                    from opscan.trace.run.table_stand_ins import opened
-
                     shaped = opened(path, str(mode), sys._getframe(1), stand_ins)
                     if shaped is not None:
                         return shaped
@@ -213,8 +202,6 @@ def _h5py(module, stand_ins: StandIns, patches: Patches) -> None:
     class File(original):   # isinstance checks keep working on real files
         def __new__(cls, name, mode="r", *args, **kwargs):
             if isinstance(name, (str, os.PathLike)) and mode in (None, "r") and stand_ins.answers(name):
-                from opscan.trace.run.table_stand_ins import h5_dimensions
-
                 dims = h5_dimensions(sys._getframe(1), stand_ins.root)
                 maps = ", ".join(f"{key!r} a {n}-D float32 map" for key, n in dims.items() if n >= 2)
                 stand_ins.record("data", f"h5py.File({os.fspath(name)!r})", (f"{maps} (indexed so where it is read); "

@@ -39,6 +39,7 @@ import numpy as np
 
 from opscan.trace.run import data_shapes
 from opscan.trace.run.data_shapes import Reader, Shape
+from opscan.trace.run.data_stand_ins import SPECIALS, TOKEN_VALUES, vocabulary
 from opscan.trace.run.stand_ins import SAMPLES, Patches, StandIns
 
 RECORDS = 256    # records of a list (or keys of a formatted-key dict) stood in for
@@ -194,8 +195,6 @@ def _file_use(node: ast.AST, reader: Reader, depth: int) -> tuple[str, Shape]:
 
 def make(shape: Shape, index: int = 0, count: int = RECORDS):
     """A value of `shape` (the index-th of its kind: values differ between records)."""
-    from opscan.trace.run.file_stand_ins import vocabulary
-
     kind = shape.kind
     if kind == "dict":
         if shape.vocabulary and not shape.keys:
@@ -216,9 +215,6 @@ def make(shape: Shape, index: int = 0, count: int = RECORDS):
 
 
 def _leaf(kind: str, index: int, words: int = 4):
-    from opscan.trace.run.data_stand_ins import TOKEN_VALUES
-    from opscan.trace.run.file_stand_ins import SPECIALS
-
     if kind == "int":
         return index % TOKEN_VALUES
     if kind == "float":
