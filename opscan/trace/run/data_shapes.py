@@ -127,7 +127,7 @@ def call_at(filename: str, line: int, names: tuple[str, ...], root: str = "",
         return None
     module, parents = parsed
     found = [node for node in ast.walk(module) if isinstance(node, ast.Call) and node.lineno <= line <=
-             (node.end_lineno or node.lineno) and (_called(node) in names or "<with>" in names and
+             (node.end_lineno or node.lineno) and (called(node) in names or "<with>" in names and
                                                    isinstance(parents.get(id(node)), ast.withitem))]
     if not found:
         return None
@@ -140,7 +140,8 @@ def _shown(filename: str, root: str) -> str:
     return os.path.relpath(filename, root) if inside else os.path.basename(filename)
 
 
-def _called(call: ast.Call) -> str:
+def called(call: ast.Call) -> str:
+    """The name a call calls: `f` of `f(...)`, `load` of `json.load(...)`."""
     func = call.func
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
@@ -328,7 +329,7 @@ class Reader:
         return Shape("list", item=inner, lines=line)
 
     def _argument(self, parent: ast.Call, node: ast.AST, depth: int, line: list[int]) -> Shape:
-        name = _called(parent)
+        name = called(parent)
         if name == "len":   # a text or a list: a text unless another use says list
             return Shape("sized", lines=line)
         if name in ("int", "float"):
@@ -407,8 +408,8 @@ def _calls(root: str, name: str) -> list[tuple[str, ast.Call]]:
                 for node in ast.walk(parsed[0]):
                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         defined[node.name] = defined.get(node.name, 0) + 1
-                    elif isinstance(node, ast.Call) and _called(node):
-                        calls.setdefault(_called(node), []).append((path, node))
+                    elif isinstance(node, ast.Call) and called(node):
+                        calls.setdefault(called(node), []).append((path, node))
         _INDEX[root] = (defined, calls)
     defined, calls = _INDEX[root]
     return calls.get(name, []) if defined.get(name) == 1 else []

@@ -159,7 +159,7 @@ def _file_use(node: ast.AST, reader: Reader, depth: int) -> tuple[str, Shape]:
     if isinstance(parent, ast.Call) and node in parent.args:
         func = parent.func
         owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else ""
-        name = data_shapes._called(parent)
+        name = data_shapes.called(parent)
         if name == "load" and owner in _JSON:
             return "json", reader.used(parent)
         if name == "load" and owner in _PICKLE:
