@@ -103,7 +103,7 @@ def test_an_absent_hdf5_file_answers_each_dataset_with_token_ids(tmp_path):
         train = handle["train"][:]
         assert train.dtype == np.int64 and train.ndim == 1 and len(train) > 100_000 and train.max() < 64
         assert handle["train"][10:20].shape == (10,) and len(handle["valid"]) == len(train)
-        (tmp_path / "real.h5").write_bytes(b"")
+        (tmp_path / "real.h5").write_bytes(b"\x89HDF\r\n\x1a\n")   # not empty: an empty one is a placeholder
         real = module.File(str(tmp_path / "real.h5"), "r")   # present: the real class opens it
         written = module.File(str(tmp_path / "out.h5"), "w")
         assert isinstance(real, File) and isinstance(written, File)

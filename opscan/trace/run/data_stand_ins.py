@@ -7,6 +7,7 @@ shapes the real one gives.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -18,6 +19,18 @@ TOKENS = 1 << 20          # elements of a token file stood in for (a few thousan
 TOKEN_VALUES = 64         # token ids drawn below this: within any vocabulary
 FOLDER_CLASSES = 10       # classes of an absent image folder (its count is not written anywhere we may read)
 HF_ROWS = 256             # rows per split of a Hugging Face dataset stood in for
+
+SPECIALS = ("<pad>", "<unk>", "<s>", "</s>", "<sos>", "<eos>", "eos", "<start>", "<end>", "<mask>")
+VOCABULARY = re.compile(r"(^|[_\-.])(vocab|vocabulary|word2idx|word_to_idx|w2i|token2id|dict|dictionary|"
+                        r"tokens?|wordmap|word_map)([_\-.]|$)", re.IGNORECASE)   # not tokenizer.json
+
+
+def vocabulary() -> dict[str, int]:
+    """The stood-in vocabulary (file_stand_ins.py, table_stand_ins.py): special tokens first,
+    TOKEN_VALUES entries in all."""
+    words = list(SPECIALS) + [f"word{i}" for i in range(len(SPECIALS), TOKEN_VALUES)]
+    return {word: i for i, word in enumerate(words)}
+
 
 def rng() -> np.random.Generator:
     """The stand-ins' own generator: the script's random streams are never drawn from."""

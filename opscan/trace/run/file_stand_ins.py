@@ -20,6 +20,8 @@ read, so each answer states its assumption:
   word-level language model's `input.txt`, `tiny_shakespeare.txt`): TEXT_CHARS characters of common
   English words, ten a line, drawn with the stand-ins' own generator (an assumption stated in the
   report: a file of another layout, `user item` pairs, fails at the line that parses it);
+- an absent JSON, JSON-lines, pickle or text-table file whose use the code around its `open()`
+  shows answers with data of that shape (table_stand_ins.py: NOTE [data shaped by its use]);
 any other absent file fails as it would, and the run's stop names it.
 """
 
@@ -30,18 +32,15 @@ import io
 import json
 import os
 import pickle
-import re
 import sys
 from collections.abc import Callable
 
 import numpy as np
 
-from opscan.trace.run.data_stand_ins import TOKEN_VALUES, TOKENS, tokens
+from opscan.trace.run.data_stand_ins import TOKEN_VALUES, TOKENS, VOCABULARY, tokens, vocabulary
+from opscan.trace.run.table_stand_ins import h5_dimensions, opened
 from opscan.trace.run.stand_ins import Patches, StandIns
 
-SPECIALS = ("<pad>", "<unk>", "<s>", "</s>", "<sos>", "<eos>", "eos", "<start>", "<end>", "<mask>")
-VOCABULARY = re.compile(r"(^|[_\-.])(vocab|vocabulary|word2idx|word_to_idx|w2i|token2id|dict|dictionary|"
-                        r"tokens?|wordmap|word_map)([_\-.]|$)", re.IGNORECASE)   # not tokenizer.json
 TEXT_CHARS = 1 << 18   # characters of an absent plain-text corpus stood in for (a few hundred batches)
 TEXT_WORDS = ("the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by",
               "on", "not", "he", "she", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
@@ -54,12 +53,6 @@ def install(stand_ins: StandIns, patches: Patches) -> dict[str, Callable]:
     """`open` patched now; h5py when the script imports it."""
     _open(stand_ins, patches)
     return {"h5py": lambda module: _h5py(module, stand_ins, patches)}
-
-
-def vocabulary() -> dict[str, int]:
-    """The stood-in vocabulary: special tokens first, TOKEN_VALUES entries in all."""
-    words = list(SPECIALS) + [f"word{i}" for i in range(len(SPECIALS), TOKEN_VALUES)]
-    return {word: i for i, word in enumerate(words)}
 
 
 def is_vocabulary(path: str) -> bool:
@@ -88,6 +81,10 @@ def _open(stand_ins: StandIns, patches: Patches) -> None:
                     stand_ins.record("data", path, f"a synthetic vocabulary of {TOKEN_VALUES} entries (special "
                                      "tokens first; a vocabulary assumed from the file's name)")
                     return _vocabulary_file(path, "b" in str(mode))
+                if "://" not in path:   # JSON, JSON lines, pickles, tables: NOTE [data shaped by its use]
+                    shaped = opened(path, str(mode), sys._getframe(1), stand_ins)
+                    if shaped is not None:
+                        return shaped
                 if "://" not in path and path.lower().endswith(".txt") and "b" not in str(mode):
                     stand_ins.record("data", path, f"a synthetic plain text of {TEXT_CHARS} characters (English "
                                      "words, lines of ten; a text corpus assumed from the .txt suffix)")
@@ -131,9 +128,13 @@ def _vocabulary_file(path: str, binary: bool):
 class StoodInDataset:
     """An HDF5 dataset of synthetic token ids, read as h5py reads one (NOTE [files opened by the script])."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, ndim: int = 1) -> None:
+        from opscan.trace.run.media_stand_ins import IMAGE_SIDE
+
         self.name = name
-        self._data = tokens(np.int64)
+        # a map indexed in 2 or more dimensions (`target[y0:y1, x0:x1]`): float32, the image stand-in's size
+        self._data = tokens(np.int64) if ndim < 2 else \
+            np.random.default_rng(0).random((IMAGE_SIDE, IMAGE_SIDE, 3)[:ndim], dtype=np.float32)
         self.attrs: dict = {}
 
     shape = property(lambda self: self._data.shape)
@@ -160,15 +161,18 @@ class StoodInDataset:
 class StoodInFile:
     """An absent HDF5 file opened for reading: every key is a StoodInDataset."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, dims: dict[str, int] | None = None) -> None:
         self.filename = path
         self.mode = "r"
         self.attrs: dict = {}
         self._datasets: dict[str, StoodInDataset] = {}
+        self._dims = dims or {}   # key -> dimensions its use indexes (table_stand_ins.h5_dimensions)
 
     def __getitem__(self, key) -> StoodInDataset:
         key = str(key)
-        return self._datasets.setdefault(key, StoodInDataset(key))
+        if key not in self._datasets:
+            self._datasets[key] = StoodInDataset(key, self._dims.get(key, 1))
+        return self._datasets[key]
 
     def get(self, key, default=None):
         return self[key]
@@ -198,10 +202,13 @@ def _h5py(module, stand_ins: StandIns, patches: Patches) -> None:
     class File(original):   # isinstance checks keep working on real files
         def __new__(cls, name, mode="r", *args, **kwargs):
             if isinstance(name, (str, os.PathLike)) and mode in (None, "r") and stand_ins.answers(name):
-                stand_ins.record("data", f"h5py.File({os.fspath(name)!r})", f"each dataset read as {TOKENS} "
+                dims = h5_dimensions(sys._getframe(1), stand_ins.root)
+                maps = ", ".join(f"{key!r} a {n}-D float32 map" for key, n in dims.items() if n >= 2)
+                stand_ins.record("data", f"h5py.File({os.fspath(name)!r})", (f"{maps} (indexed so where it is read); "
+                                 if maps else "") + f"each {'other ' if maps else ''}dataset read as {TOKENS} "
                                  f"synthetic int64 token ids below {TOKEN_VALUES} (a 1-D token array assumed: "
                                  "the file's layout is not written here)")
-                return StoodInFile(os.fspath(name))
+                return StoodInFile(os.fspath(name), dims)
             return super().__new__(cls)
 
     patches.set(module, "File", File)

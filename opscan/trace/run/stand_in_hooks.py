@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 
 from opscan.trace.run import (data_stand_ins, file_stand_ins, listings, media_stand_ins, outside_writes,
-                              pretrained, real_transforms, tokenizer_stand_ins, trackers)
+                              pretrained, real_transforms, table_stand_ins, tokenizer_stand_ins, trackers)
 from opscan.trace.run.stand_ins import Patches, StandIns
 
 # NOTE [only the real library is patched]
@@ -92,7 +92,8 @@ def installed(stand_ins: StandIns | None):
     watched: dict[str, Callable] = {}
     # outside_writes first: the others' open, torch.load and listings wrap its own, so they see the path
     # the script named (and the frame that asked: NOTE [a library's own files]); it maps what they pass on
-    for part in (outside_writes, data_stand_ins, file_stand_ins, media_stand_ins, pretrained, tokenizer_stand_ins,
+    for part in (outside_writes, data_stand_ins, file_stand_ins, table_stand_ins, media_stand_ins, pretrained,
+                 tokenizer_stand_ins,
                  trackers, real_transforms, listings):
         for name, patch in part.install(stand_ins, patches).items():
             watched[name] = _both(watched[name], patch) if name in watched else patch

@@ -13,14 +13,18 @@ right kind when what it asks for is absent, outside the project, or remote:
   manifest (CSV, JSON) names (media_stand_ins.py): `PIL.Image.open`, `cv2.imread`,
   `soundfile.read`, `torchaudio.load`, `librosa.load`; and files the script opens itself
   (file_stand_ins.py): `h5py.File`, vocabulary files, paths relative to the script's own folder;
+  JSON, JSON lines, pickles and text tables shaped by how the project's code uses them
+  (table_stand_ins.py: NOTE [data shaped by its use]); a glob of an absent media folder and an
+  output folder's absent parents (listings.py);
 - weights (pretrained.py): `torch.hub.load_state_dict_from_url` (torchvision's `weights=` and
   `pretrained=True`), `torch.hub.load`, timm's `pretrained=True`, transformers' `from_pretrained`
   of a model whose config is here but whose weights are not, `torch.load` of a missing checkpoint:
   the model keeps its own initialisation (the trace needs shapes, not values).
-A file that exists inside the project is read as in a real run: the stand-ins never change what a
-run with its data in place does (`opscan run` keeps them off: it runs where the data is). Each
-answer is named in the report with the script line that asked ("CIFAR10: 1024 synthetic 3x32x32
-uint8 images, 10 classes (train.py:21)"). Libraries are patched when the script imports them (an
+A file that exists inside the project is read as in a real run (an empty placeholder of data apart:
+NOTE [an empty placeholder of data]): the stand-ins never change what a run with its data in place
+does (`opscan run` keeps them off: it runs where the data is). Each answer is named in the report
+with the script line that asked ("CIFAR10: 1024 synthetic 3x32x32 uint8 images, 10 classes
+(train.py:21)"). Libraries are patched when the script imports them (an
 import hook), never imported by opscan: a script that does not use torchvision never loads it.
 The synthetic values come from their own generator (seed 0), never the script's random streams.
 """
@@ -68,7 +72,7 @@ class StandIns:
             return False   # written by this run (NOTE [writes outside the project])
         if not inside and _under(full, library_roots()):   # NOTE [a library's own files]
             return False
-        return not (inside and os.path.exists(full))
+        return not (inside and os.path.exists(full)) or (inside and _placeholder(full))
 
     def record(self, kind: str, subject: str, detail: str) -> None:
         """Name one stand-in at the innermost line of the project's code that asked for it."""
@@ -193,6 +197,22 @@ def library_roots() -> tuple[str, ...]:
 
 
 _LIBRARY_ROOTS: list[str] = []
+
+
+# NOTE [an empty placeholder of data]
+# A repository may ship its data files empty, to be filled by a download or a preparation step
+# (`data/demo.train`, `demo.dev`, `demo.test`: zero bytes each). Read as they are, the corpus reader
+# finds no sample and the run stops far away (`data[0]`: IndexError). A zero-byte file of the project
+# that is not code or configuration is read as absent data, so the stand-ins answer it; a file with
+# any content is always read as it is, and `opscan run` (no stand-ins) reads it empty as a real run.
+_NOT_DATA = (".py", ".pyi", ".cfg", ".toml", ".ini", ".yaml", ".yml", ".sh", ".md", ".rst", ".typed")
+
+
+def _placeholder(path: str) -> bool:
+    try:
+        return os.path.isfile(path) and os.path.getsize(path) == 0 and not path.lower().endswith(_NOT_DATA)
+    except OSError:
+        return False
 
 
 def _under(path: str, folders: tuple[str, ...]) -> bool:
