@@ -311,3 +311,41 @@ def test_a_config_placeholder_without_a_default_of_the_script_takes_the_first_co
     root = _project(tmp_path, {"train.py": script, "config/base.yml": "a: 1\n",
                                "README.md": f"```\n{readme}\n```\n"})
     assert _entries(root)[0].command == command
+
+
+def test_a_readme_line_that_is_one_emphasised_command_is_read_and_prose_is_not(tmp_path):
+    root = _project(tmp_path, {"code/ReadMe.md": "- Train the model:\n\n*python train.py --name new*\n\n"
+                                                 "We *python train.py fast* in prose.\n",
+                               "code/train.py": STEPS, "README.md": "# A model\n"})
+    found = _entries(root)
+    assert [(e.command, e.cwd) for e in found] == [("python train.py --name new", "code")]
+
+
+VENDORED_DEMO = """\
+import torch
+model = torch.nn.Linear(2, 2)
+optimizer = torch.optim.Adam(model.parameters())
+for _ in range(3):
+    optimizer.zero_grad()
+    model(torch.randn(1, 2)).sum().backward()
+    optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("folder", ["models/pytorch-ssim-master", "third_party/ssim", "libs/ssim"])
+def test_a_script_of_a_copy_of_another_project_ranks_after_the_projects_own(tmp_path, folder):
+    files = {f"{folder}/max_ssim.py": VENDORED_DEMO, f"{folder}/README.md": "# ssim\n",
+             "README.md": "Train:\n\n*python train.py*\n", "train.py": STEPS.replace("optimizer.step()", "pass"),
+             "models/train_loop.py": "def optimize(o):\n    o.step()\n"}
+    if folder.startswith("libs"):   # a folder with packaging and a licence of its own
+        files.update({f"{folder}/setup.py": "", f"{folder}/LICENSE.txt": "MIT\n"})
+    found = _entries(_project(tmp_path, files))
+    assert [e.command for e in found] == ["python train.py", f"python {folder}/max_ssim.py"]
+    assert "a copy of another project" in found[1].why and "copy" not in found[0].why
+
+
+def test_a_subfolder_with_packaging_but_no_licence_is_the_projects_own(tmp_path):
+    files = {"libs/ssim/max_ssim.py": VENDORED_DEMO, "libs/ssim/setup.py": "",
+             "README.md": "Train:\n\n*python train.py*\n", "train.py": STEPS.replace("optimizer.step()", "pass")}
+    found = _entries(_project(tmp_path, files))
+    assert [e.command for e in found][0] == "python libs/ssim/max_ssim.py"   # steps an optimizer: first

@@ -15,6 +15,8 @@ text runs it in (else from the folder of the file it was read in), and when that
    force the CPU or ask for another job comes after the others read there (NOTE [commands set
    aside by their options] in purpose.py);
 3. the order of reading (the walk is breadth first and sorted: the same on every machine).
+Before all three: a command whose script sits in a copy of another project kept in the repository
+comes after every command of the project's own code (NOTE [vendored copies] in vendored.py).
 The same command (same words, same folder) read twice is kept once, at its best place. `--entry`
 (or `entry` in [tool.opscan]) is not ranked: it is the one run, the others are listed.
 """
@@ -24,10 +26,11 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
+from dataclasses import replace
 from pathlib import PurePosixPath
 
 from opscan.records import TrainingEntry, EntryKind
-from opscan.targets.entry import placeholders, purpose, required_args, sources, training
+from opscan.targets.entry import placeholders, purpose, required_args, sources, training, vendored
 from opscan.targets.entry.shell_words import Simple
 
 SOURCE_ORDER = tuple(EntryKind)   # given, readme, docs, shell-script, makefile, project-script, main-step
@@ -46,16 +49,19 @@ def find_entries(index) -> tuple[TrainingEntry, ...]:
         entry = _entry(index, item.simple, item.kind, item.path, item.base, scripts, item.context)
         if entry is not None:
             aside = bool(entry[3])   # NOTE [commands set aside by their options]
-            ranked.append((_key(entry[1], item.kind, order, aside), entry[0]))
+            copy, found_entry = _copy(index, entry[2], entry[0])
+            ranked.append((_key(entry[1], item.kind, order, aside, copy), found_entry))
             written.add(entry[2])
     for order, (name, (_, line)) in enumerate(sorted(scripts.items()), len(found)):
         entry = _entry(index, Simple((name,), "", line), EntryKind.PROJECT_SCRIPT, "pyproject.toml", "", scripts)
         if entry is not None:
-            ranked.append((_key(entry[1], EntryKind.PROJECT_SCRIPT, order), entry[0]))
+            copy, found_entry = _copy(index, entry[2], entry[0])
+            ranked.append((_key(entry[1], EntryKind.PROJECT_SCRIPT, order, copy=copy), found_entry))
             written.add(entry[2])
     for order, (score, item) in enumerate(_main_steps(index), len(found) + len(scripts)):
         if item.path not in written:
-            ranked.append((_key(score, EntryKind.MAIN_STEP, order), item))
+            copy, item = _copy(index, item.path, item)
+            ranked.append((_key(score, EntryKind.MAIN_STEP, order, copy=copy), item))
     out: list[TrainingEntry] = []
     for _, entry in sorted(ranked, key=lambda pair: pair[0]):
         key = (entry.command, entry.cwd)
@@ -71,8 +77,18 @@ def given_entry(command: str) -> TrainingEntry:
                          why="given (--entry or `entry` in [tool.opscan])")
 
 
-def _key(score: int, kind: str, order: int, aside: bool = False) -> tuple:
-    return (-score, SOURCE_ORDER.index(kind), aside, order)
+def _key(score: int, kind: str, order: int, aside: bool = False, copy: bool = False) -> tuple:
+    return (copy, -score, SOURCE_ORDER.index(kind), aside, order)
+
+
+def _copy(index, rel: str | None, entry: TrainingEntry) -> tuple[bool, TrainingEntry]:
+    """Whether the script `rel` sits in a copy of another project, and the entry saying so
+    (NOTE [vendored copies])."""
+    folder = vendored.copy_folder(index, rel) if rel else ""
+    if not folder:
+        return False, entry
+    return True, replace(entry, why=f"{entry.why}; ranked after the project's own: in {folder}/, "
+                                    "a copy of another project")
 
 
 def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict[str, tuple[str, int]],

@@ -26,7 +26,12 @@ _RST_BLOCK = re.compile(r"^\.\. (?:code-block|code|sourcecode)::\s*(\w*)\s*$")
 # (`python`, `python3`, `py`, `torchrun`, `accelerate launch`) is read as a command too, after the
 # document's code blocks (a block is the authors' fuller command): the ranking then keeps it only
 # when its script exists and trains, as for any command.
+# A line that is one emphasised command (`*python train.py --dataroot ./datasets/train/*`, `**...**`,
+# `_..._`), as READMEs without code formatting write it, is read the same way: the emphasis is the
+# author's only mark of a command; within a sentence an emphasised span is prose.
 _INLINE = re.compile(r"(?<!`)`((?:python3?|py|torchrun|accelerate launch) [^`\n]+)`(?!`)")
+_EMPHASISED = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?(\*{1,2}|_{1,2})"
+                         r"((?:python3?|py|torchrun|accelerate launch) .+?)\1\s*$")
 MAX_SHELL_SCRIPTS = 200
 MAX_DOCUMENTS = 200
 
@@ -220,6 +225,9 @@ def _blocks(text: str, rst: bool) -> list[tuple[int, str, bool]]:
             index = end
             continue
         inline.extend((index + 1, span, False) for span in _INLINE.findall(line) if not rst)
+        emphasised = None if rst else _EMPHASISED.match(line)
+        if emphasised:
+            inline.append((index + 1, emphasised.group(2).strip(), False))
         index += 1
     return out + inline   # NOTE [inline commands]: after the document's blocks
 
