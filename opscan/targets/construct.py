@@ -22,7 +22,7 @@ from pathlib import Path
 from torch import nn
 
 from opscan.errors import TargetError
-from opscan.targets import config_files, factories, script_options, shipped, shrinking, variants
+from opscan.targets import config_files, factories, script_calls, script_options, shipped, shrinking, variants
 from opscan.targets.recipes import CONFIG_ARG, named_value  # config-like names; small values by name
 CONFIG_CLASS = re.compile(r"(Config|Args|Cfg|Params|HParams|Settings|Conf)$")
 VARIANT_ARG = re.compile(r"^(name|model_name|variant|arch|model_type|size|config_name|model|version)$")
@@ -36,6 +36,11 @@ def arguments(fn, module, folder: Path | None, root: Path | None = None) -> tupl
     if given is not None:
         kwargs, words = given
         how.append(words)
+    else:   # NOTE [arguments as the training script builds it] in script_calls.py
+        written = script_calls.arguments(fn, parameters(fn), root)
+        if written is not None:
+            kwargs, words = dict(written[0]), written[1]
+            how.append(words)
     for name, param in parameters(fn) + forwarded(fn):
         if name in ("pretrained", "pretrained_backbone", "progress", "download", "load_weights"):
             kwargs[name] = False
@@ -116,6 +121,12 @@ def sibling_defaults(fn, module) -> tuple[dict, str] | None:
     anything = any(p.kind == p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
     kwargs = shrinking.shrink({k: v for k, v in values.items() if k in accepts or anything})
     return kwargs, f"{fn.__name__}(**{name}())"
+
+
+def from_script(how: list[str]) -> bool:
+    """True when the only arguments opscan gave are the training script's own (script_calls): the
+    sizes are the script's, so the built model is cut as one built from its defaults."""
+    return bool(how) and all(script_calls.WORDS in w for w in how)
 
 
 def from_defaults(how: list[str]) -> bool:

@@ -33,6 +33,7 @@ from opscan.targets import (
     construct,
     recipes,
     repo_inputs,
+    script_calls,
     script_options,
     setup_calls,
     shrinking,
@@ -253,12 +254,14 @@ def _build_named(path: Path, name: str, root: Path, batch, seq_len, target: str,
         result = next((item for item in result if isinstance(item, nn.Module)), result)
     if not isinstance(result, nn.Module):
         raise TargetError(f"{target}: returned {type(result).__name__}, not an nn.Module")
-    if not how:   # nothing sized by opscan: a builder or defaults at full depth (NOTE [cutting repeated blocks])
+    if not how or construct.from_script(how):   # nothing sized by opscan: a builder, defaults or the training
+        # script's own arguments at full depth (NOTE [cutting repeated blocks])
         shrinking.cut_repeats(result)
     config = getattr(result, "config", None) or getattr(result, "cfg", None) or config
     args, extra, note = _inputs(result, config, batch, seq_len, root, read or {})
     configs = [w for w in how if config_files.WORDS in w   # configs from the repository's config files
-               or script_options.WORDS in w]             # or from its argparse parsers
+               or script_options.WORDS in w              # or from its argparse parsers
+               or script_calls.WORDS in w]               # or its training script's call
     note = "; ".join(n for n in ("config " + "; ".join(configs) if configs else "", note) if n)
     return Built(result, args=args, kwargs=extra, description=target, note=note)
 
