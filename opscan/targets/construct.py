@@ -37,7 +37,7 @@ def arguments(fn, module, folder: Path | None, root: Path | None = None) -> tupl
         kwargs, words = given
         how.append(words)
     else:   # NOTE [arguments as the training script builds it] in script_calls.py
-        written = script_calls.arguments(fn, parameters(fn), root)
+        written = script_calls.written_arguments(fn, parameters(fn), root)
         if written is not None:
             kwargs, words = dict(written[0]), written[1]
             how.append(words)

@@ -77,7 +77,7 @@ def _params(fn):
 def test_the_literal_arguments_of_the_training_scripts_call_are_taken_and_the_rest_left(tmp_path):
     root = _project(tmp_path, {"models/__init__.py": "", "models/net.py": MODEL, "train.py": TRAIN})
     net = _net(root)
-    kwargs, words = script_calls.arguments(net, _params(net), root)
+    kwargs, words = script_calls.written_arguments(net, _params(net), root)
     assert kwargs == {"depth": 3, "backbone": "blocks"}   # width=width is not a literal: left to opscan
     assert "train.py:6" in words
 
@@ -91,7 +91,7 @@ def test_no_arguments_from_a_call_of_another_class_or_a_file_that_does_not_train
     root = _project(tmp_path, {"models/__init__.py": "", "models/net.py": MODEL, "other.py": "Net = None\n",
                                **files})
     net = _net(root)
-    assert script_calls.arguments(net, _params(net), root) is None
+    assert script_calls.written_arguments(net, _params(net), root) is None
 
 
 @pytest.mark.slow
