@@ -323,6 +323,14 @@ def python_candidates(path: Path, rel: str, root: Path, trust_remote_code: bool 
     return _module_candidates(tree, rel, root, path.parent, trust_remote_code, notebook=False, index=index)
 
 
+# NOTE [models an agent builds]
+# A model class another model class of its file builds is a part, not a root (its whole is tried).
+# A class that is no nn.Module (a reinforcement-learning agent, a Trainer) building it says the
+# opposite: it is the model that class trains (`self.policy = CNNPolicyNetwork(channels, actions)`
+# in `ReinforceAgent.__init__`), so it stays a root. A function of the file building it still
+# makes it no root (the function is the recipe).
+
+
 def _recipes(tree: ast.Module, rel: str, known: tuple = (frozenset(), frozenset()),
              root: Path | None = None, index: ProjectIndex | None = None) -> list[repo.Recipe]:
     """The file's recipes; `known`: the repository's (model classes, base model classes)
@@ -330,7 +338,8 @@ def _recipes(tree: ast.Module, rel: str, known: tuple = (frozenset(), frozenset(
     if Path(rel).name == "hubconf.py":
         return hubconf.hubconf_recipes(tree, rel, root)
     classes = _module_classes(tree, rel, known[0], index)
-    built_inside = {c.func.id for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+    built_inside = {c.func.id for node in tree.body if isinstance(node, ast.FunctionDef)   # NOTE [models
+                    or isinstance(node, ast.ClassDef) and node.name in classes              # an agent builds]
                     for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
                     and c.func.id in classes and c.func.id != node.name}
     wrappers = repo.wrapper_classes(classes)

@@ -170,3 +170,49 @@ def test_the_report_carries_what_the_terminal_prints_of_discovery(tmp_path):
     text = out.getvalue()
     assert '[[tool.opscan.models]]  # model.py:' in text and 'target = "model.py:build"' in text
     assert "To trace those, write a factory opscan can call" in text   # train.py builds its model inline
+
+
+AGENT = """\
+import torch
+from torch import nn
+
+
+class Policy(nn.Module):
+    def __init__(self, channels, actions):
+        super().__init__()
+        self.net = nn.Linear(channels, actions)
+
+    def forward(self, x):
+        return self.net(x).softmax(-1)
+
+
+class Part(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Whole(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.part = Part(width)
+
+    def forward(self, x):
+        return self.part(x)
+
+
+class Agent:
+    def __init__(self, channels, actions):
+        self.policy = Policy(channels, actions)
+        self.optimizer = torch.optim.Adam(self.policy.parameters())
+"""
+
+
+def test_a_model_an_agent_class_builds_is_a_root_and_a_part_a_model_builds_is_not(tmp_path):
+    root = _write(tmp_path, {"agent.py": AGENT})
+    found = [c.target for c in candidates(root, construct=True).candidates if c.target.startswith("repo:")]
+    assert "repo:agent.py:Policy" in found and "repo:agent.py:Whole" in found
+    assert "repo:agent.py:Part" not in found
