@@ -189,7 +189,13 @@ def judge(label: Label, report: dict | None) -> Judgement:
             return Judgement(label.name, True, f"{trace['target']}: a complete train-mode trace of {role}")
         misses.append(f"{trace['target']}: {problem}" if role else
                       f"{trace['target']}: not the training command or model the label names")
-    return Judgement(label.name, False, "; ".join(misses)[:400])
+    stop = next((n for n in report.get("notes", []) if n.startswith("training command `")
+                 and " was not a training step (it stopped: " in n), "")
+    if stop and not any(t["target"].startswith("script:") for t in traces):   # the command ran before the
+        # model path and left no trace: its stop is part of why (held-out 11's FPNET)
+        command, _, rest = stop.removeprefix("training command ").partition(" was not a training step (it stopped: ")
+        misses.insert(0, f"{command} stopped: {rest.split('): the model path follows')[0][:160]}")
+    return Judgement(label.name, False, "; ".join(misses)[:500])
 
 
 def score(labels: list[Label], results: Path) -> list[Judgement]:
