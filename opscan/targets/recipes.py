@@ -24,6 +24,7 @@ so the repository's main model comes first (NOTE [main model]).
 from __future__ import annotations
 
 import ast
+import builtins
 import math
 import re
 from dataclasses import dataclass
@@ -482,6 +483,7 @@ def definitions(tree: ast.Module) -> ast.Module:
     """The module's definitions only: imports, classes, functions, and assignments of constants,
     literals and containers (what a script's model classes need; never its training statements)."""
     keep = []
+    defined = set(dir(builtins))   # NOTE [definitions that read what was left out]
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             keep.append(node)
@@ -489,9 +491,39 @@ def definitions(tree: ast.Module) -> ast.Module:
                                                for n in node.body):
             keep.append(node)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and all(
-                ast.unparse(c.func) in _SAFE_CALLS for c in ast.walk(node.value) if isinstance(c, ast.Call)):
+                ast.unparse(c.func) in _SAFE_CALLS for c in ast.walk(node.value) if isinstance(c, ast.Call)) \
+                and _reads_only(node, defined):
             keep.append(node)
+        else:
+            continue
+        defined |= _bound(node)
     return ast.Module(body=keep, type_ignores=[])
+
+
+# NOTE [definitions that read what was left out]
+# A script run as its definitions keeps the module-level assignments of constants and containers;
+# one that reads a name the cut left out (`agent.env = gui_env` after `gui_env = gym.make(...)`,
+# `env._max_episode_steps = 500` after `env = gym.make(...)`) would fail the whole load with a
+# NameError, so it goes too: an assignment is kept only when every name it reads (its value, and
+# the object an attribute or item target sets on) is bound by what was kept before it, or a builtin.
+
+
+def _reads_only(node: ast.Assign | ast.AnnAssign, defined: set[str]) -> bool:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    read = [n.id for part in [node.value, *targets] if part is not None for n in ast.walk(part)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    return all(name in defined for name in read)
+
+
+def _bound(node: ast.stmt) -> set[str]:
+    """The module-level names a kept statement binds (a `try:` of imports and assignments included)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    out = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    for inner in ast.walk(node):
+        if isinstance(inner, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in inner.names}
+    return out
 
 
 _SAFE_CALLS = {"dict", "list", "tuple", "set", "frozenset", "field", "dataclasses.field", "namedtuple",

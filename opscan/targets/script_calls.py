@@ -29,7 +29,8 @@ WORDS = "as the training script builds it"   # in the words of the arguments fou
 _CACHE: dict[Path, list[tuple[str, ast.Module]]] = {}
 
 
-def written_arguments(fn, parameters: list[tuple[str, inspect.Parameter]], root: Path | None) -> tuple[dict, str] | None:
+def written_arguments(fn, parameters: list[tuple[str, inspect.Parameter]],
+                      root: Path | None) -> tuple[dict, str] | None:
     """(kwargs, words) from the first call of `fn` in the project's training scripts whose arguments
     include a literal (NOTE [arguments as the training script builds it]), else None."""
     name = getattr(fn, "__name__", "")

@@ -95,3 +95,44 @@ def test_the_layer_stack_skips_a_module_list_holding_none():
     model.layers = nn.ModuleList([nn.Linear(2, 2), nn.Linear(2, 2)])
     _, count = layer_stack(model)
     assert count == 2
+
+
+SCRIPT_AT_MODULE_LEVEL = """\
+import torch
+from torch import nn
+try:
+    import numpy as np
+except ImportError:
+    np = None
+SIZES = dict(width=4)
+WIDTH = SIZES["width"]
+
+
+class Policy(nn.Module):
+    def __init__(self, channels, actions):
+        super().__init__()
+        self.net = nn.Linear(channels, actions)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+Policy.default_width = WIDTH
+ARRAYS = [np]
+env = make_env()
+env.max_steps = 500
+agent = Agent(env)
+agent.env = env
+"""
+
+
+def test_a_script_run_as_its_definitions_drops_assignments_reading_what_was_left_out():
+    import ast
+
+    from opscan.targets.recipes import definitions
+
+    kept = definitions(ast.parse(SCRIPT_AT_MODULE_LEVEL))
+    namespace: dict = {}
+    exec(compile(kept, "script.py", "exec"), namespace)   # noqa: S102 - a test script: no NameError
+    assert namespace["WIDTH"] == 4 and namespace["Policy"].default_width == 4 and "ARRAYS" in namespace
+    assert "env" not in namespace and "agent" not in namespace

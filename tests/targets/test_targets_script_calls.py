@@ -104,3 +104,4 @@ def test_a_model_whose_defaults_leave_a_part_unset_is_built_as_its_training_scri
     assert traced and traced[0]["complete"] and traced[0]["mode"] == "train"
     assert {"forward", "backward", "optimizer"} <= report_phases(report)
     assert "arguments as the training script builds it (train.py:6)" in json.dumps(traced[0])   # said where
+
