@@ -148,8 +148,10 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
         main = torch.randint(0, leaf.num_embeddings, (t, b) if time_major else (b, t))
     elif isinstance(leaf, nn.Conv2d):
         side = side or _size(config, ("input_size", "resolution", "sample_size"), 0, model) \
-            or _size(_holder(model, leaf), IMAGE_NAMES + ("input_size",), 64)
-        main = torch.randn(b, leaf.in_channels, side, side)
+            or _size(_holder(model, leaf), IMAGE_NAMES + ("input_size",), 0)
+        main = torch.randn(b, leaf.in_channels, side or 64, side or 64)
+        if not side and len([p for _, p in params if p.default is inspect.Parameter.empty]) == 1:
+            main = _side_that_runs(model, main)   # NOTE [an image side the model's layers fix]
     elif isinstance(leaf, nn.Conv1d):   # NOTE [points a 1-D model pools over]
         length = seq_len or _size(config, LENGTH_NAMES, 0, model) or max(
             (m.kernel_size if isinstance(m.kernel_size, int) else m.kernel_size[0]
@@ -181,6 +183,26 @@ def example_inputs(model: nn.Module, config, batch: int | None, seq_len: int | N
     if not params:
         raise TargetError(f"{type(model).__name__}.forward takes no input opscan can name")
     return probe_inputs(model, tuple(args), kwargs, config, main)
+
+
+# NOTE [an image side the model's layers fix]
+# A convolutional model that flattens its last feature map into a Linear fixes its input side: the
+# Atari policy network's `nn.Linear(64 * 7 * 7, 512)` after three strided convolutions takes 84x84
+# frames only, and the default 64x64 stops at that Linear. When nothing names the side (config,
+# attributes) and the forward takes one input, the default side is tried first on `meta` (no
+# compute); only when it fails are the common sides tried, smallest first, and the first the
+# forward runs with is taken. A model the default fits is never changed.
+_SIDES = (32, 28, 84, 96, 128, 224, 256)
+
+
+def _side_that_runs(model: nn.Module, main: torch.Tensor) -> torch.Tensor:
+    if runs_on_meta(model, (main,), {}, uncopyable=True):
+        return main
+    for side in _SIDES:
+        tried = torch.randn(*main.shape[:2], side, side)
+        if runs_on_meta(model, (tried,), {}):
+            return tried
+    return main
 
 
 def passed_on(model: nn.Module, params: list) -> list:

@@ -1,6 +1,6 @@
-"""A model's constructor arguments as the project's training script writes them (issue 42, held-out
-11's development data: a model whose defaults leave a part unset, built by its training script with
-literal arguments). Asserted: the arguments taken (unit, read statically) and what the report of
+"""Held-out 11's model-path fixes (issue 42): a model's constructor arguments as the project's
+training script writes them (a model whose defaults leave a part unset, built by its training script
+with literal arguments), and an image side the model's own layers fix (an Atari policy network). Asserted: the arguments taken (unit, read statically) and what the report of
 `opscan PATH` shows (slow: the contained child builds and traces the model)."""
 
 from __future__ import annotations
@@ -105,3 +105,30 @@ def test_a_model_whose_defaults_leave_a_part_unset_is_built_as_its_training_scri
     assert {"forward", "backward", "optimizer"} <= report_phases(report)
     assert "arguments as the training script builds it (train.py:6)" in json.dumps(traced[0])   # said where
 
+
+
+def _atari(pool: bool):
+    import torch
+    from torch import nn
+
+    class Policy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Sequential(nn.Conv2d(1, 8, 8, stride=4), nn.ReLU(), nn.Conv2d(8, 8, 4, stride=2),
+                                      nn.ReLU(), nn.Conv2d(8, 8, 3), nn.ReLU(),
+                                      *([nn.AdaptiveAvgPool2d(7)] if pool else []))
+            self.fc = nn.Linear(8 * 7 * 7, 4)
+
+        def forward(self, x):
+            return self.fc(self.conv(x).flatten(1))
+
+    return Policy()
+
+
+@pytest.mark.parametrize("pool, side", [(False, 84), (True, 64)])
+def test_an_image_side_the_layers_fix_is_found_and_a_model_the_default_fits_keeps_it(pool, side):
+    pytest.importorskip("torch")
+    from opscan.targets.repo_inputs import example_inputs
+
+    args, _ = example_inputs(_atari(pool), None, None, None)
+    assert tuple(args[0].shape[1:]) == (1, side, side)
