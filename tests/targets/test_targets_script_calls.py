@@ -1,6 +1,7 @@
 """Held-out 11's model-path fixes (issue 42): a model's constructor arguments as the project's
 training script writes them (a model whose defaults leave a part unset, built by its training script
-with literal arguments), and an image side the model's own layers fix (an Atari policy network). Asserted: the arguments taken (unit, read statically) and what the report of
+with literal arguments), and an image side the model's own layers fix (an Atari policy network).
+Asserted: the arguments taken (unit, read statically) and what the report of
 `opscan PATH` shows (slow: the contained child builds and traces the model)."""
 
 from __future__ import annotations
@@ -108,7 +109,6 @@ def test_a_model_whose_defaults_leave_a_part_unset_is_built_as_its_training_scri
 
 
 def _atari(pool: bool):
-    import torch
     from torch import nn
 
     class Policy(nn.Module):
