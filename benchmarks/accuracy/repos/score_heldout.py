@@ -194,7 +194,8 @@ def judge(label: Label, report: dict | None) -> Judgement:
     if stop and not any(t["target"].startswith("script:") for t in traces):   # the command ran before the
         # model path and left no trace: its stop is part of why (held-out 11's FPNET)
         command, _, rest = stop.removeprefix("training command ").partition(" was not a training step (it stopped: ")
-        misses.insert(0, f"{command} stopped: {rest.split('): the model path follows')[0][:160]}")
+        cause = rest.split("): the model path follows")[0].split("; ")[0]   # the error; not what follows
+        misses.insert(0, f"{command} stopped: {cause[:160]}")                 # (it may name local paths)
     return Judgement(label.name, False, "; ".join(misses)[:500])
 
 
