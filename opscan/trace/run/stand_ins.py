@@ -37,6 +37,7 @@ import sys
 from collections.abc import Callable
 
 from opscan.records import Replacement
+from opscan.trace.run.windows_paths import posix_form
 
 SAMPLES = 1024   # synthetic samples of a dataset stood in for: enough batches for a step and an eval pass
 
@@ -66,7 +67,8 @@ class StandIns:
             return False
         if "://" in text:   # a URL: a download
             return True
-        full = os.path.realpath(os.path.expanduser(text))
+        # NOTE [a path written with Windows separators]: decided on the form the run reads
+        full = os.path.realpath(os.path.expanduser(posix_form(text) or text))
         inside = not self.root or full == self.root or full.startswith(self.root + os.sep)
         if not inside and (_under(full, self.kept) and os.path.exists(full) or self.written(text)):
             return False   # written by this run (NOTE [writes outside the project])
