@@ -183,11 +183,15 @@ def _file_use(node: ast.AST, reader: Reader, depth: int) -> tuple[str, Shape]:
     elif isinstance(parent, ast.Assign) and len(parent.targets) == 1:
         target, body = parent.targets[0], reader.scope(parent)
     if isinstance(target, ast.Name) and body is not None:
-        for use in ast.walk(body):
-            if isinstance(use, ast.Name) and use.id == target.id and isinstance(use.ctx, ast.Load):
-                form, shape = _file_use(use, reader, depth + 1)
-                if form:
-                    return form, shape
+        # the uses after this assignment, in order: `f = open(a); x = pickle.load(f); f = open(b)` reads each
+        after = (getattr(parent, "end_lineno", 0) or 0, getattr(parent, "end_col_offset", 0) or 0)
+        uses = sorted((use for use in ast.walk(body) if isinstance(use, ast.Name) and use.id == target.id
+                       and isinstance(use.ctx, ast.Load) and (use.lineno, use.col_offset) >= after),
+                      key=lambda use: (use.lineno, use.col_offset))
+        for use in uses:
+            form, shape = _file_use(use, reader, depth + 1)
+            if form:
+                return form, shape
     return "", Shape()
 
 
@@ -206,11 +210,15 @@ def make(shape: Shape, index: int = 0, count: int = RECORDS):
     if kind == "list":
         if shape.item is None and shape.columns:
             return [make(column, index, INNER) for column in shape.columns]
+        if shape.item is not None and shape.columns:   # items, at least as many as its slices reach
+            count = max(count, len(shape.columns))
         return [make(shape.item or Shape(), i, INNER) for i in range(count)]
     if kind == "json":
         return make(shape.item or Shape("dict"), index)
     if kind == "row":
         return _line(shape, index)
+    if shape.tensor in data_shapes.SEQUENCE_TENSORS and kind in ("int", "float"):   # NOTE [numbers handed to a tensor]
+        return [_leaf(kind, index * INNER + i) for i in range(INNER)]
     return _leaf(kind, index)
 
 
