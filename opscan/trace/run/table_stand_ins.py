@@ -14,7 +14,8 @@ such keys, iteration, integer indices and `len` a list of RECORDS records (neste
 through keys alone holds RECORDS: `data['annotations']`), `int(x)` /
 `float(x)` / a numeric comparison numbers, a value joined into a path (`os.path.join(root,
 item['file'])`) a file name the image stand-ins answer, a name that says vocabulary (`word_to_ix`)
-the stood-in vocabulary, and anything else a short text of the stood-in vocabulary's words. The
+the stood-in vocabulary, a value handed to a tensor constructor numbers (NOTE [numbers handed to a
+tensor] in data_shapes.py), and anything else a short text of the stood-in vocabulary's words. The
 answer is serialised in the format its reader takes (JSON text, JSON lines, a pickle, a delimited
 text table) and the report states the assumption with the lines it was read from
 ("data/caption.json: assumed {'video%d' % i: {'final_captions': [[str, ...], ...]}} (json.load),
