@@ -21,10 +21,8 @@ from __future__ import annotations
 import builtins
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:   # stand_ins.py imports posix_form
-    from opscan.trace.run.stand_ins import Patches, StandIns
+from opscan.trace.run.stand_ins import Patches, StandIns
 
 _STAT = os.stat   # the real call, never the patched one
 
@@ -45,6 +43,7 @@ def posix_form(path) -> str | None:
 def install(stand_ins: StandIns, patches: Patches) -> dict[str, Callable]:
     """open and os's path calls patched now (installed first: every other stand-in wraps these)."""
     seen: set[str] = set()
+    stand_ins.posix_form = posix_form   # the stand-ins decide on the form read
 
     def moved(path):
         form = posix_form(path)
