@@ -68,8 +68,13 @@ def test_a_file_whose_name_holds_a_backslash_is_read_as_it_is(root):
 
 def test_a_windows_path_absent_in_both_forms_stays_absent(root):
     os.remove(root / "data" / "train.pt")
-    with pytest.raises(AssertionError, match="does not exist"):
-        _run(root, LOADER)
+    (exists, isfile), replaced = _run(root, """\
+        import os
+
+        def main():
+            return os.path.exists('data\\\\train.pt'), os.path.isfile('data\\\\train.pt')
+        """)
+    assert (exists, isfile, replaced) == (False, False, [])
 
 
 def test_nothing_is_translated_without_the_stand_ins(root):
@@ -78,3 +83,32 @@ def test_nothing_is_translated_without_the_stand_ins(root):
     assert not os.path.exists("data\\train.pt")   # patches are put back after a run with them
     _run(root, LOADER)
     assert not os.path.exists("data\\train.pt")
+
+
+CHECKS = """\
+    import os, sys
+    import torch
+
+    def main():
+        assert os.path.exists('data/absent.pt'), 'data/absent.pt does not exist!'
+        if not os.path.isfile('data/other.pt'):
+            print('missing data/other.pt')
+            raise FileNotFoundError('data/other.pt')
+        made = False
+        if not os.path.exists('out/run1'):
+            made = True
+        resumed = os.path.isfile('ckpt/last.pt')
+        return made, resumed, os.path.exists('data/absent.pt')
+    """
+
+
+def test_an_asserted_existence_of_absent_data_is_answered_and_other_checks_are_not(root):
+    # NOTE [an asserted existence of absent data] in opscan/trace/run/existence_checks.py
+    (made, resumed, plain), replaced = _run(root, CHECKS)
+    assert made is True and resumed is False and plain is False   # a folder to make, no resume, a plain check
+    assert sorted(r.subject for r in replaced) == ["data/absent.pt", "data/other.pt"]
+
+
+def test_an_asserted_existence_fails_as_it_would_without_the_stand_ins(root):
+    with pytest.raises(AssertionError, match="does not exist"):
+        _run(root, CHECKS, stand_ins=False)
