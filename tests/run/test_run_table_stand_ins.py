@@ -336,7 +336,8 @@ def test_gzip_text_lines_and_a_gzipped_pickle_are_answered_as_open_of_them(root)
     assert [r.subject for r in replaced] == ["data/feats.pkl.gz", "data/cnndm.gz"]
 
 
-def test_a_loading_helper_of_another_project_file_is_shaped_by_its_callers(root):
+def test_a_loading_helper_of_another_project_file_is_shaped_by_its_callers(root, monkeypatch):
+    monkeypatch.syspath_prepend(str(root))   # the helper's module imported by name, as from the script's folder
     (root / "utils").mkdir()
     (root / "utils" / "io_utils.py").write_text(textwrap.dedent("""\
         import json
@@ -350,8 +351,6 @@ def test_a_loading_helper_of_another_project_file_is_shaped_by_its_callers(root)
                 return json.load(f)
         """), encoding="utf-8")
     result, replaced = _run(root, """\
-        import os, sys
-        sys.path.insert(0, os.getcwd())
         from utils.io_utils import load_json, load_jsonl
 
         def main():
@@ -398,7 +397,8 @@ def test_a_table_whose_width_only_the_file_knows_is_not_made_up(root):
     assert result == "data/glove.6B.100d.txt" and replaced == []
 
 
-def test_a_loading_helper_used_for_files_of_two_layouts_is_shaped_by_the_caller_that_ran(root):
+def test_a_loading_helper_used_for_files_of_two_layouts_is_shaped_by_the_caller_that_ran(root, monkeypatch):
+    monkeypatch.syspath_prepend(str(root))
     (root / "io_utils.py").write_text(textwrap.dedent("""\
         import json
 
@@ -407,8 +407,6 @@ def test_a_loading_helper_used_for_files_of_two_layouts_is_shaped_by_the_caller_
                 return json.load(f)
         """), encoding="utf-8")
     result, replaced = _run(root, """\
-        import os, sys
-        sys.path.insert(0, os.getcwd())
         from io_utils import load_json
 
         def main():
