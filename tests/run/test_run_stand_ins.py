@@ -109,6 +109,18 @@ def test_from_pretrained_builds_a_model_from_its_config_when_the_weights_are_abs
         transformers.AutoModel.from_pretrained("nobody/not-a-model-here")
 
 
+@pytest.mark.slow   # builds GPT-2's default size (124M parameters) for real
+def test_from_pretrained_of_a_hub_name_builds_a_concrete_class_from_its_config_defaults(stand_ins):
+    transformers = pytest.importorskip("transformers")
+    model = transformers.GPT2LMHeadModel.from_pretrained("nobody/gpt2-not-here")
+    assert type(model).__name__ == "GPT2LMHeadModel"
+    assert model.config.n_layer == transformers.GPT2Config().n_layer
+    detail = stand_ins.replaced[-1].detail
+    assert "GPT2Config's defaults" in detail and "assumed" in detail
+    with pytest.raises(OSError, match="architecture is not known"):   # an Auto class: the name says it
+        transformers.AutoModelForCausalLM.from_pretrained("nobody/gpt2-not-here")
+
+
 def test_the_stand_ins_are_put_back_after_the_run(tmp_path):
     before = (np.memmap, np.load, torch.load, torch.nn.Module.load_state_dict)
     with installed(StandIns(str(tmp_path), SourceFinder(str(tmp_path)))):

@@ -336,7 +336,8 @@ def test_gzip_text_lines_and_a_gzipped_pickle_are_answered_as_open_of_them(root)
     assert [r.subject for r in replaced] == ["data/feats.pkl.gz", "data/cnndm.gz"]
 
 
-def test_a_loading_helper_of_another_project_file_is_shaped_by_its_callers(root):
+def test_a_loading_helper_of_another_project_file_is_shaped_by_its_callers(root, monkeypatch):
+    monkeypatch.syspath_prepend(str(root))   # the helper's module imported by name, as from the script's folder
     (root / "utils").mkdir()
     (root / "utils" / "io_utils.py").write_text(textwrap.dedent("""\
         import json
@@ -350,8 +351,6 @@ def test_a_loading_helper_of_another_project_file_is_shaped_by_its_callers(root)
                 return json.load(f)
         """), encoding="utf-8")
     result, replaced = _run(root, """\
-        import os, sys
-        sys.path.insert(0, os.getcwd())
         from utils.io_utils import load_json, load_jsonl
 
         def main():
@@ -398,7 +397,8 @@ def test_a_table_whose_width_only_the_file_knows_is_not_made_up(root):
     assert result == "data/glove.6B.100d.txt" and replaced == []
 
 
-def test_a_loading_helper_used_for_files_of_two_layouts_is_shaped_by_the_caller_that_ran(root):
+def test_a_loading_helper_used_for_files_of_two_layouts_is_shaped_by_the_caller_that_ran(root, monkeypatch):
+    monkeypatch.syspath_prepend(str(root))
     (root / "io_utils.py").write_text(textwrap.dedent("""\
         import json
 
@@ -407,8 +407,6 @@ def test_a_loading_helper_used_for_files_of_two_layouts_is_shaped_by_the_caller_
                 return json.load(f)
         """), encoding="utf-8")
     result, replaced = _run(root, """\
-        import os, sys
-        sys.path.insert(0, os.getcwd())
         from io_utils import load_json
 
         def main():
@@ -420,3 +418,87 @@ def test_a_loading_helper_used_for_files_of_two_layouts_is_shaped_by_the_caller_
     assert len(queries) == RECORDS and isinstance(queries[0], str)
     assert corpus and all(isinstance(v, float) for v in corpus.values())
     assert [r.subject for r in replaced] == ["data/train.json", "data/corpus.json"]
+
+
+def test_values_handed_to_tensor_constructors_are_numbers_and_each_open_is_read_by_its_own_use(root):
+    import torch
+
+    # NOTE [numbers handed to a tensor]; `file` opened three times reads each by the use that follows it
+    result, replaced = _run(root, """\
+        import pickle
+        import torch
+
+        def main():
+            file = open('processed/train', 'rb')
+            train_set = pickle.load(file)
+            file = open('processed/meta', 'rb')
+            meta = pickle.load(file)
+            file = open('processed/arrays', 'rb')
+            [weights, lens] = pickle.load(file)
+            batches = []
+            for sample in train_set:
+                for seq in sample:
+                    batches.append((torch.tensor(seq[:5]), torch.tensor(seq[5:10])))
+            sizes = {'user': meta['user'] + 1, 'item': meta['item'] + 1}
+            return batches, sizes, torch.FloatTensor(weights), torch.LongTensor(lens)
+        """)
+    batches, sizes, weights, lens = result
+    assert len(batches) == RECORDS * INNER and batches[0][0].dtype == torch.int64
+    assert batches[0][0].shape == (5,) and batches[0][1].shape == (5,)   # seq[5:10]: 10 numbers at least
+    assert all(isinstance(v, int) for v in sizes.values())
+    assert weights.dtype == torch.float32 and weights.shape == (INNER,) and lens.shape == (INNER,)
+    assert [r.subject for r in replaced] == ["processed/train", "processed/meta", "processed/arrays"]
+
+
+def test_a_value_used_only_as_text_is_still_text_and_an_unread_one_still_fails(root):
+    result, _ = _run(root, """\
+        import pickle
+
+        def main():
+            with open('processed/names', 'rb') as f:
+                names = pickle.load(f)
+            return [n.lower() for n in names]
+        """)
+    assert len(result) == RECORDS and isinstance(result[0], str)
+    with pytest.raises(FileNotFoundError):
+        _run(root, """\
+            import pickle
+            import torch
+
+            def main():
+                f = open('processed/blob', 'rb')
+                return torch.load(f)
+            """)
+
+
+def test_a_line_whose_rest_is_joined_into_a_text_is_made_up(root):
+    result, replaced = _run(root, """\
+        def read(path):
+            with open(path, 'r') as f:
+                lines = f.readlines()
+            id2text = {}
+            for l in [l.rstrip('\\n') for l in lines]:
+                parts = l.split()
+                id2text[parts[0]] = ' '.join(parts[1:])
+            return id2text
+
+        def main():
+            return read('INC'), read('CORR')
+        """)
+    original, corrected = result
+    assert original and set(original) == set(corrected) and all(isinstance(v, str) for v in original.values())
+    assert [r.subject for r in replaced] == ["INC", "CORR"]
+
+
+def test_a_line_whose_rest_is_a_vector_read_by_readlines_is_still_not_made_up(root):
+    with pytest.raises(FileNotFoundError):   # GloVe: the vector's width is the file's
+        _run(root, """\
+            def main():
+                with open('glove', 'r') as f:
+                    lines = f.readlines()
+                vectors = {}
+                for l in lines:
+                    parts = l.split()
+                    vectors[parts[0]] = [float(x) for x in parts[1:]]
+                return vectors
+            """)

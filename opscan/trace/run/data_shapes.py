@@ -20,6 +20,19 @@ _STRING_METHODS = {"strip", "lower", "upper", "rstrip", "lstrip", "replace", "en
 _PASS_THROUGH = {"enumerate", "tqdm", "list", "sorted", "reversed", "tuple", "iter", "trange", "asarray", "array",
                  "ascontiguousarray"}
 _PATH_JOINS = {"join", "Path", "PurePath"}
+# NOTE [numbers handed to a tensor]
+# A value the code hands to a tensor constructor (`torch.tensor(seq[:5])`, `torch.FloatTensor(mat1)`,
+# `torch.LongTensor(x)`) holds numbers: int for `tensor`, `as_tensor` and the integer constructors
+# (indices, the common case of a preprocessed corpus: an assumption the note states), float for the
+# floating ones. A slice of the value so handed (`seq[:5]`) is a list of them, as long as the slice's
+# end at least (`seq[5:10]`: 10; at most 64); the constructors
+# of a type (`FloatTensor`, `LongTensor`) take a sequence, so a value handed whole to one is a list
+# of numbers, while `torch.tensor(x)` of a value used nowhere else is one number. Before this a
+# value used only so was a short text, and the constructor stopped the run (`new(): invalid data
+# type 'str'`).
+TENSORS = {"tensor": "int", "as_tensor": "int", "LongTensor": "int", "IntTensor": "int",
+           "FloatTensor": "float", "DoubleTensor": "float", "HalfTensor": "float"}
+SEQUENCE_TENSORS = ("LongTensor", "IntTensor", "FloatTensor", "DoubleTensor", "HalfTensor")
 
 
 @dataclass
@@ -35,6 +48,7 @@ class Shape:
     vocabulary: bool = False                         # a dict indexed by words (named word_to_ix, vocab, ...)
     rest: bool = False                               # sliced open-ended past a column (`line[1:]`): width not known
     lines: list[tuple[str, int]] = field(default_factory=list)   # (file, line) of the code that used it
+    tensor: str = ""   # int/float handed to this tensor constructor (NOTE [numbers handed to a tensor])
 
     def merge(self, other: Shape) -> Shape:
         if other.kind and (not self.kind or _RANK[other.kind] > _RANK[self.kind]):
@@ -53,6 +67,9 @@ class Shape:
         self.sep = self.sep if self.sep is not None else other.sep
         self.vocabulary = self.vocabulary or other.vocabulary
         self.rest = self.rest or other.rest
+        self.tensor = self.tensor or other.tensor
+        if self.kind == "list" and self.tensor and self.item is None and not self.columns:
+            self.item = Shape(TENSORS[self.tensor])   # a list handed to a tensor: NOTE [numbers handed to a tensor]
         self.lines = sorted(set(self.lines) | set(other.lines))
         return self
 
@@ -89,6 +106,8 @@ class Shape:
                 ", ".join(c.describe(depth + 1) for c in self.columns)
         if self.kind == "json":
             return "a JSON record " + (self.item.describe(depth + 1) if self.item else "{}")
+        if self.tensor in SEQUENCE_TENSORS and self.kind in ("int", "float"):
+            return f"[{self.kind}, ...]"
         return "str" if self.kind in ("", "sized") else self.kind
 
 
@@ -316,6 +335,14 @@ class Reader:
             return Shape("dict", templates={template: inner}, lines=line)
         if isinstance(index, ast.Slice):   # `vec = line[1:]`: as many more columns as the file has
             rest = index.upper is None and isinstance(index.lower, ast.Constant) and bool(index.lower.value)
+            if rest and inner.kind == "str" and isinstance(index.lower.value, int) and index.lower.value <= 64:
+                # `' '.join(parts[1:])`: the rest of the line joined into a text, of any width; one
+                # word stands for it (not a vector whose width only the file knows)
+                return Shape("list", columns=[Shape()] * (index.lower.value + 1), lines=line)
+            if inner.tensor:   # `torch.tensor(seq[:5])`: NOTE [numbers handed to a tensor]
+                upper = index.upper.value if isinstance(index.upper, ast.Constant) else 0
+                least = [Shape(inner.kind)] * upper if isinstance(upper, int) and 0 < upper <= 64 else []
+                return Shape("list", item=Shape(inner.kind, lines=inner.lines), columns=least, lines=line)
             return Shape("list", rest=rest, lines=line).merge(inner if inner.kind == "list" else Shape())
         if isinstance(index, ast.Tuple):   # numpy: data[:, 3] (a column), map[y0:y1, x0:x1] (2-D)
             width = max((e.value for e in index.elts if isinstance(e, ast.Constant) and isinstance(e.value, int)),
@@ -334,6 +361,11 @@ class Reader:
             return Shape("sized", lines=line)
         if name in ("int", "float"):
             return Shape(name, lines=line)
+        if name in TENSORS and parent.args and parent.args[0] is node:   # NOTE [numbers handed to a tensor]
+            return Shape(TENSORS[name], lines=line, tensor=name)
+        if name == "join" and isinstance(parent.func, ast.Attribute) and isinstance(parent.func.value, ast.Constant) \
+                and isinstance(parent.func.value.value, str):   # `' '.join(words)`: a text, not a path
+            return Shape("str", lines=line)
         if name in _PATH_JOINS or name in ("imread", "open", "load", "exists", "isfile"):
             return Shape("path", lines=line)
         if name in ("loads",):   # json.loads(line)

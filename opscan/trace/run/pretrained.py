@@ -11,8 +11,11 @@ or outside checkpoint, `torch.hub.load_state_dict_from_url` (what torchvision's 
 `pretrained=True` and many repositories call); timm's `create_model(pretrained=True)` builds the
 model with `pretrained=False`; `torch.hub.load` of `pytorch/vision` builds torchvision's model with
 no weights (other hub repositories' code is not here: the run stops at that line); transformers'
-`from_pretrained` builds the model from its config when the config is here but the weights are not
-(a hub name whose config is not here stops the run: the architecture is not known). A script that
+`from_pretrained` builds the model from its config when the config is here but the weights are not;
+a hub name whose config is not here builds a concrete model class (`T5ForConditionalGeneration`)
+from its own config class's defaults, said as assumed (the ops are the class's own, its sizes
+those defaults'), and stops the run on an Auto class (the name, not the class, says the
+architecture: it is not known). A script that
 uses a value of the checkpoint itself (`ckpt["epoch"] + 1`) stops at that line.
 """
 
@@ -132,14 +135,18 @@ def _from_pretrained(original: Callable, module, stand_ins: StandIns) -> Callabl
         local = isinstance(name, (str, os.PathLike)) and not stand_ins.answers(name)
         if local and _has_weights(os.fspath(name)):
             return original(cls, name, *args, **kwargs)
+        built = f"built from its config: {OWN_INIT}"
         try:
             config = kwargs.pop("config", None) or module.AutoConfig.from_pretrained(
                 name, local_files_only=True, trust_remote_code=kwargs.get("trust_remote_code", False))
         except (OSError, ValueError) as exc:
-            raise OSError(f"from_pretrained({name!r}): neither its weights nor its config are here, and nothing "
-                          f"is downloaded: the architecture is not known ({exc.__class__.__name__})") from None
-        stand_ins.record("pretrained", f"{cls.__name__}.from_pretrained({os.fspath(name)!r})",
-                         f"built from its config: {OWN_INIT}")
+            config = _default_config(cls)
+            if config is None:
+                raise OSError(f"from_pretrained({name!r}): neither its weights nor its config are here, and nothing "
+                              f"is downloaded: the architecture is not known ({exc.__class__.__name__})") from None
+            built = (f"its config is not here: built from {type(config).__name__}'s defaults (assumed: the ops "
+                     f"are {cls.__name__}'s own, its sizes may differ from {os.fspath(name)!r}'s); {OWN_INIT}")
+        stand_ins.record("pretrained", f"{cls.__name__}.from_pretrained({os.fspath(name)!r})", built)
         for key in ("local_files_only", "revision", "cache_dir", "token", "use_auth_token", "force_download",
                     "resume_download", "proxies", "subfolder", "low_cpu_mem_usage", "device_map", "use_safetensors",
                     "variant", "ignore_mismatched_sizes", "output_loading_info"):
@@ -150,6 +157,18 @@ def _from_pretrained(original: Callable, module, stand_ins: StandIns) -> Callabl
         return cls(config, *args, **{k: v for k, v in kwargs.items() if k not in ("trust_remote_code", "dtype",
                                                                                     "torch_dtype")})
     return from_pretrained
+
+
+def _default_config(cls):
+    """The defaults of a concrete model class's own config class (NOTE [absent weights]), or None (an Auto class:
+    its name, not the class, says the architecture)."""
+    config_class = getattr(cls, "config_class", None)
+    if not isinstance(config_class, type) or hasattr(cls, "from_config"):
+        return None
+    try:
+        return config_class()
+    except Exception:   # noqa: BLE001 - a config class that needs arguments: the architecture stays unknown
+        return None
 
 
 def _has_weights(folder: str) -> bool:

@@ -53,6 +53,7 @@ class StandIns:
         self.listed: list[tuple[str, str, int]] = []   # listings.py: (absent folder, path, line)
         self.kept: tuple[str, ...] = ()   # folders whose files the run wrote itself (outside_writes.py)
         self.written: Callable[[str], object] = lambda path: None   # outside_writes.py: its copy of path
+        self.posix_form: Callable[[str], str | None] = lambda path: None   # windows_paths.py: `a\\b` read as a/b
 
     def answers(self, path) -> bool:
         """Whether a read of `path` is stood in for: not a file or folder of the project (absent, or outside it)."""
@@ -66,7 +67,8 @@ class StandIns:
             return False
         if "://" in text:   # a URL: a download
             return True
-        full = os.path.realpath(os.path.expanduser(text))
+        # NOTE [a path written with Windows separators]: decided on the form the run reads
+        full = os.path.realpath(os.path.expanduser(self.posix_form(text) or text))
         inside = not self.root or full == self.root or full.startswith(self.root + os.sep)
         if not inside and (_under(full, self.kept) and os.path.exists(full) or self.written(text)):
             return False   # written by this run (NOTE [writes outside the project])

@@ -14,7 +14,8 @@ such keys, iteration, integer indices and `len` a list of RECORDS records (neste
 through keys alone holds RECORDS: `data['annotations']`), `int(x)` /
 `float(x)` / a numeric comparison numbers, a value joined into a path (`os.path.join(root,
 item['file'])`) a file name the image stand-ins answer, a name that says vocabulary (`word_to_ix`)
-the stood-in vocabulary, and anything else a short text of the stood-in vocabulary's words. The
+the stood-in vocabulary, a value handed to a tensor constructor numbers (NOTE [numbers handed to a
+tensor] in data_shapes.py), and anything else a short text of the stood-in vocabulary's words. The
 answer is serialised in the format its reader takes (JSON text, JSON lines, a pickle, a delimited
 text table) and the report states the assumption with the lines it was read from
 ("data/caption.json: assumed {'video%d' % i: {'final_captions': [[str, ...], ...]}} (json.load),
@@ -183,11 +184,15 @@ def _file_use(node: ast.AST, reader: Reader, depth: int) -> tuple[str, Shape]:
     elif isinstance(parent, ast.Assign) and len(parent.targets) == 1:
         target, body = parent.targets[0], reader.scope(parent)
     if isinstance(target, ast.Name) and body is not None:
-        for use in ast.walk(body):
-            if isinstance(use, ast.Name) and use.id == target.id and isinstance(use.ctx, ast.Load):
-                form, shape = _file_use(use, reader, depth + 1)
-                if form:
-                    return form, shape
+        # the uses after this assignment, in order: `f = open(a); x = pickle.load(f); f = open(b)` reads each
+        after = (getattr(parent, "end_lineno", 0) or 0, getattr(parent, "end_col_offset", 0) or 0)
+        uses = sorted((use for use in ast.walk(body) if isinstance(use, ast.Name) and use.id == target.id
+                       and isinstance(use.ctx, ast.Load) and (use.lineno, use.col_offset) >= after),
+                      key=lambda use: (use.lineno, use.col_offset))
+        for use in uses:
+            form, shape = _file_use(use, reader, depth + 1)
+            if form:
+                return form, shape
     return "", Shape()
 
 
@@ -206,11 +211,15 @@ def make(shape: Shape, index: int = 0, count: int = RECORDS):
     if kind == "list":
         if shape.item is None and shape.columns:
             return [make(column, index, INNER) for column in shape.columns]
+        if shape.item is not None and shape.columns:   # items, at least as many as its slices reach
+            count = max(count, len(shape.columns))
         return [make(shape.item or Shape(), i, INNER) for i in range(count)]
     if kind == "json":
         return make(shape.item or Shape("dict"), index)
     if kind == "row":
         return _line(shape, index)
+    if shape.tensor in data_shapes.SEQUENCE_TENSORS and kind in ("int", "float"):   # NOTE [numbers handed to a tensor]
+        return [_leaf(kind, index * INNER + i) for i in range(INNER)]
     return _leaf(kind, index)
 
 
