@@ -25,7 +25,7 @@ import os
 import tempfile
 from collections.abc import Callable
 
-from opscan.trace.run.stand_ins import Patches, StandIns
+from opscan.trace.run.stand_ins import Patches, StandIns, really_exists
 
 FOLDER = "opscan-outside"   # under the run's temporary folder (the scratch folder in the contained child)
 
@@ -68,7 +68,7 @@ class Outside:
         if not full:
             return None
         mapped = self.mapped(full)
-        return mapped if _exists(mapped) else None
+        return mapped if really_exists(mapped) else None
 
     def for_write(self, path) -> str | None:
         """Where a write of `path` goes: its scratch copy when the path is outside the project and
@@ -77,8 +77,8 @@ class Outside:
         if not full:
             return None
         mapped = self.mapped(full)
-        if self.written and (_exists(mapped) or os.path.dirname(mapped) != self.base
-                             and _exists(os.path.dirname(mapped))):
+        if self.written and (really_exists(mapped) or os.path.dirname(mapped) != self.base
+                             and really_exists(os.path.dirname(mapped))):
             return mapped
         if _writable(full):
             return None
@@ -154,21 +154,13 @@ def _patch_torch(outside: Outside, patches: Patches) -> None:
 
 # --- helpers (the real os calls, never the patched ones) -----------------------------------------
 
-_STAT, _ACCESS, _MAKEDIRS = os.stat, os.access, os.makedirs
-
-
-def _exists(path: str) -> bool:
-    try:
-        _STAT(path)
-    except (OSError, ValueError):
-        return False
-    return True
+_ACCESS, _MAKEDIRS = os.access, os.makedirs
 
 
 def _writable(full: str) -> bool:
     """Whether the nearest existing folder of `full` (itself when it exists) can be written here."""
     probe = full
-    while not _exists(probe):
+    while not really_exists(probe):
         parent = os.path.dirname(probe)
         if parent == probe:
             break

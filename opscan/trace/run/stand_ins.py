@@ -138,6 +138,18 @@ def unanswered(exc: BaseException, stand_ins: StandIns) -> str:
 # its traceback, through its chain), that no stand-in answers.
 # Told by the error's class (a connection or URL error of the library, or the socket errors) in
 # the exception or its causes; a file that is absent stays the absent-file reason above.
+_REAL_STAT = os.stat   # the real call, never a patched one (the stand-ins patch os.stat while they run)
+
+
+def really_exists(path: str) -> bool:
+    """Whether `path` exists, asked of the real `os.stat` (never a stand-in's answer)."""
+    try:
+        _REAL_STAT(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 _CONNECTION_ERRORS = ("ConnectionError", "URLError", "MaxRetryError", "NewConnectionError",
                       "ConnectTimeout", "gaierror", "ConnectionRefusedError", "NameResolutionError")
 

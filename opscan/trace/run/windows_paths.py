@@ -22,9 +22,7 @@ import builtins
 import os
 from collections.abc import Callable
 
-from opscan.trace.run.stand_ins import Patches, StandIns
-
-_STAT = os.stat   # the real call, never the patched one
+from opscan.trace.run.stand_ins import Patches, StandIns, really_exists
 
 
 def posix_form(path) -> str | None:
@@ -37,7 +35,7 @@ def posix_form(path) -> str | None:
     if not isinstance(path, str) or "\\" not in path or "\0" in path or "://" in path:
         return None
     form = path.replace("\\", "/")
-    return form if not _exists(path) and _exists(form) else None
+    return form if not really_exists(path) and really_exists(form) else None
 
 
 def install(stand_ins: StandIns, patches: Patches) -> dict[str, Callable]:
@@ -69,11 +67,3 @@ def install(stand_ins: StandIns, patches: Patches) -> dict[str, Callable]:
     for name in ("stat", "lstat", "access", "listdir", "scandir"):
         patches.set(os, name, wrap(getattr(os, name)))
     return {}
-
-
-def _exists(path: str) -> bool:
-    try:
-        _STAT(path)
-    except (OSError, ValueError):
-        return False
-    return True
