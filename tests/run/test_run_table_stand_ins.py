@@ -9,6 +9,7 @@ import glob
 import importlib.util
 import os
 import shutil
+import sys
 import textwrap
 
 import numpy as np
@@ -336,10 +337,17 @@ def test_gzip_text_lines_and_a_gzipped_pickle_are_answered_as_open_of_them(root)
     assert [r.subject for r in replaced] == ["data/feats.pkl.gz", "data/cnndm.gz"]
 
 
+def _forget(monkeypatch, *names: str) -> None:
+    """Modules of an earlier test's project under the same names are not this project's."""
+    for name in names:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+
+
 def test_a_loading_helper_of_another_project_file_is_shaped_by_its_callers(root, monkeypatch):
     monkeypatch.syspath_prepend(str(root))   # the helper's module imported by name, as from the script's folder
-    (root / "utils").mkdir()
-    (root / "utils" / "io_utils.py").write_text(textwrap.dedent("""\
+    _forget(monkeypatch, "projutils", "projutils.io_utils")
+    (root / "projutils").mkdir()
+    (root / "projutils" / "io_utils.py").write_text(textwrap.dedent("""\
         import json
 
         def load_jsonl(filename):
@@ -351,7 +359,7 @@ def test_a_loading_helper_of_another_project_file_is_shaped_by_its_callers(root,
                 return json.load(f)
         """), encoding="utf-8")
     result, replaced = _run(root, """\
-        from utils.io_utils import load_json, load_jsonl
+        from projutils.io_utils import load_json, load_jsonl
 
         def main():
             queries = [(q['query_id'], q['desc']) for q in load_jsonl('data/train.jsonl')]
@@ -360,8 +368,8 @@ def test_a_loading_helper_of_another_project_file_is_shaped_by_its_callers(root,
         """)
     queries, duration = result
     assert len(queries) == RECORDS and isinstance(queries[0][1], str) and isinstance(duration, float)
-    assert [(r.subject, r.path) for r in replaced] == [("data/train.jsonl", "utils/io_utils.py"),
-                                                       ("data/video_meta.json", "utils/io_utils.py")]
+    assert [(r.subject, r.path) for r in replaced] == [("data/train.jsonl", "projutils/io_utils.py"),
+                                                       ("data/video_meta.json", "projutils/io_utils.py")]
     assert "loader.py:" in replaced[0].detail and "'query_id'" in replaced[0].detail
 
 
@@ -399,6 +407,7 @@ def test_a_table_whose_width_only_the_file_knows_is_not_made_up(root):
 
 def test_a_loading_helper_used_for_files_of_two_layouts_is_shaped_by_the_caller_that_ran(root, monkeypatch):
     monkeypatch.syspath_prepend(str(root))
+    _forget(monkeypatch, "io_utils")
     (root / "io_utils.py").write_text(textwrap.dedent("""\
         import json
 
