@@ -3,12 +3,12 @@ left out; nothing of the project is run (a marker file a run would write stays a
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 from opscan.index import ProjectIndex
 from opscan.targets.entry import find_entries, given_entry
 from opscan.targets.entry.shell_words import commands
+from tests.support.corpus import write_sources
 
 STEPS = """\
 import torch
@@ -24,20 +24,12 @@ if __name__ == "__main__":
 """
 
 
-def _project(tmp_path: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return tmp_path
-
-
 def _found(root: Path) -> list[tuple[str, str, str]]:
     return [(e.command, e.kind, e.cwd) for e in find_entries(ProjectIndex(root))]
 
 
 def test_a_readme_shell_block_gives_the_command_with_its_arguments(tmp_path):
-    root = _project(tmp_path, {"train.py": STEPS, "README.md": """\
+    root = write_sources(tmp_path, {"train.py": STEPS, "README.md": """\
         # demo
         ```bash
         pip install -r requirements.txt
@@ -53,7 +45,7 @@ def test_a_readme_shell_block_gives_the_command_with_its_arguments(tmp_path):
 
 
 def test_a_console_block_reads_only_prompted_lines_and_joins_continuations(tmp_path):
-    root = _project(tmp_path, {"main.py": STEPS, "docs/usage.md": """\
+    root = write_sources(tmp_path, {"main.py": STEPS, "docs/usage.md": """\
         ```console
         $ torchrun --nproc_per_node 8 main.py \\
             --epochs 3
@@ -65,11 +57,11 @@ def test_a_console_block_reads_only_prompted_lines_and_joins_continuations(tmp_p
 
 
 def test_a_shell_script_expands_its_variables_and_follows_cd(tmp_path):
-    root = _project(tmp_path, {"src/pretrain.py": "from engine import train_one_epoch\n"
-                               "if __name__ == '__main__':\n    train_one_epoch()\n",
-                               "src/engine.py": "def train_one_epoch(model=None, optimizer=None):\n"
-                                                "    optimizer.step()\n",
-                               "scripts/pretrain.sh": """\
+    root = write_sources(tmp_path, {"src/pretrain.py": "from engine import train_one_epoch\n"
+                                    "if __name__ == '__main__':\n    train_one_epoch()\n",
+                                    "src/engine.py": "def train_one_epoch(model=None, optimizer=None):\n"
+                                                     "    optimizer.step()\n",
+                                    "scripts/pretrain.sh": """\
         #!/bin/bash
         MODEL=vit_base
         ARGS="--epochs 1 --lr 3e-4"
@@ -82,11 +74,12 @@ def test_a_shell_script_expands_its_variables_and_follows_cd(tmp_path):
 
 
 def test_a_makefile_recipe_and_a_console_script(tmp_path):
-    root = _project(tmp_path, {"Makefile": "PY ?= python3\nEPOCHS := 2\ntrain:\n\t@$(PY) fit.py --epochs $(EPOCHS)\n",
-                               "fit.py": STEPS,
-                               "pyproject.toml": '[project]\nname = "p"\n[project.scripts]\n'
-                                                 'p-train = "pkg.cli:train"\np-serve = "pkg.cli:serve"\n',
-                               "pkg/__init__.py": "", "pkg/cli.py": STEPS.replace("def main", "def train")})
+    root = write_sources(tmp_path, {
+        "Makefile": "PY ?= python3\nEPOCHS := 2\ntrain:\n\t@$(PY) fit.py --epochs $(EPOCHS)\n",
+        "fit.py": STEPS,
+        "pyproject.toml": '[project]\nname = "p"\n[project.scripts]\n'
+                          'p-train = "pkg.cli:train"\np-serve = "pkg.cli:serve"\n',
+        "pkg/__init__.py": "", "pkg/cli.py": STEPS.replace("def main", "def train")})
     found = _found(root)
     assert ("python3 fit.py --epochs 2", "makefile", "") in found
     assert ("p-train", "project-script", "") in found and not any(c == "p-serve" for c, _, _ in found)
@@ -97,13 +90,13 @@ def test_a_makefile_recipe_and_a_console_script(tmp_path):
 def test_a_script_stepping_an_optimizer_when_run_is_found_with_nothing_written(tmp_path):
     loop = "import torch\nopt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1)\nfor i in range(3):\n" \
            "    opt.step()\n"
-    root = _project(tmp_path, {"experiment.py": STEPS, "tests/test_train.py": STEPS, "loop.py": loop,
-                               "library.py": STEPS.replace('if __name__ == "__main__":\n    main()\n', "")})
+    root = write_sources(tmp_path, {"experiment.py": STEPS, "tests/test_train.py": STEPS, "loop.py": loop,
+                                    "library.py": STEPS.replace('if __name__ == "__main__":\n    main()\n', "")})
     assert _found(root) == [("python experiment.py", "main-step", ""), ("python loop.py", "main-step", "")]
 
 
 def test_ranking_evidence_then_source_then_order(tmp_path):
-    root = _project(tmp_path, {
+    root = write_sources(tmp_path, {
         "train.py": STEPS, "finetune.py": "import sys\nprint(sys.argv)\n",   # named for training only
         "README.md": "```sh\npython finetune.py --lr 1\npython train.py --lr 2\n```\n",
         "scripts/run.sh": "python train.py --lr 3\n"})
@@ -113,8 +106,8 @@ def test_ranking_evidence_then_source_then_order(tmp_path):
 
 
 def test_commands_whose_script_is_not_in_the_project_are_left_out(tmp_path):
-    root = _project(tmp_path, {"README.md": "```sh\npython train.py\npython -m pkg.train\n"
-                                            "python /opt/other/train.py\n```\n"})
+    root = write_sources(tmp_path, {"README.md": "```sh\npython train.py\npython -m pkg.train\n"
+                                                 "python /opt/other/train.py\n```\n"})
     assert _found(root) == []
     (root / "pkg").mkdir()
     (root / "pkg" / "train.py").write_text(STEPS, encoding="utf-8")
@@ -129,7 +122,7 @@ def test_a_given_entry_is_taken_as_written():
 def test_shell_words_split_a_line_into_simple_commands():
     found = commands("X=1\nexport Y=two\ncd a && python t.py $X ${Y} ${Z:-zed} | tee log; time python u.py\n")
     assert [(c.words, c.cwd) for c in found] == [(("python", "t.py", "1", "two", "zed"), "a"),
-                                                 (("tee", "log"), "a"), (("python", "u.py"), "a")]
+                                                      (("tee", "log"), "a"), (("python", "u.py"), "a")]
 
 
 HELPER_STEPS = """\
@@ -144,7 +137,7 @@ def test_a_script_that_trains_when_run_through_a_helper_or_a_function_of_its_own
     # NOTE [scripts that train when run]: module-level training through a project helper, a function
     # of the file called at its end, a function handed to a process; a module that only names a
     # trainer in a table, and a library module whose stepping function nothing runs, are no commands
-    root = _project(tmp_path, {
+    root = write_sources(tmp_path, {
         "train_epoch.py": HELPER_STEPS,
         "script.py": "import torch\nfrom train_epoch import train_epoch\nmodel = torch.nn.Linear(2, 2)\n"
                      "opt = torch.optim.Adam(model.parameters())\nfor epoch in range(2):\n"
@@ -170,7 +163,7 @@ def test_a_script_that_only_uses_a_class_of_a_training_module_is_no_command(tmp_
     # generating with the model class of a module that also trains is not training: only the function
     # that steps, called or handed on (as `m.train_epoch`), makes the script a command
     helper = "import torch\nclass Net(torch.nn.Module):\n    pass\n" + HELPER_STEPS
-    root = _project(tmp_path, {
+    root = write_sources(tmp_path, {
         "lm.py": helper,
         "use_net.py": "import lm\nif __name__ == '__main__':\n    net = lm.Net()\n",
         "run.py": "import lm\nif __name__ == '__main__':\n    lm.train_epoch(lm.Net(), None, [])\n"})
@@ -189,39 +182,39 @@ def main():""")
 
 def test_a_readme_command_written_from_the_scripts_folder_runs_there(tmp_path):
     """"code in `python` folder", then `python main.py --dataset=ml-1m`: the file is python/main.py."""
-    root = _project(tmp_path, {"python/main.py": REQUIRED, "python/model.py": "import torch\n",
-                               "README.md": "code in `python` folder.\n\n```\npython main.py --dataset=ml-1m "
-                                            "--epochs=3 --mode=train\n```\n"})
+    root = write_sources(tmp_path, {"python/main.py": REQUIRED, "python/model.py": "import torch\n",
+                                    "README.md": "code in `python` folder.\n\n```\npython main.py --dataset=ml-1m "
+                                                 "--epochs=3 --mode=train\n```\n"})
     assert _found(root) == [("python main.py --dataset=ml-1m --epochs=3 --mode=train", "readme", "python")]
     # a folder the README does not name holds main.py too: still the one named
-    _project(tmp_path, {"other/main.py": REQUIRED})
+    write_sources(tmp_path, {"other/main.py": REQUIRED})
     assert _found(root)[0] == ("python main.py --dataset=ml-1m --epochs=3 --mode=train", "readme", "python")
     # two named folders holding it: nothing is guessed, the scripts found training stand
-    _project(tmp_path, {"README.md": "code in `python` and in `other`.\n\n```\npython main.py --dataset=x\n```\n"})
+    write_sources(tmp_path, {"README.md": "code in `python` and in `other`.\n\n```\npython main.py --dataset=x\n```\n"})
     assert [kind for _, kind, _ in _found(root)] == ["main-step", "main-step"]
 
 
 def test_required_options_of_a_script_nothing_writes_a_command_for_are_filled_and_said(tmp_path):
-    root = _project(tmp_path, {"main.py": REQUIRED})
+    root = write_sources(tmp_path, {"main.py": REQUIRED})
     (entry,) = find_entries(ProjectIndex(root))
     assert entry.command == "python main.py --dataset dataset --epochs 1 --mode train"
     assert "assumed" in entry.why and "--mode train (its first choice)" in entry.why
 
 
 def test_the_windows_python_launcher_of_a_readme_is_a_python_command_and_ranks_first(tmp_path):
-    root = _project(tmp_path, {"main.py": STEPS, "image_only.py": STEPS,
-                               "README.md": "## multimodal\n```\npy main.py\n```\n"
-                                            "## image only\n```\npy -3 image_only.py\n```\n"})
+    root = write_sources(tmp_path, {"main.py": STEPS, "image_only.py": STEPS,
+                                    "README.md": "## multimodal\n```\npy main.py\n```\n"
+                                                 "## image only\n```\npy -3 image_only.py\n```\n"})
     assert _found(root) == [("python main.py", "readme", ""), ("python image_only.py", "readme", "")]
 
 
 def test_a_command_written_as_inline_code_in_the_readmes_prose_is_read_after_its_blocks(tmp_path):
-    root = _project(tmp_path, {"main.py": STEPS, "finetune.py": STEPS, "test.py": STEPS,
-                               "README.md": "### Getting started\n* 1. Train: `python main.py`. </br>\n"
-                                            "* 2. Test: `python test.py`.\n* `pip install -r x.txt`\n"
-                                            "```sh\npython finetune.py --lr 1\n```\n"})
+    root = write_sources(tmp_path, {"main.py": STEPS, "finetune.py": STEPS, "test.py": STEPS,
+                                    "README.md": "### Getting started\n* 1. Train: `python main.py`. </br>\n"
+                                                 "* 2. Test: `python test.py`.\n* `pip install -r x.txt`\n"
+                                                 "```sh\npython finetune.py --lr 1\n```\n"})
     assert [(c, k) for c, k, _ in _found(root)][:2] == [("python finetune.py --lr 1", "readme"),
-                                                        ("python main.py", "readme")]
+                                                             ("python main.py", "readme")]
 
 
 def _gcn_like(root: Path) -> None:
@@ -268,7 +261,7 @@ def test_paths_that_resolve_from_both_folders_or_outside_the_project_move_nothin
 def test_inline_code_written_with_three_backticks_on_one_line_opens_no_block(tmp_path):
     """"```python setup.py install```" read as a fence swallowed the README's usage block up to its
     opening fence (gpackage-gcn-torch): a backtick fence's info string holds no backtick."""
-    root = _project(tmp_path, {"pkg/train_gdp.py": STEPS, "README.md": """\
+    root = write_sources(tmp_path, {"pkg/train_gdp.py": STEPS, "README.md": """\
         ## Installation
 
         ```python setup.py install```
@@ -290,11 +283,11 @@ def test_a_placeholder_in_angle_brackets_is_dropped_with_its_option_not_read_as_
     found = commands("python Train.py -s <int>\npython main.py <config.yaml> --epochs 2 > log.txt\n"
                      "python eval.py < inputs.txt\n")
     assert [c.words for c in found] == [("python", "Train.py"), ("python", "main.py", "--epochs", "2"),
-                                        ("python", "eval.py")]
+                                             ("python", "eval.py")]
 
 
 def test_a_pyproject_whose_tool_table_is_a_value_ends_no_search(tmp_path):
     """`tool = "x"` is valid TOML: the search for console scripts reads past it (no traceback), and
     the commands found elsewhere are still found."""
-    root = _project(tmp_path, {"train.py": STEPS, "pyproject.toml": 'tool = "x"\n[project]\nname = "p"\n'})
+    root = write_sources(tmp_path, {"train.py": STEPS, "pyproject.toml": 'tool = "x"\n[project]\nname = "p"\n'})
     assert ("python train.py", "main-step", "") in _found(root)

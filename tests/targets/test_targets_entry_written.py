@@ -6,7 +6,6 @@ README one folder down (NOTE [a document's own folder]) and commands set aside b
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from opscan.index import ProjectIndex
 from opscan.targets.entry import find_entries
 from opscan.targets.entry.shell_branches import decide
 from opscan.targets.entry.shell_words import commands
+from tests.support.corpus import write_sources
 
 STEPS = """\
 import torch
@@ -30,14 +30,6 @@ if __name__ == "__main__":
 """
 
 
-def _project(tmp_path: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return tmp_path
-
-
 def _entries(root: Path):
     found = find_entries(ProjectIndex(root))
     assert not any(root.rglob("RAN"))   # read, never run
@@ -45,7 +37,7 @@ def _entries(root: Path):
 
 
 def test_a_continuation_followed_by_a_comment_continues_the_command(tmp_path):
-    root = _project(tmp_path, {"train.py": STEPS, "README.md": """\
+    root = write_sources(tmp_path, {"train.py": STEPS, "README.md": """\
         ```shell
         python train.py \\
             --teacher_name wrn-28-4 \\        # the teacher network
@@ -59,7 +51,7 @@ def test_a_continuation_followed_by_a_comment_continues_the_command(tmp_path):
 
 
 def test_powershell_backtick_continuations_continue_the_command(tmp_path):
-    root = _project(tmp_path, {"src/main.py": STEPS, "README.md": """\
+    root = write_sources(tmp_path, {"src/main.py": STEPS, "README.md": """\
         ```bash
         python src/main.py `
         --output_dir experiments `
@@ -97,7 +89,7 @@ exec /bin/bash
 
 
 def test_a_readme_running_a_shell_script_gives_its_arguments_and_the_branch_they_select(tmp_path):
-    root = _project(tmp_path, {"main.py": STEPS, "run.sh": RUN_SH, "README.md": """\
+    root = write_sources(tmp_path, {"main.py": STEPS, "run.sh": RUN_SH, "README.md": """\
         ```
             # cpu
             bash run.sh cpu msl
@@ -115,7 +107,7 @@ def test_a_readme_running_a_shell_script_gives_its_arguments_and_the_branch_they
 
 
 def test_a_placeholder_argument_leaves_its_parameter_unknown(tmp_path):
-    root = _project(tmp_path, {"main.py": STEPS, "run.sh": RUN_SH, "README.md": """\
+    root = write_sources(tmp_path, {"main.py": STEPS, "run.sh": RUN_SH, "README.md": """\
         ```
         bash run.sh <gpu_id> msl
         ```
@@ -127,8 +119,8 @@ def test_a_placeholder_argument_leaves_its_parameter_unknown(tmp_path):
 
 
 def test_a_sourced_script_under_scripts_runs_from_where_the_readme_runs_it(tmp_path):
-    root = _project(tmp_path, {"train.py": STEPS, "scripts/kd.sh": 'python3 train.py --kd_method kd "$@"\n',
-                               "README.md": "```shell\nsource scripts/kd.sh --epochs 2\n```\n"})
+    root = write_sources(tmp_path, {"train.py": STEPS, "scripts/kd.sh": 'python3 train.py --kd_method kd "$@"\n',
+                                    "README.md": "```shell\nsource scripts/kd.sh --epochs 2\n```\n"})
     first = _entries(root)[0]
     assert (first.command, first.kind, first.cwd) == ("python3 train.py --kd_method kd --epochs 2", "readme", "")
     assert "scripts/kd.sh:1" in first.why
@@ -143,7 +135,7 @@ def test_a_branch_is_decided_only_by_the_forms_it_can_read(test, value):
 
 
 def test_a_readme_one_folder_down_runs_its_commands_from_its_own_folder(tmp_path):
-    root = _project(tmp_path, {"code/fbank/training/clean_100.py": STEPS, "code/README.md": """\
+    root = write_sources(tmp_path, {"code/fbank/training/clean_100.py": STEPS, "code/README.md": """\
         # Training
         ```
         cd fbank/training/
@@ -156,7 +148,7 @@ def test_a_readme_one_folder_down_runs_its_commands_from_its_own_folder(tmp_path
 
 
 def test_a_command_asking_for_another_job_ranks_after_the_training_one(tmp_path):
-    root = _project(tmp_path, {"main.py": STEPS, "README.md": """\
+    root = write_sources(tmp_path, {"main.py": STEPS, "README.md": """\
         ## Testing
         ```bash
         python main.py --load_model best.pth --test_only testset --gpu -1
@@ -168,7 +160,7 @@ def test_a_command_asking_for_another_job_ranks_after_the_training_one(tmp_path)
         """})
     found = _entries(root)
     assert [e.command for e in found] == ["python main.py --epochs 200 --test_path data/test.csv",
-                                          "python main.py --load_model best.pth --test_only testset --gpu -1"]
+                                               "python main.py --load_model best.pth --test_only testset --gpu -1"]
     assert "another job" in found[1].why
 
 
@@ -181,14 +173,14 @@ parser.add_argument('steps', type=int)
 parser.add_argument('extra', nargs='?')
 parser.add_argument('-d', '--data', default='celeba', choices=['celeba', 'lsun'])
 def main():""")
-    (entry,) = _entries(_project(tmp_path, {"train.py": script}))
+    (entry,) = _entries(write_sources(tmp_path, {"train.py": script}))
     assert entry.command == "python train.py path 1"   # `extra` may be left out; `--data` has its default
     assert "path (a placeholder: its own name, positional)" in entry.why
 
 
 def test_capitalised_placeholders_take_a_config_file_of_the_project_or_are_left_out(tmp_path):
-    root = _project(tmp_path, {"run.py": STEPS, "config/bert_only.json": "{}", "config/bert_hinge.json": "{}",
-                               "README.md": """\
+    root = write_sources(tmp_path, {"run.py": STEPS, "config/bert_only.json": "{}", "config/bert_hinge.json": "{}",
+                                    "README.md": """\
         - Train: `python run.py -r -m CONFIG_FILE`
         ```
         python run.py --data_dir DATA_DIR --pattern TRAIN --split TEST --epochs 3 PATH
@@ -202,14 +194,14 @@ def test_capitalised_placeholders_take_a_config_file_of_the_project_or_are_left_
 
 
 def test_a_capitalised_word_naming_a_file_of_the_project_is_its_value(tmp_path):
-    root = _project(tmp_path, {"train.py": STEPS, "DATA_DIR/x.txt": "x",
-                               "README.md": "```\npython train.py DATA_DIR\n```\n"})
+    root = write_sources(tmp_path, {"train.py": STEPS, "DATA_DIR/x.txt": "x",
+                                    "README.md": "```\npython train.py DATA_DIR\n```\n"})
     assert _entries(root)[0].command == "python train.py DATA_DIR"
 
 
 def test_a_config_override_list_keeps_its_capitalised_keys(tmp_path):
     # NOTE [capitalised placeholders]: yacs' KEY VALUE pairs; OUTPUT_DIR is a key, not a placeholder
-    root = _project(tmp_path, {"tools/train.py": STEPS, "configs/base.yml": "x: 1\n", "exp/run_cuhk.sh": """\
+    root = write_sources(tmp_path, {"tools/train.py": STEPS, "configs/base.yml": "x: 1\n", "exp/run_cuhk.sh": """\
         python3 tools/train.py --config_file='configs/base.yml' OUTPUT_DIR "/data/ckpt/cuhk03" OURS.ALPHA "8.0"
         """})
     first = _entries(root)[0]
@@ -220,7 +212,7 @@ def test_a_config_override_list_keeps_its_capitalised_keys(tmp_path):
 
 def test_a_module_command_runs_from_the_folder_that_holds_its_package(tmp_path):
     # NOTE [a module run from the folder that holds its package]: `cd src` in an earlier block
-    root = _project(tmp_path, {"src/main/__init__.py": "", "src/main/twotower.py": STEPS, "README.md": """\
+    root = write_sources(tmp_path, {"src/main/__init__.py": "", "src/main/twotower.py": STEPS, "README.md": """\
         4. ```bash
            cd src
            mkdir data
@@ -238,8 +230,8 @@ def test_a_test_script_stepping_through_a_shared_module_ranks_after_the_training
     runner = "from models.vae import fit\nif __name__ == '__main__':\n    fit()\n"
     trainer = "import pytorch_lightning as pl\nfrom models.vae import Model\ntrainer = pl.Trainer()\n" \
         "trainer.fit(Model())\n"   # the training script's evidence is a trainer's loop, not a step
-    root = _project(tmp_path, {"models/__init__.py": "", "models/vae.py": shared,
-                               "test.py": runner, "train.py": trainer, "README.md": """\
+    root = write_sources(tmp_path, {"models/__init__.py": "", "models/vae.py": shared,
+                                    "test.py": runner, "train.py": trainer, "README.md": """\
         ## Evaluate
         ```bash
         python test.py --model_type beta_vae --checkpoint ckpt.pth
@@ -251,13 +243,13 @@ def test_a_test_script_stepping_through_a_shared_module_ranks_after_the_training
         """})
     found = _entries(root)
     assert [e.command for e in found] == ["python train.py --model_type beta_vae --epochs 50",
-                                          "python test.py --model_type beta_vae --checkpoint ckpt.pth"]
+                                               "python test.py --model_type beta_vae --checkpoint ckpt.pth"]
     assert "another job" in found[1].why
 
 
 def test_a_help_command_ranks_after_the_training_command_written_after_it(tmp_path):
     # NOTE [commands set aside by their options]: `--help` prints the parser's help; `-h 64` is a value
-    root = _project(tmp_path, {"train.py": STEPS, "other.py": STEPS, "README.md": """\
+    root = write_sources(tmp_path, {"train.py": STEPS, "other.py": STEPS, "README.md": """\
         ```
         python train.py --help
         ```
@@ -270,7 +262,7 @@ def test_a_help_command_ranks_after_the_training_command_written_after_it(tmp_pa
         """})
     found = _entries(root)
     assert [e.command for e in found] == ["python train.py --epochs 3", "python other.py -h 64",
-                                          "python train.py --help"]
+                                               "python train.py --help"]
     assert "help" in found[2].why and "help" not in found[1].why
 
 def test_a_config_placeholder_leaves_the_scripts_own_default_config_and_reads_a_joined_option(tmp_path):
@@ -281,8 +273,8 @@ def test_a_config_placeholder_leaves_the_scripts_own_default_config_and_reads_a_
                            "parser.add_argument('--cfg_file', default='config/extractor/ours.yml')\n"
                            "parser.add_argument('--data', default='missing/data.yml')\n"
                            "def main():")
-    root = _project(tmp_path, {"train.py": script, "config/base.yml": "a: 1\n",
-                               "config/extractor/ours.yml": "a: 2\n", "README.md": """\
+    root = write_sources(tmp_path, {"train.py": script, "config/base.yml": "a: 1\n",
+                                    "config/extractor/ours.yml": "a: 2\n", "README.md": """\
         ```
         python train.py --cfg_file=CONFIG_FILE
         ```
@@ -308,15 +300,15 @@ def test_a_config_placeholder_without_a_default_of_the_script_takes_the_first_co
                            "parser.add_argument('--data', default='missing/data.yml')\n"
                            "parser.add_argument('--other')\n"
                            "def main():")
-    root = _project(tmp_path, {"train.py": script, "config/base.yml": "a: 1\n",
-                               "README.md": f"```\n{readme}\n```\n"})
+    root = write_sources(tmp_path, {"train.py": script, "config/base.yml": "a: 1\n",
+                                    "README.md": f"```\n{readme}\n```\n"})
     assert _entries(root)[0].command == command
 
 
 def test_a_readme_line_that_is_one_emphasised_command_is_read_and_prose_is_not(tmp_path):
-    root = _project(tmp_path, {"code/ReadMe.md": "- Train the model:\n\n*python train.py --name new*\n\n"
-                                                 "We *python train.py fast* in prose.\n",
-                               "code/train.py": STEPS, "README.md": "# A model\n"})
+    root = write_sources(tmp_path, {"code/ReadMe.md": "- Train the model:\n\n*python train.py --name new*\n\n"
+                                                      "We *python train.py fast* in prose.\n",
+                                    "code/train.py": STEPS, "README.md": "# A model\n"})
     found = _entries(root)
     assert [(e.command, e.cwd) for e in found] == [("python train.py --name new", "code")]
 
@@ -339,7 +331,7 @@ def test_a_script_of_a_copy_of_another_project_ranks_after_the_projects_own(tmp_
              "models/train_loop.py": "def optimize(o):\n    o.step()\n"}
     if folder.startswith("libs"):   # a folder with packaging and a licence of its own
         files.update({f"{folder}/setup.py": "", f"{folder}/LICENSE.txt": "MIT\n"})
-    found = _entries(_project(tmp_path, files))
+    found = _entries(write_sources(tmp_path, files))
     assert [e.command for e in found] == ["python train.py", f"python {folder}/max_ssim.py"]
     assert "a copy of another project" in found[1].why and "copy" not in found[0].why
 
@@ -347,5 +339,5 @@ def test_a_script_of_a_copy_of_another_project_ranks_after_the_projects_own(tmp_
 def test_a_subfolder_with_packaging_but_no_licence_is_the_projects_own(tmp_path):
     files = {"libs/ssim/max_ssim.py": VENDORED_DEMO, "libs/ssim/setup.py": "",
              "README.md": "Train:\n\n*python train.py*\n", "train.py": STEPS.replace("optimizer.step()", "pass")}
-    found = _entries(_project(tmp_path, files))
+    found = _entries(write_sources(tmp_path, files))
     assert [e.command for e in found][0] == "python libs/ssim/max_ssim.py"   # steps an optimizer: first
