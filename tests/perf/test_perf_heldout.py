@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -129,7 +130,8 @@ def test_a_saved_report_is_not_run_again_without_again(scorer, label, tmp_path) 
         scorer.planned([label], {"nope"}, tmp_path, again=True)
 
 
-@pytest.mark.parametrize("name", ["heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11"])
+@pytest.mark.parametrize("name", ["heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11",
+                                  "heldout12"])
 def test_the_committed_labels_cover_the_recipe(scorer, name) -> None:
     held_out = scorer.SETS[name]
     labels = scorer.load_labels(held_out.labels)
@@ -142,23 +144,35 @@ def test_the_committed_labels_cover_the_recipe(scorer, name) -> None:
 def test_no_two_sets_share_a_repository_or_owner(scorer) -> None:
     owners = {n: {lb.repo.split("/")[0].lower() for lb in scorer.load_labels(scorer.SETS[n].labels)}
               for n in ("heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10",
-                        "heldout11")}
+                        "heldout11", "heldout12")}
     assert all(len(o) >= 11 for o in owners.values())   # held-out 5 has two repositories of one owner
     earlier: set[str] = set()
-    for name in ("heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11"):
+    for name in ("heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11", "heldout12"):
         assert not earlier & owners[name], name
         earlier |= owners[name]
 
 
+def test_held_out_12s_page_lists_its_labelled_twelve_and_excludes_held_out_11s_owners(scorer) -> None:
+    """HELDOUT12.md: the table of the twelve is the labels' twelve, in order, and the rule (written before
+    the walk) names every owner of held-out 11's twelve among the excluded ones (criterion 1)."""
+    page = (REPOS / "HELDOUT12.md").read_text(encoding="utf-8")
+    rule, log = page.split("## The choice", 1)
+    listed = re.findall(r"^\| \d+ \| [^|]+ \| ([\w.-]+/[\w.-]+) \|", log.split("### The twelve", 1)[1], re.M)
+    assert listed == [lb.repo for lb in scorer.load_labels(scorer.SETS["heldout12"].labels)]
+    eleven = {lb.repo.split("/")[0] for lb in scorer.load_labels(scorer.SETS["heldout11"].labels)}
+    assert len(eleven) == 12 and all(owner in rule for owner in eleven)
+
+
 def test_each_set_reads_and_writes_its_own_files(scorer) -> None:
     files = [{s.labels, s.corpus, s.results, s.python} for s in scorer.SETS.values()]
-    assert len(files) == 7 and all(a.isdisjoint(b) for i, a in enumerate(files) for b in files[i + 1:])
+    assert len(files) == 8 and all(a.isdisjoint(b) for i, a in enumerate(files) for b in files[i + 1:])
     assert scorer.SETS["heldout5"].labels.name == "heldout5_labels.toml"
     assert scorer.SETS["heldout7"].results.name == "heldout7"
     assert scorer.SETS["heldout8"].labels.name == "heldout8_labels.toml"
     assert scorer.SETS["heldout9"].corpus.name == "heldout9"
     assert scorer.SETS["heldout10"].labels.name == "heldout10_labels.toml"
     assert scorer.SETS["heldout11"].labels.name == "heldout11_labels.toml"
+    assert scorer.SETS["heldout12"].corpus.name == "heldout12"
 
 
 def test_a_missing_corpus_names_the_command_that_builds_it(scorer, label, tmp_path, monkeypatch) -> None:
@@ -167,7 +181,8 @@ def test_a_missing_corpus_names_the_command_that_builds_it(scorer, label, tmp_pa
                           ("heldout8", "fetch_heldout6.py --set heldout8"),
                           ("heldout9", "fetch_heldout6.py --set heldout9"),
                           ("heldout10", "fetch_heldout6.py --set heldout10"),
-                          ("heldout11", "fetch_heldout6.py --set heldout11")):
+                          ("heldout11", "fetch_heldout6.py --set heldout11"),
+                          ("heldout12", "fetch_heldout6.py --set heldout12")):
         with pytest.raises(SystemExit, match=command):
             scorer.run([label], tmp_path / "results", scorer.SETS[name])
 
@@ -229,7 +244,8 @@ def fetcher():
     return module
 
 
-@pytest.mark.parametrize("name", ["heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11"])
+@pytest.mark.parametrize("name", ["heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11",
+                                  "heldout12"])
 def test_each_environment_is_one_install_of_the_union(fetcher, name) -> None:
     data = fetcher.recipe(REPOS / f"{name}.toml")
     wanted = fetcher.requirements(data)
@@ -271,6 +287,10 @@ def test_the_fetcher_points_at_the_set_it_is_given(fetcher) -> None:
         assert fetcher.RECIPE.name == "heldout11.toml" and fetcher.LOCK.name == "heldout11_venv.lock"
         assert fetcher.VENV == REPOS / "corpus" / "heldout11" / "_venv"
         assert fetcher.recipe()["repository"][0]["repo"] == "leisoul/FPNET"
+        fetcher.use_set("heldout12")
+        assert fetcher.RECIPE.name == "heldout12.toml" and fetcher.LOCK.name == "heldout12_venv.lock"
+        assert fetcher.VENV == REPOS / "corpus" / "heldout12" / "_venv"
+        assert fetcher.recipe()["repository"][0]["repo"] == "baneitixiaomai/joint_sod_cod"
     finally:
         fetcher.use_set("heldout6")
     assert fetcher.recipe()["repository"][0]["repo"] == "LOG-postech/Sassha"
@@ -278,8 +298,8 @@ def test_the_fetcher_points_at_the_set_it_is_given(fetcher) -> None:
 
 def test_the_fetcher_refuses_an_unknown_set(fetcher, capsys) -> None:
     with pytest.raises(SystemExit):
-        fetcher.main(["--set", "heldout12", "--check"])
-    assert "heldout12" in capsys.readouterr().err
+        fetcher.main(["--set", "heldout13", "--check"])
+    assert "heldout13" in capsys.readouterr().err
 
 
 def test_build_constraints_reach_pip_as_a_constraints_file(fetcher, tmp_path, monkeypatch) -> None:
