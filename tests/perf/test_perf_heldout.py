@@ -296,6 +296,23 @@ def test_the_fetcher_points_at_the_set_it_is_given(fetcher) -> None:
     assert fetcher.recipe()["repository"][0]["repo"] == "LOG-postech/Sassha"
 
 
+@pytest.mark.slow   # runs an interpreter per repository
+def test_the_import_check_does_not_see_the_shared_temporary_folder(fetcher, tmp_path, monkeypatch) -> None:
+    """A stray folder in the temporary folder is not a dependency: held-out 12's check met one (`awq`)
+    that peft took for an installed package; the check runs in an empty folder of its own."""
+    shared = tmp_path / "shared"
+    (shared / "strayprobe").mkdir(parents=True)   # would import as a namespace package from there
+    monkeypatch.setattr(fetcher.tempfile, "tempdir", str(shared))
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    monkeypatch.setattr(fetcher, "VENV", venv)
+    lines = fetcher.check_imports({"repository": [{"name": "a", "imports": ["strayprobe"]},
+                                                  {"name": "b", "imports": ["json"]}]})
+    assert lines[0].startswith("a: FAILED") and "strayprobe" in lines[0]
+    assert lines[1] == "b: ok (json)"
+
+
 def test_the_fetcher_refuses_an_unknown_set(fetcher, capsys) -> None:
     with pytest.raises(SystemExit):
         fetcher.main(["--set", "heldout13", "--check"])

@@ -107,13 +107,18 @@ def check_imports(data: dict) -> list[str]:
     if not python.exists():
         raise SystemExit("fetch_heldout6.py: no corpus environment (fetch_heldout6.py --venv)")
     lines = []
-    for row in data["repository"]:
-        code = "; ".join(f"import {module}" for module in row["imports"])
-        done = subprocess.run([str(python), "-W", "ignore", "-c", code], capture_output=True, text=True,
-                              check=False, cwd=tempfile.gettempdir())   # never the repository's folder
-        error = (done.stderr.strip().splitlines() or [""])[-1]
-        lines.append(f"{row['name']}: " + ("ok (" + ", ".join(row["imports"]) + ")" if done.returncode == 0
-                                           else "FAILED: " + error))
+    # NOTE [an empty working folder]: `python -c` puts its working folder first on sys.path, so the
+    # check runs in a new empty folder: never the repository's (its own modules are not dependencies),
+    # and not the shared temporary folder either, where a stray folder (held-out 12's check met an
+    # `awq` one) passes for a namespace package and breaks an import that works elsewhere (peft's).
+    with tempfile.TemporaryDirectory() as empty:
+        for row in data["repository"]:
+            code = "; ".join(f"import {module}" for module in row["imports"])
+            done = subprocess.run([str(python), "-W", "ignore", "-c", code], capture_output=True, text=True,
+                                  check=False, cwd=empty)
+            error = (done.stderr.strip().splitlines() or [""])[-1]
+            lines.append(f"{row['name']}: " + ("ok (" + ", ".join(row["imports"]) + ")" if done.returncode == 0
+                                               else "FAILED: " + error))
     return lines
 
 
