@@ -22,7 +22,8 @@ import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from opscan.assess.step import forward_only, project_step, script_parts, stand_in_parts, stand_in_step
+from opscan.assess.step import (HOST_ONLY, forward_only, host_only, project_step, script_parts, stand_in_parts,
+                                stand_in_step)
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, OpscanError
 from opscan.records import DeviceProfile, Mode, ModelTrace, Step, StepKind, TrainingEntry, TargetKind, Target
@@ -89,6 +90,8 @@ def run_chosen(entered: Entered, root: Path, profile: DeviceProfile | None, limi
     trained = trace.complete and bool(trace.steps or trace.mode == Mode.TRAIN)
     why = "" if trained else (f"it stopped: {trace.stopped_at}" if not trace.complete else
                               "it ran to its end without a backward pass or an optimizer step")
+    if trained and host_only(trace):   # NOTE [a step that never reaches the device] in opscan/assess/step.py
+        trained, why = False, f"it trained on the host only: {HOST_ONLY}"
     if not trained:
         notes.append(f"training command `{shown}` was not a training step ({why}): the model path follows")
     return Ran(replace(trace, built_by=f"ran the training command `{shown}`"), trained, why, tuple(notes))
@@ -146,9 +149,10 @@ def step_of(traces: tuple[ModelTrace, ...], models: tuple[ModelConfig, ...], ent
     if not traces:
         return stopped_step(entered, ran)
     if ran is not None and ran.trace is not None and any(t is ran.trace for t in traces):
-        return project_step(shown_command(entered.chosen)) if entered.chosen else None
+        return project_step(shown_command(entered.chosen), host_only(ran.trace)) if entered.chosen else None
     if script_command and any(_kind(t.target) is TargetKind.SCRIPT for t in traces):
-        return project_step(script_command)
+        scripts = [t for t in traces if _kind(t.target) is TargetKind.SCRIPT]
+        return project_step(script_command, all(host_only(t) for t in scripts))
     if all(t.mode == Mode.INFERENCE for t in traces):
         return forward_only([t.target for t in traces])
     model = next((m for m in models if any(t.target == m.target for t in traces)), None) or \
@@ -201,6 +205,8 @@ def _kind(target: str) -> TargetKind | None:
 
 def _why_stand_in(entered: Entered, ran: Ran | None) -> str:
     if ran is not None and entered.chosen is not None:
+        if ran.trace is not None and host_only(ran.trace):   # NOTE [a step that never reaches the device]
+            return f"`{shown_command(entered.chosen)}` ran, but {HOST_ONLY}"
         return (f"`{shown_command(entered.chosen)}` was not traced ({ran.why}); run `opscan run -- "
                 f"{entered.chosen.command}` once its data is in place")
     if entered.entries:
