@@ -78,7 +78,7 @@ def run_chosen(entered: Entered, root: Path, profile: DeviceProfile | None, limi
     assert entry is not None
     shown = shown_command(entry)
     try:
-        trace, said = command(entry, root, profile, limits)
+        trace, said = command(entry, root, profile, budget(limits, entered))
     except MissingDependencyError:
         raise
     except OpscanError as exc:
@@ -95,6 +95,28 @@ def run_chosen(entered: Entered, root: Path, profile: DeviceProfile | None, limi
     if not trained:
         notes.append(f"training command `{shown}` was not a training step ({why}): the model path follows")
     return Ran(replace(trace, built_by=f"ran the training command `{shown}`"), trained, why, tuple(notes))
+
+
+# NOTE [the budget of a command found by reading]
+# A command found by reading runs the project's own code on stand-in data, and data whose content is
+# made up can send that code into a loop it never leaves with its real data (a sampler drawing a
+# negative item until it finds one the user has not seen, when the stand-in users have seen every
+# item): the run then waited for the child's whole limit (900 s by default) before the model path
+# could follow, and a pre-commit or CI job waited with it. A real run reaches its first optimizer
+# step in seconds to a few minutes here (the slowest of the repository sets, under load: about 260
+# s), so a command opscan chose itself gets COMMAND_BUDGET seconds when the limit is the default;
+# past it the run stops, named as a timeout, and the model path follows. A command the user names
+# (`--entry`, `entry`) and a `--timeout` of the user's own keep the whole limit.
+COMMAND_BUDGET = 300.0
+
+
+def budget(limits, entered: Entered):
+    """`limits` for running `entered.chosen` (NOTE [the budget of a command found by reading])."""
+    from opscan.containment.policy import DEFAULT_TIMEOUT
+
+    if limits is None or entered.given or limits.timeout != DEFAULT_TIMEOUT:
+        return limits
+    return replace(limits, timeout=COMMAND_BUDGET)
 
 
 # NOTE [a command that cannot import here]
