@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from opscan.records import Step, StepKind, TrainStep, Verdict, VerdictKind
+from opscan.records import ModelTrace, Step, StepKind, TrainStep, Verdict, VerdictKind
 from opscan.reporters.texts import step_part_words
 
 OPTIMIZER_NAMES = {"adamw": "AdamW", "adam": "Adam", "sgd": "SGD", "adafactor": "Adafactor", "rmsprop": "RMSprop",
@@ -47,9 +47,30 @@ def script_parts(step: TrainStep) -> str:
     return ", ".join(step_part_words(p) for p in step.parts)
 
 
-def project_step(command: str) -> Step:
-    """The project's own step: its command's first optimizer step."""
+def project_step(command: str, host_only: bool = False) -> Step:
+    """The project's own step: its command's first optimizer step; `host_only`: no op of it reached
+    the device (NOTE [a step that never reaches the device])."""
+    if host_only:
+        return Step(StepKind.PROJECT, f"the training step of `{command}`, run on the host only", command=command,
+                    why=HOST_ONLY)
     return Step(StepKind.PROJECT, f"the training step of `{command}`", command=command)
+
+
+# NOTE [a step that never reaches the device]
+# A training script that never moves its model or data to a device (no `.to(device)`, no `.cuda()`,
+# or `device = "cpu"` written in) runs its whole step on the host: the run records every op as a
+# host op and none as the device's. Nothing in it fails, so the verdict was `ready`, though on a
+# Trainium instance the same script trains on the instance's CPU and the device's ops were never
+# looked at. The verdict of such a step is `unchecked`, saying why and what to change; the step's
+# host ops stay in the report (`host_ops`).
+def host_only(trace: ModelTrace) -> bool:
+    """Whether a script's trace ran its step on the host alone: host ops, none on the device."""
+    return trace.complete and not trace.ops and bool(trace.host_ops)
+
+
+HOST_ONLY = ("no op of the step reached the device: the script never moves its model or data to one, so it "
+             "would train on the host's CPU; move them to the device (`neuron`, or the device the script "
+             "selects) and run again to check the device's ops")
 
 
 def forward_only(targets: list[str]) -> Step:
@@ -74,6 +95,9 @@ def apply(verdict: Verdict, step: Step | None) -> Verdict:
     if step.kind is StepKind.NONE and step.command and not verdict.ops_checked:
         # NOTE [a command that stopped, nothing traced] in opscan/pipeline/entry_step.py
         return replace(verdict, headline=f"{verdict.headline}; `{step.command}` {step.why}")
+    if step.kind is StepKind.PROJECT and step.why and verdict.kind in (VerdictKind.READY, VerdictKind.LIKELY):
+        # NOTE [a step that never reaches the device]
+        return replace(verdict, kind=VerdictKind.UNCHECKED, headline=f"ops: not checked — `{step.command}`: {step.why}")
     if verdict.kind is VerdictKind.READY and step.kind is StepKind.STAND_IN and not step.accepted:
         return replace(verdict, kind=VerdictKind.LIKELY,
                        headline="likely — the ops of a stand-in step, not the project's: " + _short(step))

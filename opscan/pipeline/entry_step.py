@@ -22,7 +22,8 @@ import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from opscan.assess.step import forward_only, project_step, script_parts, stand_in_parts, stand_in_step
+from opscan.assess.step import (HOST_ONLY, forward_only, host_only, project_step, script_parts, stand_in_parts,
+                                stand_in_step)
 from opscan.config import Config, ModelConfig
 from opscan.errors import MissingDependencyError, OpscanError
 from opscan.records import DeviceProfile, Mode, ModelTrace, Step, StepKind, TrainingEntry, TargetKind, Target
@@ -77,7 +78,7 @@ def run_chosen(entered: Entered, root: Path, profile: DeviceProfile | None, limi
     assert entry is not None
     shown = shown_command(entry)
     try:
-        trace, said = command(entry, root, profile, limits)
+        trace, said = command(entry, root, profile, budget(limits, entered))
     except MissingDependencyError:
         raise
     except OpscanError as exc:
@@ -89,9 +90,33 @@ def run_chosen(entered: Entered, root: Path, profile: DeviceProfile | None, limi
     trained = trace.complete and bool(trace.steps or trace.mode == Mode.TRAIN)
     why = "" if trained else (f"it stopped: {trace.stopped_at}" if not trace.complete else
                               "it ran to its end without a backward pass or an optimizer step")
+    if trained and host_only(trace):   # NOTE [a step that never reaches the device] in opscan/assess/step.py
+        trained, why = False, f"it trained on the host only: {HOST_ONLY}"
     if not trained:
         notes.append(f"training command `{shown}` was not a training step ({why}): the model path follows")
     return Ran(replace(trace, built_by=f"ran the training command `{shown}`"), trained, why, tuple(notes))
+
+
+# NOTE [the budget of a command found by reading]
+# A command found by reading runs the project's own code on stand-in data, and data whose content is
+# made up can send that code into a loop it never leaves with its real data (a sampler drawing a
+# negative item until it finds one the user has not seen, when the stand-in users have seen every
+# item): the run then waited for the child's whole limit (900 s by default) before the model path
+# could follow, and a pre-commit or CI job waited with it. A real run reaches its first optimizer
+# step in seconds to a few minutes here (the slowest of the repository sets, under load: about 260
+# s), so a command opscan chose itself gets COMMAND_BUDGET seconds when the limit is the default;
+# past it the run stops, named as a timeout, and the model path follows. A command the user names
+# (`--entry`, `entry`) and a `--timeout` of the user's own keep the whole limit.
+COMMAND_BUDGET = 300.0
+
+
+def budget(limits, entered: Entered):
+    """`limits` for running `entered.chosen` (NOTE [the budget of a command found by reading])."""
+    from opscan.containment.policy import DEFAULT_TIMEOUT
+
+    if limits is None or entered.given or limits.timeout != DEFAULT_TIMEOUT:
+        return limits
+    return replace(limits, timeout=COMMAND_BUDGET)
 
 
 # NOTE [a command that cannot import here]
@@ -146,9 +171,10 @@ def step_of(traces: tuple[ModelTrace, ...], models: tuple[ModelConfig, ...], ent
     if not traces:
         return stopped_step(entered, ran)
     if ran is not None and ran.trace is not None and any(t is ran.trace for t in traces):
-        return project_step(shown_command(entered.chosen)) if entered.chosen else None
+        return project_step(shown_command(entered.chosen), host_only(ran.trace)) if entered.chosen else None
     if script_command and any(_kind(t.target) is TargetKind.SCRIPT for t in traces):
-        return project_step(script_command)
+        scripts = [t for t in traces if _kind(t.target) is TargetKind.SCRIPT]
+        return project_step(script_command, all(host_only(t) for t in scripts))
     if all(t.mode == Mode.INFERENCE for t in traces):
         return forward_only([t.target for t in traces])
     model = next((m for m in models if any(t.target == m.target for t in traces)), None) or \
@@ -201,6 +227,8 @@ def _kind(target: str) -> TargetKind | None:
 
 def _why_stand_in(entered: Entered, ran: Ran | None) -> str:
     if ran is not None and entered.chosen is not None:
+        if ran.trace is not None and host_only(ran.trace):   # NOTE [a step that never reaches the device]
+            return f"`{shown_command(entered.chosen)}` ran, but {HOST_ONLY}"
         return (f"`{shown_command(entered.chosen)}` was not traced ({ran.why}); run `opscan run -- "
                 f"{entered.chosen.command}` once its data is in place")
     if entered.entries:

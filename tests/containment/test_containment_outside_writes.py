@@ -24,7 +24,8 @@ import torch
 from torch import nn
 
 OUT = {out!r}
-model = nn.Linear(8, 4)
+device = 'cuda' if torch.cuda.is_available() else 'cpu'
+model = nn.Linear(8, 4).to(device)
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 if not os.path.exists(OUT + '/weights'):
     os.makedirs(OUT + '/weights')
@@ -35,7 +36,7 @@ assert sorted(os.listdir(OUT)) == ['log.txt', 'weights']
 model.load_state_dict(torch.load(OUT + '/weights/model.pth'))
 {escape}
 for step in range(2):
-    loss = nn.functional.mse_loss(model(torch.randn(2, 8)), torch.zeros(2, 4))
+    loss = nn.functional.mse_loss(model(torch.randn(2, 8, device=device)), torch.zeros(2, 4, device=device))
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
@@ -71,7 +72,7 @@ def test_writes_outside_the_project_go_to_the_scratch_and_the_run_reaches_its_st
     report = _opscan(repo)
     (trace,) = [t for t in report["traces"] if t["target"] == "script:train.py"]
     assert trace["complete"] and trace["mode"] == "train"
-    assert [(r["kind"], r["subject"], r["line"]) for r in trace["replaced"]] == [("output", out, 9)]
+    assert [(r["kind"], r["subject"], r["line"]) for r in trace["replaced"]] == [("output", out, 10)]
     assert report["verdict"]["step"]["kind"] == "project"
     assert not os.path.exists(out) and not os.path.exists(out + "-raw")
 

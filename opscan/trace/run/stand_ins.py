@@ -244,9 +244,15 @@ class Patches:
         self._undo.append((owner, name, had, vars(owner).get(name)))
         setattr(owner, name, value)
 
+    def on_undo(self, undo: Callable[[], object]) -> None:
+        """`undo()` called when the patches are put back, in its turn (last set, first undone)."""
+        self._undo.append((undo, "", False, None))
+
     def undo(self) -> None:
         for owner, name, had, previous in reversed(self._undo):
-            if had:
+            if not name:
+                owner()
+            elif had:
                 setattr(owner, name, previous)
             else:
                 with contextlib.suppress(AttributeError):
