@@ -1,7 +1,7 @@
 """A Lightning Trainer asked for a GPU runs its fit on the imitated device (NOTE [Lightning on the
 imitated device] in opscan/trace/run/libraries.py), for `lightning.pytorch` and `pytorch_lightning`,
-each skipped where it is not installed (CI's environment has neither: the dev extra does not pull
-Lightning in)."""
+each skipped where it is not installed: CI's second environment installs `lightning` (which
+brings `pytorch_lightning`; the tests are marked extras), the dev extra neither."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.extras
 SCRIPT = str(Path(__file__).resolve().parent / "fixtures" / "lightning_train.py")
 
 
