@@ -1,5 +1,5 @@
 """The model type a hub name reads as (`bert-base-uncased` -> bert), for a `from_pretrained` whose
-config is not here (NOTE [a type read from the name] ).
+config is not here (NOTE [a type read from the name]).
 
 NOTE [a type read from the name]
 `AutoModel.from_pretrained('bert-base-uncased')` with neither the weights nor the config here: the
