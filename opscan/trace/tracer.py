@@ -457,6 +457,9 @@ _HINTS = (
     ("GuardOnDataDependentSymNode", "avoid Python control flow on tensor values in the model"),
     ("data-dependent", "make the size static (e.g. torch.nonzero_static) or compute it outside the model"),
     ("DynamicOutputShape", "make the size static (e.g. torch.nonzero_static) or compute it outside the model"),
+    # Lightning's device check: the imitated machine has one device (NOTE [Lightning on the imitated device])
+    ("But your machine only has", "the Trainer with devices=1: the imitated machine has one device, and a "
+     "multi-device run's other ranks would be new processes, which a run does not imitate"),
 )
 
 

@@ -144,6 +144,42 @@ def test_host_data_keeps_its_values_so_the_dataset_code_runs(tmp_path, monkeypat
     assert not any(s.source is not None and s.source.line in (12, 13) for s in trace.stand_ins)
 
 
+def test_a_workers_batch_read_with_numpy_has_its_values(tmp_path, monkeypatch):
+    """A loader worker's batch is handed over as a real tensor (NOTE [loader workers]); a metric that
+    reads it with `.numpy()` (Lightning's validation hooks) gets its values, not a fake's empty array."""
+    import json
+
+    from opscan.trace.run import run_script
+
+    (tmp_path / "train.py").write_text(textwrap.dedent("""
+        import json
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+        factors = np.arange(32 * 3, dtype=np.float64).reshape(32, 3) % 5
+        class Factors(Dataset):
+            def __len__(self):
+                return 32
+            def __getitem__(self, i):
+                return torch.tensor(factors[i], dtype=torch.float32)
+        for workers in (0, 2):
+            batch = next(iter(DataLoader(Factors(), batch_size=8, num_workers=workers)))
+            read = batch.cpu().numpy()
+            with open(f"read{workers}.json", "w") as f:
+                json.dump({"bins": np.bincount(read[:, 0].astype(int)).tolist(), "first": read[1].tolist()}, f)
+        model = torch.nn.Linear(3, 1).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(batch.cuda()).sum().backward()
+        optimizer.step()
+    """))
+    monkeypatch.chdir(tmp_path)
+    trace, _ = run_script(str(tmp_path / "train.py"), device="neuron", project_root=str(tmp_path))
+    assert trace.complete, trace.stopped_at
+    expected = {"bins": [2, 2, 1, 2, 1], "first": [3.0, 4.0, 0.0]}   # rows 0-7 of `factors`
+    assert json.loads((tmp_path / "read0.json").read_text()) == expected
+    assert json.loads((tmp_path / "read2.json").read_text()) == expected
+
+
 def test_a_synthetic_dataset_draws_real_random_images(tmp_path, monkeypatch):
     # torchvision's FakeData: torch.randn per item, then ToPILImage's `.mul(255).byte()...numpy()`
     real, trace, notes = _both(tmp_path, monkeypatch, """

@@ -15,8 +15,8 @@ Module map (private to the run mode): script (the run: phases, steps, the host r
 redirect (CUDA requests answered as the port would), run_mode (the run's fake mode: host data keeps
 its values), loaders (DataLoader workers in the script's process), checkpoints (saves and loads),
 loop_exits (forced loop exits), neuron_package (TorchNeuron's package on the imitated device),
-libraries (what libraries ask about fake tensors), stand_ins / stand_in_hooks / data_stand_ins /
-media_stand_ins / table_stand_ins (with data_shapes: data shaped by its use) / listings / pretrained /
+libraries (what libraries ask about fake tensors and the device), stand_ins / stand_in_hooks / data_stand_ins /
+media_stand_ins / table_stand_ins (with data_shapes: data shaped by its use) / listings / pretrained (with hub_names) /
 windows_paths (Windows-separator paths read as the project's files) / existence_checks (asserted
 existence of absent data) (data and weights stood in for when `stand_ins`: `opscan PATH`'s run of
 the project's training command, NOTE [stand-ins for data and weights]).

@@ -14,8 +14,11 @@ no weights (other hub repositories' code is not here: the run stops at that line
 `from_pretrained` builds the model from its config when the config is here but the weights are not;
 a hub name whose config is not here builds a concrete model class (`T5ForConditionalGeneration`)
 from its own config class's defaults, said as assumed (the ops are the class's own, its sizes
-those defaults'), and stops the run on an Auto class (the name, not the class, says the
-architecture: it is not known). A script that
+those defaults'), and an Auto class from the defaults of the model type the name reads as
+(`bert-base-uncased`: BertConfig's; NOTE [a type read from the name] in hub_names.py), said as
+assumed, or stops the run when the name reads as no type (the architecture is not known); an
+encoder-decoder config built from defaults gets a decoder start token (NOTE [decoder start of a
+default config]). A script that
 uses a value of the checkpoint itself (`ckpt["epoch"] + 1`) stops at that line.
 """
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from opscan.trace.run import hub_names
 from opscan.trace.run.stand_ins import Patches, StandIns
 
 OWN_INIT = "the model's own initialisation (no weights read)"
@@ -140,12 +144,12 @@ def _from_pretrained(original: Callable, module, stand_ins: StandIns) -> Callabl
             config = kwargs.pop("config", None) or module.AutoConfig.from_pretrained(
                 name, local_files_only=True, trust_remote_code=kwargs.get("trust_remote_code", False))
         except (OSError, ValueError) as exc:
-            config = _default_config(cls)
-            if config is None:
+            found = _default_config(cls, module, name)
+            if found is None:
                 raise OSError(f"from_pretrained({name!r}): neither its weights nor its config are here, and nothing "
                               f"is downloaded: the architecture is not known ({exc.__class__.__name__})") from None
-            built = (f"its config is not here: built from {type(config).__name__}'s defaults (assumed: the ops "
-                     f"are {cls.__name__}'s own, its sizes may differ from {os.fspath(name)!r}'s); {OWN_INIT}")
+            config, said = found
+            built = f"its config is not here: built from {type(config).__name__}'s defaults ({said}); {OWN_INIT}"
         stand_ins.record("pretrained", f"{cls.__name__}.from_pretrained({os.fspath(name)!r})", built)
         for key in ("local_files_only", "revision", "cache_dir", "token", "use_auth_token", "force_download",
                     "resume_download", "proxies", "subfolder", "low_cpu_mem_usage", "device_map", "use_safetensors",
@@ -159,16 +163,48 @@ def _from_pretrained(original: Callable, module, stand_ins: StandIns) -> Callabl
     return from_pretrained
 
 
-def _default_config(cls):
-    """The defaults of a concrete model class's own config class (NOTE [absent weights]), or None (an Auto class:
-    its name, not the class, says the architecture)."""
+def _default_config(cls, module, name) -> tuple | None:
+    """(a config built from defaults, what was assumed) for a model whose config is not here, or None
+    (the architecture is not known): a concrete model class's own config class (NOTE [absent
+    weights]), else, for an Auto class, the model type the name reads as (NOTE [a type read from the
+    name] in hub_names.py); NOTE [decoder start of a default config]."""
     config_class = getattr(cls, "config_class", None)
-    if not isinstance(config_class, type) or hasattr(cls, "from_config"):
+    if isinstance(config_class, type) and not hasattr(cls, "from_config"):
+        try:
+            config = config_class()
+        except Exception:   # noqa: BLE001 - a config class that needs arguments: the architecture stays unknown
+            return None
+        said = f"assumed: the ops are {cls.__name__}'s own, its sizes may differ from {os.fspath(name)!r}'s"
+    elif hasattr(cls, "from_config") and isinstance(name, (str, os.PathLike)):
+        found = hub_names.default_config(module, name)
+        if found is None:
+            return None
+        config, kind = found
+        said = (f"assumed: the model type {kind!r} read from the name {os.fspath(name)!r}, its sizes the config "
+                "class's defaults, which may not be the checkpoint's")
+    else:
         return None
-    try:
-        return config_class()
-    except Exception:   # noqa: BLE001 - a config class that needs arguments: the architecture stays unknown
-        return None
+    return config, said + _decoder_start(config)
+
+
+# NOTE [decoder start of a default config]
+# An encoder-decoder model shifts its labels right to make the decoder's inputs, starting them with
+# `config.decoder_start_token_id`. A hub checkpoint's config sets it; some config classes' defaults do
+# not (T5Config: T5's `_shift_right` then stops, "decoder_start_token_id has to be defined. In T5 it
+# is usually set to the pad_token_id"). transformers' T5 documentation says T5 uses the pad token as
+# the decoder's start token (model_doc/t5: "T5 uses the pad_token_id as the decoder_start_token_id";
+# its T5Model example prepends "start token which is pad token"), so a config built from defaults
+# that is an encoder-decoder's, with a pad token and no decoder start, starts the decoder with the
+# pad token, said as assumed (the ops do not depend on which id it is). A config that sets its own
+# (BartConfig's 2) is left as it is.
+def _decoder_start(config) -> str:
+    if not getattr(config, "is_encoder_decoder", False) or getattr(config, "decoder_start_token_id", None) is not None:
+        return ""
+    pad = getattr(config, "pad_token_id", None)
+    if pad is None:
+        return ""
+    config.decoder_start_token_id = pad
+    return f"; decoder_start_token_id unset in those defaults: the pad token's id, {pad} (assumed, T5's convention)"
 
 
 def _has_weights(folder: str) -> bool:

@@ -382,7 +382,8 @@ def _distinct_outputs(mode, func, out: tuple) -> tuple:
 def host_reads(recorder):
     """`.numpy()` and `.tolist()` of a fake tensor with values read them as a real tensor does
     (NOTE [host values]); `.numpy()` of one without values (a model's output saved as an image) is an
-    array of zeros, a counted stand-in at its line; `.tolist()` gives `.item()` stand-ins."""
+    array of zeros, a counted stand-in at its line; `.tolist()` gives `.item()` stand-ins; `.numpy()`
+    of a real tensor reads its values."""
     from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 
     def reader(name: str, original):
@@ -398,8 +399,19 @@ def host_reads(recorder):
 
         return read
 
+    real_numpy = torch.Tensor.numpy
+
+    def numpy(self, *args, **kwargs):
+        # a real tensor (a loader worker's batch, handed over as real: NOTE [loader workers]) read under
+        # the fake mode: numpy's detach made a fake tensor of it and the array held no values
+        if isinstance(self, FakeTensor):
+            return real_numpy(self, *args, **kwargs)
+        with unset_fake_temporarily():
+            return real_numpy(self, *args, **kwargs)
+
     with fakes.patched(FakeTensor, "numpy", reader("numpy", FakeTensor.numpy)), \
-            fakes.patched(FakeTensor, "tolist", reader("tolist", FakeTensor.tolist)):
+            fakes.patched(FakeTensor, "tolist", reader("tolist", FakeTensor.tolist)), \
+            fakes.patched(torch.Tensor, "numpy", numpy):
         yield
 
 

@@ -227,7 +227,7 @@ def _run_rules(device: str, requests, profile, recorder: ScriptRecorder, compile
                         loaders.in_process(requests.note, real_data=standins is not None),
                         run_mode.host_reads(recorder), host_sequences.HostSequences(),
                         checkpoints.checkpoints(recorder), stand_in_hooks.installed(standins),
-                        libraries.real_answers(), lazy.lazy(),
+                        libraries.real_answers(device, requests.note), lazy.lazy(),
                         configured.loader_sites(recorder.finder),   # NOTE [sites the user can change]
                         signatures.tail_batches(recorder.compile_log, collect_tensors),
                         numbers.number_shapes(recorder.compile_log), recorder,

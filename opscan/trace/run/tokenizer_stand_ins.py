@@ -14,7 +14,9 @@ vocabulary the model is built for) and decodes them back, and reports the vocabu
   their files lie outside the project (a cache folder) when they are not remote;
 - transformers: `AutoTokenizer.from_pretrained(name)` loads as in a real run when the files are here
   (`local_files_only`), else answers with `StandInTokenizer`, whose `vocab_size` is the model
-  config's when that config is here, else ASSUMED_VOCABULARY (stated).
+  config's when that config is here, else the default of the model type the name reads as (NOTE [a
+  type read from the name] in hub_names.py: `bert-base-uncased`, 30522, the size of the model
+  `AutoModel.from_pretrained` of the same name builds), else ASSUMED_VOCABULARY (each stated).
 Each is named in the report with the line that asked and the size it assumed.
 """
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from opscan.trace.run import hub_names
 from opscan.trace.run.stand_ins import Patches, StandIns
 
 # n_vocab of tiktoken's encodings (tiktoken_ext/openai_public.py: mergeable ranks + special tokens)
@@ -213,7 +216,11 @@ def _stand_in_from_pretrained(module, owner, stand_ins: StandIns, patches: Patch
             if isinstance(getattr(config, "vocab_size", None), int):
                 size, said = config.vocab_size, f"{config.vocab_size} tokens (its config's vocab_size)"
         except (OSError, ValueError):
-            pass
+            found = hub_names.default_config(module, name) if isinstance(name, (str, os.PathLike)) else None
+            if found is not None and isinstance(getattr(found[0], "vocab_size", None), int):
+                size = found[0].vocab_size
+                said = (f"{size} tokens (assumed: {type(found[0]).__name__}'s default, the model type {found[1]!r} "
+                        "read from the name; NOTE [a type read from the name])")
         stand_ins.record("tokenizer", f"{cls.__name__}.from_pretrained({os.fspath(name)!r})",
                          f"not downloaded: a stand-in tokenizer of text as UTF-8 bytes, vocabulary {said}")
         return StandInTokenizer(os.fspath(name), size)
