@@ -65,9 +65,12 @@ def _cv2(module, stand_ins: StandIns, patches: Patches) -> None:
 
     def imread(filename, *args, **kwargs):
         if _absent(filename, stand_ins):
-            stand_ins.record("data", "cv2.imread", f"a synthetic {IMAGE_SIDE}x{IMAGE_SIDE}x3 uint8 BGR image for each "
-                             "absent image file (first: " + os.fspath(filename) + ")")
-            return _pixels()
+            flags = args[0] if args else kwargs.get("flags", 1)
+            gray = flags == getattr(module, "IMREAD_GRAYSCALE", 0)   # `cv2.imread(path, 0)`: one channel
+            shown = f"{IMAGE_SIDE}x{IMAGE_SIDE} uint8 gray" if gray else f"{IMAGE_SIDE}x{IMAGE_SIDE}x3 uint8 BGR"
+            stand_ins.record("data", "cv2.imread", f"a synthetic {shown} image for each absent image file (first: "
+                             + os.fspath(filename) + ")")
+            return _pixels()[:, :, 0].copy() if gray else _pixels()
         return original(filename, *args, **kwargs)
 
     patches.set(module, "imread", imread)
