@@ -198,3 +198,32 @@ def test_an_image_folder_listed_by_walk_feeds_the_training_step(tmp_path):
     assert trace.complete and trace.steps == 1, trace.stopped_at
     assert {"aten::convolution", "aten::mse_loss"} <= {u.op for u in trace.ops}
     assert "../BSD68/cropped/clean" in {r.subject for r in trace.replaced}
+
+
+def test_an_environment_reading_images_gets_the_size_its_observation_space_declares(stand_ins, tmp_path):
+    """NOTE [the image size an environment declares] (media_stand_ins.py): an absent image read while an
+    environment whose observation_space is an image's runs is that size; any other read keeps 256."""
+    project = _project_module(tmp_path, """\
+        import numpy as np
+        from PIL import Image
+        class Box:
+            def __init__(self, shape):
+                self.shape = shape
+        def read(path):
+            return np.asarray(Image.open(path).convert("L"))
+        class DenoiseEnv:
+            def __init__(self):
+                self.observation_space = Box((1, 63, 63))
+            def reset(self):
+                return read("../BSD68/cropped/clean/000000.png")
+        class VectorEnv:
+            def __init__(self):
+                self.observation_space = Box((4,))
+            def reset(self):
+                return read("../BSD68/cropped/clean/000001.png")
+        """)
+    assert project.DenoiseEnv().reset().shape == (63, 63)
+    assert project.VectorEnv().reset().shape == (256, 256)
+    assert project.read("../BSD68/cropped/clean/000002.png").shape == (256, 256)
+    said = [r.detail for r in stand_ins.replaced]   # one line read them all: named once, by the first
+    assert len(said) == 1 and "63x63" in said[0] and "observation_space" in said[0]
