@@ -46,6 +46,8 @@ DATED_EVIDENCE = (EvidenceKind.SOURCE_SNAPSHOT, EvidenceKind.PROBED)   # unverif
 
 NO_BLOCKERS = Blockers()
 NO_MODEL = "no model found (configure [[tool.opscan.models]] or pass --model)"
+NO_DEVICE_OP = ("the traced step dispatched no op to the device (its model and data stay on the CPU: "
+                "nothing to check)")
 SOURCE_ONLY = "`opscan scan` reads the source only (`opscan PATH` also traces the model)"
 
 
@@ -224,7 +226,11 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
                 weak.setdefault(why, []).append(op)
                 dates.setdefault(why, set()).update(e.date for e in by_op[op].evidence
                                                     if e.date and e.kind in DATED_EVIDENCE)
-    ops_checked = any(t.target not in unchecked for t in report.traces)
+    # a run that reached its optimizer step without dispatching one op to the device (a script whose
+    # model and batches stay on the CPU) checked no op: never "ready" on it
+    ops_checked = any(t.target not in unchecked and not _no_device_op(t) for t in report.traces)
+    if not ops_checked and report.traces and not ops_not_checked and all(map(_no_device_op, report.traces)):
+        ops_not_checked = NO_DEVICE_OP
     source_checked = isinstance(source, Checked)
     source_not_checked = source.reason if isinstance(source, NotChecked) else ""   # a gap in the answer
     incomplete = [t for t in report.traces if not t.complete and t.target not in unchecked]
@@ -325,6 +331,11 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
                         gaps.all, [d for d in details if d not in (_unverified_text(weak, dates, notes), pairing)],
                         source_checked, ops_checked)
     return _verdict(VerdictKind.READY, judged, "ready", gaps.all, details, source_checked, ops_checked)
+
+
+def _no_device_op(trace: ModelTrace) -> bool:
+    """A training command's run that stepped its optimizer with no op on the device."""
+    return trace.complete and bool(trace.steps) and not trace.ops
 
 
 def size(count: int) -> str:

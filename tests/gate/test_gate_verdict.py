@@ -84,6 +84,18 @@ def test_no_model_traced_says_what_was_checked_and_is_never_ready():
     assert given.headline == "source: no CUDA pins; ops: not checked — tracing skipped (--no-trace)"
 
 
+def test_a_training_run_that_stepped_with_no_device_op_checked_no_op_and_is_never_ready():
+    """A script whose model and batches stay on the CPU reaches its step with no op on the device."""
+    cpu_only = replace(_trace(), steps=1)
+    judged = _report(traces=(cpu_only,), baseline=None).verdict
+    assert judged.kind == "unchecked" and not judged.ops_checked
+    assert "ops: not checked" in judged.headline and "no op to the device" in judged.headline
+    stepped = replace(_trace("aten::mm", "aten::relu"), steps=1)   # ops on the device: judged by them
+    ready = _report(traces=(stepped,), coverage=(_cov("native", DOCUMENTED), _cov("native", PROBED, op="aten::relu")),
+                    baseline=None).verdict
+    assert ready.kind == "ready" and ready.ops_checked
+
+
 def test_a_trace_without_a_source_scan_is_unchecked():
     report = _report(coverage=(_cov("native", DOCUMENTED), _cov("native", PROBED, op="aten::relu")), baseline=None)
     judged = judge(report, source=NotChecked("`opscan trace` lists ops only"))

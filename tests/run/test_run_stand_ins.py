@@ -293,7 +293,7 @@ def test_a_dataset_of_an_absent_folder_stops_with_the_folder_named(tmp_path):
         import random
         class Images:
             def __init__(self, folder):
-                self.files = [os.path.join(r, f) for r, _, fs in os.walk(folder) for f in fs if f.endswith(".png")]
+                self.files = [os.path.join(r, f) for r, _, fs in os.walk(folder) for f in fs if f[0] != "."]
             def __len__(self):
                 return len(self.files)
         def reset(dataset):

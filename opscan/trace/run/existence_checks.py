@@ -2,9 +2,10 @@
 
 NOTE [an asserted existence of absent data]
 Research scripts check their data before reading it: `assert os.path.exists(args.train_path),
-f'{args.train_path} does not exist!'`, `if not os.path.isfile(p): raise FileNotFoundError(p)`.
+f'{args.train_path} does not exist!'`, `if not os.path.isfile(p): raise FileNotFoundError(p)`,
+`assert os.path.isdir(dir)` before a listing (NOTE [the media kind a listing's code names]).
 With the data absent, the run stopped at that check, before the read the stand-ins answer. While
-a command runs with stand-ins (`opscan run` keeps them off), `os.path.exists` / `os.path.isfile`
+a command runs with stand-ins (`opscan run` keeps them off), `os.path.exists` / `isfile` / `isdir`
 of a path the stand-ins answer (absent, or outside the project: StandIns.answers) answers True
 when the project's line that asks is such a check: the call is in the test of an `assert`, or in
 the test of an `if` whose body only raises or exits. Every other check answers as it is (`if not
@@ -24,12 +25,12 @@ from collections.abc import Callable
 from opscan.trace.run import data_shapes
 from opscan.trace.run.stand_ins import Patches, StandIns, library_roots
 
-_CHECKS = ("exists", "isfile")
+_CHECKS = ("exists", "isfile", "isdir")
 _EXITS = ("exit", "_exit", "abort")
 
 
 def install(stand_ins: StandIns, patches: Patches) -> dict[str, Callable]:
-    """os.path.exists and os.path.isfile patched now."""
+    """os.path.exists, os.path.isfile and os.path.isdir patched now."""
     for name in _CHECKS:
         patches.set(os.path, name, _check(getattr(os.path, name), name, stand_ins))
     return {}

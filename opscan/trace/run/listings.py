@@ -1,7 +1,9 @@
 """Listings of an absent data folder (NOTE [an empty listing of absent data]): `glob.glob`,
-`glob.iglob` and `os.walk` called by the project's code on a folder that is not here: a glob of
-media files lists synthetic names (NOTE [synthetic files of an absent media folder]); any other
-listing is empty, and remembered so that a run stopping on the empty dataset says why. Also
+`glob.iglob`, `os.walk`, `os.listdir`, `os.scandir` and `pathlib.Path`'s `glob`, `rglob` and
+`iterdir` called by the project's code on a folder that is not here: a glob of media files, or a
+listing whose code names the media kind it keeps (listed_kinds.py), lists synthetic names (NOTE
+[synthetic files of an absent media folder]); any other listing is as it was (empty, or the
+absent folder's error), and remembered so that a run stopping on the empty dataset says why. Also
 `os.mkdir` of an output folder whose parent is absent (`_mkdir`).
 
 NOTE [an empty listing of absent data]
@@ -12,7 +14,8 @@ folder is not an error: it is empty. The run then stops far from the cause, on t
 should be a positive integer value, but got num_samples=0"). Synthetic names are listed only where
 the pattern says the files' kind and a stand-in reads that kind (below); otherwise (which names and
 formats a loader keeps is the project's, and a listing of the wrong kind would only move the
-failure) the stop reason names the absent folder and the line that listed it.
+failure; a listing whose code compares the names with a media suffix says it: NOTE [the media kind
+a listing's code names]) the stop reason names the absent folder and the line that listed it.
 Only reads made by the project's own code count (StandIns.asked_by_library), of paths the
 stand-ins would answer (absent, or outside the project); an empty listing of a folder that exists
 says nothing.
@@ -24,6 +27,7 @@ import os
 import sys
 from collections.abc import Callable
 
+from opscan.trace.run import listed_kinds
 from opscan.trace.run.stand_ins import Patches, StandIns
 
 
@@ -33,12 +37,17 @@ MEDIA = (".jpg", ".jpeg", ".png", ".bmp", ".wav", ".flac", ".npy")
 
 
 def install(stand_ins: StandIns, patches: Patches) -> dict[str, Callable]:
-    """glob, os.walk and os.mkdir patched now (all are imported by then)."""
+    """glob, os's and pathlib's listings and os.mkdir patched now (all are imported by then)."""
     import glob
+    import pathlib
 
     for name in ("glob", "iglob"):
         patches.set(glob, name, _watched(getattr(glob, name), stand_ins, glob_pattern=True, lazy=name == "iglob"))
     patches.set(os, "walk", _watched(os.walk, stand_ins, glob_pattern=False))
+    patches.set(os, "listdir", _names_of(os.listdir, stand_ins, "os.listdir", lambda top, names: names))
+    patches.set(os, "scandir", _names_of(os.scandir, stand_ins, "os.scandir", _entries))
+    for name in ("glob", "rglob", "iterdir"):
+        patches.set(pathlib.Path, name, _path_listing(getattr(pathlib.Path, name), name, stand_ins))
     patches.set(os, "mkdir", _mkdir(os.mkdir, stand_ins))
     return {}
 
@@ -46,15 +55,121 @@ def install(stand_ins: StandIns, patches: Patches) -> dict[str, Callable]:
 def _watched(original: Callable, stand_ins: StandIns, glob_pattern: bool, lazy: bool = False) -> Callable:
     def listing(top, *args, **kwargs):
         folder = _folder(top, glob_pattern)
-        if folder and not stand_ins.asked_by_library(sys._getframe(1)) and stand_ins.answers(folder):
-            names = _media_names(os.fspath(top)) if glob_pattern else []
-            if names:   # NOTE [synthetic files of an absent media folder]
-                stand_ins.record("data", os.fspath(top), f"{len(names)} synthetic file names ({names[0]}, ...): the "
-                                 "folder is not here; each file is answered by its reader's stand-in")
-                return iter(names) if lazy else names
+        frame = sys._getframe(1)
+        if folder and not stand_ins.asked_by_library(frame) and stand_ins.answers(folder):
+            if glob_pattern:
+                names = _media_names(os.fspath(top))
+                if names:   # NOTE [synthetic files of an absent media folder]
+                    stand_ins.record("data", os.fspath(top), f"{len(names)} synthetic file names ({names[0]}, ...): "
+                                     "the folder is not here; each file is answered by its reader's stand-in")
+                    return iter(names) if lazy else names
+            else:
+                named = _named_kind(folder, frame, stand_ins, "os.walk")
+                if named:
+                    return iter([(os.fspath(top), [], named)])
             stand_ins.empty_listing(folder)
         return original(top, *args, **kwargs)
     return listing
+
+
+def _names_of(original: Callable, stand_ins: StandIns, how: str, answer: Callable) -> Callable:
+    """`os.listdir` / `os.scandir` of an absent folder whose code names a media kind: its synthetic names."""
+    def listing(path=".", *args, **kwargs):
+        folder = _folder(path, False)
+        frame = sys._getframe(1)
+        if folder and not args and not kwargs and not stand_ins.asked_by_library(frame) and stand_ins.answers(folder):
+            named = _named_kind(folder, frame, stand_ins, how)
+            if named:
+                return answer(folder, named)
+        return original(path, *args, **kwargs)
+    return listing
+
+
+def _path_listing(original: Callable, method: str, stand_ins: StandIns) -> Callable:
+    """`Path.glob` / `rglob` / `iterdir` of an absent folder: the pattern's media kind, or (a pattern `*`,
+    or `iterdir`) the kind its code names."""
+    def listing(self, *args, **kwargs):
+        frame = sys._getframe(1)
+        folder = os.fspath(self)
+        if not folder or stand_ins.asked_by_library(frame) or not stand_ins.answers(folder):
+            return original(self, *args, **kwargs)
+        pattern = str(args[0] if args else kwargs.get("pattern", "")) if method != "iterdir" else "*"
+        last = pattern.replace("\\", "/").rsplit("/", 1)[-1]
+        how = f"pathlib.Path.{method}"
+        names = [os.path.basename(n) for n in _media_names(os.path.join(folder, last))] if last != "*" \
+            else _named_kind(folder, frame, stand_ins, how)
+        if names and last != "*":
+            stand_ins.record("data", folder, f"{len(names)} synthetic file names ({names[0]}, ...) listed by {how}"
+                             f"({pattern!r}): the folder is not here; each file is answered by its reader's stand-in")
+        if names:
+            return iter([self / name for name in names])
+        if method != "iterdir":
+            stand_ins.empty_listing(folder)
+        return original(self, *args, **kwargs)
+    return listing
+
+
+def _named_kind(folder: str, frame, stand_ins: StandIns, how: str) -> list[str]:
+    """LISTED synthetic names of the media kind the project's code listing `folder` at `frame` names
+    (NOTE [the media kind a listing's code names]), recorded; [] when it names none."""
+    filename = frame.f_code.co_filename if frame is not None else ""
+    if not filename or not stand_ins.root or not os.path.abspath(filename).startswith(stand_ins.root + os.sep):
+        return []
+    found = listed_kinds.named_suffix(filename, frame.f_lineno, MEDIA)
+    if found is None:
+        return []
+    suffix, line = found
+    names = [f"{i:06d}{suffix}" for i in range(LISTED)]
+    stand_ins.record("data", folder, f"{LISTED} synthetic file names ({names[0]}, ...) listed by {how}: the folder "
+                     f"is not here, and the code that lists it keeps {suffix} files "
+                     f"({stand_ins.finder.name(filename)}:{line}); each file is answered by its reader's stand-in")
+    return names
+
+
+class _Entry:
+    """A synthetic file of os.scandir's answer (os.DirEntry cannot be made)."""
+
+    def __init__(self, folder: str, name: str) -> None:
+        self.name = name
+        self.path = os.path.join(folder, name)
+
+    def is_file(self, *, follow_symlinks: bool = True) -> bool:
+        return True
+
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+        return False
+
+    def is_symlink(self) -> bool:
+        return False
+
+    def __fspath__(self) -> str:
+        return self.path
+
+
+class _Entries:
+    """os.scandir's answer: an iterator, usable in a `with`."""
+
+    def __init__(self, entries: list[_Entry]) -> None:
+        self._left = iter(entries)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> _Entry:
+        return next(self._left)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def _entries(folder: str, names: list[str]) -> _Entries:
+    return _Entries([_Entry(folder, name) for name in names])
 
 
 # NOTE [synthetic files of an absent media folder]

@@ -39,8 +39,43 @@ def _absent(path, stand_ins: StandIns) -> bool:
     return isinstance(path, (str, os.PathLike)) and stand_ins.answers(path)
 
 
-def _pixels() -> np.ndarray:
-    return np.random.default_rng(0).integers(0, 256, size=(IMAGE_SIDE, IMAGE_SIDE, 3), dtype=np.uint8)
+def _pixels(size: tuple[int, int] = (IMAGE_SIDE, IMAGE_SIDE)) -> np.ndarray:
+    return np.random.default_rng(0).integers(0, 256, size=(*size, 3), dtype=np.uint8)
+
+
+# NOTE [the image size an environment declares]
+# An image environment of reinforcement learning (a gym.Env that denoises or classifies pictures
+# read from files) declares what its observations are: `self.observation_space = Box(shape=(1, 63,
+# 63))`, and its actions and networks are built to that size. A stand-in image of the default side
+# then fails the environment's own arithmetic (`(1,63,63)` against `(1,256,256)`). So an absent image
+# read while a method of an object with an `observation_space` whose shape is an image's (H x W, or
+# with a channel axis of 1, 3 or 4 first or last) runs (a frame of the project's code whose `self`
+# has one) is made that H x W; said in the note. Any other read keeps IMAGE_SIDE.
+def _declared_size(stand_ins: StandIns) -> tuple[int, int] | None:
+    import sys
+
+    frame = sys._getframe(2)
+    while frame is not None:
+        owner = frame.f_locals.get("self") if stand_ins.root and \
+            os.path.abspath(frame.f_code.co_filename).startswith(stand_ins.root + os.sep) else None
+        space = getattr(owner, "__dict__", {}).get("observation_space") if owner is not None else None
+        shape = tuple(getattr(space, "shape", None) or ())
+        if len(shape) == 3 and shape[0] in (1, 3, 4) and shape[2] not in (1, 3, 4):
+            shape = shape[1:]
+        elif len(shape) == 3 and shape[2] in (1, 3, 4):
+            shape = shape[:2]
+        if len(shape) == 2 and all(isinstance(n, int) and n > 1 for n in shape):
+            return int(shape[0]), int(shape[1])
+        frame = frame.f_back
+    return None
+
+
+def _image(stand_ins: StandIns) -> tuple[np.ndarray, str, str]:
+    """A stand-in image, its `HxW` and why that size (NOTE [the image size an environment declares])."""
+    size = _declared_size(stand_ins)
+    why = " (the size its environment's observation_space declares)" if size else ""
+    size = size or (IMAGE_SIDE, IMAGE_SIDE)
+    return _pixels(size), f"{size[0]}x{size[1]}", why
 
 
 def _wave(rate: int = RATE) -> np.ndarray:
@@ -52,9 +87,10 @@ def _pil(module, stand_ins: StandIns, patches: Patches) -> None:
 
     def open_(fp, *args, **kwargs):
         if _absent(fp, stand_ins):
-            stand_ins.record("data", "PIL.Image.open", f"a synthetic {IMAGE_SIDE}x{IMAGE_SIDE} RGB image for each "
-                             "absent image file (first: " + os.fspath(fp) + ")")
-            return module.fromarray(_pixels(), mode="RGB")
+            pixels, dims, why = _image(stand_ins)
+            stand_ins.record("data", "PIL.Image.open", f"a synthetic {dims} RGB image{why} for each absent image "
+                             "file (first: " + os.fspath(fp) + ")")
+            return module.fromarray(pixels, mode="RGB")
         return original(fp, *args, **kwargs)
 
     patches.set(module, "open", open_)
@@ -65,9 +101,14 @@ def _cv2(module, stand_ins: StandIns, patches: Patches) -> None:
 
     def imread(filename, *args, **kwargs):
         if _absent(filename, stand_ins):
-            stand_ins.record("data", "cv2.imread", f"a synthetic {IMAGE_SIDE}x{IMAGE_SIDE}x3 uint8 BGR image for each "
-                             "absent image file (first: " + os.fspath(filename) + ")")
-            return _pixels()
+            flags = args[0] if args else kwargs.get("flags", 1)
+            gray = flags == getattr(module, "IMREAD_GRAYSCALE", 0)   # `cv2.imread(path, 0)`: one channel
+            pixels, dims, why = _image(stand_ins)
+            shown = f"{dims} uint8 gray" if gray else f"{dims}x3 uint8 BGR"
+            shown += why
+            stand_ins.record("data", "cv2.imread", f"a synthetic {shown} image for each absent image file (first: "
+                             + os.fspath(filename) + ")")
+            return pixels[:, :, 0].copy() if gray else pixels
         return original(filename, *args, **kwargs)
 
     patches.set(module, "imread", imread)

@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable
 
 from opscan.trace.run import (data_stand_ins, existence_checks, file_stand_ins, listings, media_stand_ins,
-                              outside_writes, pretrained, real_transforms, removed_apis, table_stand_ins,
-                              tokenizer_stand_ins, trackers, windows_paths)
+                              nltk_stand_ins, outside_writes, pretrained, real_transforms, removed_apis, rendering,
+                              table_stand_ins, tokenizer_stand_ins, trackers, windows_paths)
 from opscan.trace.run.stand_ins import Patches, StandIns
 
 # NOTE [only the real library is patched]
@@ -95,8 +95,8 @@ def installed(stand_ins: StandIns | None):
     # so they see the path the script named (and the frame that asked: NOTE [a library's own files]);
     # they map what the others pass on
     for part in (windows_paths, outside_writes, data_stand_ins, file_stand_ins, table_stand_ins, media_stand_ins,
-                 pretrained, tokenizer_stand_ins, trackers, real_transforms, listings, existence_checks,
-                 removed_apis):
+                 pretrained, tokenizer_stand_ins, trackers, real_transforms, listings, existence_checks, rendering,
+                 nltk_stand_ins, removed_apis):
         for name, patch in part.install(stand_ins, patches).items():
             watched[name] = _both(watched[name], patch) if name in watched else patch
     done: set[str] = set()

@@ -14,8 +14,10 @@ right kind when what it asks for is absent, outside the project, or remote:
   `soundfile.read`, `torchaudio.load`, `librosa.load`; and files the script opens itself
   (file_stand_ins.py): `h5py.File`, vocabulary files, paths relative to the script's own folder;
   JSON, JSON lines, pickles and text tables shaped by how the project's code uses them
-  (table_stand_ins.py: NOTE [data shaped by its use]); a glob of an absent media folder and an
-  output folder's absent parents (listings.py);
+  (table_stand_ins.py: NOTE [data shaped by its use]); a glob of an absent media folder, a listing
+  whose code names the media kind it keeps (listed_kinds.py) and an output folder's absent parents
+  (listings.py); nltk's data packages (nltk_stand_ins.py); an RL environment's rendering with no
+  screen (rendering.py);
 - weights (pretrained.py): `torch.hub.load_state_dict_from_url` (torchvision's `weights=` and
   `pretrained=True`), `torch.hub.load`, timm's `pretrained=True`, transformers' `from_pretrained`
   of a model whose config is here but whose weights are not, `torch.load` of a missing checkpoint:
