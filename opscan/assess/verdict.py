@@ -35,6 +35,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from opscan.assess import compile_check
+from opscan.assess.step import HOST_ONLY
 from opscan.records import (BlockUnit, Blockers, Checked, Confidence, Coverage, Finding, JudgedOps, ModelTrace,
                             NotChecked, NothingToCheck, Report, SourceCheck, Status, Task, TaskKind, Verdict,
                             VerdictKind, joined_stop, CaveatKind, Category, EvidenceKind, CompileCause)
@@ -46,8 +47,7 @@ DATED_EVIDENCE = (EvidenceKind.SOURCE_SNAPSHOT, EvidenceKind.PROBED)   # unverif
 
 NO_BLOCKERS = Blockers()
 NO_MODEL = "no model found (configure [[tool.opscan.models]] or pass --model)"
-NO_DEVICE_OP = ("the traced step dispatched no op to the device (its model and data stay on the CPU: "
-                "nothing to check)")
+NO_DEVICE_OP = HOST_ONLY   # NOTE [a step that never reaches the device] in opscan/assess/step.py
 SOURCE_ONLY = "`opscan scan` reads the source only (`opscan PATH` also traces the model)"
 
 

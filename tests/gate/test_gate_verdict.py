@@ -89,7 +89,7 @@ def test_a_training_run_that_stepped_with_no_device_op_checked_no_op_and_is_neve
     cpu_only = replace(_trace(), steps=1)
     judged = _report(traces=(cpu_only,), baseline=None).verdict
     assert judged.kind == "unchecked" and not judged.ops_checked
-    assert "ops: not checked" in judged.headline and "no op to the device" in judged.headline
+    assert "ops: not checked" in judged.headline and "no op of the step reached the device" in judged.headline
     stepped = replace(_trace("aten::mm", "aten::relu"), steps=1)   # ops on the device: judged by them
     ready = _report(traces=(stepped,), coverage=(_cov("native", DOCUMENTED), _cov("native", PROBED, op="aten::relu")),
                     baseline=None).verdict
