@@ -75,3 +75,16 @@ def test_torch_device_in_every_form_real_torch_accepts_runs_on_the_imitated_devi
     trace, _notes = run_script(str(script), device="neuron", steps=1, project_root=str(script.parent))
     assert trace.complete and trace.steps == 1, trace.stopped_at
     assert "aten::addmm" in {u.op for u in trace.ops} and "aten::addmm" not in {u.op for u in trace.host_ops}
+
+
+@pytest.mark.slow
+def test_an_answered_cuda_function_is_pickled_by_name_and_answers_in_a_forked_pool(tmp_path, monkeypatch):
+    # Lightning 1.x asks `Pool(1).apply(torch.cuda.device_count)`: the answer went by a local function,
+    # which pickle refused ("Can't pickle local object '_answered.<locals>.call'")
+    from opscan.trace.run import run_script
+
+    monkeypatch.chdir(tmp_path)
+    script = FIXTURES / "pooled_device_count.py"
+    trace, _ = run_script(str(script), device="neuron", steps=1, project_root=str(script.parent))
+    assert trace.complete, trace.stopped_at
+    assert "aten::addmm" in {u.op for u in trace.ops}

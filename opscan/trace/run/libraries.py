@@ -77,6 +77,10 @@ for _fabric in ("lightning_fabric", "lightning.fabric"):
     _ANSWERS[(f"{_fabric}.accelerators.cuda", "CUDAAccelerator.setup_device")] = _setup_device
 for _trainer in ("pytorch_lightning", "lightning.pytorch"):
     _ANSWERS[(f"{_trainer}.accelerators.cuda", "CUDAAccelerator.setup_device")] = _setup_device
+# Lightning 1.x checks the device in `setup_environment` (1.7-1.9: accelerators/cuda.py; before 1.7:
+# GPUAccelerator in accelerators/gpu.py); its base class's does nothing the imitated device needs
+_ANSWERS[("pytorch_lightning.accelerators.cuda", "CUDAAccelerator.setup_environment")] = _setup_device
+_ANSWERS[("pytorch_lightning.accelerators.gpu", "GPUAccelerator.setup_environment")] = _setup_device
 _MODULES = frozenset(module for module, _ in _ANSWERS)
 
 

@@ -332,7 +332,7 @@ def answering(device: str, requests: Requests):
                     if name.startswith("_") or not callable(value) or isinstance(value, type) \
                             or not (getattr(value, "__module__", None) or "").startswith("torch.cuda"):
                         continue   # classes (Stream, Event) and re-exported helpers stay as they are
-                    stack.enter_context(patched(module, name, _answered(name, requests)))
+                    stack.enter_context(patched(module, name, _by_name(_answered(name, requests), module, name)))
             # torch.accelerator's memory statistics ask the device's allocator, which the imitated
             # device has none of (an internal assert): answered as torch.cuda's are, zero counters
             stack.enter_context(patched(torch._C, "_accelerator_isAllocatorInitialized",
@@ -358,6 +358,15 @@ def _synchronize_answer(requests: Requests):
         requests.note("torch.accelerator.synchronize answered as on the imitated device (nothing to wait for)")
 
     return synchronize
+
+
+def _by_name(function, module, name: str):
+    """`function`, named as the attribute it replaces, so that pickle finds it by that name: a library
+    that sends `torch.cuda.device_count` to a process pool (Lightning 1.x's `num_cuda_devices`, a fork
+    `Pool(1).apply(torch.cuda.device_count)`) pickles it by reference, and the forked process, which
+    holds the same patch, calls the answer (a local function could not be pickled at all)."""
+    function.__module__, function.__name__, function.__qualname__ = module.__name__, name, name
+    return function
 
 
 def _answered(name: str, requests: Requests):
