@@ -186,3 +186,31 @@ def test_opscan_path_runs_a_script_with_removed_numpy_names_to_its_step_and_name
         ("removed API", "np.Inf", 8), ("removed API", "np.int", 15)]
     assert report["verdict"]["step"]["kind"] == "project"
     assert any("aten::nll_loss_forward" in op["op"] for op in report["ops"])
+
+
+@pytest.mark.extras   # pandas comes with CI's second environment (datasets)
+def test_pandas_removed_methods_answer_what_their_release_notes_name(tmp_path):
+    pd = pytest.importorskip("pandas")
+    removed = [name for name, gone in (("append", not hasattr(pd.DataFrame, "append")),
+                                       ("iteritems", not hasattr(pd.Series, "iteritems"))) if gone]
+    if not removed:
+        pytest.skip("the installed pandas still has append and iteritems")
+    (rows, pairs, filled), replaced = _run(tmp_path, """\
+        import pandas as pd
+
+        def main():
+            frame = pd.DataFrame({'a': [1, 2]})
+            frame = frame.append({'a': 3}, ignore_index=True)
+            pairs = list(pd.Series([5, 6]).iteritems())
+            try:
+                filled = pd.Series([None, 2.0, None]).fillna(method='bfill').tolist()
+            except TypeError:   # a pandas 2.x still takes `method`: answered as itself
+                filled = None
+            return frame['a'].tolist(), pairs, filled
+        """)
+    assert rows == [1, 2, 3] and pairs == [(0, 5), (1, 6)]
+    subjects = [(r.subject, r.line) for r in replaced]
+    assert ("DataFrame.append", 5) in subjects and ("Series.iteritems", 6) in subjects
+    if "fillna" in " ".join(s for s, _ in subjects):
+        assert filled[:2] == [2.0, 2.0] and ("Series.fillna(method='bfill')", 8) in subjects
+    assert not hasattr(pd.DataFrame, "append")   # put back after the run

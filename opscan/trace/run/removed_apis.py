@@ -1,6 +1,7 @@
 """Names a library has removed since the project was written, answered for the run and named in the
 report (NOTE [removed library names]): NumPy's removed aliases (`np.float`, `np.Inf`, `np.bool8`,
-`np.product`, ...), `torch._six`, matplotlib's `cm.get_cmap`.
+`np.product`, ...), `torch._six`, matplotlib's `cm.get_cmap`, pandas' `append`, `iteritems` and
+`fillna(method=...)`.
 
 NOTE [removed library names]
 Research code is written against the libraries of its year, and `opscan PATH` runs it in today's
@@ -8,7 +9,8 @@ environment, the one a port to TorchNeuron (torch 2.13 / 2.14) installs. Code of
 names what has since been removed: NumPy 1.24 removed the aliases of builtins (`np.float`, `np.int`,
 `np.bool`, `np.object`), NumPy 2.0 removed `np.Inf`, `np.NaN`, `np.bool8`, `np.float_`,
 `np.product`, `np.asfarray` and more (NEP 52), PyTorch 2.0 removed `torch._six`, matplotlib 3.9
-removed `matplotlib.cm.get_cmap`. The run stopped at the first one (an early-stopping helper's
+removed `matplotlib.cm.get_cmap`, pandas 2.0 removed `DataFrame.append` and `iteritems` and pandas
+3.0 `fillna(method=...)`. The run stopped at the first one (an early-stopping helper's
 `np.Inf`, a metric's `dtype=np.bool`), far from the model and its step, on a line the port has to
 change anyway. So a removed name the project's own code asks for is answered with what it meant
 (the builtin, the value, the function its release notes name as the replacement), only when the
@@ -80,7 +82,8 @@ def install(stand_ins: StandIns, patches: Patches) -> dict[str, Callable]:
     sys.meta_path.append(finder)
     patches.on_undo(lambda: _remove_six(finder))
     return {"numpy": lambda module: _patch_numpy(module, stand_ins, patches),
-            "matplotlib.cm": lambda module: _patch_cm(module, stand_ins, patches)}
+            "matplotlib.cm": lambda module: _patch_cm(module, stand_ins, patches),
+            "pandas": lambda module: _patch_pandas(module, stand_ins, patches)}
 
 
 def _patch_numpy(np, stand_ins: StandIns, patches: Patches) -> None:
@@ -119,6 +122,51 @@ def _patch_cm(cm, stand_ins: StandIns, patches: Patches) -> None:
         return cmap.resampled(lut) if lut is not None else cmap
 
     patches.set(cm, "get_cmap", get_cmap)
+
+
+_FILLS = {"ffill": "ffill", "pad": "ffill", "bfill": "bfill", "backfill": "bfill"}
+
+
+def _patch_pandas(pd, stand_ins: StandIns, patches: Patches) -> None:
+    """pandas 2.0 removed `DataFrame.append` / `Series.append` and `iteritems`; pandas 3.0 removed
+    `fillna(method=...)`: answered by what their release notes name (`pd.concat`, `items`, `ffill` /
+    `bfill`), each named at the project's line."""
+    def said(name: str, instead: str, when: str) -> None:
+        if not stand_ins.asked_by_library(sys._getframe(2)):
+            stand_ins.record("removed API", name, f"{when}; answered as {instead} for this run: write {instead} "
+                             "(NOTE [removed library names])")
+
+    for cls in (pd.DataFrame, pd.Series):
+        kind = cls.__name__
+        if "append" not in vars(cls) and not hasattr(cls, "append"):
+            def append(self, other, ignore_index=False, verify_integrity=False, sort=False, _kind=kind):
+                said(f"{_kind}.append", "pd.concat([a, b])", "removed in pandas 2.0")
+                others = list(other) if isinstance(other, (list, tuple)) else [other]
+                if _kind == "DataFrame":
+                    others = [pd.DataFrame([o]) if isinstance(o, (dict, pd.Series)) else o for o in others]
+                return pd.concat([self, *others], ignore_index=ignore_index, verify_integrity=verify_integrity,
+                                 sort=sort)
+            patches.set(cls, "append", append)
+        if not hasattr(cls, "iteritems"):
+            def iteritems(self, _kind=kind):
+                said(f"{_kind}.iteritems", ".items()", "removed in pandas 2.0")
+                return self.items()
+            patches.set(cls, "iteritems", iteritems)
+    generic = getattr(getattr(pd, "core", None), "generic", None)
+    frame = getattr(generic, "NDFrame", None)
+    original = vars(frame).get("fillna") if frame is not None else None
+    if original is None or "method" in getattr(original, "__code__", None).co_varnames:
+        return
+
+    def fillna(self, value=None, *args, method=None, **kwargs):
+        if method is None or value is not None or method not in _FILLS:
+            return original(self, value, *args, **kwargs) if method is None else \
+                original(self, value, *args, method=method, **kwargs)
+        instead = _FILLS[method]
+        said(f"{type(self).__name__}.fillna(method={method!r})", f".{instead}()", "removed in pandas 3.0")
+        return getattr(self, instead)(**{k: v for k, v in kwargs.items() if k in ("axis", "inplace", "limit")})
+
+    patches.set(frame, "fillna", fillna)
 
 
 # what `torch._six` held, as its last release had it (PyTorch 1.13): names old code imports from it
