@@ -88,3 +88,19 @@ def test_an_answered_cuda_function_is_pickled_by_name_and_answers_in_a_forked_po
     trace, _ = run_script(str(script), device="neuron", steps=1, project_root=str(script.parent))
     assert trace.complete, trace.stopped_at
     assert "aten::addmm" in {u.op for u in trace.ops}
+
+
+@pytest.mark.slow
+def test_legacy_cuda_tensor_types_make_and_convert_tensors_on_the_imitated_device(tmp_path, monkeypatch):
+    # NOTE [legacy CUDA tensor types]: `Tensor = torch.cuda.FloatTensor`; `Tensor(3, 4)` stopped the run
+    # with "type torch.cuda.FloatTensor not available"
+    from opscan.trace.run import run_script
+
+    monkeypatch.chdir(tmp_path)
+    script = FIXTURES / "legacy_cuda_types.py"
+    trace, notes = run_script(str(script), device="neuron", steps=1, project_root=str(script.parent))
+    assert trace.complete, trace.stopped_at
+    assert {"aten::addmm", "aten::nll_loss_forward"} <= {u.op for u in trace.ops}
+    said = " ".join(notes)
+    assert "torch.cuda.FloatTensor runs on the imitated device" in said
+    assert "Tensor.type(torch.cuda.FloatTensor) runs on the imitated device" in said

@@ -286,6 +286,15 @@ def test_a_placeholder_in_angle_brackets_is_dropped_with_its_option_not_read_as_
                                              ("python", "eval.py")]
 
 
+def test_a_placeholder_in_square_brackets_is_dropped_too_but_not_a_list_value():
+    """NOTE [placeholders]: CVVin23's README `python train_dis.py [MODEL] [RESUME] [DEVICE]` (the
+    script's parser exits 2 on them); a bracketed value that is no name (`'[(160,224,160)]'`, `[0]`) stays."""
+    found = commands("python train_dis.py [MODEL] [RESUME] [DEVICE] [BATCH_SIZE]\n"
+                     "python train.py --res '[(160,224,160)]' --gpus [0] --size [input_size]\n")
+    assert [c.words for c in found] == [("python", "train_dis.py"),
+                                         ("python", "train.py", "--res", "[(160,224,160)]", "--gpus", "[0]")]
+
+
 def test_a_pyproject_whose_tool_table_is_a_value_ends_no_search(tmp_path):
     """`tool = "x"` is valid TOML: the search for console scripts reads past it (no traceback), and
     the commands found elsewhere are still found."""

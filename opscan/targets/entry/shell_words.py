@@ -31,8 +31,9 @@ REDIRECTS = re.compile(r"^(\d*>>?|\d*<|&>|\d*>&\d*)")
 _VAR = re.compile(r"\$\{(\w+|[@*#])(?::?-([^}]*))?\}|\$(\w+|[@*#])")
 _ALL_QUOTED = re.compile(r'"\$(?:[@*]|\{[@*]\})"')
 _ASSIGN = re.compile(r"^(?:export\s+)?([A-Za-z_]\w*)=(.*)$")
-# a README's `<int>`, `<path_to_data>` where the reader puts a value: not a redirection (NOTE [placeholders])
-_PLACEHOLDER = re.compile(r"(?<!\S)<([A-Za-z_][\w.-]*)>(?!\S)")
+# a README's `<int>`, `<path_to_data>`, `[MODEL]` where the reader puts a value: not a redirection, not
+# a glob (NOTE [placeholders])
+_PLACEHOLDER = re.compile(r"(?<!\S)(?:<([A-Za-z_][\w.-]*)>|\[([A-Za-z_][\w.-]*)\])(?!\S)")
 _HOLE = "__opscan_placeholder__"   # + the placeholder's name
 # `bash run.sh ARGS` (NOTE [a script invoked with its arguments])
 INVOKERS = frozenset({"bash", "sh", "zsh", "source", "."})
@@ -155,7 +156,8 @@ def _command(line: str, shell: Shell, number: int, read_as: tuple[str, ...], fou
         return
     shell.unset.clear()
     try:
-        lexer = shlex.shlex(_PLACEHOLDER.sub(_HOLE + r"\1", shell.expand(line)), posix=True,
+        lexer = shlex.shlex(_PLACEHOLDER.sub(lambda m: _HOLE + (m.group(1) or m.group(2)), shell.expand(line)),
+                            posix=True,
                             punctuation_chars=";&|<>")
         lexer.whitespace_split = True
         lexer.commenters = "#"
@@ -214,7 +216,9 @@ def _unfilled(words: list[str]) -> list[str]:
     NOTE [placeholders]
     `python Train.py -s <int>` is a README's way of saying "put a number here"; read as shell, `<int>`
     is a redirection from a file `int>` and left `-s` without its value (argparse then exits 2). A
-    word `<name>` alone between spaces is a placeholder: it and its option are dropped, so the
+    word `<name>` alone between spaces is a placeholder, and so is `[NAME]` (`python train_dis.py
+    [MODEL] [RESUME] [DEVICE]`: a usage line's slots, which the shell would pass as they are and the
+    script's parser refuses: exit 2); it and its option are dropped, so the
     option's default applies, or, when it is required, a value is chosen for it as for any
     required argument (required_args.py). An argument of a shell script's invocation (`bash run.sh
     <gpu_id> msl`) stays as written: dropping it would move the next one to its place, `$1`."""

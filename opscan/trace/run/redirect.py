@@ -131,6 +131,12 @@ class DeviceRedirect(TorchFunctionMode):
             return args[0].device.type == self.device.type and self.device.type != "cpu"
         if func is torch.device:   # NOTE [torch.device under the imitation]
             return self._device(args, kwargs)
+        if func is torch.Tensor.type and self.device.type != "cpu":   # NOTE [legacy CUDA tensor types]
+            target = args[1] if len(args) > 1 else kwargs.get("dtype")
+            dtype = _legacy_cuda_dtype(target)
+            if dtype is not None:
+                self.requests.note(f"Tensor.type({_legacy_name(target)}) runs on the imitated device")
+                return args[0].to(device=self.device, dtype=dtype, non_blocking=kwargs.get("non_blocking", False))
         if func is torch.Tensor.pin_memory and self.device.type != "cpu":
             return args[0]   # host memory is not modelled; the copy that follows is traced
         if "device" in kwargs:
@@ -333,6 +339,9 @@ def answering(device: str, requests: Requests):
                             or not (getattr(value, "__module__", None) or "").startswith("torch.cuda"):
                         continue   # classes (Stream, Event) and re-exported helpers stay as they are
                     stack.enter_context(patched(module, name, _by_name(_answered(name, requests), module, name)))
+            for name in _LEGACY_TYPES:   # NOTE [legacy CUDA tensor types]
+                if hasattr(torch, name) and hasattr(torch.cuda, name):
+                    stack.enter_context(patched(torch.cuda, name, _legacy_type(name, redirect)))
             # torch.accelerator's memory statistics ask the device's allocator, which the imitated
             # device has none of (an internal assert): answered as torch.cuda's are, zero counters
             stack.enter_context(patched(torch._C, "_accelerator_isAllocatorInitialized",
@@ -343,6 +352,56 @@ def answering(device: str, requests: Requests):
             stack.enter_context(patched(torch._C, "_accelerator_synchronizeDevice", _synchronize_answer(requests)))
         stack.enter_context(redirect)
         yield redirect
+
+
+# NOTE [legacy CUDA tensor types]
+# Code of PyTorch's first years names its tensors' type: `Tensor = torch.cuda.FloatTensor if cuda
+# else torch.FloatTensor`, then `Tensor(batch, dim).normal_()`, `x.type(torch.cuda.FloatTensor)`,
+# `torch.cuda.LongTensor(labels)` (GAN and VAE code copied from such examples is still common). On
+# a machine without CUDA those types exist but refuse to make a tensor ("type torch.cuda.FloatTensor
+# not available"), so the run stopped at the first. On the imitated device each `torch.cuda.<T>Tensor`
+# makes the CPU type's tensor from the same arguments and moves it to the device (a note at its
+# line), `isinstance(x, torch.cuda.FloatTensor)` asks the dtype and the device, and `x.type(...)` of
+# such a type, or of its name (`'torch.cuda.FloatTensor'`), is `x.to(device, dtype)`. On `--device
+# cpu` they are left as they are: the machine has no CUDA, and the script's CPU path runs.
+_LEGACY_TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor", "CharTensor",
+                 "ShortTensor", "IntTensor", "LongTensor", "BoolTensor")
+
+
+class _LegacyType(type):
+    """The type of a `torch.cuda.<T>Tensor` stand-in: calling it makes a tensor on the imitated device."""
+
+    _cpu: type
+    _redirect: DeviceRedirect
+    dtype: torch.dtype
+
+    def __call__(cls, *args, **kwargs):
+        cls._redirect.requests.note(f"torch.cuda.{cls.__name__} runs on the imitated device")
+        return cls._cpu(*args, **kwargs).to(cls._redirect.device)
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, torch.Tensor) and obj.dtype == cls.dtype and obj.device.type == cls._redirect.device.type
+
+
+def _legacy_type(name: str, redirect: DeviceRedirect) -> type:
+    cpu = getattr(torch, name)
+    return _LegacyType(name, (), {"_cpu": cpu, "_redirect": redirect, "dtype": cpu.dtype, "__module__": "torch.cuda",
+                                  "__qualname__": name})
+
+
+def _legacy_cuda_dtype(target) -> torch.dtype | None:
+    """The dtype of a legacy CUDA tensor type given to `Tensor.type` (the type or its name), else None."""
+    name = _legacy_name(target)
+    if not name.startswith("torch.cuda.") or name.removeprefix("torch.cuda.") not in _LEGACY_TYPES:
+        return None
+    return getattr(torch, name.removeprefix("torch.cuda.")).dtype
+
+
+def _legacy_name(target) -> str:
+    if isinstance(target, str):
+        return target
+    module, name = getattr(target, "__module__", None), getattr(target, "__name__", None)
+    return f"{module}.{name}" if isinstance(module, str) and isinstance(name, str) else ""
 
 
 def _allocator_answer(requests: Requests):
