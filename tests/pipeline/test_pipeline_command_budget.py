@@ -12,20 +12,7 @@ import pytest
 
 from opscan.containment.policy import DEFAULT_TIMEOUT, Limits
 from opscan.pipeline import entry_step
-from tests.support.corpus import write_sources
-
-MODEL = """\
-    from torch import nn
-
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc = nn.Linear(8, 2)
-
-        def forward(self, x):
-            return self.fc(x)
-    """
+from tests.support.corpus import LINEAR_MODEL, write_sources
 
 # a sampler that never finds what it draws for: the step is never reached
 TRAIN = """\
@@ -60,7 +47,7 @@ def test_a_found_command_that_never_reaches_its_step_stops_at_the_budget_and_the
     pytest.importorskip("torch")
     monkeypatch.setattr(entry_step, "COMMAND_BUDGET", 10.0)
     repo = write_sources(tmp_path / "repo", {"README.md": "# toy\n\n```\npython train.py\n```\n",
-                                             "model.py": MODEL, "train.py": TRAIN})
+                                             "model.py": LINEAR_MODEL, "train.py": TRAIN})
     code, out, err = run_cli(str(repo), "--format", "json", "--exit-zero")
     assert code == 0, err
     report = json.loads(out)

@@ -13,22 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.corpus import write_sources
+from tests.support.corpus import LINEAR_MODEL, write_sources
 
 pytestmark = pytest.mark.slow
-
-MODEL = """\
-    from torch import nn
-
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc = nn.Linear(8, 2)
-
-        def forward(self, x):
-            return self.fc(x)
-    """
 
 TRAIN = """\
     import torch
@@ -49,7 +36,7 @@ TRAIN = """\
 
 def _project(tmp_path: Path, device: str) -> Path:
     return write_sources(tmp_path / "repo", {"README.md": "# toy\n\n```\npython train.py\n```\n",
-                                             "model.py": MODEL, "train.py": TRAIN.format(device=device)})
+                                             "model.py": LINEAR_MODEL, "train.py": TRAIN.format(device=device)})
 
 
 def _opscan(repo: Path, command: str, *args: str) -> tuple[int, dict]:

@@ -91,6 +91,21 @@ GOOD = {
 }
 
 
+# a project's model.py: one linear layer (the training scripts of tests/pipeline import it)
+LINEAR_MODEL = """\
+    from torch import nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+    """
+
+
 def write_sources(root: Path, files: dict[str, str]) -> Path:
     """A small project from its files' texts (each dedented, UTF-8)."""
     return write_tree(root, {rel: textwrap.dedent(text).encode("utf-8") for rel, text in files.items()})
