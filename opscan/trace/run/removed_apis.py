@@ -138,7 +138,7 @@ def _patch_pandas(pd, stand_ins: StandIns, patches: Patches) -> None:
 
     for cls in (pd.DataFrame, pd.Series):
         kind = cls.__name__
-        if "append" not in vars(cls) and not hasattr(cls, "append"):
+        if not hasattr(cls, "append"):
             def append(self, other, ignore_index=False, verify_integrity=False, sort=False, _kind=kind):
                 said(f"{_kind}.append", "pd.concat([a, b])", "removed in pandas 2.0")
                 others = list(other) if isinstance(other, (list, tuple)) else [other]
@@ -155,7 +155,8 @@ def _patch_pandas(pd, stand_ins: StandIns, patches: Patches) -> None:
     generic = getattr(getattr(pd, "core", None), "generic", None)
     frame = getattr(generic, "NDFrame", None)
     original = vars(frame).get("fillna") if frame is not None else None
-    if original is None or "method" in getattr(original, "__code__", None).co_varnames:
+    code = getattr(original, "__code__", None)
+    if code is None or "method" in code.co_varnames:   # a pandas that still takes `method` (or a wrapped one)
         return
 
     def fillna(self, value=None, *args, method=None, **kwargs):
