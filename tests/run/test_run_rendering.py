@@ -79,7 +79,7 @@ def test_a_library_environment_renders_nothing_when_pygame_is_absent(library):
         gym.CartPole().render()
 
 
-def test_a_projects_own_environment_and_a_run_without_stand_ins_are_left_alone(library):
+def test_a_projects_own_environment_and_a_run_without_stand_ins_are_left_alone(library, monkeypatch):
     project_env = library / "project_env.py"
     project_env.write_text(textwrap.dedent("""\
         import gym
@@ -90,7 +90,7 @@ def test_a_projects_own_environment_and_a_run_without_stand_ins_are_left_alone(l
             return gym.Wrapper(Mine())
         """), encoding="utf-8")
     made = StandIns(str(library), SourceFinder(str(library)))
-    sys.path.insert(0, str(library))
+    monkeypatch.syspath_prepend(str(library))
     try:
         with installed(made):
             import gym
@@ -99,7 +99,6 @@ def test_a_projects_own_environment_and_a_run_without_stand_ins_are_left_alone(l
             with pytest.raises(gym.DependencyNotInstalled):   # the project's own class: as it is
                 project_env.make_mine().render()
     finally:
-        sys.path.remove(str(library))
         sys.modules.pop("project_env", None)
     assert made.replaced == []
     with installed(None):   # `opscan run`: no stand-ins
