@@ -61,11 +61,13 @@ def project_step(command: str, host_only: bool = False) -> Step:
 # or `device = "cpu"` written in) runs its whole step on the host: the run records every op as a
 # host op and none as the device's. Nothing in it fails, so the verdict was `ready`, though on a
 # Trainium instance the same script trains on the instance's CPU and the device's ops were never
-# looked at. The verdict of such a step is `unchecked`, saying why and what to change; the step's
-# host ops stay in the report (`host_ops`).
+# looked at. The verdict of such a step is `unchecked` (verdict.py reads `host_only`), saying why and
+# what to change; the step says it ran on the host only, and its host ops stay in the report
+# (`host_ops`). `opscan PATH` follows the model path instead (entry_step.py).
 def host_only(trace: ModelTrace) -> bool:
-    """Whether a script's trace ran its step on the host alone: host ops, none on the device."""
-    return trace.complete and not trace.ops and bool(trace.host_ops)
+    """Whether a script's trace ran its step on the host alone: it stepped (or ran host ops), and no
+    op reached the device."""
+    return trace.complete and not trace.ops and bool(trace.steps or trace.host_ops)
 
 
 HOST_ONLY = ("no op of the step reached the device: the script never moves its model or data to one, so it "
@@ -95,9 +97,6 @@ def apply(verdict: Verdict, step: Step | None) -> Verdict:
     if step.kind is StepKind.NONE and step.command and not verdict.ops_checked:
         # NOTE [a command that stopped, nothing traced] in opscan/pipeline/entry_step.py
         return replace(verdict, headline=f"{verdict.headline}; `{step.command}` {step.why}")
-    if step.kind is StepKind.PROJECT and step.why and verdict.kind in (VerdictKind.READY, VerdictKind.LIKELY):
-        # NOTE [a step that never reaches the device]
-        return replace(verdict, kind=VerdictKind.UNCHECKED, headline=f"ops: not checked — `{step.command}`: {step.why}")
     if verdict.kind is VerdictKind.READY and step.kind is StepKind.STAND_IN and not step.accepted:
         return replace(verdict, kind=VerdictKind.LIKELY,
                        headline="likely — the ops of a stand-in step, not the project's: " + _short(step))

@@ -35,7 +35,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from opscan.assess import compile_check
-from opscan.assess.step import HOST_ONLY
+from opscan.assess.step import HOST_ONLY, host_only
 from opscan.records import (BlockUnit, Blockers, Checked, Confidence, Coverage, Finding, JudgedOps, ModelTrace,
                             NotChecked, NothingToCheck, Report, SourceCheck, Status, Task, TaskKind, Verdict,
                             VerdictKind, joined_stop, CaveatKind, Category, EvidenceKind, CompileCause)
@@ -47,7 +47,6 @@ DATED_EVIDENCE = (EvidenceKind.SOURCE_SNAPSHOT, EvidenceKind.PROBED)   # unverif
 
 NO_BLOCKERS = Blockers()
 NO_MODEL = "no model found (configure [[tool.opscan.models]] or pass --model)"
-NO_DEVICE_OP = HOST_ONLY   # NOTE [a step that never reaches the device] in opscan/assess/step.py
 SOURCE_ONLY = "`opscan scan` reads the source only (`opscan PATH` also traces the model)"
 
 
@@ -228,9 +227,9 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
                                                     if e.date and e.kind in DATED_EVIDENCE)
     # a run that reached its optimizer step without dispatching one op to the device (a script whose
     # model and batches stay on the CPU) checked no op: never "ready" on it
-    ops_checked = any(t.target not in unchecked and not _no_device_op(t) for t in report.traces)
-    if not ops_checked and report.traces and not ops_not_checked and all(map(_no_device_op, report.traces)):
-        ops_not_checked = NO_DEVICE_OP
+    ops_checked = any(t.target not in unchecked and not host_only(t) for t in report.traces)
+    if not ops_checked and report.traces and not ops_not_checked and all(map(host_only, report.traces)):
+        ops_not_checked = HOST_ONLY   # NOTE [a step that never reaches the device] in step.py
     source_checked = isinstance(source, Checked)
     source_not_checked = source.reason if isinstance(source, NotChecked) else ""   # a gap in the answer
     incomplete = [t for t in report.traces if not t.complete and t.target not in unchecked]
@@ -331,11 +330,6 @@ def _judge(report: Report, ops_not_checked: str, source: SourceCheck, unchecked:
                         gaps.all, [d for d in details if d not in (_unverified_text(weak, dates, notes), pairing)],
                         source_checked, ops_checked)
     return _verdict(VerdictKind.READY, judged, "ready", gaps.all, details, source_checked, ops_checked)
-
-
-def _no_device_op(trace: ModelTrace) -> bool:
-    """A training command's run that stepped its optimizer with no op on the device."""
-    return trace.complete and bool(trace.steps) and not trace.ops
 
 
 def size(count: int) -> str:

@@ -171,7 +171,7 @@ def step_of(traces: tuple[ModelTrace, ...], models: tuple[ModelConfig, ...], ent
     if not traces:
         return stopped_step(entered, ran)
     if ran is not None and ran.trace is not None and any(t is ran.trace for t in traces):
-        return project_step(shown_command(entered.chosen), host_only(ran.trace)) if entered.chosen else None
+        return project_step(shown_command(entered.chosen)) if entered.chosen else None   # it trained on the device
     if script_command and any(_kind(t.target) is TargetKind.SCRIPT for t in traces):
         scripts = [t for t in traces if _kind(t.target) is TargetKind.SCRIPT]
         return project_step(script_command, all(host_only(t) for t in scripts))
