@@ -118,6 +118,35 @@ def test_a_torchrun_ddp_script_runs_as_rank_0_of_a_fake_process_group(tmp_path, 
     assert "c10d::allreduce_" in ops and "aten::_foreach_lerp_.Scalar" in ops
 
 
+def test_a_trainers_ddp_from_the_distributed_module_is_the_pass_through(tmp_path, monkeypatch):
+    """NOTE [a trainer's DistributedDataParallel]: a trainer (Lightning's DDP strategy) binds the class
+    from `torch.nn.parallel.distributed` and reads its flags; the real class broadcast fake tensors."""
+    pytest.importorskip("torch")
+    from opscan.trace.run import run_script
+
+    script = tmp_path / "trainer_ddp.py"
+    script.write_text(
+        "import torch\n"
+        "import torch.distributed as dist\n"
+        "from torch.nn.parallel.distributed import DistributedDataParallel\n"
+        "dist.init_process_group('nccl')\n"
+        "model = torch.nn.Linear(8, 4).cuda()\n"
+        "wrapped = DistributedDataParallel(module=model, device_ids=[0], find_unused_parameters=True)\n"
+        "assert isinstance(wrapped, torch.nn.parallel.DistributedDataParallel)\n"
+        "assert not wrapped.static_graph and wrapped.find_unused_parameters\n"
+        "assert wrapped._get_ddp_logging_data().get('can_set_static_graph') is None\n"
+        "wrapped.register_comm_hook(None, lambda state, bucket: None)\n"
+        "opt = torch.optim.SGD(wrapped.parameters(), lr=0.1)\n"
+        "with wrapped.join():\n"
+        "    loss = wrapped(torch.randn(2, 8).cuda()).square().mean()\n"
+        "loss.backward()\n"
+        "opt.step()\n")
+    monkeypatch.chdir(tmp_path)
+    trace, _ = run_script(str(script), device="neuron", steps=1, nproc=1, project_root=str(tmp_path))
+    assert trace.complete, trace.stopped_at
+    assert "aten::addmm" in {u.op for u in trace.ops} and trace.steps
+
+
 @pytest.mark.slow
 def test_cuda_spellings_run_on_the_imitated_device_and_compile_runs_eager(tmp_path, monkeypatch):
     pytest.importorskip("torch")

@@ -398,6 +398,7 @@ def _distributed(nproc: int | None, device: str):
     data_parallel = _PassThrough if device != "cpu" else torch.nn.DataParallel   # NOTE [DataParallel of one device]
     with fakes.patched(dist, "init_process_group", init_process_group), \
             fakes.patched(torch.nn.parallel, "DistributedDataParallel", _PassThrough), \
+            fakes.patched(torch.nn.parallel.distributed, "DistributedDataParallel", _PassThrough), \
             fakes.patched(torch.nn, "DataParallel", data_parallel), \
             fakes.patched(torch.nn.parallel, "DataParallel", data_parallel):
         try:
@@ -416,6 +417,16 @@ def _distributed(nproc: int | None, device: str):
                     os.environ[key] = value
 
 
+# NOTE [a trainer's DistributedDataParallel]
+# Lightning's DDP strategy (chosen for one device too, by `strategy="ddp"` or a 1.x default) imports
+# DistributedDataParallel from `torch.nn.parallel.distributed` and wraps the model in it: the real
+# class syncs the module's state by broadcast in its constructor, which fails on fake tensors ("its
+# data is not allocated yet"). So the pass-through replaces it in that module too (Lightning is
+# imported by the script inside the run, so it binds the pass-through), and answers what such a
+# trainer reads of it: `static_graph`, `find_unused_parameters`, the sync flags, `register_comm_hook`,
+# `_set_static_graph`, `_get_ddp_logging_data`, `join()`. One process has nothing to synchronise.
+
+
 # NOTE [DataParallel of one device]
 # `model = torch.nn.DataParallel(model).cuda()` (research code written for several GPUs) asks
 # torch's CUDA device list and guards in its constructor, which the imitated device has not. The
@@ -425,12 +436,31 @@ def _distributed(nproc: int | None, device: str):
 
 
 class _PassThrough(nn.Module):
-    """DistributedDataParallel (and DataParallel of one device) as seen by the script: `.module`,
-    `no_sync()`, forward."""
+    """DistributedDataParallel (and DataParallel of one device) as seen by the script and by the
+    trainers that wrap a model in it (Lightning's DDP strategy): `.module`, `no_sync()`, forward,
+    and the flags and hooks they read (NOTE [a trainer's DistributedDataParallel])."""
 
     def __init__(self, module, *args, **kwargs) -> None:
         super().__init__()
         self.module = module
+        self.static_graph = bool(kwargs.get("static_graph", False))
+        self.find_unused_parameters = bool(kwargs.get("find_unused_parameters", False))
+        self.require_backward_grad_sync = True
+        self.require_forward_param_sync = True
+        self.device_ids = kwargs.get("device_ids")
+
+    def register_comm_hook(self, state, hook) -> None:
+        """A gradient communication hook: nothing is communicated in one process."""
+
+    def _set_static_graph(self) -> None:
+        self.static_graph = True
+
+    def _get_ddp_logging_data(self) -> dict:
+        return {}
+
+    @contextlib.contextmanager
+    def join(self, *args, **kwargs):
+        yield
 
     def forward(self, *args, **kwargs):
         return self.module(*args, **kwargs)
