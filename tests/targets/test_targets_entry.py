@@ -105,6 +105,24 @@ def test_ranking_evidence_then_source_then_order(tmp_path):
     assert found == ["python train.py --lr 2", "python train.py --lr 3", "python finetune.py --lr 1"]
 
 
+def test_a_readme_command_whose_step_is_imports_deep_outranks_a_script_no_text_names(tmp_path):
+    """NOTE [a written command whose step is imports deep]: main.py -> pipeline -> trainer steps."""
+    root = write_sources(tmp_path, {
+        "main.py": "from pipe.orchestrator import Orchestrator\nOrchestrator().run()\n",
+        "pipe/__init__.py": "", "pipe/orchestrator.py": "from pipe.trainer import Trainer\n"
+        "class Orchestrator:\n    def run(self):\n        Trainer().fit()\n",
+        "pipe/trainer.py": STEPS.replace('if __name__ == "__main__":\n    main()\n', ""),
+        "interpolate.py": STEPS,   # steps an optimizer over latent codes when run; no text names it
+        "README.md": "## Usage\n```sh\npython main.py\n```\n"})
+    entries = find_entries(ProjectIndex(root))
+    assert [(e.command, e.kind) for e in entries] == [("python main.py", "readme"),
+                                                     ("python interpolate.py", "main-step")]
+    assert "pipe/trainer.py:" in entries[0].why
+    # a script found only because it trains when run keeps one level: main.py alone is no command
+    (root / "README.md").unlink()
+    assert _found(root) == [("python interpolate.py", "main-step", "")]
+
+
 def test_commands_whose_script_is_not_in_the_project_are_left_out(tmp_path):
     root = write_sources(tmp_path, {"README.md": "```sh\npython train.py\npython -m pkg.train\n"
                                                  "python /opt/other/train.py\n```\n"})

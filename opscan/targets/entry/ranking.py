@@ -130,19 +130,7 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
     tree = index.tree(rel, max_bytes=2_000_000)
     if tree is None:
         return None
-    proof = training.evidence(tree)
-    where = rel
-    if not proof.trains:
-        for module, level in training.imported_modules(tree):
-            other = _imported_file(index, rel, module, level)
-            if other is None:
-                continue
-            other_tree = index.tree(other, max_bytes=2_000_000)
-            if other_tree is not None:
-                proof = training.evidence(other_tree)
-                if proof.trains:
-                    where = other
-                    break
+    proof, where = _imported_evidence(index, rel, tree)
     named = training.named_for_training(name) or training.named_for_training(rel) or \
         (kind == EntryKind.MAKEFILE and training.named_for_training(context))
     if proof.steps:
@@ -179,6 +167,48 @@ def _entry(index, simple: Simple, kind: str, path: str, base: str, scripts: dict
     command = shlex.join(words)
     return TrainingEntry(command=command, kind=kind, path=path, line=simple.line, cwd=cwd, why=why,
                          entry_point=entry_point), score, rel, aside
+
+
+# NOTE [a written command whose step is imports deep]
+# A written command's script often trains through the project's own modules, several imports down:
+# `python main.py` whose three lines build `PipelineOrchestrator().run()`, whose module imports the
+# `Trainer` that steps the optimizer. One level of following saw no step there, so the README's
+# command had no evidence and a script that no text names, stepping an optimizer itself (kind
+# main-step), ran in its place. A written command's imports are followed breadth first, up to
+# IMPORT_DEPTH levels and IMPORT_FILES files of the project; the first that trains gives the
+# evidence, as the file's own would. A script found only because it trains when run keeps one level
+# (NOTE [scripts that train when run]): it is the script itself that has to train, or every helper
+# importing the training module would be a command.
+IMPORT_DEPTH = 3
+IMPORT_FILES = 40
+
+
+def _imported_evidence(index, rel: str, tree) -> tuple[training.Evidence, str]:
+    """(the evidence that `rel` trains, the file it is in) by NOTE [a written command whose step is
+    imports deep]: the file's own, else that of the first project module it imports, breadth first,
+    that trains."""
+    proof = training.evidence(tree)
+    if proof.trains:
+        return proof, rel
+    seen, level_files, read = {rel}, [(rel, tree)], 0
+    for _ in range(IMPORT_DEPTH):
+        following = []
+        for importer, importer_tree in level_files:
+            for module, level in training.imported_modules(importer_tree):
+                other = _imported_file(index, importer, module, level)
+                if other is None or other in seen or read >= IMPORT_FILES:
+                    continue
+                seen.add(other)
+                read += 1
+                other_tree = index.tree(other, max_bytes=2_000_000)
+                if other_tree is None:
+                    continue
+                found = training.evidence(other_tree)
+                if found.trains:
+                    return found, other
+                following.append((other, other_tree))
+        level_files = following
+    return proof, rel
 
 
 _READ = {EntryKind.README: "README shell block", EntryKind.DOCS: "shell block of",

@@ -7,8 +7,9 @@ The evidence, strongest first (opscan/targets/entry/ranking.py ranks by it):
   (`optimizer`, `optim`, `opt`, `opt_g`, `self.optimizer`), or bound in the file to a call of an
   optimizer class (`torch.optim.AdamW(...)`, `optim.SGD(...)`, `bnb.optim.Adam8bit(...)`, a name
   ending in `Optimizer`); or `scaler.step(optimizer)` (a GradScaler steps the optimizer it is
-  given); in the file itself or in a module of the project it imports (one level: `main.py`
-  calling `engine.train_one_epoch`);
+  given); in the file itself or in a module of the project it imports (`main.py` calling
+  `engine.train_one_epoch`; a written command's imports are followed three levels deep: NOTE [a
+  written command whose step is imports deep] in ranking.py);
 - `trainer`: a library's trainer runs the loop: `X.fit(...)` or `X.train(...)` on a receiver named
   like a trainer (`trainer`, `self.trainer`; never `model.train()`, which sets a mode);
 - `name`: the script's (or module's) name holds a training word (`train`, `pretrain`, `finetune`,
