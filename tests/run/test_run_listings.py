@@ -150,6 +150,49 @@ def test_code_that_names_no_kind_lists_nothing_and_a_present_folder_is_read_as_i
     assert [folder for folder, _, _ in stand_ins.listed] == ["../absent/clean"]   # named if the run stops on it
 
 
+def test_class_folders_of_an_absent_root_are_listed_and_each_folder_answers_its_kind(stand_ins, tmp_path):
+    """NOTE [class folders of an absent dataset]: a root listed for its folders (isdir asked, or listed
+    again inside) gives synthetic class folders; their files come from the media-kind rules."""
+    project = _project_module(tmp_path, """\
+        import glob
+        import os
+        import pathlib
+        def speakers(path):
+            firsts = [path + x for x in os.listdir(path) if os.path.isdir(path + x)]
+            return {f: sorted(glob.glob(f + '/*.wav')) for f in sorted(firsts)}
+        def categories(root):
+            files = []
+            for category in sorted(os.listdir(root)):
+                for name in os.listdir(os.path.join(root, category)):
+                    if name.endswith('.png'):
+                        files.append((category, name))
+            return files
+        def by_scandir(root):
+            return [e.name for e in os.scandir(root) if e.is_dir()]
+        def by_pathlib(root):
+            return [p.name for p in pathlib.Path(root).iterdir() if p.is_dir()]
+        def names_only(root):
+            return os.listdir(root)
+        def flat(root):
+            return [(c, f) for c in os.listdir(root) for f in os.listdir(os.path.join(root, c)) if f.endswith('.jpg')]
+        """)
+    found = project.speakers("../vox1/")
+    assert len(found) == 4 and all(len(files) == 64 and files[0].endswith(".wav") for files in found.values())
+    assert os.path.isdir("../vox1/class_000") and not os.path.isfile("../vox1/class_000")
+    pairs = project.categories("../absent/ModelNet")
+    assert len(pairs) == 4 * 64 and pairs[0] == ("class_000", "000000.png")
+    assert project.by_scandir("../absent/a") == project.by_pathlib("../absent/b") == \
+        ["class_000", "class_001", "class_002", "class_003"]
+    flat = project.flat("../absent/flat")   # both listings on one line: the class folder's lists its files
+    assert len(flat) == 4 * 64 and flat[-1] == ("class_003", "000063.jpg")
+    with pytest.raises(FileNotFoundError):   # keeps no folder and names no kind: nothing made up
+        project.names_only("../absent/c")
+    assert not os.path.isdir("../absent/c/class_000")
+    listed = [r for r in stand_ins.replaced if "class folders" in r.detail]
+    assert [r.subject for r in listed] == ["../vox1/", "../absent/ModelNet", "../absent/a", "../absent/b",
+                                           "../absent/flat"]
+
+
 def test_a_listing_by_a_library_is_never_answered(stand_ins, tmp_path):
     """The stand-ins answer the project's listings only (this test's own file is not the project)."""
     assert list(os.walk("../absent/images")) == []

@@ -30,9 +30,14 @@ _EXITS = ("exit", "_exit", "abort")
 
 
 def install(stand_ins: StandIns, patches: Patches) -> dict[str, Callable]:
-    """os.path.exists, os.path.isfile and os.path.isdir patched now."""
+    """os.path.exists, os.path.isfile and os.path.isdir patched now; Path.is_dir and Path.exists for
+    synthetic class folders (listings.py)."""
+    import pathlib
+
     for name in _CHECKS:
         patches.set(os.path, name, _check(getattr(os.path, name), name, stand_ins))
+    for name in ("is_dir", "exists"):
+        patches.set(pathlib.Path, name, _path_check(getattr(pathlib.Path, name), stand_ins))
     return {}
 
 
@@ -43,6 +48,8 @@ def _check(original: Callable, name: str, stand_ins: StandIns) -> Callable:
         found = original(path)
         if found or busy or not stand_ins.root:
             return found
+        if stand_ins.folders and name != "isfile" and _synthetic_folder(path, stand_ins):
+            return True   # NOTE [class folders of an absent dataset] in listed_kinds.py
         busy.append(True)
         try:
             answered = stand_ins.answers(path)
@@ -61,6 +68,21 @@ def _check(original: Callable, name: str, stand_ins: StandIns) -> Callable:
                          "asserts it before reading it, and the read is stood in for (NOTE [an asserted "
                          "existence of absent data])")
         return True
+    return check
+
+
+def _synthetic_folder(path, stand_ins: StandIns) -> bool:
+    try:
+        text = os.fspath(path)
+    except TypeError:
+        return False
+    return isinstance(text, str) and bool(text) and os.path.normpath(os.path.abspath(text)) in stand_ins.folders
+
+
+def _path_check(original: Callable, stand_ins: StandIns) -> Callable:
+    """`Path.is_dir` / `Path.exists` of a synthetic class folder: True (else as it is)."""
+    def check(self, *args, **kwargs):
+        return bool(stand_ins.folders) and _synthetic_folder(self, stand_ins) or original(self, *args, **kwargs)
     return check
 
 

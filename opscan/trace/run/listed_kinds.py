@@ -15,6 +15,18 @@ of a list, tuple or set (an extensions list). The suffix chosen is the first, in
 a stand-in reads. A suffix built into a name (`name + '.png'`, an output file) is not a comparison
 and names nothing; code that names no suffix lists nothing (the empty listing, named when the run
 stops on it: NOTE [an empty listing of absent data]).
+
+NOTE [class folders of an absent dataset]
+A dataset laid out one folder per class lists its root and keeps the folders: `classes = [d for d
+in os.listdir(root) if os.path.isdir(os.path.join(root, d))]`, then lists each class folder for its
+files (`glob.glob(folder + '/*.wav')`, `for f in os.listdir(new_dir): if f.endswith('.png')`). The
+root's listing names no media kind, so it listed nothing and the run stopped there. When the
+statement that lists (a comprehension, or a `for` with its body) asks `isdir` / `is_dir` of what it
+lists, or lists again inside (a nested `os.listdir`, `glob`, `os.walk`, `scandir`), the listing of
+the absent root answers CLASS_FOLDERS synthetic folder names, and `os.path.isdir` / `exists` of
+those folders (and `Path.is_dir` / `exists`) answers True; each folder's own listing is then
+answered by the rules above (its code names the media kind, or a glob names it) or fails at its
+own line.
 """
 
 from __future__ import annotations
@@ -47,6 +59,26 @@ def named_suffix(filename: str, line: int, readable: tuple[str, ...]) -> tuple[s
             if suffix.lower() in readable:
                 return suffix, at
     return None
+
+
+_LISTINGS = ("listdir", "scandir", "walk", "glob", "iglob", "rglob", "iterdir")
+_FOLDER_CHECKS = ("isdir", "is_dir")
+
+
+def lists_folders(filename: str, line: int) -> bool:
+    """Whether the statement listing at `line` of `filename` keeps folders: it asks `isdir` /
+    `is_dir` of what it lists, or lists again inside (NOTE [class folders of an absent dataset])."""
+    parsed = data_shapes.tree(filename)
+    if parsed is None:
+        return False
+    module, _ = parsed
+    around = [n for n in ast.walk(module) if isinstance(n, ast.stmt) and not isinstance(
+        n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not around:
+        return False
+    statement = max(around, key=lambda n: n.lineno)
+    calls = [data_shapes.called(n) for n in ast.walk(statement) if isinstance(n, ast.Call)]
+    return any(c in _FOLDER_CHECKS for c in calls) or sum(c in _LISTINGS for c in calls) >= 2
 
 
 def _beside(module: ast.Module, function: ast.AST | None) -> list[ast.AST]:

@@ -16,9 +16,10 @@ the pattern says the files' kind and a stand-in reads that kind (below); otherwi
 formats a loader keeps is the project's, and a listing of the wrong kind would only move the
 failure; a listing whose code compares the names with a media suffix says it: NOTE [the media kind
 a listing's code names]) the stop reason names the absent folder and the line that listed it.
-Only reads made by the project's own code count (StandIns.asked_by_library), of paths the
-stand-ins would answer (absent, or outside the project); an empty listing of a folder that exists
-says nothing.
+A listing that keeps folders of an absent root lists synthetic class folders (NOTE [class folders
+of an absent dataset] in listed_kinds.py). Only reads made by the project's own code count
+(StandIns.asked_by_library), of paths the stand-ins would answer (absent, or outside the project);
+an empty listing of a folder that exists says nothing.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def _names_of(original: Callable, stand_ins: StandIns, how: str, answer: Callabl
         folder = _folder(path, False)
         frame = sys._getframe(1)
         if folder and not args and not kwargs and not stand_ins.asked_by_library(frame) and stand_ins.answers(folder):
-            named = _named_kind(folder, frame, stand_ins, how)
+            named = _class_folders(folder, frame, stand_ins, how) or _named_kind(folder, frame, stand_ins, how)
             if named:
                 return answer(folder, named)
         return original(path, *args, **kwargs)
@@ -97,7 +98,8 @@ def _path_listing(original: Callable, method: str, stand_ins: StandIns) -> Calla
         last = pattern.replace("\\", "/").rsplit("/", 1)[-1]
         how = f"pathlib.Path.{method}"
         names = [os.path.basename(n) for n in _media_names(os.path.join(folder, last))] if last != "*" \
-            else _named_kind(folder, frame, stand_ins, how)
+            else (_class_folders(folder, frame, stand_ins, how) if method == "iterdir" else []) or \
+            _named_kind(folder, frame, stand_ins, how)
         if names and last != "*":
             stand_ins.record("data", folder, f"{len(names)} synthetic file names ({names[0]}, ...) listed by {how}"
                              f"({pattern!r}): the folder is not here; each file is answered by its reader's stand-in")
@@ -126,18 +128,39 @@ def _named_kind(folder: str, frame, stand_ins: StandIns, how: str) -> list[str]:
     return names
 
 
+CLASS_FOLDERS = 4   # synthetic class folders of an absent dataset's root (NOTE [class folders of an absent dataset])
+
+
+def _class_folders(folder: str, frame, stand_ins: StandIns, how: str) -> list[str]:
+    """CLASS_FOLDERS synthetic folder names when the project's code listing `folder` at `frame` keeps
+    folders (NOTE [class folders of an absent dataset] in listed_kinds.py), recorded; else []."""
+    filename = frame.f_code.co_filename if frame is not None else ""
+    if not filename or not stand_ins.root or not os.path.abspath(filename).startswith(stand_ins.root + os.sep) \
+            or os.path.normpath(os.path.abspath(folder)) in stand_ins.folders \
+            or not listed_kinds.lists_folders(filename, frame.f_lineno):
+        return []   # a class folder's own listing lists its files, never folders again
+    names = [f"class_{i:03d}" for i in range(CLASS_FOLDERS)]
+    stand_ins.folders.update(os.path.normpath(os.path.abspath(os.path.join(folder, n))) for n in names)
+    stand_ins.record("data", folder, f"{CLASS_FOLDERS} synthetic class folders ({names[0]}, ...) listed by {how}: "
+                     f"the folder is not here, and the code that lists it keeps folders "
+                     f"({stand_ins.finder.name(filename)}:{frame.f_lineno}); each folder's files are answered "
+                     "by their listing's and reader's stand-ins")
+    return names
+
+
 class _Entry:
-    """A synthetic file of os.scandir's answer (os.DirEntry cannot be made)."""
+    """A synthetic file (or class folder) of os.scandir's answer (os.DirEntry cannot be made)."""
 
     def __init__(self, folder: str, name: str) -> None:
         self.name = name
         self.path = os.path.join(folder, name)
+        self._folder = name.startswith("class_") and "." not in name
 
     def is_file(self, *, follow_symlinks: bool = True) -> bool:
-        return True
+        return not self._folder
 
     def is_dir(self, *, follow_symlinks: bool = True) -> bool:
-        return False
+        return self._folder
 
     def is_symlink(self) -> bool:
         return False

@@ -53,6 +53,7 @@ class StandIns:
         self.replaced: list[Replacement] = []
         self._seen: set[tuple[str, str, int]] = set()
         self.listed: list[tuple[str, str, int]] = []   # listings.py: (absent folder, path, line)
+        self.folders: set[str] = set()   # listings.py: synthetic class folders (absolute, normalised)
         self.kept: tuple[str, ...] = ()   # folders whose files the run wrote itself (outside_writes.py)
         self.written: Callable[[str], object] = lambda path: None   # outside_writes.py: its copy of path
         self.posix_form: Callable[[str], str | None] = lambda path: None   # windows_paths.py: `a\\b` read as a/b
