@@ -193,6 +193,22 @@ def test_class_folders_of_an_absent_root_are_listed_and_each_folder_answers_its_
                                            "../absent/flat"]
 
 
+def test_a_glob_of_absent_csv_tables_lists_names_the_table_readers_answer(stand_ins, tmp_path):
+    """`glob(os.path.join(root, '*.csv'))` of an absent folder (one table per client, per station):
+    synthetic names, each read by the table stand-ins (np.loadtxt here; pandas' read_csv too)."""
+    project = _project_module(tmp_path, """\
+        import glob
+        import os
+        import numpy as np
+        def tables(root):
+            paths = glob.glob(os.path.join(root, "*.csv"))
+            assert len(paths) >= 2, "fewer tables than clients"
+            return [np.loadtxt(p, delimiter=",") for p in sorted(paths)]
+        """)
+    tables = project.tables("../absent/clients")
+    assert len(tables) == 64 and all(t.size > 1 for t in tables)
+
+
 def test_a_listing_by_a_library_is_never_answered(stand_ins, tmp_path):
     """The stand-ins answer the project's listings only (this test's own file is not the project)."""
     assert list(os.walk("../absent/images")) == []

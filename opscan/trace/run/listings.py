@@ -33,8 +33,9 @@ from opscan.trace.run.stand_ins import Patches, StandIns
 
 
 LISTED = 64   # synthetic files a glob of an absent media folder lists
-# suffixes whose absent files a stand-in answers: PIL / cv2 images, audio clips, np.load arrays
-MEDIA = (".jpg", ".jpeg", ".png", ".bmp", ".wav", ".flac", ".npy")
+# suffixes whose absent files a stand-in answers: PIL / cv2 images, audio clips, np.load arrays, tables
+# (pandas' read_csv, np.loadtxt: table_stand_ins.py)
+MEDIA = (".jpg", ".jpeg", ".png", ".bmp", ".wav", ".flac", ".npy", ".csv")
 
 
 def install(stand_ins: StandIns, patches: Patches) -> dict[str, Callable]:
@@ -197,9 +198,10 @@ def _entries(folder: str, names: list[str]) -> _Entries:
 
 # NOTE [synthetic files of an absent media folder]
 # A glob whose last part names files of a kind a stand-in reads (`root + '/*.jpg'`: PIL and cv2;
-# `*.wav`: the audio readers; `*.npy`: np.load), in a folder that is not here, lists LISTED synthetic
-# names (`000000.jpg`: digits, so a sort by the number in the name works), and each read of one is
-# answered by its reader's stand-in (media_stand_ins.py, data_stand_ins.py). A pattern with a
+# `*.wav`: the audio readers; `*.npy`: np.load; `*.csv`: pandas' read_csv and np.loadtxt), in a
+# folder that is not here, lists LISTED synthetic names (`000000.jpg`: digits, so a sort by the
+# number in the name works), and each read of one is answered by its reader's stand-in
+# (media_stand_ins.py, data_stand_ins.py, table_stand_ins.py). A pattern with a
 # wildcard in a folder part, or of another suffix, lists nothing: the empty listing is named when the
 # run stops on it (above).
 def _media_names(pattern: str) -> list[str]:
