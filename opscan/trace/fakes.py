@@ -108,6 +108,16 @@ def patched(owner, name: str, value):
             delattr(owner, name)
 
 
+def packed_sequences():
+    """`pad_packed_sequence` of fake data answered in Python (NOTE [packed sequences of unknown
+    lengths] in opscan/trace/standins.py), only inside."""
+    from torch import _VF
+
+    from opscan.trace.standins import pad_packed
+
+    return patched(_VF, "_pad_packed_sequence", pad_packed(_VF._pad_packed_sequence))
+
+
 def fake_deepcopy():
     """Deep copies of fake tensors stay fake (see NOTE [deepcopy of fake tensors]), only inside."""
     from torch._subclasses.fake_tensor import FakeTensor

@@ -21,7 +21,7 @@ aten = torch.ops.aten
 # The ops stand_in() knows (used on the meta device, which raises plain errors for them).
 STAND_IN_OPS = (aten._local_scalar_dense, aten.nonzero, aten.argwhere, aten.masked_select,
                 aten._unique2, aten.unique_consecutive, aten.unique_dim, aten._unique,
-                aten.repeat_interleave)
+                aten.repeat_interleave, aten._pack_padded_sequence)
 
 
 def _upper_bound_rows(x: torch.Tensor) -> int:
@@ -93,7 +93,67 @@ def stand_in(func, args, kwargs, from_all: bool = False):
         size = kwargs.get("output_size") or repeats.numel()
         return torch.empty((size,), dtype=repeats.dtype, device=repeats.device), \
             "dynamic-shape", f"{size} elements"
+    if packet is aten._pack_padded_sequence:   # NOTE [packed sequences of unknown lengths]
+        x, lengths = args[0], args[1]
+        batch_first = args[2] if len(args) > 2 else kwargs.get("batch_first", False)
+        steps, batch = (x.shape[1], x.shape[0]) if batch_first else (x.shape[0], x.shape[1])
+        known = _real_values(lengths)
+        counts = [steps] * batch if known is None else sorted((min(int(n), steps) for n in known), reverse=True)
+        sizes = [sum(1 for n in counts if n > t) for t in range(max(counts, default=0))]
+        data = torch.empty((sum(counts), *x.shape[2:]), dtype=x.dtype, device=x.device)
+        said = f"every length {steps}: {steps * batch} rows (upper bound)" if known is None else \
+            f"{sum(counts)} rows from the lengths given"
+        return (data, _host(sizes)), "dynamic-shape", said
     raise TraceError(f"{func.name()} has a data-dependent output opscan has no stand-in for")
+
+
+# NOTE [packed sequences of unknown lengths]
+# RNN code packs a padded batch by its lengths (`pack_padded_sequence(emb, lengths)`, then the LSTM
+# on the packed data and `pad_packed_sequence` back): the packed data's rows and the batch sizes per
+# step are the lengths' values. Lengths held on the host with their values (a run keeps host tensors
+# real) give the exact packing; lengths a fake tensor holds take every sequence at the padded length
+# (the largest shape, as for the other dynamic outputs above). The batch sizes are a real host tensor,
+# as torch keeps them (on the CPU): the RNN reads them (`batch_sizes[0]`, its per-step loop in C++),
+# so its ops are those of the real step, only sized by the assumption. Unpacking
+# (`_pad_packed_sequence`, composite: torch's C++ fills a host tensor of lengths that a fake mode
+# cannot hold) is answered in Python by `pad_packed` below while a step is traced: the lengths from
+# the batch sizes, the data padded to the steps (`total_length` when given), gradients kept.
+
+
+def pad_packed(original):
+    """`_VF._pad_packed_sequence` for fake data (NOTE [packed sequences of unknown lengths])."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    def unpack(data, batch_sizes, batch_first, padding_value, total_length):
+        if not isinstance(data, FakeTensor):
+            return original(data, batch_sizes, batch_first, padding_value, total_length)
+        steps_read = batch_sizes.shape[0]
+        per_step = _real_values(batch_sizes) or [data.shape[0] // max(steps_read, 1)] * steps_read
+        batch, steps = per_step[0] if per_step else 0, max(len(per_step), int(total_length or 0))
+        lengths = _host([sum(1 for n in per_step if n > b) for b in range(batch)])
+        rest = tuple(data.shape[1:])
+        missing = steps * batch - data.shape[0]
+        full = torch.cat([data, data.new_full((missing, *rest), padding_value)]) if missing > 0 else data
+        out = full.reshape(steps, batch, *rest)
+        return (out.transpose(0, 1) if batch_first else out), lengths
+    return unpack
+
+
+def _real_values(tensor) -> list[int] | None:
+    """The values of a real (not fake, not meta) tensor, else None."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    if not isinstance(tensor, torch.Tensor) or isinstance(tensor, FakeTensor) or tensor.is_meta:
+        return None
+    return [int(v) for v in tensor.tolist()]
+
+
+def _host(values: list[int]) -> torch.Tensor:
+    """A real int64 CPU tensor of `values`, made outside any fake mode."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():
+        return torch.tensor(values, dtype=torch.long)
 
 
 # NOTE [split sizes from stand-ins]

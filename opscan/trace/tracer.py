@@ -255,7 +255,7 @@ class _Tracer:
         stopped, hint = "", ""
         try:
             with self._mode(), devices.sdpa_context(self.device, self.profile), fakes.fake_deepcopy(), \
-                    fakes.identity_conversions(), fakes.fake_format(), fakes.real_one_hot(), \
+                    fakes.packed_sequences(), fakes.identity_conversions(), fakes.fake_format(), fakes.real_one_hot(), \
                     _numbers(mode, recorder), recorder, \
                     (compiled.RegionOps(self.compiles) if self.compiles is not None else contextlib.nullcontext()):
                 stopped, hint = self._step(mode, recorder, opt, amp, extra)
