@@ -13,6 +13,7 @@ import importlib
 import importlib.util
 import inspect
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -75,7 +76,46 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
         if retry.complete or len(retry.ops) > len(trace.ops):
             said = f"built unshrunk (shrunk: {', '.join(cut)}; the step stopped: {trace.stopped_at})"
             trace = dataclasses.replace(retry, retried="; ".join(n for n in (said, retry.retried) if n))
+    if target.kind is TargetKind.REPO and not trace.complete and device != "cpu" and project_root \
+            and _HOST_DEVICE.search(trace.stopped_at or ""):
+        retry = _with_cuda_answered(run, device, project_root)   # NOTE [retry with CUDA answered]
+        if retry is not None and (retry.complete or len(retry.ops) > len(trace.ops)):
+            said = f"CUDA answered as on the device (alone, the step stopped: {trace.stopped_at})"
+            trace = dataclasses.replace(retry, retried="; ".join(n for n in (trace.retried, said, retry.retried)
+                                                                 if n))
     return trace
+
+
+# NOTE [retry with CUDA answered]
+# Research code picks its device once, at import: `DEVICE = torch.device("cuda" if
+# torch.cuda.is_available() else "cpu")`, then makes tensors there inside the model (`torch.zeros(...,
+# device=DEVICE)` for an RNN's first hidden state). The model path imports the module on a machine
+# without CUDA, so DEVICE is the CPU, while the model is traced on the imitated device: the step
+# stopped on tensors of two devices ("Input and hidden tensors are not at the same device"), which
+# says nothing about the model's ops. When a `repo:` step stops so, the project's modules are
+# imported again and the model built and traced once more with CUDA requests answered as `opscan
+# run` answers them (opscan/trace/run/redirect.py, NOTE [answering CUDA requests]: CUDA available,
+# "cuda" the imitated device), as on a machine where the code runs as written; that trace is kept
+# when it gets further, and its `retried` says so. Only then: a step that traces without it keeps
+# torch.cuda as this machine has it.
+_HOST_DEVICE = re.compile(r"same device.*(neuron:0 and cpu|cpu and neuron:0|at cpu|at neuron:0)", re.S)
+
+
+def _with_cuda_answered(run, device: str, project_root: str) -> ModelTrace | None:
+    """`run()` again with the project's modules imported anew and CUDA answered on `device`."""
+    from opscan.trace.run.redirect import Requests, answering
+    from opscan.trace.sources import SourceFinder
+
+    root = os.path.realpath(project_root) + os.sep
+    for name, module in list(sys.modules.items()):
+        where = getattr(module, "__file__", None) or ""
+        if where and os.path.realpath(where).startswith(root):
+            del sys.modules[name]
+    try:
+        with answering(device, Requests(SourceFinder(project_root))):
+            return run()
+    except Exception:  # noqa: BLE001 - the first trace's stop stays the reason
+        return None
 
 
 # NOTE [retry unshrunk]

@@ -93,6 +93,26 @@ def test_a_model_that_shrinking_breaks_is_traced_unshrunk(repo_report, report_ph
 
 
 @pytest.mark.slow
+def test_a_device_picked_at_import_is_traced_again_with_cuda_answered(tmp_path, repo_report, report_phases):
+    """NOTE [retry with CUDA answered]: DEVICE read at import is the CPU here; the step stopped on two devices."""
+    (tmp_path / "model.py").write_text(
+        "import torch\nfrom torch import nn\n\n"
+        "DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n\n"
+        "class Encoder(nn.Module):\n    def __init__(self, embed_size=8, hidden_size=16):\n"
+        "        super().__init__()\n        self.hidden_size = hidden_size\n"
+        "        self.gru = nn.GRU(embed_size, hidden_size)\n        self.head = nn.Linear(hidden_size, 4)\n"
+        "    def forward(self, embedded):\n"
+        "        hidden = torch.zeros(1, embedded.size(1), self.hidden_size, device=DEVICE)\n"
+        "        output, hidden = self.gru(embedded, hidden)\n        return self.head(output)\n",
+        encoding="utf-8")
+    report = repo_report(tmp_path)
+    assert _complete(report) == ["repo:model.py:Encoder"] and TRAIN <= report_phases(report)
+    assert "aten::_thnn_fused_gru_cell" in {op["op"] for op in report["ops"]} or \
+        "aten::gru.input" in {op["op"] for op in report["ops"]}
+    assert "CUDA answered as on the device (alone, the step stopped: " in report["traces"][0]["retried"]
+
+
+@pytest.mark.slow
 def test_a_config_that_shrinking_breaks_is_built_unshrunk(tmp_path, repo_report, report_phases):
     (tmp_path / "model.py").write_text(
         "from dataclasses import dataclass\nfrom torch import nn\n\n@dataclass\nclass NetConfig:\n"
