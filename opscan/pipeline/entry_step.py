@@ -171,7 +171,13 @@ def step_of(traces: tuple[ModelTrace, ...], models: tuple[ModelConfig, ...], ent
     if not traces:
         return stopped_step(entered, ran)
     if ran is not None and ran.trace is not None and any(t is ran.trace for t in traces):
-        return project_step(shown_command(entered.chosen)) if entered.chosen else None   # it trained on the device
+        if entered.chosen is None:
+            return None
+        if not ran.trained:   # NOTE [the ops of a command that stopped]
+            shown = shown_command(entered.chosen)
+            return Step(StepKind.NONE, f"no complete step: the ops `{shown}` dispatched until it {stop_words(ran)}; "
+                        "the model path built no model", command=shown, why=stop_words(ran))
+        return project_step(shown_command(entered.chosen))   # it trained on the device
     if script_command and any(_kind(t.target) is TargetKind.SCRIPT for t in traces):
         scripts = [t for t in traces if _kind(t.target) is TargetKind.SCRIPT]
         return project_step(script_command, all(host_only(t) for t in scripts))
@@ -196,6 +202,16 @@ def step_of(traces: tuple[ModelTrace, ...], models: tuple[ModelConfig, ...], ent
 # where and why it stopped ("`python train.py` stopped before its first optimizer step:
 # FileNotFoundError at utils.py:143"), and every headline gains that clause.
 _STOP = re.compile(r"(?:\(before any op\) )?at (?:(?:aten|torchvision|\w+)::[\w.]+ at )?([^\s:]+:\d+): ([\w.]+)")
+
+
+# NOTE [the ops of a command that stopped]
+# When the command stopped before its first optimizer step and the model path built nothing, the
+# ops the run dispatched until then are kept (they are the project's, if not all of them). They are
+# no training step: the step named used to be "the training step of `python train.py`", the words
+# of a command that trained, over a trace that stopped in its data loader. It is a step of kind
+# `none` that says what the ops are and where the command stopped ("no complete step: the ops
+# `python train.py` dispatched until it stopped before its first optimizer step: KeyError at
+# data.py:18; the model path built no model").
 
 
 def stopped_step(entered: Entered, ran: Ran | None) -> Step | None:

@@ -264,6 +264,18 @@ def test_a_command_that_stopped_with_nothing_traced_is_named_in_the_headline_and
     assert "FileNotFoundError at utils.py:143" in " ".join(out.getvalue().split())
 
 
+def test_the_ops_of_a_command_that_stopped_are_no_training_step(tmp_path):
+    """NOTE [the ops of a command that stopped]: kept when the model path built nothing, named as what they are."""
+    stopped = _trace("script:train.py", complete=False, steps=0,
+                     stopped_at="aten::detach at data.py:18: KeyError: 'lemma'")
+    report = _analyse(_project(tmp_path), _NothingBuilds(stopped))
+    assert [t.target for t in report.traces] == ["script:train.py"] and report.verdict.ops_checked
+    step = report.verdict.step
+    assert step.kind is StepKind.NONE and step.command == "python train.py --lr 3e-4"
+    assert "training step of" not in step.text and "KeyError at data.py:18" in step.text
+    assert report.verdict.kind is not VerdictKind.READY
+
+
 def test_a_stopped_command_is_not_in_the_headline_when_the_model_path_traced(tmp_path):
     stopped = _trace("script:train.py", ops=(), complete=False, steps=0, stopped_at="KeyError at train.py:3")
     report = _analyse(_project(tmp_path), Calls(stopped))
