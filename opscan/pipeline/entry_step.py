@@ -228,6 +228,8 @@ def stop_words(ran: Ran) -> str:
     stopped = ran.trace.stopped_at if ran.trace is not None else ""
     if ran.trace is None:
         return f"could not run: {ran.why}"[:160]
+    if ran.trace.complete and host_only(ran.trace):   # NOTE [a step that never reaches the device]
+        return "trained on the host only: no op of its step reached the device"
     if ran.trace.complete:
         return "ran to its end without a backward pass or an optimizer step"
     found = _STOP.search(stopped or "")

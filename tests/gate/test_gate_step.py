@@ -276,6 +276,15 @@ def test_the_ops_of_a_command_that_stopped_are_no_training_step(tmp_path):
     assert report.verdict.kind is not VerdictKind.READY
 
 
+def test_a_command_that_trained_on_the_host_only_with_nothing_traced_says_so(tmp_path):
+    """NOTE [a step that never reaches the device]: not "ran to its end without a backward pass"."""
+    host = _trace("script:train.py", ops=(), complete=True, steps=1)
+    report = _analyse(_project(tmp_path), _NothingBuilds(host))
+    step = report.verdict.step
+    assert step.kind is StepKind.NONE and "trained on the host only" in step.text
+    assert "without a backward pass" not in step.text and "trained on the host only" in report.verdict.headline
+
+
 def test_a_stopped_command_is_not_in_the_headline_when_the_model_path_traced(tmp_path):
     stopped = _trace("script:train.py", ops=(), complete=False, steps=0, stopped_at="KeyError at train.py:3")
     report = _analyse(_project(tmp_path), Calls(stopped))
