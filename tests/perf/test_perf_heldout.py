@@ -131,12 +131,12 @@ def test_a_saved_report_is_not_run_again_without_again(scorer, label, tmp_path) 
 
 
 @pytest.mark.parametrize("name", ["heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11",
-                                  "heldout12"])
+                                  "heldout12", "heldout13"])
 def test_the_committed_labels_cover_the_recipe(scorer, name) -> None:
     held_out = scorer.SETS[name]
     labels = scorer.load_labels(held_out.labels)
     recipe = tomllib.loads((REPOS / f"{name}.toml").read_text(encoding="utf-8"))["repository"]
-    assert len(labels) == 12
+    assert len(labels) == (10 if name == "heldout13" else 12)   # held-out 13: two slots stayed open
     assert [(lb.name, lb.repo) for lb in labels] == [(r["name"], r["repo"]) for r in recipe]
     assert all(len(r["commit"]) == 40 and 300 <= r["lines"] <= 17000 for r in recipe)
 
@@ -144,10 +144,12 @@ def test_the_committed_labels_cover_the_recipe(scorer, name) -> None:
 def test_no_two_sets_share_a_repository_or_owner(scorer) -> None:
     owners = {n: {lb.repo.split("/")[0].lower() for lb in scorer.load_labels(scorer.SETS[n].labels)}
               for n in ("heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10",
-                        "heldout11", "heldout12")}
-    assert all(len(o) >= 11 for o in owners.values())   # held-out 5 has two repositories of one owner
+                        "heldout11", "heldout12", "heldout13")}
+    # held-out 5 has two repositories of one owner; held-out 13 ten repositories of ten owners
+    assert all(len(o) >= 11 for n, o in owners.items() if n != "heldout13") and len(owners["heldout13"]) == 10
     earlier: set[str] = set()
-    for name in ("heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11", "heldout12"):
+    for name in ("heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11", "heldout12",
+                 "heldout13"):
         assert not earlier & owners[name], name
         earlier |= owners[name]
 
@@ -163,9 +165,23 @@ def test_held_out_12s_page_lists_its_labelled_twelve_and_excludes_held_out_11s_o
     assert len(eleven) == 12 and all(owner in rule for owner in eleven)
 
 
+def test_held_out_13s_page_lists_its_labelled_ten_and_excludes_held_out_12s_owners(scorer) -> None:
+    """HELDOUT13.md: the table of the twelve slots lists the labels' ten, in order, and says the other
+    two slots stayed open; the rule (written before the walk) names every owner of held-out 12's
+    twelve among the excluded ones (criterion 1)."""
+    page = (REPOS / "HELDOUT13.md").read_text(encoding="utf-8")
+    rule, log = page.split("## The choice", 1)
+    table = log.split("### The twelve slots", 1)[1]
+    listed = re.findall(r"^\| \d+ \| [^|]+ \| ([\w.-]+/[\w.-]+) \|", table, re.M)
+    assert listed == [lb.repo for lb in scorer.load_labels(scorer.SETS["heldout13"].labels)]
+    assert len(re.findall(r"^\| \d+ \| [^|]+ \| \(open\) \|", table, re.M)) == 2
+    twelve = {lb.repo.split("/")[0] for lb in scorer.load_labels(scorer.SETS["heldout12"].labels)}
+    assert len(twelve) == 12 and all(owner in rule for owner in twelve)
+
+
 def test_each_set_reads_and_writes_its_own_files(scorer) -> None:
     files = [{s.labels, s.corpus, s.results, s.python} for s in scorer.SETS.values()]
-    assert len(files) == 8 and all(a.isdisjoint(b) for i, a in enumerate(files) for b in files[i + 1:])
+    assert len(files) == 9 and all(a.isdisjoint(b) for i, a in enumerate(files) for b in files[i + 1:])
     assert scorer.SETS["heldout5"].labels.name == "heldout5_labels.toml"
     assert scorer.SETS["heldout7"].results.name == "heldout7"
     assert scorer.SETS["heldout8"].labels.name == "heldout8_labels.toml"
@@ -173,6 +189,7 @@ def test_each_set_reads_and_writes_its_own_files(scorer) -> None:
     assert scorer.SETS["heldout10"].labels.name == "heldout10_labels.toml"
     assert scorer.SETS["heldout11"].labels.name == "heldout11_labels.toml"
     assert scorer.SETS["heldout12"].corpus.name == "heldout12"
+    assert scorer.SETS["heldout13"].results.name == "heldout13"
 
 
 def test_a_missing_corpus_names_the_command_that_builds_it(scorer, label, tmp_path, monkeypatch) -> None:
@@ -182,7 +199,8 @@ def test_a_missing_corpus_names_the_command_that_builds_it(scorer, label, tmp_pa
                           ("heldout9", "fetch_heldout6.py --set heldout9"),
                           ("heldout10", "fetch_heldout6.py --set heldout10"),
                           ("heldout11", "fetch_heldout6.py --set heldout11"),
-                          ("heldout12", "fetch_heldout6.py --set heldout12")):
+                          ("heldout12", "fetch_heldout6.py --set heldout12"),
+                          ("heldout13", "fetch_heldout6.py --set heldout13")):
         with pytest.raises(SystemExit, match=command):
             scorer.run([label], tmp_path / "results", scorer.SETS[name])
 
@@ -245,7 +263,7 @@ def fetcher():
 
 
 @pytest.mark.parametrize("name", ["heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11",
-                                  "heldout12"])
+                                  "heldout12", "heldout13"])
 def test_each_environment_is_one_install_of_the_union(fetcher, name) -> None:
     data = fetcher.recipe(REPOS / f"{name}.toml")
     wanted = fetcher.requirements(data)
@@ -291,6 +309,10 @@ def test_the_fetcher_points_at_the_set_it_is_given(fetcher) -> None:
         assert fetcher.RECIPE.name == "heldout12.toml" and fetcher.LOCK.name == "heldout12_venv.lock"
         assert fetcher.VENV == REPOS / "corpus" / "heldout12" / "_venv"
         assert fetcher.recipe()["repository"][0]["repo"] == "baneitixiaomai/joint_sod_cod"
+        fetcher.use_set("heldout13")
+        assert fetcher.RECIPE.name == "heldout13.toml" and fetcher.LOCK.name == "heldout13_venv.lock"
+        assert fetcher.VENV == REPOS / "corpus" / "heldout13" / "_venv"
+        assert fetcher.recipe()["repository"][0]["repo"] == "yurizzzzz/Face-Forgery-Detection"
     finally:
         fetcher.use_set("heldout6")
     assert fetcher.recipe()["repository"][0]["repo"] == "LOG-postech/Sassha"
@@ -315,8 +337,8 @@ def test_the_import_check_does_not_see_the_shared_temporary_folder(fetcher, tmp_
 
 def test_the_fetcher_refuses_an_unknown_set(fetcher, capsys) -> None:
     with pytest.raises(SystemExit):
-        fetcher.main(["--set", "heldout13", "--check"])
-    assert "heldout13" in capsys.readouterr().err
+        fetcher.main(["--set", "heldout99", "--check"])
+    assert "heldout99" in capsys.readouterr().err
 
 
 def test_build_constraints_reach_pip_as_a_constraints_file(fetcher, tmp_path, monkeypatch) -> None:

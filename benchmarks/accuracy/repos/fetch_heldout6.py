@@ -1,9 +1,9 @@
-"""Rebuilds the held-out 6 to 12 corpus (issue 42): twelve research repositories at their pinned commits,
+"""Rebuilds the held-out 6 to 13 corpus (issue 42): twelve research repositories at their pinned commits,
 and the one environment they run in.
 
-`--set heldout7` (or `heldout8` to `heldout12`) reads heldout7.toml (heldout8.toml to
-heldout12.toml; the rules in HELDOUT7.md to HELDOUT12.md) and writes corpus/heldout7/ and heldout7_venv.lock instead;
-every path below reads `heldout7` (`heldout8` to `heldout12`) for `heldout6` then.
+`--set heldout7` (or `heldout8` to `heldout13`) reads heldout7.toml (heldout8.toml to
+heldout13.toml; the rules in HELDOUT7.md to HELDOUT13.md) and writes corpus/heldout7/ and heldout7_venv.lock instead;
+every path below reads `heldout7` (`heldout8` to `heldout13`) for `heldout6` then.
 
 The recipe is heldout6.toml (chosen by the rule in HELDOUT6.md). Each repository is exported with
 `git archive` from a local mirror (`--mirror DIR`, holding DIR/<owner>+<name>/repo, a bare git
@@ -28,6 +28,7 @@ imports from its dependencies (the recipe's `imports`): never the repository's o
     python benchmarks/accuracy/repos/fetch_heldout6.py --set heldout10 --mirror DIR --venv --opscan DIR
     python benchmarks/accuracy/repos/fetch_heldout6.py --set heldout11 --mirror DIR --venv --opscan DIR
     python benchmarks/accuracy/repos/fetch_heldout6.py --set heldout12 --mirror DIR --venv --opscan DIR
+    python benchmarks/accuracy/repos/fetch_heldout6.py --set heldout13 --mirror DIR --venv --opscan DIR
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ RECIPE = HERE / "heldout6.toml"
 CORPUS = HERE / "corpus" / "heldout6"
 VENV = CORPUS / "_venv"
 LOCK = HERE / "heldout6_venv.lock"
-SETS = ("heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11", "heldout12")   # held-out 6 to 12
+SETS = ("heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11", "heldout12",
+        "heldout13")   # held-out 6 to 13
 
 
 def use_set(name: str) -> None:

@@ -1,4 +1,4 @@
-"""Scores a held-out set of issue 42 (`--set heldout5` to `heldout12`): did
+"""Scores a held-out set of issue 42 (`--set heldout5` to `heldout13`): did
 `opscan REPO`, with no configuration, answer each research repository by a complete train-mode trace
 of its own training command or of its main model?
 
@@ -68,7 +68,8 @@ class HeldOutSet:
 SETS = {s.name: s for s in (HeldOutSet("heldout5", "held out 5"), HeldOutSet("heldout6", "held out 6"),
                                      HeldOutSet("heldout7", "held out 7"), HeldOutSet("heldout8", "held out 8"),
                                      HeldOutSet("heldout9", "held out 9"), HeldOutSet("heldout10", "held out 10"),
-                                     HeldOutSet("heldout11", "held out 11"), HeldOutSet("heldout12", "held out 12"))}
+                                     HeldOutSet("heldout11", "held out 11"), HeldOutSet("heldout12", "held out 12"),
+                                     HeldOutSet("heldout13", "held out 13"))}
 
 
 @dataclass(frozen=True)
@@ -233,8 +234,9 @@ def planned(labels: list[Label], wanted: set[str], results: Path, again: bool) -
 
 
 def _fetcher(held_out: HeldOutSet) -> str:
-    """The command that exports a set and builds its environment (held-out 7 to 12 share held-out 6's)."""
-    shared = held_out.name in ("heldout7", "heldout8", "heldout9", "heldout10", "heldout11", "heldout12")
+    """The command that exports a set and builds its environment (held-out 7 to 13 share held-out 6's)."""
+    shared = held_out.name in ("heldout7", "heldout8", "heldout9", "heldout10", "heldout11", "heldout12",
+                               "heldout13")
     script = f"fetch_heldout6.py --set {held_out.name}" if shared else f"fetch_{held_out.name}.py"
     return f"python benchmarks/accuracy/repos/{script}"
 
@@ -269,7 +271,7 @@ def run(chosen: list[Label], results: Path, held_out: HeldOutSet = SETS["heldout
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="*", help="repositories to run (default: all twelve)")
+    parser.add_argument("names", nargs="*", help="repositories to run (default: all of the set)")
     parser.add_argument("--set", required=True, choices=sorted(SETS), help="the held-out set")
     parser.add_argument("--run", action="store_true", help="run opscan on them first (once)")
     parser.add_argument("--again", action="store_true", help="with --run: overwrite saved reports")
