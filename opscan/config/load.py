@@ -66,6 +66,10 @@ class ModelConfig:
     # optimizer, AMP, clipping; opscan/targets/train_step.py), read statically for a model found with
     # no configuration and traced in place of the stand-in parts (a records.TrainStep, or None).
     step: TrainStep | None = None
+    # Not configurable either: the model a run of the training command built before it stopped, with
+    # its arguments as data ((file, class, arguments JSON); NOTE [the model the command built] in
+    # opscan/trace/run/built_models.py), built with them in the child.
+    built_with: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:   # NOTE [targets parsed once]: a string given here is parsed (ValueError)
         object.__setattr__(self, "target", Target.parse(self.target))

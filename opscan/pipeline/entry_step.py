@@ -97,6 +97,30 @@ def run_chosen(entered: Entered, root: Path, profile: DeviceProfile | None, limi
     return Ran(replace(trace, built_by=f"ran the training command `{shown}`"), trained, why, tuple(notes))
 
 
+def built_model_first(discovery, models: tuple[ModelConfig, ...], ran: Ran | None, entered: Entered):
+    """(discovery, models) with the model the command built before it stopped tried first, built with
+    the arguments it was built with (NOTE [the model the command built] in
+    opscan/trace/run/built_models.py); as they were when it built none, trained, or nothing was found."""
+    built = ran.trace.built_model if ran is not None and ran.trace is not None and not ran.trained else ()
+    if len(built) != 3 or discovery is None or entered.chosen is None:
+        return discovery, models
+    from opscan.records import CandidateKind, ModelCandidate, Mode
+
+    rel, name, _ = built
+    target = Target.parse(f"repo:{rel}:{name}")
+    same = next((m for m in models if m.target == target), None)
+    repo = next((m for m in models if m.target.kind is TargetKind.REPO), None)
+    base = same or ModelConfig(target=target, mode=Mode.TRAIN, call_sites=repo.call_sites if repo else (),
+                               step=repo.step if repo else None)
+    first = replace(base, built_with=built)
+    note = (f"the model `{shown_command(entered.chosen)}` built before it stopped, with the arguments it was "
+            "built with")
+    candidate = ModelCandidate(str(target), CandidateKind.REPO_CLASS, rel, note=note)
+    discovery = replace(discovery, traced=(str(target), *(t for t in discovery.traced if t != str(target))),
+                        candidates=(candidate, *(c for c in discovery.candidates if c.target != str(target))))
+    return discovery, (first, *(m for m in models if m.target != target))
+
+
 # NOTE [the budget of a command found by reading]
 # A command found by reading runs the project's own code on stand-in data, and data whose content is
 # made up can send that code into a loop it never leaves with its real data (a sampler drawing a

@@ -187,6 +187,8 @@ def tracer_options(model: ModelConfig, root: Path | None, profile: DeviceProfile
         options["call_sites"] = model.call_sites
     if model.step is not None:   # the training script's step, read in this process (opscan/targets/train_step.py)
         options["step"] = model.step
+    if model.built_with:   # NOTE [the model the command built] in opscan/trace/run/built_models.py
+        options["built_with"] = model.built_with
     return {**options, **extra}
 
 

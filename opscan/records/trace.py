@@ -119,6 +119,10 @@ class ModelTrace:
     # or would not read (absent, outside the project, or a download), in the order met (docs/run.md)
     replaced: tuple[Replacement, ...] = ()
     stop_hint: str = ""                  # what to try about the stop ("" when it says nothing)
+    # a run of the project's training command: the model it built, as data for the model path when it
+    # stopped before its step: (file, class, arguments as JSON); () when none (NOTE [the model the
+    # command built] in opscan/trace/run/built_models.py)
+    built_model: tuple[str, ...] = ()
 
 
 # NOTE [stop and hint]: a trace's stop (`stopped_at`: op, source line, exception) and what to try

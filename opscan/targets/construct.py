@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import contextlib
 import inspect
 import re
 import sys
@@ -32,8 +33,12 @@ def arguments(fn, module, folder: Path | None, root: Path | None = None) -> tupl
     """(kwargs for `fn`, how each was filled); TargetError naming the argument that could not be.
     `root`: the repository, whose config files may hold a config argument (config_files.py)."""
     kwargs, how = {}, []
-    given = sibling_defaults(fn, module)   # NOTE [arguments from a defaults function] in factories.py
-    if given is not None:
+    built = built_arguments(fn, root)   # NOTE [the model the command built] in opscan/trace/run/built_models.py
+    given = sibling_defaults(fn, module) if built is None else None   # NOTE [arguments from a defaults function]
+    if built is not None:
+        kwargs, words = built
+        how.append(words)
+    elif given is not None:
         kwargs, words = given
         how.append(words)
     else:   # NOTE [arguments as the training script builds it] in script_calls.py
@@ -70,6 +75,43 @@ def arguments(fn, module, folder: Path | None, root: Path | None = None) -> tupl
         kwargs[name] = value
         how.append(words)
     return kwargs, how
+
+
+_BUILT: dict[tuple[str, str], str] = {}   # (file, class) -> the arguments the training command built it with
+
+
+@contextlib.contextmanager
+def given_arguments(built_with: tuple[str, ...]):
+    """Inside: the class `built_with` names ((file, class, arguments JSON), the run's record) is built
+    with those arguments (NOTE [the model the command built] in opscan/trace/run/built_models.py)."""
+    if len(built_with) != 3:
+        yield
+        return
+    _BUILT[(built_with[0], built_with[1])] = built_with[2]
+    try:
+        yield
+    finally:
+        _BUILT.pop((built_with[0], built_with[1]), None)
+
+
+def built_arguments(fn, root: Path | None) -> tuple[dict, str] | None:
+    """(kwargs, words) of the class `fn` as the training command built it (given_arguments), else None."""
+    if not _BUILT or not inspect.isclass(fn) or root is None:
+        return None
+    try:
+        rel = Path(inspect.getsourcefile(fn) or "").resolve().relative_to(Path(root).resolve()).as_posix()
+    except (TypeError, ValueError, OSError):
+        return None
+    text = _BUILT.get((rel, fn.__name__))
+    if text is None:
+        return None
+    from opscan.trace.run.built_models import decode
+
+    accepts = dict(parameters(fn))
+    anything = any(p.kind == p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
+    kwargs = {k: v for k, v in decode(text).items() if k in accepts or anything}
+    shown = ", ".join(sorted(kwargs)) or "no arguments"
+    return kwargs, f"{fn.__name__}({shown}): arguments {script_calls.WORDS}, read from the run of its training command"
 
 
 def shipped_arguments(cls, folder: Path | None, root: Path | None = None) -> tuple[dict, str] | None:

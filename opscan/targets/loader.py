@@ -35,11 +35,13 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
                  batch: int | None = None, seq_len: int | None = None,
                  project_root: str | None = None, fsdp: int | None = None,
                  trust_remote_code: bool = False, gpu_only: tuple[str, ...] = (), steps: int = 1,
-                 call_sites: tuple = (), step: TrainStep | None = None) -> ModelTrace:
+                 call_sites: tuple = (), step: TrainStep | None = None,
+                 built_with: tuple[str, ...] = ()) -> ModelTrace:
     """Build `target` and trace it on fake tensors: the ops it dispatches (see docs/trace.md).
     `call_sites`: a `repo:` target's call sites as the parent read them (see `build`). `step`: the
     training step the project's script constructs (opscan/targets/train_step.py), traced in place
-    of the stand-in parts.
+    of the stand-in parts. `built_with`: the model a run of the training command built, with its
+    arguments (NOTE [the model the command built] in opscan/trace/run/built_models.py).
 
     A `pt2:FILE` target is an exported program: loaded and read, never run (opscan/targets/export.py).
     A string that is no target is a TargetError naming it (the child's edge: NOTE [targets parsed once]).
@@ -67,6 +69,16 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
             got = dataclasses.replace(got, retried="; ".join(n for n in (notes[0], got.retried) if n))
         return got
 
+    if built_with:   # NOTE [the model the command built] in opscan/trace/run/built_models.py
+        from opscan.targets.construct import given_arguments
+
+        with given_arguments(built_with):
+            return _traced(run, target, device, project_root)
+    return _traced(run, target, device, project_root)
+
+
+def _traced(run, target: Target, device: str, project_root: str | None) -> ModelTrace:
+    """`run()`, and once more unshrunk or with CUDA answered when its step stopped so (the NOTEs below)."""
     shrinking.reset()
     trace = run()
     cut = shrinking.cuts()

@@ -50,6 +50,7 @@ from opscan.trace import (
 from opscan.trace import forecast as compile_forecast
 from opscan.trace import numbers, signatures
 from opscan.trace.run import (
+    built_models,
     checkpoints,
     configured,
     generators,
@@ -157,6 +158,7 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
     counter = _Steps(steps, recorder)
     standins = standing.StandIns(project_root, finder, None if module else script) if stand_ins else None
     workers = worker_processes.Workers() if stand_ins else None   # NOTE [training in worker processes]
+    built = built_models.BuiltModels(project_root or "") if stand_ins and project_root else None
     started = time.perf_counter()
     stopped, hint, ended = "", "", "ran to its end"
     package = neuron_package.findable(requests.note) if device == "neuron" else contextlib.nullcontext()
@@ -169,7 +171,9 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
             _phases(recorder, counter), package:
         try:
             with _run_rules(device, requests, profile, recorder, compiles, standins), \
-                    worker_processes.imitated(workers):
+                    worker_processes.imitated(workers), \
+                    (built.watching() if built is not None else contextlib.nullcontext()):   # NOTE [the model the
+                # command built] in built_models.py
                 if module and ":" in script:   # a console script: its function, as its launcher calls it
                     name, _, function = script.partition(":")
                     sys.exit(runpy.run_module(name, alter_sys=True)[function]())
@@ -208,7 +212,8 @@ def run_script(script: str, argv=(), *, module: bool = False, device: str = "neu
         seconds=round(time.perf_counter() - started, 3), supplied_fakes=tuple(sorted(recorder.supplied)),
         host_ops=recorder.host.usages(mode) if recorder.host is not None else (), steps=counter.total,
         compile=recorder.forecast(ended != "ran to its end"),
-        compiled=compiles.regions(), replaced=tuple(standins.replaced) if standins is not None else ())
+        compiled=compiles.regions(), replaced=tuple(standins.replaced) if standins is not None else (),
+        built_model=built.model() if built is not None else ())
     return trace, tuple(notes)
 
 
