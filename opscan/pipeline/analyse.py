@@ -264,7 +264,8 @@ def trace_models(run: Run, found: Found, release: Release | None, options: RunOp
             return Traced((ran.trace,), notes=ran.notes + entry_step.others_note(entered),
                           step=entry_step.step_of((ran.trace,), (), entered, ran, found.config))
     if not found.config.models:   # NOTE [the model the command built] in opscan/trace/run/built_models.py
-        discovery, discovered = entry_step.built_model_first(found.discovery, found.discovered, ran, entered)
+        discovery, discovered = entry_step.built_model_first(found.discovery, found.discovered, ran, entered,
+                                                             run.index)
         found = replace(found, discovery=discovery, discovered=discovered)
     traced = _trace_models(run, found, release, options, phases, say, on_error)
     notes = (ran.notes if ran is not None else ()) + traced.notes + entry_step.others_note(entered)

@@ -97,7 +97,7 @@ def run_chosen(entered: Entered, root: Path, profile: DeviceProfile | None, limi
     return Ran(replace(trace, built_by=f"ran the training command `{shown}`"), trained, why, tuple(notes))
 
 
-def built_model_first(discovery, models: tuple[ModelConfig, ...], ran: Ran | None, entered: Entered):
+def built_model_first(discovery, models: tuple[ModelConfig, ...], ran: Ran | None, entered: Entered, index=None):
     """(discovery, models) with the model the command built before it stopped tried first, built with
     the arguments it was built with (NOTE [the model the command built] in
     opscan/trace/run/built_models.py); as they were when it built none, trained, or nothing was found."""
@@ -109,9 +109,12 @@ def built_model_first(discovery, models: tuple[ModelConfig, ...], ran: Ran | Non
     rel, name, _ = built
     target = Target.parse(f"repo:{rel}:{name}")
     same = next((m for m in models if m.target == target), None)
-    repo = next((m for m in models if m.target.kind is TargetKind.REPO), None)
-    base = same or ModelConfig(target=target, mode=Mode.TRAIN, call_sites=repo.call_sites if repo else (),
-                               step=repo.step if repo else None)
+    if same is None and index is not None:   # read here, handed to the child (NOTE [one project index])
+        from opscan.targets.discovery import call_site_table, step_plans
+
+        same = ModelConfig(target=target, mode=Mode.TRAIN, call_sites=call_site_table(index, (str(target),)),
+                           step=step_plans(index, (str(target),)).get(target))
+    base = same or ModelConfig(target=target, mode=Mode.TRAIN)
     first = replace(base, built_with=built)
     note = (f"the model `{shown_command(entered.chosen)}` built before it stopped, with the arguments it was "
             "built with")
