@@ -74,6 +74,23 @@ def test_the_outermost_model_is_noted_with_its_arguments_as_data(tmp_path):
     assert "__init__" in vars(torch.nn.Module) and torch.nn.Linear(2, 2)   # put back as it was
 
 
+def test_a_wrapper_given_the_model_yields_the_model_inside_it(tmp_path):
+    """NOTE [a wrapper given the model]: Lightning's `Experiment(model, params)` holds the model."""
+    module = _module(tmp_path)
+    (tmp_path / "wrapper.py").write_text(
+        "from torch import nn\n\nclass Experiment(nn.Module):\n    def __init__(self, model, params):\n"
+        "        super().__init__()\n        self.model = model\n        self.params = params\n", encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("wrapper_built", tmp_path / "wrapper.py")
+    wrapper = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(wrapper)
+    notes = BuiltModels(str(tmp_path))
+    with notes.watching():
+        net = module.Net(argparse.Namespace(dim=8, classes=3), {"a": 0})
+        wrapper.Experiment(net, {"lr": 0.1})
+    rel, name, text = notes.model()
+    assert (rel, name) == ("netmodel.py", "Net") and set(decode(text)) == {"opts", "vocab", "act"}
+
+
 def test_nothing_is_noted_outside_the_project_or_when_nothing_was_built(tmp_path):
     module = _module(tmp_path)
     assert BuiltModels(str(tmp_path / "elsewhere")).model() == ()

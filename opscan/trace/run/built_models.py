@@ -50,6 +50,7 @@ class BuiltModels:
         # (file, class, arguments JSON, instance): held until the run ends (the script's globals are gone by then)
         self._noted: list[tuple[str, str, str, nn.Module]] = []
         self._seen: set[type] = set()
+        self._given: dict[int, list[int]] = {}   # instance -> the modules it was given (a trainer's wrapper)
 
     def _file_of(self, cls: type) -> str:
         if cls not in self._own:
@@ -70,6 +71,9 @@ class BuiltModels:
             return
         text = _arguments(arguments) if arguments is not None else ""
         self._noted.append((rel, cls.__name__, text, instance))
+        given = [id(v) for v in (arguments or {}).values() if isinstance(v, nn.Module)]
+        if given:
+            self._given[id(instance)] = given
 
     def model(self) -> tuple[str, str, str]:
         """(file, class, arguments JSON) of the model the command built, or () when none was noted."""
@@ -78,8 +82,12 @@ class BuiltModels:
         roots = [(rel, name, text, module) for rel, name, text, module in noted if id(module) not in held]
         if not roots:
             return ()
-        best = max(enumerate(roots), key=lambda pair: (_parameters(pair[1][3]), -pair[0]))[1]
-        if _parameters(best[3]) == 0:
+        best = _largest(roots)
+        own = {id(module) for _, _, _, module in noted}
+        if best is not None and own.intersection(self._given.get(id(best[3]), ())):   # NOTE [a wrapper given the model]
+            inner = {id(sub) for sub in _submodules(best[3])}
+            best = _largest([entry for entry in noted if id(entry[3]) in inner]) or best
+        if best is None or _parameters(best[3]) == 0:
             return ()
         return best[0], best[1], best[2]
 
@@ -124,6 +132,22 @@ def _constructor_arguments(module: nn.Module, frame) -> dict | None:
     if flags & inspect.CO_VARKEYWORDS and code.co_varnames[extra] in local:
         out.update(dict(local[code.co_varnames[extra]]))
     return out
+
+
+# NOTE [a wrapper given the model]
+# A trainer's module is often a wrapper the script hands the model it built: Lightning's
+# `Experiment(model, params)` holding `VanillaVAE(in_channels=3, latent_dim=128)`. The wrapper is the
+# outermost module, but the model path cannot build it (its `model` argument is a module, not data)
+# nor feed it (its forward is the model's, its step a trainer's). When the outermost noted module
+# was given a module of the project noted before it (not a library's layer such as `act=nn.ReLU()`),
+# the largest noted module inside it is the model instead, with its own arguments.
+
+
+def _largest(entries: list) -> tuple | None:
+    """The entry whose module has the most parameters (the first, on a tie), or None."""
+    if not entries:
+        return None
+    return max(enumerate(entries), key=lambda pair: (_parameters(pair[1][3]), -pair[0]))[1]
 
 
 def _submodules(module: nn.Module):
