@@ -54,3 +54,25 @@ def test_the_run_imports_from_the_mapped_folder_and_steps(tmp_path, monkeypatch)
     assert trace.complete, trace.stopped_at
     assert trace.steps == 1 and trace.mode == "train"
     assert any("author's machine" in note for note in notes)
+
+
+def test_a_script_beside_the_projects_package_gets_the_folder_that_holds_it(tmp_path):
+    """NOTE [a script beside the project's package]: `scripts/train.py` importing `gppinlib` (at the
+    root) or `layout_diffusion` (under src/), which `pip install -e .` would have made importable."""
+    from opscan.trace.run.package_root import package_root
+
+    script = "import torch\nfrom gppinlib.model import train\nimport helpers\n"
+    root = write_sources(tmp_path / "a", {"scripts/train.py": script, "scripts/helpers.py": "",
+                                          "gppinlib/__init__.py": "", "gppinlib/model.py": TRAINER})
+    folder, note = package_root(str(root / "scripts" / "train.py"), str(root))
+    assert folder == str(root.resolve()) and "`gppinlib`" in note
+    root = write_sources(tmp_path / "b", {"scripts/train.py": script.replace("gppinlib", "layout_diffusion"),
+                                          "src/layout_diffusion/__init__.py": ""})
+    folder, note = package_root(str(root / "scripts" / "train.py"), str(root))
+    assert folder == str((root / "src").resolve()) and "src/" in note
+    # a package of the script's own folder, or a name the project has no package of: nothing added
+    root = write_sources(tmp_path / "c", {"scripts/train.py": script, "scripts/gppinlib/__init__.py": "",
+                                          "gppinlib/__init__.py": ""})
+    assert package_root(str(root / "scripts" / "train.py"), str(root)) == ("", "")
+    root = write_sources(tmp_path / "d", {"scripts/train.py": "import numpy\nimport torch\n"})
+    assert package_root(str(root / "scripts" / "train.py"), str(root)) == ("", "")

@@ -318,3 +318,17 @@ def test_a_pyproject_whose_tool_table_is_a_value_ends_no_search(tmp_path):
     the commands found elsewhere are still found."""
     root = write_sources(tmp_path, {"train.py": STEPS, "pyproject.toml": 'tool = "x"\n[project]\nname = "p"\n'})
     assert ("python train.py", "main-step", "") in _found(root)
+
+
+def test_a_usage_slot_of_alternatives_is_read_as_its_first_choice():
+    """NOTE [alternatives of a usage line]: `--features=[spect/mfcc/cqcc]` passed whole is refused."""
+    found = commands("python model_main.py --track=[logical/physical] --features=[spect/mfcc/cqcc] --lr=5e-5\n"
+                     "python train.py --mode <train|test> --data [a/b] x\n"
+                     "python train_dis.py [MODEL]\nls data/[ab]/*.png\npython a.py --path=data/[x/y]/z\n")
+    assert [c.words for c in found] == [
+        ("python", "model_main.py", "--track=logical", "--features=spect", "--lr=5e-5"),
+        ("python", "train.py", "--mode", "train", "--data", "a", "x"),
+        ("python", "train_dis.py"),                       # one name: a placeholder, dropped
+        ("ls", "data/[ab]/*.png"), ("python", "a.py", "--path=data/[x/y]/z")]   # not a slot of its own
+    assert found[0].read_as == ("[logical/physical] as logical (its first choice)",
+                                "[spect/mfcc/cqcc] as spect (its first choice)")

@@ -155,6 +155,8 @@ def _command(line: str, shell: Shell, number: int, read_as: tuple[str, ...], fou
         shell.variables[assigned.group(1)] = _unquote(shell.expand(assigned.group(2)))
         return
     shell.unset.clear()
+    line, chosen = _first_alternatives(line)   # NOTE [alternatives of a usage line]
+    read_as = (*read_as, *chosen)
     try:
         lexer = shlex.shlex(_PLACEHOLDER.sub(lambda m: _HOLE + (m.group(1) or m.group(2)), shell.expand(line)),
                             posix=True,
@@ -177,6 +179,29 @@ def _command(line: str, shell: Shell, number: int, read_as: tuple[str, ...], fou
                 shell.cwd = _moved(shell.cwd, target)
             continue
         found.append(Simple(tuple(part), shell.cwd, number, tuple(sorted(shell.unset)), read_as))
+
+
+# NOTE [alternatives of a usage line]
+# A README's usage line lists the values an option takes in its slot: `python model_main.py
+# --track=[logical/physical] --features=[spect/mfcc/cqcc]`. Passed as written, the script reads the
+# whole slot as the value and refuses it (`assert features in (...)`: "Not supported feature"). A
+# bracketed (or angled) list of two or more plain words joined by `/` or `|`, standing as an option's
+# value (after `=` or alone), is read as its first choice (`--track=logical`), and the reading says
+# so; a single `[NAME]` stays a placeholder (NOTE [placeholders]).
+_ALTERNATIVES = re.compile(r"(?<=[=\s])(?:\[([\w.+-]+(?:[/|][\w.+-]+)+)\]|<([\w.+-]+(?:\|[\w.+-]+)+)>)(?=\s|$)")
+
+
+def _first_alternatives(line: str) -> tuple[str, tuple[str, ...]]:
+    """`line` with each usage slot of alternatives read as its first choice, and how each was read."""
+    chosen: list[str] = []
+
+    def first(match: re.Match) -> str:
+        listed = match.group(1) or match.group(2)
+        value = re.split(r"[/|]", listed)[0]
+        chosen.append(f"{match.group(0)} as {value} (its first choice)")
+        return value
+
+    return _ALTERNATIVES.sub(first, line), tuple(chosen)
 
 
 def _moved(cwd: str, target: str) -> str:

@@ -38,12 +38,40 @@ def package_root(script: str, project_root: str | None) -> tuple[str, str]:
         return "", ""
     top = os.path.relpath(folder, root).split(os.sep)[0]
     if not os.path.isfile(os.path.join(root, top, "__init__.py")):
-        return "", ""
+        return _package_elsewhere(script, folder, root)
     imports = re.compile(rf"^\s*(from\s+{re.escape(top)}(\.|\s)|import\s+{re.escape(top)}(\.|\s|,|$))", re.MULTILINE)
     if not any(imports.search(_source(name)) for name in _beside(script, folder)):
         return "", ""
     return root, (f"the project root put on the import path: the script (or a module beside it) imports its own "
                   f"package `{top}` (as an installed package gives it; `python SCRIPT` alone stops at that import)")
+
+
+# NOTE [a script beside the project's package]
+# The other common layout: the scripts in a folder of their own (`scripts/train.py`, not a package)
+# and the project's package at the root or under `src/` (`gppinlib/`, `src/layout_diffusion/`),
+# which the README installs first (`pip install -e .`). `python scripts/train.py` puts `scripts/`
+# first on sys.path, so `from gppinlib.model import Net` stops there. When the script (or a module
+# beside it) imports a top-level name that its own folder does not hold and that is a package of the
+# project (`NAME/__init__.py` at the root, else under `src/`), that folder is put at the end of
+# sys.path, as the editable install would, and the notes say so.
+_TOP_IMPORT = re.compile(r"^\s*(?:from\s+([A-Za-z_]\w*)[\w.]*\s+import|import\s+([A-Za-z_]\w*))", re.MULTILINE)
+
+
+def _package_elsewhere(script: str, folder: str, root: str) -> tuple[str, str]:
+    """(the root or its src/, the note) for a script importing the project's package from outside it."""
+    for name in _beside(script, folder):
+        for found in _TOP_IMPORT.finditer(_source(name)):
+            top = found.group(1) or found.group(2)
+            if os.path.exists(os.path.join(folder, top)) or os.path.exists(os.path.join(folder, top + ".py")):
+                continue
+            for base in (root, os.path.join(root, "src")):
+                if os.path.isfile(os.path.join(base, top, "__init__.py")):
+                    where = os.path.relpath(base, root).replace(os.sep, "/")
+                    shown = "the project root" if where == "." else f"the project's {where}/"
+                    return base, (f"{shown} put on the import path: the script imports the project's package "
+                                  f"`{top}` from outside it (as `pip install -e .` gives it; `python SCRIPT` alone "
+                                  "stops at that import)")
+    return "", ""
 
 
 def absolute_inserts(script: str, project_root: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
