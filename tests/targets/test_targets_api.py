@@ -160,9 +160,10 @@ def test_api_signature_is_stable():
     params = inspect.signature(impl).parameters
     assert list(params) == ["target", "mode", "device", "profile", "optimizer", "optimizer_impl",
                             "amp", "inputs", "batch", "seq_len", "project_root", "fsdp", "trust_remote_code",
-                            "gpu_only", "steps", "call_sites", "step"]
+                            "gpu_only", "steps", "call_sites", "step", "built_with"]
     assert params["fsdp"].default is None   # added later: optional, last, keyword-only
     assert params["call_sites"].default == ()   # added later: what the parent read, handed to the child
+    assert params["built_with"].default == ()   # added later: what the training command's run built
     assert params["step"].default is None   # added later: the training script's step (issue 42)
     assert params["steps"].default == 1 and inspect.signature(engine).parameters["steps"].default == 1
     assert params["trust_remote_code"].default is False   # added later (model folders with auto_map)

@@ -332,3 +332,21 @@ def test_a_usage_slot_of_alternatives_is_read_as_its_first_choice():
         ("ls", "data/[ab]/*.png"), ("python", "a.py", "--path=data/[x/y]/z")]   # not a slot of its own
     assert found[0].read_as == ("[logical/physical] as logical (its first choice)",
                                 "[spect/mfcc/cqcc] as spect (its first choice)")
+
+
+def test_a_slurm_script_behind_srun_with_python_options_and_a_parent_path_is_read(tmp_path):
+    """NOTE [a cluster's launcher]: `srun python -u ../train.py` in scripts/train.sh (a SLURM batch script)."""
+    root = write_sources(tmp_path, {
+        "train.py": "import torch\nfrom util.misc import fit\nif __name__ == '__main__':\n    fit()\n",
+        "util/__init__.py": "", "util/misc.py": STEPS.replace('if __name__ == "__main__":\n    main()\n', "")
+        .replace("def main():", "def fit():"),
+        "scripts/train.sh": "#!/bin/bash\n#SBATCH --gres=gpu:1\nsrun --ntasks=1 /opt/conda/bin/python -u \\\n"
+                            "\t../train.py --lr 1e-4\n"})
+    entries = find_entries(ProjectIndex(root))
+    assert [(e.command, e.cwd, e.kind) for e in entries] == [
+        ("/opt/conda/bin/python -u ../train.py --lr 1e-4", "scripts", "shell-script")]
+    assert "util/misc.py:" in entries[0].why
+    from opscan.targets.entry.launch import parse_command
+
+    parsed = parse_command(["python", "-u", "-W", "ignore", "../train.py", "--lr", "1e-4"], "neuron")
+    assert (parsed["script"], parsed["argv"]) == ("../train.py", ["--lr", "1e-4"])

@@ -24,7 +24,7 @@ def parse_command(command: list[str], device: str = "neuron") -> dict:
     nproc = None
     head = Path(words[0]).name
     if head.startswith("python"):
-        words = words[1:]
+        words = _without_interpreter_options(words[1:])
         if words[:2] == ["-m", "torch.distributed.run"] or words[:2] == ["-m", "torch.distributed.launch"]:
             head, words = "torchrun", words[1:]
         elif words[:2] == ["-m", "accelerate.commands.launch"]:
@@ -52,6 +52,25 @@ def parse_command(command: list[str], device: str = "neuron") -> dict:
         raise UsageError(f"no script in the command {' '.join(command)!r}: expected python SCRIPT ARGS, "
                          "python -m MODULE ARGS, torchrun SCRIPT ARGS or accelerate launch SCRIPT ARGS")
     return {"script": words[0], "argv": words[1:], "module": module, "nproc": nproc, "env": {}, "summary": ""}
+
+
+# Python's own options before the script (`python -u train.py`, `python -W ignore main.py`): set
+# aside, the script's command is what follows (the run is unbuffered and warns as opscan sets it).
+_INTERPRETER_FLAGS = frozenset({"-u", "-O", "-OO", "-B", "-E", "-s", "-S", "-I", "-q", "-b", "-bb", "-d", "-v"})
+_INTERPRETER_VALUES = frozenset({"-W", "-X"})
+
+
+def _without_interpreter_options(words: list[str]) -> list[str]:
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word in _INTERPRETER_FLAGS or (word[:2] in _INTERPRETER_VALUES and len(word) > 2):
+            index += 1
+        elif word in _INTERPRETER_VALUES:
+            index += 2
+        else:
+            break
+    return words[index:]
 
 
 def project_root(script: str, module: bool) -> Path:

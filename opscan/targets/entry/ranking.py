@@ -247,8 +247,7 @@ def _launched(words: list[str]) -> tuple[str, bool] | None:
 def _script_file(index, script: str, cwd: str) -> str | None:
     if script.startswith(("/", "~", "$")):
         return None
-    rel = str(PurePosixPath(cwd) / script) if cwd else script
-    rel = str(PurePosixPath(*[p for p in PurePosixPath(rel).parts if p != "."]))
+    rel = posixpath.normpath(str(PurePosixPath(cwd) / script) if cwd else script)   # `../train.py` from scripts/
     if rel.startswith("..") or not rel.endswith(".py"):
         return None
     return rel if (index.root / rel).is_file() else None

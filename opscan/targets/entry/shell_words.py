@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from opscan.targets.entry.shell_branches import Branches, decide, segments
 
 WRAPPERS = frozenset({"nohup", "time", "exec", "env", "command", "sudo"})
+# a cluster's task launchers, whose own options come before the program (NOTE [a cluster's launcher])
+CLUSTER_LAUNCHERS = frozenset({"srun", "mpirun", "mpiexec"})
+_PROGRAM = re.compile(r"^(python[\d.]*|torchrun|accelerate|deepspeed|[\w./-]+\.(py|sh))$")
 SEPARATORS = frozenset({"&&", "||", ";", "|", "&"})
 REDIRECTS = re.compile(r"^(\d*>>?|\d*<|&>|\d*>&\d*)")
 _VAR = re.compile(r"\$\{(\w+|[@*#])(?::?-([^}]*))?\}|\$(\w+|[@*#])")
@@ -267,9 +270,24 @@ def _program_first(words: list[str]) -> list[str]:
             index += 1
         elif word in WRAPPERS:
             index += 1
+        elif word in CLUSTER_LAUNCHERS:   # NOTE [a cluster's launcher]
+            following = next((i for i in range(index + 1, len(words))
+                              if _PROGRAM.match(posixpath.basename(words[i]))), None)
+            if following is None:
+                break
+            index = following
         else:
             break
     return words[index:]
+
+
+# NOTE [a cluster's launcher]
+# Research code trained on a cluster writes its command behind the cluster's task launcher: `srun
+# python -u ../train.py ...` in a SLURM batch script, `mpirun -np 4 python train.py`. The launcher
+# starts one copy of the program per task; its own options (`-n 4`, `--gres=gpu:1`) come before the
+# program. The command read is the program's: from the first word that is a Python launcher
+# (`python`, `torchrun`, `accelerate`, `deepspeed`) or a script, the launcher and its options set
+# aside (one task: the run is rank 0 of its job, as for torchrun).
 
 
 def _unquote(value: str) -> str:
