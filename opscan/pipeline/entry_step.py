@@ -154,6 +154,12 @@ def budget(limits, entered: Entered):
 # instead (at most MAX_NEXT more), and a note says which and why. A command the user named is
 # never replaced; any other failure (absent data, a bug of the script) keeps the command: it is
 # the project's training, and the model path follows as before.
+# NOTE [a command that trains on the host only]
+# The same holds for a command whose step never reaches the device (NOTE [a step that never reaches
+# the device] in opscan/assess/step.py): a README whose first command trains a small flow on the CPU
+# and whose next trains a GAN on the device. The host-only run says nothing of the device's ops, so
+# the next command found whose script differs is run too, within the same MAX_NEXT; when none is
+# left (or none reaches the device either), the model path follows as before.
 MAX_NEXT = 2
 _MISSING = re.compile(r"^\(before any op\) at .*?ModuleNotFoundError: No module named '([\w.]+)'")
 
@@ -164,10 +170,10 @@ def next_entry(entered: Entered, ran: Ran, root: Path, tried: int) -> tuple[Ente
     if entered.given or entered.chosen is None or ran.trained or ran.trace is None or tried >= MAX_NEXT:
         return None
     missing = _MISSING.match(ran.trace.stopped_at or "")
-    if missing is None:
+    if missing is None and not host_only(ran.trace):   # NOTE [a command that trains on the host only]
         return None
-    top = missing.group(1).split(".")[0]
-    if (root / top).is_dir() or (root / f"{top}.py").is_file():   # the project's own module: not the environment
+    top = missing.group(1).split(".")[0] if missing is not None else ""
+    if top and ((root / top).is_dir() or (root / f"{top}.py").is_file()):   # the project's own module
         return None
     scripts = {_script_of(entered.chosen)}
     order = list(entered.entries)
@@ -175,8 +181,9 @@ def next_entry(entered: Entered, ran: Ran, root: Path, tried: int) -> tuple[Ente
     following = next((e for e in order[start:] if _script_of(e) not in scripts), None)
     if following is None:
         return None
-    note = (f"training command `{shown_command(entered.chosen)}` needs `{top}`, not installed here: the next "
-            f"command found is run instead, `{shown_command(following)}`")
+    why = f"needs `{top}`, not installed here" if top else "trained on the host only"
+    note = (f"training command `{shown_command(entered.chosen)}` {why}: the next command found is run instead, "
+            f"`{shown_command(following)}`")
     return replace(entered, chosen=following), note
 
 

@@ -285,6 +285,31 @@ def test_a_command_that_trained_on_the_host_only_with_nothing_traced_says_so(tmp
     assert "without a backward pass" not in step.text and "trained on the host only" in report.verdict.headline
 
 
+class _PerCommand(Calls):
+    """Each command's own trace, by its script."""
+
+    def __init__(self, traces: dict) -> None:
+        super().__init__()
+        self.traces = traces
+
+    def command(self, entry, root, profile, limits):
+        self.ran.append(f"command {entry.command}")
+        return self.traces[entry.command.split()[1]], ()
+
+
+def test_a_command_that_trains_on_the_host_only_gives_way_to_the_next(tmp_path):
+    """NOTE [a command that trains on the host only]: the next command found is run."""
+    root = _project(tmp_path)
+    (root / "train_gan.py").write_text(STEPS, encoding="utf-8")
+    (root / "README.md").write_text("```sh\npython train.py --lr 3e-4\npython train_gan.py\n```\n", encoding="utf-8")
+    calls = _PerCommand({"train.py": _trace("script:train.py", ops=(), steps=1),
+                         "train_gan.py": _trace("script:train_gan.py", ("aten::addmm",), steps=1)})
+    report = _analyse(root, calls)
+    assert calls.ran == ["command python train.py --lr 3e-4", "command python train_gan.py"]
+    assert report.verdict.step.kind is StepKind.PROJECT and report.verdict.step.command == "python train_gan.py"
+    assert any("trained on the host only: the next command found is run instead" in n for n in report.notes)
+
+
 def test_a_stopped_command_is_not_in_the_headline_when_the_model_path_traced(tmp_path):
     stopped = _trace("script:train.py", ops=(), complete=False, steps=0, stopped_at="KeyError at train.py:3")
     report = _analyse(_project(tmp_path), Calls(stopped))
