@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import contextlib
 import inspect
 import re
 import sys
@@ -24,6 +23,7 @@ from torch import nn
 
 from opscan.errors import TargetError
 from opscan.targets import config_files, factories, script_calls, script_options, shipped, shrinking, variants
+from opscan.targets.built_arguments import built_arguments
 from opscan.targets.recipes import CONFIG_ARG, named_value  # config-like names; small values by name
 CONFIG_CLASS = re.compile(r"(Config|Args|Cfg|Params|HParams|Settings|Conf)$")
 VARIANT_ARG = re.compile(r"^(name|model_name|variant|arch|model_type|size|config_name|model|version)$")
@@ -33,7 +33,7 @@ def arguments(fn, module, folder: Path | None, root: Path | None = None) -> tupl
     """(kwargs for `fn`, how each was filled); TargetError naming the argument that could not be.
     `root`: the repository, whose config files may hold a config argument (config_files.py)."""
     kwargs, how = {}, []
-    built = built_arguments(fn, root)   # NOTE [the model the command built] in opscan/trace/run/built_models.py
+    built = built_arguments(fn, root, parameters(fn))   # NOTE [the model the command built] (built_models.py)
     given = sibling_defaults(fn, module) if built is None else None   # NOTE [arguments from a defaults function]
     if built is not None:
         kwargs, words = built
@@ -75,43 +75,6 @@ def arguments(fn, module, folder: Path | None, root: Path | None = None) -> tupl
         kwargs[name] = value
         how.append(words)
     return kwargs, how
-
-
-_BUILT: dict[tuple[str, str], str] = {}   # (file, class) -> the arguments the training command built it with
-
-
-@contextlib.contextmanager
-def given_arguments(built_with: tuple[str, ...]):
-    """Inside: the class `built_with` names ((file, class, arguments JSON), the run's record) is built
-    with those arguments (NOTE [the model the command built] in opscan/trace/run/built_models.py)."""
-    if len(built_with) != 3:
-        yield
-        return
-    _BUILT[(built_with[0], built_with[1])] = built_with[2]
-    try:
-        yield
-    finally:
-        _BUILT.pop((built_with[0], built_with[1]), None)
-
-
-def built_arguments(fn, root: Path | None) -> tuple[dict, str] | None:
-    """(kwargs, words) of the class `fn` as the training command built it (given_arguments), else None."""
-    if not _BUILT or not inspect.isclass(fn) or root is None:
-        return None
-    try:
-        rel = Path(inspect.getsourcefile(fn) or "").resolve().relative_to(Path(root).resolve()).as_posix()
-    except (TypeError, ValueError, OSError):
-        return None
-    text = _BUILT.get((rel, fn.__name__))
-    if text is None:
-        return None
-    from opscan.trace.run.built_models import decode
-
-    accepts = dict(parameters(fn))
-    anything = any(p.kind == p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
-    kwargs = {k: v for k, v in decode(text).items() if k in accepts or anything}
-    shown = ", ".join(sorted(kwargs)) or "no arguments"
-    return kwargs, f"{fn.__name__}({shown}): arguments {script_calls.WORDS}, read from the run of its training command"
 
 
 def shipped_arguments(cls, folder: Path | None, root: Path | None = None) -> tuple[dict, str] | None:

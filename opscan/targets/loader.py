@@ -70,7 +70,7 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
         return got
 
     if built_with:   # NOTE [the model the command built] in opscan/trace/run/built_models.py
-        from opscan.targets.construct import given_arguments
+        from opscan.targets.built_arguments import given_arguments
 
         with given_arguments(built_with):
             return _traced(run, target, device, project_root)

@@ -14,7 +14,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from opscan.trace.run.built_models import AttrDict, BuiltModels, decode  # noqa: E402
+from opscan.targets.built_arguments import AttrDict, decode  # noqa: E402
+from opscan.trace.run.built_models import BuiltModels  # noqa: E402
 from tests.support.corpus import write_sources  # noqa: E402
 
 MODEL = """\

@@ -17,7 +17,7 @@ tensor, a function) is left out, and the model path fills it as it fills any. Wh
 the model is the instance, among those noted, that no other noted instance holds as a submodule and
 that has the most parameters (the first built, on a tie). Only its file, its class name and the
 arguments as JSON text cross back to the parent: no object of the run does. The model path then
-tries that class first, built with those arguments (opscan/targets/construct.py,
+tries that class first, built with those arguments (opscan/targets/built_arguments.py,
 `given_arguments`), and its note says so.
 """
 
@@ -228,47 +228,3 @@ def _mapping(items, depth: int):
         if encoded is not _NOT_DATA:   # an attribute that is not data is left out, the rest kept
             out[key] = encoded
     return out
-
-
-class AttrDict(dict):
-    """A dict whose keys are also attributes: an options object as the model path rebuilds it."""
-
-    def __getattr__(self, name: str):
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def __setattr__(self, name: str, value) -> None:
-        self[name] = value
-
-
-def decode(text: str) -> dict:
-    """The arguments of `_arguments`'s JSON, rebuilt (options objects as Namespace or AttrDict, devices
-    the host)."""
-    if not text:
-        return {}
-    return {k: _decode(v) for k, v in json.loads(text).items()}
-
-
-def _decode(value):
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    kind, inner = value.get("~"), value.get("v")
-    if kind == "tuple":
-        return tuple(_decode(v) for v in inner)
-    if kind == "dict":
-        return {k: _decode(v) for k, v in inner.items()}
-    if kind == "attrs":
-        return AttrDict({k: _decode(v) for k, v in inner.items()})
-    if kind == "namespace":
-        return argparse.Namespace(**{k: _decode(v) for k, v in inner.items()})
-    if kind == "device":
-        return torch.device("cpu")
-    if kind == "dtype":
-        return getattr(torch, inner, torch.float32)
-    if kind == "float":
-        return float(inner)
-    return value
