@@ -73,8 +73,27 @@ def trace_target(target: str, *, mode: str = "train", device: str = "neuron",
         from opscan.targets.built_arguments import given_arguments
 
         with given_arguments(built_with):
-            return _traced(run, target, device, project_root)
+            given = _traced(run, target, device, project_root)
+        if given.complete:
+            return given
+        try:   # NOTE [the command's arguments, then the model path's]
+            other = _traced(run, target, device, project_root)
+        except TargetError:
+            return given
+        if other.complete or len(other.ops) > len(given.ops):
+            said = ("built as the model path builds it (with the command's arguments the step stopped: "
+                    f"{given.stopped_at})")
+            return dataclasses.replace(other, retried="; ".join(n for n in (said[:400], other.retried) if n))
+        return given
     return _traced(run, target, device, project_root)
+
+
+# NOTE [the command's arguments, then the model path's]
+# The arguments a stopped command built its model with hold what its stood-in data gave it too: a
+# sequence length read from a stood-in JSON file is a word, not a number. When the step of the model
+# built with them stops, the class is built once more as the model path builds any class (its
+# parsers' defaults, its config files, values chosen by name), and that trace is kept when it gets
+# further; its `retried` says why.
 
 
 def _traced(run, target: Target, device: str, project_root: str | None) -> ModelTrace:
@@ -115,8 +134,7 @@ _HOST_DEVICE = re.compile(r"same device.*(neuron:0 and cpu|cpu and neuron:0|at c
 
 def _with_cuda_answered(run, device: str, project_root: str) -> ModelTrace | None:
     """`run()` again with the project's modules imported anew and CUDA answered on `device`."""
-    from opscan.trace.run.redirect import Requests, answering
-    from opscan.trace.sources import SourceFinder
+    from opscan.trace.run import cuda_answered
 
     root = os.path.realpath(project_root) + os.sep
     for name, module in list(sys.modules.items()):
@@ -124,7 +142,7 @@ def _with_cuda_answered(run, device: str, project_root: str) -> ModelTrace | Non
         if where and os.path.realpath(where).startswith(root):
             del sys.modules[name]
     try:
-        with answering(device, Requests(SourceFinder(project_root))):
+        with cuda_answered(device, project_root):
             return run()
     except Exception:  # noqa: BLE001 - the first trace's stop stays the reason
         return None

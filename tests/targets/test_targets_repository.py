@@ -31,8 +31,12 @@ def test_gpt_with_a_defaults_dataclass_is_traced_in_train_mode(repo_report, repo
     assert report["traces"][0]["complete"] and report["traces"][0]["mode"] == "train"
     assert TRAIN <= report_phases(report)
     assert "aten::embedding" in {op["op"] for op in report["ops"]}
-    assert "traced with no configuration: repo:model.py:GPT: GPT(GPTConfig()): a dataclass with a default " \
-           "for every field; the training script train.py builds it (line 5)" in report["notes"]
+    # the command built GPT(GPTConfig()) before it stopped: the model path builds that class first, with the
+    # config's values as the command had them (NOTE [the model the command built])
+    assert "traced with no configuration: repo:model.py:GPT: the model `python train.py` built before it " \
+           "stopped, with the arguments it was built with" in report["notes"]
+    assert "GPT(config): arguments as the training script builds it, read from the run of its training command" \
+        in report["traces"][0]["retried"]
     # train.py trains at import: run first as the training command (contained), it stops where the
     # missing train.bin, loaded with torch.load, is used as a tensor; the model path follows, said so
     assert any(n.startswith("training command `python train.py` was not a training step") for n in report["notes"])

@@ -10,6 +10,7 @@ use the same:
                profile=None, project_root=None, cwd=None, stand_ins=False)
         -> (opscan.records.ModelTrace, notes)      # NOTE [running a script] in script.py
     RUN_DEVICES, RUN_HINT
+    cuda_answered(device, project_root)   # a context: CUDA requests answered as a run answers them
 
 Module map (private to the run mode): script (the run: phases, steps, the host recorder) ->
 redirect (CUDA requests answered as the port would), run_mode (the run's fake mode: host data keeps
@@ -29,6 +30,15 @@ def run_script(script: str, argv=(), **options):
     from opscan.trace.run.script import run_script as run
 
     return run(script, argv, **options)
+
+
+def cuda_answered(device: str, project_root: str):
+    """Inside: CUDA requests answered on `device` as a run answers them (NOTE [answering CUDA
+    requests] in redirect.py); the model path's retry of NOTE [retry with CUDA answered] uses it."""
+    from opscan.trace.run.redirect import Requests, answering
+    from opscan.trace.sources import SourceFinder
+
+    return answering(device, Requests(SourceFinder(project_root)))
 
 
 def __getattr__(name: str):
