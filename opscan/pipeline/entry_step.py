@@ -102,7 +102,7 @@ def built_model_first(discovery, models: tuple[ModelConfig, ...], ran: Ran | Non
     the arguments it was built with (NOTE [the model the command built] in
     opscan/trace/run/built_models.py); as they were when it built none, trained, or nothing was found."""
     built = ran.trace.built_model if ran is not None and ran.trace is not None and not ran.trained else ()
-    if len(built) != 3 or discovery is None or entered.chosen is None:
+    if discovery is None or entered.chosen is None or not _well_formed(built, index):
         return discovery, models
     from opscan.records import CandidateKind, ModelCandidate, Mode
 
@@ -122,6 +122,18 @@ def built_model_first(discovery, models: tuple[ModelConfig, ...], ran: Ran | Non
     discovery = replace(discovery, traced=(str(target), *(t for t in discovery.traced if t != str(target))),
                         candidates=(candidate, *(c for c in discovery.candidates if c.target != str(target))))
     return discovery, (first, *(m for m in models if m.target != target))
+
+
+def _well_formed(built: tuple, index) -> bool:
+    """Whether the child's record of the model its run built is a project file, a class name and
+    arguments of bounded size: the child ran the project's code, so its answer is checked as data."""
+    if len(built) != 3 or not all(isinstance(part, str) for part in built):
+        return False
+    rel, name, text = built
+    parts = rel.split("/")
+    return bool(re.fullmatch(r"[\w./-]+\.py", rel)) and ".." not in parts and not rel.startswith("/") \
+        and name.isidentifier() and len(text) <= 65_536 \
+        and (index is None or (index.root / rel).is_file())
 
 
 # NOTE [the budget of a command found by reading]

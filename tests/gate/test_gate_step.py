@@ -310,6 +310,20 @@ def test_a_command_that_trains_on_the_host_only_gives_way_to_the_next(tmp_path):
     assert any("trained on the host only: the next command found is run instead" in n for n in report.notes)
 
 
+@pytest.mark.parametrize("built", [("../outside.py", "Net", "{}"), ("model.py", "Net; import os", "{}"),
+                                   ("absent.py", "Net", "{}"), ("model.py", "Net", "x" * 70_000), ("model.py",)])
+def test_a_childs_record_of_the_model_it_built_is_checked_as_data(tmp_path, built):
+    """The child ran the project's code: a record naming no project file, no class name, or too much
+    is ignored (NOTE [the model the command built]); the model path runs as it would without it."""
+    stopped = _trace("script:train.py", ops=(), complete=False, steps=0, stopped_at="KeyError at train.py:3",
+                     built_model=built)
+    calls = Calls(stopped)
+    report = _analyse(_project(tmp_path), calls)
+    assert not any("built before it stopped" in n for n in report.notes)
+    assert all(not r.startswith(("trace repo:../", "trace repo:absent")) for r in calls.ran)
+    assert report.verdict.step.kind is StepKind.STAND_IN
+
+
 def test_a_stopped_command_is_not_in_the_headline_when_the_model_path_traced(tmp_path):
     stopped = _trace("script:train.py", ops=(), complete=False, steps=0, stopped_at="KeyError at train.py:3")
     report = _analyse(_project(tmp_path), Calls(stopped))

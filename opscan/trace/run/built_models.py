@@ -16,7 +16,9 @@ path places the model itself) and a dtype. An argument of any other kind (a modu
 tensor, a function) is left out, and the model path fills it as it fills any. When the run ends,
 the model is the instance, among those noted, that no other noted instance holds as a submodule and
 that has the most parameters (the first built, on a tie). Only its file, its class name and the
-arguments as JSON text cross back to the parent: no object of the run does. The model path then
+arguments as JSON text cross back to the parent: no object of the run does, and the parent takes
+them only as a file of the project, a class name and text of bounded size (entry_step.py
+`_well_formed`: the child ran the project's code). The model path then
 tries that class first, built with those arguments (opscan/targets/built_arguments.py,
 `given_arguments`), and its note says so.
 """
