@@ -47,7 +47,8 @@ def install(stand_ins: StandIns, patches: Patches) -> dict[str, Callable]:
         patches.set(glob, name, _watched(getattr(glob, name), stand_ins, glob_pattern=True, lazy=name == "iglob"))
     patches.set(os, "walk", _watched(os.walk, stand_ins, glob_pattern=False))
     patches.set(os, "listdir", _names_of(os.listdir, stand_ins, "os.listdir", lambda top, names: names))
-    patches.set(os, "scandir", _names_of(os.scandir, stand_ins, "os.scandir", _entries))
+    patches.set(os, "scandir", _names_of(os.scandir, stand_ins, "os.scandir",
+                                         lambda top, names: _entries(top, names, stand_ins.folders)))
     for name in ("glob", "rglob", "iterdir"):
         patches.set(pathlib.Path, name, _path_listing(getattr(pathlib.Path, name), name, stand_ins))
     patches.set(os, "mkdir", _mkdir(os.mkdir, stand_ins))
@@ -152,10 +153,10 @@ def _class_folders(folder: str, frame, stand_ins: StandIns, how: str) -> list[st
 class _Entry:
     """A synthetic file (or class folder) of os.scandir's answer (os.DirEntry cannot be made)."""
 
-    def __init__(self, folder: str, name: str) -> None:
+    def __init__(self, folder: str, name: str, folders: set[str]) -> None:
         self.name = name
         self.path = os.path.join(folder, name)
-        self._folder = name.startswith("class_") and "." not in name
+        self._folder = os.path.normpath(os.path.abspath(self.path)) in folders   # a synthetic class folder
 
     def is_file(self, *, follow_symlinks: bool = True) -> bool:
         return not self._folder
@@ -192,8 +193,8 @@ class _Entries:
         return None
 
 
-def _entries(folder: str, names: list[str]) -> _Entries:
-    return _Entries([_Entry(folder, name) for name in names])
+def _entries(folder: str, names: list[str], folders: set[str]) -> _Entries:
+    return _Entries([_Entry(folder, name, folders) for name in names])
 
 
 # NOTE [synthetic files of an absent media folder]
